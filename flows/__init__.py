@@ -1,0 +1,1 @@
+"""Orchestration: Prefect flows and the labeldp-audit command line. Holds no math."""

@@ -1,0 +1,59 @@
+"""The `labeldp-audit` command line.
+
+Each subcommand lives in its own module under `flows/commands/` and exposes
+`register(subparsers) -> None`, which adds its parser and sets `func=handler` as a default. Command modules
+import heavy libraries (Beam, CatBoost, Prefect) inside their handlers, so `--help` stays fast.
+
+Bad input (`LabelDPInputError`) prints one line to stderr and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from auditing.errors import LabelDPInputError
+
+# Order here is the order in `labeldp-audit --help`.
+COMMAND_MODULES = [
+    "flows.commands.bound",
+    "flows.commands.audit_scores",
+    "flows.commands.validate_rr",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="labeldp-audit",
+        description=(
+            "Observational auditing of label differential privacy (Kalemaj et al., 'Observational Auditing "
+            "of Label Privacy'). Turns an attacker's guesses about which label a model was trained on into "
+            "statistically valid lower bounds on epsilon."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except LabelDPInputError as exc:
+        print(f"labeldp-audit {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"labeldp-audit {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
