@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,7 @@ P_CLICK = "p_click"
 ORACLE_SCHEMA = pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False), pa.field(P_CLICK, pa.float64(), nullable=False)])
 
 PART_GLOB = "part-*.parquet"
+PROVENANCE_FILE = "_provenance.json"
 DEFAULT_ROWS_PER_FILE = 500_000
 PARQUET_COMPRESSION = "zstd"
 
@@ -371,7 +373,7 @@ def _as_batches(table_or_batches: pa.Table | pa.RecordBatch | Iterable) -> Itera
 def write_partition(root: str | os.PathLike, date: str | dt.date,
                     table_or_batches: pa.Table | pa.RecordBatch | Iterable,
                     rows_per_file: int = DEFAULT_ROWS_PER_FILE, num_classes: int = 2,
-                    source: object = None) -> Path:
+                    source: object = None, provenance: dict | Callable[[], dict] | None = None) -> Path:
     """Validates and writes the partition of ``date``; returns its directory.
 
     Accepts one Table/RecordBatch or an iterable of them (streamed: memory holds one batch plus 8 bytes a row
@@ -380,6 +382,10 @@ def write_partition(root: str | os.PathLike, date: str | dt.date,
     if validation fails anywhere (bad batch, duplicated ``row_id`` across batches, no rows at all), nothing
     appears in the partition area and an existing partition of that day is left as it was; on success an
     existing partition of that day is replaced as a whole. ``source`` names the input in error messages.
+
+    ``provenance`` (a JSON-able dict, or a function returning one, called after all batches were consumed so
+    a streaming source can report its counts) is written beside the data as ``_provenance.json`` (sorted
+    keys; not covered by ``partition_fingerprint``, not read by ``read_partition``).
     """
     if isinstance(rows_per_file, bool) or int(rows_per_file) != rows_per_file or rows_per_file < 1:
         raise LabelDPInputError(f"rows_per_file must be a whole number >= 1; got {rows_per_file!r}")
@@ -419,7 +425,19 @@ def write_partition(root: str | os.PathLike, date: str | dt.date,
         if total == 0:
             raise _fail(label, "the partition is empty (0 rows); nothing was written")
         _check_row_ids_unique(np.concatenate(row_ids), label)
+        if provenance is not None:
+            record = provenance() if callable(provenance) else provenance
+            text = json.dumps(record, sort_keys=True, indent=2, default=str) + "\n"
+            (tmp / PROVENANCE_FILE).write_text(text, encoding="utf-8")
     return final
+
+
+def read_provenance(root: str | os.PathLike, date: str | dt.date) -> dict | None:
+    """The ``_provenance.json`` written with the partition of ``date`` (generator seed, ingest counts), if any."""
+    path = partition_dir(root, date) / PROVENANCE_FILE
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 # --------------------------------------------------------------------------------------------- oracle

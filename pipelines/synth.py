@@ -1,0 +1,336 @@
+"""A deterministic Criteo-like click-log generator with a known truth (the oracle).
+
+What a generated day looks like (``generate_day``):
+
+- ``I1``..``I13``: heavy-tailed counts (``floor(exp(g)) - 1``, ``g`` Gaussian), correlated through one latent
+  activity factor per row, with Criteo-like missing rates (e.g. I12 ~76% missing, I2 never);
+- ``C1``..``C26``: hashed categoricals (8 lowercase hex digits), values drawn Zipf-like (weight of the k-th
+  value ~ (k+1)^-s, s in 1.05..1.35) from vocabularies of 3 to 200,000 values, with Criteo-like missing rates;
+- ``label``: Bernoulli(``p_click``), where ``logit(p_click)`` = intercept + effects of 6 numeric features
+  (their log1p counts and their missingness) + per-value effects of 10 categorical features. The other
+  features are pure noise. The intercept is calibrated each day so the expected click rate is about 3%
+  (2.7%..3.3%, moving slowly over the year);
+- drift: coefficients, per-value effects and per-value popularities move day by day along slow sinusoids
+  (periods of 40..400 days) with phases fixed by the base seed, so consecutive days are close and days weeks
+  apart differ measurably;
+- ``row_id`` = days since 1970-01-01 times 2^32 plus the row's index, unique across days.
+
+Guarantees:
+
+- Determinism: the output is a function of (``seed``, ``date``, ``rows``) only: the same arguments give
+  byte-identical Parquet files (with the same pyarrow version), whatever other days are generated and in
+  whichever order. The day's random stream is seeded with ``day_seed(seed, date)``, which is recorded in the
+  partition's ``_provenance.json``.
+- The law of a day does not depend on ``rows``: the intercept is calibrated on a fixed 32,768-row
+  calibration sample drawn from its own stream.
+- ``p_click`` is exactly P(label = 1 | the row's features): labels depend on nothing else, so audits may
+  sample counterfactual labels from the oracle (D' = D). It is written to ``oracle/date=D/``, never into the
+  partition, and training must never read it.
+- 1M rows a day take a few seconds (vectorized numpy; dictionary arrays are built from byte buffers, never
+  from per-row Python strings). See benchmarks/results/synth.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from auditing.errors import LabelDPInputError
+from pipelines import schema
+from pipelines.layout import parse_date
+
+GENERATOR_VERSION = 1
+DEFAULT_SEED = 20240101
+DEFAULT_ROWS = 1_000_000
+CALIBRATION_ROWS = 32_768
+MAX_ROWS = 2**32  # row_id packs the row index into 32 bits
+_EPOCH = dt.date(1970, 1, 1)
+
+# Criteo-like shapes, one entry per column (sizes capped at 200k values to keep generation fast).
+_VOCAB_SIZES = [1400, 550, 200_000, 120_000, 300, 20, 12_000, 600, 3, 50_000, 5000, 150_000, 3000,
+                27, 14_000, 130_000, 10, 4500, 2000, 4, 140_000, 17, 15, 60_000, 90, 40_000]
+_CAT_MISSING = [0.0, 0.0, 0.03, 0.03, 0.0, 0.12, 0.0, 0.0, 0.0, 0.0, 0.0, 0.03, 0.0,
+                0.0, 0.0, 0.03, 0.0, 0.0, 0.44, 0.44, 0.03, 0.76, 0.0, 0.03, 0.44, 0.44]
+_NUM_MU = [0.7, 1.5, 2.0, 1.8, 7.0, 3.0, 1.5, 2.5, 3.5, 0.5, 1.0, 0.3, 2.0]
+_NUM_SIGMA = [1.0, 1.5, 1.2, 1.0, 2.0, 1.5, 1.3, 1.0, 1.3, 0.6, 0.9, 0.8, 1.1]
+_NUM_MISSING = [0.45, 0.0, 0.21, 0.22, 0.03, 0.22, 0.04, 0.0005, 0.04, 0.45, 0.04, 0.76, 0.22]
+# Which features carry signal (0-based column indices into NUMERIC_COLUMNS / CATEGORICAL_COLUMNS).
+SIGNAL_NUMERIC = (0, 2, 3, 5, 6, 10)  # I1, I3, I4, I6, I7, I11
+SIGNAL_CATEGORICAL = (0, 1, 5, 7, 8, 13, 16, 19, 22, 25)  # C1, C2, C6, C8, C9, C14, C17, C20, C23, C26
+
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def epoch_day(date: dt.date) -> int:
+    """Days since 1970-01-01."""
+    return date.toordinal() - _EPOCH.toordinal()
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**63:
+        raise LabelDPInputError(f"seed must be a whole number in 0..2^63-1; got {seed!r}")
+    return int(seed)
+
+
+def day_seed(seed: int, date: str | dt.date) -> int:
+    """The 63-bit seed of ``date``'s random stream, derived from the base ``seed`` and the date only."""
+    state = np.random.SeedSequence([_check_seed(seed), epoch_day(parse_date(date)), GENERATOR_VERSION])
+    return int(state.generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+# ------------------------------------------------------------------------------------------ the world
+
+
+def _hashed_values(count: int, key: int) -> np.ndarray:
+    """``count`` distinct uint32 values: a keyed bijection of 0..count-1 (so no collisions by design)."""
+    x = (np.arange(count, dtype=np.uint64) + np.uint64(key & 0xFFFFFFFF)) & np.uint64(0xFFFFFFFF)
+    odd1 = np.uint64(((key >> 32) & 0xFFFFFFFF) | 1)
+    mask = np.uint64(0xFFFFFFFF)
+    with np.errstate(over="ignore"):
+        for multiplier in (odd1, np.uint64(0x85EBCA6B), np.uint64(0xC2B2AE35)):
+            x = (x * multiplier) & mask  # odd multiplier mod 2^32: a bijection
+            x ^= x >> np.uint64(16)  # xor-shift: a bijection
+    return x.astype(np.uint32)
+
+
+def _hex_strings(values: np.ndarray) -> pa.StringArray:
+    """8-hex-digit strings of uint32 values, built from one byte buffer (no Python string per value)."""
+    shifts = np.arange(28, -4, -4, dtype=np.uint32)
+    digits = _HEX[(values[:, None] >> shifts) & np.uint32(0xF)]
+    offsets = np.arange(0, 8 * len(values) + 1, 8, dtype=np.int32)
+    return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(digits.tobytes()))
+
+
+@dataclass(frozen=True)
+class _Categorical:
+    dictionary: pa.StringArray  # all possible values of the column
+    log_weight: np.ndarray  # Zipf base popularity (log scale)
+    popularity_phase: np.ndarray
+    popularity_period: float
+    effect: np.ndarray | None  # per-value logit effect (signal columns only)
+    effect_phase: np.ndarray | None
+    effect_period: float
+    missing: float
+
+
+@dataclass(frozen=True)
+class _World:
+    seed: int
+    categoricals: tuple[_Categorical, ...]
+    num_loading: np.ndarray  # loading of each numeric feature on the latent activity factor
+    num_mu_phase: np.ndarray
+    num_coef: np.ndarray  # logit coefficient of log1p(count), per standard deviation of g
+    num_coef_phase: np.ndarray
+    num_missing_coef: np.ndarray
+    rate_phase: float
+
+
+@functools.lru_cache(maxsize=4)
+def _world(seed: int) -> _World:
+    """Everything that depends on the base seed only (not on the date)."""
+    rng = np.random.default_rng([seed, 0x574F524C44])  # "WORLD"
+    cats = []
+    for j, size in enumerate(_VOCAB_SIZES):
+        key = int(rng.integers(0, 2**63))
+        exponent = rng.uniform(1.05, 1.35)
+        signal = j in SIGNAL_CATEGORICAL
+        effect_sd = rng.uniform(0.25, 0.6) if signal else 0.0
+        cats.append(_Categorical(
+            dictionary=_hex_strings(_hashed_values(size, key)),
+            log_weight=-exponent * np.log1p(np.arange(size, dtype=np.float64)),
+            popularity_phase=rng.uniform(0.0, 2 * math.pi, size),
+            popularity_period=float(rng.uniform(40.0, 200.0)),
+            effect=rng.normal(0.0, effect_sd, size) if signal else None,
+            effect_phase=rng.uniform(0.0, 2 * math.pi, size) if signal else None,
+            effect_period=float(rng.uniform(60.0, 400.0)),
+            missing=_CAT_MISSING[j],
+        ))
+    n_num = len(schema.NUMERIC_COLUMNS)
+    coef = np.zeros(n_num)
+    missing_coef = np.zeros(n_num)
+    signs = rng.choice([-1.0, 1.0], size=len(SIGNAL_NUMERIC))
+    coef[list(SIGNAL_NUMERIC)] = signs * rng.uniform(0.15, 0.4, len(SIGNAL_NUMERIC))
+    missing_coef[list(SIGNAL_NUMERIC)] = rng.normal(0.0, 0.3, len(SIGNAL_NUMERIC))
+    return _World(
+        seed=seed,
+        categoricals=tuple(cats),
+        num_loading=rng.uniform(0.2, 0.7, n_num),
+        num_mu_phase=rng.uniform(0.0, 2 * math.pi, n_num),
+        num_coef=coef,
+        num_coef_phase=rng.uniform(0.0, 2 * math.pi, n_num),
+        num_missing_coef=missing_coef,
+        rate_phase=float(rng.uniform(0.0, 2 * math.pi)),
+    )
+
+
+@dataclass(frozen=True)
+class DayParameters:
+    """The law of one day: what drifts, evaluated at that day (exposed for tests and documentation)."""
+
+    seed: int
+    date: dt.date
+    target_click_rate: float
+    num_mu: np.ndarray  # location of log counts, per numeric column
+    num_coef: np.ndarray  # logit coefficient per numeric column (0 = no signal)
+    cat_cdf: tuple[np.ndarray, ...]  # cumulative popularity of each categorical column's values
+    cat_effect: tuple[np.ndarray | None, ...]  # per-value logit effects (None = no signal)
+
+
+def day_parameters(seed: int, date: str | dt.date) -> DayParameters:
+    """The drifting parameters of ``date`` in the world of ``seed``: smooth in the date (sinusoids)."""
+    seed = _check_seed(seed)
+    date = parse_date(date)
+    world = _world(seed)
+    t = float(epoch_day(date))
+    two_pi = 2 * math.pi
+    cdfs = []
+    effects = []
+    for cat in world.categoricals:
+        log_w = cat.log_weight + 0.5 * np.sin(two_pi * t / cat.popularity_period + cat.popularity_phase)
+        weights = np.exp(log_w - log_w.max())
+        cdf = np.cumsum(weights)
+        cdfs.append(cdf / cdf[-1])
+        if cat.effect is None:
+            effects.append(None)
+        else:
+            scale = float(np.std(cat.effect)) if len(cat.effect) > 1 else 0.0
+            effects.append(cat.effect + 0.3 * scale * np.sin(two_pi * t / cat.effect_period + cat.effect_phase))
+    num_mu = np.asarray(_NUM_MU) + 0.1 * np.sin(two_pi * t / 90.0 + world.num_mu_phase)
+    num_coef = world.num_coef * (1.0 + 0.3 * np.sin(two_pi * t / 120.0 + world.num_coef_phase))
+    rate = 0.03 * (1.0 + 0.1 * math.sin(two_pi * t / 365.25 + world.rate_phase))
+    return DayParameters(seed=seed, date=date, target_click_rate=rate, num_mu=num_mu, num_coef=num_coef,
+                         cat_cdf=tuple(cdfs), cat_effect=tuple(effects))
+
+
+# ------------------------------------------------------------------------------------------ one day
+
+
+def _draw_features(params: DayParameters, rng: np.random.Generator, n: int, build_arrays: bool):
+    """Draws ``n`` rows of features. Returns (logit without intercept, {column: pyarrow array} or None)."""
+    world = _world(params.seed)
+    logit = np.zeros(n)
+    arrays: dict[str, pa.Array] | None = {} if build_arrays else None
+    activity = rng.standard_normal(n)
+    sigma = np.asarray(_NUM_SIGMA)
+    loading = world.num_loading
+    for j, name in enumerate(schema.NUMERIC_COLUMNS):
+        g = params.num_mu[j] + sigma[j] * (loading[j] * activity
+                                           + math.sqrt(1.0 - loading[j] ** 2) * rng.standard_normal(n))
+        counts = np.floor(np.expm1(np.maximum(g, 0.0))).astype(np.int64)
+        missing = rng.random(n) < _NUM_MISSING[j]
+        if params.num_coef[j] != 0.0:
+            x = np.log1p(counts) / sigma[j]
+            logit += np.where(missing, world.num_missing_coef[j], params.num_coef[j] * x)
+        if arrays is not None:
+            arrays[name] = pa.array(counts, type=pa.int64(), mask=missing if missing.any() else None)
+    for j, name in enumerate(schema.CATEGORICAL_COLUMNS):
+        cat = world.categoricals[j]
+        cdf = params.cat_cdf[j]
+        # One uniform per row decides both missingness and the value: u < m is missing; otherwise
+        # (u - m) / (1 - m) is uniform on [0, 1) and picks the value by inverse CDF.
+        u = rng.random(n)
+        missing = u < cat.missing
+        v = (u - cat.missing) / (1.0 - cat.missing)
+        index = np.minimum(np.searchsorted(cdf, v, side="right"), len(cdf) - 1)
+        effect = params.cat_effect[j]
+        if effect is not None:
+            logit += np.where(missing, 0.0, effect[index])
+        if arrays is not None:
+            arrays[name] = _dictionary_column(index, missing, cat.dictionary)
+    return logit, arrays
+
+
+def _dictionary_column(index: np.ndarray, missing: np.ndarray, dictionary: pa.StringArray) -> pa.DictionaryArray:
+    """A dictionary array holding only the values used (in vocabulary order), nulls where ``missing``."""
+    present = index[~missing] if missing.any() else index
+    used = np.bincount(present, minlength=len(dictionary)) > 0
+    remap = (np.cumsum(used) - 1).astype(np.int32)
+    indices = pa.array(remap[index], type=pa.int32(), mask=missing if missing.any() else None)
+    return pa.DictionaryArray.from_arrays(indices, dictionary.take(pa.array(np.flatnonzero(used))))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # tanh form: no overflow warnings for large |x|
+
+
+def _calibrate_intercept(logit: np.ndarray, target: float) -> float:
+    """The intercept b with mean(sigmoid(b + logit)) = target (bisection; the mean is increasing in b)."""
+    low, high = -20.0, 10.0
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        if _sigmoid(mid + logit).mean() < target:
+            low = mid
+        else:
+            high = mid
+    return 0.5 * (low + high)
+
+
+@dataclass(frozen=True)
+class SyntheticDay:
+    """One generated day: the partition table, its oracle, and what produced them."""
+
+    table: pa.Table  # PARTITION_SCHEMA
+    oracle: pa.Table  # ORACLE_SCHEMA: row_id, p_click
+    provenance: dict
+
+
+def generate_day(date: str | dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED) -> SyntheticDay:
+    """Generates the day ``date`` (deterministic in ``seed``, ``date``, ``rows``; nothing written)."""
+    date = parse_date(date)
+    seed = _check_seed(seed)
+    if isinstance(rows, bool) or int(rows) != rows or not 1 <= rows < MAX_ROWS:
+        raise LabelDPInputError(f"rows must be a whole number in 1..{MAX_ROWS - 1}; got {rows!r}")
+    rows = int(rows)
+    params = day_parameters(seed, date)
+    stream = day_seed(seed, date)
+    calibration_logit, _ = _draw_features(params, np.random.default_rng([stream, 1]), CALIBRATION_ROWS,
+                                          build_arrays=False)
+    intercept = _calibrate_intercept(calibration_logit, params.target_click_rate)
+    rng = np.random.default_rng([stream, 0])
+    logit, arrays = _draw_features(params, rng, rows, build_arrays=True)
+    p_click = _sigmoid(intercept + logit)
+    label = (rng.random(rows) < p_click).astype(np.int8)
+    row_id = np.int64(epoch_day(date)) * np.int64(2**32) + np.arange(rows, dtype=np.int64)
+    columns = {schema.ROW_ID: pa.array(row_id), schema.LABEL: pa.array(label), **arrays}
+    table = pa.Table.from_arrays([columns[name] for name in schema.ALL_COLUMNS], schema=schema.PARTITION_SCHEMA)
+    oracle = pa.Table.from_arrays([columns[schema.ROW_ID], pa.array(p_click)], schema=schema.ORACLE_SCHEMA)
+    provenance = {
+        "source": "synthetic",
+        "generator": "pipelines.synth",
+        "generator_version": GENERATOR_VERSION,
+        "date": date.isoformat(),
+        "base_seed": seed,
+        "day_seed": stream,
+        "rows": rows,
+        "clicks": int(label.sum()),
+        "click_rate": round(float(label.mean()), 6),
+        "mean_p_click": round(float(p_click.mean()), 6),
+        "target_click_rate": round(params.target_click_rate, 6),
+        "intercept": round(intercept, 6),
+        "signal_features": [schema.NUMERIC_COLUMNS[j] for j in SIGNAL_NUMERIC]
+        + [schema.CATEGORICAL_COLUMNS[j] for j in SIGNAL_CATEGORICAL],
+    }
+    return SyntheticDay(table=table, oracle=oracle, provenance=provenance)
+
+
+def write_synthetic_day(root: str | os.PathLike, date: str | dt.date, rows: int = DEFAULT_ROWS,
+                        seed: int = DEFAULT_SEED,
+                        rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE) -> tuple[Path, dict]:
+    """Generates ``date`` and writes ``partitions/date=D/`` (with ``_provenance.json``) and ``oracle/date=D/``.
+
+    Each directory is published atomically. The oracle is written first, so a partition never exists without
+    its oracle. Returns (partition directory, provenance).
+    """
+    day = generate_day(date, rows=rows, seed=seed)
+    schema.write_oracle(root, date, day.oracle)
+    directory = schema.write_partition(root, date, day.table, rows_per_file=rows_per_file,
+                                       source=f"synthetic day {parse_date(date).isoformat()}",
+                                       provenance=day.provenance)
+    return directory, day.provenance
