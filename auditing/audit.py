@@ -1,0 +1,230 @@
+"""The whole audit: play R repetitions of the game, reduce to sweep counts, bound, select, summarise.
+
+`run_audit` works in-process on arrays; `audit_from_counts` turns sweep counts produced anywhere (e.g. the
+Beam job's combiners) into the same `AuditResult`. Repetition 0 is pre-registered: its bound, selected by
+the configured strategy, is THE valid `epsilon_lower_bound` used for decisions. The mean, std and median
+over repetitions of the per-repetition max over the sweep are the paper's statistic (Sec. 6.2), reported
+for comparison and labelled optimistic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from auditing.bounds import best_bound, check_method, resolve_delta
+from auditing.errors import LabelDPInputError
+from auditing.game import as_class_probabilities, as_labels, as_row_ids, play_repetition
+from auditing.keyed_random import STREAM_SPLIT, keyed_uniform
+from auditing.params import check_confidence, check_delta, check_tau
+from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
+from auditing.selection import Selection, check_strategy, select_over_grid, select_split
+from auditing.sweep import GRID_KINDS, SweepCounts, correct_at, guess_grid, rank_order
+
+ProgressCallback = Callable[[int, int], None]
+
+PAPER_STATISTIC_LABEL = (
+    "paper's statistic: per repetition, max over the sweep of uncorrected bounds (optimistic, not a valid "
+    "lower bound at the stated confidence)"
+)
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Everything that determines an audit's numbers; validated on construction."""
+
+    method: str = "binomial"
+    strategy: str = "bonferroni"
+    confidence: float = 0.95
+    delta: float | None = None  # None: the method's default (0 for binomial, 1e-5 for fdp)
+    tau: float = 0.0
+    repetitions: int = 100
+    seed: int = 0
+    score: str = "paper"
+    score_power: float = DEFAULT_POWER
+    grid: str = "log"
+    grid_points: int = 100
+    grid_min_fraction: float = 1e-4
+
+    def __post_init__(self):
+        check_method(self.method)
+        check_strategy(self.strategy)
+        check_confidence(self.confidence)
+        object.__setattr__(self, "delta", check_delta(resolve_delta(self.method, self.delta)))
+        check_tau(self.tau)
+        if self.method == "fdp" and self.delta == 0.0:
+            raise LabelDPInputError("delta must be > 0 for method fdp (Gaussian trade-offs certify no finite pure eps)")
+        if int(self.repetitions) != self.repetitions or self.repetitions < 1:
+            raise LabelDPInputError(f"repetitions must be a whole number >= 1; got {self.repetitions!r}")
+        if int(self.seed) != self.seed or self.seed < 0:
+            raise LabelDPInputError(f"seed must be a whole number >= 0; got {self.seed!r}")
+        if self.score not in SCORES:
+            raise LabelDPInputError(f"score must be one of {sorted(SCORES)}; got {self.score!r}")
+        if not (self.score_power >= 0):
+            raise LabelDPInputError(f"score_power must be >= 0; got {self.score_power!r}")
+        if self.grid not in GRID_KINDS:
+            raise LabelDPInputError(f"grid must be one of {list(GRID_KINDS)}; got {self.grid!r}")
+
+    def config_hash(self) -> str:
+        """Stable 16-hex digest of the configuration (keys results by audit config)."""
+        payload = json.dumps(asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def grid_for(self, m: int) -> np.ndarray:
+        return guess_grid(m, kind=self.grid, points=self.grid_points, min_fraction=self.grid_min_fraction)
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """An audit's outcome. `epsilon_lower_bound` is valid at `confidence` unless `optimistic` is True."""
+
+    epsilon_lower_bound: float
+    optimistic: bool
+    method: str
+    strategy: str
+    confidence: float
+    point_confidence: float
+    delta: float
+    tau: float
+    m: int
+    repetitions: int
+    seed: int
+    score: str
+    score_power: float
+    grid: str
+    grid_size: int
+    selected_guesses: int
+    selected_correct: int
+    selected_m: int
+    max_certifiable_epsilon: float
+    epsilon_mean: float
+    epsilon_std: float
+    epsilon_median: float
+    paper_statistic_label: str
+    per_repetition: list = field(default_factory=list)
+    curve: list = field(default_factory=list)  # [{guesses, correct, epsilon_lower_bound}] of repetition 0
+    config_hash: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _split_halves(row_ids: np.ndarray, seed: int) -> np.ndarray:
+    """True for rows in the selection half; keyed by (seed, row_id) only, the same for every repetition."""
+    return keyed_uniform(seed, 0, STREAM_SPLIT, row_ids) < 0.5
+
+
+def _counts(scores, correct, row_ids, grid) -> np.ndarray:
+    return correct_at(correct, rank_order(scores, row_ids), grid)
+
+
+def run_audit(
+    p_target, p_reference, labels, row_ids=None, config: AuditConfig | None = None,
+    progress: ProgressCallback | None = None, score_function=None,
+) -> AuditResult:
+    """Plays the game (paper Alg. 2) on arrays and audits the counts.
+
+    p_target, p_reference: class-1 probabilities (binary, 1-D) or n x k class probabilities.
+    labels: training labels y0. row_ids: unique integers keying the randomness (default 0..n-1).
+    score_function: optional callable (p_target_of_label, p_reference_of_label) -> score, overriding
+    config.score (recorded as "custom").
+    """
+    config = config or AuditConfig()
+    target = as_class_probabilities(p_target, "p_target")
+    n = target.shape[0]
+    if n == 0:
+        raise LabelDPInputError("p_target: no rows to audit")
+    reference = as_class_probabilities(p_reference, "p_reference", n=n)
+    if reference.shape[1] != target.shape[1]:
+        raise LabelDPInputError(
+            f"p_reference has {reference.shape[1]} classes but p_target has {target.shape[1]}"
+        )
+    y0 = as_labels(labels, target.shape[1])
+    if y0.shape[0] != n:
+        raise LabelDPInputError(f"labels: has {y0.shape[0]} rows but p_target has {n}")
+    ids = np.arange(n, dtype=np.int64) if row_ids is None else as_row_ids(row_ids, n)
+    score = resolve_score(score_function or config.score, config.score_power)
+
+    grid = config.grid_for(n)
+    guesses = np.broadcast_to(grid, (config.repetitions, grid.size)).copy()
+    correct = np.empty_like(guesses)
+    split = None
+    for r in range(config.repetitions):
+        rows = play_repetition(target, reference, y0, ids, seed=config.seed, repetition=r, score=score)
+        correct[r] = _counts(rows.scores, rows.correct, ids, grid)
+        if r == 0 and config.strategy == "split":
+            split = _split_counts(rows.scores, rows.correct, ids, config)
+        if progress:
+            progress(r + 1, config.repetitions)
+    result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split)
+    if score_function is not None:
+        result = AuditResult(**{**result.to_dict(), "score": "custom"})
+    return result
+
+
+def _split_counts(scores, correct, ids, config: AuditConfig) -> tuple[SweepCounts, SweepCounts]:
+    in_selection = _split_halves(ids, config.seed)
+    halves = []
+    for mask in (in_selection, ~in_selection):
+        m_half = int(mask.sum())
+        if m_half == 0:
+            raise LabelDPInputError("the split strategy needs at least 2 rows (one half is empty)")
+        grid = _half_grid(config, m_half)
+        c = _counts(scores[mask], correct[mask], ids[mask], grid)
+        halves.append(SweepCounts(m=m_half, guesses=grid[None, :], correct=c[None, :]))
+    return halves[0], halves[1]
+
+
+def _half_grid(config: AuditConfig, m_half: int) -> np.ndarray:
+    """The split halves use one fixed list of fractions (not de-duplicated), so index g matches across halves."""
+    if config.grid == "paper":
+        fractions = np.arange(1, 101) / 100.0
+    else:
+        fractions = np.geomspace(config.grid_min_fraction, 1.0, config.grid_points)
+    return np.clip(np.ceil(fractions * m_half - 1e-9).astype(np.int64), 1, m_half)
+
+
+def audit_from_counts(
+    counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None
+) -> AuditResult:
+    """Bounds, selection and the repetition summary from sweep counts (no row-level data needed)."""
+    kw = dict(method=config.method, delta=config.delta, tau=config.tau)
+    if config.strategy == "split":
+        if split_counts is None:
+            raise LabelDPInputError("strategy split needs the two halves' counts of repetition 0")
+        selection: Selection = select_split(*split_counts, confidence=config.confidence, **kw)
+        bound_half = split_counts[1]
+        max_certifiable, _ = best_bound(bound_half.guesses[0], bound_half.guesses[0], bound_half.m,
+                                        confidence=config.confidence, **kw)
+    else:
+        selection = select_over_grid(counts, strategy=config.strategy, confidence=config.confidence, **kw)
+        max_certifiable, _ = best_bound(counts.guesses[0], counts.guesses[0], counts.m,
+                                        confidence=selection.point_confidence, **kw)
+
+    # The paper's statistic: per repetition, the max over the sweep at the uncorrected confidence.
+    per_rep = np.array([
+        best_bound(counts.correct[r], counts.guesses[r], counts.m, confidence=config.confidence, **kw)[0]
+        for r in range(counts.repetitions)
+    ])
+    curve = [
+        {"guesses": int(g), "correct": int(c), "epsilon_lower_bound": float(e)}
+        for g, c, e in zip(selection.curve_guesses, selection.curve_correct, selection.curve_epsilon, strict=True)
+    ]
+    return AuditResult(
+        epsilon_lower_bound=selection.epsilon_lower_bound, optimistic=not selection.valid,
+        method=config.method, strategy=config.strategy, confidence=config.confidence,
+        point_confidence=selection.point_confidence, delta=float(config.delta), tau=config.tau, m=counts.m,
+        repetitions=counts.repetitions, seed=config.seed, score=config.score, score_power=config.score_power,
+        grid=config.grid, grid_size=int(counts.guesses.shape[1]), selected_guesses=selection.selected_guesses,
+        selected_correct=selection.selected_correct, selected_m=selection.m,
+        max_certifiable_epsilon=float(max_certifiable), epsilon_mean=float(per_rep.mean()),
+        epsilon_std=float(per_rep.std(ddof=1)) if per_rep.size > 1 else 0.0,
+        epsilon_median=float(np.median(per_rep)), paper_statistic_label=PAPER_STATISTIC_LABEL,
+        per_repetition=[float(v) for v in per_rep], curve=curve, config_hash=config.config_hash(),
+    )
+
+

@@ -1,0 +1,123 @@
+"""`labeldp-audit audit-scores`: game + bounds on a Parquet table of labels and model probabilities."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "audit a Parquet table of training labels, target and reference probabilities"
+DESCRIPTION = """\
+Plays the observational label-inference game (paper Alg. 2) on a table with one row per training example:
+the training label, the target model's probabilities M(x) and the reference model's M'(x). Binary models:
+one float column each with the probability of class 1. Multi-class: list<float> columns, one entry per class.
+
+Counterfactual labels are resampled --repetitions times (keyed by --seed and the row id). Repetition 0 is
+pre-registered: its bound, with the number of guesses chosen by --strategy, is THE valid epsilon lower bound.
+The mean/std/median over repetitions are the paper's statistic (optimistic, for comparison only).
+
+Example: labeldp-audit audit-scores scored.parquet --repetitions 100 --json
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("audit-scores", help=HELP, description=DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", help="Parquet file with labels and probabilities")
+    p.add_argument("--label-col", default="label", help="training label column (default: label)")
+    p.add_argument("--target-col", default="p_target", help="target model probability column (default: p_target)")
+    p.add_argument("--reference-col", default="p_reference", help="reference model probability column (default: p_reference)")
+    p.add_argument("--row-id-col", default="row_id",
+                   help="unique row identity keying the randomness (default: row_id; row position if the column is absent)")
+    p.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
+    p.add_argument("--strategy", choices=["bonferroni", "split", "max"], default="bonferroni",
+                   help="how the number of guesses is chosen: bonferroni (valid, default), split (valid), "
+                        "max (the paper's, optimistic)")
+    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
+    p.add_argument("--delta", type=float, default=None, help="delta (default: 0 for binomial, 1e-5 for fdp)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
+    p.add_argument("--tau", type=float, default=0.0, help="TV bound between data and counterfactual distribution")
+    p.add_argument("--score", choices=["paper", "log-ratio"], default="paper", help="attack score (default: paper)")
+    p.add_argument("--score-power", type=float, default=2.0, help="exponent t of (1 - M'(x)[y]) (default 2)")
+    p.add_argument("--grid", choices=["log", "paper"], default="log",
+                   help="guess sweep: log (100 log-spaced fractions from 0.01%% to 100%%, default) or paper (1%%..100%%)")
+    p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=run)
+
+
+def read_table(path: str, label_col: str, target_col: str, reference_col: str, row_id_col: str):
+    """Reads the needed columns; errors name the file and the column."""
+    import os
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from auditing.errors import LabelDPInputError
+
+    if not os.path.isfile(path):
+        raise LabelDPInputError(f"{path}: no such file")
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
+    missing = [c for c in (label_col, target_col, reference_col) if c not in schema.names]
+    if missing:
+        raise LabelDPInputError(f"{path}: missing column(s) {missing}; present: {schema.names}")
+    columns = [label_col, target_col, reference_col] + ([row_id_col] if row_id_col in schema.names else [])
+    try:
+        table = pq.read_table(path, columns=columns)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise LabelDPInputError(f"{path}: cannot read ({exc})") from None
+
+    def probabilities(name):
+        col = table.column(name)
+        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type) or pa.types.is_fixed_size_list(col.type):
+            lengths = col.combine_chunks().value_lengths().to_numpy(zero_copy_only=False)
+            if lengths.size and (lengths != lengths[0]).any():
+                bad = int((lengths != lengths[0]).sum())
+                raise LabelDPInputError(f"{path}: column {name}: {bad} row(s) have a different number of classes")
+            nulls = col.null_count
+            if nulls:
+                raise LabelDPInputError(f"{path}: column {name}: {nulls} null row(s)")
+            flat = col.combine_chunks().flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+            return flat.reshape(len(col), -1)
+        if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
+            raise LabelDPInputError(f"{path}: column {name} must be numeric or list<float>; got {col.type}")
+        if col.null_count:
+            raise LabelDPInputError(f"{path}: column {name}: {col.null_count} null row(s)")
+        return col.to_numpy().astype(np.float64)
+
+    labels_col = table.column(label_col)
+    if labels_col.null_count:
+        raise LabelDPInputError(f"{path}: column {label_col}: {labels_col.null_count} null label(s)")
+    labels = labels_col.to_numpy()
+    row_ids = table.column(row_id_col).to_numpy() if row_id_col in table.column_names else None
+    return probabilities(target_col), probabilities(reference_col), labels, row_ids
+
+
+def run(args) -> int:
+    from auditing.audit import AuditConfig, run_audit
+    from auditing.errors import LabelDPInputError
+    from flows.progress import ProgressPrinter
+    from flows.result_text import format_audit_result
+
+    config = AuditConfig(
+        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, tau=args.tau,
+        repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power, grid=args.grid,
+    )
+    p_target, p_reference, labels, row_ids = read_table(
+        args.file, args.label_col, args.target_col, args.reference_col, args.row_id_col
+    )
+    try:
+        result = run_audit(p_target, p_reference, labels, row_ids, config,
+                           progress=ProgressPrinter("repetitions", enabled=not args.quiet))
+    except LabelDPInputError as exc:
+        raise LabelDPInputError(f"{args.file}: {exc}") from None
+    out = result.to_dict()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(format_audit_result(out))
+    return 0

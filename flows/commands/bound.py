@@ -1,0 +1,53 @@
+"""`labeldp-audit bound`: the epsilon lower bound for one (correct, guesses, m) triple."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "compute an epsilon lower bound from an attacker's counts (a calculator)"
+DESCRIPTION = """\
+Turns the counts of one observational label-inference game into a lower bound on epsilon that holds with the
+given confidence (paper: Thm. 16/17 for --method binomial, Alg. 3 + Gaussian-DP conversion for --method fdp).
+
+The bound is valid only if (guesses, correct) were chosen BEFORE looking at the outcome; to pick the number
+of guesses from a sweep use `audit-scores`, which corrects for the choice.
+
+Example: labeldp-audit bound --correct 1500 --guesses 2000 --m 1000000
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("bound", help=HELP, description=DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--correct", type=int, required=True, help="c: number of correct guesses")
+    p.add_argument("--guesses", type=int, required=True, help="c': number of guesses made (non-abstentions)")
+    p.add_argument("--m", type=int, required=True, help="number of examples in the game")
+    p.add_argument("--delta", type=float, default=None,
+                   help="delta of the (eps, delta) claim (default: 0 for binomial, 1e-5 for fdp)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
+    p.add_argument("--tau", type=float, default=0.0,
+                   help="bound on TV(D|x, D'|x) between the data and the counterfactual distribution (default 0)")
+    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
+    p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from auditing.bounds import epsilon_lower_bound, resolve_delta
+    from auditing.params import check_counts
+
+    check_counts(args.correct, args.guesses, args.m)
+    delta = resolve_delta(args.method, args.delta)
+    value = epsilon_lower_bound(args.correct, args.guesses, args.m, method=args.method, delta=delta,
+                                confidence=args.confidence, tau=args.tau)
+    out = {
+        "epsilon_lower_bound": value, "method": args.method, "delta": delta, "confidence": args.confidence,
+        "tau": args.tau, "m": args.m, "guesses": args.guesses, "correct": args.correct,
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"epsilon lower bound: {value:.4f}  (valid at {args.confidence:.0%} confidence for a pre-chosen c')")
+        print(f"  method={args.method} delta={delta:g} tau={args.tau:g}  c={args.correct} c'={args.guesses} m={args.m}")
+    return 0

@@ -1,0 +1,21 @@
+"""Human-readable rendering of audit results for the command line."""
+
+from __future__ import annotations
+
+
+def format_audit_result(result: dict) -> str:
+    """A short summary: the valid bound with its labels first, then the paper's statistic, then context."""
+    kind = "OPTIMISTIC (not a valid bound)" if result["optimistic"] else f"valid at {result['confidence']:.0%} confidence"
+    lines = [
+        f"epsilon lower bound: {result['epsilon_lower_bound']:.4f}   [{kind}]",
+        f"  method={result['method']}  strategy={result['strategy']}  delta={result['delta']:g}  tau={result['tau']:g}"
+        f"  per-point confidence={result['point_confidence']:.6g}",
+        f"  selected: {result['selected_correct']} correct of {result['selected_guesses']} guesses"
+        f" (m={result['selected_m']}, grid of {result['grid_size']} points, {result['grid']})",
+        f"  largest bound this audit could certify (perfect attacker): {result['max_certifiable_epsilon']:.4f}",
+        f"paper's statistic over {result['repetitions']} repetitions (optimistic: max over the sweep, uncorrected):",
+        f"  mean {result['epsilon_mean']:.4f}  std {result['epsilon_std']:.4f}  median {result['epsilon_median']:.4f}",
+        f"  m={result['m']}  seed={result['seed']}  score={result['score']} (t={result['score_power']:g})"
+        f"  config={result['config_hash']}",
+    ]
+    return "\n".join(lines)
