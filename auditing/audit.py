@@ -138,7 +138,7 @@ def run_audit(
     n = target.shape[0]
     if n == 0:
         raise LabelDPInputError("p_target: no rows to audit")
-    reference = as_class_probabilities(p_reference, "p_reference", n=n)
+    reference = as_class_probabilities(p_reference, "p_reference", n=n, n_from="p_target")
     if reference.shape[1] != target.shape[1]:
         raise LabelDPInputError(
             f"p_reference has {reference.shape[1]} classes but p_target has {target.shape[1]}"

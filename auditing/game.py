@@ -25,7 +25,7 @@ from auditing.scores import ScoreFunction
 SUM_TOLERANCE = 1e-4
 
 
-def as_class_probabilities(values, name: str, n: int | None = None) -> np.ndarray:
+def as_class_probabilities(values, name: str, n: int | None = None, n_from: str = "the labels") -> np.ndarray:
     """Validates model outputs and returns an (n, k) float64 array of class probabilities.
 
     A 1-D array is a binary model's probability of class 1; a 2-D array (or a sequence of equal-length rows)
@@ -43,7 +43,7 @@ def as_class_probabilities(values, name: str, n: int | None = None) -> np.ndarra
     else:
         raise LabelDPInputError(f"{name}: expected a 1-D (binary) or 2-D (n x classes) array; got {arr.ndim} dims")
     if n is not None and arr.shape[0] != n:
-        raise LabelDPInputError(f"{name}: has {arr.shape[0]} rows but the labels have {n}")
+        raise LabelDPInputError(f"{name}: has {arr.shape[0]} rows; expected {n}, the number of rows in {n_from}")
     if arr.shape[1] < 2:
         raise LabelDPInputError(f"{name}: needs at least 2 classes; got {arr.shape[1]} column(s)")
     nan_rows = int(np.isnan(arr).any(axis=1).sum())

@@ -1,0 +1,111 @@
+"""The game (paper Alg. 2): keyed randomness, chunking invariance, sampling distributions, input checks."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from auditing.errors import LabelDPInputError
+from auditing.game import (
+    as_class_probabilities,
+    as_labels,
+    as_row_ids,
+    play_repetition,
+    sample_counterfactual,
+)
+from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, keyed_uniform
+from auditing.scores import resolve_score
+
+
+def make_rows(n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    target = rng.dirichlet(np.ones(k), size=n)
+    reference = rng.dirichlet(np.ones(k), size=n)
+    labels = rng.integers(0, k, size=n)
+    row_ids = rng.permutation(10 * n)[:n].astype(np.int64)
+    return target, reference, labels, row_ids
+
+
+def test_keyed_uniform_is_uniform_and_streams_independent():
+    ids = np.arange(200_000, dtype=np.int64)
+    u = keyed_uniform(3, 0, STREAM_BIT, ids)
+    v = keyed_uniform(3, 0, STREAM_COUNTERFACTUAL, ids)
+    w = keyed_uniform(3, 1, STREAM_BIT, ids)
+    assert u.min() >= 0 and u.max() < 1
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    for other in (v, w):
+        assert abs(np.corrcoef(u, other)[0, 1]) < 0.01  # 4.5 standard errors at n = 2e5
+    assert np.array_equal(u, keyed_uniform(3, 0, STREAM_BIT, ids))
+    assert not np.array_equal(u, keyed_uniform(4, 0, STREAM_BIT, ids))
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_repetition_is_invariant_to_chunking_and_order(k):
+    target, reference, labels, ids = make_rows(3000, k)
+    score = resolve_score("paper")
+    whole = play_repetition(target, reference, labels, ids, seed=9, repetition=4, score=score)
+    for chunk in (1, 7, 1000):
+        parts = [
+            play_repetition(target[i:i + chunk], reference[i:i + chunk], labels[i:i + chunk], ids[i:i + chunk],
+                            seed=9, repetition=4, score=score)
+            for i in range(0, 3000, chunk)
+        ]
+        assert np.array_equal(np.concatenate([p.scores for p in parts]), whole.scores)
+        assert np.array_equal(np.concatenate([p.correct for p in parts]), whole.correct)
+    perm = np.random.default_rng(1).permutation(3000)
+    shuffled = play_repetition(target[perm], reference[perm], labels[perm], ids[perm], seed=9, repetition=4, score=score)
+    assert np.array_equal(shuffled.scores, whole.scores[perm])
+
+
+def test_counterfactual_follows_reference_distribution():
+    n, k = 200_000, 4
+    p = np.tile([0.1, 0.2, 0.3, 0.4], (n, 1))
+    y1 = sample_counterfactual(p, keyed_uniform(0, 0, STREAM_COUNTERFACTUAL, np.arange(n)))
+    counts = np.bincount(y1, minlength=k)
+    assert stats.chisquare(counts, p[0] * n).pvalue > 1e-3
+    binary = np.column_stack([np.full(n, 0.7), np.full(n, 0.3)])
+    y1b = sample_counterfactual(binary, keyed_uniform(0, 0, STREAM_COUNTERFACTUAL, np.arange(n)))
+    assert abs(y1b.mean() - 0.3) < 4 * np.sqrt(0.21 / n)
+
+
+def test_no_leakage_means_coin_flip_accuracy():
+    # Target == reference: the released label carries no information about b; accuracy ~ 1/2.
+    target, _, labels, ids = make_rows(100_000, 2, seed=3)
+    rows = play_repetition(target, target, labels, ids, seed=0, repetition=0, score=resolve_score("paper"))
+    assert abs(rows.correct.mean() - 0.5) < 4 * np.sqrt(0.25 / 100_000)
+
+
+def test_perfect_memorisation_is_detected():
+    # Target puts all mass on the training label; reference is uninformative: nearly every guess is right
+    # except when y1 happens to equal y0.
+    n = 20_000
+    labels = np.random.default_rng(0).integers(0, 2, n)
+    target = labels.astype(float)
+    rows = play_repetition(as_class_probabilities(target, "t"), as_class_probabilities(np.full(n, 0.5), "r"),
+                           labels, np.arange(n), seed=0, repetition=0, score=resolve_score("paper"))
+    assert rows.correct.mean() > 0.7
+
+
+@pytest.mark.parametrize(
+    "values, needle",
+    [
+        (np.array([0.2, 1.2, -0.1]), "2 row"),
+        (np.array([0.2, np.nan, 0.3]), "NaN"),
+        (np.array([[0.5, 0.6], [0.5, 0.5]]), "do not sum to 1"),
+        (np.zeros((3, 2, 2)), "dims"),
+    ],
+)
+def test_bad_probabilities_name_argument_and_count(values, needle):
+    with pytest.raises(LabelDPInputError, match=needle) as exc:
+        as_class_probabilities(values, "p_target")
+    assert "p_target" in str(exc.value)
+
+
+def test_bad_labels_and_ids():
+    with pytest.raises(LabelDPInputError, match=r"2 row.*outside the classes 0\.\.1"):
+        as_labels(np.array([0, 1, 2, -1]), 2)
+    with pytest.raises(LabelDPInputError, match="not whole numbers"):
+        as_labels(np.array([0.0, 0.5]), 2)
+    with pytest.raises(LabelDPInputError, match="1 duplicate"):
+        as_row_ids(np.array([1, 2, 2]), 3)
+    with pytest.raises(LabelDPInputError, match="has 2 rows; expected 3, the number of rows in the labels"):
+        as_class_probabilities(np.array([0.1, 0.2]), "p_reference", n=3)
