@@ -1,0 +1,34 @@
+"""The release guardrail's verdict (DESIGN.md, statistical contract).
+
+  - VIOLATION: the VALID lower bound exceeds the claimed epsilon: the claim is disproved at the audit's
+    confidence (under the paper's assumptions, e.g. the stated tau).
+  - INCONCLUSIVE: even a perfect attacker (every guess right) could not have produced a valid bound above
+    the claimed epsilon with this many examples and this selection strategy, so the audit had no power to
+    disprove the claim.
+  - PASS: the audit could have shown a violation and did not. It means "no evidence of a violation", not
+    "private".
+An optimistic figure (the paper's max over the sweep) is never accepted here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from auditing.errors import LabelDPInputError
+
+VIOLATION, INCONCLUSIVE, PASS = "VIOLATION", "INCONCLUSIVE", "PASS"
+
+
+def guardrail_status(
+    epsilon_lower_bound: float, claimed_epsilon: float, max_certifiable_epsilon: float, *, optimistic: bool = False
+) -> str:
+    """VIOLATION / INCONCLUSIVE / PASS for a valid bound against a claimed epsilon."""
+    if optimistic:
+        raise LabelDPInputError("the guardrail needs a valid lower bound; got an optimistic (strategy max) figure")
+    if not (claimed_epsilon >= 0):
+        raise LabelDPInputError(f"claimed epsilon must be >= 0 (inf for non-private); got {claimed_epsilon!r}")
+    if epsilon_lower_bound > claimed_epsilon:
+        return VIOLATION
+    if math.isinf(claimed_epsilon) or max_certifiable_epsilon <= claimed_epsilon:
+        return INCONCLUSIVE
+    return PASS
