@@ -1,0 +1,111 @@
+"""Exact sweep counts from merged histograms + boundary rows equal the in-process ranking, for any chunking."""
+
+import numpy as np
+import pytest
+
+from auditing.errors import LabelDPInputError
+from auditing.sweep import correct_at, guess_grid, rank_order
+from auditing.sweep_reduce import (
+    BinSpec,
+    bin_index,
+    boundary_bins,
+    cut_bin_mask,
+    exact_counts,
+    histogram,
+)
+
+
+def tied_scores(rng, n):
+    """Scores with many exact ties: few distinct magnitudes, both signs, zeros, -0.0, tiny and huge values."""
+    levels = np.concatenate(([0.0, -0.0, 1e-300, 5e-13, 2.0**-40, 1e3, np.inf], np.round(rng.uniform(-1, 1, 40), 3)))
+    s = rng.choice(levels, size=n)
+    s[: n // 3] = rng.normal(scale=0.01, size=n // 3)  # plus a continuous part
+    return rng.permutation(s)
+
+
+def reduce_in_chunks(scores, ids, correct, grid, spec, cuts):
+    """What the Beam job does: per-chunk histograms merged by addition, then the cut bins' rows per chunk."""
+    bins_all = []
+    rows = np.zeros(spec.num_bins, dtype=np.int64)
+    hits = np.zeros(spec.num_bins, dtype=np.int64)
+    for chunk in np.split(np.arange(scores.size), cuts):
+        b = bin_index(scores[chunk], spec)
+        r, h = histogram(b, correct[chunk], spec.num_bins)
+        rows += r
+        hits += h
+        bins_all.append(b)
+    bounds = boundary_bins(rows, hits, grid)
+    mask = cut_bin_mask(bounds, spec.num_bins)
+    picked = [np.flatnonzero(mask[b]) + start
+              for b, start in zip(bins_all, np.concatenate(([0], cuts)), strict=True)]
+    keep = np.concatenate(picked)[::-1]  # any order
+    return exact_counts(bounds, bin_index(scores[keep], spec), np.abs(scores[keep]), ids[keep], correct[keep]), bounds
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mantissa_bits", [0, 3, 8])
+def test_exact_counts_equal_in_process_for_many_chunkings(seed, mantissa_bits):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 4000))
+    scores = tied_scores(rng, n)
+    ids = rng.permutation(np.arange(n, dtype=np.int64) * 7 + 2**40)
+    correct = rng.random(n) < 0.6
+    spec = BinSpec(mantissa_bits=mantissa_bits)
+    for grid in (guess_grid(n), guess_grid(n, kind="paper"), np.arange(1, n + 1)):
+        expected = correct_at(correct, rank_order(scores, ids), grid)
+        for _ in range(4):
+            cuts = np.sort(rng.choice(np.arange(1, n + 1), size=int(rng.integers(0, 8)), replace=True))
+            got, _ = reduce_in_chunks(scores, ids, correct, grid, spec, cuts)
+            assert np.array_equal(got, expected)
+
+
+def test_bin_index_is_monotone_and_clipped():
+    spec = BinSpec(mantissa_bits=4, min_exponent=-3, max_exponent=2)
+    x = np.sort(np.concatenate(([0.0, 1e-300, 0.1, 0.125, 0.126, 1.0, 3.99, 4.0, 1e9, np.inf],
+                                np.random.default_rng(0).uniform(0, 5, 1000))))
+    b = bin_index(x, spec)
+    assert np.all(np.diff(b) >= 0)
+    assert b[0] == 0 and b[-1] == spec.num_bins - 1 and spec.num_bins == 5 * 16 + 2
+    assert bin_index(np.array([0.1]), spec)[0] == 0  # below 2**-3: underflow
+    assert bin_index(np.array([0.125]), spec)[0] == 1  # first window bin
+    assert bin_index(np.array([-2.5]), spec)[0] == bin_index(np.array([2.5]), spec)[0]
+    assert bin_index(np.array([-0.0]), spec)[0] == bin_index(np.array([0.0]), spec)[0] == 0
+
+
+def test_boundaries_by_hand():
+    # bins 0..3, ranked from bin 3 down: bin 3 has 2 rows (1 correct), bin 2 none, bin 1 three (2), bin 0 one (0)
+    b = boundary_bins(np.array([1, 3, 0, 2]), np.array([0, 2, 0, 1]), np.array([1, 2, 3, 5, 6]))
+    assert b.bin.tolist() == [3, 3, 1, 1, 0]
+    assert b.rows_above.tolist() == [0, 0, 2, 2, 5]
+    assert b.correct_above.tolist() == [0, 0, 1, 1, 3]
+    assert b.take.tolist() == [1, 2, 1, 3, 1]
+    assert b.complete.tolist() == [False, True, False, True, True]
+    assert b.cut_bins().tolist() == [1, 3] and b.boundary_rows() == 5
+
+
+def test_exact_counts_detects_lost_or_duplicated_rows():
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.normal(size=500), 1)
+    ids = np.arange(500, dtype=np.int64)
+    correct = rng.random(500) < 0.5
+    spec = BinSpec(mantissa_bits=1)
+    bins = bin_index(scores, spec)
+    bounds = boundary_bins(*histogram(bins, correct, spec.num_bins), guess_grid(500))
+    keep = np.flatnonzero(cut_bin_mask(bounds, spec.num_bins)[bins])
+    assert keep.size == bounds.boundary_rows() > 0
+    expected = correct_at(correct, rank_order(scores, ids), guess_grid(500))
+    assert np.array_equal(exact_counts(bounds, bins[keep], scores[keep], ids[keep], correct[keep]), expected)
+    with pytest.raises(RuntimeError, match="disagree with the histogram"):
+        exact_counts(bounds, bins[keep[1:]], scores[keep[1:]], ids[keep[1:]], correct[keep[1:]])
+    dup = np.concatenate((keep, keep[:1]))
+    with pytest.raises(RuntimeError, match="disagree with the histogram"):
+        exact_counts(bounds, bins[dup], scores[dup], ids[dup], correct[dup])
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(LabelDPInputError, match="mantissa_bits"):
+        BinSpec(mantissa_bits=30)
+    with pytest.raises(LabelDPInputError, match="min_exponent"):
+        BinSpec(min_exponent=3, max_exponent=3)
+    with pytest.raises(LabelDPInputError, match="grid values"):
+        boundary_bins(np.array([1, 2]), np.array([0, 1]), np.array([4]))
