@@ -142,11 +142,12 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
     - On success: every file is fsynced; if ``final_path`` already exists it is renamed aside
       (``.old-<name>-<random>``), the new directory is renamed in, and the old one is deleted. A reader sees
       the old content or the new, never a mixture (there is a sub-millisecond window where neither exists).
-    - On any exception inside the block the temporary directory is removed, ``final_path`` is untouched and
-      the exception propagates.
+    - On any exception inside the block the temporary directory is removed, and so are the parent directories
+      this call created (if still empty); ``final_path`` is untouched and the exception propagates.
     """
     final_path = Path(final_path)
     parent = final_path.parent
+    created = [p for p in (parent, *parent.parents) if not p.exists()]  # deepest first
     parent.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex[:12]
     tmp = parent / f".tmp-{final_path.name}-{token}"
@@ -168,4 +169,9 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
         _fsync_path(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        for directory in created:  # parents this call created, if still empty: leave no trace
+            try:
+                directory.rmdir()
+            except OSError:
+                break
         raise

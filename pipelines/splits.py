@@ -26,8 +26,9 @@ _TRAIN_BUCKETS = 20  # 20 / 25 = 80%
 _VALIDATION_BUCKETS = 1  # 1 / 25 = 4%; the remaining 4 / 25 = 16% are test
 
 
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer (Steele, Lea, Flood 2014): a bijection of uint64 with good avalanche."""
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 mix (Steele, Lea, Flood 2014) of a uint64 array: a bijection with good avalanche, so
+    distinct inputs give distinct outputs and nearby inputs give unrelated ones."""
     with np.errstate(over="ignore"):
         x = x + np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -47,7 +48,7 @@ def _as_uint64(row_ids) -> np.ndarray:
 
 def split_of(row_ids) -> np.ndarray:
     """The split (``TRAIN`` = 0, ``VALIDATION`` = 1, ``TEST`` = 2) of each ``row_id``, as an int8 array."""
-    h = _splitmix64(_as_uint64(row_ids) ^ SALT)
+    h = splitmix64(_as_uint64(row_ids) ^ SALT)
     with np.errstate(over="ignore"):
         bucket = ((h >> np.uint64(32)) * np.uint64(_BUCKETS)) >> np.uint64(32)
     out = np.full(bucket.shape, TEST, dtype=np.int8)

@@ -65,9 +65,6 @@ _NUM_MISSING = [0.45, 0.0, 0.21, 0.22, 0.03, 0.22, 0.04, 0.0005, 0.04, 0.45, 0.0
 SIGNAL_NUMERIC = (0, 2, 3, 5, 6, 10)  # I1, I3, I4, I6, I7, I11
 SIGNAL_CATEGORICAL = (0, 1, 5, 7, 8, 13, 16, 19, 22, 25)  # C1, C2, C6, C8, C9, C14, C17, C20, C23, C26
 
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-
-
 def epoch_day(date: dt.date) -> int:
     """Days since 1970-01-01."""
     return date.toordinal() - _EPOCH.toordinal()
@@ -98,14 +95,6 @@ def _hashed_values(count: int, key: int) -> np.ndarray:
             x = (x * multiplier) & mask  # odd multiplier mod 2^32: a bijection
             x ^= x >> np.uint64(16)  # xor-shift: a bijection
     return x.astype(np.uint32)
-
-
-def _hex_strings(values: np.ndarray) -> pa.StringArray:
-    """8-hex-digit strings of uint32 values, built from one byte buffer (no Python string per value)."""
-    shifts = np.arange(28, -4, -4, dtype=np.uint32)
-    digits = _HEX[(values[:, None] >> shifts) & np.uint32(0xF)]
-    offsets = np.arange(0, 8 * len(values) + 1, 8, dtype=np.int32)
-    return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(digits.tobytes()))
 
 
 @dataclass(frozen=True)
@@ -143,7 +132,7 @@ def _world(seed: int) -> _World:
         signal = j in SIGNAL_CATEGORICAL
         effect_sd = rng.uniform(0.25, 0.6) if signal else 0.0
         cats.append(_Categorical(
-            dictionary=_hex_strings(_hashed_values(size, key)),
+            dictionary=schema.hex_strings(_hashed_values(size, key)),
             log_weight=-exponent * np.log1p(np.arange(size, dtype=np.float64)),
             popularity_phase=rng.uniform(0.0, 2 * math.pi, size),
             popularity_period=float(rng.uniform(40.0, 200.0)),
