@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "flows.commands.bound",
     "flows.commands.audit_scores",
     "flows.commands.validate_rr",
+    "flows.commands.data",
     "flows.commands.train",
 ]
 
