@@ -1,0 +1,311 @@
+"""The partition schema and layout (pipelines.schema, pipelines.layout): validation of every bad input named
+in issue 3, atomic writes, streaming reads, fingerprints, and the `data validate` command."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from auditing.errors import LabelDPInputError
+from flows.cli import main
+from pipelines import schema
+from pipelines.layout import (
+    atomic_directory,
+    check_name,
+    model_dir,
+    oracle_dir,
+    parse_date,
+    partition_dir,
+    resolve_data_root,
+)
+from pipelines.synth import generate_day
+
+DATE = "2024-02-01"
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    return generate_day(DATE, rows=600, seed=11).table
+
+
+def _replace(table: pa.Table, name: str, array) -> pa.Table:
+    return table.set_column(table.column_names.index(name), name, array)
+
+
+# ------------------------------------------------------------------------------------------ layout
+
+
+def test_layout_paths(tmp_path):
+    assert partition_dir(tmp_path, "2024-01-05") == tmp_path / "partitions" / "date=2024-01-05"
+    assert oracle_dir(tmp_path, dt.date(2024, 1, 5)) == tmp_path / "oracle" / "date=2024-01-05"
+    assert model_dir(tmp_path, "lp-1st_eps4.0", "2024-01-05") == tmp_path / "models" / "lp-1st_eps4.0" / "date=2024-01-05"
+
+
+@pytest.mark.parametrize("text", ["2024-1-5", "20240105", "2024-02-30", "yesterday", "", " 2024-01-05x"])
+def test_parse_date_rejects(text):
+    with pytest.raises(LabelDPInputError, match="--when"):
+        parse_date(text, "--when")
+
+
+@pytest.mark.parametrize("text", ["../x", "a/b", "..", ".hidden", "", "a b", "x" * 129, "a\\b"])
+def test_check_name_rejects(text):
+    with pytest.raises(LabelDPInputError, match="model name"):
+        check_name(text)
+
+
+def test_resolve_data_root(monkeypatch, tmp_path):
+    monkeypatch.delenv("LABELDP_DATA_ROOT", raising=False)
+    assert resolve_data_root(None) == Path(".labeldp")
+    monkeypatch.setenv("LABELDP_DATA_ROOT", str(tmp_path / "env"))
+    assert resolve_data_root(None) == tmp_path / "env"
+    assert resolve_data_root(str(tmp_path / "arg")) == tmp_path / "arg"
+
+
+def test_atomic_directory_publishes_and_replaces(tmp_path):
+    final = tmp_path / "a" / "b" / "out"
+    with atomic_directory(final) as tmp:
+        (tmp / "f.txt").write_text("one")
+        assert not final.exists()
+    assert (final / "f.txt").read_text() == "one"
+    with atomic_directory(final) as tmp:
+        (tmp / "g.txt").write_text("two")
+    assert sorted(os.listdir(final)) == ["g.txt"]
+    assert sorted(os.listdir(final.parent)) == ["out"]  # no temporary or old directory left behind
+
+
+def test_atomic_directory_failure_leaves_nothing(tmp_path):
+    final = tmp_path / "new" / "parent" / "out"
+    with pytest.raises(RuntimeError), atomic_directory(final) as tmp:
+        (tmp / "f.txt").write_text("half")
+        raise RuntimeError("crash")
+    assert not (tmp_path / "new").exists()  # nor the parents it created
+    existing = tmp_path / "old"
+    with atomic_directory(existing) as tmp:
+        (tmp / "keep.txt").write_text("keep")
+    with pytest.raises(RuntimeError), atomic_directory(existing) as tmp:
+        (tmp / "new.txt").write_text("x")
+        raise RuntimeError("crash")
+    assert sorted(os.listdir(existing)) == ["keep.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["old"]
+
+
+# ------------------------------------------------------------------------------------------ validation
+
+
+def test_valid_table_roundtrip(tmp_path, table):
+    assert table.schema.equals(schema.PARTITION_SCHEMA)
+    directory = schema.write_partition(tmp_path, DATE, table, rows_per_file=250)
+    assert sorted(p.name for p in directory.glob("part-*.parquet")) == [
+        "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    back = schema.read_partition(tmp_path, DATE)
+    assert back.schema.equals(schema.PARTITION_SCHEMA)
+    assert back.equals(table)
+    subset = schema.read_partition(tmp_path, DATE, columns=["C2", "label", "row_id"])
+    assert subset.column_names == ["row_id", "label", "C2"]  # schema order
+
+
+def test_safe_casts_are_accepted(table):
+    loose = _replace(table, "I1", table.column("I1").cast(pa.int32()))
+    loose = _replace(loose, "label", table.column("label").cast(pa.int64()))
+    loose = _replace(loose, "row_id", table.column("row_id").cast(pa.uint64()))
+    loose = _replace(loose, "C1", table.column("C1").cast(pa.large_string()))
+    loose = _replace(loose, "C2", table.column("C2").cast(pa.dictionary(pa.int16(), pa.string())))
+    loose = _replace(loose, "I2", pa.nulls(table.num_rows))
+    out = schema.validate_table(loose, "loose.parquet")
+    assert out.schema.equals(schema.PARTITION_SCHEMA)
+    assert out.column("C1").to_pylist() == table.column("C1").to_pylist()
+    assert out.column("I2").null_count == table.num_rows
+
+
+def test_missing_and_extra_columns(table):
+    with pytest.raises(LabelDPInputError, match=r"day\.parquet: missing column\(s\) \['C7'\]"):
+        schema.validate_table(table.drop(["C7"]), "day.parquet")
+    extra = table.append_column("p_click", pa.array(np.zeros(table.num_rows)))
+    with pytest.raises(LabelDPInputError, match=r"day\.parquet: unexpected column\(s\) \['p_click'\]"):
+        schema.validate_table(extra, "day.parquet")
+
+
+@pytest.mark.parametrize(
+    ("column", "make", "pattern"),
+    [
+        ("I3", lambda n: pa.array(np.ones(n)), r"column 'I3' has type double.*600 non-null rows"),
+        ("I3", lambda n: pa.array(["1"] * n), r"column 'I3' has type string"),
+        ("C4", lambda n: pa.array(np.arange(n)), r"column 'C4' has type int64.*600 non-null rows"),
+        ("label", lambda n: pa.array(np.zeros(n)), r"column 'label' has type double"),
+        ("row_id", lambda n: pa.array([str(i) for i in range(n)]), r"column 'row_id' has type string"),
+    ],
+)
+def test_wrong_types(table, column, make, pattern):
+    with pytest.raises(LabelDPInputError, match="f.parquet: " + pattern):
+        schema.validate_table(_replace(table, column, make(table.num_rows)), "f.parquet")
+
+
+def test_labels_outside_classes_and_null_labels(table):
+    labels = table.column("label").to_numpy().astype(np.int64)
+    labels[:7] = 2
+    labels[7:9] = -1
+    with pytest.raises(LabelDPInputError, match=r"column 'label': 9 row\(s\) have labels outside the 2 classes"):
+        schema.validate_table(_replace(table, "label", pa.array(labels)), "f.parquet")
+    assert schema.validate_table(_replace(table, "label", pa.array(labels)).filter(
+        pa.array(labels >= 0)), "f", num_classes=3).num_rows == table.num_rows - 2
+    nulls = pa.array(labels.clip(0, 1), mask=np.arange(table.num_rows) < 4)
+    with pytest.raises(LabelDPInputError, match=r"column 'label': 4 row\(s\) are null"):
+        schema.validate_table(_replace(table, "label", nulls), "f.parquet")
+
+
+def test_out_of_range_integers_are_counted(table):
+    huge = np.arange(table.num_rows, dtype=np.uint64)
+    huge[:3] = np.uint64(2**63 + 5)
+    with pytest.raises(LabelDPInputError, match=r"column 'row_id': 3 row\(s\) do not fit in int64"):
+        schema.validate_table(_replace(table, "row_id", pa.array(huge)), "f.parquet")
+
+
+def test_bad_hex_values_are_counted(table):
+    values = table.column("C5").to_pylist()
+    values[:5] = ["ABCDEF12", "abc", "0123456g", "012345678", "abcdef12"]  # the last one is fine
+    with pytest.raises(LabelDPInputError, match=r"column 'C5': 4 row\(s\) are not 8 lowercase hex digits"):
+        schema.validate_table(_replace(table, "C5", pa.array(values)), "f.parquet")
+
+
+def test_empty_table(table):
+    with pytest.raises(LabelDPInputError, match=r"f.parquet: the partition is empty \(0 rows\)"):
+        schema.validate_table(table.slice(0, 0), "f.parquet")
+
+
+def test_duplicate_row_ids(table):
+    ids = table.column("row_id").to_numpy().copy()
+    ids[10:13] = ids[0]
+    ids[20] = ids[1]
+    with pytest.raises(LabelDPInputError, match=r"column 'row_id': 4 row\(s\) repeat an earlier row_id "
+                                                r"\(2 distinct duplicated value\(s\)"):
+        schema.validate_table(_replace(table, "row_id", pa.array(ids)), "f.parquet")
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def test_bad_input_writes_nothing(tmp_path, table):
+    ids = table.column("row_id").to_numpy().copy()
+    ids[-1] = ids[0]
+    bad_batches = [table.slice(0, 300), _replace(table, "row_id", pa.array(ids)).slice(300)]  # dup across batches
+    with pytest.raises(LabelDPInputError, match=r"1 row\(s\) repeat an earlier row_id"):
+        schema.write_partition(tmp_path, DATE, bad_batches, rows_per_file=100)
+    assert not (tmp_path / "partitions").exists()
+    with pytest.raises(LabelDPInputError, match="empty"):
+        schema.write_partition(tmp_path, DATE, [table.slice(0, 0)])
+    assert not (tmp_path / "partitions").exists()
+    # An existing partition survives a failed rewrite.
+    schema.write_partition(tmp_path, DATE, table)
+    before = schema.partition_fingerprint(tmp_path, DATE)
+    with pytest.raises(LabelDPInputError, match="missing column"):
+        schema.write_partition(tmp_path, DATE, table.drop(["I1"]))
+    assert schema.partition_fingerprint(tmp_path, DATE) == before
+    assert sorted(os.listdir(tmp_path / "partitions")) == [f"date={DATE}"]
+
+
+def test_streamed_write_and_batches(tmp_path, table):
+    schema.write_partition(tmp_path, DATE, table.to_batches(max_chunksize=77), rows_per_file=200,
+                           provenance=lambda: {"source": "test"})
+    assert schema.read_provenance(tmp_path, DATE) == {"source": "test"}
+    batches = list(schema.iter_partition_batches(tmp_path, DATE, batch_size=64))
+    assert all(b.num_rows <= 64 for b in batches)
+    assert pa.Table.from_batches(batches).equals(table)
+    some = list(schema.iter_partition_batches(tmp_path, DATE, batch_size=1000, columns=["label", "C9"]))
+    assert some[0].schema.names == ["label", "C9"]
+    with pytest.raises(LabelDPInputError, match="batch_size"):
+        list(schema.iter_partition_batches(tmp_path, DATE, batch_size=0))
+
+
+def test_duplicates_across_files_are_found_on_read(tmp_path, table):
+    directory = schema.write_partition(tmp_path, DATE, table, rows_per_file=300)
+    # Make the second file repeat the first file's row_ids (as a hand-edited partition might).
+    first = pq.read_table(directory / "part-00000.parquet")
+    pq.write_table(first, directory / "part-00001.parquet")
+    with pytest.raises(LabelDPInputError, match=r"date=2024-02-01: column 'row_id': 300 row\(s\) repeat"):
+        schema.read_partition(tmp_path, DATE)
+    with pytest.raises(LabelDPInputError, match=r"300 row\(s\) repeat"):
+        next(schema.iter_partition_batches(tmp_path, DATE, batch_size=100))
+
+
+def test_bad_file_on_disk_is_named(tmp_path, table):
+    directory = schema.write_partition(tmp_path, DATE, table, rows_per_file=300)
+    labels = table.column("label").to_numpy().astype(np.int8)
+    labels[:2] = 5
+    pq.write_table(_replace(table, "label", pa.array(labels)).slice(0, 300), directory / "part-00000.parquet")
+    with pytest.raises(LabelDPInputError, match=r"part-00000\.parquet: column 'label': 2 row\(s\) have labels"):
+        schema.read_partition(tmp_path, DATE)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate"])
+def test_corrupt_parquet_is_named(tmp_path, table, damage):
+    directory = schema.write_partition(tmp_path, DATE, table, rows_per_file=300)
+    target = directory / "part-00001.parquet"
+    data = target.read_bytes()
+    target.write_bytes(b"not parquet at all" if damage == "garbage" else data[: len(data) // 2])
+    with pytest.raises(LabelDPInputError, match=r"part-00001\.parquet: not a readable Parquet file"):
+        schema.read_partition(tmp_path, DATE)
+    with pytest.raises(LabelDPInputError, match=r"part-00001\.parquet"):
+        list(schema.iter_partition_batches(tmp_path, DATE, batch_size=100))
+
+
+def test_missing_partition_names_the_path(tmp_path):
+    with pytest.raises(LabelDPInputError, match=r"no partition at .*partitions/date=2024-02-01"):
+        schema.read_partition(tmp_path, DATE)
+    (partition_dir(tmp_path, DATE)).mkdir(parents=True)
+    with pytest.raises(LabelDPInputError, match=r"holds no part-\*\.parquet files"):
+        schema.partition_fingerprint(tmp_path, DATE)
+
+
+def test_fingerprint_is_stable_and_sensitive(tmp_path, table):
+    schema.write_partition(tmp_path / "a", DATE, table)
+    schema.write_partition(tmp_path / "b", DATE, table)
+    fingerprint = schema.partition_fingerprint(tmp_path / "a", DATE)
+    assert fingerprint.startswith("sha256:")
+    assert fingerprint == schema.partition_fingerprint(tmp_path / "b", DATE)
+    labels = table.column("label").to_numpy().copy()
+    labels[0] = 1 - labels[0]
+    schema.write_partition(tmp_path / "b", DATE, _replace(table, "label", pa.array(labels)))
+    assert schema.partition_fingerprint(tmp_path / "b", DATE) != fingerprint
+
+
+def test_oracle_roundtrip_and_checks(tmp_path):
+    oracle = pa.table({"row_id": pa.array([3, 1, 2], pa.int64()), "p_click": pa.array([0.1, 0.0, 1.0])})
+    schema.write_oracle(tmp_path, DATE, oracle)
+    assert schema.read_oracle(tmp_path, DATE).equals(oracle.cast(schema.ORACLE_SCHEMA))
+    bad = pa.table({"row_id": pa.array([1], pa.int64()), "p_click": pa.array([1.5])})
+    with pytest.raises(LabelDPInputError, match=r"'p_click': 1 row\(s\) are outside \[0, 1\]"):
+        schema.write_oracle(tmp_path, "2024-02-02", bad)
+    with pytest.raises(LabelDPInputError, match="no oracle at"):
+        schema.read_oracle(tmp_path, "2024-02-02")
+
+
+# ------------------------------------------------------------------------------------------ command line
+
+
+def test_cli_validate(tmp_path, table, capsys):
+    schema.write_partition(tmp_path, DATE, table)
+    assert main(["data", "validate", "--date", DATE, "--data-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "rows:        600" in out
+    assert schema.partition_fingerprint(tmp_path, DATE) in out
+
+
+@pytest.mark.parametrize("argv_tail", [["--date", "2024-13-01"], ["--date", "2024-02-09"]])
+def test_cli_validate_bad_input_exit_2_one_line(tmp_path, capsys, argv_tail):
+    assert main(["data", "validate", *argv_tail, "--data-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("labeldp-audit data: error: ")
+
+
+def test_cli_validate_corrupt_file(tmp_path, table, capsys):
+    directory = schema.write_partition(tmp_path, DATE, table)
+    (directory / "part-00000.parquet").write_bytes(b"garbage")
+    assert main(["data", "validate", "--date", DATE, "--data-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "part-00000.parquet" in err
