@@ -1,0 +1,83 @@
+"""The audit warehouse (a sink of the auditing stage): DuckDB file by default, PostgreSQL in production.
+
+    from auditing.warehouse import audit_record, open_warehouse, write_or_spool
+
+    row, curve = audit_record(result, model_id="rr-eps1", partition_date="2024-01-02", claimed_epsilon=1.0,
+                              lineage={"model_uri": ..., "flow_run_id": ..., "durations": {...}})
+    with open_warehouse(None, data_root=root) as wh:          # <root>/warehouse.duckdb
+        wh.upsert_audit(row, curve)                            # idempotent, one transaction
+        wh.fetch_results(model_id="rr-eps1", since="2024-01-01")
+    write_or_spool("postgresql://...", row, curve, root / "spool")   # "written" or "spooled"
+
+Tables and their columns: ``auditing.warehouse.schema`` (and infra/warehouse/*.sql). The auditing core never
+imports this package; it imports duckdb and psycopg, lazily per backend.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from auditing.errors import LabelDPInputError
+from auditing.warehouse.base import Warehouse, WarehouseUnavailable, describe_target
+from auditing.warehouse.rows import (
+    LINEAGE_FIELDS,
+    AuditKey,
+    as_key,
+    audit_record,
+    normalize_curve,
+    normalize_row,
+)
+from auditing.warehouse.spool import SPOOLED, WRITTEN, drain_spool, spool_path, write_or_spool
+from pipelines.layout import resolve_data_root
+
+DEFAULT_FILE_NAME = "warehouse.duckdb"
+SPOOL_DIR_NAME = "spool"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+__all__ = [
+    "LINEAGE_FIELDS", "SPOOLED", "WRITTEN", "AuditKey", "Warehouse", "WarehouseUnavailable", "as_key",
+    "audit_record", "default_spool_dir", "describe_target", "drain_spool", "is_postgres_target",
+    "normalize_curve", "normalize_row", "open_warehouse", "spool_path", "write_or_spool",
+]
+
+
+def is_postgres_target(target: str | os.PathLike | None) -> bool:
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+def default_spool_dir(data_root: str | os.PathLike | None = None) -> Path:
+    """``<data_root>/spool``."""
+    return resolve_data_root(data_root) / SPOOL_DIR_NAME
+
+
+def open_warehouse(
+    target: str | os.PathLike | None = None, *, data_root: str | os.PathLike | None = None,
+    timeout: float = 30.0, create: bool = True,
+) -> Warehouse:
+    """Opens the warehouse named by ``target`` and makes sure its tables exist (unless ``create=False``).
+
+    target: a ``postgresql://`` (or ``postgres://``) URL, a DuckDB file path, or None / "" for
+    ``<data_root>/warehouse.duckdb`` (data root as ``pipelines.layout.resolve_data_root``).
+    timeout: seconds to wait for the DuckDB file lock or a PostgreSQL connection before
+    ``WarehouseUnavailable``. create=False: a missing DuckDB file or missing tables is an error.
+    """
+    if not (timeout > 0):
+        raise LabelDPInputError(f"timeout must be > 0 seconds; got {timeout!r}")
+    if target is None or str(target) == "":
+        target = resolve_data_root(data_root) / DEFAULT_FILE_NAME
+    if isinstance(target, os.PathLike):
+        target = os.fspath(target)
+    if not isinstance(target, str):
+        raise LabelDPInputError(f"warehouse must be a DuckDB file path or a postgresql:// URL; got {target!r}")
+    if is_postgres_target(target):
+        from auditing.warehouse.postgres_backend import PostgresWarehouse
+
+        return PostgresWarehouse(target, timeout=timeout, create=create)
+    if "://" in target:
+        raise LabelDPInputError(
+            f"warehouse must be a DuckDB file path or a postgresql:// URL; got {describe_target(target)!r}"
+        )
+    from auditing.warehouse.duckdb_backend import DuckDBWarehouse
+
+    return DuckDBWarehouse(target, timeout=timeout, create=create)

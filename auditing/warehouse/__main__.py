@@ -1,0 +1,7 @@
+"""``python -m auditing.warehouse duckdb|postgres`` prints the warehouse DDL (infra/warehouse/*.sql)."""
+
+import sys
+
+from auditing.warehouse.schema import main
+
+sys.exit(main())

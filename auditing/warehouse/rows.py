@@ -1,0 +1,274 @@
+"""Warehouse rows: built from an AuditResult, validated before any write, and made JSON-safe for the spool.
+
+A row is a dict with the columns of ``audit_results`` (``schema.RESULT_COLUMNS``); a curve is a list of dicts
+with ``guesses``, ``correct``, ``epsilon_lower_bound`` and ``point_confidence`` (the key and ``point_index``
+come from the row and the list order). ``normalize_row`` / ``normalize_curve`` check every value and raise
+``LabelDPInputError`` naming the column, what was expected and the value received, so a bad row never reaches
+SQL and is never spooled.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from auditing.errors import LabelDPInputError
+from auditing.guardrail import guardrail_status
+from auditing.warehouse.schema import (
+    CURVE_NAMES,
+    KEY_COLUMNS,
+    METHODS,
+    RESULT_COLUMNS,
+    RESULT_NAMES,
+    STATUSES,
+)
+from pipelines.layout import check_name, parse_date
+
+_HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
+LINEAGE_FIELDS = (
+    "model_uri", "model_fingerprint", "reference_model", "partition_fingerprint", "code_version", "flow_run_id",
+    "started_at", "finished_at", "durations",
+)
+_TEXT_LINEAGE = LINEAGE_FIELDS[:6]
+_OPTIONAL = {c.name for c in RESULT_COLUMNS if c.nullable} | {"gamma"}
+_NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "tau", "epsilon_lower_bound", "max_certifiable_epsilon")
+_PAPER_STATISTIC = ("epsilon_mean", "epsilon_std", "epsilon_median")
+_COUNTS = ("m", "selected_guesses", "selected_correct", "repetitions", "seed")
+
+
+class AuditKey(NamedTuple):
+    """The key of one audit: one row in audit_results, one curve in audit_curves."""
+
+    model_id: str
+    partition_date: dt.date
+    audit_config_hash: str
+
+
+def check_config_hash(value: Any, name: str = "audit_config_hash") -> str:
+    if not isinstance(value, str) or not _HASH_RE.match(value):
+        raise LabelDPInputError(f"{name} must be 1-64 characters from [0-9A-Za-z_-]; got {value!r}")
+    return value
+
+
+def as_key(key: Any) -> AuditKey:
+    """An AuditKey from an AuditKey, a 3-tuple or a mapping with the key columns; validated."""
+    if isinstance(key, Mapping):
+        missing = [k for k in KEY_COLUMNS if k not in key]
+        if missing:
+            raise LabelDPInputError(f"key: missing {missing}; a key needs {list(KEY_COLUMNS)}")
+        key = tuple(key[k] for k in KEY_COLUMNS)
+    if not isinstance(key, tuple | list) or len(key) != 3:
+        raise LabelDPInputError(f"key must be (model_id, partition_date, audit_config_hash); got {key!r}")
+    model_id, date, config_hash = key
+    return AuditKey(check_name(model_id, "model_id"), parse_date(date, "partition_date"),
+                    check_config_hash(config_hash))
+
+
+def _float(row: Mapping, name: str, *, allow_inf: bool = False) -> float:
+    value = row[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LabelDPInputError(f"{name} must be a number; got {value!r}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise LabelDPInputError(f"{name} must be a finite number; got {value!r}")
+    return value
+
+
+def _count(row: Mapping, name: str) -> int:
+    value = row[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 0:
+        raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}")
+    return int(value)
+
+
+def _timestamp(value: Any, name: str) -> dt.datetime | None:
+    """A timezone-aware UTC datetime from a datetime or ISO-8601 text; naive values are taken as UTC."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise LabelDPInputError(f"{name} must be an ISO-8601 timestamp; got {value!r}") from None
+    if not isinstance(value, dt.datetime):
+        raise LabelDPInputError(f"{name} must be a datetime or ISO-8601 text; got {value!r}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def _json_text(value: Any, name: str, *, required: bool) -> str | None:
+    if value is None:
+        if required:
+            raise LabelDPInputError(f"{name} is required (a JSON object or a dict)")
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError as exc:
+            raise LabelDPInputError(f"{name} is not valid JSON ({exc}); got {value[:80]!r}") from None
+    else:
+        parsed = value
+    if not isinstance(parsed, dict):
+        raise LabelDPInputError(f"{name} must be a JSON object; got {type(parsed).__name__}")
+    try:
+        return json.dumps(parsed, sort_keys=True, default=_json_default)
+    except TypeError as exc:
+        raise LabelDPInputError(f"{name} cannot be written as JSON: {exc}") from None
+
+
+def _durations(value: Any) -> str | None:
+    text = _json_text(value, "durations", required=False)
+    if text is not None:
+        for stage, seconds in json.loads(text).items():
+            if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+                                        or not seconds >= 0):
+                raise LabelDPInputError(f"durations[{stage!r}] must be seconds >= 0 or null; got {seconds!r}")
+    return text
+
+
+def normalize_row(row: Mapping) -> dict:
+    """A validated copy of ``row`` with every audit_results column (absent optional columns become None)."""
+    if not isinstance(row, Mapping):
+        raise LabelDPInputError(f"row must be a dict of audit_results columns; got {type(row).__name__}")
+    unknown = sorted(set(row) - set(RESULT_NAMES))
+    if unknown:
+        raise LabelDPInputError(f"row: unknown column(s) {unknown}; audit_results has {list(RESULT_NAMES)}")
+    missing = [name for name in RESULT_NAMES if name not in _OPTIONAL and row.get(name) is None]
+    if missing:
+        raise LabelDPInputError(f"row: missing required column(s) {missing}")
+    key = as_key(row)
+    out: dict[str, Any] = dict(key._asdict())
+    out["claimed_epsilon"] = _float(row, "claimed_epsilon", allow_inf=True)
+    for name in _NONNEGATIVE_FLOATS:
+        if name != "claimed_epsilon":
+            out[name] = _float(row, name)
+        if not out[name] >= 0:
+            raise LabelDPInputError(f"{name} must be >= 0; got {out[name]!r}")
+    if out["delta"] >= 1 or out["tau"] >= 1:
+        raise LabelDPInputError(f"delta and tau must be < 1; got delta={out['delta']!r}, tau={out['tau']!r}")
+    out["confidence"] = _float(row, "confidence")
+    if not 0 < out["confidence"] < 1:
+        raise LabelDPInputError(f"confidence must be in (0, 1); got {out['confidence']!r}")
+    expected_gamma = 1.0 - out["confidence"]
+    if row.get("gamma") is not None and not math.isclose(_float(row, "gamma"), expected_gamma, abs_tol=1e-12):
+        raise LabelDPInputError(f"gamma must equal 1 - confidence = {expected_gamma!r}; got {row['gamma']!r}")
+    out["gamma"] = expected_gamma
+    for name in _COUNTS:
+        out[name] = _count(row, name)
+    if not out["selected_correct"] <= out["selected_guesses"] <= out["m"]:
+        raise LabelDPInputError(
+            "selected_correct <= selected_guesses <= m must hold; got "
+            f"selected_correct={out['selected_correct']}, selected_guesses={out['selected_guesses']}, m={out['m']}"
+        )
+    if out["repetitions"] < 1:
+        raise LabelDPInputError(f"repetitions must be >= 1; got {out['repetitions']}")
+    for name in _PAPER_STATISTIC:
+        out[name] = None if row.get(name) is None else _float(row, name)
+    for name, allowed in (("status", STATUSES), ("method", METHODS)):
+        if row[name] not in allowed:
+            raise LabelDPInputError(f"{name} must be one of {list(allowed)}; got {row[name]!r}")
+        out[name] = row[name]
+    if not isinstance(row["strategy"], str) or not row["strategy"]:
+        raise LabelDPInputError(f"strategy must be a non-empty string; got {row['strategy']!r}")
+    out["strategy"] = row["strategy"]
+    for name in _TEXT_LINEAGE:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
+        out[name] = value
+    out["started_at"] = _timestamp(row.get("started_at"), "started_at")
+    out["finished_at"] = _timestamp(row.get("finished_at"), "finished_at")
+    out["durations"] = _durations(row.get("durations"))
+    out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
+    return {name: out[name] for name in RESULT_NAMES}
+
+
+def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
+    """Validated curve rows with the key and point_index (the position in ``curve``) filled in."""
+    if isinstance(curve, str | bytes) or not isinstance(curve, Sequence):
+        raise LabelDPInputError(f"curve must be a list of points; got {type(curve).__name__}")
+    out = []
+    for index, point in enumerate(curve):
+        if not isinstance(point, Mapping):
+            raise LabelDPInputError(f"curve[{index}] must be a dict; got {point!r}")
+        missing = [k for k in ("guesses", "correct", "epsilon_lower_bound", "point_confidence") if k not in point]
+        if missing:
+            raise LabelDPInputError(f"curve[{index}]: missing {missing}")
+        try:
+            guesses, correct = _count(point, "guesses"), _count(point, "correct")
+            bound = _float(point, "epsilon_lower_bound")
+            confidence = _float(point, "point_confidence")
+        except LabelDPInputError as exc:
+            raise LabelDPInputError(f"curve[{index}]: {exc}") from None
+        if correct > guesses or bound < 0 or not 0 < confidence < 1:
+            raise LabelDPInputError(
+                f"curve[{index}]: need correct <= guesses, epsilon_lower_bound >= 0 and point_confidence in "
+                f"(0, 1); got correct={correct}, guesses={guesses}, epsilon_lower_bound={bound}, "
+                f"point_confidence={confidence}"
+            )
+        out.append({**key._asdict(), "point_index": index, "guesses": guesses, "correct": correct,
+                    "epsilon_lower_bound": bound, "point_confidence": confidence})
+    return [{name: p[name] for name in CURVE_NAMES} for p in out]
+
+
+def audit_record(
+    result: Any, *, model_id: str, partition_date: str | dt.date, claimed_epsilon: float,
+    lineage: Mapping | None = None,
+) -> tuple[dict, list[dict]]:
+    """(row, curve) for the warehouse from an ``AuditResult`` (or its ``to_dict()``).
+
+    The status is ``guardrail_status`` of the VALID bound against ``claimed_epsilon``; an optimistic result
+    (strategy ``max``, the paper's statistic) is refused, because the table's ``epsilon_lower_bound`` is the
+    valid one. ``lineage`` may hold: model_uri, model_fingerprint, reference_model, partition_fingerprint,
+    code_version, flow_run_id, started_at, finished_at, durations (a dict of seconds per stage).
+    """
+    data = result.to_dict() if hasattr(result, "to_dict") else result
+    if not isinstance(data, Mapping):
+        raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(result).__name__}")
+    if data.get("optimistic"):
+        raise LabelDPInputError(
+            "result is optimistic (strategy 'max', the paper's statistic); the warehouse stores only valid bounds"
+        )
+    lineage = dict(lineage or {})
+    unknown = sorted(set(lineage) - set(LINEAGE_FIELDS))
+    if unknown:
+        raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
+    needed = ("epsilon_lower_bound", "confidence", "point_confidence", "delta", "tau", "m", "selected_guesses",
+              "selected_correct", "max_certifiable_epsilon", "method", "strategy", "repetitions", "seed",
+              "config_hash", "curve")
+    missing = [k for k in needed if k not in data]
+    if missing:
+        raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
+    claimed = float(claimed_epsilon)
+    status = guardrail_status(data["epsilon_lower_bound"], claimed, data["max_certifiable_epsilon"])
+    row = {
+        "model_id": model_id, "partition_date": partition_date, "audit_config_hash": data["config_hash"],
+        "claimed_epsilon": claimed, "delta": data["delta"], "confidence": data["confidence"],
+        "tau": data["tau"], "m": data["m"], "selected_guesses": data["selected_guesses"],
+        "selected_correct": data["selected_correct"], "epsilon_lower_bound": data["epsilon_lower_bound"],
+        "epsilon_mean": data.get("epsilon_mean"), "epsilon_std": data.get("epsilon_std"),
+        "epsilon_median": data.get("epsilon_median"), "strategy": data["strategy"], "method": data["method"],
+        "status": status, "max_certifiable_epsilon": data["max_certifiable_epsilon"],
+        "repetitions": data["repetitions"], "seed": data["seed"], "result_json": dict(data), **lineage,
+    }
+    row = normalize_row(row)
+    curve = [{**point, "point_confidence": data["point_confidence"]} for point in data["curve"]]
+    return row, normalize_curve(curve, as_key(row))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def to_json_safe(row: Mapping) -> dict:
+    """Dates and timestamps as ISO text (normalize_row reads them back)."""
+    return {k: (v.isoformat() if isinstance(v, dt.date | dt.datetime) else v) for k, v in row.items()}

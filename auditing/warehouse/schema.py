@@ -1,0 +1,205 @@
+"""The warehouse tables, written once and rendered for DuckDB and PostgreSQL (DESIGN.md, "Warehouse tables").
+
+Both backends get the same column names, the same logical types and the same keys; only the spelling of a
+type differs (``DOUBLE`` vs ``DOUBLE PRECISION``). Every SQL statement the warehouse runs is built here from
+these constant tables and a placeholder style; values are always bound parameters, never pasted into SQL.
+
+``python -m auditing.warehouse duckdb|postgres`` prints the DDL; ``infra/warehouse/*.sql`` hold the
+same text (a test checks that they stay identical).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+STATUSES = ("PASS", "VIOLATION", "INCONCLUSIVE")
+METHODS = ("binomial", "fdp")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # logical type: text | date | double | bigint | integer | timestamptz
+    nullable: bool
+    comment: str
+
+
+_TYPES = {
+    "duckdb": {"text": "TEXT", "date": "DATE", "double": "DOUBLE", "bigint": "BIGINT", "integer": "INTEGER",
+               "timestamptz": "TIMESTAMPTZ"},
+    "postgres": {"text": "TEXT", "date": "DATE", "double": "DOUBLE PRECISION", "bigint": "BIGINT",
+                 "integer": "INTEGER", "timestamptz": "TIMESTAMPTZ"},
+}
+DIALECTS = tuple(_TYPES)
+
+KEY_COLUMNS = ("model_id", "partition_date", "audit_config_hash")
+
+_KEY = (
+    Column("model_id", "text", False, "model name (a safe single path component)"),
+    Column("partition_date", "date", False, "the daily partition the model was trained on"),
+    Column("audit_config_hash", "text", False, "AuditConfig.config_hash(): the audit's settings"),
+)
+
+RESULT_COLUMNS: tuple[Column, ...] = (
+    *_KEY,
+    Column("claimed_epsilon", "double", False, "epsilon the model claims (Infinity for non-private)"),
+    Column("delta", "double", False, "delta of the (epsilon, delta) claim that was audited"),
+    Column("confidence", "double", False, "confidence of epsilon_lower_bound, e.g. 0.95"),
+    Column("gamma", "double", False, "1 - confidence: the chance the valid bound is wrong"),
+    Column("tau", "double", False, "assumed TV distance between data and counterfactual label distributions"),
+    Column("m", "bigint", False, "examples in the game"),
+    Column("selected_guesses", "bigint", False, "c': guesses at the selected point of the sweep"),
+    Column("selected_correct", "bigint", False, "c: correct guesses at the selected point"),
+    Column("epsilon_lower_bound", "double", False,
+           "THE statistically valid epsilon lower bound (at confidence, after correcting for selection)"),
+    Column("epsilon_mean", "double", True,
+           "paper's statistic (optimistic, not a valid bound): mean over repetitions of the max over the sweep"),
+    Column("epsilon_std", "double", True,
+           "paper's statistic (optimistic, not a valid bound): std over repetitions of the max over the sweep"),
+    Column("epsilon_median", "double", True,
+           "paper's statistic (optimistic, not a valid bound): median over repetitions of the max over the sweep"),
+    Column("strategy", "text", False, "how c' was selected: bonferroni | split"),
+    Column("method", "text", False, "bound method: binomial | fdp"),
+    Column("status", "text", False, "guardrail verdict: PASS | VIOLATION | INCONCLUSIVE"),
+    Column("max_certifiable_epsilon", "double", False,
+           "largest valid bound a perfect attacker could have produced with this audit's size and strategy"),
+    Column("repetitions", "integer", False, "repetitions of the game (for the paper's statistic)"),
+    Column("seed", "bigint", False, "seed keying the game's randomness"),
+    Column("model_uri", "text", True, "where the audited model lives"),
+    Column("model_fingerprint", "text", True, "content hash of the audited model"),
+    Column("reference_model", "text", True, "the reference model M' (checkpoint of the previous day)"),
+    Column("partition_fingerprint", "text", True, "content hash of the partition"),
+    Column("code_version", "text", True, "version of labeldp-audit that produced the row"),
+    Column("flow_run_id", "text", True, "Prefect flow run that produced the row"),
+    Column("started_at", "timestamptz", True, "when the audit run started (UTC)"),
+    Column("finished_at", "timestamptz", True, "when the audit run finished (UTC)"),
+    Column("durations", "text", True, "JSON object: seconds per stage"),
+    Column("result_json", "text", False, "JSON: the full AuditResult.to_dict()"),
+)
+
+CURVE_COLUMNS: tuple[Column, ...] = (
+    *_KEY,
+    Column("point_index", "integer", False, "position of the point in the sweep (0-based)"),
+    Column("guesses", "bigint", False, "c': guesses at this point"),
+    Column("correct", "bigint", False, "c: correct guesses at this point"),
+    Column("epsilon_lower_bound", "double", False, "bound at this point, at point_confidence"),
+    Column("point_confidence", "double", False, "confidence of this point's bound (Bonferroni-adjusted)"),
+)
+
+TABLES = {"audit_results": RESULT_COLUMNS, "audit_curves": CURVE_COLUMNS}
+TABLE_COMMENTS = {
+    "audit_results": "one row per (model_id, partition_date, audit_config_hash): an audit's outcome and lineage",
+    "audit_curves": "one row per sweep point of an audit (epsilon lower bound vs guesses), for plots",
+}
+_PRIMARY_KEYS = {"audit_results": KEY_COLUMNS, "audit_curves": (*KEY_COLUMNS, "point_index")}
+_CHECKS = {
+    "audit_results": (
+        "status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')",
+        "method IN ('binomial', 'fdp')",
+        "selected_correct <= selected_guesses",
+    ),
+    "audit_curves": ("correct <= guesses",),
+}
+
+RESULT_NAMES = tuple(c.name for c in RESULT_COLUMNS)
+CURVE_NAMES = tuple(c.name for c in CURVE_COLUMNS)
+
+
+def _check_dialect(dialect: str) -> str:
+    if dialect not in _TYPES:
+        raise ValueError(f"dialect must be one of {list(_TYPES)}; got {dialect!r}")
+    return dialect
+
+
+def _literal(text: str) -> str:
+    # Only ever applied to the constant comments above (no user input reaches DDL).
+    return "'" + text.replace("'", "''") + "'"
+
+
+def ddl_statements(dialect: str) -> list[str]:
+    """CREATE TABLE IF NOT EXISTS + COMMENT statements for both tables, in order."""
+    types = _TYPES[_check_dialect(dialect)]
+    out = []
+    for table, columns in TABLES.items():
+        lines = [f"    {c.name} {types[c.kind]}{'' if c.nullable else ' NOT NULL'}" for c in columns]
+        lines.append(f"    PRIMARY KEY ({', '.join(_PRIMARY_KEYS[table])})")
+        lines += [f"    CHECK ({check})" for check in _CHECKS[table]]
+        out.append(f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(lines) + "\n)")
+    for table, columns in TABLES.items():
+        out.append(f"COMMENT ON TABLE {table} IS {_literal(TABLE_COMMENTS[table])}")
+        out += [f"COMMENT ON COLUMN {table}.{c.name} IS {_literal(c.comment)}" for c in columns]
+    return out
+
+
+def ddl_text(dialect: str) -> str:
+    """The DDL as one script (the content of infra/warehouse/<dialect>.sql)."""
+    header = (
+        f"-- labeldp-audit warehouse tables ({dialect}). Generated by "
+        f"`python -m auditing.warehouse {dialect}`;\n"
+        "-- the warehouse code applies the same statements when it opens a warehouse.\n\n"
+    )
+    return header + ";\n\n".join(ddl_statements(dialect)) + ";\n"
+
+
+def _placeholders(style: str, count: int) -> list[str]:
+    if style == "qmark":
+        return ["?"] * count
+    if style == "format":
+        return ["%s"] * count
+    raise ValueError(f"placeholder style must be qmark or format; got {style!r}")
+
+
+def upsert_result_sql(style: str) -> str:
+    """INSERT ... ON CONFLICT (key) DO UPDATE SET every non-key column (a re-run replaces the row)."""
+    cols = ", ".join(RESULT_NAMES)
+    values = ", ".join(_placeholders(style, len(RESULT_NAMES)))
+    updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in RESULT_NAMES if name not in KEY_COLUMNS)
+    return (f"INSERT INTO audit_results ({cols}) VALUES ({values}) "
+            f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}")
+
+
+def _key_condition(style: str) -> str:
+    p = _placeholders(style, len(KEY_COLUMNS))
+    return " AND ".join(f"{name} = {mark}" for name, mark in zip(KEY_COLUMNS, p, strict=True))
+
+
+def delete_curve_sql(style: str) -> str:
+    return f"DELETE FROM audit_curves WHERE {_key_condition(style)}"
+
+
+def insert_curve_sql(style: str) -> str:
+    values = ", ".join(_placeholders(style, len(CURVE_NAMES)))
+    return f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) VALUES ({values})"
+
+
+def select_curve_sql(style: str) -> str:
+    return f"SELECT {', '.join(CURVE_NAMES)} FROM audit_curves WHERE {_key_condition(style)} ORDER BY point_index"
+
+
+def select_results_sql(style: str, *, by_model: bool, since: bool, until: bool) -> str:
+    """SELECT of audit_results with optional filters; only constant fragments are joined here."""
+    mark = _placeholders(style, 1)[0]
+    conditions = []
+    if by_model:
+        conditions.append(f"model_id = {mark}")
+    if since:
+        conditions.append(f"partition_date >= {mark}")
+    if until:
+        conditions.append(f"partition_date <= {mark}")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    return (f"SELECT {', '.join(RESULT_NAMES)} FROM audit_results{where} "
+            "ORDER BY partition_date, model_id, audit_config_hash")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or argv[0] not in _TYPES:
+        print(f"usage: python -m auditing.warehouse {{{'|'.join(_TYPES)}}}", file=sys.stderr)
+        return 2
+    sys.stdout.write(ddl_text(argv[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

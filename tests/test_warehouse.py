@@ -1,0 +1,485 @@
+"""The warehouse, the same tests on both backends: DuckDB (a file per test) and PostgreSQL (the real server on
+127.0.0.1:5432, a schema of its own per test session, dropped afterwards).
+
+Set LABELDP_TEST_POSTGRES_URL to test another server. When no PostgreSQL answers, the postgres cases are
+skipped with a loud reason (they are never silently passed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import urllib.parse
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from auditing.audit import AuditConfig, run_audit
+from auditing.errors import LabelDPInputError
+from auditing.warehouse import (
+    SPOOLED,
+    WRITTEN,
+    AuditKey,
+    WarehouseUnavailable,
+    audit_record,
+    drain_spool,
+    open_warehouse,
+    spool_path,
+    write_or_spool,
+)
+from auditing.warehouse.schema import CURVE_NAMES, RESULT_NAMES, ddl_text
+
+REPO = Path(__file__).resolve().parents[1]
+PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
+DAY = dt.date(2024, 1, 2)
+
+
+# --------------------------------------------------------------------------------------------- fixtures
+def _with_search_path(url: str, schema_name: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qsl(parts.query)
+    query.append(("options", f"-csearch_path={schema_name}"))
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg import sql
+
+    try:
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"!!! POSTGRESQL BACKEND NOT TESTED: no server answers at {PG_URL} ({str(exc).strip()}); "
+                    "start one or set LABELDP_TEST_POSTGRES_URL !!!")
+    schema_name = f"labeldp_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema_name)))
+    try:
+        yield _with_search_path(PG_URL, schema_name)
+    finally:
+        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema_name)))
+        admin.close()
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def target(request, tmp_path) -> str:
+    """A fresh, empty warehouse target for the backend under test."""
+    if request.param == "duckdb":
+        return str(tmp_path / "wh" / "warehouse.duckdb")
+    url = request.getfixturevalue("postgres_url")
+    with open_warehouse(url) as wh:  # creates the tables on first use, then empty them for this test
+        wh._transaction(lambda cur: (cur.execute("DELETE FROM audit_curves"), cur.execute("DELETE FROM audit_results")))
+    return url
+
+
+def make_row(model_id="m-1", date=DAY, config_hash="abc123", *, marker=0.5, points=3, **overrides):
+    """A valid (row, curve) whose every number carries `marker`, so a mixture of two writes is detectable."""
+    row = {
+        "model_id": model_id, "partition_date": date, "audit_config_hash": config_hash,
+        "claimed_epsilon": 1.0, "delta": 0.0, "confidence": 0.95, "tau": 0.0, "m": 1000,
+        "selected_guesses": 100, "selected_correct": 80, "epsilon_lower_bound": marker,
+        "epsilon_mean": marker + 0.1, "epsilon_std": 0.01, "epsilon_median": marker + 0.1,
+        "strategy": "bonferroni", "method": "binomial", "status": "PASS", "max_certifiable_epsilon": 5.0,
+        "repetitions": 10, "seed": 7, "flow_run_id": f"run-{marker}",
+        "started_at": dt.datetime(2024, 1, 3, 1, 0, tzinfo=dt.UTC),
+        "finished_at": dt.datetime(2024, 1, 3, 1, 5, tzinfo=dt.UTC),
+        "durations": {"score": 12.5, "audit": 0.25}, "result_json": {"marker": marker},
+    }
+    row.update(overrides)
+    curve = [{"guesses": 10 * (i + 1), "correct": 5 * (i + 1), "epsilon_lower_bound": marker,
+              "point_confidence": 0.999} for i in range(points)]
+    return row, curve
+
+
+def _only(rows):
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+# --------------------------------------------------------------------------------------------- schema
+def test_infra_ddl_files_match_the_code():
+    for dialect in ("duckdb", "postgres"):
+        path = REPO / "infra" / "warehouse" / f"{dialect}.sql"
+        assert path.read_text() == ddl_text(dialect), f"{path} is stale: python -m auditing.warehouse {dialect}"
+
+
+def test_tables_have_the_designed_columns(target):
+    with open_warehouse(target) as wh:
+        found = wh._query(wh._TABLE_COLUMNS_SQL, [])
+    by_table: dict[str, list[str]] = {}
+    for table, column in found:
+        by_table.setdefault(table, []).append(column)
+    assert by_table == {"audit_results": list(RESULT_NAMES), "audit_curves": list(CURVE_NAMES)}
+    for name in ("claimed_epsilon", "gamma", "tau", "epsilon_lower_bound", "epsilon_mean", "status",
+                 "max_certifiable_epsilon", "model_uri", "flow_run_id", "durations", "result_json"):
+        assert name in RESULT_NAMES
+
+
+# --------------------------------------------------------------------------------------------- round trip
+def test_upsert_then_fetch_round_trips_every_value(target):
+    row, curve = make_row(claimed_epsilon=math.inf, status="INCONCLUSIVE",
+                          model_uri="file:///models/m-1/date=2024-01-02/model.cbm",
+                          code_version="0.1.0+g1234", reference_model="m-1@2024-01-01")
+    with open_warehouse(target) as wh:
+        key = wh.upsert_audit(row, curve)
+        assert key == AuditKey("m-1", DAY, "abc123")
+        got = _only(wh.fetch_results())
+        points = wh.fetch_curve(key)
+    assert got["partition_date"] == DAY and isinstance(got["partition_date"], dt.date)
+    assert got["claimed_epsilon"] == math.inf
+    assert got["gamma"] == pytest.approx(0.05)
+    assert got["started_at"] == row["started_at"] and got["started_at"].utcoffset() == dt.timedelta(0)
+    assert json.loads(got["durations"]) == {"score": 12.5, "audit": 0.25}
+    assert json.loads(got["result_json"]) == {"marker": 0.5}
+    for name in ("epsilon_lower_bound", "selected_guesses", "selected_correct", "m", "status", "strategy",
+                 "method", "max_certifiable_epsilon", "model_uri", "code_version", "reference_model", "seed"):
+        assert got[name] == row[name], name
+    assert [p["point_index"] for p in points] == [0, 1, 2]
+    assert [(p["guesses"], p["correct"]) for p in points] == [(10, 5), (20, 10), (30, 15)]
+    assert all(p["point_confidence"] == 0.999 and p["model_id"] == "m-1" for p in points)
+
+
+def test_rerun_replaces_row_and_whole_curve(target):
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(*make_row(marker=0.5, points=5))
+        wh.upsert_audit(*make_row(marker=0.7, points=2, status="VIOLATION", claimed_epsilon=0.6))
+        wh.upsert_audit(*make_row(config_hash="other", marker=0.9, points=1))
+        rows = wh.fetch_results(model_id="m-1")
+        assert [(r["audit_config_hash"], r["epsilon_lower_bound"], r["status"]) for r in rows] == [
+            ("abc123", 0.7, "VIOLATION"), ("other", 0.9, "PASS")]
+        curve = wh.fetch_curve(("m-1", "2024-01-02", "abc123"))
+        assert [p["epsilon_lower_bound"] for p in curve] == [0.7, 0.7]  # no leftover points of the first run
+        assert len(wh.fetch_curve({"model_id": "m-1", "partition_date": DAY, "audit_config_hash": "other"})) == 1
+
+
+def test_failure_inside_the_transaction_leaves_the_previous_state(target, monkeypatch):
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(*make_row(marker=0.5, points=4))
+
+        def half_then_fail(self, cursor, points):
+            type(self).__mro__[1]._insert_curve(self, cursor, points[:1])
+            raise RuntimeError("simulated crash after the first curve point")
+
+        monkeypatch.setattr(type(wh), "_insert_curve", half_then_fail)
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            wh.upsert_audit(*make_row(marker=0.8, points=3))
+        monkeypatch.undo()
+        got = _only(wh.fetch_results())
+        assert got["epsilon_lower_bound"] == 0.5
+        assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
+
+
+_CRASH_SCRIPT = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {repo!r})
+    from auditing.warehouse import open_warehouse
+    from auditing.warehouse.base import Warehouse
+    from tests.test_warehouse import make_row
+    wh = open_warehouse({target!r})
+    def half_then_die(self, cursor, points):
+        Warehouse._insert_curve(self, cursor, points[:2])
+        os._exit(17)  # the process dies mid-transaction: no commit, no rollback, no cleanup
+    type(wh)._insert_curve = half_then_die
+    wh.upsert_audit(*make_row(marker=0.9, points=6))
+""")
+
+
+def test_process_killed_mid_transaction_then_rerun_gives_one_row(target):
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(*make_row(marker=0.5, points=4))
+    proc = subprocess.run([sys.executable, "-c", _CRASH_SCRIPT.format(repo=str(REPO), target=target)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 17, proc.stderr
+    with open_warehouse(target) as wh:
+        got = _only(wh.fetch_results())
+        assert got["epsilon_lower_bound"] == 0.5
+        assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
+        wh.upsert_audit(*make_row(marker=0.9, points=6))  # the re-run
+        got = _only(wh.fetch_results())
+        assert got["epsilon_lower_bound"] == 0.9 and len(wh.fetch_curve(got)) == 6
+
+
+# --------------------------------------------------------------------------------------------- reads
+def test_fetch_filters_by_model_and_dates(target):
+    with open_warehouse(target) as wh:
+        for model in ("a", "b"):
+            for day in (1, 2, 3):
+                wh.upsert_audit(*make_row(model_id=model, date=dt.date(2024, 1, day)))
+        assert len(wh.fetch_results()) == 6
+        assert [r["partition_date"].day for r in wh.fetch_results(model_id="a")] == [1, 2, 3]
+        assert [r["partition_date"].day for r in wh.fetch_results(model_id="b", since="2024-01-02")] == [2, 3]
+        assert [r["partition_date"].day for r in wh.fetch_results(until=dt.date(2024, 1, 1))] == [1, 1]
+        assert [r["model_id"] for r in wh.fetch_results(since="2024-01-02", until="2024-01-02")] == ["a", "b"]
+        assert wh.fetch_results(model_id="c") == []
+        assert wh.fetch_curve(("c", DAY, "abc123")) == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"model_id": "../etc"}, "model_id"),
+    ({"model_id": "x'; DROP TABLE audit_results; --"}, "model_id"),
+    ({"since": "2024-13-01"}, "since"),
+    ({"until": "yesterday"}, "until"),
+    ({"since": "2024-01-05", "until": "2024-01-01"}, "must not be after"),
+])
+def test_fetch_rejects_bad_filters(target, kwargs, message):
+    with open_warehouse(target) as wh, pytest.raises(LabelDPInputError, match=message):
+        wh.fetch_results(**kwargs)
+
+
+def test_values_are_bound_never_spliced_into_sql(target):
+    hostile = "x'); DROP TABLE audit_results; --"
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(*make_row(model_uri=hostile, code_version="'; DELETE FROM audit_curves; --"))
+        got = _only(wh.fetch_results())
+        assert got["model_uri"] == hostile
+        assert len(wh.fetch_curve(got)) == 3
+
+
+# --------------------------------------------------------------------------------------------- validation
+@pytest.mark.parametrize("overrides, message", [
+    ({"status": "OK"}, "status must be one of"),
+    ({"selected_correct": 101}, "selected_correct <= selected_guesses"),
+    ({"confidence": 1.0}, "confidence must be in"),
+    ({"gamma": 0.2}, "gamma must equal 1 - confidence"),
+    ({"epsilon_lower_bound": float("nan")}, "epsilon_lower_bound must be a finite number"),
+    ({"model_id": "a/b"}, "model_id"),
+    ({"partition_date": "2024-02-30"}, "partition_date"),
+    ({"audit_config_hash": "x y"}, "audit_config_hash"),
+    ({"color": "red"}, r"unknown column\(s\) \['color'\]"),
+    ({"m": None}, r"missing required column\(s\) \['m'\]"),
+    ({"durations": {"score": -1}}, "durations"),
+    ({"result_json": "[1, 2]"}, "result_json must be a JSON object"),
+    ({"started_at": "noon"}, "started_at"),
+])
+def test_bad_rows_are_refused_before_sql(tmp_path, overrides, message):
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        with pytest.raises(LabelDPInputError, match=message):
+            wh.upsert_audit(*make_row(**overrides))
+        assert wh.fetch_results() == []
+
+
+def test_bad_curves_and_targets_are_refused(tmp_path):
+    row, curve = make_row()
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        with pytest.raises(LabelDPInputError, match=r"curve\[1\]"):
+            wh.upsert_audit(row, [curve[0], {**curve[1], "correct": 999}])
+        with pytest.raises(LabelDPInputError, match=r"curve\[0\]: missing"):
+            wh.upsert_audit(row, [{"guesses": 1}])
+    with pytest.raises(LabelDPInputError, match="postgresql:// URL"):
+        open_warehouse("mysql://host/db")
+    with pytest.raises(LabelDPInputError, match="not found"):
+        open_warehouse(tmp_path / "missing.duckdb", create=False)
+    with pytest.raises(LabelDPInputError, match="is a directory"):
+        open_warehouse(tmp_path)
+
+
+def test_default_target_is_the_data_root_file(tmp_path):
+    with open_warehouse(None, data_root=tmp_path) as wh:
+        wh.upsert_audit(*make_row())
+    assert (tmp_path / "warehouse.duckdb").is_file()
+
+
+def test_audit_record_from_a_real_audit(target):
+    rng = np.random.default_rng(3)
+    n = 4000
+    labels = rng.integers(0, 2, n)
+    p_target = np.clip(0.5 + 0.45 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
+    result = run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=4))
+    row, curve = audit_record(result, model_id="rr-eps8", partition_date="2024-01-02", claimed_epsilon=0.5,
+                              lineage={"flow_run_id": "f-1", "durations": {"audit": 0.1}})
+    assert row["status"] == "VIOLATION" and row["epsilon_lower_bound"] > 0.5
+    assert row["gamma"] == pytest.approx(1 - result.confidence)
+    assert len(curve) == result.grid_size or len(curve) == len(result.curve)
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(row, curve)
+        got = _only(wh.fetch_results(model_id="rr-eps8"))
+        assert json.loads(got["result_json"]) == json.loads(json.dumps(result.to_dict()))
+        stored = wh.fetch_curve(got)
+    assert [(p["guesses"], p["correct"]) for p in stored] == [(p["guesses"], p["correct"]) for p in result.curve]
+    assert all(p["point_confidence"] == result.point_confidence for p in stored)
+    with pytest.raises(LabelDPInputError, match="optimistic"):
+        audit_record({**result.to_dict(), "optimistic": True}, model_id="x", partition_date=DAY, claimed_epsilon=1)
+    with pytest.raises(LabelDPInputError, match="lineage: unknown"):
+        audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=1, lineage={"owner": "me"})
+
+
+# --------------------------------------------------------------------------------------------- concurrency
+def _writer_marker(writer: int, round_: int) -> float:
+    return writer + round_ / 100
+
+
+def _check_after_concurrent_writes(target, writers: int, rounds: int) -> None:
+    with open_warehouse(target) as wh:
+        rows = wh.fetch_results()
+        keys = sorted(r["model_id"] for r in rows)
+        assert keys == sorted(["shared", *[f"own-{w}" for w in range(writers)]]), keys  # one row per key
+        for r in rows:
+            curve = wh.fetch_curve(r)
+            writer = int(r["epsilon_lower_bound"])
+            # The row and its whole curve come from the same write: same marker, that writer's length.
+            assert {p["epsilon_lower_bound"] for p in curve} == {r["epsilon_lower_bound"]}
+            assert len(curve) == 2 + writer
+        for w in range(writers):
+            own = _only([r for r in rows if r["model_id"] == f"own-{w}"])
+            assert own["epsilon_lower_bound"] == _writer_marker(w, rounds - 1)  # the last write of own key
+
+
+def _write_rounds(target: str, writer: int, rounds: int, go_file: str | None = None) -> None:
+    with open_warehouse(target) as wh:
+        if go_file:  # start together, so that the writes really overlap
+            print("ready", flush=True)
+            while not os.path.exists(go_file):
+                time.sleep(0.005)
+        for r in range(rounds):
+            for model in ("shared", f"own-{writer}"):
+                wh.upsert_audit(*make_row(model_id=model, marker=_writer_marker(writer, r), points=2 + writer))
+
+
+def test_concurrent_threads_same_and_different_keys(target):
+    writers, rounds = 6, 4
+    errors: list[BaseException] = []
+
+    def work(w):
+        try:
+            _write_rounds(target, w, rounds)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    _check_after_concurrent_writes(target, writers, rounds)
+
+
+def test_concurrent_processes_same_and_different_keys(target, tmp_path):
+    writers, rounds = 3, 3
+    go = tmp_path / "go"
+    code = ("import sys; sys.path.insert(0, {repo!r}); from tests.test_warehouse import _write_rounds; "
+            "_write_rounds({target!r}, {w}, {rounds}, {go!r})")
+    procs = [subprocess.Popen([sys.executable, "-c", code.format(repo=str(REPO), target=target, w=w, rounds=rounds,
+                                                                 go=str(go))],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(writers)]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+    go.touch()
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    _check_after_concurrent_writes(target, writers, rounds)
+
+
+# --------------------------------------------------------------------------------------------- outages
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+_HOLD_LOCK = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('locked', flush=True); "
+              "sys.stdin.read(); c.close()")
+
+
+class Outage:
+    """A target of the backend under test that cannot be used until ``end()`` is called."""
+
+    def __init__(self, target: str, holder: subprocess.Popen | None = None):
+        self.target, self._holder = target, holder
+
+    def end(self) -> None:
+        if self._holder is not None and self._holder.poll() is None:
+            self._holder.stdin.close()
+            self._holder.wait(timeout=30)
+
+
+@pytest.fixture
+def outage(target):
+    if target.startswith("postgresql"):
+        yield Outage(f"postgresql://127.0.0.1:{_free_port()}/test")  # nothing listens there
+        return
+    with open_warehouse(target):
+        pass  # the file exists; now another process holds its lock until the outage ends
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, target], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    down = Outage(target, holder)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield down
+    finally:
+        down.end()
+
+
+def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, tmp_path):
+    spool = tmp_path / "spool"
+    row, curve = make_row(marker=0.4, points=5)
+    assert write_or_spool(outage.target, row, curve, spool, attempts=2, backoff=0.05, timeout=0.5) == SPOOLED
+    path = spool_path(spool, AuditKey("m-1", DAY, "abc123"))
+    assert [p.name for p in spool.iterdir()] == [path.name]  # no temporary files left behind
+    payload = json.loads(path.read_text())
+    assert payload["row"]["epsilon_lower_bound"] == 0.4 and len(payload["curve"]) == 5
+    other_row, other_curve = make_row(model_id="m-2", marker=0.6)
+    assert write_or_spool(outage.target, other_row, other_curve, spool, attempts=1, timeout=0.5) == SPOOLED
+
+    during = drain_spool(outage.target, spool, timeout=0.5)
+    assert during["written"] == [] and during["remaining"] == 2
+    assert ("127.0.0.1" in during["error"]) if target.startswith("postgresql") else ("locked" in during["error"])
+    assert len(list(spool.glob("*.json"))) == 2  # nothing removed while the warehouse is down
+
+    outage.end()
+    drained = drain_spool(target, spool)
+    assert sorted(k.model_id for k in drained["written"]) == ["m-1", "m-2"]
+    assert drained["remaining"] == 0 and drained["error"] is None and not list(spool.iterdir())
+    assert drain_spool(target, spool) == {"written": [], "rejected": [], "remaining": 0, "error": None}
+    with open_warehouse(target) as wh:
+        rows = wh.fetch_results()
+        assert [(r["model_id"], r["epsilon_lower_bound"]) for r in rows] == [("m-1", 0.4), ("m-2", 0.6)]
+        assert len(wh.fetch_curve(rows[0])) == 5
+        assert rows[0]["started_at"] == row["started_at"]
+
+
+def test_direct_write_supersedes_an_older_spooled_payload(target, tmp_path):
+    spool = tmp_path / "spool"
+    from auditing.warehouse.spool import spool_payload
+
+    stale = spool_payload(*make_row(marker=0.1), spool)
+    assert write_or_spool(target, *make_row(marker=0.3), spool) == WRITTEN
+    assert not stale.exists()  # draining it later would have overwritten the newer row
+    with open_warehouse(target) as wh:
+        assert _only(wh.fetch_results())["epsilon_lower_bound"] == 0.3
+
+
+def test_drain_keeps_unreadable_payloads_aside(target, tmp_path):
+    spool = tmp_path / "spool"
+    from auditing.warehouse.spool import spool_payload
+
+    spool_payload(*make_row(marker=0.2), spool)
+    (spool / "broken.json").write_text('{"format": 1, "row": {"model_id": "m-1"')
+    report = drain_spool(target, spool)
+    assert [k.model_id for k in report["written"]] == ["m-1"]
+    assert report["rejected"] == [str(spool / "broken.json.rejected")]
+    assert (spool / "broken.json.rejected").exists() and report["remaining"] == 0
+
+
+def test_bad_input_is_an_error_not_an_outage(tmp_path):
+    with pytest.raises(LabelDPInputError, match="status"):
+        write_or_spool(tmp_path / "w.duckdb", *make_row(status="MAYBE"), tmp_path / "spool")
+    assert not (tmp_path / "spool").exists()
+
+
+def test_unavailable_error_names_the_target_without_password():
+    url = f"postgresql://auditor:s3cret@127.0.0.1:{_free_port()}/test"
+    with pytest.raises(WarehouseUnavailable) as info:
+        open_warehouse(url, timeout=1)
+    assert "s3cret" not in str(info.value) and "auditor:***@127.0.0.1" in str(info.value)
