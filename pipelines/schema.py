@@ -157,7 +157,7 @@ def _cast_categorical(column: pa.ChunkedArray, name: str, source: object) -> pa.
     bad_rows = 0
     example = None
     for chunk in column.chunks:
-        ok = pc.match_substring_regex(chunk.dictionary, _HEX_RE).fill_null(False)
+        ok = pc.match_substring_regex(chunk.dictionary, _HEX_RE).fill_null(True)  # a null entry is a null
         if pc.all(ok).as_py() is False:
             bad_positions = np.flatnonzero(~ok.to_numpy(zero_copy_only=False))
             indices = chunk.indices.to_numpy(zero_copy_only=False)
