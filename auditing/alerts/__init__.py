@@ -1,0 +1,24 @@
+"""Alerts (a sink of the auditing stage): webhook POSTs deduplicated per model, date and kind.
+
+The Prefect event for the same alert is emitted by the flows with ``alert_event_payload``; nothing here
+imports Prefect.
+"""
+
+from auditing.alerts.webhook import (
+    ALERT_KINDS,
+    AUDIT_FAILED,
+    DATA_MISSING,
+    DUPLICATE,
+    FAILED,
+    SENT,
+    VIOLATION,
+    AlertOutcome,
+    alert_event_payload,
+    default_ledger_dir,
+    send_alert,
+)
+
+__all__ = [
+    "ALERT_KINDS", "AUDIT_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "SENT", "VIOLATION", "AlertOutcome",
+    "alert_event_payload", "default_ledger_dir", "send_alert",
+]
