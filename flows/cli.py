@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "flows.commands.validate_rr",
     "flows.commands.data",
     "flows.commands.train",
+    "flows.commands.score",
 ]
 
 

@@ -1,0 +1,124 @@
+"""`labeldp-audit score`: the Beam scoring job for one day (issue 4)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "score day D's partition with a model and its reference on Beam, and audit the sweep counts"
+DESCRIPTION = """\
+Runs the observational label-inference game (paper Alg. 2) at scale with Apache Beam: reads
+partitions/date=D as Arrow batches, runs the target model (models/<MODEL>/date=D) and the reference model M'
+through RunInference, plays --repetitions repetitions of the game per row (randomness keyed by seed,
+repetition and row_id), and reduces them to the exact per-repetition sweep counts of the in-process audit
+(histograms of |score| in order-preserving bins, then only the rows of the bins a grid point cuts). The counts
+are audited exactly as `labeldp-audit audit-scores` would audit the same rows.
+
+Reference (M', a checkpoint that never saw day D's labels): by default MODEL's own checkpoint of D-1
+(models/<MODEL>/date=D-1) if it exists, else the model named `reference` of D-1 (what `labeldp-audit train`
+registers). --reference NAME takes NAME's checkpoint of D-1 (or of --reference-date).
+
+Runners: --runner fnapi (default: Beam's FnApiRunner in this process), dask (Beam's Dask runner; give the
+scheduler after --, e.g. -- --dask_client_address=127.0.0.1:8786), or any Beam runner name or class path
+(DataflowRunner, FlinkRunner, ...; see infra/README.md). Every argument after -- is passed to Beam unchanged.
+
+Writes, atomically, <data-root>/sweeps/<MODEL>/date=D/<audit config hash>/: counts.npz (the sweep counts)
+and result.json (the audit result, rows read / without row_id / with bad probabilities, lineage: model and
+reference fingerprints, partition fingerprint, runner, timings). --write-scored also writes
+<data-root>/scored/<MODEL>/date=D/<hash>/part-*.parquet: row_id, score_r and correct_r per repetition r.
+A missing partition or model, or a model whose features the partition lacks, fails before any work and
+writes nothing.
+
+Examples:
+  labeldp-audit score --date 2024-01-02 --model lp-1st-eps4
+  labeldp-audit score --date 2024-01-02 --model rr-1 --reference reference --repetitions 20 --strategy split
+  labeldp-audit score --date 2024-01-02 --model rr-1 --runner dask -- --dask_client_address=127.0.0.1:8786
+
+Exit status: 0 on success, 2 on bad input (a message naming the argument, file or column).
+"""
+
+RUNNER_ALIASES = {
+    "fnapi": "apache_beam.runners.portability.fn_api_runner.FnApiRunner",
+    "dask": "apache_beam.runners.dask.dask_runner.DaskRunner",
+}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("score", help=HELP, description=DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--date", required=True, help="the partition day D (YYYY-MM-DD)")
+    p.add_argument("--model", required=True, help="the registered model under audit (models/<MODEL>/date=D)")
+    p.add_argument("--reference", default=None,
+                   help="reference model name, taken at D-1 (default: MODEL's D-1 checkpoint if present, else "
+                        "'reference' of D-1)")
+    p.add_argument("--reference-date", default=None, help="date of the reference checkpoint (default: D-1)")
+    p.add_argument("--data-root", default=None,
+                   help="data root (default: $LABELDP_DATA_ROOT, else ./.labeldp)")
+    p.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed keying every random choice (default 0)")
+    p.add_argument("--strategy", choices=["bonferroni", "split", "max"], default="bonferroni",
+                   help="choice of the number of guesses: bonferroni (valid, default), split (valid), max "
+                        "(the paper's, optimistic)")
+    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
+    p.add_argument("--delta", type=float, default=None, help="delta (default: 0 for binomial, 1e-5 for fdp)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
+    p.add_argument("--tau", type=float, default=0.0, help="TV bound between data and counterfactual distribution")
+    p.add_argument("--score", choices=["paper", "log-ratio"], default="paper", help="attack score (default: paper)")
+    p.add_argument("--score-power", type=float, default=2.0, help="exponent t of (1 - M'(x)[y]) (default 2)")
+    p.add_argument("--grid", choices=["log", "paper"], default="log", help="guess sweep grid (default log)")
+    p.add_argument("--runner", default="fnapi",
+                   help="Beam runner: fnapi (default), dask, or a Beam runner name / class path")
+    p.add_argument("--batch-size", type=int, default=65_536,
+                   help="rows per Arrow batch, the unit of inference and of the game (default 65536)")
+    p.add_argument("--catboost-threads", type=int, default=None,
+                   help="CatBoost threads per predict call (default: all cores on an in-process runner, else 1; "
+                        "set cores / worker processes on a cluster)")
+    p.add_argument("--plan", choices=["auto", "side-input", "two-stage"], default="auto",
+                   help="how pass 2 gets the pass-1 histograms: side-input (one pipeline), two-stage (two "
+                        "pipelines; scored batches kept in a work directory), auto (two-stage on Dask, "
+                        "side-input elsewhere; see infra/README.md)")
+    p.add_argument("--bin-bits", type=int, default=8,
+                   help="|score| bins per power of two, as bits (default 8: 256); more bits, fewer boundary rows "
+                        "but larger histograms")
+    p.add_argument("--write-scored", action="store_true",
+                   help="also write row_id, score_r, correct_r per repetition as Parquet under scored/")
+    p.add_argument("--json", action="store_true", help="print result.json instead of text")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("beam_args", nargs="*", metavar="-- BEAM_OPTION",
+                   help="Beam pipeline options, after --, passed through unchanged")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from auditing.audit import AuditConfig
+    from auditing.sweep_reduce import BinSpec
+    from flows.result_text import format_audit_result
+    from pipelines.beam_scoring import RESULT_FILE, ScoringRequest, no_progress, score_day, stderr_progress
+    from pipelines.layout import resolve_data_root
+
+    config = AuditConfig(
+        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, tau=args.tau,
+        repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power,
+        grid=args.grid,
+    )
+    request = ScoringRequest(
+        data_root=str(resolve_data_root(args.data_root)), date=args.date, model=args.model, config=config,
+        reference=args.reference, reference_date=args.reference_date, batch_size=args.batch_size,
+        thread_count=args.catboost_threads, bins=BinSpec(mantissa_bits=args.bin_bits), plan_mode=args.plan,
+        write_scored=args.write_scored,
+    )
+    runner = RUNNER_ALIASES.get(args.runner, args.runner)
+    beam_args = [f"--runner={runner}", *args.beam_args]
+    progress = no_progress if args.quiet else stderr_progress()
+    outcome = score_day(request, beam_args, progress, worker_progress=not args.quiet)
+    if args.json:
+        record = json.loads((outcome.output_dir / RESULT_FILE).read_text(encoding="utf-8"))
+        print(json.dumps(record | {"output_dir": str(outcome.output_dir)}))
+    else:
+        rows = outcome.record["diagnostics"]["rows"]
+        print(format_audit_result(outcome.record["result"]))
+        print(f"rows: {rows['rows_read']} read, {rows['rows_scored']} audited, {rows['rows_without_row_id']} "
+              f"without row_id, {rows['rows_bad_target_probabilities']} / {rows['rows_bad_reference_probabilities']} "
+              f"with bad target / reference probabilities")
+        print(f"written: {outcome.output_dir}")
+    return 0

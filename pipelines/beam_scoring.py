@@ -1,0 +1,756 @@
+"""The Beam scoring job: one day's partition, a target and a reference model, R repetitions of the game,
+reduced to the exact per-repetition sweep counts of the in-process audit (`auditing.audit.run_audit`).
+
+Pipeline (every element is an Arrow batch or a small per-slot object, never a row):
+
+    row groups --read--> Arrow batches --RunInference(target)--> --RunInference(reference)--> scored batches
+    scored batches --CombinePerKey/CombineGlobally(pass 1: play_repetition, |score|-bin histograms)--> pass1
+    scored batches --ParDo(pass 2, pass1 as side input: replay rows near cut bins)--> boundary rows
+    boundary rows --GroupByKey(slot)--> ParDo(exact counts) --> per-slot counts
+    pass1 + per-slot counts --Flatten--> ParDo(write result files)
+
+The reduction is exact (`auditing.sweep_reduce`): pass 1 histograms |score| in order-preserving bins, the
+plan derived from them says which bins each grid point cuts, and pass 2 brings back only those bins' rows,
+which `exact_counts` ranks with `auditing.sweep.rank_order` itself. Memory is O(bins x R) for the histograms
+plus the boundary rows (reported as ``boundary_rows``), independent of the partition's size otherwise.
+The counts then go to `auditing.audit.audit_from_counts`, which gives the same `AuditResult` as in-process.
+
+Plan modes:
+- ``side-input``: one pipeline; pass 2 reads the merged histograms as a singleton side input.
+- ``two-stage``: pipeline 1 writes the scored batches (row_id, label, both models' probabilities; ~33 bytes
+  a row) and the histograms to a work directory; the driver derives the plan (O(bins x R)) and pipeline 2
+  reads the scored batches back and runs pass 2 with the plan as a DoFn argument.
+- ``auto``: two-stage on the Dask runner, side-input elsewhere.
+
+Beam's Dask runner (apache-beam 2.77) needs three workarounds, all found by running small pipelines on a
+LocalCluster and reading apache_beam/runners/dask/ (documented in infra/README.md, "Beam runners"):
+1. Side inputs are not wired into the Dask graph: `DaskBagWindowedIterator` computes the side input's bag
+   inside each consuming task (the upstream ran twice in a probe), and that nested computation runs the
+   ParDo translation's shared output receiver in one process, so outputs of earlier partitions were
+   appended again (a probe's CombineGlobally(sum) side input read 81480 instead of 44850). Hence the
+   two-stage plan.
+2. Outputs emitted from ``finish_bundle`` are dropped (`apply_dofn_to_bundle` collects the outputs before
+   calling it). `BatchElements` emits its last buffered batch there, so RunInference's batching would lose
+   rows: the handlers run ``with_no_batching()`` on batches we build ourselves (Arrow batches of
+   ``batch_size`` rows), and no DoFn of ours outputs from ``finish_bundle``.
+3. Only the last transform's bag is computed (`DaskRunner.run_pipeline`), so each pipeline ends in exactly
+   one sink that every branch is flattened into; and ``Create`` puts up to 128 elements in one Dask
+   partition, so ``--dask_npartitions`` defaults to the number of read tasks (else one worker does all).
+Without combiner lifting on Dask, pass 1 is keyed by a shard of the batch id (``combine_shards``) so the
+game runs in parallel before one final merge.
+
+`exact_counts` checks every cut bin's rows against the histogram, so rows lost or duplicated between the
+passes by any runner raise instead of giving a wrong count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from auditing.audit import AuditConfig, AuditResult, audit_from_counts
+from auditing.errors import LabelDPInputError
+from auditing.sweep_reduce import BinSpec
+from pipelines import registry, schema
+from pipelines.layout import atomic_directory, check_name, model_dir, parse_date
+from pipelines.scoring_batches import (
+    GameSpec,
+    Pass1Accumulator,
+    ReadTask,
+    ScoredBatch,
+    SweepPlan,
+    batch_from_predictions,
+    boundary_rows,
+    finish_counts,
+    make_plan,
+    partition_files,
+    partition_schema,
+    predictions_table,
+    read_batches,
+    read_tasks,
+    scored_batch,
+    scored_rows_table,
+    sweep_counts,
+)
+
+FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+PLAN_MODES = ("auto", "side-input", "two-stage")
+DEFAULT_BATCH_SIZE = 65_536
+SWEEPS = "sweeps"
+SCORED = "scored"
+COUNTS_FILE = "counts.npz"
+RESULT_FILE = "result.json"
+_TARGET_PREFIX = "__p_target_"
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(prefix: str = "score") -> Progress:
+    start = time.monotonic()
+
+    def report(message: str) -> None:
+        print(f"[{prefix} +{time.monotonic() - start:.1f}s] {message}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def no_progress(_message: str) -> None:
+    pass
+
+
+# ------------------------------------------------------------------------------------------ request
+
+
+@dataclass(frozen=True)
+class ScoringRequest:
+    """What to score and how. ``reference=None`` picks the default reference (`resolve_reference`)."""
+
+    data_root: str
+    date: str
+    model: str
+    config: AuditConfig = field(default_factory=AuditConfig)
+    reference: str | None = None
+    reference_date: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    thread_count: int | None = None  # CatBoost threads per predict call; None: cores for an in-process runner, else 1
+    bins: BinSpec = field(default_factory=BinSpec)
+    plan_mode: str = "auto"
+    combine_shards: int | None = None  # None: 1, or the Dask partitions on the Dask runner
+    write_scored: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "date", parse_date(self.date).isoformat())
+        check_name(self.model, "--model")
+        if self.reference is not None:
+            check_name(self.reference, "--reference")
+        if self.reference_date is not None:
+            object.__setattr__(self, "reference_date", parse_date(self.reference_date, "--reference-date").isoformat())
+        for name, low in (("batch_size", 1), ("thread_count", 1), ("combine_shards", 1)):
+            value = getattr(self, name)
+            if value is None and name != "batch_size":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise LabelDPInputError(f"{name.replace('_', '-')} must be a whole number >= {low}; got {value!r}")
+        if self.plan_mode not in PLAN_MODES:
+            raise LabelDPInputError(f"plan mode must be one of {list(PLAN_MODES)}; got {self.plan_mode!r}")
+
+
+def resolve_reference(root, model: str, date, reference: str | None = None,
+                      reference_date=None) -> tuple[str, str]:
+    """The reference model M' (paper Sec. 6.2: a checkpoint that never saw day D's labels).
+
+    Default: ``model``'s own checkpoint of D-1 if it exists, else the model named ``reference`` of D-1. An
+    explicit ``reference`` name is taken at ``reference_date`` (default D-1).
+    """
+    ref_date = parse_date(reference_date, "--reference-date") if reference_date else parse_date(date) - dt.timedelta(days=1)
+    if reference is not None:
+        return reference, ref_date.isoformat()
+    if model_dir(root, model, ref_date).is_dir():
+        return model, ref_date.isoformat()
+    return "reference", ref_date.isoformat()
+
+
+def _runner_from(beam_args: Sequence[str]) -> str | None:
+    for index, arg in enumerate(beam_args):
+        if arg.startswith("--runner="):
+            return arg.split("=", 1)[1]
+        if arg == "--runner" and index + 1 < len(beam_args):
+            return beam_args[index + 1]
+    return None
+
+
+def _has_flag(beam_args: Sequence[str], *names: str) -> bool:
+    return any(arg == name or arg.startswith(name + "=") for arg in beam_args for name in names)
+
+
+def is_dask_runner(runner: str | None) -> bool:
+    return bool(runner) and runner.rsplit(".", 1)[-1] == "DaskRunner"
+
+
+def pipeline_args(beam_args: Sequence[str], partitions: int) -> list[str]:
+    """The Beam arguments with our defaults: FnApiRunner named explicitly (the DirectRunner first tries to
+    download the Prism binary), and, on the Dask runner, one Dask partition per work item (capped)."""
+    args = list(beam_args)
+    runner = _runner_from(args)
+    if runner is None:
+        args.append(f"--runner={FN_API_RUNNER}")
+    elif is_dask_runner(runner) and not _has_flag(args, "--dask_npartitions", "--dask_partition_size"):
+        args.append(f"--dask_npartitions={max(1, min(int(partitions), 256))}")
+    return args
+
+
+def _in_process(beam_args: Sequence[str]) -> bool:
+    runner = _runner_from(beam_args)
+    local = runner is None or runner.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner")
+    return local and not _has_flag(beam_args, "--direct_num_workers")
+
+
+# ------------------------------------------------------------------------------------------ DoFns
+
+
+def _beam():
+    import apache_beam as beam
+
+    return beam
+
+
+def _dofns():
+    """The DoFn and CombineFn classes (built on first use so that importing this module does not import Beam)."""
+    global _DOFNS
+    if _DOFNS is not None:
+        return _DOFNS
+    beam = _beam()
+
+    class ReadBatches(beam.DoFn):
+        """A row group -> [(batch id, Arrow table)], pre-batched for RunInference.with_no_batching()."""
+
+        def __init__(self, batch_size: int):
+            self._batch_size = batch_size
+
+        def process(self, task: ReadTask):
+            for batch_id, table in read_batches(task, self._batch_size):
+                yield [(batch_id, table)]
+
+    class PassProgress(beam.DoFn):
+        """Progress lines on stderr (the driver's console on FnApiRunner, the worker logs elsewhere)."""
+
+        def __init__(self, label: str, total_rows: int, enabled: bool):
+            self._label, self._total, self._enabled = label, total_rows, enabled
+
+        def setup(self):
+            self._rows, self._batches, self._last = 0, 0, 0.0
+
+        def process(self, batch: ScoredBatch):
+            if self._enabled:
+                self._rows += int(batch.issues.get("rows_read", batch.rows))
+                self._batches += 1
+                now = time.monotonic()
+                if now - self._last > 2.0 or self._rows >= self._total:
+                    self._last = now
+                    print(f"[score pid {os.getpid()}] {self._label}: {self._batches} batches, {self._rows} of "
+                          f"{self._total} rows", file=sys.stderr, flush=True)
+            yield batch
+
+    class Pass1CombineFn(beam.CombineFn):
+        """Plays every repetition on each batch and adds it to the per-slot |score|-bin histograms."""
+
+        def __init__(self, spec: GameSpec):
+            self._spec = spec
+
+        def create_accumulator(self):
+            return Pass1Accumulator()
+
+        def add_input(self, accumulator, batch):
+            return accumulator.add_batch(batch, self._spec)
+
+        def merge_accumulators(self, accumulators):
+            accumulators = iter(accumulators)
+            merged = next(accumulators)
+            for other in accumulators:
+                merged.merge(other)
+            return merged
+
+        def extract_output(self, accumulator):
+            return accumulator
+
+    class MergePass1Fn(beam.CombineFn):
+        """Merges the per-shard pass-1 accumulators into one."""
+
+        def create_accumulator(self):
+            return Pass1Accumulator()
+
+        def add_input(self, accumulator, other):
+            return accumulator.merge(other)
+
+        def merge_accumulators(self, accumulators):
+            accumulators = iter(accumulators)
+            merged = next(accumulators)
+            for other in accumulators:
+                merged.merge(other)
+            return merged
+
+        def extract_output(self, accumulator):
+            return accumulator
+
+    class _PlanUser(beam.DoFn):
+        def __init__(self, spec: GameSpec, plan: SweepPlan | None = None):
+            self._spec, self._plan = spec, plan
+            self._cached = None
+
+        def plan_for(self, pass1) -> SweepPlan:
+            if self._plan is not None:
+                return self._plan
+            if self._cached is None or self._cached[0] is not pass1:
+                self._cached = (pass1, make_plan(pass1, self._spec))
+            return self._cached[1]
+
+    class BoundaryRows(_PlanUser):
+        """Pass 2: (slot, rows of this batch in the slot's cut bins)."""
+
+        def process(self, batch: ScoredBatch, pass1=None):
+            yield from boundary_rows(batch, self._spec, self.plan_for(pass1))
+
+    class ExactCounts(_PlanUser):
+        """(slot, chunks) -> ("counts", slot, exact counts, boundary rows)."""
+
+        def process(self, element, pass1=None):
+            slot, chunks = element
+            chunks = list(chunks)
+            counts = finish_counts(self.plan_for(pass1), slot, chunks)
+            yield ("counts", int(slot), counts, int(sum(chunk.bins.size for chunk in chunks)))
+
+    class WriteTable(beam.DoFn):
+        """Writes one Parquet file per batch (named by the batch id, so a retried batch overwrites itself)."""
+
+        def __init__(self, directory: str, make_table):
+            self._directory, self._make_table = directory, make_table
+
+        def process(self, batch: ScoredBatch):
+            path = Path(self._directory) / f"part-{batch.batch_id}.parquet"
+            pq.write_table(self._make_table(batch), path, compression=schema.PARQUET_COMPRESSION)
+            yield ("file", str(path), batch.rows)
+
+    class ReadPredictions(beam.DoFn):
+        def process(self, path: str):
+            yield batch_from_predictions(pq.read_table(path))
+
+    class WriteResults(beam.DoFn):
+        """The one sink: the pass-1 accumulator and each slot's counts become files in the work directory."""
+
+        def __init__(self, directory: str):
+            self._directory = directory
+
+        def process(self, element):
+            directory = Path(self._directory)
+            if element[0] == "pass1":
+                _atomic_save(directory / "pass1.npz", element[1].save)
+            elif element[0] == "counts":
+                _, slot, counts, rows = element
+                _atomic_save(directory / "slots" / f"slot-{slot:06d}.npz",
+                             lambda path: np.savez(path, counts=counts, boundary_rows=np.array(rows)))
+            # ("file", ...) markers only make the sink depend on the file-writing branches.
+
+    _DOFNS = {name: value for name, value in locals().items() if isinstance(value, type)}
+    return _DOFNS
+
+
+_DOFNS = None
+
+
+def _atomic_save(path: Path, save) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    with open(tmp, "wb") as handle:
+        save(handle)
+    os.replace(tmp, path)
+
+
+def _attach_target(element):
+    batch_id, result = element
+    table = result.example
+    probabilities = result.inference
+    for j in range(probabilities.shape[1]):
+        table = table.append_column(f"{_TARGET_PREFIX}{j}", pa.array(probabilities[:, j]))
+    return [(batch_id, table)]
+
+
+def _to_scored(element) -> ScoredBatch:
+    batch_id, result = element
+    table = result.example
+    k = sum(1 for name in table.column_names if name.startswith(_TARGET_PREFIX))
+    p_target = np.column_stack([table.column(f"{_TARGET_PREFIX}{j}").to_numpy() for j in range(k)])
+    return scored_batch(batch_id, table, p_target, result.inference)
+
+
+def _shard(batch: ScoredBatch, shards: int) -> tuple[int, ScoredBatch]:
+    return zlib.crc32(batch.batch_id.encode()) % shards, batch
+
+
+# ------------------------------------------------------------------------------------------ pipelines
+
+
+@dataclass
+class _Job:
+    request: ScoringRequest
+    reference: tuple[str, str]
+    spec: GameSpec
+    tasks: list[ReadTask]
+    total_rows: int
+    beam_args: list[str]
+    plan_mode: str
+    thread_count: int
+    shards: int
+    work_dir: Path
+    scored_dir: Path | None
+    progress: Progress
+    show_worker_progress: bool
+
+
+def _scored_batches(pipeline, job: _Job):
+    beam = _beam()
+    from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+
+    from pipelines.catboost_handler import CatBoostModelHandler
+
+    request = job.request
+
+    def handler(name: str, date: str):
+        base = CatBoostModelHandler(request.data_root, name, date, thread_count=job.thread_count)
+        return KeyedModelHandler(base).with_no_batching()
+
+    dofns = _dofns()
+    return (
+        pipeline
+        | "RowGroups" >> beam.Create(job.tasks)
+        | "Spread" >> beam.Reshuffle()
+        | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size))
+        | "Target" >> RunInference(handler(request.model, request.date))
+        | "AttachTarget" >> beam.Map(_attach_target)
+        | "Reference" >> RunInference(handler(*job.reference))
+        | "Scored" >> beam.Map(_to_scored)
+        | "Progress" >> beam.ParDo(dofns["PassProgress"]("scored", job.total_rows, job.show_worker_progress))
+    )
+
+
+def _pass1(scored, job: _Job):
+    beam = _beam()
+    dofns = _dofns()
+    return (
+        scored
+        | "Shard" >> beam.Map(_shard, job.shards)
+        | "Pass1PerShard" >> beam.CombinePerKey(dofns["Pass1CombineFn"](job.spec))
+        | "DropShard" >> beam.Values()
+        | "Pass1Merge" >> beam.CombineGlobally(dofns["MergePass1Fn"]()).without_defaults()
+    )
+
+
+def _options(args: list[str]):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    return PipelineOptions(args)
+
+
+def _run(pipeline) -> None:
+    result = None
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except Exception as exc:  # runners wrap worker errors; surface our input errors as such
+        error = _input_error_in(exc)
+        if error is not None:
+            raise error from None
+        raise
+    finally:
+        # The Dask runner opens a distributed.Client per run and never closes it.
+        client = getattr(result, "client", None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+
+_INPUT_ERROR_RE = re.compile(r"LabelDPInputError: (.+)")
+
+
+def _input_error_in(exc: BaseException) -> LabelDPInputError | None:
+    seen = set()
+    current = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, LabelDPInputError):
+            return LabelDPInputError(str(current).split(" [while running")[0])
+        current = current.__cause__ or current.__context__
+    match = _INPUT_ERROR_RE.search(str(exc))
+    if match:
+        return LabelDPInputError(match.group(1).split(" [while running")[0].strip())
+    return None
+
+
+def _single_pipeline(job: _Job) -> None:
+    beam = _beam()
+    dofns = _dofns()
+    with_pipeline = beam.Pipeline(options=_options(pipeline_args(job.beam_args, len(job.tasks))))
+    scored = _scored_batches(with_pipeline, job)
+    pass1 = _pass1(scored, job)
+    side = beam.pvalue.AsSingleton(pass1)
+    counts = (
+        scored
+        | "BoundaryRows" >> beam.ParDo(dofns["BoundaryRows"](job.spec), side)
+        | "GroupBySlot" >> beam.GroupByKey()
+        | "ExactCounts" >> beam.ParDo(dofns["ExactCounts"](job.spec), side)
+    )
+    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), counts]
+    if job.scored_dir is not None:
+        outputs.append(scored | "WriteScored" >> beam.ParDo(
+            dofns["WriteTable"](str(job.scored_dir), _ScoredRows(job.spec))))
+    _ = (outputs | "AllOutputs" >> beam.Flatten() | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir))))
+    _run(with_pipeline)
+
+
+class _ScoredRows:
+    """Picklable callable: the ``--write-scored`` table of a batch."""
+
+    def __init__(self, spec: GameSpec):
+        self._spec = spec
+
+    def __call__(self, batch: ScoredBatch) -> pa.Table:
+        return scored_rows_table(batch, self._spec)
+
+
+def _two_stage_first(job: _Job) -> None:
+    beam = _beam()
+    dofns = _dofns()
+    pipeline = beam.Pipeline(options=_options(pipeline_args(job.beam_args, len(job.tasks))))
+    scored = _scored_batches(pipeline, job)
+    pass1 = _pass1(scored, job)
+    predictions = job.work_dir / "predictions"
+    predictions.mkdir(parents=True, exist_ok=True)
+    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)),
+               scored | "WritePredictions" >> beam.ParDo(dofns["WriteTable"](str(predictions), predictions_table))]
+    if job.scored_dir is not None:
+        outputs.append(scored | "WriteScored" >> beam.ParDo(
+            dofns["WriteTable"](str(job.scored_dir), _ScoredRows(job.spec))))
+    _ = (outputs | "AllOutputs" >> beam.Flatten() | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir))))
+    _run(pipeline)
+
+
+def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
+    beam = _beam()
+    dofns = _dofns()
+    files = sorted(str(path) for path in (job.work_dir / "predictions").glob("part-*.parquet"))
+    if not files:
+        return
+    pipeline = beam.Pipeline(options=_options(pipeline_args(job.beam_args, len(files))))
+    _ = (
+        pipeline
+        | "ScoredFiles" >> beam.Create(files)
+        | "Spread" >> beam.Reshuffle()
+        | "ReadScored" >> beam.ParDo(dofns["ReadPredictions"]())
+        | "BoundaryRows" >> beam.ParDo(dofns["BoundaryRows"](job.spec, plan))
+        | "GroupBySlot" >> beam.GroupByKey()
+        | "ExactCounts" >> beam.ParDo(dofns["ExactCounts"](job.spec, plan))
+        | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir)))
+    )
+    _run(pipeline)
+
+
+def _read_slot_counts(work_dir: Path) -> tuple[dict[int, np.ndarray], dict[int, int]]:
+    counts, rows = {}, {}
+    for path in sorted((work_dir / "slots").glob("slot-*.npz")):
+        slot = int(path.stem.split("-")[1])
+        with np.load(path) as data:
+            counts[slot] = data["counts"]
+            rows[slot] = int(data["boundary_rows"])
+    return counts, rows
+
+
+# ------------------------------------------------------------------------------------------ the job
+
+
+@dataclass
+class ScoringOutcome:
+    """What `score_day` produced: the audit result, its counts and where they were written."""
+
+    result: AuditResult
+    counts: object  # auditing.sweep.SweepCounts
+    split_counts: tuple | None
+    output_dir: Path
+    scored_dir: Path | None
+    record: dict  # result.json
+
+
+def _json_safe(value):
+    """Strict-JSON copy: inf -> "inf", NaN -> None, numpy scalars/arrays -> Python, paths -> str."""
+    if isinstance(value, dict):
+        return {str(key): _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return _json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def file_fingerprint(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
+
+
+def _model_lineage(root, name: str, date: str, metadata: dict) -> dict:
+    directory = model_dir(root, name, date)
+    return {"name": name, "date": date, "uri": str(directory.resolve()),
+            "fingerprint": file_fingerprint(directory / registry.MODEL_FILE),
+            "mechanism": metadata.get("mechanism", {}).get("name"),
+            "claimed_epsilon": metadata.get("mechanism", {}).get("epsilon"),
+            "partition_fingerprint": metadata.get("partition_fingerprint")}
+
+
+def check_inputs(request: ScoringRequest, reference: tuple[str, str]):
+    """Everything that can be checked before any work: partition files and schema, both models' presence and
+    feature schemas. Returns (files, partition schema, target metadata, reference metadata)."""
+    files = partition_files(request.data_root, request.date)
+    table_schema = partition_schema(files)
+    target_md = registry.read_metadata(request.data_root, request.model, request.date)
+    reference_md = registry.read_metadata(request.data_root, *reference)
+    for name, date in ((request.model, request.date), reference):
+        path = model_dir(request.data_root, name, date) / registry.MODEL_FILE
+        if not path.is_file():
+            raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
+    registry.check_features(target_md, table_schema)
+    registry.check_features(reference_md, table_schema)
+    return files, table_schema, target_md, reference_md
+
+
+def sweep_dir(root, model: str, date: str, config: AuditConfig) -> Path:
+    return Path(root) / SWEEPS / check_name(model) / f"date={parse_date(date).isoformat()}" / config.config_hash()
+
+
+def scored_dir(root, model: str, date: str, config: AuditConfig) -> Path:
+    return Path(root) / SCORED / check_name(model) / f"date={parse_date(date).isoformat()}" / config.config_hash()
+
+
+@contextlib.contextmanager
+def _cleanup_empty_parents(paths: list[Path], stop: Path):
+    """Removes directories created for outputs that never appeared, so a failed run writes nothing."""
+    existed = {}
+    for path in paths:
+        parent = path.parent
+        while parent != stop and parent != parent.parent:
+            existed.setdefault(parent, parent.exists())
+            parent = parent.parent
+    try:
+        yield
+    except BaseException:
+        for parent in sorted(existed, key=lambda p: len(p.parts), reverse=True):
+            if not existed[parent]:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
+        raise
+
+
+def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: Progress = no_progress,
+              worker_progress: bool = False) -> ScoringOutcome:
+    """Runs the scoring job for ``request`` and writes ``sweeps/<model>/date=D/<config hash>/``
+    (``counts.npz`` + ``result.json``), and with ``write_scored`` ``scored/<model>/date=D/<config hash>/``,
+    each atomically. Input errors (missing partition or model, feature schema mismatch) raise
+    `LabelDPInputError` before any work and write nothing."""
+    started = time.monotonic()
+    started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    timings = {}
+    beam_args = list(beam_args)
+    runner = _runner_from(beam_args) or FN_API_RUNNER
+    reference = resolve_reference(request.data_root, request.model, request.date, request.reference,
+                                  request.reference_date)
+    progress(f"checking inputs: partition {request.date}, model {request.model}@{request.date}, "
+             f"reference {reference[0]}@{reference[1]}")
+    files, _table_schema, target_md, reference_md = check_inputs(request, reference)
+    tasks = read_tasks(files)
+    total_rows = sum(task.rows for task in tasks)
+    partition_fp = schema.partition_fingerprint(request.data_root, request.date)
+    lineage = {
+        "model": _model_lineage(request.data_root, request.model, request.date, target_md),
+        "reference": _model_lineage(request.data_root, *reference, reference_md),
+        "partition": {"date": request.date, "fingerprint": partition_fp, "files": [p.name for p in files],
+                      "rows": total_rows, "row_groups": len(tasks)},
+        "runner": {"runner": runner, "beam_args": beam_args},
+        "code_version": registry.code_version(),
+    }
+    timings["checks_s"] = round(time.monotonic() - started, 3)
+
+    dask = is_dask_runner(runner)
+    plan_mode = request.plan_mode if request.plan_mode != "auto" else ("two-stage" if dask else "side-input")
+    thread_count = request.thread_count or ((os.cpu_count() or 1) if _in_process(beam_args) else 1)
+    shards = request.combine_shards or (max(1, min(len(tasks), 256)) if dask else 1)
+    spec = GameSpec(request.config, request.bins)
+    out_final = sweep_dir(request.data_root, request.model, request.date, request.config)
+    scored_final = scored_dir(request.data_root, request.model, request.date, request.config)
+    outputs = [out_final] + ([scored_final] if request.write_scored else [])
+    progress(f"{total_rows} rows in {len(tasks)} row group(s); runner {runner}, plan {plan_mode}, batch "
+             f"{request.batch_size} rows, CatBoost threads {thread_count}, R = {request.config.repetitions}")
+
+    with _cleanup_empty_parents(outputs, Path(request.data_root)), contextlib.ExitStack() as stack:
+        out_tmp = stack.enter_context(atomic_directory(out_final))
+        scored_tmp = stack.enter_context(atomic_directory(scored_final)) if request.write_scored else None
+        work = out_tmp / "_work"
+        work.mkdir()
+        job = _Job(request, reference, spec, tasks, total_rows, beam_args, plan_mode, thread_count, shards,
+                   work, scored_tmp, progress, worker_progress)
+        t0 = time.monotonic()
+        if plan_mode == "side-input":
+            progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
+            _single_pipeline(job)
+            timings["pipeline_s"] = round(time.monotonic() - t0, 3)
+            plan = make_plan(Pass1Accumulator.load(work / "pass1.npz"), spec)
+        else:
+            progress("pipeline 1: inference and pass 1 (histograms)")
+            _two_stage_first(job)
+            timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
+            t1 = time.monotonic()
+            plan = make_plan(Pass1Accumulator.load(work / "pass1.npz"), spec)
+            progress(f"plan: {plan.m} rows audited, {plan.boundary_rows} boundary rows to bring back")
+            _two_stage_second(job, plan)
+            timings["pipeline2_s"] = round(time.monotonic() - t1, 3)
+        slot_counts, slot_rows = _read_slot_counts(work)
+        counts, split = sweep_counts(plan, spec, slot_counts)
+        result = audit_from_counts(counts, request.config, split_counts=split)
+        shutil.rmtree(work)
+        timings["total_s"] = round(time.monotonic() - started, 3)
+        diagnostics = {
+            "rows": dict(plan.issues), "m": plan.m, "plan_mode": plan_mode, "batch_size": request.batch_size,
+            "catboost_thread_count": thread_count, "combine_shards": shards, "bins": asdict(request.bins),
+            "histogram_bins": request.bins.num_bins, "slots": len(spec.slots),
+            "boundary_rows": plan.boundary_rows, "boundary_rows_received": int(sum(slot_rows.values())),
+        }
+        record = {"result": result.to_dict(), "config": asdict(request.config), "lineage": lineage,
+                  "diagnostics": diagnostics, "timings": timings, "started_at": started_at,
+                  "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                  "scored_rows": str(scored_final) if request.write_scored else None}
+        arrays = {"m": np.array(counts.m), "guesses": counts.guesses, "correct": counts.correct}
+        if split is not None:
+            for name, half in zip(("selection", "bound"), split, strict=True):
+                arrays.update({f"{name}_m": np.array(half.m), f"{name}_guesses": half.guesses,
+                               f"{name}_correct": half.correct})
+        np.savez(out_tmp / COUNTS_FILE, **arrays)
+        (out_tmp / RESULT_FILE).write_text(json.dumps(_json_safe(record), indent=2, sort_keys=True,
+                                                      allow_nan=False) + "\n", encoding="utf-8")
+    rows = plan.issues
+    progress(f"done: eps_lb {result.epsilon_lower_bound:.4g} over m = {plan.m} rows ({rows['rows_read']} read, "
+             f"{rows['rows_without_row_id']} without row_id, {rows['rows_bad_target_probabilities']} / "
+             f"{rows['rows_bad_reference_probabilities']} with bad target / reference probabilities); wrote {out_final}")
+    return ScoringOutcome(result, counts, split, out_final, scored_final if request.write_scored else None, record)
+
+
+def load_counts(directory: Path):
+    """The `SweepCounts` (and split halves, if any) written by `score_day`."""
+    from auditing.sweep import SweepCounts
+
+    with np.load(Path(directory) / COUNTS_FILE) as data:
+        counts = SweepCounts(m=int(data["m"]), guesses=data["guesses"], correct=data["correct"])
+        split = None
+        if "selection_m" in data:
+            split = tuple(SweepCounts(m=int(data[f"{n}_m"]), guesses=data[f"{n}_guesses"],
+                                      correct=data[f"{n}_correct"]) for n in ("selection", "bound"))
+    return counts, split

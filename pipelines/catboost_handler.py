@@ -1,0 +1,100 @@
+"""A Beam RunInference `ModelHandler` for the registry's CatBoost models (Beam ships none for CatBoost).
+
+Shaped like Beam's own handlers (e.g. the XGBoost one): it only loads a model and predicts a batch; batching,
+sharing the loaded model between the threads of a worker process (RunInference's shared handle: one load per
+process) and inference metrics come from the framework.
+
+- Example type: a ``pyarrow.Table`` holding (at least) the model's feature columns; other columns (row_id,
+  label, earlier predictions) are ignored and pass through untouched in ``PredictionResult.example``.
+- Prediction: the (rows x classes) float64 array of ``predict_proba`` on `catboost_frame`, which holds
+  exactly the values of ``pipelines.training.feature_frame`` (the conversion training used: the model hashes
+  categorical values as strings, so scoring must present the same strings; tests/test_beam_scoring.py checks
+  the predictions are identical) but is built ~10x faster: with pandas 3 the frame's categories are
+  Arrow-backed strings that CatBoost reads one Python call at a time, and an Arrow batch read from Parquet
+  carries its row group's whole dictionary (every value of the file, not of the batch).
+- ``thread_count`` is CatBoost's per-call thread count: set it to cores / worker processes so that workers
+  do not oversubscribe the machine.
+- The model is read from ``models/<name>/date=D/`` under the data root through ``pipelines.registry.load_model``
+  (so a noise-corrected LP-1ST-NC model predicts corrected probabilities); workers must see that path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+
+from pipelines import schema
+
+MISSING_CATEGORY = ""  # pipelines.training.MISSING_CATEGORY: a missing categorical value is the empty string
+
+
+def catboost_frame(table: pa.Table) -> pd.DataFrame:
+    """The CatBoost input for partition rows: ``I1..I13`` as float64 (NaN = missing), then ``C1..C26`` as
+    pandas categoricals of the hex strings ("" = missing) whose categories are the batch's own values held as
+    Python strings (object dtype). Same values as ``pipelines.training.feature_frame``."""
+    columns: dict[str, Any] = {}
+    for name in schema.NUMERIC_COLUMNS:
+        columns[name] = pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False)
+    for name in schema.CATEGORICAL_COLUMNS:
+        values = table.column(name).combine_chunks()
+        if pa.types.is_dictionary(values.type):
+            values = values.dictionary_decode()
+        encoded = pc.dictionary_encode(values)  # only the values present in this batch
+        categories = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        codes = encoded.indices
+        if encoded.null_count:
+            hit = np.flatnonzero(categories == MISSING_CATEGORY)
+            if hit.size:
+                missing = int(hit[0])
+            else:
+                missing = categories.size
+                categories = np.append(categories, MISSING_CATEGORY)
+            codes = pc.fill_null(codes, missing)
+        columns[name] = pd.Categorical.from_codes(codes.to_numpy(zero_copy_only=False).astype(np.int32),
+                                                  categories=pd.Index(categories, dtype=object))
+    return pd.DataFrame(columns)
+
+
+class CatBoostModelHandler(ModelHandler[pa.Table, PredictionResult, Any]):
+    """Loads ``models/<model_name>/date=<model_date>`` once per worker process and predicts Arrow tables."""
+
+    def __init__(self, data_root: str, model_name: str, model_date: str, *, thread_count: int = 1,
+                 **batching_kwargs):
+        super().__init__(**batching_kwargs)
+        self._data_root = str(data_root)
+        self._model_name = model_name
+        self._model_date = str(model_date)
+        self._thread_count = int(thread_count)
+
+    def __repr__(self) -> str:
+        return (f"CatBoostModelHandler({self._model_name}@{self._model_date}, "
+                f"thread_count={self._thread_count})")
+
+    def load_model(self):
+        from pipelines.registry import load_model
+
+        model, _metadata = load_model(self._data_root, self._model_name, self._model_date)
+        return model
+
+    def run_inference(self, batch: Sequence[pa.Table], model, inference_args: dict | None = None
+                      ) -> Iterable[PredictionResult]:
+        extra = dict(inference_args or {})
+        results = []
+        for table in batch:
+            probabilities = model.predict_proba(catboost_frame(table), thread_count=self._thread_count, **extra)
+            results.append(PredictionResult(table, np.asarray(probabilities, dtype=np.float64),
+                                            model_id=f"{self._model_name}@{self._model_date}"))
+        return results
+
+    def get_num_bytes(self, batch: Sequence[pa.Table]) -> int:
+        # The base class pickles the batch to measure it; Arrow knows its size.
+        return int(sum(table.nbytes for table in batch))
+
+    def get_metrics_namespace(self) -> str:
+        return "CatBoostRunInference"
