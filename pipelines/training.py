@@ -9,6 +9,10 @@ What happens in ``train_model`` (paper Sec. 6.4 setup):
   train *and* validation rows -- every label the training procedure reads, since the validation split picks
   the best iteration (``use_best_model``) and, for LP-1ST-NC, the correction's floor. Test labels are read
   only to compute the reported test metrics, against the *true* labels.
+- Scope of the claim: it covers the model (and anything computed from it and from privatized labels). The
+  test metrics in the metadata are computed from true test labels for the operator (the paper's Table 5)
+  and are not part of the label-DP release; the non-private reference M' trained on day D-1 is an audit
+  artifact (the paper's M') and must not be released as if it were private.
 - Binary labels (clicks): ``loss_function="Logloss"`` on hard labels, ``"CrossEntropy"`` on ALIBI's soft
   labels. The mechanisms themselves are k-ary; the training wrapper is binary like the partitions.
 - Randomness: one ``seed`` drives everything: ``numpy.random.SeedSequence(seed)`` gives the mechanism's

@@ -231,3 +231,15 @@ def test_cli_rejects_bad_epsilon_as_usage_error(data_root, capsys):
         main(["train", "--date", DAY1, "--mechanism", "rr", "--epsilon", "-1", "--data-root", str(data_root)])
     assert info.value.code == 2
     assert "must be > 0 or inf" in capsys.readouterr().err
+
+
+def test_first_day_trains_without_a_reference_when_told_to_skip(data_root, capsys):
+    # DAY0 has no day before it: `skip` goes on for a mechanism that needs no prior ...
+    code = main(["train", "--date", DAY0, "--mechanism", "rr", "--epsilon", "4", "--model-name", "first-day",
+                 "--on-missing-reference", "skip", "--data-root", str(data_root), "--iterations", "3"])
+    assert code == 0, capsys.readouterr().err
+    assert registry.read_metadata(data_root, "first-day", DAY0)["reference"] is None
+    # ... but not for one that uses the reference as its prior, and never trains day D-1's partition.
+    code = main(["train", "--date", DAY0, "--mechanism", "alibi", "--epsilon", "4", "--on-missing-reference",
+                 "skip", "--data-root", str(data_root), "--iterations", "3"])
+    assert code == 2 and "no reference model at" in capsys.readouterr().err
