@@ -7,10 +7,11 @@ its magic bytes, not by the file name; multi-member gzip works).
 
 Guarantees:
 
-- Streaming: the file is read in blocks of ``block_bytes`` (default 32 MiB) and parsed with vectorized numpy,
-  so memory is bounded by a few blocks, plus the sample when sampling (about 270 bytes a sampled row while
-  parsing, so ~0.35 GB for the paper's 1M rows) or 8 bytes a row for the ``row_id`` uniqueness check when
-  not sampling.
+- Streaming: the file is read in blocks of ``block_bytes`` (default 32 MiB), parsed by Arrow's CSV reader (or,
+  for a block with a bad line, by a vectorized numpy parser that names it), so memory is bounded by a few
+  blocks, plus the sample when sampling (~264 bytes a kept row, held for up to 1.25 N rows plus the N kept
+  at a compaction: about 1.1 GB peak for the paper's N = 1M) or 8 bytes a row for the ``row_id`` uniqueness
+  check when not sampling. It does not grow with the file otherwise (benchmarks/results/synth.md).
 - ``row_id`` is the line's number in the file, counting from 1, so a row can always be traced back to its
   line, and plain and gzip copies of a file give identical partitions.
 - Sampling (``sample_rows=N``): keeps the N lines with the smallest ``splitmix64(line number XOR salt(seed))``
@@ -152,35 +153,45 @@ class _Rows:
 
     row_id: np.ndarray  # int64 line numbers
     label: np.ndarray  # int8
-    ints: np.ndarray  # (n, 13) int64
-    int_valid: np.ndarray  # (n, 13) bool
-    cats: np.ndarray  # (n, 26) uint32
-    cat_valid: np.ndarray  # (n, 26) bool
+    ints: np.ndarray  # (13, n) int64: column-major, so a column is contiguous (zero-copy into Arrow)
+    int_valid: np.ndarray  # (13, n) bool
+    cats: np.ndarray  # (26, n) uint32
+    cat_valid: np.ndarray  # (26, n) bool
 
     def __len__(self) -> int:
         return len(self.row_id)
 
     def take(self, index: np.ndarray) -> _Rows:
-        return _Rows(self.row_id[index], self.label[index], self.ints[index], self.int_valid[index],
-                     self.cats[index], self.cat_valid[index])
+        return _Rows(self.row_id[index], self.label[index], self.ints[:, index], self.int_valid[:, index],
+                     self.cats[:, index], self.cat_valid[:, index])
 
     @staticmethod
-    def concat(parts: list[_Rows]) -> _Rows:
-        return _Rows(*(np.concatenate([getattr(p, name) for p in parts])
-                       for name in ("row_id", "label", "ints", "int_valid", "cats", "cat_valid")))
+    def empty(n: int) -> _Rows:
+        n_int, n_cat = len(schema.NUMERIC_COLUMNS), len(schema.CATEGORICAL_COLUMNS)
+        return _Rows(np.zeros(n, np.int64), np.zeros(n, np.int8), np.zeros((n_int, n), np.int64),
+                     np.zeros((n_int, n), bool), np.zeros((n_cat, n), np.uint32), np.zeros((n_cat, n), bool))
+
+    def put(self, at: np.ndarray, other: _Rows, index: np.ndarray) -> None:
+        """self[at] = other[index], field by field (no temporary copy of the whole of ``other``)."""
+        self.row_id[at] = other.row_id[index]
+        self.label[at] = other.label[index]
+        self.ints[:, at] = other.ints[:, index]
+        self.int_valid[:, at] = other.int_valid[:, index]
+        self.cats[:, at] = other.cats[:, index]
+        self.cat_valid[:, at] = other.cat_valid[:, index]
 
     def to_table(self) -> pa.Table:
         """An Arrow table in PARTITION_SCHEMA (dictionaries in order of first appearance)."""
         import pyarrow.compute as pc
 
         columns = [pa.array(self.row_id, type=pa.int64()), pa.array(self.label, type=pa.int8())]
-        for j in range(self.ints.shape[1]):
-            valid = self.int_valid[:, j]
-            columns.append(pa.array(self.ints[:, j], type=pa.int64(), mask=None if valid.all() else ~valid))
-        for j in range(self.cats.shape[1]):
-            valid = self.cat_valid[:, j]
+        for j in range(self.ints.shape[0]):
+            valid = self.int_valid[j]
+            columns.append(pa.array(self.ints[j], type=pa.int64(), mask=None if valid.all() else ~valid))
+        for j in range(self.cats.shape[0]):
+            valid = self.cat_valid[j]
             # Hash-based encoding (dictionary in order of first appearance): deterministic, and O(n).
-            encoded = pc.dictionary_encode(pa.array(self.cats[:, j], type=pa.uint32(),
+            encoded = pc.dictionary_encode(pa.array(self.cats[j], type=pa.uint32(),
                                                     mask=None if valid.all() else ~valid))
             dictionary = schema.hex_strings(encoded.dictionary.to_numpy())
             columns.append(pa.DictionaryArray.from_arrays(encoded.indices, dictionary))
@@ -271,28 +282,28 @@ def _parse_block(data: bytes, first_line: int) -> _Parsed:
     label, label_valid, _ = _parse_ints(buf, starts[:, 0], ends[:, 0])
     mark(~label_valid | ((label != 0) & (label != 1)), "label is not 0 or 1")
     n_int = len(schema.NUMERIC_COLUMNS)
-    ints = np.zeros((n, n_int), dtype=np.int64)
-    int_valid = np.zeros((n, n_int), dtype=bool)
+    ints = np.zeros((n_int, n), dtype=np.int64)
+    int_valid = np.zeros((n_int, n), dtype=bool)
     for j, name in enumerate(schema.NUMERIC_COLUMNS):
         values, valid, bad = _parse_ints(buf, starts[:, 1 + j], ends[:, 1 + j])
-        ints[:, j], int_valid[:, j] = values, valid
+        ints[j], int_valid[j] = values, valid
         mark(bad, f"{name} is not an integer")
     n_cat = len(schema.CATEGORICAL_COLUMNS)
-    cats = np.zeros((n, n_cat), dtype=np.uint32)
-    cat_valid = np.zeros((n, n_cat), dtype=bool)
+    cats = np.zeros((n_cat, n), dtype=np.uint32)
+    cat_valid = np.zeros((n_cat, n), dtype=bool)
     padded = np.concatenate([buf, np.zeros(8, dtype=np.uint8)])  # so an 8-byte read never runs off the end
     words = np.ndarray(shape=(len(buf),), dtype="<u8", buffer=padded, offset=0, strides=(1,))
     for j, name in enumerate(schema.CATEGORICAL_COLUMNS):
         k = 1 + n_int + j
         values, valid, bad = _parse_hex(words, starts[:, k], ends[:, k])
-        cats[:, j], cat_valid[:, j] = values, valid
+        cats[j], cat_valid[j] = values, valid
         mark(bad, f"{name} is not 8 lowercase hex digits")
 
     reasons[good_index[row_bad]] = row_reason[row_bad]
     line_numbers = first_line + np.arange(n_lines, dtype=np.int64)
     keep = ~row_bad
-    rows = _Rows(line_numbers[good_index[keep]], label[keep].astype(np.int8), ints[keep], int_valid[keep],
-                 cats[keep], cat_valid[keep])
+    rows = _Rows(line_numbers[good_index[keep]], label[keep].astype(np.int8), ints[:, keep],
+                 int_valid[:, keep], cats[:, keep], cat_valid[:, keep])
     bad_mask = reasons != ""
     return _Parsed(rows, line_numbers[bad_mask], reasons[bad_mask])
 
@@ -347,19 +358,19 @@ def _read_block_fast(data: bytes, first_line: int, n_lines: int) -> _Rows | None
     label = table.column(schema.LABEL)
     if label.null_count or not pc.all(pc.is_in(label, pa.array([0, 1], pa.int8()))).as_py():
         return None
-    ints = np.zeros((n_lines, len(schema.NUMERIC_COLUMNS)), dtype=np.int64)
+    ints = np.zeros((len(schema.NUMERIC_COLUMNS), n_lines), dtype=np.int64)
     int_valid = np.zeros(ints.shape, dtype=bool)
     for j, name in enumerate(schema.NUMERIC_COLUMNS):
         column = table.column(name)
-        ints[:, j] = pc.fill_null(column, 0).to_numpy()
-        int_valid[:, j] = column.is_valid().to_numpy()
-    cats = np.zeros((n_lines, len(schema.CATEGORICAL_COLUMNS)), dtype=np.uint32)
+        ints[j] = pc.fill_null(column, 0).to_numpy()
+        int_valid[j] = column.is_valid().to_numpy()
+    cats = np.zeros((len(schema.CATEGORICAL_COLUMNS), n_lines), dtype=np.uint32)
     cat_valid = np.zeros(cats.shape, dtype=bool)
     for j, name in enumerate(schema.CATEGORICAL_COLUMNS):
         parsed = _hex_column(table.column(name))
         if parsed is None:
             return None
-        cats[:, j], cat_valid[:, j] = parsed
+        cats[j], cat_valid[j] = parsed
     row_id = np.arange(first_line, first_line + n_lines, dtype=np.int64)
     return _Rows(row_id, label.to_numpy().astype(np.int8), ints, int_valid, cats, cat_valid)
 
@@ -391,21 +402,35 @@ class _BottomK:
             self._compact()
 
     def _compact(self) -> None:
-        rows = _Rows.concat(self.parts)
+        """Keeps the k smallest keys. Selects on the keys alone, then copies the chosen rows part by part into
+        one new block, freeing each part once copied: peak memory is the parts plus the k kept rows."""
         keys = np.concatenate(self.keys)
         if len(keys) > self.k:
-            # keys are distinct (splitmix64 is a bijection of distinct line numbers), so the set is unique.
-            index = np.argpartition(keys, self.k - 1)[: self.k]
-            rows, keys = rows.take(index), keys[index]
-            self.threshold = keys.max()
-        self.parts, self.keys, self.size = [rows], [keys], len(keys)
+            # Keys are distinct (splitmix64 is a bijection and line numbers are distinct): the set is unique.
+            chosen = np.sort(np.argpartition(keys, self.k - 1)[: self.k])
+        else:
+            chosen = np.arange(len(keys))
+        kept = _Rows.empty(len(chosen))
+        bounds = np.cumsum([0] + [len(part) for part in self.parts])
+        for i, part in enumerate(self.parts):
+            lo, hi = np.searchsorted(chosen, [bounds[i], bounds[i + 1]])
+            kept.put(np.arange(lo, hi), part, chosen[lo:hi] - bounds[i])
+            self.parts[i] = None  # free it now
+        kept_keys = keys[chosen]
+        if len(kept_keys) >= self.k:
+            self.threshold = kept_keys.max()
+        self.parts, self.keys, self.size = [kept], [kept_keys], len(kept_keys)
 
     def result(self) -> _Rows | None:
         if not self.parts:
             return None
         self._compact()
-        rows = _Rows.concat(self.parts)
-        return rows.take(np.argsort(rows.row_id, kind="stable"))  # line order
+        rows = self.parts[0]
+        # Parts are appended in line order and compaction keeps their order, so the sample is in line order.
+        if len(rows) > 1 and np.any(np.diff(rows.row_id) <= 0):  # defensive; not expected
+            rows = rows.take(np.argsort(rows.row_id, kind="stable"))
+        self.parts, self.keys = [], []
+        return rows
 
 
 # ------------------------------------------------------------------------------------------ the job
