@@ -44,7 +44,8 @@ row_id is the line number (from 1). --sample-rows N keeps a deterministic unifor
 (the paper uses 1M per day): the N lines with the smallest hash of (line number, --seed), found in one
 pass. A malformed line (wrong number of fields, label not 0/1, non-integer I, bad hex C) stops the
 command with its line number and nothing is written, unless --skip-bad-lines, which skips such lines
-and reports how many, by reason (also recorded in _provenance.json).
+and reports how many, by reason (also recorded in _provenance.json). An existing partition of that
+day is replaced atomically, and only when the whole file was read successfully.
 """
 
 VALIDATE_DESCRIPTION = """\
@@ -56,7 +57,7 @@ count of bad rows if the partition is not valid.
 
 
 def _add_root(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-root", default=None,
+    parser.add_argument("--data-root", default=None, metavar="PATH",
                         help="data root (default: $LABELDP_DATA_ROOT, else ./.labeldp)")
 
 
@@ -80,20 +81,21 @@ def register(subparsers) -> None:
 
     s = sub.add_parser("synth", help="generate synthetic Criteo-like days (with an oracle)",
                        description=SYNTH_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--start", required=True, help="first day, YYYY-MM-DD")
-    s.add_argument("--end", required=True, help="last day, YYYY-MM-DD (inclusive; may equal --start)")
-    s.add_argument("--rows", default="1000000", help="rows per day (default 1000000)")
-    s.add_argument("--seed", default="20240101", help="base seed of the synthetic world (default 20240101)")
+    s.add_argument("--start", required=True, metavar="D1", help="first day, YYYY-MM-DD")
+    s.add_argument("--end", required=True, metavar="D2", help="last day, YYYY-MM-DD (inclusive; may equal --start)")
+    s.add_argument("--rows", default="1000000", metavar="N", help="rows per day (default 1000000)")
+    s.add_argument("--seed", default="20240101", metavar="S",
+                   help="base seed of the synthetic world (default 20240101)")
     _add_root(s)
     s.set_defaults(func=_synth)
 
     i = sub.add_parser("ingest-criteo", help="convert a Criteo TSV click log (plain or gzip) into one day",
                        description=INGEST_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("file", metavar="FILE", help="Criteo TSV file, plain or gzip")
-    i.add_argument("--date", required=True, help="the day D the file becomes (YYYY-MM-DD)")
-    i.add_argument("--sample-rows", default=None,
+    i.add_argument("--date", required=True, metavar="D", help="the day D the file becomes (YYYY-MM-DD)")
+    i.add_argument("--sample-rows", default=None, metavar="N",
                    help="keep a deterministic uniform sample of this many lines (default: keep all)")
-    i.add_argument("--seed", default="0", help="seed of the sample (default 0)")
+    i.add_argument("--seed", default="0", metavar="S", help="seed of the sample (default 0)")
     i.add_argument("--skip-bad-lines", action="store_true",
                    help="skip malformed lines and report them, instead of failing at the first one")
     _add_root(i)
@@ -101,7 +103,7 @@ def register(subparsers) -> None:
 
     v = sub.add_parser("validate", help="check a day against the schema; print rows, click rate, fingerprint",
                        description=VALIDATE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("--date", required=True, help="the day to check (YYYY-MM-DD)")
+    v.add_argument("--date", required=True, metavar="D", help="the day to check (YYYY-MM-DD)")
     _add_root(v)
     v.set_defaults(func=_validate)
 
