@@ -1,0 +1,258 @@
+"""The Beam scoring job equals the in-process audit exactly (FnApiRunner and Dask), and bad input fails early.
+
+One small synthetic world per module: two days of 6,000 rows (3 files, so several row groups), tiny CatBoost
+models registered for both days. Each pipeline run takes a few seconds.
+"""
+
+import json
+import logging
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from auditing.audit import AuditConfig, run_audit
+from auditing.errors import LabelDPInputError
+from auditing.game import play_repetition
+from auditing.scores import resolve_score
+from auditing.sweep import correct_at, rank_order
+from flows.cli import main as cli_main
+from pipelines import beam_scoring, registry, schema, synth, training
+from pipelines.beam_scoring import ScoringRequest, load_counts, score_day
+from pipelines.catboost_handler import catboost_frame
+from pipelines.scoring_batches import scored_batch
+
+DAY = "2024-03-02"
+PREVIOUS = "2024-03-01"
+ROWS = 6000
+DASK_RUNNER = beam_scoring.DASK_RUNNER
+
+logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+
+def _register(root, name, date, features, labels, extra_column=None, seed=0):
+    from catboost import CatBoostClassifier
+
+    params = {"iterations": 12, "depth": 4, "learning_rate": 0.3, "max_ctr_complexity": 1, "thread_count": 1,
+              "random_seed": seed, "allow_writing_files": False, "verbose": False}
+    feature_schema = registry.feature_schema()
+    if extra_column:
+        features = features.assign(**{extra_column: np.arange(len(features), dtype=np.float64)})
+        feature_schema = [*feature_schema, {"name": extra_column, "kind": registry.NUMERIC}]
+    model = CatBoostClassifier(**params)
+    model.fit(features, labels, cat_features=schema.CATEGORICAL_COLUMNS)
+    metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
+                "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": params,
+                "test_metrics": {}, "feature_schema": feature_schema}
+    registry.save_model(root, name, date, model, metadata)
+    return model
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("beam-root")
+    models = {}
+    for seed, date in enumerate((PREVIOUS, DAY)):
+        synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=2000)
+        table = schema.read_partition(root, date)
+        frame = training.feature_frame(table)
+        labels = table.column(schema.LABEL).to_numpy()
+        models[date] = _register(root, "target", date, frame, labels, seed=seed)
+    table = schema.read_partition(root, DAY)
+    frame = training.feature_frame(table)
+    return {
+        "root": root,
+        "row_ids": table.column(schema.ROW_ID).to_numpy(),
+        "labels": table.column(schema.LABEL).to_numpy().astype(np.int64),
+        "p_target": models[DAY].predict_proba(frame),
+        "p_reference": models[PREVIOUS].predict_proba(frame),
+        "frame": frame,
+        "table": table,
+        "model": models[DAY],
+    }
+
+
+def in_process_counts(world, config):
+    score = resolve_score(config.score, config.score_power)
+    grid = config.grid_for(world["row_ids"].size)
+    rows = []
+    for r in range(config.repetitions):
+        game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"],
+                               seed=config.seed, repetition=r, score=score)
+        rows.append(correct_at(game.correct, rank_order(game.scores, world["row_ids"]), grid))
+    return np.stack(rows)
+
+
+def assert_same_as_in_process(world, outcome, config):
+    expected = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config)
+    assert np.array_equal(outcome.counts.correct, in_process_counts(world, config))
+    assert outcome.result.to_dict() == expected.to_dict()
+    counts, split = load_counts(outcome.output_dir)
+    assert np.array_equal(counts.correct, outcome.counts.correct) and counts.m == ROWS
+    assert (split is None) == (config.strategy != "split")
+    if split is not None:
+        assert [half.m for half in split] == [half.m for half in outcome.split_counts]
+        assert all(np.array_equal(a.correct, b.correct) for a, b in zip(split, outcome.split_counts, strict=True))
+    record = json.loads((outcome.output_dir / beam_scoring.RESULT_FILE).read_text())
+    assert record["result"]["epsilon_lower_bound"] == expected.epsilon_lower_bound
+    assert record["diagnostics"]["boundary_rows"] == record["diagnostics"]["boundary_rows_received"]
+    assert record["diagnostics"]["rows"]["rows_scored"] == ROWS
+    assert record["lineage"]["partition"]["fingerprint"] == schema.partition_fingerprint(world["root"], DAY)
+    assert record["lineage"]["reference"]["name"] == "target" and record["lineage"]["reference"]["date"] == PREVIOUS
+    assert record["lineage"]["model"]["fingerprint"].startswith("sha256:")
+    assert not (outcome.output_dir / "_work").exists()
+
+
+def test_catboost_frame_predicts_exactly_like_feature_frame(world):
+    table = world["table"].slice(100, 2500)
+    assert table.column("C19").null_count > 0  # missing categoricals are exercised
+    assert np.array_equal(world["model"].predict_proba(catboost_frame(table)),
+                          world["model"].predict_proba(training.feature_frame(table)))
+
+
+@pytest.mark.parametrize(("batch_size", "plan", "strategy"), [
+    (1000, "side-input", "bonferroni"),
+    (1999, "side-input", "split"),
+    (100_000, "side-input", "max"),
+    (1500, "two-stage", "split"),
+])
+def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strategy):
+    config = AuditConfig(repetitions=4, seed=11, strategy=strategy)
+    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=batch_size, plan_mode=plan,
+                             thread_count=1)
+    outcome = score_day(request, [])
+    assert_same_as_in_process(world, outcome, config)
+    assert outcome.record["diagnostics"]["plan_mode"] == plan
+
+
+def test_dask_runner_with_two_worker_processes_equals_in_process(world):
+    distributed = pytest.importorskip("dask.distributed")
+    config = AuditConfig(repetitions=4, seed=5, strategy="split")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        address = cluster.scheduler_address.replace("tcp://", "")
+        request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1000)
+        outcome = score_day(request, [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"])
+    assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"
+    assert outcome.record["diagnostics"]["combine_shards"] == 3  # one per row group
+    assert_same_as_in_process(world, outcome, config)
+
+
+def test_write_scored_rows(world):
+    config = AuditConfig(repetitions=2, seed=1)
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=2500,
+                                       write_scored=True), [])
+    table = pq.read_table(outcome.scored_dir)
+    assert table.num_rows == ROWS
+    assert table.column_names == ["row_id", "score_0", "correct_0", "score_1", "correct_1"]
+    table = table.sort_by("row_id")
+    order = np.argsort(world["row_ids"])
+    game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], seed=1,
+                           repetition=1, score=resolve_score("paper"))
+    assert np.array_equal(table.column("score_1").to_numpy(), game.scores[order])
+    assert np.array_equal(table.column("correct_1").to_numpy(), game.correct[order])
+
+
+def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
+    """A file with null row_ids (possible outside our writers): those rows are reported, the rest audited."""
+    root = world["root"]
+    date = "2024-03-05"
+    table = world["table"]
+    row_id = table.column(schema.ROW_ID).to_numpy()
+    missing = np.zeros(ROWS, dtype=bool)
+    missing[::97] = True
+    ids = pa.array(row_id, mask=missing)
+    bad = table.set_column(0, pa.field(schema.ROW_ID, pa.int64()), ids)
+    directory = root / "partitions" / f"date={date}"
+    directory.mkdir(parents=True)
+    pq.write_table(bad, directory / "part-00000.parquet", row_group_size=2500)
+    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    config = AuditConfig(repetitions=2, seed=2)
+    outcome = score_day(ScoringRequest(str(root), date, "target", config, reference="target",
+                                       reference_date=PREVIOUS, batch_size=1800), [])
+    rows = outcome.record["diagnostics"]["rows"]
+    assert rows["rows_read"] == ROWS and rows["rows_without_row_id"] == int(missing.sum())
+    assert rows["rows_scored"] == ROWS - int(missing.sum()) == outcome.result.m
+    keep = ~missing
+    expected = run_audit(world["p_target"][keep], world["p_reference"][keep], world["labels"][keep],
+                         row_id[keep], config)
+    assert outcome.result.to_dict() == expected.to_dict()
+
+
+def test_bad_probabilities_are_counted_per_model():
+    table = pa.table({"row_id": pa.array([1, 2, 3, 4, 5], pa.int64()), "label": pa.array([0, 1, 0, 1, 0], pa.int8())})
+    good = np.array([[0.9, 0.1]] * 5)
+    target = good.copy()
+    target[1] = [np.nan, 0.5]
+    target[2] = [1.2, -0.2]
+    reference = good.copy()
+    reference[3] = [0.3, 0.3]  # does not sum to 1
+    batch = scored_batch("b", table, target, reference)
+    assert batch.issues == {"rows_read": 5, "rows_scored": 2, "rows_without_row_id": 0,
+                            "rows_bad_target_probabilities": 2, "rows_bad_reference_probabilities": 1}
+    assert batch.row_ids.tolist() == [1, 5]
+
+
+def _no_work(*_args, **_kwargs):
+    raise AssertionError("pipeline work started before the inputs were checked")
+
+
+def _written(root):
+    return [p for p in (root / "sweeps").rglob("*") if p.is_file()] if (root / "sweeps").exists() else []
+
+
+def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeypatch):
+    root = world["root"]
+    table = schema.read_partition(root, DAY).slice(0, 1500)
+    _register(root, "wide", DAY, training.feature_frame(table), table.column("label").to_numpy(),
+              extra_column="I14")
+    monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
+    before = _written(root)
+    with pytest.raises(LabelDPInputError, match=r"missing column\(s\) \['I14'\]"):
+        score_day(ScoringRequest(str(root), DAY, "wide", AuditConfig(repetitions=2), reference="target"), [])
+    assert _written(root) == before and not (root / "sweeps" / "wide").exists()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"model": "nope"}, r"no model 'nope' for 2024-03-02"),
+    ({"model": "target", "reference": "ghost"}, r"no model 'ghost' for 2024-03-01"),
+    ({"model": "target", "date": "2024-04-01"}, r"no partition at .*date=2024-04-01"),
+])
+def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, monkeypatch, kwargs, message):
+    monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
+    root = world["root"]
+    before = _written(root)
+    arguments = {"data_root": str(root), "date": DAY, "config": AuditConfig(repetitions=2)} | kwargs
+    with pytest.raises(LabelDPInputError, match=message):
+        score_day(ScoringRequest(**arguments), [])
+    assert _written(root) == before
+    assert not beam_scoring.sweep_dir(root, arguments["model"], arguments["date"], arguments["config"]).exists()
+
+
+def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(world):
+    root = world["root"]
+    date = "2024-03-06"
+    labels = world["table"].column(schema.LABEL).to_numpy().copy()
+    labels[17] = 7
+    bad = world["table"].set_column(1, pa.field(schema.LABEL, pa.int8(), nullable=False), pa.array(labels))
+    directory = root / "partitions" / f"date={date}"
+    directory.mkdir(parents=True)
+    pq.write_table(bad, directory / "part-00000.parquet")
+    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    with pytest.raises(LabelDPInputError, match=r"part-00000.parquet.*'label'"):
+        score_day(ScoringRequest(str(root), date, "target", AuditConfig(repetitions=2), reference="target",
+                                 reference_date=PREVIOUS), [])
+    assert not (root / "sweeps" / "target" / f"date={date}").exists()
+
+
+def test_cli_score_runs_and_reports_errors(world, capsys):
+    root = str(world["root"])
+    assert cli_main(["score", "--date", DAY, "--model", "target", "--data-root", root, "--repetitions", "2",
+                     "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["result"]["m"] == ROWS and out["lineage"]["reference"]["date"] == PREVIOUS
+    assert cli_main(["score", "--date", DAY, "--model", "nope", "--data-root", root, "--quiet"]) == 2
+    assert "no model 'nope'" in capsys.readouterr().err
+    assert cli_main(["score", "--date", DAY, "--model", "target", "--data-root", root, "--batch-size", "0"]) == 2
+    assert "batch-size must be a whole number >= 1" in capsys.readouterr().err
