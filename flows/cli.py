@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "flows.commands.data",
     "flows.commands.train",
     "flows.commands.score",
+    "flows.commands.report",
 ]
 
 
