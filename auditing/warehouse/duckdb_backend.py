@@ -106,6 +106,13 @@ class DuckDBWarehouse(Warehouse):
                 pass  # a failed COMMIT has already rolled back
             raise
 
+    def _insert_curve(self, cursor, points: list[dict]) -> None:
+        if points:
+            first = points[0]
+            columns = [name for name in schema.CURVE_NAMES if name not in schema.KEY_COLUMNS]
+            params = [first[k] for k in schema.KEY_COLUMNS] + [[p[name] for p in points] for name in columns]
+            cursor.execute(schema.insert_curve_unnest_sql_duckdb(), params)
+
     def _transaction(self, fn: Callable[[Any], None]) -> None:
         self._run(lambda conn: self._in_transaction(conn, fn))
 
