@@ -483,3 +483,11 @@ def test_unavailable_error_names_the_target_without_password():
     with pytest.raises(WarehouseUnavailable) as info:
         open_warehouse(url, timeout=1)
     assert "s3cret" not in str(info.value) and "auditor:***@127.0.0.1" in str(info.value)
+
+
+def test_auditing_core_does_not_import_the_sinks():
+    code = ("import sys; import auditing.audit, auditing.guardrail, auditing.bounds; "
+            "bad = [m for m in ('duckdb', 'psycopg', 'prefect', 'auditing.warehouse', 'auditing.report', "
+            "'auditing.alerts') if m in sys.modules]; print(bad)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
