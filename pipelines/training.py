@@ -293,7 +293,7 @@ class CatBoostLearner:
             targets = targets[:, 1].astype(np.float64)
         self.progress(f"{self.what} {self.calls}: fitting on {train_rows.size} rows")
         features = self.day.features.iloc[self.rows[train_rows]]
-        model, _info = fit_catboost(features, targets, self.settings, self.random_seed + self.calls)
+        model, _info = fit_catboost(features, targets, self.settings, (self.random_seed + self.calls) % 2**32)
         return _predict(model, self.day.features.iloc[self.rows[predict_rows]])
 
 
