@@ -24,6 +24,11 @@ COMMAND_MODULES = [
     "flows.commands.train",
     "flows.commands.score",
     "flows.commands.report",
+    "flows.commands.nightly",
+    "flows.commands.guardrail",
+    "flows.commands.backfill",
+    "flows.commands.serve",
+    "flows.commands.demo",
 ]
 
 

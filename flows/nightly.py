@@ -1,0 +1,243 @@
+"""Prefect flows: nightly_audit, release_guardrail and backfill. They read like the runbook and hold no math:
+every step is a plain function in `flows.steps`, wrapped here as a task with retries where it does I/O.
+
+Prefect's own result caching is off (`NO_CACHE`): reuse is explicit in the steps and keyed on partition
+fingerprint, model fingerprint, audit configuration and code version, with outputs under the data root.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
+
+from auditing.errors import LabelDPInputError
+from auditing.guardrail import VIOLATION
+from flows import steps
+from flows.plan import AuditPlan, TargetSpec, load_plan
+from pipelines.layout import check_name, parse_date, resolve_data_root
+
+
+class AuditFailed(RuntimeError):
+    """One or more targets could not be audited (alerted as AUDIT_FAILED); the others were published."""
+
+
+class GuardrailViolation(RuntimeError):
+    """The candidate's valid lower bound exceeds its claimed epsilon: the release must be blocked."""
+
+    def __init__(self, row: dict):
+        super().__init__(
+            f"VIOLATION: {row['model_id']}@{row['partition_date']} valid eps_lb {row['epsilon_lower_bound']:.4f} > "
+            f"claimed {row['claimed_epsilon']:g} (confidence {row['confidence']:.0%}, {row['strategy']}, "
+            f"{row['method']}, delta={row['delta']:g}, tau={row['tau']:g}); report: {row['report']}"
+        )
+        self.row = row
+
+
+def _retry_unless_bad_input(task_, task_run, state) -> bool:
+    """Retry I/O failures, never bad input: retrying a missing partition or a schema error changes nothing."""
+    try:
+        state.result()
+    except LabelDPInputError:
+        return False
+    except Exception:
+        return True
+    return False
+
+
+io_task = dict(retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_retry_unless_bad_input,
+               cache_policy=NO_CACHE)
+
+
+@task(name="check-partition", **io_task)
+def check_partition(root: Path, date: dt.date) -> dict:
+    return steps.check_partition(root, date)
+
+
+@task(name="ensure-reference", cache_policy=NO_CACHE)
+def ensure_reference(root: Path, date: dt.date, plan: AuditPlan) -> dict:
+    return steps.ensure_reference(root, date, plan, progress=_log)
+
+
+@task(name="ensure-target", cache_policy=NO_CACHE)
+def ensure_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str) -> dict:
+    return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log)
+
+
+@task(name="score-and-audit", cache_policy=NO_CACHE)
+def score_and_audit(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str) -> dict:
+    return steps.score_target(root, date, spec, plan, partition_fp, progress=_log)
+
+
+@task(name="publish", **io_task)
+def publish(root: Path, date: dt.date, spec: TargetSpec, record: dict, warehouse: str | None,
+            webhook_url: str | None, claimed_epsilon: float | None = None) -> dict:
+    return steps.publish(root, date, spec, record, warehouse=warehouse, webhook_url=webhook_url,
+                         flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log)
+
+
+@task(name="drain-spool", cache_policy=NO_CACHE)
+def drain_spool(root: Path, warehouse: str | None) -> dict:
+    from auditing.warehouse import default_spool_dir
+    from auditing.warehouse import drain_spool as drain
+
+    outcome = drain(warehouse, default_spool_dir(root), data_root=root)
+    if outcome.get("written"):
+        _log(f"wrote {len(outcome['written'])} spooled result(s) from an earlier run")
+    return {k: [str(x) for x in v] if isinstance(v, list) else v for k, v in outcome.items()}
+
+
+def _log(message: str) -> None:
+    """Progress: to the Prefect run log and to stderr (command-line runs keep Prefect's own logs quiet)."""
+    print(f"[labeldp-audit] {message}", file=sys.stderr, flush=True)
+    try:
+        get_run_logger().info(message)
+    except Exception:  # outside a run context (plain calls in tests)
+        pass
+
+
+def _run_id() -> str | None:
+    value = flow_run.id
+    return str(value) if value else None
+
+
+def _emit(kind: str, payload: dict) -> None:
+    from prefect.events import emit_event
+
+    from auditing.alerts.webhook import alert_event_payload
+
+    emit_event(**alert_event_payload(kind, payload))
+
+
+def _publish_summary(rows: list[dict], title: str) -> None:
+    from prefect.artifacts import create_table_artifact
+
+    table = [{k: r[k] for k in ("model_id", "partition_date", "status", "claimed_epsilon", "epsilon_lower_bound",
+                                "confidence", "strategy", "method", "max_certifiable_epsilon", "report")}
+             for r in rows]
+    for r in table:
+        r["claimed_epsilon"] = "inf" if math.isinf(r["claimed_epsilon"]) else r["claimed_epsilon"]
+    create_table_artifact(table=table, key="labeldp-audit-summary", description=title)
+
+
+def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None) -> list[dict]:
+    """One day, every target: validate, reference, train or load, score, audit, publish, alert."""
+    try:
+        partition = check_partition(root, date)
+    except steps.DataMissingError as exc:
+        for spec in plan.targets:
+            steps.send_failure_alert(root, "DATA_MISSING", spec.name, date, str(exc), webhook_url, _run_id())
+            _emit("DATA_MISSING", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
+        raise
+    ensure_reference(root, date, plan)
+    rows, failures = [], []
+    for spec in plan.targets:
+        try:
+            ensure_target(root, date, spec, plan, partition["fingerprint"])
+            record = score_and_audit(root, date, spec, plan, partition["fingerprint"])
+            row = publish(root, date, spec, record, warehouse, webhook_url)
+        except Exception as exc:  # one target's failure must not hide the others' results
+            failures.append(f"{spec.name}: {exc}")
+            steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
+            _emit("AUDIT_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
+            continue
+        if row["status"] == VIOLATION:
+            _emit("VIOLATION", row)
+        rows.append(row)
+    if rows:
+        _publish_summary(rows, f"labeldp-audit results for {date.isoformat()}")
+    if failures:
+        raise AuditFailed(f"{len(failures)} of {len(plan.targets)} target(s) failed on {date}: " + "; ".join(failures))
+    return rows
+
+
+def _plan(plan_file: str | None, models: list[str] | None) -> AuditPlan:
+    plan = load_plan(plan_file)
+    if models:
+        from dataclasses import replace
+
+        plan = replace(plan, targets=tuple(plan.target(check_name(m, "--models")) for m in models))
+    return plan
+
+
+@flow(name="nightly-audit")
+def nightly_audit(date: str | None = None, data_root: str | None = None, warehouse: str | None = None,
+                  plan_file: str | None = None, models: list[str] | None = None,
+                  webhook_url: str | None = None) -> list[dict]:
+    """Audits every configured target on one day's partition. `date` defaults to the day before the
+    scheduled start. Writes warehouse rows and reports; alerts on VIOLATION, DATA_MISSING and AUDIT_FAILED."""
+    root = resolve_data_root(data_root)
+    day = parse_date(date) if date else steps.default_audit_date(flow_run.scheduled_start_time)
+    plan = _plan(plan_file, models)
+    _log(f"nightly audit of {day.isoformat()}: {len(plan.targets)} target(s), data root {root}")
+    drain_spool(root, warehouse)
+    return audit_day(root, day, plan, warehouse, webhook_url)
+
+
+@flow(name="release-guardrail")
+def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: str | None = None,
+                      warehouse: str | None = None, plan_file: str | None = None,
+                      webhook_url: str | None = None) -> dict:
+    """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
+    VIOLATION; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
+    from pipelines import registry
+
+    root = resolve_data_root(data_root)
+    day = parse_date(date)
+    name = check_name(model, "--model")
+    claimed = float(claimed_epsilon)
+    if not (claimed >= 0):
+        raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {claimed_epsilon!r}")
+    plan = load_plan(plan_file)
+    partition = check_partition(root, day)
+    metadata = registry.read_metadata(root, name, day)
+    spec = TargetSpec(name, metadata["mechanism"]["name"], registry.claimed_epsilon(metadata), claimed_epsilon=claimed)
+    ensure_reference(root, day, plan)
+    record = score_and_audit(root, day, spec, plan, partition["fingerprint"])
+    row = publish(root, day, spec, record, warehouse, webhook_url, claimed_epsilon=claimed)
+    _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
+    if row["status"] == VIOLATION:
+        _emit("VIOLATION", row)
+        raise GuardrailViolation(row)
+    return row
+
+
+@task(name="backfill-day", cache_policy=NO_CACHE)
+def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
+                 force: bool) -> dict:
+    if not force and steps.day_is_complete(root, day, plan, warehouse):
+        return {"date": day.isoformat(), "outcome": "skipped (already in the warehouse)", "rows": []}
+    try:
+        rows = audit_day(root, day, plan, warehouse, webhook_url)
+    except Exception as exc:
+        return {"date": day.isoformat(), "outcome": f"failed: {exc}", "rows": []}
+    return {"date": day.isoformat(), "outcome": "audited", "rows": rows}
+
+
+@flow(name="backfill")
+def backfill(start: str, end: str, data_root: str | None = None, warehouse: str | None = None,
+             plan_file: str | None = None, webhook_url: str | None = None, force: bool = False) -> list[dict]:
+    """Nightly audits for every day in [start, end]. Idempotent: days already in the warehouse for every
+    target (same audit configuration) are skipped, so a re-run after a failure resumes where it stopped.
+    Concurrency is the flow's task runner (`backfill.with_options(task_runner=ThreadPoolTaskRunner(n))`)."""
+    root = resolve_data_root(data_root)
+    first, last = parse_date(start, "--start"), parse_date(end, "--end")
+    if last < first:
+        raise LabelDPInputError(f"--end ({last}) is before --start ({first})")
+    plan = load_plan(plan_file)
+    drain_spool(root, warehouse)
+    days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+    futures = [backfill_day.submit(root, d, plan, warehouse, webhook_url, force) for d in days]
+    summary = [f.result() for f in futures]
+    failed = [s for s in summary if s["outcome"].startswith("failed")]
+    for s in summary:
+        _log(f"{s['date']}: {s['outcome']}")
+    if failed:
+        raise AuditFailed(f"{len(failed)} of {len(days)} day(s) failed; re-run to resume: "
+                          + "; ".join(f"{s['date']} {s['outcome']}" for s in failed))
+    return summary

@@ -1,0 +1,129 @@
+"""What a nightly audit runs: target models (mechanism x eps), the reference, the audit settings, the runner.
+
+A plan is a small JSON file (see `infra/plans/default.json`) or the built-in default below. Every name in it
+is validated as a safe identifier; every number is range-checked where it is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+
+from auditing.audit import AuditConfig
+from auditing.errors import LabelDPInputError
+from pipelines.layout import check_name
+from pipelines.mechanisms import MECHANISMS
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One model under audit: trained with `mechanism` at `epsilon`, claiming `claimed_epsilon` (default: the
+    same). A claim smaller than the training epsilon plants a violation the audit should catch."""
+
+    name: str
+    mechanism: str
+    epsilon: float
+    claimed_epsilon: float | None = None
+
+    def __post_init__(self):
+        check_name(self.name, "target name")
+        if self.mechanism not in MECHANISMS:
+            raise LabelDPInputError(f"target {self.name}: mechanism must be one of {list(MECHANISMS)}; got {self.mechanism!r}")
+        eps = float(self.epsilon)
+        if not (eps > 0):
+            raise LabelDPInputError(f"target {self.name}: epsilon must be > 0 (inf for non-private); got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", eps)
+        claimed = eps if self.claimed_epsilon is None else float(self.claimed_epsilon)
+        if not (claimed >= 0):
+            raise LabelDPInputError(f"target {self.name}: claimed_epsilon must be >= 0; got {self.claimed_epsilon!r}")
+        object.__setattr__(self, "claimed_epsilon", claimed)
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    targets: tuple[TargetSpec, ...]
+    reference_name: str = "reference"
+    on_missing_reference: str = "train"  # train it non-privately on D-1, or fail
+    on_missing_target: str = "train"  # train the target on D, or fail
+    seed: int = 0
+    audit: AuditConfig = field(default_factory=lambda: AuditConfig(repetitions=20))
+    beam_args: tuple[str, ...] = ()
+    batch_size: int = 65536
+    catboost_iterations: int | None = None
+
+    def __post_init__(self):
+        if not self.targets:
+            raise LabelDPInputError("plan: needs at least one target model")
+        names = [t.name for t in self.targets]
+        if len(set(names)) != len(names):
+            raise LabelDPInputError(f"plan: target names must be unique; got {names}")
+        check_name(self.reference_name, "reference_name")
+        if self.reference_name in names:
+            raise LabelDPInputError(f"plan: the reference {self.reference_name!r} cannot also be a target")
+        for key in ("on_missing_reference", "on_missing_target"):
+            if getattr(self, key) not in ("train", "fail"):
+                raise LabelDPInputError(f"plan: {key} must be 'train' or 'fail'; got {getattr(self, key)!r}")
+        if int(self.seed) != self.seed or self.seed < 0:
+            raise LabelDPInputError(f"plan: seed must be a whole number >= 0; got {self.seed!r}")
+
+    def target(self, name: str) -> TargetSpec:
+        for spec in self.targets:
+            if spec.name == name:
+                return spec
+        raise LabelDPInputError(f"plan: no target named {name!r}; targets are {[t.name for t in self.targets]}")
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for t in data["targets"]:
+            for key in ("epsilon", "claimed_epsilon"):
+                if math.isinf(t[key]):
+                    t[key] = "inf"
+        return data
+
+
+DEFAULT_TARGETS = (
+    TargetSpec("lp-1st-eps2", "lp-1st", 2.0),
+    TargetSpec("rr-eps1", "rr", 1.0),
+    # Trained without privacy but claiming eps = 0.5: the planted violation the guardrail must catch.
+    TargetSpec("planted-violation", "none", math.inf, claimed_epsilon=0.5),
+)
+
+
+def default_plan() -> AuditPlan:
+    return AuditPlan(targets=DEFAULT_TARGETS)
+
+
+def load_plan(path: str | os.PathLike | None) -> AuditPlan:
+    """Reads a plan JSON file; None gives the default plan. Errors name the file and the field."""
+    if path is None:
+        return default_plan()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise LabelDPInputError(f"{path}: no such plan file") from None
+    except json.JSONDecodeError as exc:
+        raise LabelDPInputError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
+        raise LabelDPInputError(f"{path}: a plan is a JSON object with a 'targets' list")
+    known = {"targets", "reference_name", "on_missing_reference", "on_missing_target", "seed", "audit",
+             "beam_args", "batch_size", "catboost_iterations"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise LabelDPInputError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(known)}")
+    try:
+        targets = tuple(TargetSpec(**t) for t in data["targets"])
+        audit = AuditConfig(**data.get("audit", {"repetitions": 20}))
+    except TypeError as exc:
+        raise LabelDPInputError(f"{path}: {exc}") from None
+    except LabelDPInputError as exc:
+        raise LabelDPInputError(f"{path}: {exc}") from None
+    rest = {k: v for k, v in data.items() if k not in ("targets", "audit")}
+    if "beam_args" in rest:
+        rest["beam_args"] = tuple(rest["beam_args"])
+    try:
+        return AuditPlan(targets=targets, audit=audit, **rest)
+    except LabelDPInputError as exc:
+        raise LabelDPInputError(f"{path}: {exc}") from None
