@@ -96,7 +96,6 @@ SWEEPS = "sweeps"
 SCORED = "scored"
 COUNTS_FILE = "counts.npz"
 RESULT_FILE = "result.json"
-_TARGET_PREFIX = "__p_target_"
 
 Progress = Callable[[str], None]
 
@@ -218,14 +217,13 @@ def _dofns():
     beam = _beam()
 
     class ReadBatches(beam.DoFn):
-        """A row group -> [(batch id, Arrow table)], pre-batched for RunInference.with_no_batching()."""
+        """A row group -> (batch id, validated Arrow table) per batch."""
 
         def __init__(self, batch_size: int):
             self._batch_size = batch_size
 
         def process(self, task: ReadTask):
-            for batch_id, table in read_batches(task, self._batch_size):
-                yield [(batch_id, table)]
+            yield from read_batches(task, self._batch_size)
 
     class PassProgress(beam.DoFn):
         """Progress lines on stderr (the driver's console on FnApiRunner, the worker logs elsewhere)."""
@@ -361,21 +359,23 @@ def _atomic_save(path: Path, save) -> None:
     os.replace(tmp, path)
 
 
+def _prepare(element):
+    """(batch id, Arrow batch) -> [((batch id, row_id + label), CatBoost frame)]: the frame is built once for
+    both models; the key carries what the game needs past inference (pre-batched for with_no_batching)."""
+    from pipelines.catboost_handler import catboost_frame
+
+    batch_id, table = element
+    return [((batch_id, table.select([schema.ROW_ID, schema.LABEL])), catboost_frame(table))]
+
+
 def _attach_target(element):
-    batch_id, result = element
-    table = result.example
-    probabilities = result.inference
-    for j in range(probabilities.shape[1]):
-        table = table.append_column(f"{_TARGET_PREFIX}{j}", pa.array(probabilities[:, j]))
-    return [(batch_id, table)]
+    (batch_id, rows), result = element
+    return [((batch_id, rows, result.inference), result.example)]
 
 
 def _to_scored(element) -> ScoredBatch:
-    batch_id, result = element
-    table = result.example
-    k = sum(1 for name in table.column_names if name.startswith(_TARGET_PREFIX))
-    p_target = np.column_stack([table.column(f"{_TARGET_PREFIX}{j}").to_numpy() for j in range(k)])
-    return scored_batch(batch_id, table, p_target, result.inference)
+    (batch_id, rows, p_target), result = element
+    return scored_batch(batch_id, rows, p_target, result.inference)
 
 
 def _shard(batch: ScoredBatch, shards: int) -> tuple[int, ScoredBatch]:
@@ -420,6 +420,7 @@ def _scored_batches(pipeline, job: _Job):
         | "RowGroups" >> beam.Create(job.tasks)
         | "Spread" >> beam.Reshuffle()
         | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size))
+        | "Features" >> beam.Map(_prepare)
         | "Target" >> RunInference(handler(request.model, request.date))
         | "AttachTarget" >> beam.Map(_attach_target)
         | "Reference" >> RunInference(handler(*job.reference))

@@ -4,9 +4,9 @@ Shaped like Beam's own handlers (e.g. the XGBoost one): it only loads a model an
 sharing the loaded model between the threads of a worker process (RunInference's shared handle: one load per
 process) and inference metrics come from the framework.
 
-- Example type: a ``pyarrow.Table`` holding (at least) the model's feature columns; other columns (row_id,
-  label, earlier predictions) are ignored and pass through untouched in ``PredictionResult.example``.
-- Prediction: the (rows x classes) float64 array of ``predict_proba`` on `catboost_frame`, which holds
+- Example type: a ``pandas.DataFrame`` of the model's features as built by `catboost_frame` from the
+  partition's Arrow batch (the job builds it once per batch and runs both models on it).
+- Prediction: the (rows x classes) float64 array of ``predict_proba``. `catboost_frame` holds
   exactly the values of ``pipelines.training.feature_frame`` (the conversion training used: the model hashes
   categorical values as strings, so scoring must present the same strings; tests/test_beam_scoring.py checks
   the predictions are identical) but is built ~10x faster: with pandas 3 the frame's categories are
@@ -61,8 +61,8 @@ def catboost_frame(table: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-class CatBoostModelHandler(ModelHandler[pa.Table, PredictionResult, Any]):
-    """Loads ``models/<model_name>/date=<model_date>`` once per worker process and predicts Arrow tables."""
+class CatBoostModelHandler(ModelHandler[pd.DataFrame, PredictionResult, Any]):
+    """Loads ``models/<model_name>/date=<model_date>`` once per worker process and predicts feature frames."""
 
     def __init__(self, data_root: str, model_name: str, model_date: str, *, thread_count: int = 1,
                  **batching_kwargs):
@@ -82,19 +82,19 @@ class CatBoostModelHandler(ModelHandler[pa.Table, PredictionResult, Any]):
         model, _metadata = load_model(self._data_root, self._model_name, self._model_date)
         return model
 
-    def run_inference(self, batch: Sequence[pa.Table], model, inference_args: dict | None = None
+    def run_inference(self, batch: Sequence[pd.DataFrame], model, inference_args: dict | None = None
                       ) -> Iterable[PredictionResult]:
         extra = dict(inference_args or {})
         results = []
-        for table in batch:
-            probabilities = model.predict_proba(catboost_frame(table), thread_count=self._thread_count, **extra)
-            results.append(PredictionResult(table, np.asarray(probabilities, dtype=np.float64),
+        for frame in batch:
+            probabilities = model.predict_proba(frame, thread_count=self._thread_count, **extra)
+            results.append(PredictionResult(frame, np.asarray(probabilities, dtype=np.float64),
                                             model_id=f"{self._model_name}@{self._model_date}"))
         return results
 
-    def get_num_bytes(self, batch: Sequence[pa.Table]) -> int:
-        # The base class pickles the batch to measure it; Arrow knows its size.
-        return int(sum(table.nbytes for table in batch))
+    def get_num_bytes(self, batch: Sequence[pd.DataFrame]) -> int:
+        # The base class pickles the batch to measure it; the frame knows its size.
+        return int(sum(frame.memory_usage(index=False, deep=False).sum() for frame in batch))
 
     def get_metrics_namespace(self) -> str:
         return "CatBoostRunInference"

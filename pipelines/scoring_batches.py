@@ -372,6 +372,7 @@ class SweepPlan:
     boundaries: tuple  # one `Boundaries` per slot
     exact_masks: np.ndarray  # (slots, bins) bool: the cut bins of each slot
     filter_masks: np.ndarray  # (repetitions, bins) bool: cut bins of a repetition's slots, widened by the margin
+    union_filter: np.ndarray  # (bins,) bool: any repetition's filter
     issues: dict
 
     @property
@@ -414,7 +415,7 @@ def make_plan(accumulator: Pass1Accumulator, spec: GameSpec) -> SweepPlan:
     for index, slot in enumerate(spec.slots[config.repetitions:], start=config.repetitions):
         filters[slot.repetition] |= widened[index]
     return SweepPlan(m=m, slot_rows=tuple(int(t) for t in totals), grids=tuple(grids), boundaries=tuple(bounds),
-                     exact_masks=exact, filter_masks=filters, issues=issues)
+                     exact_masks=exact, filter_masks=filters, union_filter=filters.any(axis=0), issues=issues)
 
 
 # ------------------------------------------------------------------------------------------ pass 2
@@ -445,16 +446,22 @@ def boundary_rows(batch: ScoredBatch, spec: GameSpec, plan: SweepPlan) -> Iterat
     score = spec.score()
     k = batch.p_target.shape[1]
     # Each row's k possible scores (one per released label), hence its k possible bins in any repetition.
-    candidates = np.stack([bin_index(score(batch.p_target[:, j], batch.p_reference[:, j]), spec.bins)
-                           for j in range(k)], axis=1)
-    union = plan.filter_masks[reps].any(axis=0)
-    near = np.flatnonzero(union[candidates].any(axis=1))
+    candidates = [bin_index(score(batch.p_target[:, j], batch.p_reference[:, j]), spec.bins) for j in range(k)]
+
+    def hits(mask: np.ndarray) -> np.ndarray:
+        found = mask[candidates[0]]
+        for column in candidates[1:]:
+            found |= mask[column]
+        return found
+
+    near = np.flatnonzero(hits(plan.union_filter))
     if near.size == 0:
         return
-    batch, candidates = batch.take(near), candidates[near]
+    batch = batch.take(near)
+    candidates = [column[near] for column in candidates]
     slots = spec.slots
     for r in reps:
-        chosen = np.flatnonzero(plan.filter_masks[r][candidates].any(axis=1))
+        chosen = np.flatnonzero(hits(plan.filter_masks[r]))
         if chosen.size == 0:
             continue
         rows = batch.take(chosen)

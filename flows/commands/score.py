@@ -82,11 +82,42 @@ def register(subparsers) -> None:
                         "but larger histograms")
     p.add_argument("--write-scored", action="store_true",
                    help="also write row_id, score_r, correct_r per repetition as Parquet under scored/")
+    p.add_argument("--beam-options-file", default=None,
+                   help="a file of Beam options, one a line ('#' comments, ${VAR} from the environment), e.g. "
+                        "infra/beam/dataflow.options; options after -- come after it")
     p.add_argument("--json", action="store_true", help="print result.json instead of text")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("beam_args", nargs="*", metavar="-- BEAM_OPTION",
                    help="Beam pipeline options, after --, passed through unchanged")
     p.set_defaults(func=run)
+
+
+def read_options_file(path: str) -> list[str]:
+    """Beam options from a file: one per line, blank lines and '#' comments skipped, ${VAR} expanded."""
+    import os
+    import re
+
+    from auditing.errors import LabelDPInputError
+
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError as exc:
+        raise LabelDPInputError(f"--beam-options-file {path}: cannot read ({exc.strerror})") from None
+    options = []
+    for number, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        expanded = os.path.expandvars(line)
+        unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", expanded)
+        if unset:
+            raise LabelDPInputError(f"--beam-options-file {path}, line {number}: environment variable(s) {unset} "
+                                    f"are not set")
+        if not expanded.startswith("--"):
+            raise LabelDPInputError(f"--beam-options-file {path}, line {number}: expected an option starting "
+                                    f"with --; got {line!r}")
+        options.append(expanded)
+    return options
 
 
 def run(args) -> int:
@@ -108,7 +139,8 @@ def run(args) -> int:
         write_scored=args.write_scored,
     )
     runner = RUNNER_ALIASES.get(args.runner, args.runner)
-    beam_args = [f"--runner={runner}", *args.beam_args]
+    file_args = read_options_file(args.beam_options_file) if args.beam_options_file else []
+    beam_args = [f"--runner={runner}", *file_args, *args.beam_args]
     progress = no_progress if args.quiet else stderr_progress()
     outcome = score_day(request, beam_args, progress, worker_progress=not args.quiet)
     if args.json:

@@ -1,0 +1,181 @@
+"""Benchmark: the Beam scoring job (issue 4) on a 1M-row partition, two models, R = 100.
+
+Measurements, each in a fresh subprocess so that its peak resident memory (VmHWM) is its own:
+
+- bare:      both models' predict_proba over all rows in one process (CatBoost on all cores), plus the
+             Arrow -> CatBoost frame conversion; the partition read is timed separately;
+- inprocess: `auditing.audit.run_audit` on the same predictions (the game + sweep the job reproduces);
+- fnapi:     `pipelines.beam_scoring.score_day` on FnApiRunner (in-process, the default);
+- dask:      the same on Beam's Dask runner against a LocalCluster of 2 worker processes (1 thread each);
+             peak memory is read in each process (driver + scheduler in this one, the workers via
+             `Client.run`).
+
+Setup (skipped when --root already holds it): day D with --rows rows and day D-1 with --train-rows rows
+(`pipelines.synth`); the target model is trained on the first --train-rows rows of D and the reference on
+D-1, with `pipelines.training.CatBoostSettings` defaults (250 trees of depth 6; no validation split, so all 250
+trees are kept). Only the prediction cost matters here, and it depends on the trees, not the training rows.
+
+    .venv/bin/python benchmarks/bench_beam_scoring.py --root /tmp/beam-bench [--rows 1000000] \
+        [--repetitions 100] [--modes bare,inprocess,fnapi,dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DAY = "2024-05-02"
+PREVIOUS = "2024-05-01"
+MODEL = "bench-target"
+
+
+def _peak_rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def setup(root: Path, rows: int, train_rows: int) -> None:
+    from pipelines import registry, schema, synth, training
+    from pipelines.layout import model_dir
+
+    if not (root / "partitions" / f"date={DAY}").is_dir():
+        synth.write_synthetic_day(root, DAY, rows=rows)
+    if not (root / "partitions" / f"date={PREVIOUS}").is_dir():
+        synth.write_synthetic_day(root, PREVIOUS, rows=train_rows)
+    settings = training.CatBoostSettings(use_best_model=False)
+    for date, seed in ((PREVIOUS, 1), (DAY, 2)):
+        if model_dir(root, MODEL, date).is_dir():
+            continue
+        table = schema.read_partition(root, date).slice(0, train_rows)
+        began = time.perf_counter()
+        model, info = training.fit_catboost(training.feature_frame(table), table.column("label").to_numpy(),
+                                            settings, random_seed=seed)
+        print(f"trained {MODEL}@{date} on {table.num_rows} rows in {time.perf_counter() - began:.0f} s",
+              file=sys.stderr)
+        registry.save_model(root, MODEL, date, model, {
+            "mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
+            "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": info["params"],
+            "test_metrics": {}})
+
+
+def _predictions(root: Path, out: dict):
+    from pipelines import registry, schema
+    from pipelines.catboost_handler import catboost_frame
+
+    began = time.perf_counter()
+    table = schema.read_partition(root, DAY)
+    out["read_s"] = time.perf_counter() - began
+    target, _ = registry.load_model(root, MODEL, DAY)
+    reference, _ = registry.load_model(root, MODEL, PREVIOUS)
+    began = time.perf_counter()
+    frame = catboost_frame(table)
+    out["frame_s"] = time.perf_counter() - began
+    threads = os.cpu_count() or 1
+    began = time.perf_counter()
+    p_target = target.predict_proba(frame, thread_count=threads)
+    out["predict_target_s"] = time.perf_counter() - began
+    began = time.perf_counter()
+    p_reference = reference.predict_proba(frame, thread_count=threads)
+    out["predict_reference_s"] = time.perf_counter() - began
+    return table, p_target, p_reference
+
+
+def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
+    from auditing.audit import AuditConfig
+
+    out: dict = {"mode": mode}
+    config = AuditConfig(repetitions=repetitions)
+    if mode == "bare":
+        from pipelines import training
+
+        table, _, _ = _predictions(root, out)
+        began = time.perf_counter()
+        training.feature_frame(table)
+        out["training_feature_frame_s"] = time.perf_counter() - began
+        out["bare_s"] = out["frame_s"] + out["predict_target_s"] + out["predict_reference_s"]
+    elif mode == "inprocess":
+        from auditing.audit import run_audit
+
+        table, p_target, p_reference = _predictions(root, out)
+        began = time.perf_counter()
+        result = run_audit(p_target, p_reference, table.column("label").to_numpy(), table.column("row_id").to_numpy(),
+                           config)
+        out["run_audit_s"] = time.perf_counter() - began
+        out["epsilon_lower_bound"] = result.epsilon_lower_bound
+    else:
+        from pipelines.beam_scoring import DASK_RUNNER, ScoringRequest, score_day, stderr_progress
+
+        request = ScoringRequest(str(root), DAY, MODEL, config, batch_size=batch_size)
+        if mode == "fnapi":
+            began = time.perf_counter()
+            outcome = score_day(request, [], stderr_progress())
+            out["wall_s"] = time.perf_counter() - began
+        else:
+            from dask.distributed import Client, LocalCluster
+
+            with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                              dashboard_address=None) as cluster:
+                address = cluster.scheduler_address.replace("tcp://", "")
+                began = time.perf_counter()
+                outcome = score_day(request, [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"],
+                                    stderr_progress())
+                out["wall_s"] = time.perf_counter() - began
+                with Client(cluster.scheduler_address) as client:
+                    out["worker_peak_rss_mib"] = sorted(client.run(_peak_rss_mib).values())
+        out["epsilon_lower_bound"] = outcome.result.epsilon_lower_bound
+        out["timings"] = outcome.record["timings"]
+        out["diagnostics"] = outcome.record["diagnostics"]
+    out["peak_rss_mib"] = _peak_rss_mib()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", required=True, type=Path, help="data root (reused if it holds the data)")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--train-rows", type=int, default=100_000)
+    parser.add_argument("--repetitions", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=65_536)
+    parser.add_argument("--modes", default="bare,inprocess,fnapi,dask")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.root, args.repetitions, args.batch_size)))
+        return
+    setup(args.root, args.rows, args.train_rows)
+    print(f"load average before: {os.getloadavg()}", file=sys.stderr)
+    results = {}
+    for mode in args.modes.split(","):
+        began = time.perf_counter()
+        command = [sys.executable, __file__, "--root", str(args.root), "--repetitions", str(args.repetitions),
+                   "--batch-size", str(args.batch_size), "--child", mode]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode:
+            print(done.stderr[-4000:], file=sys.stderr)
+            raise SystemExit(f"{mode} failed")
+        results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+        results[mode]["process_s"] = time.perf_counter() - began
+        print(json.dumps(results[mode]), flush=True)
+    print(f"load average after: {os.getloadavg()}", file=sys.stderr)
+    if "bare" in results:
+        bare = results["bare"]["bare_s"]
+        for mode in ("fnapi", "dask"):
+            if mode in results:
+                print(f"{mode}: wall {results[mode]['wall_s']:.1f} s = {results[mode]['wall_s'] / bare:.2f} x bare "
+                      f"({bare:.1f} s); peak RSS driver {results[mode]['peak_rss_mib']:.0f} MiB"
+                      + (f", workers {results[mode].get('worker_peak_rss_mib')} MiB" if mode == "dask" else ""))
+
+
+if __name__ == "__main__":
+    main()
