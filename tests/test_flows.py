@@ -1,0 +1,199 @@
+"""The Prefect flows end to end on small synthetic days: nightly audit, idempotent re-runs, guardrail exit
+codes on a planted violation, backfill resume, data-missing alerts, warehouse outage spooling, bad input.
+
+Real parts throughout: Prefect (test harness), CatBoost training, the Beam job on FnApiRunner, DuckDB, a local
+HTTP server for the webhook. Sizes are small (20K rows/day, 40 CatBoost iterations, 3 repetitions)."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROWS = 20_000
+D0, D1, D2 = "2026-10-01", "2026-10-02", "2026-10-03"
+
+
+@pytest.fixture(scope="module")
+def prefect_api():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=300):
+        yield
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    path.write_text(json.dumps({
+        "targets": [
+            {"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0},
+            {"name": "leaky", "mechanism": "none", "epsilon": "inf", "claimed_epsilon": 0.0},
+        ],
+        "catboost_iterations": 40,
+        "audit": {"repetitions": 3, "grid_points": 30},
+    }))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    from pipelines.synth import write_synthetic_day
+
+    root = tmp_path_factory.mktemp("data")
+    for day in (D0, D1, D2):
+        write_synthetic_day(root, day, rows=ROWS)
+    return root
+
+
+class Hook(BaseHTTPRequestHandler):
+    received: ClassVar[list] = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Hook.received.append(json.loads(body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def webhook():
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/alerts"
+    server.shutdown()
+
+
+def warehouse_rows(root):
+    from auditing.warehouse import open_warehouse
+
+    with open_warehouse(None, data_root=root) as store:
+        return store.fetch_results()
+
+
+def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_file, webhook):
+    from flows.nightly import nightly_audit
+
+    rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
+    by_model = {r["model_id"]: r for r in rows}
+    assert set(by_model) == {"rr-eps1", "leaky"}
+    for row in rows:
+        assert row["warehouse"] == "written" and row["status"] in ("PASS", "VIOLATION", "INCONCLUSIVE")
+        assert Path(row["report"]).is_file()
+        assert row["epsilon_lower_bound"] >= 0 and row["confidence"] == 0.95
+    # The non-private model claiming eps = 0 is the planted violation; RR at eps 1 must not be flagged.
+    assert by_model["leaky"]["status"] == "VIOLATION"
+    assert by_model["rr-eps1"]["status"] != "VIOLATION"
+    assert any(a["kind"] == "VIOLATION" and a["model_id"] == "leaky" for a in Hook.received)
+    stored = warehouse_rows(data_root)
+    assert len(stored) == 2
+
+    again = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
+    assert all(r["reused_scoring"] for r in again)
+    assert [r["epsilon_lower_bound"] for r in again] == [r["epsilon_lower_bound"] for r in rows]
+    assert len(warehouse_rows(data_root)) == 2  # exactly one row per key after a re-run
+    assert sum(a["kind"] == "VIOLATION" for a in Hook.received) == 1  # deduplicated per model and date
+
+
+def test_guardrail_cli_exit_codes(prefect_api, data_root, plan_file, capsys):
+    from flows.cli import main
+
+    code = main(["guardrail", "--model", "leaky", "--date", D1, "--claimed-epsilon", "0",
+                 "--data-root", str(data_root), "--plan", plan_file])
+    out, err = capsys.readouterr()
+    assert code == 1 and "VIOLATION" in err and "leaky" in out
+    code = main(["guardrail", "--model", "leaky", "--date", D1, "--claimed-epsilon", "1000",
+                 "--data-root", str(data_root), "--plan", plan_file, "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and json.loads(out)[0]["status"] == "INCONCLUSIVE"
+    code = main(["guardrail", "--model", "../etc", "--date", D1, "--claimed-epsilon", "1",
+                 "--data-root", str(data_root)])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--model" in err
+
+
+def test_missing_partition_alerts_data_missing_not_violation(prefect_api, data_root, plan_file, webhook):
+    from flows.nightly import nightly_audit
+    from flows.steps import DataMissingError
+
+    before = len(Hook.received)
+    state = nightly_audit(date="2026-12-31", data_root=str(data_root), plan_file=plan_file, webhook_url=webhook,
+                          return_state=True)
+    assert state.is_failed()
+    with pytest.raises(DataMissingError, match="missing"):
+        state.result()
+    kinds = {a["kind"] for a in Hook.received[before:]}
+    assert kinds == {"DATA_MISSING"}
+
+
+def test_backfill_resumes_and_skips_done_days(prefect_api, data_root, plan_file):
+    from flows.nightly import backfill
+
+    summary = backfill(start=D1, end=D2, data_root=str(data_root), plan_file=plan_file)
+    outcomes = {s["date"]: s["outcome"] for s in summary}
+    assert outcomes[D1].startswith("skipped") and outcomes[D2] == "audited"
+    again = backfill(start=D1, end=D2, data_root=str(data_root), plan_file=plan_file)
+    assert all(s["outcome"].startswith("skipped") for s in again)
+    keys = [(r["model_id"], str(r["partition_date"])) for r in warehouse_rows(data_root)]
+    assert len(keys) == len(set(keys)) == 4
+
+
+def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_file):
+    from flows.nightly import nightly_audit
+
+    dead = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"
+    rows = nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, warehouse=dead, models=["rr-eps1"])
+    assert rows[0]["warehouse"] == "spooled"
+    spooled = list((data_root / "spool").glob("*.json"))
+    assert spooled
+    nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, models=["rr-eps1"])
+    assert not list((data_root / "spool").glob("*.json"))
+
+
+def test_missing_reference_fails_clearly_when_asked(prefect_api, tmp_path, plan_file):
+    from flows.nightly import nightly_audit
+    from pipelines.synth import write_synthetic_day
+
+    write_synthetic_day(tmp_path, D1, rows=ROWS)
+    plan = json.loads(open(plan_file).read())
+    plan["on_missing_reference"] = "fail"
+    strict = tmp_path / "strict.json"
+    strict.write_text(json.dumps(plan))
+    state = nightly_audit(date=D1, data_root=str(tmp_path), plan_file=str(strict), return_state=True)
+    assert state.is_failed()
+    with pytest.raises(Exception, match="no reference model"):
+        state.result()
+
+
+def test_plan_validation(tmp_path):
+    from auditing.errors import LabelDPInputError
+    from flows.plan import load_plan
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"targets": [{"name": "x/../y", "mechanism": "rr", "epsilon": 1}]}))
+    with pytest.raises(LabelDPInputError, match=r"bad\.json"):
+        load_plan(bad)
+    bad.write_text(json.dumps({"targets": [{"name": "a", "mechanism": "magic", "epsilon": 1}]}))
+    with pytest.raises(LabelDPInputError, match="mechanism must be one of"):
+        load_plan(bad)
+    bad.write_text(json.dumps({"targets": [], "surprise": 1}))
+    with pytest.raises(LabelDPInputError, match="unknown field"):
+        load_plan(bad)
+    assert math.isinf(load_plan(None).target("planted-violation").epsilon)
+
+
+def test_infra_default_plan_matches_builtin():
+    from flows.plan import default_plan, load_plan
+
+    assert load_plan("infra/plans/default.json") == default_plan()
