@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -148,6 +149,7 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=65_536)
     parser.add_argument("--modes", default="bare,inprocess,fnapi,dask")
+    parser.add_argument("--runs", type=int, default=1, help="rounds over the modes; medians are printed")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -155,27 +157,40 @@ def main() -> None:
         return
     setup(args.root, args.rows, args.train_rows)
     print(f"load average before: {os.getloadavg()}", file=sys.stderr)
-    results = {}
-    for mode in args.modes.split(","):
-        began = time.perf_counter()
-        command = [sys.executable, __file__, "--root", str(args.root), "--repetitions", str(args.repetitions),
-                   "--batch-size", str(args.batch_size), "--child", mode]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode:
-            print(done.stderr[-4000:], file=sys.stderr)
-            raise SystemExit(f"{mode} failed")
-        results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
-        results[mode]["process_s"] = time.perf_counter() - began
-        print(json.dumps(results[mode]), flush=True)
+    rounds: dict[str, list[dict]] = {}
+    for _ in range(args.runs):
+        for mode in args.modes.split(","):
+            began = time.perf_counter()
+            command = [sys.executable, __file__, "--root", str(args.root), "--repetitions", str(args.repetitions),
+                       "--batch-size", str(args.batch_size), "--child", mode]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode:
+                print(done.stderr[-4000:], file=sys.stderr)
+                raise SystemExit(f"{mode} failed")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            result["process_s"] = time.perf_counter() - began
+            rounds.setdefault(mode, []).append(result)
+            print(json.dumps(result), flush=True)
     print(f"load average after: {os.getloadavg()}", file=sys.stderr)
-    if "bare" in results:
-        bare = results["bare"]["bare_s"]
+
+    def median(mode: str, key: str) -> float:
+        return statistics.median(result[key] for result in rounds[mode])
+
+    def spread(mode: str, key: str) -> str:
+        values = [result[key] for result in rounds[mode]]
+        return f"{statistics.median(values):.1f} s (min {min(values):.1f}, max {max(values):.1f}, {len(values)} runs)"
+
+    if "bare" in rounds:
+        bare = median("bare", "bare_s")
+        print(f"bare (frame + both predict_proba): {spread('bare', 'bare_s')}; peak RSS "
+              f"{median('bare', 'peak_rss_mib'):.0f} MiB")
+        if "inprocess" in rounds:
+            print(f"in-process run_audit (game + sweep only): {spread('inprocess', 'run_audit_s')}")
         for mode in ("fnapi", "dask"):
-            if mode in results:
-                print(f"{mode}: wall {results[mode]['wall_s']:.1f} s = {results[mode]['wall_s'] / bare:.2f} x bare "
-                      f"({bare:.1f} s); peak RSS driver {results[mode]['peak_rss_mib']:.0f} MiB"
-                      + (f", workers {results[mode].get('worker_peak_rss_mib')} MiB" if mode == "dask" else ""))
-
-
-if __name__ == "__main__":
-    main()
+            if mode in rounds:
+                extra = ""
+                if mode == "dask":
+                    workers = [max(r["worker_peak_rss_mib"]) for r in rounds[mode]]
+                    extra = f", largest worker {statistics.median(workers):.0f} MiB"
+                print(f"{mode}: wall {spread(mode, 'wall_s')} = {median(mode, 'wall_s') / bare:.2f} x bare; peak RSS "
+                      f"driver {median(mode, 'peak_rss_mib'):.0f} MiB{extra}")

@@ -36,6 +36,11 @@ LocalCluster and reading apache_beam/runners/dask/ (documented in infra/README.m
 3. Only the last transform's bag is computed (`DaskRunner.run_pipeline`), so each pipeline ends in exactly
    one sink that every branch is flattened into; and ``Create`` puts up to 128 elements in one Dask
    partition, so ``--dask_npartitions`` defaults to the number of read tasks (else one worker does all).
+4. Not a Beam bug but a 5x slowdown of the game on Dask workers: the nanny starts workers with
+   MALLOC_TRIM_THRESHOLD_=65536 (``distributed.nanny.pre-spawn-environ``), and setting any glibc malloc
+   threshold turns off glibc's dynamic mmap threshold, so every array above 128 KiB is a fresh mmap (page
+   faults on each allocation). `_tune_allocator` sets M_MMAP_THRESHOLD back to 32 MiB (the ceiling glibc's
+   dynamic threshold would reach anyway) in such worker processes, unless MALLOC_MMAP_THRESHOLD_ is set.
 Without combiner lifting on Dask, pass 1 is keyed by a shard of the batch id (``combine_shards``) so the
 game runs in parallel before one final merge.
 
@@ -202,6 +207,27 @@ def _in_process(beam_args: Sequence[str]) -> bool:
 
 # ------------------------------------------------------------------------------------------ DoFns
 
+_ALLOCATOR_TUNED = False
+_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+_MMAP_THRESHOLD_BYTES = 32 << 20
+
+
+def _tune_allocator() -> None:
+    """Once per process: undo the side effect of a fixed MALLOC_TRIM_THRESHOLD_ (Dask workers) on numpy's
+    large temporaries (module docstring, workaround 4). A no-op elsewhere."""
+    global _ALLOCATOR_TUNED
+    if _ALLOCATOR_TUNED:
+        return
+    _ALLOCATOR_TUNED = True
+    if (not sys.platform.startswith("linux") or "MALLOC_TRIM_THRESHOLD_" not in os.environ
+            or "MALLOC_MMAP_THRESHOLD_" in os.environ):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+
+
 
 def _beam():
     import apache_beam as beam
@@ -223,6 +249,7 @@ def _dofns():
             self._batch_size = batch_size
 
         def process(self, task: ReadTask):
+            _tune_allocator()
             yield from read_batches(task, self._batch_size)
 
     class PassProgress(beam.DoFn):
@@ -255,6 +282,7 @@ def _dofns():
             return Pass1Accumulator()
 
         def add_input(self, accumulator, batch):
+            _tune_allocator()
             return accumulator.add_batch(batch, self._spec)
 
         def merge_accumulators(self, accumulators):
@@ -302,6 +330,7 @@ def _dofns():
         """Pass 2: (slot, rows of this batch in the slot's cut bins)."""
 
         def process(self, batch: ScoredBatch, pass1=None):
+            _tune_allocator()
             yield from boundary_rows(batch, self._spec, self.plan_for(pass1))
 
     class ExactCounts(_PlanUser):
