@@ -15,8 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,15 +28,6 @@ Progress = Callable[[str], None]
 
 class DataMissingError(LabelDPInputError):
     """The day's partition is not there: a data problem, alerted as DATA_MISSING, never as a violation."""
-
-
-def stderr_progress(prefix: str) -> Progress:
-    start = time.monotonic()
-
-    def report(message: str) -> None:
-        print(f"[{prefix} +{time.monotonic() - start:.0f}s] {message}", file=sys.stderr, flush=True)
-
-    return report
 
 
 def silent(_message: str) -> None:

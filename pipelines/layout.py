@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from auditing.atomic_files import fsync_path
 from auditing.errors import LabelDPInputError
 
 DATA_ROOT_ENV = "LABELDP_DATA_ROOT"
@@ -109,28 +110,11 @@ def model_dir(root: str | os.PathLike, model_name: str, date: str | dt.date) -> 
     return Path(root) / MODELS / check_name(model_name) / _date_component(date)
 
 
-def _fsync_path(path: Path) -> None:
-    """fsyncs a file or a directory (directories: so that a rename inside them is durable)."""
-    flags = os.O_RDONLY
-    if path.is_dir():
-        flags |= getattr(os, "O_DIRECTORY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return  # platforms that cannot open directories: durability is best effort there
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _fsync_tree(root: Path) -> None:
     for dirpath, _dirnames, filenames in os.walk(root):
         for filename in filenames:
-            _fsync_path(Path(dirpath) / filename)
-        _fsync_path(Path(dirpath))
+            fsync_path(Path(dirpath) / filename)
+        fsync_path(Path(dirpath))
 
 
 @contextlib.contextmanager
@@ -166,7 +150,7 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(tmp, final_path)
-        _fsync_path(parent)
+        fsync_path(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         for directory in created:  # parents this call created, if still empty: leave no trace

@@ -28,12 +28,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
 from pipelines.layout import check_name, parse_date, resolve_data_root
 
@@ -128,16 +128,7 @@ def _dedup_name(model_id: str, date: str, kind: str) -> str:
 
 
 def _write_ledger(path: Path, record: Mapping) -> None:
-    tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:12]}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, json.dumps(record, sort_keys=True))
 
 
 def _post(url: str, body: bytes, timeout: float) -> int:

@@ -13,11 +13,11 @@ import itertools
 import json
 import math
 import os
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
 from auditing.report import svg
@@ -483,16 +483,4 @@ def trend_report_path(data_root: str | os.PathLike | None, model_id: str) -> Pat
 
 def write_report(html_text: str, path: str | os.PathLike) -> Path:
     """Writes the page atomically (temporary file, fsync, rename): a reader never sees half a page."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:12]}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(html_text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomically(path, html_text)

@@ -15,10 +15,10 @@ import json
 import logging
 import os
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
 from auditing.warehouse.base import WarehouseUnavailable, describe_target
 from auditing.warehouse.rows import AuditKey, as_key, normalize_curve, normalize_row, to_json_safe
@@ -35,33 +35,9 @@ def spool_path(spool_dir: str | os.PathLike, key: AuditKey) -> Path:
     return Path(spool_dir) / f"{key.model_id}__{key.partition_date.isoformat()}__{key.audit_config_hash}.json"
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def write_json_atomically(path: Path, payload: Mapping) -> None:
     """Readers see the old file or the complete new one, never a partial write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:12]}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    write_text_atomically(path, json.dumps(payload, sort_keys=True))
 
 
 def spool_payload(row: Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike) -> Path:
