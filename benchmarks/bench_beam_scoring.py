@@ -194,3 +194,7 @@ def main() -> None:
                     extra = f", largest worker {statistics.median(workers):.0f} MiB"
                 print(f"{mode}: wall {spread(mode, 'wall_s')} = {median(mode, 'wall_s') / bare:.2f} x bare; peak RSS "
                       f"driver {median(mode, 'peak_rss_mib'):.0f} MiB{extra}")
+
+
+if __name__ == "__main__":
+    main()
