@@ -72,7 +72,7 @@ from auditing.audit import AuditConfig, AuditResult, audit_from_counts
 from auditing.errors import LabelDPInputError
 from auditing.sweep_reduce import BinSpec
 from pipelines import registry, schema
-from pipelines.layout import atomic_directory, check_name, model_dir, parse_date
+from pipelines.layout import atomic_directory, check_name, model_dir, parse_date, partition_dir
 from pipelines.scoring_batches import (
     GameSpec,
     Pass1Accumulator,
@@ -81,6 +81,7 @@ from pipelines.scoring_batches import (
     SweepPlan,
     batch_from_predictions,
     boundary_rows,
+    duplicate_row_ids,
     finish_counts,
     make_plan,
     partition_files,
@@ -88,6 +89,7 @@ from pipelines.scoring_batches import (
     predictions_table,
     read_batches,
     read_tasks,
+    row_id_buckets,
     scored_batch,
     scored_rows_table,
     sweep_counts,
@@ -97,6 +99,7 @@ FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
 PLAN_MODES = ("auto", "side-input", "two-stage")
 DEFAULT_BATCH_SIZE = 65_536
+ROW_ID_BUCKETS = 16
 SWEEPS = "sweeps"
 SCORED = "scored"
 COUNTS_FILE = "counts.npz"
@@ -367,6 +370,10 @@ def _dofns():
             directory = Path(self._directory)
             if element[0] == "pass1":
                 _atomic_save(directory / "pass1.npz", element[1].save)
+            elif element[0] == "duplicates":
+                _, bucket, count, example = element
+                _atomic_save(directory / "duplicates" / f"bucket-{bucket:04d}.json",
+                             lambda handle: handle.write(json.dumps([count, example]).encode()))
             elif element[0] == "counts":
                 _, slot, counts, rows = element
                 _atomic_save(directory / "slots" / f"slot-{slot:06d}.npz",
@@ -470,6 +477,28 @@ def _pass1(scored, job: _Job):
     )
 
 
+def _duplicates(scored):
+    """The row-id uniqueness check: ("duplicates", bucket, count, example) per hash bucket of row ids."""
+    beam = _beam()
+    return (
+        scored
+        | "RowIdBuckets" >> beam.FlatMap(row_id_buckets, ROW_ID_BUCKETS)
+        | "GroupRowIds" >> beam.GroupByKey()
+        | "DuplicateRowIds" >> beam.MapTuple(lambda bucket, chunks: ("duplicates", bucket, *duplicate_row_ids(chunks)))
+    )
+
+
+def _check_duplicates(work_dir: Path, root, date) -> None:
+    total, example = 0, None
+    for path in sorted((work_dir / "duplicates").glob("bucket-*.json")):
+        count, some = json.loads(path.read_text())
+        total += count
+        example = example if example is not None else some
+    if total:
+        raise LabelDPInputError(f"{partition_dir(root, date)}: column 'row_id': {total} duplicate value(s) "
+                                f"(e.g. {example}); each row needs its own identity (it keys the game's randomness)")
+
+
 def _options(args: list[str]):
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -524,7 +553,7 @@ def _single_pipeline(job: _Job) -> None:
         | "GroupBySlot" >> beam.GroupByKey()
         | "ExactCounts" >> beam.ParDo(dofns["ExactCounts"](job.spec), side)
     )
-    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), counts]
+    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), counts, _duplicates(scored)]
     if job.scored_dir is not None:
         outputs.append(scored | "WriteScored" >> beam.ParDo(
             dofns["WriteTable"](str(job.scored_dir), _ScoredRows(job.spec))))
@@ -550,7 +579,7 @@ def _two_stage_first(job: _Job) -> None:
     pass1 = _pass1(scored, job)
     predictions = job.work_dir / "predictions"
     predictions.mkdir(parents=True, exist_ok=True)
-    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)),
+    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), _duplicates(scored),
                scored | "WritePredictions" >> beam.ParDo(dofns["WriteTable"](str(predictions), predictions_table))]
     if job.scored_dir is not None:
         outputs.append(scored | "WriteScored" >> beam.ParDo(
@@ -733,11 +762,13 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
             _single_pipeline(job)
             timings["pipeline_s"] = round(time.monotonic() - t0, 3)
+            _check_duplicates(work, request.data_root, request.date)
             plan = make_plan(Pass1Accumulator.load(work / "pass1.npz"), spec)
         else:
             progress("pipeline 1: inference and pass 1 (histograms)")
             _two_stage_first(job)
             timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
+            _check_duplicates(work, request.data_root, request.date)
             t1 = time.monotonic()
             plan = make_plan(Pass1Accumulator.load(work / "pass1.npz"), spec)
             progress(f"plan: {plan.m} rows audited, {plan.boundary_rows} boundary rows to bring back")

@@ -13,6 +13,9 @@ move batches between workers without changing a count):
    repetition over all rows, or, for the ``split`` strategy, one half of repetition 0
    (`auditing.audit._split_halves`). Accumulators merge by addition.
 4. `make_plan`: from the merged histograms, the grid of each slot and the bins its grid points cut.
+Row ids must be unique in the day (they key the randomness; the in-process audit refuses duplicates): the job
+checks it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_row_ids`).
+
 5. `boundary_rows`: replays the game only for rows that can land in a cut bin and returns those rows.
 6. `finish_counts`: completes each slot's counts with `auditing.sweep_reduce.exact_counts`, and
    `sweep_counts` builds the `SweepCounts` that `auditing.audit.audit_from_counts` turns into the result.
@@ -38,6 +41,7 @@ import pyarrow.parquet as pq
 from auditing.audit import AuditConfig, _half_grid, _split_halves
 from auditing.errors import LabelDPInputError
 from auditing.game import SUM_TOLERANCE, GameRows, as_class_probabilities, play_repetition
+from auditing.keyed_random import mix64
 from auditing.scores import resolve_score
 from auditing.sweep import SweepCounts
 from auditing.sweep_reduce import (
@@ -226,6 +230,26 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference) -> Score
                        as_class_probabilities(target[index], "p_target") if index.size else target[:0],
                        as_class_probabilities(reference[index], "p_reference") if index.size else reference[:0],
                        issues)
+
+
+def row_id_buckets(batch: ScoredBatch, buckets: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(bucket, the batch's row ids in it), bucket = hash(row_id) mod buckets: equal ids meet in one bucket,
+    so duplicates across the whole partition are found one bucket at a time (`duplicate_row_ids`)."""
+    if batch.rows == 0:
+        return
+    bucket = (mix64(batch.row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int64)
+    order = np.argsort(bucket, kind="stable")
+    edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    for b in range(buckets):
+        if edges[b + 1] > edges[b]:
+            yield b, batch.row_ids[order[edges[b]:edges[b + 1]]]
+
+
+def duplicate_row_ids(chunks) -> tuple[int, int | None]:
+    """(how many rows repeat an earlier row's id, one such id) over all chunks of a bucket."""
+    ids = np.sort(np.concatenate(list(chunks)))
+    repeats = ids[1:][ids[1:] == ids[:-1]]
+    return int(repeats.size), (int(repeats[0]) if repeats.size else None)
 
 
 def predictions_table(batch: ScoredBatch) -> pa.Table:
@@ -520,7 +544,29 @@ def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
     return pa.table(columns)
 
 
-__all__ = ["BinSpec", "Boundaries", "BoundaryChunk", "GameSpec", "Pass1Accumulator", "ReadTask", "ScoredBatch",
-           "Slot", "SweepPlan", "batch_from_predictions", "boundary_rows", "finish_counts", "make_plan",
-           "partition_files", "partition_schema", "predictions_table", "read_batches", "read_tasks",
-           "scored_batch", "scored_rows_table", "sweep_counts", "validate_batch"]
+__all__ = [
+    "BinSpec",
+    "Boundaries",
+    "BoundaryChunk",
+    "GameSpec",
+    "Pass1Accumulator",
+    "ReadTask",
+    "ScoredBatch",
+    "Slot",
+    "SweepPlan",
+    "batch_from_predictions",
+    "boundary_rows",
+    "duplicate_row_ids",
+    "finish_counts",
+    "make_plan",
+    "partition_files",
+    "partition_schema",
+    "predictions_table",
+    "read_batches",
+    "read_tasks",
+    "row_id_buckets",
+    "scored_batch",
+    "scored_rows_table",
+    "sweep_counts",
+    "validate_batch",
+]

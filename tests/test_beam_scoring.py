@@ -256,3 +256,43 @@ def test_cli_score_runs_and_reports_errors(world, capsys):
     assert "no model 'nope'" in capsys.readouterr().err
     assert cli_main(["score", "--date", DAY, "--model", "target", "--data-root", root, "--batch-size", "0"]) == 2
     assert "batch-size must be a whole number >= 1" in capsys.readouterr().err
+
+
+def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
+    root = world["root"]
+    date = "2024-03-07"
+    ids = world["table"].column(schema.ROW_ID).to_numpy().copy()
+    ids[4000] = ids[10]  # in another row group than the original
+    ids[4001] = ids[11]
+    dup = world["table"].set_column(0, pa.field(schema.ROW_ID, pa.int64(), nullable=False), pa.array(ids))
+    directory = root / "partitions" / f"date={date}"
+    directory.mkdir(parents=True)
+    pq.write_table(dup, directory / "part-00000.parquet", row_group_size=2000)
+    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    for plan in ("side-input", "two-stage"):
+        with pytest.raises(LabelDPInputError, match=rf"'row_id': 2 duplicate value\(s\) \(e\.g\. ({ids[10]}|{ids[11]})\)"):
+            score_day(ScoringRequest(str(root), date, "target", AuditConfig(repetitions=2), reference="target",
+                                     reference_date=PREVIOUS, plan_mode=plan), [])
+    assert not (root / "sweeps" / "target" / f"date={date}").exists()
+
+
+def test_reference_defaults_to_the_models_previous_day_else_reference(world):
+    root = world["root"]
+    assert beam_scoring.resolve_reference(root, "target", DAY) == ("target", PREVIOUS)
+    assert beam_scoring.resolve_reference(root, "other", DAY) == ("reference", PREVIOUS)
+    assert beam_scoring.resolve_reference(root, "target", DAY, "x", "2024-01-01") == ("x", "2024-01-01")
+
+
+def test_beam_options_file(tmp_path, monkeypatch):
+    from flows.commands.score import read_options_file
+
+    path = tmp_path / "x.options"
+    path.write_text("# comment\n\n--project=${P}\n--max_num_workers=3\n")
+    monkeypatch.setenv("P", "proj")
+    assert read_options_file(str(path)) == ["--project=proj", "--max_num_workers=3"]
+    monkeypatch.delenv("P")
+    with pytest.raises(LabelDPInputError, match=r"line 3: environment variable\(s\) \['P'\] are not set"):
+        read_options_file(str(path))
+    path.write_text("project=x\n")
+    with pytest.raises(LabelDPInputError, match="line 1: expected an option"):
+        read_options_file(str(path))
