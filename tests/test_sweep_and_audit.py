@@ -145,3 +145,27 @@ def test_length_mismatch_and_class_mismatch():
         run_audit(np.full(4, 0.5), np.full(5, 0.5), np.zeros(4, int))
     with pytest.raises(LabelDPInputError, match="classes"):
         run_audit(np.full((4, 3), 1 / 3), np.full(4, 0.5), np.zeros(4, int))
+
+
+@pytest.mark.parametrize("method, delta", [("binomial", 1e-6), ("fdp", 1e-5), ("binomial", 0.0)])
+def test_pruned_best_bound_equals_brute_force_max(method, delta):
+    """best_bound skips points it can prove cannot win; it must return exactly the max of all points."""
+    from auditing.bounds import best_bound, pointwise_bounds
+
+    rng = np.random.default_rng(11)
+    m = 50_000
+    for _ in range(5):
+        guesses = np.unique(rng.integers(50, m, size=25))
+        correct = np.array([rng.binomial(g, rng.uniform(0.45, 0.9)) for g in guesses])
+        everything = pointwise_bounds(correct, guesses, m, method=method, delta=delta, confidence=0.99)
+        value, index = best_bound(correct, guesses, m, method=method, delta=delta, confidence=0.99)
+        assert value == everything.max()
+        assert everything[index] == value
+
+
+def test_fdp_audit_end_to_end():
+    target, ref, y = rr_inputs(20_000, 4.0, 5)
+    result = run_audit(target, ref, y, config=AuditConfig(method="fdp", repetitions=2, grid_points=30))
+    assert result.method == "fdp" and result.delta == 1e-5
+    assert 0.5 < result.epsilon_lower_bound < 4.0
+    assert result.epsilon_lower_bound == max(p["epsilon_lower_bound"] for p in result.curve)
