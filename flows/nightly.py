@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -115,7 +116,7 @@ def _emit(kind: str, payload: dict) -> None:
 
 
 def _publish_summary(rows: list[dict], title: str) -> None:
-    from prefect.artifacts import create_table_artifact
+    from prefect.artifacts import create_link_artifact, create_table_artifact
 
     table = [{k: r[k] for k in ("model_id", "partition_date", "status", "claimed_epsilon", "epsilon_lower_bound",
                                 "confidence", "strategy", "method", "max_certifiable_epsilon", "report")}
@@ -123,6 +124,11 @@ def _publish_summary(rows: list[dict], title: str) -> None:
     for r in table:
         r["claimed_epsilon"] = "inf" if math.isinf(r["claimed_epsilon"]) else r["claimed_epsilon"]
     create_table_artifact(table=table, key="labeldp-audit-summary", description=title)
+    for r in rows:
+        # Artifact keys allow lowercase letters, digits and dashes only.
+        key = "report-" + re.sub(r"[^a-z0-9-]", "-", r["model_id"].lower())
+        create_link_artifact(link=Path(r["report"]).resolve().as_uri(), key=key,
+                             link_text=f"{r['model_id']} {r['partition_date']}: {r['status']} (HTML report)")
 
 
 def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None) -> list[dict]:
