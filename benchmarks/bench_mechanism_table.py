@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipelines import training  # noqa: E402
+from pipelines import splits, training  # noqa: E402
 from pipelines.layout import parse_date, partition_dir  # noqa: E402
 from pipelines.synth import write_synthetic_day  # noqa: E402
 
@@ -71,6 +71,10 @@ def main() -> int:
     cells = [{"row": "non-private", "mechanism": "none", "prior": None, "epsilon": "inf",
               **{k: plain.metrics[k] for k in ("test_log_loss", "test_accuracy", "train_seconds", "degenerate")}}]
     progress(f"non-private: test log-loss {plain.metrics['test_log_loss']:.5f}")
+    test = target.rows(splits.TEST)
+    reference_metrics = training.evaluate(reference.predict_proba(target.features.iloc[test]), target.labels[test])
+    progress(f"reference (non-private model of {previous}) on day {date}'s test split: test log-loss "
+             f"{reference_metrics['test_log_loss']:.5f}")
     for label, mechanism, prior in ROWS:
         if wanted and mechanism not in wanted:
             continue
@@ -91,7 +95,9 @@ def main() -> int:
     header = ["eps=" + ("inf" if math.isinf(e) else f"{e:g}") for e in epsilons]
     print(f"\nTest log-loss, synthetic day {date} ({args.rows} rows; train split {plain.metrics['train_rows']}, "
           f"test {plain.metrics['test_rows']}); constant-rate log-loss {plain.metrics['test_log_loss_constant']:.4f}; "
-          f"total {time.monotonic() - started:.0f} s; load average {os.getloadavg()[0]:.2f}\n")
+          f"reference M' (non-private, day {previous}) scored on day {date}: "
+          f"{reference_metrics['test_log_loss']:.4f}; total {time.monotonic() - started:.0f} s; load average "
+          f"{os.getloadavg()[0]:.2f}\n")
     print("| mechanism | " + " | ".join(header) + " |")
     print("|---|" + "---|" * len(header))
     for label, _mechanism, _prior in ROWS:
