@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from flows.commands.audit_options import add_audit_arguments, audit_config_from
+
 HELP = "audit a Parquet table of training labels, target and reference probabilities"
 DESCRIPTION = """\
 Plays the observational label-inference game (paper Alg. 2) on a table with one row per training example:
@@ -28,19 +30,7 @@ def register(subparsers) -> None:
     p.add_argument("--reference-col", default="p_reference", help="reference model probability column (default: p_reference)")
     p.add_argument("--row-id-col", default="row_id",
                    help="unique row identity keying the randomness (default: row_id; row position if the column is absent)")
-    p.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed for every random choice (default 0)")
-    p.add_argument("--strategy", choices=["bonferroni", "split", "max"], default="bonferroni",
-                   help="how the number of guesses is chosen: bonferroni (valid, default), split (valid), "
-                        "max (the paper's, optimistic)")
-    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
-    p.add_argument("--delta", type=float, default=None, help="delta (default: 0 for binomial, 1e-5 for fdp)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
-    p.add_argument("--tau", type=float, default=0.0, help="TV bound between data and counterfactual distribution")
-    p.add_argument("--score", choices=["paper", "log-ratio"], default="paper", help="attack score (default: paper)")
-    p.add_argument("--score-power", type=float, default=2.0, help="exponent t of (1 - M'(x)[y]) (default 2)")
-    p.add_argument("--grid", choices=["log", "paper"], default="log",
-                   help="guess sweep: log (100 log-spaced fractions from 0.01%% to 100%%, default) or paper (1%%..100%%)")
+    add_audit_arguments(p)
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
@@ -98,15 +88,12 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
 
 
 def run(args) -> int:
-    from auditing.audit import AuditConfig, run_audit
+    from auditing.audit import run_audit
     from auditing.errors import LabelDPInputError
     from flows.progress import ProgressPrinter
     from flows.result_text import format_audit_result
 
-    config = AuditConfig(
-        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, tau=args.tau,
-        repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power, grid=args.grid,
-    )
+    config = audit_config_from(args)
     p_target, p_reference, labels, row_ids = read_table(
         args.file, args.label_col, args.target_col, args.reference_col, args.row_id_col
     )

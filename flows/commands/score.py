@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from flows.commands.audit_options import add_audit_arguments, audit_config_from
+
 HELP = "score day D's partition with a model and its reference on Beam, and audit the sweep counts"
 DESCRIPTION = """\
 Runs the observational label-inference game (paper Alg. 2) at scale with Apache Beam: reads
@@ -54,18 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--reference-date", default=None, help="date of the reference checkpoint (default: D-1)")
     p.add_argument("--data-root", default=None,
                    help="data root (default: $LABELDP_DATA_ROOT, else ./.labeldp)")
-    p.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed keying every random choice (default 0)")
-    p.add_argument("--strategy", choices=["bonferroni", "split", "max"], default="bonferroni",
-                   help="choice of the number of guesses: bonferroni (valid, default), split (valid), max "
-                        "(the paper's, optimistic)")
-    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
-    p.add_argument("--delta", type=float, default=None, help="delta (default: 0 for binomial, 1e-5 for fdp)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
-    p.add_argument("--tau", type=float, default=0.0, help="TV bound between data and counterfactual distribution")
-    p.add_argument("--score", choices=["paper", "log-ratio"], default="paper", help="attack score (default: paper)")
-    p.add_argument("--score-power", type=float, default=2.0, help="exponent t of (1 - M'(x)[y]) (default 2)")
-    p.add_argument("--grid", choices=["log", "paper"], default="log", help="guess sweep grid (default log)")
+    add_audit_arguments(p)
     p.add_argument("--runner", default="fnapi",
                    help="Beam runner: fnapi (default), dask, or a Beam runner name / class path")
     p.add_argument("--batch-size", type=int, default=65_536,
@@ -121,17 +112,12 @@ def read_options_file(path: str) -> list[str]:
 
 
 def run(args) -> int:
-    from auditing.audit import AuditConfig
     from auditing.sweep_reduce import BinSpec
     from flows.result_text import format_audit_result
     from pipelines.beam_scoring import RESULT_FILE, ScoringRequest, no_progress, score_day, stderr_progress
     from pipelines.layout import resolve_data_root
 
-    config = AuditConfig(
-        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, tau=args.tau,
-        repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power,
-        grid=args.grid,
-    )
+    config = audit_config_from(args)
     request = ScoringRequest(
         data_root=str(resolve_data_root(args.data_root)), date=args.date, model=args.model, config=config,
         reference=args.reference, reference_date=args.reference_date, batch_size=args.batch_size,

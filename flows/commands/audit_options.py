@@ -1,0 +1,28 @@
+"""The audit-configuration options shared by `audit-scores` and `score`, and the AuditConfig they build."""
+
+from __future__ import annotations
+
+
+def add_audit_arguments(parser) -> None:
+    parser.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
+    parser.add_argument("--seed", type=int, default=0, help="seed keying every random choice (default 0)")
+    parser.add_argument("--strategy", choices=["bonferroni", "split", "max"], default="bonferroni",
+                        help="how the number of guesses is chosen: bonferroni (valid, default), split (valid), "
+                             "max (the paper's, optimistic)")
+    parser.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
+    parser.add_argument("--delta", type=float, default=None, help="delta (default: 0 for binomial, 1e-5 for fdp)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
+    parser.add_argument("--tau", type=float, default=0.0, help="TV bound between data and counterfactual distribution")
+    parser.add_argument("--score", choices=["paper", "log-ratio"], default="paper", help="attack score (default: paper)")
+    parser.add_argument("--score-power", type=float, default=2.0, help="exponent t of (1 - M'(x)[y]) (default 2)")
+    parser.add_argument("--grid", choices=["log", "paper"], default="log",
+                        help="guess sweep: log (100 log-spaced fractions from 0.01%% to 100%%, default) or paper (1%%..100%%)")
+
+
+def audit_config_from(args):
+    from auditing.audit import AuditConfig
+
+    return AuditConfig(
+        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, tau=args.tau,
+        repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power, grid=args.grid,
+    )
