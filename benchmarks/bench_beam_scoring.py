@@ -115,12 +115,13 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         out["run_audit_s"] = time.perf_counter() - began
         out["epsilon_lower_bound"] = result.epsilon_lower_bound
     else:
-        from pipelines.beam_scoring import DASK_RUNNER, ScoringRequest, score_day, stderr_progress
+        from pipelines.beam_scoring import DASK_RUNNER, ScoringRequest, score_day
+        from pipelines.progress import stderr_progress
 
         request = ScoringRequest(str(root), DAY, MODEL, config, batch_size=batch_size)
         if mode == "fnapi":
             began = time.perf_counter()
-            outcome = score_day(request, [], stderr_progress())
+            outcome = score_day(request, [], stderr_progress("score"))
             out["wall_s"] = time.perf_counter() - began
         else:
             from dask.distributed import Client, LocalCluster
@@ -130,7 +131,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
                 address = cluster.scheduler_address.replace("tcp://", "")
                 began = time.perf_counter()
                 outcome = score_day(request, [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"],
-                                    stderr_progress())
+                                    stderr_progress("score"))
                 out["wall_s"] = time.perf_counter() - began
                 with Client(cluster.scheduler_address) as client:
                     out["worker_peak_rss_mib"] = sorted(client.run(_peak_rss_mib).values())

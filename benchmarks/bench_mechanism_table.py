@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipelines import splits, training  # noqa: E402
 from pipelines.layout import parse_date, partition_dir  # noqa: E402
+from pipelines.progress import stderr_progress  # noqa: E402
 from pipelines.synth import write_synthetic_day  # noqa: E402
 
 EPSILONS = (math.inf, 8.0, 4.0, 2.0, 1.0, 0.1)
@@ -60,7 +61,7 @@ def main() -> int:
     settings = training.CatBoostSettings()
     epsilons = EPSILONS if not args.epsilons else tuple(float(e) for e in args.epsilons.split(","))
     wanted = None if not args.mechanisms else set(args.mechanisms.split(","))
-    progress = training.stderr_progress()
+    progress = stderr_progress("train")
 
     progress(f"reference: non-private model of {previous}")
     reference = training.train_model(training.load_day(args.data_root, previous), "none", math.inf,

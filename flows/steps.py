@@ -15,23 +15,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from flows.plan import AuditPlan, TargetSpec
 from pipelines.layout import model_dir, parse_date, partition_dir
-
-Progress = Callable[[str], None]
+from pipelines.progress import Progress, no_progress
 
 
 class DataMissingError(LabelDPInputError):
     """The day's partition is not there: a data problem, alerted as DATA_MISSING, never as a violation."""
-
-
-def silent(_message: str) -> None:
-    pass
 
 
 def default_audit_date(scheduled: dt.datetime | None = None) -> dt.date:
@@ -59,7 +53,7 @@ def _settings(plan: AuditPlan):
     return settings_from(iterations=plan.catboost_iterations)
 
 
-def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = silent) -> dict:
+def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = no_progress) -> dict:
     """The reference M' of day D (the D-1 checkpoint), trained non-privately when missing if the plan says so."""
     from pipelines.training import ensure_reference as ensure
 
@@ -77,7 +71,7 @@ def _same_training(metadata: dict, spec: TargetSpec, seed: int, fingerprint: str
 
 
 def ensure_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
-                  progress: Progress = silent) -> dict:
+                  progress: Progress = no_progress) -> dict:
     """The target model of day D: reused when trained the same way on the same partition, else (re)trained."""
     from pipelines import registry
     from pipelines.training import train_and_register
@@ -117,7 +111,7 @@ def _reusable_scoring(output_dir: Path, expected: dict) -> dict | None:
 
 
 def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
-                 progress: Progress = silent, model_name: str | None = None) -> dict:
+                 progress: Progress = no_progress, model_name: str | None = None) -> dict:
     """Runs the Beam scoring job (or reuses its persisted result) and returns its result.json record."""
     from auditing.audit import AuditResult
     from pipelines import beam_scoring, registry
@@ -150,7 +144,7 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
 
 def publish(root: Path, date: dt.date, spec: TargetSpec, record: dict, *, warehouse: str | None,
             webhook_url: str | None = None, flow_run_id: str | None = None, durations: dict | None = None,
-            claimed_epsilon: float | None = None, progress: Progress = silent) -> dict:
+            claimed_epsilon: float | None = None, progress: Progress = no_progress) -> dict:
     """Writes the warehouse row (or spools it), renders the HTML report, alerts on VIOLATION."""
     from auditing.alerts.webhook import default_ledger_dir, send_alert
     from auditing.report.pages import render_run_report, run_report_path, write_report

@@ -60,7 +60,7 @@ import shutil
 import sys
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -73,6 +73,7 @@ from auditing.errors import LabelDPInputError
 from auditing.sweep_reduce import BinSpec
 from pipelines import registry, schema
 from pipelines.layout import atomic_directory, check_name, model_dir, parse_date, partition_dir
+from pipelines.progress import Progress, no_progress
 from pipelines.scoring_batches import (
     GameSpec,
     Pass1Accumulator,
@@ -104,22 +105,6 @@ SWEEPS = "sweeps"
 SCORED = "scored"
 COUNTS_FILE = "counts.npz"
 RESULT_FILE = "result.json"
-
-Progress = Callable[[str], None]
-
-
-def stderr_progress(prefix: str = "score") -> Progress:
-    start = time.monotonic()
-
-    def report(message: str) -> None:
-        print(f"[{prefix} +{time.monotonic() - start:.1f}s] {message}", file=sys.stderr, flush=True)
-
-    return report
-
-
-def no_progress(_message: str) -> None:
-    pass
-
 
 # ------------------------------------------------------------------------------------------ request
 
@@ -238,6 +223,15 @@ def _beam():
     return beam
 
 
+def _merge_pass1(accumulators):
+    """Folds pass-1 accumulators into the first one (histograms add)."""
+    accumulators = iter(accumulators)
+    merged = next(accumulators)
+    for other in accumulators:
+        merged.merge(other)
+    return merged
+
+
 def _dofns():
     """The DoFn and CombineFn classes (built on first use so that importing this module does not import Beam)."""
     global _DOFNS
@@ -289,11 +283,7 @@ def _dofns():
             return accumulator.add_batch(batch, self._spec)
 
         def merge_accumulators(self, accumulators):
-            accumulators = iter(accumulators)
-            merged = next(accumulators)
-            for other in accumulators:
-                merged.merge(other)
-            return merged
+            return _merge_pass1(accumulators)
 
         def extract_output(self, accumulator):
             return accumulator
@@ -308,11 +298,7 @@ def _dofns():
             return accumulator.merge(other)
 
         def merge_accumulators(self, accumulators):
-            accumulators = iter(accumulators)
-            merged = next(accumulators)
-            for other in accumulators:
-                merged.merge(other)
-            return merged
+            return _merge_pass1(accumulators)
 
         def extract_output(self, accumulator):
             return accumulator

@@ -36,9 +36,7 @@ import dataclasses
 import datetime as dt
 import math
 import os
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +55,7 @@ from pipelines.mechanisms.pate import pate_labels
 from pipelines.mechanisms.randomized_response import flip_probability, randomized_response
 from pipelines.mechanisms.rr_with_prior import rr_with_prior
 from pipelines.mechanisms.two_stage import two_stage_labels
+from pipelines.progress import Progress, no_progress
 
 NUM_CLASSES = 2
 PRIORS = ("reference", "uniform")
@@ -65,21 +64,6 @@ UNIT = ("replacement of one row's label (label-DP); implies the same eps for SIM
 MISSING_CATEGORY = ""
 PROBABILITY_CLIP = 1e-15  # only for log-loss arithmetic: log(0) would be -inf
 
-Progress = Callable[[str], None]
-
-
-def _silent(_message: str) -> None:
-    pass
-
-
-def stderr_progress() -> Progress:
-    """A progress printer: ``[train +12.3s] message`` on stderr."""
-    start = time.monotonic()
-
-    def report(message: str) -> None:
-        print(f"[train +{time.monotonic() - start:.1f}s] {message}", file=sys.stderr, flush=True)
-
-    return report
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -367,7 +351,7 @@ def _guarantee(mechanism: str, epsilon: float, delta: float) -> str:
 
 def train_model(day: DayData, mechanism: str, epsilon: float, seed: int = 0,
                 settings: CatBoostSettings | None = None, options: MechanismOptions | None = None,
-                reference_model=None, progress: Progress = _silent) -> TrainResult:
+                reference_model=None, progress: Progress = no_progress) -> TrainResult:
     """Privatizes the day's train+validation labels with ``mechanism`` at ``epsilon``, trains CatBoost, and
     measures test log-loss and accuracy against the true test labels.
 
@@ -506,7 +490,7 @@ def reference_date(date: str | dt.date) -> dt.date:
 
 
 def ensure_reference(root: str | os.PathLike, date: str | dt.date, reference_name: str, on_missing: str,
-                     seed: int, settings: CatBoostSettings, progress: Progress = _silent):
+                     seed: int, settings: CatBoostSettings, progress: Progress = no_progress):
     """Returns ``(model, metadata)`` of the reference for day ``date`` (``reference_name`` at D-1).
 
     When it is missing: ``on_missing="train"`` trains it non-privately on the D-1 partition and registers it;
@@ -554,7 +538,7 @@ def register(root: str | os.PathLike, model_name: str, day: DayData, result: Tra
 def train_and_register(root: str | os.PathLike, date: str | dt.date, mechanism: str, epsilon: float,
                        model_name: str | None = None, seed: int = 0, settings: CatBoostSettings | None = None,
                        options: MechanismOptions | None = None, reference_name: str = "reference",
-                       on_missing_reference: str = "train", progress: Progress = _silent) -> tuple[Any, dict]:
+                       on_missing_reference: str = "train", progress: Progress = no_progress) -> tuple[Any, dict]:
     """The ``labeldp-audit train`` job: load day D, resolve the reference (D-1 checkpoint), train, register.
 
     The reference is resolved whenever it exists or can be made, because the audit of day D needs it as M'

@@ -114,8 +114,9 @@ def read_options_file(path: str) -> list[str]:
 def run(args) -> int:
     from auditing.sweep_reduce import BinSpec
     from flows.result_text import format_audit_result
-    from pipelines.beam_scoring import RESULT_FILE, ScoringRequest, no_progress, score_day, stderr_progress
+    from pipelines.beam_scoring import RESULT_FILE, ScoringRequest, score_day
     from pipelines.layout import resolve_data_root
+    from pipelines.progress import no_progress, stderr_progress
 
     config = audit_config_from(args)
     request = ScoringRequest(
@@ -127,7 +128,7 @@ def run(args) -> int:
     runner = RUNNER_ALIASES.get(args.runner, args.runner)
     file_args = read_options_file(args.beam_options_file) if args.beam_options_file else []
     beam_args = [f"--runner={runner}", *file_args, *args.beam_args]
-    progress = no_progress if args.quiet else stderr_progress()
+    progress = no_progress if args.quiet else stderr_progress("score")
     outcome = score_day(request, beam_args, progress, worker_progress=not args.quiet)
     if args.json:
         record = json.loads((outcome.output_dir / RESULT_FILE).read_text(encoding="utf-8"))

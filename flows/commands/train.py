@@ -6,6 +6,8 @@ import argparse
 import json
 import math
 
+from pipelines.progress import stderr_progress
+
 HELP = "train a label-DP CatBoost click model for one day and register it under models/<name>/date=D/"
 DESCRIPTION = """\
 Trains the model under audit for day D on partitions/date=D (paper Sec. 6.4): the mechanism privatizes the
@@ -128,7 +130,7 @@ def run(args) -> int:
     directory, metadata = training.train_and_register(
         root, args.date, args.mechanism, args.epsilon, model_name=args.model_name, seed=args.seed,
         settings=settings, options=options, reference_name=args.reference_name,
-        on_missing_reference=args.on_missing_reference, progress=training.stderr_progress())
+        on_missing_reference=args.on_missing_reference, progress=stderr_progress("train"))
     if args.json:
         print(json.dumps(metadata, indent=2, sort_keys=True))
         return 0
