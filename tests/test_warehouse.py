@@ -82,6 +82,25 @@ def target(request, tmp_path) -> str:
     return url
 
 
+@pytest.fixture(params=["duckdb", "postgres"])
+def isolated_target(request, tmp_path):
+    """A warehouse target whose tables a test may alter: a DuckDB file, or a PostgreSQL schema of its own."""
+    if request.param == "duckdb":
+        yield str(tmp_path / "wh" / "warehouse.duckdb")
+        return
+    request.getfixturevalue("postgres_url")  # skips when no server answers
+    import psycopg
+    from psycopg import sql
+
+    schema_name = f"labeldp_mig_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_URL, autocommit=True, connect_timeout=3) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema_name)))
+        try:
+            yield _with_search_path(PG_URL, schema_name)
+        finally:
+            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema_name)))
+
+
 def make_row(model_id="m-1", date=DAY, config_hash="abc123", *, marker=0.5, points=3, **overrides):
     """A valid (row, curve) whose every number carries `marker`, so a mixture of two writes is detectable."""
     row = {
@@ -123,6 +142,41 @@ def test_tables_have_the_designed_columns(target):
     for name in ("claimed_epsilon", "gamma", "tau", "epsilon_lower_bound", "epsilon_mean", "status",
                  "max_certifiable_epsilon", "model_uri", "flow_run_id", "durations", "result_json"):
         assert name in RESULT_NAMES
+
+
+def test_an_older_table_gains_new_nullable_columns_and_keeps_its_rows(isolated_target):
+    """A table written by an older version (here: without two nullable columns) is migrated in place when
+    the warehouse opens it: the columns are added, the existing row survives with NULLs, new rows write."""
+    dropped = ("flow_run_id", "durations")
+    with open_warehouse(isolated_target) as wh:
+        wh.upsert_audit(*make_row(marker=0.3))
+        wh._transaction(lambda cur: [cur.execute(f"ALTER TABLE audit_results DROP COLUMN {c}") for c in dropped])
+        columns = {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])}
+        assert not columns & set(dropped)
+    with open_warehouse(isolated_target) as wh:  # opening migrates
+        old = _only(wh.fetch_results())
+        assert old["epsilon_lower_bound"] == 0.3 and old["flow_run_id"] is None and old["durations"] is None
+        wh.upsert_audit(*make_row(model_id="m-2", marker=0.4))
+        new = _only(wh.fetch_results(model_id="m-2"))
+        assert new["flow_run_id"] == "run-0.4"
+        assert {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])} >= set(RESULT_NAMES)
+
+
+def test_a_table_missing_a_required_column_is_refused_not_migrated(isolated_target):
+    with open_warehouse(isolated_target) as wh:
+        wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_results DROP COLUMN result_json"))
+    with pytest.raises(LabelDPInputError, match="only nullable columns are added automatically"):
+        open_warehouse(isolated_target)
+
+
+def test_migration_sql_adds_only_nullable_columns():
+    from auditing.warehouse.schema import migration_statements
+
+    found = {"audit_results": [n for n in RESULT_NAMES if n not in ("flow_run_id", "m")],
+             "audit_curves": list(CURVE_NAMES)}
+    statements = migration_statements("postgres", found)
+    assert statements[0] == "ALTER TABLE audit_results ADD COLUMN IF NOT EXISTS flow_run_id TEXT"
+    assert not any(" m " in s for s in statements) and len(statements) == 2
 
 
 # --------------------------------------------------------------------------------------------- round trip

@@ -35,7 +35,7 @@ from typing import Any
 
 from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
-from pipelines.layout import check_name, parse_date, resolve_data_root
+from auditing.names import check_name, parse_date, resolve_data_root
 
 VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAILED"
 ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED)

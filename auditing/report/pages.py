@@ -20,9 +20,9 @@ from typing import Any
 from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
+from auditing.names import check_name, parse_date, resolve_data_root
 from auditing.report import svg
 from auditing.report.svg import esc
-from pipelines.layout import check_name, parse_date, resolve_data_root
 
 REPORTS = "reports"
 VERDICTS = {

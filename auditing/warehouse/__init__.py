@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from auditing.errors import LabelDPInputError
+from auditing.names import resolve_data_root
 from auditing.warehouse.base import Warehouse, WarehouseUnavailable, describe_target
 from auditing.warehouse.rows import (
     LINEAGE_FIELDS,
@@ -29,7 +30,6 @@ from auditing.warehouse.rows import (
     normalize_row,
 )
 from auditing.warehouse.spool import SPOOLED, WRITTEN, drain_spool, spool_path, write_or_spool
-from pipelines.layout import resolve_data_root
 
 DEFAULT_FILE_NAME = "warehouse.duckdb"
 SPOOL_DIR_NAME = "spool"
@@ -58,7 +58,7 @@ def open_warehouse(
     """Opens the warehouse named by ``target`` and makes sure its tables exist (unless ``create=False``).
 
     target: a ``postgresql://`` (or ``postgres://``) URL, a DuckDB file path, or None / "" for
-    ``<data_root>/warehouse.duckdb`` (data root as ``pipelines.layout.resolve_data_root``).
+    ``<data_root>/warehouse.duckdb`` (data root as ``auditing.names.resolve_data_root``).
     timeout: seconds to wait for the DuckDB file lock or a PostgreSQL connection before
     ``WarehouseUnavailable``. create=False: a missing DuckDB file or missing tables is an error.
     """

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from auditing.errors import LabelDPInputError
+from auditing.names import check_name, parse_date
 from auditing.warehouse import schema
 from auditing.warehouse.rows import AuditKey, as_key, normalize_curve, normalize_row
-from pipelines.layout import check_name, parse_date
 
 
 class WarehouseUnavailable(RuntimeError):
@@ -122,21 +122,31 @@ class Warehouse:
 
     # -- schema ------------------------------------------------------------------------------------------
     def _check_schema(self, found: dict[str, list[str]]) -> str:
-        """'ok' when both tables exist with exactly the expected columns, 'missing' when neither exists.
+        """'ok' when both tables have exactly the expected columns, 'missing' when neither exists, 'migrate'
+        when both exist and lack only nullable columns added by a later version (see ``schema.migration_statements``).
 
-        Anything else (one table, or different columns) raises: writing into a table of another shape
-        would silently drop or misplace data.
+        Anything else (one table, unknown or missing required columns) raises: writing into a table of
+        another shape would silently drop or misplace data. Column order does not matter (every statement
+        names its columns), so a migrated table and a fresh one are interchangeable.
         """
         if not found:
             return "missing"
+        state = "ok"
         for table, columns in schema.TABLES.items():
-            expected = [c.name for c in columns]
-            if found.get(table) != expected:
-                raise LabelDPInputError(
-                    f"warehouse {describe_target(self.target)}: table {table} has columns {found.get(table)}; "
-                    f"expected {expected} (migrate or point --warehouse elsewhere)"
-                )
-        return "ok"
+            expected = {c.name for c in columns}
+            have = set(found.get(table) or ())
+            addable = {c.name for c in schema.addable_columns(table, have)}
+            if have == expected:
+                continue
+            if have and have < expected and expected - have == addable:
+                state = "migrate"
+                continue
+            raise LabelDPInputError(
+                f"warehouse {describe_target(self.target)}: table {table} has columns {found.get(table)}; "
+                f"expected {[c.name for c in columns]} (only nullable columns are added automatically; "
+                "migrate by hand or point --warehouse elsewhere)"
+            )
+        return state
 
     def _columns_from(self, rows: Sequence[Sequence]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}

@@ -120,7 +120,17 @@ class DuckDBWarehouse(Warehouse):
         return self._run(lambda conn: conn.execute(sql, list(params)).fetchall())
 
     def _ensure_tables(self, conn: duckdb.DuckDBPyConnection) -> None:
-        if self._check_schema(self._columns_from(conn.execute(self._TABLE_COLUMNS_SQL).fetchall())) == "ok":
+        found = self._columns_from(conn.execute(self._TABLE_COLUMNS_SQL).fetchall())
+        state = self._check_schema(found)
+        if state == "ok":
+            return
+        if state == "migrate":
+            def migrate(c):
+                for statement in schema.migration_statements("duckdb", found):
+                    c.execute(statement)
+
+            self._in_transaction(conn, migrate)
+            self._check_schema(self._columns_from(conn.execute(self._TABLE_COLUMNS_SQL).fetchall()))
             return
         if not self._create:
             raise LabelDPInputError(f"warehouse {self.path}: the audit tables do not exist")

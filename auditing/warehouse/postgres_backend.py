@@ -110,7 +110,17 @@ class PostgresWarehouse(Warehouse):
                         f"warehouse {describe_target(self.target)}: no schema of the search_path exists; "
                         "create it first (CREATE SCHEMA ...)"
                     )
-                if self._check_schema(self._columns(cursor)) == "ok":
+                state = self._check_schema(self._columns(cursor))
+                if state == "ok":
+                    return
+                if state == "migrate":
+                    with conn.transaction():
+                        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_ADVISORY_LOCK])
+                        found = self._columns(cursor)
+                        if self._check_schema(found) == "migrate":
+                            for statement in schema.migration_statements("postgres", found):
+                                cursor.execute(statement)
+                    self._check_schema(self._columns(cursor))
                     return
                 if not self._create:
                     raise LabelDPInputError(

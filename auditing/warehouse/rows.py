@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import guardrail_status
+from auditing.names import check_name, parse_date
 from auditing.warehouse.schema import (
     CURVE_NAMES,
     KEY_COLUMNS,
@@ -26,7 +27,6 @@ from auditing.warehouse.schema import (
     RESULT_NAMES,
     STATUSES,
 )
-from pipelines.layout import check_name, parse_date
 
 _HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 LINEAGE_FIELDS = (

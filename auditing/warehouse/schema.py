@@ -132,6 +132,26 @@ def ddl_statements(dialect: str) -> list[str]:
     return out
 
 
+def addable_columns(table: str, existing: set[str] | frozenset[str]) -> list[Column]:
+    """The nullable columns of ``table`` that an existing table lacks: what a migration may add in place."""
+    return [c for c in TABLES[table] if c.name not in existing and c.nullable]
+
+
+def migration_statements(dialect: str, found: dict[str, list[str]]) -> list[str]:
+    """ALTER TABLE ... ADD COLUMN IF NOT EXISTS (+ its COMMENT) for every nullable column a table lacks.
+
+    Adding a nullable column keeps every existing row (the new column reads NULL there); the warehouse runs
+    these in one transaction when it opens a table written by an older version.
+    """
+    types = _TYPES[_check_dialect(dialect)]
+    out = []
+    for table in TABLES:
+        for c in addable_columns(table, set(found.get(table) or ())):
+            out.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {c.name} {types[c.kind]}")
+            out.append(f"COMMENT ON COLUMN {table}.{c.name} IS {_literal(c.comment)}")
+    return out
+
+
 def ddl_text(dialect: str) -> str:
     """The DDL as one script (the content of infra/warehouse/<dialect>.sql)."""
     header = (
