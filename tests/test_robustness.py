@@ -1,0 +1,167 @@
+"""breaking_tau and the detection floor (auditing/robustness.py) against brute force on small sweeps."""
+
+import math
+
+import numpy as np
+import pytest
+
+from auditing.audit import AuditConfig, audit_from_counts
+from auditing.binomial_bounds import log_q
+from auditing.errors import LabelDPInputError
+from auditing.robustness import (
+    TAU_TOLERANCE,
+    breaking_tau,
+    detection_floor_rows,
+    is_weak_pass,
+    valid_bound_exceeds,
+)
+from auditing.selection import select_over_grid, select_split
+from auditing.sweep import SweepCounts
+
+
+def _result(m, correct_rate, *, method="binomial", strategy="bonferroni", delta=None, seed=0, points=12):
+    """An AuditResult from synthetic counts: at each grid point c ~ Binomial(c', rate) (nested via cumsum)."""
+    rng = np.random.default_rng(seed)
+    config = AuditConfig(method=method, strategy=strategy, delta=delta, repetitions=1, grid_points=points,
+                         grid_min_fraction=0.01)
+
+    def counts(size):
+        grid = config.grid_for(size)
+        hits = np.cumsum(rng.random(size) < correct_rate)
+        return SweepCounts(m=size, guesses=grid[None, :], correct=hits[grid - 1][None, :])
+
+    split = None
+    if strategy == "split":
+        fractions = np.geomspace(config.grid_min_fraction, 1.0, config.grid_points)
+        halves = []
+        for size in (m // 2, m - m // 2):
+            grid = np.clip(np.ceil(fractions * size - 1e-9).astype(np.int64), 1, size)
+            hits = np.cumsum(rng.random(size) < correct_rate)
+            halves.append(SweepCounts(m=size, guesses=grid[None, :], correct=hits[grid - 1][None, :]))
+        split = tuple(halves)
+    return audit_from_counts(counts(m), config, split_counts=split)
+
+
+def _brute_force_bound(result, tau):
+    """The valid bound recomputed at tau with the product's own selection functions (no pruning)."""
+    data = result.to_dict()
+    kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], tau=tau)
+    if data["strategy"] == "split":
+        halves = [SweepCounts(m=h["m"], guesses=np.array([h["guesses"]]), correct=np.array([h["correct"]]))
+                  for h in (data["split_halves"]["selection"], data["split_halves"]["bound"])]
+        return select_split(*halves, **kw).epsilon_lower_bound
+    guesses = np.array([[p["guesses"] for p in data["curve"]]])
+    correct = np.array([[p["correct"] for p in data["curve"]]])
+    return select_over_grid(SweepCounts(m=data["m"], guesses=guesses, correct=correct),
+                            strategy=data["strategy"], **kw).epsilon_lower_bound
+
+
+TAU_GRID = np.unique(np.concatenate([np.linspace(0.0, 0.99, 100), np.geomspace(1e-6, 0.5, 60)]))
+
+CASES = [
+    dict(m=4000, correct_rate=0.75, claimed=0.5),
+    dict(m=4000, correct_rate=0.75, claimed=0.9, delta=1e-5),
+    dict(m=20000, correct_rate=0.9, claimed=1.0),
+    dict(m=4000, correct_rate=0.8, claimed=0.3, strategy="split"),
+    dict(m=3000, correct_rate=0.8, claimed=0.3, method="fdp"),
+    dict(m=3000, correct_rate=0.9, claimed=0.5, method="fdp", strategy="split"),
+    dict(m=4000, correct_rate=0.55, claimed=2.0),  # no violation at tau = 0
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_breaking_tau_equals_brute_force_over_a_tau_grid(case):
+    case = dict(case)
+    claimed = case.pop("claimed")
+    result = _result(**case)
+    found = breaking_tau(result, claimed)
+    bounds = np.array([_brute_force_bound(result, tau) for tau in TAU_GRID])
+    exceeds = bounds > claimed
+    # The valid bound is non-increasing in tau (the monotone decision the bisection relies on).
+    assert np.all(np.diff(bounds) <= 1e-9)
+    if not exceeds[0]:
+        assert found == 0.0
+        return
+    last = TAU_GRID[exceeds].max()
+    following = TAU_GRID[TAU_GRID > last]
+    assert last <= found * (1 + TAU_TOLERANCE) + 1e-9
+    if following.size:
+        assert found < following[0]
+    assert valid_bound_exceeds(result, claimed, found)  # the returned tau is one where the claim still breaks
+    assert _brute_force_bound(result, found) > claimed
+
+
+def test_binomial_breaking_tau_has_the_closed_form_of_theorem_17():
+    """bound(tau) = bound(0) + log q(tau) while positive, so bound(tau*) = claimed at q = e^(claimed - bound(0))."""
+    result = _result(20000, 0.8)
+    claimed = 0.4
+    r = math.exp(claimed - result.epsilon_lower_bound)
+    expected = (1 - r) / (1 + r)
+    assert math.isclose(result.epsilon_lower_bound + log_q(expected), claimed, abs_tol=1e-12)
+    found = breaking_tau(result, claimed)
+    assert found <= expected <= found * (1 + TAU_TOLERANCE) + 1e-9
+
+
+def _brute_force_floor(result, claimed, limit):
+    """Smallest N such that an attacker with N exposed labels (c = min(c', N), wrong elsewhere) is flagged."""
+    data = result.to_dict()
+    kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], tau=data["tau"])
+    if data["strategy"] == "split":
+        bound_half = data["split_halves"]["bound"]
+        grid, m = np.array(bound_half["guesses"]), bound_half["m"]
+        for n in range(1, limit):
+            c = np.minimum(grid, n)
+            half = SweepCounts(m=m, guesses=grid[None, :], correct=c[None, :])
+            # the selection half sees the same exposure, so it picks the same (best) index
+            if select_split(half, half, **kw).epsilon_lower_bound > claimed:
+                return 2 * n
+        return None
+    grid = np.array([p["guesses"] for p in data["curve"]])
+    for n in range(1, limit):
+        counts = SweepCounts(m=data["m"], guesses=grid[None, :], correct=np.minimum(grid, n)[None, :])
+        if select_over_grid(counts, strategy=data["strategy"], **kw).epsilon_lower_bound > claimed:
+            return n
+    return None
+
+
+@pytest.mark.parametrize(("case", "claimed"), [
+    (dict(m=2000, correct_rate=0.5), 0.5),
+    (dict(m=2000, correct_rate=0.5), 2.0),
+    (dict(m=5000, correct_rate=0.5, delta=1e-5), 1.0),
+    (dict(m=1000, correct_rate=0.5, method="fdp"), 1.0),
+    (dict(m=2000, correct_rate=0.5, strategy="split"), 1.0),
+    (dict(m=300, correct_rate=0.5, points=5), 3.0),
+])
+def test_detection_floor_equals_the_smallest_exposure_found_by_brute_force(case, claimed):
+    result = _result(**case)
+    floor = detection_floor_rows(result, claimed)
+    expected = _brute_force_floor(result, claimed, limit=case["m"] + 1)
+    assert floor == expected
+    # INCONCLUSIVE <=> no exposure can be flagged <=> a perfect attacker cannot certify the claim
+    assert (floor is None) == (result.max_certifiable_epsilon <= claimed)
+
+
+def test_detection_floor_is_none_when_even_a_perfect_attacker_cannot_flag_the_claim():
+    result = _result(300, 0.5, points=5)
+    assert result.max_certifiable_epsilon < 50
+    assert detection_floor_rows(result, 50.0) is None
+    assert detection_floor_rows(result, math.inf) is None
+    assert breaking_tau(result, math.inf) == 0.0
+
+
+def test_weak_pass_is_a_pass_whose_floor_exceeds_one_percent_of_the_audited_rows():
+    assert is_weak_pass("PASS", 101, 10_000) and not is_weak_pass("PASS", 100, 10_000)
+    assert not is_weak_pass("VIOLATION", 10_000, 10_000) and not is_weak_pass("PASS", None, 10)
+
+
+def test_bad_input():
+    result = _result(2000, 0.7)
+    with pytest.raises(LabelDPInputError, match="claimed epsilon"):
+        breaking_tau(result, -1.0)
+    data = _result(2000, 0.7, strategy="split").to_dict()
+    data["split_halves"] = {}
+    with pytest.raises(LabelDPInputError, match="split_halves"):
+        detection_floor_rows(data, 0.5)
+    for tau in (-0.1, 1.0, 1.5):
+        with pytest.raises(LabelDPInputError, match=r"tau must be"):
+            AuditConfig(tau=tau)
