@@ -17,15 +17,22 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from auditing.bounds import best_bound, check_method, resolve_delta
+from auditing.controls import expected_correct_record
 from auditing.errors import LabelDPInputError
 from auditing.game import as_class_probabilities, as_labels, as_row_ids, play_repetition
 from auditing.keyed_random import STREAM_SPLIT, keyed_uniform
 from auditing.params import check_confidence, check_delta, check_tau
+from auditing.risk import PriorHistogram
+from auditing.score_histogram import score_histogram
 from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
 from auditing.selection import Selection, check_strategy, select_over_grid, select_split
 from auditing.sweep import GRID_KINDS, SweepCounts, correct_at, guess_grid, rank_order
 
 ProgressCallback = Callable[[int, int], None]
+
+# Which rows of the day the game is played on (issue 9): the rows whose labels entered training (default), or
+# every row. The core audits whatever rows it is given; pipelines/audit_rows.py selects them.
+AUDIT_ROWS = ("training", "all")
 
 PAPER_STATISTIC_LABEL = (
     "paper's statistic: per repetition, max over the sweep of uncorrected bounds (optimistic, not a valid "
@@ -49,6 +56,7 @@ class AuditConfig:
     grid: str = "log"
     grid_points: int = 100
     grid_min_fraction: float = 1e-4
+    audit_rows: str = "training"  # AUDIT_ROWS; part of the config hash
 
     def __post_init__(self):
         check_method(self.method)
@@ -56,6 +64,10 @@ class AuditConfig:
         check_confidence(self.confidence)
         object.__setattr__(self, "delta", check_delta(resolve_delta(self.method, self.delta)))
         check_tau(self.tau)
+        if not self.tau < 1.0:
+            raise LabelDPInputError(f"tau must be in [0, 1) (at tau >= 1 every bound is 0); got {self.tau!r}")
+        if self.audit_rows not in AUDIT_ROWS:
+            raise LabelDPInputError(f"audit_rows must be one of {list(AUDIT_ROWS)}; got {self.audit_rows!r}")
         if self.method == "fdp" and self.delta == 0.0:
             raise LabelDPInputError("delta must be > 0 for method fdp (Gaussian trade-offs certify no finite pure eps)")
         if int(self.repetitions) != self.repetitions or self.repetitions < 1:
@@ -108,6 +120,20 @@ class AuditResult:
     per_repetition: list = field(default_factory=list)
     curve: list = field(default_factory=list)  # [{guesses, correct, epsilon_lower_bound}] of repetition 0
     config_hash: str = ""
+    # issue 9 (trust-a): which rows were audited ("all" for results written before the option existed), and
+    # for the split strategy both halves' repetition-0 counts {"selection"|"bound": {m, guesses, correct}}, so
+    # that claim-dependent figures (auditing.robustness) can redo the selection at another tau.
+    audit_rows: str = "all"
+    split_halves: dict = field(default_factory=dict)
+    # issue 9 (trust-b): repetition 0's |score| histogram with correct guesses (auditing.score_histogram, the
+    # report's score panel), and for controls the game's expected correct guesses over the grid of repetition
+    # 0, {"guesses": [...], "correct": [...]} (auditing.controls.expected_histogram; empty unless asked for).
+    score_histogram: dict = field(default_factory=dict)
+    expected_correct: dict = field(default_factory=dict)
+    # issue 8 (risk): the reference's probabilities over the audited rows as a claim-free histogram
+    # (auditing.risk.PriorHistogram.to_dict(); empty for results written before it), the priors of the risk
+    # figures that auditing.risk.risk_assessment computes for a claimed and the demonstrated epsilon.
+    prior_histogram: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -124,14 +150,15 @@ def _counts(scores, correct, row_ids, grid) -> np.ndarray:
 
 def run_audit(
     p_target, p_reference, labels, row_ids=None, config: AuditConfig | None = None,
-    progress: ProgressCallback | None = None, score_function=None,
+    progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
 ) -> AuditResult:
     """Plays the game (paper Alg. 2) on arrays and audits the counts.
 
     p_target, p_reference: class-1 probabilities (binary, 1-D) or n x k class probabilities.
     labels: training labels y0. row_ids: unique integers keying the randomness (default 0..n-1).
     score_function: optional callable (p_target_of_label, p_reference_of_label) -> score, overriding
-    config.score (recorded as "custom").
+    config.score (recorded as "custom"). expected_curve: also record the game's expected correct guesses over
+    the grid (`auditing.controls`; the positive control's pre-registered floor needs it).
     """
     config = config or AuditConfig()
     target = as_class_probabilities(p_target, "p_target")
@@ -158,9 +185,14 @@ def run_audit(
         correct[r] = _counts(rows.scores, rows.correct, ids, grid)
         if r == 0 and config.strategy == "split":
             split = _split_counts(rows.scores, rows.correct, ids, config)
+        if r == 0:
+            histogram = score_histogram(rows.scores, rows.correct)
         if progress:
             progress(r + 1, config.repetitions)
-    result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split)
+    expected = expected_correct_record(target, reference, y0, score, grid) if expected_curve else None
+    result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split,
+                               score_histogram=histogram, expected_correct=expected,
+                               prior_histogram=PriorHistogram.from_reference(reference).to_dict())
     if score_function is not None:
         result = AuditResult(**{**result.to_dict(), "score": "custom"})
     return result
@@ -189,9 +221,12 @@ def _half_grid(config: AuditConfig, m_half: int) -> np.ndarray:
 
 
 def audit_from_counts(
-    counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None
+    counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None,
+    score_histogram: dict | None = None, expected_correct: dict | None = None, prior_histogram: dict | None = None,
 ) -> AuditResult:
-    """Bounds, selection and the repetition summary from sweep counts (no row-level data needed)."""
+    """Bounds, selection and the repetition summary from sweep counts (no row-level data needed).
+    score_histogram / expected_correct: claim-free records carried into the result as they are (see the
+    AuditResult fields)."""
     kw = dict(method=config.method, delta=config.delta, tau=config.tau)
     if config.strategy == "split":
         if split_counts is None:
@@ -225,6 +260,15 @@ def audit_from_counts(
         epsilon_std=float(per_rep.std(ddof=1)) if per_rep.size > 1 else 0.0,
         epsilon_median=float(np.median(per_rep)), paper_statistic_label=PAPER_STATISTIC_LABEL,
         per_repetition=[float(v) for v in per_rep], curve=curve, config_hash=config.config_hash(),
+        audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if config.strategy == "split" else {},
+        score_histogram=dict(score_histogram or {}), expected_correct=dict(expected_correct or {}),
+        prior_histogram=dict(prior_histogram or {}),
     )
+
+
+def _halves_record(split_counts: tuple[SweepCounts, SweepCounts]) -> dict:
+    return {name: {"m": int(half.m), "guesses": [int(v) for v in half.guesses[0]],
+                   "correct": [int(v) for v in half.correct[0]]}
+            for name, half in zip(("selection", "bound"), split_counts, strict=True)}
 
 

@@ -96,7 +96,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
     from auditing.audit import AuditConfig
 
     out: dict = {"mode": mode}
-    config = AuditConfig(repetitions=repetitions)
+    config = AuditConfig(repetitions=repetitions, audit_rows="all")  # its models record no training rows
     if mode == "bare":
         from pipelines import training
 

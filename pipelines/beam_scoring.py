@@ -69,9 +69,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditing.audit import AuditConfig, AuditResult, audit_from_counts
+from auditing.controls import expected_histogram, expected_record
 from auditing.errors import LabelDPInputError
+from auditing.score_histogram import coarsen
 from auditing.sweep_reduce import BinSpec
 from pipelines import registry, schema
+from pipelines.audit_rows import row_selection
 from pipelines.layout import atomic_directory, check_name, model_dir, parse_date, partition_dir
 from pipelines.progress import Progress, no_progress
 from pipelines.scoring_batches import (
@@ -125,6 +128,7 @@ class ScoringRequest:
     plan_mode: str = "auto"
     combine_shards: int | None = None  # None: 1, or the Dask partitions on the Dask runner
     write_scored: bool = False
+    expected_curve: bool = False  # also the game's expected correct guesses (controls; auditing.controls)
 
     def __post_init__(self):
         object.__setattr__(self, "date", parse_date(self.date).isoformat())
@@ -242,12 +246,12 @@ def _dofns():
     class ReadBatches(beam.DoFn):
         """A row group -> (batch id, validated Arrow table) per batch."""
 
-        def __init__(self, batch_size: int):
-            self._batch_size = batch_size
+        def __init__(self, batch_size: int, selection=None):
+            self._batch_size, self._selection = batch_size, selection
 
         def process(self, task: ReadTask):
             _tune_allocator()
-            yield from read_batches(task, self._batch_size)
+            yield from read_batches(task, self._batch_size, self._selection)
 
     class PassProgress(beam.DoFn):
         """Progress lines on stderr (the driver's console on FnApiRunner, the worker logs elsewhere)."""
@@ -299,6 +303,32 @@ def _dofns():
 
         def merge_accumulators(self, accumulators):
             return _merge_pass1(accumulators)
+
+        def extract_output(self, accumulator):
+            return accumulator
+
+    class ExpectedHistogramFn(beam.CombineFn):
+        """The game's expected |score| histogram (`auditing.controls.expected_histogram`), added over batches."""
+
+        def __init__(self, spec: GameSpec):
+            self._spec = spec
+
+        def create_accumulator(self):
+            return None
+
+        def add_input(self, accumulator, batch):
+            if batch.rows == 0:
+                return accumulator
+            rows, hits = expected_histogram(batch.p_target, batch.p_reference, batch.labels, self._spec.score(),
+                                            self._spec.bins)
+            return (rows, hits) if accumulator is None else (accumulator[0] + rows, accumulator[1] + hits)
+
+        def merge_accumulators(self, accumulators):
+            merged = None
+            for acc in accumulators:
+                if acc is not None:
+                    merged = acc if merged is None else (merged[0] + acc[0], merged[1] + acc[1])
+            return merged
 
         def extract_output(self, accumulator):
             return accumulator
@@ -360,6 +390,9 @@ def _dofns():
                 _, bucket, count, example = element
                 _atomic_save(directory / "duplicates" / f"bucket-{bucket:04d}.json",
                              lambda handle: handle.write(json.dumps([count, example]).encode()))
+            elif element[0] == "expected":
+                _, rows, hits = element
+                _atomic_save(directory / "expected.npz", lambda path: np.savez(path, rows=rows, correct=hits))
             elif element[0] == "counts":
                 _, slot, counts, rows = element
                 _atomic_save(directory / "slots" / f"slot-{slot:06d}.npz",
@@ -395,6 +428,17 @@ def _attach_target(element):
     return [((batch_id, rows, result.inference), result.example)]
 
 
+def _oracle_input(element):
+    """The RR-label oracle's example is the (row_id, label) table; the frame rides in the key to the reference."""
+    [((batch_id, rows), frame)] = element
+    return [(((batch_id, rows), frame), rows)]
+
+
+def _attach_oracle(element):
+    ((batch_id, rows), frame), result = element
+    return [((batch_id, rows, result.inference), frame)]
+
+
 def _to_scored(element) -> ScoredBatch:
     (batch_id, rows, p_target), result = element
     return scored_batch(batch_id, rows, p_target, result.inference)
@@ -422,6 +466,8 @@ class _Job:
     scored_dir: Path | None
     progress: Progress
     show_worker_progress: bool
+    selection: object = None  # pipelines.audit_rows.RowSelection, or None for every row
+    target_is_oracle: bool = False  # the positive control's RR-label oracle (pipelines.controls)
 
 
 def _scored_batches(pipeline, job: _Job):
@@ -437,14 +483,27 @@ def _scored_batches(pipeline, job: _Job):
         return KeyedModelHandler(base).with_no_batching()
 
     dofns = _dofns()
-    return (
+    features = (
         pipeline
         | "RowGroups" >> beam.Create(job.tasks)
         | "Spread" >> beam.Reshuffle()
-        | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size))
+        | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size, job.selection))
         | "Features" >> beam.Map(_prepare)
-        | "Target" >> RunInference(handler(request.model, request.date))
-        | "AttachTarget" >> beam.Map(_attach_target)
+    )
+    if job.target_is_oracle:
+        from pipelines.rr_oracle_handler import RROracleModelHandler
+
+        oracle = KeyedModelHandler(RROracleModelHandler(request.data_root, request.model, request.date))
+        targeted = (features
+                    | "OracleInput" >> beam.Map(_oracle_input)
+                    | "Target" >> RunInference(oracle.with_no_batching())
+                    | "AttachTarget" >> beam.Map(_attach_oracle))
+    else:
+        targeted = (features
+                    | "Target" >> RunInference(handler(request.model, request.date))
+                    | "AttachTarget" >> beam.Map(_attach_target))
+    return (
+        targeted
         | "Reference" >> RunInference(handler(*job.reference))
         | "Scored" >> beam.Map(_to_scored)
         | "Progress" >> beam.ParDo(dofns["PassProgress"]("scored", job.total_rows, job.show_worker_progress))
@@ -461,6 +520,16 @@ def _pass1(scored, job: _Job):
         | "DropShard" >> beam.Values()
         | "Pass1Merge" >> beam.CombineGlobally(dofns["MergePass1Fn"]()).without_defaults()
     )
+
+
+def _expected(scored, job: _Job) -> list:
+    """With ``expected_curve``: [("expected", rows, correct)], the game's expected |score| histogram."""
+    if not job.request.expected_curve:
+        return []
+    beam = _beam()
+    return [scored
+            | "ExpectedHistogram" >> beam.CombineGlobally(_dofns()["ExpectedHistogramFn"](job.spec)).without_defaults()
+            | "TagExpected" >> beam.Map(lambda acc: ("expected", acc[0], acc[1]))]
 
 
 def _duplicates(scored):
@@ -539,7 +608,8 @@ def _single_pipeline(job: _Job) -> None:
         | "GroupBySlot" >> beam.GroupByKey()
         | "ExactCounts" >> beam.ParDo(dofns["ExactCounts"](job.spec), side)
     )
-    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), counts, _duplicates(scored)]
+    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), counts, _duplicates(scored),
+               *_expected(scored, job)]
     if job.scored_dir is not None:
         outputs.append(scored | "WriteScored" >> beam.ParDo(
             dofns["WriteTable"](str(job.scored_dir), _ScoredRows(job.spec))))
@@ -565,7 +635,7 @@ def _two_stage_first(job: _Job) -> None:
     pass1 = _pass1(scored, job)
     predictions = job.work_dir / "predictions"
     predictions.mkdir(parents=True, exist_ok=True)
-    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), _duplicates(scored),
+    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), _duplicates(scored), *_expected(scored, job),
                scored | "WritePredictions" >> beam.ParDo(dofns["WriteTable"](str(predictions), predictions_table))]
     if job.scored_dir is not None:
         outputs.append(scored | "WriteScored" >> beam.ParDo(
@@ -647,7 +717,7 @@ def file_fingerprint(path: Path) -> str:
 def _model_lineage(root, name: str, date: str, metadata: dict) -> dict:
     directory = model_dir(root, name, date)
     return {"name": name, "date": date, "uri": str(directory.resolve()),
-            "fingerprint": file_fingerprint(directory / registry.MODEL_FILE),
+            "fingerprint": file_fingerprint(registry.model_path(root, name, date)),
             "mechanism": metadata.get("mechanism", {}).get("name"),
             "claimed_epsilon": metadata.get("mechanism", {}).get("epsilon"),
             "partition_fingerprint": metadata.get("partition_fingerprint")}
@@ -661,7 +731,7 @@ def check_inputs(request: ScoringRequest, reference: tuple[str, str]):
     target_md = registry.read_metadata(request.data_root, request.model, request.date)
     reference_md = registry.read_metadata(request.data_root, *reference)
     for name, date in ((request.model, request.date), reference):
-        path = model_dir(request.data_root, name, date) / registry.MODEL_FILE
+        path = registry.model_path(request.data_root, name, date)
         if not path.is_file():
             raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
     registry.check_features(target_md, table_schema)
@@ -712,6 +782,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     progress(f"checking inputs: partition {request.date}, model {request.model}@{request.date}, "
              f"reference {reference[0]}@{reference[1]}")
     files, _table_schema, target_md, reference_md = check_inputs(request, reference)
+    selection = row_selection(request.config.audit_rows, target_md)
     tasks = read_tasks(files)
     total_rows = sum(task.rows for task in tasks)
     partition_fp = schema.partition_fingerprint(request.data_root, request.date)
@@ -742,27 +813,38 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         work = out_tmp / "_work"
         work.mkdir()
         job = _Job(request, reference, spec, tasks, total_rows, beam_args, plan_mode, thread_count, shards,
-                   work, scored_tmp, progress, worker_progress)
+                   work, scored_tmp, progress, worker_progress, selection,
+                   target_is_oracle=target_md.get("model_type") == "rr-label-oracle")
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
             _single_pipeline(job)
             timings["pipeline_s"] = round(time.monotonic() - t0, 3)
             _check_duplicates(work, request.data_root, request.date)
-            plan = make_plan(Pass1Accumulator.load(work / "pass1.npz"), spec)
+            pass1 = Pass1Accumulator.load(work / "pass1.npz")
+            plan = make_plan(pass1, spec)
         else:
             progress("pipeline 1: inference and pass 1 (histograms)")
             _two_stage_first(job)
             timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
             _check_duplicates(work, request.data_root, request.date)
             t1 = time.monotonic()
-            plan = make_plan(Pass1Accumulator.load(work / "pass1.npz"), spec)
+            pass1 = Pass1Accumulator.load(work / "pass1.npz")
+            plan = make_plan(pass1, spec)
             progress(f"plan: {plan.m} rows audited, {plan.boundary_rows} boundary rows to bring back")
             _two_stage_second(job, plan)
             timings["pipeline2_s"] = round(time.monotonic() - t1, 3)
         slot_counts, slot_rows = _read_slot_counts(work)
         counts, split = sweep_counts(plan, spec, slot_counts)
-        result = audit_from_counts(counts, request.config, split_counts=split)
+        # Repetition 0's |score| histogram (slot 0 of pass 1) for the report's score panel, and for controls the
+        # game's expected correct guesses over repetition 0's grid (auditing.controls).
+        histogram = coarsen(pass1.rows[0], pass1.correct[0], request.bins)
+        expected = None
+        if request.expected_curve:
+            with np.load(work / "expected.npz") as data:
+                expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
+        result = audit_from_counts(counts, request.config, split_counts=split, score_histogram=histogram,
+                                   expected_correct=expected)
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {
@@ -770,12 +852,16 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             "catboost_thread_count": thread_count, "combine_shards": shards, "bins": asdict(request.bins),
             "histogram_bins": request.bins.num_bins, "slots": len(spec.slots),
             "boundary_rows": plan.boundary_rows, "boundary_rows_received": int(sum(slot_rows.values())),
+            "audited_rows": _audited_rows(request.config.audit_rows, selection, total_rows, plan.issues, target_md,
+                                          partition_fp),
         }
         record = {"result": result.to_dict(), "config": asdict(request.config), "lineage": lineage,
                   "diagnostics": diagnostics, "timings": timings, "started_at": started_at,
                   "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                   "scored_rows": str(scored_final) if request.write_scored else None}
-        arrays = {"m": np.array(counts.m), "guesses": counts.guesses, "correct": counts.correct}
+        arrays = {"m": np.array(counts.m), "guesses": counts.guesses, "correct": counts.correct,
+                  "score_histogram_rows": np.array(histogram["rows"]),
+                  "score_histogram_correct": np.array(histogram["correct"])}
         if split is not None:
             for name, half in zip(("selection", "bound"), split, strict=True):
                 arrays.update({f"{name}_m": np.array(half.m), f"{name}_guesses": half.guesses,
@@ -788,6 +874,21 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
              f"{rows['rows_without_row_id']} without row_id, {rows['rows_bad_target_probabilities']} / "
              f"{rows['rows_bad_reference_probabilities']} with bad target / reference probabilities); wrote {out_final}")
     return ScoringOutcome(result, counts, split, out_final, scored_final if request.write_scored else None, record)
+
+
+def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, target_md: dict,
+                  partition_fp: str) -> dict:
+    """Which rows the game saw (result.json diagnostics). With ``training`` on the partition the model was
+    trained on, the rows read must be exactly the rows whose labels training read (registry metadata)."""
+    out = {"audit_rows": audit_rows, "partition_rows": int(total_rows),
+           "rows_not_audited": int(total_rows - issues.get("rows_read", 0))}
+    if selection is not None:
+        out.update(selection.describe())
+        same_partition = target_md.get("partition_fingerprint") == partition_fp
+        if same_partition and selection.rows is not None and issues.get("rows_read") != selection.rows:
+            raise RuntimeError(f"audit_rows training: read {issues.get('rows_read')} rows but model "
+                               f"{selection.model!r} records {selection.rows} training rows on this partition")
+    return out
 
 
 def load_counts(directory: Path):

@@ -149,8 +149,23 @@ def validate_batch(batch: pa.RecordBatch | pa.Table, source: str) -> pa.Table:
     return validated.add_column(0, pa.field(schema.ROW_ID, pa.int64()), row_id)
 
 
-def read_batches(task: ReadTask, batch_size: int) -> Iterator[tuple[str, pa.Table]]:
-    """(batch id, validated table) for each batch of at most ``batch_size`` rows of the task's row group."""
+def select_rows(table: pa.Table, selection) -> pa.Table:
+    """The rows of ``table`` to audit (``pipelines.audit_rows.RowSelection``; None keeps every row). Rows
+    without a row_id are kept so that step 2 counts them (they can be neither selected nor excluded)."""
+    if selection is None or table.num_rows == 0:
+        return table
+    row_id = table.column(schema.ROW_ID)
+    valid = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else None
+    ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    keep = selection.mask(ids)
+    if valid is not None:
+        keep |= ~valid
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+def read_batches(task: ReadTask, batch_size: int, selection=None) -> Iterator[tuple[str, pa.Table]]:
+    """(batch id, validated table) for each batch of at most ``batch_size`` rows of the task's row group,
+    restricted to the audited rows (``selection``, see `select_rows`); empty batches are skipped."""
     parquet = _open(task.path)
     source = f"{task.path} (row group {task.row_group})"
     try:
@@ -158,7 +173,9 @@ def read_batches(task: ReadTask, batch_size: int) -> Iterator[tuple[str, pa.Tabl
                                        columns=INPUT_COLUMNS)
         for index, batch in enumerate(batches):
             if batch.num_rows:
-                yield f"{task.name}-b{index:05d}", validate_batch(batch, source)
+                table = select_rows(validate_batch(batch, source), selection)
+                if table.num_rows:
+                    yield f"{task.name}-b{index:05d}", table
     except (pa.ArrowException, OSError) as exc:
         raise LabelDPInputError(f"{source}: corrupt Parquet data ({exc})") from None
 

@@ -46,14 +46,25 @@ def _as_uint64(row_ids) -> np.ndarray:
     return array.astype(np.int64, copy=False).view(np.uint64)
 
 
-def split_of(row_ids) -> np.ndarray:
-    """The split (``TRAIN`` = 0, ``VALIDATION`` = 1, ``TEST`` = 2) of each ``row_id``, as an int8 array."""
-    h = splitmix64(_as_uint64(row_ids) ^ SALT)
+def scheme() -> dict:
+    """The split's parameters as recorded in a model's registry metadata (``training_rows.split``), so that an
+    audit reproduces the training split from the record itself (``split_of(row_ids, **scheme_arguments(...))``)."""
+    return {"hash": "splitmix64", "salt": f"0x{int(SALT):016x}", "buckets": _BUCKETS,
+            "train_buckets": _TRAIN_BUCKETS, "validation_buckets": _VALIDATION_BUCKETS}
+
+
+def split_of(row_ids, *, salt: int | np.uint64 = SALT, buckets: int = _BUCKETS, train_buckets: int = _TRAIN_BUCKETS,
+             validation_buckets: int = _VALIDATION_BUCKETS) -> np.ndarray:
+    """The split (``TRAIN`` = 0, ``VALIDATION`` = 1, ``TEST`` = 2) of each ``row_id``, as an int8 array.
+
+    The keyword arguments default to this module's fixed scheme; an audit passes the values a model's
+    metadata recorded (``pipelines.audit_rows``)."""
+    h = splitmix64(_as_uint64(row_ids) ^ np.uint64(salt))
     with np.errstate(over="ignore"):
-        bucket = ((h >> np.uint64(32)) * np.uint64(_BUCKETS)) >> np.uint64(32)
+        bucket = ((h >> np.uint64(32)) * np.uint64(buckets)) >> np.uint64(32)
     out = np.full(bucket.shape, TEST, dtype=np.int8)
-    out[bucket < _TRAIN_BUCKETS + _VALIDATION_BUCKETS] = VALIDATION
-    out[bucket < _TRAIN_BUCKETS] = TRAIN
+    out[bucket < train_buckets + validation_buckets] = VALIDATION
+    out[bucket < train_buckets] = TRAIN
     return out
 
 

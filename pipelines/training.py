@@ -339,6 +339,7 @@ class TrainResult:
     seed: int
     output_correction: dict | None = None
     privatized_labels: np.ndarray | None = None   # hard labels given to the final fit (None for soft)
+    training_rows: dict | None = None  # whose labels entered training (registry metadata ``training_rows``)
 
 
 def _guarantee(mechanism: str, epsilon: float, delta: float) -> str:
@@ -391,6 +392,7 @@ def train_model(day: DayData, mechanism: str, epsilon: float, seed: int = 0,
         return _predict(reference_model, day.features.iloc[rows])
 
     fit_rows = private           # rows of the day the final model is fitted on
+    unread_rows = np.zeros(0, dtype=np.int64)   # private rows whose labels the procedure never read (PATE)
     targets: np.ndarray          # their (privatized) targets: int labels, or float soft labels (ALIBI)
     correction = None
     if identity:
@@ -425,6 +427,7 @@ def train_model(day: DayData, mechanism: str, epsilon: float, seed: int = 0,
         release = pate_labels(labels, NUM_CLASSES, epsilon, options.delta, rng, learner,
                               num_teachers=options.pate_teachers, num_queries=options.pate_queries)
         fit_rows = private[release.student_rows]
+        unread_rows = day.row_ids[fit_rows]   # the student rows: their own labels are never read
         targets = release.student_labels
         is_validation = np.zeros(fit_rows.size, dtype=bool)   # the student has no eval set
         parameters.update({"teachers": options.pate_teachers, "queries": options.pate_queries,
@@ -450,6 +453,7 @@ def train_model(day: DayData, mechanism: str, epsilon: float, seed: int = 0,
         parameters.update({"correction": "p_true = (p_noisy - q) / (1 - 2q), clipped to [floor, 1], renormalised",
                            "floor": floor, "floor_unbiased_validation_log_loss": estimates})
     train_seconds = time.monotonic() - started
+    validation_uses = _validation_label_uses(mechanism, identity, options, info, correction)
 
     test = day.rows(splits.TEST)
     probabilities = _predict(model, day.features.iloc[test])
@@ -466,7 +470,38 @@ def train_model(day: DayData, mechanism: str, epsilon: float, seed: int = 0,
                         "catboost_seed": catboost_seed}
     return TrainResult(model=model, mechanism=mechanism_record, metrics=metrics, catboost_params=info["params"],
                        seed=seed, output_correction=correction,
-                       privatized_labels=targets if not np.issubdtype(targets.dtype, np.floating) else None)
+                       privatized_labels=targets if not np.issubdtype(targets.dtype, np.floating) else None,
+                       training_rows=training_rows_record(day, validation_uses, unread_rows))
+
+
+def _validation_label_uses(mechanism: str, identity: bool, options: MechanismOptions, info: dict,
+                           correction: dict | None) -> list[str]:
+    """What the (privatized) validation labels were used for; empty when the procedure never read them."""
+    uses = []
+    if info.get("best_iteration") is not None:
+        uses.append("chose the best iteration (use_best_model)")
+    if correction is not None:
+        uses.append("chose the LP-1ST-NC correction floor")
+    if not identity and mechanism == "lp-2st":
+        uses.append("trained the LP-2ST stage-1 model")
+    if not identity and mechanism == "alibi" and options.alibi_rounds >= 2:
+        uses.append("refitted the ALIBI prior")
+    if mechanism == "pate":
+        uses.append("trained the PATE teachers")
+    return uses
+
+
+def training_rows_record(day: DayData, validation_uses: list[str], unread_row_ids: np.ndarray) -> dict:
+    """The registry's record of the rows whose labels entered training (issue 9): the split scheme as used
+    (``splits.scheme()``), the splits whose labels were read (train, plus validation when ``validation_uses``
+    is not empty), and the row ids of those splits whose labels were never read (PATE's student rows).
+    ``pipelines.audit_rows`` selects the audited rows from this record alone."""
+    label_splits = ["train"] + (["validation"] if validation_uses else [])
+    codes = [splits.TRAIN] + ([splits.VALIDATION] if validation_uses else [])
+    unread = np.sort(np.asarray(unread_row_ids, dtype=np.int64))
+    return {"split": splits.scheme(), "label_splits": label_splits, "validation_labels_used_for": validation_uses,
+            "unread_row_ids": unread.tolist(),
+            "rows": int(np.isin(day.split, codes).sum()) - int(unread.size)}
 
 
 def evaluate(probabilities: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
@@ -531,6 +566,7 @@ def register(root: str | os.PathLike, model_name: str, day: DayData, result: Tra
         "reference": reference,
         "splits": {"train": "splits.TRAIN", "validation": "splits.VALIDATION", "test": "splits.TEST",
                    "privatized": "train + validation labels", "evaluated": "true test labels"},
+        "training_rows": result.training_rows,
     }
     return registry.save_model(root, model_name, day.date, result.model, metadata)
 

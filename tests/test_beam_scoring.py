@@ -18,7 +18,7 @@ from auditing.game import play_repetition
 from auditing.scores import resolve_score
 from auditing.sweep import correct_at, rank_order
 from flows.cli import main as cli_main
-from pipelines import beam_scoring, registry, schema, synth, training
+from pipelines import beam_scoring, registry, schema, splits, synth, training
 from pipelines.beam_scoring import ScoringRequest, load_counts, score_day
 from pipelines.catboost_handler import catboost_frame
 from pipelines.scoring_batches import scored_batch
@@ -44,7 +44,10 @@ def _register(root, name, date, features, labels, extra_column=None, seed=0):
     model.fit(features, labels, cat_features=schema.CATEGORICAL_COLUMNS)
     metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
                 "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": params,
-                "test_metrics": {}, "feature_schema": feature_schema}
+                "test_metrics": {}, "feature_schema": feature_schema,
+                # fitted on every row of the day: its training rows (audit_rows "training") are all rows
+                "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation", "test"],
+                                  "unread_row_ids": [], "rows": len(labels)}}
     registry.save_model(root, name, date, model, metadata)
     return model
 

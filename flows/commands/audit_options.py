@@ -25,4 +25,5 @@ def audit_config_from(args):
     return AuditConfig(
         method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, tau=args.tau,
         repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power, grid=args.grid,
+        audit_rows=getattr(args, "audit_rows", None) or "training",
     )

@@ -71,6 +71,9 @@ def register(subparsers) -> None:
     p.add_argument("--bin-bits", type=int, default=8,
                    help="|score| bins per power of two, as bits (default 8: 256); more bits, fewer boundary rows "
                         "but larger histograms")
+    p.add_argument("--audit-rows", choices=["training", "all"], default="training",
+                   help="rows to play the game on: training (default: the rows whose labels entered training, from "
+                        "the model's registry metadata) or all (every row of the partition)")
     p.add_argument("--write-scored", action="store_true",
                    help="also write row_id, score_r, correct_r per repetition as Parquet under scored/")
     p.add_argument("--beam-options-file", default=None,
