@@ -98,7 +98,7 @@ def check_priors(priors, name: str = "priors") -> np.ndarray:
         raise LabelDPInputError(f"{name}: empty (need at least one prior probability in (0, 1))")
     bad = ~((arr > 0.0) & (arr < 1.0))
     if bad.any():
-        first = arr[np.flatnonzero(bad)[0]]
+        first = float(arr[np.flatnonzero(bad)[0]])
         raise LabelDPInputError(
             f"{name} must lie in the open interval (0, 1): {int(bad.sum())} of {arr.size} value(s) are outside "
             f"it or NaN (first: {first!r})")

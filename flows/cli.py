@@ -18,6 +18,7 @@ from auditing.errors import LabelDPInputError
 # Order here is the order in `labeldp-audit --help`.
 COMMAND_MODULES = [
     "flows.commands.bound",
+    "flows.commands.risk",
     "flows.commands.audit_scores",
     "flows.commands.validate_rr",
     "flows.commands.data",

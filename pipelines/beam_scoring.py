@@ -844,7 +844,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             with np.load(work / "expected.npz") as data:
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
         result = audit_from_counts(counts, request.config, split_counts=split, score_histogram=histogram,
-                                   expected_correct=expected)
+                                   expected_correct=expected, prior_histogram=pass1.prior_histogram())
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {

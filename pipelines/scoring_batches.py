@@ -42,6 +42,7 @@ from auditing.audit import AuditConfig, _half_grid, _split_halves
 from auditing.errors import LabelDPInputError
 from auditing.game import SUM_TOLERANCE, GameRows, as_class_probabilities, play_repetition
 from auditing.keyed_random import mix64
+from auditing.risk import PriorHistogram
 from auditing.scores import resolve_score
 from auditing.sweep import SweepCounts
 from auditing.sweep_reduce import (
@@ -343,6 +344,21 @@ class Pass1Accumulator:
     correct: np.ndarray | None = None
     issues: dict = field(default_factory=empty_issues)
     batches: int = 0
+    # issue 8: counts of the reference's probabilities of the audited rows in auditing.risk.PriorHistogram's
+    # fixed buckets (claim-free; integer counts, so any batching or merge order gives the same histogram).
+    priors: np.ndarray | None = None
+    prior_kind: str = "class1"
+
+    def _add_priors(self, batch: ScoredBatch) -> None:
+        histogram = PriorHistogram.from_reference(batch.p_reference)
+        self.prior_kind = histogram.kind
+        self.priors = histogram.counts if self.priors is None else self.priors + histogram.counts
+
+    def prior_histogram(self) -> dict:
+        """The merged histogram as AuditResult.prior_histogram (empty when no row was audited)."""
+        if self.priors is None:
+            return {}
+        return PriorHistogram(self.priors, self.prior_kind).to_dict()
 
     def _allocate(self, spec: GameSpec) -> None:
         if self.rows is None:
@@ -356,6 +372,7 @@ class Pass1Accumulator:
         self.batches += 1
         if batch.rows == 0:
             return self
+        self._add_priors(batch)
         self._allocate(spec)
         num_bins = spec.bins.num_bins
         split = spec.config.strategy == "split"
@@ -376,6 +393,9 @@ class Pass1Accumulator:
         for key, value in other.issues.items():
             self.issues[key] = self.issues.get(key, 0) + int(value)
         self.batches += other.batches
+        if other.priors is not None:
+            self.prior_kind = other.prior_kind
+            self.priors = other.priors.copy() if self.priors is None else self.priors + other.priors
         if other.rows is not None:
             if self.rows is None:
                 self.rows, self.correct = other.rows.copy(), other.correct.copy()
@@ -389,6 +409,8 @@ class Pass1Accumulator:
                   "issue_keys": np.array(list(self.issues)), "issue_values": np.array(list(self.issues.values()))}
         if self.rows is not None:
             arrays.update(rows=self.rows, correct=self.correct)
+        if self.priors is not None:
+            arrays.update(priors=self.priors, prior_kind=np.array(self.prior_kind))
         np.savez(path, **arrays)
 
     @classmethod
@@ -397,7 +419,10 @@ class Pass1Accumulator:
             issues = {str(k): int(v) for k, v in zip(data["issue_keys"], data["issue_values"], strict=True)}
             rows = data["rows"] if "rows" in data else None
             correct = data["correct"] if "correct" in data else None
-            return cls(rows=rows, correct=correct, issues=issues, batches=int(data["batches"]))
+            priors = data["priors"] if "priors" in data else None
+            kind = str(data["prior_kind"]) if "prior_kind" in data else "class1"
+            return cls(rows=rows, correct=correct, issues=issues, batches=int(data["batches"]), priors=priors,
+                       prior_kind=kind)
 
 
 # ------------------------------------------------------------------------------------------ the plan
