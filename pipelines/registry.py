@@ -214,6 +214,19 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: str | dt.date)
     return record
 
 
+def model_path(root: str | os.PathLike, model_name: str, date: str | dt.date) -> Path:
+    """The model file of a registered model: ``model.cbm``, or the file its metadata names (``model_file``,
+    e.g. the positive control's ``oracle.json``, `pipelines.controls`). No metadata: ``model.cbm``."""
+    directory = model_dir(root, model_name, date)
+    try:
+        name = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8")).get("model_file") or MODEL_FILE
+    except (OSError, ValueError, AttributeError):
+        name = MODEL_FILE
+    if not isinstance(name, str) or "/" in name or name.startswith("."):
+        raise LabelDPInputError(f"{directory / METADATA_FILE}: model_file must be a plain file name; got {name!r}")
+    return directory / name
+
+
 def load_model(root: str | os.PathLike, model_name: str, date: str | dt.date):
     """Returns ``(classifier, metadata)`` for ``models/<model_name>/date=D``.
 

@@ -139,7 +139,8 @@ def test_page_is_self_contained(run):
 
 
 def test_missing_histogram_empty_trend_and_infinite_claim(run):
-    text = _parse(_page(run, score_histogram=None, trend=[], claimed_epsilon=float("inf"))).visible
+    without = {**run["result"].to_dict(), "score_histogram": {}}  # a result written before the score panel
+    text = _parse(_page(run, result=without, score_histogram=None, trend=[], claimed_epsilon=float("inf"))).visible
     assert "Score histogram not provided for this run" in text
     assert "No audits of this model are in the warehouse yet" in text
     assert "INCONCLUSIVE" in text and "∞" in text
@@ -232,6 +233,41 @@ def test_run_report_in_headless_chromium(run, tmp_path):
     assert (0x2F, 0x6F, 0xDE) in present  # the blue curve was painted
     if os.environ.get("LABELDP_UPDATE_SCREENSHOT"):
         shutil.copyfile(shot, REPO / "docs" / "report-screenshot.png")
+
+
+def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_path):
+    """Issue 9: the result's own repetition-0 histogram is drawn (no 'not provided'); a night whose control
+    failed shows the UNTRUSTED banner; a control's page says what it checks and whether it passed."""
+    from auditing.controls import POSITIVE, check_control, rr_oracle_probabilities
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    p = rng.beta(1.0, 3.0, n)
+    labels = (rng.random(n) < p).astype(int)
+    ids = np.arange(n)
+    result = run_audit(rr_oracle_probabilities(ids, labels, 2.0, seed=0), p, labels, ids,
+                       AuditConfig(repetitions=2), expected_curve=True)
+    control = check_control(POSITIVE, result.to_dict(), 2.0).to_dict()
+    reason = "control failed on 2024-01-14 (the audit itself is broken): control-negative: eps_lb 0.4 > 0"
+    html_text = render_run_report(result, {**run["lineage"], "model_id": "control-positive"}, run["trend"], None,
+                                  2.0, trust={"kind": "control", "untrusted_reason": reason, "control": control})
+    path = write_report(html_text, tmp_path / "control.html")
+    dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = _parse(dumped.stdout)
+    text = dom.visible
+    hist = result.score_histogram
+    assert "not provided" not in text and "repetition 0" in text
+    occupied = [i for i, rows in enumerate(hist["rows"]) if rows]
+    bins = occupied[-1] - occupied[0] + 1
+    assert dom.count("hist-correct", "rect") == bins and dom.count("hist-wrong", "rect") == bins
+    assert "UNTRUSTED: the audit itself is broken tonight." in text and "control-negative: eps_lb 0.4" in text
+    assert "Nightly control" in text and "Positive control" in text and "Pre-registered floor" in text
+    assert ("passed" if control["passed"] else "FAILED") in text and f"{control['floor']:.3f}" in text
+    assert dom.count("untrusted", "div") == 1
+
+    trusted = _parse(render_run_report(result, run["lineage"], [], None, 2.0, trust={"kind": "target"}))
+    assert "UNTRUSTED" not in trusted.visible and "Nightly control" not in trusted.visible
 
 
 # --------------------------------------------------------------------------------------------- the CLI

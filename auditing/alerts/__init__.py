@@ -7,6 +7,7 @@ imports Prefect.
 from auditing.alerts.webhook import (
     ALERT_KINDS,
     AUDIT_FAILED,
+    CONTROL_FAILED,
     DATA_MISSING,
     DUPLICATE,
     FAILED,
@@ -19,6 +20,6 @@ from auditing.alerts.webhook import (
 )
 
 __all__ = [
-    "ALERT_KINDS", "AUDIT_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "SENT", "VIOLATION", "AlertOutcome",
+    "ALERT_KINDS", "AUDIT_FAILED", "CONTROL_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "SENT", "VIOLATION", "AlertOutcome",
     "alert_event_payload", "default_ledger_dir", "send_alert",
 ]

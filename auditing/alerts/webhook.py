@@ -1,7 +1,9 @@
 """Alerts that reach a person: a JSON POST to a webhook, retried, sent at most once per (model, date, kind).
 
 - Kinds: VIOLATION (the valid bound disproves the claimed epsilon), DATA_MISSING (the partition or a model is
-  absent), AUDIT_FAILED (the audit itself crashed). They are different alerts: each is sent once.
+  absent), AUDIT_FAILED (the audit itself crashed), CONTROL_FAILED (a nightly positive or negative control
+  did not come out as constructed: the audit itself is broken, and the night's verdicts are untrusted). They
+  are different alerts: each is sent once.
 - Retries: connection errors, timeouts, HTTP 5xx and 429 are retried with exponential backoff
   (backoff, 2*backoff, 4*backoff, ... seconds; ``retries`` retries after the first try). Other 4xx answers
   mean the request itself is wrong and are not retried.
@@ -38,7 +40,8 @@ from auditing.errors import LabelDPInputError
 from auditing.names import check_name, parse_date, resolve_data_root
 
 VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAILED"
-ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED)
+CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: the audit itself is broken (auditing.controls)
+ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)
 SENT, DUPLICATE, FAILED = "sent", "duplicate", "failed"
 LEDGER_DIR_NAME = "alerts"
 EVENT_PREFIX = "labeldp.audit"
@@ -117,9 +120,12 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
     if kind == VIOLATION and "epsilon_lower_bound" in payload and "claimed_epsilon" in payload:
         confidence = payload.get("confidence")
         at = f" at {confidence:.0%} confidence" if isinstance(confidence, float) else ""
+        risk = payload.get("risk_headline")  # issue 8: what the claim allows and the bound demonstrates
         return (f"{head}: valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
-                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}")
+                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + (f". {risk}" if risk else ""))
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
+    if kind == CONTROL_FAILED:
+        head = f"{head}: the audit itself is broken (every verdict of this night is untrusted)"
     return f"{head}: {detail}" if detail else head
 
 
@@ -206,7 +212,7 @@ def send_alert(
 def alert_event_payload(kind: str, payload: Mapping) -> dict:
     """Keyword arguments for ``prefect.events.emit_event(**alert_event_payload(kind, payload))``.
 
-    event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed``; resource: the model
+    event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed`` / ``.control_failed``; resource: the model
     (``labeldp.model.<model_id>``) with the partition date and kind as labels (Prefect wants text values);
     payload: the alert payload as strict-JSON-safe values.
     """

@@ -22,6 +22,7 @@ from auditing.errors import LabelDPInputError
 from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
 from auditing.names import check_name, parse_date, resolve_data_root
 from auditing.report import svg
+from auditing.report.risk_panel import RISK_CSS, risk_panel
 from auditing.report.svg import esc
 
 REPORTS = "reports"
@@ -91,7 +92,10 @@ svg .trend-point { fill:var(--accent); stroke:#fff; stroke-width:1; }
 svg .trend-point.status-violation { fill:var(--bad); stroke:#5c120d; }
 svg .trend-point.status-inconclusive { fill:#fff; stroke:var(--warn); stroke-width:2; }
 footer { color:var(--muted); font-size:12px; margin-top: 24px; }
-"""
+.banner.untrusted { background:#fef3f2; border:2px solid var(--bad); color:#7a271a; border-radius:10px;
+                    padding:12px 16px; margin:0 0 18px; }
+.control-passed { color:var(--good); } .control-failed { color:var(--bad); }
+""" + RISK_CSS
 
 
 # --------------------------------------------------------------------------------------------- formatting
@@ -185,7 +189,28 @@ def _check_histogram(hist: Any) -> dict | None:
         raise LabelDPInputError("score_histogram: edges must be finite and strictly increasing")
     if any(c < 0 or not math.isfinite(c) for c in correct + wrong):
         raise LabelDPInputError("score_histogram: counts must be finite and >= 0")
-    return {"edges": edges, "counts_correct": correct, "counts_wrong": wrong}
+    return {"edges": edges, "counts_correct": correct, "counts_wrong": wrong, "log_x": bool(hist.get("log_x")),
+            "x_label": hist.get("x_label")}
+
+
+def result_score_histogram(data: Mapping) -> dict | None:
+    """The chart input from the result's own ``score_histogram`` (repetition 0, |score| per octave,
+    `auditing.score_histogram`), trimmed to the occupied bins; None when the result has none. The first
+    record bin (|score| below 2**LOW, 0 included) is drawn as the octave just below."""
+    record = data.get("score_histogram") or {}
+    if not record.get("rows"):
+        return None
+    rows, hits = [int(v) for v in record["rows"]], [int(v) for v in record["correct"]]
+    first_edge = float(record["edges"][0])
+    edges = [first_edge / 2, *[float(v) for v in record["edges"]], float(record["edges"][-1]) * 2]
+    used = [i for i, n in enumerate(rows) if n]
+    if not used:
+        return None
+    lo, hi = used[0], used[-1] + 1
+    return {"edges": edges[lo:hi + 1], "counts_correct": hits[lo:hi],
+            "counts_wrong": [n - c for n, c in zip(rows[lo:hi], hits[lo:hi], strict=True)], "log_x": True,
+            "x_label": "|attack score| of the released label (log scale; lowest bin includes 0)",
+            "rows_total": sum(rows)}
 
 
 def _status_of(data: Mapping, claimed: float) -> str:
@@ -232,14 +257,15 @@ def _settings_line(data: Mapping) -> str:
 
 
 def histogram_chart(hist: Mapping) -> str:
-    """Attack scores of correct and wrong guesses, side by side in each bin."""
+    """Attack scores of correct and wrong guesses, side by side in each bin (log x axis for |score| octaves)."""
     edges, correct, wrong = hist["edges"], hist["counts_correct"], hist["counts_wrong"]
-    plot = svg.Plot(svg.LinearScale(edges[0], edges[-1]),
-                    svg.LinearScale.nice(0.0, max([*correct, *wrong, 1.0]) * 1.05), height=300)
+    log_x = bool(hist.get("log_x"))
+    x_scale = svg.LogScale(edges[0], edges[-1]) if log_x else svg.LinearScale(edges[0], edges[-1])
+    plot = svg.Plot(x_scale, svg.LinearScale.nice(0.0, max([*correct, *wrong, 1.0]) * 1.05), height=300)
     parts = [svg.open_svg(plot, "distribution of attack scores", "histogram-chart"),
-             svg.axes(plot, x_label="attack score", y_label="rows")]
+             svg.axes(plot, x_label=hist.get("x_label") or "attack score", y_label="rows")]
     for lo, hi, c, w in zip(edges, edges[1:], correct, wrong, strict=False):
-        mid = (lo + hi) / 2
+        mid = math.sqrt(lo * hi) if log_x else (lo + hi) / 2
         parts.append(svg.bar(plot, lo, mid, c, "hist-correct", f"score {lo:.3g}–{hi:.3g}: {c:,.0f} correct"))
         parts.append(svg.bar(plot, mid, hi, w, "hist-wrong", f"score {lo:.3g}–{hi:.3g}: {w:,.0f} wrong"))
     parts.append(svg.legend(plot, [("hist-correct", "guess correct"), ("hist-wrong", "guess wrong")],
@@ -378,13 +404,16 @@ def lineage_table(lineage: Mapping) -> str:
 
 # --------------------------------------------------------------------------------------------- pages
 def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapping] | None,
-                      score_histogram: Mapping | None, claimed_epsilon: float) -> str:
+                      score_histogram: Mapping | None, claimed_epsilon: float, *, trust: Mapping | None = None) -> str:
     """The HTML page for one audit run.
 
     result: ``AuditResult`` or its ``to_dict()``. lineage: model_id, partition_date, model_uri, fingerprints,
     reference_model, code_version, flow_run_id, started_at, finished_at, durations (any subset; other keys
     are shown too). trend: warehouse rows of recent nights (``fetch_results``), including this run if it was
-    written. score_histogram: ``{"edges": [...], "counts_correct": [...], "counts_wrong": [...]}`` or None.
+    written. score_histogram: ``{"edges": [...], "counts_correct": [...], "counts_wrong": [...]}`` or None
+    (None: the result's own repetition-0 histogram, `result_score_histogram`). trust: the night's controls
+    (`trust_sections`): ``kind``, ``untrusted_reason`` (a banner) and, for a control, ``control``
+    (`auditing.controls.ControlCheck.to_dict()`).
     """
     data = _result_dict(result)
     lineage = dict(lineage or {})
@@ -393,26 +422,30 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
     except (TypeError, ValueError):
         raise LabelDPInputError(f"claimed_epsilon must be a number; got {claimed_epsilon!r}") from None
     status = _status_of(data, claimed)
-    hist = _check_histogram(score_histogram)
+    hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(data))
     model = lineage.get("model_id") or data.get("model_id") or "model"
     day = lineage.get("partition_date") or data.get("partition_date") or ""
     title = f"{model} · {day}" if day else str(model)
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
                   "the other half." if data["strategy"] == "split" else "")
+    banner, control_card = trust_sections(trust)
     body = (
-        f"<header><p class=\"eyebrow\">labeldp-audit · audit run report</p><h1>{esc(title)}</h1>"
+        f"{banner}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p><h1>{esc(title)}</h1>"
         f"<div class=\"verdict\">{_badge(status)}<p>{esc(VERDICTS.get(status, ''))}</p></div></header>"
+        f"{control_card}"
         f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(data, claimed, status))}"
         "</section>"
+        f"{risk_panel(data, claimed)}"
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
         f"{curve_chart(data, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
         f"(repetition 0), at {fmt_pct(float(data.get('point_confidence', data['confidence'])))} per point so "
         f"that the selected maximum holds at {fmt_pct(float(data['confidence']))}; {esc(_settings_line(data))}; "
         f"m = {fmt_int(data['m'])}.{esc(split_note)}</p></section>"
         "<section class=\"card\" id=\"scores\"><h2>Score distribution</h2>"
-        + (histogram_chart(hist) + "<p class=\"caption\">Attack scores of the rows, split by whether the "
-           "attacker's guess was correct.</p>" if hist else
+        + (histogram_chart(hist) + "<p class=\"caption\">Attack scores of the rows (repetition 0, the "
+           "pre-registered one), split by whether the attacker's guess was correct; the attacker guesses on the "
+           "rows with the largest |score|. Descriptive, not a confidence figure.</p>" if hist else
            "<p class=\"missing\">Score histogram not provided for this run.</p>")
         + "</section>"
         f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
@@ -421,6 +454,40 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
     )
     return _page(f"labeldp-audit report: {title} ({status})", body)
+
+
+def trust_sections(trust: Mapping | None) -> tuple[str, str]:
+    """(banner, control card) HTML: a banner when the night's verdicts are untrusted (a control failed: the
+    audit itself is broken), and for a control's own page what it checks and whether it passed."""
+    trust = dict(trust or {})
+    banner = ""
+    if trust.get("untrusted_reason"):
+        banner = ("<div class=\"banner untrusted\" id=\"untrusted\" role=\"alert\"><strong>UNTRUSTED: the audit "
+                  "itself is broken tonight.</strong> A nightly control failed, so no verdict of this night can "
+                  f"be relied on. <span class=\"labels\">{esc(trust['untrusted_reason'])}</span></div>")
+    control = trust.get("control")
+    card = ""
+    if trust.get("kind") == "control" and control:
+        outcome = "passed" if control.get("passed") else "FAILED"
+        what = ("Positive control: a synthetic model that reveals each audited row's label through randomized "
+                "response at a known ε_c (label-DP at exactly ε_c by construction). Its valid bound must exceed a "
+                "pre-registered floor (reached with ≥ 95% probability by a working audit at this m) and never "
+                "exceed ε_c." if control.get("control") == "positive" else
+                "Negative control: a copy of the reference model M′, which never saw this day's labels. Its "
+                "valid bound must be 0.")
+        rows = [("Control", f"{esc(what)}"),
+                ("Outcome", f"<span class=\"value control-{esc(outcome.lower())}\">{esc(outcome)}</span>"
+                            f"<span class=\"labels\">{esc(control.get('message', ''))}</span>")]
+        if control.get("floor") is not None:
+            detail = control.get("floor_detail") or {}
+            rows.append(("Pre-registered floor",
+                         f"{fmt_eps(control['floor'])}<span class=\"labels\">bound at c′ = "
+                         f"{fmt_int(detail.get('guesses'))} with the {fmt_pct(1 - float(detail.get('power', 0.95)))}"
+                         f" quantile {fmt_int(detail.get('correct_quantile'))} of Binomial(c′, "
+                         f"{fmt_g(detail.get('expected_rate'))}) correct guesses; ceiling ε_c = "
+                         f"{fmt_eps(control.get('ceiling'))}</span>"))
+        card = f"<section class=\"card\" id=\"control\"><h2>Nightly control</h2>{_table(rows)}</section>"
+    return banner, card
 
 
 def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:

@@ -1,0 +1,242 @@
+"""Nightly controls (issue 9, item 4) and the score panel's histogram (item 6), without Prefect.
+
+- The positive control (randomized response at a known eps_c) is detected (valid bound above its
+  pre-registered floor) and never above eps_c, over many seeds; the negative control (a copy of the
+  reference) gives 0. Statistical claims are checked against the binomial tail: over N independent seeds an
+  event of probability <= 5% happens more than `allowed(N)` times with probability < 0.1%.
+- The game's expected curve (the floor's input) equals the mean of simulated repetitions.
+- The Beam job on a registered RR-label oracle equals run_audit on the same arrays (counts, result, score
+  histogram exactly; the expected curve to float round-off).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from auditing.audit import AuditConfig, run_audit
+from auditing.controls import (
+    NEGATIVE,
+    POSITIVE,
+    check_control,
+    check_control_epsilon,
+    positive_control_floor,
+    rr_keep_probability,
+    rr_oracle_probabilities,
+)
+from auditing.errors import LabelDPInputError
+from auditing.game import play_repetition
+from auditing.score_histogram import score_histogram
+from auditing.scores import resolve_score
+from auditing.sweep import correct_at, rank_order
+
+logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+SEEDS = 60
+ROWS = 20_000
+
+
+def allowed(trials: int, rate: float = 0.05, tail: float = 1e-3) -> int:
+    """The count an event of probability `rate` exceeds over `trials` independent trials with prob < `tail`."""
+    return int(stats.binom.isf(tail, trials, rate))
+
+
+def world(seed: int, n: int = ROWS):
+    """Reference probabilities and labels drawn from them (tau = 0 holds exactly), unique sparse row ids."""
+    rng = np.random.default_rng(1000 + seed)
+    p = rng.beta(1.0, 3.0, size=n)
+    labels = (rng.random(n) < p).astype(np.int64)
+    ids = rng.choice(10 * n, size=n, replace=False).astype(np.int64)
+    return p, labels, ids
+
+
+def test_rr_oracle_is_randomized_response_at_eps_c():
+    ids = np.arange(200_000, dtype=np.int64)
+    labels = (ids % 3).astype(np.int64)
+    for k, eps in ((2, 2.0), (3, 1.0)):
+        y = labels % k
+        probs = rr_oracle_probabilities(ids, y, eps, seed=7, num_classes=k)
+        q = rr_keep_probability(eps, k)
+        assert np.allclose(probs.sum(axis=1), 1.0) and np.allclose(probs.max(axis=1), q)
+        released = probs.argmax(axis=1)
+        kept = (released == y).mean()
+        assert abs(kept - q) < 4 * np.sqrt(q * (1 - q) / ids.size)
+        # each other class equally likely: the likelihood ratio of any output is at most e^eps
+        for other in range(1, k):
+            share = ((released - y) % k == other).mean()
+            assert abs(share - (1 - q) / (k - 1)) < 4 * np.sqrt(q * (1 - q) / ids.size)
+        assert np.array_equal(probs, rr_oracle_probabilities(ids, y, eps, seed=7, num_classes=k))
+        assert not np.array_equal(probs, rr_oracle_probabilities(ids, y, eps, seed=8, num_classes=k))
+
+
+def test_control_epsilon_must_be_positive():
+    for bad in (0, -1, float("inf"), float("nan"), "x", None):
+        with pytest.raises(LabelDPInputError, match=r"positive_epsilon|epsilon"):
+            check_control_epsilon(bad)
+
+
+@pytest.mark.parametrize("eps_c", [2.0, 1.0])
+def test_positive_control_detected_and_never_above_eps_c_over_many_seeds(eps_c):
+    """Stated margin: P[eps_lb <= floor] <= 5% (the floor's 95% power) and P[eps_lb > eps_c] <= 5% (validity);
+    over SEEDS seeds each may happen at most allowed(SEEDS) times (a 1e-3 binomial tail)."""
+    below_floor = above_eps = 0
+    floors = []
+    for seed in range(SEEDS):
+        p, labels, ids = world(seed)
+        target = rr_oracle_probabilities(ids, labels, eps_c, seed=seed)
+        result = run_audit(target, p, labels, ids, AuditConfig(repetitions=1, seed=seed), expected_curve=True)
+        check = check_control(POSITIVE, result.to_dict(), eps_c)
+        floors.append(check.floor)
+        below_floor += result.epsilon_lower_bound <= check.floor
+        above_eps += result.epsilon_lower_bound > eps_c
+        assert check.passed == (check.floor < result.epsilon_lower_bound <= eps_c)
+    assert min(floors) > 0.3 * eps_c  # the floor is informative at this m, not a vacuous 0
+    assert below_floor <= allowed(SEEDS), f"{below_floor} of {SEEDS} seeds below the 95%-power floor"
+    assert above_eps <= allowed(SEEDS), f"{above_eps} of {SEEDS} seeds above eps_c = {eps_c}"
+
+
+def test_negative_control_gives_zero_over_many_seeds():
+    """A copy of the reference: every score is 0, guesses are fair coins; P[eps_lb > 0] <= 5% (validity)."""
+    positive = 0
+    for seed in range(SEEDS):
+        p, labels, ids = world(seed, 5000)
+        result = run_audit(p, p, labels, ids, AuditConfig(repetitions=1, seed=seed))
+        check = check_control(NEGATIVE, result.to_dict())
+        positive += not check.passed
+        assert check.passed == (result.epsilon_lower_bound == 0.0)
+        assert result.score_histogram["rows"][0] == 5000  # every |score| is 0: the lowest bin
+    assert positive <= allowed(SEEDS)
+
+
+def test_failing_controls_say_why():
+    p, labels, ids = world(0, 5000)
+    leaky = run_audit(rr_oracle_probabilities(ids, labels, 4.0, seed=0), p, labels, ids,
+                      AuditConfig(repetitions=1), expected_curve=True).to_dict()
+    # the same leakage judged as a control of a smaller eps_c: the bound exceeds eps_c
+    check = check_control(POSITIVE, leaky, 0.5)
+    assert not check.passed and "exceeds the control's true eps_c" in check.message
+    # a control at a tiny eps_c has no power at this m: floor 0, which fails it
+    weak = run_audit(rr_oracle_probabilities(ids, labels, 0.01, seed=0), p, labels, ids,
+                     AuditConfig(repetitions=1), expected_curve=True).to_dict()
+    check = check_control(POSITIVE, weak, 0.01)
+    assert not check.passed and check.floor == 0.0 and "no power" in check.message
+    # a non-private model judged as the negative control
+    check = check_control(NEGATIVE, leaky)
+    assert not check.passed and "> 0" in check.message
+    # no expected curve recorded: floor 0, never a silent pass
+    assert positive_control_floor({**leaky, "expected_correct": {}})["floor"] == 0.0
+
+
+def test_expected_curve_equals_the_mean_of_simulated_repetitions():
+    p, labels, ids = world(3, 4000)
+    target = rr_oracle_probabilities(ids, labels, 1.5, seed=3)
+    config = AuditConfig(repetitions=1, grid="paper")
+    record = run_audit(target, p, labels, ids, config, expected_curve=True).expected_correct
+    grid = np.asarray(record["guesses"])
+    score = resolve_score("paper")
+    reps = 300
+    total = np.zeros(grid.size)
+    sq = np.zeros(grid.size)
+    for r in range(reps):
+        game = play_repetition(np.column_stack([1 - target[:, 1], target[:, 1]]), np.column_stack([1 - p, p]),
+                               labels, ids, seed=11, repetition=r, score=score)
+        c = correct_at(game.correct, rank_order(game.scores, ids), grid)
+        total += c
+        sq += c.astype(float) ** 2
+    mean = total / reps
+    sd = np.sqrt(np.maximum(sq / reps - mean**2, 0.25))
+    # The expectation uses a soft cut inside one |score| bin: allow 5 standard errors plus 1% of c'.
+    assert np.all(np.abs(mean - np.asarray(record["correct"])) <= 5 * sd / np.sqrt(reps) + 0.01 * grid)
+
+
+def test_score_histogram_counts_repetition_zero():
+    p, labels, ids = world(4, 3000)
+    target = rr_oracle_probabilities(ids, labels, 2.0, seed=4)
+    result = run_audit(target, p, labels, ids, AuditConfig(repetitions=2, seed=5))
+    game = play_repetition(target, np.column_stack([1 - p, p]), labels, ids, seed=5, repetition=0,
+                           score=resolve_score("paper"))
+    hist = result.score_histogram
+    assert hist == score_histogram(game.scores, game.correct)
+    assert sum(hist["rows"]) == 3000 and sum(hist["correct"]) == int(game.correct.sum())
+    assert len(hist["edges"]) == len(hist["rows"]) - 1
+
+
+# ------------------------------------------------------------------------------------------ Beam job
+
+DAY, PREVIOUS = "2024-05-02", "2024-05-01"
+
+
+def _register_reference(root, date, seed=0):
+    """A tiny CatBoost reference fitted on every row of ``date`` (registered as 'reference')."""
+    from catboost import CatBoostClassifier
+
+    from pipelines import registry, schema, splits, training
+
+    table = schema.read_partition(root, date)
+    frame = training.feature_frame(table)
+    labels = table.column(schema.LABEL).to_numpy()
+    params = {"iterations": 12, "depth": 4, "learning_rate": 0.3, "max_ctr_complexity": 1, "thread_count": 1,
+              "random_seed": seed, "allow_writing_files": False, "verbose": False}
+    model = CatBoostClassifier(**params)
+    model.fit(frame, labels, cat_features=schema.CATEGORICAL_COLUMNS)
+    registry.save_model(root, "reference", date, model, {
+        "mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
+        "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": params,
+        "test_metrics": {}, "training_rows": {"split": splits.scheme(), "label_splits": ["train"],
+                                              "unread_row_ids": [], "rows": None}})
+    return model
+
+
+@pytest.fixture(scope="module")
+def beam_world(tmp_path_factory):
+    from pipelines import schema, splits, synth, training
+
+    root = tmp_path_factory.mktemp("controls-root")
+    for date in (PREVIOUS, DAY):
+        synth.write_synthetic_day(root, date, rows=6000, rows_per_file=2000)
+    reference = _register_reference(root, PREVIOUS)
+    table = schema.read_partition(root, DAY)
+    ids = table.column(schema.ROW_ID).to_numpy().astype(np.int64)
+    train = splits.split_of(ids) == splits.TRAIN
+    return {"root": root, "ids": ids[train], "labels": table.column(schema.LABEL).to_numpy().astype(np.int64)[train],
+            "p_reference": reference.predict_proba(training.feature_frame(table))[train],
+            "fingerprint": schema.partition_fingerprint(root, DAY)}
+
+
+def test_beam_positive_control_equals_run_audit(beam_world):
+    """The RR-label oracle registered as a model goes through the Beam job's ModelHandler path and gives the
+    in-process result on the same (train) rows: counts and result exactly, the expected curve to round-off."""
+    import datetime as dt
+
+    from pipelines import controls, registry
+    from pipelines.beam_scoring import ScoringRequest, score_day
+
+    root, day = beam_world["root"], dt.date.fromisoformat(DAY)
+    metadata = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
+    assert controls.is_oracle(metadata) and registry.model_path(root, "control-positive", DAY).name == "oracle.json"
+    assert metadata["training_rows"]["rows"] == beam_world["ids"].size
+    again = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
+    assert again["created_at"] == metadata["created_at"]  # reused, not rewritten
+    config = AuditConfig(repetitions=3, seed=1, grid_points=40)
+    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-positive", config=config,
+                                       reference="reference", batch_size=1500, expected_curve=True))
+    p_target = rr_oracle_probabilities(beam_world["ids"], beam_world["labels"], 2.0, seed=3)
+    expected = run_audit(p_target, beam_world["p_reference"], beam_world["labels"], beam_world["ids"], config,
+                         expected_curve=True).to_dict()
+    got = outcome.result.to_dict()
+    got_curve, want_curve = got.pop("expected_correct"), expected.pop("expected_correct")
+    assert got == expected  # score_histogram included
+    assert got_curve["guesses"] == want_curve["guesses"]
+    assert np.allclose(got_curve["correct"], want_curve["correct"], rtol=1e-9, atol=1e-6)
+    check = check_control(POSITIVE, outcome.result.to_dict(), 2.0)
+    assert check.epsilon_lower_bound <= 2.0 and check.floor > 0
+
+    # the negative control: a copy of the reference, through the CatBoost handler, gives 0
+    controls.ensure_negative_control(root, day, "control-negative", ("reference", PREVIOUS), beam_world["fingerprint"])
+    negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", config=config,
+                                        reference="reference", batch_size=1500))
+    assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result.to_dict()).passed
+    assert negative.result.score_histogram["rows"][0] == beam_world["ids"].size
