@@ -135,6 +135,7 @@ def posterior_ceiling(eps, prior=None, delta: float = 0.0, classes: int | None =
         p = check_priors(prior, "prior").reshape(np.shape(prior))
     with np.errstate(over="ignore", invalid="ignore"):
         beta = np.where(np.isinf(eps_arr), 1.0, expit(np.where(np.isinf(eps_arr), 0.0, eps_arr) + logit(p)))
+    beta = np.maximum(beta, p)  # beta >= p for eps >= 0; keeps eps = 0 exactly the prior despite round-off
     out = beta + (1.0 - beta) * delta
     return out if np.ndim(out) else float(out)
 
@@ -532,10 +533,16 @@ class PriorHistogram:
         return self.midpoints()[nz], self.counts[nz]
 
     def quantile(self, q: float) -> float:
-        """The representative probability of the bucket holding the q-quantile of the rows."""
+        """The q-quantile of the rows, interpolated linearly in logit inside the bucket that holds it (the
+        under/overflow buckets give their finite edge)."""
         cum = np.cumsum(self.counts)
-        index = int(np.searchsorted(cum, q * cum[-1], side="left"))
-        return float(self.midpoints()[min(index, self.BUCKETS - 1)])
+        target = q * cum[-1]
+        index = min(int(np.searchsorted(cum, target, side="left")), self.BUCKETS - 1)
+        if index == 0 or index == self.BUCKETS - 1:
+            return float(self.midpoints()[index])
+        before = cum[index - 1]
+        fraction = (target - before) / self.counts[index]
+        return float(expit(self.LOW + self.WIDTH * (index - 1 + fraction)))
 
 
 # ------------------------------------------------------------------------------------------ the risk block
@@ -547,8 +554,9 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
     * posterior_ceiling_median / _p90: beta(eps, p) + (1 - beta) delta at the median / 90th-percentile
       reference click probability ([BWC] Thm 3.2/3.5, n = 1): how often a "this person clicked" guess can be
       right for such a row (the prior is the reference's probability).
-    * high_prior_rows / high_prior_mean / high_prior_ceiling: the rows the reference puts at >= 10%, their mean
-      prior and their mean posterior ceiling (the conditional rate; the day's average hides it).
+    * high_prior_rows / high_prior_mean / high_prior_ceiling: the rows the reference puts at >= 10% (buckets
+      whose midpoint is >= 10%, so to 1/32 in logit), their mean prior and their mean posterior ceiling (the
+      conditional rate; the day's average hides it).
     * column_*: over the n audited rows, an attacker guessing every label (prior success q_i = max(p_i,
       1 - p_i), the a-priori Bayes-optimal attempt of [BWC] Theorem 3.5; any other attempt has a smaller
       prior success, hence is dominated too) gets S labels right. column_baseline = sum q_i (the reference's own
