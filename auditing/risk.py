@@ -646,7 +646,9 @@ def headline(assessment: dict) -> str:
 
     text = f"The claimed eps={claimed['epsilon']:.3g} allows: {ceiling(claimed)}"
     if shown is None:
-        return text + "; the audit demonstrates nothing beyond that (no valid lower bound)."
+        return text + "; the audit demonstrates nothing (no valid lower bound)."
+    if shown["epsilon"] == 0.0:
+        return text + "; the audit demonstrates no leakage beyond the prior (eps_lb = 0)."
     return text + f"; the measured eps_lb={shown['epsilon']:.3g} demonstrates: {ceiling(shown)}."
 
 

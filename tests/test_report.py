@@ -270,6 +270,57 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     assert "UNTRUSTED" not in trusted.visible and "Nightly control" not in trusted.visible
 
 
+def _risk_figures(run):
+    from auditing.report.risk_panel import risk_sentences
+    from auditing.risk import risk_assessment
+
+    assessment = risk_assessment(run["result"].to_dict(), CLAIMED)
+    return assessment, risk_sentences(assessment)
+
+
+def test_what_this_means_panel(run):
+    """issue 8: one sentence per figure (claimed and demonstrated side by side) and the posterior-ceiling
+    chart for both epsilons; an old result without a prior histogram still gets the prior-free figures."""
+    assessment, sentences = _risk_figures(run)
+    dom = _parse(_page(run))
+    text = dom.visible
+    assert "What this means" in text and assessment["headline"] in text
+    assert dom.count("risk-sentences", "ul") == 1 and len(sentences) == 7
+    assert sum(1 for tag, _ in dom.classes if tag == "li") >= 7
+    for sentence in sentences:
+        assert sentence in text
+    shown = assessment["demonstrated"]
+    assert f"{100 * shown['mia_advantage_bound']:.3g}%" in text  # the demonstrated value is printed
+    assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
+    assert dom.count("risk-prior-line", "polyline") == 1
+    old = {k: v for k, v in run["result"].to_dict().items() if k != "prior_histogram"}
+    dom_old = _parse(_page(run, result=old))
+    assert "What this means" in dom_old.visible and dom_old.count("risk-claimed-line", "polyline") == 1
+
+
+def test_what_this_means_panel_in_headless_chromium(run, tmp_path):
+    _assessment, sentences = _risk_figures(run)
+    path = write_report(_page(run), tmp_path / "run.html")
+    dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = _parse(dumped.stdout)
+    assert "What this means" in dom.visible and sentences[0] in dom.visible
+    assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
+    # The panel is painted: a page holding only the panel shows both ceiling curves' colours.
+    from auditing.report.pages import _page as page_with
+    from auditing.report.risk_panel import risk_panel
+
+    panel_path = write_report(page_with("panel", risk_panel(run["result"].to_dict(), CLAIMED)), tmp_path / "panel.html")
+    shot = tmp_path / "panel.png"
+    taken = _browser(["--window-size=1100,1400", f"--screenshot={shot}", panel_path.as_uri()], tmp_path / "profile")
+    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+    image_module = pytest.importorskip("PIL.Image")
+    with image_module.open(shot) as image:
+        present = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    assert (0xB7, 0x79, 0x1F) in present  # the claimed-eps curve (--warn)
+    assert (0xC0, 0x36, 0x2C) in present  # the demonstrated-eps curve (--bad)
+
+
 # --------------------------------------------------------------------------------------------- the CLI
 @pytest.fixture(scope="module")
 def seeded_root(run, tmp_path_factory) -> Path:

@@ -545,3 +545,39 @@ def test_auditing_core_does_not_import_the_sinks():
             "'auditing.alerts') if m in sys.modules]; print(bad)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------------------------- issue 8: risk
+def test_risk_columns_round_trip_on_both_backends(target):
+    """The risk scalars for the claim (risk_*) and the valid bound (risk_lb_*) and the headline are computed by
+    audit_record from the result's prior histogram and stored as nullable columns."""
+    from auditing.risk import RISK_SCALARS, risk_assessment
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    p_ref = np.clip(rng.beta(1, 20, n), 1e-4, 0.99)
+    labels = (rng.random(n) < p_ref).astype(int)
+    p_target = np.clip(np.where(labels == 1, 0.9, 0.05) + rng.normal(0, 0.02, n), 0.01, 0.99)
+    result = run_audit(p_target, p_ref, labels, config=AuditConfig(repetitions=2))
+    row, curve = audit_record(result, model_id="risk-m", partition_date=DAY, claimed_epsilon=0.5)
+    expected = risk_assessment(result.to_dict(), 0.5)
+    names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
+    assert all(name in row for name in names) and row["risk_headline"] == expected["headline"]
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(row, curve)
+        got = _only(wh.fetch_results(model_id="risk-m"))
+    for name in names:
+        block = expected["claimed"] if name.startswith("risk_") and not name.startswith("risk_lb_") else \
+            expected["demonstrated"]
+        assert got[name] == pytest.approx(block[name.removeprefix("risk_lb_").removeprefix("risk_")]), name
+    assert got["risk_headline"] == expected["headline"]
+    # Nullable: a row without them (an old result) stores NULLs; bad values are refused before SQL.
+    bare, bare_curve = make_row(model_id="risk-old")
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(bare, bare_curve)
+        old = _only(wh.fetch_results(model_id="risk-old"))
+    assert all(old[name] is None for name in [*names, "risk_headline"])
+    from auditing.warehouse.rows import normalize_row
+
+    with pytest.raises(LabelDPInputError, match="risk_mia_advantage_bound must be in"):
+        normalize_row({**bare, "risk_mia_advantage_bound": 1.5})

@@ -112,8 +112,9 @@ def risk_panel(data: Mapping, claimed: float) -> str:
     caption = (
         "Ceilings, not observed attacks: the most any attacker could achieve against a mechanism with that "
         f"guarantee, with the day's reference probabilities as the attacker's prior (δ = {c['delta']:g}). "
-        "“Demonstrated” uses the valid lower bound: the mechanism is proven no better than ε_lb-DP, so no "
-        "guarantee stronger than those figures holds for it."
+        f"“Demonstrated” uses the valid lower bound: at {100 * float(data.get('confidence', 0.95)):g}% confidence "
+        "the mechanism is not ε-DP for any ε below ε_lb, so no guarantee stronger than those ceilings holds for "
+        "it."
         + ("" if s is not None else " No valid lower bound, so nothing is demonstrated.")
         + " Sources: Swanberg et al. Thm 3.2/3.5 (posterior and column), Guerra-Balboa et al. Thm 4.9 and "
           "Eq. 6 (membership, attribute), Hayes et al. Thm 2 (reconstruction)."

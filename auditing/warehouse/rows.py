@@ -185,7 +185,68 @@ def normalize_row(row: Mapping) -> dict:
     out["finished_at"] = _timestamp(row.get("finished_at"), "finished_at")
     out["durations"] = _durations(row.get("durations"))
     out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
+    _normalize_trust_columns(row, out)
+    _normalize_control_columns(row, out)
+    _normalize_risk_columns(row, out)
     return {name: out[name] for name in RESULT_NAMES}
+
+
+def _normalize_risk_columns(row: Mapping, out: dict) -> None:
+    """issue 8 (risk): risk_* / risk_lb_* are None or probabilities in [0, 1] (column_expected: a count >= 0);
+    risk_headline is None or text."""
+    for name in RESULT_NAMES:
+        if not name.startswith("risk_") or name == "risk_headline":
+            continue
+        value = None if row.get(name) is None else _float(row, name)
+        if value is not None and not (value >= 0 and (name.endswith("column_expected") or value <= 1)):
+            raise LabelDPInputError(f"{name} must be in [0, 1] (a count >= 0 for column_expected) or None; "
+                                    f"got {value!r}")
+        out[name] = value
+    headline = row.get("risk_headline")
+    if headline is not None and not isinstance(headline, str):
+        raise LabelDPInputError(f"risk_headline must be text or None; got {headline!r}")
+    out["risk_headline"] = headline
+
+
+def _normalize_control_columns(row: Mapping, out: dict) -> None:
+    """issue 9 (trust-b): kind, control_passed, control_floor, untrusted_reason (all nullable)."""
+    kind = row.get("kind")
+    if kind is not None and kind not in ("target", "control"):
+        raise LabelDPInputError(f"kind must be 'target', 'control' or None; got {kind!r}")
+    out["kind"] = kind
+    passed = row.get("control_passed")
+    if passed is not None and (isinstance(passed, float) or passed not in (0, 1)):
+        raise LabelDPInputError(f"control_passed must be 0, 1 or None; got {passed!r}")
+    out["control_passed"] = None if passed is None else int(passed)
+    out["control_floor"] = None if row.get("control_floor") is None else _float(row, "control_floor")
+    if out["control_floor"] is not None and out["control_floor"] < 0:
+        raise LabelDPInputError(f"control_floor must be >= 0; got {out['control_floor']!r}")
+    if kind != "control" and (passed is not None or out["control_floor"] is not None):
+        raise LabelDPInputError(f"control_passed / control_floor are for kind 'control' rows only; got kind {kind!r}")
+    reason = row.get("untrusted_reason")
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        raise LabelDPInputError(f"untrusted_reason must be non-empty text or None; got {reason!r}")
+    out["untrusted_reason"] = reason
+
+
+def _normalize_trust_columns(row: Mapping, out: dict) -> None:
+    """issue 9 (trust-a): audit_rows, breaking_tau, detection_floor_rows and the shift diagnostic (nullable)."""
+    audit_rows = row.get("audit_rows")
+    if audit_rows is not None and audit_rows not in ("training", "all"):
+        raise LabelDPInputError(f"audit_rows must be 'training', 'all' or None; got {audit_rows!r}")
+    out["audit_rows"] = audit_rows
+    tau = row.get("breaking_tau")
+    if tau is not None:
+        tau = _float(row, "breaking_tau")
+        if not 0 <= tau < 1:
+            raise LabelDPInputError(f"breaking_tau must be in [0, 1) or None; got {tau!r}")
+    out["breaking_tau"] = tau
+    out["detection_floor_rows"] = None if row.get("detection_floor_rows") is None else _count(row, "detection_floor_rows")
+    out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
+    for name in ("reference_log_loss_shift", "feature_shift_max_psi"):
+        out[name] = None if row.get(name) is None else _float(row, name)
+    if out["feature_shift_max_psi"] is not None and out["feature_shift_max_psi"] < 0:
+        raise LabelDPInputError(f"feature_shift_max_psi must be >= 0; got {out['feature_shift_max_psi']!r}")
 
 
 def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
@@ -218,7 +279,8 @@ def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
 
 def audit_record(
     result: Any, *, model_id: str, partition_date: str | dt.date, claimed_epsilon: float,
-    lineage: Mapping | None = None,
+    lineage: Mapping | None = None, shift_diagnostic: Mapping | None = None, kind: str = "target",
+    control: Mapping | None = None, untrusted_reason: str | None = None,
 ) -> tuple[dict, list[dict]]:
     """(row, curve) for the warehouse from an ``AuditResult`` (or its ``to_dict()``).
 
@@ -226,6 +288,11 @@ def audit_record(
     (strategy ``max``, the paper's statistic) is refused, because the table's ``epsilon_lower_bound`` is the
     valid one. ``lineage`` may hold: model_uri, model_fingerprint, reference_model, partition_fingerprint,
     code_version, flow_run_id, started_at, finished_at, durations (a dict of seconds per stage).
+    The claim-dependent trust figures (``auditing.robustness``: breaking_tau, detection_floor_rows) are
+    computed here from the result and the claim; ``shift_diagnostic`` (pipelines.shift_diagnostics, a
+    diagnostic, not a proof) is stored as given with its two summary scalars.
+    ``kind`` (target | control), ``control`` (`auditing.controls.ControlCheck.to_dict()` for a control) and
+    ``untrusted_reason`` (set on every row of a night whose control failed) fill the control columns.
     """
     data = result.to_dict() if hasattr(result, "to_dict") else result
     if not isinstance(data, Mapping):
@@ -255,10 +322,41 @@ def audit_record(
         "epsilon_median": data.get("epsilon_median"), "strategy": data["strategy"], "method": data["method"],
         "status": status, "max_certifiable_epsilon": data["max_certifiable_epsilon"],
         "repetitions": data["repetitions"], "seed": data["seed"], "result_json": dict(data), **lineage,
+        **trust_columns(data, claimed, status, shift_diagnostic),
+        "kind": kind, "untrusted_reason": untrusted_reason,
+        "control_passed": None if control is None else int(bool(control["passed"])),
+        "control_floor": None if control is None else control.get("floor"),
+        **risk_record(data, claimed),
     }
     row = normalize_row(row)
     curve = [{**point, "point_confidence": data["point_confidence"]} for point in data["curve"]]
     return row, normalize_curve(curve, as_key(row))
+
+
+def risk_record(data: Mapping, claimed: float) -> dict:
+    """issue 8: the risk scalars for the claim (risk_*) and the valid bound (risk_lb_*) and the headline
+    (auditing.risk.risk_assessment, from the result's claim-free prior histogram and the claim)."""
+    from auditing.risk import risk_assessment, risk_columns
+
+    return risk_columns(risk_assessment(dict(data), claimed))
+
+
+def trust_columns(data: Mapping, claimed: float, status: str, shift_diagnostic: Mapping | None = None) -> dict:
+    """The issue-9 columns of a row: audit_rows, breaking_tau and detection_floor_rows (None when the result
+    cannot support them, e.g. a split result written before split_halves existed), and the diagnostic."""
+    from auditing.robustness import breaking_tau, detection_floor_rows
+
+    out: dict[str, Any] = {"audit_rows": data.get("audit_rows")}
+    try:
+        out["breaking_tau"] = breaking_tau(data, claimed)
+        out["detection_floor_rows"] = detection_floor_rows(data, claimed)
+    except LabelDPInputError:
+        out["breaking_tau"] = out["detection_floor_rows"] = None
+    diagnostic = dict(shift_diagnostic) if shift_diagnostic else None
+    out["shift_diagnostic"] = diagnostic
+    out["reference_log_loss_shift"] = (diagnostic or {}).get("reference_log_loss_shift")
+    out["feature_shift_max_psi"] = (diagnostic or {}).get("feature_shift_max_psi")
+    return out
 
 
 def _json_default(value: Any) -> Any:

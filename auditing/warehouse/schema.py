@@ -76,6 +76,44 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("finished_at", "timestamptz", True, "when the audit run finished (UTC)"),
     Column("durations", "text", True, "JSON object: seconds per stage"),
     Column("result_json", "text", False, "JSON: the full AuditResult.to_dict()"),
+    # issue 9 (trust-a): which rows were audited, and how far to trust the verdict
+    Column("audit_rows", "text", True, "rows the game was played on: training (labels entered training) | all"),
+    Column("breaking_tau", "double", True,
+           "largest tau at which the valid bound (same counts, strategy, confidence) still exceeds the claim; "
+           "0 when it does not at tau = 0"),
+    Column("detection_floor_rows", "bigint", True,
+           "fewest fully exposed labels that would have made this audit flag the claim; NULL: none would"),
+    Column("shift_diagnostic", "text", True,
+           "JSON, a diagnostic and not a proof: the reference's fit on day D vs D-1 and the features' day-over-day shift"),
+    Column("reference_log_loss_shift", "double", True,
+           "diagnostic: reference M' test log-loss on day D minus on day D-1"),
+    Column("feature_shift_max_psi", "double", True,
+           "diagnostic: largest per-feature population stability index between day D-1 and day D"),
+    # issue 9 (trust-b): nightly controls and whether the night's verdicts can be trusted
+    Column("kind", "text", True, "target | control (a nightly positive or negative control); NULL: target"),
+    Column("control_passed", "integer", True,
+           "controls only: 1 if the control came out as constructed (auditing.controls), else 0"),
+    Column("control_floor", "double", True,
+           "positive control only: the pre-registered floor its valid bound had to exceed (95% power)"),
+    Column("untrusted_reason", "text", True,
+           "NULL when trusted; else why this verdict is untrusted (a control failed that night: the audit itself "
+           "is broken)"),
+    # issue 8 (risk): what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
+    # the day's reference probabilities as the attacker's priors (auditing.risk; NULL where not computed)
+    *(Column(prefix + name, "double", True, f"{who}: {text}")
+      for prefix, who in (("risk_", "at the claimed eps"), ("risk_lb_", "at the valid eps_lb"))
+      for name, text in (
+          ("posterior_ceiling_median", "most often a 'clicked' guess can be right on a median-prior row"),
+          ("posterior_ceiling_p90", "most often a 'clicked' guess can be right on a 90th-percentile-prior row"),
+          ("high_prior_ceiling", "mean posterior ceiling over rows the reference puts at >= 10% click probability"),
+          ("column_tail_bound", "bound on P[attacker labels >= 1% of the expected clicks more rows right than the "
+                                "reference's own guess]"),
+          ("column_expected", "bound on the expected number of audited rows an attacker labels right"),
+          ("mia_advantage_bound", "membership-inference advantage bound (e^eps - 1 + 2 delta) / (e^eps + 1)"),
+          ("aia_advantage_bound", "attribute (label) inference advantage bound, binary label, uniform prior"),
+          ("reconstruction_bound", "bound on reconstructing 'clicked' for a 90th-percentile-prior row"),
+      )),
+    Column("risk_headline", "text", True, "one sentence: what the claim allows and what the bound demonstrates"),
 )
 
 CURVE_COLUMNS: tuple[Column, ...] = (

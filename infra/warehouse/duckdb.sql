@@ -33,6 +33,33 @@ CREATE TABLE IF NOT EXISTS audit_results (
     finished_at TIMESTAMPTZ,
     durations TEXT,
     result_json TEXT NOT NULL,
+    audit_rows TEXT,
+    breaking_tau DOUBLE,
+    detection_floor_rows BIGINT,
+    shift_diagnostic TEXT,
+    reference_log_loss_shift DOUBLE,
+    feature_shift_max_psi DOUBLE,
+    kind TEXT,
+    control_passed INTEGER,
+    control_floor DOUBLE,
+    untrusted_reason TEXT,
+    risk_posterior_ceiling_median DOUBLE,
+    risk_posterior_ceiling_p90 DOUBLE,
+    risk_high_prior_ceiling DOUBLE,
+    risk_column_tail_bound DOUBLE,
+    risk_column_expected DOUBLE,
+    risk_mia_advantage_bound DOUBLE,
+    risk_aia_advantage_bound DOUBLE,
+    risk_reconstruction_bound DOUBLE,
+    risk_lb_posterior_ceiling_median DOUBLE,
+    risk_lb_posterior_ceiling_p90 DOUBLE,
+    risk_lb_high_prior_ceiling DOUBLE,
+    risk_lb_column_tail_bound DOUBLE,
+    risk_lb_column_expected DOUBLE,
+    risk_lb_mia_advantage_bound DOUBLE,
+    risk_lb_aia_advantage_bound DOUBLE,
+    risk_lb_reconstruction_bound DOUBLE,
+    risk_headline TEXT,
     PRIMARY KEY (model_id, partition_date, audit_config_hash),
     CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CHECK (method IN ('binomial', 'fdp')),
@@ -115,6 +142,60 @@ COMMENT ON COLUMN audit_results.finished_at IS 'when the audit run finished (UTC
 COMMENT ON COLUMN audit_results.durations IS 'JSON object: seconds per stage';
 
 COMMENT ON COLUMN audit_results.result_json IS 'JSON: the full AuditResult.to_dict()';
+
+COMMENT ON COLUMN audit_results.audit_rows IS 'rows the game was played on: training (labels entered training) | all';
+
+COMMENT ON COLUMN audit_results.breaking_tau IS 'largest tau at which the valid bound (same counts, strategy, confidence) still exceeds the claim; 0 when it does not at tau = 0';
+
+COMMENT ON COLUMN audit_results.detection_floor_rows IS 'fewest fully exposed labels that would have made this audit flag the claim; NULL: none would';
+
+COMMENT ON COLUMN audit_results.shift_diagnostic IS 'JSON, a diagnostic and not a proof: the reference''s fit on day D vs D-1 and the features'' day-over-day shift';
+
+COMMENT ON COLUMN audit_results.reference_log_loss_shift IS 'diagnostic: reference M'' test log-loss on day D minus on day D-1';
+
+COMMENT ON COLUMN audit_results.feature_shift_max_psi IS 'diagnostic: largest per-feature population stability index between day D-1 and day D';
+
+COMMENT ON COLUMN audit_results.kind IS 'target | control (a nightly positive or negative control); NULL: target';
+
+COMMENT ON COLUMN audit_results.control_passed IS 'controls only: 1 if the control came out as constructed (auditing.controls), else 0';
+
+COMMENT ON COLUMN audit_results.control_floor IS 'positive control only: the pre-registered floor its valid bound had to exceed (95% power)';
+
+COMMENT ON COLUMN audit_results.untrusted_reason IS 'NULL when trusted; else why this verdict is untrusted (a control failed that night: the audit itself is broken)';
+
+COMMENT ON COLUMN audit_results.risk_posterior_ceiling_median IS 'at the claimed eps: most often a ''clicked'' guess can be right on a median-prior row';
+
+COMMENT ON COLUMN audit_results.risk_posterior_ceiling_p90 IS 'at the claimed eps: most often a ''clicked'' guess can be right on a 90th-percentile-prior row';
+
+COMMENT ON COLUMN audit_results.risk_high_prior_ceiling IS 'at the claimed eps: mean posterior ceiling over rows the reference puts at >= 10% click probability';
+
+COMMENT ON COLUMN audit_results.risk_column_tail_bound IS 'at the claimed eps: bound on P[attacker labels >= 1% of the expected clicks more rows right than the reference''s own guess]';
+
+COMMENT ON COLUMN audit_results.risk_column_expected IS 'at the claimed eps: bound on the expected number of audited rows an attacker labels right';
+
+COMMENT ON COLUMN audit_results.risk_mia_advantage_bound IS 'at the claimed eps: membership-inference advantage bound (e^eps - 1 + 2 delta) / (e^eps + 1)';
+
+COMMENT ON COLUMN audit_results.risk_aia_advantage_bound IS 'at the claimed eps: attribute (label) inference advantage bound, binary label, uniform prior';
+
+COMMENT ON COLUMN audit_results.risk_reconstruction_bound IS 'at the claimed eps: bound on reconstructing ''clicked'' for a 90th-percentile-prior row';
+
+COMMENT ON COLUMN audit_results.risk_lb_posterior_ceiling_median IS 'at the valid eps_lb: most often a ''clicked'' guess can be right on a median-prior row';
+
+COMMENT ON COLUMN audit_results.risk_lb_posterior_ceiling_p90 IS 'at the valid eps_lb: most often a ''clicked'' guess can be right on a 90th-percentile-prior row';
+
+COMMENT ON COLUMN audit_results.risk_lb_high_prior_ceiling IS 'at the valid eps_lb: mean posterior ceiling over rows the reference puts at >= 10% click probability';
+
+COMMENT ON COLUMN audit_results.risk_lb_column_tail_bound IS 'at the valid eps_lb: bound on P[attacker labels >= 1% of the expected clicks more rows right than the reference''s own guess]';
+
+COMMENT ON COLUMN audit_results.risk_lb_column_expected IS 'at the valid eps_lb: bound on the expected number of audited rows an attacker labels right';
+
+COMMENT ON COLUMN audit_results.risk_lb_mia_advantage_bound IS 'at the valid eps_lb: membership-inference advantage bound (e^eps - 1 + 2 delta) / (e^eps + 1)';
+
+COMMENT ON COLUMN audit_results.risk_lb_aia_advantage_bound IS 'at the valid eps_lb: attribute (label) inference advantage bound, binary label, uniform prior';
+
+COMMENT ON COLUMN audit_results.risk_lb_reconstruction_bound IS 'at the valid eps_lb: bound on reconstructing ''clicked'' for a 90th-percentile-prior row';
+
+COMMENT ON COLUMN audit_results.risk_headline IS 'one sentence: what the claim allows and what the bound demonstrates';
 
 COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon lower bound vs guesses), for plots';
 
