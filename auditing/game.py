@@ -112,6 +112,16 @@ def sample_counterfactual(p_reference: np.ndarray, uniforms: np.ndarray) -> np.n
     return (cdf <= uniforms[:, None]).sum(axis=1).astype(np.int64)
 
 
+def secret_bits_and_released(p_reference: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, *, seed: int,
+                             repetition: int) -> tuple[np.ndarray, np.ndarray]:
+    """(b, y^b) of Algorithm 2 steps 1-2 for one repetition: the secret bit (1: the released label is the
+    counterfactual y1 ~ M'(x)) and the released label, from the same keyed draws as `play_repetition`
+    (for ``--write-scored``; tests/test_beam_scoring.py checks they reproduce the game's scores)."""
+    y1 = sample_counterfactual(p_reference, keyed_uniform(seed, repetition, STREAM_COUNTERFACTUAL, row_ids))
+    bit = keyed_uniform(seed, repetition, STREAM_BIT, row_ids) < 0.5
+    return bit, np.where(bit, y1, labels)
+
+
 def play_repetition(
     p_target: np.ndarray,
     p_reference: np.ndarray,

@@ -17,9 +17,10 @@ import json
 import math
 from pathlib import Path
 
+from auditing.controls import POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
-from flows.plan import AuditPlan, TargetSpec
+from flows.plan import AuditPlan, ControlSpec, TargetSpec
 from pipelines.layout import model_dir, parse_date, partition_dir
 from pipelines.progress import Progress, no_progress
 
@@ -111,41 +112,94 @@ def _reusable_scoring(output_dir: Path, expected: dict) -> dict | None:
 
 
 def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
-                 progress: Progress = no_progress, model_name: str | None = None) -> dict:
-    """Runs the Beam scoring job (or reuses its persisted result) and returns its result.json record."""
+                 progress: Progress = no_progress, model_name: str | None = None, expected_curve: bool = False) -> dict:
+    """Runs the Beam scoring job (or reuses its persisted result) and returns its result.json record.
+    expected_curve: also the game's expected correct guesses (the positive control's floor needs them)."""
     from auditing.audit import AuditResult
     from pipelines import beam_scoring, registry
 
     name = model_name or spec.name
     request = beam_scoring.ScoringRequest(
         data_root=str(root), date=date.isoformat(), model=name, config=plan.audit,
-        reference=plan.reference_name, batch_size=plan.batch_size,
+        reference=plan.reference_name, batch_size=plan.batch_size, expected_curve=expected_curve,
     )
     ref_name, ref_date = beam_scoring.resolve_reference(root, name, date, plan.reference_name)
     output_dir = beam_scoring.sweep_dir(root, name, date.isoformat(), plan.audit)
     expected = {
-        "model": beam_scoring.file_fingerprint(model_dir(root, name, date) / registry.MODEL_FILE),
-        "reference": beam_scoring.file_fingerprint(model_dir(root, ref_name, ref_date) / registry.MODEL_FILE)
+        "model": beam_scoring.file_fingerprint(registry.model_path(root, name, date)),
+        "reference": beam_scoring.file_fingerprint(registry.model_path(root, ref_name, ref_date))
         if model_dir(root, ref_name, ref_date).is_dir() else None,
         "partition": partition_fp,
         "code": registry.code_version().get("git_commit"),
     }
     cached = _reusable_scoring(output_dir, expected)
+    if cached is not None and expected_curve and not cached.get("result", {}).get("expected_correct"):
+        cached = None  # scored before without the expected curve
     if cached is not None:
         progress(f"{name}: reusing scoring result {output_dir} (same model, reference, partition and code)")
         cached["reused"] = True
+        cached["shift_diagnostic"] = shift_diagnostic(root, date, ref_name, ref_date, progress)
         return cached
     outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress)
     record = dict(outcome.record)
     record["reused"] = False
+    record["shift_diagnostic"] = shift_diagnostic(root, date, ref_name, ref_date, progress)
     assert isinstance(outcome.result, AuditResult)
     return record
 
 
-def publish(root: Path, date: dt.date, spec: TargetSpec, record: dict, *, warehouse: str | None,
+def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_date: str,
+                     progress: Progress = no_progress) -> dict:
+    """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.shift_diagnostics; a
+    diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
+    from pipelines.shift_diagnostics import LABEL
+    from pipelines.shift_diagnostics import shift_diagnostic as compute
+
+    try:
+        return compute(root, date, reference_name, reference_date)
+    except Exception as exc:  # a diagnostic must not block the verdict
+        progress(f"shift diagnostic not computed: {exc}")
+        return {"label": LABEL, "error": str(exc)}
+
+
+def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
+                   progress: Progress = no_progress) -> dict:
+    """The control's registry entry for day D (pipelines.controls), written when missing or different."""
+    from pipelines import controls
+
+    if spec.control == POSITIVE:
+        progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
+        return controls.ensure_positive_control(root, date, spec.name, spec.claimed_epsilon, plan.seed, partition_fp)
+    reference = (plan.reference_name, (date - dt.timedelta(days=1)).isoformat())
+    progress(f"{spec.name}: negative control, a copy of {reference[0]}@{reference[1]}")
+    return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
+
+
+def judge_control(spec: ControlSpec, record: dict) -> dict:
+    """`auditing.controls.check_control` of a control's scoring record, as a dict."""
+    from auditing.controls import check_control
+
+    return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None
+                         ).to_dict()
+
+
+def untrusted_reason(date: dt.date, checks: dict[str, dict | str]) -> str | None:
+    """The text stored on every row of a night whose controls did not all pass (None when they did).
+    checks: control name -> its `judge_control` dict, or the error text when it could not run."""
+    failed = {name: c for name, c in checks.items() if not isinstance(c, dict) or not c["passed"]}
+    if not failed:
+        return None
+    parts = [f"{name}: {c['message'] if isinstance(c, dict) else 'could not run: ' + c}" for name, c in failed.items()]
+    return f"control failed on {date.isoformat()} (the audit itself is broken): " + "; ".join(parts)
+
+
+def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
             webhook_url: str | None = None, flow_run_id: str | None = None, durations: dict | None = None,
-            claimed_epsilon: float | None = None, progress: Progress = no_progress) -> dict:
-    """Writes the warehouse row (or spools it), renders the HTML report, alerts on VIOLATION."""
+            claimed_epsilon: float | None = None, progress: Progress = no_progress,
+            control: dict | None = None, untrusted: str | None = None) -> dict:
+    """Writes the warehouse row (or spools it), renders the HTML report, alerts on VIOLATION.
+    control: a control's `judge_control` dict (its row is kind 'control'); untrusted: the night's
+    `untrusted_reason` (stored on the row, shown as a banner in the report, carried in the alert)."""
     from auditing.alerts.webhook import default_ledger_dir, send_alert
     from auditing.report.pages import render_run_report, run_report_path, write_report
     from auditing.warehouse import audit_record, default_spool_dir, open_warehouse, write_or_spool
@@ -167,8 +221,11 @@ def publish(root: Path, date: dt.date, spec: TargetSpec, record: dict, *, wareho
         "flow_run_id": flow_run_id, "started_at": record.get("started_at"),
         "finished_at": record.get("finished_at"), "durations": durations or record.get("timings"),
     }
+    kind = "control" if control is not None else "target"
     row, curve = audit_record(result, model_id=model_id, partition_date=date, claimed_epsilon=claimed,
-                              lineage=lineage_row)
+                              lineage=lineage_row, kind=kind, control=control, untrusted_reason=untrusted,
+                              shift_diagnostic=record.get("shift_diagnostic"))
+    robustness = _robustness_view(row)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row['status']}, eps_lb {row['epsilon_lower_bound']:.4f})")
 
@@ -184,15 +241,20 @@ def publish(root: Path, date: dt.date, spec: TargetSpec, record: dict, *, wareho
     report_path = run_report_path(root, model_id, date, row["audit_config_hash"])
     page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
                     "runner": lineage.get("runner", {}).get("runner")}
-    write_report(render_run_report(result, page_lineage, trend, None, claimed), report_path)
+    write_report(render_run_report(result, page_lineage, trend, None, claimed,
+                                   trust={"kind": kind, "untrusted_reason": untrusted, "control": control},
+                                   robustness=robustness),
+                 report_path)
 
     alert = None
-    if row["status"] == VIOLATION and webhook_url:
+    if row["status"] == VIOLATION and webhook_url and kind == "target":  # a control alerts CONTROL_FAILED instead
         payload = {"model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
                    "epsilon_lower_bound": row["epsilon_lower_bound"], "claimed_epsilon": claimed,
                    "confidence": row["confidence"], "delta": row["delta"], "tau": row["tau"],
                    "strategy": row["strategy"], "method": row["method"], "report": str(report_path),
-                   "flow_run_id": flow_run_id}
+                   "flow_run_id": flow_run_id, "kind": kind, "untrusted_reason": untrusted,
+                   "risk_headline": row["risk_headline"],
+                   **{k: v for k, v in robustness.items() if k != "shift_diagnostic"}}
         alert = send_alert(webhook_url, "VIOLATION", payload, default_ledger_dir(root)).to_dict()
     return {
         "model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
@@ -202,7 +264,33 @@ def publish(root: Path, date: dt.date, spec: TargetSpec, record: dict, *, wareho
         "max_certifiable_epsilon": row["max_certifiable_epsilon"], "m": row["m"],
         "audit_config_hash": row["audit_config_hash"], "warehouse": outcome, "report": str(report_path),
         "alert": alert, "reused_scoring": bool(record.get("reused")),
+        "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
+        "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
+        **{name: value for name, value in row.items() if name.startswith("risk_")},  # issue 8: risk figures
+        **robustness,  # issue 9: audit_rows, breaking_tau, detection floor, shift diagnostic
     }
+
+
+def _robustness_view(row: dict) -> dict:
+    """The issue-9 trust figures of a warehouse row, with the sentences the report and the alert use."""
+    from auditing.robustness import WEAK_PASS_FRACTION, is_weak_pass
+
+    tau, floor = row.get("breaking_tau"), row.get("detection_floor_rows")
+    out = {"audit_rows": row.get("audit_rows"), "breaking_tau": tau, "detection_floor_rows": floor,
+           "weak_pass": is_weak_pass(row["status"], floor, row["m"]),
+           "reference_log_loss_shift": row.get("reference_log_loss_shift"),
+           "feature_shift_max_psi": row.get("feature_shift_max_psi"),
+           "shift_diagnostic": json.loads(row["shift_diagnostic"]) if row.get("shift_diagnostic") else None}
+    if row["status"] == VIOLATION and tau is not None:
+        out["robustness_note"] = (f"the violation holds for any distribution shift up to tau = {tau:.4g} (the "
+                                  f"verdict is computed at the plan's tau = {row['tau']:g})")
+    elif row["status"] == "PASS" and floor is not None:
+        out["robustness_note"] = (f"this audit would have flagged the claim only if at least {floor} labels were "
+                                  f"fully exposed" + (f" (more than {WEAK_PASS_FRACTION:.0%} of the {row['m']} "
+                                                      "audited rows: a weak PASS)" if out["weak_pass"] else ""))
+    else:
+        out["robustness_note"] = None
+    return out
 
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,
@@ -218,20 +306,40 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
 
 def format_rows(rows: list[dict]) -> str:
     """The results table printed by the nightly / guardrail / backfill commands."""
-    header = (f"{'model':<20} {'date':<10} {'status':<12} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
-              f"{'max cert.':>9} {'m':>8}  report")
+    header = (f"{'model':<20} {'date':<10} {'status':<15} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
+              f"{'max cert.':>9} {'brk.tau':>8} {'floor':>7} {'m':>8} {'rows':<8}  report")
     lines = [header, "-" * len(header)]
     for r in rows:
         claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
         paper = f"{r['epsilon_mean']:.3f}+-{r['epsilon_std']:.3f}" if r.get("epsilon_mean") is not None else "-"
-        lines.append(f"{r['model_id']:<20} {r['partition_date']:<10} {r['status']:<12} {claimed:>7} "
+        # A control shows whether it came out as constructed; '!' marks a verdict of an untrusted night.
+        status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
+        status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
+        tau = "-" if r.get("breaking_tau") is None else f"{r['breaking_tau']:.3g}"
+        floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
+        floor += "w" if r.get("weak_pass") else ""
+        lines.append(f"{r['model_id']:<20} {r['partition_date']:<10} {status:<15} {claimed:>7} "
                      f"{r['epsilon_lower_bound']:>7.3f} {paper:>16} {r['max_certifiable_epsilon']:>9.2f} "
-                     f"{r['m']:>8}  {r['report']}")
+                     f"{tau:>8} {floor:>7} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
     if rows:
         r = rows[0]
         lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
                      f"{r['method']}, delta={r['delta']:g}, tau={r['tau']:g}); paper mean+-std: the paper's "
                      "optimistic statistic, for comparison only.")
+        lines.append("brk.tau: largest distribution shift tau at which the same counts still exceed the claim (0: "
+                     "they do not at tau = 0); floor: fewest fully exposed labels that would have made this audit "
+                     "flag the claim (-: none, INCONCLUSIVE; w: a weak PASS, floor > 1% of m); rows: the audited rows "
+                     "(training: rows whose labels entered training).")
+    if any(r.get("kind") == "control" for r in rows):
+        lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
+                     "exceed a pre-registered floor and stay <= eps_c) and negative control (a copy of the reference: "
+                     "its bound must be 0).")
+    for r in rows:  # issue 8: what the claimed eps allows and the bound demonstrates (auditing.risk)
+        if r.get("risk_headline") and r.get("kind") != "control":
+            lines.append(f"what this means for {r['model_id']} {r['partition_date']}: {r['risk_headline']}")
+    untrusted = sorted({r["untrusted_reason"] for r in rows if r.get("untrusted_reason")})
+    for reason in untrusted:
+        lines.append(f"! UNTRUSTED: {reason}")
     return "\n".join(lines)
 
 

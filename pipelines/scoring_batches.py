@@ -40,7 +40,13 @@ import pyarrow.parquet as pq
 
 from auditing.audit import AuditConfig, _half_grid, _split_halves
 from auditing.errors import LabelDPInputError
-from auditing.game import SUM_TOLERANCE, GameRows, as_class_probabilities, play_repetition
+from auditing.game import (
+    SUM_TOLERANCE,
+    GameRows,
+    as_class_probabilities,
+    play_repetition,
+    secret_bits_and_released,
+)
 from auditing.keyed_random import mix64
 from auditing.risk import PriorHistogram
 from auditing.scores import resolve_score
@@ -576,13 +582,19 @@ def sweep_counts(plan: SweepPlan, spec: GameSpec, counts: dict[int, np.ndarray])
 
 
 def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
-    """row_id plus, per repetition r, the attack score ``score_r`` and whether the guess was right
-    (``correct_r``): the optional ad-hoc output (``--write-scored``). Replays the whole game for the batch."""
+    """row_id plus, per repetition r, the attack score ``score_r``, whether the guess was right
+    (``correct_r``), the secret bit ``b_r`` (1: the released label is the counterfactual one drawn from M') and
+    the released label ``released_label_r`` (paper Alg. 2): the optional ad-hoc output (``--write-scored``).
+    Replays the whole game for the batch."""
     columns = {schema.ROW_ID: pa.array(batch.row_ids)}
     for r in range(spec.config.repetitions):
         game = spec.play(batch, r)
+        bit, released = secret_bits_and_released(batch.p_reference, batch.labels, batch.row_ids,
+                                                  seed=spec.config.seed, repetition=r)
         columns[f"score_{r}"] = pa.array(game.scores)
         columns[f"correct_{r}"] = pa.array(game.correct)
+        columns[f"b_{r}"] = pa.array(bit.astype(np.int8))
+        columns[f"released_label_{r}"] = pa.array(released.astype(np.int64))
     return pa.table(columns)
 
 

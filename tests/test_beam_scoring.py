@@ -148,13 +148,24 @@ def test_write_scored_rows(world):
                                        write_scored=True), [])
     table = pq.read_table(outcome.scored_dir)
     assert table.num_rows == ROWS
-    assert table.column_names == ["row_id", "score_0", "correct_0", "score_1", "correct_1"]
+    assert table.column_names == ["row_id", "score_0", "correct_0", "b_0", "released_label_0",
+                                  "score_1", "correct_1", "b_1", "released_label_1"]
     table = table.sort_by("row_id")
     order = np.argsort(world["row_ids"])
     game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], seed=1,
                            repetition=1, score=resolve_score("paper"))
     assert np.array_equal(table.column("score_1").to_numpy(), game.scores[order])
     assert np.array_equal(table.column("correct_1").to_numpy(), game.correct[order])
+    # The secret bit and the released label reproduce the game: the score is that of the released label, the
+    # guess is b' = 0 where the score is > 0, and b = 0 releases the training label.
+    bit = table.column("b_1").to_numpy().astype(bool)
+    released = table.column("released_label_1").to_numpy()
+    labels, p_t, p_r = world["labels"][order], world["p_target"][order], world["p_reference"][order]
+    rows = np.arange(ROWS)
+    assert np.array_equal(resolve_score("paper")(p_t[rows, released], p_r[rows, released]), game.scores[order])
+    assert np.array_equal((~(game.scores[order] > 0)) == bit, game.correct[order])
+    assert np.array_equal(released[~bit], labels[~bit])
+    assert 0.45 < bit.mean() < 0.55
 
 
 def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):

@@ -23,6 +23,7 @@ from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
 from auditing.names import check_name, parse_date, resolve_data_root
 from auditing.report import svg
 from auditing.report.risk_panel import RISK_CSS, risk_panel
+from auditing.report.robustness_panel import ROBUSTNESS_CSS, robustness_panel
 from auditing.report.svg import esc
 
 REPORTS = "reports"
@@ -95,7 +96,7 @@ footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .banner.untrusted { background:#fef3f2; border:2px solid var(--bad); color:#7a271a; border-radius:10px;
                     padding:12px 16px; margin:0 0 18px; }
 .control-passed { color:var(--good); } .control-failed { color:var(--bad); }
-""" + RISK_CSS
+""" + RISK_CSS + ROBUSTNESS_CSS
 
 
 # --------------------------------------------------------------------------------------------- formatting
@@ -404,7 +405,8 @@ def lineage_table(lineage: Mapping) -> str:
 
 # --------------------------------------------------------------------------------------------- pages
 def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapping] | None,
-                      score_histogram: Mapping | None, claimed_epsilon: float, *, trust: Mapping | None = None) -> str:
+                      score_histogram: Mapping | None, claimed_epsilon: float, *, trust: Mapping | None = None,
+                      robustness: Mapping | None = None) -> str:
     """The HTML page for one audit run.
 
     result: ``AuditResult`` or its ``to_dict()``. lineage: model_id, partition_date, model_uri, fingerprints,
@@ -413,7 +415,8 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
     written. score_histogram: ``{"edges": [...], "counts_correct": [...], "counts_wrong": [...]}`` or None
     (None: the result's own repetition-0 histogram, `result_score_histogram`). trust: the night's controls
     (`trust_sections`): ``kind``, ``untrusted_reason`` (a banner) and, for a control, ``control``
-    (`auditing.controls.ControlCheck.to_dict()`).
+    (`auditing.controls.ControlCheck.to_dict()`). robustness: the row's issue-9 figures (`robustness_panel`:
+    audit_rows, breaking_tau, detection_floor_rows, shift_diagnostic); missing ones are computed here.
     """
     data = _result_dict(result)
     lineage = dict(lineage or {})
@@ -436,6 +439,7 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
         f"{control_card}"
         f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(data, claimed, status))}"
         "</section>"
+        f"{robustness_panel(data, claimed, status, robustness)}"
         f"{risk_panel(data, claimed)}"
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
         f"{curve_chart(data, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "

@@ -27,7 +27,8 @@ scheduler after --, e.g. -- --dask_client_address=127.0.0.1:8786), or any Beam r
 Writes, atomically, <data-root>/sweeps/<MODEL>/date=D/<audit config hash>/: counts.npz (the sweep counts)
 and result.json (the audit result, rows read / without row_id / with bad probabilities, lineage: model and
 reference fingerprints, partition fingerprint, runner, timings). --write-scored also writes
-<data-root>/scored/<MODEL>/date=D/<hash>/part-*.parquet: row_id, score_r and correct_r per repetition r.
+<data-root>/scored/<MODEL>/date=D/<hash>/part-*.parquet: row_id and, per repetition r, score_r, correct_r,
+the secret bit b_r (1: the released label is the counterfactual one) and released_label_r.
 A missing partition or model, or a model whose features the partition lacks, fails before any work and
 writes nothing.
 
@@ -75,7 +76,8 @@ def register(subparsers) -> None:
                    help="rows to play the game on: training (default: the rows whose labels entered training, from "
                         "the model's registry metadata) or all (every row of the partition)")
     p.add_argument("--write-scored", action="store_true",
-                   help="also write row_id, score_r, correct_r per repetition as Parquet under scored/")
+                   help="also write row_id, score_r, correct_r, b_r and released_label_r per repetition as Parquet "
+                        "under scored/")
     p.add_argument("--beam-options-file", default=None,
                    help="a file of Beam options, one a line ('#' comments, ${VAR} from the environment), e.g. "
                         "infra/beam/dataflow.options; options after -- come after it")
