@@ -1,0 +1,106 @@
+"""audit_rows (issue 9): the Beam job audits exactly the rows whose labels entered training, as the registry
+metadata records them, and its counts equal the in-process audit of those rows; bad input fails early.
+
+A small real world: two synthetic days of 4,000 rows, a reference trained on day 1 and an RR target on day 2,
+both by `pipelines.training.train_and_register` with 10 CatBoost iterations.
+"""
+
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from auditing.audit import AuditConfig, run_audit
+from auditing.errors import LabelDPInputError
+from flows.cli import main as cli_main
+from pipelines import registry, schema, splits, synth, training
+from pipelines.audit_rows import row_selection, training_rows
+from pipelines.beam_scoring import ScoringRequest, score_day
+
+PREVIOUS, DAY = "2024-05-01", "2024-05-02"
+ROWS = 4000
+
+logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("audit-rows")
+    for date in (PREVIOUS, DAY):
+        synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=2000)
+    settings = training.settings_from(iterations=10, thread_count=1)
+    _, metadata = training.train_and_register(root, DAY, "rr", 1.0, model_name="rr-1", settings=settings)
+    table = schema.read_partition(root, DAY)
+    return {"root": root, "metadata": metadata, "table": table}
+
+
+def test_metadata_records_the_rows_whose_labels_entered_training(world):
+    record = world["metadata"]["training_rows"]
+    assert record["split"] == splits.scheme()
+    # use_best_model: the privatized validation labels chose the best iteration, so they entered training
+    assert record["label_splits"] == ["train", "validation"]
+    assert record["validation_labels_used_for"] == ["chose the best iteration (use_best_model)"]
+    row_ids = world["table"].column(schema.ROW_ID).to_numpy()
+    split = splits.split_of(row_ids)
+    assert record["rows"] == int(np.sum(split != splits.TEST)) == world["metadata"]["test_metrics"]["train_rows"] + \
+        world["metadata"]["test_metrics"]["validation_rows"]
+    mask = training_rows(world["metadata"]).mask(row_ids)
+    assert np.array_equal(mask, split != splits.TEST)
+
+
+def test_beam_counts_equal_in_process_on_the_training_rows(world):
+    root, table = world["root"], world["table"]
+    config = AuditConfig(repetitions=3, seed=4)
+    assert config.audit_rows == "training"
+    outcome = score_day(ScoringRequest(str(root), DAY, "rr-1", config, reference="reference", batch_size=1500), [])
+    row_ids = table.column(schema.ROW_ID).to_numpy()
+    keep = row_selection("training", world["metadata"]).mask(row_ids)
+    expected_rows = world["metadata"]["training_rows"]["rows"]
+    assert outcome.result.m == int(keep.sum()) == expected_rows < ROWS
+    audited = outcome.record["diagnostics"]["audited_rows"]
+    assert audited["rows_not_audited"] == ROWS - expected_rows and audited["label_splits"] == ["train", "validation"]
+    assert outcome.result.audit_rows == "training"
+
+    target, _ = registry.load_model(root, "rr-1", DAY)
+    reference, _ = registry.load_model(root, "reference", PREVIOUS)
+    frame = training.feature_frame(table.filter(keep))
+    expected = run_audit(target.predict_proba(frame), reference.predict_proba(frame),
+                         table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], config)
+    assert np.array_equal(outcome.counts.correct[0], [p["correct"] for p in expected.curve])
+    assert outcome.result.to_dict() == expected.to_dict()
+
+    every = score_day(ScoringRequest(str(root), DAY, "rr-1", AuditConfig(repetitions=3, seed=4, audit_rows="all"),
+                                     reference="reference"), [])
+    assert every.result.m == ROWS and every.result.audit_rows == "all"
+    assert every.result.config_hash != outcome.result.config_hash
+
+
+def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, capsys):
+    root = world["root"]
+    model, metadata = registry.load_model(root, "rr-1", DAY)
+    legacy = {k: v for k, v in metadata.items() if k != "training_rows"}
+    registry.save_model(root, "legacy", DAY, model, legacy)
+    with pytest.raises(LabelDPInputError, match=r"model 'legacy' of 2024-05-02: .*re-train it"):
+        row_selection("training", registry.read_metadata(root, "legacy", DAY))
+    code = cli_main(["score", "--date", DAY, "--model", "legacy", "--reference", "reference", "--data-root",
+                     str(root), "--repetitions", "2", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "legacy" in err and "re-train" in err and "--audit-rows all" in err
+    assert not (root / "sweeps" / "legacy").exists()
+    code = cli_main(["score", "--date", DAY, "--model", "legacy", "--reference", "reference", "--data-root",
+                     str(root), "--repetitions", "2", "--quiet", "--audit-rows", "all", "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["result"]["m"] == ROWS
+
+
+@pytest.mark.parametrize("tau", ["1", "1.5", "-0.1"])
+def test_tau_outside_0_1_is_refused_and_nothing_is_written(world, capsys, tau):
+    root = world["root"]
+    before = sorted(root.rglob("*"))
+    code = cli_main(["score", "--date", DAY, "--model", "rr-1", "--reference", "reference", "--data-root",
+                     str(root), "--repetitions", "2", "--quiet", "--tau", tau])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "tau must be" in err and len(err.splitlines()) == 1
+    assert sorted(root.rglob("*")) == before
