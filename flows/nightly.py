@@ -20,12 +20,14 @@ from prefect.runtime import flow_run
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from flows import steps
-from flows.plan import AuditPlan, TargetSpec, load_plan
+from flows.plan import AuditPlan, ControlSpec, TargetSpec, load_plan
 from pipelines.layout import check_name, parse_date, resolve_data_root
 
 
 class AuditFailed(RuntimeError):
-    """One or more targets could not be audited (alerted as AUDIT_FAILED); the others were published."""
+    """One or more targets could not be audited (alerted as AUDIT_FAILED), or a nightly control failed (alerted
+    as CONTROL_FAILED: the audit itself is broken, the night's verdicts are marked untrusted); the others
+    were published."""
 
 
 class GuardrailViolation(RuntimeError):
@@ -70,16 +72,24 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, 
     return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log)
 
 
+@task(name="ensure-control", cache_policy=NO_CACHE)
+def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str) -> dict:
+    return steps.ensure_control(root, date, spec, plan, partition_fp, progress=_log)
+
+
 @task(name="score-and-audit", cache_policy=NO_CACHE)
-def score_and_audit(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str) -> dict:
-    return steps.score_target(root, date, spec, plan, partition_fp, progress=_log)
+def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, plan: AuditPlan,
+                    partition_fp: str, expected_curve: bool = False) -> dict:
+    return steps.score_target(root, date, spec, plan, partition_fp, progress=_log, expected_curve=expected_curve)
 
 
 @task(name="publish", **io_task)
-def publish(root: Path, date: dt.date, spec: TargetSpec, record: dict, warehouse: str | None,
-            webhook_url: str | None, claimed_epsilon: float | None = None) -> dict:
+def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
+            webhook_url: str | None, claimed_epsilon: float | None = None, control: dict | None = None,
+            untrusted: str | None = None) -> dict:
     return steps.publish(root, date, spec, record, warehouse=warehouse, webhook_url=webhook_url,
-                         flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log)
+                         flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
+                         untrusted=untrusted)
 
 
 @task(name="drain-spool", cache_policy=NO_CACHE)
@@ -118,8 +128,9 @@ def _emit(kind: str, payload: dict) -> None:
 def _publish_summary(rows: list[dict], title: str) -> None:
     from prefect.artifacts import create_link_artifact, create_table_artifact
 
-    table = [{k: r[k] for k in ("model_id", "partition_date", "status", "claimed_epsilon", "epsilon_lower_bound",
-                                "confidence", "strategy", "method", "max_certifiable_epsilon", "report")}
+    table = [{k: r.get(k) for k in ("model_id", "kind", "partition_date", "status", "claimed_epsilon",
+                                    "epsilon_lower_bound", "confidence", "strategy", "method",
+                                    "max_certifiable_epsilon", "control_passed", "untrusted_reason", "report")}
              for r in rows]
     for r in table:
         r["claimed_epsilon"] = "inf" if math.isinf(r["claimed_epsilon"]) else r["claimed_epsilon"]
@@ -142,11 +153,13 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         raise
     ensure_reference(root, date, plan)
     rows, failures = [], []
+    control_rows, untrusted = run_controls(root, date, plan, partition["fingerprint"], warehouse, webhook_url)
+    rows += control_rows
     for spec in plan.targets:
         try:
             ensure_target(root, date, spec, plan, partition["fingerprint"])
             record = score_and_audit(root, date, spec, plan, partition["fingerprint"])
-            row = publish(root, date, spec, record, warehouse, webhook_url)
+            row = publish(root, date, spec, record, warehouse, webhook_url, untrusted=untrusted)
         except Exception as exc:  # one target's failure must not hide the others' results
             failures.append(f"{spec.name}: {exc}")
             steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
@@ -157,9 +170,44 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         rows.append(row)
     if rows:
         _publish_summary(rows, f"labeldp-audit results for {date.isoformat()}")
+    if untrusted:
+        failures.insert(0, untrusted)
     if failures:
-        raise AuditFailed(f"{len(failures)} of {len(plan.targets)} target(s) failed on {date}: " + "; ".join(failures))
+        raise AuditFailed(f"{len(failures)} failure(s) on {date} ({len(plan.targets)} target(s)"
+                          f"{', controls' if plan.control_specs() else ''}): " + "; ".join(failures))
     return rows
+
+
+def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
+                 webhook_url: str | None) -> tuple[list[dict], str | None]:
+    """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
+    (auditing.controls), then publish each with the night's trust. A control that fails or cannot run alerts
+    CONTROL_FAILED ("the audit itself is broken"); the returned reason then marks every row of the night
+    untrusted (the controls' own rows included) and the flow ends AuditFailed after publishing the rest."""
+    specs = plan.control_specs()
+    records, checks = {}, {}
+    for spec in specs:
+        try:
+            ensure_control(root, date, spec, plan, partition_fp)
+            records[spec.name] = score_and_audit(root, date, spec, plan, partition_fp,
+                                                 expected_curve=spec.control == "positive")
+            checks[spec.name] = steps.judge_control(spec, records[spec.name])
+        except Exception as exc:  # a control that cannot run proves nothing either way: the night is untrusted
+            checks[spec.name] = f"{type(exc).__name__}: {exc}"
+        check = checks[spec.name]
+        _log(f"{spec.name}: " + (check["message"] if isinstance(check, dict) else f"could not run: {check}"))
+    untrusted = steps.untrusted_reason(date, checks)
+    rows = []
+    for spec in specs:
+        check = checks[spec.name]
+        if spec.name in records:
+            rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url,
+                                control=check, untrusted=untrusted))
+        if not isinstance(check, dict) or not check["passed"]:
+            message = check["message"] if isinstance(check, dict) else f"could not run: {check}"
+            steps.send_failure_alert(root, "CONTROL_FAILED", spec.name, date, message, webhook_url, _run_id())
+            _emit("CONTROL_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": message})
+    return rows, untrusted
 
 
 def _plan(plan_file: str | None, models: list[str] | None) -> AuditPlan:
@@ -227,19 +275,26 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
 
 @flow(name="backfill")
 def backfill(start: str, end: str, data_root: str | None = None, warehouse: str | None = None,
-             plan_file: str | None = None, webhook_url: str | None = None, force: bool = False) -> list[dict]:
-    """Nightly audits for every day in [start, end]. Idempotent: days already in the warehouse for every
-    target (same audit configuration) are skipped, so a re-run after a failure resumes where it stopped.
-    Concurrency is the flow's task runner (`backfill.with_options(task_runner=ThreadPoolTaskRunner(n))`)."""
+             plan_file: str | None = None, webhook_url: str | None = None, force: bool = False,
+             concurrency: int = 1) -> list[dict]:
+    """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: days
+    already in the warehouse for every target (same audit configuration) are skipped, so a re-run (or a
+    `prefect flow-run retry` of a crashed run) resumes where it stopped."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
     root = resolve_data_root(data_root)
     first, last = parse_date(start, "--start"), parse_date(end, "--end")
     if last < first:
         raise LabelDPInputError(f"--end ({last}) is before --start ({first})")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise LabelDPInputError(f"--concurrency must be a whole number >= 1; got {concurrency!r}")
     plan = load_plan(plan_file)
     drain_spool(root, warehouse)
     days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
-    futures = [backfill_day.submit(root, d, plan, warehouse, webhook_url, force) for d in days]
-    summary = [f.result() for f in futures]
+    with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
+        futures = [runner.submit(backfill_day, {"root": root, "day": d, "plan": plan, "warehouse": warehouse,
+                                                "webhook_url": webhook_url, "force": force}) for d in days]
+        summary = [f.result() for f in futures]
     failed = [s for s in summary if s["outcome"].startswith("failed")]
     for s in summary:
         _log(f"{s['date']}: {s['outcome']}")

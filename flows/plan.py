@@ -12,6 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from auditing.audit import AuditConfig
+from auditing.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
 from pipelines.layout import check_name
 from pipelines.mechanisms import MECHANISMS
@@ -42,6 +43,38 @@ class TargetSpec:
 
 
 @dataclass(frozen=True)
+class ControlsPlan:
+    """The nightly controls (auditing.controls): a positive control (randomized response at a known
+    ``positive_epsilon``) and a negative control (a copy of the reference), scored like every target."""
+
+    enabled: bool = True
+    positive_epsilon: float = 2.0
+    positive_name: str = "control-positive"
+    negative_name: str = "control-negative"
+
+    def __post_init__(self):
+        if not isinstance(self.enabled, bool):
+            raise LabelDPInputError(f"plan: controls.enabled must be true or false; got {self.enabled!r}")
+        object.__setattr__(self, "positive_epsilon",
+                           check_control_epsilon(self.positive_epsilon, "plan: controls.positive_epsilon"))
+        check_name(self.positive_name, "controls.positive_name")
+        check_name(self.negative_name, "controls.negative_name")
+        if self.positive_name == self.negative_name:
+            raise LabelDPInputError(f"plan: the two controls need different names; got {self.positive_name!r} twice")
+
+
+@dataclass(frozen=True)
+class ControlSpec:
+    """One nightly control as the steps see it (the shape of `TargetSpec` that scoring and publishing read):
+    ``claimed_epsilon`` is what its verdict is judged against (eps_c for the positive control, 0 for the
+    negative one)."""
+
+    name: str
+    control: str  # positive | negative
+    claimed_epsilon: float
+
+
+@dataclass(frozen=True)
 class AuditPlan:
     targets: tuple[TargetSpec, ...]
     reference_name: str = "reference"
@@ -52,6 +85,7 @@ class AuditPlan:
     beam_args: tuple[str, ...] = ()
     batch_size: int = 65536
     catboost_iterations: int | None = None
+    controls: ControlsPlan = field(default_factory=ControlsPlan)
 
     def __post_init__(self):
         if not self.targets:
@@ -67,6 +101,18 @@ class AuditPlan:
                 raise LabelDPInputError(f"plan: {key} must be 'train' or 'fail'; got {getattr(self, key)!r}")
         if int(self.seed) != self.seed or self.seed < 0:
             raise LabelDPInputError(f"plan: seed must be a whole number >= 0; got {self.seed!r}")
+        taken = {*names, self.reference_name}
+        for name in (self.controls.positive_name, self.controls.negative_name):
+            if self.controls.enabled and name in taken:
+                raise LabelDPInputError(f"plan: the control name {name!r} is also a target or the reference; "
+                                        "rename it under controls")
+
+    def control_specs(self) -> tuple[ControlSpec, ...]:
+        """The night's controls (none when ``controls.enabled`` is false)."""
+        if not self.controls.enabled:
+            return ()
+        return (ControlSpec(self.controls.positive_name, POSITIVE, self.controls.positive_epsilon),
+                ControlSpec(self.controls.negative_name, NEGATIVE, 0.0))
 
     def target(self, name: str) -> TargetSpec:
         for spec in self.targets:
@@ -109,21 +155,25 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
     if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
         raise LabelDPInputError(f"{path}: a plan is a JSON object with a 'targets' list")
     known = {"targets", "reference_name", "on_missing_reference", "on_missing_target", "seed", "audit",
-             "beam_args", "batch_size", "catboost_iterations"}
+             "beam_args", "batch_size", "catboost_iterations", "controls"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise LabelDPInputError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(known)}")
     try:
         targets = tuple(TargetSpec(**t) for t in data["targets"])
         audit = AuditConfig(**data.get("audit", {"repetitions": 20}))
+        controls = data.get("controls", {})
+        if not isinstance(controls, dict):
+            raise LabelDPInputError("controls must be a JSON object")
+        controls = ControlsPlan(**controls)
     except TypeError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None
-    rest = {k: v for k, v in data.items() if k not in ("targets", "audit")}
+    rest = {k: v for k, v in data.items() if k not in ("targets", "audit", "controls")}
     if "beam_args" in rest:
         rest["beam_args"] = tuple(rest["beam_args"])
     try:
-        return AuditPlan(targets=targets, audit=audit, **rest)
+        return AuditPlan(targets=targets, audit=audit, controls=controls, **rest)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None

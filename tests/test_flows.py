@@ -39,6 +39,7 @@ def plan_file(tmp_path_factory):
         ],
         "catboost_iterations": 40,
         "audit": {"repetitions": 3, "grid_points": 30},
+        "controls": {"enabled": False},  # the nightly controls are tested in tests/test_controls_flow.py
     }))
     return str(path)
 
@@ -96,6 +97,11 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert by_model["leaky"]["status"] == "VIOLATION"
     assert by_model["rr-eps1"]["status"] != "VIOLATION"
     assert any(a["kind"] == "VIOLATION" and a["model_id"] == "leaky" for a in Hook.received)
+    # issue 8: the risk figures travel with each row and the alert carries the headline sentence
+    leaky = by_model["leaky"]
+    assert leaky["risk_headline"].startswith("The claimed eps=0 allows")
+    assert leaky["risk_lb_posterior_ceiling_median"] > leaky["risk_posterior_ceiling_median"] > 0
+    assert any(leaky["risk_headline"] in a.get("text", "") for a in Hook.received if a["kind"] == "VIOLATION")
     stored = warehouse_rows(data_root)
     assert len(stored) == 2
 
@@ -112,11 +118,12 @@ def test_guardrail_cli_exit_codes(prefect_api, data_root, plan_file, capsys):
     code = main(["guardrail", "--model", "leaky", "--date", D1, "--claimed-epsilon", "0",
                  "--data-root", str(data_root), "--plan", plan_file])
     out, err = capsys.readouterr()
-    assert code == 1 and "VIOLATION" in err and "leaky" in out
+    assert code == 1 and "VIOLATION" in err and "leaky" in out and "what this means for leaky" in out
     code = main(["guardrail", "--model", "leaky", "--date", D1, "--claimed-epsilon", "1000",
                  "--data-root", str(data_root), "--plan", plan_file, "--json"])
     out, _ = capsys.readouterr()
     assert code == 0 and json.loads(out)[0]["status"] == "INCONCLUSIVE"
+    assert json.loads(out)[0]["risk_mia_advantage_bound"] == 1.0  # eps 1000: the claim allows everything
     code = main(["guardrail", "--model", "../etc", "--date", D1, "--claimed-epsilon", "1",
                  "--data-root", str(data_root)])
     _, err = capsys.readouterr()

@@ -1,0 +1,158 @@
+"""Nightly controls end to end (issue 9, item 4): real Prefect (test harness), CatBoost, the Beam job on
+FnApiRunner, DuckDB and PostgreSQL, a local webhook.
+
+- A normal night runs both controls through the same Beam job and warehouse as the target: the positive
+  control's valid bound is above its floor and at most eps_c, the negative control's is 0, every row is
+  trusted, the reports draw the score panel.
+- A night whose positive control cannot detect its eps_c (eps_c = 0.01: its pre-registered floor is 0, so
+  the audit has no power to show the known leakage) fails: the flow ends AuditFailed, CONTROL_FAILED is
+  alerted, and every row of that night carries untrusted_reason, in DuckDB and in PostgreSQL.
+- A plan with a control epsilon <= 0 is a one-line error, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
+
+pytestmark = pytest.mark.slow
+
+ROWS = 20_000
+D0, D1 = "2026-10-01", "2026-10-02"
+
+
+@pytest.fixture(scope="module")
+def prefect_api():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=300):
+        yield
+
+
+def _plan(directory: Path, name: str, **controls) -> str:
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps({
+        "targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0}],
+        "catboost_iterations": 40,
+        "audit": {"repetitions": 3, "grid_points": 30},
+        "controls": {"positive_epsilon": 2.0, **controls},
+    }))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    from pipelines.synth import write_synthetic_day
+
+    root = tmp_path_factory.mktemp("data")
+    for day in (D0, D1):
+        write_synthetic_day(root, day, rows=ROWS)
+    return root
+
+
+class Hook(BaseHTTPRequestHandler):
+    received: ClassVar[list] = []
+
+    def do_POST(self):
+        Hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def webhook():
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/alerts"
+    server.shutdown()
+
+
+def _stored(root, warehouse=None) -> dict:
+    from auditing.warehouse import open_warehouse
+
+    with open_warehouse(warehouse, data_root=root) as store:
+        return {r["model_id"]: r for r in store.fetch_results()}
+
+
+def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
+    from auditing.controls import check_control
+    from flows.nightly import nightly_audit
+    from flows.steps import format_rows
+
+    plan = _plan(tmp_path_factory.mktemp("plans"), "good")
+    rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan, webhook_url=webhook)
+    by_model = {r["model_id"]: r for r in rows}
+    assert set(by_model) == {"control-positive", "control-negative", "rr-eps1"}
+    positive, negative = by_model["control-positive"], by_model["control-negative"]
+    assert positive["kind"] == negative["kind"] == "control" and by_model["rr-eps1"]["kind"] == "target"
+    assert positive["control_passed"] == negative["control_passed"] == 1
+    assert positive["control_floor"] < positive["epsilon_lower_bound"] <= 2.0
+    assert negative["epsilon_lower_bound"] == 0.0 and negative["claimed_epsilon"] == 0.0
+    assert all(r["untrusted_reason"] is None for r in rows)
+    assert not any(a["kind"] == "CONTROL_FAILED" for a in Hook.received)
+
+    stored = _stored(data_root)
+    assert stored["control-positive"]["kind"] == "control" and stored["rr-eps1"]["kind"] == "target"
+    assert stored["control-positive"]["control_passed"] == 1
+    assert stored["control-positive"]["control_floor"] == pytest.approx(positive["control_floor"])
+    assert all(r["untrusted_reason"] is None for r in stored.values())
+    # the stored result is judgeable again: the same check from the warehouse's result_json
+    again = check_control("positive", json.loads(stored["control-positive"]["result_json"]), 2.0)
+    assert again.passed and again.floor == pytest.approx(positive["control_floor"])
+    # the oracle went through the Beam job and the same row selection (the train split) as the target
+    record = json.loads(next((data_root / "sweeps" / "control-positive").rglob("result.json")).read_text())
+    assert record["diagnostics"]["audited_rows"]["audit_rows"] == "training"
+    assert record["lineage"]["model"]["uri"].endswith("control-positive/date=" + D1)
+    for row in rows:
+        page = Path(row["report"]).read_text()
+        assert "Score histogram not provided" not in page and "hist-correct" in page and "UNTRUSTED" not in page
+    assert "Nightly control" in Path(positive["report"]).read_text()
+    text = format_rows(rows)
+    assert "control ok" in text and "UNTRUSTED" not in text
+
+
+@pytest.mark.parametrize("backend", ["duckdb", "postgres"])
+def test_failing_control_marks_the_night_untrusted(prefect_api, data_root, tmp_path_factory, webhook, backend,
+                                                   request):
+    from flows.nightly import AuditFailed, nightly_audit
+
+    warehouse = request.getfixturevalue("postgres_url") if backend == "postgres" else None
+    plan = _plan(tmp_path_factory.mktemp("plans"), "weak", positive_epsilon=0.01)
+    before = len(Hook.received)
+    state = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan, warehouse=warehouse,
+                          webhook_url=webhook, return_state=True)
+    assert state.is_failed()
+    with pytest.raises(AuditFailed, match="the audit itself is broken"):
+        state.result()
+    stored = _stored(data_root, warehouse)
+    assert {"control-positive", "control-negative", "rr-eps1"} <= set(stored)
+    for model in ("control-positive", "control-negative", "rr-eps1"):
+        reason = stored[model]["untrusted_reason"]
+        assert reason and "control-positive" in reason and "no power" in reason
+    assert stored["control-positive"]["control_passed"] == 0 and stored["control-positive"]["control_floor"] == 0.0
+    assert stored["control-negative"]["control_passed"] == 1
+    page = Path(next((data_root / "reports" / "rr-eps1" / f"date={D1}").glob("*.html"))).read_text()
+    assert "UNTRUSTED: the audit itself is broken tonight." in page
+    if backend == "duckdb":  # alerts are deduplicated per model, date and kind: the first night sends it
+        sent = [a for a in Hook.received[before:] if a["kind"] == "CONTROL_FAILED"]
+        assert [a["model_id"] for a in sent] == ["control-positive"]
+        assert "the audit itself is broken" in sent[0]["text"]
+
+
+def test_plan_control_epsilon_must_be_positive(tmp_path, capsys):
+    from flows.cli import main
+
+    plan = _plan(tmp_path, "bad", positive_epsilon=0)
+    code = main(["nightly", "--date", D1, "--data-root", str(tmp_path / "root"), "--plan", plan])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "controls.positive_epsilon must be a finite number > 0" in err[0]
+    assert not (tmp_path / "root").exists()
