@@ -581,3 +581,63 @@ def test_risk_columns_round_trip_on_both_backends(target):
 
     with pytest.raises(LabelDPInputError, match="risk_mia_advantage_bound must be in"):
         normalize_row({**bare, "risk_mia_advantage_bound": 1.5})
+
+
+def test_trust_columns_round_trip_on_both_backends(target):
+    """Issue 9: audit_rows, breaking_tau, detection_floor_rows (claim-dependent, computed by audit_record) and
+    the shift diagnostic (JSON + two scalars) are stored; an old row stores NULLs; bad values are refused."""
+    from auditing.robustness import breaking_tau, detection_floor_rows
+    from auditing.warehouse.rows import normalize_row
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    labels = rng.integers(0, 2, n)
+    p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
+    result = run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=2))
+    diagnostic = {"reference_log_loss_shift": 0.01, "feature_shift_max_psi": 0.2, "feature_shift": {"top": []}}
+    row, curve = audit_record(result, model_id="trust-m", partition_date=DAY, claimed_epsilon=0.5,
+                              shift_diagnostic=diagnostic)
+    assert row["status"] == "VIOLATION" and row["audit_rows"] == "training"
+    assert row["breaking_tau"] == breaking_tau(result, 0.5) > 0
+    assert row["detection_floor_rows"] == detection_floor_rows(result, 0.5)
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(row, curve)
+        got = _only(wh.fetch_results(model_id="trust-m"))
+    assert got["audit_rows"] == "training" and got["breaking_tau"] == pytest.approx(row["breaking_tau"])
+    assert got["detection_floor_rows"] == row["detection_floor_rows"]
+    assert json.loads(got["shift_diagnostic"]) == diagnostic
+    assert got["reference_log_loss_shift"] == pytest.approx(0.01) and got["feature_shift_max_psi"] == pytest.approx(0.2)
+    bare, bare_curve = make_row(model_id="trust-old")
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(bare, bare_curve)
+        old = _only(wh.fetch_results(model_id="trust-old"))
+    assert all(old[name] is None for name in ("audit_rows", "breaking_tau", "detection_floor_rows",
+                                              "shift_diagnostic", "reference_log_loss_shift"))
+    for change, message in (({"breaking_tau": 1.0}, "breaking_tau must be in"),
+                            ({"audit_rows": "test"}, "audit_rows must be"),
+                            ({"detection_floor_rows": -3}, "detection_floor_rows must be")):
+        with pytest.raises(LabelDPInputError, match=message):
+            normalize_row({**bare, **change})
+
+
+def test_control_and_trust_columns_round_trip(target):
+    """Issue 9 (trust-b): kind, control_passed, control_floor and untrusted_reason on both backends; a bad
+    value is refused before any write."""
+    reason = "control failed on 2024-01-02 (the audit itself is broken): control-negative: eps_lb 0.3 > 0"
+    control, control_curve = make_row(model_id="control-positive", kind="control", control_passed=0,
+                                      control_floor=1.25, untrusted_reason=reason)
+    plain, plain_curve = make_row(model_id="m-1", kind="target", untrusted_reason=reason)
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(control, control_curve)
+        wh.upsert_audit(plain, plain_curve)
+        got = {r["model_id"]: r for r in wh.fetch_results()}
+        for bad, message in (({"kind": "canary"}, "kind must be"), ({"kind": "control", "control_passed": 2},
+                             "control_passed must be"), ({"control_floor": 1.0}, "kind 'control' rows only"),
+                             ({"untrusted_reason": "  "}, "untrusted_reason must be")):
+            with pytest.raises(LabelDPInputError, match=message):
+                wh.upsert_audit(*make_row(model_id="bad", **bad))
+        assert "bad" not in {r["model_id"] for r in wh.fetch_results()}
+    assert (got["control-positive"]["kind"], got["control-positive"]["control_passed"]) == ("control", 0)
+    assert got["control-positive"]["control_floor"] == 1.25 and got["control-positive"]["untrusted_reason"] == reason
+    assert got["m-1"]["kind"] == "target" and got["m-1"]["control_passed"] is None
+    assert got["m-1"]["untrusted_reason"] == reason
