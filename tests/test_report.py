@@ -360,3 +360,38 @@ def test_report_command_errors_are_one_clear_line(seeded_root, capsys, argv, mes
     assert cli_main(["report", "--data-root", str(seeded_root), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------------------------- trust (issue 9)
+def test_trust_card_in_headless_chromium(run, tmp_path):
+    """Issue 9: breaking tau next to a VIOLATION, the detection floor next to a PASS (weak when it exceeds 1% of
+    the audited rows), the audited rows and the shift diagnostic labelled a diagnostic, not a proof."""
+    from auditing.robustness import breaking_tau, detection_floor_rows
+
+    result = run["result"]
+    tau = breaking_tau(result, CLAIMED)
+    diagnostic = {"reference_fit": {"previous": {"log_loss": 0.1209, "ece": 0.0028, "rows": 32138},
+                                    "current": {"log_loss": 0.1171, "ece": 0.0034, "rows": 31783}},
+                  "reference_log_loss_shift": -0.0037, "feature_shift_max_psi": 0.0023,
+                  "feature_shift": {"bins": "deciles", "median_psi": 0.0003, "top": [{"feature": "C16", "psi": 0.0023}]}}
+    path = write_report(_page(run, robustness={"audit_rows": "training", "shift_diagnostic": diagnostic}),
+                        tmp_path / "run.html")
+    dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    text = _parse(dumped.stdout).visible
+    assert 0 < tau < 1
+    assert f"holds for any distribution shift up to τ = {tau:.4g}" in text
+    assert "Trust in this verdict" in text and "Data diagnostic (not a proof)" in text and "C16" in text
+    assert "rows whose labels entered training" in text
+
+    # A PASS (claim far above the bound): the floor sentence; weak when the floor exceeds 1% of m.
+    claimed = result.epsilon_lower_bound + 0.5
+    floor = detection_floor_rows(result, claimed)
+    assert floor is not None
+    page = _parse(_page(run, claimed_epsilon=claimed)).visible
+    assert f"only if at least {floor:,} labels were fully exposed" in page
+    assert ("Weak PASS" in page) == (floor > 0.01 * result.m)
+    small = {**result.to_dict(), "m": floor * 50}  # the same floor is 2% of fewer audited rows: weak
+    assert "Weak PASS" in _parse(_page(run, result=small, claimed_epsilon=claimed)).visible
+    inconclusive = _parse(_page(run, claimed_epsilon=result.max_certifiable_epsilon + 1)).visible
+    assert "No number of fully exposed labels" in inconclusive
