@@ -214,7 +214,7 @@ def aia_advantage_bound(eps, classes: int = 2, kappa: float | None = None, kappa
         return None
     if math.isinf(eps):
         return float(1.0 - (kappa_min if informed else 1.0 / k)) if informed else (k - 1) / k
-    growth = math.expm1(eps)
+    growth = math.expm1(min(eps, 700.0))  # e^700 ~ 1e304: the min{} below is decided long before
     half = math.tanh(eps / 2.0)
     if not informed:
         return float(min(growth / k, (k - 1) / k * half))
@@ -646,12 +646,12 @@ def headline(assessment: dict) -> str:
                     f"up to {_pct(block['posterior_ceiling_p90'])} of the time")
         return f"membership inference advantage up to {_pct(block['mia_advantage_bound'])}"
 
-    text = f"The claimed eps={claimed['epsilon']:.3g} allows: {ceiling(claimed)}"
+    text = f"The claimed eps={claimed['epsilon']:.4g} allows: {ceiling(claimed)}"
     if shown is None:
         return text + "; the audit demonstrates nothing (no valid lower bound)."
     if shown["epsilon"] == 0.0:
         return text + "; the audit demonstrates no leakage beyond the prior (eps_lb = 0)."
-    return text + f"; the measured eps_lb={shown['epsilon']:.3g} demonstrates: {ceiling(shown)}."
+    return text + f"; the measured eps_lb={shown['epsilon']:.4g} demonstrates: {ceiling(shown)}."
 
 
 def risk_columns(assessment: dict | None) -> dict:

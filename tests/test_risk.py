@@ -205,9 +205,15 @@ def test_eps_zero_gives_the_prior_back(p):
     assert column_bound(0, priors, 1).expected == pytest.approx(sum(priors), rel=1e-12)
 
 
-def test_infinite_epsilon_is_certain_success():
+def test_infinite_and_huge_epsilon_are_certain_success():
     assert posterior_ceiling(math.inf, 0.01) == 1.0 and mia_advantage_bound(math.inf) == 1.0
     assert column_bound(math.inf, [0.1, 0.2], 2).tail == 1.0
+    for eps in (1000.0, 1e6):  # a non-private model may claim a huge finite eps (the guardrail test uses 1000)
+        assert mia_advantage_bound(eps) == 1.0 and aia_advantage_bound(eps, 2) == pytest.approx(0.5)
+        assert posterior_ceiling(eps, 1e-6) == pytest.approx(1.0)
+        assert reconstruction_bound_dp(eps, 1e-5, 0.1) == 1.0
+        block = risk_block(eps, 1e-5, PriorHistogram.from_probabilities([0.01, 0.2, 0.6]))
+        assert block["column_tail_bound"] == 1.0 and block["posterior_ceiling_p90"] == pytest.approx(1.0)
 
 
 # --------------------------------------------------------------------------------------------- column numerics
