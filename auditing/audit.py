@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -20,13 +21,17 @@ from auditing.bounds import best_bound, check_method, resolve_delta
 from auditing.controls import expected_correct_record
 from auditing.errors import LabelDPInputError
 from auditing.game import as_class_probabilities, as_labels, as_row_ids, play_repetition
+from auditing.game_kernel import boundary_rows, compiled_score, game_tables, slot_histograms, slot_keys
 from auditing.keyed_random import STREAM_SPLIT, keyed_uniform
 from auditing.params import check_confidence, check_delta, check_tau
 from auditing.risk import PriorHistogram
-from auditing.score_histogram import score_histogram
+from auditing.score_histogram import coarsen, score_histogram
 from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
 from auditing.selection import Selection, check_strategy, select_over_grid, select_split
 from auditing.sweep import GRID_KINDS, SweepCounts, correct_at, guess_grid, rank_order
+from auditing.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
+
+logger = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -178,8 +183,25 @@ def run_audit(
 
     grid = config.grid_for(n)
     guesses = np.broadcast_to(grid, (config.repetitions, grid.size)).copy()
-    correct = np.empty_like(guesses)
-    split = None
+    if score_function is None and compiled_score(config.score):
+        correct, split, histogram = _compiled_sweep(target, reference, y0, ids, config, grid, progress)
+    else:
+        logger.info("custom score function: the game runs on the numpy path (auditing.game.play_repetition), "
+                    "not the compiled kernel (auditing.game_kernel serves the built-in scores %s)", sorted(SCORES))
+        correct, split, histogram = _numpy_sweep(target, reference, y0, ids, config, grid, score, progress)
+    expected = expected_correct_record(target, reference, y0, score, grid) if expected_curve else None
+    result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split,
+                               score_histogram=histogram, expected_correct=expected,
+                               prior_histogram=PriorHistogram.from_reference(reference).to_dict())
+    if score_function is not None:
+        result = AuditResult(**{**result.to_dict(), "score": "custom"})
+    return result
+
+
+def _numpy_sweep(target, reference, y0, ids, config: AuditConfig, grid, score, progress):
+    """The reference path, one repetition at a time with `play_repetition` and a full ranking (any score)."""
+    correct = np.empty((config.repetitions, grid.size), dtype=np.int64)
+    split = histogram = None
     for r in range(config.repetitions):
         rows = play_repetition(target, reference, y0, ids, seed=config.seed, repetition=r, score=score)
         correct[r] = _counts(rows.scores, rows.correct, ids, grid)
@@ -189,13 +211,56 @@ def run_audit(
             histogram = score_histogram(rows.scores, rows.correct)
         if progress:
             progress(r + 1, config.repetitions)
-    expected = expected_correct_record(target, reference, y0, score, grid) if expected_curve else None
-    result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split,
-                               score_histogram=histogram, expected_correct=expected,
-                               prior_histogram=PriorHistogram.from_reference(reference).to_dict())
-    if score_function is not None:
-        result = AuditResult(**{**result.to_dict(), "score": "custom"})
-    return result
+    return correct, split, histogram
+
+
+# Repetitions per compiled call (progress is reported between groups) and rows per call (the batch's tables
+# stay in cache while every repetition of the group passes over them).
+_KERNEL_SLOT_GROUP = 10
+_KERNEL_ROW_BATCH = 65_536
+
+
+def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progress):
+    """The same counts as `_numpy_sweep` for a built-in score, by the two exact passes of the Beam job.
+
+    Pass 1 (`auditing.game_kernel.slot_histograms`): per slot (a repetition; for `split` also the two halves
+    of repetition 0) rows and correct guesses per order-preserving |score| bin (`auditing.sweep_reduce`).
+    Then each grid point's bin (`boundary_bins`), and pass 2 replays only rows of the bins cut strictly inside
+    (`game_kernel.boundary_rows`), ranked by `exact_counts` with `rank_order` itself: equal to ranking all rows.
+    """
+    spec = BinSpec()
+    split = config.strategy == "split"
+    slots = [(r, None) for r in range(config.repetitions)] + ([(0, 0), (0, 1)] if split else [])
+    tables = game_tables(target, reference, y0, ids, score=config.score, power=config.score_power, bins=spec,
+                         selection=_split_halves(ids, config.seed) if split else None)
+    keys = slot_keys(config.seed, slots)
+    rows = np.zeros((keys.size, spec.num_bins), dtype=np.int64)
+    hits = np.zeros_like(rows)
+    n = tables.rows
+    for first in range(0, keys.size, _KERNEL_SLOT_GROUP):
+        group = slice(first, min(first + _KERNEL_SLOT_GROUP, keys.size))
+        for start in range(0, n, _KERNEL_ROW_BATCH):
+            slot_histograms(tables.slice(start, start + _KERNEL_ROW_BATCH), keys.subset(group), rows[group],
+                            hits[group])
+        if progress:
+            progress(min(group.stop, config.repetitions), config.repetitions)
+    grids = [grid] * config.repetitions
+    if split:
+        for half in (0, 1):
+            m_half = int(rows[config.repetitions + half].sum())
+            if m_half == 0:
+                raise LabelDPInputError("the split strategy needs at least 2 rows (one half is empty)")
+            grids.append(_half_grid(config, m_half))
+    bounds = [boundary_bins(rows[s], hits[s], grids[s]) for s in range(keys.size)]
+    cut = np.stack([cut_bin_mask(b, spec.num_bins) for b in bounds])
+    found = boundary_rows(tables, keys, cut)
+    counts = [exact_counts(bounds[s], *found.of(s)) for s in range(keys.size)]
+    split_counts = None
+    if split:
+        r = config.repetitions
+        split_counts = tuple(SweepCounts(m=int(rows[s].sum()), guesses=grids[s][None, :], correct=counts[s][None, :])
+                             for s in (r, r + 1))
+    return np.stack(counts[: config.repetitions]), split_counts, coarsen(rows[0], hits[0], spec)
 
 
 def _split_counts(scores, correct, ids, config: AuditConfig) -> tuple[SweepCounts, SweepCounts]:

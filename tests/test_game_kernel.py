@@ -1,0 +1,127 @@
+"""The compiled game (auditing/game_kernel.py) equals the numpy reference path bit for bit."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from auditing import game_kernel
+from auditing.audit import AuditConfig, run_audit
+from auditing.game import as_class_probabilities, play_repetition
+from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, _key_word, keyed_uniform
+from auditing.scores import resolve_score
+from auditing.sweep import correct_at, rank_order
+from auditing.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts, histogram
+
+
+def _world(k: int, n: int, seed: int, decimals: int | None = None):
+    """Random class probabilities (rounded to `decimals` to make tied scores), labels and scattered row ids."""
+    rng = np.random.default_rng(seed)
+    if k == 2:
+        target, reference = rng.random(n), rng.random(n)
+        if decimals is not None:
+            target, reference = np.round(target, decimals), np.round(reference, decimals)
+        target, reference = as_class_probabilities(target, "t"), as_class_probabilities(reference, "r")
+    else:
+        target, reference = rng.dirichlet(np.ones(k), n), rng.dirichlet(np.ones(k), n)
+        if decimals is not None:
+            target = np.round(target, decimals)
+            target[:, -1] = np.clip(1.0 - target[:, :-1].sum(axis=1), 0.0, 1.0)
+            target /= target.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, k, n)
+    row_ids = rng.permutation(n).astype(np.int64) * 104_729 - 3 * n  # unique, negative ones included
+    return target, reference, labels, row_ids
+
+
+def test_compiled_uniforms_are_keyed_uniform_bit_for_bit():
+    ids = np.concatenate([np.arange(-5, 5), np.array([2**62, -(2**63), 2**63 - 1]),
+                          np.random.default_rng(0).integers(-(2**63), 2**63 - 1, 2000)]).astype(np.int64)
+    for seed, repetition, stream in [(0, 0, STREAM_COUNTERFACTUAL), (7, 99, STREAM_BIT), (2**40, 3, 5)]:
+        key = _key_word(seed, repetition, stream)
+        got = np.array([game_kernel._uniform(np.uint64(i), key) for i in ids.view(np.uint64)])
+        assert np.array_equal(got, keyed_uniform(seed, repetition, stream, ids))
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+@pytest.mark.parametrize("score", ["paper", "log-ratio"])
+def test_histograms_and_rows_equal_play_repetition(k, score):
+    spec = BinSpec()
+    for seed, power in [(1, 2.0), (2, 1.5), (3, 0.0)]:
+        target, reference, labels, ids = _world(k, 3000, seed)
+        reps = [0, 1, 17]
+        keys = game_kernel.slot_keys(seed, [(r, None) for r in reps])
+        tables = game_kernel.game_tables(target, reference, labels, ids, score=score, power=power, bins=spec)
+        rows = np.zeros((len(reps), spec.num_bins), np.int64)
+        hits = np.zeros_like(rows)
+        for start, stop in [(0, 1), (1, 700), (700, 2048), (2048, 3000)]:  # chunks add up
+            game_kernel.slot_histograms(tables.slice(start, stop), keys, rows, hits)
+        for index, r in enumerate(reps):
+            game = play_repetition(target, reference, labels, ids, seed=seed, repetition=r,
+                                   score=resolve_score(score, power))
+            expected_rows, expected_hits = histogram(bin_index(game.scores, spec), game.correct, spec.num_bins)
+            assert np.array_equal(rows[index], expected_rows) and np.array_equal(hits[index], expected_hits)
+            compiled = game_kernel.play(tables, seed, r)
+            assert np.array_equal(compiled.scores, game.scores)  # bit-identical doubles
+            assert np.array_equal(compiled.correct, game.correct)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_boundary_rows_complete_the_exact_counts(k):
+    """Pass 1 + pass 2 of the kernel give correct_at(rank_order(...)) exactly, ties (rounded scores) included,
+    for whole repetitions and for the split strategy's halves of repetition 0."""
+    spec = BinSpec(mantissa_bits=4)  # coarse bins: many rows per cut bin
+    target, reference, labels, ids = _world(k, 4000, 11, decimals=2)
+    selection = np.random.default_rng(5).random(ids.size) < 0.5
+    slots = [(0, None), (3, None), (0, 0), (0, 1)]
+    keys = game_kernel.slot_keys(4, slots)
+    tables = game_kernel.game_tables(target, reference, labels, ids, score="paper", power=2.0, bins=spec,
+                                     selection=selection)
+    rows = np.zeros((len(slots), spec.num_bins), np.int64)
+    hits = np.zeros_like(rows)
+    game_kernel.slot_histograms(tables, keys, rows, hits)
+    grid = np.unique(np.concatenate([np.arange(1, 60), np.geomspace(1, 1900, 40).astype(np.int64)]))
+    bounds = [boundary_bins(rows[s], hits[s], grid) for s in range(len(slots))]
+    found = game_kernel.boundary_rows(tables, keys, np.stack([cut_bin_mask(b, spec.num_bins) for b in bounds]))
+    for s, (r, half) in enumerate(slots):
+        game = play_repetition(target, reference, labels, ids, seed=4, repetition=r, score=resolve_score("paper"))
+        keep = np.ones(ids.size, bool) if half is None else (selection if half == 0 else ~selection)
+        expected = correct_at(game.correct[keep], rank_order(game.scores[keep], ids[keep]), grid)
+        assert bounds[s].cut_bins().size > 0
+        assert np.array_equal(exact_counts(bounds[s], *found.of(s)), expected)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+@pytest.mark.parametrize("strategy", ["bonferroni", "split"])
+@pytest.mark.parametrize("score", ["paper", "log-ratio"])
+def test_run_audit_compiled_equals_numpy_path(k, strategy, score):
+    target, reference, labels, ids = _world(k, 2500, 21, decimals=3)
+    config = AuditConfig(repetitions=4, seed=3, strategy=strategy, score=score, grid_points=40)
+    compiled = run_audit(target, reference, labels, ids, config).to_dict()
+    numpy_path = run_audit(target, reference, labels, ids, config,
+                           score_function=resolve_score(score, config.score_power)).to_dict()
+    assert numpy_path.pop("score") == "custom"
+    compiled.pop("score")
+    assert compiled == numpy_path
+
+
+def test_custom_score_falls_back_to_numpy_and_says_so(caplog):
+    target, reference, labels, ids = _world(2, 500, 8)
+
+    def centred(p_target, p_reference):  # not elementwise: depends on the whole batch
+        s = p_target - p_reference
+        return s - s.mean()
+
+    assert not game_kernel.compiled_score(centred) and game_kernel.compiled_score("paper")
+    with caplog.at_level(logging.INFO, logger="auditing.audit"):
+        result = run_audit(target, reference, labels, ids, AuditConfig(repetitions=2), score_function=centred)
+    assert "numpy path" in caplog.text and result.score == "custom"
+    grid = AuditConfig().grid_for(500)
+    game = play_repetition(target, reference, labels, ids, seed=0, repetition=0, score=centred)
+    expected = correct_at(game.correct, rank_order(game.scores, ids), grid)
+    assert [point["correct"] for point in result.curve] == expected.tolist()
+    with caplog.at_level(logging.INFO, logger="auditing.audit"):
+        caplog.clear()
+        run_audit(target, reference, labels, ids, AuditConfig(repetitions=1))
+    assert "numpy path" not in caplog.text
+    with pytest.raises(Exception, match="no compiled form"):
+        game_kernel.game_tables(target, reference, labels, ids, score="nope", power=2.0, bins=BinSpec())
