@@ -18,4 +18,21 @@ def format_audit_result(result: dict) -> str:
         f"  m={result['m']}  seed={result['seed']}  score={result['score']} (t={result['score_power']:g})"
         f"  config={result['config_hash']}",
     ]
+    demonstrated = _demonstrated_risk(result)
+    if demonstrated:
+        lines.append(demonstrated)
     return "\n".join(lines)
+
+
+def _demonstrated_risk(result: dict) -> str | None:
+    """issue 8: what the valid bound demonstrates, with the table's reference probabilities as priors."""
+    from auditing.risk import PriorHistogram, risk_block
+
+    histogram = PriorHistogram.from_dict(result.get("prior_histogram"))
+    if histogram is None or result["optimistic"] or result["epsilon_lower_bound"] <= 0:
+        return None
+    block = risk_block(result["epsilon_lower_bound"], result["delta"], histogram)
+    return (f"what eps_lb demonstrates (no guarantee beats these ceilings; priors: the reference's probabilities): "
+            f"a guess right {block['prior_p90']:.1%} of the time beforehand can be right up to "
+            f"{block['posterior_ceiling_p90']:.1%}; membership advantage up to {block['mia_advantage_bound']:.3f} "
+            "(labeldp-audit risk --help explains each figure)")

@@ -499,3 +499,13 @@ def test_cli_help_teaches(capsys):
     for needle in ("posterior ceiling", "sigmoid(eps + logit P)", "Thm 4.9", "eps_protect", "Examples:"):
         assert needle in text
     assert norm.cdf(0) == 0.5  # scipy present for the reference computations above
+
+
+def test_audit_text_shows_what_the_bound_demonstrates(audit):
+    from flows.result_text import format_audit_result
+
+    text = format_audit_result(audit.to_dict())
+    block = risk_block(audit.epsilon_lower_bound, audit.delta, PriorHistogram.from_dict(audit.prior_histogram))
+    assert "what eps_lb demonstrates" in text and f"{block['posterior_ceiling_p90']:.1%}" in text
+    old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
+    assert "what eps_lb demonstrates" not in format_audit_result(old)
