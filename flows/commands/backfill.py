@@ -30,17 +30,14 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from auditing.errors import LabelDPInputError
 
-    if args.concurrency < 1:
-        raise LabelDPInputError(f"--concurrency must be >= 1; got {args.concurrency}")
+    if args.concurrency < 1:  # before Prefect starts (the flow checks again: deployments call it directly)
+        raise LabelDPInputError(f"--concurrency must be a whole number >= 1; got {args.concurrency}")
     prepare_environment()
-    from prefect.task_runners import ThreadPoolTaskRunner
-
     from flows.nightly import backfill
 
-    flow_fn = backfill.with_options(task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency))
-    _, value = run_flow(flow_fn, start=args.start, end=args.end, data_root=args.data_root,
+    _, value = run_flow(backfill, start=args.start, end=args.end, data_root=args.data_root,
                         warehouse=args.warehouse, plan_file=args.plan_file, webhook_url=args.webhook_url,
-                        force=args.force)
+                        force=args.force, concurrency=args.concurrency)
     if isinstance(value, Exception):
         print(f"labeldp-audit backfill: failed: {value}", file=sys.stderr)
         return 1
