@@ -8,8 +8,8 @@ move batches between workers without changing a count):
 2. `scored_batch`: attaches both models' class probabilities; rows without ``row_id`` and rows whose
    probabilities the model cannot have produced (NaN, outside [0, 1], not summing to 1) are counted in
    `ScoredBatch.issues` and left out of the game, never dropped silently.
-3. `Pass1Accumulator.add_batch`: plays every repetition (`auditing.game.play_repetition`) and adds the batch
-   to per-slot histograms of |score| bins (`auditing.sweep_reduce`). A slot is one sweep to count: a
+3. `Pass1Accumulator.add_batch`: plays every repetition with the compiled game (`auditing.game_kernel`,
+   bit-identical to `auditing.game.play_repetition`) and adds the batch to per-slot histograms of |score| bins (`auditing.sweep_reduce`). A slot is one sweep to count: a
    repetition over all rows, or, for the ``split`` strategy, one half of repetition 0
    (`auditing.audit._split_halves`). Accumulators merge by addition.
 4. `make_plan`: from the merged histograms, the grid of each slot and the bins its grid points cut.
@@ -21,10 +21,10 @@ checks it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_r
    `sweep_counts` builds the `SweepCounts` that `auditing.audit.audit_from_counts` turns into the result.
 
 Step 5 avoids replaying the whole game: for a k-class model a row's released label is one of k classes, so its
-score in any repetition is one of k values, computable once per batch with the configured score function.
-Rows none of whose k candidate bins (widened by one bin each side, against float round-off) is cut in a
-repetition cannot be boundary rows of it and are skipped; the rows kept are replayed with
-`play_repetition` itself, and only their real bins decide. Exactness never depends on the filter.
+score in any repetition is one of k values, computed once per batch with the configured score function
+(`auditing.game_kernel.game_tables`, the same numbers the kernel bins in step 3). Rows none of whose k
+candidate bins is cut in a slot cannot be boundary rows of it and are skipped; the rows kept are replayed by
+the same kernel, and only their real bins decide. Exactness never depends on the filter.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,8 @@ from auditing.game import (
     play_repetition,
     secret_bits_and_released,
 )
+from auditing.game_kernel import GameTables, SlotKeys, game_tables, slot_histograms, slot_keys
+from auditing.game_kernel import boundary_rows as kernel_boundary_rows
 from auditing.keyed_random import mix64
 from auditing.risk import PriorHistogram
 from auditing.scores import resolve_score
@@ -54,7 +57,6 @@ from auditing.sweep import SweepCounts
 from auditing.sweep_reduce import (
     BinSpec,
     Boundaries,
-    bin_index,
     boundary_bins,
     cut_bin_mask,
     exact_counts,
@@ -334,6 +336,17 @@ class GameSpec:
         """True for rows of the selection half (the split strategy's fixed, keyed partition)."""
         return _split_halves(row_ids, self.config.seed)
 
+    @cached_property
+    def keys(self) -> SlotKeys:
+        """The slots' key words for the compiled game (`auditing.game_kernel`), in `slots` order."""
+        return slot_keys(self.config.seed, [(slot.repetition, slot.half) for slot in self.slots])
+
+    def tables(self, batch: ScoredBatch) -> GameTables:
+        """The batch's per-(row, class) score bins for the compiled game, computed once for all repetitions."""
+        selection = self.halves(batch.row_ids) if self.config.strategy == "split" else None
+        return game_tables(batch.p_target, batch.p_reference, batch.labels, batch.row_ids, score=self.config.score,
+                           power=self.config.score_power, bins=self.bins, selection=selection)
+
 
 def empty_issues() -> dict:
     return dict.fromkeys(ISSUE_KEYS, 0)
@@ -380,19 +393,9 @@ class Pass1Accumulator:
             return self
         self._add_priors(batch)
         self._allocate(spec)
-        num_bins = spec.bins.num_bins
-        split = spec.config.strategy == "split"
-        for r in range(spec.config.repetitions):
-            game = spec.play(batch, r)
-            bins = bin_index(game.scores, spec.bins)
-            self.rows[r] += np.bincount(bins, minlength=num_bins)
-            self.correct[r] += np.bincount(bins[game.correct], minlength=num_bins)
-            if split and r == 0:
-                selection = spec.halves(batch.row_ids)
-                for offset, mask in ((0, selection), (1, ~selection)):
-                    slot = spec.config.repetitions + offset
-                    self.rows[slot] += np.bincount(bins[mask], minlength=num_bins)
-                    self.correct[slot] += np.bincount(bins[mask & game.correct], minlength=num_bins)
+        # Every slot at once, compiled (auditing.game_kernel): the same histograms as bin_index + bincount of
+        # play_repetition's scores and correct guesses per slot, without per-repetition arrays.
+        slot_histograms(spec.tables(batch), spec.keys, self.rows, self.correct)
         return self
 
     def merge(self, other: Pass1Accumulator) -> Pass1Accumulator:
@@ -512,43 +515,13 @@ def _concat(chunks: list[BoundaryChunk]) -> BoundaryChunk:
 
 def boundary_rows(batch: ScoredBatch, spec: GameSpec, plan: SweepPlan) -> Iterator[tuple[int, BoundaryChunk]]:
     """(slot index, chunk) for every slot with rows of this batch in its cut bins."""
-    reps = plan.repetitions_with_cuts()
-    if batch.rows == 0 or reps.size == 0:
+    if batch.rows == 0 or plan.repetitions_with_cuts().size == 0:
         return
-    score = spec.score()
-    k = batch.p_target.shape[1]
-    # Each row's k possible scores (one per released label), hence its k possible bins in any repetition.
-    candidates = [bin_index(score(batch.p_target[:, j], batch.p_reference[:, j]), spec.bins) for j in range(k)]
-
-    def hits(mask: np.ndarray) -> np.ndarray:
-        found = mask[candidates[0]]
-        for column in candidates[1:]:
-            found |= mask[column]
-        return found
-
-    near = np.flatnonzero(hits(plan.union_filter))
-    if near.size == 0:
-        return
-    batch = batch.take(near)
-    candidates = [column[near] for column in candidates]
-    slots = spec.slots
-    for r in reps:
-        chosen = np.flatnonzero(hits(plan.filter_masks[r]))
-        if chosen.size == 0:
-            continue
-        rows = batch.take(chosen)
-        game = spec.play(rows, int(r))
-        bins = bin_index(game.scores, spec.bins)
-        selection = spec.halves(rows.row_ids) if spec.config.strategy == "split" and r == 0 else None
-        for index, slot in enumerate(slots):
-            if slot.repetition != r:
-                continue
-            keep = plan.exact_masks[index][bins]
-            if slot.half is not None:
-                keep &= selection if slot.half == 0 else ~selection
-            if keep.any():
-                yield index, BoundaryChunk(bins[keep], np.abs(game.scores[keep]), rows.row_ids[keep],
-                                           game.correct[keep])
+    # Compiled (auditing.game_kernel.boundary_rows): a row's bin in any repetition is one of its k per-class
+    # bins, so only rows with a cut candidate bin are replayed, and only their real bins decide.
+    found = kernel_boundary_rows(spec.tables(batch), spec.keys, plan.exact_masks)
+    for index in np.flatnonzero(np.diff(found.offsets)):
+        yield int(index), BoundaryChunk(*found.of(int(index)))
 
 
 def finish_counts(plan: SweepPlan, slot: int, chunks: list[BoundaryChunk]) -> np.ndarray:
