@@ -26,6 +26,7 @@ shown beside the bound. Bad input raises `LabelDPInputError` naming the argument
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -62,6 +63,8 @@ EXACT_MAX_ROWS = 10_000
 COLUMN_FRACTION = 0.01
 # The rows the reference puts at or above this click probability get their own conditional figures.
 HIGH_PRIOR = 0.10
+# The conditional rates per prior bucket shown in the report (edges on the reference's click probability).
+PRIOR_BUCKET_EDGES = (0.0, 0.01, 0.05, 0.10, 0.50, 1.0)
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -564,6 +567,8 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
       prior success, hence is dominated too) gets S labels right. column_baseline = sum q_i (the reference's own
       expected score), column_t = ceil(baseline + 1% of the expected clicks), column_tail_bound = bound on
       P[S >= column_t], column_tail_prior = the same at eps = 0 (chance alone), column_expected = bound on E[S].
+    * prior_buckets: the same conditional rate for every band of PRIOR_BUCKET_EDGES (rows, mean prior, mean
+      posterior ceiling).
     * mia_advantage_bound ([ARD] Thm 4.9), aia_advantage_bound (binary label, uniform prior, [ARD] Eq. 6 /
       Sec. 8.1-8.2), reconstruction_bound: reconstructing "clicked" for a 90th-percentile row (kappa = p90):
       1 - f(kappa) with f the (eps, delta) trade-off ([BRD] Thm 2), and with ``mu`` (a Gaussian-DP audit) the
@@ -603,10 +608,25 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
         column_tail_bound=col.tail, column_tail_prior=float(prior_tail), column_expected=col.expected,
         column_method=col.method, reconstruction_kappa=p90,
         reconstruction_bound=float(reconstruction_bound_dp(eps, delta, p90)),
+        prior_buckets=_prior_buckets(eps, delta, p, c),
     )
     if mu is not None:
         block.update(mu=float(mu), reconstruction_bound_gdp=float(reconstruction_bound_gdp(mu, p90)))
     return block
+
+
+def _prior_buckets(eps: float, delta: float, p: np.ndarray, c: np.ndarray) -> list[dict]:
+    """Conditional rates: per band of reference click probability (PRIOR_BUCKET_EDGES, by the histogram's bucket
+    midpoints), the rows, their mean prior and their mean posterior ceiling ([BWC] Thm 3.2/3.5, n = 1)."""
+    ceilings = np.asarray(posterior_ceiling(eps, p, delta), dtype=np.float64).reshape(-1)
+    out = []
+    for lo, hi in itertools.pairwise(PRIOR_BUCKET_EDGES):
+        inside = (p >= lo) & ((p < hi) if hi < 1.0 else (p <= hi))
+        rows = int(c[inside].sum())
+        out.append({"low": lo, "high": hi, "rows": rows,
+                    "mean_prior": float(np.sum(c[inside] * p[inside]) / rows) if rows else None,
+                    "mean_ceiling": float(np.sum(c[inside] * ceilings[inside]) / rows) if rows else None})
+    return out
 
 
 def risk_assessment(result: dict, claimed_epsilon: float) -> dict:

@@ -293,6 +293,7 @@ def test_what_this_means_panel(run):
     assert f"{100 * shown['mia_advantage_bound']:.3g}%" in text  # the demonstrated value is printed
     assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
     assert dom.count("risk-prior-line", "polyline") == 1
+    assert dom.count("risk-bucket", "tr") == 5  # conditional rates per band of the reference's probability
     old = {k: v for k, v in run["result"].to_dict().items() if k != "prior_histogram"}
     dom_old = _parse(_page(run, result=old))
     assert "What this means" in dom_old.visible and dom_old.count("risk-claimed-line", "polyline") == 1

@@ -385,6 +385,12 @@ def test_risk_assessment_for_claimed_and_demonstrated(audit):
     for name in ("posterior_ceiling_median", "posterior_ceiling_p90", "mia_advantage_bound", "column_expected"):
         assert (shown[name] > claimed[name]) == bigger
     assert "eps=0.5" in a["headline"] and "eps_lb=" in a["headline"]
+    buckets = claimed["prior_buckets"]  # conditional rates per band of the reference's click probability
+    assert sum(b["rows"] for b in buckets) == audit.m
+    filled = [b for b in buckets if b["rows"]]
+    assert all(b["low"] <= b["mean_prior"] <= b["high"] and b["mean_ceiling"] >= b["mean_prior"] for b in filled)
+    assert [b["mean_ceiling"] for b in filled] == sorted(b["mean_ceiling"] for b in filled)
+    assert sum(b["rows"] for b in buckets if b["low"] >= 0.1) == claimed["high_prior_rows"]
     cols = risk_columns(a)
     assert cols["risk_mia_advantage_bound"] == claimed["mia_advantage_bound"]
     assert cols["risk_lb_posterior_ceiling_p90"] == shown["posterior_ceiling_p90"] and cols["risk_headline"]

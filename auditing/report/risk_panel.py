@@ -103,6 +103,24 @@ def posterior_chart(claimed_eps: float, shown_eps: float | None, prior_lo: float
     return "".join(parts)
 
 
+def bucket_table(claimed: Mapping, shown: Mapping | None) -> str:
+    """Conditional rates by band of the reference's click probability: rows, mean prior, mean ceilings."""
+    buckets = claimed.get("prior_buckets") or []
+    if not buckets:
+        return ""
+    shown_buckets = (shown or {}).get("prior_buckets") or [{} for _ in buckets]
+    head = ("<tr><th>reference click probability</th><th>rows</th><th>mean prior</th>"
+            "<th>mean ceiling, claimed ε</th><th>mean ceiling, demonstrated ε_lb</th></tr>")
+    body = "".join(
+        f"<tr class=\"risk-bucket\"><td>{_pct(b['low'])} – {_pct(b['high'])}</td><td>{b['rows']:,}</td>"
+        f"<td>{_pct(b['mean_prior'])}</td><td>{_pct(b['mean_ceiling'])}</td>"
+        f"<td>{_pct(o.get('mean_ceiling')) if shown is not None else 'n/a'}</td></tr>"
+        for b, o in zip(buckets, shown_buckets, strict=True))
+    return (f"<table class=\"grid risk-buckets\">{head}{body}</table><p class=\"caption\">Conditional rates: how "
+            "often a “clicked” guess can be right, on average over the rows in each band (the day's average "
+            "hides the high-probability rows).</p>")
+
+
 def risk_panel(data: Mapping, claimed: float) -> str:
     """The <section id="risk"> of the run report."""
     assessment = risk_assessment(dict(data), claimed)
@@ -123,4 +141,5 @@ def risk_panel(data: Mapping, claimed: float) -> str:
             f"<p class=\"risk-headline\"><strong>{esc(assessment['headline'])}</strong></p>"
             f"<ul class=\"risk-sentences\">{items}</ul>"
             f"{posterior_chart(c['epsilon'], None if s is None else s['epsilon'], prior_lo)}"
+            f"{bucket_table(c, s)}"
             f"<p class=\"caption\">{esc(caption)}</p></section>")
