@@ -515,3 +515,25 @@ def test_audit_text_shows_what_the_bound_demonstrates(audit):
     assert "what eps_lb demonstrates" in text and f"{block['posterior_ceiling_p90']:.1%}" in text
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
     assert "what eps_lb demonstrates" not in format_audit_result(old)
+
+
+def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
+    """[ARD] Theorem 7.3 (informed prior) with Theorem 7.2's tanh cap; and for a stated (eps, delta) the mu of
+    the reconstruction bound is the largest mu with delta(eps; mu) <= delta (Dong et al. Cor. 2.13), so the
+    Gaussian form never exceeds the general (eps, delta) blow-up of [BRD] Theorem 2 at that kappa."""
+    eps = 0.1
+    assert aia_advantage_bound(eps, 3, kappa=0.4, kappa_min=0.25) == pytest.approx(0.4 * math.expm1(eps))
+    big = 3.0
+    assert aia_advantage_bound(big, 3, kappa=0.4, kappa_min=0.25) == pytest.approx(
+        min(0.4 * 2 * math.tanh(big / 2) + 0.15, math.tanh(big / 2)))
+    with pytest.raises(LabelDPInputError, match="kappa_min <= 1/classes <= kappa"):
+        aia_advantage_bound(1, 3, kappa=0.2, kappa_min=0.1)
+    from auditing.gaussian_dp import gaussian_delta, mu_for_epsilon
+
+    h = PriorHistogram.from_probabilities(_ctr_priors(2000))
+    for eps, delta in ((0.5, 1e-5), (2.0, 1e-6), (8.0, 1e-5)):
+        mu = mu_for_epsilon(eps, delta)
+        assert gaussian_delta(eps, mu) == pytest.approx(delta, rel=1e-6)
+        assert gaussian_delta(eps, mu * 1.01) > delta  # any larger mu breaks the claim
+        block = risk_block(eps, delta, h, mu=mu)
+        assert block["reconstruction_bound_gdp"] <= block["reconstruction_bound"] + 1e-12
