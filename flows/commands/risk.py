@@ -27,10 +27,14 @@ with that (eps, delta) guarantee, given what the attacker knew before (the prior
                       1 - f_{eps,delta}(kappa); with delta > 0 also the Gaussian-DP form Phi(Phi^-1(kappa) + mu)
                       for the tightest mu consistent with (eps, delta) (Hayes et al., Thm 2)
 
+A prior is the chance that the attacker's guess about a row would be right WITHOUT the model. For a day of CTR
+data where the attacker guesses every row's label, that is max(p, 1 - p) of the reference's click probability
+p (what the nightly report uses); for "this person clicked" on one row, it is p itself.
+
 Examples:
   labeldp-audit risk --epsilon 1 --prior 0.1
   labeldp-audit risk --epsilon 1 --priors 0.5,0.1,0.9 --at-least 2
-  labeldp-audit risk --epsilon 2 --priors-file day.parquet --prior-col p_click --at-least 31000 --max-risk 0.05
+  labeldp-audit risk --epsilon 2 --priors-file day.parquet --prior-col p_right --at-least 970000 --max-risk 0.05
 """
 
 
