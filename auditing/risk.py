@@ -384,7 +384,8 @@ def column_bound(eps, priors, t, delta: float = 0.0, counts=None, method: str = 
 
     ``counts``: optional multiplicity of each prior (a histogram: n = sum of counts). delta > 0 adds
     alpha * n * delta to the tail ([BWC] Theorem 3.5, alpha = max_j (P[S >= t - j] - P[S >= t]) / j, computed
-    from the same pmf or approximation) and n * delta to the expectation (each target's success probability
+    from the same pmf or approximation; Theorem 3.5 takes the priors of the a-priori Bayes-optimal attempt z*,
+    e.g. max(p, 1 - p) per binary label, as `risk_block` does) and n * delta to the expectation (each target's success probability
     is at most beta_i + delta, [BWC] Corollary 3.4 with n = 1, summed). method "auto": exact up to
     EXACT_MAX_ROWS rows, saddlepoint beyond; "exact" / "saddlepoint" force one.
     """

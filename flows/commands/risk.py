@@ -29,7 +29,8 @@ with that (eps, delta) guarantee, given what the attacker knew before (the prior
 
 A prior is the chance that the attacker's guess about a row would be right WITHOUT the model. For a day of CTR
 data where the attacker guesses every row's label, that is max(p, 1 - p) of the reference's click probability
-p (what the nightly report uses); for "this person clicked" on one row, it is p itself.
+p (what the nightly report uses); for "this person clicked" on one row, it is p itself. With delta > 0 the
+column bound is Thm 3.5's, which takes the priors of the attacker's a-priori best guesses.
 
 Examples:
   labeldp-audit risk --epsilon 1 --prior 0.1
