@@ -102,6 +102,11 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert leaky["risk_headline"].startswith("The claimed eps=0 allows")
     assert leaky["risk_lb_posterior_ceiling_median"] > leaky["risk_posterior_ceiling_median"] > 0
     assert any(leaky["risk_headline"] in a.get("text", "") for a in Hook.received if a["kind"] == "VIOLATION")
+    # issue 9: the training rows were audited; breaking tau travels with the row and the alert; the diagnostic
+    assert leaky["audit_rows"] == "training" and 0 < leaky["breaking_tau"] < 1
+    assert leaky["detection_floor_rows"] >= 1 and leaky["shift_diagnostic"]["feature_shift_max_psi"] >= 0
+    assert any(f"holds for any distribution shift up to tau = {leaky['breaking_tau']:.4g}" in a.get("text", "")
+               for a in Hook.received if a["kind"] == "VIOLATION")
     stored = warehouse_rows(data_root)
     assert len(stored) == 2
 

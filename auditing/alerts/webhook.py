@@ -121,8 +121,10 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
         confidence = payload.get("confidence")
         at = f" at {confidence:.0%} confidence" if isinstance(confidence, float) else ""
         risk = payload.get("risk_headline")  # issue 8: what the claim allows and the bound demonstrates
+        robust = payload.get("robustness_note")  # issue 9: "the violation holds for any shift up to tau = X"
         return (f"{head}: valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
-                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + (f". {risk}" if risk else ""))
+                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + (f"; {robust}" if robust else "")
+                + (f". {risk}" if risk else ""))
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
     if kind == CONTROL_FAILED:
         head = f"{head}: the audit itself is broken (every verdict of this night is untrusted)"
