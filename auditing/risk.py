@@ -327,7 +327,6 @@ def _check_t(t, n: int) -> int:
 def _lugannani_rice(beta: np.ndarray, counts: np.ndarray, t: int) -> float:
     """P[S >= t] for S = sum of Binomial(counts_b, beta_b), 0 < beta_b < 1, by the saddlepoint approximation
     with Daniels' second continuity correction (Butler, "Saddlepoint approximations", Sec. 1.2.4)."""
-    n = float(counts.sum())
     x = t - 0.5
     mean = float(np.sum(counts * beta))
     var = float(np.sum(counts * beta * (1.0 - beta)))
@@ -358,7 +357,6 @@ def _lugannani_rice(beta: np.ndarray, counts: np.ndarray, t: int) -> float:
                                   / math.sqrt(2.0 * math.pi))))
     phi = math.exp(-0.5 * w * w) / math.sqrt(2.0 * math.pi)
     tail = float(ndtr(-w)) + phi * (1.0 / u - 1.0 / w)
-    del n
     return float(min(1.0, max(0.0, tail)))
 
 
@@ -384,9 +382,9 @@ def column_bound(eps, priors, t, delta: float = 0.0, counts=None, method: str = 
 
     ``counts``: optional multiplicity of each prior (a histogram: n = sum of counts). delta > 0 adds
     alpha * n * delta to the tail ([BWC] Theorem 3.5, alpha = max_j (P[S >= t - j] - P[S >= t]) / j, computed
-    from the same pmf or approximation; Theorem 3.5 takes the priors of the a-priori Bayes-optimal attempt z*,
-    e.g. max(p, 1 - p) per binary label, as `risk_block` does) and n * delta to the expectation (each target's success probability
-    is at most beta_i + delta, [BWC] Corollary 3.4 with n = 1, summed). method "auto": exact up to
+    from the same pmf or approximation; Theorem 3.5 takes the priors of the a-priori Bayes-optimal attempt
+    z*, e.g. max(p, 1 - p) per binary label, as `risk_block` does) and n * delta to the expectation (each
+    target's success probability is at most beta_i + delta, [BWC] Corollary 3.4 with n = 1, summed). method "auto": exact up to
     EXACT_MAX_ROWS rows, saddlepoint beyond; "exact" / "saddlepoint" force one.
     """
     eps = check_epsilon(eps)
@@ -408,18 +406,46 @@ def column_bound(eps, priors, t, delta: float = 0.0, counts=None, method: str = 
 
 
 def _alpha(beta, counts, t: int, exact: bool) -> float:
-    """[BWC] Theorem 3.5's alpha = max over j in 1..n of (P[S >= t - j] - P[S >= t]) / j."""
-    base = _pb_tail(beta, counts, t, exact)
+    """[BWC] Theorem 3.5's alpha = max over j in 1..n of (P[S >= t - j] - P[S >= t]) / j: the largest mean of
+    the pmf over a window [t - j, t - 1]. Exact from the pmf; beyond EXACT_MAX_ROWS its upper bound
+    max_{k < t} pmf(k) = pmf(min(t - 1, mode)) (a Poisson-binomial is unimodal, its mode within 1 of the mean),
+    with the pmf from the saddlepoint density."""
     if exact:
-        n = int(counts.sum())
         pmf = poisson_binomial_pmf(np.repeat(beta, counts))
         window = np.cumsum(pmf[:t][::-1])  # window[j-1] = P[t - j <= S <= t - 1]
         j = np.arange(1, window.size + 1)
-        del n
         return float(np.max(window / j)) if window.size else 0.0
-    js = np.unique(np.concatenate([np.arange(1, 65), np.geomspace(64, max(t, 64), 32).astype(np.int64)]))
-    js = js[js <= t]
-    return float(max((_pb_tail(beta, counts, t - int(j), exact) - base) / j for j in js)) if js.size else 0.0
+    sure = int(counts[beta >= 1.0].sum())
+    random = (beta > 0.0) & (beta < 1.0)
+    b, c = beta[random], counts[random]
+    if c.sum() == 0:
+        return 1.0 if t - 1 == sure else 0.0
+    mean = float(np.sum(c * b))
+    last = t - 1 - sure  # the window's right end, counted among the random rows
+    if last < 0:
+        return 0.0
+    if last >= math.ceil(mean):  # the window can reach the mode (floor or ceil of the mean, Darroch 1964)
+        return min(1.0, max(_pmf_saddlepoint(b, c, math.floor(mean)), _pmf_saddlepoint(b, c, math.ceil(mean))))
+    return min(1.0, _pmf_saddlepoint(b, c, last))  # the pmf rises up to `last`: j = 1 is the largest mean
+
+
+def _pmf_saddlepoint(beta: np.ndarray, counts: np.ndarray, k: int) -> float:
+    """P[S = k] by the saddlepoint density exp(K(s) - s k) / sqrt(2 pi K''(s)) with K'(s) = k (Daniels 1954)."""
+    n = float(counts.sum())
+    if k <= 0 or k >= n:
+        edge = np.log1p(-beta) if k <= 0 else np.log(beta)
+        return float(math.exp(float(np.sum(counts * edge))))
+    lb = np.log(beta) - np.log1p(-beta)
+    lo, hi = -1.0, 1.0
+    while float(np.sum(counts * expit(lo + lb))) > k:
+        lo *= 2.0
+    while float(np.sum(counts * expit(hi + lb))) < k:
+        hi *= 2.0
+    s = brentq(lambda v: float(np.sum(counts * expit(v + lb))) - k, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=200)
+    sig = expit(s + lb)
+    k0 = float(np.sum(counts * (np.log1p(-beta) + np.logaddexp(0.0, s + lb))))
+    k2 = float(np.sum(counts * sig * (1.0 - sig)))
+    return float(math.exp(k0 - s * k) / math.sqrt(2.0 * math.pi * k2))
 
 
 def eps_protect(priors, t, max_risk: float, delta: float = 0.0, counts=None) -> float | None:

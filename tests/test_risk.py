@@ -537,3 +537,19 @@ def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
         assert gaussian_delta(eps, mu * 1.01) > delta  # any larger mu breaks the claim
         block = risk_block(eps, delta, h, mu=mu)
         assert block["reconstruction_bound_gdp"] <= block["reconstruction_bound"] + 1e-12
+
+
+def test_theorem_3_5_alpha_beyond_the_exact_range_is_an_upper_bound():
+    """Above 10,000 rows alpha is max_{k < t} pmf(k) from the saddlepoint density: equal to the exact alpha
+    left of the mode (relative 1e-3), never below it (beyond 1e-3) right of it."""
+    from auditing.risk import _alpha
+
+    rng = np.random.default_rng(1)
+    beta = np.asarray(posterior_ceiling(0.1, rng.uniform(0.6, 0.99, 12_000)))
+    ones = np.ones(beta.size, dtype=np.int64)
+    mean = int(beta.sum())
+    for t in (mean - 300, mean - 20, mean, mean + 30, mean + 200):
+        exact, approx = _alpha(beta, ones, t, True), _alpha(beta, ones, t, False)
+        assert approx >= exact * (1 - 1e-3)
+        if t <= mean:
+            assert approx == pytest.approx(exact, rel=1e-3)
