@@ -4,7 +4,9 @@ A batch flows through these steps (each a pure function of its inputs, so any ru
 move batches between workers without changing a count):
 
 1. `read_tasks` / `read_batches`: the partition's Parquet row groups, read as validated Arrow batches. Rows
-   without a ``row_id`` cannot key the game's randomness; they are kept here and counted in step 2.
+   without a ``row_id`` cannot key the game's randomness; they are kept here and counted in step 2. With
+   ``audit_rows: training`` only the rows whose labels entered training are kept (`select_rows`,
+   ``pipelines.audit_rows``), before inference.
 2. `scored_batch`: attaches both models' class probabilities; rows without ``row_id`` and rows whose
    probabilities the model cannot have produced (NaN, outside [0, 1], not summing to 1) are counted in
    `ScoredBatch.issues` and left out of the game, never dropped silently.

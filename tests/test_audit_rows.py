@@ -104,3 +104,20 @@ def test_tau_outside_0_1_is_refused_and_nothing_is_written(world, capsys, tau):
     err = capsys.readouterr().err.strip()
     assert code == 2 and "tau must be" in err and len(err.splitlines()) == 1
     assert sorted(root.rglob("*")) == before
+
+
+def test_unread_rows_and_recorded_scheme_are_applied_from_the_record_alone():
+    """PATE's student rows (labels never read) are left out; the split comes from the recorded parameters, so a
+    record with another salt selects other rows than the current scheme would."""
+    ids = np.arange(10_000, dtype=np.int64)
+    record = {"split": splits.scheme(), "label_splits": ["train"], "unread_row_ids": [3, 5, 7], "rows": None}
+    selection = training_rows({"model_name": "pate-1", "date": DAY, "training_rows": record})
+    expected = (splits.split_of(ids) == splits.TRAIN) & ~np.isin(ids, [3, 5, 7])
+    assert np.array_equal(selection.mask(ids), expected)
+    other = {**record, "split": {**splits.scheme(), "salt": "0x1"}, "unread_row_ids": []}
+    moved = training_rows({"model_name": "m", "date": DAY, "training_rows": other}).mask(ids)
+    assert np.array_equal(moved, splits.split_of(ids, salt=1) == splits.TRAIN)
+    assert not np.array_equal(moved, splits.split_of(ids) == splits.TRAIN)
+    for bad in ({**record, "label_splits": []}, {**record, "split": {"hash": "md5"}}):
+        with pytest.raises(LabelDPInputError, match="model 'm' of .*re-train it"):
+            training_rows({"model_name": "m", "date": DAY, "training_rows": bad})

@@ -94,6 +94,16 @@ def test_every_mechanism_trains_registers_and_loads(data_root, reference, mechan
     probabilities = model.predict_proba(training.feature_frame(table))
     assert probabilities.shape == (table.num_rows, 2) and np.allclose(probabilities.sum(axis=1), 1.0)
     assert (metadata["output_correction"] is not None) == (mechanism == "lp-1st-nc")
+    # issue 9: the rows whose labels entered training; PATE's student rows' labels were never read
+    rows = metadata["training_rows"]
+    assert rows["split"] == splits.scheme() and rows["label_splits"][0] == "train"
+    assert ("validation" in rows["label_splits"]) == bool(rows["validation_labels_used_for"])
+    if mechanism in ("lp-2st", "pate", "lp-1st-nc"):
+        assert "validation" in rows["label_splits"]
+    assert len(rows["unread_row_ids"]) == (300 if mechanism == "pate" else 0)
+    split = splits.split_of(table.column(schema.ROW_ID).to_numpy())
+    used = np.isin(split, [splits.TRAIN] + ([splits.VALIDATION] if "validation" in rows["label_splits"] else []))
+    assert rows["rows"] == int(used.sum()) - len(rows["unread_row_ids"])
 
 
 def test_infinite_epsilon_reproduces_plain_training(day1, reference):

@@ -24,6 +24,10 @@ Runners: --runner fnapi (default: Beam's FnApiRunner in this process), dask (Bea
 scheduler after --, e.g. -- --dask_client_address=127.0.0.1:8786), or any Beam runner name or class path
 (DataflowRunner, FlinkRunner, ...; see infra/README.md). Every argument after -- is passed to Beam unchanged.
 
+Rows: --audit-rows training (default) plays the game only on the rows whose labels entered training (train
+split, plus validation when its labels chose the best iteration), as MODEL's registry metadata records them;
+a model registered before that record existed is refused (re-train it, or pass --audit-rows all).
+
 Writes, atomically, <data-root>/sweeps/<MODEL>/date=D/<audit config hash>/: counts.npz (the sweep counts)
 and result.json (the audit result, rows read / without row_id / with bad probabilities, lineage: model and
 reference fingerprints, partition fingerprint, runner, timings). --write-scored also writes
