@@ -130,7 +130,8 @@ def _publish_summary(rows: list[dict], title: str) -> None:
 
     table = [{k: r.get(k) for k in ("model_id", "kind", "partition_date", "status", "claimed_epsilon",
                                     "epsilon_lower_bound", "confidence", "strategy", "method",
-                                    "max_certifiable_epsilon", "control_passed", "untrusted_reason", "report")}
+                                    "max_certifiable_epsilon", "control_passed", "untrusted_reason", "risk_headline",
+                                    "report")}
              for r in rows]
     for r in table:
         r["claimed_epsilon"] = "inf" if math.isinf(r["claimed_epsilon"]) else r["claimed_epsilon"]
