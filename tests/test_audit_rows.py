@@ -119,5 +119,5 @@ def test_unread_rows_and_recorded_scheme_are_applied_from_the_record_alone():
     assert np.array_equal(moved, splits.split_of(ids, salt=1) == splits.TRAIN)
     assert not np.array_equal(moved, splits.split_of(ids) == splits.TRAIN)
     for bad in ({**record, "label_splits": []}, {**record, "split": {"hash": "md5"}}):
-        with pytest.raises(LabelDPInputError, match="model 'm' of .*re-train it"):
+        with pytest.raises(LabelDPInputError, match=r"model 'm' of .*re-train it"):
             training_rows({"model_name": "m", "date": DAY, "training_rows": bad})
