@@ -24,6 +24,8 @@ def main() -> None:
     parser.add_argument("--data-root", required=True)
     parser.add_argument("--date", required=True)
     parser.add_argument("--repetitions", type=int, default=20)
+    parser.add_argument("--method", choices=["binomial", "fdp"], default="binomial")
+    parser.add_argument("--models", nargs="*", default=[name for name, _ in MODELS])
     args = parser.parse_args()
 
     from auditing.audit import AuditConfig
@@ -34,8 +36,10 @@ def main() -> None:
     print(f"{'model':<18} {'claimed':>7} {'audit_rows':<10} {'m':>7} {'eps_lb':>7} {'paper mean':>10} "
           f"{'status':<12} {'breaking_tau':>12} {'floor':>6} {'seconds':>7}")
     for model, claimed in MODELS:
+        if model not in args.models:
+            continue
         for audit_rows in ("all", "training"):
-            config = AuditConfig(repetitions=args.repetitions, audit_rows=audit_rows)
+            config = AuditConfig(method=args.method, repetitions=args.repetitions, audit_rows=audit_rows)
             began = time.perf_counter()
             outcome = score_day(ScoringRequest(args.data_root, args.date, model, config, reference="reference"), [])
             seconds = time.perf_counter() - began
@@ -46,7 +50,9 @@ def main() -> None:
             print(f"{model:<18} {claimed:>7g} {audit_rows:<10} {result.m:>7} {result.epsilon_lower_bound:>7.4f} "
                   f"{result.epsilon_mean:>10.4f} {status:<12} {trust['breaking_tau']:>12.4g} "
                   f"{'-' if floor is None else floor:>6} {seconds:>7.1f}", flush=True)
-    print(f"valid eps_lb: 95% confidence, bonferroni over the grid, binomial, delta 0, tau 0, R = {args.repetitions}; "
+    delta = config.delta
+    print(f"valid eps_lb: 95% confidence, bonferroni over the grid, {args.method}, delta {delta:g}, tau 0, "
+          f"R = {args.repetitions}; "
           "paper mean: the paper's optimistic statistic.")
 
 
