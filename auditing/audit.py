@@ -218,6 +218,9 @@ def _numpy_sweep(target, reference, y0, ids, config: AuditConfig, grid, score, p
 # stay in cache while every repetition of the group passes over them).
 _KERNEL_SLOT_GROUP = 10
 _KERNEL_ROW_BATCH = 65_536
+# Finer bins than the Beam job's default (10 mantissa bits: 47,106 bins, 0.75 MB of histograms per repetition):
+# in-process the histograms are never shuffled, and 4x fewer rows per cut bin make pass 2 4x cheaper.
+_KERNEL_BINS = BinSpec(mantissa_bits=10)
 
 
 def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progress):
@@ -228,7 +231,7 @@ def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progr
     Then each grid point's bin (`boundary_bins`), and pass 2 replays only rows of the bins cut strictly inside
     (`game_kernel.boundary_rows`), ranked by `exact_counts` with `rank_order` itself: equal to ranking all rows.
     """
-    spec = BinSpec()
+    spec = _KERNEL_BINS
     split = config.strategy == "split"
     slots = [(r, None) for r in range(config.repetitions)] + ([(0, 0), (0, 1)] if split else [])
     tables = game_tables(target, reference, y0, ids, score=config.score, power=config.score_power, bins=spec,

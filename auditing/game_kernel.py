@@ -141,7 +141,11 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, k
 
 @njit(cache=True, parallel=True)
 def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key_bit, slot_half, selection,
-                     cut, candidates, offsets, fill, counts, out_row, out_released, out_bin, out_correct):
+                     cut_bins, cut_start, starts, offsets, fill, counts, out_row, out_released, out_bin,
+                     out_correct):
+    """Boundary rows of each slot. The row arrays are the candidate rows gathered once per class column j in
+    bin order, so that rows j*C + (starts[j, b] .. starts[j, b + 1] - 1) are those whose class-j score falls in
+    bin b (sequential memory access instead of a cache miss per row)."""
     k = codes.shape[1]
     for s in prange(key_cf.size):
         kc = key_cf[s]
@@ -149,28 +153,23 @@ def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key
         half = slot_half[s]
         at = offsets[s]
         found = 0
-        for t in range(candidates.size):
-            i = candidates[t]
-            if not _in_slot(i, half, selection):
-                continue
-            # The row's bin is one of its k candidate bins: skip the draws unless one of them is cut.
-            near = False
+        for c in range(cut_start[s], cut_start[s + 1]):
+            b = cut_bins[c]
+            # Rows whose class-j score falls in bin b; such a row is in bin b exactly when it releases j
+            # (visiting it only through its released class counts every row once).
             for j in range(k):
-                if cut[s, codes[i, j] >> 1]:
-                    near = True
-                    break
-            if not near:
-                continue
-            released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
-            code = codes[i, released]
-            b = code >> 1
-            if cut[s, b]:
-                if fill:
-                    out_row[at + found] = i
-                    out_released[at + found] = released
-                    out_bin[at + found] = b
-                    out_correct[at + found] = (1 - (code & 1)) == bit
-                found += 1
+                for i in range(starts[j, b], starts[j, b + 1]):
+                    if not _in_slot(i, half, selection):
+                        continue
+                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+                    if released != j:
+                        continue
+                    if fill:
+                        out_row[at + found] = i
+                        out_released[at + found] = j
+                        out_bin[at + found] = b
+                        out_correct[at + found] = (1 - (codes[i, j] & 1)) == bit
+                    found += 1
         counts[s] = found
 
 
@@ -336,13 +335,31 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray) -> Bounda
     active = np.flatnonzero(cut.any(axis=1))
     candidates = np.zeros(0, np.int64)
     if tables.rows and active.size:
-        candidates = np.flatnonzero(cut[active].any(axis=0)[tables.codes >> 1].any(axis=1)).astype(np.int64)
+        union = cut[active].any(axis=0)
+        candidates = np.flatnonzero(union[tables.codes >> 1].any(axis=1))
     if candidates.size == 0:
         return BoundaryRows(np.zeros(slots + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                             np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool))
+    # The candidate rows, gathered once per class column j in bin order (see _boundary_kernel).
+    num_bins = cut.shape[1]
+    candidate_bins = tables.codes[candidates] >> 1
+    k = candidate_bins.shape[1]
+    gathered = np.empty(k * candidates.size, np.int64)
+    starts = np.zeros((k, num_bins + 1), np.int64)
+    for j in range(k):
+        gathered[j * candidates.size:(j + 1) * candidates.size] = candidates[
+            np.argsort(candidate_bins[:, j], kind="stable")]
+        starts[j, 1:] = np.cumsum(np.bincount(candidate_bins[:, j], minlength=num_bins))
+        starts[j] += j * candidates.size
     keys, cut = keys.subset(active), cut[active]
+    cut_slot, cut_bins = np.nonzero(cut)
+    cut_start = np.searchsorted(cut_slot, np.arange(active.size + 1)).astype(np.int64)
     found = np.zeros(active.size, np.int64)
-    common = (*_args(tables), tables.codes, keys.key_cf, keys.key_bit, keys.half, tables.selection, cut, candidates)
+    binary = tables.binary
+    common = (tables.id_bits[gathered], tables.labels[gathered], tables.threshold[gathered] if binary else
+              tables.threshold, tables.cdf if binary else tables.cdf[gathered], binary, tables.codes[gathered],
+              keys.key_cf, keys.key_bit, keys.half, tables.selection[gathered], cut_bins.astype(np.int64), cut_start,
+              starts)
     nothing_i, nothing_b = np.zeros(0, np.int64), np.zeros(0, bool)
     _boundary_kernel(*common, np.zeros(active.size + 1, np.int64), False, found, nothing_i, nothing_i, nothing_i,
                      nothing_b)
@@ -352,6 +369,7 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray) -> Bounda
     rows, released, bins = (np.empty(total, np.int64) for _ in range(3))
     correct = np.empty(total, bool)
     _boundary_kernel(*common, offsets[active], True, found, rows, released, bins, correct)
+    rows = gathered[rows]
     return BoundaryRows(offsets, rows, bins, np.abs(tables.scores_of(rows, released)), tables.row_ids[rows], correct)
 
 

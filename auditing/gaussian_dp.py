@@ -13,6 +13,7 @@ for eps up to ~50 and delta down to ~1e-300 (e^eps overflows nothing, and tiny d
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -114,6 +115,9 @@ def epsilon_for_mu(mu: float, delta: float) -> float:
     return float(root)
 
 
+# Memoized: a pure function of two floats, and `auditing.bounds.best_bound` asks for the same eps (its best so
+# far) at many grid points of every repetition, each answer a root search (the cache returns the same double).
+@functools.lru_cache(maxsize=4096)
 def mu_for_epsilon(eps: float, delta: float) -> float:
     """The mu with delta(eps; mu) = delta: the weakest Gaussian trade-off function that is (eps, delta)-DP.
 
