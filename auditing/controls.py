@@ -8,7 +8,7 @@
   y, y', z, so it is eps_c-label-DP exactly (paper Sec. 2, Def. of label DP; Warner's RR, Sec. 6.1 of the
   paper uses RR to validate the audit the same way). Its valid bound must therefore never exceed eps_c (the
   audit's validity, Thm. 16/17 at the plan's tau), and must exceed a pre-registered floor
-  (`positive_control_floor`): the bound the audit reaches with probability >= 0.95 given the game.
+  (`positive_control_floor`): the bound the audit reaches with probability >= FLOOR_POWER (99.9%) given the game.
 - **Negative control**: a target identical to the reference M' (it never saw day D's labels). Its scores are
   all 0, the attacker's guesses are fair coins, and its valid bound must be 0 (it is positive with
   probability at most 1 - confidence, by the same validity).
@@ -35,9 +35,9 @@ from auditing.sweep_reduce import BinSpec, bin_index
 POSITIVE, NEGATIVE = "positive", "negative"
 CONTROL_KINDS = (POSITIVE, NEGATIVE)
 TARGET, CONTROL = "target", "control"  # the warehouse column `kind`
-# The power the positive control's floor is pre-registered at: the audit reaches the floor with at least
-# this probability when it works as the paper says.
-FLOOR_POWER = 0.95
+# The power the positive control's floor is pre-registered at: a working audit reaches the floor with at least
+# this probability, so it raises a false CONTROL_FAILED about once in 1 / (1 - FLOOR_POWER) nights.
+FLOOR_POWER = 0.999
 
 
 def check_control_epsilon(value, name: str = "controls.positive_epsilon") -> float:
@@ -203,8 +203,10 @@ class ControlCheck:
 def check_control(control: str, result: Mapping, epsilon_c: float | None = None) -> ControlCheck:
     """Judges a control's `AuditResult.to_dict()`.
 
-    positive: passes iff floor < eps_lb <= eps_c (a floor of 0 means the audit has no power at this m: the
-    control cannot show that the audit detects anything, which fails it too).
+    positive: passes iff floor < eps_lb <= eps_c. A floor of 0 means the audit has no power at this m: the
+    control cannot show that the audit detects anything, which fails it too; except under the ``split``
+    strategy, where the floor is conditional on the c' the selection half chose (a small c' can leave no
+    power at that point by chance), so there a floor of 0 asks only for a positive bound.
     negative: passes iff eps_lb == 0.
     """
     if control not in CONTROL_KINDS:
@@ -223,6 +225,10 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
     floor = detail["floor"]
     if eps_lb > eps_c:
         passed, why = False, f"exceeds the control's true eps_c = {eps_c:g}: the bound is not valid here"
+    elif floor <= 0.0 and result["strategy"] == "split":
+        passed = eps_lb > 0.0
+        why = ("is positive" if passed else "is 0") + (" (the floor at the c' the split selection chose is 0, so a "
+                                                        "positive bound is all the control can ask)")
     elif floor <= 0.0:
         passed, why = False, "the pre-registered floor is 0: the audit has no power at this m to detect eps_c"
     elif eps_lb <= floor:

@@ -475,7 +475,7 @@ def trust_sections(trust: Mapping | None) -> tuple[str, str]:
         outcome = "passed" if control.get("passed") else "FAILED"
         what = ("Positive control: a synthetic model that reveals each audited row's label through randomized "
                 "response at a known ε_c (label-DP at exactly ε_c by construction). Its valid bound must exceed a "
-                "pre-registered floor (reached with ≥ 95% probability by a working audit at this m) and never "
+                "pre-registered floor (reached with ≥ 99.9% probability by a working audit at this m) and never "
                 "exceed ε_c." if control.get("control") == "positive" else
                 "Negative control: a copy of the reference model M′, which never saw this day's labels. Its "
                 "valid bound must be 0.")

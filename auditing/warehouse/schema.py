@@ -94,7 +94,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("control_passed", "integer", True,
            "controls only: 1 if the control came out as constructed (auditing.controls), else 0"),
     Column("control_floor", "double", True,
-           "positive control only: the pre-registered floor its valid bound had to exceed (95% power)"),
+           "positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)"),
     Column("untrusted_reason", "text", True,
            "NULL when trusted; else why this verdict is untrusted (a control failed that night: the audit itself "
            "is broken)"),

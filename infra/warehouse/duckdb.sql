@@ -159,7 +159,7 @@ COMMENT ON COLUMN audit_results.kind IS 'target | control (a nightly positive or
 
 COMMENT ON COLUMN audit_results.control_passed IS 'controls only: 1 if the control came out as constructed (auditing.controls), else 0';
 
-COMMENT ON COLUMN audit_results.control_floor IS 'positive control only: the pre-registered floor its valid bound had to exceed (95% power)';
+COMMENT ON COLUMN audit_results.control_floor IS 'positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)';
 
 COMMENT ON COLUMN audit_results.untrusted_reason IS 'NULL when trusted; else why this verdict is untrusted (a control failed that night: the audit itself is broken)';
 
