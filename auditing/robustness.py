@@ -33,7 +33,10 @@ detection_floor_rows
     right on every one of its guesses on them, ranking them first, and wrong elsewhere: c = min(c', N) at
     grid point c') for which the audit's valid bound (each point at the per-point confidence the strategy
     uses) would exceed the claimed eps. None when no N can (the audit is INCONCLUSIVE for this claim: the
-    same condition as max_certifiable_epsilon <= claimed). For ``split`` the bound is computed on the bound half, so the exposed labels must number c' in
+    same condition as max_certifiable_epsilon <= claimed). It is a necessary condition ("the audit would have
+    flagged the claim only if at least N labels were fully exposed"), not a sufficient one: in the observational
+    game no attacker is right on every guess about an exposed label (when the counterfactual y1 equals y0 the
+    bit b cannot be told), so real leaks need several times N rows (benchmarks/results/blind_spots.md). For ``split`` the bound is computed on the bound half, so the exposed labels must number c' in
     that half: about 2 c' in all (each row lands in either half with probability 1/2), which is reported.
     A PASS is "weak" when the floor exceeds 1% of the audited rows (`WEAK_PASS_FRACTION`).
 """

@@ -116,7 +116,9 @@ def robustness_panel(data: Mapping, claimed: float, status: str, robustness: Map
         "distribution shift τ (paper Thm. 10/16/17) at which the valid bound of these counts still exceeds "
         "the claimed ε; 0 when it does not even at τ = 0</span></td></tr>"
         f"<tr><th>Detection floor</th><td id=\"detection-floor\">{floor_text}<span class=\"labels\">the fewest "
-        "fully exposed labels that would have made this audit report a VIOLATION of the claim, from the grid, m "
-        "and the confidence alone</span></td></tr></table>"
+        "fully exposed labels with which this audit could report a VIOLATION of the claim (an attacker right on "
+        "every guess about them), from the grid, m and the confidence alone: fewer cannot. Necessary, not "
+        "sufficient: in the game an exposed label is guessed right for sure only when its counterfactual label "
+        "differs, so real leaks need several times this many rows</span></td></tr></table>"
         f"{_diagnostic_html(diagnostic)}</section>"
     )

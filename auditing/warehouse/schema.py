@@ -82,7 +82,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "largest tau at which the valid bound (same counts, strategy, confidence) still exceeds the claim; "
            "0 when it does not at tau = 0"),
     Column("detection_floor_rows", "bigint", True,
-           "fewest fully exposed labels that would have made this audit flag the claim; NULL: none would"),
+           "fewest fully exposed labels with which this audit could flag the claim (an attacker right on every "
+           "guess; fewer cannot: necessary, not sufficient); NULL: none could"),
     Column("shift_diagnostic", "text", True,
            "JSON, a diagnostic and not a proof: the reference's fit on day D vs D-1 and the features' day-over-day shift"),
     Column("reference_log_loss_shift", "double", True,

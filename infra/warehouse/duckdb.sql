@@ -147,7 +147,7 @@ COMMENT ON COLUMN audit_results.audit_rows IS 'rows the game was played on: trai
 
 COMMENT ON COLUMN audit_results.breaking_tau IS 'largest tau at which the valid bound (same counts, strategy, confidence) still exceeds the claim; 0 when it does not at tau = 0';
 
-COMMENT ON COLUMN audit_results.detection_floor_rows IS 'fewest fully exposed labels that would have made this audit flag the claim; NULL: none would';
+COMMENT ON COLUMN audit_results.detection_floor_rows IS 'fewest fully exposed labels with which this audit could flag the claim (an attacker right on every guess; fewer cannot: necessary, not sufficient); NULL: none could';
 
 COMMENT ON COLUMN audit_results.shift_diagnostic IS 'JSON, a diagnostic and not a proof: the reference''s fit on day D vs D-1 and the features'' day-over-day shift';
 
