@@ -348,7 +348,7 @@ def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | Non
 
 
 def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None) -> bool:
-    """True when the warehouse holds a row for every target of the plan on this day (same audit config)."""
+    """True when the warehouse holds a trusted row for every target of the plan on this day (same audit config)."""
     from auditing.warehouse import open_warehouse
     from auditing.warehouse.base import WarehouseUnavailable
 
@@ -360,6 +360,7 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
         rows = store.fetch_results(since=date, until=date)
     finally:
         store.close()
-    have = {(r["model_id"], r["audit_config_hash"]) for r in rows}
+    # A night whose control failed is not done: its rows are untrusted, so a re-run audits it again.
+    have = {(r["model_id"], r["audit_config_hash"]) for r in rows if not r.get("untrusted_reason")}
     config_hash = plan.audit.config_hash()
     return all((spec.name, config_hash) in have for spec in plan.targets)
