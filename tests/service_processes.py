@@ -5,6 +5,7 @@ process group id at the end, even when the test failed."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -13,6 +14,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 OPS = REPO / "scripts" / "ops.sh"
+RUNBOOK = REPO / "infra" / "README.md"
+USED_SUBCOMMANDS: set[str] = set()  # every ops.sh subcommand the tests ran (checked against the runbook)
 
 
 def free_port() -> int:
@@ -24,7 +27,19 @@ def free_port() -> int:
 
 def ops_command(*args: str) -> list[str]:
     """The runbook's command line: `bash scripts/ops.sh ARGS...`."""
+    USED_SUBCOMMANDS.add(args[0])
     return ["bash", str(OPS), *args]
+
+
+def runbook_subcommands() -> set[str]:
+    """The ops.sh subcommands that infra/README.md tells an operator to run."""
+    return set(re.findall(r"bash scripts/ops\.sh ([a-z][a-z-]*)", RUNBOOK.read_text()))
+
+
+def assert_runbook_has_what_ran() -> None:
+    """The runbook's commands are the ones the tests ran: nothing ran here that the runbook does not show."""
+    missing = USED_SUBCOMMANDS - runbook_subcommands()
+    assert not missing, f"the tests ran `ops.sh {sorted(missing)}` but infra/README.md never shows it"
 
 
 def run_ops(*args: str, env: dict, timeout: float = 180) -> str:

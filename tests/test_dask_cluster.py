@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 import pytest
-from service_processes import ServiceProcesses, free_port, wait_until
+from service_processes import ServiceProcesses, assert_runbook_has_what_ran, free_port, wait_until
 from test_beam_scoring import _register, in_process_counts
 
 from auditing.audit import AuditConfig, run_audit
@@ -132,6 +132,7 @@ def test_a_worker_killed_mid_job_gives_a_clear_failure_or_the_exact_counts(world
         got = outcome["value"]
         assert np.array_equal(got.counts.correct, counts), "a killed worker changed the counts"
         assert got.result.to_dict() == result.to_dict()
+    assert_runbook_has_what_ran()
     print(f"killed a worker with {busy} task(s) in progress; outcome: "
           + (f"error: {str(outcome['error'])[:300]}" if "error" in outcome else "exact counts"))
 

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import os
 import re
+import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -30,14 +31,22 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from service_processes import REPO, ServiceProcesses, free_port, process_alive, run_ops, wait_until
+from service_processes import (
+    REPO,
+    ServiceProcesses,
+    assert_runbook_has_what_ran,
+    free_port,
+    process_alive,
+    run_ops,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 ROWS = 20_000
-DAYS = [dt.date(2026, 10, 1) + dt.timedelta(days=i) for i in range(6)]  # D0 is only the first reference's day
-D1, D2 = DAYS[1].isoformat(), DAYS[2].isoformat()
+DAYS = [dt.date(2026, 10, 1) + dt.timedelta(days=i) for i in range(7)]  # D0 is only the first reference's day
+D1, D2, D6 = DAYS[1].isoformat(), DAYS[2].isoformat(), DAYS[6].isoformat()
 BACKFILL = [d.isoformat() for d in DAYS[3:6]]
 TARGETS = ("rr-eps1", "leaky")
 RUN_TIMEOUT = 420  # seconds for one flow run on 2 loaded cores (typically 20-60 s)
@@ -350,3 +359,42 @@ def test_backfill_with_a_killed_worker_is_retried_without_loss(ops):
     rows = warehouse_rows(ops)
     assert keys_of(rows) == sorted(before + [(m, d) for m in TARGETS for d in BACKFILL])  # none lost, no duplicate
     assert {r["flow_run_id"] for r in rows if str(r["partition_date"]) in BACKFILL} == {str(run_id)}
+
+
+def test_a_run_whose_machine_died_is_marked_crashed_by_the_automation_and_retried(ops):
+    """Worker and flow-run process both SIGKILLed (the machine died): nobody is left to report, so the run
+    stays Running until infra/automations/unresponsive-flow-runs.yaml sees its heartbeats stop (60 s) and
+    marks it Crashed; `ops.sh retry` then completes it on a new worker."""
+    import signal
+
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+
+    before = keys_of(warehouse_rows(ops))
+    run_id = trigger(ops, "nightly", D6, "-p", f"plan_file={ops.plan}")  # a new day: it trains for a while
+
+    def heartbeat():
+        with _client(ops) as client:
+            return client.read_events(filter=EventFilter(
+                event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+                resource=EventResourceFilter(id=[f"prefect.flow-run.{run_id}"])), limit=50).events
+
+    wait_until(heartbeat, RUN_TIMEOUT, "the first heartbeat of the nightly run", interval=0.5)
+    running = read_run(ops, run_id)
+    engine_pid = _engine_pid(running)
+    assert running.state.is_running() and engine_pid and process_alive(engine_pid), running.state
+    ops.services.kill(ops.worker)
+    os.killpg(engine_pid, signal.SIGKILL)  # the flow-run process leads a session (and group) of its own
+    wait_until(lambda: not process_alive(engine_pid), 30, f"the flow-run process {engine_pid} to die")
+    killed_at = time.monotonic()
+
+    crashed = wait_final(ops, run_id, timeout=240)
+    assert crashed.state.is_crashed(), crashed.state
+    assert "No heartbeat" in (crashed.state.message or ""), crashed.state.message  # the automation's words
+    print(f"machine death: marked Crashed {time.monotonic() - killed_at:.0f} s after the kill")
+
+    ops.worker = ops.services.start("worker-3", "worker")
+    run_ops("retry", str(run_id), env=ops.env)
+    assert_completed(ops, wait_final(ops, run_id))
+    assert keys_of(warehouse_rows(ops)) == sorted(before + [(m, D6) for m in TARGETS])  # none lost, no duplicate
+    assert_runbook_has_what_ran()
+
