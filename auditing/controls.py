@@ -86,7 +86,7 @@ def rr_oracle_probabilities(row_ids, labels, epsilon: float, seed: int, num_clas
 
 
 def expected_histogram(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarray, score,
-                       spec: BinSpec) -> tuple[np.ndarray, np.ndarray]:
+                       spec: BinSpec, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The game's EXPECTED |score| histogram: (expected rows, expected correct guesses) per `spec` bin.
 
     Per row, Alg. 2 has 1 + k outcomes: b = 0 (prob 1/2) releases y0; b = 1 with y1 = j (prob M'(x)[j] / 2)
@@ -94,19 +94,21 @@ def expected_histogram(p_target: np.ndarray, p_reference: np.ndarray, labels: np
     iff s > 0, and it is correct iff b' = b. Summing the outcome probabilities per |score| bin gives the
     expectation over the game's coins (y1, b) given the models and labels: it uses no draw of any repetition,
     so a figure derived from it is pre-registered. Histograms of disjoint row chunks add (Beam combiner).
+    weights: optional per-row multiplicities (default 1 each), e.g. to stand for a population of rows.
     """
     n, k = p_target.shape
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     rows = np.zeros(spec.num_bins)
     hits = np.zeros(spec.num_bins)
     index = np.arange(n)
     s0 = np.asarray(score(p_target[index, labels], p_reference[index, labels]), dtype=np.float64)
     b0 = bin_index(s0, spec)
-    rows += np.bincount(b0, weights=np.full(n, 0.5), minlength=spec.num_bins)
-    hits += np.bincount(b0, weights=np.where(s0 > 0, 0.5, 0.0), minlength=spec.num_bins)
+    rows += np.bincount(b0, weights=0.5 * w, minlength=spec.num_bins)
+    hits += np.bincount(b0, weights=np.where(s0 > 0, 0.5 * w, 0.0), minlength=spec.num_bins)
     for j in range(k):
         sj = np.asarray(score(p_target[:, j], p_reference[:, j]), dtype=np.float64)
         bj = bin_index(sj, spec)
-        weight = 0.5 * p_reference[:, j]
+        weight = 0.5 * p_reference[:, j] * w
         rows += np.bincount(bj, weights=weight, minlength=spec.num_bins)
         hits += np.bincount(bj, weights=np.where(sj > 0, 0.0, weight), minlength=spec.num_bins)
     return rows, hits

@@ -33,6 +33,7 @@ import numpy as np
 
 from auditing.audit import AuditConfig, run_audit
 from auditing.controls import rr_oracle_probabilities
+from auditing.exposure_floor import game_detection_floor
 from auditing.guardrail import VIOLATION, guardrail_status
 from auditing.robustness import detection_floor_rows
 
@@ -64,8 +65,10 @@ def judge(rows: int, share: float, eps_leak: float, seed: int, claimed: float, c
     result = run_audit(target, reference, labels, ids, config)
     status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)
     floor = detection_floor_rows(result, claimed)
+    game_floor = game_detection_floor(result.to_dict(), claimed)
     return {"status": status, "eps_lb": result.epsilon_lower_bound, "floor": floor, "leaking": leaking,
-            "honest": status == VIOLATION or floor is None or floor > leaking}
+            "honest": status == VIOLATION or floor is None or floor > leaking, "game_floor": game_floor,
+            "honest_game": status == VIOLATION or game_floor is None or game_floor > leaking}
 
 
 def main(argv=None) -> int:
@@ -80,8 +83,9 @@ def main(argv=None) -> int:
           f"{config.strategy}, confidence {config.confidence:.0%}, delta {config.delta:g}, tau {config.tau:g}, "
           f"grid {config.grid} {config.grid_points} points", file=sys.stderr)
     print("| rare share | leaking rows | leak on them | VIOLATION (of seeds) | median valid eps_lb | detection floor "
-          "(rows) | missed with floor <= leaking rows |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
+          "(rows) | missed with floor <= leaking rows | game-aware floor (95% power) | missed with game-aware floor "
+          "<= leaking rows |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     started = time.monotonic()
     dishonest_total = 0
     for share in SHARES:
@@ -91,25 +95,29 @@ def main(argv=None) -> int:
             dishonest = sum(not c["honest"] for c in cells)
             dishonest_total += dishonest
             floors = sorted({c["floor"] for c in cells}, key=lambda v: -1 if v is None else v)
+            game = [c["game_floor"] for c in cells]
+            game_text = "none" if None in game else f"{min(game):,}-{max(game):,}"
             leak = "total (label revealed)" if math.isinf(eps_leak) else f"RR at eps {eps_leak:g}"
             print(f"| {share:.3%} | {cells[0]['leaking']:,} | {leak} | {flagged}/{len(cells)} | "
                   f"{float(np.median([c['eps_lb'] for c in cells])):.3f} | "
-                  f"{', '.join('none' if f is None else f'{f:,}' for f in floors)} | {dishonest} |", flush=True)
+                  f"{', '.join('none' if f is None else f'{f:,}' for f in floors)} | {dishonest} | {game_text} | "
+                  f"{sum(not c['honest_game'] for c in cells)} |", flush=True)
     print(f"\n# {time.monotonic() - started:.1f} s; cells where the audit missed and its floor was not above the "
           f"leaking rows: {dishonest_total}", file=sys.stderr)
 
     # How many TOTALLY leaking rows does the audit actually need? A ladder of multiples of the floor.
     floor = cells[0]["floor"]
     print(f"\n| totally leaking rows | multiple of the detection floor ({floor}) | VIOLATION (of seeds) | median "
-          "valid eps_lb |")
-    print("|---:|---:|---:|---:|")
+          "valid eps_lb | game-aware floor (95% power) |")
+    print("|---:|---:|---:|---:|---:|")
     for multiple in (1, 2, 4, 8, 16, 32, 64):
         count = multiple * floor
         cells = [judge(args.rows, 0.0, math.inf, seed, args.claimed, config, leaking_rows=count)
                  for seed in range(args.seeds)]
         flagged = sum(c["status"] == VIOLATION for c in cells)
+        game = [c["game_floor"] for c in cells]
         print(f"| {count:,} | {multiple} | {flagged}/{len(cells)} | "
-              f"{float(np.median([c['eps_lb'] for c in cells])):.3f} |", flush=True)
+              f"{float(np.median([c['eps_lb'] for c in cells])):.3f} | {min(game):,}-{max(game):,} |", flush=True)
     print(f"# total {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0
 

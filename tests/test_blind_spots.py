@@ -10,7 +10,9 @@ Findings encoded here:
   does NOT hold for the floor as defined (a perfect attacker right on every guess): in the observational
   game no attacker is right on every guess about an exposed label (when the counterfactual y1 equals the
   training label y0, the bit b cannot be told), so the audit needs 8-64x the floor. Kept as a strict xfail
-  so that a game-aware floor turns it into a pass.
+  so that a fix of that floor turns it into a pass;
+- the game-aware floor (`auditing.exposure_floor.game_detection_floor`, total exposure with 95% power)
+  satisfies it: a miss with that many totally leaking rows or more happens at most at the 5% rate.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import math
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from auditing.audit import AuditConfig
 from auditing.guardrail import VIOLATION
@@ -64,3 +67,17 @@ def test_a_miss_always_has_a_floor_above_the_leaking_rows():
         for eps_leak in (4.0, math.inf):
             cells = _cells(eps_leak=eps_leak, leaking_rows=multiple * floor)
             assert all(c["honest"] for c in cells), (multiple, eps_leak, [c["status"] for c in cells])
+
+
+def test_a_miss_has_a_game_aware_floor_above_the_totally_leaking_rows():
+    """Stated margin: at the game-aware floor's 95% power, a miss with L >= floor happens with probability
+    <= 5%; over the cells it may happen at most binom.isf(1e-3, cells, 0.05) times."""
+    game_floor = _cells(leaking_rows=1)[0]["game_floor"]
+    assert game_floor is not None and game_floor > 1
+    cells = []
+    for multiple in (0.5, 1.0, 1.5):
+        cells += _cells(leaking_rows=max(1, round(multiple * game_floor)))
+    assert all(c["game_floor"] is not None for c in cells)
+    dishonest = sum(not c["honest_game"] for c in cells)
+    assert dishonest <= int(stats.binom.isf(1e-3, len(cells), 0.05)), [(c["leaking"], c["status"]) for c in cells]
+    assert any(c["status"] == VIOLATION for c in cells)  # the floor is not vacuous: 1.5x of it gets caught

@@ -1,0 +1,101 @@
+"""How many fully exposed labels this audit would actually catch, in the observational game (issue 9, items 3/5).
+
+`auditing.robustness.detection_floor_rows` counts the exposed labels a PERFECT attacker (right on every guess)
+would need. No attacker of the observational game (paper Alg. 2, Sec. 6.2) is perfect on an exposed label:
+when the counterfactual y1 ~ M'(x) equals the training label y0 (probability M'(x)[y0]) the released label is
+the same whether b = 0 or b = 1, and even knowing y0 the guess is right with probability 1 / (1 + M'(x)[y0]).
+benchmarks/results/blind_spots.md measures the consequence: the perfect-attacker floor is a valid necessary
+condition but 16-64x below the exposure the audit needs.
+
+`game_detection_floor` is the game-aware figure: the smallest number N of audited rows whose label a target
+reveals totally (probability 1 on y0, the reference's output elsewhere) such that this audit, with its own
+score function, grid, confidence, method, delta and tau, reports a VIOLATION of the claim with probability at
+least `power`. Computed without any row data from what the result carries:
+
+- the day's reference probabilities over the audited rows (``prior_histogram``, `auditing.risk`), with
+  labels y0 ~ M'(x) (the paper's assumption at tau = 0): each exposed row's game outcomes (b, y1) have known
+  probabilities and scores (`auditing.controls.expected_histogram` on a target = one-hot(y0));
+- every other row scores 0 (target = reference) and is a fair coin for the attacker;
+- the expected correct guesses E_c' at each grid point (the attacker takes the largest |score| first), and the
+  binomial (1 - power)-quantile of the correct count there, bounded as the audit bounds it (the same argument
+  as `auditing.controls.positive_control_floor`); the audit flags if any grid point's bound exceeds the claim.
+
+The exposed rows are taken to be typical of the audited rows (their reference probabilities follow the day's
+histogram); a subpopulation the reference finds easier or harder to predict needs fewer or more. Binary
+labels only (the prior histogram of a k-class model keeps the top class alone). None when even exposing every
+audited row would not flag the claim with that power.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+from scipy import stats
+
+from auditing.bounds import pointwise_bounds
+from auditing.controls import expected_correct_at, expected_histogram
+from auditing.errors import LabelDPInputError
+from auditing.scores import resolve_score
+from auditing.sweep_reduce import BinSpec
+
+DEFAULT_POWER = 0.95
+
+
+def _exposed_row_histogram(prior: Mapping, score, spec: BinSpec) -> tuple[np.ndarray, np.ndarray, int]:
+    """(expected rows, expected correct) per |score| bin for ONE exposed row drawn from the audited rows, and m."""
+    from auditing.risk import PriorHistogram
+
+    histogram = PriorHistogram.from_dict(dict(prior))
+    if histogram is None or histogram.kind != "class1":
+        raise LabelDPInputError("game_detection_floor needs the binary prior_histogram of the audited rows")
+    used = np.flatnonzero(histogram.counts)
+    p = histogram.midpoints()[used]
+    counts = histogram.counts[used].astype(np.float64)
+    reference = np.column_stack([np.concatenate([1 - p, 1 - p]), np.concatenate([p, p])])
+    labels = np.concatenate([np.ones(p.size, np.int64), np.zeros(p.size, np.int64)])
+    target = np.eye(2)[labels]  # total exposure: probability 1 on the training label
+    weights = np.concatenate([counts * p, counts * (1 - p)]) / counts.sum()  # y0 ~ M'(x)
+    rows, hits = expected_histogram(target, reference, labels, score, spec, weights=weights)
+    return rows, hits, int(histogram.total)
+
+
+def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
+    """The fewest totally exposed labels with which this audit flags the claim with probability >= power
+    (module docstring). ``result``: `AuditResult.to_dict()` with ``prior_histogram``; bonferroni/max only."""
+    claimed = float(claimed_epsilon)
+    if math.isinf(claimed):
+        return None
+    if result["strategy"] == "split":
+        raise LabelDPInputError("game_detection_floor: the split strategy is not supported")
+    if result.get("score") not in ("paper", "log-ratio"):
+        raise LabelDPInputError(f"game_detection_floor: needs a named score; got {result.get('score')!r}")
+    spec = BinSpec()
+    score = resolve_score(result["score"], float(result["score_power"]))
+    exposed_rows, exposed_hits, m = _exposed_row_histogram(result.get("prior_histogram") or {}, score, spec)
+    if m != int(result["m"]):
+        raise LabelDPInputError(f"prior_histogram holds {m} rows but the audit has m = {result['m']}")
+    grid = np.asarray([int(p["guesses"]) for p in result["curve"]], dtype=np.int64)
+    kw = dict(method=result["method"], delta=float(result["delta"]), tau=float(result["tau"]),
+              confidence=float(result["point_confidence"]))
+
+    def flags(n: int) -> bool:
+        rows = n * exposed_rows
+        hits = n * exposed_hits
+        rows[0] += m - n  # the other rows score 0 (bin 0) and are fair coins
+        hits[0] += 0.5 * (m - n)
+        rate = np.clip(expected_correct_at(rows, hits, grid) / grid, 0.0, 1.0)
+        quantile = stats.binom.ppf(1.0 - power, grid, rate).astype(np.int64)
+        return bool(np.max(pointwise_bounds(quantile, grid, m, **kw)) > claimed)
+
+    if not flags(m):
+        return None
+    lo, hi = 0, m  # flags(lo) is False (no exposure), flags(hi) is True
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if flags(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
