@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 import numpy as np
@@ -175,7 +176,7 @@ def test_score_histogram_counts_repetition_zero():
 
 # ------------------------------------------------------------------------------------------ Beam job
 
-DAY, PREVIOUS = "2024-05-02", "2024-05-01"
+DAY, PREVIOUS = dt.date(2024, 5, 2), dt.date(2024, 5, 1)
 
 
 def _register_reference(root, date, seed=0):
@@ -218,12 +219,10 @@ def beam_world(tmp_path_factory):
 def test_beam_positive_control_equals_run_audit(beam_world):
     """The RR-label oracle registered as a model goes through the Beam job's ModelHandler path and gives the
     in-process result on the same (train) rows: counts and result exactly, the expected curve to round-off."""
-    import datetime as dt
-
     from pipelines import controls, registry
     from pipelines.beam_scoring import ScoringRequest, score_day
 
-    root, day = beam_world["root"], dt.date.fromisoformat(DAY)
+    root, day = beam_world["root"], DAY
     metadata = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
     assert controls.is_oracle(metadata) and registry.model_path(root, "control-positive", DAY).name == "oracle.json"
     assert metadata["training_rows"]["rows"] == beam_world["ids"].size
@@ -244,7 +243,7 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     assert check.epsilon_lower_bound <= 2.0 and check.floor > 0
 
     # the negative control: a copy of the reference, through the CatBoost handler, gives 0
-    controls.ensure_negative_control(root, day, "control-negative", ("reference", PREVIOUS), beam_world["fingerprint"])
+    controls.ensure_negative_control(root, day, "control-negative", ("reference", dt.date.fromisoformat(PREVIOUS)), beam_world["fingerprint"])
     negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", config=config,
                                         reference="reference", batch_size=1500))
     assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result.to_dict()).passed
