@@ -243,7 +243,7 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     assert check.epsilon_lower_bound <= 2.0 and check.floor > 0
 
     # the negative control: a copy of the reference, through the CatBoost handler, gives 0
-    controls.ensure_negative_control(root, day, "control-negative", ("reference", dt.date.fromisoformat(PREVIOUS)), beam_world["fingerprint"])
+    controls.ensure_negative_control(root, day, "control-negative", ("reference", PREVIOUS), beam_world["fingerprint"])
     negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", config=config,
                                         reference="reference", batch_size=1500))
     assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result.to_dict()).passed
