@@ -12,6 +12,7 @@ World: 20,000 rows in 10 row groups (10 Dask partitions), 10 repetitions, tiny C
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from pipelines.beam_scoring import ScoringRequest, score_day
 pytestmark = pytest.mark.slow
 distributed = pytest.importorskip("dask.distributed")
 
-DAY, PREVIOUS = "2024-05-02", "2024-05-01"
+DAY, PREVIOUS = dt.date(2024, 5, 2), dt.date(2024, 5, 1)
 ROWS, ROWS_PER_FILE = 20_000, 2_000
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 

@@ -84,7 +84,7 @@ def ops(tmp_path_factory, warehouse_url):
     tmp = tmp_path_factory.mktemp("ops")
     data_root = tmp / "data"
     for day in DAYS:
-        write_synthetic_day(data_root, day.isoformat(), rows=ROWS)
+        write_synthetic_day(data_root, day, rows=ROWS)
     plan = tmp / "plan.json"
     plan_data = {
         "targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0},
