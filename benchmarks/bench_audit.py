@@ -1,7 +1,10 @@
 """Full in-process audit benchmark (issue 2): n = 1e6 binary examples, R = 100 repetitions, a 100-point c'
 grid, both bound methods. Prints median wall time per stage and peak resident memory.
 
-    .venv/bin/python benchmarks/bench_audit.py [--rows 1000000] [--repetitions 100] [--runs 3]
+    .venv/bin/python benchmarks/bench_audit.py [--rows 1000000] [--repetitions 100] [--runs 3] [--compare-numpy]
+
+The game runs on the compiled kernel (auditing/game_kernel.py) through the two exact passes of
+auditing.audit._compiled_sweep; --compare-numpy also times the numpy reference path once, side by side.
 
 The data is randomized response at eps = 2 on the binary Gaussian mixture with counterfactuals from the true
 posterior (paper App. 11), so the attack finds real signal and the bounds do real work.
@@ -10,17 +13,19 @@ posterior (paper App. 11), so the attack finds real signal and the bounds do rea
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
 import resource
 import statistics
 import time
 
 import numpy as np
 
-from auditing.audit import AuditConfig, audit_from_counts
-from auditing.game import as_class_probabilities, play_repetition
+from auditing.audit import AuditConfig, _compiled_sweep, _numpy_sweep, audit_from_counts, run_audit
+from auditing.game import as_class_probabilities
 from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.scores import resolve_score
-from auditing.sweep import SweepCounts, correct_at, rank_order
+from auditing.sweep import SweepCounts
 
 
 def peak_rss_mib() -> float:
@@ -32,6 +37,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repetitions", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--compare-numpy", action="store_true",
+                        help="also time the numpy reference path once (auditing.game.play_repetition + a full "
+                             "ranking per repetition) and check that its counts are equal")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -41,40 +49,56 @@ def main() -> None:
     reference = as_class_probabilities(true_posterior(x, 2)[:, 1], "p_reference")
     del x
     ids = np.arange(args.rows, dtype=np.int64)
-    score = resolve_score("paper")
-    print(f"rows={args.rows} repetitions={args.repetitions} runs={args.runs}; after data: peak RSS {peak_rss_mib():.0f} MiB")
+    print(f"rows={args.rows} repetitions={args.repetitions} runs={args.runs}; load average {os.getloadavg()}; "
+          f"after data: peak RSS {peak_rss_mib():.0f} MiB")
 
-    # Warm the numba cache / JIT for the f-DP recursion outside the timed region.
-    warm_cfg = AuditConfig(method="fdp", repetitions=1, grid_points=5)
-    audit_from_counts(SweepCounts(m=100, guesses=np.array([[10, 50, 100]]), correct=np.array([[9, 40, 70]])), warm_cfg)
+    # Load the compiled kernels (numba cache) outside the timed region.
+    run_audit(target[:2000], reference[:2000], y[:2000], config=AuditConfig(repetitions=2, method="fdp"))
 
-    timings: dict[str, list[float]] = {"game+counts": [], "binomial bounds": [], "fdp bounds": [], "total": []}
+    stages = ("game + counts", "binomial bounds", "fdp bounds", "total")
+    timings: dict[str, list[float]] = {key: [] for key in stages}
+    cpu: dict[str, list[float]] = {key: [] for key in stages}
     results = {}
     for run in range(args.runs):
-        t0 = time.perf_counter()
-        cfg = AuditConfig(repetitions=args.repetitions, method="binomial")
+        marks = [(time.perf_counter(), time.process_time())]
+        cfg = AuditConfig(repetitions=args.repetitions, method="binomial", seed=run)
         grid = cfg.grid_for(args.rows)
-        correct = np.empty((args.repetitions, grid.size), dtype=np.int64)
-        for r in range(args.repetitions):
-            rows = play_repetition(target, reference, y, ids, seed=run, repetition=r, score=score)
-            correct[r] = correct_at(rows.correct, rank_order(rows.scores, ids), grid)
+        correct, _, _ = _compiled_sweep(target, reference, y, ids, cfg, grid, None)
         counts = SweepCounts(m=args.rows, guesses=np.broadcast_to(grid, correct.shape).copy(), correct=correct)
-        t1 = time.perf_counter()
+        marks.append((time.perf_counter(), time.process_time()))
         results["binomial"] = audit_from_counts(counts, cfg)
-        t2 = time.perf_counter()
-        results["fdp"] = audit_from_counts(counts, AuditConfig(repetitions=args.repetitions, method="fdp"))
-        t3 = time.perf_counter()
-        for key, value in (("game+counts", t1 - t0), ("binomial bounds", t2 - t1), ("fdp bounds", t3 - t2), ("total", t3 - t0)):
-            timings[key].append(value)
-        print(f"run {run}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in timings.items()), flush=True)
+        marks.append((time.perf_counter(), time.process_time()))
+        results["fdp"] = audit_from_counts(counts, AuditConfig(repetitions=args.repetitions, method="fdp", seed=run))
+        marks.append((time.perf_counter(), time.process_time()))
+        spans = [(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(marks)]
+        spans.append((marks[-1][0] - marks[0][0], marks[-1][1] - marks[0][1]))
+        for key, (wall, used) in zip(stages, spans, strict=True):
+            timings[key].append(wall)
+            cpu[key].append(used)
+        print(f"run {run}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in timings.items())
+              + f" (process CPU {cpu['total'][-1]:.2f}s); load average {os.getloadavg()[0]:.1f}", flush=True)
 
-    print("\nmedians over runs:")
-    for key, values in timings.items():
-        print(f"  {key:<16} {statistics.median(values):8.2f} s")
+    print("\nmedians over runs (wall; process CPU time, both cores, in brackets):")
+    for key in stages:
+        print(f"  {key:<16} {statistics.median(timings[key]):8.2f} s  [{statistics.median(cpu[key]):6.2f} s CPU]")
+    total = statistics.median(timings["total"])
+    shares = {key: statistics.median(timings[key]) / total for key in stages[:3]}
+    print("  shares of the total: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares.items()))
     print(f"  peak RSS        {peak_rss_mib():8.0f} MiB")
     for method, res in results.items():
         print(f"  last run, {method}: valid eps_lb {res.epsilon_lower_bound:.4f} (bonferroni, 95%, delta={res.delta:g}), "
               f"paper's statistic {res.epsilon_mean:.4f} +- {res.epsilon_std:.4f}; true eps 2.0")
+    if args.compare_numpy:
+        cfg = AuditConfig(repetitions=args.repetitions, seed=args.runs - 1)
+        grid = cfg.grid_for(args.rows)
+        began = time.perf_counter()
+        compiled, _, _ = _compiled_sweep(target, reference, y, ids, cfg, grid, None)
+        middle = time.perf_counter()
+        reference_counts, _, _ = _numpy_sweep(target, reference, y, ids, cfg, grid, resolve_score("paper"), None)
+        ended = time.perf_counter()
+        print(f"  side by side, game + counts: compiled {middle - began:.2f} s, numpy path {ended - middle:.2f} s "
+              f"({(ended - middle) / (middle - began):.1f}x); counts equal: "
+              f"{bool(np.array_equal(compiled, reference_counts))}")
 
 
 if __name__ == "__main__":

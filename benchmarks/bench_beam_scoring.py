@@ -22,6 +22,7 @@ trees are kept). Only the prediction cost matters here, and it depends on the tr
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import statistics
@@ -33,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DAY = "2024-05-02"
-PREVIOUS = "2024-05-01"
+DAY = dt.date(2024, 5, 2)
+PREVIOUS = dt.date(2024, 5, 1)
 MODEL = "bench-target"
 
 
