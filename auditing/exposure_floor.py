@@ -24,6 +24,17 @@ The exposed rows are taken to be typical of the audited rows (their reference pr
 histogram); a subpopulation the reference finds easier or harder to predict needs fewer or more. Binary
 labels only (the prior histogram of a k-class model keeps the top class alone). None when even exposing every
 audited row would not flag the claim with that power.
+
+``split`` strategy: not computed (None, with the reason). Its power hangs on the index the selection half
+picks, which is noisy: a small c' whose guesses all look right on one half often holds one wrong guess on the
+other, and the halves' bound is then low. Modelling the selection by its expected counts gives a floor that
+is not monotone in the exposure (flagged at 2,000 of 40,000 totally exposed rows, not at 5,000), and the
+measured power stays below 95% even at 8,000 (7 of 8 seeds flagged, claim eps = 1, 40,000 rows), so no
+simple figure would be honest.
+
+`exposed_rows_floor` is the verdict's figure (auditing.robustness, the warehouse column of the same name, the
+report, the CLI): the floor, or None with the reason from `exposed_floor_note` (not computable for this
+result: `exposed_floor_unavailable`; or no number of exposed rows flags the claim with that power).
 """
 
 from __future__ import annotations
@@ -34,9 +45,9 @@ from collections.abc import Mapping
 import numpy as np
 from scipy import stats
 
-from auditing.bounds import pointwise_bounds
 from auditing.controls import expected_correct_at, expected_histogram
 from auditing.errors import LabelDPInputError
+from auditing.robustness import _any_point_exceeds
 from auditing.scores import resolve_score
 from auditing.sweep_reduce import BinSpec
 
@@ -61,14 +72,63 @@ def _exposed_row_histogram(prior: Mapping, score, spec: BinSpec) -> tuple[np.nda
     return rows, hits, int(histogram.total)
 
 
+def exposed_floor_unavailable(result: Mapping, claimed_epsilon: float) -> str | None:
+    """Why `exposed_rows_floor` cannot be computed for this result and claim (cheap checks only), or None."""
+    claimed = float(claimed_epsilon)
+    if math.isinf(claimed) or float(result["max_certifiable_epsilon"]) <= claimed:
+        return ("INCONCLUSIVE: no number of exposed labels can flag this claim (max certifiable eps <= claimed "
+                "eps)")
+    if result.get("score") not in ("paper", "log-ratio"):
+        return (f"the score is {result.get('score')!r}: the exposed rows' scores are known only for the named "
+                "scores (paper, log-ratio)")
+    if result["strategy"] == "split":
+        return ("split strategy: its power hangs on the noisy choice of c' on the selection half, which this "
+                "floor does not model (see the perfect-attacker floor, a necessary condition)")
+    if result["strategy"] != "bonferroni":
+        return f"strategy {result['strategy']!r}: only bonferroni (and split) give a valid verdict"
+    prior = result.get("prior_histogram") or {}
+    if not prior or not prior.get("buckets"):
+        return ("the result was written before the reference's probability histogram (prior_histogram) was "
+                "recorded: re-run the scoring")
+    if prior.get("kind", "class1") != "class1":
+        return "k-class labels: the game-aware floor is computed for binary labels only"
+    if int(sum(prior["counts"])) != int(result["m"]):
+        return f"prior_histogram holds {int(sum(prior['counts']))} rows but the audit has m = {result['m']}"
+    return None
+
+
+def undetectable_note(power: float = DEFAULT_POWER) -> str:
+    return (f"even with every audited row's label fully exposed, this audit would flag the claim with "
+            f"probability below {power:.0%}")
+
+
+def exposed_floor_note(result: Mapping, claimed_epsilon: float, floor: int | None,
+                       power: float = DEFAULT_POWER) -> str | None:
+    """Why the `exposed_rows_floor` figure is None (None when it is a number)."""
+    if floor is not None:
+        return None
+    return exposed_floor_unavailable(result, claimed_epsilon) or undetectable_note(power)
+
+
+def exposed_rows_floor(result: Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
+    """The verdict's game-aware floor (module docstring): the fewest totally exposed labels with which this
+    audit flags the claim with probability >= power; None when not computable (`exposed_floor_unavailable`)
+    or when no number of exposed rows does (`exposed_floor_note` says which)."""
+    if exposed_floor_unavailable(result, claimed_epsilon) is not None:
+        return None
+    return game_detection_floor(result, claimed_epsilon, power)
+
+
 def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
     """The fewest totally exposed labels with which this audit flags the claim with probability >= power
-    (module docstring). ``result``: `AuditResult.to_dict()` with ``prior_histogram``; bonferroni/max only."""
+    (module docstring). ``result``: `AuditResult.to_dict()` with ``prior_histogram``; bonferroni only.
+    Raises LabelDPInputError when the result cannot support it (`exposed_rows_floor` returns None instead)."""
     claimed = float(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    if result["strategy"] == "split":
-        raise LabelDPInputError("game_detection_floor: the split strategy is not supported")
+    if result["strategy"] != "bonferroni":
+        raise LabelDPInputError(f"game_detection_floor: strategy {result['strategy']!r} is not supported "
+                                "(bonferroni only)")
     if result.get("score") not in ("paper", "log-ratio"):
         raise LabelDPInputError(f"game_detection_floor: needs a named score; got {result.get('score')!r}")
     spec = BinSpec()
@@ -76,9 +136,10 @@ def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float =
     exposed_rows, exposed_hits, m = _exposed_row_histogram(result.get("prior_histogram") or {}, score, spec)
     if m != int(result["m"]):
         raise LabelDPInputError(f"prior_histogram holds {m} rows but the audit has m = {result['m']}")
+    kw = dict(method=result["method"], delta=float(result["delta"]), tau=float(result["tau"]))
+
     grid = np.asarray([int(p["guesses"]) for p in result["curve"]], dtype=np.int64)
-    kw = dict(method=result["method"], delta=float(result["delta"]), tau=float(result["tau"]),
-              confidence=float(result["point_confidence"]))
+    confidence = float(result["point_confidence"])
 
     def flags(n: int) -> bool:
         rows = n * exposed_rows
@@ -87,7 +148,7 @@ def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float =
         hits[0] += 0.5 * (m - n)
         rate = np.clip(expected_correct_at(rows, hits, grid) / grid, 0.0, 1.0)
         quantile = stats.binom.ppf(1.0 - power, grid, rate).astype(np.int64)
-        return bool(np.max(pointwise_bounds(quantile, grid, m, **kw)) > claimed)
+        return _any_point_exceeds(quantile, grid, m, claimed, confidence=confidence, **kw)  # max bound > claim
 
     if not flags(m):
         return None
@@ -99,3 +160,13 @@ def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float =
         else:
             lo = mid
     return hi
+
+
+__all__ = [
+    "DEFAULT_POWER",
+    "exposed_floor_note",
+    "exposed_floor_unavailable",
+    "exposed_rows_floor",
+    "game_detection_floor",
+    "undetectable_note",
+]

@@ -38,7 +38,18 @@ detection_floor_rows
     game no attacker is right on every guess about an exposed label (when the counterfactual y1 equals y0 the
     bit b cannot be told), so real leaks need several times N rows (benchmarks/results/blind_spots.md). For ``split`` the bound is computed on the bound half, so the exposed labels must number c' in
     that half: about 2 c' in all (each row lands in either half with probability 1/2), which is reported.
-    A PASS is "weak" when the floor exceeds 1% of the audited rows (`WEAK_PASS_FRACTION`).
+
+exposed_rows_floor (`auditing.exposure_floor`)
+    The game-aware floor, the one the report's PASS sentence states: the fewest totally exposed labels
+    (typical of the audited rows) with which this audit flags the claim with 95% probability, from the
+    result's reference-probability histogram, score, grid and confidence. Always >= what a perfect attacker
+    needs in practice; None with a stated reason (`exposure_floor.exposed_floor_note`) for split, a custom
+    score, k-class labels, INCONCLUSIVE, a result without prior_histogram, or when exposing every row would
+    not flag the claim with that power.
+
+A PASS is "weak" (`is_weak_pass`) when the game-aware floor exceeds 1% of the audited rows
+(`WEAK_PASS_FRACTION`), or is None because no exposure flags the claim with 95% power; where the game-aware
+floor cannot be computed, the perfect-attacker floor is used instead (a floor above 1% there is weak a fortiori).
 """
 
 from __future__ import annotations
@@ -58,6 +69,7 @@ from auditing.sweep import SweepCounts
 TAU_TOLERANCE = 1e-3  # relative width of the final bisection bracket in tau
 _TAU_FLOOR = 1e-9  # absolute width below which the bracket is not split further
 WEAK_PASS_FRACTION = 0.01  # a PASS whose detection floor exceeds this fraction of the audited rows is weak
+_COMPUTE = object()  # exposed_floor_figures: compute the floor (no stored value given)
 
 
 def _as_dict(result: Any) -> Mapping:
@@ -210,17 +222,47 @@ def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
     return None if best is None else best * rows_per_label
 
 
-def is_weak_pass(status: str, floor_rows: int | None, audited_rows: int) -> bool:
-    """A PASS whose detection floor exceeds `WEAK_PASS_FRACTION` of the audited rows (issue 9, item 3)."""
-    return status == "PASS" and floor_rows is not None and floor_rows > WEAK_PASS_FRACTION * audited_rows
+def is_weak_pass(status: str, floor_rows: int | None, audited_rows: int, exposed_rows: int | None = None,
+                 exposed_computed: bool = False) -> bool:
+    """A PASS whose detection floor exceeds `WEAK_PASS_FRACTION` of the audited rows (issue 9, item 3): the
+    game-aware `exposed_rows` when ``exposed_computed`` (None there: no exposure flags the claim with 95%
+    power, the weakest PASS), else the perfect-attacker ``floor_rows`` (module docstring)."""
+    if status != "PASS":
+        return False
+    if exposed_computed:
+        return exposed_rows is None or exposed_rows > WEAK_PASS_FRACTION * audited_rows
+    return floor_rows is not None and floor_rows > WEAK_PASS_FRACTION * audited_rows
+
+
+def exposed_floor_figures(result: Any, claimed_epsilon: float, exposed_rows: Any = _COMPUTE) -> dict:
+    """{exposed_rows_floor, exposed_rows_floor_power, exposed_rows_floor_note, exposed_floor_computed}: the
+    game-aware floor (computed unless ``exposed_rows`` is given, e.g. read back from the warehouse) and, when
+    it is None, why (`auditing.exposure_floor`)."""
+    from auditing.exposure_floor import (
+        DEFAULT_POWER,
+        exposed_floor_note,
+        exposed_floor_unavailable,
+        exposed_rows_floor,
+    )
+
+    data = _as_dict(result)
+    claimed = _claimed(claimed_epsilon)
+    if exposed_rows is _COMPUTE:
+        exposed_rows = exposed_rows_floor(data, claimed)
+    unavailable = exposed_floor_unavailable(data, claimed)
+    return {"exposed_rows_floor": exposed_rows, "exposed_rows_floor_power": DEFAULT_POWER,
+            "exposed_rows_floor_note": exposed_floor_note(data, claimed, exposed_rows),
+            "exposed_floor_computed": unavailable is None}
 
 
 def verdict_robustness(result: Any, claimed_epsilon: float, status: str) -> dict:
     """The claim-dependent trust figures of one verdict, for the warehouse row, report, alert and CLI."""
     data = _as_dict(result)
     floor = detection_floor_rows(data, claimed_epsilon)
-    return {"breaking_tau": breaking_tau(data, claimed_epsilon), "detection_floor_rows": floor,
-            "weak_pass": is_weak_pass(status, floor, int(data["m"]))}
+    exposed = exposed_floor_figures(data, claimed_epsilon)
+    return {"breaking_tau": breaking_tau(data, claimed_epsilon), "detection_floor_rows": floor, **exposed,
+            "weak_pass": is_weak_pass(status, floor, int(data["m"]), exposed["exposed_rows_floor"],
+                                      exposed["exposed_floor_computed"])}
 
 
 __all__ = [
@@ -228,6 +270,7 @@ __all__ = [
     "WEAK_PASS_FRACTION",
     "breaking_tau",
     "detection_floor_rows",
+    "exposed_floor_figures",
     "is_weak_pass",
     "valid_bound_exceeds",
     "verdict_robustness",

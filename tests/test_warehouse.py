@@ -620,6 +620,47 @@ def test_trust_columns_round_trip_on_both_backends(target):
             normalize_row({**bare, **change})
 
 
+def test_exposed_rows_floor_round_trip_on_both_backends(target):
+    """Issue 9 (items 3/5): the game-aware floor exposed_rows_floor (auditing.exposure_floor, claim-dependent,
+    computed by audit_record) is stored on both backends: a number for a bonferroni PASS, NULL where it is
+    not computable (INCONCLUSIVE, split) or for an old row; a negative or fractional value is refused."""
+    from auditing.exposure_floor import exposed_floor_note, game_detection_floor
+    from auditing.warehouse.rows import normalize_row
+
+    rng = np.random.default_rng(11)
+    n = 6000
+    p_ref = rng.beta(1.0, 3.0, n)
+    labels = (rng.random(n) < p_ref).astype(np.int64)
+    rows = {}
+    for name, strategy, claimed in (("exp-pass", "bonferroni", 0.3), ("exp-inconclusive", "bonferroni", 50.0),
+                                    ("exp-split", "split", 0.3)):
+        result = run_audit(p_ref, p_ref, labels, config=AuditConfig(repetitions=1, strategy=strategy))
+        row, curve = audit_record(result, model_id=name, partition_date=DAY, claimed_epsilon=claimed)
+        rows[name] = (row, result, claimed)
+        with open_warehouse(target) as wh:
+            wh.upsert_audit(row, curve)
+    pass_row, pass_result, _ = rows["exp-pass"]
+    assert pass_row["status"] == "PASS"
+    assert pass_row["exposed_rows_floor"] == game_detection_floor(pass_result.to_dict(), 0.3)
+    assert pass_row["exposed_rows_floor"] > pass_row["detection_floor_rows"] > 0  # the game needs more
+    assert rows["exp-inconclusive"][0]["status"] == "INCONCLUSIVE"
+    for name, reason in (("exp-inconclusive", "INCONCLUSIVE"), ("exp-split", "split strategy")):
+        row, result, claimed = rows[name]
+        assert row["exposed_rows_floor"] is None
+        assert reason in exposed_floor_note(result.to_dict(), claimed, None)
+    with open_warehouse(target) as wh:
+        got = {r["model_id"]: r for r in wh.fetch_results()}
+        bare, bare_curve = make_row(model_id="exp-old")
+        wh.upsert_audit(bare, bare_curve)
+        old = _only(wh.fetch_results(model_id="exp-old"))
+    assert got["exp-pass"]["exposed_rows_floor"] == pass_row["exposed_rows_floor"]
+    assert got["exp-inconclusive"]["exposed_rows_floor"] is None and got["exp-split"]["exposed_rows_floor"] is None
+    assert old["exposed_rows_floor"] is None
+    for bad in (-1, 2.5):
+        with pytest.raises(LabelDPInputError, match="exposed_rows_floor"):
+            normalize_row({**bare, "exposed_rows_floor": bad})
+
+
 def test_control_and_trust_columns_round_trip(target):
     """Issue 9 (trust-b): kind, control_passed, control_floor and untrusted_reason on both backends; a bad
     value is refused before any write."""

@@ -230,7 +230,8 @@ def _normalize_control_columns(row: Mapping, out: dict) -> None:
 
 
 def _normalize_trust_columns(row: Mapping, out: dict) -> None:
-    """issue 9 (trust-a): audit_rows, breaking_tau, detection_floor_rows and the shift diagnostic (nullable)."""
+    """issue 9 (trust-a): audit_rows, breaking_tau, detection_floor_rows, exposed_rows_floor and the shift
+    diagnostic (nullable)."""
     audit_rows = row.get("audit_rows")
     if audit_rows is not None and audit_rows not in ("training", "all"):
         raise LabelDPInputError(f"audit_rows must be 'training', 'all' or None; got {audit_rows!r}")
@@ -242,6 +243,7 @@ def _normalize_trust_columns(row: Mapping, out: dict) -> None:
             raise LabelDPInputError(f"breaking_tau must be in [0, 1) or None; got {tau!r}")
     out["breaking_tau"] = tau
     out["detection_floor_rows"] = None if row.get("detection_floor_rows") is None else _count(row, "detection_floor_rows")
+    out["exposed_rows_floor"] = None if row.get("exposed_rows_floor") is None else _count(row, "exposed_rows_floor")
     out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
     for name in ("reference_log_loss_shift", "feature_shift_max_psi"):
         out[name] = None if row.get(name) is None else _float(row, name)
@@ -288,9 +290,9 @@ def audit_record(
     (strategy ``max``, the paper's statistic) is refused, because the table's ``epsilon_lower_bound`` is the
     valid one. ``lineage`` may hold: model_uri, model_fingerprint, reference_model, partition_fingerprint,
     code_version, flow_run_id, started_at, finished_at, durations (a dict of seconds per stage).
-    The claim-dependent trust figures (``auditing.robustness``: breaking_tau, detection_floor_rows) are
-    computed here from the result and the claim; ``shift_diagnostic`` (pipelines.shift_diagnostics, a
-    diagnostic, not a proof) is stored as given with its two summary scalars.
+    The claim-dependent trust figures (``auditing.robustness``: breaking_tau, detection_floor_rows,
+    exposed_rows_floor) are computed here from the result and the claim; ``shift_diagnostic``
+    (pipelines.shift_diagnostics, a diagnostic, not a proof) is stored as given with its two summary scalars.
     ``kind`` (target | control), ``control`` (`auditing.controls.ControlCheck.to_dict()` for a control) and
     ``untrusted_reason`` (set on every row of a night whose control failed) fill the control columns.
     """
@@ -343,7 +345,9 @@ def risk_record(data: Mapping, claimed: float) -> dict:
 
 def trust_columns(data: Mapping, claimed: float, status: str, shift_diagnostic: Mapping | None = None) -> dict:
     """The issue-9 columns of a row: audit_rows, breaking_tau and detection_floor_rows (None when the result
-    cannot support them, e.g. a split result written before split_halves existed), and the diagnostic."""
+    cannot support them, e.g. a split result written before split_halves existed), exposed_rows_floor (the
+    game-aware floor, auditing.exposure_floor; None with a reason there), and the diagnostic."""
+    from auditing.exposure_floor import exposed_rows_floor
     from auditing.robustness import breaking_tau, detection_floor_rows
 
     out: dict[str, Any] = {"audit_rows": data.get("audit_rows")}
@@ -352,6 +356,7 @@ def trust_columns(data: Mapping, claimed: float, status: str, shift_diagnostic: 
         out["detection_floor_rows"] = detection_floor_rows(data, claimed)
     except LabelDPInputError:
         out["breaking_tau"] = out["detection_floor_rows"] = None
+    out["exposed_rows_floor"] = exposed_rows_floor(data, claimed)
     diagnostic = dict(shift_diagnostic) if shift_diagnostic else None
     out["shift_diagnostic"] = diagnostic
     out["reference_log_loss_shift"] = (diagnostic or {}).get("reference_log_loss_shift")

@@ -115,6 +115,11 @@ RESULT_COLUMNS: tuple[Column, ...] = (
           ("reconstruction_bound", "bound on reconstructing 'clicked' for a 90th-percentile-prior row"),
       )),
     Column("risk_headline", "text", True, "one sentence: what the claim allows and what the bound demonstrates"),
+    # issue 9 (items 3/5): the game-aware detection floor (auditing.exposure_floor)
+    Column("exposed_rows_floor", "bigint", True,
+           "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
+           "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
+           "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%"),
 )
 
 CURVE_COLUMNS: tuple[Column, ...] = (

@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS audit_results (
     risk_lb_aia_advantage_bound DOUBLE PRECISION,
     risk_lb_reconstruction_bound DOUBLE PRECISION,
     risk_headline TEXT,
+    exposed_rows_floor BIGINT,
     PRIMARY KEY (model_id, partition_date, audit_config_hash),
     CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CHECK (method IN ('binomial', 'fdp')),
@@ -196,6 +197,8 @@ COMMENT ON COLUMN audit_results.risk_lb_aia_advantage_bound IS 'at the valid eps
 COMMENT ON COLUMN audit_results.risk_lb_reconstruction_bound IS 'at the valid eps_lb: bound on reconstructing ''clicked'' for a 90th-percentile-prior row';
 
 COMMENT ON COLUMN audit_results.risk_headline IS 'one sentence: what the claim allows and what the bound demonstrates';
+
+COMMENT ON COLUMN audit_results.exposed_rows_floor IS 'fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with 95% probability in the observational game (the PASS sentence''s N); NULL: not computed (split, custom score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%';
 
 COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon lower bound vs guesses), for plots';
 
