@@ -91,17 +91,25 @@ def model_name(key: str, epsilon: float) -> str:
     return NONPRIVATE if math.isinf(epsilon) else f"{key}-eps{eps_text(epsilon)}"
 
 
-TRAIN_ORDER = ("lp1st", "lp1st-nc", "lp2st", "pate", "lp1st-domain", "alibi")
+# Training order: breadth first (every mechanism at a small and a large eps before the rest), so that a run cut
+# short on shared cores still covers each row; cells without a paper figure come last.
+TRAIN_ORDER = (
+    ("lp1st", 8.0), ("lp1st", 4.0), ("lp1st", 2.0), ("lp1st", 1.0),
+    ("lp1st-nc", 1.0), ("lp2st", 1.0), ("pate", 1.0),
+    ("lp1st-nc", 8.0), ("lp2st", 8.0), ("pate", 8.0), ("lp1st-domain", 8.0), ("alibi", 1.0),
+    ("lp1st-nc", 2.0), ("lp2st", 2.0), ("lp1st-nc", 4.0), ("lp2st", 4.0), ("lp1st-domain", 4.0),
+    ("lp1st", 0.1), ("lp1st-nc", 0.1), ("lp2st", 0.1),
+    ("pate", 2.0), ("pate", 4.0), ("pate", 0.1),   # PATE costs ~2x a cell (20 teachers); its other cells last
+    ("alibi", 8.0), ("alibi", 4.0), ("alibi", 2.0), ("alibi", 0.1),
+    ("lp1st-domain", 2.0), ("lp1st-domain", 1.0), ("lp1st-domain", 0.1),
+)
 
 
 def train_priority(key: str, epsilon: float) -> int:
-    """0 for the shared eps = inf model; then by ``TRAIN_ORDER``; last the cells without a paper figure at all
-    (LP-1ST with the domain prior at eps <= 2); ``sorted`` keeps the eps order within a row."""
+    """0 for the shared eps = inf model, else the position in ``TRAIN_ORDER``."""
     if math.isinf(epsilon):
         return 0
-    if PAPER[key][EPSILONS.index(epsilon)] is None and key != "alibi":
-        return len(TRAIN_ORDER) + 1
-    return 1 + TRAIN_ORDER.index(key)
+    return 1 + TRAIN_ORDER.index((key, epsilon))
 
 
 def bound_settings(claimed_delta: float) -> list[tuple[str, str, float]]:
@@ -137,7 +145,8 @@ class Table:
         self.day0 = parse_date(args.date0)
         self.day1 = self.day0 + dt.timedelta(days=1)
         self.records = Path(self.root) / "paper_table"
-        self.settings = training.CatBoostSettings()
+        self.settings = training.settings_from(iterations=args.iterations, learning_rate=args.learning_rate)
+        self.reference_settings = training.CatBoostSettings()   # M' keeps the project's settings
         self.progress = stderr_progress("table")
         self._days: dict = {}
 
@@ -154,8 +163,7 @@ class Table:
                 yield key, epsilon, model_name(key, epsilon), ("none" if math.isinf(epsilon) else mechanism), prior
 
     def models(self):
-        """Unique (name, mechanism, epsilon, prior) to train, cells with a paper figure first (``TRAIN_ORDER``),
-        so that a run cut short loses the least comparable cells."""
+        """Unique (name, mechanism, epsilon, prior) to train, in ``TRAIN_ORDER``."""
         seen = {}
         for key, epsilon, name, mechanism, prior in self.cells():
             seen.setdefault(name, (train_priority(key, epsilon), name, mechanism, epsilon, prior))
@@ -177,15 +185,19 @@ class Table:
 
     # ---------------------------------------------------------------------------------- training
 
-    def train_settings(self, mechanism: str, epsilon: float, prior: str | None, date) -> dict:
+    def catboost_settings(self, name: str) -> training.CatBoostSettings:
+        return self.reference_settings if name == REFERENCE else self.settings
+
+    def train_settings(self, name: str, mechanism: str, epsilon: float, prior: str | None, date) -> dict:
         options = training.MechanismOptions(prior=prior or "uniform", pate_teachers=self.args.pate_teachers,
                                             pate_queries=self.args.pate_queries)
         return {"rows": self.args.rows, "date": str(date), "mechanism": mechanism, "epsilon": eps_text(epsilon),
-                "seed": self.args.seed, "catboost": json.loads(json.dumps(dataclasses.asdict(self.settings))),
+                "seed": self.args.seed,
+                "catboost": json.loads(json.dumps(dataclasses.asdict(self.catboost_settings(name)))),
                 "options": dataclasses.asdict(options) if mechanism != "none" else None}
 
     def train_one(self, name: str, mechanism: str, epsilon: float, prior: str | None, date) -> dict:
-        settings = self.train_settings(mechanism, epsilon, prior, date)
+        settings = self.train_settings(name, mechanism, epsilon, prior, date)
         path = self.records / "train" / f"{name}.json"
         record = read_record(path, settings)
         if record is not None and model_dir(self.root, name, date).is_dir():
@@ -198,7 +210,8 @@ class Table:
             reference_model, _ = registry.load_model(self.root, REFERENCE, self.day0)
         self.progress(f"train {name}: {mechanism} eps={eps_text(epsilon)} prior={prior} on {date} ...")
         started = time.monotonic()
-        result = training.train_model(day, mechanism, epsilon, seed=self.args.seed, settings=self.settings,
+        result = training.train_model(day, mechanism, epsilon, seed=self.args.seed,
+                                      settings=self.catboost_settings(name),
                                       options=options, reference_model=reference_model,
                                       progress=stderr_progress(f"train {name}"))
         reference_info = None if name == REFERENCE else {
@@ -252,18 +265,23 @@ class Table:
         if record is not None:
             self.progress(f"audit {name} ({grid} grid, {rows} rows): done before; skipped")
             return record
-        directory = beam_scoring.sweep_dir(self.root, name, self.day1.isoformat(), config)
+        directory = beam_scoring.sweep_dir(self.root, name, self.day1, config)
         started = time.monotonic()
+        scored = None
         if (directory / beam_scoring.RESULT_FILE).is_file():
+            scored = json.loads((directory / beam_scoring.RESULT_FILE).read_text())
+            if scored["lineage"]["model"]["fingerprint"] != fingerprint:
+                self.progress(f"audit {name}: {directory} scored another model (re-trained since); re-scoring")
+                scored = None
+        if scored is not None:
             self.progress(f"audit {name}: re-reading {directory}")
             counts, split = beam_scoring.load_counts(directory)
-            scored = json.loads((directory / beam_scoring.RESULT_FILE).read_text())
             timings = scored.get("timings", {})
         else:
             self.progress(f"audit {name} ({grid} grid, {rows} rows, R = {config.repetitions}): Beam FnApiRunner ...")
-            request = beam_scoring.ScoringRequest(data_root=self.root, date=self.day1.isoformat(), model=name,
+            request = beam_scoring.ScoringRequest(data_root=self.root, date=self.day1, model=name,
                                                   config=config, reference=REFERENCE,
-                                                  reference_date=self.day0.isoformat())
+                                                  reference_date=self.day0)
             outcome = beam_scoring.score_day(request, ["--runner", beam_scoring.FN_API_RUNNER],
                                              progress=stderr_progress(f"score {name}"))
             counts, split, timings = outcome.counts, outcome.split_counts, outcome.record["timings"]
@@ -391,6 +409,9 @@ def main() -> int:
     parser.add_argument("--grids", default="paper", help="comma list of sweep grids: paper (c' = 1..100%%), log")
     parser.add_argument("--audit-rows", choices=("training", "all"), default="training",
                         help="audit the rows whose labels entered training (the paper) or all rows")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="CatBoost iterations of the targets (default: the project's CatBoostSettings)")
+    parser.add_argument("--learning-rate", type=float, default=None, help="CatBoost learning rate of the targets")
     parser.add_argument("--pate-teachers", type=int, default=20)
     parser.add_argument("--pate-queries", type=int, default=1000)
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
