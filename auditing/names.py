@@ -7,6 +7,8 @@ dates and data root from here, so a value is parsed in one place and passed inwa
 
 - ``resolve_data_root`` picks the root the same way for every command: the argument, else the environment
   variable ``LABELDP_DATA_ROOT``, else ``./.labeldp``.
+- ``require_date`` is the inner layers' check that a date was parsed at the edge: anything but a
+  ``datetime.date`` is a ``TypeError`` naming the argument (a programming error; no string is re-parsed).
 - ``parse_date`` and ``check_name`` reject bad input with a ``LabelDPInputError`` naming the argument, what
   was expected and the value received; a checked name is always a single safe path component.
 """
@@ -56,6 +58,20 @@ def parse_date(text: str | dt.date, name: str = "date") -> dt.date:
         return dt.date.fromisoformat(text.strip())
     except ValueError as exc:
         raise LabelDPInputError(f"{name} is not a valid calendar date: {text!r} ({exc})") from None
+
+
+def require_date(value: dt.date, name: str = "date") -> dt.date:
+    """Returns ``value`` if it is a ``datetime.date`` (not a ``datetime``), else raises ``TypeError`` naming ``name``.
+
+    The inner layers' cheap type check: dates are parsed once, at the edge (the command line, a flow's
+    parameters, a plan file, JSON read back from disk) with ``parse_date``, and passed inward as
+    ``datetime.date``. A string reaching an inner function is a programming error, not bad user input, so
+    this is a ``TypeError`` rather than a ``LabelDPInputError``; nothing is parsed here.
+    """
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    raise TypeError(f"{name} must be a datetime.date (parse it at the edge with parse_date); "
+                    f"got {type(value).__name__} {value!r}")
 
 
 def check_name(text: str, name: str = "model name") -> str:
