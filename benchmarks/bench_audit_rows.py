@@ -32,6 +32,9 @@ def main() -> None:
     from auditing.guardrail import guardrail_status
     from auditing.robustness import verdict_robustness
     from pipelines.beam_scoring import ScoringRequest, score_day
+    from pipelines.layout import parse_date
+
+    date = parse_date(args.date, "--date")
 
     print(f"{'model':<18} {'claimed':>7} {'audit_rows':<10} {'m':>7} {'eps_lb':>7} {'paper mean':>10} "
           f"{'status':<12} {'breaking_tau':>12} {'floor':>6} {'seconds':>7}")
@@ -41,7 +44,7 @@ def main() -> None:
         for audit_rows in ("all", "training"):
             config = AuditConfig(method=args.method, repetitions=args.repetitions, audit_rows=audit_rows)
             began = time.perf_counter()
-            outcome = score_day(ScoringRequest(args.data_root, args.date, model, config, reference="reference"), [])
+            outcome = score_day(ScoringRequest(args.data_root, date, model, config, reference="reference"), [])
             seconds = time.perf_counter() - began
             result = outcome.result
             status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)

@@ -44,7 +44,7 @@ def main() -> None:
 
     t = time.perf_counter()
     for day in (D0, D1):
-        write_synthetic_day(root, day, rows=args.rows)
+        write_synthetic_day(root, steps.parse_day(day), rows=args.rows)
     steps.ensure_reference(root, date, plan, progress=print)
     print(f"setup (2 synthetic days + reference training, not timed): {time.perf_counter() - t:.0f} s")
 

@@ -20,6 +20,7 @@ sharing: with 2 dedicated cores the wall time is at most about the CPU time (the
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import statistics
@@ -45,7 +46,7 @@ def _worker(kind: str, rows: int, work: str, run: int) -> dict:
     """One measurement; returns seconds and the peak RSS of this process."""
     from pipelines import criteo_ingest, synth
 
-    date = f"2024-06-{1 + run:02d}"
+    date = dt.date(2024, 6, 1 + run)
     root = Path(work) / f"root-{kind}-{run}"
     began = time.perf_counter()
     cpu_began = time.process_time()
@@ -60,7 +61,7 @@ def _worker(kind: str, rows: int, work: str, run: int) -> dict:
                                              sample_rows=100_000 if kind == "ingest-sample" else None)
         extra = {"lines": report.lines_read, "bytes": report.bytes_read, "rows_written": report.rows_written}
     elif kind == "prepare":  # the input TSV files, rendered from a synthetic day
-        table = synth.generate_day("2024-05-31", rows=rows).table
+        table = synth.generate_day(dt.date(2024, 5, 31), rows=rows).table
         criteo_ingest.write_criteo_tsv(table, Path(work) / "day.tsv")
         criteo_ingest.write_criteo_tsv(table, Path(work) / "day.tsv.gz", compress=True)
     else:

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipelines import splits, training  # noqa: E402
-from pipelines.layout import partition_dir  # noqa: E402
+from pipelines.layout import parse_date, partition_dir  # noqa: E402
 from pipelines.synth import write_synthetic_day  # noqa: E402
 
 
@@ -58,11 +58,12 @@ def main() -> int:
 
     from catboost import CatBoostClassifier
 
-    if not partition_dir(args.data_root, args.date).is_dir():
-        print(f"generating {args.rows} rows for {args.date} under {args.data_root}", file=sys.stderr)
-        write_synthetic_day(args.data_root, args.date, rows=args.rows)
+    date = parse_date(args.date, "--date")
+    if not partition_dir(args.data_root, date).is_dir():
+        print(f"generating {args.rows} rows for {date} under {args.data_root}", file=sys.stderr)
+        write_synthetic_day(args.data_root, date, rows=args.rows)
     start = time.monotonic()
-    day = training.load_day(args.data_root, args.date)
+    day = training.load_day(args.data_root, date)
     print(f"loaded {day.row_ids.size} rows in {time.monotonic() - start:.1f} s", file=sys.stderr)
     train, validation, test = (day.rows(code) for code in (splits.TRAIN, splits.VALIDATION, splits.TEST))
     x_train, y_train = day.features.iloc[train], day.labels[train]

@@ -120,11 +120,11 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
 
     name = model_name or spec.name
     request = beam_scoring.ScoringRequest(
-        data_root=str(root), date=date.isoformat(), model=name, config=plan.audit,
+        data_root=str(root), date=date, model=name, config=plan.audit,
         reference=plan.reference_name, batch_size=plan.batch_size, expected_curve=expected_curve,
     )
     ref_name, ref_date = beam_scoring.resolve_reference(root, name, date, plan.reference_name)
-    output_dir = beam_scoring.sweep_dir(root, name, date.isoformat(), plan.audit)
+    output_dir = beam_scoring.sweep_dir(root, name, date, plan.audit)
     expected = {
         "model": beam_scoring.file_fingerprint(registry.model_path(root, name, date)),
         "reference": beam_scoring.file_fingerprint(registry.model_path(root, ref_name, ref_date))
@@ -148,7 +148,7 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
     return record
 
 
-def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_date: str,
+def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_date: dt.date,
                      progress: Progress = no_progress) -> dict:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
@@ -170,7 +170,7 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
     if spec.control == POSITIVE:
         progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
         return controls.ensure_positive_control(root, date, spec.name, spec.claimed_epsilon, plan.seed, partition_fp)
-    reference = (plan.reference_name, (date - dt.timedelta(days=1)).isoformat())
+    reference = (plan.reference_name, date - dt.timedelta(days=1))
     progress(f"{spec.name}: negative control, a copy of {reference[0]}@{reference[1]}")
     return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
 

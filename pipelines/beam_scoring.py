@@ -75,7 +75,7 @@ from auditing.score_histogram import coarsen
 from auditing.sweep_reduce import BinSpec
 from pipelines import registry, schema
 from pipelines.audit_rows import row_selection
-from pipelines.layout import atomic_directory, check_name, model_dir, parse_date, partition_dir
+from pipelines.layout import atomic_directory, check_name, model_dir, partition_dir, require_date
 from pipelines.progress import Progress, no_progress
 from pipelines.scoring_batches import (
     GameSpec,
@@ -114,14 +114,19 @@ RESULT_FILE = "result.json"
 
 @dataclass(frozen=True)
 class ScoringRequest:
-    """What to score and how. ``reference=None`` picks the default reference (`resolve_reference`)."""
+    """What to score and how. ``reference=None`` picks the default reference (`resolve_reference`).
+
+    ``date`` and ``reference_date`` are ``datetime.date`` values parsed at the edge (the command line, the
+    flow); a string is refused with a ``TypeError`` (``auditing.names.require_date``). They pickle as they are
+    for Beam workers and are written as ``YYYY-MM-DD`` in ``result.json``.
+    """
 
     data_root: str
-    date: str
+    date: dt.date
     model: str
     config: AuditConfig = field(default_factory=AuditConfig)
     reference: str | None = None
-    reference_date: str | None = None
+    reference_date: dt.date | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
     thread_count: int | None = None  # CatBoost threads per predict call; None: cores for an in-process runner, else 1
     bins: BinSpec = field(default_factory=BinSpec)
@@ -131,12 +136,12 @@ class ScoringRequest:
     expected_curve: bool = False  # also the game's expected correct guesses (controls; auditing.controls)
 
     def __post_init__(self):
-        object.__setattr__(self, "date", parse_date(self.date).isoformat())
+        require_date(self.date, "date")
         check_name(self.model, "--model")
         if self.reference is not None:
             check_name(self.reference, "--reference")
         if self.reference_date is not None:
-            object.__setattr__(self, "reference_date", parse_date(self.reference_date, "--reference-date").isoformat())
+            require_date(self.reference_date, "reference_date")
         for name, low in (("batch_size", 1), ("thread_count", 1), ("combine_shards", 1)):
             value = getattr(self, name)
             if value is None and name != "batch_size":
@@ -147,19 +152,22 @@ class ScoringRequest:
             raise LabelDPInputError(f"plan mode must be one of {list(PLAN_MODES)}; got {self.plan_mode!r}")
 
 
-def resolve_reference(root, model: str, date, reference: str | None = None,
-                      reference_date=None) -> tuple[str, str]:
+def resolve_reference(root, model: str, date: dt.date, reference: str | None = None,
+                      reference_date: dt.date | None = None) -> tuple[str, dt.date]:
     """The reference model M' (paper Sec. 6.2: a checkpoint that never saw day D's labels).
 
     Default: ``model``'s own checkpoint of D-1 if it exists, else the model named ``reference`` of D-1. An
     explicit ``reference`` name is taken at ``reference_date`` (default D-1).
     """
-    ref_date = parse_date(reference_date, "--reference-date") if reference_date else parse_date(date) - dt.timedelta(days=1)
+    if reference_date is not None:
+        ref_date = require_date(reference_date, "reference_date")
+    else:
+        ref_date = require_date(date) - dt.timedelta(days=1)
     if reference is not None:
-        return reference, ref_date.isoformat()
+        return reference, ref_date
     if model_dir(root, model, ref_date).is_dir():
-        return model, ref_date.isoformat()
-    return "reference", ref_date.isoformat()
+        return model, ref_date
+    return "reference", ref_date
 
 
 def _runner_from(beam_args: Sequence[str]) -> str | None:
@@ -478,7 +486,7 @@ def _scored_batches(pipeline, job: _Job):
 
     request = job.request
 
-    def handler(name: str, date: str):
+    def handler(name: str, date: dt.date):
         base = CatBoostModelHandler(request.data_root, name, date, thread_count=job.thread_count)
         return KeyedModelHandler(base).with_no_batching()
 
@@ -714,16 +722,16 @@ def file_fingerprint(path: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def _model_lineage(root, name: str, date: str, metadata: dict) -> dict:
+def _model_lineage(root, name: str, date: dt.date, metadata: dict) -> dict:
     directory = model_dir(root, name, date)
-    return {"name": name, "date": date, "uri": str(directory.resolve()),
+    return {"name": name, "date": date.isoformat(), "uri": str(directory.resolve()),
             "fingerprint": file_fingerprint(registry.model_path(root, name, date)),
             "mechanism": metadata.get("mechanism", {}).get("name"),
             "claimed_epsilon": metadata.get("mechanism", {}).get("epsilon"),
             "partition_fingerprint": metadata.get("partition_fingerprint")}
 
 
-def check_inputs(request: ScoringRequest, reference: tuple[str, str]):
+def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date]):
     """Everything that can be checked before any work: partition files and schema, both models' presence and
     feature schemas. Returns (files, partition schema, target metadata, reference metadata)."""
     files = partition_files(request.data_root, request.date)
@@ -739,12 +747,12 @@ def check_inputs(request: ScoringRequest, reference: tuple[str, str]):
     return files, table_schema, target_md, reference_md
 
 
-def sweep_dir(root, model: str, date: str, config: AuditConfig) -> Path:
-    return Path(root) / SWEEPS / check_name(model) / f"date={parse_date(date).isoformat()}" / config.config_hash()
+def sweep_dir(root, model: str, date: dt.date, config: AuditConfig) -> Path:
+    return Path(root) / SWEEPS / check_name(model) / f"date={require_date(date).isoformat()}" / config.config_hash()
 
 
-def scored_dir(root, model: str, date: str, config: AuditConfig) -> Path:
-    return Path(root) / SCORED / check_name(model) / f"date={parse_date(date).isoformat()}" / config.config_hash()
+def scored_dir(root, model: str, date: dt.date, config: AuditConfig) -> Path:
+    return Path(root) / SCORED / check_name(model) / f"date={require_date(date).isoformat()}" / config.config_hash()
 
 
 @contextlib.contextmanager
@@ -789,7 +797,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     lineage = {
         "model": _model_lineage(request.data_root, request.model, request.date, target_md),
         "reference": _model_lineage(request.data_root, *reference, reference_md),
-        "partition": {"date": request.date, "fingerprint": partition_fp, "files": [p.name for p in files],
+        "partition": {"date": request.date.isoformat(), "fingerprint": partition_fp, "files": [p.name for p in files],
                       "rows": total_rows, "row_groups": len(tasks)},
         "runner": {"runner": runner, "beam_args": beam_args},
         "code_version": registry.code_version(),

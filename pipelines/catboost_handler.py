@@ -20,6 +20,7 @@ process) and inference metrics come from the framework.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from auditing.names import require_date
 from pipelines import schema
 
 MISSING_CATEGORY = ""  # pipelines.training.MISSING_CATEGORY: a missing categorical value is the empty string
@@ -64,12 +66,12 @@ def catboost_frame(table: pa.Table) -> pd.DataFrame:
 class CatBoostModelHandler(ModelHandler[pd.DataFrame, PredictionResult, Any]):
     """Loads ``models/<model_name>/date=<model_date>`` once per worker process and predicts feature frames."""
 
-    def __init__(self, data_root: str, model_name: str, model_date: str, *, thread_count: int = 1,
+    def __init__(self, data_root: str, model_name: str, model_date: dt.date, *, thread_count: int = 1,
                  **batching_kwargs):
         super().__init__(**batching_kwargs)
         self._data_root = str(data_root)
         self._model_name = model_name
-        self._model_date = str(model_date)
+        self._model_date = require_date(model_date, "model_date")
         self._thread_count = int(thread_count)
 
     def __repr__(self) -> str:

@@ -100,7 +100,7 @@ def ensure_positive_control(root: str | os.PathLike, date: dt.date, name: str, e
                   lambda tmp: (tmp / ORACLE_FILE).write_text(json.dumps(oracle, sort_keys=True) + "\n"))
 
 
-def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, reference: tuple[str, str],
+def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, reference: tuple[str, dt.date],
                             partition_fingerprint: str) -> dict:
     """A copy of the reference model ``reference`` = (name, date) registered as ``name`` for day ``date``."""
     ref_name, ref_date = reference
@@ -120,7 +120,7 @@ def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, r
                       "guarantee": "0-label-DP for day D: a copy of the D-1 reference, which never saw day D's labels"},
         "seed": ref_md.get("seed"), "partition_fingerprint": partition_fingerprint,
         "feature_schema": ref_md["feature_schema"], "catboost_params": ref_md.get("catboost_params"),
-        "test_metrics": {}, "reference": {"name": ref_name, "date": ref_date},
+        "test_metrics": {}, "reference": {"name": ref_name, "date": ref_date.isoformat()},
         "training_rows": _training_rows(root, date),
     }
     if ref_md.get("output_correction"):

@@ -40,8 +40,8 @@ import numpy as np
 import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
+from auditing.names import require_date
 from pipelines import schema
-from pipelines.layout import parse_date
 from pipelines.splits import splitmix64
 
 FIELDS = 1 + len(schema.NUMERIC_COLUMNS) + len(schema.CATEGORICAL_COLUMNS)  # 40
@@ -449,7 +449,7 @@ def _bad_line_error(path: Path, parsed: _Parsed, lines_so_far: int) -> LabelDPIn
     )
 
 
-def ingest_criteo(path: str | os.PathLike, root: str | os.PathLike, date: str | dt.date,
+def ingest_criteo(path: str | os.PathLike, root: str | os.PathLike, date: dt.date,
                   sample_rows: int | None = None, seed: int = 0, skip_bad_lines: bool = False,
                   block_bytes: int = DEFAULT_BLOCK_BYTES, rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE,
                   progress: Callable[[IngestReport], None] | None = None) -> IngestReport:
@@ -460,7 +460,7 @@ def ingest_criteo(path: str | os.PathLike, root: str | os.PathLike, date: str | 
     ``LabelDPInputError`` (and writes nothing) on bad input.
     """
     path = Path(path)
-    date = parse_date(date)
+    date = require_date(date)
     if sample_rows is not None and (isinstance(sample_rows, bool) or int(sample_rows) != sample_rows
                                     or sample_rows < 1):
         raise LabelDPInputError(f"--sample-rows must be a whole number >= 1; got {sample_rows!r}")

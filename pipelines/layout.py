@@ -7,7 +7,9 @@ The layout (../shared/DESIGN.md, "Data layout"), all under one data root:
 - ``models/<model_name>/date=YYYY-MM-DD/``: a trained model and its metadata.
 
 Names, dates and the data root are validated by ``auditing.names`` (the bottom layer, shared with the
-auditing sinks); they are re-exported here for the pipelines and the command line.
+auditing sinks); they are re-exported here for the pipelines and the command line. Dates are parsed once, at
+the edge (``parse_date``); every function here takes a ``datetime.date`` and refuses anything else with a
+``TypeError`` naming the argument (``require_date``): no string is re-parsed on the way in.
 
 Guarantees:
 
@@ -27,11 +29,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from auditing.atomic_files import fsync_path
-from auditing.names import DATA_ROOT_ENV, DEFAULT_DATA_ROOT, check_name, parse_date, resolve_data_root
+from auditing.names import (
+    DATA_ROOT_ENV,
+    DEFAULT_DATA_ROOT,
+    check_name,
+    parse_date,
+    require_date,
+    resolve_data_root,
+)
 
 __all__ = [
     "DATA_ROOT_ENV", "DEFAULT_DATA_ROOT", "MODELS", "ORACLE", "PARTITIONS", "atomic_directory", "check_name",
-    "model_dir", "oracle_dir", "parse_date", "partition_dir", "resolve_data_root",
+    "model_dir", "oracle_dir", "parse_date", "partition_dir", "require_date", "resolve_data_root",
 ]
 
 PARTITIONS = "partitions"
@@ -39,21 +48,21 @@ ORACLE = "oracle"
 MODELS = "models"
 
 
-def _date_component(date: str | dt.date) -> str:
-    return f"date={parse_date(date).isoformat()}"
+def _date_component(date: dt.date) -> str:
+    return f"date={require_date(date).isoformat()}"
 
 
-def partition_dir(root: str | os.PathLike, date: str | dt.date) -> Path:
+def partition_dir(root: str | os.PathLike, date: dt.date) -> Path:
     """``root/partitions/date=YYYY-MM-DD``."""
     return Path(root) / PARTITIONS / _date_component(date)
 
 
-def oracle_dir(root: str | os.PathLike, date: str | dt.date) -> Path:
+def oracle_dir(root: str | os.PathLike, date: dt.date) -> Path:
     """``root/oracle/date=YYYY-MM-DD`` (synthetic data only; never read by training)."""
     return Path(root) / ORACLE / _date_component(date)
 
 
-def model_dir(root: str | os.PathLike, model_name: str, date: str | dt.date) -> Path:
+def model_dir(root: str | os.PathLike, model_name: str, date: dt.date) -> Path:
     """``root/models/<model_name>/date=YYYY-MM-DD``; ``model_name`` is checked with ``check_name``."""
     return Path(root) / MODELS / check_name(model_name) / _date_component(date)
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
 from pipelines import schema
-from pipelines.layout import atomic_directory, model_dir, parse_date
+from pipelines.layout import atomic_directory, model_dir
 
 MODEL_FILE = "model.cbm"
 METADATA_FILE = "metadata.json"
@@ -164,13 +164,12 @@ def make_noise_corrected_classifier(correction: dict):
 # ------------------------------------------------------------------------------------------ save / load
 
 
-def save_model(root: str | os.PathLike, model_name: str, date: str | dt.date, model, metadata: dict) -> Path:
+def save_model(root: str | os.PathLike, model_name: str, date: dt.date, model, metadata: dict) -> Path:
     """Writes ``model.cbm`` + ``metadata.json`` to ``models/<model_name>/date=D/`` atomically; returns the dir.
 
     ``metadata`` gets ``metadata_version``, ``model_name``, ``date``, ``feature_schema`` (if absent),
     ``code_version`` and ``created_at`` filled in; the result must hold every key of ``REQUIRED_METADATA``.
     """
-    date = parse_date(date)
     final = model_dir(root, model_name, date)
     record = dict(metadata)
     record.setdefault("feature_schema", feature_schema())
@@ -192,13 +191,13 @@ def save_model(root: str | os.PathLike, model_name: str, date: str | dt.date, mo
     return final
 
 
-def read_metadata(root: str | os.PathLike, model_name: str, date: str | dt.date) -> dict:
+def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> dict:
     """The parsed ``metadata.json`` of a registered model (clear errors for a missing or corrupt file)."""
     directory = model_dir(root, model_name, date)
     path = directory / METADATA_FILE
     if not directory.is_dir():
-        raise LabelDPInputError(f"no model {model_name!r} for {parse_date(date).isoformat()}: {directory} does not "
-                                f"exist; train it with `labeldp-audit train --date {parse_date(date).isoformat()} "
+        raise LabelDPInputError(f"no model {model_name!r} for {date.isoformat()}: {directory} does not "
+                                f"exist; train it with `labeldp-audit train --date {date.isoformat()} "
                                 f"--model-name {model_name} ...` or pass the right --data-root")
     if not path.is_file():
         raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
@@ -214,7 +213,7 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: str | dt.date)
     return record
 
 
-def model_path(root: str | os.PathLike, model_name: str, date: str | dt.date) -> Path:
+def model_path(root: str | os.PathLike, model_name: str, date: dt.date) -> Path:
     """The model file of a registered model: ``model.cbm``, or the file its metadata names (``model_file``,
     e.g. the positive control's ``oracle.json``, `pipelines.controls`). No metadata: ``model.cbm``."""
     directory = model_dir(root, model_name, date)
@@ -227,7 +226,7 @@ def model_path(root: str | os.PathLike, model_name: str, date: str | dt.date) ->
     return directory / name
 
 
-def load_model(root: str | os.PathLike, model_name: str, date: str | dt.date):
+def load_model(root: str | os.PathLike, model_name: str, date: dt.date):
     """Returns ``(classifier, metadata)`` for ``models/<model_name>/date=D``.
 
     The classifier is a ``catboost.CatBoostClassifier`` (a ``NoiseCorrectedClassifier`` subclass when the

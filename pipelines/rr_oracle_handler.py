@@ -9,6 +9,7 @@ control whose leakage is known); the prediction is `auditing.controls.rr_oracle_
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from auditing.controls import check_control_epsilon, rr_oracle_probabilities
 from auditing.errors import LabelDPInputError
+from auditing.names import require_date
 from pipelines import registry, schema
 
 
@@ -35,7 +37,7 @@ class RROracle:
         return rr_oracle_probabilities(ids, labels, self.epsilon, self.seed, self.num_classes)
 
 
-def load_oracle(root, name: str, date) -> RROracle:
+def load_oracle(root, name: str, date: dt.date) -> RROracle:
     path = registry.model_path(root, name, date)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -48,9 +50,10 @@ def load_oracle(root, name: str, date) -> RROracle:
 class RROracleModelHandler(ModelHandler[pa.Table, PredictionResult, Any]):
     """Loads ``models/<model_name>/date=<model_date>/oracle.json`` and answers (row_id, label) tables."""
 
-    def __init__(self, data_root: str, model_name: str, model_date: str, **batching_kwargs):
+    def __init__(self, data_root: str, model_name: str, model_date: dt.date, **batching_kwargs):
         super().__init__(**batching_kwargs)
-        self._data_root, self._model_name, self._model_date = str(data_root), model_name, str(model_date)
+        self._data_root, self._model_name = str(data_root), model_name
+        self._model_date = require_date(model_date, "model_date")
 
     def __repr__(self) -> str:
         return f"RROracleModelHandler({self._model_name}@{self._model_date})"

@@ -258,7 +258,7 @@ def validate_table(table: pa.Table | pa.RecordBatch, source: object, num_classes
 # --------------------------------------------------------------------------------------------- reading
 
 
-def _partition_files(root: str | os.PathLike, date: str | dt.date) -> tuple[Path, list[Path]]:
+def _partition_files(root: str | os.PathLike, date: dt.date) -> tuple[Path, list[Path]]:
     directory = partition_dir(root, date)
     if not directory.is_dir():
         raise LabelDPInputError(
@@ -291,7 +291,7 @@ def _read_file(path: Path, columns: Sequence[str] | None) -> pa.Table:
         raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
 
 
-def read_partition(root: str | os.PathLike, date: str | dt.date, columns: Sequence[str] | None = None,
+def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str] | None = None,
                    num_classes: int = 2) -> pa.Table:
     """Reads and validates the whole partition of ``date`` (all ``part-*.parquet`` files, in name order).
 
@@ -312,7 +312,7 @@ def read_partition(root: str | os.PathLike, date: str | dt.date, columns: Sequen
     return out
 
 
-def iter_partition_batches(root: str | os.PathLike, date: str | dt.date, batch_size: int,
+def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: int,
                            columns: Sequence[str] | None = None, num_classes: int = 2,
                            check_unique: bool = True) -> Iterator[pa.RecordBatch]:
     """Streams the partition of ``date`` as validated ``RecordBatch``es of at most ``batch_size`` rows.
@@ -348,7 +348,7 @@ def iter_partition_batches(root: str | os.PathLike, date: str | dt.date, batch_s
             raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
 
 
-def partition_fingerprint(root: str | os.PathLike, date: str | dt.date) -> str:
+def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
     """A stable identity of the partition's bytes: ``sha256:<hex>`` over each ``part-*.parquet`` file's name,
     size and content, in name order.
 
@@ -385,7 +385,7 @@ def _as_batches(table_or_batches: pa.Table | pa.RecordBatch | Iterable) -> Itera
                                     f"{type(item).__name__}")
 
 
-def write_partition(root: str | os.PathLike, date: str | dt.date,
+def write_partition(root: str | os.PathLike, date: dt.date,
                     table_or_batches: pa.Table | pa.RecordBatch | Iterable,
                     rows_per_file: int = DEFAULT_ROWS_PER_FILE, num_classes: int = 2,
                     source: object = None, provenance: dict | Callable[[], dict] | None = None) -> Path:
@@ -447,7 +447,7 @@ def write_partition(root: str | os.PathLike, date: str | dt.date,
     return final
 
 
-def read_provenance(root: str | os.PathLike, date: str | dt.date) -> dict | None:
+def read_provenance(root: str | os.PathLike, date: dt.date) -> dict | None:
     """The ``_provenance.json`` written with the partition of ``date`` (generator seed, ingest counts), if any."""
     path = partition_dir(root, date) / PROVENANCE_FILE
     if not path.is_file():
@@ -458,7 +458,7 @@ def read_provenance(root: str | os.PathLike, date: str | dt.date) -> dict | None
 # --------------------------------------------------------------------------------------------- oracle
 
 
-def write_oracle(root: str | os.PathLike, date: str | dt.date, table: pa.Table) -> Path:
+def write_oracle(root: str | os.PathLike, date: dt.date, table: pa.Table) -> Path:
     """Writes ``oracle/date=D/p_click.parquet`` (``row_id``, ``p_click`` in [0, 1]) atomically; returns the dir.
 
     Synthetic data only. Training must never read this area.
@@ -475,7 +475,7 @@ def write_oracle(root: str | os.PathLike, date: str | dt.date, table: pa.Table) 
     return final
 
 
-def read_oracle(root: str | os.PathLike, date: str | dt.date) -> pa.Table:
+def read_oracle(root: str | os.PathLike, date: dt.date) -> pa.Table:
     """Reads the oracle (``row_id``, ``p_click``) of ``date``; for audits and tests, never for training."""
     directory = oracle_dir(root, date)
     path = directory / "p_click.parquet"

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines import registry, schema, splits
-from pipelines.layout import parse_date
+from pipelines.layout import require_date
 
 ECE_BINS = 15
 NUMERIC_BINS = 10
@@ -113,10 +113,10 @@ def feature_shift(before: pa.Table, after: pa.Table) -> dict:
             "per_feature": psi}
 
 
-def shift_diagnostic(root: str | os.PathLike, date: str | dt.date, reference_name: str,
-                     reference_date: str | dt.date) -> dict:
+def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference_name: str,
+                     reference_date: dt.date) -> dict:
     """The diagnostic for auditing day ``date`` against the reference ``reference_name`` of ``reference_date``."""
-    date, reference_date = parse_date(date), parse_date(reference_date, "reference date")
+    date, reference_date = require_date(date), require_date(reference_date, "reference_date")
     return dict(_cached(str(root), date, reference_name, reference_date,
                         schema.partition_fingerprint(root, date), schema.partition_fingerprint(root, reference_date)))
 

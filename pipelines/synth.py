@@ -43,8 +43,8 @@ import numpy as np
 import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
+from auditing.names import require_date
 from pipelines import schema
-from pipelines.layout import parse_date
 
 GENERATOR_VERSION = 1
 DEFAULT_SEED = 20240101
@@ -76,9 +76,9 @@ def _check_seed(seed: int) -> int:
     return int(seed)
 
 
-def day_seed(seed: int, date: str | dt.date) -> int:
+def day_seed(seed: int, date: dt.date) -> int:
     """The 63-bit seed of ``date``'s random stream, derived from the base ``seed`` and the date only."""
-    state = np.random.SeedSequence([_check_seed(seed), epoch_day(parse_date(date)), GENERATOR_VERSION])
+    state = np.random.SeedSequence([_check_seed(seed), epoch_day(require_date(date)), GENERATOR_VERSION])
     return int(state.generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
@@ -172,10 +172,10 @@ class DayParameters:
     cat_effect: tuple[np.ndarray | None, ...]  # per-value logit effects (None = no signal)
 
 
-def day_parameters(seed: int, date: str | dt.date) -> DayParameters:
+def day_parameters(seed: int, date: dt.date) -> DayParameters:
     """The drifting parameters of ``date`` in the world of ``seed``: smooth in the date (sinusoids)."""
     seed = _check_seed(seed)
-    date = parse_date(date)
+    date = require_date(date)
     world = _world(seed)
     t = float(epoch_day(date))
     two_pi = 2 * math.pi
@@ -270,9 +270,9 @@ class SyntheticDay:
     provenance: dict
 
 
-def generate_day(date: str | dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED) -> SyntheticDay:
+def generate_day(date: dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED) -> SyntheticDay:
     """Generates the day ``date`` (deterministic in ``seed``, ``date``, ``rows``; nothing written)."""
-    date = parse_date(date)
+    date = require_date(date)
     seed = _check_seed(seed)
     if isinstance(rows, bool) or int(rows) != rows or not 1 <= rows < MAX_ROWS:
         raise LabelDPInputError(f"rows must be a whole number in 1..{MAX_ROWS - 1}; got {rows!r}")
@@ -309,7 +309,7 @@ def generate_day(date: str | dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFA
     return SyntheticDay(table=table, oracle=oracle, provenance=provenance)
 
 
-def write_synthetic_day(root: str | os.PathLike, date: str | dt.date, rows: int = DEFAULT_ROWS,
+def write_synthetic_day(root: str | os.PathLike, date: dt.date, rows: int = DEFAULT_ROWS,
                         seed: int = DEFAULT_SEED,
                         rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE) -> tuple[Path, dict]:
     """Generates ``date`` and writes ``partitions/date=D/`` (with ``_provenance.json``) and ``oracle/date=D/``.
@@ -320,6 +320,6 @@ def write_synthetic_day(root: str | os.PathLike, date: str | dt.date, rows: int 
     day = generate_day(date, rows=rows, seed=seed)
     schema.write_oracle(root, date, day.oracle)
     directory = schema.write_partition(root, date, day.table, rows_per_file=rows_per_file,
-                                       source=f"synthetic day {parse_date(date).isoformat()}",
+                                       source=f"synthetic day {date.isoformat()}",
                                        provenance=day.provenance)
     return directory, day.provenance

@@ -46,7 +46,7 @@ import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits
-from pipelines.layout import model_dir, parse_date
+from pipelines.layout import model_dir, require_date
 from pipelines.mechanisms import MECHANISMS
 from pipelines.mechanisms._checks import check_epsilon
 from pipelines.mechanisms.alibi import laplace_scale, noisy_one_hot, posterior_soft_labels
@@ -182,9 +182,9 @@ class DayData:
         return np.flatnonzero(self.split == code)
 
 
-def load_day(root: str | os.PathLike, date: str | dt.date) -> DayData:
+def load_day(root: str | os.PathLike, date: dt.date) -> DayData:
     """Reads and validates the partition of ``date`` (``schema.read_partition``) and prepares features."""
-    date = parse_date(date)
+    date = require_date(date)
     table = schema.read_partition(root, date)
     row_ids = table.column(schema.ROW_ID).to_numpy()
     split = splits.split_of(row_ids)
@@ -519,12 +519,12 @@ def evaluate(probabilities: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ registry glue
 
 
-def reference_date(date: str | dt.date) -> dt.date:
+def reference_date(date: dt.date) -> dt.date:
     """The reference M' of day D is the checkpoint of day D-1 (paper Sec. 6.2)."""
-    return parse_date(date) - dt.timedelta(days=1)
+    return require_date(date) - dt.timedelta(days=1)
 
 
-def ensure_reference(root: str | os.PathLike, date: str | dt.date, reference_name: str, on_missing: str,
+def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str, on_missing: str,
                      seed: int, settings: CatBoostSettings, progress: Progress = no_progress):
     """Returns ``(model, metadata)`` of the reference for day ``date`` (``reference_name`` at D-1).
 
@@ -571,7 +571,7 @@ def register(root: str | os.PathLike, model_name: str, day: DayData, result: Tra
     return registry.save_model(root, model_name, day.date, result.model, metadata)
 
 
-def train_and_register(root: str | os.PathLike, date: str | dt.date, mechanism: str, epsilon: float,
+def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str, epsilon: float,
                        model_name: str | None = None, seed: int = 0, settings: CatBoostSettings | None = None,
                        options: MechanismOptions | None = None, reference_name: str = "reference",
                        on_missing_reference: str = "train", progress: Progress = no_progress) -> tuple[Any, dict]:
@@ -582,7 +582,7 @@ def train_and_register(root: str | os.PathLike, date: str | dt.date, mechanism: 
     proceeds without one for mechanisms that do not need it (e.g. the first day of data). A model named like
     the reference does not resolve a reference of its own. Returns ``(model_dir, metadata)``.
     """
-    date = parse_date(date)
+    date = require_date(date)
     settings = settings or CatBoostSettings()
     options = options or MechanismOptions()
     model_name = model_name or default_model_name(mechanism, epsilon)

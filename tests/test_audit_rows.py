@@ -5,6 +5,7 @@ A small real world: two synthetic days of 4,000 rows, a reference trained on day
 both by `pipelines.training.train_and_register` with 10 CatBoost iterations.
 """
 
+import datetime as dt
 import json
 import logging
 
@@ -18,7 +19,7 @@ from pipelines import registry, schema, splits, synth, training
 from pipelines.audit_rows import row_selection, training_rows
 from pipelines.beam_scoring import ScoringRequest, score_day
 
-PREVIOUS, DAY = "2024-05-01", "2024-05-02"
+PREVIOUS, DAY = dt.date(2024, 5, 1), dt.date(2024, 5, 2)
 ROWS = 4000
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
@@ -83,13 +84,13 @@ def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, caps
     registry.save_model(root, "legacy", DAY, model, legacy)
     with pytest.raises(LabelDPInputError, match=r"model 'legacy' of 2024-05-02: .*re-train it"):
         row_selection("training", registry.read_metadata(root, "legacy", DAY))
-    code = cli_main(["score", "--date", DAY, "--model", "legacy", "--reference", "reference", "--data-root",
+    code = cli_main(["score", "--date", DAY.isoformat(), "--model", "legacy", "--reference", "reference", "--data-root",
                      str(root), "--repetitions", "2", "--quiet"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "legacy" in err and "re-train" in err and "--audit-rows all" in err
     assert not (root / "sweeps" / "legacy").exists()
-    code = cli_main(["score", "--date", DAY, "--model", "legacy", "--reference", "reference", "--data-root",
+    code = cli_main(["score", "--date", DAY.isoformat(), "--model", "legacy", "--reference", "reference", "--data-root",
                      str(root), "--repetitions", "2", "--quiet", "--audit-rows", "all", "--json"])
     assert code == 0
     assert json.loads(capsys.readouterr().out)["result"]["m"] == ROWS
@@ -99,7 +100,7 @@ def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, caps
 def test_tau_outside_0_1_is_refused_and_nothing_is_written(world, capsys, tau):
     root = world["root"]
     before = sorted(root.rglob("*"))
-    code = cli_main(["score", "--date", DAY, "--model", "rr-1", "--reference", "reference", "--data-root",
+    code = cli_main(["score", "--date", DAY.isoformat(), "--model", "rr-1", "--reference", "reference", "--data-root",
                      str(root), "--repetitions", "2", "--quiet", "--tau", tau])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "tau must be" in err and len(err.splitlines()) == 1

@@ -4,6 +4,7 @@ One small synthetic world per module: two days of 6,000 rows (3 files, so severa
 models registered for both days. Each pipeline run takes a few seconds.
 """
 
+import datetime as dt
 import json
 import logging
 
@@ -23,8 +24,8 @@ from pipelines.beam_scoring import ScoringRequest, load_counts, score_day
 from pipelines.catboost_handler import catboost_frame
 from pipelines.scoring_batches import scored_batch
 
-DAY = "2024-03-02"
-PREVIOUS = "2024-03-01"
+DAY = dt.date(2024, 3, 2)
+PREVIOUS = dt.date(2024, 3, 1)
 ROWS = 6000
 DASK_RUNNER = beam_scoring.DASK_RUNNER
 
@@ -102,7 +103,7 @@ def assert_same_as_in_process(world, outcome, config):
     assert record["diagnostics"]["boundary_rows"] == record["diagnostics"]["boundary_rows_received"]
     assert record["diagnostics"]["rows"]["rows_scored"] == ROWS
     assert record["lineage"]["partition"]["fingerprint"] == schema.partition_fingerprint(world["root"], DAY)
-    assert record["lineage"]["reference"]["name"] == "target" and record["lineage"]["reference"]["date"] == PREVIOUS
+    assert record["lineage"]["reference"]["name"] == "target" and record["lineage"]["reference"]["date"] == PREVIOUS.isoformat()
     assert record["lineage"]["model"]["fingerprint"].startswith("sha256:")
     assert not (outcome.output_dir / "_work").exists()
 
@@ -171,7 +172,7 @@ def test_write_scored_rows(world):
 def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
     """A file with null row_ids (possible outside our writers): those rows are reported, the rest audited."""
     root = world["root"]
-    date = "2024-03-05"
+    date = dt.date(2024, 3, 5)
     table = world["table"]
     row_id = table.column(schema.ROW_ID).to_numpy()
     missing = np.zeros(ROWS, dtype=bool)
@@ -231,7 +232,7 @@ def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeyp
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"model": "nope"}, r"no model 'nope' for 2024-03-02"),
     ({"model": "target", "reference": "ghost"}, r"no model 'ghost' for 2024-03-01"),
-    ({"model": "target", "date": "2024-04-01"}, r"no partition at .*date=2024-04-01"),
+    ({"model": "target", "date": dt.date(2024, 4, 1)}, r"no partition at .*date=2024-04-01"),
 ])
 def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, monkeypatch, kwargs, message):
     monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
@@ -246,7 +247,7 @@ def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, m
 
 def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(world):
     root = world["root"]
-    date = "2024-03-06"
+    date = dt.date(2024, 3, 6)
     labels = world["table"].column(schema.LABEL).to_numpy().copy()
     labels[17] = 7
     bad = world["table"].set_column(1, pa.field(schema.LABEL, pa.int8(), nullable=False), pa.array(labels))
@@ -262,19 +263,19 @@ def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(wo
 
 def test_cli_score_runs_and_reports_errors(world, capsys):
     root = str(world["root"])
-    assert cli_main(["score", "--date", DAY, "--model", "target", "--data-root", root, "--repetitions", "2",
+    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "target", "--data-root", root, "--repetitions", "2",
                      "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["result"]["m"] == ROWS and out["lineage"]["reference"]["date"] == PREVIOUS
-    assert cli_main(["score", "--date", DAY, "--model", "nope", "--data-root", root, "--quiet"]) == 2
+    assert out["result"]["m"] == ROWS and out["lineage"]["reference"]["date"] == PREVIOUS.isoformat()
+    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "nope", "--data-root", root, "--quiet"]) == 2
     assert "no model 'nope'" in capsys.readouterr().err
-    assert cli_main(["score", "--date", DAY, "--model", "target", "--data-root", root, "--batch-size", "0"]) == 2
+    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "target", "--data-root", root, "--batch-size", "0"]) == 2
     assert "batch-size must be a whole number >= 1" in capsys.readouterr().err
 
 
 def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
     root = world["root"]
-    date = "2024-03-07"
+    date = dt.date(2024, 3, 7)
     ids = world["table"].column(schema.ROW_ID).to_numpy().copy()
     ids[4000] = ids[10]  # in another row group than the original
     ids[4001] = ids[11]
@@ -294,7 +295,7 @@ def test_reference_defaults_to_the_models_previous_day_else_reference(world):
     root = world["root"]
     assert beam_scoring.resolve_reference(root, "target", DAY) == ("target", PREVIOUS)
     assert beam_scoring.resolve_reference(root, "other", DAY) == ("reference", PREVIOUS)
-    assert beam_scoring.resolve_reference(root, "target", DAY, "x", "2024-01-01") == ("x", "2024-01-01")
+    assert beam_scoring.resolve_reference(root, "target", DAY, "x", dt.date(2024, 1, 1)) == ("x", dt.date(2024, 1, 1))
 
 
 def test_beam_options_file(tmp_path, monkeypatch):

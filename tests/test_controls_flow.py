@@ -12,6 +12,7 @@ FnApiRunner, DuckDB and PostgreSQL, a local webhook.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -52,7 +53,7 @@ def data_root(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1):
-        write_synthetic_day(root, day, rows=ROWS)
+        write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
     return root
 
 

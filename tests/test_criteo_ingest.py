@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import os
 
@@ -16,7 +17,7 @@ from pipelines.criteo_ingest import ingest_criteo, write_criteo_tsv
 from pipelines.layout import partition_dir
 from pipelines.synth import generate_day
 
-DATE = "2024-03-05"
+DATE = dt.date(2024, 3, 5)
 ROWS = 3_000
 SMALL_BLOCK = 64 * 1024  # ~270 lines per block: exercises block cuts and carried partial lines
 
@@ -195,7 +196,7 @@ def test_unreadable_inputs(tmp_path, source):
 
 def test_cli_ingest(tmp_path, source, capsys):
     _table, _plain, gz, _lines = source
-    argv = ["data", "ingest-criteo", str(gz), "--date", DATE, "--sample-rows", "500", "--seed", "3",
+    argv = ["data", "ingest-criteo", str(gz), "--date", DATE.isoformat(), "--sample-rows", "500", "--seed", "3",
             "--data-root", str(tmp_path)]
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -208,15 +209,15 @@ def test_cli_ingest_bad_input_exit_2_one_line(tmp_path, source, capsys):
     lines[20] = lines[20].rsplit("\t", 2)[0]
     path = _write_lines(tmp_path / "bad.tsv", lines)
     root = tmp_path / "root"
-    assert main(["data", "ingest-criteo", str(path), "--date", DATE, "--data-root", str(root)]) == 2
+    assert main(["data", "ingest-criteo", str(path), "--date", DATE.isoformat(), "--data-root", str(root)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad.tsv: line 21: wrong number of fields (38 instead of 40)" in err
     assert not root.exists()
-    assert main(["data", "ingest-criteo", str(path), "--date", DATE, "--skip-bad-lines",
+    assert main(["data", "ingest-criteo", str(path), "--date", DATE.isoformat(), "--skip-bad-lines",
                  "--data-root", str(root)]) == 0
     assert "skipped: 1 wrong number of fields (38 instead of 40) (first: lines 21)" in capsys.readouterr().out
     assert main(["data", "ingest-criteo", str(path), "--date", "2024/03/05", "--data-root", str(root)]) == 2
-    assert main(["data", "ingest-criteo", str(path), "--date", DATE, "--sample-rows", "lots",
+    assert main(["data", "ingest-criteo", str(path), "--date", DATE.isoformat(), "--sample-rows", "lots",
                  "--data-root", str(root)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "--date must be a date" in err and "--sample-rows must be" in err

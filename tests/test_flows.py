@@ -6,6 +6,7 @@ HTTP server for the webhook. Sizes are small (20K rows/day, 40 CatBoost iteratio
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import threading
@@ -18,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROWS = 20_000
-D0, D1, D2 = "2026-10-01", "2026-10-02", "2026-10-03"
+D0, D1, D2 = "2026-10-01", "2026-10-02", "2026-10-03"  # flow parameters and argv: strings, parsed by the flow
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def data_root(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1, D2):
-        write_synthetic_day(root, day, rows=ROWS)
+        write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
     return root
 
 
@@ -177,7 +178,7 @@ def test_missing_reference_fails_clearly_when_asked(prefect_api, tmp_path, plan_
     from flows.nightly import nightly_audit
     from pipelines.synth import write_synthetic_day
 
-    write_synthetic_day(tmp_path, D1, rows=ROWS)
+    write_synthetic_day(tmp_path, dt.date.fromisoformat(D1), rows=ROWS)
     plan = json.loads(open(plan_file).read())
     plan["on_missing_reference"] = "fail"
     strict = tmp_path / "strict.json"

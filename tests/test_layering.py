@@ -59,3 +59,69 @@ def test_importing_all_of_auditing_loads_no_pipelines_or_flows_module():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# ------------------------------------------------------------------------------------------ dates
+# A date is parsed once, at the edge (argv, flow parameters, plan files, JSON read back), and passed inward as
+# datetime.date; the inner layers check the type cheaply and refuse a string with a TypeError naming the
+# argument (a programming error, not user input), instead of parsing it again.
+
+
+def _inner_date_calls():
+    import datetime as dt
+
+    from auditing.audit import AuditConfig
+    from pipelines import (
+        beam_scoring,
+        criteo_ingest,
+        layout,
+        registry,
+        schema,
+        shift_diagnostics,
+        synth,
+        training,
+    )
+    from pipelines.catboost_handler import CatBoostModelHandler
+    from pipelines.rr_oracle_handler import RROracleModelHandler
+
+    day = dt.date(2024, 1, 2)
+    return {
+        "layout.partition_dir": (lambda d: layout.partition_dir("/r", d), "date"),
+        "layout.model_dir": (lambda d: layout.model_dir("/r", "m", d), "date"),
+        "schema.read_partition": (lambda d: schema.read_partition("/r", d), "date"),
+        "synth.generate_day": (lambda d: synth.generate_day(d, rows=10), "date"),
+        "synth.day_seed": (lambda d: synth.day_seed(1, d), "date"),
+        "criteo_ingest.ingest_criteo": (lambda d: criteo_ingest.ingest_criteo("/x.tsv", "/r", d), "date"),
+        "training.load_day": (lambda d: training.load_day("/r", d), "date"),
+        "training.reference_date": (training.reference_date, "date"),
+        "training.train_and_register": (lambda d: training.train_and_register("/r", d, "rr", 1.0), "date"),
+        "registry.read_metadata": (lambda d: registry.read_metadata("/r", "m", d), "date"),
+        "shift_diagnostics.shift_diagnostic (reference_date)":
+            (lambda d: shift_diagnostics.shift_diagnostic("/r", day, "m", d), "reference_date"),
+        "beam_scoring.ScoringRequest": (lambda d: beam_scoring.ScoringRequest("/r", d, "m"), "date"),
+        "beam_scoring.ScoringRequest (reference_date)":
+            (lambda d: beam_scoring.ScoringRequest("/r", day, "m", reference_date=d), "reference_date"),
+        "beam_scoring.resolve_reference": (lambda d: beam_scoring.resolve_reference("/r", "m", d), "date"),
+        "beam_scoring.sweep_dir": (lambda d: beam_scoring.sweep_dir("/r", "m", d, AuditConfig()), "date"),
+        "CatBoostModelHandler": (lambda d: CatBoostModelHandler("/r", "m", d), "model_date"),
+        "RROracleModelHandler": (lambda d: RROracleModelHandler("/r", "m", d), "model_date"),
+    }
+
+
+@pytest.mark.parametrize("call", sorted(_inner_date_calls()))
+@pytest.mark.parametrize("value", ["2024-01-02", "garbage", 20240102])
+def test_inner_layers_refuse_an_unparsed_date(call, value):
+    function, argument = _inner_date_calls()[call]
+    with pytest.raises(TypeError, match=rf"^{argument} must be a datetime\.date \(parse it at the edge"):
+        function(value)
+
+
+def test_require_date_passes_dates_and_refuses_datetimes():
+    import datetime as dt
+
+    from auditing.names import require_date
+
+    day = dt.date(2024, 1, 2)
+    assert require_date(day, "x") is day
+    with pytest.raises(TypeError, match=r"^when must be a datetime\.date .*got datetime"):
+        require_date(dt.datetime(2024, 1, 2, 3), "when")

@@ -26,7 +26,7 @@ from pipelines.layout import (
 )
 from pipelines.synth import generate_day
 
-DATE = "2024-02-01"
+DATE = dt.date(2024, 2, 1)
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +42,9 @@ def _replace(table: pa.Table, name: str, array) -> pa.Table:
 
 
 def test_layout_paths(tmp_path):
-    assert partition_dir(tmp_path, "2024-01-05") == tmp_path / "partitions" / "date=2024-01-05"
+    assert partition_dir(tmp_path, dt.date(2024, 1, 5)) == tmp_path / "partitions" / "date=2024-01-05"
     assert oracle_dir(tmp_path, dt.date(2024, 1, 5)) == tmp_path / "oracle" / "date=2024-01-05"
-    assert model_dir(tmp_path, "lp-1st_eps4.0", "2024-01-05") == tmp_path / "models" / "lp-1st_eps4.0" / "date=2024-01-05"
+    assert model_dir(tmp_path, "lp-1st_eps4.0", dt.date(2024, 1, 5)) == tmp_path / "models" / "lp-1st_eps4.0" / "date=2024-01-05"
 
 
 @pytest.mark.parametrize("text", ["2024-1-5", "20240105", "2024-02-30", "yesterday", "", " 2024-01-05x"])
@@ -280,9 +280,9 @@ def test_oracle_roundtrip_and_checks(tmp_path):
     assert schema.read_oracle(tmp_path, DATE).equals(oracle.cast(schema.ORACLE_SCHEMA))
     bad = pa.table({"row_id": pa.array([1], pa.int64()), "p_click": pa.array([1.5])})
     with pytest.raises(LabelDPInputError, match=r"'p_click': 1 row\(s\) are outside \[0, 1\]"):
-        schema.write_oracle(tmp_path, "2024-02-02", bad)
+        schema.write_oracle(tmp_path, dt.date(2024, 2, 2), bad)
     with pytest.raises(LabelDPInputError, match="no oracle at"):
-        schema.read_oracle(tmp_path, "2024-02-02")
+        schema.read_oracle(tmp_path, dt.date(2024, 2, 2))
 
 
 # ------------------------------------------------------------------------------------------ command line
@@ -290,7 +290,7 @@ def test_oracle_roundtrip_and_checks(tmp_path):
 
 def test_cli_validate(tmp_path, table, capsys):
     schema.write_partition(tmp_path, DATE, table)
-    assert main(["data", "validate", "--date", DATE, "--data-root", str(tmp_path)]) == 0
+    assert main(["data", "validate", "--date", DATE.isoformat(), "--data-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "rows:        600" in out
     assert schema.partition_fingerprint(tmp_path, DATE) in out
@@ -306,6 +306,6 @@ def test_cli_validate_bad_input_exit_2_one_line(tmp_path, capsys, argv_tail):
 def test_cli_validate_corrupt_file(tmp_path, table, capsys):
     directory = schema.write_partition(tmp_path, DATE, table)
     (directory / "part-00000.parquet").write_bytes(b"garbage")
-    assert main(["data", "validate", "--date", DATE, "--data-root", str(tmp_path)]) == 2
+    assert main(["data", "validate", "--date", DATE.isoformat(), "--data-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "part-00000.parquet" in err

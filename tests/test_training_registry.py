@@ -4,6 +4,7 @@ minute on 2 cores."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import shutil
@@ -18,7 +19,7 @@ from pipelines import registry, schema, splits, training
 from pipelines.layout import model_dir
 from pipelines.synth import write_synthetic_day
 
-DAY0, DAY1 = "2024-03-01", "2024-03-02"
+DAY0, DAY1 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
 ROWS = 6000
 FAST = training.CatBoostSettings(iterations=8, learning_rate=0.3, depth=4, thread_count=2)
 SMALL_PATE = training.MechanismOptions(pate_teachers=3, pate_queries=300)
@@ -82,7 +83,7 @@ def test_every_mechanism_trains_registers_and_loads(data_root, reference, mechan
     assert metadata["mechanism"]["name"] == mechanism and metadata["seed"] == 3
     assert metadata["mechanism"]["delta"] == (1e-5 if mechanism == "pate" else 0.0)
     assert metadata["partition_fingerprint"] == schema.partition_fingerprint(data_root, DAY1)
-    assert metadata["reference"]["date"] == DAY0 and metadata["reference"]["used_as_prior"] == (prior == "reference")
+    assert metadata["reference"]["date"] == DAY0.isoformat() and metadata["reference"]["used_as_prior"] == (prior == "reference")
     assert metadata["catboost_params"]["allow_writing_files"] is False
     assert metadata["code_version"]["package"] == "labeldp-audit"
     metrics = metadata["test_metrics"]
@@ -210,7 +211,7 @@ def test_check_features_names_missing_and_mismatched_columns(data_root, referenc
 
 
 def test_cli_trains_and_reports(data_root, capsys):
-    code = main(["train", "--date", DAY1, "--mechanism", "rr", "--epsilon", "2", "--model-name", "cli-rr",
+    code = main(["train", "--date", DAY1.isoformat(), "--mechanism", "rr", "--epsilon", "2", "--model-name", "cli-rr",
                  "--data-root", str(data_root), "--iterations", "5", "--depth", "4", "--seed", "4"])
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -222,12 +223,12 @@ def test_cli_trains_and_reports(data_root, capsys):
 @pytest.mark.parametrize(("argv", "fragment"), [
     (["--date", "2024-02-30", "--mechanism", "rr", "--epsilon", "1"], "date is not a valid calendar date"),
     (["--date", "2023-01-01", "--mechanism", "rr", "--epsilon", "1"], "no partition at"),
-    (["--date", DAY1, "--mechanism", "none", "--epsilon", "1"], "mechanism 'none' is non-private"),
-    (["--date", DAY0, "--mechanism", "lp-1st", "--epsilon", "1", "--on-missing-reference", "fail"],
+    (["--date", DAY1.isoformat(), "--mechanism", "none", "--epsilon", "1"], "mechanism 'none' is non-private"),
+    (["--date", DAY0.isoformat(), "--mechanism", "lp-1st", "--epsilon", "1", "--on-missing-reference", "fail"],
      "no reference model at"),
-    (["--date", DAY1, "--mechanism", "rr", "--epsilon", "1", "--model-name", "../evil"], "--model-name may contain"),
-    (["--date", DAY1, "--mechanism", "pate", "--epsilon", "1", "--pate-queries", "0"], "pate_queries must be"),
-    (["--date", DAY1, "--mechanism", "rr", "--epsilon", "1", "--depth", "0"], "depth must be"),
+    (["--date", DAY1.isoformat(), "--mechanism", "rr", "--epsilon", "1", "--model-name", "../evil"], "--model-name may contain"),
+    (["--date", DAY1.isoformat(), "--mechanism", "pate", "--epsilon", "1", "--pate-queries", "0"], "pate_queries must be"),
+    (["--date", DAY1.isoformat(), "--mechanism", "rr", "--epsilon", "1", "--depth", "0"], "depth must be"),
 ])
 def test_cli_bad_input_exits_2_with_a_message(data_root, capsys, argv, fragment):
     code = main(["train", *argv, "--data-root", str(data_root), "--iterations", "3"])
@@ -238,18 +239,18 @@ def test_cli_bad_input_exits_2_with_a_message(data_root, capsys, argv, fragment)
 
 def test_cli_rejects_bad_epsilon_as_usage_error(data_root, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["train", "--date", DAY1, "--mechanism", "rr", "--epsilon", "-1", "--data-root", str(data_root)])
+        main(["train", "--date", DAY1.isoformat(), "--mechanism", "rr", "--epsilon", "-1", "--data-root", str(data_root)])
     assert info.value.code == 2
     assert "must be > 0 or inf" in capsys.readouterr().err
 
 
 def test_first_day_trains_without_a_reference_when_told_to_skip(data_root, capsys):
     # DAY0 has no day before it: `skip` goes on for a mechanism that needs no prior ...
-    code = main(["train", "--date", DAY0, "--mechanism", "rr", "--epsilon", "4", "--model-name", "first-day",
+    code = main(["train", "--date", DAY0.isoformat(), "--mechanism", "rr", "--epsilon", "4", "--model-name", "first-day",
                  "--on-missing-reference", "skip", "--data-root", str(data_root), "--iterations", "3"])
     assert code == 0, capsys.readouterr().err
     assert registry.read_metadata(data_root, "first-day", DAY0)["reference"] is None
     # ... but not for one that uses the reference as its prior, and never trains day D-1's partition.
-    code = main(["train", "--date", DAY0, "--mechanism", "alibi", "--epsilon", "4", "--on-missing-reference",
+    code = main(["train", "--date", DAY0.isoformat(), "--mechanism", "alibi", "--epsilon", "4", "--on-missing-reference",
                  "skip", "--data-root", str(data_root), "--iterations", "3"])
     assert code == 2 and "no reference model at" in capsys.readouterr().err

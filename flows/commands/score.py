@@ -124,13 +124,15 @@ def run(args) -> int:
     from auditing.sweep_reduce import BinSpec
     from flows.result_text import format_audit_result
     from pipelines.beam_scoring import RESULT_FILE, ScoringRequest, score_day
-    from pipelines.layout import resolve_data_root
+    from pipelines.layout import parse_date, resolve_data_root
     from pipelines.progress import no_progress, stderr_progress
 
+    date = parse_date(args.date, "--date")
+    reference_date = parse_date(args.reference_date, "--reference-date") if args.reference_date else None
     config = audit_config_from(args)
     request = ScoringRequest(
-        data_root=str(resolve_data_root(args.data_root)), date=args.date, model=args.model, config=config,
-        reference=args.reference, reference_date=args.reference_date, batch_size=args.batch_size,
+        data_root=str(resolve_data_root(args.data_root)), date=date, model=args.model, config=config,
+        reference=args.reference, reference_date=reference_date, batch_size=args.batch_size,
         thread_count=args.catboost_threads, bins=BinSpec(mantissa_bits=args.bin_bits), plan_mode=args.plan,
         write_scored=args.write_scored,
     )

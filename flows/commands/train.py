@@ -113,8 +113,9 @@ def _extra_params(items: list[str]) -> dict:
 
 def run(args) -> int:
     from pipelines import training
-    from pipelines.layout import check_name, resolve_data_root
+    from pipelines.layout import check_name, parse_date, resolve_data_root
 
+    date = parse_date(args.date, "--date")
     root = resolve_data_root(args.data_root)
     if args.model_name is not None:
         check_name(args.model_name, "--model-name")
@@ -128,7 +129,7 @@ def run(args) -> int:
                                         stage_one_fraction=args.stage_one_fraction, alibi_rounds=args.alibi_rounds,
                                         pate_teachers=args.pate_teachers, pate_queries=args.pate_queries)
     directory, metadata = training.train_and_register(
-        root, args.date, args.mechanism, args.epsilon, model_name=args.model_name, seed=args.seed,
+        root, date, args.mechanism, args.epsilon, model_name=args.model_name, seed=args.seed,
         settings=settings, options=options, reference_name=args.reference_name,
         on_missing_reference=args.on_missing_reference, progress=stderr_progress("train"))
     if args.json:
