@@ -364,9 +364,38 @@ def test_report_command_errors_are_one_clear_line(seeded_root, capsys, argv, mes
 
 
 # --------------------------------------------------------------------------------------------- trust (issue 9)
+def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path):
+    """Issue 9 (items 3/5): a PASS says "flagged only if at least N labels were fully exposed" with the
+    game-aware N (exposed_rows_floor, 95% power) and the perfect-attacker floor M as the necessary condition;
+    weak when N exceeds 1% of the audited rows."""
+    from auditing.exposure_floor import exposed_rows_floor
+    from auditing.robustness import detection_floor_rows
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    p_reference = rng.beta(1.0, 3.0, n)  # a target identical to the reference: nothing leaks
+    labels = (rng.random(n) < p_reference).astype(np.int64)
+    result = run_audit(p_reference, p_reference, labels, config=AuditConfig(repetitions=1))
+    claimed = 0.5
+    exposed, floor = exposed_rows_floor(result.to_dict(), claimed), detection_floor_rows(result, claimed)
+    assert exposed is not None and floor is not None and exposed > floor
+    page = render_run_report(result, {"model_id": "no-leak"}, [], None, claimed)
+    path = write_report(page, tmp_path / "pass.html")
+    dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = _parse(dumped.stdout)
+    text = dom.visible
+    assert "PASS" in text
+    assert f"only if at least {exposed:,} labels were fully exposed (flagged then with 95% probability" in text
+    assert f"Fewer than {floor:,} correct guesses can never flag it" in text
+    assert f"{exposed:,} labels" in text and "Exposed-rows floor (95% power)" in text
+    assert ("Weak PASS" in text) == (exposed > 0.01 * n)
+
+
 def test_trust_card_in_headless_chromium(run, tmp_path):
     """Issue 9: breaking tau next to a VIOLATION, the detection floor next to a PASS (weak when it exceeds 1% of
     the audited rows), the audited rows and the shift diagnostic labelled a diagnostic, not a proof."""
+    from auditing.exposure_floor import exposed_rows_floor
     from auditing.robustness import breaking_tau, detection_floor_rows
 
     result = run["result"]
@@ -385,14 +414,17 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
     assert "Trust in this verdict" in text and "Data diagnostic (not a proof)" in text and "C16" in text
     assert "rows whose labels entered training" in text
 
-    # A PASS (claim far above the bound): the floor sentence; weak when the floor exceeds 1% of m.
+    # A PASS (claim far above the bound) where even a fully exposed day is flagged with < 95% probability:
+    # the reference is near 0.5, so exposed labels are hard to tell apart in the game; a weak PASS.
     claimed = result.epsilon_lower_bound + 0.5
     floor = detection_floor_rows(result, claimed)
-    assert floor is not None
+    assert floor is not None and exposed_rows_floor(result.to_dict(), claimed) is None
     page = _parse(_page(run, claimed_epsilon=claimed)).visible
-    assert f"only if at least {floor:,} labels were fully exposed" in page
-    assert ("Weak PASS" in page) == (floor > 0.01 * result.m)
-    small = {**result.to_dict(), "m": floor * 50}  # the same floor is 2% of fewer audited rows: weak
-    assert "Weak PASS" in _parse(_page(run, result=small, claimed_epsilon=claimed)).visible
+    assert "would flag the claim with probability below 95%" in page and "Weak PASS" in page
+    assert f"Fewer than {floor:,} correct guesses can never flag it" in page
+    small = {**result.to_dict(), "m": floor * 50}  # no game-aware floor (histogram of other rows): perfect-attacker
+    page = _parse(_page(run, result=small, claimed_epsilon=claimed)).visible  # floor, 2% of fewer rows: weak
+    assert f"only if at least {floor:,} labels were fully exposed" in page and "Weak PASS" in page
+    assert "game-aware floor is not computed" in page
     inconclusive = _parse(_page(run, claimed_epsilon=result.max_certifiable_epsilon + 1)).visible
     assert "No number of fully exposed labels" in inconclusive

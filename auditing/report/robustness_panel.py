@@ -1,5 +1,6 @@
-"""The report's "Trust in this verdict" card (issue 9): audited rows, tau-robustness, detection floor, and the
-day-over-day data diagnostic (labelled a diagnostic, not a proof).
+"""The report's "Trust in this verdict" card (issue 9): audited rows, tau-robustness, the detection floors (the
+game-aware `exposed_rows_floor` in the PASS sentence, the perfect-attacker floor as its necessary condition),
+and the day-over-day data diagnostic (labelled a diagnostic, not a proof).
 
 Figures come from ``auditing.robustness`` (claim-dependent, computed from the result and the claim) and from
 the shift diagnostic of ``pipelines.shift_diagnostics`` (stored in the result record and the warehouse).
@@ -15,7 +16,13 @@ from typing import Any
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION
 from auditing.report.svg import esc
-from auditing.robustness import WEAK_PASS_FRACTION, breaking_tau, detection_floor_rows, is_weak_pass
+from auditing.robustness import (
+    WEAK_PASS_FRACTION,
+    breaking_tau,
+    detection_floor_rows,
+    exposed_floor_figures,
+    is_weak_pass,
+)
 
 ROBUSTNESS_CSS = """
 .weak { color:#b54708; font-weight:600; }
@@ -38,7 +45,14 @@ def _figures(data: Mapping, claimed: float, status: str, robustness: Mapping | N
         except LabelDPInputError:
             out.setdefault("breaking_tau", None)
             out.setdefault("detection_floor_rows", None)
-    out["weak_pass"] = is_weak_pass(status, out.get("detection_floor_rows"), int(data["m"]))
+    try:
+        out.update(exposed_floor_figures(data, claimed, out["exposed_rows_floor"]) if "exposed_rows_floor" in out
+                   else exposed_floor_figures(data, claimed))  # a stored (warehouse) value is not recomputed
+    except (LabelDPInputError, KeyError):
+        out.update(exposed_rows_floor=None, exposed_floor_computed=False, exposed_rows_floor_power=0.95,
+                   exposed_rows_floor_note="not computable for this result")
+    out["weak_pass"] = is_weak_pass(status, out.get("detection_floor_rows"), int(data["m"]),
+                                    out["exposed_rows_floor"], out["exposed_floor_computed"])
     return out
 
 
@@ -78,9 +92,36 @@ def _diagnostic_html(diagnostic: Mapping | None) -> str:
     )
 
 
+def _pass_sentence(figures: Mapping, floor: int | None, m: int) -> str:
+    """The PASS headline: the game-aware N (with its power) and the perfect-attacker M as the necessary
+    condition; without a game-aware figure, the perfect-attacker floor alone, with the reason."""
+    exposed, power = figures.get("exposed_rows_floor"), float(figures.get("exposed_rows_floor_power") or 0.95)
+    necessary = (f" Fewer than <strong>{floor:,}</strong> correct guesses can never flag it (the perfect-attacker "
+                 "floor: necessary, not sufficient)." if floor is not None else "")
+    weak = ""
+    if figures["weak_pass"]:
+        weak = (f" <span class=\"weak\" id=\"weak-pass\">Weak PASS: the floor exceeds {WEAK_PASS_FRACTION:.0%} of "
+                f"the {m:,} audited rows.</span>" if exposed is not None or not figures.get("exposed_floor_computed")
+                else f" <span class=\"weak\" id=\"weak-pass\">Weak PASS: no number of exposed labels is flagged "
+                     f"with {power:.0%} probability.</span>")
+    if exposed is not None:
+        return (f"This audit would have flagged the claim only if at least <strong>{exposed:,} labels</strong> "
+                f"were fully exposed (flagged then with {power:.0%} probability, for exposed rows typical of the "
+                f"audited rows).{necessary}{weak}")
+    if figures.get("exposed_floor_computed"):
+        return (f"Even if every one of the {m:,} audited labels were fully exposed, this audit would flag the "
+                f"claim with probability below {power:.0%}.{necessary}{weak}")
+    if floor is None:
+        return "Detection floors were not computed for this result."
+    return (f"This audit could have flagged the claim only if at least <strong>{floor:,} labels</strong> were "
+            "fully exposed (an attacker right on every guess about them: necessary, not sufficient); the "
+            f"game-aware floor is not computed: {esc(str(figures.get('exposed_rows_floor_note')))}.{weak}")
+
+
 def robustness_panel(data: Mapping, claimed: float, status: str, robustness: Mapping | None = None) -> str:
-    """The card's HTML. ``robustness``: the row's figures (breaking_tau, detection_floor_rows, shift_diagnostic
-    as a dict or JSON text); missing figures are computed from ``data`` and the claim."""
+    """The card's HTML. ``robustness``: the row's figures (breaking_tau, detection_floor_rows,
+    exposed_rows_floor, shift_diagnostic as a dict or JSON text); missing figures are computed from ``data`` and
+    the claim."""
     figures = _figures(data, claimed, status, robustness)
     tau, floor, m = figures.get("breaking_tau"), figures.get("detection_floor_rows"), int(data["m"])
     audit_rows = figures.get("audit_rows") or data.get("audit_rows") or "all"
@@ -89,17 +130,17 @@ def robustness_panel(data: Mapping, claimed: float, status: str, robustness: Map
     if status == VIOLATION and tau is not None:
         headline = (f"The violation holds for any distribution shift up to <strong>τ = {_num(tau)}</strong> "
                     f"({settings}); the verdict itself is computed at the plan's τ = {float(data['tau']):g}.")
-    elif status == PASS and floor is not None:
-        weak = (f" <span class=\"weak\" id=\"weak-pass\">Weak PASS: the floor exceeds {WEAK_PASS_FRACTION:.0%} of "
-                f"the {m:,} audited rows.</span>" if figures["weak_pass"] else "")
-        headline = (f"This audit would have flagged the claim only if at least <strong>{floor:,} labels</strong> "
-                    f"were fully exposed (an attacker right on every guess about them).{weak}")
+    elif status == PASS:
+        headline = _pass_sentence(figures, floor, m)
     elif status == INCONCLUSIVE:
         headline = "No number of fully exposed labels would have made this audit flag the claim (INCONCLUSIVE)."
     else:
         headline = "Breaking τ and detection floor were not computed for this result."
     tau_text = "–" if tau is None else _num(tau)
     floor_text = "none (INCONCLUSIVE)" if floor is None else f"{floor:,} labels"
+    exposed, power = figures.get("exposed_rows_floor"), float(figures.get("exposed_rows_floor_power") or 0.95)
+    exposed_text = (f"{exposed:,} labels" if exposed is not None
+                    else f"none: {esc(str(figures.get('exposed_rows_floor_note') or 'not computed'))}")
     diagnostic = figures.get("shift_diagnostic")
     if isinstance(diagnostic, str):
         try:
@@ -115,10 +156,16 @@ def robustness_panel(data: Mapping, claimed: float, status: str, robustness: Map
         f"<tr><th>Breaking τ</th><td id=\"breaking-tau\">{tau_text}<span class=\"labels\">the largest "
         "distribution shift τ (paper Thm. 10/16/17) at which the valid bound of these counts still exceeds "
         "the claimed ε; 0 when it does not even at τ = 0</span></td></tr>"
-        f"<tr><th>Detection floor</th><td id=\"detection-floor\">{floor_text}<span class=\"labels\">the fewest "
-        "fully exposed labels with which this audit could report a VIOLATION of the claim (an attacker right on "
-        "every guess about them), from the grid, m and the confidence alone: fewer cannot. Necessary, not "
-        "sufficient: in the game an exposed label is guessed right for sure only when its counterfactual label "
-        "differs, so real leaks need several times this many rows</span></td></tr></table>"
+        f"<tr><th>Exposed-rows floor ({power:.0%} power)</th><td id=\"exposed-rows-floor\">{exposed_text}"
+        f"<span class=\"labels\">the fewest totally exposed labels (typical of the audited rows) with which this "
+        f"audit reports a VIOLATION of the claim with {power:.0%} probability in the observational game (paper "
+        "Alg. 2), from the day's reference probabilities, the score, grid and confidence: the figure the PASS "
+        "sentence states</span></td></tr>"
+        f"<tr><th>Detection floor (perfect attacker)</th><td id=\"detection-floor\">{floor_text}<span "
+        "class=\"labels\">the fewest fully exposed labels with which this audit could report a VIOLATION of the "
+        "claim (an attacker right on every guess about them), from the grid, m and the confidence alone: fewer "
+        "correct guesses can never flag it. Necessary, not sufficient: in the game an exposed label is guessed "
+        "right for sure only when its counterfactual label differs, so real leaks need many times this many "
+        "rows</span></td></tr></table>"
         f"{_diagnostic_html(diagnostic)}</section>"
     )
