@@ -71,6 +71,7 @@ def _inner_date_calls():
     import datetime as dt
 
     from auditing.audit import AuditConfig
+    from auditing.report import run_report_path
     from pipelines import (
         beam_scoring,
         criteo_ingest,
@@ -105,6 +106,7 @@ def _inner_date_calls():
         "beam_scoring.sweep_dir": (lambda d: beam_scoring.sweep_dir("/r", "m", d, AuditConfig()), "date"),
         "CatBoostModelHandler": (lambda d: CatBoostModelHandler("/r", "m", d), "model_date"),
         "RROracleModelHandler": (lambda d: RROracleModelHandler("/r", "m", d), "model_date"),
+        "report.run_report_path": (lambda d: run_report_path("/r", "m", d, "abc123"), "partition_date"),
     }
 
 

@@ -181,7 +181,7 @@ def test_trend_report_lists_every_night(run):
 
 
 def test_report_files_are_written_atomically(tmp_path):
-    path = run_report_path(tmp_path, "rr-eps1", "2024-01-14", "046a542281f75f62")
+    path = run_report_path(tmp_path, "rr-eps1", dt.date(2024, 1, 14), "046a542281f75f62")
     assert path == tmp_path / "reports" / "rr-eps1" / "date=2024-01-14" / "046a542281f75f62.html"
     assert trend_report_path(tmp_path, "rr-eps1") == tmp_path / "reports" / "rr-eps1" / "trend.html"
     write_report("<p>first</p>", path)
@@ -190,7 +190,9 @@ def test_report_files_are_written_atomically(tmp_path):
     assert path.read_text() == "<p>first</p>"
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
     with pytest.raises(LabelDPInputError):
-        run_report_path(tmp_path, "../../etc", "2024-01-14", "abc")
+        run_report_path(tmp_path, "../../etc", dt.date(2024, 1, 14), "abc")
+    with pytest.raises(TypeError, match="partition_date must be a datetime"):
+        run_report_path(tmp_path, "rr-eps1", "2024-01-14", "046a542281f75f62")  # parsed at the edge, not here
 
 
 # --------------------------------------------------------------------------------------------- in a browser

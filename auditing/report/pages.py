@@ -20,7 +20,7 @@ from typing import Any
 from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
-from auditing.names import check_name, parse_date, resolve_data_root
+from auditing.names import check_name, parse_date, require_date, resolve_data_root
 from auditing.report import svg
 from auditing.report.risk_panel import RISK_CSS, risk_panel
 from auditing.report.robustness_panel import ROBUSTNESS_CSS, robustness_panel
@@ -537,12 +537,12 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------- files
-def run_report_path(data_root: str | os.PathLike | None, model_id: str, partition_date: Any,
+def run_report_path(data_root: str | os.PathLike | None, model_id: str, partition_date: dt.date,
                     config_hash: str) -> Path:
-    """``<data_root>/reports/<model>/date=YYYY-MM-DD/<config hash>.html``."""
+    """``<data_root>/reports/<model>/date=YYYY-MM-DD/<config hash>.html`` (``partition_date`` parsed at the edge)."""
     from auditing.warehouse.rows import check_config_hash  # the same rule as the warehouse key
 
-    day = _date(partition_date, "partition_date").isoformat()
+    day = require_date(partition_date, "partition_date").isoformat()
     return (resolve_data_root(data_root) / REPORTS / check_name(model_id, "model_id") / f"date={day}"
             / f"{check_config_hash(config_hash)}.html")
 
