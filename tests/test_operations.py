@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import os
 import re
+import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -36,6 +37,7 @@ from service_processes import (
     ServiceProcesses,
     assert_runbook_has_what_ran,
     free_port,
+    ops_command,
     process_alive,
     run_ops,
     wait_until,
@@ -290,22 +292,32 @@ def test_nightly_deployment_on_a_worker_writes_postgres_artifacts_and_events(ops
 def test_concurrent_nightly_and_guardrail_writers_keep_one_row_per_key(ops):
     """Four runs at once on one worker: two nightly runs (a re-run of D1 and a new day D2) and two guardrails
     on D1 models, all upserting into the same PostgreSQL tables, two of them on the same keys."""
+    # The release pipeline's form: --watch waits for the run and exits 1 unless it Completed.
+    blocking = subprocess.Popen(ops_command("guardrail", "leaky", D1, "0", "-p", f"plan_file={ops.plan}", "--watch"),
+                                env=ops.env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     runs = {
         "nightly D1 (re-run)": trigger(ops, "nightly", D1, "-p", f"plan_file={ops.plan}"),
         "nightly D2": trigger(ops, "nightly", D2, "-p", f"plan_file={ops.plan}"),
-        "guardrail leaky": trigger(ops, "guardrail", "leaky", D1, "0", "-p", f"plan_file={ops.plan}"),
         "guardrail rr-eps1": trigger(ops, "guardrail", "rr-eps1", D1, "20", "-p", f"plan_file={ops.plan}"),
     }
+    try:
+        watched, _ = blocking.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        blocking.kill()
+    assert blocking.returncode == 1, f"`ops.sh guardrail ... --watch` exited {blocking.returncode}:\n{watched}"
+    runs["guardrail leaky"] = uuid.UUID(re.search(r"UUID: ([0-9a-f-]{36})", watched).group(1))
     final = {name: wait_final(ops, run_id) for name, run_id in runs.items()}
     for name in ("nightly D1 (re-run)", "nightly D2", "guardrail rr-eps1"):
         assert_completed(ops, final[name])
     # A violation ends the guardrail run Failed (the release must be blocked), with the figure in the message.
     blocked = final["guardrail leaky"]
     assert blocked.state.is_failed() and "VIOLATION" in blocked.state.message, blocked.state.message
-    # Every run overlapped the longest one (nightly D2 trains its models), so the writers really were concurrent.
-    long = final["nightly D2"]
+    # The writers really were concurrent: every run was running while at least one other one was.
+    def overlap(a, b):
+        return a.start_time < b.end_time and b.start_time < a.end_time
+
     for name, run in final.items():
-        assert run.start_time < long.end_time and long.start_time < run.end_time, f"{name} did not overlap"
+        assert any(overlap(run, other) for n, other in final.items() if n != name), f"{name} ran alone"
 
     rows = warehouse_rows(ops)
     assert keys_of(rows) == sorted((m, d) for m in TARGETS for d in (D1, D2))  # one row per key, none lost
