@@ -15,7 +15,9 @@ detection floor (`auditing.robustness.detection_floor_rows`, item 3) says how ma
 audit needs. The check: whenever the audit does NOT report VIOLATION, the floor is above the number of
 leaking rows, i.e. the audit never claims more sensitivity than it has (the floor is about fully exposed
 labels; a partial leak exposes less per row, so a miss with floor <= leaking rows there is reported, not
-hidden).
+hidden). Both floors are tabled: the perfect-attacker floor (fails the check) and the game-aware
+`auditing.exposure_floor.exposed_rows_floor` at 95% power (the figure the warehouse, report and CLI state
+next to a PASS; keeps it).
 
     .venv/bin/python benchmarks/bench_blind_spots.py [--rows 160000] [--seeds 5] [--claimed 1]
 
@@ -33,7 +35,7 @@ import numpy as np
 
 from auditing.audit import AuditConfig, run_audit
 from auditing.controls import rr_oracle_probabilities
-from auditing.exposure_floor import game_detection_floor
+from auditing.exposure_floor import exposed_rows_floor
 from auditing.guardrail import VIOLATION, guardrail_status
 from auditing.robustness import detection_floor_rows
 
@@ -65,7 +67,7 @@ def judge(rows: int, share: float, eps_leak: float, seed: int, claimed: float, c
     result = run_audit(target, reference, labels, ids, config)
     status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)
     floor = detection_floor_rows(result, claimed)
-    game_floor = game_detection_floor(result.to_dict(), claimed)
+    game_floor = exposed_rows_floor(result.to_dict(), claimed)  # the verdict's game-aware floor
     return {"status": status, "eps_lb": result.epsilon_lower_bound, "floor": floor, "leaking": leaking,
             "honest": status == VIOLATION or floor is None or floor > leaking, "game_floor": game_floor,
             "honest_game": status == VIOLATION or game_floor is None or game_floor > leaking}

@@ -14,6 +14,7 @@ from auditing.robustness import (
     detection_floor_rows,
     is_weak_pass,
     valid_bound_exceeds,
+    verdict_robustness,
 )
 from auditing.selection import select_over_grid, select_split
 from auditing.sweep import SweepCounts
@@ -152,6 +153,38 @@ def test_detection_floor_is_none_when_even_a_perfect_attacker_cannot_flag_the_cl
 def test_weak_pass_is_a_pass_whose_floor_exceeds_one_percent_of_the_audited_rows():
     assert is_weak_pass("PASS", 101, 10_000) and not is_weak_pass("PASS", 100, 10_000)
     assert not is_weak_pass("VIOLATION", 10_000, 10_000) and not is_weak_pass("PASS", None, 10)
+
+
+def test_weak_pass_uses_the_game_aware_floor_where_it_is_computed():
+    # computed: the game-aware floor decides; None there (no exposure flags with 95% power) is the weakest PASS
+    assert is_weak_pass("PASS", 5, 10_000, 101, True) and not is_weak_pass("PASS", 500, 10_000, 100, True)
+    assert is_weak_pass("PASS", 5, 10_000, None, True) and not is_weak_pass("VIOLATION", 5, 10_000, None, True)
+    # not computed (split, custom score, old result): the perfect-attacker floor decides
+    assert not is_weak_pass("PASS", 5, 10_000, None, False) and is_weak_pass("PASS", 101, 10_000, None, False)
+
+
+def test_verdict_robustness_carries_both_floors_and_why_the_game_aware_one_is_missing():
+    from auditing.audit import run_audit
+    from auditing.exposure_floor import game_detection_floor
+
+    rng = np.random.default_rng(2)
+    p_reference = rng.beta(1.0, 3.0, 20_000)
+    labels = (rng.random(p_reference.size) < p_reference).astype(np.int64)
+    result = run_audit(p_reference, p_reference, labels, config=AuditConfig(repetitions=1))  # nothing leaks
+    figures = verdict_robustness(result, 0.5, "PASS")
+    assert figures["exposed_rows_floor"] == game_detection_floor(result.to_dict(), 0.5)
+    assert figures["exposed_rows_floor"] > figures["detection_floor_rows"] > 0
+    assert figures["exposed_rows_floor_note"] is None and figures["exposed_rows_floor_power"] == 0.95
+    assert figures["weak_pass"] == (figures["exposed_rows_floor"] > 0.01 * result.m)
+    high = verdict_robustness(result, 3.0, "PASS")  # below max certifiable, beyond what the game can show
+    assert high["detection_floor_rows"] is not None and high["exposed_rows_floor"] is None
+    assert "below 95%" in high["exposed_rows_floor_note"] and high["weak_pass"]
+    for data, claimed, reason in ((_result(2000, 0.7), 0.5, "prior_histogram"),
+                                  (_result(4000, 0.7, strategy="split"), 0.5, "split strategy"),
+                                  (result, 50.0, "INCONCLUSIVE"),
+                                  ({**result.to_dict(), "score": "custom"}, 0.5, "custom")):
+        figures = verdict_robustness(data, claimed, "PASS")
+        assert figures["exposed_rows_floor"] is None and reason in figures["exposed_rows_floor_note"], reason
 
 
 def test_bad_input():
