@@ -225,7 +225,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     row, curve = audit_record(result, model_id=model_id, partition_date=date, claimed_epsilon=claimed,
                               lineage=lineage_row, kind=kind, control=control, untrusted_reason=untrusted,
                               shift_diagnostic=record.get("shift_diagnostic"))
-    robustness = _robustness_view(row)
+    robustness = _robustness_view(row, result)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row['status']}, eps_lb {row['epsilon_lower_bound']:.4f})")
 
@@ -267,27 +267,39 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
         "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
         **{name: value for name, value in row.items() if name.startswith("risk_")},  # issue 8: risk figures
-        **robustness,  # issue 9: audit_rows, breaking_tau, detection floor, shift diagnostic
+        **robustness,  # issue 9: audit_rows, breaking_tau, detection floors, shift diagnostic
     }
 
 
-def _robustness_view(row: dict) -> dict:
-    """The issue-9 trust figures of a warehouse row, with the sentences the report and the alert use."""
-    from auditing.robustness import WEAK_PASS_FRACTION, is_weak_pass
+def _robustness_view(row: dict, result) -> dict:
+    """The issue-9 trust figures of a warehouse row, with the sentences the report and the alert use; the
+    game-aware floor's reason when it is None and its power come from the result (not recomputed)."""
+    from auditing.robustness import WEAK_PASS_FRACTION, exposed_floor_figures, is_weak_pass
 
     tau, floor = row.get("breaking_tau"), row.get("detection_floor_rows")
-    out = {"audit_rows": row.get("audit_rows"), "breaking_tau": tau, "detection_floor_rows": floor,
-           "weak_pass": is_weak_pass(row["status"], floor, row["m"]),
+    exposed = exposed_floor_figures(result, row["claimed_epsilon"], row.get("exposed_rows_floor"))
+    computed = exposed.pop("exposed_floor_computed")
+    out = {"audit_rows": row.get("audit_rows"), "breaking_tau": tau, "detection_floor_rows": floor, **exposed,
+           "weak_pass": is_weak_pass(row["status"], floor, row["m"], exposed["exposed_rows_floor"], computed),
            "reference_log_loss_shift": row.get("reference_log_loss_shift"),
            "feature_shift_max_psi": row.get("feature_shift_max_psi"),
            "shift_diagnostic": json.loads(row["shift_diagnostic"]) if row.get("shift_diagnostic") else None}
     if row["status"] == VIOLATION and tau is not None:
         out["robustness_note"] = (f"the violation holds for any distribution shift up to tau = {tau:.4g} (the "
                                   f"verdict is computed at the plan's tau = {row['tau']:g})")
-    elif row["status"] == "PASS" and floor is not None:
-        out["robustness_note"] = (f"this audit would have flagged the claim only if at least {floor} labels were "
-                                  f"fully exposed" + (f" (more than {WEAK_PASS_FRACTION:.0%} of the {row['m']} "
-                                                      "audited rows: a weak PASS)" if out["weak_pass"] else ""))
+    elif row["status"] == "PASS" and (floor is not None or exposed["exposed_rows_floor"] is not None):
+        n, power = exposed["exposed_rows_floor"], exposed["exposed_rows_floor_power"]
+        weak = " (a weak PASS)" if out["weak_pass"] else ""
+        necessary = (f"; fewer than {floor} correct guesses can never flag it (the perfect-attacker floor)"
+                     if floor is not None else "")
+        if n is not None:
+            weak = (f" (more than {WEAK_PASS_FRACTION:.0%} of the {row['m']} audited rows: a weak PASS)"
+                    if out["weak_pass"] else "")
+            out["robustness_note"] = (f"this audit would have flagged the claim only if at least {n} labels were "
+                                      f"fully exposed (flagged then with {power:.0%} probability){weak}{necessary}")
+        else:
+            out["robustness_note"] = (f"game-aware floor: none ({exposed['exposed_rows_floor_note']}){weak}"
+                                      f"{necessary}")
     else:
         out["robustness_note"] = None
     return out
@@ -307,7 +319,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
 def format_rows(rows: list[dict]) -> str:
     """The results table printed by the nightly / guardrail / backfill commands."""
     header = (f"{'model':<20} {'date':<10} {'status':<15} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
-              f"{'max cert.':>9} {'brk.tau':>8} {'floor':>7} {'m':>8} {'rows':<8}  report")
+              f"{'max cert.':>9} {'brk.tau':>8} {'floor':>7} {'exp.fl':>8} {'m':>8} {'rows':<8}  report")
     lines = [header, "-" * len(header)]
     for r in rows:
         claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
@@ -317,19 +329,22 @@ def format_rows(rows: list[dict]) -> str:
         status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
         tau = "-" if r.get("breaking_tau") is None else f"{r['breaking_tau']:.3g}"
         floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
-        floor += "w" if r.get("weak_pass") else ""
+        exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
+        exposed += "w" if r.get("weak_pass") else ""
         lines.append(f"{r['model_id']:<20} {r['partition_date']:<10} {status:<15} {claimed:>7} "
                      f"{r['epsilon_lower_bound']:>7.3f} {paper:>16} {r['max_certifiable_epsilon']:>9.2f} "
-                     f"{tau:>8} {floor:>7} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
+                     f"{tau:>8} {floor:>7} {exposed:>8} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
     if rows:
         r = rows[0]
         lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
                      f"{r['method']}, delta={r['delta']:g}, tau={r['tau']:g}); paper mean+-std: the paper's "
                      "optimistic statistic, for comparison only.")
         lines.append("brk.tau: largest distribution shift tau at which the same counts still exceed the claim (0: "
-                     "they do not at tau = 0); floor: fewest fully exposed labels that would have made this audit "
-                     "flag the claim (-: none, INCONCLUSIVE; w: a weak PASS, floor > 1% of m); rows: the audited rows "
-                     "(training: rows whose labels entered training).")
+                     "they do not at tau = 0); floor: fewest correct guesses (a perfect attacker's fully exposed "
+                     "labels) that could flag the claim, a necessary condition (-: none, INCONCLUSIVE); exp.fl: "
+                     "fewest fully exposed labels this audit flags with 95% probability in the game (-: not "
+                     "computed or none reaches 95%, see --json exposed_rows_floor_note; w: a weak PASS, exp.fl > "
+                     "1% of m or none); rows: the audited rows (training: rows whose labels entered training).")
     if any(r.get("kind") == "control" for r in rows):
         lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
                      "exceed a pre-registered floor and stay <= eps_c) and negative control (a copy of the reference: "

@@ -110,6 +110,15 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
                for a in Hook.received if a["kind"] == "VIOLATION")
     stored = warehouse_rows(data_root)
     assert len(stored) == 2
+    # issue 9 (items 3/5): the game-aware floor (95% power) beside the perfect-attacker floor, in the JSON rows,
+    # the warehouse and the alert; None only with a stated reason
+    for row in rows:
+        assert (row["exposed_rows_floor"] is None) == (row["exposed_rows_floor_note"] is not None)
+    assert leaky["exposed_rows_floor"] >= leaky["detection_floor_rows"] and leaky["exposed_rows_floor_power"] == 0.95
+    assert {r["model_id"]: r["exposed_rows_floor"] for r in stored} == {r["model_id"]: r["exposed_rows_floor"]
+                                                                         for r in rows}
+    assert any(a.get("exposed_rows_floor") == leaky["exposed_rows_floor"] for a in Hook.received
+               if a["kind"] == "VIOLATION")
 
     again = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
     assert all(r["reused_scoring"] for r in again)
