@@ -416,7 +416,8 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
     (None: the result's own repetition-0 histogram, `result_score_histogram`). trust: the night's controls
     (`trust_sections`): ``kind``, ``untrusted_reason`` (a banner) and, for a control, ``control``
     (`auditing.controls.ControlCheck.to_dict()`). robustness: the row's issue-9 figures (`robustness_panel`:
-    audit_rows, breaking_tau, detection_floor_rows, shift_diagnostic); missing ones are computed here.
+    audit_rows, breaking_tau, detection_floor_rows, exposed_rows_floor, shift_diagnostic); missing ones are
+    computed here.
     """
     data = _result_dict(result)
     lineage = dict(lineage or {})
