@@ -169,6 +169,23 @@ def test_a_table_missing_a_required_column_is_refused_not_migrated(isolated_targ
         open_warehouse(isolated_target)
 
 
+def test_a_newer_versions_nullable_column_is_tolerated_a_required_one_refused(isolated_target):
+    """Rolling upgrade: a newer version has added a nullable column; this version keeps writing (the column
+    reads NULL in its rows). An unknown NOT NULL column would make this version's inserts fail: refused."""
+    with open_warehouse(isolated_target) as wh:
+        wh.upsert_audit(*make_row(marker=0.3))
+        wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_results ADD COLUMN from_the_future DOUBLE PRECISION"
+                                                if "postgres" in isolated_target else
+                                                "ALTER TABLE audit_results ADD COLUMN from_the_future DOUBLE"))
+    with open_warehouse(isolated_target) as wh:
+        wh.upsert_audit(*make_row(model_id="m-2", marker=0.4))
+        assert [r["model_id"] for r in wh.fetch_results()] == ["m-1", "m-2"]
+        wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_curves ADD COLUMN required_later INTEGER NOT NULL "
+                                                "DEFAULT 0"))
+    with pytest.raises(LabelDPInputError, match="required_later"):
+        open_warehouse(isolated_target)
+
+
 def test_migration_sql_adds_only_nullable_columns():
     from auditing.warehouse.schema import migration_statements
 

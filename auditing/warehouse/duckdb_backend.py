@@ -120,7 +120,7 @@ class DuckDBWarehouse(Warehouse):
         return self._run(lambda conn: conn.execute(sql, list(params)).fetchall())
 
     def _ensure_tables(self, conn: duckdb.DuckDBPyConnection) -> None:
-        found = self._columns_from(conn.execute(self._TABLE_COLUMNS_SQL).fetchall())
+        found = self._columns_from(conn.execute(self._SCHEMA_SQL).fetchall())
         state = self._check_schema(found)
         if state == "ok":
             return
@@ -130,7 +130,7 @@ class DuckDBWarehouse(Warehouse):
                     c.execute(statement)
 
             self._in_transaction(conn, migrate)
-            self._check_schema(self._columns_from(conn.execute(self._TABLE_COLUMNS_SQL).fetchall()))
+            self._check_schema(self._columns_from(conn.execute(self._SCHEMA_SQL).fetchall()))
             return
         if not self._create:
             raise LabelDPInputError(f"warehouse {self.path}: the audit tables do not exist")
@@ -140,4 +140,4 @@ class DuckDBWarehouse(Warehouse):
                 c.execute(statement)
 
         self._in_transaction(conn, create)
-        self._check_schema(self._columns_from(conn.execute(self._TABLE_COLUMNS_SQL).fetchall()))
+        self._check_schema(self._columns_from(conn.execute(self._SCHEMA_SQL).fetchall()))

@@ -96,8 +96,8 @@ class PostgresWarehouse(Warehouse):
 
         return self._run(body)
 
-    def _columns(self, cursor) -> dict[str, list[str]]:
-        cursor.execute(self._TABLE_COLUMNS_SQL)
+    def _columns(self, cursor) -> dict[str, dict[str, bool]]:
+        cursor.execute(self._SCHEMA_SQL)
         return self._columns_from(cursor.fetchall())
 
     def _ensure_tables(self) -> None:
