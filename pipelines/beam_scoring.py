@@ -250,6 +250,7 @@ def _dofns():
     if _DOFNS is not None:
         return _DOFNS
     beam = _beam()
+    from pipelines.beam_coders import BatchCoder
 
     class ReadBatches(beam.DoFn):
         """A row group -> (batch id, validated Arrow table) per batch."""
@@ -300,6 +301,9 @@ def _dofns():
         def extract_output(self, accumulator):
             return accumulator
 
+        def get_accumulator_coder(self):
+            return BatchCoder()
+
     class MergePass1Fn(beam.CombineFn):
         """Merges the per-shard pass-1 accumulators into one."""
 
@@ -314,6 +318,9 @@ def _dofns():
 
         def extract_output(self, accumulator):
             return accumulator
+
+        def get_accumulator_coder(self):
+            return BatchCoder()
 
     class ExpectedHistogramFn(beam.CombineFn):
         """The game's expected |score| histogram (`auditing.controls.expected_histogram`), added over batches."""
@@ -482,6 +489,7 @@ def _scored_batches(pipeline, job: _Job):
     beam = _beam()
     from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 
+    from pipelines.beam_coders import BATCH, typed
     from pipelines.catboost_handler import CatBoostModelHandler
 
     request = job.request
@@ -491,43 +499,38 @@ def _scored_batches(pipeline, job: _Job):
         return KeyedModelHandler(base).with_no_batching()
 
     dofns = _dofns()
-    features = (
+    # Every per-batch PCollection is typed BATCH so that Beam's size sampling does not pickle it (beam_coders).
+    batches = typed(
         pipeline
         | "RowGroups" >> beam.Create(job.tasks)
         | "Spread" >> beam.Reshuffle()
-        | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size, job.selection))
-        | "Features" >> beam.Map(_prepare)
-    )
+        | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size, job.selection)), BATCH)
+    features = typed(batches | "Features" >> beam.Map(_prepare), BATCH)
     if job.target_is_oracle:
         from pipelines.rr_oracle_handler import RROracleModelHandler
 
         oracle = KeyedModelHandler(RROracleModelHandler(request.data_root, request.model, request.date))
-        targeted = (features
-                    | "OracleInput" >> beam.Map(_oracle_input)
-                    | "Target" >> RunInference(oracle.with_no_batching())
-                    | "AttachTarget" >> beam.Map(_attach_oracle))
+        oracle_input = typed(features | "OracleInput" >> beam.Map(_oracle_input), BATCH)
+        inferred = typed(oracle_input | "Target" >> RunInference(oracle.with_no_batching()), BATCH)
+        targeted = typed(inferred | "AttachTarget" >> beam.Map(_attach_oracle), BATCH)
     else:
-        targeted = (features
-                    | "Target" >> RunInference(handler(request.model, request.date))
-                    | "AttachTarget" >> beam.Map(_attach_target))
-    return (
-        targeted
-        | "Reference" >> RunInference(handler(*job.reference))
-        | "Scored" >> beam.Map(_to_scored)
-        | "Progress" >> beam.ParDo(dofns["PassProgress"]("scored", job.total_rows, job.show_worker_progress))
-    )
+        inferred = typed(features | "Target" >> RunInference(handler(request.model, request.date)), BATCH)
+        targeted = typed(inferred | "AttachTarget" >> beam.Map(_attach_target), BATCH)
+    referenced = typed(targeted | "Reference" >> RunInference(handler(*job.reference)), BATCH)
+    scored = typed(referenced | "Scored" >> beam.Map(_to_scored), BATCH)
+    return typed(scored | "Progress" >> beam.ParDo(dofns["PassProgress"]("scored", job.total_rows,
+                                                                          job.show_worker_progress)), BATCH)
 
 
 def _pass1(scored, job: _Job):
     beam = _beam()
     dofns = _dofns()
-    return (
-        scored
-        | "Shard" >> beam.Map(_shard, job.shards)
-        | "Pass1PerShard" >> beam.CombinePerKey(dofns["Pass1CombineFn"](job.spec))
-        | "DropShard" >> beam.Values()
-        | "Pass1Merge" >> beam.CombineGlobally(dofns["MergePass1Fn"]()).without_defaults()
-    )
+    from pipelines.beam_coders import BATCH, keyed, typed
+
+    sharded = typed(scored | "Shard" >> beam.Map(_shard, job.shards), keyed(int))
+    per_shard = typed(sharded | "Pass1PerShard" >> beam.CombinePerKey(dofns["Pass1CombineFn"](job.spec)), keyed(int))
+    values = typed(per_shard | "DropShard" >> beam.Values(), BATCH)
+    return typed(values | "Pass1Merge" >> beam.CombineGlobally(dofns["MergePass1Fn"]()).without_defaults(), BATCH)
 
 
 def _expected(scored, job: _Job) -> list:
@@ -606,22 +609,25 @@ def _input_error_in(exc: BaseException) -> LabelDPInputError | None:
 def _single_pipeline(job: _Job) -> None:
     beam = _beam()
     dofns = _dofns()
+    from pipelines.beam_coders import BATCH, keyed, typed
+
     with_pipeline = beam.Pipeline(options=_options(pipeline_args(job.beam_args, len(job.tasks))))
     scored = _scored_batches(with_pipeline, job)
     pass1 = _pass1(scored, job)
     side = beam.pvalue.AsSingleton(pass1)
+    chunks = typed(scored | "BoundaryRows" >> beam.ParDo(dofns["BoundaryRows"](job.spec), side), keyed(int))
     counts = (
-        scored
-        | "BoundaryRows" >> beam.ParDo(dofns["BoundaryRows"](job.spec), side)
+        chunks
         | "GroupBySlot" >> beam.GroupByKey()
         | "ExactCounts" >> beam.ParDo(dofns["ExactCounts"](job.spec), side)
     )
-    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), counts, _duplicates(scored),
+    outputs = [typed(pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), BATCH), counts, _duplicates(scored),
                *_expected(scored, job)]
     if job.scored_dir is not None:
         outputs.append(scored | "WriteScored" >> beam.ParDo(
             dofns["WriteTable"](str(job.scored_dir), _ScoredRows(job.spec))))
-    _ = (outputs | "AllOutputs" >> beam.Flatten() | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir))))
+    merged = typed(outputs | "AllOutputs" >> beam.Flatten(), BATCH)
+    _ = merged | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir)))
     _run(with_pipeline)
 
 
@@ -638,17 +644,20 @@ class _ScoredRows:
 def _two_stage_first(job: _Job) -> None:
     beam = _beam()
     dofns = _dofns()
+    from pipelines.beam_coders import BATCH, typed
+
     pipeline = beam.Pipeline(options=_options(pipeline_args(job.beam_args, len(job.tasks))))
     scored = _scored_batches(pipeline, job)
     pass1 = _pass1(scored, job)
     predictions = job.work_dir / "predictions"
     predictions.mkdir(parents=True, exist_ok=True)
-    outputs = [pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), _duplicates(scored), *_expected(scored, job),
+    outputs = [typed(pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), BATCH), _duplicates(scored), *_expected(scored, job),
                scored | "WritePredictions" >> beam.ParDo(dofns["WriteTable"](str(predictions), predictions_table))]
     if job.scored_dir is not None:
         outputs.append(scored | "WriteScored" >> beam.ParDo(
             dofns["WriteTable"](str(job.scored_dir), _ScoredRows(job.spec))))
-    _ = (outputs | "AllOutputs" >> beam.Flatten() | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir))))
+    merged = typed(outputs | "AllOutputs" >> beam.Flatten(), BATCH)
+    _ = merged | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir)))
     _run(pipeline)
 
 
@@ -659,12 +668,15 @@ def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
     if not files:
         return
     pipeline = beam.Pipeline(options=_options(pipeline_args(job.beam_args, len(files))))
+    from pipelines.beam_coders import BATCH, keyed, typed
+
+    scored = typed(pipeline
+                   | "ScoredFiles" >> beam.Create(files)
+                   | "Spread" >> beam.Reshuffle()
+                   | "ReadScored" >> beam.ParDo(dofns["ReadPredictions"]()), BATCH)
+    chunks = typed(scored | "BoundaryRows" >> beam.ParDo(dofns["BoundaryRows"](job.spec, plan)), keyed(int))
     _ = (
-        pipeline
-        | "ScoredFiles" >> beam.Create(files)
-        | "Spread" >> beam.Reshuffle()
-        | "ReadScored" >> beam.ParDo(dofns["ReadPredictions"]())
-        | "BoundaryRows" >> beam.ParDo(dofns["BoundaryRows"](job.spec, plan))
+        chunks
         | "GroupBySlot" >> beam.GroupByKey()
         | "ExactCounts" >> beam.ParDo(dofns["ExactCounts"](job.spec, plan))
         | "WriteResults" >> beam.ParDo(dofns["WriteResults"](str(job.work_dir)))
