@@ -83,7 +83,7 @@ class AuditPlan:
     seed: int = 0
     audit: AuditConfig = field(default_factory=lambda: AuditConfig(repetitions=20))
     beam_args: tuple[str, ...] = ()
-    batch_size: int = 65536
+    batch_size: int = 262_144  # pipelines.beam_scoring.DEFAULT_BATCH_SIZE
     catboost_iterations: int | None = None
     controls: ControlsPlan = field(default_factory=ControlsPlan)
 

@@ -64,8 +64,8 @@ def register(subparsers) -> None:
     add_audit_arguments(p)
     p.add_argument("--runner", default="fnapi",
                    help="Beam runner: fnapi (default), dask, or a Beam runner name / class path")
-    p.add_argument("--batch-size", type=int, default=65_536,
-                   help="rows per Arrow batch, the unit of inference and of the game (default 65536)")
+    p.add_argument("--batch-size", type=int, default=262_144,
+                   help="rows per Arrow batch, the unit of inference and of the game (default 262144)")
     p.add_argument("--catboost-threads", type=int, default=None,
                    help="CatBoost threads per predict call (default: all cores on an in-process runner, else 1; "
                         "set cores / worker processes on a cluster)")
