@@ -424,7 +424,8 @@ def main() -> int:
     if args.phase in ("all", "audit"):
         table.audit_all()
     text = table.table()
-    print(f"\nrows per day {args.rows}; R = {args.repetitions}; binomial, delta {PAPER_DELTA:g}, 95%, tau 0; "
+    print(f"\nrows per day {args.rows}; R = {args.repetitions}; 95% confidence, tau 0; bounds: f-DP (Gaussian "
+          f"family) at delta {PAPER_DELTA:g} (the paper's) and binomial at the mechanism's claimed delta; "
           f"total {time.monotonic() - started:.0f} s this run; load average {os.getloadavg()[0]:.2f}")
     print(text)
     if args.markdown:
