@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
+from webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
 
@@ -57,24 +55,13 @@ def data_root(tmp_path_factory):
     return root
 
 
-class Hook(BaseHTTPRequestHandler):
-    received: ClassVar[list] = []
-
-    def do_POST(self):
-        Hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+HOOK = WebhookReceiver()
 
 
 @pytest.fixture(scope="module")
 def webhook():
-    server = HTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/alerts"
-    server.shutdown()
+    yield HOOK.start()
+    HOOK.stop()
 
 
 def _stored(root, warehouse=None) -> dict:
@@ -99,7 +86,7 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     assert positive["control_floor"] < positive["epsilon_lower_bound"] <= 2.0
     assert negative["epsilon_lower_bound"] == 0.0 and negative["claimed_epsilon"] == 0.0
     assert all(r["untrusted_reason"] is None for r in rows)
-    assert not any(a["kind"] == "CONTROL_FAILED" for a in Hook.received)
+    assert not any(a["kind"] == "CONTROL_FAILED" for a in HOOK.received)
 
     stored = _stored(data_root)
     assert stored["control-positive"]["kind"] == "control" and stored["rr-eps1"]["kind"] == "target"
@@ -128,7 +115,7 @@ def test_failing_control_marks_the_night_untrusted(prefect_api, data_root, tmp_p
 
     warehouse = request.getfixturevalue("postgres_url") if backend == "postgres" else None
     plan = _plan(tmp_path_factory.mktemp("plans"), "weak", positive_epsilon=0.01)
-    before = len(Hook.received)
+    before = len(HOOK.received)
     state = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan, warehouse=warehouse,
                           webhook_url=webhook, return_state=True)
     assert state.is_failed()
@@ -144,7 +131,7 @@ def test_failing_control_marks_the_night_untrusted(prefect_api, data_root, tmp_p
     page = Path(next((data_root / "reports" / "rr-eps1" / f"date={D1}").glob("*.html"))).read_text()
     assert "UNTRUSTED: the audit itself is broken tonight." in page
     if backend == "duckdb":  # alerts are deduplicated per model, date and kind: the first night sends it
-        sent = [a for a in Hook.received[before:] if a["kind"] == "CONTROL_FAILED"]
+        sent = [a for a in HOOK.received[before:] if a["kind"] == "CONTROL_FAILED"]
         assert [a["model_id"] for a in sent] == ["control-positive"]
         assert "the audit itself is broken" in sent[0]["text"]
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
+from webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
 
@@ -55,26 +53,13 @@ def data_root(tmp_path_factory):
     return root
 
 
-class Hook(BaseHTTPRequestHandler):
-    received: ClassVar[list] = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        Hook.received.append(json.loads(body))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+HOOK = WebhookReceiver()
 
 
 @pytest.fixture(scope="module")
 def webhook():
-    server = HTTPServer(("127.0.0.1", 0), Hook)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/alerts"
-    server.shutdown()
+    yield HOOK.start()
+    HOOK.stop()
 
 
 def warehouse_rows(root):
@@ -97,17 +82,17 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     # The non-private model claiming eps = 0 is the planted violation; RR at eps 1 must not be flagged.
     assert by_model["leaky"]["status"] == "VIOLATION"
     assert by_model["rr-eps1"]["status"] != "VIOLATION"
-    assert any(a["kind"] == "VIOLATION" and a["model_id"] == "leaky" for a in Hook.received)
+    assert any(a["kind"] == "VIOLATION" and a["model_id"] == "leaky" for a in HOOK.received)
     # issue 8: the risk figures travel with each row and the alert carries the headline sentence
     leaky = by_model["leaky"]
     assert leaky["risk_headline"].startswith("The claimed eps=0 allows")
     assert leaky["risk_lb_posterior_ceiling_median"] > leaky["risk_posterior_ceiling_median"] > 0
-    assert any(leaky["risk_headline"] in a.get("text", "") for a in Hook.received if a["kind"] == "VIOLATION")
+    assert any(leaky["risk_headline"] in a.get("text", "") for a in HOOK.received if a["kind"] == "VIOLATION")
     # issue 9: the training rows were audited; breaking tau travels with the row and the alert; the diagnostic
     assert leaky["audit_rows"] == "training" and 0 < leaky["breaking_tau"] < 1
     assert leaky["detection_floor_rows"] >= 1 and leaky["shift_diagnostic"]["feature_shift_max_psi"] >= 0
     assert any(f"holds for any distribution shift up to tau = {leaky['breaking_tau']:.4g}" in a.get("text", "")
-               for a in Hook.received if a["kind"] == "VIOLATION")
+               for a in HOOK.received if a["kind"] == "VIOLATION")
     stored = warehouse_rows(data_root)
     assert len(stored) == 2
     # issue 9 (items 3/5): the game-aware floor (95% power) beside the perfect-attacker floor, in the JSON rows,
@@ -117,14 +102,14 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert leaky["exposed_rows_floor"] >= leaky["detection_floor_rows"] and leaky["exposed_rows_floor_power"] == 0.95
     assert {r["model_id"]: r["exposed_rows_floor"] for r in stored} == {r["model_id"]: r["exposed_rows_floor"]
                                                                          for r in rows}
-    assert any(a.get("exposed_rows_floor") == leaky["exposed_rows_floor"] for a in Hook.received
+    assert any(a.get("exposed_rows_floor") == leaky["exposed_rows_floor"] for a in HOOK.received
                if a["kind"] == "VIOLATION")
 
     again = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
     assert all(r["reused_scoring"] for r in again)
     assert [r["epsilon_lower_bound"] for r in again] == [r["epsilon_lower_bound"] for r in rows]
     assert len(warehouse_rows(data_root)) == 2  # exactly one row per key after a re-run
-    assert sum(a["kind"] == "VIOLATION" for a in Hook.received) == 1  # deduplicated per model and date
+    assert sum(a["kind"] == "VIOLATION" for a in HOOK.received) == 1  # deduplicated per model and date
 
 
 def test_guardrail_cli_exit_codes(prefect_api, data_root, plan_file, capsys):
@@ -149,13 +134,13 @@ def test_missing_partition_alerts_data_missing_not_violation(prefect_api, data_r
     from flows.nightly import nightly_audit
     from flows.steps import DataMissingError
 
-    before = len(Hook.received)
+    before = len(HOOK.received)
     state = nightly_audit(date="2026-12-31", data_root=str(data_root), plan_file=plan_file, webhook_url=webhook,
                           return_state=True)
     assert state.is_failed()
     with pytest.raises(DataMissingError, match="missing"):
         state.result()
-    kinds = {a["kind"] for a in Hook.received[before:]}
+    kinds = {a["kind"] for a in HOOK.received[before:]}
     assert kinds == {"DATA_MISSING"}
 
 
