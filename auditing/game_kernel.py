@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -54,7 +55,9 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _ONE = np.uint64(1)
-_TWO_POW_MINUS_53 = 1.0 / 9007199254740992.0
+_S63 = np.uint64(63)
+_TWO_POW_53 = 9007199254740992.0
+_TWO_POW_MINUS_53 = 1.0 / _TWO_POW_53
 
 
 def compiled_score(score) -> bool:
@@ -86,19 +89,33 @@ def _uniform(id_bits, key):
 
 
 @njit(cache=True, nogil=True)
+def _word(id_bits, key):
+    """The 53-bit integer m of the keyed uniform u = m * 2**-53 (`_uniform`)."""
+    return _mix64(_mix64(id_bits ^ key) + key) >> _S11
+
+
+@njit(cache=True, nogil=True)
+def _bit(id_bits, key):
+    """b = 1 iff u < 1/2, i.e. iff m < 2**52, i.e. iff the mixed word's top bit is 0 (no float conversion)."""
+    return np.int64(1) - np.int64(_mix64(_mix64(id_bits ^ key) + key) >> _S63)
+
+
+@njit(cache=True, nogil=True)
 def _released(i, id_bits, labels, threshold, cdf, binary, key_cf, key_bit):
     """(released label, b) of row i: y1 by inverse CDF on the counterfactual uniform, b = 1 iff u_bit < 1/2.
 
-    Branch-free where the outcome is a coin flip (a mispredicted branch per row costs more than the draws).
+    Binary models compare integers: u < p  <=>  m < ceil(p * 2**53) (`threshold_bits`), exactly, as m is an
+    integer and scaling by 2**53 is exact. Branch-free where the outcome is a coin flip (a mispredicted branch
+    per row costs more than the draws).
     """
-    u = _uniform(id_bits[i], key_cf)
     if binary:
-        y1 = np.int64(u < threshold[i])
+        y1 = np.int64(_word(id_bits[i], key_cf) < threshold[i])
     else:
+        u = _uniform(id_bits[i], key_cf)
         y1 = np.int64(0)
         for j in range(cdf.shape[1]):
             y1 += np.int64(cdf[i, j] <= u)
-    bit = np.int64(_uniform(id_bits[i], key_bit) < 0.5)
+    bit = _bit(id_bits[i], key_bit)
     label = labels[i]
     return label + bit * (y1 - label), bit
 
@@ -109,7 +126,8 @@ def _in_slot(i, half, selection):
     return half < 0 or selection[i] == (half == 0)
 
 
-@njit(cache=True, parallel=True)
+# nogil: the Beam job plays pass 1 on a background thread while its main thread prepares the next batch.
+@njit(cache=True, parallel=True, nogil=True)
 def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key_bit, slot_half, selection,
                        rows, correct):
     n = id_bits.size
@@ -120,8 +138,9 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, k
         if binary and half < 0:
             # The hot case, written out: binary model, every row (about twice as fast as the general loop).
             for i in range(n):
-                y1 = np.int64(_uniform(id_bits[i], kc) < threshold[i])
-                bit = np.int64(_uniform(id_bits[i], kb) < 0.5)
+                x = id_bits[i]
+                y1 = np.int64(_word(x, kc) < threshold[i])
+                bit = _bit(x, kb)
                 label = labels[i]
                 code = codes[i, label + bit * (y1 - label)]
                 b = code >> 1
@@ -188,8 +207,8 @@ def _play_kernel(id_bits, labels, threshold, cdf, binary, key_cf, key_bit, relea
 class GameTables:
     """Per-batch inputs of the kernels, computed once for all repetitions (O(n x k)).
 
-    codes[i, j] = bin(score(row i, released label j)) << 1 | (score > 0); threshold = p_reference[:, 1] for
-    binary models, cdf = the reference's row CDF for k classes (the unused one is empty).
+    codes[i, j] = bin(score(row i, released label j)) << 1 | (score > 0); threshold = `threshold_bits` of
+    p_reference[:, 1] for binary models, cdf = the reference's row CDF for k classes (the unused one is empty).
     """
 
     p_target: np.ndarray  # (n, k) float64
@@ -197,7 +216,7 @@ class GameTables:
     labels: np.ndarray  # (n,) int64
     row_ids: np.ndarray  # (n,) int64
     id_bits: np.ndarray  # row_ids viewed as uint64
-    threshold: np.ndarray
+    threshold: np.ndarray  # uint64 (threshold_bits)
     cdf: np.ndarray
     codes: np.ndarray  # (n, k) int32
     selection: np.ndarray  # (n,) bool: the split strategy's selection half (all False when unused)
@@ -226,6 +245,12 @@ class GameTables:
                                              self.power), dtype=np.float64)
 
 
+def threshold_bits(p: np.ndarray) -> np.ndarray:
+    """ceil(p * 2**53) as uint64: for the 53-bit integer m of a keyed uniform u = m * 2**-53, u < p exactly when
+    m < ceil(p * 2**53) (p in [0, 1]; the product is exact, m is an integer)."""
+    return np.ceil(np.asarray(p, dtype=np.float64) * _TWO_POW_53).astype(np.uint64)
+
+
 def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, *,
                 score: str, power: float, bins: BinSpec, selection: np.ndarray | None = None) -> GameTables:
     """Tables for already-validated arrays (see `auditing.game.as_class_probabilities`, `as_labels`, ...).
@@ -246,10 +271,10 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
     codes = (bin_index(scores, bins) << 1) | (scores > 0)
     del scores
     if k == 2:
-        threshold = np.ascontiguousarray(p_reference[:, 1])
+        threshold = threshold_bits(p_reference[:, 1])
         cdf = np.zeros((0, 2))
     else:
-        threshold = np.zeros(0)
+        threshold = np.zeros(0, np.uint64)
         cdf = np.cumsum(p_reference, axis=1)
         cdf[:, -1] = 1.0
     if selection is None:
@@ -292,19 +317,28 @@ def _args(tables: GameTables):
     return (tables.id_bits, tables.labels, tables.threshold, tables.cdf, tables.binary)
 
 
-def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correct: np.ndarray) -> None:
+def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correct: np.ndarray,
+                    threads: int | None = None) -> None:
     """Adds each slot's rows and correct guesses per |score| bin to rows[s] and correct[s] (in place).
 
     Equals, for every slot, `auditing.sweep_reduce.histogram(bin_index(game.scores), game.correct)` of
-    `play_repetition` on the slot's rows; parallel over slots.
+    `play_repetition` on the slot's rows; parallel over slots, on ``threads`` threads (default: numba's
+    setting; a background caller passes 1 to leave the other cores to its main thread). The counts do not
+    depend on the number of threads.
     """
     if tables.rows == 0 or keys.size == 0:
         return
     if rows.shape != correct.shape or rows.shape[0] != keys.size or rows.dtype != np.int64 \
             or correct.dtype != np.int64:
         raise ValueError(f"histograms must be int64 arrays of {keys.size} slots; got {rows.shape} {rows.dtype}")
-    _histograms_kernel(*_args(tables), tables.codes, keys.key_cf, keys.key_bit, keys.half, tables.selection,
-                       rows, correct)
+    previous = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
+    try:
+        _histograms_kernel(*_args(tables), tables.codes, keys.key_cf, keys.key_bit, keys.half, tables.selection,
+                           rows, correct)
+    finally:
+        numba.set_num_threads(previous)
 
 
 @dataclass(frozen=True)

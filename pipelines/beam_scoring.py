@@ -295,13 +295,18 @@ def _dofns():
 
         def add_input(self, accumulator, batch):
             _tune_allocator()
-            return accumulator.add_batch(batch, self._spec)
+            # The kernel plays in the background while this thread goes on with the next batch's reading,
+            # frame and Pool (single-threaded Python); every reader of the accumulator waits for it.
+            return accumulator.add_batch(batch, self._spec, background=True)
+
+        def compact(self, accumulator):
+            return accumulator.settle()
 
         def merge_accumulators(self, accumulators):
             return _merge_pass1(accumulators)
 
         def extract_output(self, accumulator):
-            return accumulator
+            return accumulator.settle()
 
         def get_accumulator_coder(self):
             return BatchCoder()
@@ -502,11 +507,11 @@ def _scored_batches(pipeline, job: _Job):
 
     dofns = _dofns()
     # Every per-batch PCollection is typed BATCH so that Beam's size sampling does not pickle it (beam_coders).
-    batches = typed(
-        pipeline
-        | "RowGroups" >> beam.Create(job.tasks)
-        | "Spread" >> beam.Reshuffle()
-        | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size, job.selection)), BATCH)
+    tasks = pipeline | "RowGroups" >> beam.Create(job.tasks)
+    if not _in_process(job.beam_args):  # spread the row groups over workers (one process has nothing to spread)
+        tasks = tasks | "Spread" >> beam.Reshuffle()
+    batches = typed(tasks | "ReadBatches" >> beam.ParDo(dofns["ReadBatches"](request.batch_size, job.selection)),
+                    BATCH)
     features = typed(batches | "Features" >> beam.Map(_prepare), BATCH)
     if job.target_is_oracle:
         from pipelines.rr_oracle_handler import RROracleModelHandler
@@ -529,6 +534,9 @@ def _pass1(scored, job: _Job):
     dofns = _dofns()
     from pipelines.beam_coders import BATCH, keyed, typed
 
+    if job.shards == 1:  # combiner lifting (FnApiRunner, Dataflow) already plays the batches where they are
+        return typed(scored | "Pass1" >> beam.CombineGlobally(dofns["Pass1CombineFn"](job.spec)).without_defaults(),
+                     BATCH)
     sharded = typed(scored | "Shard" >> beam.Map(_shard, job.shards), keyed(int))
     per_shard = typed(sharded | "Pass1PerShard" >> beam.CombinePerKey(dofns["Pass1CombineFn"](job.spec)), keyed(int))
     values = typed(per_shard | "DropShard" >> beam.Values(), BATCH)

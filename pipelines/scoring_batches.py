@@ -32,7 +32,9 @@ the same kernel, and only their real bins decide. Exactness never depends on the
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -265,8 +267,8 @@ def row_id_buckets(batch: ScoredBatch, buckets: int) -> Iterator[tuple[int, np.n
     so duplicates across the whole partition are found one bucket at a time (`duplicate_row_ids`)."""
     if batch.rows == 0:
         return
-    bucket = (mix64(batch.row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int64)
-    order = np.argsort(bucket, kind="stable")
+    bucket = (mix64(batch.row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int16 if buckets <= 1 << 15 else np.int64)
+    order = np.argsort(bucket, kind="stable")  # a radix sort on 16-bit keys
     edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
     for b in range(buckets):
         if edges[b + 1] > edges[b]:
@@ -354,11 +356,38 @@ def empty_issues() -> dict:
     return dict.fromkeys(ISSUE_KEYS, 0)
 
 
+# Pass-1 kernels run here when an accumulator plays in the background (`Pass1Accumulator.add_batch`): one thread
+# per process, so kernels of several accumulators run one after another, never over each other.
+_GAME_THREAD = None
+_GAME_THREAD_LOCK = threading.Lock()
+# The background kernel plays a batch in chunks of this many rows, so that what is left when the accumulator is
+# read can be played at once on every core (`Pass1Accumulator.settle`).
+BACKGROUND_CHUNK_ROWS = 65_536
+# Chunks whose kernel may be pending per accumulator: bounds the memory held for them (each keeps its batch).
+MAX_PENDING_CHUNKS = 12
+# Threads of a background kernel: one core, the main thread keeps the other(s).
+BACKGROUND_THREADS = 1
+
+
+def _game_thread() -> ThreadPoolExecutor:
+    global _GAME_THREAD
+    with _GAME_THREAD_LOCK:
+        if _GAME_THREAD is None:
+            _GAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="labeldp-pass1")
+        return _GAME_THREAD
+
+
 @dataclass
 class Pass1Accumulator:
     """Per-slot histograms (rows, correct guesses per |score| bin) and the issue counters; merges by addition.
 
     The arrays are allocated on first use, so empty accumulators (Beam creates many) cost nothing.
+
+    ``add_batch(..., background=True)`` returns as soon as the batch's tables are built and runs the game kernel
+    on a background thread (the kernel releases the GIL), so that the single-threaded Python work of the next
+    batch (reading, frame conversion, CatBoost Pool construction) overlaps it. Every reader of the histograms
+    (`settle`, `merge`, `save`, pickling) first waits for the pending kernels and re-raises their errors; the
+    histograms are integer sums, so the result does not depend on when or in which order the kernels ran.
     """
 
     rows: np.ndarray | None = None  # (slots, bins) int64
@@ -369,6 +398,7 @@ class Pass1Accumulator:
     # fixed buckets (claim-free; integer counts, so any batching or merge order gives the same histogram).
     priors: np.ndarray | None = None
     prior_kind: str = "class1"
+    _pending: list = field(default_factory=list, repr=False, compare=False)
 
     def _add_priors(self, batch: ScoredBatch) -> None:
         histogram = PriorHistogram.from_reference(batch.p_reference)
@@ -387,7 +417,7 @@ class Pass1Accumulator:
             self.rows = np.zeros(shape, dtype=np.int64)
             self.correct = np.zeros(shape, dtype=np.int64)
 
-    def add_batch(self, batch: ScoredBatch, spec: GameSpec) -> Pass1Accumulator:
+    def add_batch(self, batch: ScoredBatch, spec: GameSpec, background: bool = False) -> Pass1Accumulator:
         for key, value in batch.issues.items():
             self.issues[key] = self.issues.get(key, 0) + int(value)
         self.batches += 1
@@ -396,11 +426,37 @@ class Pass1Accumulator:
         self._add_priors(batch)
         self._allocate(spec)
         # Every slot at once, compiled (auditing.game_kernel): the same histograms as bin_index + bincount of
-        # play_repetition's scores and correct guesses per slot, without per-repetition arrays.
-        slot_histograms(spec.tables(batch), spec.keys, self.rows, self.correct)
+        # play_repetition's scores and correct guesses per slot, without per-repetition arrays. The tables are
+        # built here, so that bad input raises at its batch, whichever thread plays it.
+        tables = spec.tables(batch)
+        if not background:
+            slot_histograms(tables, spec.keys, self.rows, self.correct)
+            return self
+        for start in range(0, tables.rows, BACKGROUND_CHUNK_ROWS):
+            while len(self._pending) >= MAX_PENDING_CHUNKS:
+                self._pending.pop(0)[0].result()
+            chunk = tables.slice(start, min(start + BACKGROUND_CHUNK_ROWS, tables.rows))
+            future = _game_thread().submit(slot_histograms, chunk, spec.keys, self.rows, self.correct,
+                                           BACKGROUND_THREADS)
+            self._pending.append((future, chunk, spec.keys))
+        return self
+
+    def settle(self) -> Pass1Accumulator:
+        """Waits for this accumulator's kernels (re-raising their errors). Chunks the background thread has not
+        started are taken back and played here on every core, after the started ones finished (two kernels
+        never add into the same histograms at once)."""
+        pending, self._pending = self._pending, []
+        taken_back = [item for item in reversed(pending) if item[0].cancel()]
+        for future, _, _ in pending:
+            if not future.cancelled():
+                future.result()
+        for _, chunk, keys in reversed(taken_back):
+            slot_histograms(chunk, keys, self.rows, self.correct)
         return self
 
     def merge(self, other: Pass1Accumulator) -> Pass1Accumulator:
+        self.settle()
+        other.settle()
         for key, value in other.issues.items():
             self.issues[key] = self.issues.get(key, 0) + int(value)
         self.batches += other.batches
@@ -415,7 +471,14 @@ class Pass1Accumulator:
                 self.correct += other.correct
         return self
 
+    def __getstate__(self) -> dict:
+        self.settle()
+        state = dict(self.__dict__)
+        state["_pending"] = []
+        return state
+
     def save(self, path) -> None:
+        self.settle()
         arrays = {"batches": np.array(self.batches),
                   "issue_keys": np.array(list(self.issues)), "issue_values": np.array(list(self.issues.values()))}
         if self.rows is not None:
@@ -476,10 +539,11 @@ def make_plan(accumulator: Pass1Accumulator, spec: GameSpec) -> SweepPlan:
                            f"scored {issues.get('rows_scored')} (batches lost or counted twice)")
     num_bins = spec.bins.num_bins
     grids, bounds = [], []
+    full_grid = config.grid_for(m)  # every whole-repetition slot has the same m, hence the same grid
     for index, slot in enumerate(spec.slots):
         rows_in_slot = int(totals[index])
         if slot.half is None:
-            grid = config.grid_for(m)
+            grid = full_grid
         else:
             if rows_in_slot == 0:
                 raise LabelDPInputError("the split strategy needs at least 2 rows (one half is empty)")

@@ -311,3 +311,52 @@ def test_beam_options_file(tmp_path, monkeypatch):
     path.write_text("project=x\n")
     with pytest.raises(LabelDPInputError, match="line 1: expected an option"):
         read_options_file(str(path))
+
+
+@pytest.mark.parametrize("chunk_rows, max_pending", [(65_536, 12), (1000, 3), (777, 1)])
+def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, max_pending):
+    """Pass 1's kernel on the background thread (as the Beam job plays it) gives the same accumulator as in
+    line, whatever the chunking, merge order and chunks taken back by `settle`; pickling (how Beam moves
+    accumulators) waits for the pending kernels."""
+    import pickle
+
+    from pipelines import scoring_batches
+    from pipelines.scoring_batches import GameSpec, Pass1Accumulator, ScoredBatch
+
+    monkeypatch.setattr(scoring_batches, "BACKGROUND_CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(scoring_batches, "MAX_PENDING_CHUNKS", max_pending)
+
+    rng = np.random.default_rng(3)
+    spec = GameSpec(AuditConfig(repetitions=7, audit_rows="all", seed=3))
+    batches = []
+    for index in range(5):
+        n = 4000 + 500 * index
+        p_t, p_r = rng.uniform(0.01, 0.99, n), rng.uniform(0.01, 0.99, n)
+        batches.append(ScoredBatch(f"b{index}", np.arange(n, dtype=np.int64) * 7 + 100_000 * index,
+                                   rng.integers(0, 2, n), np.column_stack([1 - p_t, p_t]),
+                                   np.column_stack([1 - p_r, p_r]), {"rows_read": n, "rows_scored": n}))
+    inline = Pass1Accumulator()
+    for batch in batches:
+        inline.add_batch(batch, spec)
+    first, second = Pass1Accumulator(), Pass1Accumulator()
+    for index, batch in enumerate(batches):
+        (first if index % 2 else second).add_batch(batch, spec, background=True)
+    moved = pickle.loads(pickle.dumps(first))
+    assert moved._pending == []
+    merged = Pass1Accumulator().merge(second).merge(moved)
+    assert np.array_equal(merged.rows, inline.rows) and np.array_equal(merged.correct, inline.correct)
+    assert merged.issues == inline.issues and np.array_equal(merged.priors, inline.priors)
+    assert int(merged.rows.sum()) == 7 * sum(batch.rows for batch in batches)
+
+
+def test_pass1_background_errors_surface_when_the_accumulator_is_read():
+    from pipelines.scoring_batches import GameSpec, Pass1Accumulator, ScoredBatch
+
+    spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all"))
+    p = np.full(10, 0.5)
+    batch = ScoredBatch("b", np.arange(10, dtype=np.int64), np.zeros(10, np.int64), np.column_stack([p, p]),
+                        np.column_stack([p, p]), {})
+    broken = Pass1Accumulator(rows=np.zeros((1, 5), np.int64), correct=np.zeros((1, 5), np.int64))
+    broken.add_batch(batch, spec, background=True)  # returns before the kernel runs
+    with pytest.raises(ValueError, match="histograms must be int64 arrays of 3 slots"):
+        broken.settle()

@@ -42,6 +42,36 @@ def test_compiled_uniforms_are_keyed_uniform_bit_for_bit():
         assert np.array_equal(got, keyed_uniform(seed, repetition, stream, ids))
 
 
+def test_integer_draw_comparisons_equal_the_float_ones_at_the_edges():
+    """The binary kernels compare the 53-bit word m with ceil(p * 2**53) and take b from the word's top bit;
+    that must equal u < p and u < 1/2 for u = m * 2**-53, including p exactly on a uniform's value, one ulp
+    either side of it, 0, 1 and subnormal p."""
+    rng = np.random.default_rng(5)
+    m = np.concatenate([rng.integers(0, 2**53, 5000), [0, 1, 2**52 - 1, 2**52, 2**52 + 1, 2**53 - 1]]).astype(np.uint64)
+    u = m.astype(np.float64) * 2.0**-53
+    for p in [u, np.nextafter(u, 2.0), np.nextafter(u, -1.0), np.zeros_like(u), np.ones_like(u),
+              np.full_like(u, 5e-324), rng.random(u.size)]:
+        p = np.clip(p, 0.0, 1.0)
+        assert np.array_equal(m < game_kernel.threshold_bits(p), u < p)
+    words = (m << np.uint64(11)) | rng.integers(0, 2**11, m.size).astype(np.uint64)  # any low 11 bits
+    assert np.array_equal((words >> np.uint64(63)) == 0, u < 0.5)
+
+
+def test_histograms_do_not_depend_on_threads():
+    target, reference, labels, ids = _world(2, 5000, 11)
+    tables = game_kernel.game_tables(target, reference, labels, ids, score="paper", power=2.0, bins=BinSpec())
+    keys = game_kernel.slot_keys(11, [(r, None) for r in range(9)])
+    results = []
+    for threads in (None, 1, 2):
+        rows = np.zeros((9, BinSpec().num_bins), np.int64)
+        hits = np.zeros_like(rows)
+        game_kernel.slot_histograms(tables, keys, rows, hits, threads=threads)
+        results.append((rows, hits))
+    assert rows.sum() == 9 * 5000
+    for rows, hits in results[1:]:
+        assert np.array_equal(rows, results[0][0]) and np.array_equal(hits, results[0][1])
+
+
 @pytest.mark.parametrize("k", [2, 3, 5])
 @pytest.mark.parametrize("score", ["paper", "log-ratio"])
 def test_histograms_and_rows_equal_play_repetition(k, score):
