@@ -3,11 +3,18 @@ reduced to the exact per-repetition sweep counts of the in-process audit (`audit
 
 Pipeline (every element is an Arrow batch or a small per-slot object, never a row):
 
-    row groups --read--> Arrow batches --RunInference(target)--> --RunInference(reference)--> scored batches
+    row groups [--Reshuffle, on multi-worker runners] --read--> Arrow batches
+    Arrow batches --RunInference(target)--> --RunInference(reference)--> scored batches
     scored batches --CombinePerKey/CombineGlobally(pass 1: play_repetition, |score|-bin histograms)--> pass1
     scored batches --ParDo(pass 2, pass1 as side input: replay rows near cut bins)--> boundary rows
     boundary rows --GroupByKey(slot)--> ParDo(exact counts) --> per-slot counts
     pass1 + per-slot counts --Flatten--> ParDo(write result files)
+
+Pass 1's compiled kernel releases the GIL and runs on a background thread (one core, `Pass1Accumulator`), so on
+a single-process runner it overlaps the single-threaded Python work of the next batch (Parquet reading, the
+CatBoost frame and Pool); the CombineFn reads its accumulator only after the kernels finished (``compact``,
+``extract_output``, merges and pickling wait for them), and the histograms are integer sums, so the result is
+the same whenever the kernels run.
 
 The reduction is exact (`auditing.sweep_reduce`): pass 1 histograms |score| in order-preserving bins, the
 plan derived from them says which bins each grid point cuts, and pass 2 brings back only those bins' rows,

@@ -11,9 +11,11 @@ move batches between workers without changing a count):
    probabilities the model cannot have produced (NaN, outside [0, 1], not summing to 1) are counted in
    `ScoredBatch.issues` and left out of the game, never dropped silently.
 3. `Pass1Accumulator.add_batch`: plays every repetition with the compiled game (`auditing.game_kernel`,
-   bit-identical to `auditing.game.play_repetition`) and adds the batch to per-slot histograms of |score| bins (`auditing.sweep_reduce`). A slot is one sweep to count: a
-   repetition over all rows, or, for the ``split`` strategy, one half of repetition 0
-   (`auditing.audit._split_halves`). Accumulators merge by addition.
+   bit-identical to `auditing.game.play_repetition`) and adds the batch to per-slot histograms of |score| bins
+   (`auditing.sweep_reduce`). A slot is one sweep to count: a repetition over all rows, or, for the ``split``
+   strategy, one half of repetition 0 (`auditing.audit._split_halves`). Accumulators merge by addition. The
+   Beam job plays it on a background thread (``background=True``) so that it overlaps the next batch's
+   single-threaded reading, frame conversion and CatBoost Pool construction.
 4. `make_plan`: from the merged histograms, the grid of each slot and the bins its grid points cut.
 Row ids must be unique in the day (they key the randomness; the in-process audit refuses duplicates): the job
 checks it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_row_ids`).
