@@ -372,11 +372,13 @@ BACKGROUND_THREADS = 1
 
 
 def _game_thread() -> ThreadPoolExecutor:
+    """The process's pass-1 thread. A forked child does not inherit the parent's thread (its executor would take
+    work and never run it), so the executor is made again in a new process."""
     global _GAME_THREAD
     with _GAME_THREAD_LOCK:
-        if _GAME_THREAD is None:
-            _GAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="labeldp-pass1")
-        return _GAME_THREAD
+        if _GAME_THREAD is None or _GAME_THREAD[0] != os.getpid():
+            _GAME_THREAD = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="labeldp-pass1"))
+        return _GAME_THREAD[1]
 
 
 @dataclass

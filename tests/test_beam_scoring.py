@@ -360,3 +360,4 @@ def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     broken.add_batch(batch, spec, background=True)  # returns before the kernel runs
     with pytest.raises(ValueError, match="histograms must be int64 arrays of 3 slots"):
         broken.settle()
+
