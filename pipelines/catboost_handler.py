@@ -39,6 +39,36 @@ from pipelines import schema
 MISSING_CATEGORY = ""  # pipelines.training.MISSING_CATEGORY: a missing categorical value is the empty string
 
 
+def _batch_categories(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, categories) of a categorical column: the categories are the values present in these rows (held as
+    Python strings), "" for missing; codes index them. Dictionary-encoded columns (as Parquet gives them) are
+    recoded through their indices without decoding a string per row: a row group's dictionary holds every
+    value of the row group, so only the used entries are kept."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    elif column.num_chunks > 1:
+        column = column.unify_dictionaries()
+    chunks = column.chunks
+    dictionary = chunks[0].dictionary if chunks else pa.array([], pa.string())
+    indices = (np.concatenate([chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+                               for chunk in chunks]) if chunks else np.zeros(0, np.int64))
+    size = len(dictionary)
+    used = np.zeros(size + 1, dtype=bool)
+    used[indices] = True  # a null (-1) marks the extra last slot
+    keep = np.flatnonzero(used[:size])
+    recode = np.full(size + 1, -1, dtype=np.int64)
+    recode[keep] = np.arange(keep.size)
+    categories = np.asarray(dictionary.take(pa.array(keep)).to_numpy(zero_copy_only=False), dtype=object)
+    if used[size]:
+        hit = np.flatnonzero(categories == MISSING_CATEGORY)
+        if hit.size:
+            recode[size] = hit[0]
+        else:
+            recode[size] = categories.size
+            categories = np.append(categories, MISSING_CATEGORY)
+    return recode[indices].astype(np.int32), categories
+
+
 def catboost_frame(table: pa.Table) -> pd.DataFrame:
     """The CatBoost input for partition rows: ``I1..I13`` as float64 (NaN = missing), then ``C1..C26`` as
     pandas categoricals of the hex strings ("" = missing) whose categories are the batch's own values held as
@@ -47,22 +77,8 @@ def catboost_frame(table: pa.Table) -> pd.DataFrame:
     for name in schema.NUMERIC_COLUMNS:
         columns[name] = pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False)
     for name in schema.CATEGORICAL_COLUMNS:
-        values = table.column(name).combine_chunks()
-        if pa.types.is_dictionary(values.type):
-            values = values.dictionary_decode()
-        encoded = pc.dictionary_encode(values)  # only the values present in this batch
-        categories = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-        codes = encoded.indices
-        if encoded.null_count:
-            hit = np.flatnonzero(categories == MISSING_CATEGORY)
-            if hit.size:
-                missing = int(hit[0])
-            else:
-                missing = categories.size
-                categories = np.append(categories, MISSING_CATEGORY)
-            codes = pc.fill_null(codes, missing)
-        columns[name] = pd.Categorical.from_codes(codes.to_numpy(zero_copy_only=False).astype(np.int32),
-                                                  categories=pd.Index(categories, dtype=object))
+        codes, categories = _batch_categories(table.column(name))
+        columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
     return pd.DataFrame(columns)
 
 

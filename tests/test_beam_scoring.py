@@ -361,3 +361,24 @@ def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     with pytest.raises(ValueError, match="histograms must be int64 arrays of 3 slots"):
         broken.settle()
 
+
+
+def test_catboost_frame_recodes_chunks_with_different_dictionaries(world):
+    """Two chunks whose dictionaries differ (as two files' row groups do), plain string columns and nulls: the
+    frame holds exactly the rows' strings ("" for missing), with only the values present as categories."""
+    table = world["table"].slice(0, 3000)
+    first, second = table.slice(0, 1200), table.slice(1200)
+    recoded = {name: second.column(name).combine_chunks().dictionary_decode().dictionary_encode()
+               for name in schema.CATEGORICAL_COLUMNS}  # only the second chunk's values, in another order
+    second = pa.table({name: recoded.get(name, second.column(name)) for name in second.column_names})
+    mixed = pa.concat_tables([first, second.cast(first.schema)])
+    plain = table.cast(pa.schema([pa.field(f.name, pa.string()) if f.name in schema.CATEGORICAL_COLUMNS else f
+                                  for f in table.schema]))
+    assert mixed.column("C1").num_chunks == 2 and mixed.column("C19").null_count > 0
+    assert mixed.column("C1").chunk(0).dictionary != mixed.column("C1").chunk(1).dictionary
+    for case in (mixed, plain):
+        frame = catboost_frame(case)
+        for name in schema.CATEGORICAL_COLUMNS:
+            strings = case.column(name).cast(pa.string()).fill_null("").to_pylist()
+            assert frame[name].astype(object).tolist() == strings, name
+            assert set(frame[name].cat.categories) == set(strings), name
