@@ -82,22 +82,27 @@ def _mix64(z):
 
 
 @njit(cache=True, nogil=True)
-def _uniform(id_bits, key):
-    """`auditing.keyed_random.keyed_uniform` for one row: top 53 bits of two chained mixes, times 2**-53."""
-    bits = _mix64(_mix64(id_bits ^ key) + key)
-    return np.float64(bits >> _S11) * _TWO_POW_MINUS_53
+def _mixed(id_bits, key):
+    """The keyed 64-bit word of a row: two chained SplitMix64 mixes (`auditing.keyed_random.keyed_uniform`)."""
+    return _mix64(_mix64(id_bits ^ key) + key)
 
 
 @njit(cache=True, nogil=True)
 def _word(id_bits, key):
-    """The 53-bit integer m of the keyed uniform u = m * 2**-53 (`_uniform`)."""
-    return _mix64(_mix64(id_bits ^ key) + key) >> _S11
+    """The 53-bit integer m of the keyed uniform u = m * 2**-53: the word's top 53 bits."""
+    return _mixed(id_bits, key) >> _S11
+
+
+@njit(cache=True, nogil=True)
+def _uniform(id_bits, key):
+    """`auditing.keyed_random.keyed_uniform` for one row: m * 2**-53."""
+    return np.float64(_word(id_bits, key)) * _TWO_POW_MINUS_53
 
 
 @njit(cache=True, nogil=True)
 def _bit(id_bits, key):
     """b = 1 iff u < 1/2, i.e. iff m < 2**52, i.e. iff the mixed word's top bit is 0 (no float conversion)."""
-    return np.int64(1) - np.int64(_mix64(_mix64(id_bits ^ key) + key) >> _S63)
+    return np.int64(1) - np.int64(_mixed(id_bits, key) >> _S63)
 
 
 @njit(cache=True, nogil=True)
