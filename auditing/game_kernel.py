@@ -336,12 +336,14 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
     if rows.shape != correct.shape or rows.shape[0] != keys.size or rows.dtype != np.int64 \
             or correct.dtype != np.int64:
         raise ValueError(f"histograms must be int64 arrays of {keys.size} slots; got {rows.shape} {rows.dtype}")
+    arguments = (*_args(tables), tables.codes, keys.key_cf, keys.key_bit, keys.half, tables.selection, rows, correct)
+    if threads is None:
+        _histograms_kernel(*arguments)
+        return
     previous = numba.get_num_threads()
-    if threads is not None:
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
+    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
     try:
-        _histograms_kernel(*_args(tables), tables.codes, keys.key_cf, keys.key_bit, keys.half, tables.selection,
-                           rows, correct)
+        _histograms_kernel(*arguments)
     finally:
         numba.set_num_threads(previous)
 

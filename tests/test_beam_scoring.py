@@ -341,6 +341,7 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     first, second = Pass1Accumulator(), Pass1Accumulator()
     for index, batch in enumerate(batches):
         (first if index % 2 else second).add_batch(batch, spec, background=True)
+    assert first._pending and second._pending  # the kernels were handed to the background thread
     moved = pickle.loads(pickle.dumps(first))
     assert moved._pending == []
     merged = Pass1Accumulator().merge(second).merge(moved)
