@@ -20,10 +20,16 @@ import numpy as np
 from auditing.bounds import best_bound, check_method, resolve_delta
 from auditing.controls import expected_correct_record
 from auditing.errors import LabelDPInputError
-from auditing.game import as_class_probabilities, as_labels, as_row_ids, play_repetition
+from auditing.game import (
+    as_class_probabilities,
+    as_labels,
+    as_reference_probabilities,
+    as_row_ids,
+    play_repetition,
+)
 from auditing.game_kernel import boundary_rows, compiled_score, game_tables, slot_histograms, slot_keys
 from auditing.keyed_random import STREAM_SPLIT, keyed_uniform
-from auditing.params import check_confidence, check_delta, check_tau
+from auditing.params import check_confidence, check_delta, check_kappa
 from auditing.risk import PriorHistogram
 from auditing.score_histogram import coarsen, score_histogram
 from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
@@ -38,6 +44,15 @@ ProgressCallback = Callable[[int, int], None]
 # Which rows of the day the game is played on (issue 9): the rows whose labels entered training (default), or
 # every row. The core audits whatever rows it is given; pipelines/audit_rows.py selects them.
 AUDIT_ROWS = ("training", "all")
+# How the reference M' is corrected on the day's held-out rows before the game (pipelines/recalibration.py):
+# `boost` (a few regularized boosting rounds from M''s logits, able to learn feature-dependent drift) or
+# `none` (the paper's raw M'). The core plays the game on whatever reference it is given; the label is part of
+# the configuration (and its hash) because it changes the numbers.
+REFERENCE_CALIBRATIONS = ("boost", "none")
+# The config hash's payload version: 1 is the layout written before kappa and reference_calibration existed;
+# a configuration whose numbers are the same as a version-1 one (binomial, delta 0, kappa 0, raw reference)
+# keeps its version-1 hash so existing warehouse rows and sweeps stay keyed.
+CONFIG_HASH_VERSION = 2
 
 PAPER_STATISTIC_LABEL = (
     "paper's statistic: per repetition, max over the sweep of uncorrected bounds (optimistic, not a valid "
@@ -53,7 +68,7 @@ class AuditConfig:
     strategy: str = "bonferroni"
     confidence: float = 0.95
     delta: float | None = None  # None: the method's default (0 for binomial, 1e-5 for fdp)
-    tau: float = 0.0
+    kappa: float = 0.0  # bound on |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md)
     repetitions: int = 100
     seed: int = 0
     score: str = "paper"
@@ -62,19 +77,24 @@ class AuditConfig:
     grid_points: int = 100
     grid_min_fraction: float = 1e-4
     audit_rows: str = "training"  # AUDIT_ROWS; part of the config hash
+    reference_calibration: str = "none"  # REFERENCE_CALIBRATIONS; plans default to "boost" (flows/plan.py)
 
     def __post_init__(self):
         check_method(self.method)
         check_strategy(self.strategy)
         check_confidence(self.confidence)
         object.__setattr__(self, "delta", check_delta(resolve_delta(self.method, self.delta)))
-        check_tau(self.tau)
-        if not self.tau < 1.0:
-            raise LabelDPInputError(f"tau must be in [0, 1) (at tau >= 1 every bound is 0); got {self.tau!r}")
+        object.__setattr__(self, "kappa", check_kappa(self.kappa))
         if self.audit_rows not in AUDIT_ROWS:
             raise LabelDPInputError(f"audit_rows must be one of {list(AUDIT_ROWS)}; got {self.audit_rows!r}")
-        if self.method == "fdp" and self.delta == 0.0:
-            raise LabelDPInputError("delta must be > 0 for method fdp (Gaussian trade-offs certify no finite pure eps)")
+        if self.reference_calibration not in REFERENCE_CALIBRATIONS:
+            raise LabelDPInputError(f"reference_calibration must be one of {list(REFERENCE_CALIBRATIONS)}; "
+                                    f"got {self.reference_calibration!r}")
+        if self.audit_rows == "all" and self.reference_calibration != "none":
+            raise LabelDPInputError(
+                "audit_rows 'all' cannot be combined with reference_calibration "
+                f"{self.reference_calibration!r}: the calibration uses the day's held-out rows, which would then "
+                "be audited too; use audit_rows 'training' or reference_calibration 'none'")
         if int(self.repetitions) != self.repetitions or self.repetitions < 1:
             raise LabelDPInputError(f"repetitions must be a whole number >= 1; got {self.repetitions!r}")
         if int(self.seed) != self.seed or self.seed < 0:
@@ -87,9 +107,23 @@ class AuditConfig:
             raise LabelDPInputError(f"grid must be one of {list(GRID_KINDS)}; got {self.grid!r}")
 
     def config_hash(self) -> str:
-        """Stable 16-hex digest of the configuration (keys results by audit config)."""
-        payload = json.dumps(asdict(self), sort_keys=True, default=str)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        """Stable 16-hex digest of the configuration (keys results by audit config), versioned: see
+        CONFIG_HASH_VERSION."""
+        payload = asdict(self)
+        if self.same_numbers_as_version1():
+            payload.pop("kappa")
+            payload.pop("reference_calibration")
+            payload["tau"] = 0.0  # version 1's field; 0 there gives the numbers kappa = 0 gives here
+        else:
+            payload["hash_version"] = CONFIG_HASH_VERSION
+        text = json.dumps(payload, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def same_numbers_as_version1(self) -> bool:
+        """True when results under this configuration equal those written before kappa existed (then the
+        binomial bound with delta 0 at tau 0, on the raw reference)."""
+        return (self.method == "binomial" and self.delta == 0.0 and self.kappa == 0.0
+                and self.reference_calibration == "none")
 
     def grid_for(self, m: int) -> np.ndarray:
         return guess_grid(m, kind=self.grid, points=self.grid_points, min_fraction=self.grid_min_fraction)
@@ -106,7 +140,7 @@ class AuditResult:
     confidence: float
     point_confidence: float
     delta: float
-    tau: float
+    kappa: float
     m: int
     repetitions: int
     seed: int
@@ -127,7 +161,7 @@ class AuditResult:
     config_hash: str = ""
     # issue 9 (trust-a): which rows were audited ("all" for results written before the option existed), and
     # for the split strategy both halves' repetition-0 counts {"selection"|"bound": {m, guesses, correct}}, so
-    # that claim-dependent figures (auditing.robustness) can redo the selection at another tau.
+    # that claim-dependent figures (auditing.robustness) can redo the selection at another kappa.
     audit_rows: str = "all"
     split_halves: dict = field(default_factory=dict)
     # issue 9 (trust-b): repetition 0's |score| histogram with correct guesses (auditing.score_histogram, the
@@ -139,9 +173,20 @@ class AuditResult:
     # (auditing.risk.PriorHistogram.to_dict(); empty for results written before it), the priors of the risk
     # figures that auditing.risk.risk_assessment computes for a claimed and the demonstrated epsilon.
     prior_histogram: dict = field(default_factory=dict)
+    # The reference correction this result's reference went through (REFERENCE_CALIBRATIONS; "none" for
+    # results written before it existed) and, for the f-DP method, the Gaussian reading at the selected point:
+    # the largest mu rejected ("not mu-GDP"), a statement about mu only, never an epsilon that decides.
+    reference_calibration: str = "none"
+    gdp_mu_lower_bound: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+_SPLIT_TOO_SMALL = (
+    "the split strategy needs audited rows in both halves, and the keyed split of these {n} row(s) left one "
+    "half empty; split halves the evidence and is meant for thousands of rows: use --strategy bonferroni for "
+    "a small table")
 
 
 def _split_halves(row_ids: np.ndarray, seed: int) -> np.ndarray:
@@ -170,7 +215,7 @@ def run_audit(
     n = target.shape[0]
     if n == 0:
         raise LabelDPInputError("p_target: no rows to audit")
-    reference = as_class_probabilities(p_reference, "p_reference", n=n, n_from="p_target")
+    reference = as_reference_probabilities(p_reference, "p_reference", n=n, n_from="p_target")
     if reference.shape[1] != target.shape[1]:
         raise LabelDPInputError(
             f"p_reference has {reference.shape[1]} classes but p_target has {target.shape[1]}"
@@ -252,7 +297,7 @@ def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progr
         for half in (0, 1):
             m_half = int(rows[config.repetitions + half].sum())
             if m_half == 0:
-                raise LabelDPInputError("the split strategy needs at least 2 rows (one half is empty)")
+                raise LabelDPInputError(_SPLIT_TOO_SMALL.format(n=ids.size))
             grids.append(_half_grid(config, m_half))
     bounds = [boundary_bins(rows[s], hits[s], grids[s]) for s in range(keys.size)]
     cut = np.stack([cut_bin_mask(b, spec.num_bins) for b in bounds])
@@ -272,7 +317,7 @@ def _split_counts(scores, correct, ids, config: AuditConfig) -> tuple[SweepCount
     for mask in (in_selection, ~in_selection):
         m_half = int(mask.sum())
         if m_half == 0:
-            raise LabelDPInputError("the split strategy needs at least 2 rows (one half is empty)")
+            raise LabelDPInputError(_SPLIT_TOO_SMALL.format(n=ids.size))
         grid = _half_grid(config, m_half)
         c = _counts(scores[mask], correct[mask], ids[mask], grid)
         halves.append(SweepCounts(m=m_half, guesses=grid[None, :], correct=c[None, :]))
@@ -295,7 +340,7 @@ def audit_from_counts(
     """Bounds, selection and the repetition summary from sweep counts (no row-level data needed).
     score_histogram / expected_correct: claim-free records carried into the result as they are (see the
     AuditResult fields)."""
-    kw = dict(method=config.method, delta=config.delta, tau=config.tau)
+    kw = dict(method=config.method, delta=config.delta, kappa=config.kappa)
     if config.strategy == "split":
         if split_counts is None:
             raise LabelDPInputError("strategy split needs the two halves' counts of repetition 0")
@@ -320,7 +365,7 @@ def audit_from_counts(
     return AuditResult(
         epsilon_lower_bound=selection.epsilon_lower_bound, optimistic=not selection.valid,
         method=config.method, strategy=config.strategy, confidence=config.confidence,
-        point_confidence=selection.point_confidence, delta=float(config.delta), tau=config.tau, m=counts.m,
+        point_confidence=selection.point_confidence, delta=float(config.delta), kappa=config.kappa, m=counts.m,
         repetitions=counts.repetitions, seed=config.seed, score=config.score, score_power=config.score_power,
         grid=config.grid, grid_size=int(counts.guesses.shape[1]), selected_guesses=selection.selected_guesses,
         selected_correct=selection.selected_correct, selected_m=selection.m,
@@ -330,8 +375,19 @@ def audit_from_counts(
         per_repetition=[float(v) for v in per_rep], curve=curve, config_hash=config.config_hash(),
         audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if config.strategy == "split" else {},
         score_histogram=dict(score_histogram or {}), expected_correct=dict(expected_correct or {}),
-        prior_histogram=dict(prior_histogram or {}),
+        prior_histogram=dict(prior_histogram or {}), reference_calibration=config.reference_calibration,
+        gdp_mu_lower_bound=_gaussian_reading(config, selection),
     )
+
+
+def _gaussian_reading(config: AuditConfig, selection: Selection) -> float | None:
+    """The f-DP method's Gaussian reading at the selected point (AuditResult.gdp_mu_lower_bound)."""
+    if config.method != "fdp" or config.kappa != 0.0:
+        return None
+    from auditing.fdp_bounds import fdp_mu_lower_bound
+
+    return float(fdp_mu_lower_bound(selection.selected_correct, selection.selected_guesses, selection.m,
+                                    confidence=selection.point_confidence))
 
 
 def _halves_record(split_counts: tuple[SweepCounts, SweepCounts]) -> dict:

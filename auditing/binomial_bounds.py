@@ -1,16 +1,25 @@
-"""Binomial epsilon lower bounds for the observational game (paper Appendix 10, Theorems 16 and 17).
+"""Binomial epsilon lower bounds for the observational game (paper Appendix 10, Theorems 16 and 17, as
+re-derived in docs/soundness.md).
 
-If the mechanism is (eps, delta)-SIM-DP and TV(D|x, D'|x) <= tau, the number C of correct guesses among
-the attacker's c' non-abstaining guesses satisfies (Thm. 16; Thm. 17 is the case delta = 0)
+Hypothesis: the model is (eps, delta)-label-DP in the replacement sense, and the reference's label law D' is
+within a likelihood ratio e^kappa of the true one D on every audited row: |log D'(y|x) - log D(y|x)| <= kappa.
+Then each row's two views in the game (b = 0: trained on the shown label; b = 1: the shown label is the
+counterfactual) are (eps + kappa, e^kappa delta)-indistinguishable (docs/soundness.md, Lemma 1), and the
+number C of correct guesses among the attacker's c' non-abstaining guesses satisfies (Steinke, Nasr and
+Jagielski 2023, Thm. 3.1, applied to those views; Thm. 17 of the paper is the case delta = 0)
 
-    Pr[C >= c] <= Pr[Binomial(c', beta) >= c] + alpha * m * delta,
-    beta = e^eps / (e^eps + q),  q = (1 - tau) / (1 + tau),
+    Pr[C >= c] <= Pr[Binomial(c', beta) >= c] + 2 m e^kappa delta alpha,
+    beta = e^eps / (e^eps + e^-kappa) = sigmoid(eps + kappa),
     alpha = max_{1 <= j <= c} (Pr[B >= c - j] - Pr[B >= c]) / j,  B ~ Binomial(c', beta).
 
+The paper's Thm. 16 writes m delta alpha (no factor 2) and states it without proof; the factor 2 of the
+one-run theorem is kept here (conservative). The paper's TV parameter tau is not used: a total-variation bound
+allows any likelihood ratio on a rare label (docs/soundness.md, counterexample), so it cannot give beta.
+
 The sum runs over the c' guesses: an abstention is never a correct guess, so only guessed examples can add
-to C (the stochastic-dominance step of the proof of Thm. 17, following Steinke et al. 2024). The claim
-"M is (eps, delta)-DP" is rejected at confidence 1 - gamma when the right-hand side is <= gamma; the lower
-bound is the supremum of the rejected eps, and 0 when even eps = 0 is not rejected.
+to C. The claim "M is (eps, delta)-DP" is rejected at confidence 1 - gamma when the right-hand side is
+<= gamma; the lower bound is the supremum of the rejected eps, and 0 when even eps = 0 is not rejected. With
+delta = 0 the bound at kappa is exactly max(0, bound at 0 - kappa).
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from auditing.params import check_confidence, check_counts, check_delta, check_tau
+from auditing.params import check_confidence, check_counts, check_delta, check_kappa
 
 # Windows for alpha are searched within this many standard deviations of the binomial mean; outside it every
 # pmf value is below e^-72 of the mode's, which cannot change the maximum (see `_alpha`).
@@ -29,33 +38,23 @@ _ALPHA_WINDOW_SD = 12.0
 _EPS_SEARCH_MAX = 100.0
 
 
-def log_q(tau: float) -> float:
-    """log((1 - tau) / (1 + tau)); -inf for tau >= 1 (the attacker could tell D from D' a priori)."""
-    if tau >= 1.0:
-        return -math.inf
-    return math.log1p(-tau) - math.log1p(tau)
+def beta_from_epsilon(epsilon: float, kappa: float) -> float:
+    """beta = e^eps / (e^eps + e^-kappa) = sigmoid(eps + kappa), computed without overflow."""
+    return float(special.expit(epsilon + kappa))
 
 
-def beta_from_epsilon(epsilon: float, tau: float) -> float:
-    """beta = e^eps / (e^eps + q) = sigmoid(eps - log q), computed without overflow."""
-    return float(special.expit(epsilon - log_q(tau)))
-
-
-def pure_epsilon_lower_bounds(correct, guesses, *, confidence: float = 0.95, tau: float = 0.0) -> np.ndarray:
+def pure_epsilon_lower_bounds(correct, guesses, *, confidence: float = 0.95, kappa: float = 0.0) -> np.ndarray:
     """Theorem 17 (delta = 0), vectorized over count pairs; arguments must already be validated.
 
     The rejected set is {eps : beta(eps) < beta*} where beta* solves Pr[Binomial(c', beta*) >= c] = gamma,
     i.e. the Clopper-Pearson lower limit beta* = I^-1_gamma(c, c' - c + 1). Inverting beta(eps) gives
-    eps_lb = logit(beta*) + log q. Both beta* and 1 - beta* come from their own incomplete-beta inverse, so
+    eps_lb = logit(beta*) - kappa. Both beta* and 1 - beta* come from their own incomplete-beta inverse, so
     the logit stays accurate when beta* is within 1e-16 of 1 (large c = c').
     """
     c = np.asarray(correct, dtype=np.float64)
     g = np.asarray(guesses, dtype=np.float64)
     gamma = 1.0 - confidence
-    lq = log_q(tau)
     out = np.zeros(np.broadcast(c, g).shape, dtype=np.float64)
-    if not math.isfinite(lq):
-        return out
     c, g = np.broadcast_arrays(c, g)
     ok = c > 0
     if not ok.any():
@@ -63,7 +62,7 @@ def pure_epsilon_lower_bounds(correct, guesses, *, confidence: float = 0.95, tau
     cc, gg = c[ok], g[ok]
     log_beta = np.log(special.betaincinv(cc, gg - cc + 1.0, gamma))
     log_one_minus = np.log(special.betaincinv(gg - cc + 1.0, cc, 1.0 - gamma))
-    out[ok] = np.maximum(0.0, log_beta - log_one_minus + lq)
+    out[ok] = np.maximum(0.0, log_beta - log_one_minus - kappa)
     return out
 
 
@@ -94,28 +93,30 @@ def _alpha(correct: int, guesses: int, beta: float) -> float:
     return float(averages.max()) + 1e-12
 
 
-def _theorem16_excess(correct: int, guesses: int, m: int, epsilon: float, delta: float, gamma: float, tau: float):
-    """Right-hand side of Thm. 16 minus gamma: <= 0 means eps is rejected."""
-    beta = beta_from_epsilon(epsilon, tau)
+def _theorem16_excess(correct: int, guesses: int, m: int, epsilon: float, delta: float, gamma: float,
+                      kappa: float):
+    """Right-hand side of the delta > 0 bound (module docstring) minus gamma: <= 0 means eps is rejected."""
+    beta = beta_from_epsilon(epsilon, kappa)
     tail = special.bdtrc(correct - 1.0, guesses, beta)
-    return tail + _alpha(correct, guesses, beta) * m * delta - gamma
+    return tail + _alpha(correct, guesses, beta) * 2.0 * m * math.exp(kappa) * delta - gamma
 
 
 def binomial_rejects(
-    correct: int, guesses: int, m: int, epsilon: float, *, delta: float = 0.0, confidence: float = 0.95, tau: float = 0.0
+    correct: int, guesses: int, m: int, epsilon: float, *, delta: float = 0.0, confidence: float = 0.95,
+    kappa: float = 0.0,
 ) -> bool:
-    """Does the binomial test (Thm. 16/17) reject "M is (epsilon, delta)-SIM-DP" at this confidence?"""
+    """Does the binomial test reject "M is (epsilon, delta)-label-DP" at this confidence and kappa?"""
     c, g, m = check_counts(correct, guesses, m)
-    confidence, delta, tau = check_confidence(confidence), check_delta(delta), check_tau(tau)
-    if c == 0 or tau >= 1.0:
+    confidence, delta, kappa = check_confidence(confidence), check_delta(delta), check_kappa(kappa)
+    if c == 0:
         return False
-    return _theorem16_excess(c, g, m, float(epsilon), delta, 1.0 - confidence, tau) <= 0.0
+    return _theorem16_excess(c, g, m, float(epsilon), delta, 1.0 - confidence, kappa) <= 0.0
 
 
 def binomial_epsilon_lower_bound(
-    correct: int, guesses: int, m: int, *, delta: float = 0.0, confidence: float = 0.95, tau: float = 0.0
+    correct: int, guesses: int, m: int, *, delta: float = 0.0, confidence: float = 0.95, kappa: float = 0.0
 ) -> float:
-    """The largest eps rejected by Thm. 17 (delta = 0, closed form) or Thm. 16 (delta > 0, root-finding).
+    """The largest eps rejected at kappa: closed form for delta = 0 (Thm. 17), root-finding for delta > 0.
 
     For delta > 0 the pure bound is an upper end of the search (the extra alpha*m*delta term only makes
     rejection harder), the root is bracketed and solved to 1e-7, and the value returned is one confirmed to
@@ -123,16 +124,16 @@ def binomial_epsilon_lower_bound(
     With no evidence (c = 0, or even eps = 0 not rejected) the bound is 0.
     """
     c, g, m = check_counts(correct, guesses, m)
-    confidence, delta, tau = check_confidence(confidence), check_delta(delta), check_tau(tau)
-    if c == 0 or tau >= 1.0:
+    confidence, delta, kappa = check_confidence(confidence), check_delta(delta), check_kappa(kappa)
+    if c == 0:
         return 0.0
-    pure = float(pure_epsilon_lower_bounds(c, g, confidence=confidence, tau=tau))
+    pure = float(pure_epsilon_lower_bounds(c, g, confidence=confidence, kappa=kappa))
     if delta == 0.0 or pure == 0.0:
         return pure
     gamma = 1.0 - confidence
 
     def excess(eps: float) -> float:
-        return _theorem16_excess(c, g, m, eps, delta, gamma, tau)
+        return _theorem16_excess(c, g, m, eps, delta, gamma, kappa)
 
     if excess(0.0) > 0.0:
         return 0.0

@@ -1,9 +1,14 @@
 """One entry point for epsilon lower bounds, whatever the method, plus the best bound over a sweep.
 
 Methods:
-  - `binomial`: Theorems 17 (delta = 0) and 16 (delta > 0) of the paper, `auditing.binomial_bounds`.
-  - `fdp`: Algorithm 3 over the Gaussian trade-off family with tau (Theorem 10), converted to
-    (eps, delta) by the exact Gaussian-DP conversion, `auditing.fdp_bounds`. Needs delta > 0.
+  - `binomial`: Theorems 17 (delta = 0) and 16 (delta > 0) of the paper as re-derived in docs/soundness.md,
+    `auditing.binomial_bounds`.
+  - `fdp`: Algorithm 3 of the paper on the (eps, delta) trade-off curve f_{eps,delta} itself
+    (docs/fdp-curve.md), `auditing.fdp_bounds`; valid for every mechanism, delta = 0 allowed.
+
+kappa >= 0 is the reference's robustness parameter (|log D'(y|x) - log D(y|x)| <= kappa on audited rows): both
+methods test the claim (eps, delta) through views that are (eps + kappa, e^kappa delta)-indistinguishable
+(docs/soundness.md, Lemma 1).
 
 Default delta: 0 for `binomial` (pure eps, Thm. 17; the paper's randomized-response validation uses it) and
 1e-5 for `fdp` (the paper's Tables 1-2).
@@ -34,47 +39,47 @@ def resolve_delta(method: str, delta: float | None) -> float:
 
 def epsilon_lower_bound(
     correct: int, guesses: int, m: int, *, method: str = "binomial", delta: float | None = None,
-    confidence: float = 0.95, tau: float = 0.0,
+    confidence: float = 0.95, kappa: float = 0.0,
 ) -> float:
     """A lower bound on epsilon valid with the given confidence for ONE pre-chosen (c, c') pair."""
     delta = resolve_delta(method, delta)
     if method == "binomial":
-        return binomial_epsilon_lower_bound(correct, guesses, m, delta=delta, confidence=confidence, tau=tau)
+        return binomial_epsilon_lower_bound(correct, guesses, m, delta=delta, confidence=confidence, kappa=kappa)
     from auditing.fdp_bounds import fdp_epsilon_lower_bound
 
-    return fdp_epsilon_lower_bound(correct, guesses, m, delta=delta, confidence=confidence, tau=tau)
+    return fdp_epsilon_lower_bound(correct, guesses, m, delta=delta, confidence=confidence, kappa=kappa)
 
 
 def rejects(
     correct: int, guesses: int, m: int, epsilon: float, *, method: str, delta: float | None = None,
-    confidence: float = 0.95, tau: float = 0.0,
+    confidence: float = 0.95, kappa: float = 0.0,
 ) -> bool:
     """Does the method's test reject "M is (epsilon, delta)-DP"? (Rejection is monotone in epsilon.)"""
     delta = resolve_delta(method, delta)
     if method == "binomial":
-        return binomial_rejects(correct, guesses, m, epsilon, delta=delta, confidence=confidence, tau=tau)
+        return binomial_rejects(correct, guesses, m, epsilon, delta=delta, confidence=confidence, kappa=kappa)
     from auditing.fdp_bounds import fdp_rejects
 
-    return fdp_rejects(correct, guesses, m, epsilon, delta=delta, confidence=confidence, tau=tau)
+    return fdp_rejects(correct, guesses, m, epsilon, delta=delta, confidence=confidence, kappa=kappa)
 
 
 def pointwise_bounds(
-    correct, guesses, m: int, *, method: str, delta: float | None = None, confidence: float = 0.95, tau: float = 0.0
+    correct, guesses, m: int, *, method: str, delta: float | None = None, confidence: float = 0.95, kappa: float = 0.0
 ) -> np.ndarray:
     """The bound at every point of a sweep, each at the same per-point confidence (for curves and plots)."""
     correct = np.asarray(correct, dtype=np.int64)
     guesses = np.asarray(guesses, dtype=np.int64)
     delta = resolve_delta(method, delta)
     if method == "binomial" and delta == 0.0:
-        return pure_epsilon_lower_bounds(correct, guesses, confidence=confidence, tau=tau)
+        return pure_epsilon_lower_bounds(correct, guesses, confidence=confidence, kappa=kappa)
     return np.array([
-        epsilon_lower_bound(int(c), int(g), m, method=method, delta=delta, confidence=confidence, tau=tau)
+        epsilon_lower_bound(int(c), int(g), m, method=method, delta=delta, confidence=confidence, kappa=kappa)
         for c, g in zip(correct, guesses, strict=True)
     ])
 
 
 def best_bound(
-    correct, guesses, m: int, *, method: str, delta: float | None = None, confidence: float = 0.95, tau: float = 0.0
+    correct, guesses, m: int, *, method: str, delta: float | None = None, confidence: float = 0.95, kappa: float = 0.0
 ) -> tuple[float, int]:
     """max over the sweep of the pointwise bound, and the index attaining it (the smallest such index).
 
@@ -91,8 +96,8 @@ def best_bound(
     if correct.size == 0:
         raise LabelDPInputError("the sweep is empty: no guess counts to bound")
     delta = resolve_delta(method, delta)
-    kwargs = dict(method=method, delta=delta, confidence=confidence, tau=tau)
-    upper = pure_epsilon_lower_bounds(correct, guesses, confidence=confidence, tau=tau)
+    kwargs = dict(method=method, delta=delta, confidence=confidence, kappa=kappa)
+    upper = pure_epsilon_lower_bounds(correct, guesses, confidence=confidence, kappa=kappa)
     if method == "binomial" and delta == 0.0:
         index = int(np.argmax(upper))
         return float(upper[index]), index

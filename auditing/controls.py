@@ -7,15 +7,22 @@
   Its output is a post-processing of RR(y), and P[RR(y) = z | y] / P[RR(y) = z | y'] <= e^eps_c for all
   y, y', z, so it is eps_c-label-DP exactly (paper Sec. 2, Def. of label DP; Warner's RR, Sec. 6.1 of the
   paper uses RR to validate the audit the same way). Its valid bound must therefore never exceed eps_c (the
-  audit's validity, Thm. 16/17 at the plan's tau), and must exceed a pre-registered floor
+  audit's validity at the plan's kappa, docs/soundness.md), and must exceed a pre-registered floor
   (`positive_control_floor`): the bound the audit reaches with probability >= FLOOR_POWER (99.9%) given the game.
 - **Negative control**: a target identical to the reference M' (it never saw day D's labels). Its scores are
   all 0, the attacker's guesses are fair coins, and its valid bound must be 0 (it is positive with
-  probability at most 1 - confidence, by the same validity).
+  probability at most 1 - confidence, by the same validity). It tests the plumbing; it cannot notice a
+  reference that is wrong for day D (its scores are 0 whatever the reference).
+- **Label-blind control**: a model trained like the targets but only on day D's held-out rows that did not
+  recalibrate the reference (pipelines/controls.py). It never saw an audited label, so its true eps on the
+  audited rows is 0, yet it knows day D's rates. If the reference fits day D within the plan's kappa, its valid
+  bound is positive with probability at most 1 - confidence (about 5% of correct nights flag by chance); a
+  positive bound says the reference does not fit day D, and the night's verdicts are untrusted. The smallest
+  kappa that brings its bound to 0 (`auditing.robustness.breaking_kappa` against a claim of 0) is the night's
+  measured reference misfit.
 
-A failing control means the audit itself is broken (a bug, or the reference violating the paper's
-distribution-shift assumption at the plan's tau); the flow alerts CONTROL_FAILED and marks the night's other
-verdicts untrusted.
+A failing control means the audit cannot be trusted tonight (a bug, or a reference that does not fit day D
+within the plan's kappa); the flow alerts CONTROL_FAILED and marks the night's other verdicts untrusted.
 """
 
 from __future__ import annotations
@@ -32,8 +39,10 @@ from auditing.errors import LabelDPInputError
 from auditing.keyed_random import STREAM_CONTROL, keyed_uniform
 from auditing.sweep_reduce import BinSpec, bin_index
 
-POSITIVE, NEGATIVE = "positive", "negative"
-CONTROL_KINDS = (POSITIVE, NEGATIVE)
+POSITIVE, NEGATIVE, LABEL_BLIND = "positive", "negative", "label-blind"
+CONTROL_KINDS = (POSITIVE, NEGATIVE, LABEL_BLIND)
+# The reason a flagged label-blind control gives the night's verdicts (the untrusted machinery carries it).
+REFERENCE_MISFIT_REASON = "the reference does not fit day {date}"
 TARGET, CONTROL = "target", "control"  # the warehouse column `kind`
 # The power the positive control's floor is pre-registered at: a working audit reaches the floor with at least
 # this probability, so it raises a false CONTROL_FAILED about once in 1 / (1 - FLOOR_POWER) nights.
@@ -164,7 +173,7 @@ def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
     record = result.get("expected_correct") or {}
     if not record or not record.get("guesses"):
         return {"floor": 0.0, "guesses": None, "expected_rate": None, "correct_quantile": None, "power": power}
-    kw = dict(method=result["method"], delta=result["delta"], tau=result["tau"])
+    kw = dict(method=result["method"], delta=result["delta"], kappa=float(result.get("kappa") or 0.0))
     grid = np.asarray(record["guesses"], dtype=np.float64)
     expected = np.asarray(record["correct"], dtype=np.float64)
     if result["strategy"] == "split":
@@ -190,13 +199,14 @@ def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
 class ControlCheck:
     """A control's outcome: passed, and in words why (for the warehouse, the report and the alert)."""
 
-    control: str  # positive | negative
+    control: str  # positive | negative | label-blind
     passed: bool
     epsilon_lower_bound: float
     floor: float | None  # positive: the pre-registered floor
-    ceiling: float  # positive: eps_c; negative: 0
+    ceiling: float  # positive: eps_c; negative and label-blind: 0
     message: str
     floor_detail: dict | None = None
+    misfit_kappa: float | None = None  # label-blind: the smallest kappa that brings its bound to 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -209,13 +219,27 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
     control cannot show that the audit detects anything, which fails it too; except under the ``split``
     strategy, where the floor is conditional on the c' the selection half chose (a small c' can leave no
     power at that point by chance), so there a floor of 0 asks only for a positive bound.
-    negative: passes iff eps_lb == 0.
+    negative: passes iff eps_lb == 0. label-blind: passes iff eps_lb == 0 at the result's kappa (about 5% of
+    correct nights fail by chance at 95% confidence); its misfit_kappa is reported either way.
     """
     if control not in CONTROL_KINDS:
         raise LabelDPInputError(f"control must be one of {list(CONTROL_KINDS)}; got {control!r}")
     eps_lb = float(result["epsilon_lower_bound"])
+    kappa = float(result.get("kappa") or 0.0)
     label = (f"{result['confidence']:.0%} confidence, {result['strategy']}, {result['method']}, "
-             f"delta={result['delta']:g}, tau={result['tau']:g}")
+             f"delta={result['delta']:g}, kappa={kappa:g}")
+    if control == LABEL_BLIND:
+        from auditing.robustness import breaking_kappa
+
+        misfit = breaking_kappa(result, 0.0)
+        passed = eps_lb == 0.0
+        message = (f"label-blind control (trained only on held-out rows, true eps 0 on the audited rows): valid "
+                   f"eps_lb {eps_lb:.4f} "
+                   + ("= 0: the reference fits the day within kappa" if passed else
+                      "> 0: the reference does not fit the day within kappa (a correct night shows this about "
+                      f"{1 - float(result['confidence']):.0%} of the time by chance)")
+                   + f"; measured reference misfit: kappa {misfit:.3g} brings it to 0 ({label})")
+        return ControlCheck(LABEL_BLIND, passed, eps_lb, None, 0.0, message, None, misfit)
     if control == NEGATIVE:
         passed = eps_lb == 0.0
         message = (f"negative control (a copy of the reference): valid eps_lb {eps_lb:.4f} "

@@ -9,11 +9,11 @@ condition but 16-64x below the exposure the audit needs.
 
 `game_detection_floor` is the game-aware figure: the smallest number N of audited rows whose label a target
 reveals totally (probability 1 on y0, the reference's output elsewhere) such that this audit, with its own
-score function, grid, confidence, method, delta and tau, reports a VIOLATION of the claim with probability at
+score function, grid, confidence, method, delta and kappa, reports a VIOLATION of the claim with probability at
 least `power`. Computed without any row data from what the result carries:
 
 - the day's reference probabilities over the audited rows (``prior_histogram``, `auditing.risk`), with
-  labels y0 ~ M'(x) (the paper's assumption at tau = 0): each exposed row's game outcomes (b, y1) have known
+  labels y0 ~ M'(x) (the reference exact, kappa = 0): each exposed row's game outcomes (b, y1) have known
   probabilities and scores (`auditing.controls.expected_histogram` on a target = one-hot(y0));
 - every other row scores 0 (target = reference) and is a fair coin for the attacker;
 - the expected correct guesses E_c' at each grid point (the attacker takes the largest |score| first), and the
@@ -136,7 +136,7 @@ def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float =
     exposed_rows, exposed_hits, m = _exposed_row_histogram(result.get("prior_histogram") or {}, score, spec)
     if m != int(result["m"]):
         raise LabelDPInputError(f"prior_histogram holds {m} rows but the audit has m = {result['m']}")
-    kw = dict(method=result["method"], delta=float(result["delta"]), tau=float(result["tau"]))
+    kw = dict(method=result["method"], delta=float(result["delta"]), kappa=float(result.get("kappa") or 0.0))
 
     grid = np.asarray([int(p["guesses"]) for p in result["curve"]], dtype=np.int64)
     confidence = float(result["point_confidence"])

@@ -61,6 +61,27 @@ def as_class_probabilities(values, name: str, n: int | None = None, n_from: str 
     return arr
 
 
+def certain_rows(p: np.ndarray) -> np.ndarray:
+    """Rows of an (n, k) probability array that put probability exactly 0 (hence 1 elsewhere) on some class."""
+    return (p <= 0.0).any(axis=1) | (p >= 1.0).any(axis=1)
+
+
+def as_reference_probabilities(values, name: str, n: int | None = None, n_from: str = "the labels") -> np.ndarray:
+    """`as_class_probabilities` for the reference M', which must also give every class a probability strictly
+    between 0 and 1: a reference that is certain of a row's label has an infinite likelihood ratio against a
+    true label law that is not (|log D'(y|x) - log D(y|x)| = inf), so no kappa covers it and the counterfactual
+    label of that row always equals the certain class (docs/soundness.md)."""
+    arr = as_class_probabilities(values, name, n=n, n_from=n_from)
+    certain = int(certain_rows(arr).sum())
+    if certain:
+        raise LabelDPInputError(
+            f"{name}: {certain} row(s) give a class probability of exactly 0 or 1; a reference must not be certain "
+            "of any label (an infinite likelihood ratio, which no kappa covers). Clip the reference to "
+            "[p, 1 - p] before auditing, with --kappa at least the largest |log| ratio that clipping can hide, "
+            "or drop those rows")
+    return arr
+
+
 def as_labels(values, num_classes: int, name: str = "labels") -> np.ndarray:
     """Validates training labels as integers in [0, num_classes)."""
     arr = np.asarray(values)

@@ -1,7 +1,7 @@
 """The release guardrail's verdict (DESIGN.md, statistical contract).
 
   - VIOLATION: the VALID lower bound exceeds the claimed epsilon: the claim is disproved at the audit's
-    confidence (under the paper's assumptions, e.g. the stated tau).
+    confidence (under the audit's assumptions: the model is label-DP and the reference is within kappa of the day).
   - INCONCLUSIVE: even a perfect attacker (every guess right) could not have produced a valid bound above
     the claimed epsilon with this many examples and this selection strategy, so the audit had no power to
     disprove the claim.

@@ -25,12 +25,34 @@ def check_delta(delta: float, name: str = "delta") -> float:
     return delta
 
 
-def check_tau(tau: float, name: str = "tau") -> float:
-    """tau bounds TV(D|x, D'|x) (paper Thm. 6/10); values >= 1 are accepted and make every bound 0."""
-    tau = float(tau)
-    if not (tau >= 0.0) or math.isnan(tau):
-        raise LabelDPInputError(f"{name} must be >= 0 (a total-variation bound, at most 1 is meaningful); got {tau!r}")
-    return tau
+def check_kappa(kappa: float, name: str = "kappa") -> float:
+    """kappa bounds |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md): a finite number >= 0."""
+    try:
+        kappa = float(kappa)
+    except (TypeError, ValueError):
+        raise LabelDPInputError(f"{name} must be a number >= 0; got {kappa!r}") from None
+    if not (0.0 <= kappa < math.inf):
+        raise LabelDPInputError(
+            f"{name} must be a finite number >= 0 (a bound on the reference's log-likelihood ratio, e.g. 0.7 "
+            f"for 'no row's click odds are off by more than a factor 2'); got {kappa!r}")
+    return kappa
+
+
+def legacy_tau_warning(value, where: str) -> str:
+    """The old total-variation parameter `tau`: 0 is accepted and ignored (the returned warning says so), any
+    other value is refused, because a TV bound gives no likelihood ratio on rare labels (docs/soundness.md)."""
+    try:
+        tau = float(value)
+    except (TypeError, ValueError):
+        tau = math.nan
+    if tau == 0.0:
+        return (f"{where}: tau is no longer used and is ignored (it was a total-variation bound; the robustness "
+                "parameter is now kappa, a bound on the reference's log-likelihood ratio, default 0)")
+    raise LabelDPInputError(
+        f"{where}: tau = {value!r} is refused: tau was a total-variation bound on the reference, and a TV bound "
+        "allows any likelihood ratio on a rare label (a 1% reference for a true 2% click rate has TV 0.01 but "
+        "ratio 2), so it cannot protect a verdict. Use kappa instead: a bound on |log D'(y|x) - log D(y|x)|, "
+        "e.g. kappa = 0.7 when no row's click odds are off by more than a factor 2 (docs/soundness.md)")
 
 
 def check_counts(correct: int, guesses: int, m: int) -> tuple[int, int, int]:

@@ -1,4 +1,4 @@
-"""How much to trust a verdict: tau-robustness (`breaking_tau`) and the detection floor (issue 9).
+"""How much to trust a verdict: kappa-robustness (`breaking_kappa`) and the detection floor.
 
 Both are claim-dependent: they are computed from an audit result (`AuditResult` or its ``to_dict()``) and a
 claimed epsilon, where the verdict is computed, never inside the scoring job, so one stored scoring result can
@@ -6,27 +6,24 @@ be judged against any claim. They use only what the result carries: repetition 0
 both halves' counts in ``split_halves`` for the split strategy), m, the method, delta, the confidence and the
 per-point confidence. No row-level data.
 
-breaking_tau (paper Thm. 10, 16, 17; the tau assumption TV(D|x, D'|x) <= tau)
-    The largest tau in [0, 1) at which the VALID bound (same counts, same selection strategy, same confidence;
-    for ``split`` the grid index is chosen again on the selection half at each tau, as `select_split` does)
-    still exceeds the claimed eps; 0 when it does not at tau = 0. The verdict itself stays computed at the
-    plan's tau; this says for how large a distribution shift between day D and the reference's day the same
-    counts would still disprove the claim.
+breaking_kappa (docs/soundness.md; kappa bounds |log D'(y|x) - log D(y|x)| on every audited row)
+    The largest kappa >= 0 at which the VALID bound (same counts, same selection strategy, same confidence;
+    for ``split`` the grid index is chosen again on the selection half at each kappa, as `select_split` does)
+    still exceeds the claimed eps; 0 when it does not at kappa = 0. The verdict itself stays computed at the
+    plan's kappa; this says by how much (a factor e^breaking_kappa in the click odds of some row) the reference
+    could misjudge day D before the same counts stop disproving the claim.
 
-    Monotone decision. For one (c, c') point:
-    - binomial (Thm. 16/17): tau enters only through beta = e^eps / (e^eps + q), q = (1 - tau) / (1 + tau), so
-      the rejection of eps at tau depends on eps - log q(tau) alone and the bound is
-      bound(tau) = max(0, bound(0) + log q(tau)): strictly decreasing in tau while positive;
-    - fdp (Thm. 10, Alg. 3 on g(s) = f(min(1, s + tau))): a larger tau makes g pointwise smaller (f is
-      non-increasing), a weaker constraint in every step of the recursion, so a mu rejected at tau is
-      rejected at every smaller tau and the bound is non-increasing in tau.
+    Monotone decision. For one (c, c') point both methods test the claim through (eps + kappa, e^kappa delta):
+    - binomial: with delta = 0 the bound is max(0, bound(0) - kappa); with delta > 0 a larger kappa raises beta
+      and the delta term, both making rejection harder, so the bound is non-increasing in kappa;
+    - fdp: f_{eps+kappa, e^kappa delta} is pointwise non-increasing in kappa, a weaker constraint in every step
+      of Algorithm 3, so an eps rejected at kappa is rejected at every smaller kappa.
     The valid bound of ``bonferroni`` / ``max`` is a max over points of such functions, hence non-increasing,
-    and "bound(tau) > claimed" holds on an interval [0, tau*). Bisection on that decision (the lower end of the
-    bracket is always a tau where it holds) returns tau* from below, to a relative width of `TAU_TOLERANCE`
-    (f-DP bounds can break at tau ~ 1e-5, so the width is relative, with a floor of 1e-9). For ``split``
-    the re-selection can change the chosen index with tau; at a fixed index the decision is monotone (above),
-    and the bisection returns a tau where the decision holds, next to one where it fails.
-    (tests/test_robustness.py checks both methods against brute force over a fine tau grid.)
+    and "bound(kappa) > claimed" holds on an interval [0, kappa*). Bisection on that decision (the lower end of
+    the bracket is always a kappa where it holds) returns kappa* from below, to a relative width of
+    `KAPPA_TOLERANCE`. For ``split`` the re-selection can change the chosen index with kappa; at a fixed index
+    the decision is monotone (above), and the bisection returns a kappa where the decision holds, next to one
+    where it fails. (tests/test_robustness.py checks both methods against brute force over a fine grid.)
 
 detection_floor_rows
     From the grid, m and the confidence alone: the smallest number N of fully exposed labels (an attacker
@@ -66,8 +63,10 @@ from auditing.errors import LabelDPInputError
 from auditing.selection import select_split
 from auditing.sweep import SweepCounts
 
-TAU_TOLERANCE = 1e-3  # relative width of the final bisection bracket in tau
-_TAU_FLOOR = 1e-9  # absolute width below which the bracket is not split further
+KAPPA_TOLERANCE = 1e-3  # relative width of the final bisection bracket in kappa
+_KAPPA_FLOOR = 1e-9  # absolute width below which the bracket is not split further
+# kappa beyond which no bound is positive: logit(beta*) of a Clopper-Pearson limit stays below ~40 in doubles
+_KAPPA_CEILING = 64.0
 WEAK_PASS_FRACTION = 0.01  # a PASS whose detection floor exceeds this fraction of the audited rows is weak
 _COMPUTE = object()  # exposed_floor_figures: compute the floor (no stored value given)
 
@@ -84,6 +83,13 @@ def _claimed(claimed_epsilon: float) -> float:
     if not claimed >= 0:
         raise LabelDPInputError(f"claimed epsilon must be >= 0 (inf for non-private); got {claimed_epsilon!r}")
     return claimed
+
+
+def result_kappa(data: Mapping) -> float:
+    """The kappa a result was computed at; 0 for results written before kappa existed (their ``tau`` was a
+    total-variation figure, never a likelihood-ratio bound, and is not carried over)."""
+    value = data.get("kappa")
+    return 0.0 if value is None else float(value)
 
 
 def _curve_arrays(data: Mapping) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +115,7 @@ def _halves(data: Mapping) -> tuple[SweepCounts, SweepCounts]:
 
 
 def _any_point_exceeds(correct: np.ndarray, guesses: np.ndarray, m: int, claimed: float, *, method: str,
-                       delta: float, confidence: float, tau: float) -> bool:
+                       delta: float, confidence: float, kappa: float) -> bool:
     """max over the points of the point bound (at `confidence`) > claimed, without computing every bound.
 
     A point whose test does not reject eps = claimed cannot have a bound above it (rejection is monotone in
@@ -118,14 +124,14 @@ def _any_point_exceeds(correct: np.ndarray, guesses: np.ndarray, m: int, claimed
     """
     if math.isinf(claimed):
         return False
-    kw = dict(method=method, delta=delta, confidence=confidence, tau=tau)
-    pure = pure_epsilon_lower_bounds(correct, guesses, confidence=confidence, tau=tau)
+    kw = dict(method=method, delta=delta, confidence=confidence, kappa=kappa)
+    pure = pure_epsilon_lower_bounds(correct, guesses, confidence=confidence, kappa=kappa)
     if method == "binomial" and delta == 0.0:
         return bool(pure.max(initial=0.0) > claimed)
     for index in np.lexsort((np.arange(pure.size), -pure)):
         c, g = int(correct[index]), int(guesses[index])
         if method == "binomial" and pure[index] <= claimed:
-            return False
+            return False  # the pure bound is an upper bound on the delta > 0 one; the rest are smaller
         if c == 0 or not rejects(c, g, m, claimed, **kw):
             continue
         if epsilon_lower_bound(c, g, m, **kw) > claimed:
@@ -133,33 +139,35 @@ def _any_point_exceeds(correct: np.ndarray, guesses: np.ndarray, m: int, claimed
     return False
 
 
-def valid_bound_exceeds(result: Any, claimed_epsilon: float, tau: float) -> bool:
-    """Would the result's valid bound, recomputed at ``tau`` (same counts, strategy and confidence), exceed
-    the claimed epsilon? For ``split`` the index is selected again at ``tau`` on the selection half."""
+def valid_bound_exceeds(result: Any, claimed_epsilon: float, kappa: float) -> bool:
+    """Would the result's valid bound, recomputed at ``kappa`` (same counts, strategy and confidence), exceed
+    the claimed epsilon? For ``split`` the index is selected again at ``kappa`` on the selection half."""
     data = _as_dict(result)
     claimed = _claimed(claimed_epsilon)
-    if not 0.0 <= tau < 1.0:
-        return False  # tau >= 1: every bound is 0, which exceeds no claim >= 0
+    if math.isinf(claimed):
+        return False
     method, delta = data["method"], float(data["delta"])
     if data["strategy"] == "split":
-        if math.isinf(claimed):
-            return False
         selection_half, bound_half = _halves(data)
         chosen = select_split(selection_half, bound_half, method=method, confidence=float(data["confidence"]),
-                              delta=delta, tau=tau)
+                              delta=delta, kappa=kappa)
         return chosen.epsilon_lower_bound > claimed
     guesses, correct = _curve_arrays(data)
     return _any_point_exceeds(correct, guesses, int(data["m"]), claimed, method=method, delta=delta,
-                              confidence=float(data["point_confidence"]), tau=tau)
+                              confidence=float(data["point_confidence"]), kappa=kappa)
 
 
-def breaking_tau(result: Any, claimed_epsilon: float, *, tolerance: float = TAU_TOLERANCE) -> float:
-    """The largest tau in [0, 1) at which the valid bound still exceeds the claim (module docstring), from
-    below: the returned tau is one where it does (or 0 when it does not even at tau = 0)."""
+def breaking_kappa(result: Any, claimed_epsilon: float, *, tolerance: float = KAPPA_TOLERANCE) -> float:
+    """The largest kappa at which the valid bound still exceeds the claim (module docstring), from below: the
+    returned kappa is one where it does (or 0 when it does not even at kappa = 0)."""
     if not valid_bound_exceeds(result, claimed_epsilon, 0.0):
         return 0.0
-    lo, hi = 0.0, 1.0  # invariant: the decision holds at lo and fails at hi (tau = 1 gives bound 0)
-    while hi - lo > max(tolerance * hi, _TAU_FLOOR):
+    lo, hi = 0.0, 1.0  # invariant: the decision holds at lo and fails at hi
+    while valid_bound_exceeds(result, claimed_epsilon, hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > _KAPPA_CEILING:  # pragma: no cover - no bound survives kappa = 64
+            return lo
+    while hi - lo > max(tolerance * hi, _KAPPA_FLOOR):
         mid = 0.5 * (lo + hi)
         if valid_bound_exceeds(result, claimed_epsilon, mid):
             lo = mid
@@ -173,7 +181,7 @@ def _point_exceeds(c: int, g: int, m: int, claimed: float, kw: dict) -> bool:
     if c < 1:
         return False
     if kw["method"] == "binomial":
-        pure = float(pure_epsilon_lower_bounds(c, g, confidence=kw["confidence"], tau=kw["tau"]))
+        pure = float(pure_epsilon_lower_bounds(c, g, confidence=kw["confidence"], kappa=kw["kappa"]))
         if pure <= claimed:
             return False
         if kw["delta"] == 0.0:
@@ -197,14 +205,14 @@ def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
     claimed = _claimed(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    method, delta, tau = data["method"], float(data["delta"]), float(data["tau"])
+    method, delta, kappa = data["method"], float(data["delta"]), result_kappa(data)
     if data["strategy"] == "split":
         _, bound_half = _halves(data)
         grid, m, confidence, rows_per_label = bound_half.guesses[0], bound_half.m, float(data["confidence"]), 2
     else:
         grid, _ = _curve_arrays(data)
         m, confidence, rows_per_label = int(data["m"]), float(data["point_confidence"]), 1
-    kw = dict(method=method, delta=delta, confidence=confidence, tau=tau)
+    kw = dict(method=method, delta=delta, confidence=confidence, kappa=kappa)
     best = None
     for g in np.unique(grid):
         g = int(g)
@@ -260,18 +268,19 @@ def verdict_robustness(result: Any, claimed_epsilon: float, status: str) -> dict
     data = _as_dict(result)
     floor = detection_floor_rows(data, claimed_epsilon)
     exposed = exposed_floor_figures(data, claimed_epsilon)
-    return {"breaking_tau": breaking_tau(data, claimed_epsilon), "detection_floor_rows": floor, **exposed,
+    return {"breaking_kappa": breaking_kappa(data, claimed_epsilon), "detection_floor_rows": floor, **exposed,
             "weak_pass": is_weak_pass(status, floor, int(data["m"]), exposed["exposed_rows_floor"],
                                       exposed["exposed_floor_computed"])}
 
 
 __all__ = [
-    "TAU_TOLERANCE",
+    "KAPPA_TOLERANCE",
     "WEAK_PASS_FRACTION",
-    "breaking_tau",
+    "breaking_kappa",
     "detection_floor_rows",
     "exposed_floor_figures",
     "is_weak_pass",
+    "result_kappa",
     "valid_bound_exceeds",
     "verdict_robustness",
 ]

@@ -5,7 +5,7 @@ k = 10 distinct unit vectors, so d grows with k). The mechanism is k-ary randomi
 parameter eps (keep the label w.p. e^eps / (e^eps + k - 1), else a uniformly random other class), which is
 eps-label-DP. The "model" the attacker sees is the mechanism's output itself: M(x) = one-hot(RR label).
 
-Counterfactual labels y1 come either from the true posterior p(y | x) = softmax_y(x_y) (D' = D, tau = 0 is
+Counterfactual labels y1 come either from the true posterior p(y | x) = softmax_y(x_y) (D' = D, kappa = 0 is
 exact) or from a multinomial logistic-regression proxy fitted on fresh, disjoint data (D' close to D).
 
 For each pre-registered guess fraction (0.1% and 1% by default) the valid bound is repetition 0's bound at

@@ -54,7 +54,7 @@ def bonferroni_confidence(confidence: float, grid_size: int) -> float:
 
 
 def select_over_grid(
-    counts: SweepCounts, *, strategy: str, method: str, confidence: float, delta: float, tau: float,
+    counts: SweepCounts, *, strategy: str, method: str, confidence: float, delta: float, kappa: float,
     repetition: int = 0,
 ) -> Selection:
     """Applies `bonferroni` or `max` to one repetition of the sweep (repetition 0 is the pre-registered one)."""
@@ -64,7 +64,7 @@ def select_over_grid(
     guesses, correct = counts.guesses[repetition], counts.correct[repetition]
     grid_size = guesses.size
     point_confidence = bonferroni_confidence(confidence, grid_size) if strategy == "bonferroni" else confidence
-    curve = pointwise_bounds(correct, guesses, counts.m, method=method, delta=delta, confidence=point_confidence, tau=tau)
+    curve = pointwise_bounds(correct, guesses, counts.m, method=method, delta=delta, confidence=point_confidence, kappa=kappa)
     index = int(np.argmax(curve))
     return Selection(
         strategy=strategy, epsilon_lower_bound=float(curve[index]), valid=strategy != "max",
@@ -75,7 +75,7 @@ def select_over_grid(
 
 
 def select_split(
-    selection_half: SweepCounts, bound_half: SweepCounts, *, method: str, confidence: float, delta: float, tau: float
+    selection_half: SweepCounts, bound_half: SweepCounts, *, method: str, confidence: float, delta: float, kappa: float
 ) -> Selection:
     """`split`: choose the grid index on one half (uncorrected), bound the same index on the other half.
 
@@ -85,10 +85,10 @@ def select_split(
     if selection_half.guesses.shape[1] != bound_half.guesses.shape[1]:
         raise LabelDPInputError("split halves must share the grid of guess fractions")
     guesses, correct = selection_half.guesses[0], selection_half.correct[0]
-    curve = pointwise_bounds(correct, guesses, selection_half.m, method=method, delta=delta, confidence=confidence, tau=tau)
+    curve = pointwise_bounds(correct, guesses, selection_half.m, method=method, delta=delta, confidence=confidence, kappa=kappa)
     index = int(np.argmax(curve))
     c, g = int(bound_half.correct[0, index]), int(bound_half.guesses[0, index])
-    value = best_bound([c], [g], bound_half.m, method=method, delta=delta, confidence=confidence, tau=tau)[0]
+    value = best_bound([c], [g], bound_half.m, method=method, delta=delta, confidence=confidence, kappa=kappa)[0]
     return Selection(
         strategy="split", epsilon_lower_bound=value, valid=True, point_confidence=confidence,
         selected_index=index, selected_guesses=g, selected_correct=c, m=bound_half.m,

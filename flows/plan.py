@@ -12,8 +12,9 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from auditing.audit import AuditConfig
-from auditing.controls import NEGATIVE, POSITIVE, check_control_epsilon
+from auditing.controls import LABEL_BLIND, NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
+from auditing.params import legacy_tau_warning
 from pipelines.layout import check_name
 from pipelines.mechanisms import MECHANISMS
 
@@ -45,12 +46,14 @@ class TargetSpec:
 @dataclass(frozen=True)
 class ControlsPlan:
     """The nightly controls (auditing.controls): a positive control (randomized response at a known
-    ``positive_epsilon``) and a negative control (a copy of the reference), scored like every target."""
+    ``positive_epsilon``), a negative control (a copy of the reference) and a label-blind control (trained only
+    on the day's held-out rows that did not recalibrate the reference), scored like every target."""
 
     enabled: bool = True
     positive_epsilon: float = 2.0
     positive_name: str = "control-positive"
     negative_name: str = "control-negative"
+    label_blind_name: str = "control-label-blind"
 
     def __post_init__(self):
         if not isinstance(self.enabled, bool):
@@ -59,8 +62,13 @@ class ControlsPlan:
                            check_control_epsilon(self.positive_epsilon, "plan: controls.positive_epsilon"))
         check_name(self.positive_name, "controls.positive_name")
         check_name(self.negative_name, "controls.negative_name")
-        if self.positive_name == self.negative_name:
-            raise LabelDPInputError(f"plan: the two controls need different names; got {self.positive_name!r} twice")
+        check_name(self.label_blind_name, "controls.label_blind_name")
+        names = self.names()
+        if len(set(names)) != len(names):
+            raise LabelDPInputError(f"plan: the controls need different names; got {names}")
+
+    def names(self) -> tuple[str, ...]:
+        return (self.positive_name, self.negative_name, self.label_blind_name)
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ class ControlSpec:
     negative one)."""
 
     name: str
-    control: str  # positive | negative
+    control: str  # positive | negative | label-blind
     claimed_epsilon: float
 
 
@@ -81,7 +89,7 @@ class AuditPlan:
     on_missing_reference: str = "train"  # train it non-privately on D-1, or fail
     on_missing_target: str = "train"  # train the target on D, or fail
     seed: int = 0
-    audit: AuditConfig = field(default_factory=lambda: AuditConfig(repetitions=20))
+    audit: AuditConfig = field(default_factory=lambda: AuditConfig(repetitions=20, reference_calibration="boost"))
     beam_args: tuple[str, ...] = ()
     batch_size: int = 262_144  # pipelines.beam_scoring.DEFAULT_BATCH_SIZE
     catboost_iterations: int | None = None
@@ -102,7 +110,7 @@ class AuditPlan:
         if int(self.seed) != self.seed or self.seed < 0:
             raise LabelDPInputError(f"plan: seed must be a whole number >= 0; got {self.seed!r}")
         taken = {*names, self.reference_name}
-        for name in (self.controls.positive_name, self.controls.negative_name):
+        for name in self.controls.names():
             if self.controls.enabled and name in taken:
                 raise LabelDPInputError(f"plan: the control name {name!r} is also a target or the reference; "
                                         "rename it under controls")
@@ -112,7 +120,8 @@ class AuditPlan:
         if not self.controls.enabled:
             return ()
         return (ControlSpec(self.controls.positive_name, POSITIVE, self.controls.positive_epsilon),
-                ControlSpec(self.controls.negative_name, NEGATIVE, 0.0))
+                ControlSpec(self.controls.negative_name, NEGATIVE, 0.0),
+                ControlSpec(self.controls.label_blind_name, LABEL_BLIND, 0.0))
 
     def target(self, name: str) -> TargetSpec:
         for spec in self.targets:
@@ -141,6 +150,25 @@ def default_plan() -> AuditPlan:
     return AuditPlan(targets=DEFAULT_TARGETS)
 
 
+def audit_config_from_plan(audit: dict, where: str, warn=None) -> AuditConfig:
+    """A plan's ``audit`` object as an AuditConfig: 20 repetitions and reference_calibration "boost" unless it
+    says otherwise; a ``tau`` key is accepted only at 0 (`legacy_tau_warning`, passed to ``warn``)."""
+    if not isinstance(audit, dict):
+        raise LabelDPInputError(f"{where}: audit must be a JSON object")
+    audit = {"repetitions": 20, "reference_calibration": "boost", **audit}
+    if "tau" in audit:
+        message = legacy_tau_warning(audit.pop("tau"), f"{where}: audit.tau")
+        if warn is not None:
+            warn(message)
+    return AuditConfig(**audit)
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"[labeldp-audit] warning: {message}", file=sys.stderr, flush=True)
+
+
 def load_plan(path: str | os.PathLike | None) -> AuditPlan:
     """Reads a plan JSON file; None gives the default plan. Errors name the file and the field."""
     if path is None:
@@ -161,7 +189,7 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
         raise LabelDPInputError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(known)}")
     try:
         targets = tuple(TargetSpec(**t) for t in data["targets"])
-        audit = AuditConfig(**data.get("audit", {"repetitions": 20}))
+        audit = audit_config_from_plan(data.get("audit", {}), str(path), warn=_warn)
         controls = data.get("controls", {})
         if not isinstance(controls, dict):
             raise LabelDPInputError("controls must be a JSON object")

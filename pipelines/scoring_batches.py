@@ -51,6 +51,7 @@ from auditing.game import (
     SUM_TOLERANCE,
     GameRows,
     as_class_probabilities,
+    certain_rows,
     play_repetition,
     secret_bits_and_released,
 )
@@ -247,7 +248,8 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference) -> Score
     row_id = table.column(schema.ROW_ID)
     has_id = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else np.ones(n, dtype=bool)
     bad_target = _bad_probability_rows(target)
-    bad_reference = _bad_probability_rows(reference)
+    # A reference certain of a class has an infinite likelihood ratio: no kappa covers it (auditing.game).
+    bad_reference = _bad_probability_rows(reference) | certain_rows(reference)
     keep = has_id & ~bad_target & ~bad_reference
     labels = table.column(schema.LABEL).to_numpy().astype(np.int64)
     if labels.size and int(labels.max()) >= target.shape[1]:

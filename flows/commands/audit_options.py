@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 
 def add_audit_arguments(parser) -> None:
     parser.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
@@ -12,7 +14,13 @@ def add_audit_arguments(parser) -> None:
     parser.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
     parser.add_argument("--delta", type=float, default=None, help="delta (default: 0 for binomial, 1e-5 for fdp)")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
-    parser.add_argument("--tau", type=float, default=0.0, help="TV bound between data and counterfactual distribution")
+    parser.add_argument("--kappa", type=float, default=0.0,
+                        help="robustness to the reference: the bound holds if no audited row's reference "
+                             "probability is off from the truth by more than a factor e^kappa, "
+                             "|log D'(y|x) - log D(y|x)| <= kappa (default 0: the reference is exact; 0.7 covers "
+                             "click odds off by a factor 2). The binomial bound at kappa is the bound at 0 "
+                             "minus kappa (delta 0)")
+    parser.add_argument("--tau", default=None, help=argparse.SUPPRESS)  # removed: 0 is ignored, other values refused
     parser.add_argument("--score", choices=["paper", "log-ratio"], default="paper", help="attack score (default: paper)")
     parser.add_argument("--score-power", type=float, default=2.0, help="exponent t of (1 - M'(x)[y]) (default 2)")
     parser.add_argument("--grid", choices=["log", "paper"], default="log",
@@ -20,10 +28,15 @@ def add_audit_arguments(parser) -> None:
 
 
 def audit_config_from(args):
-    from auditing.audit import AuditConfig
+    import sys
 
+    from auditing.audit import AuditConfig
+    from auditing.params import legacy_tau_warning
+
+    if getattr(args, "tau", None) is not None:
+        print(f"[labeldp-audit] warning: {legacy_tau_warning(args.tau, '--tau')}", file=sys.stderr, flush=True)
     return AuditConfig(
-        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, tau=args.tau,
+        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, kappa=args.kappa,
         repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power, grid=args.grid,
         audit_rows=getattr(args, "audit_rows", None) or "training",
     )

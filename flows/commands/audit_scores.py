@@ -17,7 +17,17 @@ Counterfactual labels are resampled --repetitions times (keyed by --seed and the
 pre-registered: its bound, with the number of guesses chosen by --strategy, is THE valid epsilon lower bound.
 The mean/std/median over repetitions are the paper's statistic (optimistic, for comparison only).
 
-Example: labeldp-audit audit-scores scored.parquet --repetitions 100 --json
+With --claimed-epsilon E the verdict is added (VIOLATION when the valid bound exceeds E, INCONCLUSIVE when
+no attacker could have shown E at this size, else PASS: "no evidence of a violation") with its robustness
+figures: breaking_kappa (the largest kappa at which the same counts still exceed E) and the detection floors.
+
+--kappa K states how far the reference may be off: the bound holds if no row's reference probability of its
+label is off from the truth by more than a factor e^K. A reference with probabilities of exactly 0 or 1 is
+refused (no kappa covers a reference that is certain).
+
+Examples:
+  labeldp-audit audit-scores scored.parquet --repetitions 100 --json
+  labeldp-audit audit-scores scored.parquet --claimed-epsilon 1 --kappa 0.7
 """
 
 
@@ -31,6 +41,8 @@ def register(subparsers) -> None:
     p.add_argument("--row-id-col", default="row_id",
                    help="unique row identity keying the randomness (default: row_id; row position if the column is absent)")
     add_audit_arguments(p)
+    p.add_argument("--claimed-epsilon", type=float, default=None,
+                   help="the claimed epsilon to judge: adds status, breaking_kappa and the detection floors")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
@@ -87,6 +99,21 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
     return probabilities(target_col), probabilities(reference_col), labels, row_ids
 
 
+def verdict(result: dict, claimed_epsilon: float) -> dict:
+    """status against the claim and the claim-dependent robustness figures (auditing.robustness)."""
+    from auditing.guardrail import guardrail_status
+    from auditing.robustness import verdict_robustness
+
+    if result["optimistic"]:
+        from auditing.errors import LabelDPInputError
+
+        raise LabelDPInputError("--claimed-epsilon needs a valid bound: --strategy max is the paper's optimistic "
+                                "statistic; use bonferroni or split")
+    status = guardrail_status(result["epsilon_lower_bound"], claimed_epsilon, result["max_certifiable_epsilon"])
+    return {"claimed_epsilon": claimed_epsilon, "status": status,
+            **verdict_robustness(result, claimed_epsilon, status)}
+
+
 def run(args) -> int:
     from auditing.audit import run_audit
     from auditing.errors import LabelDPInputError
@@ -103,6 +130,8 @@ def run(args) -> int:
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc}") from None
     out = result.to_dict()
+    if args.claimed_epsilon is not None:
+        out.update(verdict(out, args.claimed_epsilon))
     if args.json:
         print(json.dumps(out))
     else:

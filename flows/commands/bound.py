@@ -26,28 +26,34 @@ def register(subparsers) -> None:
     p.add_argument("--delta", type=float, default=None,
                    help="delta of the (eps, delta) claim (default: 0 for binomial, 1e-5 for fdp)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
-    p.add_argument("--tau", type=float, default=0.0,
-                   help="bound on TV(D|x, D'|x) between the data and the counterfactual distribution (default 0)")
+    p.add_argument("--kappa", type=float, default=0.0,
+                   help="bound on |log D'(y|x) - log D(y|x)|: how far the reference's label probabilities may be "
+                        "off from the truth on any row (default 0)")
+    p.add_argument("--tau", default=None, help=argparse.SUPPRESS)  # removed: 0 is ignored, other values refused
     p.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from auditing.bounds import epsilon_lower_bound, resolve_delta
-    from auditing.params import check_counts
+    import sys
 
+    from auditing.bounds import epsilon_lower_bound, resolve_delta
+    from auditing.params import check_counts, legacy_tau_warning
+
+    if args.tau is not None:
+        print(f"[labeldp-audit] warning: {legacy_tau_warning(args.tau, '--tau')}", file=sys.stderr, flush=True)
     check_counts(args.correct, args.guesses, args.m)
     delta = resolve_delta(args.method, args.delta)
     value = epsilon_lower_bound(args.correct, args.guesses, args.m, method=args.method, delta=delta,
-                                confidence=args.confidence, tau=args.tau)
+                                confidence=args.confidence, kappa=args.kappa)
     out = {
         "epsilon_lower_bound": value, "method": args.method, "delta": delta, "confidence": args.confidence,
-        "tau": args.tau, "m": args.m, "guesses": args.guesses, "correct": args.correct,
+        "kappa": args.kappa, "m": args.m, "guesses": args.guesses, "correct": args.correct,
     }
     if args.json:
         print(json.dumps(out))
     else:
         print(f"epsilon lower bound: {value:.4f}  (valid at {args.confidence:.0%} confidence for a pre-chosen c')")
-        print(f"  method={args.method} delta={delta:g} tau={args.tau:g}  c={args.correct} c'={args.guesses} m={args.m}")
+        print(f"  method={args.method} delta={delta:g} kappa={args.kappa:g}  c={args.correct} c'={args.guesses} m={args.m}")
     return 0
