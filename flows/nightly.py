@@ -37,7 +37,7 @@ class GuardrailViolation(RuntimeError):
         super().__init__(
             f"VIOLATION: {row['model_id']}@{row['partition_date']} valid eps_lb {row['epsilon_lower_bound']:.4f} > "
             f"claimed {row['claimed_epsilon']:g} (confidence {row['confidence']:.0%}, {row['strategy']}, "
-            f"{row['method']}, delta={row['delta']:g}, tau={row['tau']:g}); report: {row['report']}"
+            f"{row['method']}, delta={row['delta']:g}, kappa={row['kappa']:g}); report: {row['report']}"
         )
         self.row = row
 

@@ -250,7 +250,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     if row["status"] == VIOLATION and webhook_url and kind == "target":  # a control alerts CONTROL_FAILED instead
         payload = {"model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
                    "epsilon_lower_bound": row["epsilon_lower_bound"], "claimed_epsilon": claimed,
-                   "confidence": row["confidence"], "delta": row["delta"], "tau": row["tau"],
+                   "confidence": row["confidence"], "delta": row["delta"], "kappa": row["kappa"],
                    "strategy": row["strategy"], "method": row["method"], "report": str(report_path),
                    "flow_run_id": flow_run_id, "kind": kind, "untrusted_reason": untrusted,
                    "risk_headline": row["risk_headline"],
@@ -259,7 +259,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     return {
         "model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
         "claimed_epsilon": claimed, "epsilon_lower_bound": row["epsilon_lower_bound"],
-        "confidence": row["confidence"], "delta": row["delta"], "tau": row["tau"], "strategy": row["strategy"],
+        "confidence": row["confidence"], "delta": row["delta"], "kappa": row["kappa"], "strategy": row["strategy"],
         "method": row["method"], "epsilon_mean": row["epsilon_mean"], "epsilon_std": row["epsilon_std"],
         "max_certifiable_epsilon": row["max_certifiable_epsilon"], "m": row["m"],
         "audit_config_hash": row["audit_config_hash"], "warehouse": outcome, "report": str(report_path),
@@ -267,7 +267,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
         "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
         **{name: value for name, value in row.items() if name.startswith("risk_")},  # issue 8: risk figures
-        **robustness,  # issue 9: audit_rows, breaking_tau, detection floors, shift diagnostic
+        **robustness,  # audit_rows, breaking_kappa, detection floors, shift diagnostic
     }
 
 
@@ -276,17 +276,18 @@ def _robustness_view(row: dict, result) -> dict:
     game-aware floor's reason when it is None and its power come from the result (not recomputed)."""
     from auditing.robustness import WEAK_PASS_FRACTION, exposed_floor_figures, is_weak_pass
 
-    tau, floor = row.get("breaking_tau"), row.get("detection_floor_rows")
+    breaking, floor = row.get("breaking_kappa"), row.get("detection_floor_rows")
     exposed = exposed_floor_figures(result, row["claimed_epsilon"], row.get("exposed_rows_floor"))
     computed = exposed.pop("exposed_floor_computed")
-    out = {"audit_rows": row.get("audit_rows"), "breaking_tau": tau, "detection_floor_rows": floor, **exposed,
+    out = {"audit_rows": row.get("audit_rows"), "breaking_kappa": breaking, "detection_floor_rows": floor, **exposed,
            "weak_pass": is_weak_pass(row["status"], floor, row["m"], exposed["exposed_rows_floor"], computed),
            "reference_log_loss_shift": row.get("reference_log_loss_shift"),
            "feature_shift_max_psi": row.get("feature_shift_max_psi"),
            "shift_diagnostic": json.loads(row["shift_diagnostic"]) if row.get("shift_diagnostic") else None}
-    if row["status"] == VIOLATION and tau is not None:
-        out["robustness_note"] = (f"the violation holds for any distribution shift up to tau = {tau:.4g} (the "
-                                  f"verdict is computed at the plan's tau = {row['tau']:g})")
+    if row["status"] == VIOLATION and breaking is not None:
+        out["robustness_note"] = (f"the violation holds unless the reference misjudges some row's click odds by more "
+                                  f"than a factor {math.exp(breaking):.3g} (breaking kappa {breaking:.4g}; the "
+                                  f"verdict is computed at the plan's kappa = {row['kappa']:g})")
     elif row["status"] == "PASS" and (floor is not None or exposed["exposed_rows_floor"] is not None):
         n, power = exposed["exposed_rows_floor"], exposed["exposed_rows_floor_power"]
         weak = " (a weak PASS)" if out["weak_pass"] else ""
@@ -319,7 +320,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
 def format_rows(rows: list[dict]) -> str:
     """The results table printed by the nightly / guardrail / backfill commands."""
     header = (f"{'model':<20} {'date':<10} {'status':<15} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
-              f"{'max cert.':>9} {'brk.tau':>8} {'floor':>7} {'exp.fl':>8} {'m':>8} {'rows':<8}  report")
+              f"{'max cert.':>9} {'brk.kap':>8} {'floor':>7} {'exp.fl':>8} {'m':>8} {'rows':<8}  report")
     lines = [header, "-" * len(header)]
     for r in rows:
         claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
@@ -327,20 +328,21 @@ def format_rows(rows: list[dict]) -> str:
         # A control shows whether it came out as constructed; '!' marks a verdict of an untrusted night.
         status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
         status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
-        tau = "-" if r.get("breaking_tau") is None else f"{r['breaking_tau']:.3g}"
+        breaking = "-" if r.get("breaking_kappa") is None else f"{r['breaking_kappa']:.3g}"
         floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
         exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
         exposed += "w" if r.get("weak_pass") else ""
         lines.append(f"{r['model_id']:<20} {r['partition_date']:<10} {status:<15} {claimed:>7} "
                      f"{r['epsilon_lower_bound']:>7.3f} {paper:>16} {r['max_certifiable_epsilon']:>9.2f} "
-                     f"{tau:>8} {floor:>7} {exposed:>8} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
+                     f"{breaking:>8} {floor:>7} {exposed:>8} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
     if rows:
         r = rows[0]
         lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
-                     f"{r['method']}, delta={r['delta']:g}, tau={r['tau']:g}); paper mean+-std: the paper's "
+                     f"{r['method']}, delta={r['delta']:g}, kappa={r['kappa']:g}); paper mean+-std: the paper's "
                      "optimistic statistic, for comparison only.")
-        lines.append("brk.tau: largest distribution shift tau at which the same counts still exceed the claim (0: "
-                     "they do not at tau = 0); floor: fewest correct guesses (a perfect attacker's fully exposed "
+        lines.append("brk.kap: largest kappa at which the same counts still exceed the claim, i.e. the verdict "
+                     "holds unless the reference misjudges some row's click odds by more than a factor e^brk.kap "
+                     "(0: they do not exceed it at kappa = 0); floor: fewest correct guesses (a perfect attacker's fully exposed "
                      "labels) that could flag the claim, a necessary condition (-: none, INCONCLUSIVE); exp.fl: "
                      "fewest fully exposed labels this audit flags with 95% probability in the game (-: not "
                      "computed or none reaches 95%, see --json exposed_rows_floor_note; w: a weak PASS, exp.fl > "
