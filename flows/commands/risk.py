@@ -23,8 +23,8 @@ with that (eps, delta) guarantee, given what the attacker knew before (the prior
                       (e^eps - 1 + 2 delta) / (e^eps + 1) (Guerra-Balboa et al., Thm 4.9)
   attribute (label)   advantage of guessing one of --classes K values, uniform prior:
                       min{(e^eps - 1)/K, (K-1)/K tanh(eps/2)} (same paper, Eq. 6 / Thm 7.3)
-  reconstruction      success of reconstructing a value whose prior success is kappa (--prior, else 1/K):
-                      1 - f_{eps,delta}(kappa); with delta > 0 also the Gaussian-DP form Phi(Phi^-1(kappa) + mu)
+  reconstruction      success of reconstructing a value whose prior success is pi (--prior, else 1/K):
+                      1 - f_{eps,delta}(pi); with delta > 0 also the Gaussian-DP form Phi(Phi^-1(pi) + mu)
                       for the tightest mu consistent with (eps, delta) (Hayes et al., Thm 2)
 
 A prior is the chance that the attacker's guess about a row would be right WITHOUT the model. For a day of CTR
