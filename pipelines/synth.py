@@ -15,12 +15,38 @@ What a generated day looks like (``generate_day``):
   apart differ measurably;
 - ``row_id`` = days since 1970-01-01 times 2^32 plus the row's index, unique across days.
 
+Shifts on demand (``DayShift``, passed to ``generate_day`` / ``write_synthetic_day`` for the chosen days; the
+command line's ``data synth --shift-days ...``): a sudden day-over-day move on top of the slow drift, e.g. a
+campaign or a holiday. Three kinds, combinable:
+
+- ``logit``: logit(p_click) of every row moves by this amount (``DayShift(logit=0.7)``: ~3% -> ~5.5% clicks, the
+  mean p_click x1.8-1.9);
+- ``segments``: ``SegmentShift(column="C9", rank=0, logit=0.5)`` moves logit(p_click) of the rows whose C9 is
+  that day's most popular value (``rank`` K = the K-th most popular value by the day's sampling weights, 0 =
+  most popular; or ``value="0a1b2c3d"``, the hex string as it appears in the data). Rows where the column is
+  missing are never in a segment. Segment shifts add to each other and to ``logit``;
+- ``popularity``: ``PopularityShift(column="C3", rotate=K, exponent=S)`` changes the sampling weights of the
+  column's values: the Zipf exponent becomes S (0 = uniform) and/or the Zipf ordering is rotated by K places
+  (the value at position k takes the weight of position k + K mod n: the K least popular values become the
+  most popular). The features move; P(label | features) keeps exactly the day's form (a covariate shift).
+
+A shifted day is the unshifted day with the logit offsets added: the same random stream (so the same numeric
+features, the same uniforms behind every categorical and every label), and the intercept calibrated on the
+unshifted law. Hence with segment shifts only, rows outside every segment keep their p_click bit for bit and
+rows inside have their logit moved by exactly the sum of their segments' shifts; a positive logit shift only
+turns labels 0 -> 1; a popularity shift changes only the values of its own column (and, for a signal column,
+p_click through the new value's effect). The oracle records the shifted probability (the truth of that day);
+``_provenance.json`` records the shift under ``"shift"`` (settings; per segment its resolved value, popularity
+rank that day, expected share and row count; per popularity shift the column's base exponent); ``intercept``
+and ``target_click_rate`` there describe the unshifted law, ``mean_p_click`` and ``click_rate`` the shifted day.
+
 Guarantees:
 
-- Determinism: the output is a function of (``seed``, ``date``, ``rows``) only: the same arguments give
-  byte-identical Parquet files (with the same pyarrow version), whatever other days are generated and in
-  whichever order. The day's random stream is seeded with ``day_seed(seed, date)``, which is recorded in the
-  partition's ``_provenance.json``.
+- Determinism: the output is a function of (``seed``, ``date``, ``rows``, the day's shift) only: the same
+  arguments give byte-identical Parquet files (with the same pyarrow version), whatever other days are
+  generated (shifted or not) and in whichever order. Without a shift (``shift=None``, or a ``DayShift`` that
+  moves nothing) the output is exactly that of the generator without shifts. The day's random stream is
+  seeded with ``day_seed(seed, date)``, which is recorded in the partition's ``_provenance.json``.
 - The law of a day does not depend on ``rows``: the intercept is calibrated on a fixed 32,768-row
   calibration sample drawn from its own stream.
 - ``p_click`` is exactly P(label = 1 | the row's features): labels depend on nothing else, so audits may
@@ -36,11 +62,13 @@ import datetime as dt
 import functools
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from auditing.errors import LabelDPInputError
 from auditing.names import require_date
@@ -64,6 +92,10 @@ _NUM_MISSING = [0.45, 0.0, 0.21, 0.22, 0.03, 0.22, 0.04, 0.0005, 0.04, 0.45, 0.0
 # Which features carry signal (0-based column indices into NUMERIC_COLUMNS / CATEGORICAL_COLUMNS).
 SIGNAL_NUMERIC = (0, 2, 3, 5, 6, 10)  # I1, I3, I4, I6, I7, I11
 SIGNAL_CATEGORICAL = (0, 1, 5, 7, 8, 13, 16, 19, 22, 25)  # C1, C2, C6, C8, C9, C14, C17, C20, C23, C26
+MAX_LOGIT_SHIFT = 10.0  # |logit shift| of a DayShift or SegmentShift
+MAX_ZIPF_EXPONENT = 5.0  # PopularityShift.exponent in 0..5
+_HEX8 = re.compile(r"[0-9a-fA-F]{8}")
+
 
 def epoch_day(date: dt.date) -> int:
     """Days since 1970-01-01."""
@@ -100,7 +132,8 @@ def _hashed_values(count: int, key: int) -> np.ndarray:
 @dataclass(frozen=True)
 class _Categorical:
     dictionary: pa.StringArray  # all possible values of the column
-    log_weight: np.ndarray  # Zipf base popularity (log scale)
+    exponent: float  # Zipf exponent s of the base popularity
+    log_weight: np.ndarray  # Zipf base popularity (log scale): -s * log(1 + k)
     popularity_phase: np.ndarray
     popularity_period: float
     effect: np.ndarray | None  # per-value logit effect (signal columns only)
@@ -133,6 +166,7 @@ def _world(seed: int) -> _World:
         effect_sd = rng.uniform(0.25, 0.6) if signal else 0.0
         cats.append(_Categorical(
             dictionary=schema.hex_strings(_hashed_values(size, key)),
+            exponent=float(exponent),
             log_weight=-exponent * np.log1p(np.arange(size, dtype=np.float64)),
             popularity_phase=rng.uniform(0.0, 2 * math.pi, size),
             popularity_period=float(rng.uniform(40.0, 200.0)),
@@ -159,6 +193,184 @@ def _world(seed: int) -> _World:
     )
 
 
+# ------------------------------------------------------------------------------------------ shifts on demand
+
+
+def _column_index(column: object, what: str) -> int:
+    if not isinstance(column, str) or column not in schema.CATEGORICAL_COLUMNS:
+        raise LabelDPInputError(f"{what} must name a categorical column C1..C26; got {column!r}")
+    return schema.CATEGORICAL_COLUMNS.index(column)
+
+
+def _number(value: object, what: str, low: float, high: float) -> float:
+    if (isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating)
+            or not math.isfinite(value) or not low <= value <= high):
+        raise LabelDPInputError(f"{what} must be a finite number in {low:g}..{high:g}; got {value!r}")
+    return float(value)
+
+
+def _integer(value: object, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not low <= value <= high:
+        raise LabelDPInputError(f"{what} must be a whole number in {low}..{high}; got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SegmentShift:
+    """Adds ``logit`` to logit(p_click) of the rows whose categorical ``column`` (``"C1"``..``"C26"``) has one
+    value, chosen by exactly one of:
+
+    - ``value``: the value as it appears in the data (8 hex digits; must be in the column's vocabulary of this
+      seed's world);
+    - ``rank``: the ``rank``-th most popular value of the column on that day (0 = the most popular), by the
+      day's sampling weights (after any ``PopularityShift`` of the same column and day; ties by vocabulary
+      order). E.g. ``rank=0`` of C9 (3 values) covers about 40-70% of the rows, without knowing its hex string.
+
+    Rows where the column is missing are never in the segment.
+    """
+
+    column: str
+    logit: float
+    value: str | None = None
+    rank: int | None = None
+
+    def __post_init__(self) -> None:
+        j = _column_index(self.column, "segment column")
+        object.__setattr__(self, "logit", _number(self.logit, "segment logit shift", -MAX_LOGIT_SHIFT,
+                                                  MAX_LOGIT_SHIFT))
+        if (self.value is None) == (self.rank is None):
+            raise LabelDPInputError(f"a segment of {self.column} needs exactly one of a value (8 hex digits) or a "
+                                    f"popularity rank; got value={self.value!r}, rank={self.rank!r}")
+        if self.value is not None:
+            if not isinstance(self.value, str) or not _HEX8.fullmatch(self.value):
+                raise LabelDPInputError(f"segment value of {self.column} must be 8 hex digits (as in the data, "
+                                        f"e.g. 0a1b2c3d); got {self.value!r}")
+            object.__setattr__(self, "value", self.value.lower())
+        else:
+            size = _VOCAB_SIZES[j]
+            object.__setattr__(self, "rank", _integer(self.rank, f"segment rank of {self.column} ({size} values)",
+                                                      0, size - 1))
+
+    def settings(self) -> dict:
+        selector = {"value": self.value} if self.value is not None else {"rank": self.rank}
+        return {"column": self.column, **selector, "logit": self.logit}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PopularityShift:
+    """Changes the sampling weights (popularity) of the values of categorical ``column`` on the day.
+
+    The base weight of the value at Zipf position k is (k + 1)^-s (s = the column's exponent, 1.05..1.35), times
+    the value's slow daily drift. ``exponent`` replaces s (0 = all values equally popular; larger = more
+    concentrated on the top values); ``rotate`` K (1..n-1, n = the vocabulary size) then rotates the ordering:
+    the value at position k takes the weight of position (k + K) mod n, so the K least popular values become
+    the most popular ones and every other value moves down K places. The values' effects on the click logit are
+    unchanged: P(label | features) keeps its form; only the feature distribution moves.
+    """
+
+    column: str
+    rotate: int = 0
+    exponent: float | None = None
+
+    def __post_init__(self) -> None:
+        j = _column_index(self.column, "popularity shift column")
+        size = _VOCAB_SIZES[j]
+        object.__setattr__(self, "rotate", _integer(self.rotate, f"popularity rotation of {self.column} "
+                                                                 f"({size} values)", 0, size - 1))
+        if self.exponent is not None:
+            object.__setattr__(self, "exponent", _number(self.exponent, f"popularity exponent of {self.column}",
+                                                         0.0, MAX_ZIPF_EXPONENT))
+        if self.rotate == 0 and self.exponent is None:
+            raise LabelDPInputError(f"a popularity shift of {self.column} needs a rotation (1..{size - 1}) or an "
+                                    f"exponent (0..{MAX_ZIPF_EXPONENT:g}); got neither")
+
+    def settings(self) -> dict:
+        return {"column": self.column, "rotate": self.rotate, "exponent": self.exponent}
+
+    def log_weight(self, base: _Categorical) -> np.ndarray:
+        """The shifted base popularity (log scale, before the daily drift) of the column's values."""
+        log_w = base.log_weight
+        if self.exponent is not None:
+            log_w = -self.exponent * np.log1p(np.arange(len(log_w), dtype=np.float64))
+        return np.roll(log_w, -self.rotate) if self.rotate else log_w
+
+
+@dataclass(frozen=True, kw_only=True)
+class DayShift:
+    """A day-over-day shift applied to one generated day (see the module docstring, "Shifts on demand").
+
+    ``logit``: added to logit(p_click) of every row. ``segments``: ``SegmentShift``s, each added to the
+    logit of its segment's rows. ``popularity``: ``PopularityShift``s (at most one per column). ``DayShift()``
+    moves nothing: the day is generated exactly as without a shift. Example::
+
+        shift = DayShift(logit=0.7, segments=(SegmentShift(column="C9", rank=0, logit=-0.5),),
+                         popularity=(PopularityShift(column="C3", rotate=100),))
+        generate_day(date, rows=100_000, shift=shift)
+    """
+
+    logit: float = 0.0
+    segments: tuple[SegmentShift, ...] = ()
+    popularity: tuple[PopularityShift, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "logit", _number(self.logit, "logit shift", -MAX_LOGIT_SHIFT, MAX_LOGIT_SHIFT))
+        for field, kind in (("segments", SegmentShift), ("popularity", PopularityShift)):
+            items = getattr(self, field)
+            if isinstance(items, kind):
+                items = (items,)
+            if isinstance(items, str | bytes) or not hasattr(items, "__iter__"):
+                raise LabelDPInputError(f"DayShift.{field} must be a sequence of {kind.__name__}; got {items!r}")
+            items = tuple(items)
+            for item in items:
+                if not isinstance(item, kind):
+                    raise LabelDPInputError(f"DayShift.{field} must hold {kind.__name__} objects; got {item!r}")
+            object.__setattr__(self, field, items)
+        columns = [item.column for item in self.popularity]
+        for column in columns:
+            if columns.count(column) > 1:
+                raise LabelDPInputError(f"at most one popularity shift per column; {column} has "
+                                        f"{columns.count(column)}")
+
+    @property
+    def is_identity(self) -> bool:
+        """True if the shift moves nothing (the day is then generated exactly as without a shift)."""
+        return self.logit == 0.0 and not self.popularity and all(s.logit == 0.0 for s in self.segments)
+
+    def settings(self) -> dict:
+        """The shift's settings, JSON-able (as recorded in ``_provenance.json``)."""
+        return {"logit": self.logit, "segments": [s.settings() for s in self.segments],
+                "popularity": [p.settings() for p in self.popularity]}
+
+
+def _effective_shift(shift: DayShift | None) -> DayShift | None:
+    if shift is None:
+        return None
+    if not isinstance(shift, DayShift):
+        raise TypeError(f"shift must be a DayShift or None; got {type(shift).__name__} {shift!r}")
+    return None if shift.is_identity else shift
+
+
+def _value_index(seed: int, segment: SegmentShift) -> int:
+    """The vocabulary index of ``segment.value`` in the world of ``seed``."""
+    dictionary = _world(seed).categoricals[schema.CATEGORICAL_COLUMNS.index(segment.column)].dictionary
+    index = pc.index(dictionary, segment.value).as_py()
+    if index < 0:
+        raise LabelDPInputError(f"{segment.value} is not a value of {segment.column} in the synthetic world of seed "
+                                f"{seed} ({len(dictionary)} values); pick it from the data, or by popularity rank")
+    return index
+
+
+def check_shift(shift: DayShift | None, seed: int = DEFAULT_SEED) -> None:
+    """Raises ``LabelDPInputError`` if ``shift`` names a segment value that is not in its column's vocabulary of
+    the world of ``seed`` (everything else is checked when the ``DayShift`` is built). For the command line,
+    which checks all its days' settings before writing anything."""
+    seed = _check_seed(seed)
+    shift = _effective_shift(shift)
+    for segment in shift.segments if shift is not None else ():
+        if segment.value is not None:
+            _value_index(seed, segment)
+
+
 @dataclass(frozen=True)
 class DayParameters:
     """The law of one day: what drifts, evaluated at that day (exposed for tests and documentation)."""
@@ -172,8 +384,20 @@ class DayParameters:
     cat_effect: tuple[np.ndarray | None, ...]  # per-value logit effects (None = no signal)
 
 
-def day_parameters(seed: int, date: dt.date) -> DayParameters:
-    """The drifting parameters of ``date`` in the world of ``seed``: smooth in the date (sinusoids)."""
+def _popularity_cdf(cat: _Categorical, t: float, log_weight: np.ndarray) -> np.ndarray:
+    """The cumulative popularity on day ``t`` of values with base popularity ``log_weight`` (plus their drift)."""
+    log_w = log_weight + 0.5 * np.sin(2 * math.pi * t / cat.popularity_period + cat.popularity_phase)
+    weights = np.exp(log_w - log_w.max())
+    cdf = np.cumsum(weights)
+    return cdf / cdf[-1]
+
+
+def day_parameters(seed: int, date: dt.date, shift: DayShift | None = None) -> DayParameters:
+    """The drifting parameters of ``date`` in the world of ``seed``: smooth in the date (sinusoids).
+
+    With ``shift``, its popularity shifts are applied to ``cat_cdf`` (its logit shifts are not part of the
+    parameters: ``generate_day`` adds them to each row's logit).
+    """
     seed = _check_seed(seed)
     date = require_date(date)
     world = _world(seed)
@@ -182,10 +406,7 @@ def day_parameters(seed: int, date: dt.date) -> DayParameters:
     cdfs = []
     effects = []
     for cat in world.categoricals:
-        log_w = cat.log_weight + 0.5 * np.sin(two_pi * t / cat.popularity_period + cat.popularity_phase)
-        weights = np.exp(log_w - log_w.max())
-        cdf = np.cumsum(weights)
-        cdfs.append(cdf / cdf[-1])
+        cdfs.append(_popularity_cdf(cat, t, cat.log_weight))
         if cat.effect is None:
             effects.append(None)
         else:
@@ -194,6 +415,11 @@ def day_parameters(seed: int, date: dt.date) -> DayParameters:
     num_mu = np.asarray(_NUM_MU) + 0.1 * np.sin(two_pi * t / 90.0 + world.num_mu_phase)
     num_coef = world.num_coef * (1.0 + 0.3 * np.sin(two_pi * t / 120.0 + world.num_coef_phase))
     rate = 0.03 * (1.0 + 0.1 * math.sin(two_pi * t / 365.25 + world.rate_phase))
+    shift = _effective_shift(shift)
+    for popularity in shift.popularity if shift is not None else ():
+        j = schema.CATEGORICAL_COLUMNS.index(popularity.column)
+        cat = world.categoricals[j]
+        cdfs[j] = _popularity_cdf(cat, t, popularity.log_weight(cat))
     return DayParameters(seed=seed, date=date, target_click_rate=rate, num_mu=num_mu, num_coef=num_coef,
                          cat_cdf=tuple(cdfs), cat_effect=tuple(effects))
 
@@ -201,9 +427,12 @@ def day_parameters(seed: int, date: dt.date) -> DayParameters:
 # ------------------------------------------------------------------------------------------ one day
 
 
-def _draw_features(params: DayParameters, rng: np.random.Generator, n: int, build_arrays: bool):
-    """Draws ``n`` rows of features. Returns (logit without intercept, {column: pyarrow array} or None)."""
+def _draw_features(params: DayParameters, rng: np.random.Generator, n: int, build_arrays: bool,
+                   keep: frozenset[int] = frozenset()):
+    """Draws ``n`` rows of features. Returns (logit without intercept, {column: pyarrow array} or None,
+    {j: (vocabulary index, missing)} for the categorical columns j in ``keep``)."""
     world = _world(params.seed)
+    kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     logit = np.zeros(n)
     arrays: dict[str, pa.Array] | None = {} if build_arrays else None
     activity = rng.standard_normal(n)
@@ -233,7 +462,9 @@ def _draw_features(params: DayParameters, rng: np.random.Generator, n: int, buil
             logit += np.where(missing, 0.0, effect[index])
         if arrays is not None:
             arrays[name] = _dictionary_column(index, missing, cat.dictionary)
-    return logit, arrays
+        if j in keep:
+            kept[j] = (index, missing)
+    return logit, arrays, kept
 
 
 def _dictionary_column(index: np.ndarray, missing: np.ndarray, dictionary: pa.StringArray) -> pa.DictionaryArray:
@@ -270,21 +501,60 @@ class SyntheticDay:
     provenance: dict
 
 
-def generate_day(date: dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED) -> SyntheticDay:
-    """Generates the day ``date`` (deterministic in ``seed``, ``date``, ``rows``; nothing written)."""
+def _resolve_segments(params: DayParameters, shift: DayShift) -> list[tuple[int, int, int, float]]:
+    """(column index j, vocabulary index, popularity rank that day, expected share of rows) per segment."""
+    world = _world(params.seed)
+    resolved = []
+    for segment in shift.segments:
+        j = schema.CATEGORICAL_COLUMNS.index(segment.column)
+        pmf = np.diff(params.cat_cdf[j], prepend=0.0)
+        order = np.argsort(-pmf, kind="stable")  # most popular first; ties by vocabulary order
+        if segment.rank is not None:
+            index = int(order[segment.rank])
+            rank = segment.rank
+        else:
+            index = _value_index(params.seed, segment)
+            rank = int(np.flatnonzero(order == index)[0])
+        resolved.append((j, index, rank, float(pmf[index]) * (1.0 - world.categoricals[j].missing)))
+    return resolved
+
+
+def generate_day(date: dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED,
+                 shift: DayShift | None = None) -> SyntheticDay:
+    """Generates the day ``date`` (deterministic in ``seed``, ``date``, ``rows``, ``shift``; nothing written).
+
+    ``shift`` (a ``DayShift``) moves this day away from its law (see the module docstring); ``None`` or a
+    ``DayShift`` that moves nothing gives exactly the unshifted day.
+    """
     date = require_date(date)
     seed = _check_seed(seed)
     if isinstance(rows, bool) or int(rows) != rows or not 1 <= rows < MAX_ROWS:
         raise LabelDPInputError(f"rows must be a whole number in 1..{MAX_ROWS - 1}; got {rows!r}")
     rows = int(rows)
+    shift = _effective_shift(shift)
     params = day_parameters(seed, date)
     stream = day_seed(seed, date)
-    calibration_logit, _ = _draw_features(params, np.random.default_rng([stream, 1]), CALIBRATION_ROWS,
-                                          build_arrays=False)
+    # The intercept belongs to the unshifted law: a shift moves the day away from it.
+    calibration_logit, _, _ = _draw_features(params, np.random.default_rng([stream, 1]), CALIBRATION_ROWS,
+                                             build_arrays=False)
     intercept = _calibrate_intercept(calibration_logit, params.target_click_rate)
     rng = np.random.default_rng([stream, 0])
-    logit, arrays = _draw_features(params, rng, rows, build_arrays=True)
-    p_click = _sigmoid(intercept + logit)
+    if shift is None:
+        logit, arrays, _ = _draw_features(params, rng, rows, build_arrays=True)
+        p_click = _sigmoid(intercept + logit)
+    else:
+        drawn = day_parameters(seed, date, shift) if shift.popularity else params
+        segments = _resolve_segments(drawn, shift)
+        logit, arrays, kept = _draw_features(drawn, rng, rows, build_arrays=True,
+                                             keep=frozenset(j for j, *_ in segments))
+        offset = np.full(rows, shift.logit)
+        segment_rows = []
+        for segment, (j, index, _, _) in zip(shift.segments, segments, strict=True):
+            values, missing = kept[j]
+            inside = (values == index) & ~missing
+            offset[inside] += segment.logit
+            segment_rows.append(int(np.count_nonzero(inside)))
+        p_click = _sigmoid(intercept + logit + offset)  # rows with offset 0 get exactly the unshifted p_click
     label = (rng.random(rows) < p_click).astype(np.int8)
     row_id = np.int64(epoch_day(date)) * np.int64(2**32) + np.arange(rows, dtype=np.int64)
     columns = {schema.ROW_ID: pa.array(row_id), schema.LABEL: pa.array(label), **arrays}
@@ -306,18 +576,30 @@ def generate_day(date: dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
         "signal_features": [schema.NUMERIC_COLUMNS[j] for j in SIGNAL_NUMERIC]
         + [schema.CATEGORICAL_COLUMNS[j] for j in SIGNAL_CATEGORICAL],
     }
+    if shift is not None:
+        world = _world(seed)
+        record = shift.settings()
+        for item, (j, index, rank, share), count in zip(record["segments"], segments, segment_rows, strict=True):
+            item.update(value=world.categoricals[j].dictionary[index].as_py(), day_rank=rank,
+                        expected_share=round(share, 6), rows=count)
+        for item in record["popularity"]:
+            item["base_exponent"] = round(world.categoricals[schema.CATEGORICAL_COLUMNS.index(item["column"])]
+                                          .exponent, 6)
+        provenance["shift"] = record
     return SyntheticDay(table=table, oracle=oracle, provenance=provenance)
 
 
 def write_synthetic_day(root: str | os.PathLike, date: dt.date, rows: int = DEFAULT_ROWS,
                         seed: int = DEFAULT_SEED,
-                        rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE) -> tuple[Path, dict]:
+                        rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE,
+                        shift: DayShift | None = None) -> tuple[Path, dict]:
     """Generates ``date`` and writes ``partitions/date=D/`` (with ``_provenance.json``) and ``oracle/date=D/``.
 
-    Each directory is published atomically. The oracle is written first, so a partition never exists without
-    its oracle. Returns (partition directory, provenance).
+    ``shift``: a ``DayShift`` for this day (see ``generate_day``); to shift some days of a range, pass it for
+    those days only. Each directory is published atomically. The oracle is written first, so a partition never
+    exists without its oracle. Returns (partition directory, provenance).
     """
-    day = generate_day(date, rows=rows, seed=seed)
+    day = generate_day(date, rows=rows, seed=seed, shift=shift)
     schema.write_oracle(root, date, day.oracle)
     directory = schema.write_partition(root, date, day.table, rows_per_file=rows_per_file,
                                        source=f"synthetic day {date.isoformat()}",

@@ -179,3 +179,207 @@ def test_cli_synth_bad_input(tmp_path, capsys, args, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
     assert not (tmp_path / "partitions").exists()
+
+
+# ------------------------------------------------------------------------------------------ drift on demand
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    return np.log(p) - np.log1p(-p)
+
+
+def _p_click(d: synth.SyntheticDay) -> np.ndarray:
+    return d.oracle.column("p_click").to_numpy()
+
+
+def _is_value(d: synth.SyntheticDay, column: str, value: str) -> np.ndarray:
+    """True on the rows whose ``column`` is ``value`` (False where missing)."""
+    strings = d.table.column(column).cast(schema.pa.string())
+    return pc.fill_null(pc.equal(strings, value), False).to_numpy(zero_copy_only=False)
+
+
+def test_no_shift_is_the_default_output():
+    base = synth.generate_day(DAY, rows=5_000, seed=3)
+    for shift in (None, synth.DayShift(),
+                  synth.DayShift(logit=0.0, segments=(synth.SegmentShift(column="C9", rank=0, logit=0.0),))):
+        same = synth.generate_day(DAY, rows=5_000, seed=3, shift=shift)
+        assert same.table.equals(base.table) and same.oracle.equals(base.oracle)
+        assert same.provenance == base.provenance and "shift" not in same.provenance
+
+
+def test_global_logit_shift_moves_the_truth_and_the_labels(day):
+    """+0.7 on every row's logit: the oracle's logits move by exactly 0.7 (same features, same intercept), its
+    mean from ~2.9% to ~5.3% on this day, and the labels follow the shifted truth (only 0 -> 1 flips, since the
+    label uniforms are shared)."""
+    shifted = synth.generate_day(DAY, rows=ROWS, seed=3, shift=synth.DayShift(logit=0.7))
+    p0, p1 = _p_click(day), _p_click(shifted)
+    np.testing.assert_allclose(_logit(p1) - _logit(p0), 0.7, rtol=0, atol=1e-8)
+    assert shifted.table.drop(["label"]).equals(day.table.drop(["label"]))
+    assert 0.025 < p0.mean() < 0.035 and 0.045 < p1.mean() < 0.065, (p0.mean(), p1.mean())
+    y0 = day.table.column("label").to_numpy()
+    y1 = shifted.table.column("label").to_numpy()
+    assert np.all(y1 >= y0)
+    assert abs(y1.sum() - p1.sum()) < 4 * np.sqrt(np.sum(p1 * (1 - p1)))  # labels ~ Bernoulli(shifted truth)
+    info = shifted.provenance
+    assert info["shift"] == {"logit": 0.7, "segments": [], "popularity": []}
+    assert info["intercept"] == day.provenance["intercept"]  # the law's intercept; the shift is on top
+    assert info["mean_p_click"] == round(float(p1.mean()), 6) and info["clicks"] == int(y1.sum())
+
+
+def test_segment_shift_moves_only_the_segment(day):
+    """C9 rank 0 (the day's most popular of 3 values, ~30-70% of rows) +0.5 and C6 rank 0 (a column with 12%
+    missing) -0.3: each row's logit moves by exactly the sum of its segments' shifts; other rows are untouched
+    bit for bit; missing C6 rows are in no C6 segment."""
+    shift = synth.DayShift(segments=(synth.SegmentShift(column="C9", rank=0, logit=0.5),
+                                     synth.SegmentShift(column="C6", rank=0, logit=-0.3)))
+    shifted = synth.generate_day(DAY, rows=ROWS, seed=3, shift=shift)
+    c9, c6 = shifted.provenance["shift"]["segments"]
+    in_c9, in_c6 = _is_value(shifted, "C9", c9["value"]), _is_value(shifted, "C6", c6["value"])
+    assert c9["rows"] == in_c9.sum() and c6["rows"] == in_c6.sum()
+    assert 0.3 < in_c9.mean() < 0.75 and abs(in_c9.mean() - c9["expected_share"]) < 0.01, in_c9.mean()
+    assert c9["day_rank"] == 0 and c6["rank"] == 0
+    values, valid = _codes(shifted.table.column("C9"))
+    assert np.bincount(values[valid]).argmax() == values[in_c9][0]  # rank 0 is the most frequent value
+    assert in_c6.sum() > 0 and not np.any(in_c6 & ~shifted.table.column("C6").is_valid().to_numpy(
+        zero_copy_only=False))
+    p0, p1 = _p_click(day), _p_click(shifted)
+    touched = in_c9 | in_c6
+    assert np.array_equal(p1[~touched], p0[~touched])  # bit for bit
+    np.testing.assert_allclose((_logit(p1) - _logit(p0))[touched], (0.5 * in_c9 - 0.3 * in_c6)[touched],
+                               rtol=0, atol=1e-8)
+    assert shifted.table.drop(["label"]).equals(day.table.drop(["label"]))
+    # The same segment named by its hex value (any case) is the same day.
+    by_rank = synth.generate_day(DAY, rows=3_000, seed=3, shift=synth.DayShift(
+        segments=(synth.SegmentShift(column="C9", rank=0, logit=0.5),)))
+    by_value = synth.generate_day(DAY, rows=3_000, seed=3, shift=synth.DayShift(
+        segments=(synth.SegmentShift(column="C9", value=c9["value"].upper(), logit=0.5),)))
+    assert by_value.table.equals(by_rank.table) and by_value.oracle.equals(by_rank.oracle)
+    assert by_value.provenance["shift"]["segments"][0]["day_rank"] == 0
+
+
+def test_popularity_shift_moves_the_features_not_the_click_model(day):
+    """C9 rotated by 1 and C3 (a noise column) flattened to exponent 0.8: their value frequencies follow the
+    shifted weights; every other column is unchanged; P(label | features) keeps its form (rows whose C9 value
+    is unchanged keep their p_click bit for bit, the others move by a constant per (old, new) value pair)."""
+    shift = synth.DayShift(popularity=(synth.PopularityShift(column="C9", rotate=1),
+                                       synth.PopularityShift(column="C3", exponent=0.8)))
+    shifted = synth.generate_day(DAY, rows=ROWS, seed=3, shift=shift)
+    assert shifted.table.drop(["label", "C9", "C3"]).equals(day.table.drop(["label", "C9", "C3"]))
+    old, _ = _codes(day.table.column("C9"))
+    new, _ = _codes(shifted.table.column("C9"))
+    old_values = np.asarray(day.table.column("C9").combine_chunks().dictionary.to_pylist())[old]
+    new_values = np.asarray(shifted.table.column("C9").combine_chunks().dictionary.to_pylist())[new]
+    # Frequencies: far from the day's own law, in line with the shifted law (C9 has no missing values).
+    j = schema.CATEGORICAL_COLUMNS.index("C9")
+    expected = {name: np.diff(synth.day_parameters(3, DAY, s).cat_cdf[j], prepend=0.0) for name, s in
+                (("base", None), ("shifted", shift))}
+    assert not np.allclose(expected["base"], expected["shifted"], atol=0.05)
+    vocabulary = sorted(set(old_values) | set(new_values))
+    for values, law in ((old_values, "base"), (new_values, "shifted")):
+        counts = np.array([(values == v).sum() for v in vocabulary])
+        ordered = np.sort(counts)[::-1] / ROWS
+        np.testing.assert_allclose(ordered, np.sort(expected[law])[::-1], atol=0.005)
+    assert stats.chi2_contingency([[(old_values == v).sum() for v in vocabulary],
+                                   [(new_values == v).sum() for v in vocabulary]]).pvalue < 1e-6
+    codes3, valid3 = _codes(day.table.column("C3"))
+    shifted3, shifted_valid3 = _codes(shifted.table.column("C3"))
+    assert len(np.unique(shifted3[shifted_valid3])) > 1.2 * len(np.unique(codes3[valid3]))  # flatter: more values
+    p0, p1 = _p_click(day), _p_click(shifted)
+    same = old_values == new_values
+    assert 0 < same.sum() < ROWS
+    assert np.array_equal(p1[same], p0[same])
+    diff = _logit(p1) - _logit(p0)
+    for a, b in {(a, b) for a, b in zip(old_values[~same], new_values[~same], strict=True)}:
+        pair = (old_values == a) & (new_values == b)
+        assert np.ptp(diff[pair]) < 1e-8 and abs(diff[pair][0]) > 1e-3
+    assert shifted.provenance["shift"]["popularity"][0]["rotate"] == 1
+    assert shifted.provenance["intercept"] == day.provenance["intercept"]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: synth.DayShift(logit=11), "logit shift must be a finite number in -10..10"),
+        (lambda: synth.DayShift(logit=float("nan")), "logit shift must be a finite number"),
+        (lambda: synth.SegmentShift(column="I1", rank=0, logit=1), "segment column must name a categorical"),
+        (lambda: synth.SegmentShift(column="C9", logit=1), "needs exactly one of a value"),
+        (lambda: synth.SegmentShift(column="C9", rank=3, logit=1), r"segment rank of C9 \(3 values\)"),
+        (lambda: synth.SegmentShift(column="C9", value="xyz", logit=1), "must be 8 hex digits"),
+        (lambda: synth.PopularityShift(column="C9"), "needs a rotation"),
+        (lambda: synth.PopularityShift(column="C9", exponent=-1), "popularity exponent of C9"),
+        (lambda: synth.DayShift(popularity=(synth.PopularityShift(column="C9", rotate=1),) * 2),
+         "at most one popularity shift per column"),
+        (lambda: synth.DayShift(segments=("C9",)), "must hold SegmentShift objects"),
+        (lambda: synth.check_shift(synth.DayShift(segments=(synth.SegmentShift(
+            column="C9", value="00000000", logit=1),)), seed=3), "00000000 is not a value of C9"),
+    ],
+)
+def test_bad_shift_settings(make, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        make()
+
+
+def test_cli_shift_days(tmp_path, capsys):
+    """The shift lands on the chosen day only: the other days are byte-identical to an unshifted run, and the
+    shifted day is what generate_day gives with the same settings, whatever range it was generated in."""
+    common = ["data", "synth", "--rows", "3000", "--seed", "5"]
+    days = [dt.date(2024, 1, 30), dt.date(2024, 1, 31), dt.date(2024, 2, 1)]
+    flags = ["--shift-days", "2024-01-31", "--logit-shift", "0.7", "--segment-shift", "C9=rank:0:-0.5",
+             "--popularity-shift", "C3:exponent=0.9"]
+    assert main([*common, "--start", "2024-01-30", "--end", "2024-02-01", "--data-root", str(tmp_path / "plain")]) == 0
+    assert main([*common, "--start", "2024-01-30", "--end", "2024-02-01", *flags,
+                 "--data-root", str(tmp_path / "shifted")]) == 0
+    out = capsys.readouterr().out
+    assert "1 of them shifted" in out and out.count("; shifted: logit +0.7, C9=") == 1
+    assert main([*common, "--start", "2024-01-31", "--end", "2024-01-31", *flags,
+                 "--data-root", str(tmp_path / "alone")]) == 0
+
+    def files(root, date):
+        return {p.relative_to(root): p.read_bytes() for area in (partition_dir, oracle_dir)
+                for p in area(root, date).iterdir()}
+
+    for date in days:
+        plain, shifted = files(tmp_path / "plain", date), files(tmp_path / "shifted", date)
+        assert (plain == shifted) == (date != days[1]), date
+    assert files(tmp_path / "alone", days[1]) == files(tmp_path / "shifted", days[1])
+    record = schema.read_provenance(tmp_path / "shifted", days[1])["shift"]
+    assert record["logit"] == 0.7 and record["popularity"] == [
+        {"column": "C3", "rotate": 0, "exponent": 0.9, "base_exponent": record["popularity"][0]["base_exponent"]}]
+    assert record["segments"][0]["rank"] == 0 and record["segments"][0]["logit"] == -0.5
+    expected = synth.generate_day(days[1], rows=3000, seed=5, shift=synth.DayShift(
+        logit=0.7, segments=(synth.SegmentShift(column="C9", rank=0, logit=-0.5),),
+        popularity=(synth.PopularityShift(column="C3", exponent=0.9),)))
+    assert schema.read_oracle(tmp_path / "shifted", days[1]).equals(expected.oracle)
+    assert "shift" not in schema.read_provenance(tmp_path / "shifted", days[0])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--logit-shift", "0.7"], "--logit-shift needs --shift-days"),
+        (["--shift-days", "2024-02-01"], "--shift-days needs a shift"),
+        (["--shift-days", "2024-02-03", "--logit-shift", "1"], "--shift-days '2024-02-03' is outside --start..--end"),
+        (["--shift-days", "2024-02-31", "--logit-shift", "1"], "--shift-days is not a valid calendar date"),
+        (["--shift-days", "2024-02-01", "--logit-shift", "big"], "--logit-shift must be a finite number in -10..10; "
+                                                                 "got 'big'"),
+        (["--shift-days", "2024-02-01", "--logit-shift", "inf"], "--logit-shift must be a finite number"),
+        (["--shift-days", "2024-02-01", "--segment-shift", "C9:0.5"], "--segment-shift must look like Cj=V:X"),
+        (["--shift-days", "2024-02-01", "--segment-shift", "C9=rank:3:0.5"],
+         "--segment-shift 'C9=rank:3:0.5': segment rank of C9 (3 values) must be a whole number in 0..2; got 3"),
+        (["--shift-days", "2024-02-01", "--segment-shift", "C9=00000000:0.5"],
+         "--segment-shift 'C9=00000000:0.5': 00000000 is not a value of C9"),
+        (["--shift-days", "2024-02-01", "--segment-shift", "I1=rank:0:0.5"],
+         "--segment-shift 'I1=rank:0:0.5': segment column must name a categorical column C1..C26; got 'I1'"),
+        (["--shift-days", "2024-02-01", "--popularity-shift", "C9:spin=1"], "--popularity-shift must look like"),
+        (["--shift-days", "2024-02-01", "--popularity-shift", "C9:rotate=3"],
+         "--popularity-shift 'C9:rotate=3': popularity rotation of C9 (3 values) must be a whole number in 0..2"),
+        (["--shift-days", "2024-02-01", "--popularity-shift", "C3:exponent=9"],
+         "--popularity-shift 'C3:exponent=9': the exponent S must be a finite number in 0..5; got '9'"),
+    ],
+)
+def test_cli_synth_bad_shift(tmp_path, capsys, args, message):
+    assert main(["data", "synth", "--start", "2024-02-01", "--end", "2024-02-02", "--rows", "100", *args,
+                 "--data-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "partitions").exists()

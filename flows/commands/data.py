@@ -34,6 +34,33 @@ coefficients and popularity. Deterministic: the same --seed, day and --rows give
 each day's seed (derived from --seed and the date) is recorded in partitions/date=D/_provenance.json.
 The true click probability of every row goes to oracle/date=D/ (for audits with D' = D; training never
 reads it). An existing day is replaced atomically. Prints one line per day with its timing.
+
+Drift on demand: --shift-days picks days of the range on which a sudden shift is applied on top of the slow
+drift (a campaign, a holiday); the other days are generated exactly as without the shift options.
+  --logit-shift X            logit(p_click) of every row moves by X (-10..10): +0.7 takes ~3% clicks to ~5.5%
+                             (the mean click probability x1.8-1.9)
+  --segment-shift Cj=V:X     logit(p_click) moves by X on the rows whose column Cj has the value V, where V is
+                             8 hex digits as in the data, or rank:K = that day's K-th most popular value of Cj
+                             (0 = the most popular, by the day's sampling weights; rank:0 of C9, a 3-value
+                             column, covers ~40-70% of the rows). Rows where Cj is missing are never in it.
+                             Repeatable; shifts add up. The rank is resolved per day (printed per day and
+                             recorded in _provenance.json): to shift the same value every day, give its hex.
+  --popularity-shift Cj:rotate=K[,exponent=S]  or  Cj:exponent=S
+                             changes the popularity (sampling weights) of Cj's values: exponent=S replaces the
+                             Zipf exponent (1.05..1.35 by default; 0 = uniform, up to 5); rotate=K (1..n-1, n =
+                             Cj's number of values, e.g. 3 for C9) then rotates the Zipf ordering by K places
+                             (the K least popular values become the most popular). P(label | features) keeps
+                             its form; only the features move.
+                             Repeatable, one per column.
+A shifted day is the unshifted day (same seed, same random stream, same intercept) with the shift applied:
+rows no shift touches keep their exact click probability, and the oracle holds the shifted one (the truth of
+that day). The settings, the segment's resolved value and row count, are recorded under "shift" in
+partitions/date=D/_provenance.json; the output stays a deterministic function of seed, date, rows and shift.
+
+Examples:
+  labeldp-audit data synth --start 2024-01-01 --end 2024-01-02 --shift-days 2024-01-02 --logit-shift 0.7
+  labeldp-audit data synth --start 2024-01-01 --end 2024-01-07 --shift-days 2024-01-05..2024-01-07 \\
+      --segment-shift C9=rank:0:+0.5 --popularity-shift C3:rotate=100
 """
 
 INGEST_DESCRIPTION = """\
@@ -86,6 +113,19 @@ def register(subparsers) -> None:
     s.add_argument("--rows", default="1000000", metavar="N", help="rows per day (default 1000000)")
     s.add_argument("--seed", default="20240101", metavar="S",
                    help="base seed of the synthetic world (default 20240101)")
+    g = s.add_argument_group("drift on demand (applied on --shift-days only; default: no shift)")
+    g.add_argument("--shift-days", default=None, metavar="DAYS",
+                   help="the days to shift, within --start..--end: comma-separated days and inclusive ranges, "
+                        "e.g. 2024-01-03 or 2024-01-03,2024-01-05..2024-01-07")
+    g.add_argument("--logit-shift", default=None, metavar="X",
+                   help="add X (-10..10) to logit(p_click) of every row on the shift days, e.g. 0.7")
+    g.add_argument("--segment-shift", action="append", default=[], metavar="Cj=V:X",
+                   help="add X to logit(p_click) of the rows whose Cj is V (8 hex digits, or rank:K = the day's "
+                        "K-th most popular value, 0 = most popular), e.g. C9=rank:0:+0.5; repeatable")
+    g.add_argument("--popularity-shift", action="append", default=[], metavar="Cj:SPEC",
+                   help="change the popularity of Cj's values: SPEC = rotate=K (Zipf ordering rotated by K "
+                        "places), exponent=S (Zipf exponent S, 0..5), or both comma-separated, e.g. "
+                        "C3:rotate=100; repeatable, one per column")
     _add_root(s)
     s.set_defaults(func=_synth)
 
@@ -113,6 +153,133 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+def _number(text, flag: str, low: float, high: float) -> float:
+    import math
+
+    from auditing.errors import LabelDPInputError
+
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not low <= value <= high:
+        raise LabelDPInputError(f"{flag} must be a finite number in {low:g}..{high:g}; got {text!r}")
+    return value
+
+
+def _shift_days(text: str, start: dt.date, end: dt.date) -> set[dt.date]:
+    """The days of ``--shift-days`` (comma-separated days and inclusive D1..D2 ranges), all within start..end."""
+    from auditing.errors import LabelDPInputError
+    from pipelines.layout import parse_date
+
+    days: set[dt.date] = set()
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            raise LabelDPInputError(f"--shift-days has an empty item (expected days YYYY-MM-DD or ranges "
+                                    f"D1..D2, comma-separated); got {text!r}")
+        first, dots, last = item.partition("..")
+        low = parse_date(first, "--shift-days")
+        high = parse_date(last, "--shift-days") if dots else low
+        if high < low:
+            raise LabelDPInputError(f"--shift-days range {item!r} ends before it starts")
+        if low < start or high > end:
+            raise LabelDPInputError(f"--shift-days {item!r} is outside --start..--end ({start}..{end})")
+        days.update(low + dt.timedelta(days=k) for k in range((high - low).days + 1))
+    return days
+
+
+def _segment_shift(text: str, seed: int):
+    """``Cj=V:X`` (V = 8 hex digits or rank:K) as a synth.SegmentShift, checked against the world of ``seed``."""
+    from auditing.errors import LabelDPInputError
+    from pipelines import synth
+
+    flag = "--segment-shift"
+    column, equals, rest = str(text).partition("=")
+    selector, colon, amount = rest.rpartition(":")
+    if not equals or not colon or not selector:
+        raise LabelDPInputError(f"{flag} must look like Cj=V:X (V = 8 hex digits or rank:K, X = the logit "
+                                f"shift), e.g. C9=rank:0:+0.5; got {text!r}")
+    logit = _number(amount, f"{flag} {text!r}: the shift X", -synth.MAX_LOGIT_SHIFT, synth.MAX_LOGIT_SHIFT)
+    try:
+        if selector.startswith("rank:"):
+            rank = _whole(selector[len("rank:"):], f"{flag} {text!r}: the rank K", 0)
+            segment = synth.SegmentShift(column=column.strip(), rank=rank, logit=logit)
+        else:
+            segment = synth.SegmentShift(column=column.strip(), value=selector.strip(), logit=logit)
+        synth.check_shift(synth.DayShift(segments=(segment,)), seed)
+    except LabelDPInputError as exc:
+        if str(exc).startswith(flag):
+            raise
+        raise LabelDPInputError(f"{flag} {text!r}: {exc}") from None
+    return segment
+
+
+def _popularity_shift(text: str):
+    """``Cj:rotate=K[,exponent=S]`` / ``Cj:exponent=S`` as a synth.PopularityShift."""
+    from auditing.errors import LabelDPInputError
+    from pipelines import synth
+
+    flag = "--popularity-shift"
+    column, colon, spec = str(text).partition(":")
+    settings: dict[str, str] = {}
+    for part in spec.split(",") if colon else ():
+        key, equals, value = part.partition("=")
+        key = key.strip()
+        if not equals or key not in ("rotate", "exponent") or key in settings:
+            settings = {}
+            break
+        settings[key] = value
+    if not settings:
+        raise LabelDPInputError(f"{flag} must look like Cj:rotate=K, Cj:exponent=S or Cj:rotate=K,exponent=S, "
+                                f"e.g. C3:rotate=100; got {text!r}")
+    try:
+        rotate = _whole(settings["rotate"], f"{flag} {text!r}: the rotation K", 0) if "rotate" in settings else 0
+        exponent = (_number(settings["exponent"], f"{flag} {text!r}: the exponent S", 0.0, synth.MAX_ZIPF_EXPONENT)
+                    if "exponent" in settings else None)
+        return synth.PopularityShift(column=column.strip(), rotate=rotate, exponent=exponent)
+    except LabelDPInputError as exc:
+        if str(exc).startswith(flag):
+            raise
+        raise LabelDPInputError(f"{flag} {text!r}: {exc}") from None
+
+
+def _day_shift(args: argparse.Namespace, start: dt.date, end: dt.date, seed: int):
+    """(the synth.DayShift of the shift options, the days it applies to); (None, empty) without options."""
+    from auditing.errors import LabelDPInputError
+    from pipelines import synth
+
+    given = [flag for flag, value in (("--logit-shift", args.logit_shift), ("--segment-shift", args.segment_shift),
+                                      ("--popularity-shift", args.popularity_shift)) if value]
+    if args.shift_days is None:
+        if given:
+            raise LabelDPInputError(f"{given[0]} needs --shift-days (the days of --start..--end to shift)")
+        return None, set()
+    if not given:
+        raise LabelDPInputError("--shift-days needs a shift: --logit-shift, --segment-shift or --popularity-shift")
+    days = _shift_days(args.shift_days, start, end)
+    logit = (0.0 if args.logit_shift is None
+             else _number(args.logit_shift, "--logit-shift", -synth.MAX_LOGIT_SHIFT, synth.MAX_LOGIT_SHIFT))
+    segments = tuple(_segment_shift(text, seed) for text in args.segment_shift)
+    popularity = tuple(_popularity_shift(text) for text in args.popularity_shift)
+    columns = [item.column for item in popularity]
+    for column in columns:
+        if columns.count(column) > 1:
+            raise LabelDPInputError(f"--popularity-shift: at most one per column; {column} is given "
+                                    f"{columns.count(column)} times")
+    return synth.DayShift(logit=logit, segments=segments, popularity=popularity), days
+
+
+def _describe_shift(record: dict) -> str:
+    """One line describing a provenance "shift" record (what the day got)."""
+    parts = [f"logit {record['logit']:+g}"] if record["logit"] else []
+    parts += [f"{s['column']}={s['value']} (rank {s['day_rank']}, {s['rows']} rows) {s['logit']:+g}"
+              for s in record["segments"]]
+    parts += [f"{p['column']} popularity" + (f" rotate {p['rotate']}" if p["rotate"] else "")
+              + (f" exponent {p['exponent']:g}" if p["exponent"] is not None else "") for p in record["popularity"]]
+    return ", ".join(parts)
+
+
 def _synth(args: argparse.Namespace) -> int:
     from auditing.errors import LabelDPInputError
     from pipelines import synth
@@ -126,16 +293,21 @@ def _synth(args: argparse.Namespace) -> int:
     if rows >= synth.MAX_ROWS:
         raise LabelDPInputError(f"--rows must be below {synth.MAX_ROWS}; got {rows}")
     seed = _whole(args.seed, "--seed", 0)
+    shift, shift_days = _day_shift(args, start, end, seed)
     root = resolve_data_root(args.data_root)
     days = (end - start).days + 1
-    print(f"synthesizing {days} day(s) of {rows} rows (seed {seed}) into {root}", flush=True)
+    print(f"synthesizing {days} day(s) of {rows} rows (seed {seed}) into {root}"
+          + (f", {len(shift_days)} of them shifted" if shift_days else ""), flush=True)
     total = time.perf_counter()
     for offset in range(days):
         day = start + dt.timedelta(days=offset)
         began = time.perf_counter()
-        directory, info = synth.write_synthetic_day(root, day, rows=rows, seed=seed)
+        directory, info = synth.write_synthetic_day(root, day, rows=rows, seed=seed,
+                                                    shift=shift if day in shift_days else None)
+        shifted = f"; shifted: {_describe_shift(info['shift'])}" if "shift" in info else ""
         print(f"  {day}: {info['rows']} rows, click rate {100 * info['click_rate']:.2f}% "
-              f"(day seed {info['day_seed']}), {time.perf_counter() - began:.1f} s -> {directory}", flush=True)
+              f"(day seed {info['day_seed']}), {time.perf_counter() - began:.1f} s -> {directory}{shifted}",
+              flush=True)
     print(f"done: {days} day(s) in {time.perf_counter() - total:.1f} s")
     return 0
 
