@@ -1,29 +1,45 @@
-"""Epsilon lower bounds from f-DP auditing with the Gaussian family (paper Sec. 9, Definition 9, Algorithm 3).
+"""Epsilon lower bounds from the paper's Algorithm 3 on the (eps, delta) trade-off curve (docs/fdp-curve.md).
 
 Given the counts of the observational game (paper Alg. 2) -- c correct guesses out of c' guesses on m examples --
 Algorithm 3 decides for one trade-off function f whether "M is f-DP" is rejected at level gamma = 1 - confidence
-(Theorem 10: if it is rejected, Pr[C >= c] <= gamma under f-DP). With counterfactual labels drawn from a proxy
-distribution at total-variation distance <= tau, Theorem 10 runs it on g(s) = f(min(1, s + tau)) (Lemma 14).
+(Theorem 10 with tau = 0, i.e. Theorem 5: if it rejects, Pr[C >= c] <= gamma under f-DP). The rejecting branch
+is r[0] + h[0] >= c'/m, the one the paper prints as "Return False"; docs/fdp-curve.md section 3 shows from the
+proof of Theorem 10 why that branch (and ">=") is the sound one.
 
-Definition 9 audits a family F of trade-off functions; here F = {f_mu} is the Gaussian family (Dong, Roth and Su
-2022), ordered by mu (a larger mu is a weaker guarantee). Rejection is monotone in mu: every r[i], h[i] of the
-recursion is non-increasing in mu (fbar^-1 is, and Lemma 14's unrolled form (6) writes r[i] as a non-negative
-combination of h's), so the rejected set is an interval [0, mu*). The reported figure is epsilon(delta) of
-Definition 9 step 3 for f_{mu*}: the eps at which the accepted Gaussian closest to the rejected ones stops being
-(eps, delta)-DP, converted with Dong et al. Corollary 2.13 (`auditing.gaussian_dp`).
+The decision-grade method audits the (eps, delta) curve itself,
 
-Conservative by construction: mu* is bracketed by bisection on Algorithm 3's own decision, with the lower end
-always a mu that Algorithm 3 rejected and the upper end one it did not; the reported value is the lower end.
-There is no grid: the upper end is doubled until Algorithm 3 stops rejecting.
+    f_{eps,delta}(x) = max(0, 1 - delta - e^eps x, e^-eps (1 - delta - x)),
 
-No evidence gives exactly 0: c = 0 or c' = 0 (nothing to test; Algorithm 3's final test r[0] + h[0] >= c'/m is
-then vacuous and is not applied), tau >= 1 (g = 0 carries no information), and whenever mu -> 0 (f(x) = 1 - x,
-perfect privacy) is not rejected; in particular for every c <= c'/2: at mu = 0, h[c-1] = max(0, gamma c/m - tau)
-<= gamma (c' - c)/m = h[c], so the run falls (or stays put when equal) and r[0] + h[0] <= gamma c'/m < c'/m; in
-floating point an ulp of difference at c = c'/2 moves r[0] + h[0] by ulps, nowhere near c'/m (tested).
+because (eps, delta)-DP is exactly f_{eps,delta}-DP (Dong, Roth and Su 2022, Prop. 2.5; the paper's
+Proposition 8). "Algorithm 3 rejects f_{eps,delta}" therefore rejects "M is (eps, delta)-DP" for EVERY mechanism,
+Gaussian or not. (The previous Gaussian reading, "not mu*-GDP, hence not (eps(mu*), delta)-DP", is invalid for
+randomized-response-like mechanisms: docs/fdp-curve.md section 7 gives the counterexample.)
 
-delta = 0 is refused for the epsilon functions: no Gaussian trade-off function with mu > 0 is (eps, 0)-DP for a
-finite eps, so a rejected mu > 0 says nothing about pure DP; use the binomial bound for pure eps.
+Monotone in eps. f_{eps,delta} is pointwise non-increasing in eps, so fbar = 1 - f is pointwise non-decreasing
+and its generalized inverse fbar^-1 pointwise non-increasing. Unrolling the recursion,
+r[i] = r[c] - (c-1)/(c'-c+1) h[c] + i/(c'-i) h[i] + sum_{z=i+1}^{c-1} (z/(c'-z) - (z-1)/(c'-z+1)) h[z], a fixed
+term plus a non-negative combination of h[i..c-1] (Lemma 14, Eq. (6)); by induction from i = c-1 down every h[i]
+= fbar^-1(r[i+1]) and r[i] is non-increasing in eps, and so is r[0] + h[0]. The rejected set of eps is an
+interval starting at 0, and the bound is its edge, found by bisection on Algorithm 3's own decision.
+
+Robustness kappa (docs/soundness.md): when |log D'(y|x) - log D(y|x)| <= kappa on every audited row, each row's
+two views in the game are (eps + kappa, e^kappa delta)-indistinguishable under (eps, delta)-DP, so the claim
+(eps, delta) is tested by Algorithm 3 on f_{eps + kappa, e^kappa delta}. When e^kappa delta >= 1 that curve is
+0 (it promises nothing) and nothing is rejected. With delta = 0 the bound at kappa is max(0, bound at 0 - kappa)
+(up to the bisection tolerance).
+
+Conservative by construction: the bracket's lower end is always an eps that Algorithm 3 rejected (or 0 when only
+eps = 0 is), the upper end one it did not; the reported value is the lower end, after the bracket is narrowed to
+EPSILON_TOLERANCE. There is no grid: the upper end is doubled until Algorithm 3 stops rejecting (it always does
+by eps ~ 745, where e^-eps underflows and fbar^-1 = 0 on [0, 1), unless gamma rounds to 1, which is refused).
+
+No evidence gives exactly 0: c = 0 or c' = 0 (nothing to test), and whenever eps = 0 is not rejected; in
+particular for every c <= c'/2 at kappa = 0: at eps = 0, fbar^-1(r) = max(0, r - delta) and
+h[c-1] = max(0, gamma c/m - delta) <= gamma (c' - c)/m = h[c], so the run falls (or stays put) and
+r[0] + h[0] <= gamma c'/m < c'/m.
+
+The Gaussian mu reading is kept as `fdp_mu_lower_bound`, a lower bound on mu only ("the model is not mu-GDP for
+any mu below this"). It is never converted to an epsilon here.
 """
 
 from __future__ import annotations
@@ -31,16 +47,21 @@ from __future__ import annotations
 import math
 
 from auditing.errors import LabelDPInputError
-from auditing.fdp_recursion import rejects as _rejects
-from auditing.gaussian_dp import epsilon_for_mu, mu_for_epsilon
-from auditing.params import check_confidence, check_counts, check_delta, check_tau
+from auditing.fdp_recursion import curve_rejects as _curve_rejects
+from auditing.fdp_recursion import gaussian_rejects as _gaussian_rejects
+from auditing.params import check_confidence, check_counts, check_delta, check_kappa
 
-__all__ = ["fdp_epsilon_lower_bound", "fdp_mu_lower_bound", "fdp_rejects"]
+__all__ = ["EPSILON_TOLERANCE", "MU_RELATIVE_TOLERANCE", "fdp_epsilon_lower_bound", "fdp_mu_lower_bound",
+           "fdp_rejects"]
 
-EPSILON_TOLERANCE = 1e-4  # absolute width of the final bracket in eps (the reported end is the lower one)
+EPSILON_TOLERANCE = 1e-4  # width of the final bracket in eps (the reported end is the rejected, lower one)
 MU_RELATIVE_TOLERANCE = 1e-10  # relative width of the final bracket in mu for fdp_mu_lower_bound
-# A safety stop, not a cap: Algorithm 3 stops rejecting by mu ~ 40 for any counts (Phi(Phi^-1(gamma) - mu)
-# underflows to 0 there, which makes the run a fixed point below c'/m), so this is never reached.
+# A safety stop for the doubling of the upper end, not a cap. For eps >= 746 math.exp(eps) = inf and
+# math.exp(-eps) = 0, so the run is the one at eps = inf, which is checked not to reject before the search
+# starts; the doubling therefore ends by 1024.
+_EPSILON_SAFETY_LIMIT = 4096.0
+# Same for mu: Algorithm 3 stops rejecting by mu ~ 40 for any counts (Phi(Phi^-1(gamma) - mu) underflows to 0
+# there, which makes the run a fixed point below c'/m).
 _MU_SAFETY_LIMIT = 1e6
 
 
@@ -52,52 +73,29 @@ def fdp_rejects(
     *,
     delta: float,
     confidence: float = 0.95,
-    tau: float = 0.0,
+    kappa: float = 0.0,
 ) -> bool:
-    """Does Algorithm 3 (Theorem 10) reject "M is f_mu-DP" for mu = mu_for_epsilon(epsilon, delta)?
+    """Does Algorithm 3 on f_{epsilon + kappa, e^kappa delta} reject "M is (epsilon, delta)-DP"?
 
-    f_mu is the weakest Gaussian trade-off function that is (epsilon, delta)-DP. True means c correct guesses
-    out of c' would have probability <= 1 - confidence under it, so the epsilon lower bound at these counts is
-    at least (about) epsilon; False means the bound at these counts is <= epsilon (up to the ~1e-12 accuracy of
-    the eps <-> mu conversion), which lets a caller prune a sweep. delta must be > 0 (see module docstring).
+    True means c correct guesses out of c' would have probability <= 1 - confidence under the claim, so the
+    epsilon lower bound at these counts is at least (about) epsilon; False means the bound at these counts is
+    below epsilon (rejection is monotone in epsilon), which lets a caller prune a sweep. epsilon may be +inf
+    (never rejected); delta = 0 is allowed.
     """
     c, cp, n = check_counts(correct, guesses, m)
-    delta = _check_positive_delta(delta)
-    gamma = 1.0 - check_confidence(confidence)
-    tau = check_tau(tau)
-    epsilon = float(epsilon)
+    delta = check_delta(delta)
+    gamma = _gamma(confidence)
+    kappa = check_kappa(kappa)
+    try:
+        epsilon = float(epsilon)
+    except (TypeError, ValueError):
+        raise LabelDPInputError(f"epsilon must be a number >= 0; got {epsilon!r}") from None
     if not (epsilon >= 0.0):
         raise LabelDPInputError(f"epsilon must be >= 0; got {epsilon!r}")
-    if c == 0 or cp == 0 or tau >= 1.0:
+    tested_delta = _shifted_delta(delta, kappa)
+    if c == 0 or cp == 0 or tested_delta >= 1.0:
         return False
-    mu = mu_for_epsilon(epsilon, delta)
-    if math.isinf(mu):
-        return False
-    return bool(_rejects(c, cp, n, gamma, mu, tau))
-
-
-def fdp_mu_lower_bound(
-    correct: int,
-    guesses: int,
-    m: int,
-    *,
-    confidence: float = 0.95,
-    tau: float = 0.0,
-) -> float:
-    """The largest mu found rejected by Algorithm 3 (Theorem 10) -- the sup of rejected mu, from below.
-
-    Bisection on Algorithm 3's decision to a bracket of relative width 1e-10; the lower (rejected) end is
-    returned. 0 when mu -> 0 (f(x) = 1 - x) is not rejected, i.e. when the counts carry no evidence.
-    """
-    c, cp, n = check_counts(correct, guesses, m)
-    gamma = 1.0 - check_confidence(confidence)
-    tau = check_tau(tau)
-
-    def narrow_enough(lo: float, hi: float) -> bool:
-        # Relative width, with a floor so that a bracket [0, hi] (only mu = 0 rejected) also ends.
-        return hi - lo <= MU_RELATIVE_TOLERANCE * max(hi, 1e-6)
-
-    return _rejected_mu(c, cp, n, gamma, tau, narrow_enough)
+    return bool(_curve_rejects(c, cp, n, gamma, epsilon + kappa, tested_delta))
 
 
 def fdp_epsilon_lower_bound(
@@ -107,68 +105,98 @@ def fdp_epsilon_lower_bound(
     *,
     delta: float,
     confidence: float = 0.95,
-    tau: float = 0.0,
+    kappa: float = 0.0,
 ) -> float:
-    """Definition 9's epsilon(delta) for the Gaussian family, from Algorithm 3 with shift tau (Theorem 10).
+    """The largest eps whose claim (eps, delta) Algorithm 3 rejects at robustness kappa, from below.
 
-    epsilon_for_mu(mu_lo, delta) (Dong et al. 2022, Corollary 2.13) where mu_lo is the largest mu confirmed
-    rejected, found by bisection until eps(mu_hi) - eps(mu_lo) <= 1e-4 with mu_hi not rejected; the bracket
-    starts at mu = 1 and doubles until Algorithm 3 stops rejecting, so no grid caps the result. Exactly 0 with
-    no evidence (c = 0, c' = 0, tau >= 1, c <= c'/2, or mu -> 0 not rejected). delta must be in (0, 1).
+    Bisection on fdp_rejects' decision until the bracket is <= EPSILON_TOLERANCE wide; the lower (rejected) end
+    is returned. The bracket starts at [0, 1] and its upper end doubles while it is still rejected, so no grid
+    caps the result. Exactly 0 with no evidence (c = 0, c' = 0, e^kappa delta >= 1, or eps = 0 not rejected,
+    which includes every c <= c'/2). delta = 0 is allowed.
     """
     c, cp, n = check_counts(correct, guesses, m)
-    delta = _check_positive_delta(delta)
-    gamma = 1.0 - check_confidence(confidence)
-    tau = check_tau(tau)
-    # Cache eps at bracket ends: each conversion is a small root solve, the recursion is often cheaper.
-    eps_cache: dict[float, float] = {}
-
-    def eps_of(mu: float) -> float:
-        if mu not in eps_cache:
-            eps_cache[mu] = epsilon_for_mu(mu, delta)
-        return eps_cache[mu]
-
-    def narrow_enough(lo: float, hi: float) -> bool:
-        # Cheap test first: a relative mu width of 1e-8 is far below 1e-4 in eps unless eps is huge.
-        if hi - lo > 1e-8 * hi and hi - lo > 1e-3:
-            return False
-        return eps_of(hi) - eps_of(lo) <= EPSILON_TOLERANCE
-
-    mu_lo = _rejected_mu(c, cp, n, gamma, tau, narrow_enough)
-    if mu_lo == 0.0:
+    delta = check_delta(delta)
+    gamma = _gamma(confidence)
+    kappa = check_kappa(kappa)
+    tested_delta = _shifted_delta(delta, kappa)
+    if c == 0 or cp == 0 or tested_delta >= 1.0:
         return 0.0
-    return eps_of(mu_lo)
 
+    def rejected(eps: float) -> bool:
+        return bool(_curve_rejects(c, cp, n, gamma, eps + kappa, tested_delta))
 
-def _rejected_mu(c: int, cp: int, m: int, gamma: float, tau: float, narrow_enough) -> float:
-    """Bisection for the edge of the rejected set [0, mu*) of Algorithm 3; returns the rejected end."""
-    if c == 0 or cp == 0 or tau >= 1.0:
+    if not rejected(0.0):
         return 0.0
-    if not _rejects(c, cp, m, gamma, 0.0, tau):
-        return 0.0  # not even perfect privacy (f(x) = 1 - x) is rejected: no evidence
+    if rejected(math.inf):
+        # Only when gamma is within rounding of 1: the very first state of the run already reaches c'/m.
+        raise LabelDPInputError(
+            f"confidence is so close to 0 that 1 - confidence = {gamma!r} makes Algorithm 3 reject every eps at "
+            f"c={c}, c'={cp}, m={n}; got confidence {confidence!r}")
     lo, hi = 0.0, 1.0
-    while _rejects(c, cp, m, gamma, hi, tau):
+    while rejected(hi):
         lo, hi = hi, 2.0 * hi
-        if hi > _MU_SAFETY_LIMIT:  # pragma: no cover - unreachable, see _MU_SAFETY_LIMIT
-            raise RuntimeError(f"Algorithm 3 rejects every mu up to {hi:g} at c={c}, c'={cp}, m={m}")
-    # Invariant: lo is rejected (or lo = 0 with mu = 0 rejected), hi is not.
-    while not narrow_enough(lo, hi):
+        if hi > _EPSILON_SAFETY_LIMIT:  # pragma: no cover - unreachable, see _EPSILON_SAFETY_LIMIT
+            raise RuntimeError(f"Algorithm 3 rejects every eps up to {hi:g} at c={c}, c'={cp}, m={n}")
+    # Invariant: lo is rejected, hi is not.
+    while hi - lo > EPSILON_TOLERANCE:
         mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:  # adjacent doubles: the bracket cannot shrink any further
-            break
-        if _rejects(c, cp, m, gamma, mid, tau):
+        if rejected(mid):
             lo = mid
         else:
             hi = mid
     return lo
 
 
-def _check_positive_delta(delta: float) -> float:
-    delta = check_delta(delta)
+def fdp_mu_lower_bound(
+    correct: int,
+    guesses: int,
+    m: int,
+    *,
+    confidence: float = 0.95,
+) -> float:
+    """A lower bound on mu: the model is not mu-GDP for any mu below this (Algorithm 3 on the Gaussian f_mu).
+
+    Only a statement about the Gaussian family; it is NOT a bound on (eps, delta): converting it with the
+    Gaussian-DP curve eps(mu, delta) is invalid for non-Gaussian mechanisms (docs/fdp-curve.md section 7).
+    Bisection on Algorithm 3's decision (rejection is monotone in mu: fbar^-1 = Phi(Phi^-1(r) - mu) is
+    non-increasing in mu) to a bracket of relative width 1e-10; the lower (rejected) end is returned. 0 when
+    mu = 0 (f(x) = 1 - x, perfect privacy) is not rejected, i.e. when the counts carry no evidence.
+    """
+    c, cp, n = check_counts(correct, guesses, m)
+    gamma = _gamma(confidence)
+    if c == 0 or cp == 0:
+        return 0.0
+    if not _gaussian_rejects(c, cp, n, gamma, 0.0):
+        return 0.0  # not even perfect privacy (f(x) = 1 - x) is rejected: no evidence
+    lo, hi = 0.0, 1.0
+    while _gaussian_rejects(c, cp, n, gamma, hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > _MU_SAFETY_LIMIT:
+            raise LabelDPInputError(
+                f"Algorithm 3 rejects every mu up to {hi:g} at c={c}, c'={cp}, m={n}: confidence {confidence!r} "
+                "is too close to 0")
+    # Invariant: lo is rejected (or lo = 0 with mu = 0 rejected), hi is not. The floor on the width lets a
+    # bracket [0, hi] (only mu = 0 rejected) end too.
+    while hi - lo > MU_RELATIVE_TOLERANCE * max(hi, 1e-6):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:  # pragma: no cover - adjacent doubles, the bracket cannot shrink
+            break
+        if _gaussian_rejects(c, cp, n, gamma, mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _gamma(confidence: float) -> float:
+    return 1.0 - check_confidence(confidence)
+
+
+def _shifted_delta(delta: float, kappa: float) -> float:
+    """e^kappa delta, the delta of the curve tested at robustness kappa (>= 1 means the curve is 0)."""
     if delta == 0.0:
-        raise LabelDPInputError(
-            "delta must be in (0, 1) for the f-DP (Gaussian) bound: no Gaussian trade-off function with mu > 0 "
-            "is (eps, 0)-DP for a finite eps, so delta = 0 certifies nothing; use the binomial bound for "
-            f"pure eps; got {delta!r}"
-        )
-    return delta
+        return 0.0  # not 0 * e^kappa: e^kappa may overflow to inf
+    try:
+        return delta * math.exp(kappa)
+    except OverflowError:
+        return math.inf

@@ -1,14 +1,15 @@
-"""f-DP epsilon lower bound: the paper's Algorithm 3 for the Gaussian family with shift tau (Thm. 10, Lemma 14)."""
+"""f-DP epsilon lower bound: the paper's Algorithm 3 on the (eps, delta) curve f_{eps,delta} (docs/fdp-curve.md)."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
 from scipy.special import ndtr, ndtri
-from scipy.stats import binom, norm
+from scipy.stats import binom, binomtest, norm
 
 from auditing.errors import LabelDPInputError
 from auditing.fdp_bounds import (
@@ -18,33 +19,59 @@ from auditing.fdp_bounds import (
     fdp_rejects,
 )
 from auditing.fdp_recursion import (
+    CURVE,
+    EARLY_ACCEPT,
     EARLY_REJECT,
     FIXED_POINT,
     FULL_RUN,
+    GAUSSIAN,
+    TAIL_ACCEPT,
     algorithm3_sum,
+    curve_fbar_inverse,
+    curve_rejects,
+    gaussian_rejects,
     norm_cdf,
     norm_ppf,
-    rejects,
 )
-from auditing.gaussian_dp import epsilon_for_mu, mu_for_epsilon
+from auditing.gaussian_dp import epsilon_for_mu
 
-DELTA = 1e-6
+DELTA = 1e-5
 
 
-def plain_algorithm3(c: int, cp: int, m: int, gamma: float, mu: float, tau: float) -> float:
-    """Algorithm 3 exactly as printed (arrays r, h; no clamp, no shortcut), with scipy's Phi and Phi^-1.
+# ---- an independent plain-Python Algorithm 3 (no numba, no clamp, no shortcut) ------------------------------
 
-    fbar^-1(r) = f^-1(1 - r) - tau = Phi(Phi^-1(r) - mu) - tau (Lemma 14, Gaussian f = f^-1), as a generalized
-    inverse: 0 below fbar(0), 1 - tau from r >= 1 on. Returns r[0] + h[0].
-    """
 
-    def fbar_inverse(x: float) -> float:
-        if x <= 0.0:
+def curve_inverse_plain(eps: float, delta: float):
+    """fbar^-1 for f_{eps,delta}, by the kink: 0 up to fbar(0) = delta, steep part up to fbar(x*), flat part."""
+    e = math.exp(eps)
+    x_star = (1.0 - delta) / (1.0 + e)
+    r_star = delta + e * x_star  # fbar(x*)
+
+    def inverse(r: float) -> float:
+        if r <= delta:
             return 0.0
-        if x >= 1.0:
-            return max(0.0, 1.0 - tau)
-        return max(0.0, float(ndtr(ndtri(x) - mu)) - tau)
+        if r >= 1.0:
+            return 1.0 - delta
+        if r <= r_star:
+            return (r - delta) / e
+        return 1.0 - delta - e * (1.0 - r)
 
+    return inverse
+
+
+def gaussian_inverse_plain(mu: float):
+    def inverse(r: float) -> float:
+        if r <= 0.0:
+            return 0.0
+        if r >= 1.0:
+            return 1.0
+        return float(ndtr(ndtri(r) - mu))
+
+    return inverse
+
+
+def plain_algorithm3(c: int, cp: int, m: int, gamma: float, fbar_inverse) -> float:
+    """Algorithm 3 exactly as printed (arrays r, h); returns r[0] + h[0]. Rejects iff that is >= c'/m."""
     r = [0.0] * (c + 1)
     h = [0.0] * (c + 1)
     r[c] = gamma * c / m
@@ -55,165 +82,216 @@ def plain_algorithm3(c: int, cp: int, m: int, gamma: float, mu: float, tau: floa
     return r[0] + h[0]
 
 
+def curve_sum(c, cp, m, gamma, eps, delta, shortcuts):
+    return algorithm3_sum(c, cp, m, gamma, CURVE, delta, math.exp(eps), math.exp(-eps), shortcuts)
+
+
 def random_cases(rng: np.random.Generator, count: int, max_guesses: int):
-    """Random (c, c', m, gamma, tau) with c >= c'/2 (below that nothing is ever rejected)."""
+    """Random (c, c', m, gamma, delta, kappa) with c >= c'/2 (below that nothing is rejected at kappa = 0)."""
     for _ in range(count):
         cp = int(rng.integers(1, max_guesses + 1))
         m = int(cp * rng.choice([1.0, 1.5, 10.0]))
         c = int(rng.integers(cp // 2, cp + 1))
-        gamma = float(rng.choice([0.05, 0.01, 0.2]))
-        tau = float(rng.choice([0.0, 0.0, 1e-3, 0.05]))
-        yield c, cp, m, gamma, tau
+        # gamma = 1 - confidence as the module computes it (exact for confidence >= 1/2, so 1 - gamma round-trips).
+        gamma = 1.0 - float(rng.choice([0.95, 0.99, 0.8]))
+        delta = float(rng.choice([0.0, 0.0, 1e-6, 1e-3, 0.02]))
+        kappa = float(rng.choice([0.0, 0.0, 0.05, 0.3]))
+        yield c, cp, m, gamma, delta, kappa
 
 
-# ---- Phi and Phi^-1 inside numba ---------------------------------------------------------------------------
+# ---- the inverse fbar^-1 ------------------------------------------------------------------------------------
 
 
-def test_norm_ppf_matches_scipy_over_the_whole_range():
+def test_curve_inverse_is_the_generalized_inverse():
+    """Against inf{s in [0, 1] : 1 - f_{eps,delta}(s) >= r}, bisected from the definition of f."""
+
+    def f(x, eps, delta):
+        return max(0.0, 1.0 - delta - math.exp(eps) * x, math.exp(-eps) * (1.0 - delta - x))
+
     rng = np.random.default_rng(0)
-    p = np.concatenate(
-        [
-            10.0 ** rng.uniform(-300, 0, 20000),  # lower tail down to 1e-300
-            rng.uniform(0, 1, 20000),
-            1 - 10.0 ** rng.uniform(-16, 0, 10000),  # upper tail
-            [0.5, 0.075, 0.925, 0.074999999, 0.925000001, math.exp(-25), 1e-300, 5e-324],
-        ]
-    )
-    p = p[(p > 0) & (p < 1)]
-    ours = np.array([norm_ppf(x) for x in p])
-    expected = ndtri(p)
-    np.testing.assert_allclose(ours, expected, rtol=3e-15, atol=0)
-    assert norm_ppf(0.0) == -math.inf and norm_ppf(-0.1) == -math.inf
-    assert norm_ppf(1.0) == math.inf and norm_ppf(1.5) == math.inf
-    assert norm_ppf(0.5) == 0.0
+    for eps, delta in itertools.product((0.0, 0.3, 2.0, 7.0), (0.0, 1e-6, 0.05, 0.4)):
+        for r in [*rng.uniform(0, 1, 60), 0.0, delta, 1.0, delta + 1e-9]:
+            lo, hi = 0.0, 1.0  # fbar(1) = 1 >= r, so hi is always in the set
+            if 1.0 - f(0.0, eps, delta) >= r:
+                hi = 0.0
+            for _ in range(200):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (lo, mid) if 1.0 - f(mid, eps, delta) >= r else (mid, hi)
+            expected = hi
+            ours = curve_fbar_inverse(r, delta, math.exp(eps), math.exp(-eps))
+            assert ours == pytest.approx(expected, abs=1e-12)
+            assert ours == pytest.approx(curve_inverse_plain(eps, delta)(r), abs=1e-15)
+    # delta = fbar(0) maps to 0, r >= 1 to 1 - delta, eps = inf to 0 below 1.
+    assert curve_fbar_inverse(0.01, 0.01, math.exp(1.0), math.exp(-1.0)) == 0.0
+    assert curve_fbar_inverse(1.5, 0.01, math.exp(1.0), math.exp(-1.0)) == 0.99
+    assert curve_fbar_inverse(0.999, 0.0, math.inf, 0.0) == 0.0
 
 
-def test_norm_cdf_matches_scipy():
+def test_curve_inverse_is_exactly_monotone_in_floating_point():
     rng = np.random.default_rng(1)
-    x = np.concatenate([rng.uniform(-37, 9, 20000), rng.uniform(-3, 3, 5000), [0.0, -37.5, 8.5]])
-    # Relative condition number of Phi at x is ~x^2 (~1400 at -37): 1e-13 is the accuracy one can ask for.
+    for eps, delta in ((0.0, 0.0), (1e-9, 1e-6), (1.3, 0.0), (1.3, 1e-5), (20.0, 1e-12), (40.0, 0.3)):
+        e, en = math.exp(eps), math.exp(-eps)
+        r = np.sort(np.concatenate([rng.uniform(-0.01, 1.01, 20000), np.nextafter(delta, 1.0) + np.arange(50) * 1e-18,
+                                    1 - np.arange(50) * 1.1e-16]))
+        values = [curve_fbar_inverse(float(x), delta, e, en) for x in r]
+        assert all(a <= b for a, b in itertools.pairwise(values))
+        assert all(0.0 <= v <= 1.0 - delta for v in values)
+
+
+# ---- Phi and Phi^-1 inside numba (Gaussian reading) ---------------------------------------------------------
+
+
+def test_norm_ppf_and_cdf_match_scipy():
+    rng = np.random.default_rng(2)
+    p = np.concatenate([10.0 ** rng.uniform(-300, 0, 5000), rng.uniform(0, 1, 5000), 1 - 10.0 ** rng.uniform(-16, 0, 2000),
+                        [0.5, 0.075, 0.925, 1e-300, 5e-324]])
+    p = p[(p > 0) & (p < 1)]
+    np.testing.assert_allclose([norm_ppf(x) for x in p], ndtri(p), rtol=3e-15, atol=0)
+    assert norm_ppf(0.0) == -math.inf and norm_ppf(1.0) == math.inf and norm_ppf(0.5) == 0.0
+    x = np.concatenate([rng.uniform(-37, 9, 5000), [0.0, -37.5, 8.5]])
     np.testing.assert_allclose([norm_cdf(v) for v in x], ndtr(x), rtol=1e-13, atol=0)
-    assert norm_cdf(-math.inf) == 0.0 and norm_cdf(math.inf) == 1.0
 
 
-# ---- the recursion against hand computation and an independent implementation -----------------------------
+# ---- the recursion against hand computation and the plain implementation -----------------------------------
 
 
-def test_single_step_by_hand():
-    # c = c' = m = 1: r[1] = gamma, h[1] = 0; h[0] = fbar^-1(gamma); r[0] = r[1] (weight 0/1).
-    gamma, mu, tau = 0.05, 0.7, 0.002
-    expected = gamma + (ndtr(ndtri(gamma) - mu) - tau)
-    s, outcome, steps = algorithm3_sum(1, 1, 1, gamma, mu, tau, False)
-    assert s == pytest.approx(expected, rel=1e-14)
+def test_single_and_two_steps_by_hand():
+    gamma, eps, delta = 0.05, 0.7, 0.002
+    # c = c' = m = 1: r[1] = gamma, h[1] = 0; h[0] = fbar^-1(gamma) on the steep part; r[0] = r[1].
+    s, outcome, steps = curve_sum(1, 1, 1, gamma, eps, delta, False)
+    assert s == pytest.approx(gamma + (gamma - delta) * math.exp(-eps), rel=1e-14)
     assert (outcome, steps) == (FULL_RUN, 1)
-
-
-def test_two_steps_by_hand():
-    # c = 2, c' = 3, m = 5: two loop iterations written out.
-    for mu, tau in ((0.5, 0.001), (0.5, 0.01), (0.1, 0.0)):
-        gamma = 0.05
-        r2, h2 = gamma * 2 / 5, gamma * 1 / 5
-        h1 = max(0.0, ndtr(ndtri(r2) - mu) - tau)
-        r1 = r2 + (1 / (3 - 1)) * (h1 - h2)
-        h0 = max(0.0, ndtr(ndtri(r1) - mu) - tau)
-        r0 = r1 + 0.0 * (h0 - h1)
-        s, _, _ = algorithm3_sum(2, 3, 5, gamma, mu, tau, False)
-        assert s == pytest.approx(r0 + h0, rel=1e-14)
-        assert not rejects(2, 3, 5, gamma, mu, tau)  # r0 + h0 < 3/5
+    # c = 2, c' = 3, m = 5.
+    r2, h2 = gamma * 2 / 5, gamma * 1 / 5
+    h1 = max(0.0, (r2 - delta) * math.exp(-eps))
+    r1 = r2 + (1 / 2) * (h1 - h2)
+    h0 = max(0.0, (r1 - delta) * math.exp(-eps))
+    s, _, _ = curve_sum(2, 3, 5, gamma, eps, delta, False)
+    assert s == pytest.approx(r1 + h0, rel=1e-14)
+    assert not fdp_rejects(2, 3, 5, eps, delta=delta)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_perfect_privacy_all_correct_is_the_exact_binomial(n):
-    # mu = 0, tau = 0: fbar^-1(r) = r, the recursion is linear and r[0] + h[0] = gamma 2^n c'/m exactly
-    # while r stays below 1, i.e. it rejects iff gamma >= 2^-n = Pr[n fair coins all right].
+    # eps = 0, delta = 0: fbar^-1(r) = r, the recursion is linear and r[0] + h[0] = gamma 2^n c'/m exactly while
+    # r stays below 1, i.e. it rejects iff gamma >= 2^-n = Pr[n fair coins all right].
     for m in (n, 3 * n):
-        s, _, _ = algorithm3_sum(n, n, m, 0.05, 0.0, 0.0, False)
+        s, _, _ = curve_sum(n, n, m, 0.05, 0.0, 0.0, False)
         assert s == pytest.approx(0.05 * 2**n * n / m, rel=1e-12)
-    assert fdp_mu_lower_bound(4, 4, 4) == 0.0  # 0.05 * 16 < 1
-    assert fdp_mu_lower_bound(5, 5, 5) > 0.0  # 0.05 * 32 >= 1
-    assert fdp_mu_lower_bound(3, 3, 3, confidence=0.85) > 0.0  # 0.15 * 8 >= 1
+    assert fdp_epsilon_lower_bound(4, 4, 4, delta=0.0) == 0.0  # 0.05 * 16 < 1
+    assert fdp_epsilon_lower_bound(5, 5, 5, delta=0.0) > 0.0  # 0.05 * 32 >= 1
+    assert fdp_epsilon_lower_bound(3, 3, 3, delta=0.0, confidence=0.85) > 0.0  # 0.15 * 8 >= 1
 
 
 def test_kernel_matches_independent_plain_implementation():
-    rng = np.random.default_rng(2)
+    """fdp_rejects (kappa mapped to the curve (eps + kappa, e^kappa delta)) against plain Algorithm 3."""
+    rng = np.random.default_rng(3)
     compared = disagreements = 0
-    for c, cp, m, gamma, tau in random_cases(rng, 300, 120):
-        mu_edge = fdp_mu_lower_bound(c, cp, m, confidence=1 - gamma, tau=tau)
-        for mu in (float(rng.uniform(0, 3)), mu_edge * (1 + float(rng.normal(0, 1e-3))) + 1e-9):
-            mu = abs(mu)
-            threshold = cp / m
-            plain = plain_algorithm3(c, cp, m, gamma, mu, tau) >= threshold
-            ours_full, _, _ = algorithm3_sum(c, cp, m, gamma, mu, tau, False)
+    for c, cp, m, gamma, delta, kappa in random_cases(rng, 250, 1500):
+        edge = fdp_epsilon_lower_bound(c, cp, m, delta=delta, confidence=1 - gamma, kappa=kappa)
+        for eps in (float(rng.uniform(0, 4)), edge, edge + 1.01 * EPSILON_TOLERANCE, edge * 0.5):
+            tested_delta = delta * math.exp(kappa)
+            plain_sum = plain_algorithm3(c, cp, m, gamma, curve_inverse_plain(eps + kappa, tested_delta))
+            plain = plain_sum >= cp / m
+            ours = fdp_rejects(c, cp, m, eps, delta=delta, confidence=1 - gamma, kappa=kappa)
             compared += 1
-            if plain != rejects(c, cp, m, gamma, mu, tau):
-                # Only allowed at the knife edge, where rounding decides: the decision flips within 1e-9.
+            if plain != ours:
+                # Only at the knife edge, where rounding decides: the plain sum is within rounding of c'/m.
                 disagreements += 1
-                assert rejects(c, cp, m, gamma, mu * (1 - 1e-9), tau)
-                assert not rejects(c, cp, m, gamma, mu * (1 + 1e-9), tau)
-            if ours_full < gamma * cp / m:  # a falling run is smooth in its inputs: values agree closely
-                assert ours_full == pytest.approx(plain_algorithm3(c, cp, m, gamma, mu, tau), rel=1e-9, abs=1e-15)
-    assert compared == 600 and disagreements <= 3
+                assert plain_sum == pytest.approx(cp / m, rel=1e-9)
+            full, _, _ = curve_sum(c, cp, m, gamma, eps + kappa, tested_delta, False)
+            assert full == pytest.approx(plain_sum, rel=1e-9, abs=1e-15)
+    assert compared == 1000 and disagreements <= 3
+
+
+def check_shortcuts(c, cp, m, gamma, kind, a, b, d, seen, decisions):
+    """One run with shortcuts against the full recursion: same decision, and the returned sum bounds it."""
+    threshold = cp / m
+    s_short, outcome, _ = algorithm3_sum(c, cp, m, gamma, kind, a, b, d, True)
+    s_full, outcome_full, steps_full = algorithm3_sum(c, cp, m, gamma, kind, a, b, d, False)
+    assert (outcome_full, steps_full) == (FULL_RUN, c)
+    decision = s_full >= threshold
+    if outcome == FIXED_POINT:
+        assert s_short == s_full  # bitwise: the rest of the run repeats the fixed point
+    elif outcome == EARLY_REJECT:
+        assert s_short >= threshold and s_full >= s_short
+    elif outcome in (EARLY_ACCEPT, TAIL_ACCEPT):
+        assert s_short < threshold and s_full <= s_short
+    else:
+        assert s_short == s_full
+    seen[outcome] += 1
+    decisions[decision] += 1
+    return decision
 
 
 def test_shortcuts_never_change_the_decision():
-    """Fixed-point stop (a) and early reject (b) against the full recursion on thousands of random inputs."""
-    rng = np.random.default_rng(3)
-    seen = {FULL_RUN: 0, FIXED_POINT: 0, EARLY_REJECT: 0}
-    decisions = {True: 0, False: 0}
-    for c, cp, m, gamma, tau in random_cases(rng, 600, 3000):
-        if c == 0:
-            continue
-        edge = fdp_mu_lower_bound(c, cp, m, confidence=1 - gamma, tau=tau)
-        hi = edge * (1 + 2e-10) + 1e-15
-        mus = [edge, hi, float(rng.uniform(0, 4)), edge * (1 + float(rng.normal(0, 1e-4))),
-               edge * (1 + float(rng.normal(0, 1e-12)))]
-        for mu in mus:
-            mu = abs(mu)
-            threshold = cp / m
-            s_short, outcome, _ = algorithm3_sum(c, cp, m, gamma, mu, tau, True)
-            s_full, outcome_full, steps_full = algorithm3_sum(c, cp, m, gamma, mu, tau, False)
-            assert (outcome_full, steps_full) == (FULL_RUN, c)
-            decision = rejects(c, cp, m, gamma, mu, tau)
-            assert decision == (s_full >= threshold)
-            if outcome == FIXED_POINT:
-                assert s_short == s_full  # bitwise: the rest of the run repeats the fixed point
-            elif outcome == EARLY_REJECT:
-                assert s_short >= threshold and s_full >= s_short
-            else:
-                assert s_short == s_full
-            seen[outcome] += 1
-            decisions[decision] += 1
-    assert sum(seen.values()) == 3000
-    assert min(seen[FIXED_POINT], seen[EARLY_REJECT], decisions[True], decisions[False]) > 100
-
-
-def test_rejection_is_monotone_in_mu():
+    """Fixed point (a), early reject (b), early accept (c), tail accept (d) against the full recursion."""
     rng = np.random.default_rng(4)
-    mus = np.linspace(0, 5, 400)
-    for c, cp, m, gamma, tau in random_cases(rng, 60, 5000):
-        decisions = [rejects(c, cp, m, gamma, float(mu), tau) for mu in mus]
-        # Rejected set is an interval [0, mu*): True ... True False ... False.
-        assert decisions == sorted(decisions, reverse=True)
+    seen = dict.fromkeys((FULL_RUN, FIXED_POINT, EARLY_REJECT, EARLY_ACCEPT, TAIL_ACCEPT), 0)
+    decisions = {True: 0, False: 0}
+    for c, cp, m, gamma, delta, _ in random_cases(rng, 300, 3000):
+        edge = fdp_epsilon_lower_bound(c, cp, m, delta=delta, confidence=1 - gamma)
+        for eps in (edge, edge + EPSILON_TOLERANCE, float(rng.uniform(0, 5)), edge * (1 + 1e-9), edge + 0.05):
+            decision = check_shortcuts(c, cp, m, gamma, CURVE, delta, math.exp(eps), math.exp(-eps), seen, decisions)
+            assert curve_rejects(c, cp, m, gamma, eps, delta) == decision
+        mu_edge = fdp_mu_lower_bound(c, cp, m, confidence=1 - gamma)
+        for mu in (mu_edge, mu_edge * (1 + 2e-10) + 1e-15, float(rng.uniform(0, 3))):
+            decision = check_shortcuts(c, cp, m, gamma, GAUSSIAN, mu, 0.0, 0.0, seen, decisions)
+            assert gaussian_rejects(c, cp, m, gamma, mu) == decision
+    assert min(seen[FIXED_POINT], seen[EARLY_REJECT], seen[EARLY_ACCEPT], seen[TAIL_ACCEPT], *decisions.values()) > 100
+    assert seen[FULL_RUN] > 0
 
 
-def test_sound_against_the_exact_gaussian_product_mechanism():
-    """Theorem 10's promise, checked on a mechanism where Pr[C >= c] is known exactly.
+def test_tail_accept_on_long_runs():
+    """Shortcut (d) where it matters: c' = 1e5 and more, eps just above the edge (rounding creep territory)."""
+    rng = np.random.default_rng(12)
+    seen = dict.fromkeys((FULL_RUN, FIXED_POINT, EARLY_REJECT, EARLY_ACCEPT, TAIL_ACCEPT), 0)
+    decisions = {True: 0, False: 0}
+    for cp, m, fraction, delta in ((10**5, 10**5, 0.88, 0.0), (2 * 10**5, 10**6, 0.6, 1e-5),
+                                   (4 * 10**5, 4 * 10**5, 0.75, 1e-6), (10**5, 10**6, 0.97, 0.0)):
+        c = int(rng.binomial(cp, fraction))
+        edge = fdp_epsilon_lower_bound(c, cp, m, delta=delta)
+        for eps in (edge, edge + 1e-9, edge + EPSILON_TOLERANCE, edge + 3e-4, edge + 1e-3, edge + 3e-3, edge + 0.1):
+            check_shortcuts(c, cp, m, 0.05, CURVE, delta, math.exp(eps), math.exp(-eps), seen, decisions)
+    assert seen[TAIL_ACCEPT] >= 16 and decisions[True] >= 4
 
-    Releasing every label bit plus N(0, 1/mu^2) noise is mu-GDP for label changes; guessing by threshold 1/2
-    gets each of the c' guesses right independently with probability Phi(mu/2). If Algorithm 3 rejects f_mu at
-    level gamma, this mechanism's Pr[C >= c] = P[Bin(c', Phi(mu/2)) >= c] must be <= gamma.
-    """
+
+def test_level_enters_strictly_increasingly():
+    """docs/fdp-curve.md section 3: s(gamma) = r[0] + h[0] rises by at least c'/(m (c'-c+1)) per unit gamma,
+    which is what makes '>=' (not only '>') the sound rejection test."""
     rng = np.random.default_rng(5)
-    checked = 0
-    for c, cp, m, gamma, _ in random_cases(rng, 400, 400):
-        mu = fdp_mu_lower_bound(c, cp, m, confidence=1 - gamma)
-        if mu > 0:
-            checked += 1
-            assert binom.sf(c - 1, cp, norm.cdf(mu / 2)) <= gamma * (1 + 1e-9)
-    assert checked > 150
+    for c, cp, m, _, delta, _ in random_cases(rng, 150, 400):
+        eps = float(rng.uniform(0, 3))
+        g1, g2 = sorted(rng.uniform(0.001, 0.5, 2))
+        s1, _, _ = curve_sum(c, cp, m, g1, eps, delta, False)
+        s2, _, _ = curve_sum(c, cp, m, g2, eps, delta, False)
+        assert s2 - s1 >= (g2 - g1) * cp / (m * (cp - c + 1)) * (1 - 1e-9) - 1e-15
 
 
-# ---- the public bounds -------------------------------------------------------------------------------------
+# ---- monotonicity -------------------------------------------------------------------------------------------
+
+
+def test_rejection_is_monotone_in_epsilon_and_in_correct():
+    rng = np.random.default_rng(6)
+    epsilons = np.linspace(0, 6, 300)
+    for c, cp, m, gamma, delta, kappa in random_cases(rng, 40, 5000):
+        decisions = [fdp_rejects(c, cp, m, float(e), delta=delta, confidence=1 - gamma, kappa=kappa)
+                     for e in epsilons]
+        assert decisions == sorted(decisions, reverse=True)  # True ... True False ... False
+    for cp, m, delta in ((40, 40, 0.0), (300, 3000, 1e-5), (2000, 10**4, 0.0)):
+        bounds = [fdp_epsilon_lower_bound(c, cp, m, delta=delta) for c in range(0, cp + 1, max(1, cp // 80))]
+        assert all(a <= b for a, b in itertools.pairwise(bounds))
+        assert bounds[0] == 0.0 and bounds[-1] > 1.0
+
+
+def test_bound_shrinks_as_delta_grows():
+    for c, cp, m in ((900, 1000, 1000), (16000, 20000, 10**5)):
+        bounds = [fdp_epsilon_lower_bound(c, cp, m, delta=d) for d in (0.0, 1e-9, 1e-5, 1e-3, 0.01, 0.1)]
+        assert all(a >= b for a, b in itertools.pairwise(bounds))
+        assert bounds[0] > 0.0
+
+
+# ---- the public bounds --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -221,91 +299,235 @@ def test_sound_against_the_exact_gaussian_product_mechanism():
     [(0, 0, 10), (0, 1000, 1000), (0, 5, 10**8), (1, 1, 1), (4, 4, 4), (500, 1000, 1000), (5000, 10000, 20000),
      (10**6, 2 * 10**6, 10**8), (3, 10, 10)],
 )
-def test_no_evidence_gives_exactly_zero(correct, guesses, m):
-    assert fdp_epsilon_lower_bound(correct, guesses, m, delta=DELTA) == 0.0
+@pytest.mark.parametrize("delta", [0.0, DELTA])
+def test_no_evidence_gives_exactly_zero(correct, guesses, m, delta):
+    assert fdp_epsilon_lower_bound(correct, guesses, m, delta=delta) == 0.0
+    assert fdp_rejects(correct, guesses, m, 0.0, delta=delta) is False
     assert fdp_mu_lower_bound(correct, guesses, m) == 0.0
-    assert fdp_rejects(correct, guesses, m, 0.0, delta=DELTA) is False
 
 
 def test_at_most_half_correct_gives_zero():
     for cp in (1, 2, 7, 100, 5001, 200000):
         for c in {0, 1, cp // 3, cp // 2}:
             if c <= cp / 2:
-                assert fdp_epsilon_lower_bound(c, cp, 2 * cp, delta=DELTA) == 0.0
+                for delta in (0.0, DELTA):
+                    assert fdp_epsilon_lower_bound(c, cp, 2 * cp, delta=delta) == 0.0
 
 
-def test_tau_at_least_one_gives_zero_and_tau_shrinks_the_bound():
-    assert fdp_epsilon_lower_bound(9000, 10000, 10000, delta=DELTA, tau=1.0) == 0.0
-    assert fdp_epsilon_lower_bound(9000, 10000, 10000, delta=DELTA, tau=3.0) == 0.0
-    bounds = [fdp_epsilon_lower_bound(16000, 20000, 10**5, delta=DELTA, tau=t)
-              for t in (0.0, 1e-4, 1e-3, 0.01, 0.02, 0.05, 0.1, 0.2)]
-    assert bounds[0] > 2.0
+def test_kappa_tests_the_shifted_curve():
+    rng = np.random.default_rng(7)
+    for c, cp, m, gamma, delta, _ in random_cases(rng, 40, 3000):
+        for kappa in (0.01, 0.2, 1.5):
+            eps = float(rng.uniform(0, 3))
+            shifted = fdp_rejects(c, cp, m, eps + kappa, delta=min(delta * math.exp(kappa), 0.999999),
+                                  confidence=1 - gamma)
+            assert fdp_rejects(c, cp, m, eps, delta=delta, confidence=1 - gamma, kappa=kappa) == shifted
+
+
+def test_kappa_with_pure_delta_subtracts_kappa():
+    for c, cp, m in ((900, 1000, 1000), (16000, 20000, 10**5), (176159, 200000, 10**6), (30, 30, 30)):
+        base = fdp_epsilon_lower_bound(c, cp, m, delta=0.0)
+        assert base > 0.0
+        for kappa in (0.0, 0.001, 0.1, 0.5, base / 2, base + 0.1, 10.0):
+            bound = fdp_epsilon_lower_bound(c, cp, m, delta=0.0, kappa=kappa)
+            assert bound == pytest.approx(max(0.0, base - kappa), abs=1.01 * EPSILON_TOLERANCE)
+
+
+def test_kappa_shrinks_the_bound_and_large_kappa_gives_zero():
+    bounds = [fdp_epsilon_lower_bound(16000, 20000, 10**5, delta=DELTA, kappa=k)
+              for k in (0.0, 1e-4, 1e-3, 0.01, 0.1, 0.5, 1.0, 2.0)]
+    assert bounds[0] > 1.0 and bounds[-1] == 0.0
     assert all(a >= b for a, b in itertools.pairwise(bounds))
-    assert bounds[-1] == 0.0
+    # e^kappa delta >= 1: the tested curve is 0, nothing can be rejected (and no overflow for huge kappa).
+    assert fdp_epsilon_lower_bound(9000, 10000, 10000, delta=0.5, kappa=0.7) == 0.0
+    assert fdp_epsilon_lower_bound(9000, 10000, 10000, delta=DELTA, kappa=1e6) == 0.0
+    assert fdp_epsilon_lower_bound(9000, 10000, 10000, delta=0.0, kappa=1e6) == 0.0
+    assert fdp_rejects(9000, 10000, 10000, 0.0, delta=0.0, kappa=1e300) is False
 
 
-def test_bound_grows_with_correct_guesses():
-    cp, m = 2000, 10**4
-    bounds = [fdp_epsilon_lower_bound(c, cp, m, delta=DELTA) for c in range(1000, 2001, 25)]
-    assert all(a <= b for a, b in itertools.pairwise(bounds))
-    assert bounds[0] == 0.0 and bounds[-1] > 10.0
-
-
-def test_all_correct_gives_a_finite_positive_bound():
-    for n in (10, 1000, 10**6):
-        eps = fdp_epsilon_lower_bound(n, n, n, delta=DELTA)
+def test_pure_delta_is_allowed_and_finite():
+    for n in (10, 1000, 10**6, 10**8):
+        eps = fdp_epsilon_lower_bound(n, n, n, delta=0.0)
         assert 0.0 < eps < math.inf
+    assert fdp_rejects(900, 1000, 1000, 1.0, delta=0.0) is True
 
 
 def test_reported_end_is_the_rejected_one_and_within_tolerance():
-    rng = np.random.default_rng(6)
-    for c, cp, m, _, tau in random_cases(rng, 40, 50000):
-        eps = fdp_epsilon_lower_bound(c, cp, m, delta=DELTA, tau=tau)
+    rng = np.random.default_rng(8)
+    for c, cp, m, gamma, delta, kappa in random_cases(rng, 60, 50000):
+        kwargs = dict(delta=delta, confidence=1 - gamma, kappa=kappa)
+        eps = fdp_epsilon_lower_bound(c, cp, m, **kwargs)
         if eps == 0.0:
+            assert not fdp_rejects(c, cp, m, EPSILON_TOLERANCE, **kwargs)
             continue
-        # The exact edge of Algorithm 3's rejected set, bisected down to adjacent doubles.
-        lo, hi = 0.0, 2 * mu_for_epsilon(eps + 1.0, DELTA)
-        while True:
-            mid = 0.5 * (lo + hi)
-            if mid in (lo, hi):
-                break
-            lo, hi = (mid, hi) if rejects(c, cp, m, 0.05, mid, tau) else (lo, mid)
-        eps_edge = epsilon_for_mu(hi, DELTA)
-        assert eps <= eps_edge  # conservative: never above the edge
-        assert eps >= eps_edge - EPSILON_TOLERANCE
-        # The value itself was rejected, and 1e-4 above it is not (what a sweep's pruning relies on).
-        assert rejects(c, cp, m, 0.05, mu_for_epsilon(eps, DELTA) * (1 - 1e-12), tau)
-        assert fdp_rejects(c, cp, m, eps - 1e-6, delta=DELTA, tau=tau)
-        assert not fdp_rejects(c, cp, m, eps + 1.01 * EPSILON_TOLERANCE, delta=DELTA, tau=tau)
+        assert fdp_rejects(c, cp, m, eps, **kwargs)  # conservative: the value itself is rejected
+        assert not fdp_rejects(c, cp, m, eps + 1.01 * EPSILON_TOLERANCE, **kwargs)  # and tight to 1e-4
 
 
-def test_epsilon_and_mu_bounds_agree():
-    for c, cp, m in ((150000, 200000, 10**6), (5000, 8000, 20000), (999, 1000, 1000)):
-        mu = fdp_mu_lower_bound(c, cp, m)
-        eps = fdp_epsilon_lower_bound(c, cp, m, delta=DELTA)
-        assert epsilon_for_mu(mu, DELTA) - EPSILON_TOLERANCE <= eps <= epsilon_for_mu(mu, DELTA) + 1e-9
+def decimal_algorithm3(c: int, cp: int, m: int, gamma: float, eps: float, delta: float) -> Decimal:
+    """Algorithm 3 on f_{eps,delta} in 60-digit decimal arithmetic (the kernel's e^eps, e^-eps as constants)."""
+    e, en, d, one = Decimal(math.exp(eps)), Decimal(math.exp(-eps)), Decimal(delta), Decimal(1)
+    g = Decimal(gamma)
+    r, h = g * c / m, g * (cp - c) / m
+    for i in range(c - 1, -1, -1):
+        h_new = one - d if r >= one else max(Decimal(0), (r - d) * en, (one - d) - e * (one - r))
+        r_new = r + Decimal(i) / Decimal(cp - i) * (h_new - h)
+        if r_new == r and h_new == h:
+            break  # a fixed point of the exact recursion at this precision
+        r, h = r_new, h_new
+    return r + h
+
+
+def test_reported_ends_agree_with_high_precision():
+    """The reported bound is rejected and bound + tolerance is not, also in 60-digit arithmetic."""
+    rng = np.random.default_rng(13)
+    checked = 0
+    with localcontext() as context:
+        context.prec = 60
+        for c, cp, m, gamma, delta, _ in random_cases(rng, 60, 1200):
+            eps = fdp_epsilon_lower_bound(c, cp, m, delta=delta, confidence=1 - gamma)
+            if eps == 0.0:
+                continue
+            threshold = Decimal(cp) / Decimal(m)
+            assert decimal_algorithm3(c, cp, m, gamma, eps, delta) >= threshold
+            assert decimal_algorithm3(c, cp, m, gamma, eps + 1.01 * EPSILON_TOLERANCE, delta) < threshold
+            checked += 1
+    assert checked > 30
+
+
+def test_positive_delta_needs_more_than_delta_m_over_gamma_correct():
+    # r[c] = gamma c/m <= delta makes h[c-1] = 0: nothing can be rejected (docs/fdp-curve.md section 5).
+    m, delta = 10**6, 1e-5  # delta m / gamma = 200 at confidence 0.95
+    assert fdp_epsilon_lower_bound(199, 199, m, delta=delta) == 0.0
+    assert fdp_epsilon_lower_bound(201, 201, m, delta=delta) > 3.0
+    assert fdp_epsilon_lower_bound(199, 199, m, delta=0.0) > 4.0
 
 
 def test_large_m_and_large_eps_no_grid_cap():
     big = 10**8
-    eps = fdp_epsilon_lower_bound(big, big, big, delta=1e-12)
-    assert 40.0 < eps < 60.0  # far outside any fixed grid's reach, still exactly Algorithm 3's edge
-    assert fdp_epsilon_lower_bound(big, big, big, delta=DELTA) == pytest.approx(32.15, abs=0.01)
+    eps = fdp_epsilon_lower_bound(big, big, big, delta=0.0)
+    assert eps == pytest.approx(17.32, abs=0.01)  # outside any fixed grid's reach
+    assert fdp_epsilon_lower_bound(big, big, big, delta=1e-12) <= eps
     mid = fdp_epsilon_lower_bound(9 * big // 10, big, big, delta=DELTA)
-    assert 0.0 < mid < eps
+    assert mid == pytest.approx(math.log(9), abs=0.01)
     assert fdp_epsilon_lower_bound(big // 2, big, big, delta=DELTA) == 0.0
-
-
-def test_benchmark_point_value():
-    # The DESIGN.md comparison point (m = 20000, c = 5000, c' = 8000); the public reference reports its grid value.
-    eps = fdp_epsilon_lower_bound(5000, 8000, 20000, delta=DELTA)
-    assert eps == pytest.approx(0.7936, abs=2e-4)  # regression pin (benchmarks/results/fdp_bound.md)
 
 
 def test_rejects_edge_cases():
     assert fdp_rejects(900, 1000, 1000, 0.0, delta=DELTA) is True
     assert fdp_rejects(900, 1000, 1000, math.inf, delta=DELTA) is False
-    assert fdp_rejects(900, 1000, 1000, 0.5, delta=DELTA, tau=1.0) is False
+    assert fdp_rejects(900, 1000, 1000, math.inf, delta=0.0) is False
+
+
+def test_confidence_that_rounds_gamma_to_one_is_refused():
+    with pytest.raises(LabelDPInputError, match="confidence"):
+        fdp_epsilon_lower_bound(10, 10, 10, delta=0.0, confidence=1e-18)
+    with pytest.raises(LabelDPInputError, match="confidence"):
+        fdp_mu_lower_bound(10, 10, 10, confidence=1e-18)
+
+
+# ---- the Gaussian mu reading --------------------------------------------------------------------------------
+
+
+def test_gaussian_kernel_matches_plain_and_is_monotone_in_mu():
+    rng = np.random.default_rng(9)
+    for c, cp, m, gamma, _, _ in random_cases(rng, 40, 800):
+        decisions = []
+        for mu in np.linspace(0, 4, 60):
+            plain_sum = plain_algorithm3(c, cp, m, gamma, gaussian_inverse_plain(float(mu)))
+            ours = gaussian_rejects(c, cp, m, gamma, float(mu))
+            assert ours == (plain_sum >= cp / m) or plain_sum == pytest.approx(cp / m, rel=1e-9)
+            decisions.append(ours)
+        assert decisions == sorted(decisions, reverse=True)
+
+
+def test_mu_reading_is_sound_for_the_gaussian_mechanism():
+    """The mu reading's promise on a mechanism whose Pr[C >= c] is known exactly.
+
+    Releasing every label bit plus N(0, 1/mu^2) noise is mu-GDP for label changes; guessing by threshold 1/2
+    gets each of the c' guesses right independently with probability Phi(mu/2). If Algorithm 3 rejects f_mu at
+    level gamma, this mechanism's Pr[C >= c] = P[Bin(c', Phi(mu/2)) >= c] must be <= gamma.
+    """
+    rng = np.random.default_rng(10)
+    checked = 0
+    for c, cp, m, gamma, _, _ in random_cases(rng, 200, 400):
+        mu = fdp_mu_lower_bound(c, cp, m, confidence=1 - gamma)
+        if mu > 0:
+            checked += 1
+            assert binom.sf(c - 1, cp, norm.cdf(mu / 2)) <= gamma * (1 + 1e-9)
+    assert checked > 60
+    assert fdp_mu_lower_bound(5, 5, 5) > 0.0 and fdp_mu_lower_bound(4, 4, 4) == 0.0
+
+
+# ---- validity against randomized response, and why the Gaussian conversion is not -------------------------
+
+RR_EPSILON = 2.0
+RR_ACCURACY = math.exp(RR_EPSILON) / (1 + math.exp(RR_EPSILON))
+
+
+def simulate_rr_game(rng: np.random.Generator, guesses: int, trials: int) -> np.ndarray:
+    """The per-row game for randomized response at RR_EPSILON, played directly (no auditing code involved).
+
+    Each guessed row has a label y0 and the other label y1 = 1 - y0 as counterfactual; a fair coin b picks which
+    one the mechanism trains on; RR keeps it with probability e^eps / (1 + e^eps) and flips it otherwise; the
+    adversary guesses b' = the index of the label equal to the released one. Returns C per trial.
+    """
+    counts = np.empty(trials, dtype=np.int64)
+    for start in range(0, trials, 500):
+        size = (min(500, trials - start), guesses)
+        y0 = rng.integers(0, 2, size)
+        b = rng.integers(0, 2, size)
+        trained = np.where(b == 0, y0, 1 - y0)
+        released = trained ^ (rng.random(size) >= RR_ACCURACY)
+        guess = np.where(released == y0, 0, 1)
+        counts[start:start + size[0]] = (guess == b).sum(axis=1)
+    return counts
+
+
+@pytest.mark.parametrize(("guesses", "m", "trials"), [(1000, 1000, 4000), (5000, 20000, 1500)])
+def test_rr_simulation_bound_is_valid_and_gaussian_conversion_is_not(guesses, m, trials):
+    rng = np.random.default_rng(11)
+    counts = simulate_rr_game(rng, guesses, trials)
+    assert abs(counts.mean() / guesses - RR_ACCURACY) < 0.01  # the simulation is RR at eps = 2
+    values = np.unique(counts)
+    for confidence in (0.95, 0.8):
+        curve = {int(c): fdp_epsilon_lower_bound(int(c), guesses, m, delta=0.0, confidence=confidence)
+                 for c in values}
+        above = int(sum(curve[int(c)] > RR_EPSILON for c in counts))
+        test = binomtest(above, trials, 1 - confidence, alternative="greater")
+        assert test.pvalue > 1e-3, (confidence, above / trials)
+    # The old reading: largest rejected mu, converted with the Gaussian-DP curve at delta 1e-5.
+    gaussian = {int(c): epsilon_for_mu(fdp_mu_lower_bound(int(c), guesses, m), DELTA) for c in values}
+    curve = {int(c): fdp_epsilon_lower_bound(int(c), guesses, m, delta=DELTA) for c in values}
+    gaussian_above = np.mean([gaussian[int(c)] > RR_EPSILON for c in counts])
+    curve_above = np.mean([curve[int(c)] > RR_EPSILON for c in counts])
+    assert gaussian_above > 0.9 and curve_above < 0.1
+
+
+@pytest.mark.parametrize(("guesses", "m"), [(50, 50), (100, 1000), (1000, 1000), (1000, 10**6), (20000, 20000)])
+@pytest.mark.parametrize("confidence", [0.95, 0.5])
+def test_rr_exact_level(guesses, m, confidence):
+    """For RR at eps, C ~ Bin(c', e^eps/(1+e^eps)) exactly: the smallest c that rejects (eps, 0) must have
+    Pr[C >= c] <= gamma (Theorem 10 read with REJECT = 'r[0] + h[0] >= c'/m')."""
+    rejected = [c for c in range(guesses + 1) if fdp_rejects(c, guesses, m, RR_EPSILON, delta=0.0,
+                                                             confidence=confidence)]
+    assert rejected == list(range(rejected[0], guesses + 1))  # monotone in c
+    assert binom.sf(rejected[0] - 1, guesses, RR_ACCURACY) <= 1 - confidence
+
+
+def test_counterexample_of_docs():
+    """docs/fdp-curve.md section 7: RR at eps = 2, the expected count 881 of 1000 guesses."""
+    c, cp, m = 881, 1000, 1000
+    mu = fdp_mu_lower_bound(c, cp, m)
+    assert mu == pytest.approx(0.8096, abs=1e-4)
+    assert epsilon_for_mu(mu, DELTA) == pytest.approx(3.433, abs=1e-3)  # > 2: the Gaussian conversion overshoots
+    assert fdp_epsilon_lower_bound(c, cp, m, delta=DELTA) == pytest.approx(1.8312, abs=2e-4)  # <= 2
+    assert fdp_epsilon_lower_bound(c, cp, m, delta=0.0) == pytest.approx(1.8312, abs=2e-4)
+    # RR at eps = 2 is exactly (2, 0)-DP, and it is mu-GDP only from mu = 2 Phi^-1(e^2/(1+e^2)) on:
+    assert 2 * norm.ppf(RR_ACCURACY) == pytest.approx(2.358, abs=1e-3)
+
+
+# ---- arguments ----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -316,13 +538,14 @@ def test_rejects_edge_cases():
         (dict(correct=2.5, guesses=4, m=10), "correct"),
         (dict(correct=1, guesses=11, m=10), "guesses"),
         (dict(correct=0, guesses=0, m=0), "m"),
-        (dict(correct=1, guesses=2, m=10, delta=0.0), "delta"),
+        (dict(correct=1, guesses=2, m=10, delta=-0.1), "delta"),
         (dict(correct=1, guesses=2, m=10, delta=1.0), "delta"),
         (dict(correct=1, guesses=2, m=10, delta=float("nan")), "delta"),
         (dict(correct=1, guesses=2, m=10, confidence=1.0), "confidence"),
         (dict(correct=1, guesses=2, m=10, confidence=0.0), "confidence"),
-        (dict(correct=1, guesses=2, m=10, tau=-0.1), "tau"),
-        (dict(correct=1, guesses=2, m=10, tau=float("nan")), "tau"),
+        (dict(correct=1, guesses=2, m=10, kappa=-0.1), "kappa"),
+        (dict(correct=1, guesses=2, m=10, kappa=float("nan")), "kappa"),
+        (dict(correct=1, guesses=2, m=10, kappa=math.inf), "kappa"),
     ],
 )
 def test_bad_inputs_name_the_argument(kwargs, name):
@@ -331,13 +554,24 @@ def test_bad_inputs_name_the_argument(kwargs, name):
         fdp_epsilon_lower_bound(**kwargs)
     with pytest.raises(LabelDPInputError, match=name):
         fdp_rejects(epsilon=1.0, **kwargs)
-    if name != "delta":
+    if name not in ("delta", "kappa"):
         kwargs.pop("delta")
         with pytest.raises(LabelDPInputError, match=name):
             fdp_mu_lower_bound(**kwargs)
 
 
 def test_rejects_bad_epsilon():
-    for bad in (-0.1, float("nan")):
+    for bad in (-0.1, float("nan"), "x"):
         with pytest.raises(LabelDPInputError, match="epsilon"):
             fdp_rejects(9, 10, 10, bad, delta=DELTA)
+
+
+def test_tau_is_gone_and_the_mu_reading_takes_no_kappa():
+    with pytest.raises(TypeError):
+        fdp_mu_lower_bound(9, 10, 10, tau=0.1)
+    with pytest.raises(TypeError):
+        fdp_mu_lower_bound(9, 10, 10, kappa=0.1)
+    with pytest.raises(TypeError):
+        fdp_epsilon_lower_bound(9, 10, 10, delta=DELTA, tau=0.1)
+    with pytest.raises(TypeError):
+        fdp_rejects(9, 10, 10, 1.0, delta=DELTA, tau=0.1)
