@@ -13,12 +13,14 @@ import pytest
 
 from auditing.alerts import (
     AUDIT_FAILED,
+    CONTROL_FAILED,
     DATA_MISSING,
     DUPLICATE,
     FAILED,
     SENT,
     VIOLATION,
     alert_event_payload,
+    kappa_fields,
     send_alert,
 )
 from auditing.errors import LabelDPInputError
@@ -198,3 +200,90 @@ def test_event_payload_fits_prefect_events():
     events = pytest.importorskip("prefect.events")
     event = events.Event(**spec)  # validates the shape emit_event(**spec) builds, without emitting
     assert event.resource.id == "labeldp.model.rr-eps1" and event.payload["model_id"] == "rr-eps1"
+
+
+# --------------------------------------------------------------------------------------------- kappa and the reference
+def _reference_check(flagged: bool) -> dict:
+    return {"calibration": "boost", "checked": True, "note": None,
+            "calibration_figures": {"rows_fit": 6000, "rows_validation": 2000, "rounds": 40, "logloss_before": 0.47,
+                                    "logloss_after": 0.45, "ece_before": 0.03, "ece_after": 0.006},
+            "label_blind": {"epsilon_lower_bound": 0.21 if flagged else 0.0, "misfit_kappa": 0.35 if flagged else 0.0,
+                            "flagged": flagged}}
+
+
+def test_violation_alert_carries_kappa_and_breaking_kappa_not_tau(webhook_factory, tmp_path):
+    """The body states kappa and breaking_kappa (never the legacy tau / breaking_tau beside them), and the text
+    reads breaking kappa as a factor on the click odds, with the night's reference check."""
+    hook = webhook_factory()
+    row = {"kappa": 0.0, "breaking_kappa": 0.35, "reference_calibration": "boost", "fdp_curve": None,
+           "gdp_mu_lower_bound": None, "tau": 0.0, "breaking_tau": None, "status": "VIOLATION"}
+    fields = kappa_fields(row, _reference_check(flagged=False))
+    assert set(fields) == {"kappa", "breaking_kappa", "reference_calibration", "fdp_curve", "gdp_mu_lower_bound",
+                           "reference_check"}
+    payload = {**PAYLOAD, **fields, "tau": 0.0, "breaking_tau": None,
+               "robustness_note": "the violation holds for any distribution shift up to tau = 0.3"}
+    assert send_alert(hook.url, VIOLATION, payload, tmp_path).status == SENT
+    body = _strict(hook.received[0]["body"])
+    assert body["kappa"] == 0.0 and body["breaking_kappa"] == 0.35 and "tau" not in body and "breaking_tau" not in body
+    assert body["reference_check"]["label_blind"] == {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.0, "flagged": False}
+    assert body["text"] == (
+        "[labeldp-audit] VIOLATION: model rr-eps1, partition 2024-01-02: valid epsilon lower bound 2.500 at 95% "
+        "confidence and kappa 0 exceeds the claimed epsilon 1.000; it holds unless the reference misjudges some "
+        "row's click odds by more than a factor 1.42 (breaking kappa 0.35); the reference fits day 2024-01-02 "
+        "(label-blind control: valid eps_lb 0.000 at kappa 0, where it must be 0; measured misfit kappa 0)")
+    assert "tau" not in body["text"]
+
+
+def test_flagged_reference_reads_the_reference_does_not_fit_day_d(webhook_factory, tmp_path):
+    """A flagged label-blind control: the CONTROL_FAILED alert and the untrusted part of a VIOLATION alert say
+    "the reference does not fit day D" with the control's bound and the measured misfit; a skipped check says
+    "reference not checked" with its reason; without a reference check the old sentence stays."""
+    hook = webhook_factory()
+    check = _reference_check(flagged=True)
+    message = "label-blind control (trained only on held-out rows, true eps 0 on the audited rows): valid eps_lb 0.21"
+    control = {"model_id": "control-label-blind", "partition_date": "2024-01-02", "message": message,
+               "reference_check": check, "kappa": 0.0}
+    assert send_alert(hook.url, CONTROL_FAILED, control, tmp_path).status == SENT
+    assert hook.bodies()[0]["text"] == (
+        "[labeldp-audit] CONTROL_FAILED: model control-label-blind, partition 2024-01-02: the reference does not fit "
+        "day 2024-01-02 (label-blind control: valid eps_lb 0.210 at kappa 0, where it must be 0; measured misfit "
+        f"kappa 0.35: click odds off by up to a factor 1.42): every verdict of this night is untrusted: {message}")
+    violation = {**PAYLOAD, "kappa": 0.0, "breaking_kappa": 1.2, "reference_check": check,
+                 "untrusted_reason": "the reference does not fit day 2024-01-02"}
+    assert send_alert(hook.url, VIOLATION, violation, tmp_path).status == SENT
+    text = hook.bodies()[1]["text"]
+    assert ("; UNTRUSTED: the reference does not fit day 2024-01-02 (label-blind control: valid eps_lb 0.210 at "
+            "kappa 0, where it must be 0; measured misfit kappa 0.35: click odds off by up to a factor 1.42)") in text
+    assert text.count("does not fit day") == 1 and "factor 3.32 (breaking kappa 1.2)" in text
+    both = {**violation, "model_id": "rr-eps2",
+            "untrusted_reason": "control failed on 2024-01-02 (the audit itself is broken): control-negative: eps_lb 0.4"}
+    assert send_alert(hook.url, VIOLATION, both, tmp_path).status == SENT
+    text = hook.bodies()[2]["text"]
+    assert "UNTRUSTED: control failed on 2024-01-02" in text and "; the reference does not fit day 2024-01-02 (" in text
+
+    skipped = {**PAYLOAD, "model_id": "rr-eps3", "kappa": 0.0, "breaking_kappa": 0.5,
+               "reference_check": {"calibration": "boost", "checked": False,
+                                   "note": "reference not checked: no held-out rows"}}
+    assert send_alert(hook.url, VIOLATION, skipped, tmp_path).status == SENT
+    assert hook.bodies()[3]["text"].endswith("; reference not checked: no held-out rows")
+    plain = {**control, "model_id": "control-negative", "reference_check": None, "message": "eps_lb 0.4 > 0"}
+    assert send_alert(hook.url, CONTROL_FAILED, plain, tmp_path).status == SENT
+    assert hook.bodies()[4]["text"].endswith("the audit itself is broken (every verdict of this night is untrusted): "
+                                             "eps_lb 0.4 > 0")
+    by_kind = {**plain, "model_id": "control-label-blind-2", "control": "label-blind", "message": message}
+    assert send_alert(hook.url, CONTROL_FAILED, by_kind, tmp_path).status == SENT
+    assert hook.bodies()[5]["text"] == (
+        "[labeldp-audit] CONTROL_FAILED: model control-label-blind-2, partition 2024-01-02: the reference does not "
+        f"fit day 2024-01-02: every verdict of this night is untrusted: {message}")
+    spec = alert_event_payload(CONTROL_FAILED, control)
+    assert spec["payload"]["text"] == hook.bodies()[0]["text"] and spec["payload"]["reference_check"]["label_blind"]
+
+
+def test_a_bad_reference_check_is_refused_before_any_request(webhook_factory, tmp_path):
+    hook = webhook_factory()
+    bad = {**PAYLOAD, "reference_check": {"calibration": "boost", "checked": True,
+                                          "label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.1,
+                                                          "flagged": True}}}
+    with pytest.raises(LabelDPInputError, match=r"reference_check\.label_blind: flagged needs epsilon_lower_bound > 0"):
+        send_alert(hook.url, VIOLATION, bad, tmp_path)
+    assert hook.received == [] and list(tmp_path.iterdir()) == []

@@ -8,6 +8,7 @@ docs/report-screenshot.png.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 import shutil
@@ -36,13 +37,15 @@ CLAIMED = 1.0
 # --------------------------------------------------------------------------------------------- a realistic run
 @pytest.fixture(scope="module")
 def run():
-    """A real audit with signal (VIOLATION at claimed eps 1), 14 nights of trend, a score histogram, lineage."""
+    """A real audit with signal (VIOLATION at claimed eps 1) on a recalibrated reference, its night's reference
+    check (passed), 14 nights of trend, a score histogram, lineage."""
     rng = np.random.default_rng(0)
     n = 20_000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.25 * (2 * labels - 1) + rng.normal(0, 0.15, n), 0.01, 0.99)
     p_reference = np.clip(0.5 + rng.normal(0, 0.05, n), 0.01, 0.99)
-    result = run_audit(p_target, p_reference, labels, config=AuditConfig(repetitions=10))
+    result = run_audit(p_target, p_reference, labels,
+                       config=AuditConfig(repetitions=10, reference_calibration="boost"))
     trend = []
     for d in range(14):
         bound = result.epsilon_lower_bound if d == 13 else [0.3, 0.7, 0.65, 0.9, 0.88, 0.72, 0.74, 0.46, 0.17,
@@ -66,12 +69,24 @@ def run():
         "started_at": "2024-01-15T01:00:00+00:00", "finished_at": "2024-01-15T01:07:31+00:00",
         "durations": {"validate": 1.2, "train": 181.0, "score": 95.4, "audit": 3.1, "publish": 0.4},
     }
-    return {"result": result, "trend": trend, "histogram": histogram, "lineage": lineage}
+    return {"result": result, "trend": trend, "histogram": histogram, "lineage": lineage,
+            "reference_check": _reference_check()}
+
+
+def _reference_check(flagged: bool = False, calibration: str = "boost") -> dict:
+    """A night's reference check as the flows pass it (auditing.warehouse.rows.check_reference_check)."""
+    return {"calibration": calibration, "checked": True, "note": None,
+            "calibration_figures": None if calibration != "boost" else {
+                "rows_fit": 6000, "rows_validation": 2000, "rounds": 40, "logloss_before": 0.4731,
+                "logloss_after": 0.4522, "ece_before": 0.0312, "ece_after": 0.0061},
+            "label_blind": {"epsilon_lower_bound": 0.2134 if flagged else 0.0,
+                            "misfit_kappa": 0.35 if flagged else 0.0, "flagged": flagged}}
 
 
 def _page(run, **changes):
     args = {"result": run["result"], "lineage": run["lineage"], "trend": run["trend"],
-            "score_histogram": run["histogram"], "claimed_epsilon": CLAIMED, **changes}
+            "score_histogram": run["histogram"], "claimed_epsilon": CLAIMED,
+            "reference_check": run["reference_check"], **changes}
     return render_run_report(**args)
 
 
@@ -119,7 +134,7 @@ def test_run_report_shows_verdict_bound_labels_and_charts(run):
     text = dom.visible
     assert result.epsilon_lower_bound > CLAIMED
     assert "VIOLATION" in text and f"{result.epsilon_lower_bound:.3f}" in text
-    assert "valid at 95% confidence" in text and "Bonferroni" in text and "δ = 0" in text and "τ = 0" in text
+    assert "valid at 95% confidence" in text and "Bonferroni" in text and "δ = 0" in text and "κ = 0" in text
     assert "Paper's statistic" in text and "optimistic" in text and "never used for the verdict" in text
     assert "Max certifiable ε" in text and f"{result.max_certifiable_epsilon:.3f}" in text
     assert f"c′ = {result.selected_guesses:,}" in text
@@ -127,7 +142,9 @@ def test_run_report_shows_verdict_bound_labels_and_charts(run):
     assert dom.count("selected-point") == 1
     assert dom.count("trend-point") == 14 and dom.count("status-violation") == 2
     assert dom.count("hist-correct", "rect") == 20 and dom.count("hist-wrong", "rect") == 20
-    assert "bonferroni selection · 95% confidence · δ = 0 · τ = 0 · binomial" in text  # labelled on the chart
+    # labelled on the chart: kappa and the reference calibration
+    assert "bonferroni selection · 95% confidence · δ = 0 · κ = 0 · reference calibration: boost · binomial" in text
+    assert "τ" not in text and "tau" not in text.lower()  # no surface says tau for a result written since kappa
     assert "sha256:9f2c41d0a7" in text and "total 281.1 s" in text
 
 
@@ -224,11 +241,11 @@ def test_run_report_in_headless_chromium(run, tmp_path):
     assert dom.count("trend-point") == 14 and dom.count("selected-point", "polygon") == 1
 
     shot = tmp_path / "report.png"
-    taken = _browser(["--window-size=1100,2600", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
+    taken = _browser(["--window-size=1100,3400", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
     assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
     image_module = pytest.importorskip("PIL.Image")
     with image_module.open(shot) as image:
-        assert image.size == (1100, 2600)
+        assert image.size == (1100, 3400)
         colors = image.convert("RGB").getcolors(maxcolors=1 << 20)
     present = {rgb for _count, rgb in colors}
     assert (0xC0, 0x36, 0x2C) in present  # the red VIOLATION badge was painted
@@ -395,13 +412,14 @@ def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path
 
 
 def test_trust_card_in_headless_chromium(run, tmp_path):
-    """Issue 9: breaking tau next to a VIOLATION, the detection floor next to a PASS (weak when it exceeds 1% of
-    the audited rows), the audited rows and the shift diagnostic labelled a diagnostic, not a proof."""
+    """Breaking kappa next to a VIOLATION, read as a factor on the click odds, the detection floor next to a
+    PASS (weak when it exceeds 1% of the audited rows), the audited rows and the shift diagnostic labelled a
+    diagnostic, not a proof."""
     from auditing.exposure_floor import exposed_rows_floor
-    from auditing.robustness import breaking_tau, detection_floor_rows
+    from auditing.robustness import breaking_kappa, detection_floor_rows
 
     result = run["result"]
-    tau = breaking_tau(result, CLAIMED)
+    kappa = breaking_kappa(result, CLAIMED)
     diagnostic = {"reference_fit": {"previous": {"log_loss": 0.1209, "ece": 0.0028, "rows": 32138},
                                     "current": {"log_loss": 0.1171, "ece": 0.0034, "rows": 31783}},
                   "reference_log_loss_shift": -0.0037, "feature_shift_max_psi": 0.0023,
@@ -411,8 +429,14 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     text = _parse(dumped.stdout).visible
-    assert 0 < tau < 1
-    assert f"holds for any distribution shift up to τ = {tau:.4g}" in text
+    assert 0 < kappa < result.epsilon_lower_bound - CLAIMED + 1e-3  # binomial, delta 0: bound(kappa) = bound(0) - kappa
+    factor = f"{math.exp(kappa):.3g}"
+    assert factor != "1"
+    assert (f"The violation holds unless the reference misjudges some row's click odds by more than a factor "
+            f"{factor} (breaking κ = {kappa:.4g}; same counts, bonferroni selection, binomial, 95% confidence, "
+            "δ = 0); the verdict itself is computed at the plan's κ = 0.") in text
+    assert f"{kappa:.4g} (a factor {factor} in the click odds)" in text  # the Breaking κ row
+    assert "τ" not in text
     assert "Trust in this verdict" in text and "Data diagnostic (not a proof)" in text and "C16" in text
     assert "rows whose labels entered training" in text
 
@@ -430,3 +454,150 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
     assert "game-aware floor is not computed" in page
     inconclusive = _parse(_page(run, claimed_epsilon=result.max_certifiable_epsilon + 1)).visible
     assert "No number of fully exposed labels" in inconclusive
+
+
+# --------------------------------------------------------------------------------------------- kappa and the reference
+def _section(html_text: str, section_id: str) -> str:
+    """The visible text of one <section id=...> card."""
+    start = html_text.index(f'id="{section_id}"')
+    return _parse(html_text[start:html_text.index("</section>", start)]).visible
+
+
+def test_reference_check_panel_for_checked_flagged_and_skipped_nights(run):
+    """The Reference check card: the correction's figures before/after and the label-blind control's bound and
+    measured misfit on a checked night; FLAGGED with the untrusted banner "the reference does not fit day D"
+    on a flagged night; "Reference not checked" with the reason when skipped or not recorded; and one sentence
+    each on kappa, recalibration and the label-blind control, whatever the state."""
+    explain = ("κ is the audit's one assumption about the reference M′", "Recalibration corrects M′",
+               "The label-blind control is a model trained like the targets but only on held-out rows")
+    checked = _section(_page(run), "reference")
+    assert "Reference check" in checked and all(sentence in checked for sentence in explain)
+    assert "boost: M′ corrected on day D's held-out rows before the game" in checked
+    assert "log-loss 0.4731 0.4522" in checked and "calibration error (ECE) 0.0312 0.0061" in checked
+    assert "fitted on 6,000 held-out rows (40 boosting rounds), measured on 2,000 other held-out rows" in checked
+    assert "valid ε lower bound 0 at κ = 0 · passed: the reference fits day 2024-01-14 within κ" in checked
+    assert ("Measured reference misfit κ = 0 the smallest κ that brings the label-blind control's bound to 0: its "
+            "bound is 0 already at κ = 0: no misfit measured") in checked
+    assert "not checked" not in checked and "FLAGGED" not in checked and "UNTRUSTED" not in _parse(_page(run)).visible
+
+    reason = "the reference does not fit day 2024-01-14"
+    flagged_page = _page(run, reference_check=_reference_check(flagged=True),
+                         trust={"kind": "target", "untrusted_reason": reason})
+    flagged = _section(flagged_page, "reference")
+    assert "valid ε lower bound 0.2134 at κ = 0 · FLAGGED: the reference does not fit day 2024-01-14" in flagged
+    assert "every verdict of this night is untrusted" in flagged and "κ = 0.35" in flagged
+    assert "by up to a factor 1.42; beyond the plan's κ = 0" in flagged
+    at_half = {**run["result"].to_dict(), "kappa": 0.5}  # a plan with kappa 0.5 (rendering only)
+    within = _section(_page(run, result=at_half, reference_check={
+        **_reference_check(), "label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.3, "flagged": False}}),
+        "reference")
+    assert "the verdict allows M′ to misjudge every audited row's click odds by up to a factor 1.65 (e^κ)" in within
+    assert "by up to a factor 1.35; within the plan's κ = 0.5" in within and "at κ = 0.5 · passed" in within
+    banner = _parse(flagged_page[:flagged_page.index("</div>")]).visible.strip()
+    assert banner.endswith("so no verdict of this night can be relied on.")  # the reason is not repeated
+    assert banner.startswith("UNTRUSTED: the reference does not fit day 2024-01-14. The label-blind control flagged it "
+                             "(valid bound 0.2134 at the plan's κ = 0, where it must be 0; measured misfit κ = 0.35: "
+                             "the reference misjudges some row's click odds by up to a factor 1.42)")
+    assert "the audit itself is broken" not in banner
+    both = "control failed on 2024-01-14 (the audit itself is broken): control-negative: eps_lb 0.4 > 0; " + reason
+    banner = _parse(_page(run, reference_check=_reference_check(flagged=True),
+                          trust={"kind": "target", "untrusted_reason": both})).visible
+    assert "UNTRUSTED: the reference does not fit day 2024-01-14." in banner and "control-negative: eps_lb 0.4" in banner
+
+    skipped = {"calibration": "boost", "checked": False,
+               "note": "reference not checked: no held-out rows on 2024-01-14 (audit_rows all)"}
+    text = _section(_page(run, reference_check=skipped), "reference")
+    assert "Reference not checked: no held-out rows on 2024-01-14 (audit_rows all)" in text
+    assert text.lower().count("reference not checked") == 1
+    assert "Label-blind control" not in text and all(sentence in text for sentence in explain)
+    text = _section(_page(run, reference_check=None), "reference")
+    assert "Reference not checked: no reference check was recorded for this run" in text
+    text = _section(_page(run, reference_check={**_reference_check(), "label_blind": None}), "reference")
+    assert "Label-blind control did not run" in text and "log-loss 0.4731 0.4522" in text
+
+    with pytest.raises(LabelDPInputError, match="differs from the result's reference_calibration 'boost'"):
+        _page(run, reference_check=_reference_check(calibration="none"))
+    with pytest.raises(LabelDPInputError, match=r"reference_check\.label_blind\.misfit_kappa"):
+        _page(run, reference_check={**_reference_check(), "label_blind": {"epsilon_lower_bound": 0.0,
+                                                                          "misfit_kappa": -1.0, "flagged": False}})
+
+
+def test_flagged_reference_night_in_headless_chromium(run, tmp_path):
+    """A night whose label-blind control flagged the reference, as a person sees it: the red banner names the
+    reason and the figures, the Reference check card shows them beside the correction's."""
+    page = _page(run, reference_check=_reference_check(flagged=True),
+                 trust={"kind": "target", "untrusted_reason": "the reference does not fit day 2024-01-14"})
+    path = write_report(page, tmp_path / "flagged.html")
+    dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = _parse(dumped.stdout)
+    text = dom.visible
+    assert "UNTRUSTED: the reference does not fit day 2024-01-14." in text and dom.count("untrusted", "div") == 1
+    assert "Reference check" in text and "FLAGGED: the reference does not fit day 2024-01-14" in text
+    assert dom.count("reference-flagged", "span") == 1
+    shot = tmp_path / "flagged.png"
+    taken = _browser(["--window-size=1100,1600", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
+    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+    image_module = pytest.importorskip("PIL.Image")
+    with image_module.open(shot) as image:
+        present = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    assert (0xFE, 0xF3, 0xF2) in present  # the banner's background was painted
+
+
+def _fdp_result(run):
+    rng = np.random.default_rng(4)
+    n = 4000
+    labels = rng.integers(0, 2, n)
+    p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
+    return run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=2, method="fdp"))
+
+
+def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
+    """An fdp result says "f-DP on the (ε, δ) curve" and shows its Gaussian reading as "not μ-GDP for μ < X";
+    an fdp result written before kappa (tau, no kappa) is the legacy Gaussian reading, labelled so, with its
+    TV tau never shown as a kappa and no breaking kappa computed for it."""
+    result = _fdp_result(run)
+    assert result.gdp_mu_lower_bound > 0
+    page = render_run_report(result, {"model_id": "fdp-m"}, [], None, 0.5)
+    text = _parse(page).visible
+    assert "method f-DP on the (ε, δ) curve" in text and "κ = 0 · reference calibration: none · f-DP on the (ε, δ) curve" in text
+    assert f"Gaussian reading not μ-GDP for μ < {result.gdp_mu_lower_bound:.4g}" in text
+    assert "a statement about μ only, never an ε" in text
+    assert "legacy" not in text and "τ" not in text and "VIOLATION" in text
+    assert "holds unless the reference misjudges some row's click odds by more than a factor" in text
+
+    legacy = {k: v for k, v in result.to_dict().items()
+              if k not in ("kappa", "reference_calibration", "gdp_mu_lower_bound")}
+    legacy["tau"] = 0.05
+    text = _parse(render_run_report(legacy, {"model_id": "fdp-m"}, [], None, 0.5)).visible
+    assert "method Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)" in text
+    assert "(Gaussian reading, legacy: not a valid ε bound for non-Gaussian mechanisms)" in text
+    assert "legacy (written before κ; its TV τ = 0.05 is not a κ)" in text
+    assert "legacy row (written before κ) · Gaussian reading (legacy)" in text  # the chart's short label
+    assert "f-DP on the (ε, δ) curve" not in text and "μ-GDP" not in text
+    assert "Breaking κ is not computed for a result written before κ (its total-variation τ = 0.05 is not a κ)" in text
+    assert "under the assumptions of the code that wrote this result before κ existed" in text
+    assert "at the stated κ" not in text
+    assert "κ = 0.05" not in text
+    assert '<td id="breaking-kappa">–<span' in render_run_report(legacy, {"model_id": "fdp-m"}, [], None, 0.5)
+    with pytest.raises(LabelDPInputError, match="kappa \\(or tau"):
+        render_run_report({k: v for k, v in legacy.items() if k != "tau"}, {}, [], None, 0.5)
+
+
+def test_label_blind_control_page_says_what_it_checks(run):
+    """The label-blind control's own page: what the control is, its outcome and the measured misfit."""
+    from auditing.controls import LABEL_BLIND, check_control
+
+    rng = np.random.default_rng(8)
+    n = 5000
+    p = rng.beta(1.0, 3.0, n)
+    labels = (rng.random(n) < p).astype(int)
+    result = run_audit(p, p, labels, config=AuditConfig(repetitions=1))  # knows nothing of the labels
+    control = check_control(LABEL_BLIND, result.to_dict()).to_dict()
+    assert control["passed"] and control["misfit_kappa"] == 0.0
+    text = _parse(render_run_report(result, {"model_id": "control-label-blind"}, [], None, 0.0,
+                                    trust={"kind": "control", "control": control})).visible
+    assert "Label-blind control: a model trained like the targets but only on day D's held-out rows" in text
+    assert "its valid bound must be 0 at the plan's κ" in text and "passed" in text
+    assert "Measured reference misfit κ = 0 the smallest κ that brings this control's bound to 0" in text
+    assert "Negative control" not in text and "Positive control" not in text

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -140,8 +141,26 @@ def test_tables_have_the_designed_columns(target):
         by_table.setdefault(table, []).append(column)
     assert by_table == {"audit_results": list(RESULT_NAMES), "audit_curves": list(CURVE_NAMES)}
     for name in ("claimed_epsilon", "gamma", "tau", "epsilon_lower_bound", "epsilon_mean", "status",
-                 "max_certifiable_epsilon", "model_uri", "flow_run_id", "durations", "result_json"):
+                 "max_certifiable_epsilon", "model_uri", "flow_run_id", "durations", "result_json", "kappa",
+                 "breaking_kappa", "reference_calibration", "label_blind_bound", "reference_misfit_kappa",
+                 "reference_checked", "reference_check_note", "fdp_curve", "gdp_mu_lower_bound"):
         assert name in RESULT_NAMES
+
+
+def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
+    """Everything added for kappa is nullable (an existing warehouse gains it in place); tau and breaking_tau
+    stay (tau NOT NULL, as old tables have it) and are described as legacy TV figures."""
+    from auditing.audit import REFERENCE_CALIBRATIONS
+    from auditing.warehouse.schema import REFERENCE_CALIBRATIONS as STORED
+    from auditing.warehouse.schema import RESULT_COLUMNS
+
+    columns = {c.name: c for c in RESULT_COLUMNS}
+    added = RESULT_NAMES[RESULT_NAMES.index("kappa"):]
+    assert len(added) == 17 and all(columns[name].nullable for name in added)
+    assert not columns["tau"].nullable and columns["breaking_tau"].nullable
+    for name in ("tau", "breaking_tau"):
+        assert columns[name].comment.startswith("legacy: ") and "before kappa" in columns[name].comment
+    assert STORED == REFERENCE_CALIBRATIONS
 
 
 def test_an_older_table_gains_new_nullable_columns_and_keeps_its_rows(isolated_target):
@@ -194,6 +213,223 @@ def test_migration_sql_adds_only_nullable_columns():
     statements = migration_statements("postgres", found)
     assert statements[0] == "ALTER TABLE audit_results ADD COLUMN IF NOT EXISTS flow_run_id TEXT"
     assert not any(" m " in s for s in statements) and len(statements) == 2
+
+
+# The tables as the code before kappa created them (git show e690ef2:infra/warehouse/duckdb.sql, comments
+# left out); PostgreSQL spells DOUBLE as DOUBLE PRECISION. A warehouse created by that code must take new rows.
+_PRE_KAPPA_DDL = """
+CREATE TABLE audit_results (
+    model_id TEXT NOT NULL, partition_date DATE NOT NULL, audit_config_hash TEXT NOT NULL,
+    claimed_epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL, confidence DOUBLE NOT NULL, gamma DOUBLE NOT NULL,
+    tau DOUBLE NOT NULL, m BIGINT NOT NULL, selected_guesses BIGINT NOT NULL, selected_correct BIGINT NOT NULL,
+    epsilon_lower_bound DOUBLE NOT NULL, epsilon_mean DOUBLE, epsilon_std DOUBLE, epsilon_median DOUBLE,
+    strategy TEXT NOT NULL, method TEXT NOT NULL, status TEXT NOT NULL, max_certifiable_epsilon DOUBLE NOT NULL,
+    repetitions INTEGER NOT NULL, seed BIGINT NOT NULL, model_uri TEXT, model_fingerprint TEXT,
+    reference_model TEXT, partition_fingerprint TEXT, code_version TEXT, flow_run_id TEXT,
+    started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, durations TEXT, result_json TEXT NOT NULL, audit_rows TEXT,
+    breaking_tau DOUBLE, detection_floor_rows BIGINT, shift_diagnostic TEXT, reference_log_loss_shift DOUBLE,
+    feature_shift_max_psi DOUBLE, kind TEXT, control_passed INTEGER, control_floor DOUBLE, untrusted_reason TEXT,
+    risk_posterior_ceiling_median DOUBLE, risk_posterior_ceiling_p90 DOUBLE, risk_high_prior_ceiling DOUBLE,
+    risk_column_tail_bound DOUBLE, risk_column_expected DOUBLE, risk_mia_advantage_bound DOUBLE,
+    risk_aia_advantage_bound DOUBLE, risk_reconstruction_bound DOUBLE, risk_lb_posterior_ceiling_median DOUBLE,
+    risk_lb_posterior_ceiling_p90 DOUBLE, risk_lb_high_prior_ceiling DOUBLE, risk_lb_column_tail_bound DOUBLE,
+    risk_lb_column_expected DOUBLE, risk_lb_mia_advantage_bound DOUBLE, risk_lb_aia_advantage_bound DOUBLE,
+    risk_lb_reconstruction_bound DOUBLE, risk_headline TEXT, exposed_rows_floor BIGINT,
+    PRIMARY KEY (model_id, partition_date, audit_config_hash),
+    CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')),
+    CHECK (method IN ('binomial', 'fdp')),
+    CHECK (selected_correct <= selected_guesses)
+);
+CREATE TABLE audit_curves (
+    model_id TEXT NOT NULL, partition_date DATE NOT NULL, audit_config_hash TEXT NOT NULL,
+    point_index INTEGER NOT NULL, guesses BIGINT NOT NULL, correct BIGINT NOT NULL,
+    epsilon_lower_bound DOUBLE NOT NULL, point_confidence DOUBLE NOT NULL,
+    PRIMARY KEY (model_id, partition_date, audit_config_hash, point_index),
+    CHECK (correct <= guesses)
+);
+"""
+# Two rows as the old code wrote them: an fdp row (Gaussian family, TV tau 0.05, breaking_tau 0.02) and a
+# binomial one.
+_PRE_KAPPA_ROWS = (
+    ("kappa-m", "2024-01-01", "oldfdp", "fdp", 0.05, 0.02, 1.4, "VIOLATION", '{"method": "fdp", "tau": 0.05}'),
+    ("kappa-m", "2024-01-01", "oldbin", "binomial", 0.0, 0.3, 0.2, "PASS", '{"method": "binomial", "tau": 0.0}'),
+)
+
+
+def _create_pre_kappa_warehouse(target: str) -> None:
+    """The old DDL and two old rows, written with the database driver (the new code never opened it)."""
+    insert = ("INSERT INTO audit_results (model_id, partition_date, audit_config_hash, claimed_epsilon, delta, "
+              "confidence, gamma, tau, m, selected_guesses, selected_correct, epsilon_lower_bound, strategy, "
+              "method, status, max_certifiable_epsilon, repetitions, seed, result_json, breaking_tau) VALUES "
+              "({})")
+    rows = [(model, day, config, 1.0, 1e-5 if method == "fdp" else 0.0, 0.95, 0.05, tau, 1000, 100, 80, bound,
+             "bonferroni", method, status, 5.0, 10, 7, text, breaking)
+            for model, day, config, method, tau, breaking, bound, status, text in _PRE_KAPPA_ROWS]
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(re.sub(r"\bDOUBLE\b", "DOUBLE PRECISION", _PRE_KAPPA_DDL))
+            with conn.cursor() as cur:
+                cur.executemany(insert.format(", ".join(["%s"] * 20)), rows)
+        return
+    import duckdb
+
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    conn = duckdb.connect(target)
+    try:
+        conn.execute(_PRE_KAPPA_DDL)
+        conn.executemany(insert.format(", ".join(["?"] * 20)), rows)
+    finally:
+        conn.close()
+
+
+def _reference_check(flagged: bool = False) -> dict:
+    return {"calibration": "boost", "checked": True, "note": None,
+            "calibration_figures": {"rows_fit": 6000, "rows_validation": 2000, "rounds": 40,
+                                    "logloss_before": 0.47, "logloss_after": 0.452, "ece_before": 0.031,
+                                    "ece_after": 0.006},
+            "label_blind": {"epsilon_lower_bound": 0.21 if flagged else 0.0, "misfit_kappa": 0.35 if flagged else 0.0,
+                            "flagged": flagged}}
+
+
+def _fdp_result(config_hash_seed: int = 5, **config):
+    rng = np.random.default_rng(config_hash_seed)
+    n = 3000
+    labels = rng.integers(0, 2, n)
+    p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
+    return run_audit(p_target, np.full(n, 0.5), labels,
+                     config=AuditConfig(repetitions=2, method="fdp", **config))
+
+
+def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolated_target):
+    """A warehouse created by the code before kappa (its DDL, its rows) is migrated in place when the new code
+    opens it: the old rows keep their TV tau / breaking_tau and read NULL in every kappa-era column (never
+    copied over), the new row writes tau = 0, breaking_tau NULL and its kappa figures; both read back, also
+    after reopening; the trend page labels the old fdp row the legacy Gaussian reading."""
+    from auditing.report import render_trend_report
+    from auditing.robustness import breaking_kappa
+    from auditing.warehouse.rows import reference_check_from_row
+
+    _create_pre_kappa_warehouse(isolated_target)
+    result = _fdp_result(reference_calibration="boost")
+    check = _reference_check()
+    row, curve = audit_record(result, model_id="kappa-m", partition_date="2024-01-02", claimed_epsilon=0.5,
+                              reference_check=check)
+    with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
+        wh.upsert_audit(row, curve)
+        rows = {r["audit_config_hash"]: r for r in wh.fetch_results(model_id="kappa-m")}
+    with open_warehouse(isolated_target, create=False) as wh:  # a second open finds the migrated tables "ok"
+        again = {r["audit_config_hash"]: r for r in wh.fetch_results()}
+        assert [c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, []) if c in RESULT_NAMES][-17:] == \
+            list(RESULT_NAMES[-17:])
+    assert again.keys() == rows.keys() == {"oldfdp", "oldbin", result.config_hash}
+    kappa_era = RESULT_NAMES[RESULT_NAMES.index("kappa"):]
+    for config, (_, _, _, method, tau, breaking, bound, status, _) in zip(("oldfdp", "oldbin"), _PRE_KAPPA_ROWS,
+                                                                             strict=True):
+        old = again[config]
+        assert (old["method"], old["tau"], old["breaking_tau"]) == (method, tau, breaking)
+        assert (old["epsilon_lower_bound"], old["status"]) == (bound, status)
+        assert all(old[name] is None for name in kappa_era), {n: old[n] for n in kappa_era if old[n] is not None}
+        assert reference_check_from_row(old) is None
+    new = again[result.config_hash]
+    assert new["tau"] == 0.0 and new["breaking_tau"] is None and new["kappa"] == 0.0
+    assert new["breaking_kappa"] == pytest.approx(breaking_kappa(result, 0.5)) and new["breaking_kappa"] > 0
+    assert new["method"] == "fdp" and new["fdp_curve"] == "eps-delta"
+    assert new["gdp_mu_lower_bound"] == pytest.approx(result.gdp_mu_lower_bound) and new["gdp_mu_lower_bound"] > 0
+    assert new["reference_calibration"] == "boost" and new["reference_checked"] == 1
+    assert new["label_blind_bound"] == 0.0 and new["label_blind_flagged"] == 0
+    assert reference_check_from_row(new) == check
+    assert json.loads(new["result_json"])["kappa"] == 0.0 and "tau" not in json.loads(new["result_json"])
+
+    page = render_trend_report(list(again.values()), "kappa-m")
+    lines = {re.search(r"<code>([^<]*)</code>", line).group(1): re.sub(r"<[^>]+>", " ", line)
+             for line in page.split('<tr class="night">')[1:]}
+    old_line, new_line = lines["oldfdp"], lines[result.config_hash]
+    assert "binomial legacy (written before κ; its TV τ = 0 is not a κ)" in lines["oldbin"]
+    assert "Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)" in old_line
+    assert "legacy (written before κ; its TV τ = 0.05 is not a κ)" in old_line
+    assert "f-DP on the (ε, δ) curve" in new_line and "κ = 0" in new_line and "Gaussian reading (legacy" not in new_line
+    assert f"not μ-GDP for μ &lt; {new['gdp_mu_lower_bound']:.4g}" in new_line
+    assert "calibration boost fits (misfit κ = 0)" in new_line and "not recorded" in old_line
+
+
+def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
+    """normalize_row and audit_record's reference_check refuse bad kappa-era figures before any write, with an
+    error that names the field."""
+    from auditing.warehouse.rows import check_reference_check, normalize_row
+
+    new = dict(make_row(model_id="new")[0], kappa=0.0, reference_calibration="boost")
+    normalize_row(new)
+    for change, message in (
+        ({"kappa": -0.1}, "kappa must be a finite number >= 0"),
+        ({"kappa": math.inf}, "kappa must be a finite number"),
+        ({"kappa": "0.1"}, "kappa must be a number"),
+        ({"breaking_kappa": math.nan}, "breaking_kappa must be a finite number"),
+        ({"tau": 0.1}, "tau and breaking_tau are legacy columns"),
+        ({"breaking_tau": 0.1}, "tau and breaking_tau are legacy columns"),
+        ({"kappa": None, "breaking_kappa": 0.2}, r"breaking_kappa need\(s\) kappa"),
+        ({"method": "fdp"}, "fdp_curve must be set on an fdp row with kappa"),
+        ({"fdp_curve": "gaussian"}, "fdp_curve must be one of"),
+        ({"gdp_mu_lower_bound": 0.3}, "method 'fdp' rows only"),
+        ({"reference_calibration": "isotonic"}, "reference_calibration must be one of"),
+        ({"reference_checked": 1, "calibration_rows_fit": 10}, "calibration figures: set all of"),
+        ({"reference_checked": 2}, "reference_checked must be 0, 1"),
+        ({"reference_checked": 0}, "reference_check_note is required"),
+        ({"reference_check_note": "why"}, "reference_check_note needs reference_checked"),
+        ({"reference_checked": 1, "calibration_ece_after": 1.5, "calibration_ece_before": 0.1,
+          "calibration_rows_fit": 1, "calibration_rows_validation": 1, "calibration_rounds": 1,
+          "calibration_log_loss_before": 0.5, "calibration_log_loss_after": 0.4}, "calibration_ece_after must be"),
+        ({"reference_checked": 1, "label_blind_bound": 0.0, "reference_misfit_kappa": 0.1, "label_blind_flagged": 1},
+         "label_blind_flagged = 1 needs label_blind_bound > 0"),
+        ({"reference_checked": 1, "label_blind_bound": 0.2, "reference_misfit_kappa": 0.3, "label_blind_flagged": 1},
+         "label_blind_flagged = 1 needs untrusted_reason"),
+        ({"reference_misfit_kappa": -1.0}, "reference_misfit_kappa must be"),
+    ):
+        with pytest.raises(LabelDPInputError, match=message):
+            normalize_row({**new, **change})
+
+    good = _reference_check()
+    for change, message in (
+        ({"calibration": None}, r"reference_check: missing \['calibration'\]"),
+        ({"calibration": "none"}, "calibration_figures are for calibration 'boost'"),
+        ({"checked": "yes"}, "reference_check.checked must be True or False"),
+        ({"checked": False}, "checked is False but"),
+        ({"checked": False, "calibration_figures": None, "label_blind": None}, "reference_check.note is required"),
+        ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": -0.5, "flagged": False}},
+         "reference_check.label_blind.misfit_kappa must be"),
+        ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5, "flagged": True}},
+         "flagged needs epsilon_lower_bound > 0"),
+        ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5}}, r"label_blind: missing \['flagged'\]"),
+        ({"calibration_figures": {**good["calibration_figures"], "ece_after": 2.0}},
+         "reference_check.calibration_figures.ece_after must be"),
+        ({"calibration_figures": {**good["calibration_figures"], "rows_fit": -3}},
+         "reference_check.calibration_figures.rows_fit must be a whole number"),
+        ({"verdict": "ok"}, r"reference_check: unknown key\(s\) \['verdict'\]"),
+    ):
+        with pytest.raises(LabelDPInputError, match=message):
+            check_reference_check({**good, **change})
+    skipped = {"calibration": "boost", "checked": False, "note": "no held-out rows for 2024-01-02"}
+    assert check_reference_check(skipped)["label_blind"] is None
+    crashed = {**good, "label_blind": None}  # the label-blind control could not run (untrusted by the controls)
+    assert check_reference_check(crashed)["calibration_figures"] == good["calibration_figures"]
+
+    result = _fdp_result()  # raw reference: reference_calibration "none"
+    with pytest.raises(LabelDPInputError, match="differs from the result's reference_calibration 'none'"):
+        audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=0.5, reference_check=good)
+    flagged = {**_reference_check(flagged=True), "calibration": "none", "calibration_figures": None,
+               "note": "raw reference"}
+    with pytest.raises(LabelDPInputError, match="needs untrusted_reason"):
+        audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=0.5, reference_check=flagged)
+    row, _ = audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=0.5, reference_check=flagged,
+                          untrusted_reason="the reference does not fit day 2024-01-02")
+    assert (row["label_blind_flagged"], row["label_blind_bound"], row["reference_misfit_kappa"]) == (1, 0.21, 0.35)
+    assert row["calibration_rows_fit"] is None and row["reference_check_note"] == "raw reference"
+    legacy = {k: v for k, v in result.to_dict().items() if k not in ("kappa", "reference_calibration")}
+    with pytest.raises(LabelDPInputError, match="written before kappa"):
+        audit_record({**legacy, "tau": 0.0}, model_id="x", partition_date=DAY, claimed_epsilon=0.5)
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        assert wh.fetch_results() == []
 
 
 # --------------------------------------------------------------------------------------------- round trip
@@ -601,9 +837,10 @@ def test_risk_columns_round_trip_on_both_backends(target):
 
 
 def test_trust_columns_round_trip_on_both_backends(target):
-    """Issue 9: audit_rows, breaking_tau, detection_floor_rows (claim-dependent, computed by audit_record) and
-    the shift diagnostic (JSON + two scalars) are stored; an old row stores NULLs; bad values are refused."""
-    from auditing.robustness import breaking_tau, detection_floor_rows
+    """Issue 9: audit_rows, breaking_kappa, detection_floor_rows (claim-dependent, computed by audit_record) and
+    the shift diagnostic (JSON + two scalars) are stored, with tau = 0 and breaking_tau NULL (legacy columns);
+    an old row stores NULLs; bad values are refused."""
+    from auditing.robustness import breaking_kappa, detection_floor_rows
     from auditing.warehouse.rows import normalize_row
 
     rng = np.random.default_rng(5)
@@ -615,12 +852,15 @@ def test_trust_columns_round_trip_on_both_backends(target):
     row, curve = audit_record(result, model_id="trust-m", partition_date=DAY, claimed_epsilon=0.5,
                               shift_diagnostic=diagnostic)
     assert row["status"] == "VIOLATION" and row["audit_rows"] == "training"
-    assert row["breaking_tau"] == breaking_tau(result, 0.5) > 0
+    assert row["breaking_kappa"] == breaking_kappa(result, 0.5) > 0
+    assert (row["kappa"], row["tau"], row["breaking_tau"]) == (0.0, 0.0, None)
+    assert row["reference_calibration"] == "none" and row["fdp_curve"] is None and row["reference_checked"] is None
     assert row["detection_floor_rows"] == detection_floor_rows(result, 0.5)
     with open_warehouse(target) as wh:
         wh.upsert_audit(row, curve)
         got = _only(wh.fetch_results(model_id="trust-m"))
-    assert got["audit_rows"] == "training" and got["breaking_tau"] == pytest.approx(row["breaking_tau"])
+    assert got["audit_rows"] == "training" and got["breaking_kappa"] == pytest.approx(row["breaking_kappa"])
+    assert got["kappa"] == 0.0 and got["breaking_tau"] is None
     assert got["detection_floor_rows"] == row["detection_floor_rows"]
     assert json.loads(got["shift_diagnostic"]) == diagnostic
     assert got["reference_log_loss_shift"] == pytest.approx(0.01) and got["feature_shift_max_psi"] == pytest.approx(0.2)
@@ -628,9 +868,9 @@ def test_trust_columns_round_trip_on_both_backends(target):
     with open_warehouse(target) as wh:
         wh.upsert_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="trust-old"))
-    assert all(old[name] is None for name in ("audit_rows", "breaking_tau", "detection_floor_rows",
-                                              "shift_diagnostic", "reference_log_loss_shift"))
-    for change, message in (({"breaking_tau": 1.0}, "breaking_tau must be in"),
+    assert all(old[name] is None for name in ("audit_rows", "breaking_tau", "breaking_kappa", "kappa",
+                                              "detection_floor_rows", "shift_diagnostic", "reference_log_loss_shift"))
+    for change, message in (({"breaking_tau": 1.0}, "breaking_tau must be in"),  # legacy rows: a TV figure
                             ({"audit_rows": "test"}, "audit_rows must be"),
                             ({"detection_floor_rows": -3}, "detection_floor_rows must be")):
         with pytest.raises(LabelDPInputError, match=message):

@@ -16,10 +16,14 @@ from auditing.alerts.webhook import (
     AlertOutcome,
     alert_event_payload,
     default_ledger_dir,
+    kappa_fields,
+    reference_check_sentence,
+    robustness_sentence,
     send_alert,
 )
 
 __all__ = [
     "ALERT_KINDS", "AUDIT_FAILED", "CONTROL_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "SENT", "VIOLATION", "AlertOutcome",
-    "alert_event_payload", "default_ledger_dir", "send_alert",
+    "alert_event_payload", "default_ledger_dir", "kappa_fields", "reference_check_sentence",
+    "robustness_sentence", "send_alert",
 ]

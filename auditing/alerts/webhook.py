@@ -13,6 +13,13 @@
   Nothing is recorded for a failed send: the next run tries again.
 - The body is strict JSON (no NaN/Infinity: non-finite numbers are written as text) with a one-line ``text``
   field that chat webhooks (Slack, Mattermost) display as is.
+- kappa: a payload with ``kappa`` (``kappa_fields`` takes it and the other kappa-era figures from a warehouse
+  row) states the verdict's kappa and ``breaking_kappa`` ("holds unless the reference misjudges some row's click
+  odds by more than a factor e^breaking_kappa"); the legacy total-variation fields ``tau`` / ``breaking_tau``
+  are not sent beside it. ``reference_check`` (`auditing.warehouse.rows.check_reference_check`'s shape, checked
+  before any request) puts the night's reference check in the body and the text: a flagged label-blind control
+  reads "the reference does not fit day D" (in a CONTROL_FAILED alert and in the untrusted part of a VIOLATION);
+  so does a CONTROL_FAILED payload with ``control`` "label-blind" (its message carries the figures).
 
 ``alert_event_payload`` gives the same alert as arguments for ``prefect.events.emit_event``; this module does
 not import Prefect.
@@ -114,21 +121,115 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else str(value)
 
 
+def _factor(kappa: float) -> str:
+    """e^kappa for a reader: 3 significant digits, or 1 + kappa when that would print as 1."""
+    kappa = float(kappa)
+    return f"{math.exp(kappa):.3g}" if kappa >= 0.005 or kappa == 0.0 else f"1 + {kappa:.2g}"
+
+
+def robustness_sentence(breaking_kappa: float, kappa: float | None = None) -> str:
+    """What a VIOLATION's breaking_kappa means, in one clause (the alert's text; flows may reuse it)."""
+    text = (f"it holds unless the reference misjudges some row's click odds by more than a factor "
+            f"{_factor(breaking_kappa)} (breaking kappa {float(breaking_kappa):.4g})")
+    return text + (f"; the verdict is computed at the plan's kappa = {float(kappa):g}" if kappa is not None else "")
+
+
+def reference_check_sentence(check: Mapping | None, date: str, kappa: float | None = None) -> str | None:
+    """The night's reference check in one clause: "the reference does not fit day D (...)" when the label-blind
+    control flagged it, "reference not checked: <note>" when skipped, "the reference fits day D (...)" when it
+    passed; None without a check."""
+    if not check:
+        return None
+    if not check.get("checked"):
+        note = str(check.get("note") or "no reason recorded").strip()
+        if note.lower().startswith("reference not checked:"):
+            note = note[len("reference not checked:"):].strip()
+        return f"reference not checked: {note}"
+    blind = check.get("label_blind")
+    if not blind:
+        return "the label-blind control did not run" + (f" ({check['note']})" if check.get("note") else "")
+    verdict = "does not fit" if blind.get("flagged") else "fits"
+    return f"the reference {verdict} day {date} ({_label_blind_details(blind, kappa)})"
+
+
+def _label_blind_details(blind: Mapping, kappa: float | None) -> str:
+    misfit = blind.get("misfit_kappa")
+    if misfit is None:
+        measured = ""
+    elif float(misfit) == 0.0:
+        measured = "; measured misfit kappa 0"
+    else:
+        measured = (f"; measured misfit kappa {float(misfit):.3g}: click odds off by up to a factor "
+                    f"{_factor(misfit)}")
+    at = "" if kappa is None else f" at kappa {float(kappa):g}"
+    return (f"label-blind control: valid eps_lb {float(blind['epsilon_lower_bound']):.3f}{at}, where it must be "
+            f"0{measured}")
+
+
+def kappa_fields(row: Mapping, reference_check: Mapping | None = None) -> dict:
+    """The kappa-era fields an alert carries, from a warehouse row (`auditing.warehouse.audit_record`): kappa,
+    breaking_kappa, reference_calibration, fdp_curve, gdp_mu_lower_bound, and the night's reference_check."""
+    fields = {name: row.get(name) for name in ("kappa", "breaking_kappa", "reference_calibration", "fdp_curve",
+                                               "gdp_mu_lower_bound")}
+    fields["reference_check"] = None if reference_check is None else dict(reference_check)
+    return fields
+
+
+def _checked_reference(payload: Mapping) -> dict | None:
+    check = payload.get("reference_check")
+    if check is None:
+        return None
+    from auditing.warehouse.rows import check_reference_check
+
+    return check_reference_check(check)
+
+
 def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
     """One line a person reads first, e.g. in a chat channel."""
     head = f"[labeldp-audit] {kind}: model {model_id}, partition {date}"
+    kappa = payload.get("kappa")
+    reference = reference_check_sentence(payload.get("reference_check"), date, kappa)
+    flagged = bool(((payload.get("reference_check") or {}).get("label_blind") or {}).get("flagged"))
     if kind == VIOLATION and "epsilon_lower_bound" in payload and "claimed_epsilon" in payload:
         confidence = payload.get("confidence")
         at = f" at {confidence:.0%} confidence" if isinstance(confidence, float) else ""
+        at += f" and kappa {float(kappa):g}" if kappa is not None else ""
         risk = payload.get("risk_headline")  # issue 8: what the claim allows and the bound demonstrates
-        robust = payload.get("robustness_note")  # issue 9: "the violation holds for any shift up to tau = X"
+        if payload.get("breaking_kappa") is not None:
+            robust = robustness_sentence(payload["breaking_kappa"])
+        else:
+            robust = payload.get("robustness_note")
+        untrusted = payload.get("untrusted_reason")
+        trust = ""
+        if untrusted and flagged and f"does not fit day {date}" in untrusted:
+            details = _label_blind_details(payload["reference_check"]["label_blind"], kappa)
+            trust = f"; UNTRUSTED: {untrusted} ({details})"
+        elif untrusted:
+            trust = f"; UNTRUSTED: {untrusted}" + (f"; {reference}" if flagged else "")
+        elif reference:
+            trust = f"; {reference}"
         return (f"{head}: valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
                 f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + (f"; {robust}" if robust else "")
-                + (f". {risk}" if risk else ""))
+                + trust + (f". {risk}" if risk else ""))
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
     if kind == CONTROL_FAILED:
-        head = f"{head}: the audit itself is broken (every verdict of this night is untrusted)"
+        if flagged:
+            head = f"{head}: {reference}: every verdict of this night is untrusted"
+        elif payload.get("control") == "label-blind":  # the label-blind control failed, figures in its message
+            head = f"{head}: the reference does not fit day {date}: every verdict of this night is untrusted"
+        else:
+            head = f"{head}: the audit itself is broken (every verdict of this night is untrusted)"
     return f"{head}: {detail}" if detail else head
+
+
+def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
+    """The alert's fields as strict-JSON-safe values, without the legacy tau / breaking_tau beside kappa."""
+    fields = dict(payload)
+    if fields.get("kappa") is not None:
+        fields.pop("tau", None)
+        fields.pop("breaking_tau", None)
+    return {**json_safe(fields), "kind": kind, "model_id": model_id, "partition_date": date,
+            "text": summary_text(kind, model_id, date, fields)}
 
 
 def _dedup_name(model_id: str, date: str, kind: str) -> str:
@@ -169,6 +270,8 @@ def send_alert(
     url = check_webhook_url(url)
     kind = check_kind(kind)
     model_id, date = _identify(payload)
+    if payload.get("reference_check") is not None:
+        payload = {**payload, "reference_check": _checked_reference(payload)}
     if int(retries) != retries or retries < 0:
         raise LabelDPInputError(f"retries must be a whole number >= 0; got {retries!r}")
     if not (backoff >= 0) or not (timeout > 0):
@@ -184,8 +287,7 @@ def send_alert(
         if ledger_file.exists():
             return AlertOutcome(status=DUPLICATE, attempts=0, http_status=None, error=None, **outcome)
         sent_at = dt.datetime.now(dt.UTC).isoformat()
-        body = {**json_safe(dict(payload)), "kind": kind, "model_id": model_id, "partition_date": date,
-                "dedup_key": name, "sent_at": sent_at, "text": summary_text(kind, model_id, date, payload)}
+        body = {**_body(kind, model_id, date, payload), "dedup_key": name, "sent_at": sent_at}
         data = json.dumps(body, allow_nan=False, sort_keys=True).encode("utf-8")
         status: int | None = None
         error: str | None = None
@@ -220,6 +322,8 @@ def alert_event_payload(kind: str, payload: Mapping) -> dict:
     """
     kind = check_kind(kind)
     model_id, date = _identify(payload)
+    if payload.get("reference_check") is not None:
+        payload = {**payload, "reference_check": _checked_reference(payload)}
     return {
         "event": f"{EVENT_PREFIX}.{kind.lower()}",
         "resource": {
@@ -228,6 +332,5 @@ def alert_event_payload(kind: str, payload: Mapping) -> dict:
             "labeldp.partition_date": date,
             "labeldp.alert_kind": kind,
         },
-        "payload": {**json_safe(dict(payload)), "kind": kind, "model_id": model_id, "partition_date": date,
-                    "text": summary_text(kind, model_id, date, payload)},
+        "payload": _body(kind, model_id, date, payload),
     }

@@ -2,8 +2,10 @@
 
 Pages use inline CSS and inline SVG only (no scripts, fonts or images from the network), so they open from a
 file, an artifact store or an e-mail attachment. Every figure says what it is: the valid bound is labelled
-with its confidence, selection strategy, method, delta and tau; the paper's statistic is labelled optimistic
-(DESIGN.md, "Statistical contract"); PASS is explained as "no evidence of a violation", not "private".
+with its confidence, selection strategy, method (an fdp row written before kappa as the legacy Gaussian
+reading), delta, kappa and the reference calibration; the paper's statistic is labelled optimistic (DESIGN.md,
+"Statistical contract"); PASS is explained as "no evidence of a violation", not "private". Results and rows
+written before kappa (a total-variation tau instead) are labelled legacy; their tau is never shown as a kappa.
 """
 
 from __future__ import annotations
@@ -22,6 +24,19 @@ from auditing.errors import LabelDPInputError
 from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
 from auditing.names import check_name, parse_date, require_date, resolve_data_root
 from auditing.report import svg
+from auditing.report.reference_panel import (
+    REFERENCE_CSS,
+    calibration_text,
+    gdp_text,
+    is_flagged,
+    is_legacy,
+    kappa_text,
+    method_label,
+    misfit_sentence,
+    odds_factor,
+    reference_banner_headline,
+    reference_panel,
+)
 from auditing.report.risk_panel import RISK_CSS, risk_panel
 from auditing.report.robustness_panel import ROBUSTNESS_CSS, robustness_panel
 from auditing.report.svg import esc
@@ -29,12 +44,15 @@ from auditing.report.svg import esc
 REPORTS = "reports"
 VERDICTS = {
     VIOLATION: "The valid lower bound exceeds the claimed epsilon: the claim is disproved at the stated "
-               "confidence (under the audit's assumptions, e.g. the stated tau).",
+               "confidence (under the audit's assumptions, e.g. that the reference misjudges no audited row's "
+               "click odds by more than a factor e^κ, at the stated κ).",
     PASS: "No evidence of a violation: the audit could have disproved the claim and did not. This is not a "
           "proof of privacy.",
     INCONCLUSIVE: "Even a perfect attacker could not have disproved the claimed epsilon with this many examples "
                   "and this selection strategy: the audit had no power here.",
 }
+LEGACY_VIOLATION = ("The bound exceeds the claimed epsilon under the assumptions of the code that wrote this "
+                    "result before κ existed (see the legacy labels): no verdict at any κ.")
 _LINEAGE_ORDER = ("model_id", "partition_date", "model_uri", "model_fingerprint", "reference_model",
                   "partition_fingerprint", "code_version", "flow_run_id", "started_at", "finished_at", "durations")
 
@@ -46,6 +64,7 @@ body { margin:0; background:var(--bg); color:var(--ink);
        font:15px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", "Liberation Sans",
        "DejaVu Sans", sans-serif; }
 main { max-width: 980px; margin: 0 auto; padding: 28px 24px 48px; }
+main.wide { max-width: 1280px; }
 header { margin-bottom: 20px; }
 .eyebrow { color:var(--muted); font-size:13px; letter-spacing:.04em; text-transform:uppercase; margin:0; }
 h1 { font-size: 26px; margin: 4px 0 10px; }
@@ -66,6 +85,8 @@ table.grid { font-size:14px; }
 table.grid th { width:auto; background:#f2f4f7; font-size:13px; }
 table.grid td { font-variant-numeric: tabular-nums; white-space:nowrap; }
 table.grid code { word-break: normal; }
+table.grid td.wrap { white-space: normal; min-width: 12em; }
+.scroll { overflow-x: auto; }
 td .labels { color:var(--muted); font-size:13px; display:block; }
 .value { font-weight:700; font-variant-numeric: tabular-nums; }
 .optimistic { color:var(--warn); font-weight:600; }
@@ -96,7 +117,7 @@ footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .banner.untrusted { background:#fef3f2; border:2px solid var(--bad); color:#7a271a; border-radius:10px;
                     padding:12px 16px; margin:0 0 18px; }
 .control-passed { color:var(--good); } .control-failed { color:var(--bad); }
-""" + RISK_CSS + ROBUSTNESS_CSS
+""" + RISK_CSS + ROBUSTNESS_CSS + REFERENCE_CSS
 
 
 # --------------------------------------------------------------------------------------------- formatting
@@ -139,12 +160,13 @@ def _badge(status: str, small: bool = False) -> str:
     return f'<span class="badge {css}{" small" if small else ""}">{esc(status)}</span>'
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, *, wide: bool = False) -> str:
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    main = '<main class="wide">' if wide else "<main>"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>{body}"
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{main}{body}"
         f"<footer>Generated by labeldp-audit at {esc(generated)}. Self-contained page: no network access "
         "needed.</footer></main></body></html>\n"
     )
@@ -159,9 +181,11 @@ def _result_dict(result: Any) -> dict:
     data = result.to_dict() if hasattr(result, "to_dict") else result
     if not isinstance(data, Mapping):
         raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(result).__name__}")
-    needed = ("epsilon_lower_bound", "confidence", "method", "strategy", "delta", "tau", "m",
+    needed = ("epsilon_lower_bound", "confidence", "method", "strategy", "delta", "m",
               "selected_guesses", "selected_correct", "max_certifiable_epsilon")
     missing = [k for k in needed if k not in data]
+    if "kappa" not in data and "tau" not in data:
+        missing.append("kappa (or tau, for a result written before kappa)")
     if missing:
         raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
     return dict(data)
@@ -214,6 +238,12 @@ def result_score_histogram(data: Mapping) -> dict | None:
             "rows_total": sum(rows)}
 
 
+def _verdict_text(status: str, data: Mapping) -> str:
+    if status == VIOLATION and is_legacy(data):
+        return LEGACY_VIOLATION
+    return VERDICTS.get(status, "")
+
+
 def _status_of(data: Mapping, claimed: float) -> str:
     if data.get("optimistic"):
         return "NO VERDICT (optimistic figure)"
@@ -247,14 +277,18 @@ def curve_chart(data: Mapping, claimed: float) -> str:
                            f"selected: c′ = {fmt_int(data['selected_guesses'])}, c = "
                            f"{fmt_int(data['selected_correct'])} → ε_lb = {fmt_eps(selected[1])}",
                            "selected-label", anchor))
-    parts.append(svg.label(plot.x0 + 10, plot.y1 + 14, _settings_line(data), "chart-label"))
+    parts.append(svg.label(plot.x0 + 10, plot.y1 + 14, _settings_line(data, short=True), "chart-label"))
     parts.append(svg.close_svg())
     return "".join(parts)
 
 
-def _settings_line(data: Mapping) -> str:
-    return (f"{data['strategy']} selection · {fmt_pct(float(data['confidence']))} confidence · "
-            f"δ = {fmt_g(data['delta'])} · τ = {fmt_g(data['tau'])} · {data['method']}")
+def _settings_line(data: Mapping, *, short: bool = False) -> str:
+    """The settings a bound rests on; ``short`` (the chart's label) abbreviates a legacy row's labels."""
+    head = f"{data['strategy']} selection · {fmt_pct(float(data['confidence']))} confidence · δ = {fmt_g(data['delta'])}"
+    if short and is_legacy(data):
+        method = "Gaussian reading (legacy)" if data["method"] == "fdp" else str(data["method"])
+        return f"{head} · legacy row (written before κ) · {method}"
+    return f"{head} · {kappa_text(data)} · {calibration_text(data)} · {method_label(data)}"
 
 
 def histogram_chart(hist: Mapping) -> str:
@@ -340,13 +374,16 @@ def _summary_rows(data: Mapping, claimed: float, status: str) -> list[tuple[str,
         "split": "c′ chosen on one half of the rows, bound computed on the other half",
     }.get(str(data["strategy"]), f"strategy {data['strategy']}")
     valid_label = "" if not data.get("optimistic") else ' <span class="optimistic">(optimistic: not valid)</span>'
+    if data["method"] == "fdp" and method_label(data) != "f-DP on the (ε, δ) curve":
+        valid_label += (' <span class="optimistic" id="legacy-fdp">(Gaussian reading, legacy: not a valid ε bound '
+                        'for non-Gaussian mechanisms)</span>')
     rows = [
-        ("Status", f"{_badge(status)}<span class=\"labels\">{esc(VERDICTS.get(status, ''))}</span>"),
+        ("Status", f"{_badge(status)}<span class=\"labels\">{esc(_verdict_text(status, data))}</span>"),
         ("Valid ε lower bound",
          f"<span class=\"value\">{fmt_eps(data['epsilon_lower_bound'])}</span>{valid_label}"
          f"<span class=\"labels\">valid at {fmt_pct(confidence)} confidence (γ = {fmt_g(1 - confidence)}) · "
-         f"{esc(selection)} · method {esc(data['method'])} · δ = {fmt_g(data['delta'])} · "
-         f"τ = {fmt_g(data['tau'])}</span>"),
+         f"{esc(selection)} · method {esc(method_label(data))} · δ = {fmt_g(data['delta'])} · "
+         f"{esc(kappa_text(data))} · {esc(calibration_text(data))}</span>"),
         ("Claimed ε", f"<span class=\"value\">{fmt_eps(claimed)}</span>"),
         ("Max certifiable ε",
          f"{fmt_eps(data['max_certifiable_epsilon'])}<span class=\"labels\">the largest valid bound a perfect "
@@ -355,6 +392,12 @@ def _summary_rows(data: Mapping, claimed: float, status: str) -> list[tuple[str,
          f"c′ = {fmt_int(data['selected_guesses'])} guesses, c = {fmt_int(data['selected_correct'])} correct, "
          f"of m = {fmt_int(data.get('selected_m', data['m']))} examples"),
     ]
+    gdp = gdp_text(data.get("gdp_mu_lower_bound"))
+    if gdp is not None:
+        rows.append(("Gaussian reading",
+                     f"<span id=\"gdp-reading\">{esc(gdp)}</span><span class=\"labels\">f-DP method, at the "
+                     "selected point: the largest μ the counts reject for a Gaussian mechanism; a statement about "
+                     "μ only, never an ε, and not the verdict</span>"))
     if data.get("epsilon_mean") is not None:
         label = data.get("paper_statistic_label") or "paper's statistic (optimistic)"
         rows.append((
@@ -406,7 +449,7 @@ def lineage_table(lineage: Mapping) -> str:
 # --------------------------------------------------------------------------------------------- pages
 def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapping] | None,
                       score_histogram: Mapping | None, claimed_epsilon: float, *, trust: Mapping | None = None,
-                      robustness: Mapping | None = None) -> str:
+                      robustness: Mapping | None = None, reference_check: Mapping | None = None) -> str:
     """The HTML page for one audit run.
 
     result: ``AuditResult`` or its ``to_dict()``. lineage: model_id, partition_date, model_uri, fingerprints,
@@ -415,11 +458,18 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
     written. score_histogram: ``{"edges": [...], "counts_correct": [...], "counts_wrong": [...]}`` or None
     (None: the result's own repetition-0 histogram, `result_score_histogram`). trust: the night's controls
     (`trust_sections`): ``kind``, ``untrusted_reason`` (a banner) and, for a control, ``control``
-    (`auditing.controls.ControlCheck.to_dict()`). robustness: the row's issue-9 figures (`robustness_panel`:
-    audit_rows, breaking_tau, detection_floor_rows, exposed_rows_floor, shift_diagnostic); missing ones are
-    computed here.
+    (`auditing.controls.ControlCheck.to_dict()`). robustness: the row's trust figures (`robustness_panel`:
+    audit_rows, breaking_kappa, detection_floor_rows, exposed_rows_floor, shift_diagnostic); missing ones are
+    computed here. reference_check: the night's reference check (the shape of
+    `auditing.warehouse.rows.check_reference_check`, validated here), or None when none was made; a flagged
+    label-blind control heads the untrusted banner with "the reference does not fit day D".
     """
+    from auditing.warehouse.rows import check_reference_check
+
     data = _result_dict(result)
+    if reference_check is not None:
+        reference_check = check_reference_check(
+            reference_check, None if is_legacy(data) else data.get("reference_calibration"))
     lineage = dict(lineage or {})
     try:
         claimed = float(claimed_epsilon)
@@ -433,14 +483,15 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
                   "the other half." if data["strategy"] == "split" else "")
-    banner, control_card = trust_sections(trust)
+    banner, control_card = trust_sections(trust, reference_check, str(day or "D"), data)
     body = (
         f"{banner}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p><h1>{esc(title)}</h1>"
-        f"<div class=\"verdict\">{_badge(status)}<p>{esc(VERDICTS.get(status, ''))}</p></div></header>"
+        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status, data))}</p></div></header>"
         f"{control_card}"
         f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(data, claimed, status))}"
         "</section>"
         f"{robustness_panel(data, claimed, status, robustness)}"
+        f"{reference_panel(data, reference_check, str(day or 'D'))}"
         f"{risk_panel(data, claimed)}"
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
         f"{curve_chart(data, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
@@ -461,28 +512,51 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
     return _page(f"labeldp-audit report: {title} ({status})", body)
 
 
-def trust_sections(trust: Mapping | None) -> tuple[str, str]:
+def trust_sections(trust: Mapping | None, reference_check: Mapping | None = None, day: str = "D",
+                   data: Mapping | None = None) -> tuple[str, str]:
     """(banner, control card) HTML: a banner when the night's verdicts are untrusted (a control failed: the
-    audit itself is broken), and for a control's own page what it checks and whether it passed."""
+    audit itself is broken; or the label-blind control flagged the reference: it does not fit day D), and for
+    a control's own page what it checks and whether it passed."""
     trust = dict(trust or {})
     banner = ""
     if trust.get("untrusted_reason"):
-        banner = ("<div class=\"banner untrusted\" id=\"untrusted\" role=\"alert\"><strong>UNTRUSTED: the audit "
-                  "itself is broken tonight.</strong> A nightly control failed, so no verdict of this night can "
-                  f"be relied on. <span class=\"labels\">{esc(trust['untrusted_reason'])}</span></div>")
+        headline = reference_banner_headline(reference_check, day)
+        kappa = None if data is None or is_legacy(data) else float(data["kappa"])
+        if headline is not None:
+            lead = (f"<strong>{esc(headline)}</strong> The label-blind control flagged it "
+                    f"({esc(misfit_sentence(reference_check, kappa))}), so no verdict of this night can be relied "
+                    "on.")
+        else:
+            lead = ("<strong>UNTRUSTED: the audit itself is broken tonight.</strong> A nightly control failed, so no "
+                    "verdict of this night can be relied on.")
+        reason = str(trust["untrusted_reason"])
+        detail = "" if headline and reason.lower().rstrip(".") in headline.lower() else (
+            f" <span class=\"labels\">{esc(reason)}</span>")
+        banner = f"<div class=\"banner untrusted\" id=\"untrusted\" role=\"alert\">{lead}{detail}</div>"
     control = trust.get("control")
     card = ""
     if trust.get("kind") == "control" and control:
         outcome = "passed" if control.get("passed") else "FAILED"
-        what = ("Positive control: a synthetic model that reveals each audited row's label through randomized "
-                "response at a known ε_c (label-DP at exactly ε_c by construction). Its valid bound must exceed a "
-                "pre-registered floor (reached with ≥ 99.9% probability by a working audit at this m) and never "
-                "exceed ε_c." if control.get("control") == "positive" else
-                "Negative control: a copy of the reference model M′, which never saw this day's labels. Its "
-                "valid bound must be 0.")
+        what = {
+            "positive": "Positive control: a synthetic model that reveals each audited row's label through randomized "
+                        "response at a known ε_c (label-DP at exactly ε_c by construction). Its valid bound must "
+                        "exceed a pre-registered floor (reached with ≥ 99.9% probability by a working audit at this "
+                        "m) and never exceed ε_c.",
+            "label-blind": "Label-blind control: a model trained like the targets but only on day D's held-out rows "
+                           "that the reference correction did not use. It never saw an audited label (true ε = 0 on "
+                           "the audited rows) yet knows the day's rates, so its valid bound must be 0 at the plan's "
+                           "κ; a positive bound says the reference does not fit day D.",
+        }.get(control.get("control"), "Negative control: a copy of the reference model M′, which never saw this "
+                                      "day's labels. Its valid bound must be 0.")
         rows = [("Control", f"{esc(what)}"),
                 ("Outcome", f"<span class=\"value control-{esc(outcome.lower())}\">{esc(outcome)}</span>"
                             f"<span class=\"labels\">{esc(control.get('message', ''))}</span>")]
+        if control.get("misfit_kappa") is not None:
+            misfit = float(control["misfit_kappa"])
+            rows.append(("Measured reference misfit",
+                         f"κ = {misfit:.4g}<span class=\"labels\">the smallest κ that brings this control's bound "
+                         f"to 0: the reference misjudges some row's click odds by up to a factor "
+                         f"{odds_factor(misfit)}</span>"))
         if control.get("floor") is not None:
             detail = control.get("floor_detail") or {}
             rows.append(("Pre-registered floor",
@@ -495,6 +569,39 @@ def trust_sections(trust: Mapping | None) -> tuple[str, str]:
     return banner, card
 
 
+def _method_cell(row: Mapping) -> str:
+    """A trend row's method (an fdp row without fdp_curve: the legacy Gaussian reading) and kappa (legacy rows:
+    labelled so, their TV tau never shown as a kappa), with the Gaussian reading when stored."""
+    if row.get("method") is None:
+        return "–"
+    parts = [esc(method_label(row)), esc(kappa_text(row))]
+    if row.get("breaking_kappa") is not None and row.get("status") == VIOLATION:
+        parts.append(f"holds up to a factor {esc(odds_factor(row['breaking_kappa']))}")
+    gdp = gdp_text(row.get("gdp_mu_lower_bound"))
+    if gdp is not None:
+        parts.append(esc(gdp))
+    return "<br>".join(parts)
+
+
+def _reference_cell(row: Mapping) -> str:
+    """A trend row's reference check: calibration, and the label-blind control's outcome and misfit."""
+    from auditing.warehouse.rows import reference_check_from_row
+
+    check = reference_check_from_row(row)
+    if check is None:
+        return "<span class=\"missing\">not recorded</span>"
+    text = f"calibration {esc(check['calibration'])}"
+    if not check["checked"]:
+        return f"{text}<br><span class=\"missing\" title=\"{esc(check['note'] or '')}\">not checked</span>"
+    blind = check["label_blind"]
+    if blind is None:
+        return f"{text}<br>label-blind control did not run"
+    misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
+    if is_flagged(check):
+        return f"{text}<br><span class=\"reference-flagged\">FLAGGED</span> ({misfit})"
+    return f"{text}<br>fits ({misfit})"
+
+
 def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
     """The HTML trend page of one model over many nights, from warehouse rows (``fetch_results``)."""
     model_id = check_name(model_id, "model_id")
@@ -505,18 +612,23 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
     table_rows = []
     for p in reversed(points):
         r = p["row"]
+        untrusted = (f"<br><span class=\"control-failed\" title=\"{esc(r['untrusted_reason'])}\">untrusted</span>"
+                     if r.get("untrusted_reason") else "")
         table_rows.append(
-            f"<tr><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}</td>"
+            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}"
+            f"{untrusted}</td>"
             f"<td class=\"value\">{fmt_eps(p['bound'])}</td><td>{fmt_eps(p['claimed'])}</td>"
             f"<td>{fmt_eps(r.get('max_certifiable_epsilon'))}</td>"
             f"<td class=\"optimistic\">{fmt_eps(r.get('epsilon_mean'))}</td>"
             f"<td>{esc(r.get('strategy', ''))}, {fmt_pct(float(r['confidence'])) if r.get('confidence') else ''}"
-            f"</td><td>{fmt_int(r.get('m'))}</td><td><code>{esc(p['config'])}</code></td></tr>"
+            f"</td><td class=\"wrap\">{_method_cell(r)}</td><td class=\"wrap\">{_reference_cell(r)}</td>"
+            f"<td>{fmt_int(r.get('m'))}</td><td><code>{esc(p['config'])}</code></td></tr>"
         )
     table = (
-        "<table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Valid ε_lb</th><th>Claimed ε</th>"
+        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Valid ε_lb</th><th>Claimed ε</th>"
         "<th>Max certifiable ε</th><th>Paper's statistic (optimistic)</th><th>Selection, confidence</th>"
-        f"<th>m</th><th>Config</th></tr>{''.join(table_rows)}</table>"
+        "<th>Method, κ</th><th>Reference check</th>"
+        f"<th>m</th><th>Config</th></tr>{''.join(table_rows)}</table></div>"
         if table_rows else '<p class="missing">No audit results for this model in the selected range.</p>'
     )
     latest = points[-1]["row"] if points else {}
@@ -534,7 +646,7 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage of the latest night</h2>{lineage_table(lineage)}"
         "</section>"
     )
-    return _page(f"labeldp-audit trend: {model_id}", body)
+    return _page(f"labeldp-audit trend: {model_id}", body, wide=True)
 
 
 # --------------------------------------------------------------------------------------------- files

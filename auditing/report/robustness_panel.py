@@ -1,4 +1,4 @@
-"""The report's "Trust in this verdict" card (issue 9): audited rows, tau-robustness, the detection floors (the
+"""The report's "Trust in this verdict" card (issue 9): audited rows, kappa-robustness, the detection floors (the
 game-aware `exposed_rows_floor` in the PASS sentence, the perfect-attacker floor as its necessary condition),
 and the day-over-day data diagnostic (labelled a diagnostic, not a proof).
 
@@ -15,10 +15,11 @@ from typing import Any
 
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION
+from auditing.report.reference_panel import is_legacy, kappa_text, method_label, odds_factor
 from auditing.report.svg import esc
 from auditing.robustness import (
     WEAK_PASS_FRACTION,
-    breaking_tau,
+    breaking_kappa,
     detection_floor_rows,
     exposed_floor_figures,
     is_weak_pass,
@@ -38,12 +39,15 @@ AUDIT_ROWS_TEXT = {
 
 def _figures(data: Mapping, claimed: float, status: str, robustness: Mapping | None) -> dict:
     out = dict(robustness or {})
-    if "breaking_tau" not in out or "detection_floor_rows" not in out:
+    out.pop("breaking_tau", None)  # a legacy TV figure: never shown as a kappa
+    if is_legacy(data):  # written before kappa: its counts were bounded under another assumption
+        out.setdefault("breaking_kappa", None)
+    if "breaking_kappa" not in out or "detection_floor_rows" not in out:
         try:
-            out.setdefault("breaking_tau", breaking_tau(data, claimed))
+            out.setdefault("breaking_kappa", breaking_kappa(data, claimed))
             out.setdefault("detection_floor_rows", detection_floor_rows(data, claimed))
         except LabelDPInputError:
-            out.setdefault("breaking_tau", None)
+            out.setdefault("breaking_kappa", None)
             out.setdefault("detection_floor_rows", None)
     try:
         out.update(exposed_floor_figures(data, claimed, out["exposed_rows_floor"]) if "exposed_rows_floor" in out
@@ -84,11 +88,12 @@ def _diagnostic_html(diagnostic: Mapping | None) -> str:
         f"</strong>. Feature shift D−1 → D (population stability index per feature, "
         f"{esc(str(shift.get('bins', '')))}): largest <strong>{_num(diagnostic.get('feature_shift_max_psi'), 3)}"
         f"</strong>, median {_num(shift.get('median_psi'), 3)}; largest: {top_text}.</p>"
-        "<p class=\"caption\">A diagnostic, not a proof: τ bounds the distance between the conditional label "
-        "distributions of the data and of the counterfactual labels drawn from M′, which no statistic of the "
-        "features or of M′'s fit can certify. A reference that fits day D about as well as its own day and "
-        "small feature shift (PSI below ~0.1 is usually read as stable) make a small τ plausible; a large gap "
-        "says to read the verdict at the breaking τ above with care.</p></div>"
+        "<p class=\"caption\">A diagnostic, not a proof: κ bounds, on every audited row, how far M′'s label "
+        "probabilities may be from day D's (a factor e^κ), which no average of the features or of M′'s fit can "
+        "certify (the label-blind control of the Reference check measures it on held-out rows). A reference "
+        "that fits day D about as well as its own day and small feature shift (PSI below ~0.1 is usually read "
+        "as stable) make a small κ plausible; a large gap says to read the verdict at the breaking κ above with "
+        "care.</p></div>"
     )
 
 
@@ -119,24 +124,30 @@ def _pass_sentence(figures: Mapping, floor: int | None, m: int) -> str:
 
 
 def robustness_panel(data: Mapping, claimed: float, status: str, robustness: Mapping | None = None) -> str:
-    """The card's HTML. ``robustness``: the row's figures (breaking_tau, detection_floor_rows,
+    """The card's HTML. ``robustness``: the row's figures (breaking_kappa, detection_floor_rows,
     exposed_rows_floor, shift_diagnostic as a dict or JSON text); missing figures are computed from ``data`` and
-    the claim."""
+    the claim (breaking_kappa not for a result written before kappa)."""
     figures = _figures(data, claimed, status, robustness)
-    tau, floor, m = figures.get("breaking_tau"), figures.get("detection_floor_rows"), int(data["m"])
+    kappa, floor, m = figures.get("breaking_kappa"), figures.get("detection_floor_rows"), int(data["m"])
     audit_rows = figures.get("audit_rows") or data.get("audit_rows") or "all"
-    settings = (f"same counts, {esc(str(data['strategy']))} selection, {esc(str(data['method']))}, "
+    settings = (f"same counts, {esc(str(data['strategy']))} selection, {esc(method_label(data))}, "
                 f"{float(data['confidence']):.0%} confidence, δ = {float(data['delta']):g}")
-    if status == VIOLATION and tau is not None:
-        headline = (f"The violation holds for any distribution shift up to <strong>τ = {_num(tau)}</strong> "
-                    f"({settings}); the verdict itself is computed at the plan's τ = {float(data['tau']):g}.")
+    if status == VIOLATION and kappa is not None:
+        headline = (f"The violation holds unless the reference misjudges some row's click odds by more than a "
+                    f"factor <strong>{odds_factor(kappa)}</strong> (breaking κ = {_num(kappa)}; {settings}); the "
+                    f"verdict itself is computed at the plan's {esc(kappa_text(data))}.")
+    elif status == VIOLATION and is_legacy(data):
+        tau = data.get("tau")
+        tv = f" (its total-variation τ = {float(tau):g} is not a κ)" if tau is not None else ""
+        headline = (f"Breaking κ is not computed for a result written before κ{tv}: read this verdict under its "
+                    "own, legacy assumption.")
     elif status == PASS:
         headline = _pass_sentence(figures, floor, m)
     elif status == INCONCLUSIVE:
         headline = "No number of fully exposed labels would have made this audit flag the claim (INCONCLUSIVE)."
     else:
-        headline = "Breaking τ and detection floor were not computed for this result."
-    tau_text = "–" if tau is None else _num(tau)
+        headline = "Breaking κ and detection floor were not computed for this result."
+    kappa_cell = "–" if kappa is None else f"{_num(kappa)} (a factor {odds_factor(kappa)} in the click odds)"
     floor_text = "none (INCONCLUSIVE)" if floor is None else f"{floor:,} labels"
     exposed, power = figures.get("exposed_rows_floor"), float(figures.get("exposed_rows_floor_power") or 0.95)
     exposed_text = (f"{exposed:,} labels" if exposed is not None
@@ -153,9 +164,10 @@ def robustness_panel(data: Mapping, claimed: float, status: str, robustness: Map
         "<table class=\"kv\">"
         f"<tr><th>Audited rows</th><td>{m:,} · <code>{esc(audit_rows)}</code>"
         f"<span class=\"labels\">{esc(AUDIT_ROWS_TEXT.get(audit_rows, audit_rows))}</span></td></tr>"
-        f"<tr><th>Breaking τ</th><td id=\"breaking-tau\">{tau_text}<span class=\"labels\">the largest "
-        "distribution shift τ (paper Thm. 10/16/17) at which the valid bound of these counts still exceeds "
-        "the claimed ε; 0 when it does not even at τ = 0</span></td></tr>"
+        f"<tr><th>Breaking κ</th><td id=\"breaking-kappa\">{kappa_cell}<span class=\"labels\">the largest κ at "
+        "which the valid bound of these counts still exceeds the claimed ε: the verdict survives a reference "
+        "that misjudges every audited row's click odds by up to a factor e^κ; 0 when it does not even at "
+        "κ = 0</span></td></tr>"
         f"<tr><th>Exposed-rows floor ({power:.0%} power)</th><td id=\"exposed-rows-floor\">{exposed_text}"
         f"<span class=\"labels\">the fewest totally exposed labels (typical of the audited rows) with which this "
         f"audit reports a VIOLATION of the claim with {power:.0%} probability in the observational game (paper "

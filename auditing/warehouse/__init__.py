@@ -3,7 +3,8 @@
     from auditing.warehouse import audit_record, open_warehouse, write_or_spool
 
     row, curve = audit_record(result, model_id="rr-eps1", partition_date="2024-01-02", claimed_epsilon=1.0,
-                              lineage={"model_uri": ..., "flow_run_id": ..., "durations": {...}})
+                              lineage={"model_uri": ..., "flow_run_id": ..., "durations": {...}},
+                              reference_check={"calibration": "boost", "checked": True, ...})
     with open_warehouse(None, data_root=root) as wh:          # <root>/warehouse.duckdb
         wh.upsert_audit(row, curve)                            # idempotent, one transaction
         wh.fetch_results(model_id="rr-eps1", since="2024-01-01")
@@ -26,8 +27,11 @@ from auditing.warehouse.rows import (
     AuditKey,
     as_key,
     audit_record,
+    check_reference_check,
+    fdp_curve_of,
     normalize_curve,
     normalize_row,
+    reference_check_from_row,
 )
 from auditing.warehouse.spool import SPOOLED, WRITTEN, drain_spool, spool_path, write_or_spool
 
@@ -37,8 +41,9 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 __all__ = [
     "LINEAGE_FIELDS", "SPOOLED", "WRITTEN", "AuditKey", "Warehouse", "WarehouseUnavailable", "as_key",
-    "audit_record", "default_spool_dir", "describe_target", "drain_spool", "is_postgres_target",
-    "normalize_curve", "normalize_row", "open_warehouse", "spool_path", "write_or_spool",
+    "audit_record", "check_reference_check", "default_spool_dir", "describe_target", "drain_spool",
+    "fdp_curve_of", "is_postgres_target", "normalize_curve", "normalize_row", "open_warehouse",
+    "reference_check_from_row", "spool_path", "write_or_spool",
 ]
 
 

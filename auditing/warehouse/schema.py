@@ -15,6 +15,13 @@ from dataclasses import dataclass
 
 STATUSES = ("PASS", "VIOLATION", "INCONCLUSIVE")
 METHODS = ("binomial", "fdp")
+# Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
+# mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
+# eps, a Gaussian reading that is not a valid eps bound for non-Gaussian mechanisms.
+FDP_CURVES = ("eps-delta",)
+# auditing.audit.REFERENCE_CALIBRATIONS (a test keeps them equal; the warehouse does not import the core's
+# audit module just for this tuple)
+REFERENCE_CALIBRATIONS = ("boost", "none")
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,9 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("delta", "double", False, "delta of the (epsilon, delta) claim that was audited"),
     Column("confidence", "double", False, "confidence of epsilon_lower_bound, e.g. 0.95"),
     Column("gamma", "double", False, "1 - confidence: the chance the valid bound is wrong"),
-    Column("tau", "double", False, "assumed TV distance between data and counterfactual label distributions"),
+    Column("tau", "double", False,
+           "legacy: the total-variation tau of rows written before kappa (a TV bound, not the likelihood-ratio bound "
+           "the binomial bound needs on rare labels); rows written since store 0 and state kappa instead"),
     Column("m", "bigint", False, "examples in the game"),
     Column("selected_guesses", "bigint", False, "c': guesses at the selected point of the sweep"),
     Column("selected_correct", "bigint", False, "c: correct guesses at the selected point"),
@@ -79,8 +88,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     # issue 9 (trust-a): which rows were audited, and how far to trust the verdict
     Column("audit_rows", "text", True, "rows the game was played on: training (labels entered training) | all"),
     Column("breaking_tau", "double", True,
-           "largest tau at which the valid bound (same counts, strategy, confidence) still exceeds the claim; "
-           "0 when it does not at tau = 0"),
+           "legacy: the breaking total-variation tau of rows written before kappa; NULL on rows written since "
+           "(see breaking_kappa)"),
     Column("detection_floor_rows", "bigint", True,
            "fewest fully exposed labels with which this audit could flag the claim (an attacker right on every "
            "guess; fewer cannot: necessary, not sufficient); NULL: none could"),
@@ -120,6 +129,57 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
            "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
            "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%"),
+    # kappa replaces tau (DESIGN.md "Statistical contract"): NULL in every column below on rows written before
+    # it; a legacy row's tau / breaking_tau are never copied into them.
+    Column("kappa", "double", True,
+           "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
+           "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "
+           "written before kappa"),
+    Column("breaking_kappa", "double", True,
+           "largest kappa at which the valid bound (same counts, strategy, confidence) still exceeds the claim: a "
+           "VIOLATION holds unless the reference misjudges some row's click odds by more than a factor "
+           "e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa"),
+    Column("reference_calibration", "text", True,
+           "how the reference M' was corrected on day D's held-out rows before the game: boost | none (the raw "
+           "M'); NULL: a row written before the correction existed (raw M')"),
+    Column("calibration_rows_fit", "bigint", True,
+           "reference correction: held-out rows of day D it was fitted on; NULL: no correction ran"),
+    Column("calibration_rows_validation", "bigint", True,
+           "reference correction: held-out rows of day D, not used to fit it, on which the before/after figures "
+           "were measured"),
+    Column("calibration_rounds", "integer", True, "reference correction: boosting rounds kept"),
+    Column("calibration_log_loss_before", "double", True,
+           "reference correction: M' log-loss on the validation rows before the correction"),
+    Column("calibration_log_loss_after", "double", True,
+           "reference correction: the corrected M' log-loss on the validation rows"),
+    Column("calibration_ece_before", "double", True,
+           "reference correction: M' expected calibration error on the validation rows before the correction"),
+    Column("calibration_ece_after", "double", True,
+           "reference correction: the corrected M' expected calibration error on the validation rows"),
+    Column("label_blind_bound", "double", True,
+           "the night's label-blind control (trained only on held-out rows the correction did not use; true eps 0 "
+           "on the audited rows): its valid eps lower bound at the plan's kappa; above 0 it says the reference "
+           "does not fit day D; NULL: not run"),
+    Column("reference_misfit_kappa", "double", True,
+           "the smallest kappa that brings the label-blind control's bound to 0: the night's measured reference "
+           "misfit (click odds off by up to a factor e^reference_misfit_kappa); NULL: not run"),
+    Column("label_blind_flagged", "integer", True,
+           "1 if the label-blind control flagged the reference (the night is untrusted: the reference does not fit "
+           "day D), 0 if it did not; NULL: not run"),
+    Column("reference_checked", "integer", True,
+           "1 if the night checked the reference (correction and label-blind control), 0 if that was skipped "
+           "(reference_check_note says why); NULL: no reference check recorded (a row written before it, or an "
+           "audit outside the nightly flow)"),
+    Column("reference_check_note", "text", True,
+           "why the reference was not (fully) checked, or what the check means for this night"),
+    Column("fdp_curve", "text", True,
+           "method fdp: the f-DP curve Algorithm 3 ran on: eps-delta (the (eps, delta) trade-off curve itself, "
+           "valid for every mechanism); NULL for binomial, and on fdp rows written before kappa, which used the "
+           "Gaussian family and its conversion to eps (a Gaussian reading: not a valid eps bound for non-Gaussian "
+           "mechanisms)"),
+    Column("gdp_mu_lower_bound", "double", True,
+           "method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement "
+           "about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it"),
 )
 
 CURVE_COLUMNS: tuple[Column, ...] = (

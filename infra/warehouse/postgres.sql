@@ -61,6 +61,23 @@ CREATE TABLE IF NOT EXISTS audit_results (
     risk_lb_reconstruction_bound DOUBLE PRECISION,
     risk_headline TEXT,
     exposed_rows_floor BIGINT,
+    kappa DOUBLE PRECISION,
+    breaking_kappa DOUBLE PRECISION,
+    reference_calibration TEXT,
+    calibration_rows_fit BIGINT,
+    calibration_rows_validation BIGINT,
+    calibration_rounds INTEGER,
+    calibration_log_loss_before DOUBLE PRECISION,
+    calibration_log_loss_after DOUBLE PRECISION,
+    calibration_ece_before DOUBLE PRECISION,
+    calibration_ece_after DOUBLE PRECISION,
+    label_blind_bound DOUBLE PRECISION,
+    reference_misfit_kappa DOUBLE PRECISION,
+    label_blind_flagged INTEGER,
+    reference_checked INTEGER,
+    reference_check_note TEXT,
+    fdp_curve TEXT,
+    gdp_mu_lower_bound DOUBLE PRECISION,
     PRIMARY KEY (model_id, partition_date, audit_config_hash),
     CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CHECK (method IN ('binomial', 'fdp')),
@@ -96,7 +113,7 @@ COMMENT ON COLUMN audit_results.confidence IS 'confidence of epsilon_lower_bound
 
 COMMENT ON COLUMN audit_results.gamma IS '1 - confidence: the chance the valid bound is wrong';
 
-COMMENT ON COLUMN audit_results.tau IS 'assumed TV distance between data and counterfactual label distributions';
+COMMENT ON COLUMN audit_results.tau IS 'legacy: the total-variation tau of rows written before kappa (a TV bound, not the likelihood-ratio bound the binomial bound needs on rare labels); rows written since store 0 and state kappa instead';
 
 COMMENT ON COLUMN audit_results.m IS 'examples in the game';
 
@@ -146,7 +163,7 @@ COMMENT ON COLUMN audit_results.result_json IS 'JSON: the full AuditResult.to_di
 
 COMMENT ON COLUMN audit_results.audit_rows IS 'rows the game was played on: training (labels entered training) | all';
 
-COMMENT ON COLUMN audit_results.breaking_tau IS 'largest tau at which the valid bound (same counts, strategy, confidence) still exceeds the claim; 0 when it does not at tau = 0';
+COMMENT ON COLUMN audit_results.breaking_tau IS 'legacy: the breaking total-variation tau of rows written before kappa; NULL on rows written since (see breaking_kappa)';
 
 COMMENT ON COLUMN audit_results.detection_floor_rows IS 'fewest fully exposed labels with which this audit could flag the claim (an attacker right on every guess; fewer cannot: necessary, not sufficient); NULL: none could';
 
@@ -199,6 +216,40 @@ COMMENT ON COLUMN audit_results.risk_lb_reconstruction_bound IS 'at the valid ep
 COMMENT ON COLUMN audit_results.risk_headline IS 'one sentence: what the claim allows and what the bound demonstrates';
 
 COMMENT ON COLUMN audit_results.exposed_rows_floor IS 'fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with 95% probability in the observational game (the PASS sentence''s N); NULL: not computed (split, custom score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%';
+
+COMMENT ON COLUMN audit_results.kappa IS 'the kappa the verdict was computed at (the plan''s): on every audited row |log D''(y|x) - log D(y|x)| <= kappa, i.e. the reference misjudges no row''s click odds by more than a factor e^kappa; NULL: a row written before kappa';
+
+COMMENT ON COLUMN audit_results.breaking_kappa IS 'largest kappa at which the valid bound (same counts, strategy, confidence) still exceeds the claim: a VIOLATION holds unless the reference misjudges some row''s click odds by more than a factor e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa';
+
+COMMENT ON COLUMN audit_results.reference_calibration IS 'how the reference M'' was corrected on day D''s held-out rows before the game: boost | none (the raw M''); NULL: a row written before the correction existed (raw M'')';
+
+COMMENT ON COLUMN audit_results.calibration_rows_fit IS 'reference correction: held-out rows of day D it was fitted on; NULL: no correction ran';
+
+COMMENT ON COLUMN audit_results.calibration_rows_validation IS 'reference correction: held-out rows of day D, not used to fit it, on which the before/after figures were measured';
+
+COMMENT ON COLUMN audit_results.calibration_rounds IS 'reference correction: boosting rounds kept';
+
+COMMENT ON COLUMN audit_results.calibration_log_loss_before IS 'reference correction: M'' log-loss on the validation rows before the correction';
+
+COMMENT ON COLUMN audit_results.calibration_log_loss_after IS 'reference correction: the corrected M'' log-loss on the validation rows';
+
+COMMENT ON COLUMN audit_results.calibration_ece_before IS 'reference correction: M'' expected calibration error on the validation rows before the correction';
+
+COMMENT ON COLUMN audit_results.calibration_ece_after IS 'reference correction: the corrected M'' expected calibration error on the validation rows';
+
+COMMENT ON COLUMN audit_results.label_blind_bound IS 'the night''s label-blind control (trained only on held-out rows the correction did not use; true eps 0 on the audited rows): its valid eps lower bound at the plan''s kappa; above 0 it says the reference does not fit day D; NULL: not run';
+
+COMMENT ON COLUMN audit_results.reference_misfit_kappa IS 'the smallest kappa that brings the label-blind control''s bound to 0: the night''s measured reference misfit (click odds off by up to a factor e^reference_misfit_kappa); NULL: not run';
+
+COMMENT ON COLUMN audit_results.label_blind_flagged IS '1 if the label-blind control flagged the reference (the night is untrusted: the reference does not fit day D), 0 if it did not; NULL: not run';
+
+COMMENT ON COLUMN audit_results.reference_checked IS '1 if the night checked the reference (correction and label-blind control), 0 if that was skipped (reference_check_note says why); NULL: no reference check recorded (a row written before it, or an audit outside the nightly flow)';
+
+COMMENT ON COLUMN audit_results.reference_check_note IS 'why the reference was not (fully) checked, or what the check means for this night';
+
+COMMENT ON COLUMN audit_results.fdp_curve IS 'method fdp: the f-DP curve Algorithm 3 ran on: eps-delta (the (eps, delta) trade-off curve itself, valid for every mechanism); NULL for binomial, and on fdp rows written before kappa, which used the Gaussian family and its conversion to eps (a Gaussian reading: not a valid eps bound for non-Gaussian mechanisms)';
+
+COMMENT ON COLUMN audit_results.gdp_mu_lower_bound IS 'method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it';
 
 COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon lower bound vs guesses), for plots';
 
