@@ -10,6 +10,14 @@ inference, both passes, bounds, warehouse, report):
   label-DP at exactly eps_c by construction. It reads nothing but the rows it is asked about.
 - negative control: a copy of the reference's ``model.cbm`` (the D-1 checkpoint, which never saw day D's
   labels), registered for day D.
+- label-blind control (``model_type`` ``label-blind-control``): CatBoost trained like the targets (no privacy
+  mechanism, the plan's `pipelines.training.CatBoostSettings`) but only on the CONTROL half of day D's test split
+  (`pipelines.splits.heldout_role`). It never saw an audited label (its eps on the audited rows is 0) yet knows
+  day D's rates, so its audit shows "leakage" when the (recalibrated) reference does not fit day D. It does not
+  share rows with the reference's recalibration (the CALIBRATION half, `pipelines.recalibration`), or it would
+  inherit the recalibration's error and could not fail for it. Its ``fitted_rows`` record says which rows it
+  was trained on; its ``training_rows`` record, which decides the audited rows, is the train split as for the
+  other controls.
 
 Their ``training_rows`` record (`pipelines.audit_rows`) is the day's train split under the recorded split
 scheme, so with ``audit_rows: training`` they are audited on the train rows, as the targets are (targets
@@ -27,15 +35,19 @@ import shutil
 import numpy as np
 import pyarrow.parquet as pq
 
-from auditing.controls import check_control_epsilon
+from auditing.controls import LABEL_BLIND, check_control_epsilon
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits
 from pipelines.beam_scoring import file_fingerprint
-from pipelines.layout import atomic_directory, model_dir, partition_dir
+from pipelines.layout import atomic_directory, model_dir, partition_dir, require_date
+from pipelines.progress import Progress, no_progress
 
 ORACLE_FILE = "oracle.json"
 ORACLE_TYPE = "rr-label-oracle"
 REFERENCE_COPY_TYPE = "reference-copy"
+LABEL_BLIND_TYPE = "label-blind-control"
+LABEL_BLIND_EVAL_FRACTION = 0.2  # share of the control rows that pick the best iteration (use_best_model)
+_LABEL_BLIND_SEED_TAG = 0x626C_696E  # "blin": its CatBoost seed is not a target's for the same plan seed
 NUM_CLASSES = 2  # binary click labels (pipelines.schema)
 
 
@@ -126,3 +138,72 @@ def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, r
     if ref_md.get("output_correction"):
         metadata["output_correction"] = ref_md["output_correction"]
     return _write(root, name, date, metadata, lambda tmp: shutil.copyfile(source, tmp / registry.MODEL_FILE))
+
+
+def is_label_blind(metadata: dict) -> bool:
+    return metadata.get("model_type") == LABEL_BLIND_TYPE
+
+
+def ensure_label_blind_control(root: str | os.PathLike, date: dt.date, name: str, *, seed: int = 0, settings=None,
+                               targets=(), audit_rows: str = "training", progress: Progress = no_progress) -> dict:
+    """The label-blind control of day ``date`` registered as ``name`` (written when missing or different); its
+    metadata.
+
+    CatBoost with ``settings`` (the plan's `pipelines.training.CatBoostSettings`; default settings when None),
+    fitted on the test split's CONTROL half (`pipelines.splits.heldout_role`); with ``use_best_model`` a fifth of
+    those rows (`pipelines.splits.heldout_validation`) picks the best iteration, as the validation split does for
+    the targets. ``targets`` / ``audit_rows``: as for `pipelines.recalibration.check_heldout`, which raises
+    `pipelines.recalibration.ReferenceCheckSkipped` (with ``reason``) when the test split is not held out;
+    so does a day without control rows. Metadata: ``model_type`` ``label-blind-control``, ``control`` (kind
+    ``label-blind`` and what determines the entry), ``mechanism`` eps 0, ``training_rows`` the train split (the
+    audited rows, like the other controls), ``fitted_rows`` the rows it was trained on."""
+    from pipelines.recalibration import ReferenceCheckSkipped, check_heldout, heldout_part
+    from pipelines.training import CatBoostSettings, _predict, evaluate, fit_catboost
+
+    date = require_date(date)
+    settings = settings or CatBoostSettings()
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**63:
+        raise LabelDPInputError(f"seed must be a whole number in 0..2^63-1; got {seed!r}")
+    check_heldout(targets, audit_rows)
+    catboost_seed = int(np.random.SeedSequence([int(seed), _LABEL_BLIND_SEED_TAG]).generate_state(1)[0])
+    partition_fingerprint = schema.partition_fingerprint(root, date)
+    expected = registry._jsonable({
+        "control": LABEL_BLIND, "seed": int(seed), "partition_fingerprint": partition_fingerprint,
+        "catboost_params": settings.params(catboost_seed), "use_best_model": settings.use_best_model,
+        "heldout": splits.heldout_scheme(), "eval_fraction": LABEL_BLIND_EVAL_FRACTION})
+    current = _current(root, name, date, expected)
+    if current is not None:
+        progress(f"{name}: reusing the label-blind control of {date.isoformat()}")
+        return current
+    table = schema.read_partition(root, date)
+    row_ids, features, labels = heldout_part(table, splits.CONTROL)
+    if row_ids.size == 0:
+        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({table.num_rows} rows) has no held-out control "
+                                    f"rows (test split): the label-blind control cannot be trained")
+    is_eval = (splits.heldout_validation(row_ids, LABEL_BLIND_EVAL_FRACTION) if settings.use_best_model
+               else np.zeros(row_ids.size, dtype=bool))
+    fit, held = np.flatnonzero(~is_eval), np.flatnonzero(is_eval)
+    progress(f"{name}: label-blind control on {fit.size} held-out control rows (eval {held.size})")
+    model, info = fit_catboost(features.iloc[fit], labels[fit], settings, catboost_seed, features.iloc[held],
+                               labels[held])
+    metrics = evaluate(_predict(model, features.iloc[held]), labels[held]) if held.size else {}
+    metrics.update({"evaluated_on": "its own eval rows (control half), which also picked the best iteration"
+                    if held.size else None, "train_rows": int(fit.size), "validation_rows": int(held.size),
+                    "degenerate": info["degenerate"], "best_iteration": info.get("best_iteration"),
+                    "trees": info.get("trees")})
+    metadata = {
+        "model_type": LABEL_BLIND_TYPE, "control": expected,
+        "mechanism": {"name": LABEL_BLIND_TYPE, "epsilon": 0.0, "delta": 0.0,
+                      "guarantee": "0-label-DP on the audited rows: trained only on day D's held-out control rows "
+                                   "(test split), never on an audited label"},
+        "seed": int(seed), "partition_fingerprint": partition_fingerprint, "partition_rows": int(table.num_rows),
+        "feature_schema": registry.feature_schema(), "catboost_params": info["params"], "test_metrics": metrics,
+        "reference": None, "training_rows": _training_rows(root, date),
+        "fitted_rows": {"heldout": splits.heldout_scheme(), "split": "test", "role": "control",
+                        "rows": int(row_ids.size), "fit_rows": int(fit.size), "eval_rows": int(held.size),
+                        "eval_fraction": LABEL_BLIND_EVAL_FRACTION if settings.use_best_model else 0.0,
+                        "rule": "split_of(row_id) == TEST and heldout_role(row_id) == CONTROL; disjoint from the "
+                                "audited rows (training_rows) and from the reference's calibration rows"},
+    }
+    return _write(root, name, date, metadata,
+                  lambda tmp: model.save_model(str(tmp / registry.MODEL_FILE), format="cbm"))

@@ -1,8 +1,8 @@
-"""A day-over-day data diagnostic beside breaking_tau (issue 9): a diagnostic, NOT a proof of the tau assumption.
+"""A day-over-day data diagnostic beside breaking_kappa: a diagnostic, NOT a proof of the kappa assumption.
 
-The observational audit (paper Thm. 10/16/17) assumes TV(D|x, D'|x) <= tau between the data's labels and the
-counterfactual labels drawn from the reference M' (trained on day D-1). Nothing observable certifies tau, but
-two things make a small tau more or less plausible:
+The audit assumes |log D'(y|x) - log D(y|x)| <= kappa between the data's label law and the reference M' the
+counterfactual labels are drawn from (docs/soundness.md). The label-blind control is the check that can fail
+for it; these two figures only make a small kappa more or less plausible:
 
 - how M' fits day D versus its own day D-1: log-loss and expected calibration error (ECE) of M' on the test
   split of each day (rows whose labels trained no model: M' never saw day D, and D-1's test split was held
@@ -35,7 +35,7 @@ ECE_BINS = 15
 NUMERIC_BINS = 10
 TOP_CATEGORIES = 20
 PROPORTION_FLOOR = 1e-4
-LABEL = "a diagnostic, not a proof: no statistic of the features or of M''s fit certifies tau"
+LABEL = "a diagnostic, not a proof: no statistic of the features or of M''s fit certifies kappa"
 
 
 def expected_calibration_error(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> float:

@@ -72,3 +72,51 @@ def split_masks(row_ids) -> dict[str, np.ndarray]:
     """Boolean masks ``{"train": ..., "validation": ..., "test": ...}``: disjoint and covering every row."""
     split = split_of(row_ids)
     return {name: split == code for code, name in SPLIT_NAMES.items()}
+
+
+# ------------------------------------------------------------------------------------------ held-out roles
+#
+# The test split's labels enter no audited model's training (targets train on train + validation and are audited
+# on those rows). Two jobs read them, and they must not share rows: the reference's recalibration on day D
+# (`pipelines.recalibration`) and the label-blind control (`pipelines.controls.ensure_label_blind_control`), which
+# must be able to fail when the recalibrated reference does not fit day D, so it cannot be trained on the rows that
+# recalibrated it. The test split is cut in two halves by a second keyed hash of row_id, with a salt of its own:
+# ``role = top bit of splitmix64(row_id XOR HELDOUT_SALT)``; a third salt splits a half into fit / validation rows
+# (`heldout_validation`). Like the split itself, a row's role depends only on its row_id.
+
+NOT_HELDOUT = -1
+CALIBRATION = 0
+CONTROL = 1
+HELDOUT_ROLE_NAMES = {CALIBRATION: "calibration", CONTROL: "control"}
+
+HELDOUT_SALT = np.uint64(0x6C61_6265_6C68_6F31)  # "labelho1": the calibration / control halves; never change it
+FOLD_SALT = np.uint64(0x6C61_6265_6C66_6432)  # "labelfd2": fit / validation rows within a half; never change it
+
+
+def heldout_scheme() -> dict:
+    """The held-out roles' parameters as recorded in registry metadata (next to ``scheme()``)."""
+    return {"split": scheme(), "hash": "splitmix64", "heldout_salt": f"0x{int(HELDOUT_SALT):016x}",
+            "role": "top bit of splitmix64(row_id ^ heldout_salt) among test rows: 0 calibration, 1 control",
+            "fold_salt": f"0x{int(FOLD_SALT):016x}",
+            "fold": "validation iff (splitmix64(row_id ^ fold_salt) >> 32) < round(fraction * 2^32)"}
+
+
+def heldout_role(row_ids) -> np.ndarray:
+    """The held-out role of each ``row_id`` as an int8 array: ``NOT_HELDOUT`` (-1) for the train and validation
+    splits (their labels train the targets), and for the test split ``CALIBRATION`` (0, recalibrates the
+    reference) or ``CONTROL`` (1, trains the label-blind control), about half each. The two halves are disjoint
+    and cover the test split by construction."""
+    ids = _as_uint64(row_ids)
+    h = splitmix64(ids ^ HELDOUT_SALT)
+    out = np.where(h >> np.uint64(63) == np.uint64(0), CALIBRATION, CONTROL).astype(np.int8)
+    out[split_of(row_ids) != TEST] = NOT_HELDOUT
+    return out
+
+
+def heldout_validation(row_ids, fraction: float) -> np.ndarray:
+    """True for the rows that validate (rather than fit) within a held-out half: about ``fraction`` of them,
+    chosen by a keyed hash of row_id (``FOLD_SALT``) independent of the split and of the role."""
+    if not isinstance(fraction, int | float) or not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
+    h = splitmix64(_as_uint64(row_ids) ^ FOLD_SALT)
+    return (h >> np.uint64(32)) < np.uint64(round(fraction * 2**32))

@@ -1,0 +1,439 @@
+"""The reference recalibrated on day D's held-out rows and the label-blind control (pipelines.recalibration,
+pipelines.controls.ensure_label_blind_control, pipelines.splits.heldout_role), with real CatBoost on small days.
+
+Drift is built here, not by the generator: labels are redrawn from the day's oracle probability shifted in logit,
+globally and/or on the rows holding the most frequent value of one categorical column (a segment).
+
+- The held-out halves are disjoint, cover the test split, are stable and about half each.
+- Array level (base logits = the oracle's, so M' is exact before the drift): with no drift the correction is
+  near-identity and never worsens the validation log-loss; with global drift the validation log-loss drops and
+  the corrected mean moves to the shifted rate; with segment drift it moves toward the truth on the segment and
+  off it more than the best global (intercept) shift does; same inputs (and thread count) give byte-identical
+  logits; when no round improves the validation log-loss the reference is kept exactly.
+- Registry level: the recalibrated reference is one CatBoost .cbm whose probabilities equal sigmoid(raw_M' + c) on
+  every row of the day (1e-12), loaded by the Beam handler unchanged; it moves the mean on the audited rows toward
+  the true shifted rate; a second run is byte-identical; CatBoost's default sum policy would not be exact.
+- The label-blind control is audited on the train split, trained on the CONTROL half only, knows day D's rates,
+  and runs through the Beam job against the recalibrated reference.
+- No held-out rows (or an audit on every row, or a target that may have read them): ReferenceCheckSkipped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from scipy.special import expit, logit
+
+from auditing.errors import LabelDPInputError
+from pipelines import audit_rows, controls, registry, schema, splits, synth, training
+from pipelines.beam_scoring import file_fingerprint
+from pipelines.layout import model_dir
+from pipelines.recalibration import (
+    RECALIBRATED_TYPE,
+    RecalibrationSettings,
+    ReferenceCheckSkipped,
+    calibration_figures,
+    check_heldout,
+    fit_correction,
+    heldout_part,
+    recalibrate_reference,
+    recalibrated_logits,
+)
+
+logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+PREVIOUS = dt.date(2024, 3, 1)
+DAY = dt.date(2024, 3, 2)
+EMPTY_DAY = dt.date(2024, 3, 3)  # a partition without test rows
+ARRAY_ROWS = 60_000
+DAY_ROWS = 60_000
+CATS = list(schema.CATEGORICAL_COLUMNS)
+SETTINGS = training.CatBoostSettings(iterations=60)  # reference and label-blind control: fast on 2 cores
+TARGET = {"model_name": "target", "date": DAY.isoformat(),
+          "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation"],
+                            "validation_labels_used_for": ["chose the best iteration (use_best_model)"],
+                            "unread_row_ids": [], "rows": 0}}
+RECALIBRATED = "reference-recalibrated"
+LABEL_BLIND = "control-label-blind"
+
+
+def _top_value_mask(table: pa.Table, column: str) -> np.ndarray:
+    """The rows holding the column's most frequent (non-missing) value: the drifting segment."""
+    values = np.asarray(table.column(column).combine_chunks().cast(pa.string()).to_numpy(zero_copy_only=False),
+                        dtype=object)
+    present = values[values != np.array(None)]
+    uniques, counts = np.unique(present.astype(str), return_counts=True)
+    return values == uniques[np.argmax(counts)]
+
+
+def _draw(p: np.ndarray, seed: int) -> np.ndarray:
+    return (np.random.default_rng(seed).random(p.size) < p).astype(np.int64)
+
+
+def _global_shift(base: np.ndarray, labels: np.ndarray) -> float:
+    """The maximum-likelihood intercept shift d of sigmoid(base + d) (Newton): the best global correction."""
+    d = 0.0
+    for _ in range(50):
+        q = expit(base + d)
+        d += float(np.sum(labels - q) / np.sum(q * (1 - q)))
+    return d
+
+
+# ------------------------------------------------------------------------------------------ held-out roles
+
+
+def test_heldout_halves_are_disjoint_cover_the_test_split_and_are_stable():
+    ids = np.int64(19_723) * np.int64(2**32) + np.arange(400_000, dtype=np.int64)
+    role = splits.heldout_role(ids)
+    test = splits.split_of(ids) == splits.TEST
+    calibration, control = role == splits.CALIBRATION, role == splits.CONTROL
+    assert not np.any(calibration & control)
+    assert np.array_equal(calibration | control, test)  # cover the test split exactly
+    assert np.all(role[~test] == splits.NOT_HELDOUT)
+    share = calibration.sum() / test.sum()
+    assert abs(share - 0.5) < 5 * math.sqrt(0.25 / test.sum())
+    # a row's role depends on its row_id only: any order, any subset
+    order = np.random.default_rng(0).permutation(ids.size)
+    assert np.array_equal(splits.heldout_role(ids[order]), role[order])
+    assert np.array_equal(splits.heldout_role(ids[:1000]), role[:1000])
+    # the fit / validation fold is independent of the role: about the same fraction in each half
+    fold = splits.heldout_validation(ids, 1 / 3)
+    for half in (calibration, control):
+        assert abs(fold[half].mean() - 1 / 3) < 5 * math.sqrt(2 / 9 / half.sum())
+    # pinned: the roles must never change (registered entries record the salts)
+    assert np.flatnonzero(splits.heldout_role(np.arange(60)) >= 0).tolist() == PINNED_TEST_IDS
+    assert splits.heldout_role(np.array(PINNED_TEST_IDS)).tolist() == PINNED_ROLES
+    assert splits.heldout_scheme()["heldout_salt"] == "0x6c616265" + "6c686f31"
+
+
+PINNED_TEST_IDS = [0, 7, 13, 15, 18, 19, 25, 33, 34, 35, 44, 49, 50, 53, 54]  # the test rows among row_ids 0..59
+PINNED_ROLES = [0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 1]
+
+
+# ------------------------------------------------------------------------------------------ array level
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    day = synth.generate_day(DAY, rows=ARRAY_ROWS)
+    ids = day.table.column(schema.ROW_ID).to_numpy()
+    fit = splits.heldout_validation(ids, 0.5)  # any rows will do at the array level: half fit, half applied
+    return {"features": training.feature_frame(day.table), "p": day.oracle.column(schema.P_CLICK).to_numpy(),
+            "segment": _top_value_mask(day.table, "C23"), "fit": np.flatnonzero(fit), "other": np.flatnonzero(~fit)}
+
+
+def _fit(arrays, shift: np.ndarray, label_seed: int = 5, **kwargs):
+    base = logit(arrays["p"])
+    truth = expit(base + shift)
+    labels = _draw(truth, label_seed)
+    fit, other = arrays["fit"], arrays["other"]
+    correction = fit_correction(arrays["features"].iloc[fit], base[fit], labels[fit], CATS, seed=3, **kwargs)
+    corrected = correction.corrected_logits(arrays["features"].iloc[other], base[other])
+    return correction, corrected, base, truth, labels
+
+
+def test_no_drift_correction_is_near_identity(arrays):
+    correction, corrected, base, _truth, _labels = _fit(arrays, np.zeros(ARRAY_ROWS))
+    record, other = correction.record, arrays["other"]
+    assert record["validation"]["log_loss_after"] <= record["validation"]["log_loss_before"]
+    assert record["rounds"] <= 30  # measured: 4 (28 with another label draw) of at most 300
+    p_base, p_corrected = expit(base[other]), expit(corrected)
+    assert abs(p_corrected.mean() - p_base.mean()) < 0.05 * p_base.mean()
+    assert np.mean(np.abs(p_corrected - p_base)) < 0.003
+    assert record["fit_rows"] + record["validation_rows"] == arrays["fit"].size
+
+
+@pytest.fixture(scope="module")
+def global_drift(arrays):
+    return _fit(arrays, np.full(ARRAY_ROWS, 0.8))
+
+
+def test_global_drift_lowers_validation_log_loss_and_moves_mean_to_the_shifted_rate(arrays, global_drift):
+    correction, corrected, base, truth, _labels = global_drift
+    record, other = correction.record, arrays["other"]
+    validation = record["validation"]
+    drop = validation["log_loss_before"] - validation["log_loss_after"]
+    assert record["rounds"] > 0 and not record["kept_reference"]
+    assert drop > 0.005 and drop > 3 * validation["log_loss_change_se"]
+    assert validation["ece_after"] < validation["ece_before"]
+    gap_before = abs(expit(base[other]).mean() - truth[other].mean())
+    gap_after = abs(expit(corrected).mean() - truth[other].mean())
+    assert gap_after < 0.3 * gap_before
+    figures = calibration_figures(record)
+    assert figures["rounds"] == record["rounds"] and figures["logloss_after"] == validation["log_loss_after"]
+
+
+def test_segment_drift_is_learned_beyond_a_global_shift(arrays):
+    shift = 1.2 * arrays["segment"]
+    correction, corrected, base, truth, labels = _fit(arrays, shift)
+    fit, other = arrays["fit"], arrays["other"]
+    d = _global_shift(base[fit], labels[fit])  # the best global correction from the same rows
+    p_global, p_corrected, p_true = expit(base[other] + d), expit(corrected), truth[other]
+    segment = arrays["segment"][other]
+    assert 0.2 < segment.mean() < 0.4
+    for rows in (segment, ~segment):
+        gap_corrected = abs(p_corrected[rows].mean() - p_true[rows].mean())
+        gap_global = abs(p_global[rows].mean() - p_true[rows].mean())
+        assert gap_corrected < 0.7 * gap_global, (rows.mean(), gap_corrected, gap_global)
+    assert np.mean(np.abs(p_corrected - p_true)) < np.mean(np.abs(p_global - p_true))
+    assert correction.record["validation"]["log_loss_after"] < correction.record["validation"]["log_loss_before"]
+
+
+def test_same_inputs_give_byte_identical_logits(arrays, global_drift):
+    """Same inputs, same thread count (fixed in the settings and recorded: with ~30k rows 1 and 2 threads give
+    slightly different trees) -> byte-identical logits and record; the one-call form is the same fit."""
+    correction, corrected, base, _truth, labels = global_drift
+    fit, other = arrays["fit"], arrays["other"]
+    logits, record = recalibrated_logits(arrays["features"].iloc[fit], base[fit], labels[fit],
+                                         arrays["features"].iloc[other], base[other], CATS, seed=3)
+    assert logits.tobytes() == corrected.tobytes()
+    assert record == correction.record and record["catboost_params"]["thread_count"] == 2
+
+
+def test_too_few_rows_or_one_class_is_a_skip(arrays):
+    base = logit(arrays["p"][:150])
+    with pytest.raises(ReferenceCheckSkipped, match="too few held-out rows") as caught:
+        fit_correction(arrays["features"].iloc[:150], base, _draw(expit(base), 1), CATS)
+    assert "rows" in caught.value.reason
+    with pytest.raises(ReferenceCheckSkipped, match="both labels"):
+        fit_correction(arrays["features"].iloc[:3000], logit(arrays["p"][:3000]), np.zeros(3000, int), CATS)
+    with pytest.raises(LabelDPInputError, match="cat_features"):
+        fit_correction(arrays["features"].iloc[:300], base[:0].tolist() + [0.0] * 300, np.zeros(300, int), ["nope"])
+
+
+# ------------------------------------------------------------------------------------------ registry level
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A data root with the reference trained on D-1 and a day D whose labels drifted: +0.8 in logit everywhere
+    and +1.0 more on the most frequent value of C1 (a CTR-encoded column, ~25% of rows)."""
+    root = tmp_path_factory.mktemp("recalibration")
+    synth.write_synthetic_day(root, PREVIOUS, rows=DAY_ROWS)
+    previous = training.load_day(root, PREVIOUS)
+    result = training.train_model(previous, "none", math.inf, seed=0, settings=SETTINGS)
+    training.register(root, "reference", previous, result)
+
+    day = synth.generate_day(DAY, rows=DAY_ROWS)
+    segment = _top_value_mask(day.table, "C1")
+    truth = expit(logit(day.oracle.column(schema.P_CLICK).to_numpy()) + 0.8 + 1.0 * segment)
+    labels = _draw(truth, 11).astype(np.int8)
+    table = day.table.set_column(day.table.schema.get_field_index(schema.LABEL), schema.LABEL, pa.array(labels))
+    schema.write_partition(root, DAY, table, source="drifted test day")
+
+    empty = synth.generate_day(EMPTY_DAY, rows=5_000).table
+    keep = splits.split_of(empty.column(schema.ROW_ID).to_numpy()) != splits.TEST
+    schema.write_partition(root, EMPTY_DAY, empty.filter(pa.array(keep)), source="no test rows")
+
+    ids = table.column(schema.ROW_ID).to_numpy()
+    reference, _ = registry.load_model(root, "reference", PREVIOUS)
+    frame = training.feature_frame(table)
+    return {"root": root, "table": table, "frame": frame, "ids": ids, "truth": truth, "segment": segment,
+            "reference": reference,
+            "reference_raw": reference.predict(frame, prediction_type="RawFormulaVal"),
+            "audited": splits.split_of(ids) == splits.TRAIN}
+
+
+@pytest.fixture(scope="module")
+def recalibrated(world):
+    metadata = recalibrate_reference(world["root"], DAY, RECALIBRATED, ("reference", PREVIOUS), targets=[TARGET],
+                                     seed=0)
+    model, _ = registry.load_model(world["root"], RECALIBRATED, DAY)
+    return metadata, model, np.asarray(model.predict_proba(world["frame"]), dtype=np.float64)[:, 1]
+
+
+def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(world, recalibrated, capfd):
+    metadata, model, p = recalibrated
+    record = metadata["recalibration"]
+    assert metadata["model_type"] == RECALIBRATED_TYPE and not metadata.get("output_correction")
+    capfd.readouterr()
+    model, _ = registry.load_model(world["root"], RECALIBRATED, DAY)
+    assert type(model).__name__ == "CatBoostClassifier"
+    assert "invalid params" not in "".join(capfd.readouterr())  # the summed model's training record is whole
+    assert model.get_all_params()["loss_function"] == "Logloss"
+    assert record["rounds"] > 0 and record["ctr_type"] == "Buckets"
+    source = record["source_reference"]
+    assert (source["name"], source["date"]) == ("reference", PREVIOUS.isoformat())
+    assert source["fingerprint"] == file_fingerprint(registry.model_path(world["root"], "reference", PREVIOUS))
+    assert record["sum"]["max_abs_raw_difference"] <= 1e-9
+
+    # the same correction at the array level (deterministic), then the .cbm against sigmoid(raw_M' + c) everywhere
+    row_ids, features, labels = heldout_part(world["table"], splits.CALIBRATION)
+    assert record["fit_rows"] + record["validation_rows"] == row_ids.size
+    base = world["reference"].predict(features, prediction_type="RawFormulaVal")
+    correction = fit_correction(features, base, labels, CATS,
+                                validation=splits.heldout_validation(row_ids, 1 / 3), seed=0, ctr_type="Buckets")
+    assert correction.rounds == record["rounds"]
+    assert correction.model.get_feature_importance()[world["frame"].columns.get_loc("C1")] > 0  # a CTR feature
+    expected = expit(world["reference_raw"] + correction.raw(world["frame"]))
+    assert np.max(np.abs(p - expected)) <= 1e-12
+
+    # the Beam job's handler loads and predicts it unchanged
+    from pipelines.catboost_handler import CatBoostModelHandler, catboost_frame
+
+    handler = CatBoostModelHandler(str(world["root"]), RECALIBRATED, DAY, thread_count=2)
+    [prediction] = handler.run_inference([catboost_frame(world["table"])], handler.load_model())
+    assert np.max(np.abs(prediction.inference[:, 1] - p)) <= 1e-12
+
+
+def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_rows(world, recalibrated):
+    metadata, _model, p = recalibrated
+    validation = metadata["recalibration"]["validation"]
+    assert validation["log_loss_after"] < validation["log_loss_before"]
+    assert validation["ece_after"] < validation["ece_before"]
+    audited, truth = world["audited"], world["truth"]
+    p_reference = expit(world["reference_raw"])
+    gap_before = abs(p_reference[audited].mean() - truth[audited].mean())
+    gap_after = abs(p[audited].mean() - truth[audited].mean())
+    assert gap_after < 0.5 * gap_before, (gap_before, gap_after)
+    on_segment = audited & world["segment"]
+    assert abs(p[on_segment].mean() - truth[on_segment].mean()) < abs(
+        p_reference[on_segment].mean() - truth[on_segment].mean())
+    assert metadata["test_metrics"]["log_loss_after"] == validation["log_loss_after"]
+    assert metadata["heldout_rows"]["role"] == "calibration"
+    assert registry.claimed_epsilon(metadata) == math.inf
+    assert calibration_figures(metadata["recalibration"])["rows_fit"] == metadata["recalibration"]["fit_rows"]
+
+
+def test_recalibration_is_reused_and_byte_identical_when_rerun(world, recalibrated):
+    metadata, _model, p = recalibrated
+    again = recalibrate_reference(world["root"], DAY, RECALIBRATED, ("reference", PREVIOUS), targets=[TARGET], seed=0)
+    assert again["created_at"] == metadata["created_at"]  # same inputs: reused, not refitted
+    other = recalibrate_reference(world["root"], DAY, "reference-recalibrated-2", ("reference", PREVIOUS),
+                                  targets=[TARGET], seed=0)
+    model, _ = registry.load_model(world["root"], "reference-recalibrated-2", DAY)
+    assert np.asarray(model.predict_proba(world["frame"]))[:, 1].tobytes() == p.tobytes()
+    assert other["recalibration"]["validation"] == metadata["recalibration"]["validation"]
+
+
+def test_no_improving_round_keeps_the_reference_unchanged_and_says_so(world, arrays):
+    strict = RecalibrationSettings(min_improvement=1.0)  # no correction can lower the log-loss by 1 nat
+    correction, corrected, base, _truth, _labels = _fit(arrays, np.full(ARRAY_ROWS, 0.8), settings=strict)
+    assert correction.model is None and correction.rounds == 0 and correction.record["kept_reference"]
+    assert "kept unchanged" in correction.record["kept_reason"]
+    assert corrected.tobytes() == base[arrays["other"]].tobytes()
+    metadata = recalibrate_reference(world["root"], DAY, "reference-kept", ("reference", PREVIOUS), targets=[TARGET],
+                                     settings=strict)
+    record = metadata["recalibration"]
+    assert record["rounds"] == 0 and record["kept_reference"] and record["best_rounds"] > 0
+    assert record["validation"]["log_loss_after"] == record["validation"]["log_loss_before"]
+    model, _ = registry.load_model(world["root"], "reference-kept", DAY)
+    raw = model.predict(world["frame"], prediction_type="RawFormulaVal")
+    assert raw.tobytes() == world["reference_raw"].tobytes()
+
+
+def test_catboost_default_sum_policy_would_change_the_reference(world):
+    """Why the correction uses a CTR type the reference does not (pipelines.recalibration docstring)."""
+    from catboost import CatBoostError, sum_models
+
+    row_ids, features, labels = heldout_part(world["table"], splits.CALIBRATION)
+    base = world["reference"].predict(features, prediction_type="RawFormulaVal")
+    same_ctr = fit_correction(features, base, labels, CATS, validation=splits.heldout_validation(row_ids, 1 / 3),
+                              ctr_type="Borders")
+    assert same_ctr.rounds > 0
+    averaged = sum_models([world["reference"], same_ctr.model])  # IntersectingCountersAverage
+    raw = averaged.predict(world["frame"], prediction_type="RawFormulaVal")
+    assert np.max(np.abs(raw - (world["reference_raw"] + same_ctr.raw(world["frame"])))) > 1e-3
+    with pytest.raises(CatBoostError, match="intersection"):
+        sum_models([world["reference"], same_ctr.model], ctr_merge_policy="FailIfCtrIntersects")
+
+
+# ------------------------------------------------------------------------------------------ label-blind control
+
+
+@pytest.fixture(scope="module")
+def label_blind(world):
+    return controls.ensure_label_blind_control(world["root"], DAY, LABEL_BLIND, seed=0, settings=SETTINGS,
+                                               targets=[TARGET])
+
+
+def test_label_blind_control_is_audited_on_the_train_split_and_trained_on_the_control_half(world, label_blind):
+    metadata, ids = label_blind, world["ids"]
+    assert controls.is_label_blind(metadata) and metadata["model_type"] == controls.LABEL_BLIND_TYPE
+    assert metadata["control"]["control"] == controls.LABEL_BLIND
+    assert registry.claimed_epsilon(metadata) == 0.0
+    selection = audit_rows.training_rows(metadata)
+    assert np.array_equal(selection.mask(ids), splits.split_of(ids) == splits.TRAIN)
+    assert selection.rows == int(world["audited"].sum())
+    role = splits.heldout_role(ids)
+    fitted = metadata["fitted_rows"]
+    assert fitted["role"] == "control" and fitted["rows"] == int((role == splits.CONTROL).sum())
+    assert fitted["fit_rows"] + fitted["eval_rows"] == fitted["rows"]
+    calibration_rows = int((role == splits.CALIBRATION).sum())
+    assert fitted["rows"] + calibration_rows == int((splits.split_of(ids) == splits.TEST).sum())
+    assert metadata["catboost_params"]["iterations"] == SETTINGS.iterations
+    again = controls.ensure_label_blind_control(world["root"], DAY, LABEL_BLIND, seed=0, settings=SETTINGS,
+                                                targets=[TARGET])
+    assert again["created_at"] == metadata["created_at"]  # reused, not retrained
+
+
+def test_label_blind_control_knows_the_day_and_runs_through_the_beam_job(world, label_blind, recalibrated):
+    from auditing.audit import AuditConfig
+    from pipelines.beam_scoring import ScoringRequest, score_day
+
+    model, _ = registry.load_model(world["root"], LABEL_BLIND, DAY)
+    p = np.asarray(model.predict_proba(world["frame"]))[:, 1]
+    audited, truth = world["audited"], world["truth"]
+    gap_reference = abs(expit(world["reference_raw"])[audited].mean() - truth[audited].mean())
+    assert abs(p[audited].mean() - truth[audited].mean()) < 0.5 * gap_reference
+    config = AuditConfig(repetitions=2, seed=1, grid_points=20)
+    outcome = score_day(ScoringRequest(data_root=str(world["root"]), date=DAY, model=LABEL_BLIND, config=config,
+                                       reference=RECALIBRATED, reference_date=DAY, batch_size=20_000))
+    lineage = outcome.record["lineage"]["reference"]
+    assert (lineage["name"], lineage["date"]) == (RECALIBRATED, DAY.isoformat())
+    assert outcome.result.m == int(audited.sum())
+    assert outcome.result.epsilon_lower_bound >= 0.0
+
+
+# ------------------------------------------------------------------------------------------ skips
+
+
+def test_no_heldout_rows_is_a_skip_with_its_reason(world):
+    root = world["root"]
+    with pytest.raises(ReferenceCheckSkipped, match="no held-out calibration rows") as caught:
+        recalibrate_reference(root, EMPTY_DAY, "recalibrated-empty", ("reference", PREVIOUS), targets=[TARGET])
+    assert "test split" in caught.value.reason and not model_dir(root, "recalibrated-empty", EMPTY_DAY).exists()
+    with pytest.raises(ReferenceCheckSkipped, match="no held-out control rows"):
+        controls.ensure_label_blind_control(root, EMPTY_DAY, "label-blind-empty", settings=SETTINGS)
+    assert not model_dir(root, "label-blind-empty", EMPTY_DAY).exists()
+
+
+def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a_skip(world):
+    outside = {"model_name": "outside", "date": DAY.isoformat()}
+    with pytest.raises(ReferenceCheckSkipped, match=r"'outside'.*no training_rows record"):
+        check_heldout([TARGET, outside])
+    every = json.loads(json.dumps(TARGET))
+    every["training_rows"]["label_splits"] = ["train", "validation", "test"]
+    with pytest.raises(ReferenceCheckSkipped, match="test split is not held out"):
+        check_heldout([every])
+    other_scheme = json.loads(json.dumps(TARGET))
+    other_scheme["training_rows"]["split"]["salt"] = "0x0000000000000001"
+    with pytest.raises(ReferenceCheckSkipped, match="not the built-in scheme"):
+        check_heldout([other_scheme])
+    with pytest.raises(ReferenceCheckSkipped, match="every row"):
+        check_heldout([TARGET], audit_rows="all")
+    check_heldout([TARGET])  # a target trained on train + validation leaves the test split held out
+    with pytest.raises(ReferenceCheckSkipped, match="no training_rows record"):
+        recalibrate_reference(world["root"], DAY, "recalibrated-outside", ("reference", PREVIOUS), targets=[outside])
+    with pytest.raises(ReferenceCheckSkipped, match="every row"):
+        controls.ensure_label_blind_control(world["root"], DAY, "label-blind-all", audit_rows="all")
+
+
+def test_a_reference_with_an_output_correction_is_a_skip(world):
+    root = world["root"]
+    source, copy = model_dir(root, "reference", PREVIOUS), model_dir(root, "reference-nc", PREVIOUS)
+    shutil.copytree(source, copy)
+    metadata = json.loads((copy / registry.METADATA_FILE).read_text())
+    metadata["output_correction"] = {"kind": "rr_inverse", "epsilon": 1.0, "floor": 0.0}
+    (copy / registry.METADATA_FILE).write_text(json.dumps(metadata))
+    with pytest.raises(ReferenceCheckSkipped, match="not additive in logit space"):
+        recalibrate_reference(root, DAY, "recalibrated-nc", ("reference-nc", PREVIOUS), targets=[TARGET])
+    with pytest.raises(LabelDPInputError, match="overwrite its own source"):
+        recalibrate_reference(root, DAY, "reference", ("reference", DAY))
