@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
+from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from flows import steps
@@ -72,24 +73,32 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, 
     return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log)
 
 
+@task(name="prepare-reference", cache_policy=NO_CACHE)
+def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict]):
+    return steps.prepare_reference(root, date, plan, audited, progress=_log)
+
+
 @task(name="ensure-control", cache_policy=NO_CACHE)
-def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str) -> dict:
-    return steps.ensure_control(root, date, spec, plan, partition_fp, progress=_log)
+def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
+                   reference: tuple[str, dt.date], audited: list[dict]) -> dict:
+    return steps.ensure_control(root, date, spec, plan, partition_fp, progress=_log, reference=reference,
+                                audited=audited)
 
 
 @task(name="score-and-audit", cache_policy=NO_CACHE)
 def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, plan: AuditPlan,
-                    partition_fp: str, expected_curve: bool = False) -> dict:
-    return steps.score_target(root, date, spec, plan, partition_fp, progress=_log, expected_curve=expected_curve)
+                    partition_fp: str, reference: tuple[str, dt.date], expected_curve: bool = False) -> dict:
+    return steps.score_target(root, date, spec, plan, partition_fp, progress=_log, expected_curve=expected_curve,
+                              reference=reference)
 
 
 @task(name="publish", **io_task)
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
             webhook_url: str | None, claimed_epsilon: float | None = None, control: dict | None = None,
-            untrusted: str | None = None) -> dict:
+            untrusted: str | None = None, reference_check: dict | None = None) -> dict:
     return steps.publish(root, date, spec, record, warehouse=warehouse, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
-                         untrusted=untrusted)
+                         untrusted=untrusted, reference_check=reference_check)
 
 
 @task(name="drain-spool", cache_policy=NO_CACHE)
@@ -144,7 +153,8 @@ def _publish_summary(rows: list[dict], title: str) -> None:
 
 
 def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None) -> list[dict]:
-    """One day, every target: validate, reference, train or load, score, audit, publish, alert."""
+    """One day, every target: validate, reference, train or load, recalibrate the reference on the held-out rows,
+    controls, score, audit, publish, alert."""
     try:
         partition = check_partition(root, date)
     except steps.DataMissingError as exc:
@@ -153,18 +163,26 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _emit("DATA_MISSING", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
         raise
     ensure_reference(root, date, plan)
-    rows, failures = [], []
-    control_rows, untrusted = run_controls(root, date, plan, partition["fingerprint"], warehouse, webhook_url)
-    rows += control_rows
+    fingerprint = partition["fingerprint"]
+    rows, failures, ready = [], [], {}
     for spec in plan.targets:
         try:
-            ensure_target(root, date, spec, plan, partition["fingerprint"])
-            record = score_and_audit(root, date, spec, plan, partition["fingerprint"])
-            row = publish(root, date, spec, record, warehouse, webhook_url, untrusted=untrusted)
+            ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint)
         except Exception as exc:  # one target's failure must not hide the others' results
-            failures.append(f"{spec.name}: {exc}")
-            steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
-            _emit("AUDIT_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
+            _target_failed(root, date, spec, exc, failures, webhook_url)
+    reference, check = prepare_reference(root, date, plan, list(ready.values()))
+    control_rows, untrusted, check = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
+                                                  check, list(ready.values()))
+    rows += control_rows
+    for spec in plan.targets:
+        if spec.name not in ready:
+            continue
+        try:
+            record = score_and_audit(root, date, spec, plan, fingerprint, reference)
+            row = publish(root, date, spec, record, warehouse, webhook_url, untrusted=untrusted,
+                          reference_check=check)
+        except Exception as exc:
+            _target_failed(root, date, spec, exc, failures, webhook_url)
             continue
         if row["status"] == VIOLATION:
             _emit("VIOLATION", row)
@@ -179,36 +197,60 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     return rows
 
 
+def _target_failed(root: Path, date: dt.date, spec: TargetSpec, exc: Exception, failures: list[str],
+                   webhook_url: str | None) -> None:
+    failures.append(f"{spec.name}: {exc}")
+    steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
+    _emit("AUDIT_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
+
+
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
-                 webhook_url: str | None) -> tuple[list[dict], str | None]:
+                 webhook_url: str | None, reference: tuple[str, dt.date], check: dict, audited: list[dict],
+                 specs: tuple[ControlSpec, ...] | None = None) -> tuple[list[dict], str | None, dict]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.controls), then publish each with the night's trust. A control that fails or cannot run alerts
-    CONTROL_FAILED ("the audit itself is broken"); the returned reason then marks every row of the night
-    untrusted (the controls' own rows included) and the flow ends AuditFailed after publishing the rest."""
-    specs = plan.control_specs()
+    CONTROL_FAILED; the returned reason then marks every row of the night untrusted (the controls' own rows
+    included) and the flow ends AuditFailed after publishing the rest. The label-blind control's outcome goes
+    into the returned reference check; it is skipped (not failed) when the night has no usable held-out rows.
+    specs: the controls to run (default: the plan's)."""
+    from pipelines.recalibration import ReferenceCheckSkipped
+
+    specs = plan.control_specs() if specs is None else specs
     records, checks = {}, {}
     for spec in specs:
+        if spec.control == LABEL_BLIND and not check["checked"]:
+            _log(f"{spec.name}: skipped ({check['note']})")
+            continue
         try:
-            ensure_control(root, date, spec, plan, partition_fp)
-            records[spec.name] = score_and_audit(root, date, spec, plan, partition_fp,
-                                                 expected_curve=spec.control == "positive")
+            ensure_control(root, date, spec, plan, partition_fp, reference, audited)
+            records[spec.name] = score_and_audit(root, date, spec, plan, partition_fp, reference,
+                                                 expected_curve=spec.control == POSITIVE)
             checks[spec.name] = steps.judge_control(spec, records[spec.name])
+        except ReferenceCheckSkipped as exc:
+            check = steps.skip_reference_check(check, exc.reason)
+            _log(f"{spec.name}: skipped ({check['note']})")
+            continue
         except Exception as exc:  # a control that cannot run proves nothing either way: the night is untrusted
             checks[spec.name] = f"{type(exc).__name__}: {exc}"
-        check = checks[spec.name]
-        _log(f"{spec.name}: " + (check["message"] if isinstance(check, dict) else f"could not run: {check}"))
+        result = checks[spec.name]
+        _log(f"{spec.name}: " + (result["message"] if isinstance(result, dict) else f"could not run: {result}"))
+        if spec.control == LABEL_BLIND and isinstance(result, dict):
+            check = {**check, "label_blind": steps.label_blind_figures(result)}
     untrusted = steps.untrusted_reason(date, checks)
     rows = []
     for spec in specs:
-        check = checks[spec.name]
+        if spec.name not in checks:
+            continue
+        result = checks[spec.name]
         if spec.name in records:
             rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url,
-                                control=check, untrusted=untrusted))
-        if not isinstance(check, dict) or not check["passed"]:
-            message = check["message"] if isinstance(check, dict) else f"could not run: {check}"
-            steps.send_failure_alert(root, "CONTROL_FAILED", spec.name, date, message, webhook_url, _run_id())
+                                control=result, untrusted=untrusted, reference_check=check))
+        if not isinstance(result, dict) or not result["passed"]:
+            message = result["message"] if isinstance(result, dict) else f"could not run: {result}"
+            steps.send_failure_alert(root, "CONTROL_FAILED", spec.name, date, message, webhook_url, _run_id(),
+                                     control=spec.control, reference_check=check)
             _emit("CONTROL_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": message})
-    return rows, untrusted
+    return rows, untrusted, check
 
 
 def _plan(plan_file: str | None, models: list[str] | None) -> AuditPlan:
@@ -253,9 +295,19 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     metadata = registry.read_metadata(root, name, day)
     spec = TargetSpec(name, metadata["mechanism"]["name"], registry.claimed_epsilon(metadata), claimed_epsilon=claimed)
     ensure_reference(root, day, plan)
-    record = score_and_audit(root, day, spec, plan, partition["fingerprint"])
-    row = publish(root, day, spec, record, warehouse, webhook_url, claimed_epsilon=claimed)
-    _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
+    # A false VIOLATION costs most at the release gate: the candidate is audited against the reference
+    # recalibrated on the day, and the label-blind control checks that reference.
+    reference, check = prepare_reference(root, day, plan, [metadata])
+    blind = tuple(s for s in plan.control_specs() if s.control == LABEL_BLIND)
+    control_rows, untrusted, check = run_controls(root, day, plan, partition["fingerprint"], warehouse, webhook_url,
+                                                  reference, check, [metadata], specs=blind)
+    record = score_and_audit(root, day, spec, plan, partition["fingerprint"], reference)
+    row = publish(root, day, spec, record, warehouse, webhook_url, claimed_epsilon=claimed, untrusted=untrusted,
+                  reference_check=check)
+    _publish_summary([*control_rows, row], f"release guardrail for {name}@{day.isoformat()}")
+    if untrusted:
+        raise AuditFailed(f"the guardrail's verdict for {name}@{day.isoformat()} ({row['status']}) is untrusted: "
+                          f"{untrusted}")
     if row["status"] == VIOLATION:
         _emit("VIOLATION", row)
         raise GuardrailViolation(row)

@@ -109,11 +109,20 @@ class AuditPlan:
                 raise LabelDPInputError(f"plan: {key} must be 'train' or 'fail'; got {getattr(self, key)!r}")
         if int(self.seed) != self.seed or self.seed < 0:
             raise LabelDPInputError(f"plan: seed must be a whole number >= 0; got {self.seed!r}")
-        taken = {*names, self.reference_name}
+        check_name(self.calibrated_reference_name, "reference_name + '-calibrated'")
+        taken = {*names, self.reference_name, self.calibrated_reference_name}
+        if self.calibrated_reference_name in names:
+            raise LabelDPInputError(f"plan: {self.calibrated_reference_name!r} is the recalibrated reference's name "
+                                    "(reference_name + '-calibrated'); rename the target")
         for name in self.controls.names():
             if self.controls.enabled and name in taken:
-                raise LabelDPInputError(f"plan: the control name {name!r} is also a target or the reference; "
+                raise LabelDPInputError(f"plan: the control name {name!r} is also a target or a reference; "
                                         "rename it under controls")
+
+    @property
+    def calibrated_reference_name(self) -> str:
+        """The registry name of the reference recalibrated on the day (audit.reference_calibration 'boost')."""
+        return f"{self.reference_name}-calibrated"
 
     def control_specs(self) -> tuple[ControlSpec, ...]:
         """The night's controls (none when ``controls.enabled`` is false)."""

@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from auditing.controls import POSITIVE
+from auditing.controls import LABEL_BLIND, POSITIVE, REFERENCE_MISFIT_REASON
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from flows.plan import AuditPlan, ControlSpec, TargetSpec
@@ -112,18 +112,21 @@ def _reusable_scoring(output_dir: Path, expected: dict) -> dict | None:
 
 
 def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
-                 progress: Progress = no_progress, model_name: str | None = None, expected_curve: bool = False) -> dict:
+                 progress: Progress = no_progress, model_name: str | None = None, expected_curve: bool = False,
+                 reference: tuple[str, dt.date] | None = None) -> dict:
     """Runs the Beam scoring job (or reuses its persisted result) and returns its result.json record.
-    expected_curve: also the game's expected correct guesses (the positive control's floor needs them)."""
+    expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
+    reference: the (name, date) of the night's reference (`prepare_reference`); default the plan's D-1 one."""
     from auditing.audit import AuditResult
     from pipelines import beam_scoring, registry
 
     name = model_name or spec.name
+    ref_name, ref_date = reference or (plan.reference_name, date - dt.timedelta(days=1))
     request = beam_scoring.ScoringRequest(
-        data_root=str(root), date=date, model=name, config=plan.audit,
-        reference=plan.reference_name, batch_size=plan.batch_size, expected_curve=expected_curve,
+        data_root=str(root), date=date, model=name, config=plan.audit, reference=ref_name, reference_date=ref_date,
+        batch_size=plan.batch_size, expected_curve=expected_curve,
     )
-    ref_name, ref_date = beam_scoring.resolve_reference(root, name, date, plan.reference_name)
+    ref_name, ref_date = beam_scoring.resolve_reference(root, name, date, ref_name, ref_date)
     output_dir = beam_scoring.sweep_dir(root, name, date, plan.audit)
     expected = {
         "model": beam_scoring.file_fingerprint(registry.model_path(root, name, date)),
@@ -162,15 +165,63 @@ def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_d
         return {"label": LABEL, "error": str(exc)}
 
 
+def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict],
+                      progress: Progress = no_progress) -> tuple[tuple[str, dt.date], dict]:
+    """The reference the night's audits use, and the night's reference check (the warehouse's
+    ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
+    held-out calibration rows (pipelines.recalibration), registered as `AuditPlan.calibrated_reference_name`;
+    with "none", the D-1 reference as it is. ``audited``: the registry metadata of the night's audited models
+    (the held-out rows must be held out from every one of them). With no usable held-out rows the D-1 reference
+    is used and the check says "reference not checked" and why."""
+    from pipelines.recalibration import (
+        RecalibrationSettings,
+        ReferenceCheckSkipped,
+        calibration_figures,
+        recalibrate_reference,
+    )
+
+    raw = (plan.reference_name, date - dt.timedelta(days=1))
+    calibration = plan.audit.reference_calibration
+    check = {"calibration": calibration, "checked": True, "note": None, "calibration_figures": None,
+             "label_blind": None}
+    if calibration == "none":
+        return raw, check
+    name = plan.calibrated_reference_name
+    try:
+        metadata = recalibrate_reference(root, date, name, raw, targets=audited, audit_rows=plan.audit.audit_rows,
+                                         settings=RecalibrationSettings(catboost=_settings(plan)), seed=plan.seed,
+                                         progress=progress)
+    except ReferenceCheckSkipped as exc:
+        progress(f"reference not checked: {exc.reason}")
+        return raw, skip_reference_check(check, exc.reason)
+    check["calibration_figures"] = calibration_figures(metadata["recalibration"])
+    return (name, date), check
+
+
+def skip_reference_check(check: dict, reason: str) -> dict:
+    """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
+    label-blind control runs)."""
+    return {**check, "checked": False, "calibration_figures": None, "label_blind": None,
+            "note": f"reference not checked: {reason}"}
+
+
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
-                   progress: Progress = no_progress) -> dict:
-    """The control's registry entry for day D (pipelines.controls), written when missing or different."""
+                   progress: Progress = no_progress, reference: tuple[str, dt.date] | None = None,
+                   audited: list[dict] = ()) -> dict:
+    """The control's registry entry for day D (pipelines.controls), written when missing or different.
+    reference: the night's reference (the negative control copies it); audited: the audited models' metadata
+    (the label-blind control's rows must be held out from all of them)."""
     from pipelines import controls
 
     if spec.control == POSITIVE:
         progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
         return controls.ensure_positive_control(root, date, spec.name, spec.claimed_epsilon, plan.seed, partition_fp)
-    reference = (plan.reference_name, date - dt.timedelta(days=1))
+    if spec.control == LABEL_BLIND:
+        progress(f"{spec.name}: label-blind control, trained on day {date.isoformat()}'s held-out control rows only")
+        return controls.ensure_label_blind_control(root, date, spec.name, seed=plan.seed, settings=_settings(plan),
+                                                   targets=audited, audit_rows=plan.audit.audit_rows,
+                                                   progress=progress)
+    reference = reference or (plan.reference_name, date - dt.timedelta(days=1))
     progress(f"{spec.name}: negative control, a copy of {reference[0]}@{reference[1]}")
     return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
 
@@ -185,21 +236,33 @@ def judge_control(spec: ControlSpec, record: dict) -> dict:
 
 def untrusted_reason(date: dt.date, checks: dict[str, dict | str]) -> str | None:
     """The text stored on every row of a night whose controls did not all pass (None when they did).
-    checks: control name -> its `judge_control` dict, or the error text when it could not run."""
+    checks: control name -> its `judge_control` dict, or the error text when it could not run. A failed
+    label-blind control says the reference does not fit the day (which can also make the positive control's bound
+    exceed its eps_c); other failures say that the audit itself is broken."""
     failed = {name: c for name, c in checks.items() if not isinstance(c, dict) or not c["passed"]}
     if not failed:
         return None
+    misfit = any(isinstance(c, dict) and c["control"] == LABEL_BLIND for c in failed.values())
     parts = [f"{name}: {c['message'] if isinstance(c, dict) else 'could not run: ' + c}" for name, c in failed.items()]
+    if misfit:  # a reference that does not fit the day also explains the other controls' failures
+        return f"{REFERENCE_MISFIT_REASON.format(date=date.isoformat())}: " + "; ".join(parts)
     return f"control failed on {date.isoformat()} (the audit itself is broken): " + "; ".join(parts)
+
+
+def label_blind_figures(check: dict) -> dict:
+    """The reference check's ``label_blind`` figures from the label-blind control's `judge_control` dict."""
+    return {"epsilon_lower_bound": check["epsilon_lower_bound"], "misfit_kappa": check["misfit_kappa"],
+            "flagged": not check["passed"]}
 
 
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
             webhook_url: str | None = None, flow_run_id: str | None = None, durations: dict | None = None,
             claimed_epsilon: float | None = None, progress: Progress = no_progress,
-            control: dict | None = None, untrusted: str | None = None) -> dict:
+            control: dict | None = None, untrusted: str | None = None, reference_check: dict | None = None) -> dict:
     """Writes the warehouse row (or spools it), renders the HTML report, alerts on VIOLATION.
     control: a control's `judge_control` dict (its row is kind 'control'); untrusted: the night's
-    `untrusted_reason` (stored on the row, shown as a banner in the report, carried in the alert)."""
+    `untrusted_reason` (stored on the row, shown as a banner in the report, carried in the alert);
+    reference_check: the night's reference check (`prepare_reference`, with the label-blind figures)."""
     from auditing.alerts.webhook import default_ledger_dir, send_alert
     from auditing.report.pages import render_run_report, run_report_path, write_report
     from auditing.warehouse import audit_record, default_spool_dir, open_warehouse, write_or_spool
@@ -224,7 +287,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     kind = "control" if control is not None else "target"
     row, curve = audit_record(result, model_id=model_id, partition_date=date, claimed_epsilon=claimed,
                               lineage=lineage_row, kind=kind, control=control, untrusted_reason=untrusted,
-                              shift_diagnostic=record.get("shift_diagnostic"))
+                              shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
     robustness = _robustness_view(row, result)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row['status']}, eps_lb {row['epsilon_lower_bound']:.4f})")
@@ -243,7 +306,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
                     "runner": lineage.get("runner", {}).get("runner")}
     write_report(render_run_report(result, page_lineage, trend, None, claimed,
                                    trust={"kind": kind, "untrusted_reason": untrusted, "control": control},
-                                   robustness=robustness),
+                                   robustness=robustness, reference_check=reference_check),
                  report_path)
 
     alert = None
@@ -266,6 +329,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "alert": alert, "reused_scoring": bool(record.get("reused")),
         "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
         "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
+        "reference_check": reference_check,
         **{name: value for name, value in row.items() if name.startswith("risk_")},  # issue 8: risk figures
         **robustness,  # audit_rows, breaking_kappa, detection floors, shift diagnostic
     }
@@ -307,13 +371,17 @@ def _robustness_view(row: dict, result) -> dict:
 
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,
-                       webhook_url: str | None, flow_run_id: str | None = None) -> dict | None:
-    """DATA_MISSING / AUDIT_FAILED alerts (deduplicated per model, date and kind)."""
+                       webhook_url: str | None, flow_run_id: str | None = None, control: str | None = None,
+                       reference_check: dict | None = None) -> dict | None:
+    """DATA_MISSING / AUDIT_FAILED / CONTROL_FAILED alerts (deduplicated per model, date and kind); a
+    CONTROL_FAILED alert names the control kind and carries the night's reference check."""
     if not webhook_url:
         return None
     from auditing.alerts.webhook import default_ledger_dir, send_alert
 
     payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
+    if control is not None:
+        payload.update(control=control, reference_check=reference_check)
     return send_alert(webhook_url, kind, payload, default_ledger_dir(root)).to_dict()
 
 

@@ -8,6 +8,9 @@ FnApiRunner, DuckDB and PostgreSQL, a local webhook.
   the audit has no power to show the known leakage) fails: the flow ends AuditFailed, CONTROL_FAILED is
   alerted, and every row of that night carries untrusted_reason, in DuckDB and in PostgreSQL.
 - A plan with a control epsilon <= 0 is a one-line error, exit 2, nothing written.
+- The label-blind control (trained only on held-out rows) can fail for the failure it guards against: on a
+  day whose click odds moved, it flags the raw D-1 reference ("the reference does not fit day D", every row
+  untrusted); with the reference recalibrated on the day no trusted row has a valid bound above its true eps.
 """
 
 from __future__ import annotations
@@ -79,8 +82,17 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     plan = _plan(tmp_path_factory.mktemp("plans"), "good")
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan, webhook_url=webhook)
     by_model = {r["model_id"]: r for r in rows}
-    assert set(by_model) == {"control-positive", "control-negative", "rr-eps1"}
+    assert set(by_model) == {"control-positive", "control-negative", "control-label-blind", "rr-eps1"}
     positive, negative = by_model["control-positive"], by_model["control-negative"]
+    blind = by_model["control-label-blind"]
+    assert blind["kind"] == "control" and blind["control_passed"] == 1 and blind["epsilon_lower_bound"] == 0.0
+    # every row carries the night's reference check: recalibrated on held-out rows, checked, not flagged
+    for row in rows:
+        check = row["reference_check"]
+        assert check["calibration"] == "boost" and check["checked"] is True
+        assert check["label_blind"] == {"epsilon_lower_bound": 0.0, "misfit_kappa": check["label_blind"]["misfit_kappa"],
+                                        "flagged": False}
+        assert check["calibration_figures"]["rows_fit"] + check["calibration_figures"]["rows_validation"] > 0
     assert positive["kind"] == negative["kind"] == "control" and by_model["rr-eps1"]["kind"] == "target"
     assert positive["control_passed"] == negative["control_passed"] == 1
     assert positive["control_floor"] < positive["epsilon_lower_bound"] <= 2.0
@@ -122,7 +134,7 @@ def test_failing_control_marks_the_night_untrusted(prefect_api, data_root, tmp_p
     with pytest.raises(AuditFailed, match="the audit itself is broken"):
         state.result()
     stored = _stored(data_root, warehouse)
-    assert {"control-positive", "control-negative", "rr-eps1"} <= set(stored)
+    assert {"control-positive", "control-negative", "control-label-blind", "rr-eps1"} <= set(stored)
     for model in ("control-positive", "control-negative", "rr-eps1"):
         reason = stored[model]["untrusted_reason"]
         assert reason and "control-positive" in reason and "no power" in reason
@@ -144,3 +156,67 @@ def test_plan_control_epsilon_must_be_positive(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "controls.positive_epsilon must be a finite number > 0" in err[0]
     assert not (tmp_path / "root").exists()
+
+
+DRIFT_ROWS = 60_000
+TRUE_EPS = {"rr-eps1": 1.0, "control-positive": 2.0, "control-negative": 0.0, "control-label-blind": 0.0}
+
+
+@pytest.fixture(scope="module")
+def drifted_root(tmp_path_factory):
+    """Two days of one world; the second day's click logit moved by +1.0 on every row (a campaign)."""
+    from pipelines.synth import DayShift, write_synthetic_day
+
+    root = tmp_path_factory.mktemp("drift")
+    write_synthetic_day(root, dt.date.fromisoformat(D0), rows=DRIFT_ROWS)
+    write_synthetic_day(root, dt.date.fromisoformat(D1), rows=DRIFT_ROWS, shift=DayShift(logit=1.0))
+    return root
+
+
+def _drift_plan(directory: Path, calibration: str) -> str:
+    path = directory / f"drift-{calibration}.json"
+    path.write_text(json.dumps({
+        "targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0}],
+        "catboost_iterations": 40,
+        "audit": {"repetitions": 3, "grid_points": 30, "reference_calibration": calibration},
+    }))
+    return str(path)
+
+
+def test_label_blind_control_flags_a_reference_that_does_not_fit_the_day(prefect_api, drifted_root,
+                                                                         tmp_path_factory):
+    from flows.nightly import AuditFailed, nightly_audit
+
+    plan = _drift_plan(tmp_path_factory.mktemp("plans"), "none")
+    state = nightly_audit(date=D1, data_root=str(drifted_root), plan_file=plan, return_state=True)
+    assert state.is_failed()
+    with pytest.raises(AuditFailed, match="the reference does not fit day " + D1):
+        state.result()
+    stored = _stored(drifted_root)
+    blind = stored["control-label-blind"]
+    assert blind["control_passed"] == 0 and blind["epsilon_lower_bound"] > 0
+    assert blind["label_blind_flagged"] == 1 and blind["reference_misfit_kappa"] > 0
+    for row in stored.values():  # every verdict of the night is untrusted, with the reason
+        assert "the reference does not fit day" in row["untrusted_reason"]
+        assert row["reference_calibration"] == "none"
+
+
+def test_recalibrated_reference_leaves_no_trusted_row_above_its_true_eps(prefect_api, drifted_root,
+                                                                         tmp_path_factory):
+    from flows.nightly import nightly_audit
+
+    plan = _drift_plan(tmp_path_factory.mktemp("plans"), "boost")
+    state = nightly_audit(date=D1, data_root=str(drifted_root), plan_file=plan, return_state=True)
+    from flows.plan import load_plan
+
+    config_hash = load_plan(plan).audit.config_hash()
+    rows = [r for r in _stored(drifted_root).values() if r["audit_config_hash"] == config_hash]
+    assert {r["model_id"] for r in rows} == set(TRUE_EPS)
+    for row in rows:
+        assert row["reference_calibration"] == "boost" and row["calibration_rounds"] is not None
+        if not row["untrusted_reason"]:
+            assert row["epsilon_lower_bound"] <= TRUE_EPS[row["model_id"]], row
+    # the correction moved the reference toward the day: its validation log-loss went down
+    blind = next(r for r in rows if r["model_id"] == "control-label-blind")
+    assert blind["calibration_log_loss_after"] < blind["calibration_log_loss_before"]
+    assert state.is_completed() == all(not r["untrusted_reason"] for r in rows)

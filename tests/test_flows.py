@@ -88,11 +88,17 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert leaky["risk_headline"].startswith("The claimed eps=0 allows")
     assert leaky["risk_lb_posterior_ceiling_median"] > leaky["risk_posterior_ceiling_median"] > 0
     assert any(leaky["risk_headline"] in a.get("text", "") for a in HOOK.received if a["kind"] == "VIOLATION")
-    # issue 9: the training rows were audited; breaking tau travels with the row and the alert; the diagnostic
-    assert leaky["audit_rows"] == "training" and 0 < leaky["breaking_tau"] < 1
+    # the training rows were audited; breaking kappa travels with the row and the alert; the diagnostic
+    assert leaky["audit_rows"] == "training" and leaky["breaking_kappa"] > 0 and leaky["kappa"] == 0.0
     assert leaky["detection_floor_rows"] >= 1 and leaky["shift_diagnostic"]["feature_shift_max_psi"] >= 0
-    assert any(f"holds for any distribution shift up to tau = {leaky['breaking_tau']:.4g}" in a.get("text", "")
-               for a in HOOK.received if a["kind"] == "VIOLATION")
+    assert any("click odds by more than a factor" in a.get("text", "") and a.get("breaking_kappa") ==
+               leaky["breaking_kappa"] for a in HOOK.received if a["kind"] == "VIOLATION")
+    # the reference was recalibrated on the day's held-out rows (the plan's default) and the rows say so
+    check = leaky["reference_check"]
+    assert check["calibration"] == "boost" and check["checked"] is True
+    assert check["calibration_figures"]["rows_fit"] > 0
+    assert {r["model_id"]: r["reference_calibration"] for r in warehouse_rows(data_root)} == {
+        "rr-eps1": "boost", "leaky": "boost"}
     stored = warehouse_rows(data_root)
     assert len(stored) == 2
     # issue 9 (items 3/5): the game-aware floor (95% power) beside the perfect-attacker floor, in the JSON rows,
