@@ -88,8 +88,10 @@ class ValidationRow:
 def validate_randomized_response(
     *, rows: int, classes: int, epsilon: float, counterfactual: str, fractions=(0.001, 0.01),
     repetitions: int = 100, seed: int = 0, confidence: float = 0.95, proxy_rows: int = 100_000,
+    method: str = "binomial",
 ) -> list[ValidationRow]:
-    """Audits k-ary RR at a known epsilon; returns one row per guess fraction."""
+    """Audits k-ary RR at a known epsilon with `method` (binomial or fdp, delta = 0 either way: RR is pure
+    eps-DP); returns one row per guess fraction."""
     rng = np.random.default_rng([seed, classes, round(epsilon * 1000)])
     x, y = gaussian_mixture(rows, classes, rng)
     released = randomized_response(y, classes, epsilon, rng)
@@ -110,7 +112,7 @@ def validate_randomized_response(
         game = play_repetition(target, reference, y, row_ids, seed=seed, repetition=r, score=score)
         correct[r] = correct_at(game.correct, rank_order(game.scores, row_ids), grid)
     bounds = np.array([
-        pointwise_bounds(correct[r], grid, rows, method="binomial", delta=0.0, confidence=confidence)
+        pointwise_bounds(correct[r], grid, rows, method=method, delta=0.0, confidence=confidence)
         for r in range(repetitions)
     ])
     out = []

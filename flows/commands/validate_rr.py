@@ -12,7 +12,8 @@ DESCRIPTION = """\
 Runs the paper's randomized-response validation: k-class Gaussian mixture data, k-ary randomized response at
 each epsilon (the mechanism's output is what the attacker sees), counterfactual labels from the true
 posterior (truth) or from a logistic-regression proxy trained on disjoint data (proxy). Prints true eps
-against the valid lower bound (repetition 0, pre-registered guess fraction, binomial Thm. 17, delta = 0) and
+against the valid lower bound (repetition 0, pre-registered guess fraction, delta = 0; --method binomial, the
+paper's Thm. 17, or fdp, Alg. 3 on the (eps, 0) trade-off curve, which is randomized response's own) and
 the paper's statistic (mean +- std over repetitions, same fraction). A valid bound must not exceed the true
 eps except with probability about 1 - confidence.
 """
@@ -38,6 +39,8 @@ def register(subparsers) -> None:
     p.add_argument("--repetitions", type=int, default=20, help="resamplings of counterfactual labels (paper: 100; default 20)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial",
+                   help="bound method (default binomial); both at delta = 0")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     p.set_defaults(func=run)
 
@@ -68,7 +71,7 @@ def run(args) -> int:
             for eps in args.epsilons:
                 rows += validate_randomized_response(
                     rows=args.rows, classes=k, epsilon=eps, counterfactual=source, fractions=args.fractions,
-                    repetitions=args.repetitions, seed=args.seed, confidence=args.confidence,
+                    repetitions=args.repetitions, seed=args.seed, confidence=args.confidence, method=args.method,
                 )
                 done += 1
                 print(f"[validate-rr] {done}/{total} k={k} {source} eps={eps:g} "
@@ -76,7 +79,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(rows_as_dicts(rows)))
         return 0
-    print(f"Randomized response audit: n={args.rows}, {args.repetitions} repetitions, binomial Thm. 17, delta=0, "
+    method = "binomial Thm. 17" if args.method == "binomial" else "f-DP Alg. 3 on the (eps, 0) curve"
+    print(f"Randomized response audit: n={args.rows}, {args.repetitions} repetitions, {method}, delta=0, "
           f"confidence {args.confidence:.0%}")
     print(f"{'k':>3} {'counterf.':>9} {'guesses':>8} {'true eps':>8} {'valid eps_lb':>12} {'paper mean +- std':>18} {'exceeds':>7}")
     for r in rows:
