@@ -159,14 +159,14 @@ def default_plan() -> AuditPlan:
     return AuditPlan(targets=DEFAULT_TARGETS)
 
 
-def audit_config_from_plan(audit: dict, where: str, warn=None) -> AuditConfig:
+def audit_config_from_plan(audit: dict, warn=None) -> AuditConfig:
     """A plan's ``audit`` object as an AuditConfig: 20 repetitions and reference_calibration "boost" unless it
     says otherwise; a ``tau`` key is accepted only at 0 (`legacy_tau_warning`, passed to ``warn``)."""
     if not isinstance(audit, dict):
-        raise LabelDPInputError(f"{where}: audit must be a JSON object")
+        raise LabelDPInputError("audit must be a JSON object")
     audit = {"repetitions": 20, "reference_calibration": "boost", **audit}
     if "tau" in audit:
-        message = legacy_tau_warning(audit.pop("tau"), f"{where}: audit.tau")
+        message = legacy_tau_warning(audit.pop("tau"), "audit.tau")
         if warn is not None:
             warn(message)
     return AuditConfig(**audit)
@@ -198,7 +198,7 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
         raise LabelDPInputError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(known)}")
     try:
         targets = tuple(TargetSpec(**t) for t in data["targets"])
-        audit = audit_config_from_plan(data.get("audit", {}), str(path), warn=_warn)
+        audit = audit_config_from_plan(data.get("audit", {}), warn=lambda message: _warn(f"{path}: {message}"))
         controls = data.get("controls", {})
         if not isinstance(controls, dict):
             raise LabelDPInputError("controls must be a JSON object")

@@ -96,14 +96,22 @@ def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, caps
     assert json.loads(capsys.readouterr().out)["result"]["m"] == ROWS
 
 
-@pytest.mark.parametrize("tau", ["1", "1.5", "-0.1"])
-def test_tau_outside_0_1_is_refused_and_nothing_is_written(world, capsys, tau):
+@pytest.mark.parametrize(("flag", "value", "needles"), [
+    ("--tau", "0.01", ("tau", "refused", "kappa")),  # the legacy TV parameter: only 0 is accepted (and ignored)
+    ("--tau", "1", ("tau", "refused", "kappa")),
+    ("--tau", "-0.1", ("tau", "refused", "kappa")),
+    ("--kappa", "-0.1", ("kappa must be",)),
+    ("--kappa", "inf", ("kappa must be",)),
+    ("--kappa", "nan", ("kappa must be",)),
+])
+def test_a_bad_tau_or_kappa_is_refused_and_nothing_is_written(world, capsys, flag, value, needles):
     root = world["root"]
     before = sorted(root.rglob("*"))
     code = cli_main(["score", "--date", DAY.isoformat(), "--model", "rr-1", "--reference", "reference", "--data-root",
-                     str(root), "--repetitions", "2", "--quiet", "--tau", tau])
+                     str(root), "--repetitions", "2", "--quiet", flag, value])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "tau must be" in err and len(err.splitlines()) == 1
+    assert code == 2 and len(err.splitlines()) == 1
+    assert all(needle in err for needle in needles), err
     assert sorted(root.rglob("*")) == before
 
 

@@ -1,6 +1,8 @@
-"""The `bound`, `audit-scores` and `validate-rr` commands: outputs, JSON keys, exit codes, messages."""
+"""The `bound`, `audit-scores` and `validate-rr` commands: outputs, JSON keys, exit codes, messages; the
+legacy `tau` (flags and plan files) and the config hash that keys existing warehouses."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -9,8 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from auditing.audit import AuditConfig
+from auditing.errors import LabelDPInputError
 from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from flows.cli import main
+from flows.plan import load_plan
 
 
 def run_cli(capsys, *argv):
@@ -24,9 +29,15 @@ def test_bound_json(capsys):
     data = json.loads(out)
     assert code == 0
     assert data["epsilon_lower_bound"] == pytest.approx(1.05186, abs=1e-4)
-    for key in ("method", "delta", "confidence", "tau", "m", "guesses", "correct"):
+    for key in ("method", "delta", "confidence", "kappa", "m", "guesses", "correct"):
         assert key in data
-    assert data["delta"] == 0.0 and data["method"] == "binomial"
+    assert "tau" not in data
+    assert data["delta"] == 0.0 and data["method"] == "binomial" and data["kappa"] == 0.0
+    code, out, _ = run_cli(capsys, "bound", "--correct", "10", "--guesses", "10", "--m", "100", "--kappa", "0.5",
+                           "--json")
+    shifted = json.loads(out)
+    assert code == 0 and shifted["kappa"] == 0.5
+    assert shifted["epsilon_lower_bound"] == pytest.approx(data["epsilon_lower_bound"] - 0.5, abs=1e-12)
 
 
 def test_bound_text_and_bad_input(capsys):
@@ -108,3 +119,148 @@ def test_validate_rr_small(capsys):
     for row in rows:
         assert 0 <= row["valid_lower_bound"] <= row["epsilon"] + 0.5
     assert max(r["valid_lower_bound"] for r in rows if r["epsilon"] == 4) > 1.0
+
+
+# --------------------------------------------------------------------------------------- the legacy tau
+@pytest.mark.parametrize("command", [
+    ("bound", "--correct", "10", "--guesses", "10", "--m", "100"),
+    ("audit-scores", "{file}", "--repetitions", "1", "--quiet"),
+])
+def test_tau_flag_zero_warns_and_is_ignored_nonzero_is_refused(capsys, scored_file, command):
+    argv = [a.format(file=scored_file) for a in command]
+    code, plain, _ = run_cli(capsys, *argv, "--json")
+    assert code == 0
+    code, out, err = run_cli(capsys, *argv, "--tau", "0", "--json")
+    assert code == 0 and json.loads(out) == json.loads(plain)  # ignored: the same numbers
+    assert "warning" in err and "tau" in err and "ignored" in err and "kappa" in err
+    for value in ("0.01", "1", "-0.1", "x"):
+        code, out, err = run_cli(capsys, *argv, "--tau", value)
+        assert code == 2 and out == "" and "Traceback" not in err, value
+        assert "tau" in err and "refused" in err and "kappa" in err and len(err.strip().splitlines()) == 1, value
+
+
+def _plan_file(tmp_path, audit: dict):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0,
+                                             "claimed_epsilon": 1.0}], "audit": audit}))
+    return path
+
+
+def test_plan_tau_zero_warns_and_is_ignored_nonzero_is_refused(tmp_path, capsys):
+    plan = load_plan(_plan_file(tmp_path, {"tau": 0.0, "repetitions": 5}))
+    err = capsys.readouterr().err
+    assert "plan.json" in err and "tau" in err and "ignored" in err and "kappa" in err
+    assert plan.audit.kappa == 0.0 and plan.audit.repetitions == 5 and not hasattr(plan.audit, "tau")
+    assert plan.audit == load_plan(_plan_file(tmp_path, {"repetitions": 5})).audit
+    for value in (0.01, 1.0, "0.5"):
+        with pytest.raises(LabelDPInputError, match=r"plan\.json") as info:
+            load_plan(_plan_file(tmp_path, {"tau": value}))
+        message = str(info.value)
+        assert "tau" in message and "refused" in message and "kappa" in message, value
+    assert load_plan(_plan_file(tmp_path, {"kappa": 0.7})).audit.kappa == 0.7
+    with pytest.raises(LabelDPInputError, match="kappa must be"):
+        load_plan(_plan_file(tmp_path, {"kappa": -1}))
+    # plans default to 20 repetitions and the recalibrated reference
+    default = load_plan(_plan_file(tmp_path, {}))
+    assert default.audit.repetitions == 20 and default.audit.reference_calibration == "boost"
+
+
+# ---------------------------------------------------------------------------------------- config hash
+def test_config_hash_keeps_the_keys_of_existing_warehouses():
+    """A configuration whose numbers did not change keeps its version-1 hash (the keys of existing warehouse
+    rows and sweeps); every configuration whose numbers differ from version 1 gets a new one."""
+    assert AuditConfig(repetitions=20).config_hash() == "309b5ebb1171ce15"
+    assert AuditConfig().config_hash() == "33d6a9cd40687cfd"
+    assert AuditConfig(strategy="split", repetitions=5, seed=3).config_hash() == "da82541087de1ad1"
+    assert AuditConfig(repetitions=20, kappa=0.0, reference_calibration="none").config_hash() == "309b5ebb1171ce15"
+    old = {"309b5ebb1171ce15", "33d6a9cd40687cfd", "da82541087de1ad1"}
+    changed = [AuditConfig(repetitions=20, kappa=0.1), AuditConfig(repetitions=20, kappa=1e-9),
+               AuditConfig(repetitions=20, method="fdp"), AuditConfig(repetitions=20, method="fdp", delta=0.0),
+               AuditConfig(repetitions=20, reference_calibration="boost"),
+               AuditConfig(repetitions=20, delta=1e-6)]  # delta > 0: the factor 2 m e^kappa changed the numbers
+    hashes = [c.config_hash() for c in changed]
+    assert not old & set(hashes) and len(set(hashes)) == len(hashes)
+    for config, value in zip(changed, hashes, strict=True):
+        assert not config.same_numbers_as_version1() and len(value) == 16
+        assert AuditConfig(**{**config.__dict__}).config_hash() == value  # stable
+    assert AuditConfig(repetitions=20, kappa=0.1).config_hash() != AuditConfig(repetitions=20, kappa=0.2).config_hash()
+
+
+# ------------------------------------------------------------------------------ references and split
+def _table(path, labels, p_target, p_reference, reference_col="p_reference", row_ids=None):
+    columns = {"label": np.asarray(labels, dtype=np.int64), "p_target": np.asarray(p_target, dtype=np.float64),
+               reference_col: np.asarray(p_reference, dtype=np.float64)}
+    if row_ids is not None:
+        columns["row_id"] = np.asarray(row_ids, dtype=np.int64)
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+@pytest.mark.parametrize("certain", [0.0, 1.0])
+def test_a_reference_certain_of_a_label_is_refused(capsys, tmp_path, certain):
+    path = _table(tmp_path / "certain.parquet", [0, 1, 1, 0], [0.5, 0.6, 0.2, 0.1], [0.5, certain, 0.3, 0.3])
+    code, out, err = run_cli(capsys, "audit-scores", str(path), "--repetitions", "1", "--quiet")
+    assert code == 2 and out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "certain.parquet" in err and "p_reference: 1 row(s)" in err and "exactly 0 or 1" in err
+    assert "kappa" in err  # says why no kappa covers it
+    # a multi-class reference with a zero column entry is refused the same way; a target may be certain
+    multi = tmp_path / "multi.parquet"
+    pq.write_table(pa.table({"label": [0, 1], "p_target": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+                             "p_reference": [[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]]}), multi)
+    code, _, err = run_cli(capsys, "audit-scores", str(multi), "--repetitions", "1", "--quiet")
+    assert code == 2 and "multi.parquet" in err and "p_reference: 1 row(s)" in err
+
+
+def test_a_certain_reference_names_the_column_given_by_reference_col(capsys, tmp_path):
+    path = _table(tmp_path / "certain.parquet", [0, 1], [0.5, 0.6], [0.5, 1.0], reference_col="ref_prob")
+    code, _, err = run_cli(capsys, "audit-scores", str(path), "--reference-col", "ref_prob", "--quiet")
+    assert code == 2 and "ref_prob" in err
+
+
+def test_split_on_two_rows_says_what_it_needs(capsys, tmp_path):
+    from auditing.audit import _split_halves
+
+    ids = np.array([0, 1], dtype=np.int64)
+    seed = next(s for s in range(100) if len(set(_split_halves(ids, s))) == 1)  # both rows in one half
+    path = _table(tmp_path / "two.parquet", [0, 1], [0.5, 0.6], [0.5, 0.4], row_ids=ids)
+    code, out, err = run_cli(capsys, "audit-scores", str(path), "--strategy", "split", "--seed", str(seed),
+                             "--repetitions", "1", "--quiet")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "two.parquet" in err and "2 row(s)" in err and "both halves" in err
+    assert "thousands of rows" in err and "--strategy bonferroni" in err
+    code, _, _ = run_cli(capsys, "audit-scores", str(path), "--seed", str(seed), "--repetitions", "1", "--quiet")
+    assert code == 0  # the suggested strategy works on the same table
+
+
+# ------------------------------------------------------------------------------ --claimed-epsilon
+def test_audit_scores_claimed_epsilon_json_carries_the_verdict_and_robustness(capsys, scored_file):
+    base = ("audit-scores", str(scored_file), "--repetitions", "1", "--quiet", "--json")
+    code, out, _ = run_cli(capsys, *base)
+    plain = json.loads(out)
+    assert code == 0 and "status" not in plain and "breaking_kappa" not in plain
+    code, out, _ = run_cli(capsys, *base, "--claimed-epsilon", "0.5")
+    data = json.loads(out)
+    assert code == 0 and data["claimed_epsilon"] == 0.5 and data["kappa"] == 0.0
+    assert data["epsilon_lower_bound"] == plain["epsilon_lower_bound"] > 1.0  # RR at eps 4 on 20,000 rows
+    assert data["status"] == "VIOLATION"
+    for key in ("breaking_kappa", "detection_floor_rows", "exposed_rows_floor", "weak_pass"):
+        assert key in data, key
+    # binomial, delta 0: the bound at kappa is the bound minus kappa, so the verdict breaks at bound - claim
+    expected = data["epsilon_lower_bound"] - 0.5
+    assert expected * (1 - 1e-3) - 1e-9 <= data["breaking_kappa"] <= expected
+    below, above = 0.9 * data["breaking_kappa"], 1.1 * expected
+    code, out, _ = run_cli(capsys, *base, "--claimed-epsilon", "0.5", "--kappa", repr(below))
+    at_below = json.loads(out)
+    assert code == 0 and at_below["kappa"] == pytest.approx(below) and at_below["status"] == "VIOLATION"
+    assert at_below["epsilon_lower_bound"] == pytest.approx(data["epsilon_lower_bound"] - below, abs=1e-9)
+    assert at_below["breaking_kappa"] == data["breaking_kappa"]  # same counts: claim-dependent, not kappa's
+    code, out, _ = run_cli(capsys, *base, "--claimed-epsilon", "0.5", "--kappa", repr(above))
+    assert code == 0 and json.loads(out)["status"] == "PASS"
+    code, out, _ = run_cli(capsys, *base, "--claimed-epsilon", "inf")
+    assert code == 0 and json.loads(out)["status"] == "INCONCLUSIVE" and json.loads(out)["breaking_kappa"] == 0.0
+    code, out, _ = run_cli(capsys, "audit-scores", str(scored_file), "--repetitions", "1", "--quiet",
+                           "--claimed-epsilon", "0.5")
+    assert code == 0 and "status against the claimed eps 0.5 at kappa 0: VIOLATION" in out
+    assert f"factor {math.exp(data['breaking_kappa']):.3g}" in out
+    code, _, err = run_cli(capsys, *base, "--claimed-epsilon", "0.5", "--strategy", "max")
+    assert code == 2 and "optimistic" in err and "bonferroni or split" in err

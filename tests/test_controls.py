@@ -21,6 +21,7 @@ from scipy import stats
 from auditing.audit import AuditConfig, run_audit
 from auditing.controls import (
     FLOOR_POWER,
+    LABEL_BLIND,
     NEGATIVE,
     POSITIVE,
     check_control,
@@ -47,7 +48,7 @@ def allowed(trials: int, rate: float = 0.05, tail: float = 1e-3) -> int:
 
 
 def world(seed: int, n: int = ROWS):
-    """Reference probabilities and labels drawn from them (tau = 0 holds exactly), unique sparse row ids."""
+    """Reference probabilities and labels drawn from them (kappa = 0 holds exactly), unique sparse row ids."""
     rng = np.random.default_rng(1000 + seed)
     p = rng.beta(1.0, 3.0, size=n)
     labels = (rng.random(n) < p).astype(np.int64)
@@ -119,6 +120,27 @@ def test_negative_control_gives_zero_over_many_seeds():
         assert check.passed == (result.epsilon_lower_bound == 0.0)
         assert result.score_histogram["rows"][0] == 5000  # every |score| is 0: the lowest bin
     assert positive <= allowed(SEEDS)
+
+
+def test_label_blind_control_with_a_wrong_reference_fails_and_measures_the_misfit():
+    """A model that knows day D's click rates but never read an audited label (true eps 0), with a reference
+    that halves every row's click odds: at kappa 0 its valid bound is positive and the control fails, with
+    misfit_kappa = breaking_kappa against a claim of 0 (binomial, delta 0: the bound itself); at a kappa that
+    covers the reference (|log 2| on the click class, |log 0.98/0.99| on the other) the bound is 0 and it passes."""
+    rng = np.random.default_rng(21)
+    n = 100_000
+    labels = (rng.random(n) < 0.02).astype(np.int64)
+    target, reference = np.full(n, 0.02), np.full(n, 0.01)
+    wrong = run_audit(target, reference, labels, config=AuditConfig(repetitions=1)).to_dict()
+    check = check_control(LABEL_BLIND, wrong)
+    assert wrong["epsilon_lower_bound"] > 0.3 and not check.passed and check.ceiling == 0.0
+    assert check.misfit_kappa == pytest.approx(wrong["epsilon_lower_bound"], rel=2e-3)
+    assert check.misfit_kappa <= wrong["epsilon_lower_bound"] < 0.7  # within what kappa = 0.7 covers
+    assert "> 0: the reference does not fit the day within kappa" in check.message
+    covered = run_audit(target, reference, labels, config=AuditConfig(repetitions=1, kappa=0.7)).to_dict()
+    check = check_control(LABEL_BLIND, covered)
+    assert covered["epsilon_lower_bound"] == 0.0 and check.passed and "kappa=0.7" in check.message
+    assert check.misfit_kappa == pytest.approx(wrong["epsilon_lower_bound"], rel=2e-3)  # same counts, same misfit
 
 
 def test_failing_controls_say_why():

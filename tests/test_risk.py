@@ -420,7 +420,7 @@ def test_alert_text_and_printed_rows_carry_the_headline(audit):
     row = {"model_id": "m", "partition_date": "2024-01-02", "status": "VIOLATION", "claimed_epsilon": 0.5,
            "epsilon_lower_bound": 1.2, "epsilon_mean": None, "max_certifiable_epsilon": 5.0, "m": 10,
            "report": "r.html", "confidence": 0.95, "strategy": "bonferroni", "method": "binomial", "delta": 0.0,
-           "tau": 0.0, "risk_headline": headline}
+           "kappa": 0.0, "risk_headline": headline}
     assert headline in format_rows([row])
 
 

@@ -1,4 +1,4 @@
-"""breaking_tau and the detection floor (auditing/robustness.py) against brute force on small sweeps."""
+"""breaking_kappa and the detection floor (auditing/robustness.py) against brute force on small sweeps."""
 
 import math
 
@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 
 from auditing.audit import AuditConfig, audit_from_counts
-from auditing.binomial_bounds import log_q
 from auditing.errors import LabelDPInputError
 from auditing.robustness import (
-    TAU_TOLERANCE,
-    breaking_tau,
+    KAPPA_TOLERANCE,
+    breaking_kappa,
     detection_floor_rows,
     is_weak_pass,
     valid_bound_exceeds,
@@ -20,11 +19,11 @@ from auditing.selection import select_over_grid, select_split
 from auditing.sweep import SweepCounts
 
 
-def _result(m, correct_rate, *, method="binomial", strategy="bonferroni", delta=None, seed=0, points=12):
+def _result(m, correct_rate, *, method="binomial", strategy="bonferroni", delta=None, seed=0, points=12, kappa=0.0):
     """An AuditResult from synthetic counts: at each grid point c ~ Binomial(c', rate) (nested via cumsum)."""
     rng = np.random.default_rng(seed)
     config = AuditConfig(method=method, strategy=strategy, delta=delta, repetitions=1, grid_points=points,
-                         grid_min_fraction=0.01)
+                         grid_min_fraction=0.01, kappa=kappa)
 
     def counts(size):
         grid = config.grid_for(size)
@@ -43,10 +42,10 @@ def _result(m, correct_rate, *, method="binomial", strategy="bonferroni", delta=
     return audit_from_counts(counts(m), config, split_counts=split)
 
 
-def _brute_force_bound(result, tau):
-    """The valid bound recomputed at tau with the product's own selection functions (no pruning)."""
+def _brute_force_bound(result, kappa):
+    """The valid bound recomputed at kappa with the product's own selection functions (no pruning)."""
     data = result.to_dict()
-    kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], tau=tau)
+    kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], kappa=kappa)
     if data["strategy"] == "split":
         halves = [SweepCounts(m=h["m"], guesses=np.array([h["guesses"]]), correct=np.array([h["correct"]]))
                   for h in (data["split_halves"]["selection"], data["split_halves"]["bound"])]
@@ -57,7 +56,8 @@ def _brute_force_bound(result, tau):
                             strategy=data["strategy"], **kw).epsilon_lower_bound
 
 
-TAU_GRID = np.unique(np.concatenate([np.linspace(0.0, 0.99, 100), np.geomspace(1e-6, 0.5, 60)]))
+# A fine kappa grid: steps of 0.01 up to 4 (beyond every bound below) and a log-spaced run near 0.
+KAPPA_GRID = np.unique(np.concatenate([np.linspace(0.0, 4.0, 401), np.geomspace(1e-6, 0.5, 60)]))
 
 CASES = [
     dict(m=4000, correct_rate=0.75, claimed=0.5),
@@ -66,47 +66,68 @@ CASES = [
     dict(m=4000, correct_rate=0.8, claimed=0.3, strategy="split"),
     dict(m=3000, correct_rate=0.8, claimed=0.3, method="fdp"),
     dict(m=3000, correct_rate=0.9, claimed=0.5, method="fdp", strategy="split"),
-    dict(m=4000, correct_rate=0.55, claimed=2.0),  # no violation at tau = 0
+    dict(m=3000, correct_rate=0.85, claimed=0.4, method="fdp", delta=0.0),
+    dict(m=3000, correct_rate=0.8, claimed=0.3, kappa=0.2),  # the result's own kappa plays no part
+    dict(m=4000, correct_rate=0.55, claimed=2.0),  # no violation at kappa = 0
+    dict(m=3000, correct_rate=0.55, claimed=2.0, method="fdp"),  # no violation at kappa = 0
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
-def test_breaking_tau_equals_brute_force_over_a_tau_grid(case):
+def test_breaking_kappa_equals_brute_force_over_a_kappa_grid(case):
     case = dict(case)
     claimed = case.pop("claimed")
     result = _result(**case)
-    found = breaking_tau(result, claimed)
-    bounds = np.array([_brute_force_bound(result, tau) for tau in TAU_GRID])
+    found = breaking_kappa(result, claimed)
+    bounds = np.array([_brute_force_bound(result, kappa) for kappa in KAPPA_GRID])
     exceeds = bounds > claimed
-    # The valid bound is non-increasing in tau (the monotone decision the bisection relies on).
-    assert np.all(np.diff(bounds) <= 1e-9)
+    # The valid bound is non-increasing in kappa (the monotone decision the bisection relies on); the f-DP
+    # bound is found to EPSILON_TOLERANCE = 1e-4 by bisection, so its steps may wobble by that much.
+    assert np.all(np.diff(bounds) <= (2e-4 if case.get("method") == "fdp" else 1e-9))
+    assert bounds[-1] == 0.0  # the grid reaches past every bound
     if not exceeds[0]:
         assert found == 0.0
         return
-    last = TAU_GRID[exceeds].max()
-    following = TAU_GRID[TAU_GRID > last]
-    assert last <= found * (1 + TAU_TOLERANCE) + 1e-9
+    last = KAPPA_GRID[exceeds].max()
+    following = KAPPA_GRID[KAPPA_GRID > last]
+    assert last <= found * (1 + KAPPA_TOLERANCE) + 1e-9
     if following.size:
         assert found < following[0]
-    assert valid_bound_exceeds(result, claimed, found)  # the returned tau is one where the claim still breaks
+    assert valid_bound_exceeds(result, claimed, found)  # the returned kappa is one where the claim still breaks
     assert _brute_force_bound(result, found) > claimed
 
 
-def test_binomial_breaking_tau_has_the_closed_form_of_theorem_17():
-    """bound(tau) = bound(0) + log q(tau) while positive, so bound(tau*) = claimed at q = e^(claimed - bound(0))."""
-    result = _result(20000, 0.8)
+@pytest.mark.parametrize("strategy", ["bonferroni", "split"])
+def test_binomial_breaking_kappa_has_the_closed_form_of_theorem_17(strategy):
+    """delta = 0: bound(kappa) = max(0, bound(0) - kappa) at every point, so bound(kappa*) = claimed at
+    kappa* = bound(0) - claimed (for split too: subtracting kappa from every point keeps the selected index)."""
+    result = _result(20000, 0.8, strategy=strategy)
     claimed = 0.4
-    r = math.exp(claimed - result.epsilon_lower_bound)
-    expected = (1 - r) / (1 + r)
-    assert math.isclose(result.epsilon_lower_bound + log_q(expected), claimed, abs_tol=1e-12)
-    found = breaking_tau(result, claimed)
-    assert found <= expected <= found * (1 + TAU_TOLERANCE) + 1e-9
+    expected = result.epsilon_lower_bound - claimed
+    assert expected > 0.5
+    for kappa in (0.0, 0.3, expected / 2):
+        assert _brute_force_bound(result, kappa) == pytest.approx(result.epsilon_lower_bound - kappa, abs=1e-12)
+    found = breaking_kappa(result, claimed)
+    assert found <= expected <= found * (1 + KAPPA_TOLERANCE) + 1e-9
+
+
+def test_fdp_breaking_kappa_with_delta_0_is_the_bound_minus_the_claim():
+    """f-DP at delta = 0 tests f_{eps + kappa, 0}: the bound at kappa is max(0, bound at 0 - kappa) up to the
+    bisection tolerance, so breaking_kappa is bound(0) - claimed within it."""
+    result = _result(3000, 0.85, method="fdp", delta=0.0)
+    claimed = 0.3
+    expected = result.epsilon_lower_bound - claimed
+    assert expected > 0.2
+    for kappa in (0.1, expected / 2):
+        assert _brute_force_bound(result, kappa) == pytest.approx(result.epsilon_lower_bound - kappa, abs=3e-4)
+    found = breaking_kappa(result, claimed)  # from below, to a relative KAPPA_TOLERANCE
+    assert expected * (1 - KAPPA_TOLERANCE) - 3e-4 <= found <= expected + 3e-4
 
 
 def _brute_force_floor(result, claimed, limit):
     """Smallest N such that an attacker with N exposed labels (c = min(c', N), wrong elsewhere) is flagged."""
     data = result.to_dict()
-    kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], tau=data["tau"])
+    kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], kappa=data["kappa"])
     if data["strategy"] == "split":
         bound_half = data["split_halves"]["bound"]
         grid, m = np.array(bound_half["guesses"]), bound_half["m"]
@@ -132,6 +153,8 @@ def _brute_force_floor(result, claimed, limit):
     (dict(m=1000, correct_rate=0.5, method="fdp"), 1.0),
     (dict(m=2000, correct_rate=0.5, strategy="split"), 1.0),
     (dict(m=300, correct_rate=0.5, points=5), 3.0),
+    (dict(m=2000, correct_rate=0.5, kappa=0.3), 0.5),  # the floor is computed at the result's kappa
+    (dict(m=1000, correct_rate=0.5, method="fdp", kappa=0.2), 1.0),
 ])
 def test_detection_floor_equals_the_smallest_exposure_found_by_brute_force(case, claimed):
     result = _result(**case)
@@ -147,7 +170,7 @@ def test_detection_floor_is_none_when_even_a_perfect_attacker_cannot_flag_the_cl
     assert result.max_certifiable_epsilon < 50
     assert detection_floor_rows(result, 50.0) is None
     assert detection_floor_rows(result, math.inf) is None
-    assert breaking_tau(result, math.inf) == 0.0
+    assert breaking_kappa(result, math.inf) == 0.0
 
 
 def test_weak_pass_is_a_pass_whose_floor_exceeds_one_percent_of_the_audited_rows():
@@ -190,11 +213,14 @@ def test_verdict_robustness_carries_both_floors_and_why_the_game_aware_one_is_mi
 def test_bad_input():
     result = _result(2000, 0.7)
     with pytest.raises(LabelDPInputError, match="claimed epsilon"):
-        breaking_tau(result, -1.0)
+        breaking_kappa(result, -1.0)
     data = _result(2000, 0.7, strategy="split").to_dict()
     data["split_halves"] = {}
     with pytest.raises(LabelDPInputError, match="split_halves"):
         detection_floor_rows(data, 0.5)
-    for tau in (-0.1, 1.0, 1.5):
-        with pytest.raises(LabelDPInputError, match=r"tau must be"):
-            AuditConfig(tau=tau)
+    for kappa in (-0.1, math.inf, math.nan, "x"):
+        with pytest.raises(LabelDPInputError, match=r"kappa must be"):
+            AuditConfig(kappa=kappa)
+    AuditConfig(kappa=1.5)  # kappa is a log-ratio bound, not a TV distance: above 1 is allowed
+    with pytest.raises(TypeError, match="tau"):
+        AuditConfig(tau=0.0)  # the core has no tau; plans and flags handle the legacy key (test_cli_audit.py)

@@ -1,6 +1,7 @@
 """Sweep ranking/counting, selection strategies, repetitions and end-to-end soundness of the audit."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -131,13 +132,60 @@ def test_soundness_of_valid_strategies_and_optimism_of_max():
         (dict(strategy="best"), "strategy"),
         (dict(repetitions=0), "repetitions"),
         (dict(confidence=1.2), "confidence"),
-        (dict(method="fdp", delta=0.0), "delta"),
+        (dict(method="fdp", delta=1.0), "delta"),
+        (dict(delta=-1e-9), "delta"),
         (dict(seed=-1), "seed"),
+        (dict(kappa=-0.1), "kappa"),
+        (dict(kappa=math.inf), "kappa"),
+        (dict(kappa=math.nan), "kappa"),
+        (dict(reference_calibration="isotonic"), "reference_calibration"),
+        (dict(audit_rows="all", reference_calibration="boost"), "audit_rows 'all'"),
     ],
 )
 def test_bad_config(kwargs, needle):
     with pytest.raises(LabelDPInputError, match=needle):
         AuditConfig(**kwargs)
+
+
+def test_fdp_allows_delta_0_and_kappa_is_recorded():
+    """The f-DP method audits the (eps, delta) curve itself, so pure eps (delta = 0) is allowed."""
+    assert AuditConfig(method="fdp", delta=0.0).delta == 0.0 and AuditConfig(method="fdp").delta == 1e-5
+    target, ref, y = rr_inputs(5000, 3.0, 8)
+    for method in ("binomial", "fdp"):
+        at_zero = run_audit(target, ref, y, config=AuditConfig(method=method, delta=0.0, repetitions=1))
+        shifted = run_audit(target, ref, y, config=AuditConfig(method=method, delta=0.0, repetitions=1, kappa=0.4))
+        assert shifted.kappa == 0.4 and at_zero.kappa == 0.0 and at_zero.epsilon_lower_bound > 0.4
+        # same game (kappa never changes a draw), bound shifted down by kappa (delta = 0)
+        assert [p["correct"] for p in shifted.curve] == [p["correct"] for p in at_zero.curve]
+        assert shifted.epsilon_lower_bound == pytest.approx(at_zero.epsilon_lower_bound - 0.4, abs=3e-4)
+
+
+def test_a_reference_certain_of_a_label_is_refused_in_the_core():
+    target, ref, y = rr_inputs(1000, 2.0, 9)
+    for value in (0.0, 1.0):
+        bad = ref[:, 1].copy()
+        bad[[3, 7, 11]] = value
+        with pytest.raises(LabelDPInputError, match=r"p_reference: 3 row\(s\) give a class probability of exactly 0 or 1"):
+            run_audit(target[:, 1], bad, y, config=AuditConfig(repetitions=1))
+    multi = ref.copy()
+    multi[5] = [1.0, 0.0]
+    with pytest.raises(LabelDPInputError, match=r"p_reference: 1 row\(s\)"):
+        run_audit(target, multi, y, config=AuditConfig(repetitions=1))
+    # the target may be certain (it is the model under test); only the reference is refused
+    assert run_audit(target, ref, y, config=AuditConfig(repetitions=1)).m == 1000
+
+
+def test_split_with_an_empty_half_says_what_it_needs():
+    ids = np.arange(3, dtype=np.int64)
+    from auditing.audit import _split_halves
+
+    seed = next(s for s in range(100) if len(set(_split_halves(ids, s))) == 1)  # all rows in one half
+    for score in ("paper", None):  # the compiled kernel and the numpy path (custom score)
+        kwargs = {} if score else {"score_function": lambda t, r: t - r}
+        with pytest.raises(LabelDPInputError, match=r"split strategy needs audited rows in both halves.*3 row\(s\)"
+                                                    r".*--strategy bonferroni"):
+            run_audit(np.full(3, 0.5), np.full(3, 0.4), np.array([0, 1, 1]), ids,
+                      AuditConfig(strategy="split", repetitions=1, seed=seed), **kwargs)
 
 
 def test_length_mismatch_and_class_mismatch():

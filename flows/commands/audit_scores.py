@@ -124,6 +124,10 @@ def run(args) -> int:
     p_target, p_reference, labels, row_ids = read_table(
         args.file, args.label_col, args.target_col, args.reference_col, args.row_id_col
     )
+    from auditing.game import as_reference_probabilities
+
+    # Checked here too so that an error names the column the user gave (run_audit says p_reference).
+    as_reference_probabilities(p_reference, f"{args.file}: column {args.reference_col}")
     try:
         result = run_audit(p_target, p_reference, labels, row_ids, config,
                            progress=ProgressPrinter("repetitions", enabled=not args.quiet))
