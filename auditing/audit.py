@@ -67,7 +67,7 @@ class AuditConfig:
     method: str = "binomial"
     strategy: str = "bonferroni"
     confidence: float = 0.95
-    delta: float | None = None  # None: the method's default (0 for binomial, 1e-5 for fdp)
+    delta: float | None = None  # None: the method's default (0 for both, auditing.bounds)
     kappa: float = 0.0  # bound on |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md)
     repetitions: int = 100
     seed: int = 0

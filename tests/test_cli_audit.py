@@ -175,7 +175,7 @@ def test_config_hash_keeps_the_keys_of_existing_warehouses():
     assert AuditConfig(repetitions=20, kappa=0.0, reference_calibration="none").config_hash() == "309b5ebb1171ce15"
     old = {"309b5ebb1171ce15", "33d6a9cd40687cfd", "da82541087de1ad1"}
     changed = [AuditConfig(repetitions=20, kappa=0.1), AuditConfig(repetitions=20, kappa=1e-9),
-               AuditConfig(repetitions=20, method="fdp"), AuditConfig(repetitions=20, method="fdp", delta=0.0),
+               AuditConfig(repetitions=20, method="fdp", delta=1e-5), AuditConfig(repetitions=20, method="fdp"),
                AuditConfig(repetitions=20, reference_calibration="boost"),
                AuditConfig(repetitions=20, delta=1e-6)]  # delta > 0: the factor 2 m e^kappa changed the numbers
     hashes = [c.config_hash() for c in changed]

@@ -149,7 +149,7 @@ def test_bad_config(kwargs, needle):
 
 def test_fdp_allows_delta_0_and_kappa_is_recorded():
     """The f-DP method audits the (eps, delta) curve itself, so pure eps (delta = 0) is allowed."""
-    assert AuditConfig(method="fdp", delta=0.0).delta == 0.0 and AuditConfig(method="fdp").delta == 1e-5
+    assert AuditConfig(method="fdp", delta=1e-5).delta == 1e-5 and AuditConfig(method="fdp").delta == 0.0  # the default: claims are pure eps
     target, ref, y = rr_inputs(5000, 3.0, 8)
     for method in ("binomial", "fdp"):
         at_zero = run_audit(target, ref, y, config=AuditConfig(method=method, delta=0.0, repetitions=1))
@@ -214,6 +214,6 @@ def test_pruned_best_bound_equals_brute_force_max(method, delta):
 def test_fdp_audit_end_to_end():
     target, ref, y = rr_inputs(20_000, 4.0, 5)
     result = run_audit(target, ref, y, config=AuditConfig(method="fdp", repetitions=2, grid_points=30))
-    assert result.method == "fdp" and result.delta == 1e-5
+    assert result.method == "fdp" and result.delta == 0.0  # the default: pure eps
     assert 0.5 < result.epsilon_lower_bound < 4.0
     assert result.epsilon_lower_bound == max(p["epsilon_lower_bound"] for p in result.curve)

@@ -12,7 +12,7 @@ def add_audit_arguments(parser) -> None:
                         help="how the number of guesses is chosen: bonferroni (valid, default), split (valid), "
                              "max (the paper's, optimistic)")
     parser.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
-    parser.add_argument("--delta", type=float, default=None, help="delta (default: 0 for binomial, 1e-5 for fdp)")
+    parser.add_argument("--delta", type=float, default=None, help="delta of the claim (default 0: label-DP claims are pure eps)")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
     parser.add_argument("--kappa", type=float, default=0.0,
                         help="robustness to the reference: the bound holds if no audited row's reference "

@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     p.add_argument("--guesses", type=int, required=True, help="c': number of guesses made (non-abstentions)")
     p.add_argument("--m", type=int, required=True, help="number of examples in the game")
     p.add_argument("--delta", type=float, default=None,
-                   help="delta of the (eps, delta) claim (default: 0 for binomial, 1e-5 for fdp)")
+                   help="delta of the (eps, delta) claim (default 0: label-DP claims are pure eps)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     p.add_argument("--kappa", type=float, default=0.0,
                    help="bound on |log D'(y|x) - log D(y|x)|: how far the reference's label probabilities may be "
