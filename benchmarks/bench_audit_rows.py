@@ -7,7 +7,7 @@ Run the demo first (it synthesizes the two days and trains the reference and the
     python benchmarks/bench_audit_rows.py --data-root /tmp/trust-a/demo --date 2026-11-02
 
 Prints one line per (model, audit_rows) with m, the valid eps_lb (95%, Bonferroni over the grid, binomial,
-delta 0, tau 0, R = 20 as the default plan), the paper's mean over repetitions, breaking_tau and the detection
+delta 0, kappa 0, R = 20 as the default plan), the paper's mean over repetitions, breaking_kappa and the detection
 floor for the model's claim.
 """
 
@@ -37,7 +37,7 @@ def main() -> None:
     date = parse_date(args.date, "--date")
 
     print(f"{'model':<18} {'claimed':>7} {'audit_rows':<10} {'m':>7} {'eps_lb':>7} {'paper mean':>10} "
-          f"{'status':<12} {'breaking_tau':>12} {'floor':>6} {'seconds':>7}")
+          f"{'status':<12} {'breaking_kappa':>14} {'floor':>6} {'seconds':>7}")
     for model, claimed in MODELS:
         if model not in args.models:
             continue
@@ -51,10 +51,10 @@ def main() -> None:
             trust = verdict_robustness(result, claimed, status)
             floor = trust["detection_floor_rows"]
             print(f"{model:<18} {claimed:>7g} {audit_rows:<10} {result.m:>7} {result.epsilon_lower_bound:>7.4f} "
-                  f"{result.epsilon_mean:>10.4f} {status:<12} {trust['breaking_tau']:>12.4g} "
+                  f"{result.epsilon_mean:>10.4f} {status:<12} {trust['breaking_kappa']:>14.4g} "
                   f"{'-' if floor is None else floor:>6} {seconds:>7.1f}", flush=True)
     delta = config.delta
-    print(f"valid eps_lb: 95% confidence, bonferroni over the grid, {args.method}, delta {delta:g}, tau 0, "
+    print(f"valid eps_lb: 95% confidence, bonferroni over the grid, {args.method}, delta {delta:g}, kappa 0, "
           f"R = {args.repetitions}; "
           "paper mean: the paper's optimistic statistic.")
 

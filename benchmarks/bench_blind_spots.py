@@ -10,7 +10,7 @@ leakage) on every other row and, on the rare rows, reveals the label:
 - totally: probability 1 on the true label (no privacy at all on those rows).
 
 For each cell the audit (run_audit on arrays: the game of paper Alg. 2, binomial bounds Thm. 17, Bonferroni
-selection at 95%, tau = 0, which holds exactly since labels are drawn from M') judges the claim, and the
+selection at 95%, kappa = 0, which holds exactly since labels are drawn from M') judges the claim, and the
 detection floor (`auditing.robustness.detection_floor_rows`, item 3) says how many fully exposed labels the
 audit needs. The check: whenever the audit does NOT report VIOLATION, the floor is above the number of
 leaking rows, i.e. the audit never claims more sensitivity than it has (the floor is about fully exposed
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     config = AuditConfig(repetitions=1)
     print(f"# rows {args.rows}, claimed eps {args.claimed:g}, {args.seeds} seeds per cell; audit: {config.method}, "
-          f"{config.strategy}, confidence {config.confidence:.0%}, delta {config.delta:g}, tau {config.tau:g}, "
+          f"{config.strategy}, confidence {config.confidence:.0%}, delta {config.delta:g}, kappa {config.kappa:g}, "
           f"grid {config.grid} {config.grid_points} points", file=sys.stderr)
     print("| rare share | leaking rows | leak on them | VIOLATION (of seeds) | median valid eps_lb | detection floor "
           "(rows) | missed with floor <= leaking rows | game-aware floor (95% power) | missed with game-aware floor "

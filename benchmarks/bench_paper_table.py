@@ -241,7 +241,7 @@ class Table:
 
     def audit_config(self, grid: str) -> tuple[AuditConfig, str]:
         """The split config scored (and the audit_rows value used, if the config has that option)."""
-        kwargs = dict(method="binomial", strategy="split", confidence=0.95, delta=PAPER_DELTA, tau=0.0,
+        kwargs = dict(method="binomial", strategy="split", confidence=0.95, delta=PAPER_DELTA, kappa=0.0,
                       repetitions=self.args.repetitions, seed=0, score="paper", grid=grid)
         fields = {f.name for f in dataclasses.fields(AuditConfig)}
         rows = "all"
@@ -424,8 +424,8 @@ def main() -> int:
     if args.phase in ("all", "audit"):
         table.audit_all()
     text = table.table()
-    print(f"\nrows per day {args.rows}; R = {args.repetitions}; 95% confidence, tau 0; bounds: f-DP (Gaussian "
-          f"family) at delta {PAPER_DELTA:g} (the paper's) and binomial at the mechanism's claimed delta; "
+    print(f"\nrows per day {args.rows}; R = {args.repetitions}; 95% confidence, kappa 0; bounds: f-DP (on the (eps, delta) "
+          f"curve) at delta {PAPER_DELTA:g} (the paper's) and binomial at the mechanism's claimed delta; "
           f"total {time.monotonic() - started:.0f} s this run; load average {os.getloadavg()[0]:.2f}")
     print(text)
     if args.markdown:

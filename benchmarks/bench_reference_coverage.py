@@ -4,10 +4,10 @@ click probability as the reference? (paper_table.md: a split bound above the cla
 For one registered target of a synthetic day (``pipelines.synth``, whose ``oracle/`` holds the true P(click | x)),
 audits repetition 0 under ``--seeds`` game seeds (``AuditConfig.seed`` 0..seeds-1: fresh counterfactual labels,
 coin flips and split halves each time) with the registered reference M' and, separately, with the oracle as the
-reference (tau = 0 exactly: the counterfactual labels then have the true labels' law). Counts the seeds whose
-valid bound (95%, binomial, delta 0, tau 0) exceeds the claimed eps. A valid procedure exceeds the model's true
+reference (kappa = 0 exactly: the counterfactual labels then have the true labels' law). Counts the seeds whose
+valid bound (95%, binomial, delta 0, kappa 0) exceeds the claimed eps. A valid procedure exceeds the model's true
 eps in at most 5% of seeds, so at most 5% of seeds exceed the claim of a mechanism that keeps it; a clearly
-higher rate with M' than with the oracle measures the reference's miscalibration (tau > 0).
+higher rate with M' than with the oracle measures the reference's miscalibration (kappa > 0).
 
     .venv/bin/python benchmarks/bench_reference_coverage.py --data-root /tmp/table/data500k --date 2024-01-02 \
         --model lp1st-nc-eps0.1 --reference reference --reference-date 2024-01-01 --seeds 400 --strategies split
@@ -68,13 +68,13 @@ def main() -> int:
     mean_reference = references["M'"].mean()
     print(f"{args.model}@{day}, claimed eps {claimed:g}: {ids.size} audited rows (training), mean label "
           f"{labels.mean():.4f}, mean M' {mean_reference:.4f}, mean oracle "
-          f"{references['oracle'].mean():.4f}; {args.seeds} seeds, 95%, binomial, delta 0, tau 0, {args.grid} grid")
+          f"{references['oracle'].mean():.4f}; {args.seeds} seeds, 95%, binomial, delta 0, kappa 0, {args.grid} grid")
     for name, p_reference in references.items():
         for strategy in args.strategies.split(","):
             started = time.monotonic()
             bounds = []
             for seed in range(args.seeds):
-                config = AuditConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, tau=0.0,
+                config = AuditConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, kappa=0.0,
                                      repetitions=1, seed=seed, score="paper", grid=args.grid, audit_rows="training")
                 bounds.append(run_audit(p_target, p_reference, labels, ids, config).epsilon_lower_bound)
             bounds = np.asarray(bounds)

@@ -1,0 +1,140 @@
+"""Drift through the real nightly (benchmarks/results/drift.md, layer b): synthetic days whose second day's
+click odds moved, trained models, the `labeldp-audit nightly` command, with the raw D-1 reference and with the
+reference recalibrated on the day.
+
+    NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/bench_drift.py \
+        [--rows 200000] [--nights 3] [--shifts none,global:0.7,segment:C9:1.0] [--root DIR]
+
+For each shift and night k: a world with its own generator seed; day D0 as generated, day D1 shifted
+(`pipelines.synth.DayShift`: a global click-logit shift, or a shift of the rows holding C9's most popular
+value). The plan's targets (RR at eps 1 claiming 1, LP-1ST at eps 2 claiming 2, a non-private model claiming
+0.5) and the three controls are audited twice on D1: `reference_calibration: none` (the paper's raw M') and
+`boost`. Read back from the warehouse: each row's valid bound, status and whether the night is trusted
+(`untrusted_reason` empty). A trusted false VIOLATION is a trusted VIOLATION of a target whose claim is its
+true eps; the planted violation must stay a VIOLATION.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+D0, D1 = dt.date(2026, 9, 1), dt.date(2026, 9, 2)
+TARGETS = [
+    {"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0},
+    {"name": "lp-1st-eps2", "mechanism": "lp-1st", "epsilon": 2.0},
+    {"name": "planted-violation", "mechanism": "none", "epsilon": "inf", "claimed_epsilon": 0.5},
+]
+TRUE_EPS = {"rr-eps1": 1.0, "lp-1st-eps2": 2.0}  # targets whose claim is their true eps
+
+
+def parse_shift(text: str):
+    from pipelines.synth import DayShift, SegmentShift
+
+    if text == "none":
+        return None
+    kind, *rest = text.split(":")
+    if kind == "global":
+        return DayShift(logit=float(rest[0]))
+    if kind == "segment":
+        column, amount = rest
+        return DayShift(segments=(SegmentShift(column=column, rank=0, logit=float(amount)),))
+    raise SystemExit(f"--shifts: unknown shift {text!r} (none, global:X, segment:Cj:X)")
+
+
+def plan_file(path: Path, calibration: str, iterations: int, repetitions: int) -> str:
+    path.write_text(json.dumps({
+        "targets": TARGETS, "catboost_iterations": iterations,
+        "audit": {"repetitions": repetitions, "reference_calibration": calibration},
+    }))
+    return str(path)
+
+
+def run_night(root: Path, plan: str) -> float:
+    env = {**os.environ, "LABELDP_DATA_ROOT": str(root)}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "flows.cli", "nightly", "--date", D1.isoformat(), "--plan", plan],
+                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
+
+
+def read_rows(root: Path, config_hash: str) -> list[dict]:
+    from auditing.warehouse import open_warehouse
+
+    with open_warehouse(None, data_root=root) as store:
+        return [r for r in store.fetch_results(since=D1, until=D1) if r["audit_config_hash"] == config_hash]
+
+
+def summarise(rows: list[dict]) -> dict:
+    by = {r["model_id"]: r for r in rows}
+    trusted = not any(r.get("untrusted_reason") for r in rows)
+    out = {"trusted": trusted, "label_blind_flagged": None, "misfit": None}
+    blind = by.get("control-label-blind")
+    if blind is not None:
+        out["label_blind_flagged"] = blind["epsilon_lower_bound"] > 0
+        out["misfit"] = blind.get("reference_misfit_kappa")
+        out["label_blind_bound"] = blind["epsilon_lower_bound"]
+    for name in (*TRUE_EPS, "planted-violation", "control-positive", "control-negative"):
+        if name in by:
+            out[name] = {"eps_lb": by[name]["epsilon_lower_bound"], "status": by[name]["status"]}
+    out["false_violations"] = [n for n, eps in TRUE_EPS.items() if n in by and by[n]["epsilon_lower_bound"] > eps]
+    out["positive_above_truth"] = "control-positive" in by and by["control-positive"]["epsilon_lower_bound"] > 2.0
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--nights", type=int, default=3)
+    parser.add_argument("--shifts", default="none,global:0.7,segment:C9:1.0")
+    parser.add_argument("--iterations", type=int, default=60, help="CatBoost iterations of every trained model")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--root", default=None)
+    parser.add_argument("--out", default=None, help="write the per-night records as JSON here")
+    args = parser.parse_args()
+
+    from flows.plan import load_plan
+    from pipelines.synth import DEFAULT_SEED, write_synthetic_day
+
+    base = Path(args.root or tempfile.mkdtemp(prefix="labeldp-bench-drift-"))
+    records = []
+    for shift_text in args.shifts.split(","):
+        shift = parse_shift(shift_text)
+        for night in range(args.nights):
+            root = base / f"{shift_text.replace(':', '_')}-{night}"
+            seed = DEFAULT_SEED + 1000 * (night + 1)
+            if not (root / "partitions").is_dir():
+                write_synthetic_day(root, D0, rows=args.rows, seed=seed)
+                write_synthetic_day(root, D1, rows=args.rows, seed=seed, shift=shift)
+            for calibration in ("none", "boost"):
+                plan = plan_file(base / f"plan-{calibration}.json", calibration, args.iterations, args.repetitions)
+                seconds = run_night(root, plan)
+                rows = read_rows(root, load_plan(plan).audit.config_hash())
+                record = {"shift": shift_text, "night": night, "seed": seed, "calibration": calibration,
+                          "seconds": round(seconds, 1), **summarise(rows)}
+                records.append(record)
+                print(json.dumps(record), flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(records, indent=1))
+    print("\nshift / calibration: trusted false VIOLATIONs, untrusted nights, label-blind flags, planted detected")
+    for shift_text in args.shifts.split(","):
+        for calibration in ("none", "boost"):
+            cell = [r for r in records if r["shift"] == shift_text and r["calibration"] == calibration]
+            trusted_false = sum(bool(r["false_violations"]) and r["trusted"] for r in cell)
+            any_false = sum(bool(r["false_violations"]) for r in cell)
+            untrusted = sum(not r["trusted"] for r in cell)
+            flags = sum(bool(r["label_blind_flagged"]) for r in cell)
+            planted = sum(r.get("planted-violation", {}).get("status") == "VIOLATION" for r in cell)
+            print(f"{shift_text:>22} {calibration:>6}: trusted false {trusted_false}/{len(cell)} (any false "
+                  f"{any_false}), untrusted {untrusted}, label-blind flags {flags}, planted {planted}/{len(cell)}")
+
+
+if __name__ == "__main__":
+    main()
