@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--shifts", default="none,global:0.7,segment:C9:1.0")
     parser.add_argument("--iterations", type=int, default=60, help="CatBoost iterations of every trained model")
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--calibrations", default="none,boost", help="reference calibrations to run (none, boost)")
     parser.add_argument("--root", default=None)
     parser.add_argument("--out", default=None, help="write the per-night records as JSON here")
     args = parser.parse_args()
@@ -104,6 +105,7 @@ def main() -> None:
     from pipelines.synth import DEFAULT_SEED, write_synthetic_day
 
     base = Path(args.root or tempfile.mkdtemp(prefix="labeldp-bench-drift-"))
+    calibrations = [c.strip() for c in args.calibrations.split(",") if c.strip()]
     records = []
     for shift_text in args.shifts.split(","):
         shift = parse_shift(shift_text)
@@ -113,7 +115,7 @@ def main() -> None:
             if not (root / "partitions").is_dir():
                 write_synthetic_day(root, D0, rows=args.rows, seed=seed)
                 write_synthetic_day(root, D1, rows=args.rows, seed=seed, shift=shift)
-            for calibration in ("none", "boost"):
+            for calibration in calibrations:
                 plan = plan_file(base / f"plan-{calibration}.json", calibration, args.iterations, args.repetitions)
                 seconds = run_night(root, plan)
                 rows = read_rows(root, load_plan(plan).audit.config_hash())
@@ -125,7 +127,7 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(records, indent=1))
     print("\nshift / calibration: trusted false VIOLATIONs, untrusted nights, label-blind flags, planted detected")
     for shift_text in args.shifts.split(","):
-        for calibration in ("none", "boost"):
+        for calibration in calibrations:
             cell = [r for r in records if r["shift"] == shift_text and r["calibration"] == calibration]
             trusted_false = sum(bool(r["false_violations"]) and r["trusted"] for r in cell)
             any_false = sum(bool(r["false_violations"]) for r in cell)
