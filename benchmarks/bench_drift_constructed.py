@@ -10,7 +10,8 @@ Per seed, one day of n audited rows plus 0.3 n held-out rows from the same law:
 - reference: the true logit shifted by d on every row ("global") or on segment A only ("segment"),
   d in {0, +-0.25, +-0.5, +-1}; then three modes: ``raw`` (the shifted reference), ``platt`` (logistic
   regression of y on the reference logit, fitted on the calibration half) and ``boost`` (`fit_correction` on the
-  calibration half, features segment, device, x with segment and device categorical; default settings).
+  calibration half, features segment, device, x with segment and device categorical; default settings; since
+  RECALIBRATION_VERSION 2 a global intercept step precedes the rounds, recorded as ``intercept``).
 - targets on the audited rows: ``rr1`` / ``rr2``, the Bayes target of binary randomized response at eps 1 / 2
   (released label RR_eps(y), target P[y = 1 | released, x] from the TRUE p(x); true and claimed eps = eps);
   ``control``, the label-blind control: a logistic regression on one-hot segment, device and x fitted on the
@@ -155,7 +156,8 @@ def run_seed(n: int, seed: int, cli_checks: int, log, modes=MODES, planted_drift
         try:
             boosted, record = recalibrated_logits(cal_frame, ref_logit[calib], y[calib], aud_frame, ref_logit[audited],
                                                   CATS, seed=seed)
-            info = {"rounds": int(record["rounds"]), "fit_seconds": round(time.monotonic() - started, 2),
+            info = {"rounds": int(record["rounds"]), "intercept": record.get("intercept"),
+                    "fit_seconds": round(time.monotonic() - started, 2),
                     "logloss_before": record["validation"]["log_loss_before"],
                     "logloss_after": record["validation"]["log_loss_after"]}
         except ReferenceCheckSkipped as exc:  # not expected at these sizes; recorded if it happens

@@ -6,19 +6,25 @@ leakage. A global (Platt) fit does not remove segment drift, so the correction l
 
 How (`fit_correction`, array level):
 
-- The correction is a CatBoost model boosted from M''s raw logits (``Pool(baseline=...)``): its raw output c(x)
-  is added to them, corrected logit = raw_M'(x) + c(x). It is regularised (``RecalibrationSettings``: depth 3,
+- First a global intercept a (`fit_intercept`): the maximum-likelihood shift of sigmoid(raw_M' + a) on the fit
+  rows (Newton steps, closed-form derivatives), kept only if it lowers the validation log-loss (else a = 0). The
+  slope stays 1, so the correction stays additive. Why: the rounds alone under-correct a global click-rate shift
+  (benchmarks/results/drift_constructed.md: a leftover 0.06-0.11 logit at n = 1e5 that the label-blind control
+  sees), because learning rate 0.1, l2 20 and early stopping approach a constant shift only geometrically.
+- Then a CatBoost model boosted from raw_M' + a (``Pool(baseline=...)``): its raw output c(x) is added,
+  corrected logit = raw_M'(x) + a + c(x). It is regularised (``RecalibrationSettings``: depth 3,
   l2_leaf_reg 20, learning rate 0.1, at most 300 rounds) and validated: it is fitted on part of the calibration
   rows and the rest choose the number of rounds (CatBoost's eval set with ``use_best_model``, early stop after
-  20 rounds without improvement). If the best round does not lower the validation log-loss below M''s own
-  (by more than ``min_improvement``), the correction is the identity (0 rounds) and M' is kept, which the record
-  says.
+  20 rounds without improvement). If the best round does not lower the validation log-loss below that of
+  raw_M' + a (by more than ``min_improvement``), no round is kept (c = 0); with a = 0 too M' is kept unchanged,
+  which the record says.
 - Deterministic: the CatBoost seed derives from ``seed`` and ``thread_count`` is fixed (2) and recorded, because
   it matters: on 8k fit rows 1 to 4 threads gave identical trees, but on 20k fit rows 1 and 2 threads gave
   different ones (42 vs 49 rounds, probabilities up to 0.097 apart on single rows). Same inputs and thread count
   give byte-identical predictions (tests/test_recalibration.py).
-- Recorded (``Correction.record``): fit / validation rows and clicks, rounds chosen and built, the validation
-  log-loss per round, and on the validation rows the log-loss, expected calibration error
+- Recorded (``Correction.record``): fit / validation rows and clicks, the intercept (fitted, kept, Newton steps),
+  rounds chosen and built, the validation log-loss per round, after the intercept step and after the rounds,
+  and on the validation rows the log-loss, expected calibration error
   (`pipelines.shift_diagnostics.expected_calibration_error`, 15 equal-mass bins) and mean probability before and
   after; the settings and CatBoost parameters.
 
@@ -26,11 +32,13 @@ Registered (`recalibrate_reference`): on the CALIBRATION half of day D's test sp
 heldout_role`; the CONTROL half trains the label-blind control, `pipelines.controls`), fit / validation rows by
 `pipelines.splits.heldout_validation`. The result is one ordinary CatBoost model, ``models/<name>/date=D/
 model.cbm`` + ``metadata.json`` (written atomically by `pipelines.registry.save_model`), whose raw prediction is
-raw_M' + c, so the Beam job, the counterfactual sampling, the attack score and the risk priors use it unchanged:
+raw_M' + a + c, so the Beam job, the counterfactual sampling, the attack score and the risk priors use it unchanged:
 ``ScoringRequest(reference=<name>, reference_date=D)``.
 
-One .cbm from two models: ``catboost.sum_models([M', correction])`` concatenates the trees and adds the biases,
-but it merges the two models' CTR tables (categorical features) by key (feature, CTR type, target border index):
+One .cbm from two models: ``catboost.sum_models([M', correction])`` concatenates the trees and adds the biases
+(the intercept a is then added to the summed model's bias, ``set_scale_and_bias``; with no round kept the file is
+M' with its bias moved by a), but it merges the two models' CTR tables (categorical features) by key (feature, CTR
+type, target border index):
 
 - the default policy ``IntersectingCountersAverage`` averages intersecting tables, which changes M''s own
   predictions (measured on synthetic days: raw logits off by up to 0.33);
@@ -40,8 +48,9 @@ but it merges the two models' CTR tables (categorical features) by key (feature,
 So the correction uses a target-CTR type M' does not use (``Buckets`` when M' uses the project's ``Borders`` and
 ``Counter``, `pipelines.training.CatBoostSettings`) and the sum runs with ``FailIfCtrIntersects``: both models'
 tables are kept as they are, or the sum fails loudly. Every run then checks the written file: its raw prediction
-on the calibration rows must equal raw_M' + c within ``SUM_TOLERANCE`` (measured: 2.7e-15), recorded in the
-metadata. A reference with an ``output_correction`` (LP-1ST-NC) is not logit-additive and is skipped.
+on the calibration rows must equal raw_M' + a + c within ``SUM_TOLERANCE`` (measured: 2.7e-15), recorded in
+the metadata; this check runs on every write, the no-round file included. A reference with an
+``output_correction`` (LP-1ST-NC) is not logit-additive and is skipped.
 
 No held-out rows (an audited model read the test split's labels or has no record of which rows it read, the
 audit plays on every row, the day has no test rows or too few clicks there): `ReferenceCheckSkipped`, whose
@@ -74,9 +83,9 @@ from pipelines.shift_diagnostics import expected_calibration_error
 from pipelines.training import CatBoostSettings, feature_frame
 
 RECALIBRATED_TYPE = "recalibrated-reference"
-RECALIBRATION_VERSION = 1  # bump when the procedure changes: a registered entry is then refitted
+RECALIBRATION_VERSION = 2  # bump when the procedure changes: a registered entry is then refitted
 SUM_MERGE_POLICY = "FailIfCtrIntersects"
-SUM_TOLERANCE = 1e-9  # |raw(summed model) - (raw_M' + c)| allowed on the calibration rows
+SUM_TOLERANCE = 1e-9  # |raw(summed model) - (raw_M' + a + c)| allowed on the calibration rows
 TARGET_CTR_TYPES = ("Buckets", "Borders")  # CatBoost's CPU target CTRs for classification, in order of preference
 _SEED_TAG = 0x7265_6361  # "reca": the correction's CatBoost seed is not a target's for the same plan seed
 
@@ -190,13 +199,15 @@ def _figures(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
 
 @dataclass
 class Correction:
-    """A fitted correction of base logits. ``model`` is the CatBoost correction (None: the identity, M' kept);
-    ``record`` holds the figures (module docstring)."""
+    """A fitted correction of base logits: base + ``intercept`` + c(x). ``model`` is the CatBoost correction c
+    (None: no round kept, c = 0); ``intercept`` the global shift a (0.0: none kept); ``record`` holds the figures
+    (module docstring)."""
 
     model: Any
     record: dict
     cat_features: tuple[str, ...]
     thread_count: int = 2
+    intercept: float = 0.0
 
     @property
     def rounds(self) -> int:
@@ -213,11 +224,11 @@ class Correction:
                           dtype=np.float64)
 
     def corrected_logits(self, features: pd.DataFrame, base_logits: np.ndarray) -> np.ndarray:
-        """base logit + c(x) for other rows (``features`` with the columns the correction was fitted on)."""
+        """base logit + a + c(x) for other rows (``features`` with the columns the correction was fitted on)."""
         base = np.asarray(base_logits, dtype=np.float64).reshape(-1)
         if base.size != len(features):
             raise LabelDPInputError(f"base_logits has {base.size} values for {len(features)} feature rows")
-        return base + self.raw(features)
+        return base + self.intercept + self.raw(features)
 
 
 def _check_inputs(features, base_logits, labels, cat_features) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -252,6 +263,37 @@ def _check_part(name: str, labels: np.ndarray, min_rows: int) -> None:
         raise ReferenceCheckSkipped(
             f"too few held-out rows to recalibrate the reference: {labels.size} {name} rows with {clicks} clicks "
             f"(needs at least {min_rows} rows with both labels)")
+
+
+def fit_intercept(base_logits: np.ndarray, labels: np.ndarray, max_steps: int = 100) -> tuple[float, int]:
+    """The maximum-likelihood global intercept a of sigmoid(base + a) and the Newton steps taken.
+
+    Closed-form derivatives of the log-likelihood sum(y (base + a) - log(1 + e^(base + a))): gradient
+    sum(y - q), curvature -sum(q (1 - q)) with q = sigmoid(base + a). Concave, so Newton from a = 0 converges; a step
+    that would lower the likelihood is halved (never needed on the benchmark days, kept for extreme shifts).
+    Deterministic: plain float64 sums in row order."""
+    z = np.asarray(base_logits, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    a, steps = 0.0, 0
+    loss = log_loss(z, y)
+    while steps < max_steps:
+        steps += 1
+        q = expit(z + a)
+        curvature = float(np.sum(q * (1.0 - q)))
+        if not curvature > 0.0:
+            break
+        step = float(np.sum(y - q)) / curvature
+        for _ in range(60):
+            new_loss = log_loss(z + a + step, y)
+            if new_loss <= loss:
+                break
+            step /= 2.0
+        else:
+            break
+        a, loss = a + step, new_loss
+        if abs(step) < 1e-12:
+            break
+    return float(a), steps
 
 
 def fit_correction(features: pd.DataFrame, base_logits: np.ndarray, labels: np.ndarray,
@@ -289,38 +331,53 @@ def fit_correction(features: pd.DataFrame, base_logits: np.ndarray, labels: np.n
         raise LabelDPInputError(f"ctr_type must be one of {list(TARGET_CTR_TYPES)}; got {ctr_type!r}")
     params = settings.params(random_seed, ctr_type)
 
+    # The global intercept first (module docstring): the rounds then only learn what depends on the features.
+    a_fitted, newton_steps = fit_intercept(base[fit], y[fit])
+    y_val = y[validation].astype(np.float64)
+    before = _figures(base[validation], y[validation])
+    intercept_loss = log_loss(base[validation] + a_fitted, y_val)
+    intercept_kept = intercept_loss < before["log_loss"]
+    a = a_fitted if intercept_kept else 0.0
+    start = base + a  # the rounds are boosted from here
+    after_intercept = intercept_loss if intercept_kept else before["log_loss"]
+
     x_fit, x_val = features.iloc[np.flatnonzero(fit)], features.iloc[np.flatnonzero(validation)]
     model = CatBoostClassifier(**params)
-    model.fit(Pool(x_fit, y[fit], cat_features=cats, baseline=base[fit]),
-              eval_set=Pool(x_val, y[validation], cat_features=cats, baseline=base[validation]))
+    model.fit(Pool(x_fit, y[fit], cat_features=cats, baseline=start[fit]),
+              eval_set=Pool(x_val, y[validation], cat_features=cats, baseline=start[validation]))
     curve = [float(v) for v in model.get_evals_result().get("validation", {}).get("Logloss", [])]
-    correction = Correction(model, {}, tuple(cats), settings.thread_count)
-    z_before, z_after = base[validation], correction.corrected_logits(x_val, base[validation])
-    before, fitted_after = _figures(z_before, y[validation]), _figures(z_after, y[validation])
-    improvement = before["log_loss"] - fitted_after["log_loss"]
+    correction = Correction(model, {}, tuple(cats), settings.thread_count, intercept=a)
+    z_before = base[validation]
+    z_rounds = correction.corrected_logits(x_val, base[validation])
+    after_rounds = log_loss(z_rounds, y_val)
+    kept_reason = None
+    if not after_intercept - after_rounds > settings.min_improvement:
+        kept_reason = (f"no round lowered the validation log-loss by more than {settings.min_improvement:g} "
+                       f"(best {after_rounds:.6g} after {model.tree_count_} rounds vs {after_intercept:.6g} "
+                       f"after the intercept step): "
+                       + ("the reference is kept unchanged" if a == 0.0 else "the intercept alone is kept"))
+        correction.model = None
+    z_after = correction.corrected_logits(x_val, base[validation])
+    after = _figures(z_after, y[validation])
+    kept_reference = correction.model is None and a == 0.0
     # Paired per-row log-loss differences: their standard error says whether the improvement exceeds noise
-    # (reported, not used for the decision; the rounds were chosen on these same rows, so it is optimistic).
-    y_val = y[validation].astype(np.float64)
+    # (reported, not used for the decision; a and the rounds were chosen on these same rows, so it is optimistic).
     per_row = (np.logaddexp(0.0, z_after) - y_val * z_after) - (np.logaddexp(0.0, z_before) - y_val * z_before)
     change_se = float(per_row.std(ddof=1) / math.sqrt(per_row.size)) if per_row.size > 1 else None
-    kept_reason = None
-    if not improvement > settings.min_improvement:
-        kept_reason = (f"no round lowered the validation log-loss by more than {settings.min_improvement:g} "
-                       f"(best {fitted_after['log_loss']:.6g} after {model.tree_count_} rounds vs "
-                       f"{before['log_loss']:.6g}): the reference is kept unchanged")
-        correction.model = None
-    after = before if correction.model is None else fitted_after
     correction.record = {
-        "method": "CatBoost rounds boosted from the reference's raw logits (Pool baseline); corrected logit = "
-                  "reference logit + correction",
+        "method": "a global intercept a (maximum likelihood on the fit rows), then CatBoost rounds boosted from the "
+                  "reference's raw logits + a (Pool baseline); corrected logit = reference logit + a + correction",
         "partition": partition,
         "fit_rows": int(fit.sum()), "validation_rows": int(validation.sum()),
         "fit_clicks": int(y[fit].sum()), "validation_clicks": int(y[validation].sum()),
+        "intercept": a, "intercept_fitted": a_fitted, "intercept_kept": bool(intercept_kept),
+        "intercept_newton_steps": newton_steps,
         "rounds": correction.rounds, "rounds_built": len(curve), "best_rounds": int(model.tree_count_),
-        "kept_reference": correction.model is None, "kept_reason": kept_reason,
+        "kept_reference": kept_reference, "kept_reason": kept_reason,
         "validation": {"log_loss_before": before["log_loss"], "log_loss_after": after["log_loss"],
+                       "log_loss_after_intercept": after_intercept, "log_loss_after_rounds": after_rounds,
                        "log_loss_change": after["log_loss"] - before["log_loss"],
-                       "log_loss_change_se": None if correction.model is None else change_se,
+                       "log_loss_change_se": None if kept_reference else change_se,
                        "ece_before": before["ece"], "ece_after": after["ece"],
                        "mean_probability_before": before["mean_probability"],
                        "mean_probability_after": after["mean_probability"],
@@ -418,39 +475,58 @@ class _CtrIntersection(Exception):
 
 
 def _summed_model(reference, correction: Correction, features: pd.DataFrame, base: np.ndarray) -> tuple[Any, dict]:
-    """sum_models([M', correction]) written to a .cbm and read back as a CatBoostClassifier, checked against
-    base + c on ``features``."""
-    from catboost import CatBoostClassifier, CatBoostError, Pool, sum_models
+    """sum_models([M', correction]) with the intercept a added to its bias, written to a .cbm and read back as a
+    CatBoostClassifier, checked against base + a + c on ``features``. No round kept: M' with its bias moved by a."""
+    from catboost import CatBoostError, sum_models
 
-    try:
-        summed = sum_models([reference, correction.model], ctr_merge_policy=SUM_MERGE_POLICY)
-    except CatBoostError as exc:
-        raise _CtrIntersection(str(exc)) from None
-    # sum_models keeps each model's training record as "model0:params", "model1:params", ... and none at the top,
-    # which makes every later load print "There are invalid params" and get_all_params() fail: the top-level
-    # records are M''s (model0), the correction's stay under "model1:".
-    info = summed.get_metadata()
-    for key in ("params", "output_options", "training", "class_params"):
-        if key not in info and f"model0:{key}" in info:
-            info[key] = info[f"model0:{key}"]
+    if correction.model is None:
+        summed = reference.copy()
+        how = "the reference with its bias moved by the intercept (no correction round was kept)"
+    else:
+        try:
+            summed = sum_models([reference, correction.model], ctr_merge_policy=SUM_MERGE_POLICY)
+        except CatBoostError as exc:
+            raise _CtrIntersection(str(exc)) from None
+        how = (f"catboost.sum_models([reference, correction], ctr_merge_policy={SUM_MERGE_POLICY!r}), bias moved "
+               f"by the intercept")
+        # sum_models keeps each model's training record as "model0:params", "model1:params", ... and none at the
+        # top, which makes every later load print "There are invalid params" and get_all_params() fail: the
+        # top-level records are M''s (model0), the correction's stay under "model1:".
+        info = summed.get_metadata()
+        for key in ("params", "output_options", "training", "class_params"):
+            if key not in info and f"model0:{key}" in info:
+                info[key] = info[f"model0:{key}"]
+    if correction.intercept != 0.0:
+        scale, bias = summed.get_scale_and_bias()
+        summed.set_scale_and_bias(scale, float(bias) + correction.intercept)
+    return _written_and_checked(summed, correction, features, base, how)
+
+
+def _written_and_checked(model_in, correction: Correction, features: pd.DataFrame, base: np.ndarray,
+                         how: str) -> tuple[Any, dict]:
+    """The model written to a .cbm and read back as a CatBoostClassifier; its raw prediction on ``features`` must
+    equal base + a + c within ``SUM_TOLERANCE`` (run on every write)."""
+    from catboost import CatBoostClassifier, Pool
+
     model = CatBoostClassifier()
     with tempfile.TemporaryDirectory(prefix="labeldp-recalibration-") as tmp:
         path = Path(tmp) / registry.MODEL_FILE
-        summed.save_model(str(path), format="cbm")
+        model_in.save_model(str(path), format="cbm")
         model.load_model(str(path), format="cbm")
     pool = Pool(features, cat_features=list(correction.cat_features))
-    expected = base + correction.raw(features)
+    expected = correction.corrected_logits(features, base)
     raw = np.asarray(model.predict(pool, prediction_type="RawFormulaVal", thread_count=correction.thread_count),
                      dtype=np.float64)
     probability = np.asarray(model.predict_proba(pool, thread_count=correction.thread_count), dtype=np.float64)[:, 1]
     raw_gap = float(np.max(np.abs(raw - expected))) if raw.size else 0.0
     probability_gap = float(np.max(np.abs(probability - expit(expected)))) if raw.size else 0.0
     if not raw_gap <= SUM_TOLERANCE:
-        raise LabelDPInputError(f"the summed reference + correction model predicts raw logits up to {raw_gap:.3g} "
-                                f"away from reference + correction (tolerance {SUM_TOLERANCE:g}); not registered")
-    return model, {"how": f"catboost.sum_models([reference, correction], ctr_merge_policy={SUM_MERGE_POLICY!r})",
-                   "checked_rows": int(raw.size), "max_abs_raw_difference": raw_gap,
-                   "max_abs_probability_difference": probability_gap, "tolerance": SUM_TOLERANCE}
+        raise LabelDPInputError(f"the registered reference + intercept + correction model predicts raw logits up to "
+                                f"{raw_gap:.3g} away from reference + intercept + correction (tolerance "
+                                f"{SUM_TOLERANCE:g}); not registered")
+    return model, {"how": how, "intercept": correction.intercept, "checked_rows": int(raw.size),
+                   "max_abs_raw_difference": raw_gap, "max_abs_probability_difference": probability_gap,
+                   "tolerance": SUM_TOLERANCE}
 
 
 def _current(root, name: str, date: dt.date, inputs: dict) -> dict | None:
@@ -470,7 +546,8 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     """Registers ``models/<name>/date=<date>/``: the reference ``reference`` = (name, date) corrected on day
     ``date``'s calibration rows (module docstring). Returns its registry metadata, whose ``recalibration`` key
     holds the record: ``source_reference`` (name, date, fingerprint), ``fit_rows`` / ``validation_rows``,
-    ``rounds`` (0: M' kept, ``kept_reason`` says why), ``validation`` (log-loss and ECE before / after),
+    ``intercept`` (a), ``rounds`` (0: no round kept, ``kept_reason`` says why; ``kept_reference``: M' itself),
+    ``validation`` (log-loss and ECE before / after),
     ``sum`` (the exactness check of the .cbm) and ``inputs`` (what decides whether the entry is current: an entry
     with the same inputs is returned as it is, not refitted).
 
@@ -535,11 +612,6 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     for ctr_type in candidates:
         correction = fit_correction(features, base, labels, cats, validation=validation, settings=settings,
                                     seed=seed, ctr_type=ctr_type)
-        if correction.model is None:
-            model, check = reference_model, {"how": "the reference unchanged (no correction round was kept)",
-                                             "checked_rows": 0, "max_abs_raw_difference": 0.0,
-                                             "max_abs_probability_difference": 0.0, "tolerance": SUM_TOLERANCE}
-            break
         try:
             model, check = _summed_model(reference_model, correction, features, base)
             break
@@ -550,7 +622,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                                 f"CTR type ({'; '.join(refused)}); RecalibrationSettings.ctr_types needs one the "
                                 f"reference does not use")
     record = correction.record
-    progress(f"recalibration: {record['rounds']} round(s); validation log-loss "
+    progress(f"recalibration: intercept {record['intercept']:+.4f}, {record['rounds']} round(s); validation log-loss "
              f"{record['validation']['log_loss_before']:.5f} -> {record['validation']['log_loss_after']:.5f}, ECE "
              f"{record['validation']['ece_before']:.4f} -> {record['validation']['ece_after']:.4f}")
     metadata = {

@@ -20,7 +20,9 @@ def _world(k: int, n: int, seed: int, decimals: int | None = None):
     if k == 2:
         target, reference = rng.random(n), rng.random(n)
         if decimals is not None:
-            target, reference = np.round(target, decimals), np.round(reference, decimals)
+            # A reference must not be certain of a label (auditing.game.as_reference_probabilities).
+            step = 10.0 ** -decimals
+            target, reference = np.round(target, decimals), np.clip(np.round(reference, decimals), step, 1 - step)
         target, reference = as_class_probabilities(target, "t"), as_class_probabilities(reference, "r")
     else:
         target, reference = rng.dirichlet(np.ones(k), n), rng.dirichlet(np.ones(k), n)
