@@ -417,8 +417,9 @@ def format_rows(rows: list[dict]) -> str:
                      "1% of m or none); rows: the audited rows (training: rows whose labels entered training).")
     if any(r.get("kind") == "control" for r in rows):
         lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
-                     "exceed a pre-registered floor and stay <= eps_c) and negative control (a copy of the reference: "
-                     "its bound must be 0).")
+                     "exceed a pre-registered floor and stay <= eps_c), negative control (a copy of the reference: "
+                     "its bound must be 0) and label-blind control (trained only on held-out rows: its bound must be "
+                     "0, else the reference does not fit the day).")
     for r in rows:  # issue 8: what the claimed eps allows and the bound demonstrates (auditing.risk)
         if r.get("risk_headline") and r.get("kind") != "control":
             lines.append(f"what this means for {r['model_id']} {r['partition_date']}: {r['risk_headline']}")
