@@ -220,3 +220,31 @@ def test_recalibrated_reference_leaves_no_trusted_row_above_its_true_eps(prefect
     blind = next(r for r in rows if r["model_id"] == "control-label-blind")
     assert blind["calibration_log_loss_after"] < blind["calibration_log_loss_before"]
     assert state.is_completed() == all(not r["untrusted_reason"] for r in rows)
+
+
+def test_night_without_held_out_rows_says_the_reference_was_not_checked(prefect_api, data_root, tmp_path_factory):
+    """audit_rows 'all' plays the game on every row, the test split included: no row is held out, so the
+    label-blind control cannot run; the night goes on and every row says the reference was not checked."""
+    from flows.nightly import nightly_audit
+
+    path = tmp_path_factory.mktemp("plans") / "all-rows.json"
+    path.write_text(json.dumps({
+        "targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0}],
+        "catboost_iterations": 40,
+        "audit": {"repetitions": 3, "grid_points": 30, "audit_rows": "all", "reference_calibration": "none"},
+    }))
+    rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=str(path))
+    assert {r["model_id"] for r in rows} == {"control-positive", "control-negative", "rr-eps1"}
+    for row in rows:
+        check = row["reference_check"]
+        assert check["checked"] is False and check["label_blind"] is None
+        assert check["note"].startswith("reference not checked: audit_rows is 'all'")
+        assert row["untrusted_reason"] is None
+    from auditing.warehouse import open_warehouse
+    from flows.plan import load_plan
+
+    config_hash = load_plan(str(path)).audit.config_hash()
+    with open_warehouse(None, data_root=data_root) as store:
+        stored = [r for r in store.fetch_results() if r["audit_config_hash"] == config_hash]
+    assert {r["model_id"] for r in stored} == {"control-positive", "control-negative", "rr-eps1"}
+    assert all(r["reference_checked"] == 0 and "reference not checked" in r["reference_check_note"] for r in stored)
