@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from auditing.bounds import best_bound, check_method, resolve_delta
+from auditing.bounds import best_bound, resolve_delta
 from auditing.controls import expected_correct_record
 from auditing.errors import LabelDPInputError
 from auditing.game import (
@@ -29,11 +29,12 @@ from auditing.game import (
 )
 from auditing.game_kernel import boundary_rows, compiled_score, game_tables, slot_histograms, slot_keys
 from auditing.keyed_random import STREAM_SPLIT, keyed_uniform
+from auditing.methods import Binomial, BoundMethod, bound_method
 from auditing.params import check_confidence, check_delta, check_kappa
 from auditing.risk import PriorHistogram
 from auditing.score_histogram import coarsen, score_histogram
 from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
-from auditing.selection import Selection, check_strategy, select_over_grid, select_split
+from auditing.selection import Selection, SelectionStrategy, selection_strategy
 from auditing.sweep import GRID_KINDS, SweepCounts, correct_at, guess_grid, rank_order
 from auditing.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
 
@@ -64,8 +65,8 @@ PAPER_STATISTIC_LABEL = (
 class AuditConfig:
     """Everything that determines an audit's numbers; validated on construction."""
 
-    method: str = "binomial"
-    strategy: str = "bonferroni"
+    method: str = "binomial"  # a registered bound method (auditing.methods), stored by name
+    strategy: str = "bonferroni"  # a registered selection strategy (auditing.selection), stored by name
     confidence: float = 0.95
     delta: float | None = None  # None: the method's default (0 for both, auditing.bounds)
     kappa: float = 0.0  # bound on |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md)
@@ -80,8 +81,9 @@ class AuditConfig:
     reference_calibration: str = "none"  # REFERENCE_CALIBRATIONS; plans default to "boost" (flows/plan.py)
 
     def __post_init__(self):
-        check_method(self.method)
-        check_strategy(self.strategy)
+        # A method or strategy object is accepted and stored by its registered name (hashes and rows use it).
+        object.__setattr__(self, "method", bound_method(self.method).name)
+        object.__setattr__(self, "strategy", selection_strategy(self.strategy).name)
         check_confidence(self.confidence)
         object.__setattr__(self, "delta", check_delta(resolve_delta(self.method, self.delta)))
         object.__setattr__(self, "kappa", check_kappa(self.kappa))
@@ -122,8 +124,16 @@ class AuditConfig:
     def same_numbers_as_version1(self) -> bool:
         """True when results under this configuration equal those written before kappa existed (then the
         binomial bound with delta 0 at tau 0, on the raw reference)."""
-        return (self.method == "binomial" and self.delta == 0.0 and self.kappa == 0.0
+        return (self.method == Binomial.name and self.delta == 0.0 and self.kappa == 0.0
                 and self.reference_calibration == "none")
+
+    @property
+    def bound_method(self) -> BoundMethod:
+        return bound_method(self.method)
+
+    @property
+    def selection(self) -> SelectionStrategy:
+        return selection_strategy(self.strategy)
 
     def grid_for(self, m: int) -> np.ndarray:
         return guess_grid(m, kind=self.grid, points=self.grid_points, min_fraction=self.grid_min_fraction)
@@ -189,7 +199,7 @@ _SPLIT_TOO_SMALL = (
     "a small table")
 
 
-def _split_halves(row_ids: np.ndarray, seed: int) -> np.ndarray:
+def selection_half_mask(row_ids: np.ndarray, seed: int) -> np.ndarray:
     """True for rows in the selection half; keyed by (seed, row_id) only, the same for every repetition."""
     return keyed_uniform(seed, 0, STREAM_SPLIT, row_ids) < 0.5
 
@@ -229,11 +239,11 @@ def run_audit(
     grid = config.grid_for(n)
     guesses = np.broadcast_to(grid, (config.repetitions, grid.size)).copy()
     if score_function is None and compiled_score(config.score):
-        correct, split, histogram = _compiled_sweep(target, reference, y0, ids, config, grid, progress)
+        correct, split, histogram = compiled_sweep(target, reference, y0, ids, config, grid, progress)
     else:
         logger.info("custom score function: the game runs on the numpy path (auditing.game.play_repetition), "
                     "not the compiled kernel (auditing.game_kernel serves the built-in scores %s)", sorted(SCORES))
-        correct, split, histogram = _numpy_sweep(target, reference, y0, ids, config, grid, score, progress)
+        correct, split, histogram = numpy_sweep(target, reference, y0, ids, config, grid, score, progress)
     expected = expected_correct_record(target, reference, y0, score, grid) if expected_curve else None
     result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split,
                                score_histogram=histogram, expected_correct=expected,
@@ -243,14 +253,14 @@ def run_audit(
     return result
 
 
-def _numpy_sweep(target, reference, y0, ids, config: AuditConfig, grid, score, progress):
+def numpy_sweep(target, reference, y0, ids, config: AuditConfig, grid, score, progress):
     """The reference path, one repetition at a time with `play_repetition` and a full ranking (any score)."""
     correct = np.empty((config.repetitions, grid.size), dtype=np.int64)
     split = histogram = None
     for r in range(config.repetitions):
         rows = play_repetition(target, reference, y0, ids, seed=config.seed, repetition=r, score=score)
         correct[r] = _counts(rows.scores, rows.correct, ids, grid)
-        if r == 0 and config.strategy == "split":
+        if r == 0 and config.selection.uses_halves:
             split = _split_counts(rows.scores, rows.correct, ids, config)
         if r == 0:
             histogram = score_histogram(rows.scores, rows.correct)
@@ -268,8 +278,8 @@ _KERNEL_ROW_BATCH = 65_536
 _KERNEL_BINS = BinSpec(mantissa_bits=10)
 
 
-def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progress):
-    """The same counts as `_numpy_sweep` for a built-in score, by the two exact passes of the Beam job.
+def compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progress):
+    """The same counts as `numpy_sweep` for a built-in score, by the two exact passes of the Beam job.
 
     Pass 1 (`auditing.game_kernel.slot_histograms`): per slot (a repetition; for `split` also the two halves
     of repetition 0) rows and correct guesses per order-preserving |score| bin (`auditing.sweep_reduce`).
@@ -277,10 +287,10 @@ def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progr
     (`game_kernel.boundary_rows`), ranked by `exact_counts` with `rank_order` itself: equal to ranking all rows.
     """
     spec = _KERNEL_BINS
-    split = config.strategy == "split"
+    split = config.selection.uses_halves
     slots = [(r, None) for r in range(config.repetitions)] + ([(0, 0), (0, 1)] if split else [])
     tables = game_tables(target, reference, y0, ids, score=config.score, power=config.score_power, bins=spec,
-                         selection=_split_halves(ids, config.seed) if split else None)
+                         selection=selection_half_mask(ids, config.seed) if split else None)
     keys = slot_keys(config.seed, slots)
     rows = np.zeros((keys.size, spec.num_bins), dtype=np.int64)
     hits = np.zeros_like(rows)
@@ -298,7 +308,7 @@ def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progr
             m_half = int(rows[config.repetitions + half].sum())
             if m_half == 0:
                 raise LabelDPInputError(_SPLIT_TOO_SMALL.format(n=ids.size))
-            grids.append(_half_grid(config, m_half))
+            grids.append(half_grid(config, m_half))
     bounds = [boundary_bins(rows[s], hits[s], grids[s]) for s in range(keys.size)]
     cut = np.stack([cut_bin_mask(b, spec.num_bins) for b in bounds])
     found = boundary_rows(tables, keys, cut)
@@ -312,19 +322,19 @@ def _compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progr
 
 
 def _split_counts(scores, correct, ids, config: AuditConfig) -> tuple[SweepCounts, SweepCounts]:
-    in_selection = _split_halves(ids, config.seed)
+    in_selection = selection_half_mask(ids, config.seed)
     halves = []
     for mask in (in_selection, ~in_selection):
         m_half = int(mask.sum())
         if m_half == 0:
             raise LabelDPInputError(_SPLIT_TOO_SMALL.format(n=ids.size))
-        grid = _half_grid(config, m_half)
+        grid = half_grid(config, m_half)
         c = _counts(scores[mask], correct[mask], ids[mask], grid)
         halves.append(SweepCounts(m=m_half, guesses=grid[None, :], correct=c[None, :]))
     return halves[0], halves[1]
 
 
-def _half_grid(config: AuditConfig, m_half: int) -> np.ndarray:
+def half_grid(config: AuditConfig, m_half: int) -> np.ndarray:
     """The split halves use one fixed list of fractions (not de-duplicated), so index g matches across halves."""
     if config.grid == "paper":
         fractions = np.arange(1, 101) / 100.0
@@ -340,18 +350,13 @@ def audit_from_counts(
     """Bounds, selection and the repetition summary from sweep counts (no row-level data needed).
     score_histogram / expected_correct: claim-free records carried into the result as they are (see the
     AuditResult fields)."""
-    kw = dict(method=config.method, delta=config.delta, kappa=config.kappa)
-    if config.strategy == "split":
-        if split_counts is None:
-            raise LabelDPInputError("strategy split needs the two halves' counts of repetition 0")
-        selection: Selection = select_split(*split_counts, confidence=config.confidence, **kw)
-        bound_half = split_counts[1]
-        max_certifiable, _ = best_bound(bound_half.guesses[0], bound_half.guesses[0], bound_half.m,
-                                        confidence=config.confidence, **kw)
-    else:
-        selection = select_over_grid(counts, strategy=config.strategy, confidence=config.confidence, **kw)
-        max_certifiable, _ = best_bound(counts.guesses[0], counts.guesses[0], counts.m,
-                                        confidence=selection.point_confidence, **kw)
+    kw = dict(method=config.bound_method, delta=config.delta, kappa=config.kappa)
+    strategy = config.selection
+    if strategy.uses_halves and split_counts is None:
+        raise LabelDPInputError(f"strategy {strategy.name} needs the two halves' counts of repetition 0")
+    selection: Selection = strategy.select(counts, split_counts, confidence=config.confidence, **kw)
+    grid, grid_m, grid_confidence = strategy.certifiable(counts, split_counts, config.confidence)
+    max_certifiable, _ = best_bound(grid, grid, grid_m, confidence=grid_confidence, **kw)
 
     # The paper's statistic: per repetition, the max over the sweep at the uncorrected confidence.
     per_rep = np.array([
@@ -373,7 +378,7 @@ def audit_from_counts(
         epsilon_std=float(per_rep.std(ddof=1)) if per_rep.size > 1 else 0.0,
         epsilon_median=float(np.median(per_rep)), paper_statistic_label=PAPER_STATISTIC_LABEL,
         per_repetition=[float(v) for v in per_rep], curve=curve, config_hash=config.config_hash(),
-        audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if config.strategy == "split" else {},
+        audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if strategy.uses_halves else {},
         score_histogram=dict(score_histogram or {}), expected_correct=dict(expected_correct or {}),
         prior_histogram=dict(prior_histogram or {}), reference_calibration=config.reference_calibration,
         gdp_mu_lower_bound=_gaussian_reading(config, selection),
@@ -381,13 +386,9 @@ def audit_from_counts(
 
 
 def _gaussian_reading(config: AuditConfig, selection: Selection) -> float | None:
-    """The f-DP method's Gaussian reading at the selected point (AuditResult.gdp_mu_lower_bound)."""
-    if config.method != "fdp" or config.kappa != 0.0:
-        return None
-    from auditing.fdp_bounds import fdp_mu_lower_bound
-
-    return float(fdp_mu_lower_bound(selection.selected_correct, selection.selected_guesses, selection.m,
-                                    confidence=selection.point_confidence))
+    """The method's Gaussian reading at the selected point, if it has one (AuditResult.gdp_mu_lower_bound)."""
+    return config.bound_method.gaussian_reading(selection.selected_correct, selection.selected_guesses, selection.m,
+                                                confidence=selection.point_confidence, kappa=config.kappa)
 
 
 def _halves_record(split_counts: tuple[SweepCounts, SweepCounts]) -> dict:

@@ -37,6 +37,7 @@ from scipy import stats
 from auditing.bounds import pointwise_bounds
 from auditing.errors import LabelDPInputError
 from auditing.keyed_random import STREAM_CONTROL, keyed_uniform
+from auditing.selection import selection_strategy
 from auditing.sweep_reduce import BinSpec, bin_index
 
 POSITIVE, NEGATIVE, LABEL_BLIND = "positive", "negative", "label-blind"
@@ -176,7 +177,7 @@ def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
     kw = dict(method=result["method"], delta=result["delta"], kappa=float(result.get("kappa") or 0.0))
     grid = np.asarray(record["guesses"], dtype=np.float64)
     expected = np.asarray(record["correct"], dtype=np.float64)
-    if result["strategy"] == "split":
+    if selection_strategy(result["strategy"]).uses_halves:
         guesses = np.array([int(result["selected_guesses"])])
         rate = np.interp(2.0 * guesses, grid, expected) / (2.0 * guesses)
         m, confidence = int(result["selected_m"]), float(result["confidence"])
@@ -251,7 +252,7 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
     floor = detail["floor"]
     if eps_lb > eps_c:
         passed, why = False, f"exceeds the control's true eps_c = {eps_c:g}: the bound is not valid here"
-    elif floor <= 0.0 and result["strategy"] == "split":
+    elif floor <= 0.0 and selection_strategy(result["strategy"]).uses_halves:
         passed = eps_lb > 0.0
         why = ("is positive" if passed else "is 0") + (" (the floor at the c' the split selection chose is 0, so a "
                                                         "positive bound is all the control can ask)")

@@ -45,10 +45,11 @@ from collections.abc import Mapping
 import numpy as np
 from scipy import stats
 
+from auditing.bounds import any_point_exceeds
 from auditing.controls import expected_correct_at, expected_histogram
 from auditing.errors import LabelDPInputError
-from auditing.robustness import _any_point_exceeds
 from auditing.scores import resolve_score
+from auditing.selection import selection_strategy
 from auditing.sweep_reduce import BinSpec
 
 DEFAULT_POWER = 0.95
@@ -81,11 +82,9 @@ def exposed_floor_unavailable(result: Mapping, claimed_epsilon: float) -> str | 
     if result.get("score") not in ("paper", "log-ratio"):
         return (f"the score is {result.get('score')!r}: the exposed rows' scores are known only for the named "
                 "scores (paper, log-ratio)")
-    if result["strategy"] == "split":
-        return ("split strategy: its power hangs on the noisy choice of c' on the selection half, which this "
-                "floor does not model (see the perfect-attacker floor, a necessary condition)")
-    if result["strategy"] != "bonferroni":
-        return f"strategy {result['strategy']!r}: only bonferroni (and split) give a valid verdict"
+    unsupported = selection_strategy(result["strategy"]).exposure_floor_unsupported
+    if unsupported is not None:
+        return unsupported
     prior = result.get("prior_histogram") or {}
     if not prior or not prior.get("buckets"):
         return ("the result was written before the reference's probability histogram (prior_histogram) was "
@@ -126,7 +125,7 @@ def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float =
     claimed = float(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    if result["strategy"] != "bonferroni":
+    if selection_strategy(result["strategy"]).exposure_floor_unsupported is not None:
         raise LabelDPInputError(f"game_detection_floor: strategy {result['strategy']!r} is not supported "
                                 "(bonferroni only)")
     if result.get("score") not in ("paper", "log-ratio"):
@@ -148,7 +147,7 @@ def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float =
         hits[0] += 0.5 * (m - n)
         rate = np.clip(expected_correct_at(rows, hits, grid) / grid, 0.0, 1.0)
         quantile = stats.binom.ppf(1.0 - power, grid, rate).astype(np.int64)
-        return _any_point_exceeds(quantile, grid, m, claimed, confidence=confidence, **kw)  # max bound > claim
+        return any_point_exceeds(quantile, grid, m, claimed, confidence=confidence, **kw)  # max bound > claim
 
     if not flags(m):
         return None

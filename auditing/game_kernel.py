@@ -10,7 +10,7 @@ repetition 0 for the split strategy), without any per-repetition array of size n
 Bit-for-bit the same game as the numpy path:
 
 - the uniforms are the same SplitMix64 words: the per-(seed, repetition, stream) key words come from
-  `auditing.keyed_random._key_word` itself and the row mix is the same integer arithmetic, so every uniform is
+  `auditing.keyed_random.key_word` itself and the row mix is the same integer arithmetic, so every uniform is
   the same double (tests/test_game_kernel.py);
 - the counterfactual compares the same uniform with the same numbers: p_reference[:, 1] for binary models, the
   reference's row CDF (`np.cumsum`, last column set to 1, as in `auditing.game.sample_counterfactual`) for k
@@ -34,7 +34,7 @@ from numba import njit, prange
 
 from auditing.errors import LabelDPInputError
 from auditing.game import GameRows
-from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, _key_word
+from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word
 from auditing.scores import SCORES
 from auditing.sweep_reduce import BinSpec, bin_index
 
@@ -260,7 +260,7 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
                 score: str, power: float, bins: BinSpec, selection: np.ndarray | None = None) -> GameTables:
     """Tables for already-validated arrays (see `auditing.game.as_class_probabilities`, `as_labels`, ...).
 
-    `selection`: the split strategy's selection half per row (`auditing.audit._split_halves`), if used.
+    `selection`: the split strategy's selection half per row (`auditing.audit.split_halves`), if used.
     """
     if not compiled_score(score):
         raise LabelDPInputError(f"score {score!r} has no compiled form; use auditing.game.play_repetition")
@@ -291,7 +291,7 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
 @dataclass(frozen=True)
 class SlotKeys:
     """The sweeps to count: per slot its repetition, its half (-1 all rows, 0 selection, 1 bound half) and the
-    key words of its two streams (`auditing.keyed_random._key_word`)."""
+    key words of its two streams (`auditing.keyed_random.key_word`)."""
 
     repetition: np.ndarray  # int64
     half: np.ndarray  # int64
@@ -310,8 +310,8 @@ def slot_keys(seed: int, slots) -> SlotKeys:
     """Keys for (repetition, half) pairs; half None or -1: all rows."""
     reps = np.array([int(r) for r, _ in slots], dtype=np.int64)
     halves = np.array([-1 if h is None else int(h) for _, h in slots], dtype=np.int64)
-    key_cf = np.array([_key_word(seed, r, STREAM_COUNTERFACTUAL) for r in reps], dtype=np.uint64)
-    key_bit = np.array([_key_word(seed, r, STREAM_BIT) for r in reps], dtype=np.uint64)
+    key_cf = np.array([key_word(seed, r, STREAM_COUNTERFACTUAL) for r in reps], dtype=np.uint64)
+    key_bit = np.array([key_word(seed, r, STREAM_BIT) for r in reps], dtype=np.uint64)
     return SlotKeys(reps, halves, key_cf, key_bit)
 
 

@@ -34,7 +34,7 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> _S31)
 
 
-def _key_word(*parts: int) -> np.uint64:
+def key_word(*parts: int) -> np.uint64:
     """Folds integers (seed, repetition, stream) into one 64-bit key, each part mixed in turn."""
     acc = np.array([0x5EED], dtype=np.uint64)
     for part in parts:
@@ -47,7 +47,7 @@ def keyed_uniform(seed: int, repetition: int, stream: int, row_ids: np.ndarray) 
     ids = np.asarray(row_ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"row ids must be integers; got dtype {ids.dtype}")
-    key = _key_word(seed, repetition, stream)
+    key = key_word(seed, repetition, stream)
     bits = mix64(mix64(ids.astype(np.int64, copy=False).view(np.uint64) ^ key) + key)
     # Top 53 bits -> exactly representable double in [0, 1).
     return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)

@@ -57,10 +57,9 @@ from typing import Any
 
 import numpy as np
 
-from auditing.binomial_bounds import pure_epsilon_lower_bounds
-from auditing.bounds import epsilon_lower_bound, rejects
+from auditing.bounds import point_exceeds
 from auditing.errors import LabelDPInputError
-from auditing.selection import select_split
+from auditing.selection import Evidence, selection_strategy
 from auditing.sweep import SweepCounts
 
 KAPPA_TOLERANCE = 1e-3  # relative width of the final bisection bracket in kappa
@@ -101,11 +100,10 @@ def _curve_arrays(data: Mapping) -> tuple[np.ndarray, np.ndarray]:
     return guesses, correct
 
 
-def _halves(data: Mapping) -> tuple[SweepCounts, SweepCounts]:
+def _halves(data: Mapping) -> tuple[SweepCounts, SweepCounts] | None:
     halves = data.get("split_halves") or {}
     if set(halves) != {"selection", "bound"}:
-        raise LabelDPInputError("result: the split strategy's halves are missing (split_halves); the result was "
-                                "written before they were recorded: re-run the audit")
+        return None
     out = []
     for name in ("selection", "bound"):
         half = halves[name]
@@ -114,29 +112,21 @@ def _halves(data: Mapping) -> tuple[SweepCounts, SweepCounts]:
     return out[0], out[1]
 
 
-def _any_point_exceeds(correct: np.ndarray, guesses: np.ndarray, m: int, claimed: float, *, method: str,
-                       delta: float, confidence: float, kappa: float) -> bool:
-    """max over the points of the point bound (at `confidence`) > claimed, without computing every bound.
+def evidence_of(data: Mapping) -> Evidence:
+    """The counts a stored result keeps for judging it again (`auditing.selection.Evidence`).
 
-    A point whose test does not reject eps = claimed cannot have a bound above it (rejection is monotone in
-    eps), so only rejecting points are bounded; for binomial the pure bound (Thm. 17) is an upper bound on the
-    delta > 0 bound (Thm. 16), which orders and prunes the scan.
+    Raises:
+        LabelDPInputError: the result has no curve and no split halves to recompute from.
     """
-    if math.isinf(claimed):
-        return False
-    kw = dict(method=method, delta=delta, confidence=confidence, kappa=kappa)
-    pure = pure_epsilon_lower_bounds(correct, guesses, confidence=confidence, kappa=kappa)
-    if method == "binomial" and delta == 0.0:
-        return bool(pure.max(initial=0.0) > claimed)
-    for index in np.lexsort((np.arange(pure.size), -pure)):
-        c, g = int(correct[index]), int(guesses[index])
-        if method == "binomial" and pure[index] <= claimed:
-            return False  # the pure bound is an upper bound on the delta > 0 one; the rest are smaller
-        if c == 0 or not rejects(c, g, m, claimed, **kw):
-            continue
-        if epsilon_lower_bound(c, g, m, **kw) > claimed:
-            return True
-    return False
+    halves = _halves(data)
+    if data.get("curve"):
+        guesses, correct = _curve_arrays(data)
+    elif halves is not None:
+        guesses, correct = halves[0].guesses[0], halves[0].correct[0]
+    else:
+        guesses, correct = _curve_arrays(data)  # raises: nothing to recompute from
+    return Evidence(guesses=guesses, correct=correct, m=int(data["m"]), confidence=float(data["confidence"]),
+                    point_confidence=float(data.get("point_confidence", data["confidence"])), halves=halves)
 
 
 def valid_bound_exceeds(result: Any, claimed_epsilon: float, kappa: float) -> bool:
@@ -146,15 +136,9 @@ def valid_bound_exceeds(result: Any, claimed_epsilon: float, kappa: float) -> bo
     claimed = _claimed(claimed_epsilon)
     if math.isinf(claimed):
         return False
-    method, delta = data["method"], float(data["delta"])
-    if data["strategy"] == "split":
-        selection_half, bound_half = _halves(data)
-        chosen = select_split(selection_half, bound_half, method=method, confidence=float(data["confidence"]),
-                              delta=delta, kappa=kappa)
-        return chosen.epsilon_lower_bound > claimed
-    guesses, correct = _curve_arrays(data)
-    return _any_point_exceeds(correct, guesses, int(data["m"]), claimed, method=method, delta=delta,
-                              confidence=float(data["point_confidence"]), kappa=kappa)
+    strategy = selection_strategy(data["strategy"])
+    return strategy.exceeds(evidence_of(data), claimed, method=data["method"], delta=float(data["delta"]),
+                            kappa=kappa)
 
 
 def breaking_kappa(result: Any, claimed_epsilon: float, *, tolerance: float = KAPPA_TOLERANCE) -> float:
@@ -176,21 +160,6 @@ def breaking_kappa(result: Any, claimed_epsilon: float, *, tolerance: float = KA
     return lo
 
 
-def _point_exceeds(c: int, g: int, m: int, claimed: float, kw: dict) -> bool:
-    """bound(c, g) > claimed for one point; the cheap tests first (module docstring of `_any_point_exceeds`)."""
-    if c < 1:
-        return False
-    if kw["method"] == "binomial":
-        pure = float(pure_epsilon_lower_bounds(c, g, confidence=kw["confidence"], kappa=kw["kappa"]))
-        if pure <= claimed:
-            return False
-        if kw["delta"] == 0.0:
-            return True
-    if not rejects(c, g, m, claimed, **kw):
-        return False
-    return epsilon_lower_bound(c, g, m, **kw) > claimed
-
-
 def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
     """The smallest number N of fully exposed labels that would make this audit report a VIOLATION of the
     claim (module docstring); None when even a perfect attacker could not (INCONCLUSIVE).
@@ -205,24 +174,19 @@ def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
     claimed = _claimed(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    method, delta, kappa = data["method"], float(data["delta"]), result_kappa(data)
-    if data["strategy"] == "split":
-        _, bound_half = _halves(data)
-        grid, m, confidence, rows_per_label = bound_half.guesses[0], bound_half.m, float(data["confidence"]), 2
-    else:
-        grid, _ = _curve_arrays(data)
-        m, confidence, rows_per_label = int(data["m"]), float(data["point_confidence"]), 1
-    kw = dict(method=method, delta=delta, confidence=confidence, kappa=kappa)
+    strategy = selection_strategy(data["strategy"])
+    grid, m, confidence, rows_per_label = strategy.floor_setup(evidence_of(data))
+    kw = dict(method=data["method"], delta=float(data["delta"]), confidence=confidence, kappa=result_kappa(data))
     best = None
     for g in np.unique(grid):
         g = int(g)
         top = g if best is None else min(g, best - 1)  # only an N below the best so far matters
-        if top < 1 or not _point_exceeds(top, g, m, claimed, kw):
+        if top < 1 or not point_exceeds(top, g, m, claimed, **kw):
             continue
         lo, hi = 0, top  # bound(lo, g) does not exceed the claim (c = 0 never does), bound(hi, g) does
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if _point_exceeds(mid, g, m, claimed, kw):
+            if point_exceeds(mid, g, m, claimed, **kw):
                 hi = mid
             else:
                 lo = mid

@@ -4,7 +4,7 @@ grid, both bound methods. Prints median wall time per stage and peak resident me
     .venv/bin/python benchmarks/bench_audit.py [--rows 1000000] [--repetitions 100] [--runs 3] [--compare-numpy]
 
 The game runs on the compiled kernel (auditing/game_kernel.py) through the two exact passes of
-auditing.audit._compiled_sweep; --compare-numpy also times the numpy reference path once, side by side.
+auditing.audit.compiled_sweep; --compare-numpy also times the numpy reference path once, side by side.
 
 The data is randomized response at eps = 2 on the binary Gaussian mixture with counterfactuals from the true
 posterior (paper App. 11), so the attack finds real signal and the bounds do real work.
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from auditing.audit import AuditConfig, _compiled_sweep, _numpy_sweep, audit_from_counts, run_audit
+from auditing.audit import AuditConfig, compiled_sweep, numpy_sweep, audit_from_counts, run_audit
 from auditing.game import as_class_probabilities
 from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.scores import resolve_score
@@ -63,7 +63,7 @@ def main() -> None:
         marks = [(time.perf_counter(), time.process_time())]
         cfg = AuditConfig(repetitions=args.repetitions, method="binomial", seed=run)
         grid = cfg.grid_for(args.rows)
-        correct, _, _ = _compiled_sweep(target, reference, y, ids, cfg, grid, None)
+        correct, _, _ = compiled_sweep(target, reference, y, ids, cfg, grid, None)
         counts = SweepCounts(m=args.rows, guesses=np.broadcast_to(grid, correct.shape).copy(), correct=correct)
         marks.append((time.perf_counter(), time.process_time()))
         results["binomial"] = audit_from_counts(counts, cfg)
@@ -92,9 +92,9 @@ def main() -> None:
         cfg = AuditConfig(repetitions=args.repetitions, seed=args.runs - 1)
         grid = cfg.grid_for(args.rows)
         began = time.perf_counter()
-        compiled, _, _ = _compiled_sweep(target, reference, y, ids, cfg, grid, None)
+        compiled, _, _ = compiled_sweep(target, reference, y, ids, cfg, grid, None)
         middle = time.perf_counter()
-        reference_counts, _, _ = _numpy_sweep(target, reference, y, ids, cfg, grid, resolve_score("paper"), None)
+        reference_counts, _, _ = numpy_sweep(target, reference, y, ids, cfg, grid, resolve_score("paper"), None)
         ended = time.perf_counter()
         print(f"  side by side, game + counts: compiled {middle - began:.2f} s, numpy path {ended - middle:.2f} s "
               f"({(ended - middle) / (middle - began):.1f}x); counts equal: "

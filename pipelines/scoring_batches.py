@@ -1,28 +1,28 @@
-"""The per-batch pieces of the Beam scoring job (pipelines/beam_scoring.py), as plain functions without Beam.
+"""The two-pass exact reduction of the Beam scoring job (pipelines/beam_scoring.py), as plain functions
+without Beam: R repetitions of the game over a day's batches, reduced to the exact sweep counts of the
+in-process audit (`auditing.audit.run_audit`).
 
 A batch flows through these steps (each a pure function of its inputs, so any runner may split, retry or
 move batches between workers without changing a count):
 
-1. `read_tasks` / `read_batches`: the partition's Parquet row groups, read as validated Arrow batches. Rows
-   without a ``row_id`` cannot key the game's randomness; they are kept here and counted in step 2. With
-   ``audit_rows: training`` only the rows whose labels entered training are kept (`select_rows`,
-   ``pipelines.audit_rows``), before inference.
-2. `scored_batch`: attaches both models' class probabilities; rows without ``row_id`` and rows whose
-   probabilities the model cannot have produced (NaN, outside [0, 1], not summing to 1) are counted in
-   `ScoredBatch.issues` and left out of the game, never dropped silently.
+1. Reading (`pipelines.partition_batches`): the partition's Parquet row groups, read as validated Arrow
+   batches, restricted to the audited rows.
+2. Scoring (`pipelines.scored_batch`): attaches both models' class probabilities; rows that cannot enter the
+   game are counted in `ScoredBatch.issues`, never dropped silently. Row ids must be unique in the day; the
+   job checks it by hash bucket there.
 3. `Pass1Accumulator.add_batch`: plays every repetition with the compiled game (`auditing.game_kernel`,
    bit-identical to `auditing.game.play_repetition`) and adds the batch to per-slot histograms of |score| bins
    (`auditing.sweep_reduce`). A slot is one sweep to count: a repetition over all rows, or, for the ``split``
-   strategy, one half of repetition 0 (`auditing.audit._split_halves`). Accumulators merge by addition. The
-   Beam job plays it on a background thread (``background=True``) so that it overlaps the next batch's
+   strategy, one half of repetition 0 (`auditing.audit.selection_half_mask`). Accumulators merge by addition.
+   The Beam job plays it on a background thread (``background=True``) so that it overlaps the next batch's
    single-threaded reading, frame conversion and CatBoost Pool construction.
 4. `make_plan`: from the merged histograms, the grid of each slot and the bins its grid points cut.
-Row ids must be unique in the day (they key the randomness; the in-process audit refuses duplicates): the job
-checks it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_row_ids`).
-
 5. `boundary_rows`: replays the game only for rows that can land in a cut bin and returns those rows.
 6. `finish_counts`: completes each slot's counts with `auditing.sweep_reduce.exact_counts`, and
    `sweep_counts` builds the `SweepCounts` that `auditing.audit.audit_from_counts` turns into the result.
+
+Steps 3 to 6 live here, as one algorithm: the plan is read off pass 1's histograms, and pass 2 and the counts
+depend on the plan's exact layout.
 
 Step 5 avoids replaying the whole game: for a k-class model a row's released label is one of k classes, so its
 score in any repetition is one of k values, computed once per batch with the configured score function
@@ -39,273 +39,24 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from auditing.audit import AuditConfig, _half_grid, _split_halves
+from auditing.audit import AuditConfig, half_grid, selection_half_mask
 from auditing.errors import LabelDPInputError
-from auditing.game import (
-    SUM_TOLERANCE,
-    GameRows,
-    as_class_probabilities,
-    certain_rows,
-    play_repetition,
-    secret_bits_and_released,
-)
+from auditing.game import GameRows, play_repetition, secret_bits_and_released
 from auditing.game_kernel import GameTables, SlotKeys, game_tables, slot_histograms, slot_keys
 from auditing.game_kernel import boundary_rows as kernel_boundary_rows
-from auditing.keyed_random import mix64
 from auditing.risk import PriorHistogram
 from auditing.scores import resolve_score
 from auditing.sweep import SweepCounts
-from auditing.sweep_reduce import (
-    BinSpec,
-    Boundaries,
-    boundary_bins,
-    cut_bin_mask,
-    exact_counts,
-)
+from auditing.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
 from pipelines import schema
-from pipelines.layout import partition_dir
+from pipelines.scored_batch import ScoredBatch, empty_issues
 
-INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]
-ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
-              "rows_bad_reference_probabilities")
 # Filter margin in bins around each cut bin (step 5): a one-ulp difference can move a score across one edge.
 FILTER_MARGIN = 1
-
-
-# ------------------------------------------------------------------------------------------ reading
-
-
-@dataclass(frozen=True)
-class ReadTask:
-    """One Parquet row group of the partition: the unit of parallel reading."""
-
-    path: str
-    row_group: int
-    rows: int
-
-    @property
-    def name(self) -> str:
-        return f"{Path(self.path).stem}-rg{self.row_group:05d}"
-
-
-def partition_files(root: str | os.PathLike, date) -> list[Path]:
-    """The partition's ``part-*.parquet`` files in name order; a clear error when there are none."""
-    directory = partition_dir(root, date)
-    if not directory.is_dir():
-        raise LabelDPInputError(f"no partition at {directory} (data root {root}); create it with `labeldp-audit "
-                                f"data synth` or `labeldp-audit data ingest-criteo`, or pass the right --data-root")
-    files = sorted(directory.glob(schema.PART_GLOB))
-    if not files:
-        raise LabelDPInputError(f"{directory}: the partition directory holds no {schema.PART_GLOB} files")
-    return files
-
-
-def _open(path) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
-
-
-def partition_schema(files: list[Path]) -> pa.Schema:
-    """The Arrow schema of the partition from the files' footers (no data read).
-
-    Every file must hold ``row_id`` and ``label``; the feature columns are checked against each model with
-    `pipelines.registry.check_features`. Files whose column sets differ are reported by name.
-    """
-    first = None
-    for path in files:
-        file_schema = _open(path).schema_arrow
-        missing = [name for name in (schema.ROW_ID, schema.LABEL) if name not in file_schema.names]
-        if missing:
-            raise LabelDPInputError(f"{path}: missing column(s) {missing}")
-        if first is None:
-            first = (path, file_schema)
-        elif set(file_schema.names) != set(first[1].names):
-            raise LabelDPInputError(f"{path} has columns {sorted(file_schema.names)} but {first[0]} has "
-                                    f"{sorted(first[1].names)}; a partition's files share one schema")
-    return first[1]
-
-
-def read_tasks(files: list[Path]) -> list[ReadTask]:
-    """One task per non-empty row group, from the Parquet footers."""
-    tasks = []
-    for path in files:
-        metadata = _open(path).metadata
-        for index in range(metadata.num_row_groups):
-            rows = metadata.row_group(index).num_rows
-            if rows:
-                tasks.append(ReadTask(str(path), index, rows))
-    if not tasks:
-        raise LabelDPInputError(f"{files[0].parent}: the partition is empty (0 rows)")
-    return tasks
-
-
-def validate_batch(batch: pa.RecordBatch | pa.Table, source: str) -> pa.Table:
-    """``row_id`` (int64; nulls allowed here, counted later) followed by the validated label and features."""
-    table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-    row_id = table.column(schema.ROW_ID)
-    if pa.types.is_null(row_id.type):
-        row_id = pa.chunked_array([pa.nulls(len(row_id), pa.int64())])
-    elif not pa.types.is_integer(row_id.type):
-        raise LabelDPInputError(f"{source}: column 'row_id' has type {row_id.type}, expected an integer type")
-    else:
-        try:
-            row_id = row_id.cast(pa.int64(), safe=True)
-        except (pa.ArrowInvalid, OverflowError):
-            raise LabelDPInputError(f"{source}: column 'row_id' holds values that do not fit in int64") from None
-    rest = [schema.LABEL, *schema.FEATURE_COLUMNS]
-    validated = schema.validate_table(table.select(rest), source, columns=rest)
-    return validated.add_column(0, pa.field(schema.ROW_ID, pa.int64()), row_id)
-
-
-def select_rows(table: pa.Table, selection) -> pa.Table:
-    """The rows of ``table`` to audit (``pipelines.audit_rows.RowSelection``; None keeps every row). Rows
-    without a row_id are kept so that step 2 counts them (they can be neither selected nor excluded)."""
-    if selection is None or table.num_rows == 0:
-        return table
-    row_id = table.column(schema.ROW_ID)
-    valid = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else None
-    ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    keep = selection.mask(ids)
-    if valid is not None:
-        keep |= ~valid
-    return table if keep.all() else table.filter(pa.array(keep))
-
-
-def read_batches(task: ReadTask, batch_size: int, selection=None) -> Iterator[tuple[str, pa.Table]]:
-    """(batch id, validated table) for each batch of at most ``batch_size`` rows of the task's row group,
-    restricted to the audited rows (``selection``, see `select_rows`); empty batches are skipped."""
-    parquet = _open(task.path)
-    source = f"{task.path} (row group {task.row_group})"
-    try:
-        batches = parquet.iter_batches(batch_size=int(batch_size), row_groups=[task.row_group],
-                                       columns=INPUT_COLUMNS)
-        for index, batch in enumerate(batches):
-            if batch.num_rows:
-                table = select_rows(validate_batch(batch, source), selection)
-                if table.num_rows:
-                    yield f"{task.name}-b{index:05d}", table
-    except (pa.ArrowException, OSError) as exc:
-        raise LabelDPInputError(f"{source}: corrupt Parquet data ({exc})") from None
-
-
-# ------------------------------------------------------------------------------------------ scored batches
-
-
-@dataclass
-class ScoredBatch:
-    """The rows of one batch that enter the game, with both models' class probabilities."""
-
-    batch_id: str
-    row_ids: np.ndarray  # int64, unique
-    labels: np.ndarray  # int64
-    p_target: np.ndarray  # (n, k) float64
-    p_reference: np.ndarray  # (n, k) float64
-    issues: dict = field(default_factory=dict)
-
-    def take(self, index: np.ndarray) -> ScoredBatch:
-        return ScoredBatch(self.batch_id, self.row_ids[index], self.labels[index], self.p_target[index],
-                           self.p_reference[index], {})
-
-    @property
-    def rows(self) -> int:
-        return int(self.row_ids.size)
-
-
-def _as_matrix(values, n: int, who: str) -> np.ndarray:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = np.column_stack([1.0 - arr, arr])
-    if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 2:
-        raise LabelDPInputError(f"the {who} model returned probabilities of shape {arr.shape}; expected ({n}, k>=2)")
-    return arr
-
-
-def _bad_probability_rows(p: np.ndarray) -> np.ndarray:
-    """Rows no probabilistic classifier outputs: NaN/inf, outside [0, 1], or not summing to 1 (same tolerance
-    as `auditing.game.as_class_probabilities`)."""
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(p).all(axis=1) | (p < 0.0).any(axis=1) | (p > 1.0).any(axis=1)
-        bad |= ~(np.abs(p.sum(axis=1) - 1.0) <= SUM_TOLERANCE)
-    return bad
-
-
-def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference) -> ScoredBatch:
-    """Keeps the rows that can enter the game and counts the others (never a silent drop)."""
-    n = table.num_rows
-    target = _as_matrix(p_target, n, "target")
-    reference = _as_matrix(p_reference, n, "reference")
-    if target.shape[1] != reference.shape[1]:
-        raise LabelDPInputError(f"the target model has {target.shape[1]} classes but the reference model has "
-                                f"{reference.shape[1]}")
-    row_id = table.column(schema.ROW_ID)
-    has_id = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else np.ones(n, dtype=bool)
-    bad_target = _bad_probability_rows(target)
-    # A reference certain of a class has an infinite likelihood ratio: no kappa covers it (auditing.game).
-    bad_reference = _bad_probability_rows(reference) | certain_rows(reference)
-    keep = has_id & ~bad_target & ~bad_reference
-    labels = table.column(schema.LABEL).to_numpy().astype(np.int64)
-    if labels.size and int(labels.max()) >= target.shape[1]:
-        raise LabelDPInputError(f"batch {batch_id}: labels go up to {int(labels.max())} but the models have "
-                                f"{target.shape[1]} classes")
-    index = np.flatnonzero(keep)
-    ids = row_id.to_numpy(zero_copy_only=False)[index].astype(np.int64)
-    issues = {"rows_read": n, "rows_scored": int(index.size), "rows_without_row_id": int(n - has_id.sum()),
-              "rows_bad_target_probabilities": int(bad_target.sum()),
-              "rows_bad_reference_probabilities": int(bad_reference.sum())}
-    return ScoredBatch(batch_id, ids, labels[index],
-                       as_class_probabilities(target[index], "p_target") if index.size else target[:0],
-                       as_class_probabilities(reference[index], "p_reference") if index.size else reference[:0],
-                       issues)
-
-
-def row_id_buckets(batch: ScoredBatch, buckets: int) -> Iterator[tuple[int, np.ndarray]]:
-    """(bucket, the batch's row ids in it), bucket = hash(row_id) mod buckets: equal ids meet in one bucket,
-    so duplicates across the whole partition are found one bucket at a time (`duplicate_row_ids`)."""
-    if batch.rows == 0:
-        return
-    bucket = (mix64(batch.row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int16 if buckets <= 1 << 15 else np.int64)
-    order = np.argsort(bucket, kind="stable")  # a radix sort on 16-bit keys
-    edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    for b in range(buckets):
-        if edges[b + 1] > edges[b]:
-            yield b, batch.row_ids[order[edges[b]:edges[b + 1]]]
-
-
-def duplicate_row_ids(chunks) -> tuple[int, int | None]:
-    """(how many rows repeat an earlier row's id, one such id) over all chunks of a bucket."""
-    ids = np.sort(np.concatenate(list(chunks)))
-    repeats = ids[1:][ids[1:] == ids[:-1]]
-    return int(repeats.size), (int(repeats[0]) if repeats.size else None)
-
-
-def predictions_table(batch: ScoredBatch) -> pa.Table:
-    """A scored batch as an Arrow table (row_id, label, p_target_j, p_reference_j), for the two-stage plan."""
-    k = batch.p_target.shape[1]
-    columns = {schema.ROW_ID: batch.row_ids, schema.LABEL: batch.labels}
-    columns.update({f"p_target_{j}": batch.p_target[:, j] for j in range(k)})
-    columns.update({f"p_reference_{j}": batch.p_reference[:, j] for j in range(k)})
-    metadata = {f"issue.{key}": str(value) for key, value in batch.issues.items()}
-    metadata["batch_id"] = batch.batch_id
-    return pa.table(columns).replace_schema_metadata(metadata)
-
-
-def batch_from_predictions(table: pa.Table) -> ScoredBatch:
-    """Inverse of `predictions_table`."""
-    metadata = {key.decode(): value.decode() for key, value in (table.schema.metadata or {}).items()}
-    k = sum(1 for name in table.column_names if name.startswith("p_target_"))
-    stack = lambda prefix: np.column_stack([table.column(f"{prefix}{j}").to_numpy() for j in range(k)])  # noqa: E731
-    issues = {key[len("issue."):]: int(value) for key, value in metadata.items() if key.startswith("issue.")}
-    return ScoredBatch(metadata.get("batch_id", ""), table.column(schema.ROW_ID).to_numpy().astype(np.int64),
-                       table.column(schema.LABEL).to_numpy().astype(np.int64), stack("p_target_"),
-                       stack("p_reference_"), issues)
 
 
 # ------------------------------------------------------------------------------------------ the game
@@ -342,7 +93,7 @@ class GameSpec:
 
     def halves(self, row_ids: np.ndarray) -> np.ndarray:
         """True for rows of the selection half (the split strategy's fixed, keyed partition)."""
-        return _split_halves(row_ids, self.config.seed)
+        return selection_half_mask(row_ids, self.config.seed)
 
     @cached_property
     def keys(self) -> SlotKeys:
@@ -354,10 +105,6 @@ class GameSpec:
         selection = self.halves(batch.row_ids) if self.config.strategy == "split" else None
         return game_tables(batch.p_target, batch.p_reference, batch.labels, batch.row_ids, score=self.config.score,
                            power=self.config.score_power, bins=self.bins, selection=selection)
-
-
-def empty_issues() -> dict:
-    return dict.fromkeys(ISSUE_KEYS, 0)
 
 
 # Pass-1 kernels run here when an accumulator plays in the background (`Pass1Accumulator.add_batch`): one thread
@@ -400,7 +147,7 @@ class Pass1Accumulator:
     correct: np.ndarray | None = None
     issues: dict = field(default_factory=empty_issues)
     batches: int = 0
-    # issue 8: counts of the reference's probabilities of the audited rows in auditing.risk.PriorHistogram's
+    # Counts of the reference's probabilities of the audited rows in auditing.risk.PriorHistogram's
     # fixed buckets (claim-free; integer counts, so any batching or merge order gives the same histogram).
     priors: np.ndarray | None = None
     prior_kind: str = "class1"
@@ -553,7 +300,7 @@ def make_plan(accumulator: Pass1Accumulator, spec: GameSpec) -> SweepPlan:
         else:
             if rows_in_slot == 0:
                 raise LabelDPInputError("the split strategy needs at least 2 rows (one half is empty)")
-            grid = _half_grid(config, rows_in_slot)
+            grid = half_grid(config, rows_in_slot)
         grids.append(grid)
         bounds.append(boundary_bins(accumulator.rows[index], accumulator.correct[index], grid))
     exact = np.stack([cut_bin_mask(b, num_bins) for b in bounds])
@@ -644,28 +391,18 @@ def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
 
 
 __all__ = [
-    "BinSpec",
-    "Boundaries",
+    "BACKGROUND_CHUNK_ROWS",
+    "FILTER_MARGIN",
+    "MAX_PENDING_CHUNKS",
     "BoundaryChunk",
     "GameSpec",
     "Pass1Accumulator",
-    "ReadTask",
     "ScoredBatch",
     "Slot",
     "SweepPlan",
-    "batch_from_predictions",
     "boundary_rows",
-    "duplicate_row_ids",
     "finish_counts",
     "make_plan",
-    "partition_files",
-    "partition_schema",
-    "predictions_table",
-    "read_batches",
-    "read_tasks",
-    "row_id_buckets",
-    "scored_batch",
     "scored_rows_table",
     "sweep_counts",
-    "validate_batch",
 ]

@@ -218,10 +218,10 @@ def test_a_certain_reference_names_the_column_given_by_reference_col(capsys, tmp
 
 
 def test_split_on_two_rows_says_what_it_needs(capsys, tmp_path):
-    from auditing.audit import _split_halves
+    from auditing.audit import selection_half_mask
 
     ids = np.array([0, 1], dtype=np.int64)
-    seed = next(s for s in range(100) if len(set(_split_halves(ids, s))) == 1)  # both rows in one half
+    seed = next(s for s in range(100) if len(set(selection_half_mask(ids, s))) == 1)  # both rows in one half
     path = _table(tmp_path / "two.parquet", [0, 1], [0.5, 0.6], [0.5, 0.4], row_ids=ids)
     code, out, err = run_cli(capsys, "audit-scores", str(path), "--strategy", "split", "--seed", str(seed),
                              "--repetitions", "1", "--quiet")

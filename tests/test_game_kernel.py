@@ -8,7 +8,7 @@ import pytest
 from auditing import game_kernel
 from auditing.audit import AuditConfig, run_audit
 from auditing.game import as_class_probabilities, play_repetition
-from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, _key_word, keyed_uniform
+from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word, keyed_uniform
 from auditing.scores import resolve_score
 from auditing.sweep import correct_at, rank_order
 from auditing.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts, histogram
@@ -39,7 +39,7 @@ def test_compiled_uniforms_are_keyed_uniform_bit_for_bit():
     ids = np.concatenate([np.arange(-5, 5), np.array([2**62, -(2**63), 2**63 - 1]),
                           np.random.default_rng(0).integers(-(2**63), 2**63 - 1, 2000)]).astype(np.int64)
     for seed, repetition, stream in [(0, 0, STREAM_COUNTERFACTUAL), (7, 99, STREAM_BIT), (2**40, 3, 5)]:
-        key = _key_word(seed, repetition, stream)
+        key = key_word(seed, repetition, stream)
         got = np.array([game_kernel._uniform(np.uint64(i), key) for i in ids.view(np.uint64)])
         assert np.array_equal(got, keyed_uniform(seed, repetition, stream, ids))
 

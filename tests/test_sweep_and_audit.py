@@ -177,9 +177,9 @@ def test_a_reference_certain_of_a_label_is_refused_in_the_core():
 
 def test_split_with_an_empty_half_says_what_it_needs():
     ids = np.arange(3, dtype=np.int64)
-    from auditing.audit import _split_halves
+    from auditing.audit import selection_half_mask
 
-    seed = next(s for s in range(100) if len(set(_split_halves(ids, s))) == 1)  # all rows in one half
+    seed = next(s for s in range(100) if len(set(selection_half_mask(ids, s))) == 1)  # all rows in one half
     for score in ("paper", None):  # the compiled kernel and the numpy path (custom score)
         kwargs = {} if score else {"score_function": lambda t, r: t - r}
         with pytest.raises(LabelDPInputError, match=r"split strategy needs audited rows in both halves.*3 row\(s\)"
