@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipelines import splits, training  # noqa: E402
 from pipelines.layout import parse_date, partition_dir  # noqa: E402
+from pipelines.mechanisms import get_mechanism, mechanism_names  # noqa: E402
 from pipelines.progress import stderr_progress  # noqa: E402
 from pipelines.synth import write_synthetic_day  # noqa: E402
 
@@ -47,7 +48,8 @@ def main() -> int:
     parser.add_argument("--date", default="2024-01-02", help="day D (the reference uses D-1)")
     parser.add_argument("--data-root", default="/tmp/labeldp-table")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--mechanisms", default=None, help="comma list of row labels' mechanism names to run")
+    parser.add_argument("--mechanisms", default=None,
+                        help="comma list of the rows' mechanisms to run, from " + ",".join(mechanism_names()))
     parser.add_argument("--epsilons", default=None, help="comma list, e.g. inf,8,1")
     parser.add_argument("--json", default=None, help="also write the cells to this JSON file")
     args = parser.parse_args()
@@ -61,6 +63,8 @@ def main() -> int:
     settings = training.CatBoostSettings()
     epsilons = EPSILONS if not args.epsilons else tuple(float(e) for e in args.epsilons.split(","))
     wanted = None if not args.mechanisms else set(args.mechanisms.split(","))
+    for name in wanted or ():
+        get_mechanism(name, "--mechanisms")   # refuses an unknown name with the list of known ones
     progress = stderr_progress("train")
 
     progress(f"reference: non-private model of {previous}")
@@ -80,7 +84,7 @@ def main() -> int:
         if wanted and mechanism not in wanted:
             continue
         for epsilon in epsilons:
-            if math.isinf(epsilon) and mechanism in ("lp-1st", "lp-1st-nc", "lp-2st"):
+            if math.isinf(epsilon) and get_mechanism(mechanism).identity_at_infinity:
                 metrics = plain.metrics   # eps = inf releases the labels unchanged: identical to 'none'
             else:
                 options = training.MechanismOptions(prior=prior)

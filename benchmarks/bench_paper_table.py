@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 from auditing.audit import AuditConfig, audit_from_counts  # noqa: E402
 from pipelines import beam_scoring, registry, training  # noqa: E402
 from pipelines.layout import model_dir, parse_date, partition_dir  # noqa: E402
+from pipelines.mechanisms import get_mechanism  # noqa: E402
 from pipelines.progress import stderr_progress  # noqa: E402
 from pipelines.synth import write_synthetic_day  # noqa: E402
 
@@ -160,6 +161,8 @@ class Table:
         self.reference_settings = training.CatBoostSettings()   # M' keeps the project's settings
         self.progress = stderr_progress("table")
         self._days: dict = {}
+        for _key, _label, mechanism, _prior in ROWS:
+            get_mechanism(mechanism, "ROWS mechanism")   # a row's mechanism must be registered
 
     # ---------------------------------------------------------------------------------- cells
 
@@ -215,7 +218,7 @@ class Table:
         return {"rows": self.args.rows, "date": str(date), "mechanism": mechanism, "epsilon": eps_text(epsilon),
                 "seed": self.args.seed,
                 "catboost": json.loads(json.dumps(dataclasses.asdict(self.catboost_settings(name)))),
-                "options": dataclasses.asdict(options) if mechanism != "none" else None}
+                "options": dataclasses.asdict(options) if not math.isinf(epsilon) else None}  # inf: "none"
 
     def train_one(self, name: str, mechanism: str, epsilon: float, prior: str | None, date) -> dict:
         settings = self.train_settings(name, mechanism, epsilon, prior, date)
@@ -227,7 +230,7 @@ class Table:
         day = self.day(date)
         options = training.MechanismOptions(**settings["options"]) if settings["options"] else None
         reference_model = None
-        if options is not None and training.needs_reference(mechanism, options):
+        if options is not None and get_mechanism(mechanism).from_options(options).needs_reference:
             reference_model, _ = registry.load_model(self.root, REFERENCE, self.day0)
         self.progress(f"train {name}: {mechanism} eps={eps_text(epsilon)} prior={prior} on {date} ...")
         started = time.monotonic()

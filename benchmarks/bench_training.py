@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipelines import splits, training  # noqa: E402
+from pipelines import fitting, splits, training  # noqa: E402
 from pipelines.layout import parse_date, partition_dir  # noqa: E402
 from pipelines.synth import write_synthetic_day  # noqa: E402
 
@@ -75,8 +75,8 @@ def main() -> int:
             settings = training.CatBoostSettings(thread_count=args.threads)
             params = settings.params(args.seed)
             model = CatBoostClassifier(**params)
-            wall, cpu = timed_fit(model, training._pool(x_train, y_train),
-                                  eval_set=training._pool(day.features.iloc[validation], day.labels[validation]),
+            wall, cpu = timed_fit(model, fitting.training_pool(x_train, y_train),
+                                  eval_set=fitting.training_pool(day.features.iloc[validation], day.labels[validation]),
                                   use_best_model=True)
             checkpoints = {}
         elif config == "defaults":
@@ -84,13 +84,13 @@ def main() -> int:
                       "verbose": 100, "iterations": args.defaults_iterations}
             model = CatBoostClassifier(**params)
             # eval_set only records the test curve; use_best_model=False keeps training exactly the defaults'.
-            wall, cpu = timed_fit(model, training._pool(x_train, y_train),
-                                  eval_set=training._pool(x_test, y_test), use_best_model=False)
+            wall, cpu = timed_fit(model, fitting.training_pool(x_train, y_train),
+                                  eval_set=fitting.training_pool(x_test, y_test), use_best_model=False)
             curve = model.get_evals_result()["validation"]["Logloss"]
             checkpoints = {n: curve[n - 1] for n in (50, 100, 200, 300, 500, 1000, len(curve)) if n <= len(curve)}
         else:
             raise SystemExit(f"unknown config {config!r}")
-        probabilities = model.predict_proba(training._pool(x_test))
+        probabilities = model.predict_proba(fitting.training_pool(x_test))
         row = {
             "config": config, "train_rows": int(train.size), "test_rows": int(test.size),
             "trees": int(model.tree_count_), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),

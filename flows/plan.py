@@ -16,7 +16,7 @@ from auditing.controls import LABEL_BLIND, NEGATIVE, POSITIVE, check_control_eps
 from auditing.errors import LabelDPInputError
 from auditing.params import legacy_tau_warning
 from pipelines.layout import check_name
-from pipelines.mechanisms import MECHANISMS
+from pipelines.mechanisms import get_mechanism
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,7 @@ class TargetSpec:
 
     def __post_init__(self):
         check_name(self.name, "target name")
-        if self.mechanism not in MECHANISMS:
-            raise LabelDPInputError(f"target {self.name}: mechanism must be one of {list(MECHANISMS)}; got {self.mechanism!r}")
+        get_mechanism(self.mechanism, f"target {self.name}: mechanism")
         eps = float(self.epsilon)
         if not (eps > 0):
             raise LabelDPInputError(f"target {self.name}: epsilon must be > 0 (inf for non-private); got {self.epsilon!r}")

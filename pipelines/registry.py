@@ -4,10 +4,10 @@
   write leaves an existing model of that name and day untouched.
 - No pickle anywhere: the model is CatBoost's own ``.cbm`` format, the metadata strict JSON (an infinite
   epsilon is written as the string ``"inf"``; ``claimed_epsilon`` reads it back as a float).
-- ``metadata.json`` records what an audit needs to trust and reproduce the model (../shared/DESIGN.md): the
-  mechanism, its parameters, claimed eps and delta, the privacy unit, the seed, the partition fingerprint,
-  the feature schema, the CatBoost parameters, the test metrics, the code version (package version and git
-  commit when available) and ``created_at`` (UTC).
+- ``metadata.json`` records what an audit needs to trust and reproduce the model: the mechanism, its
+  parameters, claimed eps and delta, the privacy unit, the seed, the partition fingerprint, the feature
+  schema, the CatBoost parameters, the test metrics, the code version (package version and git commit when
+  available) and ``created_at`` (UTC).
 - ``load_model`` returns ``(CatBoostClassifier, metadata)``. For a noise-corrected model (LP-1ST-NC) the
   classifier is a ``NoiseCorrectedClassifier``, whose ``predict_proba`` applies the recorded correction, so
   every scorer gets true-label probabilities (the correction is not affine in logit space, so it cannot live
@@ -78,14 +78,14 @@ def code_version() -> dict[str, Any]:
     return {"package": PACKAGE, "version": version, "git_commit": commit, "git_dirty": dirty}
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Strict-JSON copy: inf/-inf -> "inf"/"-inf", NaN -> None, numpy scalars and arrays -> Python."""
     if isinstance(value, dict):
-        return {str(key): _jsonable(item) for key, item in value.items()}
+        return {str(key): jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(item) for item in value]
+        return [jsonable(item) for item in value]
     if isinstance(value, np.ndarray):
-        return [_jsonable(item) for item in value.tolist()]
+        return [jsonable(item) for item in value.tolist()]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
@@ -156,7 +156,7 @@ def noise_corrected_classifier_class():
 def make_noise_corrected_classifier(correction: dict):
     """An empty ``NoiseCorrectedClassifier`` carrying ``correction`` (validated now, not at first predict)."""
     model = noise_corrected_classifier_class()()
-    model.labeldp_correction = _jsonable(dict(correction))
+    model.labeldp_correction = jsonable(dict(correction))
     model._correction()
     return model
 
@@ -184,7 +184,7 @@ def save_model(root: str | os.PathLike, model_name: str, date: dt.date, model, m
     if model_names and model_names != names:
         raise LabelDPInputError(f"the model's feature names {model_names} differ from metadata feature_schema "
                                 f"{names}")
-    text = json.dumps(_jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    text = json.dumps(jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
     with atomic_directory(final) as tmp:
         model.save_model(str(tmp / MODEL_FILE), format="cbm")
         (tmp / METADATA_FILE).write_text(text, encoding="utf-8")

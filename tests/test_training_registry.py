@@ -95,7 +95,7 @@ def test_every_mechanism_trains_registers_and_loads(data_root, reference, mechan
     probabilities = model.predict_proba(training.feature_frame(table))
     assert probabilities.shape == (table.num_rows, 2) and np.allclose(probabilities.sum(axis=1), 1.0)
     assert (metadata["output_correction"] is not None) == (mechanism == "lp-1st-nc")
-    # issue 9: the rows whose labels entered training; PATE's student rows' labels were never read
+    # the rows whose labels entered training; PATE's student rows' labels were never read
     rows = metadata["training_rows"]
     assert rows["split"] == splits.scheme() and rows["label_splits"][0] == "train"
     assert ("validation" in rows["label_splits"]) == bool(rows["validation_labels_used_for"])

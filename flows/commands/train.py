@@ -1,4 +1,4 @@
-"""`labeldp-audit train`: train a label-DP CatBoost model for one day and register it (issue 3)."""
+"""`labeldp-audit train`: train a label-DP CatBoost model for one day and register it."""
 
 from __future__ import annotations
 
@@ -24,13 +24,7 @@ command goes on without it (skip; e.g. for the first day of data).
 
 Mechanisms (all guarantees per replaced label; they imply the same eps for the add/remove SIM-DP the
 paper audits):
-  none       no privacy (requires --epsilon inf)
-  rr         randomized response: keep w.p. e^eps/(e^eps+1)                         eps-label-DP
-  lp-1st     RR with prior (Ghazi et al. 2021): RR restricted to the prior's top-k   eps-label-DP
-  lp-1st-nc  RR, then the model's probabilities corrected for the known flip rate    eps-label-DP
-  lp-2st     a stage-1 LP-1ST model on half the rows is the prior for the other half eps-label-DP
-  alibi      Laplace(2/eps) noise on one-hot labels, Bayesian soft labels            eps-label-DP
-  pate       teachers on disjoint rows, Gumbel noisy-argmax votes label the student  (eps, delta)-label-DP
+{mechanisms}
 
 Examples:
   labeldp-audit data synth --start 2024-01-01 --end 2024-01-02 --rows 200000
@@ -50,12 +44,13 @@ def _epsilon(text: str) -> float:
 
 
 def register(subparsers) -> None:
-    from pipelines.mechanisms import MECHANISMS
+    from pipelines.mechanisms import help_table, mechanism_names
 
-    p = subparsers.add_parser("train", help=HELP, description=DESCRIPTION,
+    description = DESCRIPTION.replace("{mechanisms}", help_table())   # one line per registered mechanism
+    p = subparsers.add_parser("train", help=HELP, description=description,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--date", required=True, help="the partition day D to train on (YYYY-MM-DD)")
-    p.add_argument("--mechanism", required=True, choices=MECHANISMS, help="label-DP mechanism (see above)")
+    p.add_argument("--mechanism", required=True, choices=mechanism_names(), help="label-DP mechanism (see above)")
     p.add_argument("--epsilon", required=True, type=_epsilon,
                    help="claimed epsilon, > 0, or inf for no privacy (e.g. 8, 4, 2, 1, 0.1, inf)")
     p.add_argument("--model-name", default=None,

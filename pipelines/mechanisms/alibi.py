@@ -20,11 +20,14 @@ next round of posteriors. The prior must not depend on this row's label: a unifo
 checkpoint (a domain prior), or a model trained on the noisy z themselves.
 
 eps = inf: b = 0, no noise, the soft labels are exactly one-hot.
+
+``Alibi`` is the registered mechanism ``alibi`` (parameters ``prior`` and ``alibi_rounds``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,6 +39,7 @@ from pipelines.mechanisms._checks import (
     check_probabilities,
     check_rng,
 )
+from pipelines.mechanisms.base import LabelContext, PriorMechanism, Release, check_count
 
 
 def laplace_scale(epsilon: float) -> float:
@@ -93,3 +97,31 @@ def alibi_soft_labels(labels: np.ndarray, prior: np.ndarray, epsilon: float,
         raise LabelDPInputError(f"prior must have shape (rows, classes); got {prior_array.shape}")
     noisy = noisy_one_hot(labels, epsilon, prior_array.shape[1], rng)
     return noisy, posterior_soft_labels(noisy, prior_array, epsilon)
+
+
+@dataclass(frozen=True)
+class Alibi(PriorMechanism):
+    """``alibi``: soft labels from the Laplace release; round r >= 2 refits the prior on round r-1's soft
+    labels (a model of every private row, at the final model's seed)."""
+
+    name = "alibi"
+    summary = "Laplace(2/eps) noise on one-hot labels, Bayesian soft labels"
+
+    alibi_rounds: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_count(self.alibi_rounds, "alibi_rounds")
+
+    def privatize(self, context: LabelContext) -> Release:
+        epsilon = context.epsilon
+        noisy = noisy_one_hot(context.labels, epsilon, context.num_classes, context.rng)
+        soft = posterior_soft_labels(noisy, self.initial_prior(context), epsilon)
+        parameters = {"prior": self.prior, "laplace_scale": laplace_scale(epsilon), "rounds": self.alibi_rounds}
+        for round_number in range(2, self.alibi_rounds + 1):
+            context.progress(f"alibi round {round_number}: refitting the prior on the soft labels")
+            soft = posterior_soft_labels(noisy, context.fit_all(soft[:, 1]), epsilon)
+        return Release(targets=soft[:, 1].astype(np.float64), parameters=parameters)
+
+    def validation_label_uses(self, release: Release, output_correction: dict | None) -> list[str]:
+        return ["refitted the ALIBI prior"] if self.alibi_rounds >= 2 else []

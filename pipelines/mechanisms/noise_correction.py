@@ -32,17 +32,23 @@ true-label log-loss on the privatized validation labels. For the loss vector L_y
 l~(j) = (L_j - flip * sum_y L_y) / (keep - flip) satisfies E[l~(noisy label) | y] = L_y exactly (it is
 T^-1 L for the RR transition matrix T), so its mean over validation rows is an unbiased estimate of the true
 validation log-loss, computed from privatized labels only.
+
+``NoiseCorrectedRR`` is the registered mechanism ``lp-1st-nc``: the release of ``rr``, then the floor chosen
+on the validation split and recorded as the model's ``output_correction``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from auditing.errors import LabelDPInputError
 from pipelines.mechanisms._checks import check_epsilon, check_labels, check_probabilities
-from pipelines.mechanisms.randomized_response import flip_probability, keep_probability
+from pipelines.mechanisms.base import LabelContext, Release
+from pipelines.mechanisms.randomized_response import RandomizedResponse, flip_probability, keep_probability
 
 DEFAULT_FLOOR_GRID = (1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 
@@ -108,3 +114,27 @@ def select_floor(noisy_probabilities: np.ndarray, noisy_labels: np.ndarray, epsi
         estimates[float(floor)] = unbiased_log_loss(corrected, noisy_labels, epsilon)
     best = min(estimates, key=lambda value: (estimates[value], value))
     return best, estimates
+
+
+@dataclass(frozen=True)
+class NoiseCorrectedRR(RandomizedResponse):
+    """``lp-1st-nc``: randomized response, then the final model's outputs corrected (``rr_inverse``)."""
+
+    name = "lp-1st-nc"
+    summary = "RR, then the model's probabilities corrected for the known flip rate"
+
+    def privatize(self, context: LabelContext) -> Release:
+        release = super().privatize(context)
+        release.correct_output = True
+        return release
+
+    def output_correction(self, release: Release, raw_validation: np.ndarray, validation_targets: np.ndarray,
+                          epsilon: float) -> dict[str, Any]:
+        floor, estimates = select_floor(raw_validation, validation_targets, epsilon)
+        release.parameters.update({
+            "correction": "p_true = (p_noisy - q) / (1 - 2q), clipped to [floor, 1], renormalised",
+            "floor": floor, "floor_unbiased_validation_log_loss": estimates})
+        return {"kind": "rr_inverse", "epsilon": epsilon, "floor": floor}
+
+    def validation_label_uses(self, release: Release, output_correction: dict | None) -> list[str]:
+        return ["chose the LP-1ST-NC correction floor"] if output_correction is not None else []

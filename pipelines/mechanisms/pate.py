@@ -29,6 +29,9 @@ the bound holds whatever the votes are. Student rows' labels are not used at all
 eps = inf: a noise-free argmax (ties go to the lowest class id). PATE at eps = inf is still not plain training
 (the student learns from teachers' votes on Q rows); with imbalanced binary labels such as clicks, the
 argmax vote is the majority class almost everywhere, a known weakness of argmax aggregation.
+
+``Pate`` is the registered mechanism ``pate`` (parameters ``delta``, ``pate_teachers``, ``pate_queries``):
+the final model is the student, fitted on the student rows only, without an eval set.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import numpy as np
 
 from auditing.errors import LabelDPInputError
 from pipelines.mechanisms._checks import check_epsilon, check_labels, check_num_classes, check_rng
+from pipelines.mechanisms.base import LabelContext, Mechanism, Release, check_count, check_delta
 from pipelines.mechanisms.learner import FitPredict
 
 
@@ -131,3 +135,43 @@ def pate_labels(labels: np.ndarray, num_classes: int, epsilon: float, delta: flo
     student_labels = aggregate_votes(votes, eps_q, rng)
     return PateRelease(student_rows=student_rows, student_labels=student_labels, teacher_of_row=teacher_of_row,
                        votes=votes, epsilon_per_query=eps_q, accounting=accounting)
+
+
+@dataclass(frozen=True)
+class Pate(Mechanism):
+    """``pate``: ``pate_teachers`` teachers vote on ``pate_queries`` student rows at (eps, ``delta``)."""
+
+    name = "pate"
+    summary = "teachers on disjoint rows, Gumbel noisy-argmax votes label the student"
+    claim = "(eps, delta)-label-DP"
+
+    delta: float = 1e-5
+    pate_teachers: int = 20
+    pate_queries: int = 1000
+
+    def __post_init__(self) -> None:
+        check_delta(self.delta)
+        check_count(self.pate_teachers, "pate_teachers")
+        check_count(self.pate_queries, "pate_queries")
+
+    def privatize(self, context: LabelContext) -> Release:
+        learner = context.learner("pate teacher")
+        release = pate_labels(context.labels, context.num_classes, context.epsilon, self.delta, context.rng,
+                              learner, num_teachers=self.pate_teachers, num_queries=self.pate_queries)
+        return Release(targets=release.student_labels, rows=release.student_rows, keep_validation=False,
+                       unread=release.student_rows,   # the student rows: their own labels are never read
+                       parameters={"teachers": self.pate_teachers, "queries": self.pate_queries,
+                                   "aggregation": "report-noisy-max with Gumbel(2/eps_q) = exponential mechanism",
+                                   "accounting": release.accounting,
+                                   "student_label_rate": float(np.mean(release.student_labels))})
+
+    def validation_label_uses(self, release: Release, output_correction: dict | None) -> list[str]:
+        return ["trained the PATE teachers"]
+
+    def guarantee_delta(self, release: Release) -> float:
+        return release.parameters["accounting"]["delta"]
+
+    def guarantee(self, epsilon: float, delta: float) -> str:
+        if math.isinf(epsilon):
+            return super().guarantee(epsilon, delta)
+        return f"({epsilon:g}, {delta:g})-label-DP for teacher rows' labels; student rows' labels are not used"

@@ -15,14 +15,18 @@ distribution is a mixture over y' of distributions each within a factor e^eps of
 replacement eps-label-DP implies eps-SIM-DP, and the claimed eps is audited as stated.
 
 Parameters: ``epsilon`` in (0, inf], ``num_classes`` k >= 2, and a seeded ``numpy.random.Generator``.
-With a uniform prior, LP-1ST (``rr_with_prior``) reduces exactly to this mechanism.
+With a uniform prior, LP-1ST (``rr_with_prior``) reduces exactly to this mechanism. ``RandomizedResponse``
+is the registered mechanism ``rr``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pipelines.mechanisms._checks import check_epsilon, check_labels, check_num_classes, check_rng, exp_neg
+from pipelines.mechanisms.base import LabelContext, Mechanism, Release
 
 
 def keep_probability(epsilon: float, num_classes: int) -> float:
@@ -67,3 +71,17 @@ def randomized_response(labels: np.ndarray, epsilon: float, num_classes: int,
     shift = 1 + rng.integers(0, k - 1, size=int(flipped.sum()))
     out[flipped] = (labels[flipped] + shift) % k
     return out
+
+
+@dataclass(frozen=True)
+class RandomizedResponse(Mechanism):
+    """``rr``: k-ary randomized response on every label; no parameters besides eps."""
+
+    name = "rr"
+    summary = "randomized response: keep w.p. e^eps/(e^eps+1)"
+    identity_at_infinity = True
+
+    def privatize(self, context: LabelContext) -> Release:
+        targets = randomized_response(context.labels, context.epsilon, context.num_classes, context.rng)
+        return Release(targets=targets,
+                       parameters={"flip_probability": flip_probability(context.epsilon, context.num_classes)})

@@ -25,11 +25,14 @@ P(o | y) <= e^eps P(o | y').
 A uniform prior gives j* = k (w_j is increasing in j), i.e. plain k-ary randomized response. A confident
 prior at small eps gives j* = 1: the output is the prior's top class whatever the label -- private, and the
 reason the paper's LP-1ST (domain prior) "did not produce meaningful outcomes" at eps <= 2 on Criteo.
+
+``RRWithPrior`` is the registered mechanism ``lp-1st`` (parameter ``prior``: "reference" or "uniform").
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,6 +44,7 @@ from pipelines.mechanisms._checks import (
     check_rng,
     exp_neg,
 )
+from pipelines.mechanisms.base import LabelContext, PriorMechanism, Release
 
 
 def _keep_for_sizes(epsilon: float, num_classes: int) -> np.ndarray:
@@ -124,3 +128,16 @@ def rr_with_prior(labels: np.ndarray, prior: np.ndarray, epsilon: float,
     position = position + skip
     out[moved] = order[moved, position]
     return out
+
+
+@dataclass(frozen=True)
+class RRWithPrior(PriorMechanism):
+    """``lp-1st``: RRWithPrior under the initial prior (the reference's predictions or uniform)."""
+
+    name = "lp-1st"
+    summary = "RR with prior (Ghazi et al. 2021): RR restricted to the prior's top-k"
+    identity_at_infinity = True
+
+    def privatize(self, context: LabelContext) -> Release:
+        targets = rr_with_prior(context.labels, self.initial_prior(context), context.epsilon, context.rng)
+        return Release(targets=targets, parameters={"prior": self.prior})

@@ -17,6 +17,9 @@ randomizer; the stage-2 prior is a function of public features and stage-1 *priv
 post-processing of an eps-DP release about other rows. The two releases touch disjoint rows, so by parallel
 (adaptive) composition every single label enjoys eps-DP; the final model is post-processing of the two.
 eps = inf releases the labels unchanged (the stage-1 model is still trained, its prior is unused).
+
+``TwoStage`` is the registered mechanism ``lp-2st`` (parameters ``prior`` of stage 1 and
+``stage_one_fraction``); at eps = inf it releases the labels unchanged without training a stage-1 model.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 
 from auditing.errors import LabelDPInputError
 from pipelines.mechanisms._checks import check_epsilon, check_labels, check_probabilities, check_rng
+from pipelines.mechanisms.base import LabelContext, PriorMechanism, Release, check_open_fraction
 from pipelines.mechanisms.learner import FitPredict
 from pipelines.mechanisms.rr_with_prior import rr_with_prior
 
@@ -69,3 +73,29 @@ def two_stage_labels(labels: np.ndarray, initial_prior: np.ndarray, epsilon: flo
                                           name="stage-1 model predictions", atol=1e-4)
     out[rows_two] = rr_with_prior(labels[rows_two], stage_two_prior, epsilon, rng)
     return TwoStageRelease(labels=out, stage_one=stage_one, stage_two_prior=stage_two_prior)
+
+
+@dataclass(frozen=True)
+class TwoStage(PriorMechanism):
+    """``lp-2st``: LP-1ST on a ``stage_one_fraction`` of the rows, whose model is the prior of the others."""
+
+    name = "lp-2st"
+    summary = "a stage-1 LP-1ST model on half the rows is the prior for the other half"
+    identity_at_infinity = True
+
+    stage_one_fraction: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_open_fraction(self.stage_one_fraction, "stage_one_fraction")
+
+    def privatize(self, context: LabelContext) -> Release:
+        learner = context.learner("lp-2st stage-1 model")
+        release = two_stage_labels(context.labels, self.initial_prior(context), context.epsilon, context.rng,
+                                   learner, self.stage_one_fraction)
+        return Release(targets=release.labels, parameters={
+            "prior": self.prior, "stage_one_fraction": self.stage_one_fraction,
+            "stage_one_rows": int(release.stage_one.sum())})
+
+    def validation_label_uses(self, release: Release, output_correction: dict | None) -> list[str]:
+        return ["trained the LP-2ST stage-1 model"]
