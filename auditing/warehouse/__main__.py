@@ -2,6 +2,6 @@
 
 import sys
 
-from auditing.warehouse.schema import main
+from auditing.warehouse.migrations import main
 
 sys.exit(main())

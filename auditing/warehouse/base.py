@@ -1,8 +1,9 @@
 """What both warehouse backends share: validation, the upsert transaction, reads and retry timing.
 
 A backend supplies ``_transaction(fn)`` (run ``fn(cursor)`` inside ONE transaction, retrying conflicts),
-and ``_query(sql, params)``. Everything else, including every SQL statement, is here
-and in ``schema``, so both backends behave the same way.
+and ``_query(sql, params)``, and brings the tables to the latest schema version when it opens a warehouse
+(``migrations.upgrade``). Everything else, including every SQL statement, is here, in ``schema`` and in
+``migrations``, so both backends behave the same way.
 """
 
 from __future__ import annotations
@@ -121,50 +122,17 @@ class Warehouse:
         return out
 
     # -- schema ------------------------------------------------------------------------------------------
-    def _check_schema(self, found: dict[str, dict[str, bool]]) -> str:
-        """'ok' when both tables have the expected columns, 'missing' when neither exists, 'migrate' when both
-        exist and lack only nullable columns added by a later version (see ``schema.migration_statements``).
-
-        ``found``: table -> {column: nullable}. Extra NULLABLE columns are accepted: a newer version of this
-        code may already have added them (a rolling upgrade), and every statement here names its columns, so
-        they simply read NULL in rows this version writes. Anything else (one table, an extra NOT NULL column,
-        missing required columns) raises: writing into a table of another shape would silently drop or
-        misplace data. Column order does not matter, so a migrated table and a fresh one are interchangeable.
-        """
-        if not found:
-            return "missing"
-        state = "ok"
-        for table, columns in schema.TABLES.items():
-            expected = {c.name for c in columns}
-            present = found.get(table) or {}
-            newer = {name for name, nullable in present.items() if name not in expected and nullable}
-            have = set(present) - newer
-            addable = {c.name for c in schema.addable_columns(table, have)}
-            if have == expected:
-                continue
-            if have and have < expected and expected - have == addable:
-                state = "migrate"
-                continue
-            raise LabelDPInputError(
-                f"warehouse {describe_target(self.target)}: table {table} has columns {list(present)}; "
-                f"expected {[c.name for c in columns]} (only nullable columns are added automatically; "
-                "migrate by hand or point --warehouse elsewhere)"
-            )
-        return state
-
-    def _columns_from(self, rows: Sequence[Sequence]) -> dict[str, dict[str, bool]]:
-        """table -> {column: nullable} from rows of ``_SCHEMA_SQL`` (table, column, is_nullable)."""
-        found: dict[str, dict[str, bool]] = {}
-        for table, column, is_nullable in rows:
-            found.setdefault(table, {})[column] = str(is_nullable).upper() == "YES"
-        return found
+    def schema_versions(self) -> list[dict]:
+        """The schema versions applied to this warehouse, oldest first: dicts of version, description and
+        applied_at (UTC). Opening the warehouse has brought it to ``migrations.LATEST``."""
+        sql = f"SELECT version, description, applied_at FROM {schema.VERSION_TABLE} ORDER BY version"
+        return [self._row_dict(("version", "description", "applied_at"), values) for values in self._query(sql, [])]
 
     _TABLE_COLUMNS_SQL = (
         "SELECT table_name, column_name FROM information_schema.columns "
         "WHERE table_schema = current_schema() AND table_catalog = current_database() "
         "AND table_name IN ('audit_results', 'audit_curves') ORDER BY table_name, ordinal_position"
     )
-    _SCHEMA_SQL = _TABLE_COLUMNS_SQL.replace("column_name FROM", "column_name, is_nullable FROM")
 
     # -- backend hooks -------------------------------------------------------------------------------------
     def _transaction(self, fn: Callable[[Any], None]) -> None:  # pragma: no cover - abstract

@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from auditing.errors import LabelDPInputError
-from auditing.warehouse import schema
+from auditing.warehouse import migrations, schema
 from auditing.warehouse.base import Warehouse, WarehouseUnavailable, backoff_delays
 
 _FILE_LOCKS: dict[str, threading.Lock] = {}
@@ -120,24 +120,8 @@ class DuckDBWarehouse(Warehouse):
         return self._run(lambda conn: conn.execute(sql, list(params)).fetchall())
 
     def _ensure_tables(self, conn: duckdb.DuckDBPyConnection) -> None:
-        found = self._columns_from(conn.execute(self._SCHEMA_SQL).fetchall())
-        state = self._check_schema(found)
-        if state == "ok":
-            return
-        if state == "migrate":
-            def migrate(c):
-                for statement in schema.migration_statements("duckdb", found):
-                    c.execute(statement)
-
-            self._in_transaction(conn, migrate)
-            self._check_schema(self._columns_from(conn.execute(self._SCHEMA_SQL).fetchall()))
-            return
-        if not self._create:
-            raise LabelDPInputError(f"warehouse {self.path}: the audit tables do not exist")
-
-        def create(c):
-            for statement in schema.ddl_statements("duckdb"):
-                c.execute(statement)
-
-        self._in_transaction(conn, create)
-        self._check_schema(self._columns_from(conn.execute(self._SCHEMA_SQL).fetchall()))
+        """Creates or migrates the tables (``migrations.upgrade``) on this one connection."""
+        migrations.upgrade(migrations.SchemaSession(
+            dialect=self.dialect, placeholder=self.placeholder, where=str(self.path),
+            read=lambda fn: fn(conn), transaction=lambda fn: self._in_transaction(conn, fn),
+        ), create=self._create)

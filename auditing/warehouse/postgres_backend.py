@@ -20,11 +20,12 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from auditing.errors import LabelDPInputError
-from auditing.warehouse import schema
+from auditing.warehouse import migrations
 from auditing.warehouse.base import Warehouse, WarehouseUnavailable, backoff_delays, describe_target
 
-# Any constant works: it names the advisory lock that serializes CREATE TABLE across sessions (concurrent
-# CREATE TABLE IF NOT EXISTS can otherwise fail on PostgreSQL's catalog unique index).
+# Any constant works: it names the advisory lock that serializes schema changes across sessions (concurrent
+# CREATE TABLE IF NOT EXISTS can otherwise fail on PostgreSQL's catalog unique index, and a migration must run
+# once).
 _DDL_ADVISORY_LOCK = 0x1A_BE1D_0A0D
 _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 
@@ -96,11 +97,8 @@ class PostgresWarehouse(Warehouse):
 
         return self._run(body)
 
-    def _columns(self, cursor) -> dict[str, dict[str, bool]]:
-        cursor.execute(self._SCHEMA_SQL)
-        return self._columns_from(cursor.fetchall())
-
     def _ensure_tables(self) -> None:
+        """Creates or migrates the tables (``migrations.upgrade``); every step holds the schema advisory lock."""
         def body(conn: psycopg.Connection) -> None:
             with conn.cursor() as cursor:
                 cursor.execute("SELECT current_schema()")
@@ -110,28 +108,16 @@ class PostgresWarehouse(Warehouse):
                         f"warehouse {describe_target(self.target)}: no schema of the search_path exists; "
                         "create it first (CREATE SCHEMA ...)"
                     )
-                state = self._check_schema(self._columns(cursor))
-                if state == "ok":
-                    return
-                if state == "migrate":
+
+                def transaction(fn: Callable[[Any], Any]) -> None:
                     with conn.transaction():
                         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_ADVISORY_LOCK])
-                        found = self._columns(cursor)
-                        if self._check_schema(found) == "migrate":
-                            for statement in schema.migration_statements("postgres", found):
-                                cursor.execute(statement)
-                    self._check_schema(self._columns(cursor))
-                    return
-                if not self._create:
-                    raise LabelDPInputError(
-                        f"warehouse {describe_target(self.target)}: the audit tables do not exist in schema {current}"
-                    )
-                with conn.transaction():
-                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_ADVISORY_LOCK])
-                    if self._check_schema(self._columns(cursor)) == "missing":
-                        for statement in schema.ddl_statements("postgres"):
-                            cursor.execute(statement)
-                self._check_schema(self._columns(cursor))
+                        fn(cursor)
+
+                migrations.upgrade(migrations.SchemaSession(
+                    dialect=self.dialect, placeholder=self.placeholder, where=describe_target(self.target),
+                    read=lambda fn: fn(cursor), transaction=transaction, location=f" in schema {current}",
+                ), create=self._create)
 
         self._run(body)
 

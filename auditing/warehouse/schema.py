@@ -3,18 +3,21 @@
 Both backends get the same column names, the same logical types and the same keys; only the spelling of a
 type differs (``DOUBLE`` vs ``DOUBLE PRECISION``). Every SQL statement the warehouse runs is built here from
 these constant tables and a placeholder style; values are always bound parameters, never pasted into SQL.
+The CHECK constraints on ``status`` and ``method`` list the names of ``auditing.verdict.STATUSES`` and of
+the bound-method registry (``auditing.bounds.METHODS``), read when the DDL is built: a new method needs no
+SQL edit here, and ``auditing.warehouse.migrations`` brings an existing warehouse's constraints in line.
 
-``python -m auditing.warehouse duckdb|postgres`` prints the DDL; ``infra/warehouse/*.sql`` hold the
-same text (a test checks that they stay identical).
+This module describes the LATEST schema version; how an older warehouse gets there (and the table recording
+the versions applied) is ``auditing.warehouse.migrations``, which also renders the DDL of a new warehouse
+(``python -m auditing.warehouse duckdb|postgres``, the text of ``infra/warehouse/*.sql``).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
-STATUSES = ("PASS", "VIOLATION", "INCONCLUSIVE")
-METHODS = ("binomial", "fdp")
+from auditing.verdict import STATUSES  # the verdict's statuses, in the order the CHECK lists them
+
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
 # eps, a Gaussian reading that is not a valid eps bound for non-Gaussian mechanisms.
@@ -22,6 +25,14 @@ FDP_CURVES = ("eps-delta",)
 # auditing.audit.REFERENCE_CALIBRATIONS (a test keeps them equal; the warehouse does not import the core's
 # audit module just for this tuple)
 REFERENCE_CALIBRATIONS = ("boost", "none")
+
+
+def methods() -> tuple[str, ...]:
+    """The bound methods a row may name: the registry's list ``auditing.bounds.METHODS``, read at each call (a
+    method registered after import, or a test's toy method, counts)."""
+    from auditing import bounds
+
+    return tuple(bounds.METHODS)
 
 
 @dataclass(frozen=True)
@@ -54,9 +65,6 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("delta", "double", False, "delta of the (epsilon, delta) claim that was audited"),
     Column("confidence", "double", False, "confidence of epsilon_lower_bound, e.g. 0.95"),
     Column("gamma", "double", False, "1 - confidence: the chance the valid bound is wrong"),
-    Column("tau", "double", False,
-           "legacy: the total-variation tau of rows written before kappa (a TV bound, not the likelihood-ratio bound "
-           "the binomial bound needs on rare labels); rows written since store 0 and state kappa instead"),
     Column("m", "bigint", False, "examples in the game"),
     Column("selected_guesses", "bigint", False, "c': guesses at the selected point of the sweep"),
     Column("selected_correct", "bigint", False, "c: correct guesses at the selected point"),
@@ -69,7 +77,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("epsilon_median", "double", True,
            "paper's statistic (optimistic, not a valid bound): median over repetitions of the max over the sweep"),
     Column("strategy", "text", False, "how c' was selected: bonferroni | split"),
-    Column("method", "text", False, "bound method: binomial | fdp"),
+    Column("method", "text", False, "bound method: a name of auditing.bounds.METHODS (the CHECK lists them)"),
     Column("status", "text", False, "guardrail verdict: PASS | VIOLATION | INCONCLUSIVE"),
     Column("max_certifiable_epsilon", "double", False,
            "largest valid bound a perfect attacker could have produced with this audit's size and strategy"),
@@ -85,21 +93,19 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("finished_at", "timestamptz", True, "when the audit run finished (UTC)"),
     Column("durations", "text", True, "JSON object: seconds per stage"),
     Column("result_json", "text", False, "JSON: the full AuditResult.to_dict()"),
-    # issue 9 (trust-a): which rows were audited, and how far to trust the verdict
+    # which rows were audited, and how far to trust the verdict
     Column("audit_rows", "text", True, "rows the game was played on: training (labels entered training) | all"),
-    Column("breaking_tau", "double", True,
-           "legacy: the breaking total-variation tau of rows written before kappa; NULL on rows written since "
-           "(see breaking_kappa)"),
     Column("detection_floor_rows", "bigint", True,
            "fewest fully exposed labels with which this audit could flag the claim (an attacker right on every "
            "guess; fewer cannot: necessary, not sufficient); NULL: none could"),
     Column("shift_diagnostic", "text", True,
-           "JSON, a diagnostic and not a proof: the reference's fit on day D vs D-1 and the features' day-over-day shift"),
+           "JSON, a diagnostic and not a proof: the reference's fit on day D vs D-1 and the features' "
+           "day-over-day shift"),
     Column("reference_log_loss_shift", "double", True,
            "diagnostic: reference M' test log-loss on day D minus on day D-1"),
     Column("feature_shift_max_psi", "double", True,
            "diagnostic: largest per-feature population stability index between day D-1 and day D"),
-    # issue 9 (trust-b): nightly controls and whether the night's verdicts can be trusted
+    # nightly controls and whether the night's verdicts can be trusted
     Column("kind", "text", True, "target | control (a nightly positive or negative control); NULL: target"),
     Column("control_passed", "integer", True,
            "controls only: 1 if the control came out as constructed (auditing.controls), else 0"),
@@ -108,7 +114,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("untrusted_reason", "text", True,
            "NULL when trusted; else why this verdict is untrusted (a control failed that night: the audit itself "
            "is broken)"),
-    # issue 8 (risk): what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
+    # risk: what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
     # the day's reference probabilities as the attacker's priors (auditing.risk; NULL where not computed)
     *(Column(prefix + name, "double", True, f"{who}: {text}")
       for prefix, who in (("risk_", "at the claimed eps"), ("risk_lb_", "at the valid eps_lb"))
@@ -124,13 +130,14 @@ RESULT_COLUMNS: tuple[Column, ...] = (
           ("reconstruction_bound", "bound on reconstructing 'clicked' for a 90th-percentile-prior row"),
       )),
     Column("risk_headline", "text", True, "one sentence: what the claim allows and what the bound demonstrates"),
-    # issue 9 (items 3/5): the game-aware detection floor (auditing.exposure_floor)
+    # the game-aware detection floor (auditing.exposure_floor)
     Column("exposed_rows_floor", "bigint", True,
            "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
            "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
            "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%"),
     # kappa replaces tau (DESIGN.md "Statistical contract"): NULL in every column below on rows written before
-    # it; a legacy row's tau / breaking_tau are never copied into them.
+    # it. A legacy row's TV figures tau / breaking_tau are never copied into them (the migration that retired
+    # those columns kept non-zero values in reference_check_note, auditing.warehouse.migrations).
     Column("kappa", "double", True,
            "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
            "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "
@@ -196,15 +203,24 @@ TABLE_COMMENTS = {
     "audit_results": "one row per (model_id, partition_date, audit_config_hash): an audit's outcome and lineage",
     "audit_curves": "one row per sweep point of an audit (epsilon lower bound vs guesses), for plots",
 }
-_PRIMARY_KEYS = {"audit_results": KEY_COLUMNS, "audit_curves": (*KEY_COLUMNS, "point_index")}
-_CHECKS = {
-    "audit_results": (
-        "status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')",
-        "method IN ('binomial', 'fdp')",
-        "selected_correct <= selected_guesses",
-    ),
-    "audit_curves": ("correct <= guesses",),
+# The table recording the schema versions applied (auditing.warehouse.migrations), one row per version.
+VERSION_TABLE = "audit_schema_version"
+VERSION_COLUMNS: tuple[Column, ...] = (
+    Column("version", "integer", False, "schema version reached by this step (auditing.warehouse.migrations)"),
+    Column("description", "text", False, "what the step did"),
+    Column("applied_at", "timestamptz", False, "when it was applied (UTC)"),
+)
+VERSION_TABLE_COMMENT = "one row per schema version applied to this warehouse; the highest is its version"
+
+PRIMARY_KEYS = {"audit_results": KEY_COLUMNS, "audit_curves": (*KEY_COLUMNS, "point_index"),
+                VERSION_TABLE: ("version",)}
+# Named CHECK constraints whose expression never changes; the ones listing a registry's names are built by
+# check_constraints() from choice_columns().
+_FIXED_CHECKS = {
+    "audit_results": (("audit_results_counts_check", "selected_correct <= selected_guesses"),),
+    "audit_curves": (("audit_curves_counts_check", "correct <= guesses"),),
 }
+CHOICE_TABLE = "audit_results"
 
 RESULT_NAMES = tuple(c.name for c in RESULT_COLUMNS)
 CURVE_NAMES = tuple(c.name for c in CURVE_COLUMNS)
@@ -216,57 +232,90 @@ def _check_dialect(dialect: str) -> str:
     return dialect
 
 
-def _literal(text: str) -> str:
-    # Only ever applied to the constant comments above (no user input reaches DDL).
+def sql_literal(text: str) -> str:
+    """``text`` as a quoted SQL string literal.
+
+    Only for the constant texts of this package (comments, registry names): values are always bound.
+    """
     return "'" + text.replace("'", "''") + "'"
 
 
+def column_type(dialect: str, kind: str) -> str:
+    """The SQL spelling of a logical type (``Column.kind``) in ``dialect``."""
+    return _TYPES[_check_dialect(dialect)][kind]
+
+
+def choice_columns() -> dict[str, tuple[str, ...]]:
+    """The audit_results columns whose CHECK lists a registry's names, and those names (read now)."""
+    return {"status": STATUSES, "method": methods()}
+
+
+def choice_check(column: str, values: tuple[str, ...]) -> tuple[str, str]:
+    """(constraint name, expression) of the CHECK that ``column`` is one of ``values``."""
+    return f"{CHOICE_TABLE}_{column}_check", f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
+
+
+def check_constraints(table: str) -> list[tuple[str, str]]:
+    """(name, expression) of every CHECK of ``table`` in the latest schema, the registry lists read now."""
+    choices = [choice_check(c, v) for c, v in choice_columns().items()] if table == CHOICE_TABLE else []
+    return [*choices, *_FIXED_CHECKS[table]]
+
+
+def create_table_sql(dialect: str, table: str, columns: tuple[Column, ...]) -> str:
+    """CREATE TABLE IF NOT EXISTS for ``table`` with ``columns``, its primary key and its CHECK constraints."""
+    lines = [f"    {c.name} {column_type(dialect, c.kind)}{'' if c.nullable else ' NOT NULL'}" for c in columns]
+    lines.append(f"    PRIMARY KEY ({', '.join(PRIMARY_KEYS[table])})")
+    if table in _FIXED_CHECKS:
+        lines += [f"    CONSTRAINT {name} CHECK ({expression})" for name, expression in check_constraints(table)]
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(lines) + "\n)"
+
+
+def _comment_statements(table: str, comment: str, columns: tuple[Column, ...]) -> list[str]:
+    return [f"COMMENT ON TABLE {table} IS {sql_literal(comment)}",
+            *(f"COMMENT ON COLUMN {table}.{c.name} IS {sql_literal(c.comment)}" for c in columns)]
+
+
+def version_table_statements(dialect: str) -> list[str]:
+    """CREATE TABLE IF NOT EXISTS + COMMENT statements for the version table (``VERSION_TABLE``)."""
+    return [create_table_sql(dialect, VERSION_TABLE, VERSION_COLUMNS),
+            *_comment_statements(VERSION_TABLE, VERSION_TABLE_COMMENT, VERSION_COLUMNS)]
+
+
 def ddl_statements(dialect: str) -> list[str]:
-    """CREATE TABLE IF NOT EXISTS + COMMENT statements for both tables, in order."""
-    types = _TYPES[_check_dialect(dialect)]
-    out = []
+    """CREATE TABLE IF NOT EXISTS + COMMENT statements for the audit tables, then for the version table."""
+    out = [create_table_sql(dialect, table, columns) for table, columns in TABLES.items()]
     for table, columns in TABLES.items():
-        lines = [f"    {c.name} {types[c.kind]}{'' if c.nullable else ' NOT NULL'}" for c in columns]
-        lines.append(f"    PRIMARY KEY ({', '.join(_PRIMARY_KEYS[table])})")
-        lines += [f"    CHECK ({check})" for check in _CHECKS[table]]
-        out.append(f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(lines) + "\n)")
-    for table, columns in TABLES.items():
-        out.append(f"COMMENT ON TABLE {table} IS {_literal(TABLE_COMMENTS[table])}")
-        out += [f"COMMENT ON COLUMN {table}.{c.name} IS {_literal(c.comment)}" for c in columns]
-    return out
+        out += _comment_statements(table, TABLE_COMMENTS[table], columns)
+    return out + version_table_statements(dialect)
 
 
-def addable_columns(table: str, existing: set[str] | frozenset[str]) -> list[Column]:
-    """The nullable columns of ``table`` that an existing table lacks: what a migration may add in place."""
-    return [c for c in TABLES[table] if c.name not in existing and c.nullable]
+def addable_columns(table: str, existing: set[str] | frozenset[str],
+                    tables: dict[str, tuple[Column, ...]] | None = None) -> list[Column]:
+    """The nullable columns of ``table`` that an existing table lacks: what may be added in place.
+
+    tables: the expected tables (default: the latest schema, ``TABLES``).
+    """
+    return [c for c in (tables or TABLES)[table] if c.name not in existing and c.nullable]
 
 
-def migration_statements(dialect: str, found: dict[str, list[str]]) -> list[str]:
+def migration_statements(dialect: str, found: dict[str, list[str]],
+                         tables: dict[str, tuple[Column, ...]] | None = None) -> list[str]:
     """ALTER TABLE ... ADD COLUMN IF NOT EXISTS (+ its COMMENT) for every nullable column a table lacks.
 
     Adding a nullable column keeps every existing row (the new column reads NULL there); the warehouse runs
-    these in one transaction when it opens a table written by an older version.
+    these in one transaction when it opens a table that lacks some (auditing.warehouse.migrations).
+    tables: the expected tables (default: the latest schema, ``TABLES``).
     """
-    types = _TYPES[_check_dialect(dialect)]
     out = []
-    for table in TABLES:
-        for c in addable_columns(table, set(found.get(table) or ())):
-            out.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {c.name} {types[c.kind]}")
-            out.append(f"COMMENT ON COLUMN {table}.{c.name} IS {_literal(c.comment)}")
+    for table in tables or TABLES:
+        for c in addable_columns(table, set(found.get(table) or ()), tables):
+            out.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {c.name} {column_type(dialect, c.kind)}")
+            out.append(f"COMMENT ON COLUMN {table}.{c.name} IS {sql_literal(c.comment)}")
     return out
 
 
-def ddl_text(dialect: str) -> str:
-    """The DDL as one script (the content of infra/warehouse/<dialect>.sql)."""
-    header = (
-        f"-- labeldp-audit warehouse tables ({dialect}). Generated by "
-        f"`python -m auditing.warehouse {dialect}`;\n"
-        "-- the warehouse code applies the same statements when it opens a warehouse.\n\n"
-    )
-    return header + ";\n\n".join(ddl_statements(dialect)) + ";\n"
-
-
-def _placeholders(style: str, count: int) -> list[str]:
+def placeholders(style: str, count: int) -> list[str]:
+    """``count`` bound-parameter marks: ``?`` (style "qmark", DuckDB) or ``%s`` (style "format", psycopg)."""
     if style == "qmark":
         return ["?"] * count
     if style == "format":
@@ -277,14 +326,14 @@ def _placeholders(style: str, count: int) -> list[str]:
 def upsert_result_sql(style: str) -> str:
     """INSERT ... ON CONFLICT (key) DO UPDATE SET every non-key column (a re-run replaces the row)."""
     cols = ", ".join(RESULT_NAMES)
-    values = ", ".join(_placeholders(style, len(RESULT_NAMES)))
+    values = ", ".join(placeholders(style, len(RESULT_NAMES)))
     updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in RESULT_NAMES if name not in KEY_COLUMNS)
     return (f"INSERT INTO audit_results ({cols}) VALUES ({values}) "
             f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}")
 
 
 def _key_condition(style: str) -> str:
-    p = _placeholders(style, len(KEY_COLUMNS))
+    p = placeholders(style, len(KEY_COLUMNS))
     return " AND ".join(f"{name} = {mark}" for name, mark in zip(KEY_COLUMNS, p, strict=True))
 
 
@@ -293,7 +342,7 @@ def delete_curve_sql(style: str) -> str:
 
 
 def insert_curve_sql(style: str) -> str:
-    values = ", ".join(_placeholders(style, len(CURVE_NAMES)))
+    values = ", ".join(placeholders(style, len(CURVE_NAMES)))
     return f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) VALUES ({values})"
 
 
@@ -301,7 +350,7 @@ def insert_curve_unnest_sql_duckdb() -> str:
     """One INSERT for a whole curve: the key as scalars, each other column as one bound list, zipped by
     ``unnest`` (DuckDB's executemany costs a few ms per row; this costs about the same for 1000 points)."""
     per_point = [c for c in CURVE_COLUMNS if c.name not in KEY_COLUMNS]
-    lists = ", ".join(f"unnest(?::{_TYPES['duckdb'][c.kind]}[])" for c in per_point)
+    lists = ", ".join(f"unnest(?::{column_type('duckdb', c.kind)}[])" for c in per_point)
     return f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) SELECT ?, ?, ?, {lists}"
 
 
@@ -311,7 +360,7 @@ def select_curve_sql(style: str) -> str:
 
 def select_results_sql(style: str, *, by_model: bool, since: bool, until: bool) -> str:
     """SELECT of audit_results with optional filters; only constant fragments are joined here."""
-    mark = _placeholders(style, 1)[0]
+    mark = placeholders(style, 1)[0]
     conditions = []
     if by_model:
         conditions.append(f"model_id = {mark}")
@@ -322,16 +371,3 @@ def select_results_sql(style: str, *, by_model: bool, since: bool, until: bool) 
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     return (f"SELECT {', '.join(RESULT_NAMES)} FROM audit_results{where} "
             "ORDER BY partition_date, model_id, audit_config_hash")
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or argv[0] not in _TYPES:
-        print(f"usage: python -m auditing.warehouse {{{'|'.join(_TYPES)}}}", file=sys.stderr)
-        return 2
-    sys.stdout.write(ddl_text(argv[0]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,449 @@
+"""Warehouse schema versions and migrations (auditing.warehouse.migrations), on DuckDB (a file per test) and
+PostgreSQL (127.0.0.1:5432, a schema of its own per test, dropped afterwards).
+
+Every migration test starts from a warehouse WRITTEN BY THE VERSION BEFORE VERSIONING, with rows in it: its
+tables are created with that code's DDL (``_V1_RESULTS`` / ``_V1_CURVES`` below, the CREATE TABLE text it
+generated; ``test_the_v1_fixture_is_what_the_code_before_versioning_created`` compares them with that code when
+git has it) and rows are inserted with the database driver, never through the new code.
+
+Set LABELDP_TEST_POSTGRES_URL to test another server. When no PostgreSQL answers, the postgres cases are
+skipped with a loud reason (they are never silently passed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import runpy
+import subprocess
+import threading
+import urllib.parse
+import uuid
+from pathlib import Path
+
+import pytest
+
+from auditing import bounds
+from auditing.errors import LabelDPInputError
+from auditing.warehouse import as_key, drain_spool, migrations, open_warehouse, spool_path
+from auditing.warehouse.migrations import LATEST, MIGRATIONS, Context, choice_checks, legacy_note
+from auditing.warehouse.rows import normalize_row
+from auditing.warehouse.schema import (
+    CURVE_NAMES,
+    RESULT_COLUMNS,
+    RESULT_NAMES,
+    TABLE_COMMENTS,
+    VERSION_TABLE,
+    ddl_statements,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
+DAY = dt.date(2024, 1, 2)
+# The last commit whose code created unversioned warehouses (for the fixture check only).
+PRE_VERSIONING_COMMIT = "79b1dcc"
+
+# --------------------------------------------------------------------------------------------- version 1
+# The tables as the code before versioning created them (its `python -m auditing.warehouse duckdb`, CREATE
+# TABLE part; PostgreSQL spells DOUBLE as DOUBLE PRECISION), one column per comma-separated item.
+_V1_RESULTS = """
+    model_id TEXT NOT NULL, partition_date DATE NOT NULL, audit_config_hash TEXT NOT NULL,
+    claimed_epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL, confidence DOUBLE NOT NULL,
+    gamma DOUBLE NOT NULL, tau DOUBLE NOT NULL, m BIGINT NOT NULL, selected_guesses BIGINT NOT NULL,
+    selected_correct BIGINT NOT NULL, epsilon_lower_bound DOUBLE NOT NULL, epsilon_mean DOUBLE,
+    epsilon_std DOUBLE, epsilon_median DOUBLE, strategy TEXT NOT NULL, method TEXT NOT NULL,
+    status TEXT NOT NULL, max_certifiable_epsilon DOUBLE NOT NULL, repetitions INTEGER NOT NULL,
+    seed BIGINT NOT NULL, model_uri TEXT, model_fingerprint TEXT, reference_model TEXT,
+    partition_fingerprint TEXT, code_version TEXT, flow_run_id TEXT, started_at TIMESTAMPTZ,
+    finished_at TIMESTAMPTZ, durations TEXT, result_json TEXT NOT NULL, audit_rows TEXT,
+    breaking_tau DOUBLE, detection_floor_rows BIGINT, shift_diagnostic TEXT,
+    reference_log_loss_shift DOUBLE, feature_shift_max_psi DOUBLE, kind TEXT, control_passed INTEGER,
+    control_floor DOUBLE, untrusted_reason TEXT, risk_posterior_ceiling_median DOUBLE,
+    risk_posterior_ceiling_p90 DOUBLE, risk_high_prior_ceiling DOUBLE, risk_column_tail_bound DOUBLE,
+    risk_column_expected DOUBLE, risk_mia_advantage_bound DOUBLE, risk_aia_advantage_bound DOUBLE,
+    risk_reconstruction_bound DOUBLE, risk_lb_posterior_ceiling_median DOUBLE,
+    risk_lb_posterior_ceiling_p90 DOUBLE, risk_lb_high_prior_ceiling DOUBLE,
+    risk_lb_column_tail_bound DOUBLE, risk_lb_column_expected DOUBLE, risk_lb_mia_advantage_bound DOUBLE,
+    risk_lb_aia_advantage_bound DOUBLE, risk_lb_reconstruction_bound DOUBLE, risk_headline TEXT,
+    exposed_rows_floor BIGINT, kappa DOUBLE, breaking_kappa DOUBLE, reference_calibration TEXT,
+    calibration_rows_fit BIGINT, calibration_rows_validation BIGINT, calibration_rounds INTEGER,
+    calibration_log_loss_before DOUBLE, calibration_log_loss_after DOUBLE, calibration_ece_before DOUBLE,
+    calibration_ece_after DOUBLE, label_blind_bound DOUBLE, reference_misfit_kappa DOUBLE,
+    label_blind_flagged INTEGER, reference_checked INTEGER, reference_check_note TEXT, fdp_curve TEXT,
+    gdp_mu_lower_bound DOUBLE
+"""
+_V1_RESULTS_TAIL = (
+    "PRIMARY KEY (model_id, partition_date, audit_config_hash)",
+    "CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE'))",
+    "CHECK (method IN ('binomial', 'fdp'))",
+    "CHECK (selected_correct <= selected_guesses)",
+)
+_V1_CURVES = """
+    model_id TEXT NOT NULL, partition_date DATE NOT NULL, audit_config_hash TEXT NOT NULL,
+    point_index INTEGER NOT NULL, guesses BIGINT NOT NULL, correct BIGINT NOT NULL,
+    epsilon_lower_bound DOUBLE NOT NULL, point_confidence DOUBLE NOT NULL
+"""
+_V1_CURVES_TAIL = ("PRIMARY KEY (model_id, partition_date, audit_config_hash, point_index)",
+                   "CHECK (correct <= guesses)")
+V1_NAMES = tuple(item.split()[0] for item in _V1_RESULTS.split(",") if item.strip())
+
+
+def _v1_create(table: str, columns: str, tail: tuple[str, ...], dialect: str) -> str:
+    lines = [f"    {item.strip()}" for item in columns.split(",") if item.strip()] + [f"    {t}" for t in tail]
+    sql = f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(lines) + "\n)"
+    return sql if dialect == "duckdb" else re.sub(r"\bDOUBLE\b", "DOUBLE PRECISION", sql)
+
+
+def _v1_statements(dialect: str) -> list[str]:
+    """The version-1 DDL: the two tables, then comments on them and on a few columns (as that code did)."""
+    return [
+        _v1_create("audit_results", _V1_RESULTS, _V1_RESULTS_TAIL, dialect),
+        _v1_create("audit_curves", _V1_CURVES, _V1_CURVES_TAIL, dialect),
+        *(f"COMMENT ON TABLE {table} IS '{text.replace(chr(39), chr(39) * 2)}'"
+          for table, text in TABLE_COMMENTS.items()),
+        "COMMENT ON COLUMN audit_results.method IS 'bound method: binomial | fdp'",
+        "COMMENT ON COLUMN audit_results.tau IS 'legacy: the total-variation tau of rows written before kappa'",
+        "COMMENT ON COLUMN audit_results.epsilon_lower_bound IS 'THE statistically valid epsilon lower bound'",
+    ]
+
+
+def _v1_row(config: str, **values) -> dict:
+    """A row over the version-1 columns, as that code wrote it (NULL where not given)."""
+    row = dict.fromkeys(V1_NAMES)
+    row.update(
+        model_id="mig-m", partition_date=DAY, audit_config_hash=config, claimed_epsilon=1.0, delta=0.0,
+        confidence=0.95, gamma=1 - 0.95, tau=0.0, m=1000, selected_guesses=100, selected_correct=80,
+        epsilon_lower_bound=0.5, epsilon_mean=0.61, epsilon_std=0.01, epsilon_median=0.6, strategy="bonferroni",
+        method="binomial", status="PASS", max_certifiable_epsilon=5.0, repetitions=10, seed=7,
+        model_uri=f"file:///models/{config}.cbm", flow_run_id=f"run-{config}",
+        started_at=dt.datetime(2024, 1, 3, 1, 0, tzinfo=dt.UTC),
+        finished_at=dt.datetime(2024, 1, 3, 1, 5, 30, 250000, tzinfo=dt.UTC),
+        durations='{"audit": 0.25, "score": 12.5}', result_json=json.dumps({"config": config}),
+    )
+    row.update(values)
+    return row
+
+
+# A night of rows as the version-1 code left them: two written since kappa (tau 0, breaking_tau NULL) and
+# three written before it, whose TV figures the retirement of tau must keep.
+V1_ROWS = (
+    _v1_row("now-bin", status="VIOLATION", claimed_epsilon=0.3, epsilon_lower_bound=0.9, kappa=0.0,
+            breaking_kappa=0.4, detection_floor_rows=12, exposed_rows_floor=40, audit_rows="training",
+            reference_calibration="boost", reference_checked=1, calibration_rows_fit=6000,
+            calibration_rows_validation=2000, calibration_rounds=40, calibration_log_loss_before=0.47,
+            calibration_log_loss_after=0.452, calibration_ece_before=0.031, calibration_ece_after=0.006,
+            label_blind_bound=0.0, reference_misfit_kappa=0.0, label_blind_flagged=0,
+            risk_mia_advantage_bound=0.17, risk_headline="the claim allows little"),
+    _v1_row("now-fdp", method="fdp", delta=1e-5, kappa=0.1, breaking_kappa=0.0, fdp_curve="eps-delta",
+            gdp_mu_lower_bound=0.42, reference_calibration="none", reference_checked=0,
+            reference_check_note="no held-out rows for 2024-01-02", kind="control", control_passed=1,
+            control_floor=0.3, shift_diagnostic='{"feature_shift_max_psi": 0.2}', feature_shift_max_psi=0.2),
+    _v1_row("old-fdp", method="fdp", delta=1e-5, tau=0.05, breaking_tau=0.02, status="VIOLATION",
+            epsilon_lower_bound=1.4, result_json='{"method": "fdp", "tau": 0.05}'),
+    _v1_row("old-bin", tau=0.0, breaking_tau=0.3, epsilon_lower_bound=0.2),
+    _v1_row("old-noted", tau=1e-05, reference_check_note="noted by hand", status="INCONCLUSIVE"),
+)
+# Where each row's legacy figures end up (None: the row had none to keep).
+EXPECTED_NOTES = {"now-bin": None, "now-fdp": "no held-out rows for 2024-01-02",
+                  "old-fdp": "legacy tau=0.05, breaking_tau=0.02", "old-bin": "legacy breaking_tau=0.3",
+                  "old-noted": "noted by hand; legacy tau=1e-05"}
+V1_CURVES = {config: [(i, 10 * (i + 1), 5 * (i + 1), 0.1 * i, 0.999) for i in range(points)]
+             for config, points in (("now-bin", 3), ("old-fdp", 2))}
+
+
+def _connect_raw(target: str):
+    """A plain driver connection (autocommit) and its placeholder: the code under test is not involved."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        return psycopg.connect(target, autocommit=True), "%s"
+    import duckdb
+
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    return duckdb.connect(target), "?"
+
+
+def _write_v1_warehouse(target: str) -> None:
+    """A warehouse as the code before versioning created and filled it."""
+    dialect = "postgres" if target.startswith("postgresql://") else "duckdb"
+    conn, mark = _connect_raw(target)
+    try:
+        for statement in _v1_statements(dialect):
+            conn.execute(statement)
+        cursor = conn.cursor()
+        cursor.executemany(f"INSERT INTO audit_results ({', '.join(V1_NAMES)}) "
+                           f"VALUES ({', '.join([mark] * len(V1_NAMES))})",
+                           [[row[name] for name in V1_NAMES] for row in V1_ROWS])
+        cursor.executemany(f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) "
+                           f"VALUES ({', '.join([mark] * len(CURVE_NAMES))})",
+                           [["mig-m", DAY, config, *point] for config, points in V1_CURVES.items()
+                            for point in points])
+    finally:
+        conn.close()
+
+
+def _execute_raw(target: str, sql: str, params=()) -> list[tuple]:
+    conn, mark = _connect_raw(target)
+    try:
+        cursor = conn.cursor()
+        cursor.execute(sql.replace("?", mark), list(params))
+        return cursor.fetchall() if cursor.description else []
+    finally:
+        conn.close()
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def target(request, tmp_path):
+    """An empty warehouse target of the backend under test: a DuckDB file, or a PostgreSQL schema of its own."""
+    if request.param == "duckdb":
+        yield str(tmp_path / "wh" / "warehouse.duckdb")
+        return
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg import sql
+
+    try:
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"!!! POSTGRESQL BACKEND NOT TESTED: no server answers at {PG_URL} ({str(exc).strip()}); "
+                    "start one or set LABELDP_TEST_POSTGRES_URL !!!")
+    name = f"labeldp_ver_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    parts = urllib.parse.urlsplit(PG_URL)
+    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-csearch_path={name}")]
+    try:
+        yield urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+    finally:
+        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+        admin.close()
+
+
+@pytest.fixture
+def v1_target(target):
+    _write_v1_warehouse(target)
+    return target
+
+
+@pytest.fixture
+def toy_method(monkeypatch):
+    """The methods registry's list with a toy method added (auditing.bounds.METHODS)."""
+    monkeypatch.setitem(vars(bounds), "METHODS", (*bounds.METHODS, "toy"))
+    return "toy"
+
+
+def _valid_row(config: str, **changes) -> dict:
+    """A validated row of the latest schema (written below through the real write path, past validation)."""
+    row = normalize_row({
+        "model_id": "raw-m", "partition_date": DAY, "audit_config_hash": config, "claimed_epsilon": 1.0,
+        "delta": 0.0, "confidence": 0.95, "m": 1000, "selected_guesses": 10, "selected_correct": 5,
+        "epsilon_lower_bound": 0.1, "strategy": "bonferroni", "method": "binomial", "status": "PASS",
+        "max_certifiable_epsilon": 5.0, "repetitions": 1, "seed": 1, "result_json": {"config": config},
+    })
+    return {**row, **changes}
+
+
+def _write_bypassing_validation(wh, row: dict) -> None:
+    """The warehouse's own upsert statements for ``row``, without normalize_row: what the table accepts."""
+    wh._transaction(lambda cursor: wh._write(cursor, row, as_key(row), []))
+
+
+def _refused_by_the_table(wh, row: dict) -> bool:
+    try:
+        _write_bypassing_validation(wh, row)
+    except Exception as exc:  # the driver's constraint error: duckdb.ConstraintException, psycopg CheckViolation
+        if "constraint" in f"{type(exc).__name__} {exc}".lower():
+            return True
+        raise
+    return False
+
+
+def _choice_checks(wh) -> dict:
+    out = {}
+    wh._transaction(lambda cursor: out.update(choice_checks(Context(cursor, wh.dialect, wh.placeholder, "t"))))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- the fixture
+def test_the_v1_fixture_is_what_the_code_before_versioning_created(tmp_path):
+    """The CREATE TABLE text above is what that code generated (checked against its source when git has it)."""
+    try:
+        source = subprocess.run(["git", "show", f"{PRE_VERSIONING_COMMIT}:auditing/warehouse/schema.py"],
+                                cwd=REPO, capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"the code before versioning is not in this checkout's git history ({exc})")
+    path = tmp_path / "schema_before_versioning.py"
+    path.write_text(source)
+    old = runpy.run_path(str(path))  # that module alone: it imports only the standard library
+    for dialect in ("duckdb", "postgres"):
+        assert _v1_statements(dialect)[:2] == old["ddl_statements"](dialect)[:2]
+    assert V1_NAMES == tuple(c.name for c in old["RESULT_COLUMNS"])
+    assert {c.name: (c.kind, c.nullable) for c in migrations.RETIRED_TAU} == \
+        {c.name: (c.kind, c.nullable) for c in old["RESULT_COLUMNS"] if c.name in ("tau", "breaking_tau")}
+
+
+def test_migrations_are_ordered_and_describe_version_1_as_the_unversioned_tables():
+    assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)) and LATEST == 3
+    assert all(m.description.strip() for m in MIGRATIONS)
+    v1 = migrations.expected_tables(1)
+    assert sorted(c.name for c in v1["audit_results"]) == sorted(V1_NAMES)
+    assert migrations.expected_tables(LATEST)["audit_results"] == RESULT_COLUMNS
+    assert "reference_check_note" in MIGRATIONS[2].description and "tau" not in RESULT_NAMES
+    assert (legacy_note(0.05, 0.02), legacy_note(0.0, 0.3), legacy_note(0.0, None)) == \
+        ("legacy tau=0.05, breaking_tau=0.02", "legacy breaking_tau=0.3", None)
+
+
+def test_the_ddl_lists_the_registries_names_never_a_typed_literal(toy_method):
+    ddl = "\n".join(ddl_statements("duckdb"))
+    listed = ", ".join(f"'{name}'" for name in bounds.METHODS)
+    assert "'toy'" in listed and "'binomial', 'fdp'" in listed
+    assert f"CONSTRAINT audit_results_method_check CHECK (method IN ({listed}))" in ddl
+    assert "CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE'))" in ddl
+
+
+# --------------------------------------------------------------------------------------------- migrating
+def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_target):
+    before = dt.datetime.now(dt.UTC)
+    with open_warehouse(v1_target, create=False) as wh:
+        versions = wh.schema_versions()
+        rows = {r["audit_config_hash"]: r for r in wh.fetch_results()}
+        curves = {config: wh.fetch_curve(("mig-m", DAY, config)) for config in rows}
+        columns = [c for table, c in wh._query(wh._TABLE_COLUMNS_SQL, []) if table == "audit_results"]
+        checks = _choice_checks(wh)
+        assert _refused_by_the_table(wh, _valid_row("unknown-method", method="nope"))
+        assert _refused_by_the_table(wh, _valid_row("unknown-status", status="MAYBE"))
+        assert not _refused_by_the_table(wh, _valid_row("binomial-ok"))
+
+    # The version is recorded: one row per migration, with its description and the time it ran.
+    assert [(v["version"], v["description"]) for v in versions] == [(m.version, m.description) for m in MIGRATIONS]
+    assert all(before - dt.timedelta(seconds=5) <= v["applied_at"] <= dt.datetime.now(dt.UTC) for v in versions)
+    # Every row is still there with the same values; tau and breaking_tau are gone, their figures kept.
+    assert sorted(columns) == sorted(RESULT_NAMES) and "tau" not in columns and "breaking_tau" not in columns
+    assert rows.keys() == {row["audit_config_hash"] for row in V1_ROWS}
+    for old in V1_ROWS:
+        config = old["audit_config_hash"]
+        expected = {name: old[name] for name in RESULT_NAMES} | {"reference_check_note": EXPECTED_NOTES[config]}
+        assert rows[config] == expected, config
+        assert [(p["point_index"], p["guesses"], p["correct"], p["epsilon_lower_bound"], p["point_confidence"])
+                for p in curves[config]] == V1_CURVES.get(config, [])
+    # The CHECKs are the generated ones, one per choice column.
+    assert {column: [values for _, values in found] for column, found in checks.items()} == \
+        {"status": [["PASS", "VIOLATION", "INCONCLUSIVE"]], "method": [list(bounds.METHODS)]}
+
+
+def test_reopening_a_migrated_warehouse_changes_nothing(v1_target, monkeypatch):
+    with open_warehouse(v1_target) as wh:
+        versions, rows = wh.schema_versions(), wh.fetch_results()
+    synced = []
+    monkeypatch.setattr(migrations, "sync_choice_checks", lambda ctx, **kw: synced.append(ctx))
+    for create in (True, False):
+        with open_warehouse(v1_target, create=create) as wh:
+            assert wh.schema_versions() == versions and wh.fetch_results() == rows
+    assert synced == []  # no constraint rebuilt: the CHECKs were found in line
+
+
+def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
+    target = str(tmp_path / "warehouse.duckdb")
+    _write_v1_warehouse(target)
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(_valid_row("after"), [])
+        with pytest.raises(Exception, match=r"(?i)duplicate key|primary key|unique"):
+            wh._transaction(lambda cur: cur.execute(
+                "INSERT INTO audit_results SELECT * FROM audit_results WHERE audit_config_hash = 'after'"))
+    comments = dict(_execute_raw(target, "SELECT column_name, comment FROM duckdb_columns() "
+                                         "WHERE table_name = 'audit_results' AND comment IS NOT NULL"))
+    assert comments == {"method": "bound method: binomial | fdp",
+                        "epsilon_lower_bound": "THE statistically valid epsilon lower bound"}
+    assert _execute_raw(target, "SELECT comment FROM duckdb_tables() WHERE table_name = 'audit_results'") == \
+        [(TABLE_COMMENTS["audit_results"],)]
+
+
+def test_a_method_added_to_the_registry_is_accepted_after_opening(v1_target, toy_method):
+    """Before versioned migrations the old CHECK (method IN ('binomial', 'fdp')) refused a new method's rows
+    in an existing warehouse; now opening it brings the CHECK in line with the registry."""
+    with open_warehouse(v1_target) as wh:
+        _write_bypassing_validation(wh, _valid_row("toy-row", method=toy_method))
+        assert _refused_by_the_table(wh, _valid_row("unknown", method="nope"))
+        assert [r["method"] for r in wh.fetch_results(model_id="raw-m")] == ["toy"]
+
+
+def test_a_method_registered_later_is_accepted_after_reopening_and_stays_allowed(target, monkeypatch):
+    with open_warehouse(target) as wh:
+        assert wh.schema_versions()[-1]["description"] == f"created at schema version {LATEST}"
+        assert _refused_by_the_table(wh, _valid_row("toy-row", method="toy"))
+    monkeypatch.setitem(vars(bounds), "METHODS", (*bounds.METHODS, "toy"))
+    with open_warehouse(target) as wh:
+        _write_bypassing_validation(wh, _valid_row("toy-row", method="toy"))
+    monkeypatch.undo()  # a process without the toy method: the CHECK is not narrowed under the toy row
+    with open_warehouse(target) as wh:
+        assert [values for _, values in _choice_checks(wh)["method"]] == [[*bounds.METHODS, "toy"]]
+        assert [r["method"] for r in wh.fetch_results()] == ["toy"]
+        assert _refused_by_the_table(wh, _valid_row("unknown", method="nope"))
+        with pytest.raises(LabelDPInputError, match=r"rows with method \['toy'\].*cannot be narrowed"):
+            wh._transaction(lambda cur: migrations.sync_choice_checks(
+                Context(cur, wh.dialect, wh.placeholder, "t"), narrow=True))
+
+
+def test_concurrent_openers_apply_each_migration_once(v1_target):
+    errors: list[BaseException] = []
+
+    def open_one():
+        try:
+            with open_warehouse(v1_target) as wh:
+                wh.fetch_results()
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    with open_warehouse(v1_target) as wh:
+        assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1))
+        assert len(wh.fetch_results()) == len(V1_ROWS)
+
+
+def test_a_failing_migration_rolls_back_whole(v1_target, monkeypatch):
+    with open_warehouse(v1_target) as wh:
+        rows = wh.fetch_results()
+
+    def add_then_fail(ctx):
+        ctx.execute("ALTER TABLE audit_results ADD COLUMN doomed TEXT")
+        ctx.execute("UPDATE audit_results SET epsilon_lower_bound = 99")
+        raise RuntimeError("simulated failure inside migration 4")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*MIGRATIONS, migrations.Migration(4, "fails", add_then_fail)))
+    monkeypatch.setattr(migrations, "LATEST", 4)
+    with pytest.raises(RuntimeError, match="migration 4"):
+        open_warehouse(v1_target)
+    monkeypatch.undo()
+    with open_warehouse(v1_target) as wh:
+        assert wh.schema_versions()[-1]["version"] == LATEST and wh.fetch_results() == rows
+        assert "doomed" not in {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])}
+
+
+def test_a_warehouse_of_a_newer_version_is_refused_naming_both_versions(target):
+    with open_warehouse(target):
+        pass
+    _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                 [LATEST + 1, "from the future", dt.datetime.now(dt.UTC)])
+    message = rf"schema version {LATEST + 1} is newer than this code knows \(it migrates up to version {LATEST}\)"
+    with pytest.raises(LabelDPInputError, match=message):
+        open_warehouse(target)
+
+
+def test_a_payload_spooled_by_the_previous_version_drains_into_the_migrated_warehouse(v1_target, tmp_path):
+    """Rows spooled before tau was retired carry tau = 0 and breaking_tau = None: they are still written."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    row = {**_valid_row("spooled"), "tau": 0.0, "breaking_tau": None}
+    payload = {"format": 1, "spooled_at": 0.0, "curve": [],
+               "row": {k: (v.isoformat() if isinstance(v, dt.date) else v) for k, v in row.items()}}
+    spool_path(spool, as_key(row)).write_text(json.dumps(payload))
+    report = drain_spool(v1_target, spool)
+    assert [k.audit_config_hash for k in report["written"]] == ["spooled"] and report["rejected"] == []
+    with open_warehouse(v1_target) as wh:
+        got = wh.fetch_results(model_id="raw-m")
+    assert [r["audit_config_hash"] for r in got] == ["spooled"] and "tau" not in got[0]
