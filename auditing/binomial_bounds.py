@@ -105,7 +105,11 @@ def binomial_rejects(
     correct: int, guesses: int, m: int, epsilon: float, *, delta: float = 0.0, confidence: float = 0.95,
     kappa: float = 0.0,
 ) -> bool:
-    """Does the binomial test reject "M is (epsilon, delta)-label-DP" at this confidence and kappa?"""
+    """Does the binomial test reject "M is (epsilon, delta)-label-DP" at this confidence and kappa?
+
+    Raises LabelDPInputError unless 0 <= correct <= guesses <= m, m >= 1, confidence in (0, 1), delta in
+    [0, 1) and kappa finite >= 0 (`auditing.params`).
+    """
     c, g, m = check_counts(correct, guesses, m)
     confidence, delta, kappa = check_confidence(confidence), check_delta(delta), check_kappa(kappa)
     if c == 0:
@@ -121,7 +125,8 @@ def binomial_epsilon_lower_bound(
     For delta > 0 the pure bound is an upper end of the search (the extra alpha*m*delta term only makes
     rejection harder), the root is bracketed and solved to 1e-7, and the value returned is one confirmed to
     be rejected (stepping down if round-off put the root on the accepted side), so it is never optimistic.
-    With no evidence (c = 0, or even eps = 0 not rejected) the bound is 0.
+    With no evidence (c = 0, or even eps = 0 not rejected) the bound is 0. Raises LabelDPInputError for bad
+    arguments, as `binomial_rejects`.
     """
     c, g, m = check_counts(correct, guesses, m)
     confidence, delta, kappa = check_confidence(confidence), check_delta(delta), check_kappa(kappa)

@@ -81,6 +81,9 @@ def fdp_rejects(
     epsilon lower bound at these counts is at least (about) epsilon; False means the bound at these counts is
     below epsilon (rejection is monotone in epsilon), which lets a caller prune a sweep. epsilon may be +inf
     (never rejected); delta = 0 is allowed.
+
+    Raises LabelDPInputError unless 0 <= correct <= guesses <= m, m >= 1, epsilon >= 0, delta in [0, 1),
+    confidence in (0, 1) and kappa finite >= 0.
     """
     c, cp, n = check_counts(correct, guesses, m)
     delta = check_delta(delta)
@@ -112,7 +115,8 @@ def fdp_epsilon_lower_bound(
     Bisection on fdp_rejects' decision until the bracket is <= EPSILON_TOLERANCE wide; the lower (rejected) end
     is returned. The bracket starts at [0, 1] and its upper end doubles while it is still rejected, so no grid
     caps the result. Exactly 0 with no evidence (c = 0, c' = 0, e^kappa delta >= 1, or eps = 0 not rejected,
-    which includes every c <= c'/2). delta = 0 is allowed.
+    which includes every c <= c'/2). delta = 0 is allowed. Raises LabelDPInputError for bad arguments, as
+    `fdp_rejects`.
     """
     c, cp, n = check_counts(correct, guesses, m)
     delta = check_delta(delta)

@@ -267,8 +267,9 @@ def algorithm3_sum(c: int, cp: int, m: int, gamma: float, kind: int, a: float, b
     kind CURVE: (a, b, d) = (delta, e^eps, e^-eps); kind GAUSSIAN: a = mu (b, d unused). s is r[0] + h[0]
     (outcome FULL_RUN or FIXED_POINT); with shortcuts, EARLY_REJECT returns the partial sum r[i] + h[i] >= c'/m
     that proves the final one is >= c'/m too, and EARLY_ACCEPT / TAIL_ACCEPT return an upper bound < c'/m on
-    the final computed sum (s[c], resp. the tail bound of shortcut d; module docstring). steps is the number of loop iterations run. With shortcuts=False every one of
-    the c steps is run (the plain recursion, used by the tests to check the shortcuts). Inputs are assumed
+    the final computed sum (s[c], resp. the tail bound of shortcut d; module docstring). steps is the number of
+    loop iterations run. With shortcuts=False every one of the c steps is run (the plain recursion, used by the
+    tests to check the shortcuts). Inputs are assumed
     valid: 0 <= c <= c' <= m, m >= 1, 0 < gamma < 1, 0 <= delta < 1, e^eps >= 1, 0 <= e^-eps <= 1, mu >= 0.
     """
     if c == 0 or cp == 0:

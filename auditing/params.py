@@ -12,6 +12,8 @@ from auditing.errors import LabelDPInputError
 
 
 def check_confidence(confidence: float, name: str = "confidence") -> float:
+    """confidence as a float in the open interval (0, 1); a number outside it raises LabelDPInputError naming
+    ``name`` (a non-number fails in ``float()``)."""
     confidence = float(confidence)
     if not (0.0 < confidence < 1.0) or math.isnan(confidence):
         raise LabelDPInputError(f"{name} must be in the open interval (0, 1); got {confidence!r}")
@@ -19,10 +21,14 @@ def check_confidence(confidence: float, name: str = "confidence") -> float:
 
 
 def check_delta(delta: float, name: str = "delta") -> float:
-    delta = float(delta)
-    if not (0.0 <= delta < 1.0) or math.isnan(delta):
-        raise LabelDPInputError(f"{name} must be in [0, 1); got {delta!r}")
-    return delta
+    """delta as a float in [0, 1); a non-number, NaN, a negative or a value >= 1 raises LabelDPInputError."""
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        raise LabelDPInputError(f"{name} must be a number in [0, 1); got {delta!r}") from None
+    if not (0.0 <= value < 1.0):
+        raise LabelDPInputError(f"{name} must be in [0, 1) (1 bad value); got {delta!r}")
+    return value
 
 
 def check_kappa(kappa: float, name: str = "kappa") -> float:

@@ -60,6 +60,7 @@ def fit_logistic_proxy(x: np.ndarray, y: np.ndarray, k: int, l2: float = 1e-4) -
 
 
 def logistic_predict(x: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """Class probabilities (n, k) of the proxy fitted by `fit_logistic_proxy`."""
     return special.softmax(x @ weights + bias, axis=1)
 
 
@@ -72,6 +73,8 @@ def randomized_response(y: np.ndarray, k: int, epsilon: float, rng: np.random.Ge
 
 @dataclass(frozen=True)
 class ValidationRow:
+    """One guess fraction's result: the valid bound of repetition 0 and the paper's mean / std statistic."""
+
     classes: int
     epsilon: float
     counterfactual: str  # "truth" or "proxy"
@@ -91,7 +94,17 @@ def validate_randomized_response(
     method: str = "binomial",
 ) -> list[ValidationRow]:
     """Audits k-ary RR at a known epsilon with `method` (binomial or fdp, delta = 0 either way: RR is pure
-    eps-DP); returns one row per guess fraction."""
+    eps-DP).
+
+    Args:
+        counterfactual: "truth" (the true posterior as the reference) or "proxy" (a logistic regression fitted
+            on ``proxy_rows`` fresh rows).
+        fractions: the pre-registered guess fractions, each in (0, 1].
+    Returns:
+        One `ValidationRow` per distinct guess count of ``fractions``.
+    Raises:
+        ValueError: an unknown ``counterfactual``; LabelDPInputError: bad fractions, confidence or method.
+    """
     rng = np.random.default_rng([seed, classes, round(epsilon * 1000)])
     x, y = gaussian_mixture(rows, classes, rng)
     released = randomized_response(y, classes, epsilon, rng)
@@ -127,4 +140,5 @@ def validate_randomized_response(
 
 
 def rows_as_dicts(rows: list[ValidationRow]) -> list[dict]:
+    """The rows as plain dicts (for JSON and tables)."""
     return [asdict(r) for r in rows]

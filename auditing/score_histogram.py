@@ -1,4 +1,4 @@
-"""Repetition 0's attack-score histogram for the report's score panel (issue 9, item 6).
+"""Repetition 0's attack-score histogram for the report's score panel.
 
 The game (paper Alg. 2, Sec. 6.2) guesses on the rows with the largest |score|; how the scores of correct and
 wrong guesses separate is what a reader wants to see next to the eps_lb curve. The Beam job already

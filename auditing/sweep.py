@@ -59,8 +59,9 @@ def grid_from_fractions(m: int, fractions) -> np.ndarray:
 def rank_order(scores: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
     """Indices by |score| descending, ties by row_id ascending.
 
-    A full lexsort costs ~0.5 s per million rows; an unstable sort on |score| followed by re-sorting only the
-    runs of tied scores by row_id gives the same order in ~0.08 s (tree models do produce real ties).
+    The same order as a full lexsort on (-|score|, row_id), computed as an unstable sort on |score| followed by
+    re-sorting only the runs of tied scores by row_id (tree models do produce real ties); the cheaper path's
+    timing is in benchmarks/results/notes_from_code.md.
     """
     key = -np.abs(scores)
     order = np.argsort(key)

@@ -1,4 +1,4 @@
-"""Which rows of day D an audit plays the game on (issue 9, ``audit_rows``).
+"""Which rows of day D an audit plays the game on (the ``audit_rows`` setting).
 
 The paper's game (Alg. 2) is about the labels the mechanism released into training: a row whose label never
 reached the model (the test split, PATE's student rows) cannot leak it, and auditing it only dilutes the
@@ -11,7 +11,7 @@ attacker's best guesses. ``audit_rows``:
   Nothing is recomputed differently: the split comes from the recorded parameters through
   ``pipelines.splits.split_of``. A model registered before this record existed cannot be audited this way
   (clear error: re-train it, or audit every row).
-- ``all``: every row of the partition (the behaviour before issue 9).
+- ``all``: every row of the partition (what audits did before ``audit_rows`` existed).
 
 ``RowSelection`` is a small picklable object: the Beam job sends it to its workers and drops the other rows
 of each batch before inference, so the in-process audit and the Beam job see the same rows.
@@ -56,12 +56,14 @@ class RowSelection:
         return keep
 
     def describe(self) -> dict:
+        """The selection as recorded in an audit result (splits read, unread rows, rows training read)."""
         names = [splits.SPLIT_NAMES[c] for c in self.split_codes]
         return {"audit_rows": "training", "label_splits": names, "unread_rows": int(self.unread_row_ids.size),
                 "training_rows": self.rows}
 
 
 def check_audit_rows(value: str, name: str = "audit_rows") -> str:
+    """``value`` if it is one of ``auditing.audit.AUDIT_ROWS``, else LabelDPInputError naming ``name``."""
     if value not in AUDIT_ROWS:
         raise LabelDPInputError(f"{name} must be one of {list(AUDIT_ROWS)}; got {value!r}")
     return value
@@ -102,6 +104,7 @@ def training_rows(metadata: dict) -> RowSelection:
 
 
 def row_selection(audit_rows: str, metadata: dict) -> RowSelection | None:
-    """None for ``all``; the target's training rows for ``training``."""
+    """None for ``all``; the target's training rows for ``training`` (LabelDPInputError as `training_rows`, or
+    for an unknown ``audit_rows``)."""
     check_audit_rows(audit_rows)
     return None if audit_rows == "all" else training_rows(metadata)

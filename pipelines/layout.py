@@ -1,6 +1,6 @@
 """Where things live under the data root, and how directories are published atomically.
 
-The layout (../shared/DESIGN.md, "Data layout"), all under one data root:
+The layout, all under one data root:
 
 - ``partitions/date=YYYY-MM-DD/part-*.parquet``: the daily partition (see ``pipelines.schema``);
 - ``oracle/date=YYYY-MM-DD/``: the true click probability per row_id (synthetic data only, never read by training);

@@ -10,6 +10,7 @@ Progress = Callable[[str], None]
 
 
 def stderr_progress(prefix: str) -> Progress:
+    """A reporter printing each message to stderr with ``prefix`` and the seconds since this call."""
     start = time.monotonic()
 
     def report(message: str) -> None:
@@ -19,4 +20,5 @@ def stderr_progress(prefix: str) -> Progress:
 
 
 def no_progress(_message: str) -> None:
+    """A reporter that drops every message."""
     pass

@@ -56,7 +56,8 @@ PARTITION_SCHEMA = pa.schema(
 )
 
 P_CLICK = "p_click"
-ORACLE_SCHEMA = pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False), pa.field(P_CLICK, pa.float64(), nullable=False)])
+ORACLE_SCHEMA = pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False),
+                           pa.field(P_CLICK, pa.float64(), nullable=False)])
 
 PART_GLOB = "part-*.parquet"
 PROVENANCE_FILE = "_provenance.json"
@@ -271,7 +272,8 @@ def _partition_files(root: str | os.PathLike, date: dt.date) -> tuple[Path, list
     return directory, files
 
 
-def _open_parquet(path: Path) -> pq.ParquetFile:
+def open_parquet(path: Path) -> pq.ParquetFile:
+    """Opens one Parquet file (metadata only); LabelDPInputError naming ``path`` if it is not readable Parquet."""
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
@@ -279,7 +281,7 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
 
 
 def _read_file(path: Path, columns: Sequence[str] | None) -> pa.Table:
-    parquet = _open_parquet(path)
+    parquet = open_parquet(path)
     if columns is not None:
         present = set(parquet.schema_arrow.names)
         missing = [name for name in columns if name not in present]
@@ -325,7 +327,7 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise LabelDPInputError(f"batch_size must be a whole number >= 1; got {batch_size!r}")
     directory, files = _partition_files(root, date)
-    parquets = [(path, _open_parquet(path)) for path in files]
+    parquets = [(path, open_parquet(path)) for path in files]
     total = sum(parquet.metadata.num_rows for _path, parquet in parquets)
     if total == 0:
         raise _fail(directory, "the partition is empty (0 rows)")
@@ -352,9 +354,9 @@ def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
     """A stable identity of the partition's bytes: ``sha256:<hex>`` over each ``part-*.parquet`` file's name,
     size and content, in name order.
 
-    The same files give the same fingerprint on any machine; any change to any byte changes it. Reading the
-    content costs about a tenth of a second per 100 MB. Rewriting identical data with the same pyarrow
-    version gives identical bytes (hence the same fingerprint); a different pyarrow version may not.
+    The same files give the same fingerprint on any machine; any change to any byte changes it. It reads every
+    byte of the partition (cost: benchmarks/results/notes_from_code.md). Rewriting identical data with the same
+    pyarrow version gives identical bytes (hence the same fingerprint); a different pyarrow version may not.
     """
     _directory, files = _partition_files(root, date)
     digest = hashlib.sha256()
@@ -482,7 +484,7 @@ def read_oracle(root: str | os.PathLike, date: dt.date) -> pa.Table:
     if not path.is_file():
         raise LabelDPInputError(f"no oracle at {path}; only synthetic partitions (`labeldp-audit data synth`) "
                                 f"have one")
-    parquet = _open_parquet(path)
+    parquet = open_parquet(path)
     try:
         table = parquet.read()
     except (pa.ArrowException, OSError) as exc:

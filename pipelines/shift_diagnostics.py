@@ -86,7 +86,8 @@ def _categorical_psi(before: pa.ChunkedArray, after: pa.ChunkedArray) -> float:
     before, after = before.cast(pa.string()), after.cast(pa.string())
     counts = pc.value_counts(before.drop_null())
     values = counts.field("values").to_pylist()
-    frequent = [values[i] for i in np.argsort(-np.asarray(counts.field("counts").to_numpy()), kind="stable")[:TOP_CATEGORIES]]
+    by_count = np.argsort(-np.asarray(counts.field("counts").to_numpy()), kind="stable")
+    frequent = [values[i] for i in by_count[:TOP_CATEGORIES]]
     keys = pa.array(frequent, type=pa.string())
 
     def histogram(column: pa.ChunkedArray) -> np.ndarray:
@@ -115,7 +116,13 @@ def feature_shift(before: pa.Table, after: pa.Table) -> dict:
 
 def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference_name: str,
                      reference_date: dt.date) -> dict:
-    """The diagnostic for auditing day ``date`` against the reference ``reference_name`` of ``reference_date``."""
+    """The diagnostic for auditing day ``date`` against the reference ``reference_name`` of ``reference_date``.
+
+    Returns a JSON-ready dict: ``label`` (the "diagnostic, not a proof" caveat), the reference's log-loss and
+    ECE on each day's test split and their differences, and ``feature_shift`` (`feature_shift`). Cached per
+    (root, dates, reference, partition fingerprints), so a rewritten partition is read again. Raises
+    LabelDPInputError for a missing partition or model (from `pipelines.schema` / `pipelines.registry`).
+    """
     date, reference_date = require_date(date), require_date(reference_date, "reference_date")
     return dict(_cached(str(root), date, reference_name, reference_date,
                         schema.partition_fingerprint(root, date), schema.partition_fingerprint(root, reference_date)))

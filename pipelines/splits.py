@@ -6,7 +6,7 @@ auditing agree without storing the split.
 
 How: ``h = splitmix64(row_id XOR SALT)`` is a 64-bit hash whose top 32 bits are close to uniform;
 ``bucket = (top32(h) * 25) >> 32`` maps them to 0..24 with probabilities equal within 2^-32; buckets 0..19 are
-train (80%), 20 is validation (4%), 21..24 are test (16%). Vectorized numpy, ~10 ns a row.
+train (80%), 20 is validation (4%), 21..24 are test (16%). Vectorized numpy.
 """
 
 from __future__ import annotations

@@ -52,323 +52,81 @@ Guarantees:
 - ``p_click`` is exactly P(label = 1 | the row's features): labels depend on nothing else, so audits may
   sample counterfactual labels from the oracle (D' = D). It is written to ``oracle/date=D/``, never into the
   partition, and training must never read it.
-- 1M rows a day take a few seconds (vectorized numpy; dictionary arrays are built from byte buffers, never
-  from per-row Python strings). See benchmarks/results/synth.md.
+- Generation is vectorized numpy: dictionary arrays are built from byte buffers, never from per-row Python
+  strings (timings: benchmarks/results/synth.md).
+
+The code: `pipelines.synth_world` (what a base seed fixes: vocabularies, popularities, effects, drift phases,
+the per-day seed), `pipelines.synth_shifts` (``DayShift`` and its parts) and this module (a day's law, the
+drawing of a day and its writing). The public names of the other two are importable from here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from auditing.errors import LabelDPInputError
 from auditing.names import require_date
 from pipelines import schema
+from pipelines.synth_shifts import (
+    MAX_LOGIT_SHIFT,
+    MAX_ZIPF_EXPONENT,
+    DayShift,
+    PopularityShift,
+    SegmentShift,
+    check_shift,
+    effective_shift,
+    value_index,
+)
+from pipelines.synth_world import (
+    CALIBRATION_ROWS,
+    DEFAULT_ROWS,
+    DEFAULT_SEED,
+    GENERATOR_VERSION,
+    MAX_ROWS,
+    NUM_MISSING,
+    NUM_MU,
+    NUM_SIGMA,
+    SIGNAL_CATEGORICAL,
+    SIGNAL_NUMERIC,
+    CategoricalLaw,
+    check_seed,
+    day_seed,
+    epoch_day,
+    seed_world,
+)
 
-GENERATOR_VERSION = 1
-DEFAULT_SEED = 20240101
-DEFAULT_ROWS = 1_000_000
-CALIBRATION_ROWS = 32_768
-MAX_ROWS = 2**32  # row_id packs the row index into 32 bits
-_EPOCH = dt.date(1970, 1, 1)
-
-# Criteo-like shapes, one entry per column (sizes capped at 200k values to keep generation fast).
-_VOCAB_SIZES = [1400, 550, 200_000, 120_000, 300, 20, 12_000, 600, 3, 50_000, 5000, 150_000, 3000,
-                27, 14_000, 130_000, 10, 4500, 2000, 4, 140_000, 17, 15, 60_000, 90, 40_000]
-_CAT_MISSING = [0.0, 0.0, 0.03, 0.03, 0.0, 0.12, 0.0, 0.0, 0.0, 0.0, 0.0, 0.03, 0.0,
-                0.0, 0.0, 0.03, 0.0, 0.0, 0.44, 0.44, 0.03, 0.76, 0.0, 0.03, 0.44, 0.44]
-_NUM_MU = [0.7, 1.5, 2.0, 1.8, 7.0, 3.0, 1.5, 2.5, 3.5, 0.5, 1.0, 0.3, 2.0]
-_NUM_SIGMA = [1.0, 1.5, 1.2, 1.0, 2.0, 1.5, 1.3, 1.0, 1.3, 0.6, 0.9, 0.8, 1.1]
-_NUM_MISSING = [0.45, 0.0, 0.21, 0.22, 0.03, 0.22, 0.04, 0.0005, 0.04, 0.45, 0.04, 0.76, 0.22]
-# Which features carry signal (0-based column indices into NUMERIC_COLUMNS / CATEGORICAL_COLUMNS).
-SIGNAL_NUMERIC = (0, 2, 3, 5, 6, 10)  # I1, I3, I4, I6, I7, I11
-SIGNAL_CATEGORICAL = (0, 1, 5, 7, 8, 13, 16, 19, 22, 25)  # C1, C2, C6, C8, C9, C14, C17, C20, C23, C26
-MAX_LOGIT_SHIFT = 10.0  # |logit shift| of a DayShift or SegmentShift
-MAX_ZIPF_EXPONENT = 5.0  # PopularityShift.exponent in 0..5
-_HEX8 = re.compile(r"[0-9a-fA-F]{8}")
-
-
-def epoch_day(date: dt.date) -> int:
-    """Days since 1970-01-01."""
-    return date.toordinal() - _EPOCH.toordinal()
-
-
-def _check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**63:
-        raise LabelDPInputError(f"seed must be a whole number in 0..2^63-1; got {seed!r}")
-    return int(seed)
-
-
-def day_seed(seed: int, date: dt.date) -> int:
-    """The 63-bit seed of ``date``'s random stream, derived from the base ``seed`` and the date only."""
-    state = np.random.SeedSequence([_check_seed(seed), epoch_day(require_date(date)), GENERATOR_VERSION])
-    return int(state.generate_state(1, np.uint64)[0] >> np.uint64(1))
-
-
-# ------------------------------------------------------------------------------------------ the world
-
-
-def _hashed_values(count: int, key: int) -> np.ndarray:
-    """``count`` distinct uint32 values: a keyed bijection of 0..count-1 (so no collisions by design)."""
-    x = (np.arange(count, dtype=np.uint64) + np.uint64(key & 0xFFFFFFFF)) & np.uint64(0xFFFFFFFF)
-    odd1 = np.uint64(((key >> 32) & 0xFFFFFFFF) | 1)
-    mask = np.uint64(0xFFFFFFFF)
-    with np.errstate(over="ignore"):
-        for multiplier in (odd1, np.uint64(0x85EBCA6B), np.uint64(0xC2B2AE35)):
-            x = (x * multiplier) & mask  # odd multiplier mod 2^32: a bijection
-            x ^= x >> np.uint64(16)  # xor-shift: a bijection
-    return x.astype(np.uint32)
+__all__ = [
+    "CALIBRATION_ROWS",
+    "DEFAULT_ROWS",
+    "DEFAULT_SEED",
+    "GENERATOR_VERSION",
+    "MAX_LOGIT_SHIFT",
+    "MAX_ROWS",
+    "MAX_ZIPF_EXPONENT",
+    "SIGNAL_CATEGORICAL",
+    "SIGNAL_NUMERIC",
+    "DayParameters",
+    "DayShift",
+    "PopularityShift",
+    "SegmentShift",
+    "SyntheticDay",
+    "check_shift",
+    "day_parameters",
+    "day_seed",
+    "epoch_day",
+    "generate_day",
+    "write_synthetic_day",
+]
 
 
-@dataclass(frozen=True)
-class _Categorical:
-    dictionary: pa.StringArray  # all possible values of the column
-    exponent: float  # Zipf exponent s of the base popularity
-    log_weight: np.ndarray  # Zipf base popularity (log scale): -s * log(1 + k)
-    popularity_phase: np.ndarray
-    popularity_period: float
-    effect: np.ndarray | None  # per-value logit effect (signal columns only)
-    effect_phase: np.ndarray | None
-    effect_period: float
-    missing: float
-
-
-@dataclass(frozen=True)
-class _World:
-    seed: int
-    categoricals: tuple[_Categorical, ...]
-    num_loading: np.ndarray  # loading of each numeric feature on the latent activity factor
-    num_mu_phase: np.ndarray
-    num_coef: np.ndarray  # logit coefficient of log1p(count), per standard deviation of g
-    num_coef_phase: np.ndarray
-    num_missing_coef: np.ndarray
-    rate_phase: float
-
-
-@functools.lru_cache(maxsize=4)
-def _world(seed: int) -> _World:
-    """Everything that depends on the base seed only (not on the date)."""
-    rng = np.random.default_rng([seed, 0x574F524C44])  # "WORLD"
-    cats = []
-    for j, size in enumerate(_VOCAB_SIZES):
-        key = int(rng.integers(0, 2**63))
-        exponent = rng.uniform(1.05, 1.35)
-        signal = j in SIGNAL_CATEGORICAL
-        effect_sd = rng.uniform(0.25, 0.6) if signal else 0.0
-        cats.append(_Categorical(
-            dictionary=schema.hex_strings(_hashed_values(size, key)),
-            exponent=float(exponent),
-            log_weight=-exponent * np.log1p(np.arange(size, dtype=np.float64)),
-            popularity_phase=rng.uniform(0.0, 2 * math.pi, size),
-            popularity_period=float(rng.uniform(40.0, 200.0)),
-            effect=rng.normal(0.0, effect_sd, size) if signal else None,
-            effect_phase=rng.uniform(0.0, 2 * math.pi, size) if signal else None,
-            effect_period=float(rng.uniform(60.0, 400.0)),
-            missing=_CAT_MISSING[j],
-        ))
-    n_num = len(schema.NUMERIC_COLUMNS)
-    coef = np.zeros(n_num)
-    missing_coef = np.zeros(n_num)
-    signs = rng.choice([-1.0, 1.0], size=len(SIGNAL_NUMERIC))
-    coef[list(SIGNAL_NUMERIC)] = signs * rng.uniform(0.15, 0.4, len(SIGNAL_NUMERIC))
-    missing_coef[list(SIGNAL_NUMERIC)] = rng.normal(0.0, 0.3, len(SIGNAL_NUMERIC))
-    return _World(
-        seed=seed,
-        categoricals=tuple(cats),
-        num_loading=rng.uniform(0.2, 0.7, n_num),
-        num_mu_phase=rng.uniform(0.0, 2 * math.pi, n_num),
-        num_coef=coef,
-        num_coef_phase=rng.uniform(0.0, 2 * math.pi, n_num),
-        num_missing_coef=missing_coef,
-        rate_phase=float(rng.uniform(0.0, 2 * math.pi)),
-    )
-
-
-# ------------------------------------------------------------------------------------------ shifts on demand
-
-
-def _column_index(column: object, what: str) -> int:
-    if not isinstance(column, str) or column not in schema.CATEGORICAL_COLUMNS:
-        raise LabelDPInputError(f"{what} must name a categorical column C1..C26; got {column!r}")
-    return schema.CATEGORICAL_COLUMNS.index(column)
-
-
-def _number(value: object, what: str, low: float, high: float) -> float:
-    if (isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating)
-            or not math.isfinite(value) or not low <= value <= high):
-        raise LabelDPInputError(f"{what} must be a finite number in {low:g}..{high:g}; got {value!r}")
-    return float(value)
-
-
-def _integer(value: object, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not low <= value <= high:
-        raise LabelDPInputError(f"{what} must be a whole number in {low}..{high}; got {value!r}")
-    return int(value)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SegmentShift:
-    """Adds ``logit`` to logit(p_click) of the rows whose categorical ``column`` (``"C1"``..``"C26"``) has one
-    value, chosen by exactly one of:
-
-    - ``value``: the value as it appears in the data (8 hex digits; must be in the column's vocabulary of this
-      seed's world);
-    - ``rank``: the ``rank``-th most popular value of the column on that day (0 = the most popular), by the
-      day's sampling weights (after any ``PopularityShift`` of the same column and day; ties by vocabulary
-      order). E.g. ``rank=0`` of C9 (3 values) covers about 40-70% of the rows, without knowing its hex string.
-
-    Rows where the column is missing are never in the segment.
-    """
-
-    column: str
-    logit: float
-    value: str | None = None
-    rank: int | None = None
-
-    def __post_init__(self) -> None:
-        j = _column_index(self.column, "segment column")
-        object.__setattr__(self, "logit", _number(self.logit, "segment logit shift", -MAX_LOGIT_SHIFT,
-                                                  MAX_LOGIT_SHIFT))
-        if (self.value is None) == (self.rank is None):
-            raise LabelDPInputError(f"a segment of {self.column} needs exactly one of a value (8 hex digits) or a "
-                                    f"popularity rank; got value={self.value!r}, rank={self.rank!r}")
-        if self.value is not None:
-            if not isinstance(self.value, str) or not _HEX8.fullmatch(self.value):
-                raise LabelDPInputError(f"segment value of {self.column} must be 8 hex digits (as in the data, "
-                                        f"e.g. 0a1b2c3d); got {self.value!r}")
-            object.__setattr__(self, "value", self.value.lower())
-        else:
-            size = _VOCAB_SIZES[j]
-            object.__setattr__(self, "rank", _integer(self.rank, f"segment rank of {self.column} ({size} values)",
-                                                      0, size - 1))
-
-    def settings(self) -> dict:
-        selector = {"value": self.value} if self.value is not None else {"rank": self.rank}
-        return {"column": self.column, **selector, "logit": self.logit}
-
-
-@dataclass(frozen=True, kw_only=True)
-class PopularityShift:
-    """Changes the sampling weights (popularity) of the values of categorical ``column`` on the day.
-
-    The base weight of the value at Zipf position k is (k + 1)^-s (s = the column's exponent, 1.05..1.35), times
-    the value's slow daily drift. ``exponent`` replaces s (0 = all values equally popular; larger = more
-    concentrated on the top values); ``rotate`` K (1..n-1, n = the vocabulary size) then rotates the ordering:
-    the value at position k takes the weight of position (k + K) mod n, so the K least popular values become
-    the most popular ones and every other value moves down K places. The values' effects on the click logit are
-    unchanged: P(label | features) keeps its form; only the feature distribution moves.
-    """
-
-    column: str
-    rotate: int = 0
-    exponent: float | None = None
-
-    def __post_init__(self) -> None:
-        j = _column_index(self.column, "popularity shift column")
-        size = _VOCAB_SIZES[j]
-        object.__setattr__(self, "rotate", _integer(self.rotate, f"popularity rotation of {self.column} "
-                                                                 f"({size} values)", 0, size - 1))
-        if self.exponent is not None:
-            object.__setattr__(self, "exponent", _number(self.exponent, f"popularity exponent of {self.column}",
-                                                         0.0, MAX_ZIPF_EXPONENT))
-        if self.rotate == 0 and self.exponent is None:
-            raise LabelDPInputError(f"a popularity shift of {self.column} needs a rotation (1..{size - 1}) or an "
-                                    f"exponent (0..{MAX_ZIPF_EXPONENT:g}); got neither")
-
-    def settings(self) -> dict:
-        return {"column": self.column, "rotate": self.rotate, "exponent": self.exponent}
-
-    def log_weight(self, base: _Categorical) -> np.ndarray:
-        """The shifted base popularity (log scale, before the daily drift) of the column's values."""
-        log_w = base.log_weight
-        if self.exponent is not None:
-            log_w = -self.exponent * np.log1p(np.arange(len(log_w), dtype=np.float64))
-        return np.roll(log_w, -self.rotate) if self.rotate else log_w
-
-
-@dataclass(frozen=True, kw_only=True)
-class DayShift:
-    """A day-over-day shift applied to one generated day (see the module docstring, "Shifts on demand").
-
-    ``logit``: added to logit(p_click) of every row. ``segments``: ``SegmentShift``s, each added to the
-    logit of its segment's rows. ``popularity``: ``PopularityShift``s (at most one per column). ``DayShift()``
-    moves nothing: the day is generated exactly as without a shift. Example::
-
-        shift = DayShift(logit=0.7, segments=(SegmentShift(column="C9", rank=0, logit=-0.5),),
-                         popularity=(PopularityShift(column="C3", rotate=100),))
-        generate_day(date, rows=100_000, shift=shift)
-    """
-
-    logit: float = 0.0
-    segments: tuple[SegmentShift, ...] = ()
-    popularity: tuple[PopularityShift, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "logit", _number(self.logit, "logit shift", -MAX_LOGIT_SHIFT, MAX_LOGIT_SHIFT))
-        for field, kind in (("segments", SegmentShift), ("popularity", PopularityShift)):
-            items = getattr(self, field)
-            if isinstance(items, kind):
-                items = (items,)
-            if isinstance(items, str | bytes) or not hasattr(items, "__iter__"):
-                raise LabelDPInputError(f"DayShift.{field} must be a sequence of {kind.__name__}; got {items!r}")
-            items = tuple(items)
-            for item in items:
-                if not isinstance(item, kind):
-                    raise LabelDPInputError(f"DayShift.{field} must hold {kind.__name__} objects; got {item!r}")
-            object.__setattr__(self, field, items)
-        columns = [item.column for item in self.popularity]
-        for column in columns:
-            if columns.count(column) > 1:
-                raise LabelDPInputError(f"at most one popularity shift per column; {column} has "
-                                        f"{columns.count(column)}")
-
-    @property
-    def is_identity(self) -> bool:
-        """True if the shift moves nothing (the day is then generated exactly as without a shift)."""
-        return self.logit == 0.0 and not self.popularity and all(s.logit == 0.0 for s in self.segments)
-
-    def settings(self) -> dict:
-        """The shift's settings, JSON-able (as recorded in ``_provenance.json``)."""
-        return {"logit": self.logit, "segments": [s.settings() for s in self.segments],
-                "popularity": [p.settings() for p in self.popularity]}
-
-
-def _effective_shift(shift: DayShift | None) -> DayShift | None:
-    if shift is None:
-        return None
-    if not isinstance(shift, DayShift):
-        raise TypeError(f"shift must be a DayShift or None; got {type(shift).__name__} {shift!r}")
-    return None if shift.is_identity else shift
-
-
-def _value_index(seed: int, segment: SegmentShift) -> int:
-    """The vocabulary index of ``segment.value`` in the world of ``seed``."""
-    dictionary = _world(seed).categoricals[schema.CATEGORICAL_COLUMNS.index(segment.column)].dictionary
-    index = pc.index(dictionary, segment.value).as_py()
-    if index < 0:
-        raise LabelDPInputError(f"{segment.value} is not a value of {segment.column} in the synthetic world of seed "
-                                f"{seed} ({len(dictionary)} values); pick it from the data, or by popularity rank")
-    return index
-
-
-def check_shift(shift: DayShift | None, seed: int = DEFAULT_SEED) -> None:
-    """Raises ``LabelDPInputError`` if ``shift`` names a segment value that is not in its column's vocabulary of
-    the world of ``seed`` (everything else is checked when the ``DayShift`` is built). For the command line,
-    which checks all its days' settings before writing anything."""
-    seed = _check_seed(seed)
-    shift = _effective_shift(shift)
-    for segment in shift.segments if shift is not None else ():
-        if segment.value is not None:
-            _value_index(seed, segment)
+# ------------------------------------------------------------------------------------------ the day's law
 
 
 @dataclass(frozen=True)
@@ -384,7 +142,7 @@ class DayParameters:
     cat_effect: tuple[np.ndarray | None, ...]  # per-value logit effects (None = no signal)
 
 
-def _popularity_cdf(cat: _Categorical, t: float, log_weight: np.ndarray) -> np.ndarray:
+def _popularity_cdf(cat: CategoricalLaw, t: float, log_weight: np.ndarray) -> np.ndarray:
     """The cumulative popularity on day ``t`` of values with base popularity ``log_weight`` (plus their drift)."""
     log_w = log_weight + 0.5 * np.sin(2 * math.pi * t / cat.popularity_period + cat.popularity_phase)
     weights = np.exp(log_w - log_w.max())
@@ -398,9 +156,9 @@ def day_parameters(seed: int, date: dt.date, shift: DayShift | None = None) -> D
     With ``shift``, its popularity shifts are applied to ``cat_cdf`` (its logit shifts are not part of the
     parameters: ``generate_day`` adds them to each row's logit).
     """
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     date = require_date(date)
-    world = _world(seed)
+    world = seed_world(seed)
     t = float(epoch_day(date))
     two_pi = 2 * math.pi
     cdfs = []
@@ -412,10 +170,10 @@ def day_parameters(seed: int, date: dt.date, shift: DayShift | None = None) -> D
         else:
             scale = float(np.std(cat.effect)) if len(cat.effect) > 1 else 0.0
             effects.append(cat.effect + 0.3 * scale * np.sin(two_pi * t / cat.effect_period + cat.effect_phase))
-    num_mu = np.asarray(_NUM_MU) + 0.1 * np.sin(two_pi * t / 90.0 + world.num_mu_phase)
+    num_mu = np.asarray(NUM_MU) + 0.1 * np.sin(two_pi * t / 90.0 + world.num_mu_phase)
     num_coef = world.num_coef * (1.0 + 0.3 * np.sin(two_pi * t / 120.0 + world.num_coef_phase))
     rate = 0.03 * (1.0 + 0.1 * math.sin(two_pi * t / 365.25 + world.rate_phase))
-    shift = _effective_shift(shift)
+    shift = effective_shift(shift)
     for popularity in shift.popularity if shift is not None else ():
         j = schema.CATEGORICAL_COLUMNS.index(popularity.column)
         cat = world.categoricals[j]
@@ -431,18 +189,18 @@ def _draw_features(params: DayParameters, rng: np.random.Generator, n: int, buil
                    keep: frozenset[int] = frozenset()):
     """Draws ``n`` rows of features. Returns (logit without intercept, {column: pyarrow array} or None,
     {j: (vocabulary index, missing)} for the categorical columns j in ``keep``)."""
-    world = _world(params.seed)
+    world = seed_world(params.seed)
     kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     logit = np.zeros(n)
     arrays: dict[str, pa.Array] | None = {} if build_arrays else None
     activity = rng.standard_normal(n)
-    sigma = np.asarray(_NUM_SIGMA)
+    sigma = np.asarray(NUM_SIGMA)
     loading = world.num_loading
     for j, name in enumerate(schema.NUMERIC_COLUMNS):
         g = params.num_mu[j] + sigma[j] * (loading[j] * activity
                                            + math.sqrt(1.0 - loading[j] ** 2) * rng.standard_normal(n))
         counts = np.floor(np.expm1(np.maximum(g, 0.0))).astype(np.int64)
-        missing = rng.random(n) < _NUM_MISSING[j]
+        missing = rng.random(n) < NUM_MISSING[j]
         if params.num_coef[j] != 0.0:
             x = np.log1p(counts) / sigma[j]
             logit += np.where(missing, world.num_missing_coef[j], params.num_coef[j] * x)
@@ -503,7 +261,7 @@ class SyntheticDay:
 
 def _resolve_segments(params: DayParameters, shift: DayShift) -> list[tuple[int, int, int, float]]:
     """(column index j, vocabulary index, popularity rank that day, expected share of rows) per segment."""
-    world = _world(params.seed)
+    world = seed_world(params.seed)
     resolved = []
     for segment in shift.segments:
         j = schema.CATEGORICAL_COLUMNS.index(segment.column)
@@ -513,7 +271,7 @@ def _resolve_segments(params: DayParameters, shift: DayShift) -> list[tuple[int,
             index = int(order[segment.rank])
             rank = segment.rank
         else:
-            index = _value_index(params.seed, segment)
+            index = value_index(params.seed, segment)
             rank = int(np.flatnonzero(order == index)[0])
         resolved.append((j, index, rank, float(pmf[index]) * (1.0 - world.categoricals[j].missing)))
     return resolved
@@ -527,11 +285,11 @@ def generate_day(date: dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
     ``DayShift`` that moves nothing gives exactly the unshifted day.
     """
     date = require_date(date)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     if isinstance(rows, bool) or int(rows) != rows or not 1 <= rows < MAX_ROWS:
         raise LabelDPInputError(f"rows must be a whole number in 1..{MAX_ROWS - 1}; got {rows!r}")
     rows = int(rows)
-    shift = _effective_shift(shift)
+    shift = effective_shift(shift)
     params = day_parameters(seed, date)
     stream = day_seed(seed, date)
     # The intercept belongs to the unshifted law: a shift moves the day away from it.
@@ -577,7 +335,7 @@ def generate_day(date: dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
         + [schema.CATEGORICAL_COLUMNS[j] for j in SIGNAL_CATEGORICAL],
     }
     if shift is not None:
-        world = _world(seed)
+        world = seed_world(seed)
         record = shift.settings()
         for item, (j, index, rank, share), count in zip(record["segments"], segments, segment_rows, strict=True):
             item.update(value=world.categoricals[j].dictionary[index].as_py(), day_rank=rank,
