@@ -88,3 +88,6 @@ def typed(pcoll, hint):
     """Sets ``pcoll``'s element type (hence its coder) and returns it."""
     pcoll.element_type = hint
     return pcoll
+
+
+__all__ = ["BATCH", "Batch", "BatchCoder", "keyed", "payload_nbytes", "typed"]

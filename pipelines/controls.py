@@ -1,4 +1,4 @@
-"""The nightly controls as registry entries (issue 9, item 4; the math is in `auditing.controls`).
+"""The nightly controls as registry entries (the math is in `auditing.controls`).
 
 Both controls are ordinary models of the registry, ``models/<name>/date=D/``, scored by the same Beam job
 against the same reference as every target, so a control exercises the whole path (reading, row selection,
@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from auditing.controls import LABEL_BLIND, check_control_epsilon
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits
-from pipelines.beam_scoring import file_fingerprint
+from pipelines.beam_request import file_fingerprint
 from pipelines.layout import atomic_directory, model_dir, partition_dir, require_date
 from pipelines.progress import Progress, no_progress
 
@@ -83,7 +83,7 @@ def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> dict:
     record.update({"metadata_version": registry.METADATA_VERSION, "model_name": name, "date": date.isoformat(),
                    "code_version": dict(registry.code_version()),
                    "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
-    text = json.dumps(registry._jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    text = json.dumps(registry.jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
     with atomic_directory(model_dir(root, name, date)) as tmp:
         write_model(tmp)
         (tmp / registry.METADATA_FILE).write_text(text, encoding="utf-8")
@@ -158,7 +158,7 @@ def ensure_label_blind_control(root: str | os.PathLike, date: dt.date, name: str
     ``label-blind`` and what determines the entry), ``mechanism`` eps 0, ``training_rows`` the train split (the
     audited rows, like the other controls), ``fitted_rows`` the rows it was trained on."""
     from pipelines.recalibration import ReferenceCheckSkipped, check_heldout, heldout_part
-    from pipelines.training import CatBoostSettings, _predict, evaluate, fit_catboost
+    from pipelines.training import CatBoostSettings, evaluate, fit_catboost, predict_probabilities
 
     date = require_date(date)
     settings = settings or CatBoostSettings()
@@ -167,7 +167,7 @@ def ensure_label_blind_control(root: str | os.PathLike, date: dt.date, name: str
     check_heldout(targets, audit_rows)
     catboost_seed = int(np.random.SeedSequence([int(seed), _LABEL_BLIND_SEED_TAG]).generate_state(1)[0])
     partition_fingerprint = schema.partition_fingerprint(root, date)
-    expected = registry._jsonable({
+    expected = registry.jsonable({
         "control": LABEL_BLIND, "seed": int(seed), "partition_fingerprint": partition_fingerprint,
         "catboost_params": settings.params(catboost_seed), "use_best_model": settings.use_best_model,
         "heldout": splits.heldout_scheme(), "eval_fraction": LABEL_BLIND_EVAL_FRACTION})
@@ -186,7 +186,7 @@ def ensure_label_blind_control(root: str | os.PathLike, date: dt.date, name: str
     progress(f"{name}: label-blind control on {fit.size} held-out control rows (eval {held.size})")
     model, info = fit_catboost(features.iloc[fit], labels[fit], settings, catboost_seed, features.iloc[held],
                                labels[held])
-    metrics = evaluate(_predict(model, features.iloc[held]), labels[held]) if held.size else {}
+    metrics = evaluate(predict_probabilities(model, features.iloc[held]), labels[held]) if held.size else {}
     metrics.update({"evaluated_on": "its own eval rows (control half), which also picked the best iteration"
                     if held.size else None, "train_rows": int(fit.size), "validation_rows": int(held.size),
                     "degenerate": info["degenerate"], "best_iteration": info.get("best_iteration"),

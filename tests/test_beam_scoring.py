@@ -21,8 +21,8 @@ from auditing.sweep import correct_at, rank_order
 from flows.cli import main as cli_main
 from pipelines import beam_scoring, registry, schema, splits, synth, training
 from pipelines.beam_scoring import ScoringRequest, load_counts, score_day
-from pipelines.catboost_handler import catboost_frame
-from pipelines.scoring_batches import scored_batch
+from pipelines.catboost_frames import catboost_frame
+from pipelines.scored_batch import scored_batch
 
 DAY = dt.date(2024, 3, 2)
 PREVIOUS = dt.date(2024, 3, 1)
@@ -321,7 +321,8 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     import pickle
 
     from pipelines import scoring_batches
-    from pipelines.scoring_batches import GameSpec, Pass1Accumulator, ScoredBatch
+    from pipelines.scored_batch import ScoredBatch
+    from pipelines.scoring_batches import GameSpec, Pass1Accumulator
 
     monkeypatch.setattr(scoring_batches, "BACKGROUND_CHUNK_ROWS", chunk_rows)
     monkeypatch.setattr(scoring_batches, "MAX_PENDING_CHUNKS", max_pending)
@@ -351,7 +352,8 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
 
 
 def test_pass1_background_errors_surface_when_the_accumulator_is_read():
-    from pipelines.scoring_batches import GameSpec, Pass1Accumulator, ScoredBatch
+    from pipelines.scored_batch import ScoredBatch
+    from pipelines.scoring_batches import GameSpec, Pass1Accumulator
 
     spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all"))
     p = np.full(10, 0.5)

@@ -4,8 +4,8 @@ import datetime as dt
 
 import numpy as np
 
-from pipelines import catboost_handler, synth, training
-from pipelines.catboost_handler import catboost_frame, catboost_pool
+from pipelines import catboost_frames, synth, training
+from pipelines.catboost_frames import catboost_frame, catboost_pool
 
 
 def test_pool_is_shared_between_models_and_predicts_like_the_frame(monkeypatch):
@@ -15,8 +15,8 @@ def test_pool_is_shared_between_models_and_predicts_like_the_frame(monkeypatch):
     models = [training.fit_catboost(training.feature_frame(table), labels, settings, random_seed=seed)[0]
               for seed in (1, 2)]
     built = []
-    real_pool = catboost_handler.catboost.Pool
-    monkeypatch.setattr(catboost_handler.catboost, "Pool", lambda *a, **k: built.append(1) or real_pool(*a, **k))
+    real_pool = catboost_frames.catboost.Pool
+    monkeypatch.setattr(catboost_frames.catboost, "Pool", lambda *a, **k: built.append(1) or real_pool(*a, **k))
     frame = catboost_frame(table)
     first, second = (model.predict_proba(catboost_pool(frame, model)) for model in models)
     assert len(built) == 1  # the second model reused the first one's Pool

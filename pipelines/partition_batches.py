@@ -1,0 +1,153 @@
+"""Step 1 of the scoring job (`pipelines.scoring_batches` describes all the steps): a day's partition read as
+validated Arrow batches, one Parquet row group per task.
+
+Rows without a ``row_id`` cannot key the game's randomness; they are kept here and counted when the batch is
+scored (`pipelines.scored_batch.scored_batch`). With ``audit_rows: training`` only the rows whose labels entered
+training are kept (`select_rows`, ``pipelines.audit_rows``), before inference. No Beam: the Beam job
+(`pipelines.beam_scoring`) wraps `read_batches` in a DoFn, and the input checks
+(`pipelines.beam_request.check_inputs`) read the footers through `partition_files` and `partition_schema`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from auditing.errors import LabelDPInputError
+from pipelines import schema
+from pipelines.layout import partition_dir
+
+INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One Parquet row group of the partition: the unit of parallel reading."""
+
+    path: str
+    row_group: int
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.path).stem}-rg{self.row_group:05d}"
+
+
+def partition_files(root: str | os.PathLike, date) -> list[Path]:
+    """The partition's ``part-*.parquet`` files in name order; a clear error when there are none."""
+    directory = partition_dir(root, date)
+    if not directory.is_dir():
+        raise LabelDPInputError(f"no partition at {directory} (data root {root}); create it with `labeldp-audit "
+                                f"data synth` or `labeldp-audit data ingest-criteo`, or pass the right --data-root")
+    files = sorted(directory.glob(schema.PART_GLOB))
+    if not files:
+        raise LabelDPInputError(f"{directory}: the partition directory holds no {schema.PART_GLOB} files")
+    return files
+
+
+def _open(path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def partition_schema(files: list[Path]) -> pa.Schema:
+    """The Arrow schema of the partition from the files' footers (no data read).
+
+    Every file must hold ``row_id`` and ``label``; the feature columns are checked against each model with
+    `pipelines.registry.check_features`. Files whose column sets differ are reported by name.
+    """
+    first = None
+    for path in files:
+        file_schema = _open(path).schema_arrow
+        missing = [name for name in (schema.ROW_ID, schema.LABEL) if name not in file_schema.names]
+        if missing:
+            raise LabelDPInputError(f"{path}: missing column(s) {missing}")
+        if first is None:
+            first = (path, file_schema)
+        elif set(file_schema.names) != set(first[1].names):
+            raise LabelDPInputError(f"{path} has columns {sorted(file_schema.names)} but {first[0]} has "
+                                    f"{sorted(first[1].names)}; a partition's files share one schema")
+    return first[1]
+
+
+def read_tasks(files: list[Path]) -> list[ReadTask]:
+    """One task per non-empty row group, from the Parquet footers."""
+    tasks = []
+    for path in files:
+        metadata = _open(path).metadata
+        for index in range(metadata.num_row_groups):
+            rows = metadata.row_group(index).num_rows
+            if rows:
+                tasks.append(ReadTask(str(path), index, rows))
+    if not tasks:
+        raise LabelDPInputError(f"{files[0].parent}: the partition is empty (0 rows)")
+    return tasks
+
+
+def validate_batch(batch: pa.RecordBatch | pa.Table, source: str) -> pa.Table:
+    """``row_id`` (int64; nulls allowed here, counted later) followed by the validated label and features."""
+    table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+    row_id = table.column(schema.ROW_ID)
+    if pa.types.is_null(row_id.type):
+        row_id = pa.chunked_array([pa.nulls(len(row_id), pa.int64())])
+    elif not pa.types.is_integer(row_id.type):
+        raise LabelDPInputError(f"{source}: column 'row_id' has type {row_id.type}, expected an integer type")
+    else:
+        try:
+            row_id = row_id.cast(pa.int64(), safe=True)
+        except (pa.ArrowInvalid, OverflowError):
+            raise LabelDPInputError(f"{source}: column 'row_id' holds values that do not fit in int64") from None
+    rest = [schema.LABEL, *schema.FEATURE_COLUMNS]
+    validated = schema.validate_table(table.select(rest), source, columns=rest)
+    return validated.add_column(0, pa.field(schema.ROW_ID, pa.int64()), row_id)
+
+
+def select_rows(table: pa.Table, selection) -> pa.Table:
+    """The rows of ``table`` to audit (``pipelines.audit_rows.RowSelection``; None keeps every row). Rows
+    without a row_id are kept so that step 2 counts them (they can be neither selected nor excluded)."""
+    if selection is None or table.num_rows == 0:
+        return table
+    row_id = table.column(schema.ROW_ID)
+    valid = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else None
+    ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    keep = selection.mask(ids)
+    if valid is not None:
+        keep |= ~valid
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+def read_batches(task: ReadTask, batch_size: int, selection=None) -> Iterator[tuple[str, pa.Table]]:
+    """(batch id, validated table) for each batch of at most ``batch_size`` rows of the task's row group,
+    restricted to the audited rows (``selection``, see `select_rows`); empty batches are skipped."""
+    parquet = _open(task.path)
+    source = f"{task.path} (row group {task.row_group})"
+    try:
+        batches = parquet.iter_batches(batch_size=int(batch_size), row_groups=[task.row_group],
+                                       columns=INPUT_COLUMNS)
+        for index, batch in enumerate(batches):
+            if batch.num_rows:
+                table = select_rows(validate_batch(batch, source), selection)
+                if table.num_rows:
+                    yield f"{task.name}-b{index:05d}", table
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{source}: corrupt Parquet data ({exc})") from None
+
+
+__all__ = [
+    "INPUT_COLUMNS",
+    "ReadTask",
+    "partition_files",
+    "partition_schema",
+    "read_batches",
+    "read_tasks",
+    "select_rows",
+    "validate_batch",
+]

@@ -1,0 +1,151 @@
+"""Step 2 of the scoring job (`pipelines.scoring_batches` describes all the steps): a batch's rows with both
+models' class probabilities, the rows that cannot enter the game counted instead of dropped, and the batch's
+two other uses: the row-id uniqueness check by hash bucket and the two-stage plan's Parquet round trip.
+
+Rows without ``row_id`` and rows whose probabilities the model cannot have produced (NaN, outside [0, 1], not
+summing to 1) are counted in `ScoredBatch.issues` and left out of the game, never dropped silently. Row ids
+must be unique in the day (they key the randomness; the in-process audit refuses duplicates): the job checks
+it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_row_ids`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from auditing.errors import LabelDPInputError
+from auditing.game import SUM_TOLERANCE, as_class_probabilities, certain_rows
+from auditing.keyed_random import mix64
+from pipelines import schema
+
+ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
+              "rows_bad_reference_probabilities")
+
+
+def empty_issues() -> dict:
+    """Every issue counter at zero (`ISSUE_KEYS`)."""
+    return dict.fromkeys(ISSUE_KEYS, 0)
+
+
+@dataclass
+class ScoredBatch:
+    """The rows of one batch that enter the game, with both models' class probabilities."""
+
+    batch_id: str
+    row_ids: np.ndarray  # int64, unique
+    labels: np.ndarray  # int64
+    p_target: np.ndarray  # (n, k) float64
+    p_reference: np.ndarray  # (n, k) float64
+    issues: dict = field(default_factory=dict)
+
+    def take(self, index: np.ndarray) -> ScoredBatch:
+        return ScoredBatch(self.batch_id, self.row_ids[index], self.labels[index], self.p_target[index],
+                           self.p_reference[index], {})
+
+    @property
+    def rows(self) -> int:
+        return int(self.row_ids.size)
+
+
+def _as_matrix(values, n: int, who: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = np.column_stack([1.0 - arr, arr])
+    if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 2:
+        raise LabelDPInputError(f"the {who} model returned probabilities of shape {arr.shape}; expected ({n}, k>=2)")
+    return arr
+
+
+def _bad_probability_rows(p: np.ndarray) -> np.ndarray:
+    """Rows no probabilistic classifier outputs: NaN/inf, outside [0, 1], or not summing to 1 (same tolerance
+    as `auditing.game.as_class_probabilities`)."""
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(p).all(axis=1) | (p < 0.0).any(axis=1) | (p > 1.0).any(axis=1)
+        bad |= ~(np.abs(p.sum(axis=1) - 1.0) <= SUM_TOLERANCE)
+    return bad
+
+
+def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference) -> ScoredBatch:
+    """Keeps the rows that can enter the game and counts the others (never a silent drop)."""
+    n = table.num_rows
+    target = _as_matrix(p_target, n, "target")
+    reference = _as_matrix(p_reference, n, "reference")
+    if target.shape[1] != reference.shape[1]:
+        raise LabelDPInputError(f"the target model has {target.shape[1]} classes but the reference model has "
+                                f"{reference.shape[1]}")
+    row_id = table.column(schema.ROW_ID)
+    has_id = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else np.ones(n, dtype=bool)
+    bad_target = _bad_probability_rows(target)
+    # A reference certain of a class has an infinite likelihood ratio: no kappa covers it (auditing.game).
+    bad_reference = _bad_probability_rows(reference) | certain_rows(reference)
+    keep = has_id & ~bad_target & ~bad_reference
+    labels = table.column(schema.LABEL).to_numpy().astype(np.int64)
+    if labels.size and int(labels.max()) >= target.shape[1]:
+        raise LabelDPInputError(f"batch {batch_id}: labels go up to {int(labels.max())} but the models have "
+                                f"{target.shape[1]} classes")
+    index = np.flatnonzero(keep)
+    ids = row_id.to_numpy(zero_copy_only=False)[index].astype(np.int64)
+    issues = {"rows_read": n, "rows_scored": int(index.size), "rows_without_row_id": int(n - has_id.sum()),
+              "rows_bad_target_probabilities": int(bad_target.sum()),
+              "rows_bad_reference_probabilities": int(bad_reference.sum())}
+    return ScoredBatch(batch_id, ids, labels[index],
+                       as_class_probabilities(target[index], "p_target") if index.size else target[:0],
+                       as_class_probabilities(reference[index], "p_reference") if index.size else reference[:0],
+                       issues)
+
+
+def row_id_buckets(batch: ScoredBatch, buckets: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(bucket, the batch's row ids in it), bucket = hash(row_id) mod buckets: equal ids meet in one bucket,
+    so duplicates across the whole partition are found one bucket at a time (`duplicate_row_ids`)."""
+    if batch.rows == 0:
+        return
+    bucket = (mix64(batch.row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int16 if buckets <= 1 << 15 else np.int64)
+    order = np.argsort(bucket, kind="stable")  # a radix sort on 16-bit keys
+    edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    for b in range(buckets):
+        if edges[b + 1] > edges[b]:
+            yield b, batch.row_ids[order[edges[b]:edges[b + 1]]]
+
+
+def duplicate_row_ids(chunks) -> tuple[int, int | None]:
+    """(how many rows repeat an earlier row's id, one such id) over all chunks of a bucket."""
+    ids = np.sort(np.concatenate(list(chunks)))
+    repeats = ids[1:][ids[1:] == ids[:-1]]
+    return int(repeats.size), (int(repeats[0]) if repeats.size else None)
+
+
+def predictions_table(batch: ScoredBatch) -> pa.Table:
+    """A scored batch as an Arrow table (row_id, label, p_target_j, p_reference_j), for the two-stage plan."""
+    k = batch.p_target.shape[1]
+    columns = {schema.ROW_ID: batch.row_ids, schema.LABEL: batch.labels}
+    columns.update({f"p_target_{j}": batch.p_target[:, j] for j in range(k)})
+    columns.update({f"p_reference_{j}": batch.p_reference[:, j] for j in range(k)})
+    metadata = {f"issue.{key}": str(value) for key, value in batch.issues.items()}
+    metadata["batch_id"] = batch.batch_id
+    return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def batch_from_predictions(table: pa.Table) -> ScoredBatch:
+    """Inverse of `predictions_table`."""
+    metadata = {key.decode(): value.decode() for key, value in (table.schema.metadata or {}).items()}
+    k = sum(1 for name in table.column_names if name.startswith("p_target_"))
+    stack = lambda prefix: np.column_stack([table.column(f"{prefix}{j}").to_numpy() for j in range(k)])  # noqa: E731
+    issues = {key[len("issue."):]: int(value) for key, value in metadata.items() if key.startswith("issue.")}
+    return ScoredBatch(metadata.get("batch_id", ""), table.column(schema.ROW_ID).to_numpy().astype(np.int64),
+                       table.column(schema.LABEL).to_numpy().astype(np.int64), stack("p_target_"),
+                       stack("p_reference_"), issues)
+
+
+__all__ = [
+    "ISSUE_KEYS",
+    "ScoredBatch",
+    "batch_from_predictions",
+    "duplicate_row_ids",
+    "empty_issues",
+    "predictions_table",
+    "row_id_buckets",
+    "scored_batch",
+]

@@ -1,0 +1,172 @@
+"""The Beam scoring job's module layout: a Beam-free request module, module-level DoFns, handlers with
+Beam's keyword-only batching arguments, no private names imported across modules and no import cycle."""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# The modules of the Beam job and the per-batch work it wraps.
+JOB_MODULES = (
+    "pipelines.beam_coders",
+    "pipelines.beam_dofns",
+    "pipelines.beam_request",
+    "pipelines.beam_scoring",
+    "pipelines.catboost_frames",
+    "pipelines.catboost_handler",
+    "pipelines.partition_batches",
+    "pipelines.rr_oracle_handler",
+    "pipelines.scored_batch",
+    "pipelines.scoring_batches",
+)
+# Importing these must not import apache_beam: what the flows, controls and recalibration use without running
+# the job.
+BEAM_FREE = (
+    "pipelines.beam_request",
+    "pipelines.catboost_frames",
+    "pipelines.partition_batches",
+    "pipelines.scored_batch",
+    "pipelines.scoring_batches",
+    "pipelines.controls",
+    "pipelines.recalibration",
+)
+
+
+def _path(module: str) -> Path:
+    return ROOT.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def _top_level_imports(module: str) -> list[tuple[int, str, list[str]]]:
+    """(line, imported module, names) of the module-level imports (not those inside functions)."""
+    tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module, [alias.name for alias in node.names]))
+    return found
+
+
+def test_the_request_module_and_the_batch_work_import_no_beam():
+    code = (
+        "import importlib, sys\n"
+        f"for name in {list(BEAM_FREE)!r}: importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_every_dofn_and_combinefn_is_a_module_level_class_that_pickles_by_reference():
+    import apache_beam as beam
+
+    from auditing.audit import AuditConfig
+    from pipelines import beam_dofns
+    from pipelines.scoring_batches import GameSpec
+
+    classes = [value for value in vars(beam_dofns).values()
+               if isinstance(value, type) and issubclass(value, beam.DoFn | beam.CombineFn)
+               and value.__module__ == beam_dofns.__name__]
+    assert {cls.__name__ for cls in classes} >= {
+        "ReadBatches", "PassProgress", "Pass1CombineFn", "MergePass1Fn", "ExpectedHistogramFn", "BoundaryRows",
+        "ExactCounts", "WriteTable", "ReadPredictions", "WriteResults"}
+    assert all("<locals>" not in cls.__qualname__ for cls in classes)
+    spec = GameSpec(AuditConfig(repetitions=2))
+    for instance in (beam_dofns.Pass1CombineFn(spec), beam_dofns.BoundaryRows(spec), beam_dofns.WriteResults("/w")):
+        # Plain pickle (not cloudpickle) only handles classes it can import by name.
+        assert type(pickle.loads(pickle.dumps(instance))) is type(instance)
+
+
+def test_no_job_module_defines_a_class_inside_a_function():
+    offenders = []
+    for module in JOB_MODULES:
+        tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                offenders += [f"{module}:{inner.lineno} {inner.name}" for inner in ast.walk(node)
+                              if isinstance(inner, ast.ClassDef)]
+    assert not offenders, offenders
+
+
+@pytest.mark.parametrize("handler_name", ["CatBoostModelHandler", "RROracleModelHandler"])
+def test_handlers_take_beams_keyword_only_batching_arguments(handler_name):
+    from pipelines.catboost_handler import CatBoostModelHandler
+    from pipelines.rr_oracle_handler import RROracleModelHandler
+
+    handler_class = {"CatBoostModelHandler": CatBoostModelHandler, "RROracleModelHandler": RROracleModelHandler}[
+        handler_name]
+    day = dt.date(2024, 1, 2)
+    assert handler_class("/r", "m", day).batch_elements_kwargs() == {}
+    handler = handler_class("/r", "m", day, min_batch_size=2, max_batch_size=8, max_batch_duration_secs=5)
+    assert handler.batch_elements_kwargs() == {"min_batch_size": 2, "max_batch_size": 8,
+                                               "max_batch_duration_secs": 5}
+    assert handler_class("/r", "m", day, model_copies=2).model_copies() == 2
+    with pytest.raises(TypeError):
+        handler_class("/r", "m", day, 2)  # batching arguments are keyword-only
+
+
+def test_beam_scoring_keeps_the_names_callers_import_from_it():
+    from pipelines import beam_request, beam_scoring
+
+    for name in ("ScoringRequest", "ScoringOutcome", "resolve_reference", "sweep_dir", "scored_dir",
+                 "file_fingerprint", "load_counts", "check_inputs", "pipeline_args", "RESULT_FILE", "COUNTS_FILE",
+                 "DASK_RUNNER", "FN_API_RUNNER", "DEFAULT_BATCH_SIZE"):
+        assert getattr(beam_scoring, name) is getattr(beam_request, name), name
+        assert name in beam_scoring.__all__
+    assert callable(beam_scoring.score_day)
+
+
+def test_job_modules_declare_all_and_import_no_private_name_of_another_module():
+    offenders = []
+    for module in JOB_MODULES:
+        if "__all__" not in _path(module).read_text(encoding="utf-8"):
+            offenders.append(f"{module}: no __all__")
+        tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):  # function-level imports too
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.split(".")[0] in ("auditing", "pipelines", "flows"):
+                    offenders += [f"{module}:{node.lineno} imports {node.module}.{alias.name}"
+                                  for alias in node.names if alias.name.startswith("_")]
+    assert not offenders, offenders
+
+
+def test_no_import_cycle_among_pipelines_modules():
+    modules = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts)
+                     for p in (ROOT / "pipelines").glob("*.py") if p.name != "__init__.py")
+    known = set(modules)
+    graph = {}
+    for module in modules:
+        targets = set()
+        for _, imported, names in _top_level_imports(module):
+            if imported in known:
+                targets.add(imported)
+            elif imported == "pipelines":  # from pipelines import schema, registry
+                targets |= {f"pipelines.{name}" for name in names} & known
+        graph[module] = targets
+    state: dict[str, int] = {}
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*stack[stack.index(target):], target]))
+            if target not in state:
+                visit(target, [*stack, target])
+        state[module] = 2
+
+    for module in modules:
+        if module not in state:
+            visit(module, [module])
+
+
+def test_job_modules_stay_under_500_lines():
+    assert {module: n for module in JOB_MODULES
+            if (n := len(_path(module).read_text(encoding="utf-8").splitlines())) > 500} == {}
