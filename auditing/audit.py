@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from auditing.bounds import best_bound, resolve_delta
-from auditing.controls import expected_correct_record
 from auditing.errors import LabelDPInputError
+from auditing.expected_game import expected_correct_record
 from auditing.game import (
     as_class_probabilities,
     as_labels,
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 
-# Which rows of the day the game is played on (issue 9): the rows whose labels entered training (default), or
+# Which rows of the day the game is played on: the rows whose labels entered training (default), or
 # every row. The core audits whatever rows it is given; pipelines/audit_rows.py selects them.
 AUDIT_ROWS = ("training", "all")
 # How the reference M' is corrected on the day's held-out rows before the game (pipelines/recalibration.py):
@@ -169,17 +169,17 @@ class AuditResult:
     per_repetition: list = field(default_factory=list)
     curve: list = field(default_factory=list)  # [{guesses, correct, epsilon_lower_bound}] of repetition 0
     config_hash: str = ""
-    # issue 9 (trust-a): which rows were audited ("all" for results written before the option existed), and
+    # which rows were audited ("all" for results written before the option existed), and
     # for the split strategy both halves' repetition-0 counts {"selection"|"bound": {m, guesses, correct}}, so
     # that claim-dependent figures (auditing.robustness) can redo the selection at another kappa.
     audit_rows: str = "all"
     split_halves: dict = field(default_factory=dict)
-    # issue 9 (trust-b): repetition 0's |score| histogram with correct guesses (auditing.score_histogram, the
+    # repetition 0's |score| histogram with correct guesses (auditing.score_histogram, the
     # report's score panel), and for controls the game's expected correct guesses over the grid of repetition
-    # 0, {"guesses": [...], "correct": [...]} (auditing.controls.expected_histogram; empty unless asked for).
+    # 0, {"guesses": [...], "correct": [...]} (auditing.expected_game.expected_histogram; empty unless asked for).
     score_histogram: dict = field(default_factory=dict)
     expected_correct: dict = field(default_factory=dict)
-    # issue 8 (risk): the reference's probabilities over the audited rows as a claim-free histogram
+    # the reference's probabilities over the audited rows as a claim-free histogram
     # (auditing.risk.PriorHistogram.to_dict(); empty for results written before it), the priors of the risk
     # figures that auditing.risk.risk_assessment computes for a claimed and the demonstrated epsilon.
     prior_histogram: dict = field(default_factory=dict)

@@ -61,6 +61,11 @@ class Choices(Generic[T]):
     def names(self) -> tuple[str, ...]:
         return tuple(self._items)
 
+    def help(self, default: str | None = None) -> str:
+        """One line per choice for --help: "name: description", the default marked."""
+        return "; ".join(f"{name}: {item.description}" + (" (default)" if name == default else "")  # type: ignore
+                         for name, item in self._items.items())
+
     def __iter__(self) -> Iterator[T]:
         return iter(list(self._items.values()))
 

@@ -1,4 +1,4 @@
-"""Controls that check the audit itself every night (issue 9, item 4): pure numpy/scipy.
+"""Controls that check the audit itself every night: pure numpy/scipy.
 
 - **Positive control**: a synthetic "model" whose leakage is known by construction. For each row it releases
   the row's label through k-ary randomized response at a known eps_c (keyed by (seed, row_id) through
@@ -36,9 +36,14 @@ from scipy import stats
 
 from auditing.bounds import pointwise_bounds
 from auditing.errors import LabelDPInputError
+from auditing.expected_game import (
+    expected_correct_at,
+    expected_correct_record,
+    expected_histogram,
+    expected_record,
+)
 from auditing.keyed_random import STREAM_CONTROL, keyed_uniform
 from auditing.selection import selection_strategy
-from auditing.sweep_reduce import BinSpec, bin_index
 
 POSITIVE, NEGATIVE, LABEL_BLIND = "positive", "negative", "label-blind"
 CONTROL_KINDS = (POSITIVE, NEGATIVE, LABEL_BLIND)
@@ -90,61 +95,6 @@ def rr_oracle_probabilities(row_ids, labels, epsilon: float, seed: int, num_clas
     out = np.full((ids.size, num_classes), (1.0 - q) / (num_classes - 1))
     out[np.arange(ids.size), released] = q
     return out
-
-
-# ------------------------------------------------------------------------------------------ expected curve
-
-
-def expected_histogram(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarray, score,
-                       spec: BinSpec, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The game's EXPECTED |score| histogram: (expected rows, expected correct guesses) per `spec` bin.
-
-    Per row, Alg. 2 has 1 + k outcomes: b = 0 (prob 1/2) releases y0; b = 1 with y1 = j (prob M'(x)[j] / 2)
-    releases j. Each outcome's score s = score(M(x)[y], M'(x)[y]) is fixed by the row, the guess is b' = 0
-    iff s > 0, and it is correct iff b' = b. Summing the outcome probabilities per |score| bin gives the
-    expectation over the game's coins (y1, b) given the models and labels: it uses no draw of any repetition,
-    so a figure derived from it is pre-registered. Histograms of disjoint row chunks add (Beam combiner).
-    weights: optional per-row multiplicities (default 1 each), e.g. to stand for a population of rows.
-    """
-    n, k = p_target.shape
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    rows = np.zeros(spec.num_bins)
-    hits = np.zeros(spec.num_bins)
-    index = np.arange(n)
-    s0 = np.asarray(score(p_target[index, labels], p_reference[index, labels]), dtype=np.float64)
-    b0 = bin_index(s0, spec)
-    rows += np.bincount(b0, weights=0.5 * w, minlength=spec.num_bins)
-    hits += np.bincount(b0, weights=np.where(s0 > 0, 0.5 * w, 0.0), minlength=spec.num_bins)
-    for j in range(k):
-        sj = np.asarray(score(p_target[:, j], p_reference[:, j]), dtype=np.float64)
-        bj = bin_index(sj, spec)
-        weight = 0.5 * p_reference[:, j] * w
-        rows += np.bincount(bj, weights=weight, minlength=spec.num_bins)
-        hits += np.bincount(bj, weights=np.where(sj > 0, 0.0, weight), minlength=spec.num_bins)
-    return rows, hits
-
-
-def expected_correct_at(rows, correct, grid) -> np.ndarray:
-    """Expected correct guesses among the top c' rows for each c' of `grid`, from an expected histogram
-    (bins ascending in |score|; the attacker takes bins from the top, linearly within the cut bin)."""
-    rows_desc = np.asarray(rows, dtype=np.float64)[::-1]
-    correct_desc = np.asarray(correct, dtype=np.float64)[::-1]
-    cum_rows = np.concatenate(([0.0], np.cumsum(rows_desc)))
-    cum_correct = np.concatenate(([0.0], np.cumsum(correct_desc)))
-    grid = np.minimum(np.asarray(grid, dtype=np.float64), cum_rows[-1])
-    return np.interp(grid, cum_rows, cum_correct)
-
-
-def expected_correct_record(p_target, p_reference, labels, score, grid, spec: BinSpec | None = None) -> dict:
-    """{"guesses": grid, "correct": expected correct guesses at each} (AuditResult.expected_correct)."""
-    spec = spec or BinSpec()
-    rows, hits = expected_histogram(p_target, p_reference, labels, score, spec)
-    return expected_record(rows, hits, grid)
-
-
-def expected_record(rows, hits, grid) -> dict:
-    grid = np.asarray(grid, dtype=np.int64)
-    return {"guesses": grid.tolist(), "correct": [float(v) for v in expected_correct_at(rows, hits, grid)]}
 
 
 # ------------------------------------------------------------------------------------------ the floor
@@ -265,3 +215,11 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
         passed, why = True, f"is above the floor {floor:.4f} and at most eps_c = {eps_c:g}"
     message = f"positive control (randomized response at eps_c = {eps_c:g}): valid eps_lb {eps_lb:.4f} {why} ({label})"
     return ControlCheck(POSITIVE, passed, eps_lb, floor, eps_c, message, detail)
+
+
+__all__ = [
+    "CONTROL_KINDS", "FLOOR_POWER", "LABEL_BLIND", "NEGATIVE", "POSITIVE", "REFERENCE_MISFIT_REASON", "ControlCheck",
+    "check_control", "check_control_epsilon", "expected_correct_at", "expected_correct_record",
+    "expected_histogram", "expected_record", "positive_control_floor", "rr_keep_probability",
+    "rr_oracle_probabilities",
+]

@@ -1,4 +1,4 @@
-"""How many fully exposed labels this audit would actually catch, in the observational game (issue 9, items 3/5).
+"""How many fully exposed labels this audit would actually catch, in the observational game.
 
 `auditing.robustness.detection_floor_rows` counts the exposed labels a PERFECT attacker (right on every guess)
 would need. No attacker of the observational game (paper Alg. 2, Sec. 6.2) is perfect on an exposed label:
@@ -46,8 +46,8 @@ import numpy as np
 from scipy import stats
 
 from auditing.bounds import any_point_exceeds
-from auditing.controls import expected_correct_at, expected_histogram
 from auditing.errors import LabelDPInputError
+from auditing.expected_game import expected_correct_at, expected_histogram
 from auditing.scores import resolve_score
 from auditing.selection import selection_strategy
 from auditing.sweep_reduce import BinSpec

@@ -141,7 +141,7 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, k
         kb = key_bit[s]
         half = slot_half[s]
         if binary and half < 0:
-            # The hot case, written out: binary model, every row (about twice as fast as the general loop).
+            # The hot case, written out for speed: binary model, every row (benchmarks/results/notes_from_code.md).
             for i in range(n):
                 x = id_bits[i]
                 y1 = np.int64(_word(x, kc) < threshold[i])
@@ -260,7 +260,12 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
                 score: str, power: float, bins: BinSpec, selection: np.ndarray | None = None) -> GameTables:
     """Tables for already-validated arrays (see `auditing.game.as_class_probabilities`, `as_labels`, ...).
 
-    `selection`: the split strategy's selection half per row (`auditing.audit.split_halves`), if used.
+    Args:
+        score, power: a built-in score name (`compiled_score`) and its power t.
+        bins: the |score| binning of the histograms.
+        selection: the split strategy's selection half per row (`auditing.audit.selection_half_mask`), if used.
+    Raises:
+        LabelDPInputError: ``score`` has no compiled form (a callable: use `auditing.game.play_repetition`).
     """
     if not compiled_score(score):
         raise LabelDPInputError(f"score {score!r} has no compiled form; use auditing.game.play_repetition")

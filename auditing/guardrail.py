@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 
 from auditing.errors import LabelDPInputError
+from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION
 
-VIOLATION, INCONCLUSIVE, PASS = "VIOLATION", "INCONCLUSIVE", "PASS"
+__all__ = ["INCONCLUSIVE", "PASS", "VIOLATION", "guardrail_status"]
 
 
 def guardrail_status(

@@ -61,12 +61,12 @@ from auditing.bounds import point_exceeds
 from auditing.errors import LabelDPInputError
 from auditing.selection import Evidence, selection_strategy
 from auditing.sweep import SweepCounts
+from auditing.verdict import WEAK_PASS_FRACTION
 
 KAPPA_TOLERANCE = 1e-3  # relative width of the final bisection bracket in kappa
 _KAPPA_FLOOR = 1e-9  # absolute width below which the bracket is not split further
 # kappa beyond which no bound is positive: logit(beta*) of a Clopper-Pearson limit stays below ~40 in doubles
 _KAPPA_CEILING = 64.0
-WEAK_PASS_FRACTION = 0.01  # a PASS whose detection floor exceeds this fraction of the audited rows is weak
 _COMPUTE = object()  # exposed_floor_figures: compute the floor (no stored value given)
 
 
@@ -196,7 +196,7 @@ def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
 
 def is_weak_pass(status: str, floor_rows: int | None, audited_rows: int, exposed_rows: int | None = None,
                  exposed_computed: bool = False) -> bool:
-    """A PASS whose detection floor exceeds `WEAK_PASS_FRACTION` of the audited rows (issue 9, item 3): the
+    """A PASS whose detection floor exceeds `WEAK_PASS_FRACTION` of the audited rows: the
     game-aware `exposed_rows` when ``exposed_computed`` (None there: no exposure flags the claim with 95%
     power, the weakest PASS), else the perfect-attacker ``floor_rows`` (module docstring)."""
     if status != "PASS":

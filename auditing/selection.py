@@ -103,6 +103,10 @@ class SelectionStrategy(ABC):
         """(grid, m, confidence, rows per exposed label) for the perfect-attacker detection floor."""
         return evidence.guesses, evidence.m, evidence.point_confidence, 1
 
+    def describe(self, grid_size: int, point_confidence: str) -> str:
+        """How the report words the selection (grid size and per-point confidence as text)."""
+        return f"strategy {self.name}"
+
 
 def _select_on_grid(strategy: SelectionStrategy, counts: SweepCounts, *, method, confidence, delta,
                     kappa) -> Selection:
@@ -132,6 +136,9 @@ class Bonferroni(SelectionStrategy):
     def point_confidence(self, confidence, grid_size):
         return bonferroni_confidence(confidence, grid_size)
 
+    def describe(self, grid_size, point_confidence):
+        return f"c′ chosen over {grid_size} sweep points, each bounded at {point_confidence} (Bonferroni)"
+
     def select(self, counts, halves, *, method, confidence, delta, kappa):
         return _select_on_grid(self, counts, method=method, confidence=confidence, delta=delta, kappa=kappa)
 
@@ -155,6 +162,9 @@ class Split(SelectionStrategy):
         if halves is None:
             raise LabelDPInputError("strategy split needs the two halves' counts of repetition 0")
         return select_split(*halves, method=method, confidence=confidence, delta=delta, kappa=kappa)
+
+    def describe(self, grid_size, point_confidence):
+        return "c′ chosen on one half of the rows, bound computed on the other half"
 
     def certifiable(self, counts, halves, confidence):
         bound_half = halves[1]

@@ -1,4 +1,4 @@
-"""Full in-process audit benchmark (issue 2): n = 1e6 binary examples, R = 100 repetitions, a 100-point c'
+"""Full in-process audit benchmark: n = 1e6 binary examples, R = 100 repetitions, a 100-point c'
 grid, both bound methods. Prints median wall time per stage and peak resident memory.
 
     .venv/bin/python benchmarks/bench_audit.py [--rows 1000000] [--repetitions 100] [--runs 3] [--compare-numpy]
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from auditing.audit import AuditConfig, compiled_sweep, numpy_sweep, audit_from_counts, run_audit
+from auditing.audit import AuditConfig, audit_from_counts, compiled_sweep, numpy_sweep, run_audit
 from auditing.game import as_class_probabilities
 from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.scores import resolve_score

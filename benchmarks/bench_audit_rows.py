@@ -1,5 +1,5 @@
 """The valid eps_lb of the same models on the same day, auditing every row (``audit_rows all``) versus only the
-rows whose labels entered training (``audit_rows training``, issue 9), with the Beam job (FnApiRunner).
+rows whose labels entered training (``audit_rows training``), with the Beam job (FnApiRunner).
 
 Run the demo first (it synthesizes the two days and trains the reference and the three targets), then this:
 

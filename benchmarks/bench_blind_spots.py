@@ -1,4 +1,4 @@
-"""Curator-style blind spots (issue 9, item 5): targets that leak only on a rare subpopulation.
+"""Curator-style blind spots: targets that leak only on a rare subpopulation.
 
 The curator attack (../shared/papers/curator-attack-blackbox-auditing.txt) makes a black-box auditor pass a
 mechanism that leaks only on rare events. Here the rare event is a single rare value of one categorical

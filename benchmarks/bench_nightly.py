@@ -1,4 +1,4 @@
-"""End-to-end nightly audit of one 1M-row day, one target model, reference present (issue 5 target: under
+"""End-to-end nightly audit of one 1M-row day, one target model, reference present (target: under
 10 minutes on 2 cores). Prints the time of each stage and peak memory of this process and its children.
 
     .venv/bin/python benchmarks/bench_nightly.py [--rows 1000000] [--repetitions 100] [--data-root DIR]

@@ -1,4 +1,4 @@
-"""Scaling benchmark (issue 10, item 4): time and peak memory against rows and repetitions.
+"""Scaling benchmark: time and peak memory against rows and repetitions.
 
 Two parts, each measurement in a fresh subprocess so that its peak resident memory (VmHWM) is its own:
 

@@ -1,4 +1,4 @@
-"""Benchmark: synthetic day generation and Criteo TSV ingest (issue 3: "1M rows/day under 10 s").
+"""Benchmark: synthetic day generation and Criteo TSV ingest ("target: 1M rows/day under 10 s").
 
 Each measurement runs in a fresh subprocess, so its peak resident memory (VmHWM, which unlike ru_maxrss is not
 inherited from the parent through fork + exec) is its own. Prints the

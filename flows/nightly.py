@@ -35,11 +35,9 @@ class GuardrailViolation(RuntimeError):
     """The candidate's valid lower bound exceeds its claimed epsilon: the release must be blocked."""
 
     def __init__(self, row: dict):
-        super().__init__(
-            f"VIOLATION: {row['model_id']}@{row['partition_date']} valid eps_lb {row['epsilon_lower_bound']:.4f} > "
-            f"claimed {row['claimed_epsilon']:g} (confidence {row['confidence']:.0%}, {row['strategy']}, "
-            f"{row['method']}, delta={row['delta']:g}, kappa={row['kappa']:g}); report: {row['report']}"
-        )
+        from auditing.report.text import violation_line
+
+        super().__init__(violation_line(row))
         self.row = row
 
 

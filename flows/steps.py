@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from pathlib import Path
 
-from auditing.controls import LABEL_BLIND, POSITIVE, REFERENCE_MISFIT_REASON
+from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from flows.plan import AuditPlan, ControlSpec, TargetSpec
@@ -42,7 +41,7 @@ def check_partition(root: Path, date: dt.date) -> dict:
     directory = partition_dir(root, date)
     if not directory.is_dir() or not any(directory.glob("part-*.parquet")):
         raise DataMissingError(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}")
-    rows = sum(schema._open_parquet(p).metadata.num_rows for p in sorted(directory.glob("part-*.parquet")))
+    rows = sum(schema.open_parquet(p).metadata.num_rows for p in sorted(directory.glob("part-*.parquet")))
     if rows == 0:
         raise DataMissingError(f"partition for {date.isoformat()} at {directory} is empty")
     return {"date": date.isoformat(), "rows": int(rows), "fingerprint": schema.partition_fingerprint(root, date)}
@@ -118,19 +117,19 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
     reference: the (name, date) of the night's reference (`prepare_reference`); default the plan's D-1 one."""
     from auditing.audit import AuditResult
-    from pipelines import beam_scoring, registry
+    from pipelines import beam_request, beam_scoring, registry
 
     name = model_name or spec.name
     ref_name, ref_date = reference or (plan.reference_name, date - dt.timedelta(days=1))
-    request = beam_scoring.ScoringRequest(
+    request = beam_request.ScoringRequest(
         data_root=str(root), date=date, model=name, config=plan.audit, reference=ref_name, reference_date=ref_date,
         batch_size=plan.batch_size, expected_curve=expected_curve,
     )
-    ref_name, ref_date = beam_scoring.resolve_reference(root, name, date, ref_name, ref_date)
-    output_dir = beam_scoring.sweep_dir(root, name, date, plan.audit)
+    ref_name, ref_date = beam_request.resolve_reference(root, name, date, ref_name, ref_date)
+    output_dir = beam_request.sweep_dir(root, name, date, plan.audit)
     expected = {
-        "model": beam_scoring.file_fingerprint(registry.model_path(root, name, date)),
-        "reference": beam_scoring.file_fingerprint(registry.model_path(root, ref_name, ref_date))
+        "model": beam_request.file_fingerprint(registry.model_path(root, name, date)),
+        "reference": beam_request.file_fingerprint(registry.model_path(root, ref_name, ref_date))
         if model_dir(root, ref_name, ref_date).is_dir() else None,
         "partition": partition_fp,
         "code": registry.code_version().get("git_commit"),
@@ -201,8 +200,9 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
 def skip_reference_check(check: dict, reason: str) -> dict:
     """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
     label-blind control runs)."""
-    return {**check, "checked": False, "calibration_figures": None, "label_blind": None,
-            "note": f"reference not checked: {reason}"}
+    from auditing.judging import skipped_reference_check
+
+    return skipped_reference_check(check, reason)
 
 
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
@@ -235,18 +235,10 @@ def judge_control(spec: ControlSpec, record: dict) -> dict:
 
 
 def untrusted_reason(date: dt.date, checks: dict[str, dict | str]) -> str | None:
-    """The text stored on every row of a night whose controls did not all pass (None when they did).
-    checks: control name -> its `judge_control` dict, or the error text when it could not run. A failed
-    label-blind control says the reference does not fit the day (which can also make the positive control's bound
-    exceed its eps_c); other failures say that the audit itself is broken."""
-    failed = {name: c for name, c in checks.items() if not isinstance(c, dict) or not c["passed"]}
-    if not failed:
-        return None
-    misfit = any(isinstance(c, dict) and c["control"] == LABEL_BLIND for c in failed.values())
-    parts = [f"{name}: {c['message'] if isinstance(c, dict) else 'could not run: ' + c}" for name, c in failed.items()]
-    if misfit:  # a reference that does not fit the day also explains the other controls' failures
-        return f"{REFERENCE_MISFIT_REASON.format(date=date.isoformat())}: " + "; ".join(parts)
-    return f"control failed on {date.isoformat()} (the audit itself is broken): " + "; ".join(parts)
+    """The text stored on every row of a night whose controls did not all pass (`auditing.judging.night_trust`)."""
+    from auditing.judging import night_untrusted_reason
+
+    return night_untrusted_reason(date.isoformat(), checks)
 
 
 def label_blind_figures(check: dict) -> dict:
@@ -263,7 +255,8 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     control: a control's `judge_control` dict (its row is kind 'control'); untrusted: the night's
     `untrusted_reason` (stored on the row, shown as a banner in the report, carried in the alert);
     reference_check: the night's reference check (`prepare_reference`, with the label-blind figures)."""
-    from auditing.alerts.webhook import default_ledger_dir, send_alert
+    from auditing.alerts.webhook import default_ledger_dir, send_alert, violation_payload
+    from auditing.judging import judge
     from auditing.report.pages import render_run_report, run_report_path, write_report
     from auditing.warehouse import audit_record, default_spool_dir, open_warehouse, write_or_spool
     from auditing.warehouse.base import WarehouseUnavailable
@@ -285,10 +278,9 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "finished_at": record.get("finished_at"), "durations": durations or record.get("timings"),
     }
     kind = "control" if control is not None else "target"
-    row, curve = audit_record(result, model_id=model_id, partition_date=date, claimed_epsilon=claimed,
-                              lineage=lineage_row, kind=kind, control=control, untrusted_reason=untrusted,
-                              shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
-    robustness = _robustness_view(row, result)
+    verdict = judge(result, claimed, kind=kind, control=control, untrusted_reason=untrusted,
+                    shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
+    row, curve = audit_record(verdict, model_id=model_id, partition_date=date, lineage=lineage_row)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row['status']}, eps_lb {row['epsilon_lower_bound']:.4f})")
 
@@ -304,20 +296,12 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     report_path = run_report_path(root, model_id, date, row["audit_config_hash"])
     page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
                     "runner": lineage.get("runner", {}).get("runner")}
-    write_report(render_run_report(result, page_lineage, trend, None, claimed,
-                                   trust={"kind": kind, "untrusted_reason": untrusted, "control": control},
-                                   robustness=robustness, reference_check=reference_check),
-                 report_path)
+    write_report(render_run_report(verdict, page_lineage, trend), report_path)
 
     alert = None
     if row["status"] == VIOLATION and webhook_url and kind == "target":  # a control alerts CONTROL_FAILED instead
-        payload = {"model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
-                   "epsilon_lower_bound": row["epsilon_lower_bound"], "claimed_epsilon": claimed,
-                   "confidence": row["confidence"], "delta": row["delta"], "kappa": row["kappa"],
-                   "strategy": row["strategy"], "method": row["method"], "report": str(report_path),
-                   "flow_run_id": flow_run_id, "kind": kind, "untrusted_reason": untrusted,
-                   "risk_headline": row["risk_headline"],
-                   **{k: v for k, v in robustness.items() if k != "shift_diagnostic"}}
+        payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
+                                    report=str(report_path), flow_run_id=flow_run_id)
         alert = send_alert(webhook_url, "VIOLATION", payload, default_ledger_dir(root)).to_dict()
     return {
         "model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
@@ -330,44 +314,9 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
         "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
         "reference_check": reference_check,
-        **{name: value for name, value in row.items() if name.startswith("risk_")},  # issue 8: risk figures
-        **robustness,  # audit_rows, breaking_kappa, detection floors, shift diagnostic
+        **{name: value for name, value in row.items() if name.startswith("risk_")},
+        **verdict.trust_figures(), "shift_diagnostic": verdict.shift_diagnostic,
     }
-
-
-def _robustness_view(row: dict, result) -> dict:
-    """The issue-9 trust figures of a warehouse row, with the sentences the report and the alert use; the
-    game-aware floor's reason when it is None and its power come from the result (not recomputed)."""
-    from auditing.robustness import WEAK_PASS_FRACTION, exposed_floor_figures, is_weak_pass
-
-    breaking, floor = row.get("breaking_kappa"), row.get("detection_floor_rows")
-    exposed = exposed_floor_figures(result, row["claimed_epsilon"], row.get("exposed_rows_floor"))
-    computed = exposed.pop("exposed_floor_computed")
-    out = {"audit_rows": row.get("audit_rows"), "breaking_kappa": breaking, "detection_floor_rows": floor, **exposed,
-           "weak_pass": is_weak_pass(row["status"], floor, row["m"], exposed["exposed_rows_floor"], computed),
-           "reference_log_loss_shift": row.get("reference_log_loss_shift"),
-           "feature_shift_max_psi": row.get("feature_shift_max_psi"),
-           "shift_diagnostic": json.loads(row["shift_diagnostic"]) if row.get("shift_diagnostic") else None}
-    if row["status"] == VIOLATION and breaking is not None:
-        out["robustness_note"] = (f"the violation holds unless the reference misjudges some row's click odds by more "
-                                  f"than a factor {math.exp(breaking):.3g} (breaking kappa {breaking:.4g}; the "
-                                  f"verdict is computed at the plan's kappa = {row['kappa']:g})")
-    elif row["status"] == "PASS" and (floor is not None or exposed["exposed_rows_floor"] is not None):
-        n, power = exposed["exposed_rows_floor"], exposed["exposed_rows_floor_power"]
-        weak = " (a weak PASS)" if out["weak_pass"] else ""
-        necessary = (f"; fewer than {floor} correct guesses can never flag it (the perfect-attacker floor)"
-                     if floor is not None else "")
-        if n is not None:
-            weak = (f" (more than {WEAK_PASS_FRACTION:.0%} of the {row['m']} audited rows: a weak PASS)"
-                    if out["weak_pass"] else "")
-            out["robustness_note"] = (f"this audit would have flagged the claim only if at least {n} labels were "
-                                      f"fully exposed (flagged then with {power:.0%} probability){weak}{necessary}")
-        else:
-            out["robustness_note"] = (f"game-aware floor: none ({exposed['exposed_rows_floor_note']}){weak}"
-                                      f"{necessary}")
-    else:
-        out["robustness_note"] = None
-    return out
 
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,
@@ -383,50 +332,6 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
     if control is not None:
         payload.update(control=control, reference_check=reference_check)
     return send_alert(webhook_url, kind, payload, default_ledger_dir(root)).to_dict()
-
-
-def format_rows(rows: list[dict]) -> str:
-    """The results table printed by the nightly / guardrail / backfill commands."""
-    header = (f"{'model':<20} {'date':<10} {'status':<15} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
-              f"{'max cert.':>9} {'brk.kap':>8} {'floor':>7} {'exp.fl':>8} {'m':>8} {'rows':<8}  report")
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
-        paper = f"{r['epsilon_mean']:.3f}+-{r['epsilon_std']:.3f}" if r.get("epsilon_mean") is not None else "-"
-        # A control shows whether it came out as constructed; '!' marks a verdict of an untrusted night.
-        status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
-        status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
-        breaking = "-" if r.get("breaking_kappa") is None else f"{r['breaking_kappa']:.3g}"
-        floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
-        exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
-        exposed += "w" if r.get("weak_pass") else ""
-        lines.append(f"{r['model_id']:<20} {r['partition_date']:<10} {status:<15} {claimed:>7} "
-                     f"{r['epsilon_lower_bound']:>7.3f} {paper:>16} {r['max_certifiable_epsilon']:>9.2f} "
-                     f"{breaking:>8} {floor:>7} {exposed:>8} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
-    if rows:
-        r = rows[0]
-        lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
-                     f"{r['method']}, delta={r['delta']:g}, kappa={r['kappa']:g}); paper mean+-std: the paper's "
-                     "optimistic statistic, for comparison only.")
-        lines.append("brk.kap: largest kappa at which the same counts still exceed the claim, i.e. the verdict "
-                     "holds unless the reference misjudges some row's click odds by more than a factor e^brk.kap "
-                     "(0: they do not exceed it at kappa = 0); floor: fewest correct guesses (a perfect attacker's fully exposed "
-                     "labels) that could flag the claim, a necessary condition (-: none, INCONCLUSIVE); exp.fl: "
-                     "fewest fully exposed labels this audit flags with 95% probability in the game (-: not "
-                     "computed or none reaches 95%, see --json exposed_rows_floor_note; w: a weak PASS, exp.fl > "
-                     "1% of m or none); rows: the audited rows (training: rows whose labels entered training).")
-    if any(r.get("kind") == "control" for r in rows):
-        lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
-                     "exceed a pre-registered floor and stay <= eps_c), negative control (a copy of the reference: "
-                     "its bound must be 0) and label-blind control (trained only on held-out rows: its bound must be "
-                     "0, else the reference does not fit the day).")
-    for r in rows:  # issue 8: what the claimed eps allows and the bound demonstrates (auditing.risk)
-        if r.get("risk_headline") and r.get("kind") != "control":
-            lines.append(f"what this means for {r['model_id']} {r['partition_date']}: {r['risk_headline']}")
-    untrusted = sorted({r["untrusted_reason"] for r in rows if r.get("untrusted_reason")})
-    for reason in untrusted:
-        lines.append(f"! UNTRUSTED: {reason}")
-    return "\n".join(lines)
 
 
 def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | None:

@@ -1,4 +1,4 @@
-"""audit_rows (issue 9): the Beam job audits exactly the rows whose labels entered training, as the registry
+"""audit_rows: the Beam job audits exactly the rows whose labels entered training, as the registry
 metadata records them, and its counts equal the in-process audit of those rows; bad input fails early.
 
 A small real world: two synthetic days of 4,000 rows, a reference trained on day 1 and an RR target on day 2,

@@ -1,4 +1,4 @@
-"""Curator-style blind spots (issue 9, item 5): targets that leak only on a rare subpopulation (one rare value
+"""Curator-style blind spots: targets that leak only on a rare subpopulation (one rare value
 of one categorical), built as probability vectors by benchmarks/bench_blind_spots.py and audited with
 run_audit. The table with its command is in benchmarks/results/blind_spots.md.
 

@@ -1,4 +1,4 @@
-"""Nightly controls (issue 9, item 4) and the score panel's histogram (item 6), without Prefect.
+"""Nightly controls and the score panel's histogram (item 6), without Prefect.
 
 - The positive control (randomized response at a known eps_c) is detected (valid bound above its
   pre-registered floor) and never above eps_c, over many seeds; the negative control (a copy of the

@@ -1,4 +1,4 @@
-"""Nightly controls end to end (issue 9, item 4): real Prefect (test harness), CatBoost, the Beam job on
+"""Nightly controls end to end: real Prefect (test harness), CatBoost, the Beam job on
 FnApiRunner, DuckDB and PostgreSQL, a local webhook.
 
 - A normal night runs both controls through the same Beam job and warehouse as the target: the positive
@@ -76,8 +76,8 @@ def _stored(root, warehouse=None) -> dict:
 
 def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     from auditing.controls import check_control
+    from auditing.report.text import format_rows
     from flows.nightly import nightly_audit
-    from flows.steps import format_rows
 
     plan = _plan(tmp_path_factory.mktemp("plans"), "good")
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan, webhook_url=webhook)

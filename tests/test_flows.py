@@ -83,7 +83,7 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert by_model["leaky"]["status"] == "VIOLATION"
     assert by_model["rr-eps1"]["status"] != "VIOLATION"
     assert any(a["kind"] == "VIOLATION" and a["model_id"] == "leaky" for a in HOOK.received)
-    # issue 8: the risk figures travel with each row and the alert carries the headline sentence
+    # the risk figures travel with each row and the alert carries the headline sentence
     leaky = by_model["leaky"]
     assert leaky["risk_headline"].startswith("The claimed eps=0 allows")
     assert leaky["risk_lb_posterior_ceiling_median"] > leaky["risk_posterior_ceiling_median"] > 0
@@ -101,7 +101,7 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
         "rr-eps1": "boost", "leaky": "boost"}
     stored = warehouse_rows(data_root)
     assert len(stored) == 2
-    # issue 9 (items 3/5): the game-aware floor (95% power) beside the perfect-attacker floor, in the JSON rows,
+    # the game-aware floor (95% power) beside the perfect-attacker floor, in the JSON rows,
     # the warehouse and the alert; None only with a stated reason
     for row in rows:
         assert (row["exposed_rows_floor"] is None) == (row["exposed_rows_floor_note"] is not None)

@@ -304,7 +304,8 @@ def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(wo
                           world["reference_raw"] + correction.intercept + correction.raw(world["frame"]))
 
     # the Beam job's handler loads and predicts it unchanged
-    from pipelines.catboost_handler import CatBoostModelHandler, catboost_frame
+    from pipelines.catboost_frames import catboost_frame
+    from pipelines.catboost_handler import CatBoostModelHandler
 
     handler = CatBoostModelHandler(str(world["root"]), RECALIBRATED, DAY, thread_count=2)
     [prediction] = handler.run_inference([catboost_frame(world["table"])], handler.load_model())

@@ -7,6 +7,7 @@ docs/report-screenshot.png.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import os
@@ -21,6 +22,7 @@ import pytest
 
 from auditing.audit import AuditConfig, run_audit
 from auditing.errors import LabelDPInputError
+from auditing.judging import judge
 from auditing.report import (
     render_run_report,
     render_trend_report,
@@ -83,11 +85,20 @@ def _reference_check(flagged: bool = False, calibration: str = "boost") -> dict:
                             "misfit_kappa": 0.35 if flagged else 0.0, "flagged": flagged}}
 
 
-def _page(run, **changes):
+def _page(run, *, trust=None, robustness=None, **changes):
+    """The run page of ``run`` with some inputs changed. trust: the night's {kind, untrusted_reason, control};
+    robustness: figures to show instead of the computed ones (the shift diagnostic, audited rows), to check how
+    the page renders them."""
     args = {"result": run["result"], "lineage": run["lineage"], "trend": run["trend"],
             "score_histogram": run["histogram"], "claimed_epsilon": CLAIMED,
             "reference_check": run["reference_check"], **changes}
-    return render_run_report(**args)
+    trust, robustness = dict(trust or {}), dict(robustness or {})
+    verdict = judge(args["result"], args["claimed_epsilon"], kind=trust.get("kind", "target"),
+                    control=trust.get("control"), untrusted_reason=trust.get("untrusted_reason"),
+                    reference_check=args["reference_check"], shift_diagnostic=robustness.pop("shift_diagnostic", None))
+    if robustness:
+        verdict = dataclasses.replace(verdict, robustness=dataclasses.replace(verdict.robustness, **robustness))
+    return render_run_report(verdict, args["lineage"], args["trend"], args["score_histogram"])
 
 
 class _Dom(HTMLParser):
@@ -255,7 +266,7 @@ def test_run_report_in_headless_chromium(run, tmp_path):
 
 
 def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_path):
-    """Issue 9: the result's own repetition-0 histogram is drawn (no 'not provided'); a night whose control
+    """the result's own repetition-0 histogram is drawn (no 'not provided'); a night whose control
     failed shows the UNTRUSTED banner; a control's page says what it checks and whether it passed."""
     from auditing.controls import POSITIVE, check_control, rr_oracle_probabilities
 
@@ -268,8 +279,8 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
                        AuditConfig(repetitions=2), expected_curve=True)
     control = check_control(POSITIVE, result.to_dict(), 2.0).to_dict()
     reason = "control failed on 2024-01-14 (the audit itself is broken): control-negative: eps_lb 0.4 > 0"
-    html_text = render_run_report(result, {**run["lineage"], "model_id": "control-positive"}, run["trend"], None,
-                                  2.0, trust={"kind": "control", "untrusted_reason": reason, "control": control})
+    html_text = render_run_report(judge(result, 2.0, kind="control", untrusted_reason=reason, control=control),
+                                  {**run["lineage"], "model_id": "control-positive"}, run["trend"], None)
     path = write_report(html_text, tmp_path / "control.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
@@ -285,7 +296,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     assert ("passed" if control["passed"] else "FAILED") in text and f"{control['floor']:.3f}" in text
     assert dom.count("untrusted", "div") == 1
 
-    trusted = _parse(render_run_report(result, run["lineage"], [], None, 2.0, trust={"kind": "target"}))
+    trusted = _parse(render_run_report(judge(result, 2.0, kind="target"), run["lineage"], [], None))
     assert "UNTRUSTED" not in trusted.visible and "Nightly control" not in trusted.visible
 
 
@@ -298,7 +309,7 @@ def _risk_figures(run):
 
 
 def test_what_this_means_panel(run):
-    """issue 8: one sentence per figure (claimed and demonstrated side by side) and the posterior-ceiling
+    """one sentence per figure (claimed and demonstrated side by side) and the posterior-ceiling
     chart for both epsilons; an old result without a prior histogram still gets the prior-free figures."""
     assessment, sentences = _risk_figures(run)
     dom = _parse(_page(run))
@@ -330,7 +341,8 @@ def test_what_this_means_panel_in_headless_chromium(run, tmp_path):
     from auditing.report.pages import _page as page_with
     from auditing.report.risk_panel import risk_panel
 
-    panel_path = write_report(page_with("panel", risk_panel(run["result"].to_dict(), CLAIMED)), tmp_path / "panel.html")
+    panel_path = write_report(page_with("panel", risk_panel(judge(run["result"].to_dict(), CLAIMED))),
+                              tmp_path / "panel.html")
     shot = tmp_path / "panel.png"
     taken = _browser(["--window-size=1100,1400", f"--screenshot={shot}", panel_path.as_uri()], tmp_path / "profile")
     assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
@@ -351,8 +363,8 @@ def seeded_root(run, tmp_path_factory) -> Path:
     with open_warehouse(None, data_root=data_root) as wh:
         for d, night in enumerate(run["trend"][:5]):
             data = {**run["result"].to_dict(), "epsilon_lower_bound": night["epsilon_lower_bound"]}
-            row, curve = audit_record(data, model_id="rr-eps1", partition_date=night["partition_date"],
-                                      claimed_epsilon=CLAIMED, lineage={"flow_run_id": f"run-{d}"})
+            row, curve = audit_record(judge(data, CLAIMED), model_id="rr-eps1",
+                                      partition_date=night["partition_date"], lineage={"flow_run_id": f"run-{d}"})
             wh.upsert_audit(row, curve)
     return data_root
 
@@ -382,9 +394,9 @@ def test_report_command_errors_are_one_clear_line(seeded_root, capsys, argv, mes
     assert message in err and "Traceback" not in err and err.count("\n") == 1
 
 
-# --------------------------------------------------------------------------------------------- trust (issue 9)
+# --------------------------------------------------------------------------------------------- trust
 def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path):
-    """Issue 9 (items 3/5): a PASS says "flagged only if at least N labels were fully exposed" with the
+    """a PASS says "flagged only if at least N labels were fully exposed" with the
     game-aware N (exposed_rows_floor, 95% power) and the perfect-attacker floor M as the necessary condition;
     weak when N exceeds 1% of the audited rows."""
     from auditing.exposure_floor import exposed_rows_floor
@@ -398,7 +410,7 @@ def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path
     claimed = 0.5
     exposed, floor = exposed_rows_floor(result.to_dict(), claimed), detection_floor_rows(result, claimed)
     assert exposed is not None and floor is not None and exposed > floor
-    page = render_run_report(result, {"model_id": "no-leak"}, [], None, claimed)
+    page = render_run_report(judge(result, claimed), {"model_id": "no-leak"}, [], None)
     path = write_report(page, tmp_path / "pass.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
@@ -558,7 +570,7 @@ def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
     TV tau never shown as a kappa and no breaking kappa computed for it."""
     result = _fdp_result(run)
     assert result.gdp_mu_lower_bound > 0
-    page = render_run_report(result, {"model_id": "fdp-m"}, [], None, 0.5)
+    page = render_run_report(judge(result, 0.5), {"model_id": "fdp-m"}, [], None)
     text = _parse(page).visible
     assert "method f-DP on the (ε, δ) curve" in text and "κ = 0 · reference calibration: none · f-DP on the (ε, δ) curve" in text
     assert f"Gaussian reading not μ-GDP for μ < {result.gdp_mu_lower_bound:.4g}" in text
@@ -569,7 +581,7 @@ def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
     legacy = {k: v for k, v in result.to_dict().items()
               if k not in ("kappa", "reference_calibration", "gdp_mu_lower_bound")}
     legacy["tau"] = 0.05
-    text = _parse(render_run_report(legacy, {"model_id": "fdp-m"}, [], None, 0.5)).visible
+    text = _parse(render_run_report(judge(legacy, 0.5), {"model_id": "fdp-m"}, [], None)).visible
     assert "method Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)" in text
     assert "(Gaussian reading, legacy: not a valid ε bound for non-Gaussian mechanisms)" in text
     assert "legacy (written before κ; its TV τ = 0.05 is not a κ)" in text
@@ -579,9 +591,9 @@ def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
     assert "under the assumptions of the code that wrote this result before κ existed" in text
     assert "at the stated κ" not in text
     assert "κ = 0.05" not in text
-    assert '<td id="breaking-kappa">–<span' in render_run_report(legacy, {"model_id": "fdp-m"}, [], None, 0.5)
+    assert '<td id="breaking-kappa">–<span' in render_run_report(judge(legacy, 0.5), {"model_id": "fdp-m"}, [], None)
     with pytest.raises(LabelDPInputError, match="kappa \\(or tau"):
-        render_run_report({k: v for k, v in legacy.items() if k != "tau"}, {}, [], None, 0.5)
+        render_run_report(judge({k: v for k, v in legacy.items() if k != "tau"}, 0.5), {}, [], None)
 
 
 def test_label_blind_control_page_says_what_it_checks(run):
@@ -595,8 +607,8 @@ def test_label_blind_control_page_says_what_it_checks(run):
     result = run_audit(p, p, labels, config=AuditConfig(repetitions=1))  # knows nothing of the labels
     control = check_control(LABEL_BLIND, result.to_dict()).to_dict()
     assert control["passed"] and control["misfit_kappa"] == 0.0
-    text = _parse(render_run_report(result, {"model_id": "control-label-blind"}, [], None, 0.0,
-                                    trust={"kind": "control", "control": control})).visible
+    text = _parse(render_run_report(judge(result, 0.0, kind="control", control=control),
+                                    {"model_id": "control-label-blind"}, [], None)).visible
     assert "Label-blind control: a model trained like the targets but only on day D's held-out rows" in text
     assert "its valid bound must be 0 at the plan's κ" in text and "passed" in text
     assert "Measured reference misfit κ = 0 the smallest κ that brings this control's bound to 0" in text

@@ -1,4 +1,4 @@
-"""auditing.risk: the exact figures of issue 8, the papers' own examples, properties, and the risk plumbing.
+"""auditing.risk: the exact figures, the papers' own examples, properties, and the risk plumbing.
 
 Papers: [BWC] Swanberg et al., "Beyond the Worst Case"; [ARD] Guerra-Balboa et al., "Attack resilience of
 differential privacy"; [BRD] Hayes et al., "Bounding training data reconstruction in DP-SGD".
@@ -411,7 +411,7 @@ def test_old_results_optimistic_results_and_fdp(audit):
 
 def test_alert_text_and_printed_rows_carry_the_headline(audit):
     from auditing.alerts.webhook import summary_text
-    from flows.steps import format_rows
+    from auditing.report.text import format_rows
 
     headline = risk_assessment(audit.to_dict(), 0.5)["headline"]
     text = summary_text("VIOLATION", "m", "2024-01-02", {"epsilon_lower_bound": 1.2, "claimed_epsilon": 0.5,
@@ -508,13 +508,14 @@ def test_cli_help_teaches(capsys):
 
 
 def test_audit_text_shows_what_the_bound_demonstrates(audit):
-    from flows.result_text import format_audit_result
+    from auditing.judging import demonstrated_risk
+    from auditing.report.text import format_audit_result
 
-    text = format_audit_result(audit.to_dict())
+    text = format_audit_result(audit.to_dict(), demonstrated_risk(audit))
     block = risk_block(audit.epsilon_lower_bound, audit.delta, PriorHistogram.from_dict(audit.prior_histogram))
     assert "what eps_lb demonstrates" in text and f"{block['posterior_ceiling_p90']:.1%}" in text
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
-    assert "what eps_lb demonstrates" not in format_audit_result(old)
+    assert "what eps_lb demonstrates" not in format_audit_result(old, demonstrated_risk(old))
 
 
 def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
@@ -542,7 +543,7 @@ def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
 def test_theorem_3_5_alpha_beyond_the_exact_range_is_an_upper_bound():
     """Above 10,000 rows alpha is max_{k < t} pmf(k) from the saddlepoint density: equal to the exact alpha
     left of the mode (relative 1e-3), never below it (beyond 1e-3) right of it."""
-    from auditing.risk import _alpha
+    from auditing.column_bound import _alpha
 
     rng = np.random.default_rng(1)
     beta = np.asarray(posterior_ceiling(0.1, rng.uniform(0.6, 0.99, 12_000)))

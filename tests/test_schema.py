@@ -1,5 +1,5 @@
 """The partition schema and layout (pipelines.schema, pipelines.layout): validation of every bad input named
-in issue 3, atomic writes, streaming reads, fingerprints, and the `data validate` command."""
+in the data contract, atomic writes, streaming reads, fingerprints, and the `data validate` command."""
 
 from __future__ import annotations
 

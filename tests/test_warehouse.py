@@ -27,6 +27,7 @@ import pytest
 
 from auditing.audit import AuditConfig, run_audit
 from auditing.errors import LabelDPInputError
+from auditing.judging import judge
 from auditing.warehouse import (
     SPOOLED,
     WRITTEN,
@@ -38,7 +39,8 @@ from auditing.warehouse import (
     spool_path,
     write_or_spool,
 )
-from auditing.warehouse.schema import CURVE_NAMES, RESULT_NAMES, ddl_text
+from auditing.warehouse.migrations import ddl_text
+from auditing.warehouse.schema import CURVE_NAMES, RESULT_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
@@ -140,26 +142,31 @@ def test_tables_have_the_designed_columns(target):
     for table, column in found:
         by_table.setdefault(table, []).append(column)
     assert by_table == {"audit_results": list(RESULT_NAMES), "audit_curves": list(CURVE_NAMES)}
-    for name in ("claimed_epsilon", "gamma", "tau", "epsilon_lower_bound", "epsilon_mean", "status",
+    for name in ("claimed_epsilon", "gamma", "epsilon_lower_bound", "epsilon_mean", "status",
                  "max_certifiable_epsilon", "model_uri", "flow_run_id", "durations", "result_json", "kappa",
                  "breaking_kappa", "reference_calibration", "label_blind_bound", "reference_misfit_kappa",
                  "reference_checked", "reference_check_note", "fdp_curve", "gdp_mu_lower_bound"):
         assert name in RESULT_NAMES
+    assert "tau" not in RESULT_NAMES and "breaking_tau" not in RESULT_NAMES  # retired (schema version 3)
 
 
 def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     """Everything added for kappa is nullable (an existing warehouse gains it in place); tau and breaking_tau
-    stay (tau NOT NULL, as old tables have it) and are described as legacy TV figures."""
+    are retired by a migration that knows them as old tables have them (tau NOT NULL), described as legacy TV
+    figures."""
     from auditing.audit import REFERENCE_CALIBRATIONS
+    from auditing.warehouse.migrations import MIGRATIONS
     from auditing.warehouse.schema import REFERENCE_CALIBRATIONS as STORED
     from auditing.warehouse.schema import RESULT_COLUMNS
 
     columns = {c.name: c for c in RESULT_COLUMNS}
     added = RESULT_NAMES[RESULT_NAMES.index("kappa"):]
     assert len(added) == 17 and all(columns[name].nullable for name in added)
-    assert not columns["tau"].nullable and columns["breaking_tau"].nullable
+    retired = {c.name: c for m in MIGRATIONS for c in m.retires}
+    assert retired.keys() == {"tau", "breaking_tau"} and not retired.keys() & columns.keys()
+    assert not retired["tau"].nullable and retired["breaking_tau"].nullable
     for name in ("tau", "breaking_tau"):
-        assert columns[name].comment.startswith("legacy: ") and "before kappa" in columns[name].comment
+        assert retired[name].comment.startswith("legacy: ") and "before kappa" in retired[name].comment
     assert STORED == REFERENCE_CALIBRATIONS
 
 
@@ -304,18 +311,20 @@ def _fdp_result(config_hash_seed: int = 5, **config):
 
 def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolated_target):
     """A warehouse created by the code before kappa (its DDL, its rows) is migrated in place when the new code
-    opens it: the old rows keep their TV tau / breaking_tau and read NULL in every kappa-era column (never
-    copied over), the new row writes tau = 0, breaking_tau NULL and its kappa figures; both read back, also
-    after reopening; the trend page labels the old fdp row the legacy Gaussian reading."""
+    opens it: the old rows keep their TV tau / breaking_tau (in reference_check_note, since the columns were
+    retired) and read NULL in every other kappa-era column (never copied over), the new row has no tau and
+    its kappa figures; both read back, also after reopening; the trend page labels the old fdp row the legacy
+    Gaussian reading."""
     from auditing.report import render_trend_report
     from auditing.robustness import breaking_kappa
+    from auditing.warehouse.migrations import legacy_note
     from auditing.warehouse.rows import reference_check_from_row
 
     _create_pre_kappa_warehouse(isolated_target)
     result = _fdp_result(reference_calibration="boost")
     check = _reference_check()
-    row, curve = audit_record(result, model_id="kappa-m", partition_date="2024-01-02", claimed_epsilon=0.5,
-                              reference_check=check)
+    row, curve = audit_record(judge(result, 0.5, reference_check=check), model_id="kappa-m",
+                              partition_date="2024-01-02")
     with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
         wh.upsert_audit(row, curve)
         rows = {r["audit_config_hash"]: r for r in wh.fetch_results(model_id="kappa-m")}
@@ -328,12 +337,15 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
     for config, (_, _, _, method, tau, breaking, bound, status, _) in zip(("oldfdp", "oldbin"), _PRE_KAPPA_ROWS,
                                                                              strict=True):
         old = again[config]
-        assert (old["method"], old["tau"], old["breaking_tau"]) == (method, tau, breaking)
+        assert old["method"] == method and "tau" not in old and "breaking_tau" not in old
+        assert old["reference_check_note"] == legacy_note(tau, breaking) == \
+            {"oldfdp": "legacy tau=0.05, breaking_tau=0.02", "oldbin": "legacy breaking_tau=0.3"}[config]
         assert (old["epsilon_lower_bound"], old["status"]) == (bound, status)
-        assert all(old[name] is None for name in kappa_era), {n: old[n] for n in kappa_era if old[n] is not None}
+        assert all(old[name] is None for name in kappa_era if name != "reference_check_note"), \
+            {n: old[n] for n in kappa_era if old[n] is not None}
         assert reference_check_from_row(old) is None
     new = again[result.config_hash]
-    assert new["tau"] == 0.0 and new["breaking_tau"] is None and new["kappa"] == 0.0
+    assert "tau" not in new and "breaking_tau" not in new and new["kappa"] == 0.0
     assert new["breaking_kappa"] == pytest.approx(breaking_kappa(result, 0.5)) and new["breaking_kappa"] > 0
     assert new["method"] == "fdp" and new["fdp_curve"] == "eps-delta"
     assert new["gdp_mu_lower_bound"] == pytest.approx(result.gdp_mu_lower_bound) and new["gdp_mu_lower_bound"] > 0
@@ -346,9 +358,10 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
     lines = {re.search(r"<code>([^<]*)</code>", line).group(1): re.sub(r"<[^>]+>", " ", line)
              for line in page.split('<tr class="night">')[1:]}
     old_line, new_line = lines["oldfdp"], lines[result.config_hash]
-    assert "binomial legacy (written before κ; its TV τ = 0 is not a κ)" in lines["oldbin"]
+    # The rows no longer carry tau (its figures are in reference_check_note): labelled legacy without them.
+    assert "binomial legacy (written before κ)" in lines["oldbin"]
     assert "Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)" in old_line
-    assert "legacy (written before κ; its TV τ = 0.05 is not a κ)" in old_line
+    assert "legacy (written before κ)" in old_line
     assert "f-DP on the (ε, δ) curve" in new_line and "κ = 0" in new_line and "Gaussian reading (legacy" not in new_line
     assert f"not μ-GDP for μ &lt; {new['gdp_mu_lower_bound']:.4g}" in new_line
     assert "calibration boost fits (misfit κ = 0)" in new_line and "not recorded" in old_line
@@ -366,12 +379,12 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
         ({"kappa": math.inf}, "kappa must be a finite number"),
         ({"kappa": "0.1"}, "kappa must be a number"),
         ({"breaking_kappa": math.nan}, "breaking_kappa must be a finite number"),
-        ({"tau": 0.1}, "tau and breaking_tau are legacy columns"),
-        ({"breaking_tau": 0.1}, "tau and breaking_tau are legacy columns"),
+        ({"tau": 0.1}, r"retired column\(s\) \{'tau': 0.1\}"),
+        ({"breaking_tau": 0.1}, r"retired column\(s\) \{'breaking_tau': 0.1\}"),
         ({"kappa": None, "breaking_kappa": 0.2}, r"breaking_kappa need\(s\) kappa"),
         ({"method": "fdp"}, "fdp_curve must be set on an fdp row with kappa"),
         ({"fdp_curve": "gaussian"}, "fdp_curve must be one of"),
-        ({"gdp_mu_lower_bound": 0.3}, "method 'fdp' rows only"),
+        ({"gdp_mu_lower_bound": 0.3}, r"trade-off-curve method \(\['fdp'\]\) only"),
         ({"reference_calibration": "isotonic"}, "reference_calibration must be one of"),
         ({"reference_checked": 1, "calibration_rows_fit": 10}, "calibration figures: set all of"),
         ({"reference_checked": 2}, "reference_checked must be 0, 1"),
@@ -416,18 +429,19 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
 
     result = _fdp_result()  # raw reference: reference_calibration "none"
     with pytest.raises(LabelDPInputError, match="differs from the result's reference_calibration 'none'"):
-        audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=0.5, reference_check=good)
+        audit_record(judge(result, 0.5, reference_check=good), model_id="x", partition_date=DAY)
     flagged = {**_reference_check(flagged=True), "calibration": "none", "calibration_figures": None,
                "note": "raw reference"}
     with pytest.raises(LabelDPInputError, match="needs untrusted_reason"):
-        audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=0.5, reference_check=flagged)
-    row, _ = audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=0.5, reference_check=flagged,
-                          untrusted_reason="the reference does not fit day 2024-01-02")
+        audit_record(judge(result, 0.5, reference_check=flagged), model_id="x", partition_date=DAY)
+    row, _ = audit_record(judge(result, 0.5, reference_check=flagged,
+                                untrusted_reason="the reference does not fit day 2024-01-02"),
+                          model_id="x", partition_date=DAY)
     assert (row["label_blind_flagged"], row["label_blind_bound"], row["reference_misfit_kappa"]) == (1, 0.21, 0.35)
     assert row["calibration_rows_fit"] is None and row["reference_check_note"] == "raw reference"
     legacy = {k: v for k, v in result.to_dict().items() if k not in ("kappa", "reference_calibration")}
     with pytest.raises(LabelDPInputError, match="written before kappa"):
-        audit_record({**legacy, "tau": 0.0}, model_id="x", partition_date=DAY, claimed_epsilon=0.5)
+        audit_record(judge({**legacy, "tau": 0.0}, 0.5), model_id="x", partition_date=DAY)
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         assert wh.fetch_results() == []
 
@@ -602,7 +616,7 @@ def test_audit_record_from_a_real_audit(target):
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.45 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
     result = run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=4))
-    row, curve = audit_record(result, model_id="rr-eps8", partition_date="2024-01-02", claimed_epsilon=0.5,
+    row, curve = audit_record(judge(result, 0.5), model_id="rr-eps8", partition_date="2024-01-02",
                               lineage={"flow_run_id": "f-1", "durations": {"audit": 0.1}})
     assert row["status"] == "VIOLATION" and row["epsilon_lower_bound"] > 0.5
     assert row["gamma"] == pytest.approx(1 - result.confidence)
@@ -615,9 +629,9 @@ def test_audit_record_from_a_real_audit(target):
     assert [(p["guesses"], p["correct"]) for p in stored] == [(p["guesses"], p["correct"]) for p in result.curve]
     assert all(p["point_confidence"] == result.point_confidence for p in stored)
     with pytest.raises(LabelDPInputError, match="optimistic"):
-        audit_record({**result.to_dict(), "optimistic": True}, model_id="x", partition_date=DAY, claimed_epsilon=1)
+        audit_record(judge({**result.to_dict(), "optimistic": True}, 1), model_id="x", partition_date=DAY)
     with pytest.raises(LabelDPInputError, match="lineage: unknown"):
-        audit_record(result, model_id="x", partition_date=DAY, claimed_epsilon=1, lineage={"owner": "me"})
+        audit_record(judge(result, 1), model_id="x", partition_date=DAY, lineage={"owner": "me"})
 
 
 # --------------------------------------------------------------------------------------------- concurrency
@@ -800,7 +814,7 @@ def test_auditing_core_does_not_import_the_sinks():
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
-# --------------------------------------------------------------------------------------------- issue 8: risk
+# --------------------------------------------------------------------------------------------- risk
 def test_risk_columns_round_trip_on_both_backends(target):
     """The risk scalars for the claim (risk_*) and the valid bound (risk_lb_*) and the headline are computed by
     audit_record from the result's prior histogram and stored as nullable columns."""
@@ -812,7 +826,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
     labels = (rng.random(n) < p_ref).astype(int)
     p_target = np.clip(np.where(labels == 1, 0.9, 0.05) + rng.normal(0, 0.02, n), 0.01, 0.99)
     result = run_audit(p_target, p_ref, labels, config=AuditConfig(repetitions=2))
-    row, curve = audit_record(result, model_id="risk-m", partition_date=DAY, claimed_epsilon=0.5)
+    row, curve = audit_record(judge(result, 0.5), model_id="risk-m", partition_date=DAY)
     expected = risk_assessment(result.to_dict(), 0.5)
     names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
     assert all(name in row for name in names) and row["risk_headline"] == expected["headline"]
@@ -837,9 +851,9 @@ def test_risk_columns_round_trip_on_both_backends(target):
 
 
 def test_trust_columns_round_trip_on_both_backends(target):
-    """Issue 9: audit_rows, breaking_kappa, detection_floor_rows (claim-dependent, computed by audit_record) and
-    the shift diagnostic (JSON + two scalars) are stored, with tau = 0 and breaking_tau NULL (legacy columns);
-    an old row stores NULLs; bad values are refused."""
+    """audit_rows, breaking_kappa, detection_floor_rows (claim-dependent, computed by audit_record) and
+    the shift diagnostic (JSON + two scalars) are stored, without the retired tau / breaking_tau; an old row
+    stores NULLs; bad values are refused."""
     from auditing.robustness import breaking_kappa, detection_floor_rows
     from auditing.warehouse.rows import normalize_row
 
@@ -849,18 +863,18 @@ def test_trust_columns_round_trip_on_both_backends(target):
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
     result = run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=2))
     diagnostic = {"reference_log_loss_shift": 0.01, "feature_shift_max_psi": 0.2, "feature_shift": {"top": []}}
-    row, curve = audit_record(result, model_id="trust-m", partition_date=DAY, claimed_epsilon=0.5,
-                              shift_diagnostic=diagnostic)
+    row, curve = audit_record(judge(result, 0.5, shift_diagnostic=diagnostic), model_id="trust-m",
+                              partition_date=DAY)
     assert row["status"] == "VIOLATION" and row["audit_rows"] == "training"
     assert row["breaking_kappa"] == breaking_kappa(result, 0.5) > 0
-    assert (row["kappa"], row["tau"], row["breaking_tau"]) == (0.0, 0.0, None)
+    assert row["kappa"] == 0.0 and "tau" not in row and "breaking_tau" not in row
     assert row["reference_calibration"] == "none" and row["fdp_curve"] is None and row["reference_checked"] is None
     assert row["detection_floor_rows"] == detection_floor_rows(result, 0.5)
     with open_warehouse(target) as wh:
         wh.upsert_audit(row, curve)
         got = _only(wh.fetch_results(model_id="trust-m"))
     assert got["audit_rows"] == "training" and got["breaking_kappa"] == pytest.approx(row["breaking_kappa"])
-    assert got["kappa"] == 0.0 and got["breaking_tau"] is None
+    assert got["kappa"] == 0.0 and "breaking_tau" not in got
     assert got["detection_floor_rows"] == row["detection_floor_rows"]
     assert json.loads(got["shift_diagnostic"]) == diagnostic
     assert got["reference_log_loss_shift"] == pytest.approx(0.01) and got["feature_shift_max_psi"] == pytest.approx(0.2)
@@ -868,9 +882,10 @@ def test_trust_columns_round_trip_on_both_backends(target):
     with open_warehouse(target) as wh:
         wh.upsert_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="trust-old"))
-    assert all(old[name] is None for name in ("audit_rows", "breaking_tau", "breaking_kappa", "kappa",
+    assert all(old[name] is None for name in ("audit_rows", "breaking_kappa", "kappa",
                                               "detection_floor_rows", "shift_diagnostic", "reference_log_loss_shift"))
-    for change, message in (({"breaking_tau": 1.0}, "breaking_tau must be in"),  # legacy rows: a TV figure
+    assert "breaking_tau" not in old
+    for change, message in (({"breaking_tau": 1.0}, r"retired column\(s\) \{'breaking_tau': 1.0\}"),  # a TV figure
                             ({"audit_rows": "test"}, "audit_rows must be"),
                             ({"detection_floor_rows": -3}, "detection_floor_rows must be")):
         with pytest.raises(LabelDPInputError, match=message):
@@ -878,7 +893,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
 
 
 def test_exposed_rows_floor_round_trip_on_both_backends(target):
-    """Issue 9 (items 3/5): the game-aware floor exposed_rows_floor (auditing.exposure_floor, claim-dependent,
+    """the game-aware floor exposed_rows_floor (auditing.exposure_floor, claim-dependent,
     computed by audit_record) is stored on both backends: a number for a bonferroni PASS, NULL where it is
     not computable (INCONCLUSIVE, split) or for an old row; a negative or fractional value is refused."""
     from auditing.exposure_floor import exposed_floor_note, game_detection_floor
@@ -892,7 +907,7 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
     for name, strategy, claimed in (("exp-pass", "bonferroni", 0.3), ("exp-inconclusive", "bonferroni", 50.0),
                                     ("exp-split", "split", 0.3)):
         result = run_audit(p_ref, p_ref, labels, config=AuditConfig(repetitions=1, strategy=strategy))
-        row, curve = audit_record(result, model_id=name, partition_date=DAY, claimed_epsilon=claimed)
+        row, curve = audit_record(judge(result, claimed), model_id=name, partition_date=DAY)
         rows[name] = (row, result, claimed)
         with open_warehouse(target) as wh:
             wh.upsert_audit(row, curve)
@@ -919,7 +934,7 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
 
 
 def test_control_and_trust_columns_round_trip(target):
-    """Issue 9 (trust-b): kind, control_passed, control_floor and untrusted_reason on both backends; a bad
+    """kind, control_passed, control_floor and untrusted_reason on both backends; a bad
     value is refused before any write."""
     reason = "control failed on 2024-01-02 (the audit itself is broken): control-negative: eps_lb 0.3 > 0"
     control, control_curve = make_row(model_id="control-positive", kind="control", control_passed=0,

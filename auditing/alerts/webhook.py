@@ -45,6 +45,7 @@ from typing import Any
 from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
 from auditing.names import check_name, parse_date, resolve_data_root
+from auditing.verdict import Verdict
 
 VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAILED"
 CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: the audit itself is broken (auditing.controls)
@@ -194,7 +195,7 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
         confidence = payload.get("confidence")
         at = f" at {confidence:.0%} confidence" if isinstance(confidence, float) else ""
         at += f" and kappa {float(kappa):g}" if kappa is not None else ""
-        risk = payload.get("risk_headline")  # issue 8: what the claim allows and the bound demonstrates
+        risk = payload.get("risk_headline")  # what the claim allows and the bound demonstrates
         if payload.get("breaking_kappa") is not None:
             robust = robustness_sentence(payload["breaking_kappa"])
         else:
@@ -230,6 +231,18 @@ def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
         fields.pop("breaking_tau", None)
     return {**json_safe(fields), "kind": kind, "model_id": model_id, "partition_date": date,
             "text": summary_text(kind, model_id, date, fields)}
+
+
+def violation_payload(verdict: Verdict, *, model_id: str, partition_date: str, report: str | None,
+                      flow_run_id: str | None = None) -> dict:
+    """The VIOLATION alert's payload: a rendering of the verdict (its figures are not recomputed here)."""
+    data = verdict.result
+    return {"model_id": model_id, "partition_date": partition_date, "status": verdict.status,
+            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": verdict.claimed_epsilon,
+            "confidence": data["confidence"], "delta": data["delta"], "kappa": data.get("kappa"),
+            "strategy": data["strategy"], "method": data["method"], "report": report, "flow_run_id": flow_run_id,
+            "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
+            "risk_headline": verdict.risk_headline, **verdict.trust_figures()}
 
 
 def _dedup_name(model_id: str, date: str, kind: str) -> str:

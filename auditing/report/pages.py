@@ -21,25 +21,29 @@ from typing import Any
 
 from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
-from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
 from auditing.names import check_name, parse_date, require_date, resolve_data_root
 from auditing.report import svg
+from auditing.report.html import badge as _badge
+from auditing.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
+from auditing.report.html import page as _page
+from auditing.report.html import table as _table
 from auditing.report.reference_panel import (
-    REFERENCE_CSS,
+    FDP_LEGACY_LABEL,
     calibration_text,
     gdp_text,
     is_flagged,
     is_legacy,
     kappa_text,
     method_label,
-    misfit_sentence,
     odds_factor,
-    reference_banner_headline,
     reference_panel,
 )
-from auditing.report.risk_panel import RISK_CSS, risk_panel
-from auditing.report.robustness_panel import ROBUSTNESS_CSS, robustness_panel
+from auditing.report.risk_panel import risk_panel
+from auditing.report.robustness_panel import robustness_panel
 from auditing.report.svg import esc
+from auditing.report.trust_panel import trust_sections
+from auditing.selection import STRATEGIES_REGISTRY, selection_strategy
+from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, Verdict
 
 REPORTS = "reports"
 VERDICTS = {
@@ -56,95 +60,6 @@ LEGACY_VIOLATION = ("The bound exceeds the claimed epsilon under the assumptions
 _LINEAGE_ORDER = ("model_id", "partition_date", "model_uri", "model_fingerprint", "reference_model",
                   "partition_fingerprint", "code_version", "flow_run_id", "started_at", "finished_at", "durations")
 
-CSS = """
-:root { --ink:#1d2939; --muted:#667085; --line:#e4e7ec; --bg:#f8f9fb; --card:#fff; --accent:#2f6fde;
-        --bad:#c0362c; --good:#17804d; --warn:#b7791f; }
-* { box-sizing: border-box; }
-body { margin:0; background:var(--bg); color:var(--ink);
-       font:15px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", "Liberation Sans",
-       "DejaVu Sans", sans-serif; }
-main { max-width: 980px; margin: 0 auto; padding: 28px 24px 48px; }
-main.wide { max-width: 1280px; }
-header { margin-bottom: 20px; }
-.eyebrow { color:var(--muted); font-size:13px; letter-spacing:.04em; text-transform:uppercase; margin:0; }
-h1 { font-size: 26px; margin: 4px 0 10px; }
-h2 { font-size: 18px; margin: 0 0 10px; }
-.card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:18px 20px;
-        margin: 0 0 18px; box-shadow: 0 1px 2px rgba(16,24,40,.04); }
-.verdict { display:flex; gap:14px; align-items:center; }
-.verdict p { margin:0; }
-.badge { display:inline-block; padding:4px 12px; border-radius:999px; font-weight:700; font-size:14px;
-         letter-spacing:.03em; color:#fff; white-space:nowrap; }
-.badge.VIOLATION { background:var(--bad); } .badge.PASS { background:var(--good); }
-.badge.INCONCLUSIVE { background:var(--warn); } .badge.NONE { background:var(--muted); }
-.badge.small { font-size:12px; padding:2px 9px; }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align:left; padding:7px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
-th { color:var(--muted); font-weight:600; width: 30%; }
-table.grid { font-size:14px; }
-table.grid th { width:auto; background:#f2f4f7; font-size:13px; }
-table.grid td { font-variant-numeric: tabular-nums; white-space:nowrap; }
-table.grid code { word-break: normal; }
-table.grid td.wrap { white-space: normal; min-width: 12em; }
-.scroll { overflow-x: auto; }
-td .labels { color:var(--muted); font-size:13px; display:block; }
-.value { font-weight:700; font-variant-numeric: tabular-nums; }
-.optimistic { color:var(--warn); font-weight:600; }
-.note, .caption { color:var(--muted); font-size:13px; }
-.caption { margin: 6px 0 0; }
-.missing { color:var(--muted); font-style:italic; margin: 4px 0; }
-code { font: 13px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace;
-       word-break: break-all; }
-svg.chart { display:block; width:100%; height:auto; font-size:12px; }
-svg .grid { stroke:#eef0f3; } svg .grid.minor { stroke:#f5f6f8; }
-svg .axis { stroke:#98a2b3; } svg .tick { fill:var(--muted); } svg .axis-title { fill:var(--ink); font-weight:600; }
-svg .note { fill:var(--muted); } svg .chart-label { fill:var(--ink); font-weight:600; }
-svg .curve-line { fill:none; stroke:var(--accent); stroke-width:2; }
-svg .curve-point { fill:var(--accent); stroke:#fff; stroke-width:1; }
-svg .selected-point { fill:#f79009; stroke:#7a2e0e; stroke-width:1.5; }
-svg .selected-label { fill:#7a2e0e; font-weight:700; }
-svg .claimed-line line, svg polyline.claimed-line, svg g.claimed-line line { stroke:var(--bad); stroke-width:1.5; stroke-dasharray:6 4;
-       fill:none; }
-svg .claimed-line text { fill:var(--bad); font-weight:600; }
-svg .hist-correct { fill:var(--accent); fill-opacity:.75; } svg .hist-wrong { fill:#98a2b3; fill-opacity:.75; }
-svg .key-hist-correct { fill:var(--accent); } svg .key-hist-wrong { fill:#98a2b3; }
-svg .key-violation { fill:var(--bad); }
-svg .trend-line, svg g.trend-line line { fill:none; stroke:var(--accent); stroke-width:2; }
-svg .trend-point { fill:var(--accent); stroke:#fff; stroke-width:1; }
-svg .trend-point.status-violation { fill:var(--bad); stroke:#5c120d; }
-svg .trend-point.status-inconclusive { fill:#fff; stroke:var(--warn); stroke-width:2; }
-footer { color:var(--muted); font-size:12px; margin-top: 24px; }
-.banner.untrusted { background:#fef3f2; border:2px solid var(--bad); color:#7a271a; border-radius:10px;
-                    padding:12px 16px; margin:0 0 18px; }
-.control-passed { color:var(--good); } .control-failed { color:var(--bad); }
-""" + RISK_CSS + ROBUSTNESS_CSS + REFERENCE_CSS
-
-
-# --------------------------------------------------------------------------------------------- formatting
-def fmt_eps(value: Any) -> str:
-    if value is None:
-        return "–"
-    value = float(value)
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    if math.isnan(value):
-        return "NaN"
-    return f"{value:.3f}"
-
-
-def fmt_int(value: Any) -> str:
-    return "–" if value is None else f"{int(value):,}"
-
-
-def fmt_pct(value: float) -> str:
-    text = f"{100 * value:.4f}".rstrip("0").rstrip(".")
-    return f"{text}%"
-
-
-def fmt_g(value: Any) -> str:
-    return "–" if value is None else f"{float(value):g}"
-
-
 def _date(value: Any, name: str) -> dt.date:
     if isinstance(value, dt.datetime):
         return value.date()
@@ -155,42 +70,7 @@ def _finite(value: Any) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
-def _badge(status: str, small: bool = False) -> str:
-    css = status if status in VERDICTS else "NONE"
-    return f'<span class="badge {css}{" small" if small else ""}">{esc(status)}</span>'
-
-
-def _page(title: str, body: str, *, wide: bool = False) -> str:
-    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    main = '<main class="wide">' if wide else "<main>"
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{main}{body}"
-        f"<footer>Generated by labeldp-audit at {esc(generated)}. Self-contained page: no network access "
-        "needed.</footer></main></body></html>\n"
-    )
-
-
-def _table(rows: Sequence[tuple[str, str]]) -> str:
-    return "<table>" + "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-
-
 # --------------------------------------------------------------------------------------------- inputs
-def _result_dict(result: Any) -> dict:
-    data = result.to_dict() if hasattr(result, "to_dict") else result
-    if not isinstance(data, Mapping):
-        raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(result).__name__}")
-    needed = ("epsilon_lower_bound", "confidence", "method", "strategy", "delta", "m",
-              "selected_guesses", "selected_correct", "max_certifiable_epsilon")
-    missing = [k for k in needed if k not in data]
-    if "kappa" not in data and "tau" not in data:
-        missing.append("kappa (or tau, for a result written before kappa)")
-    if missing:
-        raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
-    return dict(data)
-
-
 def _check_histogram(hist: Any) -> dict | None:
     if hist is None:
         return None
@@ -244,12 +124,6 @@ def _verdict_text(status: str, data: Mapping) -> str:
     return VERDICTS.get(status, "")
 
 
-def _status_of(data: Mapping, claimed: float) -> str:
-    if data.get("optimistic"):
-        return "NO VERDICT (optimistic figure)"
-    return guardrail_status(float(data["epsilon_lower_bound"]), claimed, float(data["max_certifiable_epsilon"]))
-
-
 # --------------------------------------------------------------------------------------------- charts
 def curve_chart(data: Mapping, claimed: float) -> str:
     """eps_lb vs c' (log x axis) with the selected point and the claimed epsilon marked."""
@@ -286,7 +160,7 @@ def _settings_line(data: Mapping, *, short: bool = False) -> str:
     """The settings a bound rests on; ``short`` (the chart's label) abbreviates a legacy row's labels."""
     head = f"{data['strategy']} selection · {fmt_pct(float(data['confidence']))} confidence · δ = {fmt_g(data['delta'])}"
     if short and is_legacy(data):
-        method = "Gaussian reading (legacy)" if data["method"] == "fdp" else str(data["method"])
+        method = "Gaussian reading (legacy)" if method_label(data) == FDP_LEGACY_LABEL else str(data["method"])
         return f"{head} · legacy row (written before κ) · {method}"
     return f"{head} · {kappa_text(data)} · {calibration_text(data)} · {method_label(data)}"
 
@@ -368,13 +242,11 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
 def _summary_rows(data: Mapping, claimed: float, status: str) -> list[tuple[str, str]]:
     confidence = float(data["confidence"])
     grid = data.get("grid_size") or len(data.get("curve") or [])
-    selection = {
-        "bonferroni": f"c′ chosen over {grid} sweep points, each bounded at "
-                      f"{fmt_pct(float(data.get('point_confidence', confidence)))} (Bonferroni)",
-        "split": "c′ chosen on one half of the rows, bound computed on the other half",
-    }.get(str(data["strategy"]), f"strategy {data['strategy']}")
+    selection = (selection_strategy(data["strategy"]).describe(grid, fmt_pct(float(data.get("point_confidence",
+                                                                                               confidence))))
+                 if data["strategy"] in STRATEGIES_REGISTRY else f"strategy {data['strategy']}")
     valid_label = "" if not data.get("optimistic") else ' <span class="optimistic">(optimistic: not valid)</span>'
-    if data["method"] == "fdp" and method_label(data) != "f-DP on the (ε, δ) curve":
+    if method_label(data) == FDP_LEGACY_LABEL:
         valid_label += (' <span class="optimistic" id="legacy-fdp">(Gaussian reading, legacy: not a valid ε bound '
                         'for non-Gaussian mechanisms)</span>')
     rows = [
@@ -447,42 +319,41 @@ def lineage_table(lineage: Mapping) -> str:
 
 
 # --------------------------------------------------------------------------------------------- pages
-def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapping] | None,
-                      score_histogram: Mapping | None, claimed_epsilon: float, *, trust: Mapping | None = None,
-                      robustness: Mapping | None = None, reference_check: Mapping | None = None) -> str:
-    """The HTML page for one audit run.
+def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence[Mapping] | None,
+                      score_histogram: Mapping | None = None) -> str:
+    """The HTML page for one audit run: a rendering of its `Verdict` (`auditing.judging.judge`).
 
-    result: ``AuditResult`` or its ``to_dict()``. lineage: model_id, partition_date, model_uri, fingerprints,
-    reference_model, code_version, flow_run_id, started_at, finished_at, durations (any subset; other keys
-    are shown too). trend: warehouse rows of recent nights (``fetch_results``), including this run if it was
-    written. score_histogram: ``{"edges": [...], "counts_correct": [...], "counts_wrong": [...]}`` or None
-    (None: the result's own repetition-0 histogram, `result_score_histogram`). trust: the night's controls
-    (`trust_sections`): ``kind``, ``untrusted_reason`` (a banner) and, for a control, ``control``
-    (`auditing.controls.ControlCheck.to_dict()`). robustness: the row's trust figures (`robustness_panel`:
-    audit_rows, breaking_kappa, detection_floor_rows, exposed_rows_floor, shift_diagnostic); missing ones are
-    computed here. reference_check: the night's reference check (the shape of
-    `auditing.warehouse.rows.check_reference_check`, validated here), or None when none was made; a flagged
+    lineage: model_id, partition_date, model_uri, fingerprints, reference_model, code_version, flow_run_id,
+    started_at, finished_at, durations (any subset; other keys are shown too). trend: warehouse rows of recent
+    nights (``fetch_results``), including this run if it was written. score_histogram: ``{"edges": [...],
+    "counts_correct": [...], "counts_wrong": [...]}`` or None (None: the result's own repetition-0 histogram,
+    `result_score_histogram`). The verdict's trust (kind, control, untrusted_reason: a banner) and reference
+    check (validated here, `auditing.warehouse.rows.check_reference_check`) fill the trust sections; a flagged
     label-blind control heads the untrusted banner with "the reference does not fit day D".
+
+    Raises:
+        LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
     """
     from auditing.warehouse.rows import check_reference_check
 
-    data = _result_dict(result)
+    if not isinstance(verdict, Verdict):
+        raise LabelDPInputError(f"render_run_report needs a Verdict (auditing.judging.judge); got "
+                                f"{type(verdict).__name__}")
+    data = dict(verdict.result)
+    reference_check = verdict.reference_check
     if reference_check is not None:
         reference_check = check_reference_check(
             reference_check, None if is_legacy(data) else data.get("reference_calibration"))
+    trust = {"kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason, "control": verdict.control}
     lineage = dict(lineage or {})
-    try:
-        claimed = float(claimed_epsilon)
-    except (TypeError, ValueError):
-        raise LabelDPInputError(f"claimed_epsilon must be a number; got {claimed_epsilon!r}") from None
-    status = _status_of(data, claimed)
+    claimed, status = verdict.claimed_epsilon, verdict.status
     hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(data))
     model = lineage.get("model_id") or data.get("model_id") or "model"
     day = lineage.get("partition_date") or data.get("partition_date") or ""
     title = f"{model} · {day}" if day else str(model)
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
-                  "the other half." if data["strategy"] == "split" else "")
+                  "the other half." if selection_strategy(data["strategy"]).uses_halves else "")
     banner, control_card = trust_sections(trust, reference_check, str(day or "D"), data)
     body = (
         f"{banner}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p><h1>{esc(title)}</h1>"
@@ -490,9 +361,9 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
         f"{control_card}"
         f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(data, claimed, status))}"
         "</section>"
-        f"{robustness_panel(data, claimed, status, robustness)}"
+        f"{robustness_panel(verdict)}"
         f"{reference_panel(data, reference_check, str(day or 'D'))}"
-        f"{risk_panel(data, claimed)}"
+        f"{risk_panel(verdict)}"
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
         f"{curve_chart(data, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
         f"(repetition 0), at {fmt_pct(float(data.get('point_confidence', data['confidence'])))} per point so "
@@ -510,63 +381,6 @@ def render_run_report(result: Any, lineage: Mapping | None, trend: Sequence[Mapp
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
     )
     return _page(f"labeldp-audit report: {title} ({status})", body)
-
-
-def trust_sections(trust: Mapping | None, reference_check: Mapping | None = None, day: str = "D",
-                   data: Mapping | None = None) -> tuple[str, str]:
-    """(banner, control card) HTML: a banner when the night's verdicts are untrusted (a control failed: the
-    audit itself is broken; or the label-blind control flagged the reference: it does not fit day D), and for
-    a control's own page what it checks and whether it passed."""
-    trust = dict(trust or {})
-    banner = ""
-    if trust.get("untrusted_reason"):
-        headline = reference_banner_headline(reference_check, day)
-        kappa = None if data is None or is_legacy(data) else float(data["kappa"])
-        if headline is not None:
-            lead = (f"<strong>{esc(headline)}</strong> The label-blind control flagged it "
-                    f"({esc(misfit_sentence(reference_check, kappa))}), so no verdict of this night can be relied "
-                    "on.")
-        else:
-            lead = ("<strong>UNTRUSTED: the audit itself is broken tonight.</strong> A nightly control failed, so no "
-                    "verdict of this night can be relied on.")
-        reason = str(trust["untrusted_reason"])
-        detail = "" if headline and reason.lower().rstrip(".") in headline.lower() else (
-            f" <span class=\"labels\">{esc(reason)}</span>")
-        banner = f"<div class=\"banner untrusted\" id=\"untrusted\" role=\"alert\">{lead}{detail}</div>"
-    control = trust.get("control")
-    card = ""
-    if trust.get("kind") == "control" and control:
-        outcome = "passed" if control.get("passed") else "FAILED"
-        what = {
-            "positive": "Positive control: a synthetic model that reveals each audited row's label through randomized "
-                        "response at a known ε_c (label-DP at exactly ε_c by construction). Its valid bound must "
-                        "exceed a pre-registered floor (reached with ≥ 99.9% probability by a working audit at this "
-                        "m) and never exceed ε_c.",
-            "label-blind": "Label-blind control: a model trained like the targets but only on day D's held-out rows "
-                           "that the reference correction did not use. It never saw an audited label (true ε = 0 on "
-                           "the audited rows) yet knows the day's rates, so its valid bound must be 0 at the plan's "
-                           "κ; a positive bound says the reference does not fit day D.",
-        }.get(control.get("control"), "Negative control: a copy of the reference model M′, which never saw this "
-                                      "day's labels. Its valid bound must be 0.")
-        rows = [("Control", f"{esc(what)}"),
-                ("Outcome", f"<span class=\"value control-{esc(outcome.lower())}\">{esc(outcome)}</span>"
-                            f"<span class=\"labels\">{esc(control.get('message', ''))}</span>")]
-        if control.get("misfit_kappa") is not None:
-            misfit = float(control["misfit_kappa"])
-            rows.append(("Measured reference misfit",
-                         f"κ = {misfit:.4g}<span class=\"labels\">the smallest κ that brings this control's bound "
-                         f"to 0: the reference misjudges some row's click odds by up to a factor "
-                         f"{odds_factor(misfit)}</span>"))
-        if control.get("floor") is not None:
-            detail = control.get("floor_detail") or {}
-            rows.append(("Pre-registered floor",
-                         f"{fmt_eps(control['floor'])}<span class=\"labels\">bound at c′ = "
-                         f"{fmt_int(detail.get('guesses'))} with the {fmt_pct(1 - float(detail.get('power', 0.95)))}"
-                         f" quantile {fmt_int(detail.get('correct_quantile'))} of Binomial(c′, "
-                         f"{fmt_g(detail.get('expected_rate'))}) correct guesses; ceiling ε_c = "
-                         f"{fmt_eps(control.get('ceiling'))}</span>"))
-        card = f"<section class=\"card\" id=\"control\"><h2>Nightly control</h2>{_table(rows)}</section>"
-    return banner, card
 
 
 def _method_cell(row: Mapping) -> str:

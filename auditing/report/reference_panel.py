@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from auditing.methods import BOUND_METHODS, bound_method
 from auditing.report.svg import esc
 
 REFERENCE_CSS = """
@@ -27,7 +28,6 @@ ul.explain { margin: 0 0 12px; padding-left: 20px; } ul.explain li { margin: 3px
 table.before-after { width:auto; } table.before-after th, table.before-after td { width:auto; padding:4px 14px 4px 0; }
 """
 
-FDP_EPS_DELTA_LABEL = "f-DP on the (ε, δ) curve"
 FDP_LEGACY_LABEL = "Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)"
 CALIBRATION_TEXT = {
     "boost": "boost: M′ corrected on day D's held-out rows before the game",
@@ -61,11 +61,15 @@ def odds_factor(kappa: float) -> str:
 def method_label(data: Mapping) -> str:
     """binomial; f-DP on the (eps, delta) curve (fdp_curve 'eps-delta', or a result with kappa); or, for an fdp
     row/result written before kappa, the legacy Gaussian reading."""
-    if data.get("method") != "fdp":
-        return str(data.get("method"))
+    name = data.get("method")
+    if name not in BOUND_METHODS:
+        return str(name)
+    method = bound_method(name)
+    if method.curve is None:
+        return method.label
     if "fdp_curve" in data:  # a warehouse row: it states its curve, NULL on a legacy row
-        return FDP_EPS_DELTA_LABEL if data["fdp_curve"] == "eps-delta" else FDP_LEGACY_LABEL
-    return FDP_LEGACY_LABEL if is_legacy(data) else FDP_EPS_DELTA_LABEL
+        return method.label if data["fdp_curve"] == method.curve else FDP_LEGACY_LABEL
+    return FDP_LEGACY_LABEL if is_legacy(data) else method.label
 
 
 def kappa_text(data: Mapping) -> str:

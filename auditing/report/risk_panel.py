@@ -11,11 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import numpy as np
-
 from auditing.report import svg
 from auditing.report.svg import esc
-from auditing.risk import posterior_ceiling, risk_assessment
+from auditing.verdict import Verdict
 
 RISK_CSS = """
 svg .risk-prior-line { fill:none; stroke:#98a2b3; stroke-width:1.5; stroke-dasharray:3 3; }
@@ -81,23 +79,21 @@ def risk_sentences(assessment: Mapping) -> list[str]:
     return out
 
 
-def posterior_chart(claimed_eps: float, shown_eps: float | None, prior_lo: float = 1e-3) -> str:
-    """beta(eps, p) against p (log x) for the claimed and the demonstrated eps, with the prior itself dashed."""
-    lo = min(max(prior_lo, 1e-6), 0.1)
-    ps = np.geomspace(lo, 0.999, 80)
-    plot = svg.Plot(svg.LogScale.nice(lo, 1.0), svg.LinearScale(0.0, 1.0), height=300)
+def posterior_chart(curve: Mapping) -> str:
+    """beta(eps, p) against p (log x) for the claimed and the demonstrated eps, with the prior itself dashed;
+    ``curve``: the verdict's ``posterior_curve`` series."""
+    ps = [float(p) for p in curve["priors"]]
+    plot = svg.Plot(svg.LogScale.nice(ps[0], 1.0), svg.LinearScale(0.0, 1.0), height=300)
     parts = [svg.open_svg(plot, "posterior ceiling against the prior", "risk-chart"),
              svg.axes(plot, x_label="attacker's prior: the reference's click probability (log scale)",
                       y_label="posterior ceiling", y_format=lambda v: f"{100 * v:.0f}%"),
              svg.polyline(plot, [(p, p) for p in ps], "risk-prior-line")]
     entries = [("risk-prior-line", "prior (no leakage, ε = 0)")]
-    parts.append(svg.polyline(plot, list(zip(ps, posterior_ceiling(claimed_eps, ps), strict=True)),
-                              "risk-claimed-line"))
-    entries.append(("risk-claimed-line", f"claimed ε = {_eps(claimed_eps)}"))
-    if shown_eps is not None:
-        parts.append(svg.polyline(plot, list(zip(ps, posterior_ceiling(shown_eps, ps), strict=True)),
-                                  "risk-shown-line"))
-        entries.append(("risk-shown-line", f"demonstrated ε_lb = {_eps(shown_eps)}"))
+    parts.append(svg.polyline(plot, list(zip(ps, curve["claimed"], strict=True)), "risk-claimed-line"))
+    entries.append(("risk-claimed-line", f"claimed ε = {_eps(curve['claimed_epsilon'])}"))
+    if curve.get("demonstrated") is not None:
+        parts.append(svg.polyline(plot, list(zip(ps, curve["demonstrated"], strict=True)), "risk-shown-line"))
+        entries.append(("risk-shown-line", f"demonstrated ε_lb = {_eps(curve['demonstrated_epsilon'])}"))
     parts.append(svg.legend(plot, entries))
     parts.append(svg.close_svg())
     return "".join(parts)
@@ -121,12 +117,11 @@ def bucket_table(claimed: Mapping, shown: Mapping | None) -> str:
             "hides the high-probability rows).</p>")
 
 
-def risk_panel(data: Mapping, claimed: float) -> str:
-    """The <section id="risk"> of the run report."""
-    assessment = risk_assessment(dict(data), claimed)
+def risk_panel(verdict: Verdict) -> str:
+    """The <section id="risk"> of the run report, from the verdict's risk assessment."""
+    assessment, data = verdict.risk, verdict.result
     c, s = assessment["claimed"], assessment.get("demonstrated")
     items = "".join(f"<li>{esc(text)}</li>" for text in risk_sentences(assessment))
-    prior_lo = c.get("prior_median", 1e-2) / 3 if c.get("rows") else 1e-3
     caption = (
         "Ceilings, not observed attacks: the most any attacker could achieve against a mechanism with that "
         f"guarantee, with the day's reference probabilities as the attacker's prior (δ = {c['delta']:g}). "
@@ -140,6 +135,6 @@ def risk_panel(data: Mapping, claimed: float) -> str:
     return ("<section class=\"card\" id=\"risk\"><h2>What this means</h2>"
             f"<p class=\"risk-headline\"><strong>{esc(assessment['headline'])}</strong></p>"
             f"<ul class=\"risk-sentences\">{items}</ul>"
-            f"{posterior_chart(c['epsilon'], None if s is None else s['epsilon'], prior_lo)}"
+            f"{posterior_chart(verdict.posterior_curve)}"
             f"{bucket_table(c, s)}"
             f"<p class=\"caption\">{esc(caption)}</p></section>")

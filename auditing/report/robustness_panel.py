@@ -1,9 +1,8 @@
-"""The report's "Trust in this verdict" card (issue 9): audited rows, kappa-robustness, the detection floors (the
+"""The report's "Trust in this verdict" card: audited rows, kappa-robustness, the detection floors (the
 game-aware `exposed_rows_floor` in the PASS sentence, the perfect-attacker floor as its necessary condition),
 and the day-over-day data diagnostic (labelled a diagnostic, not a proof).
 
-Figures come from ``auditing.robustness`` (claim-dependent, computed from the result and the claim) and from
-the shift diagnostic of ``pipelines.shift_diagnostics`` (stored in the result record and the warehouse).
+Every figure comes from the `Verdict` (`auditing.judging` computed them once); this module only renders.
 """
 
 from __future__ import annotations
@@ -13,17 +12,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from auditing.errors import LabelDPInputError
-from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION
 from auditing.report.reference_panel import is_legacy, kappa_text, method_label, odds_factor
 from auditing.report.svg import esc
-from auditing.robustness import (
-    WEAK_PASS_FRACTION,
-    breaking_kappa,
-    detection_floor_rows,
-    exposed_floor_figures,
-    is_weak_pass,
-)
+from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, WEAK_PASS_FRACTION, Verdict
 
 ROBUSTNESS_CSS = """
 .weak { color:#b54708; font-weight:600; }
@@ -35,29 +26,6 @@ AUDIT_ROWS_TEXT = {
                 "fed training), from the model's registry metadata",
     "all": "every row of the day's partition (including rows whose labels never reached the model)",
 }
-
-
-def _figures(data: Mapping, claimed: float, status: str, robustness: Mapping | None) -> dict:
-    out = dict(robustness or {})
-    out.pop("breaking_tau", None)  # a legacy TV figure: never shown as a kappa
-    if is_legacy(data):  # written before kappa: its counts were bounded under another assumption
-        out.setdefault("breaking_kappa", None)
-    if "breaking_kappa" not in out or "detection_floor_rows" not in out:
-        try:
-            out.setdefault("breaking_kappa", breaking_kappa(data, claimed))
-            out.setdefault("detection_floor_rows", detection_floor_rows(data, claimed))
-        except LabelDPInputError:
-            out.setdefault("breaking_kappa", None)
-            out.setdefault("detection_floor_rows", None)
-    try:
-        out.update(exposed_floor_figures(data, claimed, out["exposed_rows_floor"]) if "exposed_rows_floor" in out
-                   else exposed_floor_figures(data, claimed))  # a stored (warehouse) value is not recomputed
-    except (LabelDPInputError, KeyError):
-        out.update(exposed_rows_floor=None, exposed_floor_computed=False, exposed_rows_floor_power=0.95,
-                   exposed_rows_floor_note="not computable for this result")
-    out["weak_pass"] = is_weak_pass(status, out.get("detection_floor_rows"), int(data["m"]),
-                                    out["exposed_rows_floor"], out["exposed_floor_computed"])
-    return out
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -123,11 +91,10 @@ def _pass_sentence(figures: Mapping, floor: int | None, m: int) -> str:
             f"game-aware floor is not computed: {esc(str(figures.get('exposed_rows_floor_note')))}.{weak}")
 
 
-def robustness_panel(data: Mapping, claimed: float, status: str, robustness: Mapping | None = None) -> str:
-    """The card's HTML. ``robustness``: the row's figures (breaking_kappa, detection_floor_rows,
-    exposed_rows_floor, shift_diagnostic as a dict or JSON text); missing figures are computed from ``data`` and
-    the claim (breaking_kappa not for a result written before kappa)."""
-    figures = _figures(data, claimed, status, robustness)
+def robustness_panel(verdict: Verdict) -> str:
+    """The card's HTML, from the verdict's robustness figures and shift diagnostic."""
+    data, status = verdict.result, verdict.status
+    figures = {**verdict.robustness.to_dict(), "shift_diagnostic": verdict.shift_diagnostic}
     kappa, floor, m = figures.get("breaking_kappa"), figures.get("detection_floor_rows"), int(data["m"])
     audit_rows = figures.get("audit_rows") or data.get("audit_rows") or "all"
     settings = (f"same counts, {esc(str(data['strategy']))} selection, {esc(method_label(data))}, "

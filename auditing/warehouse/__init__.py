@@ -1,17 +1,19 @@
 """The audit warehouse (a sink of the auditing stage): DuckDB file by default, PostgreSQL in production.
 
+    from auditing.judging import judge
     from auditing.warehouse import audit_record, open_warehouse, write_or_spool
 
-    row, curve = audit_record(result, model_id="rr-eps1", partition_date="2024-01-02", claimed_epsilon=1.0,
-                              lineage={"model_uri": ..., "flow_run_id": ..., "durations": {...}},
-                              reference_check={"calibration": "boost", "checked": True, ...})
+    verdict = judge(result, 1.0, reference_check={"calibration": "boost", "checked": True, ...})
+    row, curve = audit_record(verdict, model_id="rr-eps1", partition_date="2024-01-02",
+                              lineage={"model_uri": ..., "flow_run_id": ..., "durations": {...}})
     with open_warehouse(None, data_root=root) as wh:          # <root>/warehouse.duckdb
         wh.upsert_audit(row, curve)                            # idempotent, one transaction
         wh.fetch_results(model_id="rr-eps1", since="2024-01-01")
     write_or_spool("postgresql://...", row, curve, root / "spool")   # "written" or "spooled"
 
-Tables and their columns: ``auditing.warehouse.schema`` (and infra/warehouse/*.sql). The auditing core never
-imports this package; it imports duckdb and psycopg, lazily per backend.
+Tables and their columns: ``auditing.warehouse.schema`` (and infra/warehouse/*.sql); opening a warehouse
+brings an older one to that schema version (``auditing.warehouse.migrations``, docs/warehouse.md). The
+auditing core never imports this package; it imports duckdb and psycopg, lazily per backend.
 """
 
 from __future__ import annotations

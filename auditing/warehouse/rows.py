@@ -17,18 +17,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from auditing.errors import LabelDPInputError
-from auditing.guardrail import guardrail_status
+from auditing.methods import BOUND_METHODS, bound_method, method_names
 from auditing.names import check_name, parse_date
+from auditing.verdict import STATUSES, Verdict
+from auditing.warehouse.reference_columns import (  # noqa: F401 (re-exported: the row's public names)
+    CALIBRATION_FIGURES,
+    LABEL_BLIND_FIGURES,
+    REFERENCE_CHECK_KEYS,
+    check_reference_check,
+    reference_check_columns,
+    reference_check_from_row,
+)
 from auditing.warehouse.schema import (
     CURVE_NAMES,
     FDP_CURVES,
     KEY_COLUMNS,
-    METHODS,
     REFERENCE_CALIBRATIONS,
     RESULT_COLUMNS,
     RESULT_NAMES,
-    STATUSES,
 )
+from auditing.warehouse.values import as_count as _count
+from auditing.warehouse.values import as_float as _float
+from auditing.warehouse.values import optional_float as _optional_float
 
 _HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 LINEAGE_FIELDS = (
@@ -37,22 +47,12 @@ LINEAGE_FIELDS = (
 )
 _TEXT_LINEAGE = LINEAGE_FIELDS[:6]
 _OPTIONAL = {c.name for c in RESULT_COLUMNS if c.nullable} | {"gamma"}
-_NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "tau", "epsilon_lower_bound", "max_certifiable_epsilon")
+_NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "epsilon_lower_bound", "max_certifiable_epsilon")
+# Retired columns an older version's row (a spool file) may still carry: dropped when they hold the values every
+# row written since kappa holds (tau 0, breaking_tau None); anything else is a pre-kappa row, refused.
+RETIRED_COLUMNS = {"tau": (0, 0.0, None), "breaking_tau": (None,)}
 _PAPER_STATISTIC = ("epsilon_mean", "epsilon_std", "epsilon_median")
 _COUNTS = ("m", "selected_guesses", "selected_correct", "repetitions", "seed")
-# The reference check's calibration figures: the keyword's names (AUDIT_RECORD's ``reference_check``) -> columns
-CALIBRATION_FIGURES = {
-    "rows_fit": "calibration_rows_fit", "rows_validation": "calibration_rows_validation",
-    "rounds": "calibration_rounds", "logloss_before": "calibration_log_loss_before",
-    "logloss_after": "calibration_log_loss_after", "ece_before": "calibration_ece_before",
-    "ece_after": "calibration_ece_after",
-}
-# The label-blind control's figures: keyword names -> columns
-LABEL_BLIND_FIGURES = {"epsilon_lower_bound": "label_blind_bound", "misfit_kappa": "reference_misfit_kappa",
-                       "flagged": "label_blind_flagged"}
-REFERENCE_CHECK_KEYS = ("calibration", "checked", "note", "calibration_figures", "label_blind")
-
-
 class AuditKey(NamedTuple):
     """The key of one audit: one row in audit_results, one curve in audit_curves."""
 
@@ -79,23 +79,6 @@ def as_key(key: Any) -> AuditKey:
     model_id, date, config_hash = key
     return AuditKey(check_name(model_id, "model_id"), parse_date(date, "partition_date"),
                     check_config_hash(config_hash))
-
-
-def _float(row: Mapping, name: str, *, allow_inf: bool = False) -> float:
-    value = row[name]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise LabelDPInputError(f"{name} must be a number; got {value!r}")
-    value = float(value)
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        raise LabelDPInputError(f"{name} must be a finite number; got {value!r}")
-    return value
-
-
-def _count(row: Mapping, name: str) -> int:
-    value = row[name]
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 0:
-        raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}")
-    return int(value)
 
 
 def _timestamp(value: Any, name: str) -> dt.datetime | None:
@@ -148,6 +131,12 @@ def normalize_row(row: Mapping) -> dict:
     """A validated copy of ``row`` with every audit_results column (absent optional columns become None)."""
     if not isinstance(row, Mapping):
         raise LabelDPInputError(f"row must be a dict of audit_results columns; got {type(row).__name__}")
+    retired = {name: row[name] for name in RETIRED_COLUMNS if name in row}
+    bad = {name: value for name, value in retired.items() if value not in RETIRED_COLUMNS[name]}
+    if bad:
+        raise LabelDPInputError(f"row: retired column(s) {bad}: a row written before kappa (tau was a "
+                                "total-variation figure); audit it again with this version")
+    row = {name: value for name, value in row.items() if name not in RETIRED_COLUMNS}
     unknown = sorted(set(row) - set(RESULT_NAMES))
     if unknown:
         raise LabelDPInputError(f"row: unknown column(s) {unknown}; audit_results has {list(RESULT_NAMES)}")
@@ -162,8 +151,8 @@ def normalize_row(row: Mapping) -> dict:
             out[name] = _float(row, name)
         if not out[name] >= 0:
             raise LabelDPInputError(f"{name} must be >= 0; got {out[name]!r}")
-    if out["delta"] >= 1 or out["tau"] >= 1:
-        raise LabelDPInputError(f"delta and tau must be < 1; got delta={out['delta']!r}, tau={out['tau']!r}")
+    if out["delta"] >= 1:
+        raise LabelDPInputError(f"delta must be < 1; got delta={out['delta']!r}")
     out["confidence"] = _float(row, "confidence")
     if not 0 < out["confidence"] < 1:
         raise LabelDPInputError(f"confidence must be in (0, 1); got {out['confidence']!r}")
@@ -182,7 +171,7 @@ def normalize_row(row: Mapping) -> dict:
         raise LabelDPInputError(f"repetitions must be >= 1; got {out['repetitions']}")
     for name in _PAPER_STATISTIC:
         out[name] = None if row.get(name) is None else _float(row, name)
-    for name, allowed in (("status", STATUSES), ("method", METHODS)):
+    for name, allowed in (("status", STATUSES), ("method", method_names())):
         if row[name] not in allowed:
             raise LabelDPInputError(f"{name} must be one of {list(allowed)}; got {row[name]!r}")
         out[name] = row[name]
@@ -206,18 +195,6 @@ def normalize_row(row: Mapping) -> dict:
     return {name: out[name] for name in RESULT_NAMES}
 
 
-def _optional_float(row: Mapping, name: str, *, low: float = 0.0, high: float | None = None) -> float | None:
-    """None, or a finite number in [low, high] (high None: no upper limit); the error names the column."""
-    if row.get(name) is None:
-        return None
-    value = _float(row, name)
-    if value < low or (high is not None and value > high):
-        where = f"[{low:g}, {high:g}]" if high is not None else f">= {low:g}"
-        raise LabelDPInputError(f"{name} must be a finite number {'in ' if high is not None else ''}{where} or "
-                                f"None; got {value!r}")
-    return value
-
-
 def _optional_flag(row: Mapping, name: str) -> int | None:
     value = row.get(name)
     if value is None:
@@ -228,10 +205,10 @@ def _optional_flag(row: Mapping, name: str) -> int | None:
 
 
 def _normalize_kappa_columns(row: Mapping, out: dict) -> None:
-    """kappa, breaking_kappa, fdp_curve, gdp_mu_lower_bound, and the legacy tau / breaking_tau beside them.
+    """kappa, breaking_kappa, fdp_curve, gdp_mu_lower_bound.
 
-    A row with kappa (written since kappa replaced tau) stores tau = 0 and breaking_tau NULL; a row without it
-    is a legacy row (tau is its TV figure) and has none of the kappa-era figures. An fdp row with kappa states
+    A row without kappa is a legacy row (written before kappa) and has none of the kappa-era figures. An fdp
+    row with kappa states
     its curve (fdp_curve 'eps-delta'); only fdp rows carry fdp_curve and gdp_mu_lower_bound."""
     out["kappa"] = _optional_float(row, "kappa")
     out["breaking_kappa"] = _optional_float(row, "breaking_kappa")
@@ -246,16 +223,12 @@ def _normalize_kappa_columns(row: Mapping, out: dict) -> None:
             raise LabelDPInputError(f"{', '.join(newer)} need(s) kappa: a row without kappa is a legacy row "
                                     "(written before kappa, its tau a TV figure) and has no kappa-era figures")
     else:
-        if out["tau"] != 0.0 or out["breaking_tau"] is not None:
-            raise LabelDPInputError(
-                "tau and breaking_tau are legacy columns: a row with kappa stores tau = 0 and breaking_tau None; "
-                f"got tau={out['tau']!r}, breaking_tau={out['breaking_tau']!r}")
-        if out["method"] == "fdp" and curve is None:
-            raise LabelDPInputError("fdp_curve must be set on an fdp row with kappa (None marks a legacy "
-                                    f"Gaussian-reading row); one of {list(FDP_CURVES)}")
-    if out["method"] != "fdp" and (curve is not None or out["gdp_mu_lower_bound"] is not None):
-        raise LabelDPInputError(f"fdp_curve / gdp_mu_lower_bound are for method 'fdp' rows only; got method "
-                                f"{out['method']!r}")
+        if bound_method(out["method"]).curve is not None and curve is None:
+            raise LabelDPInputError(f"fdp_curve must be set on an {out['method']} row with kappa (None marks a "
+                                    f"legacy Gaussian-reading row); one of {list(FDP_CURVES)}")
+    if bound_method(out["method"]).curve is None and (curve is not None or out["gdp_mu_lower_bound"] is not None):
+        raise LabelDPInputError(f"fdp_curve / gdp_mu_lower_bound are for rows of a trade-off-curve method "
+                                f"({[m.name for m in BOUND_METHODS if m.curve]}) only; got method {out['method']!r}")
 
 
 def _normalize_reference_columns(row: Mapping, out: dict) -> None:
@@ -310,7 +283,7 @@ def _normalize_reference_columns(row: Mapping, out: dict) -> None:
 
 
 def _normalize_risk_columns(row: Mapping, out: dict) -> None:
-    """issue 8 (risk): risk_* / risk_lb_* are None or probabilities in [0, 1] (column_expected: a count >= 0);
+    """risk_* / risk_lb_* are None or probabilities in [0, 1] (column_expected: a count >= 0);
     risk_headline is None or text."""
     for name in RESULT_NAMES:
         if not name.startswith("risk_") or name == "risk_headline":
@@ -327,7 +300,7 @@ def _normalize_risk_columns(row: Mapping, out: dict) -> None:
 
 
 def _normalize_control_columns(row: Mapping, out: dict) -> None:
-    """issue 9 (trust-b): kind, control_passed, control_floor, untrusted_reason (all nullable)."""
+    """kind, control_passed, control_floor, untrusted_reason (all nullable)."""
     kind = row.get("kind")
     if kind is not None and kind not in ("target", "control"):
         raise LabelDPInputError(f"kind must be 'target', 'control' or None; got {kind!r}")
@@ -348,18 +321,11 @@ def _normalize_control_columns(row: Mapping, out: dict) -> None:
 
 
 def _normalize_trust_columns(row: Mapping, out: dict) -> None:
-    """issue 9 (trust-a): audit_rows, the legacy breaking_tau, detection_floor_rows, exposed_rows_floor and the
-    shift diagnostic (nullable)."""
+    """audit_rows, detection_floor_rows, exposed_rows_floor and the shift diagnostic (nullable)."""
     audit_rows = row.get("audit_rows")
     if audit_rows is not None and audit_rows not in ("training", "all"):
         raise LabelDPInputError(f"audit_rows must be 'training', 'all' or None; got {audit_rows!r}")
     out["audit_rows"] = audit_rows
-    legacy = row.get("breaking_tau")  # a TV figure of rows written before kappa
-    if legacy is not None:
-        legacy = _float(row, "breaking_tau")
-        if not 0 <= legacy < 1:
-            raise LabelDPInputError(f"breaking_tau must be in [0, 1) or None; got {legacy!r}")
-    out["breaking_tau"] = legacy
     out["detection_floor_rows"] = None if row.get("detection_floor_rows") is None else _count(row, "detection_floor_rows")
     out["exposed_rows_floor"] = None if row.get("exposed_rows_floor") is None else _count(row, "exposed_rows_floor")
     out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
@@ -398,35 +364,30 @@ def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
 
 
 def audit_record(
-    result: Any, *, model_id: str, partition_date: str | dt.date, claimed_epsilon: float,
-    lineage: Mapping | None = None, shift_diagnostic: Mapping | None = None, kind: str = "target",
-    control: Mapping | None = None, untrusted_reason: str | None = None, reference_check: Mapping | None = None,
+    verdict: Verdict, *, model_id: str, partition_date: str | dt.date, lineage: Mapping | None = None,
 ) -> tuple[dict, list[dict]]:
-    """(row, curve) for the warehouse from an ``AuditResult`` (or its ``to_dict()``).
+    """(row, curve) for the warehouse: a rendering of a `Verdict` (`auditing.judging.judge`), nothing computed.
 
-    The status is ``guardrail_status`` of the VALID bound against ``claimed_epsilon``; an optimistic result
-    (strategy ``max``, the paper's statistic) is refused, because the table's ``epsilon_lower_bound`` is the
-    valid one, and so is a result written before kappa (``tau`` and no ``kappa``: audit again; its old rows
-    stay in the warehouse as they are). ``lineage`` may hold: model_uri, model_fingerprint, reference_model,
-    partition_fingerprint, code_version, flow_run_id, started_at, finished_at, durations (a dict of seconds per
-    stage). The row stores kappa, reference_calibration and (method fdp) fdp_curve 'eps-delta' and
-    gdp_mu_lower_bound from the result; tau = 0 and breaking_tau None (legacy columns). The claim-dependent
-    trust figures (``auditing.robustness``: breaking_kappa, detection_floor_rows, exposed_rows_floor) are
-    computed here from the result and the claim; ``shift_diagnostic`` (pipelines.shift_diagnostics, a
-    diagnostic, not a proof) is stored as given with its two summary scalars. ``kind`` (target | control),
-    ``control`` (`auditing.controls.ControlCheck.to_dict()` for a control) and ``untrusted_reason`` (set on
-    every row of a night whose control failed or whose reference does not fit the day) fill the control
-    columns. ``reference_check``: the night's reference check (`check_reference_check` gives its shape), or
-    None when none was made (reference_checked NULL).
+    An optimistic result (strategy ``max``, the paper's statistic) is refused, because the table's
+    ``epsilon_lower_bound`` is the valid one, and so is a result written before kappa (``tau`` and no
+    ``kappa``: audit again; its old rows stay in the warehouse as they are). ``lineage`` may hold: model_uri,
+    model_fingerprint, reference_model, partition_fingerprint, code_version, flow_run_id, started_at,
+    finished_at, durations (a dict of seconds per stage). The row stores the verdict's status, robustness,
+    risk and trust figures, kappa, reference_calibration, the method's trade-off curve (fdp_curve) and its
+    Gaussian reading. ``verdict.reference_check`` is validated
+    here (`check_reference_check`); None records no check (reference_checked NULL).
+
+    Raises:
+        LabelDPInputError: an optimistic or pre-kappa result, unknown lineage fields, a malformed figure.
     """
-    data = result.to_dict() if hasattr(result, "to_dict") else result
-    if not isinstance(data, Mapping):
-        raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(result).__name__}")
+    if not isinstance(verdict, Verdict):
+        raise LabelDPInputError(f"audit_record needs a Verdict (auditing.judging.judge); got {type(verdict).__name__}")
+    data = dict(verdict.result)
     if data.get("optimistic"):
         raise LabelDPInputError(
             "result is optimistic (strategy 'max', the paper's statistic); the warehouse stores only valid bounds"
         )
-    if "kappa" not in data and "tau" in data:
+    if verdict.legacy:
         raise LabelDPInputError(
             "result: written before kappa (it has tau, a total-variation figure, and no kappa); audit it again "
             "with this version (rows written before stay in the warehouse as they are)")
@@ -440,27 +401,32 @@ def audit_record(
     missing = [k for k in needed if k not in data]
     if missing:
         raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
-    claimed = float(claimed_epsilon)
-    status = guardrail_status(data["epsilon_lower_bound"], claimed, data["max_certifiable_epsilon"])
     calibration = data.get("reference_calibration") or "none"
+    robustness = verdict.robustness
+    diagnostic = dict(verdict.shift_diagnostic) if verdict.shift_diagnostic else None
+    control = verdict.control
     row = {
         "model_id": model_id, "partition_date": partition_date, "audit_config_hash": data["config_hash"],
-        "claimed_epsilon": claimed, "delta": data["delta"], "confidence": data["confidence"],
-        "tau": 0.0, "kappa": data["kappa"], "m": data["m"], "selected_guesses": data["selected_guesses"],
+        "claimed_epsilon": verdict.claimed_epsilon, "delta": data["delta"], "confidence": data["confidence"],
+        "kappa": data["kappa"], "m": data["m"], "selected_guesses": data["selected_guesses"],
         "selected_correct": data["selected_correct"], "epsilon_lower_bound": data["epsilon_lower_bound"],
         "epsilon_mean": data.get("epsilon_mean"), "epsilon_std": data.get("epsilon_std"),
         "epsilon_median": data.get("epsilon_median"), "strategy": data["strategy"], "method": data["method"],
-        "status": status, "max_certifiable_epsilon": data["max_certifiable_epsilon"],
-        "repetitions": data["repetitions"], "seed": data["seed"], "result_json": dict(data), **lineage,
-        **trust_columns(data, claimed, status, shift_diagnostic),
-        "kind": kind, "untrusted_reason": untrusted_reason,
+        "status": verdict.status, "max_certifiable_epsilon": data["max_certifiable_epsilon"],
+        "repetitions": data["repetitions"], "seed": data["seed"], "result_json": data, **lineage,
+        "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
+        "detection_floor_rows": robustness.detection_floor_rows,
+        "exposed_rows_floor": robustness.exposed_rows_floor, "shift_diagnostic": diagnostic,
+        "reference_log_loss_shift": (diagnostic or {}).get("reference_log_loss_shift"),
+        "feature_shift_max_psi": (diagnostic or {}).get("feature_shift_max_psi"),
+        "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
         "control_passed": None if control is None else int(bool(control["passed"])),
         "control_floor": None if control is None else control.get("floor"),
-        **risk_record(data, claimed),
+        **verdict.risk_columns,
         "reference_calibration": calibration,
         "fdp_curve": fdp_curve_of(data),
-        "gdp_mu_lower_bound": data.get("gdp_mu_lower_bound") if data["method"] == "fdp" else None,
-        **reference_check_columns(reference_check, calibration),
+        "gdp_mu_lower_bound": data.get("gdp_mu_lower_bound") if fdp_curve_of(data) is not None else None,
+        **reference_check_columns(verdict.reference_check, calibration),
     }
     row = normalize_row(row)
     curve = [{**point, "point_confidence": data["point_confidence"]} for point in data["curve"]]
@@ -471,169 +437,13 @@ def fdp_curve_of(data: Mapping) -> str | None:
     """Which f-DP curve an fdp result or row used: its ``fdp_curve`` when it states one, 'eps-delta' for a
     result written since kappa (it has ``kappa``), None for binomial and for a legacy fdp result/row (the
     Gaussian reading)."""
-    if data.get("method") != "fdp":
+    if data.get("method") not in BOUND_METHODS or bound_method(data["method"]).curve is None:
         return None
     if data.get("fdp_curve") is not None:
         return data["fdp_curve"]
     if data.get("kappa") is not None:
-        return FDP_CURVES[0]
+        return bound_method(data["method"]).curve
     return None
-
-
-def _check_keys(value: Any, name: str, allowed: Sequence[str]) -> dict:
-    if not isinstance(value, Mapping):
-        raise LabelDPInputError(f"{name} must be a dict; got {type(value).__name__}")
-    unknown = sorted(set(value) - set(allowed))
-    if unknown:
-        raise LabelDPInputError(f"{name}: unknown key(s) {unknown}; allowed: {list(allowed)}")
-    return dict(value)
-
-
-def check_reference_check(check: Any, calibration: str | None = None) -> dict:
-    """The validated reference check of a night (the ``reference_check`` keyword of `audit_record` and
-    `auditing.report.render_run_report`)::
-
-        {"calibration": "boost" | "none",            # required; equals the result's reference_calibration
-         "checked": bool,                             # required; False: correction and label-blind control skipped
-         "note": str | None,                          # why not checked / what it means; required when checked is
-                                                      # False
-         "calibration_figures": None | {"rows_fit": int, "rows_validation": int, "rounds": int,
-                                        "logloss_before": float, "logloss_after": float,
-                                        "ece_before": float, "ece_after": float},   # when the correction ran
-         "label_blind": None | {"epsilon_lower_bound": float,   # its valid bound at the plan's kappa, >= 0
-                                "misfit_kappa": float,          # smallest kappa bringing it to 0, >= 0
-                                "flagged": bool}}               # True: the reference does not fit day D
-
-    A checked night may lack a figure group (the label-blind control could not run: the night is untrusted
-    through the control machinery; the report says "did not run"). Errors name the field
-    (``reference_check.label_blind.misfit_kappa`` ...). Absent optional keys read None.
-    """
-    check = _check_keys(check, "reference_check", REFERENCE_CHECK_KEYS)
-    missing = [k for k in ("calibration", "checked") if check.get(k) is None]
-    if missing:
-        raise LabelDPInputError(f"reference_check: missing {missing}")
-    if check["calibration"] not in REFERENCE_CALIBRATIONS:
-        raise LabelDPInputError(f"reference_check.calibration must be one of {list(REFERENCE_CALIBRATIONS)}; "
-                                f"got {check['calibration']!r}")
-    if calibration is not None and check["calibration"] != calibration:
-        raise LabelDPInputError(f"reference_check.calibration {check['calibration']!r} differs from the result's "
-                                f"reference_calibration {calibration!r}")
-    if not isinstance(check["checked"], bool):
-        raise LabelDPInputError(f"reference_check.checked must be True or False; got {check['checked']!r}")
-    note = check.get("note")
-    if note is not None and (not isinstance(note, str) or not note.strip()):
-        raise LabelDPInputError(f"reference_check.note must be non-empty text or None; got {note!r}")
-    out = {"calibration": check["calibration"], "checked": check["checked"], "note": note,
-           "calibration_figures": None, "label_blind": None}
-    figures = check.get("calibration_figures")
-    if figures is not None:
-        figures = _check_keys(figures, "reference_check.calibration_figures", tuple(CALIBRATION_FIGURES))
-        missing = [k for k in CALIBRATION_FIGURES if figures.get(k) is None]
-        if missing:
-            raise LabelDPInputError(f"reference_check.calibration_figures: missing {missing}")
-        if check["calibration"] != "boost":
-            raise LabelDPInputError("reference_check.calibration_figures are for calibration 'boost' (the "
-                                    f"correction ran); got calibration {check['calibration']!r}")
-        clean = {}
-        for key in CALIBRATION_FIGURES:
-            name = f"reference_check.calibration_figures.{key}"
-            if key.startswith(("rows", "rounds")):
-                clean[key] = _count({name: figures[key]}, name)
-            else:
-                clean[key] = _optional_float({name: figures[key]}, name, high=1.0 if key.startswith("ece") else None)
-        if clean["rows_validation"] < 1:
-            raise LabelDPInputError(f"reference_check.calibration_figures.rows_validation must be >= 1 (the "
-                                    f"figures are measured on them); got {clean['rows_validation']}")
-        out["calibration_figures"] = clean
-    blind = check.get("label_blind")
-    if blind is not None:
-        blind = _check_keys(blind, "reference_check.label_blind", tuple(LABEL_BLIND_FIGURES))
-        missing = [k for k in LABEL_BLIND_FIGURES if blind.get(k) is None]
-        if missing:
-            raise LabelDPInputError(f"reference_check.label_blind: missing {missing}")
-        clean = {}
-        for key in ("epsilon_lower_bound", "misfit_kappa"):
-            name = f"reference_check.label_blind.{key}"
-            clean[key] = _optional_float({name: blind[key]}, name)
-        if not isinstance(blind["flagged"], bool):
-            raise LabelDPInputError(f"reference_check.label_blind.flagged must be True or False; got "
-                                    f"{blind['flagged']!r}")
-        clean["flagged"] = blind["flagged"]
-        if clean["flagged"] and not clean["epsilon_lower_bound"] > 0:
-            raise LabelDPInputError("reference_check.label_blind: flagged needs epsilon_lower_bound > 0 (the "
-                                    f"control flags a positive bound); got {clean['epsilon_lower_bound']!r}")
-        out["label_blind"] = clean
-    if not out["checked"]:
-        given = [k for k in ("calibration_figures", "label_blind") if out[k] is not None]
-        if given:
-            raise LabelDPInputError(f"reference_check: checked is False but {given} given (figures mean it ran)")
-        if note is None:
-            raise LabelDPInputError("reference_check.note is required when checked is False (say why it was "
-                                    "skipped, e.g. no held-out rows)")
-    return out
-
-
-def reference_check_columns(check: Mapping | None, calibration: str | None = None) -> dict:
-    """The warehouse columns of a reference check (all None for None: no check recorded)."""
-    columns = {name: None for name in (*CALIBRATION_FIGURES.values(), *LABEL_BLIND_FIGURES.values(),
-                                       "reference_checked", "reference_check_note")}
-    if check is None:
-        return columns
-    check = check_reference_check(check, calibration)
-    columns["reference_checked"] = int(check["checked"])
-    columns["reference_check_note"] = check["note"]
-    for key, column in CALIBRATION_FIGURES.items():
-        columns[column] = (check["calibration_figures"] or {}).get(key)
-    for key, column in LABEL_BLIND_FIGURES.items():
-        value = (check["label_blind"] or {}).get(key)
-        columns[column] = int(value) if key == "flagged" and value is not None else value
-    return columns
-
-
-def reference_check_from_row(row: Mapping) -> dict | None:
-    """The reference check (`check_reference_check`'s shape) a warehouse row stores; None when it records none
-    (reference_checked NULL: a legacy row or an audit outside the nightly flow)."""
-    if row.get("reference_checked") is None:
-        return None
-    figures = None
-    if row.get("calibration_rows_fit") is not None:
-        figures = {key: row.get(column) for key, column in CALIBRATION_FIGURES.items()}
-    blind = None
-    if row.get("label_blind_bound") is not None:
-        blind = {"epsilon_lower_bound": row["label_blind_bound"], "misfit_kappa": row.get("reference_misfit_kappa"),
-                 "flagged": bool(row.get("label_blind_flagged"))}
-    return {"calibration": row.get("reference_calibration") or "none", "checked": bool(row["reference_checked"]),
-            "note": row.get("reference_check_note"), "calibration_figures": figures, "label_blind": blind}
-
-
-def risk_record(data: Mapping, claimed: float) -> dict:
-    """issue 8: the risk scalars for the claim (risk_*) and the valid bound (risk_lb_*) and the headline
-    (auditing.risk.risk_assessment, from the result's claim-free prior histogram and the claim)."""
-    from auditing.risk import risk_assessment, risk_columns
-
-    return risk_columns(risk_assessment(dict(data), claimed))
-
-
-def trust_columns(data: Mapping, claimed: float, status: str, shift_diagnostic: Mapping | None = None) -> dict:
-    """The trust columns of a row: audit_rows, breaking_kappa and detection_floor_rows (None when the result
-    cannot support them, e.g. a split result written before split_halves existed), exposed_rows_floor (the
-    game-aware floor, auditing.exposure_floor; None with a reason there), the diagnostic, and the legacy
-    breaking_tau (None: never computed for a row with kappa)."""
-    from auditing.exposure_floor import exposed_rows_floor
-    from auditing.robustness import breaking_kappa, detection_floor_rows
-
-    out: dict[str, Any] = {"audit_rows": data.get("audit_rows"), "breaking_tau": None}
-    try:
-        out["breaking_kappa"] = breaking_kappa(data, claimed)
-        out["detection_floor_rows"] = detection_floor_rows(data, claimed)
-    except LabelDPInputError:
-        out["breaking_kappa"] = out["detection_floor_rows"] = None
-    out["exposed_rows_floor"] = exposed_rows_floor(data, claimed)
-    diagnostic = dict(shift_diagnostic) if shift_diagnostic else None
-    out["shift_diagnostic"] = diagnostic
-    out["reference_log_loss_shift"] = (diagnostic or {}).get("reference_log_loss_shift")
-    out["feature_shift_max_psi"] = (diagnostic or {}).get("feature_shift_max_psi")
-    return out
 
 
 def _json_default(value: Any) -> Any:

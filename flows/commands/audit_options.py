@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 
+from auditing.methods import BOUND_METHODS
+from auditing.selection import STRATEGIES_REGISTRY
+
 
 def add_audit_arguments(parser) -> None:
     parser.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed keying every random choice (default 0)")
-    parser.add_argument("--strategy", choices=["bonferroni", "split", "max"], default="bonferroni",
-                        help="how the number of guesses is chosen: bonferroni (valid, default), split (valid), "
-                             "max (the paper's, optimistic)")
-    parser.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
+    parser.add_argument("--strategy", choices=STRATEGIES_REGISTRY.names(), default="bonferroni",
+                        help="how the number of guesses is chosen: " + STRATEGIES_REGISTRY.help("bonferroni"))
+    parser.add_argument("--method", choices=BOUND_METHODS.names(), default="binomial",
+                        help="bound method: " + BOUND_METHODS.help("binomial"))
     parser.add_argument("--delta", type=float, default=None, help="delta of the claim (default 0: label-DP claims are pure eps)")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
     parser.add_argument("--kappa", type=float, default=0.0,

@@ -99,26 +99,12 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
     return probabilities(target_col), probabilities(reference_col), labels, row_ids
 
 
-def verdict(result: dict, claimed_epsilon: float) -> dict:
-    """status against the claim and the claim-dependent robustness figures (auditing.robustness)."""
-    from auditing.guardrail import guardrail_status
-    from auditing.robustness import verdict_robustness
-
-    if result["optimistic"]:
-        from auditing.errors import LabelDPInputError
-
-        raise LabelDPInputError("--claimed-epsilon needs a valid bound: --strategy max is the paper's optimistic "
-                                "statistic; use bonferroni or split")
-    status = guardrail_status(result["epsilon_lower_bound"], claimed_epsilon, result["max_certifiable_epsilon"])
-    return {"claimed_epsilon": claimed_epsilon, "status": status,
-            **verdict_robustness(result, claimed_epsilon, status)}
-
-
 def run(args) -> int:
     from auditing.audit import run_audit
     from auditing.errors import LabelDPInputError
+    from auditing.judging import demonstrated_risk, judge
+    from auditing.report.text import format_audit_result
     from flows.progress import ProgressPrinter
-    from flows.result_text import format_audit_result
 
     config = audit_config_from(args)
     p_target, p_reference, labels, row_ids = read_table(
@@ -135,9 +121,15 @@ def run(args) -> int:
         raise LabelDPInputError(f"{args.file}: {exc}") from None
     out = result.to_dict()
     if args.claimed_epsilon is not None:
-        out.update(verdict(out, args.claimed_epsilon))
+        if result.optimistic:
+            raise LabelDPInputError("--claimed-epsilon needs a valid bound: --strategy max is the paper's "
+                                    "optimistic statistic; use bonferroni or split")
+        verdict = judge(result, args.claimed_epsilon)
+        robustness = verdict.robustness.to_dict()
+        robustness.pop("note")
+        out.update(claimed_epsilon=verdict.claimed_epsilon, status=verdict.status, **robustness)
     if args.json:
         print(json.dumps(out))
     else:
-        print(format_audit_result(out))
+        print(format_audit_result(out, demonstrated_risk(result)))
     return 0

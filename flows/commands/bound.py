@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from auditing.methods import BOUND_METHODS
+
 HELP = "compute an epsilon lower bound from an attacker's counts (a calculator)"
 DESCRIPTION = """\
 Turns the counts of one observational label-inference game into a lower bound on epsilon that holds with the
@@ -30,7 +32,8 @@ def register(subparsers) -> None:
                    help="bound on |log D'(y|x) - log D(y|x)|: how far the reference's label probabilities may be "
                         "off from the truth on any row (default 0)")
     p.add_argument("--tau", default=None, help=argparse.SUPPRESS)  # removed: 0 is ignored, other values refused
-    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial", help="bound method (default binomial)")
+    p.add_argument("--method", choices=BOUND_METHODS.names(), default="binomial",
+                   help="bound method: " + BOUND_METHODS.help("binomial"))
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
     p.set_defaults(func=run)
 

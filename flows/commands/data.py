@@ -1,4 +1,4 @@
-"""`labeldp-audit data ...`: create and check daily partitions (issue 3, data half).
+"""`labeldp-audit data ...`: create and check daily partitions.
 
 Subcommands: `synth` (deterministic Criteo-like days with an oracle), `ingest-criteo` (a Criteo TSV click log into
 one day), `validate` (read a day through the schema and print its row count, click rate and fingerprint).

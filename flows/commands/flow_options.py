@@ -27,7 +27,7 @@ def prepare_environment() -> None:
 
 
 def print_rows(rows: list[dict], as_json: bool) -> None:
-    from flows.steps import format_rows
+    from auditing.report.text import format_rows
 
     if as_json:
         print(json.dumps(rows, default=str))

@@ -1,4 +1,4 @@
-"""`labeldp-audit score`: the Beam scoring job for one day (issue 4)."""
+"""`labeldp-audit score`: the Beam scoring job for one day."""
 
 from __future__ import annotations
 
@@ -121,9 +121,11 @@ def read_options_file(path: str) -> list[str]:
 
 
 def run(args) -> int:
+    from auditing.judging import demonstrated_risk
+    from auditing.report.text import format_audit_result
     from auditing.sweep_reduce import BinSpec
-    from flows.result_text import format_audit_result
-    from pipelines.beam_scoring import RESULT_FILE, ScoringRequest, score_day
+    from pipelines.beam_request import RESULT_FILE, ScoringRequest
+    from pipelines.beam_scoring import score_day
     from pipelines.layout import parse_date, resolve_data_root
     from pipelines.progress import no_progress, stderr_progress
 
@@ -146,7 +148,7 @@ def run(args) -> int:
         print(json.dumps(record | {"output_dir": str(outcome.output_dir)}))
     else:
         rows = outcome.record["diagnostics"]["rows"]
-        print(format_audit_result(outcome.record["result"]))
+        print(format_audit_result(outcome.record["result"], demonstrated_risk(outcome.record["result"])))
         print(f"rows: {rows['rows_read']} read, {rows['rows_scored']} audited, {rows['rows_without_row_id']} "
               f"without row_id, {rows['rows_bad_target_probabilities']} / {rows['rows_bad_reference_probabilities']} "
               f"with bad target / reference probabilities")

@@ -7,6 +7,8 @@ import json
 import sys
 import time
 
+from auditing.methods import BOUND_METHODS
+
 HELP = "validate the audit on randomized response at known epsilons (true eps vs lower bound)"
 DESCRIPTION = """\
 Runs the paper's randomized-response validation: k-class Gaussian mixture data, k-ary randomized response at
@@ -39,8 +41,8 @@ def register(subparsers) -> None:
     p.add_argument("--repetitions", type=int, default=20, help="resamplings of counterfactual labels (paper: 100; default 20)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    p.add_argument("--method", choices=["binomial", "fdp"], default="binomial",
-                   help="bound method (default binomial); both at delta = 0")
+    p.add_argument("--method", choices=BOUND_METHODS.names(), default="binomial",
+                   help="bound method, at delta = 0: " + BOUND_METHODS.help("binomial"))
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     p.set_defaults(func=run)
 
@@ -79,7 +81,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(rows_as_dicts(rows)))
         return 0
-    method = "binomial Thm. 17" if args.method == "binomial" else "f-DP Alg. 3 on the (eps, 0) curve"
+    method = BOUND_METHODS.get(args.method).label
     print(f"Randomized response audit: n={args.rows}, {args.repetitions} repetitions, {method}, delta=0, "
           f"confidence {args.confidence:.0%}")
     print(f"{'k':>3} {'counterf.':>9} {'guesses':>8} {'true eps':>8} {'valid eps_lb':>12} {'paper mean +- std':>18} {'exceeds':>7}")

@@ -1,0 +1,110 @@
+"""Plain-text renderings for the command line: one audit result, and the results table of the flows.
+
+Renderers only: every figure comes from an audit result or a `Verdict` computed elsewhere (`auditing.judging`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+
+def format_audit_result(result: Mapping, demonstrated: Mapping | None = None) -> str:
+    """A short summary: the valid bound with its labels first, then the paper's statistic, then context.
+
+    Args:
+        result: `AuditResult.to_dict()`, with the verdict's ``status``, ``claimed_epsilon`` and
+            ``breaking_kappa`` merged in when a claim was judged.
+        demonstrated: `auditing.judging.demonstrated_risk` of the result (None: no line about it).
+    """
+    kind = "OPTIMISTIC (not a valid bound)" if result["optimistic"] else f"valid at {result['confidence']:.0%} confidence"
+    lines = [
+        f"epsilon lower bound: {result['epsilon_lower_bound']:.4f}   [{kind}]",
+        f"  method={result['method']}  strategy={result['strategy']}  delta={result['delta']:g}  kappa={result['kappa']:g}"
+        f"  per-point confidence={result['point_confidence']:.6g}",
+        f"  selected: {result['selected_correct']} correct of {result['selected_guesses']} guesses"
+        f" (m={result['selected_m']}, grid of {result['grid_size']} points, {result['grid']})",
+        f"  largest bound this audit could certify (perfect attacker): {result['max_certifiable_epsilon']:.4f}",
+        *_verdict_lines(result),
+        f"paper's statistic over {result['repetitions']} repetitions (optimistic: max over the sweep, uncorrected):",
+        f"  mean {result['epsilon_mean']:.4f}  std {result['epsilon_std']:.4f}  median {result['epsilon_median']:.4f}",
+        f"  m={result['m']}  seed={result['seed']}  score={result['score']} (t={result['score_power']:g})"
+        f"  config={result['config_hash']}",
+    ]
+    if demonstrated:
+        lines.append(_demonstrated_line(demonstrated))
+    return "\n".join(lines)
+
+
+def _verdict_lines(result: dict) -> list[str]:
+    """The verdict against a claim (audit-scores --claimed-epsilon) and the f-DP method's Gaussian reading."""
+    lines = []
+    if result.get("status") is not None:
+        kappa = result["breaking_kappa"]
+        meaning = (f"the counts disprove the claim unless the reference misjudges some row's click odds by more "
+                   f"than a factor {math.exp(kappa):.3g}" if kappa > 0 else "the counts do not disprove the claim")
+        lines.append(f"  status against the claimed eps {result['claimed_epsilon']:g} at kappa {result['kappa']:g}: "
+                     f"{result['status']}; breaking kappa {kappa:.4g} ({meaning})")
+    if result.get("gdp_mu_lower_bound") is not None:
+        lines.append(f"  Gaussian reading: not mu-GDP for any mu below {result['gdp_mu_lower_bound']:.4f} "
+                     "(a statement about mu only; not an epsilon bound)")
+    return lines
+
+
+def _demonstrated_line(block: Mapping) -> str:
+    """What the valid bound demonstrates (`auditing.judging.demonstrated_risk`)."""
+    return (f"what eps_lb demonstrates (no guarantee beats these ceilings; priors: the reference's probabilities): "
+            f"a guess right {block['prior_p90']:.1%} of the time beforehand can be right up to "
+            f"{block['posterior_ceiling_p90']:.1%}; membership advantage up to {block['mia_advantage_bound']:.3f} "
+            "(labeldp-audit risk --help explains each figure)")
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The results table printed by the nightly / guardrail / backfill commands."""
+    header = (f"{'model':<20} {'date':<10} {'status':<15} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
+              f"{'max cert.':>9} {'brk.kap':>8} {'floor':>7} {'exp.fl':>8} {'m':>8} {'rows':<8}  report")
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
+        paper = f"{r['epsilon_mean']:.3f}+-{r['epsilon_std']:.3f}" if r.get("epsilon_mean") is not None else "-"
+        # A control shows whether it came out as constructed; '!' marks a verdict of an untrusted night.
+        status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
+        status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
+        breaking = "-" if r.get("breaking_kappa") is None else f"{r['breaking_kappa']:.3g}"
+        floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
+        exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
+        exposed += "w" if r.get("weak_pass") else ""
+        lines.append(f"{r['model_id']:<20} {r['partition_date']:<10} {status:<15} {claimed:>7} "
+                     f"{r['epsilon_lower_bound']:>7.3f} {paper:>16} {r['max_certifiable_epsilon']:>9.2f} "
+                     f"{breaking:>8} {floor:>7} {exposed:>8} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
+    if rows:
+        r = rows[0]
+        lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
+                     f"{r['method']}, delta={r['delta']:g}, kappa={r['kappa']:g}); paper mean+-std: the paper's "
+                     "optimistic statistic, for comparison only.")
+        lines.append("brk.kap: largest kappa at which the same counts still exceed the claim, i.e. the verdict "
+                     "holds unless the reference misjudges some row's click odds by more than a factor e^brk.kap "
+                     "(0: they do not exceed it at kappa = 0); floor: fewest correct guesses (a perfect attacker's fully exposed "
+                     "labels) that could flag the claim, a necessary condition (-: none, INCONCLUSIVE); exp.fl: "
+                     "fewest fully exposed labels this audit flags with 95% probability in the game (-: not "
+                     "computed or none reaches 95%, see --json exposed_rows_floor_note; w: a weak PASS, exp.fl > "
+                     "1% of m or none); rows: the audited rows (training: rows whose labels entered training).")
+    if any(r.get("kind") == "control" for r in rows):
+        lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
+                     "exceed a pre-registered floor and stay <= eps_c), negative control (a copy of the reference: "
+                     "its bound must be 0) and label-blind control (trained only on held-out rows: its bound must be "
+                     "0, else the reference does not fit the day).")
+    for r in rows:  # what the claimed eps allows and the bound demonstrates
+        if r.get("risk_headline") and r.get("kind") != "control":
+            lines.append(f"what this means for {r['model_id']} {r['partition_date']}: {r['risk_headline']}")
+    untrusted = sorted({r["untrusted_reason"] for r in rows if r.get("untrusted_reason")})
+    for reason in untrusted:
+        lines.append(f"! UNTRUSTED: {reason}")
+    return "\n".join(lines)
+
+
+def violation_line(row: Mapping) -> str:
+    """One line for a guardrail VIOLATION (the release is blocked), from the flows' summary of a verdict."""
+    return (f"VIOLATION: {row['model_id']}@{row['partition_date']} valid eps_lb {row['epsilon_lower_bound']:.4f} > "
+            f"claimed {row['claimed_epsilon']:g} (confidence {row['confidence']:.0%}, {row['strategy']}, "
+            f"{row['method']}, delta={row['delta']:g}, kappa={row['kappa']:g}); report: {row['report']}")

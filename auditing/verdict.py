@@ -1,0 +1,101 @@
+"""The verdict: one frozen record of everything the auditing stage concludes about one model on one day.
+
+`auditing.judging.judge` computes it once from an audit result and a claim (status, robustness, floors, risk,
+trust); the warehouse row, the HTML report, the alert, the CLI table and ``--json`` only render it. This
+module is data only: it imports no bound, risk or robustness code, so the sinks that read a verdict sit beside
+the math, not above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# The statuses of a verdict (the warehouse CHECK constraint reads this tuple).
+VIOLATION, INCONCLUSIVE, PASS = "VIOLATION", "INCONCLUSIVE", "PASS"
+STATUSES = (PASS, VIOLATION, INCONCLUSIVE)
+NO_VERDICT = "NO VERDICT (optimistic figure)"  # the status shown for the paper's optimistic statistic
+WEAK_PASS_FRACTION = 0.01  # a PASS whose detection floor exceeds this fraction of the audited rows is weak
+
+
+@dataclass(frozen=True)
+class Robustness:
+    """How much to trust the verdict (auditing.robustness, auditing.exposure_floor).
+
+    breaking_kappa: the largest kappa at which the valid bound still exceeds the claim (None when the result
+    cannot support it). detection_floor_rows: the perfect-attacker floor (None: INCONCLUSIVE or not
+    computable). exposed_rows_floor: the game-aware floor at ``exposed_rows_floor_power`` (None with
+    ``exposed_rows_floor_note`` saying why); ``exposed_floor_computed``: whether it could be computed at all.
+    weak_pass: a PASS whose floor exceeds 1% of the audited rows. note: the sentence the CLI and alert print.
+    """
+
+    audit_rows: str | None
+    breaking_kappa: float | None
+    detection_floor_rows: int | None
+    exposed_rows_floor: int | None
+    exposed_rows_floor_power: float
+    exposed_rows_floor_note: str | None
+    exposed_floor_computed: bool
+    weak_pass: bool
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One model, one day, one claim.
+
+    result: the audit result (`AuditResult.to_dict()`), as computed. status: PASS | VIOLATION | INCONCLUSIVE
+    (`NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.risk_assessment` of the
+    claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
+    posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
+    control: the control's judged check (`ControlCheck.to_dict()` plus the night's name), None for a target;
+    untrusted_reason: set on every verdict of a night whose control failed or whose reference does not fit the
+    day; reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
+    """
+
+    result: Mapping[str, Any]
+    claimed_epsilon: float
+    status: str
+    robustness: Robustness
+    risk: Mapping[str, Any] = field(default_factory=dict)
+    risk_columns: Mapping[str, Any] = field(default_factory=dict)
+    posterior_curve: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "target"
+    control: Mapping[str, Any] | None = None
+    untrusted_reason: str | None = None
+    reference_check: Mapping[str, Any] | None = None
+    shift_diagnostic: Mapping[str, Any] | None = None
+
+    @property
+    def epsilon_lower_bound(self) -> float:
+        return float(self.result["epsilon_lower_bound"])
+
+    @property
+    def legacy(self) -> bool:
+        """A result written before kappa existed (it carries tau and no kappa)."""
+        return "kappa" not in self.result and "tau" in self.result
+
+    @property
+    def risk_headline(self) -> str | None:
+        return self.risk_columns.get("risk_headline")
+
+    def trust_figures(self) -> dict:
+        """The flat trust figures the CLI's ``--json``, the alert and the flows' summary carry: audited rows,
+        breaking kappa, both floors, weak PASS, the robustness sentence (``robustness_note``) and the shift
+        diagnostic's two scalars."""
+        figures = self.robustness.to_dict()
+        figures.pop("exposed_floor_computed")
+        figures["robustness_note"] = figures.pop("note")
+        diagnostic = self.shift_diagnostic or {}
+        figures["reference_log_loss_shift"] = diagnostic.get("reference_log_loss_shift")
+        figures["feature_shift_max_psi"] = diagnostic.get("feature_shift_max_psi")
+        return figures
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["result"] = dict(self.result)
+        return out
