@@ -1,1 +1,36 @@
-"""Data and compute jobs: partitions, label-DP training, the model registry and the Beam scoring job."""
+"""labeldp-audit's data and compute jobs: daily partitions, label-DP training, the model registry and the Beam
+scoring job that turns a day's rows into the audit's sweep counts. A day of synthetic data, a model trained
+with randomized response at eps 1, and its audit::
+
+    import datetime as dt
+    from pipelines import ScoringRequest, generate_day, score_day, train_and_register, write_partition
+    for day in (dt.date(2024, 1, 1), dt.date(2024, 1, 2)):  # day D-1 trains the reference M'
+        write_partition("data", day, generate_day(day, rows=20_000).table)
+    train_and_register("data", dt.date(2024, 1, 2), "rr", 1.0)  # registered as rr-eps1
+    print(score_day(ScoringRequest("data", dt.date(2024, 1, 2), "rr-eps1")).record["result"]["epsilon_lower_bound"])
+
+Mechanisms are registered classes (`pipelines.mechanisms`); the Beam-free part of the scoring job (the request,
+runner arguments, fingerprints) is `beam_request`, the Beam pipeline `beam_scoring` with its DoFns in
+`beam_dofns`. Names load on first use, so importing one submodule does not import Beam or CatBoost.
+"""
+
+from __future__ import annotations
+
+from auditing.lazy_exports import lazy_exports
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "read_partition": "pipelines.schema", "write_partition": "pipelines.schema", "validate_table": "pipelines.schema",
+    "partition_fingerprint": "pipelines.schema", "generate_day": "pipelines.synth",
+    "ingest_criteo": "pipelines.criteo_ingest", "load_day": "pipelines.training", "train_model": "pipelines.training",
+    "train_and_register": "pipelines.training", "CatBoostSettings": "pipelines.fitting",
+    "Mechanism": "pipelines.mechanisms", "MechanismOptions": "pipelines.mechanisms",
+    "get_mechanism": "pipelines.mechanisms", "mechanism_names": "pipelines.mechanisms",
+    "read_metadata": "pipelines.registry", "load_model": "pipelines.registry",
+    "ScoringRequest": "pipelines.beam_request", "score_day": "pipelines.beam_scoring",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+__getattr__, __dir__ = lazy_exports("pipelines", _EXPORTS, globals())
