@@ -1,4 +1,4 @@
-"""Benchmark: the Beam scoring job (issue 4) on a 1M-row partition, two models, R = 100.
+"""Benchmark: the Beam scoring job on a 1M-row partition, two models, R = 100.
 
 Measurements, each in a fresh subprocess so that its peak resident memory (VmHWM) is its own:
 
@@ -83,7 +83,7 @@ def setup(root: Path, rows: int, train_rows: int) -> None:
 
 def _predictions(root: Path, out: dict):
     from pipelines import registry, schema
-    from pipelines.catboost_handler import catboost_frame, catboost_pool
+    from pipelines.catboost_frames import catboost_frame, catboost_pool
 
     began = time.perf_counter()
     table = schema.read_partition(root, DAY)
