@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from auditing.controls import expected_histogram
 from auditing.errors import LabelDPInputError
+from auditing.expected_game import expected_histogram
 from pipelines import schema
 from pipelines.beam_coders import BatchCoder
 from pipelines.catboost_frames import catboost_frame

@@ -71,8 +71,8 @@ from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from auditing.audit import audit_from_counts
-from auditing.controls import expected_record
 from auditing.errors import LabelDPInputError
+from auditing.expected_game import expected_record
 from auditing.score_histogram import coarsen
 from pipelines import registry, schema
 from pipelines.audit_rows import row_selection
