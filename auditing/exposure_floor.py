@@ -82,7 +82,7 @@ def exposed_floor_unavailable(result: Mapping, claimed_epsilon: float) -> str | 
     if result.get("score") not in ("paper", "log-ratio"):
         return (f"the score is {result.get('score')!r}: the exposed rows' scores are known only for the named "
                 "scores (paper, log-ratio)")
-    unsupported = selection_strategy(result["strategy"]).exposure_floor_unsupported
+    unsupported = selection_strategy(result["strategy"]).exposure_floor_reason()
     if unsupported is not None:
         return unsupported
     prior = result.get("prior_histogram") or {}
@@ -125,7 +125,7 @@ def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float =
     claimed = float(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    if selection_strategy(result["strategy"]).exposure_floor_unsupported is not None:
+    if selection_strategy(result["strategy"]).exposure_floor_reason() is not None:
         raise LabelDPInputError(f"game_detection_floor: strategy {result['strategy']!r} is not supported "
                                 "(bonferroni only)")
     if result.get("score") not in ("paper", "log-ratio"):

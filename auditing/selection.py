@@ -76,8 +76,6 @@ class SelectionStrategy(ABC):
     description: ClassVar[str]  # one sentence for --help and the docs
     valid: ClassVar[bool] = True  # False: an optimistic statistic, never stored as a verdict
     uses_halves: ClassVar[bool] = False  # needs both halves' counts of repetition 0 (the keyed split)
-    # Why the game-aware exposure floor (auditing.exposure_floor) does not model this strategy; None: it does.
-    exposure_floor_unsupported: ClassVar[str | None] = None
 
     @abstractmethod
     def point_confidence(self, confidence: float, grid_size: int) -> float:
@@ -95,13 +93,27 @@ class SelectionStrategy(ABC):
 
     def exceeds(self, evidence: Evidence, claimed: float, *, method: MethodChoice, delta: float,
                 kappa: float) -> bool:
-        """Would the valid bound, recomputed at ``kappa`` from the same counts, exceed ``claimed``?"""
-        return any_point_exceeds(evidence.correct, evidence.guesses, evidence.m, claimed, method=method,
-                                 delta=delta, confidence=evidence.point_confidence, kappa=kappa)
+        """Would the valid bound, recomputed at ``kappa`` from the same counts, exceed ``claimed``? By default
+        the selection is run again on the stored counts; a strategy may answer faster."""
+        counts = SweepCounts(m=evidence.m, guesses=evidence.guesses[None, :], correct=evidence.correct[None, :])
+        chosen = self.select(counts, evidence.halves, method=method, confidence=evidence.confidence, delta=delta,
+                             kappa=kappa)
+        return chosen.epsilon_lower_bound > claimed
 
     def floor_setup(self, evidence: Evidence) -> tuple[np.ndarray, int, float, int]:
-        """(grid, m, confidence, rows per exposed label) for the perfect-attacker detection floor."""
-        return evidence.guesses, evidence.m, evidence.point_confidence, 1
+        """(grid, m, confidence, rows per exposed label) for the perfect-attacker detection floor, which assumes
+        the selection can pick any grid point; a strategy that cannot says so here.
+
+        Raises:
+            LabelDPInputError: the floor does not model this strategy (the verdict then has no floor).
+        """
+        raise LabelDPInputError(f"strategy {self.name!r}: the perfect-attacker floor models selections over the "
+                                "whole grid only")
+
+    def exposure_floor_reason(self) -> str | None:
+        """Why the game-aware exposure floor (auditing.exposure_floor) does not model this strategy; None: it
+        does (bonferroni only)."""
+        return f"strategy {self.name!r}: the game-aware floor models the bonferroni selection only"
 
     def describe(self, grid_size: int, point_confidence: str) -> str:
         """How the report words the selection (grid size and per-point confidence as text)."""
@@ -123,12 +135,25 @@ def _select_on_grid(strategy: SelectionStrategy, counts: SweepCounts, *, method,
     )
 
 
+@dataclass(frozen=True)
+class GridMax(SelectionStrategy, ABC):
+    """A strategy whose bound is the max over the grid of per-point bounds at one per-point confidence: the
+    robustness figures then need no re-selection (`any_point_exceeds`) and the perfect-attacker floor applies."""
+
+    def exceeds(self, evidence, claimed, *, method, delta, kappa):
+        return any_point_exceeds(evidence.correct, evidence.guesses, evidence.m, claimed, method=method,
+                                 delta=delta, confidence=evidence.point_confidence, kappa=kappa)
+
+    def floor_setup(self, evidence):
+        return evidence.guesses, evidence.m, evidence.point_confidence, 1
+
+
 STRATEGIES_REGISTRY: Choices[SelectionStrategy] = Choices("strategy")
 
 
 @STRATEGIES_REGISTRY.register
 @dataclass(frozen=True)
-class Bonferroni(SelectionStrategy):
+class Bonferroni(GridMax):
     name: ClassVar[str] = "bonferroni"
     label: ClassVar[str] = "bonferroni"
     description: ClassVar[str] = "every grid point at confidence 1 - (1 - confidence) / G; the max is valid"
@@ -138,6 +163,9 @@ class Bonferroni(SelectionStrategy):
 
     def describe(self, grid_size, point_confidence):
         return f"c′ chosen over {grid_size} sweep points, each bounded at {point_confidence} (Bonferroni)"
+
+    def exposure_floor_reason(self):
+        return None
 
     def select(self, counts, halves, *, method, confidence, delta, kappa):
         return _select_on_grid(self, counts, method=method, confidence=confidence, delta=delta, kappa=kappa)
@@ -151,9 +179,10 @@ class Split(SelectionStrategy):
     description: ClassVar[str] = ("c' chosen on a keyed half of the rows, bounded once on the other half at the "
                                   "full confidence")
     uses_halves: ClassVar[bool] = True
-    exposure_floor_unsupported: ClassVar[str | None] = (
-        "split strategy: its power hangs on the noisy choice of c' on the selection half, which this floor does "
-        "not model (see the perfect-attacker floor, a necessary condition)")
+
+    def exposure_floor_reason(self):
+        return ("split strategy: its power hangs on the noisy choice of c' on the selection half, which this floor "
+                "does not model (see the perfect-attacker floor, a necessary condition)")
 
     def point_confidence(self, confidence, grid_size):
         return confidence
@@ -190,12 +219,14 @@ class Split(SelectionStrategy):
 
 @STRATEGIES_REGISTRY.register
 @dataclass(frozen=True)
-class PaperMax(SelectionStrategy):
+class PaperMax(GridMax):
     name: ClassVar[str] = "max"
     label: ClassVar[str] = "max (paper's statistic, optimistic)"
     description: ClassVar[str] = "the paper's max over uncorrected bounds: OPTIMISTIC, for comparison only"
     valid: ClassVar[bool] = False
-    exposure_floor_unsupported: ClassVar[str | None] = "strategy 'max': only bonferroni (and split) give a valid verdict"
+
+    def exposure_floor_reason(self):
+        return "strategy 'max': only bonferroni (and split) give a valid verdict"
 
     def point_confidence(self, confidence, grid_size):
         return confidence
