@@ -43,18 +43,6 @@ def _path(module: str) -> Path:
     return ROOT.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def _top_level_imports(module: str) -> list[tuple[int, str, list[str]]]:
-    """(line, imported module, names) of the module-level imports (not those inside functions)."""
-    tree = ast.parse(_path(module).read_text(encoding="utf-8"))
-    found = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module, [alias.name for alias in node.names]))
-    return found
-
-
 def test_the_request_module_and_the_batch_work_import_no_beam():
     code = (
         "import importlib, sys\n"
