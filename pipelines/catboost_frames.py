@@ -9,7 +9,9 @@ models read, and the CatBoost `Pool` built from it once for both models. No Beam
   batch read from Parquet carries its row group's whole dictionary (every value of the file, not of the
   batch).
 - `catboost_pool` keeps the last Pool per thread, so the reference model reuses the Pool the target built on
-  the same frame.
+  the same frame; `shared_frame` likewise keeps the last batch's frame, so both models' examples are one frame.
+- The columns come from the dataset spec (`pipelines.dataset_spec`; default the Criteo spec): its numeric
+  features as float64, then its categorical features.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines import schema
+from pipelines.dataset_spec import DatasetSpec, criteo
 
 MISSING_CATEGORY = ""  # pipelines.training.MISSING_CATEGORY: a missing categorical value is the empty string
 
@@ -59,20 +61,35 @@ def _batch_categories(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return recode[indices].astype(np.int32), categories
 
 
-def catboost_frame(table: pa.Table) -> pd.DataFrame:
-    """The CatBoost input for partition rows: ``I1..I13`` as float64 (NaN = missing), then ``C1..C26`` as
-    pandas categoricals of the hex strings ("" = missing) whose categories are the batch's own values held as
-    Python strings (object dtype). Same values as ``pipelines.training.feature_frame``."""
+def catboost_frame(table: pa.Table, dataset: DatasetSpec | None = None) -> pd.DataFrame:
+    """The CatBoost input for partition rows: the numeric features (Criteo: ``I1..I13``) as float64 (NaN =
+    missing), then the categorical ones (Criteo: ``C1..C26``) as pandas categoricals of their strings ("" =
+    missing) whose categories are the batch's own values held as Python strings (object dtype). Same values as
+    ``pipelines.training.feature_frame``."""
+    dataset = dataset or criteo()
     columns: dict[str, Any] = {}
-    for name in schema.NUMERIC_COLUMNS:
+    for name in dataset.numeric:
         columns[name] = pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False)
-    for name in schema.CATEGORICAL_COLUMNS:
+    for name in dataset.categorical:
         codes, categories = _batch_categories(table.column(name))
         columns[name] = pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
     return pd.DataFrame(columns)
 
 
 _POOLS = threading.local()
+_FRAMES = threading.local()
+
+
+def shared_frame(table: pa.Table, dataset: DatasetSpec | None = None) -> pd.DataFrame:
+    """`catboost_frame` of ``table``, built once per batch: the last table's frame is kept per thread, so the
+    reference's example is the frame the target's was (and `catboost_pool` then reuses its Pool too)."""
+    dataset = dataset or criteo()
+    last = getattr(_FRAMES, "last", None)
+    if last is not None and last[0]() is table and last[1] == dataset:
+        return last[2]
+    frame = catboost_frame(table, dataset)
+    _FRAMES.last = (weakref.ref(table), dataset, frame)
+    return frame
 
 
 def catboost_pool(frame: pd.DataFrame, model) -> catboost.Pool:
@@ -89,4 +106,4 @@ def catboost_pool(frame: pd.DataFrame, model) -> catboost.Pool:
     return pool
 
 
-__all__ = ["MISSING_CATEGORY", "catboost_frame", "catboost_pool"]
+__all__ = ["MISSING_CATEGORY", "catboost_frame", "catboost_pool", "shared_frame"]

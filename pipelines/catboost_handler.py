@@ -72,8 +72,11 @@ class CatBoostModelHandler(ModelHandler[pd.DataFrame, PredictionResult, Any]):
     def run_inference(self, batch: Sequence[pd.DataFrame], model, inference_args: dict | None = None
                       ) -> Iterable[PredictionResult]:
         extra = dict(inference_args or {})
+        names = list(model.feature_names_)
         results = []
         for frame in batch:
+            if list(frame.columns) != names:  # a model reading some of the dataset's features, in its own order
+                frame = frame[names]
             probabilities = model.predict_proba(catboost_pool(frame, model), thread_count=self._thread_count,
                                                 **extra)
             results.append(PredictionResult(frame, np.asarray(probabilities, dtype=np.float64),

@@ -1,6 +1,11 @@
 """The daily partition's schema, and the one validation every reader and writer goes through.
 
-A partition (``partitions/date=YYYY-MM-DD/part-*.parquet``, see ``pipelines.layout``) has exactly these
+The columns of a partition come from its dataset spec (`pipelines.dataset_spec`: which column is the row key,
+the label, the numeric and categorical features, the carried columns, and their stored types). Every function
+here takes ``dataset=`` (a `DatasetSpec`); readers default to the spec the partition was written with
+(`pipelines.dataset_spec.dataset_of`), writers and ``validate_table`` to the built-in Criteo spec.
+
+A Criteo partition (``partitions/date=YYYY-MM-DD/part-*.parquet``, see ``pipelines.layout``) has exactly these
 columns, in this order (``PARTITION_SCHEMA``):
 
 - ``row_id``: int64, not null, unique within the day;
@@ -10,9 +15,10 @@ columns, in this order (``PARTITION_SCHEMA``):
 - ``C1``..``C26``: nullable ``dictionary<int32, string>``, each value 8 lowercase hex digits (the hashed
   categoricals of the Criteo logs); null = missing.
 
-``validate_table`` is the single gate: it returns a table with exactly this schema, casting the types that
+``validate_table`` is the single gate: it returns a table with exactly the spec's schema, casting the types that
 cast without loss (any integer width for ``row_id``/``label``/``I*`` when the values fit, plain or large
-strings and other dictionary index widths for ``C*``), and otherwise raises ``LabelDPInputError`` naming the
+strings and other dictionary index widths for ``C*``; for other specs also integers to float64 numeric columns
+and integers to categorical text), and otherwise raises ``LabelDPInputError`` naming the
 source (file or directory), the column, what is wrong and how many rows are bad. ``read_partition``,
 ``iter_partition_batches`` and ``write_partition`` all call it; ``write_partition`` publishes through
 ``layout.atomic_directory``, so a failed write leaves nothing in the partition area.
@@ -32,28 +38,37 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from auditing.errors import LabelDPInputError
+from pipelines.column_checks import CATEGORICAL_TYPE as CATEGORICAL_TYPE  # re-exported
+from pipelines.column_checks import (
+    CATEGORICAL_WIDTH,
+    CRITEO_HINT,
+    cast_categorical,
+    cast_float,
+    cast_integer,
+    cast_text,
+    check_columns,
+    check_labels,
+    check_row_ids_unique,
+    fail,
+)
+from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, write_dataset_record
 from pipelines.layout import atomic_directory, oracle_dir, partition_dir
 
-ROW_ID = "row_id"
-LABEL = "label"
-NUMERIC_COLUMNS = [f"I{i}" for i in range(1, 14)]
-CATEGORICAL_COLUMNS = [f"C{i}" for i in range(1, 27)]
+# The Criteo spec's columns (infra/datasets/criteo.json), the names the synthetic generator and the Criteo
+# ingest write.
+ROW_ID = criteo().row_key
+LABEL = criteo().label
+NUMERIC_COLUMNS = list(criteo().numeric)
+CATEGORICAL_COLUMNS = list(criteo().categorical)
 FEATURE_COLUMNS = NUMERIC_COLUMNS + CATEGORICAL_COLUMNS
 ALL_COLUMNS = [ROW_ID, LABEL, *FEATURE_COLUMNS]
 
 NUMERIC_TYPE = pa.int64()
-CATEGORICAL_TYPE = pa.dictionary(pa.int32(), pa.string())
-CATEGORICAL_WIDTH = 8  # hex digits of a hashed categorical value
 
-PARTITION_SCHEMA = pa.schema(
-    [pa.field(ROW_ID, pa.int64(), nullable=False), pa.field(LABEL, pa.int8(), nullable=False)]
-    + [pa.field(name, NUMERIC_TYPE) for name in NUMERIC_COLUMNS]
-    + [pa.field(name, CATEGORICAL_TYPE) for name in CATEGORICAL_COLUMNS]
-)
+PARTITION_SCHEMA = criteo().partition_schema()
 
 P_CLICK = "p_click"
 ORACLE_SCHEMA = pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False),
@@ -63,9 +78,6 @@ PART_GLOB = "part-*.parquet"
 PROVENANCE_FILE = "_provenance.json"
 DEFAULT_ROWS_PER_FILE = 500_000
 PARQUET_COMPRESSION = "zstd"
-
-_HEX_RE = f"^[0-9a-f]{{{CATEGORICAL_WIDTH}}}$"
-
 
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
@@ -82,178 +94,72 @@ def hex_strings(values: np.ndarray) -> pa.StringArray:
     return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(digits.tobytes()))
 
 
-# --------------------------------------------------------------------------------------------- validation
-
-
-def _fail(source: object, message: str) -> LabelDPInputError:
-    return LabelDPInputError(f"{source}: {message}")
-
-
-def _check_columns(table: pa.Table, expected: Sequence[str], source: object) -> None:
-    present = list(table.column_names)
-    missing = [name for name in expected if name not in present]
-    extra = [name for name in present if name not in expected]
-    duplicated = sorted({name for name in present if present.count(name) > 1})
-    problems = []
-    if missing:
-        problems.append(f"missing column(s) {missing}")
-    if extra:
-        problems.append(f"unexpected column(s) {extra}")
-    if duplicated:
-        problems.append(f"duplicated column name(s) {duplicated}")
-    if problems:
-        if list(expected) == ALL_COLUMNS:
-            hint = "; a partition has exactly the columns row_id, label, I1..I13, C1..C26"
-        else:
-            hint = f"; expected exactly {list(expected)}"
-        raise _fail(source, "; ".join(problems) + hint)
-
-
-def _is_integer(type_: pa.DataType) -> bool:
-    return pa.types.is_integer(type_)
-
-
-def _cast_integer(column: pa.ChunkedArray, target: pa.DataType, name: str, source: object) -> pa.ChunkedArray:
-    """Casts an integer (or all-null) column to ``target``, counting the rows whose values do not fit."""
-    type_ = column.type
-    if pa.types.is_null(type_):
-        return pa.chunked_array([pa.nulls(len(chunk), target) for chunk in column.chunks], type=target)
-    if not _is_integer(type_):
-        raise _fail(source, f"column {name!r} has type {type_}, expected an integer type ({target}); "
-                    f"{len(column) - column.null_count} non-null rows are affected")
-    if type_ == target:
-        return column
-    try:
-        return column.cast(target, safe=True)
-    except (pa.ArrowInvalid, OverflowError):
-        info = np.iinfo(target.to_pandas_dtype())
-        src = np.iinfo(type_.to_pandas_dtype())
-        # Compare in the column's own type (bounds clipped to it), so that no value is rounded.
-        low = pa.scalar(max(int(info.min), int(src.min)), type_)
-        high = pa.scalar(min(int(info.max), int(src.max)), type_)
-        bad = pc.sum(pc.or_(pc.less(column, low), pc.greater(column, high))).as_py() or 0
-        raise _fail(source, f"column {name!r}: {bad} row(s) do not fit in {target} "
-                    f"(range {info.min}..{info.max})") from None
-
-
-def _cast_categorical(column: pa.ChunkedArray, name: str, source: object) -> pa.ChunkedArray:
-    """Casts strings / other dictionaries to ``dictionary<int32, string>``; checks the 8-hex format."""
-    type_ = column.type
-    if pa.types.is_null(type_):
-        return pa.chunked_array([pa.nulls(len(chunk), CATEGORICAL_TYPE) for chunk in column.chunks],
-                                type=CATEGORICAL_TYPE)
-    value_type = type_.value_type if pa.types.is_dictionary(type_) else type_
-    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
-        raise _fail(source, f"column {name!r} has type {type_}, expected strings of {CATEGORICAL_WIDTH} hex "
-                    f"digits (dictionary<int32, string>); {len(column) - column.null_count} non-null rows "
-                    f"are affected")
-    if pa.types.is_dictionary(type_):
-        if type_ != CATEGORICAL_TYPE:
-            column = column.cast(CATEGORICAL_TYPE)
-    else:
-        column = pc.dictionary_encode(column.cast(pa.string()))
-        if column.type != CATEGORICAL_TYPE:
-            column = column.cast(CATEGORICAL_TYPE)
-    # Check the format on each chunk's dictionary (small), then count the rows pointing at bad entries.
-    bad_rows = 0
-    example = None
-    for chunk in column.chunks:
-        ok = pc.match_substring_regex(chunk.dictionary, _HEX_RE).fill_null(True)  # a null entry is a null
-        if pc.all(ok).as_py() is False:
-            bad_positions = np.flatnonzero(~ok.to_numpy(zero_copy_only=False))
-            indices = chunk.indices.to_numpy(zero_copy_only=False)
-            valid = chunk.is_valid().to_numpy(zero_copy_only=False)
-            hits = np.isin(indices, bad_positions) & valid
-            bad_rows += int(hits.sum())
-            if example is None and hits.any():
-                example = chunk.dictionary[int(indices[np.flatnonzero(hits)[0]])].as_py()
-    if bad_rows:
-        raise _fail(source, f"column {name!r}: {bad_rows} row(s) are not {CATEGORICAL_WIDTH} lowercase hex "
-                    f"digits (e.g. {example!r})")
-    return column
-
-
-def _check_labels(column: pa.ChunkedArray, num_classes: int, source: object) -> pa.ChunkedArray:
-    if not _is_integer(column.type):
-        raise _fail(source, f"column 'label' has type {column.type}, expected an integer type (int8) with "
-                    f"values in 0..{num_classes - 1}")
-    if column.null_count:
-        raise _fail(source, f"column 'label': {column.null_count} row(s) are null; every row needs a label")
-    out_of_range = pc.sum(pc.or_(pc.less(column, 0), pc.greater_equal(column, num_classes))).as_py() or 0
-    if out_of_range:
-        seen = pc.unique(column).to_pylist()
-        bad_values = sorted(v for v in seen if not 0 <= v < num_classes)[:5]
-        raise _fail(source, f"column 'label': {out_of_range} row(s) have labels outside the {num_classes} "
-                    f"classes 0..{num_classes - 1} (e.g. {bad_values})")
-    return column.cast(pa.int8())
-
-
-def _check_row_ids_unique(row_ids: np.ndarray, source: object) -> None:
-    ordered = np.sort(row_ids, kind="stable")
-    repeats = ordered[1:] == ordered[:-1]
-    if repeats.any():
-        dup_values = np.unique(ordered[1:][repeats])
-        extra_rows = int(repeats.sum())
-        raise _fail(source, f"column 'row_id': {extra_rows} row(s) repeat an earlier row_id "
-                    f"({len(dup_values)} distinct duplicated value(s), e.g. {int(dup_values[0])}); "
-                    f"row_id must be unique within a day")
-
-
-def _validate(table: pa.Table | pa.RecordBatch, source: object, num_classes: int,
-              columns: Sequence[str] | None, require_rows: bool, check_unique: bool) -> pa.Table:
+def _validate(table: pa.Table | pa.RecordBatch, source: object, num_classes: int | None,
+              columns: Sequence[str] | None, require_rows: bool, check_unique: bool,
+              dataset: DatasetSpec | None = None) -> pa.Table:
+    dataset = dataset or criteo()
+    num_classes = dataset.classes if num_classes is None else num_classes
     if isinstance(num_classes, bool) or int(num_classes) != num_classes or num_classes < 2 or num_classes > 127:
         raise LabelDPInputError(f"num_classes must be a whole number in 2..127; got {num_classes!r}")
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     if not isinstance(table, pa.Table):
         raise LabelDPInputError(f"{source}: expected a pyarrow Table or RecordBatch, got {type(table).__name__}")
+    every = list(dataset.columns)
     if columns is None:
-        expected = list(ALL_COLUMNS)
+        expected = every
     else:
-        unknown = [name for name in columns if name not in ALL_COLUMNS]
+        unknown = [name for name in columns if name not in every]
         if unknown:
-            raise LabelDPInputError(f"columns: {unknown} are not partition columns (known: row_id, label, "
-                                    f"I1..I13, C1..C26)")
+            known = CRITEO_HINT if every == ALL_COLUMNS else ", ".join(every)
+            raise LabelDPInputError(f"columns: {unknown} are not partition columns (known: {known})")
         wanted = set(columns)
-        expected = [name for name in ALL_COLUMNS if name in wanted]
-    _check_columns(table, expected, source)
+        expected = [name for name in every if name in wanted]
+    check_columns(table, expected, source, dataset)
     if require_rows and table.num_rows == 0:
-        raise _fail(source, "the partition is empty (0 rows)")
+        raise fail(source, "the partition is empty (0 rows)")
 
+    numeric, carry = set(dataset.numeric), set(dataset.carry)
+    hex8 = dataset.categorical_format == "hex8"
     arrays = []
     for name in expected:
         column = table.column(name)
-        if name == ROW_ID:
-            column = _cast_integer(column, pa.int64(), name, source)
+        if name == dataset.row_key:
+            column = cast_integer(column, pa.int64(), name, source)
             if column.null_count:
-                raise _fail(source, f"column 'row_id': {column.null_count} row(s) are null")
-        elif name == LABEL:
-            column = _check_labels(column, int(num_classes), source)
-        elif name in NUMERIC_COLUMNS:
-            column = _cast_integer(column, NUMERIC_TYPE, name, source)
+                raise fail(source, f"column {name!r}: {column.null_count} row(s) are null")
+        elif name == dataset.label:
+            column = check_labels(column, int(num_classes), source, name)
+        elif name in numeric:
+            column = (cast_integer(column, NUMERIC_TYPE, name, source) if dataset.numeric_type == "int64"
+                      else cast_float(column, name, source))
+        elif name in carry:
+            column = cast_text(column, name, source)
         else:
-            column = _cast_categorical(column, name, source)
+            column = cast_categorical(column, name, source, hex8)
         arrays.append(column)
-    schema = pa.schema([PARTITION_SCHEMA.field(name) for name in expected])
+    stored = dataset.partition_schema()
+    schema = pa.schema([stored.field(name) for name in expected])
     out = pa.Table.from_arrays(arrays, schema=schema)
-    if check_unique and ROW_ID in expected and out.num_rows > 1:
-        _check_row_ids_unique(out.column(ROW_ID).to_numpy(), source)
+    if check_unique and dataset.row_key in expected and out.num_rows > 1:
+        check_row_ids_unique(out.column(dataset.row_key).to_numpy(), source, dataset.row_key)
     return out
 
 
-def validate_table(table: pa.Table | pa.RecordBatch, source: object, num_classes: int = 2,
-                   columns: Sequence[str] | None = None) -> pa.Table:
-    """Returns ``table`` with exactly ``PARTITION_SCHEMA`` (or its ``columns`` subset, in schema order).
+def validate_table(table: pa.Table | pa.RecordBatch, source: object, num_classes: int | None = None,
+                   columns: Sequence[str] | None = None, dataset: DatasetSpec | None = None) -> pa.Table:
+    """Returns ``table`` with exactly the partition schema of ``dataset`` (default Criteo, ``PARTITION_SCHEMA``),
+    or its ``columns`` subset, in schema order. ``num_classes`` defaults to the spec's ``classes``.
 
     ``source`` (a file or directory path, or a short description) starts every error message.
 
     Raises ``LabelDPInputError`` for: missing, extra or duplicated columns; a column whose type cannot be cast
     without loss (floats or strings in an integer column, non-strings in a categorical one); integer values
-    that do not fit; categorical values that are not 8 lowercase hex digits; null or out-of-range labels
-    (outside ``0..num_classes-1``); null or duplicated ``row_id``; an empty table. Each message names the
-    column and counts the bad rows.
+    that do not fit; categorical values that are not 8 lowercase hex digits (a ``hex8`` spec); null or
+    out-of-range labels (outside ``0..num_classes-1``); null or duplicated row keys; an empty table. Each
+    message names the column and counts the bad rows.
     """
-    return _validate(table, source, num_classes, columns, require_rows=True, check_unique=True)
+    return _validate(table, source, num_classes, columns, require_rows=True, check_unique=True, dataset=dataset)
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -294,29 +200,32 @@ def _read_file(path: Path, columns: Sequence[str] | None) -> pa.Table:
 
 
 def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str] | None = None,
-                   num_classes: int = 2) -> pa.Table:
+                   num_classes: int | None = None, dataset: DatasetSpec | None = None) -> pa.Table:
     """Reads and validates the whole partition of ``date`` (all ``part-*.parquet`` files, in name order).
 
     Each file is validated on its own (errors name the file), then ``row_id`` uniqueness is checked across
     the files. With ``columns`` only those columns are read and validated (uniqueness only if ``row_id`` is
-    among them). A missing partition names the path it looked at; a corrupt file names the file.
+    among them). A missing partition names the path it looked at; a corrupt file names the file. Columns
+    carry their stored names (``dataset``, default the partition's own spec).
     """
     directory, files = _partition_files(root, date)
+    dataset = dataset or dataset_of(root, date)
     tables = []
     for path in files:
         table = _read_file(path, columns)
-        tables.append(_validate(table, path, num_classes, columns, require_rows=False, check_unique=True))
+        tables.append(_validate(table, path, num_classes, columns, require_rows=False, check_unique=True,
+                                dataset=dataset))
     out = pa.concat_tables(tables)
     if out.num_rows == 0:
-        raise _fail(directory, "the partition is empty (0 rows)")
-    if len(files) > 1 and ROW_ID in out.column_names:
-        _check_row_ids_unique(out.column(ROW_ID).to_numpy(), directory)
+        raise fail(directory, "the partition is empty (0 rows)")
+    if len(files) > 1 and dataset.row_key in out.column_names:
+        check_row_ids_unique(out.column(dataset.row_key).to_numpy(), directory, dataset.row_key)
     return out
 
 
 def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: int,
-                           columns: Sequence[str] | None = None, num_classes: int = 2,
-                           check_unique: bool = True) -> Iterator[pa.RecordBatch]:
+                           columns: Sequence[str] | None = None, num_classes: int | None = None,
+                           check_unique: bool = True, dataset: DatasetSpec | None = None) -> Iterator[pa.RecordBatch]:
     """Streams the partition of ``date`` as validated ``RecordBatch``es of at most ``batch_size`` rows.
 
     Memory is bounded by one batch plus, when ``check_unique`` (default) and ``row_id`` is read, the
@@ -327,16 +236,18 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise LabelDPInputError(f"batch_size must be a whole number >= 1; got {batch_size!r}")
     directory, files = _partition_files(root, date)
+    dataset = dataset or dataset_of(root, date)
+    key = dataset.row_key
     parquets = [(path, open_parquet(path)) for path in files]
     total = sum(parquet.metadata.num_rows for _path, parquet in parquets)
     if total == 0:
-        raise _fail(directory, "the partition is empty (0 rows)")
-    reads_row_id = columns is None or ROW_ID in columns
+        raise fail(directory, "the partition is empty (0 rows)")
+    reads_row_id = columns is None or key in columns
     if check_unique and reads_row_id:
-        row_ids = [_read_file(path, [ROW_ID]).column(ROW_ID) for path in files]
+        row_ids = [_read_file(path, [key]).column(key) for path in files]
         all_ids = pa.chunked_array([chunk for column in row_ids for chunk in column.chunks], type=None)
-        all_ids = _cast_integer(all_ids, pa.int64(), ROW_ID, directory)
-        _check_row_ids_unique(all_ids.to_numpy(), directory)
+        all_ids = cast_integer(all_ids, pa.int64(), key, directory)
+        check_row_ids_unique(all_ids.to_numpy(), directory, key)
     for path, parquet in parquets:
         try:
             batches = parquet.iter_batches(batch_size=int(batch_size),
@@ -344,7 +255,8 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
-                table = _validate(batch, path, num_classes, columns, require_rows=False, check_unique=False)
+                table = _validate(batch, path, num_classes, columns, require_rows=False, check_unique=False,
+                                  dataset=dataset)
                 yield from table.to_batches()
         except (pa.ArrowException, OSError) as exc:
             raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
@@ -389,8 +301,9 @@ def _as_batches(table_or_batches: pa.Table | pa.RecordBatch | Iterable) -> Itera
 
 def write_partition(root: str | os.PathLike, date: dt.date,
                     table_or_batches: pa.Table | pa.RecordBatch | Iterable,
-                    rows_per_file: int = DEFAULT_ROWS_PER_FILE, num_classes: int = 2,
-                    source: object = None, provenance: dict | Callable[[], dict] | None = None) -> Path:
+                    rows_per_file: int = DEFAULT_ROWS_PER_FILE, num_classes: int | None = None,
+                    source: object = None, provenance: dict | Callable[[], dict] | None = None,
+                    dataset: DatasetSpec | None = None) -> Path:
     """Validates and writes the partition of ``date``; returns its directory.
 
     Accepts one Table/RecordBatch or an iterable of them (streamed: memory holds one batch plus 8 bytes a row
@@ -403,7 +316,12 @@ def write_partition(root: str | os.PathLike, date: dt.date,
     ``provenance`` (a JSON-able dict, or a function returning one, called after all batches were consumed so
     a streaming source can report its counts) is written beside the data as ``_provenance.json`` (sorted
     keys; not covered by ``partition_fingerprint``, not read by ``read_partition``).
+
+    ``dataset`` (default Criteo) gives the columns; a spec other than the default is recorded as
+    ``_dataset.json`` (`pipelines.dataset_spec.write_dataset_record`), which readers then default to.
     """
+    dataset = dataset or criteo()
+    file_schema = dataset.partition_schema()
     if isinstance(rows_per_file, bool) or int(rows_per_file) != rows_per_file or rows_per_file < 1:
         raise LabelDPInputError(f"rows_per_file must be a whole number >= 1; got {rows_per_file!r}")
     rows_per_file = int(rows_per_file)
@@ -419,13 +337,14 @@ def write_partition(root: str | os.PathLike, date: dt.date,
             for piece in _as_batches(table_or_batches):
                 if piece.num_rows == 0:
                     continue
-                table = _validate(piece, label, num_classes, None, require_rows=False, check_unique=False)
-                row_ids.append(table.column(ROW_ID).to_numpy())
+                table = _validate(piece, label, num_classes, None, require_rows=False, check_unique=False,
+                                  dataset=dataset)
+                row_ids.append(table.column(dataset.row_key).to_numpy())
                 total += table.num_rows
                 offset = 0
                 while offset < table.num_rows:
                     if writer is None:
-                        writer = pq.ParquetWriter(tmp / f"part-{file_index:05d}.parquet", PARTITION_SCHEMA,
+                        writer = pq.ParquetWriter(tmp / f"part-{file_index:05d}.parquet", file_schema,
                                                   compression=PARQUET_COMPRESSION)
                         rows_in_file = 0
                     take = min(rows_per_file - rows_in_file, table.num_rows - offset)
@@ -440,8 +359,9 @@ def write_partition(root: str | os.PathLike, date: dt.date,
             if writer is not None:
                 writer.close()
         if total == 0:
-            raise _fail(label, "the partition is empty (0 rows); nothing was written")
-        _check_row_ids_unique(np.concatenate(row_ids), label)
+            raise fail(label, "the partition is empty (0 rows); nothing was written")
+        check_row_ids_unique(np.concatenate(row_ids), label, dataset.row_key)
+        write_dataset_record(tmp, dataset)
         if provenance is not None:
             record = provenance() if callable(provenance) else provenance
             text = json.dumps(record, sort_keys=True, indent=2, default=str) + "\n"
@@ -465,7 +385,7 @@ def write_oracle(root: str | os.PathLike, date: dt.date, table: pa.Table) -> Pat
 
     Synthetic data only. Training must never read this area.
     """
-    _check_columns(table, ORACLE_SCHEMA.names, "oracle table")
+    check_columns(table, ORACLE_SCHEMA.names, "oracle table")
     table = table.select(ORACLE_SCHEMA.names).cast(ORACLE_SCHEMA)
     p = table.column(P_CLICK).to_numpy()
     bad = int(np.count_nonzero(~((p >= 0.0) & (p <= 1.0))))
@@ -489,5 +409,5 @@ def read_oracle(root: str | os.PathLike, date: dt.date) -> pa.Table:
         table = parquet.read()
     except (pa.ArrowException, OSError) as exc:
         raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
-    _check_columns(table, ORACLE_SCHEMA.names, path)
+    check_columns(table, ORACLE_SCHEMA.names, path)
     return table.cast(ORACLE_SCHEMA)

@@ -1,0 +1,109 @@
+"""Model formats: how a registered model's file is checked, loaded and run. One registry (`MODEL_FORMATS`), like
+the mechanisms: the Beam job, the registration command, the reference resolution and the bare-inference
+benchmark ask the format of a model's metadata (`format_of`) and call its methods; no other module compares a
+format name with text. A new format is one new module that subclasses `ModelFormat` and registers it.
+
+Every format turns a validated batch of the day's rows (an Arrow table with the pipelines' names: ``row_id``,
+``label`` and the dataset's feature columns, `pipelines.dataset_spec`) into (rows x classes) float64 class
+probabilities:
+
+- `prepare` builds the format's example from the batch (a CatBoost frame, a float32 matrix, the row keys);
+- `handler` is a Beam RunInference `ModelHandler` on those examples, loaded once per worker process;
+- `predict` does the same in this process (tests, benchmarks, in-process audits).
+
+A row the format cannot answer (a logged-predictions table without that row key) gets a row of NaN, which the
+scoring job counts as "without a prediction" and leaves out of the game (`pipelines.scored_batch`), never drops
+silently. `inspect` checks a file offered for registration against the dataset (readable as this format,
+feature names and class count) before anything is copied, and returns what the metadata records about it.
+
+A registered file is data: no format unpickles or executes anything but its own runtime (CatBoost's ``.cbm``
+reader, onnxruntime, Parquet).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from auditing.choices import Choices
+from auditing.errors import LabelDPInputError
+from pipelines.dataset_spec import DatasetSpec
+
+
+class ModelFormat:
+    """The base of a model format (frozen, stateless; one instance is registered)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    file_name: ClassVar[str]  # the artifact's name in models/<name>/date=D/
+    registrable: ClassVar[bool] = True  # `labeldp-audit models register --format NAME` accepts it
+
+    def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
+        """Checks a file offered for registration; returns the metadata it implies (at least ``feature_schema``
+        and ``classes``). Raises LabelDPInputError naming ``path`` and what is wrong."""
+        raise NotImplementedError
+
+    def prepare(self, table: pa.Table, dataset: DatasetSpec) -> Any:
+        """The handler's example for a validated batch (pipeline names: row_id, label, features)."""
+        raise NotImplementedError
+
+    def handler(self, data_root: str, name: str, date: dt.date, dataset: DatasetSpec, *, thread_count: int = 1):
+        """A Beam ``ModelHandler`` on `prepare`'s examples whose ``PredictionResult.inference`` is the (rows x
+        classes) float64 probability array."""
+        raise NotImplementedError
+
+    def predict(self, data_root: str, name: str, date: dt.date, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
+        """(rows x classes) float64 probabilities of the registered model on ``table``, in this process."""
+        raise NotImplementedError
+
+
+MODEL_FORMATS: Choices[ModelFormat] = Choices("format")
+DEFAULT_FORMAT = "catboost"
+
+
+def model_format(choice: str | ModelFormat, name: str = "--format") -> ModelFormat:
+    """The registered format for a name (LabelDPInputError listing the known ones)."""
+    _load_builtins()
+    return MODEL_FORMATS.get(choice, name)
+
+
+def format_names(registrable_only: bool = False) -> tuple[str, ...]:
+    _load_builtins()
+    return tuple(f.name for f in MODEL_FORMATS if f.registrable or not registrable_only)
+
+
+def format_of(metadata: dict) -> ModelFormat:
+    """The format of a registered model from its metadata (``format``; models trained before formats existed
+    are CatBoost, the positive control's oracle says so by its ``model_type``)."""
+    name = metadata.get("format")
+    if name is None:
+        name = "rr-oracle" if metadata.get("model_type") == "rr-label-oracle" else DEFAULT_FORMAT
+    where = f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}: metadata format"
+    return model_format(name, where)
+
+
+def _load_builtins() -> None:
+    # The built-in formats register themselves on import; importing here keeps this module free of their
+    # runtimes (CatBoost, onnxruntime, Beam) until a format is asked for.
+    import pipelines.formats  # noqa: F401
+
+
+def missing_prediction(rows: int, classes: int) -> np.ndarray:
+    """The NaN rows of a batch a format has no prediction for."""
+    return np.full((rows, classes), np.nan)
+
+
+def check_probability_matrix(p: Any, rows: int, where: str) -> np.ndarray:
+    """``p`` as a (rows x classes) float64 array, or LabelDPInputError naming ``where``."""
+    out = np.asarray(p, dtype=np.float64)
+    if out.ndim != 2 or out.shape[0] != rows or out.shape[1] < 2:
+        raise LabelDPInputError(f"{where}: expected a ({rows} x classes) probability array, got shape {out.shape}")
+    return out
+
+
+__all__ = ["DEFAULT_FORMAT", "MODEL_FORMATS", "ModelFormat", "check_probability_matrix", "format_names", "format_of",
+           "missing_prediction", "model_format"]
