@@ -28,7 +28,7 @@ from auditing.errors import LabelDPInputError
 from auditing.expected_game import expected_histogram
 from pipelines import schema
 from pipelines.beam_coders import BatchCoder
-from pipelines.catboost_frames import catboost_frame
+from pipelines.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
 from pipelines.layout import partition_dir
 from pipelines.partition_batches import ReadTask, read_batches
 from pipelines.scored_batch import ScoredBatch, batch_from_predictions, scored_batch
@@ -69,14 +69,14 @@ def _tune_allocator() -> None:
 
 
 class ReadBatches(beam.DoFn):
-    """A row group -> (batch id, validated Arrow table) per batch."""
+    """A row group -> (batch id, validated Arrow table with pipeline names) per batch."""
 
-    def __init__(self, batch_size: int, selection=None):
-        self._batch_size, self._selection = batch_size, selection
+    def __init__(self, batch_size: int, selection=None, dataset=None):
+        self._batch_size, self._selection, self._dataset = batch_size, selection, dataset
 
     def process(self, task: ReadTask):
         _tune_allocator()
-        yield from read_batches(task, self._batch_size, self._selection)
+        yield from read_batches(task, self._batch_size, self._selection, self._dataset)
 
 
 class PassProgress(beam.DoFn):
@@ -280,29 +280,30 @@ def _atomic_save(path: Path, save) -> None:
 # ------------------------------------------------------------------------------------------ element functions
 
 
-def prepare_features(element):
-    """(batch id, Arrow batch) -> [((batch id, row_id + label), CatBoost frame)]: the frame is built once for
-    both models; the key carries what the game needs past inference (pre-batched for with_no_batching)."""
-    batch_id, table = element
-    return [((batch_id, table.select([schema.ROW_ID, schema.LABEL])), catboost_frame(table))]
+class PrepareTarget:
+    """(batch id, Arrow batch) -> [((batch id, batch), the target's example)]: the example is built by the
+    target's format (`pipelines.model_formats`); the key keeps the batch for the reference (pre-batched for
+    with_no_batching)."""
+
+    def __init__(self, model_format, dataset):
+        self._format, self._dataset = model_format, dataset
+
+    def __call__(self, element):
+        batch_id, table = element
+        return [((batch_id, table), self._format.prepare(table, self._dataset))]
 
 
-def attach_target(element):
-    """The target's probabilities join the key; the frame goes on to the reference."""
-    (batch_id, rows), result = element
-    return [((batch_id, rows, result.inference), result.example)]
+class AttachTarget:
+    """The target's probabilities join the key with the rows the game needs (row_id, label); the reference's
+    example is built from the batch by the reference's format (a CatBoost frame is shared with the target's)."""
 
+    def __init__(self, model_format, dataset):
+        self._format, self._dataset = model_format, dataset
 
-def oracle_input(element):
-    """The RR-label oracle's example is the (row_id, label) table; the frame rides in the key to the reference."""
-    [((batch_id, rows), frame)] = element
-    return [(((batch_id, rows), frame), rows)]
-
-
-def attach_oracle(element):
-    """The oracle's probabilities join the key; the frame goes on to the reference."""
-    ((batch_id, rows), frame), result = element
-    return [((batch_id, rows, result.inference), frame)]
+    def __call__(self, element):
+        (batch_id, table), result = element
+        rows = table.select([INTERNAL_ROW_ID, INTERNAL_LABEL])
+        return [((batch_id, rows, result.inference), self._format.prepare(table, self._dataset))]
 
 
 def to_scored(element) -> ScoredBatch:
@@ -330,7 +331,7 @@ def read_slot_counts(work_dir: Path) -> tuple[dict[int, np.ndarray], dict[int, i
     return counts, rows
 
 
-def check_duplicates(work_dir: Path, root, date) -> None:
+def check_duplicates(work_dir: Path, root, date, key: str = schema.ROW_ID) -> None:
     """Raises `LabelDPInputError` when the row-id buckets `WriteResults` wrote found a repeated row id."""
     total, example = 0, None
     for path in sorted((work_dir / "duplicates").glob("bucket-*.json")):
@@ -338,27 +339,25 @@ def check_duplicates(work_dir: Path, root, date) -> None:
         total += count
         example = example if example is not None else some
     if total:
-        raise LabelDPInputError(f"{partition_dir(root, date)}: column 'row_id': {total} duplicate value(s) "
+        raise LabelDPInputError(f"{partition_dir(root, date)}: column {key!r}: {total} duplicate value(s) "
                                 f"(e.g. {example}); each row needs its own identity (it keys the game's randomness)")
 
 
 __all__ = [
+    "AttachTarget",
     "BoundaryRows",
     "ExactCounts",
     "ExpectedHistogramFn",
     "MergePass1Fn",
     "Pass1CombineFn",
     "PassProgress",
+    "PrepareTarget",
     "ReadBatches",
     "ReadPredictions",
     "ScoredRows",
     "WriteResults",
     "WriteTable",
-    "attach_oracle",
-    "attach_target",
     "check_duplicates",
-    "oracle_input",
-    "prepare_features",
     "read_slot_counts",
     "shard",
     "to_scored",

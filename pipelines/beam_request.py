@@ -23,7 +23,9 @@ from auditing.errors import LabelDPInputError
 from auditing.sweep import SweepCounts
 from auditing.sweep_reduce import BinSpec
 from pipelines import registry
+from pipelines.dataset_spec import DatasetSpec, criteo
 from pipelines.layout import check_name, model_dir, require_date
+from pipelines.model_formats import format_of
 from pipelines.partition_batches import partition_files, partition_schema
 
 FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
@@ -155,29 +157,55 @@ def model_lineage(root, name: str, date: dt.date, metadata: dict) -> dict:
     directory = model_dir(root, name, date)
     return {"name": name, "date": date.isoformat(), "uri": str(directory.resolve()),
             "fingerprint": file_fingerprint(registry.model_path(root, name, date)),
+            "format": format_of(metadata).name, "source": metadata.get("source", "trained"),
             "mechanism": metadata.get("mechanism", {}).get("name"),
             "claimed_epsilon": metadata.get("mechanism", {}).get("epsilon"),
             "partition_fingerprint": metadata.get("partition_fingerprint")}
 
 
-def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date]):
-    """Everything that can be checked before any work: partition files and schema, both models' presence and
-    feature schemas.
+def model_dataset_fingerprint(metadata: dict) -> str:
+    """The fingerprint of the dataset a model reads (its metadata's ``dataset``; none recorded: Criteo)."""
+    record = metadata.get("dataset")
+    return record.get("fingerprint") if isinstance(record, dict) else criteo().fingerprint()
+
+
+def check_model_for_day(metadata: dict, dataset: DatasetSpec, date: dt.date, role: str) -> None:
+    """A model can score day ``date``'s rows: it reads this dataset, and a logged-predictions table holds
+    predictions for exactly that day's rows (``predictions_for``)."""
+    model = f"the {role} {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}"
+    reads_features = bool(metadata.get("feature_schema")) or "dataset" in metadata  # the RR oracle reads none
+    if reads_features and model_dataset_fingerprint(metadata) != dataset.fingerprint():
+        found = (metadata.get("dataset") or {}).get("name", "criteo")
+        raise LabelDPInputError(f"{model} reads dataset {found!r}, but the partition of {date.isoformat()} is "
+                                f"dataset {dataset.name!r}; register it with --dataset of that spec")
+    scores = metadata.get("predictions_for")
+    if scores is not None and scores != date.isoformat():
+        raise LabelDPInputError(f"{model} is a table of predictions on the rows of {scores}, not of "
+                                f"{date.isoformat()}: a predictions table answers only for the day it scored")
+
+
+def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date], dataset: DatasetSpec | None = None):
+    """Everything that can be checked before any work: partition files and schema, both models' presence,
+    dataset, day and feature schemas.
 
     Returns:
         (files, partition schema, target metadata, reference metadata).
 
     Raises:
-        LabelDPInputError: a missing partition or model file, or a feature schema mismatch.
+        LabelDPInputError: a missing partition or model file, a model of another dataset or day, or a feature
+            schema mismatch.
     """
+    dataset = dataset or criteo()
     files = partition_files(request.data_root, request.date)
-    table_schema = partition_schema(files)
+    table_schema = partition_schema(files, dataset)
     target_md = registry.read_metadata(request.data_root, request.model, request.date)
     reference_md = registry.read_metadata(request.data_root, *reference)
     for name, date in ((request.model, request.date), reference):
         path = registry.model_path(request.data_root, name, date)
         if not path.is_file():
             raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
+    check_model_for_day(target_md, dataset, request.date, "target")
+    check_model_for_day(reference_md, dataset, request.date, "reference")
     registry.check_features(target_md, table_schema)
     registry.check_features(reference_md, table_schema)
     return files, table_schema, target_md, reference_md
@@ -268,11 +296,13 @@ __all__ = [
     "ScoringOutcome",
     "ScoringRequest",
     "check_inputs",
+    "check_model_for_day",
     "file_fingerprint",
     "in_process",
     "is_dask_runner",
     "json_safe",
     "load_counts",
+    "model_dataset_fingerprint",
     "model_lineage",
     "pipeline_args",
     "resolve_reference",

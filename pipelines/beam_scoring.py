@@ -78,22 +78,20 @@ from pipelines import registry, schema
 from pipelines.audit_rows import row_selection
 from pipelines.beam_coders import BATCH, keyed, typed
 from pipelines.beam_dofns import (
+    AttachTarget,
     BoundaryRows,
     ExactCounts,
     ExpectedHistogramFn,
     MergePass1Fn,
     Pass1CombineFn,
     PassProgress,
+    PrepareTarget,
     ReadBatches,
     ReadPredictions,
     ScoredRows,
     WriteResults,
     WriteTable,
-    attach_oracle,
-    attach_target,
     check_duplicates,
-    oracle_input,
-    prepare_features,
     read_slot_counts,
     shard,
     to_scored,
@@ -120,11 +118,11 @@ from pipelines.beam_request import (
     sweep_dir,
     write_result,
 )
-from pipelines.catboost_handler import CatBoostModelHandler
-from pipelines.layout import atomic_directory
+from pipelines.dataset_spec import dataset_of
+from pipelines.layout import atomic_directory, model_dir
+from pipelines.model_formats import format_of
 from pipelines.partition_batches import ReadTask, read_tasks
 from pipelines.progress import Progress, no_progress
-from pipelines.rr_oracle_handler import RROracleModelHandler
 from pipelines.scored_batch import duplicate_row_ids, predictions_table, row_id_buckets
 from pipelines.scoring_batches import GameSpec, Pass1Accumulator, SweepPlan, make_plan, sweep_counts
 
@@ -148,32 +146,29 @@ class _Job:
     scored_dir: Path | None
     progress: Progress
     show_worker_progress: bool
-    selection: object = None  # pipelines.audit_rows.RowSelection, or None for every row
-    target_is_oracle: bool = False  # the positive control's RR-label oracle (pipelines.controls)
+    selection: object = None  # pipelines.audit_rows selection, or None for every row
+    dataset: object = None  # pipelines.dataset_spec.DatasetSpec of the partition
+    formats: tuple = ()  # the target's and the reference's pipelines.model_formats.ModelFormat
 
 
 def _scored_batches(pipeline, job: _Job):
     request = job.request
+    target_format, reference_format = job.formats
 
-    def handler(name: str, date: dt.date):
-        base = CatBoostModelHandler(request.data_root, name, date, thread_count=job.thread_count)
+    def handler(model_format, name: str, date: dt.date):
+        base = model_format.handler(request.data_root, name, date, job.dataset, thread_count=job.thread_count)
         return KeyedModelHandler(base).with_no_batching()
 
     # Every per-batch PCollection is typed BATCH so that Beam's size sampling does not pickle it (beam_coders).
     tasks = pipeline | "RowGroups" >> beam.Create(job.tasks)
     if not in_process(job.beam_args):  # spread the row groups over workers (one process has nothing to spread)
         tasks = tasks | "Spread" >> beam.Reshuffle()
-    batches = typed(tasks | "ReadBatches" >> beam.ParDo(ReadBatches(request.batch_size, job.selection)), BATCH)
-    features = typed(batches | "Features" >> beam.Map(prepare_features), BATCH)
-    if job.target_is_oracle:
-        oracle = KeyedModelHandler(RROracleModelHandler(request.data_root, request.model, request.date))
-        examples = typed(features | "OracleInput" >> beam.Map(oracle_input), BATCH)
-        inferred = typed(examples | "Target" >> RunInference(oracle.with_no_batching()), BATCH)
-        targeted = typed(inferred | "AttachTarget" >> beam.Map(attach_oracle), BATCH)
-    else:
-        inferred = typed(features | "Target" >> RunInference(handler(request.model, request.date)), BATCH)
-        targeted = typed(inferred | "AttachTarget" >> beam.Map(attach_target), BATCH)
-    referenced = typed(targeted | "Reference" >> RunInference(handler(*job.reference)), BATCH)
+    read = ReadBatches(request.batch_size, job.selection, job.dataset)
+    batches = typed(tasks | "ReadBatches" >> beam.ParDo(read), BATCH)
+    examples = typed(batches | "TargetInput" >> beam.Map(PrepareTarget(target_format, job.dataset)), BATCH)
+    inferred = typed(examples | "Target" >> RunInference(handler(target_format, request.model, request.date)), BATCH)
+    targeted = typed(inferred | "AttachTarget" >> beam.Map(AttachTarget(reference_format, job.dataset)), BATCH)
+    referenced = typed(targeted | "Reference" >> RunInference(handler(reference_format, *job.reference)), BATCH)
     scored = typed(referenced | "Scored" >> beam.Map(to_scored), BATCH)
     return typed(scored | "Progress" >> beam.ParDo(PassProgress("scored", job.total_rows, job.show_worker_progress)),
                  BATCH)
@@ -347,8 +342,11 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                                   request.reference_date)
     progress(f"checking inputs: partition {request.date}, model {request.model}@{request.date}, "
              f"reference {reference[0]}@{reference[1]}")
-    files, _table_schema, target_md, reference_md = check_inputs(request, reference)
-    selection = row_selection(request.config.audit_rows, target_md)
+    dataset = dataset_of(request.data_root, request.date)
+    files, _table_schema, target_md, reference_md = check_inputs(request, reference, dataset)
+    formats = (format_of(target_md), format_of(reference_md))
+    selection = row_selection(request.config.audit_rows, target_md,
+                              model_dir(request.data_root, request.model, request.date))
     tasks = read_tasks(files)
     total_rows = sum(task.rows for task in tasks)
     partition_fp = schema.partition_fingerprint(request.data_root, request.date)
@@ -356,7 +354,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         "model": model_lineage(request.data_root, request.model, request.date, target_md),
         "reference": model_lineage(request.data_root, *reference, reference_md),
         "partition": {"date": request.date.isoformat(), "fingerprint": partition_fp, "files": [p.name for p in files],
-                      "rows": total_rows, "row_groups": len(tasks)},
+                      "rows": total_rows, "row_groups": len(tasks), "dataset": dataset.name,
+                      "dataset_fingerprint": dataset.fingerprint()},
         "runner": {"runner": runner, "beam_args": beam_args},
         "code_version": registry.code_version(),
     }
@@ -370,8 +369,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     out_final = sweep_dir(request.data_root, request.model, request.date, request.config)
     scored_final = scored_dir(request.data_root, request.model, request.date, request.config)
     outputs = [out_final] + ([scored_final] if request.write_scored else [])
-    progress(f"{total_rows} rows in {len(tasks)} row group(s); runner {runner}, plan {plan_mode}, batch "
-             f"{request.batch_size} rows, CatBoost threads {thread_count}, R = {request.config.repetitions}")
+    progress(f"{total_rows} rows of dataset {dataset.name} in {len(tasks)} row group(s); target {formats[0].name}, "
+             f"reference {formats[1].name}; runner {runner}, plan {plan_mode}, batch {request.batch_size} rows, "
+             f"threads {thread_count}, R = {request.config.repetitions}")
 
     with _cleanup_empty_parents(outputs, Path(request.data_root)), contextlib.ExitStack() as stack:
         out_tmp = stack.enter_context(atomic_directory(out_final))
@@ -379,21 +379,20 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         work = out_tmp / "_work"
         work.mkdir()
         job = _Job(request, reference, spec, tasks, total_rows, beam_args, plan_mode, thread_count, shards,
-                   work, scored_tmp, progress, worker_progress, selection,
-                   target_is_oracle=target_md.get("model_type") == "rr-label-oracle")
+                   work, scored_tmp, progress, worker_progress, selection, dataset, formats)
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
             _single_pipeline(job)
             timings["pipeline_s"] = round(time.monotonic() - t0, 3)
-            check_duplicates(work, request.data_root, request.date)
+            check_duplicates(work, request.data_root, request.date, dataset.row_key)
             pass1 = Pass1Accumulator.load(work / "pass1.npz")
             plan = make_plan(pass1, spec)
         else:
             progress("pipeline 1: inference and pass 1 (histograms)")
             _two_stage_first(job)
             timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
-            check_duplicates(work, request.data_root, request.date)
+            check_duplicates(work, request.data_root, request.date, dataset.row_key)
             t1 = time.monotonic()
             pass1 = Pass1Accumulator.load(work / "pass1.npz")
             plan = make_plan(pass1, spec)
@@ -428,9 +427,13 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         save_counts(out_tmp, counts, split, histogram)
         write_result(out_tmp, record)
     rows = plan.issues
+    missing = rows.get("rows_without_target_prediction", 0) + rows.get("rows_without_reference_prediction", 0)
     progress(f"done: eps_lb {result.epsilon_lower_bound:.4g} over m = {plan.m} rows ({rows['rows_read']} read, "
              f"{rows['rows_without_row_id']} without row_id, {rows['rows_bad_target_probabilities']} / "
-             f"{rows['rows_bad_reference_probabilities']} with bad target / reference probabilities); wrote {out_final}")
+             f"{rows['rows_bad_reference_probabilities']} with bad target / reference probabilities"
+             + (f", of which {rows.get('rows_without_target_prediction', 0)} / "
+                f"{rows.get('rows_without_reference_prediction', 0)} without a prediction" if missing else "")
+             + f"); wrote {out_final}")
     return ScoringOutcome(result, counts, split, out_final, scored_final if request.write_scored else None, record)
 
 

@@ -1,6 +1,10 @@
 """Step 1 of the scoring job (`pipelines.scoring_batches` describes all the steps): a day's partition read as
 validated Arrow batches, one Parquet row group per task.
 
+The columns come from the partition's dataset spec (`pipelines.dataset_spec`): its row key, label and features
+(carried columns are not read); each batch leaves here with the pipeline names ``row_id`` and ``label``
+(`DatasetSpec.to_internal`) and the features under their own names.
+
 Rows without a ``row_id`` cannot key the game's randomness; they are kept here and counted when the batch is
 scored (`pipelines.scored_batch.scored_batch`). With ``audit_rows: training`` only the rows whose labels entered
 training are kept (`select_rows`, ``pipelines.audit_rows``), before inference. No Beam: the Beam job
@@ -21,9 +25,15 @@ import pyarrow.parquet as pq
 
 from auditing.errors import LabelDPInputError
 from pipelines import schema
+from pipelines.dataset_spec import DatasetSpec, criteo
 from pipelines.layout import partition_dir
 
-INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]
+INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]  # the Criteo spec's (`input_columns`)
+
+
+def input_columns(dataset: DatasetSpec) -> list[str]:
+    """The stored columns the job reads: row key, label and features (not the carried columns)."""
+    return [dataset.row_key, dataset.label, *dataset.features]
 
 
 @dataclass(frozen=True)
@@ -58,16 +68,18 @@ def _open(path) -> pq.ParquetFile:
         raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def partition_schema(files: list[Path]) -> pa.Schema:
+def partition_schema(files: list[Path], dataset: DatasetSpec | None = None) -> pa.Schema:
     """The Arrow schema of the partition from the files' footers (no data read).
 
-    Every file must hold ``row_id`` and ``label``; the feature columns are checked against each model with
-    `pipelines.registry.check_features`. Files whose column sets differ are reported by name.
+    Every file must hold the spec's row key and label (Criteo: ``row_id``, ``label``); the feature columns are
+    checked against each model with `pipelines.registry.check_features`. Files whose column sets differ are
+    reported by name.
     """
+    dataset = dataset or criteo()
     first = None
     for path in files:
         file_schema = _open(path).schema_arrow
-        missing = [name for name in (schema.ROW_ID, schema.LABEL) if name not in file_schema.names]
+        missing = [name for name in (dataset.row_key, dataset.label) if name not in file_schema.names]
         if missing:
             raise LabelDPInputError(f"{path}: missing column(s) {missing}")
         if first is None:
@@ -92,22 +104,25 @@ def read_tasks(files: list[Path]) -> list[ReadTask]:
     return tasks
 
 
-def validate_batch(batch: pa.RecordBatch | pa.Table, source: str) -> pa.Table:
-    """``row_id`` (int64; nulls allowed here, counted later) followed by the validated label and features."""
+def validate_batch(batch: pa.RecordBatch | pa.Table, source: str, dataset: DatasetSpec | None = None) -> pa.Table:
+    """``row_id`` (the row key as int64; nulls allowed here, counted later) followed by the validated ``label``
+    and features, under the pipeline names."""
+    dataset = dataset or criteo()
+    key = dataset.row_key
     table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-    row_id = table.column(schema.ROW_ID)
+    row_id = table.column(key)
     if pa.types.is_null(row_id.type):
         row_id = pa.chunked_array([pa.nulls(len(row_id), pa.int64())])
     elif not pa.types.is_integer(row_id.type):
-        raise LabelDPInputError(f"{source}: column 'row_id' has type {row_id.type}, expected an integer type")
+        raise LabelDPInputError(f"{source}: column {key!r} has type {row_id.type}, expected an integer type")
     else:
         try:
             row_id = row_id.cast(pa.int64(), safe=True)
         except (pa.ArrowInvalid, OverflowError):
-            raise LabelDPInputError(f"{source}: column 'row_id' holds values that do not fit in int64") from None
-    rest = [schema.LABEL, *schema.FEATURE_COLUMNS]
-    validated = schema.validate_table(table.select(rest), source, columns=rest)
-    return validated.add_column(0, pa.field(schema.ROW_ID, pa.int64()), row_id)
+            raise LabelDPInputError(f"{source}: column {key!r} holds values that do not fit in int64") from None
+    rest = [dataset.label, *dataset.features]
+    validated = schema.validate_table(table.select(rest), source, columns=rest, dataset=dataset)
+    return dataset.to_internal(validated.add_column(0, pa.field(key, pa.int64()), row_id))
 
 
 def select_rows(table: pa.Table, selection) -> pa.Table:
@@ -124,17 +139,20 @@ def select_rows(table: pa.Table, selection) -> pa.Table:
     return table if keep.all() else table.filter(pa.array(keep))
 
 
-def read_batches(task: ReadTask, batch_size: int, selection=None) -> Iterator[tuple[str, pa.Table]]:
-    """(batch id, validated table) for each batch of at most ``batch_size`` rows of the task's row group,
-    restricted to the audited rows (``selection``, see `select_rows`); empty batches are skipped."""
+def read_batches(task: ReadTask, batch_size: int, selection=None,
+                 dataset: DatasetSpec | None = None) -> Iterator[tuple[str, pa.Table]]:
+    """(batch id, validated table with pipeline names) for each batch of at most ``batch_size`` rows of the
+    task's row group, restricted to the audited rows (``selection``, see `select_rows`); empty batches are
+    skipped."""
+    dataset = dataset or criteo()
     parquet = _open(task.path)
     source = f"{task.path} (row group {task.row_group})"
     try:
         batches = parquet.iter_batches(batch_size=int(batch_size), row_groups=[task.row_group],
-                                       columns=INPUT_COLUMNS)
+                                       columns=input_columns(dataset))
         for index, batch in enumerate(batches):
             if batch.num_rows:
-                table = select_rows(validate_batch(batch, source), selection)
+                table = select_rows(validate_batch(batch, source, dataset), selection)
                 if table.num_rows:
                     yield f"{task.name}-b{index:05d}", table
     except (pa.ArrowException, OSError) as exc:
@@ -144,6 +162,7 @@ def read_batches(task: ReadTask, batch_size: int, selection=None) -> Iterator[tu
 __all__ = [
     "INPUT_COLUMNS",
     "ReadTask",
+    "input_columns",
     "partition_files",
     "partition_schema",
     "read_batches",

@@ -3,7 +3,9 @@ models' class probabilities, the rows that cannot enter the game counted instead
 two other uses: the row-id uniqueness check by hash bucket and the two-stage plan's Parquet round trip.
 
 Rows without ``row_id`` and rows whose probabilities the model cannot have produced (NaN, outside [0, 1], not
-summing to 1) are counted in `ScoredBatch.issues` and left out of the game, never dropped silently. Row ids
+summing to 1) are counted in `ScoredBatch.issues` and left out of the game, never dropped silently. A row
+whose probabilities are all NaN is a row the model has no prediction for (a logged-predictions table without
+its key, `pipelines.model_formats`): it is also counted as ``rows_without_target_prediction`` (or reference). Row ids
 must be unique in the day (they key the randomness; the in-process audit refuses duplicates): the job checks
 it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_row_ids`).
 """
@@ -22,7 +24,8 @@ from auditing.keyed_random import mix64
 from pipelines import schema
 
 ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
-              "rows_bad_reference_probabilities")
+              "rows_bad_reference_probabilities", "rows_without_target_prediction",
+              "rows_without_reference_prediction")
 
 
 def empty_issues() -> dict:
@@ -90,7 +93,9 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference) -> Score
     ids = row_id.to_numpy(zero_copy_only=False)[index].astype(np.int64)
     issues = {"rows_read": n, "rows_scored": int(index.size), "rows_without_row_id": int(n - has_id.sum()),
               "rows_bad_target_probabilities": int(bad_target.sum()),
-              "rows_bad_reference_probabilities": int(bad_reference.sum())}
+              "rows_bad_reference_probabilities": int(bad_reference.sum()),
+              "rows_without_target_prediction": int(np.isnan(target).all(axis=1).sum()),
+              "rows_without_reference_prediction": int(np.isnan(reference).all(axis=1).sum())}
     return ScoredBatch(batch_id, ids, labels[index],
                        as_class_probabilities(target[index], "p_target") if index.size else target[:0],
                        as_class_probabilities(reference[index], "p_reference") if index.size else reference[:0],

@@ -205,6 +205,7 @@ def test_bad_probabilities_are_counted_per_model():
     reference[3] = [0.3, 0.3]  # does not sum to 1
     batch = scored_batch("b", table, target, reference)
     assert batch.issues == {"rows_read": 5, "rows_scored": 2, "rows_without_row_id": 0,
+                            "rows_without_target_prediction": 0, "rows_without_reference_prediction": 0,
                             "rows_bad_target_probabilities": 2, "rows_bad_reference_probabilities": 1}
     assert batch.row_ids.tolist() == [1, 5]
 
