@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "flows.commands.validate_rr",
     "flows.commands.data",
     "flows.commands.train",
+    "flows.commands.models",
     "flows.commands.score",
     "flows.commands.report",
     "flows.commands.nightly",

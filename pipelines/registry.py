@@ -1,5 +1,8 @@
 """The model registry: ``models/<name>/date=YYYY-MM-DD/`` holding ``model.cbm`` and ``metadata.json``.
 
+Models trained elsewhere are registered from a file by `pipelines.model_registration` (``labeldp-audit models
+register``): their metadata names their format and file (``format``, ``model_file``; docs/model_registry.md).
+
 - Written through ``layout.atomic_directory``: the directory appears complete or not at all, and a failed
   write leaves an existing model of that name and day untouched.
 - No pickle anywhere: the model is CatBoost's own ``.cbm`` format, the metadata strict JSON (an infinite
@@ -198,7 +201,9 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> di
     if not directory.is_dir():
         raise LabelDPInputError(f"no model {model_name!r} for {date.isoformat()}: {directory} does not "
                                 f"exist; train it with `labeldp-audit train --date {date.isoformat()} "
-                                f"--model-name {model_name} ...` or pass the right --data-root")
+                                f"--model-name {model_name} ...`, register a model file with `labeldp-audit "
+                                f"models register --name {model_name} --date {date.isoformat()} --file FILE ...` "
+                                f"or pass the right --data-root")
     if not path.is_file():
         raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
     try:

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
 from pipelines.dataset_spec import DatasetSpec
-from pipelines.model_formats import MODEL_FORMATS, ModelFormat, check_probability_matrix
+from pipelines.model_format_base import MODEL_FORMATS, ModelFormat, check_probability_matrix
 
 
 def feature_kinds(model) -> list[dict[str, str]]:

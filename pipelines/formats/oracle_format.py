@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
 from pipelines.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID, DatasetSpec
-from pipelines.model_formats import MODEL_FORMATS, ModelFormat
+from pipelines.model_format_base import MODEL_FORMATS, ModelFormat
 
 
 @MODEL_FORMATS.register
