@@ -4,8 +4,9 @@ fallback), predictions, and the learner the multi-stage mechanisms train through
 - Binary labels (clicks): ``loss_function="Logloss"`` on hard labels, ``"CrossEntropy"`` on soft labels
   (ALIBI). A single class among hard targets cannot be fitted by CatBoost; the model is then a constant with
   the add-one (Laplace) estimate of the class-1 rate, and the fit's ``info["degenerate"]`` says so.
-- Features are ``pipelines.training.feature_frame`` frames: ``schema.CATEGORICAL_COLUMNS`` are CatBoost
-  categorical features.
+- Features are ``pipelines.training.feature_frame`` frames of any dataset spec: the numeric features are
+  float64 columns and every other column (the spec's categorical features, pandas categoricals of strings) is a
+  CatBoost categorical feature (`categorical_columns`), so nothing here names a column.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from auditing.errors import LabelDPInputError
-from pipelines import schema
 from pipelines.progress import Progress
 
 
@@ -98,12 +98,18 @@ def settings_from(**overrides: Any) -> CatBoostSettings:
     return dataclasses.replace(CatBoostSettings(), **values)
 
 
+def categorical_columns(features: pd.DataFrame) -> list[str]:
+    """The columns of a feature frame CatBoost reads as categorical: every column whose dtype is not numeric
+    (a Criteo frame: ``C1..C26``, in frame order)."""
+    return [str(name) for name in features.columns if not pd.api.types.is_numeric_dtype(features[name].dtype)]
+
+
 def training_pool(features: pd.DataFrame, label=None):
     """The ``catboost.Pool`` training fits and predicts on: a feature frame (categorical columns declared),
     with optional targets."""
     from catboost import Pool
 
-    return Pool(features, label=label, cat_features=list(schema.CATEGORICAL_COLUMNS))
+    return Pool(features, label=label, cat_features=categorical_columns(features))
 
 
 def _constant_model(features: pd.DataFrame, p_one: float, params: dict):

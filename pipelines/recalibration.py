@@ -25,9 +25,19 @@ checks the written file: its raw prediction on the calibration rows must equal r
 ``SUM_TOLERANCE``, recorded in the metadata; this check runs on every write, the no-round file included. A
 reference with an ``output_correction`` (LP-1ST-NC) is not logit-additive and is skipped.
 
-No held-out rows (an audited model read the test split's labels or has no record of which rows it read, the
-audit plays on every row, the day has no test rows or too few clicks there): `ReferenceCheckSkipped`, whose
-``reason`` the flow reports as "skipped, reference not checked".
+Held-out rows (`check_heldout`, `HeldOutRows`): the rows of day D whose labels entered no audited model. Models
+trained here record the built-in split, so they are the test split. A registered (outside) model that lists its
+training keys (`pipelines.audit_rows`) holds out the day's other rows: with such targets the held-out rows are
+those in no audited model's keys (and in the test split when a target records the built-in split), cut into the
+calibration and control halves by the same keyed hash (`pipelines.splits.heldout_role_of`).
+
+No held-out rows (an audited model read the test split's labels, read every row's label, or has no record of
+which rows it read, the audit plays on every row, the day has no such rows or too few clicks there), a reference
+that is not a CatBoost model (the correction is summed into its trees) or a dataset that is not binary:
+`ReferenceCheckSkipped`, whose ``reason`` the flow reports as "skipped, reference not checked".
+
+Everything runs on the partition's own dataset spec (`pipelines.dataset_spec.dataset_of`): its features, its row
+key and label under the pipeline names ``row_id`` and ``label``.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +59,9 @@ from scipy.special import expit
 from auditing.errors import LabelDPInputError
 from auditing.names import check_name
 from pipelines import registry, schema, splits
-from pipelines.layout import require_date
+from pipelines.audit_rows import ALL, KEYS, KeysSelection, training_rows
+from pipelines.dataset_spec import DatasetSpec, dataset_of, is_default
+from pipelines.layout import model_dir, require_date
 from pipelines.progress import Progress, no_progress
 from pipelines.recalibration_fit import (
     TARGET_CTR_TYPES,
@@ -62,12 +75,12 @@ from pipelines.recalibration_fit import (
     log_loss,
     recalibrated_logits,
 )
-from pipelines.training import feature_frame
+from pipelines.training import NUM_CLASSES, dataset_record, feature_frame
 
 __all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES",
-           "Correction", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "catboost_seed",
-           "check_heldout", "fit_correction", "fit_intercept", "heldout_part", "log_loss", "recalibrate_reference",
-           "recalibrated_logits"]
+           "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures",
+           "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "fit_correction",
+           "fit_intercept", "heldout_part", "log_loss", "read_day", "recalibrate_reference", "recalibrated_logits"]
 
 RECALIBRATED_TYPE = "recalibrated-reference"
 RECALIBRATION_VERSION = 2  # bump when the procedure changes: a registered entry is then refitted
@@ -78,17 +91,61 @@ SUM_TOLERANCE = 1e-9  # |raw(summed model) - (raw_M' + a + c)| allowed on the ca
 # ------------------------------------------------------------------------------------------ held-out rows
 
 
-def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training") -> None:
-    """Raises `ReferenceCheckSkipped` unless day D's test split is held out from every audited model: the audit
-    plays on the training rows only (``audit_rows`` "training"), and each target's registry metadata (``targets``)
-    records its training rows (`pipelines.audit_rows`) under the built-in split scheme with labels read from the
-    train and validation splits only. A model without that record (an outside model, maybe trained on every row
-    of the day) leaves no row known to be held out."""
+@dataclass(frozen=True)
+class HeldOutRows:
+    """The rows of day D held out from every audited model: the test split when ``test_split`` (a target records
+    the built-in split, or no target lists keys), minus the keys of every target in ``excluded``."""
+
+    excluded: tuple[KeysSelection, ...] = ()
+    fingerprints: tuple[str, ...] = ()  # of the excluded keys files, in the same order
+    test_split: bool = True
+
+    @property
+    def builtin(self) -> bool:
+        """True when the held-out rows are exactly the built-in test split."""
+        return not self.excluded
+
+    def mask(self, row_ids) -> np.ndarray:
+        ids = np.asarray(row_ids, dtype=np.int64)
+        keep = splits.split_of(ids) == splits.TEST if self.test_split else np.ones(ids.shape, dtype=bool)
+        for selection in self.excluded:
+            keep &= ~selection.mask(ids)
+        return keep
+
+    def roles(self, row_ids) -> np.ndarray:
+        """`pipelines.splits.heldout_role_of` of ``row_ids``: NOT_HELDOUT, CALIBRATION or CONTROL."""
+        return splits.heldout_role_of(row_ids, self.mask(row_ids))
+
+    def where(self) -> str:
+        return "test split" if self.builtin else "rows in no audited model's training keys"
+
+    def describe(self) -> dict:
+        """The JSON record of the rule (compared to decide whether a registered entry is current); the built-in
+        case is `pipelines.splits.heldout_scheme` as it always was."""
+        if self.builtin:
+            return splits.heldout_scheme()
+        return {**splits.heldout_scheme(),
+                "heldout": "rows in no audited model's training keys" + (" and in the test split"
+                                                                          if self.test_split else ""),
+                "role": "top bit of splitmix64(row_id ^ heldout_salt) among held-out rows: 0 calibration, 1 control",
+                "excluded_keys": [{"model": sel.model, "date": sel.date, "rows": sel.rows, "fingerprint": fp}
+                                  for sel, fp in zip(self.excluded, self.fingerprints, strict=True)]}
+
+
+def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training",
+                  root: str | os.PathLike | None = None) -> HeldOutRows:
+    """The rows of day D held out from every audited model, or `ReferenceCheckSkipped`: the audit must play on
+    the training rows only (``audit_rows`` "training"), and each target's registry metadata (``targets``) must
+    record its training rows (`pipelines.audit_rows`): under the built-in split scheme with labels read from the
+    train and validation splits only, or as a list of keys (read from ``models/<name>/date=D/`` under ``root``).
+    A model without a record, or trained on every row of the day (kind "all"), leaves no row known to be held
+    out. A keys file that is missing or unreadable is a LabelDPInputError naming it."""
     if audit_rows != "training":
         raise ReferenceCheckSkipped(
-            f"audit_rows is {audit_rows!r}: the game is played on every row, the test split included, so its labels "
-            f"can neither recalibrate the reference nor train the label-blind control")
+            f"audit_rows is {audit_rows!r}: the game is played on every row, the held-out rows included, so their "
+            f"labels can neither recalibrate the reference nor train the label-blind control")
     expected = splits.scheme()
+    excluded, fingerprints, split_targets = [], [], 0
     for metadata in targets:
         model = f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}"
         record = metadata.get("training_rows")
@@ -96,6 +153,28 @@ def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training") ->
             raise ReferenceCheckSkipped(
                 f"{model} has no training_rows record: it may have been trained on every row of the day, so no "
                 f"row is known to be held out")
+        kind = record.get("kind")
+        if kind == ALL:
+            raise ReferenceCheckSkipped(f"{model} read every row's label of day {metadata.get('date', '?')}: no row "
+                                        f"is held out")
+        if kind == KEYS:
+            if root is None:
+                raise LabelDPInputError(f"{model}: its training rows are a keys file; check_heldout needs the data "
+                                        f"root to read it")
+            from pipelines.beam_request import file_fingerprint
+
+            try:
+                day = dt.date.fromisoformat(str(metadata.get("date")))
+            except ValueError:
+                raise LabelDPInputError(f"{model}: its metadata has no valid date") from None
+            selection = training_rows(metadata, model_dir(root, str(metadata.get("model_name")), day))
+            excluded.append(selection)
+            fingerprints.append(file_fingerprint(Path(selection.file)))
+            continue
+        if kind is not None:
+            raise ReferenceCheckSkipped(f"{model} records its training rows as {kind!r}, which leaves no row known "
+                                        f"to be held out")
+        split_targets += 1
         if record.get("split") != expected:
             raise ReferenceCheckSkipped(
                 f"{model} was split with {record.get('split')!r}, not the built-in scheme {expected!r}: its "
@@ -104,16 +183,35 @@ def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training") ->
         if not read <= {"train", "validation"}:
             raise ReferenceCheckSkipped(f"{model} read the labels of the split(s) {sorted(read)}: the test split "
                                         f"is not held out")
+    return HeldOutRows(excluded=tuple(excluded), fingerprints=tuple(fingerprints),
+                       test_split=bool(split_targets) or not excluded)
 
 
-def heldout_part(table: pa.Table, role: int) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
-    """(row_ids, feature frame, labels) of the rows of ``table`` whose held-out role is ``role``
-    (`pipelines.splits.CALIBRATION` or ``CONTROL``)."""
-    row_ids = table.column(schema.ROW_ID).to_numpy()
-    rows = np.flatnonzero(splits.heldout_role(row_ids) == role)
+def check_binary_dataset(dataset: DatasetSpec) -> None:
+    """`ReferenceCheckSkipped` unless the dataset is binary (the correction and the control are 0/1 models)."""
+    if dataset.classes != NUM_CLASSES:
+        raise ReferenceCheckSkipped(f"dataset {dataset.name!r} has {dataset.classes} classes: the recalibration and "
+                                    f"the label-blind control fit binary models only")
+
+
+def heldout_part(table: pa.Table, role: int, heldout: HeldOutRows | None = None,
+                 dataset: DatasetSpec | None = None) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+    """(row_ids, feature frame, labels) of the rows of ``table`` (pipeline names: ``row_id``, ``label``, the
+    features of ``dataset``, default Criteo) whose held-out role is ``role`` (`pipelines.splits.CALIBRATION` or
+    ``CONTROL``) among the ``heldout`` rows (default: the built-in test split)."""
+    heldout = heldout or HeldOutRows()
+    row_ids = table.column("row_id").to_numpy()
+    rows = np.flatnonzero(heldout.roles(row_ids) == role)
     part = table.take(pa.array(rows))
-    return (row_ids[rows], feature_frame(part),
-            part.column(schema.LABEL).to_numpy().astype(np.int64))
+    return (row_ids[rows], feature_frame(part, dataset),
+            part.column("label").to_numpy().astype(np.int64))
+
+
+def read_day(root: str | os.PathLike, date: dt.date) -> tuple[pa.Table, DatasetSpec]:
+    """The partition of ``date`` under the pipeline names, and its spec (`ReferenceCheckSkipped` unless binary)."""
+    dataset = dataset_of(root, date)
+    check_binary_dataset(dataset)
+    return dataset.to_internal(schema.read_partition(root, date, dataset=dataset)), dataset
 
 
 # ------------------------------------------------------------------------------------------ the registry
@@ -194,14 +292,34 @@ def _written_and_checked(model_in, correction: Correction, features: pd.DataFram
                    "tolerance": SUM_TOLERANCE}
 
 
-def _current(root, name: str, date: dt.date, inputs: dict) -> dict | None:
+def changed_keys(seen: dict | None, expected: dict, prefix: str = "") -> list[str]:
+    """The keys (dotted, one level into nested dicts) whose value in ``seen`` differs from ``expected``: what
+    changed since a registered entry was written (the CatBoost settings, the partition, the held-out rows...)."""
+    seen = seen if isinstance(seen, dict) else {}
+    out = []
+    for key in sorted(set(seen) | set(expected)):
+        before, after = seen.get(key), expected.get(key)
+        if before == after:
+            continue
+        if isinstance(before, dict) and isinstance(after, dict) and not prefix:
+            out += changed_keys(before, after, f"{key}.")
+        else:
+            out.append(prefix + key)
+    return out
+
+
+def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -> dict | None:
     try:
         metadata = registry.read_metadata(root, name, date)
     except LabelDPInputError:
         return None
     seen = (metadata.get("recalibration") or {}).get("inputs")
     current = seen == inputs and metadata.get("model_type") == RECALIBRATED_TYPE
-    return metadata if current and registry.model_path(root, name, date).is_file() else None
+    if current and registry.model_path(root, name, date).is_file():
+        return metadata
+    progress(f"recalibrated reference: refitting {name}@{date} (changed: "
+             f"{', '.join(changed_keys(seen, inputs)) or 'incomplete entry'})")
+    return None
 
 
 def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, reference: tuple[str, dt.date], *,
@@ -217,8 +335,9 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     with the same inputs is returned as it is, not refitted).
 
     ``targets``: the registry metadata of the night's audited models (`check_heldout`); ``audit_rows``: the plan's.
-    Raises `ReferenceCheckSkipped` (with ``reason``) when there are no usable held-out rows or the reference is
-    not logit-additive, `LabelDPInputError` for a missing reference or partition. Score with
+    Raises `ReferenceCheckSkipped` (with ``reason``) when there are no usable held-out rows, the reference is not
+    a CatBoost model or not logit-additive, or the dataset is not binary; `LabelDPInputError` for a missing
+    reference, partition or keys file. Score with
     ``ScoringRequest(reference=name, reference_date=date)``.
     """
     date = require_date(date)
@@ -230,10 +349,17 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
         raise LabelDPInputError(f"the recalibrated reference {name!r}@{date} would overwrite its own source; "
                                 f"give it another name")
     settings = settings or RecalibrationSettings()
-    check_heldout(targets, audit_rows)
+    heldout = check_heldout(targets, audit_rows, root)
     from pipelines.beam_request import file_fingerprint
+    from pipelines.model_formats import format_of
 
     ref_md = registry.read_metadata(root, ref_name, ref_date)
+    ref_format = format_of(ref_md).name
+    if ref_format != "catboost":
+        raise ReferenceCheckSkipped(f"reference {ref_name!r}@{ref_date} is a {ref_format!r} model: the recalibration "
+                                    f"sums a correction into CatBoost trees, so it needs a CatBoost reference")
+    dataset = dataset_of(root, date)
+    check_binary_dataset(dataset)
     if ref_md.get("output_correction"):
         raise ReferenceCheckSkipped(
             f"reference {ref_name!r}@{ref_date} applies an output correction "
@@ -246,20 +372,22 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     partition_fp = schema.partition_fingerprint(root, date)
     source_record = {"name": ref_name, "date": ref_date.isoformat(), "fingerprint": fingerprint,
                      "partition_fingerprint": ref_md.get("partition_fingerprint")}
-    inputs = registry.jsonable({"reference": source_record, "partition_fingerprint": partition_fp,
-                                 "settings": settings.describe(), "seed": int(seed),
-                                 "heldout": splits.heldout_scheme(), "version": RECALIBRATION_VERSION})
-    current = _current(root, name, date, inputs)
+    inputs = {"reference": source_record, "partition_fingerprint": partition_fp, "settings": settings.describe(),
+              "seed": int(seed), "heldout": heldout.describe(), "version": RECALIBRATION_VERSION}
+    if not is_default(dataset):
+        inputs["dataset"] = dataset.fingerprint()
+    inputs = registry.jsonable(inputs)
+    current = _current(root, name, date, inputs, progress)
     if current is not None:
         progress(f"recalibrated reference: reusing {name}@{date} (same reference, partition and settings)")
         return current
 
-    table = schema.read_partition(root, date)
+    table, _ = read_day(root, date)
     registry.check_features(ref_md, table.schema)
-    row_ids, features, labels = heldout_part(table, splits.CALIBRATION)
+    row_ids, features, labels = heldout_part(table, splits.CALIBRATION, heldout, dataset)
     if row_ids.size == 0:
         raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({table.num_rows} rows) has no held-out "
-                                    f"calibration rows (test split)")
+                                    f"calibration rows ({heldout.where()})")
     names = [item["name"] for item in ref_md["feature_schema"]]
     cats = [item["name"] for item in ref_md["feature_schema"] if item["kind"] == registry.CATEGORICAL]
     features = features[names]
@@ -302,9 +430,11 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
         "test_metrics": {**record["validation"], "evaluated_on": "the calibration half's validation rows"},
         "reference": source_record,
         "recalibration": {**record, "source_reference": source_record, "sum": check, "inputs": inputs},
-        "heldout_rows": {"scheme": splits.heldout_scheme(), "role": "calibration", "rows": int(row_ids.size),
+        "heldout_rows": {"scheme": heldout.describe(), "role": "calibration", "rows": int(row_ids.size),
                          "fit_rows": record["fit_rows"], "validation_rows": record["validation_rows"],
                          "validation_fraction": settings.validation_fraction},
     }
+    if dataset_record(dataset) is not None:
+        metadata["dataset"] = dataset_record(dataset)
     registry.save_model(root, name, date, model, metadata)
     return registry.read_metadata(root, name, date)

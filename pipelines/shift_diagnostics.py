@@ -4,13 +4,17 @@ The audit assumes |log D'(y|x) - log D(y|x)| <= kappa between the data's label l
 counterfactual labels are drawn from (docs/soundness.md). The label-blind control is the check that can fail
 for it; these two figures only make a small kappa more or less plausible:
 
-- how M' fits day D versus its own day D-1: log-loss and expected calibration error (ECE) of M' on the test
-  split of each day (rows whose labels trained no model: M' never saw day D, and D-1's test split was held
-  out from M'). ECE uses 15 equal-mass bins of M'(x): sum over bins of (rows in bin / n) * |mean p - mean y|.
+- how M' fits day D versus its own day D-1: log-loss and expected calibration error (ECE) of M' on rows of
+  each day whose labels did not train M': day D's test split (M' never saw day D), and on day D-1 the rows its
+  ``training_rows`` record leaves out (the test split for the models trained here, the rows not in its keys for
+  a registered model that lists them; a model trained on every row is measured on every row and marked
+  in-sample). M' is run through its format (`pipelines.model_formats`), so any registered reference works;
+  rows it has no prediction for are left out. ECE uses 15 equal-mass bins of M'(x): sum over bins of (rows in
+  bin / n) * |mean p - mean y|.
 - a shift statistic of the features: the population stability index PSI = sum_b (q_b - p_b) ln(q_b / p_b)
   per feature between day D-1 (p) and day D (q), on D-1's deciles for numerics (plus a missing bin) and on
   D-1's 20 most frequent values plus "other" and "missing" for categoricals; proportions are floored at 1e-4
-  so that an empty bin gives a large, finite value.
+  so that an empty bin gives a large, finite value. The features are the partition's dataset spec's.
 
 ``shift_diagnostic`` returns a JSON-ready dict; the nightly flow stores it in the result record and the
 warehouse (``shift_diagnostic`` JSON, ``reference_log_loss_shift``, ``feature_shift_max_psi``) and the report
@@ -29,7 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines import registry, schema, splits
-from pipelines.layout import require_date
+from pipelines.audit_rows import ALL, KEYS, record_kind, training_rows
+from pipelines.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
+from pipelines.layout import model_dir, require_date
 
 ECE_BINS = 15
 NUMERIC_BINS = 10
@@ -48,18 +54,31 @@ def expected_calibration_error(p: np.ndarray, y: np.ndarray, bins: int = ECE_BIN
     return total / max(1, p.size)
 
 
-def _fit(model, table: pa.Table) -> dict:
-    from pipelines.training import feature_frame
-
-    row_ids = table.column(schema.ROW_ID).to_numpy()
-    test = np.flatnonzero(splits.split_of(row_ids) == splits.TEST)
-    part = table.take(pa.array(test))
-    p = np.asarray(model.predict_proba(feature_frame(part)), dtype=np.float64)[:, 1]
-    y = part.column(schema.LABEL).to_numpy().astype(np.float64)
+def _fit(predict, table: pa.Table, rows: np.ndarray) -> dict:
+    """M''s log-loss and ECE on the ``rows`` of ``table`` (pipeline names) that it has a prediction for."""
+    part = table.take(pa.array(rows, type=pa.int64()))
+    p = np.asarray(predict(part), dtype=np.float64)[:, 1]
+    y = part.column("label").to_numpy().astype(np.float64)
+    answered = np.isfinite(p)
+    p, y = p[answered], y[answered]
+    if not y.size:
+        return {"log_loss": None, "ece": None, "rows": 0, "click_rate": None}
     clipped = np.clip(p, 1e-15, 1 - 1e-15)
     log_loss = float(-np.mean(y * np.log(clipped) + (1 - y) * np.log1p(-clipped)))
-    return {"log_loss": log_loss, "ece": expected_calibration_error(p, y), "rows": int(test.size),
-            "click_rate": float(y.mean()) if y.size else None}
+    return {"log_loss": log_loss, "ece": expected_calibration_error(p, y), "rows": int(y.size),
+            "click_rate": float(y.mean())}
+
+
+def _unseen_rows(root, name: str, date: dt.date, metadata: dict, row_ids: np.ndarray) -> tuple[np.ndarray, str]:
+    """The rows of the reference's own day whose labels did not train it (its ``training_rows`` record), and
+    how they were chosen."""
+    kind = record_kind(metadata)
+    if kind == KEYS:
+        selection = training_rows(metadata, model_dir(root, name, date))
+        return np.flatnonzero(~selection.mask(row_ids)), "rows not in its training keys"
+    if kind == ALL:
+        return np.arange(row_ids.size), "every row (it was trained on all of them: in-sample)"
+    return np.flatnonzero(splits.split_of(row_ids) == splits.TEST), "test split"
 
 
 def _psi(p: np.ndarray, q: np.ndarray) -> float:
@@ -100,11 +119,12 @@ def _categorical_psi(before: pa.ChunkedArray, after: pa.ChunkedArray) -> float:
     return _psi(histogram(before), histogram(after))
 
 
-def feature_shift(before: pa.Table, after: pa.Table) -> dict:
-    """Per-feature PSI from day D-1 (``before``) to day D (``after``), summarised."""
-    psi = {name: _numeric_psi(before.column(name), after.column(name)) for name in schema.NUMERIC_COLUMNS}
-    psi.update({name: _categorical_psi(before.column(name), after.column(name))
-                for name in schema.CATEGORICAL_COLUMNS})
+def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None = None) -> dict:
+    """Per-feature PSI from day D-1 (``before``) to day D (``after``) over the features of ``dataset`` (default
+    Criteo), summarised."""
+    dataset = dataset or criteo()
+    psi = {name: _numeric_psi(before.column(name), after.column(name)) for name in dataset.numeric}
+    psi.update({name: _categorical_psi(before.column(name), after.column(name)) for name in dataset.categorical})
     values = np.array(list(psi.values()))
     top = sorted(psi.items(), key=lambda item: -item[1])[:5]
     return {"statistic": "population stability index (PSI)",
@@ -131,14 +151,27 @@ def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference_name: str
 @functools.lru_cache(maxsize=8)
 def _cached(root: str, date: dt.date, reference_name: str, reference_date: dt.date, fp_current: str,
             fp_previous: str) -> dict:
-    model, _ = registry.load_model(root, reference_name, reference_date)
-    current = schema.read_partition(root, date)
-    previous = schema.read_partition(root, reference_date)
-    fit_current, fit_previous = _fit(model, current), _fit(model, previous)
-    shift = feature_shift(previous, current)
-    gap = fit_current["log_loss"] - fit_previous["log_loss"]
+    from pipelines.model_formats import format_of
+
+    metadata = registry.read_metadata(root, reference_name, reference_date)
+    model_format = format_of(metadata)
+    dataset = dataset_of(root, date)
+    check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}")
+    current = dataset.to_internal(schema.read_partition(root, date, dataset=dataset))
+    previous = dataset.to_internal(schema.read_partition(root, reference_date, dataset=dataset))
+
+    def predict(part: pa.Table) -> np.ndarray:
+        return model_format.predict(root, reference_name, reference_date, part, dataset)
+
+    current_ids, previous_ids = (t.column("row_id").to_numpy() for t in (current, previous))
+    unseen, rule = _unseen_rows(root, reference_name, reference_date, metadata, previous_ids)
+    fit_current = _fit(predict, current, np.flatnonzero(splits.split_of(current_ids) == splits.TEST))
+    fit_previous = {**_fit(predict, previous, unseen), "rows_rule": rule}
+    shift = feature_shift(previous, current, dataset)
+    both = fit_current["log_loss"] is not None and fit_previous["log_loss"] is not None
+    gap = fit_current["log_loss"] - fit_previous["log_loss"] if both else math.nan
     return {"label": LABEL, "reference": f"{reference_name}@{reference_date.isoformat()}",
             "reference_fit": {"previous": fit_previous, "current": fit_current},
             "reference_log_loss_shift": gap if math.isfinite(gap) else None,
-            "reference_ece_shift": fit_current["ece"] - fit_previous["ece"],
+            "reference_ece_shift": fit_current["ece"] - fit_previous["ece"] if both else None,
             "feature_shift": shift, "feature_shift_max_psi": shift["max_psi"]}

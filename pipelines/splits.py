@@ -106,10 +106,20 @@ def heldout_role(row_ids) -> np.ndarray:
     splits (their labels train the targets), and for the test split ``CALIBRATION`` (0, recalibrates the
     reference) or ``CONTROL`` (1, trains the label-blind control), about half each. The two halves are disjoint
     and cover the test split by construction."""
+    return heldout_role_of(row_ids, split_of(row_ids) == TEST)
+
+
+def heldout_role_of(row_ids, heldout_mask) -> np.ndarray:
+    """`heldout_role` for any set of held-out rows: ``NOT_HELDOUT`` where ``heldout_mask`` is False, else
+    ``CALIBRATION`` or ``CONTROL`` by the same keyed hash (``HELDOUT_SALT``). Registered models whose training
+    rows are a list of keys hold out the day's other rows, not the test split (`pipelines.recalibration`)."""
     ids = _as_uint64(row_ids)
+    mask = np.asarray(heldout_mask, dtype=bool)
+    if mask.shape != ids.shape:
+        raise ValueError(f"heldout_mask has shape {mask.shape} for row_ids of shape {ids.shape}")
     h = splitmix64(ids ^ HELDOUT_SALT)
     out = np.where(h >> np.uint64(63) == np.uint64(0), CALIBRATION, CONTROL).astype(np.int8)
-    out[split_of(row_ids) != TEST] = NOT_HELDOUT
+    out[~mask] = NOT_HELDOUT
     return out
 
 

@@ -2,9 +2,13 @@
 
 What happens in ``train_model`` (paper Sec. 6.4 setup):
 
-- Features per ``pipelines.schema``: ``I1..I13`` as float64 with NaN for missing (CatBoost's default
-  ``nan_mode="Min"``), ``C1..C26`` as CatBoost categorical features (the 8-hex strings; a missing value is
-  the empty string ""). ``feature_frame`` is the one conversion; scorers must use it too.
+- Features per the partition's dataset spec (`pipelines.dataset_spec`, read with the partition:
+  `pipelines.dataset_spec.dataset_of`): its numeric features as float64 with NaN for missing (CatBoost's
+  default ``nan_mode="Min"``), then its categorical features as CatBoost categorical features (their strings; a
+  missing value is the empty string ""). Criteo: ``I1..I13`` then ``C1..C26``. ``feature_frame`` is the one
+  conversion; scorers must use it too. Inside, the row key and the label are ``row_id`` and ``label``
+  (``spec.to_internal``). The metadata records the spec's ``feature_schema`` and, for a spec other than the
+  built-in Criteo one, ``dataset`` (name, fingerprint, spec), as registered models do.
 - Splits per ``pipelines.splits`` (hash of row_id, 80/4/16). The mechanism privatizes the labels of the
   train *and* validation rows -- every label the training procedure reads, since the validation split picks
   the best iteration (``use_best_model``) and, for LP-1ST-NC, the correction's floor. Test labels are read
@@ -17,7 +21,8 @@ What happens in ``train_model`` (paper Sec. 6.4 setup):
   and are not part of the label-DP release; the non-private reference M' trained on day D-1 is an audit
   artifact (the paper's M') and must not be released as if it were private.
 - Binary labels (clicks): ``loss_function="Logloss"`` on hard labels, ``"CrossEntropy"`` on ALIBI's soft
-  labels. The mechanisms themselves are k-ary; the training wrapper is binary like the partitions.
+  labels. The mechanisms themselves are k-ary; the training wrapper is binary: a dataset spec with another
+  class count is refused.
 - Randomness: one ``seed`` drives everything: ``numpy.random.SeedSequence(seed)`` gives the mechanism's
   Generator and CatBoost's ``random_seed``, so (data, mechanism, eps, seed, settings) reproduce the model.
 - eps = inf: rr, lp-1st, lp-1st-nc and lp-2st release the labels unchanged and train exactly as ``none``
@@ -31,6 +36,9 @@ What happens in ``train_model`` (paper Sec. 6.4 setup):
 
 ``CatBoostSettings`` (``pipelines.fitting``) holds the speed/quality knobs; the defaults suit 2 cores
 (benchmarks/results/training.md has the measured time and log-loss against CatBoost's own defaults).
+
+A registered model is reused only when everything that made it is the same: `reuse_mismatch` compares its
+metadata with the mechanism, eps, seed, partition, dataset and CatBoost parameters a run would use.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ import datetime as dt
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +56,7 @@ import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits
+from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, is_default
 from pipelines.fitting import (
     CatBoostLearner,
     CatBoostSettings,
@@ -63,8 +72,9 @@ from pipelines.mechanisms.base import PRIORS, UNIT
 from pipelines.progress import Progress, no_progress
 
 __all__ = ["NUM_CLASSES", "PRIORS", "UNIT", "CatBoostLearner", "CatBoostSettings", "DayData", "MechanismOptions",
-           "TrainResult", "default_model_name", "ensure_reference", "evaluate", "feature_frame", "fit_catboost",
-           "load_day", "needs_reference", "predict_probabilities", "reference_date", "register", "settings_from",
+           "TrainResult", "check_binary", "dataset_fingerprint_of", "dataset_record", "default_model_name",
+           "ensure_reference", "evaluate", "feature_frame", "fit_catboost", "load_day", "needs_reference",
+           "predict_probabilities", "reference_date", "register", "reuse_mismatch", "settings_from",
            "train_and_register", "train_model", "training_rows_record"]
 
 NUM_CLASSES = 2
@@ -75,15 +85,17 @@ PROBABILITY_CLIP = 1e-15  # only for log-loss arithmetic: log(0) would be -inf
 # ------------------------------------------------------------------------------------------ data
 
 
-def feature_frame(table: pa.Table) -> pd.DataFrame:
-    """The CatBoost input for a partition table: columns ``I1..I13`` (float64, NaN = missing) then
-    ``C1..C26`` (pandas categoricals of the hex strings, "" = missing), in ``registry.feature_schema`` order.
+def feature_frame(table: pa.Table, dataset: DatasetSpec | None = None) -> pd.DataFrame:
+    """The CatBoost input for a partition table: the numeric features of ``dataset`` (default Criteo:
+    ``I1..I13``; float64, NaN = missing) then its categorical ones (Criteo: ``C1..C26``; pandas categoricals
+    of the strings, "" = missing), in ``dataset.feature_schema()`` order.
 
     Scoring must use this same conversion (the model hashes categorical values as strings)."""
+    dataset = dataset or criteo()
     columns: dict[str, Any] = {}
-    for name in schema.NUMERIC_COLUMNS:
+    for name in dataset.numeric:
         columns[name] = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-    for name in schema.CATEGORICAL_COLUMNS:
+    for name in dataset.categorical:
         values = table.column(name).combine_chunks()
         if not pa.types.is_dictionary(values.type):
             values = values.dictionary_encode()
@@ -105,8 +117,9 @@ class DayData:
     labels: np.ndarray        # int64, true labels
     features: pd.DataFrame    # feature_frame(table)
     split: np.ndarray         # int8: splits.TRAIN / VALIDATION / TEST
-    table_schema: pa.Schema
+    table_schema: pa.Schema   # pipeline names (row_id, label, the features)
     fingerprint: str
+    dataset: DatasetSpec = field(default_factory=criteo)   # the partition's spec
 
     @property
     def private_rows(self) -> np.ndarray:
@@ -117,21 +130,29 @@ class DayData:
         return np.flatnonzero(self.split == code)
 
 
+def check_binary(dataset: DatasetSpec, what: str = "training") -> None:
+    """LabelDPInputError unless ``dataset`` has two classes (the CatBoost wrappers fit binary Logloss)."""
+    if dataset.classes != NUM_CLASSES:
+        raise LabelDPInputError(f"dataset {dataset.name!r} ({dataset.describe()}) has {dataset.classes} classes: "
+                                f"{what} fits binary (2-class) CatBoost models only")
+
+
 def load_day(root: str | os.PathLike, date: dt.date) -> DayData:
-    """Reads and validates the partition of ``date`` (``schema.read_partition``) and prepares features."""
+    """Reads and validates the partition of ``date`` (``schema.read_partition``, with the spec it was written
+    with) under the pipeline names and prepares features. A spec with other than 2 classes is refused."""
     date = require_date(date)
-    table = schema.read_partition(root, date)
-    row_ids = table.column(schema.ROW_ID).to_numpy()
+    dataset = dataset_of(root, date)
+    check_binary(dataset)
+    table = dataset.to_internal(schema.read_partition(root, date, dataset=dataset))
+    row_ids = table.column("row_id").to_numpy()
     split = splits.split_of(row_ids)
     for code, name in splits.SPLIT_NAMES.items():
         if not np.any(split == code):
             raise LabelDPInputError(f"partition {date.isoformat()} ({table.num_rows} rows) has no {name} rows; "
                                     f"training needs every split (use more rows)")
-    return DayData(date=date, row_ids=row_ids, labels=table.column(schema.LABEL).to_numpy().astype(np.int64),
-                   features=feature_frame(table), split=split, table_schema=table.schema,
-                   fingerprint=schema.partition_fingerprint(root, date))
-
-
+    return DayData(date=date, row_ids=row_ids, labels=table.column("label").to_numpy().astype(np.int64),
+                   features=feature_frame(table, dataset), split=split, table_schema=table.schema,
+                   fingerprint=schema.partition_fingerprint(root, date), dataset=dataset)
 
 
 # ------------------------------------------------------------------------------------------ mechanisms
@@ -182,14 +203,13 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
         raise LabelDPInputError(f"seed must be a whole number in 0..2^63-1; got {seed!r}")
     seed = int(seed)
     settings = settings or CatBoostSettings()
+    check_binary(day.dataset)
     if chosen.needs_reference and reference_model is None:
         raise LabelDPInputError(f"mechanism {name!r} with prior 'reference' needs the reference model "
                                 f"(the previous day's checkpoint); none was given")
 
-    sequence = np.random.SeedSequence(seed)
-    mechanism_sequence, catboost_sequence = sequence.spawn(2)
+    mechanism_sequence, catboost_seed = _seeds(seed)
     rng = np.random.default_rng(mechanism_sequence)
-    catboost_seed = int(catboost_sequence.generate_state(1)[0])
     started = time.monotonic()
 
     private = day.private_rows
@@ -250,6 +270,12 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
 
 
 
+def _seeds(seed: int) -> tuple[np.random.SeedSequence, int]:
+    """The mechanism's SeedSequence and CatBoost's ``random_seed`` for a training ``seed``."""
+    mechanism_sequence, catboost_sequence = np.random.SeedSequence(int(seed)).spawn(2)
+    return mechanism_sequence, int(catboost_sequence.generate_state(1)[0])
+
+
 def training_rows_record(day: DayData, validation_uses: list[str], unread_row_ids: np.ndarray) -> dict:
     """The registry's record of the rows whose labels entered training: the split scheme as used
     (``splits.scheme()``), the splits whose labels were read (train, plus validation when ``validation_uses``
@@ -285,15 +311,22 @@ def reference_date(date: dt.date) -> dt.date:
 
 def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str, on_missing: str,
                      seed: int, settings: CatBoostSettings, progress: Progress = no_progress):
-    """Returns ``(model, metadata)`` of the reference for day ``date`` (``reference_name`` at D-1).
+    """Returns ``(model, metadata)`` of the reference for day ``date`` (``reference_name`` at D-1). The model is
+    a CatBoost classifier, or None for a registered reference of another format (`pipelines.model_formats`),
+    which training cannot use as a prior (only the audit reads it, through its format).
 
     When it is missing: ``on_missing="train"`` trains it non-privately on the D-1 partition and registers it;
     ``"fail"`` raises a ``LabelDPInputError`` that says how to create it.
     """
+    from pipelines.model_formats import format_of
+
     ref_date = reference_date(date)
     directory = model_dir(root, reference_name, ref_date)
     if directory.is_dir():
         progress(f"reference: using {directory}")
+        metadata = registry.read_metadata(root, reference_name, ref_date)
+        if format_of(metadata).name != "catboost":
+            return None, metadata
         return registry.load_model(root, reference_name, ref_date)
     if on_missing == "fail":
         raise LabelDPInputError(
@@ -318,7 +351,7 @@ def register(root: str | os.PathLike, model_name: str, day: DayData, result: Tra
         "seed": result.seed,
         "partition_fingerprint": day.fingerprint,
         "partition_rows": int(day.row_ids.size),
-        "feature_schema": registry.feature_schema(),
+        "feature_schema": day.dataset.feature_schema(),
         "catboost_params": result.catboost_params,
         "test_metrics": result.metrics,
         "output_correction": result.output_correction,
@@ -327,7 +360,26 @@ def register(root: str | os.PathLike, model_name: str, day: DayData, result: Tra
                    "privatized": "train + validation labels", "evaluated": "true test labels"},
         "training_rows": result.training_rows,
     }
+    recorded = dataset_record(day.dataset)
+    if recorded is not None:
+        metadata["dataset"] = recorded
     return registry.save_model(root, model_name, day.date, result.model, metadata)
+
+
+def dataset_record(dataset: DatasetSpec) -> dict | None:
+    """The metadata's ``dataset`` record (name, fingerprint, spec) of a model of ``dataset``; None for the
+    built-in Criteo spec, whose models carry no record (as before specs existed)."""
+    if is_default(dataset):
+        return None
+    return {"name": dataset.name, "fingerprint": dataset.fingerprint(), "spec": dataset.to_dict()}
+
+
+def dataset_fingerprint_of(metadata: dict) -> str:
+    """The fingerprint of the dataset a registered model reads (no ``dataset`` record: the Criteo spec)."""
+    record = metadata.get("dataset")
+    if isinstance(record, dict) and record.get("fingerprint"):
+        return str(record["fingerprint"])
+    return criteo().fingerprint()
 
 
 def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | Mechanism, epsilon: float,
@@ -364,6 +416,13 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
         policy = "fail" if on_missing_reference == "skip" else on_missing_reference
         reference_model, ref_metadata = ensure_reference(root, date, reference_name, policy, seed, settings, progress)
         registry.check_features(ref_metadata, day.table_schema)
+        if dataset_fingerprint_of(ref_metadata) != day.dataset.fingerprint():
+            raise LabelDPInputError(f"reference {reference_name!r}@{ref_metadata['date']} reads another dataset than "
+                                    f"day {date.isoformat()} ({day.dataset.name!r}, {day.dataset.describe()})")
+        if needed and reference_model is None:
+            raise LabelDPInputError(f"mechanism {chosen.name!r} with prior 'reference' reads the reference's "
+                                    f"predictions on the training rows, but {reference_name!r}@{ref_metadata['date']} "
+                                    f"is a {ref_metadata.get('format')!r} model, not CatBoost; use --prior uniform")
         reference_info = {"model_name": reference_name, "date": ref_metadata["date"],
                           "partition_fingerprint": ref_metadata["partition_fingerprint"],
                           "used_as_prior": needed}
@@ -378,3 +437,56 @@ def default_model_name(mechanism: str, epsilon: float) -> str:
     """e.g. ``lp-1st-eps4``, ``rr-eps0.1``, ``none-epsinf``."""
     epsilon = check_epsilon(epsilon)
     return f"{mechanism}-eps{'inf' if math.isinf(epsilon) else format(epsilon, 'g')}"
+
+
+# ------------------------------------------------------------------------------------------ reuse
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text[:19] + "..." if text.startswith("sha256:") and len(text) > 22 else text
+
+
+def reuse_mismatch(metadata: dict, *, mechanism: str | Mechanism, epsilon: float, seed: int,
+                   partition_fingerprint: str, settings: CatBoostSettings | None, dataset: DatasetSpec) -> str | None:
+    """None when the registered model (its ``metadata``) was made exactly as this run would make it: the same
+    mechanism name, eps, seed, partition fingerprint, dataset fingerprint, and the CatBoost parameters
+    ``settings`` give (compared with the recorded ``catboost_params``, seeded from ``seed``). Otherwise one short
+    sentence naming every difference, registered value first ("catboost iterations 50 != 200")."""
+    settings = settings or CatBoostSettings()
+    wanted_name = mechanism if isinstance(mechanism, str) else mechanism.name
+    differences = []
+    recorded_mechanism = metadata.get("mechanism") if isinstance(metadata.get("mechanism"), dict) else {}
+    if recorded_mechanism.get("name") != wanted_name:
+        differences.append(f"mechanism {recorded_mechanism.get('name')} != {wanted_name}")
+    try:
+        recorded_epsilon = registry.claimed_epsilon(metadata)
+    except (KeyError, TypeError, ValueError):
+        recorded_epsilon = None
+    if recorded_epsilon != float(epsilon):
+        shown = "none" if recorded_epsilon is None else format(recorded_epsilon, "g")
+        differences.append(f"epsilon {shown} != {float(epsilon):g}")
+    seed_differs = metadata.get("seed") != seed
+    if seed_differs:
+        differences.append(f"seed {metadata.get('seed')} != {seed}")
+    if metadata.get("partition_fingerprint") != partition_fingerprint:
+        differences.append(f"partition {_short(metadata.get('partition_fingerprint'))} != "
+                           f"{_short(partition_fingerprint)}")
+    if dataset_fingerprint_of(metadata) != dataset.fingerprint():
+        recorded = metadata.get("dataset") if isinstance(metadata.get("dataset"), dict) else {"name": criteo().name}
+        differences.append(f"dataset {recorded.get('name')} ({_short(dataset_fingerprint_of(metadata))}) != "
+                           f"{dataset.name} ({_short(dataset.fingerprint())})")
+    recorded_params = metadata.get("catboost_params")
+    if not isinstance(recorded_params, dict):
+        differences.append("no catboost parameters recorded")
+    else:
+        loss = recorded_params.get("loss_function", "Logloss")
+        valid_seed = isinstance(seed, int | np.integer) and not isinstance(seed, bool) and 0 <= int(seed) < 2**63
+        catboost_seed = _seeds(int(seed))[1] if valid_seed else None
+        expected = registry.jsonable(settings.params(catboost_seed or 0, loss))
+        for key in sorted(set(expected) | set(recorded_params)):
+            if key == "random_seed" and (seed_differs or catboost_seed is None):
+                continue
+            if expected.get(key) != recorded_params.get(key):
+                differences.append(f"catboost {key} {recorded_params.get(key)} != {expected.get(key)}")
+    return "; ".join(differences) if differences else None

@@ -1,0 +1,327 @@
+"""Training and row selection on a dataset that is not Criteo, with registered targets that list their training
+keys (pipelines.training, pipelines.audit_rows, pipelines.recalibration, pipelines.controls,
+pipelines.shift_diagnostics).
+
+The dataset: row key ``impression_id`` (large integers, some negative), label ``clicked``, float numerics with
+NaN (``price``, ``dwell``), categoricals of words (``country``, with missing values) and of integers (``slot``),
+a carried text column; two days of 3,000 rows written with ``write_partition(..., dataset=spec)``. Models are
+real CatBoost models (few iterations); the outside target's training keys are a real Parquet file in its model
+directory. The last test runs the Beam scoring job on the label-blind control, whose audited rows are a keys file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import logging
+import math
+import pickle
+import re
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy.special import expit
+
+from auditing.errors import LabelDPInputError
+from pipelines import audit_rows, controls, registry, schema, splits, training
+from pipelines.beam_request import file_fingerprint
+from pipelines.dataset_spec import DatasetSpec
+from pipelines.layout import model_dir
+from pipelines.model_formats import format_of
+from pipelines.recalibration import (
+    RecalibrationSettings,
+    ReferenceCheckSkipped,
+    check_heldout,
+    heldout_part,
+    recalibrate_reference,
+)
+from pipelines.shift_diagnostics import shift_diagnostic
+
+logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+PREVIOUS, DAY = dt.date(2024, 7, 1), dt.date(2024, 7, 2)
+ROWS = 3000
+SPEC = DatasetSpec(name="shop-clicks", label="clicked", classes=2, row_key="impression_id",
+                   numeric=("price", "dwell"), categorical=("country", "slot"), carry=("campaign",),
+                   numeric_type="float64", source="test spec")
+FAST = training.CatBoostSettings(iterations=20, learning_rate=0.3, depth=4, thread_count=2)
+RECALIBRATION = RecalibrationSettings(catboost=FAST, max_rounds=30, min_rows=50)
+COUNTRIES = np.array(["france", "japan", "brazil", "kenya", "canada", "india"])
+
+
+def _day_table(seed: int, rows: int = ROWS, classes: int = 2) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(10**12, size=rows, replace=False).astype(np.int64) - 5 * 10**11
+    price = rng.lognormal(3.0, 1.0, rows)
+    price[rng.random(rows) < 0.1] = np.nan
+    dwell = rng.exponential(20.0, rows)
+    dwell[rng.random(rows) < 0.15] = np.nan
+    country = COUNTRIES[rng.integers(0, COUNTRIES.size, rows)]
+    slot = rng.integers(1, 13, rows)
+    z = -1.0 + 1.5 * (country == "japan") - 1.0 * (country == "kenya") + 0.8 * (slot % 3 == 0)
+    z += 0.03 * np.nan_to_num(dwell - 20.0)
+    label = (rng.random(rows) < expit(z)).astype(np.int8)
+    if classes > 2:
+        label = label + (rng.random(rows) < 0.2).astype(np.int8)
+    country_text = pa.array(country.tolist(), mask=rng.random(rows) < 0.05)
+    return pa.table({"impression_id": ids, "clicked": label, "price": price, "dwell": dwell,
+                     "country": country_text, "slot": slot, "campaign": [f"c{i % 7}" for i in range(rows)]})
+
+
+def _write_keys(directory, keys: np.ndarray) -> dict:
+    """Writes ``training_rows.parquet`` (sorted int64 ``row_id``) into ``directory``; the keys record."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "training_rows.parquet"
+    pq.write_table(pa.table({"row_id": pa.array(np.sort(keys), pa.int64())}), path)
+    return {"kind": "keys", "file": path.name, "rows": int(keys.size), "fingerprint": file_fingerprint(path)}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("foreign")
+    for seed, date in ((1, PREVIOUS), (2, DAY)):
+        schema.write_partition(root, date, _day_table(seed), dataset=SPEC)
+    trained = {}
+    for name, mechanism, epsilon in (("f-none", "none", math.inf), ("f-rr", "rr", 2.0)):
+        _, trained[name] = training.train_and_register(root, DAY, mechanism, epsilon, model_name=name,
+                                                       settings=FAST)   # also trains the reference on PREVIOUS
+    table = SPEC.to_internal(schema.read_partition(root, DAY))
+    ids = table.column("row_id").to_numpy()
+    keys = np.sort(np.random.default_rng(5).choice(ids, size=int(0.6 * ids.size), replace=False))
+    outside = {"model_name": "outside", "date": DAY.isoformat(),
+               "training_rows": _write_keys(model_dir(root, "outside", DAY), keys)}
+    return {"root": root, "trained": trained, "table": table, "ids": ids, "keys": keys, "outside": outside,
+            "trains": np.isin(ids, keys)}
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+def test_training_reads_the_spec_and_records_it(world):
+    root, table = world["root"], world["table"]
+    for name, metadata in world["trained"].items():
+        assert metadata["feature_schema"] == SPEC.feature_schema()
+        assert metadata["dataset"] == {"name": SPEC.name, "fingerprint": SPEC.fingerprint(), "spec": SPEC.to_dict()}
+        model, loaded = registry.load_model(root, name, DAY)
+        assert list(model.feature_names_) == list(SPEC.features)
+        assert [model.feature_names_[i] for i in model.get_cat_feature_indices()] == list(SPEC.categorical)
+        p = model.predict_proba(training.feature_frame(table, SPEC))
+        assert p.shape == (table.num_rows, 2) and np.allclose(p.sum(axis=1), 1.0)
+        assert np.allclose(format_of(loaded).predict(str(root), name, DAY, table, SPEC), p)
+        split = splits.split_of(world["ids"])
+        assert metadata["training_rows"]["rows"] == int((split != splits.TEST).sum())
+    none = world["trained"]["f-none"]["test_metrics"]
+    assert none["test_log_loss"] < none["test_log_loss_constant"]  # it learned the spec's features
+    reference = registry.read_metadata(root, "reference", PREVIOUS)
+    assert reference["dataset"]["fingerprint"] == SPEC.fingerprint()
+    assert world["trained"]["f-rr"]["mechanism"]["name"] == "rr"
+    assert training.reuse_mismatch(world["trained"]["f-rr"], mechanism="rr", epsilon=2.0, seed=0,
+                                   partition_fingerprint=schema.partition_fingerprint(root, DAY), settings=FAST,
+                                   dataset=SPEC) is None
+
+
+def test_feature_frame_keeps_missing_values_and_integer_categories(world):
+    day = training.load_day(world["root"], DAY)
+    assert day.dataset == SPEC and list(day.features.columns) == list(SPEC.features)
+    assert day.features["price"].isna().any() and day.features["price"].dtype == np.float64
+    assert set(day.features["slot"].cat.categories) == {str(i) for i in range(1, 13)}
+    assert (day.features["country"] == "").any()  # missing -> ""
+    assert np.array_equal(day.row_ids, world["ids"])
+
+
+def test_a_dataset_with_three_classes_is_refused(tmp_path):
+    three = dataclasses.replace(SPEC, classes=3, name="three")
+    schema.write_partition(tmp_path, DAY, _day_table(3, rows=200, classes=3), dataset=three)
+    with pytest.raises(LabelDPInputError, match=r"'three'.*3 classes: training fits binary"):
+        training.load_day(tmp_path, DAY)
+
+
+# ------------------------------------------------------------------------------------------ row selection
+
+
+def test_a_keys_record_selects_exactly_its_keys(world):
+    directory = model_dir(world["root"], "outside", DAY)
+    selection = audit_rows.row_selection("training", world["outside"], directory)
+    assert isinstance(selection, audit_rows.KeysSelection)
+    assert np.array_equal(selection.mask(world["ids"]), world["trains"])
+    assert selection.model == "outside" and selection.rows == world["keys"].size
+    described = selection.describe()
+    assert described["training_rows_kind"] == "keys" and described["training_rows"] == world["keys"].size
+    assert described["audit_rows"] == "training"
+    assert np.array_equal(pickle.loads(pickle.dumps(selection)).mask(world["ids"]), world["trains"])
+    with pytest.raises(LabelDPInputError, match=r"training_rows\.parquet"):
+        audit_rows.training_rows(world["outside"])  # no model directory to read it from
+
+    every = {"model_name": "outside-all", "date": DAY.isoformat(), "training_rows": {"kind": "all", "rows": ROWS}}
+    selection = audit_rows.training_rows(every)
+    assert selection.mask(world["ids"]).all() and selection.rows == ROWS
+    assert selection.describe()["training_rows_kind"] == "all"
+    with pytest.raises(LabelDPInputError, match="unknown training_rows kind 'some'"):
+        audit_rows.training_rows({"model_name": "m", "training_rows": {"kind": "some"}})
+
+
+@pytest.mark.parametrize("damage", ["missing", "not parquet", "unsorted", "changed", "wrong count"])
+def test_a_broken_keys_file_is_named(tmp_path, damage):
+    keys = np.array([3, 1, 2], dtype=np.int64)
+    record = _write_keys(tmp_path, keys)
+    path = tmp_path / "training_rows.parquet"
+    expected = re.escape(str(path))
+    if damage == "missing":
+        path.unlink()
+    elif damage == "not parquet":
+        path.write_bytes(b"not a parquet file")
+        record.pop("fingerprint")
+    elif damage == "unsorted":
+        pq.write_table(pa.table({"row_id": pa.array(keys)}), path)
+        record.pop("fingerprint")
+        expected += ".*must be sorted and unique"
+    elif damage == "changed":
+        pq.write_table(pa.table({"row_id": pa.array([1, 2, 4])}), path)
+        expected += " changed since registration"
+    else:
+        record["rows"] = 5
+        expected = "rows is 5 but " + expected
+    with pytest.raises(LabelDPInputError, match=expected):
+        audit_rows.training_rows({"model_name": "m", "date": DAY.isoformat(), "training_rows": record}, tmp_path)
+
+
+def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):
+    root, ids, trains = world["root"], world["ids"], world["trains"]
+    heldout = check_heldout([world["outside"]], root=root)
+    assert not heldout.builtin and np.array_equal(heldout.mask(ids), ~trains)
+    roles = heldout.roles(ids)
+    calibration, control = roles == splits.CALIBRATION, roles == splits.CONTROL
+    assert not (calibration & control).any() and np.array_equal(calibration | control, ~trains)
+    assert np.array_equal(roles, splits.heldout_role_of(ids, ~trains))
+    assert 0.4 < calibration.sum() / (~trains).sum() < 0.6
+    row_ids, frame, labels = heldout_part(world["table"], splits.CALIBRATION, heldout, SPEC)
+    assert np.array_equal(row_ids, ids[calibration]) and list(frame.columns) == list(SPEC.features)
+    assert np.array_equal(labels, world["table"].column("label").to_numpy()[calibration])
+
+    # with a target trained here too (split record): only its test split is held out from it
+    mixed = check_heldout([world["outside"], world["trained"]["f-rr"]], root=root)
+    assert np.array_equal(mixed.mask(ids), ~trains & (splits.split_of(ids) == splits.TEST))
+    every = {"model_name": "outside-all", "date": DAY.isoformat(), "training_rows": {"kind": "all", "rows": ROWS}}
+    with pytest.raises(ReferenceCheckSkipped, match=r"'outside-all' of 2024-07-02 read every row's label of day "
+                                                    r"2024-07-02: no row is held out"):
+        check_heldout([world["outside"], every], root=root)
+    with pytest.raises(LabelDPInputError, match="needs the data root"):
+        check_heldout([world["outside"]])
+
+
+# ------------------------------------------------------------------------------------------ controls, recalibration
+
+
+def test_label_blind_control_on_a_foreign_dataset_with_a_keys_target(world):
+    root, ids, trains = world["root"], world["ids"], world["trains"]
+    lines = []
+    metadata = controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]],
+                                                   progress=lines.append)
+    assert metadata["feature_schema"] == SPEC.feature_schema()
+    assert metadata["dataset"]["fingerprint"] == SPEC.fingerprint()
+    # audited on the rows the targets trained on, fitted on the control half of the others: disjoint
+    assert metadata["training_rows"]["kind"] == "keys"
+    selection = audit_rows.training_rows(metadata, model_dir(root, "blind", DAY))
+    assert np.array_equal(selection.mask(ids), trains)
+    roles = splits.heldout_role_of(ids, ~trains)
+    assert metadata["fitted_rows"]["rows"] == int((roles == splits.CONTROL).sum())
+    model, _ = registry.load_model(root, "blind", DAY)
+    assert list(model.feature_names_) == list(SPEC.features)
+    assert model.predict_proba(training.feature_frame(world["table"], SPEC)).shape == (ids.size, 2)
+
+    again = controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]],
+                                                progress=lines.append)
+    assert again == metadata and "reusing" in lines[-1]
+    slower = dataclasses.replace(FAST, iterations=25)
+    changed = controls.ensure_label_blind_control(root, DAY, "blind", settings=slower, targets=[world["outside"]],
+                                                  progress=lines.append)
+    assert changed["catboost_params"]["iterations"] == 25
+    assert any("catboost_params" in line and "rewriting" in line for line in lines)
+
+
+def test_recalibration_on_a_foreign_dataset_with_a_keys_target(world):
+    root, ids, trains = world["root"], world["ids"], world["trains"]
+    metadata = recalibrate_reference(root, DAY, "recalibrated", ("reference", PREVIOUS), targets=[world["outside"]],
+                                     settings=RECALIBRATION)
+    roles = splits.heldout_role_of(ids, ~trains)
+    assert metadata["heldout_rows"]["rows"] == int((roles == splits.CALIBRATION).sum())
+    assert metadata["heldout_rows"]["scheme"]["excluded_keys"][0]["model"] == "outside"
+    assert metadata["recalibration"]["sum"]["max_abs_raw_difference"] <= 1e-9
+    assert metadata["feature_schema"] == SPEC.feature_schema() and metadata["dataset"]["name"] == SPEC.name
+    model, _ = registry.load_model(root, "recalibrated", DAY)
+    assert model.predict_proba(training.feature_frame(world["table"], SPEC)).shape == (ids.size, 2)
+    lines = []
+    again = recalibrate_reference(root, DAY, "recalibrated", ("reference", PREVIOUS), targets=[world["outside"]],
+                                  settings=RECALIBRATION, progress=lines.append)
+    assert again == metadata and "reusing" in lines[-1]
+    changed = dataclasses.replace(RECALIBRATION, catboost=dataclasses.replace(FAST, border_count=32))
+    refit = recalibrate_reference(root, DAY, "recalibrated", ("reference", PREVIOUS), targets=[world["outside"]],
+                                  settings=changed, progress=lines.append)
+    assert refit["recalibration"]["catboost_params"]["border_count"] == 32
+    assert any(line.startswith("recalibrated reference: refitting") and "settings.catboost" in line for line in lines)
+    every = {"model_name": "outside-all", "date": DAY.isoformat(), "training_rows": {"kind": "all", "rows": ROWS}}
+    with pytest.raises(ReferenceCheckSkipped, match=r"'outside-all'.*no row is held out"):
+        recalibrate_reference(root, DAY, "recalibrated-all", ("reference", PREVIOUS), targets=[every])
+
+
+def test_a_reference_of_another_format_is_not_recalibrated_but_copied(world):
+    root = world["root"]
+    oracle = controls.ensure_positive_control(root, PREVIOUS, "oracle", 1.0, 0, "fp")
+    with pytest.raises(ReferenceCheckSkipped, match="'rr-oracle' model"):
+        recalibrate_reference(root, DAY, "recalibrated-oracle", ("oracle", PREVIOUS), targets=[world["outside"]])
+    assert not model_dir(root, "recalibrated-oracle", DAY).exists()
+    copy = controls.ensure_negative_control(root, DAY, "negative-oracle", ("oracle", PREVIOUS), "fp")
+    assert format_of(copy).name == "rr-oracle" and copy["model_file"] == oracle["model_file"]
+    source, target = model_dir(root, "oracle", PREVIOUS), model_dir(root, "negative-oracle", DAY)
+    assert (target / "oracle.json").read_bytes() == (source / "oracle.json").read_bytes()
+    # the label-blind control never reads the reference: it runs whatever the reference's format
+    assert controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]])
+
+
+def _registered_reference(world) -> np.ndarray:
+    """A copy of the reference as a registered model whose training rows are keys of its day; returns them."""
+    root = world["root"]
+    source, copy = model_dir(root, "reference", PREVIOUS), model_dir(root, "registered", PREVIOUS)
+    if not copy.exists():
+        shutil.copytree(source, copy)
+    ids = SPEC.to_internal(schema.read_partition(root, PREVIOUS)).column("row_id").to_numpy()
+    keys = np.sort(ids[: ids.size // 2])
+    metadata = json.loads((copy / registry.METADATA_FILE).read_text())
+    metadata.update(model_name="registered", training_rows=_write_keys(copy, keys))
+    (copy / registry.METADATA_FILE).write_text(json.dumps(metadata))
+    return keys
+
+
+def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spec(world):
+    root = world["root"]
+    keys = _registered_reference(world)
+    copy = controls.ensure_negative_control(root, DAY, "negative", ("registered", PREVIOUS), "fp")
+    target = model_dir(root, "negative", DAY)
+    assert (target / "training_rows.parquet").is_file() and (target / "model.cbm").is_file()
+    assert copy["feature_schema"] == SPEC.feature_schema() and format_of(copy).name == "catboost"
+
+    diagnostic = shift_diagnostic(root, DAY, "registered", PREVIOUS)
+    assert set(diagnostic["feature_shift"]["per_feature"]) == set(SPEC.features)
+    previous = diagnostic["reference_fit"]["previous"]
+    assert previous["rows_rule"] == "rows not in its training keys" and previous["rows"] == ROWS - keys.size
+    current = diagnostic["reference_fit"]["current"]
+    assert current["rows"] == int((splits.split_of(world["ids"]) == splits.TEST).sum())
+    assert math.isfinite(diagnostic["reference_log_loss_shift"])
+
+
+def test_the_beam_job_audits_the_label_blind_control_on_the_rows_the_targets_trained_on(world):
+    from auditing.audit import AuditConfig
+    from pipelines.beam_scoring import ScoringRequest, score_day
+
+    root = world["root"]
+    controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]])
+    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="blind", reference="reference",
+                                       reference_date=PREVIOUS, config=AuditConfig(repetitions=2, seed=1),
+                                       batch_size=1000))
+    assert outcome.result.m == int(world["trains"].sum())
+    audited = outcome.record["diagnostics"]["audited_rows"]
+    assert audited["training_rows_kind"] == "keys" and audited["training_rows"] == int(world["trains"].sum())
