@@ -52,7 +52,7 @@ def parse_date(text: str | dt.date, name: str = "date") -> dt.date:
         raise LabelDPInputError(f"{name} must be a date (YYYY-MM-DD), not a datetime; got {text!r}")
     if isinstance(text, dt.date):
         return text
-    if not isinstance(text, str) or not _DATE_RE.match(text.strip()):
+    if not isinstance(text, str) or not _DATE_RE.fullmatch(text.strip()):
         raise LabelDPInputError(f"{name} must be a date written YYYY-MM-DD (e.g. 2024-01-31); got {text!r}")
     try:
         return dt.date.fromisoformat(text.strip())
@@ -84,7 +84,7 @@ def check_name(text: str, name: str = "model name") -> str:
         raise LabelDPInputError(f"{name} must be a non-empty string; got {text!r}")
     if len(text) > _MAX_NAME_LENGTH:
         raise LabelDPInputError(f"{name} must be at most {_MAX_NAME_LENGTH} characters; got {len(text)}")
-    if not _NAME_RE.match(text):
+    if not _NAME_RE.fullmatch(text):
         raise LabelDPInputError(
             f"{name} may contain only letters, digits, '-', '_' and '.', and must start with a letter or "
             f"digit; got {text!r}"

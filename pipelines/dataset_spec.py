@@ -62,7 +62,7 @@ _REQUIRED = ("name", "label", "classes", "row_key")
 def check_column_name(name: Any, where: str) -> str:
     """``name`` if it is a safe column name (letter or underscore, then letters, digits, underscores; <= 64
     characters), else LabelDPInputError naming ``where``."""
-    if not isinstance(name, str) or not _COLUMN_RE.match(name):
+    if not isinstance(name, str) or not _COLUMN_RE.fullmatch(name):
         raise LabelDPInputError(f"{where}: {name!r} is not a valid column name (a letter or underscore followed by "
                                 f"letters, digits or underscores, at most 64 characters)")
     return name
@@ -220,7 +220,8 @@ def criteo() -> DatasetSpec:
 
 
 def is_default(spec: DatasetSpec) -> bool:
-    return spec == criteo()
+    """The spec describes the built-in Criteo data (its description aside)."""
+    return spec.fingerprint() == criteo().fingerprint()
 
 
 # ---------------------------------------------------------------------------------------- the partition's record
@@ -255,7 +256,7 @@ def dataset_of(root: str | os.PathLike, date: dt.date) -> DatasetSpec:
 
 def check_same_dataset(expected: DatasetSpec, found: DatasetSpec, what: str) -> None:
     """LabelDPInputError when ``found`` (a partition's or a model's spec) is not ``expected`` (the plan's)."""
-    if expected != found:
+    if expected.fingerprint() != found.fingerprint():
         raise LabelDPInputError(f"{what} was written for dataset {found.name!r} ({found.describe()}), not for "
                                 f"{expected.name!r} ({expected.describe()}); ingest it with that spec or name the "
                                 f"right one with --dataset")

@@ -54,7 +54,7 @@ def partition_files(root: str | os.PathLike, date) -> list[Path]:
     directory = partition_dir(root, date)
     if not directory.is_dir():
         raise LabelDPInputError(f"no partition at {directory} (data root {root}); create it with `labeldp-audit "
-                                f"data synth` or `labeldp-audit data ingest-criteo`, or pass the right --data-root")
+                                f"data synth`, `data ingest` or `data ingest-criteo`, or pass the right --data-root")
     files = sorted(directory.glob(schema.PART_GLOB))
     if not files:
         raise LabelDPInputError(f"{directory}: the partition directory holds no {schema.PART_GLOB} files")

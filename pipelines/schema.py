@@ -169,8 +169,8 @@ def _partition_files(root: str | os.PathLike, date: dt.date) -> tuple[Path, list
     directory = partition_dir(root, date)
     if not directory.is_dir():
         raise LabelDPInputError(
-            f"no partition at {directory} (data root {Path(root)}); create it with `labeldp-audit data synth` "
-            f"or `labeldp-audit data ingest-criteo`, or pass the right --data-root"
+            f"no partition at {directory} (data root {Path(root)}); create it with `labeldp-audit data synth`, "
+            f"`labeldp-audit data ingest` or `labeldp-audit data ingest-criteo`, or pass the right --data-root"
         )
     files = sorted(directory.glob(PART_GLOB))
     if not files:

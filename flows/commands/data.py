@@ -1,7 +1,8 @@
 """`labeldp-audit data ...`: create and check daily partitions.
 
-Subcommands: `synth` (deterministic Criteo-like days with an oracle), `ingest-criteo` (a Criteo TSV click log into
-one day), `validate` (read a day through the schema and print its row count, click rate and fingerprint).
+Subcommands: `synth` (deterministic Criteo-like days with an oracle), `ingest` (CSV/TSV/Parquet click logs of any
+dataset spec into one day), `ingest-criteo` (a Criteo TSV click log into one day), `validate` (read a day through
+its dataset spec and print its dataset, row count, click rate and fingerprint).
 Heavy libraries are imported inside the handlers, so `--help` stays fast.
 """
 
@@ -11,17 +12,20 @@ import argparse
 import datetime as dt
 import time
 
-HELP = "create or check daily partitions: synth, ingest-criteo, validate"
+HELP = "create or check daily partitions: synth, ingest, ingest-criteo, validate"
 DESCRIPTION = """\
 Daily partitions live under the data root (--data-root, else $LABELDP_DATA_ROOT, else ./.labeldp):
-  partitions/date=YYYY-MM-DD/part-*.parquet   row_id, label (int8), I1..I13 (int64, null = missing),
-                                              C1..C26 (8-hex-digit strings, dictionary-encoded)
+  partitions/date=YYYY-MM-DD/part-*.parquet   the columns of the day's dataset spec (default, Criteo: row_id,
+                                              label (int8), I1..I13 (int64, null = missing), C1..C26
+                                              (8-hex-digit strings, dictionary-encoded)); _dataset.json
+                                              records any other spec (see `data ingest --help`)
   oracle/date=YYYY-MM-DD/p_click.parquet      true click probability per row_id (synthetic days only;
                                               never read by training)
 Every write is atomic: a failed command leaves the partition area as it was.
 
 Examples:
   labeldp-audit data synth --start 2024-01-01 --end 2024-01-07
+  labeldp-audit data ingest clicks_part1.csv.gz clicks_part2.csv.gz --dataset clicks.json --date 2024-01-01
   labeldp-audit data ingest-criteo day_0.gz --date 2024-01-01 --sample-rows 1000000
   labeldp-audit data validate --date 2024-01-01
 """
@@ -75,11 +79,31 @@ and reports how many, by reason (also recorded in _provenance.json). An existing
 day is replaced atomically, and only when the whole file was read successfully.
 """
 
+TABLE_DESCRIPTION = """\
+Reads click-log files (CSV or TSV, plain or gzip; or Parquet) into partitions/date=D/, with the columns of a
+dataset spec (docs/datasets.md), e.g. clicks.json:
+  {"name": "clicks", "label": "clicked", "classes": 2, "row_key": "impression_id",
+   "numeric": ["f1", "f2"], "categorical": ["country", "slot"], "carry": ["campaign"]}
+row_key: a unique integer per row of the day; label: whole numbers 0..classes-1; numeric: numbers
+(numeric_type float64 by default, or int64); categorical: text or integers (kept as text); carry: kept as
+text, never fed to a model. Example:
+  labeldp-audit data ingest part1.csv part2.csv.gz --dataset clicks.json --date 2024-01-01
+Format by name: .csv (comma), .tsv (tab), either + .gz (gzip is also recognised by its bytes), .parquet;
+--delimiter C for other names. With a header row (default) columns are found by name; with --no-header they
+are the spec's columns in order: row_key, label, numeric, categorical, carry. Empty field = missing. A column
+the spec does not name is refused (--drop-extra-columns drops it); a spec column missing from a file is
+refused. Bad lines (wrong field count, empty line, a row key that is not an integer, a label outside
+0..classes-1, a non-number in a numeric column) stop the command with the first one's file and line, unless
+--max-bad-lines N allows up to N (over all files): they are skipped, counted by reason, and recorded in
+_provenance.json. Row keys must be unique over all files. Nothing is written unless everything was read.
+"""
+
 VALIDATE_DESCRIPTION = """\
-Reads partitions/date=D/ through the partition schema (the same validation training and scoring use) and
-prints its file count, row count, click rate, how it was produced, and its fingerprint (sha256 over the
-Parquet files; recorded by trained models as lineage). Exits 2 with one line naming the file, column and
-count of bad rows if the partition is not valid.
+Reads partitions/date=D/ through its dataset spec (the one recorded in _dataset.json, else Criteo; the same
+validation training and scoring use) and prints its dataset, file count, row count, click rate, how it was
+produced, and its fingerprint (sha256 over the Parquet files; recorded by trained models as lineage). Exits 2
+with one line naming the file, column and count of bad rows if the partition is not valid, or if --dataset
+names a spec other than the one the partition was written with.
 """
 
 
@@ -129,6 +153,22 @@ def register(subparsers) -> None:
     _add_root(s)
     s.set_defaults(func=_synth)
 
+    t = sub.add_parser("ingest", help="read CSV/TSV/Parquet click logs of a dataset spec into one day",
+                       description=TABLE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("files", nargs="+", metavar="FILE", help="input files, read in this order into one day")
+    t.add_argument("--dataset", required=True, metavar="SPEC", help="the dataset spec (JSON file)")
+    t.add_argument("--date", required=True, metavar="D", help="the day D the files become (YYYY-MM-DD)")
+    t.add_argument("--no-header", dest="header", action="store_false",
+                   help="CSV/TSV files have no header row: their columns are the spec's, in order")
+    t.add_argument("--delimiter", default=None, metavar="C",
+                   help="field separator, one character (\\t or tab for a tab; default: from .csv/.tsv)")
+    t.add_argument("--max-bad-lines", default="0", metavar="N",
+                   help="skip and count up to N bad lines over all files (default 0: stop at the first)")
+    t.add_argument("--drop-extra-columns", action="store_true",
+                   help="drop the files' columns the spec does not name, instead of refusing them")
+    _add_root(t)
+    t.set_defaults(func=_ingest_tables)
+
     i = sub.add_parser("ingest-criteo", help="convert a Criteo TSV click log (plain or gzip) into one day",
                        description=INGEST_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("file", metavar="FILE", help="Criteo TSV file, plain or gzip")
@@ -144,6 +184,8 @@ def register(subparsers) -> None:
     v = sub.add_parser("validate", help="check a day against the schema; print rows, click rate, fingerprint",
                        description=VALIDATE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("--date", required=True, metavar="D", help="the day to check (YYYY-MM-DD)")
+    v.add_argument("--dataset", default=None, metavar="SPEC",
+                   help="the spec the day must have been written with (default: the one it records)")
     _add_root(v)
     v.set_defaults(func=_validate)
 
@@ -342,29 +384,78 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ingest_tables(args: argparse.Namespace) -> int:
+    from auditing.errors import LabelDPInputError
+    from pipelines.dataset_spec import load_spec
+    from pipelines.layout import parse_date, resolve_data_root
+    from pipelines.tabular_ingest import ingest_table_files
+
+    spec = load_spec(args.dataset)
+    date = parse_date(args.date, "--date")
+    cap = _whole(args.max_bad_lines, "--max-bad-lines", 0)
+    delimiter = {"\\t": "\t", "tab": "\t"}.get(args.delimiter, args.delimiter)
+    if delimiter is not None and len(delimiter) != 1:
+        raise LabelDPInputError(f"--delimiter must be one character (or \\t / tab); got {args.delimiter!r}")
+    root = resolve_data_root(args.data_root)
+    last = [time.perf_counter()]
+
+    def progress(counts: dict) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= 10.0:
+            last[0] = now
+            print(f"  ... {counts['file']}: {counts['bytes_read'] / 1e6:.0f} of {counts['file_bytes'] / 1e6:.0f} MB; "
+                  f"{counts['rows_read']} rows read, {counts['bad_lines']} bad lines skipped", flush=True)
+
+    print(f"ingesting {len(args.files)} file(s) as {date} of dataset {spec.name!r} into {root}", flush=True)
+    report = ingest_table_files(root, date, args.files, spec, header=args.header, delimiter=delimiter,
+                                max_bad_lines=cap, drop_extra_columns=args.drop_extra_columns, progress=progress)
+    reasons = ", ".join(f"{count} {reason}" for reason, count in report["bad_lines_by_reason"].items())
+    dropped = f", {report['extra_columns_dropped']} extra column(s) dropped" if report["extra_columns_dropped"] else ""
+    print(f"done: {report['rows_written']} rows written, {report['bad_lines_skipped']} bad lines skipped"
+          + (f" ({reasons})" if reasons else "") + f"{dropped}, {report['seconds']:.1f} s -> {report['partition']}")
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
     import pyarrow.compute as pc
 
+    from auditing.errors import LabelDPInputError
     from pipelines import schema
+    from pipelines.dataset_spec import dataset_of, load_spec
     from pipelines.layout import parse_date, partition_dir, resolve_data_root
 
     date = parse_date(args.date, "--date")
     root = resolve_data_root(args.data_root)
     began = time.perf_counter()
-    table = schema.read_partition(root, date)
-    fingerprint = schema.partition_fingerprint(root, date)
     directory = partition_dir(root, date)
+    spec = dataset_of(root, date)
+    if args.dataset is not None and directory.is_dir():
+        given = load_spec(args.dataset)
+        if given.fingerprint() != spec.fingerprint():
+            raise LabelDPInputError(f"partition {directory} was written for dataset {spec.name!r} "
+                                    f"({spec.fingerprint()[:19]}...), not for {given.name!r} ({args.dataset}, "
+                                    f"{given.fingerprint()[:19]}...); validate it without --dataset or with its spec")
+    table = schema.read_partition(root, date, dataset=spec)
+    fingerprint = schema.partition_fingerprint(root, date)
     files = sorted(directory.glob(schema.PART_GLOB))
-    clicks = pc.sum(table.column(schema.LABEL)).as_py() or 0
+    labels = table.column(spec.label)
     provenance = schema.read_provenance(root, date) or {}
     print(f"partition:   {directory}")
+    print(f"dataset:     {spec.name} ({spec.fingerprint()})")
     print(f"files:       {len(files)}")
     print(f"rows:        {table.num_rows}")
-    print(f"click rate:  {100 * clicks / table.num_rows:.3f}% ({clicks} clicks)")
+    if spec.classes == 2:
+        clicks = pc.sum(labels).as_py() or 0
+        print(f"click rate:  {100 * clicks / table.num_rows:.3f}% ({clicks} clicks)")
+    else:
+        counts = {item["values"]: item["counts"] for item in pc.value_counts(labels).to_pylist()}
+        print("labels:      " + ", ".join(f"{k}: {counts.get(k, 0)}" for k in range(spec.classes)))
     if provenance:
         source = provenance.get("source", "?")
         detail = (f"seed {provenance.get('base_seed')} (day seed {provenance.get('day_seed')})"
-                  if source == "synthetic" else f"file {provenance.get('file')}")
+                  if source == "synthetic" else
+                  f"{len(provenance.get('files', []))} file(s), {provenance.get('bad_lines_skipped')} bad lines "
+                  f"skipped" if source == "tabular" else f"file {provenance.get('file')}")
         print(f"source:      {source}, {detail}")
     print(f"fingerprint: {fingerprint}")
     print(f"valid ({time.perf_counter() - began:.1f} s)")

@@ -1,0 +1,336 @@
+"""Ingest of tabular click logs under a dataset spec (pipelines.tabular_ingest) and `labeldp-audit data ingest`:
+real CSV, gzip TSV and Parquet files written here, read back through the partition schema."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from auditing.errors import LabelDPInputError
+from flows.cli import main
+from pipelines import schema
+from pipelines.dataset_spec import SPEC_FILE, dataset_of, load_spec
+from pipelines.layout import partition_dir
+from pipelines.tabular_ingest import ingest_table_files
+
+DATE = dt.date(2024, 5, 6)
+ROWS = 3_000
+COLUMNS = ["impression_id", "clicked", "f1", "f2", "f3", "f4", "f5", "country", "device", "slot", "campaign",
+           "site"]
+SPEC = {"name": "clicks", "description": "test clicks", "label": "clicked", "classes": 2,
+        "row_key": "impression_id", "numeric": ["f1", "f2", "f3", "f4", "f5"],
+        "categorical": ["country", "device", "slot", "campaign"], "carry": ["site"]}
+CAMPAIGNS = ["spring", "summer", "autumn", "winter", "launch"]
+# Small reading pieces, so that every file spans many blocks and batches.
+SMALL = {"block_bytes": 8192, "batch_rows": 700}
+
+
+def _data(rows: int, seed: int = 3) -> dict[str, list]:
+    """The columns of a click log as Python values (None = missing)."""
+    rng = np.random.default_rng(seed)
+    data: dict[str, list] = {
+        "impression_id": [int(x) for x in rng.choice(10**15, size=rows, replace=False) + 10**15],
+        "clicked": [int(x) for x in rng.random(rows) < 0.2],
+    }
+    for j in range(1, 6):
+        values = rng.normal(scale=10.0 ** (j - 2), size=rows)
+        missing = rng.random(rows) < 0.1
+        data[f"f{j}"] = [None if m else float(v) for v, m in zip(values, missing, strict=True)]
+    data["country"] = [int(x) for x in rng.choice([840, 276, 250, 392, 76], size=rows)]
+    data["device"] = [int(x) for x in rng.integers(0, 4, size=rows)]
+    data["slot"] = [int(x) for x in rng.integers(1, 13, size=rows)]
+    data["campaign"] = [str(x) for x in rng.choice(CAMPAIGNS, size=rows)]
+    data["site"] = [f"site-{int(x)}" for x in rng.integers(0, 50, size=rows)]
+    return data
+
+
+def _cell(value) -> str:
+    return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def _lines(data: dict[str, list], delimiter: str = ",", header: bool = True, columns=COLUMNS) -> list[str]:
+    rows = len(data[columns[0]])
+    body = [delimiter.join(_cell(data[name][i]) for name in columns) for i in range(rows)]
+    return ([delimiter.join(columns)] if header else []) + body
+
+
+def _write_text(path, lines, compress=False):
+    text = "\n".join(lines) + "\n"
+    if compress:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def _parquet(path, data):
+    pq.write_table(pa.table({name: data[name] for name in COLUMNS}), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """The spec and one day of clicks as a CSV with a header, a gzip TSV without one, and Parquet."""
+    directory = tmp_path_factory.mktemp("tabular")
+    spec_path = directory / "clicks.json"
+    spec_path.write_text(json.dumps(SPEC))
+    data = _data(ROWS)
+    csv = _write_text(directory / "day.csv", _lines(data))
+    tsv = _write_text(directory / "day.tsv.gz", _lines(data, "\t", header=False), compress=True)
+    parquet = _parquet(directory / "day.parquet", data)
+    return {"dir": directory, "spec": spec_path, "data": data, "csv": csv, "tsv": tsv, "parquet": parquet}
+
+
+def _cli(*args) -> int:
+    return main(["data", *[str(arg) for arg in args]])
+
+
+def test_cli_ingests_a_csv_with_a_header(tmp_path, source, capsys):
+    root = tmp_path / "root"
+    assert _cli("ingest", source["csv"], "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 0
+    out = capsys.readouterr().out
+    directory = partition_dir(root, DATE)
+    assert f"{ROWS} rows written, 0 bad lines skipped" in out and str(directory) in out
+    assert dataset_of(root, DATE) == load_spec(source["spec"])
+    table = schema.read_partition(root, DATE)
+    data = source["data"]
+    assert table.column_names == COLUMNS
+    types = {field.name: field.type for field in table.schema}
+    assert types["impression_id"] == pa.int64() and types["clicked"] == pa.int8()
+    assert types["f1"] == pa.float64() and types["site"] == pa.string()
+    assert all(types[name] == schema.CATEGORICAL_TYPE for name in SPEC["categorical"])
+    assert table.column("impression_id").to_pylist() == data["impression_id"]
+    assert table.column("clicked").to_pylist() == data["clicked"]
+    for name in ("f1", "f2", "f3", "f4", "f5"):
+        assert table.column(name).to_pylist() == data[name], name  # exact floats, None where the cell was empty
+    assert table.column("f3").null_count == sum(v is None for v in data["f3"]) > 0
+    # Integer categoricals stay text (the same values as their decimal strings); words stay words.
+    for name in ("country", "device", "slot"):
+        assert table.column(name).to_pylist() == [str(v) for v in data[name]], name
+    assert table.column("campaign").to_pylist() == data["campaign"]
+    assert table.column("site").to_pylist() == data["site"]
+    provenance = schema.read_provenance(root, DATE)
+    assert provenance["source"] == "tabular" and provenance["dataset"] == "clicks"
+    assert provenance["rows_written"] == ROWS and provenance["bad_lines_skipped"] == 0
+    assert provenance["files"][0]["format"] == "csv" and provenance["files"][0]["header"] is True
+
+    assert _cli("validate", "--date", DATE, "--data-root", root) == 0
+    out = capsys.readouterr().out
+    assert "dataset:     clicks" in out and f"rows:        {ROWS}" in out and "1 file(s)" in out
+    assert _cli("validate", "--date", DATE, "--dataset", source["spec"], "--data-root", root) == 0
+    assert _cli("validate", "--date", DATE, "--dataset", SPEC_FILE, "--data-root", root) == 2
+    err = capsys.readouterr().err
+    assert "written for dataset 'clicks'" in err and "not for 'criteo'" in err
+
+
+def test_the_function_returns_the_counts(tmp_path, source):
+    seen = []
+    report = ingest_table_files(tmp_path, DATE, [source["csv"]], source["spec"], progress=seen.append, **SMALL)
+    assert report["rows_read"] == report["rows_written"] == ROWS
+    assert report["bad_lines_skipped"] == 0 and report["partition"] == str(partition_dir(tmp_path, DATE))
+    assert len(seen) > 5 and seen[-1]["rows_read"] == ROWS and seen[-1]["file"] == str(source["csv"])
+    assert schema.read_partition(tmp_path, DATE).num_rows == ROWS
+
+
+def test_csv_gzip_tsv_parquet_and_split_files_give_identical_partitions(tmp_path, source):
+    ingest_table_files(tmp_path / "csv", DATE, [source["csv"]], source["spec"], **SMALL)
+    report = ingest_table_files(tmp_path / "tsv", DATE, [source["tsv"]], source["spec"], header=False, **SMALL)
+    assert report["files"][0]["compression"] == "gzip" and report["files"][0]["delimiter"] == "\t"
+    ingest_table_files(tmp_path / "pq", DATE, [source["parquet"]], source["spec"], **SMALL)
+    # The same rows in three files of different formats (gzip recognised by its bytes, no .gz in the name).
+    lines = _lines(source["data"])
+    first = _write_text(tmp_path / "a.csv", lines[:1001])
+    second = _write_text(tmp_path / "b.tsv", [line.replace(",", "\t") for line in [lines[0], *lines[1001:2001]]],
+                         compress=True)
+    rest = {name: values[2000:] for name, values in source["data"].items()}
+    third = _parquet(tmp_path / "c.parquet", rest)
+    ingest_table_files(tmp_path / "split", DATE, [first, second, third], source["spec"], **SMALL)
+    prints = {name: schema.partition_fingerprint(tmp_path / name, DATE) for name in ("csv", "tsv", "pq", "split")}
+    assert len(set(prints.values())) == 1, prints
+    assert schema.read_partition(tmp_path / "split", DATE).equals(schema.read_partition(tmp_path / "csv", DATE))
+
+
+def _spoiled(source, tmp_path):
+    """The CSV with bad lines at known line numbers (line 1 is the header); returns (path, {line: reason})."""
+    lines = _lines(source["data"])
+
+    def set_field(line: int, column: str, value: str) -> None:
+        fields = lines[line - 1].split(",")
+        fields[COLUMNS.index(column)] = value
+        lines[line - 1] = ",".join(fields)
+
+    lines[5] += ",surplus"  # line 6
+    lines[99] = ""  # line 100
+    set_field(250, "impression_id", "12.5")
+    set_field(400, "impression_id", "0x1f")
+    set_field(777, "clicked", "2")
+    set_field(1500, "clicked", "yes")
+    set_field(2200, "f4", "n/a")
+    set_field(2900, "f2", "nan")
+    expected = {6: "wrong number of fields (13 instead of 12)", 100: "empty line",
+                250: "impression_id is not an integer", 400: "impression_id is not an integer",
+                777: "clicked is not an integer in 0..1", 1500: "clicked is not an integer in 0..1",
+                2200: "f4 is not a finite number", 2900: "f2 is not a finite number"}
+    return _write_text(tmp_path / "spoiled.csv", lines), expected
+
+
+def test_bad_lines_are_skipped_counted_and_capped(tmp_path, source, capsys):
+    path, expected = _spoiled(source, tmp_path)
+    report = ingest_table_files(tmp_path / "ok", DATE, [path], source["spec"], max_bad_lines=8, **SMALL)
+    assert report["bad_lines_skipped"] == 8 and report["rows_written"] == ROWS - 8 and report["rows_read"] == ROWS
+    assert report["bad_lines_by_reason"] == {"wrong number of fields (13 instead of 12)": 1, "empty line": 1,
+                                             "impression_id is not an integer": 2,
+                                             "clicked is not an integer in 0..1": 2, "f4 is not a finite number": 1,
+                                             "f2 is not a finite number": 1}
+    assert [(item["line"], item["reason"]) for item in report["first_bad_lines"]] == sorted(expected.items())[:5]
+    assert schema.read_provenance(tmp_path / "ok", DATE)["bad_lines_skipped"] == 8
+    kept = schema.read_partition(tmp_path / "ok", DATE).column("impression_id").to_pylist()
+    skipped = {source["data"]["impression_id"][line - 2] for line in expected}
+    assert kept == [key for key in source["data"]["impression_id"] if key not in skipped]
+
+    with pytest.raises(LabelDPInputError) as info:
+        ingest_table_files(tmp_path / "over", DATE, [path], source["spec"], max_bad_lines=7, **SMALL)
+    message = str(info.value)
+    assert message.startswith(f"{path}: line 6: wrong number of fields") and "8 bad line(s)" in message
+    assert "more than the 7 allowed" in message
+    assert not (tmp_path / "over").exists()
+    # The default allows none; the CLI exits 2 and writes nothing.
+    root = tmp_path / "cli"
+    assert _cli("ingest", path, "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 2
+    assert "line 6" in capsys.readouterr().err and not partition_dir(root, DATE).exists()
+    assert _cli("ingest", path, "--dataset", source["spec"], "--date", DATE, "--max-bad-lines", "8",
+                "--data-root", root) == 0
+    assert "8 bad lines skipped" in capsys.readouterr().out
+
+
+def test_bad_rows_in_parquet_are_counted_by_row(tmp_path, source):
+    data = {name: list(values[:500]) for name, values in source["data"].items()}
+    data["clicked"][9] = 3
+    data["impression_id"][99] = None
+    path = _parquet(tmp_path / "bad.parquet", data)
+    report = ingest_table_files(tmp_path / "root", DATE, [path], source["spec"], max_bad_lines=2)
+    assert report["rows_written"] == 498
+    assert [(item["row"], item["reason"]) for item in report["first_bad_lines"]] == [
+        (10, "clicked is not an integer in 0..1"), (100, "impression_id is missing")]
+
+
+def test_a_spec_column_missing_from_the_file_exits_2_naming_spec_file_and_column(tmp_path, source, capsys):
+    spec = tmp_path / "wider.json"
+    spec.write_text(json.dumps({**SPEC, "numeric": [*SPEC["numeric"], "f6"]}))
+    root = tmp_path / "root"
+    for path, extra in ((source["csv"], []), (source["tsv"], ["--no-header"]), (source["parquet"], [])):
+        code = _cli("ingest", path, *extra, "--dataset", spec, "--date", DATE, "--data-root", root)
+        err = capsys.readouterr().err
+        if extra:  # without a header the spec's 13 columns meet 12 fields: every line is bad
+            assert code == 2 and "wrong number of fields (12 instead of 13)" in err, err
+            assert str(spec) in err and str(path) in err and "'f6'" in err, err
+        else:
+            assert code == 2 and str(spec) in err and str(path) in err and "['f6']" in err, err
+        assert not partition_dir(root, DATE).exists() and not root.exists()
+
+
+def test_extra_columns_are_refused_unless_dropped(tmp_path, source, capsys):
+    data = dict(source["data"], debug=["x"] * ROWS, note=["y"] * ROWS)
+    path = _write_text(tmp_path / "wide.csv", _lines(data, columns=[*COLUMNS[:3], "debug", *COLUMNS[3:], "note"]))
+    root = tmp_path / "root"
+    assert _cli("ingest", path, "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 2
+    err = capsys.readouterr().err
+    assert "['debug', 'note']" in err and "--drop-extra-columns" in err and not root.exists()
+    assert _cli("ingest", path, "--dataset", source["spec"], "--date", DATE, "--drop-extra-columns",
+                "--data-root", root) == 0
+    assert "2 extra column(s) dropped" in capsys.readouterr().out
+    assert schema.read_provenance(root, DATE)["extra_columns_dropped"] == 2
+    ingest_table_files(tmp_path / "ref", DATE, [source["csv"]], source["spec"])
+    assert schema.partition_fingerprint(root, DATE) == schema.partition_fingerprint(tmp_path / "ref", DATE)
+
+
+def test_duplicate_keys_across_files_exit_2_and_write_nothing(tmp_path, source, capsys):
+    lines = _lines(source["data"])
+    first = _write_text(tmp_path / "a.csv", lines[:1501])
+    second = _write_text(tmp_path / "b.csv", [lines[0], *lines[1500:]])  # line 1501 is in both
+    root = tmp_path / "root"
+    assert _cli("ingest", first, second, "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 2
+    err = capsys.readouterr().err
+    assert "impression_id" in err and "repeat" in err and str(first) in err and str(second) in err
+    assert not root.exists()
+    # An existing day is left exactly as it was.
+    ingest_table_files(root, DATE, [first], source["spec"])
+    before = schema.partition_fingerprint(root, DATE)
+    assert _cli("ingest", first, second, "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 2
+    assert schema.partition_fingerprint(root, DATE) == before
+
+
+def test_text_stays_text_and_keys_stay_integers(tmp_path, source):
+    lines = ["impression_id,clicked,f1,f2,f3,f4,f5,country,device,slot,campaign,site",
+             "9007199254740993,1,1e-3,,+2,-0.5,.25,007,0,12,4,0x1f",
+             "-5,0,3,4,5,6,7,US,tablet,01,spring,",
+             "9223372036854775807,0,1,1,1,1,1,840,1,2,x,\"a,b\""]
+    report = ingest_table_files(tmp_path / "r", DATE, [_write_text(tmp_path / "t.csv", lines)], source["spec"])
+    table = schema.read_partition(tmp_path / "r", DATE)
+    assert report["rows_written"] == 3
+    assert table.column("impression_id").to_pylist() == [9007199254740993, -5, 2**63 - 1]  # exact, beyond 2^53
+    assert table.column("country").to_pylist() == ["007", "US", "840"]  # leading zeros kept
+    assert table.column("slot").to_pylist() == ["12", "01", "2"]
+    assert table.column("site").to_pylist() == ["0x1f", None, "a,b"]
+    assert table.column("f1").to_pylist() == [0.001, 3.0, 1.0] and table.column("f2").to_pylist()[0] is None
+    assert table.column("f3").to_pylist()[0] == 2.0 and table.column("f5").to_pylist()[0] == 0.25
+    # A key beyond int64 is a bad line, not a wrapped number.
+    over = _write_text(tmp_path / "o.csv", [lines[0], "9223372036854775808,1,1,1,1,1,1,a,b,c,d,e", lines[2]])
+    with pytest.raises(LabelDPInputError, match="line 2: impression_id is not an integer"):
+        ingest_table_files(tmp_path / "o", DATE, [over], source["spec"])
+
+
+def test_int64_numeric_spec_and_typed_parquet(tmp_path, source):
+    spec = load_spec(source["spec"])
+    counts = type(spec)(**{**spec.to_dict(), "numeric_type": "int64"}, source="counts spec")
+    data = {name: values[:200] for name, values in source["data"].items()}
+    data.update({f"f{j}": [None if i % 7 == 0 else float(i * j) for i in range(200)] for j in range(1, 6)})
+    data["clicked"] = [bool(v) for v in data["clicked"]]  # a 0/1 label stored as booleans
+    path = _parquet(tmp_path / "counts.parquet", data)
+    ingest_table_files(tmp_path / "r", DATE, [path], counts)
+    table = schema.read_partition(tmp_path / "r", DATE)
+    assert table.schema.field("f2").type == pa.int64()
+    assert table.column("f2").to_pylist() == [None if i % 7 == 0 else 2 * i for i in range(200)]
+    assert table.column("clicked").to_pylist() == [int(v) for v in data["clicked"]]
+    data["f1"][3] = 2.5
+    with pytest.raises(LabelDPInputError, match=r"row 4: f1 is not an integer"):
+        ingest_table_files(tmp_path / "bad", DATE, [_parquet(tmp_path / "half.parquet", data)], counts)
+    data["impression_id"] = [float(v) for v in data["impression_id"]]
+    with pytest.raises(LabelDPInputError, match="'impression_id' has type double"):
+        ingest_table_files(tmp_path / "bad", DATE, [_parquet(tmp_path / "float.parquet", data)], counts)
+
+
+def test_formats_delimiters_and_arguments(tmp_path, source, capsys):
+    lines = _lines(source["data"], ";")
+    odd = _write_text(tmp_path / "day.txt", lines)
+    spec = source["spec"]
+    with pytest.raises(LabelDPInputError, match="--delimiter"):
+        ingest_table_files(tmp_path / "r", DATE, [odd], spec)
+    ingest_table_files(tmp_path / "semi", DATE, [odd], spec, delimiter=";")
+    ingest_table_files(tmp_path / "csv", DATE, [source["csv"]], spec)
+    assert schema.partition_fingerprint(tmp_path / "semi", DATE) == schema.partition_fingerprint(tmp_path / "csv", DATE)
+    fake = tmp_path / "day.csv.gz"
+    fake.write_text("not gzip")
+    with pytest.raises(LabelDPInputError, match="not gzip data"):
+        ingest_table_files(tmp_path / "r", DATE, [fake], spec)
+    with pytest.raises(LabelDPInputError, match="given twice"):
+        ingest_table_files(tmp_path / "r", DATE, [source["csv"], source["csv"]], spec)
+    with pytest.raises(LabelDPInputError, match="no such file"):
+        ingest_table_files(tmp_path / "r", DATE, [tmp_path / "absent.csv"], spec)
+    with pytest.raises(LabelDPInputError, match="max_bad_lines"):
+        ingest_table_files(tmp_path / "r", DATE, [source["csv"]], spec, max_bad_lines=-1)
+    empty = _write_text(tmp_path / "empty.csv", [COLUMNS[0] + "," + ",".join(COLUMNS[1:])])
+    with pytest.raises(LabelDPInputError, match="empty"):
+        ingest_table_files(tmp_path / "r", DATE, [empty], spec)
+    tab = _write_text(tmp_path / "tab.dat", _lines(source["data"], "\t"))
+    for args, code in ((["--delimiter", "tab"], 0), (["--delimiter", "::"], 2), (["--max-bad-lines", "x"], 2)):
+        assert _cli("ingest", tab, "--dataset", spec, "--date", DATE, *args, "--data-root", tmp_path / "t") == code
+    assert _cli("ingest", tab, "--dataset", tmp_path / "nope.json", "--date", DATE) == 2
+    assert "nope.json" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
