@@ -6,8 +6,8 @@ root, with the columns and types of a `pipelines.dataset_spec.DatasetSpec`:
 - CSV/TSV, plain or gzip (gzip recognised by its magic bytes; a ``.gz`` name that is not gzip is refused),
   delimiter from the name (``.csv`` -> ``,``, ``.tsv`` -> tab, before any ``.gz``) unless given. With a header
   row the columns are found by name; without one the file's columns are the spec's ``columns`` in order.
-  Empty field = missing. Read by Arrow's streaming CSV reader with every column typed as text (so ``007`` in a
-  categorical stays ``007`` and a bad number is a bad line, not a failed block), then converted here.
+  Read by Arrow's streaming CSV reader with every column typed as text (so ``007`` in a categorical stays
+  ``007`` and a bad number is a bad line, not a failed block), then converted here.
 - Parquet (``.parquet``): read by row batches; typed columns are cast (integers to a categorical become their
   decimal text), text columns are parsed like CSV fields.
 
@@ -17,7 +17,7 @@ so the same rows give byte-identical partitions from CSV, gzip TSV or Parquet, f
 
 Bad lines, as in the Criteo ingest: a line with the wrong number of fields, an empty line, a missing or
 non-integer row key, a label that is not an integer in ``0..classes-1``, a numeric value that is not a finite
-number (an integer for an ``int64`` spec), a categorical that is not 8 hex digits (``hex8`` specs). They are
+number (an integer for an ``int64`` spec; an empty cell, nan/null/na/none in any case or a NaN is missing), a categorical that is not 8 hex digits (``hex8`` specs). They are
 counted by reason and skipped up to ``max_bad_lines`` (over all files; default 0); one more stops the ingest
 with the count and the first bad line's file and line number (Parquet: row number), and nothing is written.
 
@@ -42,13 +42,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from auditing.errors import LabelDPInputError
 from auditing.names import require_date
 from pipelines import schema
-from pipelines.column_checks import cast_text
 from pipelines.dataset_spec import DatasetSpec, load_spec
+from pipelines.tabular_values import convert_columns
 
 __all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_BLOCK_BYTES", "ingest_table_files", "input_format"]
 
@@ -57,10 +56,6 @@ DEFAULT_BLOCK_BYTES = 8 << 20
 _EXAMPLES = 5  # how many bad lines the report lists
 _GZIP_MAGIC = b"\x1f\x8b"
 _SUFFIX_DELIMITERS = {".csv": ",", ".tsv": "\t"}
-_INT_RE = r"^-?[0-9]+$"  # Arrow's own cast also takes "0x1f": a row key must not
-_FLOAT_RE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # no nan/inf
-_HEX8_RE = "^[0-9a-f]{8}$"
-_WHOLE_FLOAT_LIMIT = 2.0**53  # floats beyond this are not exact integers
 
 
 @dataclass
@@ -150,132 +145,6 @@ def _shown(names: list[str], limit: int = 20) -> str:
     return repr(names) if len(names) <= limit else repr(names[:limit])[:-1] + f", ... ({len(names)} in all)]"
 
 
-# ------------------------------------------------------------------------------------------ converting
-
-
-def _plain(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
-
-
-def _mask(array: pa.Array) -> np.ndarray:
-    return np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _is_text(type_: pa.DataType) -> bool:
-    return pa.types.is_string(type_) or pa.types.is_large_string(type_)
-
-
-def _parse(text: pa.Array, target: pa.DataType, pattern: str) -> tuple[pa.Array, np.ndarray]:
-    """Text -> ``target`` numbers; (values with null where missing or bad, bad mask). Fast path: one cast."""
-    integer = pa.types.is_integer(target)
-    try:
-        values = pc.cast(text, target)
-        if integer and pc.any(pc.match_substring(text, "x", ignore_case=True)).as_py():
-            raise pa.ArrowInvalid("hex")
-        bad = np.zeros(len(text), dtype=bool)
-    except pa.ArrowInvalid:
-        bad = _mask(pc.invert(pc.match_substring_regex(text, pattern)))
-        text = pc.if_else(pa.array(bad), pa.scalar(None, text.type), text)
-        try:
-            values = pc.cast(text, target)
-        except pa.ArrowInvalid:  # valid syntax Arrow still refuses (an integer beyond int64): look at each
-            refused = [v for v in pc.unique(text).drop_null().to_pylist() if not _fits(v, target)]
-            hit = _mask(pc.is_in(text, pa.array(refused, text.type)))
-            bad |= hit
-            values = pc.cast(pc.if_else(pa.array(hit), pa.scalar(None, text.type), text), target)
-    if not integer:
-        bad |= _mask(pc.invert(pc.is_finite(values)))
-    return values, bad
-
-
-def _fits(value: str, target: pa.DataType) -> bool:
-    if pa.types.is_integer(target):
-        return -(2**63) <= int(value) < 2**63
-    try:
-        pc.cast(pa.array([value]), target)
-    except pa.ArrowInvalid:
-        return False
-    return True
-
-
-def _numbers(array: pa.Array, target: pa.DataType, name: str, source: Path,
-             strict: bool = False) -> tuple[pa.Array, np.ndarray]:
-    """A column as ``target`` (int64 or float64): (values, bad mask); a type that cannot hold numbers raises.
-    ``strict`` (the row key, the label): integers, their text or booleans only, never floats."""
-    type_ = array.type
-    if pa.types.is_null(type_):
-        return pa.nulls(len(array), target), np.zeros(len(array), dtype=bool)
-    if _is_text(type_):
-        return _parse(array, target, _INT_RE if pa.types.is_integer(target) else _FLOAT_RE)
-    if pa.types.is_boolean(type_) and strict:  # a 0/1 label stored as booleans
-        return array.cast(pa.int64()), np.zeros(len(array), dtype=bool)
-    if pa.types.is_integer(type_):
-        if target == pa.float64():
-            return array.cast(pa.float64()), np.zeros(len(array), dtype=bool)
-        bad = _mask(pc.greater(array, pa.scalar(2**63 - 1, pa.uint64()))) if type_ == pa.uint64() else None
-        if bad is None:
-            return array.cast(pa.int64()), np.zeros(len(array), dtype=bool)
-        return pc.if_else(pa.array(bad), pa.scalar(None, type_), array).cast(pa.int64()), bad
-    if pa.types.is_floating(type_):
-        values = array.cast(pa.float64())
-        bad = _mask(pc.invert(pc.is_finite(values)))
-        if target == pa.float64():
-            return pc.if_else(pa.array(bad), pa.scalar(None, pa.float64()), values), bad
-        if not strict:  # e.g. a pandas integer column with missing values, stored as double
-            bad |= _mask(pc.or_(pc.not_equal(pc.floor(values), values),
-                                pc.greater(pc.abs(values), _WHOLE_FLOAT_LIMIT)))
-            return pc.if_else(pa.array(bad), pa.scalar(None, pa.float64()), values).cast(pa.int64()), bad
-    raise LabelDPInputError(f"{source}: column {name!r} has type {type_}, which cannot hold "
-                            f"{'integers' if target == pa.int64() else 'numbers'}")
-
-
-def _convert(table: pa.Table, spec: DatasetSpec, source: Path) -> tuple[pa.Table, np.ndarray, list[str], np.ndarray]:
-    """Raw columns (text from CSV, any type from Parquet) -> the partition's types, categoricals as plain
-    text. Returns (table of all rows, bad-row mask, reason names, reason index per row)."""
-    n = table.num_rows
-    bad = np.zeros(n, dtype=bool)
-    reason = np.full(n, -1, dtype=np.int32)
-    names: list[str] = []
-
-    def mark(mask: np.ndarray, text: str) -> None:
-        new = mask & ~bad
-        if new.any():
-            reason[new] = len(names)
-            names.append(text)
-            bad[new] = True
-
-    columns = {name: _plain(table.column(name)) for name in spec.columns}
-    if n:
-        mark(np.logical_and.reduce([_mask(c.is_null()) for c in columns.values()]), "empty line")
-    key, wrong = _numbers(columns[spec.row_key], pa.int64(), spec.row_key, source, strict=True)
-    mark(_mask(columns[spec.row_key].is_null()), f"{spec.row_key} is missing")
-    mark(wrong, f"{spec.row_key} is not an integer")
-    label, wrong = _numbers(columns[spec.label], pa.int64(), spec.label, source, strict=True)
-    out_of_range = pc.or_(pc.less(label, 0), pc.greater_equal(label, spec.classes))
-    mark(_mask(columns[spec.label].is_null()), f"{spec.label} is missing")
-    mark(wrong | _mask(out_of_range), f"{spec.label} is not an integer in 0..{spec.classes - 1}")
-    arrays = [key, pc.if_else(pa.array(bad), pa.scalar(0, pa.int64()), label.fill_null(0)).cast(pa.int8())]
-    target = pa.int64() if spec.numeric_type == "int64" else pa.float64()
-    for name in spec.numeric:
-        values, wrong = _numbers(columns[name], target, name, source)
-        mark(wrong, f"{name} is not {'an integer' if target == pa.int64() else 'a finite number'}")
-        arrays.append(values)
-    for name in spec.categorical:
-        column = columns[name]
-        if pa.types.is_integer(column.type) or pa.types.is_null(column.type) or _is_text(column.type):
-            column = column.cast(pa.string())
-        else:
-            raise LabelDPInputError(f"{source}: column {name!r} has type {column.type}; a categorical holds text "
-                                    f"or integers")
-        if spec.categorical_format == "hex8":
-            mark(_mask(pc.invert(pc.match_substring_regex(column, _HEX8_RE))),
-                 f"{name} is not 8 lowercase hex digits")
-        arrays.append(column)
-    arrays += [cast_text(pa.chunked_array([columns[name]]), name, source).combine_chunks() for name in spec.carry]
-    return pa.Table.from_arrays(arrays, names=list(spec.columns)), bad, names, reason
-
-
 # ------------------------------------------------------------------------------------------ bad lines
 
 
@@ -302,8 +171,8 @@ class _BadLines:
             del self.examples[_EXAMPLES:]
 
     def convert(self, table: pa.Table, index: int, number: Callable[[int], int]) -> tuple[pa.Table, np.ndarray]:
-        """`_convert` of one batch of file ``index``, counting its bad rows (``number``: position -> line)."""
-        converted, wrong, reasons, reason = _convert(table, self.spec, self.inputs[index].path)
+        """`convert_columns` of one batch of file ``index``, counting its bad rows (``number``: position -> line)."""
+        converted, wrong, reasons, reason = convert_columns(table, self.spec, self.inputs[index].path)
         hits = np.flatnonzero(wrong)
         for position in hits[:_EXAMPLES]:
             self.example(index, number(int(position)), reasons[reason[position]])

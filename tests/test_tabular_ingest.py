@@ -172,7 +172,9 @@ def _spoiled(source, tmp_path):
     set_field(777, "clicked", "2")
     set_field(1500, "clicked", "yes")
     set_field(2200, "f4", "n/a")
-    set_field(2900, "f2", "nan")
+    set_field(2900, "f2", "inf")
+    set_field(2901, "f3", "NaN")  # a missing value, not a bad line
+    set_field(2902, "f3", "null")
     expected = {6: "wrong number of fields (13 instead of 12)", 100: "empty line",
                 250: "impression_id is not an integer", 400: "impression_id is not an integer",
                 777: "clicked is not an integer in 0..1", 1500: "clicked is not an integer in 0..1",
@@ -190,9 +192,12 @@ def test_bad_lines_are_skipped_counted_and_capped(tmp_path, source, capsys):
                                              "f2 is not a finite number": 1}
     assert [(item["line"], item["reason"]) for item in report["first_bad_lines"]] == sorted(expected.items())[:5]
     assert schema.read_provenance(tmp_path / "ok", DATE)["bad_lines_skipped"] == 8
-    kept = schema.read_partition(tmp_path / "ok", DATE).column("impression_id").to_pylist()
+    table = schema.read_partition(tmp_path / "ok", DATE)
+    kept = table.column("impression_id").to_pylist()
     skipped = {source["data"]["impression_id"][line - 2] for line in expected}
     assert kept == [key for key in source["data"]["impression_id"] if key not in skipped]
+    f3 = dict(zip(kept, table.column("f3").to_pylist(), strict=True))
+    assert f3[source["data"]["impression_id"][2899]] is None and f3[source["data"]["impression_id"][2900]] is None
 
     with pytest.raises(LabelDPInputError) as info:
         ingest_table_files(tmp_path / "over", DATE, [path], source["spec"], max_bad_lines=7, **SMALL)
