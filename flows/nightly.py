@@ -21,7 +21,7 @@ from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from flows import steps
-from flows.plan import AuditPlan, ControlSpec, TargetSpec, load_plan
+from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
 from pipelines.layout import check_name, parse_date, resolve_data_root
 
 
@@ -57,8 +57,8 @@ io_task = dict(retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_retry
 
 
 @task(name="check-partition", **io_task)
-def check_partition(root: Path, date: dt.date) -> dict:
-    return steps.check_partition(root, date)
+def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) -> dict:
+    return steps.check_partition(root, date, plan)
 
 
 @task(name="ensure-reference", cache_policy=NO_CACHE)
@@ -67,7 +67,8 @@ def ensure_reference(root: Path, date: dt.date, plan: AuditPlan) -> dict:
 
 
 @task(name="ensure-target", cache_policy=NO_CACHE)
-def ensure_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str) -> dict:
+def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
+                  partition_fp: str) -> dict:
     return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log)
 
 
@@ -154,7 +155,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     """One day, every target: validate, reference, train or load, recalibrate the reference on the held-out rows,
     controls, score, audit, publish, alert."""
     try:
-        partition = check_partition(root, date)
+        partition = check_partition(root, date, plan)
     except steps.DataMissingError as exc:
         for spec in plan.targets:
             steps.send_failure_alert(root, "DATA_MISSING", spec.name, date, str(exc), webhook_url, _run_id())
@@ -162,10 +163,14 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         raise
     ensure_reference(root, date, plan)
     fingerprint = partition["fingerprint"]
-    rows, failures, ready = [], [], {}
+    rows, failures, ready, skipped = [], [], {}, []
     for spec in plan.targets:
         try:
             ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint)
+        except steps.TargetSkipped as exc:  # the plan says skip: a reason in the result, not a failure
+            _log(f"{spec.name}: skipped ({exc})")
+            skipped.append({"model_id": spec.name, "partition_date": date.isoformat(), "kind": "skipped",
+                            "status": "SKIPPED", "reason": str(exc)})
         except Exception as exc:  # one target's failure must not hide the others' results
             _target_failed(root, date, spec, exc, failures, webhook_url)
     reference, check = prepare_reference(root, date, plan, list(ready.values()))
@@ -178,7 +183,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         try:
             record = score_and_audit(root, date, spec, plan, fingerprint, reference)
             row = publish(root, date, spec, record, warehouse, webhook_url, untrusted=untrusted,
-                          reference_check=check)
+                          reference_check=check, claimed_epsilon=steps.claimed_epsilon_of(spec, ready[spec.name]))
         except Exception as exc:
             _target_failed(root, date, spec, exc, failures, webhook_url)
             continue
@@ -187,6 +192,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         rows.append(row)
     if rows:
         _publish_summary(rows, f"labeldp-audit results for {date.isoformat()}")
+    rows += skipped
     if untrusted:
         failures.insert(0, untrusted)
     if failures:
@@ -195,7 +201,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     return rows
 
 
-def _target_failed(root: Path, date: dt.date, spec: TargetSpec, exc: Exception, failures: list[str],
+def _target_failed(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, exc: Exception, failures: list[str],
                    webhook_url: str | None) -> None:
     failures.append(f"{spec.name}: {exc}")
     steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
@@ -281,6 +287,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
     VIOLATION; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
     from pipelines import registry
+    from pipelines.beam_request import check_model_for_day
 
     root = resolve_data_root(data_root)
     day = parse_date(date)
@@ -289,9 +296,10 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     if not (claimed >= 0):
         raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {claimed_epsilon!r}")
     plan = load_plan(plan_file)
-    partition = check_partition(root, day)
+    partition = check_partition(root, day, plan)
     metadata = registry.read_metadata(root, name, day)
-    spec = TargetSpec(name, metadata["mechanism"]["name"], registry.claimed_epsilon(metadata), claimed_epsilon=claimed)
+    check_model_for_day(metadata, plan.dataset, day, "candidate")
+    spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
     ensure_reference(root, day, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference
     # recalibrated on the day, and the label-blind control checks that reference.

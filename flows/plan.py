@@ -1,7 +1,12 @@
-"""What a nightly audit runs: target models (mechanism x eps), the reference, the audit settings, the runner.
+"""What a nightly audit runs: the dataset, target models, the reference, the audit settings, the runner.
 
 A plan is a small JSON file (see `infra/plans/default.json`) or the built-in default below. Every name in it
 is validated as a safe identifier; every number is range-checked where it is parsed.
+
+A target is either trained here (``"source": "trained"``, the default: mechanism x eps, `TargetSpec`) or a
+model another team registered (``"source": "registered"``, `RegisteredTarget`: nothing is trained; see
+`labeldp-audit models register`). ``"dataset"`` names the dataset spec file of the partitions (relative paths
+are read from the plan file's directory; default the built-in Criteo spec).
 """
 
 from __future__ import annotations
@@ -10,11 +15,13 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from auditing.audit import AuditConfig
 from auditing.controls import LABEL_BLIND, NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
 from auditing.params import legacy_tau_warning
+from pipelines.dataset_spec import DatasetSpec, criteo, load_spec
 from pipelines.layout import check_name
 from pipelines.mechanisms import get_mechanism
 
@@ -40,6 +47,45 @@ class TargetSpec:
         if not (claimed >= 0):
             raise LabelDPInputError(f"target {self.name}: claimed_epsilon must be >= 0; got {self.claimed_epsilon!r}")
         object.__setattr__(self, "claimed_epsilon", claimed)
+
+
+@dataclass(frozen=True)
+class RegisteredTarget:
+    """A model registered from outside (`pipelines.model_registration`): nothing is trained. ``claimed_epsilon``
+    is the claim it is judged against; None takes the registered claim, and a plan claim that differs from the
+    registered one is refused (one model, one claim)."""
+
+    name: str
+    claimed_epsilon: float | None = None
+
+    def __post_init__(self):
+        check_name(self.name, "target name")
+        if self.claimed_epsilon is not None:
+            claimed = math.inf if self.claimed_epsilon == "inf" else self.claimed_epsilon
+            try:
+                claimed = float(claimed)
+            except (TypeError, ValueError):
+                claimed = math.nan
+            if not (claimed >= 0):
+                raise LabelDPInputError(f"target {self.name}: claimed_epsilon must be >= 0 or \"inf\"; got "
+                                        f"{self.claimed_epsilon!r}")
+            object.__setattr__(self, "claimed_epsilon", claimed)
+
+
+# Where a plan target comes from (its "source"): the one place the names are read.
+TARGET_SOURCES = {"trained": TargetSpec, "registered": RegisteredTarget}
+
+
+def target_from_dict(data: object) -> TargetSpec | RegisteredTarget:
+    """A plan's target object as a `TargetSpec` or a `RegisteredTarget` (by its ``source``, default trained)."""
+    if not isinstance(data, dict):
+        raise LabelDPInputError(f"a target is a JSON object; got {data!r}")
+    fields = dict(data)
+    source = fields.pop("source", "trained")
+    if source not in TARGET_SOURCES:
+        raise LabelDPInputError(f"target {fields.get('name', '?')}: source must be one of {list(TARGET_SOURCES)}; "
+                                f"got {source!r}")
+    return TARGET_SOURCES[source](**fields)
 
 
 @dataclass(frozen=True)
@@ -83,16 +129,19 @@ class ControlSpec:
 
 @dataclass(frozen=True)
 class AuditPlan:
-    targets: tuple[TargetSpec, ...]
+    targets: tuple[TargetSpec | RegisteredTarget, ...]
     reference_name: str = "reference"
     on_missing_reference: str = "train"  # train it non-privately on D-1, or fail
-    on_missing_target: str = "train"  # train the target on D, or fail
+    # train a missing (or differently trained) trained target on D, fail, or skip it (the reason in the result);
+    # a registered target is never trained: "train" fails like "fail"
+    on_missing_target: str = "train"
     seed: int = 0
     audit: AuditConfig = field(default_factory=lambda: AuditConfig(repetitions=20, reference_calibration="boost"))
     beam_args: tuple[str, ...] = ()
     batch_size: int = 262_144  # pipelines.beam_scoring.DEFAULT_BATCH_SIZE
     catboost_iterations: int | None = None
     controls: ControlsPlan = field(default_factory=ControlsPlan)
+    dataset: DatasetSpec = field(default_factory=criteo)
 
     def __post_init__(self):
         if not self.targets:
@@ -103,9 +152,14 @@ class AuditPlan:
         check_name(self.reference_name, "reference_name")
         if self.reference_name in names:
             raise LabelDPInputError(f"plan: the reference {self.reference_name!r} cannot also be a target")
-        for key in ("on_missing_reference", "on_missing_target"):
-            if getattr(self, key) not in ("train", "fail"):
-                raise LabelDPInputError(f"plan: {key} must be 'train' or 'fail'; got {getattr(self, key)!r}")
+        if self.on_missing_reference not in ("train", "fail"):
+            raise LabelDPInputError(f"plan: on_missing_reference must be 'train' or 'fail'; got "
+                                    f"{self.on_missing_reference!r}")
+        if self.on_missing_target not in ("train", "fail", "skip"):
+            raise LabelDPInputError(f"plan: on_missing_target must be 'train', 'fail' or 'skip'; got "
+                                    f"{self.on_missing_target!r}")
+        if not isinstance(self.dataset, DatasetSpec):
+            raise LabelDPInputError(f"plan: dataset must be a dataset spec; got {self.dataset!r}")
         if int(self.seed) != self.seed or self.seed < 0:
             raise LabelDPInputError(f"plan: seed must be a whole number >= 0; got {self.seed!r}")
         check_name(self.calibrated_reference_name, "reference_name + '-calibrated'")
@@ -139,10 +193,12 @@ class AuditPlan:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for t in data["targets"]:
+        for t, spec in zip(data["targets"], self.targets, strict=True):
+            t["source"] = next(name for name, cls in TARGET_SOURCES.items() if isinstance(spec, cls))
             for key in ("epsilon", "claimed_epsilon"):
-                if math.isinf(t[key]):
+                if isinstance(t.get(key), float) and math.isinf(t[key]):
                     t[key] = "inf"
+        data["dataset"] = {**self.dataset.to_dict(), "source": self.dataset.source}
         return data
 
 
@@ -191,12 +247,12 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
     if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
         raise LabelDPInputError(f"{path}: a plan is a JSON object with a 'targets' list")
     known = {"targets", "reference_name", "on_missing_reference", "on_missing_target", "seed", "audit",
-             "beam_args", "batch_size", "catboost_iterations", "controls"}
+             "beam_args", "batch_size", "catboost_iterations", "controls", "dataset"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise LabelDPInputError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(known)}")
     try:
-        targets = tuple(TargetSpec(**t) for t in data["targets"])
+        targets = tuple(target_from_dict(t) for t in data["targets"])
         audit = audit_config_from_plan(data.get("audit", {}), warn=lambda message: _warn(f"{path}: {message}"))
         controls = data.get("controls", {})
         if not isinstance(controls, dict):
@@ -207,9 +263,21 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None
     rest = {k: v for k, v in data.items() if k not in ("targets", "audit", "controls")}
+    if "dataset" in rest:
+        rest["dataset"] = _plan_dataset(rest["dataset"], path)
     if "beam_args" in rest:
         rest["beam_args"] = tuple(rest["beam_args"])
     try:
         return AuditPlan(targets=targets, audit=audit, controls=controls, **rest)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None
+
+
+def _plan_dataset(value: object, plan_path: str | os.PathLike) -> DatasetSpec:
+    """The plan's ``dataset``: a spec file path, read relative to the plan file's directory."""
+    if not isinstance(value, str) or not value.strip():
+        raise LabelDPInputError(f"{plan_path}: dataset must be the path of a dataset spec JSON file; got {value!r}")
+    path = Path(value)
+    if not path.is_absolute():
+        path = Path(plan_path).resolve().parent / path
+    return load_spec(path)

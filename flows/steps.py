@@ -3,8 +3,9 @@
 Runbook order: check the partition -> make sure the reference (D-1) exists -> make sure each target (D)
 exists -> score with the Beam job and audit -> publish (warehouse row, HTML report, alert).
 
-Reuse ("caching") is explicit and keyed on what determines the numbers. A target model is reused when its
-registry metadata has the same mechanism, epsilon, seed and partition fingerprint. A scoring result is reused
+Reuse ("caching") is explicit and keyed on what determines the numbers. A trained target model is reused when
+its registry metadata has the same mechanism, epsilon, seed, partition, dataset and CatBoost parameters
+(`pipelines.training.reuse_mismatch`); a registered target is used as registered, never trained. A scoring result is reused
 when `sweeps/<model>/date=D/<audit config hash>/result.json` names the same model file, reference file,
 partition and code version. Anything else is recomputed. Both live under the data root, so a re-run after a
 crash redoes only what is missing.
@@ -19,7 +20,7 @@ from pathlib import Path
 from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
-from flows.plan import AuditPlan, ControlSpec, TargetSpec
+from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from pipelines.layout import model_dir, parse_date, partition_dir
 from pipelines.progress import Progress, no_progress
 
@@ -28,15 +29,22 @@ class DataMissingError(LabelDPInputError):
     """The day's partition is not there: a data problem, alerted as DATA_MISSING, never as a violation."""
 
 
+class TargetSkipped(LabelDPInputError):
+    """A target without its model, skipped as the plan says (``on_missing_target`` "skip"); the reason goes
+    into the night's result."""
+
+
 def default_audit_date(scheduled: dt.datetime | None = None) -> dt.date:
     """The partition a nightly run audits: the day before its scheduled start (UTC)."""
     start = scheduled or dt.datetime.now(dt.UTC)
     return (start.astimezone(dt.UTC) if start.tzinfo else start).date() - dt.timedelta(days=1)
 
 
-def check_partition(root: Path, date: dt.date) -> dict:
-    """Row count and fingerprint of the day's partition; DataMissingError when it is absent."""
+def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) -> dict:
+    """Row count, fingerprint and dataset of the day's partition; DataMissingError when it is absent, and
+    LabelDPInputError when it was written for another dataset than the plan's."""
     from pipelines import schema
+    from pipelines.dataset_spec import check_same_dataset, dataset_of
 
     directory = partition_dir(root, date)
     if not directory.is_dir() or not any(directory.glob("part-*.parquet")):
@@ -44,7 +52,11 @@ def check_partition(root: Path, date: dt.date) -> dict:
     rows = sum(schema.open_parquet(p).metadata.num_rows for p in sorted(directory.glob("part-*.parquet")))
     if rows == 0:
         raise DataMissingError(f"partition for {date.isoformat()} at {directory} is empty")
-    return {"date": date.isoformat(), "rows": int(rows), "fingerprint": schema.partition_fingerprint(root, date)}
+    dataset = dataset_of(root, date)
+    if plan is not None:
+        check_same_dataset(plan.dataset, dataset, f"the partition of {date.isoformat()} ({directory})")
+    return {"date": date.isoformat(), "rows": int(rows), "fingerprint": schema.partition_fingerprint(root, date),
+            "dataset": dataset.name}
 
 
 def _settings(plan: AuditPlan):
@@ -62,34 +74,70 @@ def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progr
     return metadata
 
 
-def _same_training(metadata: dict, spec: TargetSpec, seed: int, fingerprint: str) -> bool:
+def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
+                  partition_fp: str, progress: Progress = no_progress) -> dict:
+    """The target model of day D: a registered one as registered (`ensure_registered`); a trained one reused
+    when made exactly as the plan says on the same partition, else (re)trained (or refused / skipped, as
+    ``on_missing_target`` says)."""
     from pipelines import registry
+    from pipelines.training import reuse_mismatch, train_and_register
 
-    return (metadata.get("mechanism", {}).get("name") == spec.mechanism
-            and registry.claimed_epsilon(metadata) == spec.epsilon
-            and metadata.get("seed") == seed and metadata.get("partition_fingerprint") == fingerprint)
-
-
-def ensure_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
-                  progress: Progress = no_progress) -> dict:
-    """The target model of day D: reused when trained the same way on the same partition, else (re)trained."""
-    from pipelines import registry
-    from pipelines.training import train_and_register
-
+    if isinstance(spec, RegisteredTarget):
+        return ensure_registered(root, date, spec, plan, progress)
     if model_dir(root, spec.name, date).is_dir():
         metadata = registry.read_metadata(root, spec.name, date)
-        if _same_training(metadata, spec, plan.seed, partition_fp):
-            progress(f"{spec.name}: reusing the registered model (same mechanism, eps, seed and partition)")
+        differs = reuse_mismatch(metadata, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
+                                 partition_fingerprint=partition_fp, settings=_settings(plan), dataset=plan.dataset)
+        if differs is None:
+            progress(f"{spec.name}: reusing the registered model (made exactly as the plan says, on the same "
+                     f"partition)")
             return metadata
-        if plan.on_missing_target == "fail":
-            raise LabelDPInputError(f"{spec.name}@{date}: the registered model was trained differently than the plan says")
-    elif plan.on_missing_target == "fail":
-        raise LabelDPInputError(f"target model {spec.name} for {date} is missing at {model_dir(root, spec.name, date)}")
+        if plan.on_missing_target != "train":
+            raise _missing(plan, f"{spec.name}@{date}: the registered model was made differently than the plan "
+                                 f"says ({differs})")
+        progress(f"{spec.name}: retraining, the registered model differs ({differs})")
+    elif plan.on_missing_target != "train":
+        raise _missing(plan, f"target model {spec.name} for {date} is missing at {model_dir(root, spec.name, date)}")
     progress(f"{spec.name}: training {spec.mechanism} at eps={spec.epsilon:g}")
     _, metadata = train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
                                      settings=_settings(plan), reference_name=plan.reference_name,
                                      on_missing_reference=plan.on_missing_reference, progress=progress)
     return metadata
+
+
+def _missing(plan: AuditPlan, message: str) -> LabelDPInputError:
+    return TargetSkipped(message) if plan.on_missing_target == "skip" else LabelDPInputError(message)
+
+
+def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: AuditPlan,
+                      progress: Progress = no_progress) -> dict:
+    """A registered target's metadata, checked against the plan (dataset, the day's rows, the claim) before any
+    work; a missing model fails or is skipped (``on_missing_target``), never trained."""
+    from pipelines import registry
+    from pipelines.beam_request import check_model_for_day
+
+    directory = model_dir(root, spec.name, date)
+    if not directory.is_dir():
+        raise _missing(plan, f"registered target {spec.name} has no model for {date.isoformat()} at {directory}; "
+                             f"register it with `labeldp-audit models register --name {spec.name} --date "
+                             f"{date.isoformat()} --file ...`")
+    metadata = registry.read_metadata(root, spec.name, date)
+    check_model_for_day(metadata, plan.dataset, date, "target")
+    registered = registry.claimed_epsilon(metadata)
+    if spec.claimed_epsilon is not None and spec.claimed_epsilon != registered:
+        raise LabelDPInputError(f"target {spec.name}@{date}: the plan claims eps {spec.claimed_epsilon:g} but the "
+                                f"model is registered claiming {registered:g}; re-register it (--replace) or fix the "
+                                f"plan")
+    progress(f"{spec.name}: registered {metadata.get('format', 'catboost')} model {metadata.get('fingerprint', '')[:19]} "
+             f"claiming eps {registered:g}")
+    return metadata
+
+
+def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, metadata: dict) -> float:
+    """The claim a target is judged against: the plan's, else (a registered target without one) the registry's."""
+    from pipelines import registry
+
+    return registry.claimed_epsilon(metadata) if spec.claimed_epsilon is None else float(spec.claimed_epsilon)
 
 
 def _reusable_scoring(output_dir: Path, expected: dict) -> dict | None:

@@ -60,7 +60,10 @@ def _demonstrated_line(block: Mapping) -> str:
 
 
 def format_rows(rows: list[dict]) -> str:
-    """The results table printed by the nightly / guardrail / backfill commands."""
+    """The results table printed by the nightly / guardrail / backfill commands (skipped targets, which have no
+    verdict, are listed under it with their reason)."""
+    skipped = [r for r in rows if r.get("kind") == "skipped"]
+    rows = [r for r in rows if r.get("kind") != "skipped"]
     header = (f"{'model':<20} {'date':<10} {'status':<15} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
               f"{'max cert.':>9} {'brk.kap':>8} {'floor':>7} {'exp.fl':>8} {'m':>8} {'rows':<8}  report")
     lines = [header, "-" * len(header)]
@@ -100,6 +103,8 @@ def format_rows(rows: list[dict]) -> str:
     untrusted = sorted({r["untrusted_reason"] for r in rows if r.get("untrusted_reason")})
     for reason in untrusted:
         lines.append(f"! UNTRUSTED: {reason}")
+    for r in skipped:
+        lines.append(f"skipped: {r['model_id']} {r['partition_date']}: {r.get('reason')}")
     return "\n".join(lines)
 
 

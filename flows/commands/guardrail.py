@@ -9,30 +9,74 @@ from flows.commands.flow_options import add_common, prepare_environment, print_r
 
 HELP = "audit a release candidate; exits 1 on VIOLATION (the valid bound exceeds the claimed epsilon)"
 DESCRIPTION = """\
-Audits the registered model --model of day --date against the reference (the D-1 checkpoint) and compares
-the VALID epsilon lower bound with --claimed-epsilon:
+Audits a release candidate of day --date against the reference (the D-1 checkpoint) and compares the VALID
+epsilon lower bound with --claimed-epsilon:
   VIOLATION     the bound exceeds the claim: the claim is disproved at the audit's confidence (exit 1)
   INCONCLUSIVE  even a perfect attacker could not have exceeded the claim at this size (exit 0, say so)
   PASS          no evidence of a violation; this is not a proof of privacy (exit 0)
 The row is written to the warehouse and a report is rendered either way.
+
+The candidate is either a registered model (--model NAME) or a model file straight from another team's
+pipeline (--model-file F --format catboost|onnx), which is registered first under the name
+candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Its training rows
+are all rows of day D unless --training-rows names a Parquet file of row keys.
+
+Example:
+  labeldp-audit guardrail --model-file release.onnx --format onnx --claimed-epsilon 2 --date 2024-01-02 \\
+      --plan my-plan.json
 """
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("guardrail", help=HELP, description=DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="registered model name (models/<name>/date=D)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="registered model name (models/<name>/date=D)")
+    which.add_argument("--model-file", help="a candidate model file to register and audit")
+    p.add_argument("--format", default="catboost",
+                   help="format of --model-file (a registered format: catboost, onnx, ...; default catboost)")
+    p.add_argument("--training-rows", default="all",
+                   help="with --model-file: 'all' rows of day D trained it (default), or a Parquet file of row keys")
     p.add_argument("--date", required=True, help="partition date YYYY-MM-DD the candidate was trained on")
     p.add_argument("--claimed-epsilon", required=True, type=float, help="the epsilon the release claims")
     add_common(p)
     p.set_defaults(func=run)
 
 
+def _register_candidate(args) -> str:
+    """Registers --model-file before any flow starts (bad input fails here, in a second, with exit 2)."""
+    from pathlib import Path
+
+    from flows.plan import load_plan
+    from pipelines.beam_request import file_fingerprint
+    from pipelines.layout import parse_date, resolve_data_root
+    from pipelines.model_formats import model_format
+    from pipelines.model_registration import register_model
+
+    root = resolve_data_root(args.data_root)
+    day = parse_date(args.date, "--date")
+    fmt = model_format(args.format, "--format")
+    path = Path(args.model_file)
+    if not path.is_file():
+        from auditing.errors import LabelDPInputError
+
+        raise LabelDPInputError(f"--model-file: {path} is not a file")
+    name = "candidate-" + file_fingerprint(path).split(":", 1)[1][:12]
+    plan = load_plan(args.plan_file)
+    training_rows = args.training_rows if args.training_rows == "all" else Path(args.training_rows)
+    record = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=args.claimed_epsilon,
+                            dataset=plan.dataset, training_rows=training_rows, replace=True)
+    print(f"[labeldp-audit] registered {path} as {name}@{day.isoformat()} ({record.get('format')})",
+          file=sys.stderr, flush=True)
+    return name
+
+
 def run(args) -> int:
+    model = args.model if args.model else _register_candidate(args)
     prepare_environment()
     from flows.nightly import GuardrailViolation, release_guardrail
 
-    _, value = run_flow(release_guardrail, model=args.model, claimed_epsilon=args.claimed_epsilon, date=args.date,
+    _, value = run_flow(release_guardrail, model=model, claimed_epsilon=args.claimed_epsilon, date=args.date,
                         data_root=args.data_root, warehouse=args.warehouse, plan_file=args.plan_file,
                         webhook_url=args.webhook_url)
     if isinstance(value, GuardrailViolation):
