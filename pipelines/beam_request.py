@@ -208,6 +208,13 @@ def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date], datase
     check_model_for_day(reference_md, dataset, request.date, "reference")
     registry.check_features(target_md, table_schema)
     registry.check_features(reference_md, table_schema)
+    reference_format = format_of(reference_md)
+    if reference_format.scores_one_day:  # a table of predictions must answer every row of the day
+        from pipelines.schema import read_partition
+
+        keys = read_partition(request.data_root, request.date, columns=[dataset.row_key], dataset=dataset)
+        reference_format.check_reference_coverage(request.data_root, *reference,
+                                                  keys.column(dataset.row_key).to_numpy())
     return files, table_schema, target_md, reference_md
 
 

@@ -42,6 +42,10 @@ class ModelFormat:
         """(rows x classes) float64 probabilities of the registered model on ``table``, in this process."""
         raise NotImplementedError
 
+    def check_reference_coverage(self, data_root: str, name: str, date: dt.date, row_ids: np.ndarray) -> None:
+        """Raises LabelDPInputError when this model, as the reference, cannot answer some of the day's rows
+        ``row_ids`` (only a format that `scores_one_day` can lack rows; a model computes any row)."""
+
 
 MODEL_FORMATS: Choices[ModelFormat] = Choices("format")
 

@@ -281,3 +281,14 @@ def test_rows_without_a_logged_prediction_are_counted(tmp_path):
     rows = outcome.record["diagnostics"]["rows"]
     assert rows["rows_without_target_prediction"] == 300
     assert rows["rows_scored"] == 2700 and outcome.counts.m == 2700
+
+    # As the reference, a table must answer every row of the day: one that lacks rows is refused up front.
+    from auditing.errors import LabelDPInputError
+
+    register_model(root, "partial-reference", D0, partial, fmt=model_format("predictions"),
+                   claimed_epsilon=float("inf"), dataset=spec, predictions_for=D1)
+    with pytest.raises(LabelDPInputError, match="without predictions for 300 of the 3000 rows"):
+        score_day(ScoringRequest(str(root), D1, "partial", AuditConfig(repetitions=2, grid_points=20, audit_rows="all",
+                                                                      seed=1),
+                                 reference="partial-reference", reference_date=D0))
+    assert len(list((root / "sweeps" / "partial").rglob("result.json"))) == 1  # only the first audit's

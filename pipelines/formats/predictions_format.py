@@ -126,3 +126,16 @@ class PredictionsFormat(ModelFormat):
 
         result = load_predictions(data_root, name, date).predict_proba(self.prepare(table, dataset))
         return check_probability_matrix(result, table.num_rows, f"model {name!r}")
+
+    def check_reference_coverage(self, data_root: str, name: str, date: dt.date, row_ids: np.ndarray) -> None:
+        from pipelines.logged_predictions import load_predictions
+
+        keys = load_predictions(data_root, name, date).keys
+        missing = np.setdiff1d(np.asarray(row_ids, dtype=np.int64), keys, assume_unique=False)
+        if missing.size:
+            raise LabelDPInputError(
+                f"the reference {name!r} of {date.isoformat()} is a predictions table without predictions for "
+                f"{missing.size} of the {np.asarray(row_ids).size} rows it is asked to score (e.g. row key "
+                f"{int(missing[0])}): a reference table must hold the D-1 model's predictions for all of day D's "
+                f"rows, held-out rows included")
+
