@@ -9,6 +9,10 @@ with randomized response at eps 1, and its audit::
     train_and_register("data", dt.date(2024, 1, 2), "rr", 1.0)  # registered as rr-eps1
     print(score_day(ScoringRequest("data", dt.date(2024, 1, 2), "rr-eps1")).record["result"]["epsilon_lower_bound"])
 
+Another team's log and model: describe the log in a dataset spec (`load_spec`), ingest it
+(`ingest_table_files`), register the model file (`register_model`, CatBoost / ONNX / logged predictions, the
+formats in `pipelines.model_formats`), then score it the same way.
+
 Mechanisms are registered classes (`pipelines.mechanisms`); the Beam-free part of the scoring job (the request,
 runner arguments, fingerprints) is `beam_request`, the Beam pipeline `beam_scoring` with its DoFns in
 `beam_dofns`. Names load on first use, so importing one submodule does not import Beam or CatBoost.
@@ -28,6 +32,9 @@ _EXPORTS = {
     "get_mechanism": "pipelines.mechanisms", "mechanism_names": "pipelines.mechanisms",
     "read_metadata": "pipelines.registry", "load_model": "pipelines.registry",
     "ScoringRequest": "pipelines.beam_request", "score_day": "pipelines.beam_scoring",
+    "DatasetSpec": "pipelines.dataset_spec", "load_spec": "pipelines.dataset_spec",
+    "ingest_table_files": "pipelines.tabular_ingest", "register_model": "pipelines.model_registration",
+    "model_format": "pipelines.model_formats", "format_names": "pipelines.model_formats",
 }
 
 __all__ = sorted(_EXPORTS)
