@@ -1,23 +1,29 @@
-"""What both warehouse backends share: validation, the upsert transaction, reads and retry timing.
+"""What both warehouse backends share: validation, the upsert transaction, reads and retry timing; and the
+read-only view of a warehouse that ``labeldp-audit results`` uses (``open_read_only``).
 
 A backend supplies ``_transaction(fn)`` (run ``fn(cursor)`` inside ONE transaction, retrying conflicts),
 and ``_query(sql, params)``, and brings the tables to the latest schema version when it opens a warehouse
 (``migrations.upgrade``). Everything else, including every SQL statement, is here, in ``schema`` and in
-``migrations``, so both backends behave the same way.
+``migrations``, so both backends behave the same way. ``ReadOnlyWarehouse`` is the exception that opens
+nothing for writing: it only reads what a warehouse of any version up to ``migrations.LATEST`` holds.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
+import os
 import random
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from auditing.errors import LabelDPInputError
-from auditing.names import check_name, parse_date
-from auditing.warehouse import schema
+from auditing.names import check_name, parse_date, require_date, resolve_data_root
+from auditing.verdict import STATUSES
+from auditing.warehouse import migrations, schema
 from auditing.warehouse.rows import AuditKey, as_key, normalize_curve, normalize_row
 
 
@@ -104,6 +110,50 @@ class Warehouse:
                                         since=since is not None, until=until is not None)
         return [self._row_dict(schema.RESULT_NAMES, values) for values in self._query(sql, params)]
 
+    # Newest first: the latest partition date first; on one date by model, then the audit that finished last.
+    _NEWEST_FIRST = "partition_date DESC, model_id, finished_at DESC NULLS LAST, audit_config_hash"
+
+    def fetch_verdicts(self, *, model_id: str | None = None, since: dt.date | None = None,
+                       until: dt.date | None = None, status: str | None = None, latest: bool = False) -> list[dict]:
+        """audit_results rows (dicts, every column, as ``fetch_results``), newest partition date first (on one
+        date by model_id, then the audit that finished last first).
+
+        The filters pick rows (all must hold; dates are ``datetime.date``, parsed at the edge); ``latest`` then
+        keeps, per model and kind (target / control), only its newest picked row: the latest partition date,
+        and of several audits of that date the one that finished last.
+        """
+        mark = schema.placeholders(self.placeholder, 1)[0]
+        conditions, params = [], []
+        if model_id is not None:
+            conditions.append(f"model_id = {mark}")
+            params.append(check_name(model_id, "model_id"))
+        for name, value, operator in (("since", since, ">="), ("until", until, "<=")):
+            if value is not None:
+                conditions.append(f"partition_date {operator} {mark}")
+                params.append(require_date(value, name))
+        if since is not None and until is not None and since > until:
+            raise LabelDPInputError(f"since ({since}) must not be after until ({until})")
+        if status is not None:
+            if status not in STATUSES:
+                raise LabelDPInputError(f"status must be one of {list(STATUSES)}; got {status!r}")
+            conditions.append(f"status = {mark}")
+            params.append(status)
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        names = ", ".join(schema.RESULT_NAMES)
+        # The innermost SELECT names every column of the latest schema (see _stored_columns); only constant
+        # fragments are joined here, every value is a bound parameter.
+        stored = f"(SELECT {', '.join(self._stored_columns())} FROM audit_results{where}) AS stored"
+        if latest:
+            rank = ("ROW_NUMBER() OVER (PARTITION BY model_id, COALESCE(kind, 'target') ORDER BY partition_date DESC, "
+                    "finished_at DESC NULLS LAST, audit_config_hash)")
+            stored = f"(SELECT {names}, {rank} AS newest FROM {stored}) AS ranked WHERE newest = 1"
+        sql = f"SELECT {names} FROM {stored} ORDER BY {self._NEWEST_FIRST}"
+        return [self._row_dict(schema.RESULT_NAMES, values) for values in self._query(sql, params)]
+
+    def _stored_columns(self) -> Sequence[str]:
+        """The select list of audit_results: its columns at the latest schema version (the backends migrate)."""
+        return schema.RESULT_NAMES
+
     def fetch_curve(self, key: Any) -> list[dict]:
         """The curve of one audit, ordered by point_index (empty if the key has none)."""
         key = as_key(key)
@@ -152,3 +202,143 @@ class Warehouse:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({describe_target(self.target)!r})"
+
+
+# ------------------------------------------------------------------------------------------------ read-only
+class ReadOnlyWarehouse(Warehouse):
+    """A warehouse opened only to read (``open_read_only``): it never creates, migrates or writes.
+
+    DuckDB: every read opens the file with ``read_only=True`` and closes it (a writer holding the file is
+    waited for, like the writing backend does). PostgreSQL: one connection whose transactions are read-only
+    (``default_transaction_read_only``). Opening reads the recorded schema version: one newer than this code
+    knows is refused; an older one is read as it is (a column that version lacks reads None), not migrated.
+    """
+
+    def __init__(self, target: str, dialect: str, run: Callable[[Callable[[Any], Any]], Any],
+                 close: Callable[[], None] = lambda: None):
+        self.target, self.dialect = target, dialect
+        self.placeholder = "format" if dialect == "postgres" else "qmark"
+        self._run, self._close = run, close
+        try:
+            self.version, self.columns = self._read_schema()
+        except BaseException:
+            close()
+            raise
+
+    def _read_schema(self) -> tuple[int | None, frozenset[str]]:
+        where = describe_target(self.target)
+
+        def state(cursor) -> tuple[dict, int | None, str]:
+            ctx = migrations.Context(cursor, self.dialect, self.placeholder, where)
+            found = migrations.found_columns(ctx)
+            location = f" in schema {ctx.fetch('SELECT current_schema()')[0][0]}" if self.dialect == "postgres" else ""
+            return found, migrations.recorded_version(ctx, found), location
+
+        found, version, location = self._run(state)
+        if not any(table in found for table in schema.TABLES):
+            raise LabelDPInputError(
+                f"warehouse {where}: the audit tables do not exist{location} (nothing audited into it yet)")
+        if version is not None and version > migrations.LATEST:
+            raise LabelDPInputError(
+                f"warehouse {where}: its schema version {version} is newer than this code knows (it reads up to "
+                f"version {migrations.LATEST}); read it with a newer labeldp-audit")
+        # Refuses tables of a shape no version had (one table, an unknown NOT NULL column, ...).
+        migrations.check_shape(found, migrations.expected_tables(version or 1), where)
+        return version, frozenset(found.get("audit_results", ()))
+
+    def _stored_columns(self) -> Sequence[str]:
+        return [name if name in self.columns else f"NULL AS {name}" for name in schema.RESULT_NAMES]
+
+    def _query(self, sql: str, params: Sequence) -> list[tuple]:
+        return self._run(lambda cursor: cursor.execute(sql, list(params)).fetchall())
+
+    def _transaction(self, fn: Callable[[Any], None]) -> None:
+        raise LabelDPInputError(f"warehouse {describe_target(self.target)} was opened read-only")
+
+    def close(self) -> None:
+        self._close()
+
+
+def open_read_only(target: str | os.PathLike | None = None, *, data_root: str | os.PathLike | None = None,
+                   timeout: float = 30.0) -> ReadOnlyWarehouse:
+    """The warehouse named by ``target`` (as ``open_warehouse``: a postgresql:// URL, a DuckDB file, None for
+    ``<data_root>/warehouse.duckdb``), opened read-only. Nothing is created: a missing file is an error.
+
+    Raises:
+        LabelDPInputError: a bad target, a missing file, no audit tables, a schema newer than this code.
+        WarehouseUnavailable: the server does not answer or the file stays locked for ``timeout`` seconds.
+    """
+    from auditing.warehouse import DEFAULT_FILE_NAME, is_postgres_target  # the package's names for targets
+
+    if not (timeout > 0):
+        raise LabelDPInputError(f"timeout must be > 0 seconds; got {timeout!r}")
+    if target is None or str(target) == "":
+        target = resolve_data_root(data_root) / DEFAULT_FILE_NAME
+    target = os.fspath(target) if isinstance(target, os.PathLike) else target
+    if not isinstance(target, str):
+        raise LabelDPInputError(f"warehouse must be a DuckDB file path or a postgresql:// URL; got {target!r}")
+    if is_postgres_target(target):
+        return ReadOnlyWarehouse(target, "postgres", *_postgres_reader(target, timeout))
+    if "://" in target:
+        raise LabelDPInputError(
+            f"warehouse must be a DuckDB file path or a postgresql:// URL; got {describe_target(target)!r}")
+    path = Path(target).expanduser().absolute()
+    if path.is_dir():
+        raise LabelDPInputError(f"warehouse: {path} is a directory; expected a DuckDB file path")
+    if not path.is_file():
+        raise LabelDPInputError(f"warehouse: DuckDB file not found: {path}")
+    return ReadOnlyWarehouse(str(path), "duckdb", _duckdb_reader(path, timeout))
+
+
+def _duckdb_reader(path: Path, timeout: float) -> Callable[[Callable[[Any], Any]], Any]:
+    """run(fn): fn(a read-only connection to the file), opened for this call only; a writer's lock is waited
+    out with backoff until ``timeout``."""
+    import duckdb
+
+    def run(fn: Callable[[Any], Any]) -> Any:
+        delays = backoff_delays(0.02, 0.5, time.monotonic() + timeout)
+        while True:
+            try:
+                conn = duckdb.connect(str(path), read_only=True)
+            except duckdb.Error as exc:
+                delay = next(delays, None) if "lock" in str(exc).lower() else None
+                if delay is None:
+                    raise WarehouseUnavailable(f"cannot open warehouse {path} for reading: {exc}") from exc
+                time.sleep(delay)
+                continue
+            try:
+                return fn(conn)
+            except duckdb.IOException as exc:
+                raise WarehouseUnavailable(f"warehouse {path}: I/O error: {exc}") from exc
+            finally:
+                conn.close()
+
+    return run
+
+
+def _postgres_reader(url: str, timeout: float) -> tuple[Callable[[Callable[[Any], Any]], Any], Callable[[], None]]:
+    """(run, close): run(fn) is fn(a cursor of one connection whose transactions are read-only)."""
+    import psycopg
+
+    where = describe_target(url)
+    try:
+        # libpq's connect_timeout is whole seconds, and values below 2 are raised to 2.
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=max(2, math.ceil(timeout)))
+    except psycopg.OperationalError as exc:
+        raise WarehouseUnavailable(f"cannot connect to warehouse {where}: {str(exc).strip()}") from exc
+    except psycopg.ProgrammingError as exc:
+        raise LabelDPInputError(f"warehouse: invalid PostgreSQL URL {where!r}: {exc}") from None
+
+    def run(fn: Callable[[Any], Any]) -> Any:
+        try:
+            with conn.cursor() as cursor:
+                return fn(cursor)
+        except psycopg.OperationalError as exc:
+            raise WarehouseUnavailable(f"warehouse {where}: {str(exc).strip()}") from exc
+
+    try:
+        run(lambda cursor: cursor.execute("SET default_transaction_read_only = on"))
+    except BaseException:
+        conn.close()
+        raise
+    return run, conn.close
