@@ -5,8 +5,9 @@ Renderers only: every figure comes from an audit result or a `Verdict` computed 
 
 from __future__ import annotations
 
+import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 
 def format_audit_result(result: Mapping, demonstrated: Mapping | None = None) -> str:
@@ -83,7 +84,7 @@ def format_rows(rows: list[dict]) -> str:
     if rows:
         r = rows[0]
         lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
-                     f"{r['method']}, delta={r['delta']:g}, kappa={r['kappa']:g}); paper mean+-std: the paper's "
+                     f"{r['method']}, delta={r['delta']:g}, kappa={_kappa(r)}); paper mean+-std: the paper's "
                      "optimistic statistic, for comparison only.")
         lines.append("brk.kap: largest kappa at which the same counts still exceed the claim, i.e. the verdict "
                      "holds unless the reference misjudges some row's click odds by more than a factor e^brk.kap "
@@ -106,6 +107,23 @@ def format_rows(rows: list[dict]) -> str:
     for r in skipped:
         lines.append(f"skipped: {r['model_id']} {r['partition_date']}: {r.get('reason')}")
     return "\n".join(lines)
+
+
+def _kappa(row: Mapping) -> str:
+    # A warehouse row written before kappa has none (its legacy figure is in reference_check_note).
+    return "- (a row written before kappa)" if row.get("kappa") is None else f"{row['kappa']:g}"
+
+
+def stored_rows_for_table(rows: Sequence[Mapping], report: Callable[[Mapping], str | None] | None = None) -> list[dict]:
+    """Warehouse rows (``Warehouse.fetch_verdicts``) as the rows ``format_rows`` prints: the partition date as
+    YYYY-MM-DD text and ``report`` the path of the row's run report (``report(row)``; '-' when None). The
+    weak-PASS mark 'w' is not a stored column: it shows when the caller adds ``weak_pass`` to a row."""
+    out = []
+    for row in rows:
+        date = row["partition_date"]
+        out.append({**row, "partition_date": date.isoformat() if isinstance(date, dt.date) else str(date),
+                    "report": (report(row) if report is not None else None) or "-"})
+    return out
 
 
 def violation_line(row: Mapping) -> str:
