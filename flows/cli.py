@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "flows.commands.models",
     "flows.commands.score",
     "flows.commands.report",
+    "flows.commands.results",
     "flows.commands.nightly",
     "flows.commands.guardrail",
     "flows.commands.backfill",

@@ -1,0 +1,246 @@
+"""`labeldp-audit results`: reads audit verdicts back from the warehouse, read-only.
+
+`results` lists (the latest verdict per model by default, a model's history with --model, every row with --all)
+as the nightly's table, JSON or CSV; `results show MODEL` prints one verdict's every stored column. The warehouse
+is opened with `auditing.warehouse.base.open_read_only`: nothing is created, migrated or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "read audit verdicts back from the warehouse: latest per model, a model's history, one full record"
+DESCRIPTION = """\
+Reads the audit results the nightly, guardrail and backfill commands wrote to the warehouse (a DuckDB file,
+by default <data-root>/warehouse.duckdb, or a postgresql:// URL). Read-only: it never creates, migrates or
+writes a warehouse (a missing DuckDB file is an error; a warehouse whose schema version is newer than this
+code is refused).
+
+By default it prints the LATEST verdict of every model (targets and controls), newest first; --model N prints
+that model's history (every row, newest first); --all prints every row. The filters (--model, --since,
+--until, --status) pick rows first and combine; the default then keeps each model's newest picked row, so
+`--status VIOLATION` shows each model's most recent VIOLATION. The table has the columns the nightly prints;
+--json prints the full stored rows (strict JSON: an infinite claimed epsilon is "inf"; JSON-text columns such
+as result_json stay text), --csv the table's columns as stored values. Nothing matching prints
+"no audit results match" and exits 0.
+
+Examples:
+  labeldp-audit results                                   # latest verdict per model
+  labeldp-audit results --model rr-eps1                   # its history, newest first
+  labeldp-audit results --all --status VIOLATION --since 2024-01-01
+  labeldp-audit results --warehouse postgresql://auditor@db:5432/audit --json | jq '.[0].epsilon_lower_bound'
+  labeldp-audit results --model rr-eps1 --csv > rr-eps1.csv
+  labeldp-audit results show rr-eps1                      # its latest verdict, every stored column
+  labeldp-audit results show rr-eps1 --date 2024-01-02 --json
+
+Exit status: 0 (also when nothing matches), 2 on bad input, a missing or too new warehouse, or an unreachable
+one.
+"""
+SHOW_DESCRIPTION = """\
+Prints one verdict of MODEL, every stored column of audit_results as "name: value" lines (NULL for a NULL),
+then how many curve points audit_curves holds for it. Without --date: the model's latest verdict; on a date
+with several audit configs, the one that finished last (--config picks another; the others are listed).
+
+Examples:
+  labeldp-audit results show rr-eps1
+  labeldp-audit results show rr-eps1 --date 2024-01-02 --json
+  labeldp-audit results --warehouse postgresql://auditor@db:5432/audit show rr-eps1
+
+Exit status: 0, or 2 when no verdict matches (naming the model and date) or on bad input.
+"""
+# The table's columns as stored values (--csv): the table's status cell also shows kind, control outcome and
+# untrusted verdicts, and its "paper mean+-std" cell is two columns here.
+CSV_COLUMNS = (
+    "model_id", "partition_date", "kind", "status", "control_passed", "untrusted_reason", "claimed_epsilon",
+    "epsilon_lower_bound", "epsilon_mean", "epsilon_std", "max_certifiable_epsilon", "breaking_kappa",
+    "detection_floor_rows", "exposed_rows_floor", "m", "audit_rows", "report",
+)
+NO_MATCH = "no audit results match"
+UNAVAILABLE = object()  # what _read returns when the warehouse cannot be reached (the error is printed)
+
+
+def _add_target(parser: argparse.ArgumentParser, *, default) -> None:
+    parser.add_argument("--warehouse", default=default, metavar="W",
+                        help="DuckDB file or postgresql:// URL (default: <data-root>/warehouse.duckdb)")
+    parser.add_argument("--data-root", default=default, metavar="R",
+                        help="data root (default: $LABELDP_DATA_ROOT, else ./.labeldp); also where run reports are")
+
+
+def register(subparsers) -> None:
+    from auditing.verdict import STATUSES
+
+    p = subparsers.add_parser("results", help=HELP, description=DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    # Both forms in the usage line (argparse would show the optional ACTION as if it were required).
+    indent = " " * len(f"usage: {p.prog} ")
+    p.usage = (f"{p.prog} [--warehouse W] [--data-root R] [--model N] [--since D] [--until D]\n"
+               f"{indent}[--status {{{','.join(STATUSES)}}}] [--all] [--json | --csv]\n"
+               f"       {p.prog} show MODEL [--date D] [--config HASH] [--json] [--warehouse W] [--data-root R]")
+    _add_target(p, default=None)
+    p.add_argument("--model", default=None, metavar="N", help="one model's history (every row, newest first)")
+    p.add_argument("--since", default=None, metavar="D", help="first partition date, YYYY-MM-DD (default: all)")
+    p.add_argument("--until", default=None, metavar="D", help="last partition date, YYYY-MM-DD (default: all)")
+    p.add_argument("--status", default=None, choices=STATUSES, help="only rows with this verdict status")
+    p.add_argument("--all", action="store_true", help="every matching row, not only each model's latest")
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="the full stored rows as a JSON list")
+    output.add_argument("--csv", action="store_true", help="CSV: a header and one line per row")
+    actions = p.add_subparsers(dest="results_action", metavar="ACTION")
+    s = actions.add_parser("show", help="one verdict's full record", description=SHOW_DESCRIPTION,
+                           prog=f"{p.prog} show",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("show_model", metavar="MODEL", help="model name (as stored in model_id)")
+    s.add_argument("--date", default=None, metavar="D", help="its partition date, YYYY-MM-DD (default: the latest)")
+    s.add_argument("--config", default=None, metavar="HASH", help="the audit config hash, when a date has several")
+    # SUPPRESS: given before `show` (results --warehouse W show M), the value given there stays.
+    s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as a JSON object")
+    _add_target(s, default=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.results_action == "show":
+        return _show(args)
+    return _list(args)
+
+
+def _read(args, fn):
+    """fn(the warehouse opened read-only); UNAVAILABLE (after one line on stderr) when it cannot be reached."""
+    from auditing.warehouse import WarehouseUnavailable
+    from auditing.warehouse.base import open_read_only
+
+    try:
+        with open_read_only(args.warehouse, data_root=args.data_root) as warehouse:
+            return fn(warehouse)
+    except WarehouseUnavailable as exc:
+        print(f"labeldp-audit results: error: warehouse unavailable: {' '.join(str(exc).split())}", file=sys.stderr)
+        return UNAVAILABLE
+
+
+def _report_of(data_root):
+    """row -> the path of its run report when that page exists under the data root, else None."""
+    from auditing.report import run_report_path
+
+    def report(row) -> str | None:
+        path = run_report_path(data_root, row["model_id"], row["partition_date"], row["audit_config_hash"])
+        return str(path) if path.is_file() else None
+
+    return report
+
+
+def _list(args) -> int:
+    import csv
+    import json
+
+    from auditing.errors import LabelDPInputError
+    from auditing.report.text import format_rows, stored_rows_for_table
+    from pipelines.layout import check_name, parse_date
+    from pipelines.registry import jsonable
+
+    model = check_name(args.model, "--model") if args.model is not None else None
+    since = parse_date(args.since, "--since") if args.since is not None else None
+    until = parse_date(args.until, "--until") if args.until is not None else None
+    if since is not None and until is not None and since > until:
+        raise LabelDPInputError(f"--since ({since}) must not be after --until ({until})")
+    rows = _read(args, lambda wh: wh.fetch_verdicts(model_id=model, since=since, until=until, status=args.status,
+                                                    latest=not (args.all or model is not None)))
+    if rows is UNAVAILABLE:
+        return 2
+    if not rows and not (args.json or args.csv):
+        print(NO_MATCH)
+        return 0
+    if not rows:
+        print(NO_MATCH, file=sys.stderr)  # stdout still holds a valid (empty) document
+    if args.json:
+        print(json.dumps([jsonable(row) for row in rows], allow_nan=False))
+    elif args.csv:
+        report = _report_of(args.data_root)
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for row in rows:
+            cells = {**jsonable(row), "report": report(row)}
+            writer.writerow(["" if cells[name] is None else cells[name] for name in CSV_COLUMNS])
+    else:
+        marked = [{**row, "weak_pass": _weak_pass(row)} for row in rows]
+        print(format_rows(stored_rows_for_table(marked, _report_of(args.data_root))))
+    return 0
+
+
+def _weak_pass(row) -> bool | None:
+    """The table's weak-PASS mark of a stored row (not a stored column): ``auditing.robustness.is_weak_pass`` on
+    the row's stored floors, with whether the game-aware floor was computable for its result and claim. None
+    when the stored result cannot tell (a row written by an older version)."""
+    import json
+
+    from auditing.errors import LabelDPInputError
+    from auditing.exposure_floor import exposed_floor_unavailable
+    from auditing.robustness import is_weak_pass
+
+    try:
+        computed = exposed_floor_unavailable(json.loads(row["result_json"]), row["claimed_epsilon"]) is None
+    except (LabelDPInputError, KeyError, TypeError, ValueError):
+        return None
+    return is_weak_pass(row["status"], row["detection_floor_rows"], int(row["m"]), row["exposed_rows_floor"],
+                        computed)
+
+
+def _show(args) -> int:
+    import json
+
+    from auditing.errors import LabelDPInputError
+    from pipelines.layout import check_name, parse_date
+    from pipelines.registry import jsonable
+
+    listing = [name for name, given in (("--model", args.model), ("--since", args.since), ("--until", args.until),
+                                        ("--status", args.status), ("--all", args.all), ("--csv", args.csv))
+               if given]
+    if listing:
+        raise LabelDPInputError(f"{', '.join(listing)} apply to the list (results ...), not to results show; "
+                                "give show MODEL [--date D] [--config HASH] [--json]")
+    model = check_name(args.show_model, "MODEL")
+    date = parse_date(args.date, "--date") if args.date is not None else None
+
+    def record(wh):
+        day = date
+        if day is None:
+            latest = wh.fetch_verdicts(model_id=model, latest=True)
+            if not latest:
+                return None
+            day = latest[0]["partition_date"]
+        rows = wh.fetch_verdicts(model_id=model, since=day, until=day)
+        if args.config is not None:
+            rows = [r for r in rows if r["audit_config_hash"] == args.config]
+        if not rows:
+            return None
+        return rows[0], len(wh.fetch_curve(rows[0])), [r["audit_config_hash"] for r in rows[1:]]
+
+    found = _read(args, record)
+    if found is UNAVAILABLE:
+        return 2
+    if found is None:
+        on = f"on {date}" if date is not None else "on any date"
+        config = f" with audit config {args.config}" if args.config is not None else ""
+        raise LabelDPInputError(f"no audit result for model {model} {on}{config}")
+    row, points, others = found
+    if args.json:
+        print(json.dumps(jsonable({**row, "curve_points": points}), allow_nan=False, indent=2))
+        return 0
+    for name, value in row.items():
+        print(f"{name}: {_text(value)}")
+    print(f"curve_points: {points}")
+    if others:
+        print(f"other_audit_configs_that_date: {', '.join(others)} (results show {model} --date "
+              f"{row['partition_date'].isoformat()} --config HASH)")
+    return 0
+
+
+def _text(value) -> str:
+    """A stored value as show prints it: NULL, ISO dates and times, inf, the rest as Python writes it."""
+    import datetime as dt
+
+    if value is None:
+        return "NULL"
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    return str(value)
