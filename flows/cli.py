@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "flows.commands.score",
     "flows.commands.report",
     "flows.commands.nightly",
+    "flows.commands.plan",
     "flows.commands.guardrail",
     "flows.commands.backfill",
     "flows.commands.serve",
