@@ -245,7 +245,7 @@ def _object(cls: type, *, skip: Sequence[str] = (), defaults: Mapping[str, Any] 
         default = (defaults or {}).get(item.name, item.default)
         if default is not dataclasses.MISSING:
             schema["default"] = _jsonable(default)
-        elif item.default_factory is dataclasses.MISSING and item.name not in (defaults or {}):
+        elif item.default_factory is dataclasses.MISSING:
             required.append(item.name)
         properties[item.name] = schema
     schema = {"type": "object", "description": _first_line(cls), "properties": properties}
