@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "flows.commands.report",
     "flows.commands.results",
     "flows.commands.nightly",
+    "flows.commands.plan",
     "flows.commands.guardrail",
     "flows.commands.backfill",
     "flows.commands.serve",

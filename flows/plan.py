@@ -7,6 +7,12 @@ A target is either trained here (``"source": "trained"``, the default: mechanism
 model another team registered (``"source": "registered"``, `RegisteredTarget`: nothing is trained; see
 `labeldp-audit models register`). ``"dataset"`` names the dataset spec file of the partitions (relative paths
 are read from the plan file's directory; default the built-in Criteo spec).
+
+`load_plan` first validates the file against `plan_schema()`, the JSON Schema generated from these classes and
+the registries (`flows.plan_schema`; checked in as ``infra/plans/plan.schema.json``): a typo'd or unknown key, a
+wrong type, an out-of-range number or an unknown choice is one line naming its path
+(``plan.json: audit.repetitons: unknown field; did you mean repetitions?``). The classes then check what a
+schema cannot say (unique names, safe names, combinations).
 """
 
 from __future__ import annotations
@@ -21,9 +27,22 @@ from auditing.audit import AuditConfig
 from auditing.controls import LABEL_BLIND, NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
 from auditing.params import legacy_tau_warning
+from flows.plan_schema import PlanShape, check_against, schema_of_plan
 from pipelines.dataset_spec import DatasetSpec, criteo, load_spec
 from pipelines.layout import check_name
 from pipelines.mechanisms import get_mechanism
+
+# A target's epsilon written as text: no privacy (JSON has no infinity).
+INFINITY = "inf"
+ON_MISSING_REFERENCE = ("train", "fail")  # train it non-privately on D-1, or fail
+# train a missing (or differently trained) trained target on D, fail, or skip it (the reason in the result);
+# a registered target is never trained: "train" fails like "fail"
+ON_MISSING_TARGET = ("train", "fail", "skip")
+# What a plan's "audit" object defaults to where it differs from AuditConfig's own defaults.
+PLAN_AUDIT_DEFAULTS = {"repetitions": 20, "reference_calibration": "boost"}
+# Old "audit" keys still read: key -> (what the schema says about it, the function that warns or refuses).
+LEGACY_AUDIT_KEYS = {"tau": ("legacy total-variation bound: 0 is ignored with a warning, anything else refused; "
+                             "use kappa", legacy_tau_warning)}
 
 
 @dataclass(frozen=True)
@@ -61,7 +80,7 @@ class RegisteredTarget:
     def __post_init__(self):
         check_name(self.name, "target name")
         if self.claimed_epsilon is not None:
-            claimed = math.inf if self.claimed_epsilon == "inf" else self.claimed_epsilon
+            claimed = math.inf if self.claimed_epsilon == INFINITY else self.claimed_epsilon
             try:
                 claimed = float(claimed)
             except (TypeError, ValueError):
@@ -129,14 +148,15 @@ class ControlSpec:
 
 @dataclass(frozen=True)
 class AuditPlan:
+    """What a nightly audit runs: its target models, the reference, the audit settings, the controls, the dataset
+    and the runner's settings. Its fields are a plan file's keys."""
+
     targets: tuple[TargetSpec | RegisteredTarget, ...]
     reference_name: str = "reference"
-    on_missing_reference: str = "train"  # train it non-privately on D-1, or fail
-    # train a missing (or differently trained) trained target on D, fail, or skip it (the reason in the result);
-    # a registered target is never trained: "train" fails like "fail"
-    on_missing_target: str = "train"
+    on_missing_reference: str = "train"  # ON_MISSING_REFERENCE
+    on_missing_target: str = "train"  # ON_MISSING_TARGET
     seed: int = 0
-    audit: AuditConfig = field(default_factory=lambda: AuditConfig(repetitions=20, reference_calibration="boost"))
+    audit: AuditConfig = field(default_factory=lambda: AuditConfig(**PLAN_AUDIT_DEFAULTS))
     beam_args: tuple[str, ...] = ()
     batch_size: int = 262_144  # pipelines.beam_scoring.DEFAULT_BATCH_SIZE
     catboost_iterations: int | None = None
@@ -152,11 +172,11 @@ class AuditPlan:
         check_name(self.reference_name, "reference_name")
         if self.reference_name in names:
             raise LabelDPInputError(f"plan: the reference {self.reference_name!r} cannot also be a target")
-        if self.on_missing_reference not in ("train", "fail"):
-            raise LabelDPInputError(f"plan: on_missing_reference must be 'train' or 'fail'; got "
+        if self.on_missing_reference not in ON_MISSING_REFERENCE:
+            raise LabelDPInputError(f"plan: on_missing_reference must be one of {list(ON_MISSING_REFERENCE)}; got "
                                     f"{self.on_missing_reference!r}")
-        if self.on_missing_target not in ("train", "fail", "skip"):
-            raise LabelDPInputError(f"plan: on_missing_target must be 'train', 'fail' or 'skip'; got "
+        if self.on_missing_target not in ON_MISSING_TARGET:
+            raise LabelDPInputError(f"plan: on_missing_target must be one of {list(ON_MISSING_TARGET)}; got "
                                     f"{self.on_missing_target!r}")
         if not isinstance(self.dataset, DatasetSpec):
             raise LabelDPInputError(f"plan: dataset must be a dataset spec; got {self.dataset!r}")
@@ -197,7 +217,7 @@ class AuditPlan:
             t["source"] = next(name for name, cls in TARGET_SOURCES.items() if isinstance(spec, cls))
             for key in ("epsilon", "claimed_epsilon"):
                 if isinstance(t.get(key), float) and math.isinf(t[key]):
-                    t[key] = "inf"
+                    t[key] = INFINITY
         data["dataset"] = {**self.dataset.to_dict(), "source": self.dataset.source}
         return data
 
@@ -214,16 +234,28 @@ def default_plan() -> AuditPlan:
     return AuditPlan(targets=DEFAULT_TARGETS)
 
 
+def plan_schema() -> dict:
+    """The plan file's JSON Schema (draft 2020-12), generated from the classes above and the registries as they
+    are now (a mechanism registered at run time is a valid ``mechanism``)."""
+    return schema_of_plan(PlanShape(
+        plan=AuditPlan, target_sources=TARGET_SOURCES, infinity=INFINITY,
+        choices={"on_missing_reference": ON_MISSING_REFERENCE, "on_missing_target": ON_MISSING_TARGET},
+        audit_defaults=PLAN_AUDIT_DEFAULTS,
+        legacy_audit_keys={key: text for key, (text, _check) in LEGACY_AUDIT_KEYS.items()}))
+
+
 def audit_config_from_plan(audit: dict, warn=None) -> AuditConfig:
-    """A plan's ``audit`` object as an AuditConfig: 20 repetitions and reference_calibration "boost" unless it
-    says otherwise; a ``tau`` key is accepted only at 0 (`legacy_tau_warning`, passed to ``warn``)."""
+    """A plan's ``audit`` object as an AuditConfig: PLAN_AUDIT_DEFAULTS (20 repetitions, reference_calibration
+    "boost") unless it says otherwise; a legacy ``tau`` key is accepted only at 0 (`legacy_tau_warning`, its
+    warning passed to ``warn``)."""
     if not isinstance(audit, dict):
         raise LabelDPInputError("audit must be a JSON object")
-    audit = {"repetitions": 20, "reference_calibration": "boost", **audit}
-    if "tau" in audit:
-        message = legacy_tau_warning(audit.pop("tau"), "audit.tau")
-        if warn is not None:
-            warn(message)
+    audit = {**PLAN_AUDIT_DEFAULTS, **audit}
+    for key, (_text, check) in LEGACY_AUDIT_KEYS.items():
+        if key in audit:
+            message = check(audit.pop(key), f"audit.{key}")
+            if warn is not None:
+                warn(message)
     return AuditConfig(**audit)
 
 
@@ -234,7 +266,8 @@ def _warn(message: str) -> None:
 
 
 def load_plan(path: str | os.PathLike | None) -> AuditPlan:
-    """Reads a plan JSON file; None gives the default plan. Errors name the file and the field."""
+    """Reads a plan JSON file; None gives the default plan. The file is validated against `plan_schema()`
+    first; every error is one line naming the file and the path of the bad key."""
     if path is None:
         return default_plan()
     try:
@@ -244,20 +277,11 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
         raise LabelDPInputError(f"{path}: no such plan file") from None
     except json.JSONDecodeError as exc:
         raise LabelDPInputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
-        raise LabelDPInputError(f"{path}: a plan is a JSON object with a 'targets' list")
-    known = {"targets", "reference_name", "on_missing_reference", "on_missing_target", "seed", "audit",
-             "beam_args", "batch_size", "catboost_iterations", "controls", "dataset"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise LabelDPInputError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(known)}")
+    check_against(data, plan_schema(), str(path))
     try:
         targets = tuple(target_from_dict(t) for t in data["targets"])
         audit = audit_config_from_plan(data.get("audit", {}), warn=lambda message: _warn(f"{path}: {message}"))
-        controls = data.get("controls", {})
-        if not isinstance(controls, dict):
-            raise LabelDPInputError("controls must be a JSON object")
-        controls = ControlsPlan(**controls)
+        controls = ControlsPlan(**data.get("controls", {}))
     except TypeError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None
     except LabelDPInputError as exc:

@@ -53,10 +53,13 @@ INTERNAL_LABEL = "label"
 NUMERIC_TYPES = ("int64", "float64")
 CATEGORICAL_FORMATS = ("any", "hex8")
 MAX_CLASSES = 127  # labels are int8
-_COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_KEYS = {"name", "description", "label", "classes", "row_key", "numeric", "categorical", "carry", "numeric_type",
-         "categorical_format"}
-_REQUIRED = ("name", "label", "classes", "row_key")
+# A column name; SPEC_KEYS / REQUIRED_KEYS are a spec file's keys. Public because flows/plan_schema.py generates
+# the spec's JSON Schema (infra/datasets/dataset.schema.json) from them.
+COLUMN_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+_COLUMN_RE = re.compile(COLUMN_PATTERN)
+SPEC_KEYS = frozenset({"name", "description", "label", "classes", "row_key", "numeric", "categorical", "carry",
+                       "numeric_type", "categorical_format"})
+REQUIRED_KEYS = ("name", "label", "classes", "row_key")
 
 
 def check_column_name(name: Any, where: str) -> str:
@@ -186,10 +189,10 @@ def spec_from_dict(data: Any, source: str) -> DatasetSpec:
     """A `DatasetSpec` from parsed JSON; errors name ``source`` and the key."""
     if not isinstance(data, dict):
         raise LabelDPInputError(f"{source}: a dataset spec is a JSON object")
-    unknown = sorted(set(data) - _KEYS)
+    unknown = sorted(set(data) - SPEC_KEYS)
     if unknown:
-        raise LabelDPInputError(f"{source}: unknown key(s) {unknown}; allowed: {sorted(_KEYS)}")
-    missing = [key for key in _REQUIRED if key not in data]
+        raise LabelDPInputError(f"{source}: unknown key(s) {unknown}; allowed: {sorted(SPEC_KEYS)}")
+    missing = [key for key in REQUIRED_KEYS if key not in data]
     if missing:
         raise LabelDPInputError(f"{source}: missing key(s) {missing}")
     return DatasetSpec(**{key: data[key] for key in data}, source=source)
@@ -264,11 +267,14 @@ def check_same_dataset(expected: DatasetSpec, found: DatasetSpec, what: str) -> 
 
 __all__ = [
     "CATEGORICAL_FORMATS",
+    "COLUMN_PATTERN",
     "INTERNAL_LABEL",
     "INTERNAL_ROW_ID",
     "NUMERIC_TYPES",
     "RECORD_FILE",
+    "REQUIRED_KEYS",
     "SPEC_FILE",
+    "SPEC_KEYS",
     "DatasetSpec",
     "check_column_name",
     "check_same_dataset",

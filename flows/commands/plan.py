@@ -1,0 +1,150 @@
+"""`labeldp-audit plan ...`: check a plan file and print it resolved; print the generated JSON Schemas."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "check a plan file and print it with every default filled in; print the plan's JSON Schema"
+DESCRIPTION = """\
+A plan (JSON) says what the nightly audit runs: its targets, the reference, the audit settings, the controls,
+the dataset. Its JSON Schema is generated from the code that reads it and the registries (mechanisms, bound
+methods, strategies, ...), and checked in as infra/plans/plan.schema.json for editors and CI; every command
+that reads a plan (nightly, guardrail, backfill, serve) validates it the same way.
+
+Examples:
+  labeldp-audit plan check infra/plans/default.json
+  labeldp-audit plan check team-plan.json --json
+  labeldp-audit plan schema > plan.schema.json
+  labeldp-audit plan schema --dataset
+"""
+
+CHECK_DESCRIPTION = """\
+Validates FILE and prints the plan as the nightly audit will run it, every default filled in: the dataset
+(name, spec file, fingerprint), the reference, each target with its source and claimed epsilon, the controls,
+the audit settings and their config hash, the runner's settings. Nothing is read from the data root.
+
+A bad plan prints one line naming the file and the path of the first bad key, e.g.
+  plan.json: audit.repetitons: unknown field; did you mean repetitions?
+  plan.json: targets[1].mechanism must be one of ['none', 'rr', ...]; got 'magic'
+and nothing on stdout.
+
+Exit status: 0 when the plan is valid, 2 when it is not.
+"""
+
+SCHEMA_DESCRIPTION = """\
+Prints the JSON Schema (draft 2020-12) of a plan file, or of a dataset spec file with --dataset, generated
+from the code and the registries as they are now. --write rewrites the checked-in copies
+infra/plans/plan.schema.json and infra/datasets/dataset.schema.json (after adding a mechanism, a method, a
+strategy or a plan key; a test fails while they are stale).
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("plan", help=HELP, description=DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda args: _no_subcommand(p))
+
+    check = sub.add_parser("check", help="validate a plan file and print it resolved", description=CHECK_DESCRIPTION,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("file", metavar="FILE", help="the plan JSON file")
+    check.add_argument("--json", action="store_true", help="print the resolved plan as JSON")
+    check.set_defaults(func=run_check)
+
+    schema = sub.add_parser("schema", help="print the plan's (or a dataset spec's) JSON Schema",
+                            description=SCHEMA_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    schema.add_argument("--dataset", action="store_true", help="the dataset spec's schema instead of the plan's")
+    schema.add_argument("--write", action="store_true",
+                        help="rewrite the checked-in infra/plans/plan.schema.json and "
+                             "infra/datasets/dataset.schema.json instead of printing")
+    schema.set_defaults(func=run_schema)
+
+
+def _no_subcommand(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def resolved(plan, path: str) -> dict:
+    """The plan as the nightly audit runs it: `AuditPlan.to_dict` plus what it derives (the dataset's
+    fingerprint, the recalibrated reference's name, the audit's config hash, the controls it runs)."""
+    data = plan.to_dict()
+    dataset = data.pop("dataset")
+    return {
+        "plan": path,
+        "dataset": {"name": dataset["name"], "spec": dataset["source"], "fingerprint": plan.dataset.fingerprint()},
+        "reference_name": data.pop("reference_name"),
+        "calibrated_reference_name": plan.calibrated_reference_name,
+        "on_missing_reference": data.pop("on_missing_reference"),
+        "on_missing_target": data.pop("on_missing_target"),
+        "targets": data.pop("targets"),
+        "controls": {**data.pop("controls"), "runs": [spec.name for spec in plan.control_specs()]},
+        "audit": {**data.pop("audit"), "config_hash": plan.audit.config_hash()},
+        **data,
+    }
+
+
+def _value(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list | tuple):
+        return json.dumps(list(value))
+    return str(value)
+
+
+def _text(view: dict) -> str:
+    dataset = view["dataset"]
+    lines = [f"plan {view['plan']}: valid",
+             f"dataset    {dataset['name']} ({dataset['spec']}; {dataset['fingerprint']})",
+             f"reference  {view['reference_name']} (on_missing_reference {view['on_missing_reference']}; "
+             f"recalibrated as {view['calibrated_reference_name']})",
+             f"targets    {len(view['targets'])} (on_missing_target {view['on_missing_target']})"]
+    width = max(len(t["name"]) for t in view["targets"])
+    for target in view["targets"]:
+        claim = target["claimed_epsilon"]
+        if target["source"] == "registered":
+            detail = f"claimed_epsilon {_value(claim) if claim is not None else '(the registered claim)'}"
+        else:
+            detail = (f"mechanism {target['mechanism']}, epsilon {_value(target['epsilon'])}, "
+                      f"claimed_epsilon {_value(claim)}")
+        lines.append(f"  {target['name']:<{width}}  {target['source']:<10}  {detail}")
+    controls = view["controls"]
+    lines.append("controls   " + (", ".join(controls["runs"]) + f" (positive_epsilon {controls['positive_epsilon']})"
+                                  if controls["enabled"] else "disabled"))
+    lines.append(f"audit      config hash {view['audit']['config_hash']}")
+    settings = {key: value for key, value in view["audit"].items() if key != "config_hash"}
+    width = max(len(key) for key in settings)
+    lines += [f"  {key:<{width}}  {_value(value)}" for key, value in settings.items()]
+    runner = ("seed", "batch_size", "catboost_iterations", "beam_args")
+    lines.append("runner     " + ", ".join(f"{key} {_value(view[key])}" for key in runner))
+    return "\n".join(lines)
+
+
+def run_check(args) -> int:
+    from flows.plan import load_plan
+
+    view = resolved(load_plan(args.file), args.file)
+    print(json.dumps(view, indent=2) if args.json else _text(view))
+    return 0
+
+
+def run_schema(args) -> int:
+    from flows.plan import plan_schema
+    from flows.plan_schema import (
+        DATASET_SCHEMA_FILE,
+        PLAN_SCHEMA_FILE,
+        dataset_schema,
+        schema_text,
+        write_schema,
+    )
+
+    if args.write:
+        for schema, path in ((plan_schema(), PLAN_SCHEMA_FILE), (dataset_schema(), DATASET_SCHEMA_FILE)):
+            write_schema(schema, path)
+            print(path)
+        return 0
+    print(schema_text(dataset_schema() if args.dataset else plan_schema()), end="")
+    return 0
