@@ -3,6 +3,10 @@ every step is a plain function in `flows.steps`, wrapped here as a task with ret
 
 Prefect's own result caching is off (`NO_CACHE`): reuse is explicit in the steps and keyed on partition
 fingerprint, model fingerprint, audit configuration and code version, with outputs under the data root.
+
+Each flow computes one `flows.exit_codes.Outcome` and ends by it (`finish`): Completed for exit code 0 (and 1
+unless ``fail_on_violation``), Failed otherwise, with the outcome (its rows included) on the exception, so the
+command line prints the same table and exits with the same code.
 """
 
 from __future__ import annotations
