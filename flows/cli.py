@@ -4,7 +4,9 @@ Each subcommand lives in its own module under `flows/commands/` and exposes
 `register(subparsers) -> None`, which adds its parser and sets `func=handler` as a default. Command modules
 import heavy libraries (Beam, CatBoost, Prefect) inside their handlers, so `--help` stays fast.
 
-Bad input (`LabelDPInputError`) prints one line to stderr and exits with status 2, never a traceback.
+Bad input (`LabelDPInputError`) prints one line to stderr and exits with status 2, never a traceback; Ctrl-C
+prints "interrupted" and exits 130. For nightly, guardrail and backfill the exit status is a contract
+(`flows.exit_codes`): an unexpected crash there exits 4 (no trusted result), never 1, which means VIOLATION.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import importlib
 import sys
 
 from auditing.errors import LabelDPInputError
+from flows import exit_codes
 
 # Order here is the order in `labeldp-audit --help`.
 COMMAND_MODULES = [
@@ -34,6 +37,8 @@ COMMAND_MODULES = [
     "flows.commands.serve",
     "flows.commands.demo",
 ]
+# Commands whose exit status is the contract of flows.exit_codes.
+CONTRACT_COMMANDS = ("nightly", "guardrail", "backfill")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,10 +67,19 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except LabelDPInputError as exc:
         print(f"labeldp-audit {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     except KeyboardInterrupt:
         print(f"labeldp-audit {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED
+    except Exception as exc:
+        if args.command not in CONTRACT_COMMANDS:
+            raise
+        import traceback
+
+        traceback.print_exc()
+        print(f"labeldp-audit {args.command}: exit {exit_codes.UNTRUSTED}: failed before the run started: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return exit_codes.UNTRUSTED
 
 
 if __name__ == "__main__":

@@ -3,6 +3,10 @@ every step is a plain function in `flows.steps`, wrapped here as a task with ret
 
 Prefect's own result caching is off (`NO_CACHE`): reuse is explicit in the steps and keyed on partition
 fingerprint, model fingerprint, audit configuration and code version, with outputs under the data root.
+
+Each flow computes one `flows.exit_codes.Outcome` and ends by it (`finish`): Completed for exit code 0 (and 1
+unless ``fail_on_violation``), Failed otherwise, with the outcome (its rows included) on the exception, so the
+command line prints the same table and exits with the same code.
 """
 
 from __future__ import annotations
@@ -20,25 +24,28 @@ from prefect.runtime import flow_run
 from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
-from flows import steps
+from flows import exit_codes, steps
+from flows.exit_codes import Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
+from flows.preflight import plan_for
+from flows.progress import StepClock
 from pipelines.layout import check_name, parse_date, resolve_data_root
 
 
-class AuditFailed(RuntimeError):
-    """One or more targets could not be audited (alerted as AUDIT_FAILED), or a nightly control failed (alerted
-    as CONTROL_FAILED: the audit itself is broken, the night's verdicts are marked untrusted); the others
-    were published."""
+class AuditFailed(OutcomeFailed):
+    """The run's outcome fails it (exit 2, 3 or 4): bad input met inside the flow, results spooled instead of
+    written, a target that could not be audited (alerted as AUDIT_FAILED), or a nightly control that failed
+    (alerted as CONTROL_FAILED: the night's verdicts are marked untrusted); the other results were published
+    and are on ``outcome``."""
 
 
-class GuardrailViolation(RuntimeError):
-    """The candidate's valid lower bound exceeds its claimed epsilon: the release must be blocked."""
+class GuardrailViolation(OutcomeFailed):
+    """A VIOLATION that fails the run (the guardrail, or ``fail_on_violation``): the candidate's valid lower
+    bound exceeds its claimed epsilon, so the release must be blocked. ``row``: the (first) violating row."""
 
-    def __init__(self, row: dict):
-        from auditing.report.text import violation_line
-
-        super().__init__(violation_line(row))
-        self.row = row
+    @property
+    def row(self) -> dict:
+        return self.outcome.violations[0]
 
 
 def _retry_unless_bad_input(task_, task_run, state) -> bool:
@@ -151,9 +158,10 @@ def _publish_summary(rows: list[dict], title: str) -> None:
                              link_text=f"{r['model_id']} {r['partition_date']}: {r['status']} (HTML report)")
 
 
-def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None) -> list[dict]:
+def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
+              fail_on_violation: bool = False) -> Outcome:
     """One day, every target: validate, reference, train or load, recalibrate the reference on the held-out rows,
-    controls, score, audit, publish, alert."""
+    controls, score, audit, publish, alert. Returns the day's `Outcome` (a missing partition raises)."""
     try:
         partition = check_partition(root, date, plan)
     except steps.DataMissingError as exc:
@@ -163,8 +171,10 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         raise
     ensure_reference(root, date, plan)
     fingerprint = partition["fingerprint"]
-    rows, failures, ready, skipped = [], [], {}, []
+    outcome, ready, skipped = Outcome(fail_on_violation=fail_on_violation), {}, []
+    clock = StepClock(len(plan.targets))
     for spec in plan.targets:
+        _log(f"{spec.name}: making sure the model is there ({clock.step()})")
         try:
             ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint)
         except steps.TargetSkipped as exc:  # the plan says skip: a reason in the result, not a failure
@@ -172,40 +182,65 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             skipped.append({"model_id": spec.name, "partition_date": date.isoformat(), "kind": "skipped",
                             "status": "SKIPPED", "reason": str(exc)})
         except Exception as exc:  # one target's failure must not hide the others' results
-            _target_failed(root, date, spec, exc, failures, webhook_url)
+            _target_failed(root, date, spec, exc, outcome, webhook_url)
     reference, check = prepare_reference(root, date, plan, list(ready.values()))
     control_rows, untrusted, check = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
                                                   check, list(ready.values()))
-    rows += control_rows
-    for spec in plan.targets:
-        if spec.name not in ready:
-            continue
+    outcome.rows += control_rows
+    if untrusted:
+        outcome.untrusted.append(untrusted)
+    scored = [spec for spec in plan.targets if spec.name in ready]
+    clock = StepClock(len(scored))
+    for spec in scored:
+        _log(f"{spec.name}: scoring and auditing ({clock.step()})")
         try:
             record = score_and_audit(root, date, spec, plan, fingerprint, reference)
             row = publish(root, date, spec, record, warehouse, webhook_url, untrusted=untrusted,
                           reference_check=check, claimed_epsilon=steps.claimed_epsilon_of(spec, ready[spec.name]))
         except Exception as exc:
-            _target_failed(root, date, spec, exc, failures, webhook_url)
+            _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
         if row["status"] == VIOLATION:
             _emit("VIOLATION", row)
-        rows.append(row)
-    if rows:
-        _publish_summary(rows, f"labeldp-audit results for {date.isoformat()}")
-    rows += skipped
-    if untrusted:
-        failures.insert(0, untrusted)
-    if failures:
-        raise AuditFailed(f"{len(failures)} failure(s) on {date} ({len(plan.targets)} target(s)"
-                          f"{', controls' if plan.control_specs() else ''}): " + "; ".join(failures))
-    return rows
+        outcome.rows.append(row)
+    if outcome.rows:
+        _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
+    outcome.rows += skipped
+    return outcome
 
 
-def _target_failed(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, exc: Exception, failures: list[str],
+def _target_failed(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, exc: Exception, outcome: Outcome,
                    webhook_url: str | None) -> None:
-    failures.append(f"{spec.name}: {exc}")
+    """Bad input (exit 2) or an audit that failed (exit 4), alerted as AUDIT_FAILED either way."""
+    (outcome.bad_input if isinstance(exc, LabelDPInputError) else outcome.failures).append(f"{spec.name}: {exc}")
     steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
     _emit("AUDIT_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
+
+
+def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
+    """Ends a flow by its outcome: raises `GuardrailViolation` / `AuditFailed` (the run ends Failed, the summary in
+    its logs and a ``labeldp.run.<code name>`` event) when the outcome fails the run, else returns."""
+    if not outcome.fails_the_run():
+        return
+    code = outcome.exit_code()
+    lines = exit_codes.summary_lines(outcome, command, exit_codes.drain_command(root, warehouse))
+    for line in lines:
+        try:
+            get_run_logger().error(line)
+        except Exception:  # outside a run context (plain calls in tests)
+            pass
+    try:
+        from prefect.events import emit_event
+
+        emit_event(event=f"labeldp.run.{exit_codes.NAMES[code]}",
+                   resource={"prefect.resource.id": f"labeldp.run.{_run_id() or 'local'}",
+                             "labeldp.exit_code": str(code)},
+                   payload={"exit_code": code, "codes": outcome.codes(), "summary": lines,
+                            "spooled": outcome.spooled, "untrusted": outcome.untrusted, "failures": outcome.failures,
+                            "bad_input": outcome.bad_input})
+    except Exception as exc:  # an event that cannot be sent must not change the outcome
+        _log(f"could not emit the run's event: {exc}")
+    raise (GuardrailViolation if code == exit_codes.VIOLATION else AuditFailed)("\n".join(lines), outcome)
 
 
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
@@ -257,35 +292,31 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
     return rows, untrusted, check
 
 
-def _plan(plan_file: str | None, models: list[str] | None) -> AuditPlan:
-    plan = load_plan(plan_file)
-    if models:
-        from dataclasses import replace
-
-        plan = replace(plan, targets=tuple(plan.target(check_name(m, "--models")) for m in models))
-    return plan
-
-
 @flow(name="nightly-audit")
 def nightly_audit(date: str | None = None, data_root: str | None = None, warehouse: str | None = None,
                   plan_file: str | None = None, models: list[str] | None = None,
-                  webhook_url: str | None = None) -> list[dict]:
+                  webhook_url: str | None = None, fail_on_violation: bool = False) -> list[dict]:
     """Audits every configured target on one day's partition. `date` defaults to the day before the
-    scheduled start. Writes warehouse rows and reports; alerts on VIOLATION, DATA_MISSING and AUDIT_FAILED."""
+    scheduled start. Writes warehouse rows and reports; alerts on VIOLATION, DATA_MISSING and AUDIT_FAILED.
+    Returns the rows; ends Failed (`AuditFailed`, the rows on it) when results were spooled, a target failed
+    or a control failed, and on VIOLATION too (`GuardrailViolation`) with ``fail_on_violation``."""
     root = resolve_data_root(data_root)
     day = parse_date(date) if date else steps.default_audit_date(flow_run.scheduled_start_time)
-    plan = _plan(plan_file, models)
+    plan = plan_for(plan_file, models)
     _log(f"nightly audit of {day.isoformat()}: {len(plan.targets)} target(s), data root {root}")
     drain_spool(root, warehouse)
-    return audit_day(root, day, plan, warehouse, webhook_url)
+    outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation)
+    finish(outcome, root, warehouse, "nightly")
+    return outcome.rows
 
 
 @flow(name="release-guardrail")
 def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: str | None = None,
                       warehouse: str | None = None, plan_file: str | None = None,
-                      webhook_url: str | None = None) -> dict:
+                      webhook_url: str | None = None, fail_on_violation: bool = True) -> dict:
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
-    VIOLATION; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
+    VIOLATION (unless ``fail_on_violation`` is false: a release gate fails by default), on an untrusted verdict
+    and on a spooled row; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
     from pipelines import registry
     from pipelines.beam_request import check_model_for_day
 
@@ -311,34 +342,40 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     row = publish(root, day, spec, record, warehouse, webhook_url, claimed_epsilon=claimed, untrusted=untrusted,
                   reference_check=check)
     _publish_summary([*control_rows, row], f"release guardrail for {name}@{day.isoformat()}")
-    if untrusted:
-        raise AuditFailed(f"the guardrail's verdict for {name}@{day.isoformat()} ({row['status']}) is untrusted: "
-                          f"{untrusted}")
-    if row["status"] == VIOLATION:
+    if row["status"] == VIOLATION and not untrusted:
         _emit("VIOLATION", row)
-        raise GuardrailViolation(row)
+    outcome = Outcome(rows=[*control_rows, row], untrusted=[untrusted] if untrusted else [],
+                      fail_on_violation=fail_on_violation)
+    finish(outcome, root, warehouse, "guardrail")
     return row
 
 
 @task(name="backfill-day", cache_policy=NO_CACHE)
 def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
-                 force: bool) -> dict:
+                 force: bool, fail_on_violation: bool = False) -> dict:
+    """One day of a backfill: {"date", "outcome" (a line for people), and the day's `Outcome` as a dict}."""
     if not force and steps.day_is_complete(root, day, plan, warehouse):
-        return {"date": day.isoformat(), "outcome": "skipped (already in the warehouse)", "rows": []}
+        return {"date": day.isoformat(), "outcome": "skipped (already in the warehouse)",
+                **Outcome(fail_on_violation=fail_on_violation).to_dict()}
     try:
-        rows = audit_day(root, day, plan, warehouse, webhook_url)
+        outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation)
     except Exception as exc:
-        return {"date": day.isoformat(), "outcome": f"failed: {exc}", "rows": []}
-    return {"date": day.isoformat(), "outcome": "audited", "rows": rows}
+        failed = Outcome(fail_on_violation=fail_on_violation)
+        (failed.bad_input if isinstance(exc, LabelDPInputError) else failed.failures).append(f"{day}: {exc}")
+        return {"date": day.isoformat(), "outcome": f"failed: {exc}", **failed.to_dict()}
+    codes = outcome.codes()
+    text = "audited" + (f" (exit {codes[0]}" + "".join(f", also {c}" for c in codes[1:]) + ")" if codes else "")
+    return {"date": day.isoformat(), "outcome": text, **outcome.to_dict()}
 
 
 @flow(name="backfill")
 def backfill(start: str, end: str, data_root: str | None = None, warehouse: str | None = None,
              plan_file: str | None = None, webhook_url: str | None = None, force: bool = False,
-             concurrency: int = 1) -> list[dict]:
+             concurrency: int = 1, fail_on_violation: bool = False) -> list[dict]:
     """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: days
     already in the warehouse for every target (same audit configuration) are skipped, so a re-run (or a
-    `prefect flow-run retry` of a crashed run) resumes where it stopped."""
+    `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
+    Failed (`AuditFailed`, every day's outcome on it) when any day's outcome fails the run."""
     from prefect.task_runners import ThreadPoolTaskRunner
 
     root = resolve_data_root(data_root)
@@ -352,12 +389,10 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
     days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
     with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
         futures = [runner.submit(backfill_day, {"root": root, "day": d, "plan": plan, "warehouse": warehouse,
-                                                "webhook_url": webhook_url, "force": force}) for d in days]
+                                                "webhook_url": webhook_url, "force": force,
+                                                "fail_on_violation": fail_on_violation}) for d in days]
         summary = [f.result() for f in futures]
-    failed = [s for s in summary if s["outcome"].startswith("failed")]
     for s in summary:
         _log(f"{s['date']}: {s['outcome']}")
-    if failed:
-        raise AuditFailed(f"{len(failed)} of {len(days)} day(s) failed; re-run to resume: "
-                          + "; ".join(f"{s['date']} {s['outcome']}" for s in failed))
+    finish(Outcome.of_days(summary, fail_on_violation), root, warehouse, "backfill")
     return summary

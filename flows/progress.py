@@ -25,3 +25,22 @@ class ProgressPrinter:
         elapsed = now - self.start
         eta = elapsed / done * (total - done) if done else float("nan")
         print(f"[{self.label}] {done}/{total} ({elapsed:.1f}s elapsed, ~{eta:.0f}s left)", file=self.stream, flush=True)
+
+
+class StepClock:
+    """'target k of n' and, once a step is done, the time the remaining ones take at the mean pace so far: a
+    cheap estimate for loops of similar steps (training the targets, scoring them)."""
+
+    def __init__(self, total: int, what: str = "target"):
+        self.total, self.what = total, what
+        self.start = time.monotonic()
+        self.done = -1
+
+    def step(self) -> str:
+        """Call at the start of each step; the text for its progress line."""
+        self.done += 1
+        text = f"{self.what} {self.done + 1} of {self.total}"
+        if self.done > 0:
+            left = (time.monotonic() - self.start) / self.done * (self.total - self.done)
+            text += f", ~{left:.0f}s left for this one and the rest"
+        return text

@@ -41,22 +41,60 @@ def default_audit_date(scheduled: dt.datetime | None = None) -> dt.date:
 
 
 def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) -> dict:
-    """Row count, fingerprint and dataset of the day's partition; DataMissingError when it is absent, and
-    LabelDPInputError when it was written for another dataset than the plan's."""
+    """Row count, fingerprint and dataset of the day's partition, checked from the files' footers and its
+    row key and label columns only (no feature is read): DataMissingError when it is absent or empty;
+    LabelDPInputError when it was written for another dataset than the plan's, when a file's columns or types
+    are not its dataset's, when a row key is null or repeated, a label null or out of range, or when every row
+    has the same label (nothing to audit)."""
     from pipelines import schema
     from pipelines.dataset_spec import check_same_dataset, dataset_of
 
     directory = partition_dir(root, date)
-    if not directory.is_dir() or not any(directory.glob("part-*.parquet")):
+    files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
+    if not files:
         raise DataMissingError(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}")
-    rows = sum(schema.open_parquet(p).metadata.num_rows for p in sorted(directory.glob("part-*.parquet")))
+    footers = [schema.open_parquet(p) for p in files]
+    rows = sum(f.metadata.num_rows for f in footers)
     if rows == 0:
         raise DataMissingError(f"partition for {date.isoformat()} at {directory} is empty")
     dataset = dataset_of(root, date)
     if plan is not None:
         check_same_dataset(plan.dataset, dataset, f"the partition of {date.isoformat()} ({directory})")
+    for path, footer in zip(files, footers, strict=True):
+        check_footer(footer.schema_arrow, path, dataset)
+    keys = schema.read_partition(root, date, columns=[dataset.row_key, dataset.label], dataset=dataset)
+    schema.check_labels_vary(keys.column(dataset.label), directory, dataset.label)
     return {"date": date.isoformat(), "rows": int(rows), "fingerprint": schema.partition_fingerprint(root, date),
             "dataset": dataset.name}
+
+
+def check_footer(footer, path: Path, dataset) -> None:
+    """A file's columns and their types, from its footer, against its dataset spec: each column goes through
+    the cast its role gets in `pipelines.schema.validate_table`, on no rows (the values are checked when read)."""
+    import re
+
+    import pyarrow as pa
+
+    from pipelines import column_checks as checks
+
+    checks.check_columns(footer.empty_table(), list(dataset.columns), path, dataset)
+    for name in dataset.columns:
+        empty = pa.chunked_array([], type=footer.field(name).type)
+        try:
+            if name == dataset.row_key:
+                checks.cast_integer(empty, pa.int64(), name, path)
+            elif name == dataset.label:
+                checks.check_labels(empty, dataset.classes, path, name)
+            elif name in dataset.numeric:
+                (checks.cast_integer(empty, pa.int64(), name, path) if dataset.numeric_type == "int64"
+                 else checks.cast_float(empty, name, path))
+            elif name in dataset.carry:
+                checks.cast_text(empty, name, path)
+            else:
+                checks.cast_categorical(empty, name, path, dataset.categorical_format == "hex8")
+        except LabelDPInputError as exc:  # no rows were read: say where the type came from instead of a count
+            raise LabelDPInputError(re.sub(r"; 0 non-null rows are affected$", " (from the file's footer)",
+                                           str(exc))) from None
 
 
 def _settings(plan: AuditPlan):
@@ -190,7 +228,9 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
         cached["reused"] = True
         cached["shift_diagnostic"] = shift_diagnostic(root, date, ref_name, ref_date, progress)
         return cached
-    outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress)
+    # Rows done on stderr ("[score pid N] scored: ..."; the terminal adds the time left) when the job runs here.
+    outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
+                                     worker_progress=beam_request.in_process(plan.beam_args))
     record = dict(outcome.record)
     record["reused"] = False
     record["shift_diagnostic"] = shift_diagnostic(root, date, ref_name, ref_date, progress)
@@ -299,14 +339,23 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
             webhook_url: str | None = None, flow_run_id: str | None = None, durations: dict | None = None,
             claimed_epsilon: float | None = None, progress: Progress = no_progress,
             control: dict | None = None, untrusted: str | None = None, reference_check: dict | None = None) -> dict:
-    """Writes the warehouse row (or spools it), renders the HTML report, alerts on VIOLATION.
+    """Writes the warehouse row (or spools it: the row's ``spool_path``), renders the HTML report, alerts on
+    VIOLATION.
     control: a control's `judge_control` dict (its row is kind 'control'); untrusted: the night's
     `untrusted_reason` (stored on the row, shown as a banner in the report, carried in the alert);
     reference_check: the night's reference check (`prepare_reference`, with the label-blind figures)."""
     from auditing.alerts.webhook import default_ledger_dir, send_alert, violation_payload
     from auditing.judging import judge
     from auditing.report.pages import render_run_report, run_report_path, write_report
-    from auditing.warehouse import audit_record, default_spool_dir, open_warehouse, write_or_spool
+    from auditing.warehouse import (
+        SPOOLED,
+        as_key,
+        audit_record,
+        default_spool_dir,
+        open_warehouse,
+        spool_path,
+        write_or_spool,
+    )
     from auditing.warehouse.base import WarehouseUnavailable
 
     result = record["result"]
@@ -358,6 +407,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "method": row["method"], "epsilon_mean": row["epsilon_mean"], "epsilon_std": row["epsilon_std"],
         "max_certifiable_epsilon": row["max_certifiable_epsilon"], "m": row["m"],
         "audit_config_hash": row["audit_config_hash"], "warehouse": outcome, "report": str(report_path),
+        "spool_path": str(spool_path(default_spool_dir(root), as_key(row))) if outcome == SPOOLED else None,
         "alert": alert, "reused_scoring": bool(record.get("reused")),
         "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
         "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],

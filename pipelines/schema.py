@@ -262,6 +262,18 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
             raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
 
 
+def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL) -> None:
+    """Raises ``LabelDPInputError`` naming ``source`` when every row has the same label: the audit compares
+    guesses with labels, and on such a day there is nothing to audit (nor can a model learn anything)."""
+    import pyarrow.compute as pc
+
+    values = pc.unique(labels).drop_null()
+    if len(values) < 2:
+        seen = "no labels" if len(values) == 0 else f"the label {values[0].as_py()}"
+        raise fail(source, f"column {name!r}: all {len(labels)} row(s) have {seen}; nothing to audit (the labels "
+                           f"must take at least two values)")
+
+
 def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
     """A stable identity of the partition's bytes: ``sha256:<hex>`` over each ``part-*.parquet`` file's name,
     size and content, in name order.

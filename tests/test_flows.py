@@ -163,11 +163,18 @@ def test_backfill_resumes_and_skips_done_days(prefect_api, data_root, plan_file)
 
 
 def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_file):
-    from flows.nightly import nightly_audit
+    from flows.nightly import AuditFailed, nightly_audit
 
     dead = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"
-    rows = nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, warehouse=dead, models=["rr-eps1"])
-    assert rows[0]["warehouse"] == "spooled"
+    # Results that are not in the warehouse end the run Failed (exit 3), the spool path in the message.
+    state = nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, warehouse=dead, models=["rr-eps1"],
+                          return_state=True)
+    assert state.is_failed()
+    with pytest.raises(AuditFailed) as failed:
+        state.result()
+    rows = failed.value.rows
+    assert rows[0]["warehouse"] == "spooled" and failed.value.outcome.exit_code() == 3
+    assert Path(rows[0]["spool_path"]).name in str(failed.value)
     spooled = list((data_root / "spool").glob("*.json"))
     assert spooled
     nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, models=["rr-eps1"])

@@ -1,4 +1,5 @@
-"""Plain-text renderings for the command line: one audit result, and the results table of the flows.
+"""Plain-text renderings for the command line: one audit result, the results table of the flows, and the
+sentences a nightly / guardrail / backfill run ends with (one per exit code that applied).
 
 Renderers only: every figure comes from an audit result or a `Verdict` computed elsewhere (`auditing.judging`).
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 
 def format_audit_result(result: Mapping, demonstrated: Mapping | None = None) -> str:
@@ -131,3 +133,46 @@ def violation_line(row: Mapping) -> str:
     return (f"VIOLATION: {row['model_id']}@{row['partition_date']} valid eps_lb {row['epsilon_lower_bound']:.4f} > "
             f"claimed {row['claimed_epsilon']:g} (confidence {row['confidence']:.0%}, {row['strategy']}, "
             f"{row['method']}, delta={row['delta']:g}, kappa={row['kappa']:g}); report: {row['report']}")
+
+
+# ------------------------------------------------------------------------------------------ a run's exit summary
+# The sentences the nightly / guardrail / backfill commands (and their flows' final states) end with: one per exit
+# code that applied. The command line picks which apply and in what order (flows.exit_codes); the words are here.
+
+
+def violations_summary(rows: Sequence[Mapping]) -> str:
+    """'1 VIOLATION: leaky@2026-10-02 (valid eps_lb 0.815 > claimed 0, report ...)'."""
+    items = [f"{r['model_id']}@{r['partition_date']} (valid eps_lb {r['epsilon_lower_bound']:.4g} > claimed "
+             f"{r['claimed_epsilon']:g} at {r['confidence']:.0%} confidence; report {r['report']})" for r in rows]
+    plural = "s" if len(items) != 1 else ""
+    return f"{len(items)} VIOLATION{plural}: the claimed epsilon is disproved for " + "; ".join(items)
+
+
+def spooled_summary(paths: Sequence[str], drain_command: str) -> str:
+    """Results computed but not written: where they are and the command that writes them."""
+    directory = str(Path(paths[0]).parent) if paths else "?"
+    names = ", ".join(Path(p).name for p in paths)
+    return (f"{len(paths)} result(s) computed but not in the warehouse (it could not be reached): spooled to "
+            f"{directory} ({names}); once it is back, write them with `{drain_command}` (every nightly run also "
+            "writes the spool first)")
+
+
+def untrusted_summary(reasons: Sequence[str]) -> str:
+    """The night's verdicts (PASS and VIOLATION alike) cannot be trusted, and why."""
+    return "UNTRUSTED: read every verdict of the night as unknown: " + "; ".join(reasons)
+
+
+def failures_summary(failures: Sequence[str]) -> str:
+    """Audits that produced no row: a missing row is not a PASS."""
+    return f"{len(failures)} audit(s) failed and wrote no row (a missing row is not a PASS): " + "; ".join(failures)
+
+
+def bad_input_summary(items: Sequence[str]) -> str:
+    return "bad input, nothing written for it: " + "; ".join(items)
+
+
+def exit_summary(command: str, applied: Sequence[tuple[int, str]]) -> list[str]:
+    """One line per exit code that applied, the winning one first: 'labeldp-audit C: exit 3: ...', then
+    'labeldp-audit C: also 1: ...'."""
+    return [f"labeldp-audit {command}: {'exit' if i == 0 else 'also'} {code}: {sentence}"
+            for i, (code, sentence) in enumerate(applied)]

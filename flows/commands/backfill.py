@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flows.commands.flow_options import add_common, prepare_environment, print_rows, run_flow
+from flows.commands.flow_options import add_common, execute, outcome_of
+from flows.exit_codes import help_text
 
 HELP = "run nightly audits for every day in a range (skips days already in the warehouse)"
 DESCRIPTION = """\
@@ -13,11 +14,14 @@ Runs the nightly audit for each day from --start to --end (inclusive). Days whos
 warehouse for every target (same audit configuration) are skipped, so re-running after a failure resumes
 without redoing completed days; --force redoes them (the warehouse upsert keeps one row per key).
 --concurrency bounds how many days run at once (default 1: training and scoring use both cores).
+Every day's partition and models are checked before the first day starts; bad input exits 2 with one line.
+Prints one line per day, then every row.
 """
+EPILOG = help_text() + "\nWith mixed days, the first of 2, 3, 4, 1 that applied to any day wins."
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("backfill", help=HELP, description=DESCRIPTION,
+    p = subparsers.add_parser("backfill", help=HELP, description=DESCRIPTION, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--start", required=True, help="first partition date YYYY-MM-DD")
     p.add_argument("--end", required=True, help="last partition date YYYY-MM-DD (inclusive)")
@@ -28,20 +32,30 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    import datetime as dt
+
     from auditing.errors import LabelDPInputError
+    from flows import preflight
+    from flows.exit_codes import Outcome
+    from pipelines.layout import parse_date, resolve_data_root
 
     if args.concurrency < 1:  # before Prefect starts (the flow checks again: deployments call it directly)
         raise LabelDPInputError(f"--concurrency must be a whole number >= 1; got {args.concurrency}")
-    prepare_environment()
-    from flows.nightly import backfill
+    first, last = parse_date(args.start, "--start"), parse_date(args.end, "--end")
+    if last < first:
+        raise LabelDPInputError(f"--end ({last}) is before --start ({first})")
+    root = resolve_data_root(args.data_root)
+    plan = preflight.plan_for(args.plan_file)
+    days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+    for warning in preflight.check_run(root, days, plan, args.warehouse, args.create_warehouse):
+        print(f"labeldp-audit backfill: warning: {warning}", file=sys.stderr, flush=True)
 
-    _, value = run_flow(backfill, start=args.start, end=args.end, data_root=args.data_root,
-                        warehouse=args.warehouse, plan_file=args.plan_file, webhook_url=args.webhook_url,
-                        force=args.force, concurrency=args.concurrency)
-    if isinstance(value, Exception):
-        print(f"labeldp-audit backfill: failed: {value}", file=sys.stderr)
-        return 1
-    for day in value:
-        print(f"{day['date']}: {day['outcome']}")
-    print_rows([r for day in value for r in day["rows"]], args.json)
-    return 0
+    def start():
+        from flows.nightly import backfill
+
+        return outcome_of(backfill, lambda summary: Outcome.of_days(summary, args.fail_on_violation),
+                          start=first.isoformat(), end=last.isoformat(), data_root=str(root),
+                          warehouse=args.warehouse, plan_file=args.plan_file, webhook_url=args.webhook_url,
+                          force=args.force, concurrency=args.concurrency, fail_on_violation=args.fail_on_violation)
+
+    return execute(args, "backfill", root, start)

@@ -102,8 +102,9 @@ VALIDATE_DESCRIPTION = """\
 Reads partitions/date=D/ through its dataset spec (the one recorded in _dataset.json, else Criteo; the same
 validation training and scoring use) and prints its dataset, file count, row count, click rate, how it was
 produced, and its fingerprint (sha256 over the Parquet files; recorded by trained models as lineage). Exits 2
-with one line naming the file, column and count of bad rows if the partition is not valid, or if --dataset
-names a spec other than the one the partition was written with.
+with one line naming the file, column and count of bad rows if the partition is not valid, if every row has
+the same label (nothing to audit), or if --dataset names a spec other than the one the partition was written
+with.
 """
 
 
@@ -439,6 +440,7 @@ def _validate(args: argparse.Namespace) -> int:
     fingerprint = schema.partition_fingerprint(root, date)
     files = sorted(directory.glob(schema.PART_GLOB))
     labels = table.column(spec.label)
+    schema.check_labels_vary(labels, directory, spec.label)  # a day of one label value has nothing to audit
     provenance = schema.read_provenance(root, date) or {}
     print(f"partition:   {directory}")
     print(f"dataset:     {spec.name} ({spec.fingerprint()})")

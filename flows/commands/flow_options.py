@@ -1,22 +1,38 @@
-"""Options shared by the commands that run Prefect flows (nightly, guardrail, backfill, demo, serve)."""
+"""Options shared by the commands that run Prefect flows (nightly, guardrail, backfill, demo, serve), and how
+nightly, guardrail and backfill run one: after the preflight (`flows.preflight`), under a quiet terminal
+(`flows.terminal`), ending with the results table, one summary line per exit code that applied
+(`flows.exit_codes`) and that code."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+
+GRACE_SECONDS = 3.0  # after Ctrl-C, the run has this long to unwind before it is ended (exit 130 within 5 s)
 
 
-def add_common(parser) -> None:
+def add_common(parser, fail_on_violation: bool = True) -> None:
     parser.add_argument("--data-root", default=None,
                         help="data root (default: $LABELDP_DATA_ROOT or ./.labeldp)")
     parser.add_argument("--warehouse", default=None,
                         help="DuckDB file or postgresql:// URL (default: <data-root>/warehouse.duckdb)")
+    parser.add_argument("--create-warehouse", action="store_true",
+                        help="create the DuckDB warehouse's directory when it does not exist (default: refuse, "
+                             "exit 2: a mistyped path should not start an empty warehouse)")
     parser.add_argument("--plan", dest="plan_file", default=None,
                         help="audit plan JSON: target models, reference, audit settings (default: the built-in "
                              "plan, see infra/plans/default.json)")
     parser.add_argument("--webhook-url", default=os.environ.get("LABELDP_WEBHOOK_URL"),
                         help="POST alerts here (default: $LABELDP_WEBHOOK_URL; none: no webhook)")
+    if fail_on_violation:
+        parser.add_argument("--fail-on-violation", action="store_true",
+                            help="exit 1 (and end the flow run Failed) when a verdict is VIOLATION (default: "
+                                 "exit 0, the VIOLATION is in the table, the warehouse and the alerts)")
     parser.add_argument("--json", action="store_true", help="print the result rows as JSON")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show every line of Prefect, Beam and CatBoost (default: only progress lines; the "
+                             "rest goes to <data-root>/logs/labeldp-<UTC time>.log)")
 
 
 def prepare_environment() -> None:
@@ -26,13 +42,11 @@ def prepare_environment() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
-def print_rows(rows: list[dict], as_json: bool) -> None:
+def print_rows(rows: list[dict], as_json: bool, stream=None) -> None:
     from auditing.report.text import format_rows
 
-    if as_json:
-        print(json.dumps(rows, default=str))
-    else:
-        print(format_rows(rows))
+    stream = stream or sys.stdout
+    print(json.dumps(rows, default=str) if as_json else format_rows(rows), file=stream, flush=True)
 
 
 def run_flow(flow_fn, **kwargs):
@@ -49,3 +63,87 @@ def run_flow(flow_fn, **kwargs):
     except Exception as exc:  # the flow ended Failed: the caller decides the exit code
         return state, exc
     return state, None
+
+
+def outcome_of(flow_fn, to_outcome, **kwargs):
+    """Runs a flow; its `Outcome`: ``to_outcome(value)`` of a Completed run, the one carried by a Failed run's
+    `OutcomeFailed`. Bad input (LabelDPInputError) and any other failure are raised."""
+    from flows.exit_codes import OutcomeFailed
+
+    _, value = run_flow(flow_fn, **kwargs)
+    if isinstance(value, OutcomeFailed):
+        return value.outcome
+    if isinstance(value, BaseException):
+        raise value
+    return to_outcome(value)
+
+
+def execute(args, command: str, root, start) -> int:
+    """Runs ``start()`` (imports and runs the flow, returns its `Outcome`) under a quiet terminal; prints the
+    table and the summary; returns the exit code. Call it after the preflight passed."""
+    import time
+
+    from auditing.errors import LabelDPInputError
+    from flows import exit_codes, terminal
+
+    began = time.time()
+    term = terminal.Terminal(terminal.debug_log_path(root), verbose=args.verbose)
+    said: list[str] = []
+    api = None
+
+    def interrupted() -> None:
+        if not said:
+            said.append("interrupted")
+            term.say(f"labeldp-audit {command}: interrupted")
+
+    def force() -> None:  # the run did not unwind within the grace period
+        interrupted()
+        terminal.remove_tmp_dirs(root, began)
+        process = getattr(api, "server_process", None)
+        if process is not None:
+            process.kill()
+        os._exit(exit_codes.INTERRUPTED)
+
+    with term, terminal.InterruptWatch(GRACE_SECONDS, force):
+        try:
+            removed = terminal.remove_leftovers(root)
+            if removed:
+                term.say(f"[labeldp-audit] removed {len(removed)} temporary director(ies) left by an "
+                         f"interrupted run: {', '.join(removed)}")
+            os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")  # into the debug log, not the terminal
+            prepare_environment()
+            api = terminal.start_prefect_api(term.log_file)
+            if api is not None:  # Prefect stops it at exit, after sending the run's last logs: quietly
+                terminal.quiet_at_exit(term.log_path)
+            outcome = start()
+        except KeyboardInterrupt:
+            term.drain()
+            interrupted()
+            return exit_codes.INTERRUPTED
+        except LabelDPInputError as exc:
+            term.drain()
+            term.say(f"labeldp-audit {command}: error: {exc}")
+            term.say(f"labeldp-audit {command}: debug log: {term.log_path}")
+            return exit_codes.BAD_INPUT
+        except Exception as exc:  # a crash is never exit 1 (a scheduler would read it as a VIOLATION)
+            import traceback
+
+            term.drain()
+            term.log_file.write(traceback.format_exc())
+            term.say(f"labeldp-audit {command}: failed: {type(exc).__name__}: {exc}")
+            term.say(f"labeldp-audit {command}: exit {exit_codes.UNTRUSTED}: "
+                     f"{exit_codes.MEANINGS[exit_codes.UNTRUSTED]}; debug log: {term.log_path}")
+            return exit_codes.UNTRUSTED
+        term.drain()
+        if outcome.days is not None and not args.json:
+            for day in outcome.days:
+                term.say(f"{day['date']}: {day['outcome']}", stdout=True)
+        if outcome.rows or args.json:
+            print_rows(outcome.rows, args.json, stream=term.out)
+        drain = exit_codes.drain_command(root, args.warehouse)
+        for line in exit_codes.summary_lines(outcome, command, drain):
+            term.say(line)
+        code = outcome.exit_code()
+        if code not in (exit_codes.OK, exit_codes.VIOLATION):
+            term.say(f"labeldp-audit {command}: debug log: {term.log_path}")
+        return code

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flows.commands.flow_options import add_common, prepare_environment, print_rows, run_flow
+from flows.commands.flow_options import add_common, execute, outcome_of
+from flows.exit_codes import help_text
 
 HELP = "audit a release candidate; exits 1 on VIOLATION (the valid bound exceeds the claimed epsilon)"
 DESCRIPTION = """\
@@ -19,16 +20,19 @@ The row is written to the warehouse and a report is rendered either way.
 The candidate is either a registered model (--model NAME) or a model file straight from another team's
 pipeline (--model-file F --format catboost|onnx), which is registered first under the name
 candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Its training rows
-are all rows of day D unless --training-rows names a Parquet file of row keys.
+are all rows of day D unless --training-rows names a Parquet file of row keys. Every input is checked before
+the candidate is registered or anything runs; bad input exits 2 with one line.
 
 Example:
   labeldp-audit guardrail --model-file release.onnx --format onnx --claimed-epsilon 2 --date 2024-01-02 \\
       --plan my-plan.json
 """
+EPILOG = help_text() + ("\nA release pipeline blocks on any non-zero status: 1 is a disproved claim; 2, 3 and 4 mean "
+                        "there is no trusted verdict in the warehouse.")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("guardrail", help=HELP, description=DESCRIPTION,
+    p = subparsers.add_parser("guardrail", help=HELP, description=DESCRIPTION, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="registered model name (models/<name>/date=D)")
@@ -39,30 +43,24 @@ def register(subparsers) -> None:
                    help="with --model-file: 'all' rows of day D trained it (default), or a Parquet file of row keys")
     p.add_argument("--date", required=True, help="partition date YYYY-MM-DD the candidate was trained on")
     p.add_argument("--claimed-epsilon", required=True, type=float, help="the epsilon the release claims")
-    add_common(p)
+    add_common(p, fail_on_violation=False)  # a release gate always fails on VIOLATION
     p.set_defaults(func=run)
 
 
-def _register_candidate(args) -> str:
-    """Registers --model-file before any flow starts (bad input fails here, in a second, with exit 2)."""
+def _register_candidate(args, root, day, plan) -> str:
+    """Registers --model-file after the other inputs passed (bad input fails here, in a second, with exit 2)."""
     from pathlib import Path
 
-    from flows.plan import load_plan
+    from auditing.errors import LabelDPInputError
     from pipelines.beam_request import file_fingerprint
-    from pipelines.layout import parse_date, resolve_data_root
     from pipelines.model_formats import model_format
     from pipelines.model_registration import register_model
 
-    root = resolve_data_root(args.data_root)
-    day = parse_date(args.date, "--date")
     fmt = model_format(args.format, "--format")
     path = Path(args.model_file)
     if not path.is_file():
-        from auditing.errors import LabelDPInputError
-
         raise LabelDPInputError(f"--model-file: {path} is not a file")
     name = "candidate-" + file_fingerprint(path).split(":", 1)[1][:12]
-    plan = load_plan(args.plan_file)
     training_rows = args.training_rows if args.training_rows == "all" else Path(args.training_rows)
     record = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=args.claimed_epsilon,
                             dataset=plan.dataset, training_rows=training_rows, replace=True)
@@ -72,19 +70,30 @@ def _register_candidate(args) -> str:
 
 
 def run(args) -> int:
-    model = args.model if args.model else _register_candidate(args)
-    prepare_environment()
-    from flows.nightly import GuardrailViolation, release_guardrail
+    from auditing.errors import LabelDPInputError
+    from flows import preflight
+    from flows.exit_codes import Outcome
+    from pipelines.layout import check_name, parse_date, resolve_data_root
 
-    _, value = run_flow(release_guardrail, model=model, claimed_epsilon=args.claimed_epsilon, date=args.date,
-                        data_root=args.data_root, warehouse=args.warehouse, plan_file=args.plan_file,
-                        webhook_url=args.webhook_url)
-    if isinstance(value, GuardrailViolation):
-        print_rows([value.row], args.json)
-        print(f"labeldp-audit guardrail: {value}", file=sys.stderr)
-        return 1
-    if isinstance(value, Exception):
-        print(f"labeldp-audit guardrail: failed: {value}", file=sys.stderr)
-        return 1
-    print_rows([value], args.json)
-    return 0
+    root = resolve_data_root(args.data_root)
+    day = parse_date(args.date, "--date")
+    if args.model is not None:
+        check_name(args.model, "--model")
+    if not (args.claimed_epsilon >= 0):
+        raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {args.claimed_epsilon!r}")
+    plan = preflight.plan_for(args.plan_file)
+    warnings = preflight.check_run(root, [day], plan, args.warehouse, args.create_warehouse, targets=False)
+    model = args.model if args.model else _register_candidate(args, root, day, plan)
+    preflight.check_candidate(root, model, day, plan)
+    for warning in warnings:
+        print(f"labeldp-audit guardrail: warning: {warning}", file=sys.stderr, flush=True)
+
+    def start():
+        from flows.nightly import release_guardrail
+
+        return outcome_of(release_guardrail, lambda row: Outcome(rows=[row], fail_on_violation=True), model=model,
+                          claimed_epsilon=args.claimed_epsilon, date=day.isoformat(), data_root=str(root),
+                          warehouse=args.warehouse, plan_file=args.plan_file, webhook_url=args.webhook_url,
+                          fail_on_violation=True)
+
+    return execute(args, "guardrail", root, start)

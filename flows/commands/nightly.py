@@ -1,11 +1,13 @@
-"""`labeldp-audit nightly`: the nightly audit of one day, every target model of the plan."""
+"""`labeldp-audit nightly`: the nightly audit of one day, every target model of the plan; `--drain-only` writes
+the results an earlier run spooled."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from flows.commands.flow_options import add_common, prepare_environment, print_rows, run_flow
+from flows.commands.flow_options import add_common, execute, outcome_of
+from flows.exit_codes import help_text
 
 HELP = "run the nightly audit of one day (train/load, score with Beam, audit, warehouse, report, alert)"
 DESCRIPTION = """\
@@ -14,28 +16,75 @@ and each target model of the plan exist (training them when missing), scores the
 computes valid epsilon lower bounds, writes one warehouse row per model, renders an HTML report per model,
 and alerts on VIOLATION (and on DATA_MISSING / AUDIT_FAILED). Prints the resulting rows.
 
-Exit status: 0 when every target was audited (whatever the statuses), 1 when the flow failed, 2 on bad input.
+Every input (plan, partition, models, warehouse) is checked first, in about a second; bad input exits 2 with one
+line and writes nothing. Progress lines go to stderr; Prefect's, Beam's and CatBoost's own lines go to
+<data-root>/logs/labeldp-<UTC time>.log (--verbose shows them), whose path is printed when the run fails.
+When the warehouse cannot be reached the rows are spooled under <data-root>/spool (exit 3); each nightly run
+writes the spool first, and `labeldp-audit nightly --drain-only` does only that.
+
 """
+EPILOG = help_text()
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("nightly", help=HELP, description=DESCRIPTION,
+    p = subparsers.add_parser("nightly", help=HELP, description=DESCRIPTION, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--date", default=None, help="partition date YYYY-MM-DD (default: yesterday, UTC)")
     p.add_argument("--models", default=None, help="comma-separated subset of the plan's targets")
+    p.add_argument("--drain-only", action="store_true",
+                   help="only write the spooled results to the warehouse (exit 0 when the spool is empty after, 3 "
+                        "when the warehouse still cannot be reached)")
     add_common(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    prepare_environment()
-    from flows.nightly import nightly_audit
+    from flows import preflight, steps
+    from flows.exit_codes import Outcome
+    from pipelines.layout import parse_date, resolve_data_root
 
+    root = resolve_data_root(args.data_root)
+    if args.drain_only:
+        return drain_only(root, args)
+    day = parse_date(args.date, "--date") if args.date else steps.default_audit_date()
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
-    _, value = run_flow(nightly_audit, date=args.date, data_root=args.data_root, warehouse=args.warehouse,
-                        plan_file=args.plan_file, models=models, webhook_url=args.webhook_url)
-    if isinstance(value, Exception):
-        print(f"labeldp-audit nightly: failed: {value}", file=sys.stderr)
-        return 1
-    print_rows(value, args.json)
-    return 0
+    plan = preflight.plan_for(args.plan_file, models)
+    try:
+        warnings = preflight.check_run(root, [day], plan, args.warehouse, args.create_warehouse)
+    except steps.DataMissingError as exc:  # alerted as the flow would (a data problem, never a violation)
+        for spec in plan.targets:
+            steps.send_failure_alert(root, "DATA_MISSING", spec.name, day, str(exc), args.webhook_url)
+        raise
+    for warning in warnings:
+        print(f"labeldp-audit nightly: warning: {warning}", file=sys.stderr, flush=True)
+
+    def start():
+        from flows.nightly import nightly_audit
+
+        return outcome_of(nightly_audit, lambda rows: Outcome(rows=rows, fail_on_violation=args.fail_on_violation),
+                          date=day.isoformat(), data_root=str(root), warehouse=args.warehouse,
+                          plan_file=args.plan_file, models=models, webhook_url=args.webhook_url,
+                          fail_on_violation=args.fail_on_violation)
+
+    return execute(args, "nightly", root, start)
+
+
+def drain_only(root, args) -> int:
+    """Writes the spooled results (`auditing.warehouse.drain_spool`); no flow, no Prefect."""
+    from auditing.warehouse import default_spool_dir, drain_spool
+    from flows import exit_codes, preflight
+
+    preflight.check_warehouse(root, args.warehouse, args.create_warehouse)  # bad input: exit 2; down: below
+    spool = default_spool_dir(root)
+    report = drain_spool(args.warehouse, spool, data_root=root)
+    print(f"[labeldp-audit] wrote {len(report['written'])} spooled result(s) from {spool} to the warehouse",
+          file=sys.stderr, flush=True)
+    for path in report["rejected"]:
+        print(f"labeldp-audit nightly: warning: {path}: not a valid spooled result; kept for a person to read",
+              file=sys.stderr)
+    if report["remaining"]:
+        reason = str(report["error"]).strip().splitlines()[0]
+        print(f"labeldp-audit nightly: exit {exit_codes.NOT_IN_WAREHOUSE}: {report['remaining']} result(s) still "
+              f"in {spool}: {reason}", file=sys.stderr)
+        return exit_codes.NOT_IN_WAREHOUSE
+    return exit_codes.OK

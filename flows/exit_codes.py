@@ -1,0 +1,161 @@
+"""The exit codes of `nightly`, `guardrail` and `backfill`: the contract a scheduler (cron, CI, a release
+pipeline) relies on, and the `Outcome` of a run they are derived from.
+
+A flow computes one `Outcome` (its rows, the payloads spooled instead of written, why the night is untrusted,
+the audits that failed, the bad input met inside the flow); the flow's final state (Completed or Failed) and
+the command line's exit code are both read from it. When several codes apply (a backfill's mixed days, a
+VIOLATION whose row was spooled) the first of ``PRECEDENCE`` wins and the summary names every one that applied.
+
+This module imports nothing heavy: the command line reads it before Prefect, Beam or CatBoost are loaded.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+OK = 0
+VIOLATION = 1
+BAD_INPUT = 2
+NOT_IN_WAREHOUSE = 3
+UNTRUSTED = 4
+INTERRUPTED = 130
+
+# What each code means, in the words of --help, README and infra/README.md.
+MEANINGS = {
+    OK: "every audit was written to the warehouse and no verdict is VIOLATION",
+    VIOLATION: "a verdict is VIOLATION (guardrail always; nightly and backfill only with --fail-on-violation)",
+    BAD_INPUT: "bad input (plan, partition, model, warehouse, arguments); nothing was written",
+    NOT_IN_WAREHOUSE: "results computed but not in the warehouse: spooled to disk, written by the next run or "
+                      "by `labeldp-audit nightly --drain-only`",
+    UNTRUSTED: "the audit is untrusted or incomplete (a nightly control failed, the label-blind one included: "
+               "the reference misfits the day; or a target's audit failed)",
+    INTERRUPTED: "interrupted (Ctrl-C); nothing partial is left behind",
+}
+# Short names: Prefect event names (labeldp.run.<name>) and log lines.
+NAMES = {OK: "ok", VIOLATION: "violation", BAD_INPUT: "bad_input", NOT_IN_WAREHOUSE: "not_in_warehouse",
+         UNTRUSTED: "untrusted", INTERRUPTED: "interrupted"}
+PRECEDENCE = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, VIOLATION)
+# The codes that end a flow run Failed (VIOLATION too when the run was asked to fail on it).
+FAILING = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED)
+
+
+def help_text() -> str:
+    """The "Exit status" block of the three commands' --help."""
+    import textwrap
+
+    lines = textwrap.wrap("Exit status (the same for nightly, guardrail and backfill; when several apply the first "
+                          "of 2, 3, 4, 1 wins and the summary names each):", 100)
+    for code in (OK, VIOLATION, BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, INTERRUPTED):
+        lines += textwrap.wrap(MEANINGS[code], 100, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
+    return "\n".join(lines)
+
+
+@dataclass
+class Outcome:
+    """What one run produced, from which its exit code and its flow's final state follow.
+
+    rows: the published rows (targets, controls, skipped targets), each with ``warehouse`` "written" or
+    "spooled" (and ``spool_path`` then); untrusted: why verdicts cannot be trusted (one reason per night);
+    failures: audits that did not produce a row ("model: error"); bad_input: bad input met inside the flow
+    ("what: error"); fail_on_violation: whether a VIOLATION is an exit-1 failure (guardrail: always);
+    days: a backfill's per-day summary.
+    """
+
+    rows: list[dict] = field(default_factory=list)
+    untrusted: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    bad_input: list[str] = field(default_factory=list)
+    fail_on_violation: bool = False
+    days: list[dict] | None = None
+
+    @property
+    def spooled(self) -> list[str]:
+        """The spool files holding results that are not in the warehouse."""
+        return [r["spool_path"] for r in self.rows if r.get("warehouse") == "spooled" and r.get("spool_path")]
+
+    @property
+    def violations(self) -> list[dict]:
+        """The target rows whose verdict is VIOLATION (a control's status is judged as a control)."""
+        return [r for r in self.rows if r.get("kind", "target") == "target" and r.get("status") == "VIOLATION"]
+
+    def codes(self) -> list[int]:
+        """Every non-zero code that applies, first the one that wins (``PRECEDENCE``)."""
+        applies = {BAD_INPUT: bool(self.bad_input), NOT_IN_WAREHOUSE: bool(self.spooled),
+                   UNTRUSTED: bool(self.untrusted or self.failures),
+                   VIOLATION: bool(self.violations) and self.fail_on_violation}
+        return [code for code in PRECEDENCE if applies[code]]
+
+    def exit_code(self) -> int:
+        codes = self.codes()
+        return codes[0] if codes else OK
+
+    def fails_the_run(self) -> bool:
+        """True when the flow run must end Failed."""
+        return self.exit_code() != OK
+
+    def merge(self, other: Outcome) -> Outcome:
+        """This outcome and another's (a backfill's days), in order."""
+        return Outcome(rows=[*self.rows, *other.rows], untrusted=[*self.untrusted, *other.untrusted],
+                       failures=[*self.failures, *other.failures], bad_input=[*self.bad_input, *other.bad_input],
+                       fail_on_violation=self.fail_on_violation or other.fail_on_violation, days=self.days)
+
+    @classmethod
+    def of_days(cls, days: list[dict], fail_on_violation: bool = False) -> Outcome:
+        """A backfill's outcome: its days' (each a ``to_dict()`` plus "date" and "outcome"), merged, with the
+        per-day lines in ``days``."""
+        total = cls(fail_on_violation=fail_on_violation)
+        for day in days:
+            total = total.merge(cls.from_dict(day))
+        total.days = [{"date": d["date"], "outcome": d["outcome"]} for d in days]
+        return total
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "untrusted": self.untrusted, "failures": self.failures,
+                "bad_input": self.bad_input, "fail_on_violation": self.fail_on_violation, "days": self.days}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Outcome:
+        return cls(rows=list(data.get("rows") or []), untrusted=list(data.get("untrusted") or []),
+                   failures=list(data.get("failures") or []), bad_input=list(data.get("bad_input") or []),
+                   fail_on_violation=bool(data.get("fail_on_violation")), days=data.get("days"))
+
+
+def drain_command(data_root, warehouse: str | None) -> str:
+    """The command that writes spooled results to the warehouse (a password in a URL shows as ***)."""
+    from auditing.warehouse.base import describe_target
+
+    command = f"labeldp-audit nightly --drain-only --data-root {shlex.quote(str(data_root))}"
+    return command + (f" --warehouse {shlex.quote(describe_target(str(warehouse)))}" if warehouse else "")
+
+
+def summary_lines(outcome: Outcome, command: str, drain: str) -> list[str]:
+    """One line per exit code that applied to ``outcome``, the winning one first (auditing.report.text words
+    them); empty when it is 0. ``drain``: `drain_command` of the run."""
+    from auditing.report import text
+
+    sentences = {
+        BAD_INPUT: lambda: text.bad_input_summary(outcome.bad_input),
+        NOT_IN_WAREHOUSE: lambda: text.spooled_summary(outcome.spooled, drain),
+        UNTRUSTED: lambda: "; ".join(
+            ([text.untrusted_summary(outcome.untrusted)] if outcome.untrusted else [])
+            + ([text.failures_summary(outcome.failures)] if outcome.failures else [])),
+        VIOLATION: lambda: text.violations_summary(outcome.violations),
+    }
+    return text.exit_summary(command, [(code, sentences[code]()) for code in outcome.codes()])
+
+
+class OutcomeFailed(RuntimeError):
+    """Raised by a flow whose outcome fails the run: Prefect records the run as Failed with this message, and
+    the command line reads the rows and every code from ``outcome`` (the exception object reaches it)."""
+
+    def __init__(self, message: str, outcome: Outcome):
+        super().__init__(message)
+        self.outcome = outcome
+
+    @property
+    def rows(self) -> list[dict]:
+        return self.outcome.rows
+
+    def __reduce__(self):  # Prefect may pickle a failed state's exception
+        return (type(self), (str(self), self.outcome))

@@ -1,0 +1,221 @@
+"""Every input of a nightly, guardrail or backfill run, checked before anything heavy starts.
+
+The command line runs `check_run` before Prefect, Beam or CatBoost are imported, so bad input ends in about a
+second with exit 2 and ONE line naming the file or field, and nothing is written:
+
+1. the plan (`load_plan`, ``--models`` against its targets);
+2. each day's partition (`flows.steps.check_partition`: files present, columns and types from the footers, the
+   row key and label columns read: no null or repeated key, labels in range and taking at least two values);
+3. the models the run loads: the reference of D-1 (present and fitting the dataset and day, or its D-1
+   partition present when the plan trains it; refused when missing with ``on_missing_reference`` "fail"), the
+   registered targets (present and fitting, unless the plan skips missing ones), the trained targets when the
+   plan does not train them (``on_missing_target`` "fail" or "skip": present and made as the plan says);
+4. the warehouse (`check_warehouse`): a DuckDB path whose directory is missing (unless ``create``), a file
+   that is not a DuckDB database, a directory that is not writable, a PostgreSQL URL libpq cannot parse, a
+   warehouse whose schema version is newer than this code: bad input. A PostgreSQL server that does not answer
+   within 2 s is not: the rows will be spooled (exit 3); it comes back as a warning.
+
+The flows keep their own checks (a deployment run does not go through the command line).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from auditing.errors import LabelDPInputError
+from flows import steps
+from flows.plan import AuditPlan, RegisteredTarget, load_plan
+from pipelines.layout import check_name, model_dir, partition_dir
+
+CONNECT_SECONDS = 2
+
+
+def plan_for(plan_file: str | os.PathLike | None, models: list[str] | None = None) -> AuditPlan:
+    """The plan, narrowed to ``models`` (``--models``) when given."""
+    plan = load_plan(plan_file)
+    if models:
+        plan = replace(plan, targets=tuple(plan.target(check_name(m, "--models")) for m in models))
+    return plan
+
+
+def _footer(root: Path, day: dt.date):
+    from pipelines import schema
+
+    return schema.open_parquet(sorted(partition_dir(root, day).glob(schema.PART_GLOB))[0]).schema_arrow
+
+
+def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, footer) -> dict:
+    """A registered model's metadata, checked: complete, for the plan's dataset and this day, reading columns the
+    partition has."""
+    from pipelines import registry
+    from pipelines.beam_request import check_model_for_day
+
+    metadata = registry.read_metadata(root, name, day)
+    path = registry.model_path(root, name, day)
+    if not path.is_file():
+        raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
+    check_model_for_day(metadata, plan.dataset, day, role)
+    if metadata.get("feature_schema"):
+        registry.check_features(metadata, footer)
+    return metadata
+
+
+def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set[dt.date]) -> None:
+    """The reference of ``day`` (the D-1 checkpoint): present and fitting, or trainable on D-1's partition
+    (checked once per day: ``checked_days``), or refused when missing and the plan says "fail"."""
+    ref_day = day - dt.timedelta(days=1)
+    if model_dir(root, plan.reference_name, ref_day).is_dir():
+        _model(root, plan.reference_name, ref_day, plan, "reference", _footer(root, day))
+    elif plan.on_missing_reference == "fail":
+        raise LabelDPInputError(
+            f"no reference model at {model_dir(root, plan.reference_name, ref_day)} (the D-1 checkpoint the plan's "
+            f"on_missing_reference 'fail' requires); train it with `labeldp-audit train --date {ref_day.isoformat()} "
+            f"--mechanism none --model-name {plan.reference_name}`")
+    elif ref_day not in checked_days:
+        try:
+            steps.check_partition(root, ref_day, plan)
+        except LabelDPInputError as exc:
+            raise LabelDPInputError(f"the reference {plan.reference_name}@{ref_day.isoformat()} is missing and would "
+                                    f"be trained on that day's partition: {exc}") from None
+        checked_days.add(ref_day)
+
+
+def check_targets(root: Path, day: dt.date, plan: AuditPlan) -> None:
+    """The plan's targets of ``day`` that the night loads without training them (see the module docstring)."""
+    footer = _footer(root, day)
+    fingerprint = None
+    for spec in plan.targets:
+        try:
+            if isinstance(spec, RegisteredTarget):
+                steps.ensure_registered(root, day, spec, plan)
+            elif plan.on_missing_target != "train":  # never trains: refuses, skips, or reuses the model
+                fingerprint = fingerprint or steps.check_partition(root, day, plan)["fingerprint"]
+                steps.ensure_target(root, day, spec, plan, fingerprint)
+            else:
+                continue
+            _model(root, spec.name, day, plan, "target", footer)
+        except steps.TargetSkipped:
+            continue  # the plan skips it; the night records why
+
+
+def check_candidate(root: Path, name: str, day: dt.date, plan: AuditPlan) -> None:
+    """A guardrail's candidate: registered for ``day``, for the plan's dataset, reading the partition's columns."""
+    _model(root, check_name(name, "--model"), day, plan, "candidate", _footer(root, day))
+
+
+def check_warehouse(root: Path, warehouse: str | None, create: bool = False) -> list[str]:
+    """The warehouse target (see the module docstring); returns warnings (an unreachable PostgreSQL server)."""
+    from auditing.warehouse import DEFAULT_FILE_NAME, is_postgres_target
+
+    if warehouse is None or str(warehouse) == "":
+        return _check_duckdb(Path(root) / DEFAULT_FILE_NAME, create)
+    target = str(warehouse)
+    if is_postgres_target(target):
+        return _check_postgres(target)
+    if "://" in target:
+        raise LabelDPInputError(f"--warehouse must be a DuckDB file path or a postgresql:// URL; got {target!r}")
+    return _check_duckdb(Path(target).expanduser().absolute(), create)
+
+
+def _newer_schema(ctx) -> int | None:
+    """The recorded schema version when it is newer than this code's, else None."""
+    from auditing.warehouse import migrations
+
+    version = migrations.recorded_version(ctx, migrations.found_columns(ctx))
+    return version if version is not None and version > migrations.LATEST else None
+
+
+def _refuse_newer(version: int | None, where: str) -> None:
+    from auditing.warehouse.migrations import LATEST
+
+    if version is not None:
+        raise LabelDPInputError(f"--warehouse {where}: its schema version {version} is newer than this code knows "
+                                f"(up to {LATEST}); run a newer labeldp-audit or point --warehouse elsewhere")
+
+
+def _check_duckdb(path: Path, create: bool) -> list[str]:
+    if path.is_dir():
+        raise LabelDPInputError(f"--warehouse {path}: is a directory; expected a DuckDB file path")
+    parent = path.parent
+    if not parent.is_dir():
+        if create:
+            return []
+        raise LabelDPInputError(f"--warehouse {path}: its directory {parent} does not exist; create it, fix the path "
+                                f"or pass --create-warehouse")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise LabelDPInputError(f"--warehouse {path}: its directory {parent} is not writable")
+    if not path.exists():
+        return []
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise LabelDPInputError(f"--warehouse {path}: the file is not readable and writable")
+    import duckdb
+
+    from auditing.warehouse.migrations import Context
+
+    try:
+        conn = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        text = str(exc).strip().splitlines()[0]
+        if "lock" in text.lower():  # another run is writing: it waits its turn, not bad input
+            return [f"warehouse {path} is in use by another process ({text}); this run will wait for it"]
+        raise LabelDPInputError(f"--warehouse {path}: not a DuckDB database ({text})") from None
+    try:
+        version = _newer_schema(Context(conn, "duckdb", "qmark", str(path)))
+    finally:
+        conn.close()
+    _refuse_newer(version, str(path))
+    return []
+
+
+def _check_postgres(url: str) -> list[str]:
+    import psycopg
+    from psycopg import conninfo
+
+    from auditing.warehouse.base import describe_target
+    from auditing.warehouse.migrations import Context
+
+    shown = describe_target(url)
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise LabelDPInputError(f"--warehouse {shown}: not a valid PostgreSQL URL ({str(exc).strip()})") from None
+    for port in str(params.get("port") or "5432").split(","):  # libpq only finds a bad port when it connects
+        if not (port.strip().isdigit() and 0 < int(port) < 65536):
+            raise LabelDPInputError(f"--warehouse {shown}: not a valid PostgreSQL URL (port {port!r} is not a whole "
+                                    f"number in 1..65535)")
+    try:
+        conn = psycopg.connect(url, connect_timeout=CONNECT_SECONDS, autocommit=True)
+    except psycopg.OperationalError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return [f"warehouse {shown} does not answer within {CONNECT_SECONDS} s ({reason}); results it cannot take "
+                f"are spooled under the data root (exit 3)"]
+    try:
+        with conn.cursor() as cursor:
+            version = _newer_schema(Context(cursor, "postgres", "format", shown))
+    finally:
+        conn.close()
+    _refuse_newer(version, shown)
+    return []
+
+
+def check_run(root: Path, days: list[dt.date], plan: AuditPlan, warehouse: str | None,
+              create_warehouse: bool = False, targets: bool = True) -> list[str]:
+    """Everything ``days`` of ``plan`` need (partitions, references, the plan's targets unless ``targets`` is
+    False, as for a guardrail, whose candidate is `check_candidate`, the warehouse), cheapest first; returns
+    warnings.
+
+    Raises:
+        LabelDPInputError (steps.DataMissingError for a missing or empty partition): the first bad input.
+    """
+    checked: set[dt.date] = set()
+    for day in days:
+        steps.check_partition(root, day, plan)
+        checked.add(day)
+    for day in days:
+        check_reference(root, day, plan, checked)
+        if targets:
+            check_targets(root, day, plan)
+    return check_warehouse(root, warehouse, create_warehouse)

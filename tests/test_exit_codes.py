@@ -1,0 +1,375 @@
+"""The exit codes of nightly / guardrail / backfill (flows/exit_codes.py), each produced by a real run of the command
+line as a subprocess (synthetic days of 20K rows, 40 CatBoost iterations, 3 repetitions, controls off unless the
+test is about them), a quiet terminal (no traceback, no Beam or Prefect noise), Ctrl-C, and a deployment run
+through a real Prefect server that ends Failed with the spool path in its logs.
+
+    0   tests below: test_violation_is_exit_1_only_when_asked_and_the_table_is_printed_either_way (without the flag)
+    1   the same test (--fail-on-violation, and the guardrail)
+    2   tests/test_preflight.py (every kind of bad input), and test_a_missing_warehouse_directory_...
+    3   test_an_unreachable_warehouse_is_exit_3_and_a_later_run_writes_the_spool
+    4   test_a_failing_control_is_exit_4_with_the_table
+    130 test_ctrl_c_during_scoring_exits_130_and_leaves_nothing_behind
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
+
+from flows import exit_codes
+from flows.exit_codes import Outcome
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = 20_000
+D0, D1, D2 = "2026-10-01", "2026-10-02", "2026-10-03"
+DEAD = "postgresql://nobody@127.0.0.1:1/none"
+RUN_TIMEOUT = 600
+
+
+# ------------------------------------------------------------------------------------------ the contract
+
+
+def _row(model="m", status="PASS", kind="target", warehouse="written", spool=None):
+    return {"model_id": model, "partition_date": D1, "status": status, "kind": kind, "warehouse": warehouse,
+            "spool_path": spool, "epsilon_lower_bound": 1.5, "claimed_epsilon": 1.0, "confidence": 0.95,
+            "report": "r.html"}
+
+
+def test_the_first_of_2_3_4_1_wins_and_the_summary_names_each():
+    assert Outcome(rows=[_row()]).exit_code() == exit_codes.OK
+    violation = _row("leaky", "VIOLATION")
+    assert Outcome(rows=[violation]).exit_code() == exit_codes.OK  # nightly default: not a failure
+    assert Outcome(rows=[violation], fail_on_violation=True).exit_code() == exit_codes.VIOLATION
+    control = _row("control-positive", "VIOLATION", kind="control")
+    assert Outcome(rows=[control], fail_on_violation=True).exit_code() == exit_codes.OK  # judged as a control
+    everything = Outcome(rows=[violation, _row("x", warehouse="spooled", spool="/r/spool/x.json")],
+                         untrusted=["the controls failed"], failures=["y: boom"], bad_input=["z: no model"],
+                         fail_on_violation=True)
+    assert everything.codes() == [2, 3, 4, 1] and everything.exit_code() == 2
+    lines = exit_codes.summary_lines(everything, "backfill", exit_codes.drain_command("/r", DEAD))
+    assert [line.split(":")[1].strip() for line in lines] == ["exit 2", "also 3", "also 4", "also 1"]
+    assert "/r/spool" in lines[1] and "labeldp-audit nightly --drain-only --data-root /r --warehouse" in lines[1]
+    assert "the controls failed" in lines[2] and "y: boom" in lines[2] and "leaky@" in lines[3]
+    assert exit_codes.summary_lines(Outcome(rows=[_row()]), "nightly", "") == []
+    days = [{"date": D1, "outcome": "audited", **Outcome(rows=[violation]).to_dict()},
+            {"date": D2, "outcome": "audited (exit 4)", **Outcome(failures=["a: b"]).to_dict()}]
+    merged = Outcome.of_days(days, fail_on_violation=True)
+    assert merged.codes() == [4, 1] and [d["date"] for d in merged.days] == [D1, D2]
+    failed = exit_codes.OutcomeFailed("why", everything)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(failed))
+    assert again.rows == everything.rows and str(again) == "why"
+
+
+@pytest.mark.parametrize("command", ["nightly", "guardrail", "backfill"])
+def test_help_lists_every_exit_code(command):
+    done = subprocess.run([sys.executable, "-m", "flows.cli", command, "--help"], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    text = " ".join(done.stdout.split())
+    for code, meaning in exit_codes.MEANINGS.items():
+        assert f"{code} {' '.join(meaning.split())}" in text, (code, meaning)
+
+
+def test_the_readme_lists_every_exit_code():
+    text = (REPO / "README.md").read_text()
+    block = text[text.index("Exit status of `nightly`"):]
+    block = block[:block.index("\n\n")]
+    for code in exit_codes.MEANINGS:
+        assert f"`{code}`" in block, code
+
+
+# ------------------------------------------------------------------------------------------ terminal and Ctrl-C
+
+
+def _script(body: str, *args: str, **kwargs):
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(body), *args], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+def test_the_terminal_shows_our_lines_and_logs_everything(tmp_path):
+    """Noise written by Python, by C code (os.write) and by a child process goes to the log only."""
+    log = tmp_path / "logs" / "run.log"
+    child = _script("""
+        import os, subprocess, sys
+        from flows.terminal import Terminal
+        with Terminal(sys.argv[1]) as term:
+            print("[labeldp-audit] training rr-eps1", file=sys.stderr)
+            print("noise from python on stdout")
+            os.write(2, b"12:00:00.000 | WARNING | root - Resource module is not available\\n")
+            subprocess.run(["sh", "-c", "echo child noise >&2"])
+            os.write(2, b"[score pid 7] scored: 1 batches, 10 of 40 rows\\n")
+            term.drain()
+            term.say("the table", stdout=True)
+        """, str(log))
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert out == "the table\n"
+    assert err.splitlines() == ["[labeldp-audit] training rr-eps1", "[score pid 7] scored: 1 batches, 10 of 40 rows"]
+    text = log.read_text()
+    for line in ("noise from python", "Resource module", "child noise", "training rr-eps1", "the table"):
+        assert line in text
+
+
+def test_ctrl_c_while_c_code_holds_the_main_thread_still_exits_130_and_removes_its_temporary_dirs(tmp_path):
+    """The watch ends a run that cannot unwind (C code that never checks for signals) after the grace period,
+    removing the `.tmp-*` directories it made; one it could not remove is recorded and removed next time."""
+    old = tmp_path / "models" / "m" / ".tmp-date=2026-10-01-old"
+    old.mkdir(parents=True)
+    time.sleep(1.0)  # older than the run below (file times are coarse: the watch allows half a second)
+    child = _script("""
+        import hashlib, os, sys, time
+        from pathlib import Path
+        from flows import terminal
+        root, began = Path(sys.argv[1]), time.time()
+
+        def force():
+            print("forced", terminal.remove_tmp_dirs(root, began), flush=True)
+            os._exit(130)
+
+        with terminal.InterruptWatch(1.0, force):
+            (root / "sweeps" / "m" / "date=2026-10-01" / ".tmp-abc-123" / "_work").mkdir(parents=True)
+            print("ready", flush=True)
+            hashlib.pbkdf2_hmac("sha256", b"x", b"salt", 10**9)  # minutes of C code that never checks signals
+        """, str(tmp_path), start_new_session=True)
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.5)  # into the C call
+    sent = time.monotonic()
+    os.killpg(child.pid, signal.SIGINT)
+    out, err = child.communicate(timeout=10)
+    assert child.returncode == 130 and time.monotonic() - sent < 5, err
+    assert out.strip() == "forced []"
+    assert not list(tmp_path.rglob(".tmp-abc-*")) and old.exists()  # another run's (older) directory is kept
+
+    from flows import terminal
+
+    record = tmp_path / "logs" / ".interrupted-1.json"
+    record.parent.mkdir()
+    record.write_text(json.dumps([str(old)]))
+    assert terminal.remove_leftovers(tmp_path) == [str(old)]
+    assert not old.exists() and not record.exists()
+
+
+# ------------------------------------------------------------------------------------------ real runs
+
+slow = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    from pipelines.synth import write_synthetic_day
+
+    root = tmp_path_factory.mktemp("data")
+    for day in (D0, D1, D2):
+        write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
+    return root
+
+
+def _plan(directory: Path, name: str, **changes) -> str:
+    plan = {"targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0},
+                        {"name": "leaky", "mechanism": "none", "epsilon": "inf", "claimed_epsilon": 0.0}],
+            "catboost_iterations": 40, "audit": {"repetitions": 3, "grid_points": 30},
+            "controls": {"enabled": False}}
+    plan.update(changes)
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(plan))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory):
+    return _plan(tmp_path_factory.mktemp("plans"), "plan")
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.setdefault("NUMBA_CACHE_DIR", str(REPO / ".venv" / "numba-cache"))
+    return env
+
+
+def cli(*argv: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env=_env())
+
+
+def assert_quiet(err: str) -> None:
+    """Only our own lines on the terminal: progress, warnings and the summary; no traceback, no library noise."""
+    for line in err.splitlines():
+        assert line.startswith(("[labeldp-audit", "[score ", "labeldp-audit ")), f"noise on the terminal: {line!r}"
+    assert "Traceback" not in err
+
+
+def nightly(root, plan, *extra) -> list[str]:
+    return ["nightly", "--date", D1, "--data-root", str(root), "--plan", plan, *extra]
+
+
+def stored(root, warehouse=None) -> list[dict]:
+    from auditing.warehouse import open_warehouse
+
+    with open_warehouse(warehouse, data_root=root) as store:
+        return store.fetch_results()
+
+
+@slow
+def test_violation_is_exit_1_only_when_asked_and_the_table_is_printed_either_way(data_root, plan):
+    done = cli(*nightly(data_root, plan, "--fail-on-violation"))
+    assert done.returncode == exit_codes.VIOLATION, done.stderr
+    assert re.search(r"^leaky +2026-10-02 VIOLATION", done.stdout, re.M) and "rr-eps1" in done.stdout
+    assert_quiet(done.stderr)
+    assert "labeldp-audit nightly: exit 1: 1 VIOLATION: the claimed epsilon is disproved for leaky@2026-10-02" \
+        in done.stderr
+    assert "debug log" not in done.stderr  # its path is printed on a failure only
+    logs = list((data_root / "logs").glob("labeldp-*.log"))
+    assert logs and any("Beginning flow run" in p.read_text() for p in logs)  # Prefect's lines went there
+
+    done = cli(*nightly(data_root, plan, "--json"))
+    assert done.returncode == exit_codes.OK, done.stderr
+    rows = json.loads(done.stdout)  # stdout holds the JSON and nothing else
+    assert {r["model_id"]: r["status"] for r in rows}["leaky"] == "VIOLATION"
+    assert_quiet(done.stderr)
+    assert "exit" not in done.stderr
+
+    done = cli("guardrail", "--model", "leaky", "--date", D1, "--claimed-epsilon", "0", "--data-root",
+               str(data_root), "--plan", plan)
+    assert done.returncode == exit_codes.VIOLATION and "leaky" in done.stdout, done.stderr
+    assert_quiet(done.stderr)
+    assert len(stored(data_root)) == 2
+
+
+@slow
+def test_a_missing_warehouse_directory_is_exit_2_unless_asked_to_create_it(data_root, plan, tmp_path):
+    target = tmp_path / "new" / "warehouse.duckdb"
+    done = cli(*nightly(data_root, plan, "--warehouse", str(target)))
+    assert done.returncode == exit_codes.BAD_INPUT and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "new").exists()
+    done = cli(*nightly(data_root, plan, "--warehouse", str(target), "--create-warehouse"))
+    assert done.returncode == exit_codes.OK, done.stderr
+    assert {r["model_id"] for r in stored(data_root, str(target))} == {"rr-eps1", "leaky"}
+
+
+@slow
+def test_a_failing_control_is_exit_4_with_the_table(data_root, tmp_path):
+    weak = _plan(tmp_path, "weak", targets=[{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0}],
+                 controls={"positive_epsilon": 0.01})
+    done = cli(*nightly(data_root, weak))
+    assert done.returncode == exit_codes.UNTRUSTED, done.stderr
+    assert "control-positive" in done.stdout and "! UNTRUSTED" in done.stdout
+    assert_quiet(done.stderr)
+    assert "labeldp-audit nightly: exit 4: UNTRUSTED" in done.stderr and "the audit itself is broken" in done.stderr
+    assert re.search(r"debug log: .*/logs/labeldp-\d{8}T\d{6}Z", done.stderr)
+
+
+@slow
+def test_an_unreachable_warehouse_is_exit_3_and_a_later_run_writes_the_spool(data_root, plan, postgres_url):  # noqa: F811
+    spool = data_root / "spool"
+    done = cli(*nightly(data_root, plan, "--warehouse", DEAD, "--fail-on-violation"))
+    assert done.returncode == exit_codes.NOT_IN_WAREHOUSE, done.stderr
+    assert_quiet(done.stderr)
+    files = sorted(p.name for p in spool.glob("*.json"))
+    assert len(files) == 2 and all(name in done.stderr for name in files) and str(spool) in done.stderr
+    assert f"labeldp-audit nightly --drain-only --data-root {data_root} --warehouse {DEAD}" in done.stderr
+    assert "labeldp-audit nightly: also 1: 1 VIOLATION" in done.stderr  # both applied; 3 wins
+    assert "warning: warehouse postgresql://nobody@127.0.0.1:1/none does not answer" in done.stderr
+    assert "leaky" in done.stdout  # the table, though nothing reached the warehouse
+
+    done = cli("backfill", "--start", D1, "--end", D1, "--data-root", str(data_root), "--plan", plan,
+               "--warehouse", DEAD)
+    assert done.returncode == exit_codes.NOT_IN_WAREHOUSE, done.stderr
+    assert f"{D1}: audited (exit 3)" in done.stdout and "exit 3:" in done.stderr
+
+    done = cli("nightly", "--drain-only", "--data-root", str(data_root), "--warehouse", DEAD)
+    assert done.returncode == exit_codes.NOT_IN_WAREHOUSE and "2 result(s) still in" in done.stderr
+
+    # A later night (another day) on a working warehouse writes the spooled rows first.
+    done = cli("nightly", "--date", D2, "--models", "rr-eps1", "--data-root", str(data_root), "--plan", plan,
+               "--warehouse", postgres_url)
+    assert done.returncode == exit_codes.OK, done.stderr
+    assert not list(spool.glob("*.json"))
+    keys = {(r["model_id"], str(r["partition_date"])) for r in stored(data_root, postgres_url)}
+    assert {("rr-eps1", D1), ("leaky", D1), ("rr-eps1", D2)} <= keys
+
+
+@slow
+def test_ctrl_c_during_scoring_exits_130_and_leaves_nothing_behind(data_root, tmp_path):
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) once the scoring has started: exit 130
+    within 5 s, one line "interrupted", no new model or sweep directory, the warehouse as it was."""
+    other = _plan(tmp_path, "four", audit={"repetitions": 4, "grid_points": 30})  # same models, a new sweep
+
+    def layout():
+        return sorted(str(p.relative_to(data_root)) for top in ("models", "sweeps", "scored")
+                      for p in (data_root / top).rglob("*") if (data_root / top).exists())
+
+    before, rows_before = layout(), stored(data_root)
+    child = subprocess.Popen([sys.executable, "-m", "flows.cli", *nightly(data_root, other)], cwd=REPO, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), start_new_session=True)
+    seen = []
+    for line in child.stderr:
+        seen.append(line)
+        if "pipeline: inference" in line:  # the Beam job is scoring
+            break
+    assert child.poll() is None, "".join(seen)
+    sent = time.monotonic()
+    os.killpg(child.pid, signal.SIGINT)
+    _out, err = child.communicate(timeout=30)
+    took = time.monotonic() - sent
+    assert child.returncode == exit_codes.INTERRUPTED, "".join(seen) + err
+    assert took < 5, f"exit took {took:.1f} s"
+    assert err.strip().splitlines()[-1] == "labeldp-audit nightly: interrupted" and "Traceback" not in err
+    assert_quiet(err)
+    assert layout() == before and not list(data_root.rglob(".tmp-*"))
+    assert stored(data_root) == rows_before
+
+
+@slow
+def test_a_deployment_run_with_an_unreachable_warehouse_ends_failed_with_the_spool_path_in_its_logs(
+        data_root, plan):
+    """`labeldp-audit serve` registers the nightly deployment with a real Prefect server (the test harness's) and
+    runs it in a flow-run process of its own; the run ends Failed and its logs name the spooled file."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    for path in (data_root / "spool").glob("*.json"):
+        path.unlink()
+    with prefect_test_harness(server_startup_timeout=300):
+        env = {**_env(), "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
+        server = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", "--name", "exit-codes", "--cron",
+                                   "0 3 1 1 *", "--data-root", str(data_root), "--warehouse", DEAD, "--plan", plan],
+                                  cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    with get_client(sync_client=True) as client:
+                        client.read_deployment_by_name("nightly-audit/exit-codes")
+                    break
+                except Exception:
+                    assert time.monotonic() < deadline and server.poll() is None, "the deployment never appeared"
+                    time.sleep(1)
+            run = run_deployment("nightly-audit/exit-codes", parameters={"date": D1, "models": ["rr-eps1"]},
+                                 timeout=RUN_TIMEOUT)
+            assert run.state.is_failed(), run.state
+            spooled = [p.name for p in (data_root / "spool").glob("*.json")]
+            assert spooled and spooled[0].startswith("rr-eps1__2026-10-02__")
+            assert spooled[0] in run.state.message and "exit 3" in run.state.message
+            with get_client(sync_client=True) as client:
+                logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+            assert any(spooled[0] in log.message and "--drain-only" in log.message for log in logs), \
+                [log.message for log in logs][-10:]
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(30)
