@@ -23,7 +23,13 @@ from pathlib import Path
 
 from auditing.errors import LabelDPInputError
 from auditing.names import resolve_data_root
-from auditing.warehouse.base import Warehouse, WarehouseUnavailable, describe_target
+from auditing.warehouse.base import (
+    ReadOnlyWarehouse,
+    Warehouse,
+    WarehouseUnavailable,
+    describe_target,
+    open_read_only,
+)
 from auditing.warehouse.rows import (
     LINEAGE_FIELDS,
     AuditKey,
@@ -42,9 +48,9 @@ SPOOL_DIR_NAME = "spool"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 __all__ = [
-    "LINEAGE_FIELDS", "SPOOLED", "WRITTEN", "AuditKey", "Warehouse", "WarehouseUnavailable", "as_key",
+    "LINEAGE_FIELDS", "SPOOLED", "WRITTEN", "AuditKey", "ReadOnlyWarehouse", "Warehouse", "WarehouseUnavailable", "as_key",
     "audit_record", "check_reference_check", "default_spool_dir", "describe_target", "drain_spool",
-    "fdp_curve_of", "is_postgres_target", "normalize_curve", "normalize_row", "open_warehouse",
+    "fdp_curve_of", "is_postgres_target", "normalize_curve", "normalize_row", "open_read_only", "open_warehouse",
     "reference_check_from_row", "spool_path", "write_or_spool",
 ]
 
