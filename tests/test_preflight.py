@@ -203,7 +203,7 @@ def test_a_missing_day_in_a_backfill_is_refused_before_the_first_day(capsys, roo
 def test_bad_plans_and_arguments(capsys, root, plan, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"targets": [{"name": "a", "mechanism": "magic", "epsilon": 1}]}))
-    refused(capsys, [root], *nightly(root, str(bad)), expect="bad.json: target a: mechanism must be one of")
+    refused(capsys, [root], *nightly(root, str(bad)), expect="bad.json: targets[0].mechanism must be one of")
     refused(capsys, [root], *nightly(root, plan, "--models", "nope"), expect="plan: no target named 'nope'")
     refused(capsys, [root], "guardrail", "--model", "../etc", "--date", D1.isoformat(), "--claimed-epsilon", "1",
             "--data-root", str(root), expect="--model")

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from flows.commands.flow_options import prepare_environment, print_rows, run_flow
+from flows.commands.flow_options import execute, outcome_of
 
 HELP = "run the whole nightly pipeline from nothing on synthetic days (the README's main job)"
 DESCRIPTION = """\
@@ -27,6 +27,8 @@ def register(subparsers) -> None:
     p.add_argument("--start", default="2026-11-01", help="reference day D0 (default 2026-11-01)")
     p.add_argument("--rows", type=int, default=200_000, help="rows per synthetic day (default 200000)")
     p.add_argument("--json", action="store_true", help="print the result rows as JSON")
+    p.add_argument("--verbose", action="store_true",
+                   help="show Prefect's, Beam's and CatBoost's own output too (default: in the run's debug log)")
     p.set_defaults(func=run)
 
 
@@ -50,18 +52,19 @@ def run(args) -> int:
             continue
         print(f"[demo] synthesizing {args.rows} rows for {day}", file=sys.stderr, flush=True)
         write_synthetic_day(root, day, rows=args.rows)
-    prepare_environment()
-    from flows.nightly import nightly_audit
-
     print(f"[demo] nightly audit of {d1} (training and scoring take a few minutes on 2 cores)", file=sys.stderr,
           flush=True)
-    _, value = run_flow(nightly_audit, date=d1.isoformat(), data_root=str(root))
-    if isinstance(value, Exception):
-        print(f"labeldp-audit demo: failed: {value}", file=sys.stderr)
-        return 1
-    print_rows(value, args.json)
+    args.warehouse = None  # the data root's DuckDB file
+
+    def audit():
+        from flows.exit_codes import Outcome
+        from flows.nightly import nightly_audit
+
+        return outcome_of(nightly_audit, lambda rows: Outcome(rows=rows), date=d1.isoformat(), data_root=str(root))
+
+    code = execute(args, "demo", root, audit)  # the nightly's quiet terminal, table, summary and exit code
     if not args.json:
         print(f"\nwarehouse: {root / 'warehouse.duckdb'} (tables audit_results, audit_curves)")
         print(f"reports:   {root / 'reports'}")
         print(f"done in {time.monotonic() - start:.0f} s")
-    return 0
+    return code
