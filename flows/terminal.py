@@ -109,14 +109,17 @@ class Terminal:
 
     def _with_eta(self, line: str) -> str:
         """The Beam job's "[score pid N] scored: B batches, X of Y rows" line with the time left, from the rate
-        since its first such line."""
+        since the job's first such line (a count that does not grow starts a new job)."""
         found = _SCORED.match(line)
         if not found:
             return line
         key, done, total = (found.group(1), found.group(2)), int(found.group(3)), int(found.group(4))
         now = time.monotonic()
-        start = self._first_scored.setdefault(key, (now, done))
-        if done >= total or done <= start[1] or now <= start[0]:
+        start = self._first_scored.get(key)
+        if start is None or done <= start[1]:  # the job's first line (one process runs several jobs)
+            self._first_scored[key] = (now, done)
+            return line
+        if done >= total or now <= start[0]:
             return line
         left = (total - done) * (now - start[0]) / (done - start[1])
         return line.rstrip("\n") + f" (~{left:.0f}s left)\n"
