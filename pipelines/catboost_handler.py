@@ -19,49 +19,27 @@ inference metrics come from the framework.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+from apache_beam.ml.inference.base import PredictionResult
 
-from auditing.names import require_date
 from pipelines.catboost_frames import catboost_pool
+from pipelines.registry_handler import RegistryModelHandler
 
 
-class CatBoostModelHandler(ModelHandler[pd.DataFrame, PredictionResult, Any]):
+class CatBoostModelHandler(RegistryModelHandler):
     """Loads ``models/<model_name>/date=<model_date>`` once per worker process and predicts feature frames."""
 
-    def __init__(self, data_root: str, model_name: str, model_date: dt.date, *, thread_count: int = 1,
-                 min_batch_size: int | None = None, max_batch_size: int | None = None,
-                 max_batch_duration_secs: int | None = None, max_batch_weight: int | None = None,
-                 element_size_fn: Callable[[Any], int] | None = None, large_model: bool = False,
-                 model_copies: int | None = None, **kwargs):
-        """
-        Args:
-            data_root: the data root holding ``models/``.
-            model_name: the registry name of the model.
-            model_date: its checkpoint date (a ``datetime.date``; a string raises ``TypeError``).
-            thread_count: CatBoost's threads per ``predict_proba`` call.
-            min_batch_size, max_batch_size, max_batch_duration_secs, max_batch_weight, element_size_fn: how
-                RunInference batches the frames (``BatchElements``); unset ones keep Beam's defaults. The
-                scoring job builds its own batches and runs the handler ``with_no_batching()``.
-            large_model, model_copies: Beam's model sharing across processes (``ModelHandler``).
-            kwargs: passed to ``ModelHandler`` (``env_vars``).
-        """
-        super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size,
-                         max_batch_duration_secs=max_batch_duration_secs, max_batch_weight=max_batch_weight,
-                         element_size_fn=element_size_fn, large_model=large_model, model_copies=model_copies,
-                         **kwargs)
-        self._data_root = str(data_root)
-        self._model_name = model_name
-        self._model_date = require_date(model_date, "model_date")
+    def __init__(self, data_root: str, model_name: str, model_date: dt.date, *, thread_count: int = 1, **kwargs):
+        """``thread_count``: CatBoost's threads per ``predict_proba`` call; the rest as
+        `pipelines.registry_handler.RegistryModelHandler` (the model, Beam's batching and sharing arguments)."""
+        super().__init__(data_root, model_name, model_date, **kwargs)
         self._thread_count = int(thread_count)
 
     def __repr__(self) -> str:
-        return (f"CatBoostModelHandler({self._model_name}@{self._model_date}, "
-                f"thread_count={self._thread_count})")
+        return f"CatBoostModelHandler({self.model_id}, thread_count={self._thread_count})"
 
     def load_model(self):
         from pipelines.registry import load_model
@@ -80,7 +58,7 @@ class CatBoostModelHandler(ModelHandler[pd.DataFrame, PredictionResult, Any]):
             probabilities = model.predict_proba(catboost_pool(frame, model), thread_count=self._thread_count,
                                                 **extra)
             results.append(PredictionResult(frame, np.asarray(probabilities, dtype=np.float64),
-                                            model_id=f"{self._model_name}@{self._model_date}"))
+                                            model_id=self.model_id))
         return results
 
     def get_num_bytes(self, batch: Sequence[pd.DataFrame]) -> int:
