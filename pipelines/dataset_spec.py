@@ -241,18 +241,12 @@ def write_dataset_record(directory: Path, spec: DatasetSpec) -> None:
 
 def dataset_of(root: str | os.PathLike, date: dt.date) -> DatasetSpec:
     """The spec a day's partition was written with (its ``_dataset.json``; none: the Criteo spec)."""
-    from pipelines.layout import partition_dir
+    from pipelines.layout import partition_dir, read_json_object
 
     path = partition_dir(root, date) / RECORD_FILE
     if not path.is_file():
         return criteo()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LabelDPInputError(f"{path}: not a readable dataset record ({exc})") from None
-    if not isinstance(data, dict):
-        raise LabelDPInputError(f"{path}: a dataset record is a JSON object")
-    data = dict(data)
+    data = read_json_object(path)
     data.pop("fingerprint", None)
     return spec_from_dict(data, str(path))
 

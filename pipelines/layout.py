@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import shutil
 import uuid
@@ -40,7 +41,8 @@ from auditing.names import (
 
 __all__ = [
     "DATA_ROOT_ENV", "DEFAULT_DATA_ROOT", "MODELS", "ORACLE", "PARTITIONS", "atomic_directory", "check_name",
-    "model_dir", "oracle_dir", "parse_date", "partition_dir", "require_date", "resolve_data_root",
+    "model_dir", "oracle_dir", "parse_date", "partition_dir", "read_json_object", "require_date",
+    "resolve_data_root",
 ]
 
 PARTITIONS = "partitions"
@@ -65,6 +67,20 @@ def oracle_dir(root: str | os.PathLike, date: dt.date) -> Path:
 def model_dir(root: str | os.PathLike, model_name: str, date: dt.date) -> Path:
     """``root/models/<model_name>/date=YYYY-MM-DD``; ``model_name`` is checked with ``check_name``."""
     return Path(root) / MODELS / check_name(model_name) / _date_component(date)
+
+
+def read_json_object(path: str | os.PathLike) -> dict:
+    """The JSON object in the file ``path`` (a record under the data root, a spec); LabelDPInputError naming the
+    file when it cannot be read, is not JSON or holds something else than an object."""
+    from auditing.errors import LabelDPInputError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LabelDPInputError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise LabelDPInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def _fsync_tree(root: Path) -> None:

@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
 from pipelines import schema
-from pipelines.layout import atomic_directory, model_dir
+from pipelines.layout import atomic_directory, model_dir, read_json_object
 
 MODEL_FILE = "model.cbm"
 METADATA_FILE = "metadata.json"
@@ -206,12 +206,7 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> di
                                 f"or pass the right --data-root")
     if not path.is_file():
         raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LabelDPInputError(f"{path}: not readable JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise LabelDPInputError(f"{path}: expected a JSON object, got {type(record).__name__}")
+    record = read_json_object(path)
     missing = [key for key in REQUIRED_METADATA if key not in record]
     if missing:
         raise LabelDPInputError(f"{path}: missing key(s) {missing}")
