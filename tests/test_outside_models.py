@@ -167,6 +167,15 @@ def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
     [copy] = nightly_audit(date=D1.isoformat(), data_root=str(root), plan_file=str(raw_plan))
     assert copy["epsilon_lower_bound"] == 0.0 and copy["status"] == "PASS"
 
+    # A registered target that is not there is skipped when the plan says so: the reason is in the result.
+    raw.update(targets=[{"name": "reference-copy", "source": "registered"}, {"name": "ghost", "source": "registered"}],
+               on_missing_target="skip")
+    raw_plan.write_text(json.dumps(raw))
+    rows = nightly_audit(date=D1.isoformat(), data_root=str(root), plan_file=str(raw_plan))
+    [skipped] = [r for r in rows if r["kind"] == "skipped"]
+    assert skipped["model_id"] == "ghost" and "has no model for 2026-10-02" in skipped["reason"]
+    assert [r["model_id"] for r in rows if r["kind"] == "target"] == ["reference-copy"]
+
 
 def test_guardrail_on_a_model_file(prefect_api, team, capsys):
     files, root = team["files"], team["root"]
