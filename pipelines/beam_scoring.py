@@ -170,8 +170,10 @@ def _scored_batches(pipeline, job: _Job):
     targeted = typed(inferred | "AttachTarget" >> beam.Map(AttachTarget(reference_format, job.dataset)), BATCH)
     referenced = typed(targeted | "Reference" >> RunInference(handler(reference_format, *job.reference)), BATCH)
     scored = typed(referenced | "Scored" >> beam.Map(to_scored), BATCH)
-    return typed(scored | "Progress" >> beam.ParDo(PassProgress("scored", job.total_rows, job.show_worker_progress)),
-                 BATCH)
+    # Progress counts the audited rows: the training rows the selection records, when it records them.
+    rows = getattr(job.selection, "rows", None)
+    expected = rows if rows and rows <= job.total_rows else job.total_rows
+    return typed(scored | "Progress" >> beam.ParDo(PassProgress("scored", expected, job.show_worker_progress)), BATCH)
 
 
 def _pass1(scored, job: _Job):
