@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from auditing.bounds import best_bound, resolve_delta
+from auditing.capacity_check import CHECK_BINS, CheckHistograms, capacity_check, histograms_of, unchecked
 from auditing.errors import LabelDPInputError
 from auditing.expected_game import expected_correct_record
 from auditing.game import (
@@ -36,7 +37,7 @@ from auditing.score_histogram import coarsen, score_histogram
 from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
 from auditing.selection import Selection, SelectionStrategy, selection_strategy
 from auditing.sweep import GRID_KINDS, SweepCounts, correct_at, guess_grid, rank_order
-from auditing.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
+from auditing.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
 
 logger = logging.getLogger(__name__)
 
@@ -188,9 +189,29 @@ class AuditResult:
     # the largest mu rejected ("not mu-GDP"), a statement about mu only, never an epsilon that decides.
     reference_calibration: str = "none"
     gdp_mu_lower_bound: float | None = None
+    # The capacity check of repetition 0 (auditing.capacity_check.CapacityCheck.to_dict(); claim-free): whether
+    # the evidence exceeds what the reference's misfit explains, judged by the model on its check rows. Empty
+    # for results written before it existed.
+    capacity_check: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# Why an in-process audit has no capacity check when it is given no check rows.
+NO_CHECK_ROWS_GIVEN = "no check rows were given (rows whose labels trained neither the model nor the reference)"
+
+
+@dataclass(frozen=True)
+class CheckRows:
+    """The check rows of a capacity check (auditing.capacity_check): rows of the audited day whose labels trained
+    neither the model nor the reference (nor its correction), with both models' probabilities and the labels.
+    Same shapes as `run_audit`'s arguments; row ids must differ from the audited rows'."""
+
+    p_target: object
+    p_reference: object
+    labels: object
+    row_ids: object
 
 
 _SPLIT_TOO_SMALL = (
@@ -211,6 +232,7 @@ def _counts(scores, correct, row_ids, grid) -> np.ndarray:
 def run_audit(
     p_target, p_reference, labels, row_ids=None, config: AuditConfig | None = None,
     progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
+    check: CheckRows | None = None,
 ) -> AuditResult:
     """Plays the game (paper Alg. 2) on arrays and audits the counts.
 
@@ -219,6 +241,8 @@ def run_audit(
     score_function: optional callable (p_target_of_label, p_reference_of_label) -> score, overriding
     config.score (recorded as "custom"). expected_curve: also record the game's expected correct guesses over
     the grid (`auditing.controls`; the positive control's pre-registered floor needs it).
+    check: the day's check rows; with them the result carries the capacity check (auditing.capacity_check),
+    without them a check that did not run.
     """
     config = config or AuditConfig()
     target = as_class_probabilities(p_target, "p_target")
@@ -245,12 +269,59 @@ def run_audit(
                     "not the compiled kernel (auditing.game_kernel serves the built-in scores %s)", sorted(SCORES))
         correct, split, histogram = numpy_sweep(target, reference, y0, ids, config, grid, score, progress)
     expected = expected_correct_record(target, reference, y0, score, grid) if expected_curve else None
+    histograms = None if check is None else _check_histograms(target, reference, y0, ids, check, config,
+                                                             score_function)
     result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split,
                                score_histogram=histogram, expected_correct=expected,
-                               prior_histogram=PriorHistogram.from_reference(reference).to_dict())
+                               prior_histogram=PriorHistogram.from_reference(reference).to_dict(),
+                               check_histograms=histograms)
     if score_function is not None:
         result = AuditResult(**{**result.to_dict(), "score": "custom"})
     return result
+
+
+def _check_histograms(target, reference, y0, ids, check: CheckRows, config: AuditConfig,
+                      score_function) -> CheckHistograms:
+    """Repetition 0's capacity-check histograms of the audited rows' halves and of the check rows (validated here
+    like the audited arrays); the compiled kernel for a built-in score, the numpy game for a custom one."""
+    k = target.shape[1]
+    c_target = as_class_probabilities(check.p_target, "check p_target")
+    if c_target.shape[1] != k:
+        raise LabelDPInputError(f"check p_target has {c_target.shape[1]} classes; the audited rows have {k}")
+    m = c_target.shape[0]
+    c_reference = as_reference_probabilities(check.p_reference, "check p_reference", n=m, n_from="check p_target")
+    if c_reference.shape[1] != k:
+        raise LabelDPInputError(f"check p_reference has {c_reference.shape[1]} classes; the audited rows have {k}")
+    c_labels = as_labels(check.labels, k, "check labels")
+    if c_labels.shape[0] != m:
+        raise LabelDPInputError(f"check labels: has {c_labels.shape[0]} rows but check p_target has {m}")
+    c_ids = as_row_ids(check.row_ids, m, "check row_ids")
+    shared = int(np.intersect1d(ids, c_ids, assume_unique=True).size)
+    if shared:
+        raise LabelDPInputError(f"check row_ids: {shared} value(s) are also audited rows; a check row must be a row "
+                                "whose label the model never saw")
+    halves = selection_half_mask(ids, config.seed)
+    if score_function is None and compiled_score(config.score):
+        audited = game_tables(target, reference, y0, ids, score=config.score, power=config.score_power,
+                              bins=_KERNEL_BINS, selection=halves)
+        checked = game_tables(c_target, c_reference, c_labels, c_ids, score=config.score, power=config.score_power,
+                              bins=_KERNEL_BINS) if m else None
+        return histograms_of(audited, checked, config.seed, _KERNEL_BINS)
+    score = resolve_score(score_function or config.score, config.score_power)
+    parts = []
+    for p_t, p_r, y, row_ids, masks in ((target, reference, y0, ids, (halves, ~halves)),
+                                         (c_target, c_reference, c_labels, c_ids, (np.ones(m, dtype=bool),))):
+        rows = play_repetition(p_t, p_r, y, row_ids, seed=config.seed, repetition=0, score=score)
+        bins = bin_index(rows.scores, CHECK_BINS)
+        for mask in masks:
+            parts += [np.bincount(bins[mask], minlength=CHECK_BINS.num_bins),
+                      np.bincount(bins[mask & rows.correct], minlength=CHECK_BINS.num_bins)]
+    planned = np.zeros(CHECK_BINS.num_bins)
+    for a in range(k):
+        label_scores = np.asarray(score(c_target[:, a], c_reference[:, a]), dtype=np.float64)
+        planned += np.bincount(bin_index(label_scores, CHECK_BINS), weights=c_reference[:, a],
+                               minlength=CHECK_BINS.num_bins)
+    return CheckHistograms(*parts, planned)
 
 
 def numpy_sweep(target, reference, y0, ids, config: AuditConfig, grid, score, progress):
@@ -346,10 +417,11 @@ def half_grid(config: AuditConfig, m_half: int) -> np.ndarray:
 def audit_from_counts(
     counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None,
     score_histogram: dict | None = None, expected_correct: dict | None = None, prior_histogram: dict | None = None,
+    check_histograms: CheckHistograms | None = None,
 ) -> AuditResult:
     """Bounds, selection and the repetition summary from sweep counts (no row-level data needed).
     score_histogram / expected_correct: claim-free records carried into the result as they are (see the
-    AuditResult fields)."""
+    AuditResult fields). check_histograms: repetition 0's capacity-check histograms (None: no check rows)."""
     kw = dict(method=config.bound_method, delta=config.delta, kappa=config.kappa)
     strategy = config.selection
     if strategy.uses_halves and split_counts is None:
@@ -382,7 +454,15 @@ def audit_from_counts(
         score_histogram=dict(score_histogram or {}), expected_correct=dict(expected_correct or {}),
         prior_histogram=dict(prior_histogram or {}), reference_calibration=config.reference_calibration,
         gdp_mu_lower_bound=_gaussian_reading(config, selection),
+        capacity_check=_capacity_check(check_histograms, counts.m, config).to_dict(),
     )
+
+
+def _capacity_check(histograms: CheckHistograms | None, m: int, config: AuditConfig):
+    if histograms is None:
+        return unchecked(NO_CHECK_ROWS_GIVEN, confidence=config.confidence, audited_rows=m)
+    return capacity_check(histograms, confidence=config.confidence, delta=config.delta, grid_kind=config.grid,
+                          grid_points=config.grid_points, grid_min_fraction=config.grid_min_fraction)
 
 
 def _gaussian_reading(config: AuditConfig, selection: Selection) -> float | None:

@@ -1,0 +1,272 @@
+"""The capacity check (auditing/capacity_check.py, docs/soundness.md section 8) against truths built here.
+
+Worlds are seeded numpy simulations written out in this file: rows fall into segments (the features), each
+segment has a label law D(. | segment), day D moves some segments' logits (drift the reference does not know),
+and every learner is a stand-in written here:
+
+- the reference M': the previous day's per-segment frequencies, corrected on the day's calibration rows by a
+  global intercept (a correction that cannot see segment drift: its misfit on the drifted segments is the
+  point);
+- the target: k-ary randomized response at a known eps on the audited rows' labels, then per-segment debiased
+  frequencies (eps-label-DP by post-processing), optionally memorising its own noisy training label on its
+  training rows (output = (1 - w) * segment estimate + w * one-hot(released label), still eps-label-DP); or the
+  same without the noise (non-private, a real leak).
+
+The check rows are rows of the day whose labels trained nothing. A "trusted false VIOLATION" is a night where
+the audit's valid bound AND the check's epsilon_check both exceed the true eps of a private target. The claim
+tested: its rate is at most 1 - confidence = 5% (one-sided binomial test, p-value above SIGNIFICANCE), in worlds
+where the audit alone is wrong on most nights; and the check keeps the power to vouch for real leaks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from auditing.audit import AuditConfig, CheckRows, run_audit
+from auditing.capacity_check import (
+    CHECK_BINS,
+    DELTA_NOT_SUPPORTED,
+    CapacityCheck,
+    CheckHistograms,
+    bin_lower_edge,
+    capacity_check,
+    rebin,
+)
+from auditing.errors import LabelDPInputError
+from auditing.sweep_reduce import BinSpec, bin_index
+
+CONFIDENCE = 0.95
+SIGNIFICANCE = 1e-3
+
+
+# ------------------------------------------------------------------------------------------- the truth
+@dataclass(frozen=True)
+class World:
+    """One night: the audited rows (target's training rows) and the check rows, with both models' outputs."""
+
+    audited: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # p_target, p_reference, labels, row_ids
+    check: CheckRows
+    true_epsilon: float
+
+
+def _softmax(logits):
+    z = logits - logits.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def night(seed: int, *, classes: int = 2, rows: int = 100_000, segments: int = 125, drift: float = 1.5,
+          drifted_share: float = 0.1, epsilon: float = 0.3, memorize: float = 0.0, private: bool = True,
+          click_rate: float = 0.04) -> World:
+    """A seeded night (module docstring). ``epsilon`` is the target's true eps (inf when not ``private``)."""
+    rng = np.random.default_rng(seed)
+    k = classes
+    base = np.zeros((segments, k))
+    base[:, 1:] = rng.normal(math.log(click_rate), 0.8, (segments, k - 1))  # class 0 is the common "no click"
+    drifted = rng.random(segments) < drifted_share
+    today = base.copy()
+    today[drifted, 1:] += drift
+    law_prev, law = _softmax(base), _softmax(today)
+
+    def draw(segment, table):
+        cdf = np.cumsum(table[segment], axis=1)
+        return (rng.random(segment.size)[:, None] > cdf[:, :-1]).sum(axis=1)
+
+    seg_prev = rng.integers(0, segments, rows)
+    y_prev = draw(seg_prev, law_prev)
+    seg = rng.integers(0, segments, rows)
+    y = draw(seg, law)
+    role = rng.choice(4, rows, p=[0.8, 0.08, 0.08, 0.04])  # audited, calibration, check, unused
+    audited, calibration, check = role == 0, role == 1, role == 2
+
+    # The reference: yesterday's smoothed frequencies, then a global per-class intercept fitted on the
+    # calibration rows (a few Newton-free multiplicative steps to match the class totals).
+    counts_prev = np.zeros((segments, k))
+    np.add.at(counts_prev, (seg_prev, y_prev), 1.0)
+    ref_logits = np.log((counts_prev + 0.5) / (counts_prev.sum(axis=1, keepdims=True) + 0.5 * k))
+    shift = np.zeros(k)
+    for _ in range(50):
+        p = _softmax(ref_logits[seg[calibration]] + shift)
+        observed = np.bincount(y[calibration], minlength=k)
+        shift += np.log((observed + 0.5) / (p.sum(axis=0) + 0.5))
+    p_reference = _softmax(ref_logits[seg] + shift)
+
+    # The target.
+    if private:
+        keep = math.exp(epsilon) / (math.exp(epsilon) + k - 1)
+        flip = rng.random(rows) >= keep
+        other = (y + 1 + rng.integers(0, k - 1, rows)) % k
+        released = np.where(flip, other, y)
+    else:
+        released = y
+    counts = np.zeros((segments, k))
+    np.add.at(counts, (seg[audited], released[audited]), 1.0)
+    freq = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+    if private:  # debias k-ary RR: E[freq] = keep * D + (1 - keep) / (k - 1) * (1 - D)
+        freq = (freq - (1 - keep) / (k - 1)) / (keep - (1 - keep) / (k - 1))
+    estimate = np.clip(freq, 0.002, None)
+    estimate /= estimate.sum(axis=1, keepdims=True)
+    p_target = estimate[seg].copy()
+    if memorize:
+        one_hot = np.eye(k)[released[audited]]
+        p_target[audited] = (1 - memorize) * p_target[audited] + memorize * one_hot
+    p_target = np.clip(p_target, 1e-4, None)
+    p_target /= p_target.sum(axis=1, keepdims=True)
+    ids = np.arange(rows, dtype=np.int64) * 11 + 5
+
+    def columns(mask):
+        out_t, out_r = p_target[mask], p_reference[mask]
+        if k == 2:
+            out_t, out_r = out_t[:, 1], out_r[:, 1]
+        return out_t, out_r, y[mask], ids[mask]
+
+    return World(columns(audited), CheckRows(*columns(check)), epsilon if private else math.inf)
+
+
+def audit(world: World, seed: int, **config) -> tuple[float, CapacityCheck]:
+    result = run_audit(*world.audited, config=AuditConfig(repetitions=1, seed=seed, **config), check=world.check)
+    return result.epsilon_lower_bound, CapacityCheck.from_dict(result.capacity_check)
+
+
+def nights(trials: int, **world) -> np.ndarray:
+    """(audit bound, epsilon_check) per night, data and game seeds varying."""
+    out = []
+    for seed in range(trials):
+        bound, check = audit(night(1000 + seed, **world), seed)
+        out.append((bound, check.epsilon_check))
+    return np.array(out)
+
+
+def not_above_rate(count: int, trials: int) -> bool:
+    """The one-sided binomial test does not reject 'the rate is at most 1 - confidence'."""
+    return stats.binomtest(count, trials, 1 - CONFIDENCE, alternative="greater").pvalue > SIGNIFICANCE
+
+
+# ------------------------------------------------------------------------------------------- validity
+@pytest.mark.slow
+@pytest.mark.parametrize(("label", "world"), [
+    ("segment drift, private target", dict()),
+    ("segment drift, private target memorising its noisy labels", dict(memorize=0.5)),
+    ("large drift on 30% of segments, memorising", dict(drift=2.5, drifted_share=0.3, memorize=0.5)),
+    ("eps 1 target, large drift", dict(epsilon=1.0, drift=2.5, drifted_share=0.3, memorize=0.5)),
+])
+def test_trusted_false_violations_at_most_the_stated_rate(label, world):
+    """Where the reference's misfit makes the audit's bound exceed the truth on most nights, a VIOLATION the
+    check vouches for is wrong at most at the stated rate."""
+    trials = 120
+    results = nights(trials, **world)
+    eps = world.get("epsilon", 0.3)
+    audit_wrong = int((results[:, 0] > eps).sum())
+    trusted_wrong = int(((results[:, 0] > eps) & (results[:, 1] > eps)).sum())
+    assert audit_wrong >= trials // 2, (label, "the construction must fool the audit alone", audit_wrong)
+    assert not_above_rate(trusted_wrong, trials), (label, trusted_wrong, trials)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("label", "world"), [
+    ("no drift, rare clicks", dict(drift=0.0, click_rate=0.01)),
+    ("drift, 5 classes", dict(classes=5, click_rate=0.03, memorize=0.3)),
+    ("drift, eps 2, memorising", dict(epsilon=2.0, memorize=0.8)),
+])
+def test_epsilon_check_is_a_lower_bound(label, world):
+    """epsilon_check alone exceeds the target's true eps at most at the stated rate (kappa plays no part)."""
+    trials = 100
+    results = nights(trials, **world)
+    above = int((results[:, 1] > world.get("epsilon", 0.3)).sum())
+    assert not_above_rate(above, trials), (label, above, trials)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("memorize", [0.05, 0.3])
+def test_real_leaks_are_vouched_for(memorize):
+    """A non-private model that memorises its training labels (a real leak, on a drifted day) is a VIOLATION the
+    check vouches for on at least 90% of nights at a claim of 0.3."""
+    trials = 40
+    results = nights(trials, private=False, memorize=memorize)
+    trusted = int(((results[:, 0] > 0.3) & (results[:, 1] > 0.3)).sum())
+    assert trusted >= 0.9 * trials, (memorize, trusted)
+
+
+# ------------------------------------------------------------------------------------------- the arithmetic
+def test_rebin_merges_whole_bins_exactly():
+    fine = BinSpec(mantissa_bits=10)
+    scores = np.random.default_rng(0).standard_normal(20_000) * np.geomspace(1e-9, 10, 20_000)
+    direct = np.bincount(bin_index(scores, CHECK_BINS), minlength=CHECK_BINS.num_bins)
+    merged = rebin(np.bincount(bin_index(scores, fine), minlength=fine.num_bins), fine)
+    assert merged.dtype == np.int64
+    np.testing.assert_array_equal(merged, direct)
+    with pytest.raises(LabelDPInputError, match="coarser"):
+        rebin(direct, CHECK_BINS, fine)
+
+
+def test_bin_lower_edge_is_the_smallest_score_of_its_bin():
+    for score in (1e-9, 3.3e-4, 0.0123, 0.5, 1.0, 7.9):
+        index = int(bin_index(np.array([score]), CHECK_BINS)[0])
+        edge = bin_lower_edge(index)
+        assert edge <= score
+        assert bin_index(np.array([edge]), CHECK_BINS)[0] == index
+        assert bin_index(np.array([np.nextafter(edge, 0)]), CHECK_BINS)[0] == index - 1
+
+
+def test_compiled_and_numpy_paths_give_the_same_check():
+    """The kernel path (built-in score) and the numpy path (the same score passed as a callable) agree."""
+    from auditing.scores import paper_score
+
+    world = night(7, rows=30_000, private=False, memorize=0.2)
+    config = AuditConfig(repetitions=1, seed=3)
+    compiled = run_audit(*world.audited, config=config, check=world.check).capacity_check
+    numpy_path = run_audit(*world.audited, config=config, check=world.check, score_function=paper_score)
+    assert numpy_path.capacity_check == compiled
+    assert compiled["checked"] and compiled["bound_guesses"] > 0
+
+
+def test_check_rows_must_be_unseen_rows():
+    world = night(1, rows=5_000)
+    p_t, p_r, y, ids = world.audited
+    overlapping = CheckRows(p_t[:10], p_r[:10], y[:10], ids[:10])
+    with pytest.raises(LabelDPInputError, match="also audited rows"):
+        run_audit(*world.audited, config=AuditConfig(repetitions=1), check=overlapping)
+
+
+def test_no_check_rows_and_delta_say_why():
+    world = night(2, rows=5_000)
+    result = run_audit(*world.audited, config=AuditConfig(repetitions=1))
+    check = CapacityCheck.from_dict(result.capacity_check)
+    assert not check.checked and "no check rows" in check.reason and not check.vouches_for(0.0)
+    histograms = CheckHistograms.empty()
+    assert capacity_check(histograms, confidence=0.95, delta=1e-6).reason == DELTA_NOT_SUPPORTED
+
+
+def test_histograms_round_trip_and_merge():
+    world = night(3, rows=20_000, private=False, memorize=0.2)
+    result = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=world.check)
+    check = CapacityCheck.from_dict(result.capacity_check)
+    assert CapacityCheck.from_dict(check.to_dict()) == check
+    rng = np.random.default_rng(0)
+    def part():
+        rows = [rng.integers(0, 5, CHECK_BINS.num_bins) for _ in range(3)]
+        return CheckHistograms(*(x for r in rows for x in (r, rng.integers(0, r + 1))), rng.random(CHECK_BINS.num_bins))
+
+    parts = [part(), part()]
+    merged = parts[0].merge(parts[1])
+    again = CheckHistograms.from_dict(merged.to_dict())
+    for name in CheckHistograms._FIELDS:
+        np.testing.assert_allclose(getattr(again, name), getattr(merged, name))
+
+
+def test_threshold_is_planned_without_the_bound_half_or_check_outcomes():
+    """Changing the bound half's or the check rows' outcomes never moves the threshold; the check's verdict
+    follows them (the figures that could fail if the plan peeked at them)."""
+    world = night(4, rows=40_000, private=False, memorize=0.2)
+    base = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=world.check).capacity_check
+    p_t, p_r, y, ids = world.check.p_target, world.check.p_reference, world.check.labels, world.check.row_ids
+    flipped = CheckRows(p_t, p_r, 1 - y, ids)  # every check label changed: outcomes change, the plan does not
+    other = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=flipped).capacity_check
+    assert other["threshold_bin"] == base["threshold_bin"]
+    assert other["planned_check_guesses"] == base["planned_check_guesses"]
+    assert (other["check_correct"], other["epsilon_check"]) != (base["check_correct"], base["epsilon_check"])
