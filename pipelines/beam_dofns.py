@@ -69,14 +69,16 @@ def _tune_allocator() -> None:
 
 
 class ReadBatches(beam.DoFn):
-    """A row group -> (batch id, validated Arrow table with pipeline names) per batch."""
+    """A row group -> (batch id, validated Arrow table with pipeline names) per batch: the audited rows and the
+    capacity check's rows."""
 
-    def __init__(self, batch_size: int, selection=None, dataset=None):
+    def __init__(self, batch_size: int, selection=None, dataset=None, check_rows=None):
         self._batch_size, self._selection, self._dataset = batch_size, selection, dataset
+        self._check_rows = check_rows
 
     def process(self, task: ReadTask):
         _tune_allocator()
-        yield from read_batches(task, self._batch_size, self._selection, self._dataset)
+        yield from read_batches(task, self._batch_size, self._selection, self._dataset, self._check_rows)
 
 
 class PassProgress(beam.DoFn):
@@ -306,10 +308,21 @@ class AttachTarget:
         return [((batch_id, rows, result.inference), self._format.prepare(table, self._dataset))]
 
 
-def to_scored(element) -> ScoredBatch:
-    """Both models' probabilities -> the batch's `ScoredBatch` (`pipelines.scored_batch.scored_batch`)."""
-    (batch_id, rows, p_target), result = element
-    return scored_batch(batch_id, rows, p_target, result.inference)
+class ToScored:
+    """Both models' probabilities -> the batch's `ScoredBatch` (`pipelines.scored_batch.scored_batch`), its
+    capacity-check rows flagged (``check_rows``: their selection, or None)."""
+
+    def __init__(self, check_rows=None):
+        self._check_rows = check_rows
+
+    def __call__(self, element) -> ScoredBatch:
+        (batch_id, rows, p_target), result = element
+        return scored_batch(batch_id, rows, p_target, result.inference, self._check_rows)
+
+
+def audited_part(batch: ScoredBatch) -> ScoredBatch:
+    """The batch's audited rows: what every step but pass 1 and the row-id check sees."""
+    return batch.audited()
 
 
 def shard(batch: ScoredBatch, shards: int) -> tuple[int, ScoredBatch]:
@@ -355,10 +368,11 @@ __all__ = [
     "ReadBatches",
     "ReadPredictions",
     "ScoredRows",
+    "ToScored",
     "WriteResults",
     "WriteTable",
+    "audited_part",
     "check_duplicates",
     "read_slot_counts",
     "shard",
-    "to_scored",
 ]

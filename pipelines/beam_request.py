@@ -64,6 +64,9 @@ class ScoringRequest:
     combine_shards: int | None = None  # None: 1, or the Dask partitions on the Dask runner
     write_scored: bool = False
     expected_curve: bool = False  # also the game's expected correct guesses (controls; auditing.controls)
+    # The capacity check's rows (a selection with ``mask(row_ids)`` and ``describe()``, e.g.
+    # `pipelines.recalibration.CheckRowSelection`): read and scored too, and kept out of the game; None: no check.
+    check_rows: object = None
 
     def __post_init__(self):
         require_date(self.date, "date")

@@ -89,12 +89,13 @@ from pipelines.beam_dofns import (
     ReadBatches,
     ReadPredictions,
     ScoredRows,
+    ToScored,
     WriteResults,
     WriteTable,
+    audited_part,
     check_duplicates,
     read_slot_counts,
     shard,
-    to_scored,
 )
 from pipelines.beam_request import (
     COUNTS_FILE,
@@ -147,6 +148,7 @@ class _Job:
     progress: Progress
     show_worker_progress: bool
     selection: object = None  # pipelines.audit_rows selection, or None for every row
+    check_rows: object = None  # the capacity check's row selection (pipelines.recalibration), or None
     dataset: object = None  # pipelines.dataset_spec.DatasetSpec of the partition
     formats: tuple = ()  # the target's and the reference's pipelines.model_formats.ModelFormat
 
@@ -163,17 +165,22 @@ def _scored_batches(pipeline, job: _Job):
     tasks = pipeline | "RowGroups" >> beam.Create(job.tasks)
     if not in_process(job.beam_args):  # spread the row groups over workers (one process has nothing to spread)
         tasks = tasks | "Spread" >> beam.Reshuffle()
-    read = ReadBatches(request.batch_size, job.selection, job.dataset)
+    read = ReadBatches(request.batch_size, job.selection, job.dataset, job.check_rows)
     batches = typed(tasks | "ReadBatches" >> beam.ParDo(read), BATCH)
     examples = typed(batches | "TargetInput" >> beam.Map(PrepareTarget(target_format, job.dataset)), BATCH)
     inferred = typed(examples | "Target" >> RunInference(handler(target_format, request.model, request.date)), BATCH)
     targeted = typed(inferred | "AttachTarget" >> beam.Map(AttachTarget(reference_format, job.dataset)), BATCH)
     referenced = typed(targeted | "Reference" >> RunInference(handler(reference_format, *job.reference)), BATCH)
-    scored = typed(referenced | "Scored" >> beam.Map(to_scored), BATCH)
+    scored = typed(referenced | "Scored" >> beam.Map(ToScored(job.check_rows)), BATCH)
     # Progress counts the audited rows: the training rows the selection records, when it records them.
     rows = getattr(job.selection, "rows", None)
     expected = rows if rows and rows <= job.total_rows else job.total_rows
     return typed(scored | "Progress" >> beam.ParDo(PassProgress("scored", expected, job.show_worker_progress)), BATCH)
+
+
+def _audited(scored):
+    """The audited rows of every scored batch (the check rows go to pass 1 and the row-id check only)."""
+    return typed(scored | "Audited" >> beam.Map(audited_part), BATCH)
 
 
 def _pass1(scored, job: _Job):
@@ -229,15 +236,16 @@ def _single_pipeline(job: _Job) -> None:
     pipeline = _new_pipeline(job, len(job.tasks))
     scored = _scored_batches(pipeline, job)
     pass1 = _pass1(scored, job)
+    audited = _audited(scored)
     side = beam.pvalue.AsSingleton(pass1)
-    chunks = typed(scored | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec), side), keyed(int))
+    chunks = typed(audited | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec), side), keyed(int))
     counts = (
         chunks
         | "GroupBySlot" >> beam.GroupByKey()
         | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec), side)
     )
-    _write_results([_tag_pass1(pass1), counts, _duplicates(scored), *_expected(scored, job),
-                    *_write_scored(scored, job)], job)
+    _write_results([_tag_pass1(pass1), counts, _duplicates(scored), *_expected(audited, job),
+                    *_write_scored(audited, job)], job)
     _run(pipeline)
 
 
@@ -245,11 +253,12 @@ def _two_stage_first(job: _Job) -> None:
     pipeline = _new_pipeline(job, len(job.tasks))
     scored = _scored_batches(pipeline, job)
     pass1 = _pass1(scored, job)
+    audited = _audited(scored)
     predictions = job.work_dir / "predictions"
     predictions.mkdir(parents=True, exist_ok=True)
-    _write_results([_tag_pass1(pass1), _duplicates(scored), *_expected(scored, job),
-                    scored | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table)),
-                    *_write_scored(scored, job)], job)
+    _write_results([_tag_pass1(pass1), _duplicates(scored), *_expected(audited, job),
+                    audited | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table)),
+                    *_write_scored(audited, job)], job)
     _run(pipeline)
 
 
@@ -367,7 +376,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     plan_mode = request.plan_mode if request.plan_mode != "auto" else ("two-stage" if dask else "side-input")
     thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
     shards = request.combine_shards or (max(1, min(len(tasks), 256)) if dask else 1)
-    spec = GameSpec(request.config, request.bins)
+    spec = GameSpec(request.config, request.bins, capacity_check=request.check_rows is not None)
     out_final = sweep_dir(request.data_root, request.model, request.date, request.config)
     scored_final = scored_dir(request.data_root, request.model, request.date, request.config)
     outputs = [out_final] + ([scored_final] if request.write_scored else [])
@@ -381,7 +390,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         work = out_tmp / "_work"
         work.mkdir()
         job = _Job(request, reference, spec, tasks, total_rows, beam_args, plan_mode, thread_count, shards,
-                   work, scored_tmp, progress, worker_progress, selection, dataset, formats)
+                   work, scored_tmp, progress, worker_progress, selection, request.check_rows, dataset, formats)
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
@@ -411,7 +420,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             with np.load(work / "expected.npz") as data:
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
         result = audit_from_counts(counts, request.config, split_counts=split, score_histogram=histogram,
-                                   expected_correct=expected, prior_histogram=pass1.prior_histogram())
+                                   expected_correct=expected, prior_histogram=pass1.prior_histogram(),
+                                   check_histograms=_check_histograms(pass1, spec))
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {
@@ -421,6 +431,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             "boundary_rows": plan.boundary_rows, "boundary_rows_received": int(sum(slot_rows.values())),
             "audited_rows": _audited_rows(request.config.audit_rows, selection, total_rows, plan.issues, target_md,
                                           partition_fp),
+            "check_rows": None if request.check_rows is None else {
+                **request.check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
+                "scored": int(plan.issues.get("check_rows_scored", 0))},
         }
         record = {"result": result.to_dict(), "config": asdict(request.config), "lineage": lineage,
                   "diagnostics": diagnostics, "timings": timings, "started_at": started_at,
@@ -437,6 +450,15 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 f"{rows.get('rows_without_reference_prediction', 0)} without a prediction" if missing else "")
              + f"); wrote {out_final}")
     return ScoringOutcome(result, counts, split, out_final, scored_final if request.write_scored else None, record)
+
+
+def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec):
+    """The capacity check's histograms (empty ones when the job read no check row), or None without a check."""
+    if not spec.capacity_check:
+        return None
+    from auditing.capacity_check import CheckHistograms
+
+    return pass1.checks if pass1.checks is not None else CheckHistograms.empty()
 
 
 def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, target_md: dict,

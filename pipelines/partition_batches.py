@@ -125,25 +125,28 @@ def validate_batch(batch: pa.RecordBatch | pa.Table, source: str, dataset: Datas
     return dataset.to_internal(validated.add_column(0, pa.field(key, pa.int64()), row_id))
 
 
-def select_rows(table: pa.Table, selection) -> pa.Table:
-    """The rows of ``table`` to audit (``pipelines.audit_rows.RowSelection``; None keeps every row). Rows
-    without a row_id are kept so that step 2 counts them (they can be neither selected nor excluded)."""
-    if selection is None or table.num_rows == 0:
+def select_rows(table: pa.Table, selection, check_rows=None) -> pa.Table:
+    """The rows of ``table`` to audit (``pipelines.audit_rows.RowSelection``; None keeps every row), plus the
+    capacity check's rows (``check_rows``, a selection with ``mask``; None: none). Rows without a row_id are kept
+    so that step 2 counts them (they can be neither selected nor excluded)."""
+    if (selection is None and check_rows is None) or table.num_rows == 0:
         return table
     row_id = table.column(schema.ROW_ID)
     valid = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else None
     ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    keep = selection.mask(ids)
+    keep = selection.mask(ids) if selection is not None else np.ones(ids.shape, dtype=bool)
+    if check_rows is not None:
+        keep |= check_rows.mask(ids)
     if valid is not None:
         keep |= ~valid
     return table if keep.all() else table.filter(pa.array(keep))
 
 
 def read_batches(task: ReadTask, batch_size: int, selection=None,
-                 dataset: DatasetSpec | None = None) -> Iterator[tuple[str, pa.Table]]:
+                 dataset: DatasetSpec | None = None, check_rows=None) -> Iterator[tuple[str, pa.Table]]:
     """(batch id, validated table with pipeline names) for each batch of at most ``batch_size`` rows of the
-    task's row group, restricted to the audited rows (``selection``, see `select_rows`); empty batches are
-    skipped."""
+    task's row group, restricted to the audited rows (``selection``) and the check rows (``check_rows``, see
+    `select_rows`); empty batches are skipped."""
     dataset = dataset or criteo()
     parquet = _open(task.path)
     source = f"{task.path} (row group {task.row_group})"
@@ -152,7 +155,7 @@ def read_batches(task: ReadTask, batch_size: int, selection=None,
                                        columns=input_columns(dataset))
         for index, batch in enumerate(batches):
             if batch.num_rows:
-                table = select_rows(validate_batch(batch, source, dataset), selection)
+                table = select_rows(validate_batch(batch, source, dataset), selection, check_rows)
                 if table.num_rows:
                     yield f"{task.name}-b{index:05d}", table
     except (pa.ArrowException, OSError) as exc:

@@ -78,8 +78,8 @@ from pipelines.recalibration_fit import (
 from pipelines.training import NUM_CLASSES, dataset_record, feature_frame
 
 __all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES",
-           "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures",
-           "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "fit_correction",
+           "CheckRowSelection", "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures",
+           "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "check_row_selection", "fit_correction",
            "fit_intercept", "heldout_part", "log_loss", "read_day", "recalibrate_reference", "recalibrated_logits"]
 
 RECALIBRATED_TYPE = "recalibrated-reference"
@@ -130,6 +130,31 @@ class HeldOutRows:
                 "role": "top bit of splitmix64(row_id ^ heldout_salt) among held-out rows: 0 calibration, 1 control",
                 "excluded_keys": [{"model": sel.model, "date": sel.date, "rows": sel.rows, "fingerprint": fp}
                                   for sel, fp in zip(self.excluded, self.fingerprints, strict=True)]}
+
+
+@dataclass(frozen=True)
+class CheckRowSelection:
+    """The capacity check's rows (`auditing.capacity_check`): the held-out rows of ``heldout`` whose role is in
+    ``roles``. With the reference recalibrated, only the CONTROL half (the CALIBRATION half's labels fitted the
+    correction); with the raw reference, both halves. Their labels trained neither an audited model nor the
+    reference, which is what the check needs. Picklable for Beam workers, like the audit row selections."""
+
+    heldout: HeldOutRows
+    roles: tuple[int, ...]
+
+    def mask(self, row_ids) -> np.ndarray:
+        return np.isin(self.heldout.roles(row_ids), self.roles)
+
+    def describe(self) -> dict:
+        return {"rows": self.heldout.where(),
+                "roles": [splits.HELDOUT_ROLE_NAMES[r] for r in self.roles], "scheme": self.heldout.describe()}
+
+
+def check_row_selection(heldout: HeldOutRows, recalibrated: bool) -> CheckRowSelection:
+    """The check rows of a night whose held-out rows are ``heldout``: the control half when the reference was
+    recalibrated on the calibration half, every held-out row otherwise."""
+    roles = (splits.CONTROL,) if recalibrated else (splits.CALIBRATION, splits.CONTROL)
+    return CheckRowSelection(heldout, roles)
 
 
 def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training",

@@ -25,7 +25,7 @@ from pipelines import schema
 
 ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
               "rows_bad_reference_probabilities", "rows_without_target_prediction",
-              "rows_without_reference_prediction")
+              "rows_without_reference_prediction", "check_rows_read", "check_rows_scored")
 
 
 def empty_issues() -> dict:
@@ -35,7 +35,8 @@ def empty_issues() -> dict:
 
 @dataclass
 class ScoredBatch:
-    """The rows of one batch that enter the game, with both models' class probabilities."""
+    """The rows of one batch that enter the game, with both models' class probabilities. ``check``: True for
+    the capacity check's rows (never audited; `auditing.capacity_check`), None when the job reads none."""
 
     batch_id: str
     row_ids: np.ndarray  # int64, unique
@@ -43,14 +44,31 @@ class ScoredBatch:
     p_target: np.ndarray  # (n, k) float64
     p_reference: np.ndarray  # (n, k) float64
     issues: dict = field(default_factory=dict)
+    check: np.ndarray | None = None  # bool per row
 
     def take(self, index: np.ndarray) -> ScoredBatch:
         return ScoredBatch(self.batch_id, self.row_ids[index], self.labels[index], self.p_target[index],
-                           self.p_reference[index], {})
+                           self.p_reference[index], {}, None if self.check is None else self.check[index])
 
     @property
     def rows(self) -> int:
         return int(self.row_ids.size)
+
+    def audited(self) -> ScoredBatch:
+        """The audited rows (every row when the batch has no check rows), with the batch's issue counters."""
+        if self.check is None:
+            return self
+        part = self.take(np.flatnonzero(~self.check))
+        return ScoredBatch(part.batch_id, part.row_ids, part.labels, part.p_target, part.p_reference,
+                           dict(self.issues), None)
+
+    def check_rows(self) -> ScoredBatch | None:
+        """The capacity check's rows of the batch (None when the job reads none)."""
+        if self.check is None:
+            return None
+        part = self.take(np.flatnonzero(self.check))
+        part.check = None
+        return part
 
 
 def _as_matrix(values, n: int, who: str) -> np.ndarray:
@@ -71,8 +89,10 @@ def _bad_probability_rows(p: np.ndarray) -> np.ndarray:
     return bad
 
 
-def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference) -> ScoredBatch:
-    """Keeps the rows that can enter the game and counts the others (never a silent drop)."""
+def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_rows=None) -> ScoredBatch:
+    """Keeps the rows that can enter the game and counts the others (never a silent drop). ``check_rows``: the
+    capacity check's row selection (``mask(row_ids)``); its rows are counted apart (``check_rows_read`` /
+    ``check_rows_scored``) and flagged in `ScoredBatch.check`."""
     n = table.num_rows
     target = _as_matrix(p_target, n, "target")
     reference = _as_matrix(p_reference, n, "reference")
@@ -90,16 +110,23 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference) -> Score
         raise LabelDPInputError(f"batch {batch_id}: labels go up to {int(labels.max())} but the models have "
                                 f"{target.shape[1]} classes")
     index = np.flatnonzero(keep)
-    ids = row_id.to_numpy(zero_copy_only=False)[index].astype(np.int64)
-    issues = {"rows_read": n, "rows_scored": int(index.size), "rows_without_row_id": int(n - has_id.sum()),
-              "rows_bad_target_probabilities": int(bad_target.sum()),
-              "rows_bad_reference_probabilities": int(bad_reference.sum()),
-              "rows_without_target_prediction": int(np.isnan(target).all(axis=1).sum()),
-              "rows_without_reference_prediction": int(np.isnan(reference).all(axis=1).sum())}
+    all_ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = all_ids[index]
+    # A row without a row id cannot be a check row: it is counted with the audited rows' issues.
+    is_check = (check_rows.mask(all_ids) & has_id) if check_rows is not None else np.zeros(n, dtype=bool)
+    audited = ~is_check
+    issues = {"rows_read": int(audited.sum()), "rows_scored": int((keep & audited).sum()),
+              "rows_without_row_id": int(n - has_id.sum()),
+              "rows_bad_target_probabilities": int((bad_target & audited).sum()),
+              "rows_bad_reference_probabilities": int((bad_reference & audited).sum()),
+              "rows_without_target_prediction": int((np.isnan(target).all(axis=1) & audited).sum()),
+              "rows_without_reference_prediction": int((np.isnan(reference).all(axis=1) & audited).sum())}
+    if check_rows is not None:
+        issues.update(check_rows_read=int(is_check.sum()), check_rows_scored=int((keep & is_check).sum()))
     return ScoredBatch(batch_id, ids, labels[index],
                        as_class_probabilities(target[index], "p_target") if index.size else target[:0],
                        as_class_probabilities(reference[index], "p_reference") if index.size else reference[:0],
-                       issues)
+                       issues, is_check[index] if check_rows is not None else None)
 
 
 def row_id_buckets(batch: ScoredBatch, buckets: int) -> Iterator[tuple[int, np.ndarray]]:

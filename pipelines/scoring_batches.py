@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 
 from auditing.audit import AuditConfig, half_grid, selection_half_mask
+from auditing.capacity_check import CheckHistograms, histograms_of
 from auditing.errors import LabelDPInputError
 from auditing.game import GameRows, play_repetition, secret_bits_and_released
 from auditing.game_kernel import GameTables, SlotKeys, game_tables, slot_histograms, slot_keys
@@ -72,10 +73,12 @@ class Slot:
 
 @dataclass(frozen=True)
 class GameSpec:
-    """The audit configuration plus the binning used to reduce it."""
+    """The audit configuration plus the binning used to reduce it. ``capacity_check``: the job reads check rows
+    and pass 1 also histograms repetition 0 for the capacity check (`auditing.capacity_check`)."""
 
     config: AuditConfig
     bins: BinSpec = field(default_factory=BinSpec)
+    capacity_check: bool = False
 
     @property
     def slots(self) -> list[Slot]:
@@ -101,10 +104,20 @@ class GameSpec:
         return slot_keys(self.config.seed, [(slot.repetition, slot.half) for slot in self.slots])
 
     def tables(self, batch: ScoredBatch) -> GameTables:
-        """The batch's per-(row, class) score bins for the compiled game, computed once for all repetitions."""
-        selection = self.halves(batch.row_ids) if self.config.strategy == "split" else None
+        """The batch's per-(row, class) score bins for the compiled game, computed once for all repetitions
+        (with the keyed halves when the split strategy or the capacity check needs them)."""
+        halves = self.config.strategy == "split" or self.capacity_check
+        selection = self.halves(batch.row_ids) if halves else None
         return game_tables(batch.p_target, batch.p_reference, batch.labels, batch.row_ids, score=self.config.score,
                            power=self.config.score_power, bins=self.bins, selection=selection)
+
+    def check_histograms(self, audited: GameTables, check: ScoredBatch | None) -> CheckHistograms:
+        """Repetition 0's capacity-check histograms of a batch: its audited rows' halves (``audited``: their
+        `tables`) and its check rows."""
+        check_tables = None if check is None or check.rows == 0 else game_tables(
+            check.p_target, check.p_reference, check.labels, check.row_ids, score=self.config.score,
+            power=self.config.score_power, bins=self.bins)
+        return histograms_of(audited, check_tables, self.config.seed, self.bins)
 
 
 # Pass-1 kernels run here when an accumulator plays in the background (`Pass1Accumulator.add_batch`): one thread
@@ -151,6 +164,8 @@ class Pass1Accumulator:
     # fixed buckets (claim-free; integer counts, so any batching or merge order gives the same histogram).
     priors: np.ndarray | None = None
     prior_kind: str = "class1"
+    # Repetition 0's capacity-check histograms (auditing.capacity_check; None unless the job reads check rows).
+    checks: CheckHistograms | None = None
     _pending: list = field(default_factory=list, repr=False, compare=False)
 
     def _add_priors(self, batch: ScoredBatch) -> None:
@@ -171,17 +186,24 @@ class Pass1Accumulator:
             self.correct = np.zeros(shape, dtype=np.int64)
 
     def add_batch(self, batch: ScoredBatch, spec: GameSpec, background: bool = False) -> Pass1Accumulator:
+        """Adds a scored batch (its check rows, if any, only to the capacity check's histograms)."""
         for key, value in batch.issues.items():
             self.issues[key] = self.issues.get(key, 0) + int(value)
         self.batches += 1
-        if batch.rows == 0:
+        check, batch = batch.check_rows(), batch.audited()
+        if batch.rows == 0 and (check is None or check.rows == 0):
             return self
-        self._add_priors(batch)
-        self._allocate(spec)
         # Every slot at once, compiled (auditing.game_kernel): the same histograms as bin_index + bincount of
         # play_repetition's scores and correct guesses per slot, without per-repetition arrays. The tables are
         # built here, so that bad input raises at its batch, whichever thread plays it.
         tables = spec.tables(batch)
+        if spec.capacity_check:
+            found = spec.check_histograms(tables, check)
+            self.checks = found if self.checks is None else self.checks.merge(found)
+        if batch.rows == 0:
+            return self
+        self._add_priors(batch)
+        self._allocate(spec)
         if not background:
             slot_histograms(tables, spec.keys, self.rows, self.correct)
             return self
@@ -216,6 +238,8 @@ class Pass1Accumulator:
         if other.priors is not None:
             self.prior_kind = other.prior_kind
             self.priors = other.priors.copy() if self.priors is None else self.priors + other.priors
+        if other.checks is not None:
+            self.checks = other.checks if self.checks is None else self.checks.merge(other.checks)
         if other.rows is not None:
             if self.rows is None:
                 self.rows, self.correct = other.rows.copy(), other.correct.copy()
@@ -238,6 +262,8 @@ class Pass1Accumulator:
             arrays.update(rows=self.rows, correct=self.correct)
         if self.priors is not None:
             arrays.update(priors=self.priors, prior_kind=np.array(self.prior_kind))
+        if self.checks is not None:
+            arrays.update({f"check_{name}": getattr(self.checks, name) for name in CheckHistograms._FIELDS})
         np.savez(path, **arrays)
 
     @classmethod
@@ -248,8 +274,10 @@ class Pass1Accumulator:
             correct = data["correct"] if "correct" in data else None
             priors = data["priors"] if "priors" in data else None
             kind = str(data["prior_kind"]) if "prior_kind" in data else "class1"
+            checks = (CheckHistograms(*(data[f"check_{name}"] for name in CheckHistograms._FIELDS))
+                      if "check_selection_rows" in data else None)
             return cls(rows=rows, correct=correct, issues=issues, batches=int(data["batches"]), priors=priors,
-                       prior_kind=kind)
+                       prior_kind=kind, checks=checks)
 
 
 # ------------------------------------------------------------------------------------------ the plan

@@ -386,3 +386,50 @@ def test_catboost_frame_recodes_chunks_with_different_dictionaries(world):
             strings = case.column(name).cast(pa.string()).fill_null("").to_pylist()
             assert frame[name].astype(object).tolist() == strings, name
             assert set(frame[name].cat.categories) == set(strings), name
+
+
+@pytest.fixture(scope="module")
+def split_world(world):
+    """A target trained on the train and validation splits only, so the test split's rows are check rows."""
+    root = world["root"]
+    codes = splits.split_of(world["row_ids"])
+    trained = codes != splits.TEST
+    from catboost import CatBoostClassifier
+
+    params = {"iterations": 30, "depth": 6, "learning_rate": 0.5, "max_ctr_complexity": 1, "thread_count": 1,
+              "random_seed": 3, "allow_writing_files": False, "verbose": False}
+    model = CatBoostClassifier(**params)
+    model.fit(world["frame"][trained], world["labels"][trained], cat_features=schema.CATEGORICAL_COLUMNS)
+    metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": 3,
+                "partition_fingerprint": schema.partition_fingerprint(root, DAY), "catboost_params": params,
+                "test_metrics": {}, "feature_schema": registry.feature_schema(),
+                "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation"],
+                                  "unread_row_ids": [], "rows": int(trained.sum())}}
+    registry.save_model(root, "split-target", DAY, model, metadata)
+    return {"trained": trained, "p_target": model.predict_proba(world["frame"])}
+
+
+@pytest.mark.parametrize(("batch_size", "plan"), [(1000, "side-input"), (2500, "two-stage")])
+def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size, plan):
+    """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one."""
+    from auditing.audit import CheckRows
+    from pipelines.recalibration import HeldOutRows, check_row_selection
+
+    check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
+    config = AuditConfig(repetitions=3, seed=2)
+    request = ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
+                             batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows)
+    outcome = score_day(request, [])
+    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    assert check.sum() == (~trained).sum() > 500
+    audited = [split_world["p_target"][trained], world["p_reference"][trained], world["labels"][trained],
+               world["row_ids"][trained]]
+    expected = run_audit(*audited, config=config,
+                         check=CheckRows(split_world["p_target"][check], world["p_reference"][check],
+                                         world["labels"][check], world["row_ids"][check]))
+    assert outcome.result.to_dict() == expected.to_dict()
+    assert outcome.result.capacity_check["checked"] and outcome.result.capacity_check["check_rows"] == check.sum()
+    diagnostics = outcome.record["diagnostics"]
+    assert diagnostics["rows"]["rows_scored"] == trained.sum()
+    assert diagnostics["check_rows"]["read"] == diagnostics["check_rows"]["scored"] == check.sum()
+    assert diagnostics["check_rows"]["roles"] == ["calibration", "control"]

@@ -1,18 +1,7 @@
-"""The capacity check (auditing/capacity_check.py, docs/soundness.md section 8) against truths built here.
-
-Worlds are seeded numpy simulations written out in this file: rows fall into segments (the features), each
-segment has a label law D(. | segment), day D moves some segments' logits (drift the reference does not know),
-and every learner is a stand-in written here:
-
-- the reference M': the previous day's per-segment frequencies, corrected on the day's calibration rows by a
-  global intercept (a correction that cannot see segment drift: its misfit on the drifted segments is the
-  point);
-- the target: k-ary randomized response at a known eps on the audited rows' labels, then per-segment debiased
-  frequencies (eps-label-DP by post-processing), optionally memorising its own noisy training label on its
-  training rows (output = (1 - w) * segment estimate + w * one-hot(released label), still eps-label-DP); or the
-  same without the noise (non-private, a real leak).
-
-The check rows are rows of the day whose labels trained nothing. A "trusted false VIOLATION" is a night where
+"""The capacity check (auditing/capacity_check.py, docs/soundness.md section 8) against truths built outside the
+code under test: the seeded segment worlds of tests/segment_worlds.py (segment drift the reference's correction
+cannot see, private targets that may memorise their noisy labels, non-private ones that leak). The check rows
+are rows of the day whose labels trained nothing. A "trusted false VIOLATION" is a night where
 the audit's valid bound AND the check's epsilon_check both exceed the true eps of a private target. The claim
 tested: its rate is at most 1 - confidence = 5% (one-sided binomial test, p-value above SIGNIFICANCE), in worlds
 where the audit alone is wrong on most nights; and the check keeps the power to vouch for real leaks.
@@ -20,12 +9,10 @@ where the audit alone is wrong on most nights; and the check keeps the power to 
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 from scipy import stats
+from segment_worlds import World, night
 
 from auditing.audit import AuditConfig, CheckRows, run_audit
 from auditing.capacity_check import (
@@ -45,89 +32,6 @@ SIGNIFICANCE = 1e-3
 
 
 # ------------------------------------------------------------------------------------------- the truth
-@dataclass(frozen=True)
-class World:
-    """One night: the audited rows (target's training rows) and the check rows, with both models' outputs."""
-
-    audited: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # p_target, p_reference, labels, row_ids
-    check: CheckRows
-    true_epsilon: float
-
-
-def _softmax(logits):
-    z = logits - logits.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def night(seed: int, *, classes: int = 2, rows: int = 100_000, segments: int = 125, drift: float = 1.5,
-          drifted_share: float = 0.1, epsilon: float = 0.3, memorize: float = 0.0, private: bool = True,
-          click_rate: float = 0.04) -> World:
-    """A seeded night (module docstring). ``epsilon`` is the target's true eps (inf when not ``private``)."""
-    rng = np.random.default_rng(seed)
-    k = classes
-    base = np.zeros((segments, k))
-    base[:, 1:] = rng.normal(math.log(click_rate), 0.8, (segments, k - 1))  # class 0 is the common "no click"
-    drifted = rng.random(segments) < drifted_share
-    today = base.copy()
-    today[drifted, 1:] += drift
-    law_prev, law = _softmax(base), _softmax(today)
-
-    def draw(segment, table):
-        cdf = np.cumsum(table[segment], axis=1)
-        return (rng.random(segment.size)[:, None] > cdf[:, :-1]).sum(axis=1)
-
-    seg_prev = rng.integers(0, segments, rows)
-    y_prev = draw(seg_prev, law_prev)
-    seg = rng.integers(0, segments, rows)
-    y = draw(seg, law)
-    role = rng.choice(4, rows, p=[0.8, 0.08, 0.08, 0.04])  # audited, calibration, check, unused
-    audited, calibration, check = role == 0, role == 1, role == 2
-
-    # The reference: yesterday's smoothed frequencies, then a global per-class intercept fitted on the
-    # calibration rows (a few Newton-free multiplicative steps to match the class totals).
-    counts_prev = np.zeros((segments, k))
-    np.add.at(counts_prev, (seg_prev, y_prev), 1.0)
-    ref_logits = np.log((counts_prev + 0.5) / (counts_prev.sum(axis=1, keepdims=True) + 0.5 * k))
-    shift = np.zeros(k)
-    for _ in range(50):
-        p = _softmax(ref_logits[seg[calibration]] + shift)
-        observed = np.bincount(y[calibration], minlength=k)
-        shift += np.log((observed + 0.5) / (p.sum(axis=0) + 0.5))
-    p_reference = _softmax(ref_logits[seg] + shift)
-
-    # The target.
-    if private:
-        keep = math.exp(epsilon) / (math.exp(epsilon) + k - 1)
-        flip = rng.random(rows) >= keep
-        other = (y + 1 + rng.integers(0, k - 1, rows)) % k
-        released = np.where(flip, other, y)
-    else:
-        released = y
-    counts = np.zeros((segments, k))
-    np.add.at(counts, (seg[audited], released[audited]), 1.0)
-    freq = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
-    if private:  # debias k-ary RR: E[freq] = keep * D + (1 - keep) / (k - 1) * (1 - D)
-        freq = (freq - (1 - keep) / (k - 1)) / (keep - (1 - keep) / (k - 1))
-    estimate = np.clip(freq, 0.002, None)
-    estimate /= estimate.sum(axis=1, keepdims=True)
-    p_target = estimate[seg].copy()
-    if memorize:
-        one_hot = np.eye(k)[released[audited]]
-        p_target[audited] = (1 - memorize) * p_target[audited] + memorize * one_hot
-    p_target = np.clip(p_target, 1e-4, None)
-    p_target /= p_target.sum(axis=1, keepdims=True)
-    ids = np.arange(rows, dtype=np.int64) * 11 + 5
-
-    def columns(mask):
-        out_t, out_r = p_target[mask], p_reference[mask]
-        if k == 2:
-            out_t, out_r = out_t[:, 1], out_r[:, 1]
-        return out_t, out_r, y[mask], ids[mask]
-
-    return World(columns(audited), CheckRows(*columns(check)), epsilon if private else math.inf)
-
-
 def audit(world: World, seed: int, **config) -> tuple[float, CapacityCheck]:
     result = run_audit(*world.audited, config=AuditConfig(repetitions=1, seed=seed, **config), check=world.check)
     return result.epsilon_lower_bound, CapacityCheck.from_dict(result.capacity_check)

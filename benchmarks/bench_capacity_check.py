@@ -1,0 +1,137 @@
+"""Trust rules compared on seeded segment worlds with a known truth (tests/segment_worlds.py): how often a VIOLATION
+of a private target comes out trusted (it must not, beyond 5%), and how often a real leak does (it should).
+
+Per night: one segment world (125 segments, drift on some of them that the reference's global correction cannot
+see), its target audited with `auditing.audit.run_audit` (binomial, bonferroni, 95%, kappa 0, repetition 0
+only, game seed = night), claim = the private targets' true eps (0.3 unless stated). Four rules decide whether
+a VIOLATION is trusted:
+
+- ``audit alone``: every VIOLATION (what kappa = 0 promises when the reference is right);
+- ``label-blind control``: the rule the capacity check replaced: trusted unless the night's label-blind control
+  (tests/segment_worlds.py's stand-in, trained on the check rows only) has a positive valid bound;
+- ``count rule``: the issue's first formulation, E[C_audited] <= (m_A / m_H)(e^eps E[C0_H] + E[C1_H]), tested on
+  the bound half against the check rows at the capacity check's own threshold, with Clopper-Pearson limits
+  (gamma / 4 on the audited rate, 3 gamma / 8 on each check rate); written here, not in the product;
+- ``capacity check``: the product's rule, epsilon_check > claim (auditing/capacity_check.py).
+
+    NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/bench_capacity_check.py --nights 200 \
+        --out benchmarks/results/capacity_check.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import special, stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from segment_worlds import World, night
+
+from auditing.audit import AuditConfig, run_audit, selection_half_mask
+from auditing.capacity_check import CapacityCheck
+from auditing.game import as_class_probabilities, secret_bits_and_released
+from auditing.scores import paper_score
+
+SCENARIOS = {
+    "private eps 0.3, drift +1.5 on 10% of segments": dict(),
+    "private eps 0.3, memorising its noisy labels (w = 0.5)": dict(memorize=0.5),
+    "private eps 0.3, drift +2.5 on 30%, memorising": dict(drift=2.5, drifted_share=0.3, memorize=0.5),
+    "private eps 1 (claim 1), drift +2.5 on 30%, memorising": dict(epsilon=1.0, drift=2.5, drifted_share=0.3,
+                                                                  memorize=0.5),
+    "private eps 0.3, 5 classes, memorising (w = 0.3)": dict(classes=5, click_rate=0.03, memorize=0.3),
+    "non-private, memorising (w = 0.05): a real leak": dict(private=False, memorize=0.05),
+    "non-private, memorising (w = 0.3): a real leak": dict(private=False, memorize=0.3),
+}
+GAMMA = 0.05
+
+
+def _game(p_target, p_reference, labels, ids, seed):
+    """Repetition 0's score, correctness and secret bit per row (the game's own keyed draws)."""
+    target = as_class_probabilities(p_target, "p_target")
+    reference = as_class_probabilities(p_reference, "p_reference")
+    bit, released = secret_bits_and_released(reference, labels, ids, seed=seed, repetition=0)
+    rows = np.arange(labels.size)
+    s = paper_score(target[rows, released], reference[rows, released])
+    correct = (~(s > 0)) == bit
+    return s, correct, bit
+
+
+def count_rule_trusts(world: World, check: CapacityCheck, seed: int, claim: float) -> bool:
+    """The count formulation at the capacity check's threshold (module docstring)."""
+    if not check.checked or check.threshold_score is None:
+        return False
+    p_t, p_r, y, ids = world.audited
+    s, correct, _ = _game(p_t, p_r, y, ids, seed)
+    bound_half = ~selection_half_mask(ids, seed)
+    t = check.threshold_score
+    c_a, m_a = int((correct & bound_half & (np.abs(s) >= t)).sum()), int(bound_half.sum())
+    cw = world.check
+    s_h, correct_h, bit_h = _game(cw.p_target, cw.p_reference, np.asarray(cw.labels), np.asarray(cw.row_ids), seed)
+    guessed = np.abs(s_h) >= t
+    c0, c1, m_h = int((correct_h & guessed & ~bit_h).sum()), int((correct_h & guessed & bit_h).sum()), s_h.size
+    lower = special.betaincinv(c_a, m_a - c_a + 1, GAMMA / 4) if c_a else 0.0
+    upper = [special.betaincinv(c + 1, m_h - c, 1 - 3 * GAMMA / 8) if c < m_h else 1.0 for c in (c0, c1)]
+    return bool(lower > math.exp(claim) * upper[0] + upper[1])
+
+
+def run(nights: int) -> list[dict]:
+    rows = []
+    for label, world_args in SCENARIOS.items():
+        claim = world_args.get("epsilon", 0.3)
+        private = world_args.get("private", True)
+        counts = dict(violation=0, blind=0, count=0, capacity=0)
+        started = time.monotonic()
+        for seed in range(nights):
+            world = night(5000 + seed, **world_args)
+            config = AuditConfig(repetitions=1, seed=seed)
+            result = run_audit(*world.audited, config=config, check=world.check)
+            if result.epsilon_lower_bound <= claim:
+                continue
+            counts["violation"] += 1
+            blind = run_audit(world.label_blind, *world.audited[1:], config=config)
+            counts["blind"] += blind.epsilon_lower_bound == 0.0
+            check = CapacityCheck.from_dict(result.capacity_check)
+            counts["count"] += count_rule_trusts(world, check, seed, claim)
+            counts["capacity"] += check.vouches_for(claim)
+        rows.append(dict(scenario=label, private=private, claim=claim, nights=nights, **counts,
+                         seconds=round(time.monotonic() - started, 1)))
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _rate(k: int, n: int) -> str:
+    lo = stats.beta.ppf(0.025, k, n - k + 1) if k else 0.0
+    hi = stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return f"{k}/{n} ({100 * k / n:.0f}%, {100 * lo:.0f}-{100 * hi:.0f}%)"
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| scenario | VIOLATIONs (audit alone) | trusted: label-blind control | trusted: count rule | "
+             "trusted: capacity check |", "|---|---|---|---|---|"]
+    for r in rows:
+        n = r["nights"]
+        lines.append(f"| {r['scenario']} | {_rate(r['violation'], n)} | {_rate(r['blind'], n)} | "
+                     f"{_rate(r['count'], n)} | {_rate(r['capacity'], n)} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nights", type=int, default=200)
+    parser.add_argument("--out", type=Path, help="write the markdown table here")
+    args = parser.parse_args()
+    rows = run(args.nights)
+    text = table(rows)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
