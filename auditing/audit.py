@@ -33,6 +33,7 @@ from auditing.keyed_random import STREAM_SPLIT, keyed_uniform
 from auditing.methods import Binomial, BoundMethod, bound_method
 from auditing.params import check_confidence, check_delta, check_kappa
 from auditing.risk import PriorHistogram
+from auditing.row_groups import RowGroups
 from auditing.score_histogram import coarsen, score_histogram
 from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
 from auditing.selection import Selection, SelectionStrategy, selection_strategy
@@ -193,6 +194,11 @@ class AuditResult:
     # the evidence exceeds what the reference's misfit explains, judged by the model on its check rows. Empty
     # for results written before it existed.
     capacity_check: dict = field(default_factory=dict)
+    # Rows whose labels move together (auditing.row_groups.RowGroups.to_dict(): the grouping rule, the rows left
+    # out and why, the label-agreement diagnostic); empty when no grouping was applied. inconclusive_reason: why
+    # there was nothing to bound (m = 0), else None.
+    row_groups: dict = field(default_factory=dict)
+    inconclusive_reason: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -232,7 +238,7 @@ def _counts(scores, correct, row_ids, grid) -> np.ndarray:
 def run_audit(
     p_target, p_reference, labels, row_ids=None, config: AuditConfig | None = None,
     progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
-    check: CheckRows | None = None,
+    check: CheckRows | None = None, row_groups: RowGroups | None = None,
 ) -> AuditResult:
     """Plays the game (paper Alg. 2) on arrays and audits the counts.
 
@@ -242,7 +248,8 @@ def run_audit(
     config.score (recorded as "custom"). expected_curve: also record the game's expected correct guesses over
     the grid (`auditing.controls`; the positive control's pre-registered floor needs it).
     check: the day's check rows; with them the result carries the capacity check (auditing.capacity_check),
-    without them a check that did not run.
+    without them a check that did not run. row_groups: the grouping the rows were selected under
+    (auditing.row_groups; the caller left the grouped rows out), recorded on the result.
     """
     config = config or AuditConfig()
     target = as_class_probabilities(p_target, "p_target")
@@ -274,7 +281,7 @@ def run_audit(
     result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split,
                                score_histogram=histogram, expected_correct=expected,
                                prior_histogram=PriorHistogram.from_reference(reference).to_dict(),
-                               check_histograms=histograms)
+                               check_histograms=histograms, row_groups=row_groups)
     if score_function is not None:
         result = AuditResult(**{**result.to_dict(), "score": "custom"})
     return result
@@ -417,7 +424,7 @@ def half_grid(config: AuditConfig, m_half: int) -> np.ndarray:
 def audit_from_counts(
     counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None,
     score_histogram: dict | None = None, expected_correct: dict | None = None, prior_histogram: dict | None = None,
-    check_histograms: CheckHistograms | None = None,
+    check_histograms: CheckHistograms | None = None, row_groups: RowGroups | None = None,
 ) -> AuditResult:
     """Bounds, selection and the repetition summary from sweep counts (no row-level data needed).
     score_histogram / expected_correct: claim-free records carried into the result as they are (see the
@@ -455,7 +462,23 @@ def audit_from_counts(
         prior_histogram=dict(prior_histogram or {}), reference_calibration=config.reference_calibration,
         gdp_mu_lower_bound=_gaussian_reading(config, selection),
         capacity_check=_capacity_check(check_histograms, counts.m, config).to_dict(),
+        row_groups={} if row_groups is None else row_groups.to_dict(),
     )
+
+
+def no_rows_result(config: AuditConfig, reason: str, row_groups: RowGroups | None = None) -> AuditResult:
+    """The result of an audit left with no row to play on (e.g. every audited row shares a group): a bound of 0
+    that no attacker could have raised (max certifiable 0), so any claim is INCONCLUSIVE, with the reason."""
+    return AuditResult(
+        epsilon_lower_bound=0.0, optimistic=not config.selection.valid, method=config.method,
+        strategy=config.strategy, confidence=config.confidence, point_confidence=config.confidence,
+        delta=float(config.delta), kappa=config.kappa, m=0, repetitions=config.repetitions, seed=config.seed,
+        score=config.score, score_power=config.score_power, grid=config.grid, grid_size=0, selected_guesses=0,
+        selected_correct=0, selected_m=0, max_certifiable_epsilon=0.0, epsilon_mean=0.0, epsilon_std=0.0,
+        epsilon_median=0.0, paper_statistic_label=PAPER_STATISTIC_LABEL, config_hash=config.config_hash(),
+        audit_rows=config.audit_rows, reference_calibration=config.reference_calibration,
+        capacity_check=unchecked(reason, confidence=config.confidence).to_dict(),
+        row_groups={} if row_groups is None else row_groups.to_dict(), inconclusive_reason=reason)
 
 
 def _capacity_check(histograms: CheckHistograms | None, m: int, config: AuditConfig):

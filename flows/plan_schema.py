@@ -40,6 +40,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from auditing.audit import AUDIT_ROWS, REFERENCE_CALIBRATIONS
 from auditing.errors import LabelDPInputError
 from auditing.methods import BOUND_METHODS, method_names
+from auditing.row_groups import FEATURE_ROWS
 from auditing.scores import SCORES
 from auditing.selection import STRATEGIES_REGISTRY, strategy_names
 from auditing.sweep import GRID_KINDS
@@ -183,12 +184,16 @@ _TEXT: dict[str, dict[str, str]] = {
         "carry": "columns kept in the partition as text but never fed to a model",
         "numeric_type": "how numeric values are stored",
         "categorical_format": "hex8 (Criteo only) requires 8 lowercase hex digits",
+        "groups": "feature or carry columns whose equal values tie rows' labels together (a user, a device, a "
+                  "session): such rows are kept out of the game (docs/soundness.md section 9)",
+        "feature_rows": "group: rows with the same feature vector form a group (the default); independent: a "
+                        "coarse feature space where equal features are not the same event",
     },
 }
 _COLUMN = {"type": "string", "pattern": COLUMN_PATTERN,
            "description": "a column name: a letter or underscore followed by letters, digits or underscores, at "
                           "most 64 characters"}
-_DATASET_COLUMNS = ("label", "row_key", "numeric", "categorical", "carry")
+_DATASET_COLUMNS = ("label", "row_key", "numeric", "categorical", "carry", "groups")
 
 
 def _choice_text() -> dict[str, str]:
@@ -304,7 +309,8 @@ def schema_of_plan(shape: PlanShape) -> dict[str, Any]:
 def dataset_schema() -> dict[str, Any]:
     """The dataset spec's JSON Schema (draft 2020-12): `DatasetSpec`'s fields that a spec file may hold."""
     schema = _object(DatasetSpec, skip=[f.name for f in dataclasses.fields(DatasetSpec) if f.name not in SPEC_KEYS],
-                     choices={"numeric_type": NUMERIC_TYPES, "categorical_format": CATEGORICAL_FORMATS})
+                     choices={"numeric_type": NUMERIC_TYPES, "categorical_format": CATEGORICAL_FORMATS,
+                              "feature_rows": FEATURE_ROWS})
     for key in _DATASET_COLUMNS:
         prop = schema["properties"][key]
         if prop["type"] == "array":

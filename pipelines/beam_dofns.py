@@ -205,7 +205,8 @@ class BoundaryRows(_PlanUser):
 
     def process(self, batch: ScoredBatch, pass1=None):
         _tune_allocator()
-        yield from boundary_rows(batch, self._spec, self.plan_for(pass1))
+        if batch.rows:  # a batch of check rows only has no audited row to bring back
+            yield from boundary_rows(batch, self._spec, self.plan_for(pass1))
 
 
 class ExactCounts(_PlanUser):

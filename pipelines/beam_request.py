@@ -67,6 +67,9 @@ class ScoringRequest:
     # The capacity check's rows (a selection with ``mask(row_ids)`` and ``describe()``, e.g.
     # `pipelines.recalibration.CheckRowSelection`): read and scored too, and kept out of the game; None: no check.
     check_rows: object = None
+    # The night's rows left out for sharing a group with another row (`pipelines.row_grouping.GroupExclusion`),
+    # dropped from the audited and the check rows; None: no grouping applied.
+    excluded_rows: object = None
 
     def __post_init__(self):
         require_date(self.date, "date")

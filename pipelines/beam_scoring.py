@@ -358,6 +358,13 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     formats = (format_of(target_md), format_of(reference_md))
     selection = row_selection(request.config.audit_rows, target_md,
                               model_dir(request.data_root, request.model, request.date))
+    check_rows, row_groups = request.check_rows, None
+    if request.excluded_rows is not None:  # rows sharing a group leave the audited and the check rows
+        from pipelines.row_grouping import ExcludingSelection
+
+        row_groups = request.excluded_rows.record(selection, check_rows)
+        selection = ExcludingSelection(selection, request.excluded_rows)
+        check_rows = None if check_rows is None else ExcludingSelection(check_rows, request.excluded_rows)
     tasks = read_tasks(files)
     total_rows = sum(task.rows for task in tasks)
     partition_fp = schema.partition_fingerprint(request.data_root, request.date)
@@ -371,6 +378,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         "code_version": registry.code_version(),
     }
     timings["checks_s"] = round(time.monotonic() - started, 3)
+
+    if row_groups is not None and getattr(selection, "rows", None) == 0:
+        return _nothing_left(request, row_groups, lineage, timings, started_at, progress)
 
     dask = is_dask_runner(runner)
     plan_mode = request.plan_mode if request.plan_mode != "auto" else ("two-stage" if dask else "side-input")
@@ -390,7 +400,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         work = out_tmp / "_work"
         work.mkdir()
         job = _Job(request, reference, spec, tasks, total_rows, beam_args, plan_mode, thread_count, shards,
-                   work, scored_tmp, progress, worker_progress, selection, request.check_rows, dataset, formats)
+                   work, scored_tmp, progress, worker_progress, selection, check_rows, dataset, formats)
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
@@ -421,7 +431,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
         result = audit_from_counts(counts, request.config, split_counts=split, score_histogram=histogram,
                                    expected_correct=expected, prior_histogram=pass1.prior_histogram(),
-                                   check_histograms=_check_histograms(pass1, spec))
+                                   check_histograms=_check_histograms(pass1, spec), row_groups=row_groups)
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {
@@ -431,8 +441,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             "boundary_rows": plan.boundary_rows, "boundary_rows_received": int(sum(slot_rows.values())),
             "audited_rows": _audited_rows(request.config.audit_rows, selection, total_rows, plan.issues, target_md,
                                           partition_fp),
-            "check_rows": None if request.check_rows is None else {
-                **request.check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
+            "check_rows": None if check_rows is None else {
+                **check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
                 "scored": int(plan.issues.get("check_rows_scored", 0))},
         }
         record = {"result": result.to_dict(), "config": asdict(request.config), "lineage": lineage,
@@ -450,6 +460,29 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 f"{rows.get('rows_without_reference_prediction', 0)} without a prediction" if missing else "")
              + f"); wrote {out_final}")
     return ScoringOutcome(result, counts, split, out_final, scored_final if request.write_scored else None, record)
+
+
+def _nothing_left(request: ScoringRequest, row_groups, lineage: dict, timings: dict, started_at: str,
+                  progress: Progress) -> ScoringOutcome:
+    """Every audited row shares a group with another row: nothing to play the game on. The result says so (m = 0,
+    INCONCLUSIVE for any claim; `auditing.audit.no_rows_result`) and is written like any other."""
+    from auditing.audit import no_rows_result
+    from auditing.row_groups import NO_ROWS_LEFT
+    from auditing.sweep import SweepCounts
+
+    result = no_rows_result(request.config, NO_ROWS_LEFT, row_groups)
+    reps = request.config.repetitions
+    counts = SweepCounts(m=0, guesses=np.zeros((reps, 0), np.int64), correct=np.zeros((reps, 0), np.int64))
+    out_final = sweep_dir(request.data_root, request.model, request.date, request.config)
+    record = {"result": result.to_dict(), "config": asdict(request.config), "lineage": lineage,
+              "diagnostics": {"m": 0, "row_groups": row_groups.to_dict()}, "timings": timings,
+              "started_at": started_at, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "scored_rows": None}
+    with atomic_directory(out_final) as out_tmp:
+        save_counts(out_tmp, counts, None, {"rows": [], "correct": []})
+        write_result(out_tmp, record)
+    progress(f"done: {NO_ROWS_LEFT} ({row_groups.rows_excluded} row(s) left out); wrote {out_final}")
+    return ScoringOutcome(result, counts, None, out_final, None, record)
 
 
 def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec):

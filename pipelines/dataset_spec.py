@@ -17,6 +17,10 @@ describes the Criteo-like partitions exactly)::
   8 lowercase hex digits.
 - ``carry``: columns kept in the partition (as text) but never fed to a model (e.g. a campaign id for
   slicing).
+- ``groups``: columns whose equal values tie rows' labels together (a user, a device, a session; features or
+  carried columns). ``feature_rows``: ``group`` (the default: rows with the same feature vector form a group)
+  or ``independent`` (a coarse feature space where equal features do not mean the same event). A row enters the
+  game only when it is alone in its groups (`pipelines.row_grouping`, docs/soundness.md section 9).
 
 Names reach file paths, SQL and HTML, so they are checked here, at the edge: a dataset name is a registry
 name (``auditing.names.check_name``); a column name is a letter or underscore followed by letters, digits or
@@ -45,6 +49,7 @@ from typing import Any
 
 from auditing.errors import LabelDPInputError
 from auditing.names import check_name
+from auditing.row_groups import FEATURE_ROWS, FEATURE_ROWS_GROUPED
 
 SPEC_FILE = Path(__file__).resolve().parent.parent / "infra" / "datasets" / "criteo.json"
 RECORD_FILE = "_dataset.json"
@@ -58,7 +63,7 @@ MAX_CLASSES = 127  # labels are int8
 COLUMN_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 _COLUMN_RE = re.compile(COLUMN_PATTERN)
 SPEC_KEYS = frozenset({"name", "description", "label", "classes", "row_key", "numeric", "categorical", "carry",
-                       "numeric_type", "categorical_format"})
+                       "numeric_type", "categorical_format", "groups", "feature_rows"})
 REQUIRED_KEYS = ("name", "label", "classes", "row_key")
 
 
@@ -86,6 +91,8 @@ class DatasetSpec:
     numeric_type: str = "float64"
     categorical_format: str = "any"
     description: str = ""
+    groups: tuple[str, ...] = ()
+    feature_rows: str = FEATURE_ROWS_GROUPED
     source: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -94,7 +101,7 @@ class DatasetSpec:
             check_name(self.name, "name")
         except LabelDPInputError as exc:
             raise LabelDPInputError(f"{where}: {exc}") from None
-        for key in ("numeric", "categorical", "carry"):
+        for key in ("numeric", "categorical", "carry", "groups"):
             value = getattr(self, key)
             if isinstance(value, str) or not isinstance(value, list | tuple):
                 raise LabelDPInputError(f"{where}: {key} must be a list of column names; got {value!r}")
@@ -114,6 +121,12 @@ class DatasetSpec:
                                     f"{self.categorical_format!r}")
         if not isinstance(self.description, str):
             raise LabelDPInputError(f"{where}: description must be text")
+        if self.feature_rows not in FEATURE_ROWS:
+            raise LabelDPInputError(f"{where}: feature_rows must be one of {list(FEATURE_ROWS)}; got "
+                                    f"{self.feature_rows!r}")
+        unknown = [name for name in self.groups if name not in (*self.numeric, *self.categorical, *self.carry)]
+        if unknown:
+            raise LabelDPInputError(f"{where}: groups {unknown} must name feature or carry columns")
         if not self.features:
             raise LabelDPInputError(f"{where}: needs at least one numeric or categorical feature column")
         columns = self.columns
@@ -171,10 +184,16 @@ class DatasetSpec:
     # ------------------------------------------------------------------ identity
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "description": self.description, "label": self.label, "classes": self.classes,
-                "row_key": self.row_key, "numeric": list(self.numeric), "categorical": list(self.categorical),
-                "carry": list(self.carry), "numeric_type": self.numeric_type,
-                "categorical_format": self.categorical_format}
+        out = {"name": self.name, "description": self.description, "label": self.label, "classes": self.classes,
+               "row_key": self.row_key, "numeric": list(self.numeric), "categorical": list(self.categorical),
+               "carry": list(self.carry), "numeric_type": self.numeric_type,
+               "categorical_format": self.categorical_format}
+        # Written only when set, so that the fingerprints of specs written before they existed do not change.
+        if self.groups:
+            out["groups"] = list(self.groups)
+        if self.feature_rows != FEATURE_ROWS_GROUPED:
+            out["feature_rows"] = self.feature_rows
+        return out
 
     def fingerprint(self) -> str:
         """``sha256:<hex>`` of the spec's canonical JSON without its description (what the data looks like)."""

@@ -25,9 +25,20 @@ figures: breaking_kappa (the largest kappa at which the same counts still exceed
 label is off from the truth by more than a factor e^K. A reference with probabilities of exactly 0 or 1 is
 refused (no kappa covers a reference that is certain).
 
+--check-column C (boolean) marks check rows: rows whose labels trained neither the model nor the reference.
+They are not audited; the capacity check plays the game on them and says whether a VIOLATION exceeds what the
+reference's misfit can explain (epsilon_check, docs/soundness.md section 8). Without check rows the output says
+the reference is unchecked.
+
+--group-column G names rows whose labels move together (a user, a duplicated event): rows sharing a value of G
+with another row are left out of the game and of the check (docs/soundness.md section 9); the output records
+how many, and how often their labels agree against independent labels at the reference's probabilities. If
+nothing is left, the verdict is INCONCLUSIVE with that reason.
+
 Examples:
   labeldp-audit audit-scores scored.parquet --repetitions 100 --json
   labeldp-audit audit-scores scored.parquet --claimed-epsilon 1 --kappa 0.7
+  labeldp-audit audit-scores scored.parquet --claimed-epsilon 1 --check-column is_check --group-column user_id
 """
 
 
@@ -40,6 +51,11 @@ def register(subparsers) -> None:
     p.add_argument("--reference-col", default="p_reference", help="reference model probability column (default: p_reference)")
     p.add_argument("--row-id-col", default="row_id",
                    help="unique row identity keying the randomness (default: row_id; row position if the column is absent)")
+    p.add_argument("--check-column", default=None,
+                   help="boolean column: true for check rows (labels that trained nothing), used by the capacity "
+                        "check instead of the game")
+    p.add_argument("--group-column", default=None,
+                   help="column whose equal values tie rows' labels together; rows sharing a value are left out")
     add_audit_arguments(p)
     p.add_argument("--claimed-epsilon", type=float, default=None,
                    help="the claimed epsilon to judge: adds status, breaking_kappa and the detection floors")
@@ -48,8 +64,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def read_table(path: str, label_col: str, target_col: str, reference_col: str, row_id_col: str):
-    """Reads the needed columns; errors name the file and the column."""
+def read_table(path: str, label_col: str, target_col: str, reference_col: str, row_id_col: str,
+               extra: tuple[str, ...] = ()):
+    """Reads the needed columns (and ``extra`` ones, returned as Arrow columns); errors name the file and the
+    column."""
     import os
 
     import numpy as np
@@ -64,10 +82,11 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
         schema = pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
-    missing = [c for c in (label_col, target_col, reference_col) if c not in schema.names]
+    missing = [c for c in (label_col, target_col, reference_col, *extra) if c not in schema.names]
     if missing:
         raise LabelDPInputError(f"{path}: missing column(s) {missing}; present: {schema.names}")
     columns = [label_col, target_col, reference_col] + ([row_id_col] if row_id_col in schema.names else [])
+    columns += [c for c in extra if c not in columns]
     try:
         table = pq.read_table(path, columns=columns)
     except (pa.ArrowInvalid, OSError) as exc:
@@ -96,27 +115,26 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
         raise LabelDPInputError(f"{path}: column {label_col}: {labels_col.null_count} null label(s)")
     labels = labels_col.to_numpy()
     row_ids = table.column(row_id_col).to_numpy() if row_id_col in table.column_names else None
-    return probabilities(target_col), probabilities(reference_col), labels, row_ids
+    return (probabilities(target_col), probabilities(reference_col), labels, row_ids,
+            {name: table.column(name) for name in extra})
 
 
 def run(args) -> int:
-    from auditing.audit import run_audit
     from auditing.errors import LabelDPInputError
     from auditing.judging import demonstrated_risk, judge
     from auditing.report.text import format_audit_result
-    from flows.progress import ProgressPrinter
 
     config = audit_config_from(args)
-    p_target, p_reference, labels, row_ids = read_table(
-        args.file, args.label_col, args.target_col, args.reference_col, args.row_id_col
+    extra = tuple(c for c in (args.check_column, args.group_column) if c)
+    p_target, p_reference, labels, row_ids, columns = read_table(
+        args.file, args.label_col, args.target_col, args.reference_col, args.row_id_col, extra
     )
     from auditing.game import as_reference_probabilities
 
     # Checked here too so that an error names the column the user gave (run_audit says p_reference).
     as_reference_probabilities(p_reference, f"{args.file}: column {args.reference_col}")
     try:
-        result = run_audit(p_target, p_reference, labels, row_ids, config,
-                           progress=ProgressPrinter("repetitions", enabled=not args.quiet))
+        result = _audit(args, config, p_target, p_reference, labels, row_ids, columns)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc}") from None
     out = result.to_dict()
@@ -133,3 +151,51 @@ def run(args) -> int:
     else:
         print(format_audit_result(out, demonstrated_risk(result)))
     return 0
+
+
+def _audit(args, config, p_target, p_reference, labels, row_ids, columns):
+    """The audit of the table's rows: check rows apart (--check-column), grouped rows left out (--group-column)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from auditing.audit import CheckRows, no_rows_result, run_audit
+    from auditing.errors import LabelDPInputError
+    from auditing.row_groups import NO_ROWS_LEFT, RowGroups, label_agreement, singleton_mask
+    from flows.progress import ProgressPrinter
+    from pipelines.row_grouping import group_keys
+
+    n = len(labels)
+    ids = np.arange(n, dtype=np.int64) if row_ids is None else np.asarray(row_ids)
+    check = np.zeros(n, dtype=bool)
+    if args.check_column:
+        column = columns[args.check_column]
+        if not pa.types.is_boolean(column.type) or column.null_count:
+            raise LabelDPInputError(f"column {args.check_column}: --check-column needs a boolean column without "
+                                    f"nulls; got {column.type} with {column.null_count} null(s)")
+        check = column.to_numpy(zero_copy_only=False).astype(bool)
+    keep = np.ones(n, dtype=bool)
+    groups = None
+    if args.group_column:
+        table = pa.table({args.group_column: columns[args.group_column]})
+        keys = group_keys(table, [(args.group_column,)])
+        keep = singleton_mask(keys)
+        grouped = ~keep
+        agreement = label_agreement([keys[0][grouped]], np.asarray(labels)[grouped],
+                                    np.asarray(p_reference)[grouped])
+        groups = RowGroups(rule=f"rows with the same {args.group_column} form a group",
+                           columns=(args.group_column,), rows_excluded=int((grouped & ~check).sum()),
+                           excluded_with_day=int((grouped & ~check).sum()), excluded_with_inputs=0,
+                           check_rows_excluded=int((grouped & check).sum()), agreement_pairs=agreement.pairs,
+                           agreement_observed=agreement.observed, agreement_expected=agreement.expected)
+    audited, checked = keep & ~check, keep & check
+
+    def part(mask):
+        return (np.asarray(p_target)[mask], np.asarray(p_reference)[mask], np.asarray(labels)[mask], ids[mask])
+
+    if not audited.any():
+        if groups is not None and groups.rows_excluded:
+            return no_rows_result(config, NO_ROWS_LEFT, groups)
+        raise LabelDPInputError("no audited row: every row is a check row (--check-column)")
+    return run_audit(*part(audited), config=config, row_groups=groups,
+                     check=CheckRows(*part(checked)) if args.check_column else None,
+                     progress=ProgressPrinter("repetitions", enabled=not args.quiet))
