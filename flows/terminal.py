@@ -122,6 +122,8 @@ class Terminal:
         if done >= total or now <= start[0]:
             return line
         left = (total - done) * (now - start[0]) / (done - start[1])
+        if left < 1:  # "~0s left" while rows remain says nothing
+            return line
         return line.rstrip("\n") + f" (~{left:.0f}s left)\n"
 
     def drain(self, timeout: float = 2.0) -> None:
