@@ -140,11 +140,10 @@ def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None
 
 def measured_reference(root: str | os.PathLike, name: str, date: dt.date) -> tuple[str, dt.date, dict]:
     """(name, own day, metadata) of the reference whose fit the diagnostic measures: a recalibrated reference's
-    source (the D-1 checkpoint it corrects), else the reference itself."""
-    from pipelines.recalibration import RECALIBRATED_TYPE
-
+    source (the D-1 checkpoint it corrects, named in its ``recalibration`` record), else the reference itself."""
     metadata = registry.read_metadata(root, name, date)
-    source = metadata.get("reference") if metadata.get("model_type") == RECALIBRATED_TYPE else None
+    recalibration = metadata.get("recalibration")
+    source = recalibration.get("source_reference") if isinstance(recalibration, dict) else None
     if not isinstance(source, dict):
         return name, date, metadata
     source_name, source_date = str(source["name"]), dt.date.fromisoformat(str(source["date"]))
