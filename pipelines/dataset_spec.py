@@ -202,7 +202,10 @@ def load_spec(path: str | os.PathLike | None) -> DatasetSpec:
     """The spec in the JSON file ``path`` (None: the built-in Criteo spec). Errors name the file."""
     if path is None:
         return criteo()
+    from pipelines.layout import refuse_empty_file
+
     path = Path(path)
+    refuse_empty_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -38,6 +38,7 @@ from pipelines.layout import (
     model_dir,
     parse_date,
     partition_dir,
+    refuse_empty_file,
     require_date,
 )
 from pipelines.model_formats import ModelFormat, format_names, format_of, model_format
@@ -87,8 +88,9 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
         raise LabelDPInputError(f"--training-rows: checking {path} needs day {date.isoformat()}'s partition, and "
                                 f"{partition_dir(root, date)} does not exist; ingest that day first")
     parquet = schema.open_parquet(path)
-    names = list(parquet.schema_arrow.names)
     allowed = [dataset.row_key] + ([INTERNAL_ROW_ID] if dataset.row_key != INTERNAL_ROW_ID else [])
+    index = schema.pandas_index_columns(parquet) - set(allowed)  # written by pandas for a filtered frame
+    names = [name for name in parquet.schema_arrow.names if name not in index]
     if len(names) != 1 or names[0] not in allowed:
         raise LabelDPInputError(f"{path}: a training-rows file holds one integer column named "
                                 f"{' or '.join(allowed)}; it has the columns {names}")
@@ -164,6 +166,7 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     path = Path(file)
     if not path.is_file():
         raise LabelDPInputError(f"--file: {path} is not a file")
+    refuse_empty_file(path)
     epsilon, delta = check_claim(claimed_epsilon, delta)
     scores_one_day = fmt.scores_one_day
     if predictions_for is not None and not scores_one_day:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from auditing.errors import LabelDPInputError
@@ -55,7 +56,7 @@ from pipelines.column_checks import (
     fail,
 )
 from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, write_dataset_record
-from pipelines.layout import atomic_directory, oracle_dir, partition_dir
+from pipelines.layout import atomic_directory, oracle_dir, partition_dir, refuse_empty_file
 
 # The Criteo spec's columns (infra/datasets/criteo.json), the names the synthetic generator and the Criteo
 # ingest write.
@@ -179,11 +180,25 @@ def _partition_files(root: str | os.PathLike, date: dt.date) -> tuple[Path, list
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
-    """Opens one Parquet file (metadata only); LabelDPInputError naming ``path`` if it is not readable Parquet."""
+    """Opens one Parquet file (metadata only); LabelDPInputError naming ``path`` if it is empty or not readable
+    Parquet."""
+    refuse_empty_file(path)
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
         raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def pandas_index_columns(parquet: pq.ParquetFile) -> set[str]:
+    """The columns a pandas DataFrame's index was stored in, as its ``pandas`` metadata names them
+    (``index_columns``: ``__index_level_0__`` for the index of a filtered frame, or the index's own name). A
+    file written otherwise, or a frame with a plain range index, has none."""
+    try:
+        metadata = parquet.schema_arrow.pandas_metadata or {}
+    except (TypeError, ValueError):  # metadata that is not JSON: not pandas'
+        return set()
+    columns = metadata.get("index_columns") if isinstance(metadata, dict) else None
+    return {name for name in columns or [] if isinstance(name, str)}
 
 
 def _read_file(path: Path, columns: Sequence[str] | None) -> pa.Table:
@@ -262,16 +277,16 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
             raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
 
 
-def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL) -> None:
+def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,
+                      rows: int | None = None) -> None:
     """Raises ``LabelDPInputError`` naming ``source`` when every row has the same label: the audit compares
-    guesses with labels, and on such a day there is nothing to audit (nor can a model learn anything)."""
-    import pyarrow.compute as pc
-
+    guesses with labels, and on such a day there is nothing to audit (nor can a model learn anything).
+    ``labels``: the day's labels, or only their distinct values with the day's ``rows``."""
     values = pc.unique(labels).drop_null()
     if len(values) < 2:
         seen = "no labels" if len(values) == 0 else f"the label {values[0].as_py()}"
-        raise fail(source, f"column {name!r}: all {len(labels)} row(s) have {seen}; nothing to audit (the labels "
-                           f"must take at least two values)")
+        raise fail(source, f"column {name!r}: all {len(labels) if rows is None else rows} row(s) have {seen}; "
+                           f"nothing to audit (the labels must take at least two values)")
 
 
 def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
@@ -323,7 +338,8 @@ def write_partition(root: str | os.PathLike, date: dt.date,
     most ``rows_per_file`` rows each, zstd-compressed. Everything is written through ``atomic_directory``:
     if validation fails anywhere (bad batch, duplicated ``row_id`` across batches, no rows at all), nothing
     appears in the partition area and an existing partition of that day is left as it was; on success an
-    existing partition of that day is replaced as a whole. ``source`` names the input in error messages.
+    existing partition of that day is replaced as a whole. A day whose rows all have one label is refused
+    (`check_labels_vary`: the audit would refuse it). ``source`` names the input in error messages.
 
     ``provenance`` (a JSON-able dict, or a function returning one, called after all batches were consumed so
     a streaming source can report its counts) is written beside the data as ``_provenance.json`` (sorted
@@ -344,6 +360,7 @@ def write_partition(root: str | os.PathLike, date: dt.date,
         rows_in_file = 0
         file_index = 0
         row_ids: list[np.ndarray] = []
+        labels: set[int] = set()  # the distinct labels seen (two are enough)
         total = 0
         try:
             for piece in _as_batches(table_or_batches):
@@ -352,6 +369,8 @@ def write_partition(root: str | os.PathLike, date: dt.date,
                 table = _validate(piece, label, num_classes, None, require_rows=False, check_unique=False,
                                   dataset=dataset)
                 row_ids.append(table.column(dataset.row_key).to_numpy())
+                if len(labels) < 2:
+                    labels.update(pc.unique(table.column(dataset.label)).drop_null().to_pylist())
                 total += table.num_rows
                 offset = 0
                 while offset < table.num_rows:
@@ -373,6 +392,7 @@ def write_partition(root: str | os.PathLike, date: dt.date,
         if total == 0:
             raise fail(label, "the partition is empty (0 rows); nothing was written")
         check_row_ids_unique(np.concatenate(row_ids), label, dataset.row_key)
+        check_labels_vary(pa.array(sorted(labels), pa.int64()), label, dataset.label, rows=total)
         write_dataset_record(tmp, dataset)
         if provenance is not None:
             record = provenance() if callable(provenance) else provenance
