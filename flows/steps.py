@@ -242,12 +242,15 @@ def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_d
                      progress: Progress = no_progress) -> dict:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
+    from flows.terminal import stop_of
     from pipelines.shift_diagnostics import LABEL
     from pipelines.shift_diagnostics import shift_diagnostic as compute
 
     try:
         return compute(root, date, reference_name, reference_date)
-    except Exception as exc:  # a diagnostic must not block the verdict
+    except Exception as exc:  # a diagnostic must not block the verdict (but a stop stops the run)
+        if stop_of(exc) is not None:
+            raise
         progress(f"shift diagnostic not computed: {exc}")
         return {"label": LABEL, "error": str(exc)}
 
