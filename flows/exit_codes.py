@@ -11,8 +11,9 @@ This module imports nothing heavy: the command line reads it before Prefect, Bea
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
+
+from auditing import hints
 
 OK = 0
 VIOLATION = 1
@@ -28,7 +29,7 @@ MEANINGS = {
     VIOLATION: "a verdict is VIOLATION (guardrail always; nightly and backfill only with --fail-on-violation)",
     BAD_INPUT: "bad input (plan, partition, model, warehouse, arguments); nothing was written",
     NOT_IN_WAREHOUSE: "results computed but not in the warehouse: spooled to disk, written by the next run or "
-                      "by `labeldp-audit nightly --drain-only`",
+                      f"by {hints.DRAIN_ONLY.line()}",
     UNTRUSTED: "the audit is untrusted or incomplete (a nightly control failed, the label-blind one included: "
                "the reference misfits the day; or a target's audit failed)",
     INTERRUPTED: "interrupted (Ctrl-C); nothing partial is left behind",
@@ -126,11 +127,13 @@ class Outcome:
 
 
 def drain_command(data_root, warehouse: str | None) -> str:
-    """The command that writes spooled results to the warehouse (a password in a URL shows as ***)."""
+    """The command that writes spooled results to the warehouse (a password in a URL shows as ***), without its
+    backquotes."""
     from auditing.warehouse.base import describe_target
 
-    command = f"labeldp-audit nightly --drain-only --data-root {shlex.quote(str(data_root))}"
-    return command + (f" --warehouse {shlex.quote(describe_target(str(warehouse)))}" if warehouse else "")
+    line = (hints.DRAIN_SPOOL_TO.line(root=data_root, warehouse=describe_target(str(warehouse))) if warehouse
+            else hints.DRAIN_SPOOL.line(root=data_root))
+    return line.strip("`")
 
 
 def summary_lines(outcome: Outcome, command: str, drain: str) -> list[str]:

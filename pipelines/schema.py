@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from auditing import hints
 from auditing.errors import LabelDPInputError
 from pipelines.column_checks import CATEGORICAL_TYPE as CATEGORICAL_TYPE  # re-exported
 from pipelines.column_checks import (
@@ -55,7 +56,7 @@ from pipelines.column_checks import (
     check_row_ids_unique,
     fail,
 )
-from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, write_dataset_record
+from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, is_default, write_dataset_record
 from pipelines.layout import atomic_directory, oracle_dir, partition_dir, refuse_empty_file
 
 # The Criteo spec's columns (infra/datasets/criteo.json), the names the synthetic generator and the Criteo
@@ -166,13 +167,26 @@ def validate_table(table: pa.Table | pa.RecordBatch, source: object, num_classes
 # --------------------------------------------------------------------------------------------- reading
 
 
-def _partition_files(root: str | os.PathLike, date: dt.date) -> tuple[Path, list[Path]]:
+def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec | None = None) -> LabelDPInputError:
+    """The error for a day without a partition, with the way to make one that fits its dataset (default
+    Criteo): a day of another dataset's log is ingested with that dataset's spec, a Criteo day from its TSV
+    (or synthesized: the synthetic world is Criteo-like)."""
+    day = date.isoformat()
+    if dataset is None or is_default(dataset):
+        how = (f"ingest the day's Criteo TSV with {hints.INGEST_CRITEO_DAY.line(date=day)} (a synthetic day: "
+               f"{hints.SYNTHESIZE_DAY.line(date=day)})")
+    else:
+        how = (f"ingest the day's log of dataset {dataset.name!r} with {hints.INGEST_DAY.line(date=day)} (SPEC: "
+               f"its spec file)")
+    return LabelDPInputError(f"no partition at {partition_dir(root, date)} (data root {Path(root)}); {how}, or "
+                             f"pass the right --data-root")
+
+
+def _partition_files(root: str | os.PathLike, date: dt.date,
+                     dataset: DatasetSpec | None = None) -> tuple[Path, list[Path]]:
     directory = partition_dir(root, date)
     if not directory.is_dir():
-        raise LabelDPInputError(
-            f"no partition at {directory} (data root {Path(root)}); create it with `labeldp-audit data synth`, "
-            f"`labeldp-audit data ingest` or `labeldp-audit data ingest-criteo`, or pass the right --data-root"
-        )
+        raise missing_partition(root, date, dataset)
     files = sorted(directory.glob(PART_GLOB))
     if not files:
         raise LabelDPInputError(f"{directory}: the partition directory holds no {PART_GLOB} files")
@@ -223,7 +237,7 @@ def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str
     among them). A missing partition names the path it looked at; a corrupt file names the file. Columns
     carry their stored names (``dataset``, default the partition's own spec).
     """
-    directory, files = _partition_files(root, date)
+    directory, files = _partition_files(root, date, dataset)
     dataset = dataset or dataset_of(root, date)
     tables = []
     for path in files:
@@ -250,7 +264,7 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
     """
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise LabelDPInputError(f"batch_size must be a whole number >= 1; got {batch_size!r}")
-    directory, files = _partition_files(root, date)
+    directory, files = _partition_files(root, date, dataset)
     dataset = dataset or dataset_of(root, date)
     key = dataset.row_key
     parquets = [(path, open_parquet(path)) for path in files]
@@ -434,7 +448,7 @@ def read_oracle(root: str | os.PathLike, date: dt.date) -> pa.Table:
     directory = oracle_dir(root, date)
     path = directory / "p_click.parquet"
     if not path.is_file():
-        raise LabelDPInputError(f"no oracle at {path}; only synthetic partitions (`labeldp-audit data synth`) "
+        raise LabelDPInputError(f"no oracle at {path}; only synthetic days ({hints.SYNTHESIZE_DAY.line(date=date)}) "
                                 f"have one")
     parquet = open_parquet(path)
     try:

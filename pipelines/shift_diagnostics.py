@@ -185,7 +185,8 @@ def _cached(root: str, date: dt.date, reference_name: str, reference_date: dt.da
     metadata = registry.read_metadata(root, reference_name, reference_date)
     model_format = format_of(metadata)
     dataset = dataset_of(root, date)
-    check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}")
+    check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}",
+                       "the diagnostic compares two days of one dataset")
     current = dataset.to_internal(schema.read_partition(root, date, dataset=dataset))
     previous = dataset.to_internal(schema.read_partition(root, reference_date, dataset=dataset))
 
