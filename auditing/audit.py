@@ -222,8 +222,8 @@ class CheckRows:
 
 _SPLIT_TOO_SMALL = (
     "the split strategy needs audited rows in both halves, and the keyed split of these {n} row(s) left one "
-    "half empty; split halves the evidence and is meant for thousands of rows: use --strategy bonferroni for "
-    "a small table")
+    "half empty; split halves the evidence and is meant for thousands of rows: use the bonferroni strategy "
+    "(--strategy bonferroni, or the plan's audit.strategy) for a small table")
 
 
 def selection_half_mask(row_ids: np.ndarray, seed: int) -> np.ndarray:

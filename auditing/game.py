@@ -77,7 +77,8 @@ def as_reference_probabilities(values, name: str, n: int | None = None, n_from: 
         raise LabelDPInputError(
             f"{name}: {certain} row(s) give a class probability of exactly 0 or 1; a reference must not be certain "
             "of any label (an infinite likelihood ratio, which no kappa covers). Clip the reference to "
-            "[p, 1 - p] before auditing, with --kappa at least the largest |log| ratio that clipping can hide, "
+            "[p, 1 - p] before auditing, with kappa (--kappa, or the plan's audit.kappa) at least the largest |log| "
+            "ratio that clipping can hide, "
             "or drop those rows")
     return arr
 

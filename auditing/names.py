@@ -60,6 +60,19 @@ def parse_date(text: str | dt.date, name: str = "date") -> dt.date:
         raise LabelDPInputError(f"{name} is not a valid calendar date: {text!r} ({exc})") from None
 
 
+def refuse_future(day: dt.date, name: str = "date", allow: bool = False, today: dt.date | None = None) -> dt.date:
+    """``day``, unless it is after tomorrow (``today`` default the UTC date) and ``allow`` is false: then a
+    ``LabelDPInputError`` naming ``name``. A log of a day that has not come is a mistyped date far more often
+    than a plan; tomorrow passes, for a clock ahead of UTC."""
+    today = today or dt.datetime.now(dt.UTC).date()
+    tomorrow = today + dt.timedelta(days=1)
+    if day > tomorrow and not allow:
+        raise LabelDPInputError(f"{name} {day.isoformat()} is after tomorrow ({tomorrow.isoformat()}, UTC): a "
+                                f"log of a day that has not come is most likely a mistyped date; pass "
+                                f"--allow-future if it is meant")
+    return day
+
+
 def require_date(value: dt.date, name: str = "date") -> dt.date:
     """Returns ``value`` if it is a ``datetime.date`` (not a ``datetime``), else raises ``TypeError`` naming ``name``.
 

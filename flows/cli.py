@@ -5,8 +5,11 @@ Each subcommand lives in its own module under `flows/commands/` and exposes
 import heavy libraries (Beam, CatBoost, Prefect) inside their handlers, so `--help` stays fast.
 
 Bad input (`LabelDPInputError`) prints one line to stderr and exits with status 2, never a traceback; Ctrl-C
-prints "interrupted" and exits 130. For nightly, guardrail and backfill the exit status is a contract
-(`flows.exit_codes`): an unexpected crash there exits 4 (no trusted result), never 1, which means VIOLATION.
+prints "interrupted" and exits 130, SIGTERM "terminated" and 143 (`flows.terminal.Stop`). A read-only command
+(``read_only`` among its parser's defaults: results, models list / show, plan check / schema) whose stdout is
+closed early (``results --json | head``) ends quietly with 0. For nightly, guardrail and backfill the exit
+status is a contract (`flows.exit_codes`): an unexpected crash there exits 4 (no trusted result), never 1,
+which means VIOLATION.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import importlib
 import sys
 
 from auditing.errors import LabelDPInputError
-from flows import exit_codes
+from flows import exit_codes, terminal
 
 # Order here is the order in `labeldp-audit --help`.
 COMMAND_MODULES = [
@@ -63,14 +66,25 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    read_only = getattr(args, "read_only", False)
     try:
-        return int(args.func(args) or 0)
+        with terminal.terminate_like_interrupt():
+            code = int(args.func(args) or 0)
+            if read_only:
+                sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+            return code
     except LabelDPInputError as exc:
         print(f"labeldp-audit {args.command}: error: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
-    except KeyboardInterrupt:
-        print(f"labeldp-audit {args.command}: interrupted", file=sys.stderr)
-        return exit_codes.INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`terminal.Terminated`)
+        stop = terminal.stop_of(exc) or terminal.INTERRUPT
+        print(f"labeldp-audit {args.command}: {stop.word}", file=sys.stderr)
+        return stop.code
+    except BrokenPipeError:
+        if not read_only:
+            raise
+        terminal.discard_fd()  # stdout's reader has what it wanted (`results --json | head`)
+        return exit_codes.OK
     except Exception as exc:
         if args.command not in CONTRACT_COMMANDS:
             raise

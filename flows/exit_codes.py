@@ -11,15 +11,17 @@ This module imports nothing heavy: the command line reads it before Prefect, Bea
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
+
+from auditing import hints
 
 OK = 0
 VIOLATION = 1
 BAD_INPUT = 2
 NOT_IN_WAREHOUSE = 3
 UNTRUSTED = 4
-INTERRUPTED = 130
+INTERRUPTED = 130  # 128 + SIGINT
+TERMINATED = 143  # 128 + SIGTERM
 
 # What each code means, in the words of --help, README and infra/README.md.
 MEANINGS = {
@@ -27,14 +29,17 @@ MEANINGS = {
     VIOLATION: "a verdict is VIOLATION (guardrail always; nightly and backfill only with --fail-on-violation)",
     BAD_INPUT: "bad input (plan, partition, model, warehouse, arguments); nothing was written",
     NOT_IN_WAREHOUSE: "results computed but not in the warehouse: spooled to disk, written by the next run or "
-                      "by `labeldp-audit nightly --drain-only`",
+                      f"by {hints.DRAIN_ONLY.line()}",
     UNTRUSTED: "the audit is untrusted or incomplete (a nightly control failed, the label-blind one included: "
                "the reference misfits the day; or a target's audit failed)",
     INTERRUPTED: "interrupted (Ctrl-C); nothing partial is left behind",
+    TERMINATED: "terminated (SIGTERM: a scheduler, Kubernetes, systemd or a Prefect worker stopping the run); "
+                "nothing partial is left behind; the flow run ends Crashed, or Cancelled when cancelled through "
+                "Prefect, never Failed",
 }
 # Short names: Prefect event names (labeldp.run.<name>) and log lines.
 NAMES = {OK: "ok", VIOLATION: "violation", BAD_INPUT: "bad_input", NOT_IN_WAREHOUSE: "not_in_warehouse",
-         UNTRUSTED: "untrusted", INTERRUPTED: "interrupted"}
+         UNTRUSTED: "untrusted", INTERRUPTED: "interrupted", TERMINATED: "terminated"}
 PRECEDENCE = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, VIOLATION)
 # The codes that end a flow run Failed (VIOLATION too when the run was asked to fail on it).
 FAILING = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED)
@@ -46,7 +51,7 @@ def help_text() -> str:
 
     lines = textwrap.wrap("Exit status (the same for nightly, guardrail and backfill; when several apply the first "
                           "of 2, 3, 4, 1 wins and the summary names each):", 100)
-    for code in (OK, VIOLATION, BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, INTERRUPTED):
+    for code in (OK, VIOLATION, BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, INTERRUPTED, TERMINATED):
         lines += textwrap.wrap(MEANINGS[code], 100, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
     return "\n".join(lines)
 
@@ -122,11 +127,13 @@ class Outcome:
 
 
 def drain_command(data_root, warehouse: str | None) -> str:
-    """The command that writes spooled results to the warehouse (a password in a URL shows as ***)."""
+    """The command that writes spooled results to the warehouse (a password in a URL shows as ***), without its
+    backquotes."""
     from auditing.warehouse.base import describe_target
 
-    command = f"labeldp-audit nightly --drain-only --data-root {shlex.quote(str(data_root))}"
-    return command + (f" --warehouse {shlex.quote(describe_target(str(warehouse)))}" if warehouse else "")
+    line = (hints.DRAIN_SPOOL_TO.line(root=data_root, warehouse=describe_target(str(warehouse))) if warehouse
+            else hints.DRAIN_SPOOL.line(root=data_root))
+    return line.strip("`")
 
 
 def summary_lines(outcome: Outcome, command: str, drain: str) -> list[str]:

@@ -7,6 +7,11 @@ fingerprint, model fingerprint, audit configuration and code version, with outpu
 Each flow computes one `flows.exit_codes.Outcome` and ends by it (`finish`): Completed for exit code 0 (and 1
 unless ``fail_on_violation``), Failed otherwise, with the outcome (its rows included) on the exception, so the
 command line prints the same table and exits with the same code.
+
+A stop (Ctrl-C, SIGTERM from outside, a cancellation requested through Prefect, whose worker sends SIGTERM) is
+never an audit failure: where a step's error is caught to publish the other targets, a stop is raised again as
+what it is (`_unless_stopped`), and each step checks for one before it starts (`_check_stop`, for a backfill's
+threads too). The run then ends Crashed, or Cancelled when Prefect asked; nothing more is written or alerted.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from prefect.runtime import flow_run
 from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
-from flows import exit_codes, steps
+from flows import exit_codes, steps, terminal
 from flows.exit_codes import Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
 from flows.preflight import plan_for
@@ -49,14 +54,38 @@ class GuardrailViolation(OutcomeFailed):
 
 
 def _retry_unless_bad_input(task_, task_run, state) -> bool:
-    """Retry I/O failures, never bad input: retrying a missing partition or a schema error changes nothing."""
+    """Retry I/O failures, never bad input (retrying a missing partition or a schema error changes nothing) nor
+    after a stop."""
     try:
         state.result()
     except LabelDPInputError:
         return False
-    except Exception:
-        return True
+    except Exception as exc:
+        return terminal.stop_of(exc) is None and terminal.stop_requested() is None
     return False
+
+
+def _raise_stop(stop: terminal.Stop, cause: BaseException | None = None) -> None:
+    """Raises ``stop`` as Prefect reads it: SIGTERM as its TerminationSignal (the run ends Cancelled when the
+    cancellation was asked through Prefect, else Crashed), Ctrl-C as KeyboardInterrupt (Crashed)."""
+    from prefect.exceptions import TerminationSignal
+
+    raise (TerminationSignal(signal=stop.signal) if stop is terminal.TERMINATE else KeyboardInterrupt()) from cause
+
+
+def _unless_stopped(exc: Exception) -> None:
+    """Re-raises a stop that ``exc`` hides (a library wrapped it: Beam re-raises a DoFn's KeyboardInterrupt as a
+    RuntimeError) or that arrived while the step failed; returns when ``exc`` is an ordinary failure."""
+    stop = terminal.stop_of(exc) or terminal.stop_requested()
+    if stop is not None:
+        _raise_stop(stop, exc)
+
+
+def _check_stop() -> None:
+    """Before a step starts: a stop already received ends the run here (in a backfill's threads as well)."""
+    stop = terminal.stop_requested()
+    if stop is not None:
+        _raise_stop(stop)
 
 
 io_task = dict(retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_retry_unless_bad_input,
@@ -172,8 +201,9 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     ensure_reference(root, date, plan)
     fingerprint = partition["fingerprint"]
     outcome, ready, skipped = Outcome(fail_on_violation=fail_on_violation), {}, []
-    clock = StepClock(len(plan.targets))
+    clock = StepClock(len(plan.targets), estimate=False)  # a model that exists takes no time, training minutes
     for spec in plan.targets:
+        _check_stop()
         _log(f"{spec.name}: making sure the model is there ({clock.step()})")
         try:
             ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint)
@@ -183,6 +213,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
                             "status": "SKIPPED", "reason": str(exc)})
         except Exception as exc:  # one target's failure must not hide the others' results
             _target_failed(root, date, spec, exc, outcome, webhook_url)
+    _check_stop()
     reference, check = prepare_reference(root, date, plan, list(ready.values()))
     control_rows, untrusted, check = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
                                                   check, list(ready.values()))
@@ -192,9 +223,11 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     scored = [spec for spec in plan.targets if spec.name in ready]
     clock = StepClock(len(scored))
     for spec in scored:
+        _check_stop()
         _log(f"{spec.name}: scoring and auditing ({clock.step()})")
         try:
             record = score_and_audit(root, date, spec, plan, fingerprint, reference)
+            _check_stop()
             row = publish(root, date, spec, record, warehouse, webhook_url, untrusted=untrusted,
                           reference_check=check, claimed_epsilon=steps.claimed_epsilon_of(spec, ready[spec.name]))
         except Exception as exc:
@@ -211,7 +244,9 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
 
 def _target_failed(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, exc: Exception, outcome: Outcome,
                    webhook_url: str | None) -> None:
-    """Bad input (exit 2) or an audit that failed (exit 4), alerted as AUDIT_FAILED either way."""
+    """Bad input (exit 2) or an audit that failed (exit 4), alerted as AUDIT_FAILED either way; a stop is raised
+    again (`_unless_stopped`): a cancelled run is not a failed audit."""
+    _unless_stopped(exc)
     (outcome.bad_input if isinstance(exc, LabelDPInputError) else outcome.failures).append(f"{spec.name}: {exc}")
     steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
     _emit("AUDIT_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
@@ -257,6 +292,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
     specs = plan.control_specs() if specs is None else specs
     records, checks = {}, {}
     for spec in specs:
+        _check_stop()
         if spec.control == LABEL_BLIND and not check["checked"]:
             _log(f"{spec.name}: skipped ({check['note']})")
             continue
@@ -270,6 +306,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
             _log(f"{spec.name}: skipped ({check['note']})")
             continue
         except Exception as exc:  # a control that cannot run proves nothing either way: the night is untrusted
+            _unless_stopped(exc)
             checks[spec.name] = f"{type(exc).__name__}: {exc}"
         result = checks[spec.name]
         _log(f"{spec.name}: " + (result["message"] if isinstance(result, dict) else f"could not run: {result}"))
@@ -277,6 +314,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
             check = {**check, "label_blind": steps.label_blind_figures(result)}
     untrusted = steps.untrusted_reason(date, checks)
     rows = []
+    _check_stop()
     for spec in specs:
         if spec.name not in checks:
             continue
@@ -300,6 +338,7 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
     scheduled start. Writes warehouse rows and reports; alerts on VIOLATION, DATA_MISSING and AUDIT_FAILED.
     Returns the rows; ends Failed (`AuditFailed`, the rows on it) when results were spooled, a target failed
     or a control failed, and on VIOLATION too (`GuardrailViolation`) with ``fail_on_violation``."""
+    terminal.watch_stops()
     root = resolve_data_root(data_root)
     day = parse_date(date) if date else steps.default_audit_date(flow_run.scheduled_start_time)
     plan = plan_for(plan_file, models)
@@ -320,6 +359,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     from pipelines import registry
     from pipelines.beam_request import check_model_for_day
 
+    terminal.watch_stops()
     root = resolve_data_root(data_root)
     day = parse_date(date)
     name = check_name(model, "--model")
@@ -339,6 +379,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     control_rows, untrusted, check = run_controls(root, day, plan, partition["fingerprint"], warehouse, webhook_url,
                                                   reference, check, [metadata], specs=blind)
     record = score_and_audit(root, day, spec, plan, partition["fingerprint"], reference)
+    _check_stop()
     row = publish(root, day, spec, record, warehouse, webhook_url, claimed_epsilon=claimed, untrusted=untrusted,
                   reference_check=check)
     _publish_summary([*control_rows, row], f"release guardrail for {name}@{day.isoformat()}")
@@ -354,12 +395,14 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
 def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
                  force: bool, fail_on_violation: bool = False) -> dict:
     """One day of a backfill: {"date", "outcome" (a line for people), and the day's `Outcome` as a dict}."""
+    _check_stop()
     if not force and steps.day_is_complete(root, day, plan, warehouse):
         return {"date": day.isoformat(), "outcome": "skipped (already in the warehouse)",
                 **Outcome(fail_on_violation=fail_on_violation).to_dict()}
     try:
         outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation)
     except Exception as exc:
+        _unless_stopped(exc)
         failed = Outcome(fail_on_violation=fail_on_violation)
         (failed.bad_input if isinstance(exc, LabelDPInputError) else failed.failures).append(f"{day}: {exc}")
         return {"date": day.isoformat(), "outcome": f"failed: {exc}", **failed.to_dict()}
@@ -378,6 +421,7 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
     Failed (`AuditFailed`, every day's outcome on it) when any day's outcome fails the run."""
     from prefect.task_runners import ThreadPoolTaskRunner
 
+    terminal.watch_stops()
     root = resolve_data_root(data_root)
     first, last = parse_date(start, "--start"), parse_date(end, "--end")
     if last < first:

@@ -29,7 +29,7 @@ from auditing.errors import LabelDPInputError
 from auditing.params import legacy_tau_warning
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
 from pipelines.dataset_spec import DatasetSpec, criteo, load_spec
-from pipelines.layout import check_name
+from pipelines.layout import check_name, refuse_empty_file
 from pipelines.mechanisms import get_mechanism
 
 # A target's epsilon written as text: no privacy (JSON has no infinity).
@@ -270,6 +270,7 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
     first; every error is one line naming the file and the path of the bad key."""
     if path is None:
         return default_plan()
+    refuse_empty_file(path)
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)

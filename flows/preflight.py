@@ -70,10 +70,7 @@ def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set
     if model_dir(root, plan.reference_name, ref_day).is_dir():
         _model(root, plan.reference_name, ref_day, plan, "reference", _footer(root, day))
     elif plan.on_missing_reference == "fail":
-        raise LabelDPInputError(
-            f"no reference model at {model_dir(root, plan.reference_name, ref_day)} (the D-1 checkpoint the plan's "
-            f"on_missing_reference 'fail' requires); train it with `labeldp-audit train --date {ref_day.isoformat()} "
-            f"--mechanism none --model-name {plan.reference_name}`")
+        raise steps.missing_reference(root, day, plan)
     elif ref_day not in checked_days:
         try:
             steps.check_partition(root, ref_day, plan)

@@ -29,10 +29,15 @@ class ProgressPrinter:
 
 class StepClock:
     """'target k of n' and, once a step is done, the time the remaining ones take at the mean pace so far: a
-    cheap estimate for loops of similar steps (training the targets, scoring them)."""
+    cheap estimate for loops of similar steps (scoring the targets).
 
-    def __init__(self, total: int, what: str = "target"):
-        self.total, self.what = total, what
+    ``estimate=False`` leaves the time out, for loops whose steps are not alike: making sure the models are
+    there takes no time for a model that exists and minutes for one that is trained, so the pace of the first
+    says nothing about the next. An estimate below a second is not shown either (the steps so far took no
+    time, which says nothing about the ones left)."""
+
+    def __init__(self, total: int, what: str = "target", estimate: bool = True):
+        self.total, self.what, self.estimate = total, what, estimate
         self.start = time.monotonic()
         self.done = -1
 
@@ -40,7 +45,8 @@ class StepClock:
         """Call at the start of each step; the text for its progress line."""
         self.done += 1
         text = f"{self.what} {self.done + 1} of {self.total}"
-        if self.done > 0:
+        if self.estimate and self.done > 0:
             left = (time.monotonic() - self.start) / self.done * (self.total - self.done)
-            text += f", ~{left:.0f}s left for this one and the rest"
+            if left >= 1:
+                text += f", ~{left:.0f}s left for this one and the rest"
         return text

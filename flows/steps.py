@@ -17,6 +17,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from auditing import hints
 from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
@@ -46,20 +47,24 @@ def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) ->
     LabelDPInputError when it was written for another dataset than the plan's, when a file's columns or types
     are not its dataset's, when a row key is null or repeated, a label null or out of range, or when every row
     has the same label (nothing to audit)."""
+    from auditing.report import text
     from pipelines import schema
     from pipelines.dataset_spec import check_same_dataset, dataset_of
 
     directory = partition_dir(root, date)
     files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
     if not files:
-        raise DataMissingError(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}")
+        how = str(schema.missing_partition(root, date, plan.dataset if plan is not None else None))
+        raise DataMissingError(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}; "
+                               f"{how.split('; ', 1)[1]}")
     footers = [schema.open_parquet(p) for p in files]
     rows = sum(f.metadata.num_rows for f in footers)
     if rows == 0:
         raise DataMissingError(f"partition for {date.isoformat()} at {directory} is empty")
     dataset = dataset_of(root, date)
     if plan is not None:
-        check_same_dataset(plan.dataset, dataset, f"the partition of {date.isoformat()} ({directory})")
+        check_same_dataset(plan.dataset, dataset, f"the partition of {date.isoformat()} ({directory})",
+                           text.plan_dataset_fix(date))
     for path, footer in zip(files, footers, strict=True):
         check_footer(footer.schema_arrow, path, dataset)
     keys = schema.read_partition(root, date, columns=[dataset.row_key, dataset.label], dataset=dataset)
@@ -103,9 +108,24 @@ def _settings(plan: AuditPlan):
     return settings_from(iterations=plan.catboost_iterations)
 
 
+def missing_reference(root: Path, date: dt.date, plan: AuditPlan) -> LabelDPInputError:
+    """The reference of day ``date`` (the D-1 checkpoint) is missing and the plan's ``on_missing_reference``
+    is "fail": what to do depends on where the plan's models come from (`text.missing_reference`)."""
+    from auditing.report import text
+
+    ref_day = date - dt.timedelta(days=1)
+    registered = any(isinstance(spec, RegisteredTarget) for spec in plan.targets)
+    return LabelDPInputError(text.missing_reference(model_dir(root, plan.reference_name, ref_day), plan.reference_name,
+                                                    ref_day, registered))
+
+
 def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = no_progress) -> dict:
     """The reference M' of day D (the D-1 checkpoint), trained non-privately when missing if the plan says so."""
     from pipelines.training import ensure_reference as ensure
+
+    if plan.on_missing_reference == "fail" and not model_dir(root, plan.reference_name,
+                                                             date - dt.timedelta(days=1)).is_dir():
+        raise missing_reference(root, date, plan)
 
     _, metadata = ensure(root, date, plan.reference_name, plan.on_missing_reference, plan.seed, _settings(plan),
                          progress)
@@ -157,8 +177,7 @@ def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: A
     directory = model_dir(root, spec.name, date)
     if not directory.is_dir():
         raise _missing(plan, f"registered target {spec.name} has no model for {date.isoformat()} at {directory}; "
-                             f"register it with `labeldp-audit models register --name {spec.name} --date "
-                             f"{date.isoformat()} --file ...`")
+                             f"register it with {hints.REGISTER_MODEL.line(name=spec.name, date=date.isoformat())}")
     metadata = registry.read_metadata(root, spec.name, date)
     check_model_for_day(metadata, plan.dataset, date, "target")
     registered = registry.claimed_epsilon(metadata)
@@ -242,12 +261,15 @@ def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_d
                      progress: Progress = no_progress) -> dict:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
+    from flows.terminal import stop_of
     from pipelines.shift_diagnostics import LABEL
     from pipelines.shift_diagnostics import shift_diagnostic as compute
 
     try:
         return compute(root, date, reference_name, reference_date)
-    except Exception as exc:  # a diagnostic must not block the verdict
+    except Exception as exc:  # a diagnostic must not block the verdict (but a stop stops the run)
+        if stop_of(exc) is not None:
+            raise
         progress(f"shift diagnostic not computed: {exc}")
         return {"label": LABEL, "error": str(exc)}
 

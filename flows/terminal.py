@@ -6,17 +6,20 @@
   here) reach the terminal, unless ``verbose``. Beam's and Prefect's start-up and engine lines stay in the log.
   The results table and the summary are written to the real stdout / stderr (`out`, `err`), so ``--json``
   output is never mixed with a library's print.
-- `InterruptWatch`: the first SIGINT raises KeyboardInterrupt as usual (models and sweeps are written through
-  atomic directories, warehouse rows in transactions, so unwinding leaves nothing partial). If the process
-  has not ended ``grace`` seconds later (a C library holding the main thread), it prints "interrupted",
-  removes the hidden ``.tmp-*`` directories this run created, records any it could not remove (the next run
-  removes them and says so: `remove_leftovers`) and exits 130.
+- Stopping (`StopWatch`): the first SIGINT raises KeyboardInterrupt as usual, and SIGTERM (what a scheduler,
+  Kubernetes, systemd or a Prefect worker sends) `Terminated`, its subclass, so that both unwind alike (models
+  and sweeps are written through atomic directories, warehouse rows in transactions, so unwinding leaves
+  nothing partial). If the process has not ended ``grace`` seconds later (a C library holding the main
+  thread), it prints "interrupted" or "terminated", removes the hidden ``.tmp-*`` directories this run
+  created, records any it could not remove (the next run removes them and says so: `remove_leftovers`) and
+  exits 130 or 143 (`Stop`).
 - `start_prefect_api`: the temporary Prefect API a command-line run uses is started in a session of its own,
   so that Ctrl-C in the terminal reaches this process only and the run can still report its end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -27,13 +30,26 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from flows import exit_codes
 
 OUR_PREFIXES = ("[labeldp-audit", "[score ")
 LOGS_DIR = "logs"
 LEFTOVERS = ".interrupted-{pid}.json"
 FS_CLOCK_SLACK = 0.5  # seconds
 _SCORED = re.compile(r"^\[score pid (\d+)\] (\w+): \d+ batches, (\d+) of (\d+) rows\s*$")
+
+
+def discard_fd(fd: int = 1) -> None:
+    """Points ``fd`` (default stdout) at /dev/null: after a closed pipe (``results --json | head``), so that the
+    interpreter's last flush does not fail (Python would print an error and exit 120)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def debug_log_path(root: Path) -> Path:
@@ -122,6 +138,8 @@ class Terminal:
         if done >= total or now <= start[0]:
             return line
         left = (total - done) * (now - start[0]) / (done - start[1])
+        if left < 1:  # "~0s left" while rows remain says nothing
+            return line
         return line.rstrip("\n") + f" (~{left:.0f}s left)\n"
 
     def drain(self, timeout: float = 2.0) -> None:
@@ -147,6 +165,13 @@ class Terminal:
         except ValueError:
             pass
 
+    def drop_stdout(self) -> None:
+        """Once stdout's reader went away (``nightly | head``): what is still meant for stdout, now or after the
+        run, goes to /dev/null, so that no later write or flush fails; stderr carries on."""
+        if self.out not in (sys.stdout, sys.__stdout__):
+            discard_fd(self.out.fileno())
+        discard_fd(self._saved[1])  # fd 1 once the run ends
+
     def __exit__(self, *exc) -> None:
         if not self._active:
             return
@@ -162,25 +187,100 @@ class Terminal:
         self.log_file.close()
 
 
-# --------------------------------------------------------------------------------------------- Ctrl-C
+# --------------------------------------------------------------------------------------------- stopping
 
 
-class InterruptWatch:
-    """SIGINT raises KeyboardInterrupt (Python's default); this watches from a thread through the signal
-    wake-up fd (written by the C-level handler at once, even while a C library holds the main thread) and calls
-    ``force()`` when the process is still running ``grace`` seconds after the first SIGINT."""
+@dataclass(frozen=True)
+class Stop:
+    """A signal that stops a command (Ctrl-C, or SIGTERM from a scheduler, Kubernetes, systemd or a Prefect
+    worker): the exit code it ends with (`flows.exit_codes`) and the word printed."""
+
+    signal: int
+    code: int
+    word: str
+
+
+INTERRUPT = Stop(signal.SIGINT, exit_codes.INTERRUPTED, "interrupted")
+TERMINATE = Stop(signal.SIGTERM, exit_codes.TERMINATED, "terminated")
+STOPS = {stop.signal: stop for stop in (INTERRUPT, TERMINATE)}
+
+_received: list[Stop] = []  # the first stop this process received
+_sockets: list[tuple[socket.socket, socket.socket]] = []  # `watch_stops`'s wake-up fd pair
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that it unwinds the same way
+    (atomic directories, transactions, Prefect's crash handling); Python's default would end the process at
+    once and unwind nothing."""
+
+
+def _record(stop: Stop) -> None:
+    if not _received:
+        _received.append(stop)
+
+
+def stop_requested() -> Stop | None:
+    """The first stop this process received (seen by a `StopWatch` or `watch_stops`), if any: a step that is
+    about to start checks it, so that threads other than the main one (a backfill's days) stop too."""
+    return _received[0] if _received else None
+
+
+def stop_of(exc: BaseException | None) -> Stop | None:
+    """The stop ``exc`` stands for, through the exceptions it was raised from: a library may wrap it (Beam
+    re-raises a DoFn's KeyboardInterrupt as a RuntimeError). `Terminated` and Prefect's TerminationSignal
+    (an exception outside Exception with the signal's number) are SIGTERM; another KeyboardInterrupt is Ctrl-C."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, Terminated):
+            return TERMINATE
+        if isinstance(exc, KeyboardInterrupt):
+            return INTERRUPT
+        if not isinstance(exc, Exception) and getattr(exc, "signal", None) in STOPS:
+            return STOPS[exc.signal]
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _terminate(signum, frame) -> None:
+    _record(TERMINATE)
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def terminate_like_interrupt():
+    """While the block runs, SIGTERM raises `Terminated` in the main thread (outside the main thread: nothing
+    changes)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class StopWatch:
+    """Ctrl-C raises KeyboardInterrupt (Python's default) and SIGTERM `Terminated`; this watches both from a
+    thread through the signal wake-up fd (written by the C-level handler at once, whichever Python handler is
+    installed, Prefect's during a flow run included, and even while a C library holds the main thread),
+    records the first (`stop_requested`) and calls ``force(stop)`` when the process is still running ``grace``
+    seconds later."""
 
     def __init__(self, grace: float, force):
         self.grace, self.force = grace, force
         self.done = threading.Event()
         self.fired = threading.Event()
 
-    def __enter__(self) -> InterruptWatch:
+    def __enter__(self) -> StopWatch:
         self._read, self._write = socket.socketpair()
         self._write.setblocking(False)
-        self._previous_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+        self._previous_handlers = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                                   signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate)}
         self._previous_fd = signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
-        threading.Thread(target=self._watch, name="labeldp-interrupt", daemon=True).start()
+        threading.Thread(target=self._watch, name="labeldp-stop", daemon=True).start()
         return self
 
     def _watch(self) -> None:
@@ -191,18 +291,58 @@ class InterruptWatch:
                 return
             if not data:
                 return
-            if signal.SIGINT in data and not self.fired.is_set():
+            stops = [STOPS[number] for number in data if number in STOPS]
+            if stops and not self.fired.is_set():
+                _record(stops[0])
                 self.fired.set()
                 if not self.done.wait(self.grace):
-                    self.force()
+                    self.force(stop_requested())
 
     def __exit__(self, *exc) -> None:
-        if not self.fired.is_set():  # after a Ctrl-C the watch stays until the process has ended
+        if not self.fired.is_set():  # after a stop the watch stays until the process has ended
             self.done.set()
         signal.set_wakeup_fd(self._previous_fd)
-        signal.signal(signal.SIGINT, self._previous_handler)
+        for number, handler in self._previous_handlers.items():
+            signal.signal(number, handler)
         self._write.close()
         self._read.close()
+
+
+def watch_stops() -> None:
+    """Records the first Ctrl-C or SIGTERM of a process that runs flows without the command line (a deployment's
+    flow-run process, where Prefect's own handler turns SIGTERM into its TerminationSignal), so that
+    `stop_requested` sees it in every thread. Does nothing outside the main thread or when the wake-up fd is
+    taken (the command line's `StopWatch` records already)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    read, write = socket.socketpair()
+    write.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(write.fileno(), warn_on_full_buffer=False)
+    except ValueError:
+        read.close()
+        write.close()
+        return
+    if previous != -1:  # someone watches already: leave theirs
+        signal.set_wakeup_fd(previous)
+        read.close()
+        write.close()
+        return
+
+    def watch() -> None:
+        while True:
+            try:
+                data = read.recv(64)
+            except OSError:
+                return
+            if not data:
+                return
+            for number in data:
+                if number in STOPS:
+                    _record(STOPS[number])
+
+    _sockets.append((read, write))  # kept open for the life of the process
+    threading.Thread(target=watch, name="labeldp-stop-record", daemon=True).start()
 
 
 def tmp_dirs_since(root: Path, since: float, depth: int = 4) -> list[Path]:

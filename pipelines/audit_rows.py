@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from auditing import hints
 from auditing.audit import AUDIT_ROWS
 from auditing.errors import LabelDPInputError
 from pipelines import splits
@@ -197,8 +198,9 @@ def training_rows(metadata: dict, model_directory: str | os.PathLike | None = No
         raise LabelDPInputError(
             f"{where}: its registry metadata has no training_rows record (registered before "
             f"audit_rows existed), so the rows whose labels entered training are unknown; re-train it "
-            f"(`labeldp-audit train --date {date} --model-name {model} ...`, or delete models/{model}/date={date} "
-            f"and let the nightly flow re-train it) or audit every row with audit_rows 'all' (--audit-rows all)")
+            f"({hints.TRAIN_MODEL.line(name=model, date=date)}, or delete models/{model}/date={date} and let the "
+            f"nightly flow re-train it) or audit every row (the plan's audit.audit_rows 'all'; score: "
+            f"--audit-rows all)")
     kind = record.get("kind")
     if kind == KEYS:
         return _keys_selection(record, str(model), str(date), model_directory, where)

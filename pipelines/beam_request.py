@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from auditing import hints
 from auditing.audit import AuditConfig, AuditResult
 from auditing.errors import LabelDPInputError
 from auditing.sweep import SweepCounts
@@ -182,8 +183,13 @@ def check_model_for_day(metadata: dict, dataset: DatasetSpec, date: dt.date, rol
     reads_features = bool(metadata.get("feature_schema")) or "dataset" in metadata  # the RR oracle reads none
     if reads_features and model_dataset_fingerprint(metadata) != dataset.fingerprint():
         found = (metadata.get("dataset") or {}).get("name", "criteo")
+        name, day = metadata.get("model_name", "NAME"), metadata.get("date", "D")
+        fix = (f"register its file again for that dataset with "
+               f"{hints.REGISTER_FOR_DATASET.line(name=name, date=day)} (SPEC: the spec of {dataset.name!r})"
+               if metadata.get("source") == "registered" else
+               f"train it again on that partition ({hints.TRAIN_MODEL.line(name=name, date=day)})")
         raise LabelDPInputError(f"{model} reads dataset {found!r}, but the partition of {date.isoformat()} is "
-                                f"dataset {dataset.name!r}; register it with --dataset of that spec")
+                                f"dataset {dataset.name!r}; {fix}")
     scores = metadata.get("predictions_for")
     if scores is not None and scores != date.isoformat():
         raise LabelDPInputError(f"{model} is a table of predictions on the rows of {scores}, not of "
@@ -202,7 +208,7 @@ def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date], datase
             schema mismatch.
     """
     dataset = dataset or criteo()
-    files = partition_files(request.data_root, request.date)
+    files = partition_files(request.data_root, request.date, dataset)
     table_schema = partition_schema(files, dataset)
     target_md = registry.read_metadata(request.data_root, request.model, request.date)
     reference_md = registry.read_metadata(request.data_root, *reference)

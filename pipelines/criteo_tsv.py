@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from auditing.errors import LabelDPInputError
 from pipelines import schema
+from pipelines.layout import refuse_empty_file
 
 __all__ = ["FIELDS", "MAX_INT_DIGITS", "MAX_LINE_BYTES", "BlockParse", "ParsedRows", "open_tsv", "parse_block",
            "read_block_fast", "tsv_blocks"]
@@ -46,6 +47,7 @@ def open_tsv(path: Path) -> tuple[pa.NativeFile, str]:
     naming the path if it is not a readable file."""
     if not path.is_file():
         raise LabelDPInputError(f"{path}: no such file (expected a Criteo TSV file, plain or gzip)")
+    refuse_empty_file(path)
     with open(path, "rb") as handle:
         magic = handle.read(2)
     compression = "gzip" if magic == _GZIP_MAGIC else None

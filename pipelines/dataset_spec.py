@@ -221,7 +221,10 @@ def load_spec(path: str | os.PathLike | None) -> DatasetSpec:
     """The spec in the JSON file ``path`` (None: the built-in Criteo spec). Errors name the file."""
     if path is None:
         return criteo()
+    from pipelines.layout import refuse_empty_file
+
     path = Path(path)
+    refuse_empty_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -270,12 +273,12 @@ def dataset_of(root: str | os.PathLike, date: dt.date) -> DatasetSpec:
     return spec_from_dict(data, str(path))
 
 
-def check_same_dataset(expected: DatasetSpec, found: DatasetSpec, what: str) -> None:
-    """LabelDPInputError when ``found`` (a partition's or a model's spec) is not ``expected`` (the plan's)."""
+def check_same_dataset(expected: DatasetSpec, found: DatasetSpec, what: str, fix: str) -> None:
+    """LabelDPInputError when ``found`` (a partition's or a model's spec) is not ``expected`` (the plan's, the one
+    given); ``fix``: what to do, in the words of the command that met it (a flag only where it has one)."""
     if expected.fingerprint() != found.fingerprint():
         raise LabelDPInputError(f"{what} was written for dataset {found.name!r} ({found.describe()}), not for "
-                                f"{expected.name!r} ({expected.describe()}); ingest it with that spec or name the "
-                                f"right one with --dataset")
+                                f"{expected.name!r} ({expected.describe()}); {fix}")
 
 
 __all__ = [

@@ -35,14 +35,15 @@ from auditing.names import (
     DEFAULT_DATA_ROOT,
     check_name,
     parse_date,
+    refuse_future,
     require_date,
     resolve_data_root,
 )
 
 __all__ = [
     "DATA_ROOT_ENV", "DEFAULT_DATA_ROOT", "MODELS", "ORACLE", "PARTITIONS", "atomic_directory", "check_name",
-    "model_dir", "oracle_dir", "parse_date", "partition_dir", "read_json_object", "require_date",
-    "resolve_data_root",
+    "model_dir", "oracle_dir", "parse_date", "partition_dir", "read_json_object", "refuse_empty_file",
+    "refuse_future", "require_date", "resolve_data_root",
 ]
 
 PARTITIONS = "partitions"
@@ -69,11 +70,25 @@ def model_dir(root: str | os.PathLike, model_name: str, date: dt.date) -> Path:
     return Path(root) / MODELS / check_name(model_name) / _date_component(date)
 
 
-def read_json_object(path: str | os.PathLike) -> dict:
-    """The JSON object in the file ``path`` (a record under the data root, a spec); LabelDPInputError naming the
-    file when it cannot be read, is not JSON or holds something else than an object."""
+def refuse_empty_file(path: str | os.PathLike) -> None:
+    """LabelDPInputError "<path>: the file is empty (0 bytes)" for an existing 0-byte file: called before a
+    reader that would say something less plain about it (no graph to run, not Parquet, not JSON)."""
     from auditing.errors import LabelDPInputError
 
+    try:
+        empty = os.path.isfile(path) and os.stat(path).st_size == 0
+    except OSError:
+        return
+    if empty:
+        raise LabelDPInputError(f"{path}: the file is empty (0 bytes)")
+
+
+def read_json_object(path: str | os.PathLike) -> dict:
+    """The JSON object in the file ``path`` (a record under the data root, a spec); LabelDPInputError naming the
+    file when it cannot be read, is empty, is not JSON or holds something else than an object."""
+    from auditing.errors import LabelDPInputError
+
+    refuse_empty_file(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

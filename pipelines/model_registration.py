@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from auditing import hints
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema
 from pipelines.beam_request import file_fingerprint
@@ -38,6 +39,7 @@ from pipelines.layout import (
     model_dir,
     parse_date,
     partition_dir,
+    refuse_empty_file,
     require_date,
 )
 from pipelines.model_formats import ModelFormat, format_names, format_of, model_format
@@ -45,6 +47,7 @@ from pipelines.model_formats import ModelFormat, format_names, format_of, model_
 SOURCE = "registered"
 MECHANISM = "external"  # the mechanism of a registered model: the team's own, known only by its claim
 TRAINING_ROWS_FILE = "training_rows.parquet"
+_GIVE_ITS_SPEC = "give the partition's spec file with --dataset (the default is the spec it was written with)"
 ALL_ROWS = "all"
 
 
@@ -87,8 +90,9 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
         raise LabelDPInputError(f"--training-rows: checking {path} needs day {date.isoformat()}'s partition, and "
                                 f"{partition_dir(root, date)} does not exist; ingest that day first")
     parquet = schema.open_parquet(path)
-    names = list(parquet.schema_arrow.names)
     allowed = [dataset.row_key] + ([INTERNAL_ROW_ID] if dataset.row_key != INTERNAL_ROW_ID else [])
+    index = schema.pandas_index_columns(parquet) - set(allowed)  # written by pandas for a filtered frame
+    names = [name for name in parquet.schema_arrow.names if name not in index]
     if len(names) != 1 or names[0] not in allowed:
         raise LabelDPInputError(f"{path}: a training-rows file holds one integer column named "
                                 f"{' or '.join(allowed)}; it has the columns {names}")
@@ -164,6 +168,7 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     path = Path(file)
     if not path.is_file():
         raise LabelDPInputError(f"--file: {path} is not a file")
+    refuse_empty_file(path)
     epsilon, delta = check_claim(claimed_epsilon, delta)
     scores_one_day = fmt.scores_one_day
     if predictions_for is not None and not scores_one_day:
@@ -176,10 +181,10 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     if dataset is None:
         dataset = dataset_of(root, date)
     elif has_partition:
-        check_same_dataset(dataset, dataset_of(root, date), f"the partition {partition}")
+        check_same_dataset(dataset, dataset_of(root, date), f"the partition {partition}", _GIVE_ITS_SPEC)
     if predictions_for not in (None, date) and partition_dir(root, predictions_for).is_dir():
         check_same_dataset(dataset, dataset_of(root, predictions_for),
-                           f"the partition {partition_dir(root, predictions_for)}")
+                           f"the partition {partition_dir(root, predictions_for)}", _GIVE_ITS_SPEC)
     info = fmt.inspect(path, dataset)
     fingerprint = file_fingerprint(path)
     day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
@@ -300,7 +305,7 @@ def show_model(root, name: str, date: dt.date | None = None) -> dict:
         if not dates:
             known = sorted({entry["name"] for entry in list_models(root)})
             raise LabelDPInputError(f"no model {name!r} under {Path(root) / MODELS} (models there: "
-                                    f"{known or 'none'}); see `labeldp-audit models list`")
+                                    f"{known or 'none'}); see {hints.LIST_MODELS.line(root=root)}")
         date = dates[-1]
     return registry.read_metadata(root, name, require_date(date, "date"))
 

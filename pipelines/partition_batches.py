@@ -49,12 +49,12 @@ class ReadTask:
         return f"{Path(self.path).stem}-rg{self.row_group:05d}"
 
 
-def partition_files(root: str | os.PathLike, date) -> list[Path]:
-    """The partition's ``part-*.parquet`` files in name order; a clear error when there are none."""
+def partition_files(root: str | os.PathLike, date, dataset: DatasetSpec | None = None) -> list[Path]:
+    """The partition's ``part-*.parquet`` files in name order; a clear error when there are none (saying how to
+    make the day of ``dataset``, default Criteo)."""
     directory = partition_dir(root, date)
     if not directory.is_dir():
-        raise LabelDPInputError(f"no partition at {directory} (data root {root}); create it with `labeldp-audit "
-                                f"data synth`, `data ingest` or `data ingest-criteo`, or pass the right --data-root")
+        raise schema.missing_partition(root, date, dataset)
     files = sorted(directory.glob(schema.PART_GLOB))
     if not files:
         raise LabelDPInputError(f"{directory}: the partition directory holds no {schema.PART_GLOB} files")

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from auditing import hints
 from auditing.errors import LabelDPInputError
 from pipelines import schema
 from pipelines.layout import atomic_directory, model_dir, read_json_object
@@ -199,11 +200,11 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> di
     directory = model_dir(root, model_name, date)
     path = directory / METADATA_FILE
     if not directory.is_dir():
-        raise LabelDPInputError(f"no model {model_name!r} for {date.isoformat()}: {directory} does not "
-                                f"exist; train it with `labeldp-audit train --date {date.isoformat()} "
-                                f"--model-name {model_name} ...`, register a model file with `labeldp-audit "
-                                f"models register --name {model_name} --date {date.isoformat()} --file FILE ...` "
-                                f"or pass the right --data-root")
+        day = date.isoformat()
+        raise LabelDPInputError(f"no model {model_name!r} for {day}: {directory} does not exist; register the "
+                                f"file of a model trained elsewhere with "
+                                f"{hints.REGISTER_MODEL.line(name=model_name, date=day)}, train one here with "
+                                f"{hints.TRAIN_MODEL.line(name=model_name, date=day)}, or pass the right --data-root")
     if not path.is_file():
         raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
     record = read_json_object(path)

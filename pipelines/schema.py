@@ -38,8 +38,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from auditing import hints
 from auditing.errors import LabelDPInputError
 from pipelines.column_checks import CATEGORICAL_TYPE as CATEGORICAL_TYPE  # re-exported
 from pipelines.column_checks import (
@@ -54,8 +56,8 @@ from pipelines.column_checks import (
     check_row_ids_unique,
     fail,
 )
-from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, write_dataset_record
-from pipelines.layout import atomic_directory, oracle_dir, partition_dir
+from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, is_default, write_dataset_record
+from pipelines.layout import atomic_directory, oracle_dir, partition_dir, refuse_empty_file
 
 # The Criteo spec's columns (infra/datasets/criteo.json), the names the synthetic generator and the Criteo
 # ingest write.
@@ -165,13 +167,26 @@ def validate_table(table: pa.Table | pa.RecordBatch, source: object, num_classes
 # --------------------------------------------------------------------------------------------- reading
 
 
-def _partition_files(root: str | os.PathLike, date: dt.date) -> tuple[Path, list[Path]]:
+def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec | None = None) -> LabelDPInputError:
+    """The error for a day without a partition, with the way to make one that fits its dataset (default
+    Criteo): a day of another dataset's log is ingested with that dataset's spec, a Criteo day from its TSV
+    (or synthesized: the synthetic world is Criteo-like)."""
+    day = date.isoformat()
+    if dataset is None or is_default(dataset):
+        how = (f"ingest the day's Criteo TSV with {hints.INGEST_CRITEO_DAY.line(date=day)} (a synthetic day: "
+               f"{hints.SYNTHESIZE_DAY.line(date=day)})")
+    else:
+        how = (f"ingest the day's log of dataset {dataset.name!r} with {hints.INGEST_DAY.line(date=day)} (SPEC: "
+               f"its spec file)")
+    return LabelDPInputError(f"no partition at {partition_dir(root, date)} (data root {Path(root)}); {how}, or "
+                             f"pass the right --data-root")
+
+
+def _partition_files(root: str | os.PathLike, date: dt.date,
+                     dataset: DatasetSpec | None = None) -> tuple[Path, list[Path]]:
     directory = partition_dir(root, date)
     if not directory.is_dir():
-        raise LabelDPInputError(
-            f"no partition at {directory} (data root {Path(root)}); create it with `labeldp-audit data synth`, "
-            f"`labeldp-audit data ingest` or `labeldp-audit data ingest-criteo`, or pass the right --data-root"
-        )
+        raise missing_partition(root, date, dataset)
     files = sorted(directory.glob(PART_GLOB))
     if not files:
         raise LabelDPInputError(f"{directory}: the partition directory holds no {PART_GLOB} files")
@@ -179,11 +194,25 @@ def _partition_files(root: str | os.PathLike, date: dt.date) -> tuple[Path, list
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
-    """Opens one Parquet file (metadata only); LabelDPInputError naming ``path`` if it is not readable Parquet."""
+    """Opens one Parquet file (metadata only); LabelDPInputError naming ``path`` if it is empty or not readable
+    Parquet."""
+    refuse_empty_file(path)
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
         raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def pandas_index_columns(parquet: pq.ParquetFile) -> set[str]:
+    """The columns a pandas DataFrame's index was stored in, as its ``pandas`` metadata names them
+    (``index_columns``: ``__index_level_0__`` for the index of a filtered frame, or the index's own name). A
+    file written otherwise, or a frame with a plain range index, has none."""
+    try:
+        metadata = parquet.schema_arrow.pandas_metadata or {}
+    except (TypeError, ValueError):  # metadata that is not JSON: not pandas'
+        return set()
+    columns = metadata.get("index_columns") if isinstance(metadata, dict) else None
+    return {name for name in columns or [] if isinstance(name, str)}
 
 
 def _read_file(path: Path, columns: Sequence[str] | None) -> pa.Table:
@@ -208,7 +237,7 @@ def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str
     among them). A missing partition names the path it looked at; a corrupt file names the file. Columns
     carry their stored names (``dataset``, default the partition's own spec).
     """
-    directory, files = _partition_files(root, date)
+    directory, files = _partition_files(root, date, dataset)
     dataset = dataset or dataset_of(root, date)
     tables = []
     for path in files:
@@ -235,7 +264,7 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
     """
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise LabelDPInputError(f"batch_size must be a whole number >= 1; got {batch_size!r}")
-    directory, files = _partition_files(root, date)
+    directory, files = _partition_files(root, date, dataset)
     dataset = dataset or dataset_of(root, date)
     key = dataset.row_key
     parquets = [(path, open_parquet(path)) for path in files]
@@ -262,16 +291,16 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
             raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
 
 
-def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL) -> None:
+def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,
+                      rows: int | None = None) -> None:
     """Raises ``LabelDPInputError`` naming ``source`` when every row has the same label: the audit compares
-    guesses with labels, and on such a day there is nothing to audit (nor can a model learn anything)."""
-    import pyarrow.compute as pc
-
+    guesses with labels, and on such a day there is nothing to audit (nor can a model learn anything).
+    ``labels``: the day's labels, or only their distinct values with the day's ``rows``."""
     values = pc.unique(labels).drop_null()
     if len(values) < 2:
         seen = "no labels" if len(values) == 0 else f"the label {values[0].as_py()}"
-        raise fail(source, f"column {name!r}: all {len(labels)} row(s) have {seen}; nothing to audit (the labels "
-                           f"must take at least two values)")
+        raise fail(source, f"column {name!r}: all {len(labels) if rows is None else rows} row(s) have {seen}; "
+                           f"nothing to audit (the labels must take at least two values)")
 
 
 def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
@@ -323,7 +352,8 @@ def write_partition(root: str | os.PathLike, date: dt.date,
     most ``rows_per_file`` rows each, zstd-compressed. Everything is written through ``atomic_directory``:
     if validation fails anywhere (bad batch, duplicated ``row_id`` across batches, no rows at all), nothing
     appears in the partition area and an existing partition of that day is left as it was; on success an
-    existing partition of that day is replaced as a whole. ``source`` names the input in error messages.
+    existing partition of that day is replaced as a whole. A day whose rows all have one label is refused
+    (`check_labels_vary`: the audit would refuse it). ``source`` names the input in error messages.
 
     ``provenance`` (a JSON-able dict, or a function returning one, called after all batches were consumed so
     a streaming source can report its counts) is written beside the data as ``_provenance.json`` (sorted
@@ -344,6 +374,7 @@ def write_partition(root: str | os.PathLike, date: dt.date,
         rows_in_file = 0
         file_index = 0
         row_ids: list[np.ndarray] = []
+        labels: set[int] = set()  # the distinct labels seen (two are enough)
         total = 0
         try:
             for piece in _as_batches(table_or_batches):
@@ -352,6 +383,8 @@ def write_partition(root: str | os.PathLike, date: dt.date,
                 table = _validate(piece, label, num_classes, None, require_rows=False, check_unique=False,
                                   dataset=dataset)
                 row_ids.append(table.column(dataset.row_key).to_numpy())
+                if len(labels) < 2:
+                    labels.update(pc.unique(table.column(dataset.label)).drop_null().to_pylist())
                 total += table.num_rows
                 offset = 0
                 while offset < table.num_rows:
@@ -373,6 +406,7 @@ def write_partition(root: str | os.PathLike, date: dt.date,
         if total == 0:
             raise fail(label, "the partition is empty (0 rows); nothing was written")
         check_row_ids_unique(np.concatenate(row_ids), label, dataset.row_key)
+        check_labels_vary(pa.array(sorted(labels), pa.int64()), label, dataset.label, rows=total)
         write_dataset_record(tmp, dataset)
         if provenance is not None:
             record = provenance() if callable(provenance) else provenance
@@ -414,7 +448,7 @@ def read_oracle(root: str | os.PathLike, date: dt.date) -> pa.Table:
     directory = oracle_dir(root, date)
     path = directory / "p_click.parquet"
     if not path.is_file():
-        raise LabelDPInputError(f"no oracle at {path}; only synthetic partitions (`labeldp-audit data synth`) "
+        raise LabelDPInputError(f"no oracle at {path}; only synthetic days ({hints.SYNTHESIZE_DAY.line(date=date)}) "
                                 f"have one")
     parquet = open_parquet(path)
     try:

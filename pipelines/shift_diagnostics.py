@@ -10,15 +10,19 @@ for it; these two figures only make a small kappa more or less plausible:
   a registered model that lists them; a model trained on every row is measured on every row and marked
   in-sample). M' is run through its format (`pipelines.model_formats`), so any registered reference works;
   rows it has no prediction for are left out. ECE uses 15 equal-mass bins of M'(x): sum over bins of (rows in
-  bin / n) * |mean p - mean y|.
+  bin / n) * |mean p - mean y|. The reference recalibrated on day D (the nightly's default) is measured as the
+  D-1 checkpoint it corrects: it was fitted on day D's held-out rows, so its own day is D, and measuring it
+  there would compare day D with itself.
 - a shift statistic of the features: the population stability index PSI = sum_b (q_b - p_b) ln(q_b / p_b)
   per feature between day D-1 (p) and day D (q), on D-1's deciles for numerics (plus a missing bin) and on
   D-1's 20 most frequent values plus "other" and "missing" for categoricals; proportions are floored at 1e-4
   so that an empty bin gives a large, finite value. The features are the partition's dataset spec's.
 
-``shift_diagnostic`` returns a JSON-ready dict; the nightly flow stores it in the result record and the
-warehouse (``shift_diagnostic`` JSON, ``reference_log_loss_shift``, ``feature_shift_max_psi``) and the report
-shows it, labelled a diagnostic.
+``shift_diagnostic`` returns a JSON-ready dict naming the two days it compares (``days``); the nightly flow
+stores it in the result record and the warehouse (``shift_diagnostic`` JSON, ``reference_log_loss_shift``,
+``feature_shift_max_psi``) and the report shows it, labelled a diagnostic. When it cannot compare two days (the
+reference is not of a day before D, or the earlier day's partition is not there) it says why instead
+(``not_computed``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import pyarrow.compute as pc
 from pipelines import registry, schema, splits
 from pipelines.audit_rows import ALL, KEYS, record_kind, training_rows
 from pipelines.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
-from pipelines.layout import model_dir, require_date
+from pipelines.layout import model_dir, partition_dir, require_date
 
 ECE_BINS = 15
 NUMERIC_BINS = 10
@@ -134,18 +138,43 @@ def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None
             "per_feature": psi}
 
 
+def measured_reference(root: str | os.PathLike, name: str, date: dt.date) -> tuple[str, dt.date, dict]:
+    """(name, own day, metadata) of the reference whose fit the diagnostic measures: a recalibrated reference's
+    source (the D-1 checkpoint it corrects, named in its ``recalibration`` record), else the reference itself."""
+    metadata = registry.read_metadata(root, name, date)
+    recalibration = metadata.get("recalibration")
+    source = recalibration.get("source_reference") if isinstance(recalibration, dict) else None
+    if not isinstance(source, dict):
+        return name, date, metadata
+    source_name, source_date = str(source["name"]), dt.date.fromisoformat(str(source["date"]))
+    return source_name, source_date, registry.read_metadata(root, source_name, source_date)
+
+
 def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference_name: str,
                      reference_date: dt.date) -> dict:
     """The diagnostic for auditing day ``date`` against the reference ``reference_name`` of ``reference_date``.
 
-    Returns a JSON-ready dict: ``label`` (the "diagnostic, not a proof" caveat), the reference's log-loss and
-    ECE on each day's test split and their differences, and ``feature_shift`` (`feature_shift`). Cached per
-    (root, dates, reference, partition fingerprints), so a rewritten partition is read again. Raises
-    LabelDPInputError for a missing partition or model (from `pipelines.schema` / `pipelines.registry`).
+    Returns a JSON-ready dict: ``label`` (the "diagnostic, not a proof" caveat), ``days`` (the reference's own
+    day and ``date``), the reference's log-loss and ECE on each day's unseen rows and their differences, and
+    ``feature_shift`` (`feature_shift`); or, when two days cannot be compared, ``not_computed`` saying why.
+    Cached per (root, dates, reference, partition fingerprints), so a rewritten partition is read again. Raises
+    LabelDPInputError for a missing partition of ``date`` or a missing model (from `pipelines.schema` /
+    `pipelines.registry`).
     """
     date, reference_date = require_date(date), require_date(reference_date, "reference_date")
-    return dict(_cached(str(root), date, reference_name, reference_date,
-                        schema.partition_fingerprint(root, date), schema.partition_fingerprint(root, reference_date)))
+    name, own_day, _metadata = measured_reference(root, reference_name, reference_date)
+    days = {"previous": own_day.isoformat(), "current": date.isoformat()}
+    reference = f"{name}@{own_day.isoformat()}"
+    if own_day >= date:
+        return {"label": LABEL, "reference": reference, "days": days,
+                "not_computed": f"the reference {reference} is not of a day before the audited day {date}: there "
+                                f"is no earlier day to compare day {date} with"}
+    if not partition_dir(root, own_day).is_dir():
+        return {"label": LABEL, "reference": reference, "days": days,
+                "not_computed": f"day {own_day} (the reference's own day) has no partition at "
+                                f"{partition_dir(root, own_day)} to compare day {date} with"}
+    return dict(_cached(str(root), date, name, own_day, schema.partition_fingerprint(root, date),
+                        schema.partition_fingerprint(root, own_day)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -156,7 +185,8 @@ def _cached(root: str, date: dt.date, reference_name: str, reference_date: dt.da
     metadata = registry.read_metadata(root, reference_name, reference_date)
     model_format = format_of(metadata)
     dataset = dataset_of(root, date)
-    check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}")
+    check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}",
+                       "the diagnostic compares two days of one dataset")
     current = dataset.to_internal(schema.read_partition(root, date, dataset=dataset))
     previous = dataset.to_internal(schema.read_partition(root, reference_date, dataset=dataset))
 
@@ -171,6 +201,7 @@ def _cached(root: str, date: dt.date, reference_name: str, reference_date: dt.da
     both = fit_current["log_loss"] is not None and fit_previous["log_loss"] is not None
     gap = fit_current["log_loss"] - fit_previous["log_loss"] if both else math.nan
     return {"label": LABEL, "reference": f"{reference_name}@{reference_date.isoformat()}",
+            "days": {"previous": reference_date.isoformat(), "current": date.isoformat()},
             "reference_fit": {"previous": fit_previous, "current": fit_current},
             "reference_log_loss_shift": gap if math.isfinite(gap) else None,
             "reference_ece_shift": fit_current["ece"] - fit_previous["ece"] if both else None,

@@ -9,22 +9,27 @@ root, with the columns and types of a `pipelines.dataset_spec.DatasetSpec`:
   Read by Arrow's streaming CSV reader with every column typed as text (so ``007`` in a categorical stays
   ``007`` and a bad number is a bad line, not a failed block), then converted here.
 - Parquet (``.parquet``): read by row batches; typed columns are cast (integers to a categorical become their
-  decimal text), text columns are parsed like CSV fields.
+  decimal text), text columns are parsed like CSV fields. A pandas index stored as a column (named in the
+  file's pandas metadata, e.g. ``__index_level_0__`` of a filtered frame) is not a column of the log and is
+  ignored, unless the spec names it.
 
 Streaming: memory holds a few blocks and ``batch_rows`` rows, plus 8 bytes a row for the row-key uniqueness
 check. The converted rows are cut into batches of exactly ``batch_rows`` rows whatever the input's blocks,
 so the same rows give byte-identical partitions from CSV, gzip TSV or Parquet, from one file or several.
 
 Bad lines, as in the Criteo ingest: a line with the wrong number of fields, an empty line, a missing or
-non-integer row key, a label that is not an integer in ``0..classes-1``, a numeric value that is not a finite
-number (an integer for an ``int64`` spec; an empty cell, nan/null/na/none in any case or a NaN is missing), a categorical that is not 8 hex digits (``hex8`` specs). They are
-counted by reason and skipped up to ``max_bad_lines`` (over all files; default 0); one more stops the ingest
-with the count and the first bad line's file and line number (Parquet: row number), and nothing is written.
+non-integer row key, a label that is not an integer in ``0..classes-1`` (a whole float such as ``1.0``, the
+usual CSV export of a 0/1 column, is that integer), a numeric value that is not a finite number (an integer for
+an ``int64`` spec; an empty cell, nan/null/na/none in any case or a NaN is missing), a categorical that is not
+8 hex digits (``hex8`` specs). They are counted by reason and skipped up to ``max_bad_lines`` (over all files;
+default 0); one more stops the ingest with the count and the first bad line's file and line number (Parquet:
+row number), and nothing is written.
 
-Refused outright: a spec column missing from a file, columns the spec does not name (unless
-``drop_extra_columns``), a column type that cannot hold its role, duplicate row keys within or across files
-(`pipelines.schema.write_partition`), no rows at all. The partition is published atomically with its
-``_dataset.json`` and ``_provenance.json`` (the counts of the returned dict); a failure writes nothing.
+Refused outright: an empty (0-byte) file, a spec column missing from a file, columns the spec does not name
+(unless ``drop_extra_columns``), a column type that cannot hold its role, duplicate row keys within or across
+files, no rows at all, a day whose rows all have one label (`pipelines.schema.write_partition`). The partition
+is published atomically with its ``_dataset.json`` and ``_provenance.json`` (the counts of the returned dict);
+a failure writes nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from auditing.errors import LabelDPInputError
 from auditing.names import require_date
 from pipelines import schema
 from pipelines.dataset_spec import DatasetSpec, load_spec
+from pipelines.layout import refuse_empty_file
 from pipelines.tabular_values import convert_columns
 
 __all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_BLOCK_BYTES", "ingest_table_files", "input_format"]
@@ -78,6 +84,7 @@ def input_format(path: str | os.PathLike, delimiter: str | None = None) -> tuple
     path = Path(path)
     if not path.is_file():
         raise LabelDPInputError(f"{path}: no such file")
+    refuse_empty_file(path)
     suffixes = [suffix.lower() for suffix in path.suffixes]
     if suffixes[-1:] == [".parquet"]:
         return "parquet", None, "none"
@@ -119,8 +126,10 @@ def _header(path: Path, compression: str, delimiter: str) -> list[str]:
 def _inspect(path: Path, spec: DatasetSpec, header: bool, delimiter: str | None, drop_extra: bool) -> _Input:
     """Checks a file's columns against the spec before anything is read (missing / extra / duplicated)."""
     kind, delimiter, compression = input_format(path, delimiter)
-    if kind == "parquet":
-        names, header = list(schema.open_parquet(path).schema_arrow.names), True
+    if kind == "parquet":  # a pandas index is not a column of the log, unless the spec names it
+        parquet = schema.open_parquet(path)
+        index = schema.pandas_index_columns(parquet) - set(spec.columns)
+        names, header = [name for name in parquet.schema_arrow.names if name not in index], True
     elif header:
         names = _header(path, compression, delimiter)
     else:

@@ -68,17 +68,32 @@ def fits(value: str, target: pa.DataType) -> bool:
     return True
 
 
+def whole_numbers(values: pa.Array) -> np.ndarray:
+    """The mask of the float ``values`` that are whole numbers an int64 holds exactly (nulls: False)."""
+    floats = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(floats) & (np.floor(floats) == floats) & (np.abs(floats) <= WHOLE_FLOAT_LIMIT)
+
+
 def numbers(array: pa.Array, target: pa.DataType, name: str, source: Path,
-             strict: bool = False) -> tuple[pa.Array, np.ndarray]:
+             strict: bool = False, whole_floats: bool = False) -> tuple[pa.Array, np.ndarray]:
     """A column as ``target`` (int64 or float64): (values, bad mask); a type that cannot hold numbers raises.
-    ``strict`` (the row key, the label): integers, their text or booleans only, never floats."""
+    ``strict`` (the row key, the label): integers, their text or booleans only, never floats; with
+    ``whole_floats`` (the label) also floats that are whole numbers, as text (``1.0``, the usual CSV export of a
+    0/1 column) or typed, and any other float is a bad row."""
     type_ = array.type
     if pa.types.is_null(type_):
         return pa.nulls(len(array), target), np.zeros(len(array), dtype=bool)
     if is_text(type_):
         if not strict:  # a feature's missing value may be written as NaN, null, NA or None (any case)
             array = pc.if_else(pc.match_substring_regex(array, MISSING_RE, ignore_case=True), None, array)
-        return parsenumbers(array, target, INT_RE if pa.types.is_integer(target) else FLOAT_RE)
+        values, bad = parsenumbers(array, target, INT_RE if pa.types.is_integer(target) else FLOAT_RE)
+        if whole_floats and bad.any():
+            floats, _ = parsenumbers(array, pa.float64(), FLOAT_RE)
+            rescued = bad & whole_numbers(floats)
+            values = pc.if_else(pa.array(rescued), pc.cast(floats, target, safe=False), values)
+            bad &= ~rescued
+        return values, bad
     if pa.types.is_boolean(type_) and strict:  # a 0/1 label stored as booleans
         return array.cast(pa.int64()), np.zeros(len(array), dtype=bool)
     if pa.types.is_integer(type_):
@@ -98,6 +113,9 @@ def numbers(array: pa.Array, target: pa.DataType, name: str, source: Path,
         if not strict:  # e.g. a pandas integer column with missing values, stored as double
             bad |= true_mask(pc.or_(pc.not_equal(pc.floor(values), values),
                                 pc.greater(pc.abs(values), WHOLE_FLOAT_LIMIT)))
+            return pc.if_else(pa.array(bad), pa.scalar(None, pa.float64()), values).cast(pa.int64()), bad
+        if whole_floats:  # a 0/1 label written by a tool that keeps every number as a double
+            bad = ~true_mask(values.is_null()) & ~whole_numbers(values)
             return pc.if_else(pa.array(bad), pa.scalar(None, pa.float64()), values).cast(pa.int64()), bad
     raise LabelDPInputError(f"{source}: column {name!r} has type {type_}, which cannot hold "
                             f"{'integers' if target == pa.int64() else 'numbers'}")
@@ -124,7 +142,7 @@ def convert_columns(table: pa.Table, spec: DatasetSpec, source: Path) -> tuple[p
     key, wrong = numbers(columns[spec.row_key], pa.int64(), spec.row_key, source, strict=True)
     mark(true_mask(columns[spec.row_key].is_null()), f"{spec.row_key} is missing")
     mark(wrong, f"{spec.row_key} is not an integer")
-    label, wrong = numbers(columns[spec.label], pa.int64(), spec.label, source, strict=True)
+    label, wrong = numbers(columns[spec.label], pa.int64(), spec.label, source, strict=True, whole_floats=True)
     out_of_range = pc.or_(pc.less(label, 0), pc.greater_equal(label, spec.classes))
     mark(true_mask(columns[spec.label].is_null()), f"{spec.label} is missing")
     mark(wrong | true_mask(out_of_range), f"{spec.label} is not an integer in 0..{spec.classes - 1}")

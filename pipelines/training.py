@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from auditing import hints
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits
 from pipelines.dataset_spec import DatasetSpec, criteo, dataset_of, is_default
@@ -331,8 +332,8 @@ def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str
     if on_missing == "fail":
         raise LabelDPInputError(
             f"no reference model at {directory} (the day D-1 = {ref_date.isoformat()} checkpoint of "
-            f"--reference-name {reference_name!r}); create it with `labeldp-audit train --date "
-            f"{ref_date.isoformat()} --mechanism none --model-name {reference_name}`, or pass "
+            f"--reference-name {reference_name!r}); create it with "
+            f"{hints.TRAIN_REFERENCE.line(date=ref_date.isoformat(), name=reference_name)}, or pass "
             f"--on-missing-reference train")
     if on_missing != "train":
         raise LabelDPInputError(f"on_missing must be 'train' or 'fail'; got {on_missing!r}")

@@ -10,6 +10,7 @@
 #   bash scripts/ops.sh guardrail MODEL DATE CLAIMED_EPS [-p key=value ...]
 #   bash scripts/ops.sh backfill START END CONCURRENCY [-p key=value ...]
 #   bash scripts/ops.sh retry FLOW_RUN_ID      # re-run a Crashed/Failed run (a backfill skips days already done)
+#   bash scripts/ops.sh cancel FLOW_RUN_ID     # cancel a run: it stops within seconds and ends Cancelled
 #   bash scripts/ops.sh dask-scheduler         # Dask scheduler on $LABELDP_DASK_HOST:$LABELDP_DASK_PORT
 #   bash scripts/ops.sh dask-worker            # one Dask worker process (1 thread) for that scheduler
 #
@@ -33,7 +34,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-fal
 export LABELDP_CHECKOUT="${LABELDP_CHECKOUT:-$REPO}"
 DASK_ADDRESS="${LABELDP_DASK_HOST:-127.0.0.1}:${LABELDP_DASK_PORT:-8786}"
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 need() { [ "$1" -ge "$2" ] || usage; }
 
 cmd="${1:-}"
@@ -69,6 +70,9 @@ case "$cmd" in
   retry)
     need $# 1
     exec "$BIN/prefect" flow-run retry "$1" ;;
+  cancel)
+    need $# 1
+    exec "$BIN/prefect" flow-run cancel "$1" ;;
   dask-scheduler)
     exec "$BIN/dask" scheduler --host "${LABELDP_DASK_HOST:-127.0.0.1}" --port "${LABELDP_DASK_PORT:-8786}" \
       --no-dashboard "$@" ;;

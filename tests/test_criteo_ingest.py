@@ -89,6 +89,7 @@ def test_negative_and_large_integers(tmp_path, source):
     fields = lines[0].split("\t")
     fields[1], fields[2], fields[3] = "-3", "123456789012345678", ""
     lines[0] = "\t".join(fields)
+    lines[4] = "1" + lines[4][1:]  # a day of one label is refused (nothing to audit)
     ingest_criteo(_write_lines(tmp_path / "ints.tsv", lines), tmp_path, DATE)
     back = schema.read_partition(tmp_path, DATE)
     assert back.column("I1")[0].as_py() == -3
@@ -178,9 +179,9 @@ def test_unreadable_inputs(tmp_path, source):
     with pytest.raises(LabelDPInputError, match="no such file"):
         ingest_criteo(tmp_path / "missing.tsv", tmp_path / "r", DATE)
     (tmp_path / "empty.tsv").write_bytes(b"")
-    with pytest.raises(LabelDPInputError, match=r"empty\.tsv: the partition is empty"):
+    with pytest.raises(LabelDPInputError, match=r"empty\.tsv: the file is empty \(0 bytes\)"):
         ingest_criteo(tmp_path / "empty.tsv", tmp_path / "r", DATE)
-    with pytest.raises(LabelDPInputError, match=r"empty\.tsv: no usable lines"):
+    with pytest.raises(LabelDPInputError, match=r"empty\.tsv: the file is empty \(0 bytes\)"):
         ingest_criteo(tmp_path / "empty.tsv", tmp_path / "r", DATE, sample_rows=5)
     data = gz.read_bytes()
     (tmp_path / "cut.gz").write_bytes(data[: len(data) // 2])

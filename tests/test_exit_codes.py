@@ -9,6 +9,10 @@ through a real Prefect server that ends Failed with the spool path in its logs.
     3   test_an_unreachable_warehouse_is_exit_3_and_a_later_run_writes_the_spool
     4   test_a_failing_control_is_exit_4_with_the_table
     130 test_ctrl_c_during_scoring_exits_130_and_leaves_nothing_behind
+    143 test_sigterm_during_scoring_exits_143_..., test_sigterm_during_training_exits_143_... (and a cancellation
+        through Prefect: tests/test_operations.py)
+
+A closed stdout (`results --json | head`): read-only commands end quietly with 0, audit commands keep their code.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import datetime as dt
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -122,6 +127,21 @@ def test_the_terminal_shows_our_lines_and_logs_everything(tmp_path):
         assert line in text
 
 
+def test_progress_shows_no_time_left_where_the_pace_says_nothing():
+    """Making sure the models are there: a model that exists takes no time and one that is trained minutes, so no
+    estimate; elsewhere, steps that took no time give none either (never "~0s left" with steps to go)."""
+    from flows.progress import StepClock
+
+    checking = StepClock(3, estimate=False)
+    assert [checking.step() for _ in range(3)] == ["target 1 of 3", "target 2 of 3", "target 3 of 3"]
+    instant = StepClock(3)
+    assert [instant.step() for _ in range(3)] == ["target 1 of 3", "target 2 of 3", "target 3 of 3"]
+    scoring = StepClock(3)
+    assert scoring.step() == "target 1 of 3"
+    scoring.start -= 60  # the first step took a minute: two more take about two
+    assert scoring.step() == "target 2 of 3, ~120s left for this one and the rest"
+
+
 def test_ctrl_c_while_c_code_holds_the_main_thread_still_exits_130_and_removes_its_temporary_dirs(tmp_path):
     """The watch ends a run that cannot unwind (C code that never checks for signals) after the grace period,
     removing the `.tmp-*` directories it made; one it could not remove is recorded and removed next time."""
@@ -134,11 +154,11 @@ def test_ctrl_c_while_c_code_holds_the_main_thread_still_exits_130_and_removes_i
         from flows import terminal
         root, began = Path(sys.argv[1]), time.time()
 
-        def force():
-            print("forced", terminal.remove_tmp_dirs(root, began), flush=True)
-            os._exit(130)
+        def force(stop):
+            print("forced", stop.word, terminal.remove_tmp_dirs(root, began), flush=True)
+            os._exit(stop.code)
 
-        with terminal.InterruptWatch(1.0, force):
+        with terminal.StopWatch(1.0, force):
             (root / "sweeps" / "m" / "date=2026-10-01" / ".tmp-abc-123" / "_work").mkdir(parents=True)
             print("ready", flush=True)
             hashlib.pbkdf2_hmac("sha256", b"x", b"salt", 10**9)  # minutes of C code that never checks signals
@@ -149,7 +169,7 @@ def test_ctrl_c_while_c_code_holds_the_main_thread_still_exits_130_and_removes_i
     os.killpg(child.pid, signal.SIGINT)
     out, err = child.communicate(timeout=10)
     assert child.returncode == 130 and time.monotonic() - sent < 5, err
-    assert out.strip() == "forced []"
+    assert out.strip() == "forced interrupted []"
     assert not list(tmp_path.rglob(".tmp-abc-*")) and old.exists()  # another run's (older) directory is kept
 
     from flows import terminal
@@ -190,6 +210,17 @@ def _plan(directory: Path, name: str, **changes) -> str:
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory):
     return _plan(tmp_path_factory.mktemp("plans"), "plan")
+
+
+@pytest.fixture(scope="module")
+def prefect_api():
+    """A real Prefect server (the test harness's) for the tests that read a run's state or run a deployment;
+    its API URL."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=300):
+        yield PREFECT_API_URL.value()
 
 
 def _env() -> dict:
@@ -331,45 +362,163 @@ def test_ctrl_c_during_scoring_exits_130_and_leaves_nothing_behind(data_root, tm
     assert stored(data_root) == rows_before
 
 
+def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under the data root but the debug logs and the warehouse: (size, mtime in ns, sha256). A file
+    rewritten with the same bytes still shows (its mtime)."""
+    import hashlib
+
+    files = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.is_file() and relative.parts[0] != "logs" and not relative.name.startswith("warehouse.duckdb"):
+            info = path.stat()
+            files[str(relative)] = (info.st_size, info.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
+    return files
+
+
+def _stop_when(argv: list[str], marker: str, number: int, env: dict | None = None):
+    """Runs the command line, sends ``number`` to its process (as a scheduler or Kubernetes does: the process,
+    not its group) once a stderr line holds ``marker``; (exit code, stderr, seconds from the signal to the
+    exit). The process must end within 30 s of the signal."""
+    child = subprocess.Popen([sys.executable, "-m", "flows.cli", *argv], cwd=REPO, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env or _env(), start_new_session=True)
+    seen = []
+    for line in child.stderr:
+        seen.append(line)
+        if marker in line:
+            break
+    assert child.poll() is None, f"the run ended before {marker!r}:\n" + "".join(seen)
+    sent = time.monotonic()
+    os.kill(child.pid, number)
+    try:
+        _out, err = child.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        raise
+    return child.returncode, "".join(seen) + err, time.monotonic() - sent
+
+
+@slow
+def test_sigterm_during_scoring_exits_143_leaves_nothing_and_the_run_crashed(data_root, plan, tmp_path,
+                                                                           prefect_api):
+    """SIGTERM (what Kubernetes, systemd or a Prefect worker sends) once the Beam job scores: exit 143, one line
+    "terminated", no new or rewritten file under the data root, the warehouse as it was, and the flow run
+    Crashed (a signal from outside), not Failed with an audit error."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterStartTime
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    assert cli(*nightly(data_root, plan)).returncode == exit_codes.OK  # the night's models exist (or are made)
+    before, rows_before = snapshot(data_root), stored(data_root)
+    started = dt.datetime.now(dt.UTC)
+    six = _plan(tmp_path, "six", audit={"repetitions": 6, "grid_points": 30})  # same models, a new sweep
+    code, err, took = _stop_when(nightly(data_root, six), "pipeline: inference", signal.SIGTERM,
+                                 env={**_env(), "PREFECT_API_URL": prefect_api})
+    print(f"SIGTERM during scoring: exit {code} {took:.1f} s after the signal")
+    assert code == exit_codes.TERMINATED, err
+    assert err.strip().splitlines()[-1] == "labeldp-audit nightly: terminated"
+    assert_quiet(err)
+    assert "failed" not in err and "exit 4" not in err
+    assert snapshot(data_root) == before and not list(data_root.rglob(".tmp-*"))
+    assert stored(data_root) == rows_before
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(
+            after_=started)), sort=FlowRunSort.START_TIME_DESC, limit=5)
+    assert runs and runs[0].state.is_crashed(), [(r.name, r.state) for r in runs]
+    assert "termination signal" in runs[0].state.message
+
+
+@slow
+def test_sigterm_during_training_exits_143_and_touches_no_other_runs_files(data_root, plan, tmp_path):
+    """SIGTERM while CatBoost trains a new target: exit 143, the target's model never appears, and no file of
+    another run (partitions, models, sweeps, reports) is rewritten."""
+    fresh = _plan(tmp_path, "fresh", targets=[{"name": "rr-eps2", "mechanism": "rr", "epsilon": 2.0}],
+                  catboost_iterations=400)  # long enough to be caught training
+    assert cli(*nightly(data_root, plan)).returncode == exit_codes.OK  # the night's models exist (or are made)
+    before, rows_before = snapshot(data_root), stored(data_root)
+    code, err, took = _stop_when(nightly(data_root, fresh), "rr eps=2: fitting CatBoost", signal.SIGTERM)
+    print(f"SIGTERM during training: exit {code} {took:.1f} s after the signal")
+    assert code == exit_codes.TERMINATED, err
+    assert err.strip().splitlines()[-1] == "labeldp-audit nightly: terminated"
+    assert_quiet(err)
+    assert not (data_root / "models" / "rr-eps2").exists()
+    assert snapshot(data_root) == before and not list(data_root.rglob(".tmp-*"))
+    assert stored(data_root) == rows_before
+
+
+@slow
+def test_a_closed_stdout_ends_read_only_commands_quietly_and_audit_commands_keep_their_code(data_root, plan,
+                                                                                                tmp_path):
+    """`results --json | head`: the reader goes away before the output is written. A read-only command ends with
+    0 and says nothing; an audit keeps its outcome's code (1: a VIOLATION with --fail-on-violation) and its
+    summary on stderr."""
+    root = str(data_root)
+    assert stored(data_root), "an earlier test of this module writes the rows read here"
+    read_only = [["results", "--json", "--data-root", root], ["results", "--data-root", root],
+                 ["results", "--csv", "--all", "--data-root", root], ["models", "list", "--data-root", root],
+                 ["models", "show", "leaky", "--json", "--data-root", root], ["plan", "check", plan],
+                 ["plan", "schema"]]
+
+    def closed(argv):
+        child = subprocess.Popen([sys.executable, "-m", "flows.cli", *argv], cwd=REPO, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=_env())
+        child.stdout.close()  # as `| head` does once it has its lines
+        err = child.stderr.read().decode()
+        return child.wait(RUN_TIMEOUT), err
+
+    for argv in read_only:
+        code, err = closed(argv)
+        assert (code, err) == (0, ""), (argv, code, err)
+    code, err = closed(nightly(data_root, plan, "--fail-on-violation"))
+    assert code == exit_codes.VIOLATION, err
+    assert_quiet(err)
+    assert "labeldp-audit nightly: exit 1: 1 VIOLATION" in err
+
+    # And through a real pipe to head, as a user types it.
+    for argv in (["results", "--json", "--all"], ["models", "list"]):
+        done = subprocess.run(["bash", "-c", f"set -o pipefail; {shlex.join([sys.executable, '-m', 'flows.cli', *argv])}"
+                               f" --data-root {shlex.quote(root)} | head -c 10"], cwd=REPO, capture_output=True,
+                              text=True, env=_env(), timeout=RUN_TIMEOUT)
+        assert (done.returncode, done.stderr) == (0, ""), (argv, done.stderr)
+        assert len(done.stdout) == 10
+
+
 @slow
 def test_a_deployment_run_with_an_unreachable_warehouse_ends_failed_with_the_spool_path_in_its_logs(
-        data_root, plan):
+        data_root, plan, prefect_api):
     """`labeldp-audit serve` registers the nightly deployment with a real Prefect server (the test harness's) and
     runs it in a flow-run process of its own; the run ends Failed and its logs name the spooled file."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
     from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
 
     for path in (data_root / "spool").glob("*.json"):
         path.unlink()
-    with prefect_test_harness(server_startup_timeout=300):
-        env = {**_env(), "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
-        server = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", "--name", "exit-codes", "--cron",
-                                   "0 3 1 1 *", "--data-root", str(data_root), "--warehouse", DEAD, "--plan", plan],
-                                  cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  start_new_session=True)
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    with get_client(sync_client=True) as client:
-                        client.read_deployment_by_name("nightly-audit/exit-codes")
-                    break
-                except Exception:
-                    assert time.monotonic() < deadline and server.poll() is None, "the deployment never appeared"
-                    time.sleep(1)
-            run = run_deployment("nightly-audit/exit-codes", parameters={"date": D1, "models": ["rr-eps1"]},
-                                 timeout=RUN_TIMEOUT)
-            assert run.state.is_failed(), run.state
-            spooled = [p.name for p in (data_root / "spool").glob("*.json")]
-            assert spooled and spooled[0].startswith("rr-eps1__2026-10-02__")
-            assert spooled[0] in run.state.message and "exit 3" in run.state.message
-            with get_client(sync_client=True) as client:
-                logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
-            assert any(spooled[0] in log.message and "--drain-only" in log.message for log in logs), \
-                [log.message for log in logs][-10:]
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(30)
+    env = {**_env(), "PREFECT_API_URL": prefect_api, "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
+    server = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", "--name", "exit-codes", "--cron",
+                               "0 3 1 1 *", "--data-root", str(data_root), "--warehouse", DEAD, "--plan", plan],
+                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with get_client(sync_client=True) as client:
+                    client.read_deployment_by_name("nightly-audit/exit-codes")
+                break
+            except Exception:
+                assert time.monotonic() < deadline and server.poll() is None, "the deployment never appeared"
+                time.sleep(1)
+        run = run_deployment("nightly-audit/exit-codes", parameters={"date": D1, "models": ["rr-eps1"]},
+                             timeout=RUN_TIMEOUT)
+        assert run.state.is_failed(), run.state
+        spooled = [p.name for p in (data_root / "spool").glob("*.json")]
+        assert spooled and spooled[0].startswith("rr-eps1__2026-10-02__")
+        assert spooled[0] in run.state.message and "exit 3" in run.state.message
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+        assert any(spooled[0] in log.message and "--drain-only" in log.message for log in logs), \
+            [log.message for log in logs][-10:]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)

@@ -90,7 +90,14 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert any(leaky["risk_headline"] in a.get("text", "") for a in HOOK.received if a["kind"] == "VIOLATION")
     # the training rows were audited; breaking kappa travels with the row and the alert; the diagnostic
     assert leaky["audit_rows"] == "training" and leaky["breaking_kappa"] > 0 and leaky["kappa"] == 0.0
-    assert leaky["detection_floor_rows"] >= 1 and leaky["shift_diagnostic"]["feature_shift_max_psi"] >= 0
+    assert leaky["detection_floor_rows"] >= 1
+    # the data diagnostic compares the reference's own day D-1 with day D (never a day with itself: the same
+    # rows would give the same fit and a PSI of exactly 0 on every feature)
+    diagnostic = leaky["shift_diagnostic"]
+    assert diagnostic["days"] == {"previous": D0, "current": D1} and diagnostic["reference"] == f"reference@{D0}"
+    fit = diagnostic["reference_fit"]
+    assert fit["previous"]["log_loss"] != fit["current"]["log_loss"]
+    assert min(diagnostic["feature_shift"]["per_feature"].values()) > 0
     assert any("click odds by more than a factor" in a.get("text", "") and a.get("breaking_kappa") ==
                leaky["breaking_kappa"] for a in HOOK.received if a["kind"] == "VIOLATION")
     # the reference was recalibrated on the day's held-out rows (the plan's default) and the rows say so

@@ -202,6 +202,14 @@ BAD_INPUTS = {
     "name with ../": (lambda f: ["--file", f["cbm"], "--name", "../escape"], "--name"),
     "name with <script>": (lambda f: ["--file", f["cbm"], "--name", "<script>alert(1)</script>"], "--name"),
     "unknown suffix": (lambda f: ["--file", f["spec_path"]], "cannot tell the model format from the suffix '.json'"),
+    "empty onnx file": (lambda f: ["--file", _write_text(f, "empty.onnx", "")], r"empty.onnx: the file is empty "
+                                                                                  r"\(0 bytes\)$"),
+    "empty catboost file": (lambda f: ["--file", _write_text(f, "empty.cbm", "")], r"empty.cbm: the file is empty"),
+    "empty predictions table": (lambda f: ["--file", _write_text(f, "empty.parquet", ""), "--format", "predictions"],
+                                r"empty.parquet: the file is empty"),
+    "empty training-rows file": (lambda f: ["--file", f["cbm"], "--training-rows", _write_text(f, "empty_keys.parquet",
+                                                                                              "")],
+                                 r"empty_keys.parquet: the file is empty"),
 }
 
 
@@ -228,3 +236,30 @@ def test_bad_input_exits_2_with_one_line_and_registers_nothing(root, files, caps
     models = root / "models"
     assert not models.exists() or not any(models.iterdir()), list(models.rglob("*"))
     assert not (root.parent / "escape").exists()
+
+
+def test_a_training_rows_file_written_by_pandas_from_a_filtered_frame_is_read(root, files):
+    """pandas keeps a filtered frame's row numbers as its index and to_parquet stores them as __index_level_0__,
+    named in the file's pandas metadata: the index is not a second column of keys."""
+    import pandas as pd
+
+    from pipelines.model_registration import register_model
+    from pipelines.registry import read_metadata
+
+    keys = pq.read_table(files["keys"]).column(0).to_numpy()
+    frame = pd.DataFrame({"impression_id": _ids(files)}).sample(frac=1.0, random_state=0)  # the day, shuffled
+    trained = frame[frame["impression_id"].isin(keys)]
+    path = files["base"] / "pandas_keys.parquet"
+    trained.to_parquet(path)
+    assert pq.read_schema(path).names == ["impression_id", "__index_level_0__"]
+    register_model(root, "team-pandas", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0,
+                   dataset=files["spec"], training_rows=path)
+    assert read_metadata(root, "team-pandas", DAY)["training_rows"]["rows"] == keys.size
+    stored = pq.read_table(root / "models" / "team-pandas" / f"date={DAY}" / "training_rows.parquet")
+    np.testing.assert_array_equal(stored.column("row_id").to_numpy(), np.sort(keys))
+    # A column beside the keys that pandas did not write as its index is still refused.
+    pq.write_table(pa.table({"impression_id": keys, "other": keys}), files["base"] / "two_columns.parquet")
+    with pytest.raises(LabelDPInputError, match=r"one integer column named impression_id or row_id; it has the "
+                                                r"columns \['impression_id', 'other'\]"):
+        register_model(root, "team-two", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0,
+                       dataset=files["spec"], training_rows=files["base"] / "two_columns.parquet")

@@ -10,7 +10,10 @@ What is checked, in order (the tests share one server and build on each other's 
 2. nightly and guardrail runs writing the same and different keys at once: one row per key, none lost;
 3. a 3-day backfill at concurrency 2 whose worker is SIGKILLed mid-run: the run ends Crashed (its engine
    process notices the dead worker and stops), `ops.sh retry` on a new worker resumes it, the days finished
-   before the kill are skipped, and every (model, day) row is there exactly once.
+   before the kill are skipped, and every (model, day) row is there exactly once;
+4. a run whose machine died (worker and flow-run process SIGKILLed) is marked Crashed by the automation;
+5. a run cancelled with `ops.sh cancel` while it works ends Cancelled (never Failed), stops, leaves nothing
+   half-written, touches no earlier run's file and writes no row.
 
 Sizes are small (20K rows/day, 20 CatBoost iterations, 3 repetitions); the module takes ~3-4 minutes on
 2 cores, most of it Prefect and CatBoost start-up in each flow-run process.
@@ -47,8 +50,8 @@ pytestmark = pytest.mark.slow
 
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 ROWS = 20_000
-DAYS = [dt.date(2026, 10, 1) + dt.timedelta(days=i) for i in range(7)]  # D0 is only the first reference's day
-D1, D2, D6 = DAYS[1].isoformat(), DAYS[2].isoformat(), DAYS[6].isoformat()
+DAYS = [dt.date(2026, 10, 1) + dt.timedelta(days=i) for i in range(8)]  # D0 is only the first reference's day
+D1, D2, D6, D7 = DAYS[1].isoformat(), DAYS[2].isoformat(), DAYS[6].isoformat(), DAYS[7].isoformat()
 BACKFILL = [d.isoformat() for d in DAYS[3:6]]
 TARGETS = ("rr-eps1", "leaky")
 RUN_TIMEOUT = 420  # seconds for one flow run on 2 loaded cores (typically 20-60 s)
@@ -421,3 +424,36 @@ def test_a_run_whose_machine_died_is_marked_crashed_by_the_automation_and_retrie
     assert keys_of(warehouse_rows(ops)) == sorted(before + [(m, D6) for m in TARGETS])  # none lost, no duplicate
     assert_runbook_has_what_ran()
 
+
+
+def test_a_run_cancelled_through_prefect_ends_cancelled_and_leaves_nothing_half_written(ops):
+    """`ops.sh cancel` (prefect flow-run cancel) while a nightly run works: its worker sends the flow-run process
+    SIGTERM, and the run ends Cancelled, not Failed with an audit error. Its process is gone, no temporary
+    directory is left, every file of the earlier runs is as it was, and the cancelled day has no row."""
+    from test_exit_codes import snapshot
+
+    rows_before = keys_of(warehouse_rows(ops))
+    before = snapshot(ops.data_root)
+    run_id = trigger(ops, "nightly", D7, "-p", f"plan_file={ops.plan}")  # a new day: it trains, then scores
+
+    def working():
+        return any("making sure the model is there" in message for message in run_logs(ops, run_id))
+
+    wait_until(working, RUN_TIMEOUT, "the nightly run to start on its targets", interval=0.5,
+               on_timeout=lambda: "\n".join(run_logs(ops, run_id)[-30:]))
+    running = read_run(ops, run_id)
+    engine_pid = _engine_pid(running)
+    assert running.state.is_running() and engine_pid, running.state
+    cancelled_at = time.monotonic()
+    run_ops("cancel", str(run_id), env=ops.env)
+    final = wait_final(ops, run_id, timeout=120)
+    print(f"cancellation: {final.state.name} {time.monotonic() - cancelled_at:.0f} s after `ops.sh cancel`")
+    assert final.state.is_cancelled(), (final.state, "\n".join(run_logs(ops, run_id)[-30:]))
+    wait_until(lambda: not process_alive(engine_pid), 60, f"the flow-run process {engine_pid} to exit")
+    logs = run_logs(ops, run_id)
+    assert not any("AUDIT_FAILED" in message or "audit(s) failed" in message for message in logs), logs[-20:]
+    assert not list(ops.data_root.rglob(".tmp-*"))
+    after = snapshot(ops.data_root)
+    assert {path: after.get(path) for path in before} == before  # no earlier file rewritten or removed
+    assert keys_of(warehouse_rows(ops)) == rows_before  # no row of the cancelled night
+    assert_runbook_has_what_ran()

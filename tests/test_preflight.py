@@ -244,3 +244,56 @@ def test_the_preflight_imports_neither_prefect_nor_beam_nor_catboost(root, plan)
                           env={**os.environ, "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", "/tmp/numba")})
     assert done.stdout.strip() == "2 []", done.stdout + done.stderr
     assert "not a readable Parquet file" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------------------ what to do
+
+
+def _team_plan(tmp_path, own_dataset: bool = True, **changes) -> str:
+    """A plan for another team's models: registered targets, on its own log (a dataset spec of its own) or on
+    Criteo days."""
+    spec = tmp_path / "team_clicks.json"
+    spec.write_text(json.dumps({"name": "team_clicks", "label": "clicked", "classes": 2, "row_key": "impression_id",
+                                "numeric": ["f1", "f2"], "categorical": ["country"]}))
+    path = tmp_path / "team-plan.json"
+    path.write_text(json.dumps({**({"dataset": str(spec)} if own_dataset else {}), "reference_name": "team-reference",
+                                "targets": [{"name": "team-ctr", "source": "registered", "claimed_epsilon": 1}],
+                                "controls": {"enabled": False}, **changes}))
+    return str(path)
+
+
+def test_the_advice_fits_a_plan_of_another_teams_log_and_models(capsys, root, tmp_path):
+    """The fixes the nightly suggests are the ones that apply to it: a missing day of an outside log is ingested
+    with its spec (not synthesized), a partition of another dataset is fixed in the plan (the nightly has no
+    --dataset), a missing reference of registered models is registered (not trained)."""
+    plan = _team_plan(tmp_path)
+    code, err, _ = run_cli(capsys, "nightly", "--date", "2026-10-05", "--data-root", str(root), "--plan", plan)
+    assert code == 2 and len(err) == 1, err
+    assert "`labeldp-audit data ingest FILE... --dataset SPEC --date 2026-10-05`" in err[0], err
+    assert "synth" not in err[0] and "ingest-criteo" not in err[0]
+
+    code, err, _ = run_cli(capsys, *nightly(root, plan))
+    assert code == 2 and len(err) == 1, err
+    assert "was written for dataset 'criteo'" in err[0] and "not for 'team_clicks'" in err[0]
+    assert "name its spec file in the plan's \"dataset\" (`labeldp-audit plan check PLAN`" in err[0], err
+    assert "with --dataset" not in err[0]
+
+    criteo = _team_plan(tmp_path, own_dataset=False, on_missing_reference="fail", on_missing_target="skip")
+    code, err, _ = run_cli(capsys, *nightly(root, criteo))
+    assert code == 2 and len(err) == 1, err
+    assert ("register the D-1 checkpoint with `labeldp-audit models register --name team-reference --date "
+            "2026-10-01 --file FILE --claimed-epsilon inf`") in err[0], err
+    assert "labeldp-audit train" not in err[0]
+
+    trained = tmp_path / "strict.json"
+    trained.write_text(json.dumps({"targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0}],
+                                   "on_missing_reference": "fail", "controls": {"enabled": False}}))
+    code, err, _ = run_cli(capsys, *nightly(root, str(trained)))
+    assert code == 2 and ("`labeldp-audit train --date 2026-10-01 --mechanism none --epsilon inf --model-name "
+                          "reference`") in err[0], err
+
+
+def test_a_missing_criteo_day_is_ingested_from_its_tsv_or_synthesized(capsys, root, plan):
+    code, err, _ = run_cli(capsys, "nightly", "--date", "2026-10-05", "--data-root", str(root), "--plan", plan)
+    assert code == 2 and "`labeldp-audit data ingest-criteo FILE --date 2026-10-05`" in err[0], err
+    assert "`labeldp-audit data synth --start 2026-10-05 --end 2026-10-05`" in err[0]

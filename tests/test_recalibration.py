@@ -406,6 +406,27 @@ def test_catboost_default_sum_policy_would_change_the_reference(world):
 # ------------------------------------------------------------------------------------------ label-blind control
 
 
+def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibrated_reference(world, recalibrated):
+    """The nightly audits against the reference recalibrated on day D, whose own day is D: the diagnostic measures
+    the D-1 checkpoint it corrects, on D-1's unseen rows and on D, and the features of D-1 against D. Compared
+    with itself, day D would give the same rows, the same fit and a PSI of exactly 0 for every feature."""
+    from pipelines.shift_diagnostics import shift_diagnostic
+
+    diagnostic = shift_diagnostic(world["root"], DAY, RECALIBRATED, DAY)
+    assert diagnostic["days"] == {"previous": PREVIOUS.isoformat(), "current": DAY.isoformat()}
+    assert diagnostic["reference"] == f"reference@{PREVIOUS.isoformat()}"
+    previous, current = diagnostic["reference_fit"]["previous"], diagnostic["reference_fit"]["current"]
+    assert previous["rows_rule"] == "test split"
+    # Day D's labels drifted up by 0.8 in logit and more on a segment: its click rate is far above D-1's, and
+    # the D-1 reference fits it worse than its own day.
+    assert current["click_rate"] > 1.5 * previous["click_rate"]
+    assert diagnostic["reference_log_loss_shift"] > 0
+    assert all(psi > 0 for psi in diagnostic["feature_shift"]["per_feature"].values())
+
+    itself = shift_diagnostic(world["root"], PREVIOUS, "reference", PREVIOUS)  # no day before the reference's
+    assert "reference_fit" not in itself and "no earlier day" in itself["not_computed"]
+
+
 @pytest.fixture(scope="module")
 def label_blind(world):
     return controls.ensure_label_blind_control(world["root"], DAY, LABEL_BLIND, seed=0, settings=SETTINGS,

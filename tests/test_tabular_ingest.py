@@ -339,3 +339,106 @@ def test_formats_delimiters_and_arguments(tmp_path, source, capsys):
     assert _cli("ingest", tab, "--dataset", tmp_path / "nope.json", "--date", DATE) == 2
     assert "nope.json" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+# ------------------------------------------------------------------------------------------ what a user means
+
+
+def test_a_day_of_one_label_value_is_refused_at_ingest(tmp_path, source, capsys):
+    """The audit refuses a day whose rows all have one label (nothing to audit): the ingest refuses it first, from
+    every input, naming the file and the column, and writes nothing; an existing day is left as it was."""
+    data = dict(source["data"], clicked=[0] * ROWS)
+    root = tmp_path / "root"
+    for path in (_write_text(tmp_path / "zeros.csv", _lines(data)), _parquet(tmp_path / "zeros.parquet", data)):
+        assert _cli("ingest", path, "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(path) in err, err
+        assert f"column 'clicked': all {ROWS} row(s) have the label 0; nothing to audit" in err, err
+        assert not root.exists()
+    ingest_table_files(root, DATE, [source["csv"]], source["spec"])
+    before = schema.partition_fingerprint(root, DATE)
+    assert _cli("ingest", tmp_path / "zeros.csv", "--dataset", source["spec"], "--date", DATE,
+                "--data-root", root) == 2
+    assert schema.partition_fingerprint(root, DATE) == before
+
+    from pipelines.criteo_ingest import ingest_criteo, write_criteo_tsv
+    from pipelines.synth import generate_day
+
+    day = generate_day(DATE, rows=500).table
+    day = day.set_column(day.schema.get_field_index("label"), "label", pa.array(np.ones(500, dtype=np.int8)))
+    tsv = write_criteo_tsv(day, tmp_path / "ones.tsv")
+    with pytest.raises(LabelDPInputError, match="all 500 row\\(s\\) have the label 1; nothing to audit"):
+        ingest_criteo(tsv, tmp_path / "criteo", DATE)
+    assert not (tmp_path / "criteo").exists()
+
+
+def test_a_date_after_tomorrow_is_refused_unless_allowed(tmp_path, source, capsys):
+    today = dt.datetime.now(dt.UTC).date()
+    root = tmp_path / "root"
+    tomorrow, later = today + dt.timedelta(days=1), today + dt.timedelta(days=2)
+    assert _cli("ingest", source["csv"], "--dataset", source["spec"], "--date", tomorrow, "--data-root", root) == 0
+    capsys.readouterr()
+    for command in (["ingest", source["csv"], "--dataset", source["spec"]], ["ingest-criteo", source["csv"]]):
+        assert _cli(*command, "--date", later, "--data-root", root) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--date {later} is after tomorrow ({tomorrow}, UTC)" in err, err
+        assert "--allow-future" in err
+        assert not partition_dir(root, later).exists()
+    assert _cli("ingest", source["csv"], "--dataset", source["spec"], "--date", later, "--allow-future",
+                "--data-root", root) == 0
+    assert partition_dir(root, later).is_dir()
+
+
+def test_labels_written_as_whole_floats_are_their_integers(tmp_path, source):
+    """'0.0'/'1.0' (the usual CSV export of a 0/1 column) and a float64 Parquet column give the same partition as
+    the integers; a label that is not a whole number stays a bad line."""
+    data = source["data"]
+    floats = dict(data, clicked=[float(v) for v in data["clicked"]])
+    text = _write_text(tmp_path / "floats.csv", _lines(floats))
+    assert "1.0" in text.read_text().splitlines()[1 + data["clicked"].index(1)]
+    parquet = _parquet(tmp_path / "floats.parquet", floats)
+    assert pq.read_schema(parquet).field("clicked").type == pa.float64()
+    ingest_table_files(tmp_path / "ints", DATE, [source["csv"]], source["spec"])
+    expected = schema.partition_fingerprint(tmp_path / "ints", DATE)
+    for path in (text, parquet):
+        ingest_table_files(tmp_path / path.stem, DATE, [path], source["spec"])
+        assert schema.partition_fingerprint(tmp_path / path.stem, DATE) == expected, path
+    floats["clicked"][4] = 0.5
+    for path in (_write_text(tmp_path / "half.csv", _lines(floats)), _parquet(tmp_path / "half.parquet", floats)):
+        with pytest.raises(LabelDPInputError, match=r"(line 6|row 5): clicked is not an integer in 0\.\.1"):
+            ingest_table_files(tmp_path / "half", DATE, [path], source["spec"])
+    assert not (tmp_path / "half").exists()
+
+
+def test_a_pandas_index_in_parquet_is_not_a_column_of_the_log(tmp_path, source):
+    """A frame filtered in pandas keeps its row numbers as an index, which to_parquet stores as the column
+    __index_level_0__ (named in the file's pandas metadata): it is ignored, not refused as an extra column."""
+    import pandas as pd
+
+    frame = pd.DataFrame({name: source["data"][name] for name in COLUMNS})
+    kept = frame[frame["impression_id"] % 3 != 0]
+    path = tmp_path / "filtered.parquet"
+    kept.to_parquet(path)
+    file_schema = pq.read_schema(path)
+    assert "__index_level_0__" in file_schema.names and file_schema.pandas_metadata["index_columns"] == [
+        "__index_level_0__"]
+    report = ingest_table_files(tmp_path / "root", DATE, [path], source["spec"])
+    assert report["rows_written"] == len(kept) and report["extra_columns_dropped"] == 0
+    table = schema.read_partition(tmp_path / "root", DATE)
+    assert table.column_names == COLUMNS
+    assert table.column("impression_id").to_pylist() == kept["impression_id"].tolist()
+    # A column the spec names is read even when pandas stored it as the index.
+    kept.set_index("impression_id").to_parquet(tmp_path / "keyed.parquet")
+    ingest_table_files(tmp_path / "keyed", DATE, [tmp_path / "keyed.parquet"], source["spec"])
+    assert schema.partition_fingerprint(tmp_path / "keyed", DATE) == schema.partition_fingerprint(
+        tmp_path / "root", DATE)
+
+
+@pytest.mark.parametrize("name", ["empty.csv", "empty.tsv.gz", "empty.parquet", "spec.json"])
+def test_an_empty_file_is_called_empty(tmp_path, source, capsys, name):
+    empty = tmp_path / name
+    empty.write_bytes(b"")
+    files, spec = ([source["csv"]], empty) if name == "spec.json" else ([empty], source["spec"])
+    assert _cli("ingest", *files, "--dataset", spec, "--date", DATE, "--data-root", tmp_path / "root") == 2
+    assert capsys.readouterr().err.endswith(f"error: {empty}: the file is empty (0 bytes)\n")
+    assert not (tmp_path / "root").exists()

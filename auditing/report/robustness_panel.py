@@ -38,9 +38,14 @@ def _diagnostic_html(diagnostic: Mapping | None) -> str:
     if not diagnostic:
         return ("<p class=\"missing\">Data diagnostic not computed for this run (it needs the nightly flow: the "
                 "reference model and both days' partitions).</p>")
+    why = diagnostic.get("not_computed") or diagnostic.get("error")
+    if why:
+        return f"<p class=\"missing\">Data diagnostic not computed for this run: {esc(str(why))}.</p>"
     fit = diagnostic.get("reference_fit") or {}
+    days = diagnostic.get("days") or {}
     rows = []
     for day_key, label in (("previous", "day D−1 (the reference's own day)"), ("current", "day D (audited)")):
+        label += f", {days[day_key]}" if days.get(day_key) else ""
         day = fit.get(day_key) or {}
         rows.append(f"<tr><th>{esc(label)}</th><td>{_num(day.get('log_loss'))}</td>"
                     f"<td>{_num(day.get('ece'), 3)}</td><td>{esc(str(day.get('rows', '–')))}</td></tr>")

@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from auditing import hints
+
 
 def format_audit_result(result: Mapping, demonstrated: Mapping | None = None) -> str:
     """A short summary: the valid bound with its labels first, then the paper's statistic, then context.
@@ -59,7 +61,7 @@ def _demonstrated_line(block: Mapping) -> str:
     return (f"what eps_lb demonstrates (no guarantee beats these ceilings; priors: the reference's probabilities): "
             f"a guess right {block['prior_p90']:.1%} of the time beforehand can be right up to "
             f"{block['posterior_ceiling_p90']:.1%}; membership advantage up to {block['mia_advantage_bound']:.3f} "
-            "(labeldp-audit risk --help explains each figure)")
+            f"({hints.EXPLAIN_RISK.line().strip('`')} explains each figure)")
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -176,3 +178,28 @@ def exit_summary(command: str, applied: Sequence[tuple[int, str]]) -> list[str]:
     'labeldp-audit C: also 1: ...'."""
     return [f"labeldp-audit {command}: {'exit' if i == 0 else 'also'} {code}: {sentence}"
             for i, (code, sentence) in enumerate(applied)]
+
+
+# ------------------------------------------------------------------------------------------ what to do
+# The advice of an error met by the nightly (its plan decides, not a flag: the nightly reads its dataset and its
+# reference policy from the plan). The command lines are `auditing.hints`'.
+
+
+def plan_dataset_fix(day: dt.date) -> str:
+    """A day's partition was written for another dataset than the plan's."""
+    return (f"name its spec file in the plan's \"dataset\" ({hints.CHECK_PLAN.line(plan='PLAN')} prints the one "
+            f"in use), or ingest the day again with the plan's spec ({hints.INGEST_DAY.line(date=day.isoformat())})")
+
+
+def missing_reference(directory: Path, name: str, day: dt.date, registered: bool) -> str:
+    """The D-1 reference is missing and the plan says on_missing_reference "fail". A plan of models trained
+    elsewhere (``registered``) takes the reference from the same team: it is registered, not trained here."""
+    when = day.isoformat()
+    if registered:
+        how = (f"register the D-1 checkpoint with {hints.REGISTER_REFERENCE.line(name=name, date=when)} (no "
+               f"claim: inf)")
+    else:
+        how = (f"train it with {hints.TRAIN_REFERENCE.line(date=when, name=name)}, or set the plan's "
+               f"on_missing_reference to \"train\"")
+    return (f"no reference model at {directory} (the D-1 checkpoint the plan's on_missing_reference 'fail' "
+            f"requires); {how}")

@@ -75,9 +75,11 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
     import pyarrow.parquet as pq
 
     from auditing.errors import LabelDPInputError
+    from pipelines.layout import refuse_empty_file
 
     if not os.path.isfile(path):
         raise LabelDPInputError(f"{path}: no such file")
+    refuse_empty_file(path)
     try:
         schema = pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as exc:

@@ -75,8 +75,9 @@ row_id is the line number (from 1). --sample-rows N keeps a deterministic unifor
 (the paper uses 1M per day): the N lines with the smallest hash of (line number, --seed), found in one
 pass. A malformed line (wrong number of fields, label not 0/1, non-integer I, bad hex C) stops the
 command with its line number and nothing is written, unless --skip-bad-lines, which skips such lines
-and reports how many, by reason (also recorded in _provenance.json). An existing partition of that
-day is replaced atomically, and only when the whole file was read successfully.
+and reports how many, by reason (also recorded in _provenance.json). A day whose rows all have one label
+is refused (nothing to audit), and so is a --date after tomorrow (UTC) unless --allow-future. An existing
+partition of that day is replaced atomically, and only when the whole file was read successfully.
 """
 
 TABLE_DESCRIPTION = """\
@@ -84,18 +85,21 @@ Reads click-log files (CSV or TSV, plain or gzip; or Parquet) into partitions/da
 dataset spec (docs/datasets.md), e.g. clicks.json:
   {"name": "clicks", "label": "clicked", "classes": 2, "row_key": "impression_id",
    "numeric": ["f1", "f2"], "categorical": ["country", "slot"], "carry": ["campaign"]}
-row_key: a unique integer per row of the day; label: whole numbers 0..classes-1; numeric: numbers
+row_key: a unique integer per row of the day; label: whole numbers 0..classes-1 (1.0 is 1); numeric: numbers
 (numeric_type float64 by default, or int64); categorical: text or integers (kept as text); carry: kept as
 text, never fed to a model. Example:
   labeldp-audit data ingest part1.csv part2.csv.gz --dataset clicks.json --date 2024-01-01
 Format by name: .csv (comma), .tsv (tab), either + .gz (gzip is also recognised by its bytes), .parquet;
 --delimiter C for other names. With a header row (default) columns are found by name; with --no-header they
 are the spec's columns in order: row_key, label, numeric, categorical, carry. Empty field = missing. A column
-the spec does not name is refused (--drop-extra-columns drops it); a spec column missing from a file is
+the spec does not name is refused (--drop-extra-columns drops it), except a pandas index stored in a Parquet
+file (__index_level_0__, named in its pandas metadata), which is ignored; a spec column missing from a file is
 refused. Bad lines (wrong field count, empty line, a row key that is not an integer, a label outside
 0..classes-1, a non-number in a numeric column) stop the command with the first one's file and line, unless
 --max-bad-lines N allows up to N (over all files): they are skipped, counted by reason, and recorded in
-_provenance.json. Row keys must be unique over all files. Nothing is written unless everything was read.
+_provenance.json. Row keys must be unique over all files, and the labels must take two values at least
+(nothing to audit otherwise). A --date after tomorrow (UTC) is refused as a mistyped date unless
+--allow-future. An empty (0-byte) file is refused as empty. Nothing is written unless everything was read.
 """
 
 VALIDATE_DESCRIPTION = """\
@@ -111,6 +115,11 @@ with.
 def _add_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", default=None, metavar="PATH",
                         help="data root (default: $LABELDP_DATA_ROOT, else ./.labeldp)")
+
+
+def _add_allow_future(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-future", action="store_true",
+                        help="accept a --date after tomorrow (UTC; default: refused, exit 2, as a mistyped date)")
 
 
 def _whole(value, name: str, minimum: int) -> int:
@@ -167,6 +176,7 @@ def register(subparsers) -> None:
                    help="skip and count up to N bad lines over all files (default 0: stop at the first)")
     t.add_argument("--drop-extra-columns", action="store_true",
                    help="drop the files' columns the spec does not name, instead of refusing them")
+    _add_allow_future(t)
     _add_root(t)
     t.set_defaults(func=_ingest_tables)
 
@@ -179,6 +189,7 @@ def register(subparsers) -> None:
     i.add_argument("--seed", default="0", metavar="S", help="seed of the sample (default 0)")
     i.add_argument("--skip-bad-lines", action="store_true",
                    help="skip malformed lines and report them, instead of failing at the first one")
+    _add_allow_future(i)
     _add_root(i)
     i.set_defaults(func=_ingest)
 
@@ -357,9 +368,9 @@ def _synth(args: argparse.Namespace) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from pipelines import criteo_ingest
-    from pipelines.layout import parse_date, resolve_data_root
+    from pipelines.layout import parse_date, refuse_future, resolve_data_root
 
-    date = parse_date(args.date, "--date")
+    date = refuse_future(parse_date(args.date, "--date"), "--date", args.allow_future)
     sample_rows = None if args.sample_rows is None else _whole(args.sample_rows, "--sample-rows", 1)
     seed = _whole(args.seed, "--seed", 0)
     root = resolve_data_root(args.data_root)
@@ -388,11 +399,11 @@ def _ingest(args: argparse.Namespace) -> int:
 def _ingest_tables(args: argparse.Namespace) -> int:
     from auditing.errors import LabelDPInputError
     from pipelines.dataset_spec import load_spec
-    from pipelines.layout import parse_date, resolve_data_root
+    from pipelines.layout import parse_date, refuse_future, resolve_data_root
     from pipelines.tabular_ingest import ingest_table_files
 
     spec = load_spec(args.dataset)
-    date = parse_date(args.date, "--date")
+    date = refuse_future(parse_date(args.date, "--date"), "--date", args.allow_future)
     cap = _whole(args.max_bad_lines, "--max-bad-lines", 0)
     delimiter = {"\\t": "\t", "tab": "\t"}.get(args.delimiter, args.delimiter)
     if delimiter is not None and len(delimiter) != 1:

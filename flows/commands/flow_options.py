@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-GRACE_SECONDS = 3.0  # after Ctrl-C, the run has this long to unwind before it is ended (exit 130 within 5 s)
+GRACE_SECONDS = 3.0  # after Ctrl-C or SIGTERM, the run has this long to unwind before it is ended (within 5 s)
 
 
 def add_common(parser, fail_on_violation: bool = True) -> None:
@@ -91,20 +91,20 @@ def execute(args, command: str, root, start) -> int:
     said: list[str] = []
     api = None
 
-    def interrupted() -> None:
+    def stopped(stop) -> None:
         if not said:
-            said.append("interrupted")
-            term.say(f"labeldp-audit {command}: interrupted")
+            said.append(stop.word)
+            term.say(f"labeldp-audit {command}: {stop.word}")
 
-    def force() -> None:  # the run did not unwind within the grace period
-        interrupted()
+    def force(stop) -> None:  # the run did not unwind within the grace period
+        stopped(stop)
         terminal.remove_tmp_dirs(root, began)
         process = getattr(api, "server_process", None)
         if process is not None:
             process.kill()
-        os._exit(exit_codes.INTERRUPTED)
+        os._exit(stop.code)
 
-    with term, terminal.InterruptWatch(GRACE_SECONDS, force):
+    with term, terminal.StopWatch(GRACE_SECONDS, force):
         try:
             removed = terminal.remove_leftovers(root)
             if removed:
@@ -116,30 +116,35 @@ def execute(args, command: str, root, start) -> int:
             if api is not None:  # Prefect stops it at exit, after sending the run's last logs: quietly
                 terminal.quiet_at_exit(term.log_path)
             outcome = start()
-        except KeyboardInterrupt:
-            term.drain()
-            interrupted()
-            return exit_codes.INTERRUPTED
         except LabelDPInputError as exc:
             term.drain()
             term.say(f"labeldp-audit {command}: error: {exc}")
             term.say(f"labeldp-audit {command}: debug log: {term.log_path}")
             return exit_codes.BAD_INPUT
-        except Exception as exc:  # a crash is never exit 1 (a scheduler would read it as a VIOLATION)
+        except BaseException as exc:  # Ctrl-C, SIGTERM, or a crash: never exit 1 (a scheduler reads VIOLATION)
+            stop = terminal.stop_of(exc) or (terminal.stop_requested() if isinstance(exc, Exception) else None)
+            term.drain()
+            if stop is not None:
+                stopped(stop)
+                return stop.code
+            if not isinstance(exc, Exception):
+                raise
             import traceback
 
-            term.drain()
             term.log_file.write(traceback.format_exc())
             term.say(f"labeldp-audit {command}: failed: {type(exc).__name__}: {exc}")
             term.say(f"labeldp-audit {command}: exit {exit_codes.UNTRUSTED}: "
                      f"{exit_codes.MEANINGS[exit_codes.UNTRUSTED]}; debug log: {term.log_path}")
             return exit_codes.UNTRUSTED
         term.drain()
-        if outcome.days is not None and not args.json:
-            for day in outcome.days:
-                term.say(f"{day['date']}: {day['outcome']}", stdout=True)
-        if outcome.rows or args.json:
-            print_rows(outcome.rows, args.json, stream=term.out)
+        try:
+            if outcome.days is not None and not args.json:
+                for day in outcome.days:
+                    term.say(f"{day['date']}: {day['outcome']}", stdout=True)
+            if outcome.rows or args.json:
+                print_rows(outcome.rows, args.json, stream=term.out)
+        except BrokenPipeError:  # stdout's reader went away (`nightly | head`): the outcome's code stands
+            term.drop_stdout()
         drain = exit_codes.drain_command(root, args.warehouse)
         for line in exit_codes.summary_lines(outcome, command, drain):
             term.say(line)

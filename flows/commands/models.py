@@ -87,7 +87,7 @@ def register(subparsers) -> None:
                         "of the data root: source (trained or registered), format, claim, dataset, training rows.")
     ls.add_argument("--json", action="store_true", help="print a JSON list")
     _add_root(ls)
-    ls.set_defaults(func=run_list)
+    ls.set_defaults(func=run_list, read_only=True)
 
     show = sub.add_parser("show", help="print one model's metadata",
                           description="Prints a model's metadata.json (default: its latest date).")
@@ -95,7 +95,7 @@ def register(subparsers) -> None:
     show.add_argument("--date", default=None, metavar="D", help="the model's date (default: its latest)")
     show.add_argument("--json", action="store_true", help="print the whole metadata as JSON")
     _add_root(show)
-    show.set_defaults(func=run_show)
+    show.set_defaults(func=run_show, read_only=True)
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:

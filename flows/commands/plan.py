@@ -50,7 +50,7 @@ def register(subparsers) -> None:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("file", metavar="FILE", help="the plan JSON file")
     check.add_argument("--json", action="store_true", help="print the resolved plan as JSON")
-    check.set_defaults(func=run_check)
+    check.set_defaults(func=run_check, read_only=True)
 
     schema = sub.add_parser("schema", help="print the plan's (or a dataset spec's) JSON Schema",
                             description=SCHEMA_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,7 +58,7 @@ def register(subparsers) -> None:
     schema.add_argument("--write", action="store_true",
                         help="rewrite the checked-in infra/plans/plan.schema.json and "
                              "infra/datasets/dataset.schema.json instead of printing")
-    schema.set_defaults(func=run_schema)
+    schema.set_defaults(func=run_schema, read_only=True)
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:

@@ -96,7 +96,7 @@ def register(subparsers) -> None:
     # SUPPRESS: given before `show` (results --warehouse W show M), the value given there stays.
     s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as a JSON object")
     _add_target(s, default=argparse.SUPPRESS)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, read_only=True)
 
 
 def run(args) -> int:

@@ -81,9 +81,11 @@ def _read_priors_file(path: str, column: str | None):
     import pyarrow.parquet as pq
 
     from auditing.errors import LabelDPInputError
+    from pipelines.layout import refuse_empty_file
 
     if not column:
         raise LabelDPInputError("--priors-file needs --prior-col (the column holding the priors)")
+    refuse_empty_file(path)
     try:
         schema = pq.read_schema(path)
     except FileNotFoundError:
