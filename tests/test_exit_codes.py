@@ -323,7 +323,8 @@ def test_an_unreachable_warehouse_is_exit_3_and_a_later_run_writes_the_spool(dat
         done = cli("nightly", "--drain-only", "--data-root", str(data_root))  # aimed at the local DuckDB file
         assert done.returncode == exit_codes.BAD_INPUT and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "4 spooled result(s)" in done.stderr and "meant for the postgres warehouse postgresql://127.0.0.1:" \
-            f"{gate.port}/test" in done.stderr and f"--drain-only --warehouse postgresql://127.0.0.1:{gate.port}" \
+            f"{gate.port}/test" in done.stderr
+        assert f"--drain-only --data-root {data_root} --warehouse 'postgresql://127.0.0.1:{gate.port}/test" \
             in done.stderr
         assert {p: p.read_bytes() for p in spool.glob("*.json")} == spooled  # nothing removed
         assert (local.read_bytes() if local.exists() else None) == local_before  # nor the local warehouse touched

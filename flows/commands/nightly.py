@@ -91,9 +91,9 @@ def drain_only(root, args) -> int:
     preflight.check_warehouse(root, args.warehouse, args.create_warehouse)  # bad input: exit 2; down: below
     spool = default_spool_dir(root)
     report = drain_spool(args.warehouse, spool, data_root=root, include_unaddressed=args.include_unaddressed)
-    others = text.spool_elsewhere_lines(report["elsewhere"], str(spool))
+    others = text.spool_elsewhere_lines(report["elsewhere"], spool)
     if report["unaddressed"]:
-        others.append(text.spool_unaddressed_line(report["unaddressed"], str(spool)))
+        others.append(text.spool_unaddressed_line(report["unaddressed"], spool))
     if others and not (report["written"] or report["remaining"]):
         here = destination(args.warehouse, root)
         where = describe_target(str(args.warehouse)) if args.warehouse else here.address
