@@ -169,7 +169,8 @@ def test_backfill_resumes_and_skips_done_days(prefect_api, data_root, plan_file)
         ("rr-eps1", D1, "nightly"), ("leaky", D1, "nightly"), ("rr-eps1", D2, "backfill"), ("leaky", D2, "backfill")}
 
 
-def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_file, postgres_url):  # noqa: F811
+def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_file, postgres_url,  # noqa: F811
+                                                  capsys):
     from flows.nightly import AuditFailed, nightly_audit
 
     with PostgresGate(postgres_url) as gate:  # a PostgreSQL warehouse whose address does not answer yet
@@ -184,9 +185,12 @@ def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_f
         assert Path(rows[0]["spool_path"]).name in str(failed.value)
         spooled = sorted((data_root / "spool").glob("*.json"))
         assert [p.name for p in spooled] == [Path(rows[0]["spool_path"]).name]
-        # A night on another warehouse (the data root's DuckDB file) leaves them for theirs.
+        # A night on another warehouse (the data root's DuckDB file) leaves them for theirs, and says so.
+        capsys.readouterr()
         nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, models=["rr-eps1"])
         assert sorted((data_root / "spool").glob("*.json")) == spooled
+        assert f"warning: 1 spooled result(s) in {data_root / 'spool'} are meant for the postgres warehouse " \
+               f"postgresql://127.0.0.1:{gate.port}/test" in capsys.readouterr().err
         gate.open()
         nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, warehouse=gate.url, models=["rr-eps1"])
     assert not list((data_root / "spool").glob("*.json"))

@@ -1018,7 +1018,8 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
         with open_warehouse(target) as wh:
             wh.upsert_audit(row, curve)
     pass_row, pass_result, _ = rows["exp-pass"]
-    assert pass_row["status"] == "PASS"
+    # a PASS, weak when the floor exceeds 1% of the audited rows
+    assert pass_row["status"] == ("WEAK_PASS" if pass_row["exposed_rows_floor"] > 0.01 * pass_row["m"] else "PASS")
     assert pass_row["exposed_rows_floor"] == game_detection_floor(pass_result.to_dict(), 0.3)
     assert pass_row["exposed_rows_floor"] > pass_row["detection_floor_rows"] > 0  # the game needs more
     assert rows["exp-inconclusive"][0]["status"] == "INCONCLUSIVE"
