@@ -29,7 +29,7 @@ infinite claimed epsilon is "inf"; JSON-text columns such as result_json stay te
 as stored values. Nothing matching prints "no audit results match" and exits 0.
 
 Examples:
-  labeldp-audit results                                   # latest verdict per model
+  labeldp-audit results                                   # latest verdict per model and run kind
   labeldp-audit results --model rr-eps1                   # its history, newest first
   labeldp-audit results --all --status VIOLATION --since 2024-01-01
   labeldp-audit results --run-kind guardrail --status WEAK_PASS
