@@ -34,6 +34,7 @@ _EXPORTS = {
     "selection_strategy": "auditing.selection", "Selection": "auditing.selection",
     "judge": "auditing.judging", "Verdict": "auditing.verdict", "Robustness": "auditing.verdict",
     "PASS": "auditing.verdict", "VIOLATION": "auditing.verdict", "INCONCLUSIVE": "auditing.verdict",
+    "WEAK_PASS": "auditing.verdict", "STATUSES": "auditing.verdict",
     "guardrail_status": "auditing.guardrail", "breaking_kappa": "auditing.robustness",
     "detection_floor_rows": "auditing.robustness", "risk_assessment": "auditing.risk",
     "check_control": "auditing.controls", "ControlCheck": "auditing.controls",

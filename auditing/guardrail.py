@@ -6,7 +6,8 @@
     the claimed epsilon with this many examples and this selection strategy, so the audit had no power to
     disprove the claim.
   - PASS: the audit could have shown a violation and did not. It means "no evidence of a violation", not
-    "private".
+    "private". `auditing.judging.judge` makes a PASS whose robustness figures call it weak a WEAK_PASS
+    (`auditing.verdict.STATUSES`).
 An optimistic figure (the paper's max over the sweep) is never accepted here.
 """
 

@@ -27,7 +27,7 @@ from auditing.robustness import (
     exposed_floor_figures,
     is_weak_pass,
 )
-from auditing.verdict import NO_VERDICT, PASS, VIOLATION, Robustness, Verdict
+from auditing.verdict import NO_VERDICT, PASS, VIOLATION, WEAK_PASS, Robustness, Verdict
 
 _COMPUTE = object()  # judge: compute the game-aware floor (no stored value given)
 POSTERIOR_CURVE_POINTS = 80
@@ -135,7 +135,8 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
 
     Returns:
-        The `Verdict`; an optimistic result (strategy max) gets the status `NO_VERDICT`.
+        The `Verdict`; an optimistic result (strategy max) gets the status `NO_VERDICT`, and a PASS that the
+        robustness figures call weak (`Robustness.weak_pass`) the status `WEAK_PASS`.
 
     Raises:
         LabelDPInputError: a result missing fields, a bad claim or kind.
@@ -149,9 +150,10 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     else:
         status = guardrail_status(float(data["epsilon_lower_bound"]), claimed, float(data["max_certifiable_epsilon"]))
     assessment = risk_assessment(data, claimed)
+    robustness = robustness_figures(data, claimed, status, exposed_rows_floor)
     return Verdict(
-        result=data, claimed_epsilon=claimed, status=status,
-        robustness=robustness_figures(data, claimed, status, exposed_rows_floor),
+        result=data, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
+        robustness=robustness,
         risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
         kind=kind, control=None if control is None else dict(control), untrusted_reason=untrusted_reason,
         reference_check=None if reference_check is None else dict(reference_check),

@@ -27,7 +27,7 @@ DEFAULT_DATA_ROOT = ".labeldp"
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_MAX_NAME_LENGTH = 128
+MAX_NAME_LENGTH = 128
 
 
 def resolve_data_root(arg: str | os.PathLike | None) -> Path:
@@ -95,8 +95,8 @@ def check_name(text: str, name: str = "model name") -> str:
     """
     if not isinstance(text, str) or not text:
         raise LabelDPInputError(f"{name} must be a non-empty string; got {text!r}")
-    if len(text) > _MAX_NAME_LENGTH:
-        raise LabelDPInputError(f"{name} must be at most {_MAX_NAME_LENGTH} characters; got {len(text)}")
+    if len(text) > MAX_NAME_LENGTH:
+        raise LabelDPInputError(f"{name} must be at most {MAX_NAME_LENGTH} characters; got {len(text)}")
     if not _NAME_RE.fullmatch(text):
         raise LabelDPInputError(
             f"{name} may contain only letters, digits, '-', '_' and '.', and must start with a letter or "

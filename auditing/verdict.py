@@ -12,9 +12,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# The statuses of a verdict (the warehouse CHECK constraint reads this tuple).
-VIOLATION, INCONCLUSIVE, PASS = "VIOLATION", "INCONCLUSIVE", "PASS"
-STATUSES = (PASS, VIOLATION, INCONCLUSIVE)
+# The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
+# tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
+# (`Robustness.weak_pass`: the game-aware floor above WEAK_PASS_FRACTION of the audited rows, or none).
+VIOLATION, INCONCLUSIVE, PASS, WEAK_PASS = "VIOLATION", "INCONCLUSIVE", "PASS", "WEAK_PASS"
+STATUSES = (PASS, WEAK_PASS, VIOLATION, INCONCLUSIVE)
+PASSING = (PASS, WEAK_PASS)  # no evidence of a violation, where the audit could have shown one (weakly or not)
 NO_VERDICT = "NO VERDICT (optimistic figure)"  # the status shown for the paper's optimistic statistic
 WEAK_PASS_FRACTION = 0.01  # a PASS whose detection floor exceeds this fraction of the audited rows is weak
 
@@ -48,8 +51,8 @@ class Robustness:
 class Verdict:
     """One model, one day, one claim.
 
-    result: the audit result (`AuditResult.to_dict()`), as computed. status: PASS | VIOLATION | INCONCLUSIVE
-    (`NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.risk_assessment` of the
+    result: the audit result (`AuditResult.to_dict()`), as computed. status: one of `STATUSES` (WEAK_PASS: a
+    PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.risk_assessment` of the
     claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
     posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
     control: the control's judged check (`ControlCheck.to_dict()` plus the night's name), None for a target;

@@ -59,7 +59,7 @@ def main() -> None:
     record = steps.score_target(root, date, spec, plan, partition["fingerprint"], progress=print)
     stages[f"Beam scoring + audit (R = {args.repetitions}, FnApiRunner)"] = time.perf_counter() - t
     t = time.perf_counter()
-    row = steps.publish(root, date, spec, record, warehouse=None)
+    row = steps.publish(root, date, spec, record, warehouse=None, run_kind="nightly")
     stages["publish (DuckDB + report)"] = time.perf_counter() - t
     total = time.perf_counter() - t0
 

@@ -45,12 +45,27 @@ PRECEDENCE = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, VIOLATION)
 FAILING = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED)
 
 
+def status_exit_code(status: str) -> int:
+    """The exit code a verdict status alone gives (VIOLATION: 1 for the guardrail, and for nightly and backfill
+    with --fail-on-violation)."""
+    return VIOLATION if status == "VIOLATION" else OK
+
+
 def help_text() -> str:
-    """The "Exit status" block of the three commands' --help."""
+    """The "Verdict status" and "Exit status" blocks of the three commands' --help: one table of both."""
     import textwrap
 
-    lines = textwrap.wrap("Exit status (the same for nightly, guardrail and backfill; when several apply the first "
-                          "of 2, 3, 4, 1 wins and the summary names each):", 100)
+    from auditing.report.text import STATUS_MEANINGS
+
+    lines = textwrap.wrap("Verdict status (the table's status column, the warehouse, --json, the report's badge and "
+                          "`labeldp-audit results --status`), with the exit code it gives:", 100)
+    for status, meaning in STATUS_MEANINGS.items():
+        code = status_exit_code(status)
+        when = ": guardrail always, nightly and backfill with --fail-on-violation" if code == VIOLATION else ""
+        lines += textwrap.wrap(f"{meaning} (exit {code}{when})", 100,
+                               initial_indent=f"  {status:<13}", subsequent_indent=" " * 15)
+    lines += ["", *textwrap.wrap("Exit status (the same for nightly, guardrail and backfill; when several apply the "
+                                 "first of 2, 3, 4, 1 wins and the summary names each):", 100)]
     for code in (OK, VIOLATION, BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, INTERRUPTED, TERMINATED):
         lines += textwrap.wrap(MEANINGS[code], 100, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
     return "\n".join(lines)

@@ -20,6 +20,7 @@ import datetime as dt
 import math
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
@@ -29,6 +30,8 @@ from prefect.runtime import flow_run
 from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
+from auditing.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
+from auditing.verdict import WEAK_PASS
 from flows import exit_codes, steps, terminal
 from flows.exit_codes import Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
@@ -109,8 +112,8 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
 
 
 @task(name="prepare-reference", cache_policy=NO_CACHE)
-def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict]):
-    return steps.prepare_reference(root, date, plan, audited, progress=_log)
+def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict], name: str | None = None):
+    return steps.prepare_reference(root, date, plan, audited, progress=_log, name=name)
 
 
 @task(name="ensure-control", cache_policy=NO_CACHE)
@@ -129,21 +132,28 @@ def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, p
 
 @task(name="publish", **io_task)
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
-            webhook_url: str | None, claimed_epsilon: float | None = None, control: dict | None = None,
-            untrusted: str | None = None, reference_check: dict | None = None) -> dict:
-    return steps.publish(root, date, spec, record, warehouse=warehouse, webhook_url=webhook_url,
+            webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
+            control: dict | None = None, untrusted: str | None = None, reference_check: dict | None = None) -> dict:
+    return steps.publish(root, date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
                          untrusted=untrusted, reference_check=reference_check)
 
 
 @task(name="drain-spool", cache_policy=NO_CACHE)
 def drain_spool(root: Path, warehouse: str | None) -> dict:
+    """Writes the results an earlier run spooled for this run's warehouse; the others stay, with a warning."""
+    from auditing.report import text
     from auditing.warehouse import default_spool_dir
     from auditing.warehouse import drain_spool as drain
 
-    outcome = drain(warehouse, default_spool_dir(root), data_root=root)
+    spool = default_spool_dir(root)
+    outcome = drain(warehouse, spool, data_root=root)
     if outcome.get("written"):
         _log(f"wrote {len(outcome['written'])} spooled result(s) from an earlier run")
+    for line in text.spool_elsewhere_lines(outcome["elsewhere"], spool):
+        _log(f"warning: {line}")
+    if outcome["unaddressed"]:
+        _log(f"warning: {text.spool_unaddressed_line(outcome['unaddressed'], spool)}")
     return {k: [str(x) for x in v] if isinstance(v, list) else v for k, v in outcome.items()}
 
 
@@ -172,7 +182,7 @@ def _emit(kind: str, payload: dict) -> None:
 def _publish_summary(rows: list[dict], title: str) -> None:
     from prefect.artifacts import create_link_artifact, create_table_artifact
 
-    table = [{k: r.get(k) for k in ("model_id", "kind", "partition_date", "status", "claimed_epsilon",
+    table = [{k: r.get(k) for k in ("model_id", "kind", "run_kind", "partition_date", "status", "claimed_epsilon",
                                     "epsilon_lower_bound", "confidence", "strategy", "method",
                                     "max_certifiable_epsilon", "control_passed", "untrusted_reason", "risk_headline",
                                     "report")}
@@ -188,9 +198,10 @@ def _publish_summary(rows: list[dict], title: str) -> None:
 
 
 def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
-              fail_on_violation: bool = False) -> Outcome:
+              fail_on_violation: bool = False, run_kind: str = NIGHTLY) -> Outcome:
     """One day, every target: validate, reference, train or load, recalibrate the reference on the held-out rows,
-    controls, score, audit, publish, alert. Returns the day's `Outcome` (a missing partition raises)."""
+    controls, score, audit, publish (rows of ``run_kind``: nightly or backfill), alert. Returns the day's
+    `Outcome` (a missing partition raises)."""
     try:
         partition = check_partition(root, date, plan)
     except steps.DataMissingError as exc:
@@ -216,7 +227,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     _check_stop()
     reference, check = prepare_reference(root, date, plan, list(ready.values()))
     control_rows, untrusted, check = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
-                                                  check, list(ready.values()))
+                                                  check, list(ready.values()), run_kind=run_kind)
     outcome.rows += control_rows
     if untrusted:
         outcome.untrusted.append(untrusted)
@@ -228,13 +239,13 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         try:
             record = score_and_audit(root, date, spec, plan, fingerprint, reference)
             _check_stop()
-            row = publish(root, date, spec, record, warehouse, webhook_url, untrusted=untrusted,
+            row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, untrusted=untrusted,
                           reference_check=check, claimed_epsilon=steps.claimed_epsilon_of(spec, ready[spec.name]))
         except Exception as exc:
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
-        if row["status"] == VIOLATION:
-            _emit("VIOLATION", row)
+        if row["status"] in (VIOLATION, WEAK_PASS):
+            _emit(row["status"], row)
         outcome.rows.append(row)
     if outcome.rows:
         _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
@@ -280,13 +291,14 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
                  webhook_url: str | None, reference: tuple[str, dt.date], check: dict, audited: list[dict],
-                 specs: tuple[ControlSpec, ...] | None = None) -> tuple[list[dict], str | None, dict]:
+                 specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
+                 ) -> tuple[list[dict], str | None, dict]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.controls), then publish each with the night's trust. A control that fails or cannot run alerts
     CONTROL_FAILED; the returned reason then marks every row of the night untrusted (the controls' own rows
     included) and the flow ends AuditFailed after publishing the rest. The label-blind control's outcome goes
     into the returned reference check; it is skipped (not failed) when the night has no usable held-out rows.
-    specs: the controls to run (default: the plan's)."""
+    specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows."""
     from pipelines.recalibration import ReferenceCheckSkipped
 
     specs = plan.control_specs() if specs is None else specs
@@ -320,7 +332,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
             continue
         result = checks[spec.name]
         if spec.name in records:
-            rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url,
+            rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url, run_kind,
                                 control=result, untrusted=untrusted, reference_check=check))
         if not isinstance(result, dict) or not result["passed"]:
             message = result["message"] if isinstance(result, dict) else f"could not run: {result}"
@@ -373,18 +385,20 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
     ensure_reference(root, day, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference
-    # recalibrated on the day, and the label-blind control checks that reference.
-    reference, check = prepare_reference(root, day, plan, [metadata])
-    blind = tuple(s for s in plan.control_specs() if s.control == LABEL_BLIND)
+    # recalibrated on the day, and the label-blind control checks that reference. Both are the guardrail's own
+    # models (held out from the candidate's rows): the nightly's stay as the night left them.
+    calibrated, label_blind = plan.guardrail_names(name)
+    reference, check = prepare_reference(root, day, plan, [metadata], calibrated)
+    blind = tuple(replace(s, name=label_blind) for s in plan.control_specs() if s.control == LABEL_BLIND)
     control_rows, untrusted, check = run_controls(root, day, plan, partition["fingerprint"], warehouse, webhook_url,
-                                                  reference, check, [metadata], specs=blind)
+                                                  reference, check, [metadata], specs=blind, run_kind=GUARDRAIL)
     record = score_and_audit(root, day, spec, plan, partition["fingerprint"], reference)
     _check_stop()
-    row = publish(root, day, spec, record, warehouse, webhook_url, claimed_epsilon=claimed, untrusted=untrusted,
-                  reference_check=check)
+    row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
+                  untrusted=untrusted, reference_check=check)
     _publish_summary([*control_rows, row], f"release guardrail for {name}@{day.isoformat()}")
-    if row["status"] == VIOLATION and not untrusted:
-        _emit("VIOLATION", row)
+    if row["status"] in (VIOLATION, WEAK_PASS) and not untrusted:
+        _emit(row["status"], row)
     outcome = Outcome(rows=[*control_rows, row], untrusted=[untrusted] if untrusted else [],
                       fail_on_violation=fail_on_violation)
     finish(outcome, root, warehouse, "guardrail")
@@ -400,7 +414,7 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
         return {"date": day.isoformat(), "outcome": "skipped (already in the warehouse)",
                 **Outcome(fail_on_violation=fail_on_violation).to_dict()}
     try:
-        outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation)
+        outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL)
     except Exception as exc:
         _unless_stopped(exc)
         failed = Outcome(fail_on_violation=fail_on_violation)

@@ -17,6 +17,7 @@ schema cannot say (unique names, safe names, combinations).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -26,6 +27,7 @@ from pathlib import Path
 from auditing.audit import AuditConfig
 from auditing.controls import LABEL_BLIND, NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
+from auditing.names import MAX_NAME_LENGTH
 from auditing.params import legacy_tau_warning
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
 from pipelines.dataset_spec import DatasetSpec, criteo, load_spec
@@ -196,6 +198,14 @@ class AuditPlan:
     def calibrated_reference_name(self) -> str:
         """The registry name of the reference recalibrated on the day (audit.reference_calibration 'boost')."""
         return f"{self.reference_name}-calibrated"
+
+    def guardrail_names(self, candidate: str) -> tuple[str, str]:
+        """The registry names of a guardrail's recalibrated reference and label-blind control for ``candidate``:
+        its own (their held-out rows are the candidate's, not the night's targets'), so a guardrail never
+        rewrites the nightly's models, nor those of another candidate."""
+        tag = "-guardrail-" + hashlib.sha256(candidate.encode()).hexdigest()[:10]
+        return tuple(check_name(base[:MAX_NAME_LENGTH - len(tag)] + tag, "guardrail control name")
+                     for base in (self.calibrated_reference_name, self.controls.label_blind_name))
 
     def control_specs(self) -> tuple[ControlSpec, ...]:
         """The night's controls (none when ``controls.enabled`` is false)."""

@@ -12,8 +12,10 @@ second with exit 2 and ONE line naming the file or field, and nothing is written
    plan does not train them (``on_missing_target`` "fail" or "skip": present and made as the plan says);
 4. the warehouse (`check_warehouse`): a DuckDB path whose directory is missing (unless ``create``), a file
    that is not a DuckDB database, a directory that is not writable, a PostgreSQL URL libpq cannot parse, a
-   warehouse whose schema version is newer than this code: bad input. A PostgreSQL server that does not answer
-   within 2 s is not: the rows will be spooled (exit 3); it comes back as a warning.
+   PostgreSQL server that answers and refuses the login (authentication failed, no such role or database, no
+   pg_hba.conf entry, no CONNECT privilege), a warehouse whose schema version is newer than this code: bad
+   input. A PostgreSQL server that does not answer within 2 s, or refuses the connection itself, is not: the
+   rows will be spooled (exit 3); it comes back as a warning.
 
 The flows keep their own checks (a deployment run does not go through the command line).
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +34,10 @@ from flows.plan import AuditPlan, RegisteredTarget, load_plan
 from pipelines.layout import check_name, model_dir, partition_dir
 
 CONNECT_SECONDS = 2
+# What libpq says when the server answered and refused the login: fixed by the URL or the server's set-up, not by
+# waiting (every other failure to connect is an outage).
+LOGIN_REFUSED = re.compile(r'authentication failed|no password supplied|role ".*" does not exist|'
+                           r'database ".*" does not exist|no pg_hba\.conf entry|permission denied for database')
 
 
 def plan_for(plan_file: str | os.PathLike | None, models: list[str] | None = None) -> AuditPlan:
@@ -187,6 +194,10 @@ def _check_postgres(url: str) -> list[str]:
         conn = psycopg.connect(url, connect_timeout=CONNECT_SECONDS, autocommit=True)
     except psycopg.OperationalError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if LOGIN_REFUSED.search(str(exc)):
+            refusal = reason.split("FATAL:", 1)[-1].strip()
+            raise LabelDPInputError(f"--warehouse {shown}: the server refused the login ({refusal}); fix the "
+                                    "URL's user, password or database") from None
         return [f"warehouse {shown} does not answer within {CONNECT_SECONDS} s ({reason}); results it cannot take "
                 f"are spooled under the data root (exit 3)"]
     try:

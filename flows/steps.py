@@ -21,6 +21,7 @@ from auditing import hints
 from auditing.controls import LABEL_BLIND, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
+from auditing.verdict import WEAK_PASS
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from pipelines.layout import model_dir, parse_date, partition_dir
 from pipelines.progress import Progress, no_progress
@@ -275,13 +276,14 @@ def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_d
 
 
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict],
-                      progress: Progress = no_progress) -> tuple[tuple[str, dt.date], dict]:
+                      progress: Progress = no_progress, name: str | None = None) -> tuple[tuple[str, dt.date], dict]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
     held-out calibration rows (pipelines.recalibration), registered as `AuditPlan.calibrated_reference_name`;
     with "none", the D-1 reference as it is. ``audited``: the registry metadata of the night's audited models
     (the held-out rows must be held out from every one of them). With no usable held-out rows the D-1 reference
-    is used and the check says "reference not checked" and why."""
+    is used and the check says "reference not checked" and why. name: the recalibrated reference's registry name
+    (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_names`)."""
     from pipelines.recalibration import (
         RecalibrationSettings,
         ReferenceCheckSkipped,
@@ -295,7 +297,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
              "label_blind": None}
     if calibration == "none":
         return raw, check
-    name = plan.calibrated_reference_name
+    name = name or plan.calibrated_reference_name
     try:
         metadata = recalibrate_reference(root, date, name, raw, targets=audited, audit_rows=plan.audit.audit_rows,
                                          settings=RecalibrationSettings(catboost=_settings(plan)), seed=plan.seed,
@@ -358,11 +360,12 @@ def label_blind_figures(check: dict) -> dict:
 
 
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
-            webhook_url: str | None = None, flow_run_id: str | None = None, durations: dict | None = None,
-            claimed_epsilon: float | None = None, progress: Progress = no_progress,
+            run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
+            durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
             control: dict | None = None, untrusted: str | None = None, reference_check: dict | None = None) -> dict:
-    """Writes the warehouse row (or spools it: the row's ``spool_path``), renders the HTML report, alerts on
-    VIOLATION.
+    """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
+    report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.warehouse.AuditKey`: model, model
+    fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
     control: a control's `judge_control` dict (its row is kind 'control'); untrusted: the night's
     `untrusted_reason` (stored on the row, shown as a banner in the report, carried in the alert);
     reference_check: the night's reference check (`prepare_reference`, with the label-blind figures)."""
@@ -374,6 +377,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         as_key,
         audit_record,
         default_spool_dir,
+        destination,
         open_warehouse,
         spool_path,
         write_or_spool,
@@ -399,7 +403,8 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     kind = "control" if control is not None else "target"
     verdict = judge(result, claimed, kind=kind, control=control, untrusted_reason=untrusted,
                     shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
-    row, curve = audit_record(verdict, model_id=model_id, partition_date=date, lineage=lineage_row)
+    row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row)
+    key = as_key(row)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row['status']}, eps_lb {row['epsilon_lower_bound']:.4f})")
 
@@ -412,24 +417,27 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
             store.close()
     except (WarehouseUnavailable, LabelDPInputError):
         trend = [row]
-    report_path = run_report_path(root, model_id, date, row["audit_config_hash"])
+    report_path = run_report_path(root, key)
     page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
                     "runner": lineage.get("runner", {}).get("runner")}
     write_report(render_run_report(verdict, page_lineage, trend), report_path)
 
     alert = None
-    if row["status"] == VIOLATION and webhook_url and kind == "target":  # a control alerts CONTROL_FAILED instead
+    # A target's VIOLATION pages, its WEAK_PASS is for a person to read; a control alerts CONTROL_FAILED instead.
+    if row["status"] in (VIOLATION, WEAK_PASS) and webhook_url and kind == "target":
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
-                                    report=str(report_path), flow_run_id=flow_run_id)
-        alert = send_alert(webhook_url, "VIOLATION", payload, default_ledger_dir(root)).to_dict()
+                                    report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
+        alert = send_alert(webhook_url, row["status"], payload, default_ledger_dir(root)).to_dict()
     return {
         "model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
         "claimed_epsilon": claimed, "epsilon_lower_bound": row["epsilon_lower_bound"],
         "confidence": row["confidence"], "delta": row["delta"], "kappa": row["kappa"], "strategy": row["strategy"],
         "method": row["method"], "epsilon_mean": row["epsilon_mean"], "epsilon_std": row["epsilon_std"],
         "max_certifiable_epsilon": row["max_certifiable_epsilon"], "m": row["m"],
-        "audit_config_hash": row["audit_config_hash"], "warehouse": outcome, "report": str(report_path),
-        "spool_path": str(spool_path(default_spool_dir(root), as_key(row))) if outcome == SPOOLED else None,
+        "audit_config_hash": row["audit_config_hash"], "run_kind": run_kind,
+        "model_fingerprint": row["model_fingerprint"], "warehouse": outcome, "report": str(report_path),
+        "spool_path": (str(spool_path(default_spool_dir(root), key, destination(warehouse, root)))
+                       if outcome == SPOOLED else None),
         "alert": alert, "reused_scoring": bool(record.get("reused")),
         "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
         "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
@@ -459,7 +467,9 @@ def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | Non
 
 
 def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None) -> bool:
-    """True when the warehouse holds a trusted row for every target of the plan on this day (same audit config)."""
+    """True when the warehouse holds a trusted row of a nightly or backfill run for every target of the plan on
+    this day (same audit config); a guardrail's verdict does not audit the night."""
+    from auditing.run_kinds import BACKFILL, NIGHTLY
     from auditing.warehouse import open_warehouse
     from auditing.warehouse.base import WarehouseUnavailable
 
@@ -472,6 +482,7 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
     finally:
         store.close()
     # A night whose control failed is not done: its rows are untrusted, so a re-run audits it again.
-    have = {(r["model_id"], r["audit_config_hash"]) for r in rows if not r.get("untrusted_reason")}
+    have = {(r["model_id"], r["audit_config_hash"]) for r in rows
+            if not r.get("untrusted_reason") and r["run_kind"] in (NIGHTLY, BACKFILL)}
     config_hash = plan.audit.config_hash()
     return all((spec.name, config_hash) in have for spec in plan.targets)

@@ -19,6 +19,7 @@ from auditing.alerts import (
     FAILED,
     SENT,
     VIOLATION,
+    WEAK_PASS,
     alert_event_payload,
     kappa_fields,
     send_alert,
@@ -200,6 +201,30 @@ def test_event_payload_fits_prefect_events():
     events = pytest.importorskip("prefect.events")
     event = events.Event(**spec)  # validates the shape emit_event(**spec) builds, without emitting
     assert event.resource.id == "labeldp.model.rr-eps1" and event.payload["model_id"] == "rr-eps1"
+
+
+def test_a_weak_pass_is_its_own_alert_with_its_meaning_and_floor(webhook_factory, tmp_path):
+    """A target's WEAK_PASS: its own kind (sent once per model and date, beside a VIOLATION of the same day), whose
+    text says what a weak PASS means and the floor behind it."""
+    from auditing.verdict import STATUSES
+
+    assert WEAK_PASS == "WEAK_PASS" and WEAK_PASS in STATUSES
+    hook = webhook_factory()
+    note = ("this audit would have flagged the claim only if at least 4000 labels were fully exposed (flagged then "
+            "with 95% probability) (more than 1% of the 20000 audited rows: a weak PASS)")
+    payload = {**PAYLOAD, "status": WEAK_PASS, "epsilon_lower_bound": 0.0, "robustness_note": note,
+               "run_kind": "guardrail"}
+    assert send_alert(hook.url, WEAK_PASS, payload, tmp_path).status == SENT
+    assert send_alert(hook.url, WEAK_PASS, payload, tmp_path).status == DUPLICATE
+    assert send_alert(hook.url, VIOLATION, PAYLOAD, tmp_path).status == SENT
+    body = _strict(hook.received[0]["body"])
+    assert body["kind"] == "WEAK_PASS" and body["dedup_key"] == "rr-eps1__2024-01-02__WEAK_PASS"
+    assert body["run_kind"] == "guardrail"
+    assert body["text"] == (
+        "[labeldp-audit] WEAK_PASS: model rr-eps1, partition 2024-01-02: claimed epsilon 1.000: a PASS on weak "
+        "evidence: this audit would have flagged the claim only if more than 1% of the audited labels were fully "
+        f"exposed (or not even then), so a smaller leak could have gone unseen; {note}")
+    assert alert_event_payload(WEAK_PASS, payload)["event"] == "labeldp.audit.weak_pass"
 
 
 # --------------------------------------------------------------------------------------------- kappa and the reference

@@ -132,9 +132,9 @@ def test_the_warehouse_stores_a_registered_method_after_reopening(toys, tmp_path
     BOUND_METHODS.unregister(HalfBinomial.name)
     open_warehouse(path).close()
     with pytest.raises(LabelDPInputError, match="method must be one of"):
-        audit_record(judge(_toy_result(), 0.5), model_id="toy", partition_date="2024-01-02")
+        audit_record(judge(_toy_result(), 0.5), run_kind="nightly", model_id="toy", partition_date="2024-01-02")
     BOUND_METHODS.register(HalfBinomial)
-    row, curve = audit_record(judge(_toy_result(), 0.5), model_id="toy", partition_date="2024-01-02")
+    row, curve = audit_record(judge(_toy_result(), 0.5), run_kind="nightly", model_id="toy", partition_date="2024-01-02")
     store = open_warehouse(path)
     try:
         store.upsert_audit(row, curve)

@@ -68,10 +68,12 @@ def webhook():
 
 
 def _stored(root, warehouse=None) -> dict:
+    """model -> its latest verdict (a control judged against another claim on another night of these tests is a
+    row of its own)."""
     from auditing.warehouse import open_warehouse
 
     with open_warehouse(warehouse, data_root=root) as store:
-        return {r["model_id"]: r for r in store.fetch_results()}
+        return {r["model_id"]: r for r in store.fetch_verdicts(latest=True)}
 
 
 def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):

@@ -87,12 +87,28 @@ def test_help_lists_every_exit_code(command):
         assert f"{code} {' '.join(meaning.split())}" in text, (code, meaning)
 
 
-def test_the_readme_lists_every_exit_code():
+def test_the_readme_lists_every_exit_code_and_status_in_one_table():
+    from auditing.report.text import STATUS_MEANINGS
+    from auditing.verdict import STATUSES
+
     text = (REPO / "README.md").read_text()
     block = text[text.index("Exit status of `nightly`"):]
-    block = block[:block.index("\n\n")]
+    table = block[block.index("\n|"):]
+    table = table[:table.index("\n\n")]
     for code in exit_codes.MEANINGS:
-        assert f"`{code}`" in block, code
+        assert f"| exit `{code}` |" in table, code
+    for status in STATUSES:
+        assert f"| `{status}` | {STATUS_MEANINGS[status]};" in table, status
+
+
+def test_help_lists_every_status_with_its_meaning():
+    from auditing.report.text import STATUS_MEANINGS
+
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "nightly", "--help"], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    text = " ".join(done.stdout.split())
+    for status, meaning in STATUS_MEANINGS.items():
+        assert f"{status} {' '.join(meaning.split())} (exit {exit_codes.status_exit_code(status)}" in text, status
 
 
 # ------------------------------------------------------------------------------------------ terminal and Ctrl-C
@@ -275,7 +291,9 @@ def test_violation_is_exit_1_only_when_asked_and_the_table_is_printed_either_way
                str(data_root), "--plan", plan)
     assert done.returncode == exit_codes.VIOLATION and "leaky" in done.stdout, done.stderr
     assert_quiet(done.stderr)
-    assert len(stored(data_root)) == 2
+    # the guardrail's verdict (claim 0) sits beside the nightly's rows, which it does not replace
+    assert sorted((r["model_id"], r["run_kind"], r["claimed_epsilon"]) for r in stored(data_root)) == [
+        ("leaky", "guardrail", 0.0), ("leaky", "nightly", 0.0), ("rr-eps1", "nightly", 1.0)]
 
 
 @slow
@@ -303,32 +321,57 @@ def test_a_failing_control_is_exit_4_with_the_table(data_root, tmp_path):
 
 @slow
 def test_an_unreachable_warehouse_is_exit_3_and_a_later_run_writes_the_spool(data_root, plan, postgres_url):  # noqa: F811
+    """An outage of a PostgreSQL warehouse (nothing listens at its address), then the same address back: the
+    rows spool for that warehouse, a drain aimed at another warehouse exits 2 and touches nothing, a drain while
+    it is still down exits 3, and the next night on it writes them first."""
+    from pg_gate import PostgresGate
+
     spool = data_root / "spool"
-    done = cli(*nightly(data_root, plan, "--warehouse", DEAD, "--fail-on-violation"))
-    assert done.returncode == exit_codes.NOT_IN_WAREHOUSE, done.stderr
-    assert_quiet(done.stderr)
-    files = sorted(p.name for p in spool.glob("*.json"))
-    assert len(files) == 2 and all(name in done.stderr for name in files) and str(spool) in done.stderr
-    assert f"labeldp-audit nightly --drain-only --data-root {data_root} --warehouse {DEAD}" in done.stderr
-    assert "labeldp-audit nightly: also 1: 1 VIOLATION" in done.stderr  # both applied; 3 wins
-    assert "warning: warehouse postgresql://nobody@127.0.0.1:1/none does not answer" in done.stderr
-    assert "leaky" in done.stdout  # the table, though nothing reached the warehouse
+    with PostgresGate(postgres_url) as gate:
+        down = gate.url
+        done = cli(*nightly(data_root, plan, "--warehouse", down, "--fail-on-violation"))
+        assert done.returncode == exit_codes.NOT_IN_WAREHOUSE, done.stderr
+        assert_quiet(done.stderr)
+        files = sorted(p.name for p in spool.glob("*.json"))
+        assert len(files) == 2 and all(name in done.stderr for name in files) and str(spool) in done.stderr
+        assert all("__nightly__" in name for name in files)
+        assert f"labeldp-audit nightly --drain-only --data-root {data_root} --warehouse {shlex.quote(down)}" \
+            in done.stderr
+        assert "labeldp-audit nightly: also 1: 1 VIOLATION" in done.stderr  # both applied; 3 wins
+        assert f"warning: warehouse {down} does not answer" in done.stderr
+        assert "leaky" in done.stdout  # the table, though nothing reached the warehouse
 
-    done = cli("backfill", "--start", D1, "--end", D1, "--data-root", str(data_root), "--plan", plan,
-               "--warehouse", DEAD)
-    assert done.returncode == exit_codes.NOT_IN_WAREHOUSE, done.stderr
-    assert f"{D1}: audited (exit 3)" in done.stdout and "exit 3:" in done.stderr
+        done = cli("backfill", "--start", D1, "--end", D1, "--data-root", str(data_root), "--plan", plan,
+                   "--warehouse", down)
+        assert done.returncode == exit_codes.NOT_IN_WAREHOUSE, done.stderr
+        assert f"{D1}: audited (exit 3)" in done.stdout and "exit 3:" in done.stderr
+        assert len(list(spool.glob("*__backfill__*.json"))) == 2  # a backfill's verdicts are its own
 
-    done = cli("nightly", "--drain-only", "--data-root", str(data_root), "--warehouse", DEAD)
-    assert done.returncode == exit_codes.NOT_IN_WAREHOUSE and "2 result(s) still in" in done.stderr
+        spooled = {p: p.read_bytes() for p in spool.glob("*.json")}
+        local = data_root / "warehouse.duckdb"
+        local_before = local.read_bytes() if local.exists() else None
+        done = cli("nightly", "--drain-only", "--data-root", str(data_root))  # aimed at the local DuckDB file
+        assert done.returncode == exit_codes.BAD_INPUT and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "4 spooled result(s)" in done.stderr and "meant for the postgres warehouse postgresql://127.0.0.1:" \
+            f"{gate.port}/test" in done.stderr
+        assert f"--drain-only --data-root {data_root} --warehouse 'postgresql://127.0.0.1:{gate.port}/test" \
+            in done.stderr
+        assert {p: p.read_bytes() for p in spool.glob("*.json")} == spooled  # nothing removed
+        assert (local.read_bytes() if local.exists() else None) == local_before  # nor the local warehouse touched
 
-    # A later night (another day) on a working warehouse writes the spooled rows first.
-    done = cli("nightly", "--date", D2, "--models", "rr-eps1", "--data-root", str(data_root), "--plan", plan,
-               "--warehouse", postgres_url)
-    assert done.returncode == exit_codes.OK, done.stderr
-    assert not list(spool.glob("*.json"))
-    keys = {(r["model_id"], str(r["partition_date"])) for r in stored(data_root, postgres_url)}
-    assert {("rr-eps1", D1), ("leaky", D1), ("rr-eps1", D2)} <= keys
+        done = cli("nightly", "--drain-only", "--data-root", str(data_root), "--warehouse", down)
+        assert done.returncode == exit_codes.NOT_IN_WAREHOUSE and "4 result(s) still in" in done.stderr
+
+        # The warehouse is back at its address: a later night (another day) writes the spooled rows first.
+        gate.open()
+        done = cli("nightly", "--date", D2, "--models", "rr-eps1", "--data-root", str(data_root), "--plan", plan,
+                   "--warehouse", down)
+        assert done.returncode == exit_codes.OK, done.stderr
+        assert "wrote 4 spooled result(s) from an earlier run" in done.stderr
+        assert not list(spool.glob("*.json"))
+        keys = {(r["model_id"], str(r["partition_date"]), r["run_kind"]) for r in stored(data_root, postgres_url)}
+        assert {("rr-eps1", D1, "nightly"), ("leaky", D1, "nightly"), ("rr-eps1", D1, "backfill"),
+                ("leaky", D1, "backfill"), ("rr-eps1", D2, "nightly")} <= keys
 
 
 @slow

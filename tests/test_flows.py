@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 
 import pytest
+from pg_gate import PostgresGate
+from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
@@ -70,13 +72,14 @@ def warehouse_rows(root):
 
 
 def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_file, webhook):
+    from auditing.verdict import STATUSES
     from flows.nightly import nightly_audit
 
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
     by_model = {r["model_id"]: r for r in rows}
     assert set(by_model) == {"rr-eps1", "leaky"}
     for row in rows:
-        assert row["warehouse"] == "written" and row["status"] in ("PASS", "VIOLATION", "INCONCLUSIVE")
+        assert row["warehouse"] == "written" and row["status"] in STATUSES and row["run_kind"] == "nightly"
         assert Path(row["report"]).is_file()
         assert row["epsilon_lower_bound"] >= 0 and row["confidence"] == 0.95
     # The non-private model claiming eps = 0 is the planted violation; RR at eps 1 must not be flagged.
@@ -165,26 +168,38 @@ def test_backfill_resumes_and_skips_done_days(prefect_api, data_root, plan_file)
     assert outcomes[D1].startswith("skipped") and outcomes[D2] == "audited"
     again = backfill(start=D1, end=D2, data_root=str(data_root), plan_file=plan_file)
     assert all(s["outcome"].startswith("skipped") for s in again)
-    keys = [(r["model_id"], str(r["partition_date"])) for r in warehouse_rows(data_root)]
-    assert len(keys) == len(set(keys)) == 4
+    keys = [(r["model_id"], str(r["partition_date"]), r["run_kind"], r["claimed_epsilon"], r["audit_config_hash"])
+            for r in warehouse_rows(data_root)]
+    assert len(keys) == len(set(keys))
+    # the nights: D1 by the nightly run, D2 by the backfill (the guardrail's verdicts of D1 do not count)
+    assert {k[:3] for k in keys if k[2] != "guardrail"} == {
+        ("rr-eps1", D1, "nightly"), ("leaky", D1, "nightly"), ("rr-eps1", D2, "backfill"), ("leaky", D2, "backfill")}
 
 
-def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_file):
+def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_file, postgres_url,  # noqa: F811
+                                                  capsys):
     from flows.nightly import AuditFailed, nightly_audit
 
-    dead = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1"
-    # Results that are not in the warehouse end the run Failed (exit 3), the spool path in the message.
-    state = nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, warehouse=dead, models=["rr-eps1"],
-                          return_state=True)
-    assert state.is_failed()
-    with pytest.raises(AuditFailed) as failed:
-        state.result()
-    rows = failed.value.rows
-    assert rows[0]["warehouse"] == "spooled" and failed.value.outcome.exit_code() == 3
-    assert Path(rows[0]["spool_path"]).name in str(failed.value)
-    spooled = list((data_root / "spool").glob("*.json"))
-    assert spooled
-    nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, models=["rr-eps1"])
+    with PostgresGate(postgres_url) as gate:  # a PostgreSQL warehouse whose address does not answer yet
+        # Results that are not in the warehouse end the run Failed (exit 3), the spool path in the message.
+        state = nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, warehouse=gate.url,
+                              models=["rr-eps1"], return_state=True)
+        assert state.is_failed()
+        with pytest.raises(AuditFailed) as failed:
+            state.result()
+        rows = failed.value.rows
+        assert rows[0]["warehouse"] == "spooled" and failed.value.outcome.exit_code() == 3
+        assert Path(rows[0]["spool_path"]).name in str(failed.value)
+        spooled = sorted((data_root / "spool").glob("*.json"))
+        assert [p.name for p in spooled] == [Path(rows[0]["spool_path"]).name]
+        # A night on another warehouse (the data root's DuckDB file) leaves them for theirs, and says so.
+        capsys.readouterr()
+        nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, models=["rr-eps1"])
+        assert sorted((data_root / "spool").glob("*.json")) == spooled
+        assert f"warning: 1 spooled result(s) in {data_root / 'spool'} are meant for the postgres warehouse " \
+               f"postgresql://127.0.0.1:{gate.port}/test" in capsys.readouterr().err
+        gate.open()
+        nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, warehouse=gate.url, models=["rr-eps1"])
     assert not list((data_root / "spool").glob("*.json"))
 
 

@@ -106,7 +106,9 @@ def _inner_date_calls():
         "beam_scoring.sweep_dir": (lambda d: beam_scoring.sweep_dir("/r", "m", d, AuditConfig()), "date"),
         "CatBoostModelHandler": (lambda d: CatBoostModelHandler("/r", "m", d), "model_date"),
         "RROracleModelHandler": (lambda d: RROracleModelHandler("/r", "m", d), "model_date"),
-        "report.run_report_path": (lambda d: run_report_path("/r", "m", d, "abc123"), "partition_date"),
+        "report.run_report_path": (lambda d: run_report_path("/r", {
+            "model_id": "m", "model_fingerprint": "unrecorded", "partition_date": d, "run_kind": "nightly",
+            "claimed_epsilon": 1.0, "audit_config_hash": "abc123"}), "partition_date"),
     }
 
 

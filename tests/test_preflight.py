@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pyarrow as pa
@@ -140,6 +141,19 @@ def test_postgres_targets(capsys, root, plan, postgres_url):  # noqa: F811
     warnings = check_warehouse(root, "postgresql://nobody@127.0.0.1:1/none")
     assert len(warnings) == 1 and "does not answer within 2 s" in warnings[0] and "exit 3" in warnings[0]
     assert check_warehouse(root, postgres_url) == []
+    # a login the server refuses is bad input, before any work: exit 2, one line naming what was refused
+    parts = urllib.parse.urlsplit(postgres_url)
+    for netloc, path, expect in ((f"labeldp_no_such_role:pw@{parts.netloc}", parts.path,
+                                  'role "labeldp_no_such_role" does not exist'),
+                                 (parts.netloc, "/labeldp_no_such_database",
+                                  'database "labeldp_no_such_database" does not exist')):
+        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc, path=path))
+        refused(capsys, [root], *nightly(root, plan, "--warehouse", url), expect=f"the server refused the login ({expect})")
+        refused(capsys, [root], "nightly", "--drain-only", "--data-root", str(root), "--warehouse", url,
+                expect="the server refused the login")
+        with pytest.raises(LabelDPInputError, match="refused the login") as info:
+            check_warehouse(root, url)
+        assert ":pw@" not in str(info.value)
     _warehouse_at_version(postgres_url, LATEST + 1)
     with pytest.raises(LabelDPInputError, match=f"schema version {LATEST + 1} is newer"):
         check_warehouse(root, postgres_url)

@@ -175,8 +175,15 @@ def test_missing_histogram_empty_trend_and_infinite_claim(run):
 
 
 def test_pass_and_inconclusive_are_explained(run):
-    text = _parse(_page(run, claimed_epsilon=5.0)).visible
-    assert "PASS" in text and "not a proof of privacy" in text
+    from auditing.report.pages import VERDICTS
+
+    assert "not a proof of privacy" in VERDICTS["PASS"]
+    page = _page(run, claimed_epsilon=5.0)  # a PASS on 20,000 rows whose floor is above 1% of them: weak
+    header = _parse(page.split("</header>")[0]).visible
+    assert "WEAK_PASS" in header and 'class="badge WEAK_PASS"' in page
+    # its meaning in one sentence on the first screen, next to the badge
+    assert ("A PASS on weak evidence: this audit would have flagged the claim only if more than 1% of the audited "
+            "labels were fully exposed (or not even then), so a smaller leak could have gone unseen.") in header
     text = _parse(_page(run, claimed_epsilon=50.0)).visible
     assert "INCONCLUSIVE" in text and "no power" in text
 
@@ -208,9 +215,16 @@ def test_trend_report_lists_every_night(run):
         render_trend_report([], "../x")
 
 
+def _key(model="rr-eps1", day=dt.date(2024, 1, 14), run_kind="nightly", claim=1.0, fingerprint="sha256:" + "f0" * 32):
+    from auditing.warehouse import AuditKey
+
+    return AuditKey(model, fingerprint, day, run_kind, claim, "046a542281f75f62")
+
+
 def test_report_files_are_written_atomically(tmp_path):
-    path = run_report_path(tmp_path, "rr-eps1", dt.date(2024, 1, 14), "046a542281f75f62")
-    assert path == tmp_path / "reports" / "rr-eps1" / "date=2024-01-14" / "046a542281f75f62.html"
+    path = run_report_path(tmp_path, _key())
+    assert path == (tmp_path / "reports" / "rr-eps1" / "date=2024-01-14"
+                    / "nightly__eps-1__046a542281f75f62__f0f0f0f0f0f0.html")
     assert trend_report_path(tmp_path, "rr-eps1") == tmp_path / "reports" / "rr-eps1" / "trend.html"
     write_report("<p>first</p>", path)
     with pytest.raises(TypeError):
@@ -218,9 +232,21 @@ def test_report_files_are_written_atomically(tmp_path):
     assert path.read_text() == "<p>first</p>"
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
     with pytest.raises(LabelDPInputError):
-        run_report_path(tmp_path, "../../etc", dt.date(2024, 1, 14), "abc")
+        run_report_path(tmp_path, _key(model="../../etc"))
     with pytest.raises(TypeError, match="partition_date must be a datetime"):
-        run_report_path(tmp_path, "rr-eps1", "2024-01-14", "046a542281f75f62")  # parsed at the edge, not here
+        run_report_path(tmp_path, _key(day="2024-01-14"))  # parsed at the edge, not here
+
+
+def test_each_key_has_its_own_report_and_a_row_from_before_the_key_its_old_page(tmp_path):
+    """A guardrail, another claim or another model file never lands on the nightly's page."""
+    paths = {run_report_path(tmp_path, key) for key in (
+        _key(), _key(run_kind="guardrail"), _key(claim=float("inf")), _key(claim=0.1 + 0.2), _key(claim=0.3),
+        _key(fingerprint="sha256:" + "0e" * 32), _key(day=dt.date(2024, 1, 15)))}
+    assert len(paths) == 7
+    assert run_report_path(tmp_path, _key(claim=float("inf"), run_kind="guardrail")).name == \
+        "guardrail__eps-inf__046a542281f75f62__f0f0f0f0f0f0.html"
+    old = run_report_path(tmp_path, _key(run_kind="unrecorded", fingerprint="unrecorded"))
+    assert old == tmp_path / "reports" / "rr-eps1" / "date=2024-01-14" / "046a542281f75f62.html"
 
 
 # --------------------------------------------------------------------------------------------- in a browser
@@ -363,7 +389,7 @@ def seeded_root(run, tmp_path_factory) -> Path:
     with open_warehouse(None, data_root=data_root) as wh:
         for d, night in enumerate(run["trend"][:5]):
             data = {**run["result"].to_dict(), "epsilon_lower_bound": night["epsilon_lower_bound"]}
-            row, curve = audit_record(judge(data, CLAIMED), model_id="rr-eps1",
+            row, curve = audit_record(judge(data, CLAIMED), run_kind="nightly", model_id="rr-eps1",
                                       partition_date=night["partition_date"], lineage={"flow_run_id": f"run-{d}"})
             wh.upsert_audit(row, curve)
     return data_root

@@ -55,10 +55,13 @@ def audits():
     for index, (model, day, result, claimed) in enumerate(plan):
         finished = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(1, index), tzinfo=dt.UTC)
         verdict = judge(result, claimed)
-        out.append((*audit_record(verdict, model_id=model, partition_date=day,
+        out.append((*audit_record(verdict, run_kind="nightly", model_id=model, partition_date=day,
                                   lineage={"flow_run_id": f"run-{index}", "finished_at": finished}),
                     verdict.robustness.weak_pass))
-    assert [r["status"] for r, _, _ in out] == ["PASS", "VIOLATION", "PASS", *["INCONCLUSIVE"] * 3, "PASS"]
+    # alpha's clean nights pass on weak evidence (2000 rows): their own status
+    assert [r["status"] for r, _, _ in out] == ["WEAK_PASS", "VIOLATION", "WEAK_PASS", *["INCONCLUSIVE"] * 3,
+                                                "WEAK_PASS"]
+    assert all((row["status"] == "WEAK_PASS") == weak for row, _, weak in out)
     assert out[2][0]["audit_config_hash"] != out[6][0]["audit_config_hash"]
     return out
 
@@ -130,21 +133,21 @@ def test_default_is_the_latest_verdict_per_model_newest_first(target, capsys, au
     before = _fingerprint(target)
     code, out, err = _run(capsys, "--warehouse", target)
     assert code == 0 and err == ""
-    assert _table_rows(out) == [("alpha", "2024-01-03", "PASS"), ("beta", "2024-01-03", "INCONCLUSIVE")]
+    assert _table_rows(out) == [("alpha", "2024-01-03", "WEAK_PASS"), ("beta", "2024-01-03", "INCONCLUSIVE")]
     beta = next(line for line in out.splitlines() if line.startswith("beta "))
-    assert beta.split()[3] == "inf"  # the claimed column
-    # the weak-PASS mark is derived for the table as the nightly's verdict had it
+    assert beta.split()[3:5] == ["nightly", "inf"]  # the run and claimed columns
     alpha = next(line for line in out.splitlines() if line.startswith("alpha "))
-    assert alpha.split()[9].endswith("w") == audits[6][2] and audits[6][2] is True
+    assert not alpha.split()[10].endswith("w")  # the status says it: no mark
     assert "eps_lb: valid lower bound at 95% confidence" in out  # format_rows' legend
+    assert "WEAK_PASS: a PASS on weak evidence: this audit would have flagged the claim only if more than 1%" in out
     assert _fingerprint(target) == before  # read-only: the file is byte for byte the same
 
 
 def test_model_history_is_every_row_newest_first(target, capsys, records):
     code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha")
     assert code == 0
-    assert _table_rows(out) == [("alpha", "2024-01-03", "PASS"), ("alpha", "2024-01-03", "PASS"),
-                                ("alpha", "2024-01-02", "VIOLATION"), ("alpha", "2024-01-01", "PASS")]
+    assert _table_rows(out) == [("alpha", "2024-01-03", "WEAK_PASS"), ("alpha", "2024-01-03", "WEAK_PASS"),
+                                ("alpha", "2024-01-02", "VIOLATION"), ("alpha", "2024-01-01", "WEAK_PASS")]
     code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--json")
     hashes = [r["audit_config_hash"] for r in json.loads(out)]
     assert hashes[:2] == [records[6][0]["audit_config_hash"], records[2][0]["audit_config_hash"]]  # finished last first
@@ -156,7 +159,9 @@ def test_filters_combine(target, capsys):
     code, out, _ = _run(capsys, "--warehouse", target, "--status", "VIOLATION")
     assert _table_rows(out) == [("alpha", "2024-01-02", "VIOLATION")]  # alpha's most recent VIOLATION
     code, out, _ = _run(capsys, "--warehouse", target, "--until", "2024-01-01")
-    assert _table_rows(out) == [("alpha", "2024-01-01", "PASS"), ("beta", "2024-01-01", "INCONCLUSIVE")]
+    assert _table_rows(out) == [("alpha", "2024-01-01", "WEAK_PASS"), ("beta", "2024-01-01", "INCONCLUSIVE")]
+    code, out, _ = _run(capsys, "--warehouse", target, "--status", "WEAK_PASS", "--all")
+    assert [row[2] for row in _table_rows(out)] == ["WEAK_PASS"] * 3
     code, out, _ = _run(capsys, "--warehouse", target, "--model", "beta", "--since", "2024-01-02",
                         "--until", "2024-01-02")
     assert _table_rows(out) == [("beta", "2024-01-02", "INCONCLUSIVE")]
@@ -183,7 +188,7 @@ def test_json_is_strict_and_round_trips_inf(target, capsys):
 
 def test_csv_has_the_header_and_one_line_per_row(target, capsys, tmp_path, records):
     row = records[1][0]  # alpha's VIOLATION: its run report exists under the data root
-    page = run_report_path(tmp_path, row["model_id"], row["partition_date"], row["audit_config_hash"])
+    page = run_report_path(tmp_path, row)
     page.parent.mkdir(parents=True)
     page.write_text("<html></html>")
     code, out, _ = _run(capsys, "--warehouse", target, "--data-root", str(tmp_path), "--all", "--csv")
@@ -203,7 +208,7 @@ def test_csv_has_the_header_and_one_line_per_row(target, capsys, tmp_path, recor
 def test_show_prints_the_full_record(target, capsys, records):
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02")
     assert code == 0
-    lines = out.splitlines()
+    lines = [line for line in out.splitlines() if not line.startswith(" ")]  # the columns; outlines indented
     fields = dict(line.split(": ", 1) for line in lines)
     row, curve = records[1]
     assert [line.split(": ", 1)[0] for line in lines[:len(RESULT_NAMES)]] == list(RESULT_NAMES)
@@ -218,9 +223,81 @@ def test_show_prints_the_full_record(target, capsys, records):
     assert record["partition_date"] == "2024-01-03" and record["claimed_epsilon"] == "inf"
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha")
     assert f"audit_config_hash: {records[6][0]['audit_config_hash']}" in out
-    assert f"other_audit_configs_that_date: {records[2][0]['audit_config_hash']}" in out
+    assert f"other_verdicts_that_date: nightly, claim 0.5, config {records[2][0]['audit_config_hash']}" in out
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--config", records[2][0]["audit_config_hash"])
     assert f"flow_run_id: {records[2][0]['flow_run_id']}" in out
+
+
+def test_show_summarises_curves_and_histograms_and_json_keeps_them_whole(target, capsys, records):
+    """The stored result holds the curve and two histograms (thousands of characters on one line): show prints
+    one short line for each, --json the stored text as it is."""
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02")
+    assert code == 0 and max(len(line) for line in out.splitlines()) < 400
+    stored = json.loads(records[1][0]["result_json"])
+    outline = {line.strip().split(": ", 1)[0]: line.strip().split(": ", 1)[-1] for line in out.splitlines()
+               if line.startswith("  ")}
+    assert outline["curve"].startswith(f"{len(stored['curve'])} points (correct, epsilon_lower_bound, guesses): first ")
+    assert outline["edges"].startswith(f"{len(stored['score_histogram']['edges'])} values, from ")
+    assert "    edges: " in out  # nested under score_histogram
+    assert outline["epsilon_lower_bound"] == json.dumps(stored["epsilon_lower_bound"])
+    assert "result_json: (JSON; --json prints it whole)" in out
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02", "--json")
+    assert json.loads(json.loads(out)["result_json"]) == stored
+
+
+def test_run_kinds_keep_their_own_verdicts_and_filter(target, capsys, records):
+    """A guardrail of alpha on its VIOLATION night, with another claim: its own row; the nightly's VIOLATION is
+    still listed, and --run-kind picks each."""
+    guardrail = _result(0.45)
+    row, curve = audit_record(judge(guardrail, math.inf), run_kind="guardrail", model_id="alpha", partition_date=D2,
+                              lineage={"flow_run_id": "run-g", "finished_at": dt.datetime(2024, 2, 1, tzinfo=dt.UTC)})
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(row, curve)
+    code, out, _ = _run(capsys, "--warehouse", target, "--status", "VIOLATION")
+    assert _table_rows(out) == [("alpha", "2024-01-02", "VIOLATION")]
+    code, out, _ = _run(capsys, "--warehouse", target)
+    assert _table_rows(out) == [("alpha", "2024-01-03", "WEAK_PASS"), ("beta", "2024-01-03", "INCONCLUSIVE"),
+                                ("alpha", "2024-01-02", "INCONCLUSIVE")]  # the latest per model and run kind
+    code, out, _ = _run(capsys, "--warehouse", target, "--run-kind", "guardrail", "--json")
+    assert [(r["model_id"], r["run_kind"], r["claimed_epsilon"], r["flow_run_id"]) for r in json.loads(out)] == [
+        ("alpha", "guardrail", "inf", "run-g")]
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02", "--run-kind",
+                        "nightly")
+    assert code == 0 and "status: VIOLATION" in out and "run_kind: nightly" in out
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02")
+    assert code == 0 and "status: INCONCLUSIVE" in out and "other_verdicts_that_date: nightly, claim 0.5" in out
+    with pytest.raises(SystemExit) as info:  # argparse's choices: the registry's kinds
+        main(["results", "--warehouse", target, "--run-kind", "hourly"])
+    assert info.value.code == 2 and "guardrail" in capsys.readouterr().err
+
+
+def test_a_pass_stored_before_weak_pass_was_a_status_is_marked_from_its_floors(target, capsys, records):
+    row, curve = records[0]
+    with open_warehouse(target) as wh:
+        wh.upsert_audit({**row, "status": "PASS", "partition_date": dt.date(2023, 12, 31)}, curve)
+    code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--until", "2023-12-31")
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("alpha "))
+    assert line.split()[2] == "PASS" and line.split()[10].endswith("w")
+    assert "w (exp.fl): a PASS stored before WEAK_PASS was a status whose floors make it one." in out
+
+
+def test_table_columns_fit_their_longest_value(target, capsys, records):
+    long_name = "team-nonprivate-click-model-v2"  # 30 characters
+    row, curve = records[1]
+    with open_warehouse(target) as wh:
+        wh.upsert_audit({**row, "model_id": long_name}, curve)
+    code, out, _ = _run(capsys, "--warehouse", target, "--all")
+    assert code == 0
+    lines = out.splitlines()
+    header, table = lines[0], [line for line in lines[2:] if line.startswith(("alpha ", "beta ", long_name))]
+    assert len(table) == 8 and header.startswith("model" + " " * (len(long_name) - 4) + "date ")
+    for column in ("date", "status", "run", "rows"):  # left-aligned: every value starts under its header
+        start = header.index(f" {column} ") + 1
+        assert all(line[start - 1] == " " and line[start] != " " for line in table), column
+    for column in ("claimed", "eps_lb", "m"):  # right-aligned: every value ends under its header
+        end = header.index(f" {column} ") + len(column)
+        assert all(line[end] != " " and line[end + 1] == " " for line in table), column
 
 
 def test_show_not_found_names_model_and_date(target, capsys):
@@ -325,7 +402,7 @@ def test_the_readme_queries_run(target):
             .replace('"rr-eps1"', '"alpha"'))
     namespace: dict = {}
     exec(code, namespace)
-    assert [(day.isoformat(), status) for day, status, *_ in namespace["history"]][-2:] == [
-        ("2024-01-02", "VIOLATION"), ("2024-01-01", "PASS")]
-    assert sorted((m, day.isoformat()) for m, day, *_ in namespace["latest"]) == [("alpha", "2024-01-03"),
-                                                                                  ("beta", "2024-01-03")]
+    assert [(day.isoformat(), status, kind) for day, status, kind, *_ in namespace["history"]][-2:] == [
+        ("2024-01-02", "VIOLATION", "nightly"), ("2024-01-01", "WEAK_PASS", "nightly")]
+    assert sorted((m, kind, day.isoformat()) for m, kind, day, *_ in namespace["latest"]) == [
+        ("alpha", "nightly", "2024-01-03"), ("beta", "nightly", "2024-01-03")]

@@ -27,16 +27,21 @@ import pytest
 
 from auditing import bounds
 from auditing.errors import LabelDPInputError
-from auditing.warehouse import as_key, drain_spool, migrations, open_warehouse, spool_path
-from auditing.warehouse.migrations import LATEST, MIGRATIONS, Context, choice_checks, legacy_note
+from auditing.verdict import STATUSES
+from auditing.warehouse import drain_spool, migrations, open_warehouse
+from auditing.warehouse.base import open_read_only
+from auditing.warehouse.migrations import LATEST, MIGRATIONS, V3_KEY, Context, choice_checks, legacy_note
 from auditing.warehouse.rows import normalize_row
 from auditing.warehouse.schema import (
-    CURVE_NAMES,
+    KEY_COLUMNS,
     RESULT_COLUMNS,
     RESULT_NAMES,
+    STORED_RUN_KINDS,
     TABLE_COMMENTS,
+    UNRECORDED,
     VERSION_TABLE,
     ddl_statements,
+    version_table_statements,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,6 +156,7 @@ EXPECTED_NOTES = {"now-bin": None, "now-fdp": "no held-out rows for 2024-01-02",
                   "old-noted": "noted by hand; legacy tau=1e-05"}
 V1_CURVES = {config: [(i, 10 * (i + 1), 5 * (i + 1), 0.1 * i, 0.999) for i in range(points)]
              for config, points in (("now-bin", 3), ("old-fdp", 2))}
+V1_CURVE_NAMES = (*V3_KEY, "point_index", "guesses", "correct", "epsilon_lower_bound", "point_confidence")
 
 
 def _connect_raw(target: str):
@@ -176,8 +182,8 @@ def _write_v1_warehouse(target: str) -> None:
         cursor.executemany(f"INSERT INTO audit_results ({', '.join(V1_NAMES)}) "
                            f"VALUES ({', '.join([mark] * len(V1_NAMES))})",
                            [[row[name] for name in V1_NAMES] for row in V1_ROWS])
-        cursor.executemany(f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) "
-                           f"VALUES ({', '.join([mark] * len(CURVE_NAMES))})",
+        cursor.executemany(f"INSERT INTO audit_curves ({', '.join(V1_CURVE_NAMES)}) "
+                           f"VALUES ({', '.join([mark] * len(V1_CURVE_NAMES))})",
                            [["mig-m", DAY, config, *point] for config, points in V1_CURVES.items()
                             for point in points])
     finally:
@@ -236,7 +242,7 @@ def _valid_row(config: str, **changes) -> dict:
     """A validated row of the latest schema (written below through the real write path, past validation)."""
     row = normalize_row({
         "model_id": "raw-m", "partition_date": DAY, "audit_config_hash": config, "claimed_epsilon": 1.0,
-        "delta": 0.0, "confidence": 0.95, "m": 1000, "selected_guesses": 10, "selected_correct": 5,
+        "run_kind": "nightly", "delta": 0.0, "confidence": 0.95, "m": 1000, "selected_guesses": 10, "selected_correct": 5,
         "epsilon_lower_bound": 0.1, "strategy": "bonferroni", "method": "binomial", "status": "PASS",
         "max_certifiable_epsilon": 5.0, "repetitions": 1, "seed": 1, "result_json": {"config": config},
     })
@@ -245,7 +251,7 @@ def _valid_row(config: str, **changes) -> dict:
 
 def _write_bypassing_validation(wh, row: dict) -> None:
     """The warehouse's own upsert statements for ``row``, without normalize_row: what the table accepts."""
-    wh._transaction(lambda cursor: wh._write(cursor, row, as_key(row), []))
+    wh._transaction(lambda cursor: wh._write(cursor, row, tuple(row[k] for k in KEY_COLUMNS), []))
 
 
 def _refused_by_the_table(wh, row: dict) -> bool:
@@ -283,7 +289,7 @@ def test_the_v1_fixture_is_what_the_code_before_versioning_created(tmp_path):
 
 
 def test_migrations_are_ordered_and_describe_version_1_as_the_unversioned_tables():
-    assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)) and LATEST == 3
+    assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)) and LATEST >= 4
     assert all(m.description.strip() for m in MIGRATIONS)
     v1 = migrations.expected_tables(1)
     assert sorted(c.name for c in v1["audit_results"]) == sorted(V1_NAMES)
@@ -298,7 +304,10 @@ def test_the_ddl_lists_the_registries_names_never_a_typed_literal(toy_method):
     listed = ", ".join(f"'{name}'" for name in bounds.METHODS)
     assert "'toy'" in listed and "'binomial', 'fdp'" in listed
     assert f"CONSTRAINT audit_results_method_check CHECK (method IN ({listed}))" in ddl
-    assert "CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE'))" in ddl
+    assert ("CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', "
+            "'INCONCLUSIVE'))") in ddl
+    assert ("CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', "
+            "'unrecorded'))") in ddl
 
 
 # --------------------------------------------------------------------------------------------- migrating
@@ -307,7 +316,8 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
     with open_warehouse(v1_target, create=False) as wh:
         versions = wh.schema_versions()
         rows = {r["audit_config_hash"]: r for r in wh.fetch_results()}
-        curves = {config: wh.fetch_curve(("mig-m", DAY, config)) for config in rows}
+        curves = {config: wh.fetch_curve(("mig-m", UNRECORDED, DAY, UNRECORDED, rows[config]["claimed_epsilon"],
+                                          config)) for config in rows}
         columns = [c for table, c in wh._query(wh._TABLE_COLUMNS_SQL, []) if table == "audit_results"]
         checks = _choice_checks(wh)
         assert _refused_by_the_table(wh, _valid_row("unknown-method", method="nope"))
@@ -322,13 +332,14 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
     assert rows.keys() == {row["audit_config_hash"] for row in V1_ROWS}
     for old in V1_ROWS:
         config = old["audit_config_hash"]
-        expected = {name: old[name] for name in RESULT_NAMES} | {"reference_check_note": EXPECTED_NOTES[config]}
+        expected = {name: old.get(name) for name in RESULT_NAMES} | {
+            "reference_check_note": EXPECTED_NOTES[config], "run_kind": UNRECORDED, "model_fingerprint": UNRECORDED}
         assert rows[config] == expected, config
         assert [(p["point_index"], p["guesses"], p["correct"], p["epsilon_lower_bound"], p["point_confidence"])
                 for p in curves[config]] == V1_CURVES.get(config, [])
     # The CHECKs are the generated ones, one per choice column.
     assert {column: [values for _, values in found] for column, found in checks.items()} == \
-        {"status": [["PASS", "VIOLATION", "INCONCLUSIVE"]], "method": [list(bounds.METHODS)]}
+        {"status": [list(STATUSES)], "method": [list(bounds.METHODS)], "run_kind": [list(STORED_RUN_KINDS)]}
 
 
 def test_reopening_a_migrated_warehouse_changes_nothing(v1_target, monkeypatch):
@@ -352,8 +363,11 @@ def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
                 "INSERT INTO audit_results SELECT * FROM audit_results WHERE audit_config_hash = 'after'"))
     comments = dict(_execute_raw(target, "SELECT column_name, comment FROM duckdb_columns() "
                                          "WHERE table_name = 'audit_results' AND comment IS NOT NULL"))
+    latest = {c.name: c.comment for c in RESULT_COLUMNS}
     assert comments == {"method": "bound method: binomial | fdp",
-                        "epsilon_lower_bound": "THE statistically valid epsilon lower bound"}
+                        "epsilon_lower_bound": "THE statistically valid epsilon lower bound",
+                        **{name: latest[name] for name in ("model_fingerprint", "run_kind", "claimed_epsilon",
+                                                           "status")}}
     assert _execute_raw(target, "SELECT comment FROM duckdb_tables() WHERE table_name = 'audit_results'") == \
         [(TABLE_COMMENTS["audit_results"],)]
 
@@ -414,8 +428,9 @@ def test_a_failing_migration_rolls_back_whole(v1_target, monkeypatch):
         ctx.execute("UPDATE audit_results SET epsilon_lower_bound = 99")
         raise RuntimeError("simulated failure inside migration 4")
 
-    monkeypatch.setattr(migrations, "MIGRATIONS", (*MIGRATIONS, migrations.Migration(4, "fails", add_then_fail)))
-    monkeypatch.setattr(migrations, "LATEST", 4)
+    failing = migrations.Migration(LATEST + 1, "fails", add_then_fail)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*MIGRATIONS, failing))
+    monkeypatch.setattr(migrations, "LATEST", LATEST + 1)
     with pytest.raises(RuntimeError, match="migration 4"):
         open_warehouse(v1_target)
     monkeypatch.undo()
@@ -435,15 +450,117 @@ def test_a_warehouse_of_a_newer_version_is_refused_naming_both_versions(target):
 
 
 def test_a_payload_spooled_by_the_previous_version_drains_into_the_migrated_warehouse(v1_target, tmp_path):
-    """Rows spooled before tau was retired carry tau = 0 and breaking_tau = None: they are still written."""
+    """Rows spooled before tau was retired carry tau = 0 and breaking_tau = None, and the spool's first format
+    recorded no destination: such a payload stays until a drain says that this warehouse is its own."""
     spool = tmp_path / "spool"
     spool.mkdir()
-    row = {**_valid_row("spooled"), "tau": 0.0, "breaking_tau": None}
+    row = {k: v for k, v in _valid_row("spooled").items() if k not in ("run_kind", "model_fingerprint")}
+    row = {**row, "tau": 0.0, "breaking_tau": None}
     payload = {"format": 1, "spooled_at": 0.0, "curve": [],
                "row": {k: (v.isoformat() if isinstance(v, dt.date) else v) for k, v in row.items()}}
-    spool_path(spool, as_key(row)).write_text(json.dumps(payload))
-    report = drain_spool(v1_target, spool)
+    (spool / "raw-m__2024-01-02__spooled.json").write_text(json.dumps(payload))
+    assert drain_spool(v1_target, spool)["unaddressed"] == [str(spool / "raw-m__2024-01-02__spooled.json")]
+    report = drain_spool(v1_target, spool, include_unaddressed=True)
     assert [k.audit_config_hash for k in report["written"]] == ["spooled"] and report["rejected"] == []
     with open_warehouse(v1_target) as wh:
         got = wh.fetch_results(model_id="raw-m")
     assert [r["audit_config_hash"] for r in got] == ["spooled"] and "tau" not in got[0]
+    assert (got[0]["run_kind"], got[0]["model_fingerprint"]) == (UNRECORDED, UNRECORDED)
+
+
+# --------------------------------------------------------------------------------------------- version 4
+# A warehouse at version 3 as that code left it: the version-1 tables, tau and breaking_tau retired, the versions
+# recorded. Its rows are the version-1 rows with their legacy figures dropped, some with a model fingerprint.
+V3_FINGERPRINTS = {"now-bin": "sha256:" + "0a" * 32, "old-bin": "sha256:" + "0b" * 32}
+
+
+def _write_v3_warehouse(target: str) -> None:
+    dialect = "postgres" if target.startswith("postgresql://") else "duckdb"
+    _write_v1_warehouse(target)
+    statements = ["ALTER TABLE audit_results DROP COLUMN tau", "ALTER TABLE audit_results DROP COLUMN breaking_tau",
+                  *version_table_statements(dialect)]
+    for statement in statements:
+        _execute_raw(target, statement)
+    for config, fingerprint in V3_FINGERPRINTS.items():
+        _execute_raw(target, "UPDATE audit_results SET model_fingerprint = ? WHERE audit_config_hash = ?",
+                     [fingerprint, config])
+    for migration in MIGRATIONS[:3]:
+        _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                     [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
+
+
+@pytest.fixture
+def v3_target(target):
+    _write_v3_warehouse(target)
+    return target
+
+
+def _v3_expected(old: dict) -> dict:
+    config = old["audit_config_hash"]
+    return {name: old.get(name) for name in RESULT_NAMES} | {
+        "run_kind": UNRECORDED, "model_fingerprint": V3_FINGERPRINTS.get(config, UNRECORDED)}
+
+
+def test_version_4_keys_every_verdict_keeping_every_row_and_curve(v3_target):
+    """The key becomes (model, fingerprint, date, run kind, claim, config): every row and curve point is kept,
+    the rows read run kind 'unrecorded' (and so does a missing fingerprint), and a guardrail's verdict of the
+    same model, day and config then adds its own row beside them."""
+    before = {r[0]: r for r in _execute_raw(v3_target, "SELECT audit_config_hash, epsilon_lower_bound, status "
+                                                       "FROM audit_results")}
+    with open_warehouse(v3_target) as wh:
+        assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1))
+        rows = {r["audit_config_hash"]: r for r in wh.fetch_results()}
+        assert rows.keys() == before.keys()
+        for old in V1_ROWS:
+            assert rows[old["audit_config_hash"]] == _v3_expected(old) | {
+                "reference_check_note": old["reference_check_note"]}, old["audit_config_hash"]
+        for config, points in V1_CURVES.items():
+            got = wh.fetch_curve(rows[config])
+            assert [(p["point_index"], p["guesses"], p["correct"], p["epsilon_lower_bound"], p["point_confidence"])
+                    for p in got] == points
+            assert {(p["run_kind"], p["model_fingerprint"], p["claimed_epsilon"]) for p in got} == {
+                (UNRECORDED, rows[config]["model_fingerprint"], rows[config]["claimed_epsilon"])}
+        # the new key: another run kind or claim of the same model, day and config is another row
+        for change in ({"run_kind": "guardrail"}, {"claimed_epsilon": 0.25}):
+            wh.upsert_audit({**_valid_row("now-bin", model_id="mig-m", model_fingerprint=V3_FINGERPRINTS["now-bin"]),
+                             **change}, [])
+        assert len(wh.fetch_results()) == len(V1_ROWS) + 2
+        assert {r["audit_config_hash"]: r for r in wh.fetch_results() if r["run_kind"] == UNRECORDED} == rows
+        assert not _refused_by_the_table(wh, _valid_row("weak", status="WEAK_PASS"))
+        assert _refused_by_the_table(wh, _valid_row("hourly", run_kind="hourly"))
+        with pytest.raises(Exception, match=r"(?i)duplicate key|primary key|unique"):
+            wh._transaction(lambda cur: cur.execute(
+                "INSERT INTO audit_results SELECT * FROM audit_results WHERE audit_config_hash = 'weak'"))
+        checks = _choice_checks(wh)
+    assert [values for _, values in checks["run_kind"]] == [list(STORED_RUN_KINDS)]
+    assert [values for _, values in checks["status"]] == [list(STATUSES)]
+    not_null = _execute_raw(v3_target, "SELECT table_name, column_name, is_nullable FROM information_schema.columns "
+                                       "WHERE table_schema = current_schema() AND column_name IN "
+                                       "('model_fingerprint', 'run_kind', 'claimed_epsilon')")
+    assert sorted(not_null) == sorted((table, column, "NO") for table in ("audit_curves", "audit_results")
+                                      for column in ("claimed_epsilon", "model_fingerprint", "run_kind"))
+
+
+def test_version_4_refuses_curve_points_without_their_row_and_changes_nothing(v3_target):
+    _execute_raw(v3_target, f"INSERT INTO audit_curves ({', '.join(V1_CURVE_NAMES)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 ["lost-m", DAY, "lost", 0, 10, 5, 0.1, 0.999])
+    with pytest.raises(LabelDPInputError, match=r"audit_curves holds points of 1 audit\(s\) without a row"):
+        open_warehouse(v3_target)
+    versions = _execute_raw(v3_target, f"SELECT MAX(version) FROM {VERSION_TABLE}")
+    columns = _execute_raw(v3_target, "SELECT column_name FROM information_schema.columns WHERE "
+                                      "table_schema = current_schema() AND column_name = 'run_kind'")
+    assert versions == [(3,)] and columns == []
+
+
+def test_a_version_3_warehouse_is_read_as_version_4_would_hold_it_without_migrating_it(v3_target):
+    with open_read_only(v3_target) as wh:
+        rows = {r["audit_config_hash"]: r for r in wh.fetch_verdicts()}
+        curve = wh.fetch_curve(rows["now-bin"])
+        unrecorded = wh.fetch_verdicts(run_kind=UNRECORDED)
+    for old in V1_ROWS:
+        assert rows[old["audit_config_hash"]] == _v3_expected(old) | {
+            "reference_check_note": old["reference_check_note"]}
+    assert len(unrecorded) == len(V1_ROWS)
+    assert [(p["guesses"], p["run_kind"], p["claimed_epsilon"]) for p in curve] == [
+        (10 * (i + 1), UNRECORDED, rows["now-bin"]["claimed_epsilon"]) for i in range(3)]
+    assert _execute_raw(v3_target, f"SELECT MAX(version) FROM {VERSION_TABLE}") == [(3,)]

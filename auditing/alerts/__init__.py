@@ -13,6 +13,7 @@ from auditing.alerts.webhook import (
     FAILED,
     SENT,
     VIOLATION,
+    WEAK_PASS,
     AlertOutcome,
     alert_event_payload,
     default_ledger_dir,
@@ -23,7 +24,8 @@ from auditing.alerts.webhook import (
 )
 
 __all__ = [
-    "ALERT_KINDS", "AUDIT_FAILED", "CONTROL_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "SENT", "VIOLATION", "AlertOutcome",
+    "ALERT_KINDS", "AUDIT_FAILED", "CONTROL_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "SENT", "VIOLATION", "WEAK_PASS",
+    "AlertOutcome",
     "alert_event_payload", "default_ledger_dir", "kappa_fields", "reference_check_sentence",
     "robustness_sentence", "send_alert",
 ]

@@ -2,8 +2,9 @@
 
 - Kinds: VIOLATION (the valid bound disproves the claimed epsilon), DATA_MISSING (the partition or a model is
   absent), AUDIT_FAILED (the audit itself crashed), CONTROL_FAILED (a nightly positive or negative control
-  did not come out as constructed: the audit itself is broken, and the night's verdicts are untrusted). They
-  are different alerts: each is sent once.
+  did not come out as constructed: the audit itself is broken, and the night's verdicts are untrusted),
+  WEAK_PASS (a target's PASS on weak evidence: the audit could not have seen a leak smaller than its floor; for
+  a person to read, not a page). They are different alerts: each is sent once.
 - Retries: connection errors, timeouts, HTTP 5xx and 429 are retried with exponential backoff
   (backoff, 2*backoff, 4*backoff, ... seconds; ``retries`` retries after the first try). Other 4xx answers
   mean the request itself is wrong and are not retried.
@@ -42,14 +43,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from auditing import verdict
 from auditing.atomic_files import write_text_atomically
 from auditing.errors import LabelDPInputError
 from auditing.names import check_name, parse_date, resolve_data_root
+from auditing.report.text import STATUS_MEANINGS
 from auditing.verdict import Verdict
 
 VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAILED"
 CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: the audit itself is broken (auditing.controls)
-ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)
+WEAK_PASS = verdict.WEAK_PASS  # a target's verdict on weak evidence (auditing.verdict.STATUSES): not a page
+ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS)
 SENT, DUPLICATE, FAILED = "sent", "duplicate", "failed"
 LEDGER_DIR_NAME = "alerts"
 EVENT_PREFIX = "labeldp.audit"
@@ -212,6 +216,11 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
         return (f"{head}: valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
                 f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + (f"; {robust}" if robust else "")
                 + trust + (f". {risk}" if risk else ""))
+    if kind == WEAK_PASS and "claimed_epsilon" in payload:
+        floor = payload.get("robustness_note")
+        return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
+                + (f"; {floor}" if floor else "") + (f"; UNTRUSTED: {payload['untrusted_reason']}"
+                                                     if payload.get("untrusted_reason") else ""))
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
     if kind == CONTROL_FAILED:
         if flagged:
@@ -233,16 +242,17 @@ def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
             "text": summary_text(kind, model_id, date, fields)}
 
 
-def violation_payload(verdict: Verdict, *, model_id: str, partition_date: str, report: str | None,
-                      flow_run_id: str | None = None) -> dict:
-    """The VIOLATION alert's payload: a rendering of the verdict (its figures are not recomputed here)."""
-    data = verdict.result
-    return {"model_id": model_id, "partition_date": partition_date, "status": verdict.status,
-            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": verdict.claimed_epsilon,
+def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,
+                      flow_run_id: str | None = None, run_kind: str | None = None) -> dict:
+    """The VIOLATION (or WEAK_PASS) alert's payload: a rendering of the verdict (its figures are not recomputed
+    here), with the kind of run that wrote it."""
+    data = judged.result
+    return {"model_id": model_id, "partition_date": partition_date, "status": judged.status,
+            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": judged.claimed_epsilon,
             "confidence": data["confidence"], "delta": data["delta"], "kappa": data.get("kappa"),
             "strategy": data["strategy"], "method": data["method"], "report": report, "flow_run_id": flow_run_id,
-            "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
-            "risk_headline": verdict.risk_headline, **verdict.trust_figures()}
+            "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
+            "risk_headline": judged.risk_headline, **judged.trust_figures()}
 
 
 def _dedup_name(model_id: str, date: str, kind: str) -> str:
@@ -329,7 +339,8 @@ def send_alert(
 def alert_event_payload(kind: str, payload: Mapping) -> dict:
     """Keyword arguments for ``prefect.events.emit_event(**alert_event_payload(kind, payload))``.
 
-    event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed`` / ``.control_failed``; resource: the model
+    event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed`` / ``.control_failed`` /
+    ``.weak_pass``; resource: the model
     (``labeldp.model.<model_id>``) with the partition date and kind as labels (Prefect wants text values);
     payload: the alert payload as strict-JSON-safe values.
     """

@@ -34,6 +34,7 @@ h2 { font-size: 18px; margin: 0 0 10px; }
          letter-spacing:.03em; color:#fff; white-space:nowrap; }
 .badge.VIOLATION { background:var(--bad); } .badge.PASS { background:var(--good); }
 .badge.INCONCLUSIVE { background:var(--warn); } .badge.NONE { background:var(--muted); }
+.badge.WEAK_PASS { background:#fff; color:var(--good); box-shadow: inset 0 0 0 2px var(--good); }
 .badge.small { font-size:12px; padding:2px 9px; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align:left; padding:7px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
@@ -70,6 +71,7 @@ svg .trend-line, svg g.trend-line line { fill:none; stroke:var(--accent); stroke
 svg .trend-point { fill:var(--accent); stroke:#fff; stroke-width:1; }
 svg .trend-point.status-violation { fill:var(--bad); stroke:#5c120d; }
 svg .trend-point.status-inconclusive { fill:#fff; stroke:var(--warn); stroke-width:2; }
+svg .trend-point.status-weak_pass { fill:#fff; stroke:var(--good); stroke-width:2; }
 footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .banner.untrusted { background:#fef3f2; border:2px solid var(--bad); color:#7a271a; border-radius:10px;
                     padding:12px 16px; margin:0 0 18px; }

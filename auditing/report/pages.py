@@ -41,9 +41,10 @@ from auditing.report.reference_panel import (
 from auditing.report.risk_panel import risk_panel
 from auditing.report.robustness_panel import robustness_panel
 from auditing.report.svg import esc
+from auditing.report.text import STATUS_MEANINGS
 from auditing.report.trust_panel import trust_sections
 from auditing.selection import STRATEGIES_REGISTRY, selection_strategy
-from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, Verdict
+from auditing.verdict import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
 
 REPORTS = "reports"
 VERDICTS = {
@@ -52,6 +53,7 @@ VERDICTS = {
                "click odds by more than a factor e^κ, at the stated κ).",
     PASS: "No evidence of a violation: the audit could have disproved the claim and did not. This is not a "
           "proof of privacy.",
+    WEAK_PASS: STATUS_MEANINGS[WEAK_PASS][0].upper() + STATUS_MEANINGS[WEAK_PASS][1:] + ".",
     INCONCLUSIVE: "Even a perfect attacker could not have disproved the claimed epsilon with this many examples "
                   "and this selection strategy: the audit had no power here.",
 }
@@ -377,7 +379,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
         + "</section>"
         f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
         "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
-        "VIOLATION nights; hollow points are INCONCLUSIVE.</p></section>"
+        "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
     )
     return _page(f"labeldp-audit report: {title} ({status})", body)
@@ -420,7 +422,8 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
     """The HTML trend page of one model over many nights, from warehouse rows (``fetch_results``)."""
     model_id = check_name(model_id, "model_id")
     points = _trend_points(rows)
-    counts = {s: sum(p["status"] == s for p in points) for s in (VIOLATION, INCONCLUSIVE, PASS)}
+    order = (VIOLATION, *(s for s in STATUSES if s != VIOLATION))
+    counts = {s: sum(p["status"] == s for p in points) for s in order}
     span = f"{points[0]['date']} – {points[-1]['date']}" if points else "no audits"
     summary = " ".join(f"{_badge(s, small=True)} {n}" for s, n in counts.items())
     table_rows = []
@@ -464,14 +467,20 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------- files
-def run_report_path(data_root: str | os.PathLike | None, model_id: str, partition_date: dt.date,
-                    config_hash: str) -> Path:
-    """``<data_root>/reports/<model>/date=YYYY-MM-DD/<config hash>.html`` (``partition_date`` parsed at the edge)."""
-    from auditing.warehouse.rows import check_config_hash  # the same rule as the warehouse key
+def run_report_path(data_root: str | os.PathLike | None, key: Any) -> Path:
+    """``<data_root>/reports/<model>/date=YYYY-MM-DD/<key name>.html``: named by the verdict's key
+    (`auditing.warehouse.AuditKey`, its ``partition_date`` a date parsed at the edge; the name is
+    '<run kind>__eps-<claim>__<config hash>__<model fingerprint>'), so a run of another kind, claim or model file
+    never replaces the page. A row written before the key had a run kind ('unrecorded') has the page that code
+    wrote: ``<config hash>.html``."""
+    from auditing.warehouse.rows import as_key  # the same rules as the warehouse key
+    from auditing.warehouse.schema import UNRECORDED
 
-    day = require_date(partition_date, "partition_date").isoformat()
-    return (resolve_data_root(data_root) / REPORTS / check_name(model_id, "model_id") / f"date={day}"
-            / f"{check_config_hash(config_hash)}.html")
+    day = require_date(key.partition_date if hasattr(key, "partition_date") else key["partition_date"],
+                       "partition_date")
+    key = as_key(key)
+    name = key.audit_config_hash if key.run_kind == UNRECORDED else key.name
+    return resolve_data_root(data_root) / REPORTS / key.model_id / f"date={day.isoformat()}" / f"{name}.html"
 
 
 def trend_report_path(data_root: str | os.PathLike | None, model_id: str) -> Path:

@@ -14,7 +14,7 @@ from typing import Any
 
 from auditing.report.reference_panel import is_legacy, kappa_text, method_label, odds_factor
 from auditing.report.svg import esc
-from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, WEAK_PASS_FRACTION, Verdict
+from auditing.verdict import INCONCLUSIVE, PASSING, VIOLATION, WEAK_PASS_FRACTION, Verdict
 
 ROBUSTNESS_CSS = """
 .weak { color:#b54708; font-weight:600; }
@@ -113,7 +113,7 @@ def robustness_panel(verdict: Verdict) -> str:
         tv = f" (its total-variation τ = {float(tau):g} is not a κ)" if tau is not None else ""
         headline = (f"Breaking κ is not computed for a result written before κ{tv}: read this verdict under its "
                     "own, legacy assumption.")
-    elif status == PASS:
+    elif status in PASSING:
         headline = _pass_sentence(figures, floor, m)
     elif status == INCONCLUSIVE:
         headline = "No number of fully exposed labels would have made this audit flag the claim (INCONCLUSIVE)."

@@ -12,6 +12,19 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from auditing import hints
+from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, WEAK_PASS, WEAK_PASS_FRACTION
+
+# What each verdict status means, in the words of --help, README, the report's first screen and the table's legend.
+STATUS_MEANINGS = {
+    PASS: "no evidence of a violation: the audit could have disproved the claim and did not (not a proof of "
+          "privacy)",
+    WEAK_PASS: f"a PASS on weak evidence: this audit would have flagged the claim only if more than "
+               f"{WEAK_PASS_FRACTION:.0%} of the audited labels were fully exposed (or not even then), so a smaller "
+               "leak could have gone unseen",
+    VIOLATION: "the valid lower bound exceeds the claimed epsilon: the claim is disproved at the stated confidence",
+    INCONCLUSIVE: "even a perfect attacker could not have disproved the claim with this many rows: the audit had "
+                  "no power here",
+}
 
 
 def format_audit_result(result: Mapping, demonstrated: Mapping | None = None) -> str:
@@ -64,27 +77,43 @@ def _demonstrated_line(block: Mapping) -> str:
             f"({hints.EXPLAIN_RISK.line().strip('`')} explains each figure)")
 
 
+# The results table's columns: header, alignment ("<" left, ">" right); the report path comes last, unpadded.
+_COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("claimed", ">"), ("eps_lb", ">"),
+            ("paper mean+-std", ">"), ("max cert.", ">"), ("brk.kap", ">"), ("floor", ">"), ("exp.fl", ">"),
+            ("m", ">"), ("rows", "<"), ("report", "<"))
+
+
+def _cells(r: Mapping) -> tuple[str, ...]:
+    """One row of the results table as text, column by column (`_COLUMNS`)."""
+    claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
+    paper = f"{r['epsilon_mean']:.3f}+-{r['epsilon_std']:.3f}" if r.get("epsilon_mean") is not None else "-"
+    # A control shows whether it came out as constructed; '!' marks a verdict of an untrusted night.
+    status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
+    status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
+    breaking = "-" if r.get("breaking_kappa") is None else f"{r['breaking_kappa']:.3g}"
+    floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
+    exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
+    exposed += "w" if r.get("weak_pass") and r["status"] == PASS else ""  # a PASS stored before WEAK_PASS existed
+    return (str(r["model_id"]), str(r["partition_date"]), status, r.get("run_kind") or "-", claimed,
+            f"{r['epsilon_lower_bound']:.3f}", paper, f"{r['max_certifiable_epsilon']:.2f}", breaking, floor, exposed,
+            str(r["m"]), r.get("audit_rows") or "-", str(r["report"]))
+
+
 def format_rows(rows: list[dict]) -> str:
-    """The results table printed by the nightly / guardrail / backfill commands (skipped targets, which have no
-    verdict, are listed under it with their reason)."""
+    """The results table printed by the nightly / guardrail / backfill commands and by `results` (skipped
+    targets, which have no verdict, are listed under it with their reason). Each column is as wide as its
+    longest value."""
     skipped = [r for r in rows if r.get("kind") == "skipped"]
     rows = [r for r in rows if r.get("kind") != "skipped"]
-    header = (f"{'model':<20} {'date':<10} {'status':<15} {'claimed':>7} {'eps_lb':>7} {'paper mean+-std':>16} "
-              f"{'max cert.':>9} {'brk.kap':>8} {'floor':>7} {'exp.fl':>8} {'m':>8} {'rows':<8}  report")
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
-        paper = f"{r['epsilon_mean']:.3f}+-{r['epsilon_std']:.3f}" if r.get("epsilon_mean") is not None else "-"
-        # A control shows whether it came out as constructed; '!' marks a verdict of an untrusted night.
-        status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
-        status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
-        breaking = "-" if r.get("breaking_kappa") is None else f"{r['breaking_kappa']:.3g}"
-        floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
-        exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
-        exposed += "w" if r.get("weak_pass") else ""
-        lines.append(f"{r['model_id']:<20} {r['partition_date']:<10} {status:<15} {claimed:>7} "
-                     f"{r['epsilon_lower_bound']:>7.3f} {paper:>16} {r['max_certifiable_epsilon']:>9.2f} "
-                     f"{breaking:>8} {floor:>7} {exposed:>8} {r['m']:>8} {r.get('audit_rows') or '-':<8}  {r['report']}")
+    table = [tuple(name for name, _ in _COLUMNS), *(_cells(r) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS) - 1)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [f"{cell:{align}{width}}" for cell, (_, align), width in zip(cells, _COLUMNS, widths, strict=False)]
+        return " ".join(padded) + "  " + cells[-1]
+
+    header = line(table[0])
+    lines = [header, "-" * len(header), *(line(cells) for cells in table[1:])]
     if rows:
         r = rows[0]
         lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
@@ -95,8 +124,13 @@ def format_rows(rows: list[dict]) -> str:
                      "(0: they do not exceed it at kappa = 0); floor: fewest correct guesses (a perfect attacker's fully exposed "
                      "labels) that could flag the claim, a necessary condition (-: none, INCONCLUSIVE); exp.fl: "
                      "fewest fully exposed labels this audit flags with 95% probability in the game (-: not "
-                     "computed or none reaches 95%, see --json exposed_rows_floor_note; w: a weak PASS, exp.fl > "
-                     "1% of m or none); rows: the audited rows (training: rows whose labels entered training).")
+                     "computed or none reaches 95%, see --json exposed_rows_floor_note); rows: the audited rows "
+                     "(training: rows whose labels entered training); run: the kind of run that wrote the verdict.")
+        for status in dict.fromkeys(r["status"] for r in rows if r.get("kind") != "control"):
+            if status in STATUS_MEANINGS:
+                lines.append(f"{status}: {STATUS_MEANINGS[status]}.")
+        if any(r.get("weak_pass") and r["status"] == PASS for r in rows):
+            lines.append(f"w (exp.fl): a PASS stored before {WEAK_PASS} was a status whose floors make it one.")
     if any(r.get("kind") == "control" for r in rows):
         lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
                      "exceed a pre-registered floor and stay <= eps_c), negative control (a copy of the reference: "
@@ -120,14 +154,54 @@ def _kappa(row: Mapping) -> str:
 
 def stored_rows_for_table(rows: Sequence[Mapping], report: Callable[[Mapping], str | None] | None = None) -> list[dict]:
     """Warehouse rows (``Warehouse.fetch_verdicts``) as the rows ``format_rows`` prints: the partition date as
-    YYYY-MM-DD text and ``report`` the path of the row's run report (``report(row)``; '-' when None). The
-    weak-PASS mark 'w' is not a stored column: it shows when the caller adds ``weak_pass`` to a row."""
+    YYYY-MM-DD text and ``report`` the path of the row's run report (``report(row)``; '-' when None). A row
+    stored before WEAK_PASS was a status says PASS: the caller adds ``weak_pass`` when its floors make it weak,
+    and the table marks it 'w'."""
     out = []
     for row in rows:
         date = row["partition_date"]
         out.append({**row, "partition_date": date.isoformat() if isinstance(date, dt.date) else str(date),
                     "report": (report(row) if report is not None else None) or "-"})
     return out
+
+
+# `results show`: JSON-text columns are printed as an outline; a list longer than this is summarised in one line.
+SHOW_LIST_ITEMS = 8
+
+
+def _summary(value) -> str:
+    """One line for a JSON value too long to print whole: a list's length and range, an object's keys."""
+    if isinstance(value, list):
+        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+        if value and len(numbers) == len(value):
+            return f"{len(value)} values, from {min(numbers):.6g} to {max(numbers):.6g}"
+        if value and all(isinstance(v, Mapping) for v in value):
+            keys = list(dict.fromkeys(k for v in value for k in v))
+            first, last = (", ".join(f"{k} {v[k]:.6g}" if isinstance(v[k], float) else f"{k} {v[k]}" for k in v)
+                           for v in (value[0], value[-1]))
+            return f"{len(value)} points ({', '.join(keys)}): first {first}; last {last}"
+        return f"{len(value)} items"
+    return f"{len(value)} keys: {', '.join(map(str, value))}"
+
+
+def json_outline(value, indent: str = "  ", depth: int = 2) -> list[str]:
+    """The lines `results show` prints for a JSON-text column: an object's keys one per line (nested objects
+    indented, ``depth`` levels), scalars and short lists as they are, long lists and deeper objects summarised
+    (how many values, their range, the first and last point); `results show --json` prints them whole."""
+    import json
+
+    if not isinstance(value, Mapping):
+        return [f"{indent}{json.dumps(value)}"]
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, Mapping) and item and depth > 1:
+            lines.append(f"{indent}{key}:")
+            lines += json_outline(item, indent + "  ", depth - 1)
+        elif (isinstance(item, list) and len(item) > SHOW_LIST_ITEMS) or (isinstance(item, Mapping) and item):
+            lines.append(f"{indent}{key}: {_summary(item)}")
+        else:
+            lines.append(f"{indent}{key}: {json.dumps(item, default=str)}")
+    return lines
 
 
 def violation_line(row: Mapping) -> str:
@@ -157,6 +231,32 @@ def spooled_summary(paths: Sequence[str], drain_command: str) -> str:
     return (f"{len(paths)} result(s) computed but not in the warehouse (it could not be reached): spooled to "
             f"{directory} ({names}); once it is back, write them with `{drain_command}` (every nightly run also "
             "writes the spool first)")
+
+
+def spool_elsewhere_lines(elsewhere: Sequence[Mapping], spool: Path) -> list[str]:
+    """One line per other warehouse whose spooled results a drain left in place (``drain_spool``'s
+    ``elsewhere``): where they are meant to go and the command that writes them there (``spool``: the data
+    root's spool directory)."""
+    import shlex
+
+    by_address: dict[tuple[str, str], int] = {}
+    for item in elsewhere:
+        by_address[(item["backend"], item["address"])] = by_address.get((item["backend"], item["address"]), 0) + 1
+    return [f"{count} spooled result(s) in {spool} are meant for the {backend} warehouse {address}, not this one: "
+            f"left in place; write them with `labeldp-audit nightly --drain-only --data-root "
+            f"{shlex.quote(str(Path(spool).parent))} --warehouse {shlex.quote(address)}`"
+            + (" (add your user name to the URL)" if backend == "postgres" else "")
+            for (backend, address), count in by_address.items()]
+
+
+def spool_unaddressed_line(paths: Sequence[str], spool: Path) -> str:
+    """Spooled results of an older version, which recorded no warehouse: left until a person names theirs."""
+    import shlex
+
+    return (f"{len(paths)} spooled result(s) in {spool} were written by an older labeldp-audit, which did not record "
+            "their warehouse: left in place; once you know which warehouse they belong to, write them with "
+            f"`labeldp-audit nightly --drain-only --data-root {shlex.quote(str(Path(spool).parent))} --warehouse W "
+            "--include-unaddressed`")
 
 
 def untrusted_summary(reasons: Sequence[str]) -> str:

@@ -4,12 +4,12 @@
     from auditing.warehouse import audit_record, open_warehouse, write_or_spool
 
     verdict = judge(result, 1.0, reference_check={"calibration": "boost", "checked": True, ...})
-    row, curve = audit_record(verdict, model_id="rr-eps1", partition_date="2024-01-02",
-                              lineage={"model_uri": ..., "flow_run_id": ..., "durations": {...}})
+    row, curve = audit_record(verdict, model_id="rr-eps1", partition_date="2024-01-02", run_kind="nightly",
+                              lineage={"model_fingerprint": ..., "flow_run_id": ..., "durations": {...}})
     with open_warehouse(None, data_root=root) as wh:          # <root>/warehouse.duckdb
-        wh.upsert_audit(row, curve)                            # idempotent, one transaction
+        wh.upsert_audit(row, curve)                            # one transaction; the same key replaces its row
         wh.fetch_results(model_id="rr-eps1", since="2024-01-01")
-    write_or_spool("postgresql://...", row, curve, root / "spool")   # "written" or "spooled"
+    write_or_spool("postgresql://...", row, curve, root / "spool")   # "written" or "spooled" (for that warehouse)
 
 Tables and their columns: ``auditing.warehouse.schema`` (and infra/warehouse/*.sql); opening a warehouse
 brings an older one to that schema version (``auditing.warehouse.migrations``, docs/warehouse.md). The
@@ -23,11 +23,18 @@ from pathlib import Path
 
 from auditing.errors import LabelDPInputError
 from auditing.names import resolve_data_root
+from auditing.warehouse.address import (
+    DEFAULT_FILE_NAME,
+    POSTGRES_SCHEMES,
+    Destination,
+    describe_target,
+    destination,
+    is_postgres_target,
+)
 from auditing.warehouse.base import (
     ReadOnlyWarehouse,
     Warehouse,
     WarehouseUnavailable,
-    describe_target,
     open_read_only,
 )
 from auditing.warehouse.rows import (
@@ -43,20 +50,15 @@ from auditing.warehouse.rows import (
 )
 from auditing.warehouse.spool import SPOOLED, WRITTEN, drain_spool, spool_path, write_or_spool
 
-DEFAULT_FILE_NAME = "warehouse.duckdb"
 SPOOL_DIR_NAME = "spool"
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 __all__ = [
-    "LINEAGE_FIELDS", "SPOOLED", "WRITTEN", "AuditKey", "ReadOnlyWarehouse", "Warehouse", "WarehouseUnavailable", "as_key",
-    "audit_record", "check_reference_check", "default_spool_dir", "describe_target", "drain_spool",
+    "DEFAULT_FILE_NAME", "LINEAGE_FIELDS", "POSTGRES_SCHEMES", "SPOOLED", "WRITTEN", "AuditKey", "Destination",
+    "ReadOnlyWarehouse", "Warehouse", "WarehouseUnavailable", "as_key",
+    "audit_record", "check_reference_check", "default_spool_dir", "describe_target", "destination", "drain_spool",
     "fdp_curve_of", "is_postgres_target", "normalize_curve", "normalize_row", "open_read_only", "open_warehouse",
     "reference_check_from_row", "spool_path", "write_or_spool",
 ]
-
-
-def is_postgres_target(target: str | os.PathLike | None) -> bool:
-    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
 def default_spool_dir(data_root: str | os.PathLike | None = None) -> Path:

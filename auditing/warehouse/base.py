@@ -15,7 +15,6 @@ import math
 import os
 import random
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,8 @@ from auditing.errors import LabelDPInputError
 from auditing.names import check_name, parse_date, require_date, resolve_data_root
 from auditing.verdict import STATUSES
 from auditing.warehouse import migrations, schema
-from auditing.warehouse.rows import AuditKey, as_key, normalize_curve, normalize_row
+from auditing.warehouse.address import DEFAULT_FILE_NAME, describe_target, is_postgres_target
+from auditing.warehouse.rows import AuditKey, as_key, check_stored_run_kind, normalize_curve, normalize_row
 
 
 class WarehouseUnavailable(RuntimeError):
@@ -32,15 +32,6 @@ class WarehouseUnavailable(RuntimeError):
 
     Transient by assumption: ``write_or_spool`` retries, then spools the payload to disk.
     """
-
-
-def describe_target(target: str) -> str:
-    """The target with any password replaced by ***, safe for logs and error messages."""
-    parts = urllib.parse.urlsplit(target)
-    if parts.scheme and parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-    return target
 
 
 def backoff_delays(initial: float, maximum: float, deadline: float) -> Iterator[float]:
@@ -66,7 +57,8 @@ class Warehouse:
 
     # -- writes ------------------------------------------------------------------------------------------
     def upsert_audit(self, row: Mapping, curve: Sequence[Mapping]) -> AuditKey:
-        """Writes one audit's row and its curve in ONE transaction; a re-run of the same key replaces both.
+        """Writes one audit's row and its curve in ONE transaction; a re-run of the same key (model, model
+        fingerprint, day, run kind, claim, audit config) replaces both, any other key adds its own row.
 
         The result row is upserted first (INSERT ... ON CONFLICT DO UPDATE): on PostgreSQL that row lock
         serializes concurrent writers of the same key before they touch its curve, so two writers never
@@ -111,16 +103,20 @@ class Warehouse:
         return [self._row_dict(schema.RESULT_NAMES, values) for values in self._query(sql, params)]
 
     # Newest first: the latest partition date first; on one date by model, then the audit that finished last.
-    _NEWEST_FIRST = "partition_date DESC, model_id, finished_at DESC NULLS LAST, audit_config_hash"
+    _NEWEST_FIRST = ("partition_date DESC, model_id, finished_at DESC NULLS LAST, run_kind, claimed_epsilon, "
+                     "audit_config_hash, model_fingerprint")
 
     def fetch_verdicts(self, *, model_id: str | None = None, since: dt.date | None = None,
-                       until: dt.date | None = None, status: str | None = None, latest: bool = False) -> list[dict]:
+                       until: dt.date | None = None, status: str | None = None, run_kind: str | None = None,
+                       latest: bool = False) -> list[dict]:
         """audit_results rows (dicts, every column, as ``fetch_results``), newest partition date first (on one
         date by model_id, then the audit that finished last first).
 
         The filters pick rows (all must hold; dates are ``datetime.date``, parsed at the edge); ``latest`` then
-        keeps, per model and kind (target / control), only its newest picked row: the latest partition date,
-        and of several audits of that date the one that finished last.
+        keeps, per model, kind (target / control) and run kind (nightly / guardrail / backfill), only its newest
+        picked row: the latest partition date, and of several verdicts of that date (claims, audit configs,
+        model files) the one that finished last. With ``since`` = ``until`` it is the latest verdict per model,
+        day and run kind. A query: no row is ever replaced by another key's.
         """
         mark = schema.placeholders(self.placeholder, 1)[0]
         conditions, params = [], []
@@ -138,14 +134,19 @@ class Warehouse:
                 raise LabelDPInputError(f"status must be one of {list(STATUSES)}; got {status!r}")
             conditions.append(f"status = {mark}")
             params.append(status)
+        if run_kind is not None:
+            conditions.append(f"run_kind = {mark}")
+            params.append(check_stored_run_kind(run_kind))
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         names = ", ".join(schema.RESULT_NAMES)
-        # The innermost SELECT names every column of the latest schema (see _stored_columns); only constant
-        # fragments are joined here, every value is a bound parameter.
-        stored = f"(SELECT {', '.join(self._stored_columns())} FROM audit_results{where}) AS stored"
+        # The innermost SELECT names every column of the latest schema (see _stored_columns: an older warehouse
+        # read as it is has NULL for the columns it lacks), and the filters apply to it; only constant fragments
+        # are joined here, every value is a bound parameter.
+        stored = f"(SELECT {', '.join(self._stored_columns())} FROM audit_results) AS stored{where}"
         if latest:
-            rank = ("ROW_NUMBER() OVER (PARTITION BY model_id, COALESCE(kind, 'target') ORDER BY partition_date DESC, "
-                    "finished_at DESC NULLS LAST, audit_config_hash)")
+            rank = ("ROW_NUMBER() OVER (PARTITION BY model_id, COALESCE(kind, 'target'), run_kind ORDER BY "
+                    "partition_date DESC, finished_at DESC NULLS LAST, claimed_epsilon, audit_config_hash, "
+                    "model_fingerprint)")
             stored = f"(SELECT {names}, {rank} AS newest FROM {stored}) AS ranked WHERE newest = 1"
         sql = f"SELECT {names} FROM {stored} ORDER BY {self._NEWEST_FIRST}"
         return [self._row_dict(schema.RESULT_NAMES, values) for values in self._query(sql, params)]
@@ -155,7 +156,8 @@ class Warehouse:
         return schema.RESULT_NAMES
 
     def fetch_curve(self, key: Any) -> list[dict]:
-        """The curve of one audit, ordered by point_index (empty if the key has none)."""
+        """The curve of one audit, ordered by point_index (empty if the key has none). key: an AuditKey, a tuple
+        in ``schema.KEY_COLUMNS`` order or a row."""
         key = as_key(key)
         rows = self._query(schema.select_curve_sql(self.placeholder), list(key))
         return [self._row_dict(schema.CURVE_NAMES, values) for values in rows]
@@ -220,12 +222,12 @@ class ReadOnlyWarehouse(Warehouse):
         self.placeholder = "format" if dialect == "postgres" else "qmark"
         self._run, self._close = run, close
         try:
-            self.version, self.columns = self._read_schema()
+            self.version, self.columns, self.curve_columns = self._read_schema()
         except BaseException:
             close()
             raise
 
-    def _read_schema(self) -> tuple[int | None, frozenset[str]]:
+    def _read_schema(self) -> tuple[int | None, frozenset[str], frozenset[str]]:
         where = describe_target(self.target)
 
         def state(cursor) -> tuple[dict, int | None, str]:
@@ -244,10 +246,26 @@ class ReadOnlyWarehouse(Warehouse):
                 f"version {migrations.LATEST}); read it with a newer labeldp-audit")
         # Refuses tables of a shape no version had (one table, an unknown NOT NULL column, ...).
         migrations.check_shape(found, migrations.expected_tables(version or 1), where)
-        return version, frozenset(found.get("audit_results", ()))
+        return version, frozenset(found.get("audit_results", ())), frozenset(found.get("audit_curves", ()))
 
     def _stored_columns(self) -> Sequence[str]:
-        return [name if name in self.columns else f"NULL AS {name}" for name in schema.RESULT_NAMES]
+        return [_stored_column(name, self.columns) for name in schema.RESULT_NAMES]
+
+    def fetch_curve(self, key: Any) -> list[dict]:
+        """As `Warehouse.fetch_curve`; on a warehouse older than the key's columns (read as it is) the curve is
+        found by the key columns its table has."""
+        if self.curve_columns >= set(schema.KEY_COLUMNS):
+            return super().fetch_curve(key)
+        key = as_key(key)._asdict()
+        names = [name for name in schema.KEY_COLUMNS if name in self.curve_columns]
+        mark = schema.placeholders(self.placeholder, 1)[0]
+        stored = [_stored_column(name, self.curve_columns) if name in self.curve_columns or name not in key
+                  else f"{mark} AS {name}" for name in schema.CURVE_NAMES]
+        absent = [key[name] for name in schema.CURVE_NAMES if name not in self.curve_columns and name in key]
+        sql = (f"SELECT {', '.join(stored)} FROM audit_curves WHERE "
+               + " AND ".join(f"{name} = {mark}" for name in names) + " ORDER BY point_index")
+        rows = self._query(sql, [*absent, *(key[name] for name in names)])
+        return [self._row_dict(schema.CURVE_NAMES, values) for values in rows]
 
     def _query(self, sql: str, params: Sequence) -> list[tuple]:
         return self._run(lambda cursor: cursor.execute(sql, list(params)).fetchall())
@@ -259,6 +277,19 @@ class ReadOnlyWarehouse(Warehouse):
         self._close()
 
 
+def _stored_column(name: str, present: frozenset[str]) -> str:
+    """A select-list item for ``name`` of the latest schema on a table that may be older: the column itself, what
+    the migration to the version adding it would store (a key column), or NULL."""
+    unrecorded = schema.sql_literal(schema.UNRECORDED)  # migration 4: what a row written before it records
+    if name == "model_fingerprint" and name in present and "run_kind" not in present:
+        return f"COALESCE({name}, {unrecorded}) AS {name}"
+    if name in present:
+        return name
+    if name in ("run_kind", "model_fingerprint"):
+        return f"{unrecorded} AS {name}"
+    return f"NULL AS {name}"
+
+
 def open_read_only(target: str | os.PathLike | None = None, *, data_root: str | os.PathLike | None = None,
                    timeout: float = 30.0) -> ReadOnlyWarehouse:
     """The warehouse named by ``target`` (as ``open_warehouse``: a postgresql:// URL, a DuckDB file, None for
@@ -268,8 +299,6 @@ def open_read_only(target: str | os.PathLike | None = None, *, data_root: str | 
         LabelDPInputError: a bad target, a missing file, no audit tables, a schema newer than this code.
         WarehouseUnavailable: the server does not answer or the file stays locked for ``timeout`` seconds.
     """
-    from auditing.warehouse import DEFAULT_FILE_NAME, is_postgres_target  # the package's names for targets
-
     if not (timeout > 0):
         raise LabelDPInputError(f"timeout must be > 0 seconds; got {timeout!r}")
     if target is None or str(target) == "":

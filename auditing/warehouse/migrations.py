@@ -40,7 +40,10 @@ from auditing.warehouse.schema import Column
 log = logging.getLogger("labeldp.warehouse")
 
 RESULTS = "audit_results"
+CURVES = "audit_curves"
 _REBUILD_SUFFIX = "__rebuild"
+# The key of audit_results and audit_curves up to version 3 (what the migrations before version 4 work with).
+V3_KEY = ("model_id", "partition_date", "audit_config_hash")
 
 
 # ------------------------------------------------------------------------------------------------ sessions
@@ -96,13 +99,21 @@ _COLUMNS_SQL = (
     f"AND table_name IN ('audit_results', 'audit_curves', '{schema.VERSION_TABLE}') "
     "ORDER BY table_name, ordinal_position"
 )
-_CHECKS_SQL = {
+# (name, definition) of a table's constraints of one type: CHECK ('c') or PRIMARY KEY ('p'); the table name and
+# the type are bound parameters.
+_CONSTRAINTS_SQL = {
     "duckdb": ("SELECT constraint_name, expression FROM duckdb_constraints() WHERE database_name = current_database() "
-               "AND schema_name = current_schema() AND table_name = 'audit_results' AND constraint_type = 'CHECK'"),
+               "AND schema_name = current_schema() AND table_name = ? AND constraint_type = ?"),
     "postgres": ("SELECT con.conname, pg_get_constraintdef(con.oid) FROM pg_constraint con "
                  "JOIN pg_class rel ON rel.oid = con.conrelid JOIN pg_namespace nsp ON nsp.oid = rel.relnamespace "
-                 "WHERE nsp.nspname = current_schema() AND rel.relname = 'audit_results' AND con.contype = 'c'"),
+                 "WHERE nsp.nspname = current_schema() AND rel.relname = %s AND con.contype = %s"),
 }
+_CONSTRAINT_TYPES = {"duckdb": {"check": "CHECK", "primary": "PRIMARY KEY"}, "postgres": {"check": "c", "primary": "p"}}
+
+
+def constraints(ctx: Context, table: str, kind: str) -> list[tuple[str, str | None]]:
+    """(name, definition) of ``table``'s constraints of ``kind`` ("check" or "primary")."""
+    return [tuple(r) for r in ctx.fetch(_CONSTRAINTS_SQL[ctx.dialect], [table, _CONSTRAINT_TYPES[ctx.dialect][kind]])]
 
 
 def found_columns(ctx: Context) -> dict[str, dict[str, bool]]:
@@ -183,11 +194,18 @@ def _mentions(definition: str, column: str) -> bool:
     return re.search(rf"\b{re.escape(column)}\b", definition) is not None
 
 
+def _choice_columns_present(ctx: Context) -> dict[str, tuple[str, ...]]:
+    """`schema.choice_columns` for the columns audit_results has (an older version lacks some)."""
+    present = found_columns(ctx).get(RESULTS, {})
+    return {column: names for column, names in schema.choice_columns().items() if column in present}
+
+
 def choice_checks(ctx: Context) -> dict[str, list[tuple[str, list[str]]]]:
-    """column -> [(constraint name, the names it allows)] for the CHECKs of audit_results on each choice column."""
-    found = ctx.fetch(_CHECKS_SQL[ctx.dialect])
+    """column -> [(constraint name, the names it allows)] for the CHECKs of audit_results on each choice column
+    the table has."""
+    found = constraints(ctx, RESULTS, "check")
     return {column: [(name, _literals(definition)) for name, definition in found if _mentions(definition, column)]
-            for column in schema.choice_columns()}
+            for column in _choice_columns_present(ctx)}
 
 
 def choice_checks_in_line(ctx: Context) -> bool:
@@ -199,20 +217,25 @@ def choice_checks_in_line(ctx: Context) -> bool:
     return True
 
 
-def sync_choice_checks(ctx: Context, *, narrow: bool = False) -> None:
-    """Replaces the CHECKs on status and method by ones generated from the registries' lists.
+def sync_choice_checks(ctx: Context, *, narrow: bool = False, columns: Sequence[str] | None = None) -> None:
+    """Replaces the CHECKs on the choice columns (status, method, run_kind) by ones generated from the
+    registries' lists.
 
     By default a name the old CHECK allowed and the registry no longer lists stays allowed (after the
     registry's names): rows written with it stay valid, and a process that lacks an optional method does not
     undo another's. narrow=True allows exactly the registry's names (a migration that retires a name).
-    PostgreSQL drops and adds the constraints; DuckDB cannot ALTER a CHECK, so the table is rebuilt.
+    columns: only these choice columns (a migration written before a later one existed names its own); the
+    other CHECKs stay as they are. PostgreSQL drops and adds the constraints; DuckDB cannot ALTER a CHECK, so
+    the table is rebuilt.
 
     Raises:
         LabelDPInputError: narrow=True and rows hold a name the registry no longer lists (naming them).
     """
     old = choice_checks(ctx)
+    registry = {column: names for column, names in _choice_columns_present(ctx).items()
+                if columns is None or column in columns}
     allowed = {}
-    for column, names in schema.choice_columns().items():
+    for column, names in registry.items():
         kept = [] if narrow else [n for _, values in old[column] for n in values if n not in names]
         allowed[column] = (*names, *dict.fromkeys(kept))
         marks = ctx.marks(len(allowed[column]))
@@ -223,32 +246,39 @@ def sync_choice_checks(ctx: Context, *, narrow: bool = False) -> None:
                 f"warehouse {ctx.where}: {RESULTS} has rows with {column} {sorted(r[0] for r in rows)}, which the "
                 f"registry no longer lists ({list(allowed[column])}); the CHECK on {column} cannot be narrowed")
     checks = [schema.choice_check(column, names) for column, names in allowed.items()]
+    replaced = {name for column in allowed for name, _ in old[column]}
     if ctx.dialect == "postgres":
-        for name in dict.fromkeys(name for found in old.values() for name, _ in found):
+        for name in sorted(replaced):
             ctx.execute(f"ALTER TABLE {RESULTS} DROP CONSTRAINT {_quote(name)}")
         for name, expression in checks:
             ctx.execute(f"ALTER TABLE {RESULTS} ADD CONSTRAINT {name} CHECK ({expression})")
         return
-    fixed = [c for c in schema.check_constraints(RESULTS) if c[0] not in {name for name, _ in checks}]
-    rebuild_duckdb_table(ctx, RESULTS, checks=[*checks, *fixed])
+    others = [(name, expression) for name, expression in constraints(ctx, RESULTS, "check") if name not in replaced]
+    rebuild_duckdb_table(ctx, RESULTS, checks=[*checks, *others])
 
 
-def rebuild_duckdb_table(ctx: Context, table: str, *, checks: Sequence[tuple[str, str]]) -> None:
+def rebuild_duckdb_table(ctx: Context, table: str, *, checks: Sequence[tuple[str, str]],
+                         primary_key: Sequence[str] | None = None, not_null: Sequence[str] = ()) -> None:
     """Recreates ``table`` with the same columns (types, NOT NULL, defaults, comments), its primary key and
     ``checks``, and copies every row: create new, copy, drop old, rename (inside the caller's transaction).
 
-    DuckDB cannot add or drop a CHECK with ALTER TABLE. The audit tables have no foreign keys and no indexes
-    besides their primary keys, which the new table declares again.
+    primary_key: the new table's primary key (default: the one it has); not_null: columns that become NOT NULL
+    (their rows must hold values). DuckDB cannot add or drop a CHECK or a primary key with ALTER TABLE. The
+    audit tables have no foreign keys and no indexes besides their primary keys, which the new table declares
+    again.
     """
     filters = "database_name = current_database() AND schema_name = current_schema() AND table_name = ?"
     columns = ctx.fetch("SELECT column_name, data_type, is_nullable, column_default, comment FROM duckdb_columns() "
                         f"WHERE {filters} ORDER BY column_index", [table])
     (table_comment,), = ctx.fetch(f"SELECT comment FROM duckdb_tables() WHERE {filters}", [table])
+    if primary_key is None:
+        (primary_key,), = ctx.fetch("SELECT constraint_column_names FROM duckdb_constraints() WHERE "
+                                    f"{filters} AND constraint_type = 'PRIMARY KEY'", [table])
     new = table + _REBUILD_SUFFIX
-    lines = [f"    {_quote(name)} {data_type}{'' if nullable else ' NOT NULL'}"
+    lines = [f"    {_quote(name)} {data_type}{'' if nullable and name not in not_null else ' NOT NULL'}"
              f"{'' if default is None else f' DEFAULT {default}'}"
              for name, data_type, nullable, default, _ in columns]
-    lines.append(f"    PRIMARY KEY ({', '.join(schema.PRIMARY_KEYS[table])})")
+    lines.append(f"    PRIMARY KEY ({', '.join(primary_key)})")
     lines += [f"    CONSTRAINT {name} CHECK ({expression})" for name, expression in checks]
     names = ", ".join(_quote(c[0]) for c in columns)
     ctx.execute(f"CREATE TABLE {new} (\n" + ",\n".join(lines) + "\n)")
@@ -268,7 +298,9 @@ class Migration:
     """One step: ``apply(ctx)`` takes a warehouse from ``version - 1`` to ``version`` inside one transaction.
 
     adds: names of the audit_results columns it adds (defined in ``schema``); retires: the audit_results
-    columns it drops, as they were defined. Both let ``expected_tables`` tell the columns of any version.
+    columns it drops, as they were defined; reshapes: the audit_results columns whose definition it changes,
+    as they were defined before; curve_adds: names of the audit_curves columns it adds. They let
+    ``expected_tables`` tell the columns of any version.
     """
 
     version: int
@@ -276,6 +308,8 @@ class Migration:
     apply: Callable[[Context], None]
     adds: tuple[str, ...] = ()
     retires: tuple[Column, ...] = ()
+    reshapes: tuple[Column, ...] = ()
+    curve_adds: tuple[str, ...] = ()
 
 
 def _baseline(ctx: Context) -> None:
@@ -285,7 +319,7 @@ def _baseline(ctx: Context) -> None:
 
 
 def _generated_choice_checks(ctx: Context) -> None:
-    sync_choice_checks(ctx)
+    sync_choice_checks(ctx, columns=("status", "method"))
 
 
 LEGACY_NOTE_PREFIX = "legacy "
@@ -303,12 +337,12 @@ def _retire_tau(ctx: Context) -> None:
     legacy = [name for name in ("tau", "breaking_tau") if name in present]
     if not legacy:
         return
-    keys = ", ".join(schema.KEY_COLUMNS)
+    keys = ", ".join(V3_KEY)
     figures = ", ".join(name if name in legacy else "NULL" for name in ("tau", "breaking_tau"))
     nonzero = " OR ".join(f"({name} IS NOT NULL AND {name} <> 0)" for name in legacy)
     rows = ctx.fetch(f"SELECT {keys}, {figures}, reference_check_note FROM {RESULTS} WHERE {nonzero}")
-    marks = schema.placeholders(ctx.placeholder, len(schema.KEY_COLUMNS))
-    where_key = " AND ".join(f"{k} = {m}" for k, m in zip(schema.KEY_COLUMNS, marks, strict=True))
+    marks = schema.placeholders(ctx.placeholder, len(V3_KEY))
+    where_key = " AND ".join(f"{k} = {m}" for k, m in zip(V3_KEY, marks, strict=True))
     updates = []
     for *key, tau, breaking_tau, note in rows:
         text = legacy_note(tau, breaking_tau)
@@ -327,6 +361,58 @@ RETIRED_TAU = (
            "(see breaking_kappa)"),
 )
 
+def _column(table: str, name: str) -> Column:
+    return next(c for c in schema.TABLES[table] if c.name == name)
+
+
+# The key columns version 4 adds to audit_curves, filled from the audit's result row.
+_CURVE_KEY_ADDS = ("model_fingerprint", "run_kind", "claimed_epsilon")
+MODEL_FINGERPRINT_V3 = Column("model_fingerprint", "text", True, "content hash of the audited model")
+
+
+def _verdict_key(ctx: Context) -> None:
+    """Version 4: every verdict its own row. The key becomes (model_id, model_fingerprint, partition_date,
+    run_kind, claimed_epsilon, audit_config_hash) on both tables; a row from before records no run kind and may
+    lack a fingerprint: both read UNRECORDED. The status CHECK admits WEAK_PASS, run_kind gets its CHECK."""
+    orphans = ctx.fetch(f"SELECT DISTINCT c.model_id, c.partition_date, c.audit_config_hash FROM {CURVES} c "
+                        f"WHERE NOT EXISTS (SELECT 1 FROM {RESULTS} r WHERE "
+                        + " AND ".join(f"r.{k} = c.{k}" for k in V3_KEY) + ")")
+    if orphans:
+        raise LabelDPInputError(
+            f"warehouse {ctx.where}: {CURVES} holds points of {len(orphans)} audit(s) without a row in {RESULTS} "
+            f"(e.g. {tuple(str(v) for v in orphans[0])}); their key cannot be completed: delete those points or "
+            "restore their rows, then open the warehouse again")
+    run_kind = _column(RESULTS, "run_kind")
+    ctx.execute(f"ALTER TABLE {RESULTS} ADD COLUMN run_kind {schema.column_type(ctx.dialect, run_kind.kind)}")
+    ctx.execute(f"UPDATE {RESULTS} SET run_kind = {ctx.marks(1)}", [schema.UNRECORDED])
+    ctx.execute(f"UPDATE {RESULTS} SET model_fingerprint = {ctx.marks(1)} WHERE model_fingerprint IS NULL",
+                [schema.UNRECORDED])
+    for name in _CURVE_KEY_ADDS:
+        ctx.execute(f"ALTER TABLE {CURVES} ADD COLUMN {name} "
+                    f"{schema.column_type(ctx.dialect, _column(CURVES, name).kind)}")
+    matches = " AND ".join(f"{CURVES}.{k} = r.{k}" for k in V3_KEY)
+    ctx.execute(f"UPDATE {CURVES} SET " + ", ".join(f"{name} = r.{name}" for name in _CURVE_KEY_ADDS)
+                + f" FROM {RESULTS} AS r WHERE {matches}")
+    for table in (RESULTS, CURVES):
+        added = ("run_kind",) if table == RESULTS else _CURVE_KEY_ADDS
+        key = schema.PRIMARY_KEYS[table]
+        if ctx.dialect == "postgres":
+            for name in ("model_fingerprint", "run_kind", "claimed_epsilon"):
+                ctx.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET NOT NULL")
+            for name, _ in constraints(ctx, table, "primary"):
+                ctx.execute(f"ALTER TABLE {table} DROP CONSTRAINT {_quote(name)}")
+            ctx.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({', '.join(key)})")
+        else:
+            rebuild_duckdb_table(ctx, table, checks=constraints(ctx, table, "check"), primary_key=key,
+                                 not_null=("model_fingerprint", "run_kind", "claimed_epsilon"))
+        for name in added:
+            ctx.execute(f"COMMENT ON COLUMN {table}.{name} IS {schema.sql_literal(_column(table, name).comment)}")
+        ctx.execute(f"COMMENT ON TABLE {table} IS {schema.sql_literal(schema.TABLE_COMMENTS[table])}")
+    for name in ("model_fingerprint", "claimed_epsilon", "status"):
+        ctx.execute(f"COMMENT ON COLUMN {RESULTS}.{name} IS {schema.sql_literal(_column(RESULTS, name).comment)}")
+    sync_choice_checks(ctx, columns=("status", "run_kind"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables as created before versioning (nullable columns an older table lacked "
                  "added)", _baseline),
@@ -336,18 +422,25 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "retire the legacy columns tau and breaking_tau of audit_results (superseded by kappa / "
                  "breaking_kappa); a non-zero value is appended to the row's reference_check_note as "
                  "'legacy tau=..., breaking_tau=...'", _retire_tau, retires=RETIRED_TAU),
+    Migration(4, "every verdict its own row: the key of audit_results and audit_curves becomes (model_id, "
+                 "model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash); run_kind "
+                 "(nightly | guardrail | backfill) added, 'unrecorded' on existing rows, as is a missing "
+                 "model_fingerprint; the status CHECK admits WEAK_PASS; DuckDB rebuilds both tables",
+              _verdict_key, adds=("run_kind",), reshapes=(MODEL_FINGERPRINT_V3,), curve_adds=_CURVE_KEY_ADDS),
 )
 LATEST = MIGRATIONS[-1].version
 
 
 def expected_tables(version: int) -> dict[str, tuple[Column, ...]]:
     """The audit tables' columns at ``version`` (1..LATEST): the latest schema with later steps undone."""
-    results = list(schema.RESULT_COLUMNS)
+    results, curves = list(schema.RESULT_COLUMNS), list(schema.CURVE_COLUMNS)
     for migration in reversed(MIGRATIONS):
         if migration.version <= version:
             break
-        results = [c for c in results if c.name not in migration.adds] + list(migration.retires)
-    return {RESULTS: tuple(results), "audit_curves": schema.CURVE_COLUMNS}
+        before = {c.name: c for c in migration.reshapes}
+        results = [before.get(c.name, c) for c in results if c.name not in migration.adds] + list(migration.retires)
+        curves = [c for c in curves if c.name not in migration.curve_adds]
+    return {RESULTS: tuple(results), CURVES: tuple(curves)}
 
 
 def creation_statements(dialect: str) -> list[str]:

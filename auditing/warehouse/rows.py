@@ -10,6 +10,7 @@ SQL and is never spooled.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import re
@@ -19,6 +20,7 @@ from typing import Any, NamedTuple
 from auditing.errors import LabelDPInputError
 from auditing.methods import BOUND_METHODS, bound_method, method_names
 from auditing.names import check_name, parse_date
+from auditing.run_kinds import check_run_kind
 from auditing.verdict import STATUSES, Verdict
 from auditing.warehouse.reference_columns import (  # noqa: F401 (re-exported: the row's public names)
     CALIBRATION_FIGURES,
@@ -35,30 +37,63 @@ from auditing.warehouse.schema import (
     REFERENCE_CALIBRATIONS,
     RESULT_COLUMNS,
     RESULT_NAMES,
+    UNRECORDED,
 )
 from auditing.warehouse.values import as_count as _count
 from auditing.warehouse.values import as_float as _float
 from auditing.warehouse.values import optional_float as _optional_float
 
 _HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
+_FINGERPRINT_RE = re.compile(r"^[a-z0-9]+:([0-9a-f]{12,})$")
 LINEAGE_FIELDS = (
     "model_uri", "model_fingerprint", "reference_model", "partition_fingerprint", "code_version", "flow_run_id",
     "started_at", "finished_at", "durations",
 )
-_TEXT_LINEAGE = LINEAGE_FIELDS[:6]
-_OPTIONAL = {c.name for c in RESULT_COLUMNS if c.nullable} | {"gamma"}
+_TEXT_LINEAGE = ("model_uri", "reference_model", "partition_fingerprint", "code_version", "flow_run_id")
+_OPTIONAL = {c.name for c in RESULT_COLUMNS if c.nullable} | {"gamma", "model_fingerprint"}
 _NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "epsilon_lower_bound", "max_certifiable_epsilon")
 # Retired columns an older version's row (a spool file) may still carry: dropped when they hold the values every
 # row written since kappa holds (tau 0, breaking_tau None); anything else is a pre-kappa row, refused.
 RETIRED_COLUMNS = {"tau": (0, 0.0, None), "breaking_tau": (None,)}
 _PAPER_STATISTIC = ("epsilon_mean", "epsilon_std", "epsilon_median")
 _COUNTS = ("m", "selected_guesses", "selected_correct", "repetitions", "seed")
+
+
 class AuditKey(NamedTuple):
-    """The key of one audit: one row in audit_results, one curve in audit_curves."""
+    """The key of one verdict: one row in audit_results, one curve in audit_curves (``schema.KEY_COLUMNS``).
+
+    A run with the same key replaces the row (the same audit of the same model file, day and claim); a run of
+    another kind, claim, configuration or model file adds its own. ``name`` is the key as one file name stem
+    (reports and spool files are named by it)."""
 
     model_id: str
+    model_fingerprint: str
     partition_date: dt.date
+    run_kind: str
+    claimed_epsilon: float
     audit_config_hash: str
+
+    @property
+    def name(self) -> str:
+        """'<run kind>__eps-<claim>__<config hash>__<fingerprint>': the key without model and date, for file
+        names (`claim_text`, `fingerprint_text`)."""
+        return (f"{self.run_kind}__eps-{claim_text(self.claimed_epsilon)}__{self.audit_config_hash}__"
+                f"{fingerprint_text(self.model_fingerprint)}")
+
+
+def claim_text(claimed_epsilon: float) -> str:
+    """A claim as file-name text that tells every two claims apart: 'inf', '1', '0.5', '1e-05'."""
+    value = float(claimed_epsilon)
+    return "inf" if math.isinf(value) else repr(value).removesuffix(".0")
+
+
+def fingerprint_text(fingerprint: str) -> str:
+    """A model fingerprint as 12 file-name-safe characters: the first 12 hex digits of 'sha256:<hex>', else
+    the first 12 of the text's own sha256 ('unrecorded' as it is)."""
+    if fingerprint == UNRECORDED:
+        return UNRECORDED
+    match = _FINGERPRINT_RE.match(fingerprint)
+    return match.group(1)[:12] if match else hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
 
 
 def check_config_hash(value: Any, name: str = "audit_config_hash") -> str:
@@ -67,18 +102,36 @@ def check_config_hash(value: Any, name: str = "audit_config_hash") -> str:
     return value
 
 
+def check_fingerprint(value: Any, name: str = "model_fingerprint") -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200 or not value.isprintable():
+        raise LabelDPInputError(f"{name} must be printable text of 1-200 characters; got {value!r}")
+    return value
+
+
+def check_claim(value: Any, name: str = "claimed_epsilon") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value) >= 0:
+        raise LabelDPInputError(f"{name} must be a number >= 0 (inf for a non-private model); got {value!r}")
+    return float(value)
+
+
+def check_stored_run_kind(value: Any, name: str = "run_kind") -> str:
+    """A run kind a row may hold: one of `auditing.run_kinds.RUN_KINDS`, or UNRECORDED (a row from before)."""
+    return value if value == UNRECORDED else check_run_kind(value, name)
+
+
 def as_key(key: Any) -> AuditKey:
-    """An AuditKey from an AuditKey, a 3-tuple or a mapping with the key columns; validated."""
+    """An AuditKey from an AuditKey, a tuple in ``KEY_COLUMNS`` order or a mapping with the key columns;
+    validated."""
     if isinstance(key, Mapping):
         missing = [k for k in KEY_COLUMNS if k not in key]
         if missing:
             raise LabelDPInputError(f"key: missing {missing}; a key needs {list(KEY_COLUMNS)}")
         key = tuple(key[k] for k in KEY_COLUMNS)
-    if not isinstance(key, tuple | list) or len(key) != 3:
-        raise LabelDPInputError(f"key must be (model_id, partition_date, audit_config_hash); got {key!r}")
-    model_id, date, config_hash = key
-    return AuditKey(check_name(model_id, "model_id"), parse_date(date, "partition_date"),
-                    check_config_hash(config_hash))
+    if not isinstance(key, tuple | list) or len(key) != len(KEY_COLUMNS):
+        raise LabelDPInputError(f"key must be ({', '.join(KEY_COLUMNS)}); got {key!r}")
+    model_id, fingerprint, date, run_kind, claimed, config_hash = key
+    return AuditKey(check_name(model_id, "model_id"), check_fingerprint(fingerprint), parse_date(date, "partition_date"),
+                    check_stored_run_kind(run_kind), check_claim(claimed), check_config_hash(config_hash))
 
 
 def _timestamp(value: Any, name: str) -> dt.datetime | None:
@@ -143,9 +196,9 @@ def normalize_row(row: Mapping) -> dict:
     missing = [name for name in RESULT_NAMES if name not in _OPTIONAL and row.get(name) is None]
     if missing:
         raise LabelDPInputError(f"row: missing required column(s) {missing}")
-    key = as_key(row)
-    out: dict[str, Any] = dict(key._asdict())
-    out["claimed_epsilon"] = _float(row, "claimed_epsilon", allow_inf=True)
+    if row.get("model_fingerprint") is None:
+        row = {**row, "model_fingerprint": UNRECORDED}
+    out: dict[str, Any] = dict(as_key(row)._asdict())
     for name in _NONNEGATIVE_FLOATS:
         if name != "claimed_epsilon":
             out[name] = _float(row, name)
@@ -364,9 +417,14 @@ def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
 
 
 def audit_record(
-    verdict: Verdict, *, model_id: str, partition_date: str | dt.date, lineage: Mapping | None = None,
+    verdict: Verdict, *, model_id: str, partition_date: str | dt.date, run_kind: str,
+    lineage: Mapping | None = None,
 ) -> tuple[dict, list[dict]]:
     """(row, curve) for the warehouse: a rendering of a `Verdict` (`auditing.judging.judge`), nothing computed.
+
+    run_kind: the kind of run writing it (`auditing.run_kinds.RUN_KINDS`), part of the row's key with the model,
+    its fingerprint (``lineage["model_fingerprint"]``, 'unrecorded' without one), the day, the claim and the
+    audit configuration.
 
     An optimistic result (strategy ``max``, the paper's statistic) is refused, because the table's
     ``epsilon_lower_bound`` is the valid one, and so is a result written before kappa (``tau`` and no
@@ -407,6 +465,7 @@ def audit_record(
     control = verdict.control
     row = {
         "model_id": model_id, "partition_date": partition_date, "audit_config_hash": data["config_hash"],
+        "run_kind": check_run_kind(run_kind),
         "claimed_epsilon": verdict.claimed_epsilon, "delta": data["delta"], "confidence": data["confidence"],
         "kappa": data["kappa"], "m": data["m"], "selected_guesses": data["selected_guesses"],
         "selected_correct": data["selected_correct"], "epsilon_lower_bound": data["epsilon_lower_bound"],

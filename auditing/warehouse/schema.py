@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auditing.run_kinds import RUN_KINDS
 from auditing.verdict import STATUSES  # the verdict's statuses, in the order the CHECK lists them
 
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
@@ -25,6 +26,10 @@ FDP_CURVES = ("eps-delta",)
 # auditing.audit.REFERENCE_CALIBRATIONS (a test keeps them equal; the warehouse does not import the core's
 # audit module just for this tuple)
 REFERENCE_CALIBRATIONS = ("boost", "none")
+# What a key column holds on a row written before the key had it (schema version 4): its run kind and, when
+# its writer recorded none, its model fingerprint.
+UNRECORDED = "unrecorded"
+STORED_RUN_KINDS = (*RUN_KINDS, UNRECORDED)
 
 
 def methods() -> tuple[str, ...]:
@@ -51,17 +56,26 @@ _TYPES = {
 }
 DIALECTS = tuple(_TYPES)
 
-KEY_COLUMNS = ("model_id", "partition_date", "audit_config_hash")
+# A verdict's key: every verdict computed is its own row; a run with the same key replaces it (the same audit
+# of the same model file, day and claim), any other run adds its own (auditing.warehouse.rows.AuditKey).
+KEY_COLUMNS = ("model_id", "model_fingerprint", "partition_date", "run_kind", "claimed_epsilon",
+               "audit_config_hash")
 
 _KEY = (
     Column("model_id", "text", False, "model name (a safe single path component)"),
+    Column("model_fingerprint", "text", False,
+           "content hash of the audited model; 'unrecorded' when its writer recorded none"),
     Column("partition_date", "date", False, "the daily partition the model was trained on"),
+    Column("run_kind", "text", False,
+           "the kind of run that wrote the row: nightly | guardrail | backfill; 'unrecorded' on rows written "
+           "before schema version 4"),
+    Column("claimed_epsilon", "double", False,
+           "epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row"),
     Column("audit_config_hash", "text", False, "AuditConfig.config_hash(): the audit's settings"),
 )
 
 RESULT_COLUMNS: tuple[Column, ...] = (
     *_KEY,
-    Column("claimed_epsilon", "double", False, "epsilon the model claims (Infinity for non-private)"),
     Column("delta", "double", False, "delta of the (epsilon, delta) claim that was audited"),
     Column("confidence", "double", False, "confidence of epsilon_lower_bound, e.g. 0.95"),
     Column("gamma", "double", False, "1 - confidence: the chance the valid bound is wrong"),
@@ -78,17 +92,18 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "paper's statistic (optimistic, not a valid bound): median over repetitions of the max over the sweep"),
     Column("strategy", "text", False, "how c' was selected: bonferroni | split"),
     Column("method", "text", False, "bound method: a name of auditing.bounds.METHODS (the CHECK lists them)"),
-    Column("status", "text", False, "guardrail verdict: PASS | VIOLATION | INCONCLUSIVE"),
+    Column("status", "text", False,
+           "the verdict: PASS | WEAK_PASS (a PASS whose audit could not have seen a leak of the size needed to "
+           "flag the claim) | VIOLATION | INCONCLUSIVE; rows written before schema version 4 say PASS for both"),
     Column("max_certifiable_epsilon", "double", False,
            "largest valid bound a perfect attacker could have produced with this audit's size and strategy"),
     Column("repetitions", "integer", False, "repetitions of the game (for the paper's statistic)"),
     Column("seed", "bigint", False, "seed keying the game's randomness"),
     Column("model_uri", "text", True, "where the audited model lives"),
-    Column("model_fingerprint", "text", True, "content hash of the audited model"),
     Column("reference_model", "text", True, "the reference model M' (checkpoint of the previous day)"),
     Column("partition_fingerprint", "text", True, "content hash of the partition"),
     Column("code_version", "text", True, "version of labeldp-audit that produced the row"),
-    Column("flow_run_id", "text", True, "Prefect flow run that produced the row"),
+    Column("flow_run_id", "text", True, "the run that wrote the row: its Prefect flow run id"),
     Column("started_at", "timestamptz", True, "when the audit run started (UTC)"),
     Column("finished_at", "timestamptz", True, "when the audit run finished (UTC)"),
     Column("durations", "text", True, "JSON object: seconds per stage"),
@@ -200,7 +215,8 @@ CURVE_COLUMNS: tuple[Column, ...] = (
 
 TABLES = {"audit_results": RESULT_COLUMNS, "audit_curves": CURVE_COLUMNS}
 TABLE_COMMENTS = {
-    "audit_results": "one row per (model_id, partition_date, audit_config_hash): an audit's outcome and lineage",
+    "audit_results": "one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, "
+                     "audit_config_hash): an audit's outcome and lineage",
     "audit_curves": "one row per sweep point of an audit (epsilon lower bound vs guesses), for plots",
 }
 # The table recording the schema versions applied (auditing.warehouse.migrations), one row per version.
@@ -247,7 +263,7 @@ def column_type(dialect: str, kind: str) -> str:
 
 def choice_columns() -> dict[str, tuple[str, ...]]:
     """The audit_results columns whose CHECK lists a registry's names, and those names (read now)."""
-    return {"status": STATUSES, "method": methods()}
+    return {"status": STATUSES, "method": methods(), "run_kind": STORED_RUN_KINDS}
 
 
 def choice_check(column: str, values: tuple[str, ...]) -> tuple[str, str]:
@@ -351,7 +367,7 @@ def insert_curve_unnest_sql_duckdb() -> str:
     ``unnest`` (DuckDB's executemany costs a few ms per row; this costs about the same for 1000 points)."""
     per_point = [c for c in CURVE_COLUMNS if c.name not in KEY_COLUMNS]
     lists = ", ".join(f"unnest(?::{column_type('duckdb', c.kind)}[])" for c in per_point)
-    return f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) SELECT ?, ?, ?, {lists}"
+    return f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) SELECT {', '.join('?' * len(KEY_COLUMNS))}, {lists}"
 
 
 def select_curve_sql(style: str) -> str:
@@ -370,4 +386,4 @@ def select_results_sql(style: str, *, by_model: bool, since: bool, until: bool) 
         conditions.append(f"partition_date <= {mark}")
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     return (f"SELECT {', '.join(RESULT_NAMES)} FROM audit_results{where} "
-            "ORDER BY partition_date, model_id, audit_config_hash")
+            "ORDER BY partition_date, model_id, run_kind, claimed_epsilon, audit_config_hash, model_fingerprint")

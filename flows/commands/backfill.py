@@ -10,9 +10,11 @@ from flows.exit_codes import help_text
 
 HELP = "run nightly audits for every day in a range (skips days already in the warehouse)"
 DESCRIPTION = """\
-Runs the nightly audit for each day from --start to --end (inclusive). Days whose rows are already in the
-warehouse for every target (same audit configuration) are skipped, so re-running after a failure resumes
-without redoing completed days; --force redoes them (the warehouse upsert keeps one row per key).
+Runs the nightly audit for each day from --start to --end (inclusive); its rows are its own (run kind
+"backfill"), beside any nightly's or guardrail's verdict of the same day. Days whose trusted rows of a nightly or
+backfill run are already in the warehouse for every target (same audit configuration) are skipped, so
+re-running after a failure resumes without redoing completed days; --force redoes them (a re-run of the same key
+replaces its row: one row per key).
 --concurrency bounds how many days run at once (default 1: training and scoring use both cores).
 Every day's partition and models are checked before the first day starts; bad input exits 2 with one line.
 Prints one line per day, then every row.

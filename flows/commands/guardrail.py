@@ -15,7 +15,10 @@ epsilon lower bound with --claimed-epsilon:
   VIOLATION     the bound exceeds the claim: the claim is disproved at the audit's confidence (exit 1)
   INCONCLUSIVE  even a perfect attacker could not have exceeded the claim at this size (exit 0, say so)
   PASS          no evidence of a violation; this is not a proof of privacy (exit 0)
-The row is written to the warehouse and a report is rendered either way.
+  WEAK_PASS     a PASS on weak evidence: the audit could not have seen a leak smaller than its floor (more
+                than 1% of the audited rows; exit 0, say so)
+The row is written to the warehouse and a report is rendered either way, as the guardrail's own verdict (run
+kind "guardrail", with its claim): it never replaces a nightly's row, report or control models.
 
 The candidate is either a registered model (--model NAME) or a model file straight from another team's
 pipeline (--model-file F --format catboost|onnx), which is registered first under the name

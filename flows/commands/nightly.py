@@ -19,8 +19,11 @@ and alerts on VIOLATION (and on DATA_MISSING / AUDIT_FAILED). Prints the resulti
 Every input (plan, partition, models, warehouse) is checked first, in about a second; bad input exits 2 with one
 line and writes nothing. Progress lines go to stderr; Prefect's, Beam's and CatBoost's own lines go to
 <data-root>/logs/labeldp-<UTC time>.log (--verbose shows them), whose path is printed when the run fails.
-When the warehouse cannot be reached the rows are spooled under <data-root>/spool (exit 3); each nightly run
-writes the spool first, and `labeldp-audit nightly --drain-only` does only that.
+When the warehouse cannot be reached the rows are spooled under <data-root>/spool (exit 3), each payload
+recording the warehouse it is meant for (backend and address, no credentials). Each nightly run first writes
+the payloads meant for its own warehouse and leaves the others in place with a warning; `labeldp-audit nightly
+--drain-only` does only that, and exits 2, writing and removing nothing, when every payload is meant for
+another warehouse.
 
 """
 EPILOG = help_text()
@@ -32,8 +35,12 @@ def register(subparsers) -> None:
     p.add_argument("--date", default=None, help="partition date YYYY-MM-DD (default: yesterday, UTC)")
     p.add_argument("--models", default=None, help="comma-separated subset of the plan's targets")
     p.add_argument("--drain-only", action="store_true",
-                   help="only write the spooled results to the warehouse (exit 0 when the spool is empty after, 3 "
-                        "when the warehouse still cannot be reached)")
+                   help="only write the spooled results meant for this warehouse (exit 0 when none of them is left, "
+                        "2 when the spool holds only results meant for another warehouse, 3 when this one still "
+                        "cannot be reached)")
+    p.add_argument("--include-unaddressed", action="store_true",
+                   help="with --drain-only: also write the results spooled by an older labeldp-audit, which did not "
+                        "record their warehouse, to this one")
     add_common(p)
     p.set_defaults(func=run)
 
@@ -44,6 +51,10 @@ def run(args) -> int:
     from pipelines.layout import parse_date, resolve_data_root
 
     root = resolve_data_root(args.data_root)
+    if args.include_unaddressed and not args.drain_only:
+        from auditing.errors import LabelDPInputError
+
+        raise LabelDPInputError("--include-unaddressed applies to --drain-only only")
     if args.drain_only:
         return drain_only(root, args)
     day = parse_date(args.date, "--date") if args.date else steps.default_audit_date()
@@ -70,15 +81,27 @@ def run(args) -> int:
 
 
 def drain_only(root, args) -> int:
-    """Writes the spooled results (`auditing.warehouse.drain_spool`); no flow, no Prefect."""
-    from auditing.warehouse import default_spool_dir, drain_spool
+    """Writes the spooled results meant for this warehouse (`auditing.warehouse.drain_spool`); no flow, no
+    Prefect. Exit 2, nothing written or removed, when the spool holds results and none is meant for it."""
+    from auditing.errors import LabelDPInputError
+    from auditing.report import text
+    from auditing.warehouse import default_spool_dir, describe_target, destination, drain_spool
     from flows import exit_codes, preflight
 
     preflight.check_warehouse(root, args.warehouse, args.create_warehouse)  # bad input: exit 2; down: below
     spool = default_spool_dir(root)
-    report = drain_spool(args.warehouse, spool, data_root=root)
+    report = drain_spool(args.warehouse, spool, data_root=root, include_unaddressed=args.include_unaddressed)
+    others = text.spool_elsewhere_lines(report["elsewhere"], spool)
+    if report["unaddressed"]:
+        others.append(text.spool_unaddressed_line(report["unaddressed"], spool))
+    if others and not (report["written"] or report["remaining"]):
+        here = destination(args.warehouse, root)
+        where = describe_target(str(args.warehouse)) if args.warehouse else here.address
+        raise LabelDPInputError(f"--warehouse {where}: no spooled result is meant for it; " + "; ".join(others))
     print(f"[labeldp-audit] wrote {len(report['written'])} spooled result(s) from {spool} to the warehouse",
           file=sys.stderr, flush=True)
+    for line in others:
+        print(f"labeldp-audit nightly: warning: {line}", file=sys.stderr)
     for path in report["rejected"]:
         print(f"labeldp-audit nightly: warning: {path}: not a valid spooled result; kept for a person to read",
               file=sys.stderr)

@@ -17,18 +17,22 @@ by default <data-root>/warehouse.duckdb, or a postgresql:// URL). Read-only: it 
 writes a warehouse (a missing DuckDB file is an error; a warehouse whose schema version is newer than this
 code is refused).
 
-By default it prints the LATEST verdict of every model (targets and controls), newest first; --model N prints
-that model's history (every row, newest first); --all prints every row. The filters (--model, --since,
---until, --status) pick rows first and combine; the default then keeps each model's newest picked row, so
-`--status VIOLATION` shows each model's most recent VIOLATION. The table has the columns the nightly prints;
---json prints the full stored rows (strict JSON: an infinite claimed epsilon is "inf"; JSON-text columns such
-as result_json stay text), --csv the table's columns as stored values. Nothing matching prints
-"no audit results match" and exits 0.
+Every verdict ever written is a row of its own: its key is the model, the model file's fingerprint, the day,
+the run kind (nightly, guardrail, backfill; "unrecorded" on rows written before the key had it), the claimed
+epsilon and the audit configuration. By default it prints the LATEST verdict of every model and run kind
+(targets and controls), newest first; --model N prints that model's history (every row, newest first); --all
+prints every row. The filters (--model, --since, --until, --status, --run-kind) pick rows first and combine;
+the default then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each model's
+most recent VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints (run: the
+run kind; status WEAK_PASS: a PASS on weak evidence); --json prints the full stored rows (strict JSON: an
+infinite claimed epsilon is "inf"; JSON-text columns such as result_json stay text), --csv the table's columns
+as stored values. Nothing matching prints "no audit results match" and exits 0.
 
 Examples:
-  labeldp-audit results                                   # latest verdict per model
+  labeldp-audit results                                   # latest verdict per model and run kind
   labeldp-audit results --model rr-eps1                   # its history, newest first
   labeldp-audit results --all --status VIOLATION --since 2024-01-01
+  labeldp-audit results --run-kind guardrail --status WEAK_PASS
   labeldp-audit results --warehouse postgresql://auditor@db:5432/audit --json | jq '.[0].epsilon_lower_bound'
   labeldp-audit results --model rr-eps1 --csv > rr-eps1.csv
   labeldp-audit results show rr-eps1                      # its latest verdict, every stored column
@@ -39,8 +43,11 @@ one.
 """
 SHOW_DESCRIPTION = """\
 Prints one verdict of MODEL, every stored column of audit_results as "name: value" lines (NULL for a NULL),
-then how many curve points audit_curves holds for it. Without --date: the model's latest verdict; on a date
-with several audit configs, the one that finished last (--config picks another; the others are listed).
+then how many curve points audit_curves holds for it. The JSON-text columns (result_json, shift_diagnostic,
+durations) are printed as an outline, one key a line, their curves and histograms summarised (how many values,
+their range); --json prints them whole. Without --date: the model's latest verdict; on a date with several
+verdicts (run kinds, claims, audit configs), the one that finished last (--run-kind and --config pick another;
+the others are listed).
 
 Examples:
   labeldp-audit results show rr-eps1
@@ -52,11 +59,12 @@ Exit status: 0, or 2 when no verdict matches (naming the model and date) or on b
 # The table's columns as stored values (--csv): the table's status cell also shows kind, control outcome and
 # untrusted verdicts, and its "paper mean+-std" cell is two columns here.
 CSV_COLUMNS = (
-    "model_id", "partition_date", "kind", "status", "control_passed", "untrusted_reason", "claimed_epsilon",
+    "model_id", "partition_date", "kind", "run_kind", "status", "control_passed", "untrusted_reason", "claimed_epsilon",
     "epsilon_lower_bound", "epsilon_mean", "epsilon_std", "max_certifiable_epsilon", "breaking_kappa",
     "detection_floor_rows", "exposed_rows_floor", "m", "audit_rows", "report",
 )
 NO_MATCH = "no audit results match"
+JSON_TEXT_COLUMNS = ("result_json", "shift_diagnostic", "durations")  # `show` prints these as an outline
 UNAVAILABLE = object()  # what _read returns when the warehouse cannot be reached (the error is printed)
 
 
@@ -69,19 +77,24 @@ def _add_target(parser: argparse.ArgumentParser, *, default) -> None:
 
 def register(subparsers) -> None:
     from auditing.verdict import STATUSES
+    from auditing.warehouse.schema import STORED_RUN_KINDS
 
     p = subparsers.add_parser("results", help=HELP, description=DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     # Both forms in the usage line (argparse would show the optional ACTION as if it were required).
     indent = " " * len(f"usage: {p.prog} ")
     p.usage = (f"{p.prog} [--warehouse W] [--data-root R] [--model N] [--since D] [--until D]\n"
-               f"{indent}[--status {{{','.join(STATUSES)}}}] [--all] [--json | --csv]\n"
-               f"       {p.prog} show MODEL [--date D] [--config HASH] [--json] [--warehouse W] [--data-root R]")
+               f"{indent}[--status {{{','.join(STATUSES)}}}]\n"
+               f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}] [--all] [--json | --csv]\n"
+               f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W] "
+               "[--data-root R]")
     _add_target(p, default=None)
     p.add_argument("--model", default=None, metavar="N", help="one model's history (every row, newest first)")
     p.add_argument("--since", default=None, metavar="D", help="first partition date, YYYY-MM-DD (default: all)")
     p.add_argument("--until", default=None, metavar="D", help="last partition date, YYYY-MM-DD (default: all)")
     p.add_argument("--status", default=None, choices=STATUSES, help="only rows with this verdict status")
+    p.add_argument("--run-kind", default=None, choices=STORED_RUN_KINDS,
+                   help="only rows written by this kind of run ('unrecorded': rows written before the key had it)")
     p.add_argument("--all", action="store_true", help="every matching row, not only each model's latest")
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the full stored rows as a JSON list")
@@ -92,6 +105,8 @@ def register(subparsers) -> None:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("show_model", metavar="MODEL", help="model name (as stored in model_id)")
     s.add_argument("--date", default=None, metavar="D", help="its partition date, YYYY-MM-DD (default: the latest)")
+    s.add_argument("--run-kind", dest="show_run_kind", default=None, choices=STORED_RUN_KINDS, metavar="K",
+                   help=f"the verdict of this kind of run, when a date has several ({', '.join(STORED_RUN_KINDS)})")
     s.add_argument("--config", default=None, metavar="HASH", help="the audit config hash, when a date has several")
     # SUPPRESS: given before `show` (results --warehouse W show M), the value given there stays.
     s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as a JSON object")
@@ -123,7 +138,7 @@ def _report_of(data_root):
     from auditing.report import run_report_path
 
     def report(row) -> str | None:
-        path = run_report_path(data_root, row["model_id"], row["partition_date"], row["audit_config_hash"])
+        path = run_report_path(data_root, row)
         return str(path) if path.is_file() else None
 
     return report
@@ -135,6 +150,7 @@ def _list(args) -> int:
 
     from auditing.errors import LabelDPInputError
     from auditing.report.text import format_rows, stored_rows_for_table
+    from auditing.verdict import PASS
     from pipelines.layout import check_name, parse_date
     from pipelines.registry import jsonable
 
@@ -144,7 +160,7 @@ def _list(args) -> int:
     if since is not None and until is not None and since > until:
         raise LabelDPInputError(f"--since ({since}) must not be after --until ({until})")
     rows = _read(args, lambda wh: wh.fetch_verdicts(model_id=model, since=since, until=until, status=args.status,
-                                                    latest=not (args.all or model is not None)))
+                                                    run_kind=args.run_kind, latest=not (args.all or model is not None)))
     if rows is UNAVAILABLE:
         return 2
     if not rows and not (args.json or args.csv):
@@ -162,15 +178,16 @@ def _list(args) -> int:
             cells = {**jsonable(row), "report": report(row)}
             writer.writerow(["" if cells[name] is None else cells[name] for name in CSV_COLUMNS])
     else:
-        marked = [{**row, "weak_pass": _weak_pass(row)} for row in rows]
+        marked = [{**row, "weak_pass": _weak_pass(row) if row["status"] == PASS else None} for row in rows]
         print(format_rows(stored_rows_for_table(marked, _report_of(args.data_root))))
     return 0
 
 
 def _weak_pass(row) -> bool | None:
-    """The table's weak-PASS mark of a stored row (not a stored column): ``auditing.robustness.is_weak_pass`` on
-    the row's stored floors, with whether the game-aware floor was computable for its result and claim. None
-    when the stored result cannot tell (a row written by an older version)."""
+    """The table's weak-PASS mark of a PASS stored before WEAK_PASS was a status (not a stored column):
+    ``auditing.robustness.is_weak_pass`` on the row's stored floors, with whether the game-aware floor was
+    computable for its result and claim. None when the stored result cannot tell (a row written by an older
+    version)."""
     import json
 
     from auditing.errors import LabelDPInputError
@@ -193,46 +210,71 @@ def _show(args) -> int:
     from pipelines.registry import jsonable
 
     listing = [name for name, given in (("--model", args.model), ("--since", args.since), ("--until", args.until),
-                                        ("--status", args.status), ("--all", args.all), ("--csv", args.csv))
+                                        ("--status", args.status), ("--run-kind", args.run_kind), ("--all", args.all),
+                                        ("--csv", args.csv))
                if given]
     if listing:
         raise LabelDPInputError(f"{', '.join(listing)} apply to the list (results ...), not to results show; "
-                                "give show MODEL [--date D] [--config HASH] [--json]")
+                                "give show MODEL [--date D] [--run-kind K] [--config HASH] [--json]")
     model = check_name(args.show_model, "MODEL")
     date = parse_date(args.date, "--date") if args.date is not None else None
+    run_kind = args.show_run_kind
 
     def record(wh):
         day = date
         if day is None:
-            latest = wh.fetch_verdicts(model_id=model, latest=True)
+            latest = wh.fetch_verdicts(model_id=model, run_kind=run_kind)
             if not latest:
                 return None
             day = latest[0]["partition_date"]
-        rows = wh.fetch_verdicts(model_id=model, since=day, until=day)
+        rows = wh.fetch_verdicts(model_id=model, since=day, until=day, run_kind=run_kind)
         if args.config is not None:
             rows = [r for r in rows if r["audit_config_hash"] == args.config]
         if not rows:
             return None
-        return rows[0], len(wh.fetch_curve(rows[0])), [r["audit_config_hash"] for r in rows[1:]]
+        return rows[0], len(wh.fetch_curve(rows[0])), rows[1:]
 
     found = _read(args, record)
     if found is UNAVAILABLE:
         return 2
     if found is None:
         on = f"on {date}" if date is not None else "on any date"
-        config = f" with audit config {args.config}" if args.config is not None else ""
-        raise LabelDPInputError(f"no audit result for model {model} {on}{config}")
+        which = "".join(f" {what} {value}" for what, value in (("of run kind", run_kind),
+                                                                ("with audit config", args.config)) if value)
+        raise LabelDPInputError(f"no audit result for model {model} {on}{which}")
     row, points, others = found
     if args.json:
         print(json.dumps(jsonable({**row, "curve_points": points}), allow_nan=False, indent=2))
         return 0
+    from auditing.report.text import json_outline
+
     for name, value in row.items():
-        print(f"{name}: {_text(value)}")
+        outline = _json_object(value) if name in JSON_TEXT_COLUMNS else None
+        if outline is None:
+            print(f"{name}: {_text(value)}")
+        else:
+            print(f"{name}: (JSON; --json prints it whole)")
+            print("\n".join(json_outline(outline)))
     print(f"curve_points: {points}")
     if others:
-        print(f"other_audit_configs_that_date: {', '.join(others)} (results show {model} --date "
-              f"{row['partition_date'].isoformat()} --config HASH)")
+        listed = "; ".join(f"{r['run_kind']}, claim {_text(r['claimed_epsilon'])}, config {r['audit_config_hash']}"
+                           for r in others)
+        print(f"other_verdicts_that_date: {listed} (results show {model} --date "
+              f"{row['partition_date'].isoformat()} --run-kind K --config HASH)")
     return 0
+
+
+def _json_object(value):
+    """The JSON object a stored text column holds, None when it holds none (NULL, or text that is not one)."""
+    import json
+
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _text(value) -> str:

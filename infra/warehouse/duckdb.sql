@@ -3,9 +3,11 @@
 
 CREATE TABLE IF NOT EXISTS audit_results (
     model_id TEXT NOT NULL,
+    model_fingerprint TEXT NOT NULL,
     partition_date DATE NOT NULL,
-    audit_config_hash TEXT NOT NULL,
+    run_kind TEXT NOT NULL,
     claimed_epsilon DOUBLE NOT NULL,
+    audit_config_hash TEXT NOT NULL,
     delta DOUBLE NOT NULL,
     confidence DOUBLE NOT NULL,
     gamma DOUBLE NOT NULL,
@@ -23,7 +25,6 @@ CREATE TABLE IF NOT EXISTS audit_results (
     repetitions INTEGER NOT NULL,
     seed BIGINT NOT NULL,
     model_uri TEXT,
-    model_fingerprint TEXT,
     reference_model TEXT,
     partition_fingerprint TEXT,
     code_version TEXT,
@@ -76,34 +77,42 @@ CREATE TABLE IF NOT EXISTS audit_results (
     reference_check_note TEXT,
     fdp_curve TEXT,
     gdp_mu_lower_bound DOUBLE,
-    PRIMARY KEY (model_id, partition_date, audit_config_hash),
-    CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')),
+    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash),
+    CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CONSTRAINT audit_results_method_check CHECK (method IN ('binomial', 'fdp')),
+    CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', 'unrecorded')),
     CONSTRAINT audit_results_counts_check CHECK (selected_correct <= selected_guesses)
 );
 
 CREATE TABLE IF NOT EXISTS audit_curves (
     model_id TEXT NOT NULL,
+    model_fingerprint TEXT NOT NULL,
     partition_date DATE NOT NULL,
+    run_kind TEXT NOT NULL,
+    claimed_epsilon DOUBLE NOT NULL,
     audit_config_hash TEXT NOT NULL,
     point_index INTEGER NOT NULL,
     guesses BIGINT NOT NULL,
     correct BIGINT NOT NULL,
     epsilon_lower_bound DOUBLE NOT NULL,
     point_confidence DOUBLE NOT NULL,
-    PRIMARY KEY (model_id, partition_date, audit_config_hash, point_index),
+    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, point_index),
     CONSTRAINT audit_curves_counts_check CHECK (correct <= guesses)
 );
 
-COMMENT ON TABLE audit_results IS 'one row per (model_id, partition_date, audit_config_hash): an audit''s outcome and lineage';
+COMMENT ON TABLE audit_results IS 'one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash): an audit''s outcome and lineage';
 
 COMMENT ON COLUMN audit_results.model_id IS 'model name (a safe single path component)';
 
+COMMENT ON COLUMN audit_results.model_fingerprint IS 'content hash of the audited model; ''unrecorded'' when its writer recorded none';
+
 COMMENT ON COLUMN audit_results.partition_date IS 'the daily partition the model was trained on';
 
-COMMENT ON COLUMN audit_results.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+COMMENT ON COLUMN audit_results.run_kind IS 'the kind of run that wrote the row: nightly | guardrail | backfill; ''unrecorded'' on rows written before schema version 4';
 
-COMMENT ON COLUMN audit_results.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private)';
+COMMENT ON COLUMN audit_results.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
+
+COMMENT ON COLUMN audit_results.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
 
 COMMENT ON COLUMN audit_results.delta IS 'delta of the (epsilon, delta) claim that was audited';
 
@@ -129,7 +138,7 @@ COMMENT ON COLUMN audit_results.strategy IS 'how c'' was selected: bonferroni | 
 
 COMMENT ON COLUMN audit_results.method IS 'bound method: a name of auditing.bounds.METHODS (the CHECK lists them)';
 
-COMMENT ON COLUMN audit_results.status IS 'guardrail verdict: PASS | VIOLATION | INCONCLUSIVE';
+COMMENT ON COLUMN audit_results.status IS 'the verdict: PASS | WEAK_PASS (a PASS whose audit could not have seen a leak of the size needed to flag the claim) | VIOLATION | INCONCLUSIVE; rows written before schema version 4 say PASS for both';
 
 COMMENT ON COLUMN audit_results.max_certifiable_epsilon IS 'largest valid bound a perfect attacker could have produced with this audit''s size and strategy';
 
@@ -139,15 +148,13 @@ COMMENT ON COLUMN audit_results.seed IS 'seed keying the game''s randomness';
 
 COMMENT ON COLUMN audit_results.model_uri IS 'where the audited model lives';
 
-COMMENT ON COLUMN audit_results.model_fingerprint IS 'content hash of the audited model';
-
 COMMENT ON COLUMN audit_results.reference_model IS 'the reference model M'' (checkpoint of the previous day)';
 
 COMMENT ON COLUMN audit_results.partition_fingerprint IS 'content hash of the partition';
 
 COMMENT ON COLUMN audit_results.code_version IS 'version of labeldp-audit that produced the row';
 
-COMMENT ON COLUMN audit_results.flow_run_id IS 'Prefect flow run that produced the row';
+COMMENT ON COLUMN audit_results.flow_run_id IS 'the run that wrote the row: its Prefect flow run id';
 
 COMMENT ON COLUMN audit_results.started_at IS 'when the audit run started (UTC)';
 
@@ -249,7 +256,13 @@ COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon l
 
 COMMENT ON COLUMN audit_curves.model_id IS 'model name (a safe single path component)';
 
+COMMENT ON COLUMN audit_curves.model_fingerprint IS 'content hash of the audited model; ''unrecorded'' when its writer recorded none';
+
 COMMENT ON COLUMN audit_curves.partition_date IS 'the daily partition the model was trained on';
+
+COMMENT ON COLUMN audit_curves.run_kind IS 'the kind of run that wrote the row: nightly | guardrail | backfill; ''unrecorded'' on rows written before schema version 4';
+
+COMMENT ON COLUMN audit_curves.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
 
 COMMENT ON COLUMN audit_curves.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
 
@@ -278,4 +291,4 @@ COMMENT ON COLUMN audit_schema_version.description IS 'what the step did';
 
 COMMENT ON COLUMN audit_schema_version.applied_at IS 'when it was applied (UTC)';
 
-INSERT INTO audit_schema_version (version, description, applied_at) VALUES (3, 'created at schema version 3', CURRENT_TIMESTAMP);
+INSERT INTO audit_schema_version (version, description, applied_at) VALUES (4, 'created at schema version 4', CURRENT_TIMESTAMP);
