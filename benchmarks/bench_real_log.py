@@ -136,7 +136,9 @@ def summarise(rows: list[dict], label: str) -> list[dict]:
         out.append({"night": label, "model": name, "status": row["status"],
                     "eps_lb": row["epsilon_lower_bound"], "claim": row["claimed_epsilon"],
                     "true_eps": TRUE_EPSILON[name], "breaking_kappa": row.get("breaking_kappa"),
-                    "trust": row.get("trust"), "epsilon_check": row.get("epsilon_check"),
+                    # rows written before per-verdict trust say "untrusted_reason" only
+                    "trust": row.get("trust") or ("untrusted" if row.get("untrusted_reason") else "trusted"),
+                    "epsilon_check": row.get("epsilon_check"),
                     "misfit_kappa_upper": row.get("misfit_kappa_upper"),
                     "check_misfit_kappa": row.get("check_misfit_kappa"), "exit_code": row["exit_code"],
                     "rows_excluded_groups": row.get("rows_excluded_groups"),

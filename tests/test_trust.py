@@ -1,0 +1,76 @@
+"""Trust per verdict (auditing/trust.py): each rule, and that a control can fail for what it guards against."""
+
+from __future__ import annotations
+
+import pytest
+
+from auditing.capacity_check import CapacityCheck, unchecked
+from auditing.controls import NEGATIVE, POSITIVE
+from auditing.trust import (
+    ACCEPTED_UNCHECKED,
+    MEASURED,
+    MEASURED_UNDER_MISFIT,
+    TRUSTED,
+    UNCHECKED,
+    UNTRUSTED,
+    VOID,
+    NightTrust,
+    night_trust,
+    verdict_trust,
+)
+from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, WEAK_PASS
+
+
+def check(epsilon_check=1.2, misfit_upper=0.4, misfit_lower=0.1, rows=5000, reason=None) -> CapacityCheck:
+    return CapacityCheck(checked=True, reason=reason, confidence=0.95, audited_share=0.25, audited_rows=40000,
+                         check_rows=rows, epsilon_check=epsilon_check, misfit_kappa_upper=misfit_upper,
+                         check_misfit_kappa=misfit_lower)
+
+
+def control(kind, passed, bound, ceiling):
+    return {"control": kind, "passed": passed, "epsilon_lower_bound": bound, "ceiling": ceiling,
+            "message": f"{kind} {'ok' if passed else 'failed'}"}
+
+
+KINDS = {"pos": POSITIVE, "neg": NEGATIVE}
+
+
+def test_a_violation_is_trusted_only_when_the_check_vouches():
+    assert verdict_trust(VIOLATION, 0.5, check(1.2), kappa=0).state == TRUSTED
+    untrusted = verdict_trust(VIOLATION, 0.5, check(0.3), kappa=0)
+    assert untrusted.state == UNTRUSTED and untrusted.exits_untrusted and "misfit can explain" in untrusted.reason
+    no_reach = verdict_trust(VIOLATION, 0.5, check(0.0, reason="no check row reaches"), kappa=0)
+    assert no_reach.state == UNTRUSTED and "no check row reaches" in no_reach.reason
+
+
+@pytest.mark.parametrize("status", [PASS, WEAK_PASS, INCONCLUSIVE])
+def test_a_pass_stays_trusted_and_its_detectability_says_what_misfit_does(status):
+    assert verdict_trust(status, 1.0, check(misfit_lower=0.1), kappa=0.2).detectability == MEASURED
+    marked = verdict_trust(status, 1.0, check(misfit_lower=0.5), kappa=0.2)
+    assert marked.state == TRUSTED and marked.detectability == MEASURED_UNDER_MISFIT
+
+
+def test_controls_void_what_they_guard():
+    checks = {"pos": control(POSITIVE, False, 2.3, 2.0), "neg": control(NEGATIVE, True, 0.0, 0.0)}
+    night = night_trust(checks, KINDS, date="2026-11-24")
+    assert verdict_trust(VIOLATION, 0.5, check(1.2), kappa=0, night=night).state == UNTRUSTED
+    assert verdict_trust(PASS, 0.5, check(), kappa=0, night=night).state == TRUSTED  # above truth: PASSes stand
+    below = night_trust({"pos": control(POSITIVE, False, 0.4, 2.0)}, KINDS, date="d")
+    passed = verdict_trust(PASS, 0.5, check(), kappa=0, night=below)
+    assert passed.state == TRUSTED and passed.detectability == VOID
+    assert verdict_trust(VIOLATION, 0.5, check(1.2), kappa=0, night=below).state == TRUSTED
+    void = night_trust({"neg": control(NEGATIVE, False, 0.2, 0.0)}, KINDS, date="d")
+    assert verdict_trust(PASS, 0.5, check(), kappa=0, night=void).state == UNTRUSTED
+    crashed = night_trust({"neg": "RuntimeError: boom", "pos": "OSError: disk"}, KINDS, date="d")
+    assert crashed.void_reason and crashed.violations_void_reason and crashed.detectability_void_reason
+
+
+def test_an_unchecked_reference_is_never_trusted_unless_accepted_and_then_says_so():
+    none = unchecked("no check rows", confidence=0.95)
+    for status in (PASS, VIOLATION):
+        trust = verdict_trust(status, 0.5, none, kappa=0)
+        assert trust.state == UNCHECKED and trust.exits_untrusted
+        accepted = verdict_trust(status, 0.5, none, kappa=0, night=NightTrust(accept_unchecked=True))
+        assert accepted.state == ACCEPTED_UNCHECKED and not accepted.trusted and not accepted.exits_untrusted
+        assert accepted.accepted_unchecked and "accepted" in accepted.reason
+    assert verdict_trust(PASS, 0.5, None, kappa=0).state == UNCHECKED
