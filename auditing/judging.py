@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from auditing.capacity_check import CapacityCheck
 from auditing.controls import LABEL_BLIND, REFERENCE_MISFIT_REASON
 from auditing.errors import LabelDPInputError
 from auditing.exposure_floor import DEFAULT_POWER
@@ -27,7 +28,18 @@ from auditing.robustness import (
     exposed_floor_figures,
     is_weak_pass,
 )
-from auditing.verdict import NO_VERDICT, PASS, VIOLATION, WEAK_PASS, Robustness, Verdict
+from auditing.trust import NightTrust, verdict_trust
+from auditing.verdict import (
+    NO_VERDICT,
+    PASS,
+    TRUSTED,
+    UNTRUSTED,
+    VIOLATION,
+    WEAK_PASS,
+    Robustness,
+    Trust,
+    Verdict,
+)
 
 _COMPUTE = object()  # judge: compute the game-aware floor (no stored value given)
 POSTERIOR_CURVE_POINTS = 80
@@ -119,7 +131,7 @@ def posterior_curve(assessment: Mapping) -> dict:
 
 
 def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: Mapping | None = None,
-          untrusted_reason: str | None = None, shift_diagnostic: Mapping | None = None,
+          night: NightTrust | None = None, shift_diagnostic: Mapping | None = None,
           reference_check: Mapping | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
 
@@ -128,8 +140,9 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
             breaking kappa is None).
         claimed_epsilon: the claim (>= 0; inf for a non-private model).
         kind: "target" or "control"; control: the control's judged check (`ControlCheck.to_dict()`).
-        untrusted_reason: why the night's verdicts cannot be relied on (a control failed, the reference does not
-            fit the day), or None.
+        night: what the night's controls say about its verdicts (`auditing.trust.NightTrust`; None: no controls,
+            nothing accepted). The verdict's trust follows from it and the result's capacity check
+            (`auditing.trust.verdict_trust`); a control's own row is untrusted only when the night is void.
         shift_diagnostic: the day-over-day data diagnostic (pipelines.shift_diagnostics), carried as given.
         reference_check: the night's reference check (see `auditing.warehouse.rows.check_reference_check`).
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
@@ -151,13 +164,20 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         status = guardrail_status(float(data["epsilon_lower_bound"]), claimed, float(data["max_certifiable_epsilon"]))
     assessment = risk_assessment(data, claimed)
     robustness = robustness_figures(data, claimed, status, exposed_rows_floor)
+    if kind == "control":  # a control is judged by its own rule (auditing.controls); only a void night voids it
+        void = (night or NightTrust()).void_reason
+        trust = Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None)
+    else:
+        trust = verdict_trust(status, claimed, CapacityCheck.from_dict(data.get("capacity_check")),
+                              kappa=float(data.get("kappa") or 0.0), night=night)
     return Verdict(
         result=data, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
         risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
-        kind=kind, control=None if control is None else dict(control), untrusted_reason=untrusted_reason,
+        kind=kind, control=None if control is None else dict(control),
+        untrusted_reason=None if trust.trusted else trust.reason,
         reference_check=None if reference_check is None else dict(reference_check),
-        shift_diagnostic=None if not shift_diagnostic else dict(shift_diagnostic),
+        shift_diagnostic=None if not shift_diagnostic else dict(shift_diagnostic), trust=trust,
     )
 
 

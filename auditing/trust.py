@@ -20,20 +20,20 @@ from dataclasses import asdict, dataclass
 
 from auditing.capacity_check import CapacityCheck
 from auditing.controls import NEGATIVE, POSITIVE
-from auditing.verdict import VIOLATION
-
-TRUSTED = "trusted"
-UNTRUSTED = "untrusted"
-UNCHECKED = "reference unchecked"
-ACCEPTED_UNCHECKED = "reference unchecked, accepted"
-TRUST_STATES = (TRUSTED, UNTRUSTED, UNCHECKED, ACCEPTED_UNCHECKED)
-# The states that make a run exit 4 (README: statuses and exit codes).
-EXITS_UNTRUSTED = (UNTRUSTED, UNCHECKED)
-
-MEASURED = "measured"
-MEASURED_UNDER_MISFIT = "measured under a reference that misfits"
-VOID = "void"
-DETECTABILITY = (MEASURED, MEASURED_UNDER_MISFIT, VOID)
+from auditing.verdict import (
+    ACCEPTED_UNCHECKED,
+    DETECTABILITY,
+    EXITS_UNTRUSTED,
+    MEASURED,
+    MEASURED_UNDER_MISFIT,
+    TRUST_STATES,
+    TRUSTED,
+    UNCHECKED,
+    UNTRUSTED,
+    VIOLATION,
+    VOID,
+    Trust,
+)
 
 
 @dataclass(frozen=True)
@@ -79,35 +79,6 @@ def night_trust(checks: Mapping[str, Mapping | str], kinds: Mapping[str, str], *
         elif check["control"] == POSITIVE:
             detectability = detectability or reason
     return NightTrust(void, violations, detectability, accept_unchecked)
-
-
-@dataclass(frozen=True)
-class Trust:
-    """How far one verdict can be relied on (module docstring). ``reason``: why, in one sentence.
-    epsilon_check / misfit_kappa_upper / check_misfit_kappa / check_rows: the capacity check's figures
-    (auditing.capacity_check), None when it did not run."""
-
-    state: str
-    reason: str | None
-    detectability: str
-    detectability_reason: str | None
-    epsilon_check: float | None
-    misfit_kappa_upper: float | None
-    check_misfit_kappa: float | None
-    check_rows: int
-    accepted_unchecked: bool
-
-    @property
-    def trusted(self) -> bool:
-        return self.state == TRUSTED
-
-    @property
-    def exits_untrusted(self) -> bool:
-        """True when this verdict makes the run exit 4."""
-        return self.state in EXITS_UNTRUSTED
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def reference_unchecked(check: CapacityCheck | None) -> bool:

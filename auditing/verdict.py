@@ -47,6 +47,49 @@ class Robustness:
         return asdict(self)
 
 
+# How far a verdict can be relied on (auditing.trust decides it; README: statuses and exit codes).
+TRUSTED = "trusted"
+UNTRUSTED = "untrusted"
+UNCHECKED = "reference unchecked"
+ACCEPTED_UNCHECKED = "reference unchecked, accepted"
+TRUST_STATES = (TRUSTED, UNTRUSTED, UNCHECKED, ACCEPTED_UNCHECKED)
+EXITS_UNTRUSTED = (UNTRUSTED, UNCHECKED)  # the trust states that make a run exit 4
+# What a PASS's detectability figures (the floors) are worth.
+MEASURED = "measured"
+MEASURED_UNDER_MISFIT = "measured under a reference that misfits"
+VOID = "void"
+DETECTABILITY = (MEASURED, MEASURED_UNDER_MISFIT, VOID)
+
+
+@dataclass(frozen=True)
+class Trust:
+    """How far one verdict can be relied on (auditing.trust). ``reason``: why, in one sentence.
+    epsilon_check / misfit_kappa_upper / check_misfit_kappa / check_rows: the capacity check's figures
+    (auditing.capacity_check), None (0 rows) when it did not run."""
+
+    state: str
+    reason: str | None
+    detectability: str = MEASURED
+    detectability_reason: str | None = None
+    epsilon_check: float | None = None
+    misfit_kappa_upper: float | None = None
+    check_misfit_kappa: float | None = None
+    check_rows: int = 0
+    accepted_unchecked: bool = False
+
+    @property
+    def trusted(self) -> bool:
+        return self.state == TRUSTED
+
+    @property
+    def exits_untrusted(self) -> bool:
+        """True when this verdict makes the run exit 4."""
+        return self.state in EXITS_UNTRUSTED
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """One model, one day, one claim.
@@ -56,8 +99,8 @@ class Verdict:
     claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
     posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
     control: the control's judged check (`ControlCheck.to_dict()` plus the night's name), None for a target;
-    untrusted_reason: set on every verdict of a night whose control failed or whose reference does not fit the
-    day; reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
+    trust: how far it can be relied on (`Trust`); untrusted_reason: its reason whenever it is not trusted;
+    reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
     """
 
     result: Mapping[str, Any]
@@ -72,6 +115,7 @@ class Verdict:
     untrusted_reason: str | None = None
     reference_check: Mapping[str, Any] | None = None
     shift_diagnostic: Mapping[str, Any] | None = None
+    trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))
 
     @property
     def epsilon_lower_bound(self) -> float:
@@ -96,6 +140,14 @@ class Verdict:
         diagnostic = self.shift_diagnostic or {}
         figures["reference_log_loss_shift"] = diagnostic.get("reference_log_loss_shift")
         figures["feature_shift_max_psi"] = diagnostic.get("feature_shift_max_psi")
+        trust = self.trust.to_dict()
+        figures.update(trust=trust.pop("state"), trust_reason=trust.pop("reason"), **trust)
+        groups = self.result.get("row_groups") or {}
+        figures.update(group_rule=groups.get("rule"), rows_excluded_groups=groups.get("rows_excluded"),
+                       group_pairs=groups.get("agreement_pairs"),
+                       group_label_agreement=groups.get("agreement_observed"),
+                       group_label_agreement_expected=groups.get("agreement_expected"),
+                       inconclusive_reason=self.result.get("inconclusive_reason"))
         return figures
 
     def to_dict(self) -> dict:

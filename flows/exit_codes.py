@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from auditing import hints
+from auditing.verdict import ACCEPTED_UNCHECKED, EXITS_UNTRUSTED, TRUSTED
 
 OK = 0
 VIOLATION = 1
@@ -26,12 +27,14 @@ TERMINATED = 143  # 128 + SIGTERM
 # What each code means, in the words of --help, README and infra/README.md.
 MEANINGS = {
     OK: "every audit was written to the warehouse and no verdict is VIOLATION",
-    VIOLATION: "a verdict is VIOLATION (guardrail always; nightly and backfill only with --fail-on-violation)",
+    VIOLATION: "a trusted VIOLATION, even beside an untrusted verdict (guardrail always; nightly and backfill only "
+               "with --fail-on-violation)",
     BAD_INPUT: "bad input (plan, partition, model, warehouse, arguments); nothing was written",
     NOT_IN_WAREHOUSE: "results computed but not in the warehouse: spooled to disk, written by the next run or "
                       f"by {hints.DRAIN_ONLY.line()}",
-    UNTRUSTED: "the audit is untrusted or incomplete (a nightly control failed, the label-blind one included: "
-               "the reference misfits the day; or a target's audit failed)",
+    UNTRUSTED: "a verdict is not trusted (a VIOLATION the capacity check does not vouch for: the reference's "
+               "misfit can explain it; a night the negative control voided; a reference no check row could check, "
+               "unless accepted with --accept-unchecked-reference) or a target's audit failed",
     INTERRUPTED: "interrupted (Ctrl-C); nothing partial is left behind",
     TERMINATED: "terminated (SIGTERM: a scheduler, Kubernetes, systemd or a Prefect worker stopping the run); "
                 "nothing partial is left behind; the flow run ends Crashed, or Cancelled when cancelled through "
@@ -40,7 +43,8 @@ MEANINGS = {
 # Short names: Prefect event names (labeldp.run.<name>) and log lines.
 NAMES = {OK: "ok", VIOLATION: "violation", BAD_INPUT: "bad_input", NOT_IN_WAREHOUSE: "not_in_warehouse",
          UNTRUSTED: "untrusted", INTERRUPTED: "interrupted", TERMINATED: "terminated"}
-PRECEDENCE = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, VIOLATION)
+# A trusted VIOLATION outranks an untrusted verdict beside it: the release gate must fail on the violation.
+PRECEDENCE = (BAD_INPUT, NOT_IN_WAREHOUSE, VIOLATION, UNTRUSTED)
 # The codes that end a flow run Failed (VIOLATION too when the run was asked to fail on it).
 FAILING = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED)
 
@@ -55,17 +59,22 @@ def help_text() -> str:
     """The "Verdict status" and "Exit status" blocks of the three commands' --help: one table of both."""
     import textwrap
 
-    from auditing.report.text import STATUS_MEANINGS
+    from auditing.report.text import STATUS_MEANINGS, TRUST_MEANINGS
 
     lines = textwrap.wrap("Verdict status (the table's status column, the warehouse, --json, the report's badge and "
                           "`labeldp-audit results --status`), with the exit code it gives:", 100)
     for status, meaning in STATUS_MEANINGS.items():
         code = status_exit_code(status)
-        when = ": guardrail always, nightly and backfill with --fail-on-violation" if code == VIOLATION else ""
+        when = (": guardrail always, nightly and backfill with --fail-on-violation, when trusted; 4 when not"
+                if code == VIOLATION else "")
         lines += textwrap.wrap(f"{meaning} (exit {code}{when})", 100,
                                initial_indent=f"  {status:<13}", subsequent_indent=" " * 15)
+    lines += ["", *textwrap.wrap("Trust (the table's trust column, the warehouse, --json, the report's banner), decided "
+                                 "per verdict:", 100)]
+    for state, meaning in TRUST_MEANINGS.items():
+        lines += textwrap.wrap(meaning, 100, initial_indent=f"  {state:<31}", subsequent_indent=" " * 33)
     lines += ["", *textwrap.wrap("Exit status (the same for nightly, guardrail and backfill; when several apply the "
-                                 "first of 2, 3, 4, 1 wins and the summary names each):", 100)]
+                                 "first of 2, 3, 1, 4 wins and the summary names each):", 100)]
     for code in (OK, VIOLATION, BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, INTERRUPTED, TERMINATED):
         lines += textwrap.wrap(MEANINGS[code], 100, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
     return "\n".join(lines)
@@ -96,13 +105,24 @@ class Outcome:
 
     @property
     def violations(self) -> list[dict]:
-        """The target rows whose verdict is VIOLATION (a control's status is judged as a control)."""
-        return [r for r in self.rows if r.get("kind", "target") == "target" and r.get("status") == "VIOLATION"]
+        """The target rows whose verdict is a VIOLATION that can be acted on: trusted, or on a reference the run
+        accepted unchecked (a control's status is judged as a control; rows before per-verdict trust count)."""
+        return [r for r in self._targets() if r.get("status") == "VIOLATION"
+                and r.get("trust", TRUSTED) in (TRUSTED, ACCEPTED_UNCHECKED)]
+
+    @property
+    def untrusted_violations(self) -> list[dict]:
+        """The target rows whose VIOLATION is not trusted (they make the run exit 4, not 1)."""
+        return [r for r in self._targets() if r.get("status") == "VIOLATION" and r.get("trust") in EXITS_UNTRUSTED]
+
+    def _targets(self) -> list[dict]:
+        return [r for r in self.rows if r.get("kind", "target") == "target"]
 
     def codes(self) -> list[int]:
         """Every non-zero code that applies, first the one that wins (``PRECEDENCE``)."""
         applies = {BAD_INPUT: bool(self.bad_input), NOT_IN_WAREHOUSE: bool(self.spooled),
-                   UNTRUSTED: bool(self.untrusted or self.failures),
+                   UNTRUSTED: bool(self.untrusted or self.failures
+                                   or any(r.get("trust") in EXITS_UNTRUSTED for r in self._targets())),
                    VIOLATION: bool(self.violations) and self.fail_on_violation}
         return [code for code in PRECEDENCE if applies[code]]
 

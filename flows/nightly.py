@@ -20,18 +20,18 @@ import datetime as dt
 import math
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from auditing.controls import LABEL_BLIND, POSITIVE
+from auditing.controls import POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from auditing.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
-from auditing.verdict import WEAK_PASS
+from auditing.trust import NightTrust
+from auditing.verdict import EXITS_UNTRUSTED, WEAK_PASS
 from flows import exit_codes, steps, terminal
 from flows.exit_codes import Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
@@ -42,9 +42,9 @@ from pipelines.layout import check_name, parse_date, resolve_data_root
 
 class AuditFailed(OutcomeFailed):
     """The run's outcome fails it (exit 2, 3 or 4): bad input met inside the flow, results spooled instead of
-    written, a target that could not be audited (alerted as AUDIT_FAILED), or a nightly control that failed
-    (alerted as CONTROL_FAILED: the night's verdicts are marked untrusted); the other results were published
-    and are on ``outcome``."""
+    written, a target that could not be audited (alerted as AUDIT_FAILED), or a verdict that is not trusted (a
+    VIOLATION the capacity check does not vouch for, a night a control voided, a reference nothing checked); the
+    other results were published and are on ``outcome``."""
 
 
 class GuardrailViolation(OutcomeFailed):
@@ -125,18 +125,19 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
 
 @task(name="score-and-audit", cache_policy=NO_CACHE)
 def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, plan: AuditPlan,
-                    partition_fp: str, reference: tuple[str, dt.date], expected_curve: bool = False) -> dict:
+                    partition_fp: str, reference: tuple[str, dt.date], rows: steps.NightRows,
+                    expected_curve: bool = False) -> dict:
     return steps.score_target(root, date, spec, plan, partition_fp, progress=_log, expected_curve=expected_curve,
-                              reference=reference)
+                              reference=reference, rows=rows, capacity_check=not isinstance(spec, ControlSpec))
 
 
 @task(name="publish", **io_task)
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
-            control: dict | None = None, untrusted: str | None = None, reference_check: dict | None = None) -> dict:
+            control: dict | None = None, night=None, reference_check: dict | None = None) -> dict:
     return steps.publish(root, date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
-                         untrusted=untrusted, reference_check=reference_check)
+                         night=night, reference_check=reference_check)
 
 
 @task(name="drain-spool", cache_policy=NO_CACHE)
@@ -184,8 +185,8 @@ def _publish_summary(rows: list[dict], title: str) -> None:
 
     table = [{k: r.get(k) for k in ("model_id", "kind", "run_kind", "partition_date", "status", "claimed_epsilon",
                                     "epsilon_lower_bound", "confidence", "strategy", "method",
-                                    "max_certifiable_epsilon", "control_passed", "untrusted_reason", "risk_headline",
-                                    "report")}
+                                    "max_certifiable_epsilon", "control_passed", "trust", "untrusted_reason",
+                                    "risk_headline", "report")}
              for r in rows]
     for r in table:
         r["claimed_epsilon"] = "inf" if math.isinf(r["claimed_epsilon"]) else r["claimed_epsilon"]
@@ -198,7 +199,8 @@ def _publish_summary(rows: list[dict], title: str) -> None:
 
 
 def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
-              fail_on_violation: bool = False, run_kind: str = NIGHTLY) -> Outcome:
+              fail_on_violation: bool = False, run_kind: str = NIGHTLY,
+              accept_unchecked_reference: bool | None = None) -> Outcome:
     """One day, every target: validate, reference, train or load, recalibrate the reference on the held-out rows,
     controls, score, audit, publish (rows of ``run_kind``: nightly or backfill), alert. Returns the day's
     `Outcome` (a missing partition raises)."""
@@ -225,21 +227,20 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         except Exception as exc:  # one target's failure must not hide the others' results
             _target_failed(root, date, spec, exc, outcome, webhook_url)
     _check_stop()
-    reference, check = prepare_reference(root, date, plan, list(ready.values()))
-    control_rows, untrusted, check = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
-                                                  check, list(ready.values()), run_kind=run_kind)
+    reference, check, rows = prepare_reference(root, date, plan, list(ready.values()))
+    accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
+    control_rows, night = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference, check,
+                                       list(ready.values()), rows, run_kind=run_kind, accept_unchecked=accept)
     outcome.rows += control_rows
-    if untrusted:
-        outcome.untrusted.append(untrusted)
     scored = [spec for spec in plan.targets if spec.name in ready]
     clock = StepClock(len(scored))
     for spec in scored:
         _check_stop()
         _log(f"{spec.name}: scoring and auditing ({clock.step()})")
         try:
-            record = score_and_audit(root, date, spec, plan, fingerprint, reference)
+            record = score_and_audit(root, date, spec, plan, fingerprint, reference, rows)
             _check_stop()
-            row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, untrusted=untrusted,
+            row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, night=night,
                           reference_check=check, claimed_epsilon=steps.claimed_epsilon_of(spec, ready[spec.name]))
         except Exception as exc:
             _target_failed(root, date, spec, exc, outcome, webhook_url)
@@ -247,6 +248,8 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         if row["status"] in (VIOLATION, WEAK_PASS):
             _emit(row["status"], row)
         outcome.rows.append(row)
+    outcome.untrusted += sorted({r["untrusted_reason"] for r in outcome.rows
+                                 if r.get("kind") == "target" and r.get("trust") in EXITS_UNTRUSTED})
     if outcome.rows:
         _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
     outcome.rows += skipped
@@ -291,61 +294,50 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
                  webhook_url: str | None, reference: tuple[str, dt.date], check: dict, audited: list[dict],
-                 specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
-                 ) -> tuple[list[dict], str | None, dict]:
+                 rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
+                 accept_unchecked: bool = False) -> tuple[list[dict], object]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
-    (auditing.controls), then publish each with the night's trust. A control that fails or cannot run alerts
-    CONTROL_FAILED; the returned reason then marks every row of the night untrusted (the controls' own rows
-    included) and the flow ends AuditFailed after publishing the rest. The label-blind control's outcome goes
-    into the returned reference check; it is skipped (not failed) when the night has no usable held-out rows.
-    specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows."""
-    from pipelines.recalibration import ReferenceCheckSkipped
-
+    (auditing.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
+    what it guards (`auditing.trust.night_trust`): the negative control every verdict of the night, the positive
+    control the VIOLATIONs (above its eps_c) or the PASSes' detectability (below its floor). Returns the control
+    rows and the night's `NightTrust`, which every verdict of the night is judged with.
+    specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows;
+    accept_unchecked: the plan or command accepts a reference no check row can check."""
     specs = plan.control_specs() if specs is None else specs
     records, checks = {}, {}
     for spec in specs:
         _check_stop()
-        if spec.control == LABEL_BLIND and not check["checked"]:
-            _log(f"{spec.name}: skipped ({check['note']})")
-            continue
         try:
             ensure_control(root, date, spec, plan, partition_fp, reference, audited)
-            records[spec.name] = score_and_audit(root, date, spec, plan, partition_fp, reference,
+            records[spec.name] = score_and_audit(root, date, spec, plan, partition_fp, reference, rows,
                                                  expected_curve=spec.control == POSITIVE)
             checks[spec.name] = steps.judge_control(spec, records[spec.name])
-        except ReferenceCheckSkipped as exc:
-            check = steps.skip_reference_check(check, exc.reason)
-            _log(f"{spec.name}: skipped ({check['note']})")
-            continue
-        except Exception as exc:  # a control that cannot run proves nothing either way: the night is untrusted
+        except Exception as exc:  # a control that cannot run proves nothing: what it guards is void tonight
             _unless_stopped(exc)
             checks[spec.name] = f"{type(exc).__name__}: {exc}"
         result = checks[spec.name]
         _log(f"{spec.name}: " + (result["message"] if isinstance(result, dict) else f"could not run: {result}"))
-        if spec.control == LABEL_BLIND and isinstance(result, dict):
-            check = {**check, "label_blind": steps.label_blind_figures(result)}
-    untrusted = steps.untrusted_reason(date, checks)
-    rows = []
+    night = steps.night_trust(date, checks, specs, accept_unchecked)
+    control_rows = []
     _check_stop()
     for spec in specs:
-        if spec.name not in checks:
-            continue
         result = checks[spec.name]
         if spec.name in records:
-            rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url, run_kind,
-                                control=result, untrusted=untrusted, reference_check=check))
+            control_rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url, run_kind,
+                                        control=result, night=night, reference_check=check))
         if not isinstance(result, dict) or not result["passed"]:
             message = result["message"] if isinstance(result, dict) else f"could not run: {result}"
             steps.send_failure_alert(root, "CONTROL_FAILED", spec.name, date, message, webhook_url, _run_id(),
                                      control=spec.control, reference_check=check)
             _emit("CONTROL_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": message})
-    return rows, untrusted, check
+    return control_rows, night
 
 
 @flow(name="nightly-audit")
 def nightly_audit(date: str | None = None, data_root: str | None = None, warehouse: str | None = None,
                   plan_file: str | None = None, models: list[str] | None = None,
-                  webhook_url: str | None = None, fail_on_violation: bool = False) -> list[dict]:
+                  webhook_url: str | None = None, fail_on_violation: bool = False,
+                  accept_unchecked_reference: bool | None = None) -> list[dict]:
     """Audits every configured target on one day's partition. `date` defaults to the day before the
     scheduled start. Writes warehouse rows and reports; alerts on VIOLATION, DATA_MISSING and AUDIT_FAILED.
     Returns the rows; ends Failed (`AuditFailed`, the rows on it) when results were spooled, a target failed
@@ -356,7 +348,8 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
     plan = plan_for(plan_file, models)
     _log(f"nightly audit of {day.isoformat()}: {len(plan.targets)} target(s), data root {root}")
     drain_spool(root, warehouse)
-    outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation)
+    outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation,
+                        accept_unchecked_reference=accept_unchecked_reference)
     finish(outcome, root, warehouse, "nightly")
     return outcome.rows
 
@@ -364,7 +357,8 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
 @flow(name="release-guardrail")
 def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: str | None = None,
                       warehouse: str | None = None, plan_file: str | None = None,
-                      webhook_url: str | None = None, fail_on_violation: bool = True) -> dict:
+                      webhook_url: str | None = None, fail_on_violation: bool = True,
+                      accept_unchecked_reference: bool | None = None) -> dict:
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
     VIOLATION (unless ``fail_on_violation`` is false: a release gate fails by default), on an untrusted verdict
     and on a spooled row; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
@@ -385,36 +379,35 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
     ensure_reference(root, day, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference
-    # recalibrated on the day, and the label-blind control checks that reference. Both are the guardrail's own
-    # models (held out from the candidate's rows): the nightly's stay as the night left them.
-    calibrated, label_blind = plan.guardrail_names(name)
-    reference, check = prepare_reference(root, day, plan, [metadata], calibrated)
-    blind = tuple(replace(s, name=label_blind) for s in plan.control_specs() if s.control == LABEL_BLIND)
-    control_rows, untrusted, check = run_controls(root, day, plan, partition["fingerprint"], warehouse, webhook_url,
-                                                  reference, check, [metadata], specs=blind, run_kind=GUARDRAIL)
-    record = score_and_audit(root, day, spec, plan, partition["fingerprint"], reference)
+    # recalibrated on the day (the guardrail's own, held out from the candidate's rows: the nightly's models stay
+    # as the night left them), and its VIOLATION is trusted only when the capacity check vouches for it.
+    reference, check, rows = prepare_reference(root, day, plan, [metadata], plan.guardrail_reference_name(name))
+    accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
+    night = NightTrust(accept_unchecked=accept)
+    record = score_and_audit(root, day, spec, plan, partition["fingerprint"], reference, rows)
     _check_stop()
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
-                  untrusted=untrusted, reference_check=check)
-    _publish_summary([*control_rows, row], f"release guardrail for {name}@{day.isoformat()}")
-    if row["status"] in (VIOLATION, WEAK_PASS) and not untrusted:
+                  night=night, reference_check=check)
+    _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
+    if row["status"] in (VIOLATION, WEAK_PASS) and row["trust"] not in EXITS_UNTRUSTED:
         _emit(row["status"], row)
-    outcome = Outcome(rows=[*control_rows, row], untrusted=[untrusted] if untrusted else [],
-                      fail_on_violation=fail_on_violation)
+    untrusted = [row["untrusted_reason"]] if row["trust"] in EXITS_UNTRUSTED else []
+    outcome = Outcome(rows=[row], untrusted=untrusted, fail_on_violation=fail_on_violation)
     finish(outcome, root, warehouse, "guardrail")
     return row
 
 
 @task(name="backfill-day", cache_policy=NO_CACHE)
 def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
-                 force: bool, fail_on_violation: bool = False) -> dict:
+                 force: bool, fail_on_violation: bool = False, accept_unchecked_reference: bool | None = None) -> dict:
     """One day of a backfill: {"date", "outcome" (a line for people), and the day's `Outcome` as a dict}."""
     _check_stop()
     if not force and steps.day_is_complete(root, day, plan, warehouse):
         return {"date": day.isoformat(), "outcome": "skipped (already in the warehouse)",
                 **Outcome(fail_on_violation=fail_on_violation).to_dict()}
     try:
-        outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL)
+        outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL,
+                            accept_unchecked_reference=accept_unchecked_reference)
     except Exception as exc:
         _unless_stopped(exc)
         failed = Outcome(fail_on_violation=fail_on_violation)
@@ -428,7 +421,8 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
 @flow(name="backfill")
 def backfill(start: str, end: str, data_root: str | None = None, warehouse: str | None = None,
              plan_file: str | None = None, webhook_url: str | None = None, force: bool = False,
-             concurrency: int = 1, fail_on_violation: bool = False) -> list[dict]:
+             concurrency: int = 1, fail_on_violation: bool = False,
+             accept_unchecked_reference: bool | None = None) -> list[dict]:
     """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: days
     already in the warehouse for every target (same audit configuration) are skipped, so a re-run (or a
     `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
@@ -448,7 +442,9 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
     with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
         futures = [runner.submit(backfill_day, {"root": root, "day": d, "plan": plan, "warehouse": warehouse,
                                                 "webhook_url": webhook_url, "force": force,
-                                                "fail_on_violation": fail_on_violation}) for d in days]
+                                                "fail_on_violation": fail_on_violation,
+                                                "accept_unchecked_reference": accept_unchecked_reference})
+                   for d in days]
         summary = [f.result() for f in futures]
     for s in summary:
         _log(f"{s['date']}: {s['outcome']}")

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from auditing.audit import AuditConfig
-from auditing.controls import LABEL_BLIND, NEGATIVE, POSITIVE, check_control_epsilon
+from auditing.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
 from auditing.names import MAX_NAME_LENGTH
 from auditing.params import legacy_tau_warning
@@ -112,8 +112,9 @@ def target_from_dict(data: object) -> TargetSpec | RegisteredTarget:
 @dataclass(frozen=True)
 class ControlsPlan:
     """The nightly controls (auditing.controls): a positive control (randomized response at a known
-    ``positive_epsilon``), a negative control (a copy of the reference) and a label-blind control (trained only
-    on the day's held-out rows that did not recalibrate the reference), scored like every target."""
+    ``positive_epsilon``) and a negative control (a copy of the reference), scored like every target.
+    ``label_blind_name`` is read and ignored: the label-blind control was retired, the capacity check on every
+    target replaced it (docs/soundness.md section 8.6)."""
 
     enabled: bool = True
     positive_epsilon: float = 2.0
@@ -134,7 +135,7 @@ class ControlsPlan:
             raise LabelDPInputError(f"plan: the controls need different names; got {names}")
 
     def names(self) -> tuple[str, ...]:
-        return (self.positive_name, self.negative_name, self.label_blind_name)
+        return (self.positive_name, self.negative_name)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class ControlSpec:
     negative one)."""
 
     name: str
-    control: str  # positive | negative | label-blind
+    control: str  # positive | negative
     claimed_epsilon: float
 
 
@@ -164,6 +165,9 @@ class AuditPlan:
     catboost_iterations: int | None = None
     controls: ControlsPlan = field(default_factory=ControlsPlan)
     dataset: DatasetSpec = field(default_factory=criteo)
+    # Verdicts on a reference no check row can check exit by their status instead of 4 (recorded on every row,
+    # never shown as trusted); the command line's --accept-unchecked-reference says the same for one run.
+    accept_unchecked_reference: bool = False
 
     def __post_init__(self):
         if not self.targets:
@@ -184,6 +188,9 @@ class AuditPlan:
             raise LabelDPInputError(f"plan: dataset must be a dataset spec; got {self.dataset!r}")
         if int(self.seed) != self.seed or self.seed < 0:
             raise LabelDPInputError(f"plan: seed must be a whole number >= 0; got {self.seed!r}")
+        if not isinstance(self.accept_unchecked_reference, bool):
+            raise LabelDPInputError(f"plan: accept_unchecked_reference must be true or false; got "
+                                    f"{self.accept_unchecked_reference!r}")
         check_name(self.calibrated_reference_name, "reference_name + '-calibrated'")
         taken = {*names, self.reference_name, self.calibrated_reference_name}
         if self.calibrated_reference_name in names:
@@ -199,21 +206,20 @@ class AuditPlan:
         """The registry name of the reference recalibrated on the day (audit.reference_calibration 'boost')."""
         return f"{self.reference_name}-calibrated"
 
-    def guardrail_names(self, candidate: str) -> tuple[str, str]:
-        """The registry names of a guardrail's recalibrated reference and label-blind control for ``candidate``:
-        its own (their held-out rows are the candidate's, not the night's targets'), so a guardrail never
-        rewrites the nightly's models, nor those of another candidate."""
+    def guardrail_reference_name(self, candidate: str) -> str:
+        """The registry name of a guardrail's recalibrated reference for ``candidate``: its own (its held-out rows
+        are the candidate's, not the night's targets'), so a guardrail never rewrites the nightly's models, nor
+        those of another candidate."""
         tag = "-guardrail-" + hashlib.sha256(candidate.encode()).hexdigest()[:10]
-        return tuple(check_name(base[:MAX_NAME_LENGTH - len(tag)] + tag, "guardrail control name")
-                     for base in (self.calibrated_reference_name, self.controls.label_blind_name))
+        base = self.calibrated_reference_name
+        return check_name(base[:MAX_NAME_LENGTH - len(tag)] + tag, "guardrail reference name")
 
     def control_specs(self) -> tuple[ControlSpec, ...]:
         """The night's controls (none when ``controls.enabled`` is false)."""
         if not self.controls.enabled:
             return ()
         return (ControlSpec(self.controls.positive_name, POSITIVE, self.controls.positive_epsilon),
-                ControlSpec(self.controls.negative_name, NEGATIVE, 0.0),
-                ControlSpec(self.controls.label_blind_name, LABEL_BLIND, 0.0))
+                ControlSpec(self.controls.negative_name, NEGATIVE, 0.0))
 
     def target(self, name: str) -> TargetSpec:
         for spec in self.targets:

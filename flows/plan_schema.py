@@ -141,6 +141,9 @@ _TEXT: dict[str, dict[str, str]] = {
         "catboost_iterations": "CatBoost iterations of the models trained here (null: the training default)",
         "dataset": "path of the dataset spec JSON file (infra/datasets/dataset.schema.json), relative to the plan "
                    "file's directory; default the built-in Criteo spec (infra/datasets/criteo.json)",
+        "accept_unchecked_reference": "true: verdicts on a reference no check row can check (every row of the day "
+                                      "trained a model) exit by their status instead of 4; recorded on each row, "
+                                      "never shown as trusted",
     },
     "TargetSpec": {
         "name": f"registry name of the model: {NAME_TEXT}",
@@ -172,7 +175,8 @@ _TEXT: dict[str, dict[str, str]] = {
         "positive_epsilon": "the positive control's known epsilon (randomized response)",
         "positive_name": f"registry name of the positive control: {NAME_TEXT}",
         "negative_name": f"registry name of the negative control: {NAME_TEXT}",
-        "label_blind_name": f"registry name of the label-blind control: {NAME_TEXT}",
+        "label_blind_name": "retired: read and ignored (the capacity check on every target replaced the "
+                            "label-blind control)",
     },
     "DatasetSpec": {
         "name": f"the dataset's registry name: {NAME_TEXT}",

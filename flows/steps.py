@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from auditing import hints
-from auditing.controls import LABEL_BLIND, POSITIVE
+from auditing.controls import POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.guardrail import VIOLATION
 from auditing.verdict import WEAK_PASS
@@ -212,24 +213,31 @@ def _reusable_scoring(output_dir: Path, expected: dict) -> dict | None:
         "reference": lineage.get("reference", {}).get("fingerprint"),
         "partition": lineage.get("partition", {}).get("fingerprint"),
         "code": lineage.get("code_version", {}).get("git_commit"),
+        "rows": lineage.get("rows"),
     }
     return record if seen == expected else None
 
 
 def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
                  progress: Progress = no_progress, model_name: str | None = None, expected_curve: bool = False,
-                 reference: tuple[str, dt.date] | None = None) -> dict:
+                 reference: tuple[str, dt.date] | None = None, rows: NightRows | None = None,
+                 capacity_check: bool = True) -> dict:
     """Runs the Beam scoring job (or reuses its persisted result) and returns its result.json record.
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
-    reference: the (name, date) of the night's reference (`prepare_reference`); default the plan's D-1 one."""
+    reference: the (name, date) of the night's reference (`prepare_reference`); default the plan's D-1 one.
+    rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the
+    check rows (a control does not need it)."""
     from auditing.audit import AuditResult
     from pipelines import beam_request, beam_scoring, registry
 
     name = model_name or spec.name
     ref_name, ref_date = reference or (plan.reference_name, date - dt.timedelta(days=1))
+    rows = rows or NightRows()
+    check_rows = rows.check_rows if capacity_check else None
     request = beam_request.ScoringRequest(
         data_root=str(root), date=date, model=name, config=plan.audit, reference=ref_name, reference_date=ref_date,
-        batch_size=plan.batch_size, expected_curve=expected_curve,
+        batch_size=plan.batch_size, expected_curve=expected_curve, check_rows=check_rows,
+        excluded_rows=rows.excluded,
     )
     ref_name, ref_date = beam_request.resolve_reference(root, name, date, ref_name, ref_date)
     output_dir = beam_request.sweep_dir(root, name, date, plan.audit)
@@ -239,6 +247,7 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
         if model_dir(root, ref_name, ref_date).is_dir() else None,
         "partition": partition_fp,
         "code": registry.code_version().get("git_commit"),
+        "rows": registry.jsonable(NightRows(check_rows, rows.excluded).describe()),
     }
     cached = _reusable_scoring(output_dir, expected)
     if cached is not None and expected_curve and not cached.get("result", {}).get("expected_correct"):
@@ -275,38 +284,69 @@ def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_d
         return {"label": LABEL, "error": str(exc)}
 
 
+@dataclass(frozen=True)
+class NightRows:
+    """The rows a night's audits use beyond each model's training rows: the capacity check's rows
+    (`pipelines.recalibration.CheckRowSelection`, None when no row is held out from every audited model) and the
+    rows left out for sharing a group (`pipelines.row_grouping.GroupExclusion`)."""
+
+    check_rows: object | None = None
+    excluded: object | None = None
+
+    def describe(self) -> dict:
+        """What the scoring of a model depends on (compared before a stored scoring result is reused)."""
+        return {"check_rows": None if self.check_rows is None else self.check_rows.describe(),
+                "excluded": None if self.excluded is None else self.excluded.describe()}
+
+
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict],
-                      progress: Progress = no_progress, name: str | None = None) -> tuple[tuple[str, dt.date], dict]:
+                      progress: Progress = no_progress, name: str | None = None,
+                      ) -> tuple[tuple[str, dt.date], dict, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
     held-out calibration rows (pipelines.recalibration), registered as `AuditPlan.calibrated_reference_name`;
     with "none", the D-1 reference as it is. ``audited``: the registry metadata of the night's audited models
     (the held-out rows must be held out from every one of them). With no usable held-out rows the D-1 reference
     is used and the check says "reference not checked" and why. name: the recalibrated reference's registry name
-    (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_names`)."""
+    (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_reference_name`).
+    Also the night's `NightRows`: the capacity check's rows (the held-out rows the correction did not fit) and
+    the rows left out for sharing a group (the day's and the reference's training rows, `pipelines.row_grouping`)."""
     from pipelines.recalibration import (
         RecalibrationSettings,
         ReferenceCheckSkipped,
         calibration_figures,
+        check_heldout,
+        check_row_selection,
         recalibrate_reference,
     )
+    from pipelines.row_grouping import night_exclusion
 
     raw = (plan.reference_name, date - dt.timedelta(days=1))
     calibration = plan.audit.reference_calibration
-    check = {"calibration": calibration, "checked": True, "note": None, "calibration_figures": None,
-             "label_blind": None}
-    if calibration == "none":
-        return raw, check
-    name = name or plan.calibrated_reference_name
+    check = {"calibration": calibration, "checked": True, "note": None, "calibration_figures": None}
     try:
-        metadata = recalibrate_reference(root, date, name, raw, targets=audited, audit_rows=plan.audit.audit_rows,
-                                         settings=RecalibrationSettings(catboost=_settings(plan)), seed=plan.seed,
-                                         progress=progress)
+        heldout = check_heldout(audited, plan.audit.audit_rows, root)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
-        return raw, skip_reference_check(check, exc.reason)
-    check["calibration_figures"] = calibration_figures(metadata["recalibration"])
-    return (name, date), check
+        excluded = night_exclusion(root, date, raw, progress=progress)
+        return raw, skip_reference_check(check, exc.reason), NightRows(None, excluded)
+    reference, recalibrated = raw, False
+    if calibration != "none":
+        name = name or plan.calibrated_reference_name
+        try:
+            metadata = recalibrate_reference(root, date, name, raw, targets=audited,
+                                             audit_rows=plan.audit.audit_rows,
+                                             settings=RecalibrationSettings(catboost=_settings(plan)),
+                                             seed=plan.seed, progress=progress)
+        except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
+            progress(f"reference not recalibrated: {exc.reason}")
+            check["note"] = f"reference not recalibrated: {exc.reason}"
+        else:
+            check["calibration_figures"] = calibration_figures(metadata["recalibration"])
+            reference, recalibrated = (name, date), True
+    rows = NightRows(check_row_selection(heldout, recalibrated),
+                     night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress))
+    return reference, check, rows
 
 
 def skip_reference_check(check: dict, reason: str) -> dict:
@@ -328,11 +368,6 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
     if spec.control == POSITIVE:
         progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
         return controls.ensure_positive_control(root, date, spec.name, spec.claimed_epsilon, plan.seed, partition_fp)
-    if spec.control == LABEL_BLIND:
-        progress(f"{spec.name}: label-blind control, trained on day {date.isoformat()}'s held-out control rows only")
-        return controls.ensure_label_blind_control(root, date, spec.name, seed=plan.seed, settings=_settings(plan),
-                                                   targets=audited, audit_rows=plan.audit.audit_rows,
-                                                   progress=progress)
     reference = reference or (plan.reference_name, date - dt.timedelta(days=1))
     progress(f"{spec.name}: negative control, a copy of {reference[0]}@{reference[1]}")
     return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
@@ -346,29 +381,25 @@ def judge_control(spec: ControlSpec, record: dict) -> dict:
                          ).to_dict()
 
 
-def untrusted_reason(date: dt.date, checks: dict[str, dict | str]) -> str | None:
-    """The text stored on every row of a night whose controls did not all pass (`auditing.judging.night_trust`)."""
-    from auditing.judging import night_untrusted_reason
+def night_trust(date: dt.date, checks: dict[str, dict | str], specs, accept_unchecked: bool):
+    """What the night's controls say about its verdicts (`auditing.trust.night_trust`)."""
+    from auditing.trust import night_trust as compute
 
-    return night_untrusted_reason(date.isoformat(), checks)
-
-
-def label_blind_figures(check: dict) -> dict:
-    """The reference check's ``label_blind`` figures from the label-blind control's `judge_control` dict."""
-    return {"epsilon_lower_bound": check["epsilon_lower_bound"], "misfit_kappa": check["misfit_kappa"],
-            "flagged": not check["passed"]}
+    return compute(checks, {spec.name: spec.control for spec in specs}, date=date.isoformat(),
+                   accept_unchecked=accept_unchecked)
 
 
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
-            control: dict | None = None, untrusted: str | None = None, reference_check: dict | None = None) -> dict:
+            control: dict | None = None, night=None, reference_check: dict | None = None) -> dict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
     report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.warehouse.AuditKey`: model, model
     fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
-    control: a control's `judge_control` dict (its row is kind 'control'); untrusted: the night's
-    `untrusted_reason` (stored on the row, shown as a banner in the report, carried in the alert);
-    reference_check: the night's reference check (`prepare_reference`, with the label-blind figures)."""
+    control: a control's `judge_control` dict (its row is kind 'control'); night: what the night's controls say
+    (`auditing.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
+    verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
+    reference check (`prepare_reference`)."""
     from auditing.alerts.webhook import default_ledger_dir, send_alert, violation_payload
     from auditing.judging import judge
     from auditing.report.pages import render_run_report, run_report_path, write_report
@@ -401,7 +432,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "finished_at": record.get("finished_at"), "durations": durations or record.get("timings"),
     }
     kind = "control" if control is not None else "target"
-    verdict = judge(result, claimed, kind=kind, control=control, untrusted_reason=untrusted,
+    verdict = judge(result, claimed, kind=kind, control=control, night=night,
                     shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row)
     key = as_key(row)
@@ -439,7 +470,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         "spool_path": (str(spool_path(default_spool_dir(root), key, destination(warehouse, root)))
                        if outcome == SPOOLED else None),
         "alert": alert, "reused_scoring": bool(record.get("reused")),
-        "kind": kind, "untrusted_reason": untrusted, "control_passed": row["control_passed"],
+        "kind": kind, "untrusted_reason": verdict.untrusted_reason, "control_passed": row["control_passed"],
         "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
         "reference_check": reference_check,
         **{name: value for name, value in row.items() if name.startswith("risk_")},

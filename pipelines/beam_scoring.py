@@ -376,6 +376,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                       "dataset_fingerprint": dataset.fingerprint()},
         "runner": {"runner": runner, "beam_args": beam_args},
         "code_version": registry.code_version(),
+        # the rows the scoring depended on beyond the model's own (compared before a stored result is reused)
+        "rows": {"check_rows": None if request.check_rows is None else request.check_rows.describe(),
+                 "excluded": None if request.excluded_rows is None else request.excluded_rows.describe()},
     }
     timings["checks_s"] = round(time.monotonic() - started, 3)
 

@@ -16,6 +16,7 @@ why, with the label-agreement diagnostic of the day's groups.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 from dataclasses import dataclass, field
 
@@ -88,8 +89,9 @@ class GroupExclusion:
                          agreement_expected=self.agreement.expected)
 
     def describe(self) -> dict:
+        digest = hashlib.sha256(np.ascontiguousarray(self.excluded, dtype="<i8").tobytes()).hexdigest()
         return {"rule": self.rule, "columns": list(self.columns), "rows_excluded": int(self.excluded.size),
-                "with_inputs": int(self.with_inputs.size), "note": self.note}
+                "with_inputs": int(self.with_inputs.size), "note": self.note, "fingerprint": f"sha256:{digest}"}
 
 
 @dataclass(frozen=True)

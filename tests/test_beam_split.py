@@ -116,8 +116,3 @@ def test_job_modules_declare_all():
     """(Private cross-module imports and import circles are checked for every module by tests/test_layering.py.)"""
     offenders = [module for module in JOB_MODULES if "__all__" not in _path(module).read_text(encoding="utf-8")]
     assert not offenders, f"no __all__ in {offenders}"
-
-
-def test_job_modules_stay_under_500_lines():
-    assert {module: n for module in JOB_MODULES
-            if (n := len(_path(module).read_text(encoding="utf-8").splitlines())) > 500} == {}

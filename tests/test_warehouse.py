@@ -165,8 +165,10 @@ def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     from auditing.warehouse.schema import RESULT_COLUMNS
 
     columns = {c.name: c for c in RESULT_COLUMNS}
-    added = RESULT_NAMES[RESULT_NAMES.index("kappa"):]
+    added = RESULT_NAMES[RESULT_NAMES.index("kappa"):RESULT_NAMES.index("trust")]
     assert len(added) == 17 and all(columns[name].nullable for name in added)
+    trust_era = RESULT_NAMES[RESULT_NAMES.index("trust"):]  # schema version 5: trust per verdict, row groups
+    assert len(trust_era) == 14 and all(columns[name].nullable for name in trust_era)
     retired = {c.name: c for m in MIGRATIONS for c in m.retires}
     assert retired.keys() == {"tau", "breaking_tau"} and not retired.keys() & columns.keys()
     assert not retired["tau"].nullable and retired["breaking_tau"].nullable
@@ -400,8 +402,13 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
           "calibration_log_loss_before": 0.5, "calibration_log_loss_after": 0.4}, "calibration_ece_after must be"),
         ({"reference_checked": 1, "label_blind_bound": 0.0, "reference_misfit_kappa": 0.1, "label_blind_flagged": 1},
          "label_blind_flagged = 1 needs label_blind_bound > 0"),
-        ({"reference_checked": 1, "label_blind_bound": 0.2, "reference_misfit_kappa": 0.3, "label_blind_flagged": 1},
-         "label_blind_flagged = 1 needs untrusted_reason"),
+        ({"reference_checked": 1, "label_blind_bound": 0.2, "reference_misfit_kappa": 0.3, "label_blind_flagged": 1,
+          "untrusted_reason": None}, "label_blind_flagged = 1 needs untrusted_reason"),
+        ({"trust": "maybe"}, "trust must be one of"),
+        ({"detectability": "unknown"}, "detectability must be one of"),
+        ({"accepted_unchecked": 2}, "accepted_unchecked must be 0, 1"),
+        ({"group_label_agreement": 1.5}, "group_label_agreement must be a finite number in"),
+        ({"check_rows": -1}, "check_rows must be a whole number"),
         ({"reference_misfit_kappa": -1.0}, "reference_misfit_kappa must be"),
     ):
         with pytest.raises(LabelDPInputError, match=message):
@@ -437,11 +444,10 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
         audit_record(judge(result, 0.5, reference_check=good), run_kind="nightly", model_id="x", partition_date=DAY)
     flagged = {**_reference_check(flagged=True), "calibration": "none", "calibration_figures": None,
                "note": "raw reference"}
-    with pytest.raises(LabelDPInputError, match="needs untrusted_reason"):
-        audit_record(judge(result, 0.5, reference_check=flagged), run_kind="nightly", model_id="x", partition_date=DAY)
-    row, _ = audit_record(judge(result, 0.5, reference_check=flagged,
-                                untrusted_reason="the reference does not fit day 2024-01-02"),
-                          run_kind="nightly", model_id="x", partition_date=DAY)
+    # A result without check rows is "reference unchecked": its verdict carries that reason.
+    row, _ = audit_record(judge(result, 0.5, reference_check=flagged), run_kind="nightly", model_id="x",
+                          partition_date=DAY)
+    assert row["trust"] == "reference unchecked" and row["untrusted_reason"] == row["trust_reason"]
     assert (row["label_blind_flagged"], row["label_blind_bound"], row["reference_misfit_kappa"]) == (1, 0.21, 0.35)
     assert row["calibration_rows_fit"] is None and row["reference_check_note"] == "raw reference"
     legacy = {k: v for k, v in result.to_dict().items() if k not in ("kappa", "reference_calibration")}
@@ -1061,3 +1067,37 @@ def test_control_and_trust_columns_round_trip(target):
     assert got["control-positive"]["control_floor"] == 1.25 and got["control-positive"]["untrusted_reason"] == reason
     assert got["m-1"]["kind"] == "target" and got["m-1"]["control_passed"] is None
     assert got["m-1"]["untrusted_reason"] == reason
+
+
+def test_trust_per_verdict_round_trips_on_both_backends(target):
+    """A VIOLATION the capacity check vouches for and one it does not, with the row groups, written and read back:
+    trust, its reason, epsilon_check, the misfit figures, check rows and the grouping (migration 5's columns)."""
+    from segment_worlds import night
+
+    from auditing.audit import AuditConfig, run_audit
+    from auditing.row_groups import RowGroups
+
+    groups = RowGroups(rule="rows with the same feature vector form a group", columns=(), rows_excluded=12,
+                       excluded_with_day=10, excluded_with_inputs=2, agreement_pairs=40, agreement_observed=0.9,
+                       agreement_expected=0.85)
+    rows = {}
+    for name, world in (("leak", dict(private=False, memorize=0.3, rows=40_000)),
+                        ("misfit", dict(drift=2.5, drifted_share=0.3))):
+        w = night(0, **world)
+        result = run_audit(*w.audited, config=AuditConfig(repetitions=1, seed=1), check=w.check, row_groups=groups)
+        verdict = judge(result, 0.3)
+        assert verdict.status == "VIOLATION"
+        rows[name] = audit_record(verdict, run_kind="nightly", model_id=name, partition_date=DAY)
+    with open_warehouse(target) as wh:
+        for row, curve in rows.values():
+            wh.upsert_audit(row, curve)
+        got = {r["model_id"]: r for r in wh.fetch_results()}
+    leak, misfit = got["leak"], got["misfit"]
+    assert leak["trust"] == "trusted" and leak["untrusted_reason"] is None and "vouches" in leak["trust_reason"]
+    assert leak["epsilon_check"] > 0.3 and leak["check_rows"] > 1000 and leak["accepted_unchecked"] == 0
+    assert misfit["trust"] == "untrusted" and misfit["untrusted_reason"] == misfit["trust_reason"]
+    assert misfit["epsilon_check"] <= 0.3 and misfit["misfit_kappa_upper"] is not None
+    for row in (leak, misfit):
+        assert (row["rows_excluded_groups"], row["group_pairs"]) == (12, 40)
+        assert row["group_label_agreement"] == 0.9 and row["group_label_agreement_expected"] == 0.85
+        assert row["detectability"] in ("measured", "measured under a reference that misfits")

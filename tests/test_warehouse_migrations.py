@@ -27,7 +27,7 @@ import pytest
 
 from auditing import bounds
 from auditing.errors import LabelDPInputError
-from auditing.verdict import STATUSES
+from auditing.verdict import STATUSES, TRUST_STATES
 from auditing.warehouse import drain_spool, migrations, open_warehouse
 from auditing.warehouse.base import open_read_only
 from auditing.warehouse.migrations import LATEST, MIGRATIONS, V3_KEY, Context, choice_checks, legacy_note
@@ -38,6 +38,7 @@ from auditing.warehouse.schema import (
     RESULT_NAMES,
     STORED_RUN_KINDS,
     TABLE_COMMENTS,
+    TRUST_COLUMNS,
     UNRECORDED,
     VERSION_TABLE,
     ddl_statements,
@@ -339,7 +340,8 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
                 for p in curves[config]] == V1_CURVES.get(config, [])
     # The CHECKs are the generated ones, one per choice column.
     assert {column: [values for _, values in found] for column, found in checks.items()} == \
-        {"status": [list(STATUSES)], "method": [list(bounds.METHODS)], "run_kind": [list(STORED_RUN_KINDS)]}
+        {"status": [list(STATUSES)], "method": [list(bounds.METHODS)], "run_kind": [list(STORED_RUN_KINDS)],
+         "trust": [list(TRUST_STATES)]}
 
 
 def test_reopening_a_migrated_warehouse_changes_nothing(v1_target, monkeypatch):
@@ -367,7 +369,7 @@ def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
     assert comments == {"method": "bound method: binomial | fdp",
                         "epsilon_lower_bound": "THE statistically valid epsilon lower bound",
                         **{name: latest[name] for name in ("model_fingerprint", "run_kind", "claimed_epsilon",
-                                                           "status")}}
+                                                           "status", "untrusted_reason", *TRUST_COLUMNS)}}
     assert _execute_raw(target, "SELECT comment FROM duckdb_tables() WHERE table_name = 'audit_results'") == \
         [(TABLE_COMMENTS["audit_results"],)]
 

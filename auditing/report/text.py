@@ -12,7 +12,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from auditing import hints
-from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, WEAK_PASS, WEAK_PASS_FRACTION
+from auditing.verdict import (
+    ACCEPTED_UNCHECKED,
+    INCONCLUSIVE,
+    PASS,
+    TRUSTED,
+    UNCHECKED,
+    UNTRUSTED,
+    VIOLATION,
+    WEAK_PASS,
+    WEAK_PASS_FRACTION,
+)
 
 # What each verdict status means, in the words of --help, README, the report's first screen and the table's legend.
 STATUS_MEANINGS = {
@@ -24,6 +34,19 @@ STATUS_MEANINGS = {
     VIOLATION: "the valid lower bound exceeds the claimed epsilon: the claim is disproved at the stated confidence",
     INCONCLUSIVE: "even a perfect attacker could not have disproved the claim with this many rows: the audit had "
                   "no power here",
+}
+
+# What each trust state means, in the words of --help and README.
+TRUST_MEANINGS = {
+    TRUSTED: "a VIOLATION the capacity check vouches for (its evidence exceeds what the reference's misfit "
+             "explains, judged by the model itself on rows it never saw); any other verdict of a night no control "
+             "voided",
+    UNTRUSTED: "a VIOLATION the reference's misfit can explain, or any verdict of a night the negative "
+                     "control voided (exit 4)",
+    UNCHECKED: "no check row could check the reference (pass the model's training rows so that the day's other "
+               "rows can; exit 4)",
+    ACCEPTED_UNCHECKED: "the same, accepted by the plan (accept_unchecked_reference) or --accept-unchecked-reference: "
+                        "exits by its status, never shown as trusted",
 }
 
 

@@ -413,6 +413,21 @@ def _verdict_key(ctx: Context) -> None:
     sync_choice_checks(ctx, columns=("status", "run_kind"))
 
 
+def _trust_per_verdict(ctx: Context) -> None:
+    """Version 5: the verdict's trust, the capacity check's figures and the row groups, as nullable columns
+    (NULL on every row written before them), and a CHECK on trust's values."""
+    present = found_columns(ctx).get(RESULTS, {})
+    for name in schema.TRUST_COLUMNS:
+        if name in present:
+            continue
+        column = _column(RESULTS, name)
+        ctx.execute(f"ALTER TABLE {RESULTS} ADD COLUMN {name} {schema.column_type(ctx.dialect, column.kind)}")
+        ctx.execute(f"COMMENT ON COLUMN {RESULTS}.{name} IS {schema.sql_literal(column.comment)}")
+    ctx.execute(f"COMMENT ON COLUMN {RESULTS}.untrusted_reason IS "
+                f"{schema.sql_literal(_column(RESULTS, 'untrusted_reason').comment)}")
+    sync_choice_checks(ctx, columns=("trust",))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables as created before versioning (nullable columns an older table lacked "
                  "added)", _baseline),
@@ -427,6 +442,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "(nightly | guardrail | backfill) added, 'unrecorded' on existing rows, as is a missing "
                  "model_fingerprint; the status CHECK admits WEAK_PASS; DuckDB rebuilds both tables",
               _verdict_key, adds=("run_kind",), reshapes=(MODEL_FINGERPRINT_V3,), curve_adds=_CURVE_KEY_ADDS),
+    Migration(5, "trust per verdict: trust (CHECK), trust_reason, detectability, the capacity check's "
+                 "epsilon_check, misfit_kappa_upper, check_misfit_kappa and check_rows, accepted_unchecked, the row "
+                 "groups (group_rule, rows_excluded_groups, group_pairs, group_label_agreement[_expected]) and "
+                 "inconclusive_reason; NULL on existing rows", _trust_per_verdict, adds=schema.TRUST_COLUMNS),
 )
 LATEST = MIGRATIONS[-1].version
 

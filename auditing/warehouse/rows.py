@@ -21,7 +21,7 @@ from auditing.errors import LabelDPInputError
 from auditing.methods import BOUND_METHODS, bound_method, method_names
 from auditing.names import check_name, parse_date
 from auditing.run_kinds import check_run_kind
-from auditing.verdict import STATUSES, Verdict
+from auditing.verdict import DETECTABILITY, STATUSES, TRUST_STATES, Verdict
 from auditing.warehouse.reference_columns import (  # noqa: F401 (re-exported: the row's public names)
     CALIBRATION_FIGURES,
     LABEL_BLIND_FIGURES,
@@ -37,6 +37,7 @@ from auditing.warehouse.schema import (
     REFERENCE_CALIBRATIONS,
     RESULT_COLUMNS,
     RESULT_NAMES,
+    TRUST_COLUMNS,
     UNRECORDED,
 )
 from auditing.warehouse.values import as_count as _count
@@ -245,7 +246,33 @@ def normalize_row(row: Mapping) -> dict:
     _normalize_risk_columns(row, out)
     _normalize_kappa_columns(row, out)
     _normalize_reference_columns(row, out)
+    _normalize_verdict_trust_columns(row, out)
     return {name: out[name] for name in RESULT_NAMES}
+
+
+def _normalize_verdict_trust_columns(row: Mapping, out: dict) -> None:
+    """trust, the capacity check's figures and the row groups (all nullable: rows written before them)."""
+    for name, allowed in (("trust", TRUST_STATES), ("detectability", DETECTABILITY)):
+        value = row.get(name)
+        if value is not None and value not in allowed:
+            raise LabelDPInputError(f"{name} must be one of {list(allowed)} or None; got {value!r}")
+        out[name] = value
+    for name in ("trust_reason", "group_rule", "inconclusive_reason"):
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
+        out[name] = value
+    for name in ("epsilon_check", "check_misfit_kappa"):
+        out[name] = _optional_float(row, name)
+    out["misfit_kappa_upper"] = _optional_float(row, "misfit_kappa_upper", low=-math.inf)
+    for name in ("group_label_agreement", "group_label_agreement_expected"):
+        out[name] = _optional_float(row, name, high=1.0)
+    for name in ("check_rows", "rows_excluded_groups", "group_pairs"):
+        out[name] = None if row.get(name) is None else _count(row, name)
+    accepted = row.get("accepted_unchecked")
+    if accepted is not None and accepted not in (0, 1):
+        raise LabelDPInputError(f"accepted_unchecked must be 0, 1 or None; got {accepted!r}")
+    out["accepted_unchecked"] = None if accepted is None else int(accepted)
 
 
 def _optional_flag(row: Mapping, name: str) -> int | None:
@@ -486,10 +513,22 @@ def audit_record(
         "fdp_curve": fdp_curve_of(data),
         "gdp_mu_lower_bound": data.get("gdp_mu_lower_bound") if fdp_curve_of(data) is not None else None,
         **reference_check_columns(verdict.reference_check, calibration),
+        **trust_columns(verdict),
     }
     row = normalize_row(row)
     curve = [{**point, "point_confidence": data["point_confidence"]} for point in data["curve"]]
     return row, normalize_curve(curve, as_key(row))
+
+
+def trust_columns(verdict: Verdict) -> dict:
+    """The trust, capacity-check and row-group columns of a verdict (`Verdict.trust_figures` names them)."""
+    figures = verdict.trust_figures()
+    out = {name: figures.get(name) for name in TRUST_COLUMNS}
+    out["accepted_unchecked"] = int(bool(figures.get("accepted_unchecked")))
+    upper = out["misfit_kappa_upper"]
+    if upper is not None and math.isinf(upper):  # no check row reached the threshold: no finite limit to store
+        out["misfit_kappa_upper"] = None
+    return out
 
 
 def fdp_curve_of(data: Mapping) -> str | None:

@@ -17,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from auditing.run_kinds import RUN_KINDS
-from auditing.verdict import STATUSES  # the verdict's statuses, in the order the CHECK lists them
+from auditing.verdict import (
+    STATUSES,  # the verdict's statuses, in the order the CHECK lists them
+    TRUST_STATES,
+)
 
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
@@ -127,8 +130,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("control_floor", "double", True,
            "positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)"),
     Column("untrusted_reason", "text", True,
-           "NULL when trusted; else why this verdict is untrusted (a control failed that night: the audit itself "
-           "is broken)"),
+           "NULL when trusted; else why this verdict is not trusted (see trust)"),
     # risk: what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
     # the day's reference probabilities as the attacker's priors (auditing.risk; NULL where not computed)
     *(Column(prefix + name, "double", True, f"{who}: {text}")
@@ -202,7 +204,43 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("gdp_mu_lower_bound", "double", True,
            "method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement "
            "about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it"),
+    # trust per verdict (auditing.trust) and the capacity check (auditing.capacity_check); NULL on rows written
+    # before them
+    Column("trust", "text", True,
+           "trusted | untrusted | reference unchecked | reference unchecked, accepted (auditing.trust): a VIOLATION "
+           "is trusted only when the capacity check vouches for it; NULL: a row written before per-verdict trust "
+           "(untrusted_reason then says whether its night was)"),
+    Column("trust_reason", "text", True, "why the verdict has its trust, in one sentence"),
+    Column("detectability", "text", True,
+           "what a PASS's floors are worth: measured | measured under a reference that misfits | void (the "
+           "positive control fell below its floor)"),
+    Column("epsilon_check", "double", True,
+           "the capacity check's kappa-free lower bound on eps (at the verdict's confidence, under the assumption of "
+           "docs/soundness.md section 8): the model on its check rows, rows of the day it never saw; a VIOLATION is "
+           "trusted only when this also exceeds the claim; NULL: the check did not run"),
+    Column("misfit_kappa_upper", "double", True,
+           "the misfit the model shows on unseen rows where the verdict's guesses are, in kappa units (upper "
+           "confidence limit); NULL: the check did not run"),
+    Column("check_misfit_kappa", "double", True,
+           "the misfit the model shows on its check rows at all (their own game at kappa 0, lower confidence); "
+           "above the verdict's kappa the check sees misfit"),
+    Column("check_rows", "bigint", True, "rows of the capacity check (0: nothing checked the reference)"),
+    Column("accepted_unchecked", "integer", True,
+           "1 when the run accepted a reference no check row could check (the verdict exits by its status, never "
+           "trusted), else 0"),
+    # rows whose labels move together (auditing.row_groups)
+    Column("group_rule", "text", True, "how rows were grouped; NULL: no grouping applied (a row written before)"),
+    Column("rows_excluded_groups", "bigint", True,
+           "audited rows left out for sharing a group with another row whose label an input used"),
+    Column("group_pairs", "bigint", True, "pairs of rows inside the day's groups (the agreement's sample)"),
+    Column("group_label_agreement", "double", True, "share of those pairs whose labels agree"),
+    Column("group_label_agreement_expected", "double", True,
+           "share independent labels at the reference's probabilities would give (sum over y of D'(y|x_i) D'(y|x_j))"),
+    Column("inconclusive_reason", "text", True, "why there was nothing to bound (m = 0), else NULL"),
 )
+TRUST_COLUMNS = ("trust", "trust_reason", "detectability", "epsilon_check", "misfit_kappa_upper",
+                 "check_misfit_kappa", "check_rows", "accepted_unchecked", "group_rule", "rows_excluded_groups",
+                 "group_pairs", "group_label_agreement", "group_label_agreement_expected", "inconclusive_reason")
 
 CURVE_COLUMNS: tuple[Column, ...] = (
     *_KEY,
@@ -263,7 +301,7 @@ def column_type(dialect: str, kind: str) -> str:
 
 def choice_columns() -> dict[str, tuple[str, ...]]:
     """The audit_results columns whose CHECK lists a registry's names, and those names (read now)."""
-    return {"status": STATUSES, "method": methods(), "run_kind": STORED_RUN_KINDS}
+    return {"status": STATUSES, "method": methods(), "run_kind": STORED_RUN_KINDS, "trust": TRUST_STATES}
 
 
 def choice_check(column: str, values: tuple[str, ...]) -> tuple[str, str]:

@@ -58,6 +58,7 @@ def run(args) -> int:
         return outcome_of(backfill, lambda summary: Outcome.of_days(summary, args.fail_on_violation),
                           start=first.isoformat(), end=last.isoformat(), data_root=str(root),
                           warehouse=args.warehouse, plan_file=args.plan_file, webhook_url=args.webhook_url,
-                          force=args.force, concurrency=args.concurrency, fail_on_violation=args.fail_on_violation)
+                          force=args.force, concurrency=args.concurrency, fail_on_violation=args.fail_on_violation,
+                          accept_unchecked_reference=args.accept_unchecked_reference)
 
     return execute(args, "backfill", root, start)

@@ -29,6 +29,11 @@ def add_common(parser, fail_on_violation: bool = True) -> None:
         parser.add_argument("--fail-on-violation", action="store_true",
                             help="exit 1 (and end the flow run Failed) when a verdict is VIOLATION (default: "
                                  "exit 0, the VIOLATION is in the table, the warehouse and the alerts)")
+    parser.add_argument("--accept-unchecked-reference", action="store_true", default=None,
+                        help="when no row of the day is held out from the audited models (nothing can check the "
+                             "reference), exit by the verdicts' status instead of 4; the acceptance is recorded on "
+                             "each row and the verdicts are never shown as trusted (default: the plan's "
+                             "accept_unchecked_reference, false)")
     parser.add_argument("--json", action="store_true", help="print the result rows as JSON")
     parser.add_argument("--verbose", action="store_true",
                         help="show every line of Prefect, Beam and CatBoost (default: only progress lines; the "

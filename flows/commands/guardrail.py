@@ -20,15 +20,22 @@ epsilon lower bound with --claimed-epsilon:
 The row is written to the warehouse and a report is rendered either way, as the guardrail's own verdict (run
 kind "guardrail", with its claim): it never replaces a nightly's row, report or control models.
 
+A VIOLATION blocks the release only when it is trusted: the capacity check, the candidate itself playing the
+game on rows of the day it never saw, must find more evidence than the reference's misfit explains. An
+untrusted VIOLATION exits 4.
+
 The candidate is either a registered model (--model NAME) or a model file straight from another team's
 pipeline (--model-file F --format catboost|onnx), which is registered first under the name
-candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Its training rows
-are all rows of day D unless --training-rows names a Parquet file of row keys. Every input is checked before
-the candidate is registered or anything runs; bad input exits 2 with one line.
+candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Pass its training
+rows: --training-rows FILE, a Parquet file of the row keys whose labels trained it. The day's other rows then
+recalibrate and check the reference. With the default 'all' (every row of day D trained it) nothing can check
+the reference: the verdict is "reference unchecked" and exits 4, unless --accept-unchecked-reference (recorded,
+never shown as trusted). Every input is checked before the candidate is registered or anything runs; bad input
+exits 2 with one line.
 
 Example:
   labeldp-audit guardrail --model-file release.onnx --format onnx --claimed-epsilon 2 --date 2024-01-02 \\
-      --plan my-plan.json
+      --training-rows release-training-keys.parquet --plan my-plan.json
 """
 EPILOG = help_text() + ("\nA release pipeline blocks on any non-zero status: 1 is a disproved claim; 2, 3 and 4 mean "
                         "there is no trusted verdict in the warehouse.")
@@ -43,7 +50,8 @@ def register(subparsers) -> None:
     p.add_argument("--format", default="catboost",
                    help="format of --model-file (a registered format: catboost, onnx, ...; default catboost)")
     p.add_argument("--training-rows", default="all",
-                   help="with --model-file: 'all' rows of day D trained it (default), or a Parquet file of row keys")
+                   help="with --model-file: a Parquet file of the row keys that trained it (pass it: the day's other "
+                        "rows check the reference), or 'all' (the default: nothing can check the reference)")
     p.add_argument("--date", required=True, help="partition date YYYY-MM-DD the candidate was trained on")
     p.add_argument("--claimed-epsilon", required=True, type=float, help="the epsilon the release claims")
     add_common(p, fail_on_violation=False)  # a release gate always fails on VIOLATION
@@ -97,6 +105,7 @@ def run(args) -> int:
         return outcome_of(release_guardrail, lambda row: Outcome(rows=[row], fail_on_violation=True), model=model,
                           claimed_epsilon=args.claimed_epsilon, date=day.isoformat(), data_root=str(root),
                           warehouse=args.warehouse, plan_file=args.plan_file, webhook_url=args.webhook_url,
-                          fail_on_violation=True)
+                          fail_on_violation=True,
+                          accept_unchecked_reference=args.accept_unchecked_reference)
 
     return execute(args, "guardrail", root, start)

@@ -75,7 +75,8 @@ def run(args) -> int:
         return outcome_of(nightly_audit, lambda rows: Outcome(rows=rows, fail_on_violation=args.fail_on_violation),
                           date=day.isoformat(), data_root=str(root), warehouse=args.warehouse,
                           plan_file=args.plan_file, models=models, webhook_url=args.webhook_url,
-                          fail_on_violation=args.fail_on_violation)
+                          fail_on_violation=args.fail_on_violation,
+                          accept_unchecked_reference=args.accept_unchecked_reference)
 
     return execute(args, "nightly", root, start)
 

@@ -77,10 +77,25 @@ CREATE TABLE IF NOT EXISTS audit_results (
     reference_check_note TEXT,
     fdp_curve TEXT,
     gdp_mu_lower_bound DOUBLE PRECISION,
+    trust TEXT,
+    trust_reason TEXT,
+    detectability TEXT,
+    epsilon_check DOUBLE PRECISION,
+    misfit_kappa_upper DOUBLE PRECISION,
+    check_misfit_kappa DOUBLE PRECISION,
+    check_rows BIGINT,
+    accepted_unchecked INTEGER,
+    group_rule TEXT,
+    rows_excluded_groups BIGINT,
+    group_pairs BIGINT,
+    group_label_agreement DOUBLE PRECISION,
+    group_label_agreement_expected DOUBLE PRECISION,
+    inconclusive_reason TEXT,
     PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash),
     CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CONSTRAINT audit_results_method_check CHECK (method IN ('binomial', 'fdp')),
     CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', 'unrecorded')),
+    CONSTRAINT audit_results_trust_check CHECK (trust IN ('trusted', 'untrusted', 'reference unchecked', 'reference unchecked, accepted')),
     CONSTRAINT audit_results_counts_check CHECK (selected_correct <= selected_guesses)
 );
 
@@ -180,7 +195,7 @@ COMMENT ON COLUMN audit_results.control_passed IS 'controls only: 1 if the contr
 
 COMMENT ON COLUMN audit_results.control_floor IS 'positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)';
 
-COMMENT ON COLUMN audit_results.untrusted_reason IS 'NULL when trusted; else why this verdict is untrusted (a control failed that night: the audit itself is broken)';
+COMMENT ON COLUMN audit_results.untrusted_reason IS 'NULL when trusted; else why this verdict is not trusted (see trust)';
 
 COMMENT ON COLUMN audit_results.risk_posterior_ceiling_median IS 'at the claimed eps: most often a ''clicked'' guess can be right on a median-prior row';
 
@@ -252,6 +267,34 @@ COMMENT ON COLUMN audit_results.fdp_curve IS 'method fdp: the f-DP curve Algorit
 
 COMMENT ON COLUMN audit_results.gdp_mu_lower_bound IS 'method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it';
 
+COMMENT ON COLUMN audit_results.trust IS 'trusted | untrusted | reference unchecked | reference unchecked, accepted (auditing.trust): a VIOLATION is trusted only when the capacity check vouches for it; NULL: a row written before per-verdict trust (untrusted_reason then says whether its night was)';
+
+COMMENT ON COLUMN audit_results.trust_reason IS 'why the verdict has its trust, in one sentence';
+
+COMMENT ON COLUMN audit_results.detectability IS 'what a PASS''s floors are worth: measured | measured under a reference that misfits | void (the positive control fell below its floor)';
+
+COMMENT ON COLUMN audit_results.epsilon_check IS 'the capacity check''s kappa-free lower bound on eps (at the verdict''s confidence, under the assumption of docs/soundness.md section 8): the model on its check rows, rows of the day it never saw; a VIOLATION is trusted only when this also exceeds the claim; NULL: the check did not run';
+
+COMMENT ON COLUMN audit_results.misfit_kappa_upper IS 'the misfit the model shows on unseen rows where the verdict''s guesses are, in kappa units (upper confidence limit); NULL: the check did not run';
+
+COMMENT ON COLUMN audit_results.check_misfit_kappa IS 'the misfit the model shows on its check rows at all (their own game at kappa 0, lower confidence); above the verdict''s kappa the check sees misfit';
+
+COMMENT ON COLUMN audit_results.check_rows IS 'rows of the capacity check (0: nothing checked the reference)';
+
+COMMENT ON COLUMN audit_results.accepted_unchecked IS '1 when the run accepted a reference no check row could check (the verdict exits by its status, never trusted), else 0';
+
+COMMENT ON COLUMN audit_results.group_rule IS 'how rows were grouped; NULL: no grouping applied (a row written before)';
+
+COMMENT ON COLUMN audit_results.rows_excluded_groups IS 'audited rows left out for sharing a group with another row whose label an input used';
+
+COMMENT ON COLUMN audit_results.group_pairs IS 'pairs of rows inside the day''s groups (the agreement''s sample)';
+
+COMMENT ON COLUMN audit_results.group_label_agreement IS 'share of those pairs whose labels agree';
+
+COMMENT ON COLUMN audit_results.group_label_agreement_expected IS 'share independent labels at the reference''s probabilities would give (sum over y of D''(y|x_i) D''(y|x_j))';
+
+COMMENT ON COLUMN audit_results.inconclusive_reason IS 'why there was nothing to bound (m = 0), else NULL';
+
 COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon lower bound vs guesses), for plots';
 
 COMMENT ON COLUMN audit_curves.model_id IS 'model name (a safe single path component)';
@@ -291,4 +334,4 @@ COMMENT ON COLUMN audit_schema_version.description IS 'what the step did';
 
 COMMENT ON COLUMN audit_schema_version.applied_at IS 'when it was applied (UTC)';
 
-INSERT INTO audit_schema_version (version, description, applied_at) VALUES (4, 'created at schema version 4', CURRENT_TIMESTAMP);
+INSERT INTO audit_schema_version (version, description, applied_at) VALUES (5, 'created at schema version 5', CURRENT_TIMESTAMP);
