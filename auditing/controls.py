@@ -13,16 +13,13 @@
   all 0, the attacker's guesses are fair coins, and its valid bound must be 0 (it is positive with
   probability at most 1 - confidence, by the same validity). It tests the plumbing; it cannot notice a
   reference that is wrong for day D (its scores are 0 whatever the reference).
-- **Label-blind control**: a model trained like the targets but only on day D's held-out rows that did not
-  recalibrate the reference (pipelines/controls.py). It never saw an audited label, so its true eps on the
-  audited rows is 0, yet it knows day D's rates. If the reference fits day D within the plan's kappa, its valid
-  bound is positive with probability at most 1 - confidence (about 5% of correct nights flag by chance); a
-  positive bound says the reference does not fit day D, and the night's verdicts are untrusted. The smallest
-  kappa that brings its bound to 0 (`auditing.robustness.breaking_kappa` against a claim of 0) is the night's
-  measured reference misfit.
-
-A failing control means the audit cannot be trusted tonight (a bug, or a reference that does not fit day D
-within the plan's kappa); the flow alerts CONTROL_FAILED and marks the night's other verdicts untrusted.
+A failing control voids what it guards (`auditing.trust.night_trust`): the negative control every verdict of
+the night (the plumbing is broken), the positive control the VIOLATIONs (above its eps_c: the bounds overstate
+tonight) or the PASSes' detectability (below its floor). The negative control is judged at NEGATIVE_CONFIDENCE
+(99.9%), not at the audit's 95%, so that a correct night loses its verdicts to it at most once in a thousand.
+The night's label-blind control is retired: the capacity check (`auditing.capacity_check`, each target on rows
+of the day it never saw) replaced it (docs/soundness.md section 8.6); ``LABEL_BLIND`` names the kind on the rows
+it left in the warehouse.
 """
 
 from __future__ import annotations
@@ -45,10 +42,12 @@ from auditing.expected_game import (
 from auditing.keyed_random import STREAM_CONTROL, keyed_uniform
 from auditing.selection import selection_strategy
 
-POSITIVE, NEGATIVE, LABEL_BLIND = "positive", "negative", "label-blind"
-CONTROL_KINDS = (POSITIVE, NEGATIVE, LABEL_BLIND)
-# The reason a flagged label-blind control gives the night's verdicts (the untrusted machinery carries it).
-REFERENCE_MISFIT_REASON = "the reference does not fit day {date}"
+POSITIVE, NEGATIVE = "positive", "negative"
+CONTROL_KINDS = (POSITIVE, NEGATIVE)
+LABEL_BLIND = "label-blind"  # retired: the kind of the label-blind control's rows in existing warehouses
+# The confidence the negative control is judged at: a correct night voids its verdicts with probability at most
+# 1 - NEGATIVE_CONFIDENCE (README: what a correct night can lose).
+NEGATIVE_CONFIDENCE = 0.999
 TARGET, CONTROL = "target", "control"  # the warehouse column `kind`
 # The power the positive control's floor is pre-registered at: a working audit reaches the floor with at least
 # this probability, so it raises a false CONTROL_FAILED about once in 1 / (1 - FLOOR_POWER) nights.
@@ -143,6 +142,19 @@ def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
             "correct_quantile": int(c_low[best]), "power": power}
 
 
+def negative_control_evidence(result: Mapping) -> float:
+    """The largest binomial bound (kappa 0) over the result's repetition-0 sweep (``curve``), each point at the
+    Bonferroni confidence 1 - (1 - NEGATIVE_CONFIDENCE) / G: the negative control's own test."""
+    curve = result.get("curve") or []
+    if not curve:
+        return 0.0
+    correct = np.array([p["correct"] for p in curve], dtype=np.int64)
+    guesses = np.array([p["guesses"] for p in curve], dtype=np.int64)
+    point = 1.0 - (1.0 - NEGATIVE_CONFIDENCE) / guesses.size
+    return float(pointwise_bounds(correct, guesses, int(result["m"]), method="binomial", delta=0.0,
+                                  confidence=point).max())
+
+
 # ------------------------------------------------------------------------------------------ the verdict
 
 
@@ -150,14 +162,14 @@ def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
 class ControlCheck:
     """A control's outcome: passed, and in words why (for the warehouse, the report and the alert)."""
 
-    control: str  # positive | negative | label-blind
+    control: str  # positive | negative
     passed: bool
     epsilon_lower_bound: float
     floor: float | None  # positive: the pre-registered floor
-    ceiling: float  # positive: eps_c; negative and label-blind: 0
+    ceiling: float  # positive: eps_c; negative: 0
     message: str
     floor_detail: dict | None = None
-    misfit_kappa: float | None = None  # label-blind: the smallest kappa that brings its bound to 0
+    misfit_kappa: float | None = None  # legacy (the retired label-blind control's measured misfit)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -170,8 +182,10 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
     control cannot show that the audit detects anything, which fails it too; except under the ``split``
     strategy, where the floor is conditional on the c' the selection half chose (a small c' can leave no
     power at that point by chance), so there a floor of 0 asks only for a positive bound.
-    negative: passes iff eps_lb == 0. label-blind: passes iff eps_lb == 0 at the result's kappa (about 5% of
-    correct nights fail by chance at 95% confidence); its misfit_kappa is reported either way.
+    negative: passes iff its repetition-0 sweep shows no evidence at NEGATIVE_CONFIDENCE: the binomial bound at
+    kappa 0, Bonferroni over the sweep's points at 1 - (1 - NEGATIVE_CONFIDENCE) / G, is 0 at every point. (A copy
+    of the reference scores 0 on every row: each guess is right with probability exactly 1/2 whatever the
+    reference, so kappa plays no part.)
     """
     if control not in CONTROL_KINDS:
         raise LabelDPInputError(f"control must be one of {list(CONTROL_KINDS)}; got {control!r}")
@@ -179,23 +193,13 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
     kappa = float(result.get("kappa") or 0.0)
     label = (f"{result['confidence']:.0%} confidence, {result['strategy']}, {result['method']}, "
              f"delta={result['delta']:g}, kappa={kappa:g}")
-    if control == LABEL_BLIND:
-        from auditing.robustness import breaking_kappa
-
-        misfit = breaking_kappa(result, 0.0)
-        passed = eps_lb == 0.0
-        message = (f"label-blind control (trained only on held-out rows, true eps 0 on the audited rows): valid "
-                   f"eps_lb {eps_lb:.4f} "
-                   + ("= 0: the reference fits the day within kappa" if passed else
-                      "> 0: the reference does not fit the day within kappa (a correct night shows this about "
-                      f"{1 - float(result['confidence']):.0%} of the time by chance)")
-                   + f"; measured reference misfit: kappa {misfit:.3g} brings it to 0 ({label})")
-        return ControlCheck(LABEL_BLIND, passed, eps_lb, None, 0.0, message, None, misfit)
     if control == NEGATIVE:
-        passed = eps_lb == 0.0
-        message = (f"negative control (a copy of the reference): valid eps_lb {eps_lb:.4f} "
-                   + ("= 0 as it must be" if passed else "> 0: the audit reports leakage from a model that never "
-                      "saw the day's labels") + f" ({label})")
+        evidence = negative_control_evidence(result)
+        passed = evidence == 0.0
+        message = (f"negative control (a copy of the reference): valid eps_lb {eps_lb:.4f} ({label}); its sweep at "
+                   f"{NEGATIVE_CONFIDENCE:.1%} confidence shows "
+                   + ("no evidence, as it must" if passed else f"eps {evidence:.4f} > 0: the audit reports leakage "
+                      "from a model that never saw the day's labels (the plumbing is broken)"))
         return ControlCheck(NEGATIVE, passed, eps_lb, None, 0.0, message)
     eps_c = check_control_epsilon(epsilon_c, "epsilon_c")
     detail = positive_control_floor(result)
@@ -218,8 +222,21 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
 
 
 __all__ = [
-    "CONTROL_KINDS", "FLOOR_POWER", "LABEL_BLIND", "NEGATIVE", "POSITIVE", "REFERENCE_MISFIT_REASON", "ControlCheck",
-    "check_control", "check_control_epsilon", "expected_correct_at", "expected_correct_record",
-    "expected_histogram", "expected_record", "positive_control_floor", "rr_keep_probability",
+    "CONTROL_KINDS",
+    "FLOOR_POWER",
+    "LABEL_BLIND",
+    "NEGATIVE",
+    "NEGATIVE_CONFIDENCE",
+    "POSITIVE",
+    "ControlCheck",
+    "check_control",
+    "check_control_epsilon",
+    "expected_correct_at",
+    "expected_correct_record",
+    "expected_histogram",
+    "expected_record",
+    "negative_control_evidence",
+    "positive_control_floor",
+    "rr_keep_probability",
     "rr_oracle_probabilities",
 ]

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from auditing.capacity_check import CapacityCheck
-from auditing.controls import LABEL_BLIND, REFERENCE_MISFIT_REASON
 from auditing.errors import LabelDPInputError
 from auditing.exposure_floor import DEFAULT_POWER
 from auditing.guardrail import guardrail_status
@@ -142,7 +141,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         kind: "target" or "control"; control: the control's judged check (`ControlCheck.to_dict()`).
         night: what the night's controls say about its verdicts (`auditing.trust.NightTrust`; None: no controls,
             nothing accepted). The verdict's trust follows from it and the result's capacity check
-            (`auditing.trust.verdict_trust`); a control's own row is untrusted only when the night is void.
+            (`auditing.trust.verdict_trust`); a control's own row is untrusted when it failed or the night is void.
         shift_diagnostic: the day-over-day data diagnostic (pipelines.shift_diagnostics), carried as given.
         reference_check: the night's reference check (see `auditing.warehouse.rows.check_reference_check`).
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
@@ -164,9 +163,11 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         status = guardrail_status(float(data["epsilon_lower_bound"]), claimed, float(data["max_certifiable_epsilon"]))
     assessment = risk_assessment(data, claimed)
     robustness = robustness_figures(data, claimed, status, exposed_rows_floor)
-    if kind == "control":  # a control is judged by its own rule (auditing.controls); only a void night voids it
+    if kind == "control":  # a control is judged by its own rule (auditing.controls): failed, or on a void night
         void = (night or NightTrust()).void_reason
-        trust = Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None)
+        failed = control is not None and not control.get("passed", True)
+        trust = (Trust(UNTRUSTED, f"the control failed: {control['message']}") if failed
+                 else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
     else:
         trust = verdict_trust(status, claimed, CapacityCheck.from_dict(data.get("capacity_check")),
                               kappa=float(data.get("kappa") or 0.0), night=night)
@@ -192,28 +193,7 @@ def demonstrated_risk(result: Any) -> dict | None:
     return risk_block(data["epsilon_lower_bound"], data["delta"], histogram)
 
 
-def night_untrusted_reason(date: str, checks: Mapping[str, Mapping | str]) -> str | None:
-    """The text stored on every verdict of a night whose controls did not all pass (None when they did).
-
-    Args:
-        date: the audited day (ISO text).
-        checks: control name -> its judged check (`ControlCheck.to_dict()`), or the error text when it could not
-            run. A failed label-blind control says the reference does not fit the day (which can also make the
-            positive control's bound exceed its eps_c); other failures say that the audit itself is broken.
-    """
-    failed = {name: c for name, c in checks.items() if not isinstance(c, Mapping) or not c["passed"]}
-    if not failed:
-        return None
-    misfit = any(isinstance(c, Mapping) and c["control"] == LABEL_BLIND for c in failed.values())
-    parts = [f"{name}: {c['message'] if isinstance(c, Mapping) else 'could not run: ' + c}"
-             for name, c in failed.items()]
-    if misfit:  # a reference that does not fit the day also explains the other controls' failures
-        return f"{REFERENCE_MISFIT_REASON.format(date=date)}: " + "; ".join(parts)
-    return f"control failed on {date} (the audit itself is broken): " + "; ".join(parts)
-
-
 def skipped_reference_check(check: Mapping, reason: str) -> dict:
     """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
-    label-blind control runs), with the reason as its note."""
-    return {**check, "checked": False, "calibration_figures": None, "label_blind": None,
-            "note": f"reference not checked: {reason}"}
+    capacity check runs), with the reason as its note."""
+    return {**check, "checked": False, "calibration_figures": None, "note": f"reference not checked: {reason}"}

@@ -351,7 +351,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
 
 def skip_reference_check(check: dict, reason: str) -> dict:
     """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
-    label-blind control runs)."""
+    capacity check runs)."""
     from auditing.judging import skipped_reference_check
 
     return skipped_reference_check(check, reason)

@@ -11,51 +11,36 @@ inference, both passes, bounds, warehouse, report):
 - negative control: a copy of the reference's artifact (the file its metadata names, ``model_file``, with its
   format and a ``training_rows.parquet`` beside it if any; the D-1 checkpoint, which never saw day D's labels),
   registered for day D.
-- label-blind control (``model_type`` ``label-blind-control``): CatBoost trained like the targets (no privacy
-  mechanism, the plan's `pipelines.training.CatBoostSettings`) but only on the CONTROL half of day D's held-out
-  rows (`pipelines.recalibration.check_heldout`: the test split, or with registered targets that list their
-  training keys the rows in none of those keys). It never saw an audited label (its eps on the audited rows is 0) yet knows
-  day D's rates, so its audit shows "leakage" when the (recalibrated) reference does not fit day D. It does not
-  share rows with the reference's recalibration (the CALIBRATION half, `pipelines.recalibration`), or it would
-  inherit the recalibration's error and could not fail for it. Its ``fitted_rows`` record says which rows it
-  was trained on; its ``training_rows`` record, which decides the audited rows, is the train split as for the
-  other controls, or, when the held-out rows are not the test split, the keys of the day's rows that are not
-  held out (``training_rows.parquet``, a keys record of `pipelines.audit_rows`): never a row it was fitted on.
-
 Their ``training_rows`` record (`pipelines.audit_rows`) is the day's train split under the recorded split
 scheme, so with ``audit_rows: training`` they are audited on the train rows, as the targets are (targets
 that used their validation labels also audit the 4% validation rows). Entries are rewritten only when what
-determines them changed (eps_c, seed, partition or reference fingerprint, the CatBoost parameters, the held-out
-rows); the progress line names what changed. Everything reads the partition with its own dataset spec.
+determines them changed (eps_c, seed, partition or reference fingerprint); the progress line names what
+changed. (The night's label-blind control is retired: the capacity check, each target on rows of the day it never
+saw, replaced it; docs/soundness.md section 8.6.) Everything reads the partition with its own dataset spec.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from auditing.controls import LABEL_BLIND, check_control_epsilon
+from auditing.controls import check_control_epsilon
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits
 from pipelines.beam_request import file_fingerprint
 from pipelines.dataset_spec import dataset_of
-from pipelines.layout import atomic_directory, model_dir, partition_dir, require_date
+from pipelines.layout import atomic_directory, model_dir, partition_dir
 from pipelines.model_formats import format_of
 from pipelines.progress import Progress, no_progress
 
 ORACLE_FILE = "oracle.json"
 ORACLE_TYPE = "rr-label-oracle"
 REFERENCE_COPY_TYPE = "reference-copy"
-LABEL_BLIND_TYPE = "label-blind-control"
-LABEL_BLIND_EVAL_FRACTION = 0.2  # share of the control rows that pick the best iteration (use_best_model)
-_LABEL_BLIND_SEED_TAG = 0x626C_696E  # "blin": its CatBoost seed is not a target's for the same plan seed
 KEYS_FILE = "training_rows.parquet"  # a keys record's file (pipelines.audit_rows)
 
 
@@ -165,102 +150,3 @@ def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, r
             shutil.copyfile(keys, tmp / KEYS_FILE)
 
     return _write(root, name, date, metadata, copy)
-
-
-def is_label_blind(metadata: dict) -> bool:
-    return metadata.get("model_type") == LABEL_BLIND_TYPE
-
-
-def ensure_label_blind_control(root: str | os.PathLike, date: dt.date, name: str, *, seed: int = 0, settings=None,
-                               targets=(), audit_rows: str = "training", progress: Progress = no_progress) -> dict:
-    """The label-blind control of day ``date`` registered as ``name`` (written when missing or different); its
-    metadata.
-
-    CatBoost with ``settings`` (the plan's `pipelines.training.CatBoostSettings`; default settings when None),
-    fitted on the CONTROL half of the day's held-out rows (`pipelines.recalibration.check_heldout`: the test
-    split, or the rows in no registered target's training keys); with ``use_best_model`` a fifth of those rows
-    (`pipelines.splits.heldout_validation`) picks the best iteration, as the validation split does for the
-    targets. ``targets`` / ``audit_rows``: as for `pipelines.recalibration.check_heldout`, which raises
-    `pipelines.recalibration.ReferenceCheckSkipped` (with ``reason``) when no row is known to be held out; so
-    does a day without control rows or a dataset that is not binary. Metadata: ``model_type``
-    ``label-blind-control``, ``control`` (kind ``label-blind`` and what determines the entry), ``mechanism`` eps
-    0, ``training_rows`` the audited rows (the train split like the other controls, or the keys of the rows not
-    held out), ``fitted_rows`` the rows it was trained on."""
-    from pipelines.recalibration import ReferenceCheckSkipped, check_heldout, heldout_part, read_day
-    from pipelines.training import CatBoostSettings, dataset_record, evaluate, fit_catboost
-    from pipelines.training import predict_probabilities as predict
-
-    date = require_date(date)
-    settings = settings or CatBoostSettings()
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**63:
-        raise LabelDPInputError(f"seed must be a whole number in 0..2^63-1; got {seed!r}")
-    heldout = check_heldout(targets, audit_rows, root)
-    catboost_seed = int(np.random.SeedSequence([int(seed), _LABEL_BLIND_SEED_TAG]).generate_state(1)[0])
-    partition_fingerprint = schema.partition_fingerprint(root, date)
-    dataset = dataset_of(root, date)
-    expected = {"control": LABEL_BLIND, "seed": int(seed), "partition_fingerprint": partition_fingerprint,
-                "catboost_params": settings.params(catboost_seed), "use_best_model": settings.use_best_model,
-                "heldout": heldout.describe(), "eval_fraction": LABEL_BLIND_EVAL_FRACTION}
-    if dataset_record(dataset) is not None:
-        expected["dataset"] = dataset.fingerprint()
-    expected = registry.jsonable(expected)
-    current = _current(root, name, date, expected, progress)
-    if current is not None:
-        progress(f"{name}: reusing the label-blind control of {date.isoformat()}")
-        return current
-    table, dataset = read_day(root, date)
-    row_ids, features, labels = heldout_part(table, splits.CONTROL, heldout, dataset)
-    if row_ids.size == 0:
-        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({table.num_rows} rows) has no held-out control "
-                                    f"rows ({heldout.where()}): the label-blind control cannot be trained")
-    is_eval = (splits.heldout_validation(row_ids, LABEL_BLIND_EVAL_FRACTION) if settings.use_best_model
-               else np.zeros(row_ids.size, dtype=bool))
-    fit, held = np.flatnonzero(~is_eval), np.flatnonzero(is_eval)
-    progress(f"{name}: label-blind control on {fit.size} held-out control rows (eval {held.size})")
-    model, info = fit_catboost(features.iloc[fit], labels[fit], settings, catboost_seed, features.iloc[held],
-                               labels[held])
-    metrics = evaluate(predict(model, features.iloc[held]), labels[held]) if held.size else {}
-    metrics.update({"evaluated_on": "its own eval rows (control half), which also picked the best iteration"
-                    if held.size else None, "train_rows": int(fit.size), "validation_rows": int(held.size),
-                    "degenerate": info["degenerate"], "best_iteration": info.get("best_iteration"),
-                    "trees": info.get("trees")})
-    all_ids = table.column("row_id").to_numpy().astype(np.int64)
-    keys = None if heldout.builtin else _keys_file(np.sort(all_ids[~heldout.mask(all_ids)]))
-    rule = ("split_of(row_id) == TEST and heldout_role(row_id) == CONTROL" if heldout.builtin else
-            "row_id in no audited model's training keys (and in the test split if a target records the built-in "
-            "split) and heldout_role_of(row_id) == CONTROL")
-    metadata = {
-        "model_type": LABEL_BLIND_TYPE, "control": expected,
-        "mechanism": {"name": LABEL_BLIND_TYPE, "epsilon": 0.0, "delta": 0.0,
-                      "guarantee": f"0-label-DP on the audited rows: trained only on day D's held-out control rows "
-                                   f"({heldout.where()}), never on an audited label"},
-        "seed": int(seed), "partition_fingerprint": partition_fingerprint, "partition_rows": int(table.num_rows),
-        "feature_schema": dataset.feature_schema(), "catboost_params": info["params"], "test_metrics": metrics,
-        "reference": None,
-        "training_rows": _training_rows(root, date) if keys is None else
-        {"kind": "keys", "file": KEYS_FILE, "rows": keys[1], "fingerprint": keys[2]},
-        "fitted_rows": {"heldout": heldout.describe(), "split": "test" if heldout.builtin else None,
-                        "role": "control", "rows": int(row_ids.size), "fit_rows": int(fit.size),
-                        "eval_rows": int(held.size),
-                        "eval_fraction": LABEL_BLIND_EVAL_FRACTION if settings.use_best_model else 0.0,
-                        "rule": rule + "; disjoint from the audited rows (training_rows) and from the reference's "
-                                       "calibration rows"},
-    }
-    if dataset_record(dataset) is not None:
-        metadata["dataset"] = dataset_record(dataset)
-
-    def write(tmp):
-        model.save_model(str(tmp / registry.MODEL_FILE), format="cbm")
-        if keys is not None:
-            (tmp / KEYS_FILE).write_bytes(keys[0])
-
-    return _write(root, name, date, metadata, write)
-
-
-def _keys_file(keys: np.ndarray) -> tuple[bytes, int, str]:
-    """(Parquet bytes, rows, ``sha256:<hex>``) of a keys file listing the sorted int64 ``keys``
-    (`pipelines.audit_rows`): built in memory so the metadata can record its fingerprint before it is written."""
-    sink = pa.BufferOutputStream()
-    pq.write_table(pa.table({"row_id": pa.array(keys, pa.int64())}), sink)
-    data = sink.getvalue().to_pybytes()
-    return data, int(keys.size), "sha256:" + hashlib.sha256(data).hexdigest()

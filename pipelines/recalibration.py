@@ -8,7 +8,7 @@ The correction (`pipelines.recalibration_fit`, whose public names are importable
 a, then a few regularised CatBoost rounds c(x) chosen on validation rows; corrected logit = raw_M' + a + c.
 
 Registered (`recalibrate_reference`): on the CALIBRATION half of day D's test split (`pipelines.splits.
-heldout_role`; the CONTROL half trains the label-blind control, `pipelines.controls`), fit / validation rows by
+heldout_role`; the CONTROL half is the capacity check's rows, `CheckRowSelection`), fit / validation rows by
 `pipelines.splits.heldout_validation`. The result is one ordinary CatBoost model, ``models/<name>/date=D/
 model.cbm`` + ``metadata.json`` (written atomically by `pipelines.registry.save_model`), whose raw prediction is
 raw_M' + a + c, so the Beam job, the counterfactual sampling, the attack score and the risk priors use it
@@ -168,7 +168,7 @@ def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training",
     if audit_rows != "training":
         raise ReferenceCheckSkipped(
             f"audit_rows is {audit_rows!r}: the game is played on every row, the held-out rows included, so their "
-            f"labels can neither recalibrate the reference nor train the label-blind control")
+            f"labels can neither recalibrate the reference nor check it")
     expected = splits.scheme()
     excluded, fingerprints, split_targets = [], [], 0
     for metadata in targets:
@@ -216,7 +216,7 @@ def check_binary_dataset(dataset: DatasetSpec) -> None:
     """`ReferenceCheckSkipped` unless the dataset is binary (the correction and the control are 0/1 models)."""
     if dataset.classes != NUM_CLASSES:
         raise ReferenceCheckSkipped(f"dataset {dataset.name!r} has {dataset.classes} classes: the recalibration and "
-                                    f"the label-blind control fit binary models only")
+                                    f"the correction fits binary models only")
 
 
 def heldout_part(table: pa.Table, role: int, heldout: HeldOutRows | None = None,

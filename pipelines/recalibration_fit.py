@@ -7,7 +7,7 @@ explains why the reference is recalibrated and registers the result. How:
   rows (Newton steps, closed-form derivatives), kept only if it lowers the validation log-loss (else a = 0). The
   slope stays 1, so the correction stays additive. Why: the rounds alone under-correct a global click-rate shift,
   because learning rate 0.1, l2 20 and early stopping approach a constant shift only geometrically (the
-  label-blind control sees the leftover: benchmarks/results/drift_constructed.md).
+  retired label-blind control saw the leftover: benchmarks/results/drift_constructed.md).
 - Then a CatBoost model boosted from raw_M' + a (``Pool(baseline=...)``): its raw output c(x) is added,
   corrected logit = raw_M'(x) + a + c(x). It is regularised (``RecalibrationSettings``: depth 3,
   l2_leaf_reg 20, learning rate 0.1, at most 300 rounds) and validated: it is fitted on part of the calibration
@@ -50,7 +50,7 @@ _SEED_TAG = 0x7265_6361  # "reca": the correction's CatBoost seed is not a targe
 
 
 class ReferenceCheckSkipped(Exception):  # a skip, not an error: the flow reports it and goes on
-    """The reference cannot be recalibrated, or the label-blind control trained, on this day: ``reason`` says
+    """The reference cannot be recalibrated, or checked, on this day: ``reason`` says
     why. The flow records "skipped, reference not checked: <reason>" and audits against the uncorrected M'."""
 
     def __init__(self, reason: str):

@@ -146,7 +146,7 @@ def _reference_keys(root, reference: tuple[str, dt.date], rels, dataset: Dataset
     table = schema.read_partition(root, day, columns=_columns(dataset, rels), dataset=dataset)
     ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
     keep = selection.mask(ids)
-    return [k[keep] for k in group_keys(table.filter(pa.array(keep)), rels)], None
+    return [k[keep] for k in group_keys(table, rels)], None
 
 
 def night_exclusion(root: str | os.PathLike, date: dt.date, reference: tuple[str, dt.date],

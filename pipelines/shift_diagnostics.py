@@ -1,8 +1,8 @@
 """A day-over-day data diagnostic beside breaking_kappa: a diagnostic, NOT a proof of the kappa assumption.
 
 The audit assumes |log D'(y|x) - log D(y|x)| <= kappa between the data's label law and the reference M' the
-counterfactual labels are drawn from (docs/soundness.md). The label-blind control is the check that can fail
-for it; these two figures only make a small kappa more or less plausible:
+counterfactual labels are drawn from (docs/soundness.md). The capacity check (auditing/capacity_check.py) is the check that
+can fail for it; these two figures only make a small kappa more or less plausible:
 
 - how M' fits day D versus its own day D-1: log-loss and expected calibration error (ECE) of M' on rows of
   each day whose labels did not train M': day D's test split (M' never saw day D), and on day D-1 the rows its

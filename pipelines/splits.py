@@ -78,7 +78,7 @@ def split_masks(row_ids) -> dict[str, np.ndarray]:
 #
 # The test split's labels enter no audited model's training (targets train on train + validation and are audited
 # on those rows). Two jobs read them, and they must not share rows: the reference's recalibration on day D
-# (`pipelines.recalibration`) and the label-blind control (`pipelines.controls.ensure_label_blind_control`), which
+# (`pipelines.recalibration`) and the capacity check (`pipelines.recalibration.CheckRowSelection`), which
 # must be able to fail when the recalibrated reference does not fit day D, so it cannot be trained on the rows that
 # recalibrated it. The test split is cut in two halves by a second keyed hash of row_id, with a salt of its own:
 # ``role = top bit of splitmix64(row_id XOR HELDOUT_SALT)``; a third salt splits a half into fit / validation rows
@@ -104,7 +104,7 @@ def heldout_scheme() -> dict:
 def heldout_role(row_ids) -> np.ndarray:
     """The held-out role of each ``row_id`` as an int8 array: ``NOT_HELDOUT`` (-1) for the train and validation
     splits (their labels train the targets), and for the test split ``CALIBRATION`` (0, recalibrates the
-    reference) or ``CONTROL`` (1, trains the label-blind control), about half each. The two halves are disjoint
+    reference) or ``CONTROL`` (1, the capacity check's rows), about half each. The two halves are disjoint
     and cover the test split by construction."""
     return heldout_role_of(row_ids, split_of(row_ids) == TEST)
 

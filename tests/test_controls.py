@@ -21,8 +21,8 @@ from scipy import stats
 from auditing.audit import AuditConfig, run_audit
 from auditing.controls import (
     FLOOR_POWER,
-    LABEL_BLIND,
     NEGATIVE,
+    NEGATIVE_CONFIDENCE,
     POSITIVE,
     check_control,
     check_control_epsilon,
@@ -110,37 +110,50 @@ def test_positive_control_detected_and_never_above_eps_c_over_many_seeds(eps_c, 
 
 
 def test_negative_control_gives_zero_over_many_seeds():
-    """A copy of the reference: every score is 0, guesses are fair coins; P[eps_lb > 0] <= 5% (validity)."""
-    positive = 0
+    """A copy of the reference: every score is 0, guesses are fair coins; P[eps_lb > 0] <= 5% (validity), and the
+    control, judged at 99.9%, fails a correct night at most once in a thousand."""
+    positive = failed = 0
     for seed in range(SEEDS):
         p, labels, ids = world(seed, 5000)
         result = run_audit(p, p, labels, ids, AuditConfig(repetitions=1, seed=seed))
         check = check_control(NEGATIVE, result.to_dict())
-        positive += not check.passed
-        assert check.passed == (result.epsilon_lower_bound == 0.0)
+        positive += result.epsilon_lower_bound > 0.0
+        failed += not check.passed
+        assert check.passed or result.epsilon_lower_bound > 0.0  # stricter than the audit's 95%
         assert result.score_histogram["rows"][0] == 5000  # every |score| is 0: the lowest bin
     assert positive <= allowed(SEEDS)
+    assert failed <= allowed(SEEDS, rate=1 - NEGATIVE_CONFIDENCE)
 
 
-def test_label_blind_control_with_a_wrong_reference_fails_and_measures_the_misfit():
-    """A model that knows day D's click rates but never read an audited label (true eps 0), with a reference
-    that halves every row's click odds: at kappa 0 its valid bound is positive and the control fails, with
-    misfit_kappa = breaking_kappa against a claim of 0 (binomial, delta 0: the bound itself); at a kappa that
-    covers the reference (|log 2| on the click class, |log 0.98/0.99| on the other) the bound is 0 and it passes."""
+def test_negative_control_fails_for_a_model_that_leaks():
+    """The control can fail for what it guards: a model that is not a copy of the reference (broken plumbing,
+    e.g. the target's file scored as the control) shows evidence at 99.9%."""
+    p, labels, ids = world(3, 20_000)
+    leaky = run_audit(rr_oracle_probabilities(ids, labels, 3.0, seed=0), p, labels, ids, AuditConfig(repetitions=1))
+    check = check_control(NEGATIVE, leaky.to_dict())
+    assert not check.passed and "plumbing is broken" in check.message and "99.9%" in check.message
+
+
+def test_the_capacity_check_sees_a_wrong_reference_the_label_blind_control_used_to():
+    """What the retired label-blind control measured, the capacity check measures with the model itself: a model
+    that knows day D's click rates but never read an audited label (true eps 0), a reference that halves every
+    row's click odds. Its VIOLATION of a claim of 0 is real evidence of misfit, not of leakage: the check rows
+    (same law, never seen) show the same accuracy, so epsilon_check stays 0, and the misfit it sees (lower
+    confidence) is within what kappa = 0.7 covers."""
+    from auditing.audit import CheckRows
+    from auditing.capacity_check import CapacityCheck
+
     rng = np.random.default_rng(21)
     n = 100_000
     labels = (rng.random(n) < 0.02).astype(np.int64)
     target, reference = np.full(n, 0.02), np.full(n, 0.01)
-    wrong = run_audit(target, reference, labels, config=AuditConfig(repetitions=1)).to_dict()
-    check = check_control(LABEL_BLIND, wrong)
-    assert wrong["epsilon_lower_bound"] > 0.3 and not check.passed and check.ceiling == 0.0
-    assert check.misfit_kappa == pytest.approx(wrong["epsilon_lower_bound"], rel=2e-3)
-    assert check.misfit_kappa <= wrong["epsilon_lower_bound"] < 0.7  # within what kappa = 0.7 covers
-    assert "> 0: the reference does not fit the day within kappa" in check.message
-    covered = run_audit(target, reference, labels, config=AuditConfig(repetitions=1, kappa=0.7)).to_dict()
-    check = check_control(LABEL_BLIND, covered)
-    assert covered["epsilon_lower_bound"] == 0.0 and check.passed and "kappa=0.7" in check.message
-    assert check.misfit_kappa == pytest.approx(wrong["epsilon_lower_bound"], rel=2e-3)  # same counts, same misfit
+    ids = np.arange(n, dtype=np.int64)
+    check_labels = (rng.random(n // 5) < 0.02).astype(np.int64)
+    rows = CheckRows(np.full(n // 5, 0.02), np.full(n // 5, 0.01), check_labels, ids[: n // 5] + n)
+    wrong = run_audit(target, reference, labels, ids, AuditConfig(repetitions=1), check=rows)
+    capacity = CapacityCheck.from_dict(wrong.capacity_check)
+    assert wrong.epsilon_lower_bound > 0.3 and capacity.epsilon_check == 0.0 and not capacity.vouches_for(0.0)
+    assert 0.0 < capacity.check_misfit_kappa < 0.7 and capacity.sees_misfit(0.0) and not capacity.sees_misfit(0.7)
 
 
 def test_failing_controls_say_why():

@@ -36,13 +36,38 @@ def plan_file(tmp_path_factory):
     path.write_text(json.dumps({
         "targets": [
             {"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0},
-            {"name": "leaky", "mechanism": "none", "epsilon": "inf", "claimed_epsilon": 0.0},
+            {"name": "leaky", "source": "registered", "claimed_epsilon": 0.0},
         ],
         "catboost_iterations": 40,
         "audit": {"repetitions": 3, "grid_points": 30},
         "controls": {"enabled": False},  # the nightly controls are tested in tests/test_controls_flow.py
     }))
     return str(path)
+
+
+def register_memorizer(root, day: str, name: str = "leaky") -> None:
+    """A planted violation that memorises its training labels (the train and validation splits of the day):
+    its logged predictions are 0.9 on a training row that clicked, 0.02 on one that did not, and the day's click
+    rate on every other row (it learned nothing that generalises). Registered with its training keys, so the
+    day's other rows check the reference."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipelines import schema, splits
+    from pipelines.model_registration import register_model
+
+    table = schema.read_partition(root, dt.date.fromisoformat(day), columns=[schema.ROW_ID, schema.LABEL])
+    ids = table.column(schema.ROW_ID).to_numpy()
+    labels = table.column(schema.LABEL).to_numpy()
+    trained = splits.split_of(ids) != splits.TEST
+    p = np.where(trained, np.where(labels == 1, 0.9, 0.02), labels.mean())
+    files = root / "files"
+    files.mkdir(exist_ok=True)
+    pq.write_table(pa.table({"row_id": ids, "prob_0": 1 - p, "prob_1": p}), files / f"{name}-{day}.parquet")
+    pq.write_table(pa.table({"row_id": np.sort(ids[trained])}), files / f"{name}-{day}-keys.parquet")
+    register_model(root, name, dt.date.fromisoformat(day), files / f"{name}-{day}.parquet", fmt="predictions",
+                   claimed_epsilon=0.0, dataset=None, training_rows=files / f"{name}-{day}-keys.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +77,8 @@ def data_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1, D2):
         write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
+    for day in (D1, D2):
+        register_memorizer(root, day)
     return root
 
 
@@ -82,9 +109,11 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
         assert row["warehouse"] == "written" and row["status"] in STATUSES and row["run_kind"] == "nightly"
         assert Path(row["report"]).is_file()
         assert row["epsilon_lower_bound"] >= 0 and row["confidence"] == 0.95
-    # The non-private model claiming eps = 0 is the planted violation; RR at eps 1 must not be flagged.
-    assert by_model["leaky"]["status"] == "VIOLATION"
-    assert by_model["rr-eps1"]["status"] != "VIOLATION"
+    # The memoriser claiming eps = 0 is the planted violation, and the capacity check vouches for it (trusted);
+    # RR at eps 1 must not be flagged.
+    assert by_model["leaky"]["status"] == "VIOLATION" and by_model["leaky"]["trust"] == "trusted"
+    assert by_model["leaky"]["epsilon_check"] > 0 and by_model["leaky"]["check_rows"] > 1000
+    assert by_model["rr-eps1"]["status"] != "VIOLATION" and by_model["rr-eps1"]["trust"] == "trusted"
     assert any(a["kind"] == "VIOLATION" and a["model_id"] == "leaky" for a in HOOK.received)
     # the risk figures travel with each row and the alert carries the headline sentence
     leaky = by_model["leaky"]

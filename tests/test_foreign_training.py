@@ -6,7 +6,8 @@ The dataset: row key ``impression_id`` (large integers, some negative), label ``
 NaN (``price``, ``dwell``), categoricals of words (``country``, with missing values) and of integers (``slot``),
 a carried text column; two days of 3,000 rows written with ``write_partition(..., dataset=spec)``. Models are
 real CatBoost models (few iterations); the outside target's training keys are a real Parquet file in its model
-directory. The last test runs the Beam scoring job on the label-blind control, whose audited rows are a keys file.
+directory. The last test runs the Beam scoring job on a model whose audited rows are a keys file, with the
+capacity check's rows: the held-out rows the reference's correction did not fit.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pipelines.recalibration import (
     RecalibrationSettings,
     ReferenceCheckSkipped,
     check_heldout,
+    check_row_selection,
     heldout_part,
     recalibrate_reference,
 )
@@ -216,31 +218,16 @@ def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):
 # ------------------------------------------------------------------------------------------ controls, recalibration
 
 
-def test_label_blind_control_on_a_foreign_dataset_with_a_keys_target(world):
+def test_check_rows_on_a_foreign_dataset_with_a_keys_target(world):
+    """The capacity check's rows of a night whose target lists its training keys: the control half of the rows in
+    no target's keys (the calibration half fits the reference's correction)."""
     root, ids, trains = world["root"], world["ids"], world["trains"]
-    lines = []
-    metadata = controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]],
-                                                   progress=lines.append)
-    assert metadata["feature_schema"] == SPEC.feature_schema()
-    assert metadata["dataset"]["fingerprint"] == SPEC.fingerprint()
-    # audited on the rows the targets trained on, fitted on the control half of the others: disjoint
-    assert metadata["training_rows"]["kind"] == "keys"
-    selection = audit_rows.training_rows(metadata, model_dir(root, "blind", DAY))
-    assert np.array_equal(selection.mask(ids), trains)
+    heldout = check_heldout([world["outside"]], root=root)
+    check_rows = check_row_selection(heldout, recalibrated=True)
     roles = splits.heldout_role_of(ids, ~trains)
-    assert metadata["fitted_rows"]["rows"] == int((roles == splits.CONTROL).sum())
-    model, _ = registry.load_model(root, "blind", DAY)
-    assert list(model.feature_names_) == list(SPEC.features)
-    assert model.predict_proba(training.feature_frame(world["table"], SPEC)).shape == (ids.size, 2)
-
-    again = controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]],
-                                                progress=lines.append)
-    assert again == metadata and "reusing" in lines[-1]
-    slower = dataclasses.replace(FAST, iterations=25)
-    changed = controls.ensure_label_blind_control(root, DAY, "blind", settings=slower, targets=[world["outside"]],
-                                                  progress=lines.append)
-    assert changed["catboost_params"]["iterations"] == 25
-    assert any("catboost_params" in line and "rewriting" in line for line in lines)
+    np.testing.assert_array_equal(check_rows.mask(ids), roles == splits.CONTROL)
+    assert not (check_rows.mask(ids) & trains).any()
+    assert check_rows.describe()["scheme"]["excluded_keys"][0]["model"] == "outside"
 
 
 def test_recalibration_on_a_foreign_dataset_with_a_keys_target(world):
@@ -278,8 +265,6 @@ def test_a_reference_of_another_format_is_not_recalibrated_but_copied(world):
     assert format_of(copy).name == "rr-oracle" and copy["model_file"] == oracle["model_file"]
     source, target = model_dir(root, "oracle", PREVIOUS), model_dir(root, "negative-oracle", DAY)
     assert (target / "oracle.json").read_bytes() == (source / "oracle.json").read_bytes()
-    # the label-blind control never reads the reference: it runs whatever the reference's format
-    assert controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]])
 
 
 def _registered_reference(world) -> np.ndarray:
@@ -313,15 +298,25 @@ def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spe
     assert math.isfinite(diagnostic["reference_log_loss_shift"])
 
 
-def test_the_beam_job_audits_the_label_blind_control_on_the_rows_the_targets_trained_on(world):
+def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(world):
     from auditing.audit import AuditConfig
     from pipelines.beam_scoring import ScoringRequest, score_day
 
     root = world["root"]
-    controls.ensure_label_blind_control(root, DAY, "blind", settings=FAST, targets=[world["outside"]])
-    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="blind", reference="reference",
+    target = model_dir(root, "keys-model", DAY)
+    if not target.exists():  # the reference's model file, registered for day D with the outside target's keys
+        shutil.copytree(model_dir(root, "reference", PREVIOUS), target)
+        metadata = json.loads((target / registry.METADATA_FILE).read_text())
+        metadata.update(model_name="keys-model", date=DAY.isoformat(),
+                        partition_fingerprint=schema.partition_fingerprint(root, DAY),
+                        training_rows=_write_keys(target, world["keys"]))
+        (target / registry.METADATA_FILE).write_text(json.dumps(metadata))
+    check_rows = check_row_selection(check_heldout([world["outside"]], root=root), recalibrated=False)
+    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="keys-model", reference="reference",
                                        reference_date=PREVIOUS, config=AuditConfig(repetitions=2, seed=1),
-                                       batch_size=1000))
+                                       batch_size=1000, check_rows=check_rows))
     assert outcome.result.m == int(world["trains"].sum())
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["training_rows_kind"] == "keys" and audited["training_rows"] == int(world["trains"].sum())
+    check = outcome.result.capacity_check
+    assert check["checked"] and check["check_rows"] == int((~world["trains"]).sum())

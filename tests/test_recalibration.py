@@ -1,5 +1,5 @@
-"""The reference recalibrated on day D's held-out rows and the label-blind control (pipelines.recalibration,
-pipelines.controls.ensure_label_blind_control, pipelines.splits.heldout_role), with real CatBoost on small days.
+"""The reference recalibrated on day D's held-out rows and the capacity check's rows (pipelines.recalibration,
+pipelines.splits.heldout_role), with real CatBoost on small days.
 
 Drift is built here, not by the generator: labels are redrawn from the day's oracle probability shifted in logit,
 globally and/or on the rows holding the most frequent value of one categorical column (a segment).
@@ -17,8 +17,9 @@ globally and/or on the rows holding the most frequent value of one categorical c
   sigmoid(raw_M' + a + c) on every row of the day (1e-12), loaded by the Beam handler unchanged; it moves the mean
   on the audited rows toward the true shifted rate; a second run is byte-identical; CatBoost's default sum policy
   would not be exact.
-- The label-blind control is audited on the train split, trained on the CONTROL half only, knows day D's rates,
-  and runs through the Beam job against the recalibrated reference.
+- The capacity check's rows are the CONTROL half when the reference is recalibrated (the CALIBRATION half fitted
+  the correction), both halves when it is not; through the Beam job a model trained on the train split is checked
+  on exactly those rows against the recalibrated reference.
 - No held-out rows (or an audit on every row, or a target that may have read them): ReferenceCheckSkipped.
 """
 
@@ -36,7 +37,7 @@ import pytest
 from scipy.special import expit, logit
 
 from auditing.errors import LabelDPInputError
-from pipelines import audit_rows, controls, registry, schema, splits, synth, training
+from pipelines import registry, schema, splits, synth, training
 from pipelines.beam_scoring import file_fingerprint
 from pipelines.layout import model_dir
 from pipelines.recalibration import (
@@ -45,6 +46,7 @@ from pipelines.recalibration import (
     ReferenceCheckSkipped,
     calibration_figures,
     check_heldout,
+    check_row_selection,
     fit_correction,
     heldout_part,
     recalibrate_reference,
@@ -59,13 +61,12 @@ EMPTY_DAY = dt.date(2024, 3, 3)  # a partition without test rows
 ARRAY_ROWS = 60_000
 DAY_ROWS = 60_000
 CATS = list(schema.CATEGORICAL_COLUMNS)
-SETTINGS = training.CatBoostSettings(iterations=60)  # reference and label-blind control: fast on 2 cores
+SETTINGS = training.CatBoostSettings(iterations=60)  # the reference: fast on 2 cores
 TARGET = {"model_name": "target", "date": DAY.isoformat(),
           "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation"],
                             "validation_labels_used_for": ["chose the best iteration (use_best_model)"],
                             "unread_row_ids": [], "rows": 0}}
 RECALIBRATED = "reference-recalibrated"
-LABEL_BLIND = "control-label-blind"
 
 
 def _top_value_mask(table: pa.Table, column: str) -> np.ndarray:
@@ -427,48 +428,39 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     assert "reference_fit" not in itself and "no earlier day" in itself["not_computed"]
 
 
-@pytest.fixture(scope="module")
-def label_blind(world):
-    return controls.ensure_label_blind_control(world["root"], DAY, LABEL_BLIND, seed=0, settings=SETTINGS,
-                                               targets=[TARGET])
-
-
-def test_label_blind_control_is_audited_on_the_train_split_and_trained_on_the_control_half(world, label_blind):
-    metadata, ids = label_blind, world["ids"]
-    assert controls.is_label_blind(metadata) and metadata["model_type"] == controls.LABEL_BLIND_TYPE
-    assert metadata["control"]["control"] == controls.LABEL_BLIND
-    assert registry.claimed_epsilon(metadata) == 0.0
-    selection = audit_rows.training_rows(metadata)
-    assert np.array_equal(selection.mask(ids), splits.split_of(ids) == splits.TRAIN)
-    assert selection.rows == int(world["audited"].sum())
+def test_check_rows_are_the_held_out_rows_the_correction_did_not_fit(world):
+    ids = world["ids"]
     role = splits.heldout_role(ids)
-    fitted = metadata["fitted_rows"]
-    assert fitted["role"] == "control" and fitted["rows"] == int((role == splits.CONTROL).sum())
-    assert fitted["fit_rows"] + fitted["eval_rows"] == fitted["rows"]
-    calibration_rows = int((role == splits.CALIBRATION).sum())
-    assert fitted["rows"] + calibration_rows == int((splits.split_of(ids) == splits.TEST).sum())
-    assert metadata["catboost_params"]["iterations"] == SETTINGS.iterations
-    again = controls.ensure_label_blind_control(world["root"], DAY, LABEL_BLIND, seed=0, settings=SETTINGS,
-                                                targets=[TARGET])
-    assert again["created_at"] == metadata["created_at"]  # reused, not retrained
+    recalibrated = check_row_selection(check_heldout([TARGET]), recalibrated=True)
+    raw = check_row_selection(check_heldout([TARGET]), recalibrated=False)
+    np.testing.assert_array_equal(recalibrated.mask(ids), role == splits.CONTROL)
+    np.testing.assert_array_equal(raw.mask(ids), splits.split_of(ids) == splits.TEST)
+    assert not (recalibrated.mask(ids) & world["audited"]).any()
+    assert recalibrated.describe()["roles"] == ["control"] and raw.describe()["roles"] == ["calibration", "control"]
 
 
-def test_label_blind_control_knows_the_day_and_runs_through_the_beam_job(world, label_blind, recalibrated):
+def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, recalibrated):
+    """The reference itself, registered as a day-D model trained on the train split: the job reads the audited and
+    the check rows, and the capacity check ran on the CONTROL half only."""
     from auditing.audit import AuditConfig
     from pipelines.beam_scoring import ScoringRequest, score_day
 
-    model, _ = registry.load_model(world["root"], LABEL_BLIND, DAY)
-    p = np.asarray(model.predict_proba(world["frame"]))[:, 1]
-    audited, truth = world["audited"], world["truth"]
-    gap_reference = abs(expit(world["reference_raw"])[audited].mean() - truth[audited].mean())
-    assert abs(p[audited].mean() - truth[audited].mean()) < 0.5 * gap_reference
+    root = world["root"]
+    metadata = registry.read_metadata(root, "reference", PREVIOUS)
+    record = {**metadata["training_rows"], "label_splits": ["train"], "unread_row_ids": [],
+              "rows": int(world["audited"].sum())}
+    registry.save_model(root, "day-model", DAY, world["reference"],
+                        {**{k: v for k, v in metadata.items() if k not in ("created_at",)},
+                         "partition_fingerprint": schema.partition_fingerprint(root, DAY), "training_rows": record})
+    check_rows = check_row_selection(check_heldout([TARGET]), recalibrated=True)
     config = AuditConfig(repetitions=2, seed=1, grid_points=20)
-    outcome = score_day(ScoringRequest(data_root=str(world["root"]), date=DAY, model=LABEL_BLIND, config=config,
-                                       reference=RECALIBRATED, reference_date=DAY, batch_size=20_000))
-    lineage = outcome.record["lineage"]["reference"]
-    assert (lineage["name"], lineage["date"]) == (RECALIBRATED, DAY.isoformat())
-    assert outcome.result.m == int(audited.sum())
-    assert outcome.result.epsilon_lower_bound >= 0.0
+    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", config=config,
+                                       reference=RECALIBRATED, reference_date=DAY, batch_size=20_000,
+                                       check_rows=check_rows))
+    assert outcome.result.m == int(world["audited"].sum())
+    check = outcome.result.capacity_check
+    assert check["checked"] and check["check_rows"] == int(check_rows.mask(world["ids"]).sum())
+    assert outcome.record["diagnostics"]["check_rows"]["roles"] == ["control"]
 
 
 # ------------------------------------------------------------------------------------------ skips
@@ -479,9 +471,6 @@ def test_no_heldout_rows_is_a_skip_with_its_reason(world):
     with pytest.raises(ReferenceCheckSkipped, match="no held-out calibration rows") as caught:
         recalibrate_reference(root, EMPTY_DAY, "recalibrated-empty", ("reference", PREVIOUS), targets=[TARGET])
     assert "test split" in caught.value.reason and not model_dir(root, "recalibrated-empty", EMPTY_DAY).exists()
-    with pytest.raises(ReferenceCheckSkipped, match="no held-out control rows"):
-        controls.ensure_label_blind_control(root, EMPTY_DAY, "label-blind-empty", settings=SETTINGS)
-    assert not model_dir(root, "label-blind-empty", EMPTY_DAY).exists()
 
 
 def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a_skip(world):
@@ -501,8 +490,6 @@ def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a
     check_heldout([TARGET])  # a target trained on train + validation leaves the test split held out
     with pytest.raises(ReferenceCheckSkipped, match="no training_rows record"):
         recalibrate_reference(world["root"], DAY, "recalibrated-outside", ("reference", PREVIOUS), targets=[outside])
-    with pytest.raises(ReferenceCheckSkipped, match="every row"):
-        controls.ensure_label_blind_control(world["root"], DAY, "label-blind-all", audit_rows="all")
 
 
 def test_a_reference_with_an_output_correction_is_a_skip(world):
