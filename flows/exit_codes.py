@@ -62,7 +62,7 @@ def help_text() -> str:
     from auditing.report.text import STATUS_MEANINGS, TRUST_MEANINGS
 
     lines = textwrap.wrap("Verdict status (the table's status column, the warehouse, --json, the report's badge and "
-                          "`labeldp-audit results --status`), with the exit code it gives:", 100)
+                          "the results command's --status filter), with the exit code it gives:", 100)
     for status, meaning in STATUS_MEANINGS.items():
         code = status_exit_code(status)
         when = (": guardrail always, nightly and backfill with --fail-on-violation, when trusted; 4 when not"

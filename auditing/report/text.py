@@ -260,26 +260,21 @@ def spool_elsewhere_lines(elsewhere: Sequence[Mapping], spool: Path) -> list[str
     """One line per other warehouse whose spooled results a drain left in place (``drain_spool``'s
     ``elsewhere``): where they are meant to go and the command that writes them there (``spool``: the data
     root's spool directory)."""
-    import shlex
 
     by_address: dict[tuple[str, str], int] = {}
     for item in elsewhere:
         by_address[(item["backend"], item["address"])] = by_address.get((item["backend"], item["address"]), 0) + 1
     return [f"{count} spooled result(s) in {spool} are meant for the {backend} warehouse {address}, not this one: "
-            f"left in place; write them with `labeldp-audit nightly --drain-only --data-root "
-            f"{shlex.quote(str(Path(spool).parent))} --warehouse {shlex.quote(address)}`"
+            f"left in place; write them with {hints.DRAIN_SPOOL_TO.line(root=Path(spool).parent, warehouse=address)}"
             + (" (add your user name to the URL)" if backend == "postgres" else "")
             for (backend, address), count in by_address.items()]
 
 
 def spool_unaddressed_line(paths: Sequence[str], spool: Path) -> str:
     """Spooled results of an older version, which recorded no warehouse: left until a person names theirs."""
-    import shlex
-
     return (f"{len(paths)} spooled result(s) in {spool} were written by an older labeldp-audit, which did not record "
             "their warehouse: left in place; once you know which warehouse they belong to, write them with "
-            f"`labeldp-audit nightly --drain-only --data-root {shlex.quote(str(Path(spool).parent))} --warehouse W "
-            "--include-unaddressed`")
+            f"{hints.DRAIN_UNADDRESSED.line(root=Path(spool).parent)}")
 
 
 def untrusted_summary(reasons: Sequence[str]) -> str:
