@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
+from planted import register_memorizer
 from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 
 from flows import exit_codes
@@ -209,12 +210,14 @@ def data_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1, D2):
         write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
+    for day in (D1, D2):  # the planted violation (tests/planted.py)
+        register_memorizer(root, day)
     return root
 
 
 def _plan(directory: Path, name: str, **changes) -> str:
     plan = {"targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0},
-                        {"name": "leaky", "mechanism": "none", "epsilon": "inf", "claimed_epsilon": 0.0}],
+                        {"name": "leaky", "source": "registered", "claimed_epsilon": 0.0}],
             "catboost_iterations": 40, "audit": {"repetitions": 3, "grid_points": 30},
             "controls": {"enabled": False}}
     plan.update(changes)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from pg_gate import PostgresGate
+from planted import register_memorizer
 from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from webhook_receiver import WebhookReceiver
 
@@ -43,31 +44,6 @@ def plan_file(tmp_path_factory):
         "controls": {"enabled": False},  # the nightly controls are tested in tests/test_controls_flow.py
     }))
     return str(path)
-
-
-def register_memorizer(root, day: str, name: str = "leaky") -> None:
-    """A planted violation that memorises its training labels (the train and validation splits of the day):
-    its logged predictions are 0.9 on a training row that clicked, 0.02 on one that did not, and the day's click
-    rate on every other row (it learned nothing that generalises). Registered with its training keys, so the
-    day's other rows check the reference."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from pipelines import schema, splits
-    from pipelines.model_registration import register_model
-
-    table = schema.read_partition(root, dt.date.fromisoformat(day), columns=[schema.ROW_ID, schema.LABEL])
-    ids = table.column(schema.ROW_ID).to_numpy()
-    labels = table.column(schema.LABEL).to_numpy()
-    trained = splits.split_of(ids) != splits.TEST
-    p = np.where(trained, np.where(labels == 1, 0.9, 0.02), labels.mean())
-    files = root / "files"
-    files.mkdir(exist_ok=True)
-    pq.write_table(pa.table({"row_id": ids, "prob_0": 1 - p, "prob_1": p}), files / f"{name}-{day}.parquet")
-    pq.write_table(pa.table({"row_id": np.sort(ids[trained])}), files / f"{name}-{day}-keys.parquet")
-    register_model(root, name, dt.date.fromisoformat(day), files / f"{name}-{day}.parquet", fmt="predictions",
-                   claimed_epsilon=0.0, dataset=None, training_rows=files / f"{name}-{day}-keys.parquet")
 
 
 @pytest.fixture(scope="module")

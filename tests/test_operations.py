@@ -35,6 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from planted import register_memorizer
 from service_processes import (
     REPO,
     ServiceProcesses,
@@ -90,10 +91,12 @@ def ops(tmp_path_factory, warehouse_url):
     data_root = tmp / "data"
     for day in DAYS:
         write_synthetic_day(data_root, day, rows=ROWS)
+        if day != DAYS[0]:  # the planted violation, registered for every audited day
+            register_memorizer(data_root, day.isoformat())
     plan = tmp / "plan.json"
     plan_data = {
         "targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0},
-                    {"name": "leaky", "mechanism": "none", "epsilon": "inf", "claimed_epsilon": 0.0}],
+                    {"name": "leaky", "source": "registered", "claimed_epsilon": 0.0}],
         "catboost_iterations": 20,
         "audit": {"repetitions": 3, "grid_points": 30},
     }
@@ -251,7 +254,7 @@ def test_nightly_deployment_on_a_worker_writes_postgres_artifacts_and_events(ops
 
     rows = {r["model_id"]: r for r in warehouse_rows(ops)}
     assert keys_of(rows.values()) == sorted((m, D1) for m in TARGETS)
-    assert rows["leaky"]["status"] == "VIOLATION"  # non-private model claiming eps = 0: the planted violation
+    assert rows["leaky"]["status"] == "VIOLATION"  # a memoriser claiming eps = 0: the planted violation
     assert rows["rr-eps1"]["status"] != "VIOLATION"
     assert {r["flow_run_id"] for r in rows.values()} == {str(run_id)}  # lineage names the deployment's run
 
