@@ -17,17 +17,20 @@ give the same figures:
    on) and on the check rows' expected guess counts under the reference's law (no check label or coin): the
    threshold whose planned ``epsilon_check`` is largest. The bound half and the check rows' outcomes play no
    part.
-2. On the bound half: the guesses at that threshold and their correct count give a lower confidence limit on the
-   accuracy (Clopper-Pearson at 1 - AUDITED_SHARE * gamma).
-3. On the check rows: the same threshold's guesses and correct count give an upper confidence limit on the
-   accuracy that misfit alone buys (Clopper-Pearson at 1 - (1 - AUDITED_SHARE) * gamma); its logit is the
-   misfit the verdict must withstand, ``misfit_kappa_upper``.
-4. ``epsilon_check = logit(audited lower) - misfit_kappa_upper`` (0 when negative) is a lower bound on eps at the
-   confidence, with no kappa, under assumption T of docs/soundness.md section 8 (the audited guesses' misfit-only
-   accuracy is no larger than the check rows' at the same threshold). A VIOLATION is trusted only if
-   ``epsilon_check`` also exceeds the claim; since the verdict's own bound must exceed it too, a trusted false
-   VIOLATION needs both tests wrong, and has probability at most 1 - confidence if either kappa covers the
-   reference or T holds.
+2. At that threshold: the bound half's guesses and correct guesses, and the check rows' (whose accuracy is what
+   misfit alone buys there).
+3. The exact test (`exact_epsilon_lower`, docs/soundness.md section 8.3): eps is rejected when, for every
+   misfit-only accuracy a, counts as extreme as those observed have probability at most 1 - confidence with the
+   audited accuracy at f_eps(a) = sigmoid(eps + logit a) and the check accuracy at a (an unconditional exact test
+   of the odds ratio, the supremum over a taken numerically). ``epsilon_check`` is the largest eps it rejects (0
+   when none): a lower bound on eps at the confidence, with no kappa, under assumption T of docs/soundness.md
+   section 8 (the audited guesses' misfit-only accuracy is no larger than the check rows' at the same threshold).
+   A VIOLATION is trusted only if ``epsilon_check`` also exceeds the claim; since the verdict's own bound must
+   exceed it too, a trusted false VIOLATION needs both tests wrong, and has probability at most 1 - confidence
+   if either kappa covers the reference or T holds.
+4. Each side's own one-sided limit at the confidence is reported too (descriptive): the bound half's accuracy
+   lower limit, and the check rows' upper limit, whose logit ``misfit_kappa_upper`` is the misfit the model shows
+   on unseen rows where the verdict's guesses are.
 
 The check also reports the misfit the model shows on the check rows as a lower confidence figure
 (``check_misfit_kappa``: the check rows' own game bounded at kappa 0, Bonferroni over the grid's thresholds);
@@ -41,7 +44,7 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import special
+from scipy import optimize, special, stats
 
 from auditing.binomial_bounds import pure_epsilon_lower_bounds
 from auditing.errors import LabelDPInputError
@@ -52,9 +55,6 @@ from auditing.sweep_reduce import BinSpec, boundary_bins
 # The bins every check is computed on: the Beam job's default; finer in-process histograms are merged into them
 # exactly (`rebin`).
 CHECK_BINS = BinSpec()
-# The share of the error budget 1 - confidence spent on the audited side's lower limit; the rest goes to the check
-# rows, which are about ten times fewer and so carry most of the noise.
-AUDITED_SHARE = 0.25
 # Why a check could not run (the verdict then says "reference unchecked").
 NO_CHECK_ROWS = "no check rows: every row of the day trained the model or the reference's correction"
 DELTA_NOT_SUPPORTED = ("the capacity check is derived for pure (delta = 0) claims; a delta > 0 VIOLATION cannot be "
@@ -169,6 +169,85 @@ def histograms_of(audited: GameTables | None, check: GameTables | None, seed: in
     return CheckHistograms(*out, rebin(planned, bins))
 
 
+# ------------------------------------------------------------------------------------------ the exact test
+# Numerical settings of the test's supremum over the nuisance accuracy a (docs/soundness.md section 8.3).
+_SUP_GRID = np.linspace(-15.0, 15.0, 121)  # logit(a), then refined around the largest value
+_EPS_HIGH = 20.0  # bisection's upper end for epsilon_check
+_EPS_TOLERANCE = 1e-5  # epsilon_check is reported to this precision, rounded down
+_SUPPORT_SD = 12.0  # C_H values beyond this many standard deviations carry under e^-72 of the mass: skipped
+
+
+def _wald(cb, nb: int, ch, nh: int, eps: float):
+    """The test's statistic: the smoothed log-odds difference minus eps, over its estimated standard error."""
+    pb = (np.asarray(cb, dtype=np.float64) + 0.5) / (nb + 1)
+    ph = (np.asarray(ch, dtype=np.float64) + 0.5) / (nh + 1)
+    se = np.sqrt(1.0 / ((nb + 1) * pb * (1 - pb)) + 1.0 / ((nh + 1) * ph * (1 - ph)))
+    return (special.logit(pb) - eps - special.logit(ph)) / se
+
+
+def _region(cb: int, nb: int, ch: int, nh: int, eps: float) -> np.ndarray:
+    """The rejection region as k[ch'] for ch' = 0..nh: reject when the audited count is >= k[ch'] (nb + 1: never).
+    k is the first audited count whose statistic reaches the observed one (the statistic rises and then falls in
+    the audited count, so the first crossing lies before its peak), made non-decreasing in ch': the region grows
+    with the audited count and shrinks with the check count, which is what lets stochastic dominance bound its
+    probability."""
+    z_obs = float(_wald(cb, nb, ch, nh, eps))
+    chs = np.arange(nh + 1)
+    lo, hi = np.zeros(nh + 1, dtype=np.int64), np.full(nh + 1, nb, dtype=np.int64)
+    while np.any(hi - lo > 2):  # the peak of a unimodal sequence, per ch' (ternary search)
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        up = _wald(m1, nb, chs, nh, eps) < _wald(m2, nb, chs, nh, eps)
+        lo, hi = np.where(up, m1 + 1, lo), np.where(up, hi, m2 - 1)
+        hi = np.maximum(hi, lo)
+    candidates = np.stack([lo, np.minimum(lo + 1, nb), np.minimum(lo + 2, nb)])
+    values = _wald(candidates, nb, chs[None, :], nh, eps)
+    peak = candidates[np.argmax(values, axis=0), chs]
+    reaches = _wald(peak, nb, chs, nh, eps) >= z_obs - 1e-12
+    lo, hi = np.zeros(nh + 1, dtype=np.int64), peak.copy()
+    while np.any(lo < hi):  # the first count reaching z_obs on the rising part
+        mid = (lo + hi) // 2
+        ok = _wald(mid, nb, chs, nh, eps) >= z_obs - 1e-12
+        lo, hi = np.where(ok, lo, mid + 1), np.where(ok, mid, hi)
+    k = np.where(reaches, lo, nb + 1)
+    return np.maximum.accumulate(k)
+
+
+def _pvalue(cb: int, nb: int, ch: int, nh: int, eps: float) -> float:
+    """sup over a of P[(C_B, C_H) in the region] with C_B ~ Binomial(nb, f_eps(a)), C_H ~ Binomial(nh, a)."""
+    k = _region(cb, nb, ch, nh, eps)
+
+    def at(x: float) -> float:
+        a, q = special.expit(x), special.expit(eps + x)
+        spread = _SUPPORT_SD * math.sqrt(nh * a * (1 - a)) + 10
+        first, last = max(0, int(nh * a - spread)), min(nh, int(nh * a + spread) + 1)
+        chs = np.arange(first, last + 1)
+        return float(np.sum(stats.binom.pmf(chs, nh, a) * stats.binom.sf(k[first:last + 1] - 1, nb, q)))
+
+    values = np.array([at(x) for x in _SUP_GRID])
+    i = int(np.argmax(values))
+    refined = optimize.minimize_scalar(lambda x: -at(x), method="bounded", options={"xatol": 1e-7},
+                                       bounds=(_SUP_GRID[max(i - 1, 0)], _SUP_GRID[min(i + 1, _SUP_GRID.size - 1)]))
+    return max(float(values[i]), -float(refined.fun))
+
+
+def exact_epsilon_lower(correct: int, guesses: int, check_correct: int, check_guesses: int, gamma: float) -> float:
+    """The largest eps the exact test rejects at level ``gamma`` (0 when it rejects none): eps such that, for every
+    misfit-only accuracy a, the audited and check counts are as extreme as observed with probability <= gamma
+    when the audited accuracy is f_eps(a) = sigmoid(eps + logit(a)) and the check accuracy a."""
+    if guesses <= 0 or check_guesses <= 0:
+        return 0.0
+    if _pvalue(correct, guesses, check_correct, check_guesses, 0.0) > gamma:
+        return 0.0
+    lo, hi = 0.0, _EPS_HIGH
+    while hi - lo > _EPS_TOLERANCE:
+        mid = (lo + hi) / 2
+        if _pvalue(correct, guesses, check_correct, check_guesses, mid) <= gamma:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _lower(c: int, n: int, alpha: float) -> float:
     """Clopper-Pearson lower limit of a binomial rate at one-sided level alpha (0 when c = 0)."""
     return 0.0 if c <= 0 else float(special.betaincinv(c, n - c + 1, alpha))
@@ -188,13 +267,14 @@ def _logit(p: float) -> float:
 
 
 def _planned_epsilon(correct: int, guesses: int, check_guesses: float, gamma: float) -> float:
-    """The epsilon_check a threshold would give if the bound half matched the selection half's counts and the
-    check rows made ``check_guesses`` guesses, right half of the time (-inf when it could give nothing)."""
+    """About the epsilon_check a threshold would give if the bound half matched the selection half's counts and
+    the check rows made ``check_guesses`` guesses, right half of the time: the test's statistic at its normal
+    critical value (-inf when it could give nothing). Only the plan uses it."""
     if guesses <= 0 or correct <= 0 or check_guesses <= 0.0:
         return -math.inf
-    lower = _lower(correct, guesses, AUDITED_SHARE * gamma)
-    upper = float(special.betaincinv(check_guesses / 2 + 1, check_guesses / 2, 1.0 - (1.0 - AUDITED_SHARE) * gamma))
-    return _logit(lower) - _logit(upper)
+    p = (correct + 0.5) / (guesses + 1)
+    se = math.sqrt(1.0 / ((guesses + 1) * p * (1 - p)) + 4.0 / (check_guesses + 1))
+    return _logit(p) - stats.norm.isf(gamma) * se
 
 
 def _above(rows: np.ndarray, correct: np.ndarray, k: int) -> tuple[int, int]:
@@ -220,8 +300,8 @@ class CapacityCheck:
     label-free expected guesses (bin of `CHECK_BINS`, and the smallest |score| in it). selection_*: the selection
     half at that threshold (and its pointwise bound at kappa 0); planned_check_guesses: the check guesses the plan
     expected there. bound_* and check_*: guesses and correct guesses at the threshold on the audited
-    rows' bound half and on the check rows. audited_accuracy_lower / check_accuracy_upper: the two confidence
-    limits. misfit_kappa_upper: logit(check_accuracy_upper), the misfit the model shows on unseen rows where
+    rows' bound half and on the check rows. audited_accuracy_lower / check_accuracy_upper: each side's one-sided
+    limit (descriptive; the decision is the exact test's). misfit_kappa_upper: logit(check_accuracy_upper), the misfit the model shows on unseen rows where
     the verdict's guesses are (upper confidence). epsilon_check: the kappa-free lower bound on eps (valid at
     ``confidence`` under assumption T). check_misfit_kappa: the check rows' own game bounded at kappa 0
     (lower confidence, Bonferroni over ``check_grid_size`` thresholds): misfit the model can see at all.
@@ -230,7 +310,6 @@ class CapacityCheck:
     checked: bool
     reason: str | None
     confidence: float
-    audited_share: float
     audited_rows: int
     check_rows: int
     threshold_bin: int | None = None
@@ -277,7 +356,7 @@ class CapacityCheck:
 
 def unchecked(reason: str, *, confidence: float, audited_rows: int = 0, check_rows: int = 0) -> CapacityCheck:
     """The record of a check that could not run."""
-    return CapacityCheck(checked=False, reason=reason, confidence=confidence, audited_share=AUDITED_SHARE,
+    return CapacityCheck(checked=False, reason=reason, confidence=confidence,
                          audited_rows=audited_rows, check_rows=check_rows)
 
 
@@ -316,13 +395,13 @@ def capacity_check(histograms: CheckHistograms, *, confidence: float, delta: flo
     k = int(candidates[best])
     selection_bound = float(pure_epsilon_lower_bounds(counts[best, 1], counts[best, 0], confidence=confidence))
 
-    # 2-4. The two limits at that threshold, and the kappa-free bound.
+    # 2-4. The exact test at that threshold, and each side's own limit (descriptive).
     g_bound, c_bound = _above(histograms.bound_rows, histograms.bound_correct, k)
     g_check, c_check = _above(histograms.check_rows, histograms.check_correct, k)
-    lower = _lower(c_bound, g_bound, AUDITED_SHARE * gamma) if g_bound else 0.0
-    upper = _upper(c_check, g_check, (1.0 - AUDITED_SHARE) * gamma)
+    lower = _lower(c_bound, g_bound, gamma) if g_bound else 0.0
+    upper = _upper(c_check, g_check, gamma)
     misfit_upper = _logit(upper)
-    epsilon_check = max(0.0, _logit(lower) - misfit_upper) if lower > 0.0 and math.isfinite(misfit_upper) else 0.0
+    epsilon_check = exact_epsilon_lower(c_bound, g_bound, c_check, g_check, gamma)
     reason = None if g_check else "no check row's |score| reaches the threshold: the check cannot vouch"
 
     # The misfit the model shows on the check rows at all (lower confidence, Bonferroni over the thresholds).
@@ -332,7 +411,7 @@ def capacity_check(histograms: CheckHistograms, *, confidence: float, delta: flo
     check_misfit = float(pure_epsilon_lower_bounds(own_counts[:, 1], own_counts[:, 0], confidence=point).max())
 
     return CapacityCheck(
-        checked=True, reason=reason, confidence=confidence, audited_share=AUDITED_SHARE, audited_rows=audited,
+        checked=True, reason=reason, confidence=confidence, audited_rows=audited,
         check_rows=m_check, threshold_bin=k, threshold_score=bin_lower_edge(k),
         selection_guesses=int(counts[best, 0]), selection_correct=int(counts[best, 1]),
         selection_bound=selection_bound, planned_check_guesses=float(planned[best]), bound_guesses=g_bound, bound_correct=c_bound, check_guesses=g_check,
@@ -342,5 +421,5 @@ def capacity_check(histograms: CheckHistograms, *, confidence: float, delta: flo
     )
 
 
-__all__ = ["AUDITED_SHARE", "CHECK_BINS", "DELTA_NOT_SUPPORTED", "NO_CHECK_ROWS", "CapacityCheck", "CheckHistograms",
-           "bin_lower_edge", "capacity_check", "histograms_of", "rebin", "unchecked"]
+__all__ = ["CHECK_BINS", "DELTA_NOT_SUPPORTED", "NO_CHECK_ROWS", "CapacityCheck", "CheckHistograms",
+           "bin_lower_edge", "capacity_check", "exact_epsilon_lower", "histograms_of", "rebin", "unchecked"]

@@ -174,3 +174,32 @@ def test_threshold_is_planned_without_the_bound_half_or_check_outcomes():
     assert other["threshold_bin"] == base["threshold_bin"]
     assert other["planned_check_guesses"] == base["planned_check_guesses"]
     assert (other["check_correct"], other["epsilon_check"]) != (base["check_correct"], base["epsilon_check"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("guesses", "check_guesses", "accuracy", "eps"), [
+    (400, 60, 0.55, 0.5), (1500, 200, 0.6, 1.0), (80, 15, 0.7, 0.2)])
+def test_the_exact_test_holds_its_level_at_the_null_boundary(guesses, check_guesses, accuracy, eps):
+    """Counts drawn at the hardest null (audited accuracy exactly sigmoid(eps + logit a), check accuracy a): the
+    test rejects eps at most at 5% (it is exact, so usually less)."""
+    from scipy.special import expit, logit
+
+    from auditing.capacity_check import exact_epsilon_lower
+
+    rng = np.random.default_rng(guesses)
+    trials, rejected = 150, 0
+    for _ in range(trials):
+        cb = int(rng.binomial(guesses, expit(eps + logit(accuracy))))
+        ch = int(rng.binomial(check_guesses, accuracy))
+        rejected += exact_epsilon_lower(cb, guesses, ch, check_guesses, 0.05) > eps
+    assert not_above_rate(rejected, trials), rejected
+
+
+def test_the_exact_test_is_tighter_than_two_separate_limits():
+    """On counts like a real night's (a non-private model on the AdKDD'21 sample), the joint test keeps more of
+    the evidence than a lower limit on one side and an upper limit on the other would."""
+    from auditing.capacity_check import _logit, _lower, _upper, exact_epsilon_lower
+
+    joint = exact_epsilon_lower(790, 1047, 118, 205, 0.05)
+    separate = _logit(_lower(790, 1047, 0.0125)) - _logit(_upper(118, 205, 0.0375))
+    assert joint > separate + 0.1 and joint > 0.5 > separate

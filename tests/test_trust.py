@@ -22,7 +22,7 @@ from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, WEAK_PASS
 
 
 def check(epsilon_check=1.2, misfit_upper=0.4, misfit_lower=0.1, rows=5000, reason=None) -> CapacityCheck:
-    return CapacityCheck(checked=True, reason=reason, confidence=0.95, audited_share=0.25, audited_rows=40000,
+    return CapacityCheck(checked=True, reason=reason, confidence=0.95, audited_rows=40000,
                          check_rows=rows, epsilon_check=epsilon_check, misfit_kappa_upper=misfit_upper,
                          check_misfit_kappa=misfit_lower)
 
