@@ -56,11 +56,10 @@ TRUST_MEANINGS = {
 TRUST_SHORT = {TRUSTED: "trusted", UNTRUSTED: "untrusted", UNCHECKED: "unchecked", ACCEPTED_UNCHECKED: "accepted"}
 # What a PASS's detectability figures (its floors) are worth, in the words of the report, the alert and `results`.
 DETECTABILITY_MEANINGS = {
-    MEASURED: "the floors are what this audit could detect: no control voided them and the capacity check saw no "
-              "misfit beyond the verdict's kappa",
-    MEASURED_UNDER_MISFIT: "the floors were measured under a reference that misfits beyond the verdict's kappa (the "
-                           "model shows it on rows it never saw): a reference too sure of itself also hides leaks, "
-                           "so a leak near the floors could have gone unseen",
+    MEASURED: "no control voided them and the capacity check saw no misfit beyond the verdict's kappa",
+    MEASURED_UNDER_MISFIT: "the model shows the reference misfitting beyond the verdict's kappa on rows it never saw, "
+                           "and a reference too sure of itself also hides leaks: a leak near the floors could have "
+                           "gone unseen",
     VOID: "the positive control fell below its floor tonight: the audit did not show the power the floors promise, "
           "so they say nothing",
 }
@@ -149,27 +148,47 @@ def _finite(value) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
-def capacity_check_sentence(figures: Mapping, confidence: float | None = None, *, brief: bool = False) -> str:
-    """The capacity check's figures in one sentence, each with its confidence (``confidence``: the verdict's);
-    ``brief`` (the alert): epsilon_check and the misfit where the guesses are, the assumption by name."""
-    rows = figures.get("check_rows") or 0
-    if not rows or figures.get("epsilon_check") is None:
-        return "capacity check: did not run (no check rows: nothing checked the reference)"
-    at = f"{confidence:.0%}" if confidence is not None else "the verdict's"
+def _misfit_upper(figures: Mapping) -> str:
     upper = figures.get("misfit_kappa_upper")
-    upper = (f"kappa <= {float(upper):.3g}" if _finite(upper) else
-             "no finite limit (no check row reached the verdict's guess threshold)")
-    epsilon_check = float(figures["epsilon_check"])
-    if brief:
-        return (f"capacity check on {int(rows):,} check rows: epsilon_check {epsilon_check:.4g} (a kappa-free lower "
-                f"bound on eps at {at} confidence, under assumption T of docs/soundness.md section 8); misfit where "
-                f"the guesses are: {upper} (upper confidence limit)")
+    return (f"kappa <= {float(upper):.3g}" if _finite(upper) else
+            "no finite limit (no check row reached the verdict's guess threshold)")
+
+
+def _checked(figures: Mapping) -> bool:
+    return bool(figures.get("check_rows")) and figures.get("epsilon_check") is not None
+
+
+CHECK_DID_NOT_RUN = "capacity check: did not run (no check rows: nothing checked the reference)"
+
+
+def capacity_check_clauses(figures: Mapping, confidence: float | None = None) -> list[str]:
+    """The capacity check's figures as clauses, each with its confidence (``confidence``: the verdict's): what it
+    ran on, epsilon_check, the misfit where the verdict's guesses are, the misfit the model shows at all; one
+    clause when it did not run."""
+    if not _checked(figures):
+        return [CHECK_DID_NOT_RUN]
+    at = f"{confidence:.0%}" if confidence is not None else "the verdict's"
     lower = figures.get("check_misfit_kappa")
     lower = "not computed" if lower is None else f"kappa >= {float(lower):.3g}"
-    return (f"capacity check on {int(rows):,} check rows (rows of the day the model never saw): epsilon_check "
-            f"{epsilon_check:.4g}, a lower bound on eps at {at} confidence that needs no kappa (under {ASSUMPTION_T}); "
-            f"misfit where the verdict's guesses are: {upper} (upper confidence limit, within the same {at}); "
-            f"misfit the model shows at all: {lower} (lower confidence figure at {at})")
+    return [f"capacity check on {int(figures['check_rows']):,} check rows (rows of the day the model never saw)",
+            f"epsilon_check {float(figures['epsilon_check']):.4g}, a lower bound on eps at {at} confidence that "
+            f"needs no kappa (under {ASSUMPTION_T})",
+            f"misfit where the verdict's guesses are: {_misfit_upper(figures)} (upper confidence limit, within the "
+            f"same {at})",
+            f"misfit the model shows at all: {lower} (lower confidence figure at {at})"]
+
+
+def capacity_check_sentence(figures: Mapping, confidence: float | None = None, *, brief: bool = False) -> str:
+    """`capacity_check_clauses` in one sentence; ``brief`` (the alert): epsilon_check and the misfit where the
+    guesses are, the assumption by name."""
+    if not brief or not _checked(figures):
+        clauses = capacity_check_clauses(figures, confidence)
+        return clauses[0] + "".join(f"{': ' if i == 0 else '; '}{c}" for i, c in enumerate(clauses[1:]))
+    at = f"{confidence:.0%}" if confidence is not None else "the verdict's"
+    return (f"capacity check on {int(figures['check_rows']):,} check rows: epsilon_check "
+            f"{float(figures['epsilon_check']):.4g} (a kappa-free lower bound on eps at {at} confidence, under "
+            f"assumption T of docs/soundness.md section 8); misfit where the guesses are: {_misfit_upper(figures)} "
+            "(upper confidence limit)")
 
 
 def groups_sentence(figures: Mapping) -> str:
@@ -212,7 +231,8 @@ def trust_block_lines(row: Mapping, indent: str = "  ") -> list[str]:
     retired label-blind control's figures too)."""
     lines = [trust_sentence(row)]
     if row.get("trust") is not None and row.get("kind", "target") != "control":
-        lines.append(indent + capacity_check_sentence(row, row.get("confidence")))
+        clauses = capacity_check_clauses(row, row.get("confidence"))
+        lines += [indent + clauses[0]] + [indent * 2 + clause for clause in clauses[1:]]
         if row.get("status") in (PASS, WEAK_PASS) and detectability_sentence(row):
             lines.append(indent + detectability_sentence(row))
     if row.get("label_blind_bound") is not None:  # a row written while the label-blind control ran
