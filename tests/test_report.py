@@ -713,15 +713,17 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
         rows = wh.fetch_results(model_id="m")
     assert [r["trust"] for r in sorted(rows, key=lambda r: r["partition_date"])] == [None, None, "trusted", "untrusted"]
     page = render_trend_report(rows, "m")
-    nights = {tr.split("</td>")[0].split(">")[-1]: _parse(tr).visible for tr in page.split('<tr class="night">')[1:]}
+    nights = {tr.split("</td>")[0].split(">")[-1]: _parse(tr.split("</tr>")[0]).visible
+              for tr in page.split('<tr class="night">')[1:]}
     assert nights["2024-01-04"].split()[:3] == ["2024-01-04", "VIOLATION", "untrusted"]
     assert nights["2024-01-03"].split()[:3] == ["2024-01-03", "VIOLATION", "trusted"]
     assert f"capacity check on 4,000 rows: ε_check {judge(checked['leaky'], 0.5).trust.epsilon_check:.3f}" in \
         nights["2024-01-03"]
     assert nights["2024-01-02"].split()[:3] == ["2024-01-02", "VIOLATION", "untrusted"]
-    assert "label-blind control: FLAGGED (misfit κ = 0.35)" in nights["2024-01-02"]
+    assert "calibration none FLAGGED (misfit κ = 0.35)" in nights["2024-01-02"]
     assert nights["2024-01-01"].split()[:3] == ["2024-01-01", "VIOLATION", "–"]
-    assert "label-blind control: fits (misfit κ = 0)" in nights["2024-01-01"]
+    assert "calibration none fits (misfit κ = 0)" in nights["2024-01-01"]
+    assert "capacity check" not in nights["2024-01-01"]
     assert 'title="the reference does not fit day 2024-01-02"' in page  # the reason on hover
     assert _parse(page).count("trend-point") == 4
 
@@ -784,3 +786,42 @@ def test_a_legacy_label_blind_control_page_still_renders(run):
     assert "its valid bound had to be 0 at the plan's κ" in text and "passed" in text
     assert "Measured reference misfit κ = 0 the smallest κ that brought this control's bound to 0" in text
     assert "Negative control" not in text and "Positive control" not in text
+
+
+# --------------------------------------------------------------------------------------------- the command line's words
+def _summary_row(model: str, verdict) -> dict:
+    """A verdict as the flows' summary row carries it (publish's keys that the sentences read)."""
+    data = verdict.result
+    return {"model_id": model, "partition_date": "2024-01-14", "kind": verdict.kind, "status": verdict.status,
+            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": verdict.claimed_epsilon,
+            "confidence": data["confidence"], "report": f"/r/{model}.html", "warehouse": "written",
+            "untrusted_reason": verdict.untrusted_reason, **verdict.trust_figures()}
+
+
+def test_the_run_summary_names_untrusted_violations_beside_trusted_ones(checked):
+    """exit 1 names the trusted VIOLATION with its epsilon_check and, beside it, the untrusted one (not acted on);
+    exit 4 names the untrusted verdicts with why, and the trusted VIOLATION that stands."""
+    from flows import exit_codes
+
+    rows = [_summary_row("leaky", judge(checked["leaky"], 0.5)), _summary_row("drift", judge(checked["misfit"], 0.1)),
+            _summary_row("rr", judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
+                                               config=AuditConfig(repetitions=1)), 50.0))]
+    assert [(r["status"], r["trust"]) for r in rows] == [("VIOLATION", "trusted"), ("VIOLATION", "untrusted"),
+                                                         ("INCONCLUSIVE", "reference unchecked")]
+    outcome = exit_codes.Outcome(rows=rows, untrusted=[r["untrusted_reason"] for r in rows[1:]], fail_on_violation=True)
+    first, second = exit_codes.summary_lines(outcome, "nightly", "")
+    leaky = rows[0]["epsilon_check"]
+    assert first.startswith("labeldp-audit nightly: exit 1: 1 VIOLATION: the claimed epsilon is disproved for "
+                            f"leaky@2024-01-14 (valid eps_lb {rows[0]['epsilon_lower_bound']:.4g} > claimed 0.5 at 95% "
+                            f"confidence; trusted: epsilon_check {leaky:.4g} > claim too, without kappa; report "
+                            "/r/leaky.html); beside it, 1 untrusted VIOLATION(s), not acted on as a violation (exit 4): "
+                            "drift@2024-01-14 (")
+    assert "untrusted: the reference's misfit can explain it: epsilon_check 0 <= claim 0.1" in first
+    assert second.startswith("labeldp-audit nightly: also 4: UNTRUSTED: 1 VIOLATION(s) not trusted, do not act on "
+                             "them as violations: drift@2024-01-14 (")
+    assert ("1 other verdict(s) not trusted, read them as unknown: rr@2024-01-14 (INCONCLUSIVE, reference unchecked: "
+            "no check rows") in second
+    assert f"beside them the VIOLATION(s) leaky@2024-01-14 stand (trusted: epsilon_check {leaky:.4g}" in second
+    assert second.count("the reference's misfit can explain it") == 1  # each reason once, with its verdict
+    alone = exit_codes.summary_lines(exit_codes.Outcome(rows=rows[:1], fail_on_violation=True), "guardrail", "")
+    assert len(alone) == 1 and "leaky@2024-01-14" in alone[0] and "beside" not in alone[0]

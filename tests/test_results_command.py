@@ -146,7 +146,7 @@ def test_default_is_the_latest_verdict_per_model_newest_first(target, capsys, au
     assert code == 0 and err == ""
     assert _table_rows(out) == [("alpha", "2024-01-03", "WEAK_PASS"), ("beta", "2024-01-03", "INCONCLUSIVE")]
     beta = next(line for line in out.splitlines() if line.startswith("beta "))
-    assert beta.split()[3:6] == ["trusted", "nightly", "inf"]  # the trust, run and claimed columns
+    assert beta.split()[3:6] == ["nightly", "trusted", "inf"]  # the run, trust and claimed columns
     alpha = next(line for line in out.splitlines() if line.startswith("alpha "))
     assert not alpha.split()[11].endswith("w")  # the status says it: no mark
     assert "eps_lb: valid lower bound at 95% confidence" in out  # format_rows' legend
@@ -359,7 +359,7 @@ def trust_target(target, records):
 
 def _trust_cells(out: str) -> dict[str, str]:
     """model -> (status, trust) cells of the table."""
-    return {line.split()[0]: (line.split()[2], line.split()[3]) for line in out.splitlines()[2:]
+    return {line.split()[0]: (line.split()[2], line.split()[4]) for line in out.splitlines()[2:]
             if line.split() and line.split()[1][:4] == "2024"}
 
 

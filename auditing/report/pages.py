@@ -403,29 +403,26 @@ def _method_cell(row: Mapping) -> str:
 
 
 def _reference_cell(row: Mapping) -> str:
-    """A trend row's reference check: calibration, and the capacity check's figures (a row written while the
-    label-blind control ran: that control's outcome and misfit)."""
+    """A trend row's reference check: calibration; the label-blind control's outcome and misfit on a night it ran
+    (retired: as those rows always showed it); and the capacity check's figures on a row with per-verdict trust."""
     from auditing.warehouse.rows import reference_check_from_row
 
     check = reference_check_from_row(row)
-    text = "" if check is None else f"calibration {esc(check['calibration'])}<br>"
+    parts = [] if check is None else [f"calibration {esc(check['calibration'])}"]
+    if check is not None and not check["checked"]:
+        parts.append(f"<span class=\"missing\" title=\"{esc(check['note'] or '')}\">not checked</span>")
+    elif check is not None and check["label_blind"] is not None:
+        blind = check["label_blind"]
+        misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
+        outcome = "<span class=\"reference-flagged\">FLAGGED</span>" if is_flagged(check) else "fits"
+        parts.append(f"{outcome} ({misfit})")
     if row.get("check_rows"):
         upper = row.get("misfit_kappa_upper")
-        return (f"{text}capacity check on {fmt_int(row['check_rows'])} rows: ε_check {fmt_eps(row.get('epsilon_check'))}"
-                + (f", misfit κ ≤ {float(upper):.3g} (upper)" if upper is not None else ""))
-    if row.get("trust") is not None:
-        return f"{text}<span class=\"missing\">capacity check did not run</span>"
-    if check is None:
-        return "<span class=\"missing\">not recorded</span>"
-    if not check["checked"]:
-        return f"{text}<span class=\"missing\" title=\"{esc(check['note'] or '')}\">not checked</span>"
-    blind = check["label_blind"]
-    if blind is None:
-        return f"{text}label-blind control did not run"
-    misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
-    if is_flagged(check):
-        return f"{text}label-blind control: <span class=\"reference-flagged\">FLAGGED</span> ({misfit})"
-    return f"{text}label-blind control: fits ({misfit})"
+        parts.append(f"capacity check on {fmt_int(row['check_rows'])} rows: ε_check {fmt_eps(row.get('epsilon_check'))}"
+                     + (f", misfit κ ≤ {float(upper):.3g} (upper)" if upper is not None else ""))
+    elif row.get("trust") is not None:
+        parts.append("<span class=\"missing\">capacity check did not run</span>")
+    return "<br>".join(parts) or "<span class=\"missing\">not recorded</span>"
 
 
 def _trust_cell(row: Mapping) -> str:

@@ -255,7 +255,7 @@ def _where(r: Mapping) -> str:
 
 
 # The results table's columns: header, alignment ("<" left, ">" right); the report path comes last, unpadded.
-_COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("trust", "<"), ("run", "<"), ("claimed", ">"),
+_COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"), ("claimed", ">"),
             ("eps_lb", ">"), ("paper mean+-std", ">"), ("max cert.", ">"), ("brk.kap", ">"), ("floor", ">"),
             ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("report", "<"))
 
@@ -271,7 +271,7 @@ def _cells(r: Mapping) -> tuple[str, ...]:
     floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
     exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
     exposed += "w" if r.get("weak_pass") and r["status"] == PASS else ""  # a PASS stored before WEAK_PASS existed
-    return (str(r["model_id"]), str(r["partition_date"]), status, trust_word(r), r.get("run_kind") or "-", claimed,
+    return (str(r["model_id"]), str(r["partition_date"]), status, r.get("run_kind") or "-", trust_word(r), claimed,
             f"{r['epsilon_lower_bound']:.3f}", paper, f"{r['max_certifiable_epsilon']:.2f}", breaking, floor, exposed,
             str(r["m"]), r.get("audit_rows") or "-", str(r["report"]))
 
