@@ -180,9 +180,9 @@ def summary_lines(outcome: Outcome, command: str, drain: str) -> list[str]:
         BAD_INPUT: lambda: text.bad_input_summary(outcome.bad_input),
         NOT_IN_WAREHOUSE: lambda: text.spooled_summary(outcome.spooled, drain),
         UNTRUSTED: lambda: "; ".join(
-            ([text.untrusted_summary(outcome.untrusted)] if outcome.untrusted else [])
+            ([text.untrusted_summary(outcome.untrusted, outcome.rows)] if outcome.untrusted else [])
             + ([text.failures_summary(outcome.failures)] if outcome.failures else [])),
-        VIOLATION: lambda: text.violations_summary(outcome.violations),
+        VIOLATION: lambda: text.violations_summary(outcome.violations, outcome.untrusted_violations),
     }
     return text.exit_summary(command, [(code, sentences[code]()) for code in outcome.codes()])
 

@@ -26,12 +26,12 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
+from auditing.alerts.webhook import alert_kind
 from auditing.controls import POSITIVE
 from auditing.errors import LabelDPInputError
-from auditing.guardrail import VIOLATION
 from auditing.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
 from auditing.trust import NightTrust
-from auditing.verdict import EXITS_UNTRUSTED, WEAK_PASS
+from auditing.verdict import EXITS_UNTRUSTED
 from flows import exit_codes, steps, terminal
 from flows.exit_codes import Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
@@ -245,8 +245,8 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         except Exception as exc:
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
-        if row["status"] in (VIOLATION, WEAK_PASS):
-            _emit(row["status"], row)
+        if kind := alert_kind(row):
+            _emit(kind, row)
         outcome.rows.append(row)
     outcome.untrusted += sorted({r["untrusted_reason"] for r in outcome.rows
                                  if r.get("kind") == "target" and r.get("trust") in EXITS_UNTRUSTED})
@@ -389,8 +389,8 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
                   night=night, reference_check=check)
     _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
-    if row["status"] in (VIOLATION, WEAK_PASS) and row["trust"] not in EXITS_UNTRUSTED:
-        _emit(row["status"], row)
+    if kind := alert_kind(row):
+        _emit(kind, row)
     untrusted = [row["untrusted_reason"]] if row["trust"] in EXITS_UNTRUSTED else []
     outcome = Outcome(rows=[row], untrusted=untrusted, fail_on_violation=fail_on_violation)
     finish(outcome, root, warehouse, "guardrail")

@@ -21,8 +21,6 @@ from pathlib import Path
 from auditing import hints
 from auditing.controls import POSITIVE
 from auditing.errors import LabelDPInputError
-from auditing.guardrail import VIOLATION
-from auditing.verdict import WEAK_PASS
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from pipelines.layout import model_dir, parse_date, partition_dir
 from pipelines.progress import Progress, no_progress
@@ -400,7 +398,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     (`auditing.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
-    from auditing.alerts.webhook import default_ledger_dir, send_alert, violation_payload
+    from auditing.alerts.webhook import alert_kind, default_ledger_dir, send_alert, violation_payload
     from auditing.judging import judge
     from auditing.report.pages import render_run_report, run_report_path, write_report
     from auditing.warehouse import (
@@ -454,11 +452,11 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     write_report(render_run_report(verdict, page_lineage, trend), report_path)
 
     alert = None
-    # A target's VIOLATION pages, its WEAK_PASS is for a person to read; a control alerts CONTROL_FAILED instead.
-    if row["status"] in (VIOLATION, WEAK_PASS) and webhook_url and kind == "target":
+    alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none
+    if alerted and webhook_url:
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                     report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
-        alert = send_alert(webhook_url, row["status"], payload, default_ledger_dir(root)).to_dict()
+        alert = send_alert(webhook_url, alerted, payload, default_ledger_dir(root)).to_dict()
     return {
         "model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
         "claimed_epsilon": claimed, "epsilon_lower_bound": row["epsilon_lower_bound"],

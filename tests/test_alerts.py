@@ -228,21 +228,21 @@ def test_a_weak_pass_is_its_own_alert_with_its_meaning_and_floor(webhook_factory
 
 
 # --------------------------------------------------------------------------------------------- kappa and the reference
-def _reference_check(flagged: bool) -> dict:
+def _reference_check(checked: bool = True) -> dict:
+    if not checked:
+        return {"calibration": "boost", "checked": False, "note": "reference not checked: no held-out rows"}
     return {"calibration": "boost", "checked": True, "note": None,
             "calibration_figures": {"rows_fit": 6000, "rows_validation": 2000, "rounds": 40, "logloss_before": 0.47,
-                                    "logloss_after": 0.45, "ece_before": 0.03, "ece_after": 0.006},
-            "label_blind": {"epsilon_lower_bound": 0.21 if flagged else 0.0, "misfit_kappa": 0.35 if flagged else 0.0,
-                            "flagged": flagged}}
+                                    "logloss_after": 0.45, "ece_before": 0.03, "ece_after": 0.006}}
 
 
 def test_violation_alert_carries_kappa_and_breaking_kappa_not_tau(webhook_factory, tmp_path):
     """The body states kappa and breaking_kappa (never the legacy tau / breaking_tau beside them), and the text
-    reads breaking kappa as a factor on the click odds, with the night's reference check."""
+    reads breaking kappa as a factor on the click odds; a checked reference adds nothing to the text."""
     hook = webhook_factory()
     row = {"kappa": 0.0, "breaking_kappa": 0.35, "reference_calibration": "boost", "fdp_curve": None,
            "gdp_mu_lower_bound": None, "tau": 0.0, "breaking_tau": None, "status": "VIOLATION"}
-    fields = kappa_fields(row, _reference_check(flagged=False))
+    fields = kappa_fields(row, _reference_check())
     assert set(fields) == {"kappa", "breaking_kappa", "reference_calibration", "fdp_curve", "gdp_mu_lower_bound",
                            "reference_check"}
     payload = {**PAYLOAD, **fields, "tau": 0.0, "breaking_tau": None,
@@ -250,62 +250,158 @@ def test_violation_alert_carries_kappa_and_breaking_kappa_not_tau(webhook_factor
     assert send_alert(hook.url, VIOLATION, payload, tmp_path).status == SENT
     body = _strict(hook.received[0]["body"])
     assert body["kappa"] == 0.0 and body["breaking_kappa"] == 0.35 and "tau" not in body and "breaking_tau" not in body
-    assert body["reference_check"]["label_blind"] == {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.0, "flagged": False}
+    assert body["reference_check"]["calibration_figures"]["rounds"] == 40 and body["page"] is True
     assert body["text"] == (
         "[labeldp-audit] VIOLATION: model rr-eps1, partition 2024-01-02: valid epsilon lower bound 2.500 at 95% "
         "confidence and kappa 0 exceeds the claimed epsilon 1.000; it holds unless the reference misjudges some "
-        "row's click odds by more than a factor 1.42 (breaking kappa 0.35); the reference fits day 2024-01-02 "
-        "(label-blind control: valid eps_lb 0.000 at kappa 0, where it must be 0; measured misfit kappa 0)")
+        "row's click odds by more than a factor 1.42 (breaking kappa 0.35)")
     assert "tau" not in body["text"]
 
 
-def test_flagged_reference_reads_the_reference_does_not_fit_day_d(webhook_factory, tmp_path):
-    """A flagged label-blind control: the CONTROL_FAILED alert and the untrusted part of a VIOLATION alert say
-    "the reference does not fit day D" with the control's bound and the measured misfit; a skipped check says
-    "reference not checked" with its reason; without a reference check the old sentence stays."""
+def test_control_failed_says_what_the_control_voids_and_nothing_of_the_label_blind_control(webhook_factory, tmp_path):
+    """The negative control voids the night, the positive control the VIOLATIONs or the PASSes' detectability;
+    a CONTROL_FAILED of another kind (a legacy label-blind control) says what a failed control does in general;
+    a skipped reference check reads "reference not checked" with its reason."""
     hook = webhook_factory()
-    check = _reference_check(flagged=True)
-    message = "label-blind control (trained only on held-out rows, true eps 0 on the audited rows): valid eps_lb 0.21"
-    control = {"model_id": "control-label-blind", "partition_date": "2024-01-02", "message": message,
-               "reference_check": check, "kappa": 0.0}
-    assert send_alert(hook.url, CONTROL_FAILED, control, tmp_path).status == SENT
+    negative = {"model_id": "control-negative", "partition_date": "2024-01-02", "message": "eps_lb 0.4 > 0",
+                "control": "negative", "reference_check": _reference_check()}
+    assert send_alert(hook.url, CONTROL_FAILED, negative, tmp_path).status == SENT
     assert hook.bodies()[0]["text"] == (
-        "[labeldp-audit] CONTROL_FAILED: model control-label-blind, partition 2024-01-02: the reference does not fit "
-        "day 2024-01-02 (label-blind control: valid eps_lb 0.210 at kappa 0, where it must be 0; measured misfit "
-        f"kappa 0.35: click odds off by up to a factor 1.42): every verdict of this night is untrusted: {message}")
-    violation = {**PAYLOAD, "kappa": 0.0, "breaking_kappa": 1.2, "reference_check": check,
-                 "untrusted_reason": "the reference does not fit day 2024-01-02"}
-    assert send_alert(hook.url, VIOLATION, violation, tmp_path).status == SENT
+        "[labeldp-audit] CONTROL_FAILED: model control-negative, partition 2024-01-02: the audit itself is broken: "
+        "the negative control (a copy of the reference) was not 0, so every verdict of this night is untrusted: "
+        "eps_lb 0.4 > 0")
+    positive = {**negative, "model_id": "control-positive", "control": "positive", "message": "eps_lb 2.4 > eps_c 2",
+                "reference_check": _reference_check(checked=False)}
+    assert send_alert(hook.url, CONTROL_FAILED, positive, tmp_path).status == SENT
     text = hook.bodies()[1]["text"]
-    assert ("; UNTRUSTED: the reference does not fit day 2024-01-02 (label-blind control: valid eps_lb 0.210 at "
-            "kappa 0, where it must be 0; measured misfit kappa 0.35: click odds off by up to a factor 1.42)") in text
-    assert text.count("does not fit day") == 1 and "factor 3.32 (breaking kappa 1.2)" in text
-    both = {**violation, "model_id": "rr-eps2",
-            "untrusted_reason": "control failed on 2024-01-02 (the audit itself is broken): control-negative: eps_lb 0.4"}
-    assert send_alert(hook.url, VIOLATION, both, tmp_path).status == SENT
-    text = hook.bodies()[2]["text"]
-    assert "UNTRUSTED: control failed on 2024-01-02" in text and "; the reference does not fit day 2024-01-02 (" in text
-
+    assert ("above eps_c the night's VIOLATIONs are untrusted, below its floor the PASSes' detectability figures are "
+            "void") in text and text.endswith("; reference not checked: no held-out rows: eps_lb 2.4 > eps_c 2")
+    assert "the audit itself is broken" not in text
+    legacy = {**negative, "model_id": "control-label-blind", "control": "label-blind", "message": "eps_lb 0.21 > 0"}
+    assert send_alert(hook.url, CONTROL_FAILED, legacy, tmp_path).status == SENT
+    assert hook.bodies()[2]["text"].endswith("a nightly control failed: what it guards is void tonight: eps_lb 0.21 > 0")
+    assert all(b["page"] is True for b in hook.bodies())
+    assert not any("label-blind" in b["text"].replace("control-label-blind", "") or "does not fit" in b["text"]
+                   for b in hook.bodies())
     skipped = {**PAYLOAD, "model_id": "rr-eps3", "kappa": 0.0, "breaking_kappa": 0.5,
-               "reference_check": {"calibration": "boost", "checked": False,
-                                   "note": "reference not checked: no held-out rows"}}
+               "reference_check": _reference_check(checked=False)}
     assert send_alert(hook.url, VIOLATION, skipped, tmp_path).status == SENT
     assert hook.bodies()[3]["text"].endswith("; reference not checked: no held-out rows")
-    plain = {**control, "model_id": "control-negative", "reference_check": None, "message": "eps_lb 0.4 > 0"}
-    assert send_alert(hook.url, CONTROL_FAILED, plain, tmp_path).status == SENT
-    assert hook.bodies()[4]["text"].endswith("the audit itself is broken (every verdict of this night is untrusted): "
-                                             "eps_lb 0.4 > 0")
-    by_kind = {**plain, "model_id": "control-label-blind-2", "control": "label-blind", "message": message}
-    assert send_alert(hook.url, CONTROL_FAILED, by_kind, tmp_path).status == SENT
-    assert hook.bodies()[5]["text"] == (
-        "[labeldp-audit] CONTROL_FAILED: model control-label-blind-2, partition 2024-01-02: the reference does not "
-        f"fit day 2024-01-02: every verdict of this night is untrusted: {message}")
-    spec = alert_event_payload(CONTROL_FAILED, control)
-    assert spec["payload"]["text"] == hook.bodies()[0]["text"] and spec["payload"]["reference_check"]["label_blind"]
+
+
+# --------------------------------------------------------------------------------------------- trust per verdict
+@pytest.fixture(scope="module")
+def verdicts():
+    """Real verdicts with a capacity check (tests/checked_audits.py): a trusted VIOLATION with row groups, one
+    the reference's misfit explains, a WEAK_PASS under a misfitting reference, and a VIOLATION nothing checked."""
+    import checked_audits
+
+    from auditing.audit import AuditConfig, run_audit
+    from auditing.judging import judge
+    from auditing.trust import NightTrust
+
+    leaky = checked_audits.leaky(row_groups=checked_audits.groups())
+    misfit = checked_audits.misfit()
+    unchecked = run_audit(*_unchecked_arrays(), config=AuditConfig(repetitions=2))  # no check rows
+    night = NightTrust()
+    return {"trusted": judge(leaky, 0.5, night=night), "untrusted": judge(misfit, 0.1, night=night),
+            "weak": judge(misfit, 3.0, night=night), "unchecked": judge(unchecked, 0.5, night=night),
+            "accepted": judge(unchecked, 0.5, night=NightTrust(accept_unchecked=True)),
+            "void": judge(leaky, 0.5, night=NightTrust(void_reason="control-negative on 2024-01-02: eps_lb 0.4 > 0"))}
+
+
+def _unchecked_arrays():
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 2, 4000)
+    return np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, 4000), 0.01, 0.99), np.full(4000, 0.5), labels
+
+
+def _payload(verdict, model="leaky"):
+    from auditing.alerts.webhook import violation_payload
+
+    return violation_payload(verdict, model_id=model, partition_date="2024-01-02", report="/r/leaky.html",
+                             flow_run_id="run-1", run_kind="nightly")
+
+
+def test_alert_kind_is_chosen_by_status_and_trust(verdicts):
+    """One choice for every call site: a VIOLATION pages only when it is acted on (trusted, or accepted
+    unchecked); a VIOLATION that exits 4 is VIOLATION_UNTRUSTED; a WEAK_PASS is WEAK_PASS; a control and any other
+    status send nothing here. A row written before per-verdict trust is untrusted when it carries a reason."""
+    from auditing.alerts import PAGES, VIOLATION_UNTRUSTED, alert_kind
+    from auditing.verdict import TRUSTED, UNCHECKED, UNTRUSTED
+
+    assert {name: (v.status, v.trust.state) for name, v in verdicts.items()} == {
+        "trusted": ("VIOLATION", TRUSTED), "untrusted": ("VIOLATION", UNTRUSTED), "weak": ("WEAK_PASS", TRUSTED),
+        "unchecked": ("VIOLATION", UNCHECKED), "accepted": ("VIOLATION", "reference unchecked, accepted"),
+        "void": ("VIOLATION", UNTRUSTED)}
+    kinds = {name: alert_kind(_payload(v)) for name, v in verdicts.items()}
+    assert kinds == {"trusted": VIOLATION, "untrusted": VIOLATION_UNTRUSTED, "weak": WEAK_PASS,
+                     "unchecked": VIOLATION_UNTRUSTED, "accepted": VIOLATION, "void": VIOLATION_UNTRUSTED}
+    assert VIOLATION_UNTRUSTED not in PAGES and WEAK_PASS not in PAGES and VIOLATION in PAGES
+    assert alert_kind({"kind": "control", "status": "VIOLATION", "trust": TRUSTED}) is None
+    assert alert_kind({"kind": "target", "status": "PASS", "trust": UNTRUSTED}) is None
+    assert alert_kind({"kind": "target", "status": "INCONCLUSIVE", "trust": TRUSTED}) is None
+    legacy = {"kind": "target", "status": "VIOLATION", "trust": None}
+    assert alert_kind(legacy) == VIOLATION
+    assert alert_kind({**legacy, "untrusted_reason": "control failed on 2024-01-02"}) == VIOLATION_UNTRUSTED
+
+
+def test_an_untrusted_violation_is_its_own_alert_and_not_a_page(webhook_factory, tmp_path, verdicts):
+    """The trusted VIOLATION pages with its epsilon_check; the untrusted one of the same model and day is its own
+    alert (VIOLATION_UNTRUSTED, page false), whose text says it is not acted on and why; both bodies carry the
+    trust, the capacity check's figures and the row groups' figures."""
+    from auditing.alerts import VIOLATION_UNTRUSTED, alert_kind
+
+    hook = webhook_factory()
+    trusted, untrusted = _payload(verdicts["trusted"]), _payload(verdicts["untrusted"])
+    assert send_alert(hook.url, alert_kind(trusted), trusted, tmp_path).status == SENT
+    assert send_alert(hook.url, alert_kind(untrusted), untrusted, tmp_path).status == SENT
+    assert send_alert(hook.url, alert_kind(untrusted), untrusted, tmp_path).status == DUPLICATE
+    first, second = (_strict(r["body"]) for r in hook.received)
+    figures = verdicts["trusted"].trust
+    assert (first["kind"], first["page"], first["trust"]) == (VIOLATION, True, "trusted")
+    assert first["epsilon_check"] == figures.epsilon_check > 0.5 and first["misfit_kappa_upper"] == figures.misfit_kappa_upper
+    assert first["check_rows"] == 4000 and first["trust_reason"].startswith("the capacity check vouches for it")
+    assert first["group_rule"] == "rows with the same feature vector or rows with the same user_id form a group"
+    assert (first["rows_excluded_groups"], first["group_pairs"]) == (311, 152)
+    assert (first["group_label_agreement"], first["group_label_agreement_expected"]) == (0.9812, 0.9779)
+    assert (f"; trust: trusted: the capacity check vouches for it: epsilon_check {figures.epsilon_check:.4g} > claim "
+            "0.5") in first["text"]
+    assert (f"capacity check on 4,000 check rows: epsilon_check {figures.epsilon_check:.4g} (a kappa-free lower bound "
+            "on eps at 95% confidence, under assumption T of docs/soundness.md section 8); misfit where the guesses "
+            f"are: kappa <= {figures.misfit_kappa_upper:.3g} (upper confidence limit)") in first["text"]
+    assert ("row groups: rows with the same feature vector or rows with the same user_id form a group; 311 audited "
+            "row(s) left out for sharing a group; labels agree in 98.1% of the 152 pairs of rows sharing a group, "
+            "against 97.8% for independent labels") in first["text"]
+
+    assert (second["kind"], second["page"], second["trust"]) == (VIOLATION_UNTRUSTED, False, "untrusted")
+    assert second["dedup_key"] == "leaky__2024-01-02__VIOLATION_UNTRUSTED" and second["epsilon_check"] == 0.0
+    assert second["misfit_kappa_upper"] == verdicts["untrusted"].trust.misfit_kappa_upper > 0.5
+    assert second["text"].startswith("[labeldp-audit] VIOLATION_UNTRUSTED: model leaky, partition 2024-01-02: not "
+                                     "acted on as a violation (not a page): valid epsilon lower bound ")
+    assert "; trust: untrusted: the reference's misfit can explain it: epsilon_check 0 <= claim 0.1" in second["text"]
+    assert "row groups" not in second["text"] and second["group_rule"] is None  # no grouping recorded
+    spec = alert_event_payload(VIOLATION_UNTRUSTED, untrusted)
+    assert spec["event"] == "labeldp.audit.violation_untrusted" and spec["payload"]["page"] is False
+    assert spec["resource"]["labeldp.alert_kind"] == VIOLATION_UNTRUSTED
+
+
+def test_a_weak_pass_alert_says_what_its_floors_are_worth(webhook_factory, tmp_path, verdicts):
+    """A WEAK_PASS under a reference that misfits: its text says its floors were measured under that misfit."""
+    hook = webhook_factory()
+    payload = _payload(verdicts["weak"], model="misfit")
+    assert send_alert(hook.url, WEAK_PASS, payload, tmp_path).status == SENT
+    body = _strict(hook.received[0]["body"])
+    assert body["page"] is False and body["detectability"] == "measured under a reference that misfits"
+    assert ("; detectability of the floors: measured under a reference that misfits: the model shows misfit up to "
+            "kappa ") in body["text"] and "; trust: trusted" in body["text"]
 
 
 def test_a_bad_reference_check_is_refused_before_any_request(webhook_factory, tmp_path):
     hook = webhook_factory()
+    # a legacy night's label-blind figures are still read, and checked like everything else
     bad = {**PAYLOAD, "reference_check": {"calibration": "boost", "checked": True,
                                           "label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.1,
                                                           "flagged": True}}}

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import AuditConfig, CheckRows, run_audit
 from auditing.errors import LabelDPInputError
 from auditing.judging import judge
 from auditing.report import (
@@ -30,6 +30,7 @@ from auditing.report import (
     trend_report_path,
     write_report,
 )
+from auditing.trust import NightTrust
 from flows.cli import main as cli_main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,15 +40,20 @@ CLAIMED = 1.0
 # --------------------------------------------------------------------------------------------- a realistic run
 @pytest.fixture(scope="module")
 def run():
-    """A real audit with signal (VIOLATION at claimed eps 1) on a recalibrated reference, its night's reference
-    check (passed), 14 nights of trend, a score histogram, lineage."""
+    """A real audit with signal (VIOLATION at claimed eps 1, trusted: its capacity check on 20,000 check rows, rows
+    the model never saw, vouches for it) on a recalibrated reference, its night's reference check, 14 nights of
+    trend, a score histogram, lineage."""
     rng = np.random.default_rng(0)
     n = 20_000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.25 * (2 * labels - 1) + rng.normal(0, 0.15, n), 0.01, 0.99)
     p_reference = np.clip(0.5 + rng.normal(0, 0.05, n), 0.01, 0.99)
+    unseen = np.random.default_rng(1)  # the check rows: as confident, but the model never saw their labels
+    check = CheckRows(np.clip(0.5 + 0.25 * unseen.choice([-1, 1], n) + unseen.normal(0, 0.15, n), 0.01, 0.99),
+                      np.clip(0.5 + unseen.normal(0, 0.05, n), 0.01, 0.99), unseen.integers(0, 2, n),
+                      np.arange(n, 2 * n))
     result = run_audit(p_target, p_reference, labels,
-                       config=AuditConfig(repetitions=10, reference_calibration="boost"))
+                       config=AuditConfig(repetitions=10, reference_calibration="boost"), check=check)
     trend = []
     for d in range(14):
         bound = result.epsilon_lower_bound if d == 13 else [0.3, 0.7, 0.65, 0.9, 0.88, 0.72, 0.74, 0.46, 0.17,
@@ -75,26 +81,29 @@ def run():
             "reference_check": _reference_check()}
 
 
-def _reference_check(flagged: bool = False, calibration: str = "boost") -> dict:
-    """A night's reference check as the flows pass it (auditing.warehouse.rows.check_reference_check)."""
-    return {"calibration": calibration, "checked": True, "note": None,
-            "calibration_figures": None if calibration != "boost" else {
-                "rows_fit": 6000, "rows_validation": 2000, "rounds": 40, "logloss_before": 0.4731,
-                "logloss_after": 0.4522, "ece_before": 0.0312, "ece_after": 0.0061},
-            "label_blind": {"epsilon_lower_bound": 0.2134 if flagged else 0.0,
-                            "misfit_kappa": 0.35 if flagged else 0.0, "flagged": flagged}}
+def _reference_check(calibration: str = "boost", *, label_blind: bool | None = None) -> dict:
+    """A night's reference check as the flows pass it (auditing.warehouse.rows.check_reference_check);
+    ``label_blind``: a night written while the label-blind control ran (True: it flagged the reference)."""
+    check = {"calibration": calibration, "checked": True, "note": None,
+             "calibration_figures": None if calibration != "boost" else {
+                 "rows_fit": 6000, "rows_validation": 2000, "rounds": 40, "logloss_before": 0.4731,
+                 "logloss_after": 0.4522, "ece_before": 0.0312, "ece_after": 0.0061}}
+    if label_blind is not None:
+        check["label_blind"] = {"epsilon_lower_bound": 0.2134 if label_blind else 0.0,
+                                "misfit_kappa": 0.35 if label_blind else 0.0, "flagged": label_blind}
+    return check
 
 
 def _page(run, *, trust=None, robustness=None, **changes):
-    """The run page of ``run`` with some inputs changed. trust: the night's {kind, untrusted_reason, control};
-    robustness: figures to show instead of the computed ones (the shift diagnostic, audited rows), to check how
-    the page renders them."""
+    """The run page of ``run`` with some inputs changed. trust: {kind, control, night} (night: the night's
+    `NightTrust`); robustness: figures to show instead of the computed ones (the shift diagnostic, audited rows),
+    to check how the page renders them."""
     args = {"result": run["result"], "lineage": run["lineage"], "trend": run["trend"],
             "score_histogram": run["histogram"], "claimed_epsilon": CLAIMED,
             "reference_check": run["reference_check"], **changes}
     trust, robustness = dict(trust or {}), dict(robustness or {})
     verdict = judge(args["result"], args["claimed_epsilon"], kind=trust.get("kind", "target"),
-                    control=trust.get("control"), untrusted_reason=trust.get("untrusted_reason"),
+                    control=trust.get("control"), night=trust.get("night"),
                     reference_check=args["reference_check"], shift_diagnostic=robustness.pop("shift_diagnostic", None))
     if robustness:
         verdict = dataclasses.replace(verdict, robustness=dataclasses.replace(verdict.robustness, **robustness))
@@ -278,11 +287,11 @@ def test_run_report_in_headless_chromium(run, tmp_path):
     assert dom.count("trend-point") == 14 and dom.count("selected-point", "polygon") == 1
 
     shot = tmp_path / "report.png"
-    taken = _browser(["--window-size=1100,3400", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
+    taken = _browser(["--window-size=1100,4400", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
     assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
     image_module = pytest.importorskip("PIL.Image")
     with image_module.open(shot) as image:
-        assert image.size == (1100, 3400)
+        assert image.size == (1100, 4400)
         colors = image.convert("RGB").getcolors(maxcolors=1 << 20)
     present = {rgb for _count, rgb in colors}
     assert (0xC0, 0x36, 0x2C) in present  # the red VIOLATION badge was painted
@@ -304,8 +313,9 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     result = run_audit(rr_oracle_probabilities(ids, labels, 2.0, seed=0), p, labels, ids,
                        AuditConfig(repetitions=2), expected_curve=True)
     control = check_control(POSITIVE, result.to_dict(), 2.0).to_dict()
-    reason = "control failed on 2024-01-14 (the audit itself is broken): control-negative: eps_lb 0.4 > 0"
-    html_text = render_run_report(judge(result, 2.0, kind="control", untrusted_reason=reason, control=control),
+    reason = "control-negative on 2024-01-14: eps_lb 0.4 > 0"
+    html_text = render_run_report(judge(result, 2.0, kind="control", night=NightTrust(void_reason=reason),
+                                        control=control),
                                   {**run["lineage"], "model_id": "control-positive"}, run["trend"], None)
     path = write_report(html_text, tmp_path / "control.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
@@ -317,13 +327,16 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     occupied = [i for i, rows in enumerate(hist["rows"]) if rows]
     bins = occupied[-1] - occupied[0] + 1
     assert dom.count("hist-correct", "rect") == bins and dom.count("hist-wrong", "rect") == bins
-    assert "UNTRUSTED: the audit itself is broken tonight." in text and "control-negative: eps_lb 0.4" in text
+    assert "UNTRUSTED: read this verdict as unknown. the night is void: control-negative on 2024-01-14" in text
     assert "Nightly control" in text and "Positive control" in text and "Pre-registered floor" in text
     assert ("passed" if control["passed"] else "FAILED") in text and f"{control['floor']:.3f}" in text
     assert dom.count("untrusted", "div") == 1
+    assert "only a night the negative control voided makes it untrusted" not in text  # the reason is shown instead
+    assert "Capacity check" not in text  # a control is judged by its own rule
 
-    trusted = _parse(render_run_report(judge(result, 2.0, kind="target"), run["lineage"], [], None))
-    assert "UNTRUSTED" not in trusted.visible and "Nightly control" not in trusted.visible
+    alone = _parse(render_run_report(judge(result, 2.0, kind="control", control=control), run["lineage"], [], None))
+    assert "UNTRUSTED" not in alone.visible and "trust-banner" not in alone.visible
+    assert "a control is judged by its own rule (the Nightly control card)" in alone.visible
 
 
 def _risk_figures(run):
@@ -501,57 +514,41 @@ def _section(html_text: str, section_id: str) -> str:
     return _parse(html_text[start:html_text.index("</section>", start)]).visible
 
 
-def test_reference_check_panel_for_checked_flagged_and_skipped_nights(run):
-    """The Reference check card: the correction's figures before/after and the label-blind control's bound and
-    measured misfit on a checked night; FLAGGED with the untrusted banner "the reference does not fit day D"
-    on a flagged night; "Reference not checked" with the reason when skipped or not recorded; and one sentence
-    each on kappa, recalibration and the label-blind control, whatever the state."""
+def test_reference_check_panel_for_checked_skipped_and_legacy_nights(run):
+    """The Reference check card: the correction's figures before/after on a checked night and one sentence each on
+    kappa, recalibration and the capacity check, nothing of the retired label-blind control; "Reference not
+    checked" with the reason when skipped or not recorded; a night written while the label-blind control ran
+    still shows its figures, labelled retired."""
     explain = ("κ is the audit's one assumption about the reference M′", "Recalibration corrects M′",
-               "The label-blind control is a model trained like the targets but only on held-out rows")
+               "The misfit that remains is judged per verdict by the capacity check (the Trust card)")
     checked = _section(_page(run), "reference")
     assert "Reference check" in checked and all(sentence in checked for sentence in explain)
     assert "boost: M′ corrected on day D's held-out rows before the game" in checked
     assert "log-loss 0.4731 0.4522" in checked and "calibration error (ECE) 0.0312 0.0061" in checked
     assert "fitted on 6,000 held-out rows (40 boosting rounds), measured on 2,000 other held-out rows" in checked
-    assert "valid ε lower bound 0 at κ = 0 · passed: the reference fits day 2024-01-14 within κ" in checked
-    assert ("Measured reference misfit κ = 0 the smallest κ that brings the label-blind control's bound to 0: its "
-            "bound is 0 already at κ = 0: no misfit measured") in checked
-    assert "not checked" not in checked and "FLAGGED" not in checked and "UNTRUSTED" not in _parse(_page(run)).visible
+    assert "not checked" not in checked and "label-blind" not in checked.lower()
+    assert "label-blind" not in _parse(_page(run)).visible.lower()  # nowhere on a new verdict's page
 
-    reason = "the reference does not fit day 2024-01-14"
-    flagged_page = _page(run, reference_check=_reference_check(flagged=True),
-                         trust={"kind": "target", "untrusted_reason": reason})
-    flagged = _section(flagged_page, "reference")
-    assert "valid ε lower bound 0.2134 at κ = 0 · FLAGGED: the reference does not fit day 2024-01-14" in flagged
-    assert "every verdict of this night is untrusted" in flagged and "κ = 0.35" in flagged
-    assert "by up to a factor 1.42; beyond the plan's κ = 0" in flagged
+    legacy = _section(_page(run, reference_check=_reference_check(label_blind=True)), "reference")
+    assert "Label-blind control (retired) valid ε lower bound 0.2134 at κ = 0 · FLAGGED: the reference does not " \
+           "fit day 2024-01-14" in legacy
+    assert "κ = 0.35" in legacy and "by up to a factor 1.42; beyond the plan's κ = 0" in legacy
+    assert "On this night the label-blind control ran (retired since: the capacity check replaced it)" in legacy
     at_half = {**run["result"].to_dict(), "kappa": 0.5}  # a plan with kappa 0.5 (rendering only)
     within = _section(_page(run, result=at_half, reference_check={
         **_reference_check(), "label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.3, "flagged": False}}),
         "reference")
     assert "the verdict allows M′ to misjudge every audited row's click odds by up to a factor 1.65 (e^κ)" in within
     assert "by up to a factor 1.35; within the plan's κ = 0.5" in within and "at κ = 0.5 · passed" in within
-    banner = _parse(flagged_page[:flagged_page.index("</div>")]).visible.strip()
-    assert banner.endswith("so no verdict of this night can be relied on.")  # the reason is not repeated
-    assert banner.startswith("UNTRUSTED: the reference does not fit day 2024-01-14. The label-blind control flagged it "
-                             "(valid bound 0.2134 at the plan's κ = 0, where it must be 0; measured misfit κ = 0.35: "
-                             "the reference misjudges some row's click odds by up to a factor 1.42)")
-    assert "the audit itself is broken" not in banner
-    both = "control failed on 2024-01-14 (the audit itself is broken): control-negative: eps_lb 0.4 > 0; " + reason
-    banner = _parse(_page(run, reference_check=_reference_check(flagged=True),
-                          trust={"kind": "target", "untrusted_reason": both})).visible
-    assert "UNTRUSTED: the reference does not fit day 2024-01-14." in banner and "control-negative: eps_lb 0.4" in banner
 
     skipped = {"calibration": "boost", "checked": False,
                "note": "reference not checked: no held-out rows on 2024-01-14 (audit_rows all)"}
     text = _section(_page(run, reference_check=skipped), "reference")
     assert "Reference not checked: no held-out rows on 2024-01-14 (audit_rows all)" in text
     assert text.lower().count("reference not checked") == 1
-    assert "Label-blind control" not in text and all(sentence in text for sentence in explain)
+    assert "Label-blind" not in text and all(sentence in text for sentence in explain)
     text = _section(_page(run, reference_check=None), "reference")
     assert "Reference not checked: no reference check was recorded for this run" in text
-    text = _section(_page(run, reference_check={**_reference_check(), "label_blind": None}), "reference")
-    assert "Label-blind control did not run" in text and "log-loss 0.4731 0.4522" in text
 
     with pytest.raises(LabelDPInputError, match="differs from the result's reference_calibration 'boost'"):
         _page(run, reference_check=_reference_check(calibration="none"))
@@ -560,26 +557,175 @@ def test_reference_check_panel_for_checked_flagged_and_skipped_nights(run):
                                                                           "misfit_kappa": -1.0, "flagged": False}})
 
 
-def test_flagged_reference_night_in_headless_chromium(run, tmp_path):
-    """A night whose label-blind control flagged the reference, as a person sees it: the red banner names the
-    reason and the figures, the Reference check card shows them beside the correction's."""
-    page = _page(run, reference_check=_reference_check(flagged=True),
-                 trust={"kind": "target", "untrusted_reason": "the reference does not fit day 2024-01-14"})
-    path = write_report(page, tmp_path / "flagged.html")
+# --------------------------------------------------------------------------------------------- trust per verdict
+@pytest.fixture(scope="module")
+def checked():
+    """Audits with a capacity check (tests/checked_audits.py): a real leak with row groups, and a model whose
+    evidence is the reference's misfit."""
+    import checked_audits
+
+    return {"leaky": checked_audits.leaky(row_groups=checked_audits.groups()), "misfit": checked_audits.misfit()}
+
+
+def test_a_trusted_violation_shows_its_capacity_check_on_the_first_screen(run):
+    """The base run is a VIOLATION the capacity check vouches for: 'trusted' plainly with its reason, epsilon_check
+    with its confidence and assumption in one sentence, both misfit figures with theirs, the check rows; no
+    banner; all before the Summary card."""
+    verdict = judge(run["result"], CLAIMED, reference_check=run["reference_check"])
+    trust = verdict.trust
+    assert verdict.status == "VIOLATION" and trust.state == "trusted" and trust.epsilon_check > CLAIMED
+    page = _page(run)
+    first = _parse(page[:page.index('id="summary"')]).visible
+    assert "UNTRUSTED" not in first and "trust-banner" not in page
+    assert f"Trust trusted the capacity check vouches for it: epsilon_check {trust.epsilon_check:.4g} > claim 1" in first
+    assert (f"Capacity check (ε_check) {trust.epsilon_check:.4g} > claimed ε 1.000: the check vouches for this "
+            "VIOLATION ε_check is a lower bound on ε at 95% confidence that needs no κ: what the model's guesses on "
+            "its training rows show beyond what the same guesses show on 20,000 rows it never saw; valid under "
+            "assumption T") in first
+    assert (f"Misfit where the guesses are κ ≤ {trust.misfit_kappa_upper:.3g} upper confidence limit (one of "
+            "ε_check's two limits, within the same 95%)") in first
+    assert (f"Misfit the model shows at all κ ≥ {trust.check_misfit_kappa:.3g} lower confidence figure at 95% (the "
+            "check rows' own game bounded at κ = 0, Bonferroni over its ") in first
+    assert "Check rows 20,000" in first and "Row groups no grouping: this result records none" in first
+    assert "Detectability" not in first  # a VIOLATION's floors are not its evidence
+
+
+def test_an_untrusted_violation_has_a_banner_and_the_figures_that_explain_it(checked):
+    verdict = judge(checked["misfit"], 0.1)
+    trust = verdict.trust
+    assert verdict.status == "VIOLATION" and trust.state == "untrusted" and trust.epsilon_check <= 0.1
+    page = render_run_report(verdict, {"model_id": "misfit", "partition_date": "2024-01-14"}, [], None)
+    dom = _parse(page)
+    banner = _parse(page[:page.index("</div>")]).visible.strip()
+    assert banner.startswith("UNTRUSTED: do not act on this VIOLATION as a violation. the reference's misfit can "
+                             "explain it: epsilon_check 0 <= claim 0.1")
+    assert "Untrusted: a VIOLATION the reference's misfit can explain" in banner
+    assert dom.count("untrusted", "div") == 1 and dom.count("trust-state") == 1
+    text = dom.visible
+    assert "Capacity check (ε_check) 0 ≤ claimed ε 0.100: the reference's misfit can explain this VIOLATION" in text
+    assert f"κ ≤ {trust.misfit_kappa_upper:.3g} upper confidence limit" in text
+    assert f"κ ≥ {trust.check_misfit_kappa:.3g} lower confidence figure at 95%" in text
+    assert "above the verdict's κ = 0: the check sees misfit" in text
+
+
+def test_a_pass_shows_what_its_floors_are_worth(checked, run):
+    """measured under a reference that misfits (the check sees misfit), void (the positive control fell below
+    its floor), measured: in the Trust card and beside the floors."""
+    misfit = render_run_report(judge(checked["misfit"], 3.0), {"model_id": "m"}, [], None)
+    assert judge(checked["misfit"], 3.0).status in ("PASS", "WEAK_PASS")
+    text = _parse(misfit).visible
+    assert ("Detectability of the floors measured under a reference that misfits the model shows misfit up to kappa "
+            in text)
+    assert "These floors are measured under a reference that misfits: the model shows misfit" in \
+        _section(misfit, "robustness")
+    void = render_run_report(judge(checked["leaky"], 3.0, night=NightTrust(
+        detectability_void_reason="control-positive on 2024-01-14: below its floor")), {"model_id": "v"}, [], None)
+    assert "Detectability of the floors void control-positive on 2024-01-14: below its floor" in _parse(void).visible
+    assert "These floors are void: control-positive on 2024-01-14: below its floor." in _section(void, "robustness")
+    assert "trust-banner" not in void  # the verdict itself stays trusted
+    measured = _parse(_page(run, claimed_epsilon=5.0))
+    assert "Detectability of the floors measured no control voided them" in measured.visible
+    assert "These floors are" not in measured.visible
+
+
+def test_row_groups_unchecked_accepted_and_nothing_to_bound(checked):
+    """The row groups (rule, rows left out, agreement observed against expected); a reference no check row could
+    check (red banner, exit 4), the same accepted (amber banner, never shown as trusted); an INCONCLUSIVE with
+    nothing to bound says why next to its badge."""
+    import checked_audits
+
+    from auditing.audit import no_rows_result
+    from auditing.row_groups import NO_ROWS_LEFT
+
+    text = _parse(render_run_report(judge(checked["leaky"], 0.5), {"model_id": "g"}, [], None)).visible
+    assert ("Row groups rows with the same feature vector or rows with the same user_id form a group 311 audited "
+            "row(s) left out for sharing a group (290 with another row of the day, 21 with rows of another day an "
+            "input used); 12 check row(s) too.") in text
+    assert ("labels agree in 98.1% of the 152 pairs of rows sharing a group, against 97.8% for independent labels at "
+            "the reference's probabilities (a diagnostic, not a confidence figure") in text
+
+    nothing = no_rows_result(AuditConfig(), NO_ROWS_LEFT, checked_audits.groups(observed=None))
+    unchecked = render_run_report(judge(nothing, 0.5), {"model_id": "u"}, [], None)
+    dom = _parse(unchecked)
+    assert dom.visible.strip().startswith("REFERENCE UNCHECKED: this verdict is not trusted. no check rows: nothing "
+                                          "checked the reference tonight")
+    assert dom.count("untrusted", "div") == 1
+    header = _parse(unchecked[:unchecked.index("</header>")]).visible
+    assert "INCONCLUSIVE" in header and f"Nothing to bound: {NO_ROWS_LEFT}." in header
+    assert f"Capacity check did not run: {NO_ROWS_LEFT}" in dom.visible and f"Nothing to bound {NO_ROWS_LEFT}" in dom.visible
+    assert "no two rows of the day share a group: no label agreement to measure" in dom.visible
+
+    accepted = render_run_report(judge(nothing, 0.5, night=NightTrust(accept_unchecked=True)), {}, [], None)
+    dom = _parse(accepted)
+    assert dom.visible.strip().startswith("REFERENCE UNCHECKED, ACCEPTED: this verdict is read by its status, never "
+                                          "as trusted.")
+    assert dom.count("accepted", "div") == 1 and dom.count("untrusted", "div") == 0
+    assert "Trust reference unchecked, accepted" in dom.visible and "Trust trusted" not in dom.visible
+
+
+def test_untrusted_and_accepted_banners_in_headless_chromium(checked, tmp_path):
+    """As a person sees them: the red banner of an untrusted VIOLATION and the amber one of an accepted unchecked
+    reference are painted; the Trust card's figures are in the DOM Chromium parsed."""
+    verdict = judge(checked["misfit"], 0.1)
+    path = write_report(render_run_report(verdict, {"model_id": "misfit"}, [], None), tmp_path / "untrusted.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     dom = _parse(dumped.stdout)
-    text = dom.visible
-    assert "UNTRUSTED: the reference does not fit day 2024-01-14." in text and dom.count("untrusted", "div") == 1
-    assert "Reference check" in text and "FLAGGED: the reference does not fit day 2024-01-14" in text
-    assert dom.count("reference-flagged", "span") == 1
-    shot = tmp_path / "flagged.png"
-    taken = _browser(["--window-size=1100,1600", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
-    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
-    image_module = pytest.importorskip("PIL.Image")
-    with image_module.open(shot) as image:
-        present = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
-    assert (0xFE, 0xF3, 0xF2) in present  # the banner's background was painted
+    assert "UNTRUSTED: do not act on this VIOLATION as a violation." in dom.visible
+    assert dom.count("untrusted", "div") == 1 and "Trust in this verdict" in dom.visible
+    assert f"κ ≤ {verdict.trust.misfit_kappa_upper:.3g} upper confidence limit" in dom.visible
+    colours = {}
+    for name, page in (("untrusted", path), ("accepted", write_report(render_run_report(
+            judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
+                            config=AuditConfig(repetitions=1)), 0.5, night=NightTrust(accept_unchecked=True)),
+            {"model_id": "accepted"}, [], None), tmp_path / "accepted.html"))):
+        shot = tmp_path / f"{name}.png"
+        taken = _browser(["--window-size=1100,900", f"--screenshot={shot}", page.as_uri()], tmp_path / "profile")
+        assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+        image_module = pytest.importorskip("PIL.Image")
+        with image_module.open(shot) as image:
+            colours[name] = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    assert (0xFE, 0xF3, 0xF2) in colours["untrusted"]  # the red banner's background was painted
+    assert (0xFF, 0xFA, 0xEB) in colours["accepted"] and (0xFE, 0xF3, 0xF2) not in colours["accepted"]
+
+
+def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_path):
+    """The trend page over rows read back from a real warehouse: verdicts with per-verdict trust (their trust
+    column and capacity check) beside rows written before it (no trust; the label-blind control's figures and,
+    on a flagged night, its untrusted_reason): nothing crashes, each row says what it has."""
+    from auditing.warehouse import audit_record, open_warehouse
+    from auditing.warehouse.schema import TRUST_COLUMNS
+
+    with open_warehouse(None, data_root=tmp_path) as wh:
+        for day, result, claim in ((dt.date(2024, 1, 3), checked["leaky"], 0.5),
+                                   (dt.date(2024, 1, 4), checked["misfit"], 0.1)):
+            wh.upsert_audit(*audit_record(judge(result, claim, reference_check=_reference_check("none")),
+                                          run_kind="nightly", model_id="m", partition_date=day))
+        row, curve = audit_record(judge(checked["leaky"], 0.5,
+                                        reference_check=_reference_check("none", label_blind=True),
+                                        night=NightTrust(void_reason="the reference does not fit day 2024-01-02")),
+                                  run_kind="nightly", model_id="m", partition_date=dt.date(2024, 1, 2))
+        legacy = {**row, **dict.fromkeys(TRUST_COLUMNS), "untrusted_reason": "the reference does not fit day 2024-01-02"}
+        wh.upsert_audit(legacy, curve)
+        plain = {**legacy, "partition_date": dt.date(2024, 1, 1), "untrusted_reason": None, "label_blind_bound": 0.0,
+                 "reference_misfit_kappa": 0.0, "label_blind_flagged": 0}
+        wh.upsert_audit(plain, curve)
+        rows = wh.fetch_results(model_id="m")
+    assert [r["trust"] for r in sorted(rows, key=lambda r: r["partition_date"])] == [None, None, "trusted", "untrusted"]
+    page = render_trend_report(rows, "m")
+    nights = {tr.split("</td>")[0].split(">")[-1]: _parse(tr.split("</tr>")[0]).visible
+              for tr in page.split('<tr class="night">')[1:]}
+    assert nights["2024-01-04"].split()[:3] == ["2024-01-04", "VIOLATION", "untrusted"]
+    assert nights["2024-01-03"].split()[:3] == ["2024-01-03", "VIOLATION", "trusted"]
+    assert f"capacity check on 4,000 rows: ε_check {judge(checked['leaky'], 0.5).trust.epsilon_check:.3f}" in \
+        nights["2024-01-03"]
+    assert nights["2024-01-02"].split()[:3] == ["2024-01-02", "VIOLATION", "untrusted"]
+    assert "calibration none FLAGGED (misfit κ = 0.35)" in nights["2024-01-02"]
+    assert nights["2024-01-01"].split()[:3] == ["2024-01-01", "VIOLATION", "–"]
+    assert "calibration none fits (misfit κ = 0)" in nights["2024-01-01"]
+    assert "capacity check" not in nights["2024-01-01"]
+    assert 'title="the reference does not fit day 2024-01-02"' in page  # the reason on hover
+    assert _parse(page).count("trend-point") == 4
 
 
 def _fdp_result(run):
@@ -622,8 +768,9 @@ def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
         render_run_report(judge({k: v for k, v in legacy.items() if k != "tau"}, 0.5), {}, [], None)
 
 
-def test_label_blind_control_page_says_what_it_checks(run):
-    """The label-blind control's own page: what the control is, its outcome and the measured misfit."""
+def test_a_legacy_label_blind_control_page_still_renders(run):
+    """A label-blind control's own verdict, from the nights it ran (retired since): what it was, its outcome and
+    its measured misfit, labelled retired."""
     from auditing.controls import LABEL_BLIND, check_control
 
     rng = np.random.default_rng(8)
@@ -635,7 +782,46 @@ def test_label_blind_control_page_says_what_it_checks(run):
     assert control["passed"] and control["misfit_kappa"] == 0.0
     text = _parse(render_run_report(judge(result, 0.0, kind="control", control=control),
                                     {"model_id": "control-label-blind"}, [], None)).visible
-    assert "Label-blind control: a model trained like the targets but only on day D's held-out rows" in text
-    assert "its valid bound must be 0 at the plan's κ" in text and "passed" in text
-    assert "Measured reference misfit κ = 0 the smallest κ that brings this control's bound to 0" in text
+    assert "Label-blind control (retired: the capacity check replaced it): a model trained like the targets" in text
+    assert "its valid bound had to be 0 at the plan's κ" in text and "passed" in text
+    assert "Measured reference misfit κ = 0 the smallest κ that brought this control's bound to 0" in text
     assert "Negative control" not in text and "Positive control" not in text
+
+
+# --------------------------------------------------------------------------------------------- the command line's words
+def _summary_row(model: str, verdict) -> dict:
+    """A verdict as the flows' summary row carries it (publish's keys that the sentences read)."""
+    data = verdict.result
+    return {"model_id": model, "partition_date": "2024-01-14", "kind": verdict.kind, "status": verdict.status,
+            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": verdict.claimed_epsilon,
+            "confidence": data["confidence"], "report": f"/r/{model}.html", "warehouse": "written",
+            "untrusted_reason": verdict.untrusted_reason, **verdict.trust_figures()}
+
+
+def test_the_run_summary_names_untrusted_violations_beside_trusted_ones(checked):
+    """exit 1 names the trusted VIOLATION with its epsilon_check and, beside it, the untrusted one (not acted on);
+    exit 4 names the untrusted verdicts with why, and the trusted VIOLATION that stands."""
+    from flows import exit_codes
+
+    rows = [_summary_row("leaky", judge(checked["leaky"], 0.5)), _summary_row("drift", judge(checked["misfit"], 0.1)),
+            _summary_row("rr", judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
+                                               config=AuditConfig(repetitions=1)), 50.0))]
+    assert [(r["status"], r["trust"]) for r in rows] == [("VIOLATION", "trusted"), ("VIOLATION", "untrusted"),
+                                                         ("INCONCLUSIVE", "reference unchecked")]
+    outcome = exit_codes.Outcome(rows=rows, untrusted=[r["untrusted_reason"] for r in rows[1:]], fail_on_violation=True)
+    first, second = exit_codes.summary_lines(outcome, "nightly", "")
+    leaky = rows[0]["epsilon_check"]
+    assert first.startswith("labeldp-audit nightly: exit 1: 1 VIOLATION: the claimed epsilon is disproved for "
+                            f"leaky@2024-01-14 (valid eps_lb {rows[0]['epsilon_lower_bound']:.4g} > claimed 0.5 at 95% "
+                            f"confidence; trusted: epsilon_check {leaky:.4g} > claim too, without kappa; report "
+                            "/r/leaky.html); beside it, 1 untrusted VIOLATION(s), not acted on as a violation (exit 4): "
+                            "drift@2024-01-14 (")
+    assert "untrusted: the reference's misfit can explain it: epsilon_check 0 <= claim 0.1" in first
+    assert second.startswith("labeldp-audit nightly: also 4: UNTRUSTED: 1 VIOLATION(s) not trusted, do not act on "
+                             "them as violations: drift@2024-01-14 (")
+    assert ("1 other verdict(s) not trusted, read them as unknown: rr@2024-01-14 (INCONCLUSIVE, reference unchecked: "
+            "no check rows") in second
+    assert f"beside them the VIOLATION(s) leaky@2024-01-14 stand (trusted: epsilon_check {leaky:.4g}" in second
+    assert second.count("the reference's misfit can explain it") == 1  # each reason once, with its verdict
+    alone = exit_codes.summary_lines(exit_codes.Outcome(rows=rows[:1], fail_on_violation=True), "guardrail", "")
+    assert len(alone) == 1 and "leaky@2024-01-14" in alone[0] and "beside" not in alone[0]

@@ -19,11 +19,12 @@ import urllib.parse
 import uuid
 from pathlib import Path
 
+import checked_audits
 import numpy as np
 import pytest
 from test_warehouse import PG_URL, postgres_url  # noqa: F401  (fixture: skips loudly when no server answers)
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import AuditConfig, CheckRows, run_audit
 from auditing.judging import judge
 from auditing.report import run_report_path
 from auditing.warehouse import WRITTEN, audit_record, open_warehouse, write_or_spool
@@ -35,19 +36,27 @@ from flows.commands.results import CSV_COLUMNS, NO_MATCH
 D1, D2, D3 = dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 3)
 
 
-def _result(leak: float, repetitions: int = 2):
+def _result(leak: float, repetitions: int = 2, *, misfit: float = 0.0, check: bool = True, row_groups=None):
+    """2,000 audited rows and 500 check rows (rows the model never saw); the reference says 0.5 everywhere, the day
+    0.5 + ``misfit`` on a fifth of the rows, which the target knows; ``leak`` moves it toward each training
+    label. ``check`` False: no check rows (nothing checks the reference)."""
     rng = np.random.default_rng(11)
-    n = 2000
-    labels = rng.integers(0, 2, n)
-    p_target = np.clip(0.5 + leak * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    return run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=repetitions))
+    n, h = 2000, 500
+    truth = 0.5 + misfit * (rng.random(n + h) < 0.2)
+    labels = (rng.random(n + h) < truth).astype(np.int64)
+    p_target = np.clip(truth + rng.normal(0, 0.2, n + h), 0.01, 0.99)
+    p_target[:n] = np.clip(p_target[:n] + leak * (2 * labels[:n] - 1), 0.01, 0.99)
+    ids, reference = np.arange(n + h), np.full(n + h, 0.5)
+    rows = CheckRows(p_target[n:], reference[n:], labels[n:], ids[n:]) if check else None
+    return run_audit(p_target[:n], reference[:n], labels[:n], ids[:n], config=AuditConfig(repetitions=repetitions),
+                     check=rows, row_groups=row_groups)
 
 
 @pytest.fixture(scope="module")
 def audits():
     """(row, curve, the verdict's weak_pass) of every audit, through judge and audit_record; the last one is
     alpha's second config."""
-    clean, leaky = _result(0.0), _result(0.45)
+    clean, leaky = _result(0.0), _result(0.45, row_groups=checked_audits.groups())
     plan = [("alpha", D1, clean, 0.5), ("alpha", D2, leaky, 0.5), ("alpha", D3, clean, 0.5),
             ("beta", D1, clean, math.inf), ("beta", D2, clean, math.inf), ("beta", D3, clean, math.inf),
             ("alpha", D3, _result(0.0, repetitions=3), 0.5)]
@@ -58,9 +67,11 @@ def audits():
         out.append((*audit_record(verdict, run_kind="nightly", model_id=model, partition_date=day,
                                   lineage={"flow_run_id": f"run-{index}", "finished_at": finished}),
                     verdict.robustness.weak_pass))
-    # alpha's clean nights pass on weak evidence (2000 rows): their own status
+    # alpha's clean nights pass on weak evidence (2000 rows): their own status; every verdict is trusted (the
+    # capacity check vouches for alpha's VIOLATION)
     assert [r["status"] for r, _, _ in out] == ["WEAK_PASS", "VIOLATION", "WEAK_PASS", *["INCONCLUSIVE"] * 3,
                                                 "WEAK_PASS"]
+    assert {r["trust"] for r, _, _ in out} == {"trusted"} and out[1][0]["epsilon_check"] > 0.5
     assert all((row["status"] == "WEAK_PASS") == weak for row, _, weak in out)
     assert out[2][0]["audit_config_hash"] != out[6][0]["audit_config_hash"]
     return out
@@ -135,9 +146,9 @@ def test_default_is_the_latest_verdict_per_model_newest_first(target, capsys, au
     assert code == 0 and err == ""
     assert _table_rows(out) == [("alpha", "2024-01-03", "WEAK_PASS"), ("beta", "2024-01-03", "INCONCLUSIVE")]
     beta = next(line for line in out.splitlines() if line.startswith("beta "))
-    assert beta.split()[3:5] == ["nightly", "inf"]  # the run and claimed columns
+    assert beta.split()[3:6] == ["nightly", "trusted", "inf"]  # the run, trust and claimed columns
     alpha = next(line for line in out.splitlines() if line.startswith("alpha "))
-    assert not alpha.split()[10].endswith("w")  # the status says it: no mark
+    assert not alpha.split()[11].endswith("w")  # the status says it: no mark
     assert "eps_lb: valid lower bound at 95% confidence" in out  # format_rows' legend
     assert "WEAK_PASS: a PASS on weak evidence: this audit would have flagged the claim only if more than 1%" in out
     assert _fingerprint(target) == before  # read-only: the file is byte for byte the same
@@ -278,7 +289,7 @@ def test_a_pass_stored_before_weak_pass_was_a_status_is_marked_from_its_floors(t
     code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--until", "2023-12-31")
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("alpha "))
-    assert line.split()[2] == "PASS" and line.split()[10].endswith("w")
+    assert line.split()[2] == "PASS" and line.split()[11].endswith("w")
     assert "w (exp.fl): a PASS stored before WEAK_PASS was a status whose floors make it one." in out
 
 
@@ -292,7 +303,7 @@ def test_table_columns_fit_their_longest_value(target, capsys, records):
     lines = out.splitlines()
     header, table = lines[0], [line for line in lines[2:] if line.startswith(("alpha ", "beta ", long_name))]
     assert len(table) == 8 and header.startswith("model" + " " * (len(long_name) - 4) + "date ")
-    for column in ("date", "status", "run", "rows"):  # left-aligned: every value starts under its header
+    for column in ("date", "status", "trust", "run", "rows"):  # left-aligned: every value starts under its header
         start = header.index(f" {column} ") + 1
         assert all(line[start - 1] == " " and line[start] != " " for line in table), column
     for column in ("claimed", "eps_lb", "m"):  # right-aligned: every value ends under its header
@@ -310,6 +321,132 @@ def test_show_not_found_names_model_and_date(target, capsys):
 def test_list_options_are_refused_with_show(target, capsys):
     code, _, err = _run(capsys, "--warehouse", target, "--status", "PASS", "show", "alpha")
     assert code == 2 and "--status" in err
+
+
+# ------------------------------------------------------------------------------------------------ trust
+def _legacy_row(row: dict, model: str, day: dt.date, *, flagged: bool) -> dict:
+    """``row`` as a version before per-verdict trust stored it: no trust figures; the night's label-blind control's
+    figures, and its untrusted_reason when that control flagged the reference."""
+    from auditing.warehouse.schema import TRUST_COLUMNS
+
+    return {**row, **dict.fromkeys(TRUST_COLUMNS), "model_id": model, "partition_date": day,
+            "label_blind_bound": 0.21 if flagged else 0.0, "reference_misfit_kappa": 0.35 if flagged else 0.0,
+            "label_blind_flagged": int(flagged), "reference_checked": 1,
+            "untrusted_reason": f"the reference does not fit day {day}" if flagged else None}
+
+
+@pytest.fixture
+def trust_target(target, records):
+    """The warehouse with a verdict of every trust: gamma's VIOLATION is the reference's misfit (untrusted),
+    delta's had nothing to check the reference (reference unchecked), epsilon's too, accepted; and two rows
+    written before per-verdict trust, one of a night the label-blind control flagged."""
+    from auditing.trust import NightTrust
+
+    misfit, unchecked = _result(0.0, misfit=0.45), _result(0.45, check=False)
+    verdicts = {"gamma": judge(misfit, 0.1), "delta": judge(unchecked, 0.5),
+                "epsilon": judge(unchecked, 0.5, night=NightTrust(accept_unchecked=True))}
+    assert {m: (v.status, v.trust.state) for m, v in verdicts.items()} == {
+        "gamma": ("VIOLATION", "untrusted"), "delta": ("VIOLATION", "reference unchecked"),
+        "epsilon": ("VIOLATION", "reference unchecked, accepted")}
+    row, curve = records[0]
+    with open_warehouse(target) as wh:
+        for model, verdict in verdicts.items():
+            wh.upsert_audit(*audit_record(verdict, run_kind="nightly", model_id=model, partition_date=D2))
+        wh.upsert_audit(_legacy_row(row, "old-flagged", D1, flagged=True), curve)
+        wh.upsert_audit(_legacy_row(row, "old-plain", D1, flagged=False), curve)
+    return target
+
+
+def _trust_cells(out: str) -> dict[str, str]:
+    """model -> (status, trust) cells of the table."""
+    return {line.split()[0]: (line.split()[2], line.split()[4]) for line in out.splitlines()[2:]
+            if line.split() and line.split()[1][:4] == "2024"}
+
+
+def test_the_table_shows_each_verdicts_trust_and_why(trust_target, capsys):
+    code, out, _ = _run(capsys, "--warehouse", trust_target)
+    assert code == 0
+    assert _trust_cells(out) == {
+        "alpha": ("WEAK_PASS", "trusted"), "beta": ("INCONCLUSIVE", "trusted"), "gamma": ("VIOLATION!", "untrusted"),
+        "delta": ("VIOLATION!", "unchecked"), "epsilon": ("VIOLATION!", "accepted"),
+        "old-flagged": ("WEAK_PASS!", "untrusted"), "old-plain": ("WEAK_PASS", "-")}
+    lines = out.splitlines()
+    gamma = next(line for line in lines if line.startswith("! UNTRUSTED (gamma@2024-01-02): "))
+    assert "the reference's misfit can explain it: epsilon_check 0 <= claim 0.1" in gamma
+    assert any(line.startswith("! REFERENCE UNCHECKED (delta@2024-01-02): no check rows") for line in lines)
+    assert any(line.startswith("! REFERENCE UNCHECKED, ACCEPTED (epsilon@2024-01-02): ") for line in lines)
+    assert "! UNTRUSTED (old-flagged@2024-01-01): the reference does not fit day 2024-01-01" in lines
+    assert "; -: not recorded (a row written before per-verdict trust)" in out
+    assert "label-blind" not in out  # the legend names the retired control only beside a control row
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "--model", "alpha", "--status", "VIOLATION")
+    assert any(line.startswith("trusted VIOLATION alpha@2024-01-02: the capacity check vouches for it: epsilon_check ")
+               for line in out.splitlines())
+
+
+@pytest.mark.parametrize("word, models, violations", [
+    ("trusted", {"alpha", "beta"}, {"alpha"}), ("untrusted", {"gamma", "old-flagged"}, {"gamma"}),
+    ("unchecked", {"delta"}, {"delta"}), ("accepted", {"epsilon"}, {"epsilon"}),
+])
+def test_trust_filter(trust_target, capsys, word, models, violations):
+    """--trust picks the stored trust; untrusted includes a row written before per-verdict trust whose night was
+    untrusted, and a row before it without a reason matches no trust."""
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "--all", "--trust", word, "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert {r["model_id"] for r in rows} == models
+    from auditing.report.text import TRUST_SHORT, stored_trust
+
+    assert {TRUST_SHORT[stored_trust(r)] for r in rows} == {word}  # the table's reading agrees with the query
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "--trust", word, "--status", "VIOLATION")
+    assert set(_trust_cells(out)) == violations  # the filters combine, before the latest per model
+
+
+def test_show_prints_the_trust_block_and_the_groups(trust_target, capsys):
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "show", "alpha", "--date", "2024-01-02")
+    assert code == 0
+    block = out.split("trust_block: ")[1].splitlines()[1:]
+    assert block[0].startswith("  trust: trusted: the capacity check vouches for it: epsilon_check ")
+    assert block[1] == "    capacity check on 500 check rows (rows of the day the model never saw)"
+    assert block[2].startswith("      epsilon_check ") and block[2].endswith(
+        ", a lower bound on eps at 95% confidence that needs no kappa (under assumption T: the model's guesses on its "
+        "training rows carry no more misfit-only accuracy than its guesses on rows it never saw, at the same "
+        "threshold; docs/soundness.md section 8)")
+    assert block[3].startswith("      misfit where the verdict's guesses are: kappa <= ")
+    assert block[3].endswith(" (upper confidence limit, within the same 95%)")
+    assert block[4] == "      misfit the model shows at all: kappa >= 0 (lower confidence figure at 95%)"
+    assert block[5] == ("    row groups: rows with the same feature vector or rows with the same user_id form a group; "
+                        "311 audited row(s) left out for sharing a group; labels agree in 98.1% of the 152 pairs of "
+                        "rows sharing a group, against 97.8% for independent labels at the reference's probabilities "
+                        "(a diagnostic, not a confidence figure)")
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "show", "gamma")
+    block = out.split("trust_block: ")[1]
+    assert "  trust: untrusted: the reference's misfit can explain it" in block
+    assert "row groups: no grouping recorded" in block
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "show", "old-flagged")
+    block = out.split("trust_block: ")[1]
+    assert ("  trust: not recorded (a row written before per-verdict trust); its night was untrusted: the reference "
+            "does not fit day 2024-01-01") in block
+    assert ("    label-blind control (retired; the capacity check replaced it): valid eps_lb 0.21, measured misfit "
+            "kappa 0.35, flagged") in block
+    assert "capacity check on" not in block and "epsilon_check" not in block  # it did not exist then
+
+
+def test_csv_and_json_carry_the_trust_figures(trust_target, capsys, audits):
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "--all", "--csv")
+    assert code == 0
+    table = list(csv.reader(io.StringIO(out)))
+    cells = {line[0]: dict(zip(CSV_COLUMNS, line, strict=True)) for line in table[1:]}
+    alpha = next(c for c in csv.DictReader(io.StringIO(out)) if c["status"] == "VIOLATION" and c["model_id"] == "alpha")
+    assert alpha["trust"] == "trusted" and float(alpha["epsilon_check"]) == audits[1][0]["epsilon_check"] > 0.5
+    assert float(alpha["misfit_kappa_upper"]) == audits[1][0]["misfit_kappa_upper"] and alpha["check_rows"] == "500"
+    assert (alpha["rows_excluded_groups"], alpha["group_pairs"], alpha["group_label_agreement"]) == ("311", "152", "0.9812")
+    assert cells["gamma"]["trust"] == "untrusted" and cells["gamma"]["trust_reason"].startswith("the reference's misfit")
+    assert cells["delta"]["check_rows"] == "0" and cells["delta"]["epsilon_check"] == ""
+    assert cells["epsilon"]["accepted_unchecked"] == "1" and cells["old-plain"]["trust"] == ""
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "--model", "gamma", "--json")
+    gamma = json.loads(out)[0]
+    assert gamma["trust"] == "untrusted" and gamma["epsilon_check"] == 0.0 and gamma["misfit_kappa_upper"] > 0
+    assert gamma["detectability"] == "measured under a reference that misfits"
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -1,7 +1,7 @@
 """Alerts (a sink of the auditing stage): webhook POSTs deduplicated per model, date and kind.
 
 The Prefect event for the same alert is emitted by the flows with ``alert_event_payload``; nothing here
-imports Prefect.
+imports Prefect. ``alert_kind`` chooses the kind a published verdict sends (the flows' one call for it).
 """
 
 from auditing.alerts.webhook import (
@@ -11,11 +11,14 @@ from auditing.alerts.webhook import (
     DATA_MISSING,
     DUPLICATE,
     FAILED,
+    PAGES,
     SENT,
     VIOLATION,
+    VIOLATION_UNTRUSTED,
     WEAK_PASS,
     AlertOutcome,
     alert_event_payload,
+    alert_kind,
     default_ledger_dir,
     kappa_fields,
     reference_check_sentence,
@@ -24,8 +27,8 @@ from auditing.alerts.webhook import (
 )
 
 __all__ = [
-    "ALERT_KINDS", "AUDIT_FAILED", "CONTROL_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "SENT", "VIOLATION", "WEAK_PASS",
-    "AlertOutcome",
-    "alert_event_payload", "default_ledger_dir", "kappa_fields", "reference_check_sentence",
+    "ALERT_KINDS", "AUDIT_FAILED", "CONTROL_FAILED", "DATA_MISSING", "DUPLICATE", "FAILED", "PAGES", "SENT",
+    "VIOLATION", "VIOLATION_UNTRUSTED", "WEAK_PASS", "AlertOutcome",
+    "alert_event_payload", "alert_kind", "default_ledger_dir", "kappa_fields", "reference_check_sentence",
     "robustness_sentence", "send_alert",
 ]

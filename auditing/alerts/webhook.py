@@ -1,10 +1,13 @@
 """Alerts that reach a person: a JSON POST to a webhook, retried, sent at most once per (model, date, kind).
 
-- Kinds: VIOLATION (the valid bound disproves the claimed epsilon), DATA_MISSING (the partition or a model is
-  absent), AUDIT_FAILED (the audit itself crashed), CONTROL_FAILED (a nightly positive or negative control
-  did not come out as constructed: the audit itself is broken, and the night's verdicts are untrusted),
-  WEAK_PASS (a target's PASS on weak evidence: the audit could not have seen a leak smaller than its floor; for
-  a person to read, not a page). They are different alerts: each is sent once.
+- Kinds: VIOLATION (a trusted VIOLATION, or one on a reference the run accepted unchecked: the valid bound
+  disproves the claimed epsilon), DATA_MISSING (the partition or a model is absent), AUDIT_FAILED (the audit itself
+  crashed), CONTROL_FAILED (a nightly control did not come out as constructed: the negative control voids the
+  night, the positive control the night's VIOLATIONs or the PASSes' detectability) page a person.
+  VIOLATION_UNTRUSTED (a VIOLATION that is not trusted: the capacity check does not vouch for it, the night is
+  void, or nothing checked the reference) and WEAK_PASS (a target's PASS on weak evidence) are for a person to
+  read, not pages (the body's ``page`` says which). `alert_kind` chooses a published verdict's kind. Each kind is
+  its own alert, sent once.
 - Retries: connection errors, timeouts, HTTP 5xx and 429 are retried with exponential backoff
   (backoff, 2*backoff, 4*backoff, ... seconds; ``retries`` retries after the first try). Other 4xx answers
   mean the request itself is wrong and are not retried.
@@ -14,13 +17,12 @@
   Nothing is recorded for a failed send: the next run tries again.
 - The body is strict JSON (no NaN/Infinity: non-finite numbers are written as text) with a one-line ``text``
   field that chat webhooks (Slack, Mattermost) display as is.
-- kappa: a payload with ``kappa`` (``kappa_fields`` takes it and the other kappa-era figures from a warehouse
-  row) states the verdict's kappa and ``breaking_kappa`` ("holds unless the reference misjudges some row's click
-  odds by more than a factor e^breaking_kappa"); the legacy total-variation fields ``tau`` / ``breaking_tau``
-  are not sent beside it. ``reference_check`` (`auditing.warehouse.rows.check_reference_check`'s shape, checked
-  before any request) puts the night's reference check in the body and the text: a flagged label-blind control
-  reads "the reference does not fit day D" (in a CONTROL_FAILED alert and in the untrusted part of a VIOLATION);
-  so does a CONTROL_FAILED payload with ``control`` "label-blind" (its message carries the figures).
+- A verdict's payload (`violation_payload`) carries its trust (trust, trust_reason), the capacity check's
+  figures (epsilon_check, misfit_kappa_upper, check_misfit_kappa, check_rows), the floors' detectability and the
+  row groups' figures; the text says each with its confidence. kappa: a payload with ``kappa`` states the
+  verdict's kappa and ``breaking_kappa``; the legacy total-variation fields ``tau`` / ``breaking_tau`` are not
+  sent beside it. ``reference_check`` (`auditing.warehouse.rows.check_reference_check`'s shape, checked before
+  any request) puts the night's reference check in the body; the text says when it was not checked.
 
 ``alert_event_payload`` gives the same alert as arguments for ``prefect.events.emit_event``; this module does
 not import Prefect.
@@ -45,15 +47,21 @@ from typing import Any
 
 from auditing import verdict
 from auditing.atomic_files import write_text_atomically
+from auditing.controls import NEGATIVE, POSITIVE
 from auditing.errors import LabelDPInputError
 from auditing.names import check_name, parse_date, resolve_data_root
+from auditing.report import text
 from auditing.report.text import STATUS_MEANINGS
-from auditing.verdict import Verdict
+from auditing.verdict import EXITS_UNTRUSTED, Verdict
 
 VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAILED"
-CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: the audit itself is broken (auditing.controls)
+CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: what it guards is void tonight (auditing.trust)
 WEAK_PASS = verdict.WEAK_PASS  # a target's verdict on weak evidence (auditing.verdict.STATUSES): not a page
-ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS)
+VIOLATION_UNTRUSTED = "VIOLATION_UNTRUSTED"  # a VIOLATION that is not trusted (exit 4): not a page
+ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED)
+PAGES = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)  # the kinds that page a person
+# What a failed control voids, by its kind (the CONTROL_FAILED text).
+CONTROL_FAILED_TEXT = {NEGATIVE: text.NEGATIVE_CONTROL_FAILED, POSITIVE: text.POSITIVE_CONTROL_FAILED}
 SENT, DUPLICATE, FAILED = "sent", "duplicate", "failed"
 LEDGER_DIR_NAME = "alerts"
 EVENT_PREFIX = "labeldp.audit"
@@ -139,36 +147,32 @@ def robustness_sentence(breaking_kappa: float, kappa: float | None = None) -> st
     return text + (f"; the verdict is computed at the plan's kappa = {float(kappa):g}" if kappa is not None else "")
 
 
-def reference_check_sentence(check: Mapping | None, date: str, kappa: float | None = None) -> str | None:
-    """The night's reference check in one clause: "the reference does not fit day D (...)" when the label-blind
-    control flagged it, "reference not checked: <note>" when skipped, "the reference fits day D (...)" when it
-    passed; None without a check."""
-    if not check:
+def alert_kind(row: Mapping) -> str | None:
+    """The alert a published verdict sends (None: none). ``row``: the flows' summary of a verdict (kind, status,
+    trust, untrusted_reason). A target's VIOLATION pages as VIOLATION when it is acted on (trusted, or on a
+    reference accepted unchecked) and is VIOLATION_UNTRUSTED, not a page, when it makes the run exit 4 (a row
+    written before per-verdict trust: when it carries an untrusted_reason); a target's WEAK_PASS is WEAK_PASS. A
+    control alerts CONTROL_FAILED through its own path instead."""
+    if row.get("kind", "target") != "target":
         return None
-    if not check.get("checked"):
-        note = str(check.get("note") or "no reason recorded").strip()
-        if note.lower().startswith("reference not checked:"):
-            note = note[len("reference not checked:"):].strip()
-        return f"reference not checked: {note}"
-    blind = check.get("label_blind")
-    if not blind:
-        return "the label-blind control did not run" + (f" ({check['note']})" if check.get("note") else "")
-    verdict = "does not fit" if blind.get("flagged") else "fits"
-    return f"the reference {verdict} day {date} ({_label_blind_details(blind, kappa)})"
+    if row.get("status") == WEAK_PASS:
+        return WEAK_PASS
+    if row.get("status") != VIOLATION:
+        return None
+    state = row.get("trust")
+    untrusted = state in EXITS_UNTRUSTED if state is not None else bool(row.get("untrusted_reason"))
+    return VIOLATION_UNTRUSTED if untrusted else VIOLATION
 
 
-def _label_blind_details(blind: Mapping, kappa: float | None) -> str:
-    misfit = blind.get("misfit_kappa")
-    if misfit is None:
-        measured = ""
-    elif float(misfit) == 0.0:
-        measured = "; measured misfit kappa 0"
-    else:
-        measured = (f"; measured misfit kappa {float(misfit):.3g}: click odds off by up to a factor "
-                    f"{_factor(misfit)}")
-    at = "" if kappa is None else f" at kappa {float(kappa):g}"
-    return (f"label-blind control: valid eps_lb {float(blind['epsilon_lower_bound']):.3f}{at}, where it must be "
-            f"0{measured}")
+def reference_check_sentence(check: Mapping | None) -> str | None:
+    """"reference not checked: <note>" when the night could not check the reference, else None (the capacity
+    check's figures say how well it fits)."""
+    if not check or check.get("checked"):
+        return None
+    note = str(check.get("note") or "no reason recorded").strip()
+    if note.lower().startswith("reference not checked:"):
+        note = note[len("reference not checked:"):].strip()
+    return f"reference not checked: {note}"
 
 
 def kappa_fields(row: Mapping, reference_check: Mapping | None = None) -> dict:
@@ -189,46 +193,54 @@ def _checked_reference(payload: Mapping) -> dict | None:
     return check_reference_check(check)
 
 
+def _trust_clauses(payload: Mapping) -> list[str]:
+    """A verdict's trust, capacity check and row groups as clauses of the text (only those the payload has)."""
+    clauses = []
+    if payload.get("trust") is not None:
+        clauses.append(text.trust_sentence(payload))
+        if payload.get("check_rows") is not None:
+            clauses.append(text.capacity_check_sentence(payload, _confidence(payload), brief=True))
+    elif payload.get("untrusted_reason"):
+        clauses.append(f"UNTRUSTED: {payload['untrusted_reason']}")
+    if payload.get("group_rule") is not None:
+        clauses.append(text.groups_sentence(payload))
+    return clauses
+
+
+def _confidence(payload: Mapping) -> float | None:
+    confidence = payload.get("confidence")
+    return float(confidence) if isinstance(confidence, int | float) and not isinstance(confidence, bool) else None
+
+
 def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
     """One line a person reads first, e.g. in a chat channel."""
     head = f"[labeldp-audit] {kind}: model {model_id}, partition {date}"
     kappa = payload.get("kappa")
-    reference = reference_check_sentence(payload.get("reference_check"), date, kappa)
-    flagged = bool(((payload.get("reference_check") or {}).get("label_blind") or {}).get("flagged"))
-    if kind == VIOLATION and "epsilon_lower_bound" in payload and "claimed_epsilon" in payload:
-        confidence = payload.get("confidence")
-        at = f" at {confidence:.0%} confidence" if isinstance(confidence, float) else ""
+    reference = reference_check_sentence(payload.get("reference_check"))
+    if kind in (VIOLATION, VIOLATION_UNTRUSTED) and "epsilon_lower_bound" in payload and "claimed_epsilon" in payload:
+        confidence = _confidence(payload)
+        at = f" at {confidence:.0%} confidence" if confidence is not None else ""
         at += f" and kappa {float(kappa):g}" if kappa is not None else ""
         risk = payload.get("risk_headline")  # what the claim allows and the bound demonstrates
         if payload.get("breaking_kappa") is not None:
             robust = robustness_sentence(payload["breaking_kappa"])
         else:
             robust = payload.get("robustness_note")
-        untrusted = payload.get("untrusted_reason")
-        trust = ""
-        if untrusted and flagged and f"does not fit day {date}" in untrusted:
-            details = _label_blind_details(payload["reference_check"]["label_blind"], kappa)
-            trust = f"; UNTRUSTED: {untrusted} ({details})"
-        elif untrusted:
-            trust = f"; UNTRUSTED: {untrusted}" + (f"; {reference}" if flagged else "")
-        elif reference:
-            trust = f"; {reference}"
-        return (f"{head}: valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
-                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + (f"; {robust}" if robust else "")
-                + trust + (f". {risk}" if risk else ""))
+        lead = ("not acted on as a violation (not a page): " if kind == VIOLATION_UNTRUSTED else "")
+        clauses = ([robust] if robust else []) + _trust_clauses(payload) + ([reference] if reference else [])
+        return (f"{head}: {lead}valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
+                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + "".join(f"; {c}" for c in clauses)
+                + (f". {risk}" if risk else ""))
     if kind == WEAK_PASS and "claimed_epsilon" in payload:
         floor = payload.get("robustness_note")
+        detectability = text.detectability_sentence(payload)
+        clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(payload)
         return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
-                + (f"; {floor}" if floor else "") + (f"; UNTRUSTED: {payload['untrusted_reason']}"
-                                                     if payload.get("untrusted_reason") else ""))
+                + "".join(f"; {c}" for c in clauses))
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
     if kind == CONTROL_FAILED:
-        if flagged:
-            head = f"{head}: {reference}: every verdict of this night is untrusted"
-        elif payload.get("control") == "label-blind":  # the label-blind control failed, figures in its message
-            head = f"{head}: the reference does not fit day {date}: every verdict of this night is untrusted"
-        else:
-            head = f"{head}: the audit itself is broken (every verdict of this night is untrusted)"
+        head = f"{head}: {CONTROL_FAILED_TEXT.get(payload.get('control'), text.CONTROL_FAILED)}"
+        head += f"; {reference}" if reference else ""
     return f"{head}: {detail}" if detail else head
 
 
@@ -238,14 +250,15 @@ def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
     if fields.get("kappa") is not None:
         fields.pop("tau", None)
         fields.pop("breaking_tau", None)
-    return {**json_safe(fields), "kind": kind, "model_id": model_id, "partition_date": date,
+    return {**json_safe(fields), "kind": kind, "page": kind in PAGES, "model_id": model_id, "partition_date": date,
             "text": summary_text(kind, model_id, date, fields)}
 
 
 def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,
                       flow_run_id: str | None = None, run_kind: str | None = None) -> dict:
-    """The VIOLATION (or WEAK_PASS) alert's payload: a rendering of the verdict (its figures are not recomputed
-    here), with the kind of run that wrote it."""
+    """The payload of a verdict's alert (VIOLATION, VIOLATION_UNTRUSTED or WEAK_PASS: `alert_kind`): a rendering
+    of the verdict (its figures are not recomputed here: its trust, the capacity check's figures, the row groups,
+    `Verdict.trust_figures`), with the kind of run that wrote it."""
     data = judged.result
     return {"model_id": model_id, "partition_date": partition_date, "status": judged.status,
             "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": judged.claimed_epsilon,
@@ -340,7 +353,7 @@ def alert_event_payload(kind: str, payload: Mapping) -> dict:
     """Keyword arguments for ``prefect.events.emit_event(**alert_event_payload(kind, payload))``.
 
     event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed`` / ``.control_failed`` /
-    ``.weak_pass``; resource: the model
+    ``.weak_pass`` / ``.violation_untrusted``; resource: the model
     (``labeldp.model.<model_id>``) with the partition date and kind as labels (Prefect wants text values);
     payload: the alert payload as strict-JSON-safe values.
     """

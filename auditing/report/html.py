@@ -76,6 +76,12 @@ footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .banner.untrusted { background:#fef3f2; border:2px solid var(--bad); color:#7a271a; border-radius:10px;
                     padding:12px 16px; margin:0 0 18px; }
 .control-passed { color:var(--good); } .control-failed { color:var(--bad); }
+.banner.accepted { background:#fffaeb; border:2px solid var(--warn); color:#7a4d0b; border-radius:10px;
+                   padding:12px 16px; margin:0 0 18px; }
+.banner .labels { display:block; font-size:13px; margin-top:4px; opacity:.85; }
+.trust-state { font-weight:700; } .trust-state.trusted { color:var(--good); }
+.trust-state.untrusted, .trust-state.unchecked { color:var(--bad); } .trust-state.accepted { color:var(--warn); }
+.detectability-misfit, .detectability-void { color:#b54708; }
 """ + RISK_CSS + ROBUSTNESS_CSS + REFERENCE_CSS
 
 

@@ -41,8 +41,8 @@ from auditing.report.reference_panel import (
 from auditing.report.risk_panel import risk_panel
 from auditing.report.robustness_panel import robustness_panel
 from auditing.report.svg import esc
-from auditing.report.text import STATUS_MEANINGS
-from auditing.report.trust_panel import trust_sections
+from auditing.report.text import STATUS_MEANINGS, TRUST_SHORT, stored_trust
+from auditing.report.trust_panel import TRUST_CLASS, control_card, trust_banner, trust_card
 from auditing.selection import STRATEGIES_REGISTRY, selection_strategy
 from auditing.verdict import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
 
@@ -225,8 +225,9 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
         parts.append(svg.polyline(plot, series, "trend-line"))
     for o, p in zip(ords, points, strict=True):
         status = p["status"] or "unknown"
+        trust = stored_trust(p["row"])
         tooltip = (f"{p['date']}: ε_lb = {fmt_eps(p['bound'])}, claimed ε = {fmt_eps(p['claimed'])}, {status}"
-                   + (f" (config {p['config']})" if p["config"] else ""))
+                   + (f", {TRUST_SHORT[trust]}" if trust else "") + (f" (config {p['config']})" if p["config"] else ""))
         shape = "square" if status == VIOLATION else "circle"
         parts.append(svg.marker(plot, float(o), p["bound"], f"trend-point status-{status.lower()}", tooltip,
                                 radius=5 if status == VIOLATION else 4, shape=shape))
@@ -329,9 +330,10 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     started_at, finished_at, durations (any subset; other keys are shown too). trend: warehouse rows of recent
     nights (``fetch_results``), including this run if it was written. score_histogram: ``{"edges": [...],
     "counts_correct": [...], "counts_wrong": [...]}`` or None (None: the result's own repetition-0 histogram,
-    `result_score_histogram`). The verdict's trust (kind, control, untrusted_reason: a banner) and reference
-    check (validated here, `auditing.warehouse.rows.check_reference_check`) fill the trust sections; a flagged
-    label-blind control heads the untrusted banner with "the reference does not fit day D".
+    `result_score_histogram`). On the first screen: a banner when the verdict is not trusted, the badge, a
+    control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
+    PASS's detectability, the row groups, why nothing was bounded); the reference check (validated here,
+    `auditing.warehouse.rows.check_reference_check`) fills the Reference check card.
 
     Raises:
         LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
@@ -346,7 +348,6 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     if reference_check is not None:
         reference_check = check_reference_check(
             reference_check, None if is_legacy(data) else data.get("reference_calibration"))
-    trust = {"kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason, "control": verdict.control}
     lineage = dict(lineage or {})
     claimed, status = verdict.claimed_epsilon, verdict.status
     hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(data))
@@ -356,11 +357,13 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
                   "the other half." if selection_strategy(data["strategy"]).uses_halves else "")
-    banner, control_card = trust_sections(trust, reference_check, str(day or "D"), data)
     body = (
-        f"{banner}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p><h1>{esc(title)}</h1>"
-        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status, data))}</p></div></header>"
-        f"{control_card}"
+        f"{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p>"
+        f"<h1>{esc(title)}</h1>"
+        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status, data))}"
+        + (f" <strong>Nothing to bound: {esc(data['inconclusive_reason'])}.</strong>"
+           if data.get("inconclusive_reason") else "") + "</p></div></header>"
+        f"{control_card(verdict)}{trust_card(verdict)}"
         f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(data, claimed, status))}"
         "</section>"
         f"{robustness_panel(verdict)}"
@@ -400,22 +403,36 @@ def _method_cell(row: Mapping) -> str:
 
 
 def _reference_cell(row: Mapping) -> str:
-    """A trend row's reference check: calibration, and the label-blind control's outcome and misfit."""
+    """A trend row's reference check: calibration; the label-blind control's outcome and misfit on a night it ran
+    (retired: as those rows always showed it); and the capacity check's figures on a row with per-verdict trust."""
     from auditing.warehouse.rows import reference_check_from_row
 
     check = reference_check_from_row(row)
-    if check is None:
-        return "<span class=\"missing\">not recorded</span>"
-    text = f"calibration {esc(check['calibration'])}"
-    if not check["checked"]:
-        return f"{text}<br><span class=\"missing\" title=\"{esc(check['note'] or '')}\">not checked</span>"
-    blind = check["label_blind"]
-    if blind is None:
-        return f"{text}<br>label-blind control did not run"
-    misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
-    if is_flagged(check):
-        return f"{text}<br><span class=\"reference-flagged\">FLAGGED</span> ({misfit})"
-    return f"{text}<br>fits ({misfit})"
+    parts = [] if check is None else [f"calibration {esc(check['calibration'])}"]
+    if check is not None and not check["checked"]:
+        parts.append(f"<span class=\"missing\" title=\"{esc(check['note'] or '')}\">not checked</span>")
+    elif check is not None and check["label_blind"] is not None:
+        blind = check["label_blind"]
+        misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
+        outcome = "<span class=\"reference-flagged\">FLAGGED</span>" if is_flagged(check) else "fits"
+        parts.append(f"{outcome} ({misfit})")
+    if row.get("check_rows"):
+        upper = row.get("misfit_kappa_upper")
+        parts.append(f"capacity check on {fmt_int(row['check_rows'])} rows: ε_check {fmt_eps(row.get('epsilon_check'))}"
+                     + (f", misfit κ ≤ {float(upper):.3g} (upper)" if upper is not None else ""))
+    elif row.get("trust") is not None:
+        parts.append("<span class=\"missing\">capacity check did not run</span>")
+    return "<br>".join(parts) or "<span class=\"missing\">not recorded</span>"
+
+
+def _trust_cell(row: Mapping) -> str:
+    """A trend row's trust (its reason on hover); '–' on a row written before per-verdict trust without one."""
+    state = stored_trust(row)
+    if state is None:
+        return "<span class=\"missing\" title=\"written before per-verdict trust\">–</span>"
+    reason = row.get("trust_reason") or row.get("untrusted_reason") or ""
+    return (f"<span class=\"trust-state {TRUST_CLASS[state]}\" title=\"{esc(reason)}\">{esc(TRUST_SHORT[state])}"
+            "</span>")
 
 
 def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
@@ -429,11 +446,9 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
     table_rows = []
     for p in reversed(points):
         r = p["row"]
-        untrusted = (f"<br><span class=\"control-failed\" title=\"{esc(r['untrusted_reason'])}\">untrusted</span>"
-                     if r.get("untrusted_reason") else "")
         table_rows.append(
-            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}"
-            f"{untrusted}</td>"
+            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}</td>"
+            f"<td>{_trust_cell(r)}</td>"
             f"<td class=\"value\">{fmt_eps(p['bound'])}</td><td>{fmt_eps(p['claimed'])}</td>"
             f"<td>{fmt_eps(r.get('max_certifiable_epsilon'))}</td>"
             f"<td class=\"optimistic\">{fmt_eps(r.get('epsilon_mean'))}</td>"
@@ -442,7 +457,8 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
             f"<td>{fmt_int(r.get('m'))}</td><td><code>{esc(p['config'])}</code></td></tr>"
         )
     table = (
-        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Valid ε_lb</th><th>Claimed ε</th>"
+        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Trust</th><th>Valid ε_lb</th>"
+        "<th>Claimed ε</th>"
         "<th>Max certifiable ε</th><th>Paper's statistic (optimistic)</th><th>Selection, confidence</th>"
         "<th>Method, κ</th><th>Reference check</th>"
         f"<th>m</th><th>Config</th></tr>{''.join(table_rows)}</table></div>"
@@ -458,8 +474,10 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
         "choice of c′) against the claimed ε (dashed). Red squares are VIOLATION nights. PASS means no "
         "evidence of a violation, not privacy.</p></section>"
         f"<section class=\"card\" id=\"nights\"><h2>Nights (newest first)</h2>{table}"
-        "<p class=\"caption\">The paper's statistic is the mean over repetitions of the max over the sweep "
-        "without correction: optimistic, not a valid lower bound.</p></section>"
+        "<p class=\"caption\">Trust is decided per verdict (hover for why): a VIOLATION is trusted only when the "
+        "capacity check vouches for it (ε_check, a κ-free lower bound at the row's confidence, also exceeds the "
+        "claim); – on a row written before per-verdict trust. The paper's statistic is the mean over repetitions of "
+        "the max over the sweep without correction: optimistic, not a valid lower bound.</p></section>"
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage of the latest night</h2>{lineage_table(lineage)}"
         "</section>"
     )

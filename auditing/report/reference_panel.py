@@ -2,11 +2,10 @@
 
 kappa is the audit's one assumption about the reference M': on every audited row, |log D'(y|x) - log D(y|x)|
 <= kappa, i.e. M' misjudges no row's click odds by more than a factor e^kappa (DESIGN.md, "Statistical
-contract"). The night's reference check tests it: M' is corrected on day D's held-out rows before the game
-(`reference_calibration` boost), and a label-blind control (a model trained only on held-out rows the
-correction did not use, true eps 0 on the audited rows) must give a valid bound of 0 at the plan's kappa; the
-smallest kappa that brings its bound to 0 is the night's measured misfit. The check's shape is
-`auditing.warehouse.rows.check_reference_check`.
+contract"). The night corrects M' on day D's held-out rows before the game (`reference_calibration` boost); the
+misfit that remains is judged per verdict by the capacity check (the Trust card, `auditing.report.trust_panel`).
+The check's shape is `auditing.warehouse.rows.check_reference_check`; a night written while the label-blind
+control ran (retired: the capacity check replaced it) carries its figures, which this card still shows.
 
 Results and rows written before kappa carry a total-variation ``tau`` instead; they are labelled legacy here
 and their tau is never shown as a kappa.
@@ -39,10 +38,12 @@ EXPLAIN_KAPPA = ("κ is the audit's one assumption about the reference M′: on 
 EXPLAIN_RECALIBRATION = ("Recalibration corrects M′ (a model of an earlier day) on day D's held-out rows, whose "
                          "labels never reached the audited model, so that the day's drift is not read as leakage; "
                          "it is judged on held-out rows it was not fitted on.")
-EXPLAIN_LABEL_BLIND = ("The label-blind control is a model trained like the targets but only on held-out rows the "
-                       "correction did not use: it never saw an audited label, so its true ε is 0, and a positive "
-                       "valid bound at the plan's κ says the reference does not fit day D (the night is then "
-                       "untrusted); the smallest κ that brings its bound to 0 is the night's measured misfit.")
+EXPLAIN_CHECK = ("The misfit that remains is judged per verdict by the capacity check (the Trust card): the audited "
+                 "model itself, on rows of day D it never saw.")
+EXPLAIN_LABEL_BLIND = ("On this night the label-blind control ran (retired since: the capacity check replaced it): a "
+                       "model trained like the targets but only on held-out rows the correction did not use; a "
+                       "positive valid bound at the plan's κ said the reference does not fit day D and made the "
+                       "night untrusted; the smallest κ that brought its bound to 0 was the night's measured misfit.")
 
 
 def is_legacy(data: Mapping) -> bool:
@@ -112,30 +113,11 @@ def is_flagged(check: Mapping | None) -> bool:
     return bool(check and (check.get("label_blind") or {}).get("flagged"))
 
 
-def misfit_sentence(check: Mapping, kappa: float | None) -> str:
-    """Plain text: what the label-blind control measured, e.g. "valid bound 0.21 at the plan's κ = 0, where it
-    must be 0; measured misfit κ = 0.35: the reference misjudges some row's click odds by up to a factor 1.42"."""
-    blind = check.get("label_blind") or {}
-    bound, misfit = blind.get("epsilon_lower_bound"), blind.get("misfit_kappa")
-    at = f" at the plan's κ = {kappa:g}" if kappa is not None else ""
-    text = f"valid bound {_num(bound)}{at}, where it must be 0"
-    if misfit is not None:
-        text += (f"; measured misfit κ = {_num(misfit)}: the reference misjudges some row's click odds by up to a "
-                 f"factor {odds_factor(misfit)}")
-    return text
-
-
-def reference_banner_headline(check: Mapping | None, day: str) -> str | None:
-    """The untrusted banner's headline when the label-blind control flagged the reference, else None."""
-    if not is_flagged(check):
-        return None
-    return f"UNTRUSTED: the reference does not fit day {day}."
-
-
 def reference_panel(data: Mapping, check: Mapping | None, day: str = "D") -> str:
-    """The <section id="reference"> card: the calibration before/after, the label-blind control's bound and
-    measured misfit, or "reference not checked" with the reason; one sentence each on kappa, recalibration
-    and the label-blind control. ``check``: `check_reference_check`'s shape (validated by the caller) or None."""
+    """The <section id="reference"> card: the calibration before/after, or "reference not checked" with the
+    reason; one sentence each on kappa, recalibration and the capacity check; a legacy night's label-blind control
+    (its bound and measured misfit). ``check``: `check_reference_check`'s shape (validated by the caller) or
+    None."""
     legacy = is_legacy(data)
     kappa = None if legacy else float(data["kappa"])
     calibration = (check or {}).get("calibration") or (None if legacy else data.get("reference_calibration"))
@@ -171,7 +153,7 @@ def reference_panel(data: Mapping, check: Mapping | None, day: str = "D") -> str
         elif calibration == "boost":
             rows.append(("Correction on held-out rows", "<span class=\"missing\">no figures recorded</span>"))
         blind = check.get("label_blind")
-        if blind:
+        if blind:  # a night written while the label-blind control ran
             confidence = float(data.get("confidence", 0.95))
             chance = 1.0 - confidence
             flagged = bool(blind.get("flagged"))
@@ -182,7 +164,7 @@ def reference_panel(data: Mapping, check: Mapping | None, day: str = "D") -> str
                        if flagged else
                        "<span class=\"reference-fits\" id=\"label-blind-outcome\">passed: the reference fits day "
                        f"{esc(day)} within κ</span>")
-            rows.append(("Label-blind control",
+            rows.append(("Label-blind control (retired)",
                          f"valid ε lower bound <span class=\"value\">{_num(blind['epsilon_lower_bound'])}</span>"
                          + (f" at κ = {kappa:g}" if kappa is not None else "") + f" · {outcome}"))
             misfit = blind.get("misfit_kappa")
@@ -194,11 +176,11 @@ def reference_panel(data: Mapping, check: Mapping | None, day: str = "D") -> str
             rows.append(("Measured reference misfit",
                          f"<span id=\"reference-misfit\">κ = {_num(misfit)}</span><span class=\"labels\">the "
                          f"smallest κ that brings the label-blind control's bound to 0: {esc(meaning)}</span>"))
-        else:
-            rows.append(("Label-blind control", "<span class=\"missing\">did not run</span>"))
         if check.get("note"):
             status = f"<p class=\"caption\" id=\"reference-note\">{esc(check['note'])}</p>"
     table = "<table>" + "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-    explain = "".join(f"<li>{esc(text)}</li>" for text in (EXPLAIN_KAPPA, EXPLAIN_RECALIBRATION, EXPLAIN_LABEL_BLIND))
+    legacy_blind = bool((check or {}).get("label_blind"))
+    explain = "".join(f"<li>{esc(text)}</li>" for text in (EXPLAIN_KAPPA, EXPLAIN_RECALIBRATION, EXPLAIN_CHECK,
+                                                            *((EXPLAIN_LABEL_BLIND,) if legacy_blind else ())))
     return ("<section class=\"card\" id=\"reference\"><h2>Reference check</h2>"
             f"{table}{status}<ul class=\"explain\">{explain}</ul></section>")

@@ -1,6 +1,7 @@
-"""The report's "Trust in this verdict" card: audited rows, kappa-robustness, the detection floors (the
-game-aware `exposed_rows_floor` in the PASS sentence, the perfect-attacker floor as its necessary condition),
-and the day-over-day data diagnostic (labelled a diagnostic, not a proof).
+"""The report's "Robustness and detection floors" card: audited rows, kappa-robustness, the detection floors (the
+game-aware `exposed_rows_floor` in the PASS sentence, the perfect-attacker floor as its necessary condition, and
+what the verdict's trust says they are worth), and the day-over-day data diagnostic (labelled a diagnostic, not a
+proof).
 
 Every figure comes from the `Verdict` (`auditing.judging` computed them once); this module only renders.
 """
@@ -14,7 +15,8 @@ from typing import Any
 
 from auditing.report.reference_panel import is_legacy, kappa_text, method_label, odds_factor
 from auditing.report.svg import esc
-from auditing.verdict import INCONCLUSIVE, PASSING, VIOLATION, WEAK_PASS_FRACTION, Verdict
+from auditing.report.text import DETECTABILITY_MEANINGS
+from auditing.verdict import INCONCLUSIVE, MEASURED, PASSING, VIOLATION, WEAK_PASS_FRACTION, Verdict
 
 ROBUSTNESS_CSS = """
 .weak { color:#b54708; font-weight:600; }
@@ -63,7 +65,8 @@ def _diagnostic_html(diagnostic: Mapping | None) -> str:
         f"</strong>, median {_num(shift.get('median_psi'), 3)}; largest: {top_text}.</p>"
         "<p class=\"caption\">A diagnostic, not a proof: κ bounds, on every audited row, how far M′'s label "
         "probabilities may be from day D's (a factor e^κ), which no average of the features or of M′'s fit can "
-        "certify (the label-blind control of the Reference check measures it on held-out rows). A reference "
+        "certify (the capacity check of the Trust card measures it with the model itself on rows it never saw). A "
+        "reference "
         "that fits day D about as well as its own day and small feature shift (PSI below ~0.1 is usually read "
         "as stable) make a small κ plausible; a large gap says to read the verdict at the breaking κ above with "
         "care.</p></div>"
@@ -115,6 +118,11 @@ def robustness_panel(verdict: Verdict) -> str:
                     "own, legacy assumption.")
     elif status in PASSING:
         headline = _pass_sentence(figures, floor, m)
+        detectability = verdict.trust.detectability
+        if detectability != MEASURED:
+            headline += (f" <span class=\"weak\" id=\"floors-detectability\">These floors are {esc(detectability)}: "
+                         f"{esc(verdict.trust.detectability_reason or DETECTABILITY_MEANINGS[detectability])}."
+                         "</span>")
     elif status == INCONCLUSIVE:
         headline = "No number of fully exposed labels would have made this audit flag the claim (INCONCLUSIVE)."
     else:
@@ -131,7 +139,7 @@ def robustness_panel(verdict: Verdict) -> str:
         except ValueError:
             diagnostic = None
     return (
-        "<section class=\"card\" id=\"robustness\"><h2>Trust in this verdict</h2>"
+        "<section class=\"card\" id=\"robustness\"><h2>Robustness and detection floors</h2>"
         f"<p id=\"robustness-headline\">{headline}</p>"
         "<table class=\"kv\">"
         f"<tr><th>Audited rows</th><td>{m:,} · <code>{esc(audit_rows)}</code>"

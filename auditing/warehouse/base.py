@@ -21,7 +21,7 @@ from typing import Any
 
 from auditing.errors import LabelDPInputError
 from auditing.names import check_name, parse_date, require_date, resolve_data_root
-from auditing.verdict import STATUSES
+from auditing.verdict import STATUSES, TRUST_STATES, UNTRUSTED
 from auditing.warehouse import migrations, schema
 from auditing.warehouse.address import DEFAULT_FILE_NAME, describe_target, is_postgres_target
 from auditing.warehouse.rows import AuditKey, as_key, check_stored_run_kind, normalize_curve, normalize_row
@@ -108,7 +108,7 @@ class Warehouse:
 
     def fetch_verdicts(self, *, model_id: str | None = None, since: dt.date | None = None,
                        until: dt.date | None = None, status: str | None = None, run_kind: str | None = None,
-                       latest: bool = False) -> list[dict]:
+                       trust: str | None = None, latest: bool = False) -> list[dict]:
         """audit_results rows (dicts, every column, as ``fetch_results``), newest partition date first (on one
         date by model_id, then the audit that finished last first).
 
@@ -116,7 +116,10 @@ class Warehouse:
         keeps, per model, kind (target / control) and run kind (nightly / guardrail / backfill), only its newest
         picked row: the latest partition date, and of several verdicts of that date (claims, audit configs,
         model files) the one that finished last. With ``since`` = ``until`` it is the latest verdict per model,
-        day and run kind. A query: no row is ever replaced by another key's.
+        day and run kind. A query: no row is ever replaced by another key's. ``trust`` (one of
+        `auditing.verdict.TRUST_STATES`) picks rows of that trust; a row written before per-verdict trust (trust
+        NULL) counts as untrusted when it carries an untrusted_reason (its night was), as
+        `auditing.report.text.stored_trust` reads it, and matches no other trust.
         """
         mark = schema.placeholders(self.placeholder, 1)[0]
         conditions, params = [], []
@@ -137,6 +140,12 @@ class Warehouse:
         if run_kind is not None:
             conditions.append(f"run_kind = {mark}")
             params.append(check_stored_run_kind(run_kind))
+        if trust is not None:
+            if trust not in TRUST_STATES:
+                raise LabelDPInputError(f"trust must be one of {list(TRUST_STATES)}; got {trust!r}")
+            legacy = " OR (trust IS NULL AND untrusted_reason IS NOT NULL)" if trust == UNTRUSTED else ""
+            conditions.append(f"(trust = {mark}{legacy})")
+            params.append(trust)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         names = ", ".join(schema.RESULT_NAMES)
         # The innermost SELECT names every column of the latest schema (see _stored_columns: an older warehouse

@@ -21,18 +21,23 @@ Every verdict ever written is a row of its own: its key is the model, the model 
 the run kind (nightly, guardrail, backfill; "unrecorded" on rows written before the key had it), the claimed
 epsilon and the audit configuration. By default it prints the LATEST verdict of every model and run kind
 (targets and controls), newest first; --model N prints that model's history (every row, newest first); --all
-prints every row. The filters (--model, --since, --until, --status, --run-kind) pick rows first and combine;
-the default then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each model's
-most recent VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints (run: the
-run kind; status WEAK_PASS: a PASS on weak evidence); --json prints the full stored rows (strict JSON: an
-infinite claimed epsilon is "inf"; JSON-text columns such as result_json stay text), --csv the table's columns
-as stored values. Nothing matching prints "no audit results match" and exits 0.
+prints every row. The filters (--model, --since, --until, --status, --run-kind, --trust) pick rows first and
+combine; the default then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each
+model's most recent VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints
+(run: the run kind; status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference
+unchecked) or accepted (reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!'
+after the status of a verdict that is not trusted); --json prints the full stored rows (strict JSON: an infinite
+claimed epsilon is "inf"; JSON-text columns such as result_json stay text), --csv the table's columns and the
+trust figures (trust, the capacity check's epsilon_check and misfit figures, the row groups) as stored values.
+--trust untrusted also lists rows written before per-verdict trust whose night was untrusted. Nothing matching
+prints "no audit results match" and exits 0.
 
 Examples:
   labeldp-audit results                                   # latest verdict per model and run kind
   labeldp-audit results --model rr-eps1                   # its history, newest first
   labeldp-audit results --all --status VIOLATION --since 2024-01-01
   labeldp-audit results --run-kind guardrail --status WEAK_PASS
+  labeldp-audit results --all --status VIOLATION --trust untrusted   # VIOLATIONs the reference's misfit explains
   labeldp-audit results --warehouse postgresql://auditor@db:5432/audit --json | jq '.[0].epsilon_lower_bound'
   labeldp-audit results --model rr-eps1 --csv > rr-eps1.csv
   labeldp-audit results show rr-eps1                      # its latest verdict, every stored column
@@ -43,9 +48,12 @@ one.
 """
 SHOW_DESCRIPTION = """\
 Prints one verdict of MODEL, every stored column of audit_results as "name: value" lines (NULL for a NULL),
-then how many curve points audit_curves holds for it. The JSON-text columns (result_json, shift_diagnostic,
-durations) are printed as an outline, one key a line, their curves and histograms summarised (how many values,
-their range); --json prints them whole. Without --date: the model's latest verdict; on a date with several
+then how many curve points audit_curves holds for it, then the verdict's trust block: its trust and why, the
+capacity check's figures (epsilon_check, a kappa-free lower bound on eps; the misfit the model shows on rows it
+never saw), what a PASS's floors are worth, and the row groups (the rule, the rows left out, how often the labels
+of rows sharing a group agree against independent labels). The JSON-text columns (result_json,
+shift_diagnostic, durations) are printed as an outline, one key a line, their curves and histograms summarised
+(how many values, their range); --json prints them whole. Without --date: the model's latest verdict; on a date with several
 verdicts (run kinds, claims, audit configs), the one that finished last (--run-kind and --config pick another;
 the others are listed).
 
@@ -59,9 +67,12 @@ Exit status: 0, or 2 when no verdict matches (naming the model and date) or on b
 # The table's columns as stored values (--csv): the table's status cell also shows kind, control outcome and
 # untrusted verdicts, and its "paper mean+-std" cell is two columns here.
 CSV_COLUMNS = (
-    "model_id", "partition_date", "kind", "run_kind", "status", "control_passed", "untrusted_reason", "claimed_epsilon",
-    "epsilon_lower_bound", "epsilon_mean", "epsilon_std", "max_certifiable_epsilon", "breaking_kappa",
-    "detection_floor_rows", "exposed_rows_floor", "m", "audit_rows", "report",
+    "model_id", "partition_date", "kind", "run_kind", "status", "trust", "control_passed", "untrusted_reason",
+    "claimed_epsilon", "epsilon_lower_bound", "epsilon_mean", "epsilon_std", "max_certifiable_epsilon",
+    "breaking_kappa", "detection_floor_rows", "exposed_rows_floor", "m", "audit_rows", "report", "trust_reason",
+    "epsilon_check", "misfit_kappa_upper", "check_misfit_kappa", "check_rows", "detectability", "accepted_unchecked",
+    "group_rule", "rows_excluded_groups", "group_pairs", "group_label_agreement", "group_label_agreement_expected",
+    "inconclusive_reason",
 )
 NO_MATCH = "no audit results match"
 JSON_TEXT_COLUMNS = ("result_json", "shift_diagnostic", "durations")  # `show` prints these as an outline
@@ -76,6 +87,7 @@ def _add_target(parser: argparse.ArgumentParser, *, default) -> None:
 
 
 def register(subparsers) -> None:
+    from auditing.report.text import TRUST_SHORT
     from auditing.verdict import STATUSES
     from auditing.warehouse.schema import STORED_RUN_KINDS
 
@@ -84,7 +96,7 @@ def register(subparsers) -> None:
     # Both forms in the usage line (argparse would show the optional ACTION as if it were required).
     indent = " " * len(f"usage: {p.prog} ")
     p.usage = (f"{p.prog} [--warehouse W] [--data-root R] [--model N] [--since D] [--until D]\n"
-               f"{indent}[--status {{{','.join(STATUSES)}}}]\n"
+               f"{indent}[--status {{{','.join(STATUSES)}}}] [--trust {{{','.join(TRUST_SHORT.values())}}}]\n"
                f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}] [--all] [--json | --csv]\n"
                f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W] "
                "[--data-root R]")
@@ -95,6 +107,9 @@ def register(subparsers) -> None:
     p.add_argument("--status", default=None, choices=STATUSES, help="only rows with this verdict status")
     p.add_argument("--run-kind", default=None, choices=STORED_RUN_KINDS,
                    help="only rows written by this kind of run ('unrecorded': rows written before the key had it)")
+    p.add_argument("--trust", default=None, choices=tuple(TRUST_SHORT.values()),
+                   help="only verdicts of this trust (unchecked: reference unchecked; accepted: reference unchecked, "
+                        "accepted; untrusted includes rows written before per-verdict trust whose night was)")
     p.add_argument("--all", action="store_true", help="every matching row, not only each model's latest")
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the full stored rows as a JSON list")
@@ -149,7 +164,7 @@ def _list(args) -> int:
     import json
 
     from auditing.errors import LabelDPInputError
-    from auditing.report.text import format_rows, stored_rows_for_table
+    from auditing.report.text import TRUST_SHORT, format_rows, stored_rows_for_table
     from auditing.verdict import PASS
     from pipelines.layout import check_name, parse_date
     from pipelines.registry import jsonable
@@ -159,8 +174,10 @@ def _list(args) -> int:
     until = parse_date(args.until, "--until") if args.until is not None else None
     if since is not None and until is not None and since > until:
         raise LabelDPInputError(f"--since ({since}) must not be after --until ({until})")
+    trust = None if args.trust is None else {word: state for state, word in TRUST_SHORT.items()}[args.trust]
     rows = _read(args, lambda wh: wh.fetch_verdicts(model_id=model, since=since, until=until, status=args.status,
-                                                    run_kind=args.run_kind, latest=not (args.all or model is not None)))
+                                                    run_kind=args.run_kind, trust=trust,
+                                                    latest=not (args.all or model is not None)))
     if rows is UNAVAILABLE:
         return 2
     if not rows and not (args.json or args.csv):
@@ -210,8 +227,8 @@ def _show(args) -> int:
     from pipelines.registry import jsonable
 
     listing = [name for name, given in (("--model", args.model), ("--since", args.since), ("--until", args.until),
-                                        ("--status", args.status), ("--run-kind", args.run_kind), ("--all", args.all),
-                                        ("--csv", args.csv))
+                                        ("--status", args.status), ("--run-kind", args.run_kind),
+                                        ("--trust", args.trust), ("--all", args.all), ("--csv", args.csv))
                if given]
     if listing:
         raise LabelDPInputError(f"{', '.join(listing)} apply to the list (results ...), not to results show; "
@@ -246,7 +263,7 @@ def _show(args) -> int:
     if args.json:
         print(json.dumps(jsonable({**row, "curve_points": points}), allow_nan=False, indent=2))
         return 0
-    from auditing.report.text import json_outline
+    from auditing.report.text import json_outline, trust_block_lines
 
     for name, value in row.items():
         outline = _json_object(value) if name in JSON_TEXT_COLUMNS else None
@@ -261,6 +278,8 @@ def _show(args) -> int:
                            for r in others)
         print(f"other_verdicts_that_date: {listed} (results show {model} --date "
               f"{row['partition_date'].isoformat()} --run-kind K --config HASH)")
+    print("trust_block: (the verdict's trust, its capacity check and row groups, in words)")
+    print("\n".join("  " + line for line in trust_block_lines(row)))
     return 0
 
 
