@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from planted import register_memorizer
 
 from flows import exit_codes
 
@@ -39,6 +40,7 @@ def data_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1):
         write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
+    register_memorizer(root, D1, TARGET, claimed_epsilon=0.5)  # the planted violation (tests/planted.py)
     return root
 
 
@@ -46,7 +48,7 @@ def data_root(tmp_path_factory):
 def plan(tmp_path_factory):
     path = tmp_path_factory.mktemp("plans") / "plan.json"
     path.write_text(json.dumps({
-        "targets": [{"name": TARGET, "mechanism": "none", "epsilon": "inf", "claimed_epsilon": 0.5}],
+        "targets": [{"name": TARGET, "source": "registered", "claimed_epsilon": 0.5}],
         "catboost_iterations": 40, "audit": {"repetitions": 3, "grid_points": 30}}))
     return str(path)
 
@@ -68,9 +70,10 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
     done = cli("nightly", "--date", D1, "--data-root", str(data_root), "--plan", plan)
     assert done.returncode == exit_codes.OK, done.stderr
     night = rows(data_root)
-    assert {r["run_kind"] for r in night} == {"nightly"} and len(night) == 4  # the target and three controls
+    assert {r["run_kind"] for r in night} == {"nightly"} and len(night) == 3  # the target and two controls
     violation = next(r for r in night if r["model_id"] == TARGET)
     assert violation["status"] == "VIOLATION" and violation["claimed_epsilon"] == 0.5
+    assert violation["trust"] == "trusted"  # the planted memoriser: the capacity check vouches for it
     assert violation["flow_run_id"] and violation["model_fingerprint"].startswith("sha256:")
     before = files(data_root, "models", "reports")
     nightly_report = next(p for p in before if p.startswith(f"reports/{TARGET}/"))
@@ -86,12 +89,12 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
     after = rows(data_root)
     assert all(r in after for r in night)
     added = [r for r in after if r not in night]
-    assert {r["run_kind"] for r in added} == {"guardrail"} and len(added) == 2  # the candidate, its label-blind
+    assert {r["run_kind"] for r in added} == {"guardrail"} and len(added) == 1  # the candidate's own verdict
     candidate = next(r for r in added if r["model_id"] == TARGET)
     assert (candidate["status"], candidate["claimed_epsilon"]) == ("INCONCLUSIVE", float("inf"))
     assert candidate["model_fingerprint"] == violation["model_fingerprint"]
     assert candidate["flow_run_id"] and candidate["flow_run_id"] != violation["flow_run_id"]
-    # The data root: no model or report of the night rewritten; the guardrail's report and controls are new files.
+    # The data root: no model or report of the night rewritten; the guardrail's report and reference are new files.
     now = files(data_root, "models", "reports")
     assert {path: now.get(path) for path in before} == before
     new = sorted(set(now) - set(before))
