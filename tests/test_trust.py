@@ -74,3 +74,63 @@ def test_an_unchecked_reference_is_never_trusted_unless_accepted_and_then_says_s
         assert accepted.state == ACCEPTED_UNCHECKED and not accepted.trusted and not accepted.exits_untrusted
         assert accepted.accepted_unchecked and "accepted" in accepted.reason
     assert verdict_trust(PASS, 0.5, None, kappa=0).state == UNCHECKED
+
+
+# ------------------------------------------------------------------------------------------ references off the truth
+@pytest.mark.slow
+@pytest.mark.parametrize("shift", [1.0, -1.0])
+def test_a_reference_off_the_truth_is_seen_by_the_check_and_marks_the_floors(shift):
+    """A private target (eps-1 randomized response, claimed 1) audited against a reference that predicts clicks
+    too readily (+1 in logit) or too rarely (-1): the check rows show the misfit (check_misfit_kappa > kappa 0) on
+    most nights and the PASSes' floors say they were measured under a reference that misfits; with the right
+    reference they do so rarely."""
+    from scipy.special import expit, logit
+    from segment_worlds import night
+
+    from auditing.audit import AuditConfig, CheckRows, run_audit
+    from auditing.judging import judge
+
+    def marked(offset: float) -> int:
+        count = 0
+        for seed in range(10):
+            world = night(200 + seed, drift=0.0, rows=60_000, epsilon=1.0)
+            p_t, p_r, y, ids = world.audited
+            c = world.check
+            result = run_audit(p_t, expit(logit(p_r) + offset), y, ids, AuditConfig(repetitions=1, seed=seed),
+                               check=CheckRows(c.p_target, expit(logit(c.p_reference) + offset), c.labels,
+                                               c.row_ids))
+            verdict = judge(result, 1.0)
+            count += verdict.status != VIOLATION and verdict.trust.detectability == MEASURED_UNDER_MISFIT
+        return count
+
+    assert marked(shift) >= 7
+    assert marked(0.0) <= 2
+
+
+@pytest.mark.slow
+def test_the_positive_control_fails_for_a_reference_too_sure_of_the_common_label():
+    """The positive control (randomized response at eps_c = 2) against a reference whose logits are 1.6 times the
+    truth's (too sure that a row did not click): its bound exceeds eps_c on most seeds, so the night's VIOLATIONs
+    are void; with the true probabilities it never does and always clears its floor."""
+    import numpy as np
+    from scipy.special import expit, logit
+
+    from auditing.audit import AuditConfig, run_audit
+    from auditing.controls import check_control, rr_oracle_probabilities
+
+    def judged(seed: int, scale: float):
+        rng = np.random.default_rng(seed)
+        p = expit(rng.normal(-2.5, 1.0, 20_000))
+        y = (rng.random(p.size) < p).astype(np.int64)
+        ids = np.arange(p.size, dtype=np.int64) * 3 + seed
+        result = run_audit(rr_oracle_probabilities(ids, y, 2.0, seed=seed), expit(scale * logit(p)), y, ids,
+                           AuditConfig(repetitions=1, seed=seed), expected_curve=True).to_dict()
+        return check_control(POSITIVE, result, 2.0)
+
+    off = [judged(seed, 1.6) for seed in range(12)]
+    right = [judged(seed, 1.0) for seed in range(12)]
+    assert sum(c.epsilon_lower_bound > 2.0 for c in off) >= 9
+    night = night_trust({f"pos-{i}": c.to_dict() for i, c in enumerate(off)}, {f"pos-{i}": POSITIVE for i in range(12)},
+                        date="d")
+    assert night.violations_void_reason and "exceeds the control's true eps_c" in night.violations_void_reason
+    assert all(c.passed for c in right)
