@@ -771,15 +771,17 @@ def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
 def test_a_legacy_label_blind_control_page_still_renders(run):
     """A label-blind control's own verdict, from the nights it ran (retired since): what it was, its outcome and
     its measured misfit, labelled retired."""
-    from auditing.controls import LABEL_BLIND, check_control
+    from auditing.controls import LABEL_BLIND, ControlCheck
 
     rng = np.random.default_rng(8)
     n = 5000
     p = rng.beta(1.0, 3.0, n)
     labels = (rng.random(n) < p).astype(int)
     result = run_audit(p, p, labels, config=AuditConfig(repetitions=1))  # knows nothing of the labels
-    control = check_control(LABEL_BLIND, result.to_dict()).to_dict()
-    assert control["passed"] and control["misfit_kappa"] == 0.0
+    # the check a night of the retired control stored (the warehouse's result_json and control columns keep it)
+    control = ControlCheck(LABEL_BLIND, True, result.epsilon_lower_bound, None, 0.0,
+                           "label-blind control: valid eps_lb 0.0000 = 0", None, 0.0).to_dict()
+    assert result.epsilon_lower_bound == 0.0
     text = _parse(render_run_report(judge(result, 0.0, kind="control", control=control),
                                     {"model_id": "control-label-blind"}, [], None)).visible
     assert "Label-blind control (retired: the capacity check replaced it): a model trained like the targets" in text
