@@ -30,6 +30,7 @@ from auditing.warehouse.address import (
     describe_target,
     destination,
     is_postgres_target,
+    warehouse_target,
 )
 from auditing.warehouse.base import (
     ReadOnlyWarehouse,
@@ -79,12 +80,7 @@ def open_warehouse(
     """
     if not (timeout > 0):
         raise LabelDPInputError(f"timeout must be > 0 seconds; got {timeout!r}")
-    if target is None or str(target) == "":
-        target = resolve_data_root(data_root) / DEFAULT_FILE_NAME
-    if isinstance(target, os.PathLike):
-        target = os.fspath(target)
-    if not isinstance(target, str):
-        raise LabelDPInputError(f"warehouse must be a DuckDB file path or a postgresql:// URL; got {target!r}")
+    target = warehouse_target(target, data_root)
     if is_postgres_target(target):
         from auditing.warehouse.postgres_backend import PostgresWarehouse
 

@@ -45,6 +45,18 @@ def describe_target(target: str) -> str:
     return target
 
 
+def warehouse_target(target, data_root=None) -> str:
+    """A warehouse target as text: None or "" is ``<data_root>/warehouse.duckdb``, a path becomes its text; anything
+    else than text is refused, naming it. (Whether it is a PostgreSQL URL or a DuckDB file is the caller's next
+    question: `is_postgres_target`.)"""
+    if target is None or str(target) == "":
+        target = resolve_data_root(data_root) / DEFAULT_FILE_NAME
+    target = os.fspath(target) if isinstance(target, os.PathLike) else target
+    if not isinstance(target, str):
+        raise LabelDPInputError(f"warehouse must be a DuckDB file path or a postgresql:// URL; got {target!r}")
+    return target
+
+
 def is_postgres_target(target: object) -> bool:
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
@@ -82,11 +94,7 @@ def destination(target: str | os.PathLike | None, data_root: str | os.PathLike |
     Raises:
         LabelDPInputError: a target that is neither, or a PostgreSQL URL libpq cannot parse.
     """
-    if target is None or str(target) == "":
-        target = resolve_data_root(data_root) / DEFAULT_FILE_NAME
-    target = os.fspath(target) if isinstance(target, os.PathLike) else target
-    if not isinstance(target, str):
-        raise LabelDPInputError(f"warehouse must be a DuckDB file path or a postgresql:// URL; got {target!r}")
+    target = warehouse_target(target, data_root)
     if is_postgres_target(target):
         return _destination(POSTGRES, _postgres_address(target))
     if "://" in target:

@@ -20,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from auditing.errors import LabelDPInputError
-from auditing.names import check_name, parse_date, require_date, resolve_data_root
+from auditing.names import check_name, parse_date, require_date
 from auditing.verdict import STATUSES, TRUST_STATES, UNTRUSTED
 from auditing.warehouse import migrations, schema
-from auditing.warehouse.address import DEFAULT_FILE_NAME, describe_target, is_postgres_target
+from auditing.warehouse.address import (
+    describe_target,
+    is_postgres_target,
+    warehouse_target,
+)
 from auditing.warehouse.rows import AuditKey, as_key, check_stored_run_kind, normalize_curve, normalize_row
 
 
@@ -310,11 +314,7 @@ def open_read_only(target: str | os.PathLike | None = None, *, data_root: str | 
     """
     if not (timeout > 0):
         raise LabelDPInputError(f"timeout must be > 0 seconds; got {timeout!r}")
-    if target is None or str(target) == "":
-        target = resolve_data_root(data_root) / DEFAULT_FILE_NAME
-    target = os.fspath(target) if isinstance(target, os.PathLike) else target
-    if not isinstance(target, str):
-        raise LabelDPInputError(f"warehouse must be a DuckDB file path or a postgresql:// URL; got {target!r}")
+    target = warehouse_target(target, data_root)
     if is_postgres_target(target):
         return ReadOnlyWarehouse(target, "postgres", *_postgres_reader(target, timeout))
     if "://" in target:
