@@ -8,10 +8,10 @@ reference recalibrated on the day.
 For each shift and night k: a world with its own generator seed; day D0 as generated, day D1 shifted
 (`pipelines.synth.DayShift`: a global click-logit shift, or a shift of the rows holding C9's most popular
 value). The plan's targets (RR at eps 1 claiming 1, LP-1ST at eps 2 claiming 2, a non-private model claiming
-0.5) and the three controls are audited twice on D1: `reference_calibration: none` (the paper's raw M') and
-`boost`. Read back from the warehouse: each row's valid bound, status and whether the night is trusted
-(`untrusted_reason` empty). A trusted false VIOLATION is a trusted VIOLATION of a target whose claim is its
-true eps; the planted violation must stay a VIOLATION.
+0.5) and the controls are audited twice on D1: `reference_calibration: none` (the paper's raw M') and
+`boost`. Read back from the warehouse: each row's valid bound, status and its trust (the `trust` column: the
+per-verdict capacity check, docs/soundness.md section 8). A trusted false VIOLATION is a VIOLATION, trusted, of a
+target whose claim is its true eps; the planted violation must stay a trusted VIOLATION.
 """
 
 from __future__ import annotations
@@ -74,17 +74,16 @@ def read_rows(root: Path, config_hash: str) -> list[dict]:
 
 def summarise(rows: list[dict]) -> dict:
     by = {r["model_id"]: r for r in rows}
-    trusted = not any(r.get("untrusted_reason") for r in rows)
-    out = {"trusted": trusted, "label_blind_flagged": None, "misfit": None}
-    blind = by.get("control-label-blind")
-    if blind is not None:
-        out["label_blind_flagged"] = blind["epsilon_lower_bound"] > 0
-        out["misfit"] = blind.get("reference_misfit_kappa")
-        out["label_blind_bound"] = blind["epsilon_lower_bound"]
+    out = {}
     for name in (*TRUE_EPS, "planted-violation", "control-positive", "control-negative"):
         if name in by:
-            out[name] = {"eps_lb": by[name]["epsilon_lower_bound"], "status": by[name]["status"]}
+            row = by[name]
+            out[name] = {"eps_lb": row["epsilon_lower_bound"], "status": row["status"], "trust": row["trust"],
+                         "epsilon_check": row["epsilon_check"], "misfit_kappa_upper": row["misfit_kappa_upper"]}
     out["false_violations"] = [n for n, eps in TRUE_EPS.items() if n in by and by[n]["epsilon_lower_bound"] > eps]
+    out["trusted_false_violations"] = [n for n in out["false_violations"]
+                                       if by[n]["status"] == "VIOLATION" and by[n]["trust"] == "trusted"]
+    out["untrusted_verdicts"] = sorted(n for n, row in by.items() if row["trust"] != "trusted")
     out["positive_above_truth"] = "control-positive" in by and by["control-positive"]["epsilon_lower_bound"] > 2.0
     return out
 
@@ -125,17 +124,17 @@ def main() -> None:
                 print(json.dumps(record), flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(records, indent=1))
-    print("\nshift / calibration: trusted false VIOLATIONs, untrusted nights, label-blind flags, planted detected")
+    print("\nshift / calibration: trusted false VIOLATIONs, untrusted verdicts, planted trusted VIOLATION")
     for shift_text in args.shifts.split(","):
         for calibration in calibrations:
             cell = [r for r in records if r["shift"] == shift_text and r["calibration"] == calibration]
-            trusted_false = sum(bool(r["false_violations"]) and r["trusted"] for r in cell)
-            any_false = sum(bool(r["false_violations"]) for r in cell)
-            untrusted = sum(not r["trusted"] for r in cell)
-            flags = sum(bool(r["label_blind_flagged"]) for r in cell)
-            planted = sum(r.get("planted-violation", {}).get("status") == "VIOLATION" for r in cell)
-            print(f"{shift_text:>22} {calibration:>6}: trusted false {trusted_false}/{len(cell)} (any false "
-                  f"{any_false}), untrusted {untrusted}, label-blind flags {flags}, planted {planted}/{len(cell)}")
+            trusted_false = sum(len(r["trusted_false_violations"]) for r in cell)
+            any_false = sum(len(r["false_violations"]) for r in cell)
+            untrusted = sum(len(r["untrusted_verdicts"]) for r in cell)
+            planted = sum(r.get("planted-violation", {}).get("status") == "VIOLATION"
+                          and r.get("planted-violation", {}).get("trust") == "trusted" for r in cell)
+            print(f"{shift_text:>22} {calibration:>6}: trusted false {trusted_false}/{2 * len(cell)} (any false "
+                  f"{any_false}), untrusted verdicts {untrusted}, planted trusted VIOLATION {planted}/{len(cell)}")
 
 
 if __name__ == "__main__":
