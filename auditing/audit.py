@@ -9,16 +9,15 @@ for comparison and labelled optimistic.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from auditing.bounds import best_bound, resolve_delta
+from auditing.bounds import best_bound
 from auditing.capacity_check import CHECK_BINS, CheckHistograms, capacity_check, histograms_of, unchecked
+from auditing.config import AuditConfig, BoundConfig, GameConfig
 from auditing.errors import LabelDPInputError
 from auditing.expected_game import expected_correct_record
 from auditing.game import (
@@ -28,117 +27,25 @@ from auditing.game import (
     as_row_ids,
     play_repetition,
 )
-from auditing.game_kernel import boundary_rows, compiled_score, game_tables, slot_histograms, slot_keys
-from auditing.keyed_random import STREAM_SPLIT, keyed_uniform
-from auditing.methods import Binomial, BoundMethod, bound_method
-from auditing.params import check_confidence, check_delta, check_kappa
+from auditing.game_counts import GameCounts
+from auditing.game_kernel import boundary_rows, compiled_score, game_tables, slot_histograms
 from auditing.risk import PriorHistogram
 from auditing.row_groups import RowGroups
 from auditing.score_histogram import coarsen, score_histogram
-from auditing.scores import DEFAULT_POWER, SCORES, resolve_score
-from auditing.selection import Selection, SelectionStrategy, selection_strategy
-from auditing.sweep import GRID_KINDS, SweepCounts, correct_at, guess_grid, rank_order
+from auditing.scores import SCORES, resolve_score
+from auditing.selection import Selection
+from auditing.slots import SlotPlan, selection_half_mask
+from auditing.sweep import SweepCounts, correct_at, rank_order
 from auditing.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
 
 logger = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 
-# Which rows of the day the game is played on: the rows whose labels entered training (default), or
-# every row. The core audits whatever rows it is given; pipelines/audit_rows.py selects them.
-AUDIT_ROWS = ("training", "all")
-# How the reference M' is corrected on the day's held-out rows before the game (pipelines/recalibration.py):
-# `boost` (a few regularized boosting rounds from M''s logits, able to learn feature-dependent drift) or
-# `none` (the paper's raw M'). The core plays the game on whatever reference it is given; the label is part of
-# the configuration (and its hash) because it changes the numbers.
-REFERENCE_CALIBRATIONS = ("boost", "none")
-# The config hash's payload version: 1 is the layout written before kappa and reference_calibration existed;
-# a configuration whose numbers are the same as a version-1 one (binomial, delta 0, kappa 0, raw reference)
-# keeps its version-1 hash so existing warehouse rows and sweeps stay keyed.
-CONFIG_HASH_VERSION = 2
-
 PAPER_STATISTIC_LABEL = (
     "paper's statistic: per repetition, max over the sweep of uncorrected bounds (optimistic, not a valid "
     "lower bound at the stated confidence)"
 )
-
-
-@dataclass(frozen=True)
-class AuditConfig:
-    """Everything that determines an audit's numbers; validated on construction."""
-
-    method: str = "binomial"  # a registered bound method (auditing.methods), stored by name
-    strategy: str = "bonferroni"  # a registered selection strategy (auditing.selection), stored by name
-    confidence: float = 0.95
-    delta: float | None = None  # None: the method's default (0 for both, auditing.bounds)
-    kappa: float = 0.0  # bound on |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md)
-    repetitions: int = 100
-    seed: int = 0
-    score: str = "paper"
-    score_power: float = DEFAULT_POWER
-    grid: str = "log"
-    grid_points: int = 100
-    grid_min_fraction: float = 1e-4
-    audit_rows: str = "training"  # AUDIT_ROWS; part of the config hash
-    reference_calibration: str = "none"  # REFERENCE_CALIBRATIONS; plans default to "boost" (flows/plan.py)
-
-    def __post_init__(self):
-        # A method or strategy object is accepted and stored by its registered name (hashes and rows use it).
-        object.__setattr__(self, "method", bound_method(self.method).name)
-        object.__setattr__(self, "strategy", selection_strategy(self.strategy).name)
-        check_confidence(self.confidence)
-        object.__setattr__(self, "delta", check_delta(resolve_delta(self.method, self.delta)))
-        object.__setattr__(self, "kappa", check_kappa(self.kappa))
-        if self.audit_rows not in AUDIT_ROWS:
-            raise LabelDPInputError(f"audit_rows must be one of {list(AUDIT_ROWS)}; got {self.audit_rows!r}")
-        if self.reference_calibration not in REFERENCE_CALIBRATIONS:
-            raise LabelDPInputError(f"reference_calibration must be one of {list(REFERENCE_CALIBRATIONS)}; "
-                                    f"got {self.reference_calibration!r}")
-        if self.audit_rows == "all" and self.reference_calibration != "none":
-            raise LabelDPInputError(
-                "audit_rows 'all' cannot be combined with reference_calibration "
-                f"{self.reference_calibration!r}: the calibration uses the day's held-out rows, which would then "
-                "be audited too; use audit_rows 'training' or reference_calibration 'none'")
-        if int(self.repetitions) != self.repetitions or self.repetitions < 1:
-            raise LabelDPInputError(f"repetitions must be a whole number >= 1; got {self.repetitions!r}")
-        if int(self.seed) != self.seed or self.seed < 0:
-            raise LabelDPInputError(f"seed must be a whole number >= 0; got {self.seed!r}")
-        if self.score not in SCORES:
-            raise LabelDPInputError(f"score must be one of {sorted(SCORES)}; got {self.score!r}")
-        if not (self.score_power >= 0):
-            raise LabelDPInputError(f"score_power must be >= 0; got {self.score_power!r}")
-        if self.grid not in GRID_KINDS:
-            raise LabelDPInputError(f"grid must be one of {list(GRID_KINDS)}; got {self.grid!r}")
-
-    def config_hash(self) -> str:
-        """Stable 16-hex digest of the configuration (keys results by audit config), versioned: see
-        CONFIG_HASH_VERSION."""
-        payload = asdict(self)
-        if self.same_numbers_as_version1():
-            payload.pop("kappa")
-            payload.pop("reference_calibration")
-            payload["tau"] = 0.0  # version 1's field; 0 there gives the numbers kappa = 0 gives here
-        else:
-            payload["hash_version"] = CONFIG_HASH_VERSION
-        text = json.dumps(payload, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def same_numbers_as_version1(self) -> bool:
-        """True when results under this configuration equal those written before kappa existed (then the
-        binomial bound with delta 0 at tau 0, on the raw reference)."""
-        return (self.method == Binomial.name and self.delta == 0.0 and self.kappa == 0.0
-                and self.reference_calibration == "none")
-
-    @property
-    def bound_method(self) -> BoundMethod:
-        return bound_method(self.method)
-
-    @property
-    def selection(self) -> SelectionStrategy:
-        return selection_strategy(self.strategy)
-
-    def grid_for(self, m: int) -> np.ndarray:
-        return guess_grid(m, kind=self.grid, points=self.grid_points, min_fraction=self.grid_min_fraction)
 
 
 @dataclass(frozen=True)
@@ -221,14 +128,9 @@ class CheckRows:
 
 
 _SPLIT_TOO_SMALL = (
-    "the split strategy needs audited rows in both halves, and the keyed split of these {n} row(s) left one "
+    "the {strategy} strategy needs audited rows in both halves, and the keyed split of these {n} row(s) left one "
     "half empty; split halves the evidence and is meant for thousands of rows: use the bonferroni strategy "
     "(--strategy bonferroni, or the plan's audit.strategy) for a small table")
-
-
-def selection_half_mask(row_ids: np.ndarray, seed: int) -> np.ndarray:
-    """True for rows in the selection half; keyed by (seed, row_id) only, the same for every repetition."""
-    return keyed_uniform(seed, 0, STREAM_SPLIT, row_ids) < 0.5
 
 
 def _counts(scores, correct, row_ids, grid) -> np.ndarray:
@@ -240,7 +142,7 @@ def run_audit(
     progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
     check: CheckRows | None = None, row_groups: RowGroups | None = None,
 ) -> AuditResult:
-    """Plays the game (paper Alg. 2) on arrays and audits the counts.
+    """Plays the game (paper Alg. 2) on arrays and audits the counts: `audit_counts` of `play_game`.
 
     p_target, p_reference: class-1 probabilities (binary, 1-D) or n x k class probabilities.
     labels: training labels y0. row_ids: unique integers keying the randomness (default 0..n-1).
@@ -252,6 +154,19 @@ def run_audit(
     (auditing.row_groups; the caller left the grouped rows out), recorded on the result.
     """
     config = config or AuditConfig()
+    game = play_game(p_target, p_reference, labels, row_ids, config.game, progress=progress,
+                     score_function=score_function, expected_curve=expected_curve, check=check, row_groups=row_groups)
+    return audit_counts(game, config.bound)
+
+
+def play_game(
+    p_target, p_reference, labels, row_ids=None, game: GameConfig | None = None,
+    progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
+    check: CheckRows | None = None, row_groups: RowGroups | None = None,
+) -> GameCounts:
+    """The game's claim-free output on arrays (arguments as `run_audit`): every slot of `auditing.slots.SlotPlan`
+    counted, with the records a verdict needs. No bound setting is read."""
+    game = game or GameConfig()
     target = as_class_probabilities(p_target, "p_target")
     n = target.shape[0]
     if n == 0:
@@ -265,29 +180,23 @@ def run_audit(
     if y0.shape[0] != n:
         raise LabelDPInputError(f"labels: has {y0.shape[0]} rows but p_target has {n}")
     ids = np.arange(n, dtype=np.int64) if row_ids is None else as_row_ids(row_ids, n)
-    score = resolve_score(score_function or config.score, config.score_power)
+    score = resolve_score(score_function or game.score, game.score_power)
 
-    grid = config.grid_for(n)
-    guesses = np.broadcast_to(grid, (config.repetitions, grid.size)).copy()
-    if score_function is None and compiled_score(config.score):
-        correct, split, histogram = compiled_sweep(target, reference, y0, ids, config, grid, progress)
+    if score_function is None and compiled_score(game.score):
+        counts, halves, histogram = compiled_sweep(target, reference, y0, ids, game, progress)
     else:
         logger.info("custom score function: the game runs on the numpy path (auditing.game.play_repetition), "
                     "not the compiled kernel (auditing.game_kernel serves the built-in scores %s)", sorted(SCORES))
-        correct, split, histogram = numpy_sweep(target, reference, y0, ids, config, grid, score, progress)
-    expected = expected_correct_record(target, reference, y0, score, grid) if expected_curve else None
-    histograms = None if check is None else _check_histograms(target, reference, y0, ids, check, config,
+        counts, halves, histogram = numpy_sweep(target, reference, y0, ids, game, score, progress)
+    expected = expected_correct_record(target, reference, y0, score, game.grid_for(n)) if expected_curve else {}
+    histograms = None if check is None else _check_histograms(target, reference, y0, ids, check, game,
                                                              score_function)
-    result = audit_from_counts(SweepCounts(m=n, guesses=guesses, correct=correct), config, split_counts=split,
-                               score_histogram=histogram, expected_correct=expected,
-                               prior_histogram=PriorHistogram.from_reference(reference).to_dict(),
-                               check_histograms=histograms, row_groups=row_groups)
-    if score_function is not None:
-        result = AuditResult(**{**result.to_dict(), "score": "custom"})
-    return result
+    return GameCounts(game=game, counts=counts, halves=halves, score_histogram=histogram,
+                      prior_histogram=PriorHistogram.from_reference(reference).to_dict(), expected_correct=expected,
+                      check=histograms, row_groups=row_groups, custom_score=score_function is not None)
 
 
-def _check_histograms(target, reference, y0, ids, check: CheckRows, config: AuditConfig,
+def _check_histograms(target, reference, y0, ids, check: CheckRows, game: GameConfig,
                       score_function) -> CheckHistograms:
     """Repetition 0's capacity-check histograms of the audited rows' halves and of the check rows (validated here
     like the audited arrays); the compiled kernel for a built-in score, the numpy game for a custom one."""
@@ -307,18 +216,18 @@ def _check_histograms(target, reference, y0, ids, check: CheckRows, config: Audi
     if shared:
         raise LabelDPInputError(f"check row_ids: {shared} value(s) are also audited rows; a check row must be a row "
                                 "whose label the model never saw")
-    halves = selection_half_mask(ids, config.seed)
-    if score_function is None and compiled_score(config.score):
-        audited = game_tables(target, reference, y0, ids, score=config.score, power=config.score_power,
+    halves = selection_half_mask(ids, game.seed)
+    if score_function is None and compiled_score(game.score):
+        audited = game_tables(target, reference, y0, ids, score=game.score, power=game.score_power,
                               bins=_KERNEL_BINS, selection=halves)
-        checked = game_tables(c_target, c_reference, c_labels, c_ids, score=config.score, power=config.score_power,
+        checked = game_tables(c_target, c_reference, c_labels, c_ids, score=game.score, power=game.score_power,
                               bins=_KERNEL_BINS) if m else None
-        return histograms_of(audited, checked, config.seed, _KERNEL_BINS)
-    score = resolve_score(score_function or config.score, config.score_power)
+        return histograms_of(audited, checked, game.seed, _KERNEL_BINS)
+    score = resolve_score(score_function or game.score, game.score_power)
     parts = []
     for p_t, p_r, y, row_ids, masks in ((target, reference, y0, ids, (halves, ~halves)),
                                          (c_target, c_reference, c_labels, c_ids, (np.ones(m, dtype=bool),))):
-        rows = play_repetition(p_t, p_r, y, row_ids, seed=config.seed, repetition=0, score=score)
+        rows = play_repetition(p_t, p_r, y, row_ids, seed=game.seed, repetition=0, score=score)
         bins = bin_index(rows.scores, CHECK_BINS)
         for mask in masks:
             parts += [np.bincount(bins[mask], minlength=CHECK_BINS.num_bins),
@@ -331,20 +240,22 @@ def _check_histograms(target, reference, y0, ids, check: CheckRows, config: Audi
     return CheckHistograms(*parts, planned)
 
 
-def numpy_sweep(target, reference, y0, ids, config: AuditConfig, grid, score, progress):
-    """The reference path, one repetition at a time with `play_repetition` and a full ranking (any score)."""
-    correct = np.empty((config.repetitions, grid.size), dtype=np.int64)
-    split = histogram = None
-    for r in range(config.repetitions):
-        rows = play_repetition(target, reference, y0, ids, seed=config.seed, repetition=r, score=score)
+def numpy_sweep(target, reference, y0, ids, game: GameConfig, score, progress):
+    """The reference path, one repetition at a time with `play_repetition` and a full ranking (any score):
+    (SweepCounts, the halves' SweepCounts or None, repetition 0's |score| histogram)."""
+    grid = game.grid_for(ids.size)
+    correct = np.empty((game.repetitions, grid.size), dtype=np.int64)
+    halves = histogram = None
+    for r in range(game.repetitions):
+        rows = play_repetition(target, reference, y0, ids, seed=game.seed, repetition=r, score=score)
         correct[r] = _counts(rows.scores, rows.correct, ids, grid)
-        if r == 0 and config.selection.uses_halves:
-            split = _split_counts(rows.scores, rows.correct, ids, config)
         if r == 0:
+            halves = _half_counts(rows.scores, rows.correct, ids, game)
             histogram = score_histogram(rows.scores, rows.correct)
         if progress:
-            progress(r + 1, config.repetitions)
-    return correct, split, histogram
+            progress(r + 1, game.repetitions)
+    counts = SweepCounts(m=int(ids.size), guesses=np.broadcast_to(grid, correct.shape).copy(), correct=correct)
+    return counts, halves, histogram
 
 
 # Repetitions per compiled call (progress is reported between groups) and rows per call (the batch's tables
@@ -356,20 +267,20 @@ _KERNEL_ROW_BATCH = 65_536
 _KERNEL_BINS = BinSpec(mantissa_bits=10)
 
 
-def compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progress):
-    """The same counts as `numpy_sweep` for a built-in score, by the two exact passes of the Beam job.
+def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
+    """The same counts as `numpy_sweep` for a built-in score, by the two exact passes of the Beam job over the
+    slots of `auditing.slots.SlotPlan` (the R repetitions and both halves of repetition 0).
 
-    Pass 1 (`auditing.game_kernel.slot_histograms`): per slot (a repetition; for `split` also the two halves
-    of repetition 0) rows and correct guesses per order-preserving |score| bin (`auditing.sweep_reduce`).
-    Then each grid point's bin (`boundary_bins`), and pass 2 replays only rows of the bins cut strictly inside
-    (`game_kernel.boundary_rows`), ranked by `exact_counts` with `rank_order` itself: equal to ranking all rows.
+    Pass 1 (`auditing.game_kernel.slot_histograms`): per slot rows and correct guesses per order-preserving
+    |score| bin (`auditing.sweep_reduce`). Then each grid point's bin (`boundary_bins`), and pass 2 replays only
+    rows of the bins cut strictly inside (`game_kernel.boundary_rows`), ranked by `exact_counts` with
+    `rank_order` itself: equal to ranking all rows.
     """
     spec = _KERNEL_BINS
-    split = config.selection.uses_halves
-    slots = [(r, None) for r in range(config.repetitions)] + ([(0, 0), (0, 1)] if split else [])
-    tables = game_tables(target, reference, y0, ids, score=config.score, power=config.score_power, bins=spec,
-                         selection=selection_half_mask(ids, config.seed) if split else None)
-    keys = slot_keys(config.seed, slots)
+    plan = SlotPlan(game)
+    tables = game_tables(target, reference, y0, ids, score=game.score, power=game.score_power, bins=spec,
+                         selection=selection_half_mask(ids, game.seed))
+    keys = plan.keys()
     rows = np.zeros((keys.size, spec.num_bins), dtype=np.int64)
     hits = np.zeros_like(rows)
     n = tables.rows
@@ -379,46 +290,29 @@ def compiled_sweep(target, reference, y0, ids, config: AuditConfig, grid, progre
             slot_histograms(tables.slice(start, start + _KERNEL_ROW_BATCH), keys.subset(group), rows[group],
                             hits[group])
         if progress:
-            progress(min(group.stop, config.repetitions), config.repetitions)
-    grids = [grid] * config.repetitions
-    if split:
-        for half in (0, 1):
-            m_half = int(rows[config.repetitions + half].sum())
-            if m_half == 0:
-                raise LabelDPInputError(_SPLIT_TOO_SMALL.format(n=ids.size))
-            grids.append(half_grid(config, m_half))
+            progress(min(group.stop, game.repetitions), game.repetitions)
+    slot_rows = rows.sum(axis=1)
+    grids = plan.grids(slot_rows)
     bounds = [boundary_bins(rows[s], hits[s], grids[s]) for s in range(keys.size)]
     cut = np.stack([cut_bin_mask(b, spec.num_bins) for b in bounds])
     found = boundary_rows(tables, keys, cut)
     counts = [exact_counts(bounds[s], *found.of(s)) for s in range(keys.size)]
-    split_counts = None
-    if split:
-        r = config.repetitions
-        split_counts = tuple(SweepCounts(m=int(rows[s].sum()), guesses=grids[s][None, :], correct=counts[s][None, :])
-                             for s in (r, r + 1))
-    return np.stack(counts[: config.repetitions]), split_counts, coarsen(rows[0], hits[0], spec)
+    sweep, halves = plan.counts(n, slot_rows, grids, counts)
+    return sweep, halves, coarsen(rows[0], hits[0], spec)
 
 
-def _split_counts(scores, correct, ids, config: AuditConfig) -> tuple[SweepCounts, SweepCounts]:
-    in_selection = selection_half_mask(ids, config.seed)
+def _half_counts(scores, correct, ids, game: GameConfig) -> tuple[SweepCounts, SweepCounts] | None:
+    """Both keyed halves' counts of one repetition's outcomes (None when a half is empty)."""
+    in_selection = selection_half_mask(ids, game.seed)
     halves = []
     for mask in (in_selection, ~in_selection):
         m_half = int(mask.sum())
         if m_half == 0:
-            raise LabelDPInputError(_SPLIT_TOO_SMALL.format(n=ids.size))
-        grid = half_grid(config, m_half)
+            return None
+        grid = game.half_grid(m_half)
         c = _counts(scores[mask], correct[mask], ids[mask], grid)
         halves.append(SweepCounts(m=m_half, guesses=grid[None, :], correct=c[None, :]))
     return halves[0], halves[1]
-
-
-def half_grid(config: AuditConfig, m_half: int) -> np.ndarray:
-    """The split halves use one fixed list of fractions (not de-duplicated), so index g matches across halves."""
-    if config.grid == "paper":
-        fractions = np.arange(1, 101) / 100.0
-    else:
-        fractions = np.geomspace(config.grid_min_fraction, 1.0, config.grid_points)
-    return np.clip(np.ceil(fractions * m_half - 1e-9).astype(np.int64), 1, m_half)
 
 
 def audit_from_counts(
@@ -426,13 +320,27 @@ def audit_from_counts(
     score_histogram: dict | None = None, expected_correct: dict | None = None, prior_histogram: dict | None = None,
     check_histograms: CheckHistograms | None = None, row_groups: RowGroups | None = None,
 ) -> AuditResult:
-    """Bounds, selection and the repetition summary from sweep counts (no row-level data needed).
-    score_histogram / expected_correct: claim-free records carried into the result as they are (see the
-    AuditResult fields). check_histograms: repetition 0's capacity-check histograms (None: no check rows)."""
+    """`audit_counts` of counts given piece by piece (e.g. a benchmark's own sweep): the repetitions' counts,
+    the halves' (needed by a halves strategy), and the claim-free records (see the AuditResult fields)."""
+    if config.selection.uses_halves and split_counts is None:
+        raise LabelDPInputError(f"strategy {config.strategy} needs the two halves' counts of repetition 0")
+    game = GameCounts(game=config.game, counts=counts, halves=split_counts,
+                      score_histogram=dict(score_histogram or {}), prior_histogram=dict(prior_histogram or {}),
+                      expected_correct=dict(expected_correct or {}), check=check_histograms, row_groups=row_groups)
+    return audit_counts(game, config.bound)
+
+
+def audit_counts(game: GameCounts, bound: BoundConfig) -> AuditResult:
+    """The verdict's numbers from the game's stored output at ``bound``: bounds, selection, the repetition summary
+    and the capacity check (no row-level data needed; milliseconds)."""
+    config = AuditConfig.of(game.game, bound)
+    if game.inconclusive_reason is not None:
+        return no_rows_result(config, game.inconclusive_reason, game.row_groups)
+    counts, split_counts = game.counts, game.halves
     kw = dict(method=config.bound_method, delta=config.delta, kappa=config.kappa)
     strategy = config.selection
     if strategy.uses_halves and split_counts is None:
-        raise LabelDPInputError(f"strategy {strategy.name} needs the two halves' counts of repetition 0")
+        raise LabelDPInputError(_SPLIT_TOO_SMALL.format(strategy=strategy.name, n=counts.m))
     selection: Selection = strategy.select(counts, split_counts, confidence=config.confidence, **kw)
     grid, grid_m, grid_confidence = strategy.certifiable(counts, split_counts, config.confidence)
     max_certifiable, _ = best_bound(grid, grid, grid_m, confidence=grid_confidence, **kw)
@@ -450,19 +358,19 @@ def audit_from_counts(
         epsilon_lower_bound=selection.epsilon_lower_bound, optimistic=not selection.valid,
         method=config.method, strategy=config.strategy, confidence=config.confidence,
         point_confidence=selection.point_confidence, delta=float(config.delta), kappa=config.kappa, m=counts.m,
-        repetitions=counts.repetitions, seed=config.seed, score=config.score, score_power=config.score_power,
-        grid=config.grid, grid_size=int(counts.guesses.shape[1]), selected_guesses=selection.selected_guesses,
-        selected_correct=selection.selected_correct, selected_m=selection.m,
-        max_certifiable_epsilon=float(max_certifiable), epsilon_mean=float(per_rep.mean()),
+        repetitions=counts.repetitions, seed=config.seed, score="custom" if game.custom_score else config.score,
+        score_power=config.score_power, grid=config.grid, grid_size=int(counts.guesses.shape[1]),
+        selected_guesses=selection.selected_guesses, selected_correct=selection.selected_correct,
+        selected_m=selection.m, max_certifiable_epsilon=float(max_certifiable), epsilon_mean=float(per_rep.mean()),
         epsilon_std=float(per_rep.std(ddof=1)) if per_rep.size > 1 else 0.0,
         epsilon_median=float(np.median(per_rep)), paper_statistic_label=PAPER_STATISTIC_LABEL,
         per_repetition=[float(v) for v in per_rep], curve=curve, config_hash=config.config_hash(),
         audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if strategy.uses_halves else {},
-        score_histogram=dict(score_histogram or {}), expected_correct=dict(expected_correct or {}),
-        prior_histogram=dict(prior_histogram or {}), reference_calibration=config.reference_calibration,
+        score_histogram=dict(game.score_histogram or {}), expected_correct=dict(game.expected_correct or {}),
+        prior_histogram=dict(game.prior_histogram or {}), reference_calibration=config.reference_calibration,
         gdp_mu_lower_bound=_gaussian_reading(config, selection),
-        capacity_check=_capacity_check(check_histograms, counts.m, config).to_dict(),
-        row_groups={} if row_groups is None else row_groups.to_dict(),
+        capacity_check=_capacity_check(game.check, counts.m, config).to_dict(),
+        row_groups={} if game.row_groups is None else game.row_groups.to_dict(),
     )
 
 

@@ -12,7 +12,10 @@ from typing import Any
 from auditing.errors import LabelDPInputError
 
 NIGHTLY, GUARDRAIL, BACKFILL = "nightly", "guardrail", "backfill"
-RUN_KINDS = (NIGHTLY, GUARDRAIL, BACKFILL)
+# A verdict re-judged from a night's stored game at other bound settings (`labeldp-audit rejudge`): settings
+# chosen after the night was seen, so its rows never stand in for the night's own verdicts.
+REJUDGE = "rejudge"
+RUN_KINDS = (NIGHTLY, GUARDRAIL, BACKFILL, REJUDGE)
 
 
 def check_run_kind(value: Any, name: str = "run_kind") -> str:

@@ -21,7 +21,8 @@ import time
 
 import numpy as np
 
-from auditing.audit import AuditConfig, audit_from_counts, compiled_sweep, numpy_sweep, run_audit
+from auditing.audit import audit_from_counts, compiled_sweep, numpy_sweep, run_audit
+from auditing.config import AuditConfig
 from auditing.game import as_class_probabilities
 from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.scores import resolve_score

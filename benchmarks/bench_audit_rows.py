@@ -28,10 +28,11 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=[name for name, _ in MODELS])
     args = parser.parse_args()
 
-    from auditing.audit import AuditConfig
+    from auditing.config import AuditConfig
     from auditing.guardrail import guardrail_status
     from auditing.robustness import verdict_robustness
-    from pipelines.beam_scoring import ScoringRequest, score_day
+    from pipelines.beam_request import ScoringRequest
+    from pipelines.beam_scoring import score_day
     from pipelines.layout import parse_date
 
     date = parse_date(args.date, "--date")

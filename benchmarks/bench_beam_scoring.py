@@ -115,7 +115,7 @@ def _predictions(root: Path, out: dict):
 
 
 def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
-    from auditing.audit import AuditConfig
+    from auditing.config import AuditConfig
 
     out: dict = {"mode": mode}
     config = AuditConfig(repetitions=repetitions, audit_rows="all")  # its models record no training rows
@@ -139,7 +139,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         out["run_audit_s"] = time.perf_counter() - began
         out["epsilon_lower_bound"] = result.epsilon_lower_bound
     else:
-        from pipelines.beam_scoring import DASK_RUNNER, ScoringRequest, score_day
+        from pipelines.beam_request import DASK_RUNNER, ScoringRequest
+        from pipelines.beam_scoring import score_day
         from pipelines.progress import stderr_progress
 
         request = ScoringRequest(str(root), DAY, MODEL, config, batch_size=batch_size)

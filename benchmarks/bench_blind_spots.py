@@ -33,7 +33,8 @@ import time
 
 import numpy as np
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
 from auditing.controls import rr_oracle_probabilities
 from auditing.exposure_floor import exposed_rows_floor
 from auditing.guardrail import VIOLATION, guardrail_status

@@ -35,10 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from segment_worlds import World, night
 
-from auditing.audit import AuditConfig, run_audit, selection_half_mask
+from auditing.audit import run_audit
 from auditing.capacity_check import CapacityCheck
+from auditing.config import AuditConfig
 from auditing.game import as_class_probabilities, secret_bits_and_released
 from auditing.scores import paper_score
+from auditing.slots import selection_half_mask
 
 SCENARIOS = {
     "private eps 0.3, drift +1.5 on 10% of segments": dict(),

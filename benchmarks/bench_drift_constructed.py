@@ -53,7 +53,8 @@ from scipy.stats import beta as beta_dist
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from auditing.audit import AuditConfig, run_audit  # noqa: E402
+from auditing.audit import run_audit  # noqa: E402
+from auditing.config import AuditConfig  # noqa: E402
 from auditing.guardrail import guardrail_status  # noqa: E402
 from pipelines.recalibration import ReferenceCheckSkipped, recalibrated_logits  # noqa: E402
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from auditing.audit import AuditConfig
+from auditing.config import AuditConfig
 from flows import steps
 from flows.plan import AuditPlan, TargetSpec
 from pipelines.synth import write_synthetic_day

@@ -94,7 +94,7 @@ def setup(root: Path, rows: int) -> None:
 
 
 def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
-    from auditing.audit import AuditConfig
+    from auditing.config import AuditConfig
 
     out: dict = {"mode": mode}
     if mode == "bare":
@@ -139,7 +139,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         out["predict_reference_s"] = time.perf_counter() - began
         out["bare_s"] = out["matrix_s"] + out["predict_target_s"] + out["frame_pool_s"] + out["predict_reference_s"]
     else:
-        from pipelines.beam_scoring import ScoringRequest, score_day
+        from pipelines.beam_request import ScoringRequest
+        from pipelines.beam_scoring import score_day
 
         config = AuditConfig(repetitions=repetitions, audit_rows="all")
         request = ScoringRequest(str(root), DAY, TARGET, config, reference=REFERENCE, reference_date=PREVIOUS,

@@ -19,7 +19,7 @@ that column is expected and is not by itself a reproduction failure.
 One scoring per (cell, grid) with ``strategy="split"`` gives everything: the R repetitions' sweep counts
 (hence the paper's statistic, ``AuditResult.epsilon_mean`` / ``epsilon_std``: per repetition the max over the
 sweep of uncorrected bounds, optimistic) and repetition 0's two halves (the valid ``split`` bound); the valid
-``bonferroni`` bound is ``audit_from_counts`` of the same counts with ``strategy="bonferroni"`` (the game's
+``bonferroni`` bound is ``audit_counts`` of the same stored game with ``strategy="bonferroni"`` (the game's
 draws do not depend on the strategy: the split only adds two slots for repetition 0's halves).
 
 eps = inf: every mechanism of the paper's table reduces to non-private training there (the paper's Table 5
@@ -53,9 +53,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from auditing.audit import AuditConfig, audit_from_counts  # noqa: E402
-from pipelines import beam_scoring, registry, training  # noqa: E402
-from pipelines.layout import model_dir, parse_date, partition_dir  # noqa: E402
+from auditing.audit import audit_counts  # noqa: E402
+from auditing.config import AuditConfig  # noqa: E402
+from pipelines import beam_request, beam_scoring, registry, training  # noqa: E402
+from pipelines.layout import file_fingerprint, model_dir, parse_date, partition_dir  # noqa: E402
 from pipelines.mechanisms import get_mechanism  # noqa: E402
 from pipelines.progress import stderr_progress  # noqa: E402
 from pipelines.synth import write_synthetic_day  # noqa: E402
@@ -280,7 +281,7 @@ class Table:
     def audit_one(self, name: str, grid: str) -> dict:
         config, rows = self.audit_config(grid)
         train = json.loads((self.records / "train" / f"{name}.json").read_text())
-        fingerprint = beam_scoring.file_fingerprint(model_dir(self.root, name, self.day1) / registry.MODEL_FILE)
+        fingerprint = file_fingerprint(model_dir(self.root, name, self.day1) / registry.MODEL_FILE)
         settings = {"config": json.loads(json.dumps(dataclasses.asdict(config))), "audit_rows": rows,
                     "model_fingerprint": fingerprint, "train_settings": train["settings"],
                     "bounds": [list(b) for b in bound_settings(train["delta"])]}
@@ -289,32 +290,27 @@ class Table:
         if record is not None:
             self.progress(f"audit {name} ({grid} grid, {rows} rows): done before; skipped")
             return record
-        directory = beam_scoring.sweep_dir(self.root, name, self.day1, config)
         started = time.monotonic()
-        scored = None
-        if (directory / beam_scoring.RESULT_FILE).is_file():
-            scored = json.loads((directory / beam_scoring.RESULT_FILE).read_text())
-            if scored["lineage"]["model"]["fingerprint"] != fingerprint:
-                self.progress(f"audit {name}: {directory} scored another model (re-trained since); re-scoring")
-                scored = None
-        if scored is not None:
-            self.progress(f"audit {name}: re-reading {directory}")
-            counts, split = beam_scoring.load_counts(directory)
-            timings = scored.get("timings", {})
+        request = beam_request.ScoringRequest(data_root=self.root, date=self.day1, model=name, config=config,
+                                              reference=REFERENCE, reference_date=self.day0)
+        runner = ["--runner", beam_request.FN_API_RUNNER]
+        prepared = beam_request.prepare_scoring(request, runner)
+        stored = beam_request.stored_scoring(prepared)
+        if stored is not None:
+            self.progress(f"audit {name}: re-reading {prepared.output_dir}")
+            game, timings = stored[0], stored[1].get("timings", {})
         else:
             self.progress(f"audit {name} ({grid} grid, {rows} rows, R = {config.repetitions}): Beam FnApiRunner ...")
-            request = beam_scoring.ScoringRequest(data_root=self.root, date=self.day1, model=name,
-                                                  config=config, reference=REFERENCE,
-                                                  reference_date=self.day0)
-            outcome = beam_scoring.score_day(request, ["--runner", beam_scoring.FN_API_RUNNER],
-                                             progress=stderr_progress(f"score {name}"))
-            counts, split, timings = outcome.counts, outcome.split_counts, outcome.record["timings"]
+            outcome = beam_scoring.score_day(request, runner, progress=stderr_progress(f"score {name}"),
+                                             prepared=prepared)
+            game, timings = outcome.game, outcome.record["timings"]
+        counts = game.counts
         record = {"settings": settings, "m": counts.m, "repetitions": counts.repetitions,
                   "claimed_delta": train["delta"], "bounds": {}, "scoring_timings": timings}
         for label, method, delta in bound_settings(train["delta"]):
             bound_config = dataclasses.replace(config, method=method, delta=delta)
-            split_result = audit_from_counts(counts, bound_config, split_counts=split)
-            bonferroni = audit_from_counts(counts, dataclasses.replace(bound_config, strategy="bonferroni"))
+            split_result = audit_counts(game, bound_config.bound)
+            bonferroni = audit_counts(game, dataclasses.replace(bound_config, strategy="bonferroni").bound)
             record["bounds"][label] = {
                 "method": method, "delta": delta,
                 "paper_statistic": {"mean": bonferroni.epsilon_mean, "std": bonferroni.epsilon_std,

@@ -18,6 +18,9 @@ rows), the targets:
   violation of a private model (true eps 3);
 - ``rr-eps1`` (randomized response at eps 1), claimed 1: a private model at its true eps.
 
+``--train-fraction F`` (default 0.8) sets that share of day 2: the rest are held out, and half of them become the
+capacity check's rows, so a smaller F gives more check rows (and fewer audited rows) on the same log.
+
 Then ``labeldp-audit nightly`` with the default plan settings (recalibrated reference, positive and negative
 controls, bonferroni, 95%, kappa 0) and 5 repetitions, and its ``--json`` rows are read back. Per night and
 model: the status, the valid bound, the breaking kappa, the trust and the capacity check's figures.
@@ -80,7 +83,8 @@ def _cli(*argv, check=True) -> subprocess.CompletedProcess:
     return out
 
 
-def night(frame: pd.DataFrame, seed: int | None, repetitions: int, work: Path) -> list[dict]:
+def night(frame: pd.DataFrame, seed: int | None, repetitions: int, work: Path,
+          train_fraction: float = 0.8) -> list[dict]:
     rng = np.random.default_rng(0 if seed is None else seed)
     order = np.arange(len(frame)) if seed is None else rng.permutation(len(frame))
     half = len(frame) // 2
@@ -101,7 +105,7 @@ def night(frame: pd.DataFrame, seed: int | None, repetitions: int, work: Path) -
     _cli("models", "register", "--name", "reference", "--date", DAY1.isoformat(), "--file", files / "reference.cbm",
          "--claimed-epsilon", "inf", "--training-rows", "all", *common)
     day2 = days[DAY2]
-    train = rng.random(len(day2)) < 0.8
+    train = rng.random(len(day2)) < train_fraction
     keys = files / "training_rows.parquet"
     pd.DataFrame({"row_id": day2["row_id"].to_numpy()[train]}).to_parquet(keys, index=False)
     for name, (iterations, depth, rr, claim) in TARGETS.items():
@@ -173,14 +177,18 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--raw", type=Path, help="append every night's JSON rows here")
+    parser.add_argument("--train-fraction", type=float, default=0.8,
+                        help="share of day 2 the targets train on; the rest are held out (default 0.8)")
     args = parser.parse_args()
     frame = _read(args.data)
     nights = [int(s) for s in args.seeds.split(",") if s] + ([None] if args.unshuffled else [])
     results = []
     for seed in nights:
         label = "unshuffled" if seed is None else f"shuffle {seed}"
+        if args.train_fraction != 0.8:
+            label += f", train {args.train_fraction:g}"
         with tempfile.TemporaryDirectory() as work:
-            rows = night(frame, seed, args.repetitions, Path(work))
+            rows = night(frame, seed, args.repetitions, Path(work), args.train_fraction)
         if args.raw:
             with args.raw.open("a") as f:
                 f.write(json.dumps({"night": label, "rows": rows}) + "\n")

@@ -26,7 +26,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from auditing.audit import AuditConfig, run_audit  # noqa: E402
+from auditing.audit import run_audit  # noqa: E402
+from auditing.config import AuditConfig  # noqa: E402
 from pipelines import audit_rows, registry, schema  # noqa: E402
 from pipelines.catboost_frames import catboost_frame, catboost_pool  # noqa: E402
 from pipelines.layout import parse_date  # noqa: E402

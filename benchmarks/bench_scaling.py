@@ -43,7 +43,8 @@ def _peak_rss_mib() -> float:
 def audit_child(rows: int, repetitions: int) -> dict:
     import numpy as np
 
-    from auditing.audit import AuditConfig, run_audit
+    from auditing.audit import run_audit
+    from auditing.config import AuditConfig
     from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 
     rng = np.random.default_rng(0)

@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "flows.commands.plan",
     "flows.commands.guardrail",
     "flows.commands.backfill",
+    "flows.commands.rejudge",
     "flows.commands.serve",
     "flows.commands.demo",
 ]

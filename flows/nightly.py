@@ -37,6 +37,7 @@ from flows.exit_codes import Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
 from flows.preflight import plan_for
 from flows.progress import StepClock
+from flows.rejudge import StoredNight, night_model_of, write_night
 from pipelines.layout import check_name, parse_date, resolve_data_root
 
 
@@ -229,9 +230,11 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     _check_stop()
     reference, check, rows = prepare_reference(root, date, plan, list(ready.values()))
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
-    control_rows, night = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference, check,
-                                       list(ready.values()), rows, run_kind=run_kind, accept_unchecked=accept)
+    control_rows, night, stored = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
+                                               check, list(ready.values()), rows, run_kind=run_kind,
+                                               accept_unchecked=accept)
     outcome.rows += control_rows
+    shift = None
     scored = [spec for spec in plan.targets if spec.name in ready]
     clock = StepClock(len(scored))
     for spec in scored:
@@ -240,11 +243,14 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         try:
             record = score_and_audit(root, date, spec, plan, fingerprint, reference, rows)
             _check_stop()
+            claimed = steps.claimed_epsilon_of(spec, ready[spec.name])
             row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, night=night,
-                          reference_check=check, claimed_epsilon=steps.claimed_epsilon_of(spec, ready[spec.name]))
+                          reference_check=check, claimed_epsilon=claimed)
         except Exception as exc:
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
+        stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
+        shift = record.get("shift_diagnostic")
         if kind := alert_kind(row):
             _emit(kind, row)
         outcome.rows.append(row)
@@ -252,6 +258,9 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
                                  if r.get("kind") == "target" and r.get("trust") in EXITS_UNTRUSTED})
     if outcome.rows:
         _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
+    if stored:  # what `labeldp-audit rejudge` reads to judge this night again at other bound settings
+        write_night(root, StoredNight(date, run_kind, plan.audit.game, plan.audit.bound, tuple(stored), check, shift,
+                                      accept, dt.datetime.now(dt.UTC).isoformat()))
     outcome.rows += skipped
     return outcome
 
@@ -295,7 +304,7 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
                  webhook_url: str | None, reference: tuple[str, dt.date], check: dict, audited: list[dict],
                  rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
-                 accept_unchecked: bool = False) -> tuple[list[dict], object]:
+                 accept_unchecked: bool = False) -> tuple[list[dict], object, list]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
     what it guards (`auditing.trust.night_trust`): the negative control every verdict of the night, the positive
@@ -304,7 +313,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
     specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows;
     accept_unchecked: the plan or command accepts a reference no check row can check."""
     specs = plan.control_specs() if specs is None else specs
-    records, checks = {}, {}
+    records, checks, stored = {}, {}, []
     for spec in specs:
         _check_stop()
         try:
@@ -316,6 +325,8 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
             _unless_stopped(exc)
             checks[spec.name] = f"{type(exc).__name__}: {exc}"
         result = checks[spec.name]
+        stored.append(night_model_of(root, spec, records.get(spec.name),
+                                     error=None if isinstance(result, dict) else result))
         _log(f"{spec.name}: " + (result["message"] if isinstance(result, dict) else f"could not run: {result}"))
     night = steps.night_trust(date, checks, specs, accept_unchecked)
     control_rows = []
@@ -330,7 +341,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
             steps.send_failure_alert(root, "CONTROL_FAILED", spec.name, date, message, webhook_url, _run_id(),
                                      control=spec.control, reference_check=check)
             _emit("CONTROL_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": message})
-    return control_rows, night
+    return control_rows, night, stored
 
 
 @flow(name="nightly-audit")

@@ -24,7 +24,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from auditing.audit import AuditConfig
+from auditing.config import AuditConfig
 from auditing.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
 from auditing.names import MAX_NAME_LENGTH
@@ -161,7 +161,7 @@ class AuditPlan:
     seed: int = 0
     audit: AuditConfig = field(default_factory=lambda: AuditConfig(**PLAN_AUDIT_DEFAULTS))
     beam_args: tuple[str, ...] = ()
-    batch_size: int = 262_144  # pipelines.beam_scoring.DEFAULT_BATCH_SIZE
+    batch_size: int = 262_144  # pipelines.beam_request.DEFAULT_BATCH_SIZE
     catboost_iterations: int | None = None
     controls: ControlsPlan = field(default_factory=ControlsPlan)
     dataset: DatasetSpec = field(default_factory=criteo)

@@ -38,7 +38,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 
 from auditing import hints
-from auditing.audit import AUDIT_ROWS, REFERENCE_CALIBRATIONS
+from auditing.config import AUDIT_ROWS, REFERENCE_CALIBRATIONS
 from auditing.errors import LabelDPInputError
 from auditing.methods import BOUND_METHODS, method_names
 from auditing.row_groups import FEATURE_ROWS

@@ -5,16 +5,16 @@ exists -> score with the Beam job and audit -> publish (warehouse row, HTML repo
 
 Reuse ("caching") is explicit and keyed on what determines the numbers. A trained target model is reused when
 its registry metadata has the same mechanism, epsilon, seed, partition, dataset and CatBoost parameters
-(`pipelines.training.reuse_mismatch`); a registered target is used as registered, never trained. A scoring result is reused
-when `sweeps/<model>/date=D/<audit config hash>/result.json` names the same model file, reference file,
-partition and code version. Anything else is recomputed. Both live under the data root, so a re-run after a
-crash redoes only what is missing.
+(`pipelines.training.reuse_mismatch`); a registered target is used as registered, never trained. A game is reused
+when `sweeps/<model>/date=D/<scoring key>/` holds it: the key covers the game's settings, the model, reference
+and partition files, the audited, check and grouped rows (`pipelines.beam_request.scoring_key`), and no bound
+setting, so a change of kappa, method, delta, confidence or strategy re-judges the stored counts. Anything else
+is recomputed. Both live under the data root, so a re-run after a crash redoes only what is missing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,71 +197,49 @@ def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, metadata: dict) -> f
     return registry.claimed_epsilon(metadata) if spec.claimed_epsilon is None else float(spec.claimed_epsilon)
 
 
-def _reusable_scoring(output_dir: Path, expected: dict) -> dict | None:
-    record_path = output_dir / "result.json"
-    if not record_path.is_file():
-        return None
-    try:
-        record = json.loads(record_path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    lineage = record.get("lineage", {})
-    seen = {
-        "model": lineage.get("model", {}).get("fingerprint"),
-        "reference": lineage.get("reference", {}).get("fingerprint"),
-        "partition": lineage.get("partition", {}).get("fingerprint"),
-        "code": lineage.get("code_version", {}).get("git_commit"),
-        "rows": lineage.get("rows"),
-    }
-    return record if seen == expected else None
-
-
 def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
                  progress: Progress = no_progress, model_name: str | None = None, expected_curve: bool = False,
                  reference: tuple[str, dt.date] | None = None, rows: NightRows | None = None,
                  capacity_check: bool = True) -> dict:
-    """Runs the Beam scoring job (or reuses its persisted result) and returns its result.json record.
+    """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
+    model, reference, partition and rows: `pipelines.beam_request.scoring_key`), and returns its record with the
+    audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
+    confidence or strategy re-judges the stored counts, never re-scores).
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
     reference: the (name, date) of the night's reference (`prepare_reference`); default the plan's D-1 one.
     rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the
     check rows (a control does not need it)."""
-    from auditing.audit import AuditResult
-    from pipelines import beam_request, beam_scoring, registry
+    from dataclasses import asdict
+
+    from auditing.audit import audit_counts
+    from pipelines import beam_request
 
     name = model_name or spec.name
     ref_name, ref_date = reference or (plan.reference_name, date - dt.timedelta(days=1))
     rows = rows or NightRows()
-    check_rows = rows.check_rows if capacity_check else None
     request = beam_request.ScoringRequest(
         data_root=str(root), date=date, model=name, config=plan.audit, reference=ref_name, reference_date=ref_date,
-        batch_size=plan.batch_size, expected_curve=expected_curve, check_rows=check_rows,
-        excluded_rows=rows.excluded,
+        batch_size=plan.batch_size, expected_curve=expected_curve,
+        check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
     )
-    ref_name, ref_date = beam_request.resolve_reference(root, name, date, ref_name, ref_date)
-    output_dir = beam_request.sweep_dir(root, name, date, plan.audit)
-    expected = {
-        "model": beam_request.file_fingerprint(registry.model_path(root, name, date)),
-        "reference": beam_request.file_fingerprint(registry.model_path(root, ref_name, ref_date))
-        if model_dir(root, ref_name, ref_date).is_dir() else None,
-        "partition": partition_fp,
-        "code": registry.code_version().get("git_commit"),
-        "rows": registry.jsonable(NightRows(check_rows, rows.excluded).describe()),
-    }
-    cached = _reusable_scoring(output_dir, expected)
-    if cached is not None and expected_curve and not cached.get("result", {}).get("expected_correct"):
-        cached = None  # scored before without the expected curve
-    if cached is not None:
-        progress(f"{name}: reusing scoring result {output_dir} (same model, reference, partition and code)")
-        cached["reused"] = True
-        cached["shift_diagnostic"] = shift_diagnostic(root, date, ref_name, ref_date, progress)
-        return cached
-    # Rows done on stderr ("[score pid N] scored: ..."; the terminal adds the time left) when the job runs here.
-    outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
-                                     worker_progress=beam_request.in_process(plan.beam_args))
-    record = dict(outcome.record)
-    record["reused"] = False
+    prepared = beam_request.prepare_scoring(request, plan.beam_args)
+    ref_name, ref_date = prepared.reference
+    stored = beam_request.stored_scoring(prepared)
+    if stored is not None:
+        game, record = stored
+        progress(f"{name}: reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
+                 f"partition and rows); judged at this plan's bound settings")
+        record = {**record, "result": audit_counts(game, plan.audit.bound).to_dict(), "config": asdict(plan.audit),
+                  "reused": True}
+    else:
+        from pipelines import beam_scoring
+
+        # Rows done on stderr ("[score pid N] scored: ..."; the terminal adds the time left) when the job runs here.
+        outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
+                                         worker_progress=beam_request.in_process(plan.beam_args), prepared=prepared)
+        record = {**outcome.record, "reused": False}
+    record["game_dir"] = str(prepared.output_dir)
     record["shift_diagnostic"] = shift_diagnostic(root, date, ref_name, ref_date, progress)
-    assert isinstance(outcome.result, AuditResult)
     return record
 
 

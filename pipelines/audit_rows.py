@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from auditing import hints
-from auditing.audit import AUDIT_ROWS
+from auditing.config import AUDIT_ROWS
 from auditing.errors import LabelDPInputError
 from pipelines import splits
 
@@ -145,7 +145,7 @@ def _recorded_rows(record: dict, where: str) -> int | None:
 def read_training_keys(path: Path, where: str, fingerprint: str | None = None) -> np.ndarray:
     """The sorted unique int64 keys of a training-keys file (one column ``row_id``); LabelDPInputError naming
     the file when it is missing, unreadable, differs from the recorded ``fingerprint``, or is not such a list."""
-    from pipelines.beam_request import file_fingerprint
+    from pipelines.layout import file_fingerprint
     from pipelines.schema import open_parquet
 
     if not path.is_file():

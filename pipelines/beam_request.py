@@ -19,13 +19,15 @@ from pathlib import Path
 import numpy as np
 
 from auditing import hints
-from auditing.audit import AuditConfig, AuditResult
+from auditing.audit import AuditResult
+from auditing.config import AuditConfig, GameConfig
 from auditing.errors import LabelDPInputError
+from auditing.game_counts import GameCounts
 from auditing.sweep import SweepCounts
 from auditing.sweep_reduce import BinSpec
 from pipelines import registry
 from pipelines.dataset_spec import DatasetSpec, criteo
-from pipelines.layout import check_name, model_dir, require_date
+from pipelines.layout import check_name, file_fingerprint, model_dir, require_date
 from pipelines.model_formats import format_of
 from pipelines.partition_batches import partition_files, partition_schema
 
@@ -37,7 +39,6 @@ PLAN_MODES = ("auto", "side-input", "two-stage")
 DEFAULT_BATCH_SIZE = 262_144
 SWEEPS = "sweeps"
 SCORED = "scored"
-COUNTS_FILE = "counts.npz"
 RESULT_FILE = "result.json"
 
 # ------------------------------------------------------------------------------------------ request
@@ -150,15 +151,6 @@ def in_process(beam_args: Sequence[str]) -> bool:
 # ------------------------------------------------------------------------------------------ inputs
 
 
-def file_fingerprint(path: Path) -> str:
-    """``sha256:<hex>`` of a file's bytes (read in 1 MiB chunks)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return "sha256:" + digest.hexdigest()
-
-
 def model_lineage(root, name: str, date: dt.date, metadata: dict) -> dict:
     """A model's identity for ``result.json``: where it is, its file's fingerprint, its mechanism and claim."""
     directory = model_dir(root, name, date)
@@ -230,27 +222,125 @@ def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date], datase
     return files, table_schema, target_md, reference_md
 
 
+@dataclass(frozen=True)
+class PreparedScoring:
+    """A request's inputs, checked once before any work, and the key its output is stored under: the resolved
+    reference, the dataset, both models' metadata, the partition's read tasks, the audited and check rows (with
+    the grouped rows left out, and their record), the job's lineage and `scoring_key`."""
+
+    reference: tuple[str, dt.date]
+    dataset: DatasetSpec
+    target_md: dict
+    reference_md: dict
+    tasks: list
+    total_rows: int
+    selection: object
+    check_rows: object
+    row_groups: object
+    lineage: dict
+    key: str
+    output_dir: Path
+
+
+def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), progress=None) -> PreparedScoring:
+    """Checks ``request``'s inputs (`check_inputs`), fingerprints the models and the partition once, and derives
+    the output's key and directory. LabelDPInputError before any work, as `check_inputs`."""
+    from pipelines import schema
+    from pipelines.audit_rows import row_selection
+    from pipelines.dataset_spec import dataset_of
+    from pipelines.partition_batches import read_tasks
+
+    reference = resolve_reference(request.data_root, request.model, request.date, request.reference,
+                                  request.reference_date)
+    if progress is not None:
+        progress(f"checking inputs: partition {request.date}, model {request.model}@{request.date}, "
+                 f"reference {reference[0]}@{reference[1]}")
+    dataset = dataset_of(request.data_root, request.date)
+    files, _table_schema, target_md, reference_md = check_inputs(request, reference, dataset)
+    selection = row_selection(request.config.audit_rows, target_md,
+                              model_dir(request.data_root, request.model, request.date))
+    check_rows, row_groups = request.check_rows, None
+    audited_rows = None if selection is None else {**selection.describe(),
+                                                    "training_rows": target_md.get("training_rows")}
+    if request.excluded_rows is not None:  # rows sharing a group leave the audited and the check rows
+        from pipelines.row_grouping import ExcludingSelection
+
+        row_groups = request.excluded_rows.record(selection, check_rows)
+        selection = ExcludingSelection(selection, request.excluded_rows)
+        check_rows = None if check_rows is None else ExcludingSelection(check_rows, request.excluded_rows)
+    tasks = read_tasks(files)
+    total_rows = sum(task.rows for task in tasks)
+    beam_args = list(beam_args)
+    lineage = {
+        "model": model_lineage(request.data_root, request.model, request.date, target_md),
+        "reference": model_lineage(request.data_root, *reference, reference_md),
+        "partition": {"date": request.date.isoformat(),
+                      "fingerprint": schema.partition_fingerprint(request.data_root, request.date),
+                      "files": [p.name for p in files], "rows": total_rows, "row_groups": len(tasks),
+                      "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint()},
+        "runner": {"runner": runner_from(beam_args) or FN_API_RUNNER, "beam_args": beam_args},
+        "code_version": registry.code_version(),
+        # the rows the scoring depended on beyond the model's own (part of the output's key)
+        "rows": {"check_rows": None if request.check_rows is None else request.check_rows.describe(),
+                 "excluded": None if request.excluded_rows is None else request.excluded_rows.describe()},
+    }
+    key = scoring_key(request.config.game, lineage, audited_rows, expected_curve=request.expected_curve,
+                      capacity_check=request.check_rows is not None)
+    return PreparedScoring(reference, dataset, target_md, reference_md, tasks, total_rows, selection, check_rows,
+                           row_groups, lineage, key, sweep_dir(request.data_root, request.model, request.date, key))
+
+
+def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, dict] | None:
+    """The game's output and the job's record stored under ``prepared``'s key, or None when there is none (or
+    it cannot be read: then the day is scored again)."""
+    try:
+        game = GameCounts.load(prepared.output_dir)
+        record = json.loads((prepared.output_dir / RESULT_FILE).read_text(encoding="utf-8"))
+    except (LabelDPInputError, OSError, ValueError):
+        return None
+    if record.get("scoring_key") != prepared.key:
+        return None
+    return game, record
+
+
 # ------------------------------------------------------------------------------------------ outputs
 
 
-def sweep_dir(root, model: str, date: dt.date, config: AuditConfig) -> Path:
-    """``sweeps/<model>/date=D/<config hash>/``: where the job writes ``counts.npz`` and ``result.json``."""
-    return Path(root) / SWEEPS / check_name(model) / f"date={require_date(date).isoformat()}" / config.config_hash()
+def scoring_key(game: GameConfig, lineage: dict, audited_rows: dict | None, *, expected_curve: bool,
+                capacity_check: bool) -> str:
+    """The 16-hex key of a scoring job's output: everything its counts depend on and nothing else. The game's
+    configuration (`GameConfig.game_hash`, with the game's version), the fingerprints of the model, the reference
+    and the partition (``lineage``: the job's record), the audited rows (``audited_rows``: the row selection's
+    record, with the model's training-rows record), the check and grouped rows, and which optional records were
+    asked for. No bound setting enters it: those re-judge stored counts (`auditing.audit.audit_counts`)."""
+    payload = {"game": game.game_hash(), "model": lineage["model"]["fingerprint"],
+               "reference": lineage["reference"]["fingerprint"], "partition": lineage["partition"]["fingerprint"],
+               "dataset": lineage["partition"].get("dataset_fingerprint"), "audited_rows": audited_rows,
+               "rows": lineage["rows"], "expected_curve": bool(expected_curve), "capacity_check": bool(capacity_check)}
+    return hashlib.sha256(json.dumps(json_safe(payload), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def scored_dir(root, model: str, date: dt.date, config: AuditConfig) -> Path:
-    """``scored/<model>/date=D/<config hash>/``: the ``--write-scored`` rows."""
-    return Path(root) / SCORED / check_name(model) / f"date={require_date(date).isoformat()}" / config.config_hash()
+def sweep_dir(root, model: str, date: dt.date, key: str) -> Path:
+    """``sweeps/<model>/date=D/<scoring key>/``: where the job writes ``counts.npz`` and ``result.json``."""
+    return Path(root) / SWEEPS / check_name(model) / f"date={require_date(date).isoformat()}" / key
+
+
+def scored_dir(root, model: str, date: dt.date, key: str) -> Path:
+    """``scored/<model>/date=D/<scoring key>/``: the ``--write-scored`` rows."""
+    return Path(root) / SCORED / check_name(model) / f"date={require_date(date).isoformat()}" / key
 
 
 @dataclass
 class ScoringOutcome:
-    """What `pipelines.beam_scoring.score_day` produced: the audit result, its counts and where they were
-    written."""
+    """What `pipelines.beam_scoring.score_day` produced: the audit result at the request's settings, the game's
+    claim-free output (`auditing.game_counts.GameCounts`) and where they were written."""
+
+    @property
+    def counts(self) -> SweepCounts:
+        return self.game.counts
 
     result: AuditResult
-    counts: SweepCounts
-    split_counts: tuple | None
+    game: GameCounts
     output_dir: Path
     scored_dir: Path | None
     record: dict  # result.json
@@ -279,32 +369,7 @@ def write_result(directory: Path, record: dict) -> None:
                                                           allow_nan=False) + "\n", encoding="utf-8")
 
 
-def save_counts(directory: Path, counts: SweepCounts, split: tuple | None, histogram: dict) -> None:
-    """``counts.npz`` in ``directory``: the sweep counts, the split halves' (if any) and repetition 0's
-    |score| histogram. `load_counts` reads the counts back."""
-    arrays = {"m": np.array(counts.m), "guesses": counts.guesses, "correct": counts.correct,
-              "score_histogram_rows": np.array(histogram["rows"]),
-              "score_histogram_correct": np.array(histogram["correct"])}
-    if split is not None:
-        for name, half in zip(("selection", "bound"), split, strict=True):
-            arrays.update({f"{name}_m": np.array(half.m), f"{name}_guesses": half.guesses,
-                           f"{name}_correct": half.correct})
-    np.savez(Path(directory) / COUNTS_FILE, **arrays)
-
-
-def load_counts(directory: Path) -> tuple[SweepCounts, tuple | None]:
-    """The `SweepCounts` (and split halves, if any) written by `pipelines.beam_scoring.score_day`."""
-    with np.load(Path(directory) / COUNTS_FILE) as data:
-        counts = SweepCounts(m=int(data["m"]), guesses=data["guesses"], correct=data["correct"])
-        split = None
-        if "selection_m" in data:
-            split = tuple(SweepCounts(m=int(data[f"{n}_m"]), guesses=data[f"{n}_guesses"],
-                                      correct=data[f"{n}_correct"]) for n in ("selection", "bound"))
-    return counts, split
-
-
 __all__ = [
-    "COUNTS_FILE",
     "DASK_RUNNER",
     "DEFAULT_BATCH_SIZE",
     "FN_API_RUNNER",
@@ -312,22 +377,23 @@ __all__ = [
     "RESULT_FILE",
     "SCORED",
     "SWEEPS",
+    "PreparedScoring",
     "ScoringOutcome",
     "ScoringRequest",
     "check_inputs",
     "check_model_for_day",
-    "file_fingerprint",
     "in_process",
     "is_dask_runner",
     "json_safe",
-    "load_counts",
     "model_dataset_fingerprint",
     "model_lineage",
     "pipeline_args",
+    "prepare_scoring",
     "resolve_reference",
     "runner_from",
-    "save_counts",
     "scored_dir",
+    "scoring_key",
+    "stored_scoring",
     "sweep_dir",
     "write_result",
 ]

@@ -20,7 +20,8 @@ The reduction is exact (`auditing.sweep_reduce`): pass 1 histograms |score| in o
 plan derived from them says which bins each grid point cuts, and pass 2 brings back only those bins' rows,
 which `exact_counts` ranks with `auditing.sweep.rank_order` itself. Memory is O(bins x R) for the histograms
 plus the boundary rows (reported as ``boundary_rows``), independent of the partition's size otherwise.
-The counts then go to `auditing.audit.audit_from_counts`, which gives the same `AuditResult` as in-process.
+The counts (with both keyed halves of repetition 0, `auditing.slots`) become `auditing.game_counts.GameCounts`;
+`auditing.audit.audit_counts` turns them into the same `AuditResult` as in-process.
 `exact_counts` checks every cut bin's rows against the histogram, so rows lost or duplicated between the
 passes by any runner raise instead of giving a wrong count.
 
@@ -70,12 +71,12 @@ import numpy as np
 from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from auditing.audit import audit_from_counts
+from auditing.audit import audit_counts
 from auditing.errors import LabelDPInputError
 from auditing.expected_game import expected_record
+from auditing.game_counts import GameCounts
 from auditing.score_histogram import coarsen
-from pipelines import registry, schema
-from pipelines.audit_rows import row_selection
+from auditing.sweep import SweepCounts
 from pipelines.beam_coders import BATCH, keyed, typed
 from pipelines.beam_dofns import (
     AttachTarget,
@@ -98,31 +99,22 @@ from pipelines.beam_dofns import (
     shard,
 )
 from pipelines.beam_request import (
-    COUNTS_FILE,
-    DASK_RUNNER,
-    DEFAULT_BATCH_SIZE,
     FN_API_RUNNER,
-    RESULT_FILE,
+    PreparedScoring,
     ScoringOutcome,
     ScoringRequest,
-    check_inputs,
-    file_fingerprint,
     in_process,
     is_dask_runner,
-    load_counts,
-    model_lineage,
     pipeline_args,
-    resolve_reference,
+    prepare_scoring,
     runner_from,
-    save_counts,
     scored_dir,
     sweep_dir,
     write_result,
 )
-from pipelines.dataset_spec import dataset_of
-from pipelines.layout import atomic_directory, model_dir
+from pipelines.layout import atomic_directory
 from pipelines.model_formats import format_of
-from pipelines.partition_batches import ReadTask, read_tasks
+from pipelines.partition_batches import ReadTask
 from pipelines.progress import Progress, no_progress
 from pipelines.scored_batch import duplicate_row_ids, predictions_table, row_id_buckets
 from pipelines.scoring_batches import GameSpec, Pass1Accumulator, SweepPlan, make_plan, sweep_counts
@@ -339,59 +331,37 @@ def _cleanup_empty_parents(paths: list[Path], stop: Path):
 
 
 def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: Progress = no_progress,
-              worker_progress: bool = False) -> ScoringOutcome:
-    """Runs the scoring job for ``request`` and writes ``sweeps/<model>/date=D/<config hash>/``
-    (``counts.npz`` + ``result.json``), and with ``write_scored`` ``scored/<model>/date=D/<config hash>/``,
+              worker_progress: bool = False, prepared: PreparedScoring | None = None) -> ScoringOutcome:
+    """Runs the scoring job for ``request`` and writes ``sweeps/<model>/date=D/<scoring key>/`` (``counts.npz``:
+    the game's claim-free output, `auditing.game_counts.GameCounts`; ``result.json``: the lineage, the diagnostics
+    and the audit at the request's bound settings; the key: `pipelines.beam_request.scoring_key`), and with
+    ``write_scored`` ``scored/<model>/date=D/<scoring key>/``,
     each atomically. Input errors (missing partition or model, feature schema mismatch) raise
-    `LabelDPInputError` before any work and write nothing."""
+    `LabelDPInputError` before any work and write nothing. prepared: the request's checked inputs and key
+    (`pipelines.beam_request.prepare_scoring`), when the caller already has them."""
     started = time.monotonic()
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     timings = {}
     beam_args = list(beam_args)
     runner = runner_from(beam_args) or FN_API_RUNNER
-    reference = resolve_reference(request.data_root, request.model, request.date, request.reference,
-                                  request.reference_date)
-    progress(f"checking inputs: partition {request.date}, model {request.model}@{request.date}, "
-             f"reference {reference[0]}@{reference[1]}")
-    dataset = dataset_of(request.data_root, request.date)
-    files, _table_schema, target_md, reference_md = check_inputs(request, reference, dataset)
-    formats = (format_of(target_md), format_of(reference_md))
-    selection = row_selection(request.config.audit_rows, target_md,
-                              model_dir(request.data_root, request.model, request.date))
-    check_rows, row_groups = request.check_rows, None
-    if request.excluded_rows is not None:  # rows sharing a group leave the audited and the check rows
-        from pipelines.row_grouping import ExcludingSelection
-
-        row_groups = request.excluded_rows.record(selection, check_rows)
-        selection = ExcludingSelection(selection, request.excluded_rows)
-        check_rows = None if check_rows is None else ExcludingSelection(check_rows, request.excluded_rows)
-    tasks = read_tasks(files)
-    total_rows = sum(task.rows for task in tasks)
-    partition_fp = schema.partition_fingerprint(request.data_root, request.date)
-    lineage = {
-        "model": model_lineage(request.data_root, request.model, request.date, target_md),
-        "reference": model_lineage(request.data_root, *reference, reference_md),
-        "partition": {"date": request.date.isoformat(), "fingerprint": partition_fp, "files": [p.name for p in files],
-                      "rows": total_rows, "row_groups": len(tasks), "dataset": dataset.name,
-                      "dataset_fingerprint": dataset.fingerprint()},
-        "runner": {"runner": runner, "beam_args": beam_args},
-        "code_version": registry.code_version(),
-        # the rows the scoring depended on beyond the model's own (compared before a stored result is reused)
-        "rows": {"check_rows": None if request.check_rows is None else request.check_rows.describe(),
-                 "excluded": None if request.excluded_rows is None else request.excluded_rows.describe()},
-    }
+    prepared = prepared or prepare_scoring(request, beam_args, progress)
+    reference, dataset, lineage, key = prepared.reference, prepared.dataset, prepared.lineage, prepared.key
+    target_md, tasks, total_rows = prepared.target_md, prepared.tasks, prepared.total_rows
+    selection, check_rows, row_groups = prepared.selection, prepared.check_rows, prepared.row_groups
+    formats = (format_of(target_md), format_of(prepared.reference_md))
+    partition_fp = lineage["partition"]["fingerprint"]
     timings["checks_s"] = round(time.monotonic() - started, 3)
 
     if row_groups is not None and getattr(selection, "rows", None) == 0:
-        return _nothing_left(request, row_groups, lineage, timings, started_at, progress)
+        return _nothing_left(request, key, row_groups, lineage, timings, started_at, progress)
 
     dask = is_dask_runner(runner)
     plan_mode = request.plan_mode if request.plan_mode != "auto" else ("two-stage" if dask else "side-input")
     thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
     shards = request.combine_shards or (max(1, min(len(tasks), 256)) if dask else 1)
-    spec = GameSpec(request.config, request.bins, capacity_check=request.check_rows is not None)
-    out_final = sweep_dir(request.data_root, request.model, request.date, request.config)
-    scored_final = scored_dir(request.data_root, request.model, request.date, request.config)
+    spec = GameSpec(request.config.game, request.bins, capacity_check=request.check_rows is not None)
+    out_final = sweep_dir(request.data_root, request.model, request.date, key)
+    scored_final = scored_dir(request.data_root, request.model, request.date, key)
     outputs = [out_final] + ([scored_final] if request.write_scored else [])
     progress(f"{total_rows} rows of dataset {dataset.name} in {len(tasks)} row group(s); target {formats[0].name}, "
              f"reference {formats[1].name}; runner {runner}, plan {plan_mode}, batch {request.batch_size} rows, "
@@ -432,9 +402,10 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         if request.expected_curve:
             with np.load(work / "expected.npz") as data:
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
-        result = audit_from_counts(counts, request.config, split_counts=split, score_histogram=histogram,
-                                   expected_correct=expected, prior_histogram=pass1.prior_histogram(),
-                                   check_histograms=_check_histograms(pass1, spec), row_groups=row_groups)
+        game = GameCounts(game=request.config.game, counts=counts, halves=split, score_histogram=histogram,
+                          prior_histogram=pass1.prior_histogram(), expected_correct=expected or {},
+                          check=_check_histograms(pass1, spec), row_groups=row_groups)
+        result = audit_counts(game, request.config.bound)
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {
@@ -448,11 +419,12 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 **check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
                 "scored": int(plan.issues.get("check_rows_scored", 0))},
         }
-        record = {"result": result.to_dict(), "config": asdict(request.config), "lineage": lineage,
+        record = {"result": result.to_dict(), "config": asdict(request.config), "scoring_key": key,
+                  "lineage": lineage,
                   "diagnostics": diagnostics, "timings": timings, "started_at": started_at,
                   "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                   "scored_rows": str(scored_final) if request.write_scored else None}
-        save_counts(out_tmp, counts, split, histogram)
+        game.save(out_tmp)
         write_result(out_tmp, record)
     rows = plan.issues
     missing = rows.get("rows_without_target_prediction", 0) + rows.get("rows_without_reference_prediction", 0)
@@ -462,30 +434,30 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
              + (f", of which {rows.get('rows_without_target_prediction', 0)} / "
                 f"{rows.get('rows_without_reference_prediction', 0)} without a prediction" if missing else "")
              + f"); wrote {out_final}")
-    return ScoringOutcome(result, counts, split, out_final, scored_final if request.write_scored else None, record)
+    return ScoringOutcome(result, game, out_final, scored_final if request.write_scored else None, record)
 
 
-def _nothing_left(request: ScoringRequest, row_groups, lineage: dict, timings: dict, started_at: str,
+def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, timings: dict, started_at: str,
                   progress: Progress) -> ScoringOutcome:
     """Every audited row shares a group with another row: nothing to play the game on. The result says so (m = 0,
     INCONCLUSIVE for any claim; `auditing.audit.no_rows_result`) and is written like any other."""
-    from auditing.audit import no_rows_result
     from auditing.row_groups import NO_ROWS_LEFT
-    from auditing.sweep import SweepCounts
 
-    result = no_rows_result(request.config, NO_ROWS_LEFT, row_groups)
     reps = request.config.repetitions
     counts = SweepCounts(m=0, guesses=np.zeros((reps, 0), np.int64), correct=np.zeros((reps, 0), np.int64))
-    out_final = sweep_dir(request.data_root, request.model, request.date, request.config)
-    record = {"result": result.to_dict(), "config": asdict(request.config), "lineage": lineage,
+    game = GameCounts(game=request.config.game, counts=counts, row_groups=row_groups,
+                      inconclusive_reason=NO_ROWS_LEFT)
+    result = audit_counts(game, request.config.bound)
+    out_final = sweep_dir(request.data_root, request.model, request.date, key)
+    record = {"result": result.to_dict(), "config": asdict(request.config), "scoring_key": key, "lineage": lineage,
               "diagnostics": {"m": 0, "row_groups": row_groups.to_dict()}, "timings": timings,
               "started_at": started_at, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "scored_rows": None}
     with atomic_directory(out_final) as out_tmp:
-        save_counts(out_tmp, counts, None, {"rows": [], "correct": []})
+        game.save(out_tmp)
         write_result(out_tmp, record)
     progress(f"done: {NO_ROWS_LEFT} ({row_groups.rows_excluded} row(s) left out); wrote {out_final}")
-    return ScoringOutcome(result, counts, None, out_final, None, record)
+    return ScoringOutcome(result, game, out_final, None, record)
 
 
 def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec):
@@ -512,22 +484,4 @@ def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, tar
     return out
 
 
-# The entry point, and the request and output names callers have always found here (from pipelines.beam_request).
-__all__ = [
-    "COUNTS_FILE",
-    "DASK_RUNNER",
-    "DEFAULT_BATCH_SIZE",
-    "FN_API_RUNNER",
-    "RESULT_FILE",
-    "ScoringOutcome",
-    "ScoringRequest",
-    "check_inputs",
-    "file_fingerprint",
-    "is_dask_runner",
-    "load_counts",
-    "pipeline_args",
-    "resolve_reference",
-    "score_day",
-    "scored_dir",
-    "sweep_dir",
-]
+__all__ = ["score_day"]

@@ -32,9 +32,8 @@ import pyarrow.parquet as pq
 from auditing.controls import check_control_epsilon
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits
-from pipelines.beam_request import file_fingerprint
 from pipelines.dataset_spec import dataset_of
-from pipelines.layout import atomic_directory, model_dir, partition_dir
+from pipelines.layout import atomic_directory, file_fingerprint, model_dir, partition_dir
 from pipelines.model_formats import format_of
 from pipelines.progress import Progress, no_progress
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
@@ -42,6 +43,7 @@ from auditing.names import (
 
 __all__ = [
     "DATA_ROOT_ENV", "DEFAULT_DATA_ROOT", "MODELS", "ORACLE", "PARTITIONS", "atomic_directory", "check_name",
+    "file_fingerprint",
     "model_dir", "oracle_dir", "parse_date", "partition_dir", "read_json_object", "refuse_empty_file",
     "refuse_future", "require_date", "resolve_data_root",
 ]
@@ -147,3 +149,12 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
             except OSError:
                 break
         raise
+
+
+def file_fingerprint(path: Path) -> str:
+    """``sha256:<hex>`` of a file's bytes (read in 1 MiB chunks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()

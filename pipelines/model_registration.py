@@ -29,13 +29,13 @@ import pyarrow.parquet as pq
 from auditing import hints
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema
-from pipelines.beam_request import file_fingerprint
 from pipelines.column_checks import cast_integer, check_row_ids_unique
 from pipelines.dataset_spec import INTERNAL_ROW_ID, DatasetSpec, check_same_dataset, criteo, dataset_of
 from pipelines.layout import (
     MODELS,
     atomic_directory,
     check_name,
+    file_fingerprint,
     model_dir,
     parse_date,
     partition_dir,

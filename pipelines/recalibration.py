@@ -186,7 +186,7 @@ def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training",
             if root is None:
                 raise LabelDPInputError(f"{model}: its training rows are a keys file; check_heldout needs the data "
                                         f"root to read it")
-            from pipelines.beam_request import file_fingerprint
+            from pipelines.layout import file_fingerprint
 
             try:
                 day = dt.date.fromisoformat(str(metadata.get("date")))
@@ -375,7 +375,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                                 f"give it another name")
     settings = settings or RecalibrationSettings()
     heldout = check_heldout(targets, audit_rows, root)
-    from pipelines.beam_request import file_fingerprint
+    from pipelines.layout import file_fingerprint
     from pipelines.model_formats import format_of
 
     ref_md = registry.read_metadata(root, ref_name, ref_date)

@@ -12,8 +12,8 @@ move batches between workers without changing a count):
    job checks it by hash bucket there.
 3. `Pass1Accumulator.add_batch`: plays every repetition with the compiled game (`auditing.game_kernel`,
    bit-identical to `auditing.game.play_repetition`) and adds the batch to per-slot histograms of |score| bins
-   (`auditing.sweep_reduce`). A slot is one sweep to count: a repetition over all rows, or, for the ``split``
-   strategy, one half of repetition 0 (`auditing.audit.selection_half_mask`). Accumulators merge by addition.
+   (`auditing.sweep_reduce`). A slot is one sweep to count (`auditing.slots.SlotPlan`): a repetition over all
+   rows, or one keyed half of repetition 0. Accumulators merge by addition.
    The Beam job plays it on a background thread (``background=True``) so that it overlaps the next batch's
    single-threaded reading, frame conversion and CatBoost Pool construction.
 4. `make_plan`: from the merged histograms, the grid of each slot and the bins its grid points cut.
@@ -43,15 +43,15 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from auditing.audit import AuditConfig, half_grid, selection_half_mask
 from auditing.capacity_check import CheckHistograms, histograms_of
+from auditing.config import GameConfig
 from auditing.errors import LabelDPInputError
 from auditing.game import GameRows, play_repetition, secret_bits_and_released
-from auditing.game_kernel import GameTables, SlotKeys, game_tables, slot_histograms, slot_keys
+from auditing.game_kernel import GameTables, SlotKeys, game_tables, slot_histograms
 from auditing.game_kernel import boundary_rows as kernel_boundary_rows
 from auditing.risk import PriorHistogram
 from auditing.scores import resolve_score
-from auditing.sweep import SweepCounts
+from auditing.slots import Slot, SlotPlan, selection_half_mask
 from auditing.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
 from pipelines import schema
 from pipelines.scored_batch import ScoredBatch, empty_issues
@@ -64,60 +64,50 @@ FILTER_MARGIN = 1
 
 
 @dataclass(frozen=True)
-class Slot:
-    """One sweep to count: repetition `repetition` over all rows (half None), or one half of it (split)."""
-
-    repetition: int
-    half: int | None = None  # 0: the selection half, 1: the bound half
-
-
-@dataclass(frozen=True)
 class GameSpec:
-    """The audit configuration plus the binning used to reduce it. ``capacity_check``: the job reads check rows
-    and pass 1 also histograms repetition 0 for the capacity check (`auditing.capacity_check`)."""
+    """The game's configuration plus the binning used to reduce it, over the slots of
+    `auditing.slots.SlotPlan` (the R repetitions and both keyed halves of repetition 0, always: no bound setting
+    is read here). ``capacity_check``: the job reads check rows and pass 1 also histograms repetition 0 for the
+    capacity check (`auditing.capacity_check`)."""
 
-    config: AuditConfig
+    game: GameConfig
     bins: BinSpec = field(default_factory=BinSpec)
     capacity_check: bool = False
 
+    @cached_property
+    def plan(self) -> SlotPlan:
+        return SlotPlan(self.game)
+
     @property
-    def slots(self) -> list[Slot]:
-        slots = [Slot(r) for r in range(self.config.repetitions)]
-        if self.config.strategy == "split":
-            slots += [Slot(0, 0), Slot(0, 1)]
-        return slots
+    def slots(self) -> tuple[Slot, ...]:
+        return self.plan.slots
 
     def score(self):
-        return resolve_score(self.config.score, self.config.score_power)
+        return resolve_score(self.game.score, self.game.score_power)
 
     def play(self, batch: ScoredBatch, repetition: int) -> GameRows:
         return play_repetition(batch.p_target, batch.p_reference, batch.labels, batch.row_ids,
-                               seed=self.config.seed, repetition=repetition, score=self.score())
-
-    def halves(self, row_ids: np.ndarray) -> np.ndarray:
-        """True for rows of the selection half (the split strategy's fixed, keyed partition)."""
-        return selection_half_mask(row_ids, self.config.seed)
+                               seed=self.game.seed, repetition=repetition, score=self.score())
 
     @cached_property
     def keys(self) -> SlotKeys:
         """The slots' key words for the compiled game (`auditing.game_kernel`), in `slots` order."""
-        return slot_keys(self.config.seed, [(slot.repetition, slot.half) for slot in self.slots])
+        return self.plan.keys()
 
     def tables(self, batch: ScoredBatch) -> GameTables:
-        """The batch's per-(row, class) score bins for the compiled game, computed once for all repetitions
-        (with the keyed halves when the split strategy or the capacity check needs them)."""
-        halves = self.config.strategy == "split" or self.capacity_check
-        selection = self.halves(batch.row_ids) if halves else None
-        return game_tables(batch.p_target, batch.p_reference, batch.labels, batch.row_ids, score=self.config.score,
-                           power=self.config.score_power, bins=self.bins, selection=selection)
+        """The batch's per-(row, class) score bins for the compiled game, computed once for all repetitions,
+        with the keyed halves of repetition 0."""
+        return game_tables(batch.p_target, batch.p_reference, batch.labels, batch.row_ids, score=self.game.score,
+                           power=self.game.score_power, bins=self.bins,
+                           selection=selection_half_mask(batch.row_ids, self.game.seed))
 
     def check_histograms(self, audited: GameTables, check: ScoredBatch | None) -> CheckHistograms:
         """Repetition 0's capacity-check histograms of a batch: its audited rows' halves (``audited``: their
         `tables`) and its check rows."""
         check_tables = None if check is None or check.rows == 0 else game_tables(
-            check.p_target, check.p_reference, check.labels, check.row_ids, score=self.config.score,
-            power=self.config.score_power, bins=self.bins)
-        return histograms_of(audited, check_tables, self.config.seed, self.bins)
+            check.p_target, check.p_reference, check.labels, check.row_ids, score=self.game.score,
+            power=self.game.score_power, bins=self.bins)
+        return histograms_of(audited, check_tables, self.game.seed, self.bins)
 
 
 # Pass-1 kernels run here when an accumulator plays in the background (`Pass1Accumulator.add_batch`): one thread
@@ -312,29 +302,20 @@ def make_plan(accumulator: Pass1Accumulator, spec: GameSpec) -> SweepPlan:
             f"no rows to audit: {issues.get('rows_read', 0)} row(s) read, {issues.get('rows_without_row_id', 0)} "
             f"without row_id, {issues.get('rows_bad_target_probabilities', 0)} with bad target probabilities, "
             f"{issues.get('rows_bad_reference_probabilities', 0)} with bad reference probabilities")
-    config = spec.config
+    game = spec.game
     totals = accumulator.rows.sum(axis=1)
     m = int(totals[0])
-    if np.any(totals[: config.repetitions] != m) or m != issues.get("rows_scored", m):
+    if np.any(totals[: game.repetitions] != m) or m != issues.get("rows_scored", m):
         raise RuntimeError(f"pass 1 is inconsistent: rows per repetition {sorted(set(totals.tolist()))}, rows "
                            f"scored {issues.get('rows_scored')} (batches lost or counted twice)")
     num_bins = spec.bins.num_bins
-    grids, bounds = [], []
-    full_grid = config.grid_for(m)  # every whole-repetition slot has the same m, hence the same grid
-    for index, slot in enumerate(spec.slots):
-        rows_in_slot = int(totals[index])
-        if slot.half is None:
-            grid = full_grid
-        else:
-            if rows_in_slot == 0:
-                raise LabelDPInputError("the split strategy needs at least 2 rows (one half is empty)")
-            grid = half_grid(config, rows_in_slot)
-        grids.append(grid)
-        bounds.append(boundary_bins(accumulator.rows[index], accumulator.correct[index], grid))
+    grids = spec.plan.grids(totals)
+    bounds = [boundary_bins(accumulator.rows[index], accumulator.correct[index], grid)
+              for index, grid in enumerate(grids)]
     exact = np.stack([cut_bin_mask(b, num_bins) for b in bounds])
     widened = np.stack([cut_bin_mask(b, num_bins, margin=FILTER_MARGIN) for b in bounds])
-    filters = widened[: config.repetitions].copy()
-    for index, slot in enumerate(spec.slots[config.repetitions:], start=config.repetitions):
+    filters = widened[: game.repetitions].copy()
+    for index, slot in enumerate(spec.slots[game.repetitions:], start=game.repetitions):
         filters[slot.repetition] |= widened[index]
     return SweepPlan(m=m, slot_rows=tuple(int(t) for t in totals), grids=tuple(grids), boundaries=tuple(bounds),
                      exact_masks=exact, filter_masks=filters, union_filter=filters.any(axis=0), issues=issues)
@@ -378,7 +359,8 @@ def finish_counts(plan: SweepPlan, slot: int, chunks: list[BoundaryChunk]) -> np
 
 
 def sweep_counts(plan: SweepPlan, spec: GameSpec, counts: dict[int, np.ndarray]):
-    """(SweepCounts over the repetitions, the split halves' SweepCounts or None) from per-slot counts.
+    """(SweepCounts over the repetitions, the halves' SweepCounts or None when a half is empty) from per-slot
+    counts (`auditing.slots.SlotPlan.counts`).
 
     Slots missing from `counts` must have no cut bins (their counts follow from the histogram alone)."""
     full = {}
@@ -390,15 +372,7 @@ def sweep_counts(plan: SweepPlan, spec: GameSpec, counts: dict[int, np.ndarray])
                                f"for it (rows lost between the passes)")
         else:
             full[index] = finish_counts(plan, index, [])
-    reps = spec.config.repetitions
-    grid = plan.grids[0]
-    counts_all = SweepCounts(m=plan.m, guesses=np.broadcast_to(grid, (reps, grid.size)).copy(),
-                             correct=np.stack([full[r] for r in range(reps)]))
-    split = None
-    if spec.config.strategy == "split":
-        split = tuple(SweepCounts(m=plan.slot_rows[i], guesses=plan.grids[i][None, :], correct=full[i][None, :])
-                      for i in (reps, reps + 1))
-    return counts_all, split
+    return spec.plan.counts(plan.m, plan.slot_rows, plan.grids, full)
 
 
 def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
@@ -407,10 +381,10 @@ def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
     the released label ``released_label_r`` (paper Alg. 2): the optional ad-hoc output (``--write-scored``).
     Replays the whole game for the batch."""
     columns = {schema.ROW_ID: pa.array(batch.row_ids)}
-    for r in range(spec.config.repetitions):
+    for r in range(spec.game.repetitions):
         game = spec.play(batch, r)
         bit, released = secret_bits_and_released(batch.p_reference, batch.labels, batch.row_ids,
-                                                  seed=spec.config.seed, repetition=r)
+                                                  seed=spec.game.seed, repetition=r)
         columns[f"score_{r}"] = pa.array(game.scores)
         columns[f"correct_{r}"] = pa.array(game.correct)
         columns[f"b_{r}"] = pa.array(bit.astype(np.int8))

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from auditing.audit import AuditConfig, AuditResult, CheckRows, run_audit
+from auditing.audit import AuditResult, CheckRows, run_audit
+from auditing.config import AuditConfig
 from auditing.row_groups import RowGroups, describe_rule
 
 AUDITED, CHECK = 20_000, 4_000

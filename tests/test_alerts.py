@@ -296,7 +296,8 @@ def verdicts():
     the reference's misfit explains, a WEAK_PASS under a misfitting reference, and a VIOLATION nothing checked."""
     import checked_audits
 
-    from auditing.audit import AuditConfig, run_audit
+    from auditing.audit import run_audit
+    from auditing.config import AuditConfig
     from auditing.judging import judge
     from auditing.trust import NightTrust
 

@@ -12,12 +12,14 @@ import logging
 import numpy as np
 import pytest
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from flows.cli import main as cli_main
 from pipelines import registry, schema, splits, synth, training
 from pipelines.audit_rows import row_selection, training_rows
-from pipelines.beam_scoring import ScoringRequest, score_day
+from pipelines.beam_request import ScoringRequest
+from pipelines.beam_scoring import score_day
 
 PREVIOUS, DAY = dt.date(2024, 5, 1), dt.date(2024, 5, 2)
 ROWS = 4000

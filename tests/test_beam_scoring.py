@@ -4,6 +4,7 @@ One small synthetic world per module: two days of 6,000 rows (3 files, so severa
 models registered for both days. Each pipeline run takes a few seconds.
 """
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -13,21 +14,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import play_game, run_audit
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.game import play_repetition
+from auditing.game_counts import GameCounts
 from auditing.scores import resolve_score
 from auditing.sweep import correct_at, rank_order
 from flows.cli import main as cli_main
-from pipelines import beam_scoring, registry, schema, splits, synth, training
-from pipelines.beam_scoring import ScoringRequest, load_counts, score_day
+from pipelines import beam_request, beam_scoring, registry, schema, splits, synth, training
+from pipelines.beam_request import ScoringRequest
+from pipelines.beam_scoring import score_day
 from pipelines.catboost_frames import catboost_frame
 from pipelines.scored_batch import scored_batch
 
 DAY = dt.date(2024, 3, 2)
 PREVIOUS = dt.date(2024, 3, 1)
 ROWS = 6000
-DASK_RUNNER = beam_scoring.DASK_RUNNER
+DASK_RUNNER = beam_request.DASK_RUNNER
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
@@ -92,13 +96,14 @@ def assert_same_as_in_process(world, outcome, config):
     expected = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config)
     assert np.array_equal(outcome.counts.correct, in_process_counts(world, config))
     assert outcome.result.to_dict() == expected.to_dict()
-    counts, split = load_counts(outcome.output_dir)
-    assert np.array_equal(counts.correct, outcome.counts.correct) and counts.m == ROWS
-    assert (split is None) == (config.strategy != "split")
-    if split is not None:
-        assert [half.m for half in split] == [half.m for half in outcome.split_counts]
-        assert all(np.array_equal(a.correct, b.correct) for a, b in zip(split, outcome.split_counts, strict=True))
-    record = json.loads((outcome.output_dir / beam_scoring.RESULT_FILE).read_text())
+    stored = GameCounts.load(outcome.output_dir)
+    assert np.array_equal(stored.counts.correct, outcome.counts.correct) and stored.m == ROWS
+    assert stored.game == config.game
+    # both halves of repetition 0 are counted whatever the strategy, and equal the in-process game's
+    in_process = play_game(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config.game)
+    assert [half.m for half in stored.halves] == [half.m for half in in_process.halves]
+    assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
+    record = json.loads((outcome.output_dir / beam_request.RESULT_FILE).read_text())
     assert record["result"]["epsilon_lower_bound"] == expected.epsilon_lower_bound
     assert record["diagnostics"]["boundary_rows"] == record["diagnostics"]["boundary_rows_received"]
     assert record["diagnostics"]["rows"]["rows_scored"] == ROWS
@@ -128,6 +133,44 @@ def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strate
     outcome = score_day(request, [])
     assert_same_as_in_process(world, outcome, config)
     assert outcome.record["diagnostics"]["plan_mode"] == plan
+
+
+def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
+    from test_game_and_bound import SwappedSplit
+
+    from auditing.selection import STRATEGIES_REGISTRY
+
+    STRATEGIES_REGISTRY.register(SwappedSplit)
+    try:
+        config = AuditConfig(repetitions=3, seed=2, strategy=SwappedSplit.name)
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999,
+                                           thread_count=1), [])
+        assert_same_as_in_process(world, outcome, config)
+        assert outcome.result.strategy == SwappedSplit.name and outcome.result.split_halves
+    finally:
+        STRATEGIES_REGISTRY.unregister(SwappedSplit.name)
+
+
+def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not(world):
+    from auditing.audit import audit_counts
+    from pipelines.beam_request import prepare_scoring, stored_scoring
+
+    root = str(world["root"])
+    config = AuditConfig(repetitions=3, seed=9)
+    scored = score_day(ScoringRequest(root, DAY, "target", config, batch_size=2500), [])
+    for bound in ({"kappa": 0.4}, {"method": "fdp", "delta": 1e-5}, {"strategy": "split"}, {"confidence": 0.99}):
+        other = dataclasses.replace(config, **bound)
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", other))
+        assert prepared.key == scored.record["scoring_key"] and prepared.output_dir == scored.output_dir
+        game, _record = stored_scoring(prepared)
+        fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], other)
+        assert audit_counts(game, other.bound).to_dict() == fresh.to_dict()
+    for game in ({"repetitions": 4}, {"seed": 10}, {"score": "log-ratio"}, {"grid_points": 50}):
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", dataclasses.replace(config, **game)))
+        assert prepared.key != scored.record["scoring_key"] and stored_scoring(prepared) is None
+    elsewhere = prepare_scoring(ScoringRequest(root, DAY, "target", config, reference="target",
+                                               reference_date=DAY))  # another reference file
+    assert elsewhere.key != scored.record["scoring_key"] and stored_scoring(elsewhere) is None
 
 
 def test_dask_runner_with_two_worker_processes_equals_in_process(world):
@@ -242,8 +285,7 @@ def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, m
     arguments = {"data_root": str(root), "date": DAY, "config": AuditConfig(repetitions=2)} | kwargs
     with pytest.raises(LabelDPInputError, match=message):
         score_day(ScoringRequest(**arguments), [])
-    assert _written(root) == before
-    assert not beam_scoring.sweep_dir(root, arguments["model"], arguments["date"], arguments["config"]).exists()
+    assert _written(root) == before  # no sweep directory, no scored rows
 
 
 def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(world):
@@ -294,9 +336,9 @@ def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
 
 def test_reference_defaults_to_the_models_previous_day_else_reference(world):
     root = world["root"]
-    assert beam_scoring.resolve_reference(root, "target", DAY) == ("target", PREVIOUS)
-    assert beam_scoring.resolve_reference(root, "other", DAY) == ("reference", PREVIOUS)
-    assert beam_scoring.resolve_reference(root, "target", DAY, "x", dt.date(2024, 1, 1)) == ("x", dt.date(2024, 1, 1))
+    assert beam_request.resolve_reference(root, "target", DAY) == ("target", PREVIOUS)
+    assert beam_request.resolve_reference(root, "other", DAY) == ("reference", PREVIOUS)
+    assert beam_request.resolve_reference(root, "target", DAY, "x", dt.date(2024, 1, 1)) == ("x", dt.date(2024, 1, 1))
 
 
 def test_beam_options_file(tmp_path, monkeypatch):
@@ -329,7 +371,7 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     monkeypatch.setattr(scoring_batches, "MAX_PENDING_CHUNKS", max_pending)
 
     rng = np.random.default_rng(3)
-    spec = GameSpec(AuditConfig(repetitions=7, audit_rows="all", seed=3))
+    spec = GameSpec(AuditConfig(repetitions=7, audit_rows="all", seed=3).game)
     batches = []
     for index in range(5):
         n = 4000 + 500 * index
@@ -349,20 +391,21 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     merged = Pass1Accumulator().merge(second).merge(moved)
     assert np.array_equal(merged.rows, inline.rows) and np.array_equal(merged.correct, inline.correct)
     assert merged.issues == inline.issues and np.array_equal(merged.priors, inline.priors)
-    assert int(merged.rows.sum()) == 7 * sum(batch.rows for batch in batches)
+    # 7 repetitions of every row, and the two halves of repetition 0 (together every row once more)
+    assert int(merged.rows.sum()) == (7 + 1) * sum(batch.rows for batch in batches)
 
 
 def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     from pipelines.scored_batch import ScoredBatch
     from pipelines.scoring_batches import GameSpec, Pass1Accumulator
 
-    spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all"))
+    spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all").game)
     p = np.full(10, 0.5)
     batch = ScoredBatch("b", np.arange(10, dtype=np.int64), np.zeros(10, np.int64), np.column_stack([p, p]),
                         np.column_stack([p, p]), {})
     broken = Pass1Accumulator(rows=np.zeros((1, 5), np.int64), correct=np.zeros((1, 5), np.int64))
     broken.add_batch(batch, spec, background=True)  # returns before the kernel runs
-    with pytest.raises(ValueError, match="histograms must be int64 arrays of 3 slots"):
+    with pytest.raises(ValueError, match="histograms must be int64 arrays of 5 slots"):
         broken.settle()
 
 

@@ -56,7 +56,7 @@ def test_the_request_module_and_the_batch_work_import_no_beam():
 def test_every_dofn_and_combinefn_is_a_module_level_class_that_pickles_by_reference():
     import apache_beam as beam
 
-    from auditing.audit import AuditConfig
+    from auditing.config import AuditConfig
     from pipelines import beam_dofns
     from pipelines.scoring_batches import GameSpec
 
@@ -67,7 +67,7 @@ def test_every_dofn_and_combinefn_is_a_module_level_class_that_pickles_by_refere
         "ReadBatches", "PassProgress", "Pass1CombineFn", "MergePass1Fn", "ExpectedHistogramFn", "BoundaryRows",
         "ExactCounts", "WriteTable", "ReadPredictions", "WriteResults"}
     assert all("<locals>" not in cls.__qualname__ for cls in classes)
-    spec = GameSpec(AuditConfig(repetitions=2))
+    spec = GameSpec(AuditConfig(repetitions=2).game)
     for instance in (beam_dofns.Pass1CombineFn(spec), beam_dofns.BoundaryRows(spec), beam_dofns.WriteResults("/w")):
         # Plain pickle (not cloudpickle) only handles classes it can import by name.
         assert type(pickle.loads(pickle.dumps(instance))) is type(instance)
@@ -99,17 +99,6 @@ def test_handlers_take_beams_keyword_only_batching_arguments(handler_name):
     assert handler_class("/r", "m", day, model_copies=2).model_copies() == 2
     with pytest.raises(TypeError):
         handler_class("/r", "m", day, 2)  # batching arguments are keyword-only
-
-
-def test_beam_scoring_keeps_the_names_callers_import_from_it():
-    from pipelines import beam_request, beam_scoring
-
-    for name in ("ScoringRequest", "ScoringOutcome", "resolve_reference", "sweep_dir", "scored_dir",
-                 "file_fingerprint", "load_counts", "check_inputs", "pipeline_args", "RESULT_FILE", "COUNTS_FILE",
-                 "DASK_RUNNER", "FN_API_RUNNER", "DEFAULT_BATCH_SIZE"):
-        assert getattr(beam_scoring, name) is getattr(beam_request, name), name
-        assert name in beam_scoring.__all__
-    assert callable(beam_scoring.score_day)
 
 
 def test_job_modules_declare_all():

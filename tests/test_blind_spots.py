@@ -25,7 +25,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from auditing.audit import AuditConfig
+from auditing.config import AuditConfig
 from auditing.guardrail import VIOLATION
 
 _SPEC = importlib.util.spec_from_file_location(

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 from segment_worlds import World, night
 
-from auditing.audit import AuditConfig, CheckRows, run_audit
+from auditing.audit import CheckRows, run_audit
 from auditing.capacity_check import (
     CHECK_BINS,
     DELTA_NOT_SUPPORTED,
@@ -24,6 +24,7 @@ from auditing.capacity_check import (
     capacity_check,
     rebin,
 )
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.sweep_reduce import BinSpec, bin_index
 

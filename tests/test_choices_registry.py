@@ -10,8 +10,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
 from auditing.binomial_bounds import binomial_epsilon_lower_bound, binomial_rejects
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.judging import judge
 from auditing.methods import BOUND_METHODS, BoundMethod

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
 from auditing.controls import (
     FLOOR_POWER,
     NEGATIVE,
@@ -255,7 +256,8 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     """The RR-label oracle registered as a model goes through the Beam job's ModelHandler path and gives the
     in-process result on the same (train) rows: counts and result exactly, the expected curve to round-off."""
     from pipelines import controls, registry
-    from pipelines.beam_scoring import ScoringRequest, score_day
+    from pipelines.beam_request import ScoringRequest
+    from pipelines.beam_scoring import score_day
 
     root, day = beam_world["root"], DAY
     metadata = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])

@@ -23,9 +23,11 @@ import pytest
 from service_processes import ServiceProcesses, assert_runbook_has_what_ran, free_port, wait_until
 from test_beam_scoring import _register, in_process_counts
 
-from auditing.audit import AuditConfig, run_audit
-from pipelines import beam_scoring, schema, synth, training
-from pipelines.beam_scoring import ScoringRequest, score_day
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
+from pipelines import beam_request, schema, synth, training
+from pipelines.beam_request import ScoringRequest
+from pipelines.beam_scoring import score_day
 
 pytestmark = pytest.mark.slow
 distributed = pytest.importorskip("dask.distributed")
@@ -73,7 +75,7 @@ def cluster(tmp_path_factory):
 
 
 def dask_args(address: str) -> list[str]:
-    return [f"--runner={beam_scoring.DASK_RUNNER}", f"--dask_client_address={address}"]
+    return [f"--runner={beam_request.DASK_RUNNER}", f"--dask_client_address={address}"]
 
 
 def expected(world, config):
@@ -89,7 +91,7 @@ def test_job_on_a_command_line_cluster_equals_in_process(world, cluster):
     counts, result = expected(world, config)
     assert np.array_equal(outcome.counts.correct, counts)
     assert outcome.result.to_dict() == result.to_dict()
-    record = json.loads((outcome.output_dir / beam_scoring.RESULT_FILE).read_text())
+    record = json.loads((outcome.output_dir / beam_request.RESULT_FILE).read_text())
     assert record["diagnostics"]["plan_mode"] == "two-stage"
     assert record["diagnostics"]["rows"]["rows_scored"] == ROWS
     # Both command-line workers ran tasks of the job (it was really distributed).

@@ -244,3 +244,57 @@ def test_infra_default_plan_matches_builtin():
     from flows.plan import default_plan, load_plan
 
     assert load_plan("infra/plans/default.json") == default_plan()
+
+
+def test_a_bound_setting_change_rejudges_the_stored_night_without_scoring(prefect_api, data_root, plan_file,
+                                                                           tmp_path, capsys):
+    """After the night of D1 (test_nightly_audit_end_to_end_and_idempotent): a plan that changes only kappa
+    reuses every stored game (no Beam job), and `rejudge` gives the same verdicts from the stored night without
+    Prefect or Beam; a plan that changes the game scores again."""
+    import subprocess
+    import sys
+
+    from flows.cli import main
+    from flows.nightly import nightly_audit
+
+    plan = json.loads(Path(plan_file).read_text())
+    kappa_plan = tmp_path / "kappa.json"
+    kappa_plan.write_text(json.dumps({**plan, "audit": {**plan["audit"], "kappa": 0.2}}))
+    night = {r["model_id"]: r for r in warehouse_rows(data_root) if r["run_kind"] == "nightly"
+             and r["partition_date"] == dt.date.fromisoformat(D1) and r["kappa"] == 0.0}
+    rows = {r["model_id"]: r for r in nightly_audit(date=D1, data_root=str(data_root), plan_file=str(kappa_plan))}
+    assert all(r["reused_scoring"] for r in rows.values()) and set(rows) == set(night)
+    leaky = rows["leaky"]
+    assert leaky["kappa"] == 0.2 and leaky["audit_config_hash"] != night["leaky"]["audit_config_hash"]
+    # the binomial bound at kappa is the bound at 0 minus kappa on the same counts (delta 0)
+    assert leaky["epsilon_lower_bound"] == pytest.approx(night["leaky"]["epsilon_lower_bound"] - 0.2, abs=1e-9)
+
+    capsys.readouterr()
+    code = main(["rejudge", "--date", D1, "--kappa", "0.2", "--data-root", str(data_root), "--json"])
+    rejudged = {r["model_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert code == 0 and set(rejudged) == set(rows)
+    for name, row in rejudged.items():
+        assert row["run_kind"] == "rejudge"
+        for field in ("epsilon_lower_bound", "status", "trust", "audit_config_hash", "epsilon_check", "m"):
+            assert row[field] == rows[name][field], (name, field)
+    # the rejudged verdicts sit beside the night's own, which stay as they were
+    stored = warehouse_rows(data_root)
+    assert {(r["model_id"], r["kappa"]) for r in stored if r["run_kind"] == "rejudge"} == {
+        (name, 0.2) for name in rows}
+    assert {r["model_id"]: r["epsilon_lower_bound"] for r in stored if r["run_kind"] == "nightly"
+            and r["kappa"] == 0.0 and r["partition_date"] == dt.date.fromisoformat(D1)} == {
+        name: r["epsilon_lower_bound"] for name, r in night.items()}
+
+    # without Beam or Prefect: a fresh interpreter, the modules it loaded
+    argv = ["labeldp-audit", "rejudge", "--date", D1, "--method", "fdp", "--data-root", str(data_root)]
+    probe = (f"import sys, runpy\nsys.argv = {argv!r}\ntry:\n    runpy.run_module('flows.cli', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('apache_beam', 'prefect', 'catboost') if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+    assert "rejudge" in done.stdout and "fdp" in done.stdout
+
+    game_plan = tmp_path / "game.json"
+    game_plan.write_text(json.dumps({**plan, "audit": {**plan["audit"], "repetitions": 2}}))
+    again = nightly_audit(date=D1, data_root=str(data_root), plan_file=str(game_plan))
+    assert not any(r["reused_scoring"] for r in again)

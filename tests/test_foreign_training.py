@@ -29,9 +29,8 @@ from scipy.special import expit
 
 from auditing.errors import LabelDPInputError
 from pipelines import audit_rows, controls, registry, schema, splits, training
-from pipelines.beam_request import file_fingerprint
 from pipelines.dataset_spec import DatasetSpec
-from pipelines.layout import model_dir
+from pipelines.layout import file_fingerprint, model_dir
 from pipelines.model_formats import format_of
 from pipelines.recalibration import (
     RecalibrationSettings,
@@ -299,8 +298,9 @@ def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spe
 
 
 def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(world):
-    from auditing.audit import AuditConfig
-    from pipelines.beam_scoring import ScoringRequest, score_day
+    from auditing.config import AuditConfig
+    from pipelines.beam_request import ScoringRequest
+    from pipelines.beam_scoring import score_day
 
     root = world["root"]
     target = model_dir(root, "keys-model", DAY)

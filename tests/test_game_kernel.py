@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from auditing import game_kernel
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
 from auditing.game import as_class_probabilities, play_repetition
 from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word, keyed_uniform
 from auditing.scores import resolve_score

@@ -70,10 +70,9 @@ def test_importing_all_of_auditing_loads_no_pipelines_or_flows_module():
 def _inner_date_calls():
     import datetime as dt
 
-    from auditing.audit import AuditConfig
     from auditing.report import run_report_path
     from pipelines import (
-        beam_scoring,
+        beam_request,
         criteo_ingest,
         layout,
         registry,
@@ -99,11 +98,11 @@ def _inner_date_calls():
         "registry.read_metadata": (lambda d: registry.read_metadata("/r", "m", d), "date"),
         "shift_diagnostics.shift_diagnostic (reference_date)":
             (lambda d: shift_diagnostics.shift_diagnostic("/r", day, "m", d), "reference_date"),
-        "beam_scoring.ScoringRequest": (lambda d: beam_scoring.ScoringRequest("/r", d, "m"), "date"),
-        "beam_scoring.ScoringRequest (reference_date)":
-            (lambda d: beam_scoring.ScoringRequest("/r", day, "m", reference_date=d), "reference_date"),
-        "beam_scoring.resolve_reference": (lambda d: beam_scoring.resolve_reference("/r", "m", d), "date"),
-        "beam_scoring.sweep_dir": (lambda d: beam_scoring.sweep_dir("/r", "m", d, AuditConfig()), "date"),
+        "beam_request.ScoringRequest": (lambda d: beam_request.ScoringRequest("/r", d, "m"), "date"),
+        "beam_request.ScoringRequest (reference_date)":
+            (lambda d: beam_request.ScoringRequest("/r", day, "m", reference_date=d), "reference_date"),
+        "beam_request.resolve_reference": (lambda d: beam_request.resolve_reference("/r", "m", d), "date"),
+        "beam_request.sweep_dir": (lambda d: beam_request.sweep_dir("/r", "m", d, "0123456789abcdef"), "date"),
         "CatBoostModelHandler": (lambda d: CatBoostModelHandler("/r", "m", d), "model_date"),
         "RROracleModelHandler": (lambda d: RROracleModelHandler("/r", "m", d), "model_date"),
         "report.run_report_path": (lambda d: run_report_path("/r", {

@@ -212,8 +212,9 @@ NUMERIC = {"name": "numeric_clicks", "label": "clicked", "classes": 2, "row_key"
 def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
     from catboost import CatBoostClassifier
 
-    from auditing.audit import AuditConfig
-    from pipelines.beam_scoring import ScoringRequest, score_day
+    from auditing.config import AuditConfig
+    from pipelines.beam_request import ScoringRequest
+    from pipelines.beam_scoring import score_day
     from pipelines.dataset_spec import spec_from_dict
     from pipelines.model_formats import model_format
     from pipelines.model_registration import register_model
@@ -262,8 +263,9 @@ def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
 
 
 def test_rows_without_a_logged_prediction_are_counted(tmp_path):
-    from auditing.audit import AuditConfig
-    from pipelines.beam_scoring import ScoringRequest, score_day
+    from auditing.config import AuditConfig
+    from pipelines.beam_request import ScoringRequest
+    from pipelines.beam_scoring import score_day
     from pipelines.dataset_spec import spec_from_dict
     from pipelines.model_formats import model_format
     from pipelines.model_registration import register_model

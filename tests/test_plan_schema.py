@@ -84,7 +84,7 @@ def test_default_plan_readme_plan_and_criteo_spec_validate_against_the_checked_i
 
 
 def test_every_plan_key_comes_from_the_classes():
-    from auditing.audit import AuditConfig
+    from auditing.config import AuditConfig
     from flows.plan import AuditPlan, ControlsPlan
 
     schema = plan_schema()

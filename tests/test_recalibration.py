@@ -38,8 +38,7 @@ from scipy.special import expit, logit
 
 from auditing.errors import LabelDPInputError
 from pipelines import registry, schema, splits, synth, training
-from pipelines.beam_scoring import file_fingerprint
-from pipelines.layout import model_dir
+from pipelines.layout import file_fingerprint, model_dir
 from pipelines.recalibration import (
     RECALIBRATED_TYPE,
     RecalibrationSettings,
@@ -442,8 +441,9 @@ def test_check_rows_are_the_held_out_rows_the_correction_did_not_fit(world):
 def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, recalibrated):
     """The reference itself, registered as a day-D model trained on the train split: the job reads the audited and
     the check rows, and the capacity check ran on the CONTROL half only."""
-    from auditing.audit import AuditConfig
-    from pipelines.beam_scoring import ScoringRequest, score_day
+    from auditing.config import AuditConfig
+    from pipelines.beam_request import ScoringRequest
+    from pipelines.beam_scoring import score_day
 
     root = world["root"]
     metadata = registry.read_metadata(root, "reference", PREVIOUS)

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from auditing.audit import AuditConfig, CheckRows, run_audit
+from auditing.audit import CheckRows, run_audit
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.judging import judge
 from auditing.report import (

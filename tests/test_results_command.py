@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 from test_warehouse import PG_URL, postgres_url  # noqa: F401  (fixture: skips loudly when no server answers)
 
-from auditing.audit import AuditConfig, CheckRows, run_audit
+from auditing.audit import CheckRows, run_audit
+from auditing.config import AuditConfig
 from auditing.judging import judge
 from auditing.report import run_report_path
 from auditing.warehouse import WRITTEN, audit_record, open_warehouse, write_or_spool

@@ -18,7 +18,8 @@ from scipy.optimize import brentq
 from scipy.special import expit
 from scipy.stats import norm
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.risk import (
     PriorHistogram,

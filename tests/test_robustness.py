@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from auditing.audit import AuditConfig, audit_from_counts
+from auditing.audit import audit_from_counts
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.robustness import (
     KAPPA_TOLERANCE,

@@ -39,7 +39,8 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
 from flows.cli import main as cli_main
 
 # Every test here is statistical and takes seconds (the suite runs them; the marker is informational).

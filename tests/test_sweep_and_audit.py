@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from auditing.audit import AuditConfig, audit_from_counts, run_audit
+from auditing.audit import audit_from_counts, run_audit
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.selection import bonferroni_confidence
@@ -177,7 +178,7 @@ def test_a_reference_certain_of_a_label_is_refused_in_the_core():
 
 def test_split_with_an_empty_half_says_what_it_needs():
     ids = np.arange(3, dtype=np.int64)
-    from auditing.audit import selection_half_mask
+    from auditing.slots import selection_half_mask
 
     seed = next(s for s in range(100) if len(set(selection_half_mask(ids, s))) == 1)  # all rows in one half
     for score in ("paper", None):  # the compiled kernel and the numpy path (custom score)

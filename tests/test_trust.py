@@ -87,7 +87,8 @@ def test_a_reference_off_the_truth_is_seen_by_the_check_and_marks_the_floors(shi
     from scipy.special import expit, logit
     from segment_worlds import night
 
-    from auditing.audit import AuditConfig, CheckRows, run_audit
+    from auditing.audit import CheckRows, run_audit
+    from auditing.config import AuditConfig
     from auditing.judging import judge
 
     def marked(offset: float) -> int:
@@ -115,7 +116,8 @@ def test_the_positive_control_fails_for_a_reference_too_sure_of_the_common_label
     import numpy as np
     from scipy.special import expit, logit
 
-    from auditing.audit import AuditConfig, run_audit
+    from auditing.audit import run_audit
+    from auditing.config import AuditConfig
     from auditing.controls import check_control, rr_oracle_probabilities
 
     def judged(seed: int, scale: float):

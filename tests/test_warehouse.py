@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from auditing.audit import AuditConfig, run_audit
+from auditing.audit import run_audit
+from auditing.config import AuditConfig
 from auditing.errors import LabelDPInputError
 from auditing.judging import judge
 from auditing.warehouse import (
@@ -159,7 +160,7 @@ def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     """Everything added for kappa is nullable (an existing warehouse gains it in place); tau and breaking_tau
     are retired by a migration that knows them as old tables have them (tau NOT NULL), described as legacy TV
     figures."""
-    from auditing.audit import REFERENCE_CALIBRATIONS
+    from auditing.config import REFERENCE_CALIBRATIONS
     from auditing.warehouse.migrations import MIGRATIONS
     from auditing.warehouse.schema import REFERENCE_CALIBRATIONS as STORED
     from auditing.warehouse.schema import RESULT_COLUMNS
@@ -1074,7 +1075,8 @@ def test_trust_per_verdict_round_trips_on_both_backends(target):
     trust, its reason, epsilon_check, the misfit figures, check rows and the grouping (migration 5's columns)."""
     from segment_worlds import night
 
-    from auditing.audit import AuditConfig, run_audit
+    from auditing.audit import run_audit
+    from auditing.config import AuditConfig
     from auditing.row_groups import RowGroups
 
     groups = RowGroups(rule="rows with the same feature vector form a group", columns=(), rows_excluded=12,

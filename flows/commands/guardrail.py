@@ -63,7 +63,7 @@ def _register_candidate(args, root, day, plan) -> str:
     from pathlib import Path
 
     from auditing.errors import LabelDPInputError
-    from pipelines.beam_request import file_fingerprint
+    from pipelines.layout import file_fingerprint
     from pipelines.model_formats import model_format
     from pipelines.model_registration import register_model
 

@@ -28,10 +28,14 @@ Rows: --audit-rows training (default) plays the game only on the rows whose labe
 split, plus validation when its labels chose the best iteration), as MODEL's registry metadata records them;
 a model registered before that record existed is refused (re-train it, or pass --audit-rows all).
 
-Writes, atomically, <data-root>/sweeps/<MODEL>/date=D/<audit config hash>/: counts.npz (the sweep counts)
-and result.json (the audit result, rows read / without row_id / with bad probabilities, lineage: model and
-reference fingerprints, partition fingerprint, runner, timings). --write-scored also writes
-<data-root>/scored/<MODEL>/date=D/<hash>/part-*.parquet: row_id and, per repetition r, score_r, correct_r,
+Writes, atomically, <data-root>/sweeps/<MODEL>/date=D/<scoring key>/: counts.npz (the game's claim-free
+output: the sweep counts of every repetition and of both halves of repetition 0, the histograms a verdict
+reads) and result.json (the audit at these bound settings, rows read / without row_id / with bad
+probabilities, lineage: model and reference fingerprints, partition fingerprint, runner, timings). The key
+covers what the counts depend on (the game settings, the model, reference and partition files, the audited
+rows) and no bound setting: a re-run that changes only --method, --strategy, --confidence, --delta or --kappa
+re-judges the stored counts in a moment instead of scoring again. --write-scored also writes
+<data-root>/scored/<MODEL>/date=D/<key>/part-*.parquet: row_id and, per repetition r, score_r, correct_r,
 the secret bit b_r (1: the released label is the counterfactual one) and released_label_r.
 A missing partition or model, or a model whose features the partition lacks, fails before any work and
 writes nothing.
@@ -121,11 +125,13 @@ def read_options_file(path: str) -> list[str]:
 
 
 def run(args) -> int:
+    from dataclasses import asdict
+
+    from auditing.audit import audit_counts
     from auditing.judging import demonstrated_risk
     from auditing.report.text import format_audit_result
     from auditing.sweep_reduce import BinSpec
-    from pipelines.beam_request import RESULT_FILE, ScoringRequest
-    from pipelines.beam_scoring import score_day
+    from pipelines.beam_request import ScoringRequest, json_safe, prepare_scoring, stored_scoring
     from pipelines.layout import parse_date, resolve_data_root
     from pipelines.progress import no_progress, stderr_progress
 
@@ -142,15 +148,27 @@ def run(args) -> int:
     file_args = read_options_file(args.beam_options_file) if args.beam_options_file else []
     beam_args = [f"--runner={runner}", *file_args, *args.beam_args]
     progress = no_progress if args.quiet else stderr_progress("score")
-    outcome = score_day(request, beam_args, progress, worker_progress=not args.quiet)
-    if args.json:
-        record = json.loads((outcome.output_dir / RESULT_FILE).read_text(encoding="utf-8"))
-        print(json.dumps(record | {"output_dir": str(outcome.output_dir)}))
+    prepared = prepare_scoring(request, beam_args, progress)
+    stored = None if args.write_scored else stored_scoring(prepared)
+    if stored is not None:
+        game, record = stored
+        progress(f"reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
+                 f"partition and rows); judged at these bound settings")
+        record = {**record, "result": audit_counts(game, config.bound).to_dict(), "config": asdict(config),
+                  "reused": True}
     else:
-        rows = outcome.record["diagnostics"]["rows"]
-        print(format_audit_result(outcome.record["result"], demonstrated_risk(outcome.record["result"])))
-        print(f"rows: {rows['rows_read']} read, {rows['rows_scored']} audited, {rows['rows_without_row_id']} "
-              f"without row_id, {rows['rows_bad_target_probabilities']} / {rows['rows_bad_reference_probabilities']} "
-              f"with bad target / reference probabilities")
-        print(f"written: {outcome.output_dir}")
+        from pipelines.beam_scoring import score_day
+
+        record = {**score_day(request, beam_args, progress, worker_progress=not args.quiet,
+                              prepared=prepared).record, "reused": False}
+    if args.json:
+        print(json.dumps(json_safe(record) | {"output_dir": str(prepared.output_dir)}))
+    else:
+        rows = record["diagnostics"].get("rows") or {}
+        print(format_audit_result(record["result"], demonstrated_risk(record["result"])))
+        if rows:
+            print(f"rows: {rows['rows_read']} read, {rows['rows_scored']} audited, {rows['rows_without_row_id']} "
+                  f"without row_id, {rows['rows_bad_target_probabilities']} / "
+                  f"{rows['rows_bad_reference_probabilities']} with bad target / reference probabilities")
+        print(f"{'reused' if record['reused'] else 'written'}: {prepared.output_dir}")
     return 0

@@ -1,0 +1,212 @@
+"""A night's stored evidence (`StoredNight`) and its re-judging at other bound settings.
+
+A nightly or backfill run writes ``nights/date=D/<run kind>-<game hash>.json`` after publishing: where each
+model's game is stored (`auditing.game_counts.GameCounts`, keyed by `pipelines.beam_request.scoring_key`), the
+claims, the controls, the reference check, the shift diagnostic and whether an unchecked reference was accepted.
+`rejudge_night` reads it and judges every model again at another `auditing.config.BoundConfig` (method,
+strategy, confidence, delta, kappa): the controls first, then the night's trust, then the targets, each written
+as a verdict of run kind ``rejudge`` (`auditing.run_kinds.REJUDGE`) beside the night's own. Nothing is trained,
+scored or read from the partition, and neither Beam nor Prefect is imported: a few milliseconds of bounds per
+model, plus the warehouse and the reports.
+
+Settings chosen after a night was seen are a second look at the same evidence: its rows carry their own run kind
+and config hash, so they never replace or stand in for the night's pre-registered verdicts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from auditing.atomic_files import write_text_atomically
+from auditing.config import AuditConfig, BoundConfig, GameConfig
+from auditing.errors import LabelDPInputError
+from auditing.run_kinds import BACKFILL, NIGHTLY, REJUDGE
+from auditing.verdict import EXITS_UNTRUSTED
+from flows.exit_codes import Outcome
+from flows.plan import ControlSpec, RegisteredTarget
+from pipelines.progress import Progress, no_progress
+
+NIGHTS = "nights"
+# The run kinds whose nights are stored (a guardrail audits one release candidate, not a night).
+STORED_KINDS = (NIGHTLY, BACKFILL)
+TARGET, CONTROL = "target", "control"
+
+
+@dataclass(frozen=True)
+class NightModel:
+    """One model of a stored night: a target judged against ``claimed_epsilon``, or a control (``control``:
+    positive or negative, ``claimed_epsilon`` its eps_c or 0). ``game_dir``: where its game is stored, relative
+    to the data root; None with ``error`` when it could not run (a control that could not run voids what it
+    guards when re-judged too)."""
+
+    name: str
+    kind: str
+    claimed_epsilon: float
+    control: str | None = None
+    game_dir: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["claimed_epsilon"] = "inf" if math.isinf(self.claimed_epsilon) else self.claimed_epsilon
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> NightModel:
+        return cls(**{**data, "claimed_epsilon": float(data["claimed_epsilon"])})
+
+
+@dataclass(frozen=True)
+class StoredNight:
+    """What a night's verdicts were judged from, beyond each model's stored game."""
+
+    date: dt.date
+    run_kind: str
+    game: GameConfig
+    bound: BoundConfig
+    models: tuple[NightModel, ...]
+    reference_check: dict | None
+    shift_diagnostic: dict | None
+    accept_unchecked: bool
+    written_at: str
+
+    @property
+    def targets(self) -> list[NightModel]:
+        return [m for m in self.models if m.kind == TARGET]
+
+    @property
+    def controls(self) -> list[NightModel]:
+        return [m for m in self.models if m.kind == CONTROL]
+
+    def to_dict(self) -> dict:
+        return {"date": self.date.isoformat(), "run_kind": self.run_kind, "game": asdict(self.game),
+                "bound": asdict(self.bound), "models": [m.to_dict() for m in self.models],
+                "reference_check": self.reference_check, "shift_diagnostic": self.shift_diagnostic,
+                "accept_unchecked": self.accept_unchecked, "written_at": self.written_at}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StoredNight:
+        return cls(date=dt.date.fromisoformat(data["date"]), run_kind=data["run_kind"],
+                   game=GameConfig(**data["game"]), bound=BoundConfig(**data["bound"]),
+                   models=tuple(NightModel.from_dict(m) for m in data["models"]),
+                   reference_check=data.get("reference_check"), shift_diagnostic=data.get("shift_diagnostic"),
+                   accept_unchecked=bool(data.get("accept_unchecked")), written_at=data["written_at"])
+
+
+def nights_dir(root: Path, date: dt.date) -> Path:
+    return Path(root) / NIGHTS / f"date={date.isoformat()}"
+
+
+def night_path(root: Path, date: dt.date, run_kind: str, game: GameConfig) -> Path:
+    """``nights/date=D/<run kind>-<game hash>.json``: one stored night per day, kind of run and game settings."""
+    return nights_dir(root, date) / f"{run_kind}-{game.game_hash()}.json"
+
+
+def write_night(root: Path, night: StoredNight) -> Path:
+    """Writes ``night`` atomically (a re-run of the same night replaces it) and returns its path."""
+    from pipelines.beam_request import json_safe
+
+    path = night_path(root, night.date, night.run_kind, night.game)
+    write_text_atomically(path, json.dumps(json_safe(night.to_dict()), indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def read_night(root: Path, date: dt.date, run_kind: str | None = None) -> StoredNight:
+    """The latest stored night of ``date`` (of ``run_kind`` if given, else nightly or backfill). LabelDPInputError
+    naming the directory when there is none, or a file that cannot be read."""
+    directory = nights_dir(root, date)
+    kinds = (run_kind,) if run_kind else STORED_KINDS
+    nights = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            night = StoredNight.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise LabelDPInputError(f"{path}: not a readable stored night ({exc})") from None
+        if night.run_kind in kinds:
+            nights.append(night)
+    if not nights:
+        raise LabelDPInputError(f"no stored night for {date.isoformat()} under {directory} (run kinds "
+                                f"{', '.join(kinds)}): only a night scored by this version of the nightly or "
+                                f"backfill can be re-judged; run it once")
+    return max(nights, key=lambda n: n.written_at)
+
+
+def night_model_of(root: Path, spec, record: dict | None, error: str | None = None,
+                   claimed_epsilon: float | None = None) -> NightModel:
+    """The `NightModel` of a target or control spec and its scoring record (None with ``error`` when it could not
+    run)."""
+    control = getattr(spec, "control", None)
+    claimed = spec.claimed_epsilon if claimed_epsilon is None else claimed_epsilon
+    game_dir = None if record is None else str(Path(record["game_dir"]).relative_to(Path(root)))
+    return NightModel(name=spec.name, kind=CONTROL if control else TARGET, claimed_epsilon=float(claimed),
+                      control=control, game_dir=game_dir, error=error)
+
+
+def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNight) -> dict:
+    """The model's scoring record with its result at ``config`` (the stored game judged again)."""
+    from auditing.audit import audit_counts
+    from auditing.game_counts import GameCounts
+    from pipelines.beam_request import RESULT_FILE
+
+    directory = Path(root) / model.game_dir
+    game = GameCounts.load(directory)
+    if game.game != night.game:
+        raise LabelDPInputError(f"{directory}: stored with other game settings than the night's")
+    try:
+        record = json.loads((directory / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LabelDPInputError(f"{directory / RESULT_FILE}: cannot be read ({exc})") from None
+    return {**record, "result": audit_counts(game, config.bound).to_dict(), "config": asdict(config),
+            "reused": True, "game_dir": str(directory), "shift_diagnostic": night.shift_diagnostic}
+
+
+def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehouse: str | None,
+                  models: tuple[str, ...] = (), progress: Progress = no_progress) -> Outcome:
+    """Every model of ``night`` judged again at ``bound``: the controls (their checks decide the night's trust as
+    on the night), then the targets (all, or those named in ``models``), each written to the warehouse with its
+    report as a verdict of run kind ``rejudge``. Returns the run's `Outcome` (exit codes as the nightly's)."""
+    from flows import steps
+
+    config = AuditConfig.of(night.game, bound)
+    unknown = sorted(set(models) - {m.name for m in night.targets})
+    if unknown:
+        raise LabelDPInputError(f"--model: {unknown} not among the night's targets "
+                                f"({', '.join(m.name for m in night.targets)})")
+    outcome = Outcome()
+    records, checks, specs = {}, {}, []
+    for model in night.controls:
+        spec = ControlSpec(model.name, model.control, model.claimed_epsilon)
+        specs.append(spec)
+        if model.game_dir is None:
+            checks[spec.name] = model.error or "could not run"
+            continue
+        records[spec.name] = _record(root, model, config, night)
+        checks[spec.name] = steps.judge_control(spec, records[spec.name])
+    trust = steps.night_trust(night.date, checks, tuple(specs), night.accept_unchecked)
+    for spec in specs:
+        if spec.name in records:
+            outcome.rows.append(steps.publish(root, night.date, spec, records[spec.name], warehouse=warehouse,
+                                              run_kind=REJUDGE, control=checks[spec.name], night=trust,
+                                              reference_check=night.reference_check, progress=progress))
+    for model in night.targets:
+        if models and model.name not in models:
+            continue
+        if model.game_dir is None:
+            outcome.failures.append(f"{model.name}: {model.error or 'could not run on the night'}")
+            continue
+        spec = RegisteredTarget(model.name)  # judged against the night's claim, given below
+        outcome.rows.append(steps.publish(root, night.date, spec, _record(root, model, config, night),
+                                          warehouse=warehouse, run_kind=REJUDGE, night=trust,
+                                          reference_check=night.reference_check,
+                                          claimed_epsilon=model.claimed_epsilon, progress=progress))
+    outcome.untrusted += sorted({r["untrusted_reason"] for r in outcome.rows
+                                 if r.get("kind") == "target" and r.get("trust") in EXITS_UNTRUSTED})
+    return outcome
+
+
+__all__ = ["NIGHTS", "NightModel", "StoredNight", "night_model_of", "night_path", "read_night", "rejudge_night",
+           "write_night"]

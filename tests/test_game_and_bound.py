@@ -1,0 +1,185 @@
+"""The game and the bound as two configurations: the counts depend on the game's settings and inputs only, every
+bound setting re-judges stored counts exactly as a fresh audit would, and the stored game reads back the same.
+
+The truth a re-judged result is compared with is a fresh `run_audit` at the combined settings (which plays the
+game again); the scoring key is compared across inputs that differ in one thing at a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from auditing.audit import audit_counts, play_game, run_audit
+from auditing.config import BOUND_FIELDS, GAME_FIELDS, AuditConfig, BoundConfig, GameConfig
+from auditing.errors import LabelDPInputError
+from auditing.game_counts import GameCounts
+from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
+from auditing.selection import STRATEGIES_REGISTRY, SelectionStrategy, select_split
+from pipelines.beam_request import scoring_key
+
+
+def rr_world(n=6000, eps=2.0, seed=0, k=2):
+    rng = np.random.default_rng(seed)
+    x, y = gaussian_mixture(n, k, rng)
+    released = randomized_response(y, k, eps, rng)
+    return np.eye(k)[released], true_posterior(x, k), y
+
+
+BOUNDS = [BoundConfig(), BoundConfig(kappa=0.3), BoundConfig(method="fdp", delta=1e-6),
+          BoundConfig(strategy="split", confidence=0.99), BoundConfig(strategy="max"),
+          BoundConfig(method="fdp", strategy="split", kappa=0.1)]
+
+
+def test_the_two_configurations_partition_the_audit_config():
+    assert set(GAME_FIELDS).isdisjoint(BOUND_FIELDS)
+    assert set(GAME_FIELDS) | set(BOUND_FIELDS) == {f.name for f in dataclasses.fields(AuditConfig)}
+    config = AuditConfig(kappa=0.2, repetitions=7, strategy="split", grid="paper")
+    assert AuditConfig.of(config.game, config.bound) == config
+    assert config.game == GameConfig(repetitions=7, grid="paper")
+    assert config.bound == BoundConfig(kappa=0.2, strategy="split")
+
+
+@pytest.mark.parametrize("bound", BOUNDS, ids=lambda b: f"{b.method}-{b.strategy}-{b.confidence}-{b.kappa}")
+def test_every_bound_setting_rejudges_stored_counts_as_a_fresh_audit(tmp_path, bound):
+    target, reference, labels = rr_world()
+    game = GameConfig(repetitions=4, seed=3)
+    stored = play_game(target, reference, labels, game=game)
+    stored.save(tmp_path)
+    fresh = run_audit(target, reference, labels, config=AuditConfig.of(game, bound))
+    assert audit_counts(GameCounts.load(tmp_path), bound).to_dict() == fresh.to_dict()
+
+
+def test_the_game_reads_no_bound_setting():
+    target, reference, labels = rr_world(seed=1)
+    games = [play_game(target, reference, labels, game=AuditConfig(repetitions=3, **{
+        name: getattr(b, name) for name in BOUND_FIELDS}).game) for b in BOUNDS]
+    first = games[0]
+    for other in games[1:]:
+        assert np.array_equal(other.counts.correct, first.counts.correct)
+        assert all(np.array_equal(a.correct, b.correct) for a, b in zip(other.halves, first.halves, strict=True))
+
+
+def test_stored_game_round_trips_with_check_rows_groups_and_expected_curve(tmp_path):
+    from auditing.audit import CheckRows
+    from auditing.row_groups import RowGroups
+
+    target, reference, labels = rr_world(n=8000, seed=2)
+    check = CheckRows(target[6000:], reference[6000:], labels[6000:], np.arange(6000, 8000))
+    groups = RowGroups(rule="declared", columns=("user",), rows_excluded=3, excluded_with_day=2,
+                       excluded_with_inputs=1)
+    game = play_game(target[:6000], reference[:6000], labels[:6000], game=GameConfig(repetitions=2),
+                     expected_curve=True, check=check, row_groups=groups)
+    game.save(tmp_path)
+    back = GameCounts.load(tmp_path)
+    assert back.game == game.game and back.row_groups == groups and back.expected_correct == game.expected_correct
+    assert all(np.array_equal(getattr(back.check, f), getattr(game.check, f)) for f in back.check._FIELDS)
+    for bound in BOUNDS[:3]:
+        assert audit_counts(back, bound).to_dict() == audit_counts(game, bound).to_dict()
+
+
+def test_a_counts_file_of_another_layout_is_not_read_as_a_game(tmp_path):
+    np.savez(tmp_path / "counts.npz", m=np.array(3), guesses=np.ones((1, 1)), correct=np.zeros((1, 1)))
+    with pytest.raises(LabelDPInputError, match="older layout"):
+        GameCounts.load(tmp_path)
+
+
+def test_a_halves_strategy_on_a_table_with_an_empty_half_is_refused_at_bound_time():
+    target, reference, labels = rr_world(n=1, seed=4)
+    game = play_game(target, reference, labels, game=GameConfig(repetitions=2))
+    assert game.halves is None  # one row: one half is empty, and the other strategies still work
+    assert audit_counts(game, BoundConfig()).m == 1
+    with pytest.raises(LabelDPInputError, match="split strategy needs audited rows in both halves"):
+        audit_counts(game, BoundConfig(strategy="split"))
+
+
+@dataclass(frozen=True)
+class SwappedSplit(SelectionStrategy):
+    """A second halves strategy: c' chosen on the bound half, bounded on the selection half."""
+
+    name: ClassVar[str] = "swapped-split"
+    label: ClassVar[str] = "swapped split"
+    description: ClassVar[str] = "the split strategy with the halves' roles swapped"
+    uses_halves: ClassVar[bool] = True
+
+    def point_confidence(self, confidence, grid_size):
+        return confidence
+
+    def select(self, counts, halves, *, method, confidence, delta, kappa):
+        return select_split(halves[1], halves[0], method=method, confidence=confidence, delta=delta, kappa=kappa)
+
+    def certifiable(self, counts, halves, confidence):
+        return halves[0].guesses[0], halves[0].m, confidence
+
+
+@pytest.fixture()
+def swapped_split():
+    STRATEGIES_REGISTRY.register(SwappedSplit)
+    yield SwappedSplit.name
+    STRATEGIES_REGISTRY.unregister(SwappedSplit.name)
+
+
+def test_a_second_halves_strategy_is_a_bound_setting_of_the_same_game(swapped_split):
+    target, reference, labels = rr_world(n=20_000, eps=4.0, seed=5)
+    game = play_game(target, reference, labels, game=GameConfig(repetitions=2))
+    split = audit_counts(game, BoundConfig(strategy="split"))
+    swapped = audit_counts(game, BoundConfig(strategy=swapped_split))
+    assert swapped.selected_m == split.split_halves["selection"]["m"]  # bounded on the other half
+    assert swapped.epsilon_lower_bound > 0 and swapped.strategy == swapped_split
+    fresh = run_audit(target, reference, labels, config=AuditConfig(repetitions=2, strategy=swapped_split))
+    assert swapped.to_dict() == fresh.to_dict()
+
+
+LINEAGE = {"model": {"fingerprint": "sha256:m"}, "reference": {"fingerprint": "sha256:r"},
+           "partition": {"fingerprint": "sha256:p", "dataset_fingerprint": "sha256:d"},
+           "rows": {"check_rows": {"rows": "held out"}, "excluded": None}}
+AUDITED = {"audit_rows": "training", "training_rows": {"kind": "keys", "fingerprint": "sha256:k"}}
+
+
+def _key(game=None, lineage=None, audited=None, **kw):
+    options = {"expected_curve": False, "capacity_check": True, **kw}
+    return scoring_key(game or GameConfig(), lineage or LINEAGE, AUDITED if audited is None else audited, **options)
+
+
+def _changed(path: tuple[str, ...], value):
+    lineage = json.loads(json.dumps(LINEAGE))
+    node = lineage
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return lineage
+
+
+GAME_CHANGES = {"repetitions": 7, "seed": 1, "score": "log-ratio", "score_power": 1.0, "grid": "paper",
+                "grid_points": 50, "grid_min_fraction": 1e-3, "reference_calibration": "boost"}
+
+
+def test_the_scoring_key_changes_with_everything_the_counts_depend_on():
+    base = _key()
+    assert set(GAME_CHANGES) | {"audit_rows"} == set(GAME_FIELDS)
+    changed = {f"game.{name}": _key(GameConfig(**{name: value})) for name, value in GAME_CHANGES.items()}
+    changed["game.audit_rows"] = _key(GameConfig(audit_rows="all"), audited={})
+    for path, value in ((("model", "fingerprint"), "sha256:m2"), (("reference", "fingerprint"), "sha256:r2"),
+                        (("partition", "fingerprint"), "sha256:p2"),
+                        (("partition", "dataset_fingerprint"), "sha256:d2"),
+                        (("rows", "check_rows"), {"rows": "other"}), (("rows", "excluded"), {"fingerprint": "x"})):
+        changed[".".join(path)] = _key(lineage=_changed(path, value))
+    changed["training rows"] = _key(audited={**AUDITED, "training_rows": {"kind": "keys", "fingerprint": "sha256:k2"}})
+    changed["expected curve"] = _key(expected_curve=True)
+    changed["capacity check"] = _key(capacity_check=False)
+    assert base not in changed.values()
+    assert len(set(changed.values())) == len(changed), "two different inputs share a key"
+
+
+def test_the_scoring_key_ignores_every_bound_setting_and_the_runner():
+    base = AuditConfig(repetitions=5)
+    for bound in BOUNDS:
+        config = AuditConfig.of(base.game, bound)
+        assert config.config_hash() != base.config_hash() or bound == BoundConfig()
+        assert _key(config.game) == _key(base.game)
+    other_runner = {**LINEAGE, "runner": {"runner": "DaskRunner"}, "code_version": {"git_commit": "abc"}}
+    assert _key(lineage=other_runner) == _key()
