@@ -5,7 +5,8 @@ verdicts, warehouse rows and reports identical apart from run ids, timestamps an
     NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/golden_outputs.py --out /tmp/golden-a
     (check out the other commit)
     NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/golden_outputs.py --out /tmp/golden-b
-    diff -r /tmp/golden-a /tmp/golden-b
+    diff -r /tmp/golden-a /tmp/golden-b   (with --models-from WORK-A --work WORK-B for the second run: the same
+                                          model files, since CatBoost's files differ between trainings)
 
 What runs (about 6 minutes on 2 cores): two synthetic days of 30,000 rows; `labeldp-audit nightly` with three
 plans (the defaults; the split strategy with kappa 0.1; the f-DP method with delta 1e-6 and the raw reference),
@@ -81,6 +82,7 @@ def _mask_html(text: str, root: Path) -> str:
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", text)
     text = re.sub(r"\b\d+\.\d+\.\d+\+[0-9a-f]{12}(-dirty)?", "<code>", text)
     text = re.sub(r"\b\d+(\.\d+)? ?s\b", "<secs>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", "<time>", text)
     return text
 
 
@@ -126,11 +128,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="directory to write the normalised outputs to")
     parser.add_argument("--work", type=Path, default=None, help="working directory (default: a temporary one)")
     parser.add_argument("--rows", type=int, default=30_000)
+    parser.add_argument("--models-from", type=Path, default=None,
+                        help="a work directory of an earlier run: its partitions and trained models are copied, so "
+                             "both runs audit byte-identical model files (CatBoost's files differ between trainings)")
     args = parser.parse_args()
     from pipelines.synth import write_synthetic_day
 
     work = args.work or Path(tempfile.mkdtemp(prefix="labeldp-golden-"))
     root = work / "root"
+    if args.models_from is not None and not (root / "partitions").is_dir():
+        import shutil
+
+        for part in ("partitions", "models"):
+            shutil.copytree(args.models_from / "root" / part, root / part)
     if not (root / "partitions").is_dir():
         for day in (D0, D1):
             write_synthetic_day(root, day, rows=args.rows)
