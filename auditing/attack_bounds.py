@@ -112,7 +112,7 @@ def posterior_ceiling(eps, prior=None, delta: float = 0.0, classes: int | None =
 
 def generalized_advantage(posterior, prior):
     """(posterior - prior) / (1 - prior): the attack's gain over guessing from the prior, rescaled to [0, 1]
-    ([BWC] Section 5.3 from its ref. [11]; the same as [BRD] Eq. 4 with prior = kappa)."""
+    ([BWC] Section 5.3 from its ref. [11]; the same as [BRD] Eq. 4, whose prior success is ``prior`` here)."""
     posterior = np.asarray(posterior, dtype=np.float64)
     prior = np.asarray(prior, dtype=np.float64)
     out = (posterior - prior) / (1.0 - prior)
@@ -159,15 +159,15 @@ def mia_advantage_bound(eps, delta: float = 0.0) -> float:
     return float(min(1.0, math.tanh(eps / 2.0) + 2.0 * delta / (math.exp(min(eps, 700.0)) + 1.0)))
 
 
-def aia_advantage_bound(eps, classes: int = 2, kappa: float | None = None, kappa_min: float | None = None,
+def aia_advantage_bound(eps, classes: int = 2, prior_max: float | None = None, prior_min: float | None = None,
                         delta: float = 0.0) -> float | None:
     """The attribute-inference advantage (= (0, gamma)-U-ReRo, [ARD] Proposition 8.2) of any attack.
 
     Uniform prior over k = ``classes`` values ([ARD] Eq. 6, Section 8.2, Table 2):
         min{(e^eps - 1)/k, (k - 1)/k * tanh(eps/2)}.
-    Informed prior ([ARD] Theorem 7.3 with Theorem 7.2): with kappa = the largest prior probability of a value
-    and kappa_min = the smallest,
-        min{kappa (e^eps - 1), kappa (k - 1) tanh(eps/2) + kappa - kappa_min, tanh(eps/2)}.
+    Informed prior ([ARD] Theorem 7.3 with Theorem 7.2): with prior_max = the largest prior probability of a
+    value and prior_min = the smallest,
+        min{prior_max (e^eps - 1), prior_max (k - 1) tanh(eps/2) + prior_max - prior_min, tanh(eps/2)}.
     delta > 0: [ARD] states these for pure eps. For k = 2 uniform the binary attribute is the strong membership
     experiment (Section 8.1: (0, gamma/2)-U-ReRo <=> Adv^s_MIA <= gamma), so the (eps, delta) bound is half of
     Theorem 4.9: (e^eps - 1 + 2 delta) / (2 (e^eps + 1)).
@@ -175,59 +175,59 @@ def aia_advantage_bound(eps, classes: int = 2, kappa: float | None = None, kappa
     Returns:
         The advantage bound, or None when delta > 0 and (k > 2 or an informed prior): no bound is stated then.
     Raises:
-        LabelDPInputError: bad eps, classes or delta, or kappa / kappa_min not satisfying
-        kappa_min <= 1/classes <= kappa.
+        LabelDPInputError: bad eps, classes or delta, or prior_max / prior_min not satisfying
+        prior_min <= 1/classes <= prior_max.
     """
     eps = check_epsilon(eps)
     k = check_classes(classes)
     delta = check_delta(delta)
-    informed = kappa is not None or kappa_min is not None
+    informed = prior_max is not None or prior_min is not None
     if informed:
-        kappa = float(check_priors([1.0 / k if kappa is None else kappa], "kappa")[0])
-        kappa_min = float(check_priors([kappa if kappa_min is None else kappa_min], "kappa_min")[0])
-        if kappa_min > kappa or kappa < 1.0 / k - 1e-12 or kappa_min > 1.0 / k + 1e-12:
+        prior_max = float(check_priors([1.0 / k if prior_max is None else prior_max], "prior_max")[0])
+        prior_min = float(check_priors([prior_max if prior_min is None else prior_min], "prior_min")[0])
+        if prior_min > prior_max or prior_max < 1.0 / k - 1e-12 or prior_min > 1.0 / k + 1e-12:
             raise LabelDPInputError(
-                f"kappa_min <= 1/classes <= kappa must hold for a prior over {k} values; got kappa={kappa!r}, "
-                f"kappa_min={kappa_min!r}")
+                f"prior_min <= 1/classes <= prior_max must hold for a prior over {k} values; got "
+                f"prior_max={prior_max!r}, prior_min={prior_min!r}")
     if delta > 0.0:
         if k == 2 and not informed:
             return 0.5 * mia_advantage_bound(eps, delta)
         return None
     if math.isinf(eps):
-        return float(1.0 - (kappa_min if informed else 1.0 / k)) if informed else (k - 1) / k
+        return float(1.0 - (prior_min if informed else 1.0 / k)) if informed else (k - 1) / k
     growth = math.expm1(min(eps, 700.0))  # e^700 ~ 1e304: the min{} below is decided long before
     half = math.tanh(eps / 2.0)
     if not informed:
         return float(min(growth / k, (k - 1) / k * half))
-    return float(min(kappa * growth, kappa * (k - 1) * half + kappa - kappa_min, half))
+    return float(min(prior_max * growth, prior_max * (k - 1) * half + prior_max - prior_min, half))
 
 
 # ------------------------------------------------------------------------------------------ reconstruction
 
 
-def reconstruction_bound_gdp(mu, kappa):
-    """Phi(Phi^-1(kappa) + mu): the most a reconstruction attack with prior success kappa achieves against a
+def reconstruction_bound_gdp(mu, prior):
+    """Phi(Phi^-1(prior) + mu): the most a reconstruction attack with prior success ``prior`` achieves against a
     mu-Gaussian-DP mechanism ([BRD] Theorem 2 with Remark 3: blow-up = 1 - trade-off, and the Gaussian
-    trade-off f_mu(x) = Phi(Phi^-1(1 - x) - mu)). Vectorised over kappa."""
+    trade-off f_mu(x) = Phi(Phi^-1(1 - x) - mu)). Vectorised over prior."""
     mu = float(mu)
     if not (mu >= 0.0):
         raise LabelDPInputError(f"mu (the Gaussian-DP parameter) must be >= 0 (1 bad value); got {mu!r}")
-    k = check_priors(kappa, "kappa").reshape(np.shape(kappa))
-    out = np.ones_like(k) if math.isinf(mu) else ndtr(ndtri(k) + mu)
+    p = check_priors(prior, "prior").reshape(np.shape(prior))
+    out = np.ones_like(p) if math.isinf(mu) else ndtr(ndtri(p) + mu)
     return out if np.ndim(out) else float(out)
 
 
-def reconstruction_bound_dp(eps, delta, kappa):
-    """1 - f_{eps,delta}(kappa) = min{1, e^eps kappa + delta, 1 - e^-eps (1 - delta - kappa)}: the blow-up of
+def reconstruction_bound_dp(eps, delta, prior):
+    """1 - f_{eps,delta}(prior) = min{1, e^eps prior + delta, 1 - e^-eps (1 - delta - prior)}: the blow-up of
     the (eps, delta)-DP trade-off function f_{eps,delta}(a) = max{0, 1 - delta - e^eps a, e^-eps (1 - delta - a)}
     ([BRD] Theorem 2 + Remark 3; f_{eps,delta} as in [BWC] Section 4.4, footnote 4). Valid for every
-    (eps, delta)-DP mechanism; vectorised over kappa."""
+    (eps, delta)-DP mechanism; vectorised over prior."""
     eps = check_epsilon(eps)
     delta = check_delta(delta)
-    k = check_priors(kappa, "kappa").reshape(np.shape(kappa))
+    p = check_priors(prior, "prior").reshape(np.shape(prior))
     if math.isinf(eps):
-        out = np.ones_like(k)
+        out = np.ones_like(p)
     else:
-        out = np.minimum(1.0, np.minimum(math.exp(min(eps, 700.0)) * k + delta,
-                                         1.0 - math.exp(-eps) * (1.0 - delta - k)))
+        out = np.minimum(1.0, np.minimum(math.exp(min(eps, 700.0)) * p + delta,
+                                         1.0 - math.exp(-eps) * (1.0 - delta - p)))
     return out if np.ndim(out) else float(out)

@@ -11,8 +11,8 @@ inverse fbar^-1(r) = inf{s >= 0 : fbar(s) >= r}:
 REJECT is the branch the paper prints as "Return False" (line 8-9 of Alg. 3, "probability of c correct guesses
 is less than gamma"); Theorem 10 and Definition 3 (Evaluate = 0 means "rejects") read it that way, Theorem 5's
 "returns True" is the opposite wording. docs/fdp-curve.md, section 3, derives it from the proof of Theorem 10,
-including why ">=" (not only ">") is sound: s(tau) = r[0] + h[0] as a function of the level is strictly
-increasing.
+including why ">=" (not only ">") is sound: s(t) = r[0] + h[0] as a function of the level t (the recursion
+started at r[c] = t c / m, h[c] = t (c' - c) / m; the test runs it at t = gamma) is strictly increasing.
 
 The two trade-off functions (kinds):
 

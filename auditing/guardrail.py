@@ -1,4 +1,5 @@
-"""The release guardrail's verdict (DESIGN.md, statistical contract).
+"""The release guardrail's verdict (README.md, "What the numbers mean": Status; the valid bound it rests on and
+its assumptions: docs/soundness.md, section 1 "The game and the hypothesis").
 
   - VIOLATION: the VALID lower bound exceeds the claimed epsilon: the claim is disproved at the audit's
     confidence (under the audit's assumptions: the model is label-DP and the reference is within kappa of the day).

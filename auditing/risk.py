@@ -16,9 +16,11 @@ The sources:
   (e^eps + 1) (Theorem 4.9), and the attribute-inference / U-ReRo bounds (Theorem 7.2, Theorem 7.3, Eq. 6,
   Section 8.2, Table 2).
 * [BRD] Hayes et al. 2023, "Bounding Training Data Reconstruction in DP-SGD", arXiv:2302.07225: reconstruction
-  success <= the blow-up B_kappa = 1 - f(kappa) of the mechanism's trade-off function f (Theorem 2 with
-  Remark 3), which for mu-Gaussian-DP is Phi(Phi^-1(kappa) + mu) (their Table 2 uses one unsampled DP-SGD
-  step, mu = 1/sigma); the advantage (success - kappa) / (1 - kappa) (Eq. 4).
+  success <= the blow-up 1 - f(prior) of the mechanism's trade-off function f at the attack's prior success
+  (Theorem 2 with Remark 3), which for mu-Gaussian-DP is Phi(Phi^-1(prior) + mu) (their Table 2 uses one
+  unsampled DP-SGD step, mu = 1/sigma); the advantage (success - prior) / (1 - prior) (Eq. 4). The paper writes
+  the prior success as kappa; here it is always ``prior`` (``prior_max`` / ``prior_min`` for [ARD]'s largest and
+  smallest prior probability), since kappa is this project's robustness parameter (docs/soundness.md).
 
 Priors for a day of CTR data are the reference model's click probabilities over the audited rows. They travel
 as a claim-free `PriorHistogram` (fixed buckets in logit space, integer counts, so that it merges exactly across
@@ -114,12 +116,12 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
     * prior_buckets: the same conditional rate for every band of PRIOR_BUCKET_EDGES (rows, mean prior, mean
       posterior ceiling).
     * mia_advantage_bound ([ARD] Thm 4.9), aia_advantage_bound (binary label, uniform prior, [ARD] Eq. 6 /
-      Sec. 8.1-8.2), reconstruction_bound: reconstructing "clicked" for a 90th-percentile row (kappa = p90):
-      1 - f(kappa) with f the (eps, delta) trade-off ([BRD] Thm 2), and with ``mu`` (a Gaussian-DP audit) the
-      Gaussian form Phi(Phi^-1(kappa) + mu) as reconstruction_bound_gdp.
+      Sec. 8.1-8.2), reconstruction_bound: reconstructing "clicked" for a 90th-percentile row (prior success
+      reconstruction_prior = p90): 1 - f(p90) with f the (eps, delta) trade-off ([BRD] Thm 2), and with ``mu``
+      (a Gaussian-DP audit) the Gaussian form Phi(Phi^-1(p90) + mu) as reconstruction_bound_gdp.
 
     Without a histogram (None or empty) only epsilon, delta, rows = 0, the membership / attribute bounds and
-    the reconstruction bound at kappa = 0.5 are filled. Raises LabelDPInputError for a bad eps or delta.
+    the reconstruction bound at prior success 0.5 are filled. Raises LabelDPInputError for a bad eps or delta.
     """
     eps = check_epsilon(eps)
     delta = check_delta(delta)
@@ -127,7 +129,7 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
                    "mia_advantage_bound": mia_advantage_bound(eps, delta),
                    "aia_advantage_bound": aia_advantage_bound(eps, 2, delta=delta)}
     if histogram is None or histogram.total == 0:
-        block.update(rows=0, reconstruction_kappa=0.5,
+        block.update(rows=0, reconstruction_prior=0.5,
                      reconstruction_bound=float(reconstruction_bound_dp(eps, delta, 0.5)))
         if mu is not None:
             block.update(mu=float(mu), reconstruction_bound_gdp=float(reconstruction_bound_gdp(mu, 0.5)))
@@ -153,7 +155,7 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
                             if high_rows else None),
         expected_positives=positives, column_baseline=baseline, column_t=int(t),
         column_tail_bound=col.tail, column_tail_prior=float(prior_tail), column_expected=col.expected,
-        column_method=col.method, reconstruction_kappa=p90,
+        column_method=col.method, reconstruction_prior=p90,
         reconstruction_bound=float(reconstruction_bound_dp(eps, delta, p90)),
         prior_buckets=_prior_buckets(eps, delta, p, c),
     )

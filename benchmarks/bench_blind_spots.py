@@ -1,9 +1,10 @@
 """Curator-style blind spots: targets that leak only on a rare subpopulation.
 
-The curator attack (../shared/papers/curator-attack-blackbox-auditing.txt) makes a black-box auditor pass a
-mechanism that leaks only on rare events. Here the rare event is a single rare value of one categorical
-feature, held by a share f of the audited rows (5% down to 0.005%). A target equals the reference M' (no
-leakage) on every other row and, on the rare rows, reveals the label:
+The curator attack (Wang et al. 2024, "Curator Attack: When Blackbox Differential Privacy Auditing Loses Its
+Power", arXiv:2411.16516) makes a black-box auditor pass a mechanism that leaks only on rare events. Here the
+rare event is a single rare value of one categorical feature, held by a share f of the audited rows (5% down to
+0.005%). A target equals the reference M' (no leakage) on every other row and, on the rare rows, reveals the
+label:
 
 - partially: randomized response at eps_leak (`auditing.controls.rr_oracle_probabilities`), a real violation
   of any claim below eps_leak;

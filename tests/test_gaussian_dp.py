@@ -161,7 +161,8 @@ def test_epsilon_for_mu_edge_cases():
     assert epsilon_for_mu(1.0, 0.5) == 0.0  # delta >= delta(0; 1) = 0.383: every eps >= 0 works
     assert epsilon_for_mu(1.0, 0.0) == math.inf  # no Gaussian with mu > 0 is pure DP
     assert epsilon_for_mu(math.inf, 1e-6) == math.inf
-    # The public reference's fallback value (noise 10, i.e. mu = 0.1) at delta 1e-6: the "~0.40" of DESIGN.md.
+    # mu = 0.1 (Gaussian noise multiplier 10 on a sensitivity-1 query, mu = 1/sigma) at delta 1e-6: the eps with
+    # delta(eps; 0.1) = 1e-6 by Cor. 2.13 is 0.396857 (scipy brentq on direct_delta above, independent of the code).
     assert epsilon_for_mu(0.1, 1e-6) == pytest.approx(0.3969, abs=1e-4)
 
 

@@ -69,26 +69,27 @@ def test_membership_and_attribute_exact_values():
 
 
 def test_gaussian_reconstruction_exact_value():
-    """[BRD] Theorem 2 + Remark 3 with the Gaussian trade-off: Phi(Phi^-1(kappa) + mu)."""
+    """[BRD] Theorem 2 + Remark 3 with the Gaussian trade-off: Phi(Phi^-1(prior) + mu)."""
     assert reconstruction_bound_gdp(1.0, 0.1) == pytest.approx(0.389144, abs=5e-7)
 
 
 # [BRD] Appendix H, Table 2, rows "Ours": one unsampled DP-SGD step with clipping norm 1, so mu = 1/sigma; the
-# advantage is (success - kappa) / (1 - kappa) (Eq. 4) with kappa = 1/prior size.
+# advantage is (success - prior) / (1 - prior) (Eq. 4; the paper writes the prior success as kappa) with
+# prior = 1/prior size.
 SIGMAS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 TABLE_2_OURS = {10: (0.737, 0.322, 0.189, 0.128, 0.099, 0.080), 100: (0.362, 0.077, 0.035, 0.024, 0.018, 0.012)}
 
 
 @pytest.mark.parametrize("prior_size", [10, 100])
 def test_bounding_reconstruction_table_2_ours(prior_size):
-    """[BRD] Table 2 ("Ours"). The closed form Phi(Phi^-1(kappa) + 1/sigma) is exact for a Gaussian pair
+    """[BRD] Table 2 ("Ours"). The closed form Phi(Phi^-1(prior) + 1/sigma) is exact for a Gaussian pair
     (Neyman-Pearson); the paper's printed figures are its Monte Carlo estimate of the blow-up (Section 3.3,
     Proposition 5), so they differ from the exact values in the third decimal: by at most 0.0026 for prior
     size 10 and 0.0062 for prior size 100 (sigma = 1: exact 0.0832 vs printed 0.077). We therefore check (a) the
     exact closed form against the printed row within those Monte Carlo differences, and (b) the paper's own
     estimator (seeded, 2e6 samples) against the closed form to 3 decimals."""
-    kappa = 1.0 / prior_size
-    exact = [(reconstruction_bound_gdp(1 / s, kappa) - kappa) / (1 - kappa) for s in SIGMAS]
+    prior = 1.0 / prior_size
+    exact = [(reconstruction_bound_gdp(1 / s, prior) - prior) / (1 - prior) for s in SIGMAS]
     printed = TABLE_2_OURS[prior_size]
     tolerance = 0.003 if prior_size == 10 else 0.0065
     assert np.max(np.abs(np.array(exact) - printed)) <= tolerance
@@ -97,9 +98,9 @@ def test_bounding_reconstruction_table_2_ours(prior_size):
     for sigma, value in zip(SIGMAS, exact, strict=True):
         mu = 1 / sigma
         ratio = np.exp(mu * w - mu * mu / 2)  # d mu_dist / d nu
-        kept = np.sort(ratio)[-int(kappa * w.size):]  # the kappa N samples with the largest ratio (Prop. 5)
+        kept = np.sort(ratio)[-int(prior * w.size):]  # the prior * N samples with the largest ratio (Prop. 5)
         estimate = kept.sum() / w.size
-        assert (estimate - kappa) / (1 - kappa) == pytest.approx(value, abs=2.5e-3)
+        assert (estimate - prior) / (1 - prior) == pytest.approx(value, abs=2.5e-3)
 
 
 # --------------------------------------------------------------------------------------------- [BWC] examples
@@ -151,12 +152,12 @@ def test_bwc_section_4_2_tighter_than_narcissus_resiliency():
 
 def test_ard_reductions():
     """[ARD] Table 2: the strongest MIA's (0, gamma)-ReRo is 1/2 (tanh(eps/2) + 1) = the posterior ceiling at
-    prior 1/2; Theorem 7.3 reduces to Eq. 6 when kappa = kappa_min = 1/m; [BWC] is below [ARD] Prop. 5.1's ReRo
-    bound min{kappa e^eps, kappa (1 + (m - 1) tanh(eps/2))} for uniform priors."""
+    prior 1/2; Theorem 7.3 reduces to Eq. 6 when prior_max = prior_min = 1/m; [BWC] is below [ARD] Prop. 5.1's
+    ReRo bound min{prior e^eps, prior (1 + (m - 1) tanh(eps/2))} for uniform priors (prior = 1/m)."""
     for eps in (0.1, 1, 3):
         assert posterior_ceiling(eps, 0.5) == pytest.approx(0.5 * (math.tanh(eps / 2) + 1), rel=1e-12)
         for m in (2, 3, 10):
-            assert aia_advantage_bound(eps, m, kappa=1 / m, kappa_min=1 / m) == pytest.approx(
+            assert aia_advantage_bound(eps, m, prior_max=1 / m, prior_min=1 / m) == pytest.approx(
                 aia_advantage_bound(eps, m), rel=1e-12)
             rero = min(math.exp(eps) / m, (1 + (m - 1) * math.tanh(eps / 2)) / m)
             assert posterior_ceiling(eps, classes=m) <= rero + 1e-12
@@ -522,14 +523,14 @@ def test_audit_text_shows_what_the_bound_demonstrates(audit):
 def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
     """[ARD] Theorem 7.3 (informed prior) with Theorem 7.2's tanh cap; and for a stated (eps, delta) the mu of
     the reconstruction bound is the largest mu with delta(eps; mu) <= delta (Dong et al. Cor. 2.13), so the
-    Gaussian form never exceeds the general (eps, delta) blow-up of [BRD] Theorem 2 at that kappa."""
+    Gaussian form never exceeds the general (eps, delta) blow-up of [BRD] Theorem 2 at that prior."""
     eps = 0.1
-    assert aia_advantage_bound(eps, 3, kappa=0.4, kappa_min=0.25) == pytest.approx(0.4 * math.expm1(eps))
+    assert aia_advantage_bound(eps, 3, prior_max=0.4, prior_min=0.25) == pytest.approx(0.4 * math.expm1(eps))
     big = 3.0
-    assert aia_advantage_bound(big, 3, kappa=0.4, kappa_min=0.25) == pytest.approx(
+    assert aia_advantage_bound(big, 3, prior_max=0.4, prior_min=0.25) == pytest.approx(
         min(0.4 * 2 * math.tanh(big / 2) + 0.15, math.tanh(big / 2)))
-    with pytest.raises(LabelDPInputError, match="kappa_min <= 1/classes <= kappa"):
-        aia_advantage_bound(1, 3, kappa=0.2, kappa_min=0.1)
+    with pytest.raises(LabelDPInputError, match="prior_min <= 1/classes <= prior_max"):
+        aia_advantage_bound(1, 3, prior_max=0.2, prior_min=0.1)
     from auditing.gaussian_dp import gaussian_delta, mu_for_epsilon
 
     h = PriorHistogram.from_probabilities(_ctr_priors(2000))

@@ -1,9 +1,10 @@
 """The run report's "Reference check" card, and the labels that say which assumption a figure rests on.
 
 kappa is the audit's one assumption about the reference M': on every audited row, |log D'(y|x) - log D(y|x)|
-<= kappa, i.e. M' misjudges no row's click odds by more than a factor e^kappa (DESIGN.md, "Statistical
-contract"). The night corrects M' on day D's held-out rows before the game (`reference_calibration` boost); the
-misfit that remains is judged per verdict by the capacity check (the Trust card, `auditing.report.trust_panel`).
+<= kappa, i.e. M' misjudges no row's click odds by more than a factor e^kappa (docs/soundness.md, section 1
+"The game and the hypothesis", condition 2 of H). The night corrects M' on day D's held-out rows before the
+game (`reference_calibration` boost); the misfit that remains is judged per verdict by the capacity check (the
+Trust card, `auditing.report.trust_panel`).
 The check's shape is `auditing.warehouse.rows.check_reference_check`; a night written while the label-blind
 control ran (retired: the capacity check replaced it) carries its figures, which this card still shows.
 

@@ -67,14 +67,14 @@ def risk_sentences(assessment: Mapping) -> list[str]:
                f"{_pair(c, s, 'mia_advantage_bound')}.")
     out.append(f"Guessing a person's click from the model with no other knowledge (uniform prior): advantage "
                f"{_pair(c, s, 'aia_advantage_bound')}.")
-    kappa = c.get("reconstruction_kappa", 0.5)
+    prior = c.get("reconstruction_prior", 0.5)
     gdp = ""
     if c.get("reconstruction_bound_gdp") is not None:
         gdp = f" (if the mechanism is Gaussian: {_pct(c['reconstruction_bound_gdp'])}"
         if s is not None and s.get("reconstruction_bound_gdp") is not None:
             gdp += f", demonstrated {_pct(s['reconstruction_bound_gdp'])}"
         gdp += ")"
-    out.append(f"Reconstructing “clicked” for a row whose prior is {_pct(kappa)}: success "
+    out.append(f"Reconstructing “clicked” for a row whose prior is {_pct(prior)}: success "
                f"{_pair(c, s, 'reconstruction_bound')}{gdp}.")
     return out
 

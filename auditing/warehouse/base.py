@@ -53,7 +53,8 @@ def backoff_delays(initial: float, maximum: float, deadline: float) -> Iterator[
 
 
 class Warehouse:
-    """The warehouse interface (DESIGN.md "Warehouse tables"); get one from ``open_warehouse``."""
+    """The warehouse interface (the tables: docs/warehouse.md and ``auditing.warehouse.schema``); get one from
+    ``open_warehouse``."""
 
     dialect = ""
     placeholder = ""  # "qmark" (DuckDB) or "format" (psycopg)

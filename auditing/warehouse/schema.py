@@ -1,4 +1,4 @@
-"""The warehouse tables, written once and rendered for DuckDB and PostgreSQL (DESIGN.md, "Warehouse tables").
+"""The warehouse tables, written once and rendered for DuckDB and PostgreSQL (docs/warehouse.md).
 
 Both backends get the same column names, the same logical types and the same keys; only the spelling of a
 type differs (``DOUBLE`` vs ``DOUBLE PRECISION``). Every SQL statement the warehouse runs is built here from
@@ -152,9 +152,10 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
            "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
            "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%"),
-    # kappa replaces tau (DESIGN.md "Statistical contract"): NULL in every column below on rows written before
-    # it. A legacy row's TV figures tau / breaking_tau are never copied into them (the migration that retired
-    # those columns kept non-zero values in reference_check_note, auditing.warehouse.migrations).
+    # kappa replaces tau (docs/soundness.md: section 1, hypothesis H, defines kappa; section 5 says why tau did not
+    # protect): NULL in every column below on rows written before it. A legacy row's TV figures tau / breaking_tau
+    # are never copied into them (the migration that retired those columns kept non-zero values in
+    # reference_check_note, auditing.warehouse.migrations).
     Column("kappa", "double", True,
            "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
            "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "

@@ -157,12 +157,12 @@ def compute(args) -> dict:
                    posterior_ceiling_median=float(np.median(ceilings)), posterior_ceiling_max=float(ceilings.max()))
         if priors.size <= 20:
             out["posterior_ceilings"] = [float(v) for v in ceilings]
-    kappa = out.get("prior", 1.0 / k) if priors is None or priors.size == 1 else 1.0 / k
-    out["reconstruction_kappa"] = float(kappa)
-    out["reconstruction_bound"] = float(reconstruction_bound_dp(eps, delta, kappa))
+    prior = out.get("prior", 1.0 / k) if priors is None or priors.size == 1 else 1.0 / k
+    out["reconstruction_prior"] = float(prior)
+    out["reconstruction_bound"] = float(reconstruction_bound_dp(eps, delta, prior))
     if mu is not None:
         out["mu"] = mu
-        out["reconstruction_bound_gdp"] = float(reconstruction_bound_gdp(mu, kappa))
+        out["reconstruction_bound_gdp"] = float(reconstruction_bound_gdp(mu, prior))
 
     if args.at_least is not None or args.max_risk is not None:
         if priors is None:
@@ -219,7 +219,7 @@ def run(args) -> int:
     aia = out["aia_advantage_bound"]
     print(f"  attribute inference ({out['classes']} values, uniform prior): advantage <= "
           + ("not stated for delta > 0 with more than 2 values" if aia is None else f"{aia:.6g}"))
-    line = (f"  reconstruction (prior success {_pct(out['reconstruction_kappa'])}): success <= "
+    line = (f"  reconstruction (prior success {_pct(out['reconstruction_prior'])}): success <= "
             f"{_pct(out['reconstruction_bound'])}")
     if "reconstruction_bound_gdp" in out:
         line += f" (Gaussian mechanism, mu = {out['mu']:.4g}: {_pct(out['reconstruction_bound_gdp'])})"
