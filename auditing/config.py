@@ -12,6 +12,7 @@ halves or not, is a bound setting.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
@@ -20,10 +21,11 @@ import numpy as np
 
 from auditing.bounds import resolve_delta
 from auditing.errors import LabelDPInputError
-from auditing.methods import Binomial, BoundMethod, bound_method
-from auditing.params import check_confidence, check_delta, check_kappa
+from auditing.methods import BOUND_METHODS, Binomial, BoundMethod, bound_method, method_names
+from auditing.params import CONFIDENCE, DELTA, KAPPA
 from auditing.scores import DEFAULT_POWER, SCORES
-from auditing.selection import SelectionStrategy, selection_strategy
+from auditing.selection import STRATEGIES_REGISTRY, SelectionStrategy, selection_strategy, strategy_names
+from auditing.settings import check_settings, setting
 from auditing.sweep import GRID_KINDS, guess_grid
 
 # Which rows of the day the game is played on: the rows whose labels entered training (default), or
@@ -43,6 +45,10 @@ CONFIG_HASH_VERSION = 2
 GAME_VERSION = 1
 
 
+def _first_line(obj) -> str:
+    return " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split()).rstrip(".")
+
+
 def _digest(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -51,37 +57,36 @@ def _digest(payload: dict) -> str:
 class GameConfig:
     """Everything that determines the game's counts (paper Alg. 2 and its sweep); validated on construction."""
 
-    repetitions: int = 100
-    seed: int = 0
-    score: str = "paper"
-    score_power: float = DEFAULT_POWER
-    grid: str = "log"
-    grid_points: int = 100
-    grid_min_fraction: float = 1e-4
-    audit_rows: str = "training"  # AUDIT_ROWS
-    reference_calibration: str = "none"  # REFERENCE_CALIBRATIONS
+    repetitions: int = setting(20, help="repetitions of the game: repetition 0 is pre-registered and decides, the "
+                                        "others give the paper's optimistic statistic", minimum=1)
+    seed: int = setting(0, help="seed keying the game's counterfactual labels and coins (with each row's id)",
+                        minimum=0)
+    score: str = setting("paper", help="attack score", choices=lambda: tuple(SCORES),
+                         choices_help=lambda: "; ".join(f"{name}: {_first_line(SCORES[name])}" for name in SCORES))
+    score_power: float = setting(DEFAULT_POWER, help="the power t of the score's (1 - M'(x)[y])^t weighting",
+                                 minimum=0)
+    grid: str = setting("log", help="the guess grid over c': log (grid_points log-spaced fractions from "
+                                    "grid_min_fraction to 1) or paper (1% to 100% of the rows, the paper's)",
+                        choices=lambda: tuple(GRID_KINDS))
+    grid_points: int = setting(100, help="points of the log grid", minimum=1)
+    grid_min_fraction: float = setting(1e-4, help="smallest fraction of the rows guessed on the log grid", minimum=0,
+                                       open_minimum=True, maximum=1)
+    audit_rows: str = setting("training", help="the rows the game is played on: training (the rows whose labels "
+                                               "entered training, from the model's registry metadata) or all",
+                              choices=lambda: AUDIT_ROWS)
+    reference_calibration: str = setting(
+        "boost", help="correction of the reference on the day's held-out rows before the game: boost (a few "
+                      "regularised boosting rounds from M''s logits) or none (the paper's raw M'); a table of "
+                      "probabilities audited as given records none", choices=lambda: REFERENCE_CALIBRATIONS,
+        option=False)
 
     def __post_init__(self):
-        if self.audit_rows not in AUDIT_ROWS:
-            raise LabelDPInputError(f"audit_rows must be one of {list(AUDIT_ROWS)}; got {self.audit_rows!r}")
-        if self.reference_calibration not in REFERENCE_CALIBRATIONS:
-            raise LabelDPInputError(f"reference_calibration must be one of {list(REFERENCE_CALIBRATIONS)}; "
-                                    f"got {self.reference_calibration!r}")
+        check_settings(self)
         if self.audit_rows == "all" and self.reference_calibration != "none":
             raise LabelDPInputError(
                 "audit_rows 'all' cannot be combined with reference_calibration "
                 f"{self.reference_calibration!r}: the calibration uses the day's held-out rows, which would then "
                 "be audited too; use audit_rows 'training' or reference_calibration 'none'")
-        if isinstance(self.repetitions, bool) or int(self.repetitions) != self.repetitions or self.repetitions < 1:
-            raise LabelDPInputError(f"repetitions must be a whole number >= 1; got {self.repetitions!r}")
-        if isinstance(self.seed, bool) or int(self.seed) != self.seed or self.seed < 0:
-            raise LabelDPInputError(f"seed must be a whole number >= 0; got {self.seed!r}")
-        if self.score not in SCORES:
-            raise LabelDPInputError(f"score must be one of {sorted(SCORES)}; got {self.score!r}")
-        if not (self.score_power >= 0):
-            raise LabelDPInputError(f"score_power must be >= 0; got {self.score_power!r}")
-        if self.grid not in GRID_KINDS:
-            raise LabelDPInputError(f"grid must be one of {list(GRID_KINDS)}; got {self.grid!r}")
 
     def game_hash(self) -> str:
         """Stable 16-hex digest of what determines the counts (with `GAME_VERSION`)."""
@@ -108,18 +113,19 @@ class BoundConfig:
     """Everything that turns the game's counts into a valid bound; validated on construction. A method or
     strategy object is accepted and stored by its registered name (hashes and rows use it)."""
 
-    method: str = "binomial"  # a registered bound method (auditing.methods)
-    strategy: str = "bonferroni"  # a registered selection strategy (auditing.selection)
-    confidence: float = 0.95
-    delta: float | None = None  # None: the method's default (0 for both, auditing.bounds)
-    kappa: float = 0.0  # bound on |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md)
+    method: str = setting("binomial", help="bound method", choices=method_names,
+                          choices_help=lambda: BOUND_METHODS.help())
+    strategy: str = setting("bonferroni", help="how the number of guesses c' is chosen over the sweep",
+                            choices=strategy_names, choices_help=lambda: STRATEGIES_REGISTRY.help())
+    confidence: float = setting(0.95, meaning=CONFIDENCE)
+    delta: float | None = setting(None, meaning=DELTA)
+    kappa: float = setting(0.0, meaning=KAPPA)
 
     def __post_init__(self):
         object.__setattr__(self, "method", bound_method(self.method).name)
         object.__setattr__(self, "strategy", selection_strategy(self.strategy).name)
-        check_confidence(self.confidence)
-        object.__setattr__(self, "delta", check_delta(resolve_delta(self.method, self.delta)))
-        object.__setattr__(self, "kappa", check_kappa(self.kappa))
+        object.__setattr__(self, "delta", resolve_delta(self.method, self.delta))
+        check_settings(self)
 
     @property
     def bound_method(self) -> BoundMethod:
@@ -134,31 +140,21 @@ GAME_FIELDS = tuple(f.name for f in fields(GameConfig))
 BOUND_FIELDS = tuple(f.name for f in fields(BoundConfig))
 
 
-@dataclass(frozen=True)
 class AuditConfig:
-    """An audit's whole configuration: the game's (`GameConfig`) and the bound's (`BoundConfig`) fields side by
-    side, validated by both on construction. ``.game`` and ``.bound`` split it; `AuditConfig.of` joins them."""
+    """The audit's settings: how the game is played (what its counts depend on) and how the counts become a valid
+    bound (what a re-judging may change)
 
-    method: str = "binomial"
-    strategy: str = "bonferroni"
-    confidence: float = 0.95
-    delta: float | None = None
-    kappa: float = 0.0
-    repetitions: int = 100
-    seed: int = 0
-    score: str = "paper"
-    score_power: float = DEFAULT_POWER
-    grid: str = "log"
-    grid_points: int = 100
-    grid_min_fraction: float = 1e-4
-    audit_rows: str = "training"
-    reference_calibration: str = "none"  # plans default to "boost" (flows/plan.py)
+    The bound's (`BoundConfig`) and the game's (`GameConfig`) fields side by side, each declared there once (type,
+    default, range, help) and joined here by `_joined`; validated by both on construction. ``.game`` and
+    ``.bound`` split it; `AuditConfig.of` joins them."""
 
     def __post_init__(self):
         bound = BoundConfig(**{name: getattr(self, name) for name in BOUND_FIELDS})
         for name in BOUND_FIELDS:  # the names and the resolved delta as BoundConfig stores them
             object.__setattr__(self, name, getattr(bound, name))
-        GameConfig(**{name: getattr(self, name) for name in GAME_FIELDS})
+        game = GameConfig(**{name: getattr(self, name) for name in GAME_FIELDS})
+        for name in GAME_FIELDS:
+            object.__setattr__(self, name, getattr(game, name))
 
     @classmethod
     def of(cls, game: GameConfig, bound: BoundConfig) -> AuditConfig:
@@ -200,3 +196,17 @@ class AuditConfig:
 
     def grid_for(self, m: int) -> np.ndarray:
         return self.game.grid_for(m)
+
+
+def _joined(cls: type, *parts: type) -> type:
+    """``cls`` as a frozen dataclass whose fields are ``parts``' fields, in order, with their declarations."""
+    cls.__annotations__ = {}
+    for part in parts:
+        for item in fields(part):
+            cls.__annotations__[item.name] = item.type
+            setattr(cls, item.name, dataclasses.field(default=item.default, default_factory=item.default_factory,
+                                                      metadata=item.metadata))
+    return dataclass(frozen=True)(cls)
+
+
+AuditConfig = _joined(AuditConfig, BoundConfig, GameConfig)

@@ -28,6 +28,9 @@ DEFAULT_DATA_ROOT = ".labeldp"
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_NAME_LENGTH = 128
+# The rule `check_name` enforces, in words (plan and spec schemas, docs).
+NAME_RULE = ("letters, digits, '-', '_' and '.', starting with a letter or digit (at most "
+             f"{MAX_NAME_LENGTH} characters)")
 
 
 def resolve_data_root(arg: str | os.PathLike | None) -> Path:

@@ -9,39 +9,35 @@ from __future__ import annotations
 import math
 
 from auditing.errors import LabelDPInputError
+from auditing.settings import Setting, check_value
+
+# The bound's scalar settings, declared once: `auditing.config.BoundConfig`'s fields, the plan schema, the command
+# line and the checks below all read these.
+CONFIDENCE = Setting("confidence of the epsilon lower bound (1 - gamma)", minimum=0, maximum=1, open_minimum=True,
+                     open_maximum=True, finite=True)
+DELTA = Setting("the delta of the (eps, delta) claim tested; unset (null in a plan): the method's default, 0 "
+                "(label-DP claims are pure eps)", minimum=0, maximum=1, open_maximum=True, finite=True)
+KAPPA = Setting("robustness to the reference: the bound holds if no audited row's reference probability of its label "
+                "is off from the truth by more than a factor e^kappa, |log D'(y|x) - log D(y|x)| <= kappa (0: the "
+                "reference is exact; 0.7 covers click odds off by a factor 2; docs/soundness.md)", minimum=0,
+                finite=True, hint="a bound on the reference's log-likelihood ratio, e.g. 0.7 for 'no row's click odds "
+                                  "are off by more than a factor 2'")
 
 
 def check_confidence(confidence: float, name: str = "confidence") -> float:
-    """confidence as a float in the open interval (0, 1); a number outside it raises LabelDPInputError naming
-    ``name`` (a non-number fails in ``float()``)."""
-    confidence = float(confidence)
-    if not (0.0 < confidence < 1.0) or math.isnan(confidence):
-        raise LabelDPInputError(f"{name} must be in the open interval (0, 1); got {confidence!r}")
-    return confidence
+    """confidence as a float in the open interval (0, 1) (`CONFIDENCE`); LabelDPInputError naming ``name``."""
+    return check_value(name, confidence, CONFIDENCE, float)
 
 
 def check_delta(delta: float, name: str = "delta") -> float:
-    """delta as a float in [0, 1); a non-number, NaN, a negative or a value >= 1 raises LabelDPInputError."""
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise LabelDPInputError(f"{name} must be a number in [0, 1); got {delta!r}") from None
-    if not (0.0 <= value < 1.0):
-        raise LabelDPInputError(f"{name} must be in [0, 1) (1 bad value); got {delta!r}")
-    return value
+    """delta as a float in [0, 1) (`DELTA`); LabelDPInputError naming ``name``."""
+    return check_value(name, delta, DELTA, float)
 
 
 def check_kappa(kappa: float, name: str = "kappa") -> float:
-    """kappa bounds |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md): a finite number >= 0."""
-    try:
-        kappa = float(kappa)
-    except (TypeError, ValueError):
-        raise LabelDPInputError(f"{name} must be a number >= 0; got {kappa!r}") from None
-    if not (0.0 <= kappa < math.inf):
-        raise LabelDPInputError(
-            f"{name} must be a finite number >= 0 (a bound on the reference's log-likelihood ratio, e.g. 0.7 "
-            f"for 'no row's click odds are off by more than a factor 2'); got {kappa!r}")
-    return kappa
+    """kappa bounds |log D'(y|x) - log D(y|x)| over the audited rows (docs/soundness.md): a finite number >= 0
+    (`KAPPA`); LabelDPInputError naming ``name``."""
+    return check_value(name, kappa, KAPPA, float)
 
 
 def legacy_tau_warning(value, where: str) -> str:

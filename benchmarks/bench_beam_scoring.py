@@ -118,7 +118,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
     from auditing.config import AuditConfig
 
     out: dict = {"mode": mode}
-    config = AuditConfig(repetitions=repetitions, audit_rows="all")  # its models record no training rows
+    # its models record no training rows: every row is audited, and the reference is used as given
+    config = AuditConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none")
     if mode == "bare":
         from pipelines import training
 

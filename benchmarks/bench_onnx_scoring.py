@@ -142,7 +142,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         from pipelines.beam_request import ScoringRequest
         from pipelines.beam_scoring import score_day
 
-        config = AuditConfig(repetitions=repetitions, audit_rows="all")
+        config = AuditConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none")
         request = ScoringRequest(str(root), DAY, TARGET, config, reference=REFERENCE, reference_date=PREVIOUS,
                                  batch_size=batch_size)
         runs = 2 if mode == "fnapi-warm" else 1

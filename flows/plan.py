@@ -27,12 +27,13 @@ from pathlib import Path
 from auditing.config import AuditConfig
 from auditing.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from auditing.errors import LabelDPInputError
-from auditing.names import MAX_NAME_LENGTH
+from auditing.names import MAX_NAME_LENGTH, NAME_RULE
 from auditing.params import legacy_tau_warning
+from auditing.settings import setting
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
 from pipelines.dataset_spec import DatasetSpec, criteo, load_spec
 from pipelines.layout import check_name, refuse_empty_file
-from pipelines.mechanisms import get_mechanism
+from pipelines.mechanisms import get_mechanism, mechanism_names
 
 # A target's epsilon written as text: no privacy (JSON has no infinity).
 INFINITY = "inf"
@@ -40,8 +41,6 @@ ON_MISSING_REFERENCE = ("train", "fail")  # train it non-privately on D-1, or fa
 # train a missing (or differently trained) trained target on D, fail, or skip it (the reason in the result);
 # a registered target is never trained: "train" fails like "fail"
 ON_MISSING_TARGET = ("train", "fail", "skip")
-# What a plan's "audit" object defaults to where it differs from AuditConfig's own defaults.
-PLAN_AUDIT_DEFAULTS = {"repetitions": 20, "reference_calibration": "boost"}
 # Old "audit" keys still read: key -> (what the schema says about it, the function that warns or refuses).
 LEGACY_AUDIT_KEYS = {"tau": ("legacy total-variation bound: 0 is ignored with a warning, anything else refused; "
                              "use kappa", legacy_tau_warning)}
@@ -52,10 +51,15 @@ class TargetSpec:
     """One model under audit: trained with `mechanism` at `epsilon`, claiming `claimed_epsilon` (default: the
     same). A claim smaller than the training epsilon plants a violation the audit should catch."""
 
-    name: str
-    mechanism: str
-    epsilon: float
-    claimed_epsilon: float | None = None
+    name: str = setting(help=f"registry name of the model: {NAME_RULE}")
+    mechanism: str = setting(help="label-DP mechanism it is trained with", choices=mechanism_names,
+                             choices_help=lambda: "; ".join(f"{name}: {get_mechanism(name).summary}"
+                                                            for name in mechanism_names()))
+    epsilon: float = setting(help="the epsilon it is trained at, > 0, or \"inf\" for no privacy", minimum=0,
+                             open_minimum=True)
+    claimed_epsilon: float | None = setting(None, help="the epsilon it claims (default: its training epsilon); a "
+                                                       "smaller claim plants a violation the audit should catch",
+                                            minimum=0)
 
     def __post_init__(self):
         check_name(self.name, "target name")
@@ -76,8 +80,9 @@ class RegisteredTarget:
     is the claim it is judged against; None takes the registered claim, and a plan claim that differs from the
     registered one is refused (one model, one claim)."""
 
-    name: str
-    claimed_epsilon: float | None = None
+    name: str = setting(help=f"registry name of the registered model (labeldp-audit models register): {NAME_RULE}")
+    claimed_epsilon: float | None = setting(None, help="the claim it is judged against (default: the registered "
+                                                       "claim; a different one is refused)", minimum=0)
 
     def __post_init__(self):
         check_name(self.name, "target name")
@@ -116,11 +121,13 @@ class ControlsPlan:
     ``label_blind_name`` is read and ignored: the label-blind control was retired, the capacity check on every
     target replaced it (docs/soundness.md section 8.6)."""
 
-    enabled: bool = True
-    positive_epsilon: float = 2.0
-    positive_name: str = "control-positive"
-    negative_name: str = "control-negative"
-    label_blind_name: str = "control-label-blind"
+    enabled: bool = setting(True, help="run the nightly controls")
+    positive_epsilon: float = setting(2.0, help="the positive control's known epsilon (randomized response)",
+                                      minimum=0, open_minimum=True)
+    positive_name: str = setting("control-positive", help=f"registry name of the positive control: {NAME_RULE}")
+    negative_name: str = setting("control-negative", help=f"registry name of the negative control: {NAME_RULE}")
+    label_blind_name: str = setting("control-label-blind", help="retired: read and ignored (the capacity check on "
+                                                                "every target replaced the label-blind control)")
 
     def __post_init__(self):
         if not isinstance(self.enabled, bool):
@@ -154,20 +161,34 @@ class AuditPlan:
     """What a nightly audit runs: its target models, the reference, the audit settings, the controls, the dataset
     and the runner's settings. Its fields are a plan file's keys."""
 
-    targets: tuple[TargetSpec | RegisteredTarget, ...]
-    reference_name: str = "reference"
-    on_missing_reference: str = "train"  # ON_MISSING_REFERENCE
-    on_missing_target: str = "train"  # ON_MISSING_TARGET
-    seed: int = 0
-    audit: AuditConfig = field(default_factory=lambda: AuditConfig(**PLAN_AUDIT_DEFAULTS))
-    beam_args: tuple[str, ...] = ()
-    batch_size: int = 262_144  # pipelines.beam_request.DEFAULT_BATCH_SIZE
-    catboost_iterations: int | None = None
+    targets: tuple[TargetSpec | RegisteredTarget, ...] = setting(
+        help="the models audited each night: trained here (mechanism and epsilon) or registered by another team "
+             "(source \"registered\")", allowed="a list of at least one target (the tables below)")
+    reference_name: str = setting("reference", help=f"registry name of the reference model M' (the D-1 "
+                                                    f"checkpoint): {NAME_RULE}; its recalibrated copy is "
+                                                    "<reference_name>-calibrated")
+    on_missing_reference: str = setting("train", help="a missing reference: train it non-privately on D-1, or fail",
+                                        choices=lambda: ON_MISSING_REFERENCE)
+    on_missing_target: str = setting("train", help="a missing (or differently trained) trained target: train it, "
+                                                   "fail, or skip it (the reason in the result); a registered target "
+                                                   "is never trained (train fails like fail)",
+                                     choices=lambda: ON_MISSING_TARGET)
+    seed: int = setting(0, help="seed of the models trained here (targets, reference, controls)", minimum=0)
+    audit: AuditConfig = field(default_factory=AuditConfig)
+    beam_args: tuple[str, ...] = setting((), help="extra Apache Beam pipeline options of the scoring job, e.g. "
+                                                  "\"--runner=DirectRunner\"")
+    batch_size: int = setting(262_144, help="rows per Arrow batch of the scoring job", minimum=1)
+    catboost_iterations: int | None = setting(None, help="CatBoost iterations of the models trained here (null: "
+                                                         "the training default)", minimum=1)
     controls: ControlsPlan = field(default_factory=ControlsPlan)
-    dataset: DatasetSpec = field(default_factory=criteo)
-    # Verdicts on a reference no check row can check exit by their status instead of 4 (recorded on every row,
-    # never shown as trusted); the command line's --accept-unchecked-reference says the same for one run.
-    accept_unchecked_reference: bool = False
+    dataset: DatasetSpec = setting(
+        default_factory=criteo, help="path of the dataset spec JSON file (infra/datasets/dataset.schema.json), "
+                                     "relative to the plan file's directory; default the built-in Criteo spec "
+                                     "(infra/datasets/criteo.json)", allowed="a file path")
+    accept_unchecked_reference: bool = setting(
+        False, help="true: verdicts on a reference no check row can check (every row of the day trained a model) "
+                    "exit by their status instead of 4; recorded on each row, never shown as trusted (the command "
+                    "line's --accept-unchecked-reference says the same for one run)")
 
     def __post_init__(self):
         if not self.targets:
@@ -250,23 +271,24 @@ def default_plan() -> AuditPlan:
     return AuditPlan(targets=DEFAULT_TARGETS)
 
 
+def plan_shape() -> PlanShape:
+    """What the plan's schema and the settings doc are generated from."""
+    return PlanShape(plan=AuditPlan, target_sources=TARGET_SOURCES, infinity=INFINITY,
+                     legacy_audit_keys={key: text for key, (text, _check) in LEGACY_AUDIT_KEYS.items()})
+
+
 def plan_schema() -> dict:
     """The plan file's JSON Schema (draft 2020-12), generated from the classes above and the registries as they
     are now (a mechanism registered at run time is a valid ``mechanism``)."""
-    return schema_of_plan(PlanShape(
-        plan=AuditPlan, target_sources=TARGET_SOURCES, infinity=INFINITY,
-        choices={"on_missing_reference": ON_MISSING_REFERENCE, "on_missing_target": ON_MISSING_TARGET},
-        audit_defaults=PLAN_AUDIT_DEFAULTS,
-        legacy_audit_keys={key: text for key, (text, _check) in LEGACY_AUDIT_KEYS.items()}))
+    return schema_of_plan(plan_shape())
 
 
 def audit_config_from_plan(audit: dict, warn=None) -> AuditConfig:
-    """A plan's ``audit`` object as an AuditConfig: PLAN_AUDIT_DEFAULTS (20 repetitions, reference_calibration
-    "boost") unless it says otherwise; a legacy ``tau`` key is accepted only at 0 (`legacy_tau_warning`, its
-    warning passed to ``warn``)."""
+    """A plan's ``audit`` object as an AuditConfig (each key's default as `auditing.config` declares it); a legacy
+    ``tau`` key is accepted only at 0 (`legacy_tau_warning`, its warning passed to ``warn``)."""
     if not isinstance(audit, dict):
         raise LabelDPInputError("audit must be a JSON object")
-    audit = {**PLAN_AUDIT_DEFAULTS, **audit}
+    audit = dict(audit)
     for key, (_text, check) in LEGACY_AUDIT_KEYS.items():
         if key in audit:
             message = check(audit.pop(key), f"audit.{key}")

@@ -48,8 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from auditing.errors import LabelDPInputError
-from auditing.names import check_name
+from auditing.names import NAME_RULE, check_name
 from auditing.row_groups import FEATURE_ROWS, FEATURE_ROWS_GROUPED
+from auditing.settings import setting
 
 SPEC_FILE = Path(__file__).resolve().parent.parent / "infra" / "datasets" / "criteo.json"
 RECORD_FILE = "_dataset.json"
@@ -81,18 +82,26 @@ class DatasetSpec:
     """A validated dataset spec (see the module docstring). Frozen and picklable: the Beam job ships it to its
     workers. ``source`` is where it was read from (messages only; not part of its identity)."""
 
-    name: str
-    label: str
-    classes: int
-    row_key: str
-    numeric: tuple[str, ...] = ()
-    categorical: tuple[str, ...] = ()
-    carry: tuple[str, ...] = ()
-    numeric_type: str = "float64"
-    categorical_format: str = "any"
-    description: str = ""
-    groups: tuple[str, ...] = ()
-    feature_rows: str = FEATURE_ROWS_GROUPED
+    name: str = setting(help=f"the dataset's registry name: {NAME_RULE}")
+    label: str = setting(help="the column holding the secret label, whole numbers in 0..classes-1")
+    classes: int = setting(help="number of label values", minimum=2, maximum=MAX_CLASSES)
+    row_key: str = setting(help="a unique integer per row of a day (keys the game's randomness and joins logged "
+                                "predictions)")
+    numeric: tuple[str, ...] = setting((), help="numeric feature columns, in the order a model reads them")
+    categorical: tuple[str, ...] = setting((), help="categorical feature columns (strings or integers), after the "
+                                                    "numeric ones")
+    carry: tuple[str, ...] = setting((), help="columns kept in the partition as text but never fed to a model")
+    numeric_type: str = setting("float64", help="how numeric values are stored", choices=lambda: NUMERIC_TYPES)
+    categorical_format: str = setting("any", help="hex8 (Criteo only) requires 8 lowercase hex digits",
+                                      choices=lambda: CATEGORICAL_FORMATS)
+    description: str = setting("", help="free text")
+    groups: tuple[str, ...] = setting((), help="feature or carry columns whose equal values tie rows' labels "
+                                               "together (a user, a device, a session): such rows are kept out of "
+                                               "the game (docs/soundness.md section 9)")
+    feature_rows: str = setting(FEATURE_ROWS_GROUPED, help="group: rows with the same feature vector form a group "
+                                                           "(the default); independent: a coarse feature space "
+                                                           "where equal features are not the same event",
+                                choices=lambda: FEATURE_ROWS)
     source: str = field(default="", compare=False)
 
     def __post_init__(self):

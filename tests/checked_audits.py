@@ -36,7 +36,8 @@ def audit(leak: float, misfit: float, *, seed: int = 0, row_groups: RowGroups | 
     reference = np.full(n, 0.3)
     ids = np.arange(n)
     a, c = slice(0, AUDITED), slice(AUDITED, n)
-    return run_audit(target[a], reference[a], labels[a], ids[a], AuditConfig(repetitions=repetitions),
+    config = AuditConfig(repetitions=repetitions, reference_calibration="none")
+    return run_audit(target[a], reference[a], labels[a], ids[a], config,
                      check=CheckRows(target[c], reference[c], labels[c], ids[c]), row_groups=row_groups)
 
 

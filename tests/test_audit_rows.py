@@ -73,7 +73,7 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
     assert np.array_equal(outcome.counts.correct[0], [p["correct"] for p in expected.curve])
     assert outcome.result.to_dict() == expected.to_dict()
 
-    every = score_day(ScoringRequest(str(root), DAY, "rr-1", AuditConfig(repetitions=3, seed=4, audit_rows="all"),
+    every = score_day(ScoringRequest(str(root), DAY, "rr-1", AuditConfig(repetitions=3, seed=4, audit_rows="all", reference_calibration="none"),
                                      reference="reference"), [])
     assert every.result.m == ROWS and every.result.audit_rows == "all"
     assert every.result.config_hash != outcome.result.config_hash

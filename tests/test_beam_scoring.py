@@ -371,7 +371,7 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     monkeypatch.setattr(scoring_batches, "MAX_PENDING_CHUNKS", max_pending)
 
     rng = np.random.default_rng(3)
-    spec = GameSpec(AuditConfig(repetitions=7, audit_rows="all", seed=3).game)
+    spec = GameSpec(AuditConfig(repetitions=7, audit_rows="all", reference_calibration="none", seed=3).game)
     batches = []
     for index in range(5):
         n = 4000 + 500 * index
@@ -399,7 +399,7 @@ def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     from pipelines.scored_batch import ScoredBatch
     from pipelines.scoring_batches import GameSpec, Pass1Accumulator
 
-    spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all").game)
+    spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all", reference_calibration="none").game)
     p = np.full(10, 0.5)
     batch = ScoredBatch("b", np.arange(10, dtype=np.int64), np.zeros(10, np.int64), np.column_stack([p, p]),
                         np.column_stack([p, p]), {})

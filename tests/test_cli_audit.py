@@ -169,9 +169,12 @@ def test_plan_tau_zero_warns_and_is_ignored_nonzero_is_refused(tmp_path, capsys)
 def test_config_hash_keeps_the_keys_of_existing_warehouses():
     """A configuration whose numbers did not change keeps its version-1 hash (the keys of existing warehouse
     rows and sweeps); every configuration whose numbers differ from version 1 gets a new one."""
-    assert AuditConfig(repetitions=20).config_hash() == "309b5ebb1171ce15"
-    assert AuditConfig().config_hash() == "33d6a9cd40687cfd"
-    assert AuditConfig(strategy="split", repetitions=5, seed=3).config_hash() == "da82541087de1ad1"
+    assert AuditConfig(repetitions=20, reference_calibration="none").config_hash() == "309b5ebb1171ce15"
+    assert AuditConfig(repetitions=100, reference_calibration="none").config_hash() == "33d6a9cd40687cfd"
+    assert AuditConfig(strategy="split", repetitions=5, seed=3, reference_calibration="none").config_hash() == \
+        "da82541087de1ad1"
+    # the declared defaults (20 repetitions, the recalibrated reference) are a plan's: the nightly's rows' key
+    assert AuditConfig().config_hash() == "2db3742e76264ec4"
     assert AuditConfig(repetitions=20, kappa=0.0, reference_calibration="none").config_hash() == "309b5ebb1171ce15"
     old = {"309b5ebb1171ce15", "33d6a9cd40687cfd", "da82541087de1ad1"}
     changed = [AuditConfig(repetitions=20, kappa=0.1), AuditConfig(repetitions=20, kappa=1e-9),

@@ -155,14 +155,14 @@ def _changed(path: tuple[str, ...], value):
 
 
 GAME_CHANGES = {"repetitions": 7, "seed": 1, "score": "log-ratio", "score_power": 1.0, "grid": "paper",
-                "grid_points": 50, "grid_min_fraction": 1e-3, "reference_calibration": "boost"}
+                "grid_points": 50, "grid_min_fraction": 1e-3, "reference_calibration": "none"}
 
 
 def test_the_scoring_key_changes_with_everything_the_counts_depend_on():
     base = _key()
     assert set(GAME_CHANGES) | {"audit_rows"} == set(GAME_FIELDS)
     changed = {f"game.{name}": _key(GameConfig(**{name: value})) for name, value in GAME_CHANGES.items()}
-    changed["game.audit_rows"] = _key(GameConfig(audit_rows="all"), audited={})
+    changed["game.audit_rows"] = _key(GameConfig(audit_rows="all", reference_calibration="none"), audited={})
     for path, value in ((("model", "fingerprint"), "sha256:m2"), (("reference", "fingerprint"), "sha256:r2"),
                         (("partition", "fingerprint"), "sha256:p2"),
                         (("partition", "dataset_fingerprint"), "sha256:d2"),

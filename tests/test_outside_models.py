@@ -248,7 +248,7 @@ def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
                             ("as-predictions", "predictions.parquet", "predictions")):
         register_model(root, name, D1, tmp_path / path, fmt=model_format(fmt), claimed_epsilon=1.0, dataset=spec)
 
-    config = AuditConfig(repetitions=3, grid_points=30, audit_rows="all")
+    config = AuditConfig(repetitions=3, grid_points=30, audit_rows="all", reference_calibration="none")
     outcomes = {name: score_day(ScoringRequest(str(root), D1, name, config, reference="reference",
                                                reference_date=D0, batch_size=2048))
                 for name in ("as-cbm", "as-onnx", "as-predictions")}
@@ -289,7 +289,7 @@ def test_rows_without_a_logged_prediction_are_counted(tmp_path):
     register_model(root, "partial", D1, partial, fmt=model_format("predictions"), claimed_epsilon=1.0,
                    dataset=spec)
     outcome = score_day(ScoringRequest(str(root), D1, "partial", AuditConfig(repetitions=2, grid_points=20,
-                                                                             audit_rows="all"),
+                                                                             audit_rows="all", reference_calibration="none"),
                                        reference="reference", reference_date=D0))
     rows = outcome.record["diagnostics"]["rows"]
     assert rows["rows_without_target_prediction"] == 300
@@ -301,7 +301,7 @@ def test_rows_without_a_logged_prediction_are_counted(tmp_path):
     register_model(root, "partial-reference", D0, partial, fmt=model_format("predictions"),
                    claimed_epsilon=float("inf"), dataset=spec, predictions_for=D1)
     with pytest.raises(LabelDPInputError, match="without predictions for 300 of the 3000 rows"):
-        score_day(ScoringRequest(str(root), D1, "partial", AuditConfig(repetitions=2, grid_points=20, audit_rows="all",
+        score_day(ScoringRequest(str(root), D1, "partial", AuditConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none",
                                                                       seed=1),
                                  reference="partial-reference", reference_date=D0))
     assert len(list((root / "sweeps" / "partial").rglob("result.json"))) == 1  # only the first audit's

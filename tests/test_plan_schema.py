@@ -70,6 +70,48 @@ def test_generated_schemas_are_valid_and_equal_the_checked_in_files():
             f"{path.relative_to(ROOT)} is stale: run `labeldp-audit plan schema --write`")
 
 
+def test_the_settings_doc_is_generated_from_the_declarations():
+    from flows.plan import plan_shape
+    from flows.plan_schema import SETTINGS_DOC_FILE, settings_doc
+
+    text = settings_doc(plan_shape())
+    assert SETTINGS_DOC_FILE.read_text(encoding="utf-8") == text, (
+        "docs/settings.md is stale: run `labeldp-audit plan schema --write`")
+    # one row per declared setting, with the declared default
+    assert "| `repetitions` | a whole number >= 1 | `20` |" in text
+    assert "| `reference_calibration` | one of ['boost', 'none'] | `\"boost\"` |" in text
+    assert "| `kappa` | a finite number >= 0 | `0.0` |" in text
+
+
+def test_each_setting_is_declared_once_and_read_by_the_schema_the_checks_and_the_command_line():
+    import argparse
+    import dataclasses
+
+    from auditing.config import AuditConfig, BoundConfig, GameConfig
+    from auditing.settings import declared, default_of
+    from flows.commands.audit_options import add_audit_arguments
+
+    parser = argparse.ArgumentParser()
+    add_audit_arguments(parser, audit_rows=True)
+    options = {action.dest: action for action in parser._actions}
+    audit = plan_schema()["properties"]["audit"]["properties"]
+    for cls in (GameConfig, BoundConfig):
+        for item, meaning, _hint in declared(cls):
+            # the plan's audit object and AuditConfig carry the same declaration and default
+            joined = next(f for f in dataclasses.fields(AuditConfig) if f.name == item.name)
+            assert default_of(joined) == default_of(item) == audit[item.name]["default"], item.name
+            assert audit[item.name]["description"].startswith(meaning.help), item.name
+            if meaning.option:
+                assert options[item.name].default == default_of(item), item.name
+                assert options[item.name].help.startswith(meaning.help.replace("%", "%%")), item.name
+    # a value outside a declared range is refused with the declaration's words, in the plan and in the code
+    with pytest.raises(LabelDPInputError, match=r"grid_points must be a whole number >= 1; got 0"):
+        GameConfig(grid_points=0)
+    with pytest.raises(LabelDPInputError, match=r"confidence must be a finite number in \(0, 1\); got 1"):
+        BoundConfig(confidence=1)
+    assert parser.parse_args(["--grid-points", "7"]).grid_points == 7
+
+
 def test_default_plan_readme_plan_and_criteo_spec_validate_against_the_checked_in_files():
     plan = Draft202012Validator(json.loads(PLAN_SCHEMA_FILE.read_text(encoding="utf-8")))
     dataset = Draft202012Validator(json.loads(DATASET_SCHEMA_FILE.read_text(encoding="utf-8")))

@@ -430,7 +430,7 @@ def test_alert_text_and_printed_rows_carry_the_headline(audit):
 @pytest.mark.parametrize("call, message", [
     (lambda: posterior_ceiling(-1, 0.5), "epsilon must be >= 0"),
     (lambda: posterior_ceiling(float("nan"), 0.5), "epsilon must be >= 0"),
-    (lambda: posterior_ceiling(1, 0.5, delta=1.0), "delta must be in \\[0, 1\\)"),
+    (lambda: posterior_ceiling(1, 0.5, delta=1.0), "delta must be a finite number in \\[0, 1\\)"),
     (lambda: posterior_ceiling(1, [0.5, 0.0, 1.0, float("nan")]), "3 of 4 value\\(s\\)"),
     (lambda: column_bound(1, [], 1), "empty"),
     (lambda: column_bound(1, [0.2, 0.3], 3), "1..n = 1..2"),
@@ -472,7 +472,7 @@ def test_cli_json_and_text(capsys, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--epsilon", "-0.5"], "--epsilon must be >= 0 (1 bad value)"),
     (["--epsilon", "nan"], "--epsilon must be >= 0 (1 bad value)"),
-    (["--epsilon", "1", "--delta", "1.5"], "--delta must be in [0, 1) (1 bad value)"),
+    (["--epsilon", "1", "--delta", "1.5"], "--delta must be a finite number in [0, 1); got 1.5"),
     (["--epsilon", "1", "--priors", "0.5,1.5,nan,0"], "--priors must lie in the open interval (0, 1): 3 of 4"),
     (["--epsilon", "1", "--priors", ","], "--priors: empty"),
     (["--epsilon", "1", "--priors", "0.2,x"], "--priors: 1 of 2 value(s) are not numbers"),

@@ -314,7 +314,7 @@ def _fdp_result(config_hash_seed: int = 5, **config):
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
     return run_audit(p_target, np.full(n, 0.5), labels,
-                     config=AuditConfig(repetitions=2, method="fdp", **config))
+                     config=AuditConfig(**{"repetitions": 2, "method": "fdp", "reference_calibration": "none", **config}))
 
 
 def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolated_target):
@@ -974,7 +974,8 @@ def test_trust_columns_round_trip_on_both_backends(target):
     n = 3000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    result = run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=2))
+    result = run_audit(p_target, np.full(n, 0.5), labels,
+                       config=AuditConfig(repetitions=2, reference_calibration="none"))
     diagnostic = {"reference_log_loss_shift": 0.01, "feature_shift_max_psi": 0.2, "feature_shift": {"top": []}}
     row, curve = audit_record(judge(result, 0.5, shift_diagnostic=diagnostic), run_kind="nightly", model_id="trust-m",
                               partition_date=DAY)

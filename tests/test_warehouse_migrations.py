@@ -307,7 +307,7 @@ def test_the_ddl_lists_the_registries_names_never_a_typed_literal(toy_method):
     assert f"CONSTRAINT audit_results_method_check CHECK (method IN ({listed}))" in ddl
     assert ("CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', "
             "'INCONCLUSIVE'))") in ddl
-    assert ("CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', "
+    assert ("CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', 'rejudge', "
             "'unrecorded'))") in ddl
 
 

@@ -1,80 +1,98 @@
-"""The audit-configuration options shared by `audit-scores`, `score` and `rejudge`, and the configurations they
-build: the game's options (what the counts depend on) and the bound's (what turns counts into a bound)."""
+"""The audit's command-line options, generated from the settings' declarations (`auditing.config`: each field's
+type, default, range, choices and help, declared once), and the configurations they build: the game's options
+(what the counts depend on) and the bound's (what turns counts into a bound). Used by `audit-scores`, `score`
+and `rejudge`."""
 
 from __future__ import annotations
 
 import argparse
+import typing
 
-from auditing.methods import BOUND_METHODS
-from auditing.selection import STRATEGIES_REGISTRY
+# The game's options on the command line (GameConfig's other fields are plan-only or facts of the command).
+GAME_OPTIONS = ("repetitions", "seed", "score", "score_power", "grid", "grid_points", "grid_min_fraction")
+BOUND_OPTIONS = ("strategy", "method", "delta", "confidence", "kappa")
 
 
-def add_audit_arguments(parser) -> None:
-    """The game's and the bound's options."""
-    parser.add_argument("--repetitions", type=int, default=100, help="resamplings of counterfactual labels (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="seed keying every random choice (default 0)")
+def _option_type(hint):
+    """int, float or str for an option's annotation (``X | None``: X)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    return args[0]
+
+
+def _shown(value) -> str:
+    return "none" if value is None else str(value)
+
+
+def add_setting_options(parser, cls, names, *, stored: bool = False) -> None:
+    """``--name`` options for the declared settings ``names`` of ``cls`` (a dataclass declared with
+    `auditing.settings.setting`): type, choices, default and help from the declaration. stored=True: every option
+    defaults to None, "the night's own" (`rejudge`)."""
+    import dataclasses
+
+    from auditing.settings import declared, default_of
+
+    by_name = {item.name: (item, meaning, hint) for item, meaning, hint in declared(cls)}
+    for name in names:
+        item, meaning, hint = by_name[name]
+        default = None if stored else default_of(item)
+        default = None if default is dataclasses.MISSING else default
+        when = "the night's own" if stored else _shown(default)
+        choices = list(meaning.choices()) if meaning.choices is not None else None
+        text = meaning.help + (f" ({meaning.unit})" if meaning.unit else "") + f" (default: {when})"
+        if meaning.choices_help is not None:
+            text += ": " + meaning.choices_help()
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=_option_type(hint), choices=choices,
+                            default=default, help=text.replace("%", "%%"))
+
+
+def add_audit_arguments(parser, *, audit_rows: bool = False) -> None:
+    """The game's and the bound's options (with ``audit_rows``: the game's --audit-rows too)."""
+    from auditing.config import GameConfig
+
+    add_setting_options(parser, GameConfig, GAME_OPTIONS[:2])
     add_bound_arguments(parser)
-    parser.add_argument("--score", choices=["paper", "log-ratio"], default="paper", help="attack score (default: paper)")
-    parser.add_argument("--score-power", type=float, default=2.0, help="exponent t of (1 - M'(x)[y]) (default 2)")
-    parser.add_argument("--grid", choices=["log", "paper"], default="log",
-                        help="guess sweep: log (100 log-spaced fractions from 0.01%% to 100%%, default) or paper (1%%..100%%)")
+    add_setting_options(parser, GameConfig, GAME_OPTIONS[2:] + (("audit_rows",) if audit_rows else ()))
 
 
 def add_bound_arguments(parser, *, stored: bool = False) -> None:
     """The bound's options. stored=True (`rejudge`): each defaults to the stored night's own setting."""
-    night = " (default: the night's own)"
-    parser.add_argument("--strategy", choices=STRATEGIES_REGISTRY.names(), default=None if stored else "bonferroni",
-                        help="how the number of guesses is chosen" + (night if stored else "") + ": "
-                             + STRATEGIES_REGISTRY.help(None if stored else "bonferroni"))
-    parser.add_argument("--method", choices=BOUND_METHODS.names(), default=None if stored else "binomial",
-                        help="bound method" + (night if stored else "") + ": "
-                             + BOUND_METHODS.help(None if stored else "binomial"))
-    parser.add_argument("--delta", type=float, default=None,
-                        help="delta of the claim " + ("(default: the night's own; the method's default when "
-                                                      "--method is given)" if stored else
-                                                      "(default 0: label-DP claims are pure eps)"))
-    parser.add_argument("--confidence", type=float, default=None if stored else 0.95,
-                        help="confidence " + ("(default: the night's own)" if stored else "(default 0.95)"))
-    parser.add_argument("--kappa", type=float, default=None if stored else 0.0,
-                        help="robustness to the reference: the bound holds if no audited row's reference "
-                             "probability is off from the truth by more than a factor e^kappa, "
-                             "|log D'(y|x) - log D(y|x)| <= kappa ("
-                             + ("default: the night's own" if stored else "default 0: the reference is exact")
-                             + "; 0.7 covers click odds off by a factor 2). The binomial bound at kappa is the "
-                               "bound at 0 minus kappa (delta 0)")
+    from auditing.config import BoundConfig
+
+    add_setting_options(parser, BoundConfig, BOUND_OPTIONS, stored=stored)
     parser.add_argument("--tau", default=None, help=argparse.SUPPRESS)  # removed: 0 is ignored, other values refused
 
 
 def bound_config_from(args, stored=None):
     """The `BoundConfig` of the bound options; with ``stored`` (a BoundConfig), an option not given keeps its
-    value there."""
-    import sys
+    value there (and a new --method without --delta takes that method's default delta)."""
     from dataclasses import asdict
 
     from auditing.config import BoundConfig
-    from auditing.params import legacy_tau_warning
 
-    if getattr(args, "tau", None) is not None:
-        print(f"[labeldp-audit] warning: {legacy_tau_warning(args.tau, '--tau')}", file=sys.stderr, flush=True)
-    given = {name: getattr(args, name) for name in ("method", "strategy", "confidence", "delta", "kappa")}
+    _warn_tau(args)
+    given = {name: getattr(args, name) for name in BOUND_OPTIONS}
     if stored is None:
         return BoundConfig(**given)
     merged = {**asdict(stored), **{k: v for k, v in given.items() if v is not None}}
     if given["method"] is not None and given["delta"] is None:
-        merged["delta"] = None  # the new method's own default delta
+        merged["delta"] = None
     return BoundConfig(**merged)
 
 
 def audit_config_from(args):
+    """The `AuditConfig` of the options. The reference is used as given (reference_calibration "none": these
+    commands never correct it) and, without --audit-rows, the rows given are the training rows."""
+    from auditing.config import AuditConfig, GameConfig
+
+    game = GameConfig(**{name: getattr(args, name) for name in GAME_OPTIONS},
+                      audit_rows=getattr(args, "audit_rows", None) or "training", reference_calibration="none")
+    return AuditConfig.of(game, bound_config_from(args))
+
+
+def _warn_tau(args) -> None:
     import sys
 
-    from auditing.config import AuditConfig
     from auditing.params import legacy_tau_warning
 
     if getattr(args, "tau", None) is not None:
         print(f"[labeldp-audit] warning: {legacy_tau_warning(args.tau, '--tau')}", file=sys.stderr, flush=True)
-    return AuditConfig(
-        method=args.method, strategy=args.strategy, confidence=args.confidence, delta=args.delta, kappa=args.kappa,
-        repetitions=args.repetitions, seed=args.seed, score=args.score, score_power=args.score_power, grid=args.grid,
-        audit_rows=getattr(args, "audit_rows", None) or "training",
-    )

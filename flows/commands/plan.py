@@ -132,19 +132,24 @@ def run_check(args) -> int:
 
 
 def run_schema(args) -> int:
-    from flows.plan import plan_schema
+    from flows.plan import plan_schema, plan_shape
     from flows.plan_schema import (
         DATASET_SCHEMA_FILE,
         PLAN_SCHEMA_FILE,
+        SETTINGS_DOC_FILE,
         dataset_schema,
         schema_text,
+        settings_doc,
         write_schema,
+        write_text,
     )
 
     if args.write:
         for schema, path in ((plan_schema(), PLAN_SCHEMA_FILE), (dataset_schema(), DATASET_SCHEMA_FILE)):
             write_schema(schema, path)
             print(path)
+        write_text(settings_doc(plan_shape()), SETTINGS_DOC_FILE)
+        print(SETTINGS_DOC_FILE)
         return 0
     print(schema_text(dataset_schema() if args.dataset else plan_schema()), end="")
     return 0

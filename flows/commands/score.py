@@ -65,7 +65,7 @@ def register(subparsers) -> None:
     p.add_argument("--reference-date", default=None, help="date of the reference checkpoint (default: D-1)")
     p.add_argument("--data-root", default=None,
                    help="data root (default: $LABELDP_DATA_ROOT, else ./.labeldp)")
-    add_audit_arguments(p)
+    add_audit_arguments(p, audit_rows=True)
     p.add_argument("--runner", default="fnapi",
                    help="Beam runner: fnapi (default), dask, or a Beam runner name / class path")
     p.add_argument("--batch-size", type=int, default=262_144,
@@ -80,9 +80,6 @@ def register(subparsers) -> None:
     p.add_argument("--bin-bits", type=int, default=8,
                    help="|score| bins per power of two, as bits (default 8: 256); more bits, fewer boundary rows "
                         "but larger histograms")
-    p.add_argument("--audit-rows", choices=["training", "all"], default="training",
-                   help="rows to play the game on: training (default: the rows whose labels entered training, from "
-                        "the model's registry metadata) or all (every row of the partition)")
     p.add_argument("--write-scored", action="store_true",
                    help="also write row_id, score_r, correct_r, b_r and released_label_r per repetition as Parquet "
                         "under scored/")

@@ -94,7 +94,7 @@ CREATE TABLE IF NOT EXISTS audit_results (
     PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash),
     CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CONSTRAINT audit_results_method_check CHECK (method IN ('binomial', 'fdp')),
-    CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', 'unrecorded')),
+    CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', 'rejudge', 'unrecorded')),
     CONSTRAINT audit_results_trust_check CHECK (trust IN ('trusted', 'untrusted', 'reference unchecked', 'reference unchecked, accepted')),
     CONSTRAINT audit_results_counts_check CHECK (selected_correct <= selected_guesses)
 );
