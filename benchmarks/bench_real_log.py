@@ -18,8 +18,10 @@ rows), the targets:
   violation of a private model (true eps 3);
 - ``rr-eps1`` (randomized response at eps 1), claimed 1: a private model at its true eps.
 
-``--train-fraction F`` (default 0.8) sets that share of day 2: the rest are held out, and half of them become the
-capacity check's rows, so a smaller F gives more check rows (and fewer audited rows) on the same log.
+``--train-fraction F`` (default 0.8) is that random share of day 2. The rest is held out; half of it becomes the
+capacity check's rows (the other half the reference's correction), so a smaller F gives more check rows and fewer
+audited rows on the same log. Nights run with another F carry it in their label. No public click log larger than
+this one could be fetched here (benchmarks/results/real_log_large.md), so F is how the check rows are varied.
 
 Then ``labeldp-audit nightly`` with the default plan settings (recalibrated reference, positive and negative
 controls, bonferroni, 95%, kappa 0) and 5 repetitions, and its ``--json`` rows are read back. Per night and
@@ -27,6 +29,8 @@ model: the status, the valid bound, the breaking kappa, the trust and the capaci
 
     NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/bench_real_log.py --data /work/realdata \\
         --seeds 0,1,2,3 --unshuffled --out benchmarks/results/real_log.md
+    NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/bench_real_log.py --data /work/realdata \\
+        --seeds 0,1,2,3,4,5,6,7,8,9 --unshuffled --train-fraction 0.2 --raw real_log_f0.2.jsonl
 """
 
 from __future__ import annotations
