@@ -21,24 +21,24 @@ Names load on first use, so importing one submodule stays cheap.
 
 from __future__ import annotations
 
-from auditing.lazy_exports import lazy_exports
+from labeldp.exports import lazy_exports
 
 # public name -> the module that defines it
 _EXPORTS = {
     "AuditConfig": "auditing.audit", "AuditResult": "auditing.audit", "run_audit": "auditing.audit",
-    "audit_from_counts": "auditing.audit", "SweepCounts": "auditing.sweep",
-    "epsilon_lower_bound": "auditing.bounds", "rejects": "auditing.bounds", "pointwise_bounds": "auditing.bounds",
-    "best_bound": "auditing.bounds",
-    "BoundMethod": "auditing.methods", "BOUND_METHODS": "auditing.methods", "bound_method": "auditing.methods",
-    "SelectionStrategy": "auditing.selection", "STRATEGIES_REGISTRY": "auditing.selection",
-    "selection_strategy": "auditing.selection", "Selection": "auditing.selection",
-    "judge": "auditing.judging", "Verdict": "auditing.verdict", "Robustness": "auditing.verdict",
-    "PASS": "auditing.verdict", "VIOLATION": "auditing.verdict", "INCONCLUSIVE": "auditing.verdict",
-    "WEAK_PASS": "auditing.verdict", "STATUSES": "auditing.verdict",
-    "guardrail_status": "auditing.guardrail", "breaking_kappa": "auditing.robustness",
-    "detection_floor_rows": "auditing.robustness", "risk_assessment": "auditing.risk",
-    "check_control": "auditing.controls", "ControlCheck": "auditing.controls",
-    "LabelDPInputError": "auditing.errors",
+    "audit_from_counts": "auditing.audit", "SweepCounts": "auditing.game.sweep",
+    "epsilon_lower_bound": "auditing.bounds.lower_bound", "rejects": "auditing.bounds.lower_bound", "pointwise_bounds": "auditing.bounds.lower_bound",
+    "best_bound": "auditing.bounds.lower_bound",
+    "BoundMethod": "auditing.bounds.methods", "BOUND_METHODS": "auditing.bounds.methods", "bound_method": "auditing.bounds.methods",
+    "SelectionStrategy": "auditing.bounds.selection", "STRATEGIES_REGISTRY": "auditing.bounds.selection",
+    "selection_strategy": "auditing.bounds.selection", "Selection": "auditing.bounds.selection",
+    "judge": "auditing.verdict.judge", "Verdict": "auditing.verdict.types", "Robustness": "auditing.verdict.types",
+    "PASS": "auditing.verdict.types", "VIOLATION": "auditing.verdict.types", "INCONCLUSIVE": "auditing.verdict.types",
+    "WEAK_PASS": "auditing.verdict.types", "STATUSES": "auditing.verdict.types",
+    "guardrail_status": "auditing.verdict.guardrail", "breaking_kappa": "auditing.verdict.robustness",
+    "detection_floor_rows": "auditing.verdict.robustness", "risk_assessment": "auditing.risk.figures",
+    "check_control": "auditing.verdict.controls", "ControlCheck": "auditing.verdict.controls",
+    "LabelDPInputError": "labeldp.errors",
 }
 
 __all__ = sorted(_EXPORTS)

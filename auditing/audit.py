@@ -15,28 +15,34 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from auditing.bounds import best_bound
-from auditing.capacity_check import CHECK_BINS, CheckHistograms, capacity_check, histograms_of, unchecked
+from auditing.bounds.lower_bound import best_bound
+from auditing.bounds.selection import Selection
 from auditing.config import AuditConfig, BoundConfig, GameConfig
-from auditing.errors import LabelDPInputError
-from auditing.expected_game import expected_correct_record
-from auditing.game import (
+from auditing.game.counts import GameCounts
+from auditing.game.expected import expected_correct_record
+from auditing.game.kernel import boundary_rows, compiled_score, game_tables, slot_histograms
+from auditing.game.play import (
     as_class_probabilities,
     as_labels,
     as_reference_probabilities,
     as_row_ids,
     play_repetition,
 )
-from auditing.game_counts import GameCounts
-from auditing.game_kernel import boundary_rows, compiled_score, game_tables, slot_histograms
-from auditing.risk import PriorHistogram
-from auditing.row_groups import RowGroups
-from auditing.score_histogram import coarsen, score_histogram
-from auditing.scores import SCORES, resolve_score
-from auditing.selection import Selection
-from auditing.slots import SlotPlan, selection_half_mask
-from auditing.sweep import SweepCounts, correct_at, rank_order
-from auditing.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
+from auditing.game.prior_histogram import PriorHistogram
+from auditing.game.row_groups import RowGroups
+from auditing.game.score_histogram import coarsen, score_histogram
+from auditing.game.scores import SCORES, resolve_score
+from auditing.game.slots import SlotPlan, selection_half_mask
+from auditing.game.sweep import SweepCounts, correct_at, rank_order
+from auditing.game.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
+from auditing.verdict.capacity_check import (
+    CHECK_BINS,
+    CheckHistograms,
+    capacity_check,
+    histograms_of,
+    unchecked,
+)
+from labeldp.errors import LabelDPInputError
 
 logger = logging.getLogger(__name__)
 
@@ -80,28 +86,28 @@ class AuditResult:
     config_hash: str = ""
     # which rows were audited ("all" for results written before the option existed), and
     # for the split strategy both halves' repetition-0 counts {"selection"|"bound": {m, guesses, correct}}, so
-    # that claim-dependent figures (auditing.robustness) can redo the selection at another kappa.
+    # that claim-dependent figures (auditing.verdict.robustness) can redo the selection at another kappa.
     audit_rows: str = "all"
     split_halves: dict = field(default_factory=dict)
-    # repetition 0's |score| histogram with correct guesses (auditing.score_histogram, the
+    # repetition 0's |score| histogram with correct guesses (auditing.game.score_histogram, the
     # report's score panel), and for controls the game's expected correct guesses over the grid of repetition
-    # 0, {"guesses": [...], "correct": [...]} (auditing.expected_game.expected_histogram; empty unless asked for).
+    # 0, {"guesses": [...], "correct": [...]} (auditing.game.expected.expected_histogram; empty unless asked for).
     score_histogram: dict = field(default_factory=dict)
     expected_correct: dict = field(default_factory=dict)
     # the reference's probabilities over the audited rows as a claim-free histogram
-    # (auditing.risk.PriorHistogram.to_dict(); empty for results written before it), the priors of the risk
-    # figures that auditing.risk.risk_assessment computes for a claimed and the demonstrated epsilon.
+    # (auditing.risk.figures.PriorHistogram.to_dict(); empty for results written before it), the priors of the risk
+    # figures that auditing.risk.figures.risk_assessment computes for a claimed and the demonstrated epsilon.
     prior_histogram: dict = field(default_factory=dict)
     # The reference correction this result's reference went through (REFERENCE_CALIBRATIONS; "none" for
     # results written before it existed) and, for the f-DP method, the Gaussian reading at the selected point:
     # the largest mu rejected ("not mu-GDP"), a statement about mu only, never an epsilon that decides.
     reference_calibration: str = "none"
     gdp_mu_lower_bound: float | None = None
-    # The capacity check of repetition 0 (auditing.capacity_check.CapacityCheck.to_dict(); claim-free): whether
+    # The capacity check of repetition 0 (auditing.verdict.capacity_check.CapacityCheck.to_dict(); claim-free): whether
     # the evidence exceeds what the reference's misfit explains, judged by the model on its check rows. Empty
     # for results written before it existed.
     capacity_check: dict = field(default_factory=dict)
-    # Rows whose labels move together (auditing.row_groups.RowGroups.to_dict(): the grouping rule, the rows left
+    # Rows whose labels move together (auditing.game.row_groups.RowGroups.to_dict(): the grouping rule, the rows left
     # out and why, the label-agreement diagnostic); empty when no grouping was applied. inconclusive_reason: why
     # there was nothing to bound (m = 0), else None.
     row_groups: dict = field(default_factory=dict)
@@ -117,7 +123,7 @@ NO_CHECK_ROWS_GIVEN = "no check rows were given (rows whose labels trained neith
 
 @dataclass(frozen=True)
 class CheckRows:
-    """The check rows of a capacity check (auditing.capacity_check): rows of the audited day whose labels trained
+    """The check rows of a capacity check (auditing.verdict.capacity_check): rows of the audited day whose labels trained
     neither the model nor the reference (nor its correction), with both models' probabilities and the labels.
     Same shapes as `run_audit`'s arguments; row ids must differ from the audited rows'."""
 
@@ -148,10 +154,10 @@ def run_audit(
     labels: training labels y0. row_ids: unique integers keying the randomness (default 0..n-1).
     score_function: optional callable (p_target_of_label, p_reference_of_label) -> score, overriding
     config.score (recorded as "custom"). expected_curve: also record the game's expected correct guesses over
-    the grid (`auditing.controls`; the positive control's pre-registered floor needs it).
-    check: the day's check rows; with them the result carries the capacity check (auditing.capacity_check),
+    the grid (`auditing.verdict.controls`; the positive control's pre-registered floor needs it).
+    check: the day's check rows; with them the result carries the capacity check (auditing.verdict.capacity_check),
     without them a check that did not run. row_groups: the grouping the rows were selected under
-    (auditing.row_groups; the caller left the grouped rows out), recorded on the result.
+    (auditing.game.row_groups; the caller left the grouped rows out), recorded on the result.
     """
     config = config or AuditConfig()
     game = play_game(p_target, p_reference, labels, row_ids, config.game, progress=progress,
@@ -164,7 +170,7 @@ def play_game(
     progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
     check: CheckRows | None = None, row_groups: RowGroups | None = None,
 ) -> GameCounts:
-    """The game's claim-free output on arrays (arguments as `run_audit`): every slot of `auditing.slots.SlotPlan`
+    """The game's claim-free output on arrays (arguments as `run_audit`): every slot of `auditing.game.slots.SlotPlan`
     counted, with the records a verdict needs. No bound setting is read."""
     game = game or GameConfig()
     target = as_class_probabilities(p_target, "p_target")
@@ -185,8 +191,8 @@ def play_game(
     if score_function is None and compiled_score(game.score):
         counts, halves, histogram = compiled_sweep(target, reference, y0, ids, game, progress)
     else:
-        logger.info("custom score function: the game runs on the numpy path (auditing.game.play_repetition), "
-                    "not the compiled kernel (auditing.game_kernel serves the built-in scores %s)", sorted(SCORES))
+        logger.info("custom score function: the game runs on the numpy path (auditing.game.play.play_repetition), "
+                    "not the compiled kernel (auditing.game.kernel serves the built-in scores %s)", sorted(SCORES))
         counts, halves, histogram = numpy_sweep(target, reference, y0, ids, game, score, progress)
     expected = expected_correct_record(target, reference, y0, score, game.grid_for(n)) if expected_curve else {}
     histograms = None if check is None else _check_histograms(target, reference, y0, ids, check, game,
@@ -269,10 +275,10 @@ _KERNEL_BINS = BinSpec(mantissa_bits=10)
 
 def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     """The same counts as `numpy_sweep` for a built-in score, by the two exact passes of the Beam job over the
-    slots of `auditing.slots.SlotPlan` (the R repetitions and both halves of repetition 0).
+    slots of `auditing.game.slots.SlotPlan` (the R repetitions and both halves of repetition 0).
 
-    Pass 1 (`auditing.game_kernel.slot_histograms`): per slot rows and correct guesses per order-preserving
-    |score| bin (`auditing.sweep_reduce`). Then each grid point's bin (`boundary_bins`), and pass 2 replays only
+    Pass 1 (`auditing.game.kernel.slot_histograms`): per slot rows and correct guesses per order-preserving
+    |score| bin (`auditing.game.sweep_reduce`). Then each grid point's bin (`boundary_bins`), and pass 2 replays only
     rows of the bins cut strictly inside (`game_kernel.boundary_rows`), ranked by `exact_counts` with
     `rank_order` itself: equal to ranking all rows.
     """

@@ -6,7 +6,7 @@ everything applied to stored counts afterwards (bound method, selection strategy
 change of it re-judges stored counts in milliseconds and never re-scores. `AuditConfig` is the two together, the
 configuration a verdict is stored under (its ``config_hash`` is part of the warehouse key).
 
-The game always counts both keyed halves of repetition 0 (`auditing.slots`), so every selection strategy,
+The game always counts both keyed halves of repetition 0 (`auditing.game.slots`), so every selection strategy,
 halves or not, is a bound setting.
 """
 
@@ -19,19 +19,24 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from auditing.bounds import resolve_delta
-from auditing.errors import LabelDPInputError
-from auditing.methods import BOUND_METHODS, Binomial, BoundMethod, bound_method, method_names
-from auditing.params import CONFIDENCE, DELTA, KAPPA
-from auditing.scores import DEFAULT_POWER, SCORES
-from auditing.selection import STRATEGIES_REGISTRY, SelectionStrategy, selection_strategy, strategy_names
-from auditing.settings import check_settings, setting
-from auditing.sweep import GRID_KINDS, guess_grid
+from auditing.bounds.lower_bound import resolve_delta
+from auditing.bounds.methods import BOUND_METHODS, Binomial, BoundMethod, bound_method, method_names
+from auditing.bounds.params import CONFIDENCE, DELTA, KAPPA
+from auditing.bounds.selection import (
+    STRATEGIES_REGISTRY,
+    SelectionStrategy,
+    selection_strategy,
+    strategy_names,
+)
+from auditing.game.scores import DEFAULT_POWER, SCORES
+from auditing.game.sweep import GRID_KINDS, guess_grid
+from labeldp.errors import LabelDPInputError
+from labeldp.settings import check_settings, setting
 
 # Which rows of the day the game is played on: the rows whose labels entered training (default), or
-# every row. The core audits whatever rows it is given; pipelines/audit_rows.py selects them.
+# every row. The core audits whatever rows it is given; pipelines/scoring/audit_rows.py selects them.
 AUDIT_ROWS = ("training", "all")
-# How the reference M' is corrected on the day's held-out rows before the game (pipelines/recalibration.py):
+# How the reference M' is corrected on the day's held-out rows before the game (pipelines/reference/recalibration.py):
 # `boost` (a few regularized boosting rounds from M''s logits, able to learn feature-dependent drift) or
 # `none` (the paper's raw M'). The core plays the game on whatever reference it is given; the label is part of
 # the game's configuration because it changes the counts.

@@ -3,7 +3,7 @@ grid, both bound methods. Prints median wall time per stage and peak resident me
 
     .venv/bin/python benchmarks/bench_audit.py [--rows 1000000] [--repetitions 100] [--runs 3] [--compare-numpy]
 
-The game runs on the compiled kernel (auditing/game_kernel.py) through the two exact passes of
+The game runs on the compiled kernel (auditing/game/kernel.py) through the two exact passes of
 auditing.audit.compiled_sweep; --compare-numpy also times the numpy reference path once, side by side.
 
 The data is randomized response at eps = 2 on the binary Gaussian mixture with counterfactuals from the true
@@ -22,11 +22,11 @@ import time
 import numpy as np
 
 from auditing.audit import audit_from_counts, compiled_sweep, numpy_sweep, run_audit
+from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.config import AuditConfig
-from auditing.game import as_class_probabilities
-from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
-from auditing.scores import resolve_score
-from auditing.sweep import SweepCounts
+from auditing.game.play import as_class_probabilities
+from auditing.game.scores import resolve_score
+from auditing.game.sweep import SweepCounts
 
 
 def peak_rss_mib() -> float:
@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--compare-numpy", action="store_true",
-                        help="also time the numpy reference path once (auditing.game.play_repetition + a full "
+                        help="also time the numpy reference path once (auditing.game.play.play_repetition + a full "
                              "ranking per repetition) and check that its counts are equal")
     args = parser.parse_args()
 

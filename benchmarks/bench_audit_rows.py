@@ -29,11 +29,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from auditing.config import AuditConfig
-    from auditing.guardrail import guardrail_status
-    from auditing.robustness import verdict_robustness
-    from pipelines.beam_request import ScoringRequest
-    from pipelines.beam_scoring import score_day
-    from pipelines.layout import parse_date
+    from auditing.verdict.guardrail import guardrail_status
+    from auditing.verdict.robustness import verdict_robustness
+    from labeldp.names import parse_date
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
 
     date = parse_date(args.date, "--date")
 

@@ -10,7 +10,7 @@ Measurements, each in a fresh subprocess so that its peak resident memory (VmHWM
              partition read, imports and model loading are not included (the Beam job's wall time includes
              them);
 - inprocess: `auditing.audit.run_audit` on the same predictions (the game + sweep the job reproduces);
-- fnapi:     `pipelines.beam_scoring.score_day` on FnApiRunner (in-process, the default);
+- fnapi:     `pipelines.scoring.beam_scoring.score_day` on FnApiRunner (in-process, the default);
 - fnapi-warm: the same job run twice in one process (as a nightly run scores its target and then its controls,
              and a backfill its days); wall_s is the second run, without the process's one-time costs
              (importing Beam, numba's start-up); the first is reported as cold_wall_s;
@@ -21,8 +21,8 @@ Measurements, each in a fresh subprocess so that its peak resident memory (VmHWM
              workers already imported Beam, started numba and loaded the models), cold_wall_s the first.
 
 Setup (skipped when --root already holds it): day D with --rows rows and day D-1 with --train-rows rows
-(`pipelines.synth`); the target model is trained on the first --train-rows rows of D and the reference on
-D-1, with `pipelines.training.CatBoostSettings` defaults (250 trees of depth 6; no validation split, so all 250
+(`pipelines.data.synth`); the target model is trained on the first --train-rows rows of D and the reference on
+D-1, with `pipelines.training.train.CatBoostSettings` defaults (250 trees of depth 6; no validation split, so all 250
 trees are kept). Only the prediction cost matters here, and it depends on the trees, not the training rows.
 
     .venv/bin/python benchmarks/bench_beam_scoring.py --root /tmp/beam-bench [--rows 1000000] \
@@ -58,8 +58,10 @@ def _peak_rss_mib() -> float:
 
 
 def setup(root: Path, rows: int, train_rows: int) -> None:
-    from pipelines import registry, schema, synth, training
-    from pipelines.layout import model_dir
+    from pipelines.data import schema, synth
+    from pipelines.data.layout import model_dir
+    from pipelines.models import registry
+    from pipelines.training import train as training
 
     if not (root / "partitions" / f"date={DAY}").is_dir():
         synth.write_synthetic_day(root, DAY, rows=rows)
@@ -82,8 +84,9 @@ def setup(root: Path, rows: int, train_rows: int) -> None:
 
 
 def _predictions(root: Path, out: dict):
-    from pipelines import registry, schema
-    from pipelines.catboost_frames import catboost_frame, catboost_pool
+    from pipelines.data import schema
+    from pipelines.models import registry
+    from pipelines.models.catboost_frames import catboost_frame, catboost_pool
 
     began = time.perf_counter()
     table = schema.read_partition(root, DAY)
@@ -121,7 +124,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
     # its models record no training rows: every row is audited, and the reference is used as given
     config = AuditConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none")
     if mode == "bare":
-        from pipelines import training
+        from pipelines.training import train as training
 
         table, _, _ = _predictions(root, out)
         began = time.perf_counter()
@@ -140,9 +143,9 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         out["run_audit_s"] = time.perf_counter() - began
         out["epsilon_lower_bound"] = result.epsilon_lower_bound
     else:
-        from pipelines.beam_request import DASK_RUNNER, ScoringRequest
-        from pipelines.beam_scoring import score_day
-        from pipelines.progress import stderr_progress
+        from labeldp.progress import stderr_progress
+        from pipelines.scoring.beam_request import DASK_RUNNER, ScoringRequest
+        from pipelines.scoring.beam_scoring import score_day
 
         request = ScoringRequest(str(root), DAY, MODEL, config, batch_size=batch_size)
         if mode == "fnapi":

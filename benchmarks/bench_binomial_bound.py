@@ -7,7 +7,7 @@ import resource
 import statistics
 import time
 
-from auditing.binomial_bounds import binomial_epsilon_lower_bound
+from auditing.bounds.binomial import binomial_epsilon_lower_bound
 
 CASES = [(120_000, 200_000, 10**6), (150_000, 200_000, 10**6), (60_000_000, 10**8, 10**8)]
 

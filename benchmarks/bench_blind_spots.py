@@ -6,18 +6,18 @@ rare event is a single rare value of one categorical feature, held by a share f 
 0.005%). A target equals the reference M' (no leakage) on every other row and, on the rare rows, reveals the
 label:
 
-- partially: randomized response at eps_leak (`auditing.controls.rr_oracle_probabilities`), a real violation
+- partially: randomized response at eps_leak (`auditing.verdict.controls.rr_oracle_probabilities`), a real violation
   of any claim below eps_leak;
 - totally: probability 1 on the true label (no privacy at all on those rows).
 
 For each cell the audit (run_audit on arrays: the game of paper Alg. 2, binomial bounds Thm. 17, Bonferroni
 selection at 95%, kappa = 0, which holds exactly since labels are drawn from M') judges the claim, and the
-detection floor (`auditing.robustness.detection_floor_rows`, item 3) says how many fully exposed labels the
+detection floor (`auditing.verdict.robustness.detection_floor_rows`, item 3) says how many fully exposed labels the
 audit needs. The check: whenever the audit does NOT report VIOLATION, the floor is above the number of
 leaking rows, i.e. the audit never claims more sensitivity than it has (the floor is about fully exposed
 labels; a partial leak exposes less per row, so a miss with floor <= leaking rows there is reported, not
 hidden). Both floors are tabled: the perfect-attacker floor (fails the check) and the game-aware
-`auditing.exposure_floor.exposed_rows_floor` at 95% power (the figure the warehouse, report and CLI state
+`auditing.verdict.exposure_floor.exposed_rows_floor` at 95% power (the figure the warehouse, report and CLI state
 next to a PASS; keeps it).
 
     .venv/bin/python benchmarks/bench_blind_spots.py [--rows 160000] [--seeds 5] [--claimed 1]
@@ -36,10 +36,11 @@ import numpy as np
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
-from auditing.controls import rr_oracle_probabilities
-from auditing.exposure_floor import exposed_rows_floor
-from auditing.guardrail import VIOLATION, guardrail_status
-from auditing.robustness import detection_floor_rows
+from auditing.verdict.controls import rr_oracle_probabilities
+from auditing.verdict.exposure_floor import exposed_rows_floor
+from auditing.verdict.guardrail import guardrail_status
+from auditing.verdict.robustness import detection_floor_rows
+from auditing.verdict.types import VIOLATION
 
 SHARES = (0.05, 0.01, 0.001, 0.0001, 0.00005)
 STRENGTHS = (2.0, 4.0, 8.0, math.inf)  # eps_leak of the rare rows' randomized response; inf: total

@@ -14,7 +14,7 @@ a VIOLATION is trusted:
   (gamma / 4 on the audited rate, 3 gamma / 8 on each check rate); written here, not in the product;
 - ``trained-count rule``: its sharper-looking variant on "trained" guesses only (the counterfactual half cancels
   in expectation), E[C0_audited] <= e^eps (m_A / m_H) E[C0_H] (gamma / 4 and 3 gamma / 4);
-- ``capacity check``: the product's rule, epsilon_check > claim (auditing/capacity_check.py).
+- ``capacity check``: the product's rule, epsilon_check > claim (auditing/verdict/capacity_check.py).
 
     NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/bench_capacity_check.py --nights 200 \
         --out benchmarks/results/capacity_check.md
@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from segment_worlds import World, night
 
 from auditing.audit import run_audit
-from auditing.capacity_check import CapacityCheck
 from auditing.config import AuditConfig
-from auditing.game import as_class_probabilities, secret_bits_and_released
-from auditing.scores import paper_score
-from auditing.slots import selection_half_mask
+from auditing.game.play import as_class_probabilities, secret_bits_and_released
+from auditing.game.scores import paper_score
+from auditing.game.slots import selection_half_mask
+from auditing.verdict.capacity_check import CapacityCheck
 
 SCENARIOS = {
     "private eps 0.3, drift +1.5 on 10% of segments": dict(),

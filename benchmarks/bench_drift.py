@@ -6,7 +6,7 @@ reference recalibrated on the day.
         [--rows 200000] [--nights 3] [--shifts none,global:0.7,segment:C9:1.0] [--root DIR]
 
 For each shift and night k: a world with its own generator seed; day D0 as generated, day D1 shifted
-(`pipelines.synth.DayShift`: a global click-logit shift, or a shift of the rows holding C9's most popular
+(`pipelines.data.synth.DayShift`: a global click-logit shift, or a shift of the rows holding C9's most popular
 value). The plan's targets (RR at eps 1 claiming 1, LP-1ST at eps 2 claiming 2, a non-private model claiming
 0.5) and the controls are audited twice on D1: `reference_calibration: none` (the paper's raw M') and
 `boost`. Read back from the warehouse: each row's valid bound, status and its trust (the `trust` column: the
@@ -36,7 +36,7 @@ TRUE_EPS = {"rr-eps1": 1.0, "lp-1st-eps2": 2.0}  # targets whose claim is their 
 
 
 def parse_shift(text: str):
-    from pipelines.synth import DayShift, SegmentShift
+    from pipelines.data.synth import DayShift, SegmentShift
 
     if text == "none":
         return None
@@ -66,7 +66,7 @@ def run_night(root: Path, plan: str) -> float:
 
 
 def read_rows(root: Path, config_hash: str) -> list[dict]:
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(None, data_root=root) as store:
         return [r for r in store.fetch_results(since=D1, until=D1) if r["audit_config_hash"] == config_hash]
@@ -101,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from flows.plan import load_plan
-    from pipelines.synth import DEFAULT_SEED, write_synthetic_day
+    from pipelines.data.synth import DEFAULT_SEED, write_synthetic_day
 
     base = Path(args.root or tempfile.mkdtemp(prefix="labeldp-bench-drift-"))
     calibrations = [c.strip() for c in args.calibrations.split(",") if c.strip()]

@@ -1,5 +1,5 @@
 """Drift with a known truth (layer (a) of results/drift.md): constructed targets audited against a reference that
-is off for "today", raw, after a global Platt fit and after `pipelines.recalibration.fit_correction` (boost).
+is off for "today", raw, after a global Platt fit and after `pipelines.reference.recalibration.fit_correction` (boost).
 
 Per seed, one day of n audited rows plus 0.3 n held-out rows from the same law:
 
@@ -19,7 +19,7 @@ Per seed, one day of n audited rows plus 0.3 n held-out rows from the same law:
   the label itself, p_target = 0.9 if y = 1 else 0.01 (true eps inf, claimed 0.5).
 
 Audit: `auditing.audit.run_audit`, binomial, bonferroni, 95%, kappa 0, one repetition (repetition 0 decides),
-log grid, game seed = the data seed. VIOLATION = `auditing.guardrail.guardrail_status` (valid bound > claim).
+log grid, game seed = the data seed. VIOLATION = `auditing.verdict.guardrail.guardrail_status` (valid bound > claim).
 Per cell (n, drift kind, d, mode) over seeds: the false VIOLATION rate of rr1 and rr2, the control's flag rate,
 the TRUSTED false VIOLATION rate (a false VIOLATION on a seed whose control did not flag), the planted
 detection rate, each with a Clopper-Pearson 95% interval. Above ``--planted-drifted-max-n`` (default 1e5) the
@@ -55,8 +55,8 @@ sys.path.insert(0, str(ROOT))
 
 from auditing.audit import run_audit  # noqa: E402
 from auditing.config import AuditConfig  # noqa: E402
-from auditing.guardrail import guardrail_status  # noqa: E402
-from pipelines.recalibration import ReferenceCheckSkipped, recalibrated_logits  # noqa: E402
+from auditing.verdict.guardrail import guardrail_status  # noqa: E402
+from pipelines.reference.recalibration import ReferenceCheckSkipped, recalibrated_logits  # noqa: E402
 
 SHIFTS = (0.25, -0.25, 0.5, -0.5, 1.0, -1.0)
 KINDS = ("global", "segment")

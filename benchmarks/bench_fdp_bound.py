@@ -1,10 +1,10 @@
-"""Benchmark: the f-DP epsilon lower bound (paper Alg. 3 on the (eps, delta) curve, `auditing.fdp_bounds`).
+"""Benchmark: the f-DP epsilon lower bound (paper Alg. 3 on the (eps, delta) curve, `auditing.bounds.fdp`).
 
 Prints, after JIT warm-up, the median (and min) wall time of
   - one `fdp_epsilon_lower_bound` call for m = 1e6, c' = 2e5 at c = 0.55c', 0.6c', 0.75c', 0.9c' (delta = 1e-5,
     the f-DP default, and delta = 0), with the bound and the number of Algorithm 3 decisions it took;
-  - one `fdp_rejects` decision at the bound (what `auditing.bounds.best_bound` prunes with);
-  - a sweep: `best_bound` and `pointwise_bounds` (`auditing.bounds`, method fdp) over a 100-point log grid of c'
+  - one `fdp_rejects` decision at the bound (what `auditing.bounds.lower_bound.best_bound` prunes with);
+  - a sweep: `best_bound` and `pointwise_bounds` (`auditing.bounds.lower_bound`, method fdp) over a 100-point log grid of c'
     from 1e-4 m to m with counts drawn as randomized response at eps = 2 and at eps = 0.2 plays them (each
     guess right with probability e^eps/(1+e^eps)), the 100 repetitions of `audit_from_counts`' paper statistic
     (100 x best_bound), and the "max certifiable" sweep (c = c' everywhere);
@@ -43,7 +43,7 @@ SWEEP_POINTS, SWEEP_MIN_FRACTION, REPETITIONS = 100, 1e-4, 100
 _FIRST_CALL = """
 import time
 t0 = time.perf_counter()
-from auditing.fdp_bounds import fdp_epsilon_lower_bound
+from auditing.bounds.fdp import fdp_epsilon_lower_bound
 t1 = time.perf_counter()
 fdp_epsilon_lower_bound(110000, 200000, 1000000, delta=1e-5)
 t2 = time.perf_counter()
@@ -76,7 +76,7 @@ def timed(fn, runs: int) -> tuple[float, float, object]:
 
 def count_decisions(c: int, cp: int, m: int, delta: float) -> int:
     """How many Algorithm 3 decisions one bound takes (the kernel call is counted through a wrapper)."""
-    import auditing.fdp_bounds as module
+    import auditing.bounds.fdp as module
 
     calls = 0
     kernel = module._curve_rejects
@@ -116,8 +116,8 @@ def main() -> None:
     print(f"one-time cost, fresh process, warm numba cache:  import {cached[0]:.2f} s, first call (loads cache) "
           f"{cached[1]:.2f} s, second call {cached[2] * 1e3:.3f} ms")
 
-    from auditing.bounds import best_bound, pointwise_bounds
-    from auditing.fdp_bounds import fdp_epsilon_lower_bound, fdp_mu_lower_bound, fdp_rejects
+    from auditing.bounds.fdp import fdp_epsilon_lower_bound, fdp_mu_lower_bound, fdp_rejects
+    from auditing.bounds.lower_bound import best_bound, pointwise_bounds
 
     fdp_epsilon_lower_bound(110000, GUESSES, M, delta=DELTA)  # JIT warm-up
     fdp_mu_lower_bound(110000, GUESSES, M)

@@ -2,11 +2,11 @@
 (Criteo log-loss of LP-1ST, LP-1ST with a domain prior, LP-1ST with noise correction, LP-2ST; plus ALIBI and
 PATE, which the paper audits too).
 
-Setup: two synthetic days D-1 and D of ``--rows`` rows each (``pipelines.synth``); the reference M' is a
+Setup: two synthetic days D-1 and D of ``--rows`` rows each (``pipelines.data.synth``); the reference M' is a
 non-private model of day D-1 (the domain prior); every cell trains on day D's train split (privatized train
 + validation labels) with the project's CatBoost settings and is scored on day D's test split against the
 true labels. Cells marked "(const)" are degenerate runs: every privatized label was the same class, so the
-model is a constant (``pipelines.training``), the paper's "did not produce meaningful outcomes".
+model is a constant (``pipelines.training.train``), the paper's "did not produce meaningful outcomes".
 
     .venv/bin/python benchmarks/bench_mechanism_table.py --rows 200000
 """
@@ -24,11 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipelines import splits, training  # noqa: E402
-from pipelines.layout import parse_date, partition_dir  # noqa: E402
-from pipelines.mechanisms import get_mechanism, mechanism_names  # noqa: E402
-from pipelines.progress import stderr_progress  # noqa: E402
-from pipelines.synth import write_synthetic_day  # noqa: E402
+from labeldp.names import parse_date  # noqa: E402
+from labeldp.progress import stderr_progress  # noqa: E402
+from pipelines.data import splits  # noqa: E402
+from pipelines.data.layout import partition_dir  # noqa: E402
+from pipelines.data.synth import write_synthetic_day  # noqa: E402
+from pipelines.training import train as training  # noqa: E402
+from pipelines.training.mechanisms import get_mechanism, mechanism_names  # noqa: E402
 
 EPSILONS = (math.inf, 8.0, 4.0, 2.0, 1.0, 0.1)
 # (row label, mechanism, prior)

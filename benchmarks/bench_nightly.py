@@ -20,7 +20,7 @@ from pathlib import Path
 from auditing.config import AuditConfig
 from flows import steps
 from flows.plan import AuditPlan, TargetSpec
-from pipelines.synth import write_synthetic_day
+from pipelines.data.synth import write_synthetic_day
 
 D0, D1 = "2026-09-01", "2026-09-02"
 

@@ -1,16 +1,16 @@
 """Benchmark: the Beam scoring job with a registered ONNX target on a 1M-row day of an outside dataset.
 
 The target is a CatBoost model trained by "another team" on a numeric click log (five float features), exported
-to ONNX and registered (`pipelines.model_registration`); the reference is that team's D-1 CatBoost model,
+to ONNX and registered (`pipelines.models.registration`); the reference is that team's D-1 CatBoost model,
 registered as ``.cbm``. Measurements, each in a fresh subprocess (peak resident memory, VmHWM, is its own):
 
 - bare:       the minimal inference of both models over all rows in one process: the float32 feature matrix
               and one onnxruntime ``session.run`` of the probability tensor (the job's session,
-              `pipelines.onnx_session.make_session`, all cores; the faster of one call on all rows and one
+              `pipelines.models.formats.onnx_session.make_session`, all cores; the faster of one call on all rows and one
               call per --batch-size rows) for the target, the CatBoost frame, Pool and
               ``predict_proba`` for the reference (``bare_s``). The partition read, imports and model loading
               are not included (the Beam job's wall time includes them);
-- fnapi:      `pipelines.beam_scoring.score_day` on FnApiRunner (in-process, the default), the first job of
+- fnapi:      `pipelines.scoring.beam_scoring.score_day` on FnApiRunner (in-process, the default), the first job of
               the process (``wall_s``);
 - fnapi-warm: the same job twice in one process; ``wall_s`` is the second (as a nightly run scores its
               targets and controls one after the other), ``cold_wall_s`` the first.
@@ -69,11 +69,11 @@ def _day(date: dt.date, rows: int):
 def setup(root: Path, rows: int) -> None:
     from catboost import CatBoostClassifier
 
-    from pipelines.dataset_spec import spec_from_dict
-    from pipelines.layout import model_dir, partition_dir
-    from pipelines.model_formats import model_format
-    from pipelines.model_registration import register_model
-    from pipelines.schema import write_partition
+    from pipelines.data.dataset_spec import spec_from_dict
+    from pipelines.data.layout import model_dir, partition_dir
+    from pipelines.data.schema import write_partition
+    from pipelines.models.formats.registry import model_format
+    from pipelines.models.registration import register_model
 
     spec = spec_from_dict(SPEC, "bench_numeric.json")
     files = root / "files"
@@ -102,11 +102,12 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from pipelines import registry, schema
-        from pipelines.catboost_frames import catboost_frame, catboost_pool
-        from pipelines.dataset_spec import dataset_of
-        from pipelines.formats.onnx_format import recorded_output
-        from pipelines.onnx_session import make_session
+        from pipelines.data import schema
+        from pipelines.data.dataset_spec import dataset_of
+        from pipelines.models import registry
+        from pipelines.models.catboost_frames import catboost_frame, catboost_pool
+        from pipelines.models.formats.onnx import recorded_output
+        from pipelines.models.formats.onnx_session import make_session
 
         dataset = dataset_of(root, DAY)
         table = dataset.to_internal(schema.read_partition(root, DAY))
@@ -139,8 +140,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         out["predict_reference_s"] = time.perf_counter() - began
         out["bare_s"] = out["matrix_s"] + out["predict_target_s"] + out["frame_pool_s"] + out["predict_reference_s"]
     else:
-        from pipelines.beam_request import ScoringRequest
-        from pipelines.beam_scoring import score_day
+        from pipelines.scoring.beam_request import ScoringRequest
+        from pipelines.scoring.beam_scoring import score_day
 
         config = AuditConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none")
         request = ScoringRequest(str(root), DAY, TARGET, config, reference=REFERENCE, reference_date=PREVIOUS,

@@ -1,10 +1,10 @@
 """The paper's headline table at scale: epsilon lower bounds by label-DP mechanism and epsilon (paper Table 2,
 Criteo, delta = 1e-5), on synthetic days, audited by the Beam scoring job.
 
-Setup (paper Sec. 6.2 / 6.4): two synthetic days (``pipelines.synth``) of ``--rows`` rows. The reference M'
+Setup (paper Sec. 6.2 / 6.4): two synthetic days (``pipelines.data.synth``) of ``--rows`` rows. The reference M'
 is a non-private model of day 0 (registered as ``reference``); every target is trained on day 1's train +
-validation labels, privatized by its mechanism (``pipelines.training.train_model``), and registered. Each
-target is then audited by ``pipelines.beam_scoring.score_day`` on the FnApiRunner with R repetitions, the
+validation labels, privatized by its mechanism (``pipelines.training.train.train_model``), and registered. Each
+target is then audited by ``pipelines.scoring.beam_scoring.score_day`` on the FnApiRunner with R repetitions, the
 binomial method (Thm. 16/17) at delta = 1e-5 (the paper's delta), kappa = 0 and 95% confidence.
 
 Bounds computed from each scoring's counts (``bound_settings``): "fdp", **f-DP on the (eps, delta) curve** at
@@ -25,7 +25,7 @@ draws do not depend on the strategy: the split only adds two slots for repetitio
 eps = inf: every mechanism of the paper's table reduces to non-private training there (the paper's Table 5
 has the same log-loss 0.130 for all of them), so the inf column is ONE non-private model (``nonprivate``)
 trained and audited once and shown in every row. (Our own PATE and ALIBI at eps = inf are not plain training;
-see pipelines/training.py: the table follows the paper instead.)
+see pipelines/training/train.py: the table follows the paper instead.)
 
 Resumable cell by cell: a trained model's record (``<data-root>/paper_table/train/<model>.json``) or an
 audit's record (``.../audit/<model>__<grid>__<rows>.json``) that exists with the same settings is skipped;
@@ -55,11 +55,15 @@ sys.path.insert(0, str(ROOT))
 
 from auditing.audit import audit_counts  # noqa: E402
 from auditing.config import AuditConfig  # noqa: E402
-from pipelines import beam_request, beam_scoring, registry, training  # noqa: E402
-from pipelines.layout import file_fingerprint, model_dir, parse_date, partition_dir  # noqa: E402
-from pipelines.mechanisms import get_mechanism  # noqa: E402
-from pipelines.progress import stderr_progress  # noqa: E402
-from pipelines.synth import write_synthetic_day  # noqa: E402
+from labeldp.names import parse_date  # noqa: E402
+from labeldp.progress import stderr_progress  # noqa: E402
+from pipelines.data.layout import file_fingerprint, model_dir, partition_dir  # noqa: E402
+from pipelines.data.synth import write_synthetic_day  # noqa: E402
+from pipelines.models import registry  # noqa: E402
+from pipelines.scoring import beam_request, beam_scoring  # noqa: E402
+from pipelines.training import fitting  # noqa: E402
+from pipelines.training import train as training  # noqa: E402
+from pipelines.training.mechanisms import get_mechanism  # noqa: E402
 
 EPSILONS = (math.inf, 8.0, 4.0, 2.0, 1.0, 0.1)
 PAPER_DELTA = 1e-5
@@ -158,7 +162,7 @@ class Table:
         self.day0 = parse_date(args.date0)
         self.day1 = self.day0 + dt.timedelta(days=1)
         self.records = Path(self.root) / "paper_table"
-        self.settings = training.settings_from(iterations=args.iterations, learning_rate=args.learning_rate)
+        self.settings = fitting.settings_from(iterations=args.iterations, learning_rate=args.learning_rate)
         self.reference_settings = training.CatBoostSettings()   # M' keeps the project's settings
         self.progress = stderr_progress("table")
         self._days: dict = {}

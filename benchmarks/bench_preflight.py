@@ -32,7 +32,7 @@ def setup(root: Path, rows: int) -> tuple[Path, Path]:
 
     import pyarrow.parquet as pq
 
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     for day in (D0, D1):
         if not (root / "partitions" / f"date={day}").is_dir():

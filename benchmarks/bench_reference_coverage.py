@@ -1,7 +1,7 @@
 """How often does a valid bound exceed the claimed eps, over game seeds, with the reference M' and with the true
 click probability as the reference? (paper_table.md: a split bound above the claim in one cell.)
 
-For one registered target of a synthetic day (``pipelines.synth``, whose ``oracle/`` holds the true P(click | x)),
+For one registered target of a synthetic day (``pipelines.data.synth``, whose ``oracle/`` holds the true P(click | x)),
 audits repetition 0 under ``--seeds`` game seeds (``AuditConfig.seed`` 0..seeds-1: fresh counterfactual labels,
 coin flips and split halves each time) with the registered reference M' and, separately, with the oracle as the
 reference (kappa = 0 exactly: the counterfactual labels then have the true labels' law). Counts the seeds whose
@@ -28,9 +28,11 @@ sys.path.insert(0, str(ROOT))
 
 from auditing.audit import run_audit  # noqa: E402
 from auditing.config import AuditConfig  # noqa: E402
-from pipelines import audit_rows, registry, schema  # noqa: E402
-from pipelines.catboost_frames import catboost_frame, catboost_pool  # noqa: E402
-from pipelines.layout import parse_date  # noqa: E402
+from labeldp.names import parse_date  # noqa: E402
+from pipelines.data import schema  # noqa: E402
+from pipelines.models import registry  # noqa: E402
+from pipelines.models.catboost_frames import catboost_frame, catboost_pool  # noqa: E402
+from pipelines.scoring import audit_rows  # noqa: E402
 
 
 def oracle_probabilities(root: str, date, row_ids: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Risk figures (auditing.risk) timings: medians of 15 runs each, after one warm-up call.
+"""Risk figures (auditing.risk.figures) timings: medians of 15 runs each, after one warm-up call.
 
     .venv/bin/python benchmarks/bench_risk.py
 
@@ -15,7 +15,9 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from auditing.risk import PriorHistogram, column_bound, poisson_binomial_pmf, risk_assessment, risk_block
+from auditing.game.prior_histogram import PriorHistogram
+from auditing.risk.column_bound import column_bound, poisson_binomial_pmf
+from auditing.risk.figures import risk_assessment, risk_block
 
 
 def median_ms(fn, runs: int = 15) -> tuple[float, float, object]:

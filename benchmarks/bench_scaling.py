@@ -6,7 +6,7 @@ Two parts, each measurement in a fresh subprocess so that its peak resident memo
   randomized-response data of benchmarks/bench_audit.py at each --audit-rows, with R = --repetitions; and at
   the middle size with R = 10 as well, to show that memory does not grow with R (only the O(R x bins)
   histograms do: 0.75 MB per repetition);
-- Beam job on FnApiRunner (`pipelines.beam_scoring.score_day`, through benchmarks/bench_beam_scoring.py's
+- Beam job on FnApiRunner (`pipelines.scoring.beam_scoring.score_day`, through benchmarks/bench_beam_scoring.py's
   child modes) and its bare cost (frame + both predict_proba) at each --beam-rows, on synthetic days of that
   size that share the models of --models-root (made by bench_beam_scoring.py: 250 trees of depth 6; the cost
   of prediction depends on the trees, not on the rows they were trained on).
@@ -44,8 +44,8 @@ def audit_child(rows: int, repetitions: int) -> dict:
     import numpy as np
 
     from auditing.audit import run_audit
+    from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
     from auditing.config import AuditConfig
-    from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 
     rng = np.random.default_rng(0)
     x, y = gaussian_mixture(rows, 2, rng)
@@ -65,7 +65,7 @@ def audit_child(rows: int, repetitions: int) -> dict:
 def beam_day(work: Path, models_root: Path, rows: int) -> Path:
     """A data root holding a synthetic day of `rows` rows and (a link to) the benchmark's models."""
     from benchmarks.bench_beam_scoring import DAY
-    from pipelines import synth
+    from pipelines.data import synth
 
     root = work / f"rows-{rows}"
     root.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,7 @@ def _peak_rss_mib() -> float:
 
 def _worker(kind: str, rows: int, work: str, run: int) -> dict:
     """One measurement; returns seconds and the peak RSS of this process."""
-    from pipelines import criteo_ingest, synth
+    from pipelines.data import criteo_ingest, synth
 
     date = dt.date(2024, 6, 1 + run)
     root = Path(work) / f"root-{kind}-{run}"

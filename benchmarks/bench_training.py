@@ -1,5 +1,5 @@
 """Non-private CatBoost training on the 800K-row train split of a synthetic 1M-row day: the project's
-settings (``pipelines.training.CatBoostSettings()``) against CatBoost's own defaults.
+settings (``pipelines.training.train.CatBoostSettings()``) against CatBoost's own defaults.
 
 Both fits use the same day, the same train split (80%, by hash of row_id) and 2 threads, and are scored on
 the true labels of the test split (16%). The project's settings also pick the best iteration on the
@@ -28,9 +28,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipelines import fitting, splits, training  # noqa: E402
-from pipelines.layout import parse_date, partition_dir  # noqa: E402
-from pipelines.synth import write_synthetic_day  # noqa: E402
+from labeldp.names import parse_date  # noqa: E402
+from pipelines.data import splits  # noqa: E402
+from pipelines.data.layout import partition_dir  # noqa: E402
+from pipelines.data.synth import write_synthetic_day  # noqa: E402
+from pipelines.training import fitting  # noqa: E402
+from pipelines.training import train as training  # noqa: E402
 
 
 def log_loss(probabilities: np.ndarray, labels: np.ndarray) -> float:

@@ -96,7 +96,7 @@ def collect(root: Path, out: Path) -> None:
             arrays = {k: data[k].tolist() for k in sorted(data.files)}
         _dump(out / "sweeps" / name / "counts.json", arrays)
         _dump(out / "sweeps" / name / "result.json", result)
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(None, data_root=root) as store:
         rows = store.fetch_results(since=dt.date(2000, 1, 1), until=dt.date(2100, 1, 1))
@@ -132,7 +132,7 @@ def main() -> None:
                         help="a work directory of an earlier run: its partitions and trained models are copied, so "
                              "both runs audit byte-identical model files (CatBoost's files differ between trainings)")
     args = parser.parse_args()
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     work = args.work or Path(tempfile.mkdtemp(prefix="labeldp-golden-"))
     root = work / "root"

@@ -18,8 +18,8 @@ import argparse
 import importlib
 import sys
 
-from auditing.errors import LabelDPInputError
 from flows import exit_codes, terminal
+from labeldp.errors import LabelDPInputError
 
 # Order here is the order in `labeldp-audit --help`.
 COMMAND_MODULES = [

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from auditing import hints
-from auditing.verdict import ACCEPTED_UNCHECKED, EXITS_UNTRUSTED, TRUSTED
+from auditing.verdict.types import ACCEPTED_UNCHECKED, EXITS_UNTRUSTED, TRUSTED
+from labeldp import hints
 
 OK = 0
 VIOLATION = 1
@@ -59,7 +59,7 @@ def help_text() -> str:
     """The "Verdict status" and "Exit status" blocks of the three commands' --help: one table of both."""
     import textwrap
 
-    from auditing.report.text import STATUS_MEANINGS, TRUST_MEANINGS
+    from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_MEANINGS
 
     lines = textwrap.wrap("Verdict status (the table's status column, the warehouse, --json, the report's badge and "
                           "the results command's --status filter), with the exit code it gives:", 100)
@@ -164,7 +164,7 @@ class Outcome:
 def drain_command(data_root, warehouse: str | None) -> str:
     """The command that writes spooled results to the warehouse (a password in a URL shows as ***), without its
     backquotes."""
-    from auditing.warehouse.base import describe_target
+    from auditing.sinks.warehouse.address import describe_target
 
     line = (hints.DRAIN_SPOOL_TO.line(root=data_root, warehouse=describe_target(str(warehouse))) if warehouse
             else hints.DRAIN_SPOOL.line(root=data_root))
@@ -172,9 +172,9 @@ def drain_command(data_root, warehouse: str | None) -> str:
 
 
 def summary_lines(outcome: Outcome, command: str, drain: str) -> list[str]:
-    """One line per exit code that applied to ``outcome``, the winning one first (auditing.report.text words
+    """One line per exit code that applied to ``outcome``, the winning one first (auditing.sinks.report.text words
     them); empty when it is 0. ``drain``: `drain_command` of the run."""
-    from auditing.report import text
+    from auditing.sinks.report import text
 
     sentences = {
         BAD_INPUT: lambda: text.bad_input_summary(outcome.bad_input),

@@ -26,19 +26,19 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from auditing.alerts.webhook import alert_kind
-from auditing.controls import POSITIVE
-from auditing.errors import LabelDPInputError
-from auditing.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
-from auditing.trust import NightTrust
-from auditing.verdict import EXITS_UNTRUSTED
+from auditing.sinks.alerts.webhook import alert_kind
+from auditing.verdict.controls import POSITIVE
+from auditing.verdict.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
+from auditing.verdict.trust import NightTrust
+from auditing.verdict.types import EXITS_UNTRUSTED
 from flows import exit_codes, steps, terminal
 from flows.exit_codes import Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
 from flows.preflight import plan_for
 from flows.progress import StepClock
 from flows.rejudge import StoredNight, night_model_of, write_night
-from pipelines.layout import check_name, parse_date, resolve_data_root
+from labeldp.errors import LabelDPInputError
+from labeldp.names import check_name, parse_date, resolve_data_root
 
 
 class AuditFailed(OutcomeFailed):
@@ -144,9 +144,9 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
 @task(name="drain-spool", cache_policy=NO_CACHE)
 def drain_spool(root: Path, warehouse: str | None) -> dict:
     """Writes the results an earlier run spooled for this run's warehouse; the others stay, with a warning."""
-    from auditing.report import text
-    from auditing.warehouse import default_spool_dir
-    from auditing.warehouse import drain_spool as drain
+    from auditing.sinks.report import text
+    from auditing.sinks.warehouse import default_spool_dir
+    from auditing.sinks.warehouse import drain_spool as drain
 
     spool = default_spool_dir(root)
     outcome = drain(warehouse, spool, data_root=root)
@@ -176,7 +176,7 @@ def _run_id() -> str | None:
 def _emit(kind: str, payload: dict) -> None:
     from prefect.events import emit_event
 
-    from auditing.alerts.webhook import alert_event_payload
+    from auditing.sinks.alerts.webhook import alert_event_payload
 
     emit_event(**alert_event_payload(kind, payload))
 
@@ -306,8 +306,8 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
                  rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
                  accept_unchecked: bool = False) -> tuple[list[dict], object, list]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
-    (auditing.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
-    what it guards (`auditing.trust.night_trust`): the negative control every verdict of the night, the positive
+    (auditing.verdict.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
+    what it guards (`auditing.verdict.trust.night_trust`): the negative control every verdict of the night, the positive
     control the VIOLATIONs (above its eps_c) or the PASSes' detectability (below its floor). Returns the control
     rows and the night's `NightTrust`, which every verdict of the night is judged with.
     specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows;
@@ -373,8 +373,8 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
     VIOLATION (unless ``fail_on_violation`` is false: a release gate fails by default), on an untrusted verdict
     and on a spooled row; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
-    from pipelines import registry
-    from pipelines.beam_request import check_model_for_day
+    from pipelines.models import registry
+    from pipelines.scoring.beam_request import check_model_for_day
 
     terminal.watch_stops()
     root = resolve_data_root(data_root)

@@ -24,16 +24,16 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from auditing.bounds.params import legacy_tau_warning
 from auditing.config import AuditConfig
-from auditing.controls import NEGATIVE, POSITIVE, check_control_epsilon
-from auditing.errors import LabelDPInputError
-from auditing.names import MAX_NAME_LENGTH, NAME_RULE
-from auditing.params import legacy_tau_warning
-from auditing.settings import setting
+from auditing.verdict.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
-from pipelines.dataset_spec import DatasetSpec, criteo, load_spec
-from pipelines.layout import check_name, refuse_empty_file
-from pipelines.mechanisms import get_mechanism, mechanism_names
+from labeldp.errors import LabelDPInputError
+from labeldp.names import MAX_NAME_LENGTH, NAME_RULE, check_name
+from labeldp.settings import setting
+from pipelines.data.dataset_spec import DatasetSpec, criteo, load_spec
+from pipelines.data.layout import refuse_empty_file
+from pipelines.training.mechanisms import get_mechanism, mechanism_names
 
 # A target's epsilon written as text: no privacy (JSON has no infinity).
 INFINITY = "inf"
@@ -76,7 +76,7 @@ class TargetSpec:
 
 @dataclass(frozen=True)
 class RegisteredTarget:
-    """A model registered from outside (`pipelines.model_registration`): nothing is trained. ``claimed_epsilon``
+    """A model registered from outside (`pipelines.models.registration`): nothing is trained. ``claimed_epsilon``
     is the claim it is judged against; None takes the registered claim, and a plan claim that differs from the
     registered one is refused (one model, one claim)."""
 
@@ -116,7 +116,7 @@ def target_from_dict(data: object) -> TargetSpec | RegisteredTarget:
 
 @dataclass(frozen=True)
 class ControlsPlan:
-    """The nightly controls (auditing.controls): a positive control (randomized response at a known
+    """The nightly controls (auditing.verdict.controls): a positive control (randomized response at a known
     ``positive_epsilon``) and a negative control (a copy of the reference), scored like every target.
     ``label_blind_name`` is read and ignored: the label-blind control was retired, the capacity check on every
     target replaced it (docs/soundness.md section 8.6)."""

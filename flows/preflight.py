@@ -28,10 +28,11 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from auditing.errors import LabelDPInputError
 from flows import steps
 from flows.plan import AuditPlan, RegisteredTarget, load_plan
-from pipelines.layout import check_name, model_dir, partition_dir
+from labeldp.errors import LabelDPInputError
+from labeldp.names import check_name
+from pipelines.data.layout import model_dir, partition_dir
 
 CONNECT_SECONDS = 2
 # What libpq says when the server answered and refused the login: fixed by the URL or the server's set-up, not by
@@ -49,7 +50,7 @@ def plan_for(plan_file: str | os.PathLike | None, models: list[str] | None = Non
 
 
 def _footer(root: Path, day: dt.date):
-    from pipelines import schema
+    from pipelines.data import schema
 
     return schema.open_parquet(sorted(partition_dir(root, day).glob(schema.PART_GLOB))[0]).schema_arrow
 
@@ -57,8 +58,8 @@ def _footer(root: Path, day: dt.date):
 def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, footer) -> dict:
     """A registered model's metadata, checked: complete, for the plan's dataset and this day, reading columns the
     partition has."""
-    from pipelines import registry
-    from pipelines.beam_request import check_model_for_day
+    from pipelines.models import registry
+    from pipelines.scoring.beam_request import check_model_for_day
 
     metadata = registry.read_metadata(root, name, day)
     path = registry.model_path(root, name, day)
@@ -112,7 +113,7 @@ def check_candidate(root: Path, name: str, day: dt.date, plan: AuditPlan) -> Non
 
 def check_warehouse(root: Path, warehouse: str | None, create: bool = False) -> list[str]:
     """The warehouse target (see the module docstring); returns warnings (an unreachable PostgreSQL server)."""
-    from auditing.warehouse import DEFAULT_FILE_NAME, is_postgres_target
+    from auditing.sinks.warehouse import DEFAULT_FILE_NAME, is_postgres_target
 
     if warehouse is None or str(warehouse) == "":
         return _check_duckdb(Path(root) / DEFAULT_FILE_NAME, create)
@@ -126,14 +127,14 @@ def check_warehouse(root: Path, warehouse: str | None, create: bool = False) -> 
 
 def _newer_schema(ctx) -> int | None:
     """The recorded schema version when it is newer than this code's, else None."""
-    from auditing.warehouse import migrations
+    from auditing.sinks.warehouse import migrations
 
     version = migrations.recorded_version(ctx, migrations.found_columns(ctx))
     return version if version is not None and version > migrations.LATEST else None
 
 
 def _refuse_newer(version: int | None, where: str) -> None:
-    from auditing.warehouse.migrations import LATEST
+    from auditing.sinks.warehouse.migrations import LATEST
 
     if version is not None:
         raise LabelDPInputError(f"--warehouse {where}: its schema version {version} is newer than this code knows "
@@ -157,7 +158,7 @@ def _check_duckdb(path: Path, create: bool) -> list[str]:
         raise LabelDPInputError(f"--warehouse {path}: the file is not readable and writable")
     import duckdb
 
-    from auditing.warehouse.migrations import Context
+    from auditing.sinks.warehouse.migrations import Context
 
     try:
         conn = duckdb.connect(str(path), read_only=True)
@@ -178,8 +179,8 @@ def _check_postgres(url: str) -> list[str]:
     import psycopg
     from psycopg import conninfo
 
-    from auditing.warehouse.base import describe_target
-    from auditing.warehouse.migrations import Context
+    from auditing.sinks.warehouse.address import describe_target
+    from auditing.sinks.warehouse.migrations import Context
 
     shown = describe_target(url)
     try:

@@ -1,11 +1,11 @@
 """A night's stored evidence (`StoredNight`) and its re-judging at other bound settings.
 
 A nightly or backfill run writes ``nights/date=D/<run kind>-<game hash>.json`` after publishing: where each
-model's game is stored (`auditing.game_counts.GameCounts`, keyed by `pipelines.beam_request.scoring_key`), the
+model's game is stored (`auditing.game.counts.GameCounts`, keyed by `pipelines.scoring.beam_request.scoring_key`), the
 claims, the controls, the reference check, the shift diagnostic and whether an unchecked reference was accepted.
 `rejudge_night` reads it and judges every model again at another `auditing.config.BoundConfig` (method,
 strategy, confidence, delta, kappa): the controls first, then the night's trust, then the targets, each written
-as a verdict of run kind ``rejudge`` (`auditing.run_kinds.REJUDGE`) beside the night's own. Nothing is trained,
+as a verdict of run kind ``rejudge`` (`auditing.verdict.run_kinds.REJUDGE`) beside the night's own. Nothing is trained,
 scored or read from the partition, and neither Beam nor Prefect is imported: a few milliseconds of bounds per
 model, plus the warehouse and the reports.
 
@@ -21,14 +21,14 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from auditing.atomic_files import write_text_atomically
 from auditing.config import AuditConfig, BoundConfig, GameConfig
-from auditing.errors import LabelDPInputError
-from auditing.run_kinds import BACKFILL, NIGHTLY, REJUDGE
-from auditing.verdict import EXITS_UNTRUSTED
+from auditing.verdict.run_kinds import BACKFILL, NIGHTLY, REJUDGE
+from auditing.verdict.types import EXITS_UNTRUSTED
 from flows.exit_codes import Outcome
 from flows.plan import ControlSpec, RegisteredTarget
-from pipelines.progress import Progress, no_progress
+from labeldp.errors import LabelDPInputError
+from labeldp.files import write_text_atomically
+from labeldp.progress import Progress, no_progress
 
 NIGHTS = "nights"
 # The run kinds whose nights are stored (a guardrail audits one release candidate, not a night).
@@ -108,7 +108,7 @@ def night_path(root: Path, date: dt.date, run_kind: str, game: GameConfig) -> Pa
 
 def write_night(root: Path, night: StoredNight) -> Path:
     """Writes ``night`` atomically (a re-run of the same night replaces it) and returns its path."""
-    from pipelines.beam_request import json_safe
+    from pipelines.scoring.beam_request import json_safe
 
     path = night_path(root, night.date, night.run_kind, night.game)
     write_text_atomically(path, json.dumps(json_safe(night.to_dict()), indent=1, sort_keys=True) + "\n")
@@ -149,8 +149,8 @@ def night_model_of(root: Path, spec, record: dict | None, error: str | None = No
 def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNight) -> dict:
     """The model's scoring record with its result at ``config`` (the stored game judged again)."""
     from auditing.audit import audit_counts
-    from auditing.game_counts import GameCounts
-    from pipelines.beam_request import RESULT_FILE
+    from auditing.game.counts import GameCounts
+    from pipelines.scoring.beam_request import RESULT_FILE
 
     directory = Path(root) / model.game_dir
     game = GameCounts.load(directory)

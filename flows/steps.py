@@ -5,9 +5,9 @@ exists -> score with the Beam job and audit -> publish (warehouse row, HTML repo
 
 Reuse ("caching") is explicit and keyed on what determines the numbers. A trained target model is reused when
 its registry metadata has the same mechanism, epsilon, seed, partition, dataset and CatBoost parameters
-(`pipelines.training.reuse_mismatch`); a registered target is used as registered, never trained. A game is reused
+(`pipelines.training.train.reuse_mismatch`); a registered target is used as registered, never trained. A game is reused
 when `sweeps/<model>/date=D/<scoring key>/` holds it: the key covers the game's settings, the model, reference
-and partition files, the audited, check and grouped rows (`pipelines.beam_request.scoring_key`), and no bound
+and partition files, the audited, check and grouped rows (`pipelines.scoring.beam_request.scoring_key`), and no bound
 setting, so a change of kappa, method, delta, confidence or strategy re-judges the stored counts. Anything else
 is recomputed. Both live under the data root, so a re-run after a crash redoes only what is missing.
 """
@@ -18,12 +18,13 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditing import hints
-from auditing.controls import POSITIVE
-from auditing.errors import LabelDPInputError
+from auditing.verdict.controls import POSITIVE
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
-from pipelines.layout import model_dir, parse_date, partition_dir
-from pipelines.progress import Progress, no_progress
+from labeldp import hints
+from labeldp.errors import LabelDPInputError
+from labeldp.names import parse_date
+from labeldp.progress import Progress, no_progress
+from pipelines.data.layout import model_dir, partition_dir
 
 
 class DataMissingError(LabelDPInputError):
@@ -47,9 +48,9 @@ def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) ->
     LabelDPInputError when it was written for another dataset than the plan's, when a file's columns or types
     are not its dataset's, when a row key is null or repeated, a label null or out of range, or when every row
     has the same label (nothing to audit)."""
-    from auditing.report import text
-    from pipelines import schema
-    from pipelines.dataset_spec import check_same_dataset, dataset_of
+    from auditing.sinks.report import text
+    from pipelines.data import schema
+    from pipelines.data.dataset_spec import check_same_dataset, dataset_of
 
     directory = partition_dir(root, date)
     files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
@@ -75,12 +76,12 @@ def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) ->
 
 def check_footer(footer, path: Path, dataset) -> None:
     """A file's columns and their types, from its footer, against its dataset spec: each column goes through
-    the cast its role gets in `pipelines.schema.validate_table`, on no rows (the values are checked when read)."""
+    the cast its role gets in `pipelines.data.schema.validate_table`, on no rows (the values are checked when read)."""
     import re
 
     import pyarrow as pa
 
-    from pipelines import column_checks as checks
+    from pipelines.data import column_checks as checks
 
     checks.check_columns(footer.empty_table(), list(dataset.columns), path, dataset)
     for name in dataset.columns:
@@ -103,7 +104,7 @@ def check_footer(footer, path: Path, dataset) -> None:
 
 
 def _settings(plan: AuditPlan):
-    from pipelines.training import settings_from
+    from pipelines.training.fitting import settings_from
 
     return settings_from(iterations=plan.catboost_iterations)
 
@@ -111,7 +112,7 @@ def _settings(plan: AuditPlan):
 def missing_reference(root: Path, date: dt.date, plan: AuditPlan) -> LabelDPInputError:
     """The reference of day ``date`` (the D-1 checkpoint) is missing and the plan's ``on_missing_reference``
     is "fail": what to do depends on where the plan's models come from (`text.missing_reference`)."""
-    from auditing.report import text
+    from auditing.sinks.report import text
 
     ref_day = date - dt.timedelta(days=1)
     registered = any(isinstance(spec, RegisteredTarget) for spec in plan.targets)
@@ -121,7 +122,7 @@ def missing_reference(root: Path, date: dt.date, plan: AuditPlan) -> LabelDPInpu
 
 def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = no_progress) -> dict:
     """The reference M' of day D (the D-1 checkpoint), trained non-privately when missing if the plan says so."""
-    from pipelines.training import ensure_reference as ensure
+    from pipelines.training.train import ensure_reference as ensure
 
     if plan.on_missing_reference == "fail" and not model_dir(root, plan.reference_name,
                                                              date - dt.timedelta(days=1)).is_dir():
@@ -137,8 +138,8 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
     """The target model of day D: a registered one as registered (`ensure_registered`); a trained one reused
     when made exactly as the plan says on the same partition, else (re)trained (or refused / skipped, as
     ``on_missing_target`` says)."""
-    from pipelines import registry
-    from pipelines.training import reuse_mismatch, train_and_register
+    from pipelines.models import registry
+    from pipelines.training.train import reuse_mismatch, train_and_register
 
     if isinstance(spec, RegisteredTarget):
         return ensure_registered(root, date, spec, plan, progress)
@@ -171,8 +172,8 @@ def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: A
                       progress: Progress = no_progress) -> dict:
     """A registered target's metadata, checked against the plan (dataset, the day's rows, the claim) before any
     work; a missing model fails or is skipped (``on_missing_target``), never trained."""
-    from pipelines import registry
-    from pipelines.beam_request import check_model_for_day
+    from pipelines.models import registry
+    from pipelines.scoring.beam_request import check_model_for_day
 
     directory = model_dir(root, spec.name, date)
     if not directory.is_dir():
@@ -192,7 +193,7 @@ def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: A
 
 def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, metadata: dict) -> float:
     """The claim a target is judged against: the plan's, else (a registered target without one) the registry's."""
-    from pipelines import registry
+    from pipelines.models import registry
 
     return registry.claimed_epsilon(metadata) if spec.claimed_epsilon is None else float(spec.claimed_epsilon)
 
@@ -202,7 +203,7 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
                  reference: tuple[str, dt.date] | None = None, rows: NightRows | None = None,
                  capacity_check: bool = True) -> dict:
     """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
-    model, reference, partition and rows: `pipelines.beam_request.scoring_key`), and returns its record with the
+    model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its record with the
     audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
     confidence or strategy re-judges the stored counts, never re-scores).
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
@@ -212,7 +213,7 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
     from dataclasses import asdict
 
     from auditing.audit import audit_counts
-    from pipelines import beam_request
+    from pipelines.scoring import beam_request
 
     name = model_name or spec.name
     ref_name, ref_date = reference or (plan.reference_name, date - dt.timedelta(days=1))
@@ -232,7 +233,7 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
         record = {**record, "result": audit_counts(game, plan.audit.bound).to_dict(), "config": asdict(plan.audit),
                   "reused": True}
     else:
-        from pipelines import beam_scoring
+        from pipelines.scoring import beam_scoring
 
         # Rows done on stderr ("[score pid N] scored: ..."; the terminal adds the time left) when the job runs here.
         outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
@@ -245,11 +246,11 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
 
 def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_date: dt.date,
                      progress: Progress = no_progress) -> dict:
-    """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.shift_diagnostics; a
+    """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.reference.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
     from flows.terminal import stop_of
-    from pipelines.shift_diagnostics import LABEL
-    from pipelines.shift_diagnostics import shift_diagnostic as compute
+    from pipelines.reference.shift_diagnostics import LABEL
+    from pipelines.reference.shift_diagnostics import shift_diagnostic as compute
 
     try:
         return compute(root, date, reference_name, reference_date)
@@ -263,8 +264,8 @@ def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_d
 @dataclass(frozen=True)
 class NightRows:
     """The rows a night's audits use beyond each model's training rows: the capacity check's rows
-    (`pipelines.recalibration.CheckRowSelection`, None when no row is held out from every audited model) and the
-    rows left out for sharing a group (`pipelines.row_grouping.GroupExclusion`)."""
+    (`pipelines.reference.recalibration.CheckRowSelection`, None when no row is held out from every audited model) and the
+    rows left out for sharing a group (`pipelines.scoring.row_grouping.GroupExclusion`)."""
 
     check_rows: object | None = None
     excluded: object | None = None
@@ -280,14 +281,14 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
                       ) -> tuple[tuple[str, dt.date], dict, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
-    held-out calibration rows (pipelines.recalibration), registered as `AuditPlan.calibrated_reference_name`;
+    held-out calibration rows (pipelines.reference.recalibration), registered as `AuditPlan.calibrated_reference_name`;
     with "none", the D-1 reference as it is. ``audited``: the registry metadata of the night's audited models
     (the held-out rows must be held out from every one of them). With no usable held-out rows the D-1 reference
     is used and the check says "reference not checked" and why. name: the recalibrated reference's registry name
     (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_reference_name`).
     Also the night's `NightRows`: the capacity check's rows (the held-out rows the correction did not fit) and
-    the rows left out for sharing a group (the day's and the reference's training rows, `pipelines.row_grouping`)."""
-    from pipelines.recalibration import (
+    the rows left out for sharing a group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`)."""
+    from pipelines.reference.recalibration import (
         RecalibrationSettings,
         ReferenceCheckSkipped,
         calibration_figures,
@@ -295,7 +296,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
         check_row_selection,
         recalibrate_reference,
     )
-    from pipelines.row_grouping import night_exclusion
+    from pipelines.scoring.row_grouping import night_exclusion
 
     raw = (plan.reference_name, date - dt.timedelta(days=1))
     calibration = plan.audit.reference_calibration
@@ -328,7 +329,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
 def skip_reference_check(check: dict, reason: str) -> dict:
     """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
     capacity check runs)."""
-    from auditing.judging import skipped_reference_check
+    from auditing.verdict.judge import skipped_reference_check
 
     return skipped_reference_check(check, reason)
 
@@ -336,10 +337,10 @@ def skip_reference_check(check: dict, reason: str) -> dict:
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
                    progress: Progress = no_progress, reference: tuple[str, dt.date] | None = None,
                    audited: list[dict] = ()) -> dict:
-    """The control's registry entry for day D (pipelines.controls), written when missing or different.
+    """The control's registry entry for day D (pipelines.reference.controls), written when missing or different.
     reference: the night's reference (the negative control copies it); audited: the audited models' metadata
     (the label-blind control's rows must be held out from all of them)."""
-    from pipelines import controls
+    from pipelines.reference import controls
 
     if spec.control == POSITIVE:
         progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
@@ -350,16 +351,16 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
 
 
 def judge_control(spec: ControlSpec, record: dict) -> dict:
-    """`auditing.controls.check_control` of a control's scoring record, as a dict."""
-    from auditing.controls import check_control
+    """`auditing.verdict.controls.check_control` of a control's scoring record, as a dict."""
+    from auditing.verdict.controls import check_control
 
     return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None
                          ).to_dict()
 
 
 def night_trust(date: dt.date, checks: dict[str, dict | str], specs, accept_unchecked: bool):
-    """What the night's controls say about its verdicts (`auditing.trust.night_trust`)."""
-    from auditing.trust import night_trust as compute
+    """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`)."""
+    from auditing.verdict.trust import night_trust as compute
 
     return compute(checks, {spec.name: spec.control for spec in specs}, date=date.isoformat(),
                    accept_unchecked=accept_unchecked)
@@ -370,16 +371,15 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
             control: dict | None = None, night=None, reference_check: dict | None = None) -> dict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
-    report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.warehouse.AuditKey`: model, model
+    report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.sinks.warehouse.AuditKey`: model, model
     fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
     control: a control's `judge_control` dict (its row is kind 'control'); night: what the night's controls say
-    (`auditing.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
+    (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
-    from auditing.alerts.webhook import alert_kind, default_ledger_dir, send_alert, violation_payload
-    from auditing.judging import judge
-    from auditing.report.pages import render_run_report, run_report_path, write_report
-    from auditing.warehouse import (
+    from auditing.sinks.alerts.webhook import alert_kind, default_ledger_dir, send_alert, violation_payload
+    from auditing.sinks.report.pages import render_run_report, run_report_path, write_report
+    from auditing.sinks.warehouse import (
         SPOOLED,
         as_key,
         audit_record,
@@ -389,7 +389,8 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         spool_path,
         write_or_spool,
     )
-    from auditing.warehouse.base import WarehouseUnavailable
+    from auditing.sinks.warehouse.base import WarehouseUnavailable
+    from auditing.verdict.judge import judge
 
     result = record["result"]
     lineage = record.get("lineage", {})
@@ -461,7 +462,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
     CONTROL_FAILED alert names the control kind and carries the night's reference check."""
     if not webhook_url:
         return None
-    from auditing.alerts.webhook import default_ledger_dir, send_alert
+    from auditing.sinks.alerts.webhook import default_ledger_dir, send_alert
 
     payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
     if control is not None:
@@ -476,9 +477,9 @@ def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | Non
 def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None) -> bool:
     """True when the warehouse holds a trusted row of a nightly or backfill run for every target of the plan on
     this day (same audit config); a guardrail's verdict does not audit the night."""
-    from auditing.run_kinds import BACKFILL, NIGHTLY
-    from auditing.warehouse import open_warehouse
-    from auditing.warehouse.base import WarehouseUnavailable
+    from auditing.sinks.warehouse import open_warehouse
+    from auditing.sinks.warehouse.base import WarehouseUnavailable
+    from auditing.verdict.run_kinds import BACKFILL, NIGHTLY
 
     try:
         store = open_warehouse(warehouse, data_root=root, timeout=5.0)

@@ -11,30 +11,30 @@ with randomized response at eps 1, and its audit::
 
 Another team's log and model: describe the log in a dataset spec (`load_spec`), ingest it
 (`ingest_table_files`), register the model file (`register_model`, CatBoost / ONNX / logged predictions, the
-formats in `pipelines.model_formats`), then score it the same way.
+formats in `pipelines.models.formats.registry`), then score it the same way.
 
-Mechanisms are registered classes (`pipelines.mechanisms`); the Beam-free part of the scoring job (the request,
+Mechanisms are registered classes (`pipelines.training.mechanisms`); the Beam-free part of the scoring job (the request,
 runner arguments, fingerprints) is `beam_request`, the Beam pipeline `beam_scoring` with its DoFns in
 `beam_dofns`. Names load on first use, so importing one submodule does not import Beam or CatBoost.
 """
 
 from __future__ import annotations
 
-from auditing.lazy_exports import lazy_exports
+from labeldp.exports import lazy_exports
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "read_partition": "pipelines.schema", "write_partition": "pipelines.schema", "validate_table": "pipelines.schema",
-    "partition_fingerprint": "pipelines.schema", "generate_day": "pipelines.synth",
-    "ingest_criteo": "pipelines.criteo_ingest", "load_day": "pipelines.training", "train_model": "pipelines.training",
-    "train_and_register": "pipelines.training", "CatBoostSettings": "pipelines.fitting",
-    "Mechanism": "pipelines.mechanisms", "MechanismOptions": "pipelines.mechanisms",
-    "get_mechanism": "pipelines.mechanisms", "mechanism_names": "pipelines.mechanisms",
-    "read_metadata": "pipelines.registry", "load_model": "pipelines.registry",
-    "ScoringRequest": "pipelines.beam_request", "score_day": "pipelines.beam_scoring",
-    "DatasetSpec": "pipelines.dataset_spec", "load_spec": "pipelines.dataset_spec",
-    "ingest_table_files": "pipelines.tabular_ingest", "register_model": "pipelines.model_registration",
-    "model_format": "pipelines.model_formats", "format_names": "pipelines.model_formats",
+    "read_partition": "pipelines.data.schema", "write_partition": "pipelines.data.schema", "validate_table": "pipelines.data.schema",
+    "partition_fingerprint": "pipelines.data.schema", "generate_day": "pipelines.data.synth",
+    "ingest_criteo": "pipelines.data.criteo_ingest", "load_day": "pipelines.training.train", "train_model": "pipelines.training.train",
+    "train_and_register": "pipelines.training.train", "CatBoostSettings": "pipelines.training.fitting",
+    "Mechanism": "pipelines.training.mechanisms", "MechanismOptions": "pipelines.training.mechanisms",
+    "get_mechanism": "pipelines.training.mechanisms", "mechanism_names": "pipelines.training.mechanisms",
+    "read_metadata": "pipelines.models.registry", "load_model": "pipelines.models.registry",
+    "ScoringRequest": "pipelines.scoring.beam_request", "score_day": "pipelines.scoring.beam_scoring",
+    "DatasetSpec": "pipelines.data.dataset_spec", "load_spec": "pipelines.data.dataset_spec",
+    "ingest_table_files": "pipelines.data.tabular_ingest", "register_model": "pipelines.models.registration",
+    "model_format": "pipelines.models.formats.registry", "format_names": "pipelines.models.formats.registry",
 }
 
 __all__ = sorted(_EXPORTS)

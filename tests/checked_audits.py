@@ -17,7 +17,7 @@ import numpy as np
 
 from auditing.audit import AuditResult, CheckRows, run_audit
 from auditing.config import AuditConfig
-from auditing.row_groups import RowGroups, describe_rule
+from auditing.game.row_groups import RowGroups, describe_rule
 
 AUDITED, CHECK = 20_000, 4_000
 

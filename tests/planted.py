@@ -19,8 +19,8 @@ def register_memorizer(root, day: str, name: str = "leaky", claimed_epsilon: flo
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipelines import schema, splits
-    from pipelines.model_registration import register_model
+    from pipelines.data import schema, splits
+    from pipelines.models.registration import register_model
 
     table = schema.read_partition(root, dt.date.fromisoformat(day), columns=[schema.ROW_ID, schema.LABEL])
     ids = table.column(schema.ROW_ID).to_numpy()

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from auditing.alerts import (
+from auditing.sinks.alerts import (
     AUDIT_FAILED,
     CONTROL_FAILED,
     DATA_MISSING,
@@ -24,7 +24,7 @@ from auditing.alerts import (
     kappa_fields,
     send_alert,
 )
-from auditing.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError
 
 PAYLOAD = {"model_id": "rr-eps1", "partition_date": "2024-01-02", "epsilon_lower_bound": 2.5,
            "claimed_epsilon": 1.0, "confidence": 0.95, "status": "VIOLATION"}
@@ -206,7 +206,7 @@ def test_event_payload_fits_prefect_events():
 def test_a_weak_pass_is_its_own_alert_with_its_meaning_and_floor(webhook_factory, tmp_path):
     """A target's WEAK_PASS: its own kind (sent once per model and date, beside a VIOLATION of the same day), whose
     text says what a weak PASS means and the floor behind it."""
-    from auditing.verdict import STATUSES
+    from auditing.verdict.types import STATUSES
 
     assert WEAK_PASS == "WEAK_PASS" and WEAK_PASS in STATUSES
     hook = webhook_factory()
@@ -298,8 +298,8 @@ def verdicts():
 
     from auditing.audit import run_audit
     from auditing.config import AuditConfig
-    from auditing.judging import judge
-    from auditing.trust import NightTrust
+    from auditing.verdict.judge import judge
+    from auditing.verdict.trust import NightTrust
 
     leaky = checked_audits.leaky(row_groups=checked_audits.groups())
     misfit = checked_audits.misfit()
@@ -320,7 +320,7 @@ def _unchecked_arrays():
 
 
 def _payload(verdict, model="leaky"):
-    from auditing.alerts.webhook import violation_payload
+    from auditing.sinks.alerts.webhook import violation_payload
 
     return violation_payload(verdict, model_id=model, partition_date="2024-01-02", report="/r/leaky.html",
                              flow_run_id="run-1", run_kind="nightly")
@@ -330,8 +330,8 @@ def test_alert_kind_is_chosen_by_status_and_trust(verdicts):
     """One choice for every call site: a VIOLATION pages only when it is acted on (trusted, or accepted
     unchecked); a VIOLATION that exits 4 is VIOLATION_UNTRUSTED; a WEAK_PASS is WEAK_PASS; a control and any other
     status send nothing here. A row written before per-verdict trust is untrusted when it carries a reason."""
-    from auditing.alerts import PAGES, VIOLATION_UNTRUSTED, alert_kind
-    from auditing.verdict import TRUSTED, UNCHECKED, UNTRUSTED
+    from auditing.sinks.alerts import PAGES, VIOLATION_UNTRUSTED, alert_kind
+    from auditing.verdict.types import TRUSTED, UNCHECKED, UNTRUSTED
 
     assert {name: (v.status, v.trust.state) for name, v in verdicts.items()} == {
         "trusted": ("VIOLATION", TRUSTED), "untrusted": ("VIOLATION", UNTRUSTED), "weak": ("WEAK_PASS", TRUSTED),
@@ -353,7 +353,7 @@ def test_an_untrusted_violation_is_its_own_alert_and_not_a_page(webhook_factory,
     """The trusted VIOLATION pages with its epsilon_check; the untrusted one of the same model and day is its own
     alert (VIOLATION_UNTRUSTED, page false), whose text says it is not acted on and why; both bodies carry the
     trust, the capacity check's figures and the row groups' figures."""
-    from auditing.alerts import VIOLATION_UNTRUSTED, alert_kind
+    from auditing.sinks.alerts import VIOLATION_UNTRUSTED, alert_kind
 
     hook = webhook_factory()
     trusted, untrusted = _payload(verdicts["trusted"]), _payload(verdicts["untrusted"])

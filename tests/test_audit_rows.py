@@ -2,7 +2,7 @@
 metadata records them, and its counts equal the in-process audit of those rows; bad input fails early.
 
 A small real world: two synthetic days of 4,000 rows, a reference trained on day 1 and an RR target on day 2,
-both by `pipelines.training.train_and_register` with 10 CatBoost iterations.
+both by `pipelines.training.train.train_and_register` with 10 CatBoost iterations.
 """
 
 import datetime as dt
@@ -14,12 +14,15 @@ import pytest
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
 from flows.cli import main as cli_main
-from pipelines import registry, schema, splits, synth, training
-from pipelines.audit_rows import row_selection, training_rows
-from pipelines.beam_request import ScoringRequest
-from pipelines.beam_scoring import score_day
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema, splits, synth
+from pipelines.models import registry
+from pipelines.scoring.audit_rows import row_selection, training_rows
+from pipelines.scoring.beam_request import ScoringRequest
+from pipelines.scoring.beam_scoring import score_day
+from pipelines.training import fitting
+from pipelines.training import train as training
 
 PREVIOUS, DAY = dt.date(2024, 5, 1), dt.date(2024, 5, 2)
 ROWS = 4000
@@ -32,7 +35,7 @@ def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("audit-rows")
     for date in (PREVIOUS, DAY):
         synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=2000)
-    settings = training.settings_from(iterations=10, thread_count=1)
+    settings = fitting.settings_from(iterations=10, thread_count=1)
     _, metadata = training.train_and_register(root, DAY, "rr", 1.0, model_name="rr-1", settings=settings)
     table = schema.read_partition(root, DAY)
     return {"root": root, "metadata": metadata, "table": table}

@@ -16,17 +16,20 @@ import pytest
 
 from auditing.audit import play_game, run_audit
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.game import play_repetition
-from auditing.game_counts import GameCounts
-from auditing.scores import resolve_score
-from auditing.sweep import correct_at, rank_order
+from auditing.game.counts import GameCounts
+from auditing.game.play import play_repetition
+from auditing.game.scores import resolve_score
+from auditing.game.sweep import correct_at, rank_order
 from flows.cli import main as cli_main
-from pipelines import beam_request, beam_scoring, registry, schema, splits, synth, training
-from pipelines.beam_request import ScoringRequest
-from pipelines.beam_scoring import score_day
-from pipelines.catboost_frames import catboost_frame
-from pipelines.scored_batch import scored_batch
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema, splits, synth
+from pipelines.models import registry
+from pipelines.models.catboost_frames import catboost_frame
+from pipelines.scoring import beam_request, beam_scoring
+from pipelines.scoring.beam_request import ScoringRequest
+from pipelines.scoring.beam_scoring import score_day
+from pipelines.scoring.scored_batch import scored_batch
+from pipelines.training import train as training
 
 DAY = dt.date(2024, 3, 2)
 PREVIOUS = dt.date(2024, 3, 1)
@@ -138,7 +141,7 @@ def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strate
 def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
     from test_game_and_bound import SwappedSplit
 
-    from auditing.selection import STRATEGIES_REGISTRY
+    from auditing.bounds.selection import STRATEGIES_REGISTRY
 
     STRATEGIES_REGISTRY.register(SwappedSplit)
     try:
@@ -153,7 +156,7 @@ def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
 
 def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not(world):
     from auditing.audit import audit_counts
-    from pipelines.beam_request import prepare_scoring, stored_scoring
+    from pipelines.scoring.beam_request import prepare_scoring, stored_scoring
 
     root = str(world["root"])
     config = AuditConfig(repetitions=3, seed=9)
@@ -363,9 +366,9 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     accumulators) waits for the pending kernels."""
     import pickle
 
-    from pipelines import scoring_batches
-    from pipelines.scored_batch import ScoredBatch
-    from pipelines.scoring_batches import GameSpec, Pass1Accumulator
+    from pipelines.scoring import scoring_batches
+    from pipelines.scoring.scored_batch import ScoredBatch
+    from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator
 
     monkeypatch.setattr(scoring_batches, "BACKGROUND_CHUNK_ROWS", chunk_rows)
     monkeypatch.setattr(scoring_batches, "MAX_PENDING_CHUNKS", max_pending)
@@ -396,8 +399,8 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
 
 
 def test_pass1_background_errors_surface_when_the_accumulator_is_read():
-    from pipelines.scored_batch import ScoredBatch
-    from pipelines.scoring_batches import GameSpec, Pass1Accumulator
+    from pipelines.scoring.scored_batch import ScoredBatch
+    from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator
 
     spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all", reference_calibration="none").game)
     p = np.full(10, 0.5)
@@ -456,7 +459,7 @@ def split_world(world):
 def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size, plan):
     """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one."""
     from auditing.audit import CheckRows
-    from pipelines.recalibration import HeldOutRows, check_row_selection
+    from pipelines.reference.recalibration import HeldOutRows, check_row_selection
 
     check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
     config = AuditConfig(repetitions=3, seed=2)

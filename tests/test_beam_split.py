@@ -15,27 +15,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # The modules of the Beam job and the per-batch work it wraps.
 JOB_MODULES = (
-    "pipelines.beam_coders",
-    "pipelines.beam_dofns",
-    "pipelines.beam_request",
-    "pipelines.beam_scoring",
-    "pipelines.catboost_frames",
-    "pipelines.catboost_handler",
-    "pipelines.partition_batches",
-    "pipelines.rr_oracle_handler",
-    "pipelines.scored_batch",
-    "pipelines.scoring_batches",
+    "pipelines.scoring.beam_coders",
+    "pipelines.scoring.beam_dofns",
+    "pipelines.scoring.beam_request",
+    "pipelines.scoring.beam_scoring",
+    "pipelines.models.catboost_frames",
+    "pipelines.models.formats.catboost_handler",
+    "pipelines.scoring.partition_batches",
+    "pipelines.models.formats.oracle_handler",
+    "pipelines.scoring.scored_batch",
+    "pipelines.scoring.scoring_batches",
 )
 # Importing these must not import apache_beam: what the flows, controls and recalibration use without running
 # the job.
 BEAM_FREE = (
-    "pipelines.beam_request",
-    "pipelines.catboost_frames",
-    "pipelines.partition_batches",
-    "pipelines.scored_batch",
-    "pipelines.scoring_batches",
-    "pipelines.controls",
-    "pipelines.recalibration",
+    "pipelines.scoring.beam_request",
+    "pipelines.models.catboost_frames",
+    "pipelines.scoring.partition_batches",
+    "pipelines.scoring.scored_batch",
+    "pipelines.scoring.scoring_batches",
+    "pipelines.reference.controls",
+    "pipelines.reference.recalibration",
 )
 
 
@@ -57,8 +57,8 @@ def test_every_dofn_and_combinefn_is_a_module_level_class_that_pickles_by_refere
     import apache_beam as beam
 
     from auditing.config import AuditConfig
-    from pipelines import beam_dofns
-    from pipelines.scoring_batches import GameSpec
+    from pipelines.scoring import beam_dofns
+    from pipelines.scoring.scoring_batches import GameSpec
 
     classes = [value for value in vars(beam_dofns).values()
                if isinstance(value, type) and issubclass(value, beam.DoFn | beam.CombineFn)
@@ -86,8 +86,8 @@ def test_no_job_module_defines_a_class_inside_a_function():
 
 @pytest.mark.parametrize("handler_name", ["CatBoostModelHandler", "RROracleModelHandler"])
 def test_handlers_take_beams_keyword_only_batching_arguments(handler_name):
-    from pipelines.catboost_handler import CatBoostModelHandler
-    from pipelines.rr_oracle_handler import RROracleModelHandler
+    from pipelines.models.formats.catboost_handler import CatBoostModelHandler
+    from pipelines.models.formats.oracle_handler import RROracleModelHandler
 
     handler_class = {"CatBoostModelHandler": CatBoostModelHandler, "RROracleModelHandler": RROracleModelHandler}[
         handler_name]

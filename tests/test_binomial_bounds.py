@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from auditing.binomial_bounds import (
+from auditing.bounds.binomial import (
     _alpha,
     beta_from_epsilon,
     binomial_epsilon_lower_bound,
     binomial_rejects,
     pure_epsilon_lower_bounds,
 )
-from auditing.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError
 
 
 def independent_beta(eps, kappa):

@@ -11,7 +11,7 @@ Findings encoded here:
   the observational game no attacker is right on every guess about an exposed label (when the counterfactual
   y1 equals the training label y0, the bit b cannot be told), so the audit misses leaks of 2-8x that floor.
   Asserted as the documented counter-example;
-- it holds for the game-aware floor `exposed_rows_floor` (auditing.exposure_floor: total exposure, 95% power),
+- it holds for the game-aware floor `exposed_rows_floor` (auditing.verdict.exposure_floor: total exposure, 95% power),
   the figure the warehouse, the report's PASS sentence and the CLI state: a miss with that many totally leaking
   rows or more happens at most at the 5% rate (a stated binomial margin), and below it the promise holds
   trivially.
@@ -26,7 +26,7 @@ from pathlib import Path
 from scipy import stats
 
 from auditing.config import AuditConfig
-from auditing.guardrail import VIOLATION
+from auditing.verdict.types import VIOLATION
 
 _SPEC = importlib.util.spec_from_file_location(
     "bench_blind_spots", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_blind_spots.py")

@@ -1,4 +1,4 @@
-"""The capacity check (auditing/capacity_check.py, docs/soundness.md section 8) against truths built outside the
+"""The capacity check (auditing/verdict/capacity_check.py, docs/soundness.md section 8) against truths built outside the
 code under test: the seeded segment worlds of tests/segment_worlds.py (segment drift the reference's correction
 cannot see, private targets that may memorise their noisy labels, non-private ones that leak). The check rows
 are rows of the day whose labels trained nothing. A "trusted false VIOLATION" is a night where
@@ -15,7 +15,9 @@ from scipy import stats
 from segment_worlds import World, night
 
 from auditing.audit import CheckRows, run_audit
-from auditing.capacity_check import (
+from auditing.config import AuditConfig
+from auditing.game.sweep_reduce import BinSpec, bin_index
+from auditing.verdict.capacity_check import (
     CHECK_BINS,
     DELTA_NOT_SUPPORTED,
     CapacityCheck,
@@ -24,9 +26,7 @@ from auditing.capacity_check import (
     capacity_check,
     rebin,
 )
-from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.sweep_reduce import BinSpec, bin_index
+from labeldp.errors import LabelDPInputError
 
 CONFIDENCE = 0.95
 SIGNIFICANCE = 1e-3
@@ -120,7 +120,7 @@ def test_bin_lower_edge_is_the_smallest_score_of_its_bin():
 
 def test_compiled_and_numpy_paths_give_the_same_check():
     """The kernel path (built-in score) and the numpy path (the same score passed as a callable) agree."""
-    from auditing.scores import paper_score
+    from auditing.game.scores import paper_score
 
     world = night(7, rows=30_000, private=False, memorize=0.2)
     config = AuditConfig(repetitions=1, seed=3)
@@ -185,7 +185,7 @@ def test_the_exact_test_holds_its_level_at_the_null_boundary(guesses, check_gues
     test rejects eps at most at 5% (it is exact, so usually less)."""
     from scipy.special import expit, logit
 
-    from auditing.capacity_check import exact_epsilon_lower
+    from auditing.verdict.capacity_check import exact_epsilon_lower
 
     rng = np.random.default_rng(guesses)
     trials, rejected = 150, 0
@@ -199,7 +199,7 @@ def test_the_exact_test_holds_its_level_at_the_null_boundary(guesses, check_gues
 def test_the_exact_test_is_tighter_than_two_separate_limits():
     """On counts like a real night's (a non-private model on the AdKDD'21 sample), the joint test keeps more of
     the evidence than a lower limit on one side and an upper limit on the other would."""
-    from auditing.capacity_check import _logit, _lower, _upper, exact_epsilon_lower
+    from auditing.verdict.capacity_check import _logit, _lower, _upper, exact_epsilon_lower
 
     joint = exact_epsilon_lower(790, 1047, 118, 205, 0.05)
     separate = _logit(_lower(790, 1047, 0.0125)) - _logit(_upper(118, 205, 0.0375))

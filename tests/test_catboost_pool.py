@@ -4,8 +4,10 @@ import datetime as dt
 
 import numpy as np
 
-from pipelines import catboost_frames, synth, training
-from pipelines.catboost_frames import catboost_frame, catboost_pool
+from pipelines.data import synth
+from pipelines.models import catboost_frames
+from pipelines.models.catboost_frames import catboost_frame, catboost_pool
+from pipelines.training import train as training
 
 
 def test_pool_is_shared_between_models_and_predicts_like_the_frame(monkeypatch):

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from auditing.audit import run_audit
-from auditing.binomial_bounds import binomial_epsilon_lower_bound, binomial_rejects
+from auditing.bounds.binomial import binomial_epsilon_lower_bound, binomial_rejects
+from auditing.bounds.methods import BOUND_METHODS, BoundMethod
+from auditing.bounds.selection import STRATEGIES_REGISTRY, Selection, SelectionStrategy
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.judging import judge
-from auditing.methods import BOUND_METHODS, BoundMethod
-from auditing.selection import STRATEGIES_REGISTRY, Selection, SelectionStrategy
-from auditing.sweep import SweepCounts
+from auditing.game.sweep import SweepCounts
+from auditing.verdict.judge import judge
+from labeldp.errors import LabelDPInputError
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class LastPoint(SelectionStrategy):
         return confidence
 
     def select(self, counts, halves, *, method, confidence, delta, kappa):
-        from auditing.bounds import pointwise_bounds
+        from auditing.bounds.lower_bound import pointwise_bounds
 
         guesses, correct = counts.guesses[0], counts.correct[0]
         curve = pointwise_bounds(correct, guesses, counts.m, method=method, delta=delta, confidence=confidence,
@@ -126,8 +126,8 @@ def _toy_result():
 
 def test_the_warehouse_stores_a_registered_method_after_reopening(toys, tmp_path):
     """The method CHECK follows the registry: a warehouse created before the toy existed accepts its rows."""
-    from auditing.warehouse import open_warehouse
-    from auditing.warehouse.rows import audit_record
+    from auditing.sinks.warehouse import open_warehouse
+    from auditing.sinks.warehouse.rows import audit_record
 
     path = str(tmp_path / "w.duckdb")
     BOUND_METHODS.unregister(HalfBinomial.name)

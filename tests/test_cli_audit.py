@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from flows.cli import main
 from flows.plan import load_plan
+from labeldp.errors import LabelDPInputError
 
 
 def run_cli(capsys, *argv):
@@ -221,7 +221,7 @@ def test_a_certain_reference_names_the_column_given_by_reference_col(capsys, tmp
 
 
 def test_split_on_two_rows_says_what_it_needs(capsys, tmp_path):
-    from auditing.slots import selection_half_mask
+    from auditing.game.slots import selection_half_mask
 
     ids = np.array([0, 1], dtype=np.int64)
     seed = next(s for s in range(100) if len(set(selection_half_mask(ids, s))) == 1)  # both rows in one half

@@ -20,7 +20,11 @@ from scipy import stats
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
-from auditing.controls import (
+from auditing.game.play import play_repetition
+from auditing.game.score_histogram import score_histogram
+from auditing.game.scores import resolve_score
+from auditing.game.sweep import correct_at, rank_order
+from auditing.verdict.controls import (
     FLOOR_POWER,
     NEGATIVE,
     NEGATIVE_CONFIDENCE,
@@ -31,11 +35,7 @@ from auditing.controls import (
     rr_keep_probability,
     rr_oracle_probabilities,
 )
-from auditing.errors import LabelDPInputError
-from auditing.game import play_repetition
-from auditing.score_histogram import score_histogram
-from auditing.scores import resolve_score
-from auditing.sweep import correct_at, rank_order
+from labeldp.errors import LabelDPInputError
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
@@ -142,7 +142,7 @@ def test_the_capacity_check_sees_a_wrong_reference_the_label_blind_control_used_
     (same law, never seen) show the same accuracy, so epsilon_check stays 0, and the misfit it sees (lower
     confidence) is within what kappa = 0.7 covers."""
     from auditing.audit import CheckRows
-    from auditing.capacity_check import CapacityCheck
+    from auditing.verdict.capacity_check import CapacityCheck
 
     rng = np.random.default_rng(21)
     n = 100_000
@@ -219,7 +219,9 @@ def _register_reference(root, date, seed=0):
     """A tiny CatBoost reference fitted on every row of ``date`` (registered as 'reference')."""
     from catboost import CatBoostClassifier
 
-    from pipelines import registry, schema, splits, training
+    from pipelines.data import schema, splits
+    from pipelines.models import registry
+    from pipelines.training import train as training
 
     table = schema.read_partition(root, date)
     frame = training.feature_frame(table)
@@ -238,7 +240,8 @@ def _register_reference(root, date, seed=0):
 
 @pytest.fixture(scope="module")
 def beam_world(tmp_path_factory):
-    from pipelines import schema, splits, synth, training
+    from pipelines.data import schema, splits, synth
+    from pipelines.training import train as training
 
     root = tmp_path_factory.mktemp("controls-root")
     for date in (PREVIOUS, DAY):
@@ -255,9 +258,10 @@ def beam_world(tmp_path_factory):
 def test_beam_positive_control_equals_run_audit(beam_world):
     """The RR-label oracle registered as a model goes through the Beam job's ModelHandler path and gives the
     in-process result on the same (train) rows: counts and result exactly, the expected curve to round-off."""
-    from pipelines import controls, registry
-    from pipelines.beam_request import ScoringRequest
-    from pipelines.beam_scoring import score_day
+    from pipelines.models import registry
+    from pipelines.reference import controls
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
 
     root, day = beam_world["root"], DAY
     metadata = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])

@@ -53,7 +53,7 @@ def _plan(directory: Path, name: str, **controls) -> str:
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1):
@@ -73,15 +73,15 @@ def webhook():
 def _stored(root, warehouse=None) -> dict:
     """model -> its latest verdict (a control judged against another claim on another night of these tests is a
     row of its own)."""
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(warehouse, data_root=root) as store:
         return {r["model_id"]: r for r in store.fetch_verdicts(latest=True)}
 
 
 def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
-    from auditing.controls import check_control
-    from auditing.report.text import format_rows
+    from auditing.sinks.report.text import format_rows
+    from auditing.verdict.controls import check_control
     from flows.nightly import nightly_audit
 
     plan = _plan(tmp_path_factory.mktemp("plans"), "good")
@@ -164,7 +164,7 @@ TRUE_EPS = {"rr-eps1": 1.0, "control-positive": 2.0, "control-negative": 0.0}
 @pytest.fixture(scope="module")
 def drifted_root(tmp_path_factory):
     """Two days of one world; the second day's click logit moved by +1.0 on every row (a campaign)."""
-    from pipelines.synth import DayShift, write_synthetic_day
+    from pipelines.data.synth import DayShift, write_synthetic_day
 
     root = tmp_path_factory.mktemp("drift")
     write_synthetic_day(root, dt.date.fromisoformat(D0), rows=DRIFT_ROWS)
@@ -235,7 +235,7 @@ def test_a_night_without_held_out_rows_checks_nothing(prefect_api, data_root, tm
     target = next(r for r in rows if r["model_id"] == "rr-eps1")
     assert target["trust"] == "reference unchecked, accepted" and target["accepted_unchecked"] is True
     assert target["untrusted_reason"] and "accepted" in target["untrusted_reason"]
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
     from flows.plan import load_plan
 
     config_hash = load_plan(str(path)).audit.config_hash()

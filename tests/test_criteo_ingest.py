@@ -1,4 +1,4 @@
-"""Criteo TSV ingest (pipelines.criteo_ingest) and `labeldp-audit data ingest-criteo`."""
+"""Criteo TSV ingest (pipelines.data.criteo_ingest) and `labeldp-audit data ingest-criteo`."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from auditing.errors import LabelDPInputError
 from flows.cli import main
-from pipelines import schema
-from pipelines.criteo_ingest import ingest_criteo, write_criteo_tsv
-from pipelines.layout import partition_dir
-from pipelines.synth import generate_day
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+from pipelines.data.criteo_ingest import ingest_criteo, write_criteo_tsv
+from pipelines.data.layout import partition_dir
+from pipelines.data.synth import generate_day
 
 DATE = dt.date(2024, 3, 5)
 ROWS = 3_000

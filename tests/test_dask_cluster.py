@@ -25,9 +25,11 @@ from test_beam_scoring import _register, in_process_counts
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
-from pipelines import beam_request, schema, synth, training
-from pipelines.beam_request import ScoringRequest
-from pipelines.beam_scoring import score_day
+from pipelines.data import schema, synth
+from pipelines.scoring import beam_request
+from pipelines.scoring.beam_request import ScoringRequest
+from pipelines.scoring.beam_scoring import score_day
+from pipelines.training import train as training
 
 pytestmark = pytest.mark.slow
 distributed = pytest.importorskip("dask.distributed")

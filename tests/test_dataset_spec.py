@@ -1,4 +1,4 @@
-"""Dataset specs (pipelines.dataset_spec): validation of spec files, the built-in Criteo spec against the
+"""Dataset specs (pipelines.data.dataset_spec): validation of spec files, the built-in Criteo spec against the
 partition schema, the fingerprint, and the naming rule that keeps spec names out of paths, SQL and HTML."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 import pyarrow as pa
 import pytest
 
-from auditing.errors import LabelDPInputError
-from pipelines import schema
-from pipelines.dataset_spec import (
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+from pipelines.data.dataset_spec import (
     RECORD_FILE,
     SPEC_FILE,
     DatasetSpec,
@@ -22,7 +22,7 @@ from pipelines.dataset_spec import (
     spec_from_dict,
     write_dataset_record,
 )
-from pipelines.layout import partition_dir
+from pipelines.data.layout import partition_dir
 
 # The built-in spec's fingerprint is recorded by models and partitions: it must never change by accident.
 CRITEO_FINGERPRINT = "sha256:f819dd3a188ee8b535aa157268cbafaedf5a2f9d503a662484903151b4f273d3"

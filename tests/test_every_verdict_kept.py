@@ -35,7 +35,7 @@ def cli(*argv: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1):
@@ -60,7 +60,7 @@ def files(root: Path, *tops: str) -> dict[str, str]:
 
 
 def rows(root: Path) -> list[dict]:
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(None, data_root=root) as warehouse:
         return warehouse.fetch_results()

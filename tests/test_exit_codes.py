@@ -98,8 +98,8 @@ def test_help_lists_every_exit_code(command):
 
 
 def test_the_readme_lists_every_exit_code_and_status_in_one_table():
-    from auditing.report.text import STATUS_MEANINGS
-    from auditing.verdict import STATUSES
+    from auditing.sinks.report.text import STATUS_MEANINGS
+    from auditing.verdict.types import STATUSES
 
     text = (REPO / "README.md").read_text()
     block = text[text.index("Exit status of `nightly`"):]
@@ -112,7 +112,7 @@ def test_the_readme_lists_every_exit_code_and_status_in_one_table():
 
 
 def test_help_lists_every_status_with_its_meaning():
-    from auditing.report.text import STATUS_MEANINGS
+    from auditing.sinks.report.text import STATUS_MEANINGS
 
     done = subprocess.run([sys.executable, "-m", "flows.cli", "nightly", "--help"], cwd=REPO, capture_output=True,
                           text=True, check=True)
@@ -214,7 +214,7 @@ slow = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1, D2):
@@ -274,7 +274,7 @@ def nightly(root, plan, *extra) -> list[str]:
 
 
 def stored(root, warehouse=None) -> list[dict]:
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(warehouse, data_root=root) as store:
         return store.fetch_results()

@@ -11,14 +11,8 @@ import pytest
 from scipy.special import ndtr, ndtri
 from scipy.stats import binom, binomtest, norm
 
-from auditing.errors import LabelDPInputError
-from auditing.fdp_bounds import (
-    EPSILON_TOLERANCE,
-    fdp_epsilon_lower_bound,
-    fdp_mu_lower_bound,
-    fdp_rejects,
-)
-from auditing.fdp_recursion import (
+from auditing.bounds.fdp import EPSILON_TOLERANCE, fdp_epsilon_lower_bound, fdp_mu_lower_bound, fdp_rejects
+from auditing.bounds.fdp_recursion import (
     CURVE,
     EARLY_ACCEPT,
     EARLY_REJECT,
@@ -33,7 +27,8 @@ from auditing.fdp_recursion import (
     norm_cdf,
     norm_ppf,
 )
-from auditing.gaussian_dp import epsilon_for_mu
+from auditing.bounds.gaussian_dp import epsilon_for_mu
+from labeldp.errors import LabelDPInputError
 
 DELTA = 1e-5
 

@@ -48,7 +48,7 @@ def plan_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1, D2):
@@ -68,14 +68,14 @@ def webhook():
 
 
 def warehouse_rows(root):
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(None, data_root=root) as store:
         return store.fetch_results()
 
 
 def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_file, webhook):
-    from auditing.verdict import STATUSES
+    from auditing.verdict.types import STATUSES
     from flows.nightly import nightly_audit
 
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
@@ -210,7 +210,7 @@ def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_f
 
 def test_missing_reference_fails_clearly_when_asked(prefect_api, tmp_path, plan_file):
     from flows.nightly import nightly_audit
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     write_synthetic_day(tmp_path, dt.date.fromisoformat(D1), rows=ROWS)
     plan = json.loads(open(plan_file).read())
@@ -224,8 +224,8 @@ def test_missing_reference_fails_clearly_when_asked(prefect_api, tmp_path, plan_
 
 
 def test_plan_validation(tmp_path):
-    from auditing.errors import LabelDPInputError
     from flows.plan import load_plan
+    from labeldp.errors import LabelDPInputError
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"targets": [{"name": "x/../y", "mechanism": "rr", "epsilon": 1}]}))

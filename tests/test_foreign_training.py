@@ -1,6 +1,6 @@
 """Training and row selection on a dataset that is not Criteo, with registered targets that list their training
-keys (pipelines.training, pipelines.audit_rows, pipelines.recalibration, pipelines.controls,
-pipelines.shift_diagnostics).
+keys (pipelines.training.train, pipelines.scoring.audit_rows, pipelines.reference.recalibration, pipelines.reference.controls,
+pipelines.reference.shift_diagnostics).
 
 The dataset: row key ``impression_id`` (large integers, some negative), label ``clicked``, float numerics with
 NaN (``price``, ``dwell``), categoricals of words (``country``, with missing values) and of integers (``slot``),
@@ -27,12 +27,14 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.special import expit
 
-from auditing.errors import LabelDPInputError
-from pipelines import audit_rows, controls, registry, schema, splits, training
-from pipelines.dataset_spec import DatasetSpec
-from pipelines.layout import file_fingerprint, model_dir
-from pipelines.model_formats import format_of
-from pipelines.recalibration import (
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema, splits
+from pipelines.data.dataset_spec import DatasetSpec
+from pipelines.data.layout import file_fingerprint, model_dir
+from pipelines.models import registry
+from pipelines.models.formats.registry import format_of
+from pipelines.reference import controls
+from pipelines.reference.recalibration import (
     RecalibrationSettings,
     ReferenceCheckSkipped,
     check_heldout,
@@ -40,7 +42,9 @@ from pipelines.recalibration import (
     heldout_part,
     recalibrate_reference,
 )
-from pipelines.shift_diagnostics import shift_diagnostic
+from pipelines.reference.shift_diagnostics import shift_diagnostic
+from pipelines.scoring import audit_rows
+from pipelines.training import train as training
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
@@ -299,8 +303,8 @@ def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spe
 
 def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(world):
     from auditing.config import AuditConfig
-    from pipelines.beam_request import ScoringRequest
-    from pipelines.beam_scoring import score_day
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
 
     root = world["root"]
     target = model_dir(root, "keys-model", DAY)

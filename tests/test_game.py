@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from auditing.errors import LabelDPInputError
-from auditing.game import (
+from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, keyed_uniform
+from auditing.game.play import (
     as_class_probabilities,
     as_labels,
     as_row_ids,
     play_repetition,
     sample_counterfactual,
 )
-from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, keyed_uniform
-from auditing.scores import resolve_score
+from auditing.game.scores import resolve_score
+from labeldp.errors import LabelDPInputError
 
 
 def make_rows(n, k, seed=0):

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from auditing.audit import audit_counts, play_game, run_audit
+from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
+from auditing.bounds.selection import STRATEGIES_REGISTRY, SelectionStrategy, select_split
 from auditing.config import BOUND_FIELDS, GAME_FIELDS, AuditConfig, BoundConfig, GameConfig
-from auditing.errors import LabelDPInputError
-from auditing.game_counts import GameCounts
-from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
-from auditing.selection import STRATEGIES_REGISTRY, SelectionStrategy, select_split
-from pipelines.beam_request import scoring_key
+from auditing.game.counts import GameCounts
+from labeldp.errors import LabelDPInputError
+from pipelines.scoring.beam_request import scoring_key
 
 
 def rr_world(n=6000, eps=2.0, seed=0, k=2):
@@ -66,7 +66,7 @@ def test_the_game_reads_no_bound_setting():
 
 def test_stored_game_round_trips_with_check_rows_groups_and_expected_curve(tmp_path):
     from auditing.audit import CheckRows
-    from auditing.row_groups import RowGroups
+    from auditing.game.row_groups import RowGroups
 
     target, reference, labels = rr_world(n=8000, seed=2)
     check = CheckRows(target[6000:], reference[6000:], labels[6000:], np.arange(6000, 8000))

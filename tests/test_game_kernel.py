@@ -1,18 +1,25 @@
-"""The compiled game (auditing/game_kernel.py) equals the numpy reference path bit for bit."""
+"""The compiled game (auditing/game/kernel.py) equals the numpy reference path bit for bit."""
 
 import logging
 
 import numpy as np
 import pytest
 
-from auditing import game_kernel
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
-from auditing.game import as_class_probabilities, play_repetition
-from auditing.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word, keyed_uniform
-from auditing.scores import resolve_score
-from auditing.sweep import correct_at, rank_order
-from auditing.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts, histogram
+from auditing.game import kernel as game_kernel
+from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word, keyed_uniform
+from auditing.game.play import as_class_probabilities, play_repetition
+from auditing.game.scores import resolve_score
+from auditing.game.sweep import correct_at, rank_order
+from auditing.game.sweep_reduce import (
+    BinSpec,
+    bin_index,
+    boundary_bins,
+    cut_bin_mask,
+    exact_counts,
+    histogram,
+)
 
 
 def _world(k: int, n: int, seed: int, decimals: int | None = None):
@@ -21,7 +28,7 @@ def _world(k: int, n: int, seed: int, decimals: int | None = None):
     if k == 2:
         target, reference = rng.random(n), rng.random(n)
         if decimals is not None:
-            # A reference must not be certain of a label (auditing.game.as_reference_probabilities).
+            # A reference must not be certain of a label (auditing.game.play.as_reference_probabilities).
             step = 10.0 ** -decimals
             target, reference = np.round(target, decimals), np.clip(np.round(reference, decimals), step, 1 - step)
         target, reference = as_class_probabilities(target, "t"), as_class_probabilities(reference, "r")

@@ -9,14 +9,14 @@ import pytest
 from scipy import integrate
 from scipy.special import ndtr, ndtri
 
-from auditing.errors import LabelDPInputError
-from auditing.gaussian_dp import (
+from auditing.bounds.gaussian_dp import (
     epsilon_for_mu,
     gaussian_delta,
     gaussian_tradeoff,
     log_gaussian_delta,
     mu_for_epsilon,
 )
+from labeldp.errors import LabelDPInputError
 
 # Normal-table values, independent of the code under test.
 PHI_MINUS_0_5 = 0.30853753872598688

@@ -2,8 +2,9 @@ import math
 
 import pytest
 
-from auditing.errors import LabelDPInputError
-from auditing.guardrail import INCONCLUSIVE, PASS, VIOLATION, guardrail_status
+from auditing.verdict.guardrail import guardrail_status
+from auditing.verdict.types import INCONCLUSIVE, PASS, VIOLATION
+from labeldp.errors import LabelDPInputError
 
 
 def test_statuses():

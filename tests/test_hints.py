@@ -1,4 +1,4 @@
-"""Every command line the tool tells a user to run exists: the hints of its messages (`auditing.hints`), the
+"""Every command line the tool tells a user to run exists: the hints of its messages (`labeldp.hints`), the
 examples of its --help texts and the commands of README.md, infra/README.md and docs/.
 
 For each hint's command the real `labeldp-audit ... --help` runs (a subprocess) and must list every flag the
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from auditing import hints
 from flows.cli import build_parser
+from labeldp import hints
 
 REPO = Path(__file__).resolve().parents[1]
 _FLAG = re.compile(r"--[a-z][a-z0-9-]*")
@@ -94,7 +94,7 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
 
 def test_no_message_writes_a_command_line_of_its_own():
     """Messages (everything but the --help texts of flows/commands/, checked below) build their command lines
-    with `auditing.hints`, so that the registry test above sees every one."""
+    with `labeldp.hints`, so that the registry test above sees every one."""
     offenders = []
     for package in ("auditing", "pipelines", "flows"):
         for path in sorted((REPO / package).rglob("*.py")):
@@ -103,7 +103,7 @@ def test_no_message_writes_a_command_line_of_its_own():
             for line, text in _code_strings(path):
                 if re.search(r"`labeldp-audit\s+[a-z]", text) or re.search(r"\blabeldp-audit [a-z-]+ --", text):
                     offenders.append(f"{path.relative_to(REPO)}:{line}: {text[:70]!r}")
-    assert not offenders, "command lines written outside auditing/hints.py:\n" + "\n".join(offenders)
+    assert not offenders, "command lines written outside labeldp/hints.py:\n" + "\n".join(offenders)
 
 
 # ------------------------------------------------------------------------------------------ examples and docs

@@ -1,4 +1,4 @@
-"""The dependency direction is flows -> pipelines -> auditing, and nothing points back up.
+"""The dependency direction is flows -> pipelines -> auditing -> labeldp, and nothing points back up.
 
 Checked two ways: statically (every `import` / `from ... import` in a package's source, including imports
 inside functions, which a runtime check would miss) and at run time (importing every auditing module in a
@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # package -> the packages it must never import
-FORBIDDEN = {"auditing": ("pipelines", "flows"), "pipelines": ("flows",)}
+FORBIDDEN = {"labeldp": ("auditing", "pipelines", "flows"), "auditing": ("pipelines", "flows"),
+             "pipelines": ("flows",)}
 
 
 def _imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -43,8 +44,8 @@ def test_no_upward_imports(package):
 
 def test_the_static_check_sees_function_level_imports(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from pipelines.layout import parse_date\n    import flows.cli\n")
-    assert [m for _, m in _imported_modules(probe)] == ["pipelines.layout", "flows.cli"]
+    probe.write_text("def f():\n    from pipelines.data.layout import parse_date\n    import flows.cli\n")
+    assert [m for _, m in _imported_modules(probe)] == ["pipelines.data.layout", "flows.cli"]
 
 
 def test_importing_all_of_auditing_loads_no_pipelines_or_flows_module():
@@ -70,19 +71,14 @@ def test_importing_all_of_auditing_loads_no_pipelines_or_flows_module():
 def _inner_date_calls():
     import datetime as dt
 
-    from auditing.report import run_report_path
-    from pipelines import (
-        beam_request,
-        criteo_ingest,
-        layout,
-        registry,
-        schema,
-        shift_diagnostics,
-        synth,
-        training,
-    )
-    from pipelines.catboost_handler import CatBoostModelHandler
-    from pipelines.rr_oracle_handler import RROracleModelHandler
+    from auditing.sinks.report import run_report_path
+    from pipelines.data import criteo_ingest, layout, schema, synth
+    from pipelines.models import registry
+    from pipelines.models.formats.catboost_handler import CatBoostModelHandler
+    from pipelines.models.formats.oracle_handler import RROracleModelHandler
+    from pipelines.reference import shift_diagnostics
+    from pipelines.scoring import beam_request
+    from pipelines.training import train as training
 
     day = dt.date(2024, 1, 2)
     return {
@@ -122,7 +118,7 @@ def test_inner_layers_refuse_an_unparsed_date(call, value):
 def test_require_date_passes_dates_and_refuses_datetimes():
     import datetime as dt
 
-    from auditing.names import require_date
+    from labeldp.names import require_date
 
     day = dt.date(2024, 1, 2)
     assert require_date(day, "x") is day
@@ -136,10 +132,10 @@ def test_require_date_passes_dates_and_refuses_datetimes():
 # hidden in a function is still a circle); and the sinks (warehouse, report, alerts) render a Verdict without
 # calling the math that computes one.
 
-PACKAGES = ("auditing", "pipelines", "flows")
-SINKS = ("auditing.warehouse", "auditing.report", "auditing.alerts")
-VERDICT_MATH = ("auditing.risk", "auditing.robustness", "auditing.exposure_floor", "auditing.judging",
-                "auditing.attack_bounds", "auditing.column_bound", "auditing.prior_histogram")
+PACKAGES = ("labeldp", "auditing", "pipelines", "flows")
+SINKS = ("auditing.sinks.warehouse", "auditing.sinks.report", "auditing.sinks.alerts")
+VERDICT_MATH = ("auditing.risk.figures", "auditing.verdict.robustness", "auditing.verdict.exposure_floor", "auditing.verdict.judge",
+                "auditing.risk.attack_bounds", "auditing.risk.column_bound", "auditing.game.prior_histogram")
 
 
 def _module_name(path: Path) -> str:
@@ -182,9 +178,9 @@ def test_no_module_imports_another_modules_private_name():
 
 def test_the_private_import_check_sees_both_forms(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from auditing.audit import _hidden\nfrom pipelines import training\ntraining._pool()\n")
-    found = _private_imports(probe, {"pipelines.training": probe})
-    assert found == ["1: from auditing.audit import _hidden", "3: pipelines.training._pool"]
+    probe.write_text("from auditing.audit import _hidden\nfrom pipelines.training import train\ntrain._pool()\n")
+    found = _private_imports(probe, {"pipelines.training.train": probe})
+    assert found == ["1: from auditing.audit import _hidden", "3: pipelines.training.train._pool"]
 
 
 def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:

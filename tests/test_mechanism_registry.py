@@ -1,4 +1,4 @@
-"""The mechanism registry (pipelines/mechanisms/base.py): a mechanism is one registered class, and training,
+"""The mechanism registry (pipelines/training/mechanisms/base.py): a mechanism is one registered class, and training,
 the train CLI and the plan take their choices from the registry.
 
 A toy mechanism registered here (and unregistered after) trains through `train_model` and the CLI without
@@ -16,11 +16,14 @@ import re
 import numpy as np
 import pytest
 
-from auditing.errors import LabelDPInputError
 from flows.cli import build_parser, main
 from flows.plan import TargetSpec
-from pipelines import registry, splits, training
-from pipelines.mechanisms import (
+from labeldp.errors import LabelDPInputError
+from pipelines.data import splits
+from pipelines.data.synth import write_synthetic_day
+from pipelines.models import registry
+from pipelines.training import train as training
+from pipelines.training.mechanisms import (
     MECHANISMS,
     LabelContext,
     Mechanism,
@@ -32,12 +35,12 @@ from pipelines.mechanisms import (
     register,
     unregister,
 )
-from pipelines.mechanisms.alibi import Alibi
-from pipelines.mechanisms.identity import NoPrivacy
-from pipelines.mechanisms.pate import Pate
-from pipelines.mechanisms.rr_with_prior import RRWithPrior
-from pipelines.mechanisms.two_stage import TwoStage
-from pipelines.synth import write_synthetic_day
+from pipelines.training.mechanisms.alibi import Alibi
+from pipelines.training.mechanisms.base import UNIT
+from pipelines.training.mechanisms.identity import NoPrivacy
+from pipelines.training.mechanisms.pate import Pate
+from pipelines.training.mechanisms.rr_with_prior import RRWithPrior
+from pipelines.training.mechanisms.two_stage import TwoStage
 
 DAY = dt.date(2024, 5, 2)
 ROWS = 3000
@@ -156,7 +159,7 @@ def test_every_mechanism_round_trips_name_class_metadata(name, day, data_root):
     result = training.train_model(day, name, epsilon, seed=4, settings=FAST, options=SMALL)
     record = result.mechanism
     assert get_mechanism(record["name"]) is cls
-    assert record["epsilon"] == epsilon and record["unit"] == training.UNIT
+    assert record["epsilon"] == epsilon and record["unit"] == UNIT
     assert record["guarantee"] == mechanism.guarantee(epsilon, record["delta"])
     assert record["delta"] == (1e-5 if name == "pate" else 0.0)
     directory = training.register(data_root, f"round-trip-{name}", day, result)

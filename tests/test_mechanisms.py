@@ -14,23 +14,28 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from auditing.errors import LabelDPInputError
-from pipelines.mechanisms import mechanism_names
-from pipelines.mechanisms.alibi import alibi_soft_labels, laplace_scale, noisy_one_hot, posterior_soft_labels
-from pipelines.mechanisms.noise_correction import (
+from labeldp.errors import LabelDPInputError
+from pipelines.training.mechanisms import mechanism_names
+from pipelines.training.mechanisms.alibi import (
+    alibi_soft_labels,
+    laplace_scale,
+    noisy_one_hot,
+    posterior_soft_labels,
+)
+from pipelines.training.mechanisms.noise_correction import (
     correct_probabilities,
     select_floor,
     unbiased_log_loss,
 )
-from pipelines.mechanisms.pate import aggregate_votes, pate_labels, per_query_epsilon
-from pipelines.mechanisms.randomized_response import (
+from pipelines.training.mechanisms.pate import aggregate_votes, pate_labels, per_query_epsilon
+from pipelines.training.mechanisms.randomized_response import (
     flip_probability,
     keep_probability,
     randomized_response,
     transition_matrix,
 )
-from pipelines.mechanisms.rr_with_prior import optimal_top_k, output_distribution, rr_with_prior
-from pipelines.mechanisms.two_stage import two_stage_labels
+from pipelines.training.mechanisms.rr_with_prior import optimal_top_k, output_distribution, rr_with_prior
+from pipelines.training.mechanisms.two_stage import two_stage_labels
 
 SIGMAS = 5.0
 

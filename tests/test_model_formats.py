@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from auditing.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError
 
 DAY = dt.date(2025, 3, 2)
 ROWS = 3000
@@ -52,7 +52,7 @@ def fit(table: pa.Table, features: list[str], iterations: int = 60):
 def make_world(base: Path) -> dict:
     """Files for a numeric dataset: the spec, one day's log, a CatBoost model trained on its first 2400 rows as
     .cbm and .onnx, and the training keys. `write_day` puts the day into a data root."""
-    from pipelines.dataset_spec import load_spec
+    from pipelines.data.dataset_spec import load_spec
 
     base.mkdir(parents=True, exist_ok=True)
     spec_path = base / "num_clicks.json"
@@ -68,15 +68,15 @@ def make_world(base: Path) -> dict:
 
 
 def write_day(root: Path, world: dict, day: dt.date = DAY) -> Path:
-    from pipelines.schema import write_partition
+    from pipelines.data.schema import write_partition
 
     return write_partition(root, day, world["log"], dataset=world["spec"])
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    from pipelines.model_registration import register_model
-    from pipelines.schema import read_partition
+    from pipelines.data.schema import read_partition
+    from pipelines.models.registration import register_model
 
     w = make_world(tmp_path_factory.mktemp("formats"))
     root = w["base"] / "data"
@@ -94,14 +94,14 @@ def world(tmp_path_factory):
 
 
 def _predict(world, fmt: str, name: str, table: pa.Table | None = None) -> np.ndarray:
-    from pipelines.model_formats import model_format
+    from pipelines.models.formats.registry import model_format
 
     return model_format(fmt).predict(str(world["root"]), name, DAY, world["batch"] if table is None else table,
                                      world["spec"])
 
 
 def test_onnx_predicts_what_the_catboost_model_predicts(world):
-    from pipelines.registry import read_metadata
+    from pipelines.models.registry import read_metadata
 
     cbm = _predict(world, "catboost", "ctr-cbm")
     onnx = _predict(world, "onnx", "ctr-onnx")
@@ -121,7 +121,7 @@ def test_onnx_and_logged_predictions_in_a_beam_pipeline(world):
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.testing.util import assert_that
 
-    from pipelines.model_formats import model_format
+    from pipelines.models.formats.registry import model_format
 
     spec, root, batch = world["spec"], str(world["root"]), world["batch"]
     onnx, logged = model_format("onnx"), model_format("predictions")
@@ -158,7 +158,7 @@ def test_onnx_and_logged_predictions_in_a_beam_pipeline(world):
 
 
 def test_logged_predictions_come_back_and_unknown_rows_are_nan(world, tmp_path):
-    from pipelines.model_registration import register_model
+    from pipelines.models.registration import register_model
 
     np.testing.assert_array_equal(_predict(world, "predictions", "ctr-logged"), world["probabilities"])
     # a 2-class table may hold prob_1 alone: [1 - p, p]
@@ -179,7 +179,7 @@ def test_an_onnx_model_whose_probabilities_are_an_output(world, tmp_path):
     picked directly."""
     import onnx
 
-    from pipelines.model_registration import register_model
+    from pipelines.models.registration import register_model
 
     direct = tmp_path / "direct.onnx"
     onnx.utils.extract_model(str(world["onnx"]), str(direct), ["features"], ["label", "probability_tensor"])
@@ -191,7 +191,7 @@ def test_an_onnx_model_whose_probabilities_are_an_output(world, tmp_path):
 
 
 def _spec(**changes):
-    from pipelines.dataset_spec import spec_from_dict
+    from pipelines.data.dataset_spec import spec_from_dict
 
     return spec_from_dict({**SPEC, **changes}, "other.json")
 
@@ -203,7 +203,7 @@ def _spec(**changes):
     (dict(numeric=[], categorical=["c1"]), "has no numeric features"),
 ])
 def test_onnx_inspect_refuses_a_model_that_does_not_fit_the_dataset(world, spec, message):
-    from pipelines.model_formats import model_format
+    from pipelines.models.formats.registry import model_format
 
     with pytest.raises(LabelDPInputError, match=message):
         model_format("onnx").inspect(world["onnx"], _spec(**spec))
@@ -211,7 +211,7 @@ def test_onnx_inspect_refuses_a_model_that_does_not_fit_the_dataset(world, spec,
 
 @pytest.mark.parametrize("content", [b"", b"definitely not a protobuf \xff\xfe", "parquet"])
 def test_onnx_inspect_refuses_a_file_that_is_not_onnx(world, tmp_path, content):
-    from pipelines.model_formats import model_format
+    from pipelines.models.formats.registry import model_format
 
     path = tmp_path / "model.onnx"
     if content == "parquet":
@@ -235,7 +235,7 @@ def test_onnx_inspect_refuses_a_file_that_is_not_onnx(world, tmp_path, content):
     ({"impression_id": pa.array([], pa.int64()), "prob_1": pa.array([], pa.float64())}, "holds no rows"),
 ])
 def test_predictions_inspect_names_what_is_wrong(world, tmp_path, columns, message):
-    from pipelines.model_formats import model_format
+    from pipelines.models.formats.registry import model_format
 
     path = tmp_path / "predictions.parquet"
     pq.write_table(pa.table(columns), path)

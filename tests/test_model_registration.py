@@ -1,4 +1,4 @@
-"""Registering models trained elsewhere (`pipelines.model_registration`, ``labeldp-audit models``), with real
+"""Registering models trained elsewhere (`pipelines.models.registration`, ``labeldp-audit models``), with real
 parts: a CatBoost model trained here and its ONNX export, real Parquet partitions and key files, the CLI's main.
 
 The metadata follows the contract other modules read (docs/model_registry.md); registering again is a no-op or
@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_model_formats import DAY, ROWS, SPEC, TRAIN_ROWS, fit, make_world, write_day
 
-from auditing.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +45,9 @@ def _sha256(path) -> str:
 
 
 def test_an_onnx_registration_writes_the_metadata_contract(root, files):
-    from pipelines.model_registration import register_model
-    from pipelines.registry import read_metadata
-    from pipelines.schema import partition_fingerprint
+    from pipelines.data.schema import partition_fingerprint
+    from pipelines.models.registration import register_model
+    from pipelines.models.registry import read_metadata
 
     returned = register_model(root, "team-ctr", DAY, files["onnx"], fmt="onnx", claimed_epsilon=float("inf"),
                               delta=1e-6, dataset=files["spec"], training_rows=files["keys"])
@@ -78,7 +78,7 @@ def test_an_onnx_registration_writes_the_metadata_contract(root, files):
 
 
 def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files, tmp_path):
-    from pipelines.model_registration import register_model
+    from pipelines.models.registration import register_model
 
     cbm = register_model(root, "team-cbm", DAY, files["cbm"], fmt="catboost", claimed_epsilon=0.0,
                          dataset=None)  # None: the spec day D's partition was written with
@@ -106,7 +106,7 @@ def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files
 
 
 def test_registering_again_is_a_no_op_or_a_refusal(root, files):
-    from pipelines.model_registration import find_registered, register_model
+    from pipelines.models.registration import find_registered, register_model
 
     def register(**changes):
         arguments = dict(fmt="catboost", claimed_epsilon=1.0, dataset=files["spec"], training_rows=files["keys"])
@@ -243,8 +243,8 @@ def test_a_training_rows_file_written_by_pandas_from_a_filtered_frame_is_read(ro
     named in the file's pandas metadata: the index is not a second column of keys."""
     import pandas as pd
 
-    from pipelines.model_registration import register_model
-    from pipelines.registry import read_metadata
+    from pipelines.models.registration import register_model
+    from pipelines.models.registry import read_metadata
 
     keys = pq.read_table(files["keys"]).column(0).to_numpy()
     frame = pd.DataFrame({"impression_id": _ids(files)}).sample(frac=1.0, random_state=0)  # the day, shuffled

@@ -85,7 +85,7 @@ def warehouse_url():
 def ops(tmp_path_factory, warehouse_url):
     """Server + deployments + one worker, all started with scripts/ops.sh and stopped by process group."""
     from flows.plan import AuditPlan
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     tmp = tmp_path_factory.mktemp("ops")
     data_root = tmp / "data"
@@ -224,7 +224,7 @@ def assert_completed(ns, run):
 
 
 def warehouse_rows(ns) -> list[dict]:
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(ns.warehouse) as store:
         return store.fetch_results()

@@ -126,9 +126,9 @@ def team(tmp_path_factory):
 
 
 def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
-    from auditing.warehouse import open_warehouse
+    from auditing.sinks.warehouse import open_warehouse
     from flows.nightly import nightly_audit
-    from pipelines.dataset_spec import dataset_of
+    from pipelines.data.dataset_spec import dataset_of
 
     root = team["root"]
     assert dataset_of(root, D1).name == "team_clicks"
@@ -195,7 +195,7 @@ def test_bad_plan_dataset_is_refused(team, tmp_path):
 
     other = tmp_path / "plan.json"
     other.write_text(json.dumps({"dataset": "missing.json", "targets": [{"name": "x", "source": "registered"}]}))
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     with pytest.raises(LabelDPInputError, match=r"missing\.json: no such dataset spec file"):
         load_plan(other)
@@ -213,12 +213,12 @@ def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
     from catboost import CatBoostClassifier
 
     from auditing.config import AuditConfig
-    from pipelines.beam_request import ScoringRequest
-    from pipelines.beam_scoring import score_day
-    from pipelines.dataset_spec import spec_from_dict
-    from pipelines.model_formats import model_format
-    from pipelines.model_registration import register_model
-    from pipelines.schema import write_partition
+    from pipelines.data.dataset_spec import spec_from_dict
+    from pipelines.data.schema import write_partition
+    from pipelines.models.formats.registry import model_format
+    from pipelines.models.registration import register_model
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
 
     spec = spec_from_dict(NUMERIC, "numeric_clicks.json")
     root = tmp_path / "data"
@@ -264,12 +264,12 @@ def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
 
 def test_rows_without_a_logged_prediction_are_counted(tmp_path):
     from auditing.config import AuditConfig
-    from pipelines.beam_request import ScoringRequest
-    from pipelines.beam_scoring import score_day
-    from pipelines.dataset_spec import spec_from_dict
-    from pipelines.model_formats import model_format
-    from pipelines.model_registration import register_model
-    from pipelines.schema import write_partition
+    from pipelines.data.dataset_spec import spec_from_dict
+    from pipelines.data.schema import write_partition
+    from pipelines.models.formats.registry import model_format
+    from pipelines.models.registration import register_model
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
 
     spec = spec_from_dict(NUMERIC, "numeric_clicks.json")
     root = tmp_path / "data"
@@ -296,7 +296,7 @@ def test_rows_without_a_logged_prediction_are_counted(tmp_path):
     assert rows["rows_scored"] == 2700 and outcome.counts.m == 2700
 
     # As the reference, a table must answer every row of the day: one that lacks rows is refused up front.
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     register_model(root, "partial-reference", D0, partial, fmt=model_format("predictions"),
                    claimed_epsilon=float("inf"), dataset=spec, predictions_for=D1)

@@ -22,7 +22,6 @@ from typing import ClassVar
 import pytest
 from jsonschema import Draft202012Validator
 
-from auditing.errors import LabelDPInputError
 from flows.cli import main
 from flows.plan import default_plan, load_plan, plan_schema
 from flows.plan_schema import (
@@ -33,6 +32,7 @@ from flows.plan_schema import (
     schema_text,
     write_schema,
 )
+from labeldp.errors import LabelDPInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINED = {"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0}
@@ -88,8 +88,8 @@ def test_each_setting_is_declared_once_and_read_by_the_schema_the_checks_and_the
     import dataclasses
 
     from auditing.config import AuditConfig, BoundConfig, GameConfig
-    from auditing.settings import declared, default_of
     from flows.commands.audit_options import add_audit_arguments
+    from labeldp.settings import declared, default_of
 
     parser = argparse.ArgumentParser()
     add_audit_arguments(parser, audit_rows=True)
@@ -175,8 +175,8 @@ def test_unknown_key_without_a_close_match_lists_the_allowed_ones(tmp_path):
 
 
 def test_a_wrong_choice_lists_the_allowed_values_from_the_registry(tmp_path):
-    from auditing.selection import strategy_names
-    from pipelines.mechanisms import mechanism_names
+    from auditing.bounds.selection import strategy_names
+    from pipelines.training.mechanisms import mechanism_names
 
     path = _write(tmp_path, {"targets": [TRAINED, {"name": "b", "mechanism": "magic", "epsilon": 1}]})
     with pytest.raises(LabelDPInputError) as info:
@@ -229,9 +229,9 @@ def test_the_dataset_schema_names_the_bad_key():
 
 
 def test_choices_registered_at_run_time_are_in_the_schema_and_usable(tmp_path):
-    from auditing.methods import BOUND_METHODS, BoundMethod
-    from auditing.selection import STRATEGIES_REGISTRY, SelectionStrategy
-    from pipelines.mechanisms import Mechanism, Release, register, unregister
+    from auditing.bounds.methods import BOUND_METHODS, BoundMethod
+    from auditing.bounds.selection import STRATEGIES_REGISTRY, SelectionStrategy
+    from pipelines.training.mechanisms import Mechanism, Release, register, unregister
 
     @dataclasses.dataclass(frozen=True)
     class Coin(Mechanism):
@@ -296,7 +296,7 @@ def test_choices_registered_at_run_time_are_in_the_schema_and_usable(tmp_path):
 
 
 def test_plan_check_prints_the_resolved_plan(tmp_path, capsys):
-    from pipelines.dataset_spec import criteo
+    from pipelines.data.dataset_spec import criteo
 
     path = _write(tmp_path, {"targets": [TRAINED], "audit": {"kappa": 0.5}})
     code, out, err = _check(capsys, path)
@@ -320,7 +320,7 @@ def test_plan_check_prints_the_resolved_plan(tmp_path, capsys):
 
 
 def test_plan_check_on_the_readme_plan_shows_the_registered_target(tmp_path, capsys):
-    from pipelines.dataset_spec import spec_from_dict
+    from pipelines.data.dataset_spec import spec_from_dict
 
     (tmp_path / "team_clicks.json").write_text(json.dumps(TEAM_SPEC))
     path = _write(tmp_path, _readme_plan(), "team-plan.json")

@@ -29,7 +29,7 @@ ROWS = 2_000  # the preflight reads footers, keys and labels only: size does not
 
 @pytest.fixture(scope="module")
 def clean_root(tmp_path_factory):
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     root = tmp_path_factory.mktemp("clean")
     for day in (D0, D1):
@@ -111,8 +111,8 @@ def test_a_warehouse_under_a_missing_directory_is_refused_unless_asked_to_create
 
 
 def _warehouse_at_version(open_target, version: int) -> None:
-    from auditing.warehouse import open_warehouse
-    from auditing.warehouse.schema import VERSION_TABLE
+    from auditing.sinks.warehouse import open_warehouse
+    from auditing.sinks.warehouse.schema import VERSION_TABLE
 
     with open_warehouse(open_target) as store:
         mark = "?" if store.dialect == "duckdb" else "%s"
@@ -122,7 +122,7 @@ def _warehouse_at_version(open_target, version: int) -> None:
 
 
 def test_a_warehouse_from_newer_code_is_refused(capsys, root, plan, tmp_path):
-    from auditing.warehouse.migrations import LATEST
+    from auditing.sinks.warehouse.migrations import LATEST
 
     target = tmp_path / "future.duckdb"
     _warehouse_at_version(str(target), LATEST + 1)
@@ -131,9 +131,9 @@ def test_a_warehouse_from_newer_code_is_refused(capsys, root, plan, tmp_path):
 
 
 def test_postgres_targets(capsys, root, plan, postgres_url):  # noqa: F811
-    from auditing.errors import LabelDPInputError
-    from auditing.warehouse.migrations import LATEST
+    from auditing.sinks.warehouse.migrations import LATEST
     from flows.preflight import check_warehouse
+    from labeldp.errors import LabelDPInputError
 
     refused(capsys, [root], *nightly(root, plan, "--warehouse", "postgresql://user@127.0.0.1:notaport/db"),
             expect="not a valid PostgreSQL URL")

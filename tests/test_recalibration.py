@@ -1,5 +1,5 @@
-"""The reference recalibrated on day D's held-out rows and the capacity check's rows (pipelines.recalibration,
-pipelines.splits.heldout_role), with real CatBoost on small days.
+"""The reference recalibrated on day D's held-out rows and the capacity check's rows (pipelines.reference.recalibration,
+pipelines.data.splits.heldout_role), with real CatBoost on small days.
 
 Drift is built here, not by the generator: labels are redrawn from the day's oracle probability shifted in logit,
 globally and/or on the rows holding the most frequent value of one categorical column (a segment).
@@ -36,10 +36,11 @@ import pyarrow as pa
 import pytest
 from scipy.special import expit, logit
 
-from auditing.errors import LabelDPInputError
-from pipelines import registry, schema, splits, synth, training
-from pipelines.layout import file_fingerprint, model_dir
-from pipelines.recalibration import (
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema, splits, synth
+from pipelines.data.layout import file_fingerprint, model_dir
+from pipelines.models import registry
+from pipelines.reference.recalibration import (
     RECALIBRATED_TYPE,
     RecalibrationSettings,
     ReferenceCheckSkipped,
@@ -51,6 +52,7 @@ from pipelines.recalibration import (
     recalibrate_reference,
     recalibrated_logits,
 )
+from pipelines.training import train as training
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
@@ -304,8 +306,8 @@ def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(wo
                           world["reference_raw"] + correction.intercept + correction.raw(world["frame"]))
 
     # the Beam job's handler loads and predicts it unchanged
-    from pipelines.catboost_frames import catboost_frame
-    from pipelines.catboost_handler import CatBoostModelHandler
+    from pipelines.models.catboost_frames import catboost_frame
+    from pipelines.models.formats.catboost_handler import CatBoostModelHandler
 
     handler = CatBoostModelHandler(str(world["root"]), RECALIBRATED, DAY, thread_count=2)
     [prediction] = handler.run_inference([catboost_frame(world["table"])], handler.load_model())
@@ -388,7 +390,7 @@ def test_no_helping_intercept_or_round_keeps_the_reference_unchanged_and_says_so
 
 
 def test_catboost_default_sum_policy_would_change_the_reference(world):
-    """Why the correction uses a CTR type the reference does not (pipelines.recalibration docstring)."""
+    """Why the correction uses a CTR type the reference does not (pipelines.reference.recalibration docstring)."""
     from catboost import CatBoostError, sum_models
 
     row_ids, features, labels = heldout_part(world["table"], splits.CALIBRATION)
@@ -410,7 +412,7 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     """The nightly audits against the reference recalibrated on day D, whose own day is D: the diagnostic measures
     the D-1 checkpoint it corrects, on D-1's unseen rows and on D, and the features of D-1 against D. Compared
     with itself, day D would give the same rows, the same fit and a PSI of exactly 0 for every feature."""
-    from pipelines.shift_diagnostics import shift_diagnostic
+    from pipelines.reference.shift_diagnostics import shift_diagnostic
 
     diagnostic = shift_diagnostic(world["root"], DAY, RECALIBRATED, DAY)
     assert diagnostic["days"] == {"previous": PREVIOUS.isoformat(), "current": DAY.isoformat()}
@@ -442,8 +444,8 @@ def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, reca
     """The reference itself, registered as a day-D model trained on the train split: the job reads the audited and
     the check rows, and the capacity check ran on the CONTROL half only."""
     from auditing.config import AuditConfig
-    from pipelines.beam_request import ScoringRequest
-    from pipelines.beam_scoring import score_day
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
 
     root = world["root"]
     metadata = registry.read_metadata(root, "reference", PREVIOUS)

@@ -22,17 +22,17 @@ import pytest
 
 from auditing.audit import CheckRows, run_audit
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.judging import judge
-from auditing.report import (
+from auditing.sinks.report import (
     render_run_report,
     render_trend_report,
     run_report_path,
     trend_report_path,
     write_report,
 )
-from auditing.trust import NightTrust
+from auditing.verdict.judge import judge
+from auditing.verdict.trust import NightTrust
 from flows.cli import main as cli_main
+from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
 CLAIMED = 1.0
@@ -83,7 +83,7 @@ def run():
 
 
 def _reference_check(calibration: str = "boost", *, label_blind: bool | None = None) -> dict:
-    """A night's reference check as the flows pass it (auditing.warehouse.rows.check_reference_check);
+    """A night's reference check as the flows pass it (auditing.sinks.warehouse.rows.check_reference_check);
     ``label_blind``: a night written while the label-blind control ran (True: it flagged the reference)."""
     check = {"calibration": calibration, "checked": True, "note": None,
              "calibration_figures": None if calibration != "boost" else {
@@ -185,7 +185,7 @@ def test_missing_histogram_empty_trend_and_infinite_claim(run):
 
 
 def test_pass_and_inconclusive_are_explained(run):
-    from auditing.report.pages import VERDICTS
+    from auditing.sinks.report.pages import VERDICTS
 
     assert "not a proof of privacy" in VERDICTS["PASS"]
     page = _page(run, claimed_epsilon=5.0)  # a PASS on 20,000 rows whose floor is above 1% of them: weak
@@ -226,7 +226,7 @@ def test_trend_report_lists_every_night(run):
 
 
 def _key(model="rr-eps1", day=dt.date(2024, 1, 14), run_kind="nightly", claim=1.0, fingerprint="sha256:" + "f0" * 32):
-    from auditing.warehouse import AuditKey
+    from auditing.sinks.warehouse import AuditKey
 
     return AuditKey(model, fingerprint, day, run_kind, claim, "046a542281f75f62")
 
@@ -304,7 +304,7 @@ def test_run_report_in_headless_chromium(run, tmp_path):
 def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_path):
     """the result's own repetition-0 histogram is drawn (no 'not provided'); a night whose control
     failed shows the UNTRUSTED banner; a control's page says what it checks and whether it passed."""
-    from auditing.controls import POSITIVE, check_control, rr_oracle_probabilities
+    from auditing.verdict.controls import POSITIVE, check_control, rr_oracle_probabilities
 
     rng = np.random.default_rng(3)
     n = 20_000
@@ -341,8 +341,8 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
 
 
 def _risk_figures(run):
-    from auditing.report.risk_panel import risk_sentences
-    from auditing.risk import risk_assessment
+    from auditing.risk.figures import risk_assessment
+    from auditing.sinks.report.risk_panel import risk_sentences
 
     assessment = risk_assessment(run["result"].to_dict(), CLAIMED)
     return assessment, risk_sentences(assessment)
@@ -378,8 +378,8 @@ def test_what_this_means_panel_in_headless_chromium(run, tmp_path):
     assert "What this means" in dom.visible and sentences[0] in dom.visible
     assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
     # The panel is painted: a page holding only the panel shows both ceiling curves' colours.
-    from auditing.report.pages import _page as page_with
-    from auditing.report.risk_panel import risk_panel
+    from auditing.sinks.report.pages import _page as page_with
+    from auditing.sinks.report.risk_panel import risk_panel
 
     panel_path = write_report(page_with("panel", risk_panel(judge(run["result"].to_dict(), CLAIMED))),
                               tmp_path / "panel.html")
@@ -397,7 +397,7 @@ def test_what_this_means_panel_in_headless_chromium(run, tmp_path):
 @pytest.fixture(scope="module")
 def seeded_root(run, tmp_path_factory) -> Path:
     """A data root whose default DuckDB warehouse holds 5 nights of rr-eps1."""
-    from auditing.warehouse import audit_record, open_warehouse
+    from auditing.sinks.warehouse import audit_record, open_warehouse
 
     data_root = tmp_path_factory.mktemp("seeded")
     with open_warehouse(None, data_root=data_root) as wh:
@@ -439,8 +439,8 @@ def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path
     """a PASS says "flagged only if at least N labels were fully exposed" with the
     game-aware N (exposed_rows_floor, 95% power) and the perfect-attacker floor M as the necessary condition;
     weak when N exceeds 1% of the audited rows."""
-    from auditing.exposure_floor import exposed_rows_floor
-    from auditing.robustness import detection_floor_rows
+    from auditing.verdict.exposure_floor import exposed_rows_floor
+    from auditing.verdict.robustness import detection_floor_rows
 
     rng = np.random.default_rng(3)
     n = 20_000
@@ -467,8 +467,8 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
     """Breaking kappa next to a VIOLATION, read as a factor on the click odds, the detection floor next to a
     PASS (weak when it exceeds 1% of the audited rows), the audited rows and the shift diagnostic labelled a
     diagnostic, not a proof."""
-    from auditing.exposure_floor import exposed_rows_floor
-    from auditing.robustness import breaking_kappa, detection_floor_rows
+    from auditing.verdict.exposure_floor import exposed_rows_floor
+    from auditing.verdict.robustness import breaking_kappa, detection_floor_rows
 
     result = run["result"]
     kappa = breaking_kappa(result, CLAIMED)
@@ -636,7 +636,7 @@ def test_row_groups_unchecked_accepted_and_nothing_to_bound(checked):
     import checked_audits
 
     from auditing.audit import no_rows_result
-    from auditing.row_groups import NO_ROWS_LEFT
+    from auditing.game.row_groups import NO_ROWS_LEFT
 
     text = _parse(render_run_report(judge(checked["leaky"], 0.5), {"model_id": "g"}, [], None)).visible
     assert ("Row groups rows with the same feature vector or rows with the same user_id form a group 311 audited "
@@ -694,8 +694,8 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
     """The trend page over rows read back from a real warehouse: verdicts with per-verdict trust (their trust
     column and capacity check) beside rows written before it (no trust; the label-blind control's figures and,
     on a flagged night, its untrusted_reason): nothing crashes, each row says what it has."""
-    from auditing.warehouse import audit_record, open_warehouse
-    from auditing.warehouse.schema import TRUST_COLUMNS
+    from auditing.sinks.warehouse import audit_record, open_warehouse
+    from auditing.sinks.warehouse.schema import TRUST_COLUMNS
 
     with open_warehouse(None, data_root=tmp_path) as wh:
         for day, result, claim in ((dt.date(2024, 1, 3), checked["leaky"], 0.5),
@@ -773,7 +773,7 @@ def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
 def test_a_legacy_label_blind_control_page_still_renders(run):
     """A label-blind control's own verdict, from the nights it ran (retired since): what it was, its outcome and
     its measured misfit, labelled retired."""
-    from auditing.controls import LABEL_BLIND, ControlCheck
+    from auditing.verdict.controls import LABEL_BLIND, ControlCheck
 
     rng = np.random.default_rng(8)
     n = 5000

@@ -26,11 +26,11 @@ from test_warehouse import PG_URL, postgres_url  # noqa: F401  (fixture: skips l
 
 from auditing.audit import CheckRows, run_audit
 from auditing.config import AuditConfig
-from auditing.judging import judge
-from auditing.report import run_report_path
-from auditing.warehouse import WRITTEN, audit_record, open_warehouse, write_or_spool
-from auditing.warehouse.migrations import LATEST
-from auditing.warehouse.schema import RESULT_NAMES, VERSION_TABLE
+from auditing.sinks.report import run_report_path
+from auditing.sinks.warehouse import WRITTEN, audit_record, open_warehouse, write_or_spool
+from auditing.sinks.warehouse.migrations import LATEST
+from auditing.sinks.warehouse.schema import RESULT_NAMES, VERSION_TABLE
+from auditing.verdict.judge import judge
 from flows.cli import main
 from flows.commands.results import CSV_COLUMNS, NO_MATCH
 
@@ -328,7 +328,7 @@ def test_list_options_are_refused_with_show(target, capsys):
 def _legacy_row(row: dict, model: str, day: dt.date, *, flagged: bool) -> dict:
     """``row`` as a version before per-verdict trust stored it: no trust figures; the night's label-blind control's
     figures, and its untrusted_reason when that control flagged the reference."""
-    from auditing.warehouse.schema import TRUST_COLUMNS
+    from auditing.sinks.warehouse.schema import TRUST_COLUMNS
 
     return {**row, **dict.fromkeys(TRUST_COLUMNS), "model_id": model, "partition_date": day,
             "label_blind_bound": 0.21 if flagged else 0.0, "reference_misfit_kappa": 0.35 if flagged else 0.0,
@@ -341,7 +341,7 @@ def trust_target(target, records):
     """The warehouse with a verdict of every trust: gamma's VIOLATION is the reference's misfit (untrusted),
     delta's had nothing to check the reference (reference unchecked), epsilon's too, accepted; and two rows
     written before per-verdict trust, one of a night the label-blind control flagged."""
-    from auditing.trust import NightTrust
+    from auditing.verdict.trust import NightTrust
 
     misfit, unchecked = _result(0.0, misfit=0.45), _result(0.45, check=False)
     verdicts = {"gamma": judge(misfit, 0.1), "delta": judge(unchecked, 0.5),
@@ -395,7 +395,7 @@ def test_trust_filter(trust_target, capsys, word, models, violations):
     assert code == 0
     rows = json.loads(out)
     assert {r["model_id"] for r in rows} == models
-    from auditing.report.text import TRUST_SHORT, stored_trust
+    from auditing.sinks.report.text import TRUST_SHORT, stored_trust
 
     assert {TRUST_SHORT[stored_trust(r)] for r in rows} == {word}  # the table's reading agrees with the query
     code, out, _ = _run(capsys, "--warehouse", trust_target, "--trust", word, "--status", "VIOLATION")
@@ -521,7 +521,7 @@ def test_reading_never_migrates(target, capsys):
     _execute(target, "ALTER TABLE audit_results DROP COLUMN gdp_mu_lower_bound")
     code, out, _ = _run(capsys, "--warehouse", target, "--json")
     assert code == 0 and {r["gdp_mu_lower_bound"] for r in json.loads(out)} == {None}
-    from auditing.warehouse.base import open_read_only
+    from auditing.sinks.warehouse.base import open_read_only
 
     with open_read_only(target) as wh:
         assert "gdp_mu_lower_bound" not in wh.columns and wh.version == LATEST

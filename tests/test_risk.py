@@ -1,4 +1,4 @@
-"""auditing.risk: the exact figures, the papers' own examples, properties, and the risk plumbing.
+"""auditing.risk.figures: the exact figures, the papers' own examples, properties, and the risk plumbing.
 
 Papers: [BWC] Swanberg et al., "Beyond the Worst Case"; [ARD] Guerra-Balboa et al., "Attack resilience of
 differential privacy"; [BRD] Hayes et al., "Bounding training data reconstruction in DP-SGD".
@@ -20,24 +20,20 @@ from scipy.stats import norm
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.risk import (
-    PriorHistogram,
+from auditing.game.prior_histogram import PriorHistogram
+from auditing.risk.attack_bounds import (
     aia_advantage_bound,
-    column_bound,
-    eps_protect,
     eps_protect_advantage,
     generalized_advantage,
     mia_advantage_bound,
-    poisson_binomial_pmf,
     posterior_ceiling,
     reconstruction_bound_dp,
     reconstruction_bound_gdp,
-    risk_assessment,
-    risk_block,
-    risk_columns,
 )
+from auditing.risk.column_bound import column_bound, eps_protect, poisson_binomial_pmf
+from auditing.risk.figures import risk_assessment, risk_block, risk_columns
 from flows.cli import main as cli_main
+from labeldp.errors import LabelDPInputError
 
 
 # --------------------------------------------------------------------------------------------- exact checks
@@ -347,7 +343,8 @@ def test_histogram_is_the_same_however_rows_are_batched():
 
 
 def test_pass1_accumulator_carries_the_prior_histogram(tmp_path):
-    from pipelines.scoring_batches import Pass1Accumulator, ScoredBatch
+    from pipelines.scoring.scored_batch import ScoredBatch
+    from pipelines.scoring.scoring_batches import Pass1Accumulator
 
     p = _ctr_priors(3000)
     ref = np.column_stack([1 - p, p])
@@ -405,15 +402,15 @@ def test_old_results_optimistic_results_and_fdp(audit):
     assert risk_columns(a)["risk_posterior_ceiling_median"] is None
     assert risk_assessment({**audit.to_dict(), "optimistic": True}, 1.0)["demonstrated"] is None
     fdp = risk_assessment({**audit.to_dict(), "method": "fdp", "delta": 1e-5}, 1.0)
-    from auditing.gaussian_dp import mu_for_epsilon
+    from auditing.bounds.gaussian_dp import mu_for_epsilon
     assert fdp["demonstrated"]["mu"] == pytest.approx(mu_for_epsilon(audit.epsilon_lower_bound, 1e-5))
     assert fdp["claimed"]["mu"] == pytest.approx(mu_for_epsilon(1.0, 1e-5))
     assert risk_assessment(audit.to_dict(), math.inf)["claimed"]["posterior_ceiling_median"] == 1.0
 
 
 def test_alert_text_and_printed_rows_carry_the_headline(audit):
-    from auditing.alerts.webhook import summary_text
-    from auditing.report.text import format_rows
+    from auditing.sinks.alerts.webhook import summary_text
+    from auditing.sinks.report.text import format_rows
 
     headline = risk_assessment(audit.to_dict(), 0.5)["headline"]
     text = summary_text("VIOLATION", "m", "2024-01-02", {"epsilon_lower_bound": 1.2, "claimed_epsilon": 0.5,
@@ -510,8 +507,8 @@ def test_cli_help_teaches(capsys):
 
 
 def test_audit_text_shows_what_the_bound_demonstrates(audit):
-    from auditing.judging import demonstrated_risk
-    from auditing.report.text import format_audit_result
+    from auditing.sinks.report.text import format_audit_result
+    from auditing.verdict.judge import demonstrated_risk
 
     text = format_audit_result(audit.to_dict(), demonstrated_risk(audit))
     block = risk_block(audit.epsilon_lower_bound, audit.delta, PriorHistogram.from_dict(audit.prior_histogram))
@@ -531,7 +528,7 @@ def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
         min(0.4 * 2 * math.tanh(big / 2) + 0.15, math.tanh(big / 2)))
     with pytest.raises(LabelDPInputError, match="prior_min <= 1/classes <= prior_max"):
         aia_advantage_bound(1, 3, prior_max=0.2, prior_min=0.1)
-    from auditing.gaussian_dp import gaussian_delta, mu_for_epsilon
+    from auditing.bounds.gaussian_dp import gaussian_delta, mu_for_epsilon
 
     h = PriorHistogram.from_probabilities(_ctr_priors(2000))
     for eps, delta in ((0.5, 1e-5), (2.0, 1e-6), (8.0, 1e-5)):
@@ -545,7 +542,7 @@ def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
 def test_theorem_3_5_alpha_beyond_the_exact_range_is_an_upper_bound():
     """Above 10,000 rows alpha is max_{k < t} pmf(k) from the saddlepoint density: equal to the exact alpha
     left of the mode (relative 1e-3), never below it (beyond 1e-3) right of it."""
-    from auditing.column_bound import _alpha
+    from auditing.risk.column_bound import _alpha
 
     rng = np.random.default_rng(1)
     beta = np.asarray(posterior_ceiling(0.1, rng.uniform(0.6, 0.99, 12_000)))

@@ -1,4 +1,4 @@
-"""breaking_kappa and the detection floor (auditing/robustness.py) against brute force on small sweeps."""
+"""breaking_kappa and the detection floor (auditing/verdict/robustness.py) against brute force on small sweeps."""
 
 import math
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from auditing.audit import audit_from_counts
+from auditing.bounds.selection import select_over_grid, select_split
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.robustness import (
+from auditing.game.sweep import SweepCounts
+from auditing.verdict.robustness import (
     KAPPA_TOLERANCE,
     breaking_kappa,
     detection_floor_rows,
@@ -16,8 +17,7 @@ from auditing.robustness import (
     valid_bound_exceeds,
     verdict_robustness,
 )
-from auditing.selection import select_over_grid, select_split
-from auditing.sweep import SweepCounts
+from labeldp.errors import LabelDPInputError
 
 
 def _result(m, correct_rate, *, method="binomial", strategy="bonferroni", delta=None, seed=0, points=12, kappa=0.0):
@@ -189,7 +189,7 @@ def test_weak_pass_uses_the_game_aware_floor_where_it_is_computed():
 
 def test_verdict_robustness_carries_both_floors_and_why_the_game_aware_one_is_missing():
     from auditing.audit import run_audit
-    from auditing.exposure_floor import game_detection_floor
+    from auditing.verdict.exposure_floor import game_detection_floor
 
     rng = np.random.default_rng(2)
     p_reference = rng.beta(1.0, 3.0, 20_000)

@@ -1,4 +1,4 @@
-"""Rows whose labels move together (auditing/row_groups.py, pipelines/row_grouping.py, docs/soundness.md
+"""Rows whose labels move together (auditing/game/row_groups.py, pipelines/scoring/row_grouping.py, docs/soundness.md
 section 9), against constructions built here.
 
 The dependent-rows world: groups of 2 to 5 rows share their features and their label (a duplicated event, a
@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from auditing.row_groups import label_agreement, repeated, singleton_mask
+from auditing.game.row_groups import label_agreement, repeated, singleton_mask
 from flows.cli import main as cli_main
 
 EPSILON = 1.0
@@ -131,7 +131,7 @@ def test_a_nightly_with_duplicated_events_leaves_them_out_and_says_so(prefect_ap
     import datetime as dt
 
     from flows.nightly import nightly_audit
-    from pipelines import schema, synth
+    from pipelines.data import schema, synth
 
     d0, d1 = dt.date(2026, 10, 1), dt.date(2026, 10, 2)
     synth.write_synthetic_day(tmp_path, d0, rows=20_000)

@@ -1,4 +1,4 @@
-"""The partition schema and layout (pipelines.schema, pipelines.layout): validation of every bad input named
+"""The partition schema and layout (pipelines.data.schema, pipelines.data.layout): validation of every bad input named
 in the data contract, atomic writes, streaming reads, fingerprints, and the `data validate` command."""
 
 from __future__ import annotations
@@ -12,19 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from auditing.errors import LabelDPInputError
 from flows.cli import main
-from pipelines import schema
-from pipelines.layout import (
-    atomic_directory,
-    check_name,
-    model_dir,
-    oracle_dir,
-    parse_date,
-    partition_dir,
-    resolve_data_root,
-)
-from pipelines.synth import generate_day
+from labeldp.errors import LabelDPInputError
+from labeldp.names import check_name, parse_date, resolve_data_root
+from pipelines.data import schema
+from pipelines.data.layout import atomic_directory, model_dir, oracle_dir, partition_dir
+from pipelines.data.synth import generate_day
 
 DATE = dt.date(2024, 2, 1)
 

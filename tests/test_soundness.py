@@ -1,7 +1,7 @@
 """Statistical validity of the audit against a truth built outside the code under test.
 
-Every world is a seeded numpy simulation written out in this file (nothing from auditing.rr_validation or
-auditing.controls): per-row label laws D(. | x) stand for the features (click rates of 1-5%, or classes of 2-7%),
+Every world is a seeded numpy simulation written out in this file (nothing from auditing.bounds.rr_validation or
+auditing.verdict.controls): per-row label laws D(. | x) stand for the features (click rates of 1-5%, or classes of 2-7%),
 training labels are drawn from D, the mechanism is binary or k-ary randomized response at a known eps, and the
 target model is the Bayes posterior P[y | released label] under D, the strongest attacker against RR (its
 odds on a shown rare label approach e^eps). A label-blind model (it never reads an audited label) has true

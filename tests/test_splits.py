@@ -1,4 +1,4 @@
-"""The deterministic 80/4/16 split by a hash of row_id (pipelines.splits; paper Sec. 6.4)."""
+"""The deterministic 80/4/16 split by a hash of row_id (pipelines.data.splits; paper Sec. 6.4)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.splits import SPLIT_NAMES, TEST, TRAIN, VALIDATION, split_masks, split_of
+from pipelines.data.splits import SPLIT_NAMES, TEST, TRAIN, VALIDATION, split_masks, split_of
 
 # Pinned: the split of row_ids 0..39 must never change (models, scores and audits rely on it).
 PINNED_0_TO_39 = [2, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 2, 0, 2, 0, 0, 2, 2,

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from auditing.audit import audit_from_counts, run_audit
+from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
+from auditing.bounds.selection import bonferroni_confidence
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.rr_validation import gaussian_mixture, randomized_response, true_posterior
-from auditing.selection import bonferroni_confidence
-from auditing.sweep import SweepCounts, correct_at, guess_grid, rank_order
+from auditing.game.sweep import SweepCounts, correct_at, guess_grid, rank_order
+from labeldp.errors import LabelDPInputError
 
 
 def test_rank_order_matches_lexsort_with_ties():
@@ -178,7 +178,7 @@ def test_a_reference_certain_of_a_label_is_refused_in_the_core():
 
 def test_split_with_an_empty_half_says_what_it_needs():
     ids = np.arange(3, dtype=np.int64)
-    from auditing.slots import selection_half_mask
+    from auditing.game.slots import selection_half_mask
 
     seed = next(s for s in range(100) if len(set(selection_half_mask(ids, s))) == 1)  # all rows in one half
     for score in ("paper", None):  # the compiled kernel and the numpy path (custom score)
@@ -199,7 +199,7 @@ def test_length_mismatch_and_class_mismatch():
 @pytest.mark.parametrize("method, delta", [("binomial", 1e-6), ("fdp", 1e-5), ("binomial", 0.0)])
 def test_pruned_best_bound_equals_brute_force_max(method, delta):
     """best_bound skips points it can prove cannot win; it must return exactly the max of all points."""
-    from auditing.bounds import best_bound, pointwise_bounds
+    from auditing.bounds.lower_bound import best_bound, pointwise_bounds
 
     rng = np.random.default_rng(11)
     m = 50_000

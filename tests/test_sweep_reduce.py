@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from auditing.errors import LabelDPInputError
-from auditing.sweep import correct_at, guess_grid, rank_order
-from auditing.sweep_reduce import (
+from auditing.game.sweep import correct_at, guess_grid, rank_order
+from auditing.game.sweep_reduce import (
     BinSpec,
     bin_index,
     boundary_bins,
@@ -13,6 +12,7 @@ from auditing.sweep_reduce import (
     exact_counts,
     histogram,
 )
+from labeldp.errors import LabelDPInputError
 
 
 def tied_scores(rng, n):

@@ -1,4 +1,4 @@
-"""The synthetic Criteo-like generator (pipelines.synth) and `labeldp-audit data synth`."""
+"""The synthetic Criteo-like generator (pipelines.data.synth) and `labeldp-audit data synth`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pyarrow.compute as pc
 import pytest
 from scipy import stats
 
-from auditing.errors import LabelDPInputError
 from flows.cli import main
-from pipelines import schema, synth
-from pipelines.layout import oracle_dir, partition_dir
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema, synth
+from pipelines.data.layout import oracle_dir, partition_dir
 
 DAY = dt.date(2024, 5, 10)
 NEXT = dt.date(2024, 5, 11)

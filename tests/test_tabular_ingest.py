@@ -1,4 +1,4 @@
-"""Ingest of tabular click logs under a dataset spec (pipelines.tabular_ingest) and `labeldp-audit data ingest`:
+"""Ingest of tabular click logs under a dataset spec (pipelines.data.tabular_ingest) and `labeldp-audit data ingest`:
 real CSV, gzip TSV and Parquet files written here, read back through the partition schema."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from auditing.errors import LabelDPInputError
 from flows.cli import main
-from pipelines import schema
-from pipelines.dataset_spec import SPEC_FILE, dataset_of, load_spec
-from pipelines.layout import partition_dir
-from pipelines.tabular_ingest import ingest_table_files
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+from pipelines.data.dataset_spec import SPEC_FILE, dataset_of, load_spec
+from pipelines.data.layout import partition_dir
+from pipelines.data.tabular_ingest import ingest_table_files
 
 DATE = dt.date(2024, 5, 6)
 ROWS = 3_000
@@ -361,8 +361,8 @@ def test_a_day_of_one_label_value_is_refused_at_ingest(tmp_path, source, capsys)
                 "--data-root", root) == 2
     assert schema.partition_fingerprint(root, DATE) == before
 
-    from pipelines.criteo_ingest import ingest_criteo, write_criteo_tsv
-    from pipelines.synth import generate_day
+    from pipelines.data.criteo_ingest import ingest_criteo, write_criteo_tsv
+    from pipelines.data.synth import generate_day
 
     day = generate_day(DATE, rows=500).table
     day = day.set_column(day.schema.get_field_index("label"), "label", pa.array(np.ones(500, dtype=np.int8)))

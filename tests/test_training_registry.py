@@ -13,11 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from auditing.errors import LabelDPInputError
 from flows.cli import main
-from pipelines import registry, schema, splits, training
-from pipelines.layout import model_dir
-from pipelines.synth import write_synthetic_day
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema, splits
+from pipelines.data.layout import model_dir
+from pipelines.data.synth import write_synthetic_day
+from pipelines.models import registry
+from pipelines.training import train as training
 
 DAY0, DAY1 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
 ROWS = 6000

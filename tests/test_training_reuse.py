@@ -1,4 +1,4 @@
-"""A registered model is reused only when everything that made it is the same (`pipelines.training.reuse_mismatch`):
+"""A registered model is reused only when everything that made it is the same (`pipelines.training.train.reuse_mismatch`):
 real models trained on a small synthetic Criteo day, their metadata compared with what a run would use. Each field
 that differs is named (registered value first); identical inputs give None."""
 
@@ -10,9 +10,10 @@ import math
 
 import pytest
 
-from pipelines import schema, synth, training
-from pipelines.dataset_spec import DatasetSpec, criteo
-from pipelines.mechanisms import mechanism_from
+from pipelines.data import schema, synth
+from pipelines.data.dataset_spec import DatasetSpec, criteo
+from pipelines.training import train as training
+from pipelines.training.mechanisms import mechanism_from
 
 DAY = dt.date(2024, 6, 2)
 FAST = training.CatBoostSettings(iterations=8, learning_rate=0.3, depth=4, thread_count=2)

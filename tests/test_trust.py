@@ -1,24 +1,25 @@
-"""Trust per verdict (auditing/trust.py): each rule, and that a control can fail for what it guards against."""
+"""Trust per verdict (auditing/verdict/trust.py): each rule, and that a control can fail for what it guards against."""
 
 from __future__ import annotations
 
 import pytest
 
-from auditing.capacity_check import CapacityCheck, unchecked
-from auditing.controls import NEGATIVE, POSITIVE
-from auditing.trust import (
+from auditing.verdict.capacity_check import CapacityCheck, unchecked
+from auditing.verdict.controls import NEGATIVE, POSITIVE
+from auditing.verdict.trust import NightTrust, night_trust, verdict_trust
+from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
+    INCONCLUSIVE,
     MEASURED,
     MEASURED_UNDER_MISFIT,
+    PASS,
     TRUSTED,
     UNCHECKED,
     UNTRUSTED,
+    VIOLATION,
     VOID,
-    NightTrust,
-    night_trust,
-    verdict_trust,
+    WEAK_PASS,
 )
-from auditing.verdict import INCONCLUSIVE, PASS, VIOLATION, WEAK_PASS
 
 
 def check(epsilon_check=1.2, misfit_upper=0.4, misfit_lower=0.1, rows=5000, reason=None) -> CapacityCheck:
@@ -89,7 +90,7 @@ def test_a_reference_off_the_truth_is_seen_by_the_check_and_marks_the_floors(shi
 
     from auditing.audit import CheckRows, run_audit
     from auditing.config import AuditConfig
-    from auditing.judging import judge
+    from auditing.verdict.judge import judge
 
     def marked(offset: float) -> int:
         count = 0
@@ -118,7 +119,7 @@ def test_the_positive_control_fails_for_a_reference_too_sure_of_the_common_label
 
     from auditing.audit import run_audit
     from auditing.config import AuditConfig
-    from auditing.controls import check_control, rr_oracle_probabilities
+    from auditing.verdict.controls import check_control, rr_oracle_probabilities
 
     def judged(seed: int, scale: float):
         rng = np.random.default_rng(seed)

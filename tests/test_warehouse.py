@@ -27,9 +27,7 @@ import pytest
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
-from auditing.errors import LabelDPInputError
-from auditing.judging import judge
-from auditing.warehouse import (
+from auditing.sinks.warehouse import (
     SPOOLED,
     WRITTEN,
     AuditKey,
@@ -41,8 +39,10 @@ from auditing.warehouse import (
     spool_path,
     write_or_spool,
 )
-from auditing.warehouse.migrations import ddl_text
-from auditing.warehouse.schema import CURVE_NAMES, RESULT_NAMES
+from auditing.sinks.warehouse.migrations import ddl_text
+from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES
+from auditing.verdict.judge import judge
+from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
@@ -138,7 +138,7 @@ def _only(rows):
 def test_infra_ddl_files_match_the_code():
     for dialect in ("duckdb", "postgres"):
         path = REPO / "infra" / "warehouse" / f"{dialect}.sql"
-        assert path.read_text() == ddl_text(dialect), f"{path} is stale: python -m auditing.warehouse {dialect}"
+        assert path.read_text() == ddl_text(dialect), f"{path} is stale: python -m auditing.sinks.warehouse {dialect}"
 
 
 def test_tables_have_the_designed_columns(target):
@@ -161,9 +161,9 @@ def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     are retired by a migration that knows them as old tables have them (tau NOT NULL), described as legacy TV
     figures."""
     from auditing.config import REFERENCE_CALIBRATIONS
-    from auditing.warehouse.migrations import MIGRATIONS
-    from auditing.warehouse.schema import REFERENCE_CALIBRATIONS as STORED
-    from auditing.warehouse.schema import RESULT_COLUMNS
+    from auditing.sinks.warehouse.migrations import MIGRATIONS
+    from auditing.sinks.warehouse.schema import REFERENCE_CALIBRATIONS as STORED
+    from auditing.sinks.warehouse.schema import RESULT_COLUMNS
 
     columns = {c.name: c for c in RESULT_COLUMNS}
     added = RESULT_NAMES[RESULT_NAMES.index("kappa"):RESULT_NAMES.index("trust")]
@@ -221,7 +221,7 @@ def test_a_newer_versions_nullable_column_is_tolerated_a_required_one_refused(is
 
 
 def test_migration_sql_adds_only_nullable_columns():
-    from auditing.warehouse.schema import migration_statements
+    from auditing.sinks.warehouse.schema import migration_statements
 
     found = {"audit_results": [n for n in RESULT_NAMES if n not in ("flow_run_id", "m")],
              "audit_curves": list(CURVE_NAMES)}
@@ -323,10 +323,10 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
     retired) and read NULL in every other kappa-era column (never copied over), the new row has no tau and
     its kappa figures; both read back, also after reopening; the trend page labels the old fdp row the legacy
     Gaussian reading."""
-    from auditing.report import render_trend_report
-    from auditing.robustness import breaking_kappa
-    from auditing.warehouse.migrations import legacy_note
-    from auditing.warehouse.rows import reference_check_from_row
+    from auditing.sinks.report import render_trend_report
+    from auditing.sinks.warehouse.migrations import legacy_note
+    from auditing.sinks.warehouse.reference_columns import reference_check_from_row
+    from auditing.verdict.robustness import breaking_kappa
 
     _create_pre_kappa_warehouse(isolated_target)
     result = _fdp_result(reference_calibration="boost")
@@ -378,7 +378,8 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
     """normalize_row and audit_record's reference_check refuse bad kappa-era figures before any write, with an
     error that names the field."""
-    from auditing.warehouse.rows import check_reference_check, normalize_row
+    from auditing.sinks.warehouse.reference_columns import check_reference_check
+    from auditing.sinks.warehouse.rows import normalize_row
 
     new = dict(make_row(model_id="new")[0], kappa=0.0, reference_calibration="boost")
     normalize_row(new)
@@ -554,8 +555,8 @@ def test_failure_inside_the_transaction_leaves_the_previous_state(target, monkey
 _CRASH_SCRIPT = textwrap.dedent("""
     import os, sys
     sys.path.insert(0, {repo!r})
-    from auditing.warehouse import open_warehouse
-    from auditing.warehouse.base import Warehouse
+    from auditing.sinks.warehouse import open_warehouse
+    from auditing.sinks.warehouse.base import Warehouse
     from tests.test_warehouse import make_row
     wh = open_warehouse({target!r})
     def half_then_die(self, cursor, points):
@@ -834,7 +835,7 @@ def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, t
 
 def test_direct_write_supersedes_an_older_spooled_payload(target, tmp_path):
     spool = tmp_path / "spool"
-    from auditing.warehouse.spool import spool_payload
+    from auditing.sinks.warehouse.spool import spool_payload
 
     stale = spool_payload(*make_row(marker=0.1), spool, destination(target))
     elsewhere = spool_payload(*make_row(marker=0.1), spool, destination(str(tmp_path / "other.duckdb")))
@@ -847,7 +848,7 @@ def test_direct_write_supersedes_an_older_spooled_payload(target, tmp_path):
 
 def test_drain_keeps_unreadable_payloads_aside(target, tmp_path):
     spool = tmp_path / "spool"
-    from auditing.warehouse.spool import spool_payload
+    from auditing.sinks.warehouse.spool import spool_payload
 
     spool_payload(*make_row(marker=0.2), spool, destination(target))
     (spool / "broken.json").write_text('{"format": 1, "row": {"model_id": "m-1"')
@@ -860,7 +861,7 @@ def test_drain_keeps_unreadable_payloads_aside(target, tmp_path):
 def test_a_payload_drains_only_into_the_warehouse_it_was_meant_for(target, tmp_path):
     """A payload spooled for one warehouse is left alone by a drain aimed at another (none is created there);
     a payload of the first spool format, which recorded no destination, only on request."""
-    from auditing.warehouse.spool import spool_payload
+    from auditing.sinks.warehouse.spool import spool_payload
 
     spool = tmp_path / "spool"
     meant = spool_payload(*make_row(marker=0.2), spool, destination(target))
@@ -920,9 +921,9 @@ def test_unavailable_error_names_the_target_without_password():
 
 
 def test_auditing_core_does_not_import_the_sinks():
-    code = ("import sys; import auditing.audit, auditing.guardrail, auditing.bounds; "
-            "bad = [m for m in ('duckdb', 'psycopg', 'prefect', 'auditing.warehouse', 'auditing.report', "
-            "'auditing.alerts') if m in sys.modules]; print(bad)")
+    code = ("import sys; import auditing.audit, auditing.verdict.guardrail, auditing.bounds.lower_bound; "
+            "bad = [m for m in ('duckdb', 'psycopg', 'prefect', 'auditing.sinks.warehouse', 'auditing.sinks.report', "
+            "'auditing.sinks.alerts') if m in sys.modules]; print(bad)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
@@ -931,7 +932,7 @@ def test_auditing_core_does_not_import_the_sinks():
 def test_risk_columns_round_trip_on_both_backends(target):
     """The risk scalars for the claim (risk_*) and the valid bound (risk_lb_*) and the headline are computed by
     audit_record from the result's prior histogram and stored as nullable columns."""
-    from auditing.risk import RISK_SCALARS, risk_assessment
+    from auditing.risk.figures import RISK_SCALARS, risk_assessment
 
     rng = np.random.default_rng(11)
     n = 3000
@@ -957,7 +958,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
         wh.upsert_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="risk-old"))
     assert all(old[name] is None for name in [*names, "risk_headline"])
-    from auditing.warehouse.rows import normalize_row
+    from auditing.sinks.warehouse.rows import normalize_row
 
     with pytest.raises(LabelDPInputError, match="risk_mia_advantage_bound must be in"):
         normalize_row({**bare, "risk_mia_advantage_bound": 1.5})
@@ -967,8 +968,8 @@ def test_trust_columns_round_trip_on_both_backends(target):
     """audit_rows, breaking_kappa, detection_floor_rows (claim-dependent, computed by audit_record) and
     the shift diagnostic (JSON + two scalars) are stored, without the retired tau / breaking_tau; an old row
     stores NULLs; bad values are refused."""
-    from auditing.robustness import breaking_kappa, detection_floor_rows
-    from auditing.warehouse.rows import normalize_row
+    from auditing.sinks.warehouse.rows import normalize_row
+    from auditing.verdict.robustness import breaking_kappa, detection_floor_rows
 
     rng = np.random.default_rng(5)
     n = 3000
@@ -1007,11 +1008,11 @@ def test_trust_columns_round_trip_on_both_backends(target):
 
 
 def test_exposed_rows_floor_round_trip_on_both_backends(target):
-    """the game-aware floor exposed_rows_floor (auditing.exposure_floor, claim-dependent,
+    """the game-aware floor exposed_rows_floor (auditing.verdict.exposure_floor, claim-dependent,
     computed by audit_record) is stored on both backends: a number for a bonferroni PASS, NULL where it is
     not computable (INCONCLUSIVE, split) or for an old row; a negative or fractional value is refused."""
-    from auditing.exposure_floor import exposed_floor_note, game_detection_floor
-    from auditing.warehouse.rows import normalize_row
+    from auditing.sinks.warehouse.rows import normalize_row
+    from auditing.verdict.exposure_floor import exposed_floor_note, game_detection_floor
 
     rng = np.random.default_rng(11)
     n = 6000
@@ -1078,7 +1079,7 @@ def test_trust_per_verdict_round_trips_on_both_backends(target):
 
     from auditing.audit import run_audit
     from auditing.config import AuditConfig
-    from auditing.row_groups import RowGroups
+    from auditing.game.row_groups import RowGroups
 
     groups = RowGroups(rule="rows with the same feature vector form a group", columns=(), rows_excluded=12,
                        excluded_with_day=10, excluded_with_inputs=2, agreement_pairs=40, agreement_observed=0.9,

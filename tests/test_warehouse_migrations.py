@@ -1,4 +1,4 @@
-"""Warehouse schema versions and migrations (auditing.warehouse.migrations), on DuckDB (a file per test) and
+"""Warehouse schema versions and migrations (auditing.sinks.warehouse.migrations), on DuckDB (a file per test) and
 PostgreSQL (127.0.0.1:5432, a schema of its own per test, dropped afterwards).
 
 Every migration test starts from a warehouse WRITTEN BY THE VERSION BEFORE VERSIONING, with rows in it: its
@@ -25,14 +25,19 @@ from pathlib import Path
 
 import pytest
 
-from auditing import bounds
-from auditing.errors import LabelDPInputError
-from auditing.verdict import STATUSES, TRUST_STATES
-from auditing.warehouse import drain_spool, migrations, open_warehouse
-from auditing.warehouse.base import open_read_only
-from auditing.warehouse.migrations import LATEST, MIGRATIONS, V3_KEY, Context, choice_checks, legacy_note
-from auditing.warehouse.rows import normalize_row
-from auditing.warehouse.schema import (
+from auditing.bounds import lower_bound as bounds
+from auditing.sinks.warehouse import drain_spool, migrations, open_warehouse
+from auditing.sinks.warehouse.base import open_read_only
+from auditing.sinks.warehouse.migrations import (
+    LATEST,
+    MIGRATIONS,
+    V3_KEY,
+    Context,
+    choice_checks,
+    legacy_note,
+)
+from auditing.sinks.warehouse.rows import normalize_row
+from auditing.sinks.warehouse.schema import (
     KEY_COLUMNS,
     RESULT_COLUMNS,
     RESULT_NAMES,
@@ -44,6 +49,8 @@ from auditing.warehouse.schema import (
     ddl_statements,
     version_table_statements,
 )
+from auditing.verdict.types import STATUSES, TRUST_STATES
+from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
@@ -52,7 +59,7 @@ DAY = dt.date(2024, 1, 2)
 PRE_VERSIONING_COMMIT = "79b1dcc"
 
 # --------------------------------------------------------------------------------------------- version 1
-# The tables as the code before versioning created them (its `python -m auditing.warehouse duckdb`, CREATE
+# The tables as the code before versioning created them (its `python -m auditing.sinks.warehouse duckdb`, CREATE
 # TABLE part; PostgreSQL spells DOUBLE as DOUBLE PRECISION), one column per comma-separated item.
 _V1_RESULTS = """
     model_id TEXT NOT NULL, partition_date DATE NOT NULL, audit_config_hash TEXT NOT NULL,
@@ -234,7 +241,7 @@ def v1_target(target):
 
 @pytest.fixture
 def toy_method(monkeypatch):
-    """The methods registry's list with a toy method added (auditing.bounds.METHODS)."""
+    """The methods registry's list with a toy method added (auditing.bounds.lower_bound.METHODS)."""
     monkeypatch.setitem(vars(bounds), "METHODS", (*bounds.METHODS, "toy"))
     return "toy"
 

@@ -25,11 +25,11 @@ def _shown(value) -> str:
 
 def add_setting_options(parser, cls, names, *, stored: bool = False) -> None:
     """``--name`` options for the declared settings ``names`` of ``cls`` (a dataclass declared with
-    `auditing.settings.setting`): type, choices, default and help from the declaration. stored=True: every option
+    `labeldp.settings.setting`): type, choices, default and help from the declaration. stored=True: every option
     defaults to None, "the night's own" (`rejudge`)."""
     import dataclasses
 
-    from auditing.settings import declared, default_of
+    from labeldp.settings import declared, default_of
 
     by_name = {item.name: (item, meaning, hint) for item, meaning, hint in declared(cls)}
     for name in names:
@@ -92,7 +92,7 @@ def audit_config_from(args):
 def _warn_tau(args) -> None:
     import sys
 
-    from auditing.params import legacy_tau_warning
+    from auditing.bounds.params import legacy_tau_warning
 
     if getattr(args, "tau", None) is not None:
         print(f"[labeldp-audit] warning: {legacy_tau_warning(args.tau, '--tau')}", file=sys.stderr, flush=True)

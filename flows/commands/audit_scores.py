@@ -74,8 +74,8 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from auditing.errors import LabelDPInputError
-    from pipelines.layout import refuse_empty_file
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data.layout import refuse_empty_file
 
     if not os.path.isfile(path):
         raise LabelDPInputError(f"{path}: no such file")
@@ -122,16 +122,16 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
 
 
 def run(args) -> int:
-    from auditing.errors import LabelDPInputError
-    from auditing.judging import demonstrated_risk, judge
-    from auditing.report.text import format_audit_result
+    from auditing.sinks.report.text import format_audit_result
+    from auditing.verdict.judge import demonstrated_risk, judge
+    from labeldp.errors import LabelDPInputError
 
     config = audit_config_from(args)
     extra = tuple(c for c in (args.check_column, args.group_column) if c)
     p_target, p_reference, labels, row_ids, columns = read_table(
         args.file, args.label_col, args.target_col, args.reference_col, args.row_id_col, extra
     )
-    from auditing.game import as_reference_probabilities
+    from auditing.game.play import as_reference_probabilities
 
     # Checked here too so that an error names the column the user gave (run_audit says p_reference).
     as_reference_probabilities(p_reference, f"{args.file}: column {args.reference_col}")
@@ -161,10 +161,10 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns):
     import pyarrow as pa
 
     from auditing.audit import CheckRows, no_rows_result, run_audit
-    from auditing.errors import LabelDPInputError
-    from auditing.row_groups import NO_ROWS_LEFT, RowGroups, label_agreement, singleton_mask
+    from auditing.game.row_groups import NO_ROWS_LEFT, RowGroups, label_agreement, singleton_mask
     from flows.progress import ProgressPrinter
-    from pipelines.row_grouping import group_keys
+    from labeldp.errors import LabelDPInputError
+    from pipelines.scoring.row_grouping import group_keys
 
     n = len(labels)
     ids = np.arange(n, dtype=np.int64) if row_ids is None else np.asarray(row_ids)

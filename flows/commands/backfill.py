@@ -36,10 +36,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import datetime as dt
 
-    from auditing.errors import LabelDPInputError
     from flows import preflight
     from flows.exit_codes import Outcome
-    from pipelines.layout import parse_date, resolve_data_root
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date, resolve_data_root
 
     if args.concurrency < 1:  # before Prefect starts (the flow checks again: deployments call it directly)
         raise LabelDPInputError(f"--concurrency must be a whole number >= 1; got {args.concurrency}")

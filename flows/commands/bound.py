@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from auditing.methods import BOUND_METHODS
+from auditing.bounds.methods import BOUND_METHODS
 
 HELP = "compute an epsilon lower bound from an attacker's counts (a calculator)"
 DESCRIPTION = """\
@@ -41,8 +41,8 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import sys
 
-    from auditing.bounds import epsilon_lower_bound, resolve_delta
-    from auditing.params import check_counts, legacy_tau_warning
+    from auditing.bounds.lower_bound import epsilon_lower_bound, resolve_delta
+    from auditing.bounds.params import check_counts, legacy_tau_warning
 
     if args.tau is not None:
         print(f"[labeldp-audit] warning: {legacy_tau_warning(args.tau, '--tau')}", file=sys.stderr, flush=True)

@@ -123,7 +123,7 @@ def _add_allow_future(parser: argparse.ArgumentParser) -> None:
 
 
 def _whole(value, name: str, minimum: int) -> int:
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     try:
         number = int(value)
@@ -210,7 +210,7 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 def _number(text, flag: str, low: float, high: float) -> float:
     import math
 
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     try:
         value = float(str(text).strip())
@@ -223,8 +223,8 @@ def _number(text, flag: str, low: float, high: float) -> float:
 
 def _shift_days(text: str, start: dt.date, end: dt.date) -> set[dt.date]:
     """The days of ``--shift-days`` (comma-separated days and inclusive D1..D2 ranges), all within start..end."""
-    from auditing.errors import LabelDPInputError
-    from pipelines.layout import parse_date
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date
 
     days: set[dt.date] = set()
     for item in str(text).split(","):
@@ -245,8 +245,8 @@ def _shift_days(text: str, start: dt.date, end: dt.date) -> set[dt.date]:
 
 def _segment_shift(text: str, seed: int):
     """``Cj=V:X`` (V = 8 hex digits or rank:K) as a synth.SegmentShift, checked against the world of ``seed``."""
-    from auditing.errors import LabelDPInputError
-    from pipelines import synth
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data import synth
 
     flag = "--segment-shift"
     column, equals, rest = str(text).partition("=")
@@ -271,8 +271,8 @@ def _segment_shift(text: str, seed: int):
 
 def _popularity_shift(text: str):
     """``Cj:rotate=K[,exponent=S]`` / ``Cj:exponent=S`` as a synth.PopularityShift."""
-    from auditing.errors import LabelDPInputError
-    from pipelines import synth
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data import synth
 
     flag = "--popularity-shift"
     column, colon, spec = str(text).partition(":")
@@ -300,8 +300,8 @@ def _popularity_shift(text: str):
 
 def _day_shift(args: argparse.Namespace, start: dt.date, end: dt.date, seed: int):
     """(the synth.DayShift of the shift options, the days it applies to); (None, empty) without options."""
-    from auditing.errors import LabelDPInputError
-    from pipelines import synth
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data import synth
 
     given = [flag for flag, value in (("--logit-shift", args.logit_shift), ("--segment-shift", args.segment_shift),
                                       ("--popularity-shift", args.popularity_shift)) if value]
@@ -335,9 +335,9 @@ def _describe_shift(record: dict) -> str:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from auditing.errors import LabelDPInputError
-    from pipelines import synth
-    from pipelines.layout import parse_date, resolve_data_root
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date, resolve_data_root
+    from pipelines.data import synth
 
     start = parse_date(args.start, "--start")
     end = parse_date(args.end, "--end")
@@ -367,8 +367,8 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from pipelines import criteo_ingest
-    from pipelines.layout import parse_date, refuse_future, resolve_data_root
+    from labeldp.names import parse_date, refuse_future, resolve_data_root
+    from pipelines.data import criteo_ingest
 
     date = refuse_future(parse_date(args.date, "--date"), "--date", args.allow_future)
     sample_rows = None if args.sample_rows is None else _whole(args.sample_rows, "--sample-rows", 1)
@@ -397,10 +397,10 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _ingest_tables(args: argparse.Namespace) -> int:
-    from auditing.errors import LabelDPInputError
-    from pipelines.dataset_spec import load_spec
-    from pipelines.layout import parse_date, refuse_future, resolve_data_root
-    from pipelines.tabular_ingest import ingest_table_files
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date, refuse_future, resolve_data_root
+    from pipelines.data.dataset_spec import load_spec
+    from pipelines.data.tabular_ingest import ingest_table_files
 
     spec = load_spec(args.dataset)
     date = refuse_future(parse_date(args.date, "--date"), "--date", args.allow_future)
@@ -431,10 +431,11 @@ def _ingest_tables(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     import pyarrow.compute as pc
 
-    from auditing.errors import LabelDPInputError
-    from pipelines import schema
-    from pipelines.dataset_spec import dataset_of, load_spec
-    from pipelines.layout import parse_date, partition_dir, resolve_data_root
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date, resolve_data_root
+    from pipelines.data import schema
+    from pipelines.data.dataset_spec import dataset_of, load_spec
+    from pipelines.data.layout import partition_dir
 
     date = parse_date(args.date, "--date")
     root = resolve_data_root(args.data_root)

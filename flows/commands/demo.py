@@ -35,8 +35,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import datetime as dt
 
-    from auditing.errors import LabelDPInputError
-    from pipelines.layout import parse_date, partition_dir, resolve_data_root
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date, resolve_data_root
+    from pipelines.data.layout import partition_dir
 
     if args.rows < 10_000:
         raise LabelDPInputError(f"--rows must be >= 10000 for a meaningful audit; got {args.rows}")
@@ -44,7 +45,7 @@ def run(args) -> int:
     d0 = parse_date(args.start, "--start")
     d1 = d0 + dt.timedelta(days=1)
     start = time.monotonic()
-    from pipelines.synth import write_synthetic_day
+    from pipelines.data.synth import write_synthetic_day
 
     for day in (d0, d1):
         if partition_dir(root, day).is_dir():

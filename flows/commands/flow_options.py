@@ -48,7 +48,7 @@ def prepare_environment() -> None:
 
 
 def print_rows(rows: list[dict], as_json: bool, stream=None) -> None:
-    from auditing.report.text import format_rows
+    from auditing.sinks.report.text import format_rows
 
     stream = stream or sys.stdout
     print(json.dumps(rows, default=str) if as_json else format_rows(rows), file=stream, flush=True)
@@ -56,7 +56,7 @@ def print_rows(rows: list[dict], as_json: bool, stream=None) -> None:
 
 def run_flow(flow_fn, **kwargs):
     """Runs a flow and returns (state, value). Bad input comes back as the original LabelDPInputError."""
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     state = flow_fn(return_state=True, **kwargs)
     if state.is_completed():
@@ -88,8 +88,8 @@ def execute(args, command: str, root, start) -> int:
     table and the summary; returns the exit code. Call it after the preflight passed."""
     import time
 
-    from auditing.errors import LabelDPInputError
     from flows import exit_codes, terminal
+    from labeldp.errors import LabelDPInputError
 
     began = time.time()
     term = terminal.Terminal(terminal.debug_log_path(root), verbose=args.verbose)

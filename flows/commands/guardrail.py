@@ -62,10 +62,10 @@ def _register_candidate(args, root, day, plan) -> str:
     """Registers --model-file after the other inputs passed (bad input fails here, in a second, with exit 2)."""
     from pathlib import Path
 
-    from auditing.errors import LabelDPInputError
-    from pipelines.layout import file_fingerprint
-    from pipelines.model_formats import model_format
-    from pipelines.model_registration import register_model
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data.layout import file_fingerprint
+    from pipelines.models.formats.registry import model_format
+    from pipelines.models.registration import register_model
 
     fmt = model_format(args.format, "--format")
     path = Path(args.model_file)
@@ -81,10 +81,10 @@ def _register_candidate(args, root, day, plan) -> str:
 
 
 def run(args) -> int:
-    from auditing.errors import LabelDPInputError
     from flows import preflight
     from flows.exit_codes import Outcome
-    from pipelines.layout import check_name, parse_date, resolve_data_root
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import check_name, parse_date, resolve_data_root
 
     root = resolve_data_root(args.data_root)
     day = parse_date(args.date, "--date")

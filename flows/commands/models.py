@@ -50,7 +50,7 @@ def _add_root(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    from pipelines.model_formats import format_names, model_format
+    from pipelines.models.formats.registry import format_names, model_format
 
     registrable = format_names(registrable_only=True)
     formats = "".join(f"\n      {name:<12} {model_format(name).description}" for name in registrable)
@@ -104,7 +104,7 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 
 
 def _number(text: str, flag: str) -> float:
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     try:
         return float(text)
@@ -115,9 +115,9 @@ def _number(text: str, flag: str) -> float:
 def run_register(args) -> int:
     from pathlib import Path
 
-    from pipelines.dataset_spec import load_spec
-    from pipelines.layout import check_name, parse_date, resolve_data_root
-    from pipelines.model_registration import ALL_ROWS, format_for_file, register_model
+    from labeldp.names import check_name, parse_date, resolve_data_root
+    from pipelines.data.dataset_spec import load_spec
+    from pipelines.models.registration import ALL_ROWS, format_for_file, register_model
 
     name = check_name(args.name, "--name")
     date = parse_date(args.date, "--date")
@@ -144,8 +144,8 @@ def _cell(value) -> str:
 
 
 def run_list(args) -> int:
-    from pipelines.layout import resolve_data_root
-    from pipelines.model_registration import list_models
+    from labeldp.names import resolve_data_root
+    from pipelines.models.registration import list_models
 
     root = resolve_data_root(args.data_root)
     models = list_models(root)
@@ -168,8 +168,8 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from pipelines.layout import check_name, parse_date, resolve_data_root
-    from pipelines.model_registration import show_model
+    from labeldp.names import check_name, parse_date, resolve_data_root
+    from pipelines.models.registration import show_model
 
     name = check_name(args.name, "NAME")
     date = parse_date(args.date, "--date") if args.date else None

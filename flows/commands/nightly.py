@@ -48,11 +48,11 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from flows import preflight, steps
     from flows.exit_codes import Outcome
-    from pipelines.layout import parse_date, resolve_data_root
+    from labeldp.names import parse_date, resolve_data_root
 
     root = resolve_data_root(args.data_root)
     if args.include_unaddressed and not args.drain_only:
-        from auditing.errors import LabelDPInputError
+        from labeldp.errors import LabelDPInputError
 
         raise LabelDPInputError("--include-unaddressed applies to --drain-only only")
     if args.drain_only:
@@ -82,12 +82,12 @@ def run(args) -> int:
 
 
 def drain_only(root, args) -> int:
-    """Writes the spooled results meant for this warehouse (`auditing.warehouse.drain_spool`); no flow, no
+    """Writes the spooled results meant for this warehouse (`auditing.sinks.warehouse.drain_spool`); no flow, no
     Prefect. Exit 2, nothing written or removed, when the spool holds results and none is meant for it."""
-    from auditing.errors import LabelDPInputError
-    from auditing.report import text
-    from auditing.warehouse import default_spool_dir, describe_target, destination, drain_spool
+    from auditing.sinks.report import text
+    from auditing.sinks.warehouse import default_spool_dir, describe_target, destination, drain_spool
     from flows import exit_codes, preflight
+    from labeldp.errors import LabelDPInputError
 
     preflight.check_warehouse(root, args.warehouse, args.create_warehouse)  # bad input: exit 2; down: below
     spool = default_spool_dir(root)

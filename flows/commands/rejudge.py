@@ -54,13 +54,13 @@ def run(args) -> int:
     import datetime as dt
     import time
 
-    from auditing.errors import LabelDPInputError
     from flows import exit_codes
     from flows.commands.audit_options import bound_config_from
     from flows.commands.flow_options import print_rows
     from flows.exit_codes import Outcome
     from flows.rejudge import read_night, rejudge_night
-    from pipelines.layout import parse_date, resolve_data_root
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date, resolve_data_root
 
     first = parse_date(args.date, "--date")
     last = parse_date(args.until, "--until") if args.until else first

@@ -32,10 +32,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from auditing.errors import LabelDPInputError
-    from auditing.report import render_trend_report, trend_report_path, write_report
-    from auditing.warehouse import WarehouseUnavailable, describe_target, open_warehouse
-    from pipelines.layout import check_name, parse_date
+    from auditing.sinks.report import render_trend_report, trend_report_path, write_report
+    from auditing.sinks.warehouse import WarehouseUnavailable, describe_target, open_warehouse
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import check_name, parse_date
 
     model = check_name(args.model, "--model")
     since = parse_date(args.since, "--since") if args.since else None

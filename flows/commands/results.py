@@ -2,7 +2,7 @@
 
 `results` lists (the latest verdict per model by default, a model's history with --model, every row with --all)
 as the nightly's table, JSON or CSV; `results show MODEL` prints one verdict's every stored column. The warehouse
-is opened with `auditing.warehouse.base.open_read_only`: nothing is created, migrated or written.
+is opened with `auditing.sinks.warehouse.base.open_read_only`: nothing is created, migrated or written.
 """
 
 from __future__ import annotations
@@ -87,9 +87,9 @@ def _add_target(parser: argparse.ArgumentParser, *, default) -> None:
 
 
 def register(subparsers) -> None:
-    from auditing.report.text import TRUST_SHORT
-    from auditing.verdict import STATUSES
-    from auditing.warehouse.schema import STORED_RUN_KINDS
+    from auditing.sinks.report.text import TRUST_SHORT
+    from auditing.sinks.warehouse.schema import STORED_RUN_KINDS
+    from auditing.verdict.types import STATUSES
 
     p = subparsers.add_parser("results", help=HELP, description=DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,8 +137,8 @@ def run(args) -> int:
 
 def _read(args, fn):
     """fn(the warehouse opened read-only); UNAVAILABLE (after one line on stderr) when it cannot be reached."""
-    from auditing.warehouse import WarehouseUnavailable
-    from auditing.warehouse.base import open_read_only
+    from auditing.sinks.warehouse import WarehouseUnavailable
+    from auditing.sinks.warehouse.base import open_read_only
 
     try:
         with open_read_only(args.warehouse, data_root=args.data_root) as warehouse:
@@ -150,7 +150,7 @@ def _read(args, fn):
 
 def _report_of(data_root):
     """row -> the path of its run report when that page exists under the data root, else None."""
-    from auditing.report import run_report_path
+    from auditing.sinks.report import run_report_path
 
     def report(row) -> str | None:
         path = run_report_path(data_root, row)
@@ -163,11 +163,11 @@ def _list(args) -> int:
     import csv
     import json
 
-    from auditing.errors import LabelDPInputError
-    from auditing.report.text import TRUST_SHORT, format_rows, stored_rows_for_table
-    from auditing.verdict import PASS
-    from pipelines.layout import check_name, parse_date
-    from pipelines.registry import jsonable
+    from auditing.sinks.report.text import TRUST_SHORT, format_rows, stored_rows_for_table
+    from auditing.verdict.types import PASS
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import check_name, parse_date
+    from pipelines.models.registry import jsonable
 
     model = check_name(args.model, "--model") if args.model is not None else None
     since = parse_date(args.since, "--since") if args.since is not None else None
@@ -202,14 +202,14 @@ def _list(args) -> int:
 
 def _weak_pass(row) -> bool | None:
     """The table's weak-PASS mark of a PASS stored before WEAK_PASS was a status (not a stored column):
-    ``auditing.robustness.is_weak_pass`` on the row's stored floors, with whether the game-aware floor was
+    ``auditing.verdict.robustness.is_weak_pass`` on the row's stored floors, with whether the game-aware floor was
     computable for its result and claim. None when the stored result cannot tell (a row written by an older
     version)."""
     import json
 
-    from auditing.errors import LabelDPInputError
-    from auditing.exposure_floor import exposed_floor_unavailable
-    from auditing.robustness import is_weak_pass
+    from auditing.verdict.exposure_floor import exposed_floor_unavailable
+    from auditing.verdict.robustness import is_weak_pass
+    from labeldp.errors import LabelDPInputError
 
     try:
         computed = exposed_floor_unavailable(json.loads(row["result_json"]), row["claimed_epsilon"]) is None
@@ -222,9 +222,9 @@ def _weak_pass(row) -> bool | None:
 def _show(args) -> int:
     import json
 
-    from auditing.errors import LabelDPInputError
-    from pipelines.layout import check_name, parse_date
-    from pipelines.registry import jsonable
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import check_name, parse_date
+    from pipelines.models.registry import jsonable
 
     listing = [name for name, given in (("--model", args.model), ("--since", args.since), ("--until", args.until),
                                         ("--status", args.status), ("--run-kind", args.run_kind),
@@ -263,7 +263,7 @@ def _show(args) -> int:
     if args.json:
         print(json.dumps(jsonable({**row, "curve_points": points}), allow_nan=False, indent=2))
         return 0
-    from auditing.report.text import json_outline, trust_block_lines
+    from auditing.sinks.report.text import json_outline, trust_block_lines
 
     for name, value in row.items():
         outline = _json_object(value) if name in JSON_TEXT_COLUMNS else None

@@ -63,7 +63,7 @@ def register(subparsers) -> None:
 
 
 def _parse_priors(text: str):
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     parts = [part.strip() for part in text.split(",") if part.strip()]
     values, bad = [], 0
@@ -80,8 +80,8 @@ def _parse_priors(text: str):
 def _read_priors_file(path: str, column: str | None):
     import pyarrow.parquet as pq
 
-    from auditing.errors import LabelDPInputError
-    from pipelines.layout import refuse_empty_file
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data.layout import refuse_empty_file
 
     if not column:
         raise LabelDPInputError("--priors-file needs --prior-col (the column holding the priors)")
@@ -106,23 +106,21 @@ def compute(args) -> dict:
     """The figures as a dict (what --json prints). Raises LabelDPInputError on bad input."""
     import numpy as np
 
-    from auditing.errors import LabelDPInputError
-    from auditing.gaussian_dp import mu_for_epsilon
-    from auditing.risk import (
-        EXACT_MAX_ROWS,
-        PriorHistogram,
+    from auditing.bounds.gaussian_dp import mu_for_epsilon
+    from auditing.bounds.params import check_delta
+    from auditing.game.prior_histogram import PriorHistogram
+    from auditing.risk.attack_bounds import (
         aia_advantage_bound,
         check_classes,
-        check_delta,
         check_epsilon,
         check_priors,
-        column_bound,
-        eps_protect,
         mia_advantage_bound,
         posterior_ceiling,
         reconstruction_bound_dp,
         reconstruction_bound_gdp,
     )
+    from auditing.risk.column_bound import EXACT_MAX_ROWS, column_bound, eps_protect
+    from labeldp.errors import LabelDPInputError
 
     eps = check_epsilon(args.epsilon, "--epsilon")
     delta = check_delta(args.delta, "--delta")

@@ -98,7 +98,7 @@ def read_options_file(path: str) -> list[str]:
     import os
     import re
 
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
@@ -125,12 +125,12 @@ def run(args) -> int:
     from dataclasses import asdict
 
     from auditing.audit import audit_counts
-    from auditing.judging import demonstrated_risk
-    from auditing.report.text import format_audit_result
-    from auditing.sweep_reduce import BinSpec
-    from pipelines.beam_request import ScoringRequest, json_safe, prepare_scoring, stored_scoring
-    from pipelines.layout import parse_date, resolve_data_root
-    from pipelines.progress import no_progress, stderr_progress
+    from auditing.game.sweep_reduce import BinSpec
+    from auditing.sinks.report.text import format_audit_result
+    from auditing.verdict.judge import demonstrated_risk
+    from labeldp.names import parse_date, resolve_data_root
+    from labeldp.progress import no_progress, stderr_progress
+    from pipelines.scoring.beam_request import ScoringRequest, json_safe, prepare_scoring, stored_scoring
 
     date = parse_date(args.date, "--date")
     reference_date = parse_date(args.reference_date, "--reference-date") if args.reference_date else None
@@ -154,7 +154,7 @@ def run(args) -> int:
         record = {**record, "result": audit_counts(game, config.bound).to_dict(), "config": asdict(config),
                   "reused": True}
     else:
-        from pipelines.beam_scoring import score_day
+        from pipelines.scoring.beam_scoring import score_day
 
         record = {**score_day(request, beam_args, progress, worker_progress=not args.quiet,
                               prepared=prepared).record, "reused": False}

@@ -31,8 +31,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from auditing.errors import LabelDPInputError
     from flows.plan import load_plan
+    from labeldp.errors import LabelDPInputError
 
     if not os.environ.get("PREFECT_API_URL"):
         raise LabelDPInputError(

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from pipelines.progress import stderr_progress
+from labeldp.progress import stderr_progress
 
 HELP = "train a label-DP CatBoost click model for one day and register it under models/<name>/date=D/"
 DESCRIPTION = """\
@@ -44,7 +44,7 @@ def _epsilon(text: str) -> float:
 
 
 def register(subparsers) -> None:
-    from pipelines.mechanisms import help_table, mechanism_names
+    from pipelines.training.mechanisms import help_table, mechanism_names
 
     description = DESCRIPTION.replace("{mechanisms}", help_table())   # one line per registered mechanism
     p = subparsers.add_parser("train", help=HELP, description=description,
@@ -92,7 +92,7 @@ def register(subparsers) -> None:
 
 
 def _extra_params(items: list[str]) -> dict:
-    from auditing.errors import LabelDPInputError
+    from labeldp.errors import LabelDPInputError
 
     extra = {}
     for item in items:
@@ -107,15 +107,16 @@ def _extra_params(items: list[str]) -> dict:
 
 
 def run(args) -> int:
-    from pipelines import training
-    from pipelines.layout import check_name, parse_date, resolve_data_root
+    from labeldp.names import check_name, parse_date, resolve_data_root
+    from pipelines.training import fitting
+    from pipelines.training import train as training
 
     date = parse_date(args.date, "--date")
     root = resolve_data_root(args.data_root)
     if args.model_name is not None:
         check_name(args.model_name, "--model-name")
     check_name(args.reference_name, "--reference-name")
-    settings = training.settings_from(iterations=args.iterations, learning_rate=args.learning_rate,
+    settings = fitting.settings_from(iterations=args.iterations, learning_rate=args.learning_rate,
                                       depth=args.depth, max_ctr_complexity=args.max_ctr_complexity,
                                       thread_count=args.thread_count,
                                       use_best_model=False if args.no_best_model else None,

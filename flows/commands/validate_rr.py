@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from auditing.methods import BOUND_METHODS
+from auditing.bounds.methods import BOUND_METHODS
 
 HELP = "validate the audit on randomized response at known epsilons (true eps vs lower bound)"
 DESCRIPTION = """\
@@ -48,9 +48,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from auditing.errors import LabelDPInputError
-    from auditing.params import check_confidence
-    from auditing.rr_validation import rows_as_dicts, validate_randomized_response
+    from auditing.bounds.params import check_confidence
+    from auditing.bounds.rr_validation import rows_as_dicts, validate_randomized_response
+    from labeldp.errors import LabelDPInputError
 
     check_confidence(args.confidence)
     sources = [s.strip() for s in args.counterfactual.split(",") if s.strip()]

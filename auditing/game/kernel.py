@@ -1,0 +1,430 @@
+"""The game of paper Algorithm 2 (Sec. 6.2) compiled: keyed draws, counterfactual, secret bit and score bins.
+
+`auditing.game.play.play_repetition` plays one repetition with numpy: two keyed uniforms per row
+(`auditing.game.keyed_random`), the counterfactual label by inverse CDF, the bit b, the score of the released label
+and the guess b' = 0 where the score is > 0. The audit needs, per repetition, only |score|-bin histograms of
+rows and correct guesses (`auditing.game.sweep_reduce`) plus the few rows of the bins the guess grid cuts. This
+module computes exactly those with numba kernels, parallel over sweeps ("slots": a repetition, or one half of
+repetition 0 for the split strategy), without any per-repetition array of size n.
+
+Bit-for-bit the same game as the numpy path:
+
+- the uniforms are the same SplitMix64 words: the per-(seed, repetition, stream) key words come from
+  `auditing.game.keyed_random.key_word` itself and the row mix is the same integer arithmetic, so every uniform is
+  the same double (tests/test_game_kernel.py);
+- the counterfactual compares the same uniform with the same numbers: p_reference[:, 1] for binary models, the
+  reference's row CDF (`np.cumsum`, last column set to 1, as in `auditing.game.play.sample_counterfactual`) for k
+  classes;
+- a row's score depends on the row and the released label only, so the score of each (row, class) is computed
+  once, by the same numpy function on the same doubles (`auditing.game.scores`), and its bin by
+  `auditing.game.sweep_reduce.bin_index`; the kernels look them up. A custom score callable is not elementwise by
+  contract, so callers keep the numpy path for it (`compiled_score`).
+
+Tables are O(n x k) per batch and computed once for all repetitions; the kernels add into O(slots x bins)
+histograms and return only boundary rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word
+from auditing.game.play import GameRows
+from auditing.game.scores import SCORES
+from auditing.game.sweep_reduce import BinSpec, bin_index
+from labeldp.errors import LabelDPInputError
+
+__all__ = [
+    "BoundaryRows",
+    "GameTables",
+    "SlotKeys",
+    "boundary_rows",
+    "compiled_score",
+    "game_tables",
+    "play",
+    "slot_histograms",
+    "slot_keys",
+]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+_ONE = np.uint64(1)
+_S63 = np.uint64(63)
+_TWO_POW_53 = 9007199254740992.0
+_TWO_POW_MINUS_53 = 1.0 / _TWO_POW_53
+
+
+def compiled_score(score) -> bool:
+    """True when the kernels can play the game with this score: a built-in score name (`auditing.game.scores.SCORES`).
+
+    A callable may look at its whole input arrays, so only the numpy path (`auditing.game.play.play_repetition`)
+    reproduces it; callers fall back to that path and say so.
+    """
+    return isinstance(score, str) and score in SCORES
+
+
+# ------------------------------------------------------------------------------------------ kernels
+
+
+@njit(cache=True, nogil=True)
+def _mix64(z):
+    """SplitMix64 finalizer, the same wrapping arithmetic as `auditing.game.keyed_random.mix64`."""
+    z = z + _GOLDEN
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True, nogil=True)
+def _mixed(id_bits, key):
+    """The keyed 64-bit word of a row: two chained SplitMix64 mixes (`auditing.game.keyed_random.keyed_uniform`)."""
+    return _mix64(_mix64(id_bits ^ key) + key)
+
+
+@njit(cache=True, nogil=True)
+def _word(id_bits, key):
+    """The 53-bit integer m of the keyed uniform u = m * 2**-53: the word's top 53 bits."""
+    return _mixed(id_bits, key) >> _S11
+
+
+@njit(cache=True, nogil=True)
+def _uniform(id_bits, key):
+    """`auditing.game.keyed_random.keyed_uniform` for one row: m * 2**-53."""
+    return np.float64(_word(id_bits, key)) * _TWO_POW_MINUS_53
+
+
+@njit(cache=True, nogil=True)
+def _bit(id_bits, key):
+    """b = 1 iff u < 1/2, i.e. iff m < 2**52, i.e. iff the mixed word's top bit is 0 (no float conversion)."""
+    return np.int64(1) - np.int64(_mixed(id_bits, key) >> _S63)
+
+
+@njit(cache=True, nogil=True)
+def _released(i, id_bits, labels, threshold, cdf, binary, key_cf, key_bit):
+    """(released label, b) of row i: y1 by inverse CDF on the counterfactual uniform, b = 1 iff u_bit < 1/2.
+
+    Binary models compare integers: u < p  <=>  m < ceil(p * 2**53) (`threshold_bits`), exactly, as m is an
+    integer and scaling by 2**53 is exact. Branch-free where the outcome is a coin flip (a mispredicted branch
+    per row costs more than the draws).
+    """
+    if binary:
+        y1 = np.int64(_word(id_bits[i], key_cf) < threshold[i])
+    else:
+        u = _uniform(id_bits[i], key_cf)
+        y1 = np.int64(0)
+        for j in range(cdf.shape[1]):
+            y1 += np.int64(cdf[i, j] <= u)
+    bit = _bit(id_bits[i], key_bit)
+    label = labels[i]
+    return label + bit * (y1 - label), bit
+
+
+@njit(cache=True, nogil=True)
+def _in_slot(i, half, selection):
+    """Half -1: every row; half 0: rows of the selection half; half 1: the other rows."""
+    return half < 0 or selection[i] == (half == 0)
+
+
+# nogil: the Beam job plays pass 1 on a background thread while its main thread prepares the next batch.
+@njit(cache=True, parallel=True, nogil=True)
+def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key_bit, slot_half, selection,
+                       rows, correct):
+    n = id_bits.size
+    for s in prange(key_cf.size):
+        kc = key_cf[s]
+        kb = key_bit[s]
+        half = slot_half[s]
+        if binary and half < 0:
+            # The hot case, written out for speed: binary model, every row (benchmarks/results/notes_from_code.md).
+            for i in range(n):
+                x = id_bits[i]
+                y1 = np.int64(_word(x, kc) < threshold[i])
+                bit = _bit(x, kb)
+                label = labels[i]
+                code = codes[i, label + bit * (y1 - label)]
+                b = code >> 1
+                rows[s, b] += 1
+                # b' = 0 (guess "training label") where score > 0, i.e. b' = 1 - (code & 1); correct iff b' == b.
+                correct[s, b] += (1 - (code & 1)) == bit
+        else:
+            for i in range(n):
+                if not _in_slot(i, half, selection):
+                    continue
+                released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+                code = codes[i, released]
+                b = code >> 1
+                rows[s, b] += 1
+                correct[s, b] += (1 - (code & 1)) == bit
+
+
+@njit(cache=True, parallel=True)
+def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key_bit, slot_half, selection,
+                     cut_bins, cut_start, starts, offsets, fill, counts, out_row, out_released, out_bin,
+                     out_correct):
+    """Boundary rows of each slot. The row arrays are the candidate rows gathered once per class column j in
+    bin order, so that rows j*C + (starts[j, b] .. starts[j, b + 1] - 1) are those whose class-j score falls in
+    bin b (sequential memory access instead of a cache miss per row)."""
+    k = codes.shape[1]
+    for s in prange(key_cf.size):
+        kc = key_cf[s]
+        kb = key_bit[s]
+        half = slot_half[s]
+        at = offsets[s]
+        found = 0
+        for c in range(cut_start[s], cut_start[s + 1]):
+            b = cut_bins[c]
+            # Rows whose class-j score falls in bin b; such a row is in bin b exactly when it releases j
+            # (visiting it only through its released class counts every row once).
+            for j in range(k):
+                for i in range(starts[j, b], starts[j, b + 1]):
+                    if not _in_slot(i, half, selection):
+                        continue
+                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+                    if released != j:
+                        continue
+                    if fill:
+                        out_row[at + found] = i
+                        out_released[at + found] = j
+                        out_bin[at + found] = b
+                        out_correct[at + found] = (1 - (codes[i, j] & 1)) == bit
+                    found += 1
+        counts[s] = found
+
+
+@njit(cache=True, parallel=True)
+def _play_kernel(id_bits, labels, threshold, cdf, binary, key_cf, key_bit, released_out, bit_out):
+    for i in prange(id_bits.size):
+        released, bit = _released(i, id_bits, labels, threshold, cdf, binary, key_cf, key_bit)
+        released_out[i] = released
+        bit_out[i] = bit == 1
+
+
+# ------------------------------------------------------------------------------------------ tables
+
+
+@dataclass(frozen=True)
+class GameTables:
+    """Per-batch inputs of the kernels, computed once for all repetitions (O(n x k)).
+
+    codes[i, j] = bin(score(row i, released label j)) << 1 | (score > 0); threshold = `threshold_bits` of
+    p_reference[:, 1] for binary models, cdf = the reference's row CDF for k classes (the unused one is empty).
+    """
+
+    p_target: np.ndarray  # (n, k) float64
+    p_reference: np.ndarray  # (n, k) float64
+    labels: np.ndarray  # (n,) int64
+    row_ids: np.ndarray  # (n,) int64
+    id_bits: np.ndarray  # row_ids viewed as uint64
+    threshold: np.ndarray  # uint64 (threshold_bits)
+    cdf: np.ndarray
+    codes: np.ndarray  # (n, k) int32
+    selection: np.ndarray  # (n,) bool: the split strategy's selection half (all False when unused)
+    score: str
+    power: float
+
+    @property
+    def rows(self) -> int:
+        return int(self.row_ids.size)
+
+    @property
+    def binary(self) -> bool:
+        return self.p_target.shape[1] == 2
+
+    def slice(self, start: int, stop: int) -> GameTables:
+        """Rows start..stop-1 (views, no copies)."""
+        cut = slice(start, stop)
+        return GameTables(self.p_target[cut], self.p_reference[cut], self.labels[cut], self.row_ids[cut],
+                          self.id_bits[cut], self.threshold[cut] if self.binary else self.threshold,
+                          self.cdf if self.binary else self.cdf[cut], self.codes[cut], self.selection[cut],
+                          self.score, self.power)
+
+    def scores_of(self, rows: np.ndarray, released: np.ndarray) -> np.ndarray:
+        """The score of `released` for `rows`, by the numpy score function itself (as play_repetition does)."""
+        return np.asarray(SCORES[self.score](self.p_target[rows, released], self.p_reference[rows, released],
+                                             self.power), dtype=np.float64)
+
+
+def threshold_bits(p: np.ndarray) -> np.ndarray:
+    """ceil(p * 2**53) as uint64: for the 53-bit integer m of a keyed uniform u = m * 2**-53, u < p exactly when
+    m < ceil(p * 2**53) (p in [0, 1]; the product is exact, m is an integer)."""
+    return np.ceil(np.asarray(p, dtype=np.float64) * _TWO_POW_53).astype(np.uint64)
+
+
+def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, *,
+                score: str, power: float, bins: BinSpec, selection: np.ndarray | None = None) -> GameTables:
+    """Tables for already-validated arrays (see `auditing.game.play.as_class_probabilities`, `as_labels`, ...).
+
+    Args:
+        score, power: a built-in score name (`compiled_score`) and its power t.
+        bins: the |score| binning of the histograms.
+        selection: the split strategy's selection half per row (`auditing.audit.selection_half_mask`), if used.
+    Raises:
+        LabelDPInputError: ``score`` has no compiled form (a callable: use `auditing.game.play.play_repetition`).
+    """
+    if not compiled_score(score):
+        raise LabelDPInputError(f"score {score!r} has no compiled form; use auditing.game.play.play_repetition")
+    p_target = np.ascontiguousarray(p_target, dtype=np.float64)
+    p_reference = np.ascontiguousarray(p_reference, dtype=np.float64)
+    n, k = p_target.shape
+    row_ids = np.ascontiguousarray(row_ids, dtype=np.int64)
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    # Elementwise, so the same doubles as the score of the gathered released labels in play_repetition.
+    scores = np.asarray(SCORES[score](p_target, p_reference, power), dtype=np.float64)
+    if np.isnan(scores).any():
+        raise LabelDPInputError(f"score function returned NaN for {int(np.isnan(scores).any(axis=1).sum())} row(s)")
+    codes = (bin_index(scores, bins) << 1) | (scores > 0)
+    del scores
+    if k == 2:
+        threshold = threshold_bits(p_reference[:, 1])
+        cdf = np.zeros((0, 2))
+    else:
+        threshold = np.zeros(0, np.uint64)
+        cdf = np.cumsum(p_reference, axis=1)
+        cdf[:, -1] = 1.0
+    if selection is None:
+        selection = np.zeros(n, dtype=bool)
+    return GameTables(p_target, p_reference, labels, row_ids, row_ids.view(np.uint64), threshold, cdf,
+                      codes.astype(np.int32), np.ascontiguousarray(selection, dtype=bool), score, float(power))
+
+
+@dataclass(frozen=True)
+class SlotKeys:
+    """The sweeps to count: per slot its repetition, its half (-1 all rows, 0 selection, 1 bound half) and the
+    key words of its two streams (`auditing.game.keyed_random.key_word`)."""
+
+    repetition: np.ndarray  # int64
+    half: np.ndarray  # int64
+    key_cf: np.ndarray  # uint64
+    key_bit: np.ndarray  # uint64
+
+    @property
+    def size(self) -> int:
+        return int(self.repetition.size)
+
+    def subset(self, index) -> SlotKeys:
+        return SlotKeys(self.repetition[index], self.half[index], self.key_cf[index], self.key_bit[index])
+
+
+def slot_keys(seed: int, slots) -> SlotKeys:
+    """Keys for (repetition, half) pairs; half None or -1: all rows."""
+    reps = np.array([int(r) for r, _ in slots], dtype=np.int64)
+    halves = np.array([-1 if h is None else int(h) for _, h in slots], dtype=np.int64)
+    key_cf = np.array([key_word(seed, r, STREAM_COUNTERFACTUAL) for r in reps], dtype=np.uint64)
+    key_bit = np.array([key_word(seed, r, STREAM_BIT) for r in reps], dtype=np.uint64)
+    return SlotKeys(reps, halves, key_cf, key_bit)
+
+
+# ------------------------------------------------------------------------------------------ entry points
+
+
+def _args(tables: GameTables):
+    return (tables.id_bits, tables.labels, tables.threshold, tables.cdf, tables.binary)
+
+
+def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correct: np.ndarray,
+                    threads: int | None = None) -> None:
+    """Adds each slot's rows and correct guesses per |score| bin to rows[s] and correct[s] (in place).
+
+    Equals, for every slot, `auditing.game.sweep_reduce.histogram(bin_index(game.scores), game.correct)` of
+    `play_repetition` on the slot's rows; parallel over slots, on ``threads`` threads (default: numba's
+    setting; a background caller passes 1 to leave the other cores to its main thread). The counts do not
+    depend on the number of threads.
+    """
+    if tables.rows == 0 or keys.size == 0:
+        return
+    if rows.shape != correct.shape or rows.shape[0] != keys.size or rows.dtype != np.int64 \
+            or correct.dtype != np.int64:
+        raise ValueError(f"histograms must be int64 arrays of {keys.size} slots; got {rows.shape} {rows.dtype}")
+    arguments = (*_args(tables), tables.codes, keys.key_cf, keys.key_bit, keys.half, tables.selection, rows, correct)
+    if threads is None:
+        _histograms_kernel(*arguments)
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
+    try:
+        _histograms_kernel(*arguments)
+    finally:
+        numba.set_num_threads(previous)
+
+
+@dataclass(frozen=True)
+class BoundaryRows:
+    """Rows of a batch that fall in a slot's cut bins, grouped by slot: offsets[s]..offsets[s+1]-1."""
+
+    offsets: np.ndarray  # (slots + 1,) int64
+    rows: np.ndarray  # row positions in the batch
+    bins: np.ndarray
+    abs_scores: np.ndarray
+    row_ids: np.ndarray
+    correct: np.ndarray
+
+    def of(self, slot: int):
+        """(bins, abs_scores, row_ids, correct) of one slot, the arguments of `sweep_reduce.exact_counts`."""
+        part = slice(int(self.offsets[slot]), int(self.offsets[slot + 1]))
+        return self.bins[part], self.abs_scores[part], self.row_ids[part], self.correct[part]
+
+
+def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray) -> BoundaryRows:
+    """Replays the game only for rows one of whose k possible bins is cut (cut: (slots, bins) bool) and returns
+    those that land in a cut bin of their slot, with the numbers `auditing.game.sweep_reduce.exact_counts` needs."""
+    cut = np.ascontiguousarray(cut, dtype=bool)
+    slots = keys.size
+    if cut.shape[0] != slots:
+        raise ValueError(f"cut masks for {cut.shape[0]} slots; expected {slots}")
+    counts = np.zeros(slots, np.int64)
+    active = np.flatnonzero(cut.any(axis=1))
+    candidates = np.zeros(0, np.int64)
+    if tables.rows and active.size:
+        union = cut[active].any(axis=0)
+        candidates = np.flatnonzero(union[tables.codes >> 1].any(axis=1))
+    if candidates.size == 0:
+        return BoundaryRows(np.zeros(slots + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                            np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool))
+    # The candidate rows, gathered once per class column j in bin order (see _boundary_kernel).
+    num_bins = cut.shape[1]
+    candidate_bins = tables.codes[candidates] >> 1
+    k = candidate_bins.shape[1]
+    gathered = np.empty(k * candidates.size, np.int64)
+    starts = np.zeros((k, num_bins + 1), np.int64)
+    for j in range(k):
+        gathered[j * candidates.size:(j + 1) * candidates.size] = candidates[
+            np.argsort(candidate_bins[:, j], kind="stable")]
+        starts[j, 1:] = np.cumsum(np.bincount(candidate_bins[:, j], minlength=num_bins))
+        starts[j] += j * candidates.size
+    keys, cut = keys.subset(active), cut[active]
+    cut_slot, cut_bins = np.nonzero(cut)
+    cut_start = np.searchsorted(cut_slot, np.arange(active.size + 1)).astype(np.int64)
+    found = np.zeros(active.size, np.int64)
+    binary = tables.binary
+    common = (tables.id_bits[gathered], tables.labels[gathered], tables.threshold[gathered] if binary else
+              tables.threshold, tables.cdf if binary else tables.cdf[gathered], binary, tables.codes[gathered],
+              keys.key_cf, keys.key_bit, keys.half, tables.selection[gathered], cut_bins.astype(np.int64), cut_start,
+              starts)
+    nothing_i, nothing_b = np.zeros(0, np.int64), np.zeros(0, bool)
+    _boundary_kernel(*common, np.zeros(active.size + 1, np.int64), False, found, nothing_i, nothing_i, nothing_i,
+                     nothing_b)
+    counts[active] = found
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    total = int(offsets[-1])
+    rows, released, bins = (np.empty(total, np.int64) for _ in range(3))
+    correct = np.empty(total, bool)
+    _boundary_kernel(*common, offsets[active], True, found, rows, released, bins, correct)
+    rows = gathered[rows]
+    return BoundaryRows(offsets, rows, bins, np.abs(tables.scores_of(rows, released)), tables.row_ids[rows], correct)
+
+
+def play(tables: GameTables, seed: int, repetition: int) -> GameRows:
+    """One repetition's per-row scores and correctness: `auditing.game.play.play_repetition`, compiled."""
+    keys = slot_keys(seed, [(repetition, None)])
+    released = np.empty(tables.rows, np.int64)
+    bit = np.empty(tables.rows, bool)
+    if tables.rows:
+        _play_kernel(*_args(tables), keys.key_cf[0], keys.key_bit[0], released, bit)
+    scores = tables.scores_of(np.arange(tables.rows), released)
+    return GameRows(scores=scores, correct=~(scores > 0) == bit)

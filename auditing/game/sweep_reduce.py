@@ -1,0 +1,207 @@
+"""Exact guess-sweep counts from mergeable pieces: what a distributed job needs to reproduce `auditing.game.sweep`.
+
+The in-process audit ranks one repetition's rows by |score| descending, ties by row_id ascending
+(`auditing.game.sweep.rank_order`), and counts the correct guesses among the first c' rows for each c' of the grid
+(`correct_at`). That needs every row in one place. This module splits the same computation into pieces that
+merge by addition, so a job can compute it with memory O(bins x repetitions + boundary rows):
+
+1. `bin_index`: an order-preserving bin of |score|. For a non-negative double the IEEE-754 bit pattern read
+   as an unsigned integer is monotone in the value, so its top bits (the exponent and the first
+   `mantissa_bits` bits of the mantissa) are a monotone bin: a larger bin always means a larger |score|, and
+   rows of different bins never need to be compared again. Exponents outside a window are clipped into one
+   underflow and one overflow bin (still monotone).
+2. `histogram`: per repetition, rows and correct guesses per bin; histograms of disjoint row chunks add.
+3. `boundary_bins`: from the merged histogram, for each c' of the grid, the bin holding the c'-th ranked row,
+   how many rows (and correct guesses) lie strictly above it, and how many of the bin's rows are taken
+   (`take`). A grid point that takes the whole bin (`take == bin_rows`) is complete from the histogram alone.
+4. `exact_counts`: given the rows of the bins cut strictly inside (`cut_bins`) -- their |score|, row_id and
+   correctness, in any order -- ranks them with `rank_order` itself and completes every grid point's count.
+
+The result equals `correct_at(correct, rank_order(scores, row_ids), grid)` exactly, for any chunking of the
+rows (tests/test_sweep_reduce.py). Nothing here approximates: the bins only decide which rows must be looked
+at again. Their resolution trades histogram size (`BinSpec.num_bins` per repetition) against boundary rows
+(about one bin's worth of rows per grid point whose c'-th row falls inside a bin).
+
+Pure numpy: no Beam, no I/O. The Beam job (pipelines/scoring/beam_scoring.py) wires these functions into combiners.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from auditing.game.sweep import rank_order
+from labeldp.errors import LabelDPInputError
+
+_EXPONENT_BIAS = 1023  # IEEE-754 binary64
+_MANTISSA_BITS = 52
+
+
+@dataclass(frozen=True)
+class BinSpec:
+    """An order-preserving binning of |score|: `mantissa_bits` bins per power of two inside
+    [2**min_exponent, 2**max_exponent), one underflow bin (0, subnormals and anything smaller) and one overflow
+    bin (anything larger, inf included).
+
+    The default window covers both built-in scores: the paper's score has |s| <= 1 and the log-ratio score
+    |s| <= log(1e15) < 64; 2**-40 ~ 1e-12 is far below any difference two models' probabilities show.
+    """
+
+    mantissa_bits: int = 8
+    min_exponent: int = -40
+    max_exponent: int = 6
+
+    def __post_init__(self):
+        if isinstance(self.mantissa_bits, bool) or not isinstance(self.mantissa_bits, int | np.integer) or not (
+                0 <= self.mantissa_bits <= 20):
+            raise LabelDPInputError(f"mantissa_bits must be a whole number in 0..20; got {self.mantissa_bits!r}")
+        for name in ("min_exponent", "max_exponent"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or not -1022 <= value <= 1024:
+                raise LabelDPInputError(f"{name} must be a whole number in -1022..1024; got {value!r}")
+        if self.min_exponent >= self.max_exponent:
+            raise LabelDPInputError(f"min_exponent ({self.min_exponent}) must be below max_exponent "
+                                    f"({self.max_exponent})")
+        if self.num_bins > 2**24:
+            raise LabelDPInputError(f"the bin spec gives {self.num_bins} bins per repetition; at most 2**24 are "
+                                    f"allowed (fewer mantissa bits or a narrower exponent window)")
+
+    @property
+    def _low_code(self) -> int:
+        return (_EXPONENT_BIAS + self.min_exponent) << self.mantissa_bits
+
+    @property
+    def num_bins(self) -> int:
+        """Window bins plus the underflow (index 0) and overflow (index num_bins - 1) bins."""
+        return ((self.max_exponent - self.min_exponent) << self.mantissa_bits) + 2
+
+
+def bin_index(scores: np.ndarray, spec: BinSpec) -> np.ndarray:
+    """The bin of each |score| (int64 in [0, spec.num_bins)); non-decreasing in |score|.
+
+    NaN is not a score (the game rejects it); it would land in the overflow bin.
+    """
+    magnitude = np.abs(np.asarray(scores, dtype=np.float64))  # abs(-0.0) is +0.0: bit pattern 0
+    # Top bits of the pattern: (biased exponent << mantissa_bits) | leading mantissa bits; monotone for x >= 0.
+    code = (magnitude.view(np.uint64) >> np.uint64(_MANTISSA_BITS - spec.mantissa_bits)).astype(np.int64)
+    index = code - (spec._low_code - 1)
+    np.clip(index, 0, spec.num_bins - 1, out=index)
+    return index
+
+
+def histogram(bins: np.ndarray, correct: np.ndarray, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows per bin, correct guesses per bin), both int64 of length num_bins; histograms of disjoint chunks add."""
+    rows = np.bincount(bins, minlength=num_bins).astype(np.int64, copy=False)
+    hits = np.bincount(bins[np.asarray(correct, dtype=bool)], minlength=num_bins).astype(np.int64, copy=False)
+    return rows, hits
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    """Where each grid point's c'-th ranked row falls. All arrays have one entry per grid point.
+
+    bin: the bin holding the c'-th row; rows_above / correct_above: rows and correct guesses in higher bins;
+    take: c' - rows_above, how many of the bin's rows (in rank order) are guessed on (1..bin_rows);
+    bin_rows / bin_correct: the bin's totals. `complete` grid points (take == bin_rows) need no rows.
+    """
+
+    grid: np.ndarray
+    bin: np.ndarray
+    rows_above: np.ndarray
+    correct_above: np.ndarray
+    take: np.ndarray
+    bin_rows: np.ndarray
+    bin_correct: np.ndarray
+
+    @property
+    def complete(self) -> np.ndarray:
+        return self.take == self.bin_rows
+
+    def cut_bins(self) -> np.ndarray:
+        """Sorted bins cut strictly inside by some grid point: the only bins whose rows are needed."""
+        return np.unique(self.bin[~self.complete])
+
+    def boundary_rows(self) -> int:
+        """How many rows `exact_counts` needs (the rows of the cut bins)."""
+        cut, first = np.unique(self.bin[~self.complete], return_index=True)
+        return int(self.bin_rows[~self.complete][first].sum()) if cut.size else 0
+
+
+def boundary_bins(rows: np.ndarray, correct: np.ndarray, grid: np.ndarray) -> Boundaries:
+    """Locates each c' of `grid` in a merged histogram (`rows`, `correct` per bin, bins ascending in |score|)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    correct = np.asarray(correct, dtype=np.int64)
+    grid = np.asarray(grid, dtype=np.int64)
+    if rows.ndim != 1 or rows.shape != correct.shape:
+        raise LabelDPInputError(f"histogram rows {rows.shape} and correct {correct.shape} must be equal 1-D shapes")
+    if np.any(rows < 0) or np.any(correct < 0) or np.any(correct > rows):
+        raise LabelDPInputError("histogram: need 0 <= correct <= rows in every bin")
+    total = int(rows.sum())
+    if grid.size and (grid.min() < 1 or grid.max() > total):
+        raise LabelDPInputError(f"grid values must be in 1..{total} (the histogram's rows); got "
+                                f"{int(grid.min())}..{int(grid.max())}")
+    # Rank order visits bins from the top: accumulate the histogram from its last bin down.
+    rows_desc = rows[::-1]
+    correct_desc = correct[::-1]
+    cum_rows = np.cumsum(rows_desc)
+    cum_correct = np.cumsum(correct_desc)
+    j = np.searchsorted(cum_rows, grid, side="left")  # first top-down position holding >= c' rows
+    rows_above = cum_rows[j] - rows_desc[j]
+    return Boundaries(
+        grid=grid, bin=rows.size - 1 - j, rows_above=rows_above, correct_above=cum_correct[j] - correct_desc[j],
+        take=grid - rows_above, bin_rows=rows_desc[j], bin_correct=correct_desc[j],
+    )
+
+
+def exact_counts(boundaries: Boundaries, bins: np.ndarray, abs_scores: np.ndarray, row_ids: np.ndarray,
+                 correct: np.ndarray) -> np.ndarray:
+    """Correct guesses among the first c' ranked rows, for each grid point of `boundaries`.
+
+    `bins`, `abs_scores`, `row_ids`, `correct` describe the rows of (at least) every bin in
+    `boundaries.cut_bins()`, in any order; rows of other bins are ignored. The rows are ranked with
+    `auditing.game.sweep.rank_order` itself, so ties break exactly as in-process. A cut bin whose rows or correct
+    guesses disagree with the histogram raises (rows lost or duplicated on the way would otherwise give a
+    wrong count silently).
+    """
+    bins = np.asarray(bins, dtype=np.int64)
+    abs_scores = np.abs(np.asarray(abs_scores, dtype=np.float64))
+    row_ids = np.asarray(row_ids, dtype=np.int64)
+    correct = np.asarray(correct, dtype=bool)
+    if not (bins.shape == abs_scores.shape == row_ids.shape == correct.shape) or bins.ndim != 1:
+        raise LabelDPInputError(f"boundary rows: bins {bins.shape}, abs_scores {abs_scores.shape}, row_ids "
+                                f"{row_ids.shape} and correct {correct.shape} must be equal 1-D shapes")
+    counts = boundaries.correct_above + boundaries.bin_correct  # complete grid points
+    partial = np.flatnonzero(~boundaries.complete)
+    if partial.size == 0:
+        return counts.astype(np.int64)
+    order = rank_order(abs_scores, row_ids)
+    # Bins are monotone in |score|, so in rank order they are non-increasing: negate to search ascending.
+    neg_bins = -bins[order]
+    cum_correct = np.concatenate(([0], np.cumsum(correct[order], dtype=np.int64)))
+    cut = boundaries.bin[partial]
+    start = np.searchsorted(neg_bins, -cut, side="left")
+    stop = np.searchsorted(neg_bins, -cut, side="right")
+    got_rows = stop - start
+    got_correct = cum_correct[stop] - cum_correct[start]
+    bad = (got_rows != boundaries.bin_rows[partial]) | (got_correct != boundaries.bin_correct[partial])
+    if bad.any():
+        g = int(partial[np.flatnonzero(bad)[0]])
+        raise RuntimeError(
+            f"boundary rows disagree with the histogram in bin {int(boundaries.bin[g])}: got {int(got_rows[bad][0])} "
+            f"rows / {int(got_correct[bad][0])} correct, the histogram holds {int(boundaries.bin_rows[g])} / "
+            f"{int(boundaries.bin_correct[g])} (rows lost or duplicated between the passes)"
+        )
+    within = cum_correct[start + boundaries.take[partial]] - cum_correct[start]
+    counts = counts.astype(np.int64)
+    counts[partial] = boundaries.correct_above[partial] + within
+    return counts
+
+
+def cut_bin_mask(boundaries: Boundaries, num_bins: int, margin: int = 0) -> np.ndarray:
+    """Boolean mask over bins: True for the cut bins and the `margin` bins on either side of each."""
+    mask = np.zeros(num_bins, dtype=bool)
+    cut = boundaries.cut_bins()
+    for shift in range(-margin, margin + 1):
+        mask[np.clip(cut + shift, 0, num_bins - 1)] = True
+    return mask

@@ -1,0 +1,373 @@
+"""Alerts that reach a person: a JSON POST to a webhook, retried, sent at most once per (model, date, kind).
+
+- Kinds: VIOLATION (a trusted VIOLATION, or one on a reference the run accepted unchecked: the valid bound
+  disproves the claimed epsilon), DATA_MISSING (the partition or a model is absent), AUDIT_FAILED (the audit itself
+  crashed), CONTROL_FAILED (a nightly control did not come out as constructed: the negative control voids the
+  night, the positive control the night's VIOLATIONs or the PASSes' detectability) page a person.
+  VIOLATION_UNTRUSTED (a VIOLATION that is not trusted: the capacity check does not vouch for it, the night is
+  void, or nothing checked the reference) and WEAK_PASS (a target's PASS on weak evidence) are for a person to
+  read, not pages (the body's ``page`` says which). `alert_kind` chooses a published verdict's kind. Each kind is
+  its own alert, sent once.
+- Retries: connection errors, timeouts, HTTP 5xx and 429 are retried with exponential backoff
+  (backoff, 2*backoff, 4*backoff, ... seconds; ``retries`` retries after the first try). Other 4xx answers
+  mean the request itself is wrong and are not retried.
+- Deduplication: a successful send writes ``<ledger_dir>/<model>__<date>__<kind>.json`` atomically
+  (temporary file + rename). A per-key ``flock`` is held from the check to the write, so concurrent senders
+  of one key POST once; the OS drops the lock when a process dies, so a crash never blocks later runs.
+  Nothing is recorded for a failed send: the next run tries again.
+- The body is strict JSON (no NaN/Infinity: non-finite numbers are written as text) with a one-line ``text``
+  field that chat webhooks (Slack, Mattermost) display as is.
+- A verdict's payload (`violation_payload`) carries its trust (trust, trust_reason), the capacity check's
+  figures (epsilon_check, misfit_kappa_upper, check_misfit_kappa, check_rows), the floors' detectability and the
+  row groups' figures; the text says each with its confidence. kappa: a payload with ``kappa`` states the
+  verdict's kappa and ``breaking_kappa``; the legacy total-variation fields ``tau`` / ``breaking_tau`` are not
+  sent beside it. ``reference_check`` (`auditing.sinks.warehouse.rows.check_reference_check`'s shape, checked before
+  any request) puts the night's reference check in the body; the text says when it was not checked.
+
+``alert_event_payload`` gives the same alert as arguments for ``prefect.events.emit_event``; this module does
+not import Prefect.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import http.client
+import json
+import math
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from auditing.sinks.report import text
+from auditing.sinks.report.text import STATUS_MEANINGS
+from auditing.verdict import types as verdict
+from auditing.verdict.controls import NEGATIVE, POSITIVE
+from auditing.verdict.types import EXITS_UNTRUSTED, Verdict
+from labeldp.errors import LabelDPInputError
+from labeldp.files import write_text_atomically
+from labeldp.names import check_name, parse_date, resolve_data_root
+
+VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAILED"
+CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: what it guards is void tonight (auditing.verdict.trust)
+WEAK_PASS = verdict.WEAK_PASS  # a target's verdict on weak evidence (auditing.verdict.types.STATUSES): not a page
+VIOLATION_UNTRUSTED = "VIOLATION_UNTRUSTED"  # a VIOLATION that is not trusted (exit 4): not a page
+ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED)
+PAGES = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)  # the kinds that page a person
+# What a failed control voids, by its kind (the CONTROL_FAILED text).
+CONTROL_FAILED_TEXT = {NEGATIVE: text.NEGATIVE_CONTROL_FAILED, POSITIVE: text.POSITIVE_CONTROL_FAILED}
+SENT, DUPLICATE, FAILED = "sent", "duplicate", "failed"
+LEDGER_DIR_NAME = "alerts"
+EVENT_PREFIX = "labeldp.audit"
+USER_AGENT = "labeldp-audit-alerts/1"
+
+
+@dataclass(frozen=True)
+class AlertOutcome:
+    """What ``send_alert`` did. status: "sent", "duplicate" (already sent earlier; nothing POSTed) or "failed"."""
+
+    status: str
+    kind: str
+    model_id: str
+    partition_date: str
+    attempts: int
+    http_status: int | None
+    error: str | None
+    ledger_file: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def default_ledger_dir(data_root: str | os.PathLike | None = None) -> Path:
+    """``<data_root>/alerts``."""
+    return resolve_data_root(data_root) / LEDGER_DIR_NAME
+
+
+def check_kind(kind: Any) -> str:
+    if kind not in ALERT_KINDS:
+        raise LabelDPInputError(f"alert kind must be one of {list(ALERT_KINDS)}; got {kind!r}")
+    return kind
+
+
+def check_webhook_url(url: Any) -> str:
+    """Only http(s) URLs with a host (urllib would otherwise also open file:// and ftp:// URLs)."""
+    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LabelDPInputError(f"webhook url must be an http:// or https:// URL with a host; got {url!r}")
+    return url
+
+
+def json_safe(value: Any) -> Any:
+    """A copy that strict JSON can carry: dates as ISO text, numpy values as Python, inf/nan as text."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
+        return json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "inf", "-inf", "nan": strict JSON has no literal for them
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _identify(payload: Any) -> tuple[str, str]:
+    if not isinstance(payload, Mapping):
+        raise LabelDPInputError(f"alert payload must be a dict; got {type(payload).__name__}")
+    for name in ("model_id", "partition_date"):
+        if payload.get(name) is None:
+            raise LabelDPInputError(f"alert payload: missing {name!r} (alerts are deduplicated per model and date)")
+    return check_name(payload["model_id"], "model_id"), parse_date(payload["partition_date"], "partition_date").isoformat()
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else str(value)
+
+
+def _factor(kappa: float) -> str:
+    """e^kappa for a reader: 3 significant digits, or 1 + kappa when that would print as 1."""
+    kappa = float(kappa)
+    return f"{math.exp(kappa):.3g}" if kappa >= 0.005 or kappa == 0.0 else f"1 + {kappa:.2g}"
+
+
+def robustness_sentence(breaking_kappa: float, kappa: float | None = None) -> str:
+    """What a VIOLATION's breaking_kappa means, in one clause (the alert's text; flows may reuse it)."""
+    text = (f"it holds unless the reference misjudges some row's click odds by more than a factor "
+            f"{_factor(breaking_kappa)} (breaking kappa {float(breaking_kappa):.4g})")
+    return text + (f"; the verdict is computed at the plan's kappa = {float(kappa):g}" if kappa is not None else "")
+
+
+def alert_kind(row: Mapping) -> str | None:
+    """The alert a published verdict sends (None: none). ``row``: the flows' summary of a verdict (kind, status,
+    trust, untrusted_reason). A target's VIOLATION pages as VIOLATION when it is acted on (trusted, or on a
+    reference accepted unchecked) and is VIOLATION_UNTRUSTED, not a page, when it makes the run exit 4 (a row
+    written before per-verdict trust: when it carries an untrusted_reason); a target's WEAK_PASS is WEAK_PASS. A
+    control alerts CONTROL_FAILED through its own path instead."""
+    if row.get("kind", "target") != "target":
+        return None
+    if row.get("status") == WEAK_PASS:
+        return WEAK_PASS
+    if row.get("status") != VIOLATION:
+        return None
+    state = row.get("trust")
+    untrusted = state in EXITS_UNTRUSTED if state is not None else bool(row.get("untrusted_reason"))
+    return VIOLATION_UNTRUSTED if untrusted else VIOLATION
+
+
+def reference_check_sentence(check: Mapping | None) -> str | None:
+    """"reference not checked: <note>" when the night could not check the reference, else None (the capacity
+    check's figures say how well it fits)."""
+    if not check or check.get("checked"):
+        return None
+    note = str(check.get("note") or "no reason recorded").strip()
+    if note.lower().startswith("reference not checked:"):
+        note = note[len("reference not checked:"):].strip()
+    return f"reference not checked: {note}"
+
+
+def kappa_fields(row: Mapping, reference_check: Mapping | None = None) -> dict:
+    """The kappa-era fields an alert carries, from a warehouse row (`auditing.sinks.warehouse.audit_record`): kappa,
+    breaking_kappa, reference_calibration, fdp_curve, gdp_mu_lower_bound, and the night's reference_check."""
+    fields = {name: row.get(name) for name in ("kappa", "breaking_kappa", "reference_calibration", "fdp_curve",
+                                               "gdp_mu_lower_bound")}
+    fields["reference_check"] = None if reference_check is None else dict(reference_check)
+    return fields
+
+
+def _checked_reference(payload: Mapping) -> dict | None:
+    check = payload.get("reference_check")
+    if check is None:
+        return None
+    from auditing.sinks.warehouse.reference_columns import check_reference_check
+
+    return check_reference_check(check)
+
+
+def _trust_clauses(payload: Mapping) -> list[str]:
+    """A verdict's trust, capacity check and row groups as clauses of the text (only those the payload has)."""
+    clauses = []
+    if payload.get("trust") is not None:
+        clauses.append(text.trust_sentence(payload))
+        if payload.get("check_rows") is not None:
+            clauses.append(text.capacity_check_sentence(payload, _confidence(payload), brief=True))
+    elif payload.get("untrusted_reason"):
+        clauses.append(f"UNTRUSTED: {payload['untrusted_reason']}")
+    if payload.get("group_rule") is not None:
+        clauses.append(text.groups_sentence(payload))
+    return clauses
+
+
+def _confidence(payload: Mapping) -> float | None:
+    confidence = payload.get("confidence")
+    return float(confidence) if isinstance(confidence, int | float) and not isinstance(confidence, bool) else None
+
+
+def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
+    """One line a person reads first, e.g. in a chat channel."""
+    head = f"[labeldp-audit] {kind}: model {model_id}, partition {date}"
+    kappa = payload.get("kappa")
+    reference = reference_check_sentence(payload.get("reference_check"))
+    if kind in (VIOLATION, VIOLATION_UNTRUSTED) and "epsilon_lower_bound" in payload and "claimed_epsilon" in payload:
+        confidence = _confidence(payload)
+        at = f" at {confidence:.0%} confidence" if confidence is not None else ""
+        at += f" and kappa {float(kappa):g}" if kappa is not None else ""
+        risk = payload.get("risk_headline")  # what the claim allows and the bound demonstrates
+        if payload.get("breaking_kappa") is not None:
+            robust = robustness_sentence(payload["breaking_kappa"])
+        else:
+            robust = payload.get("robustness_note")
+        lead = ("not acted on as a violation (not a page): " if kind == VIOLATION_UNTRUSTED else "")
+        clauses = ([robust] if robust else []) + _trust_clauses(payload) + ([reference] if reference else [])
+        return (f"{head}: {lead}valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
+                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + "".join(f"; {c}" for c in clauses)
+                + (f". {risk}" if risk else ""))
+    if kind == WEAK_PASS and "claimed_epsilon" in payload:
+        floor = payload.get("robustness_note")
+        detectability = text.detectability_sentence(payload)
+        clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(payload)
+        return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
+                + "".join(f"; {c}" for c in clauses))
+    detail = payload.get("message") or payload.get("error") or payload.get("reason")
+    if kind == CONTROL_FAILED:
+        head = f"{head}: {CONTROL_FAILED_TEXT.get(payload.get('control'), text.CONTROL_FAILED)}"
+        head += f"; {reference}" if reference else ""
+    return f"{head}: {detail}" if detail else head
+
+
+def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
+    """The alert's fields as strict-JSON-safe values, without the legacy tau / breaking_tau beside kappa."""
+    fields = dict(payload)
+    if fields.get("kappa") is not None:
+        fields.pop("tau", None)
+        fields.pop("breaking_tau", None)
+    return {**json_safe(fields), "kind": kind, "page": kind in PAGES, "model_id": model_id, "partition_date": date,
+            "text": summary_text(kind, model_id, date, fields)}
+
+
+def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,
+                      flow_run_id: str | None = None, run_kind: str | None = None) -> dict:
+    """The payload of a verdict's alert (VIOLATION, VIOLATION_UNTRUSTED or WEAK_PASS: `alert_kind`): a rendering
+    of the verdict (its figures are not recomputed here: its trust, the capacity check's figures, the row groups,
+    `Verdict.trust_figures`), with the kind of run that wrote it."""
+    data = judged.result
+    return {"model_id": model_id, "partition_date": partition_date, "status": judged.status,
+            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": judged.claimed_epsilon,
+            "confidence": data["confidence"], "delta": data["delta"], "kappa": data.get("kappa"),
+            "strategy": data["strategy"], "method": data["method"], "report": report, "flow_run_id": flow_run_id,
+            "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
+            "risk_headline": judged.risk_headline, **judged.trust_figures()}
+
+
+def _dedup_name(model_id: str, date: str, kind: str) -> str:
+    return f"{model_id}__{date}__{kind}"
+
+
+def _write_ledger(path: Path, record: Mapping) -> None:
+    write_text_atomically(path, json.dumps(record, sort_keys=True))
+
+
+def _post(url: str, body: bytes, timeout: float) -> int:
+    """One POST; returns the HTTP status (raises on connection errors)."""
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "User-Agent": USER_AGENT})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            response.read()
+            return response.status
+    except urllib.error.HTTPError as exc:  # an answer, just not a 2xx one
+        exc.close()
+        return exc.code
+
+
+def _retryable_status(status: int) -> bool:
+    return status >= 500 or status == 429
+
+
+def send_alert(
+    url: str, kind: str, payload: Mapping, ledger_dir: str | os.PathLike, *, retries: int = 4,
+    backoff: float = 0.5, timeout: float = 5,
+) -> AlertOutcome:
+    """POSTs one alert as JSON unless this (model_id, partition_date, kind) was sent before.
+
+    payload: a dict with at least ``model_id`` and ``partition_date``; everything in it goes into the body
+    (e.g. epsilon_lower_bound, claimed_epsilon, confidence, status, report path, flow run id).
+    Never raises for delivery problems: a failed delivery returns status "failed" with the last error.
+    """
+    url = check_webhook_url(url)
+    kind = check_kind(kind)
+    model_id, date = _identify(payload)
+    if payload.get("reference_check") is not None:
+        payload = {**payload, "reference_check": _checked_reference(payload)}
+    if int(retries) != retries or retries < 0:
+        raise LabelDPInputError(f"retries must be a whole number >= 0; got {retries!r}")
+    if not (backoff >= 0) or not (timeout > 0):
+        raise LabelDPInputError(f"backoff must be >= 0 and timeout > 0 seconds; got {backoff!r}, {timeout!r}")
+    ledger_dir = Path(ledger_dir)
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    name = _dedup_name(model_id, date, kind)
+    ledger_file = ledger_dir / f"{name}.json"
+    outcome = dict(kind=kind, model_id=model_id, partition_date=date, ledger_file=str(ledger_file))
+
+    with open(ledger_dir / f".{name}.lock", "a") as lock_handle:
+        fcntl.flock(lock_handle, fcntl.LOCK_EX)  # released on close, or by the OS if the process dies
+        if ledger_file.exists():
+            return AlertOutcome(status=DUPLICATE, attempts=0, http_status=None, error=None, **outcome)
+        sent_at = dt.datetime.now(dt.UTC).isoformat()
+        body = {**_body(kind, model_id, date, payload), "dedup_key": name, "sent_at": sent_at}
+        data = json.dumps(body, allow_nan=False, sort_keys=True).encode("utf-8")
+        status: int | None = None
+        error: str | None = None
+        attempts = 0
+        for attempt in range(int(retries) + 1):
+            if attempt:
+                time.sleep(backoff * 2 ** (attempt - 1))
+            attempts += 1
+            try:
+                status = _post(url, data, timeout)
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+                status, error = None, f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+                continue
+            if 200 <= status < 300:
+                host = urllib.parse.urlsplit(url).hostname  # not the URL: webhook paths often hold secrets
+                _write_ledger(ledger_file, {"kind": kind, "model_id": model_id, "partition_date": date,
+                                            "sent_at": sent_at, "http_status": status, "attempts": attempts,
+                                            "host": host})
+                return AlertOutcome(status=SENT, attempts=attempts, http_status=status, error=None, **outcome)
+            error = f"HTTP {status}"
+            if not _retryable_status(status):
+                break
+        return AlertOutcome(status=FAILED, attempts=attempts, http_status=status, error=error, **outcome)
+
+
+def alert_event_payload(kind: str, payload: Mapping) -> dict:
+    """Keyword arguments for ``prefect.events.emit_event(**alert_event_payload(kind, payload))``.
+
+    event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed`` / ``.control_failed`` /
+    ``.weak_pass`` / ``.violation_untrusted``; resource: the model
+    (``labeldp.model.<model_id>``) with the partition date and kind as labels (Prefect wants text values);
+    payload: the alert payload as strict-JSON-safe values.
+    """
+    kind = check_kind(kind)
+    model_id, date = _identify(payload)
+    if payload.get("reference_check") is not None:
+        payload = {**payload, "reference_check": _checked_reference(payload)}
+    return {
+        "event": f"{EVENT_PREFIX}.{kind.lower()}",
+        "resource": {
+            "prefect.resource.id": f"labeldp.model.{model_id}",
+            "prefect.resource.name": model_id,
+            "labeldp.partition_date": date,
+            "labeldp.alert_kind": kind,
+        },
+        "payload": _body(kind, model_id, date, payload),
+    }

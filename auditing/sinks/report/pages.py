@@ -1,0 +1,512 @@
+"""Self-contained HTML reports: one page per audit run, and a trend page over many nights.
+
+Pages use inline CSS and inline SVG only (no scripts, fonts or images from the network), so they open from a
+file, an artifact store or an e-mail attachment. Every figure says what it is: the valid bound is labelled
+with its confidence, selection strategy, method (an fdp row written before kappa as the legacy Gaussian
+reading), delta, kappa and the reference calibration (the valid bound and kappa: docs/soundness.md); the paper's
+statistic is labelled optimistic (README.md, "What the numbers mean": Selection, Repetitions); PASS is explained
+as "no evidence of a violation", not "private". Results and rows written before kappa (a total-variation tau
+instead) are labelled legacy; their tau is never shown as a kappa.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from auditing.bounds.selection import STRATEGIES_REGISTRY, selection_strategy
+from auditing.sinks.report import svg
+from auditing.sinks.report.html import badge as _badge
+from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
+from auditing.sinks.report.html import page as _page
+from auditing.sinks.report.html import table as _table
+from auditing.sinks.report.reference_panel import (
+    FDP_LEGACY_LABEL,
+    calibration_text,
+    gdp_text,
+    is_flagged,
+    is_legacy,
+    kappa_text,
+    method_label,
+    odds_factor,
+    reference_panel,
+)
+from auditing.sinks.report.risk_panel import risk_panel
+from auditing.sinks.report.robustness_panel import robustness_panel
+from auditing.sinks.report.svg import esc
+from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT, stored_trust
+from auditing.sinks.report.trust_panel import TRUST_CLASS, control_card, trust_banner, trust_card
+from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
+from labeldp.errors import LabelDPInputError
+from labeldp.files import write_text_atomically
+from labeldp.names import check_name, parse_date, require_date, resolve_data_root
+
+REPORTS = "reports"
+VERDICTS = {
+    VIOLATION: "The valid lower bound exceeds the claimed epsilon: the claim is disproved at the stated "
+               "confidence (under the audit's assumptions, e.g. that the reference misjudges no audited row's "
+               "click odds by more than a factor e^κ, at the stated κ).",
+    PASS: "No evidence of a violation: the audit could have disproved the claim and did not. This is not a "
+          "proof of privacy.",
+    WEAK_PASS: STATUS_MEANINGS[WEAK_PASS][0].upper() + STATUS_MEANINGS[WEAK_PASS][1:] + ".",
+    INCONCLUSIVE: "Even a perfect attacker could not have disproved the claimed epsilon with this many examples "
+                  "and this selection strategy: the audit had no power here.",
+}
+LEGACY_VIOLATION = ("The bound exceeds the claimed epsilon under the assumptions of the code that wrote this "
+                    "result before κ existed (see the legacy labels): no verdict at any κ.")
+_LINEAGE_ORDER = ("model_id", "partition_date", "model_uri", "model_fingerprint", "reference_model",
+                  "partition_fingerprint", "code_version", "flow_run_id", "started_at", "finished_at", "durations")
+
+def _date(value: Any, name: str) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    return parse_date(value, name)
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and math.isfinite(float(value))
+
+
+# --------------------------------------------------------------------------------------------- inputs
+def _check_histogram(hist: Any) -> dict | None:
+    if hist is None:
+        return None
+    if not isinstance(hist, Mapping):
+        raise LabelDPInputError(f"score_histogram must be a dict or None; got {type(hist).__name__}")
+    try:
+        edges = [float(v) for v in hist["edges"]]
+        correct = [float(v) for v in hist["counts_correct"]]
+        wrong = [float(v) for v in hist["counts_wrong"]]
+    except KeyError as exc:
+        raise LabelDPInputError(f"score_histogram: missing {exc.args[0]!r} (needs edges, counts_correct, "
+                                "counts_wrong)") from None
+    except (TypeError, ValueError) as exc:
+        raise LabelDPInputError(f"score_histogram: values must be numbers ({exc})") from None
+    if len(edges) < 2 or len(correct) != len(edges) - 1 or len(wrong) != len(edges) - 1:
+        raise LabelDPInputError(
+            f"score_histogram: needs k+1 edges and k counts each; got {len(edges)} edges, "
+            f"{len(correct)} counts_correct, {len(wrong)} counts_wrong"
+        )
+    if any(b <= a for a, b in itertools.pairwise(edges)) or not all(map(math.isfinite, edges)):
+        raise LabelDPInputError("score_histogram: edges must be finite and strictly increasing")
+    if any(c < 0 or not math.isfinite(c) for c in correct + wrong):
+        raise LabelDPInputError("score_histogram: counts must be finite and >= 0")
+    return {"edges": edges, "counts_correct": correct, "counts_wrong": wrong, "log_x": bool(hist.get("log_x")),
+            "x_label": hist.get("x_label")}
+
+
+def result_score_histogram(data: Mapping) -> dict | None:
+    """The chart input from the result's own ``score_histogram`` (repetition 0, |score| per octave,
+    `auditing.game.score_histogram`), trimmed to the occupied bins; None when the result has none. The first
+    record bin (|score| below 2**LOW, 0 included) is drawn as the octave just below."""
+    record = data.get("score_histogram") or {}
+    if not record.get("rows"):
+        return None
+    rows, hits = [int(v) for v in record["rows"]], [int(v) for v in record["correct"]]
+    first_edge = float(record["edges"][0])
+    edges = [first_edge / 2, *[float(v) for v in record["edges"]], float(record["edges"][-1]) * 2]
+    used = [i for i, n in enumerate(rows) if n]
+    if not used:
+        return None
+    lo, hi = used[0], used[-1] + 1
+    return {"edges": edges[lo:hi + 1], "counts_correct": hits[lo:hi],
+            "counts_wrong": [n - c for n, c in zip(rows[lo:hi], hits[lo:hi], strict=True)], "log_x": True,
+            "x_label": "|attack score| of the released label (log scale; lowest bin includes 0)",
+            "rows_total": sum(rows)}
+
+
+def _verdict_text(status: str, data: Mapping) -> str:
+    if status == VIOLATION and is_legacy(data):
+        return LEGACY_VIOLATION
+    return VERDICTS.get(status, "")
+
+
+# --------------------------------------------------------------------------------------------- charts
+def curve_chart(data: Mapping, claimed: float) -> str:
+    """eps_lb vs c' (log x axis) with the selected point and the claimed epsilon marked."""
+    curve = [p for p in data.get("curve") or [] if p.get("guesses", 0) >= 1]
+    if not curve:
+        return '<p class="missing">No sweep points were recorded for this audit.</p>'
+    xs = [float(p["guesses"]) for p in curve]
+    ys = [float(p["epsilon_lower_bound"]) for p in curve]
+    selected = (float(data["selected_guesses"]), float(data["epsilon_lower_bound"]))
+    y_hi = max([*ys, selected[1], claimed if math.isfinite(claimed) else 0.0, 0.1])
+    plot = svg.Plot(svg.LogScale.nice(min([*xs, max(selected[0], 1)]), max([*xs, selected[0]])),
+                    svg.LinearScale.nice(0.0, y_hi * 1.08), height=340)
+    parts = [svg.open_svg(plot, "valid epsilon lower bound versus number of guesses", "curve-chart"),
+             svg.axes(plot, x_label="number of guesses c′ (log scale)", y_label="ε lower bound")]
+    if math.isfinite(claimed):
+        parts.append(svg.hline(plot, claimed, "claimed-line", f"claimed ε = {fmt_g(claimed)}"))
+    parts.append(svg.polyline(plot, list(zip(xs, ys, strict=True)), "curve-line"))
+    for p, x, y in zip(curve, xs, ys, strict=True):
+        parts.append(svg.marker(plot, x, y, "curve-point",
+                                f"c′ = {fmt_int(p['guesses'])}, c = {fmt_int(p.get('correct'))}, ε_lb = {fmt_eps(y)}"))
+    parts.append(svg.marker(plot, *selected, "selected-point", "selected point", radius=6, shape="diamond"))
+    sx, sy = plot.px(selected[0]), plot.py(selected[1])
+    anchor = "end" if sx > (plot.x0 + plot.x1) / 2 else "start"
+    parts.append(svg.label(sx + (-12 if anchor == "end" else 12), max(sy - 10, plot.y1 + 12),
+                           f"selected: c′ = {fmt_int(data['selected_guesses'])}, c = "
+                           f"{fmt_int(data['selected_correct'])} → ε_lb = {fmt_eps(selected[1])}",
+                           "selected-label", anchor))
+    parts.append(svg.label(plot.x0 + 10, plot.y1 + 14, _settings_line(data, short=True), "chart-label"))
+    parts.append(svg.close_svg())
+    return "".join(parts)
+
+
+def _settings_line(data: Mapping, *, short: bool = False) -> str:
+    """The settings a bound rests on; ``short`` (the chart's label) abbreviates a legacy row's labels."""
+    head = f"{data['strategy']} selection · {fmt_pct(float(data['confidence']))} confidence · δ = {fmt_g(data['delta'])}"
+    if short and is_legacy(data):
+        method = "Gaussian reading (legacy)" if method_label(data) == FDP_LEGACY_LABEL else str(data["method"])
+        return f"{head} · legacy row (written before κ) · {method}"
+    return f"{head} · {kappa_text(data)} · {calibration_text(data)} · {method_label(data)}"
+
+
+def histogram_chart(hist: Mapping) -> str:
+    """Attack scores of correct and wrong guesses, side by side in each bin (log x axis for |score| octaves)."""
+    edges, correct, wrong = hist["edges"], hist["counts_correct"], hist["counts_wrong"]
+    log_x = bool(hist.get("log_x"))
+    x_scale = svg.LogScale(edges[0], edges[-1]) if log_x else svg.LinearScale(edges[0], edges[-1])
+    plot = svg.Plot(x_scale, svg.LinearScale.nice(0.0, max([*correct, *wrong, 1.0]) * 1.05), height=300)
+    parts = [svg.open_svg(plot, "distribution of attack scores", "histogram-chart"),
+             svg.axes(plot, x_label=hist.get("x_label") or "attack score", y_label="rows")]
+    for lo, hi, c, w in zip(edges, edges[1:], correct, wrong, strict=False):
+        mid = math.sqrt(lo * hi) if log_x else (lo + hi) / 2
+        parts.append(svg.bar(plot, lo, mid, c, "hist-correct", f"score {lo:.3g}–{hi:.3g}: {c:,.0f} correct"))
+        parts.append(svg.bar(plot, mid, hi, w, "hist-wrong", f"score {lo:.3g}–{hi:.3g}: {w:,.0f} wrong"))
+    parts.append(svg.legend(plot, [("hist-correct", "guess correct"), ("hist-wrong", "guess wrong")],
+                            x=plot.x1 - 140))
+    parts.append(svg.close_svg())
+    return "".join(parts)
+
+
+def _trend_points(rows: Sequence[Mapping]) -> list[dict]:
+    points = []
+    for i, row in enumerate(rows):
+        try:
+            day = _date(row["partition_date"], f"trend[{i}].partition_date")
+            bound = float(row["epsilon_lower_bound"])
+        except KeyError as exc:
+            raise LabelDPInputError(f"trend[{i}]: missing {exc.args[0]!r}") from None
+        claimed = row.get("claimed_epsilon")
+        points.append({"date": day, "bound": bound, "claimed": None if claimed is None else float(claimed),
+                       "status": str(row.get("status") or ""), "config": str(row.get("audit_config_hash") or ""),
+                       "row": row})
+    return sorted(points, key=lambda p: (p["date"], p["config"]))
+
+
+def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound by night") -> str:
+    """The valid eps_lb per night against the claimed eps (a dashed step line); VIOLATION nights in red."""
+    if not points:
+        return '<p class="missing">No audits of this model are in the warehouse yet.</p>'
+    ords = [p["date"].toordinal() for p in points]
+    finite_claims = [p["claimed"] for p in points if _finite(p["claimed"])]
+    y_hi = max([p["bound"] for p in points] + finite_claims + [0.1])
+    lo, hi = min(ords), max(ords)
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    plot = svg.Plot(svg.LinearScale(lo - 0.5, hi + 0.5), svg.LinearScale.nice(0.0, y_hi * 1.12), height=320)
+    distinct = sorted(set(ords))
+    stride = max(1, math.ceil(len(distinct) / 7))
+    ticks = [float(d) for d in distinct[::stride]]
+    parts = [svg.open_svg(plot, label, "trend-chart"),
+             svg.axes(plot, x_label="partition date", y_label="ε lower bound", x_ticks=ticks,
+                      x_format=lambda v: dt.date.fromordinal(int(v)).strftime("%b %d"))]
+    claims = [(float(o), p["claimed"]) for o, p in zip(ords, points, strict=True) if _finite(p["claimed"])]
+    if claims:
+        parts.append(svg.step_line(plot, sorted(set(claims)), "claimed-line"))
+    for config in sorted({p["config"] for p in points}):
+        series = [(float(o), p["bound"]) for o, p in zip(ords, points, strict=True) if p["config"] == config]
+        parts.append(svg.polyline(plot, series, "trend-line"))
+    for o, p in zip(ords, points, strict=True):
+        status = p["status"] or "unknown"
+        trust = stored_trust(p["row"])
+        tooltip = (f"{p['date']}: ε_lb = {fmt_eps(p['bound'])}, claimed ε = {fmt_eps(p['claimed'])}, {status}"
+                   + (f", {TRUST_SHORT[trust]}" if trust else "") + (f" (config {p['config']})" if p["config"] else ""))
+        shape = "square" if status == VIOLATION else "circle"
+        parts.append(svg.marker(plot, float(o), p["bound"], f"trend-point status-{status.lower()}", tooltip,
+                                radius=5 if status == VIOLATION else 4, shape=shape))
+    entries = [("trend-line", "valid ε lower bound"), ("claimed-line", "claimed ε")]
+    if any(p["status"] == VIOLATION for p in points):
+        entries.append(("violation", "VIOLATION night"))
+    parts.append(svg.legend(plot, entries))
+    if not claims:
+        parts.append(svg.label(plot.x1 - 4, plot.y1 + 14, "claimed ε = ∞ (non-private): no line", "note", "end"))
+    parts.append(svg.close_svg())
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------------------------- sections
+def _summary_rows(data: Mapping, claimed: float, status: str) -> list[tuple[str, str]]:
+    confidence = float(data["confidence"])
+    grid = data.get("grid_size") or len(data.get("curve") or [])
+    selection = (selection_strategy(data["strategy"]).describe(grid, fmt_pct(float(data.get("point_confidence",
+                                                                                               confidence))))
+                 if data["strategy"] in STRATEGIES_REGISTRY else f"strategy {data['strategy']}")
+    valid_label = "" if not data.get("optimistic") else ' <span class="optimistic">(optimistic: not valid)</span>'
+    if method_label(data) == FDP_LEGACY_LABEL:
+        valid_label += (' <span class="optimistic" id="legacy-fdp">(Gaussian reading, legacy: not a valid ε bound '
+                        'for non-Gaussian mechanisms)</span>')
+    rows = [
+        ("Status", f"{_badge(status)}<span class=\"labels\">{esc(_verdict_text(status, data))}</span>"),
+        ("Valid ε lower bound",
+         f"<span class=\"value\">{fmt_eps(data['epsilon_lower_bound'])}</span>{valid_label}"
+         f"<span class=\"labels\">valid at {fmt_pct(confidence)} confidence (γ = {fmt_g(1 - confidence)}) · "
+         f"{esc(selection)} · method {esc(method_label(data))} · δ = {fmt_g(data['delta'])} · "
+         f"{esc(kappa_text(data))} · {esc(calibration_text(data))}</span>"),
+        ("Claimed ε", f"<span class=\"value\">{fmt_eps(claimed)}</span>"),
+        ("Max certifiable ε",
+         f"{fmt_eps(data['max_certifiable_epsilon'])}<span class=\"labels\">the largest valid bound a perfect "
+         "attacker (every guess right) could have produced with this audit's size and strategy</span>"),
+        ("Selected point",
+         f"c′ = {fmt_int(data['selected_guesses'])} guesses, c = {fmt_int(data['selected_correct'])} correct, "
+         f"of m = {fmt_int(data.get('selected_m', data['m']))} examples"),
+    ]
+    gdp = gdp_text(data.get("gdp_mu_lower_bound"))
+    if gdp is not None:
+        rows.append(("Gaussian reading",
+                     f"<span id=\"gdp-reading\">{esc(gdp)}</span><span class=\"labels\">f-DP method, at the "
+                     "selected point: the largest μ the counts reject for a Gaussian mechanism; a statement about "
+                     "μ only, never an ε, and not the verdict</span>"))
+    if data.get("epsilon_mean") is not None:
+        label = data.get("paper_statistic_label") or "paper's statistic (optimistic)"
+        rows.append((
+            "Paper's statistic",
+            f"<span class=\"optimistic\">{fmt_eps(data['epsilon_mean'])} ± {fmt_eps(data.get('epsilon_std'))}"
+            f" (median {fmt_eps(data.get('epsilon_median'))}) over {fmt_int(data.get('repetitions'))} "
+            f"repetitions — optimistic</span><span class=\"labels\">{esc(label)}; shown for comparison with "
+            "the paper, never used for the verdict</span>",
+        ))
+    config = esc(" · ".join(f"{k} {data[k]}" for k in ("score", "grid", "repetitions", "seed") if k in data))
+    if data.get("config_hash"):
+        config += f" · config <code>{esc(data['config_hash'])}</code>"
+    rows.append(("Audit settings", config))
+    return rows
+
+
+def _durations_text(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return esc(value)
+    if not isinstance(value, Mapping):
+        return esc(value)
+    parts = [f"{esc(stage)} {float(sec):.1f} s" for stage, sec in value.items() if isinstance(sec, int | float)]
+    total = sum(float(sec) for sec in value.values() if isinstance(sec, int | float))
+    return " · ".join(parts) + (f" · <b>total {total:.1f} s</b>" if parts else "")
+
+
+def lineage_table(lineage: Mapping) -> str:
+    if not lineage:
+        return '<p class="missing">No lineage was recorded.</p>'
+    keys = [k for k in _LINEAGE_ORDER if k in lineage] + sorted(k for k in lineage if k not in _LINEAGE_ORDER)
+    rows = []
+    for key in keys:
+        value = lineage[key]
+        if value is None:
+            text = "–"
+        elif key == "durations":
+            text = _durations_text(value)
+        elif isinstance(value, dt.datetime | dt.date):
+            text = esc(value.isoformat())
+        else:
+            text = f"<code>{esc(value)}</code>" if key.endswith(("uri", "fingerprint", "id")) else esc(value)
+        rows.append((key.replace("_", " "), text))
+    return _table(rows)
+
+
+# --------------------------------------------------------------------------------------------- pages
+def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence[Mapping] | None,
+                      score_histogram: Mapping | None = None) -> str:
+    """The HTML page for one audit run: a rendering of its `Verdict` (`auditing.verdict.judge.judge`).
+
+    lineage: model_id, partition_date, model_uri, fingerprints, reference_model, code_version, flow_run_id,
+    started_at, finished_at, durations (any subset; other keys are shown too). trend: warehouse rows of recent
+    nights (``fetch_results``), including this run if it was written. score_histogram: ``{"edges": [...],
+    "counts_correct": [...], "counts_wrong": [...]}`` or None (None: the result's own repetition-0 histogram,
+    `result_score_histogram`). On the first screen: a banner when the verdict is not trusted, the badge, a
+    control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
+    PASS's detectability, the row groups, why nothing was bounded); the reference check (validated here,
+    `auditing.sinks.warehouse.rows.check_reference_check`) fills the Reference check card.
+
+    Raises:
+        LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
+    """
+    from auditing.sinks.warehouse.reference_columns import check_reference_check
+
+    if not isinstance(verdict, Verdict):
+        raise LabelDPInputError(f"render_run_report needs a Verdict (auditing.verdict.judge.judge); got "
+                                f"{type(verdict).__name__}")
+    data = dict(verdict.result)
+    reference_check = verdict.reference_check
+    if reference_check is not None:
+        reference_check = check_reference_check(
+            reference_check, None if is_legacy(data) else data.get("reference_calibration"))
+    lineage = dict(lineage or {})
+    claimed, status = verdict.claimed_epsilon, verdict.status
+    hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(data))
+    model = lineage.get("model_id") or data.get("model_id") or "model"
+    day = lineage.get("partition_date") or data.get("partition_date") or ""
+    title = f"{model} · {day}" if day else str(model)
+    points = _trend_points(trend or [])
+    split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
+                  "the other half." if selection_strategy(data["strategy"]).uses_halves else "")
+    body = (
+        f"{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p>"
+        f"<h1>{esc(title)}</h1>"
+        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status, data))}"
+        + (f" <strong>Nothing to bound: {esc(data['inconclusive_reason'])}.</strong>"
+           if data.get("inconclusive_reason") else "") + "</p></div></header>"
+        f"{control_card(verdict)}{trust_card(verdict)}"
+        f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(data, claimed, status))}"
+        "</section>"
+        f"{robustness_panel(verdict)}"
+        f"{reference_panel(data, reference_check, str(day or 'D'))}"
+        f"{risk_panel(verdict)}"
+        "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
+        f"{curve_chart(data, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
+        f"(repetition 0), at {fmt_pct(float(data.get('point_confidence', data['confidence'])))} per point so "
+        f"that the selected maximum holds at {fmt_pct(float(data['confidence']))}; {esc(_settings_line(data))}; "
+        f"m = {fmt_int(data['m'])}.{esc(split_note)}</p></section>"
+        "<section class=\"card\" id=\"scores\"><h2>Score distribution</h2>"
+        + (histogram_chart(hist) + "<p class=\"caption\">Attack scores of the rows (repetition 0, the "
+           "pre-registered one), split by whether the attacker's guess was correct; the attacker guesses on the "
+           "rows with the largest |score|. Descriptive, not a confidence figure.</p>" if hist else
+           "<p class=\"missing\">Score histogram not provided for this run.</p>")
+        + "</section>"
+        f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
+        "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
+        "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"
+        f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
+    )
+    return _page(f"labeldp-audit report: {title} ({status})", body)
+
+
+def _method_cell(row: Mapping) -> str:
+    """A trend row's method (an fdp row without fdp_curve: the legacy Gaussian reading) and kappa (legacy rows:
+    labelled so, their TV tau never shown as a kappa), with the Gaussian reading when stored."""
+    if row.get("method") is None:
+        return "–"
+    parts = [esc(method_label(row)), esc(kappa_text(row))]
+    if row.get("breaking_kappa") is not None and row.get("status") == VIOLATION:
+        parts.append(f"holds up to a factor {esc(odds_factor(row['breaking_kappa']))}")
+    gdp = gdp_text(row.get("gdp_mu_lower_bound"))
+    if gdp is not None:
+        parts.append(esc(gdp))
+    return "<br>".join(parts)
+
+
+def _reference_cell(row: Mapping) -> str:
+    """A trend row's reference check: calibration; the label-blind control's outcome and misfit on a night it ran
+    (retired: as those rows always showed it); and the capacity check's figures on a row with per-verdict trust."""
+    from auditing.sinks.warehouse.reference_columns import reference_check_from_row
+
+    check = reference_check_from_row(row)
+    parts = [] if check is None else [f"calibration {esc(check['calibration'])}"]
+    if check is not None and not check["checked"]:
+        parts.append(f"<span class=\"missing\" title=\"{esc(check['note'] or '')}\">not checked</span>")
+    elif check is not None and check["label_blind"] is not None:
+        blind = check["label_blind"]
+        misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
+        outcome = "<span class=\"reference-flagged\">FLAGGED</span>" if is_flagged(check) else "fits"
+        parts.append(f"{outcome} ({misfit})")
+    if row.get("check_rows"):
+        upper = row.get("misfit_kappa_upper")
+        parts.append(f"capacity check on {fmt_int(row['check_rows'])} rows: ε_check {fmt_eps(row.get('epsilon_check'))}"
+                     + (f", misfit κ ≤ {float(upper):.3g} (upper)" if upper is not None else ""))
+    elif row.get("trust") is not None:
+        parts.append("<span class=\"missing\">capacity check did not run</span>")
+    return "<br>".join(parts) or "<span class=\"missing\">not recorded</span>"
+
+
+def _trust_cell(row: Mapping) -> str:
+    """A trend row's trust (its reason on hover); '–' on a row written before per-verdict trust without one."""
+    state = stored_trust(row)
+    if state is None:
+        return "<span class=\"missing\" title=\"written before per-verdict trust\">–</span>"
+    reason = row.get("trust_reason") or row.get("untrusted_reason") or ""
+    return (f"<span class=\"trust-state {TRUST_CLASS[state]}\" title=\"{esc(reason)}\">{esc(TRUST_SHORT[state])}"
+            "</span>")
+
+
+def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
+    """The HTML trend page of one model over many nights, from warehouse rows (``fetch_results``)."""
+    model_id = check_name(model_id, "model_id")
+    points = _trend_points(rows)
+    order = (VIOLATION, *(s for s in STATUSES if s != VIOLATION))
+    counts = {s: sum(p["status"] == s for p in points) for s in order}
+    span = f"{points[0]['date']} – {points[-1]['date']}" if points else "no audits"
+    summary = " ".join(f"{_badge(s, small=True)} {n}" for s, n in counts.items())
+    table_rows = []
+    for p in reversed(points):
+        r = p["row"]
+        table_rows.append(
+            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}</td>"
+            f"<td>{_trust_cell(r)}</td>"
+            f"<td class=\"value\">{fmt_eps(p['bound'])}</td><td>{fmt_eps(p['claimed'])}</td>"
+            f"<td>{fmt_eps(r.get('max_certifiable_epsilon'))}</td>"
+            f"<td class=\"optimistic\">{fmt_eps(r.get('epsilon_mean'))}</td>"
+            f"<td>{esc(r.get('strategy', ''))}, {fmt_pct(float(r['confidence'])) if r.get('confidence') else ''}"
+            f"</td><td class=\"wrap\">{_method_cell(r)}</td><td class=\"wrap\">{_reference_cell(r)}</td>"
+            f"<td>{fmt_int(r.get('m'))}</td><td><code>{esc(p['config'])}</code></td></tr>"
+        )
+    table = (
+        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Trust</th><th>Valid ε_lb</th>"
+        "<th>Claimed ε</th>"
+        "<th>Max certifiable ε</th><th>Paper's statistic (optimistic)</th><th>Selection, confidence</th>"
+        "<th>Method, κ</th><th>Reference check</th>"
+        f"<th>m</th><th>Config</th></tr>{''.join(table_rows)}</table></div>"
+        if table_rows else '<p class="missing">No audit results for this model in the selected range.</p>'
+    )
+    latest = points[-1]["row"] if points else {}
+    lineage = {k: latest.get(k) for k in _LINEAGE_ORDER if latest.get(k) is not None}
+    body = (
+        f"<header><p class=\"eyebrow\">labeldp-audit · trend report</p><h1>{esc(model_id)}</h1>"
+        f"<p>{len(points)} audit(s), {esc(span)} &nbsp; {summary}</p></header>"
+        f"<section class=\"card\" id=\"trend\"><h2>Valid ε lower bound by night</h2>{trend_chart(points)}"
+        "<p class=\"caption\">The statistically valid bound (at each row's confidence, after correcting for the "
+        "choice of c′) against the claimed ε (dashed). Red squares are VIOLATION nights. PASS means no "
+        "evidence of a violation, not privacy.</p></section>"
+        f"<section class=\"card\" id=\"nights\"><h2>Nights (newest first)</h2>{table}"
+        "<p class=\"caption\">Trust is decided per verdict (hover for why): a VIOLATION is trusted only when the "
+        "capacity check vouches for it (ε_check, a κ-free lower bound at the row's confidence, also exceeds the "
+        "claim); – on a row written before per-verdict trust. The paper's statistic is the mean over repetitions of "
+        "the max over the sweep without correction: optimistic, not a valid lower bound.</p></section>"
+        f"<section class=\"card\" id=\"lineage\"><h2>Lineage of the latest night</h2>{lineage_table(lineage)}"
+        "</section>"
+    )
+    return _page(f"labeldp-audit trend: {model_id}", body, wide=True)
+
+
+# --------------------------------------------------------------------------------------------- files
+def run_report_path(data_root: str | os.PathLike | None, key: Any) -> Path:
+    """``<data_root>/reports/<model>/date=YYYY-MM-DD/<key name>.html``: named by the verdict's key
+    (`auditing.sinks.warehouse.AuditKey`, its ``partition_date`` a date parsed at the edge; the name is
+    '<run kind>__eps-<claim>__<config hash>__<model fingerprint>'), so a run of another kind, claim or model file
+    never replaces the page. A row written before the key had a run kind ('unrecorded') has the page that code
+    wrote: ``<config hash>.html``."""
+    from auditing.sinks.warehouse.rows import as_key  # the same rules as the warehouse key
+    from auditing.sinks.warehouse.schema import UNRECORDED
+
+    day = require_date(key.partition_date if hasattr(key, "partition_date") else key["partition_date"],
+                       "partition_date")
+    key = as_key(key)
+    name = key.audit_config_hash if key.run_kind == UNRECORDED else key.name
+    return resolve_data_root(data_root) / REPORTS / key.model_id / f"date={day.isoformat()}" / f"{name}.html"
+
+
+def trend_report_path(data_root: str | os.PathLike | None, model_id: str) -> Path:
+    """``<data_root>/reports/<model>/trend.html``."""
+    return resolve_data_root(data_root) / REPORTS / check_name(model_id, "model_id") / "trend.html"
+
+
+def write_report(html_text: str, path: str | os.PathLike) -> Path:
+    """Writes the page atomically (temporary file, fsync, rename): a reader never sees half a page."""
+    return write_text_atomically(path, html_text)

@@ -1,0 +1,534 @@
+"""Plain-text renderings for the command line: one audit result, the results table of the flows, and the
+sentences a nightly / guardrail / backfill run ends with (one per exit code that applied).
+
+Renderers only: every figure comes from an audit result or a `Verdict` computed elsewhere (`auditing.verdict.judge`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from auditing.verdict.types import (
+    ACCEPTED_UNCHECKED,
+    EXITS_UNTRUSTED,
+    INCONCLUSIVE,
+    MEASURED,
+    MEASURED_UNDER_MISFIT,
+    PASS,
+    TRUSTED,
+    UNCHECKED,
+    UNTRUSTED,
+    VIOLATION,
+    VOID,
+    WEAK_PASS,
+    WEAK_PASS_FRACTION,
+)
+from labeldp import hints
+
+# What each verdict status means, in the words of --help, README, the report's first screen and the table's legend.
+STATUS_MEANINGS = {
+    PASS: "no evidence of a violation: the audit could have disproved the claim and did not (not a proof of "
+          "privacy)",
+    WEAK_PASS: f"a PASS on weak evidence: this audit would have flagged the claim only if more than "
+               f"{WEAK_PASS_FRACTION:.0%} of the audited labels were fully exposed (or not even then), so a smaller "
+               "leak could have gone unseen",
+    VIOLATION: "the valid lower bound exceeds the claimed epsilon: the claim is disproved at the stated confidence",
+    INCONCLUSIVE: "even a perfect attacker could not have disproved the claim with this many rows: the audit had "
+                  "no power here",
+}
+
+# What each trust state means, in the words of --help and README.
+TRUST_MEANINGS = {
+    TRUSTED: "a VIOLATION the capacity check vouches for (its evidence exceeds what the reference's misfit "
+             "explains, judged by the model itself on rows it never saw); any other verdict of a night no control "
+             "voided",
+    UNTRUSTED: "a VIOLATION the reference's misfit can explain, or any verdict of a night the negative "
+                     "control voided (exit 4)",
+    UNCHECKED: "no check row could check the reference (pass the model's training rows so that the day's other "
+               "rows can; exit 4)",
+    ACCEPTED_UNCHECKED: "the same, accepted by the plan (accept_unchecked_reference) or --accept-unchecked-reference: "
+                        "exits by its status, never shown as trusted",
+}
+# The trust column's short words (the table, `results --trust`), one per trust state.
+TRUST_SHORT = {TRUSTED: "trusted", UNTRUSTED: "untrusted", UNCHECKED: "unchecked", ACCEPTED_UNCHECKED: "accepted"}
+# What a PASS's detectability figures (its floors) are worth, in the words of the report, the alert and `results`.
+DETECTABILITY_MEANINGS = {
+    MEASURED: "no control voided them and the capacity check saw no misfit beyond the verdict's kappa",
+    MEASURED_UNDER_MISFIT: "the model shows the reference misfitting beyond the verdict's kappa on rows it never saw, "
+                           "and a reference too sure of itself also hides leaks: a leak near the floors could have "
+                           "gone unseen",
+    VOID: "the positive control fell below its floor tonight: the audit did not show the power the floors promise, "
+          "so they say nothing",
+}
+# What a failed control voids (the CONTROL_FAILED alert), by the control's kind (auditing.verdict.controls).
+NEGATIVE_CONTROL_FAILED = ("the audit itself is broken: the negative control (a copy of the reference) was not 0, so "
+                           "every verdict of this night is untrusted")
+POSITIVE_CONTROL_FAILED = ("the positive control (randomized response at a known eps_c) did not come out as "
+                           "constructed: above eps_c the night's VIOLATIONs are untrusted, below its floor the PASSes' "
+                           "detectability figures are void (both when it could not run)")
+CONTROL_FAILED = "a nightly control failed: what it guards is void tonight"
+# The figures of one verdict's trust are labelled with their confidence wherever they are printed.
+ASSUMPTION_T = ("assumption T: the model's guesses on its training rows carry no more misfit-only accuracy than its "
+                "guesses on rows it never saw, at the same threshold; docs/soundness.md section 8")
+
+
+def format_audit_result(result: Mapping, demonstrated: Mapping | None = None) -> str:
+    """A short summary: the valid bound with its labels first, then the paper's statistic, then context.
+
+    Args:
+        result: `AuditResult.to_dict()`, with the verdict's ``status``, ``claimed_epsilon`` and
+            ``breaking_kappa`` merged in when a claim was judged.
+        demonstrated: `auditing.verdict.judge.demonstrated_risk` of the result (None: no line about it).
+    """
+    kind = "OPTIMISTIC (not a valid bound)" if result["optimistic"] else f"valid at {result['confidence']:.0%} confidence"
+    lines = [
+        f"epsilon lower bound: {result['epsilon_lower_bound']:.4f}   [{kind}]",
+        f"  method={result['method']}  strategy={result['strategy']}  delta={result['delta']:g}  kappa={result['kappa']:g}"
+        f"  per-point confidence={result['point_confidence']:.6g}",
+        f"  selected: {result['selected_correct']} correct of {result['selected_guesses']} guesses"
+        f" (m={result['selected_m']}, grid of {result['grid_size']} points, {result['grid']})",
+        f"  largest bound this audit could certify (perfect attacker): {result['max_certifiable_epsilon']:.4f}",
+        *_verdict_lines(result),
+        f"paper's statistic over {result['repetitions']} repetitions (optimistic: max over the sweep, uncorrected):",
+        f"  mean {result['epsilon_mean']:.4f}  std {result['epsilon_std']:.4f}  median {result['epsilon_median']:.4f}",
+        f"  m={result['m']}  seed={result['seed']}  score={result['score']} (t={result['score_power']:g})"
+        f"  config={result['config_hash']}",
+    ]
+    if demonstrated:
+        lines.append(_demonstrated_line(demonstrated))
+    return "\n".join(lines)
+
+
+def _verdict_lines(result: dict) -> list[str]:
+    """The verdict against a claim (audit-scores --claimed-epsilon) and the f-DP method's Gaussian reading."""
+    lines = []
+    if result.get("status") is not None:
+        kappa = result["breaking_kappa"]
+        meaning = (f"the counts disprove the claim unless the reference misjudges some row's click odds by more "
+                   f"than a factor {math.exp(kappa):.3g}" if kappa > 0 else "the counts do not disprove the claim")
+        lines.append(f"  status against the claimed eps {result['claimed_epsilon']:g} at kappa {result['kappa']:g}: "
+                     f"{result['status']}; breaking kappa {kappa:.4g} ({meaning})")
+    if result.get("gdp_mu_lower_bound") is not None:
+        lines.append(f"  Gaussian reading: not mu-GDP for any mu below {result['gdp_mu_lower_bound']:.4f} "
+                     "(a statement about mu only; not an epsilon bound)")
+    return lines
+
+
+def _demonstrated_line(block: Mapping) -> str:
+    """What the valid bound demonstrates (`auditing.verdict.judge.demonstrated_risk`)."""
+    return (f"what eps_lb demonstrates (no guarantee beats these ceilings; priors: the reference's probabilities): "
+            f"a guess right {block['prior_p90']:.1%} of the time beforehand can be right up to "
+            f"{block['posterior_ceiling_p90']:.1%}; membership advantage up to {block['mia_advantage_bound']:.3f} "
+            f"({hints.EXPLAIN_RISK.line().strip('`')} explains each figure)")
+
+
+# ------------------------------------------------------------------------------------------ one verdict's trust
+# A row here is a flows summary row or a warehouse row: both carry the trust figures under the names
+# `Verdict.trust_figures` gives them (trust, trust_reason, epsilon_check, ..., group_rule, ...).
+
+
+def stored_trust(row: Mapping) -> str | None:
+    """A row's trust state: its ``trust``; on a row written before per-verdict trust (no ``trust``), untrusted when
+    it carries an ``untrusted_reason`` (its night was untrusted), else None (not recorded). The warehouse's
+    ``fetch_verdicts(trust=...)`` reads stored rows by the same rule."""
+    if row.get("trust") is not None:
+        return row["trust"]
+    return UNTRUSTED if row.get("untrusted_reason") else None
+
+
+def trust_word(row: Mapping) -> str:
+    """The table's trust cell: `TRUST_SHORT`, '-' when not recorded."""
+    return TRUST_SHORT.get(stored_trust(row), "-")
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(float(value))
+
+
+def _misfit_upper(figures: Mapping) -> str:
+    upper = figures.get("misfit_kappa_upper")
+    return (f"kappa <= {float(upper):.3g}" if _finite(upper) else
+            "no finite limit (no check row reached the verdict's guess threshold)")
+
+
+def _checked(figures: Mapping) -> bool:
+    return bool(figures.get("check_rows")) and figures.get("epsilon_check") is not None
+
+
+CHECK_DID_NOT_RUN = "capacity check: did not run (no check rows: nothing checked the reference)"
+
+
+def capacity_check_clauses(figures: Mapping, confidence: float | None = None) -> list[str]:
+    """The capacity check's figures as clauses, each with its confidence (``confidence``: the verdict's): what it
+    ran on, epsilon_check, the misfit where the verdict's guesses are, the misfit the model shows at all; one
+    clause when it did not run."""
+    if not _checked(figures):
+        return [CHECK_DID_NOT_RUN]
+    at = f"{confidence:.0%}" if confidence is not None else "the verdict's"
+    lower = figures.get("check_misfit_kappa")
+    lower = "not computed" if lower is None else f"kappa >= {float(lower):.3g}"
+    return [f"capacity check on {int(figures['check_rows']):,} check rows (rows of the day the model never saw)",
+            f"epsilon_check {float(figures['epsilon_check']):.4g}, a lower bound on eps at {at} confidence that "
+            f"needs no kappa (under {ASSUMPTION_T})",
+            f"misfit where the verdict's guesses are: {_misfit_upper(figures)} (upper confidence limit, within the "
+            f"same {at})",
+            f"misfit the model shows at all: {lower} (lower confidence figure at {at})"]
+
+
+def capacity_check_sentence(figures: Mapping, confidence: float | None = None, *, brief: bool = False) -> str:
+    """`capacity_check_clauses` in one sentence; ``brief`` (the alert): epsilon_check and the misfit where the
+    guesses are, the assumption by name."""
+    if not brief or not _checked(figures):
+        clauses = capacity_check_clauses(figures, confidence)
+        return clauses[0] + "".join(f"{': ' if i == 0 else '; '}{c}" for i, c in enumerate(clauses[1:]))
+    at = f"{confidence:.0%}" if confidence is not None else "the verdict's"
+    return (f"capacity check on {int(figures['check_rows']):,} check rows: epsilon_check "
+            f"{float(figures['epsilon_check']):.4g} (a kappa-free lower bound on eps at {at} confidence, under "
+            f"assumption T of docs/soundness.md section 8); misfit where the guesses are: {_misfit_upper(figures)} "
+            "(upper confidence limit)")
+
+
+def groups_sentence(figures: Mapping) -> str:
+    """The row groups in one sentence: the rule, the rows left out, the label agreement against independent labels
+    (or "no grouping")."""
+    rule = figures.get("group_rule")
+    if rule is None:
+        return "row groups: no grouping recorded (every row taken as independent of the others)"
+    text = f"row groups: {rule}; {int(figures.get('rows_excluded_groups') or 0):,} audited row(s) left out for " \
+           "sharing a group"
+    observed, expected = figures.get("group_label_agreement"), figures.get("group_label_agreement_expected")
+    if observed is None or expected is None:
+        return text + "; no two rows of the day share a group (no label agreement to measure)"
+    return (text + f"; labels agree in {float(observed):.1%} of the {int(figures.get('group_pairs') or 0):,} pairs of "
+            f"rows sharing a group, against {float(expected):.1%} for independent labels at the reference's "
+            "probabilities (a diagnostic, not a confidence figure)")
+
+
+def detectability_sentence(figures: Mapping) -> str | None:
+    """What a PASS's floors are worth (None when the row records no detectability)."""
+    state = figures.get("detectability")
+    if state is None:
+        return None
+    return f"detectability of the floors: {state}: {figures.get('detectability_reason') or DETECTABILITY_MEANINGS[state]}"
+
+
+def trust_sentence(row: Mapping) -> str:
+    """'trust: <state>: <reason>' (a row written before per-verdict trust says so)."""
+    state = stored_trust(row)
+    if row.get("trust") is None:
+        return ("trust: not recorded (a row written before per-verdict trust)"
+                + (f"; its night was untrusted: {row['untrusted_reason']}" if state == UNTRUSTED else ""))
+    reason = row.get("trust_reason") or row.get("untrusted_reason")
+    return f"trust: {state}" + (f": {reason}" if reason else "")
+
+
+def trust_block_lines(row: Mapping, indent: str = "  ") -> list[str]:
+    """The trust block `results show` prints: trust, the capacity check, the floors' detectability (a PASS), the
+    row groups and why an INCONCLUSIVE had nothing to bound; a row written before them shows what it has (the
+    retired label-blind control's figures too)."""
+    lines = [trust_sentence(row)]
+    if row.get("trust") is not None and row.get("kind", "target") != "control":
+        clauses = capacity_check_clauses(row, row.get("confidence"))
+        lines += [indent + clauses[0]] + [indent * 2 + clause for clause in clauses[1:]]
+        if row.get("status") in (PASS, WEAK_PASS) and detectability_sentence(row):
+            lines.append(indent + detectability_sentence(row))
+    if row.get("label_blind_bound") is not None:  # a row written while the label-blind control ran
+        lines.append(indent + f"label-blind control (retired; the capacity check replaced it): valid eps_lb "
+                              f"{float(row['label_blind_bound']):.4g}, measured misfit kappa "
+                              f"{_optional(row.get('reference_misfit_kappa'))}, "
+                              + ("flagged" if row.get("label_blind_flagged") else "not flagged"))
+    lines.append(indent + groups_sentence(row))
+    if row.get("inconclusive_reason"):
+        lines.append(indent + f"nothing to bound: {row['inconclusive_reason']}")
+    return lines
+
+
+def _optional(value) -> str:
+    return "-" if value is None else f"{float(value):.3g}"
+
+
+def _where(r: Mapping) -> str:
+    return f"{r['model_id']}@{r['partition_date']}"
+
+
+# The results table's columns: header, alignment ("<" left, ">" right); the report path comes last, unpadded.
+_COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"), ("claimed", ">"),
+            ("eps_lb", ">"), ("paper mean+-std", ">"), ("max cert.", ">"), ("brk.kap", ">"), ("floor", ">"),
+            ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("report", "<"))
+
+
+def _cells(r: Mapping) -> tuple[str, ...]:
+    """One row of the results table as text, column by column (`_COLUMNS`)."""
+    claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
+    paper = f"{r['epsilon_mean']:.3f}+-{r['epsilon_std']:.3f}" if r.get("epsilon_mean") is not None else "-"
+    # A control shows whether it came out as constructed; '!' marks a verdict that is not trusted.
+    status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
+    status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
+    breaking = "-" if r.get("breaking_kappa") is None else f"{r['breaking_kappa']:.3g}"
+    floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
+    exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
+    exposed += "w" if r.get("weak_pass") and r["status"] == PASS else ""  # a PASS stored before WEAK_PASS existed
+    return (str(r["model_id"]), str(r["partition_date"]), status, r.get("run_kind") or "-", trust_word(r), claimed,
+            f"{r['epsilon_lower_bound']:.3f}", paper, f"{r['max_certifiable_epsilon']:.2f}", breaking, floor, exposed,
+            str(r["m"]), r.get("audit_rows") or "-", str(r["report"]))
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The results table printed by the nightly / guardrail / backfill commands and by `results` (skipped
+    targets, which have no verdict, are listed under it with their reason). Each column is as wide as its
+    longest value."""
+    skipped = [r for r in rows if r.get("kind") == "skipped"]
+    rows = [r for r in rows if r.get("kind") != "skipped"]
+    table = [tuple(name for name, _ in _COLUMNS), *(_cells(r) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS) - 1)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [f"{cell:{align}{width}}" for cell, (_, align), width in zip(cells, _COLUMNS, widths, strict=False)]
+        return " ".join(padded) + "  " + cells[-1]
+
+    header = line(table[0])
+    lines = [header, "-" * len(header), *(line(cells) for cells in table[1:])]
+    if rows:
+        r = rows[0]
+        lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
+                     f"{r['method']}, delta={r['delta']:g}, kappa={_kappa(r)}); paper mean+-std: the paper's "
+                     "optimistic statistic, for comparison only.")
+        lines.append("brk.kap: largest kappa at which the same counts still exceed the claim, i.e. the verdict "
+                     "holds unless the reference misjudges some row's click odds by more than a factor e^brk.kap "
+                     "(0: they do not exceed it at kappa = 0); floor: fewest correct guesses (a perfect attacker's fully exposed "
+                     "labels) that could flag the claim, a necessary condition (-: none, INCONCLUSIVE); exp.fl: "
+                     "fewest fully exposed labels this audit flags with 95% probability in the game (-: not "
+                     "computed or none reaches 95%, see --json exposed_rows_floor_note); rows: the audited rows "
+                     "(training: rows whose labels entered training); run: the kind of run that wrote the verdict.")
+        lines.append("trust: " + "; ".join(f"{TRUST_SHORT[state]}: {TRUST_MEANINGS[state]}"
+                                           for state in dict.fromkeys(stored_trust(r) for r in rows)
+                                           if state in TRUST_SHORT)
+                     + ("; -: not recorded (a row written before per-verdict trust)"
+                        if any(stored_trust(r) is None for r in rows) else "")
+                     + "; '!' marks a verdict that is not trusted.")
+        for status in dict.fromkeys(r["status"] for r in rows if r.get("kind") != "control"):
+            if status in STATUS_MEANINGS:
+                lines.append(f"{status}: {STATUS_MEANINGS[status]}.")
+        if any(r.get("weak_pass") and r["status"] == PASS for r in rows):
+            lines.append(f"w (exp.fl): a PASS stored before {WEAK_PASS} was a status whose floors make it one.")
+    if any(r.get("kind") == "control" for r in rows):
+        lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
+                     "exceed a pre-registered floor and stay <= eps_c) and negative control (a copy of the "
+                     "reference: its bound must be 0)"
+                     + (" (rows of older nights also show the label-blind control, retired: the capacity check "
+                        "replaced it)" if any(r.get("label_blind_bound") is not None for r in rows) else "") + ".")
+    targets = [r for r in rows if r.get("kind") != "control"]
+    for r in targets:  # what the claimed eps allows and the bound demonstrates
+        if r.get("risk_headline"):
+            lines.append(f"what this means for {r['model_id']} {r['partition_date']}: {r['risk_headline']}")
+    for r in targets:  # why a VIOLATION is trusted; what a PASS's floors are worth; why nothing was bounded
+        if r["status"] == VIOLATION and r.get("trust") == TRUSTED and r.get("trust_reason"):
+            lines.append(f"trusted VIOLATION {_where(r)}: {r['trust_reason']}")
+        if r["status"] in (PASS, WEAK_PASS) and r.get("detectability") not in (None, MEASURED):
+            lines.append(f"{r['status']} {_where(r)}: {detectability_sentence(r)}")
+        if r.get("inconclusive_reason"):
+            lines.append(f"{r['status']} {_where(r)}: nothing to bound: {r['inconclusive_reason']}")
+    not_trusted: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        if r.get("untrusted_reason"):
+            state = stored_trust(r) or UNTRUSTED
+            not_trusted.setdefault((state, r["untrusted_reason"]), []).append(_where(r))
+    for (state, reason), where in not_trusted.items():
+        lines.append(f"! {state.upper()} ({', '.join(where)}): {reason}")
+    for r in skipped:
+        lines.append(f"skipped: {r['model_id']} {r['partition_date']}: {r.get('reason')}")
+    return "\n".join(lines)
+
+
+def _kappa(row: Mapping) -> str:
+    # A warehouse row written before kappa has none (its legacy figure is in reference_check_note).
+    return "- (a row written before kappa)" if row.get("kappa") is None else f"{row['kappa']:g}"
+
+
+def stored_rows_for_table(rows: Sequence[Mapping], report: Callable[[Mapping], str | None] | None = None) -> list[dict]:
+    """Warehouse rows (``Warehouse.fetch_verdicts``) as the rows ``format_rows`` prints: the partition date as
+    YYYY-MM-DD text and ``report`` the path of the row's run report (``report(row)``; '-' when None). A row
+    stored before WEAK_PASS was a status says PASS: the caller adds ``weak_pass`` when its floors make it weak,
+    and the table marks it 'w'."""
+    out = []
+    for row in rows:
+        date = row["partition_date"]
+        out.append({**row, "partition_date": date.isoformat() if isinstance(date, dt.date) else str(date),
+                    "report": (report(row) if report is not None else None) or "-"})
+    return out
+
+
+# `results show`: JSON-text columns are printed as an outline; a list longer than this is summarised in one line.
+SHOW_LIST_ITEMS = 8
+
+
+def _summary(value) -> str:
+    """One line for a JSON value too long to print whole: a list's length and range, an object's keys."""
+    if isinstance(value, list):
+        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+        if value and len(numbers) == len(value):
+            return f"{len(value)} values, from {min(numbers):.6g} to {max(numbers):.6g}"
+        if value and all(isinstance(v, Mapping) for v in value):
+            keys = list(dict.fromkeys(k for v in value for k in v))
+            first, last = (", ".join(f"{k} {v[k]:.6g}" if isinstance(v[k], float) else f"{k} {v[k]}" for k in v)
+                           for v in (value[0], value[-1]))
+            return f"{len(value)} points ({', '.join(keys)}): first {first}; last {last}"
+        return f"{len(value)} items"
+    return f"{len(value)} keys: {', '.join(map(str, value))}"
+
+
+def json_outline(value, indent: str = "  ", depth: int = 2) -> list[str]:
+    """The lines `results show` prints for a JSON-text column: an object's keys one per line (nested objects
+    indented, ``depth`` levels), scalars and short lists as they are, long lists and deeper objects summarised
+    (how many values, their range, the first and last point); `results show --json` prints them whole."""
+    import json
+
+    if not isinstance(value, Mapping):
+        return [f"{indent}{json.dumps(value)}"]
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, Mapping) and item and depth > 1:
+            lines.append(f"{indent}{key}:")
+            lines += json_outline(item, indent + "  ", depth - 1)
+        elif (isinstance(item, list) and len(item) > SHOW_LIST_ITEMS) or (isinstance(item, Mapping) and item):
+            lines.append(f"{indent}{key}: {_summary(item)}")
+        else:
+            lines.append(f"{indent}{key}: {json.dumps(item, default=str)}")
+    return lines
+
+
+def violation_line(row: Mapping) -> str:
+    """One line for a guardrail VIOLATION (the release is blocked), from the flows' summary of a verdict."""
+    return (f"VIOLATION: {row['model_id']}@{row['partition_date']} valid eps_lb {row['epsilon_lower_bound']:.4f} > "
+            f"claimed {row['claimed_epsilon']:g} (confidence {row['confidence']:.0%}, {row['strategy']}, "
+            f"{row['method']}, delta={row['delta']:g}, kappa={row['kappa']:g}); report: {row['report']}")
+
+
+# ------------------------------------------------------------------------------------------ a run's exit summary
+# The sentences the nightly / guardrail / backfill commands (and their flows' final states) end with: one per exit
+# code that applied. The command line picks which apply and in what order (flows.exit_codes); the words are here.
+
+
+def _violation_item(r: Mapping) -> str:
+    return (f"{_where(r)} (valid eps_lb {r['epsilon_lower_bound']:.4g} > claimed {r['claimed_epsilon']:g} at "
+            f"{r['confidence']:.0%} confidence; " + _epsilon_check_clause(r) + f"; report {r['report']})")
+
+
+def _epsilon_check_clause(r: Mapping) -> str:
+    """A VIOLATION's trust in a clause: trusted with its epsilon_check, accepted unchecked, or why not trusted."""
+    state = stored_trust(r)
+    if state == TRUSTED and r.get("epsilon_check") is not None:
+        return f"trusted: epsilon_check {r['epsilon_check']:.4g} > claim too, without kappa"
+    if state in (TRUSTED, None):
+        return "trusted" if state == TRUSTED else "trust not recorded"
+    return f"{state}: {r.get('trust_reason') or r.get('untrusted_reason')}"
+
+
+def violations_summary(rows: Sequence[Mapping], untrusted: Sequence[Mapping] = ()) -> str:
+    """'1 VIOLATION: the claimed epsilon is disproved for leaky@2026-10-02 (valid eps_lb 0.815 > claimed 0, ...;
+    trusted: epsilon_check ...; report ...)', and the untrusted VIOLATIONs beside them (``untrusted``), which are
+    not acted on."""
+    plural = "s" if len(rows) != 1 else ""
+    text = f"{len(rows)} VIOLATION{plural}: the claimed epsilon is disproved for " + "; ".join(map(_violation_item, rows))
+    if untrusted:
+        text += (f"; beside {'them' if plural else 'it'}, {len(untrusted)} untrusted VIOLATION(s), not acted on as a "
+                 "violation (exit 4): " + "; ".join(map(_violation_item, untrusted)))
+    return text
+
+
+def spooled_summary(paths: Sequence[str], drain_command: str) -> str:
+    """Results computed but not written: where they are and the command that writes them."""
+    directory = str(Path(paths[0]).parent) if paths else "?"
+    names = ", ".join(Path(p).name for p in paths)
+    return (f"{len(paths)} result(s) computed but not in the warehouse (it could not be reached): spooled to "
+            f"{directory} ({names}); once it is back, write them with `{drain_command}` (every nightly run also "
+            "writes the spool first)")
+
+
+def spool_elsewhere_lines(elsewhere: Sequence[Mapping], spool: Path) -> list[str]:
+    """One line per other warehouse whose spooled results a drain left in place (``drain_spool``'s
+    ``elsewhere``): where they are meant to go and the command that writes them there (``spool``: the data
+    root's spool directory)."""
+
+    by_address: dict[tuple[str, str], int] = {}
+    for item in elsewhere:
+        by_address[(item["backend"], item["address"])] = by_address.get((item["backend"], item["address"]), 0) + 1
+    return [f"{count} spooled result(s) in {spool} are meant for the {backend} warehouse {address}, not this one: "
+            f"left in place; write them with {hints.DRAIN_SPOOL_TO.line(root=Path(spool).parent, warehouse=address)}"
+            + (" (add your user name to the URL)" if backend == "postgres" else "")
+            for (backend, address), count in by_address.items()]
+
+
+def spool_unaddressed_line(paths: Sequence[str], spool: Path) -> str:
+    """Spooled results of an older version, which recorded no warehouse: left until a person names theirs."""
+    return (f"{len(paths)} spooled result(s) in {spool} were written by an older labeldp-audit, which did not record "
+            "their warehouse: left in place; once you know which warehouse they belong to, write them with "
+            f"{hints.DRAIN_UNADDRESSED.line(root=Path(spool).parent)}")
+
+
+def untrusted_summary(reasons: Sequence[str], rows: Sequence[Mapping] = ()) -> str:
+    """The verdicts that are not trusted (exit 4), each named with why (``rows``: the run's rows, of which the
+    targets not trusted are named, untrusted VIOLATIONs first, and the trusted VIOLATIONs beside them), then any
+    reason in ``reasons`` no named row carries."""
+    targets = [r for r in rows if r.get("kind", "target") == "target" and "status" in r]
+    named = [r for r in targets if stored_trust(r) in EXITS_UNTRUSTED]
+    violations = [r for r in named if r["status"] == VIOLATION]
+    others = [r for r in named if r["status"] != VIOLATION]
+    parts = []
+    if violations:
+        parts.append(f"{len(violations)} VIOLATION(s) not trusted, do not act on them as violations: "
+                     + "; ".join(map(_violation_item, violations)))
+    if others:
+        parts.append(f"{len(others)} other verdict(s) not trusted, read them as unknown: "
+                     + "; ".join(f"{_where(r)} ({r['status']}, {_epsilon_check_clause(r)})" for r in others))
+    trusted = [r for r in targets if r["status"] == VIOLATION and stored_trust(r) not in EXITS_UNTRUSTED]
+    if trusted and named:
+        parts.append("beside them the VIOLATION(s) " + ", ".join(map(_where, trusted)) + " stand ("
+                     + "; ".join(_epsilon_check_clause(r) for r in trusted) + ")")
+    carried = {r.get("untrusted_reason") for r in named}
+    parts += [reason for reason in dict.fromkeys(reasons) if reason not in carried]
+    return "UNTRUSTED: " + "; ".join(parts)
+
+
+def failures_summary(failures: Sequence[str]) -> str:
+    """Audits that produced no row: a missing row is not a PASS."""
+    return f"{len(failures)} audit(s) failed and wrote no row (a missing row is not a PASS): " + "; ".join(failures)
+
+
+def bad_input_summary(items: Sequence[str]) -> str:
+    return "bad input, nothing written for it: " + "; ".join(items)
+
+
+def exit_summary(command: str, applied: Sequence[tuple[int, str]]) -> list[str]:
+    """One line per exit code that applied, the winning one first: 'labeldp-audit C: exit 3: ...', then
+    'labeldp-audit C: also 1: ...'."""
+    return [f"labeldp-audit {command}: {'exit' if i == 0 else 'also'} {code}: {sentence}"
+            for i, (code, sentence) in enumerate(applied)]
+
+
+# ------------------------------------------------------------------------------------------ what to do
+# The advice of an error met by the nightly (its plan decides, not a flag: the nightly reads its dataset and its
+# reference policy from the plan). The command lines are `labeldp.hints`'.
+
+
+def plan_dataset_fix(day: dt.date) -> str:
+    """A day's partition was written for another dataset than the plan's."""
+    return (f"name its spec file in the plan's \"dataset\" ({hints.CHECK_PLAN.line(plan='PLAN')} prints the one "
+            f"in use), or ingest the day again with the plan's spec ({hints.INGEST_DAY.line(date=day.isoformat())})")
+
+
+def missing_reference(directory: Path, name: str, day: dt.date, registered: bool) -> str:
+    """The D-1 reference is missing and the plan says on_missing_reference "fail". A plan of models trained
+    elsewhere (``registered``) takes the reference from the same team: it is registered, not trained here."""
+    when = day.isoformat()
+    if registered:
+        how = (f"register the D-1 checkpoint with {hints.REGISTER_REFERENCE.line(name=name, date=when)} (no "
+               f"claim: inf)")
+    else:
+        how = (f"train it with {hints.TRAIN_REFERENCE.line(date=when, name=name)}, or set the plan's "
+               f"on_missing_reference to \"train\"")
+    return (f"no reference model at {directory} (the D-1 checkpoint the plan's on_missing_reference 'fail' "
+            f"requires); {how}")

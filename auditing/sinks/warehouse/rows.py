@@ -1,0 +1,554 @@
+"""Warehouse rows: built from an AuditResult, validated before any write, and made JSON-safe for the spool.
+
+A row is a dict with the columns of ``audit_results`` (``schema.RESULT_COLUMNS``); a curve is a list of dicts
+with ``guesses``, ``correct``, ``epsilon_lower_bound`` and ``point_confidence`` (the key and ``point_index``
+come from the row and the list order). ``normalize_row`` / ``normalize_curve`` check every value and raise
+``LabelDPInputError`` naming the column, what was expected and the value received, so a bad row never reaches
+SQL and is never spooled.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
+from auditing.sinks.warehouse.reference_columns import (
+    CALIBRATION_FIGURES,
+    LABEL_BLIND_FIGURES,
+    reference_check_columns,
+)
+from auditing.sinks.warehouse.schema import (
+    CURVE_NAMES,
+    FDP_CURVES,
+    KEY_COLUMNS,
+    REFERENCE_CALIBRATIONS,
+    RESULT_COLUMNS,
+    RESULT_NAMES,
+    TRUST_COLUMNS,
+    UNRECORDED,
+)
+from auditing.sinks.warehouse.values import as_count as _count
+from auditing.sinks.warehouse.values import as_float as _float
+from auditing.sinks.warehouse.values import optional_float as _optional_float
+from auditing.verdict.run_kinds import check_run_kind
+from auditing.verdict.types import DETECTABILITY, STATUSES, TRUST_STATES, Verdict
+from labeldp.errors import LabelDPInputError
+from labeldp.names import check_name, parse_date
+
+_HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
+_FINGERPRINT_RE = re.compile(r"^[a-z0-9]+:([0-9a-f]{12,})$")
+LINEAGE_FIELDS = (
+    "model_uri", "model_fingerprint", "reference_model", "partition_fingerprint", "code_version", "flow_run_id",
+    "started_at", "finished_at", "durations",
+)
+_TEXT_LINEAGE = ("model_uri", "reference_model", "partition_fingerprint", "code_version", "flow_run_id")
+_OPTIONAL = {c.name for c in RESULT_COLUMNS if c.nullable} | {"gamma", "model_fingerprint"}
+_NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "epsilon_lower_bound", "max_certifiable_epsilon")
+# Retired columns an older version's row (a spool file) may still carry: dropped when they hold the values every
+# row written since kappa holds (tau 0, breaking_tau None); anything else is a pre-kappa row, refused.
+RETIRED_COLUMNS = {"tau": (0, 0.0, None), "breaking_tau": (None,)}
+_PAPER_STATISTIC = ("epsilon_mean", "epsilon_std", "epsilon_median")
+_COUNTS = ("m", "selected_guesses", "selected_correct", "repetitions", "seed")
+
+
+class AuditKey(NamedTuple):
+    """The key of one verdict: one row in audit_results, one curve in audit_curves (``schema.KEY_COLUMNS``).
+
+    A run with the same key replaces the row (the same audit of the same model file, day and claim); a run of
+    another kind, claim, configuration or model file adds its own. ``name`` is the key as one file name stem
+    (reports and spool files are named by it)."""
+
+    model_id: str
+    model_fingerprint: str
+    partition_date: dt.date
+    run_kind: str
+    claimed_epsilon: float
+    audit_config_hash: str
+
+    @property
+    def name(self) -> str:
+        """'<run kind>__eps-<claim>__<config hash>__<fingerprint>': the key without model and date, for file
+        names (`claim_text`, `fingerprint_text`)."""
+        return (f"{self.run_kind}__eps-{claim_text(self.claimed_epsilon)}__{self.audit_config_hash}__"
+                f"{fingerprint_text(self.model_fingerprint)}")
+
+
+def claim_text(claimed_epsilon: float) -> str:
+    """A claim as file-name text that tells every two claims apart: 'inf', '1', '0.5', '1e-05'."""
+    value = float(claimed_epsilon)
+    return "inf" if math.isinf(value) else repr(value).removesuffix(".0")
+
+
+def fingerprint_text(fingerprint: str) -> str:
+    """A model fingerprint as 12 file-name-safe characters: the first 12 hex digits of 'sha256:<hex>', else
+    the first 12 of the text's own sha256 ('unrecorded' as it is)."""
+    if fingerprint == UNRECORDED:
+        return UNRECORDED
+    match = _FINGERPRINT_RE.match(fingerprint)
+    return match.group(1)[:12] if match else hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
+
+
+def check_config_hash(value: Any, name: str = "audit_config_hash") -> str:
+    if not isinstance(value, str) or not _HASH_RE.match(value):
+        raise LabelDPInputError(f"{name} must be 1-64 characters from [0-9A-Za-z_-]; got {value!r}")
+    return value
+
+
+def check_fingerprint(value: Any, name: str = "model_fingerprint") -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200 or not value.isprintable():
+        raise LabelDPInputError(f"{name} must be printable text of 1-200 characters; got {value!r}")
+    return value
+
+
+def check_claim(value: Any, name: str = "claimed_epsilon") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value) >= 0:
+        raise LabelDPInputError(f"{name} must be a number >= 0 (inf for a non-private model); got {value!r}")
+    return float(value)
+
+
+def check_stored_run_kind(value: Any, name: str = "run_kind") -> str:
+    """A run kind a row may hold: one of `auditing.verdict.run_kinds.RUN_KINDS`, or UNRECORDED (a row from before)."""
+    return value if value == UNRECORDED else check_run_kind(value, name)
+
+
+def as_key(key: Any) -> AuditKey:
+    """An AuditKey from an AuditKey, a tuple in ``KEY_COLUMNS`` order or a mapping with the key columns;
+    validated."""
+    if isinstance(key, Mapping):
+        missing = [k for k in KEY_COLUMNS if k not in key]
+        if missing:
+            raise LabelDPInputError(f"key: missing {missing}; a key needs {list(KEY_COLUMNS)}")
+        key = tuple(key[k] for k in KEY_COLUMNS)
+    if not isinstance(key, tuple | list) or len(key) != len(KEY_COLUMNS):
+        raise LabelDPInputError(f"key must be ({', '.join(KEY_COLUMNS)}); got {key!r}")
+    model_id, fingerprint, date, run_kind, claimed, config_hash = key
+    return AuditKey(check_name(model_id, "model_id"), check_fingerprint(fingerprint), parse_date(date, "partition_date"),
+                    check_stored_run_kind(run_kind), check_claim(claimed), check_config_hash(config_hash))
+
+
+def _timestamp(value: Any, name: str) -> dt.datetime | None:
+    """A timezone-aware UTC datetime from a datetime or ISO-8601 text; naive values are taken as UTC."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise LabelDPInputError(f"{name} must be an ISO-8601 timestamp; got {value!r}") from None
+    if not isinstance(value, dt.datetime):
+        raise LabelDPInputError(f"{name} must be a datetime or ISO-8601 text; got {value!r}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def _json_text(value: Any, name: str, *, required: bool) -> str | None:
+    if value is None:
+        if required:
+            raise LabelDPInputError(f"{name} is required (a JSON object or a dict)")
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError as exc:
+            raise LabelDPInputError(f"{name} is not valid JSON ({exc}); got {value[:80]!r}") from None
+    else:
+        parsed = value
+    if not isinstance(parsed, dict):
+        raise LabelDPInputError(f"{name} must be a JSON object; got {type(parsed).__name__}")
+    try:
+        return json.dumps(parsed, sort_keys=True, default=_json_default)
+    except TypeError as exc:
+        raise LabelDPInputError(f"{name} cannot be written as JSON: {exc}") from None
+
+
+def _durations(value: Any) -> str | None:
+    text = _json_text(value, "durations", required=False)
+    if text is not None:
+        for stage, seconds in json.loads(text).items():
+            if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+                                        or not seconds >= 0):
+                raise LabelDPInputError(f"durations[{stage!r}] must be seconds >= 0 or null; got {seconds!r}")
+    return text
+
+
+def normalize_row(row: Mapping) -> dict:
+    """A validated copy of ``row`` with every audit_results column (absent optional columns become None)."""
+    if not isinstance(row, Mapping):
+        raise LabelDPInputError(f"row must be a dict of audit_results columns; got {type(row).__name__}")
+    retired = {name: row[name] for name in RETIRED_COLUMNS if name in row}
+    bad = {name: value for name, value in retired.items() if value not in RETIRED_COLUMNS[name]}
+    if bad:
+        raise LabelDPInputError(f"row: retired column(s) {bad}: a row written before kappa (tau was a "
+                                "total-variation figure); audit it again with this version")
+    row = {name: value for name, value in row.items() if name not in RETIRED_COLUMNS}
+    unknown = sorted(set(row) - set(RESULT_NAMES))
+    if unknown:
+        raise LabelDPInputError(f"row: unknown column(s) {unknown}; audit_results has {list(RESULT_NAMES)}")
+    missing = [name for name in RESULT_NAMES if name not in _OPTIONAL and row.get(name) is None]
+    if missing:
+        raise LabelDPInputError(f"row: missing required column(s) {missing}")
+    if row.get("model_fingerprint") is None:
+        row = {**row, "model_fingerprint": UNRECORDED}
+    out: dict[str, Any] = dict(as_key(row)._asdict())
+    for name in _NONNEGATIVE_FLOATS:
+        if name != "claimed_epsilon":
+            out[name] = _float(row, name)
+        if not out[name] >= 0:
+            raise LabelDPInputError(f"{name} must be >= 0; got {out[name]!r}")
+    if out["delta"] >= 1:
+        raise LabelDPInputError(f"delta must be < 1; got delta={out['delta']!r}")
+    out["confidence"] = _float(row, "confidence")
+    if not 0 < out["confidence"] < 1:
+        raise LabelDPInputError(f"confidence must be in (0, 1); got {out['confidence']!r}")
+    expected_gamma = 1.0 - out["confidence"]
+    if row.get("gamma") is not None and not math.isclose(_float(row, "gamma"), expected_gamma, abs_tol=1e-12):
+        raise LabelDPInputError(f"gamma must equal 1 - confidence = {expected_gamma!r}; got {row['gamma']!r}")
+    out["gamma"] = expected_gamma
+    for name in _COUNTS:
+        out[name] = _count(row, name)
+    if not out["selected_correct"] <= out["selected_guesses"] <= out["m"]:
+        raise LabelDPInputError(
+            "selected_correct <= selected_guesses <= m must hold; got "
+            f"selected_correct={out['selected_correct']}, selected_guesses={out['selected_guesses']}, m={out['m']}"
+        )
+    if out["repetitions"] < 1:
+        raise LabelDPInputError(f"repetitions must be >= 1; got {out['repetitions']}")
+    for name in _PAPER_STATISTIC:
+        out[name] = None if row.get(name) is None else _float(row, name)
+    for name, allowed in (("status", STATUSES), ("method", method_names())):
+        if row[name] not in allowed:
+            raise LabelDPInputError(f"{name} must be one of {list(allowed)}; got {row[name]!r}")
+        out[name] = row[name]
+    if not isinstance(row["strategy"], str) or not row["strategy"]:
+        raise LabelDPInputError(f"strategy must be a non-empty string; got {row['strategy']!r}")
+    out["strategy"] = row["strategy"]
+    for name in _TEXT_LINEAGE:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
+        out[name] = value
+    out["started_at"] = _timestamp(row.get("started_at"), "started_at")
+    out["finished_at"] = _timestamp(row.get("finished_at"), "finished_at")
+    out["durations"] = _durations(row.get("durations"))
+    out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
+    _normalize_trust_columns(row, out)
+    _normalize_control_columns(row, out)
+    _normalize_risk_columns(row, out)
+    _normalize_kappa_columns(row, out)
+    _normalize_reference_columns(row, out)
+    _normalize_verdict_trust_columns(row, out)
+    return {name: out[name] for name in RESULT_NAMES}
+
+
+def _normalize_verdict_trust_columns(row: Mapping, out: dict) -> None:
+    """trust, the capacity check's figures and the row groups (all nullable: rows written before them)."""
+    for name, allowed in (("trust", TRUST_STATES), ("detectability", DETECTABILITY)):
+        value = row.get(name)
+        if value is not None and value not in allowed:
+            raise LabelDPInputError(f"{name} must be one of {list(allowed)} or None; got {value!r}")
+        out[name] = value
+    for name in ("trust_reason", "group_rule", "inconclusive_reason"):
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
+        out[name] = value
+    for name in ("epsilon_check", "check_misfit_kappa"):
+        out[name] = _optional_float(row, name)
+    out["misfit_kappa_upper"] = _optional_float(row, "misfit_kappa_upper", low=-math.inf)
+    for name in ("group_label_agreement", "group_label_agreement_expected"):
+        out[name] = _optional_float(row, name, high=1.0)
+    for name in ("check_rows", "rows_excluded_groups", "group_pairs"):
+        out[name] = None if row.get(name) is None else _count(row, name)
+    accepted = row.get("accepted_unchecked")
+    if accepted is not None and accepted not in (0, 1):
+        raise LabelDPInputError(f"accepted_unchecked must be 0, 1 or None; got {accepted!r}")
+    out["accepted_unchecked"] = None if accepted is None else int(accepted)
+
+
+def _optional_flag(row: Mapping, name: str) -> int | None:
+    value = row.get(name)
+    if value is None:
+        return None
+    if isinstance(value, float) or value not in (0, 1):
+        raise LabelDPInputError(f"{name} must be 0, 1 (or a bool) or None; got {value!r}")
+    return int(value)
+
+
+def _normalize_kappa_columns(row: Mapping, out: dict) -> None:
+    """kappa, breaking_kappa, fdp_curve, gdp_mu_lower_bound.
+
+    A row without kappa is a legacy row (written before kappa) and has none of the kappa-era figures. An fdp
+    row with kappa states
+    its curve (fdp_curve 'eps-delta'); only fdp rows carry fdp_curve and gdp_mu_lower_bound."""
+    out["kappa"] = _optional_float(row, "kappa")
+    out["breaking_kappa"] = _optional_float(row, "breaking_kappa")
+    curve = row.get("fdp_curve")
+    if curve is not None and curve not in FDP_CURVES:
+        raise LabelDPInputError(f"fdp_curve must be one of {list(FDP_CURVES)} or None; got {curve!r}")
+    out["fdp_curve"] = curve
+    out["gdp_mu_lower_bound"] = _optional_float(row, "gdp_mu_lower_bound")
+    if out["kappa"] is None:
+        newer = [name for name in ("breaking_kappa", "fdp_curve") if out[name] is not None]
+        if newer:
+            raise LabelDPInputError(f"{', '.join(newer)} need(s) kappa: a row without kappa is a legacy row "
+                                    "(written before kappa, its tau a TV figure) and has no kappa-era figures")
+    else:
+        if bound_method(out["method"]).curve is not None and curve is None:
+            raise LabelDPInputError(f"fdp_curve must be set on an {out['method']} row with kappa (None marks a "
+                                    f"legacy Gaussian-reading row); one of {list(FDP_CURVES)}")
+    if bound_method(out["method"]).curve is None and (curve is not None or out["gdp_mu_lower_bound"] is not None):
+        raise LabelDPInputError(f"fdp_curve / gdp_mu_lower_bound are for rows of a trade-off-curve method "
+                                f"({[m.name for m in BOUND_METHODS if m.curve]}) only; got method {out['method']!r}")
+
+
+def _normalize_reference_columns(row: Mapping, out: dict) -> None:
+    """reference_calibration, the correction's figures, the label-blind control's figures, reference_checked
+    and its note. Each group is all set or all NULL; figures only where the check ran; a flagged label-blind
+    control has a positive bound and makes the row untrusted."""
+    calibration = row.get("reference_calibration")
+    if calibration is not None and calibration not in REFERENCE_CALIBRATIONS:
+        raise LabelDPInputError(f"reference_calibration must be one of {list(REFERENCE_CALIBRATIONS)} or None; "
+                                f"got {calibration!r}")
+    out["reference_calibration"] = calibration
+    for column in ("calibration_rows_fit", "calibration_rows_validation", "calibration_rounds"):
+        out[column] = None if row.get(column) is None else _count(row, column)
+    for column in ("calibration_log_loss_before", "calibration_log_loss_after"):
+        out[column] = _optional_float(row, column)
+    for column in ("calibration_ece_before", "calibration_ece_after"):
+        out[column] = _optional_float(row, column, high=1.0)
+    out["label_blind_bound"] = _optional_float(row, "label_blind_bound")
+    out["reference_misfit_kappa"] = _optional_float(row, "reference_misfit_kappa")
+    out["label_blind_flagged"] = _optional_flag(row, "label_blind_flagged")
+    out["reference_checked"] = _optional_flag(row, "reference_checked")
+    note = row.get("reference_check_note")
+    if note is not None and (not isinstance(note, str) or not note.strip()):
+        raise LabelDPInputError(f"reference_check_note must be non-empty text or None; got {note!r}")
+    out["reference_check_note"] = note
+    groups = {"calibration figures": list(CALIBRATION_FIGURES.values()),
+              "label-blind figures": list(LABEL_BLIND_FIGURES.values())}
+    present = {}
+    for group, columns in groups.items():
+        given = [c for c in columns if out[c] is not None]
+        if given and len(given) != len(columns):
+            raise LabelDPInputError(f"{group}: set all of {columns} or none; got only {given}")
+        present[group] = bool(given)
+    if present["calibration figures"] and calibration != "boost":
+        raise LabelDPInputError("calibration_* figures are for reference_calibration 'boost' (the correction ran); "
+                                f"got reference_calibration {calibration!r}")
+    checked = out["reference_checked"]
+    if checked != 1 and (present["calibration figures"] or present["label-blind figures"]):
+        raise LabelDPInputError("calibration_* / label_blind_* figures need reference_checked = 1; got "
+                                f"reference_checked {checked!r}")
+    if checked == 0 and note is None:
+        raise LabelDPInputError("reference_check_note is required when reference_checked = 0 (why it was skipped)")
+    if checked is None and note is not None:
+        raise LabelDPInputError("reference_check_note needs reference_checked (0 or 1)")
+    if out["label_blind_flagged"] == 1:
+        if not out["label_blind_bound"] > 0:
+            raise LabelDPInputError("label_blind_flagged = 1 needs label_blind_bound > 0 (the control flags a "
+                                    f"positive bound); got label_blind_bound {out['label_blind_bound']!r}")
+        if out["untrusted_reason"] is None:
+            raise LabelDPInputError("label_blind_flagged = 1 needs untrusted_reason (a night whose reference does "
+                                    "not fit day D is untrusted)")
+
+
+def _normalize_risk_columns(row: Mapping, out: dict) -> None:
+    """risk_* / risk_lb_* are None or probabilities in [0, 1] (column_expected: a count >= 0);
+    risk_headline is None or text."""
+    for name in RESULT_NAMES:
+        if not name.startswith("risk_") or name == "risk_headline":
+            continue
+        value = None if row.get(name) is None else _float(row, name)
+        if value is not None and not (value >= 0 and (name.endswith("column_expected") or value <= 1)):
+            raise LabelDPInputError(f"{name} must be in [0, 1] (a count >= 0 for column_expected) or None; "
+                                    f"got {value!r}")
+        out[name] = value
+    headline = row.get("risk_headline")
+    if headline is not None and not isinstance(headline, str):
+        raise LabelDPInputError(f"risk_headline must be text or None; got {headline!r}")
+    out["risk_headline"] = headline
+
+
+def _normalize_control_columns(row: Mapping, out: dict) -> None:
+    """kind, control_passed, control_floor, untrusted_reason (all nullable)."""
+    kind = row.get("kind")
+    if kind is not None and kind not in ("target", "control"):
+        raise LabelDPInputError(f"kind must be 'target', 'control' or None; got {kind!r}")
+    out["kind"] = kind
+    passed = row.get("control_passed")
+    if passed is not None and (isinstance(passed, float) or passed not in (0, 1)):
+        raise LabelDPInputError(f"control_passed must be 0, 1 or None; got {passed!r}")
+    out["control_passed"] = None if passed is None else int(passed)
+    out["control_floor"] = None if row.get("control_floor") is None else _float(row, "control_floor")
+    if out["control_floor"] is not None and out["control_floor"] < 0:
+        raise LabelDPInputError(f"control_floor must be >= 0; got {out['control_floor']!r}")
+    if kind != "control" and (passed is not None or out["control_floor"] is not None):
+        raise LabelDPInputError(f"control_passed / control_floor are for kind 'control' rows only; got kind {kind!r}")
+    reason = row.get("untrusted_reason")
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        raise LabelDPInputError(f"untrusted_reason must be non-empty text or None; got {reason!r}")
+    out["untrusted_reason"] = reason
+
+
+def _normalize_trust_columns(row: Mapping, out: dict) -> None:
+    """audit_rows, detection_floor_rows, exposed_rows_floor and the shift diagnostic (nullable)."""
+    audit_rows = row.get("audit_rows")
+    if audit_rows is not None and audit_rows not in ("training", "all"):
+        raise LabelDPInputError(f"audit_rows must be 'training', 'all' or None; got {audit_rows!r}")
+    out["audit_rows"] = audit_rows
+    out["detection_floor_rows"] = None if row.get("detection_floor_rows") is None else _count(row, "detection_floor_rows")
+    out["exposed_rows_floor"] = None if row.get("exposed_rows_floor") is None else _count(row, "exposed_rows_floor")
+    out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
+    for name in ("reference_log_loss_shift", "feature_shift_max_psi"):
+        out[name] = None if row.get(name) is None else _float(row, name)
+    if out["feature_shift_max_psi"] is not None and out["feature_shift_max_psi"] < 0:
+        raise LabelDPInputError(f"feature_shift_max_psi must be >= 0; got {out['feature_shift_max_psi']!r}")
+
+
+def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
+    """Validated curve rows with the key and point_index (the position in ``curve``) filled in."""
+    if isinstance(curve, str | bytes) or not isinstance(curve, Sequence):
+        raise LabelDPInputError(f"curve must be a list of points; got {type(curve).__name__}")
+    out = []
+    for index, point in enumerate(curve):
+        if not isinstance(point, Mapping):
+            raise LabelDPInputError(f"curve[{index}] must be a dict; got {point!r}")
+        missing = [k for k in ("guesses", "correct", "epsilon_lower_bound", "point_confidence") if k not in point]
+        if missing:
+            raise LabelDPInputError(f"curve[{index}]: missing {missing}")
+        try:
+            guesses, correct = _count(point, "guesses"), _count(point, "correct")
+            bound = _float(point, "epsilon_lower_bound")
+            confidence = _float(point, "point_confidence")
+        except LabelDPInputError as exc:
+            raise LabelDPInputError(f"curve[{index}]: {exc}") from None
+        if correct > guesses or bound < 0 or not 0 < confidence < 1:
+            raise LabelDPInputError(
+                f"curve[{index}]: need correct <= guesses, epsilon_lower_bound >= 0 and point_confidence in "
+                f"(0, 1); got correct={correct}, guesses={guesses}, epsilon_lower_bound={bound}, "
+                f"point_confidence={confidence}"
+            )
+        out.append({**key._asdict(), "point_index": index, "guesses": guesses, "correct": correct,
+                    "epsilon_lower_bound": bound, "point_confidence": confidence})
+    return [{name: p[name] for name in CURVE_NAMES} for p in out]
+
+
+def audit_record(
+    verdict: Verdict, *, model_id: str, partition_date: str | dt.date, run_kind: str,
+    lineage: Mapping | None = None,
+) -> tuple[dict, list[dict]]:
+    """(row, curve) for the warehouse: a rendering of a `Verdict` (`auditing.verdict.judge.judge`), nothing computed.
+
+    run_kind: the kind of run writing it (`auditing.verdict.run_kinds.RUN_KINDS`), part of the row's key with the model,
+    its fingerprint (``lineage["model_fingerprint"]``, 'unrecorded' without one), the day, the claim and the
+    audit configuration.
+
+    An optimistic result (strategy ``max``, the paper's statistic) is refused, because the table's
+    ``epsilon_lower_bound`` is the valid one, and so is a result written before kappa (``tau`` and no
+    ``kappa``: audit again; its old rows stay in the warehouse as they are). ``lineage`` may hold: model_uri,
+    model_fingerprint, reference_model, partition_fingerprint, code_version, flow_run_id, started_at,
+    finished_at, durations (a dict of seconds per stage). The row stores the verdict's status, robustness,
+    risk and trust figures, kappa, reference_calibration, the method's trade-off curve (fdp_curve) and its
+    Gaussian reading. ``verdict.reference_check`` is validated
+    here (`check_reference_check`); None records no check (reference_checked NULL).
+
+    Raises:
+        LabelDPInputError: an optimistic or pre-kappa result, unknown lineage fields, a malformed figure.
+    """
+    if not isinstance(verdict, Verdict):
+        raise LabelDPInputError(f"audit_record needs a Verdict (auditing.verdict.judge.judge); got {type(verdict).__name__}")
+    data = dict(verdict.result)
+    if data.get("optimistic"):
+        raise LabelDPInputError(
+            "result is optimistic (strategy 'max', the paper's statistic); the warehouse stores only valid bounds"
+        )
+    if verdict.legacy:
+        raise LabelDPInputError(
+            "result: written before kappa (it has tau, a total-variation figure, and no kappa); audit it again "
+            "with this version (rows written before stay in the warehouse as they are)")
+    lineage = dict(lineage or {})
+    unknown = sorted(set(lineage) - set(LINEAGE_FIELDS))
+    if unknown:
+        raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
+    needed = ("epsilon_lower_bound", "confidence", "point_confidence", "delta", "kappa", "m", "selected_guesses",
+              "selected_correct", "max_certifiable_epsilon", "method", "strategy", "repetitions", "seed",
+              "config_hash", "curve")
+    missing = [k for k in needed if k not in data]
+    if missing:
+        raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
+    calibration = data.get("reference_calibration") or "none"
+    robustness = verdict.robustness
+    diagnostic = dict(verdict.shift_diagnostic) if verdict.shift_diagnostic else None
+    control = verdict.control
+    row = {
+        "model_id": model_id, "partition_date": partition_date, "audit_config_hash": data["config_hash"],
+        "run_kind": check_run_kind(run_kind),
+        "claimed_epsilon": verdict.claimed_epsilon, "delta": data["delta"], "confidence": data["confidence"],
+        "kappa": data["kappa"], "m": data["m"], "selected_guesses": data["selected_guesses"],
+        "selected_correct": data["selected_correct"], "epsilon_lower_bound": data["epsilon_lower_bound"],
+        "epsilon_mean": data.get("epsilon_mean"), "epsilon_std": data.get("epsilon_std"),
+        "epsilon_median": data.get("epsilon_median"), "strategy": data["strategy"], "method": data["method"],
+        "status": verdict.status, "max_certifiable_epsilon": data["max_certifiable_epsilon"],
+        "repetitions": data["repetitions"], "seed": data["seed"], "result_json": data, **lineage,
+        "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
+        "detection_floor_rows": robustness.detection_floor_rows,
+        "exposed_rows_floor": robustness.exposed_rows_floor, "shift_diagnostic": diagnostic,
+        "reference_log_loss_shift": (diagnostic or {}).get("reference_log_loss_shift"),
+        "feature_shift_max_psi": (diagnostic or {}).get("feature_shift_max_psi"),
+        "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
+        "control_passed": None if control is None else int(bool(control["passed"])),
+        "control_floor": None if control is None else control.get("floor"),
+        **verdict.risk_columns,
+        "reference_calibration": calibration,
+        "fdp_curve": fdp_curve_of(data),
+        "gdp_mu_lower_bound": data.get("gdp_mu_lower_bound") if fdp_curve_of(data) is not None else None,
+        **reference_check_columns(verdict.reference_check, calibration),
+        **trust_columns(verdict),
+    }
+    row = normalize_row(row)
+    curve = [{**point, "point_confidence": data["point_confidence"]} for point in data["curve"]]
+    return row, normalize_curve(curve, as_key(row))
+
+
+def trust_columns(verdict: Verdict) -> dict:
+    """The trust, capacity-check and row-group columns of a verdict (`Verdict.trust_figures` names them)."""
+    figures = verdict.trust_figures()
+    out = {name: figures.get(name) for name in TRUST_COLUMNS}
+    out["accepted_unchecked"] = int(bool(figures.get("accepted_unchecked")))
+    upper = out["misfit_kappa_upper"]
+    if upper is not None and math.isinf(upper):  # no check row reached the threshold: no finite limit to store
+        out["misfit_kappa_upper"] = None
+    return out
+
+
+def fdp_curve_of(data: Mapping) -> str | None:
+    """Which f-DP curve an fdp result or row used: its ``fdp_curve`` when it states one, 'eps-delta' for a
+    result written since kappa (it has ``kappa``), None for binomial and for a legacy fdp result/row (the
+    Gaussian reading)."""
+    if data.get("method") not in BOUND_METHODS or bound_method(data["method"]).curve is None:
+        return None
+    if data.get("fdp_curve") is not None:
+        return data["fdp_curve"]
+    if data.get("kappa") is not None:
+        return bound_method(data["method"]).curve
+    return None
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def to_json_safe(row: Mapping) -> dict:
+    """Dates and timestamps as ISO text (normalize_row reads them back)."""
+    return {k: (v.isoformat() if isinstance(v, dt.date | dt.datetime) else v) for k, v in row.items()}

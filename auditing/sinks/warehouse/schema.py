@@ -1,0 +1,425 @@
+"""The warehouse tables, written once and rendered for DuckDB and PostgreSQL (docs/warehouse.md).
+
+Both backends get the same column names, the same logical types and the same keys; only the spelling of a
+type differs (``DOUBLE`` vs ``DOUBLE PRECISION``). Every SQL statement the warehouse runs is built here from
+these constant tables and a placeholder style; values are always bound parameters, never pasted into SQL.
+The CHECK constraints on ``status`` and ``method`` list the names of ``auditing.verdict.types.STATUSES`` and of
+the bound-method registry (``auditing.bounds.lower_bound.METHODS``), read when the DDL is built: a new method needs no
+SQL edit here, and ``auditing.sinks.warehouse.migrations`` brings an existing warehouse's constraints in line.
+
+This module describes the LATEST schema version; how an older warehouse gets there (and the table recording
+the versions applied) is ``auditing.sinks.warehouse.migrations``, which also renders the DDL of a new warehouse
+(``python -m auditing.sinks.warehouse duckdb|postgres``, the text of ``infra/warehouse/*.sql``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from auditing.verdict.run_kinds import RUN_KINDS
+from auditing.verdict.types import STATUSES, TRUST_STATES
+
+# Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
+# mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
+# eps, a Gaussian reading that is not a valid eps bound for non-Gaussian mechanisms.
+FDP_CURVES = ("eps-delta",)
+# auditing.audit.REFERENCE_CALIBRATIONS (a test keeps them equal; the warehouse does not import the core's
+# audit module just for this tuple)
+REFERENCE_CALIBRATIONS = ("boost", "none")
+# What a key column holds on a row written before the key had it (schema version 4): its run kind and, when
+# its writer recorded none, its model fingerprint.
+UNRECORDED = "unrecorded"
+STORED_RUN_KINDS = (*RUN_KINDS, UNRECORDED)
+
+
+def methods() -> tuple[str, ...]:
+    """The bound methods a row may name: the registry's list ``auditing.bounds.lower_bound.METHODS``, read at each call (a
+    method registered after import, or a test's toy method, counts)."""
+    from auditing.bounds import lower_bound as bounds
+
+    return tuple(bounds.METHODS)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # logical type: text | date | double | bigint | integer | timestamptz
+    nullable: bool
+    comment: str
+
+
+_TYPES = {
+    "duckdb": {"text": "TEXT", "date": "DATE", "double": "DOUBLE", "bigint": "BIGINT", "integer": "INTEGER",
+               "timestamptz": "TIMESTAMPTZ"},
+    "postgres": {"text": "TEXT", "date": "DATE", "double": "DOUBLE PRECISION", "bigint": "BIGINT",
+                 "integer": "INTEGER", "timestamptz": "TIMESTAMPTZ"},
+}
+DIALECTS = tuple(_TYPES)
+
+# A verdict's key: every verdict computed is its own row; a run with the same key replaces it (the same audit
+# of the same model file, day and claim), any other run adds its own (auditing.sinks.warehouse.rows.AuditKey).
+KEY_COLUMNS = ("model_id", "model_fingerprint", "partition_date", "run_kind", "claimed_epsilon",
+               "audit_config_hash")
+
+_KEY = (
+    Column("model_id", "text", False, "model name (a safe single path component)"),
+    Column("model_fingerprint", "text", False,
+           "content hash of the audited model; 'unrecorded' when its writer recorded none"),
+    Column("partition_date", "date", False, "the daily partition the model was trained on"),
+    Column("run_kind", "text", False,
+           "the kind of run that wrote the row: nightly | guardrail | backfill; 'unrecorded' on rows written "
+           "before schema version 4"),
+    Column("claimed_epsilon", "double", False,
+           "epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row"),
+    Column("audit_config_hash", "text", False, "AuditConfig.config_hash(): the audit's settings"),
+)
+
+RESULT_COLUMNS: tuple[Column, ...] = (
+    *_KEY,
+    Column("delta", "double", False, "delta of the (epsilon, delta) claim that was audited"),
+    Column("confidence", "double", False, "confidence of epsilon_lower_bound, e.g. 0.95"),
+    Column("gamma", "double", False, "1 - confidence: the chance the valid bound is wrong"),
+    Column("m", "bigint", False, "examples in the game"),
+    Column("selected_guesses", "bigint", False, "c': guesses at the selected point of the sweep"),
+    Column("selected_correct", "bigint", False, "c: correct guesses at the selected point"),
+    Column("epsilon_lower_bound", "double", False,
+           "THE statistically valid epsilon lower bound (at confidence, after correcting for selection)"),
+    Column("epsilon_mean", "double", True,
+           "paper's statistic (optimistic, not a valid bound): mean over repetitions of the max over the sweep"),
+    Column("epsilon_std", "double", True,
+           "paper's statistic (optimistic, not a valid bound): std over repetitions of the max over the sweep"),
+    Column("epsilon_median", "double", True,
+           "paper's statistic (optimistic, not a valid bound): median over repetitions of the max over the sweep"),
+    Column("strategy", "text", False, "how c' was selected: bonferroni | split"),
+    Column("method", "text", False, "bound method: a name of auditing.bounds.lower_bound.METHODS (the CHECK lists them)"),
+    Column("status", "text", False,
+           "the verdict: PASS | WEAK_PASS (a PASS whose audit could not have seen a leak of the size needed to "
+           "flag the claim) | VIOLATION | INCONCLUSIVE; rows written before schema version 4 say PASS for both"),
+    Column("max_certifiable_epsilon", "double", False,
+           "largest valid bound a perfect attacker could have produced with this audit's size and strategy"),
+    Column("repetitions", "integer", False, "repetitions of the game (for the paper's statistic)"),
+    Column("seed", "bigint", False, "seed keying the game's randomness"),
+    Column("model_uri", "text", True, "where the audited model lives"),
+    Column("reference_model", "text", True, "the reference model M' (checkpoint of the previous day)"),
+    Column("partition_fingerprint", "text", True, "content hash of the partition"),
+    Column("code_version", "text", True, "version of labeldp-audit that produced the row"),
+    Column("flow_run_id", "text", True, "the run that wrote the row: its Prefect flow run id"),
+    Column("started_at", "timestamptz", True, "when the audit run started (UTC)"),
+    Column("finished_at", "timestamptz", True, "when the audit run finished (UTC)"),
+    Column("durations", "text", True, "JSON object: seconds per stage"),
+    Column("result_json", "text", False, "JSON: the full AuditResult.to_dict()"),
+    # which rows were audited, and how far to trust the verdict
+    Column("audit_rows", "text", True, "rows the game was played on: training (labels entered training) | all"),
+    Column("detection_floor_rows", "bigint", True,
+           "fewest fully exposed labels with which this audit could flag the claim (an attacker right on every "
+           "guess; fewer cannot: necessary, not sufficient); NULL: none could"),
+    Column("shift_diagnostic", "text", True,
+           "JSON, a diagnostic and not a proof: the reference's fit on day D vs D-1 and the features' "
+           "day-over-day shift"),
+    Column("reference_log_loss_shift", "double", True,
+           "diagnostic: reference M' test log-loss on day D minus on day D-1"),
+    Column("feature_shift_max_psi", "double", True,
+           "diagnostic: largest per-feature population stability index between day D-1 and day D"),
+    # nightly controls and whether the night's verdicts can be trusted
+    Column("kind", "text", True, "target | control (a nightly positive or negative control); NULL: target"),
+    Column("control_passed", "integer", True,
+           "controls only: 1 if the control came out as constructed (auditing.verdict.controls), else 0"),
+    Column("control_floor", "double", True,
+           "positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)"),
+    Column("untrusted_reason", "text", True,
+           "NULL when trusted; else why this verdict is not trusted (see trust)"),
+    # risk: what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
+    # the day's reference probabilities as the attacker's priors (auditing.risk.figures; NULL where not computed)
+    *(Column(prefix + name, "double", True, f"{who}: {text}")
+      for prefix, who in (("risk_", "at the claimed eps"), ("risk_lb_", "at the valid eps_lb"))
+      for name, text in (
+          ("posterior_ceiling_median", "most often a 'clicked' guess can be right on a median-prior row"),
+          ("posterior_ceiling_p90", "most often a 'clicked' guess can be right on a 90th-percentile-prior row"),
+          ("high_prior_ceiling", "mean posterior ceiling over rows the reference puts at >= 10% click probability"),
+          ("column_tail_bound", "bound on P[attacker labels >= 1% of the expected clicks more rows right than the "
+                                "reference's own guess]"),
+          ("column_expected", "bound on the expected number of audited rows an attacker labels right"),
+          ("mia_advantage_bound", "membership-inference advantage bound (e^eps - 1 + 2 delta) / (e^eps + 1)"),
+          ("aia_advantage_bound", "attribute (label) inference advantage bound, binary label, uniform prior"),
+          ("reconstruction_bound", "bound on reconstructing 'clicked' for a 90th-percentile-prior row"),
+      )),
+    Column("risk_headline", "text", True, "one sentence: what the claim allows and what the bound demonstrates"),
+    # the game-aware detection floor (auditing.verdict.exposure_floor)
+    Column("exposed_rows_floor", "bigint", True,
+           "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
+           "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
+           "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%"),
+    # kappa replaces tau (docs/soundness.md: section 1, hypothesis H, defines kappa; section 5 says why tau did not
+    # protect): NULL in every column below on rows written before it. A legacy row's TV figures tau / breaking_tau
+    # are never copied into them (the migration that retired those columns kept non-zero values in
+    # reference_check_note, auditing.sinks.warehouse.migrations).
+    Column("kappa", "double", True,
+           "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
+           "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "
+           "written before kappa"),
+    Column("breaking_kappa", "double", True,
+           "largest kappa at which the valid bound (same counts, strategy, confidence) still exceeds the claim: a "
+           "VIOLATION holds unless the reference misjudges some row's click odds by more than a factor "
+           "e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa"),
+    Column("reference_calibration", "text", True,
+           "how the reference M' was corrected on day D's held-out rows before the game: boost | none (the raw "
+           "M'); NULL: a row written before the correction existed (raw M')"),
+    Column("calibration_rows_fit", "bigint", True,
+           "reference correction: held-out rows of day D it was fitted on; NULL: no correction ran"),
+    Column("calibration_rows_validation", "bigint", True,
+           "reference correction: held-out rows of day D, not used to fit it, on which the before/after figures "
+           "were measured"),
+    Column("calibration_rounds", "integer", True, "reference correction: boosting rounds kept"),
+    Column("calibration_log_loss_before", "double", True,
+           "reference correction: M' log-loss on the validation rows before the correction"),
+    Column("calibration_log_loss_after", "double", True,
+           "reference correction: the corrected M' log-loss on the validation rows"),
+    Column("calibration_ece_before", "double", True,
+           "reference correction: M' expected calibration error on the validation rows before the correction"),
+    Column("calibration_ece_after", "double", True,
+           "reference correction: the corrected M' expected calibration error on the validation rows"),
+    Column("label_blind_bound", "double", True,
+           "the night's label-blind control (trained only on held-out rows the correction did not use; true eps 0 "
+           "on the audited rows): its valid eps lower bound at the plan's kappa; above 0 it says the reference "
+           "does not fit day D; NULL: not run"),
+    Column("reference_misfit_kappa", "double", True,
+           "the smallest kappa that brings the label-blind control's bound to 0: the night's measured reference "
+           "misfit (click odds off by up to a factor e^reference_misfit_kappa); NULL: not run"),
+    Column("label_blind_flagged", "integer", True,
+           "1 if the label-blind control flagged the reference (the night is untrusted: the reference does not fit "
+           "day D), 0 if it did not; NULL: not run"),
+    Column("reference_checked", "integer", True,
+           "1 if the night checked the reference (correction and label-blind control), 0 if that was skipped "
+           "(reference_check_note says why); NULL: no reference check recorded (a row written before it, or an "
+           "audit outside the nightly flow)"),
+    Column("reference_check_note", "text", True,
+           "why the reference was not (fully) checked, or what the check means for this night"),
+    Column("fdp_curve", "text", True,
+           "method fdp: the f-DP curve Algorithm 3 ran on: eps-delta (the (eps, delta) trade-off curve itself, "
+           "valid for every mechanism); NULL for binomial, and on fdp rows written before kappa, which used the "
+           "Gaussian family and its conversion to eps (a Gaussian reading: not a valid eps bound for non-Gaussian "
+           "mechanisms)"),
+    Column("gdp_mu_lower_bound", "double", True,
+           "method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement "
+           "about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it"),
+    # trust per verdict (auditing.verdict.trust) and the capacity check (auditing.verdict.capacity_check); NULL on rows written
+    # before them
+    Column("trust", "text", True,
+           "trusted | untrusted | reference unchecked | reference unchecked, accepted (auditing.verdict.trust): a VIOLATION "
+           "is trusted only when the capacity check vouches for it; NULL: a row written before per-verdict trust "
+           "(untrusted_reason then says whether its night was)"),
+    Column("trust_reason", "text", True, "why the verdict has its trust, in one sentence"),
+    Column("detectability", "text", True,
+           "what a PASS's floors are worth: measured | measured under a reference that misfits | void (the "
+           "positive control fell below its floor)"),
+    Column("epsilon_check", "double", True,
+           "the capacity check's kappa-free lower bound on eps (at the verdict's confidence, under the assumption of "
+           "docs/soundness.md section 8): the model on its check rows, rows of the day it never saw; a VIOLATION is "
+           "trusted only when this also exceeds the claim; NULL: the check did not run"),
+    Column("misfit_kappa_upper", "double", True,
+           "the misfit the model shows on unseen rows where the verdict's guesses are, in kappa units (upper "
+           "confidence limit); NULL: the check did not run"),
+    Column("check_misfit_kappa", "double", True,
+           "the misfit the model shows on its check rows at all (their own game at kappa 0, lower confidence); "
+           "above the verdict's kappa the check sees misfit"),
+    Column("check_rows", "bigint", True, "rows of the capacity check (0: nothing checked the reference)"),
+    Column("accepted_unchecked", "integer", True,
+           "1 when the run accepted a reference no check row could check (the verdict exits by its status, never "
+           "trusted), else 0"),
+    # rows whose labels move together (auditing.game.row_groups)
+    Column("group_rule", "text", True, "how rows were grouped; NULL: no grouping applied (a row written before)"),
+    Column("rows_excluded_groups", "bigint", True,
+           "audited rows left out for sharing a group with another row whose label an input used"),
+    Column("group_pairs", "bigint", True, "pairs of rows inside the day's groups (the agreement's sample)"),
+    Column("group_label_agreement", "double", True, "share of those pairs whose labels agree"),
+    Column("group_label_agreement_expected", "double", True,
+           "share independent labels at the reference's probabilities would give (sum over y of D'(y|x_i) D'(y|x_j))"),
+    Column("inconclusive_reason", "text", True, "why there was nothing to bound (m = 0), else NULL"),
+)
+TRUST_COLUMNS = ("trust", "trust_reason", "detectability", "epsilon_check", "misfit_kappa_upper",
+                 "check_misfit_kappa", "check_rows", "accepted_unchecked", "group_rule", "rows_excluded_groups",
+                 "group_pairs", "group_label_agreement", "group_label_agreement_expected", "inconclusive_reason")
+
+CURVE_COLUMNS: tuple[Column, ...] = (
+    *_KEY,
+    Column("point_index", "integer", False, "position of the point in the sweep (0-based)"),
+    Column("guesses", "bigint", False, "c': guesses at this point"),
+    Column("correct", "bigint", False, "c: correct guesses at this point"),
+    Column("epsilon_lower_bound", "double", False, "bound at this point, at point_confidence"),
+    Column("point_confidence", "double", False, "confidence of this point's bound (Bonferroni-adjusted)"),
+)
+
+TABLES = {"audit_results": RESULT_COLUMNS, "audit_curves": CURVE_COLUMNS}
+TABLE_COMMENTS = {
+    "audit_results": "one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, "
+                     "audit_config_hash): an audit's outcome and lineage",
+    "audit_curves": "one row per sweep point of an audit (epsilon lower bound vs guesses), for plots",
+}
+# The table recording the schema versions applied (auditing.sinks.warehouse.migrations), one row per version.
+VERSION_TABLE = "audit_schema_version"
+VERSION_COLUMNS: tuple[Column, ...] = (
+    Column("version", "integer", False, "schema version reached by this step (auditing.sinks.warehouse.migrations)"),
+    Column("description", "text", False, "what the step did"),
+    Column("applied_at", "timestamptz", False, "when it was applied (UTC)"),
+)
+VERSION_TABLE_COMMENT = "one row per schema version applied to this warehouse; the highest is its version"
+
+PRIMARY_KEYS = {"audit_results": KEY_COLUMNS, "audit_curves": (*KEY_COLUMNS, "point_index"),
+                VERSION_TABLE: ("version",)}
+# Named CHECK constraints whose expression never changes; the ones listing a registry's names are built by
+# check_constraints() from choice_columns().
+_FIXED_CHECKS = {
+    "audit_results": (("audit_results_counts_check", "selected_correct <= selected_guesses"),),
+    "audit_curves": (("audit_curves_counts_check", "correct <= guesses"),),
+}
+CHOICE_TABLE = "audit_results"
+
+RESULT_NAMES = tuple(c.name for c in RESULT_COLUMNS)
+CURVE_NAMES = tuple(c.name for c in CURVE_COLUMNS)
+
+
+def _check_dialect(dialect: str) -> str:
+    if dialect not in _TYPES:
+        raise ValueError(f"dialect must be one of {list(_TYPES)}; got {dialect!r}")
+    return dialect
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a quoted SQL string literal.
+
+    Only for the constant texts of this package (comments, registry names): values are always bound.
+    """
+    return "'" + text.replace("'", "''") + "'"
+
+
+def column_type(dialect: str, kind: str) -> str:
+    """The SQL spelling of a logical type (``Column.kind``) in ``dialect``."""
+    return _TYPES[_check_dialect(dialect)][kind]
+
+
+def choice_columns() -> dict[str, tuple[str, ...]]:
+    """The audit_results columns whose CHECK lists a registry's names, and those names (read now)."""
+    return {"status": STATUSES, "method": methods(), "run_kind": STORED_RUN_KINDS, "trust": TRUST_STATES}
+
+
+def choice_check(column: str, values: tuple[str, ...]) -> tuple[str, str]:
+    """(constraint name, expression) of the CHECK that ``column`` is one of ``values``."""
+    return f"{CHOICE_TABLE}_{column}_check", f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
+
+
+def check_constraints(table: str) -> list[tuple[str, str]]:
+    """(name, expression) of every CHECK of ``table`` in the latest schema, the registry lists read now."""
+    choices = [choice_check(c, v) for c, v in choice_columns().items()] if table == CHOICE_TABLE else []
+    return [*choices, *_FIXED_CHECKS[table]]
+
+
+def create_table_sql(dialect: str, table: str, columns: tuple[Column, ...]) -> str:
+    """CREATE TABLE IF NOT EXISTS for ``table`` with ``columns``, its primary key and its CHECK constraints."""
+    lines = [f"    {c.name} {column_type(dialect, c.kind)}{'' if c.nullable else ' NOT NULL'}" for c in columns]
+    lines.append(f"    PRIMARY KEY ({', '.join(PRIMARY_KEYS[table])})")
+    if table in _FIXED_CHECKS:
+        lines += [f"    CONSTRAINT {name} CHECK ({expression})" for name, expression in check_constraints(table)]
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(lines) + "\n)"
+
+
+def _comment_statements(table: str, comment: str, columns: tuple[Column, ...]) -> list[str]:
+    return [f"COMMENT ON TABLE {table} IS {sql_literal(comment)}",
+            *(f"COMMENT ON COLUMN {table}.{c.name} IS {sql_literal(c.comment)}" for c in columns)]
+
+
+def version_table_statements(dialect: str) -> list[str]:
+    """CREATE TABLE IF NOT EXISTS + COMMENT statements for the version table (``VERSION_TABLE``)."""
+    return [create_table_sql(dialect, VERSION_TABLE, VERSION_COLUMNS),
+            *_comment_statements(VERSION_TABLE, VERSION_TABLE_COMMENT, VERSION_COLUMNS)]
+
+
+def ddl_statements(dialect: str) -> list[str]:
+    """CREATE TABLE IF NOT EXISTS + COMMENT statements for the audit tables, then for the version table."""
+    out = [create_table_sql(dialect, table, columns) for table, columns in TABLES.items()]
+    for table, columns in TABLES.items():
+        out += _comment_statements(table, TABLE_COMMENTS[table], columns)
+    return out + version_table_statements(dialect)
+
+
+def addable_columns(table: str, existing: set[str] | frozenset[str],
+                    tables: dict[str, tuple[Column, ...]] | None = None) -> list[Column]:
+    """The nullable columns of ``table`` that an existing table lacks: what may be added in place.
+
+    tables: the expected tables (default: the latest schema, ``TABLES``).
+    """
+    return [c for c in (tables or TABLES)[table] if c.name not in existing and c.nullable]
+
+
+def migration_statements(dialect: str, found: dict[str, list[str]],
+                         tables: dict[str, tuple[Column, ...]] | None = None) -> list[str]:
+    """ALTER TABLE ... ADD COLUMN IF NOT EXISTS (+ its COMMENT) for every nullable column a table lacks.
+
+    Adding a nullable column keeps every existing row (the new column reads NULL there); the warehouse runs
+    these in one transaction when it opens a table that lacks some (auditing.sinks.warehouse.migrations).
+    tables: the expected tables (default: the latest schema, ``TABLES``).
+    """
+    out = []
+    for table in tables or TABLES:
+        for c in addable_columns(table, set(found.get(table) or ()), tables):
+            out.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {c.name} {column_type(dialect, c.kind)}")
+            out.append(f"COMMENT ON COLUMN {table}.{c.name} IS {sql_literal(c.comment)}")
+    return out
+
+
+def placeholders(style: str, count: int) -> list[str]:
+    """``count`` bound-parameter marks: ``?`` (style "qmark", DuckDB) or ``%s`` (style "format", psycopg)."""
+    if style == "qmark":
+        return ["?"] * count
+    if style == "format":
+        return ["%s"] * count
+    raise ValueError(f"placeholder style must be qmark or format; got {style!r}")
+
+
+def upsert_result_sql(style: str) -> str:
+    """INSERT ... ON CONFLICT (key) DO UPDATE SET every non-key column (a re-run replaces the row)."""
+    cols = ", ".join(RESULT_NAMES)
+    values = ", ".join(placeholders(style, len(RESULT_NAMES)))
+    updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in RESULT_NAMES if name not in KEY_COLUMNS)
+    return (f"INSERT INTO audit_results ({cols}) VALUES ({values}) "
+            f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}")
+
+
+def _key_condition(style: str) -> str:
+    p = placeholders(style, len(KEY_COLUMNS))
+    return " AND ".join(f"{name} = {mark}" for name, mark in zip(KEY_COLUMNS, p, strict=True))
+
+
+def delete_curve_sql(style: str) -> str:
+    return f"DELETE FROM audit_curves WHERE {_key_condition(style)}"
+
+
+def insert_curve_sql(style: str) -> str:
+    values = ", ".join(placeholders(style, len(CURVE_NAMES)))
+    return f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) VALUES ({values})"
+
+
+def insert_curve_unnest_sql_duckdb() -> str:
+    """One INSERT for a whole curve: the key as scalars, each other column as one bound list, zipped by
+    ``unnest`` (DuckDB's executemany costs a few ms per row; this costs about the same for 1000 points)."""
+    per_point = [c for c in CURVE_COLUMNS if c.name not in KEY_COLUMNS]
+    lists = ", ".join(f"unnest(?::{column_type('duckdb', c.kind)}[])" for c in per_point)
+    return f"INSERT INTO audit_curves ({', '.join(CURVE_NAMES)}) SELECT {', '.join('?' * len(KEY_COLUMNS))}, {lists}"
+
+
+def select_curve_sql(style: str) -> str:
+    return f"SELECT {', '.join(CURVE_NAMES)} FROM audit_curves WHERE {_key_condition(style)} ORDER BY point_index"
+
+
+def select_results_sql(style: str, *, by_model: bool, since: bool, until: bool) -> str:
+    """SELECT of audit_results with optional filters; only constant fragments are joined here."""
+    mark = placeholders(style, 1)[0]
+    conditions = []
+    if by_model:
+        conditions.append(f"model_id = {mark}")
+    if since:
+        conditions.append(f"partition_date >= {mark}")
+    if until:
+        conditions.append(f"partition_date <= {mark}")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    return (f"SELECT {', '.join(RESULT_NAMES)} FROM audit_results{where} "
+            "ORDER BY partition_date, model_id, run_kind, claimed_epsilon, audit_config_hash, model_fingerprint")

@@ -1,0 +1,214 @@
+"""Nothing lost when the warehouse is down: retry, then spool the payload to disk; write it on the next run, to
+the warehouse it was meant for and no other.
+
+- ``write_or_spool`` validates the payload and the warehouse address first (bad input raises and is never
+  spooled), tries the warehouse ``attempts`` times with exponential backoff, and if it stays unavailable writes
+  the payload atomically (temporary file, fsync, rename) to
+  ``<spool_dir>/<model>__<date>__<key name>__to-<destination>.json`` (``AuditKey.name``: run kind, claim,
+  config hash and model fingerprint; the destination's fingerprint prefix). The payload records its
+  destination (`auditing.sinks.warehouse.address.Destination`: backend, address without credentials, fingerprint).
+  One file per key and destination: spooling the same key again replaces the older payload, as the
+  warehouse upsert would.
+- ``drain_spool`` writes the payloads meant for the warehouse it is given (an idempotent upsert), and deletes a
+  file only after its transaction committed, and only if the file was not replaced meanwhile. Payloads meant
+  for another warehouse stay where they are (reported as ``elsewhere``); so do payloads of the spool's first
+  format, which recorded no destination (``unaddressed``), unless ``include_unaddressed`` says that this
+  warehouse is theirs. A file that cannot be read or validated is renamed ``*.json.rejected`` (kept for a
+  person, never retried forever) and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from auditing.sinks.warehouse.address import Destination, describe_target, destination
+from auditing.sinks.warehouse.base import WarehouseUnavailable
+from auditing.sinks.warehouse.rows import AuditKey, as_key, normalize_curve, normalize_row, to_json_safe
+from auditing.sinks.warehouse.schema import UNRECORDED
+from labeldp.errors import LabelDPInputError
+from labeldp.files import write_text_atomically
+
+log = logging.getLogger("labeldp.warehouse")
+
+SPOOL_FORMAT = 2
+UNADDRESSED_FORMAT = 1  # the first format: no destination recorded
+WRITTEN, SPOOLED = "written", "spooled"
+_POINT_FIELDS = ("guesses", "correct", "epsilon_lower_bound", "point_confidence")
+
+
+def spool_path(spool_dir: str | os.PathLike, key: AuditKey, to: Destination) -> Path:
+    """``<spool_dir>/<model_id>__<YYYY-MM-DD>__<key name>__to-<destination fingerprint, 12>.json`` (every part
+    is a validated name)."""
+    key = as_key(key)
+    return (Path(spool_dir) / f"{key.model_id}__{key.partition_date.isoformat()}__{key.name}__to-"
+                              f"{to.fingerprint[:12]}.json")
+
+
+def write_json_atomically(path: Path, payload: Mapping) -> None:
+    """Readers see the old file or the complete new one, never a partial write."""
+    write_text_atomically(path, json.dumps(payload, sort_keys=True))
+
+
+def spool_payload(row: Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, to: Destination) -> Path:
+    """Writes one validated payload, addressed to ``to``, to the spool and returns its path."""
+    clean = normalize_row(row)
+    key = as_key(clean)
+    points = normalize_curve(curve, key)
+    path = spool_path(spool_dir, key, to)
+    payload = {
+        "format": SPOOL_FORMAT,
+        "spooled_at": time.time(),
+        "destination": to.to_dict(),
+        "row": to_json_safe(clean),
+        "curve": [{k: p[k] for k in _POINT_FIELDS} for p in points],
+    }
+    write_json_atomically(path, payload)
+    return path
+
+
+def write_or_spool(
+    target: str | os.PathLike | None, row: Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, *,
+    attempts: int = 3, backoff: float = 1.0, timeout: float = 10.0, data_root: str | os.PathLike | None = None,
+) -> str:
+    """Upserts (row, curve) into the warehouse, or spools it for that warehouse; returns "written" or "spooled".
+
+    attempts: tries of open + upsert (each may itself wait up to ``timeout`` s for a DuckDB file lock or a
+    PostgreSQL connection); between tries it sleeps backoff, 2*backoff, 4*backoff, ... seconds.
+    """
+    from auditing.sinks.warehouse import open_warehouse
+
+    if int(attempts) != attempts or attempts < 1:
+        raise LabelDPInputError(f"attempts must be a whole number >= 1; got {attempts!r}")
+    to = destination(target, data_root)  # an unparsable address is bad input, not an outage
+    clean = normalize_row(row)
+    key = as_key(clean)
+    normalize_curve(curve, key)  # validate before the first try: bad input is an error, not an outage
+    last_error: Exception | None = None
+    for attempt in range(int(attempts)):
+        try:
+            with open_warehouse(target, data_root=data_root, timeout=timeout) as warehouse:
+                warehouse.upsert_audit(clean, curve)
+        except WarehouseUnavailable as exc:
+            last_error = exc
+            log.warning("warehouse write of %s failed (try %d of %d): %s", key, attempt + 1, attempts, exc)
+            if attempt + 1 < attempts:
+                time.sleep(backoff * 2**attempt)
+            continue
+        # A payload spooled earlier for this key and warehouse is older than what was just committed: drop it.
+        spool_path(spool_dir, key, to).unlink(missing_ok=True)
+        return WRITTEN
+    path = spool_payload(clean, curve, spool_dir, to)
+    log.warning("warehouse %s unavailable after %d tries (%s); spooled %s to %s",
+                describe_target(str(target)), attempts, last_error, key, path)
+    return SPOOLED
+
+
+def _spooled_files(spool_dir: Path) -> list[Path]:
+    if not spool_dir.is_dir():
+        return []
+    return sorted(p for p in spool_dir.glob("*.json") if not p.name.startswith(".") and p.is_file())
+
+
+def _read_payload(path: Path) -> tuple[Destination | None, dict, list[dict]]:
+    """(destination, row, curve) of a spool file; destination None for the first format, which recorded none
+    (its rows, written before schema version 4, read run_kind 'unrecorded').
+
+    Raises:
+        LabelDPInputError: not a payload of a known format, or its row or curve does not validate.
+        FileNotFoundError: drained meanwhile by a concurrent run.
+    """
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise LabelDPInputError(f"spool file {path}: not readable JSON ({exc})") from None
+    formats = (UNADDRESSED_FORMAT, SPOOL_FORMAT)
+    if not isinstance(payload, dict) or payload.get("format") not in formats:
+        raise LabelDPInputError(f"spool file {path}: expected a payload of format {' or '.join(map(str, formats))}")
+    try:
+        to = None
+        raw = payload.get("row")
+        if payload["format"] == SPOOL_FORMAT:
+            to = Destination(**{k: str(payload["destination"][k]) for k in ("backend", "address", "fingerprint")})
+        elif isinstance(raw, dict):
+            raw = {"run_kind": UNRECORDED, **raw}
+        row = normalize_row(raw)
+        curve = normalize_curve(payload.get("curve"), as_key(row))
+    except (KeyError, TypeError) as exc:
+        raise LabelDPInputError(f"spool file {path}: no valid destination ({type(exc).__name__}: {exc})") from None
+    except LabelDPInputError as exc:
+        raise LabelDPInputError(f"spool file {path}: {exc}") from None
+    return to, row, curve
+
+
+def drain_spool(
+    target: str | os.PathLike | None, spool_dir: str | os.PathLike, *, timeout: float = 10.0,
+    data_root: str | os.PathLike | None = None, include_unaddressed: bool = False,
+) -> dict:
+    """Writes the spooled payloads meant for this warehouse; returns what happened.
+
+    Returns {"written": [AuditKey...], "rejected": [paths renamed *.rejected], "remaining": payloads for this
+    warehouse still in the spool afterwards, "error": None or why the warehouse could not be used,
+    "elsewhere": [{"path", "backend", "address"} of payloads meant for another warehouse, left in place],
+    "unaddressed": [paths of first-format payloads, left in place unless ``include_unaddressed``]}. The
+    warehouse is opened only when a payload is meant for it. Safe to run concurrently and repeatedly: every
+    write is an idempotent upsert, and a file is deleted only after its commit.
+
+    Raises:
+        LabelDPInputError: ``target`` is not a warehouse address (nothing is read or moved).
+    """
+    from auditing.sinks.warehouse import open_warehouse
+
+    here = destination(target, data_root)
+    spool_dir = Path(spool_dir)
+    report: dict = {"written": [], "rejected": [], "remaining": 0, "error": None, "elsewhere": [],
+                    "unaddressed": []}
+    mine = []
+    for path in _spooled_files(spool_dir):
+        try:
+            before = path.stat()
+            to, row, curve = _read_payload(path)
+        except FileNotFoundError:
+            continue  # drained by a concurrent run
+        except LabelDPInputError as exc:
+            rejected = path.with_name(path.name + ".rejected")
+            os.replace(path, rejected)
+            log.error("%s; kept as %s", exc, rejected)
+            report["rejected"].append(str(rejected))
+            continue
+        if to is None and not include_unaddressed:
+            report["unaddressed"].append(str(path))
+        elif to is not None and to.fingerprint != here.fingerprint:
+            report["elsewhere"].append({"path": str(path), "backend": to.backend, "address": to.address})
+        else:
+            mine.append((path, before, row, curve))
+    if not mine:
+        return report
+    try:
+        warehouse = open_warehouse(target, data_root=data_root, timeout=timeout)
+    except WarehouseUnavailable as exc:
+        report.update(remaining=len(mine), error=str(exc))
+        return report
+    with warehouse:
+        for done, (path, before, row, curve) in enumerate(mine):
+            try:
+                key = warehouse.upsert_audit(row, [{k: p[k] for k in _POINT_FIELDS} for p in curve])
+            except WarehouseUnavailable as exc:
+                report.update(remaining=sum(p.is_file() for p, *_ in mine[done:]), error=str(exc))
+                return report
+            report["written"].append(key)
+            try:
+                now = path.stat()
+            except FileNotFoundError:
+                continue
+            if (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns):
+                path.unlink(missing_ok=True)
+            # else: replaced by a newer payload meanwhile; it stays for the next drain
+    report["remaining"] = sum(p.is_file() for p, *_ in mine)
+    return report

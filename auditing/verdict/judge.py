@@ -1,0 +1,201 @@
+"""Judging an audit result against a claim: the one place a `Verdict` is computed.
+
+`judge` takes an audit result (an `AuditResult` or its ``to_dict()``) and the claimed epsilon and computes,
+once, everything that depends on the claim: the status (`auditing.verdict.guardrail`), the robustness figures
+(`auditing.verdict.robustness`, `auditing.verdict.exposure_floor`), the risk translation (`auditing.risk.figures`) and the sentence the
+CLI and the alert print about robustness. Sinks (warehouse, report, alerts, CLI) render the `Verdict` and call
+none of those functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from auditing.game.prior_histogram import PriorHistogram
+from auditing.risk.attack_bounds import posterior_ceiling
+from auditing.risk.figures import risk_assessment, risk_block, risk_columns
+from auditing.verdict.capacity_check import CapacityCheck
+from auditing.verdict.exposure_floor import DEFAULT_POWER
+from auditing.verdict.guardrail import guardrail_status
+from auditing.verdict.robustness import (
+    breaking_kappa,
+    detection_floor_rows,
+    exposed_floor_figures,
+    is_weak_pass,
+)
+from auditing.verdict.trust import NightTrust, verdict_trust
+from auditing.verdict.types import (
+    NO_VERDICT,
+    PASS,
+    TRUSTED,
+    UNTRUSTED,
+    VIOLATION,
+    WEAK_PASS,
+    WEAK_PASS_FRACTION,
+    Robustness,
+    Trust,
+    Verdict,
+)
+from labeldp.errors import LabelDPInputError
+
+_COMPUTE = object()  # judge: compute the game-aware floor (no stored value given)
+POSTERIOR_CURVE_POINTS = 80
+
+
+def _result_dict(result: Any) -> dict:
+    data = result.to_dict() if hasattr(result, "to_dict") else result
+    if not isinstance(data, Mapping):
+        raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(result).__name__}")
+    needed = ("epsilon_lower_bound", "confidence", "method", "strategy", "delta", "m",
+              "selected_guesses", "selected_correct", "max_certifiable_epsilon")
+    missing = [k for k in needed if k not in data]
+    if "kappa" not in data and "tau" not in data:
+        missing.append("kappa (or tau, for a result written before kappa)")
+    if missing:
+        raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
+    return dict(data)
+
+
+def _claimed(claimed_epsilon: Any) -> float:
+    try:
+        claimed = float(claimed_epsilon)
+    except (TypeError, ValueError):
+        raise LabelDPInputError(f"claimed_epsilon must be a number; got {claimed_epsilon!r}") from None
+    if not claimed >= 0:
+        raise LabelDPInputError(f"claimed epsilon must be >= 0 (inf for non-private); got {claimed_epsilon!r}")
+    return claimed
+
+
+def robustness_figures(data: Mapping, claimed: float, status: str, exposed_rows: Any = _COMPUTE) -> Robustness:
+    """The claim-dependent trust figures; a figure the result cannot support is None (a result written before
+    kappa has no breaking kappa; a split result without its halves has no floors)."""
+    legacy = "kappa" not in data and "tau" in data
+    try:
+        breaking = None if legacy else breaking_kappa(data, claimed)
+    except LabelDPInputError:
+        breaking = None
+    try:
+        floor = detection_floor_rows(data, claimed)
+    except LabelDPInputError:
+        floor = None
+    try:
+        exposed = (exposed_floor_figures(data, claimed) if exposed_rows is _COMPUTE
+                   else exposed_floor_figures(data, claimed, exposed_rows))
+    except (LabelDPInputError, KeyError):
+        exposed = {"exposed_rows_floor": None, "exposed_floor_computed": False,
+                   "exposed_rows_floor_power": DEFAULT_POWER, "exposed_rows_floor_note": "not computable for this result"}
+    weak = is_weak_pass(status, floor, int(data["m"]), exposed["exposed_rows_floor"], exposed["exposed_floor_computed"])
+    figures = dict(audit_rows=data.get("audit_rows"), breaking_kappa=breaking, detection_floor_rows=floor,
+                   exposed_rows_floor=exposed["exposed_rows_floor"],
+                   exposed_rows_floor_power=float(exposed["exposed_rows_floor_power"]),
+                   exposed_rows_floor_note=exposed["exposed_rows_floor_note"],
+                   exposed_floor_computed=bool(exposed["exposed_floor_computed"]), weak_pass=weak)
+    return Robustness(**figures, note=robustness_note(figures, status, int(data["m"]), data.get("kappa")))
+
+
+def robustness_note(figures: Mapping, status: str, m: int, kappa: float | None) -> str | None:
+    """The one sentence about robustness the CLI table and the alert carry (None when there is nothing to say)."""
+    breaking, floor = figures["breaking_kappa"], figures["detection_floor_rows"]
+    n, power = figures["exposed_rows_floor"], figures["exposed_rows_floor_power"]
+    if status == VIOLATION and breaking is not None:
+        return (f"the violation holds unless the reference misjudges some row's click odds by more than a factor "
+                f"{math.exp(breaking):.3g} (breaking kappa {breaking:.4g}; the verdict is computed at the plan's "
+                f"kappa = {float(kappa or 0.0):g})")
+    if status != PASS or (floor is None and n is None):
+        return None
+    necessary = (f"; fewer than {floor} correct guesses can never flag it (the perfect-attacker floor)"
+                 if floor is not None else "")
+    if n is not None:
+        weak = (f" (more than {WEAK_PASS_FRACTION:.0%} of the {m} audited rows: a weak PASS)"
+                if figures["weak_pass"] else "")
+        return (f"this audit would have flagged the claim only if at least {n} labels were fully exposed (flagged "
+                f"then with {power:.0%} probability){weak}{necessary}")
+    weak = " (a weak PASS)" if figures["weak_pass"] else ""
+    return f"game-aware floor: none ({figures['exposed_rows_floor_note']}){weak}{necessary}"
+
+
+def posterior_curve(assessment: Mapping) -> dict:
+    """The report chart's series: the posterior ceiling against the prior for the claimed and the demonstrated
+    eps, on a log grid of priors starting a third below the median prior."""
+    claimed, shown = assessment["claimed"], assessment.get("demonstrated")
+    prior_lo = claimed.get("prior_median", 1e-2) / 3 if claimed.get("rows") else 1e-3
+    lo = min(max(prior_lo, 1e-6), 0.1)
+    priors = np.geomspace(lo, 0.999, POSTERIOR_CURVE_POINTS)
+    return {"priors": priors.tolist(), "claimed_epsilon": float(claimed["epsilon"]),
+            "claimed": np.asarray(posterior_ceiling(claimed["epsilon"], priors)).tolist(),
+            "demonstrated_epsilon": None if shown is None else float(shown["epsilon"]),
+            "demonstrated": None if shown is None else np.asarray(posterior_ceiling(shown["epsilon"], priors)).tolist()}
+
+
+def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: Mapping | None = None,
+          night: NightTrust | None = None, shift_diagnostic: Mapping | None = None,
+          reference_check: Mapping | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
+    """The verdict of one audit result against a claim, computed once.
+
+    Args:
+        result: an `AuditResult` or its ``to_dict()`` (a result written before kappa is judged too; its
+            breaking kappa is None).
+        claimed_epsilon: the claim (>= 0; inf for a non-private model).
+        kind: "target" or "control"; control: the control's judged check (`ControlCheck.to_dict()`).
+        night: what the night's controls say about its verdicts (`auditing.verdict.trust.NightTrust`; None: no controls,
+            nothing accepted). The verdict's trust follows from it and the result's capacity check
+            (`auditing.verdict.trust.verdict_trust`); a control's own row is untrusted when it failed or the night is void.
+        shift_diagnostic: the day-over-day data diagnostic (pipelines.reference.shift_diagnostics), carried as given.
+        reference_check: the night's reference check (see `auditing.sinks.warehouse.rows.check_reference_check`).
+        exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
+
+    Returns:
+        The `Verdict`; an optimistic result (strategy max) gets the status `NO_VERDICT`, and a PASS that the
+        robustness figures call weak (`Robustness.weak_pass`) the status `WEAK_PASS`.
+
+    Raises:
+        LabelDPInputError: a result missing fields, a bad claim or kind.
+    """
+    data = _result_dict(result)
+    claimed = _claimed(claimed_epsilon)
+    if kind not in ("target", "control"):
+        raise LabelDPInputError(f"kind must be 'target' or 'control'; got {kind!r}")
+    if data.get("optimistic"):
+        status = NO_VERDICT
+    else:
+        status = guardrail_status(float(data["epsilon_lower_bound"]), claimed, float(data["max_certifiable_epsilon"]))
+    assessment = risk_assessment(data, claimed)
+    robustness = robustness_figures(data, claimed, status, exposed_rows_floor)
+    if kind == "control":  # a control is judged by its own rule (auditing.verdict.controls): failed, or on a void night
+        void = (night or NightTrust()).void_reason
+        failed = control is not None and not control.get("passed", True)
+        trust = (Trust(UNTRUSTED, f"the control failed: {control['message']}") if failed
+                 else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
+    else:
+        trust = verdict_trust(status, claimed, CapacityCheck.from_dict(data.get("capacity_check")),
+                              kappa=float(data.get("kappa") or 0.0), night=night)
+    return Verdict(
+        result=data, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
+        robustness=robustness,
+        risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
+        kind=kind, control=None if control is None else dict(control),
+        untrusted_reason=None if trust.trusted else trust.reason,
+        reference_check=None if reference_check is None else dict(reference_check),
+        shift_diagnostic=None if not shift_diagnostic else dict(shift_diagnostic), trust=trust,
+    )
+
+
+def demonstrated_risk(result: Any) -> dict | None:
+    """What the valid bound alone demonstrates, with the result's reference probabilities as priors
+    (`auditing.risk.figures.risk_block` at eps_lb); None for an optimistic result, a bound of 0 or a result without
+    its prior histogram. Claim-free: the CLI prints it for an audit without a claim."""
+    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    histogram = PriorHistogram.from_dict(data.get("prior_histogram"))
+    if histogram is None or data.get("optimistic") or data["epsilon_lower_bound"] <= 0:
+        return None
+    return risk_block(data["epsilon_lower_bound"], data["delta"], histogram)
+
+
+def skipped_reference_check(check: Mapping, reason: str) -> dict:
+    """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
+    capacity check runs), with the reason as its note."""
+    return {**check, "checked": False, "calibration_figures": None, "note": f"reference not checked: {reason}"}

@@ -1,0 +1,156 @@
+"""The verdict: one frozen record of everything the auditing stage concludes about one model on one day.
+
+`auditing.verdict.judge.judge` computes it once from an audit result and a claim (status, robustness, floors, risk,
+trust); the warehouse row, the HTML report, the alert, the CLI table and ``--json`` only render it. This
+module is data only: it imports no bound, risk or robustness code, so the sinks that read a verdict sit beside
+the math, not above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
+# tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
+# (`Robustness.weak_pass`: the game-aware floor above WEAK_PASS_FRACTION of the audited rows, or none).
+VIOLATION, INCONCLUSIVE, PASS, WEAK_PASS = "VIOLATION", "INCONCLUSIVE", "PASS", "WEAK_PASS"
+STATUSES = (PASS, WEAK_PASS, VIOLATION, INCONCLUSIVE)
+PASSING = (PASS, WEAK_PASS)  # no evidence of a violation, where the audit could have shown one (weakly or not)
+NO_VERDICT = "NO VERDICT (optimistic figure)"  # the status shown for the paper's optimistic statistic
+WEAK_PASS_FRACTION = 0.01  # a PASS whose detection floor exceeds this fraction of the audited rows is weak
+
+
+@dataclass(frozen=True)
+class Robustness:
+    """How much to trust the verdict (auditing.verdict.robustness, auditing.verdict.exposure_floor).
+
+    breaking_kappa: the largest kappa at which the valid bound still exceeds the claim (None when the result
+    cannot support it). detection_floor_rows: the perfect-attacker floor (None: INCONCLUSIVE or not
+    computable). exposed_rows_floor: the game-aware floor at ``exposed_rows_floor_power`` (None with
+    ``exposed_rows_floor_note`` saying why); ``exposed_floor_computed``: whether it could be computed at all.
+    weak_pass: a PASS whose floor exceeds 1% of the audited rows. note: the sentence the CLI and alert print.
+    """
+
+    audit_rows: str | None
+    breaking_kappa: float | None
+    detection_floor_rows: int | None
+    exposed_rows_floor: int | None
+    exposed_rows_floor_power: float
+    exposed_rows_floor_note: str | None
+    exposed_floor_computed: bool
+    weak_pass: bool
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# How far a verdict can be relied on (auditing.verdict.trust decides it; README: statuses and exit codes).
+TRUSTED = "trusted"
+UNTRUSTED = "untrusted"
+UNCHECKED = "reference unchecked"
+ACCEPTED_UNCHECKED = "reference unchecked, accepted"
+TRUST_STATES = (TRUSTED, UNTRUSTED, UNCHECKED, ACCEPTED_UNCHECKED)
+EXITS_UNTRUSTED = (UNTRUSTED, UNCHECKED)  # the trust states that make a run exit 4
+# What a PASS's detectability figures (the floors) are worth.
+MEASURED = "measured"
+MEASURED_UNDER_MISFIT = "measured under a reference that misfits"
+VOID = "void"
+DETECTABILITY = (MEASURED, MEASURED_UNDER_MISFIT, VOID)
+
+
+@dataclass(frozen=True)
+class Trust:
+    """How far one verdict can be relied on (auditing.verdict.trust). ``reason``: why, in one sentence.
+    epsilon_check / misfit_kappa_upper / check_misfit_kappa / check_rows: the capacity check's figures
+    (auditing.verdict.capacity_check), None (0 rows) when it did not run."""
+
+    state: str
+    reason: str | None
+    detectability: str = MEASURED
+    detectability_reason: str | None = None
+    epsilon_check: float | None = None
+    misfit_kappa_upper: float | None = None
+    check_misfit_kappa: float | None = None
+    check_rows: int = 0
+    accepted_unchecked: bool = False
+
+    @property
+    def trusted(self) -> bool:
+        return self.state == TRUSTED
+
+    @property
+    def exits_untrusted(self) -> bool:
+        """True when this verdict makes the run exit 4."""
+        return self.state in EXITS_UNTRUSTED
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One model, one day, one claim.
+
+    result: the audit result (`AuditResult.to_dict()`), as computed. status: one of `STATUSES` (WEAK_PASS: a
+    PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.figures.risk_assessment` of the
+    claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
+    posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
+    control: the control's judged check (`ControlCheck.to_dict()` plus the night's name), None for a target;
+    trust: how far it can be relied on (`Trust`); untrusted_reason: its reason whenever it is not trusted;
+    reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
+    """
+
+    result: Mapping[str, Any]
+    claimed_epsilon: float
+    status: str
+    robustness: Robustness
+    risk: Mapping[str, Any] = field(default_factory=dict)
+    risk_columns: Mapping[str, Any] = field(default_factory=dict)
+    posterior_curve: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "target"
+    control: Mapping[str, Any] | None = None
+    untrusted_reason: str | None = None
+    reference_check: Mapping[str, Any] | None = None
+    shift_diagnostic: Mapping[str, Any] | None = None
+    trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))
+
+    @property
+    def epsilon_lower_bound(self) -> float:
+        return float(self.result["epsilon_lower_bound"])
+
+    @property
+    def legacy(self) -> bool:
+        """A result written before kappa existed (it carries tau and no kappa)."""
+        return "kappa" not in self.result and "tau" in self.result
+
+    @property
+    def risk_headline(self) -> str | None:
+        return self.risk_columns.get("risk_headline")
+
+    def trust_figures(self) -> dict:
+        """The flat trust figures the CLI's ``--json``, the alert and the flows' summary carry: audited rows,
+        breaking kappa, both floors, weak PASS, the robustness sentence (``robustness_note``) and the shift
+        diagnostic's two scalars."""
+        figures = self.robustness.to_dict()
+        figures.pop("exposed_floor_computed")
+        figures["robustness_note"] = figures.pop("note")
+        diagnostic = self.shift_diagnostic or {}
+        figures["reference_log_loss_shift"] = diagnostic.get("reference_log_loss_shift")
+        figures["feature_shift_max_psi"] = diagnostic.get("feature_shift_max_psi")
+        trust = self.trust.to_dict()
+        figures.update(trust=trust.pop("state"), trust_reason=trust.pop("reason"), **trust)
+        groups = self.result.get("row_groups") or {}
+        figures.update(group_rule=groups.get("rule"), rows_excluded_groups=groups.get("rows_excluded"),
+                       group_pairs=groups.get("agreement_pairs"),
+                       group_label_agreement=groups.get("agreement_observed"),
+                       group_label_agreement_expected=groups.get("agreement_expected"),
+                       inconclusive_reason=self.result.get("inconclusive_reason"))
+        return figures
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["result"] = dict(self.result)
+        return out

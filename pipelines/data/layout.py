@@ -1,0 +1,153 @@
+"""Where things live under the data root, and how directories are published atomically.
+
+The layout, all under one data root:
+
+- ``partitions/date=YYYY-MM-DD/part-*.parquet``: the daily partition (see ``pipelines.data.schema``);
+- ``oracle/date=YYYY-MM-DD/``: the true click probability per row_id (synthetic data only, never read by training);
+- ``models/<model_name>/date=YYYY-MM-DD/``: a trained model and its metadata.
+
+Names, dates and the data root are validated by ``labeldp.names`` (the bottom layer, shared with the
+auditing sinks); they are re-exported here for the pipelines and the command line. Dates are parsed once, at
+the edge (``parse_date``); every function here takes a ``datetime.date`` and refuses anything else with a
+``TypeError`` naming the argument (``require_date``): no string is re-parsed on the way in.
+
+Guarantees:
+
+- ``atomic_directory`` never lets a reader see a half-written directory: the content is written to a hidden
+  temporary sibling and renamed into place only when the ``with`` block succeeds; on failure the temporary
+  directory is removed and the final path is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from labeldp.files import fsync_path
+from labeldp.names import (
+    check_name,
+    require_date,
+)
+
+__all__ = [
+    "MODELS", "ORACLE", "PARTITIONS", "atomic_directory", "file_fingerprint", "model_dir", "oracle_dir",
+    "partition_dir", "read_json_object", "refuse_empty_file"
+]
+
+PARTITIONS = "partitions"
+ORACLE = "oracle"
+MODELS = "models"
+
+
+def _date_component(date: dt.date) -> str:
+    return f"date={require_date(date).isoformat()}"
+
+
+def partition_dir(root: str | os.PathLike, date: dt.date) -> Path:
+    """``root/partitions/date=YYYY-MM-DD``."""
+    return Path(root) / PARTITIONS / _date_component(date)
+
+
+def oracle_dir(root: str | os.PathLike, date: dt.date) -> Path:
+    """``root/oracle/date=YYYY-MM-DD`` (synthetic data only; never read by training)."""
+    return Path(root) / ORACLE / _date_component(date)
+
+
+def model_dir(root: str | os.PathLike, model_name: str, date: dt.date) -> Path:
+    """``root/models/<model_name>/date=YYYY-MM-DD``; ``model_name`` is checked with ``check_name``."""
+    return Path(root) / MODELS / check_name(model_name) / _date_component(date)
+
+
+def refuse_empty_file(path: str | os.PathLike) -> None:
+    """LabelDPInputError "<path>: the file is empty (0 bytes)" for an existing 0-byte file: called before a
+    reader that would say something less plain about it (no graph to run, not Parquet, not JSON)."""
+    from labeldp.errors import LabelDPInputError
+
+    try:
+        empty = os.path.isfile(path) and os.stat(path).st_size == 0
+    except OSError:
+        return
+    if empty:
+        raise LabelDPInputError(f"{path}: the file is empty (0 bytes)")
+
+
+def read_json_object(path: str | os.PathLike) -> dict:
+    """The JSON object in the file ``path`` (a record under the data root, a spec); LabelDPInputError naming the
+    file when it cannot be read, is empty, is not JSON or holds something else than an object."""
+    from labeldp.errors import LabelDPInputError
+
+    refuse_empty_file(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LabelDPInputError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise LabelDPInputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for filename in filenames:
+            fsync_path(Path(dirpath) / filename)
+        fsync_path(Path(dirpath))
+
+
+@contextlib.contextmanager
+def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
+    """Yields a fresh temporary directory; on success it becomes ``final_path``.
+
+    - The temporary directory is a hidden sibling (``.tmp-<name>-<random>``) in the same parent, so the final
+      rename stays on one file system and readers that glob ``date=*`` or ``part-*`` never see it.
+    - On success: every file is fsynced; if ``final_path`` already exists it is renamed aside
+      (``.old-<name>-<random>``), the new directory is renamed in, and the old one is deleted. A reader sees
+      the old content or the new, never a mixture (there is a sub-millisecond window where neither exists).
+    - On any exception inside the block the temporary directory is removed, and so are the parent directories
+      this call created (if still empty); ``final_path`` is untouched and the exception propagates.
+    """
+    final_path = Path(final_path)
+    parent = final_path.parent
+    created = [p for p in (parent, *parent.parents) if not p.exists()]  # deepest first
+    parent.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex[:12]
+    tmp = parent / f".tmp-{final_path.name}-{token}"
+    tmp.mkdir()
+    try:
+        yield tmp
+        _fsync_tree(tmp)
+        if final_path.exists():
+            old = parent / f".old-{final_path.name}-{token}"
+            os.rename(final_path, old)
+            try:
+                os.rename(tmp, final_path)
+            except BaseException:
+                os.rename(old, final_path)  # put the previous content back
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, final_path)
+        fsync_path(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for directory in created:  # parents this call created, if still empty: leave no trace
+            try:
+                directory.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def file_fingerprint(path: Path) -> str:
+    """``sha256:<hex>`` of a file's bytes (read in 1 MiB chunks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()

@@ -1,0 +1,459 @@
+"""The daily partition's schema, and the one validation every reader and writer goes through.
+
+The columns of a partition come from its dataset spec (`pipelines.data.dataset_spec`: which column is the row key,
+the label, the numeric and categorical features, the carried columns, and their stored types). Every function
+here takes ``dataset=`` (a `DatasetSpec`); readers default to the spec the partition was written with
+(`pipelines.data.dataset_spec.dataset_of`), writers and ``validate_table`` to the built-in Criteo spec.
+
+A Criteo partition (``partitions/date=YYYY-MM-DD/part-*.parquet``, see ``pipelines.data.layout``) has exactly these
+columns, in this order (``PARTITION_SCHEMA``):
+
+- ``row_id``: int64, not null, unique within the day;
+- ``label``: int8, not null, in ``{0, ..., num_classes - 1}`` (clicks: 0/1);
+- ``I1``..``I13``: nullable int64 counts. int64 rather than int32 so that ingesting real click logs can never
+  overflow; Parquet's encodings make the extra width nearly free on disk;
+- ``C1``..``C26``: nullable ``dictionary<int32, string>``, each value 8 lowercase hex digits (the hashed
+  categoricals of the Criteo logs); null = missing.
+
+``validate_table`` is the single gate: it returns a table with exactly the spec's schema, casting the types that
+cast without loss (any integer width for ``row_id``/``label``/``I*`` when the values fit, plain or large
+strings and other dictionary index widths for ``C*``; for other specs also integers to float64 numeric columns
+and integers to categorical text), and otherwise raises ``LabelDPInputError`` naming the
+source (file or directory), the column, what is wrong and how many rows are bad. ``read_partition``,
+``iter_partition_batches`` and ``write_partition`` all call it; ``write_partition`` publishes through
+``layout.atomic_directory``, so a failed write leaves nothing in the partition area.
+
+The oracle area (``oracle/date=D/``, synthetic data only) holds ``row_id`` and the true ``p_click`` per row;
+``write_oracle``/``read_oracle`` own it. Training must never read it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from labeldp import hints
+from labeldp.errors import LabelDPInputError
+from pipelines.data.column_checks import CATEGORICAL_TYPE as CATEGORICAL_TYPE  # re-exported
+from pipelines.data.column_checks import (
+    CATEGORICAL_WIDTH,
+    CRITEO_HINT,
+    cast_categorical,
+    cast_float,
+    cast_integer,
+    cast_text,
+    check_columns,
+    check_labels,
+    check_row_ids_unique,
+    fail,
+)
+from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_default, write_dataset_record
+from pipelines.data.layout import atomic_directory, oracle_dir, partition_dir, refuse_empty_file
+
+# The Criteo spec's columns (infra/datasets/criteo.json), the names the synthetic generator and the Criteo
+# ingest write.
+ROW_ID = criteo().row_key
+LABEL = criteo().label
+NUMERIC_COLUMNS = list(criteo().numeric)
+CATEGORICAL_COLUMNS = list(criteo().categorical)
+FEATURE_COLUMNS = NUMERIC_COLUMNS + CATEGORICAL_COLUMNS
+ALL_COLUMNS = [ROW_ID, LABEL, *FEATURE_COLUMNS]
+
+NUMERIC_TYPE = pa.int64()
+
+PARTITION_SCHEMA = criteo().partition_schema()
+
+P_CLICK = "p_click"
+ORACLE_SCHEMA = pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False),
+                           pa.field(P_CLICK, pa.float64(), nullable=False)])
+
+PART_GLOB = "part-*.parquet"
+PROVENANCE_FILE = "_provenance.json"
+DEFAULT_ROWS_PER_FILE = 500_000
+PARQUET_COMPRESSION = "zstd"
+
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def hex_strings(values: np.ndarray) -> pa.StringArray:
+    """The 8-lowercase-hex-digit strings of uint32 ``values`` (e.g. 0x0a1b2c3d -> "0a1b2c3d").
+
+    Built from one byte buffer (no Python string per value), for making categorical dictionaries fast.
+    """
+    values = np.asarray(values, dtype=np.uint32)
+    shifts = np.arange(4 * (CATEGORICAL_WIDTH - 1), -4, -4, dtype=np.uint32)
+    digits = _HEX_DIGITS[(values[:, None] >> shifts) & np.uint32(0xF)]
+    offsets = np.arange(0, CATEGORICAL_WIDTH * len(values) + 1, CATEGORICAL_WIDTH, dtype=np.int32)
+    return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(digits.tobytes()))
+
+
+def _validate(table: pa.Table | pa.RecordBatch, source: object, num_classes: int | None,
+              columns: Sequence[str] | None, require_rows: bool, check_unique: bool,
+              dataset: DatasetSpec | None = None) -> pa.Table:
+    dataset = dataset or criteo()
+    num_classes = dataset.classes if num_classes is None else num_classes
+    if isinstance(num_classes, bool) or int(num_classes) != num_classes or num_classes < 2 or num_classes > 127:
+        raise LabelDPInputError(f"num_classes must be a whole number in 2..127; got {num_classes!r}")
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if not isinstance(table, pa.Table):
+        raise LabelDPInputError(f"{source}: expected a pyarrow Table or RecordBatch, got {type(table).__name__}")
+    every = list(dataset.columns)
+    if columns is None:
+        expected = every
+    else:
+        unknown = [name for name in columns if name not in every]
+        if unknown:
+            known = CRITEO_HINT if every == ALL_COLUMNS else ", ".join(every)
+            raise LabelDPInputError(f"columns: {unknown} are not partition columns (known: {known})")
+        wanted = set(columns)
+        expected = [name for name in every if name in wanted]
+    check_columns(table, expected, source, dataset)
+    if require_rows and table.num_rows == 0:
+        raise fail(source, "the partition is empty (0 rows)")
+
+    numeric, carry = set(dataset.numeric), set(dataset.carry)
+    hex8 = dataset.categorical_format == "hex8"
+    arrays = []
+    for name in expected:
+        column = table.column(name)
+        if name == dataset.row_key:
+            column = cast_integer(column, pa.int64(), name, source)
+            if column.null_count:
+                raise fail(source, f"column {name!r}: {column.null_count} row(s) are null")
+        elif name == dataset.label:
+            column = check_labels(column, int(num_classes), source, name)
+        elif name in numeric:
+            column = (cast_integer(column, NUMERIC_TYPE, name, source) if dataset.numeric_type == "int64"
+                      else cast_float(column, name, source))
+        elif name in carry:
+            column = cast_text(column, name, source)
+        else:
+            column = cast_categorical(column, name, source, hex8)
+        arrays.append(column)
+    stored = dataset.partition_schema()
+    schema = pa.schema([stored.field(name) for name in expected])
+    out = pa.Table.from_arrays(arrays, schema=schema)
+    if check_unique and dataset.row_key in expected and out.num_rows > 1:
+        check_row_ids_unique(out.column(dataset.row_key).to_numpy(), source, dataset.row_key)
+    return out
+
+
+def validate_table(table: pa.Table | pa.RecordBatch, source: object, num_classes: int | None = None,
+                   columns: Sequence[str] | None = None, dataset: DatasetSpec | None = None) -> pa.Table:
+    """Returns ``table`` with exactly the partition schema of ``dataset`` (default Criteo, ``PARTITION_SCHEMA``),
+    or its ``columns`` subset, in schema order. ``num_classes`` defaults to the spec's ``classes``.
+
+    ``source`` (a file or directory path, or a short description) starts every error message.
+
+    Raises ``LabelDPInputError`` for: missing, extra or duplicated columns; a column whose type cannot be cast
+    without loss (floats or strings in an integer column, non-strings in a categorical one); integer values
+    that do not fit; categorical values that are not 8 lowercase hex digits (a ``hex8`` spec); null or
+    out-of-range labels (outside ``0..num_classes-1``); null or duplicated row keys; an empty table. Each
+    message names the column and counts the bad rows.
+    """
+    return _validate(table, source, num_classes, columns, require_rows=True, check_unique=True, dataset=dataset)
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec | None = None) -> LabelDPInputError:
+    """The error for a day without a partition, with the way to make one that fits its dataset (default
+    Criteo): a day of another dataset's log is ingested with that dataset's spec, a Criteo day from its TSV
+    (or synthesized: the synthetic world is Criteo-like)."""
+    day = date.isoformat()
+    if dataset is None or is_default(dataset):
+        how = (f"ingest the day's Criteo TSV with {hints.INGEST_CRITEO_DAY.line(date=day)} (a synthetic day: "
+               f"{hints.SYNTHESIZE_DAY.line(date=day)})")
+    else:
+        how = (f"ingest the day's log of dataset {dataset.name!r} with {hints.INGEST_DAY.line(date=day)} (SPEC: "
+               f"its spec file)")
+    return LabelDPInputError(f"no partition at {partition_dir(root, date)} (data root {Path(root)}); {how}, or "
+                             f"pass the right --data-root")
+
+
+def _partition_files(root: str | os.PathLike, date: dt.date,
+                     dataset: DatasetSpec | None = None) -> tuple[Path, list[Path]]:
+    directory = partition_dir(root, date)
+    if not directory.is_dir():
+        raise missing_partition(root, date, dataset)
+    files = sorted(directory.glob(PART_GLOB))
+    if not files:
+        raise LabelDPInputError(f"{directory}: the partition directory holds no {PART_GLOB} files")
+    return directory, files
+
+
+def open_parquet(path: Path) -> pq.ParquetFile:
+    """Opens one Parquet file (metadata only); LabelDPInputError naming ``path`` if it is empty or not readable
+    Parquet."""
+    refuse_empty_file(path)
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def pandas_index_columns(parquet: pq.ParquetFile) -> set[str]:
+    """The columns a pandas DataFrame's index was stored in, as its ``pandas`` metadata names them
+    (``index_columns``: ``__index_level_0__`` for the index of a filtered frame, or the index's own name). A
+    file written otherwise, or a frame with a plain range index, has none."""
+    try:
+        metadata = parquet.schema_arrow.pandas_metadata or {}
+    except (TypeError, ValueError):  # metadata that is not JSON: not pandas'
+        return set()
+    columns = metadata.get("index_columns") if isinstance(metadata, dict) else None
+    return {name for name in columns or [] if isinstance(name, str)}
+
+
+def _read_file(path: Path, columns: Sequence[str] | None) -> pa.Table:
+    parquet = open_parquet(path)
+    if columns is not None:
+        present = set(parquet.schema_arrow.names)
+        missing = [name for name in columns if name not in present]
+        if missing:
+            raise LabelDPInputError(f"{path}: missing column(s) {missing}")
+    try:
+        return parquet.read(columns=list(columns) if columns is not None else None)
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+
+
+def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str] | None = None,
+                   num_classes: int | None = None, dataset: DatasetSpec | None = None) -> pa.Table:
+    """Reads and validates the whole partition of ``date`` (all ``part-*.parquet`` files, in name order).
+
+    Each file is validated on its own (errors name the file), then ``row_id`` uniqueness is checked across
+    the files. With ``columns`` only those columns are read and validated (uniqueness only if ``row_id`` is
+    among them). A missing partition names the path it looked at; a corrupt file names the file. Columns
+    carry their stored names (``dataset``, default the partition's own spec).
+    """
+    directory, files = _partition_files(root, date, dataset)
+    dataset = dataset or dataset_of(root, date)
+    tables = []
+    for path in files:
+        table = _read_file(path, columns)
+        tables.append(_validate(table, path, num_classes, columns, require_rows=False, check_unique=True,
+                                dataset=dataset))
+    out = pa.concat_tables(tables)
+    if out.num_rows == 0:
+        raise fail(directory, "the partition is empty (0 rows)")
+    if len(files) > 1 and dataset.row_key in out.column_names:
+        check_row_ids_unique(out.column(dataset.row_key).to_numpy(), directory, dataset.row_key)
+    return out
+
+
+def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: int,
+                           columns: Sequence[str] | None = None, num_classes: int | None = None,
+                           check_unique: bool = True, dataset: DatasetSpec | None = None) -> Iterator[pa.RecordBatch]:
+    """Streams the partition of ``date`` as validated ``RecordBatch``es of at most ``batch_size`` rows.
+
+    Memory is bounded by one batch plus, when ``check_unique`` (default) and ``row_id`` is read, the
+    ``row_id`` column of the day (8 bytes a row), which is read and checked for duplicates before the first
+    batch is yielded. Every batch is validated (errors name the file). An empty partition raises before
+    anything is yielded.
+    """
+    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+        raise LabelDPInputError(f"batch_size must be a whole number >= 1; got {batch_size!r}")
+    directory, files = _partition_files(root, date, dataset)
+    dataset = dataset or dataset_of(root, date)
+    key = dataset.row_key
+    parquets = [(path, open_parquet(path)) for path in files]
+    total = sum(parquet.metadata.num_rows for _path, parquet in parquets)
+    if total == 0:
+        raise fail(directory, "the partition is empty (0 rows)")
+    reads_row_id = columns is None or key in columns
+    if check_unique and reads_row_id:
+        row_ids = [_read_file(path, [key]).column(key) for path in files]
+        all_ids = pa.chunked_array([chunk for column in row_ids for chunk in column.chunks], type=None)
+        all_ids = cast_integer(all_ids, pa.int64(), key, directory)
+        check_row_ids_unique(all_ids.to_numpy(), directory, key)
+    for path, parquet in parquets:
+        try:
+            batches = parquet.iter_batches(batch_size=int(batch_size),
+                                           columns=list(columns) if columns is not None else None)
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                table = _validate(batch, path, num_classes, columns, require_rows=False, check_unique=False,
+                                  dataset=dataset)
+                yield from table.to_batches()
+        except (pa.ArrowException, OSError) as exc:
+            raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+
+
+def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,
+                      rows: int | None = None) -> None:
+    """Raises ``LabelDPInputError`` naming ``source`` when every row has the same label: the audit compares
+    guesses with labels, and on such a day there is nothing to audit (nor can a model learn anything).
+    ``labels``: the day's labels, or only their distinct values with the day's ``rows``."""
+    values = pc.unique(labels).drop_null()
+    if len(values) < 2:
+        seen = "no labels" if len(values) == 0 else f"the label {values[0].as_py()}"
+        raise fail(source, f"column {name!r}: all {len(labels) if rows is None else rows} row(s) have {seen}; "
+                           f"nothing to audit (the labels must take at least two values)")
+
+
+def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
+    """A stable identity of the partition's bytes: ``sha256:<hex>`` over each ``part-*.parquet`` file's name,
+    size and content, in name order.
+
+    The same files give the same fingerprint on any machine; any change to any byte changes it. It reads every
+    byte of the partition (cost: benchmarks/results/notes_from_code.md). Rewriting identical data with the same
+    pyarrow version gives identical bytes (hence the same fingerprint); a different pyarrow version may not.
+    """
+    _directory, files = _partition_files(root, date)
+    digest = hashlib.sha256()
+    for path in files:
+        size = path.stat().st_size
+        digest.update(f"{path.name}\0{size}\0".encode())
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------- writing
+
+
+def _as_batches(table_or_batches: pa.Table | pa.RecordBatch | Iterable) -> Iterator[pa.Table]:
+    if isinstance(table_or_batches, pa.Table | pa.RecordBatch):
+        yield table_or_batches if isinstance(table_or_batches, pa.Table) else pa.Table.from_batches(
+            [table_or_batches])
+        return
+    for item in table_or_batches:
+        if isinstance(item, pa.RecordBatch):
+            yield pa.Table.from_batches([item])
+        elif isinstance(item, pa.Table):
+            yield item
+        else:
+            raise LabelDPInputError(f"write_partition expects pyarrow Tables or RecordBatches; got "
+                                    f"{type(item).__name__}")
+
+
+def write_partition(root: str | os.PathLike, date: dt.date,
+                    table_or_batches: pa.Table | pa.RecordBatch | Iterable,
+                    rows_per_file: int = DEFAULT_ROWS_PER_FILE, num_classes: int | None = None,
+                    source: object = None, provenance: dict | Callable[[], dict] | None = None,
+                    dataset: DatasetSpec | None = None) -> Path:
+    """Validates and writes the partition of ``date``; returns its directory.
+
+    Accepts one Table/RecordBatch or an iterable of them (streamed: memory holds one batch plus 8 bytes a row
+    for the ``row_id`` uniqueness check). Files are ``part-00000.parquet``, ``part-00001.parquet``, ... with at
+    most ``rows_per_file`` rows each, zstd-compressed. Everything is written through ``atomic_directory``:
+    if validation fails anywhere (bad batch, duplicated ``row_id`` across batches, no rows at all), nothing
+    appears in the partition area and an existing partition of that day is left as it was; on success an
+    existing partition of that day is replaced as a whole. A day whose rows all have one label is refused
+    (`check_labels_vary`: the audit would refuse it). ``source`` names the input in error messages.
+
+    ``provenance`` (a JSON-able dict, or a function returning one, called after all batches were consumed so
+    a streaming source can report its counts) is written beside the data as ``_provenance.json`` (sorted
+    keys; not covered by ``partition_fingerprint``, not read by ``read_partition``).
+
+    ``dataset`` (default Criteo) gives the columns; a spec other than the default is recorded as
+    ``_dataset.json`` (`pipelines.data.dataset_spec.write_dataset_record`), which readers then default to.
+    """
+    dataset = dataset or criteo()
+    file_schema = dataset.partition_schema()
+    if isinstance(rows_per_file, bool) or int(rows_per_file) != rows_per_file or rows_per_file < 1:
+        raise LabelDPInputError(f"rows_per_file must be a whole number >= 1; got {rows_per_file!r}")
+    rows_per_file = int(rows_per_file)
+    final = partition_dir(root, date)
+    label = source if source is not None else f"partition {final.name}"
+    with atomic_directory(final) as tmp:
+        writer: pq.ParquetWriter | None = None
+        rows_in_file = 0
+        file_index = 0
+        row_ids: list[np.ndarray] = []
+        labels: set[int] = set()  # the distinct labels seen (two are enough)
+        total = 0
+        try:
+            for piece in _as_batches(table_or_batches):
+                if piece.num_rows == 0:
+                    continue
+                table = _validate(piece, label, num_classes, None, require_rows=False, check_unique=False,
+                                  dataset=dataset)
+                row_ids.append(table.column(dataset.row_key).to_numpy())
+                if len(labels) < 2:
+                    labels.update(pc.unique(table.column(dataset.label)).drop_null().to_pylist())
+                total += table.num_rows
+                offset = 0
+                while offset < table.num_rows:
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp / f"part-{file_index:05d}.parquet", file_schema,
+                                                  compression=PARQUET_COMPRESSION)
+                        rows_in_file = 0
+                    take = min(rows_per_file - rows_in_file, table.num_rows - offset)
+                    writer.write_table(table.slice(offset, take), row_group_size=take)
+                    offset += take
+                    rows_in_file += take
+                    if rows_in_file >= rows_per_file:
+                        writer.close()
+                        writer = None
+                        file_index += 1
+        finally:
+            if writer is not None:
+                writer.close()
+        if total == 0:
+            raise fail(label, "the partition is empty (0 rows); nothing was written")
+        check_row_ids_unique(np.concatenate(row_ids), label, dataset.row_key)
+        check_labels_vary(pa.array(sorted(labels), pa.int64()), label, dataset.label, rows=total)
+        write_dataset_record(tmp, dataset)
+        if provenance is not None:
+            record = provenance() if callable(provenance) else provenance
+            text = json.dumps(record, sort_keys=True, indent=2, default=str) + "\n"
+            (tmp / PROVENANCE_FILE).write_text(text, encoding="utf-8")
+    return final
+
+
+def read_provenance(root: str | os.PathLike, date: dt.date) -> dict | None:
+    """The ``_provenance.json`` written with the partition of ``date`` (generator seed, ingest counts), if any."""
+    path = partition_dir(root, date) / PROVENANCE_FILE
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------------------------- oracle
+
+
+def write_oracle(root: str | os.PathLike, date: dt.date, table: pa.Table) -> Path:
+    """Writes ``oracle/date=D/p_click.parquet`` (``row_id``, ``p_click`` in [0, 1]) atomically; returns the dir.
+
+    Synthetic data only. Training must never read this area.
+    """
+    check_columns(table, ORACLE_SCHEMA.names, "oracle table")
+    table = table.select(ORACLE_SCHEMA.names).cast(ORACLE_SCHEMA)
+    p = table.column(P_CLICK).to_numpy()
+    bad = int(np.count_nonzero(~((p >= 0.0) & (p <= 1.0))))
+    if bad:
+        raise LabelDPInputError(f"oracle table: column 'p_click': {bad} row(s) are outside [0, 1]")
+    final = oracle_dir(root, date)
+    with atomic_directory(final) as tmp:
+        pq.write_table(table, tmp / "p_click.parquet", compression=PARQUET_COMPRESSION)
+    return final
+
+
+def read_oracle(root: str | os.PathLike, date: dt.date) -> pa.Table:
+    """Reads the oracle (``row_id``, ``p_click``) of ``date``; for audits and tests, never for training."""
+    directory = oracle_dir(root, date)
+    path = directory / "p_click.parquet"
+    if not path.is_file():
+        raise LabelDPInputError(f"no oracle at {path}; only synthetic days ({hints.SYNTHESIZE_DAY.line(date=date)}) "
+                                f"have one")
+    parquet = open_parquet(path)
+    try:
+        table = parquet.read()
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+    check_columns(table, ORACLE_SCHEMA.names, path)
+    return table.cast(ORACLE_SCHEMA)

@@ -1,0 +1,132 @@
+"""The deterministic train / validation / test split of a day's rows: 80 / 4 / 16 (paper Sec. 6.4).
+
+A row's split depends only on its ``row_id`` (and the fixed salt below), never on the order, the file it is in,
+the day or the machine: the same ``row_id`` always lands in the same split, so training, scoring and
+auditing agree without storing the split.
+
+How: ``h = splitmix64(row_id XOR SALT)`` is a 64-bit hash whose top 32 bits are close to uniform;
+``bucket = (top32(h) * 25) >> 32`` maps them to 0..24 with probabilities equal within 2^-32; buckets 0..19 are
+train (80%), 20 is validation (4%), 21..24 are test (16%). Vectorized numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TRAIN = 0
+VALIDATION = 1
+TEST = 2
+SPLIT_NAMES = {TRAIN: "train", VALIDATION: "validation", TEST: "test"}
+FRACTIONS = {TRAIN: 0.80, VALIDATION: 0.04, TEST: 0.16}
+
+SALT = np.uint64(0x6C61_6265_6C64_7030)  # "labeldp0": changing it changes every split; never change it
+
+_BUCKETS = 25
+_TRAIN_BUCKETS = 20  # 20 / 25 = 80%
+_VALIDATION_BUCKETS = 1  # 1 / 25 = 4%; the remaining 4 / 25 = 16% are test
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 mix (Steele, Lea, Flood 2014) of a uint64 array: a bijection with good avalanche, so
+    distinct inputs give distinct outputs and nearby inputs give unrelated ones."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _as_uint64(row_ids) -> np.ndarray:
+    array = np.asarray(row_ids)
+    if array.dtype.kind not in "iu":
+        if array.size == 0:
+            return array.astype(np.uint64)
+        raise TypeError(f"row_ids must be integers; got dtype {array.dtype}")
+    # int64 -> uint64 reinterprets the two's-complement bits, so negative ids are fine and stay distinct.
+    return array.astype(np.int64, copy=False).view(np.uint64)
+
+
+def scheme() -> dict:
+    """The split's parameters as recorded in a model's registry metadata (``training_rows.split``), so that an
+    audit reproduces the training split from the record itself (``split_of(row_ids, **scheme_arguments(...))``)."""
+    return {"hash": "splitmix64", "salt": f"0x{int(SALT):016x}", "buckets": _BUCKETS,
+            "train_buckets": _TRAIN_BUCKETS, "validation_buckets": _VALIDATION_BUCKETS}
+
+
+def split_of(row_ids, *, salt: int | np.uint64 = SALT, buckets: int = _BUCKETS, train_buckets: int = _TRAIN_BUCKETS,
+             validation_buckets: int = _VALIDATION_BUCKETS) -> np.ndarray:
+    """The split (``TRAIN`` = 0, ``VALIDATION`` = 1, ``TEST`` = 2) of each ``row_id``, as an int8 array.
+
+    The keyword arguments default to this module's fixed scheme; an audit passes the values a model's
+    metadata recorded (``pipelines.scoring.audit_rows``)."""
+    h = splitmix64(_as_uint64(row_ids) ^ np.uint64(salt))
+    with np.errstate(over="ignore"):
+        bucket = ((h >> np.uint64(32)) * np.uint64(buckets)) >> np.uint64(32)
+    out = np.full(bucket.shape, TEST, dtype=np.int8)
+    out[bucket < train_buckets + validation_buckets] = VALIDATION
+    out[bucket < train_buckets] = TRAIN
+    return out
+
+
+def split_masks(row_ids) -> dict[str, np.ndarray]:
+    """Boolean masks ``{"train": ..., "validation": ..., "test": ...}``: disjoint and covering every row."""
+    split = split_of(row_ids)
+    return {name: split == code for code, name in SPLIT_NAMES.items()}
+
+
+# ------------------------------------------------------------------------------------------ held-out roles
+#
+# The test split's labels enter no audited model's training (targets train on train + validation and are audited
+# on those rows). Two jobs read them, and they must not share rows: the reference's recalibration on day D
+# (`pipelines.reference.recalibration`) and the capacity check (`pipelines.reference.recalibration.CheckRowSelection`), which
+# must be able to fail when the recalibrated reference does not fit day D, so it cannot be trained on the rows that
+# recalibrated it. The test split is cut in two halves by a second keyed hash of row_id, with a salt of its own:
+# ``role = top bit of splitmix64(row_id XOR HELDOUT_SALT)``; a third salt splits a half into fit / validation rows
+# (`heldout_validation`). Like the split itself, a row's role depends only on its row_id.
+
+NOT_HELDOUT = -1
+CALIBRATION = 0
+CONTROL = 1
+HELDOUT_ROLE_NAMES = {CALIBRATION: "calibration", CONTROL: "control"}
+
+HELDOUT_SALT = np.uint64(0x6C61_6265_6C68_6F31)  # "labelho1": the calibration / control halves; never change it
+FOLD_SALT = np.uint64(0x6C61_6265_6C66_6432)  # "labelfd2": fit / validation rows within a half; never change it
+
+
+def heldout_scheme() -> dict:
+    """The held-out roles' parameters as recorded in registry metadata (next to ``scheme()``)."""
+    return {"split": scheme(), "hash": "splitmix64", "heldout_salt": f"0x{int(HELDOUT_SALT):016x}",
+            "role": "top bit of splitmix64(row_id ^ heldout_salt) among test rows: 0 calibration, 1 control",
+            "fold_salt": f"0x{int(FOLD_SALT):016x}",
+            "fold": "validation iff (splitmix64(row_id ^ fold_salt) >> 32) < round(fraction * 2^32)"}
+
+
+def heldout_role(row_ids) -> np.ndarray:
+    """The held-out role of each ``row_id`` as an int8 array: ``NOT_HELDOUT`` (-1) for the train and validation
+    splits (their labels train the targets), and for the test split ``CALIBRATION`` (0, recalibrates the
+    reference) or ``CONTROL`` (1, the capacity check's rows), about half each. The two halves are disjoint
+    and cover the test split by construction."""
+    return heldout_role_of(row_ids, split_of(row_ids) == TEST)
+
+
+def heldout_role_of(row_ids, heldout_mask) -> np.ndarray:
+    """`heldout_role` for any set of held-out rows: ``NOT_HELDOUT`` where ``heldout_mask`` is False, else
+    ``CALIBRATION`` or ``CONTROL`` by the same keyed hash (``HELDOUT_SALT``). Registered models whose training
+    rows are a list of keys hold out the day's other rows, not the test split (`pipelines.reference.recalibration`)."""
+    ids = _as_uint64(row_ids)
+    mask = np.asarray(heldout_mask, dtype=bool)
+    if mask.shape != ids.shape:
+        raise ValueError(f"heldout_mask has shape {mask.shape} for row_ids of shape {ids.shape}")
+    h = splitmix64(ids ^ HELDOUT_SALT)
+    out = np.where(h >> np.uint64(63) == np.uint64(0), CALIBRATION, CONTROL).astype(np.int8)
+    out[~mask] = NOT_HELDOUT
+    return out
+
+
+def heldout_validation(row_ids, fraction: float) -> np.ndarray:
+    """True for the rows that validate (rather than fit) within a held-out half: about ``fraction`` of them,
+    chosen by a keyed hash of row_id (``FOLD_SALT``) independent of the split and of the role."""
+    if not isinstance(fraction, int | float) or not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
+    h = splitmix64(_as_uint64(row_ids) ^ FOLD_SALT)
+    return (h >> np.uint64(32)) < np.uint64(round(fraction * 2**32))

@@ -1,0 +1,66 @@
+"""The base of a model format and the format registry (`pipelines.models.formats.registry` describes formats and looks them
+up; the built-in formats in `pipelines.models.formats` subclass `ModelFormat` from here and register themselves)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from labeldp.choices import Choices
+from labeldp.errors import LabelDPInputError
+from pipelines.data.dataset_spec import DatasetSpec
+
+
+class ModelFormat:
+    """The base of a model format (frozen, stateless; one instance is registered)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    file_name: ClassVar[str]  # the artifact's name in models/<name>/date=D/
+    registrable: ClassVar[bool] = True  # `labeldp-audit models register --format NAME` accepts it
+    scores_one_day: ClassVar[bool] = False  # answers only for the rows of one day (its ``predictions_for``)
+
+    def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
+        """Checks a file offered for registration; returns the metadata it implies (at least ``feature_schema``
+        and ``classes``). Raises LabelDPInputError naming ``path`` and what is wrong."""
+        raise NotImplementedError
+
+    def prepare(self, table: pa.Table, dataset: DatasetSpec) -> Any:
+        """The handler's example for a validated batch (pipeline names: row_id, label, features)."""
+        raise NotImplementedError
+
+    def handler(self, data_root: str, name: str, date: dt.date, dataset: DatasetSpec, *, thread_count: int = 1):
+        """A Beam ``ModelHandler`` on `prepare`'s examples whose ``PredictionResult.inference`` is the (rows x
+        classes) float64 probability array."""
+        raise NotImplementedError
+
+    def predict(self, data_root: str, name: str, date: dt.date, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
+        """(rows x classes) float64 probabilities of the registered model on ``table``, in this process."""
+        raise NotImplementedError
+
+    def check_reference_coverage(self, data_root: str, name: str, date: dt.date, row_ids: np.ndarray) -> None:
+        """Raises LabelDPInputError when this model, as the reference, cannot answer some of the day's rows
+        ``row_ids`` (only a format that `scores_one_day` can lack rows; a model computes any row)."""
+
+
+MODEL_FORMATS: Choices[ModelFormat] = Choices("format")
+
+
+def missing_prediction(rows: int, classes: int) -> np.ndarray:
+    """The NaN rows of a batch a format has no prediction for."""
+    return np.full((rows, classes), np.nan)
+
+
+def check_probability_matrix(p: Any, rows: int, where: str) -> np.ndarray:
+    """``p`` as a (rows x classes) float64 array, or LabelDPInputError naming ``where``."""
+    out = np.asarray(p, dtype=np.float64)
+    if out.ndim != 2 or out.shape[0] != rows or out.shape[1] < 2:
+        raise LabelDPInputError(f"{where}: expected a ({rows} x classes) probability array, got shape {out.shape}")
+    return out
+
+
+__all__ = ["MODEL_FORMATS", "ModelFormat", "check_probability_matrix", "missing_prediction"]

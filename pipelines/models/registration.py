@@ -1,0 +1,314 @@
+"""Registering a model trained elsewhere (``labeldp-audit models register``), and listing the registry.
+
+A registration puts a team's file (a CatBoost ``.cbm``, an ONNX model, or a table of logged predictions; the
+formats of `pipelines.models.formats.registry`) into ``models/<name>/date=D/`` beside a ``metadata.json`` that the audit
+reads like a trained model's (docs/model_registry.md lists every key). Everything is checked before anything is
+written: the name, the file (by its format's ``inspect``), the claim (eps >= 0 or inf, delta in [0, 1)), the
+dataset (the spec day D's partition was written with, when that partition exists) and the training rows (every
+key a row of day D). The artifact is copied byte for byte (its sha256 is recorded and re-checked on the copy),
+the training keys written sorted as ``training_rows.parquet`` (one int64 column ``row_id``), all inside one
+``atomic_directory``: a failed registration leaves no trace and an existing one untouched.
+
+Registering the same file with the same inputs again is a no-op (``already_registered: True``); anything
+different under the same name and day is refused unless ``replace``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from labeldp import hints
+from labeldp.errors import LabelDPInputError
+from labeldp.names import check_name, parse_date, require_date
+from pipelines.data import schema
+from pipelines.data.column_checks import cast_integer, check_row_ids_unique
+from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec, check_same_dataset, criteo, dataset_of
+from pipelines.data.layout import (
+    MODELS,
+    atomic_directory,
+    file_fingerprint,
+    model_dir,
+    partition_dir,
+    refuse_empty_file,
+)
+from pipelines.models import registry
+from pipelines.models.formats.base import ModelFormat
+from pipelines.models.formats.registry import format_names, format_of, model_format
+
+SOURCE = "registered"
+MECHANISM = "external"  # the mechanism of a registered model: the team's own, known only by its claim
+TRAINING_ROWS_FILE = "training_rows.parquet"
+_GIVE_ITS_SPEC = "give the partition's spec file with --dataset (the default is the spec it was written with)"
+ALL_ROWS = "all"
+
+
+# ------------------------------------------------------------------------------------------------ checks
+
+
+def format_for_file(path: str | os.PathLike) -> ModelFormat:
+    """The registrable format whose artifact has ``path``'s suffix (``.cbm``, ``.onnx``, ``.parquet``)."""
+    suffix = Path(path).suffix.lower()
+    found = [model_format(name) for name in format_names(registrable_only=True)
+             if Path(model_format(name).file_name).suffix == suffix]
+    if len(found) != 1:
+        raise LabelDPInputError(f"{path}: cannot tell the model format from the suffix {suffix or '(none)'!r}; pass "
+                                f"--format (one of {list(format_names(registrable_only=True))})")
+    return found[0]
+
+
+def check_claim(claimed_epsilon: float, delta: float) -> tuple[float, float]:
+    """(eps, delta) if eps >= 0 (or inf) and 0 <= delta < 1."""
+    try:
+        epsilon, delta = float(claimed_epsilon), float(delta)
+    except (TypeError, ValueError):
+        raise LabelDPInputError(f"claimed epsilon and delta must be numbers; got {claimed_epsilon!r}, {delta!r}") \
+            from None
+    if math.isnan(epsilon) or epsilon < 0:
+        raise LabelDPInputError(f"--claimed-epsilon must be >= 0, or inf for a model without a privacy claim; got "
+                                f"{claimed_epsilon!r}")
+    if not (0.0 <= delta < 1.0):
+        raise LabelDPInputError(f"--delta must be in [0, 1); got {delta!r}")
+    return epsilon, delta
+
+
+def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | None, date: dt.date,
+                       root) -> np.ndarray:
+    """The sorted keys of a training-rows file: Parquet, one integer column named like the spec's row key (or
+    ``row_id``), non-null, unique, every key a row of day ``date``'s partition (``day_keys``)."""
+    if not path.is_file():
+        raise LabelDPInputError(f"--training-rows: {path} is not a file (give a Parquet file of row keys, or 'all')")
+    if day_keys is None:
+        raise LabelDPInputError(f"--training-rows: checking {path} needs day {date.isoformat()}'s partition, and "
+                                f"{partition_dir(root, date)} does not exist; ingest that day first")
+    parquet = schema.open_parquet(path)
+    allowed = [dataset.row_key] + ([INTERNAL_ROW_ID] if dataset.row_key != INTERNAL_ROW_ID else [])
+    index = schema.pandas_index_columns(parquet) - set(allowed)  # written by pandas for a filtered frame
+    names = [name for name in parquet.schema_arrow.names if name not in index]
+    if len(names) != 1 or names[0] not in allowed:
+        raise LabelDPInputError(f"{path}: a training-rows file holds one integer column named "
+                                f"{' or '.join(allowed)}; it has the columns {names}")
+    try:
+        column = parquet.read(columns=names).column(0)
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+    column = cast_integer(column, pa.int64(), names[0], path)
+    if column.null_count:
+        raise LabelDPInputError(f"{path}: column {names[0]!r}: {column.null_count} row(s) are null")
+    keys = column.to_numpy()
+    if not keys.size:
+        raise LabelDPInputError(f"{path}: no row keys (give 'all' for a model trained on every row of the day)")
+    check_row_ids_unique(keys, path, names[0])
+    unknown = ~np.isin(keys, day_keys)
+    if unknown.any():
+        raise LabelDPInputError(f"{path}: {int(unknown.sum())} of {keys.size} key(s) are not rows of day "
+                                f"{date.isoformat()} (e.g. {int(keys[np.flatnonzero(unknown)[0]])}); list keys of "
+                                f"{partition_dir(root, date)}")
+    return np.sort(keys)
+
+
+# ------------------------------------------------------------------------------------------------ register
+
+
+def find_registered(root, name: str, date: dt.date) -> dict | None:
+    """The metadata of ``models/<name>/date=D`` if that directory exists (LabelDPInputError if it is unreadable)."""
+    if not model_dir(root, name, date).is_dir():
+        return None
+    return registry.read_metadata(root, name, date)
+
+
+def _stored_keys(directory: Path) -> np.ndarray | None:
+    try:
+        return pq.read_table(directory / TRAINING_ROWS_FILE, columns=[INTERNAL_ROW_ID]).column(0).to_numpy()
+    except (pa.ArrowException, OSError, KeyError):
+        return None
+
+
+def _differences(existing: dict, new: dict, keys: np.ndarray | None, directory: Path) -> list[str]:
+    if existing.get("source") != SOURCE:
+        return ["origin (it was trained by labeldp-audit train)"]
+    checks = [("format", "format"), ("fingerprint", "file (sha256)"), ("mechanism", "claimed epsilon or delta"),
+              ("predictions_for", "predictions day"), ("partition_fingerprint", "partition of the day")]
+    out = [label for key, label in checks if existing.get(key) != new.get(key)]
+    if (existing.get("dataset") or {}).get("fingerprint") != new["dataset"]["fingerprint"]:
+        out.append("dataset")
+    before, after = existing.get("training_rows") or {}, new["training_rows"]
+    if before.get("kind") != after["kind"] or (
+            keys is not None and not np.array_equal(_stored_keys(directory), keys)):
+        out.append("training rows")
+    return out
+
+
+def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, fmt: str | ModelFormat,
+                   claimed_epsilon: float, delta: float = 0.0, dataset: DatasetSpec | None,
+                   training_rows: str | os.PathLike = ALL_ROWS, predictions_for: dt.date | None = None,
+                   replace: bool = False) -> dict:
+    """Registers ``file`` as ``models/<name>/date=D`` and returns its metadata (plus ``already_registered``).
+
+    ``dataset`` None: the spec day D's partition was written with (Criteo when there is none). ``training_rows``:
+    ``"all"`` (every row of day D trained it) or a Parquet file of the row keys whose labels trained it.
+    ``predictions_for`` (formats of logged predictions only; default ``date``): the day whose rows the table
+    scores. Raises LabelDPInputError, with nothing written, on any bad input or a different registration
+    already under this name and day (unless ``replace``).
+    """
+    name = check_name(name, "model name")
+    date = require_date(date, "date")
+    fmt = model_format(fmt, "--format")
+    if not fmt.registrable:
+        raise LabelDPInputError(f"--format {fmt.name!r} is not registered from a file; use one of "
+                                f"{list(format_names(registrable_only=True))}")
+    path = Path(file)
+    if not path.is_file():
+        raise LabelDPInputError(f"--file: {path} is not a file")
+    refuse_empty_file(path)
+    epsilon, delta = check_claim(claimed_epsilon, delta)
+    scores_one_day = fmt.scores_one_day
+    if predictions_for is not None and not scores_one_day:
+        raise LabelDPInputError(f"--predictions-for applies to a table of logged predictions, not to a {fmt.name} "
+                                f"model")
+    predictions_for = require_date(predictions_for or date, "predictions_for") if scores_one_day else None
+
+    partition = partition_dir(root, date)
+    has_partition = partition.is_dir()
+    if dataset is None:
+        dataset = dataset_of(root, date)
+    elif has_partition:
+        check_same_dataset(dataset, dataset_of(root, date), f"the partition {partition}", _GIVE_ITS_SPEC)
+    if predictions_for not in (None, date) and partition_dir(root, predictions_for).is_dir():
+        check_same_dataset(dataset, dataset_of(root, predictions_for),
+                           f"the partition {partition_dir(root, predictions_for)}", _GIVE_ITS_SPEC)
+    info = fmt.inspect(path, dataset)
+    fingerprint = file_fingerprint(path)
+    day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
+                .column(dataset.row_key).to_numpy() if has_partition else None)
+    keys = None
+    if isinstance(training_rows, str) and training_rows == ALL_ROWS:
+        rows_record = {"kind": ALL_ROWS, "rows": None if day_keys is None else int(day_keys.size)}
+    else:
+        keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
+        rows_record = {"kind": "keys", "file": TRAINING_ROWS_FILE, "rows": int(keys.size), "fingerprint": None}
+
+    metadata = {
+        "metadata_version": registry.METADATA_VERSION, "model_name": name, "date": date.isoformat(),
+        "source": SOURCE, "format": fmt.name, "model_file": fmt.file_name, "fingerprint": fingerprint,
+        "registered_from": path.name,
+        "mechanism": {"name": MECHANISM, "epsilon": epsilon, "delta": delta},
+        "dataset": {"name": dataset.name, "fingerprint": dataset.fingerprint(), "spec": dataset.to_dict()},
+        "feature_schema": info["feature_schema"], "classes": int(info["classes"]), "training_rows": rows_record,
+        "seed": None, "partition_fingerprint": schema.partition_fingerprint(root, date) if has_partition else None,
+        "catboost_params": info.get("catboost_params"), "test_metrics": None,
+    }
+    if predictions_for is not None:
+        metadata["predictions_for"] = predictions_for.isoformat()
+    metadata.update({key: value for key, value in info.items() if key not in metadata})
+    metadata = registry.jsonable(metadata)
+
+    final = model_dir(root, name, date)
+    try:
+        existing = find_registered(root, name, date)
+    except LabelDPInputError as exc:
+        if not replace:
+            raise LabelDPInputError(f"{final} holds an unreadable registration ({exc}); pass --replace to overwrite "
+                                    f"it") from None
+        existing = None
+    if existing is not None:
+        differences = _differences(existing, metadata, keys, final)
+        if not differences:
+            return {**existing, "already_registered": True}
+        if not replace:
+            raise LabelDPInputError(f"model {name!r} of {date.isoformat()} is already registered at {final} with a "
+                                    f"different {', '.join(differences)}; pass --replace to replace it, or choose "
+                                    f"another --name")
+
+    metadata.update({"code_version": dict(registry.code_version()),
+                     "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+    with atomic_directory(final) as tmp:
+        shutil.copyfile(path, tmp / fmt.file_name)
+        if file_fingerprint(tmp / fmt.file_name) != fingerprint:
+            raise LabelDPInputError(f"{path}: the file changed while it was being registered; register it again")
+        if keys is not None:
+            pq.write_table(pa.table({INTERNAL_ROW_ID: pa.array(keys, pa.int64())}), tmp / TRAINING_ROWS_FILE,
+                           compression=schema.PARQUET_COMPRESSION)
+            rows_record["fingerprint"] = file_fingerprint(tmp / TRAINING_ROWS_FILE)
+            metadata["training_rows"] = registry.jsonable(rows_record)
+        text = json.dumps(metadata, indent=2, sort_keys=True, allow_nan=False) + "\n"
+        (tmp / registry.METADATA_FILE).write_text(text, encoding="utf-8")
+    return {**metadata, "already_registered": False}
+
+
+# ------------------------------------------------------------------------------------------------ list / show
+
+
+def _dates(root, name: str) -> list[dt.date]:
+    out = []
+    for directory in (Path(root) / MODELS / name).glob("date=*"):
+        try:
+            out.append(parse_date(directory.name.removeprefix("date="), str(directory)))
+        except LabelDPInputError:
+            continue
+    return sorted(out)
+
+
+def _summary(metadata: dict, directory: Path) -> dict:
+    mechanism = metadata.get("mechanism") or {}
+    record = metadata.get("training_rows")
+    kind = (record.get("kind") or "split") if isinstance(record, dict) else None
+    try:
+        fmt = format_of(metadata).name
+    except LabelDPInputError:
+        fmt = metadata.get("format")
+    return {"name": metadata.get("model_name"), "date": metadata.get("date"),
+            "source": metadata.get("source", "trained"), "format": fmt, "mechanism": mechanism.get("name"),
+            "claimed_epsilon": mechanism.get("epsilon"), "delta": mechanism.get("delta"),
+            "dataset": (metadata.get("dataset") or {}).get("name") or criteo().name,  # no record: Criteo
+            "classes": metadata.get("classes"),
+            "training_rows": kind, "predictions_for": metadata.get("predictions_for"),
+            "directory": str(directory)}
+
+
+def list_models(root) -> list[dict]:
+    """One summary per ``models/<name>/date=D`` (name, date, source, format, claim, dataset, training rows), by
+    name and date; an unreadable one is listed with its ``error``."""
+    base = Path(root) / MODELS
+    if not base.is_dir():
+        return []
+    out = []
+    for entry in sorted(base.iterdir()):
+        try:
+            name = check_name(entry.name)
+        except LabelDPInputError:
+            continue  # .tmp-/.old- directories of a write in progress
+        if not entry.is_dir():
+            continue
+        for date in _dates(root, name):
+            directory = model_dir(root, name, date)
+            try:
+                out.append(_summary(registry.read_metadata(root, name, date), directory))
+            except LabelDPInputError as exc:
+                out.append({"name": name, "date": date.isoformat(), "directory": str(directory), "error": str(exc)})
+    return out
+
+
+def show_model(root, name: str, date: dt.date | None = None) -> dict:
+    """The metadata of model ``name`` of ``date`` (default: its latest date)."""
+    name = check_name(name, "model name")
+    if date is None:
+        dates = _dates(root, name)
+        if not dates:
+            known = sorted({entry["name"] for entry in list_models(root)})
+            raise LabelDPInputError(f"no model {name!r} under {Path(root) / MODELS} (models there: "
+                                    f"{known or 'none'}); see {hints.LIST_MODELS.line(root=root)}")
+        date = dates[-1]
+    return registry.read_metadata(root, name, require_date(date, "date"))
+
+
+__all__ = ["ALL_ROWS", "MECHANISM", "SOURCE", "TRAINING_ROWS_FILE", "check_claim", "find_registered",
+           "format_for_file", "list_models", "read_training_rows", "register_model", "show_model"]

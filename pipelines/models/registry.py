@@ -1,0 +1,294 @@
+"""The model registry: ``models/<name>/date=YYYY-MM-DD/`` holding ``model.cbm`` and ``metadata.json``.
+
+Models trained elsewhere are registered from a file by `pipelines.models.registration` (``labeldp-audit models
+register``): their metadata names their format and file (``format``, ``model_file``; docs/model_registry.md).
+
+- Written through ``layout.atomic_directory``: the directory appears complete or not at all, and a failed
+  write leaves an existing model of that name and day untouched.
+- No pickle anywhere: the model is CatBoost's own ``.cbm`` format, the metadata strict JSON (an infinite
+  epsilon is written as the string ``"inf"``; ``claimed_epsilon`` reads it back as a float).
+- ``metadata.json`` records what an audit needs to trust and reproduce the model: the mechanism, its
+  parameters, claimed eps and delta, the privacy unit, the seed, the partition fingerprint, the feature
+  schema, the CatBoost parameters, the test metrics, the code version (package version and git commit when
+  available) and ``created_at`` (UTC).
+- ``load_model`` returns ``(CatBoostClassifier, metadata)``. For a noise-corrected model (LP-1ST-NC) the
+  classifier is a ``NoiseCorrectedClassifier``, whose ``predict_proba`` applies the recorded correction, so
+  every scorer gets true-label probabilities (the correction is not affine in logit space, so it cannot live
+  inside the .cbm file).
+- ``check_features`` compares a model's feature schema with the schema of the table it will score and names
+  every missing or mismatched column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import math
+import os
+import subprocess
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from labeldp import hints
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+from pipelines.data.layout import atomic_directory, model_dir, read_json_object
+
+MODEL_FILE = "model.cbm"
+METADATA_FILE = "metadata.json"
+METADATA_VERSION = 1
+PACKAGE = "labeldp-audit"
+
+NUMERIC = "numeric"
+CATEGORICAL = "categorical"
+
+REQUIRED_METADATA = ("metadata_version", "model_name", "date", "mechanism", "seed", "partition_fingerprint",
+                     "feature_schema", "catboost_params", "test_metrics", "code_version", "created_at")
+
+
+# ------------------------------------------------------------------------------------------ metadata helpers
+
+
+def feature_schema() -> list[dict[str, str]]:
+    """The feature columns a model trained by ``pipelines.training.train`` reads, in CatBoost's column order."""
+    return ([{"name": name, "kind": NUMERIC} for name in schema.NUMERIC_COLUMNS]
+            + [{"name": name, "kind": CATEGORICAL} for name in schema.CATEGORICAL_COLUMNS])
+
+
+@functools.cache
+def code_version() -> dict[str, Any]:
+    """The package version and, when this file sits in a git checkout, its commit and whether tracked files
+    differ from it; missing pieces are ``None`` (never an error). Computed once per process (git takes
+    about a second on a busy tree)."""
+    try:
+        version = importlib_metadata.version(PACKAGE)
+    except importlib_metadata.PackageNotFoundError:
+        version = None
+    repo = Path(__file__).resolve().parents[2]
+    commit = dirty = None
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip() or None
+        changed = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", "HEAD", "--"], capture_output=True,
+                                 timeout=10)
+        dirty = changed.returncode != 0
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"package": PACKAGE, "version": version, "git_commit": commit, "git_dirty": dirty}
+
+
+def jsonable(value: Any) -> Any:
+    """Strict-JSON copy: inf/-inf -> "inf"/"-inf", NaN -> None, numpy scalars and arrays -> Python."""
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(item) for item in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"metadata value of type {type(value).__name__} is not JSON-serialisable: {value!r}")
+
+
+def claimed_epsilon(metadata: dict) -> float:
+    """The claimed eps as a float (``math.inf`` for a non-private model)."""
+    value = metadata["mechanism"]["epsilon"]
+    return math.inf if value == "inf" else float(value)
+
+
+# ------------------------------------------------------------------------------------------ the classifier
+
+
+def _catboost_classifier_class():
+    from catboost import CatBoostClassifier
+
+    return CatBoostClassifier
+
+
+@functools.cache
+def noise_corrected_classifier_class():
+    """The ``NoiseCorrectedClassifier`` class (a CatBoostClassifier subclass), built on first use so that
+    importing the registry does not import CatBoost."""
+    from pipelines.training.mechanisms.noise_correction import correct_probabilities
+
+    class NoiseCorrectedClassifier(_catboost_classifier_class()):
+        """A CatBoost model trained on randomized-response labels (LP-1ST-NC) whose outputs are corrected to
+        true-label probabilities with ``labeldp_correction = {"kind": "rr_inverse", "epsilon", "floor"}``:
+        ``predict_proba`` returns ``correct_probabilities(raw, epsilon, floor)``; ``predict`` supports
+        ``prediction_type`` "Class" and "Probability" on corrected probabilities and refuses the raw types,
+        which would silently skip the correction."""
+
+        labeldp_correction: dict | None = None
+
+        def _correction(self) -> tuple[float, float]:
+            correction = self.labeldp_correction or {}
+            if correction.get("kind") != "rr_inverse":
+                raise LabelDPInputError(f"output_correction.kind must be 'rr_inverse'; got {correction!r}")
+            epsilon = math.inf if correction["epsilon"] == "inf" else float(correction["epsilon"])
+            return epsilon, float(correction["floor"])
+
+        def predict_proba(self, data, *args, **kwargs):
+            epsilon, floor = self._correction()
+            return correct_probabilities(super().predict_proba(data, *args, **kwargs), epsilon, floor)
+
+        def predict(self, data, prediction_type="Class", *args, **kwargs):
+            if prediction_type == "Probability":
+                return self.predict_proba(data, *args, **kwargs)
+            if prediction_type == "Class":
+                probabilities = self.predict_proba(data, *args, **kwargs)
+                return np.asarray(self.classes_)[np.argmax(probabilities, axis=1)]
+            raise LabelDPInputError(f"prediction_type {prediction_type!r} would skip the noise correction of "
+                                    f"this LP-1ST-NC model; use predict_proba or prediction_type='Probability'")
+
+    return NoiseCorrectedClassifier
+
+
+def make_noise_corrected_classifier(correction: dict):
+    """An empty ``NoiseCorrectedClassifier`` carrying ``correction`` (validated now, not at first predict)."""
+    model = noise_corrected_classifier_class()()
+    model.labeldp_correction = jsonable(dict(correction))
+    model._correction()
+    return model
+
+
+# ------------------------------------------------------------------------------------------ save / load
+
+
+def save_model(root: str | os.PathLike, model_name: str, date: dt.date, model, metadata: dict) -> Path:
+    """Writes ``model.cbm`` + ``metadata.json`` to ``models/<model_name>/date=D/`` atomically; returns the dir.
+
+    ``metadata`` gets ``metadata_version``, ``model_name``, ``date``, ``feature_schema`` (if absent),
+    ``code_version`` and ``created_at`` filled in; the result must hold every key of ``REQUIRED_METADATA``.
+    """
+    final = model_dir(root, model_name, date)
+    record = dict(metadata)
+    record.setdefault("feature_schema", feature_schema())
+    record.update({"metadata_version": METADATA_VERSION, "model_name": model_name, "date": date.isoformat(),
+                   "code_version": dict(code_version()),
+                   "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+    missing = [key for key in REQUIRED_METADATA if key not in record]
+    if missing:
+        raise LabelDPInputError(f"model metadata for {final} lacks the key(s) {missing}")
+    names = [item["name"] for item in record["feature_schema"]]
+    model_names = list(getattr(model, "feature_names_", None) or [])
+    if model_names and model_names != names:
+        raise LabelDPInputError(f"the model's feature names {model_names} differ from metadata feature_schema "
+                                f"{names}")
+    text = json.dumps(jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    with atomic_directory(final) as tmp:
+        model.save_model(str(tmp / MODEL_FILE), format="cbm")
+        (tmp / METADATA_FILE).write_text(text, encoding="utf-8")
+    return final
+
+
+def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> dict:
+    """The parsed ``metadata.json`` of a registered model (clear errors for a missing or corrupt file)."""
+    directory = model_dir(root, model_name, date)
+    path = directory / METADATA_FILE
+    if not directory.is_dir():
+        day = date.isoformat()
+        raise LabelDPInputError(f"no model {model_name!r} for {day}: {directory} does not exist; register the "
+                                f"file of a model trained elsewhere with "
+                                f"{hints.REGISTER_MODEL.line(name=model_name, date=day)}, train one here with "
+                                f"{hints.TRAIN_MODEL.line(name=model_name, date=day)}, or pass the right --data-root")
+    if not path.is_file():
+        raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
+    record = read_json_object(path)
+    missing = [key for key in REQUIRED_METADATA if key not in record]
+    if missing:
+        raise LabelDPInputError(f"{path}: missing key(s) {missing}")
+    return record
+
+
+def model_path(root: str | os.PathLike, model_name: str, date: dt.date) -> Path:
+    """The model file of a registered model: ``model.cbm``, or the file its metadata names (``model_file``,
+    e.g. the positive control's ``oracle.json``, `pipelines.reference.controls`). No metadata: ``model.cbm``."""
+    directory = model_dir(root, model_name, date)
+    try:
+        name = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8")).get("model_file") or MODEL_FILE
+    except (OSError, ValueError, AttributeError):
+        name = MODEL_FILE
+    if not isinstance(name, str) or "/" in name or name.startswith("."):
+        raise LabelDPInputError(f"{directory / METADATA_FILE}: model_file must be a plain file name; got {name!r}")
+    return directory / name
+
+
+def load_model(root: str | os.PathLike, model_name: str, date: dt.date):
+    """Returns ``(classifier, metadata)`` for ``models/<model_name>/date=D``.
+
+    The classifier is a ``catboost.CatBoostClassifier`` (a ``NoiseCorrectedClassifier`` subclass when the
+    metadata records an ``output_correction``). Raises ``LabelDPInputError`` naming the path when the model
+    is missing, incomplete or unreadable, or when its feature names disagree with its metadata.
+    """
+    record = read_metadata(root, model_name, date)
+    path = model_dir(root, model_name, date) / MODEL_FILE
+    if not path.is_file():
+        raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
+    correction = record.get("output_correction")
+    model = make_noise_corrected_classifier(correction) if correction else _catboost_classifier_class()()
+    try:
+        model.load_model(str(path), format="cbm")
+    except Exception as exc:  # CatBoostError and OS errors alike: report the file
+        raise LabelDPInputError(f"{path}: not a readable CatBoost model ({exc})") from None
+    names = [item["name"] for item in record["feature_schema"]]
+    if list(model.feature_names_) != names:
+        raise LabelDPInputError(f"{path}: the model's feature names {list(model.feature_names_)} differ from its "
+                                f"metadata feature_schema {names}")
+    return model, record
+
+
+# ------------------------------------------------------------------------------------------ feature check
+
+
+def _kind_accepts(kind: str, type_: pa.DataType) -> bool:
+    if kind == NUMERIC:
+        return pa.types.is_integer(type_) or pa.types.is_floating(type_) or pa.types.is_null(type_)
+    if pa.types.is_dictionary(type_):
+        type_ = type_.value_type
+    return pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_null(type_)
+
+
+def check_features(metadata: dict, table_schema: pa.Schema | pa.Table) -> None:
+    """Raises ``LabelDPInputError`` unless ``table_schema`` has every feature column the model reads, with a
+    compatible type (numeric: integer or float; categorical: strings, plain or dictionary-encoded).
+
+    The message names the model, every missing column and every mismatched column with both types. Extra
+    columns (``row_id``, ``label``, anything else) are fine.
+    """
+    if isinstance(table_schema, pa.Table):
+        table_schema = table_schema.schema
+    if not isinstance(table_schema, pa.Schema):
+        raise LabelDPInputError(f"table_schema must be a pyarrow Schema or Table; got {type(table_schema).__name__}")
+    missing, mismatched = [], []
+    for item in metadata["feature_schema"]:
+        name, kind = item["name"], item["kind"]
+        index = table_schema.get_field_index(name)
+        if index < 0:
+            missing.append(name)
+            continue
+        type_ = table_schema.field(index).type
+        if not _kind_accepts(kind, type_):
+            wanted = "integer or float" if kind == NUMERIC else "strings (plain or dictionary-encoded)"
+            mismatched.append(f"{name} (model: {kind}, {wanted}; table: {type_})")
+    if missing or mismatched:
+        parts = []
+        if missing:
+            parts.append(f"missing column(s) {missing}")
+        if mismatched:
+            parts.append(f"mismatched column(s) {mismatched}")
+        model = f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}"
+        raise LabelDPInputError(f"the table does not fit the {model}: " + "; ".join(parts))

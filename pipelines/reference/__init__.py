@@ -1,0 +1,1 @@
+"""The reference model M': its recalibration on the day's held-out rows, the nightly controls, the data diagnostic."""

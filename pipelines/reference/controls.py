@@ -1,0 +1,152 @@
+"""The nightly controls as registry entries (the math is in `auditing.verdict.controls`).
+
+Both controls are ordinary models of the registry, ``models/<name>/date=D/``, scored by the same Beam job
+against the same reference as every target, so a control exercises the whole path (reading, row selection,
+inference, both passes, bounds, warehouse, report):
+
+- positive control (``model_type`` ``rr-label-oracle``): ``oracle.json`` holds eps_c, the seed and the class
+  count; `pipelines.models.formats.oracle_handler.RROracleModelHandler` loads it and answers each row with
+  `auditing.verdict.controls.rr_oracle_probabilities` of the row's (row_id, label): randomized response at eps_c,
+  label-DP at exactly eps_c by construction. It reads nothing but the rows it is asked about.
+- negative control: a copy of the reference's artifact (the file its metadata names, ``model_file``, with its
+  format and a ``training_rows.parquet`` beside it if any; the D-1 checkpoint, which never saw day D's labels),
+  registered for day D.
+Their ``training_rows`` record (`pipelines.scoring.audit_rows`) is the day's train split under the recorded split
+scheme, so with ``audit_rows: training`` they are audited on the train rows, as the targets are (targets
+that used their validation labels also audit the 4% validation rows). Entries are rewritten only when what
+determines them changed (eps_c, seed, partition or reference fingerprint); the progress line names what
+changed. (The night's label-blind control is retired: the capacity check, each target on rows of the day it never
+saw, replaced it; docs/soundness.md section 8.6.) Everything reads the partition with its own dataset spec.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from auditing.verdict.controls import check_control_epsilon
+from labeldp.errors import LabelDPInputError
+from labeldp.progress import Progress, no_progress
+from pipelines.data import schema, splits
+from pipelines.data.dataset_spec import dataset_of
+from pipelines.data.layout import atomic_directory, file_fingerprint, model_dir, partition_dir
+from pipelines.models import registry
+from pipelines.models.formats.registry import format_of
+
+ORACLE_FILE = "oracle.json"
+ORACLE_TYPE = "rr-label-oracle"
+REFERENCE_COPY_TYPE = "reference-copy"
+KEYS_FILE = "training_rows.parquet"  # a keys record's file (pipelines.scoring.audit_rows)
+
+
+def is_oracle(metadata: dict) -> bool:
+    return metadata.get("model_type") == ORACLE_TYPE
+
+
+def _train_split_rows(root, date: dt.date) -> int:
+    """How many of the day's rows fall in the train split (the controls' audited rows)."""
+    key = dataset_of(root, date).row_key
+    total = 0
+    for path in sorted(partition_dir(root, date).glob(schema.PART_GLOB)):
+        ids = pq.read_table(path, columns=[key]).column(key).drop_null()
+        total += int((splits.split_of(ids.to_numpy().astype(np.int64)) == splits.TRAIN).sum())
+    return total
+
+
+def _training_rows(root, date: dt.date) -> dict:
+    return {"split": splits.scheme(), "label_splits": ["train"], "validation_labels_used_for": [],
+            "unread_row_ids": [], "rows": _train_split_rows(root, date)}
+
+
+def _current(root, name: str, date: dt.date, expected: dict, progress: Progress = no_progress) -> dict | None:
+    from pipelines.reference.recalibration import changed_keys
+
+    try:
+        metadata = registry.read_metadata(root, name, date)
+    except LabelDPInputError:
+        return None
+    seen = {key: metadata.get("control", {}).get(key) for key in expected}
+    if seen == expected and registry.model_path(root, name, date).is_file():
+        return metadata
+    progress(f"{name}: rewriting the entry of {date.isoformat()} (changed: "
+             f"{', '.join(changed_keys(seen, expected)) or 'incomplete entry'})")
+    return None
+
+
+def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> dict:
+    record = dict(metadata)
+    record.update({"metadata_version": registry.METADATA_VERSION, "model_name": name, "date": date.isoformat(),
+                   "code_version": dict(registry.code_version()),
+                   "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+    text = json.dumps(registry.jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    with atomic_directory(model_dir(root, name, date)) as tmp:
+        write_model(tmp)
+        (tmp / registry.METADATA_FILE).write_text(text, encoding="utf-8")
+    return registry.read_metadata(root, name, date)
+
+
+def ensure_positive_control(root: str | os.PathLike, date: dt.date, name: str, epsilon: float, seed: int,
+                            partition_fingerprint: str) -> dict:
+    """The RR-label oracle at ``epsilon`` for day ``date`` (written when missing or different); its metadata."""
+    epsilon = check_control_epsilon(epsilon)
+    expected = {"control": "positive", "epsilon": epsilon, "seed": int(seed),
+                "partition_fingerprint": partition_fingerprint}
+    current = _current(root, name, date, expected)
+    if current is not None:
+        return current
+    oracle = {"type": ORACLE_TYPE, "epsilon": epsilon, "seed": int(seed), "num_classes": dataset_of(root, date).classes,
+              "definition": "auditing.controls.rr_oracle_probabilities(row_ids, labels, epsilon, seed, num_classes)"}
+    metadata = {
+        "model_type": ORACLE_TYPE, "model_file": ORACLE_FILE, "control": expected,
+        "mechanism": {"name": ORACLE_TYPE, "epsilon": epsilon, "delta": 0.0,
+                      "guarantee": f"{epsilon:g}-label-DP by construction (randomized response on each row's label)"},
+        "seed": int(seed), "partition_fingerprint": partition_fingerprint, "feature_schema": [],
+        "catboost_params": None, "test_metrics": {}, "reference": None, "training_rows": _training_rows(root, date),
+    }
+    return _write(root, name, date, metadata,
+                  lambda tmp: (tmp / ORACLE_FILE).write_text(json.dumps(oracle, sort_keys=True) + "\n"))
+
+
+def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, reference: tuple[str, dt.date],
+                            partition_fingerprint: str) -> dict:
+    """A copy of the reference model ``reference`` = (name, date) registered as ``name`` for day ``date``."""
+    ref_name, ref_date = reference
+    ref_md = registry.read_metadata(root, ref_name, ref_date)
+    source = registry.model_path(root, ref_name, ref_date)
+    if not source.is_file():
+        raise LabelDPInputError(f"{source}: missing; the negative control copies the reference model")
+    keys = source.parent / KEYS_FILE
+    fingerprint = file_fingerprint(source)
+    expected = {"control": "negative", "reference": f"{ref_name}@{ref_date}", "reference_fingerprint": fingerprint,
+                "partition_fingerprint": partition_fingerprint}
+    current = _current(root, name, date, expected)
+    if current is not None:
+        return current
+    metadata = {
+        "model_type": REFERENCE_COPY_TYPE, "control": expected,
+        "mechanism": {"name": REFERENCE_COPY_TYPE, "epsilon": 0.0, "delta": 0.0,
+                      "guarantee": "0-label-DP for day D: a copy of the D-1 reference, which never saw day D's labels"},
+        "seed": ref_md.get("seed"), "partition_fingerprint": partition_fingerprint,
+        "feature_schema": ref_md["feature_schema"], "catboost_params": ref_md.get("catboost_params"),
+        "test_metrics": {}, "reference": {"name": ref_name, "date": ref_date.isoformat()},
+        "training_rows": _training_rows(root, date),
+    }
+    if ref_md.get("output_correction"):
+        metadata["output_correction"] = ref_md["output_correction"]
+    # the artifact's format and identity travel with the copy (an ONNX or logged-predictions reference stays one)
+    metadata["format"] = format_of(ref_md).name
+    for key in ("model_file", "fingerprint", "dataset", "classes", "predictions_for"):
+        if key in ref_md:
+            metadata[key] = ref_md[key]
+
+    def copy(tmp):
+        shutil.copyfile(source, tmp / source.name)
+        if keys.is_file() and keys != source:
+            shutil.copyfile(keys, tmp / KEYS_FILE)
+
+    return _write(root, name, date, metadata, copy)

@@ -1,0 +1,243 @@
+"""Which rows of day D an audit plays the game on (the ``audit_rows`` setting).
+
+The paper's game (Alg. 2) is about the labels the mechanism released into training: a row whose label never
+reached the model (the test split, PATE's student rows) cannot leak it, and auditing it only dilutes the
+attacker's best guesses. ``audit_rows``:
+
+- ``training`` (default): the rows whose labels entered training, read from the target's registry metadata
+  (``training_rows``). Three records exist:
+
+  - the split scheme (no ``kind``; written by ``pipelines.training.train.register``): the scheme as used (hash, salt,
+    buckets), the splits whose labels were read (train, plus validation whenever its privatized labels chose the
+    best iteration or otherwise fed the procedure) and the row ids of those splits whose labels were never read.
+    Nothing is recomputed differently: the split comes from the recorded parameters through
+    ``pipelines.data.splits.split_of`` (`RowSelection`);
+  - ``{"kind": "keys", "file": ..., "rows": N}`` (a registered outside model): the row keys whose labels
+    trained it, one sorted int64 column ``row_id`` in a Parquet file of the model's directory
+    (`KeysSelection`);
+  - ``{"kind": "all", "rows": N}`` (a registered model trained on every row of the day): every row
+    (`AllRowsSelection`).
+
+  A model registered before this record existed cannot be audited this way (clear error: re-train it, or audit
+  every row).
+- ``all``: every row of the partition (what audits did before ``audit_rows`` existed).
+
+A selection is a small picklable object with ``model``, ``rows`` (how many rows training read, None when not
+recorded), ``mask(row_ids)`` and ``describe()``: the Beam job sends it to its workers and drops the other rows
+of each batch before inference, so the in-process audit and the Beam job see the same rows.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from auditing.config import AUDIT_ROWS
+from labeldp import hints
+from labeldp.errors import LabelDPInputError
+from pipelines.data import splits
+
+_SPLIT_CODES = {name: code for code, name in splits.SPLIT_NAMES.items()}
+KEYS = "keys"
+ALL = "all"
+KEY_COLUMN = "row_id"  # the one column of a training-keys file
+
+
+@dataclass(frozen=True)
+class RowSelection:
+    """The audited rows of one model's day: rows whose split is in ``split_codes`` and whose id is not in
+    ``unread_row_ids`` (sorted), the split computed with the recorded scheme."""
+
+    model: str
+    date: str
+    salt: int
+    buckets: int
+    train_buckets: int
+    validation_buckets: int
+    split_codes: tuple[int, ...]
+    unread_row_ids: np.ndarray  # int64, sorted
+    rows: int | None  # how many rows training read (None when not recorded)
+
+    def mask(self, row_ids: np.ndarray) -> np.ndarray:
+        """True for the rows to audit (row ids must be integers)."""
+        ids = np.asarray(row_ids, dtype=np.int64)
+        split = splits.split_of(ids, salt=self.salt, buckets=self.buckets, train_buckets=self.train_buckets,
+                                validation_buckets=self.validation_buckets)
+        keep = np.isin(split, self.split_codes)
+        if self.unread_row_ids.size:
+            keep &= ~np.isin(ids, self.unread_row_ids, assume_unique=False)
+        return keep
+
+    def describe(self) -> dict:
+        """The selection as recorded in an audit result (splits read, unread rows, rows training read)."""
+        names = [splits.SPLIT_NAMES[c] for c in self.split_codes]
+        return {"audit_rows": "training", "label_splits": names, "unread_rows": int(self.unread_row_ids.size),
+                "training_rows": self.rows}
+
+
+@dataclass(frozen=True)
+class KeysSelection:
+    """The audited rows of a registered model whose record lists its training keys: the rows whose key is in
+    ``keys`` (sorted, unique int64, read from ``file``)."""
+
+    model: str
+    date: str
+    file: str  # the keys file (messages and describe)
+    keys: np.ndarray  # int64, sorted, unique
+    rows: int | None
+
+    def mask(self, row_ids: np.ndarray) -> np.ndarray:
+        """True for the rows to audit: those whose key is one of the training keys."""
+        ids = np.asarray(row_ids, dtype=np.int64)
+        if not self.keys.size:
+            return np.zeros(ids.shape, dtype=bool)
+        at = np.minimum(np.searchsorted(self.keys, ids), self.keys.size - 1)
+        return self.keys[at] == ids
+
+    def describe(self) -> dict:
+        return {"audit_rows": "training", "training_rows_kind": KEYS, "label_splits": None,
+                "unread_rows": 0, "training_rows": self.rows, "training_keys_file": Path(self.file).name}
+
+
+@dataclass(frozen=True)
+class AllRowsSelection:
+    """A registered model trained on every row of its day: every row is audited (and none is held out)."""
+
+    model: str
+    date: str
+    rows: int | None
+
+    def mask(self, row_ids: np.ndarray) -> np.ndarray:
+        return np.ones(np.asarray(row_ids).shape, dtype=bool)
+
+    def describe(self) -> dict:
+        return {"audit_rows": "training", "training_rows_kind": ALL, "label_splits": None, "unread_rows": 0,
+                "training_rows": self.rows, "note": "the model's training read every row's label: every row is "
+                                                    "audited"}
+
+
+def check_audit_rows(value: str, name: str = "audit_rows") -> str:
+    """``value`` if it is one of ``auditing.audit.AUDIT_ROWS``, else LabelDPInputError naming ``name``."""
+    if value not in AUDIT_ROWS:
+        raise LabelDPInputError(f"{name} must be one of {list(AUDIT_ROWS)}; got {value!r}")
+    return value
+
+
+def record_kind(metadata: dict) -> str | None:
+    """``"keys"``, ``"all"``, or None for the split-scheme record (or no record) of a model's metadata."""
+    record = metadata.get("training_rows")
+    return record.get("kind") if isinstance(record, dict) else None
+
+
+def _recorded_rows(record: dict, where: str) -> int | None:
+    rows = record.get("rows")
+    if rows is None:
+        return None
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise LabelDPInputError(f"{where}: training_rows.rows must be a whole number >= 0 or null; got {rows!r}")
+    return rows
+
+
+def read_training_keys(path: Path, where: str, fingerprint: str | None = None) -> np.ndarray:
+    """The sorted unique int64 keys of a training-keys file (one column ``row_id``); LabelDPInputError naming
+    the file when it is missing, unreadable, differs from the recorded ``fingerprint``, or is not such a list."""
+    from pipelines.data.layout import file_fingerprint
+    from pipelines.data.schema import open_parquet
+
+    if not path.is_file():
+        raise LabelDPInputError(f"{where}: its training keys file {path} is missing; register the model again")
+    if fingerprint is not None and file_fingerprint(path) != fingerprint:
+        raise LabelDPInputError(f"{where}: its training keys file {path} changed since registration (fingerprint "
+                                f"differs from the metadata's); register the model again")
+    parquet = open_parquet(path)
+    if parquet.schema_arrow.names != [KEY_COLUMN] or not pa.types.is_integer(parquet.schema_arrow.field(0).type):
+        raise LabelDPInputError(f"{path}: a training keys file holds one integer column {KEY_COLUMN!r}; found "
+                                f"{parquet.schema_arrow}")
+    try:
+        column = parquet.read(columns=[KEY_COLUMN]).column(KEY_COLUMN)
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+    if column.null_count:
+        raise LabelDPInputError(f"{path}: column {KEY_COLUMN!r}: {column.null_count} row(s) are null")
+    keys = column.to_numpy().astype(np.int64)
+    unsorted = int(np.count_nonzero(np.diff(keys) <= 0))
+    if unsorted:
+        raise LabelDPInputError(f"{path}: column {KEY_COLUMN!r} must be sorted and unique; {unsorted} of "
+                                f"{keys.size} row(s) are not greater than the one before")
+    return keys
+
+
+def _keys_selection(record: dict, model: str, date: str, model_directory, where: str) -> KeysSelection:
+    name = record.get("file")
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+        raise LabelDPInputError(f"{where}: training_rows.file must be a plain file name; got {name!r}")
+    if model_directory is None:
+        raise LabelDPInputError(f"{where}: its training rows are listed in {name}; the model's directory is needed "
+                                f"to read them")
+    path = Path(os.fspath(model_directory)) / name
+    rows = _recorded_rows(record, where)
+    keys = read_training_keys(path, where, record.get("fingerprint"))
+    if rows is not None and rows != keys.size:
+        raise LabelDPInputError(f"{where}: training_rows.rows is {rows} but {path} lists {keys.size} keys")
+    return KeysSelection(model=model, date=date, file=str(path), keys=keys, rows=keys.size)
+
+
+def training_rows(metadata: dict, model_directory: str | os.PathLike | None = None):
+    """The selection (`RowSelection`, `KeysSelection` or `AllRowsSelection`) of a target from its registry
+    metadata; ``model_directory`` (``models/<name>/date=D``) is where a keys record's file is read. A clear
+    error naming the model and what to do when the metadata has no (or a malformed) ``training_rows`` record,
+    or its keys file is missing or unreadable."""
+    model, date = metadata.get("model_name", "?"), metadata.get("date", "?")
+    where = f"model {model!r} of {date}"
+    record = metadata.get("training_rows")
+    if not isinstance(record, dict):
+        raise LabelDPInputError(
+            f"{where}: its registry metadata has no training_rows record (registered before "
+            f"audit_rows existed), so the rows whose labels entered training are unknown; re-train it "
+            f"({hints.TRAIN_MODEL.line(name=model, date=date)}, or delete models/{model}/date={date} and let the "
+            f"nightly flow re-train it) or audit every row (the plan's audit.audit_rows 'all'; score: "
+            f"--audit-rows all)")
+    kind = record.get("kind")
+    if kind == KEYS:
+        return _keys_selection(record, str(model), str(date), model_directory, where)
+    if kind == ALL:
+        return AllRowsSelection(model=str(model), date=str(date), rows=_recorded_rows(record, where))
+    if kind is not None:
+        raise LabelDPInputError(f"{where}: unknown training_rows kind {kind!r} (known: {KEYS!r}, {ALL!r}, or the "
+                                f"split-scheme record without a kind)")
+    return _split_selection(record, str(model), str(date), where)
+
+
+def _split_selection(record: dict, model: str, date: str, where: str) -> RowSelection:
+    try:
+        scheme = record["split"]
+        if scheme.get("hash") != "splitmix64":
+            raise ValueError(f"unknown split hash {scheme.get('hash')!r}")
+        codes = tuple(sorted(_SPLIT_CODES[name] for name in record["label_splits"]))
+        if not codes or len(set(codes)) != len(codes):
+            raise ValueError(f"label_splits {record['label_splits']!r}")
+        unread = np.sort(np.asarray(record.get("unread_row_ids") or [], dtype=np.int64))
+        selection = RowSelection(
+            model=model, date=date, salt=int(str(scheme["salt"]), 16), buckets=int(scheme["buckets"]),
+            train_buckets=int(scheme["train_buckets"]), validation_buckets=int(scheme["validation_buckets"]),
+            split_codes=codes, unread_row_ids=unread,
+            rows=None if record.get("rows") is None else int(record["rows"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise LabelDPInputError(f"{where}: malformed training_rows record in its registry "
+                                f"metadata ({exc}); re-train it") from None
+    if not (selection.buckets >= 1 and 0 <= selection.train_buckets
+            and selection.train_buckets + selection.validation_buckets <= selection.buckets):
+        raise LabelDPInputError(f"{where}: training_rows.split has inconsistent bucket counts "
+                                f"{scheme!r}; re-train it")
+    return selection
+
+
+def row_selection(audit_rows: str, metadata: dict, model_directory: str | os.PathLike | None = None):
+    """None for ``all``; the target's training rows for ``training`` (`training_rows`; LabelDPInputError as
+    there, or for an unknown ``audit_rows``)."""
+    check_audit_rows(audit_rows)
+    return None if audit_rows == "all" else training_rows(metadata, model_directory)

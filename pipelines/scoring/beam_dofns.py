@@ -1,0 +1,379 @@
+"""The DoFns and CombineFns of the Beam scoring job (`pipelines.scoring.beam_scoring`), the functions it maps over
+elements between them, and the work directory its one sink writes and its driver reads back.
+
+Each is a thin wrapper around a plain function of `pipelines.scoring.partition_batches`, `pipelines.scoring.scored_batch` or
+`pipelines.scoring.scoring_batches`; they are module-level classes, so a runner pickles them by reference.
+
+Work directory (``_work/`` under the output being written): ``pass1.npz`` (the merged pass-1 accumulator),
+``duplicates/bucket-*.json`` (row-id uniqueness per hash bucket), ``expected.npz`` (with ``expected_curve``)
+and ``slots/slot-*.npz`` (each slot's exact counts), each written atomically by `WriteResults`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from auditing.game.expected import expected_histogram
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
+from pipelines.data.layout import partition_dir
+from pipelines.scoring.beam_coders import BatchCoder
+from pipelines.scoring.partition_batches import ReadTask, read_batches
+from pipelines.scoring.scored_batch import ScoredBatch, batch_from_predictions, scored_batch
+from pipelines.scoring.scoring_batches import (
+    GameSpec,
+    Pass1Accumulator,
+    SweepPlan,
+    boundary_rows,
+    finish_counts,
+    make_plan,
+    scored_rows_table,
+)
+
+# ------------------------------------------------------------------------------------------ the allocator
+
+_ALLOCATOR_TUNED = False
+_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+_MMAP_THRESHOLD_BYTES = 32 << 20
+
+
+def _tune_allocator() -> None:
+    """Once per process: undo the side effect of a fixed MALLOC_TRIM_THRESHOLD_ (Dask workers) on numpy's
+    large temporaries (`pipelines.scoring.beam_scoring`'s docstring, workaround 4). A no-op elsewhere."""
+    global _ALLOCATOR_TUNED
+    if _ALLOCATOR_TUNED:
+        return
+    _ALLOCATOR_TUNED = True
+    if (not sys.platform.startswith("linux") or "MALLOC_TRIM_THRESHOLD_" not in os.environ
+            or "MALLOC_MMAP_THRESHOLD_" in os.environ):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+
+
+# ------------------------------------------------------------------------------------------ DoFns
+
+
+class ReadBatches(beam.DoFn):
+    """A row group -> (batch id, validated Arrow table with pipeline names) per batch: the audited rows and the
+    capacity check's rows."""
+
+    def __init__(self, batch_size: int, selection=None, dataset=None, check_rows=None):
+        self._batch_size, self._selection, self._dataset = batch_size, selection, dataset
+        self._check_rows = check_rows
+
+    def process(self, task: ReadTask):
+        _tune_allocator()
+        yield from read_batches(task, self._batch_size, self._selection, self._dataset, self._check_rows)
+
+
+class PassProgress(beam.DoFn):
+    """Progress lines on stderr (the driver's console on FnApiRunner, the worker logs elsewhere)."""
+
+    def __init__(self, label: str, total_rows: int, enabled: bool):
+        self._label, self._total, self._enabled = label, total_rows, enabled
+
+    def setup(self):
+        self._rows, self._batches, self._last = 0, 0, 0.0
+
+    def process(self, batch: ScoredBatch):
+        if self._enabled:
+            self._rows += int(batch.issues.get("rows_read", batch.rows))
+            self._batches += 1
+            now = time.monotonic()
+            if now - self._last > 2.0 or self._rows >= self._total:
+                self._last = now
+                print(f"[score pid {os.getpid()}] {self._label}: {self._batches} batches, {self._rows} of "
+                      f"{self._total} rows", file=sys.stderr, flush=True)
+        yield batch
+
+
+def _merge_pass1(accumulators):
+    """Folds pass-1 accumulators into the first one (histograms add)."""
+    accumulators = iter(accumulators)
+    merged = next(accumulators)
+    for other in accumulators:
+        merged.merge(other)
+    return merged
+
+
+class Pass1CombineFn(beam.CombineFn):
+    """Plays every repetition on each batch and adds it to the per-slot |score|-bin histograms."""
+
+    def __init__(self, spec: GameSpec):
+        self._spec = spec
+
+    def create_accumulator(self):
+        return Pass1Accumulator()
+
+    def add_input(self, accumulator, batch):
+        _tune_allocator()
+        # The kernel plays in the background while this thread goes on with the next batch's reading,
+        # frame and Pool (single-threaded Python); every reader of the accumulator waits for it.
+        return accumulator.add_batch(batch, self._spec, background=True)
+
+    def compact(self, accumulator):
+        return accumulator.settle()
+
+    def merge_accumulators(self, accumulators):
+        return _merge_pass1(accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator.settle()
+
+    def get_accumulator_coder(self):
+        return BatchCoder()
+
+
+class MergePass1Fn(beam.CombineFn):
+    """Merges the per-shard pass-1 accumulators into one."""
+
+    def create_accumulator(self):
+        return Pass1Accumulator()
+
+    def add_input(self, accumulator, other):
+        return accumulator.merge(other)
+
+    def merge_accumulators(self, accumulators):
+        return _merge_pass1(accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+    def get_accumulator_coder(self):
+        return BatchCoder()
+
+
+class ExpectedHistogramFn(beam.CombineFn):
+    """The game's expected |score| histogram (`auditing.verdict.controls.expected_histogram`), added over batches."""
+
+    def __init__(self, spec: GameSpec):
+        self._spec = spec
+
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, accumulator, batch):
+        if batch.rows == 0:
+            return accumulator
+        rows, hits = expected_histogram(batch.p_target, batch.p_reference, batch.labels, self._spec.score(),
+                                        self._spec.bins)
+        return (rows, hits) if accumulator is None else (accumulator[0] + rows, accumulator[1] + hits)
+
+    def merge_accumulators(self, accumulators):
+        merged = None
+        for acc in accumulators:
+            if acc is not None:
+                merged = acc if merged is None else (merged[0] + acc[0], merged[1] + acc[1])
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+class _PlanUser(beam.DoFn):
+    """A DoFn that needs the sweep plan: given (two-stage), or made once from the pass-1 side input."""
+
+    def __init__(self, spec: GameSpec, plan: SweepPlan | None = None):
+        self._spec, self._plan = spec, plan
+        self._cached = None
+
+    def plan_for(self, pass1) -> SweepPlan:
+        if self._plan is not None:
+            return self._plan
+        if self._cached is None or self._cached[0] is not pass1:
+            self._cached = (pass1, make_plan(pass1, self._spec))
+        return self._cached[1]
+
+
+class BoundaryRows(_PlanUser):
+    """Pass 2: (slot, rows of this batch in the slot's cut bins)."""
+
+    def process(self, batch: ScoredBatch, pass1=None):
+        _tune_allocator()
+        if batch.rows:  # a batch of check rows only has no audited row to bring back
+            yield from boundary_rows(batch, self._spec, self.plan_for(pass1))
+
+
+class ExactCounts(_PlanUser):
+    """(slot, chunks) -> ("counts", slot, exact counts, boundary rows)."""
+
+    def process(self, element, pass1=None):
+        slot, chunks = element
+        chunks = list(chunks)
+        counts = finish_counts(self.plan_for(pass1), slot, chunks)
+        yield ("counts", int(slot), counts, int(sum(chunk.bins.size for chunk in chunks)))
+
+
+class WriteTable(beam.DoFn):
+    """Writes one Parquet file per batch (named by the batch id, so a retried batch overwrites itself)."""
+
+    def __init__(self, directory: str, make_table):
+        self._directory, self._make_table = directory, make_table
+
+    def process(self, batch: ScoredBatch):
+        path = Path(self._directory) / f"part-{batch.batch_id}.parquet"
+        pq.write_table(self._make_table(batch), path, compression=schema.PARQUET_COMPRESSION)
+        yield ("file", str(path), batch.rows)
+
+
+class ReadPredictions(beam.DoFn):
+    """A two-stage predictions file -> its `ScoredBatch`."""
+
+    def process(self, path: str):
+        yield batch_from_predictions(pq.read_table(path))
+
+
+class WriteResults(beam.DoFn):
+    """The one sink: the pass-1 accumulator and each slot's counts become files in the work directory."""
+
+    def __init__(self, directory: str):
+        self._directory = directory
+
+    def process(self, element):
+        directory = Path(self._directory)
+        if element[0] == "pass1":
+            _atomic_save(directory / "pass1.npz", element[1].save)
+        elif element[0] == "duplicates":
+            _, bucket, count, example = element
+            _atomic_save(directory / "duplicates" / f"bucket-{bucket:04d}.json",
+                         lambda handle: handle.write(json.dumps([count, example]).encode()))
+        elif element[0] == "expected":
+            _, rows, hits = element
+            _atomic_save(directory / "expected.npz", lambda path: np.savez(path, rows=rows, correct=hits))
+        elif element[0] == "counts":
+            _, slot, counts, rows = element
+            _atomic_save(directory / "slots" / f"slot-{slot:06d}.npz",
+                         lambda path: np.savez(path, counts=counts, boundary_rows=np.array(rows)))
+        # ("file", ...) markers only make the sink depend on the file-writing branches.
+
+
+class ScoredRows:
+    """Picklable callable: the ``--write-scored`` table of a batch."""
+
+    def __init__(self, spec: GameSpec):
+        self._spec = spec
+
+    def __call__(self, batch: ScoredBatch) -> pa.Table:
+        return scored_rows_table(batch, self._spec)
+
+
+def _atomic_save(path: Path, save) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    with open(tmp, "wb") as handle:
+        save(handle)
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------------------------ element functions
+
+
+class PrepareTarget:
+    """(batch id, Arrow batch) -> [((batch id, batch), the target's example)]: the example is built by the
+    target's format (`pipelines.models.formats.registry`); the key keeps the batch for the reference (pre-batched for
+    with_no_batching)."""
+
+    def __init__(self, model_format, dataset):
+        self._format, self._dataset = model_format, dataset
+
+    def __call__(self, element):
+        batch_id, table = element
+        return [((batch_id, table), self._format.prepare(table, self._dataset))]
+
+
+class AttachTarget:
+    """The target's probabilities join the key with the rows the game needs (row_id, label); the reference's
+    example is built from the batch by the reference's format (a CatBoost frame is shared with the target's)."""
+
+    def __init__(self, model_format, dataset):
+        self._format, self._dataset = model_format, dataset
+
+    def __call__(self, element):
+        (batch_id, table), result = element
+        rows = table.select([INTERNAL_ROW_ID, INTERNAL_LABEL])
+        return [((batch_id, rows, result.inference), self._format.prepare(table, self._dataset))]
+
+
+class ToScored:
+    """Both models' probabilities -> the batch's `ScoredBatch` (`pipelines.scoring.scored_batch.scored_batch`), its
+    capacity-check rows flagged (``check_rows``: their selection, or None)."""
+
+    def __init__(self, check_rows=None):
+        self._check_rows = check_rows
+
+    def __call__(self, element) -> ScoredBatch:
+        (batch_id, rows, p_target), result = element
+        return scored_batch(batch_id, rows, p_target, result.inference, self._check_rows)
+
+
+def audited_part(batch: ScoredBatch) -> ScoredBatch:
+    """The batch's audited rows: what every step but pass 1 and the row-id check sees."""
+    return batch.audited()
+
+
+def shard(batch: ScoredBatch, shards: int) -> tuple[int, ScoredBatch]:
+    """(shard of the batch id, batch): pass 1 without combiner lifting (Dask) is combined per shard first."""
+    return zlib.crc32(batch.batch_id.encode()) % shards, batch
+
+
+# ------------------------------------------------------------------------------------------ the work directory
+
+
+def read_slot_counts(work_dir: Path) -> tuple[dict[int, np.ndarray], dict[int, int]]:
+    """({slot: exact counts}, {slot: boundary rows received}) as `WriteResults` wrote them."""
+    counts, rows = {}, {}
+    for path in sorted((work_dir / "slots").glob("slot-*.npz")):
+        slot = int(path.stem.split("-")[1])
+        with np.load(path) as data:
+            counts[slot] = data["counts"]
+            rows[slot] = int(data["boundary_rows"])
+    return counts, rows
+
+
+def check_duplicates(work_dir: Path, root, date, key: str = schema.ROW_ID) -> None:
+    """Raises `LabelDPInputError` when the row-id buckets `WriteResults` wrote found a repeated row id."""
+    total, example = 0, None
+    for path in sorted((work_dir / "duplicates").glob("bucket-*.json")):
+        count, some = json.loads(path.read_text())
+        total += count
+        example = example if example is not None else some
+    if total:
+        raise LabelDPInputError(f"{partition_dir(root, date)}: column {key!r}: {total} duplicate value(s) "
+                                f"(e.g. {example}); each row needs its own identity (it keys the game's randomness)")
+
+
+__all__ = [
+    "AttachTarget",
+    "BoundaryRows",
+    "ExactCounts",
+    "ExpectedHistogramFn",
+    "MergePass1Fn",
+    "Pass1CombineFn",
+    "PassProgress",
+    "PrepareTarget",
+    "ReadBatches",
+    "ReadPredictions",
+    "ScoredRows",
+    "ToScored",
+    "WriteResults",
+    "WriteTable",
+    "audited_part",
+    "check_duplicates",
+    "read_slot_counts",
+    "shard",
+]

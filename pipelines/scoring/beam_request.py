@@ -1,0 +1,400 @@
+"""The Beam scoring job seen from outside, without Apache Beam: what to score (`ScoringRequest`), the reference
+model it defaults to, the runner arguments, the input checks and fingerprints, and where and how the job's
+outputs are written and read back.
+
+The job itself is `pipelines.scoring.beam_scoring.score_day`. Importing this module does not import ``apache_beam``
+(tests/test_beam_split.py checks it in a fresh interpreter), so the flows, the controls and the
+recalibration can build requests, fingerprint models and find or read a job's outputs without loading Beam.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from auditing.audit import AuditResult
+from auditing.config import AuditConfig, GameConfig
+from auditing.game.counts import GameCounts
+from auditing.game.sweep import SweepCounts
+from auditing.game.sweep_reduce import BinSpec
+from labeldp import hints
+from labeldp.errors import LabelDPInputError
+from labeldp.names import check_name, require_date
+from pipelines.data.dataset_spec import DatasetSpec, criteo
+from pipelines.data.layout import file_fingerprint, model_dir
+from pipelines.models import registry
+from pipelines.models.formats.registry import format_of
+from pipelines.scoring.partition_batches import partition_files, partition_schema
+
+FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+PLAN_MODES = ("auto", "side-input", "two-stage")
+# Rows per batch: frame conversion + CatBoost Pool cost ~2x less per row at 262,144 than at 65,536 (fewer
+# repeated categories per row; benchmarks/results/beam_scoring.md), and memory stays well under the target.
+DEFAULT_BATCH_SIZE = 262_144
+SWEEPS = "sweeps"
+SCORED = "scored"
+RESULT_FILE = "result.json"
+
+# ------------------------------------------------------------------------------------------ request
+
+
+@dataclass(frozen=True)
+class ScoringRequest:
+    """What to score and how. ``reference=None`` picks the default reference (`resolve_reference`).
+
+    ``date`` and ``reference_date`` are ``datetime.date`` values parsed at the edge (the command line, the
+    flow); a string is refused with a ``TypeError`` (``labeldp.names.require_date``). They pickle as they are
+    for Beam workers and are written as ``YYYY-MM-DD`` in ``result.json``.
+    """
+
+    data_root: str
+    date: dt.date
+    model: str
+    config: AuditConfig = field(default_factory=AuditConfig)
+    reference: str | None = None
+    reference_date: dt.date | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    thread_count: int | None = None  # CatBoost threads per predict call; None: cores for an in-process runner, else 1
+    bins: BinSpec = field(default_factory=BinSpec)
+    plan_mode: str = "auto"
+    combine_shards: int | None = None  # None: 1, or the Dask partitions on the Dask runner
+    write_scored: bool = False
+    expected_curve: bool = False  # also the game's expected correct guesses (controls; auditing.verdict.controls)
+    # The capacity check's rows (a selection with ``mask(row_ids)`` and ``describe()``, e.g.
+    # `pipelines.reference.recalibration.CheckRowSelection`): read and scored too, and kept out of the game; None: no check.
+    check_rows: object = None
+    # The night's rows left out for sharing a group with another row (`pipelines.scoring.row_grouping.GroupExclusion`),
+    # dropped from the audited and the check rows; None: no grouping applied.
+    excluded_rows: object = None
+
+    def __post_init__(self):
+        require_date(self.date, "date")
+        check_name(self.model, "--model")
+        if self.reference is not None:
+            check_name(self.reference, "--reference")
+        if self.reference_date is not None:
+            require_date(self.reference_date, "reference_date")
+        for name, low in (("batch_size", 1), ("thread_count", 1), ("combine_shards", 1)):
+            value = getattr(self, name)
+            if value is None and name != "batch_size":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise LabelDPInputError(f"{name.replace('_', '-')} must be a whole number >= {low}; got {value!r}")
+        if self.plan_mode not in PLAN_MODES:
+            raise LabelDPInputError(f"plan mode must be one of {list(PLAN_MODES)}; got {self.plan_mode!r}")
+
+
+def resolve_reference(root, model: str, date: dt.date, reference: str | None = None,
+                      reference_date: dt.date | None = None) -> tuple[str, dt.date]:
+    """The reference model M' (paper Sec. 6.2: a checkpoint that never saw day D's labels).
+
+    Default: ``model``'s own checkpoint of D-1 if it exists, else the model named ``reference`` of D-1. An
+    explicit ``reference`` name is taken at ``reference_date`` (default D-1).
+    """
+    if reference_date is not None:
+        ref_date = require_date(reference_date, "reference_date")
+    else:
+        ref_date = require_date(date) - dt.timedelta(days=1)
+    if reference is not None:
+        return reference, ref_date
+    if model_dir(root, model, ref_date).is_dir():
+        return model, ref_date
+    return "reference", ref_date
+
+
+# ------------------------------------------------------------------------------------------ runner arguments
+
+
+def runner_from(beam_args: Sequence[str]) -> str | None:
+    """The ``--runner`` named in Beam arguments (either ``--runner=X`` or ``--runner X``), or None."""
+    for index, arg in enumerate(beam_args):
+        if arg.startswith("--runner="):
+            return arg.split("=", 1)[1]
+        if arg == "--runner" and index + 1 < len(beam_args):
+            return beam_args[index + 1]
+    return None
+
+
+def _has_flag(beam_args: Sequence[str], *names: str) -> bool:
+    return any(arg == name or arg.startswith(name + "=") for arg in beam_args for name in names)
+
+
+def is_dask_runner(runner: str | None) -> bool:
+    return bool(runner) and runner.rsplit(".", 1)[-1] == "DaskRunner"
+
+
+def pipeline_args(beam_args: Sequence[str], partitions: int) -> list[str]:
+    """The Beam arguments with our defaults: FnApiRunner named explicitly (the DirectRunner first tries to
+    download the Prism binary), and, on the Dask runner, one Dask partition per work item (capped)."""
+    args = list(beam_args)
+    runner = runner_from(args)
+    if runner is None:
+        args.append(f"--runner={FN_API_RUNNER}")
+    elif is_dask_runner(runner) and not _has_flag(args, "--dask_npartitions", "--dask_partition_size"):
+        args.append(f"--dask_npartitions={max(1, min(int(partitions), 256))}")
+    return args
+
+
+def in_process(beam_args: Sequence[str]) -> bool:
+    """True when the arguments run the job in this one process (FnApiRunner or DirectRunner, one worker)."""
+    runner = runner_from(beam_args)
+    local = runner is None or runner.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner")
+    return local and not _has_flag(beam_args, "--direct_num_workers")
+
+
+# ------------------------------------------------------------------------------------------ inputs
+
+
+def model_lineage(root, name: str, date: dt.date, metadata: dict) -> dict:
+    """A model's identity for ``result.json``: where it is, its file's fingerprint, its mechanism and claim."""
+    directory = model_dir(root, name, date)
+    return {"name": name, "date": date.isoformat(), "uri": str(directory.resolve()),
+            "fingerprint": file_fingerprint(registry.model_path(root, name, date)),
+            "format": format_of(metadata).name, "source": metadata.get("source", "trained"),
+            "mechanism": metadata.get("mechanism", {}).get("name"),
+            "claimed_epsilon": metadata.get("mechanism", {}).get("epsilon"),
+            "partition_fingerprint": metadata.get("partition_fingerprint")}
+
+
+def model_dataset_fingerprint(metadata: dict) -> str:
+    """The fingerprint of the dataset a model reads (its metadata's ``dataset``; none recorded: Criteo)."""
+    record = metadata.get("dataset")
+    return record.get("fingerprint") if isinstance(record, dict) else criteo().fingerprint()
+
+
+def check_model_for_day(metadata: dict, dataset: DatasetSpec, date: dt.date, role: str) -> None:
+    """A model can score day ``date``'s rows: it reads this dataset, and a logged-predictions table holds
+    predictions for exactly that day's rows (``predictions_for``)."""
+    model = f"the {role} {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}"
+    reads_features = bool(metadata.get("feature_schema")) or "dataset" in metadata  # the RR oracle reads none
+    if reads_features and model_dataset_fingerprint(metadata) != dataset.fingerprint():
+        found = (metadata.get("dataset") or {}).get("name", "criteo")
+        name, day = metadata.get("model_name", "NAME"), metadata.get("date", "D")
+        fix = (f"register its file again for that dataset with "
+               f"{hints.REGISTER_FOR_DATASET.line(name=name, date=day)} (SPEC: the spec of {dataset.name!r})"
+               if metadata.get("source") == "registered" else
+               f"train it again on that partition ({hints.TRAIN_MODEL.line(name=name, date=day)})")
+        raise LabelDPInputError(f"{model} reads dataset {found!r}, but the partition of {date.isoformat()} is "
+                                f"dataset {dataset.name!r}; {fix}")
+    scores = metadata.get("predictions_for")
+    if scores is not None and scores != date.isoformat():
+        raise LabelDPInputError(f"{model} is a table of predictions on the rows of {scores}, not of "
+                                f"{date.isoformat()}: a predictions table answers only for the day it scored")
+
+
+def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date], dataset: DatasetSpec | None = None):
+    """Everything that can be checked before any work: partition files and schema, both models' presence,
+    dataset, day and feature schemas.
+
+    Returns:
+        (files, partition schema, target metadata, reference metadata).
+
+    Raises:
+        LabelDPInputError: a missing partition or model file, a model of another dataset or day, or a feature
+            schema mismatch.
+    """
+    dataset = dataset or criteo()
+    files = partition_files(request.data_root, request.date, dataset)
+    table_schema = partition_schema(files, dataset)
+    target_md = registry.read_metadata(request.data_root, request.model, request.date)
+    reference_md = registry.read_metadata(request.data_root, *reference)
+    for name, date in ((request.model, request.date), reference):
+        path = registry.model_path(request.data_root, name, date)
+        if not path.is_file():
+            raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
+    check_model_for_day(target_md, dataset, request.date, "target")
+    check_model_for_day(reference_md, dataset, request.date, "reference")
+    registry.check_features(target_md, table_schema)
+    registry.check_features(reference_md, table_schema)
+    reference_format = format_of(reference_md)
+    if reference_format.scores_one_day:  # a table of predictions must answer every row of the day
+        from pipelines.data.schema import read_partition
+
+        keys = read_partition(request.data_root, request.date, columns=[dataset.row_key], dataset=dataset)
+        reference_format.check_reference_coverage(request.data_root, *reference,
+                                                  keys.column(dataset.row_key).to_numpy())
+    return files, table_schema, target_md, reference_md
+
+
+@dataclass(frozen=True)
+class PreparedScoring:
+    """A request's inputs, checked once before any work, and the key its output is stored under: the resolved
+    reference, the dataset, both models' metadata, the partition's read tasks, the audited and check rows (with
+    the grouped rows left out, and their record), the job's lineage and `scoring_key`."""
+
+    reference: tuple[str, dt.date]
+    dataset: DatasetSpec
+    target_md: dict
+    reference_md: dict
+    tasks: list
+    total_rows: int
+    selection: object
+    check_rows: object
+    row_groups: object
+    lineage: dict
+    key: str
+    output_dir: Path
+
+
+def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), progress=None) -> PreparedScoring:
+    """Checks ``request``'s inputs (`check_inputs`), fingerprints the models and the partition once, and derives
+    the output's key and directory. LabelDPInputError before any work, as `check_inputs`."""
+    from pipelines.data import schema
+    from pipelines.data.dataset_spec import dataset_of
+    from pipelines.scoring.audit_rows import row_selection
+    from pipelines.scoring.partition_batches import read_tasks
+
+    reference = resolve_reference(request.data_root, request.model, request.date, request.reference,
+                                  request.reference_date)
+    if progress is not None:
+        progress(f"checking inputs: partition {request.date}, model {request.model}@{request.date}, "
+                 f"reference {reference[0]}@{reference[1]}")
+    dataset = dataset_of(request.data_root, request.date)
+    files, _table_schema, target_md, reference_md = check_inputs(request, reference, dataset)
+    selection = row_selection(request.config.audit_rows, target_md,
+                              model_dir(request.data_root, request.model, request.date))
+    check_rows, row_groups = request.check_rows, None
+    audited_rows = None if selection is None else {**selection.describe(),
+                                                    "training_rows": target_md.get("training_rows")}
+    if request.excluded_rows is not None:  # rows sharing a group leave the audited and the check rows
+        from pipelines.scoring.row_grouping import ExcludingSelection
+
+        row_groups = request.excluded_rows.record(selection, check_rows)
+        selection = ExcludingSelection(selection, request.excluded_rows)
+        check_rows = None if check_rows is None else ExcludingSelection(check_rows, request.excluded_rows)
+    tasks = read_tasks(files)
+    total_rows = sum(task.rows for task in tasks)
+    beam_args = list(beam_args)
+    lineage = {
+        "model": model_lineage(request.data_root, request.model, request.date, target_md),
+        "reference": model_lineage(request.data_root, *reference, reference_md),
+        "partition": {"date": request.date.isoformat(),
+                      "fingerprint": schema.partition_fingerprint(request.data_root, request.date),
+                      "files": [p.name for p in files], "rows": total_rows, "row_groups": len(tasks),
+                      "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint()},
+        "runner": {"runner": runner_from(beam_args) or FN_API_RUNNER, "beam_args": beam_args},
+        "code_version": registry.code_version(),
+        # the rows the scoring depended on beyond the model's own (part of the output's key)
+        "rows": {"check_rows": None if request.check_rows is None else request.check_rows.describe(),
+                 "excluded": None if request.excluded_rows is None else request.excluded_rows.describe()},
+    }
+    key = scoring_key(request.config.game, lineage, audited_rows, expected_curve=request.expected_curve,
+                      capacity_check=request.check_rows is not None)
+    return PreparedScoring(reference, dataset, target_md, reference_md, tasks, total_rows, selection, check_rows,
+                           row_groups, lineage, key, sweep_dir(request.data_root, request.model, request.date, key))
+
+
+def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, dict] | None:
+    """The game's output and the job's record stored under ``prepared``'s key, or None when there is none (or
+    it cannot be read: then the day is scored again)."""
+    try:
+        game = GameCounts.load(prepared.output_dir)
+        record = json.loads((prepared.output_dir / RESULT_FILE).read_text(encoding="utf-8"))
+    except (LabelDPInputError, OSError, ValueError):
+        return None
+    if record.get("scoring_key") != prepared.key:
+        return None
+    return game, record
+
+
+# ------------------------------------------------------------------------------------------ outputs
+
+
+def scoring_key(game: GameConfig, lineage: dict, audited_rows: dict | None, *, expected_curve: bool,
+                capacity_check: bool) -> str:
+    """The 16-hex key of a scoring job's output: everything its counts depend on and nothing else. The game's
+    configuration (`GameConfig.game_hash`, with the game's version), the fingerprints of the model, the reference
+    and the partition (``lineage``: the job's record), the audited rows (``audited_rows``: the row selection's
+    record, with the model's training-rows record), the check and grouped rows, and which optional records were
+    asked for. No bound setting enters it: those re-judge stored counts (`auditing.audit.audit_counts`)."""
+    payload = {"game": game.game_hash(), "model": lineage["model"]["fingerprint"],
+               "reference": lineage["reference"]["fingerprint"], "partition": lineage["partition"]["fingerprint"],
+               "dataset": lineage["partition"].get("dataset_fingerprint"), "audited_rows": audited_rows,
+               "rows": lineage["rows"], "expected_curve": bool(expected_curve), "capacity_check": bool(capacity_check)}
+    return hashlib.sha256(json.dumps(json_safe(payload), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def sweep_dir(root, model: str, date: dt.date, key: str) -> Path:
+    """``sweeps/<model>/date=D/<scoring key>/``: where the job writes ``counts.npz`` and ``result.json``."""
+    return Path(root) / SWEEPS / check_name(model) / f"date={require_date(date).isoformat()}" / key
+
+
+def scored_dir(root, model: str, date: dt.date, key: str) -> Path:
+    """``scored/<model>/date=D/<scoring key>/``: the ``--write-scored`` rows."""
+    return Path(root) / SCORED / check_name(model) / f"date={require_date(date).isoformat()}" / key
+
+
+@dataclass
+class ScoringOutcome:
+    """What `pipelines.scoring.beam_scoring.score_day` produced: the audit result at the request's settings, the game's
+    claim-free output (`auditing.game.counts.GameCounts`) and where they were written."""
+
+    @property
+    def counts(self) -> SweepCounts:
+        return self.game.counts
+
+    result: AuditResult
+    game: GameCounts
+    output_dir: Path
+    scored_dir: Path | None
+    record: dict  # result.json
+
+
+def json_safe(value):
+    """Strict-JSON copy: inf -> "inf", NaN -> None, numpy scalars/arrays -> Python, paths -> str."""
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_result(directory: Path, record: dict) -> None:
+    """``result.json`` in ``directory``: the record as strict JSON (`json_safe`), keys sorted."""
+    (Path(directory) / RESULT_FILE).write_text(json.dumps(json_safe(record), indent=2, sort_keys=True,
+                                                          allow_nan=False) + "\n", encoding="utf-8")
+
+
+__all__ = [
+    "DASK_RUNNER",
+    "DEFAULT_BATCH_SIZE",
+    "FN_API_RUNNER",
+    "PLAN_MODES",
+    "RESULT_FILE",
+    "SCORED",
+    "SWEEPS",
+    "PreparedScoring",
+    "ScoringOutcome",
+    "ScoringRequest",
+    "check_inputs",
+    "check_model_for_day",
+    "in_process",
+    "is_dask_runner",
+    "json_safe",
+    "model_dataset_fingerprint",
+    "model_lineage",
+    "pipeline_args",
+    "prepare_scoring",
+    "resolve_reference",
+    "runner_from",
+    "scored_dir",
+    "scoring_key",
+    "stored_scoring",
+    "sweep_dir",
+    "write_result",
+]

@@ -1,0 +1,487 @@
+"""The Beam scoring job: one day's partition, a target and a reference model, R repetitions of the game,
+reduced to the exact per-repetition sweep counts of the in-process audit (`auditing.audit.run_audit`).
+
+Pipeline (every element is an Arrow batch or a small per-slot object, never a row):
+
+    row groups [--Reshuffle, on multi-worker runners] --read--> Arrow batches
+    Arrow batches --RunInference(target)--> --RunInference(reference)--> scored batches
+    scored batches --CombinePerKey/CombineGlobally(pass 1: play_repetition, |score|-bin histograms)--> pass1
+    scored batches --ParDo(pass 2, pass1 as side input: replay rows near cut bins)--> boundary rows
+    boundary rows --GroupByKey(slot)--> ParDo(exact counts) --> per-slot counts
+    pass1 + per-slot counts --Flatten--> ParDo(write result files)
+
+Pass 1's compiled kernel releases the GIL and runs on a background thread (one core, `Pass1Accumulator`), so on
+a single-process runner it overlaps the single-threaded Python work of the next batch (Parquet reading, the
+CatBoost frame and Pool); the CombineFn reads its accumulator only after the kernels finished (``compact``,
+``extract_output``, merges and pickling wait for them), and the histograms are integer sums, so the result is
+the same whenever the kernels run.
+
+The reduction is exact (`auditing.game.sweep_reduce`): pass 1 histograms |score| in order-preserving bins, the
+plan derived from them says which bins each grid point cuts, and pass 2 brings back only those bins' rows,
+which `exact_counts` ranks with `auditing.game.sweep.rank_order` itself. Memory is O(bins x R) for the histograms
+plus the boundary rows (reported as ``boundary_rows``), independent of the partition's size otherwise.
+The counts (with both keyed halves of repetition 0, `auditing.game.slots`) become `auditing.game.counts.GameCounts`;
+`auditing.audit.audit_counts` turns them into the same `AuditResult` as in-process.
+`exact_counts` checks every cut bin's rows against the histogram, so rows lost or duplicated between the
+passes by any runner raise instead of giving a wrong count.
+
+Plan modes:
+- ``side-input``: one pipeline; pass 2 reads the merged histograms as a singleton side input.
+- ``two-stage``: pipeline 1 writes the scored batches (row_id, label, both models' probabilities; ~33 bytes
+  a row) and the histograms to a work directory; the driver derives the plan (O(bins x R)) and pipeline 2
+  reads the scored batches back and runs pass 2 with the plan as a DoFn argument.
+- ``auto``: two-stage on the Dask runner, side-input elsewhere.
+
+Beam's Dask runner (apache-beam 2.77) needs four workarounds (how each was found: infra/README.md, "Beam
+runners"):
+1. Side inputs are computed inside each consuming task, outside the Dask graph, and outputs of earlier
+   partitions were appended again: hence the two-stage plan.
+2. Outputs emitted from ``finish_bundle`` are dropped, and `BatchElements` emits its last batch there: the
+   handlers run ``with_no_batching()`` on batches we build ourselves (Arrow batches of ``batch_size`` rows),
+   and no DoFn of ours outputs from ``finish_bundle``.
+3. Only the last transform's bag is computed, so each pipeline ends in exactly one sink that every branch is
+   flattened into; and ``Create`` puts up to 128 elements in one Dask partition, so ``--dask_npartitions``
+   defaults to the number of read tasks (else one worker does all).
+4. Not a Beam bug: the nanny's MALLOC_TRIM_THRESHOLD_ turns off glibc's dynamic mmap threshold, so every
+   large numpy temporary of the game becomes a fresh mmap; the DoFns set M_MMAP_THRESHOLD back to 32 MiB once
+   per such process (`pipelines.scoring.beam_dofns`), unless MALLOC_MMAP_THRESHOLD_ is set.
+Without combiner lifting on Dask, pass 1 is keyed by a shard of the batch id (``combine_shards``) so the
+game runs in parallel before one final merge.
+
+Modules: this one builds the pipelines and runs the job (`score_day`); the DoFns and CombineFns are in
+`pipelines.scoring.beam_dofns`; the request, the runner arguments, the input checks and the output files in
+`pipelines.scoring.beam_request`, which imports no Beam; the per-batch work in `pipelines.scoring.partition_batches`,
+`pipelines.scoring.scored_batch` and `pipelines.scoring.scoring_batches`, plain functions that the DoFns wrap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from auditing.audit import audit_counts
+from auditing.game.counts import GameCounts
+from auditing.game.expected import expected_record
+from auditing.game.score_histogram import coarsen
+from auditing.game.sweep import SweepCounts
+from labeldp.errors import LabelDPInputError
+from labeldp.progress import Progress, no_progress
+from pipelines.data.layout import atomic_directory
+from pipelines.models.formats.registry import format_of
+from pipelines.scoring.beam_coders import BATCH, keyed, typed
+from pipelines.scoring.beam_dofns import (
+    AttachTarget,
+    BoundaryRows,
+    ExactCounts,
+    ExpectedHistogramFn,
+    MergePass1Fn,
+    Pass1CombineFn,
+    PassProgress,
+    PrepareTarget,
+    ReadBatches,
+    ReadPredictions,
+    ScoredRows,
+    ToScored,
+    WriteResults,
+    WriteTable,
+    audited_part,
+    check_duplicates,
+    read_slot_counts,
+    shard,
+)
+from pipelines.scoring.beam_request import (
+    FN_API_RUNNER,
+    PreparedScoring,
+    ScoringOutcome,
+    ScoringRequest,
+    in_process,
+    is_dask_runner,
+    pipeline_args,
+    prepare_scoring,
+    runner_from,
+    scored_dir,
+    sweep_dir,
+    write_result,
+)
+from pipelines.scoring.partition_batches import ReadTask
+from pipelines.scoring.scored_batch import duplicate_row_ids, predictions_table, row_id_buckets
+from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator, SweepPlan, make_plan, sweep_counts
+
+ROW_ID_BUCKETS = 16
+
+# ------------------------------------------------------------------------------------------ pipelines
+
+
+@dataclass
+class _Job:
+    request: ScoringRequest
+    reference: tuple[str, dt.date]
+    spec: GameSpec
+    tasks: list[ReadTask]
+    total_rows: int
+    beam_args: list[str]
+    plan_mode: str
+    thread_count: int
+    shards: int
+    work_dir: Path
+    scored_dir: Path | None
+    progress: Progress
+    show_worker_progress: bool
+    selection: object = None  # pipelines.scoring.audit_rows selection, or None for every row
+    check_rows: object = None  # the capacity check's row selection (pipelines.reference.recalibration), or None
+    dataset: object = None  # pipelines.data.dataset_spec.DatasetSpec of the partition
+    formats: tuple = ()  # the target's and the reference's pipelines.models.formats.registry.ModelFormat
+
+
+def _scored_batches(pipeline, job: _Job):
+    request = job.request
+    target_format, reference_format = job.formats
+
+    def handler(model_format, name: str, date: dt.date):
+        base = model_format.handler(request.data_root, name, date, job.dataset, thread_count=job.thread_count)
+        return KeyedModelHandler(base).with_no_batching()
+
+    # Every per-batch PCollection is typed BATCH so that Beam's size sampling does not pickle it (beam_coders).
+    tasks = pipeline | "RowGroups" >> beam.Create(job.tasks)
+    if not in_process(job.beam_args):  # spread the row groups over workers (one process has nothing to spread)
+        tasks = tasks | "Spread" >> beam.Reshuffle()
+    read = ReadBatches(request.batch_size, job.selection, job.dataset, job.check_rows)
+    batches = typed(tasks | "ReadBatches" >> beam.ParDo(read), BATCH)
+    examples = typed(batches | "TargetInput" >> beam.Map(PrepareTarget(target_format, job.dataset)), BATCH)
+    inferred = typed(examples | "Target" >> RunInference(handler(target_format, request.model, request.date)), BATCH)
+    targeted = typed(inferred | "AttachTarget" >> beam.Map(AttachTarget(reference_format, job.dataset)), BATCH)
+    referenced = typed(targeted | "Reference" >> RunInference(handler(reference_format, *job.reference)), BATCH)
+    scored = typed(referenced | "Scored" >> beam.Map(ToScored(job.check_rows)), BATCH)
+    # Progress counts the audited rows: the training rows the selection records, when it records them.
+    rows = getattr(job.selection, "rows", None)
+    expected = rows if rows and rows <= job.total_rows else job.total_rows
+    return typed(scored | "Progress" >> beam.ParDo(PassProgress("scored", expected, job.show_worker_progress)), BATCH)
+
+
+def _audited(scored):
+    """The audited rows of every scored batch (the check rows go to pass 1 and the row-id check only)."""
+    return typed(scored | "Audited" >> beam.Map(audited_part), BATCH)
+
+
+def _pass1(scored, job: _Job):
+    if job.shards == 1:  # combiner lifting (FnApiRunner, Dataflow) already plays the batches where they are
+        return typed(scored | "Pass1" >> beam.CombineGlobally(Pass1CombineFn(job.spec)).without_defaults(), BATCH)
+    sharded = typed(scored | "Shard" >> beam.Map(shard, job.shards), keyed(int))
+    per_shard = typed(sharded | "Pass1PerShard" >> beam.CombinePerKey(Pass1CombineFn(job.spec)), keyed(int))
+    values = typed(per_shard | "DropShard" >> beam.Values(), BATCH)
+    return typed(values | "Pass1Merge" >> beam.CombineGlobally(MergePass1Fn()).without_defaults(), BATCH)
+
+
+def _expected(scored, job: _Job) -> list:
+    """With ``expected_curve``: [("expected", rows, correct)], the game's expected |score| histogram."""
+    if not job.request.expected_curve:
+        return []
+    return [scored
+            | "ExpectedHistogram" >> beam.CombineGlobally(ExpectedHistogramFn(job.spec)).without_defaults()
+            | "TagExpected" >> beam.Map(lambda acc: ("expected", acc[0], acc[1]))]
+
+
+def _duplicates(scored):
+    """The row-id uniqueness check: ("duplicates", bucket, count, example) per hash bucket of row ids."""
+    return (
+        scored
+        | "RowIdBuckets" >> beam.FlatMap(row_id_buckets, ROW_ID_BUCKETS)
+        | "GroupRowIds" >> beam.GroupByKey()
+        | "DuplicateRowIds" >> beam.MapTuple(lambda bucket, chunks: ("duplicates", bucket, *duplicate_row_ids(chunks)))
+    )
+
+
+def _tag_pass1(pass1):
+    return typed(pass1 | "TagPass1" >> beam.Map(lambda acc: ("pass1", acc)), BATCH)
+
+
+def _write_scored(scored, job: _Job) -> list:
+    """With ``write_scored``: the branch writing the ``--write-scored`` rows."""
+    if job.scored_dir is None:
+        return []
+    return [scored | "WriteScored" >> beam.ParDo(WriteTable(str(job.scored_dir), ScoredRows(job.spec)))]
+
+
+def _write_results(outputs: list, job: _Job) -> None:
+    """Flattens every branch into the one sink (module docstring, workaround 3)."""
+    merged = typed(outputs | "AllOutputs" >> beam.Flatten(), BATCH)
+    _ = merged | "WriteResults" >> beam.ParDo(WriteResults(str(job.work_dir)))
+
+
+def _new_pipeline(job: _Job, partitions: int) -> beam.Pipeline:
+    return beam.Pipeline(options=PipelineOptions(pipeline_args(job.beam_args, partitions)))
+
+
+def _single_pipeline(job: _Job) -> None:
+    pipeline = _new_pipeline(job, len(job.tasks))
+    scored = _scored_batches(pipeline, job)
+    pass1 = _pass1(scored, job)
+    audited = _audited(scored)
+    side = beam.pvalue.AsSingleton(pass1)
+    chunks = typed(audited | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec), side), keyed(int))
+    counts = (
+        chunks
+        | "GroupBySlot" >> beam.GroupByKey()
+        | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec), side)
+    )
+    _write_results([_tag_pass1(pass1), counts, _duplicates(scored), *_expected(audited, job),
+                    *_write_scored(audited, job)], job)
+    _run(pipeline)
+
+
+def _two_stage_first(job: _Job) -> None:
+    pipeline = _new_pipeline(job, len(job.tasks))
+    scored = _scored_batches(pipeline, job)
+    pass1 = _pass1(scored, job)
+    audited = _audited(scored)
+    predictions = job.work_dir / "predictions"
+    predictions.mkdir(parents=True, exist_ok=True)
+    _write_results([_tag_pass1(pass1), _duplicates(scored), *_expected(audited, job),
+                    audited | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table)),
+                    *_write_scored(audited, job)], job)
+    _run(pipeline)
+
+
+def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
+    files = sorted(str(path) for path in (job.work_dir / "predictions").glob("part-*.parquet"))
+    if not files:
+        return
+    pipeline = _new_pipeline(job, len(files))
+    scored = typed(pipeline
+                   | "ScoredFiles" >> beam.Create(files)
+                   | "Spread" >> beam.Reshuffle()
+                   | "ReadScored" >> beam.ParDo(ReadPredictions()), BATCH)
+    chunks = typed(scored | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec, plan)), keyed(int))
+    _ = (
+        chunks
+        | "GroupBySlot" >> beam.GroupByKey()
+        | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec, plan))
+        | "WriteResults" >> beam.ParDo(WriteResults(str(job.work_dir)))
+    )
+    _run(pipeline)
+
+
+def _run(pipeline) -> None:
+    result = None
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except Exception as exc:  # runners wrap worker errors; surface our input errors as such
+        error = _input_error_in(exc)
+        if error is not None:
+            raise error from None
+        raise
+    finally:
+        # The Dask runner opens a distributed.Client per run and never closes it.
+        client = getattr(result, "client", None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+
+_INPUT_ERROR_RE = re.compile(r"LabelDPInputError: (.+)")
+
+
+def _input_error_in(exc: BaseException) -> LabelDPInputError | None:
+    seen = set()
+    current = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, LabelDPInputError):
+            return LabelDPInputError(str(current).split(" [while running")[0])
+        current = current.__cause__ or current.__context__
+    match = _INPUT_ERROR_RE.search(str(exc))
+    if match:
+        return LabelDPInputError(match.group(1).split(" [while running")[0].strip())
+    return None
+
+
+@contextlib.contextmanager
+def _cleanup_empty_parents(paths: list[Path], stop: Path):
+    """Removes directories created for outputs that never appeared, so a failed run writes nothing."""
+    existed = {}
+    for path in paths:
+        parent = path.parent
+        while parent != stop and parent != parent.parent:
+            existed.setdefault(parent, parent.exists())
+            parent = parent.parent
+    try:
+        yield
+    except BaseException:
+        for parent in sorted(existed, key=lambda p: len(p.parts), reverse=True):
+            if not existed[parent]:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
+        raise
+
+
+# ------------------------------------------------------------------------------------------ the job
+
+
+def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: Progress = no_progress,
+              worker_progress: bool = False, prepared: PreparedScoring | None = None) -> ScoringOutcome:
+    """Runs the scoring job for ``request`` and writes ``sweeps/<model>/date=D/<scoring key>/`` (``counts.npz``:
+    the game's claim-free output, `auditing.game.counts.GameCounts`; ``result.json``: the lineage, the diagnostics
+    and the audit at the request's bound settings; the key: `pipelines.scoring.beam_request.scoring_key`), and with
+    ``write_scored`` ``scored/<model>/date=D/<scoring key>/``,
+    each atomically. Input errors (missing partition or model, feature schema mismatch) raise
+    `LabelDPInputError` before any work and write nothing. prepared: the request's checked inputs and key
+    (`pipelines.scoring.beam_request.prepare_scoring`), when the caller already has them."""
+    started = time.monotonic()
+    started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    timings = {}
+    beam_args = list(beam_args)
+    runner = runner_from(beam_args) or FN_API_RUNNER
+    prepared = prepared or prepare_scoring(request, beam_args, progress)
+    reference, dataset, lineage, key = prepared.reference, prepared.dataset, prepared.lineage, prepared.key
+    target_md, tasks, total_rows = prepared.target_md, prepared.tasks, prepared.total_rows
+    selection, check_rows, row_groups = prepared.selection, prepared.check_rows, prepared.row_groups
+    formats = (format_of(target_md), format_of(prepared.reference_md))
+    partition_fp = lineage["partition"]["fingerprint"]
+    timings["checks_s"] = round(time.monotonic() - started, 3)
+
+    if row_groups is not None and getattr(selection, "rows", None) == 0:
+        return _nothing_left(request, key, row_groups, lineage, timings, started_at, progress)
+
+    dask = is_dask_runner(runner)
+    plan_mode = request.plan_mode if request.plan_mode != "auto" else ("two-stage" if dask else "side-input")
+    thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
+    shards = request.combine_shards or (max(1, min(len(tasks), 256)) if dask else 1)
+    spec = GameSpec(request.config.game, request.bins, capacity_check=request.check_rows is not None)
+    out_final = sweep_dir(request.data_root, request.model, request.date, key)
+    scored_final = scored_dir(request.data_root, request.model, request.date, key)
+    outputs = [out_final] + ([scored_final] if request.write_scored else [])
+    progress(f"{total_rows} rows of dataset {dataset.name} in {len(tasks)} row group(s); target {formats[0].name}, "
+             f"reference {formats[1].name}; runner {runner}, plan {plan_mode}, batch {request.batch_size} rows, "
+             f"threads {thread_count}, R = {request.config.repetitions}")
+
+    with _cleanup_empty_parents(outputs, Path(request.data_root)), contextlib.ExitStack() as stack:
+        out_tmp = stack.enter_context(atomic_directory(out_final))
+        scored_tmp = stack.enter_context(atomic_directory(scored_final)) if request.write_scored else None
+        work = out_tmp / "_work"
+        work.mkdir()
+        job = _Job(request, reference, spec, tasks, total_rows, beam_args, plan_mode, thread_count, shards,
+                   work, scored_tmp, progress, worker_progress, selection, check_rows, dataset, formats)
+        t0 = time.monotonic()
+        if plan_mode == "side-input":
+            progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
+            _single_pipeline(job)
+            timings["pipeline_s"] = round(time.monotonic() - t0, 3)
+            check_duplicates(work, request.data_root, request.date, dataset.row_key)
+            pass1 = Pass1Accumulator.load(work / "pass1.npz")
+            plan = make_plan(pass1, spec)
+        else:
+            progress("pipeline 1: inference and pass 1 (histograms)")
+            _two_stage_first(job)
+            timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
+            check_duplicates(work, request.data_root, request.date, dataset.row_key)
+            t1 = time.monotonic()
+            pass1 = Pass1Accumulator.load(work / "pass1.npz")
+            plan = make_plan(pass1, spec)
+            progress(f"plan: {plan.m} rows audited, {plan.boundary_rows} boundary rows to bring back")
+            _two_stage_second(job, plan)
+            timings["pipeline2_s"] = round(time.monotonic() - t1, 3)
+        slot_counts, slot_rows = read_slot_counts(work)
+        counts, split = sweep_counts(plan, spec, slot_counts)
+        # Repetition 0's |score| histogram (slot 0 of pass 1) for the report's score panel, and for controls the
+        # game's expected correct guesses over repetition 0's grid (auditing.verdict.controls).
+        histogram = coarsen(pass1.rows[0], pass1.correct[0], request.bins)
+        expected = None
+        if request.expected_curve:
+            with np.load(work / "expected.npz") as data:
+                expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
+        game = GameCounts(game=request.config.game, counts=counts, halves=split, score_histogram=histogram,
+                          prior_histogram=pass1.prior_histogram(), expected_correct=expected or {},
+                          check=_check_histograms(pass1, spec), row_groups=row_groups)
+        result = audit_counts(game, request.config.bound)
+        shutil.rmtree(work)
+        timings["total_s"] = round(time.monotonic() - started, 3)
+        diagnostics = {
+            "rows": dict(plan.issues), "m": plan.m, "plan_mode": plan_mode, "batch_size": request.batch_size,
+            "catboost_thread_count": thread_count, "combine_shards": shards, "bins": asdict(request.bins),
+            "histogram_bins": request.bins.num_bins, "slots": len(spec.slots),
+            "boundary_rows": plan.boundary_rows, "boundary_rows_received": int(sum(slot_rows.values())),
+            "audited_rows": _audited_rows(request.config.audit_rows, selection, total_rows, plan.issues, target_md,
+                                          partition_fp),
+            "check_rows": None if check_rows is None else {
+                **check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
+                "scored": int(plan.issues.get("check_rows_scored", 0))},
+        }
+        record = {"result": result.to_dict(), "config": asdict(request.config), "scoring_key": key,
+                  "lineage": lineage,
+                  "diagnostics": diagnostics, "timings": timings, "started_at": started_at,
+                  "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                  "scored_rows": str(scored_final) if request.write_scored else None}
+        game.save(out_tmp)
+        write_result(out_tmp, record)
+    rows = plan.issues
+    missing = rows.get("rows_without_target_prediction", 0) + rows.get("rows_without_reference_prediction", 0)
+    progress(f"done: eps_lb {result.epsilon_lower_bound:.4g} over m = {plan.m} rows ({rows['rows_read']} read, "
+             f"{rows['rows_without_row_id']} without row_id, {rows['rows_bad_target_probabilities']} / "
+             f"{rows['rows_bad_reference_probabilities']} with bad target / reference probabilities"
+             + (f", of which {rows.get('rows_without_target_prediction', 0)} / "
+                f"{rows.get('rows_without_reference_prediction', 0)} without a prediction" if missing else "")
+             + f"); wrote {out_final}")
+    return ScoringOutcome(result, game, out_final, scored_final if request.write_scored else None, record)
+
+
+def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, timings: dict, started_at: str,
+                  progress: Progress) -> ScoringOutcome:
+    """Every audited row shares a group with another row: nothing to play the game on. The result says so (m = 0,
+    INCONCLUSIVE for any claim; `auditing.audit.no_rows_result`) and is written like any other."""
+    from auditing.game.row_groups import NO_ROWS_LEFT
+
+    reps = request.config.repetitions
+    counts = SweepCounts(m=0, guesses=np.zeros((reps, 0), np.int64), correct=np.zeros((reps, 0), np.int64))
+    game = GameCounts(game=request.config.game, counts=counts, row_groups=row_groups,
+                      inconclusive_reason=NO_ROWS_LEFT)
+    result = audit_counts(game, request.config.bound)
+    out_final = sweep_dir(request.data_root, request.model, request.date, key)
+    record = {"result": result.to_dict(), "config": asdict(request.config), "scoring_key": key, "lineage": lineage,
+              "diagnostics": {"m": 0, "row_groups": row_groups.to_dict()}, "timings": timings,
+              "started_at": started_at, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "scored_rows": None}
+    with atomic_directory(out_final) as out_tmp:
+        game.save(out_tmp)
+        write_result(out_tmp, record)
+    progress(f"done: {NO_ROWS_LEFT} ({row_groups.rows_excluded} row(s) left out); wrote {out_final}")
+    return ScoringOutcome(result, game, out_final, None, record)
+
+
+def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec):
+    """The capacity check's histograms (empty ones when the job read no check row), or None without a check."""
+    if not spec.capacity_check:
+        return None
+    from auditing.verdict.capacity_check import CheckHistograms
+
+    return pass1.checks if pass1.checks is not None else CheckHistograms.empty()
+
+
+def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, target_md: dict,
+                  partition_fp: str) -> dict:
+    """Which rows the game saw (result.json diagnostics). With ``training`` on the partition the model was
+    trained on, the rows read must be exactly the rows whose labels training read (registry metadata)."""
+    out = {"audit_rows": audit_rows, "partition_rows": int(total_rows),
+           "rows_not_audited": int(total_rows - issues.get("rows_read", 0))}
+    if selection is not None:
+        out.update(selection.describe())
+        same_partition = target_md.get("partition_fingerprint") == partition_fp
+        if same_partition and selection.rows is not None and issues.get("rows_read") != selection.rows:
+            raise RuntimeError(f"audit_rows training: read {issues.get('rows_read')} rows but model "
+                               f"{selection.model!r} records {selection.rows} training rows on this partition")
+    return out
+
+
+__all__ = ["score_day"]

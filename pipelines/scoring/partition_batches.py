@@ -1,0 +1,175 @@
+"""Step 1 of the scoring job (`pipelines.scoring.scoring_batches` describes all the steps): a day's partition read as
+validated Arrow batches, one Parquet row group per task.
+
+The columns come from the partition's dataset spec (`pipelines.data.dataset_spec`): its row key, label and features
+(carried columns are not read); each batch leaves here with the pipeline names ``row_id`` and ``label``
+(`DatasetSpec.to_internal`) and the features under their own names.
+
+Rows without a ``row_id`` cannot key the game's randomness; they are kept here and counted when the batch is
+scored (`pipelines.scoring.scored_batch.scored_batch`). With ``audit_rows: training`` only the rows whose labels entered
+training are kept (`select_rows`, ``pipelines.scoring.audit_rows``), before inference. No Beam: the Beam job
+(`pipelines.scoring.beam_scoring`) wraps `read_batches` in a DoFn, and the input checks
+(`pipelines.scoring.beam_request.check_inputs`) read the footers through `partition_files` and `partition_schema`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+from pipelines.data.dataset_spec import DatasetSpec, criteo
+from pipelines.data.layout import partition_dir
+
+INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]  # the Criteo spec's (`input_columns`)
+
+
+def input_columns(dataset: DatasetSpec) -> list[str]:
+    """The stored columns the job reads: row key, label and features (not the carried columns)."""
+    return [dataset.row_key, dataset.label, *dataset.features]
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One Parquet row group of the partition: the unit of parallel reading."""
+
+    path: str
+    row_group: int
+    rows: int
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.path).stem}-rg{self.row_group:05d}"
+
+
+def partition_files(root: str | os.PathLike, date, dataset: DatasetSpec | None = None) -> list[Path]:
+    """The partition's ``part-*.parquet`` files in name order; a clear error when there are none (saying how to
+    make the day of ``dataset``, default Criteo)."""
+    directory = partition_dir(root, date)
+    if not directory.is_dir():
+        raise schema.missing_partition(root, date, dataset)
+    files = sorted(directory.glob(schema.PART_GLOB))
+    if not files:
+        raise LabelDPInputError(f"{directory}: the partition directory holds no {schema.PART_GLOB} files")
+    return files
+
+
+def _open(path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def partition_schema(files: list[Path], dataset: DatasetSpec | None = None) -> pa.Schema:
+    """The Arrow schema of the partition from the files' footers (no data read).
+
+    Every file must hold the spec's row key and label (Criteo: ``row_id``, ``label``); the feature columns are
+    checked against each model with `pipelines.models.registry.check_features`. Files whose column sets differ are
+    reported by name.
+    """
+    dataset = dataset or criteo()
+    first = None
+    for path in files:
+        file_schema = _open(path).schema_arrow
+        missing = [name for name in (dataset.row_key, dataset.label) if name not in file_schema.names]
+        if missing:
+            raise LabelDPInputError(f"{path}: missing column(s) {missing}")
+        if first is None:
+            first = (path, file_schema)
+        elif set(file_schema.names) != set(first[1].names):
+            raise LabelDPInputError(f"{path} has columns {sorted(file_schema.names)} but {first[0]} has "
+                                    f"{sorted(first[1].names)}; a partition's files share one schema")
+    return first[1]
+
+
+def read_tasks(files: list[Path]) -> list[ReadTask]:
+    """One task per non-empty row group, from the Parquet footers."""
+    tasks = []
+    for path in files:
+        metadata = _open(path).metadata
+        for index in range(metadata.num_row_groups):
+            rows = metadata.row_group(index).num_rows
+            if rows:
+                tasks.append(ReadTask(str(path), index, rows))
+    if not tasks:
+        raise LabelDPInputError(f"{files[0].parent}: the partition is empty (0 rows)")
+    return tasks
+
+
+def validate_batch(batch: pa.RecordBatch | pa.Table, source: str, dataset: DatasetSpec | None = None) -> pa.Table:
+    """``row_id`` (the row key as int64; nulls allowed here, counted later) followed by the validated ``label``
+    and features, under the pipeline names."""
+    dataset = dataset or criteo()
+    key = dataset.row_key
+    table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+    row_id = table.column(key)
+    if pa.types.is_null(row_id.type):
+        row_id = pa.chunked_array([pa.nulls(len(row_id), pa.int64())])
+    elif not pa.types.is_integer(row_id.type):
+        raise LabelDPInputError(f"{source}: column {key!r} has type {row_id.type}, expected an integer type")
+    else:
+        try:
+            row_id = row_id.cast(pa.int64(), safe=True)
+        except (pa.ArrowInvalid, OverflowError):
+            raise LabelDPInputError(f"{source}: column {key!r} holds values that do not fit in int64") from None
+    rest = [dataset.label, *dataset.features]
+    validated = schema.validate_table(table.select(rest), source, columns=rest, dataset=dataset)
+    return dataset.to_internal(validated.add_column(0, pa.field(key, pa.int64()), row_id))
+
+
+def select_rows(table: pa.Table, selection, check_rows=None) -> pa.Table:
+    """The rows of ``table`` to audit (``pipelines.scoring.audit_rows.RowSelection``; None keeps every row), plus the
+    capacity check's rows (``check_rows``, a selection with ``mask``; None: none). Rows without a row_id are kept
+    so that step 2 counts them (they can be neither selected nor excluded)."""
+    if (selection is None and check_rows is None) or table.num_rows == 0:
+        return table
+    row_id = table.column(schema.ROW_ID)
+    valid = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else None
+    ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    keep = selection.mask(ids) if selection is not None else np.ones(ids.shape, dtype=bool)
+    if check_rows is not None:
+        keep |= check_rows.mask(ids)
+    if valid is not None:
+        keep |= ~valid
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+def read_batches(task: ReadTask, batch_size: int, selection=None,
+                 dataset: DatasetSpec | None = None, check_rows=None) -> Iterator[tuple[str, pa.Table]]:
+    """(batch id, validated table with pipeline names) for each batch of at most ``batch_size`` rows of the
+    task's row group, restricted to the audited rows (``selection``) and the check rows (``check_rows``, see
+    `select_rows`); empty batches are skipped."""
+    dataset = dataset or criteo()
+    parquet = _open(task.path)
+    source = f"{task.path} (row group {task.row_group})"
+    try:
+        batches = parquet.iter_batches(batch_size=int(batch_size), row_groups=[task.row_group],
+                                       columns=input_columns(dataset))
+        for index, batch in enumerate(batches):
+            if batch.num_rows:
+                table = select_rows(validate_batch(batch, source, dataset), selection, check_rows)
+                if table.num_rows:
+                    yield f"{task.name}-b{index:05d}", table
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{source}: corrupt Parquet data ({exc})") from None
+
+
+__all__ = [
+    "INPUT_COLUMNS",
+    "ReadTask",
+    "input_columns",
+    "partition_files",
+    "partition_schema",
+    "read_batches",
+    "read_tasks",
+    "select_rows",
+    "validate_batch",
+]

@@ -1,0 +1,183 @@
+"""Step 2 of the scoring job (`pipelines.scoring.scoring_batches` describes all the steps): a batch's rows with both
+models' class probabilities, the rows that cannot enter the game counted instead of dropped, and the batch's
+two other uses: the row-id uniqueness check by hash bucket and the two-stage plan's Parquet round trip.
+
+Rows without ``row_id`` and rows whose probabilities the model cannot have produced (NaN, outside [0, 1], not
+summing to 1) are counted in `ScoredBatch.issues` and left out of the game, never dropped silently. A row
+whose probabilities are all NaN is a row the model has no prediction for (a logged-predictions table without
+its key, `pipelines.models.formats.registry`): it is also counted as ``rows_without_target_prediction`` (or reference). Row ids
+must be unique in the day (they key the randomness; the in-process audit refuses duplicates): the job checks
+it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_row_ids`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from auditing.game.keyed_random import mix64
+from auditing.game.play import SUM_TOLERANCE, as_class_probabilities, certain_rows
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+
+ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
+              "rows_bad_reference_probabilities", "rows_without_target_prediction",
+              "rows_without_reference_prediction", "check_rows_read", "check_rows_scored")
+
+
+def empty_issues() -> dict:
+    """Every issue counter at zero (`ISSUE_KEYS`)."""
+    return dict.fromkeys(ISSUE_KEYS, 0)
+
+
+@dataclass
+class ScoredBatch:
+    """The rows of one batch that enter the game, with both models' class probabilities. ``check``: True for
+    the capacity check's rows (never audited; `auditing.verdict.capacity_check`), None when the job reads none."""
+
+    batch_id: str
+    row_ids: np.ndarray  # int64, unique
+    labels: np.ndarray  # int64
+    p_target: np.ndarray  # (n, k) float64
+    p_reference: np.ndarray  # (n, k) float64
+    issues: dict = field(default_factory=dict)
+    check: np.ndarray | None = None  # bool per row
+
+    def take(self, index: np.ndarray) -> ScoredBatch:
+        return ScoredBatch(self.batch_id, self.row_ids[index], self.labels[index], self.p_target[index],
+                           self.p_reference[index], {}, None if self.check is None else self.check[index])
+
+    @property
+    def rows(self) -> int:
+        return int(self.row_ids.size)
+
+    def audited(self) -> ScoredBatch:
+        """The audited rows (every row when the batch has no check rows), with the batch's issue counters."""
+        if self.check is None:
+            return self
+        part = self.take(np.flatnonzero(~self.check))
+        return ScoredBatch(part.batch_id, part.row_ids, part.labels, part.p_target, part.p_reference,
+                           dict(self.issues), None)
+
+    def check_rows(self) -> ScoredBatch | None:
+        """The capacity check's rows of the batch (None when the job reads none)."""
+        if self.check is None:
+            return None
+        part = self.take(np.flatnonzero(self.check))
+        part.check = None
+        return part
+
+
+def _as_matrix(values, n: int, who: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = np.column_stack([1.0 - arr, arr])
+    if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 2:
+        raise LabelDPInputError(f"the {who} model returned probabilities of shape {arr.shape}; expected ({n}, k>=2)")
+    return arr
+
+
+def _bad_probability_rows(p: np.ndarray) -> np.ndarray:
+    """Rows no probabilistic classifier outputs: NaN/inf, outside [0, 1], or not summing to 1 (same tolerance
+    as `auditing.game.play.as_class_probabilities`)."""
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(p).all(axis=1) | (p < 0.0).any(axis=1) | (p > 1.0).any(axis=1)
+        bad |= ~(np.abs(p.sum(axis=1) - 1.0) <= SUM_TOLERANCE)
+    return bad
+
+
+def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_rows=None) -> ScoredBatch:
+    """Keeps the rows that can enter the game and counts the others (never a silent drop). ``check_rows``: the
+    capacity check's row selection (``mask(row_ids)``); its rows are counted apart (``check_rows_read`` /
+    ``check_rows_scored``) and flagged in `ScoredBatch.check`."""
+    n = table.num_rows
+    target = _as_matrix(p_target, n, "target")
+    reference = _as_matrix(p_reference, n, "reference")
+    if target.shape[1] != reference.shape[1]:
+        raise LabelDPInputError(f"the target model has {target.shape[1]} classes but the reference model has "
+                                f"{reference.shape[1]}")
+    row_id = table.column(schema.ROW_ID)
+    has_id = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else np.ones(n, dtype=bool)
+    bad_target = _bad_probability_rows(target)
+    # A reference certain of a class has an infinite likelihood ratio: no kappa covers it (auditing.game.play).
+    bad_reference = _bad_probability_rows(reference) | certain_rows(reference)
+    keep = has_id & ~bad_target & ~bad_reference
+    labels = table.column(schema.LABEL).to_numpy().astype(np.int64)
+    if labels.size and int(labels.max()) >= target.shape[1]:
+        raise LabelDPInputError(f"batch {batch_id}: labels go up to {int(labels.max())} but the models have "
+                                f"{target.shape[1]} classes")
+    index = np.flatnonzero(keep)
+    all_ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = all_ids[index]
+    # A row without a row id cannot be a check row: it is counted with the audited rows' issues.
+    is_check = (check_rows.mask(all_ids) & has_id) if check_rows is not None else np.zeros(n, dtype=bool)
+    audited = ~is_check
+    issues = {"rows_read": int(audited.sum()), "rows_scored": int((keep & audited).sum()),
+              "rows_without_row_id": int(n - has_id.sum()),
+              "rows_bad_target_probabilities": int((bad_target & audited).sum()),
+              "rows_bad_reference_probabilities": int((bad_reference & audited).sum()),
+              "rows_without_target_prediction": int((np.isnan(target).all(axis=1) & audited).sum()),
+              "rows_without_reference_prediction": int((np.isnan(reference).all(axis=1) & audited).sum())}
+    if check_rows is not None:
+        issues.update(check_rows_read=int(is_check.sum()), check_rows_scored=int((keep & is_check).sum()))
+    return ScoredBatch(batch_id, ids, labels[index],
+                       as_class_probabilities(target[index], "p_target") if index.size else target[:0],
+                       as_class_probabilities(reference[index], "p_reference") if index.size else reference[:0],
+                       issues, is_check[index] if check_rows is not None else None)
+
+
+def row_id_buckets(batch: ScoredBatch, buckets: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(bucket, the batch's row ids in it), bucket = hash(row_id) mod buckets: equal ids meet in one bucket,
+    so duplicates across the whole partition are found one bucket at a time (`duplicate_row_ids`)."""
+    if batch.rows == 0:
+        return
+    bucket = (mix64(batch.row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int16 if buckets <= 1 << 15 else np.int64)
+    order = np.argsort(bucket, kind="stable")  # a radix sort on 16-bit keys
+    edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    for b in range(buckets):
+        if edges[b + 1] > edges[b]:
+            yield b, batch.row_ids[order[edges[b]:edges[b + 1]]]
+
+
+def duplicate_row_ids(chunks) -> tuple[int, int | None]:
+    """(how many rows repeat an earlier row's id, one such id) over all chunks of a bucket."""
+    ids = np.sort(np.concatenate(list(chunks)))
+    repeats = ids[1:][ids[1:] == ids[:-1]]
+    return int(repeats.size), (int(repeats[0]) if repeats.size else None)
+
+
+def predictions_table(batch: ScoredBatch) -> pa.Table:
+    """A scored batch as an Arrow table (row_id, label, p_target_j, p_reference_j), for the two-stage plan."""
+    k = batch.p_target.shape[1]
+    columns = {schema.ROW_ID: batch.row_ids, schema.LABEL: batch.labels}
+    columns.update({f"p_target_{j}": batch.p_target[:, j] for j in range(k)})
+    columns.update({f"p_reference_{j}": batch.p_reference[:, j] for j in range(k)})
+    metadata = {f"issue.{key}": str(value) for key, value in batch.issues.items()}
+    metadata["batch_id"] = batch.batch_id
+    return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def batch_from_predictions(table: pa.Table) -> ScoredBatch:
+    """Inverse of `predictions_table`."""
+    metadata = {key.decode(): value.decode() for key, value in (table.schema.metadata or {}).items()}
+    k = sum(1 for name in table.column_names if name.startswith("p_target_"))
+    stack = lambda prefix: np.column_stack([table.column(f"{prefix}{j}").to_numpy() for j in range(k)])  # noqa: E731
+    issues = {key[len("issue."):]: int(value) for key, value in metadata.items() if key.startswith("issue.")}
+    return ScoredBatch(metadata.get("batch_id", ""), table.column(schema.ROW_ID).to_numpy().astype(np.int64),
+                       table.column(schema.LABEL).to_numpy().astype(np.int64), stack("p_target_"),
+                       stack("p_reference_"), issues)
+
+
+__all__ = [
+    "ISSUE_KEYS",
+    "ScoredBatch",
+    "batch_from_predictions",
+    "duplicate_row_ids",
+    "empty_issues",
+    "predictions_table",
+    "row_id_buckets",
+    "scored_batch",
+]

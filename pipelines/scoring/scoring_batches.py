@@ -1,0 +1,398 @@
+"""The two-pass exact reduction of the Beam scoring job (pipelines/scoring/beam_scoring.py), as plain functions
+without Beam: R repetitions of the game over a day's batches, reduced to the exact sweep counts of the
+in-process audit (`auditing.audit.run_audit`).
+
+A batch flows through these steps (each a pure function of its inputs, so any runner may split, retry or
+move batches between workers without changing a count):
+
+1. Reading (`pipelines.scoring.partition_batches`): the partition's Parquet row groups, read as validated Arrow
+   batches, restricted to the audited rows.
+2. Scoring (`pipelines.scoring.scored_batch`): attaches both models' class probabilities; rows that cannot enter the
+   game are counted in `ScoredBatch.issues`, never dropped silently. Row ids must be unique in the day; the
+   job checks it by hash bucket there.
+3. `Pass1Accumulator.add_batch`: plays every repetition with the compiled game (`auditing.game.kernel`,
+   bit-identical to `auditing.game.play.play_repetition`) and adds the batch to per-slot histograms of |score| bins
+   (`auditing.game.sweep_reduce`). A slot is one sweep to count (`auditing.game.slots.SlotPlan`): a repetition over all
+   rows, or one keyed half of repetition 0. Accumulators merge by addition.
+   The Beam job plays it on a background thread (``background=True``) so that it overlaps the next batch's
+   single-threaded reading, frame conversion and CatBoost Pool construction.
+4. `make_plan`: from the merged histograms, the grid of each slot and the bins its grid points cut.
+5. `boundary_rows`: replays the game only for rows that can land in a cut bin and returns those rows.
+6. `finish_counts`: completes each slot's counts with `auditing.game.sweep_reduce.exact_counts`, and
+   `sweep_counts` builds the `SweepCounts` that `auditing.audit.audit_from_counts` turns into the result.
+
+Steps 3 to 6 live here, as one algorithm: the plan is read off pass 1's histograms, and pass 2 and the counts
+depend on the plan's exact layout.
+
+Step 5 avoids replaying the whole game: for a k-class model a row's released label is one of k classes, so its
+score in any repetition is one of k values, computed once per batch with the configured score function
+(`auditing.game.kernel.game_tables`, the same numbers the kernel bins in step 3). Rows none of whose k
+candidate bins is cut in a slot cannot be boundary rows of it and are skipped; the rows kept are replayed by
+the same kernel, and only their real bins decide. Exactness never depends on the filter.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+
+from auditing.config import GameConfig
+from auditing.game.kernel import GameTables, SlotKeys, game_tables, slot_histograms
+from auditing.game.kernel import boundary_rows as kernel_boundary_rows
+from auditing.game.play import GameRows, play_repetition, secret_bits_and_released
+from auditing.game.prior_histogram import PriorHistogram
+from auditing.game.scores import resolve_score
+from auditing.game.slots import Slot, SlotPlan, selection_half_mask
+from auditing.game.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
+from auditing.verdict.capacity_check import CheckHistograms, histograms_of
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema
+from pipelines.scoring.scored_batch import ScoredBatch, empty_issues
+
+# Filter margin in bins around each cut bin (step 5): a one-ulp difference can move a score across one edge.
+FILTER_MARGIN = 1
+
+
+# ------------------------------------------------------------------------------------------ the game
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """The game's configuration plus the binning used to reduce it, over the slots of
+    `auditing.game.slots.SlotPlan` (the R repetitions and both keyed halves of repetition 0, always: no bound setting
+    is read here). ``capacity_check``: the job reads check rows and pass 1 also histograms repetition 0 for the
+    capacity check (`auditing.verdict.capacity_check`)."""
+
+    game: GameConfig
+    bins: BinSpec = field(default_factory=BinSpec)
+    capacity_check: bool = False
+
+    @cached_property
+    def plan(self) -> SlotPlan:
+        return SlotPlan(self.game)
+
+    @property
+    def slots(self) -> tuple[Slot, ...]:
+        return self.plan.slots
+
+    def score(self):
+        return resolve_score(self.game.score, self.game.score_power)
+
+    def play(self, batch: ScoredBatch, repetition: int) -> GameRows:
+        return play_repetition(batch.p_target, batch.p_reference, batch.labels, batch.row_ids,
+                               seed=self.game.seed, repetition=repetition, score=self.score())
+
+    @cached_property
+    def keys(self) -> SlotKeys:
+        """The slots' key words for the compiled game (`auditing.game.kernel`), in `slots` order."""
+        return self.plan.keys()
+
+    def tables(self, batch: ScoredBatch) -> GameTables:
+        """The batch's per-(row, class) score bins for the compiled game, computed once for all repetitions,
+        with the keyed halves of repetition 0."""
+        return game_tables(batch.p_target, batch.p_reference, batch.labels, batch.row_ids, score=self.game.score,
+                           power=self.game.score_power, bins=self.bins,
+                           selection=selection_half_mask(batch.row_ids, self.game.seed))
+
+    def check_histograms(self, audited: GameTables, check: ScoredBatch | None) -> CheckHistograms:
+        """Repetition 0's capacity-check histograms of a batch: its audited rows' halves (``audited``: their
+        `tables`) and its check rows."""
+        check_tables = None if check is None or check.rows == 0 else game_tables(
+            check.p_target, check.p_reference, check.labels, check.row_ids, score=self.game.score,
+            power=self.game.score_power, bins=self.bins)
+        return histograms_of(audited, check_tables, self.game.seed, self.bins)
+
+
+# Pass-1 kernels run here when an accumulator plays in the background (`Pass1Accumulator.add_batch`): one thread
+# per process, so kernels of several accumulators run one after another, never over each other.
+_GAME_THREAD = None
+_GAME_THREAD_LOCK = threading.Lock()
+# The background kernel plays a batch in chunks of this many rows, so that what is left when the accumulator is
+# read can be played at once on every core (`Pass1Accumulator.settle`).
+BACKGROUND_CHUNK_ROWS = 65_536
+# Chunks whose kernel may be pending per accumulator: bounds the memory held for them (each keeps its batch).
+MAX_PENDING_CHUNKS = 12
+# Threads of a background kernel: one core, the main thread keeps the other(s).
+BACKGROUND_THREADS = 1
+
+
+def _game_thread() -> ThreadPoolExecutor:
+    """The process's pass-1 thread. A forked child does not inherit the parent's thread (its executor would take
+    work and never run it), so the executor is made again in a new process."""
+    global _GAME_THREAD
+    with _GAME_THREAD_LOCK:
+        if _GAME_THREAD is None or _GAME_THREAD[0] != os.getpid():
+            _GAME_THREAD = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="labeldp-pass1"))
+        return _GAME_THREAD[1]
+
+
+@dataclass
+class Pass1Accumulator:
+    """Per-slot histograms (rows, correct guesses per |score| bin) and the issue counters; merges by addition.
+
+    The arrays are allocated on first use, so empty accumulators (Beam creates many) cost nothing.
+
+    ``add_batch(..., background=True)`` returns as soon as the batch's tables are built and runs the game kernel
+    on a background thread (the kernel releases the GIL), so that the single-threaded Python work of the next
+    batch (reading, frame conversion, CatBoost Pool construction) overlaps it. Every reader of the histograms
+    (`settle`, `merge`, `save`, pickling) first waits for the pending kernels and re-raises their errors; the
+    histograms are integer sums, so the result does not depend on when or in which order the kernels ran.
+    """
+
+    rows: np.ndarray | None = None  # (slots, bins) int64
+    correct: np.ndarray | None = None
+    issues: dict = field(default_factory=empty_issues)
+    batches: int = 0
+    # Counts of the reference's probabilities of the audited rows in auditing.risk.figures.PriorHistogram's
+    # fixed buckets (claim-free; integer counts, so any batching or merge order gives the same histogram).
+    priors: np.ndarray | None = None
+    prior_kind: str = "class1"
+    # Repetition 0's capacity-check histograms (auditing.verdict.capacity_check; None unless the job reads check rows).
+    checks: CheckHistograms | None = None
+    _pending: list = field(default_factory=list, repr=False, compare=False)
+
+    def _add_priors(self, batch: ScoredBatch) -> None:
+        histogram = PriorHistogram.from_reference(batch.p_reference)
+        self.prior_kind = histogram.kind
+        self.priors = histogram.counts if self.priors is None else self.priors + histogram.counts
+
+    def prior_histogram(self) -> dict:
+        """The merged histogram as AuditResult.prior_histogram (empty when no row was audited)."""
+        if self.priors is None:
+            return {}
+        return PriorHistogram(self.priors, self.prior_kind).to_dict()
+
+    def _allocate(self, spec: GameSpec) -> None:
+        if self.rows is None:
+            shape = (len(spec.slots), spec.bins.num_bins)
+            self.rows = np.zeros(shape, dtype=np.int64)
+            self.correct = np.zeros(shape, dtype=np.int64)
+
+    def add_batch(self, batch: ScoredBatch, spec: GameSpec, background: bool = False) -> Pass1Accumulator:
+        """Adds a scored batch (its check rows, if any, only to the capacity check's histograms)."""
+        for key, value in batch.issues.items():
+            self.issues[key] = self.issues.get(key, 0) + int(value)
+        self.batches += 1
+        check, batch = batch.check_rows(), batch.audited()
+        if batch.rows == 0 and (check is None or check.rows == 0):
+            return self
+        # Every slot at once, compiled (auditing.game.kernel): the same histograms as bin_index + bincount of
+        # play_repetition's scores and correct guesses per slot, without per-repetition arrays. The tables are
+        # built here, so that bad input raises at its batch, whichever thread plays it.
+        tables = spec.tables(batch)
+        if spec.capacity_check:
+            found = spec.check_histograms(tables, check)
+            self.checks = found if self.checks is None else self.checks.merge(found)
+        if batch.rows == 0:
+            return self
+        self._add_priors(batch)
+        self._allocate(spec)
+        if not background:
+            slot_histograms(tables, spec.keys, self.rows, self.correct)
+            return self
+        for start in range(0, tables.rows, BACKGROUND_CHUNK_ROWS):
+            while len(self._pending) >= MAX_PENDING_CHUNKS:
+                self._pending.pop(0)[0].result()
+            chunk = tables.slice(start, min(start + BACKGROUND_CHUNK_ROWS, tables.rows))
+            future = _game_thread().submit(slot_histograms, chunk, spec.keys, self.rows, self.correct,
+                                           BACKGROUND_THREADS)
+            self._pending.append((future, chunk, spec.keys))
+        return self
+
+    def settle(self) -> Pass1Accumulator:
+        """Waits for this accumulator's kernels (re-raising their errors). Chunks the background thread has not
+        started are taken back and played here on every core, after the started ones finished (two kernels
+        never add into the same histograms at once)."""
+        pending, self._pending = self._pending, []
+        taken_back = [item for item in reversed(pending) if item[0].cancel()]
+        for future, _, _ in pending:
+            if not future.cancelled():
+                future.result()
+        for _, chunk, keys in reversed(taken_back):
+            slot_histograms(chunk, keys, self.rows, self.correct)
+        return self
+
+    def merge(self, other: Pass1Accumulator) -> Pass1Accumulator:
+        self.settle()
+        other.settle()
+        for key, value in other.issues.items():
+            self.issues[key] = self.issues.get(key, 0) + int(value)
+        self.batches += other.batches
+        if other.priors is not None:
+            self.prior_kind = other.prior_kind
+            self.priors = other.priors.copy() if self.priors is None else self.priors + other.priors
+        if other.checks is not None:
+            self.checks = other.checks if self.checks is None else self.checks.merge(other.checks)
+        if other.rows is not None:
+            if self.rows is None:
+                self.rows, self.correct = other.rows.copy(), other.correct.copy()
+            else:
+                self.rows += other.rows
+                self.correct += other.correct
+        return self
+
+    def __getstate__(self) -> dict:
+        self.settle()
+        state = dict(self.__dict__)
+        state["_pending"] = []
+        return state
+
+    def save(self, path) -> None:
+        self.settle()
+        arrays = {"batches": np.array(self.batches),
+                  "issue_keys": np.array(list(self.issues)), "issue_values": np.array(list(self.issues.values()))}
+        if self.rows is not None:
+            arrays.update(rows=self.rows, correct=self.correct)
+        if self.priors is not None:
+            arrays.update(priors=self.priors, prior_kind=np.array(self.prior_kind))
+        if self.checks is not None:
+            arrays.update({f"check_{name}": getattr(self.checks, name) for name in CheckHistograms._FIELDS})
+        np.savez(path, **arrays)
+
+    @classmethod
+    def load(cls, path) -> Pass1Accumulator:
+        with np.load(path) as data:
+            issues = {str(k): int(v) for k, v in zip(data["issue_keys"], data["issue_values"], strict=True)}
+            rows = data["rows"] if "rows" in data else None
+            correct = data["correct"] if "correct" in data else None
+            priors = data["priors"] if "priors" in data else None
+            kind = str(data["prior_kind"]) if "prior_kind" in data else "class1"
+            checks = (CheckHistograms(*(data[f"check_{name}"] for name in CheckHistograms._FIELDS))
+                      if "check_selection_rows" in data else None)
+            return cls(rows=rows, correct=correct, issues=issues, batches=int(data["batches"]), priors=priors,
+                       prior_kind=kind, checks=checks)
+
+
+# ------------------------------------------------------------------------------------------ the plan
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What pass 2 needs: each slot's grid and boundaries, and which bins' rows to bring back."""
+
+    m: int  # rows per repetition (the audited examples)
+    slot_rows: tuple  # rows counted in each slot
+    grids: tuple  # one int64 grid per slot
+    boundaries: tuple  # one `Boundaries` per slot
+    exact_masks: np.ndarray  # (slots, bins) bool: the cut bins of each slot
+    filter_masks: np.ndarray  # (repetitions, bins) bool: cut bins of a repetition's slots, widened by the margin
+    union_filter: np.ndarray  # (bins,) bool: any repetition's filter
+    issues: dict
+
+    @property
+    def boundary_rows(self) -> int:
+        return int(sum(b.boundary_rows() for b in self.boundaries))
+
+    def repetitions_with_cuts(self) -> np.ndarray:
+        return np.flatnonzero(self.filter_masks.any(axis=1))
+
+
+def make_plan(accumulator: Pass1Accumulator, spec: GameSpec) -> SweepPlan:
+    """Grids and boundaries from the merged pass-1 histograms. Raises when nothing can be audited."""
+    issues = dict(accumulator.issues)
+    if accumulator.rows is None or int(accumulator.rows[0].sum()) == 0:
+        raise LabelDPInputError(
+            f"no rows to audit: {issues.get('rows_read', 0)} row(s) read, {issues.get('rows_without_row_id', 0)} "
+            f"without row_id, {issues.get('rows_bad_target_probabilities', 0)} with bad target probabilities, "
+            f"{issues.get('rows_bad_reference_probabilities', 0)} with bad reference probabilities")
+    game = spec.game
+    totals = accumulator.rows.sum(axis=1)
+    m = int(totals[0])
+    if np.any(totals[: game.repetitions] != m) or m != issues.get("rows_scored", m):
+        raise RuntimeError(f"pass 1 is inconsistent: rows per repetition {sorted(set(totals.tolist()))}, rows "
+                           f"scored {issues.get('rows_scored')} (batches lost or counted twice)")
+    num_bins = spec.bins.num_bins
+    grids = spec.plan.grids(totals)
+    bounds = [boundary_bins(accumulator.rows[index], accumulator.correct[index], grid)
+              for index, grid in enumerate(grids)]
+    exact = np.stack([cut_bin_mask(b, num_bins) for b in bounds])
+    widened = np.stack([cut_bin_mask(b, num_bins, margin=FILTER_MARGIN) for b in bounds])
+    filters = widened[: game.repetitions].copy()
+    for index, slot in enumerate(spec.slots[game.repetitions:], start=game.repetitions):
+        filters[slot.repetition] |= widened[index]
+    return SweepPlan(m=m, slot_rows=tuple(int(t) for t in totals), grids=tuple(grids), boundaries=tuple(bounds),
+                     exact_masks=exact, filter_masks=filters, union_filter=filters.any(axis=0), issues=issues)
+
+
+# ------------------------------------------------------------------------------------------ pass 2
+
+
+@dataclass
+class BoundaryChunk:
+    """Rows of one batch that fall in a slot's cut bins: what `exact_counts` needs."""
+
+    bins: np.ndarray
+    abs_scores: np.ndarray
+    row_ids: np.ndarray
+    correct: np.ndarray
+
+
+def _concat(chunks: list[BoundaryChunk]) -> BoundaryChunk:
+    if not chunks:
+        return BoundaryChunk(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool))
+    return BoundaryChunk(*(np.concatenate([getattr(c, name) for c in chunks])
+                           for name in ("bins", "abs_scores", "row_ids", "correct")))
+
+
+def boundary_rows(batch: ScoredBatch, spec: GameSpec, plan: SweepPlan) -> Iterator[tuple[int, BoundaryChunk]]:
+    """(slot index, chunk) for every slot with rows of this batch in its cut bins."""
+    if batch.rows == 0 or plan.repetitions_with_cuts().size == 0:
+        return
+    # Compiled (auditing.game.kernel.boundary_rows): a row's bin in any repetition is one of its k per-class
+    # bins, so only rows with a cut candidate bin are replayed, and only their real bins decide.
+    found = kernel_boundary_rows(spec.tables(batch), spec.keys, plan.exact_masks)
+    for index in np.flatnonzero(np.diff(found.offsets)):
+        yield int(index), BoundaryChunk(*found.of(int(index)))
+
+
+def finish_counts(plan: SweepPlan, slot: int, chunks: list[BoundaryChunk]) -> np.ndarray:
+    """The slot's exact counts (correct guesses at each grid point) from all its boundary chunks."""
+    rows = _concat(list(chunks))
+    return exact_counts(plan.boundaries[slot], rows.bins, rows.abs_scores, rows.row_ids, rows.correct)
+
+
+def sweep_counts(plan: SweepPlan, spec: GameSpec, counts: dict[int, np.ndarray]):
+    """(SweepCounts over the repetitions, the halves' SweepCounts or None when a half is empty) from per-slot
+    counts (`auditing.game.slots.SlotPlan.counts`).
+
+    Slots missing from `counts` must have no cut bins (their counts follow from the histogram alone)."""
+    full = {}
+    for index, bounds in enumerate(plan.boundaries):
+        if index in counts:
+            full[index] = np.asarray(counts[index], dtype=np.int64)
+        elif bounds.cut_bins().size:
+            raise RuntimeError(f"slot {index} ({spec.slots[index]}) has cut bins but pass 2 returned no counts "
+                               f"for it (rows lost between the passes)")
+        else:
+            full[index] = finish_counts(plan, index, [])
+    return spec.plan.counts(plan.m, plan.slot_rows, plan.grids, full)
+
+
+def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
+    """row_id plus, per repetition r, the attack score ``score_r``, whether the guess was right
+    (``correct_r``), the secret bit ``b_r`` (1: the released label is the counterfactual one drawn from M') and
+    the released label ``released_label_r`` (paper Alg. 2): the optional ad-hoc output (``--write-scored``).
+    Replays the whole game for the batch."""
+    columns = {schema.ROW_ID: pa.array(batch.row_ids)}
+    for r in range(spec.game.repetitions):
+        game = spec.play(batch, r)
+        bit, released = secret_bits_and_released(batch.p_reference, batch.labels, batch.row_ids,
+                                                  seed=spec.game.seed, repetition=r)
+        columns[f"score_{r}"] = pa.array(game.scores)
+        columns[f"correct_{r}"] = pa.array(game.correct)
+        columns[f"b_{r}"] = pa.array(bit.astype(np.int8))
+        columns[f"released_label_{r}"] = pa.array(released.astype(np.int64))
+    return pa.table(columns)
+
+
+__all__ = [
+    "BACKGROUND_CHUNK_ROWS", "FILTER_MARGIN", "MAX_PENDING_CHUNKS", "BoundaryChunk", "GameSpec", "Pass1Accumulator",
+    "SweepPlan", "boundary_rows", "finish_counts", "make_plan", "scored_rows_table", "sweep_counts"
+]

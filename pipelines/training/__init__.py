@@ -1,0 +1,1 @@
+"""Training label-DP models: the mechanisms (a registry) and CatBoost fitting."""

@@ -1,0 +1,197 @@
+"""CatBoost fitting for `pipelines.training.train`: the settings, the Pool, the fit (with its constant-model
+fallback), predictions, and the learner the multi-stage mechanisms train through.
+
+- Binary labels (clicks): ``loss_function="Logloss"`` on hard labels, ``"CrossEntropy"`` on soft labels
+  (ALIBI). A single class among hard targets cannot be fitted by CatBoost; the model is then a constant with
+  the add-one (Laplace) estimate of the class-1 rate, and the fit's ``info["degenerate"]`` says so.
+- Features are ``pipelines.training.train.feature_frame`` frames of any dataset spec: the numeric features are
+  float64 columns and every other column (the spec's categorical features, pandas categoricals of strings) is a
+  CatBoost categorical feature (`categorical_columns`), so nothing here names a column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from labeldp.errors import LabelDPInputError
+from labeldp.progress import Progress
+
+
+@dataclass(frozen=True)
+class CatBoostSettings:
+    """CatBoost knobs. Defaults chosen for 2 cores (benchmarks/bench_training.py, results/training.md):
+
+    - ``max_ctr_complexity=1``: no combinations of categorical features (~3x faster);
+    - ``simple_ctr``: one prior per CTR type (Borders with prior 0.5, Counter) instead of CatBoost's three
+      Borders priors: about half the CTR features, ~30% less time per iteration at no loss measured;
+    - ``one_hot_max_size=32``: categorical columns with at most 32 values are one-hot encoded instead of
+      CTR-encoded, which represents their per-value effects exactly (CatBoost's CPU default is 2); on a
+      synthetic train split this lowered the test log-loss at no extra time (benchmarks/results/training.md);
+    - ``border_count=64`` numeric borders instead of 254 (13 numeric features; slightly faster);
+    - 200 iterations at learning rate 0.15, the best iteration picked on the (privatized) validation split.
+
+    ``extra`` passes any other CatBoost parameter through unchanged (e.g. ``{"l2_leaf_reg": 10}``).
+    """
+
+    iterations: int = 200
+    learning_rate: float = 0.15
+    depth: int = 6
+    max_ctr_complexity: int = 1
+    simple_ctr: tuple[str, ...] = ("Borders:Prior=0.5/1", "Counter:Prior=0/1")
+    border_count: int = 64
+    one_hot_max_size: int = 32
+    thread_count: int = 2
+    l2_leaf_reg: float = 3.0
+    use_best_model: bool = True
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, low in (("iterations", 1), ("depth", 1), ("max_ctr_complexity", 1), ("border_count", 1),
+                          ("one_hot_max_size", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise LabelDPInputError(f"{name} must be a whole number >= {low}; got {value!r}")
+        if self.depth > 16:
+            raise LabelDPInputError(f"depth must be at most 16 (CatBoost's limit); got {self.depth}")
+        if isinstance(self.thread_count, bool) or not isinstance(self.thread_count, int) or not (
+                self.thread_count == -1 or self.thread_count >= 1):
+            raise LabelDPInputError(f"thread_count must be -1 (all cores) or a whole number >= 1; got "
+                                    f"{self.thread_count!r}")
+        for name in ("learning_rate", "l2_leaf_reg"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise LabelDPInputError(f"{name} must be a finite number > 0; got {value!r}")
+        if not isinstance(self.extra, dict):
+            raise LabelDPInputError(f"extra must be a dict of CatBoost parameters; got {type(self.extra).__name__}")
+
+    def params(self, random_seed: int, loss_function: str = "Logloss") -> dict[str, Any]:
+        """The CatBoost constructor parameters for one fit."""
+        out = {
+            "iterations": self.iterations,
+            "learning_rate": self.learning_rate,
+            "depth": self.depth,
+            "max_ctr_complexity": self.max_ctr_complexity,
+            "simple_ctr": list(self.simple_ctr),
+            "combinations_ctr": list(self.simple_ctr),  # unused at max_ctr_complexity=1; silences a warning
+            "border_count": self.border_count,
+            "one_hot_max_size": self.one_hot_max_size,
+            "l2_leaf_reg": self.l2_leaf_reg,
+            "thread_count": self.thread_count,
+            "loss_function": loss_function,
+            "random_seed": int(random_seed),
+            "allow_writing_files": False,
+            "verbose": False,
+        }
+        out.update(self.extra)
+        return out
+
+
+def settings_from(**overrides: Any) -> CatBoostSettings:
+    """``CatBoostSettings`` with the non-None overrides applied (the CLI's --iterations etc.)."""
+    values = {key: value for key, value in overrides.items() if value is not None}
+    return dataclasses.replace(CatBoostSettings(), **values)
+
+
+def categorical_columns(features: pd.DataFrame) -> list[str]:
+    """The columns of a feature frame CatBoost reads as categorical: every column whose dtype is not numeric
+    (a Criteo frame: ``C1..C26``, in frame order)."""
+    return [str(name) for name in features.columns if not pd.api.types.is_numeric_dtype(features[name].dtype)]
+
+
+def training_pool(features: pd.DataFrame, label=None):
+    """The ``catboost.Pool`` training fits and predicts on: a feature frame (categorical columns declared),
+    with optional targets."""
+    from catboost import Pool
+
+    return Pool(features, label=label, cat_features=categorical_columns(features))
+
+
+def _constant_model(features: pd.DataFrame, p_one: float, params: dict):
+    """A valid CatBoost model that predicts P(class 1) = p_one everywhere, with the usual feature schema.
+
+    Fitted for one iteration on label-free alternating dummy targets (so it reads no data labels), then
+    scale 0 and bias logit(p_one) make the output constant."""
+    from catboost import CatBoostClassifier
+
+    rows = min(len(features), 64)
+    dummy = np.arange(rows) % 2
+    model = CatBoostClassifier(**{**params, "iterations": 1, "loss_function": "Logloss"})
+    model.fit(training_pool(features.iloc[:rows], dummy))
+    model.set_scale_and_bias(0.0, float(math.log(p_one / (1.0 - p_one))))
+    return model
+
+
+def fit_catboost(features: pd.DataFrame, targets: np.ndarray, settings: CatBoostSettings, random_seed: int,
+                 eval_features: pd.DataFrame | None = None, eval_targets: np.ndarray | None = None,
+                 model_class=None):
+    """Fits a binary CatBoostClassifier (or ``model_class``, a subclass); returns (model, info).
+
+    ``targets``: int labels (Logloss) or float class-1 probabilities (CrossEntropy, soft labels). With a
+    single class among hard targets the model is a constant plain CatBoostClassifier (module docstring) and
+    ``info["degenerate"]`` explains it. ``info["params"]`` are the CatBoost parameters used.
+    """
+    from catboost import CatBoostClassifier
+
+    model_class = model_class or CatBoostClassifier
+    targets = np.asarray(targets)
+    soft = np.issubdtype(targets.dtype, np.floating)
+    params = settings.params(random_seed, "CrossEntropy" if soft else "Logloss")
+    info: dict[str, Any] = {"params": params, "degenerate": None, "rows": int(targets.size)}
+    if not soft and np.unique(targets).size < 2:
+        n_one = int(np.sum(targets == 1))
+        p_one = (n_one + 1.0) / (targets.size + 2.0)
+        info["degenerate"] = (f"all {targets.size} training labels are {int(targets[0])}: constant model with "
+                              f"P(click) = (clicks + 1) / (rows + 2) = {p_one:.3g}")
+        return _constant_model(features, p_one, params), info
+    use_eval = eval_features is not None and settings.use_best_model and len(eval_features) > 0
+    if use_eval and not soft and np.unique(eval_targets).size < 2:
+        use_eval = False  # CatBoost's Logloss cannot score a one-class eval set
+    model = model_class(**params)
+    fit_kwargs = {}
+    if use_eval:
+        fit_kwargs = {"eval_set": training_pool(eval_features, eval_targets), "use_best_model": True}
+    model.fit(training_pool(features, targets), **fit_kwargs)
+    info["best_iteration"] = int(model.get_best_iteration()) if use_eval else None
+    info["trees"] = int(model.tree_count_)
+    return model, info
+
+
+def predict_probabilities(model, features: pd.DataFrame) -> np.ndarray:
+    """The model's class probabilities (rows, 2) on a feature frame, as float64 (corrected ones for a
+    noise-corrected model)."""
+    return np.asarray(model.predict_proba(training_pool(features)), dtype=np.float64)
+
+
+def predict_raw_probabilities(model, features: pd.DataFrame) -> np.ndarray:
+    """CatBoost's own probabilities, bypassing a NoiseCorrectedClassifier's correction."""
+    from catboost import CatBoostClassifier
+
+    return np.asarray(CatBoostClassifier.predict_proba(model, training_pool(features)), dtype=np.float64)
+
+
+class CatBoostLearner:
+    """``FitPredict`` for the multi-stage mechanisms: row numbers index ``rows`` (the day's private rows).
+
+    Fit number c is seeded ``random_seed + c`` (mod 2^32) and announced on ``progress`` as "<what> <c>"."""
+
+    def __init__(self, features: pd.DataFrame, rows: np.ndarray, settings: CatBoostSettings, random_seed: int,
+                 progress: Progress, what: str):
+        self.features, self.rows, self.settings = features, rows, settings
+        self.random_seed, self.progress, self.what = random_seed, progress, what
+        self.calls = 0
+
+    def __call__(self, train_rows: np.ndarray, targets: np.ndarray, predict_rows: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        targets = np.asarray(targets)
+        if targets.ndim == 2:
+            targets = targets[:, 1].astype(np.float64)
+        self.progress(f"{self.what} {self.calls}: fitting on {train_rows.size} rows")
+        features = self.features.iloc[self.rows[train_rows]]
+        model, _info = fit_catboost(features, targets, self.settings, (self.random_seed + self.calls) % 2**32)
+        return predict_probabilities(model, self.features.iloc[self.rows[predict_rows]])
