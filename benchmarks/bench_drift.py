@@ -69,7 +69,7 @@ def read_rows(root: Path, config_hash: str) -> list[dict]:
     from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(None, data_root=root) as store:
-        return [r for r in store.fetch_results(since=D1, until=D1) if r["audit_config_hash"] == config_hash]
+        return [r.to_dict() for r in store.fetch_results(since=D1, until=D1) if r.audit_config_hash == config_hash]
 
 
 def summarise(rows: list[dict]) -> dict:

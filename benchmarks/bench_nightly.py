@@ -59,7 +59,7 @@ def main() -> None:
     record = steps.score_target(root, date, spec, plan, partition["fingerprint"], progress=print)
     stages[f"Beam scoring + audit (R = {args.repetitions}, FnApiRunner)"] = time.perf_counter() - t
     t = time.perf_counter()
-    row = steps.publish(root, date, spec, record, warehouse=None, run_kind="nightly")
+    row = steps.publish(root, date, spec, record, warehouse=None, run_kind="nightly").row
     stages["publish (DuckDB + report)"] = time.perf_counter() - t
     total = time.perf_counter() - t0
 
@@ -69,8 +69,8 @@ def main() -> None:
     print(f"  {'total':<48} {total:7.1f} s")
     own, children = peak_mib()
     print(f"  peak RSS: this process {own:.0f} MiB, largest child {children:.0f} MiB")
-    print(f"  result: {row['status']} eps_lb {row['epsilon_lower_bound']:.3f} (valid, {row['confidence']:.0%}, "
-          f"{row['strategy']}, {row['method']}, delta={row['delta']:g}) vs claimed {row['claimed_epsilon']:g}")
+    print(f"  result: {row.status} eps_lb {row.epsilon_lower_bound:.3f} (valid, {row.confidence:.0%}, "
+          f"{row.strategy}, {row.method}, delta={row.delta:g}) vs claimed {row.claimed_epsilon:g}")
 
 
 if __name__ == "__main__":

@@ -101,8 +101,8 @@ def collect(root: Path, out: Path) -> None:
     with open_warehouse(None, data_root=root) as store:
         rows = store.fetch_results(since=dt.date(2000, 1, 1), until=dt.date(2100, 1, 1))
         for row in rows:
-            key = f"{row['model_id']}/{row['partition_date']}/{row['run_kind']}/{row['audit_config_hash']}"
-            _dump(out / "warehouse" / key / "row.json", row)
+            key = f"{row.model_id}/{row.partition_date}/{row.run_kind}/{row.audit_config_hash}"
+            _dump(out / "warehouse" / key / "row.json", row.to_dict())
             _dump(out / "warehouse" / key / "curve.json", store.fetch_curve(row))
     for page in sorted(root.glob("reports/**/*.html")):
         target = out / "reports" / page.relative_to(root / "reports")

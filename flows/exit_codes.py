@@ -11,8 +11,11 @@ This module imports nothing heavy: the command line reads it before Prefect, Bea
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
+from auditing.sinks.listing import ListedVerdict, SkippedTarget
+from auditing.sinks.warehouse.spool import SPOOLED
 from auditing.verdict.types import ACCEPTED_UNCHECKED, EXITS_UNTRUSTED, TRUSTED
 from labeldp import hints
 
@@ -80,49 +83,71 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class DayOutcome:
+    """One day of a backfill: its date, a line for people, and the day's `Outcome`."""
+
+    date: dt.date
+    summary: str
+    outcome: Outcome
+
+
 @dataclass
 class Outcome:
     """What one run produced, from which its exit code and its flow's final state follow.
 
-    rows: the published rows (targets, controls, skipped targets), each with ``warehouse`` "written" or
-    "spooled" (and ``spool_path`` then); untrusted: why verdicts cannot be trusted (one reason per night);
-    failures: audits that did not produce a row ("model: error"); bad_input: bad input met inside the flow
-    ("what: error"); fail_on_violation: whether a VIOLATION is an exit-1 failure (guardrail: always);
-    days: a backfill's per-day summary.
+    rows: the published verdicts (targets and controls, `auditing.sinks.listing.ListedVerdict`, each with what
+    was done with its row: "written", or "spooled" with its ``spool_path``) and the skipped targets
+    (``SkippedTarget``); untrusted: why verdicts cannot be trusted (one reason per night); failures: audits that
+    did not produce a row ("model: error"); bad_input: bad input met inside the flow ("what: error");
+    fail_on_violation: whether a VIOLATION is an exit-1 failure (guardrail: always); days: a backfill's days.
     """
 
-    rows: list[dict] = field(default_factory=list)
+    rows: list[ListedVerdict | SkippedTarget] = field(default_factory=list)
     untrusted: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     bad_input: list[str] = field(default_factory=list)
     fail_on_violation: bool = False
-    days: list[dict] | None = None
+    days: list[DayOutcome] | None = None
+
+    @property
+    def verdicts(self) -> list[ListedVerdict]:
+        """The rows that carry a verdict (a skipped target has none); any other kind of row is a bug."""
+        unknown = [type(r).__name__ for r in self.rows if not isinstance(r, ListedVerdict | SkippedTarget)]
+        if unknown:
+            raise TypeError(f"Outcome.rows holds ListedVerdict and SkippedTarget only; got {unknown}")
+        return [r for r in self.rows if isinstance(r, ListedVerdict)]
 
     @property
     def spooled(self) -> list[str]:
         """The spool files holding results that are not in the warehouse."""
-        return [r["spool_path"] for r in self.rows if r.get("warehouse") == "spooled" and r.get("spool_path")]
+        return [v.spool_path for v in self.verdicts if v.warehouse == SPOOLED and v.spool_path]
 
     @property
-    def violations(self) -> list[dict]:
-        """The target rows whose verdict is a VIOLATION that can be acted on: trusted, or on a reference the run
-        accepted unchecked (a control's status is judged as a control; rows before per-verdict trust count)."""
-        return [r for r in self._targets() if r.get("status") == "VIOLATION"
-                and r.get("trust", TRUSTED) in (TRUSTED, ACCEPTED_UNCHECKED)]
+    def violations(self) -> list[ListedVerdict]:
+        """The targets whose verdict is a VIOLATION that can be acted on: trusted, or on a reference the run
+        accepted unchecked (a control's status is judged as a control)."""
+        return [v for v in self._targets() if v.row.status == "VIOLATION"
+                and v.row.trust in (TRUSTED, ACCEPTED_UNCHECKED)]
 
     @property
-    def untrusted_violations(self) -> list[dict]:
-        """The target rows whose VIOLATION is not trusted (they make the run exit 4, not 1)."""
-        return [r for r in self._targets() if r.get("status") == "VIOLATION" and r.get("trust") in EXITS_UNTRUSTED]
+    def untrusted_violations(self) -> list[ListedVerdict]:
+        """The targets whose VIOLATION is not trusted (they make the run exit 4, not 1)."""
+        return [v for v in self._targets() if v.row.status == "VIOLATION" and v.row.trust in EXITS_UNTRUSTED]
 
-    def _targets(self) -> list[dict]:
-        return [r for r in self.rows if r.get("kind", "target") == "target"]
+    def _targets(self) -> list[ListedVerdict]:
+        return [v for v in self.verdicts if v.is_target]
+
+    def collect_untrusted(self) -> None:
+        """Adds the reasons of the targets not trusted (one per reason, sorted) to ``untrusted``."""
+        self.untrusted += sorted({v.row.untrusted_reason for v in self._targets()
+                                  if v.row.trust in EXITS_UNTRUSTED and v.row.untrusted_reason})
 
     def codes(self) -> list[int]:
         """Every non-zero code that applies, first the one that wins (``PRECEDENCE``)."""
         applies = {BAD_INPUT: bool(self.bad_input), NOT_IN_WAREHOUSE: bool(self.spooled),
                    UNTRUSTED: bool(self.untrusted or self.failures
-                                   or any(r.get("trust") in EXITS_UNTRUSTED for r in self._targets())),
+                                   or any(v.row.trust in EXITS_UNTRUSTED for v in self._targets())),
                    VIOLATION: bool(self.violations) and self.fail_on_violation}
         return [code for code in PRECEDENCE if applies[code]]
 
@@ -141,24 +166,20 @@ class Outcome:
                        fail_on_violation=self.fail_on_violation or other.fail_on_violation, days=self.days)
 
     @classmethod
-    def of_days(cls, days: list[dict], fail_on_violation: bool = False) -> Outcome:
-        """A backfill's outcome: its days' (each a ``to_dict()`` plus "date" and "outcome"), merged, with the
-        per-day lines in ``days``."""
+    def of_days(cls, days: list[DayOutcome], fail_on_violation: bool = False) -> Outcome:
+        """A backfill's outcome: its days' outcomes merged, in order, with the days kept in ``days``."""
         total = cls(fail_on_violation=fail_on_violation)
         for day in days:
-            total = total.merge(cls.from_dict(day))
-        total.days = [{"date": d["date"], "outcome": d["outcome"]} for d in days]
+            total = total.merge(day.outcome)
+        total.days = list(days)
         return total
 
     def to_dict(self) -> dict:
-        return {"rows": self.rows, "untrusted": self.untrusted, "failures": self.failures,
-                "bad_input": self.bad_input, "fail_on_violation": self.fail_on_violation, "days": self.days}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Outcome:
-        return cls(rows=list(data.get("rows") or []), untrusted=list(data.get("untrusted") or []),
-                   failures=list(data.get("failures") or []), bad_input=list(data.get("bad_input") or []),
-                   fail_on_violation=bool(data.get("fail_on_violation")), days=data.get("days"))
+        """The ``--json`` edge: every row as its record."""
+        return {"rows": [r.to_dict() for r in self.rows], "untrusted": self.untrusted, "failures": self.failures,
+                "bad_input": self.bad_input, "fail_on_violation": self.fail_on_violation,
+                "days": None if self.days is None else [{"date": d.date.isoformat(), "outcome": d.summary}
+                                                        for d in self.days]}
 
 
 def drain_command(data_root, warehouse: str | None) -> str:
@@ -196,7 +217,7 @@ class OutcomeFailed(RuntimeError):
         self.outcome = outcome
 
     @property
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[ListedVerdict | SkippedTarget]:
         return self.outcome.rows
 
     def __reduce__(self):  # Prefect may pickle a failed state's exception

@@ -27,12 +27,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from auditing.sinks.alerts.webhook import alert_kind
+from auditing.sinks.listing import ListedVerdict, SkippedTarget
 from auditing.verdict.controls import POSITIVE
 from auditing.verdict.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
 from auditing.verdict.trust import NightTrust
-from auditing.verdict.types import EXITS_UNTRUSTED
 from flows import exit_codes, steps, terminal
-from flows.exit_codes import Outcome, OutcomeFailed
+from flows.exit_codes import DayOutcome, Outcome, OutcomeFailed
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, load_plan
 from flows.preflight import plan_for
 from flows.progress import StepClock
@@ -53,7 +53,7 @@ class GuardrailViolation(OutcomeFailed):
     bound exceeds its claimed epsilon, so the release must be blocked. ``row``: the (first) violating row."""
 
     @property
-    def row(self) -> dict:
+    def row(self) -> ListedVerdict:
         return self.outcome.violations[0]
 
 
@@ -135,7 +135,7 @@ def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, p
 @task(name="publish", **io_task)
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
-            control: dict | None = None, night=None, reference_check: dict | None = None) -> dict:
+            control: dict | None = None, night=None, reference_check: dict | None = None) -> ListedVerdict:
     return steps.publish(root, date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
                          night=night, reference_check=reference_check)
@@ -181,22 +181,27 @@ def _emit(kind: str, payload: dict) -> None:
     emit_event(**alert_event_payload(kind, payload))
 
 
-def _publish_summary(rows: list[dict], title: str) -> None:
+_SUMMARY_COLUMNS = ("model_id", "kind", "run_kind", "partition_date", "status", "claimed_epsilon",
+                    "epsilon_lower_bound", "confidence", "strategy", "method", "max_certifiable_epsilon",
+                    "control_passed", "trust", "untrusted_reason", "risk_headline")
+
+
+def _publish_summary(rows: list[ListedVerdict], title: str) -> None:
     from prefect.artifacts import create_link_artifact, create_table_artifact
 
-    table = [{k: r.get(k) for k in ("model_id", "kind", "run_kind", "partition_date", "status", "claimed_epsilon",
-                                    "epsilon_lower_bound", "confidence", "strategy", "method",
-                                    "max_certifiable_epsilon", "control_passed", "trust", "untrusted_reason",
-                                    "risk_headline", "report")}
-             for r in rows]
-    for r in table:
-        r["claimed_epsilon"] = "inf" if math.isinf(r["claimed_epsilon"]) else r["claimed_epsilon"]
+    table = []
+    for v in rows:
+        cells = {name: getattr(v.row, name) for name in _SUMMARY_COLUMNS}
+        cells["partition_date"] = v.row.partition_date.isoformat()
+        cells["claimed_epsilon"] = "inf" if math.isinf(v.row.claimed_epsilon) else v.row.claimed_epsilon
+        table.append({**cells, "report": v.report})
     create_table_artifact(table=table, key="labeldp-audit-summary", description=title)
-    for r in rows:
+    for v in rows:
         # Artifact keys allow lowercase letters, digits and dashes only.
-        key = "report-" + re.sub(r"[^a-z0-9-]", "-", r["model_id"].lower())
-        create_link_artifact(link=Path(r["report"]).resolve().as_uri(), key=key,
-                             link_text=f"{r['model_id']} {r['partition_date']}: {r['status']} (HTML report)")
+        key = "report-" + re.sub(r"[^a-z0-9-]", "-", v.row.model_id.lower())
+        create_link_artifact(link=Path(v.report).resolve().as_uri(), key=key,
+                             link_text=f"{v.row.model_id} {v.row.partition_date.isoformat()}: {v.row.status} "
+                                       "(HTML report)")
 
 
 def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
@@ -223,8 +228,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint)
         except steps.TargetSkipped as exc:  # the plan says skip: a reason in the result, not a failure
             _log(f"{spec.name}: skipped ({exc})")
-            skipped.append({"model_id": spec.name, "partition_date": date.isoformat(), "kind": "skipped",
-                            "status": "SKIPPED", "reason": str(exc)})
+            skipped.append(SkippedTarget(spec.name, date, str(exc)))
         except Exception as exc:  # one target's failure must not hide the others' results
             _target_failed(root, date, spec, exc, outcome, webhook_url)
     _check_stop()
@@ -251,11 +255,10 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             continue
         stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
         shift = record.get("shift_diagnostic")
-        if kind := alert_kind(row):
-            _emit(kind, row)
+        if kind := alert_kind(row.row):
+            _emit(kind, row.to_dict())
         outcome.rows.append(row)
-    outcome.untrusted += sorted({r["untrusted_reason"] for r in outcome.rows
-                                 if r.get("kind") == "target" and r.get("trust") in EXITS_UNTRUSTED})
+    outcome.collect_untrusted()
     if outcome.rows:
         _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
     if stored:  # what `labeldp-audit rejudge` reads to judge this night again at other bound settings
@@ -304,7 +307,7 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
                  webhook_url: str | None, reference: tuple[str, dt.date], check: dict, audited: list[dict],
                  rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
-                 accept_unchecked: bool = False) -> tuple[list[dict], object, list]:
+                 accept_unchecked: bool = False) -> tuple[list[ListedVerdict], object, list]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.verdict.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
     what it guards (`auditing.verdict.trust.night_trust`): the negative control every verdict of the night, the positive
@@ -348,7 +351,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
 def nightly_audit(date: str | None = None, data_root: str | None = None, warehouse: str | None = None,
                   plan_file: str | None = None, models: list[str] | None = None,
                   webhook_url: str | None = None, fail_on_violation: bool = False,
-                  accept_unchecked_reference: bool | None = None) -> list[dict]:
+                  accept_unchecked_reference: bool | None = None) -> list[ListedVerdict | SkippedTarget]:
     """Audits every configured target on one day's partition. `date` defaults to the day before the
     scheduled start. Writes warehouse rows and reports; alerts on VIOLATION, DATA_MISSING and AUDIT_FAILED.
     Returns the rows; ends Failed (`AuditFailed`, the rows on it) when results were spooled, a target failed
@@ -369,7 +372,7 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
 def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: str | None = None,
                       warehouse: str | None = None, plan_file: str | None = None,
                       webhook_url: str | None = None, fail_on_violation: bool = True,
-                      accept_unchecked_reference: bool | None = None) -> dict:
+                      accept_unchecked_reference: bool | None = None) -> ListedVerdict:
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
     VIOLATION (unless ``fail_on_violation`` is false: a release gate fails by default), on an untrusted verdict
     and on a spooled row; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
@@ -400,22 +403,22 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
                   night=night, reference_check=check)
     _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
-    if kind := alert_kind(row):
-        _emit(kind, row)
-    untrusted = [row["untrusted_reason"]] if row["trust"] in EXITS_UNTRUSTED else []
-    outcome = Outcome(rows=[row], untrusted=untrusted, fail_on_violation=fail_on_violation)
+    if kind := alert_kind(row.row):
+        _emit(kind, row.to_dict())
+    outcome = Outcome(rows=[row], fail_on_violation=fail_on_violation)
+    outcome.collect_untrusted()
     finish(outcome, root, warehouse, "guardrail")
     return row
 
 
 @task(name="backfill-day", cache_policy=NO_CACHE)
 def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
-                 force: bool, fail_on_violation: bool = False, accept_unchecked_reference: bool | None = None) -> dict:
-    """One day of a backfill: {"date", "outcome" (a line for people), and the day's `Outcome` as a dict}."""
+                 force: bool, fail_on_violation: bool = False,
+                 accept_unchecked_reference: bool | None = None) -> DayOutcome:
+    """One day of a backfill: its date, a line for people and the day's `Outcome`."""
     _check_stop()
     if not force and steps.day_is_complete(root, day, plan, warehouse):
-        return {"date": day.isoformat(), "outcome": "skipped (already in the warehouse)",
-                **Outcome(fail_on_violation=fail_on_violation).to_dict()}
+        return DayOutcome(day, "skipped (already in the warehouse)", Outcome(fail_on_violation=fail_on_violation))
     try:
         outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL,
                             accept_unchecked_reference=accept_unchecked_reference)
@@ -423,17 +426,17 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
         _unless_stopped(exc)
         failed = Outcome(fail_on_violation=fail_on_violation)
         (failed.bad_input if isinstance(exc, LabelDPInputError) else failed.failures).append(f"{day}: {exc}")
-        return {"date": day.isoformat(), "outcome": f"failed: {exc}", **failed.to_dict()}
+        return DayOutcome(day, f"failed: {exc}", failed)
     codes = outcome.codes()
     text = "audited" + (f" (exit {codes[0]}" + "".join(f", also {c}" for c in codes[1:]) + ")" if codes else "")
-    return {"date": day.isoformat(), "outcome": text, **outcome.to_dict()}
+    return DayOutcome(day, text, outcome)
 
 
 @flow(name="backfill")
 def backfill(start: str, end: str, data_root: str | None = None, warehouse: str | None = None,
              plan_file: str | None = None, webhook_url: str | None = None, force: bool = False,
              concurrency: int = 1, fail_on_violation: bool = False,
-             accept_unchecked_reference: bool | None = None) -> list[dict]:
+             accept_unchecked_reference: bool | None = None) -> list[DayOutcome]:
     """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: days
     already in the warehouse for every target (same audit configuration) are skipped, so a re-run (or a
     `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
@@ -458,6 +461,6 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
                    for d in days]
         summary = [f.result() for f in futures]
     for s in summary:
-        _log(f"{s['date']}: {s['outcome']}")
+        _log(f"{s.date.isoformat()}: {s.summary}")
     finish(Outcome.of_days(summary, fail_on_violation), root, warehouse, "backfill")
     return summary

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from auditing.config import AuditConfig, BoundConfig, GameConfig
 from auditing.verdict.run_kinds import BACKFILL, NIGHTLY, REJUDGE
-from auditing.verdict.types import EXITS_UNTRUSTED
 from flows.exit_codes import Outcome
 from flows.plan import ControlSpec, RegisteredTarget
 from labeldp.errors import LabelDPInputError
@@ -203,8 +202,7 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
                                           warehouse=warehouse, run_kind=REJUDGE, night=trust,
                                           reference_check=night.reference_check,
                                           claimed_epsilon=model.claimed_epsilon, progress=progress))
-    outcome.untrusted += sorted({r["untrusted_reason"] for r in outcome.rows
-                                 if r.get("kind") == "target" and r.get("trust") in EXITS_UNTRUSTED})
+    outcome.collect_untrusted()
     return outcome
 
 

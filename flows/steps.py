@@ -18,6 +18,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditing.sinks.listing import ListedVerdict
 from auditing.verdict.controls import POSITIVE
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import hints
@@ -369,7 +370,7 @@ def night_trust(date: dt.date, checks: dict[str, dict | str], specs, accept_unch
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
-            control: dict | None = None, night=None, reference_check: dict | None = None) -> dict:
+            control: dict | None = None, night=None, reference_check: dict | None = None) -> ListedVerdict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
     report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.sinks.warehouse.AuditKey`: model, model
     fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
@@ -381,7 +382,6 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     from auditing.sinks.report.pages import render_run_report, run_report_path, write_report
     from auditing.sinks.warehouse import (
         SPOOLED,
-        as_key,
         audit_record,
         default_spool_dir,
         destination,
@@ -412,11 +412,10 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
                     shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row)
-    key = as_key(row)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
-    progress(f"{model_id}: warehouse {outcome} (status {row['status']}, eps_lb {row['epsilon_lower_bound']:.4f})")
+    progress(f"{model_id}: warehouse {outcome} (status {row.status}, eps_lb {row.epsilon_lower_bound:.4f})")
 
-    trend: list[dict] = []
+    trend: list = []
     try:
         store = open_warehouse(warehouse, data_root=root, timeout=5.0)
         try:
@@ -425,34 +424,23 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
             store.close()
     except (WarehouseUnavailable, LabelDPInputError):
         trend = [row]
-    report_path = run_report_path(root, key)
+    report_path = run_report_path(root, row.key)
     page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
                     "runner": lineage.get("runner", {}).get("runner")}
     write_report(render_run_report(verdict, page_lineage, trend), report_path)
 
-    alert = None
+    listed = ListedVerdict(
+        row, report=str(report_path), verdict=verdict, warehouse=outcome,
+        spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root)))
+                    if outcome == SPOOLED else None),
+        reused_scoring=bool(record.get("reused")), control_message=None if control is None else control["message"],
+        reference_check=reference_check)
     alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none
     if alerted and webhook_url:
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                     report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
-        alert = send_alert(webhook_url, alerted, payload, default_ledger_dir(root)).to_dict()
-    return {
-        "model_id": model_id, "partition_date": date.isoformat(), "status": row["status"],
-        "claimed_epsilon": claimed, "epsilon_lower_bound": row["epsilon_lower_bound"],
-        "confidence": row["confidence"], "delta": row["delta"], "kappa": row["kappa"], "strategy": row["strategy"],
-        "method": row["method"], "epsilon_mean": row["epsilon_mean"], "epsilon_std": row["epsilon_std"],
-        "max_certifiable_epsilon": row["max_certifiable_epsilon"], "m": row["m"],
-        "audit_config_hash": row["audit_config_hash"], "run_kind": run_kind,
-        "model_fingerprint": row["model_fingerprint"], "warehouse": outcome, "report": str(report_path),
-        "spool_path": (str(spool_path(default_spool_dir(root), key, destination(warehouse, root)))
-                       if outcome == SPOOLED else None),
-        "alert": alert, "reused_scoring": bool(record.get("reused")),
-        "kind": kind, "untrusted_reason": verdict.untrusted_reason, "control_passed": row["control_passed"],
-        "control_floor": row["control_floor"], "control_message": None if control is None else control["message"],
-        "reference_check": reference_check,
-        **{name: value for name, value in row.items() if name.startswith("risk_")},
-        **verdict.trust_figures(), "shift_diagnostic": verdict.shift_diagnostic,
-    }
+        listed = listed.with_alert(send_alert(webhook_url, alerted, payload, default_ledger_dir(root)).to_dict())
+    return listed
 
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,
@@ -490,7 +478,7 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
     finally:
         store.close()
     # A night whose control failed is not done: its rows are untrusted, so a re-run audits it again.
-    have = {(r["model_id"], r["audit_config_hash"]) for r in rows
-            if not r.get("untrusted_reason") and r["run_kind"] in (NIGHTLY, BACKFILL)}
+    have = {(r.model_id, r.audit_config_hash) for r in rows
+            if not r.untrusted_reason and r.run_kind in (NIGHTLY, BACKFILL)}
     config_hash = plan.audit.config_hash()
     return all((spec.name, config_hash) in have for spec in plan.targets)

@@ -326,6 +326,13 @@ def _payload(verdict, model="leaky"):
                              flow_run_id="run-1", run_kind="nightly")
 
 
+def _row(verdict, model="leaky"):
+    """The warehouse row a run publishes for ``verdict`` (what `alert_kind` reads)."""
+    from auditing.sinks.warehouse import audit_record
+
+    return audit_record(verdict, model_id=model, partition_date="2024-01-02", run_kind="nightly")[0]
+
+
 def test_alert_kind_is_chosen_by_status_and_trust(verdicts):
     """One choice for every call site: a VIOLATION pages only when it is acted on (trusted, or accepted
     unchecked); a VIOLATION that exits 4 is VIOLATION_UNTRUSTED; a WEAK_PASS is WEAK_PASS; a control and any other
@@ -337,16 +344,17 @@ def test_alert_kind_is_chosen_by_status_and_trust(verdicts):
         "trusted": ("VIOLATION", TRUSTED), "untrusted": ("VIOLATION", UNTRUSTED), "weak": ("WEAK_PASS", TRUSTED),
         "unchecked": ("VIOLATION", UNCHECKED), "accepted": ("VIOLATION", "reference unchecked, accepted"),
         "void": ("VIOLATION", UNTRUSTED)}
-    kinds = {name: alert_kind(_payload(v)) for name, v in verdicts.items()}
+    kinds = {name: alert_kind(_row(v)) for name, v in verdicts.items()}
     assert kinds == {"trusted": VIOLATION, "untrusted": VIOLATION_UNTRUSTED, "weak": WEAK_PASS,
                      "unchecked": VIOLATION_UNTRUSTED, "accepted": VIOLATION, "void": VIOLATION_UNTRUSTED}
     assert VIOLATION_UNTRUSTED not in PAGES and WEAK_PASS not in PAGES and VIOLATION in PAGES
-    assert alert_kind({"kind": "control", "status": "VIOLATION", "trust": TRUSTED}) is None
-    assert alert_kind({"kind": "target", "status": "PASS", "trust": UNTRUSTED}) is None
-    assert alert_kind({"kind": "target", "status": "INCONCLUSIVE", "trust": TRUSTED}) is None
-    legacy = {"kind": "target", "status": "VIOLATION", "trust": None}
+    row = _row(verdicts["trusted"])
+    assert alert_kind(row.replace(kind="control", status="VIOLATION", trust=TRUSTED)) is None
+    assert alert_kind(row.replace(kind="target", status="PASS", trust=UNTRUSTED)) is None
+    assert alert_kind(row.replace(kind="target", status="INCONCLUSIVE", trust=TRUSTED)) is None
+    legacy = row.replace(kind="target", status="VIOLATION", trust=None, untrusted_reason=None)
     assert alert_kind(legacy) == VIOLATION
-    assert alert_kind({**legacy, "untrusted_reason": "control failed on 2024-01-02"}) == VIOLATION_UNTRUSTED
+    assert alert_kind(legacy.replace(untrusted_reason="control failed on 2024-01-02")) == VIOLATION_UNTRUSTED
 
 
 def test_an_untrusted_violation_is_its_own_alert_and_not_a_page(webhook_factory, tmp_path, verdicts):
@@ -357,9 +365,10 @@ def test_an_untrusted_violation_is_its_own_alert_and_not_a_page(webhook_factory,
 
     hook = webhook_factory()
     trusted, untrusted = _payload(verdicts["trusted"]), _payload(verdicts["untrusted"])
-    assert send_alert(hook.url, alert_kind(trusted), trusted, tmp_path).status == SENT
-    assert send_alert(hook.url, alert_kind(untrusted), untrusted, tmp_path).status == SENT
-    assert send_alert(hook.url, alert_kind(untrusted), untrusted, tmp_path).status == DUPLICATE
+    trusted_kind, untrusted_kind = alert_kind(_row(verdicts["trusted"])), alert_kind(_row(verdicts["untrusted"]))
+    assert send_alert(hook.url, trusted_kind, trusted, tmp_path).status == SENT
+    assert send_alert(hook.url, untrusted_kind, untrusted, tmp_path).status == SENT
+    assert send_alert(hook.url, untrusted_kind, untrusted, tmp_path).status == DUPLICATE
     first, second = (_strict(r["body"]) for r in hook.received)
     figures = verdicts["trusted"].trust
     assert (first["kind"], first["page"], first["trust"]) == (VIOLATION, True, "trusted")

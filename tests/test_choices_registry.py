@@ -142,7 +142,7 @@ def test_the_warehouse_stores_a_registered_method_after_reopening(toys, tmp_path
         back = store.fetch_results(model_id="toy")
     finally:
         store.close()
-    assert [r["method"] for r in back] == ["toy-half-binomial"]
+    assert [r.method for r in back] == ["toy-half-binomial"]
 
 
 def test_sweep_counts_of_a_toy_method_match_the_pointwise_rule(toys):

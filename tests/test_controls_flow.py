@@ -76,7 +76,7 @@ def _stored(root, warehouse=None) -> dict:
     from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(warehouse, data_root=root) as store:
-        return {r["model_id"]: r for r in store.fetch_verdicts(latest=True)}
+        return {r.model_id: r for r in store.fetch_verdicts(latest=True)}
 
 
 def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
@@ -86,40 +86,40 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
 
     plan = _plan(tmp_path_factory.mktemp("plans"), "good")
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan, webhook_url=webhook)
-    by_model = {r["model_id"]: r for r in rows}
+    by_model = {r.row.model_id: r for r in rows}
     assert set(by_model) == {"control-positive", "control-negative", "rr-eps1"}  # the label-blind control retired
-    positive, negative = by_model["control-positive"], by_model["control-negative"]
+    positive, negative = by_model["control-positive"].row, by_model["control-negative"].row
     # every row carries the night's reference check: recalibrated on held-out rows, checked
-    for row in rows:
-        check = row["reference_check"]
+    for listed in rows:
+        check = listed.reference_check
         assert check["calibration"] == "boost" and check["checked"] is True and "label_blind" not in check
         assert check["calibration_figures"]["rows_fit"] + check["calibration_figures"]["rows_validation"] > 0
-    target = by_model["rr-eps1"]
-    assert target["trust"] == "trusted" and target["check_rows"] > 500 and target["epsilon_check"] is not None
-    assert positive["kind"] == negative["kind"] == "control" and target["kind"] == "target"
-    assert positive["control_passed"] == negative["control_passed"] == 1
-    assert positive["control_floor"] < positive["epsilon_lower_bound"] <= 2.0
-    assert negative["epsilon_lower_bound"] == 0.0 and negative["claimed_epsilon"] == 0.0
-    assert all(r["untrusted_reason"] is None for r in rows) and all(r["trust"] == "trusted" for r in rows)
+    target = by_model["rr-eps1"].row
+    assert target.trust == "trusted" and target.check_rows > 500 and target.epsilon_check is not None
+    assert positive.kind == negative.kind == "control" and target.kind == "target"
+    assert positive.control_passed == negative.control_passed == 1
+    assert positive.control_floor < positive.epsilon_lower_bound <= 2.0
+    assert negative.epsilon_lower_bound == 0.0 and negative.claimed_epsilon == 0.0
+    assert all(r.row.untrusted_reason is None for r in rows) and all(r.row.trust == "trusted" for r in rows)
     assert not any(a["kind"] == "CONTROL_FAILED" for a in HOOK.received)
 
     stored = _stored(data_root)
-    assert stored["control-positive"]["kind"] == "control" and stored["rr-eps1"]["kind"] == "target"
-    assert stored["control-positive"]["control_passed"] == 1
-    assert stored["control-positive"]["control_floor"] == pytest.approx(positive["control_floor"])
-    assert all(r["untrusted_reason"] is None for r in stored.values())
-    assert stored["rr-eps1"]["trust"] == "trusted" and stored["rr-eps1"]["check_rows"] == target["check_rows"]
+    assert stored["control-positive"].kind == "control" and stored["rr-eps1"].kind == "target"
+    assert stored["control-positive"].control_passed == 1
+    assert stored["control-positive"].control_floor == pytest.approx(positive.control_floor)
+    assert all(r.untrusted_reason is None for r in stored.values())
+    assert stored["rr-eps1"].trust == "trusted" and stored["rr-eps1"].check_rows == target.check_rows
     # the stored result is judgeable again: the same check from the warehouse's result_json
-    again = check_control("positive", json.loads(stored["control-positive"]["result_json"]), 2.0)
-    assert again.passed and again.floor == pytest.approx(positive["control_floor"])
+    again = check_control("positive", json.loads(stored["control-positive"].result_json), 2.0)
+    assert again.passed and again.floor == pytest.approx(positive.control_floor)
     # the oracle went through the Beam job and the same row selection (the train split) as the target
     record = json.loads(next((data_root / "sweeps" / "control-positive").rglob("result.json")).read_text())
     assert record["diagnostics"]["audited_rows"]["audit_rows"] == "training"
     assert record["lineage"]["model"]["uri"].endswith("control-positive/date=" + D1)
-    for row in rows:
-        page = Path(row["report"]).read_text()
+    for listed in rows:
+        page = Path(listed.report).read_text()
         assert "Score histogram not provided" not in page and "hist-correct" in page and "UNTRUSTED" not in page
-    assert "Nightly control" in Path(positive["report"]).read_text()
+    assert "Nightly control" in Path(by_model["control-positive"].report).read_text()
     text = format_rows(rows)
     assert "control ok" in text and "UNTRUSTED" not in text
 
@@ -137,11 +137,11 @@ def test_a_positive_control_below_its_floor_voids_the_detectability_only(prefect
     stored = _stored(data_root, warehouse)
     assert {"control-positive", "control-negative", "rr-eps1"} <= set(stored)
     target = stored["rr-eps1"]
-    assert target["trust"] == "trusted" and target["untrusted_reason"] is None  # the verdict stands
-    assert target["detectability"] == "void" and target["status"] in ("PASS", "WEAK_PASS")
-    assert stored["control-positive"]["control_passed"] == 0 and stored["control-positive"]["control_floor"] == 0.0
-    assert stored["control-negative"]["control_passed"] == 1
-    assert {r["model_id"]: r["detectability"] for r in rows}["rr-eps1"] == "void"
+    assert target.trust == "trusted" and target.untrusted_reason is None  # the verdict stands
+    assert target.detectability == "void" and target.status in ("PASS", "WEAK_PASS")
+    assert stored["control-positive"].control_passed == 0 and stored["control-positive"].control_floor == 0.0
+    assert stored["control-negative"].control_passed == 1
+    assert {r.row.model_id: r.row.detectability for r in rows}["rr-eps1"] == "void"
     if backend == "duckdb":  # alerts are deduplicated per model, date and kind: the first night sends it
         sent = [a for a in HOOK.received[before:] if a["kind"] == "CONTROL_FAILED"]
         assert [a["model_id"] for a in sent] == ["control-positive"] and "no power" in sent[0]["text"]
@@ -194,19 +194,19 @@ def test_a_drifted_day_leaves_no_trusted_row_above_its_true_eps(prefect_api, dri
     plan = _drift_plan(tmp_path_factory.mktemp("plans"), calibration)
     state = nightly_audit(date=D1, data_root=str(drifted_root), plan_file=plan, return_state=True)
     config_hash = load_plan(plan).audit.config_hash()
-    rows = [r for r in _stored(drifted_root).values() if r["audit_config_hash"] == config_hash]
-    assert {r["model_id"] for r in rows} == set(TRUE_EPS)
+    rows = [r for r in _stored(drifted_root).values() if r.audit_config_hash == config_hash]
+    assert {r.model_id for r in rows} == set(TRUE_EPS)
     for row in rows:
-        assert row["reference_calibration"] == calibration
-        if row["trust"] == "trusted":
-            assert row["epsilon_lower_bound"] <= TRUE_EPS[row["model_id"]], row
-    target = next(r for r in rows if r["model_id"] == "rr-eps1")
-    assert target["check_rows"] > 1000
+        assert row.reference_calibration == calibration
+        if row.trust == "trusted":
+            assert row.epsilon_lower_bound <= TRUE_EPS[row.model_id], row
+    target = next(r for r in rows if r.model_id == "rr-eps1")
+    assert target.check_rows > 1000
     if calibration == "none":
-        assert target["check_misfit_kappa"] > 0  # the misfit is visible to the model on rows it never saw
+        assert target.check_misfit_kappa > 0  # the misfit is visible to the model on rows it never saw
     else:
-        assert target["calibration_log_loss_after"] < target["calibration_log_loss_before"]
-    untrusted = [r for r in rows if r["trust"] in ("untrusted", "reference unchecked")]
+        assert target.calibration_log_loss_after < target.calibration_log_loss_before
+    untrusted = [r for r in rows if r.trust in ("untrusted", "reference unchecked")]
     if untrusted:
         with pytest.raises(AuditFailed):
             state.result()
@@ -228,18 +228,20 @@ def test_a_night_without_held_out_rows_checks_nothing(prefect_api, data_root, tm
         nightly_audit(date=D1, data_root=str(data_root), plan_file=str(path))
     path.write_text(json.dumps({**plan, "accept_unchecked_reference": True}))
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=str(path))
-    assert {r["model_id"] for r in rows} == {"control-positive", "control-negative", "rr-eps1"}
-    for row in rows:
-        check = row["reference_check"]
+    assert {r.row.model_id for r in rows} == {"control-positive", "control-negative", "rr-eps1"}
+    for listed in rows:
+        check = listed.reference_check
         assert check["checked"] is False and check["note"].startswith("reference not checked: audit_rows is 'all'")
-    target = next(r for r in rows if r["model_id"] == "rr-eps1")
-    assert target["trust"] == "reference unchecked, accepted" and target["accepted_unchecked"] is True
-    assert target["untrusted_reason"] and "accepted" in target["untrusted_reason"]
+    target = next(r for r in rows if r.row.model_id == "rr-eps1")
+    # accepted_unchecked: True in the run's record (--json), 1 in the row
+    assert target.row.trust == "reference unchecked, accepted" and target.to_dict()["accepted_unchecked"] is True
+    assert target.row.accepted_unchecked == 1
+    assert target.row.untrusted_reason and "accepted" in target.row.untrusted_reason
     from auditing.sinks.warehouse import open_warehouse
     from flows.plan import load_plan
 
     config_hash = load_plan(str(path)).audit.config_hash()
     with open_warehouse(None, data_root=data_root) as store:
-        stored = [r for r in store.fetch_results() if r["audit_config_hash"] == config_hash]
-    assert all(r["reference_checked"] == 0 and "reference not checked" in r["reference_check_note"] for r in stored)
-    assert {r["model_id"]: r["accepted_unchecked"] for r in stored}["rr-eps1"] == 1
+        stored = [r for r in store.fetch_results() if r.audit_config_hash == config_hash]
+    assert all(r.reference_checked == 0 and "reference not checked" in r.reference_check_note for r in stored)
+    assert {r.model_id: r.accepted_unchecked for r in stored}["rr-eps1"] == 1

@@ -59,7 +59,7 @@ def files(root: Path, *tops: str) -> dict[str, str]:
             for top in tops for p in sorted((root / top).rglob("*")) if p.is_file()}
 
 
-def rows(root: Path) -> list[dict]:
+def rows(root: Path) -> list:
     from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(None, data_root=root) as warehouse:
@@ -70,11 +70,11 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
     done = cli("nightly", "--date", D1, "--data-root", str(data_root), "--plan", plan)
     assert done.returncode == exit_codes.OK, done.stderr
     night = rows(data_root)
-    assert {r["run_kind"] for r in night} == {"nightly"} and len(night) == 3  # the target and two controls
-    violation = next(r for r in night if r["model_id"] == TARGET)
-    assert violation["status"] == "VIOLATION" and violation["claimed_epsilon"] == 0.5
-    assert violation["trust"] == "trusted"  # the planted memoriser: the capacity check vouches for it
-    assert violation["flow_run_id"] and violation["model_fingerprint"].startswith("sha256:")
+    assert {r.run_kind for r in night} == {"nightly"} and len(night) == 3  # the target and two controls
+    violation = next(r for r in night if r.model_id == TARGET)
+    assert violation.status == "VIOLATION" and violation.claimed_epsilon == 0.5
+    assert violation.trust == "trusted"  # the planted memoriser: the capacity check vouches for it
+    assert violation.flow_run_id and violation.model_fingerprint.startswith("sha256:")
     before = files(data_root, "models", "reports")
     nightly_report = next(p for p in before if p.startswith(f"reports/{TARGET}/"))
     assert Path(nightly_report).name.startswith("nightly__eps-0.5__")
@@ -89,11 +89,11 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
     after = rows(data_root)
     assert all(r in after for r in night)
     added = [r for r in after if r not in night]
-    assert {r["run_kind"] for r in added} == {"guardrail"} and len(added) == 1  # the candidate's own verdict
-    candidate = next(r for r in added if r["model_id"] == TARGET)
-    assert (candidate["status"], candidate["claimed_epsilon"]) == ("INCONCLUSIVE", float("inf"))
-    assert candidate["model_fingerprint"] == violation["model_fingerprint"]
-    assert candidate["flow_run_id"] and candidate["flow_run_id"] != violation["flow_run_id"]
+    assert {r.run_kind for r in added} == {"guardrail"} and len(added) == 1  # the candidate's own verdict
+    candidate = next(r for r in added if r.model_id == TARGET)
+    assert (candidate.status, candidate.claimed_epsilon) == ("INCONCLUSIVE", float("inf"))
+    assert candidate.model_fingerprint == violation.model_fingerprint
+    assert candidate.flow_run_id and candidate.flow_run_id != violation.flow_run_id
     # The data root: no model or report of the night rewritten; the guardrail's report and reference are new files.
     now = files(data_root, "models", "reports")
     assert {path: now.get(path) for path in before} == before

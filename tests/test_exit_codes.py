@@ -46,10 +46,26 @@ RUN_TIMEOUT = 600
 # ------------------------------------------------------------------------------------------ the contract
 
 
-def _row(model="m", status="PASS", kind="target", warehouse="written", spool=None):
-    return {"model_id": model, "partition_date": D1, "status": status, "kind": kind, "warehouse": warehouse,
-            "spool_path": spool, "epsilon_lower_bound": 1.5, "claimed_epsilon": 1.0, "confidence": 0.95,
-            "report": "r.html"}
+def _row(model="m", status="PASS", kind="target", warehouse="written", spool=None, **columns):
+    """A published verdict as a run lists it (trusted, as a published verdict carries its trust, unless
+    ``columns`` say otherwise)."""
+    from auditing.sinks.listing import ListedVerdict
+    from auditing.sinks.warehouse.records import upgrade_row
+
+    row = upgrade_row({"model_id": model, "model_fingerprint": "fp", "partition_date": dt.date.fromisoformat(D1),
+                       "run_kind": "nightly", "claimed_epsilon": 1.0, "audit_config_hash": "abc", "delta": 0.0,
+                       "confidence": 0.95, "gamma": 0.05, "m": 100, "selected_guesses": 10, "selected_correct": 9,
+                       "epsilon_lower_bound": 1.5, "strategy": "bonferroni", "method": "binomial", "status": status,
+                       "max_certifiable_epsilon": 5.0, "repetitions": 3, "seed": 0, "result_json": "{}",
+                       "kind": kind, "trust": "trusted", **columns})
+    return ListedVerdict(row, report="r.html", warehouse=warehouse, spool_path=spool)
+
+
+def _with(listed, **columns):
+    """``listed`` with some of its row's columns changed."""
+    from dataclasses import replace
+
+    return replace(listed, row=listed.row.replace(**columns))
 
 
 def test_the_first_of_2_3_4_1_wins_and_the_summary_names_each():
@@ -68,19 +84,19 @@ def test_the_first_of_2_3_4_1_wins_and_the_summary_names_each():
     assert "/r/spool" in lines[1] and "labeldp-audit nightly --drain-only --data-root /r --warehouse" in lines[1]
     assert "leaky@" in lines[2] and "the controls failed" in lines[3] and "y: boom" in lines[3]
     # trust per verdict: an untrusted VIOLATION exits 4, never 1; a trusted one wins over an untrusted verdict
-    untrusted = {**violation, "model_id": "misfit", "trust": "untrusted", "untrusted_reason": "misfit explains it"}
+    untrusted = _with(violation, model_id="misfit", trust="untrusted", untrusted_reason="misfit explains it")
     assert Outcome(rows=[untrusted], fail_on_violation=True).codes() == [4]
-    both = Outcome(rows=[{**violation, "trust": "trusted"}, untrusted], fail_on_violation=True)
+    both = Outcome(rows=[_with(violation, trust="trusted"), untrusted], fail_on_violation=True)
     assert both.codes() == [1, 4] and both.exit_code() == 1
-    assert [r["model_id"] for r in both.violations] == ["leaky"]
-    accepted = {**violation, "trust": "reference unchecked, accepted"}
+    assert [r.row.model_id for r in both.violations] == ["leaky"]
+    accepted = _with(violation, trust="reference unchecked, accepted")
     assert Outcome(rows=[accepted], fail_on_violation=True).exit_code() == 1
-    assert Outcome(rows=[{**_row(), "trust": "reference unchecked"}]).exit_code() == 4
+    assert Outcome(rows=[_row(trust="reference unchecked")]).exit_code() == 4
     assert exit_codes.summary_lines(Outcome(rows=[_row()]), "nightly", "") == []
-    days = [{"date": D1, "outcome": "audited", **Outcome(rows=[violation]).to_dict()},
-            {"date": D2, "outcome": "audited (exit 4)", **Outcome(failures=["a: b"]).to_dict()}]
+    days = [exit_codes.DayOutcome(dt.date.fromisoformat(D1), "audited", Outcome(rows=[violation])),
+            exit_codes.DayOutcome(dt.date.fromisoformat(D2), "audited (exit 4)", Outcome(failures=["a: b"]))]
     merged = Outcome.of_days(days, fail_on_violation=True)
-    assert merged.codes() == [1, 4] and [d["date"] for d in merged.days] == [D1, D2]
+    assert merged.codes() == [1, 4] and [d.date.isoformat() for d in merged.days] == [D1, D2]
     failed = exit_codes.OutcomeFailed("why", everything)
     import pickle
 
@@ -273,7 +289,7 @@ def nightly(root, plan, *extra) -> list[str]:
     return ["nightly", "--date", D1, "--data-root", str(root), "--plan", plan, *extra]
 
 
-def stored(root, warehouse=None) -> list[dict]:
+def stored(root, warehouse=None) -> list:
     from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(warehouse, data_root=root) as store:
@@ -304,7 +320,7 @@ def test_violation_is_exit_1_only_when_asked_and_the_table_is_printed_either_way
     assert done.returncode == exit_codes.VIOLATION and "leaky" in done.stdout, done.stderr
     assert_quiet(done.stderr)
     # the guardrail's verdict (claim 0) sits beside the nightly's rows, which it does not replace
-    assert sorted((r["model_id"], r["run_kind"], r["claimed_epsilon"]) for r in stored(data_root)) == [
+    assert sorted((r.model_id, r.run_kind, r.claimed_epsilon) for r in stored(data_root)) == [
         ("leaky", "guardrail", 0.0), ("leaky", "nightly", 0.0), ("rr-eps1", "nightly", 1.0)]
 
 
@@ -316,7 +332,7 @@ def test_a_missing_warehouse_directory_is_exit_2_unless_asked_to_create_it(data_
     assert not (tmp_path / "new").exists()
     done = cli(*nightly(data_root, plan, "--warehouse", str(target), "--create-warehouse"))
     assert done.returncode == exit_codes.OK, done.stderr
-    assert {r["model_id"] for r in stored(data_root, str(target))} == {"rr-eps1", "leaky"}
+    assert {r.model_id for r in stored(data_root, str(target))} == {"rr-eps1", "leaky"}
 
 
 @slow
@@ -383,7 +399,7 @@ def test_an_unreachable_warehouse_is_exit_3_and_a_later_run_writes_the_spool(dat
         assert done.returncode == exit_codes.OK, done.stderr
         assert "wrote 4 spooled result(s) from an earlier run" in done.stderr
         assert not list(spool.glob("*.json"))
-        keys = {(r["model_id"], str(r["partition_date"]), r["run_kind"]) for r in stored(data_root, postgres_url)}
+        keys = {(r.model_id, r.partition_date.isoformat(), r.run_kind) for r in stored(data_root, postgres_url)}
         assert {("rr-eps1", D1, "nightly"), ("leaky", D1, "nightly"), ("rr-eps1", D1, "backfill"),
                 ("leaky", D1, "backfill"), ("rr-eps1", D2, "nightly")} <= keys
 

@@ -79,56 +79,59 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     from flows.nightly import nightly_audit
 
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
-    by_model = {r["model_id"]: r for r in rows}
+    by_model = {r.row.model_id: r for r in rows}
     assert set(by_model) == {"rr-eps1", "leaky"}
-    for row in rows:
-        assert row["warehouse"] == "written" and row["status"] in STATUSES and row["run_kind"] == "nightly"
-        assert Path(row["report"]).is_file()
-        assert row["epsilon_lower_bound"] >= 0 and row["confidence"] == 0.95
+    for listed in rows:
+        row = listed.row
+        assert listed.warehouse == "written" and row.status in STATUSES and row.run_kind == "nightly"
+        assert Path(listed.report).is_file()
+        assert row.epsilon_lower_bound >= 0 and row.confidence == 0.95
     # The memoriser claiming eps = 0 is the planted violation, and the capacity check vouches for it (trusted);
     # RR at eps 1 must not be flagged.
-    assert by_model["leaky"]["status"] == "VIOLATION" and by_model["leaky"]["trust"] == "trusted"
-    assert by_model["leaky"]["epsilon_check"] > 0 and by_model["leaky"]["check_rows"] > 1000
-    assert by_model["rr-eps1"]["status"] != "VIOLATION" and by_model["rr-eps1"]["trust"] == "trusted"
+    assert by_model["leaky"].row.status == "VIOLATION" and by_model["leaky"].row.trust == "trusted"
+    assert by_model["leaky"].row.epsilon_check > 0 and by_model["leaky"].row.check_rows > 1000
+    assert by_model["rr-eps1"].row.status != "VIOLATION" and by_model["rr-eps1"].row.trust == "trusted"
     assert any(a["kind"] == "VIOLATION" and a["model_id"] == "leaky" for a in HOOK.received)
     # the risk figures travel with each row and the alert carries the headline sentence
-    leaky = by_model["leaky"]
-    assert leaky["risk_headline"].startswith("The claimed eps=0 allows")
-    assert leaky["risk_lb_posterior_ceiling_median"] > leaky["risk_posterior_ceiling_median"] > 0
-    assert any(leaky["risk_headline"] in a.get("text", "") for a in HOOK.received if a["kind"] == "VIOLATION")
+    leaky = by_model["leaky"].row
+    assert leaky.risk_headline.startswith("The claimed eps=0 allows")
+    assert leaky.risk_lb_posterior_ceiling_median > leaky.risk_posterior_ceiling_median > 0
+    assert any(leaky.risk_headline in a.get("text", "") for a in HOOK.received if a["kind"] == "VIOLATION")
     # the training rows were audited; breaking kappa travels with the row and the alert; the diagnostic
-    assert leaky["audit_rows"] == "training" and leaky["breaking_kappa"] > 0 and leaky["kappa"] == 0.0
-    assert leaky["detection_floor_rows"] >= 1
+    assert leaky.audit_rows == "training" and leaky.breaking_kappa > 0 and leaky.kappa == 0.0
+    assert leaky.detection_floor_rows >= 1
     # the data diagnostic compares the reference's own day D-1 with day D (never a day with itself: the same
     # rows would give the same fit and a PSI of exactly 0 on every feature)
-    diagnostic = leaky["shift_diagnostic"]
+    diagnostic = by_model["leaky"].verdict.shift_diagnostic
     assert diagnostic["days"] == {"previous": D0, "current": D1} and diagnostic["reference"] == f"reference@{D0}"
     fit = diagnostic["reference_fit"]
     assert fit["previous"]["log_loss"] != fit["current"]["log_loss"]
     assert min(diagnostic["feature_shift"]["per_feature"].values()) > 0
     assert any("click odds by more than a factor" in a.get("text", "") and a.get("breaking_kappa") ==
-               leaky["breaking_kappa"] for a in HOOK.received if a["kind"] == "VIOLATION")
+               leaky.breaking_kappa for a in HOOK.received if a["kind"] == "VIOLATION")
     # the reference was recalibrated on the day's held-out rows (the plan's default) and the rows say so
-    check = leaky["reference_check"]
+    check = by_model["leaky"].reference_check
     assert check["calibration"] == "boost" and check["checked"] is True
     assert check["calibration_figures"]["rows_fit"] > 0
-    assert {r["model_id"]: r["reference_calibration"] for r in warehouse_rows(data_root)} == {
+    assert {r.model_id: r.reference_calibration for r in warehouse_rows(data_root)} == {
         "rr-eps1": "boost", "leaky": "boost"}
     stored = warehouse_rows(data_root)
     assert len(stored) == 2
     # the game-aware floor (95% power) beside the perfect-attacker floor, in the JSON rows,
     # the warehouse and the alert; None only with a stated reason
-    for row in rows:
-        assert (row["exposed_rows_floor"] is None) == (row["exposed_rows_floor_note"] is not None)
-    assert leaky["exposed_rows_floor"] >= leaky["detection_floor_rows"] and leaky["exposed_rows_floor_power"] == 0.95
-    assert {r["model_id"]: r["exposed_rows_floor"] for r in stored} == {r["model_id"]: r["exposed_rows_floor"]
-                                                                         for r in rows}
-    assert any(a.get("exposed_rows_floor") == leaky["exposed_rows_floor"] for a in HOOK.received
+    for listed in rows:  # the note and the power are figures of the run's record (--json), not columns
+        record = listed.to_dict()
+        assert (listed.row.exposed_rows_floor is None) == (record["exposed_rows_floor_note"] is not None)
+    assert leaky.exposed_rows_floor >= leaky.detection_floor_rows
+    assert by_model["leaky"].to_dict()["exposed_rows_floor_power"] == 0.95
+    assert {r.model_id: r.exposed_rows_floor for r in stored} == {r.row.model_id: r.row.exposed_rows_floor
+                                                                  for r in rows}
+    assert any(a.get("exposed_rows_floor") == leaky.exposed_rows_floor for a in HOOK.received
                if a["kind"] == "VIOLATION")
 
     again = nightly_audit(date=D1, data_root=str(data_root), plan_file=plan_file, webhook_url=webhook)
-    assert all(r["reused_scoring"] for r in again)
-    assert [r["epsilon_lower_bound"] for r in again] == [r["epsilon_lower_bound"] for r in rows]
+    assert all(r.reused_scoring for r in again)
+    assert [r.row.epsilon_lower_bound for r in again] == [r.row.epsilon_lower_bound for r in rows]
     assert len(warehouse_rows(data_root)) == 2  # exactly one row per key after a re-run
     assert sum(a["kind"] == "VIOLATION" for a in HOOK.received) == 1  # deduplicated per model and date
 
@@ -169,11 +172,11 @@ def test_backfill_resumes_and_skips_done_days(prefect_api, data_root, plan_file)
     from flows.nightly import backfill
 
     summary = backfill(start=D1, end=D2, data_root=str(data_root), plan_file=plan_file)
-    outcomes = {s["date"]: s["outcome"] for s in summary}
+    outcomes = {s.date.isoformat(): s.summary for s in summary}
     assert outcomes[D1].startswith("skipped") and outcomes[D2] == "audited"
     again = backfill(start=D1, end=D2, data_root=str(data_root), plan_file=plan_file)
-    assert all(s["outcome"].startswith("skipped") for s in again)
-    keys = [(r["model_id"], str(r["partition_date"]), r["run_kind"], r["claimed_epsilon"], r["audit_config_hash"])
+    assert all(s.summary.startswith("skipped") for s in again)
+    keys = [(r.model_id, r.partition_date.isoformat(), r.run_kind, r.claimed_epsilon, r.audit_config_hash)
             for r in warehouse_rows(data_root)]
     assert len(keys) == len(set(keys))
     # the nights: D1 by the nightly run, D2 by the backfill (the guardrail's verdicts of D1 do not count)
@@ -193,10 +196,10 @@ def test_unreachable_warehouse_spools_then_drains(prefect_api, data_root, plan_f
         with pytest.raises(AuditFailed) as failed:
             state.result()
         rows = failed.value.rows
-        assert rows[0]["warehouse"] == "spooled" and failed.value.outcome.exit_code() == 3
-        assert Path(rows[0]["spool_path"]).name in str(failed.value)
+        assert rows[0].warehouse == "spooled" and failed.value.outcome.exit_code() == 3
+        assert Path(rows[0].spool_path).name in str(failed.value)
         spooled = sorted((data_root / "spool").glob("*.json"))
-        assert [p.name for p in spooled] == [Path(rows[0]["spool_path"]).name]
+        assert [p.name for p in spooled] == [Path(rows[0].spool_path).name]
         # A night on another warehouse (the data root's DuckDB file) leaves them for theirs, and says so.
         capsys.readouterr()
         nightly_audit(date=D2, data_root=str(data_root), plan_file=plan_file, models=["rr-eps1"])
@@ -260,14 +263,14 @@ def test_a_bound_setting_change_rejudges_the_stored_night_without_scoring(prefec
     plan = json.loads(Path(plan_file).read_text())
     kappa_plan = tmp_path / "kappa.json"
     kappa_plan.write_text(json.dumps({**plan, "audit": {**plan["audit"], "kappa": 0.2}}))
-    night = {r["model_id"]: r for r in warehouse_rows(data_root) if r["run_kind"] == "nightly"
-             and r["partition_date"] == dt.date.fromisoformat(D1) and r["kappa"] == 0.0}
-    rows = {r["model_id"]: r for r in nightly_audit(date=D1, data_root=str(data_root), plan_file=str(kappa_plan))}
-    assert all(r["reused_scoring"] for r in rows.values()) and set(rows) == set(night)
-    leaky = rows["leaky"]
-    assert leaky["kappa"] == 0.2 and leaky["audit_config_hash"] != night["leaky"]["audit_config_hash"]
+    night = {r.model_id: r for r in warehouse_rows(data_root) if r.run_kind == "nightly"
+             and r.partition_date == dt.date.fromisoformat(D1) and r.kappa == 0.0}
+    rows = {r.row.model_id: r for r in nightly_audit(date=D1, data_root=str(data_root), plan_file=str(kappa_plan))}
+    assert all(r.reused_scoring for r in rows.values()) and set(rows) == set(night)
+    leaky = rows["leaky"].row
+    assert leaky.kappa == 0.2 and leaky.audit_config_hash != night["leaky"].audit_config_hash
     # the binomial bound at kappa is the bound at 0 minus kappa on the same counts (delta 0)
-    assert leaky["epsilon_lower_bound"] == pytest.approx(night["leaky"]["epsilon_lower_bound"] - 0.2, abs=1e-9)
+    assert leaky.epsilon_lower_bound == pytest.approx(night["leaky"].epsilon_lower_bound - 0.2, abs=1e-9)
 
     capsys.readouterr()
     code = main(["rejudge", "--date", D1, "--kappa", "0.2", "--data-root", str(data_root), "--json"])
@@ -276,14 +279,14 @@ def test_a_bound_setting_change_rejudges_the_stored_night_without_scoring(prefec
     for name, row in rejudged.items():
         assert row["run_kind"] == "rejudge"
         for field in ("epsilon_lower_bound", "status", "trust", "audit_config_hash", "epsilon_check", "m"):
-            assert row[field] == rows[name][field], (name, field)
+            assert row[field] == rows[name].to_dict()[field], (name, field)
     # the rejudged verdicts sit beside the night's own, which stay as they were
     stored = warehouse_rows(data_root)
-    assert {(r["model_id"], r["kappa"]) for r in stored if r["run_kind"] == "rejudge"} == {
+    assert {(r.model_id, r.kappa) for r in stored if r.run_kind == "rejudge"} == {
         (name, 0.2) for name in rows}
-    assert {r["model_id"]: r["epsilon_lower_bound"] for r in stored if r["run_kind"] == "nightly"
-            and r["kappa"] == 0.0 and r["partition_date"] == dt.date.fromisoformat(D1)} == {
-        name: r["epsilon_lower_bound"] for name, r in night.items()}
+    assert {r.model_id: r.epsilon_lower_bound for r in stored if r.run_kind == "nightly"
+            and r.kappa == 0.0 and r.partition_date == dt.date.fromisoformat(D1)} == {
+        name: r.epsilon_lower_bound for name, r in night.items()}
 
     # without Beam or Prefect: a fresh interpreter, the modules it loaded
     argv = ["labeldp-audit", "rejudge", "--date", D1, "--method", "fdp", "--data-root", str(data_root)]
@@ -297,4 +300,4 @@ def test_a_bound_setting_change_rejudges_the_stored_night_without_scoring(prefec
     game_plan = tmp_path / "game.json"
     game_plan.write_text(json.dumps({**plan, "audit": {**plan["audit"], "repetitions": 2}}))
     again = nightly_audit(date=D1, data_root=str(data_root), plan_file=str(game_plan))
-    assert not any(r["reused_scoring"] for r in again)
+    assert not any(r.reused_scoring for r in again)

@@ -223,7 +223,7 @@ def assert_completed(ns, run):
                                       + "\n".join(run_logs(ns, run.id)[-30:]))
 
 
-def warehouse_rows(ns) -> list[dict]:
+def warehouse_rows(ns) -> list:
     from auditing.sinks.warehouse import open_warehouse
 
     with open_warehouse(ns.warehouse) as store:
@@ -231,7 +231,7 @@ def warehouse_rows(ns) -> list[dict]:
 
 
 def keys_of(rows) -> list[tuple[str, str]]:
-    return sorted((r["model_id"], str(r["partition_date"])) for r in rows)
+    return sorted((r.model_id, r.partition_date.isoformat()) for r in rows)
 
 
 def runbook_sql() -> list[str]:
@@ -252,11 +252,11 @@ def test_nightly_deployment_on_a_worker_writes_postgres_artifacts_and_events(ops
     assert_completed(ops, run)
     assert run.work_pool_name == "labeldp-process" and "labeldp" in run.tags
 
-    rows = {r["model_id"]: r for r in warehouse_rows(ops)}
+    rows = {r.model_id: r for r in warehouse_rows(ops)}
     assert keys_of(rows.values()) == sorted((m, D1) for m in TARGETS)
-    assert rows["leaky"]["status"] == "VIOLATION"  # a memoriser claiming eps = 0: the planted violation
-    assert rows["rr-eps1"]["status"] != "VIOLATION"
-    assert {r["flow_run_id"] for r in rows.values()} == {str(run_id)}  # lineage names the deployment's run
+    assert rows["leaky"].status == "VIOLATION"  # a memoriser claiming eps = 0: the planted violation
+    assert rows["rr-eps1"].status != "VIOLATION"
+    assert {r.flow_run_id for r in rows.values()} == {str(run_id)}  # lineage names the deployment's run
 
     with _client(ops) as client:
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
@@ -332,7 +332,7 @@ def test_concurrent_nightly_and_guardrail_writers_keep_one_row_per_key(ops):
 
     rows = warehouse_rows(ops)
     # one row per key, none lost: the nightly re-run replaced its rows, each guardrail added its own verdict
-    assert sorted((r["model_id"], str(r["partition_date"]), r["run_kind"], r["claimed_epsilon"]) for r in rows) == \
+    assert sorted((r.model_id, r.partition_date.isoformat(), r.run_kind, r.claimed_epsilon) for r in rows) == \
         sorted([*((m, d, "nightly", {"rr-eps1": 1.0, "leaky": 0.0}[m]) for m in TARGETS for d in (D1, D2)),
                 ("leaky", D1, "guardrail", 0.0), ("rr-eps1", D1, "guardrail", 20.0)])
     assert not list((ops.data_root / "spool").glob("*.json"))  # nothing fell back to the spool
@@ -351,8 +351,8 @@ def test_backfill_with_a_killed_worker_is_retried_without_loss(ops):
     run_id = trigger(ops, "backfill", BACKFILL[0], BACKFILL[-1], "2", "-p", f"plan_file={ops.plan}")
 
     def backfilled_days():
-        rows = [r for r in warehouse_rows(ops) if str(r["partition_date"]) in BACKFILL]
-        return {d for d in BACKFILL if sum(str(r["partition_date"]) == d for r in rows) == len(TARGETS)}
+        rows = [r for r in warehouse_rows(ops) if r.partition_date.isoformat() in BACKFILL]
+        return {d for d in BACKFILL if sum(r.partition_date.isoformat() == d for r in rows) == len(TARGETS)}
 
     done_before_kill = wait_until(backfilled_days, RUN_TIMEOUT, "the first backfilled day in the warehouse",
                                   on_timeout=lambda: "\n".join(run_logs(ops, run_id)[-30:]))
@@ -392,7 +392,7 @@ def test_backfill_with_a_killed_worker_is_retried_without_loss(ops):
     assert outcomes == {d: ["skipped" if d in done_at_crash else "audited"] for d in BACKFILL}, outcomes
     rows = warehouse_rows(ops)
     assert keys_of(rows) == sorted(before + [(m, d) for m in TARGETS for d in BACKFILL])  # none lost, no duplicate
-    assert {r["flow_run_id"] for r in rows if str(r["partition_date"]) in BACKFILL} == {str(run_id)}
+    assert {r.flow_run_id for r in rows if r.partition_date.isoformat() in BACKFILL} == {str(run_id)}
 
 
 def test_a_run_whose_machine_died_is_marked_crashed_by_the_automation_and_retried(ops):

@@ -126,6 +126,7 @@ def team(tmp_path_factory):
 
 
 def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
+    from auditing.sinks.listing import ListedVerdict, SkippedTarget
     from auditing.sinks.warehouse import open_warehouse
     from flows.nightly import nightly_audit
     from pipelines.data.dataset_spec import dataset_of
@@ -137,18 +138,18 @@ def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
     assert {("team-ctr", D1.isoformat()), ("team-reference", D0.isoformat())} <= listed
 
     rows = nightly_audit(date=D1.isoformat(), data_root=str(root), plan_file=str(team["plan"]))
-    by_model = {r["model_id"]: r for r in rows}
+    by_model = {r.row.model_id: r for r in rows}
     # the non-private model claimed at 0.5 is caught; the D-1 model re-registered for day D is not (the night's
     # reference is that model recalibrated on the held-out rows, so the two differ a little)
-    assert by_model["team-ctr"]["status"] == "VIOLATION"
-    assert by_model["team-ctr"]["epsilon_lower_bound"] > 0.5
+    assert by_model["team-ctr"].row.status == "VIOLATION"
+    assert by_model["team-ctr"].row.epsilon_lower_bound > 0.5
     copy = by_model["reference-copy"]
-    assert copy["status"] == ("WEAK_PASS" if copy["weak_pass"] else "PASS")
-    assert by_model["reference-copy"]["epsilon_lower_bound"] < 0.05
+    assert copy.row.status == ("WEAK_PASS" if copy.verdict.robustness.weak_pass else "PASS")
+    assert by_model["reference-copy"].row.epsilon_lower_bound < 0.05
     # the controls ran on the team's dataset, and the held-out rows checked the reference
-    controls = [r for r in rows if r["kind"] == "control"]
-    assert controls and all(r["control_passed"] for r in controls)
-    assert by_model["team-ctr"]["reference_check"]["checked"] is True
+    controls = [r for r in rows if r.row.kind == "control"]
+    assert controls and all(r.row.control_passed for r in controls)
+    assert by_model["team-ctr"].reference_check["checked"] is True
     # the audit played on the training rows the registration named
     record = json.loads(next((root / "sweeps" / "team-ctr").rglob("result.json")).read_text())
     assert record["diagnostics"]["audited_rows"]["training_rows"] == int(
@@ -156,8 +157,8 @@ def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
     assert record["lineage"]["model"]["format"] == "catboost"
     assert record["lineage"]["partition"]["dataset"] == "team_clicks"
     with open_warehouse(None, data_root=root) as store:
-        stored = {r["model_id"]: r for r in store.fetch_results()}
-    assert stored["team-ctr"]["status"] == "VIOLATION"
+        stored = {r.model_id: r for r in store.fetch_results()}
+    assert stored["team-ctr"].status == "VIOLATION"
 
     # Against the raw D-1 reference (no recalibration), an exact copy of it shows no leakage at all: bound 0.
     raw = json.loads(team["plan"].read_text())
@@ -166,16 +167,19 @@ def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
     raw_plan = team["files"] / "plan-raw.json"
     raw_plan.write_text(json.dumps(raw))
     [copy] = nightly_audit(date=D1.isoformat(), data_root=str(root), plan_file=str(raw_plan))
-    assert copy["epsilon_lower_bound"] == 0.0 and copy["status"] == ("WEAK_PASS" if copy["weak_pass"] else "PASS")
+    assert copy.row.epsilon_lower_bound == 0.0
+    assert copy.row.status == ("WEAK_PASS" if copy.verdict.robustness.weak_pass else "PASS")
 
     # A registered target that is not there is skipped when the plan says so: the reason is in the result.
     raw.update(targets=[{"name": "reference-copy", "source": "registered"}, {"name": "ghost", "source": "registered"}],
                on_missing_target="skip")
     raw_plan.write_text(json.dumps(raw))
     rows = nightly_audit(date=D1.isoformat(), data_root=str(root), plan_file=str(raw_plan))
-    [skipped] = [r for r in rows if r["kind"] == "skipped"]
-    assert skipped["model_id"] == "ghost" and "has no model for 2026-10-02" in skipped["reason"]
-    assert [r["model_id"] for r in rows if r["kind"] == "target"] == ["reference-copy"]
+    [skipped] = [r for r in rows if isinstance(r, SkippedTarget)]
+    assert skipped.model_id == "ghost" and "has no model for 2026-10-02" in skipped.reason
+    assert skipped.to_dict()["kind"] == "skipped" and skipped.to_dict()["status"] == "SKIPPED"
+    assert [r.row.model_id for r in rows if isinstance(r, ListedVerdict) and r.row.kind == "target"] == [
+        "reference-copy"]
 
 
 def test_guardrail_on_a_model_file(prefect_api, team, capsys):

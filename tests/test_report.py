@@ -29,6 +29,7 @@ from auditing.sinks.report import (
     trend_report_path,
     write_report,
 )
+from auditing.sinks.warehouse.records import upgrade_row
 from auditing.verdict.judge import judge
 from auditing.verdict.trust import NightTrust
 from flows.cli import main as cli_main
@@ -59,12 +60,16 @@ def run():
     for d in range(14):
         bound = result.epsilon_lower_bound if d == 13 else [0.3, 0.7, 0.65, 0.9, 0.88, 0.72, 0.74, 0.46, 0.17,
                                                             1.2, 0.15, 0.43, 0.55][d]
-        trend.append({
+        trend.append(upgrade_row({  # the required columns and the figures the trend shows; no trust recorded
+            "model_id": "rr-eps1", "run_kind": "nightly",
             "partition_date": dt.date(2024, 1, 1) + dt.timedelta(days=d), "epsilon_lower_bound": bound,
             "claimed_epsilon": CLAIMED, "status": "VIOLATION" if bound > CLAIMED else "PASS",
             "audit_config_hash": result.config_hash, "max_certifiable_epsilon": result.max_certifiable_epsilon,
-            "epsilon_mean": bound + 0.2, "strategy": "bonferroni", "confidence": 0.95, "m": n,
-        })
+            "epsilon_mean": bound + 0.2, "strategy": "bonferroni", "confidence": 0.95, "gamma": 0.05, "m": n,
+            "delta": result.delta, "selected_guesses": result.selected_guesses,
+            "selected_correct": result.selected_correct, "method": result.method, "kappa": result.kappa,
+            "repetitions": result.repetitions, "seed": result.seed, "result_json": "{}",
+        }))
     scores = np.abs(p_target - p_reference)
     correct = rng.random(n) < 0.7
     edges = np.linspace(0, scores.max(), 21)
@@ -402,9 +407,9 @@ def seeded_root(run, tmp_path_factory) -> Path:
     data_root = tmp_path_factory.mktemp("seeded")
     with open_warehouse(None, data_root=data_root) as wh:
         for d, night in enumerate(run["trend"][:5]):
-            data = {**run["result"].to_dict(), "epsilon_lower_bound": night["epsilon_lower_bound"]}
+            data = {**run["result"].to_dict(), "epsilon_lower_bound": night.epsilon_lower_bound}
             row, curve = audit_record(judge(data, CLAIMED), run_kind="nightly", model_id="rr-eps1",
-                                      partition_date=night["partition_date"], lineage={"flow_run_id": f"run-{d}"})
+                                      partition_date=night.partition_date, lineage={"flow_run_id": f"run-{d}"})
             wh.upsert_audit(row, curve)
     return data_root
 
@@ -706,13 +711,14 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
                                         reference_check=_reference_check("none", label_blind=True),
                                         night=NightTrust(void_reason="the reference does not fit day 2024-01-02")),
                                   run_kind="nightly", model_id="m", partition_date=dt.date(2024, 1, 2))
-        legacy = {**row, **dict.fromkeys(TRUST_COLUMNS), "untrusted_reason": "the reference does not fit day 2024-01-02"}
+        legacy = row.replace(**dict.fromkeys(TRUST_COLUMNS),
+                             untrusted_reason="the reference does not fit day 2024-01-02")
         wh.upsert_audit(legacy, curve)
-        plain = {**legacy, "partition_date": dt.date(2024, 1, 1), "untrusted_reason": None, "label_blind_bound": 0.0,
-                 "reference_misfit_kappa": 0.0, "label_blind_flagged": 0}
+        plain = legacy.replace(partition_date=dt.date(2024, 1, 1), untrusted_reason=None, label_blind_bound=0.0,
+                               reference_misfit_kappa=0.0, label_blind_flagged=0)
         wh.upsert_audit(plain, curve)
         rows = wh.fetch_results(model_id="m")
-    assert [r["trust"] for r in sorted(rows, key=lambda r: r["partition_date"])] == [None, None, "trusted", "untrusted"]
+    assert [r.trust for r in sorted(rows, key=lambda r: r.partition_date)] == [None, None, "trusted", "untrusted"]
     page = render_trend_report(rows, "m")
     nights = {tr.split("</td>")[0].split(">")[-1]: _parse(tr.split("</tr>")[0]).visible
               for tr in page.split('<tr class="night">')[1:]}
@@ -793,13 +799,13 @@ def test_a_legacy_label_blind_control_page_still_renders(run):
 
 
 # --------------------------------------------------------------------------------------------- the command line's words
-def _summary_row(model: str, verdict) -> dict:
-    """A verdict as the flows' summary row carries it (publish's keys that the sentences read)."""
-    data = verdict.result
-    return {"model_id": model, "partition_date": "2024-01-14", "kind": verdict.kind, "status": verdict.status,
-            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": verdict.claimed_epsilon,
-            "confidence": data["confidence"], "report": f"/r/{model}.html", "warehouse": "written",
-            "untrusted_reason": verdict.untrusted_reason, **verdict.trust_figures()}
+def _summary_row(model: str, verdict):
+    """A verdict as a run lists it after publishing (its warehouse row, its report's path, written)."""
+    from auditing.sinks.listing import ListedVerdict
+    from auditing.sinks.warehouse import audit_record
+
+    row, _ = audit_record(verdict, model_id=model, partition_date="2024-01-14", run_kind="nightly")
+    return ListedVerdict(row, report=f"/r/{model}.html", verdict=verdict, warehouse="written")
 
 
 def test_the_run_summary_names_untrusted_violations_beside_trusted_ones(checked):
@@ -810,13 +816,14 @@ def test_the_run_summary_names_untrusted_violations_beside_trusted_ones(checked)
     rows = [_summary_row("leaky", judge(checked["leaky"], 0.5)), _summary_row("drift", judge(checked["misfit"], 0.1)),
             _summary_row("rr", judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
                                                config=AuditConfig(repetitions=1)), 50.0))]
-    assert [(r["status"], r["trust"]) for r in rows] == [("VIOLATION", "trusted"), ("VIOLATION", "untrusted"),
-                                                         ("INCONCLUSIVE", "reference unchecked")]
-    outcome = exit_codes.Outcome(rows=rows, untrusted=[r["untrusted_reason"] for r in rows[1:]], fail_on_violation=True)
+    assert [(r.row.status, r.row.trust) for r in rows] == [("VIOLATION", "trusted"), ("VIOLATION", "untrusted"),
+                                                           ("INCONCLUSIVE", "reference unchecked")]
+    outcome = exit_codes.Outcome(rows=rows, untrusted=[r.row.untrusted_reason for r in rows[1:]],
+                                 fail_on_violation=True)
     first, second = exit_codes.summary_lines(outcome, "nightly", "")
-    leaky = rows[0]["epsilon_check"]
+    leaky = rows[0].row.epsilon_check
     assert first.startswith("labeldp-audit nightly: exit 1: 1 VIOLATION: the claimed epsilon is disproved for "
-                            f"leaky@2024-01-14 (valid eps_lb {rows[0]['epsilon_lower_bound']:.4g} > claimed 0.5 at 95% "
+                            f"leaky@2024-01-14 (valid eps_lb {rows[0].row.epsilon_lower_bound:.4g} > claimed 0.5 at 95% "
                             f"confidence; trusted: epsilon_check {leaky:.4g} > claim too, without kappa; report "
                             "/r/leaky.html); beside it, 1 untrusted VIOLATION(s), not acted on as a violation (exit 4): "
                             "drift@2024-01-14 (")

@@ -29,6 +29,7 @@ from auditing.config import AuditConfig
 from auditing.sinks.report import run_report_path
 from auditing.sinks.warehouse import WRITTEN, audit_record, open_warehouse, write_or_spool
 from auditing.sinks.warehouse.migrations import LATEST
+from auditing.sinks.warehouse.records import ResultRow
 from auditing.sinks.warehouse.schema import RESULT_NAMES, VERSION_TABLE
 from auditing.verdict.judge import judge
 from flows.cli import main
@@ -70,11 +71,11 @@ def audits():
                     verdict.robustness.weak_pass))
     # alpha's clean nights pass on weak evidence (2000 rows): their own status; every verdict is trusted (the
     # capacity check vouches for alpha's VIOLATION)
-    assert [r["status"] for r, _, _ in out] == ["WEAK_PASS", "VIOLATION", "WEAK_PASS", *["INCONCLUSIVE"] * 3,
+    assert [r.status for r, _, _ in out] == ["WEAK_PASS", "VIOLATION", "WEAK_PASS", *["INCONCLUSIVE"] * 3,
                                                 "WEAK_PASS"]
-    assert {r["trust"] for r, _, _ in out} == {"trusted"} and out[1][0]["epsilon_check"] > 0.5
-    assert all((row["status"] == "WEAK_PASS") == weak for row, _, weak in out)
-    assert out[2][0]["audit_config_hash"] != out[6][0]["audit_config_hash"]
+    assert {r.trust for r, _, _ in out} == {"trusted"} and out[1][0].epsilon_check > 0.5
+    assert all((row.status == "WEAK_PASS") == weak for row, _, weak in out)
+    assert out[2][0].audit_config_hash != out[6][0].audit_config_hash
     return out
 
 
@@ -162,7 +163,7 @@ def test_model_history_is_every_row_newest_first(target, capsys, records):
                                 ("alpha", "2024-01-02", "VIOLATION"), ("alpha", "2024-01-01", "WEAK_PASS")]
     code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--json")
     hashes = [r["audit_config_hash"] for r in json.loads(out)]
-    assert hashes[:2] == [records[6][0]["audit_config_hash"], records[2][0]["audit_config_hash"]]  # finished last first
+    assert hashes[:2] == [records[6][0].audit_config_hash, records[2][0].audit_config_hash]  # finished last first
 
 
 def test_filters_combine(target, capsys):
@@ -225,7 +226,7 @@ def test_show_prints_the_full_record(target, capsys, records):
     row, curve = records[1]
     assert [line.split(": ", 1)[0] for line in lines[:len(RESULT_NAMES)]] == list(RESULT_NAMES)
     assert fields["status"] == "VIOLATION" and fields["partition_date"] == "2024-01-02"
-    assert float(fields["epsilon_lower_bound"]) == row["epsilon_lower_bound"]
+    assert float(fields["epsilon_lower_bound"]) == row.epsilon_lower_bound
     assert fields["curve_points"] == str(len(curve)) and len(curve) > 0
     assert fields["model_uri"] == "NULL"
 
@@ -234,10 +235,10 @@ def test_show_prints_the_full_record(target, capsys, records):
     record = json.loads(out)
     assert record["partition_date"] == "2024-01-03" and record["claimed_epsilon"] == "inf"
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha")
-    assert f"audit_config_hash: {records[6][0]['audit_config_hash']}" in out
-    assert f"other_verdicts_that_date: nightly, claim 0.5, config {records[2][0]['audit_config_hash']}" in out
-    code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--config", records[2][0]["audit_config_hash"])
-    assert f"flow_run_id: {records[2][0]['flow_run_id']}" in out
+    assert f"audit_config_hash: {records[6][0].audit_config_hash}" in out
+    assert f"other_verdicts_that_date: nightly, claim 0.5, config {records[2][0].audit_config_hash}" in out
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--config", records[2][0].audit_config_hash)
+    assert f"flow_run_id: {records[2][0].flow_run_id}" in out
 
 
 def test_show_summarises_curves_and_histograms_and_json_keeps_them_whole(target, capsys, records):
@@ -245,7 +246,7 @@ def test_show_summarises_curves_and_histograms_and_json_keeps_them_whole(target,
     one short line for each, --json the stored text as it is."""
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02")
     assert code == 0 and max(len(line) for line in out.splitlines()) < 400
-    stored = json.loads(records[1][0]["result_json"])
+    stored = json.loads(records[1][0].result_json)
     outline = {line.strip().split(": ", 1)[0]: line.strip().split(": ", 1)[-1] for line in out.splitlines()
                if line.startswith("  ")}
     assert outline["curve"].startswith(f"{len(stored['curve'])} points (correct, epsilon_lower_bound, guesses): first ")
@@ -286,7 +287,7 @@ def test_run_kinds_keep_their_own_verdicts_and_filter(target, capsys, records):
 def test_a_pass_stored_before_weak_pass_was_a_status_is_marked_from_its_floors(target, capsys, records):
     row, curve = records[0]
     with open_warehouse(target) as wh:
-        wh.upsert_audit({**row, "status": "PASS", "partition_date": dt.date(2023, 12, 31)}, curve)
+        wh.upsert_audit(row.replace(status="PASS", partition_date=dt.date(2023, 12, 31)), curve)
     code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--until", "2023-12-31")
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("alpha "))
@@ -298,7 +299,7 @@ def test_table_columns_fit_their_longest_value(target, capsys, records):
     long_name = "team-nonprivate-click-model-v2"  # 30 characters
     row, curve = records[1]
     with open_warehouse(target) as wh:
-        wh.upsert_audit({**row, "model_id": long_name}, curve)
+        wh.upsert_audit(row.replace(model_id=long_name), curve)
     code, out, _ = _run(capsys, "--warehouse", target, "--all")
     assert code == 0
     lines = out.splitlines()
@@ -325,15 +326,15 @@ def test_list_options_are_refused_with_show(target, capsys):
 
 
 # ------------------------------------------------------------------------------------------------ trust
-def _legacy_row(row: dict, model: str, day: dt.date, *, flagged: bool) -> dict:
+def _legacy_row(row: ResultRow, model: str, day: dt.date, *, flagged: bool) -> ResultRow:
     """``row`` as a version before per-verdict trust stored it: no trust figures; the night's label-blind control's
     figures, and its untrusted_reason when that control flagged the reference."""
     from auditing.sinks.warehouse.schema import TRUST_COLUMNS
 
-    return {**row, **dict.fromkeys(TRUST_COLUMNS), "model_id": model, "partition_date": day,
-            "label_blind_bound": 0.21 if flagged else 0.0, "reference_misfit_kappa": 0.35 if flagged else 0.0,
-            "label_blind_flagged": int(flagged), "reference_checked": 1,
-            "untrusted_reason": f"the reference does not fit day {day}" if flagged else None}
+    return row.replace(**dict.fromkeys(TRUST_COLUMNS), model_id=model, partition_date=day,
+                       label_blind_bound=0.21 if flagged else 0.0, reference_misfit_kappa=0.35 if flagged else 0.0,
+                       label_blind_flagged=int(flagged), reference_checked=1,
+                       untrusted_reason=f"the reference does not fit day {day}" if flagged else None)
 
 
 @pytest.fixture
@@ -438,8 +439,8 @@ def test_csv_and_json_carry_the_trust_figures(trust_target, capsys, audits):
     table = list(csv.reader(io.StringIO(out)))
     cells = {line[0]: dict(zip(CSV_COLUMNS, line, strict=True)) for line in table[1:]}
     alpha = next(c for c in csv.DictReader(io.StringIO(out)) if c["status"] == "VIOLATION" and c["model_id"] == "alpha")
-    assert alpha["trust"] == "trusted" and float(alpha["epsilon_check"]) == audits[1][0]["epsilon_check"] > 0.5
-    assert float(alpha["misfit_kappa_upper"]) == audits[1][0]["misfit_kappa_upper"] and alpha["check_rows"] == "500"
+    assert alpha["trust"] == "trusted" and float(alpha["epsilon_check"]) == audits[1][0].epsilon_check > 0.5
+    assert float(alpha["misfit_kappa_upper"]) == audits[1][0].misfit_kappa_upper and alpha["check_rows"] == "500"
     assert (alpha["rows_excluded_groups"], alpha["group_pairs"], alpha["group_label_agreement"]) == ("311", "152", "0.9812")
     assert cells["gamma"]["trust"] == "untrusted" and cells["gamma"]["trust_reason"].startswith("the reference's misfit")
     assert cells["delta"]["check_rows"] == "0" and cells["delta"]["epsilon_check"] == ""
@@ -526,7 +527,7 @@ def test_reading_never_migrates(target, capsys):
     with open_read_only(target) as wh:
         assert "gdp_mu_lower_bound" not in wh.columns and wh.version == LATEST
     with open_warehouse(target) as wh:  # a writer heals it, as before
-        assert wh.fetch_results(model_id="beta")[0]["gdp_mu_lower_bound"] is None
+        assert wh.fetch_results(model_id="beta")[0].gdp_mu_lower_bound is None
 
 
 def test_the_readme_queries_run(target):

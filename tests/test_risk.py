@@ -409,18 +409,25 @@ def test_old_results_optimistic_results_and_fdp(audit):
 
 
 def test_alert_text_and_printed_rows_carry_the_headline(audit):
+    import datetime as dt
+
     from auditing.sinks.alerts.webhook import summary_text
+    from auditing.sinks.listing import ListedVerdict
     from auditing.sinks.report.text import format_rows
+    from auditing.sinks.warehouse.records import upgrade_row
 
     headline = risk_assessment(audit.to_dict(), 0.5)["headline"]
     text = summary_text("VIOLATION", "m", "2024-01-02", {"epsilon_lower_bound": 1.2, "claimed_epsilon": 0.5,
                                                          "confidence": 0.95, "risk_headline": headline})
     assert text.endswith(headline) and "\n" not in text
-    row = {"model_id": "m", "partition_date": "2024-01-02", "status": "VIOLATION", "claimed_epsilon": 0.5,
-           "epsilon_lower_bound": 1.2, "epsilon_mean": None, "max_certifiable_epsilon": 5.0, "m": 10,
-           "report": "r.html", "confidence": 0.95, "strategy": "bonferroni", "method": "binomial", "delta": 0.0,
-           "kappa": 0.0, "risk_headline": headline}
-    assert headline in format_rows([row])
+    row = upgrade_row({"model_id": "m", "partition_date": dt.date(2024, 1, 2), "status": "VIOLATION",
+                       "claimed_epsilon": 0.5, "epsilon_lower_bound": 1.2, "epsilon_mean": None,
+                       "max_certifiable_epsilon": 5.0, "m": 10, "confidence": 0.95, "strategy": "bonferroni",
+                       "method": "binomial", "delta": 0.0, "kappa": 0.0, "risk_headline": headline,
+                       "model_fingerprint": "fp", "run_kind": "nightly", "audit_config_hash": "abc", "gamma": 0.05,
+                       "selected_guesses": 5, "selected_correct": 5, "repetitions": 1, "seed": 0,
+                       "result_json": "{}"})
+    assert headline in format_rows([ListedVerdict(row, report="r.html")])
 
 
 # --------------------------------------------------------------------------------------------- bad input

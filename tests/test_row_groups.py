@@ -146,13 +146,13 @@ def test_a_nightly_with_duplicated_events_leaves_them_out_and_says_so(prefect_ap
                                 "catboost_iterations": 30, "audit": {"repetitions": 2, "grid_points": 20},
                                 "controls": {"enabled": False}}))
     rows = nightly_audit(date=d1.isoformat(), data_root=str(tmp_path), plan_file=str(plan))
-    [row] = [r for r in rows if r["model_id"] == "rr-eps1"]
-    assert row["group_rule"].startswith("rows with the same feature vector")
+    [row] = [r.row for r in rows if r.row.model_id == "rr-eps1"]
+    assert row.group_rule.startswith("rows with the same feature vector")
     # every duplicated row is left out where it was audited: about 80% of the 1,200 rows are training rows
-    assert 800 < row["rows_excluded_groups"] < 1_100
-    assert row["group_pairs"] >= 600 and row["group_label_agreement"] == 1.0
-    assert row["group_label_agreement_expected"] < 0.99
+    assert 800 < row.rows_excluded_groups < 1_100
+    assert row.group_pairs >= 600 and row.group_label_agreement == 1.0
+    assert row.group_label_agreement_expected < 0.99
     record = json.loads(next((tmp_path / "sweeps" / "rr-eps1").rglob("result.json")).read_text())
     groups = record["result"]["row_groups"]
-    assert groups["rows_excluded"] == row["rows_excluded_groups"] and groups["check_rows_excluded"] > 0
+    assert groups["rows_excluded"] == row.rows_excluded_groups and groups["check_rows_excluded"] > 0
     assert record["result"]["m"] == record["diagnostics"]["audited_rows"]["training_rows"] - groups["rows_excluded"]

@@ -189,10 +189,10 @@ def test_an_older_table_gains_new_nullable_columns_and_keeps_its_rows(isolated_t
         assert not columns & set(dropped)
     with open_warehouse(isolated_target) as wh:  # opening migrates
         old = _only(wh.fetch_results())
-        assert old["epsilon_lower_bound"] == 0.3 and old["flow_run_id"] is None and old["durations"] is None
+        assert old.epsilon_lower_bound == 0.3 and old.flow_run_id is None and old.durations is None
         wh.upsert_audit(*make_row(model_id="m-2", marker=0.4))
         new = _only(wh.fetch_results(model_id="m-2"))
-        assert new["flow_run_id"] == "run-0.4"
+        assert new.flow_run_id == "run-0.4"
         assert {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])} >= set(RESULT_NAMES)
 
 
@@ -213,7 +213,7 @@ def test_a_newer_versions_nullable_column_is_tolerated_a_required_one_refused(is
                                                 "ALTER TABLE audit_results ADD COLUMN from_the_future DOUBLE"))
     with open_warehouse(isolated_target) as wh:
         wh.upsert_audit(*make_row(model_id="m-2", marker=0.4))
-        assert [r["model_id"] for r in wh.fetch_results()] == ["m-1", "m-2"]
+        assert [r.model_id for r in wh.fetch_results()] == ["m-1", "m-2"]
         wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_curves ADD COLUMN required_later INTEGER NOT NULL "
                                                 "DEFAULT 0"))
     with pytest.raises(LabelDPInputError, match="required_later"):
@@ -335,9 +335,9 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
                               partition_date="2024-01-02")
     with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
         wh.upsert_audit(row, curve)
-        rows = {r["audit_config_hash"]: r for r in wh.fetch_results(model_id="kappa-m")}
+        rows = {r.audit_config_hash: r for r in wh.fetch_results(model_id="kappa-m")}
     with open_warehouse(isolated_target, create=False) as wh:  # a second open finds the migrated tables "ok"
-        again = {r["audit_config_hash"]: r for r in wh.fetch_results()}
+        again = {r.audit_config_hash: r for r in wh.fetch_results()}
         assert [c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])
                 if c in RESULT_NAMES and c != "run_kind"][-17:] == list(RESULT_NAMES[-17:])
     assert again.keys() == rows.keys() == {"oldfdp", "oldbin", result.config_hash}
@@ -345,22 +345,24 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
     for config, (_, _, _, method, tau, breaking, bound, status, _) in zip(("oldfdp", "oldbin"), _PRE_KAPPA_ROWS,
                                                                              strict=True):
         old = again[config]
-        assert old["method"] == method and "tau" not in old and "breaking_tau" not in old
-        assert old["reference_check_note"] == legacy_note(tau, breaking) == \
+        assert old.method == method and not {"tau", "breaking_tau"} & old.to_dict().keys()
+        assert not hasattr(old, "tau") and not hasattr(old, "breaking_tau")
+        assert old.reference_check_note == legacy_note(tau, breaking) == \
             {"oldfdp": "legacy tau=0.05, breaking_tau=0.02", "oldbin": "legacy breaking_tau=0.3"}[config]
-        assert (old["epsilon_lower_bound"], old["status"]) == (bound, status)
-        assert all(old[name] is None for name in kappa_era if name != "reference_check_note"), \
-            {n: old[n] for n in kappa_era if old[n] is not None}
+        assert (old.epsilon_lower_bound, old.status) == (bound, status)
+        assert all(getattr(old, name) is None for name in kappa_era if name != "reference_check_note"), \
+            {n: getattr(old, n) for n in kappa_era if getattr(old, n) is not None}
         assert reference_check_from_row(old) is None
     new = again[result.config_hash]
-    assert "tau" not in new and "breaking_tau" not in new and new["kappa"] == 0.0
-    assert new["breaking_kappa"] == pytest.approx(breaking_kappa(result, 0.5)) and new["breaking_kappa"] > 0
-    assert new["method"] == "fdp" and new["fdp_curve"] == "eps-delta"
-    assert new["gdp_mu_lower_bound"] == pytest.approx(result.gdp_mu_lower_bound) and new["gdp_mu_lower_bound"] > 0
-    assert new["reference_calibration"] == "boost" and new["reference_checked"] == 1
-    assert new["label_blind_bound"] == 0.0 and new["label_blind_flagged"] == 0
+    assert not {"tau", "breaking_tau"} & new.to_dict().keys() and new.kappa == 0.0
+    assert not hasattr(new, "tau") and not hasattr(new, "breaking_tau")
+    assert new.breaking_kappa == pytest.approx(breaking_kappa(result, 0.5)) and new.breaking_kappa > 0
+    assert new.method == "fdp" and new.fdp_curve == "eps-delta"
+    assert new.gdp_mu_lower_bound == pytest.approx(result.gdp_mu_lower_bound) and new.gdp_mu_lower_bound > 0
+    assert new.reference_calibration == "boost" and new.reference_checked == 1
+    assert new.label_blind_bound == 0.0 and new.label_blind_flagged == 0
     assert reference_check_from_row(new) == check
-    assert json.loads(new["result_json"])["kappa"] == 0.0 and "tau" not in json.loads(new["result_json"])
+    assert json.loads(new.result_json)["kappa"] == 0.0 and "tau" not in json.loads(new.result_json)
 
     page = render_trend_report(list(again.values()), "kappa-m")
     lines = {re.search(r"<code>([^<]*)</code>", line).group(1): re.sub(r"<[^>]+>", " ", line)
@@ -371,7 +373,7 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
     assert "Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)" in old_line
     assert "legacy (written before κ)" in old_line
     assert "f-DP on the (ε, δ) curve" in new_line and "κ = 0" in new_line and "Gaussian reading (legacy" not in new_line
-    assert f"not μ-GDP for μ &lt; {new['gdp_mu_lower_bound']:.4g}" in new_line
+    assert f"not μ-GDP for μ &lt; {new.gdp_mu_lower_bound:.4g}" in new_line
     assert "calibration boost fits (misfit κ = 0)" in new_line and "not recorded" in old_line
 
 
@@ -449,9 +451,9 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
     # A result without check rows is "reference unchecked": its verdict carries that reason.
     row, _ = audit_record(judge(result, 0.5, reference_check=flagged), run_kind="nightly", model_id="x",
                           partition_date=DAY)
-    assert row["trust"] == "reference unchecked" and row["untrusted_reason"] == row["trust_reason"]
-    assert (row["label_blind_flagged"], row["label_blind_bound"], row["reference_misfit_kappa"]) == (1, 0.21, 0.35)
-    assert row["calibration_rows_fit"] is None and row["reference_check_note"] == "raw reference"
+    assert row.trust == "reference unchecked" and row.untrusted_reason == row.trust_reason
+    assert (row.label_blind_flagged, row.label_blind_bound, row.reference_misfit_kappa) == (1, 0.21, 0.35)
+    assert row.calibration_rows_fit is None and row.reference_check_note == "raw reference"
     legacy = {k: v for k, v in result.to_dict().items() if k not in ("kappa", "reference_calibration")}
     with pytest.raises(LabelDPInputError, match="written before kappa"):
         audit_record(judge({**legacy, "tau": 0.0}, 0.5), run_kind="nightly", model_id="x", partition_date=DAY)
@@ -469,15 +471,15 @@ def test_upsert_then_fetch_round_trips_every_value(target):
         assert key == AuditKey("m-1", FINGERPRINT, DAY, "nightly", math.inf, "abc123")
         got = _only(wh.fetch_results())
         points = wh.fetch_curve(key)
-    assert got["partition_date"] == DAY and isinstance(got["partition_date"], dt.date)
-    assert got["claimed_epsilon"] == math.inf
-    assert got["gamma"] == pytest.approx(0.05)
-    assert got["started_at"] == row["started_at"] and got["started_at"].utcoffset() == dt.timedelta(0)
-    assert json.loads(got["durations"]) == {"score": 12.5, "audit": 0.25}
-    assert json.loads(got["result_json"]) == {"marker": 0.5}
+    assert got.partition_date == DAY and isinstance(got.partition_date, dt.date)
+    assert got.claimed_epsilon == math.inf
+    assert got.gamma == pytest.approx(0.05)
+    assert got.started_at == row["started_at"] and got.started_at.utcoffset() == dt.timedelta(0)
+    assert json.loads(got.durations) == {"score": 12.5, "audit": 0.25}
+    assert json.loads(got.result_json) == {"marker": 0.5}
     for name in ("epsilon_lower_bound", "selected_guesses", "selected_correct", "m", "status", "strategy",
                  "method", "max_certifiable_epsilon", "model_uri", "code_version", "reference_model", "seed"):
-        assert got[name] == row[name], name
+        assert getattr(got, name) == row[name], name
     assert [p["point_index"] for p in points] == [0, 1, 2]
     assert [(p["guesses"], p["correct"]) for p in points] == [(10, 5), (20, 10), (30, 15)]
     assert all(p["point_confidence"] == 0.999 and p["model_id"] == "m-1" for p in points)
@@ -490,7 +492,7 @@ def test_rerun_replaces_row_and_whole_curve(target):
         wh.upsert_audit(*make_row(marker=0.7, points=2, status="VIOLATION"))
         wh.upsert_audit(*make_row(config_hash="other", marker=0.9, points=1))
         rows = wh.fetch_results(model_id="m-1")
-        assert [(r["audit_config_hash"], r["epsilon_lower_bound"], r["status"]) for r in rows] == [
+        assert [(r.audit_config_hash, r.epsilon_lower_bound, r.status) for r in rows] == [
             ("abc123", 0.7, "VIOLATION"), ("other", 0.9, "PASS")]
         curve = wh.fetch_curve(("m-1", FINGERPRINT, "2024-01-02", "nightly", 1.0, "abc123"))
         assert [p["epsilon_lower_bound"] for p in curve] == [0.7, 0.7]  # no leftover points of the first run
@@ -512,8 +514,8 @@ def test_a_run_of_another_key_adds_its_own_row_and_never_touches_the_first(targe
         assert len(rows) == 2 and first in rows
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(first)] == [0.7] * 4
         second = next(r for r in rows if r != first)
-        assert (second["status"], len(wh.fetch_curve(second))) == ("INCONCLUSIVE", 1)
-        assert [r["status"] for r in wh.fetch_verdicts(status="VIOLATION")] == ["VIOLATION"]
+        assert (second.status, len(wh.fetch_curve(second))) == ("INCONCLUSIVE", 1)
+        assert [r.status for r in wh.fetch_verdicts(status="VIOLATION")] == ["VIOLATION"]
         # the same key again: no row added, the row is the re-run's
         wh.upsert_audit(*make_row(marker=0.3, points=2, status="INCONCLUSIVE", **change))
         assert len(wh.fetch_results()) == 2 and first in wh.fetch_results()
@@ -526,10 +528,10 @@ def test_latest_per_model_and_run_kind_is_a_query(target):
             wh.upsert_audit(*make_row(date=dt.date(2024, 1, day), run_kind=run_kind, claimed_epsilon=claim,
                                       status=status, finished_at=dt.datetime(2024, 1, day + 1, tzinfo=dt.UTC)))
         latest = wh.fetch_verdicts(latest=True)
-        assert sorted((r["run_kind"], r["partition_date"].day, r["status"]) for r in latest) == [
+        assert sorted((r.run_kind, r.partition_date.day, r.status) for r in latest) == [
             ("backfill", 1, "PASS"), ("guardrail", 2, "INCONCLUSIVE"), ("nightly", 2, "VIOLATION")]
-        assert [r["status"] for r in wh.fetch_verdicts(run_kind="nightly")] == ["VIOLATION", "PASS"]
-        assert [r["run_kind"] for r in wh.fetch_verdicts(status="VIOLATION", latest=True)] == ["nightly"]
+        assert [r.status for r in wh.fetch_verdicts(run_kind="nightly")] == ["VIOLATION", "PASS"]
+        assert [r.run_kind for r in wh.fetch_verdicts(status="VIOLATION", latest=True)] == ["nightly"]
         with pytest.raises(LabelDPInputError, match="run_kind must be one of"):
             wh.fetch_verdicts(run_kind="hourly")
         assert len(wh.fetch_results()) == 4
@@ -548,7 +550,7 @@ def test_failure_inside_the_transaction_leaves_the_previous_state(target, monkey
             wh.upsert_audit(*make_row(marker=0.8, points=3))
         monkeypatch.undo()
         got = _only(wh.fetch_results())
-        assert got["epsilon_lower_bound"] == 0.5
+        assert got.epsilon_lower_bound == 0.5
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
 
 
@@ -575,11 +577,11 @@ def test_process_killed_mid_transaction_then_rerun_gives_one_row(target):
     assert proc.returncode == 17, proc.stderr
     with open_warehouse(target) as wh:
         got = _only(wh.fetch_results())
-        assert got["epsilon_lower_bound"] == 0.5
+        assert got.epsilon_lower_bound == 0.5
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
         wh.upsert_audit(*make_row(marker=0.9, points=6))  # the re-run
         got = _only(wh.fetch_results())
-        assert got["epsilon_lower_bound"] == 0.9 and len(wh.fetch_curve(got)) == 6
+        assert got.epsilon_lower_bound == 0.9 and len(wh.fetch_curve(got)) == 6
 
 
 # --------------------------------------------------------------------------------------------- reads
@@ -589,10 +591,10 @@ def test_fetch_filters_by_model_and_dates(target):
             for day in (1, 2, 3):
                 wh.upsert_audit(*make_row(model_id=model, date=dt.date(2024, 1, day)))
         assert len(wh.fetch_results()) == 6
-        assert [r["partition_date"].day for r in wh.fetch_results(model_id="a")] == [1, 2, 3]
-        assert [r["partition_date"].day for r in wh.fetch_results(model_id="b", since="2024-01-02")] == [2, 3]
-        assert [r["partition_date"].day for r in wh.fetch_results(until=dt.date(2024, 1, 1))] == [1, 1]
-        assert [r["model_id"] for r in wh.fetch_results(since="2024-01-02", until="2024-01-02")] == ["a", "b"]
+        assert [r.partition_date.day for r in wh.fetch_results(model_id="a")] == [1, 2, 3]
+        assert [r.partition_date.day for r in wh.fetch_results(model_id="b", since="2024-01-02")] == [2, 3]
+        assert [r.partition_date.day for r in wh.fetch_results(until=dt.date(2024, 1, 1))] == [1, 1]
+        assert [r.model_id for r in wh.fetch_results(since="2024-01-02", until="2024-01-02")] == ["a", "b"]
         assert wh.fetch_results(model_id="c") == []
         assert wh.fetch_curve(("c", FINGERPRINT, DAY, "nightly", 1.0, "abc123")) == []
 
@@ -614,7 +616,7 @@ def test_values_are_bound_never_spliced_into_sql(target):
     with open_warehouse(target) as wh:
         wh.upsert_audit(*make_row(model_uri=hostile, code_version="'; DELETE FROM audit_curves; --"))
         got = _only(wh.fetch_results())
-        assert got["model_uri"] == hostile
+        assert got.model_uri == hostile
         assert len(wh.fetch_curve(got)) == 3
 
 
@@ -670,13 +672,13 @@ def test_audit_record_from_a_real_audit(target):
     result = run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=4))
     row, curve = audit_record(judge(result, 0.5), run_kind="nightly", model_id="rr-eps8", partition_date="2024-01-02",
                               lineage={"flow_run_id": "f-1", "durations": {"audit": 0.1}})
-    assert row["status"] == "VIOLATION" and row["epsilon_lower_bound"] > 0.5
-    assert row["gamma"] == pytest.approx(1 - result.confidence)
+    assert row.status == "VIOLATION" and row.epsilon_lower_bound > 0.5
+    assert row.gamma == pytest.approx(1 - result.confidence)
     assert len(curve) == result.grid_size or len(curve) == len(result.curve)
     with open_warehouse(target) as wh:
         wh.upsert_audit(row, curve)
         got = _only(wh.fetch_results(model_id="rr-eps8"))
-        assert json.loads(got["result_json"]) == json.loads(json.dumps(result.to_dict()))
+        assert json.loads(got.result_json) == json.loads(json.dumps(result.to_dict()))
         stored = wh.fetch_curve(got)
     assert [(p["guesses"], p["correct"]) for p in stored] == [(p["guesses"], p["correct"]) for p in result.curve]
     assert all(p["point_confidence"] == result.point_confidence for p in stored)
@@ -694,17 +696,17 @@ def _writer_marker(writer: int, round_: int) -> float:
 def _check_after_concurrent_writes(target, writers: int, rounds: int) -> None:
     with open_warehouse(target) as wh:
         rows = wh.fetch_results()
-        keys = sorted(r["model_id"] for r in rows)
+        keys = sorted(r.model_id for r in rows)
         assert keys == sorted(["shared", *[f"own-{w}" for w in range(writers)]]), keys  # one row per key
         for r in rows:
             curve = wh.fetch_curve(r)
-            writer = int(r["epsilon_lower_bound"])
+            writer = int(r.epsilon_lower_bound)
             # The row and its whole curve come from the same write: same marker, that writer's length.
-            assert {p["epsilon_lower_bound"] for p in curve} == {r["epsilon_lower_bound"]}
+            assert {p["epsilon_lower_bound"] for p in curve} == {r.epsilon_lower_bound}
             assert len(curve) == 2 + writer
         for w in range(writers):
-            own = _only([r for r in rows if r["model_id"] == f"own-{w}"])
-            assert own["epsilon_lower_bound"] == _writer_marker(w, rounds - 1)  # the last write of own key
+            own = _only([r for r in rows if r.model_id == f"own-{w}"])
+            assert own.epsilon_lower_bound == _writer_marker(w, rounds - 1)  # the last write of own key
 
 
 def _write_rounds(target: str, writer: int, rounds: int, go_file: str | None = None) -> None:
@@ -828,9 +830,9 @@ def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, t
                                                  "elsewhere": [], "unaddressed": []}
     with open_warehouse(outage.target) as wh:
         rows = wh.fetch_results()
-        assert [(r["model_id"], r["epsilon_lower_bound"]) for r in rows] == [("m-1", 0.4), ("m-2", 0.6)]
+        assert [(r.model_id, r.epsilon_lower_bound) for r in rows] == [("m-1", 0.4), ("m-2", 0.6)]
         assert len(wh.fetch_curve(rows[0])) == 5
-        assert rows[0]["started_at"] == row["started_at"]
+        assert rows[0].started_at == row["started_at"]
 
 
 def test_direct_write_supersedes_an_older_spooled_payload(target, tmp_path):
@@ -843,7 +845,7 @@ def test_direct_write_supersedes_an_older_spooled_payload(target, tmp_path):
     assert elsewhere.exists()  # the same key, meant for another warehouse: not this write's to drop
     assert not stale.exists()  # draining it later would have overwritten the newer row
     with open_warehouse(target) as wh:
-        assert _only(wh.fetch_results())["epsilon_lower_bound"] == 0.3
+        assert _only(wh.fetch_results()).epsilon_lower_bound == 0.3
 
 
 def test_drain_keeps_unreadable_payloads_aside(target, tmp_path):
@@ -943,21 +945,21 @@ def test_risk_columns_round_trip_on_both_backends(target):
     row, curve = audit_record(judge(result, 0.5), run_kind="nightly", model_id="risk-m", partition_date=DAY)
     expected = risk_assessment(result.to_dict(), 0.5)
     names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
-    assert all(name in row for name in names) and row["risk_headline"] == expected["headline"]
+    assert all(name in row.to_dict() for name in names) and row.risk_headline == expected["headline"]
     with open_warehouse(target) as wh:
         wh.upsert_audit(row, curve)
         got = _only(wh.fetch_results(model_id="risk-m"))
     for name in names:
         block = expected["claimed"] if name.startswith("risk_") and not name.startswith("risk_lb_") else \
             expected["demonstrated"]
-        assert got[name] == pytest.approx(block[name.removeprefix("risk_lb_").removeprefix("risk_")]), name
-    assert got["risk_headline"] == expected["headline"]
+        assert getattr(got, name) == pytest.approx(block[name.removeprefix("risk_lb_").removeprefix("risk_")]), name
+    assert got.risk_headline == expected["headline"]
     # Nullable: a row without them (an old result) stores NULLs; bad values are refused before SQL.
     bare, bare_curve = make_row(model_id="risk-old")
     with open_warehouse(target) as wh:
         wh.upsert_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="risk-old"))
-    assert all(old[name] is None for name in [*names, "risk_headline"])
+    assert all(getattr(old, name) is None for name in [*names, "risk_headline"])
     from auditing.sinks.warehouse.rows import normalize_row
 
     with pytest.raises(LabelDPInputError, match="risk_mia_advantage_bound must be in"):
@@ -980,26 +982,27 @@ def test_trust_columns_round_trip_on_both_backends(target):
     diagnostic = {"reference_log_loss_shift": 0.01, "feature_shift_max_psi": 0.2, "feature_shift": {"top": []}}
     row, curve = audit_record(judge(result, 0.5, shift_diagnostic=diagnostic), run_kind="nightly", model_id="trust-m",
                               partition_date=DAY)
-    assert row["status"] == "VIOLATION" and row["audit_rows"] == "training"
-    assert row["breaking_kappa"] == breaking_kappa(result, 0.5) > 0
-    assert row["kappa"] == 0.0 and "tau" not in row and "breaking_tau" not in row
-    assert row["reference_calibration"] == "none" and row["fdp_curve"] is None and row["reference_checked"] is None
-    assert row["detection_floor_rows"] == detection_floor_rows(result, 0.5)
+    assert row.status == "VIOLATION" and row.audit_rows == "training"
+    assert row.breaking_kappa == breaking_kappa(result, 0.5) > 0
+    assert row.kappa == 0.0 and not {"tau", "breaking_tau"} & row.to_dict().keys()
+    assert not hasattr(row, "tau") and not hasattr(row, "breaking_tau")
+    assert row.reference_calibration == "none" and row.fdp_curve is None and row.reference_checked is None
+    assert row.detection_floor_rows == detection_floor_rows(result, 0.5)
     with open_warehouse(target) as wh:
         wh.upsert_audit(row, curve)
         got = _only(wh.fetch_results(model_id="trust-m"))
-    assert got["audit_rows"] == "training" and got["breaking_kappa"] == pytest.approx(row["breaking_kappa"])
-    assert got["kappa"] == 0.0 and "breaking_tau" not in got
-    assert got["detection_floor_rows"] == row["detection_floor_rows"]
-    assert json.loads(got["shift_diagnostic"]) == diagnostic
-    assert got["reference_log_loss_shift"] == pytest.approx(0.01) and got["feature_shift_max_psi"] == pytest.approx(0.2)
+    assert got.audit_rows == "training" and got.breaking_kappa == pytest.approx(row.breaking_kappa)
+    assert got.kappa == 0.0 and "breaking_tau" not in got.to_dict() and not hasattr(got, "breaking_tau")
+    assert got.detection_floor_rows == row.detection_floor_rows
+    assert json.loads(got.shift_diagnostic) == diagnostic
+    assert got.reference_log_loss_shift == pytest.approx(0.01) and got.feature_shift_max_psi == pytest.approx(0.2)
     bare, bare_curve = make_row(model_id="trust-old")
     with open_warehouse(target) as wh:
         wh.upsert_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="trust-old"))
-    assert all(old[name] is None for name in ("audit_rows", "breaking_kappa", "kappa",
+    assert all(getattr(old, name) is None for name in ("audit_rows", "breaking_kappa", "kappa",
                                               "detection_floor_rows", "shift_diagnostic", "reference_log_loss_shift"))
-    assert "breaking_tau" not in old
+    assert "breaking_tau" not in old.to_dict() and not hasattr(old, "breaking_tau")
     for change, message in (({"breaking_tau": 1.0}, r"retired column\(s\) \{'breaking_tau': 1.0\}"),  # a TV figure
                             ({"audit_rows": "test"}, "audit_rows must be"),
                             ({"detection_floor_rows": -3}, "detection_floor_rows must be")):
@@ -1028,22 +1031,22 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
             wh.upsert_audit(row, curve)
     pass_row, pass_result, _ = rows["exp-pass"]
     # a PASS, weak when the floor exceeds 1% of the audited rows
-    assert pass_row["status"] == ("WEAK_PASS" if pass_row["exposed_rows_floor"] > 0.01 * pass_row["m"] else "PASS")
-    assert pass_row["exposed_rows_floor"] == game_detection_floor(pass_result.to_dict(), 0.3)
-    assert pass_row["exposed_rows_floor"] > pass_row["detection_floor_rows"] > 0  # the game needs more
-    assert rows["exp-inconclusive"][0]["status"] == "INCONCLUSIVE"
+    assert pass_row.status == ("WEAK_PASS" if pass_row.exposed_rows_floor > 0.01 * pass_row.m else "PASS")
+    assert pass_row.exposed_rows_floor == game_detection_floor(pass_result.to_dict(), 0.3)
+    assert pass_row.exposed_rows_floor > pass_row.detection_floor_rows > 0  # the game needs more
+    assert rows["exp-inconclusive"][0].status == "INCONCLUSIVE"
     for name, reason in (("exp-inconclusive", "INCONCLUSIVE"), ("exp-split", "split strategy")):
         row, result, claimed = rows[name]
-        assert row["exposed_rows_floor"] is None
+        assert row.exposed_rows_floor is None
         assert reason in exposed_floor_note(result.to_dict(), claimed, None)
     with open_warehouse(target) as wh:
-        got = {r["model_id"]: r for r in wh.fetch_results()}
+        got = {r.model_id: r for r in wh.fetch_results()}
         bare, bare_curve = make_row(model_id="exp-old")
         wh.upsert_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="exp-old"))
-    assert got["exp-pass"]["exposed_rows_floor"] == pass_row["exposed_rows_floor"]
-    assert got["exp-inconclusive"]["exposed_rows_floor"] is None and got["exp-split"]["exposed_rows_floor"] is None
-    assert old["exposed_rows_floor"] is None
+    assert got["exp-pass"].exposed_rows_floor == pass_row.exposed_rows_floor
+    assert got["exp-inconclusive"].exposed_rows_floor is None and got["exp-split"].exposed_rows_floor is None
+    assert old.exposed_rows_floor is None
     for bad in (-1, 2.5):
         with pytest.raises(LabelDPInputError, match="exposed_rows_floor"):
             normalize_row({**bare, "exposed_rows_floor": bad})
@@ -1059,17 +1062,17 @@ def test_control_and_trust_columns_round_trip(target):
     with open_warehouse(target) as wh:
         wh.upsert_audit(control, control_curve)
         wh.upsert_audit(plain, plain_curve)
-        got = {r["model_id"]: r for r in wh.fetch_results()}
+        got = {r.model_id: r for r in wh.fetch_results()}
         for bad, message in (({"kind": "canary"}, "kind must be"), ({"kind": "control", "control_passed": 2},
                              "control_passed must be"), ({"control_floor": 1.0}, "kind 'control' rows only"),
                              ({"untrusted_reason": "  "}, "untrusted_reason must be")):
             with pytest.raises(LabelDPInputError, match=message):
                 wh.upsert_audit(*make_row(model_id="bad", **bad))
-        assert "bad" not in {r["model_id"] for r in wh.fetch_results()}
-    assert (got["control-positive"]["kind"], got["control-positive"]["control_passed"]) == ("control", 0)
-    assert got["control-positive"]["control_floor"] == 1.25 and got["control-positive"]["untrusted_reason"] == reason
-    assert got["m-1"]["kind"] == "target" and got["m-1"]["control_passed"] is None
-    assert got["m-1"]["untrusted_reason"] == reason
+        assert "bad" not in {r.model_id for r in wh.fetch_results()}
+    assert (got["control-positive"].kind, got["control-positive"].control_passed) == ("control", 0)
+    assert got["control-positive"].control_floor == 1.25 and got["control-positive"].untrusted_reason == reason
+    assert got["m-1"].kind == "target" and got["m-1"].control_passed is None
+    assert got["m-1"].untrusted_reason == reason
 
 
 def test_trust_per_verdict_round_trips_on_both_backends(target):
@@ -1095,13 +1098,13 @@ def test_trust_per_verdict_round_trips_on_both_backends(target):
     with open_warehouse(target) as wh:
         for row, curve in rows.values():
             wh.upsert_audit(row, curve)
-        got = {r["model_id"]: r for r in wh.fetch_results()}
+        got = {r.model_id: r for r in wh.fetch_results()}
     leak, misfit = got["leak"], got["misfit"]
-    assert leak["trust"] == "trusted" and leak["untrusted_reason"] is None and "vouches" in leak["trust_reason"]
-    assert leak["epsilon_check"] > 0.3 and leak["check_rows"] > 1000 and leak["accepted_unchecked"] == 0
-    assert misfit["trust"] == "untrusted" and misfit["untrusted_reason"] == misfit["trust_reason"]
-    assert misfit["epsilon_check"] <= 0.3 and misfit["misfit_kappa_upper"] is not None
+    assert leak.trust == "trusted" and leak.untrusted_reason is None and "vouches" in leak.trust_reason
+    assert leak.epsilon_check > 0.3 and leak.check_rows > 1000 and leak.accepted_unchecked == 0
+    assert misfit.trust == "untrusted" and misfit.untrusted_reason == misfit.trust_reason
+    assert misfit.epsilon_check <= 0.3 and misfit.misfit_kappa_upper is not None
     for row in (leak, misfit):
-        assert (row["rows_excluded_groups"], row["group_pairs"]) == (12, 40)
-        assert row["group_label_agreement"] == 0.9 and row["group_label_agreement_expected"] == 0.85
-        assert row["detectability"] in ("measured", "measured under a reference that misfits")
+        assert (row.rows_excluded_groups, row.group_pairs) == (12, 40)
+        assert row.group_label_agreement == 0.9 and row.group_label_agreement_expected == 0.85
+        assert row.detectability in ("measured", "measured under a reference that misfits")

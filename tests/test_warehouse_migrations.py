@@ -323,8 +323,8 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
     before = dt.datetime.now(dt.UTC)
     with open_warehouse(v1_target, create=False) as wh:
         versions = wh.schema_versions()
-        rows = {r["audit_config_hash"]: r for r in wh.fetch_results()}
-        curves = {config: wh.fetch_curve(("mig-m", UNRECORDED, DAY, UNRECORDED, rows[config]["claimed_epsilon"],
+        rows = {r.audit_config_hash: r for r in wh.fetch_results()}
+        curves = {config: wh.fetch_curve(("mig-m", UNRECORDED, DAY, UNRECORDED, rows[config].claimed_epsilon,
                                           config)) for config in rows}
         columns = [c for table, c in wh._query(wh._TABLE_COLUMNS_SQL, []) if table == "audit_results"]
         checks = _choice_checks(wh)
@@ -342,7 +342,7 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
         config = old["audit_config_hash"]
         expected = {name: old.get(name) for name in RESULT_NAMES} | {
             "reference_check_note": EXPECTED_NOTES[config], "run_kind": UNRECORDED, "model_fingerprint": UNRECORDED}
-        assert rows[config] == expected, config
+        assert rows[config].to_dict() == expected, config
         assert [(p["point_index"], p["guesses"], p["correct"], p["epsilon_lower_bound"], p["point_confidence"])
                 for p in curves[config]] == V1_CURVES.get(config, [])
     # The CHECKs are the generated ones, one per choice column.
@@ -387,7 +387,7 @@ def test_a_method_added_to_the_registry_is_accepted_after_opening(v1_target, toy
     with open_warehouse(v1_target) as wh:
         _write_bypassing_validation(wh, _valid_row("toy-row", method=toy_method))
         assert _refused_by_the_table(wh, _valid_row("unknown", method="nope"))
-        assert [r["method"] for r in wh.fetch_results(model_id="raw-m")] == ["toy"]
+        assert [r.method for r in wh.fetch_results(model_id="raw-m")] == ["toy"]
 
 
 def test_a_method_registered_later_is_accepted_after_reopening_and_stays_allowed(target, monkeypatch):
@@ -400,7 +400,7 @@ def test_a_method_registered_later_is_accepted_after_reopening_and_stays_allowed
     monkeypatch.undo()  # a process without the toy method: the CHECK is not narrowed under the toy row
     with open_warehouse(target) as wh:
         assert [values for _, values in _choice_checks(wh)["method"]] == [[*bounds.METHODS, "toy"]]
-        assert [r["method"] for r in wh.fetch_results()] == ["toy"]
+        assert [r.method for r in wh.fetch_results()] == ["toy"]
         assert _refused_by_the_table(wh, _valid_row("unknown", method="nope"))
         with pytest.raises(LabelDPInputError, match=r"rows with method \['toy'\].*cannot be narrowed"):
             wh._transaction(lambda cur: migrations.sync_choice_checks(
@@ -473,8 +473,9 @@ def test_a_payload_spooled_by_the_previous_version_drains_into_the_migrated_ware
     assert [k.audit_config_hash for k in report["written"]] == ["spooled"] and report["rejected"] == []
     with open_warehouse(v1_target) as wh:
         got = wh.fetch_results(model_id="raw-m")
-    assert [r["audit_config_hash"] for r in got] == ["spooled"] and "tau" not in got[0]
-    assert (got[0]["run_kind"], got[0]["model_fingerprint"]) == (UNRECORDED, UNRECORDED)
+    assert [r.audit_config_hash for r in got] == ["spooled"] and "tau" not in got[0].to_dict()
+    assert not hasattr(got[0], "tau") and not hasattr(got[0], "breaking_tau")
+    assert (got[0].run_kind, got[0].model_fingerprint) == (UNRECORDED, UNRECORDED)
 
 
 # --------------------------------------------------------------------------------------------- version 4
@@ -518,23 +519,23 @@ def test_version_4_keys_every_verdict_keeping_every_row_and_curve(v3_target):
                                                        "FROM audit_results")}
     with open_warehouse(v3_target) as wh:
         assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1))
-        rows = {r["audit_config_hash"]: r for r in wh.fetch_results()}
+        rows = {r.audit_config_hash: r for r in wh.fetch_results()}
         assert rows.keys() == before.keys()
         for old in V1_ROWS:
-            assert rows[old["audit_config_hash"]] == _v3_expected(old) | {
+            assert rows[old["audit_config_hash"]].to_dict() == _v3_expected(old) | {
                 "reference_check_note": old["reference_check_note"]}, old["audit_config_hash"]
         for config, points in V1_CURVES.items():
             got = wh.fetch_curve(rows[config])
             assert [(p["point_index"], p["guesses"], p["correct"], p["epsilon_lower_bound"], p["point_confidence"])
                     for p in got] == points
             assert {(p["run_kind"], p["model_fingerprint"], p["claimed_epsilon"]) for p in got} == {
-                (UNRECORDED, rows[config]["model_fingerprint"], rows[config]["claimed_epsilon"])}
+                (UNRECORDED, rows[config].model_fingerprint, rows[config].claimed_epsilon)}
         # the new key: another run kind or claim of the same model, day and config is another row
         for change in ({"run_kind": "guardrail"}, {"claimed_epsilon": 0.25}):
             wh.upsert_audit({**_valid_row("now-bin", model_id="mig-m", model_fingerprint=V3_FINGERPRINTS["now-bin"]),
                              **change}, [])
         assert len(wh.fetch_results()) == len(V1_ROWS) + 2
-        assert {r["audit_config_hash"]: r for r in wh.fetch_results() if r["run_kind"] == UNRECORDED} == rows
+        assert {r.audit_config_hash: r for r in wh.fetch_results() if r.run_kind == UNRECORDED} == rows
         assert not _refused_by_the_table(wh, _valid_row("weak", status="WEAK_PASS"))
         assert _refused_by_the_table(wh, _valid_row("hourly", run_kind="hourly"))
         with pytest.raises(Exception, match=r"(?i)duplicate key|primary key|unique"):
@@ -563,13 +564,13 @@ def test_version_4_refuses_curve_points_without_their_row_and_changes_nothing(v3
 
 def test_a_version_3_warehouse_is_read_as_version_4_would_hold_it_without_migrating_it(v3_target):
     with open_read_only(v3_target) as wh:
-        rows = {r["audit_config_hash"]: r for r in wh.fetch_verdicts()}
+        rows = {r.audit_config_hash: r for r in wh.fetch_verdicts()}
         curve = wh.fetch_curve(rows["now-bin"])
         unrecorded = wh.fetch_verdicts(run_kind=UNRECORDED)
     for old in V1_ROWS:
-        assert rows[old["audit_config_hash"]] == _v3_expected(old) | {
+        assert rows[old["audit_config_hash"]].to_dict() == _v3_expected(old) | {
             "reference_check_note": old["reference_check_note"]}
     assert len(unrecorded) == len(V1_ROWS)
     assert [(p["guesses"], p["run_kind"], p["claimed_epsilon"]) for p in curve] == [
-        (10 * (i + 1), UNRECORDED, rows["now-bin"]["claimed_epsilon"]) for i in range(3)]
+        (10 * (i + 1), UNRECORDED, rows["now-bin"].claimed_epsilon) for i in range(3)]
     assert _execute_raw(v3_target, f"SELECT MAX(version) FROM {VERSION_TABLE}") == [(3,)]

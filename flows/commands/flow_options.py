@@ -47,11 +47,14 @@ def prepare_environment() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
-def print_rows(rows: list[dict], as_json: bool, stream=None) -> None:
+def print_rows(rows: list, as_json: bool, stream=None) -> None:
+    """A run's rows (`auditing.sinks.listing.ListedVerdict`, `SkippedTarget`): the table, or with ``as_json``
+    their records as one JSON list."""
     from auditing.sinks.report.text import format_rows
 
     stream = stream or sys.stdout
-    print(json.dumps(rows, default=str) if as_json else format_rows(rows), file=stream, flush=True)
+    text = json.dumps([r.to_dict() for r in rows], default=str) if as_json else format_rows(rows)
+    print(text, file=stream, flush=True)
 
 
 def run_flow(flow_fn, **kwargs):
@@ -145,7 +148,7 @@ def execute(args, command: str, root, start) -> int:
         try:
             if outcome.days is not None and not args.json:
                 for day in outcome.days:
-                    term.say(f"{day['date']}: {day['outcome']}", stdout=True)
+                    term.say(f"{day.date.isoformat()}: {day.summary}", stdout=True)
             if outcome.rows or args.json:
                 print_rows(outcome.rows, args.json, stream=term.out)
         except BrokenPipeError:  # stdout's reader went away (`nightly | head`): the outcome's code stands

@@ -186,17 +186,17 @@ def _list(args) -> int:
     if not rows:
         print(NO_MATCH, file=sys.stderr)  # stdout still holds a valid (empty) document
     if args.json:
-        print(json.dumps([jsonable(row) for row in rows], allow_nan=False))
+        print(json.dumps([jsonable(row.to_dict()) for row in rows], allow_nan=False))
     elif args.csv:
         report = _report_of(args.data_root)
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
         for row in rows:
-            cells = {**jsonable(row), "report": report(row)}
+            cells = {**jsonable(row.to_dict()), "report": report(row)}
             writer.writerow(["" if cells[name] is None else cells[name] for name in CSV_COLUMNS])
     else:
-        marked = [{**row, "weak_pass": _weak_pass(row) if row["status"] == PASS else None} for row in rows]
-        print(format_rows(stored_rows_for_table(marked, _report_of(args.data_root))))
+        print(format_rows(stored_rows_for_table(rows, _report_of(args.data_root),
+                                                lambda row: _weak_pass(row) if row.status == PASS else None)))
     return 0
 
 
@@ -212,11 +212,10 @@ def _weak_pass(row) -> bool | None:
     from labeldp.errors import LabelDPInputError
 
     try:
-        computed = exposed_floor_unavailable(json.loads(row["result_json"]), row["claimed_epsilon"]) is None
+        computed = exposed_floor_unavailable(json.loads(row.result_json), row.claimed_epsilon) is None
     except (LabelDPInputError, KeyError, TypeError, ValueError):
         return None
-    return is_weak_pass(row["status"], row["detection_floor_rows"], int(row["m"]), row["exposed_rows_floor"],
-                        computed)
+    return is_weak_pass(row.status, row.detection_floor_rows, row.m, row.exposed_rows_floor, computed)
 
 
 def _show(args) -> int:
@@ -243,10 +242,10 @@ def _show(args) -> int:
             latest = wh.fetch_verdicts(model_id=model, run_kind=run_kind)
             if not latest:
                 return None
-            day = latest[0]["partition_date"]
+            day = latest[0].partition_date
         rows = wh.fetch_verdicts(model_id=model, since=day, until=day, run_kind=run_kind)
         if args.config is not None:
-            rows = [r for r in rows if r["audit_config_hash"] == args.config]
+            rows = [r for r in rows if r.audit_config_hash == args.config]
         if not rows:
             return None
         return rows[0], len(wh.fetch_curve(rows[0])), rows[1:]
@@ -261,11 +260,11 @@ def _show(args) -> int:
         raise LabelDPInputError(f"no audit result for model {model} {on}{which}")
     row, points, others = found
     if args.json:
-        print(json.dumps(jsonable({**row, "curve_points": points}), allow_nan=False, indent=2))
+        print(json.dumps(jsonable({**row.to_dict(), "curve_points": points}), allow_nan=False, indent=2))
         return 0
     from auditing.sinks.report.text import json_outline, trust_block_lines
 
-    for name, value in row.items():
+    for name, value in row.to_dict().items():
         outline = _json_object(value) if name in JSON_TEXT_COLUMNS else None
         if outline is None:
             print(f"{name}: {_text(value)}")
@@ -274,12 +273,12 @@ def _show(args) -> int:
             print("\n".join(json_outline(outline)))
     print(f"curve_points: {points}")
     if others:
-        listed = "; ".join(f"{r['run_kind']}, claim {_text(r['claimed_epsilon'])}, config {r['audit_config_hash']}"
+        listed = "; ".join(f"{r.run_kind}, claim {_text(r.claimed_epsilon)}, config {r.audit_config_hash}"
                            for r in others)
         print(f"other_verdicts_that_date: {listed} (results show {model} --date "
-              f"{row['partition_date'].isoformat()} --run-kind K --config HASH)")
+              f"{row.partition_date.isoformat()} --run-kind K --config HASH)")
     print("trust_block: (the verdict's trust, its capacity check and row groups, in words)")
-    print("\n".join("  " + line for line in trust_block_lines(row)))
+    print("\n".join("  " + line for line in trust_block_lines(row.to_dict())))
     return 0
 
 

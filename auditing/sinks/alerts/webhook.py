@@ -47,6 +47,7 @@ from typing import Any
 
 from auditing.sinks.report import text
 from auditing.sinks.report.text import STATUS_MEANINGS
+from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.types import EXITS_UNTRUSTED, Verdict
@@ -147,20 +148,18 @@ def robustness_sentence(breaking_kappa: float, kappa: float | None = None) -> st
     return text + (f"; the verdict is computed at the plan's kappa = {float(kappa):g}" if kappa is not None else "")
 
 
-def alert_kind(row: Mapping) -> str | None:
-    """The alert a published verdict sends (None: none). ``row``: the flows' summary of a verdict (kind, status,
-    trust, untrusted_reason). A target's VIOLATION pages as VIOLATION when it is acted on (trusted, or on a
-    reference accepted unchecked) and is VIOLATION_UNTRUSTED, not a page, when it makes the run exit 4 (a row
-    written before per-verdict trust: when it carries an untrusted_reason); a target's WEAK_PASS is WEAK_PASS. A
-    control alerts CONTROL_FAILED through its own path instead."""
-    if row.get("kind", "target") != "target":
+def alert_kind(row: ResultRow) -> str | None:
+    """The alert a published verdict's row sends (None: none). A target's VIOLATION pages as VIOLATION when it
+    is acted on (trusted, or on a reference accepted unchecked) and is VIOLATION_UNTRUSTED, not a page, when it
+    makes the run exit 4 (a row written before per-verdict trust: when it carries an untrusted_reason); a
+    target's WEAK_PASS is WEAK_PASS. A control alerts CONTROL_FAILED through its own path instead."""
+    if row.kind not in (None, "target"):
         return None
-    if row.get("status") == WEAK_PASS:
+    if row.status == WEAK_PASS:
         return WEAK_PASS
-    if row.get("status") != VIOLATION:
+    if row.status != VIOLATION:
         return None
-    state = row.get("trust")
-    untrusted = state in EXITS_UNTRUSTED if state is not None else bool(row.get("untrusted_reason"))
+    untrusted = trust_state(row.trust, row.untrusted_reason) in EXITS_UNTRUSTED
     return VIOLATION_UNTRUSTED if untrusted else VIOLATION
 
 

@@ -36,16 +36,19 @@ from auditing.sinks.report.reference_panel import (
     method_label,
     odds_factor,
     reference_panel,
+    row_kappa_text,
+    row_method_label,
 )
 from auditing.sinks.report.risk_panel import risk_panel
 from auditing.sinks.report.robustness_panel import robustness_panel
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT, stored_trust
+from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT
 from auditing.sinks.report.trust_panel import TRUST_CLASS, control_card, trust_banner, trust_card
+from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
-from labeldp.names import check_name, parse_date, require_date, resolve_data_root
+from labeldp.names import check_name, require_date, resolve_data_root
 
 REPORTS = "reports"
 VERDICTS = {
@@ -62,12 +65,6 @@ LEGACY_VIOLATION = ("The bound exceeds the claimed epsilon under the assumptions
                     "result before κ existed (see the legacy labels): no verdict at any κ.")
 _LINEAGE_ORDER = ("model_id", "partition_date", "model_uri", "model_fingerprint", "reference_model",
                   "partition_fingerprint", "code_version", "flow_run_id", "started_at", "finished_at", "durations")
-
-def _date(value: Any, name: str) -> dt.date:
-    if isinstance(value, dt.datetime):
-        return value.date()
-    return parse_date(value, name)
-
 
 def _finite(value: Any) -> bool:
     return value is not None and math.isfinite(float(value))
@@ -186,18 +183,11 @@ def histogram_chart(hist: Mapping) -> str:
     return "".join(parts)
 
 
-def _trend_points(rows: Sequence[Mapping]) -> list[dict]:
+def _trend_points(rows: Sequence[ResultRow]) -> list[dict]:
     points = []
-    for i, row in enumerate(rows):
-        try:
-            day = _date(row["partition_date"], f"trend[{i}].partition_date")
-            bound = float(row["epsilon_lower_bound"])
-        except KeyError as exc:
-            raise LabelDPInputError(f"trend[{i}]: missing {exc.args[0]!r}") from None
-        claimed = row.get("claimed_epsilon")
-        points.append({"date": day, "bound": bound, "claimed": None if claimed is None else float(claimed),
-                       "status": str(row.get("status") or ""), "config": str(row.get("audit_config_hash") or ""),
-                       "row": row})
+    for row in rows:
+        points.append({"date": row.partition_date, "bound": row.epsilon_lower_bound, "claimed": row.claimed_epsilon,
+                       "status": row.status, "config": row.audit_config_hash, "row": row})
     return sorted(points, key=lambda p: (p["date"], p["config"]))
 
 
@@ -226,7 +216,7 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
         parts.append(svg.polyline(plot, series, "trend-line"))
     for o, p in zip(ords, points, strict=True):
         status = p["status"] or "unknown"
-        trust = stored_trust(p["row"])
+        trust = trust_state(p["row"].trust, p["row"].untrusted_reason)
         tooltip = (f"{p['date']}: ε_lb = {fmt_eps(p['bound'])}, claimed ε = {fmt_eps(p['claimed'])}, {status}"
                    + (f", {TRUST_SHORT[trust]}" if trust else "") + (f" (config {p['config']})" if p["config"] else ""))
         shape = "square" if status == VIOLATION else "circle"
@@ -323,7 +313,7 @@ def lineage_table(lineage: Mapping) -> str:
 
 
 # --------------------------------------------------------------------------------------------- pages
-def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence[Mapping] | None,
+def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence[ResultRow] | None,
                       score_histogram: Mapping | None = None) -> str:
     """The HTML page for one audit run: a rendering of its `Verdict` (`auditing.verdict.judge.judge`).
 
@@ -389,21 +379,19 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     return _page(f"labeldp-audit report: {title} ({status})", body)
 
 
-def _method_cell(row: Mapping) -> str:
+def _method_cell(row: ResultRow) -> str:
     """A trend row's method (an fdp row without fdp_curve: the legacy Gaussian reading) and kappa (legacy rows:
     labelled so, their TV tau never shown as a kappa), with the Gaussian reading when stored."""
-    if row.get("method") is None:
-        return "–"
-    parts = [esc(method_label(row)), esc(kappa_text(row))]
-    if row.get("breaking_kappa") is not None and row.get("status") == VIOLATION:
-        parts.append(f"holds up to a factor {esc(odds_factor(row['breaking_kappa']))}")
-    gdp = gdp_text(row.get("gdp_mu_lower_bound"))
+    parts = [esc(row_method_label(row)), esc(row_kappa_text(row))]
+    if row.breaking_kappa is not None and row.status == VIOLATION:
+        parts.append(f"holds up to a factor {esc(odds_factor(row.breaking_kappa))}")
+    gdp = gdp_text(row.gdp_mu_lower_bound)
     if gdp is not None:
         parts.append(esc(gdp))
     return "<br>".join(parts)
 
 
-def _reference_cell(row: Mapping) -> str:
+def _reference_cell(row: ResultRow) -> str:
     """A trend row's reference check: calibration; the label-blind control's outcome and misfit on a night it ran
     (retired: as those rows always showed it); and the capacity check's figures on a row with per-verdict trust."""
     from auditing.sinks.warehouse.reference_columns import reference_check_from_row
@@ -417,26 +405,26 @@ def _reference_cell(row: Mapping) -> str:
         misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
         outcome = "<span class=\"reference-flagged\">FLAGGED</span>" if is_flagged(check) else "fits"
         parts.append(f"{outcome} ({misfit})")
-    if row.get("check_rows"):
-        upper = row.get("misfit_kappa_upper")
-        parts.append(f"capacity check on {fmt_int(row['check_rows'])} rows: ε_check {fmt_eps(row.get('epsilon_check'))}"
+    if row.check_rows:
+        upper = row.misfit_kappa_upper
+        parts.append(f"capacity check on {fmt_int(row.check_rows)} rows: ε_check {fmt_eps(row.epsilon_check)}"
                      + (f", misfit κ ≤ {float(upper):.3g} (upper)" if upper is not None else ""))
-    elif row.get("trust") is not None:
+    elif row.trust is not None:
         parts.append("<span class=\"missing\">capacity check did not run</span>")
     return "<br>".join(parts) or "<span class=\"missing\">not recorded</span>"
 
 
-def _trust_cell(row: Mapping) -> str:
+def _trust_cell(row: ResultRow) -> str:
     """A trend row's trust (its reason on hover); '–' on a row written before per-verdict trust without one."""
-    state = stored_trust(row)
+    state = trust_state(row.trust, row.untrusted_reason)
     if state is None:
         return "<span class=\"missing\" title=\"written before per-verdict trust\">–</span>"
-    reason = row.get("trust_reason") or row.get("untrusted_reason") or ""
+    reason = row.trust_reason or row.untrusted_reason or ""
     return (f"<span class=\"trust-state {TRUST_CLASS[state]}\" title=\"{esc(reason)}\">{esc(TRUST_SHORT[state])}"
             "</span>")
 
 
-def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
+def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
     """The HTML trend page of one model over many nights, from warehouse rows (``fetch_results``)."""
     model_id = check_name(model_id, "model_id")
     points = _trend_points(rows)
@@ -451,11 +439,11 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
             f"<tr class=\"night\"><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}</td>"
             f"<td>{_trust_cell(r)}</td>"
             f"<td class=\"value\">{fmt_eps(p['bound'])}</td><td>{fmt_eps(p['claimed'])}</td>"
-            f"<td>{fmt_eps(r.get('max_certifiable_epsilon'))}</td>"
-            f"<td class=\"optimistic\">{fmt_eps(r.get('epsilon_mean'))}</td>"
-            f"<td>{esc(r.get('strategy', ''))}, {fmt_pct(float(r['confidence'])) if r.get('confidence') else ''}"
+            f"<td>{fmt_eps(r.max_certifiable_epsilon)}</td>"
+            f"<td class=\"optimistic\">{fmt_eps(r.epsilon_mean)}</td>"
+            f"<td>{esc(r.strategy)}, {fmt_pct(r.confidence)}"
             f"</td><td class=\"wrap\">{_method_cell(r)}</td><td class=\"wrap\">{_reference_cell(r)}</td>"
-            f"<td>{fmt_int(r.get('m'))}</td><td><code>{esc(p['config'])}</code></td></tr>"
+            f"<td>{fmt_int(r.m)}</td><td><code>{esc(p['config'])}</code></td></tr>"
         )
     table = (
         "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Trust</th><th>Valid ε_lb</th>"
@@ -465,8 +453,9 @@ def render_trend_report(rows: Sequence[Mapping], model_id: str) -> str:
         f"<th>m</th><th>Config</th></tr>{''.join(table_rows)}</table></div>"
         if table_rows else '<p class="missing">No audit results for this model in the selected range.</p>'
     )
-    latest = points[-1]["row"] if points else {}
-    lineage = {k: latest.get(k) for k in _LINEAGE_ORDER if latest.get(k) is not None}
+    latest = points[-1]["row"] if points else None
+    lineage = {} if latest is None else {k: getattr(latest, k) for k in _LINEAGE_ORDER
+                                         if getattr(latest, k) is not None}
     body = (
         f"<header><p class=\"eyebrow\">labeldp-audit · trend report</p><h1>{esc(model_id)}</h1>"
         f"<p>{len(points)} audit(s), {esc(span)} &nbsp; {summary}</p></header>"

@@ -83,6 +83,22 @@ def kappa_text(data: Mapping) -> str:
     return f"κ = {float(data['kappa']):g}"
 
 
+def row_method_label(row) -> str:
+    """`method_label` of a warehouse row (`auditing.sinks.warehouse.records.ResultRow`): it states its curve,
+    NULL on an fdp row written before kappa (the legacy Gaussian reading)."""
+    if row.method not in BOUND_METHODS:
+        return str(row.method)
+    method = bound_method(row.method)
+    if method.curve is None:
+        return method.label
+    return method.label if row.fdp_curve == method.curve else FDP_LEGACY_LABEL
+
+
+def row_kappa_text(row) -> str:
+    """`kappa_text` of a warehouse row: a row written before kappa has none (the migration dropped its tau)."""
+    return "legacy (written before κ)" if row.kappa is None else f"κ = {row.kappa:g}"
+
+
 def calibration_text(data: Mapping) -> str:
     value = data.get("reference_calibration")
     if value is None or is_legacy(data):

@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from auditing.sinks.listing import ListedVerdict, SkippedTarget
+from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
     EXITS_UNTRUSTED,
@@ -131,17 +133,9 @@ def _demonstrated_line(block: Mapping) -> str:
 
 
 def stored_trust(row: Mapping) -> str | None:
-    """A row's trust state: its ``trust``; on a row written before per-verdict trust (no ``trust``), untrusted when
-    it carries an ``untrusted_reason`` (its night was untrusted), else None (not recorded). The warehouse's
-    ``fetch_verdicts(trust=...)`` reads stored rows by the same rule."""
-    if row.get("trust") is not None:
-        return row["trust"]
-    return UNTRUSTED if row.get("untrusted_reason") else None
-
-
-def trust_word(row: Mapping) -> str:
-    """The table's trust cell: `TRUST_SHORT`, '-' when not recorded."""
-    return TRUST_SHORT.get(stored_trust(row), "-")
+    """The trust state of a run's listed verdict (`auditing.sinks.warehouse.records.trust_state`: a row written
+    before per-verdict trust is untrusted when it carries an ``untrusted_reason``, else not recorded)."""
+    return trust_state(row.get("trust"), row.get("untrusted_reason"))
 
 
 def _finite(value) -> bool:
@@ -250,8 +244,9 @@ def _optional(value) -> str:
     return "-" if value is None else f"{float(value):.3g}"
 
 
-def _where(r: Mapping) -> str:
-    return f"{r['model_id']}@{r['partition_date']}"
+def _where(r: ListedVerdict | SkippedTarget) -> str:
+    row = r if isinstance(r, SkippedTarget) else r.row
+    return f"{row.model_id}@{row.partition_date.isoformat()}"
 
 
 # The results table's columns: header, alignment ("<" left, ">" right); the report path comes last, unpadded.
@@ -260,29 +255,31 @@ _COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trus
             ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("report", "<"))
 
 
-def _cells(r: Mapping) -> tuple[str, ...]:
+def _cells(listed: ListedVerdict) -> tuple[str, ...]:
     """One row of the results table as text, column by column (`_COLUMNS`)."""
-    claimed = "inf" if math.isinf(r["claimed_epsilon"]) else f"{r['claimed_epsilon']:g}"
-    paper = f"{r['epsilon_mean']:.3f}+-{r['epsilon_std']:.3f}" if r.get("epsilon_mean") is not None else "-"
+    r = listed.row
+    claimed = "inf" if math.isinf(r.claimed_epsilon) else f"{r.claimed_epsilon:g}"
+    paper = f"{r.epsilon_mean:.3f}+-{r.epsilon_std:.3f}" if r.epsilon_mean is not None else "-"
     # A control shows whether it came out as constructed; '!' marks a verdict that is not trusted.
-    status = r["status"] if r.get("kind") != "control" else ("ok" if r.get("control_passed") else "FAILED")
-    status = ("control " if r.get("kind") == "control" else "") + status + ("!" if r.get("untrusted_reason") else "")
-    breaking = "-" if r.get("breaking_kappa") is None else f"{r['breaking_kappa']:.3g}"
-    floor = "-" if r.get("detection_floor_rows") is None else str(r["detection_floor_rows"])
-    exposed = "-" if r.get("exposed_rows_floor") is None else str(r["exposed_rows_floor"])
-    exposed += "w" if r.get("weak_pass") and r["status"] == PASS else ""  # a PASS stored before WEAK_PASS existed
-    return (str(r["model_id"]), str(r["partition_date"]), status, r.get("run_kind") or "-", trust_word(r), claimed,
-            f"{r['epsilon_lower_bound']:.3f}", paper, f"{r['max_certifiable_epsilon']:.2f}", breaking, floor, exposed,
-            str(r["m"]), r.get("audit_rows") or "-", str(r["report"]))
+    status = r.status if r.kind != "control" else ("ok" if r.control_passed else "FAILED")
+    status = ("control " if r.kind == "control" else "") + status + ("!" if r.untrusted_reason else "")
+    breaking = "-" if r.breaking_kappa is None else f"{r.breaking_kappa:.3g}"
+    floor = "-" if r.detection_floor_rows is None else str(r.detection_floor_rows)
+    exposed = "-" if r.exposed_rows_floor is None else str(r.exposed_rows_floor)
+    exposed += "w" if listed.weak_pass_mark else ""  # a PASS stored before WEAK_PASS existed
+    return (r.model_id, r.partition_date.isoformat(), status, r.run_kind or "-",
+            TRUST_SHORT.get(listed.trust, "-"), claimed, f"{r.epsilon_lower_bound:.3f}", paper,
+            f"{r.max_certifiable_epsilon:.2f}", breaking, floor, exposed, str(r.m), r.audit_rows or "-",
+            listed.report or "-")
 
 
-def format_rows(rows: list[dict]) -> str:
+def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
     """The results table printed by the nightly / guardrail / backfill commands and by `results` (skipped
     targets, which have no verdict, are listed under it with their reason). Each column is as wide as its
     longest value."""
-    skipped = [r for r in rows if r.get("kind") == "skipped"]
-    rows = [r for r in rows if r.get("kind") != "skipped"]
-    table = [tuple(name for name, _ in _COLUMNS), *(_cells(r) for r in rows)]
+    skipped = [r for r in rows if isinstance(r, SkippedTarget)]
+    listed = [r for r in rows if isinstance(r, ListedVerdict)]
+    table = [tuple(name for name, _ in _COLUMNS), *(_cells(r) for r in listed)]
     widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS) - 1)]
 
     def line(cells: Sequence[str]) -> str:
@@ -291,10 +288,11 @@ def format_rows(rows: list[dict]) -> str:
 
     header = line(table[0])
     lines = [header, "-" * len(header), *(line(cells) for cells in table[1:])]
-    if rows:
-        r = rows[0]
-        lines.append(f"eps_lb: valid lower bound at {r['confidence']:.0%} confidence ({r['strategy']} selection, "
-                     f"{r['method']}, delta={r['delta']:g}, kappa={_kappa(r)}); paper mean+-std: the paper's "
+    if listed:
+        r = listed[0].row
+        kappa = "- (a row written before kappa)" if r.kappa is None else f"{r.kappa:g}"
+        lines.append(f"eps_lb: valid lower bound at {r.confidence:.0%} confidence ({r.strategy} selection, "
+                     f"{r.method}, delta={r.delta:g}, kappa={kappa}); paper mean+-std: the paper's "
                      "optimistic statistic, for comparison only.")
         lines.append("brk.kap: largest kappa at which the same counts still exceed the claim, i.e. the verdict "
                      "holds unless the reference misjudges some row's click odds by more than a factor e^brk.kap "
@@ -304,61 +302,55 @@ def format_rows(rows: list[dict]) -> str:
                      "computed or none reaches 95%, see --json exposed_rows_floor_note); rows: the audited rows "
                      "(training: rows whose labels entered training); run: the kind of run that wrote the verdict.")
         lines.append("trust: " + "; ".join(f"{TRUST_SHORT[state]}: {TRUST_MEANINGS[state]}"
-                                           for state in dict.fromkeys(stored_trust(r) for r in rows)
+                                           for state in dict.fromkeys(v.trust for v in listed)
                                            if state in TRUST_SHORT)
                      + ("; -: not recorded (a row written before per-verdict trust)"
-                        if any(stored_trust(r) is None for r in rows) else "")
+                        if any(v.trust is None for v in listed) else "")
                      + "; '!' marks a verdict that is not trusted.")
-        for status in dict.fromkeys(r["status"] for r in rows if r.get("kind") != "control"):
+        for status in dict.fromkeys(v.row.status for v in listed if v.row.kind != "control"):
             if status in STATUS_MEANINGS:
                 lines.append(f"{status}: {STATUS_MEANINGS[status]}.")
-        if any(r.get("weak_pass") and r["status"] == PASS for r in rows):
+        if any(v.weak_pass_mark for v in listed):
             lines.append(f"w (exp.fl): a PASS stored before {WEAK_PASS} was a status whose floors make it one.")
-    if any(r.get("kind") == "control" for r in rows):
+    if any(v.row.kind == "control" for v in listed):
         lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
                      "exceed a pre-registered floor and stay <= eps_c) and negative control (a copy of the "
                      "reference: its bound must be 0)"
                      + (" (rows of older nights also show the label-blind control, retired: the capacity check "
-                        "replaced it)" if any(r.get("label_blind_bound") is not None for r in rows) else "") + ".")
-    targets = [r for r in rows if r.get("kind") != "control"]
-    for r in targets:  # what the claimed eps allows and the bound demonstrates
-        if r.get("risk_headline"):
-            lines.append(f"what this means for {r['model_id']} {r['partition_date']}: {r['risk_headline']}")
-    for r in targets:  # why a VIOLATION is trusted; what a PASS's floors are worth; why nothing was bounded
-        if r["status"] == VIOLATION and r.get("trust") == TRUSTED and r.get("trust_reason"):
-            lines.append(f"trusted VIOLATION {_where(r)}: {r['trust_reason']}")
-        if r["status"] in (PASS, WEAK_PASS) and r.get("detectability") not in (None, MEASURED):
-            lines.append(f"{r['status']} {_where(r)}: {detectability_sentence(r)}")
-        if r.get("inconclusive_reason"):
-            lines.append(f"{r['status']} {_where(r)}: nothing to bound: {r['inconclusive_reason']}")
+                        "replaced it)" if any(v.row.label_blind_bound is not None for v in listed) else "") + ".")
+    targets = [v for v in listed if v.row.kind != "control"]
+    for v in targets:  # what the claimed eps allows and the bound demonstrates
+        if v.row.risk_headline:
+            lines.append(f"what this means for {v.row.model_id} {v.row.partition_date.isoformat()}: "
+                         f"{v.row.risk_headline}")
+    for v in targets:  # why a VIOLATION is trusted; what a PASS's floors are worth; why nothing was bounded
+        r = v.row
+        if r.status == VIOLATION and r.trust == TRUSTED and r.trust_reason:
+            lines.append(f"trusted VIOLATION {_where(v)}: {r.trust_reason}")
+        if r.status in (PASS, WEAK_PASS) and r.detectability not in (None, MEASURED):
+            lines.append(f"{r.status} {_where(v)}: "
+                         + detectability_sentence({"detectability": r.detectability,
+                                                   "detectability_reason": v.detectability_reason}))
+        if r.inconclusive_reason:
+            lines.append(f"{r.status} {_where(v)}: nothing to bound: {r.inconclusive_reason}")
     not_trusted: dict[tuple[str, str], list[str]] = {}
-    for r in rows:
-        if r.get("untrusted_reason"):
-            state = stored_trust(r) or UNTRUSTED
-            not_trusted.setdefault((state, r["untrusted_reason"]), []).append(_where(r))
+    for v in listed:
+        if v.row.untrusted_reason:
+            not_trusted.setdefault((v.trust or UNTRUSTED, v.row.untrusted_reason), []).append(_where(v))
     for (state, reason), where in not_trusted.items():
         lines.append(f"! {state.upper()} ({', '.join(where)}): {reason}")
     for r in skipped:
-        lines.append(f"skipped: {r['model_id']} {r['partition_date']}: {r.get('reason')}")
+        lines.append(f"skipped: {r.model_id} {r.partition_date.isoformat()}: {r.reason}")
     return "\n".join(lines)
 
 
-def _kappa(row: Mapping) -> str:
-    # A warehouse row written before kappa has none (its legacy figure is in reference_check_note).
-    return "- (a row written before kappa)" if row.get("kappa") is None else f"{row['kappa']:g}"
-
-
-def stored_rows_for_table(rows: Sequence[Mapping], report: Callable[[Mapping], str | None] | None = None) -> list[dict]:
-    """Warehouse rows (``Warehouse.fetch_verdicts``) as the rows ``format_rows`` prints: the partition date as
-    YYYY-MM-DD text and ``report`` the path of the row's run report (``report(row)``; '-' when None). A row
-    stored before WEAK_PASS was a status says PASS: the caller adds ``weak_pass`` when its floors make it weak,
-    and the table marks it 'w'."""
-    out = []
-    for row in rows:
-        date = row["partition_date"]
-        out.append({**row, "partition_date": date.isoformat() if isinstance(date, dt.date) else str(date),
-                    "report": (report(row) if report is not None else None) or "-"})
-    return out
+def stored_rows_for_table(rows: Sequence[ResultRow], report: Callable[[ResultRow], str | None] | None = None,
+                          weak_pass: Callable[[ResultRow], bool | None] | None = None) -> list[ListedVerdict]:
+    """Warehouse rows (``Warehouse.fetch_verdicts``) as the verdicts ``format_rows`` lists: ``report(row)`` the
+    path of the row's run report (None: none). A row stored before WEAK_PASS was a status says PASS:
+    ``weak_pass(row)`` says whether its floors make it weak, and the table marks it 'w'."""
+    return [ListedVerdict(row, report=report(row) if report is not None else None,
+                          stored_weak_pass=weak_pass(row) if weak_pass is not None else None) for row in rows]
 
 
 # `results show`: JSON-text columns are printed as an outline; a list longer than this is summarised in one line.
@@ -400,34 +392,23 @@ def json_outline(value, indent: str = "  ", depth: int = 2) -> list[str]:
     return lines
 
 
-def violation_line(row: Mapping) -> str:
-    """One line for a guardrail VIOLATION (the release is blocked), from the flows' summary of a verdict."""
-    return (f"VIOLATION: {row['model_id']}@{row['partition_date']} valid eps_lb {row['epsilon_lower_bound']:.4f} > "
-            f"claimed {row['claimed_epsilon']:g} (confidence {row['confidence']:.0%}, {row['strategy']}, "
-            f"{row['method']}, delta={row['delta']:g}, kappa={row['kappa']:g}); report: {row['report']}")
+def _violation_item(v: ListedVerdict) -> str:
+    r = v.row
+    return (f"{_where(v)} (valid eps_lb {r.epsilon_lower_bound:.4g} > claimed {r.claimed_epsilon:g} at "
+            f"{r.confidence:.0%} confidence; " + _epsilon_check_clause(v) + f"; report {v.report})")
 
 
-# ------------------------------------------------------------------------------------------ a run's exit summary
-# The sentences the nightly / guardrail / backfill commands (and their flows' final states) end with: one per exit
-# code that applied. The command line picks which apply and in what order (flows.exit_codes); the words are here.
-
-
-def _violation_item(r: Mapping) -> str:
-    return (f"{_where(r)} (valid eps_lb {r['epsilon_lower_bound']:.4g} > claimed {r['claimed_epsilon']:g} at "
-            f"{r['confidence']:.0%} confidence; " + _epsilon_check_clause(r) + f"; report {r['report']})")
-
-
-def _epsilon_check_clause(r: Mapping) -> str:
+def _epsilon_check_clause(v: ListedVerdict) -> str:
     """A VIOLATION's trust in a clause: trusted with its epsilon_check, accepted unchecked, or why not trusted."""
-    state = stored_trust(r)
-    if state == TRUSTED and r.get("epsilon_check") is not None:
-        return f"trusted: epsilon_check {r['epsilon_check']:.4g} > claim too, without kappa"
+    state, r = v.trust, v.row
+    if state == TRUSTED and r.epsilon_check is not None:
+        return f"trusted: epsilon_check {r.epsilon_check:.4g} > claim too, without kappa"
     if state in (TRUSTED, None):
         return "trusted" if state == TRUSTED else "trust not recorded"
-    return f"{state}: {r.get('trust_reason') or r.get('untrusted_reason')}"
+    return f"{state}: {r.trust_reason or r.untrusted_reason}"
 
 
-def violations_summary(rows: Sequence[Mapping], untrusted: Sequence[Mapping] = ()) -> str:
+def violations_summary(rows: Sequence[ListedVerdict], untrusted: Sequence[ListedVerdict] = ()) -> str:
     """'1 VIOLATION: the claimed epsilon is disproved for leaky@2026-10-02 (valid eps_lb 0.815 > claimed 0, ...;
     trusted: epsilon_check ...; report ...)', and the untrusted VIOLATIONs beside them (``untrusted``), which are
     not acted on."""
@@ -469,26 +450,26 @@ def spool_unaddressed_line(paths: Sequence[str], spool: Path) -> str:
             f"{hints.DRAIN_UNADDRESSED.line(root=Path(spool).parent)}")
 
 
-def untrusted_summary(reasons: Sequence[str], rows: Sequence[Mapping] = ()) -> str:
+def untrusted_summary(reasons: Sequence[str], rows: Sequence[ListedVerdict | SkippedTarget] = ()) -> str:
     """The verdicts that are not trusted (exit 4), each named with why (``rows``: the run's rows, of which the
     targets not trusted are named, untrusted VIOLATIONs first, and the trusted VIOLATIONs beside them), then any
     reason in ``reasons`` no named row carries."""
-    targets = [r for r in rows if r.get("kind", "target") == "target" and "status" in r]
-    named = [r for r in targets if stored_trust(r) in EXITS_UNTRUSTED]
-    violations = [r for r in named if r["status"] == VIOLATION]
-    others = [r for r in named if r["status"] != VIOLATION]
+    targets = [v for v in rows if isinstance(v, ListedVerdict) and v.is_target]
+    named = [v for v in targets if v.trust in EXITS_UNTRUSTED]
+    violations = [v for v in named if v.row.status == VIOLATION]
+    others = [v for v in named if v.row.status != VIOLATION]
     parts = []
     if violations:
         parts.append(f"{len(violations)} VIOLATION(s) not trusted, do not act on them as violations: "
                      + "; ".join(map(_violation_item, violations)))
     if others:
         parts.append(f"{len(others)} other verdict(s) not trusted, read them as unknown: "
-                     + "; ".join(f"{_where(r)} ({r['status']}, {_epsilon_check_clause(r)})" for r in others))
-    trusted = [r for r in targets if r["status"] == VIOLATION and stored_trust(r) not in EXITS_UNTRUSTED]
+                     + "; ".join(f"{_where(v)} ({v.row.status}, {_epsilon_check_clause(v)})" for v in others))
+    trusted = [v for v in targets if v.row.status == VIOLATION and v.trust not in EXITS_UNTRUSTED]
     if trusted and named:
         parts.append("beside them the VIOLATION(s) " + ", ".join(map(_where, trusted)) + " stand ("
-                     + "; ".join(_epsilon_check_clause(r) for r in trusted) + ")")
-    carried = {r.get("untrusted_reason") for r in named}
+                     + "; ".join(_epsilon_check_clause(v) for v in trusted) + ")")
+    carried = {v.row.untrusted_reason for v in named}
     parts += [reason for reason in dict.fromkeys(reasons) if reason not in carried]
     return "UNTRUSTED: " + "; ".join(parts)
 

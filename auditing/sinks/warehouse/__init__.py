@@ -31,10 +31,10 @@ from auditing.sinks.warehouse.address import (
     warehouse_target,
 )
 from auditing.sinks.warehouse.base import ReadOnlyWarehouse, Warehouse, WarehouseUnavailable, open_read_only
+from auditing.sinks.warehouse.records import AuditKey, ResultRow, upgrade_row
 from auditing.sinks.warehouse.reference_columns import check_reference_check, reference_check_from_row
 from auditing.sinks.warehouse.rows import (
     LINEAGE_FIELDS,
-    AuditKey,
     as_key,
     audit_record,
     fdp_curve_of,
@@ -49,10 +49,10 @@ SPOOL_DIR_NAME = "spool"
 
 __all__ = [
     "DEFAULT_FILE_NAME", "LINEAGE_FIELDS", "POSTGRES_SCHEMES", "SPOOLED", "WRITTEN", "AuditKey", "Destination",
-    "ReadOnlyWarehouse", "Warehouse", "WarehouseUnavailable", "as_key",
+    "ReadOnlyWarehouse", "ResultRow", "Warehouse", "WarehouseUnavailable", "as_key",
     "audit_record", "check_reference_check", "default_spool_dir", "describe_target", "destination", "drain_spool",
     "fdp_curve_of", "is_postgres_target", "normalize_curve", "normalize_row", "open_read_only", "open_warehouse",
-    "reference_check_from_row", "spool_path", "write_or_spool",
+    "reference_check_from_row", "spool_path", "upgrade_row", "write_or_spool",
 ]
 
 

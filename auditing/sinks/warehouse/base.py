@@ -21,6 +21,7 @@ from typing import Any
 
 from auditing.sinks.warehouse import migrations, schema
 from auditing.sinks.warehouse.address import describe_target, is_postgres_target, warehouse_target
+from auditing.sinks.warehouse.records import ResultRow, upgrade_row
 from auditing.sinks.warehouse.rows import (
     AuditKey,
     as_key,
@@ -63,7 +64,7 @@ class Warehouse:
     target = ""
 
     # -- writes ------------------------------------------------------------------------------------------
-    def upsert_audit(self, row: Mapping, curve: Sequence[Mapping]) -> AuditKey:
+    def upsert_audit(self, row: ResultRow | Mapping, curve: Sequence[Mapping]) -> AuditKey:
         """Writes one audit's row and its curve in ONE transaction; a re-run of the same key (model, model
         fingerprint, day, run kind, claim, audit config) replaces both, any other key adds its own row.
 
@@ -90,8 +91,9 @@ class Warehouse:
 
     # -- reads -------------------------------------------------------------------------------------------
     def fetch_results(self, model_id: str | None = None, since: str | dt.date | None = None,
-                      until: str | dt.date | None = None) -> list[dict]:
-        """audit_results rows (dicts, every column) ordered by partition_date, model_id, config hash.
+                      until: str | dt.date | None = None) -> list[ResultRow]:
+        """audit_results rows (`auditing.sinks.warehouse.records.ResultRow`, every column, read through its one
+        upgrader) ordered by partition_date, model_id, config hash.
 
         Dates come back as ``datetime.date``, timestamps as UTC-aware datetimes; ``durations`` and
         ``result_json`` are JSON text as stored.
@@ -107,7 +109,7 @@ class Warehouse:
             raise LabelDPInputError(f"since ({params[-2]}) must not be after until ({params[-1]})")
         sql = schema.select_results_sql(self.placeholder, by_model=model_id is not None,
                                         since=since is not None, until=until is not None)
-        return [self._row_dict(schema.RESULT_NAMES, values) for values in self._query(sql, params)]
+        return [upgrade_row(self._row_dict(schema.RESULT_NAMES, values)) for values in self._query(sql, params)]
 
     # Newest first: the latest partition date first; on one date by model, then the audit that finished last.
     _NEWEST_FIRST = ("partition_date DESC, model_id, finished_at DESC NULLS LAST, run_kind, claimed_epsilon, "
@@ -115,8 +117,8 @@ class Warehouse:
 
     def fetch_verdicts(self, *, model_id: str | None = None, since: dt.date | None = None,
                        until: dt.date | None = None, status: str | None = None, run_kind: str | None = None,
-                       trust: str | None = None, latest: bool = False) -> list[dict]:
-        """audit_results rows (dicts, every column, as ``fetch_results``), newest partition date first (on one
+                       trust: str | None = None, latest: bool = False) -> list[ResultRow]:
+        """audit_results rows (``ResultRow``, every column, as ``fetch_results``), newest partition date first (on one
         date by model_id, then the audit that finished last first).
 
         The filters pick rows (all must hold; dates are ``datetime.date``, parsed at the edge); ``latest`` then
@@ -126,7 +128,7 @@ class Warehouse:
         day and run kind. A query: no row is ever replaced by another key's. ``trust`` (one of
         `auditing.verdict.types.TRUST_STATES`) picks rows of that trust; a row written before per-verdict trust (trust
         NULL) counts as untrusted when it carries an untrusted_reason (its night was), as
-        `auditing.sinks.report.text.stored_trust` reads it, and matches no other trust.
+        `auditing.sinks.warehouse.records.trust_state` reads it, and matches no other trust.
         """
         mark = schema.placeholders(self.placeholder, 1)[0]
         conditions, params = [], []
@@ -165,7 +167,7 @@ class Warehouse:
                     "model_fingerprint)")
             stored = f"(SELECT {names}, {rank} AS newest FROM {stored}) AS ranked WHERE newest = 1"
         sql = f"SELECT {names} FROM {stored} ORDER BY {self._NEWEST_FIRST}"
-        return [self._row_dict(schema.RESULT_NAMES, values) for values in self._query(sql, params)]
+        return [upgrade_row(self._row_dict(schema.RESULT_NAMES, values)) for values in self._query(sql, params)]
 
     def _stored_columns(self) -> Sequence[str]:
         """The select list of audit_results: its columns at the latest schema version (the backends migrate)."""

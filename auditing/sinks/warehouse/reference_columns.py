@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from auditing.sinks.warehouse.records import ResultRow
 from auditing.sinks.warehouse.schema import REFERENCE_CALIBRATIONS
 from auditing.sinks.warehouse.values import as_count, optional_float
 from labeldp.errors import LabelDPInputError
@@ -133,17 +134,17 @@ def reference_check_columns(check: Mapping | None, calibration: str | None = Non
     return columns
 
 
-def reference_check_from_row(row: Mapping) -> dict | None:
+def reference_check_from_row(row: ResultRow) -> dict | None:
     """The reference check (`check_reference_check`'s shape) a warehouse row stores; None when it records none
     (reference_checked NULL: a legacy row or an audit outside the nightly flow)."""
-    if row.get("reference_checked") is None:
+    if row.reference_checked is None:
         return None
     figures = None
-    if row.get("calibration_rows_fit") is not None:
-        figures = {key: row.get(column) for key, column in CALIBRATION_FIGURES.items()}
+    if row.calibration_rows_fit is not None:
+        figures = {key: getattr(row, column) for key, column in CALIBRATION_FIGURES.items()}
     blind = None
-    if row.get("label_blind_bound") is not None:
-        blind = {"epsilon_lower_bound": row["label_blind_bound"], "misfit_kappa": row.get("reference_misfit_kappa"),
-                 "flagged": bool(row.get("label_blind_flagged"))}
-    return {"calibration": row.get("reference_calibration") or "none", "checked": bool(row["reference_checked"]),
-            "note": row.get("reference_check_note"), "calibration_figures": figures, "label_blind": blind}
+    if row.label_blind_bound is not None:
+        blind = {"epsilon_lower_bound": row.label_blind_bound, "misfit_kappa": row.reference_misfit_kappa,
+                 "flagged": bool(row.label_blind_flagged)}
+    return {"calibration": row.reference_calibration or "none", "checked": bool(row.reference_checked),
+            "note": row.reference_check_note, "calibration_figures": figures, "label_blind": blind}

@@ -1,6 +1,7 @@
 """Warehouse rows: built from an AuditResult, validated before any write, and made JSON-safe for the spool.
 
-A row is a dict with the columns of ``audit_results`` (``schema.RESULT_COLUMNS``); a curve is a list of dicts
+A row is a ``ResultRow`` (``auditing.sinks.warehouse.records``: one typed field per column of ``audit_results``),
+built from the validated dict of its columns; a curve is a list of dicts
 with ``guesses``, ``correct``, ``epsilon_lower_bound`` and ``point_confidence`` (the key and ``point_index``
 come from the row and the list order). ``normalize_row`` / ``normalize_curve`` check every value and raise
 ``LabelDPInputError`` naming the column, what was expected and the value received, so a bad row never reaches
@@ -10,14 +11,14 @@ SQL and is never spooled.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
+from auditing.sinks.warehouse.records import AuditKey, ResultRow, without_retired
 from auditing.sinks.warehouse.reference_columns import (
     CALIBRATION_FIGURES,
     LABEL_BLIND_FIGURES,
@@ -42,7 +43,6 @@ from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date
 
 _HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
-_FINGERPRINT_RE = re.compile(r"^[a-z0-9]+:([0-9a-f]{12,})$")
 LINEAGE_FIELDS = (
     "model_uri", "model_fingerprint", "reference_model", "partition_fingerprint", "code_version", "flow_run_id",
     "started_at", "finished_at", "durations",
@@ -50,48 +50,8 @@ LINEAGE_FIELDS = (
 _TEXT_LINEAGE = ("model_uri", "reference_model", "partition_fingerprint", "code_version", "flow_run_id")
 _OPTIONAL = {c.name for c in RESULT_COLUMNS if c.nullable} | {"gamma", "model_fingerprint"}
 _NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "epsilon_lower_bound", "max_certifiable_epsilon")
-# Retired columns an older version's row (a spool file) may still carry: dropped when they hold the values every
-# row written since kappa holds (tau 0, breaking_tau None); anything else is a pre-kappa row, refused.
-RETIRED_COLUMNS = {"tau": (0, 0.0, None), "breaking_tau": (None,)}
 _PAPER_STATISTIC = ("epsilon_mean", "epsilon_std", "epsilon_median")
 _COUNTS = ("m", "selected_guesses", "selected_correct", "repetitions", "seed")
-
-
-class AuditKey(NamedTuple):
-    """The key of one verdict: one row in audit_results, one curve in audit_curves (``schema.KEY_COLUMNS``).
-
-    A run with the same key replaces the row (the same audit of the same model file, day and claim); a run of
-    another kind, claim, configuration or model file adds its own. ``name`` is the key as one file name stem
-    (reports and spool files are named by it)."""
-
-    model_id: str
-    model_fingerprint: str
-    partition_date: dt.date
-    run_kind: str
-    claimed_epsilon: float
-    audit_config_hash: str
-
-    @property
-    def name(self) -> str:
-        """'<run kind>__eps-<claim>__<config hash>__<fingerprint>': the key without model and date, for file
-        names (`claim_text`, `fingerprint_text`)."""
-        return (f"{self.run_kind}__eps-{claim_text(self.claimed_epsilon)}__{self.audit_config_hash}__"
-                f"{fingerprint_text(self.model_fingerprint)}")
-
-
-def claim_text(claimed_epsilon: float) -> str:
-    """A claim as file-name text that tells every two claims apart: 'inf', '1', '0.5', '1e-05'."""
-    value = float(claimed_epsilon)
-    return "inf" if math.isinf(value) else repr(value).removesuffix(".0")
-
-
-def fingerprint_text(fingerprint: str) -> str:
-    """A model fingerprint as 12 file-name-safe characters: the first 12 hex digits of 'sha256:<hex>', else
-    the first 12 of the text's own sha256 ('unrecorded' as it is)."""
-    if fingerprint == UNRECORDED:
-        return UNRECORDED
-    match = _FINGERPRINT_RE.match(fingerprint)
-    return match.group(1)[:12] if match else hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
 
 
 def check_config_hash(value: Any, name: str = "audit_config_hash") -> str:
@@ -118,8 +78,10 @@ def check_stored_run_kind(value: Any, name: str = "run_kind") -> str:
 
 
 def as_key(key: Any) -> AuditKey:
-    """An AuditKey from an AuditKey, a tuple in ``KEY_COLUMNS`` order or a mapping with the key columns;
-    validated."""
+    """An AuditKey from an AuditKey, a tuple in ``KEY_COLUMNS`` order, a ``ResultRow`` or a mapping with the key
+    columns; validated."""
+    if isinstance(key, ResultRow):
+        return as_key(key.to_dict())
     if isinstance(key, Mapping):
         missing = [k for k in KEY_COLUMNS if k not in key]
         if missing:
@@ -178,16 +140,14 @@ def _durations(value: Any) -> str | None:
     return text
 
 
-def normalize_row(row: Mapping) -> dict:
-    """A validated copy of ``row`` with every audit_results column (absent optional columns become None)."""
+def normalize_row(row: ResultRow | Mapping) -> dict:
+    """A validated copy of ``row`` with every audit_results column (absent optional columns become None): what a
+    write binds, checked value by value (a row read back is upgraded by `auditing.sinks.warehouse.records`)."""
+    if isinstance(row, ResultRow):
+        row = row.to_dict()
     if not isinstance(row, Mapping):
         raise LabelDPInputError(f"row must be a dict of audit_results columns; got {type(row).__name__}")
-    retired = {name: row[name] for name in RETIRED_COLUMNS if name in row}
-    bad = {name: value for name, value in retired.items() if value not in RETIRED_COLUMNS[name]}
-    if bad:
-        raise LabelDPInputError(f"row: retired column(s) {bad}: a row written before kappa (tau was a "
-                                "total-variation figure); audit it again with this version")
-    row = {name: value for name, value in row.items() if name not in RETIRED_COLUMNS}
+    row = without_retired(row)
     unknown = sorted(set(row) - set(RESULT_NAMES))
     if unknown:
         raise LabelDPInputError(f"row: unknown column(s) {unknown}; audit_results has {list(RESULT_NAMES)}")
@@ -443,7 +403,7 @@ def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
 def audit_record(
     verdict: Verdict, *, model_id: str, partition_date: str | dt.date, run_kind: str,
     lineage: Mapping | None = None,
-) -> tuple[dict, list[dict]]:
+) -> tuple[ResultRow, list[dict]]:
     """(row, curve) for the warehouse: a rendering of a `Verdict` (`auditing.verdict.judge.judge`), nothing computed.
 
     run_kind: the kind of run writing it (`auditing.verdict.run_kinds.RUN_KINDS`), part of the row's key with the model,
@@ -512,9 +472,9 @@ def audit_record(
         **reference_check_columns(verdict.reference_check, calibration),
         **trust_columns(verdict),
     }
-    row = normalize_row(row)
+    row = ResultRow(**normalize_row(row))
     curve = [{**point, "point_confidence": data["point_confidence"]} for point in data["curve"]]
-    return row, normalize_curve(curve, as_key(row))
+    return row, normalize_curve(curve, row.key)
 
 
 def trust_columns(verdict: Verdict) -> dict:

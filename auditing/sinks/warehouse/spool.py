@@ -28,7 +28,8 @@ from pathlib import Path
 
 from auditing.sinks.warehouse.address import Destination, describe_target, destination
 from auditing.sinks.warehouse.base import WarehouseUnavailable
-from auditing.sinks.warehouse.rows import AuditKey, as_key, normalize_curve, normalize_row, to_json_safe
+from auditing.sinks.warehouse.records import AuditKey, ResultRow
+from auditing.sinks.warehouse.rows import as_key, normalize_curve, normalize_row, to_json_safe
 from auditing.sinks.warehouse.schema import UNRECORDED
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
@@ -54,7 +55,7 @@ def write_json_atomically(path: Path, payload: Mapping) -> None:
     write_text_atomically(path, json.dumps(payload, sort_keys=True))
 
 
-def spool_payload(row: Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, to: Destination) -> Path:
+def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, to: Destination) -> Path:
     """Writes one validated payload, addressed to ``to``, to the spool and returns its path."""
     clean = normalize_row(row)
     key = as_key(clean)
@@ -72,7 +73,7 @@ def spool_payload(row: Mapping, curve: Sequence[Mapping], spool_dir: str | os.Pa
 
 
 def write_or_spool(
-    target: str | os.PathLike | None, row: Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, *,
+    target: str | os.PathLike | None, row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, *,
     attempts: int = 3, backoff: float = 1.0, timeout: float = 10.0, data_root: str | os.PathLike | None = None,
 ) -> str:
     """Upserts (row, curve) into the warehouse, or spools it for that warehouse; returns "written" or "spooled".
