@@ -52,6 +52,7 @@ class Hint:
 TRAIN_REFERENCE = Hint("train", "--date {date} --mechanism none --epsilon inf --model-name {name}")
 TRAIN_MODEL = Hint("train", "--date {date} --model-name {name} --mechanism MECHANISM --epsilon E")
 REGISTER_MODEL = Hint("models register", "--name {name} --date {date} --file FILE --claimed-epsilon E")
+REREGISTER_MODEL = Hint("models register", "--name {name} --date {date} --file FILE --claimed-epsilon E --replace")
 REGISTER_REFERENCE = Hint("models register", "--name {name} --date {date} --file FILE --claimed-epsilon inf")
 REGISTER_FOR_DATASET = Hint("models register", "--name {name} --date {date} --file FILE --claimed-epsilon E "
                                                "--dataset SPEC --replace")

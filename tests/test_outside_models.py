@@ -9,6 +9,7 @@ ONNX, and as a table of its logged predictions gives the same counts.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 
@@ -309,3 +310,44 @@ def test_rows_without_a_logged_prediction_are_counted(tmp_path):
                                                                       seed=1),
                                  reference="partial-reference", reference_date=D0))
     assert len(list((root / "sweeps" / "partial").rglob("result.json"))) == 1  # only the first audit's
+
+
+def test_a_model_file_changed_after_registration_is_refused(tmp_path):
+    """The verdict is stored under the registered model's name, claim and fingerprint: a file whose bytes changed
+    since (replaced or corrupted) is refused before scoring, naming the file, both fingerprints and the fix; the
+    same registration with its file intact scores."""
+    from auditing.config import AuditConfig
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data.dataset_spec import spec_from_dict
+    from pipelines.data.schema import write_partition
+    from pipelines.models.formats.registry import model_format
+    from pipelines.models.registration import register_model
+    from pipelines.models.registry import model_path
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
+
+    spec = spec_from_dict(NUMERIC, "numeric_clicks.json")
+    root = tmp_path / "data"
+    table = _log(D1, 2000).select(["impression_id", "clicked", *NUMERIC["numeric"]])
+    write_partition(root, D1, table, dataset=spec)
+    ids = table.column("impression_id").to_numpy()
+    p = np.random.default_rng(4).uniform(0.05, 0.95, size=ids.size)
+    for name, day, probabilities in (("reference", D0, p), ("target", D1, np.clip(p + 0.01, 0, 1))):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"impression_id": ids, "prob_1": probabilities}), path)
+        register_model(root, name, day, path, fmt=model_format("predictions"), dataset=spec,
+                       claimed_epsilon=float("inf") if name == "reference" else 1.0,
+                       predictions_for=D1 if name == "reference" else None)
+    config = AuditConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none")
+
+    def score(seed: int):
+        return score_day(ScoringRequest(str(root), D1, "target", dataclasses.replace(config, seed=seed),
+                                        reference="reference", reference_date=D0))
+
+    assert score(0).counts.m == 2000
+    registered = model_path(root, "target", D1)
+    pq.write_table(pa.table({"impression_id": ids, "prob_1": p}), registered)  # other bytes, same name
+    with pytest.raises(LabelDPInputError, match="not the file registered") as refused:
+        score(1)
+    message = str(refused.value)
+    assert str(registered) in message and "--replace" in message and message.count("sha256:") == 2

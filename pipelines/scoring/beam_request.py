@@ -153,10 +153,23 @@ def in_process(beam_args: Sequence[str]) -> bool:
 
 
 def model_lineage(root, name: str, date: dt.date, metadata: dict) -> dict:
-    """A model's identity for ``result.json``: where it is, its file's fingerprint, its mechanism and claim."""
+    """A model's identity for ``result.json``: where it is, its file's fingerprint, its mechanism and claim.
+
+    A registered model's metadata records its file's fingerprint at registration; a file whose bytes differ
+    now (replaced or corrupted since) is refused: its verdict would be stored under the registered model's
+    name and claim while judging other bytes."""
     directory = model_dir(root, name, date)
+    path = registry.model_path(root, name, date)
+    fingerprint = file_fingerprint(path)
+    recorded = metadata.get("fingerprint")
+    if recorded is not None and recorded != fingerprint:
+        raise LabelDPInputError(
+            f"model {name}@{date.isoformat()}: {path} is not the file registered under that name (metadata.json "
+            f"records {recorded}, the file is {fingerprint}); it changed after registration: restore the registered "
+            f"file, or register the intended one with "
+            f"{hints.REREGISTER_MODEL.line(name=name, date=date.isoformat())}")
     return {"name": name, "date": date.isoformat(), "uri": str(directory.resolve()),
-            "fingerprint": file_fingerprint(registry.model_path(root, name, date)),
+            "fingerprint": fingerprint,
             "format": format_of(metadata).name, "source": metadata.get("source", "trained"),
             "mechanism": metadata.get("mechanism", {}).get("name"),
             "claimed_epsilon": metadata.get("mechanism", {}).get("epsilon"),
