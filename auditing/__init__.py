@@ -25,7 +25,7 @@ from labeldp.exports import lazy_exports
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "AuditConfig": "auditing.audit", "AuditResult": "auditing.audit", "run_audit": "auditing.audit",
+    "AuditConfig": "auditing.config", "AuditResult": "auditing.result", "run_audit": "auditing.audit",
     "audit_from_counts": "auditing.audit", "SweepCounts": "auditing.game.sweep",
     "epsilon_lower_bound": "auditing.bounds.lower_bound", "rejects": "auditing.bounds.lower_bound", "pointwise_bounds": "auditing.bounds.lower_bound",
     "best_bound": "auditing.bounds.lower_bound",

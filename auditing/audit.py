@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from auditing.game.scores import SCORES, resolve_score
 from auditing.game.slots import SlotPlan, selection_half_mask
 from auditing.game.sweep import SweepCounts, correct_at, rank_order
 from auditing.game.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
+from auditing.result import AuditResult
 from auditing.verdict.capacity_check import (
     CHECK_BINS,
     CheckHistograms,
@@ -52,69 +53,6 @@ PAPER_STATISTIC_LABEL = (
     "paper's statistic: per repetition, max over the sweep of uncorrected bounds (optimistic, not a valid "
     "lower bound at the stated confidence)"
 )
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    """An audit's outcome. `epsilon_lower_bound` is valid at `confidence` unless `optimistic` is True."""
-
-    epsilon_lower_bound: float
-    optimistic: bool
-    method: str
-    strategy: str
-    confidence: float
-    point_confidence: float
-    delta: float
-    kappa: float
-    m: int
-    repetitions: int
-    seed: int
-    score: str
-    score_power: float
-    grid: str
-    grid_size: int
-    selected_guesses: int
-    selected_correct: int
-    selected_m: int
-    max_certifiable_epsilon: float
-    epsilon_mean: float
-    epsilon_std: float
-    epsilon_median: float
-    paper_statistic_label: str
-    per_repetition: list = field(default_factory=list)
-    curve: list = field(default_factory=list)  # [{guesses, correct, epsilon_lower_bound}] of repetition 0
-    config_hash: str = ""
-    # which rows were audited ("all" for results written before the option existed), and
-    # for the split strategy both halves' repetition-0 counts {"selection"|"bound": {m, guesses, correct}}, so
-    # that claim-dependent figures (auditing.verdict.robustness) can redo the selection at another kappa.
-    audit_rows: str = "all"
-    split_halves: dict = field(default_factory=dict)
-    # repetition 0's |score| histogram with correct guesses (auditing.game.score_histogram, the
-    # report's score panel), and for controls the game's expected correct guesses over the grid of repetition
-    # 0, {"guesses": [...], "correct": [...]} (auditing.game.expected.expected_histogram; empty unless asked for).
-    score_histogram: dict = field(default_factory=dict)
-    expected_correct: dict = field(default_factory=dict)
-    # the reference's probabilities over the audited rows as a claim-free histogram
-    # (auditing.risk.figures.PriorHistogram.to_dict(); empty for results written before it), the priors of the risk
-    # figures that auditing.risk.figures.risk_assessment computes for a claimed and the demonstrated epsilon.
-    prior_histogram: dict = field(default_factory=dict)
-    # The reference correction this result's reference went through (REFERENCE_CALIBRATIONS; "none" for
-    # results written before it existed) and, for the f-DP method, the Gaussian reading at the selected point:
-    # the largest mu rejected ("not mu-GDP"), a statement about mu only, never an epsilon that decides.
-    reference_calibration: str = "none"
-    gdp_mu_lower_bound: float | None = None
-    # The capacity check of repetition 0 (auditing.verdict.capacity_check.CapacityCheck.to_dict(); claim-free): whether
-    # the evidence exceeds what the reference's misfit explains, judged by the model on its check rows. Empty
-    # for results written before it existed.
-    capacity_check: dict = field(default_factory=dict)
-    # Rows whose labels move together (auditing.game.row_groups.RowGroups.to_dict(): the grouping rule, the rows left
-    # out and why, the label-agreement diagnostic); empty when no grouping was applied. inconclusive_reason: why
-    # there was nothing to bound (m = 0), else None.
-    row_groups: dict = field(default_factory=dict)
-    inconclusive_reason: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # Why an in-process audit has no capacity check when it is given no check rows.

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from auditing.audit import AuditResult, CheckRows, run_audit
+from auditing.audit import CheckRows, run_audit
 from auditing.config import AuditConfig
 from auditing.game.row_groups import RowGroups, describe_rule
+from auditing.result import AuditResult
 
 AUDITED, CHECK = 20_000, 4_000
 

@@ -111,3 +111,29 @@ def test_the_outcome_reads_typed_rows_and_refuses_anything_else():
                                             "status": "SKIPPED", "reason": "no model file"}
     with pytest.raises(TypeError, match="dict"):
         Outcome(rows=[trusted.to_dict()], fail_on_violation=True).exit_code()
+
+
+def test_a_result_record_is_read_once_into_the_typed_result():
+    """AuditResult.from_dict: a record without a field added since takes its default; a field no version had, a
+    missing required one and a pre-kappa record are refused, each named; judge's verdict holds the typed result."""
+    import numpy as np
+
+    from auditing.audit import run_audit
+    from auditing.config import AuditConfig
+    from auditing.result import AuditResult
+    from auditing.verdict.judge import judge
+
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.1, 0.9, 2000)
+    result = run_audit(p, p, (rng.random(2000) < p).astype(int), config=AuditConfig(repetitions=2))
+    record = result.to_dict()
+    assert AuditResult.from_dict(record) == result
+    older = {k: v for k, v in record.items() if k not in ("row_groups", "capacity_check", "inconclusive_reason")}
+    assert AuditResult.from_dict(older).row_groups == {} and AuditResult.from_dict(older).inconclusive_reason is None
+    for bad, named in (({**record, "colour": 1}, "colour"), ({k: v for k, v in record.items() if k != "m"}, "'m'"),
+                       ({**{k: v for k, v in record.items() if k != "kappa"}, "tau": 0.1}, "before kappa")):
+        with pytest.raises(LabelDPInputError, match=named):
+            AuditResult.from_dict(bad)
+    verdict = judge(record, 1.0)
+    assert isinstance(verdict.result, AuditResult) and verdict.result == result
+    assert verdict.to_dict()["result"] == record

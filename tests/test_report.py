@@ -744,10 +744,11 @@ def _fdp_result(run):
     return run_audit(p_target, np.full(n, 0.5), labels, config=config)
 
 
-def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
-    """An fdp result says "f-DP on the (ε, δ) curve" and shows its Gaussian reading as "not μ-GDP for μ < X";
-    an fdp result written before kappa (tau, no kappa) is the legacy Gaussian reading, labelled so, with its
-    TV tau never shown as a kappa and no breaking kappa computed for it."""
+def test_fdp_results_are_labelled_by_their_curve_and_a_pre_kappa_result_is_refused(run):
+    """An fdp result says "f-DP on the (ε, δ) curve" and shows its Gaussian reading as "not μ-GDP for μ < X". A
+    result written before kappa (tau, no kappa: a TV figure, the Gaussian reading) never becomes a verdict:
+    `AuditResult.from_dict` refuses it, so no page can show its tau as a kappa (its warehouse rows stay, and
+    the trend report labels them legacy)."""
     result = _fdp_result(run)
     assert result.gdp_mu_lower_bound > 0
     page = render_run_report(judge(result, 0.5), {"model_id": "fdp-m"}, [], None)
@@ -761,19 +762,10 @@ def test_fdp_results_are_labelled_by_their_curve_and_legacy_rows_as_such(run):
     legacy = {k: v for k, v in result.to_dict().items()
               if k not in ("kappa", "reference_calibration", "gdp_mu_lower_bound")}
     legacy["tau"] = 0.05
-    text = _parse(render_run_report(judge(legacy, 0.5), {"model_id": "fdp-m"}, [], None)).visible
-    assert "method Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)" in text
-    assert "(Gaussian reading, legacy: not a valid ε bound for non-Gaussian mechanisms)" in text
-    assert "legacy (written before κ; its TV τ = 0.05 is not a κ)" in text
-    assert "legacy row (written before κ) · Gaussian reading (legacy)" in text  # the chart's short label
-    assert "f-DP on the (ε, δ) curve" not in text and "μ-GDP" not in text
-    assert "Breaking κ is not computed for a result written before κ (its total-variation τ = 0.05 is not a κ)" in text
-    assert "under the assumptions of the code that wrote this result before κ existed" in text
-    assert "at the stated κ" not in text
-    assert "κ = 0.05" not in text
-    assert '<td id="breaking-kappa">–<span' in render_run_report(judge(legacy, 0.5), {"model_id": "fdp-m"}, [], None)
-    with pytest.raises(LabelDPInputError, match="kappa \\(or tau"):
-        render_run_report(judge({k: v for k, v in legacy.items() if k != "tau"}, 0.5), {}, [], None)
+    with pytest.raises(LabelDPInputError, match=r"written before kappa .*audit it again"):
+        judge(legacy, 0.5)
+    with pytest.raises(LabelDPInputError, match=r"missing field\(s\) \['kappa'\]"):
+        judge({k: v for k, v in legacy.items() if k != "tau"}, 0.5)
 
 
 def test_a_legacy_label_blind_control_page_still_renders(run):

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from auditing.game.prior_histogram import PriorHistogram
+from auditing.result import AuditResult
 from auditing.risk.attack_bounds import posterior_ceiling
 from auditing.risk.figures import risk_assessment, risk_block, risk_columns
 from auditing.verdict.capacity_check import CapacityCheck
@@ -46,20 +47,6 @@ _COMPUTE = object()  # judge: compute the game-aware floor (no stored value give
 POSTERIOR_CURVE_POINTS = 80
 
 
-def _result_dict(result: Any) -> dict:
-    data = result.to_dict() if hasattr(result, "to_dict") else result
-    if not isinstance(data, Mapping):
-        raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(result).__name__}")
-    needed = ("epsilon_lower_bound", "confidence", "method", "strategy", "delta", "m",
-              "selected_guesses", "selected_correct", "max_certifiable_epsilon")
-    missing = [k for k in needed if k not in data]
-    if "kappa" not in data and "tau" not in data:
-        missing.append("kappa (or tau, for a result written before kappa)")
-    if missing:
-        raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
-    return dict(data)
-
-
 def _claimed(claimed_epsilon: Any) -> float:
     try:
         claimed = float(claimed_epsilon)
@@ -70,12 +57,12 @@ def _claimed(claimed_epsilon: Any) -> float:
     return claimed
 
 
-def robustness_figures(data: Mapping, claimed: float, status: str, exposed_rows: Any = _COMPUTE) -> Robustness:
-    """The claim-dependent trust figures; a figure the result cannot support is None (a result written before
-    kappa has no breaking kappa; a split result without its halves has no floors)."""
-    legacy = "kappa" not in data and "tau" in data
+def robustness_figures(result: AuditResult, claimed: float, status: str, exposed_rows: Any = _COMPUTE) -> Robustness:
+    """The claim-dependent trust figures; a figure the result cannot support is None (a split result without its
+    halves has no floors)."""
+    data = result.to_dict()  # what the figures' functions read (they also read a stored result_json)
     try:
-        breaking = None if legacy else breaking_kappa(data, claimed)
+        breaking = breaking_kappa(data, claimed)
     except LabelDPInputError:
         breaking = None
     try:
@@ -88,13 +75,13 @@ def robustness_figures(data: Mapping, claimed: float, status: str, exposed_rows:
     except (LabelDPInputError, KeyError):
         exposed = {"exposed_rows_floor": None, "exposed_floor_computed": False,
                    "exposed_rows_floor_power": DEFAULT_POWER, "exposed_rows_floor_note": "not computable for this result"}
-    weak = is_weak_pass(status, floor, int(data["m"]), exposed["exposed_rows_floor"], exposed["exposed_floor_computed"])
-    figures = dict(audit_rows=data.get("audit_rows"), breaking_kappa=breaking, detection_floor_rows=floor,
+    weak = is_weak_pass(status, floor, result.m, exposed["exposed_rows_floor"], exposed["exposed_floor_computed"])
+    figures = dict(audit_rows=result.audit_rows, breaking_kappa=breaking, detection_floor_rows=floor,
                    exposed_rows_floor=exposed["exposed_rows_floor"],
                    exposed_rows_floor_power=float(exposed["exposed_rows_floor_power"]),
                    exposed_rows_floor_note=exposed["exposed_rows_floor_note"],
                    exposed_floor_computed=bool(exposed["exposed_floor_computed"]), weak_pass=weak)
-    return Robustness(**figures, note=robustness_note(figures, status, int(data["m"]), data.get("kappa")))
+    return Robustness(**figures, note=robustness_note(figures, status, result.m, result.kappa))
 
 
 def robustness_note(figures: Mapping, status: str, m: int, kappa: float | None) -> str | None:
@@ -137,8 +124,8 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     """The verdict of one audit result against a claim, computed once.
 
     Args:
-        result: an `AuditResult` or its ``to_dict()`` (a result written before kappa is judged too; its
-            breaking kappa is None).
+        result: an `AuditResult` or its ``to_dict()`` (read by `AuditResult.from_dict`: a result written before
+            kappa is refused).
         claimed_epsilon: the claim (>= 0; inf for a non-private model).
         kind: "target" or "control"; control: the control's judged check (`ControlCheck.to_dict()`).
         night: what the night's controls say about its verdicts (`auditing.verdict.trust.NightTrust`; None: no controls,
@@ -155,26 +142,27 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     Raises:
         LabelDPInputError: a result missing fields, a bad claim or kind.
     """
-    data = _result_dict(result)
+    result = AuditResult.from_dict(result)
+    data = result.to_dict()  # what the figures' functions read (they also read stored result_json)
     claimed = _claimed(claimed_epsilon)
     if kind not in ("target", "control"):
         raise LabelDPInputError(f"kind must be 'target' or 'control'; got {kind!r}")
-    if data.get("optimistic"):
+    if result.optimistic:
         status = NO_VERDICT
     else:
-        status = guardrail_status(float(data["epsilon_lower_bound"]), claimed, float(data["max_certifiable_epsilon"]))
+        status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)
     assessment = risk_assessment(data, claimed)
-    robustness = robustness_figures(data, claimed, status, exposed_rows_floor)
+    robustness = robustness_figures(result, claimed, status, exposed_rows_floor)
     if kind == "control":  # a control is judged by its own rule (auditing.verdict.controls): failed, or on a void night
         void = (night or NightTrust()).void_reason
         failed = control is not None and not control.get("passed", True)
         trust = (Trust(UNTRUSTED, f"the control failed: {control['message']}") if failed
                  else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
     else:
-        trust = verdict_trust(status, claimed, CapacityCheck.from_dict(data.get("capacity_check")),
-                              kappa=float(data.get("kappa") or 0.0), night=night)
+        trust = verdict_trust(status, claimed, CapacityCheck.from_dict(result.capacity_check),
+                              kappa=result.kappa, night=night)
     return Verdict(
-        result=data, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
+        result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
         risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
         kind=kind, control=None if control is None else dict(control),
@@ -188,11 +176,11 @@ def demonstrated_risk(result: Any) -> dict | None:
     """What the valid bound alone demonstrates, with the result's reference probabilities as priors
     (`auditing.risk.figures.risk_block` at eps_lb); None for an optimistic result, a bound of 0 or a result without
     its prior histogram. Claim-free: the CLI prints it for an audit without a claim."""
-    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
-    histogram = PriorHistogram.from_dict(data.get("prior_histogram"))
-    if histogram is None or data.get("optimistic") or data["epsilon_lower_bound"] <= 0:
+    result = AuditResult.from_dict(result)
+    histogram = PriorHistogram.from_dict(result.prior_histogram)
+    if histogram is None or result.optimistic or result.epsilon_lower_bound <= 0:
         return None
-    return risk_block(data["epsilon_lower_bound"], data["delta"], histogram)
+    return risk_block(result.epsilon_lower_bound, result.delta, histogram)
 
 
 def skipped_reference_check(check: Mapping, reason: str) -> dict:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from auditing.result import AuditResult
+
 # The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
 # tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
 # (`Robustness.weak_pass`: the game-aware floor above WEAK_PASS_FRACTION of the audited rows, or none).
@@ -94,7 +96,7 @@ class Trust:
 class Verdict:
     """One model, one day, one claim.
 
-    result: the audit result (`AuditResult.to_dict()`), as computed. status: one of `STATUSES` (WEAK_PASS: a
+    result: the audit result (`auditing.result.AuditResult`), as computed. status: one of `STATUSES` (WEAK_PASS: a
     PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.figures.risk_assessment` of the
     claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
     posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
@@ -103,7 +105,7 @@ class Verdict:
     reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
     """
 
-    result: Mapping[str, Any]
+    result: AuditResult
     claimed_epsilon: float
     status: str
     robustness: Robustness
@@ -119,12 +121,7 @@ class Verdict:
 
     @property
     def epsilon_lower_bound(self) -> float:
-        return float(self.result["epsilon_lower_bound"])
-
-    @property
-    def legacy(self) -> bool:
-        """A result written before kappa existed (it carries tau and no kappa)."""
-        return "kappa" not in self.result and "tau" in self.result
+        return self.result.epsilon_lower_bound
 
     @property
     def risk_headline(self) -> str | None:
@@ -142,15 +139,13 @@ class Verdict:
         figures["feature_shift_max_psi"] = diagnostic.get("feature_shift_max_psi")
         trust = self.trust.to_dict()
         figures.update(trust=trust.pop("state"), trust_reason=trust.pop("reason"), **trust)
-        groups = self.result.get("row_groups") or {}
+        groups = self.result.row_groups or {}
         figures.update(group_rule=groups.get("rule"), rows_excluded_groups=groups.get("rows_excluded"),
                        group_pairs=groups.get("agreement_pairs"),
                        group_label_agreement=groups.get("agreement_observed"),
                        group_label_agreement_expected=groups.get("agreement_expected"),
-                       inconclusive_reason=self.result.get("inconclusive_reason"))
+                       inconclusive_reason=self.result.inconclusive_reason)
         return figures
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out["result"] = dict(self.result)
-        return out
+        return asdict(self)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from auditing.audit import AuditResult
 from auditing.config import AuditConfig, GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.sweep import SweepCounts
 from auditing.game.sweep_reduce import BinSpec
+from auditing.result import AuditResult
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date

@@ -258,11 +258,11 @@ def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, re
     """The payload of a verdict's alert (VIOLATION, VIOLATION_UNTRUSTED or WEAK_PASS: `alert_kind`): a rendering
     of the verdict (its figures are not recomputed here: its trust, the capacity check's figures, the row groups,
     `Verdict.trust_figures`), with the kind of run that wrote it."""
-    data = judged.result
+    result = judged.result
     return {"model_id": model_id, "partition_date": partition_date, "status": judged.status,
-            "epsilon_lower_bound": data["epsilon_lower_bound"], "claimed_epsilon": judged.claimed_epsilon,
-            "confidence": data["confidence"], "delta": data["delta"], "kappa": data.get("kappa"),
-            "strategy": data["strategy"], "method": data["method"], "report": report, "flow_run_id": flow_run_id,
+            "epsilon_lower_bound": result.epsilon_lower_bound, "claimed_epsilon": judged.claimed_epsilon,
+            "confidence": result.confidence, "delta": result.delta, "kappa": result.kappa,
+            "strategy": result.strategy, "method": result.method, "report": report, "flow_run_id": flow_run_id,
             "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
             "risk_headline": judged.risk_headline, **judged.trust_figures()}
 

@@ -21,17 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from auditing.bounds.selection import STRATEGIES_REGISTRY, selection_strategy
+from auditing.result import AuditResult
 from auditing.sinks.report import svg
 from auditing.sinks.report.html import badge as _badge
 from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
 from auditing.sinks.report.html import page as _page
 from auditing.sinks.report.html import table as _table
 from auditing.sinks.report.reference_panel import (
-    FDP_LEGACY_LABEL,
     calibration_text,
     gdp_text,
     is_flagged,
-    is_legacy,
     kappa_text,
     method_label,
     odds_factor,
@@ -61,8 +60,6 @@ VERDICTS = {
     INCONCLUSIVE: "Even a perfect attacker could not have disproved the claimed epsilon with this many examples "
                   "and this selection strategy: the audit had no power here.",
 }
-LEGACY_VIOLATION = ("The bound exceeds the claimed epsilon under the assumptions of the code that wrote this "
-                    "result before κ existed (see the legacy labels): no verdict at any κ.")
 _LINEAGE_ORDER = ("model_id", "partition_date", "model_uri", "model_fingerprint", "reference_model",
                   "partition_fingerprint", "code_version", "flow_run_id", "started_at", "finished_at", "durations")
 
@@ -98,12 +95,12 @@ def _check_histogram(hist: Any) -> dict | None:
             "x_label": hist.get("x_label")}
 
 
-def result_score_histogram(data: Mapping) -> dict | None:
+def result_score_histogram(result: AuditResult) -> dict | None:
     """The chart input from the result's own ``score_histogram`` (repetition 0, |score| per octave,
     `auditing.game.score_histogram`), trimmed to the occupied bins; None when the result has none. The first
     record bin (|score| below 2**LOW, 0 included) is drawn as the octave just below."""
-    record = data.get("score_histogram") or {}
-    if not record.get("rows"):
+    record = result.score_histogram  # ScoreHistogram's record, as the result stores it
+    if not record or not record.get("rows"):
         return None
     rows, hits = [int(v) for v in record["rows"]], [int(v) for v in record["correct"]]
     first_edge = float(record["edges"][0])
@@ -118,21 +115,19 @@ def result_score_histogram(data: Mapping) -> dict | None:
             "rows_total": sum(rows)}
 
 
-def _verdict_text(status: str, data: Mapping) -> str:
-    if status == VIOLATION and is_legacy(data):
-        return LEGACY_VIOLATION
+def _verdict_text(status: str) -> str:
     return VERDICTS.get(status, "")
 
 
 # --------------------------------------------------------------------------------------------- charts
-def curve_chart(data: Mapping, claimed: float) -> str:
+def curve_chart(result: AuditResult, claimed: float) -> str:
     """eps_lb vs c' (log x axis) with the selected point and the claimed epsilon marked."""
-    curve = [p for p in data.get("curve") or [] if p.get("guesses", 0) >= 1]
+    curve = [p for p in result.curve if p["guesses"] >= 1]
     if not curve:
         return '<p class="missing">No sweep points were recorded for this audit.</p>'
     xs = [float(p["guesses"]) for p in curve]
     ys = [float(p["epsilon_lower_bound"]) for p in curve]
-    selected = (float(data["selected_guesses"]), float(data["epsilon_lower_bound"]))
+    selected = (float(result.selected_guesses), result.epsilon_lower_bound)
     y_hi = max([*ys, selected[1], claimed if math.isfinite(claimed) else 0.0, 0.1])
     plot = svg.Plot(svg.LogScale.nice(min([*xs, max(selected[0], 1)]), max([*xs, selected[0]])),
                     svg.LinearScale.nice(0.0, y_hi * 1.08), height=340)
@@ -143,26 +138,23 @@ def curve_chart(data: Mapping, claimed: float) -> str:
     parts.append(svg.polyline(plot, list(zip(xs, ys, strict=True)), "curve-line"))
     for p, x, y in zip(curve, xs, ys, strict=True):
         parts.append(svg.marker(plot, x, y, "curve-point",
-                                f"c′ = {fmt_int(p['guesses'])}, c = {fmt_int(p.get('correct'))}, ε_lb = {fmt_eps(y)}"))
+                                f"c′ = {fmt_int(p['guesses'])}, c = {fmt_int(p['correct'])}, ε_lb = {fmt_eps(y)}"))
     parts.append(svg.marker(plot, *selected, "selected-point", "selected point", radius=6, shape="diamond"))
     sx, sy = plot.px(selected[0]), plot.py(selected[1])
     anchor = "end" if sx > (plot.x0 + plot.x1) / 2 else "start"
     parts.append(svg.label(sx + (-12 if anchor == "end" else 12), max(sy - 10, plot.y1 + 12),
-                           f"selected: c′ = {fmt_int(data['selected_guesses'])}, c = "
-                           f"{fmt_int(data['selected_correct'])} → ε_lb = {fmt_eps(selected[1])}",
+                           f"selected: c′ = {fmt_int(result.selected_guesses)}, c = "
+                           f"{fmt_int(result.selected_correct)} → ε_lb = {fmt_eps(selected[1])}",
                            "selected-label", anchor))
-    parts.append(svg.label(plot.x0 + 10, plot.y1 + 14, _settings_line(data, short=True), "chart-label"))
+    parts.append(svg.label(plot.x0 + 10, plot.y1 + 14, _settings_line(result), "chart-label"))
     parts.append(svg.close_svg())
     return "".join(parts)
 
 
-def _settings_line(data: Mapping, *, short: bool = False) -> str:
-    """The settings a bound rests on; ``short`` (the chart's label) abbreviates a legacy row's labels."""
-    head = f"{data['strategy']} selection · {fmt_pct(float(data['confidence']))} confidence · δ = {fmt_g(data['delta'])}"
-    if short and is_legacy(data):
-        method = "Gaussian reading (legacy)" if method_label(data) == FDP_LEGACY_LABEL else str(data["method"])
-        return f"{head} · legacy row (written before κ) · {method}"
-    return f"{head} · {kappa_text(data)} · {calibration_text(data)} · {method_label(data)}"
+def _settings_line(result: AuditResult) -> str:
+    """The settings a bound rests on."""
+    return (f"{result.strategy} selection · {fmt_pct(result.confidence)} confidence · δ = {fmt_g(result.delta)} · "
+            f"{kappa_text(result)} · {calibration_text(result)} · {method_label(result)}")
 
 
 def histogram_chart(hist: Mapping) -> str:
@@ -233,49 +225,45 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
 
 
 # --------------------------------------------------------------------------------------------- sections
-def _summary_rows(data: Mapping, claimed: float, status: str) -> list[tuple[str, str]]:
-    confidence = float(data["confidence"])
-    grid = data.get("grid_size") or len(data.get("curve") or [])
-    selection = (selection_strategy(data["strategy"]).describe(grid, fmt_pct(float(data.get("point_confidence",
-                                                                                               confidence))))
-                 if data["strategy"] in STRATEGIES_REGISTRY else f"strategy {data['strategy']}")
-    valid_label = "" if not data.get("optimistic") else ' <span class="optimistic">(optimistic: not valid)</span>'
-    if method_label(data) == FDP_LEGACY_LABEL:
-        valid_label += (' <span class="optimistic" id="legacy-fdp">(Gaussian reading, legacy: not a valid ε bound '
-                        'for non-Gaussian mechanisms)</span>')
+def _summary_rows(result: AuditResult, claimed: float, status: str) -> list[tuple[str, str]]:
+    confidence = result.confidence
+    grid = result.grid_size or len(result.curve)
+    selection = (selection_strategy(result.strategy).describe(grid, fmt_pct(result.point_confidence))
+                 if result.strategy in STRATEGIES_REGISTRY else f"strategy {result.strategy}")
+    valid_label = "" if not result.optimistic else ' <span class="optimistic">(optimistic: not valid)</span>'
     rows = [
-        ("Status", f"{_badge(status)}<span class=\"labels\">{esc(_verdict_text(status, data))}</span>"),
+        ("Status", f"{_badge(status)}<span class=\"labels\">{esc(_verdict_text(status))}</span>"),
         ("Valid ε lower bound",
-         f"<span class=\"value\">{fmt_eps(data['epsilon_lower_bound'])}</span>{valid_label}"
+         f"<span class=\"value\">{fmt_eps(result.epsilon_lower_bound)}</span>{valid_label}"
          f"<span class=\"labels\">valid at {fmt_pct(confidence)} confidence (γ = {fmt_g(1 - confidence)}) · "
-         f"{esc(selection)} · method {esc(method_label(data))} · δ = {fmt_g(data['delta'])} · "
-         f"{esc(kappa_text(data))} · {esc(calibration_text(data))}</span>"),
+         f"{esc(selection)} · method {esc(method_label(result))} · δ = {fmt_g(result.delta)} · "
+         f"{esc(kappa_text(result))} · {esc(calibration_text(result))}</span>"),
         ("Claimed ε", f"<span class=\"value\">{fmt_eps(claimed)}</span>"),
         ("Max certifiable ε",
-         f"{fmt_eps(data['max_certifiable_epsilon'])}<span class=\"labels\">the largest valid bound a perfect "
+         f"{fmt_eps(result.max_certifiable_epsilon)}<span class=\"labels\">the largest valid bound a perfect "
          "attacker (every guess right) could have produced with this audit's size and strategy</span>"),
         ("Selected point",
-         f"c′ = {fmt_int(data['selected_guesses'])} guesses, c = {fmt_int(data['selected_correct'])} correct, "
-         f"of m = {fmt_int(data.get('selected_m', data['m']))} examples"),
+         f"c′ = {fmt_int(result.selected_guesses)} guesses, c = {fmt_int(result.selected_correct)} correct, "
+         f"of m = {fmt_int(result.selected_m)} examples"),
     ]
-    gdp = gdp_text(data.get("gdp_mu_lower_bound"))
+    gdp = gdp_text(result.gdp_mu_lower_bound)
     if gdp is not None:
         rows.append(("Gaussian reading",
                      f"<span id=\"gdp-reading\">{esc(gdp)}</span><span class=\"labels\">f-DP method, at the "
                      "selected point: the largest μ the counts reject for a Gaussian mechanism; a statement about "
                      "μ only, never an ε, and not the verdict</span>"))
-    if data.get("epsilon_mean") is not None:
-        label = data.get("paper_statistic_label") or "paper's statistic (optimistic)"
+    if result.epsilon_mean is not None:
+        label = result.paper_statistic_label or "paper's statistic (optimistic)"
         rows.append((
             "Paper's statistic",
-            f"<span class=\"optimistic\">{fmt_eps(data['epsilon_mean'])} ± {fmt_eps(data.get('epsilon_std'))}"
-            f" (median {fmt_eps(data.get('epsilon_median'))}) over {fmt_int(data.get('repetitions'))} "
+            f"<span class=\"optimistic\">{fmt_eps(result.epsilon_mean)} ± {fmt_eps(result.epsilon_std)}"
+            f" (median {fmt_eps(result.epsilon_median)}) over {fmt_int(result.repetitions)} "
             f"repetitions — optimistic</span><span class=\"labels\">{esc(label)}; shown for comparison with "
             "the paper, never used for the verdict</span>",
         ))
-    config = esc(" · ".join(f"{k} {data[k]}" for k in ("score", "grid", "repetitions", "seed") if k in data))
-    if data.get("config_hash"):
-        config += f" · config <code>{esc(data['config_hash'])}</code>"
+    config = esc(" · ".join(f"{k} {getattr(result, k)}" for k in ("score", "grid", "repetitions", "seed")))
+    if result.config_hash:
+        config += f" · config <code>{esc(result.config_hash)}</code>"
     rows.append(("Audit settings", config))
     return rows
 
@@ -334,37 +322,36 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     if not isinstance(verdict, Verdict):
         raise LabelDPInputError(f"render_run_report needs a Verdict (auditing.verdict.judge.judge); got "
                                 f"{type(verdict).__name__}")
-    data = dict(verdict.result)
+    result = verdict.result
     reference_check = verdict.reference_check
     if reference_check is not None:
-        reference_check = check_reference_check(
-            reference_check, None if is_legacy(data) else data.get("reference_calibration"))
+        reference_check = check_reference_check(reference_check, result.reference_calibration)
     lineage = dict(lineage or {})
     claimed, status = verdict.claimed_epsilon, verdict.status
-    hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(data))
-    model = lineage.get("model_id") or data.get("model_id") or "model"
-    day = lineage.get("partition_date") or data.get("partition_date") or ""
+    hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(result))
+    model = lineage.get("model_id") or "model"
+    day = lineage.get("partition_date") or ""
     title = f"{model} · {day}" if day else str(model)
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
-                  "the other half." if selection_strategy(data["strategy"]).uses_halves else "")
+                  "the other half." if selection_strategy(result.strategy).uses_halves else "")
     body = (
         f"{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p>"
         f"<h1>{esc(title)}</h1>"
-        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status, data))}"
-        + (f" <strong>Nothing to bound: {esc(data['inconclusive_reason'])}.</strong>"
-           if data.get("inconclusive_reason") else "") + "</p></div></header>"
+        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status))}"
+        + (f" <strong>Nothing to bound: {esc(result.inconclusive_reason)}.</strong>"
+           if result.inconclusive_reason else "") + "</p></div></header>"
         f"{control_card(verdict)}{trust_card(verdict)}"
-        f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(data, claimed, status))}"
+        f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(result, claimed, status))}"
         "</section>"
         f"{robustness_panel(verdict)}"
-        f"{reference_panel(data, reference_check, str(day or 'D'))}"
+        f"{reference_panel(result, reference_check, str(day or 'D'))}"
         f"{risk_panel(verdict)}"
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
-        f"{curve_chart(data, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
-        f"(repetition 0), at {fmt_pct(float(data.get('point_confidence', data['confidence'])))} per point so "
-        f"that the selected maximum holds at {fmt_pct(float(data['confidence']))}; {esc(_settings_line(data))}; "
-        f"m = {fmt_int(data['m'])}.{esc(split_note)}</p></section>"
+        f"{curve_chart(result, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
+        f"(repetition 0), at {fmt_pct(result.point_confidence)} per point so "
+        f"that the selected maximum holds at {fmt_pct(result.confidence)}; {esc(_settings_line(result))}; "
+        f"m = {fmt_int(result.m)}.{esc(split_note)}</p></section>"
         "<section class=\"card\" id=\"scores\"><h2>Score distribution</h2>"
         + (histogram_chart(hist) + "<p class=\"caption\">Attack scores of the rows (repetition 0, the "
            "pre-registered one), split by whether the attacker's guess was correct; the attacker guesses on the "

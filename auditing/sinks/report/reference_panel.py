@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method
+from auditing.result import AuditResult
 from auditing.sinks.report.svg import esc
 
 REFERENCE_CSS = """
@@ -47,11 +48,6 @@ EXPLAIN_LABEL_BLIND = ("On this night the label-blind control ran (retired since
                        "night untrusted; the smallest κ that brought its bound to 0 was the night's measured misfit.")
 
 
-def is_legacy(data: Mapping) -> bool:
-    """A result or row written before kappa: no kappa (a row's NULL kappa, or a result's tau without kappa)."""
-    return data.get("kappa") is None
-
-
 def odds_factor(kappa: float) -> str:
     """e^kappa as a reader's factor: 3 significant digits, or 1 + kappa when that would print as 1."""
     kappa = float(kappa)
@@ -60,27 +56,14 @@ def odds_factor(kappa: float) -> str:
     return f"1 + {kappa:.2g}"
 
 
-def method_label(data: Mapping) -> str:
-    """binomial; f-DP on the (eps, delta) curve (fdp_curve 'eps-delta', or a result with kappa); or, for an fdp
-    row/result written before kappa, the legacy Gaussian reading."""
-    name = data.get("method")
-    if name not in BOUND_METHODS:
-        return str(name)
-    method = bound_method(name)
-    if method.curve is None:
-        return method.label
-    if "fdp_curve" in data:  # a warehouse row: it states its curve, NULL on a legacy row
-        return method.label if data["fdp_curve"] == method.curve else FDP_LEGACY_LABEL
-    return FDP_LEGACY_LABEL if is_legacy(data) else method.label
+def method_label(result: AuditResult) -> str:
+    """The bound method's label (binomial; f-DP on the (eps, delta) curve)."""
+    return bound_method(result.method).label if result.method in BOUND_METHODS else str(result.method)
 
 
-def kappa_text(data: Mapping) -> str:
-    """'κ = 0.1', or for a legacy result/row the label that its tau is a TV figure and no kappa."""
-    if is_legacy(data):
-        tau = data.get("tau")
-        return ("legacy (written before κ" + (f"; its TV τ = {float(tau):g} is not a κ" if tau is not None else "")
-                + ")")
-    return f"κ = {float(data['kappa']):g}"
+def kappa_text(result: AuditResult) -> str:
+    """'κ = 0.1'."""
+    return f"κ = {result.kappa:g}"
 
 
 def row_method_label(row) -> str:
@@ -99,11 +82,8 @@ def row_kappa_text(row) -> str:
     return "legacy (written before κ)" if row.kappa is None else f"κ = {row.kappa:g}"
 
 
-def calibration_text(data: Mapping) -> str:
-    value = data.get("reference_calibration")
-    if value is None or is_legacy(data):
-        return "reference calibration: none (written before recalibration)"
-    return f"reference calibration: {value}"
+def calibration_text(result: AuditResult) -> str:
+    return f"reference calibration: {result.reference_calibration}"
 
 
 def gdp_text(value: Any) -> str | None:
@@ -130,17 +110,14 @@ def is_flagged(check: Mapping | None) -> bool:
     return bool(check and (check.get("label_blind") or {}).get("flagged"))
 
 
-def reference_panel(data: Mapping, check: Mapping | None, day: str = "D") -> str:
+def reference_panel(result: AuditResult, check: Mapping | None, day: str = "D") -> str:
     """The <section id="reference"> card: the calibration before/after, or "reference not checked" with the
     reason; one sentence each on kappa, recalibration and the capacity check; a legacy night's label-blind control
     (its bound and measured misfit). ``check``: `check_reference_check`'s shape (validated by the caller) or
     None."""
-    legacy = is_legacy(data)
-    kappa = None if legacy else float(data["kappa"])
-    calibration = (check or {}).get("calibration") or (None if legacy else data.get("reference_calibration"))
-    if kappa is None:
-        plan = f"–<span class=\"labels\">{esc(kappa_text(data))}</span>"
-    elif kappa == 0:
+    kappa = result.kappa
+    calibration = (check or {}).get("calibration") or result.reference_calibration
+    if kappa == 0:
         plan = ("0<span class=\"labels\">the verdict assumes M′ gives day D's own label probabilities on every "
                 "audited row (a factor e^0 = 1)</span>")
     else:
@@ -171,7 +148,7 @@ def reference_panel(data: Mapping, check: Mapping | None, day: str = "D") -> str
             rows.append(("Correction on held-out rows", "<span class=\"missing\">no figures recorded</span>"))
         blind = check.get("label_blind")
         if blind:  # a night written while the label-blind control ran
-            confidence = float(data.get("confidence", 0.95))
+            confidence = result.confidence
             chance = 1.0 - confidence
             flagged = bool(blind.get("flagged"))
             outcome = (f"<span class=\"reference-flagged\" id=\"label-blind-outcome\">FLAGGED: the reference does "
@@ -183,9 +160,9 @@ def reference_panel(data: Mapping, check: Mapping | None, day: str = "D") -> str
                        f"{esc(day)} within κ</span>")
             rows.append(("Label-blind control (retired)",
                          f"valid ε lower bound <span class=\"value\">{_num(blind['epsilon_lower_bound'])}</span>"
-                         + (f" at κ = {kappa:g}" if kappa is not None else "") + f" · {outcome}"))
+                         + f" at κ = {kappa:g} · {outcome}"))
             misfit = blind.get("misfit_kappa")
-            within = ("" if kappa is None or misfit is None else
+            within = ("" if misfit is None else
                       f"; {'within' if misfit <= kappa else 'beyond'} the plan's κ = {kappa:g}")
             meaning = ("its bound is 0 already at κ = 0: no misfit measured" if misfit == 0 else
                        f"the reference misjudges some row's click odds by up to a factor {odds_factor(misfit)}"

@@ -119,13 +119,13 @@ def bucket_table(claimed: Mapping, shown: Mapping | None) -> str:
 
 def risk_panel(verdict: Verdict) -> str:
     """The <section id="risk"> of the run report, from the verdict's risk assessment."""
-    assessment, data = verdict.risk, verdict.result
+    assessment, confidence = verdict.risk, verdict.result.confidence
     c, s = assessment["claimed"], assessment.get("demonstrated")
     items = "".join(f"<li>{esc(text)}</li>" for text in risk_sentences(assessment))
     caption = (
         "Ceilings, not observed attacks: the most any attacker could achieve against a mechanism with that "
         f"guarantee, with the day's reference probabilities as the attacker's prior (δ = {c['delta']:g}). "
-        f"“Demonstrated” uses the valid lower bound: at {100 * float(data.get('confidence', 0.95)):g}% confidence "
+        f"“Demonstrated” uses the valid lower bound: at {100 * confidence:g}% confidence "
         "the mechanism is not ε-DP for any ε below ε_lb, so no guarantee stronger than those ceilings holds for "
         "it."
         + ("" if s is not None else " No valid lower bound, so nothing is demonstrated.")

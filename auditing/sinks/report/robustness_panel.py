@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from auditing.sinks.report.reference_panel import is_legacy, kappa_text, method_label, odds_factor
+from auditing.sinks.report.reference_panel import kappa_text, method_label, odds_factor
 from auditing.sinks.report.svg import esc
 from auditing.sinks.report.text import DETECTABILITY_MEANINGS
 from auditing.verdict.types import INCONCLUSIVE, MEASURED, PASSING, VIOLATION, WEAK_PASS_FRACTION, Verdict
@@ -101,21 +101,16 @@ def _pass_sentence(figures: Mapping, floor: int | None, m: int) -> str:
 
 def robustness_panel(verdict: Verdict) -> str:
     """The card's HTML, from the verdict's robustness figures and shift diagnostic."""
-    data, status = verdict.result, verdict.status
+    result, status = verdict.result, verdict.status
     figures = {**verdict.robustness.to_dict(), "shift_diagnostic": verdict.shift_diagnostic}
-    kappa, floor, m = figures.get("breaking_kappa"), figures.get("detection_floor_rows"), int(data["m"])
-    audit_rows = figures.get("audit_rows") or data.get("audit_rows") or "all"
-    settings = (f"same counts, {esc(str(data['strategy']))} selection, {esc(method_label(data))}, "
-                f"{float(data['confidence']):.0%} confidence, δ = {float(data['delta']):g}")
+    kappa, floor, m = figures.get("breaking_kappa"), figures.get("detection_floor_rows"), result.m
+    audit_rows = figures.get("audit_rows") or result.audit_rows or "all"
+    settings = (f"same counts, {esc(result.strategy)} selection, {esc(method_label(result))}, "
+                f"{result.confidence:.0%} confidence, δ = {result.delta:g}")
     if status == VIOLATION and kappa is not None:
         headline = (f"The violation holds unless the reference misjudges some row's click odds by more than a "
                     f"factor <strong>{odds_factor(kappa)}</strong> (breaking κ = {_num(kappa)}; {settings}); the "
-                    f"verdict itself is computed at the plan's {esc(kappa_text(data))}.")
-    elif status == VIOLATION and is_legacy(data):
-        tau = data.get("tau")
-        tv = f" (its total-variation τ = {float(tau):g} is not a κ)" if tau is not None else ""
-        headline = (f"Breaking κ is not computed for a result written before κ{tv}: read this verdict under its "
-                    "own, legacy assumption.")
+                    f"verdict itself is computed at the plan's {esc(kappa_text(result))}.")
     elif status in PASSING:
         headline = _pass_sentence(figures, floor, m)
         detectability = verdict.trust.detectability

@@ -82,9 +82,9 @@ def _state_cell(verdict: Verdict) -> str:
 def _check_rows(verdict: Verdict) -> list[tuple[str, str]]:
     """The capacity check's rows of the card: epsilon_check in one sentence with its confidence and assumption,
     the misfit figures with theirs, the check rows; or why it did not run."""
-    trust, data = verdict.trust, verdict.result
-    check = data.get("capacity_check") or {}
-    confidence = float(check.get("confidence") or data["confidence"])
+    trust, result = verdict.trust, verdict.result
+    check = result.capacity_check or {}  # CapacityCheck.to_dict(), as the result records it
+    confidence = float(check.get("confidence") or result.confidence)
     if not trust.check_rows or trust.epsilon_check is None:
         why = check.get("reason") or "no check rows: nothing checked the reference"
         return [("Capacity check", f"<span class=\"missing\" id=\"capacity-check\">did not run: {esc(why)}</span>")]
@@ -108,11 +108,11 @@ def _check_rows(verdict: Verdict) -> list[tuple[str, str]]:
                   f"{odds_factor(upper)})</span>" if upper is not None and math.isfinite(upper) else
                   "no finite limit<span class=\"labels\">no check row's |score| reached this verdict's guess "
                   "threshold, so the check rows say nothing about the misfit there</span>")
-    kappa = data.get("kappa")
+    kappa = result.kappa
     lower = trust.check_misfit_kappa
     sees = ""
-    if lower is not None and kappa is not None:
-        sees = (f"; above the verdict's κ = {fmt_g(kappa)}: the check sees misfit" if lower > float(kappa) else
+    if lower is not None:
+        sees = (f"; above the verdict's κ = {fmt_g(kappa)}: the check sees misfit" if lower > kappa else
                 f"; within the verdict's κ = {fmt_g(kappa)}")
     grid = check.get("check_grid_size")
     lower_text = (f"κ ≥ {_num(lower, 3)}<span class=\"labels\">lower confidence figure at {fmt_pct(confidence)} (the "
@@ -174,10 +174,10 @@ def trust_card(verdict: Verdict) -> str:
         rows += _check_rows(verdict)
         if verdict.status in PASSING:
             rows.append(_detectability_row(verdict))
-    rows.append(("Row groups", groups_cell(verdict.result.get("row_groups"))))
-    if verdict.result.get("inconclusive_reason"):
+    rows.append(("Row groups", groups_cell(verdict.result.row_groups)))
+    if verdict.result.inconclusive_reason:
         rows.append(("Nothing to bound", f"<span id=\"inconclusive-reason\">"
-                                         f"{esc(verdict.result['inconclusive_reason'])}</span>"))
+                                         f"{esc(verdict.result.inconclusive_reason)}</span>"))
     explain = "" if verdict.kind == "control" else f"<p class=\"caption\">{esc(EXPLAIN_CHECK)}</p>"
     return (f"<section class=\"card\" id=\"trust\"><h2>Trust in this verdict</h2>{_table(rows)}{explain}"
             "</section>")

@@ -37,7 +37,6 @@ from auditing.sinks.warehouse.rows import (
     LINEAGE_FIELDS,
     as_key,
     audit_record,
-    fdp_curve_of,
     normalize_curve,
     normalize_row,
 )
@@ -51,7 +50,7 @@ __all__ = [
     "DEFAULT_FILE_NAME", "LINEAGE_FIELDS", "POSTGRES_SCHEMES", "SPOOLED", "WRITTEN", "AuditKey", "Destination",
     "ReadOnlyWarehouse", "ResultRow", "Warehouse", "WarehouseUnavailable", "as_key",
     "audit_record", "check_reference_check", "default_spool_dir", "describe_target", "destination", "drain_spool",
-    "fdp_curve_of", "is_postgres_target", "normalize_curve", "normalize_row", "open_read_only", "open_warehouse",
+    "is_postgres_target", "normalize_curve", "normalize_row", "open_read_only", "open_warehouse",
     "reference_check_from_row", "spool_path", "upgrade_row", "write_or_spool",
 ]
 

@@ -411,8 +411,8 @@ def audit_record(
     audit configuration.
 
     An optimistic result (strategy ``max``, the paper's statistic) is refused, because the table's
-    ``epsilon_lower_bound`` is the valid one, and so is a result written before kappa (``tau`` and no
-    ``kappa``: audit again; its old rows stay in the warehouse as they are). ``lineage`` may hold: model_uri,
+    ``epsilon_lower_bound`` is the valid one (a result written before kappa never becomes a verdict:
+    `AuditResult.from_dict` refuses it). ``lineage`` may hold: model_uri,
     model_fingerprint, reference_model, partition_fingerprint, code_version, flow_run_id, started_at,
     finished_at, durations (a dict of seconds per stage). The row stores the verdict's status, robustness,
     risk and trust figures, kappa, reference_calibration, the method's trade-off curve (fdp_curve) and its
@@ -420,43 +420,34 @@ def audit_record(
     here (`check_reference_check`); None records no check (reference_checked NULL).
 
     Raises:
-        LabelDPInputError: an optimistic or pre-kappa result, unknown lineage fields, a malformed figure.
+        LabelDPInputError: an optimistic result, unknown lineage fields, a malformed figure.
     """
     if not isinstance(verdict, Verdict):
         raise LabelDPInputError(f"audit_record needs a Verdict (auditing.verdict.judge.judge); got {type(verdict).__name__}")
-    data = dict(verdict.result)
-    if data.get("optimistic"):
+    result = verdict.result
+    if result.optimistic:
         raise LabelDPInputError(
             "result is optimistic (strategy 'max', the paper's statistic); the warehouse stores only valid bounds"
         )
-    if verdict.legacy:
-        raise LabelDPInputError(
-            "result: written before kappa (it has tau, a total-variation figure, and no kappa); audit it again "
-            "with this version (rows written before stay in the warehouse as they are)")
     lineage = dict(lineage or {})
     unknown = sorted(set(lineage) - set(LINEAGE_FIELDS))
     if unknown:
         raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
-    needed = ("epsilon_lower_bound", "confidence", "point_confidence", "delta", "kappa", "m", "selected_guesses",
-              "selected_correct", "max_certifiable_epsilon", "method", "strategy", "repetitions", "seed",
-              "config_hash", "curve")
-    missing = [k for k in needed if k not in data]
-    if missing:
-        raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
-    calibration = data.get("reference_calibration") or "none"
+    calibration = result.reference_calibration or "none"
     robustness = verdict.robustness
     diagnostic = dict(verdict.shift_diagnostic) if verdict.shift_diagnostic else None
     control = verdict.control
+    curve_kind = bound_method(result.method).curve if result.method in BOUND_METHODS else None
     row = {
-        "model_id": model_id, "partition_date": partition_date, "audit_config_hash": data["config_hash"],
+        "model_id": model_id, "partition_date": partition_date, "audit_config_hash": result.config_hash,
         "run_kind": check_run_kind(run_kind),
-        "claimed_epsilon": verdict.claimed_epsilon, "delta": data["delta"], "confidence": data["confidence"],
-        "kappa": data["kappa"], "m": data["m"], "selected_guesses": data["selected_guesses"],
-        "selected_correct": data["selected_correct"], "epsilon_lower_bound": data["epsilon_lower_bound"],
-        "epsilon_mean": data.get("epsilon_mean"), "epsilon_std": data.get("epsilon_std"),
-        "epsilon_median": data.get("epsilon_median"), "strategy": data["strategy"], "method": data["method"],
-        "status": verdict.status, "max_certifiable_epsilon": data["max_certifiable_epsilon"],
-        "repetitions": data["repetitions"], "seed": data["seed"], "result_json": data, **lineage,
+        "claimed_epsilon": verdict.claimed_epsilon, "delta": result.delta, "confidence": result.confidence,
+        "kappa": result.kappa, "m": result.m, "selected_guesses": result.selected_guesses,
+        "selected_correct": result.selected_correct, "epsilon_lower_bound": result.epsilon_lower_bound,
+        "epsilon_mean": result.epsilon_mean, "epsilon_std": result.epsilon_std,
+        "epsilon_median": result.epsilon_median, "strategy": result.strategy, "method": result.method,
+        "status": verdict.status, "max_certifiable_epsilon": result.max_certifiable_epsilon,
+        "repetitions": result.repetitions, "seed": result.seed, "result_json": result.to_dict(), **lineage,
         "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
         "detection_floor_rows": robustness.detection_floor_rows,
         "exposed_rows_floor": robustness.exposed_rows_floor, "shift_diagnostic": diagnostic,
@@ -467,13 +458,13 @@ def audit_record(
         "control_floor": None if control is None else control.get("floor"),
         **verdict.risk_columns,
         "reference_calibration": calibration,
-        "fdp_curve": fdp_curve_of(data),
-        "gdp_mu_lower_bound": data.get("gdp_mu_lower_bound") if fdp_curve_of(data) is not None else None,
+        "fdp_curve": curve_kind,
+        "gdp_mu_lower_bound": result.gdp_mu_lower_bound if curve_kind is not None else None,
         **reference_check_columns(verdict.reference_check, calibration),
         **trust_columns(verdict),
     }
     row = ResultRow(**normalize_row(row))
-    curve = [{**point, "point_confidence": data["point_confidence"]} for point in data["curve"]]
+    curve = [{**point, "point_confidence": result.point_confidence} for point in result.curve]
     return row, normalize_curve(curve, row.key)
 
 
@@ -486,19 +477,6 @@ def trust_columns(verdict: Verdict) -> dict:
     if upper is not None and math.isinf(upper):  # no check row reached the threshold: no finite limit to store
         out["misfit_kappa_upper"] = None
     return out
-
-
-def fdp_curve_of(data: Mapping) -> str | None:
-    """Which f-DP curve an fdp result or row used: its ``fdp_curve`` when it states one, 'eps-delta' for a
-    result written since kappa (it has ``kappa``), None for binomial and for a legacy fdp result/row (the
-    Gaussian reading)."""
-    if data.get("method") not in BOUND_METHODS or bound_method(data["method"]).curve is None:
-        return None
-    if data.get("fdp_curve") is not None:
-        return data["fdp_curve"]
-    if data.get("kappa") is not None:
-        return bound_method(data["method"]).curve
-    return None
 
 
 def _json_default(value: Any) -> Any:
