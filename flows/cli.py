@@ -4,7 +4,11 @@ Each subcommand lives in its own module under `flows/commands/` and exposes
 `register(subparsers) -> None`, which adds its parser and sets `func=handler` as a default. Command modules
 import heavy libraries (Beam, CatBoost, Prefect) inside their handlers, so `--help` stays fast.
 
-Bad input (`LabelDPInputError`) prints one line to stderr and exits with status 2, never a traceback; Ctrl-C
+Bad input (`LabelDPInputError`) prints one line to stderr and exits with status 2, never a traceback; the
+library names the field it is about (``model``, ``claimed_epsilon``), and `error_text` puts the command's flag
+there: a field is the destination of the command's option (``--claimed-epsilon`` for ``claimed_epsilon``), read
+from its parser, and a command module's ``FLAGS`` names the few whose option is called otherwise (e.g.
+``{"file": "--model-file"}``; `labeldp.errors`). Ctrl-C
 prints "interrupted" and exits 130, SIGTERM "terminated" and 143 (`flows.terminal.Stop`). A read-only command
 (``read_only`` among its parser's defaults: results, models list / show, plan check / schema) whose stdout is
 closed early (``results --json | head``) ends quietly with 0. For nightly, guardrail and backfill the exit
@@ -43,6 +47,40 @@ COMMAND_MODULES = [
 ]
 # Commands whose exit status is the contract of flows.exit_codes.
 CONTRACT_COMMANDS = ("nightly", "guardrail", "backfill")
+# field -> flag where every command's option has another name or none: the rest is read from the parser.
+COMMON_FLAGS = {"data_root": "--data-root", "date": "--date"}
+
+
+def _parsers_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[argparse.ArgumentParser]:
+    """The parser and the (nested) subparsers ``args`` went through, outermost first."""
+    path = [parser]
+    while True:
+        sub = next((a for a in path[-1]._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = None if sub is None else getattr(args, sub.dest, None)
+        if name not in (sub.choices if sub is not None else {}):
+            return path
+        path.append(sub.choices[name])
+
+
+def flags_of(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> dict[str, str]:
+    """The field -> flag mapping of the command ``args`` runs: each option's destination and its long flag (from
+    the parsers it went through: a flag declared once, where its option is), then `COMMON_FLAGS`, then its
+    module's ``FLAGS`` for a field whose option has another name (the guardrail's ``file`` is ``--model-file``)."""
+    derived = {}
+    for each in _parsers_of(parser or build_parser(), args):
+        for action in each._actions:
+            longs = [flag for flag in action.option_strings if flag.startswith("--")]
+            if longs and action.dest != "help":
+                derived[action.dest] = longs[0]
+    module = sys.modules.get(getattr(getattr(args, "func", None), "__module__", None) or "")
+    return {**COMMON_FLAGS, **derived, **getattr(module, "FLAGS", {})}
+
+
+def error_text(args: argparse.Namespace, exc: LabelDPInputError,
+               parser: argparse.ArgumentParser | None = None) -> str:
+    """The line printed for bad input: "labeldp-audit <command>: error: <message>", the message naming the
+    command's flags where the library named their fields."""
+    return f"labeldp-audit {args.command}: error: {exc.for_flags(flags_of(args, parser))}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
             return code
     except LabelDPInputError as exc:
-        print(f"labeldp-audit {args.command}: error: {exc}", file=sys.stderr)
+        print(error_text(args, exc, parser), file=sys.stderr)
         return exit_codes.BAD_INPUT
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`terminal.Terminated`)
         stop = terminal.stop_of(exc) or terminal.INTERRUPT

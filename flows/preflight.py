@@ -84,7 +84,7 @@ def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set
             steps.check_partition(root, ref_day, plan)
         except LabelDPInputError as exc:
             raise LabelDPInputError(f"the reference {plan.reference_name}@{ref_day.isoformat()} is missing and would "
-                                    f"be trained on that day's partition: {exc}") from None
+                                    f"be trained on that day's partition: {exc.template}", field=exc.field) from None
         checked_days.add(ref_day)
 
 

@@ -56,7 +56,8 @@ class Choices(Generic[T]):
                 return choice
         elif choice in self._items:
             return self._items[choice]
-        raise LabelDPInputError(f"{name or self.what} must be one of {list(self._items)}; got {choice!r}")
+        raise LabelDPInputError(f"{name or self.what} must be one of {list(self._items)}; got {choice!r}",
+                                field=name or self.what)
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._items)

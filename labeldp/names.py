@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 
 DATA_ROOT_ENV = "LABELDP_DATA_ROOT"
 DEFAULT_DATA_ROOT = ".labeldp"
@@ -60,7 +60,7 @@ def parse_date(text: str | dt.date, name: str = "date") -> dt.date:
     try:
         return dt.date.fromisoformat(text.strip())
     except ValueError as exc:
-        raise LabelDPInputError(f"{name} is not a valid calendar date: {text!r} ({exc})") from None
+        raise LabelDPInputError(f"{name} is not a valid calendar date: {text!r} ({exc})", field=name) from None
 
 
 def refuse_future(day: dt.date, name: str = "date", allow: bool = False, today: dt.date | None = None) -> dt.date:
@@ -72,7 +72,7 @@ def refuse_future(day: dt.date, name: str = "date", allow: bool = False, today: 
     if day > tomorrow and not allow:
         raise LabelDPInputError(f"{name} {day.isoformat()} is after tomorrow ({tomorrow.isoformat()}, UTC): a "
                                 f"log of a day that has not come is most likely a mistyped date; pass "
-                                f"--allow-future if it is meant")
+                                f"{mention('allow_future')} if it is meant", field=name)
     return day
 
 
@@ -97,12 +97,12 @@ def check_name(text: str, name: str = "model name") -> str:
     '.', '..' and hidden names are impossible); no '/' or '\\', hence no path traversal.
     """
     if not isinstance(text, str) or not text:
-        raise LabelDPInputError(f"{name} must be a non-empty string; got {text!r}")
+        raise LabelDPInputError(f"{name} must be a non-empty string; got {text!r}", field=name)
     if len(text) > MAX_NAME_LENGTH:
-        raise LabelDPInputError(f"{name} must be at most {MAX_NAME_LENGTH} characters; got {len(text)}")
+        raise LabelDPInputError(f"{name} must be at most {MAX_NAME_LENGTH} characters; got {len(text)}", field=name)
     if not _NAME_RE.fullmatch(text):
         raise LabelDPInputError(
             f"{name} may contain only letters, digits, '-', '_' and '.', and must start with a letter or "
-            f"digit; got {text!r}"
+            f"digit; got {text!r}", field=name
         )
     return text

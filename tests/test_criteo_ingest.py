@@ -141,7 +141,7 @@ def test_bad_line_fails_naming_line_and_writes_nothing(tmp_path, source, mutate,
     lines[150] = lines[150].split("\t", 1)[1]  # a second bad line (39 fields) further on
     path = _write_lines(tmp_path / "bad.tsv", lines)
     with pytest.raises(LabelDPInputError, match=rf"bad\.tsv: line {line}: {message}.*2 bad line\(s\) among "
-                                                rf"the first 200 lines.*--skip-bad-lines"):
+                                                rf"the first 200 lines.*skip_bad_lines"):
         ingest_criteo(path, tmp_path / "root", DATE)
     assert not (tmp_path / "root").exists()
 
@@ -191,7 +191,7 @@ def test_unreadable_inputs(tmp_path, source):
     with pytest.raises(LabelDPInputError, match=r"binary\.bin: .*(line longer than|line 1)"):
         ingest_criteo(tmp_path / "binary.bin", tmp_path / "r", DATE, block_bytes=SMALL_BLOCK)
     assert not (tmp_path / "r").exists()
-    with pytest.raises(LabelDPInputError, match="--sample-rows must be a whole number >= 1"):
+    with pytest.raises(LabelDPInputError, match=r"^sample_rows must be a whole number >= 1"):
         ingest_criteo(gz, tmp_path / "r", DATE, sample_rows=0)
 
 

@@ -8,6 +8,7 @@ fresh interpreter loads no pipelines or flows module).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -328,3 +329,54 @@ def test_the_pipelines_front_door_example_runs(tmp_path, monkeypatch):
     exec("\n".join(lines).replace("20_000", "3_000").replace("print(", "outcome = ("), namespace)
     assert namespace["outcome"] >= 0.0
     assert (tmp_path / "data" / "models" / "rr-eps1").is_dir()
+
+
+# ------------------------------------------------------------------------------------------ fields, not flags
+# Library errors name the field they are about (`labeldp.errors`); only the command line knows its flags
+# (`flows.cli.error_text` and each command's FLAGS). labeldp/hints.py is left out: a hint is a command line
+# suggested to the user.
+_FLAG_IN_TEXT = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+_NAME_TAKING = {"check_name", "parse_date", "refuse_future", "model_format", "get"}  # "<name> must be ..."
+
+
+def _flags_in_error_messages(path: Path, root: Path = ROOT) -> list[str]:
+    """The "--flag"s a LabelDPInputError message of ``path`` writes: in the string literals of the raise, or
+    given as the ``name`` a checking helper puts in its message (or as such a parameter's default)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            callee = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if callee == "LabelDPInputError":
+                texts = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            elif callee in _NAME_TAKING:
+                texts = [a.value for a in [*node.args[1:], *(k.value for k in node.keywords)]
+                         if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            else:
+                continue
+            found += [f"{path.relative_to(root)}:{node.lineno}: {flag}" for text in texts
+                      for flag in _FLAG_IN_TEXT.findall(text)]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found += [f"{path.relative_to(root)}:{node.lineno}: default {d.value}"
+                      for d in [*node.args.defaults, *node.args.kw_defaults]
+                      if isinstance(d, ast.Constant) and isinstance(d.value, str) and _FLAG_IN_TEXT.match(d.value)]
+    return found
+
+
+def test_library_errors_name_fields_not_flags():
+    offenders = [hit for package in ("labeldp", "auditing", "pipelines")
+                 for path in sorted((ROOT / package).rglob("*.py")) if path != ROOT / "labeldp" / "hints.py"
+                 for hit in _flags_in_error_messages(path)]
+    assert not offenders, "a library error names a command line flag (name its field):\n" + "\n".join(offenders)
+
+
+def test_the_flag_check_sees_raises_and_helper_names(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text('def f(x, name="--format"):\n'
+                     '    check_name(x, "--model")\n'
+                     '    raise LabelDPInputError(f"bad {x}; pass --replace to overwrite it")\n'
+                     'def g(x):\n'
+                     '    subprocess.run(["git", "diff", "--quiet"])\n'
+                     '    raise LabelDPInputError(f"model must be a name; got {x!r}", field="model")\n')
+    hits = _flags_in_error_messages(probe, tmp_path)
+    assert sorted(h.split(": ", 1)[1] for h in hits) == ["--model", "--replace", "default --format"]

@@ -99,7 +99,7 @@ def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files
     default = register_model(root, "scores", later, table, fmt="predictions", claimed_epsilon=1.0,
                              dataset=files["spec"])
     assert default["predictions_for"] == later.isoformat()
-    with pytest.raises(LabelDPInputError, match="--predictions-for applies to a table of logged predictions"):
+    with pytest.raises(LabelDPInputError, match=r"^predictions_for applies to a table of logged predictions"):
         register_model(root, "x", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0, dataset=None,
                        predictions_for=DAY)
     assert not (root / "models" / "x").exists()
@@ -118,7 +118,7 @@ def test_registering_again_is_a_no_op_or_a_refusal(root, files):
     assert again["already_registered"] is True and again["created_at"] == first["created_at"]
     for changes, what in ((dict(claimed_epsilon=2.0), "claimed epsilon"), (dict(training_rows="all"), "training rows"),
                           (dict(file=files["onnx"], fmt="onnx"), "format, file")):
-        with pytest.raises(LabelDPInputError, match=f"already registered at .* with a different {what}.*--replace"):
+        with pytest.raises(LabelDPInputError, match=f"already registered at .* with a different {what}.*pass replace"):
             register(**changes)
     assert find_registered(root, "team-ctr", DAY)["mechanism"]["epsilon"] == 1.0
     replaced = register(claimed_epsilon=2.0, training_rows="all", replace=True)

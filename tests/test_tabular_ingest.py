@@ -315,7 +315,7 @@ def test_formats_delimiters_and_arguments(tmp_path, source, capsys):
     lines = _lines(source["data"], ";")
     odd = _write_text(tmp_path / "day.txt", lines)
     spec = source["spec"]
-    with pytest.raises(LabelDPInputError, match="--delimiter"):
+    with pytest.raises(LabelDPInputError, match=r"\(delimiter\)"):
         ingest_table_files(tmp_path / "r", DATE, [odd], spec)
     ingest_table_files(tmp_path / "semi", DATE, [odd], spec, delimiter=";")
     ingest_table_files(tmp_path / "csv", DATE, [source["csv"]], spec)

@@ -19,7 +19,7 @@ import numpy as np
 
 from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, keyed_uniform
 from auditing.game.scores import ScoreFunction
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 
 # Rows whose probabilities sum to 1 within this tolerance are accepted (float32 model outputs included).
 SUM_TOLERANCE = 1e-4
@@ -77,9 +77,8 @@ def as_reference_probabilities(values, name: str, n: int | None = None, n_from: 
         raise LabelDPInputError(
             f"{name}: {certain} row(s) give a class probability of exactly 0 or 1; a reference must not be certain "
             "of any label (an infinite likelihood ratio, which no kappa covers). Clip the reference to "
-            "[p, 1 - p] before auditing, with kappa (--kappa, or the plan's audit.kappa) at least the largest |log| "
-            "ratio that clipping can hide, "
-            "or drop those rows")
+            f"[p, 1 - p] before auditing, with {mention('kappa')} (in a plan: audit.kappa) at least the largest "
+            "|log| ratio that clipping can hide, or drop those rows", field=name)
     return arr
 
 

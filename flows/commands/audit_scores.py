@@ -138,7 +138,7 @@ def run(args) -> int:
     try:
         result = _audit(args, config, p_target, p_reference, labels, row_ids, columns)
     except LabelDPInputError as exc:
-        raise LabelDPInputError(f"{args.file}: {exc}") from None
+        raise LabelDPInputError(f"{args.file}: {exc.template}", field=exc.field) from None
     out = result.to_dict()
     if args.claimed_epsilon is not None:
         if result.optimistic:

@@ -92,6 +92,7 @@ def execute(args, command: str, root, start) -> int:
     import time
 
     from flows import exit_codes, terminal
+    from flows.cli import flags_of
     from labeldp.errors import LabelDPInputError
 
     began = time.time()
@@ -126,7 +127,7 @@ def execute(args, command: str, root, start) -> int:
             outcome = start()
         except LabelDPInputError as exc:
             term.drain()
-            term.say(f"labeldp-audit {command}: error: {exc}")
+            term.say(f"labeldp-audit {command}: error: {exc.for_flags(flags_of(args))}")
             term.say(f"labeldp-audit {command}: debug log: {term.log_path}")
             return exit_codes.BAD_INPUT
         except BaseException as exc:  # Ctrl-C, SIGTERM, or a crash: never exit 1 (a scheduler reads VIOLATION)

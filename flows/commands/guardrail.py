@@ -8,6 +8,8 @@ import sys
 from flows.commands.flow_options import add_common, execute, outcome_of
 from flows.exit_codes import help_text
 
+# A field whose option has another name (flows.cli.flags_of): the candidate registered as the library's `file`.
+FLAGS = {"file": "--model-file"}
 HELP = "audit a release candidate; exits 1 on VIOLATION (the valid bound exceeds the claimed epsilon)"
 DESCRIPTION = """\
 Audits a release candidate of day --date against the reference (the D-1 checkpoint) and compares the VALID

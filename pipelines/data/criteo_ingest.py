@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import require_date
 from pipelines.data import schema
 from pipelines.data.criteo_tsv import (
@@ -159,7 +159,7 @@ def _bad_line_error(path: Path, parsed: BlockParse, lines_so_far: int) -> LabelD
         f"{path}: line {first}: {parsed.bad_reasons[0]} (expected {FIELDS} tab-separated fields: label 0/1, "
         f"I1..I13 integers, C1..C26 8 lowercase hex digits, empty = missing); {len(parsed.bad_lines)} bad "
         f"line(s) among the first {lines_so_far} lines ({summary}; lines {examples}); stopped there, nothing "
-        f"was written. Pass --skip-bad-lines to skip such lines and report them"
+        f"was written. Pass {mention('skip_bad_lines')} to skip such lines and report them", field="skip_bad_lines"
     )
 
 
@@ -177,9 +177,9 @@ def ingest_criteo(path: str | os.PathLike, root: str | os.PathLike, date: dt.dat
     date = require_date(date)
     if sample_rows is not None and (isinstance(sample_rows, bool) or int(sample_rows) != sample_rows
                                     or sample_rows < 1):
-        raise LabelDPInputError(f"--sample-rows must be a whole number >= 1; got {sample_rows!r}")
+        raise LabelDPInputError(f"sample_rows must be a whole number >= 1; got {sample_rows!r}", field="sample_rows")
     if isinstance(seed, bool) or int(seed) != seed or not 0 <= seed < 2**63:
-        raise LabelDPInputError(f"--seed must be a whole number in 0..2^63-1; got {seed!r}")
+        raise LabelDPInputError(f"seed must be a whole number in 0..2^63-1; got {seed!r}", field="seed")
     if int(block_bytes) < 1024:
         raise LabelDPInputError(f"block_bytes must be >= 1024; got {block_bytes!r}")
     started = time.perf_counter()

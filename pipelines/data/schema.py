@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from labeldp import hints
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 from pipelines.data.column_checks import CATEGORICAL_TYPE as CATEGORICAL_TYPE  # re-exported
 from pipelines.data.column_checks import (
     CATEGORICAL_WIDTH,
@@ -179,7 +179,7 @@ def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
         how = (f"ingest the day's log of dataset {dataset.name!r} with {hints.INGEST_DAY.line(date=day)} (SPEC: "
                f"its spec file)")
     return LabelDPInputError(f"no partition at {partition_dir(root, date)} (data root {Path(root)}); {how}, or "
-                             f"pass the right --data-root")
+                             f"pass the right {mention('data_root')}", field="data_root")
 
 
 def _partition_files(root: str | os.PathLike, date: dt.date,

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import require_date
 from pipelines.data import schema
 from pipelines.data.dataset_spec import DatasetSpec, load_spec
@@ -102,7 +102,7 @@ def input_format(path: str | os.PathLike, delimiter: str | None = None) -> tuple
     if delimiter is None:
         if not suffix or suffix[0] not in _SUFFIX_DELIMITERS:
             raise LabelDPInputError(f"{path}: cannot tell the format from the name (expected .csv, .tsv, their .gz, "
-                                    f"or .parquet); pass the delimiter (--delimiter)")
+                                    f"or .parquet); pass the delimiter ({mention('delimiter')})", field="delimiter")
         delimiter = _SUFFIX_DELIMITERS[suffix[0]]
         kind = suffix[0][1:]
     if len(delimiter) != 1 or delimiter in "\"\r\n":
@@ -139,14 +139,15 @@ def _inspect(path: Path, spec: DatasetSpec, header: bool, delimiter: str | None,
         raise LabelDPInputError(f"{path}: column name(s) {repeated} appear more than once")
     missing = [name for name in spec.columns if name not in names]
     if missing:
-        hint = "; a file without a header row needs --no-header" if kind != "parquet" else ""
+        hint = f"; a file without a header row needs {mention('no_header')}" if kind != "parquet" else ""
         raise LabelDPInputError(f"{path}: column(s) {missing} of dataset {spec.name!r} ({spec.describe()}) are "
-                                f"missing; the file has {_shown(names)}{hint}")
+                                f"missing; the file has {_shown(names)}{hint}", field="no_header" if hint else None)
     extra = [name for name in names if name not in spec.columns]
     if extra and not drop_extra:
         raise LabelDPInputError(f"{path}: {len(extra)} column(s) {_shown(extra)} are not in dataset {spec.name!r} "
                                 f"({spec.describe()}); name them in the spec (as carry to keep them without "
-                                f"feeding a model) or drop them with --drop-extra-columns")
+                                f"feeding a model) or drop them with {mention('drop_extra_columns')}",
+                                field="drop_extra_columns")
     return _Input(path, kind, delimiter, compression, header, names, extra)
 
 
@@ -207,8 +208,8 @@ class _BadLines:
                     f"{self.spec.name!r} ({self.spec.describe()}) in order: {_shown(list(self.spec.columns))}")
         raise LabelDPInputError(
             f"{self.inputs[index].path}: {where} {number}: {reason}; {self.total} bad line(s) among the first "
-            f"{read} read ({summary}), more than the {self.cap} allowed (--max-bad-lines); stopped there, "
-            f"nothing was written{hint}")
+            f"{read} read ({summary}), more than the {self.cap} allowed ({mention('max_bad_lines')}); stopped "
+            f"there, nothing was written{hint}", field="max_bad_lines")
 
 
 # ------------------------------------------------------------------------------------------ reading

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from labeldp import hints
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import check_name, parse_date, require_date
 from pipelines.data import schema
 from pipelines.data.column_checks import cast_integer, check_row_ids_unique
@@ -61,7 +61,8 @@ def format_for_file(path: str | os.PathLike) -> ModelFormat:
              if Path(model_format(name).file_name).suffix == suffix]
     if len(found) != 1:
         raise LabelDPInputError(f"{path}: cannot tell the model format from the suffix {suffix or '(none)'!r}; pass "
-                                f"--format (one of {list(format_names(registrable_only=True))})")
+                                f"{mention('format')} (one of {list(format_names(registrable_only=True))})",
+                                field="format")
     return found[0]
 
 
@@ -73,10 +74,10 @@ def check_claim(claimed_epsilon: float, delta: float) -> tuple[float, float]:
         raise LabelDPInputError(f"claimed epsilon and delta must be numbers; got {claimed_epsilon!r}, {delta!r}") \
             from None
     if math.isnan(epsilon) or epsilon < 0:
-        raise LabelDPInputError(f"--claimed-epsilon must be >= 0, or inf for a model without a privacy claim; got "
-                                f"{claimed_epsilon!r}")
+        raise LabelDPInputError(f"claimed_epsilon must be >= 0, or inf for a model without a privacy claim; got "
+                                f"{claimed_epsilon!r}", field="claimed_epsilon")
     if not (0.0 <= delta < 1.0):
-        raise LabelDPInputError(f"--delta must be in [0, 1); got {delta!r}")
+        raise LabelDPInputError(f"delta must be in [0, 1); got {delta!r}", field="delta")
     return epsilon, delta
 
 
@@ -85,10 +86,12 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
     """The sorted keys of a training-rows file: Parquet, one integer column named like the spec's row key (or
     ``row_id``), non-null, unique, every key a row of day ``date``'s partition (``day_keys``)."""
     if not path.is_file():
-        raise LabelDPInputError(f"--training-rows: {path} is not a file (give a Parquet file of row keys, or 'all')")
+        raise LabelDPInputError(f"training_rows: {path} is not a file (give a Parquet file of row keys, or 'all')",
+                                field="training_rows")
     if day_keys is None:
-        raise LabelDPInputError(f"--training-rows: checking {path} needs day {date.isoformat()}'s partition, and "
-                                f"{partition_dir(root, date)} does not exist; ingest that day first")
+        raise LabelDPInputError(f"training_rows: checking {path} needs day {date.isoformat()}'s partition, and "
+                                f"{partition_dir(root, date)} does not exist; ingest that day first",
+                                field="training_rows")
     parquet = schema.open_parquet(path)
     allowed = [dataset.row_key] + ([INTERNAL_ROW_ID] if dataset.row_key != INTERNAL_ROW_ID else [])
     index = schema.pandas_index_columns(parquet) - set(allowed)  # written by pandas for a filtered frame
@@ -161,19 +164,19 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     """
     name = check_name(name, "model name")
     date = require_date(date, "date")
-    fmt = model_format(fmt, "--format")
+    fmt = model_format(fmt, "format")
     if not fmt.registrable:
-        raise LabelDPInputError(f"--format {fmt.name!r} is not registered from a file; use one of "
-                                f"{list(format_names(registrable_only=True))}")
+        raise LabelDPInputError(f"format {fmt.name!r} is not registered from a file; use one of "
+                                f"{list(format_names(registrable_only=True))}", field="format")
     path = Path(file)
     if not path.is_file():
-        raise LabelDPInputError(f"--file: {path} is not a file")
+        raise LabelDPInputError(f"file: {path} is not a file", field="file")
     refuse_empty_file(path)
     epsilon, delta = check_claim(claimed_epsilon, delta)
     scores_one_day = fmt.scores_one_day
     if predictions_for is not None and not scores_one_day:
-        raise LabelDPInputError(f"--predictions-for applies to a table of logged predictions, not to a {fmt.name} "
-                                f"model")
+        raise LabelDPInputError(f"predictions_for applies to a table of logged predictions, not to a {fmt.name} "
+                                f"model", field="predictions_for")
     predictions_for = require_date(predictions_for or date, "predictions_for") if scores_one_day else None
 
     partition = partition_dir(root, date)
@@ -216,8 +219,8 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
         existing = find_registered(root, name, date)
     except LabelDPInputError as exc:
         if not replace:
-            raise LabelDPInputError(f"{final} holds an unreadable registration ({exc}); pass --replace to overwrite "
-                                    f"it") from None
+            raise LabelDPInputError(f"{final} holds an unreadable registration ({exc}); pass {mention('replace')} to "
+                                    f"overwrite it", field="replace") from None
         existing = None
     if existing is not None:
         differences = _differences(existing, metadata, keys, final)
@@ -225,8 +228,8 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
             return {**existing, "already_registered": True}
         if not replace:
             raise LabelDPInputError(f"model {name!r} of {date.isoformat()} is already registered at {final} with a "
-                                    f"different {', '.join(differences)}; pass --replace to replace it, or choose "
-                                    f"another --name")
+                                    f"different {', '.join(differences)}; pass {mention('replace')} to replace it, "
+                                    f"or choose another {mention('name')}", field="replace")
 
     metadata.update({"code_version": dict(registry.code_version()),
                      "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})

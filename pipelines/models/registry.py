@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from labeldp import hints
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import schema
 from pipelines.data.layout import atomic_directory, model_dir, read_json_object
 
@@ -204,7 +204,8 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> di
         raise LabelDPInputError(f"no model {model_name!r} for {day}: {directory} does not exist; register the "
                                 f"file of a model trained elsewhere with "
                                 f"{hints.REGISTER_MODEL.line(name=model_name, date=day)}, train one here with "
-                                f"{hints.TRAIN_MODEL.line(name=model_name, date=day)}, or pass the right --data-root")
+                                f"{hints.TRAIN_MODEL.line(name=model_name, date=day)}, or pass the right "
+                                f"{mention('data_root')}", field="data_root")
     if not path.is_file():
         raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
     record = read_json_object(path)

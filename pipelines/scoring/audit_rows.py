@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from auditing.config import AUDIT_ROWS
 from labeldp import hints
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import splits
 
 _SPLIT_CODES = {name: code for code, name in splits.SPLIT_NAMES.items()}
@@ -199,8 +199,8 @@ def training_rows(metadata: dict, model_directory: str | os.PathLike | None = No
             f"{where}: its registry metadata has no training_rows record (registered before "
             f"audit_rows existed), so the rows whose labels entered training are unknown; re-train it "
             f"({hints.TRAIN_MODEL.line(name=model, date=date)}, or delete models/{model}/date={date} and let the "
-            f"nightly flow re-train it) or audit every row (the plan's audit.audit_rows 'all'; score: "
-            f"--audit-rows all)")
+            f"nightly flow re-train it) or audit every row ({mention('audit_rows')} all; in a plan: "
+            "audit.audit_rows 'all')", field="audit_rows")
     kind = record.get("kind")
     if kind == KEYS:
         return _keys_selection(record, str(model), str(date), model_directory, where)

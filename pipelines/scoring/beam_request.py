@@ -76,9 +76,9 @@ class ScoringRequest:
 
     def __post_init__(self):
         require_date(self.date, "date")
-        check_name(self.model, "--model")
+        check_name(self.model, "model")
         if self.reference is not None:
-            check_name(self.reference, "--reference")
+            check_name(self.reference, "reference")
         if self.reference_date is not None:
             require_date(self.reference_date, "reference_date")
         for name, low in (("batch_size", 1), ("thread_count", 1), ("combine_shards", 1)):

@@ -55,7 +55,7 @@ import pandas as pd
 import pyarrow as pa
 
 from labeldp import hints
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import require_date
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema, splits
@@ -332,9 +332,9 @@ def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str
     if on_missing == "fail":
         raise LabelDPInputError(
             f"no reference model at {directory} (the day D-1 = {ref_date.isoformat()} checkpoint of "
-            f"--reference-name {reference_name!r}); create it with "
+            f"{mention('reference_name')} {reference_name!r}); create it with "
             f"{hints.TRAIN_REFERENCE.line(date=ref_date.isoformat(), name=reference_name)}, or pass "
-            f"--on-missing-reference train")
+            f"{mention('on_missing_reference')} train", field="reference_name")
     if on_missing != "train":
         raise LabelDPInputError(f"on_missing must be 'train' or 'fail'; got {on_missing!r}")
     progress(f"reference: {directory} is missing; training it non-privately on {ref_date.isoformat()}")
@@ -405,7 +405,7 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
     needed = chosen.needs_reference
     if needed and model_name == reference_name:
         raise LabelDPInputError(f"model {model_name!r} cannot be its own reference prior; pick another "
-                                f"--model-name or --prior uniform")
+                                f"{mention('model_name')} or {mention('prior')} uniform", field="model_name")
     progress(f"loading partition {date.isoformat()}")
     day = load_day(root, date)
     progress(f"{day.row_ids.size} rows: train {day.rows(splits.TRAIN).size}, validation "
@@ -423,7 +423,8 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
         if needed and reference_model is None:
             raise LabelDPInputError(f"mechanism {chosen.name!r} with prior 'reference' reads the reference's "
                                     f"predictions on the training rows, but {reference_name!r}@{ref_metadata['date']} "
-                                    f"is a {ref_metadata.get('format')!r} model, not CatBoost; use --prior uniform")
+                                    f"is a {ref_metadata.get('format')!r} model, not CatBoost; use {mention('prior')} "
+                                    f"uniform", field="prior")
         reference_info = {"model_name": reference_name, "date": ref_metadata["date"],
                           "partition_fingerprint": ref_metadata["partition_fingerprint"],
                           "used_as_prior": needed}

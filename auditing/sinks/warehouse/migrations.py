@@ -35,7 +35,7 @@ from typing import Any
 
 from auditing.sinks.warehouse import schema
 from auditing.sinks.warehouse.schema import Column
-from labeldp.errors import LabelDPInputError
+from labeldp.errors import LabelDPInputError, mention
 
 log = logging.getLogger("labeldp.warehouse")
 
@@ -171,7 +171,8 @@ def check_shape(found: Mapping[str, Mapping[str, bool]], expected: Mapping[str, 
             continue
         raise LabelDPInputError(
             f"warehouse {where}: table {table} has columns {list(present)}; expected {[c.name for c in columns]} "
-            "(only nullable columns are added automatically; migrate by hand or point --warehouse elsewhere)"
+            f"(only nullable columns are added automatically; migrate by hand or point {mention('warehouse')} "
+            "elsewhere)", field="warehouse"
         )
     return state
 

@@ -30,7 +30,7 @@ from pipelines.models.formats.base import (
 DEFAULT_FORMAT = "catboost"
 
 
-def model_format(choice: str | ModelFormat, name: str = "--format") -> ModelFormat:
+def model_format(choice: str | ModelFormat, name: str = "format") -> ModelFormat:
     """The registered format for a name (LabelDPInputError listing the known ones)."""
     _load_builtins()
     return MODEL_FORMATS.get(choice, name)
