@@ -9,5 +9,5 @@ command -v chromium >/dev/null || { ( export DEBIAN_FRONTEND=noninteractive; sud
   echo "[run-tests] could not install chromium: the report's browser test will be skipped" >&2; }
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache}"
-.venv/bin/ruff check auditing pipelines flows tests benchmarks
+.venv/bin/ruff check auditing pipelines flows tests benchmarks labeldp
 .venv/bin/python -m pytest "$@"
