@@ -26,7 +26,6 @@ from auditing.bounds.rr_validation import gaussian_mixture, randomized_response,
 from auditing.config import AuditConfig
 from auditing.game.play import as_class_probabilities
 from auditing.game.scores import resolve_score
-from auditing.game.sweep import SweepCounts
 
 
 def peak_rss_mib() -> float:
@@ -63,13 +62,13 @@ def main() -> None:
     for run in range(args.runs):
         marks = [(time.perf_counter(), time.process_time())]
         cfg = AuditConfig(repetitions=args.repetitions, method="binomial", seed=run)
-        grid = cfg.grid_for(args.rows)
-        correct, _, _ = compiled_sweep(target, reference, y, ids, cfg, grid, None)
-        counts = SweepCounts(m=args.rows, guesses=np.broadcast_to(grid, correct.shape).copy(), correct=correct)
+        # every slot of the slot plan: the R repetitions and both keyed halves of repetition 0
+        counts, halves, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
         marks.append((time.perf_counter(), time.process_time()))
-        results["binomial"] = audit_from_counts(counts, cfg)
+        results["binomial"] = audit_from_counts(counts, cfg, halves)
         marks.append((time.perf_counter(), time.process_time()))
-        results["fdp"] = audit_from_counts(counts, AuditConfig(repetitions=args.repetitions, method="fdp", seed=run))
+        results["fdp"] = audit_from_counts(counts, AuditConfig(repetitions=args.repetitions, method="fdp", seed=run),
+                                           halves)
         marks.append((time.perf_counter(), time.process_time()))
         spans = [(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(marks)]
         spans.append((marks[-1][0] - marks[0][0], marks[-1][1] - marks[0][1]))
@@ -91,15 +90,14 @@ def main() -> None:
               f"paper's statistic {res.epsilon_mean:.4f} +- {res.epsilon_std:.4f}; true eps 2.0")
     if args.compare_numpy:
         cfg = AuditConfig(repetitions=args.repetitions, seed=args.runs - 1)
-        grid = cfg.grid_for(args.rows)
         began = time.perf_counter()
-        compiled, _, _ = compiled_sweep(target, reference, y, ids, cfg, grid, None)
+        compiled, _, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
         middle = time.perf_counter()
-        reference_counts, _, _ = numpy_sweep(target, reference, y, ids, cfg, grid, resolve_score("paper"), None)
+        reference_counts, _, _ = numpy_sweep(target, reference, y, ids, cfg.game, resolve_score("paper"), None)
         ended = time.perf_counter()
         print(f"  side by side, game + counts: compiled {middle - began:.2f} s, numpy path {ended - middle:.2f} s "
               f"({(ended - middle) / (middle - began):.1f}x); counts equal: "
-              f"{bool(np.array_equal(compiled, reference_counts))}")
+              f"{bool(np.array_equal(compiled.correct, reference_counts.correct))}")
 
 
 if __name__ == "__main__":

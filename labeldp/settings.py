@@ -9,6 +9,7 @@ Pure Python; no import beyond the errors module, so every layer can declare its 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -153,15 +154,21 @@ def _bounds(schema: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ checks
 
 
+@functools.cache
+def _kinds(hint: Any) -> tuple[str, ...]:
+    """The JSON types an annotation allows (cached: the bounds check a setting in their inner loops)."""
+    kind = type_schema(hint)["type"]
+    return tuple(kind) if isinstance(kind, list) else (kind,)
+
+
 def check_value(name: str, value: Any, meaning: Setting, hint: Any) -> Any:
     """``value`` as the setting holds it (an int for a whole number, a float for a number), or LabelDPInputError
     "<name> must be <what the declaration allows>; got <value>"."""
-    schema = field_schema(meaning, hint)
-    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    kinds = _kinds(hint)
 
     def bad() -> LabelDPInputError:
-        hint = f" ({meaning.hint})" if meaning.hint else ""
-        return LabelDPInputError(f"{name} must be {describe(schema)}{hint}; got {value!r}")
+        extra = f" ({meaning.hint})" if meaning.hint else ""
+        return LabelDPInputError(f"{name} must be {describe(field_schema(meaning, hint))}{extra}; got {value!r}")
 
     if value is None:
         if "null" in kinds:
