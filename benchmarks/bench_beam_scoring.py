@@ -87,12 +87,13 @@ def _predictions(root: Path, out: dict):
     from pipelines.data import schema
     from pipelines.models import registry
     from pipelines.models.catboost_frames import catboost_frame, catboost_pool
+    from pipelines.models.handle import resolve_model
 
     began = time.perf_counter()
     table = schema.read_partition(root, DAY)
     out["read_s"] = time.perf_counter() - began
-    target, _ = registry.load_model(root, MODEL, DAY)
-    reference, _ = registry.load_model(root, MODEL, PREVIOUS)
+    target = registry.load_model(resolve_model(root, MODEL, DAY))
+    reference = registry.load_model(resolve_model(root, MODEL, PREVIOUS))
     began = time.perf_counter()
     frame = catboost_frame(table)
     out["frame_s"] = time.perf_counter() - began

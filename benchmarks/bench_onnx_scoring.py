@@ -108,14 +108,16 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         from pipelines.models.catboost_frames import catboost_frame, catboost_pool
         from pipelines.models.formats.onnx import recorded_output
         from pipelines.models.formats.onnx_session import make_session
+        from pipelines.models.handle import resolve_model
 
         dataset = dataset_of(root, DAY)
         table = dataset.to_internal(schema.read_partition(root, DAY))
         # The session the job uses: onnxruntime on the graph up to the recorded probability tensor (CatBoost's
         # export ends in a ZipMap, which would turn 1M rows into 1M Python dicts).
-        output = recorded_output(registry.read_metadata(root, TARGET, DAY))
-        session = make_session(registry.model_path(root, TARGET, DAY).read_bytes(), output, os.cpu_count() or 1)
-        reference, _ = registry.load_model(root, REFERENCE, PREVIOUS)
+        target = resolve_model(root, TARGET, DAY)
+        output = recorded_output(target.metadata)
+        session = make_session(target.artifact.read_bytes(), output, os.cpu_count() or 1)
+        reference = registry.load_model(resolve_model(root, REFERENCE, PREVIOUS))
         threads = os.cpu_count() or 1
         began = time.perf_counter()
         matrix = np.column_stack([pc.cast(table.column(n), pa.float32()).to_numpy(zero_copy_only=False)

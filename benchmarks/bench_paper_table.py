@@ -60,6 +60,7 @@ from labeldp.progress import stderr_progress  # noqa: E402
 from pipelines.data.layout import file_fingerprint, model_dir, partition_dir  # noqa: E402
 from pipelines.data.synth import write_synthetic_day  # noqa: E402
 from pipelines.models import registry  # noqa: E402
+from pipelines.models.handle import resolve_model  # noqa: E402
 from pipelines.scoring import beam_request, beam_scoring  # noqa: E402
 from pipelines.training import fitting  # noqa: E402
 from pipelines.training import train as training  # noqa: E402
@@ -236,7 +237,7 @@ class Table:
         options = training.MechanismOptions(**settings["options"]) if settings["options"] else None
         reference_model = None
         if options is not None and get_mechanism(mechanism).from_options(options).needs_reference:
-            reference_model, _ = registry.load_model(self.root, REFERENCE, self.day0)
+            reference_model = registry.load_model(resolve_model(self.root, REFERENCE, self.day0))
         self.progress(f"train {name}: {mechanism} eps={eps_text(epsilon)} prior={prior} on {date} ...")
         started = time.monotonic()
         result = training.train_model(day, mechanism, epsilon, seed=self.args.seed,

@@ -32,6 +32,7 @@ from labeldp.names import parse_date  # noqa: E402
 from pipelines.data import schema  # noqa: E402
 from pipelines.models import registry  # noqa: E402
 from pipelines.models.catboost_frames import catboost_frame, catboost_pool  # noqa: E402
+from pipelines.models.handle import resolve_model  # noqa: E402
 from pipelines.scoring import audit_rows  # noqa: E402
 
 
@@ -58,8 +59,9 @@ def main() -> int:
     day, reference_day = parse_date(args.date, "--date"), parse_date(args.reference_date, "--reference-date")
 
     table = schema.read_partition(args.data_root, day)
-    target, metadata = registry.load_model(args.data_root, args.model, day)
-    reference, _ = registry.load_model(args.data_root, args.reference, reference_day)
+    target_model = resolve_model(args.data_root, args.model, day)
+    target, metadata = registry.load_model(target_model), target_model.metadata
+    reference = registry.load_model(resolve_model(args.data_root, args.reference, reference_day))
     claimed = args.claimed_epsilon if args.claimed_epsilon is not None else registry.claimed_epsilon(metadata)
     table = table.filter(audit_rows.row_selection("training", metadata).mask(table.column("row_id").to_numpy()))
     ids = table.column("row_id").to_numpy()

@@ -39,6 +39,7 @@ from flows.progress import StepClock
 from flows.rejudge import StoredNight, night_model_of, write_night
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date, resolve_data_root
+from pipelines.models.handle import ModelHandle, resolve_model
 
 
 class AuditFailed(OutcomeFailed):
@@ -102,34 +103,33 @@ def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) ->
 
 
 @task(name="ensure-reference", cache_policy=NO_CACHE)
-def ensure_reference(root: Path, date: dt.date, plan: AuditPlan) -> dict:
+def ensure_reference(root: Path, date: dt.date, plan: AuditPlan) -> ModelHandle:
     return steps.ensure_reference(root, date, plan, progress=_log)
 
 
 @task(name="ensure-target", cache_policy=NO_CACHE)
 def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
-                  partition_fp: str) -> dict:
+                  partition_fp: str) -> ModelHandle:
     return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log)
 
 
 @task(name="prepare-reference", cache_policy=NO_CACHE)
-def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict], name: str | None = None):
-    return steps.prepare_reference(root, date, plan, audited, progress=_log, name=name)
+def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
+                      name: str | None = None):
+    return steps.prepare_reference(root, date, plan, raw, audited, progress=_log, name=name)
 
 
 @task(name="ensure-control", cache_policy=NO_CACHE)
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
-                   reference: tuple[str, dt.date], audited: list[dict]) -> dict:
-    return steps.ensure_control(root, date, spec, plan, partition_fp, progress=_log, reference=reference,
-                                audited=audited)
+                   reference: ModelHandle) -> ModelHandle:
+    return steps.ensure_control(root, date, spec, plan, partition_fp, reference, progress=_log)
 
 
 @task(name="score-and-audit", cache_policy=NO_CACHE)
-def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, plan: AuditPlan,
-                    partition_fp: str, reference: tuple[str, dt.date], rows: steps.NightRows,
-                    expected_curve: bool = False) -> dict:
-    return steps.score_target(root, date, spec, plan, partition_fp, progress=_log, expected_curve=expected_curve,
-                              reference=reference, rows=rows, capacity_check=not isinstance(spec, ControlSpec))
+def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, model: ModelHandle, plan: AuditPlan,
+                    reference: ModelHandle, rows: steps.NightRows, expected_curve: bool = False) -> dict:
+    return steps.score_target(root, date, model, reference, plan, progress=_log, expected_curve=expected_curve,
+                              rows=rows, capacity_check=not isinstance(spec, ControlSpec))
 
 
 @task(name="publish", **io_task)
@@ -217,7 +217,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             steps.send_failure_alert(root, "DATA_MISSING", spec.name, date, str(exc), webhook_url, _run_id())
             _emit("DATA_MISSING", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
         raise
-    ensure_reference(root, date, plan)
+    raw_reference = ensure_reference(root, date, plan)
     fingerprint = partition["fingerprint"]
     outcome, ready, skipped = Outcome(fail_on_violation=fail_on_violation), {}, []
     clock = StepClock(len(plan.targets), estimate=False)  # a model that exists takes no time, training minutes
@@ -232,10 +232,10 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         except Exception as exc:  # one target's failure must not hide the others' results
             _target_failed(root, date, spec, exc, outcome, webhook_url)
     _check_stop()
-    reference, check, rows = prepare_reference(root, date, plan, list(ready.values()))
+    reference, check, rows = prepare_reference(root, date, plan, raw_reference, list(ready.values()))
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
     control_rows, night, stored = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
-                                               check, list(ready.values()), rows, run_kind=run_kind,
+                                               check, rows, run_kind=run_kind,
                                                accept_unchecked=accept)
     outcome.rows += control_rows
     shift = None
@@ -245,7 +245,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         _check_stop()
         _log(f"{spec.name}: scoring and auditing ({clock.step()})")
         try:
-            record = score_and_audit(root, date, spec, plan, fingerprint, reference, rows)
+            record = score_and_audit(root, date, spec, ready[spec.name], plan, reference, rows)
             _check_stop()
             claimed = steps.claimed_epsilon_of(spec, ready[spec.name])
             row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, night=night,
@@ -305,8 +305,7 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 
 
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
-                 webhook_url: str | None, reference: tuple[str, dt.date], check: dict, audited: list[dict],
-                 rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
+                 webhook_url: str | None, reference: ModelHandle, check: dict, rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
                  accept_unchecked: bool = False) -> tuple[list[ListedVerdict], object, list]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.verdict.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
@@ -320,8 +319,8 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
     for spec in specs:
         _check_stop()
         try:
-            ensure_control(root, date, spec, plan, partition_fp, reference, audited)
-            records[spec.name] = score_and_audit(root, date, spec, plan, partition_fp, reference, rows,
+            control = ensure_control(root, date, spec, plan, partition_fp, reference)
+            records[spec.name] = score_and_audit(root, date, spec, control, plan, reference, rows,
                                                  expected_curve=spec.control == POSITIVE)
             checks[spec.name] = steps.judge_control(spec, records[spec.name])
         except Exception as exc:  # a control that cannot run proves nothing: what it guards is void tonight
@@ -376,7 +375,6 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
     VIOLATION (unless ``fail_on_violation`` is false: a release gate fails by default), on an untrusted verdict
     and on a spooled row; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
-    from pipelines.models import registry
     from pipelines.scoring.beam_request import check_model_for_day
 
     terminal.watch_stops()
@@ -387,18 +385,19 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     if not (claimed >= 0):
         raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {claimed_epsilon!r}")
     plan = load_plan(plan_file)
-    partition = check_partition(root, day, plan)
-    metadata = registry.read_metadata(root, name, day)
-    check_model_for_day(metadata, plan.dataset, day, "candidate")
+    check_partition(root, day, plan)
+    candidate = resolve_model(root, name, day)
+    check_model_for_day(candidate.metadata, plan.dataset, day, "candidate")
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
-    ensure_reference(root, day, plan)
+    raw_reference = ensure_reference(root, day, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference
     # recalibrated on the day (the guardrail's own, held out from the candidate's rows: the nightly's models stay
     # as the night left them), and its VIOLATION is trusted only when the capacity check vouches for it.
-    reference, check, rows = prepare_reference(root, day, plan, [metadata], plan.guardrail_reference_name(name))
+    reference, check, rows = prepare_reference(root, day, plan, raw_reference, [candidate],
+                                               plan.guardrail_reference_name(name))
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
     night = NightTrust(accept_unchecked=accept)
-    record = score_and_audit(root, day, spec, plan, partition["fingerprint"], reference, rows)
+    record = score_and_audit(root, day, spec, candidate, plan, reference, rows)
     _check_stop()
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
                   night=night, reference_check=check)

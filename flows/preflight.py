@@ -55,20 +55,23 @@ def _footer(root: Path, day: dt.date):
     return schema.open_parquet(sorted(partition_dir(root, day).glob(schema.PART_GLOB))[0]).schema_arrow
 
 
-def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, footer) -> dict:
-    """A registered model's metadata, checked: complete, for the plan's dataset and this day, reading columns the
-    partition has."""
-    from pipelines.models import registry
+def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, footer):
+    """A registered model, resolved and checked: complete, its file the registered one, for the plan's dataset
+    and this day, reading columns the partition has."""
+    from pipelines.models.handle import resolve_model
     from pipelines.scoring.beam_request import check_model_for_day
 
-    metadata = registry.read_metadata(root, name, day)
-    path = registry.model_path(root, name, day)
-    if not path.is_file():
-        raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
-    check_model_for_day(metadata, plan.dataset, day, role)
-    if metadata.get("feature_schema"):
-        registry.check_features(metadata, footer)
-    return metadata
+    model = resolve_model(root, name, day)
+    check_model_for_day(model.metadata, plan.dataset, day, role)
+    _reads_columns(model, footer)
+    return model
+
+
+def _reads_columns(model, footer) -> None:
+    from pipelines.models import registry
+
+    if model.metadata.get("feature_schema"):
+        registry.check_features(model.metadata, footer)
 
 
 def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set[dt.date]) -> None:
@@ -90,18 +93,21 @@ def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set
 
 def check_targets(root: Path, day: dt.date, plan: AuditPlan) -> None:
     """The plan's targets of ``day`` that the night loads without training them (see the module docstring)."""
+    from pipelines.scoring.beam_request import check_model_for_day
+
     footer = _footer(root, day)
     fingerprint = None
     for spec in plan.targets:
         try:
             if isinstance(spec, RegisteredTarget):
-                steps.ensure_registered(root, day, spec, plan)
+                model = steps.ensure_registered(root, day, spec, plan)
             elif plan.on_missing_target != "train":  # never trains: refuses, skips, or reuses the model
                 fingerprint = fingerprint or steps.check_partition(root, day, plan)["fingerprint"]
-                steps.ensure_target(root, day, spec, plan, fingerprint)
+                model = steps.ensure_target(root, day, spec, plan, fingerprint)
+                check_model_for_day(model.metadata, plan.dataset, day, "target")
             else:
                 continue
-            _model(root, spec.name, day, plan, "target", footer)
+            _reads_columns(model, footer)
         except steps.TargetSkipped:
             continue  # the plan skips it; the night records why
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditing.sinks.listing import ListedVerdict
 from auditing.verdict.controls import POSITIVE
@@ -26,6 +27,9 @@ from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, no_progress
 from pipelines.data.layout import model_dir, partition_dir
+
+if TYPE_CHECKING:
+    from pipelines.models.handle import ModelHandle
 
 
 class DataMissingError(LabelDPInputError):
@@ -121,37 +125,38 @@ def missing_reference(root: Path, date: dt.date, plan: AuditPlan) -> LabelDPInpu
                                                     ref_day, registered))
 
 
-def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = no_progress) -> dict:
-    """The reference M' of day D (the D-1 checkpoint), trained non-privately when missing if the plan says so."""
+def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = no_progress) -> ModelHandle:
+    """The reference M' of day D (the D-1 checkpoint), trained non-privately when missing if the plan says so;
+    resolved."""
     from pipelines.training.train import ensure_reference as ensure
 
     if plan.on_missing_reference == "fail" and not model_dir(root, plan.reference_name,
                                                              date - dt.timedelta(days=1)).is_dir():
         raise missing_reference(root, date, plan)
 
-    _, metadata = ensure(root, date, plan.reference_name, plan.on_missing_reference, plan.seed, _settings(plan),
-                         progress)
-    return metadata
+    _, reference = ensure(root, date, plan.reference_name, plan.on_missing_reference, plan.seed, _settings(plan),
+                          progress)
+    return reference
 
 
 def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
-                  partition_fp: str, progress: Progress = no_progress) -> dict:
-    """The target model of day D: a registered one as registered (`ensure_registered`); a trained one reused
-    when made exactly as the plan says on the same partition, else (re)trained (or refused / skipped, as
+                  partition_fp: str, progress: Progress = no_progress) -> ModelHandle:
+    """The target model of day D, resolved: a registered one as registered (`ensure_registered`); a trained one
+    reused when made exactly as the plan says on the same partition, else (re)trained (or refused / skipped, as
     ``on_missing_target`` says)."""
-    from pipelines.models import registry
+    from pipelines.models.handle import resolve_model
     from pipelines.training.train import reuse_mismatch, train_and_register
 
     if isinstance(spec, RegisteredTarget):
         return ensure_registered(root, date, spec, plan, progress)
     if model_dir(root, spec.name, date).is_dir():
-        metadata = registry.read_metadata(root, spec.name, date)
-        differs = reuse_mismatch(metadata, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
+        model = resolve_model(root, spec.name, date)
+        differs = reuse_mismatch(model.metadata, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
                                  partition_fingerprint=partition_fp, settings=_settings(plan), dataset=plan.dataset)
         if differs is None:
             progress(f"{spec.name}: reusing the registered model (made exactly as the plan says, on the same "
                      f"partition)")
-            return metadata
+            return model
         if plan.on_missing_target != "train":
             raise _missing(plan, f"{spec.name}@{date}: the registered model was made differently than the plan "
                                  f"says ({differs})")
@@ -159,10 +164,10 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
     elif plan.on_missing_target != "train":
         raise _missing(plan, f"target model {spec.name} for {date} is missing at {model_dir(root, spec.name, date)}")
     progress(f"{spec.name}: training {spec.mechanism} at eps={spec.epsilon:g}")
-    _, metadata = train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
-                                     settings=_settings(plan), reference_name=plan.reference_name,
-                                     on_missing_reference=plan.on_missing_reference, progress=progress)
-    return metadata
+    train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
+                       settings=_settings(plan), reference_name=plan.reference_name,
+                       on_missing_reference=plan.on_missing_reference, progress=progress)
+    return resolve_model(root, spec.name, date)
 
 
 def _missing(plan: AuditPlan, message: str) -> LabelDPInputError:
@@ -170,45 +175,43 @@ def _missing(plan: AuditPlan, message: str) -> LabelDPInputError:
 
 
 def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: AuditPlan,
-                      progress: Progress = no_progress) -> dict:
-    """A registered target's metadata, checked against the plan (dataset, the day's rows, the claim) before any
+                      progress: Progress = no_progress) -> ModelHandle:
+    """A registered target, resolved and checked against the plan (dataset, the day's rows, the claim) before any
     work; a missing model fails or is skipped (``on_missing_target``), never trained."""
-    from pipelines.models import registry
+    from pipelines.models.handle import resolve_model
     from pipelines.scoring.beam_request import check_model_for_day
 
     directory = model_dir(root, spec.name, date)
     if not directory.is_dir():
         raise _missing(plan, f"registered target {spec.name} has no model for {date.isoformat()} at {directory}; "
                              f"register it with {hints.REGISTER_MODEL.line(name=spec.name, date=date.isoformat())}")
-    metadata = registry.read_metadata(root, spec.name, date)
+    model = resolve_model(root, spec.name, date)
+    metadata = model.metadata
     check_model_for_day(metadata, plan.dataset, date, "target")
-    registered = registry.claimed_epsilon(metadata)
+    registered = model.claimed_epsilon
     if spec.claimed_epsilon is not None and spec.claimed_epsilon != registered:
         raise LabelDPInputError(f"target {spec.name}@{date}: the plan claims eps {spec.claimed_epsilon:g} but the "
                                 f"model is registered claiming {registered:g}; re-register it (--replace) or fix the "
                                 f"plan")
-    progress(f"{spec.name}: registered {metadata.get('format', 'catboost')} model {metadata.get('fingerprint', '')[:19]} "
-             f"claiming eps {registered:g}")
-    return metadata
+    progress(f"{spec.name}: registered {model.format.name} model {model.fingerprint[:19]} claiming eps "
+             f"{registered:g}")
+    return model
 
 
-def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, metadata: dict) -> float:
+def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, model: ModelHandle) -> float:
     """The claim a target is judged against: the plan's, else (a registered target without one) the registry's."""
-    from pipelines.models import registry
-
-    return registry.claimed_epsilon(metadata) if spec.claimed_epsilon is None else float(spec.claimed_epsilon)
+    return model.claimed_epsilon if spec.claimed_epsilon is None else float(spec.claimed_epsilon)
 
 
-def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, partition_fp: str,
-                 progress: Progress = no_progress, model_name: str | None = None, expected_curve: bool = False,
-                 reference: tuple[str, dt.date] | None = None, rows: NightRows | None = None,
+def score_target(root: Path, date: dt.date, model: ModelHandle, reference: ModelHandle, plan: AuditPlan,
+                 progress: Progress = no_progress, expected_curve: bool = False, rows: NightRows | None = None,
                  capacity_check: bool = True) -> dict:
     """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
     model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its record with the
     audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
     confidence or strategy re-judges the stored counts, never re-scores).
+    model: the audited model and reference: the night's reference (`prepare_reference`), both resolved.
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
-    reference: the (name, date) of the night's reference (`prepare_reference`); default the plan's D-1 one.
     rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the
     check rows (a control does not need it)."""
     from dataclasses import asdict
@@ -216,16 +219,15 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
     from auditing.audit import audit_counts
     from pipelines.scoring import beam_request
 
-    name = model_name or spec.name
-    ref_name, ref_date = reference or (plan.reference_name, date - dt.timedelta(days=1))
+    name = model.name
     rows = rows or NightRows()
     request = beam_request.ScoringRequest(
-        data_root=str(root), date=date, model=name, config=plan.audit, reference=ref_name, reference_date=ref_date,
-        batch_size=plan.batch_size, expected_curve=expected_curve,
+        data_root=str(root), date=date, model=name, config=plan.audit, reference=reference.name,
+        reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
+        target_model=model, reference_model=reference,
     )
     prepared = beam_request.prepare_scoring(request, plan.beam_args)
-    ref_name, ref_date = prepared.reference
     stored = beam_request.stored_scoring(prepared)
     if stored is not None:
         game, record = stored
@@ -241,12 +243,11 @@ def score_target(root: Path, date: dt.date, spec: TargetSpec, plan: AuditPlan, p
                                          worker_progress=beam_request.in_process(plan.beam_args), prepared=prepared)
         record = {**outcome.record, "reused": False}
     record["game_dir"] = str(prepared.output_dir)
-    record["shift_diagnostic"] = shift_diagnostic(root, date, ref_name, ref_date, progress)
+    record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress)
     return record
 
 
-def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_date: dt.date,
-                     progress: Progress = no_progress) -> dict:
+def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle, progress: Progress = no_progress) -> dict:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.reference.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
     from flows.terminal import stop_of
@@ -254,7 +255,7 @@ def shift_diagnostic(root: Path, date: dt.date, reference_name: str, reference_d
     from pipelines.reference.shift_diagnostics import shift_diagnostic as compute
 
     try:
-        return compute(root, date, reference_name, reference_date)
+        return compute(root, date, reference)
     except Exception as exc:  # a diagnostic must not block the verdict (but a stop stops the run)
         if stop_of(exc) is not None:
             raise
@@ -277,13 +278,13 @@ class NightRows:
                 "excluded": None if self.excluded is None else self.excluded.describe()}
 
 
-def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[dict],
+def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
                       progress: Progress = no_progress, name: str | None = None,
-                      ) -> tuple[tuple[str, dt.date], dict, NightRows]:
+                      ) -> tuple[ModelHandle, dict, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
     held-out calibration rows (pipelines.reference.recalibration), registered as `AuditPlan.calibrated_reference_name`;
-    with "none", the D-1 reference as it is. ``audited``: the registry metadata of the night's audited models
+    with "none", the D-1 reference as it is (``raw``, resolved). ``audited``: the night's audited models, resolved
     (the held-out rows must be held out from every one of them). With no usable held-out rows the D-1 reference
     is used and the check says "reference not checked" and why. name: the recalibrated reference's registry name
     (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_reference_name`).
@@ -299,11 +300,10 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
     )
     from pipelines.scoring.row_grouping import night_exclusion
 
-    raw = (plan.reference_name, date - dt.timedelta(days=1))
     calibration = plan.audit.reference_calibration
     check = {"calibration": calibration, "checked": True, "note": None, "calibration_figures": None}
     try:
-        heldout = check_heldout(audited, plan.audit.audit_rows, root)
+        heldout = check_heldout(audited, plan.audit.audit_rows)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
         excluded = night_exclusion(root, date, raw, progress=progress)
@@ -312,7 +312,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
     if calibration != "none":
         name = name or plan.calibrated_reference_name
         try:
-            metadata = recalibrate_reference(root, date, name, raw, targets=audited,
+            recalibrated_model = recalibrate_reference(root, date, name, raw, targets=audited,
                                              audit_rows=plan.audit.audit_rows,
                                              settings=RecalibrationSettings(catboost=_settings(plan)),
                                              seed=plan.seed, progress=progress)
@@ -320,8 +320,8 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, audited: list[
             progress(f"reference not recalibrated: {exc.reason}")
             check["note"] = f"reference not recalibrated: {exc.reason}"
         else:
-            check["calibration_figures"] = calibration_figures(metadata["recalibration"])
-            reference, recalibrated = (name, date), True
+            check["calibration_figures"] = calibration_figures(recalibrated_model.metadata["recalibration"])
+            reference, recalibrated = recalibrated_model, True
     rows = NightRows(check_row_selection(heldout, recalibrated),
                      night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress))
     return reference, check, rows
@@ -336,18 +336,15 @@ def skip_reference_check(check: dict, reason: str) -> dict:
 
 
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
-                   progress: Progress = no_progress, reference: tuple[str, dt.date] | None = None,
-                   audited: list[dict] = ()) -> dict:
-    """The control's registry entry for day D (pipelines.reference.controls), written when missing or different.
-    reference: the night's reference (the negative control copies it); audited: the audited models' metadata
-    (the label-blind control's rows must be held out from all of them)."""
+                   reference: ModelHandle, progress: Progress = no_progress) -> ModelHandle:
+    """The control's registry entry for day D (pipelines.reference.controls), written when missing or different;
+    resolved. reference: the night's reference (the negative control copies it)."""
     from pipelines.reference import controls
 
     if spec.control == POSITIVE:
         progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
         return controls.ensure_positive_control(root, date, spec.name, spec.claimed_epsilon, plan.seed, partition_fp)
-    reference = reference or (plan.reference_name, date - dt.timedelta(days=1))
-    progress(f"{spec.name}: negative control, a copy of {reference[0]}@{reference[1]}")
+    progress(f"{spec.name}: negative control, a copy of {reference.id}")
     return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
 
 

@@ -31,6 +31,7 @@ _EXPORTS = {
     "Mechanism": "pipelines.training.mechanisms", "MechanismOptions": "pipelines.training.mechanisms",
     "get_mechanism": "pipelines.training.mechanisms", "mechanism_names": "pipelines.training.mechanisms",
     "read_metadata": "pipelines.models.registry", "load_model": "pipelines.models.registry",
+    "ModelHandle": "pipelines.models.handle", "resolve_model": "pipelines.models.handle",
     "ScoringRequest": "pipelines.scoring.beam_request", "score_day": "pipelines.scoring.beam_scoring",
     "DatasetSpec": "pipelines.data.dataset_spec", "load_spec": "pipelines.data.dataset_spec",
     "ingest_table_files": "pipelines.data.tabular_ingest", "register_model": "pipelines.models.registration",

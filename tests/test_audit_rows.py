@@ -18,6 +18,7 @@ from flows.cli import main as cli_main
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.models import registry
+from pipelines.models.handle import resolve_model
 from pipelines.scoring.audit_rows import row_selection, training_rows
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
@@ -68,8 +69,8 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
     assert audited["rows_not_audited"] == ROWS - expected_rows and audited["label_splits"] == ["train", "validation"]
     assert outcome.result.audit_rows == "training"
 
-    target, _ = registry.load_model(root, "rr-1", DAY)
-    reference, _ = registry.load_model(root, "reference", PREVIOUS)
+    target = registry.load_model(resolve_model(root, "rr-1", DAY))
+    reference = registry.load_model(resolve_model(root, "reference", PREVIOUS))
     frame = training.feature_frame(table.filter(keep))
     expected = run_audit(target.predict_proba(frame), reference.predict_proba(frame),
                          table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], config)
@@ -84,7 +85,8 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
 
 def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, capsys):
     root = world["root"]
-    model, metadata = registry.load_model(root, "rr-1", DAY)
+    handle = resolve_model(root, "rr-1", DAY)
+    model, metadata = registry.load_model(handle), handle.metadata
     legacy = {k: v for k, v in metadata.items() if k != "training_rows"}
     registry.save_model(root, "legacy", DAY, model, legacy)
     with pytest.raises(LabelDPInputError, match=r"model 'legacy' of 2024-05-02: .*re-train it"):

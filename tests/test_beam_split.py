@@ -4,7 +4,6 @@ Beam's keyword-only batching arguments, no private names imported across modules
 from __future__ import annotations
 
 import ast
-import datetime as dt
 import pickle
 import subprocess
 import sys
@@ -91,14 +90,17 @@ def test_handlers_take_beams_keyword_only_batching_arguments(handler_name):
 
     handler_class = {"CatBoostModelHandler": CatBoostModelHandler, "RROracleModelHandler": RROracleModelHandler}[
         handler_name]
-    day = dt.date(2024, 1, 2)
-    assert handler_class("/r", "m", day).batch_elements_kwargs() == {}
-    handler = handler_class("/r", "m", day, min_batch_size=2, max_batch_size=8, max_batch_duration_secs=5)
+    from model_handles import unregistered
+
+    model = unregistered({"model_name": "m", "date": "2024-01-02"})
+    assert handler_class(model).batch_elements_kwargs() == {}
+    assert handler_class(model).model_id == "m@2024-01-02"
+    handler = handler_class(model, min_batch_size=2, max_batch_size=8, max_batch_duration_secs=5)
     assert handler.batch_elements_kwargs() == {"min_batch_size": 2, "max_batch_size": 8,
                                                "max_batch_duration_secs": 5}
-    assert handler_class("/r", "m", day, model_copies=2).model_copies() == 2
+    assert handler_class(model, model_copies=2).model_copies() == 2
     with pytest.raises(TypeError):
-        handler_class("/r", "m", day, 2)  # batching arguments are keyword-only
+        handler_class(model, 2)  # batching arguments are keyword-only
 
 
 def test_job_modules_declare_all():

@@ -258,17 +258,18 @@ def beam_world(tmp_path_factory):
 def test_beam_positive_control_equals_run_audit(beam_world):
     """The RR-label oracle registered as a model goes through the Beam job's ModelHandler path and gives the
     in-process result on the same (train) rows: counts and result exactly, the expected curve to round-off."""
-    from pipelines.models import registry
+    from pipelines.models.handle import resolve_model
     from pipelines.reference import controls
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
     root, day = beam_world["root"], DAY
-    metadata = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
-    assert controls.is_oracle(metadata) and registry.model_path(root, "control-positive", DAY).name == "oracle.json"
+    oracle = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
+    metadata = oracle.metadata
+    assert controls.is_oracle(metadata) and oracle.artifact.name == "oracle.json"
     assert metadata["training_rows"]["rows"] == beam_world["ids"].size
     again = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
-    assert again["created_at"] == metadata["created_at"]  # reused, not rewritten
+    assert again.metadata["created_at"] == metadata["created_at"]  # reused, not rewritten
     config = AuditConfig(repetitions=3, seed=1, grid_points=40)
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-positive", config=config,
                                        reference="reference", batch_size=1500, expected_curve=True))
@@ -284,7 +285,8 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     assert check.epsilon_lower_bound <= 2.0 and check.floor > 0
 
     # the negative control: a copy of the reference, through the CatBoost handler, gives 0
-    controls.ensure_negative_control(root, day, "control-negative", ("reference", PREVIOUS), beam_world["fingerprint"])
+    controls.ensure_negative_control(root, day, "control-negative", resolve_model(root, "reference", PREVIOUS),
+                                     beam_world["fingerprint"])
     negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", config=config,
                                         reference="reference", batch_size=1500))
     assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result.to_dict()).passed

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from model_handles import unregistered
 from scipy.special import expit
 
 from labeldp.errors import LabelDPInputError
@@ -32,7 +33,7 @@ from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec
 from pipelines.data.layout import file_fingerprint, model_dir
 from pipelines.models import registry
-from pipelines.models.formats.registry import format_of
+from pipelines.models.handle import resolve_model
 from pipelines.reference import controls
 from pipelines.reference.recalibration import (
     RecalibrationSettings,
@@ -111,12 +112,13 @@ def test_training_reads_the_spec_and_records_it(world):
     for name, metadata in world["trained"].items():
         assert metadata["feature_schema"] == SPEC.feature_schema()
         assert metadata["dataset"] == {"name": SPEC.name, "fingerprint": SPEC.fingerprint(), "spec": SPEC.to_dict()}
-        model, loaded = registry.load_model(root, name, DAY)
+        handle = resolve_model(root, name, DAY)
+        model = registry.load_model(handle)
         assert list(model.feature_names_) == list(SPEC.features)
         assert [model.feature_names_[i] for i in model.get_cat_feature_indices()] == list(SPEC.categorical)
         p = model.predict_proba(training.feature_frame(table, SPEC))
         assert p.shape == (table.num_rows, 2) and np.allclose(p.sum(axis=1), 1.0)
-        assert np.allclose(format_of(loaded).predict(str(root), name, DAY, table, SPEC), p)
+        assert np.allclose(handle.format.predict(handle, table, SPEC), p)
         split = splits.split_of(world["ids"])
         assert metadata["training_rows"]["rows"] == int((split != splits.TEST).sum())
     none = world["trained"]["f-none"]["test_metrics"]
@@ -196,7 +198,7 @@ def test_a_broken_keys_file_is_named(tmp_path, damage):
 
 def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):
     root, ids, trains = world["root"], world["ids"], world["trains"]
-    heldout = check_heldout([world["outside"]], root=root)
+    heldout = check_heldout([unregistered(world["outside"], root)])
     assert not heldout.builtin and np.array_equal(heldout.mask(ids), ~trains)
     roles = heldout.roles(ids)
     calibration, control = roles == splits.CALIBRATION, roles == splits.CONTROL
@@ -208,14 +210,14 @@ def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):
     assert np.array_equal(labels, world["table"].column("label").to_numpy()[calibration])
 
     # with a target trained here too (split record): only its test split is held out from it
-    mixed = check_heldout([world["outside"], world["trained"]["f-rr"]], root=root)
+    mixed = check_heldout([unregistered(world["outside"], root), resolve_model(root, "f-rr", DAY)])
     assert np.array_equal(mixed.mask(ids), ~trains & (splits.split_of(ids) == splits.TEST))
     every = {"model_name": "outside-all", "date": DAY.isoformat(), "training_rows": {"kind": "all", "rows": ROWS}}
     with pytest.raises(ReferenceCheckSkipped, match=r"'outside-all' of 2024-07-02 read every row's label of day "
                                                     r"2024-07-02: no row is held out"):
-        check_heldout([world["outside"], every], root=root)
-    with pytest.raises(LabelDPInputError, match="needs the data root"):
-        check_heldout([world["outside"]])
+        check_heldout([unregistered(world["outside"], root), unregistered(every, root)])
+    with pytest.raises(LabelDPInputError, match=r"training_rows\.parquet"):  # the keys file is where the model is
+        check_heldout([unregistered(world["outside"], root / "elsewhere")])
 
 
 # ------------------------------------------------------------------------------------------ controls, recalibration
@@ -225,7 +227,7 @@ def test_check_rows_on_a_foreign_dataset_with_a_keys_target(world):
     """The capacity check's rows of a night whose target lists its training keys: the control half of the rows in
     no target's keys (the calibration half fits the reference's correction)."""
     root, ids, trains = world["root"], world["ids"], world["trains"]
-    heldout = check_heldout([world["outside"]], root=root)
+    heldout = check_heldout([unregistered(world["outside"], root)])
     check_rows = check_row_selection(heldout, recalibrated=True)
     roles = splits.heldout_role_of(ids, ~trains)
     np.testing.assert_array_equal(check_rows.mask(ids), roles == splits.CONTROL)
@@ -235,37 +237,40 @@ def test_check_rows_on_a_foreign_dataset_with_a_keys_target(world):
 
 def test_recalibration_on_a_foreign_dataset_with_a_keys_target(world):
     root, ids, trains = world["root"], world["ids"], world["trains"]
-    metadata = recalibrate_reference(root, DAY, "recalibrated", ("reference", PREVIOUS), targets=[world["outside"]],
-                                     settings=RECALIBRATION)
+    metadata = recalibrate_reference(root, DAY, "recalibrated", resolve_model(root, "reference", PREVIOUS),
+                                     targets=[unregistered(world["outside"], root)], settings=RECALIBRATION).metadata
     roles = splits.heldout_role_of(ids, ~trains)
     assert metadata["heldout_rows"]["rows"] == int((roles == splits.CALIBRATION).sum())
     assert metadata["heldout_rows"]["scheme"]["excluded_keys"][0]["model"] == "outside"
     assert metadata["recalibration"]["sum"]["max_abs_raw_difference"] <= 1e-9
     assert metadata["feature_schema"] == SPEC.feature_schema() and metadata["dataset"]["name"] == SPEC.name
-    model, _ = registry.load_model(root, "recalibrated", DAY)
+    model = registry.load_model(resolve_model(root, "recalibrated", DAY))
     assert model.predict_proba(training.feature_frame(world["table"], SPEC)).shape == (ids.size, 2)
     lines = []
-    again = recalibrate_reference(root, DAY, "recalibrated", ("reference", PREVIOUS), targets=[world["outside"]],
-                                  settings=RECALIBRATION, progress=lines.append)
+    again = recalibrate_reference(root, DAY, "recalibrated", resolve_model(root, "reference", PREVIOUS),
+                                  targets=[unregistered(world["outside"], root)], settings=RECALIBRATION,
+                                  progress=lines.append).metadata
     assert again == metadata and "reusing" in lines[-1]
     changed = dataclasses.replace(RECALIBRATION, catboost=dataclasses.replace(FAST, border_count=32))
-    refit = recalibrate_reference(root, DAY, "recalibrated", ("reference", PREVIOUS), targets=[world["outside"]],
-                                  settings=changed, progress=lines.append)
+    refit = recalibrate_reference(root, DAY, "recalibrated", resolve_model(root, "reference", PREVIOUS),
+                                  targets=[unregistered(world["outside"], root)], settings=changed,
+                                  progress=lines.append).metadata
     assert refit["recalibration"]["catboost_params"]["border_count"] == 32
     assert any(line.startswith("recalibrated reference: refitting") and "settings.catboost" in line for line in lines)
     every = {"model_name": "outside-all", "date": DAY.isoformat(), "training_rows": {"kind": "all", "rows": ROWS}}
     with pytest.raises(ReferenceCheckSkipped, match=r"'outside-all'.*no row is held out"):
-        recalibrate_reference(root, DAY, "recalibrated-all", ("reference", PREVIOUS), targets=[every])
+        recalibrate_reference(root, DAY, "recalibrated-all", resolve_model(root, "reference", PREVIOUS),
+                              targets=[unregistered(every, root)])
 
 
 def test_a_reference_of_another_format_is_not_recalibrated_but_copied(world):
     root = world["root"]
     oracle = controls.ensure_positive_control(root, PREVIOUS, "oracle", 1.0, 0, "fp")
     with pytest.raises(ReferenceCheckSkipped, match="'rr-oracle' model"):
-        recalibrate_reference(root, DAY, "recalibrated-oracle", ("oracle", PREVIOUS), targets=[world["outside"]])
+        recalibrate_reference(root, DAY, "recalibrated-oracle", oracle, targets=[unregistered(world["outside"], root)])
     assert not model_dir(root, "recalibrated-oracle", DAY).exists()
-    copy = controls.ensure_negative_control(root, DAY, "negative-oracle", ("oracle", PREVIOUS), "fp")
-    assert format_of(copy).name == "rr-oracle" and copy["model_file"] == oracle["model_file"]
+    copy = controls.ensure_negative_control(root, DAY, "negative-oracle", oracle, "fp")
+    assert copy.format.name == "rr-oracle" and copy.metadata["model_file"] == oracle.metadata["model_file"]
     source, target = model_dir(root, "oracle", PREVIOUS), model_dir(root, "negative-oracle", DAY)
     assert (target / "oracle.json").read_bytes() == (source / "oracle.json").read_bytes()
 
@@ -287,12 +292,12 @@ def _registered_reference(world) -> np.ndarray:
 def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spec(world):
     root = world["root"]
     keys = _registered_reference(world)
-    copy = controls.ensure_negative_control(root, DAY, "negative", ("registered", PREVIOUS), "fp")
+    copy = controls.ensure_negative_control(root, DAY, "negative", resolve_model(root, "registered", PREVIOUS), "fp")
     target = model_dir(root, "negative", DAY)
     assert (target / "training_rows.parquet").is_file() and (target / "model.cbm").is_file()
-    assert copy["feature_schema"] == SPEC.feature_schema() and format_of(copy).name == "catboost"
+    assert copy.metadata["feature_schema"] == SPEC.feature_schema() and copy.format.name == "catboost"
 
-    diagnostic = shift_diagnostic(root, DAY, "registered", PREVIOUS)
+    diagnostic = shift_diagnostic(root, DAY, resolve_model(root, "registered", PREVIOUS))
     assert set(diagnostic["feature_shift"]["per_feature"]) == set(SPEC.features)
     previous = diagnostic["reference_fit"]["previous"]
     assert previous["rows_rule"] == "rows not in its training keys" and previous["rows"] == ROWS - keys.size
@@ -315,7 +320,7 @@ def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(wor
                         partition_fingerprint=schema.partition_fingerprint(root, DAY),
                         training_rows=_write_keys(target, world["keys"]))
         (target / registry.METADATA_FILE).write_text(json.dumps(metadata))
-    check_rows = check_row_selection(check_heldout([world["outside"]], root=root), recalibrated=False)
+    check_rows = check_row_selection(check_heldout([unregistered(world["outside"], root)]), recalibrated=False)
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="keys-model", reference="reference",
                                        reference_date=PREVIOUS, config=AuditConfig(repetitions=2, seed=1),
                                        batch_size=1000, check_rows=check_rows))

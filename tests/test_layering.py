@@ -75,8 +75,7 @@ def _inner_date_calls():
     from auditing.sinks.report import run_report_path
     from pipelines.data import criteo_ingest, layout, schema, synth
     from pipelines.models import registry
-    from pipelines.models.formats.catboost_handler import CatBoostModelHandler
-    from pipelines.models.formats.oracle_handler import RROracleModelHandler
+    from pipelines.models.handle import resolve_model
     from pipelines.reference import shift_diagnostics
     from pipelines.scoring import beam_request
     from pipelines.training import train as training
@@ -93,15 +92,13 @@ def _inner_date_calls():
         "training.reference_date": (training.reference_date, "date"),
         "training.train_and_register": (lambda d: training.train_and_register("/r", d, "rr", 1.0), "date"),
         "registry.read_metadata": (lambda d: registry.read_metadata("/r", "m", d), "date"),
-        "shift_diagnostics.shift_diagnostic (reference_date)":
-            (lambda d: shift_diagnostics.shift_diagnostic("/r", day, "m", d), "reference_date"),
+        "shift_diagnostics.shift_diagnostic": (lambda d: shift_diagnostics.shift_diagnostic("/r", d, None), "date"),
+        "handle.resolve_model": (lambda d: resolve_model("/r", "m", d), "date"),
         "beam_request.ScoringRequest": (lambda d: beam_request.ScoringRequest("/r", d, "m"), "date"),
         "beam_request.ScoringRequest (reference_date)":
             (lambda d: beam_request.ScoringRequest("/r", day, "m", reference_date=d), "reference_date"),
         "beam_request.resolve_reference": (lambda d: beam_request.resolve_reference("/r", "m", d), "date"),
         "beam_request.sweep_dir": (lambda d: beam_request.sweep_dir("/r", "m", d, "0123456789abcdef"), "date"),
-        "CatBoostModelHandler": (lambda d: CatBoostModelHandler("/r", "m", d), "model_date"),
-        "RROracleModelHandler": (lambda d: RROracleModelHandler("/r", "m", d), "model_date"),
         "report.run_report_path": (lambda d: run_report_path("/r", {
             "model_id": "m", "model_fingerprint": "unrecorded", "partition_date": d, "run_kind": "nightly",
             "claimed_epsilon": 1.0, "audit_config_hash": "abc123"}), "partition_date"),

@@ -94,10 +94,11 @@ def world(tmp_path_factory):
 
 
 def _predict(world, fmt: str, name: str, table: pa.Table | None = None) -> np.ndarray:
-    from pipelines.models.formats.registry import model_format
+    from pipelines.models.handle import resolve_model
 
-    return model_format(fmt).predict(str(world["root"]), name, DAY, world["batch"] if table is None else table,
-                                     world["spec"])
+    model = resolve_model(world["root"], name, DAY)
+    assert model.format.name == fmt
+    return model.format.predict(model, world["batch"] if table is None else table, world["spec"])
 
 
 def test_onnx_predicts_what_the_catboost_model_predicts(world):
@@ -121,14 +122,15 @@ def test_onnx_and_logged_predictions_in_a_beam_pipeline(world):
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.testing.util import assert_that
 
-    from pipelines.models.formats.registry import model_format
+    from pipelines.models.handle import resolve_model
 
-    spec, root, batch = world["spec"], str(world["root"]), world["batch"]
-    onnx, logged = model_format("onnx"), model_format("predictions")
-    onnx_handler = onnx.handler(root, "ctr-onnx", DAY, spec, thread_count=1)
+    spec, root, batch = world["spec"], world["root"], world["batch"]
+    onnx_model, logged_model = resolve_model(root, "ctr-onnx", DAY), resolve_model(root, "ctr-logged", DAY)
+    onnx, logged = onnx_model.format, logged_model.format
+    onnx_handler = onnx_model.format.handler(onnx_model, spec, thread_count=1)
     assert isinstance(onnx_handler, OnnxModelHandlerNumpy)
     assert onnx_handler.model_file == str(world["root"] / "models" / "ctr-onnx" / f"date={DAY}" / "model.onnx")
-    logged_handler = logged.handler(root, "ctr-logged", DAY, spec)
+    logged_handler = logged_model.format.handler(logged_model, spec)
     slices = [(i, batch.slice(start, 1000)) for i, start in enumerate(range(0, ROWS, 1000))]
     expected_onnx = {i: _predict(world, "catboost", "ctr-cbm", part) for i, part in slices}
     expected_logged = {i: world["probabilities"][1000 * i:1000 * (i + 1)] for i, _part in slices}

@@ -319,10 +319,10 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
     from auditing.config import AuditConfig
     from labeldp.errors import LabelDPInputError
     from pipelines.data.dataset_spec import spec_from_dict
+    from pipelines.data.layout import model_dir
     from pipelines.data.schema import write_partition
     from pipelines.models.formats.registry import model_format
     from pipelines.models.registration import register_model
-    from pipelines.models.registry import model_path
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
@@ -345,7 +345,7 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
                                         reference="reference", reference_date=D0))
 
     assert score(0).counts.m == 2000
-    registered = model_path(root, "target", D1)
+    registered = model_dir(root, "target", D1) / "predictions.parquet"
     pq.write_table(pa.table({"impression_id": ids, "prob_1": p}), registered)  # other bytes, same name
     with pytest.raises(LabelDPInputError, match="not the file registered") as refused:
         score(1)

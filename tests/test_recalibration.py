@@ -34,12 +34,14 @@ import shutil
 import numpy as np
 import pyarrow as pa
 import pytest
+from model_handles import unregistered
 from scipy.special import expit, logit
 
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.data.layout import file_fingerprint, model_dir
 from pipelines.models import registry
+from pipelines.models.handle import resolve_model
 from pipelines.reference.recalibration import (
     RECALIBRATED_TYPE,
     RecalibrationSettings,
@@ -260,7 +262,7 @@ def world(tmp_path_factory):
     schema.write_partition(root, EMPTY_DAY, empty.filter(pa.array(keep)), source="no test rows")
 
     ids = table.column(schema.ROW_ID).to_numpy()
-    reference, _ = registry.load_model(root, "reference", PREVIOUS)
+    reference = registry.load_model(resolve_model(root, "reference", PREVIOUS))
     frame = training.feature_frame(table)
     return {"root": root, "table": table, "frame": frame, "ids": ids, "truth": truth, "segment": segment,
             "reference": reference,
@@ -270,9 +272,9 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def recalibrated(world):
-    metadata = recalibrate_reference(world["root"], DAY, RECALIBRATED, ("reference", PREVIOUS), targets=[TARGET],
-                                     seed=0)
-    model, _ = registry.load_model(world["root"], RECALIBRATED, DAY)
+    metadata = recalibrate_reference(world["root"], DAY, RECALIBRATED, resolve_model(world["root"], "reference", PREVIOUS),
+                                     targets=[unregistered(TARGET)], seed=0).metadata
+    model = registry.load_model(resolve_model(world["root"], RECALIBRATED, DAY))
     return metadata, model, np.asarray(model.predict_proba(world["frame"]), dtype=np.float64)[:, 1]
 
 
@@ -281,14 +283,14 @@ def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(wo
     record = metadata["recalibration"]
     assert metadata["model_type"] == RECALIBRATED_TYPE and not metadata.get("output_correction")
     capfd.readouterr()
-    model, _ = registry.load_model(world["root"], RECALIBRATED, DAY)
+    model = registry.load_model(resolve_model(world["root"], RECALIBRATED, DAY))
     assert type(model).__name__ == "CatBoostClassifier"
     assert "invalid params" not in "".join(capfd.readouterr())  # the summed model's training record is whole
     assert model.get_all_params()["loss_function"] == "Logloss"
     assert record["rounds"] > 0 and record["ctr_type"] == "Buckets"
     source = record["source_reference"]
     assert (source["name"], source["date"]) == ("reference", PREVIOUS.isoformat())
-    assert source["fingerprint"] == file_fingerprint(registry.model_path(world["root"], "reference", PREVIOUS))
+    assert source["fingerprint"] == file_fingerprint(model_dir(world["root"], "reference", PREVIOUS) / "model.cbm")
     assert record["sum"]["max_abs_raw_difference"] <= 1e-9 and record["sum"]["checked_rows"] > 0
     assert 0.5 < record["intercept"] < 1.5  # +0.8 everywhere, +1.0 more on ~25% of rows
 
@@ -309,7 +311,7 @@ def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(wo
     from pipelines.models.catboost_frames import catboost_frame
     from pipelines.models.formats.catboost_handler import CatBoostModelHandler
 
-    handler = CatBoostModelHandler(str(world["root"]), RECALIBRATED, DAY, thread_count=2)
+    handler = CatBoostModelHandler(resolve_model(world["root"], RECALIBRATED, DAY), thread_count=2)
     [prediction] = handler.run_inference([catboost_frame(world["table"])], handler.load_model())
     assert np.max(np.abs(prediction.inference[:, 1] - p)) <= 1e-12
 
@@ -335,11 +337,13 @@ def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_row
 
 def test_recalibration_is_reused_and_byte_identical_when_rerun(world, recalibrated):
     metadata, _model, p = recalibrated
-    again = recalibrate_reference(world["root"], DAY, RECALIBRATED, ("reference", PREVIOUS), targets=[TARGET], seed=0)
+    again = recalibrate_reference(world["root"], DAY, RECALIBRATED, resolve_model(world["root"], "reference", PREVIOUS),
+                                  targets=[unregistered(TARGET)], seed=0).metadata
     assert again["created_at"] == metadata["created_at"]  # same inputs: reused, not refitted
-    other = recalibrate_reference(world["root"], DAY, "reference-recalibrated-2", ("reference", PREVIOUS),
-                                  targets=[TARGET], seed=0)
-    model, _ = registry.load_model(world["root"], "reference-recalibrated-2", DAY)
+    other = recalibrate_reference(world["root"], DAY, "reference-recalibrated-2",
+                                  resolve_model(world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
+                                  seed=0).metadata
+    model = registry.load_model(resolve_model(world["root"], "reference-recalibrated-2", DAY))
     assert np.asarray(model.predict_proba(world["frame"]))[:, 1].tobytes() == p.tobytes()
     assert other["recalibration"]["validation"] == metadata["recalibration"]["validation"]
 
@@ -354,15 +358,16 @@ def test_no_improving_round_keeps_the_intercept_alone_exactly(world, arrays):
     assert corrected.tobytes() == (base[arrays["other"]] + correction.intercept).tobytes()
     assert record["validation"]["log_loss_after"] == record["validation"]["log_loss_after_intercept"]
 
-    metadata = recalibrate_reference(world["root"], DAY, "reference-intercept", ("reference", PREVIOUS),
-                                     targets=[TARGET], settings=strict)
+    metadata = recalibrate_reference(world["root"], DAY, "reference-intercept",
+                                     resolve_model(world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
+                                     settings=strict).metadata
     record = metadata["recalibration"]
     assert record["rounds"] == 0 and not record["kept_reference"] and record["best_rounds"] > 0
     a = record["intercept"]
     assert a > 0.5 and record["validation"]["log_loss_after"] < record["validation"]["log_loss_before"]
     assert record["sum"]["checked_rows"] > 0 and record["sum"]["max_abs_raw_difference"] <= 1e-9
     assert record["sum"]["intercept"] == a
-    model, _ = registry.load_model(world["root"], "reference-intercept", DAY)
+    model = registry.load_model(resolve_model(world["root"], "reference-intercept", DAY))
     raw = model.predict(world["frame"], prediction_type="RawFormulaVal")
     assert np.max(np.abs(raw - (world["reference_raw"] + a))) <= 1e-12
     p = np.asarray(model.predict_proba(world["frame"]), dtype=np.float64)[:, 1]
@@ -414,7 +419,7 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     with itself, day D would give the same rows, the same fit and a PSI of exactly 0 for every feature."""
     from pipelines.reference.shift_diagnostics import shift_diagnostic
 
-    diagnostic = shift_diagnostic(world["root"], DAY, RECALIBRATED, DAY)
+    diagnostic = shift_diagnostic(world["root"], DAY, resolve_model(world["root"], RECALIBRATED, DAY))
     assert diagnostic["days"] == {"previous": PREVIOUS.isoformat(), "current": DAY.isoformat()}
     assert diagnostic["reference"] == f"reference@{PREVIOUS.isoformat()}"
     previous, current = diagnostic["reference_fit"]["previous"], diagnostic["reference_fit"]["current"]
@@ -425,15 +430,15 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     assert diagnostic["reference_log_loss_shift"] > 0
     assert all(psi > 0 for psi in diagnostic["feature_shift"]["per_feature"].values())
 
-    itself = shift_diagnostic(world["root"], PREVIOUS, "reference", PREVIOUS)  # no day before the reference's
+    itself = shift_diagnostic(world["root"], PREVIOUS, resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
     assert "reference_fit" not in itself and "no earlier day" in itself["not_computed"]
 
 
 def test_check_rows_are_the_held_out_rows_the_correction_did_not_fit(world):
     ids = world["ids"]
     role = splits.heldout_role(ids)
-    recalibrated = check_row_selection(check_heldout([TARGET]), recalibrated=True)
-    raw = check_row_selection(check_heldout([TARGET]), recalibrated=False)
+    recalibrated = check_row_selection(check_heldout([unregistered(TARGET)]), recalibrated=True)
+    raw = check_row_selection(check_heldout([unregistered(TARGET)]), recalibrated=False)
     np.testing.assert_array_equal(recalibrated.mask(ids), role == splits.CONTROL)
     np.testing.assert_array_equal(raw.mask(ids), splits.split_of(ids) == splits.TEST)
     assert not (recalibrated.mask(ids) & world["audited"]).any()
@@ -454,7 +459,7 @@ def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, reca
     registry.save_model(root, "day-model", DAY, world["reference"],
                         {**{k: v for k, v in metadata.items() if k not in ("created_at",)},
                          "partition_fingerprint": schema.partition_fingerprint(root, DAY), "training_rows": record})
-    check_rows = check_row_selection(check_heldout([TARGET]), recalibrated=True)
+    check_rows = check_row_selection(check_heldout([unregistered(TARGET)]), recalibrated=True)
     config = AuditConfig(repetitions=2, seed=1, grid_points=20)
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", config=config,
                                        reference=RECALIBRATED, reference_date=DAY, batch_size=20_000,
@@ -471,27 +476,29 @@ def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, reca
 def test_no_heldout_rows_is_a_skip_with_its_reason(world):
     root = world["root"]
     with pytest.raises(ReferenceCheckSkipped, match="no held-out calibration rows") as caught:
-        recalibrate_reference(root, EMPTY_DAY, "recalibrated-empty", ("reference", PREVIOUS), targets=[TARGET])
+        recalibrate_reference(root, EMPTY_DAY, "recalibrated-empty", resolve_model(root, "reference", PREVIOUS),
+                              targets=[unregistered(TARGET)])
     assert "test split" in caught.value.reason and not model_dir(root, "recalibrated-empty", EMPTY_DAY).exists()
 
 
 def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a_skip(world):
     outside = {"model_name": "outside", "date": DAY.isoformat()}
     with pytest.raises(ReferenceCheckSkipped, match=r"'outside'.*no training_rows record"):
-        check_heldout([TARGET, outside])
+        check_heldout([unregistered(TARGET), unregistered(outside)])
     every = json.loads(json.dumps(TARGET))
     every["training_rows"]["label_splits"] = ["train", "validation", "test"]
     with pytest.raises(ReferenceCheckSkipped, match="test split is not held out"):
-        check_heldout([every])
+        check_heldout([unregistered(every)])
     other_scheme = json.loads(json.dumps(TARGET))
     other_scheme["training_rows"]["split"]["salt"] = "0x0000000000000001"
     with pytest.raises(ReferenceCheckSkipped, match="not the built-in scheme"):
-        check_heldout([other_scheme])
+        check_heldout([unregistered(other_scheme)])
     with pytest.raises(ReferenceCheckSkipped, match="every row"):
-        check_heldout([TARGET], audit_rows="all")
-    check_heldout([TARGET])  # a target trained on train + validation leaves the test split held out
+        check_heldout([unregistered(TARGET)], audit_rows="all")
+    check_heldout([unregistered(TARGET)])  # a target trained on train + validation leaves the test split held out
     with pytest.raises(ReferenceCheckSkipped, match="no training_rows record"):
-        recalibrate_reference(world["root"], DAY, "recalibrated-outside", ("reference", PREVIOUS), targets=[outside])
+        recalibrate_reference(world["root"], DAY, "recalibrated-outside", resolve_model(world["root"], "reference", PREVIOUS),
+                              targets=[unregistered(outside)])
 
 
 def test_a_reference_with_an_output_correction_is_a_skip(world):
@@ -502,6 +509,7 @@ def test_a_reference_with_an_output_correction_is_a_skip(world):
     metadata["output_correction"] = {"kind": "rr_inverse", "epsilon": 1.0, "floor": 0.0}
     (copy / registry.METADATA_FILE).write_text(json.dumps(metadata))
     with pytest.raises(ReferenceCheckSkipped, match="not additive in logit space"):
-        recalibrate_reference(root, DAY, "recalibrated-nc", ("reference-nc", PREVIOUS), targets=[TARGET])
+        recalibrate_reference(root, DAY, "recalibrated-nc", resolve_model(root, "reference-nc", PREVIOUS),
+                              targets=[unregistered(TARGET)])
     with pytest.raises(LabelDPInputError, match="overwrite its own source"):
-        recalibrate_reference(root, DAY, "reference", ("reference", DAY))
+        recalibrate_reference(root, PREVIOUS, "reference", resolve_model(root, "reference", PREVIOUS))

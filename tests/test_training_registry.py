@@ -19,6 +19,7 @@ from pipelines.data import schema, splits
 from pipelines.data.layout import model_dir
 from pipelines.data.synth import write_synthetic_day
 from pipelines.models import registry
+from pipelines.models.handle import resolve_model
 from pipelines.training import train as training
 
 DAY0, DAY1 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
@@ -90,7 +91,8 @@ def test_every_mechanism_trains_registers_and_loads(data_root, reference, mechan
     assert metadata["code_version"]["package"] == "labeldp-audit"
     metrics = metadata["test_metrics"]
     assert 0.0 < metrics["test_log_loss"] < 1.0 and 0.0 <= metrics["test_accuracy"] <= 1.0
-    model, loaded = registry.load_model(data_root, name, DAY1)
+    handle = resolve_model(data_root, name, DAY1)
+    model, loaded = registry.load_model(handle), handle.metadata
     assert loaded == metadata
     table = schema.read_partition(data_root, DAY1)
     registry.check_features(loaded, table.schema)
@@ -144,7 +146,8 @@ def test_noise_correction_is_applied_on_load_and_improves_log_loss(data_root, da
     registry.save_model(data_root, "nc-check", DAY1, nc.model, {
         "mechanism": nc.mechanism, "seed": 2, "partition_fingerprint": day1.fingerprint,
         "catboost_params": nc.catboost_params, "test_metrics": nc.metrics, "output_correction": nc.output_correction})
-    model, metadata = registry.load_model(data_root, "nc-check", DAY1)
+    handle = resolve_model(data_root, "nc-check", DAY1)
+    model, metadata = registry.load_model(handle), handle.metadata
     frame = day1.features.iloc[:50]
     assert type(model).__name__ == "NoiseCorrectedClassifier"
     assert np.allclose(model.predict_proba(frame), nc.model.predict_proba(frame))
@@ -189,18 +192,19 @@ def test_registry_write_is_atomic(data_root, day1, monkeypatch):
 
 def test_registry_refuses_pickle_free_violations_and_missing_models(data_root):
     with pytest.raises(LabelDPInputError, match=r"no model 'nope' for 2024-03-02: .*models/nope/date=2024-03-02"):
-        registry.load_model(data_root, "nope", DAY1)
+        resolve_model(data_root, "nope", DAY1)
     broken = model_dir(data_root, "broken", DAY1)
     broken.mkdir(parents=True)
     (broken / registry.METADATA_FILE).write_text("{not json")
     with pytest.raises(LabelDPInputError, match=r"metadata\.json: not readable JSON"):
-        registry.load_model(data_root, "broken", DAY1)
+        resolve_model(data_root, "broken", DAY1)
     shutil.rmtree(broken)
     assert not list(data_root.rglob("*.pkl")) and not list(data_root.rglob("*.pickle"))
 
 
 def test_check_features_names_missing_and_mismatched_columns(data_root, reference):
-    _model, metadata = reference
+    _model, handle = reference
+    metadata = handle.metadata
     table = schema.read_partition(data_root, DAY1)
     bad = table.drop_columns(["C3", "I5"]).set_column(
         table.schema.get_field_index("I2"), "I2", pa.array(["x"] * table.num_rows))

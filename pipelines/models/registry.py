@@ -11,10 +11,10 @@ register``): their metadata names their format and file (``format``, ``model_fil
   parameters, claimed eps and delta, the privacy unit, the seed, the partition fingerprint, the feature
   schema, the CatBoost parameters, the test metrics, the code version (package version and git commit when
   available) and ``created_at`` (UTC).
-- ``load_model`` returns ``(CatBoostClassifier, metadata)``. For a noise-corrected model (LP-1ST-NC) the
-  classifier is a ``NoiseCorrectedClassifier``, whose ``predict_proba`` applies the recorded correction, so
-  every scorer gets true-label probabilities (the correction is not affine in logit space, so it cannot live
-  inside the .cbm file).
+- ``load_model`` takes a resolved model (`pipelines.models.handle.resolve_model`) and returns its classifier. For
+  a noise-corrected model (LP-1ST-NC) the classifier is a ``NoiseCorrectedClassifier``, whose ``predict_proba``
+  applies the recorded correction, so every scorer gets true-label probabilities (the correction is not affine
+  in logit space, so it cannot live inside the .cbm file).
 - ``check_features`` compares a model's feature schema with the schema of the table it will score and names
   every missing or mismatched column.
 """
@@ -38,6 +38,7 @@ from labeldp import hints
 from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import schema
 from pipelines.data.layout import atomic_directory, model_dir, read_json_object
+from pipelines.models.formats.base import ModelFile
 
 MODEL_FILE = "model.cbm"
 METADATA_FILE = "metadata.json"
@@ -215,41 +216,23 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> di
     return record
 
 
-def model_path(root: str | os.PathLike, model_name: str, date: dt.date) -> Path:
-    """The model file of a registered model: ``model.cbm``, or the file its metadata names (``model_file``,
-    e.g. the positive control's ``oracle.json``, `pipelines.reference.controls`). No metadata: ``model.cbm``."""
-    directory = model_dir(root, model_name, date)
-    try:
-        name = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8")).get("model_file") or MODEL_FILE
-    except (OSError, ValueError, AttributeError):
-        name = MODEL_FILE
-    if not isinstance(name, str) or "/" in name or name.startswith("."):
-        raise LabelDPInputError(f"{directory / METADATA_FILE}: model_file must be a plain file name; got {name!r}")
-    return directory / name
-
-
-def load_model(root: str | os.PathLike, model_name: str, date: dt.date):
-    """Returns ``(classifier, metadata)`` for ``models/<model_name>/date=D``.
-
-    The classifier is a ``catboost.CatBoostClassifier`` (a ``NoiseCorrectedClassifier`` subclass when the
-    metadata records an ``output_correction``). Raises ``LabelDPInputError`` naming the path when the model
-    is missing, incomplete or unreadable, or when its feature names disagree with its metadata.
+def load_model(model: ModelFile):
+    """The ``catboost.CatBoostClassifier`` of a resolved CatBoost model (`pipelines.models.handle.resolve_model`): a
+    ``NoiseCorrectedClassifier`` subclass when its metadata records an ``output_correction``. Raises
+    ``LabelDPInputError`` naming the file when it is unreadable or its feature names disagree with its metadata.
     """
-    record = read_metadata(root, model_name, date)
-    path = model_dir(root, model_name, date) / MODEL_FILE
-    if not path.is_file():
-        raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
+    path, record = model.artifact, model.metadata
     correction = record.get("output_correction")
-    model = make_noise_corrected_classifier(correction) if correction else _catboost_classifier_class()()
+    classifier = make_noise_corrected_classifier(correction) if correction else _catboost_classifier_class()()
     try:
-        model.load_model(str(path), format="cbm")
+        classifier.load_model(str(path), format="cbm")
     except Exception as exc:  # CatBoostError and OS errors alike: report the file
         raise LabelDPInputError(f"{path}: not a readable CatBoost model ({exc})") from None
     names = [item["name"] for item in record["feature_schema"]]
-    if list(model.feature_names_) != names:
-        raise LabelDPInputError(f"{path}: the model's feature names {list(model.feature_names_)} differ from its "
-                                f"metadata feature_schema {names}")
-    return model, record
+    if list(classifier.feature_names_) != names:
+        raise LabelDPInputError(f"{path}: the model's feature names {list(classifier.feature_names_)} differ from "
+                                f"its metadata feature_schema {names}")
+    return classifier
 
 
 # ------------------------------------------------------------------------------------------ feature check

@@ -34,9 +34,9 @@ from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import dataset_of
-from pipelines.data.layout import atomic_directory, file_fingerprint, model_dir, partition_dir
+from pipelines.data.layout import atomic_directory, model_dir, partition_dir
 from pipelines.models import registry
-from pipelines.models.formats.registry import format_of
+from pipelines.models.handle import ModelHandle, resolve_model
 
 ORACLE_FILE = "oracle.json"
 ORACLE_TYPE = "rr-label-oracle"
@@ -63,22 +63,23 @@ def _training_rows(root, date: dt.date) -> dict:
             "unread_row_ids": [], "rows": _train_split_rows(root, date)}
 
 
-def _current(root, name: str, date: dt.date, expected: dict, progress: Progress = no_progress) -> dict | None:
+def _current(root, name: str, date: dt.date, expected: dict,
+             progress: Progress = no_progress) -> ModelHandle | None:
     from pipelines.reference.recalibration import changed_keys
 
     try:
-        metadata = registry.read_metadata(root, name, date)
+        entry = resolve_model(root, name, date)
     except LabelDPInputError:
         return None
-    seen = {key: metadata.get("control", {}).get(key) for key in expected}
-    if seen == expected and registry.model_path(root, name, date).is_file():
-        return metadata
+    seen = {key: entry.metadata.get("control", {}).get(key) for key in expected}
+    if seen == expected:
+        return entry
     progress(f"{name}: rewriting the entry of {date.isoformat()} (changed: "
              f"{', '.join(changed_keys(seen, expected)) or 'incomplete entry'})")
     return None
 
 
-def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> dict:
+def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> ModelHandle:
     record = dict(metadata)
     record.update({"metadata_version": registry.METADATA_VERSION, "model_name": name, "date": date.isoformat(),
                    "code_version": dict(registry.code_version()),
@@ -87,12 +88,12 @@ def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> dict:
     with atomic_directory(model_dir(root, name, date)) as tmp:
         write_model(tmp)
         (tmp / registry.METADATA_FILE).write_text(text, encoding="utf-8")
-    return registry.read_metadata(root, name, date)
+    return resolve_model(root, name, date)
 
 
 def ensure_positive_control(root: str | os.PathLike, date: dt.date, name: str, epsilon: float, seed: int,
-                            partition_fingerprint: str) -> dict:
-    """The RR-label oracle at ``epsilon`` for day ``date`` (written when missing or different); its metadata."""
+                            partition_fingerprint: str) -> ModelHandle:
+    """The RR-label oracle at ``epsilon`` for day ``date`` (written when missing or different), resolved."""
     epsilon = check_control_epsilon(epsilon)
     expected = {"control": "positive", "epsilon": epsilon, "seed": int(seed),
                 "partition_fingerprint": partition_fingerprint}
@@ -112,16 +113,13 @@ def ensure_positive_control(root: str | os.PathLike, date: dt.date, name: str, e
                   lambda tmp: (tmp / ORACLE_FILE).write_text(json.dumps(oracle, sort_keys=True) + "\n"))
 
 
-def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, reference: tuple[str, dt.date],
-                            partition_fingerprint: str) -> dict:
-    """A copy of the reference model ``reference`` = (name, date) registered as ``name`` for day ``date``."""
-    ref_name, ref_date = reference
-    ref_md = registry.read_metadata(root, ref_name, ref_date)
-    source = registry.model_path(root, ref_name, ref_date)
-    if not source.is_file():
-        raise LabelDPInputError(f"{source}: missing; the negative control copies the reference model")
+def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, reference: ModelHandle,
+                            partition_fingerprint: str) -> ModelHandle:
+    """A copy of the resolved reference model ``reference`` registered as ``name`` for day ``date``, resolved."""
+    ref_name, ref_date, ref_md = reference.name, reference.date, reference.metadata
+    source = reference.artifact
     keys = source.parent / KEYS_FILE
-    fingerprint = file_fingerprint(source)
+    fingerprint = reference.fingerprint
     expected = {"control": "negative", "reference": f"{ref_name}@{ref_date}", "reference_fingerprint": fingerprint,
                 "partition_fingerprint": partition_fingerprint}
     current = _current(root, name, date, expected)
@@ -139,7 +137,7 @@ def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, r
     if ref_md.get("output_correction"):
         metadata["output_correction"] = ref_md["output_correction"]
     # the artifact's format and identity travel with the copy (an ONNX or logged-predictions reference stays one)
-    metadata["format"] = format_of(ref_md).name
+    metadata["format"] = reference.format.name
     for key in ("model_file", "fingerprint", "dataset", "classes", "predictions_for"):
         if key in ref_md:
             metadata[key] = ref_md[key]

@@ -88,8 +88,8 @@ from labeldp.names import check_name, require_date
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of, is_default
-from pipelines.data.layout import model_dir
 from pipelines.models import registry
+from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.reference.shift_diagnostics import expected_calibration_error
 from pipelines.scoring.audit_rows import ALL, KEYS, KeysSelection, training_rows
 from pipelines.training.fitting import CatBoostSettings
@@ -498,12 +498,11 @@ def check_row_selection(heldout: HeldOutRows, recalibrated: bool) -> CheckRowSel
     return CheckRowSelection(heldout, roles)
 
 
-def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training",
-                  root: str | os.PathLike | None = None) -> HeldOutRows:
+def check_heldout(targets: Iterable[ModelHandle] = (), audit_rows: str = "training") -> HeldOutRows:
     """The rows of day D held out from every audited model, or `ReferenceCheckSkipped`: the audit must play on
-    the training rows only (``audit_rows`` "training"), and each target's registry metadata (``targets``) must
-    record its training rows (`pipelines.scoring.audit_rows`): under the built-in split scheme with labels read from the
-    train and validation splits only, or as a list of keys (read from ``models/<name>/date=D/`` under ``root``).
+    the training rows only (``audit_rows`` "training"), and each audited model (``targets``, resolved) must record
+    its training rows (`pipelines.scoring.audit_rows`): under the built-in split scheme with labels read from the
+    train and validation splits only, or as a list of keys (a file in the model's directory).
     A model without a record, or trained on every row of the day (kind "all"), leaves no row known to be held
     out. A keys file that is missing or unreadable is a LabelDPInputError naming it."""
     if audit_rows != "training":
@@ -512,8 +511,9 @@ def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training",
             f"labels can neither recalibrate the reference nor check it")
     expected = splits.scheme()
     excluded, fingerprints, split_targets = [], [], 0
-    for metadata in targets:
-        model = f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}"
+    for target in targets:
+        metadata = target.metadata
+        model = f"model {target.name!r} of {target.date.isoformat()}"
         record = metadata.get("training_rows")
         if not isinstance(record, dict):
             raise ReferenceCheckSkipped(
@@ -524,16 +524,9 @@ def check_heldout(targets: Iterable[dict] = (), audit_rows: str = "training",
             raise ReferenceCheckSkipped(f"{model} read every row's label of day {metadata.get('date', '?')}: no row "
                                         f"is held out")
         if kind == KEYS:
-            if root is None:
-                raise LabelDPInputError(f"{model}: its training rows are a keys file; check_heldout needs the data "
-                                        f"root to read it")
             from pipelines.data.layout import file_fingerprint
 
-            try:
-                day = dt.date.fromisoformat(str(metadata.get("date")))
-            except ValueError:
-                raise LabelDPInputError(f"{model}: its metadata has no valid date") from None
-            selection = training_rows(metadata, model_dir(root, str(metadata.get("model_name")), day))
+            selection = training_rows(metadata, target.directory)
             excluded.append(selection)
             fingerprints.append(file_fingerprint(Path(selection.file)))
             continue
@@ -674,56 +667,48 @@ def changed_keys(seen: dict | None, expected: dict, prefix: str = "") -> list[st
     return out
 
 
-def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -> dict | None:
+def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -> ModelHandle | None:
     try:
-        metadata = registry.read_metadata(root, name, date)
+        entry = resolve_model(root, name, date)
     except LabelDPInputError:
-        return None
-    seen = (metadata.get("recalibration") or {}).get("inputs")
-    current = seen == inputs and metadata.get("model_type") == RECALIBRATED_TYPE
-    if current and registry.model_path(root, name, date).is_file():
-        return metadata
+        entry = None
+    seen = None if entry is None else (entry.metadata.get("recalibration") or {}).get("inputs")
+    if entry is not None and seen == inputs and entry.metadata.get("model_type") == RECALIBRATED_TYPE:
+        return entry
     progress(f"recalibrated reference: refitting {name}@{date} (changed: "
              f"{', '.join(changed_keys(seen, inputs)) or 'incomplete entry'})")
     return None
 
 
-def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, reference: tuple[str, dt.date], *,
-                          targets: Iterable[dict] = (), audit_rows: str = "training",
+def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, reference: ModelHandle, *,
+                          targets: Iterable[ModelHandle] = (), audit_rows: str = "training",
                           settings: RecalibrationSettings | None = None, seed: int = 0,
-                          progress: Progress = no_progress) -> dict:
-    """Registers ``models/<name>/date=<date>/``: the reference ``reference`` = (name, date) corrected on day
-    ``date``'s calibration rows (module docstring). Returns its registry metadata, whose ``recalibration`` key
+                          progress: Progress = no_progress) -> ModelHandle:
+    """Registers ``models/<name>/date=<date>/``: the resolved reference ``reference`` corrected on day ``date``'s
+    calibration rows (module docstring). Returns the registered model, resolved; its metadata's ``recalibration`` key
     holds the record: ``source_reference`` (name, date, fingerprint), ``fit_rows`` / ``validation_rows``,
     ``intercept`` (a), ``rounds`` (0: no round kept, ``kept_reason`` says why; ``kept_reference``: M' itself),
     ``validation`` (log-loss and ECE before / after),
     ``sum`` (the exactness check of the .cbm) and ``inputs`` (what decides whether the entry is current: an entry
     with the same inputs is returned as it is, not refitted).
 
-    ``targets``: the registry metadata of the night's audited models (`check_heldout`); ``audit_rows``: the plan's.
+    ``targets``: the night's audited models, resolved (`check_heldout`); ``audit_rows``: the plan's.
     Raises `ReferenceCheckSkipped` (with ``reason``) when there are no usable held-out rows, the reference is not
     a CatBoost model or not logit-additive, or the dataset is not binary; `LabelDPInputError` for a missing
-    reference, partition or keys file. Score with
-    ``ScoringRequest(reference=name, reference_date=date)``.
+    reference, partition or keys file. Score with ``ScoringRequest(reference_model=<the returned handle>)``.
     """
     date = require_date(date)
     check_name(name, "recalibrated reference name")
-    ref_name, ref_date = reference
-    check_name(ref_name, "reference name")
-    ref_date = require_date(ref_date, "reference date")
+    ref_name, ref_date, ref_md = reference.name, reference.date, reference.metadata
     if (ref_name, ref_date) == (name, date):
         raise LabelDPInputError(f"the recalibrated reference {name!r}@{date} would overwrite its own source; "
                                 f"give it another name")
     settings = settings or RecalibrationSettings()
-    heldout = check_heldout(targets, audit_rows, root)
-    from pipelines.data.layout import file_fingerprint
-    from pipelines.models.formats.registry import format_of
-
-    ref_md = registry.read_metadata(root, ref_name, ref_date)
-    ref_format = format_of(ref_md).name
-    if ref_format != "catboost":
-        raise ReferenceCheckSkipped(f"reference {ref_name!r}@{ref_date} is a {ref_format!r} model: the recalibration "
-                                    f"sums a correction into CatBoost trees, so it needs a CatBoost reference")
+    heldout = check_heldout(targets, audit_rows)
+    if not reference.format.catboost_classifier:
+        raise ReferenceCheckSkipped(f"reference {ref_name!r}@{ref_date} is a {reference.format.name!r} model: the "
+                                    f"recalibration sums a correction into CatBoost trees, so it needs a CatBoost "
+                                    f"reference")
     dataset = dataset_of(root, date)
     check_binary_dataset(dataset)
     if ref_md.get("output_correction"):
@@ -731,10 +716,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
             f"reference {ref_name!r}@{ref_date} applies an output correction "
             f"({ref_md['output_correction'].get('kind')}) that is not additive in logit space, so no single "
             f"CatBoost model can hold it plus a correction")
-    source = registry.model_path(root, ref_name, ref_date)
-    if source.name != registry.MODEL_FILE or not source.is_file():
-        raise ReferenceCheckSkipped(f"reference {ref_name!r}@{ref_date}: {source} is not a CatBoost model file")
-    fingerprint = file_fingerprint(source)
+    fingerprint = reference.fingerprint
     partition_fp = schema.partition_fingerprint(root, date)
     source_record = {"name": ref_name, "date": ref_date.isoformat(), "fingerprint": fingerprint,
                      "partition_fingerprint": ref_md.get("partition_fingerprint")}
@@ -757,7 +739,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     names = [item["name"] for item in ref_md["feature_schema"]]
     cats = [item["name"] for item in ref_md["feature_schema"] if item["kind"] == registry.CATEGORICAL]
     features = features[names]
-    reference_model, _ = registry.load_model(root, ref_name, ref_date)
+    reference_model = registry.load_model(reference)
     from catboost import Pool
 
     base = np.asarray(reference_model.predict(Pool(features, cat_features=cats), prediction_type="RawFormulaVal",
@@ -803,7 +785,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     if dataset_record(dataset) is not None:
         metadata["dataset"] = dataset_record(dataset)
     registry.save_model(root, name, date, model, metadata)
-    return registry.read_metadata(root, name, date)
+    return resolve_model(root, name, date)
 
 
 __all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "check_row_selection", "fit_correction", "fit_intercept", "heldout_part", "log_loss", "read_day", "recalibrate_reference", "recalibrated_logits"]

@@ -39,8 +39,8 @@ import pyarrow.compute as pc
 from labeldp.names import require_date
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
-from pipelines.data.layout import model_dir, partition_dir
-from pipelines.models import registry
+from pipelines.data.layout import partition_dir
+from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.scoring.audit_rows import ALL, KEYS, record_kind, training_rows
 
 ECE_BINS = 15
@@ -75,12 +75,12 @@ def _fit(predict, table: pa.Table, rows: np.ndarray) -> dict:
             "click_rate": float(y.mean())}
 
 
-def _unseen_rows(root, name: str, date: dt.date, metadata: dict, row_ids: np.ndarray) -> tuple[np.ndarray, str]:
+def _unseen_rows(reference: ModelHandle, row_ids: np.ndarray) -> tuple[np.ndarray, str]:
     """The rows of the reference's own day whose labels did not train it (its ``training_rows`` record), and
     how they were chosen."""
-    kind = record_kind(metadata)
+    kind = record_kind(reference.metadata)
     if kind == KEYS:
-        selection = training_rows(metadata, model_dir(root, name, date))
+        selection = training_rows(reference.metadata, reference.directory)
         return np.flatnonzero(~selection.mask(row_ids)), "rows not in its training keys"
     if kind == ALL:
         return np.arange(row_ids.size), "every row (it was trained on all of them: in-sample)"
@@ -140,33 +140,30 @@ def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None
             "per_feature": psi}
 
 
-def measured_reference(root: str | os.PathLike, name: str, date: dt.date) -> tuple[str, dt.date, dict]:
-    """(name, own day, metadata) of the reference whose fit the diagnostic measures: a recalibrated reference's
-    source (the D-1 checkpoint it corrects, named in its ``recalibration`` record), else the reference itself."""
-    metadata = registry.read_metadata(root, name, date)
-    recalibration = metadata.get("recalibration")
+def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> ModelHandle:
+    """The reference whose fit the diagnostic measures: a recalibrated reference's source (the D-1 checkpoint it
+    corrects, named in its ``recalibration`` record), resolved, else the reference itself."""
+    recalibration = reference.metadata.get("recalibration")
     source = recalibration.get("source_reference") if isinstance(recalibration, dict) else None
     if not isinstance(source, dict):
-        return name, date, metadata
-    source_name, source_date = str(source["name"]), dt.date.fromisoformat(str(source["date"]))
-    return source_name, source_date, registry.read_metadata(root, source_name, source_date)
+        return reference
+    return resolve_model(root, str(source["name"]), dt.date.fromisoformat(str(source["date"])))
 
 
-def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference_name: str,
-                     reference_date: dt.date) -> dict:
-    """The diagnostic for auditing day ``date`` against the reference ``reference_name`` of ``reference_date``.
+def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHandle) -> dict:
+    """The diagnostic for auditing day ``date`` against the resolved reference ``reference``.
 
     Returns a JSON-ready dict: ``label`` (the "diagnostic, not a proof" caveat), ``days`` (the reference's own
     day and ``date``), the reference's log-loss and ECE on each day's unseen rows and their differences, and
     ``feature_shift`` (`feature_shift`); or, when two days cannot be compared, ``not_computed`` saying why.
-    Cached per (root, dates, reference, partition fingerprints), so a rewritten partition is read again. Raises
-    LabelDPInputError for a missing partition of ``date`` or a missing model (from `pipelines.data.schema` /
-    `pipelines.models.registry`).
+    Cached per (root, dates, reference and its fingerprint, partition fingerprints), so a rewritten partition or
+    model is read again. Raises LabelDPInputError for a missing partition of ``date`` or a missing source model.
     """
-    date, reference_date = require_date(date), require_date(reference_date, "reference_date")
-    name, own_day, _metadata = measured_reference(root, reference_name, reference_date)
+    date = require_date(date)
+    measured = measured_reference(root, reference)
+    own_day = measured.date
     days = {"previous": own_day.isoformat(), "current": date.isoformat()}
-    reference = f"{name}@{own_day.isoformat()}"
+    reference = measured.id
     if own_day >= date:
         return {"label": LABEL, "reference": reference, "days": days,
                 "not_computed": f"the reference {reference} is not of a day before the audited day {date}: there "
@@ -175,17 +172,13 @@ def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference_name: str
         return {"label": LABEL, "reference": reference, "days": days,
                 "not_computed": f"day {own_day} (the reference's own day) has no partition at "
                                 f"{partition_dir(root, own_day)} to compare day {date} with"}
-    return dict(_cached(str(root), date, name, own_day, schema.partition_fingerprint(root, date),
+    return dict(_cached(str(root), date, measured, schema.partition_fingerprint(root, date),
                         schema.partition_fingerprint(root, own_day)))
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(root: str, date: dt.date, reference_name: str, reference_date: dt.date, fp_current: str,
-            fp_previous: str) -> dict:
-    from pipelines.models.formats.registry import format_of
-
-    metadata = registry.read_metadata(root, reference_name, reference_date)
-    model_format = format_of(metadata)
+def _cached(root: str, date: dt.date, model: ModelHandle, fp_current: str, fp_previous: str) -> dict:
+    reference_name, reference_date = model.key
     dataset = dataset_of(root, date)
     check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}",
                        "the diagnostic compares two days of one dataset")
@@ -193,10 +186,10 @@ def _cached(root: str, date: dt.date, reference_name: str, reference_date: dt.da
     previous = dataset.to_internal(schema.read_partition(root, reference_date, dataset=dataset))
 
     def predict(part: pa.Table) -> np.ndarray:
-        return model_format.predict(root, reference_name, reference_date, part, dataset)
+        return model.format.predict(model, part, dataset)
 
     current_ids, previous_ids = (t.column("row_id").to_numpy() for t in (current, previous))
-    unseen, rule = _unseen_rows(root, reference_name, reference_date, metadata, previous_ids)
+    unseen, rule = _unseen_rows(model, previous_ids)
     fit_current = _fit(predict, current, np.flatnonzero(splits.split_of(current_ids) == splits.TEST))
     fit_previous = {**_fit(predict, previous, unseen), "rows_rule": rule}
     shift = feature_shift(previous, current, dataset)

@@ -27,9 +27,9 @@ from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
 from pipelines.data.dataset_spec import DatasetSpec, criteo
-from pipelines.data.layout import file_fingerprint, model_dir
+from pipelines.data.layout import model_dir
 from pipelines.models import registry
-from pipelines.models.formats.registry import format_of
+from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.scoring.partition_batches import partition_files, partition_schema
 
 FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
@@ -73,6 +73,10 @@ class ScoringRequest:
     # The night's rows left out for sharing a group with another row (`pipelines.scoring.row_grouping.GroupExclusion`),
     # dropped from the audited and the check rows; None: no grouping applied.
     excluded_rows: object = None
+    # The target and the reference already resolved by the caller (a flow resolves each model once per run and
+    # passes it down); None: resolved from ``model`` and ``reference`` when the job is prepared.
+    target_model: ModelHandle | None = None
+    reference_model: ModelHandle | None = None
 
     def __post_init__(self):
         require_date(self.date, "date")
@@ -87,6 +91,15 @@ class ScoringRequest:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise LabelDPInputError(f"{name.replace('_', '-')} must be a whole number >= {low}; got {value!r}")
+        for role, handle, name, date in (("target_model", self.target_model, self.model, self.date),
+                                         ("reference_model", self.reference_model, self.reference,
+                                          self.reference_date)):
+            if handle is None:
+                continue
+            if not isinstance(handle, ModelHandle):
+                raise TypeError(f"{role} must be a resolved ModelHandle; got {type(handle).__name__}")
+            if (name is not None and handle.name != name) or (date is not None and handle.date != date):
+                raise LabelDPInputError(f"{role} is {handle.id}, but the request names {name}@{date}")
         if self.plan_mode not in PLAN_MODES:
             raise LabelDPInputError(f"plan mode must be one of {list(PLAN_MODES)}; got {self.plan_mode!r}")
 
@@ -152,30 +165,6 @@ def in_process(beam_args: Sequence[str]) -> bool:
 # ------------------------------------------------------------------------------------------ inputs
 
 
-def model_lineage(root, name: str, date: dt.date, metadata: dict) -> dict:
-    """A model's identity for ``result.json``: where it is, its file's fingerprint, its mechanism and claim.
-
-    A registered model's metadata records its file's fingerprint at registration; a file whose bytes differ
-    now (replaced or corrupted since) is refused: its verdict would be stored under the registered model's
-    name and claim while judging other bytes."""
-    directory = model_dir(root, name, date)
-    path = registry.model_path(root, name, date)
-    fingerprint = file_fingerprint(path)
-    recorded = metadata.get("fingerprint")
-    if recorded is not None and recorded != fingerprint:
-        raise LabelDPInputError(
-            f"model {name}@{date.isoformat()}: {path} is not the file registered under that name (metadata.json "
-            f"records {recorded}, the file is {fingerprint}); it changed after registration: restore the registered "
-            f"file, or register the intended one with "
-            f"{hints.REREGISTER_MODEL.line(name=name, date=date.isoformat())}")
-    return {"name": name, "date": date.isoformat(), "uri": str(directory.resolve()),
-            "fingerprint": fingerprint,
-            "format": format_of(metadata).name, "source": metadata.get("source", "trained"),
-            "mechanism": metadata.get("mechanism", {}).get("name"),
-            "claimed_epsilon": metadata.get("mechanism", {}).get("epsilon"),
-            "partition_fingerprint": metadata.get("partition_fingerprint")}
-
-
 def model_dataset_fingerprint(metadata: dict) -> str:
     """The fingerprint of the dataset a model reads (its metadata's ``dataset``; none recorded: Criteo)."""
     record = metadata.get("dataset")
@@ -202,50 +191,52 @@ def check_model_for_day(metadata: dict, dataset: DatasetSpec, date: dt.date, rol
                                 f"{date.isoformat()}: a predictions table answers only for the day it scored")
 
 
-def check_inputs(request: ScoringRequest, reference: tuple[str, dt.date], dataset: DatasetSpec | None = None):
-    """Everything that can be checked before any work: partition files and schema, both models' presence,
-    dataset, day and feature schemas.
+def request_models(request: ScoringRequest) -> tuple[ModelHandle, ModelHandle]:
+    """The request's target and reference, resolved (`pipelines.models.handle.resolve_model`) unless the caller passed
+    them; the reference defaults as `resolve_reference` says."""
+    target = request.target_model or resolve_model(request.data_root, request.model, request.date)
+    if request.reference_model is not None:
+        return target, request.reference_model
+    name, date = resolve_reference(request.data_root, request.model, request.date, request.reference,
+                                   request.reference_date)
+    return target, resolve_model(request.data_root, name, date)
+
+
+def check_inputs(request: ScoringRequest, target: ModelHandle, reference: ModelHandle,
+                 dataset: DatasetSpec | None = None):
+    """Everything that can be checked before any work: partition files and schema, both models' dataset, day and
+    feature schemas (their presence and files were checked when they were resolved).
 
     Returns:
-        (files, partition schema, target metadata, reference metadata).
+        (files, partition schema).
 
     Raises:
-        LabelDPInputError: a missing partition or model file, a model of another dataset or day, or a feature
-            schema mismatch.
+        LabelDPInputError: a missing partition, a model of another dataset or day, or a feature schema mismatch.
     """
     dataset = dataset or criteo()
     files = partition_files(request.data_root, request.date, dataset)
     table_schema = partition_schema(files, dataset)
-    target_md = registry.read_metadata(request.data_root, request.model, request.date)
-    reference_md = registry.read_metadata(request.data_root, *reference)
-    for name, date in ((request.model, request.date), reference):
-        path = registry.model_path(request.data_root, name, date)
-        if not path.is_file():
-            raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
-    check_model_for_day(target_md, dataset, request.date, "target")
-    check_model_for_day(reference_md, dataset, request.date, "reference")
-    registry.check_features(target_md, table_schema)
-    registry.check_features(reference_md, table_schema)
-    reference_format = format_of(reference_md)
-    if reference_format.scores_one_day:  # a table of predictions must answer every row of the day
+    check_model_for_day(target.metadata, dataset, request.date, "target")
+    check_model_for_day(reference.metadata, dataset, request.date, "reference")
+    registry.check_features(target.metadata, table_schema)
+    registry.check_features(reference.metadata, table_schema)
+    if reference.format.scores_one_day:  # a table of predictions must answer every row of the day
         from pipelines.data.schema import read_partition
 
         keys = read_partition(request.data_root, request.date, columns=[dataset.row_key], dataset=dataset)
-        reference_format.check_reference_coverage(request.data_root, *reference,
-                                                  keys.column(dataset.row_key).to_numpy())
-    return files, table_schema, target_md, reference_md
+        reference.format.check_reference_coverage(reference, keys.column(dataset.row_key).to_numpy())
+    return files, table_schema
 
 
 @dataclass(frozen=True)
 class PreparedScoring:
     """A request's inputs, checked once before any work, and the key its output is stored under: the resolved
-    reference, the dataset, both models' metadata, the partition's read tasks, the audited and check rows (with
-    the grouped rows left out, and their record), the job's lineage and `scoring_key`."""
+    target and reference, the dataset, the partition's read tasks, the audited and check rows (with the grouped
+    rows left out, and their record), the job's lineage and `scoring_key`."""
 
-    reference: tuple[str, dt.date]
+    target: ModelHandle
+    reference: ModelHandle
     dataset: DatasetSpec
-    target_md: dict
-    reference_md: dict
     tasks: list
     total_rows: int
     selection: object
@@ -264,15 +255,14 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     from pipelines.scoring.audit_rows import row_selection
     from pipelines.scoring.partition_batches import read_tasks
 
-    reference = resolve_reference(request.data_root, request.model, request.date, request.reference,
-                                  request.reference_date)
-    if progress is not None:
-        progress(f"checking inputs: partition {request.date}, model {request.model}@{request.date}, "
-                 f"reference {reference[0]}@{reference[1]}")
     dataset = dataset_of(request.data_root, request.date)
-    files, _table_schema, target_md, reference_md = check_inputs(request, reference, dataset)
-    selection = row_selection(request.config.audit_rows, target_md,
-                              model_dir(request.data_root, request.model, request.date))
+    partition_files(request.data_root, request.date, dataset)  # a missing partition is named before the models
+    target, reference = request_models(request)
+    if progress is not None:
+        progress(f"checking inputs: partition {request.date}, model {target.id}, reference {reference.id}")
+    files, _table_schema = check_inputs(request, target, reference, dataset)
+    target_md = target.metadata
+    selection = row_selection(request.config.audit_rows, target_md, target.directory)
     check_rows, row_groups = request.check_rows, None
     audited_rows = None if selection is None else {**selection.describe(),
                                                     "training_rows": target_md.get("training_rows")}
@@ -286,8 +276,8 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     total_rows = sum(task.rows for task in tasks)
     beam_args = list(beam_args)
     lineage = {
-        "model": model_lineage(request.data_root, request.model, request.date, target_md),
-        "reference": model_lineage(request.data_root, *reference, reference_md),
+        "model": target.lineage(),
+        "reference": reference.lineage(),
         "partition": {"date": request.date.isoformat(),
                       "fingerprint": schema.partition_fingerprint(request.data_root, request.date),
                       "files": [p.name for p in files], "rows": total_rows, "row_groups": len(tasks),
@@ -300,7 +290,7 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     }
     key = scoring_key(request.config.game, lineage, audited_rows, expected_curve=request.expected_curve,
                       capacity_check=request.check_rows is not None)
-    return PreparedScoring(reference, dataset, target_md, reference_md, tasks, total_rows, selection, check_rows,
+    return PreparedScoring(target, reference, dataset, tasks, total_rows, selection, check_rows,
                            row_groups, lineage, key, sweep_dir(request.data_root, request.model, request.date, key))
 
 
@@ -400,7 +390,6 @@ __all__ = [
     "is_dask_runner",
     "json_safe",
     "model_dataset_fingerprint",
-    "model_lineage",
     "pipeline_args",
     "prepare_scoring",
     "resolve_reference",

@@ -79,7 +79,7 @@ from auditing.game.sweep import SweepCounts
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data.layout import atomic_directory
-from pipelines.models.formats.registry import format_of
+from pipelines.models.handle import ModelHandle
 from pipelines.scoring.beam_coders import BATCH, keyed, typed
 from pipelines.scoring.beam_dofns import (
     AttachTarget,
@@ -127,7 +127,8 @@ ROW_ID_BUCKETS = 16
 @dataclass
 class _Job:
     request: ScoringRequest
-    reference: tuple[str, dt.date]
+    target: ModelHandle
+    reference: ModelHandle
     spec: GameSpec
     tasks: list[ReadTask]
     total_rows: int
@@ -142,15 +143,14 @@ class _Job:
     selection: object = None  # pipelines.scoring.audit_rows selection, or None for every row
     check_rows: object = None  # the capacity check's row selection (pipelines.reference.recalibration), or None
     dataset: object = None  # pipelines.data.dataset_spec.DatasetSpec of the partition
-    formats: tuple = ()  # the target's and the reference's pipelines.models.formats.registry.ModelFormat
 
 
 def _scored_batches(pipeline, job: _Job):
     request = job.request
-    target_format, reference_format = job.formats
+    target_format, reference_format = job.target.format, job.reference.format
 
-    def handler(model_format, name: str, date: dt.date):
-        base = model_format.handler(request.data_root, name, date, job.dataset, thread_count=job.thread_count)
+    def handler(model: ModelHandle):
+        base = model.format.handler(model, job.dataset, thread_count=job.thread_count)
         return KeyedModelHandler(base).with_no_batching()
 
     # Every per-batch PCollection is typed BATCH so that Beam's size sampling does not pickle it (beam_coders).
@@ -160,9 +160,9 @@ def _scored_batches(pipeline, job: _Job):
     read = ReadBatches(request.batch_size, job.selection, job.dataset, job.check_rows)
     batches = typed(tasks | "ReadBatches" >> beam.ParDo(read), BATCH)
     examples = typed(batches | "TargetInput" >> beam.Map(PrepareTarget(target_format, job.dataset)), BATCH)
-    inferred = typed(examples | "Target" >> RunInference(handler(target_format, request.model, request.date)), BATCH)
+    inferred = typed(examples | "Target" >> RunInference(handler(job.target)), BATCH)
     targeted = typed(inferred | "AttachTarget" >> beam.Map(AttachTarget(reference_format, job.dataset)), BATCH)
-    referenced = typed(targeted | "Reference" >> RunInference(handler(reference_format, *job.reference)), BATCH)
+    referenced = typed(targeted | "Reference" >> RunInference(handler(job.reference)), BATCH)
     scored = typed(referenced | "Scored" >> beam.Map(ToScored(job.check_rows)), BATCH)
     # Progress counts the audited rows: the training rows the selection records, when it records them.
     rows = getattr(job.selection, "rows", None)
@@ -345,10 +345,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     beam_args = list(beam_args)
     runner = runner_from(beam_args) or FN_API_RUNNER
     prepared = prepared or prepare_scoring(request, beam_args, progress)
-    reference, dataset, lineage, key = prepared.reference, prepared.dataset, prepared.lineage, prepared.key
-    target_md, tasks, total_rows = prepared.target_md, prepared.tasks, prepared.total_rows
+    dataset, lineage, key = prepared.dataset, prepared.lineage, prepared.key
+    target_md, tasks, total_rows = prepared.target.metadata, prepared.tasks, prepared.total_rows
     selection, check_rows, row_groups = prepared.selection, prepared.check_rows, prepared.row_groups
-    formats = (format_of(target_md), format_of(prepared.reference_md))
     partition_fp = lineage["partition"]["fingerprint"]
     timings["checks_s"] = round(time.monotonic() - started, 3)
 
@@ -363,17 +362,17 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
     scored_final = scored_dir(request.data_root, request.model, request.date, key)
     outputs = [out_final] + ([scored_final] if request.write_scored else [])
-    progress(f"{total_rows} rows of dataset {dataset.name} in {len(tasks)} row group(s); target {formats[0].name}, "
-             f"reference {formats[1].name}; runner {runner}, plan {plan_mode}, batch {request.batch_size} rows, "
-             f"threads {thread_count}, R = {request.config.repetitions}")
+    progress(f"{total_rows} rows of dataset {dataset.name} in {len(tasks)} row group(s); target "
+             f"{prepared.target.format.name}, reference {prepared.reference.format.name}; runner {runner}, plan "
+             f"{plan_mode}, batch {request.batch_size} rows, threads {thread_count}, R = {request.config.repetitions}")
 
     with _cleanup_empty_parents(outputs, Path(request.data_root)), contextlib.ExitStack() as stack:
         out_tmp = stack.enter_context(atomic_directory(out_final))
         scored_tmp = stack.enter_context(atomic_directory(scored_final)) if request.write_scored else None
         work = out_tmp / "_work"
         work.mkdir()
-        job = _Job(request, reference, spec, tasks, total_rows, beam_args, plan_mode, thread_count, shards,
-                   work, scored_tmp, progress, worker_progress, selection, check_rows, dataset, formats)
+        job = _Job(request, prepared.target, prepared.reference, spec, tasks, total_rows, beam_args, plan_mode,
+                   thread_count, shards, work, scored_tmp, progress, worker_progress, selection, check_rows, dataset)
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")

@@ -37,8 +37,8 @@ from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
-from pipelines.data.layout import model_dir, partition_dir
-from pipelines.models import registry
+from pipelines.data.layout import partition_dir
+from pipelines.models.handle import ModelHandle, resolve_model
 
 
 def relations(dataset: DatasetSpec) -> list[tuple[str, ...]]:
@@ -124,24 +124,24 @@ def _columns(dataset: DatasetSpec, rels: list[tuple[str, ...]]) -> list[str]:
     return [dataset.row_key, *seen]
 
 
-def _reference_keys(root, reference: tuple[str, dt.date], rels, dataset: DatasetSpec) -> tuple[list, str | None]:
+def _reference_keys(root, reference: ModelHandle, rels, dataset: DatasetSpec) -> tuple[list, str | None]:
     """The reference's training rows' keys on its own day, or ([], why not)."""
     from pipelines.scoring.audit_rows import training_rows
 
-    name, day = reference
-    try:
-        metadata = registry.read_metadata(root, name, day)
-    except LabelDPInputError as exc:
-        return [], f"the reference's training rows were not read: {exc}"
+    metadata, day = reference.metadata, reference.date
     if metadata.get("recalibration"):  # the recalibrated reference: its source's training rows count
         source = metadata["recalibration"]["source_reference"]
-        return _reference_keys(root, (source["name"], dt.date.fromisoformat(source["date"])), rels, dataset)
+        try:
+            source_model = resolve_model(root, source["name"], dt.date.fromisoformat(source["date"]))
+        except LabelDPInputError as exc:
+            return [], f"the reference's training rows were not read: {exc}"
+        return _reference_keys(root, source_model, rels, dataset)
     if not partition_dir(root, day).is_dir():
         return [], f"the reference's day {day.isoformat()} has no partition here: its training rows were not read"
     if dataset_of(root, day).fingerprint() != dataset.fingerprint():
         return [], f"the reference's day {day.isoformat()} is another dataset: its rows were not compared"
     try:
-        selection = training_rows(metadata, model_dir(root, name, day))
+        selection = training_rows(metadata, reference.directory)
     except LabelDPInputError as exc:
         return [], f"the reference's training rows are not recorded ({exc}): not compared"
     table = schema.read_partition(root, day, columns=_columns(dataset, rels), dataset=dataset)
@@ -150,8 +150,8 @@ def _reference_keys(root, reference: tuple[str, dt.date], rels, dataset: Dataset
     return [k[keep] for k in group_keys(table, rels)], None
 
 
-def night_exclusion(root: str | os.PathLike, date: dt.date, reference: tuple[str, dt.date],
-                    diagnostic_reference: tuple[str, dt.date] | None = None,
+def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHandle,
+                    diagnostic_reference: ModelHandle | None = None,
                     progress: Progress = no_progress) -> GroupExclusion:
     """The night's `GroupExclusion` (module docstring). ``reference``: the D-1 reference whose training rows
     count; ``diagnostic_reference``: the model whose probabilities the label-agreement diagnostic compares with
@@ -183,13 +183,10 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: tuple[str
 
 
 def _agreement(root, table: pa.Table, keys: list[np.ndarray], dataset: DatasetSpec,
-               reference: tuple[str, dt.date]) -> LabelAgreement:
+               reference: ModelHandle) -> LabelAgreement:
     """The diagnostic over the day's grouped rows, with the reference's probabilities on them."""
-    from pipelines.models.formats.registry import format_of
-
-    metadata = registry.read_metadata(root, *reference)
     internal = dataset.to_internal(table)
-    p_reference = format_of(metadata).predict(str(root), reference[0], reference[1], internal, dataset)
+    p_reference = reference.format.predict(reference, internal, dataset)
     labels = internal.column("label").to_numpy().astype(np.int64)
     return label_agreement(keys, labels, p_reference)
 

@@ -312,23 +312,22 @@ def reference_date(date: dt.date) -> dt.date:
 
 def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str, on_missing: str,
                      seed: int, settings: CatBoostSettings, progress: Progress = no_progress):
-    """Returns ``(model, metadata)`` of the reference for day ``date`` (``reference_name`` at D-1). The model is
-    a CatBoost classifier, or None for a registered reference of another format (`pipelines.models.formats.registry`),
-    which training cannot use as a prior (only the audit reads it, through its format).
+    """Returns ``(classifier, reference)`` for day ``date``: the reference (``reference_name`` at D-1) resolved
+    (`pipelines.models.handle.resolve_model`), and its CatBoost classifier, or None for a registered reference of
+    another format (`pipelines.models.formats.registry`), which training cannot use as a prior (only the audit
+    reads it, through its format).
 
     When it is missing: ``on_missing="train"`` trains it non-privately on the D-1 partition and registers it;
     ``"fail"`` raises a ``LabelDPInputError`` that says how to create it.
     """
-    from pipelines.models.formats.registry import format_of
+    from pipelines.models.handle import resolve_model
 
     ref_date = reference_date(date)
     directory = model_dir(root, reference_name, ref_date)
     if directory.is_dir():
         progress(f"reference: using {directory}")
-        metadata = registry.read_metadata(root, reference_name, ref_date)
-        if format_of(metadata).name != "catboost":
-            return None, metadata
-        return registry.load_model(root, reference_name, ref_date)
+        reference = resolve_model(root, reference_name, ref_date)
+        return (registry.load_model(reference) if reference.format.catboost_classifier else None), reference
     if on_missing == "fail":
         raise LabelDPInputError(
             f"no reference model at {directory} (the day D-1 = {ref_date.isoformat()} checkpoint of "
@@ -341,7 +340,8 @@ def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str
     day = load_day(root, ref_date)
     result = train_model(day, "none", math.inf, seed=seed, settings=settings, progress=progress)
     register(root, reference_name, day, result)
-    return registry.load_model(root, reference_name, ref_date)
+    reference = resolve_model(root, reference_name, ref_date)
+    return registry.load_model(reference), reference
 
 
 def register(root: str | os.PathLike, model_name: str, day: DayData, result: TrainResult,
@@ -415,7 +415,8 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
                                               or model_dir(root, reference_name, reference_date(date)).is_dir())
     if wants:
         policy = "fail" if on_missing_reference == "skip" else on_missing_reference
-        reference_model, ref_metadata = ensure_reference(root, date, reference_name, policy, seed, settings, progress)
+        reference_model, reference = ensure_reference(root, date, reference_name, policy, seed, settings, progress)
+        ref_metadata = reference.metadata
         registry.check_features(ref_metadata, day.table_schema)
         if dataset_fingerprint_of(ref_metadata) != day.dataset.fingerprint():
             raise LabelDPInputError(f"reference {reference_name!r}@{ref_metadata['date']} reads another dataset than "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +13,16 @@ import pyarrow as pa
 from labeldp.choices import Choices
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import DatasetSpec
+
+
+class ModelFile(Protocol):
+    """What a format reads of a resolved model (`pipelines.models.handle.ModelHandle`): its name and day, where
+    its file is (``artifact``) and what its metadata says; never the registry's folder layout."""
+
+    name: str
+    date: dt.date
+    artifact: Path
+    metadata: dict
 
 
 class ModelFormat:
@@ -23,6 +33,9 @@ class ModelFormat:
     file_name: ClassVar[str]  # the artifact's name in models/<name>/date=D/
     registrable: ClassVar[bool] = True  # `labeldp-audit models register --format NAME` accepts it
     scores_one_day: ClassVar[bool] = False  # answers only for the rows of one day (its ``predictions_for``)
+    # the file is a CatBoost classifier (`pipelines.models.registry.load_model` reads it): usable as a training
+    # prior, and a reference whose raw logits a fitted correction can be summed into (`pipelines.reference.recalibration`)
+    catboost_classifier: ClassVar[bool] = False
 
     def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
         """Checks a file offered for registration; returns the metadata it implies (at least ``feature_schema``
@@ -33,17 +46,17 @@ class ModelFormat:
         """The handler's example for a validated batch (pipeline names: row_id, label, features)."""
         raise NotImplementedError
 
-    def handler(self, data_root: str, name: str, date: dt.date, dataset: DatasetSpec, *, thread_count: int = 1):
-        """A Beam ``ModelHandler`` on `prepare`'s examples whose ``PredictionResult.inference`` is the (rows x
-        classes) float64 probability array."""
+    def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
+        """A Beam ``ModelHandler`` of ``model`` (its ``artifact`` and ``metadata``) on `prepare`'s examples whose
+        ``PredictionResult.inference`` is the (rows x classes) float64 probability array."""
         raise NotImplementedError
 
-    def predict(self, data_root: str, name: str, date: dt.date, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
-        """(rows x classes) float64 probabilities of the registered model on ``table``, in this process."""
+    def predict(self, model: ModelFile, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
+        """(rows x classes) float64 probabilities of ``model`` on ``table``, in this process."""
         raise NotImplementedError
 
-    def check_reference_coverage(self, data_root: str, name: str, date: dt.date, row_ids: np.ndarray) -> None:
-        """Raises LabelDPInputError when this model, as the reference, cannot answer some of the day's rows
+    def check_reference_coverage(self, model: ModelFile, row_ids: np.ndarray) -> None:
+        """Raises LabelDPInputError when ``model``, as the reference, cannot answer some of the day's rows
         ``row_ids`` (only a format that `scores_one_day` can lack rows; a model computes any row)."""
 
 
@@ -63,4 +76,4 @@ def check_probability_matrix(p: Any, rows: int, where: str) -> np.ndarray:
     return out
 
 
-__all__ = ["MODEL_FORMATS", "ModelFormat", "check_probability_matrix", "missing_prediction"]
+__all__ = ["MODEL_FORMATS", "ModelFile", "ModelFormat", "check_probability_matrix", "missing_prediction"]

@@ -2,13 +2,12 @@
 
 The example is the batch's CatBoost frame (`pipelines.models.catboost_frames.shared_frame`: built once per batch for
 both models, whose Pool is shared too); the handler is `pipelines.models.formats.catboost_handler.CatBoostModelHandler`, which
-loads through `pipelines.models.registry.load_model` (so a noise-corrected LP-1ST-NC model predicts corrected
+loads the resolved model's file through `pipelines.models.registry.load_model` (so a noise-corrected LP-1ST-NC model predicts corrected
 probabilities) and feeds the model its own feature columns in its own order.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ import pyarrow as pa
 
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import DatasetSpec
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFormat, check_probability_matrix
+from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, check_probability_matrix
 
 
 def feature_kinds(model) -> list[dict[str, str]]:
@@ -49,6 +48,7 @@ class CatBoostFormat(ModelFormat):
     name = "catboost"
     description = "a CatBoost classifier saved as .cbm (CatBoost's own format)"
     file_name = "model.cbm"
+    catboost_classifier = True
 
     def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
         from catboost import CatBoostClassifier
@@ -74,15 +74,15 @@ class CatBoostFormat(ModelFormat):
 
         return shared_frame(table, dataset)
 
-    def handler(self, data_root: str, name: str, date: dt.date, dataset: DatasetSpec, *, thread_count: int = 1):
+    def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
         from pipelines.models.formats.catboost_handler import CatBoostModelHandler
 
-        return CatBoostModelHandler(data_root, name, date, thread_count=thread_count)
+        return CatBoostModelHandler(model, thread_count=thread_count)
 
-    def predict(self, data_root: str, name: str, date: dt.date, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
+    def predict(self, model: ModelFile, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         from pipelines.models.catboost_frames import catboost_frame
         from pipelines.models.registry import load_model
 
-        model, _metadata = load_model(data_root, name, date)
-        frame = catboost_frame(table, dataset)[list(model.feature_names_)]
-        return check_probability_matrix(model.predict_proba(frame), table.num_rows, f"model {name!r}")
+        classifier = load_model(model)
+        frame = catboost_frame(table, dataset)[list(classifier.feature_names_)]
+        return check_probability_matrix(classifier.predict_proba(frame), table.num_rows, f"model {model.name!r}")

@@ -12,13 +12,12 @@ inference metrics come from the framework.
 - Prediction: the (rows x classes) float64 array of ``predict_proba``.
 - ``thread_count`` is CatBoost's per-call thread count: set it to cores / worker processes so that workers
   do not oversubscribe the machine.
-- The model is read from ``models/<name>/date=D/`` under the data root through ``pipelines.models.registry.load_model``
-  (so a noise-corrected LP-1ST-NC model predicts corrected probabilities); workers must see that path.
+- The model is the resolved handle's file, read through ``pipelines.models.registry.load_model`` (so a
+  noise-corrected LP-1ST-NC model predicts corrected probabilities); workers must see that path.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -26,16 +25,17 @@ import pandas as pd
 from apache_beam.ml.inference.base import PredictionResult
 
 from pipelines.models.catboost_frames import catboost_pool
+from pipelines.models.formats.base import ModelFile
 from pipelines.models.formats.registry_handler import RegistryModelHandler
 
 
 class CatBoostModelHandler(RegistryModelHandler):
-    """Loads ``models/<model_name>/date=<model_date>`` once per worker process and predicts feature frames."""
+    """Loads a resolved CatBoost model once per worker process and predicts feature frames."""
 
-    def __init__(self, data_root: str, model_name: str, model_date: dt.date, *, thread_count: int = 1, **kwargs):
+    def __init__(self, model: ModelFile, *, thread_count: int = 1, **kwargs):
         """``thread_count``: CatBoost's threads per ``predict_proba`` call; the rest as
         `pipelines.models.formats.registry_handler.RegistryModelHandler` (the model, Beam's batching and sharing arguments)."""
-        super().__init__(data_root, model_name, model_date, **kwargs)
+        super().__init__(model, **kwargs)
         self._thread_count = int(thread_count)
 
     def __repr__(self) -> str:
@@ -44,8 +44,7 @@ class CatBoostModelHandler(RegistryModelHandler):
     def load_model(self):
         from pipelines.models.registry import load_model
 
-        model, _metadata = load_model(self._data_root, self._model_name, self._model_date)
-        return model
+        return load_model(self._model)
 
     def run_inference(self, batch: Sequence[pd.DataFrame], model, inference_args: dict | None = None
                       ) -> Iterable[PredictionResult]:

@@ -8,7 +8,6 @@ dropped silently, never invented.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ import pyarrow as pa
 from labeldp.errors import LabelDPInputError
 from pipelines.data.schema import open_parquet
 from pipelines.models import registry
-from pipelines.models.formats.base import missing_prediction
+from pipelines.models.formats.base import ModelFile, missing_prediction
 
 PROBABILITY_PREFIX = "prob_"
 
@@ -67,10 +66,9 @@ class LoggedPredictions:
         return out
 
 
-def load_predictions(root, name: str, date: dt.date) -> LoggedPredictions:
-    """The registered table of ``models/<name>/date=D`` (the columns its registration recorded)."""
-    metadata = registry.read_metadata(root, name, date)
-    path = registry.model_path(root, name, date)
+def load_predictions(model: ModelFile) -> LoggedPredictions:
+    """The registered table of a resolved model (the columns its registration recorded)."""
+    metadata, path = model.metadata, model.artifact
     try:
         key = metadata["predictions"]["key_column"]
         columns = list(metadata["predictions"]["probability_columns"])

@@ -16,7 +16,6 @@ classes) probability matrix for the dataset's class count. The runtime is Beam's
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ import pyarrow.compute as pc
 
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import DatasetSpec
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFormat, check_probability_matrix
+from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, check_probability_matrix
 
 PROBE_ROWS = 2
 PROBABILITY_TOLERANCE = 1e-4  # float32 outputs: a row of probabilities sums to 1 within this
@@ -221,26 +220,22 @@ class OnnxFormat(ModelFormat):
     def prepare(self, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         return feature_matrix(table, dataset)
 
-    def handler(self, data_root: str, name: str, date: dt.date, dataset: DatasetSpec, *, thread_count: int = 1):
+    def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
         from pipelines.models.formats.onnx_handler import OnnxProbabilityHandler
-        from pipelines.models.registry import model_path, read_metadata
 
-        metadata = read_metadata(data_root, name, date)
-        check_reads(metadata, dataset)
-        return OnnxProbabilityHandler(str(model_path(data_root, name, date)), recorded_output(metadata),
+        check_reads(model.metadata, dataset)
+        return OnnxProbabilityHandler(str(model.artifact), recorded_output(model.metadata),
                                       thread_count=thread_count)
 
-    def predict(self, data_root: str, name: str, date: dt.date, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
+    def predict(self, model: ModelFile, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         from pipelines.models.formats.onnx_session import make_session, probability_inference
-        from pipelines.models.registry import model_path, read_metadata
 
-        metadata = read_metadata(data_root, name, date)
-        check_reads(metadata, dataset)
-        output = recorded_output(metadata)
-        path = model_path(data_root, name, date)
+        check_reads(model.metadata, dataset)
+        output = recorded_output(model.metadata)
+        path = model.artifact
         try:
             session = make_session(path.read_bytes(), output)
         except OSError as exc:
             raise LabelDPInputError(f"{path}: cannot read the model ({exc})") from None
         result = probability_inference(session, [self.prepare(table, dataset)], output=output)[0]
-        return check_probability_matrix(result, table.num_rows, f"model {name!r}")
+        return check_probability_matrix(result, table.num_rows, f"model {model.name!r}")

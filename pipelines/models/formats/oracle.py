@@ -3,7 +3,6 @@ label with a known eps. Written by the controls only, never registered from a fi
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ import pyarrow as pa
 
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID, DatasetSpec
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFormat
+from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat
 
 
 @MODEL_FORMATS.register
@@ -27,12 +26,12 @@ class RROracleFormat(ModelFormat):
     def prepare(self, table: pa.Table, dataset: DatasetSpec):
         return table.select([INTERNAL_ROW_ID, INTERNAL_LABEL])
 
-    def handler(self, data_root: str, name: str, date: dt.date, dataset: DatasetSpec, *, thread_count: int = 1):
+    def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
         from pipelines.models.formats.oracle_handler import RROracleModelHandler
 
-        return RROracleModelHandler(data_root, name, date)
+        return RROracleModelHandler(model)
 
-    def predict(self, data_root: str, name: str, date: dt.date, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
+    def predict(self, model: ModelFile, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         from pipelines.models.formats.oracle_handler import load_oracle
 
-        return load_oracle(data_root, name, date).predict_proba(self.prepare(table, dataset))
+        return load_oracle(model).predict_proba(self.prepare(table, dataset))

@@ -9,7 +9,6 @@ control whose leakage is known); the prediction is `auditing.verdict.controls.rr
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from apache_beam.ml.inference.base import PredictionResult
 from auditing.verdict.controls import check_control_epsilon, rr_oracle_probabilities
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
-from pipelines.models import registry
+from pipelines.models.formats.base import ModelFile
 from pipelines.models.formats.registry_handler import RegistryModelHandler
 
 
@@ -37,8 +36,8 @@ class RROracle:
         return rr_oracle_probabilities(ids, labels, self.epsilon, self.seed, self.num_classes)
 
 
-def load_oracle(root, name: str, date: dt.date) -> RROracle:
-    path = registry.model_path(root, name, date)
+def load_oracle(model: ModelFile) -> RROracle:
+    path = model.artifact
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         return RROracle(check_control_epsilon(record["epsilon"], f"{path}: epsilon"), int(record["seed"]),
@@ -51,7 +50,7 @@ class RROracleModelHandler(RegistryModelHandler):
     """Loads ``models/<model_name>/date=<model_date>/oracle.json`` and answers (row_id, label) tables."""
 
     def load_model(self) -> RROracle:
-        return load_oracle(self._data_root, self._model_name, self._model_date)
+        return load_oracle(self._model)
 
     def run_inference(self, batch: Sequence[pa.Table], model: RROracle, inference_args: dict | None = None
                       ) -> Iterable[PredictionResult]:

@@ -11,7 +11,6 @@ batch's row ids with the table; a row without a prediction gets NaN and is count
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -23,7 +22,7 @@ from labeldp.errors import LabelDPInputError
 from pipelines.data.column_checks import cast_integer, check_row_ids_unique
 from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec
 from pipelines.data.schema import open_parquet
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFormat, check_probability_matrix
+from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, check_probability_matrix
 
 SUM_TOLERANCE = 1e-6
 _PROBABILITY_RE = re.compile(r"^prob_(\d+)$")
@@ -116,21 +115,22 @@ class PredictionsFormat(ModelFormat):
     def prepare(self, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         return np.asarray(table.column(INTERNAL_ROW_ID).to_numpy(zero_copy_only=False), dtype=np.int64)
 
-    def handler(self, data_root: str, name: str, date: dt.date, dataset: DatasetSpec, *, thread_count: int = 1):
+    def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
         from pipelines.models.formats.predictions_handler import PredictionsModelHandler
 
-        return PredictionsModelHandler(data_root, name, date)
+        return PredictionsModelHandler(model)
 
-    def predict(self, data_root: str, name: str, date: dt.date, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
+    def predict(self, model: ModelFile, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         from pipelines.models.formats.logged_predictions import load_predictions
 
-        result = load_predictions(data_root, name, date).predict_proba(self.prepare(table, dataset))
-        return check_probability_matrix(result, table.num_rows, f"model {name!r}")
+        result = load_predictions(model).predict_proba(self.prepare(table, dataset))
+        return check_probability_matrix(result, table.num_rows, f"model {model.name!r}")
 
-    def check_reference_coverage(self, data_root: str, name: str, date: dt.date, row_ids: np.ndarray) -> None:
+    def check_reference_coverage(self, model: ModelFile, row_ids: np.ndarray) -> None:
         from pipelines.models.formats.logged_predictions import load_predictions
 
-        keys = load_predictions(data_root, name, date).keys
+        name, date = model.name, model.date
+        keys = load_predictions(model).keys
         missing = np.setdiff1d(np.asarray(row_ids, dtype=np.int64), keys, assume_unique=False)
         if missing.size:
             raise LabelDPInputError(

@@ -8,7 +8,7 @@ prediction for gets a row of NaN (`pipelines.models.formats.logged_predictions.L
 answers without Beam), which the scoring job counts as "without a prediction": never dropped silently, never
 invented.
 
-A `pipelines.models.formats.registry_handler.RegistryModelHandler` (the model's place, Beam's keyword-only batching arguments).
+A `pipelines.models.formats.registry_handler.RegistryModelHandler` (the resolved model, Beam's keyword-only batching arguments).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pipelines.models.formats.registry_handler import RegistryModelHandler
 
 
 class PredictionsModelHandler(RegistryModelHandler):
-    """Loads ``models/<model_name>/date=<model_date>/predictions.parquet`` and answers arrays of row ids."""
+    """Loads a resolved model's ``predictions.parquet`` and answers arrays of row ids."""
 
     def load_model(self) -> LoggedPredictions:
-        return load_predictions(self._data_root, self._model_name, self._model_date)
+        return load_predictions(self._model)
 
     def run_inference(self, batch: Sequence[np.ndarray], model: LoggedPredictions,
                       inference_args: dict | None = None) -> Iterable[PredictionResult]:

@@ -1,0 +1,116 @@
+"""A model as one typed handle: which registered model (name, day), where its file is, what its metadata says,
+the fingerprint of its bytes and its format, resolved once (`resolve_model`) and passed down.
+
+A run resolves each model it audits once: the flows, the input checks, the Beam job and its handlers, the
+reference's correction and the controls all take the handle, so a model's file is hashed and its
+``metadata.json`` read once per run, and every stage judges the same bytes. A format receives the handle's
+location (``artifact``) and metadata, never the registry's folder layout.
+
+A registered model's metadata records its file's fingerprint at registration; `resolve_model` refuses a file whose
+bytes differ now (replaced or corrupted since): its verdict would be stored under the registered model's name and
+claim while judging other bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from labeldp import hints
+from labeldp.errors import LabelDPInputError
+from labeldp.names import check_name, require_date
+from pipelines.data.layout import file_fingerprint, model_dir
+from pipelines.models import registry
+from pipelines.models.formats.base import ModelFormat
+from pipelines.models.formats.registry import format_of
+
+
+@dataclass(frozen=True, eq=False)
+class ModelHandle:
+    """One registered model, resolved: ``models/<name>/date=<date>/`` (``directory``), its file (``artifact``),
+    its parsed ``metadata.json`` (read-only by convention: a handle is shared by every stage of a run) and the
+    ``sha256:`` fingerprint of the file's bytes. Pickles as it is, for Beam workers (which must see ``artifact``).
+    """
+
+    name: str
+    date: dt.date
+    directory: Path
+    artifact: Path
+    metadata: dict
+    fingerprint: str
+
+    @property
+    def format(self) -> ModelFormat:
+        return format_of(self.metadata)
+
+    @property
+    def id(self) -> str:
+        """``name@YYYY-MM-DD``: how messages and Beam's predictions name the model."""
+        return f"{self.name}@{self.date.isoformat()}"
+
+    @property
+    def key(self) -> tuple[str, dt.date]:
+        return self.name, self.date
+
+    @property
+    def claimed_epsilon(self) -> float:
+        return registry.claimed_epsilon(self.metadata)
+
+    def lineage(self) -> dict:
+        """The model's identity for a job's ``result.json``: where it is, its fingerprint, format, mechanism and
+        claim, and the partition it was trained on."""
+        mechanism = self.metadata.get("mechanism", {})
+        return {"name": self.name, "date": self.date.isoformat(), "uri": str(self.directory),
+                "fingerprint": self.fingerprint, "format": self.format.name,
+                "source": self.metadata.get("source", "trained"), "mechanism": mechanism.get("name"),
+                "claimed_epsilon": mechanism.get("epsilon"),
+                "partition_fingerprint": self.metadata.get("partition_fingerprint")}
+
+    def __eq__(self, other) -> bool:  # the same model and bytes (metadata, a dict, is what those imply)
+        return isinstance(other, ModelHandle) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def _identity(self) -> tuple:
+        return self.name, self.date, self.directory, self.fingerprint
+
+    def __repr__(self) -> str:
+        return f"ModelHandle({self.id}, {self.format.name}, {self.fingerprint[:19]})"
+
+
+def artifact_of(directory: Path, metadata: dict) -> Path:
+    """The model file in ``directory``: the one its metadata names (``model_file``, e.g. the positive control's
+    ``oracle.json``), else ``model.cbm``."""
+    name = metadata.get("model_file") or registry.MODEL_FILE
+    if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith("."):
+        raise LabelDPInputError(f"{directory / registry.METADATA_FILE}: model_file must be a plain file name; "
+                                f"got {name!r}")
+    return directory / name
+
+
+def resolve_model(root: str | os.PathLike, name: str, date: dt.date) -> ModelHandle:
+    """The handle of ``models/<name>/date=<date>`` under ``root``: its metadata read once, its file located and
+    hashed once. LabelDPInputError naming the path for a missing model, metadata or file, and for a file that is
+    not the one registered under that name."""
+    check_name(name, "model")
+    require_date(date, "date")
+    metadata = registry.read_metadata(root, name, date)
+    directory = model_dir(root, name, date).resolve()
+    artifact = artifact_of(directory, metadata)
+    if not artifact.is_file():
+        raise LabelDPInputError(f"{artifact}: missing; the model directory is incomplete")
+    fingerprint = file_fingerprint(artifact)
+    recorded = metadata.get("fingerprint")
+    if recorded is not None and recorded != fingerprint:
+        raise LabelDPInputError(
+            f"model {name}@{date.isoformat()}: {artifact} is not the file registered under that name (metadata.json "
+            f"records {recorded}, the file is {fingerprint}); it changed after registration: restore the registered "
+            f"file, or register the intended one with "
+            f"{hints.REREGISTER_MODEL.line(name=name, date=date.isoformat())}")
+    return ModelHandle(name, date, directory, artifact, metadata, fingerprint)
+
+
+__all__ = ["ModelHandle", "artifact_of", "resolve_model"]
