@@ -109,8 +109,8 @@ def ensure_reference(root: Path, date: dt.date, plan: AuditPlan) -> ModelHandle:
 
 @task(name="ensure-target", cache_policy=NO_CACHE)
 def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
-                  partition_fp: str) -> ModelHandle:
-    return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log)
+                  partition_fp: str, reference: ModelHandle) -> ModelHandle:
+    return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log, reference=reference)
 
 
 @task(name="prepare-reference", cache_policy=NO_CACHE)
@@ -225,7 +225,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         _check_stop()
         _log(f"{spec.name}: making sure the model is there ({clock.step()})")
         try:
-            ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint)
+            ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint, raw_reference)
         except steps.TargetSkipped as exc:  # the plan says skip: a reason in the result, not a failure
             _log(f"{spec.name}: skipped ({exc})")
             skipped.append(SkippedTarget(spec.name, date, str(exc)))

@@ -140,10 +140,12 @@ def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progr
 
 
 def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
-                  partition_fp: str, progress: Progress = no_progress) -> ModelHandle:
+                  partition_fp: str, progress: Progress = no_progress,
+                  reference: ModelHandle | None = None) -> ModelHandle:
     """The target model of day D, resolved: a registered one as registered (`ensure_registered`); a trained one
     reused when made exactly as the plan says on the same partition, else (re)trained (or refused / skipped, as
-    ``on_missing_target`` says)."""
+    ``on_missing_target`` says). reference: the night's D-1 reference, resolved (`ensure_reference`), which
+    training reads as its prior instead of resolving it again."""
     from pipelines.models.handle import resolve_model
     from pipelines.training.train import reuse_mismatch, train_and_register
 
@@ -166,7 +168,7 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
     progress(f"{spec.name}: training {spec.mechanism} at eps={spec.epsilon:g}")
     train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
                        settings=_settings(plan), reference_name=plan.reference_name,
-                       on_missing_reference=plan.on_missing_reference, progress=progress)
+                       on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference)
     return resolve_model(root, spec.name, date)
 
 

@@ -54,6 +54,7 @@ from pipelines.reference.recalibration import (
     recalibrate_reference,
     recalibrated_logits,
 )
+from pipelines.reference.shift_diagnostics import measured_reference
 from pipelines.training import train as training
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
@@ -337,9 +338,12 @@ def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_row
 
 def test_recalibration_is_reused_and_byte_identical_when_rerun(world, recalibrated):
     metadata, _model, p = recalibrated
-    again = recalibrate_reference(world["root"], DAY, RECALIBRATED, resolve_model(world["root"], "reference", PREVIOUS),
-                                  targets=[unregistered(TARGET)], seed=0).metadata
+    source = resolve_model(world["root"], "reference", PREVIOUS)
+    entry = recalibrate_reference(world["root"], DAY, RECALIBRATED, source, targets=[unregistered(TARGET)], seed=0)
+    again = entry.metadata
     assert again["created_at"] == metadata["created_at"]  # same inputs: reused, not refitted
+    # the handle knows its source: the night's diagnostics read the D-1 checkpoint without resolving it again
+    assert entry.source is source and measured_reference(world["root"], entry) is source
     other = recalibrate_reference(world["root"], DAY, "reference-recalibrated-2",
                                   resolve_model(world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
                                   seed=0).metadata

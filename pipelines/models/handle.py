@@ -40,6 +40,9 @@ class ModelHandle:
     artifact: Path
     metadata: dict
     fingerprint: str
+    # the model this one was derived from, when the run resolved it (a recalibrated reference's D-1 checkpoint,
+    # its metadata's ``recalibration.source_reference``); None: not derived, or not resolved by the run
+    source: ModelHandle | None = None
 
     @property
     def format(self) -> ModelFormat:

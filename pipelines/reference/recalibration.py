@@ -728,7 +728,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     current = _current(root, name, date, inputs, progress)
     if current is not None:
         progress(f"recalibrated reference: reusing {name}@{date} (same reference, partition and settings)")
-        return current
+        return dataclasses.replace(current, source=reference)
 
     table, _ = read_day(root, date)
     registry.check_features(ref_md, table.schema)
@@ -785,7 +785,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     if dataset_record(dataset) is not None:
         metadata["dataset"] = dataset_record(dataset)
     registry.save_model(root, name, date, model, metadata)
-    return resolve_model(root, name, date)
+    return dataclasses.replace(resolve_model(root, name, date), source=reference)
 
 
 __all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "check_row_selection", "fit_correction", "fit_intercept", "heldout_part", "log_loss", "read_day", "recalibrate_reference", "recalibrated_logits"]

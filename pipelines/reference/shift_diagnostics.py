@@ -142,11 +142,14 @@ def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None
 
 def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> ModelHandle:
     """The reference whose fit the diagnostic measures: a recalibrated reference's source (the D-1 checkpoint it
-    corrects, named in its ``recalibration`` record), resolved, else the reference itself."""
+    corrects, named in its ``recalibration`` record; the handle's ``source`` when the run resolved it), else the
+    reference itself."""
     recalibration = reference.metadata.get("recalibration")
     source = recalibration.get("source_reference") if isinstance(recalibration, dict) else None
     if not isinstance(source, dict):
         return reference
+    if reference.source is not None:
+        return reference.source
     return resolve_model(root, str(source["name"]), dt.date.fromisoformat(str(source["date"])))
 
 

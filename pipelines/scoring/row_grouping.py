@@ -132,7 +132,8 @@ def _reference_keys(root, reference: ModelHandle, rels, dataset: DatasetSpec) ->
     if metadata.get("recalibration"):  # the recalibrated reference: its source's training rows count
         source = metadata["recalibration"]["source_reference"]
         try:
-            source_model = resolve_model(root, source["name"], dt.date.fromisoformat(source["date"]))
+            source_model = reference.source or resolve_model(root, source["name"],
+                                                             dt.date.fromisoformat(source["date"]))
         except LabelDPInputError as exc:
             return [], f"the reference's training rows were not read: {exc}"
         return _reference_keys(root, source_model, rels, dataset)

@@ -62,6 +62,7 @@ from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_default
 from pipelines.data.layout import model_dir
 from pipelines.models import registry
+from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.training.fitting import (
     CatBoostLearner,
     CatBoostSettings,
@@ -320,8 +321,6 @@ def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str
     When it is missing: ``on_missing="train"`` trains it non-privately on the D-1 partition and registers it;
     ``"fail"`` raises a ``LabelDPInputError`` that says how to create it.
     """
-    from pipelines.models.handle import resolve_model
-
     ref_date = reference_date(date)
     directory = model_dir(root, reference_name, ref_date)
     if directory.is_dir():
@@ -386,14 +385,16 @@ def dataset_fingerprint_of(metadata: dict) -> str:
 def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | Mechanism, epsilon: float,
                        model_name: str | None = None, seed: int = 0, settings: CatBoostSettings | None = None,
                        options: MechanismOptions | None = None, reference_name: str = "reference",
-                       on_missing_reference: str = "train", progress: Progress = no_progress) -> tuple[Any, dict]:
+                       on_missing_reference: str = "train", progress: Progress = no_progress,
+                       reference: ModelHandle | None = None) -> tuple[Any, dict]:
     """The ``labeldp-audit train`` job: load day D, resolve the reference (D-1 checkpoint), train, register.
 
     The reference is resolved whenever it exists or can be made, because the audit of day D needs it as M'
     (paper Sec. 6.2), and always when the mechanism needs it as its prior. ``on_missing_reference="skip"``
     proceeds without one for mechanisms that do not need it (e.g. the first day of data). A model named like
     the reference does not resolve a reference of its own. ``mechanism`` is a registered name (built from
-    ``options``) or a `Mechanism`. Returns ``(model_dir, metadata)``.
+    ``options``) or a `Mechanism`. ``reference``: the reference already resolved by the caller (a night resolves it
+    once for every target), else resolved or made here. Returns ``(model_dir, metadata)``.
     """
     date = require_date(date)
     settings = settings or CatBoostSettings()
@@ -415,7 +416,12 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
                                               or model_dir(root, reference_name, reference_date(date)).is_dir())
     if wants:
         policy = "fail" if on_missing_reference == "skip" else on_missing_reference
-        reference_model, reference = ensure_reference(root, date, reference_name, policy, seed, settings, progress)
+        if reference is not None and reference.key == (reference_name, reference_date(date)):
+            progress(f"reference: using {reference.directory}")
+            reference_model = registry.load_model(reference) if reference.format.catboost_classifier else None
+        else:
+            reference_model, reference = ensure_reference(root, date, reference_name, policy, seed, settings,
+                                                          progress)
         ref_metadata = reference.metadata
         registry.check_features(ref_metadata, day.table_schema)
         if dataset_fingerprint_of(ref_metadata) != day.dataset.fingerprint():
