@@ -202,10 +202,8 @@ def numpy_sweep(target, reference, y0, ids, game: GameConfig, score, progress):
     return counts, halves, histogram
 
 
-# Repetitions per compiled call (progress is reported between groups) and rows per call (the batch's tables
-# stay in cache while every repetition of the group passes over them).
+# Repetitions per compiled call (progress is reported between groups); each call passes over every row.
 _KERNEL_SLOT_GROUP = 10
-_KERNEL_ROW_BATCH = 65_536
 # Finer bins than the Beam job's default (10 mantissa bits: 47,106 bins, 0.75 MB of histograms per repetition):
 # in-process the histograms are never shuffled, and 4x fewer rows per cut bin make pass 2 4x cheaper.
 _KERNEL_BINS = BinSpec(mantissa_bits=10)
@@ -222,27 +220,41 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     """
     spec = _KERNEL_BINS
     plan = SlotPlan(game)
+    selection = selection_half_mask(ids, game.seed)
     tables = game_tables(target, reference, y0, ids, score=game.score, power=game.score_power, bins=spec,
-                         selection=selection_half_mask(ids, game.seed))
+                         selection=selection)
     keys = plan.keys()
-    rows = np.zeros((keys.size, spec.num_bins), dtype=np.int64)
-    hits = np.zeros_like(rows)
     n = tables.rows
+    in_selection = int(np.count_nonzero(selection))
+    slot_rows = np.array([n] * game.repetitions + [in_selection, n - in_selection], dtype=np.int64)
+    grids = plan.grids(slot_rows)
+    # One group's histograms at a time: each slot keeps only its grid points' bins and its cut bins' row count.
+    group_size = min(_KERNEL_SLOT_GROUP, keys.size)
+    rows = np.zeros((group_size, spec.num_bins), dtype=np.int64)
+    hits = np.zeros_like(rows)
+    bounds, histogram = [], None
+    cut = np.zeros((keys.size, spec.num_bins), dtype=bool)
+    cut_rows = np.zeros(keys.size, dtype=np.int64)
     for first in range(0, keys.size, _KERNEL_SLOT_GROUP):
-        group = slice(first, min(first + _KERNEL_SLOT_GROUP, keys.size))
-        for start in range(0, n, _KERNEL_ROW_BATCH):
-            slot_histograms(tables.slice(start, start + _KERNEL_ROW_BATCH), keys.subset(group), rows[group],
-                            hits[group])
+        group = range(first, min(first + _KERNEL_SLOT_GROUP, keys.size))
+        rows[:] = 0
+        hits[:] = 0
+        slot_histograms(tables, keys.subset(slice(group.start, group.stop)), rows[:len(group)], hits[:len(group)])
+        for i, s in enumerate(group):
+            if int(rows[i].sum()) != slot_rows[s]:
+                raise RuntimeError(f"slot {s}: its histogram holds {int(rows[i].sum())} rows; expected {slot_rows[s]}")
+            bounds.append(boundary_bins(rows[i], hits[i], grids[s]))
+            cut[s] = cut_bin_mask(bounds[s], spec.num_bins)
+            cut_rows[s] = rows[i][cut[s]].sum()
+        if first == 0:
+            histogram = coarsen(rows[0], hits[0], spec)
         if progress:
             progress(min(group.stop, game.repetitions), game.repetitions)
-    slot_rows = rows.sum(axis=1)
-    grids = plan.grids(slot_rows)
-    bounds = [boundary_bins(rows[s], hits[s], grids[s]) for s in range(keys.size)]
-    cut = np.stack([cut_bin_mask(b, spec.num_bins) for b in bounds])
-    found = boundary_rows(tables, keys, cut)
+    del rows, hits
+    found = boundary_rows(tables, keys, cut, slot_counts=cut_rows)
     counts = [exact_counts(bounds[s], *found.of(s)) for s in range(keys.size)]
     sweep, halves = plan.counts(n, slot_rows, grids, counts)
-    return sweep, halves, coarsen(rows[0], hits[0], spec)
+    return sweep, halves, histogram
 
 
 def _half_counts(scores, correct, ids, game: GameConfig) -> tuple[SweepCounts, SweepCounts] | None:

@@ -9,6 +9,7 @@ from auditing.game.play import (
     as_class_probabilities,
     as_labels,
     as_row_ids,
+    duplicate_count,
     play_repetition,
     sample_counterfactual,
 )
@@ -109,3 +110,22 @@ def test_bad_labels_and_ids():
         as_row_ids(np.array([1, 2, 2]), 3)
     with pytest.raises(LabelDPInputError, match="has 2 rows; expected 3, the number of rows in the labels"):
         as_class_probabilities(np.array([0.1, 0.2]), "p_reference", n=3)
+
+
+@pytest.mark.parametrize("order", ["increasing", "decreasing", "shuffled", "sorted with a repeat"])
+def test_duplicate_count_is_n_minus_the_distinct_ids(order):
+    """The uniqueness check takes a shortcut for increasing ids; every order counts duplicates as np.unique does."""
+    rng = np.random.default_rng(3)
+    ids = np.sort(rng.choice(10**12, 50_000, replace=False)).astype(np.int64) - 5 * 10**11
+    ids = {"increasing": ids, "decreasing": ids[::-1], "shuffled": rng.permutation(ids),
+           "sorted with a repeat": np.sort(np.concatenate([ids[:-1], ids[:1]]))}[order]
+    assert duplicate_count(ids) == ids.size - np.unique(ids).size
+    for repeats in ([7], [0, 0, 49_998], [123, 124, 125, 126]):
+        with_repeats = ids.copy()
+        with_repeats[repeats] = with_repeats[-1]
+        expected = ids.size - np.unique(with_repeats).size
+        assert expected > 0 and duplicate_count(with_repeats) == expected
+        with pytest.raises(LabelDPInputError, match=f"row_ids: {expected} duplicate value"):
+            as_row_ids(with_repeats, ids.size)
+    assert duplicate_count(ids[:1]) == 0 and duplicate_count(ids[:0]) == 0
+    assert duplicate_count(np.array([5, 5], dtype=np.int64)) == 1

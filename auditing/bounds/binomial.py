@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from auditing.bounds.params import check_confidence, check_counts, check_delta, check_kappa
 
@@ -146,6 +146,8 @@ def binomial_epsilon_lower_bound(
     # The pure bound is the exact root without the delta term, so excess(hi) >= 0 up to round-off; nudge up.
     while excess(hi) <= 0.0 and hi < _EPS_SEARCH_MAX:
         hi = hi * 1.01 + 1e-6
+    from scipy import optimize  # only delta > 0 needs it (about 0.2 s to import)
+
     root = optimize.brentq(excess, 0.0, hi, xtol=1e-7, rtol=1e-12)
     step = 1e-7
     while root > 0.0 and excess(root) > 0.0:

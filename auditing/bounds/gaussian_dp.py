@@ -17,10 +17,18 @@ import functools
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from labeldp.errors import LabelDPInputError
+
+
+def brentq(*args, **kwargs):
+    """scipy.optimize.brentq, imported on first use (scipy.optimize takes 0.15 s to import; most audits never
+    need a Gaussian reading's root)."""
+    from scipy.optimize import brentq as solve
+
+    return solve(*args, **kwargs)
+
 
 __all__ = [
     "epsilon_for_mu",

@@ -26,7 +26,9 @@ histograms and return only boundary rows.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -131,36 +133,67 @@ def _in_slot(i, half, selection):
     return half < 0 or selection[i] == (half == 0)
 
 
+# Rows per block of the histogram kernel: a block's outcomes are computed in one branch-free loop (which the
+# compiler vectorizes: the keyed draws are most of the arithmetic), then added to the histogram in a second loop
+# (scattered increments, which do not vectorize).
+_BLOCK = 1024
+_LOW_32 = np.int64(0xFFFFFFFF)
+
+
+@njit(cache=True, nogil=True)
+def _binary_outcomes(id_bits, threshold, labels, code0, code1, selection, kc, kb, every, wanted, outside, out):
+    """out[i] = bin << 1 | correct of each row of a binary model's block (`_histograms_kernel`); ``outside`` for
+    a row outside the slot's half. Branch-free over contiguous columns, so that the loop vectorizes (a
+    mispredicted branch per row costs more than the draws)."""
+    for i in range(id_bits.size):
+        x = id_bits[i]
+        y1 = np.int64(_word(x, kc) < threshold[i])
+        bit = _bit(x, kb)
+        label = labels[i]
+        released = label + bit * (y1 - label)
+        first = np.int64(code0[i])
+        code = first + released * (np.int64(code1[i]) - first)
+        inside = every | (selection[i] == wanted)
+        out[i] = (code ^ bit) if inside else outside
+
+
 # nogil: the Beam job plays pass 1 on a background thread while its main thread prepares the next batch.
 @njit(cache=True, parallel=True, nogil=True)
-def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key_bit, slot_half, selection,
-                       rows, correct):
+def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1, key_cf, key_bit, slot_half,
+                       selection, packed):
+    """Sets packed[s, b] to slot s's rows + (correct guesses << 32) in bin b, over the rows given (fewer than
+    2**32, so that neither count overflows its half); packed[s, num_bins] collects the rows outside the slot's half.
+
+    A row's outcome is v = bin << 1 | correct, i.e. code ^ b: b' = 1 - (code & 1) (b' = 0 where the score is
+    > 0) and the guess is correct iff b' == b. One increment per row and slot, into a histogram that stays in
+    cache.
+    """
     n = id_bits.size
+    num_bins = packed.shape[1] - 1
+    outside = np.int64(num_bins) << 1
     for s in prange(key_cf.size):
         kc = key_cf[s]
         kb = key_bit[s]
-        half = slot_half[s]
-        if binary and half < 0:
-            # The hot case, written out for speed: binary model, every row (benchmarks/results/notes_from_code.md).
-            for i in range(n):
-                x = id_bits[i]
-                y1 = np.int64(_word(x, kc) < threshold[i])
-                bit = _bit(x, kb)
-                label = labels[i]
-                code = codes[i, label + bit * (y1 - label)]
-                b = code >> 1
-                rows[s, b] += 1
-                # b' = 0 (guess "training label") where score > 0, i.e. b' = 1 - (code & 1); correct iff b' == b.
-                correct[s, b] += (1 - (code & 1)) == bit
-        else:
-            for i in range(n):
-                if not _in_slot(i, half, selection):
-                    continue
-                released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
-                code = codes[i, released]
-                b = code >> 1
-                rows[s, b] += 1
-                correct[s, b] += (1 - (code & 1)) == bit
+        every = slot_half[s] < 0
+        wanted = slot_half[s] == 0
+        local = packed[s]
+        local[:] = 0
+        outcome = np.empty(_BLOCK, np.int64)
+        for start in range(0, n, _BLOCK):
+            stop = min(start + _BLOCK, n)
+            if binary:
+                _binary_outcomes(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
+                                 code1[start:stop], selection[start:stop], kc, kb, every, wanted, outside, outcome)
+            else:
+                for i in range(start, stop):
+                    if not (every or selection[i] == wanted):
+                        outcome[i - start] = outside
+                        continue
+                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+                    outcome[i - start] = np.int64(codes[i, released]) ^ bit
+            for j in range(stop - start):
+                v = outcome[j]
+                local[v >> 1] += 1 + ((v & 1) << 32)
 
 
 @njit(cache=True, parallel=True)
@@ -169,13 +202,15 @@ def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key
                      out_correct):
     """Boundary rows of each slot. The row arrays are the candidate rows gathered once per class column j in
     bin order, so that rows j*C + (starts[j, b] .. starts[j, b + 1] - 1) are those whose class-j score falls in
-    bin b (sequential memory access instead of a cache miss per row)."""
+    bin b (sequential memory access instead of a cache miss per row). counts[s]: the rows found; with ``fill``,
+    the first offsets[s + 1] - offsets[s] of them are written from offsets[s] on."""
     k = codes.shape[1]
     for s in prange(key_cf.size):
         kc = key_cf[s]
         kb = key_bit[s]
         half = slot_half[s]
         at = offsets[s]
+        room = offsets[s + 1] - at if fill else 0
         found = 0
         for c in range(cut_start[s], cut_start[s + 1]):
             b = cut_bins[c]
@@ -183,17 +218,16 @@ def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key
             # (visiting it only through its released class counts every row once).
             for j in range(k):
                 for i in range(starts[j, b], starts[j, b + 1]):
-                    if not _in_slot(i, half, selection):
-                        continue
                     released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
-                    if released != j:
-                        continue
-                    if fill:
+                    # Branch-free on the coin flips: a visited row is written at the next free place, which only
+                    # a hit keeps (the test on room only fails after the slot's last hit).
+                    hit = np.int64((released == j) & _in_slot(i, half, selection))
+                    if found < room:
                         out_row[at + found] = i
                         out_released[at + found] = j
                         out_bin[at + found] = b
                         out_correct[at + found] = (1 - (codes[i, j] & 1)) == bit
-                    found += 1
+                    found += hit
         counts[s] = found
 
 
@@ -236,6 +270,14 @@ class GameTables:
     def binary(self) -> bool:
         return self.p_target.shape[1] == 2
 
+    @cached_property
+    def code_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """codes[:, 0] and codes[:, 1] as contiguous arrays for a binary model (what its vectorized kernel reads),
+        empty arrays otherwise."""
+        if not self.binary:
+            return np.zeros(0, np.int32), np.zeros(0, np.int32)
+        return np.ascontiguousarray(self.codes[:, 0]), np.ascontiguousarray(self.codes[:, 1])
+
     def slice(self, start: int, stop: int) -> GameTables:
         """Rows start..stop-1 (views, no copies)."""
         cut = slice(start, stop)
@@ -243,6 +285,11 @@ class GameTables:
                           self.id_bits[cut], self.threshold[cut] if self.binary else self.threshold,
                           self.cdf if self.binary else self.cdf[cut], self.codes[cut], self.selection[cut],
                           self.score, self.power)
+
+    def scores_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The (len(rows), k) scores of every class of `rows`, by the numpy score function itself."""
+        return np.asarray(SCORES[self.score](self.p_target[rows], self.p_reference[rows], self.power),
+                          dtype=np.float64)
 
     def scores_of(self, rows: np.ndarray, released: np.ndarray) -> np.ndarray:
         """The score of `released` for `rows`, by the numpy score function itself (as play_repetition does)."""
@@ -322,6 +369,9 @@ def slot_keys(seed: int, slots) -> SlotKeys:
 
 # ------------------------------------------------------------------------------------------ entry points
 
+# Rows per call of the histogram kernel (its packed counts hold up to 2**32 - 1 rows per bin).
+_PACKED_ROWS = 2**31
+
 
 def _args(tables: GameTables):
     return (tables.id_bits, tables.labels, tables.threshold, tables.cdf, tables.binary)
@@ -341,16 +391,35 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
     if rows.shape != correct.shape or rows.shape[0] != keys.size or rows.dtype != np.int64 \
             or correct.dtype != np.int64:
         raise ValueError(f"histograms must be int64 arrays of {keys.size} slots; got {rows.shape} {rows.dtype}")
-    arguments = (*_args(tables), tables.codes, keys.key_cf, keys.key_bit, keys.half, tables.selection, rows, correct)
-    if threads is None:
-        _histograms_kernel(*arguments)
-        return
-    previous = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
+    previous = None
+    if threads is not None:
+        previous = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
     try:
-        _histograms_kernel(*arguments)
+        packed = _packed_scratch(keys.size, rows.shape[1])
+        # Calls of fewer than 2**32 rows, so that a packed count cannot overflow.
+        for start in range(0, tables.rows, _PACKED_ROWS):
+            part = tables.slice(start, start + _PACKED_ROWS) if tables.rows > _PACKED_ROWS else tables
+            _histograms_kernel(*_args(part), part.codes, *part.code_columns, keys.key_cf, keys.key_bit, keys.half,
+                               part.selection, packed)
+            counts = packed[:, :-1]
+            rows += counts & _LOW_32
+            correct += counts >> 32
     finally:
-        numba.set_num_threads(previous)
+        if previous is not None:
+            numba.set_num_threads(previous)
+
+
+_SCRATCH = threading.local()
+
+
+def _packed_scratch(slots: int, num_bins: int) -> np.ndarray:
+    """The calling thread's (slots, num_bins + 1) int64 array for the kernel's packed counts, kept between calls
+    (a fresh one per call would be page-faulted in again each time)."""
+    scratch = getattr(_SCRATCH, "packed", None)
+    if scratch is None or scratch.shape[0] < slots or scratch.shape[1] != num_bins + 1:
+        scratch = _SCRATCH.packed = np.empty((slots, num_bins + 1), np.int64)
+    return scratch[:slots]
 
 
 @dataclass(frozen=True)
@@ -370,9 +439,14 @@ class BoundaryRows:
         return self.bins[part], self.abs_scores[part], self.row_ids[part], self.correct[part]
 
 
-def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray) -> BoundaryRows:
+def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_counts: np.ndarray | None = None
+                  ) -> BoundaryRows:
     """Replays the game only for rows one of whose k possible bins is cut (cut: (slots, bins) bool) and returns
-    those that land in a cut bin of their slot, with the numbers `auditing.game.sweep_reduce.exact_counts` needs."""
+    those that land in a cut bin of their slot, with the numbers `auditing.game.sweep_reduce.exact_counts` needs.
+
+    slot_counts: how many rows each slot has in its cut bins, when the caller knows it from the slots'
+    histograms over these same rows: the replay then runs once instead of counting first (a disagreement raises).
+    """
     cut = np.ascontiguousarray(cut, dtype=bool)
     slots = keys.size
     if cut.shape[0] != slots:
@@ -386,17 +460,18 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray) -> Bounda
     if candidates.size == 0:
         return BoundaryRows(np.zeros(slots + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                             np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool))
-    # The candidate rows, gathered once per class column j in bin order (see _boundary_kernel).
+    # The candidate rows, gathered once per class column j in bin order (see _boundary_kernel); `position` is
+    # each gathered row's index among the candidates.
     num_bins = cut.shape[1]
     candidate_bins = tables.codes[candidates] >> 1
     k = candidate_bins.shape[1]
-    gathered = np.empty(k * candidates.size, np.int64)
+    position = np.empty(k * candidates.size, np.int64)
     starts = np.zeros((k, num_bins + 1), np.int64)
     for j in range(k):
-        gathered[j * candidates.size:(j + 1) * candidates.size] = candidates[
-            np.argsort(candidate_bins[:, j], kind="stable")]
+        position[j * candidates.size:(j + 1) * candidates.size] = np.argsort(candidate_bins[:, j], kind="stable")
         starts[j, 1:] = np.cumsum(np.bincount(candidate_bins[:, j], minlength=num_bins))
         starts[j] += j * candidates.size
+    gathered = candidates[position]
     keys, cut = keys.subset(active), cut[active]
     cut_slot, cut_bins = np.nonzero(cut)
     cut_start = np.searchsorted(cut_slot, np.arange(active.size + 1)).astype(np.int64)
@@ -406,17 +481,28 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray) -> Bounda
               tables.threshold, tables.cdf if binary else tables.cdf[gathered], binary, tables.codes[gathered],
               keys.key_cf, keys.key_bit, keys.half, tables.selection[gathered], cut_bins.astype(np.int64), cut_start,
               starts)
-    nothing_i, nothing_b = np.zeros(0, np.int64), np.zeros(0, bool)
-    _boundary_kernel(*common, np.zeros(active.size + 1, np.int64), False, found, nothing_i, nothing_i, nothing_i,
-                     nothing_b)
-    counts[active] = found
+    if slot_counts is None:
+        nothing_i, nothing_b = np.zeros(0, np.int64), np.zeros(0, bool)
+        _boundary_kernel(*common, np.zeros(active.size + 1, np.int64), False, found, nothing_i, nothing_i,
+                         nothing_i, nothing_b)
+        expected = found.copy()
+    else:
+        expected = np.asarray(slot_counts, dtype=np.int64)[active]
+    counts[active] = expected
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     total = int(offsets[-1])
     rows, released, bins = (np.empty(total, np.int64) for _ in range(3))
     correct = np.empty(total, bool)
-    _boundary_kernel(*common, offsets[active], True, found, rows, released, bins, correct)
-    rows = gathered[rows]
-    return BoundaryRows(offsets, rows, bins, np.abs(tables.scores_of(rows, released)), tables.row_ids[rows], correct)
+    _boundary_kernel(*common, np.concatenate(([0], np.cumsum(expected))).astype(np.int64), True, found, rows,
+                     released, bins, correct)
+    if not np.array_equal(found, expected):
+        raise RuntimeError(f"boundary rows: the replay found {found.tolist()} rows in the cut bins of slots "
+                           f"{active.tolist()}; the histograms hold {expected.tolist()}")
+    # Each candidate's |score| for every class, by the numpy score function on the same doubles (elementwise, so
+    # equal to the score of the gathered released labels that play_repetition computes).
+    scores = np.abs(tables.scores_of_rows(candidates))
+    return BoundaryRows(offsets, gathered[rows], bins, scores[position[rows], released],
+                        tables.row_ids[gathered[rows]], correct)
 
 
 def play(tables: GameTables, seed: int, repetition: int) -> GameRows:

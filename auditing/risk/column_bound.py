@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import expit, ndtr
 
+from auditing.bounds.gaussian_dp import brentq  # scipy's, imported on first use
 from auditing.bounds.params import check_delta
 from auditing.risk.attack_bounds import check_epsilon, check_priors, posterior_ceiling
 from labeldp.errors import LabelDPInputError

@@ -44,7 +44,7 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special
 
 from auditing.bounds.binomial import pure_epsilon_lower_bounds
 from auditing.game.kernel import GameTables, slot_histograms, slot_keys
@@ -214,6 +214,8 @@ def _region(cb: int, nb: int, ch: int, nh: int, eps: float) -> np.ndarray:
 
 def _pvalue(cb: int, nb: int, ch: int, nh: int, eps: float) -> float:
     """sup over a of P[(C_B, C_H) in the region] with C_B ~ Binomial(nb, f_eps(a)), C_H ~ Binomial(nh, a)."""
+    from scipy import optimize, stats  # imported when a check runs: scipy.stats alone takes 0.3 s to import
+
     k = _region(cb, nb, ch, nh, eps)
 
     def at(x: float) -> float:
@@ -274,6 +276,8 @@ def _planned_epsilon(correct: int, guesses: int, check_guesses: float, gamma: fl
         return -math.inf
     p = (correct + 0.5) / (guesses + 1)
     se = math.sqrt(1.0 / ((guesses + 1) * p * (1 - p)) + 4.0 / (check_guesses + 1))
+    from scipy import stats  # imported when needed: 0.3 s to import
+
     return _logit(p) - stats.norm.isf(gamma) * se
 
 

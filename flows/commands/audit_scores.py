@@ -80,17 +80,21 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
     if not os.path.isfile(path):
         raise LabelDPInputError(f"{path}: no such file")
     refuse_empty_file(path)
+    # One open of the file: its footer gives the schema, then only the needed columns are read (ParquetFile, not
+    # read_table, which goes through pyarrow.dataset and imports pandas).
     try:
-        schema = pq.read_schema(path)
+        parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
     except (pa.ArrowInvalid, OSError) as exc:
         raise LabelDPInputError(f"{path}: not a readable Parquet file ({exc})") from None
-    missing = [c for c in (label_col, target_col, reference_col, *extra) if c not in schema.names]
+    missing = [c for c in (label_col, target_col, reference_col, *extra) if c not in names]
     if missing:
-        raise LabelDPInputError(f"{path}: missing column(s) {missing}; present: {schema.names}")
-    columns = [label_col, target_col, reference_col] + ([row_id_col] if row_id_col in schema.names else [])
+        raise LabelDPInputError(f"{path}: missing column(s) {missing}; present: {names}")
+    columns = [label_col, target_col, reference_col] + ([row_id_col] if row_id_col in names else [])
     columns += [c for c in extra if c not in columns]
     try:
-        table = pq.read_table(path, columns=columns)
+        with parquet:
+            table = parquet.read(columns=columns)
     except (pa.ArrowInvalid, OSError) as exc:
         raise LabelDPInputError(f"{path}: cannot read ({exc})") from None
 
@@ -110,7 +114,7 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
             raise LabelDPInputError(f"{path}: column {name} must be numeric or list<float>; got {col.type}")
         if col.null_count:
             raise LabelDPInputError(f"{path}: column {name}: {col.null_count} null row(s)")
-        return col.to_numpy().astype(np.float64)
+        return col.to_numpy().astype(np.float64, copy=False)
 
     labels_col = table.column(label_col)
     if labels_col.null_count:
@@ -122,8 +126,6 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
 
 
 def run(args) -> int:
-    from auditing.sinks.report.text import format_audit_result
-    from auditing.verdict.judge import demonstrated_risk, judge
     from labeldp.errors import LabelDPInputError
 
     config = audit_config_from(args)
@@ -144,6 +146,8 @@ def run(args) -> int:
         if result.optimistic:
             raise LabelDPInputError("--claimed-epsilon needs a valid bound: --strategy max is the paper's "
                                     "optimistic statistic; use bonferroni or split")
+        from auditing.verdict.judge import judge
+
         verdict = judge(result, args.claimed_epsilon)
         robustness = verdict.robustness.to_dict()
         robustness.pop("note")
@@ -151,6 +155,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(out))
     else:
+        from auditing.sinks.report.text import format_audit_result
+        from auditing.verdict.judge import demonstrated_risk
+
         print(format_audit_result(out, demonstrated_risk(result)))
     return 0
 
@@ -161,10 +168,8 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns):
     import pyarrow as pa
 
     from auditing.audit import CheckRows, no_rows_result, run_audit
-    from auditing.game.row_groups import NO_ROWS_LEFT, RowGroups, label_agreement, singleton_mask
     from flows.progress import ProgressPrinter
     from labeldp.errors import LabelDPInputError
-    from pipelines.scoring.row_grouping import group_keys
 
     n = len(labels)
     ids = np.arange(n, dtype=np.int64) if row_ids is None else np.asarray(row_ids)
@@ -178,6 +183,9 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns):
     keep = np.ones(n, dtype=bool)
     groups = None
     if args.group_column:
+        from auditing.game.row_groups import RowGroups, label_agreement, singleton_mask
+        from pipelines.scoring.row_grouping import group_keys
+
         table = pa.table({args.group_column: columns[args.group_column]})
         keys = group_keys(table, [(args.group_column,)])
         keep = singleton_mask(keys)
@@ -192,10 +200,14 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns):
     audited, checked = keep & ~check, keep & check
 
     def part(mask):
+        if mask.all():  # every row: no copies
+            return p_target, p_reference, labels, ids
         return (np.asarray(p_target)[mask], np.asarray(p_reference)[mask], np.asarray(labels)[mask], ids[mask])
 
     if not audited.any():
         if groups is not None and groups.rows_excluded:
+            from auditing.game.row_groups import NO_ROWS_LEFT
+
             return no_rows_result(config, NO_ROWS_LEFT, groups)
         raise LabelDPInputError("no audited row: every row is a check row (--check-column)")
     return run_audit(*part(audited), config=config, row_groups=groups,
