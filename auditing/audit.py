@@ -35,7 +35,7 @@ from auditing.game.scores import SCORES, resolve_score
 from auditing.game.slots import SlotPlan, selection_half_mask
 from auditing.game.sweep import SweepCounts, correct_at, rank_order
 from auditing.game.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
-from auditing.result import AuditResult
+from auditing.result import AuditResult, CurvePoint, ExpectedCorrect, HalfCounts, ScoreHistogram, SplitHalves
 from auditing.verdict.capacity_check import (
     CHECK_BINS,
     CheckHistograms,
@@ -132,11 +132,11 @@ def play_game(
         logger.info("custom score function: the game runs on the numpy path (auditing.game.play.play_repetition), "
                     "not the compiled kernel (auditing.game.kernel serves the built-in scores %s)", sorted(SCORES))
         counts, halves, histogram = numpy_sweep(target, reference, y0, ids, game, score, progress)
-    expected = expected_correct_record(target, reference, y0, score, game.grid_for(n)) if expected_curve else {}
+    expected = expected_correct_record(target, reference, y0, score, game.grid_for(n)) if expected_curve else None
     histograms = None if check is None else _check_histograms(target, reference, y0, ids, check, game,
                                                              score_function)
     return GameCounts(game=game, counts=counts, halves=halves, score_histogram=histogram,
-                      prior_histogram=PriorHistogram.from_reference(reference).to_dict(), expected_correct=expected,
+                      prior_histogram=PriorHistogram.from_reference(reference), expected_correct=expected,
                       check=histograms, row_groups=row_groups, custom_score=score_function is not None)
 
 
@@ -273,7 +273,8 @@ def _half_counts(scores, correct, ids, game: GameConfig) -> tuple[SweepCounts, S
 
 def audit_from_counts(
     counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None,
-    score_histogram: dict | None = None, expected_correct: dict | None = None, prior_histogram: dict | None = None,
+    score_histogram: ScoreHistogram | None = None, expected_correct: ExpectedCorrect | None = None,
+    prior_histogram: PriorHistogram | None = None,
     check_histograms: CheckHistograms | None = None, row_groups: RowGroups | None = None,
 ) -> AuditResult:
     """`audit_counts` of counts given piece by piece (e.g. a benchmark's own sweep): the repetitions' counts,
@@ -281,8 +282,8 @@ def audit_from_counts(
     if config.selection.uses_halves and split_counts is None:
         raise LabelDPInputError(f"strategy {config.strategy} needs the two halves' counts of repetition 0")
     game = GameCounts(game=config.game, counts=counts, halves=split_counts,
-                      score_histogram=dict(score_histogram or {}), prior_histogram=dict(prior_histogram or {}),
-                      expected_correct=dict(expected_correct or {}), check=check_histograms, row_groups=row_groups)
+                      score_histogram=score_histogram, prior_histogram=prior_histogram,
+                      expected_correct=expected_correct, check=check_histograms, row_groups=row_groups)
     return audit_counts(game, config.bound)
 
 
@@ -306,10 +307,10 @@ def audit_counts(game: GameCounts, bound: BoundConfig) -> AuditResult:
         best_bound(counts.correct[r], counts.guesses[r], counts.m, confidence=config.confidence, **kw)[0]
         for r in range(counts.repetitions)
     ])
-    curve = [
-        {"guesses": int(g), "correct": int(c), "epsilon_lower_bound": float(e)}
+    curve = tuple(
+        CurvePoint(guesses=int(g), correct=int(c), epsilon_lower_bound=float(e))
         for g, c, e in zip(selection.curve_guesses, selection.curve_correct, selection.curve_epsilon, strict=True)
-    ]
+    )
     return AuditResult(
         epsilon_lower_bound=selection.epsilon_lower_bound, optimistic=not selection.valid,
         method=config.method, strategy=config.strategy, confidence=config.confidence,
@@ -320,13 +321,12 @@ def audit_counts(game: GameCounts, bound: BoundConfig) -> AuditResult:
         selected_m=selection.m, max_certifiable_epsilon=float(max_certifiable), epsilon_mean=float(per_rep.mean()),
         epsilon_std=float(per_rep.std(ddof=1)) if per_rep.size > 1 else 0.0,
         epsilon_median=float(np.median(per_rep)), paper_statistic_label=PAPER_STATISTIC_LABEL,
-        per_repetition=[float(v) for v in per_rep], curve=curve, config_hash=config.config_hash(),
-        audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if strategy.uses_halves else {},
-        score_histogram=dict(game.score_histogram or {}), expected_correct=dict(game.expected_correct or {}),
-        prior_histogram=dict(game.prior_histogram or {}), reference_calibration=config.reference_calibration,
+        per_repetition=tuple(float(v) for v in per_rep), curve=curve, config_hash=config.config_hash(),
+        audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if strategy.uses_halves else None,
+        score_histogram=game.score_histogram, expected_correct=game.expected_correct,
+        prior_histogram=game.prior_histogram, reference_calibration=config.reference_calibration,
         gdp_mu_lower_bound=_gaussian_reading(config, selection),
-        capacity_check=_capacity_check(game.check, counts.m, config).to_dict(),
-        row_groups={} if game.row_groups is None else game.row_groups.to_dict(),
+        capacity_check=_capacity_check(game.check, counts.m, config), row_groups=game.row_groups,
     )
 
 
@@ -341,8 +341,8 @@ def no_rows_result(config: AuditConfig, reason: str, row_groups: RowGroups | Non
         selected_correct=0, selected_m=0, max_certifiable_epsilon=0.0, epsilon_mean=0.0, epsilon_std=0.0,
         epsilon_median=0.0, paper_statistic_label=PAPER_STATISTIC_LABEL, config_hash=config.config_hash(),
         audit_rows=config.audit_rows, reference_calibration=config.reference_calibration,
-        capacity_check=unchecked(reason, confidence=config.confidence).to_dict(),
-        row_groups={} if row_groups is None else row_groups.to_dict(), inconclusive_reason=reason)
+        capacity_check=unchecked(reason, confidence=config.confidence), row_groups=row_groups,
+        inconclusive_reason=reason)
 
 
 def _capacity_check(histograms: CheckHistograms | None, m: int, config: AuditConfig):
@@ -358,9 +358,9 @@ def _gaussian_reading(config: AuditConfig, selection: Selection) -> float | None
                                                 confidence=selection.point_confidence, kappa=config.kappa)
 
 
-def _halves_record(split_counts: tuple[SweepCounts, SweepCounts]) -> dict:
-    return {name: {"m": int(half.m), "guesses": [int(v) for v in half.guesses[0]],
-                   "correct": [int(v) for v in half.correct[0]]}
-            for name, half in zip(("selection", "bound"), split_counts, strict=True)}
+def _halves_record(split_counts: tuple[SweepCounts, SweepCounts]) -> SplitHalves:
+    selection, bound = (HalfCounts(m=int(half.m), guesses=tuple(int(v) for v in half.guesses[0]),
+                                   correct=tuple(int(v) for v in half.correct[0])) for half in split_counts)
+    return SplitHalves(selection=selection, bound=bound)
 
 

@@ -1,16 +1,200 @@
-"""An audit's result: the record the game and the bound produce (`auditing.audit.audit_counts`) and a verdict judges.
+"""An audit's result: the record the game and the bound produce (`auditing.audit.audit_counts`) and a verdict judges,
+and the records nested in it (the curve, the split halves, the histograms, the capacity check).
 
-Data only (no bound or game code), so the verdict and its sinks can name the type without importing the audit.
-`AuditResult.from_dict` is the one reader of a stored result record.
+Data only (no bound or game code), so the verdict and its sinks can name the types without importing the audit.
+`AuditResult.from_dict` is the one reader of a stored result record; each nested record's ``from_dict`` reads its
+part, and ``to_dict`` writes the JSON the result has always stored.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
+from auditing.game.prior_histogram import PriorHistogram
+from auditing.game.row_groups import RowGroups
 from labeldp.errors import LabelDPInputError
+
+
+def _fields_of(cls, data: Mapping, what: str) -> dict:
+    """``data``'s values for ``cls``'s fields; LabelDPInputError naming a field no version had or a missing one."""
+    if not isinstance(data, Mapping):
+        raise LabelDPInputError(f"{what}: expected a record (mapping); got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise LabelDPInputError(f"{what}: unknown field(s) {unknown}")
+    missing = [name for name, f in fields.items() if name not in data
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise LabelDPInputError(f"{what}: missing field(s) {missing}")
+    return dict(data)
+
+
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One grid point of repetition 0's sweep: c' guesses, the correct ones, and the bound the point gives."""
+
+    guesses: int
+    correct: int
+    epsilon_lower_bound: float
+
+    def to_dict(self) -> dict:
+        return {"guesses": self.guesses, "correct": self.correct, "epsilon_lower_bound": self.epsilon_lower_bound}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> CurvePoint:
+        return cls(**_fields_of(cls, data, "curve point"))
+
+
+@dataclass(frozen=True)
+class HalfCounts:
+    """One keyed half of repetition 0: its rows m and, per grid point, guesses and correct guesses."""
+
+    m: int
+    guesses: tuple[int, ...]
+    correct: tuple[int, ...]
+
+    def to_dict(self) -> dict:
+        return {"m": self.m, "guesses": list(self.guesses), "correct": list(self.correct)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> HalfCounts:
+        values = _fields_of(cls, data, "split half")
+        return cls(m=int(values["m"]), guesses=tuple(int(v) for v in values["guesses"]),
+                   correct=tuple(int(v) for v in values["correct"]))
+
+
+@dataclass(frozen=True)
+class SplitHalves:
+    """Both keyed halves of repetition 0, for a strategy that selects on one half and bounds on the other, so
+    that claim-dependent figures (auditing.verdict.robustness) can redo the selection at another kappa."""
+
+    selection: HalfCounts
+    bound: HalfCounts
+
+    def to_dict(self) -> dict:
+        return {"selection": self.selection.to_dict(), "bound": self.bound.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> SplitHalves | None:
+        if not data:
+            return None
+        values = _fields_of(cls, data, "split_halves")
+        return cls(HalfCounts.from_dict(values["selection"]), HalfCounts.from_dict(values["bound"]))
+
+
+@dataclass(frozen=True)
+class ScoreHistogram:
+    """Repetition 0's |score| per octave with the correct guesses in each (auditing.game.score_histogram): bin i
+    holds |score| in [edges[i-1], edges[i]), bin 0 below edges[0] (0 included), the last at or above edges[-1].
+    Descriptive, not a confidence figure."""
+
+    repetition: int
+    statistic: str
+    edges: tuple[float, ...]
+    rows: tuple[int, ...]
+    correct: tuple[int, ...]
+
+    def to_dict(self) -> dict:
+        return {"repetition": self.repetition, "statistic": self.statistic, "edges": list(self.edges),
+                "rows": list(self.rows), "correct": list(self.correct)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> ScoreHistogram | None:
+        if not data:
+            return None
+        values = _fields_of(cls, data, "score_histogram")
+        return cls(repetition=int(values["repetition"]), statistic=str(values["statistic"]),
+                   edges=tuple(float(v) for v in values["edges"]), rows=tuple(int(v) for v in values["rows"]),
+                   correct=tuple(int(v) for v in values["correct"]))
+
+
+@dataclass(frozen=True)
+class ExpectedCorrect:
+    """A control's expected correct guesses at each grid point of repetition 0 (auditing.game.expected), which
+    its floor reads."""
+
+    guesses: tuple[int, ...]
+    correct: tuple[float, ...]
+
+    def to_dict(self) -> dict:
+        return {"guesses": list(self.guesses), "correct": list(self.correct)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> ExpectedCorrect | None:
+        if not data:
+            return None
+        values = _fields_of(cls, data, "expected_correct")
+        return cls(guesses=tuple(int(v) for v in values["guesses"]),
+                   correct=tuple(float(v) for v in values["correct"]))
+
+
+@dataclass(frozen=True)
+class CapacityCheck:
+    """The capacity check of one audit (claim-free: the claim enters only through `vouches_for`).
+
+    checked: False when it could not run (``reason`` says why; a VIOLATION is then "reference unchecked").
+    threshold_bin / threshold_score: the guess threshold planned on the selection half and the check rows'
+    label-free expected guesses (bin of `CHECK_BINS`, and the smallest |score| in it). selection_*: the selection
+    half at that threshold (and its pointwise bound at kappa 0); planned_check_guesses: the check guesses the plan
+    expected there. bound_* and check_*: guesses and correct guesses at the threshold on the audited
+    rows' bound half and on the check rows. audited_accuracy_lower / check_accuracy_upper: each side's one-sided
+    limit (descriptive; the decision is the exact test's). misfit_kappa_upper: logit(check_accuracy_upper), the misfit the model shows on unseen rows where
+    the verdict's guesses are (upper confidence). epsilon_check: the kappa-free lower bound on eps (valid at
+    ``confidence`` under assumption T). check_misfit_kappa: the check rows' own game bounded at kappa 0
+    (lower confidence, Bonferroni over ``check_grid_size`` thresholds): misfit the model can see at all.
+    """
+
+    checked: bool
+    reason: str | None
+    confidence: float
+    audited_rows: int
+    check_rows: int
+    threshold_bin: int | None = None
+    threshold_score: float | None = None
+    selection_guesses: int | None = None
+    selection_correct: int | None = None
+    selection_bound: float | None = None
+    planned_check_guesses: float | None = None
+    bound_guesses: int | None = None
+    bound_correct: int | None = None
+    check_guesses: int | None = None
+    check_correct: int | None = None
+    audited_accuracy_lower: float | None = None
+    check_accuracy_upper: float | None = None
+    misfit_kappa_upper: float | None = None
+    epsilon_check: float = 0.0
+    check_misfit_kappa: float | None = None
+    check_grid_size: int | None = None
+
+    def vouches_for(self, claimed_epsilon: float) -> bool:
+        """True when the check rejects the claim too: the evidence exceeds what misfit can explain."""
+        return bool(self.checked and self.epsilon_check > claimed_epsilon)
+
+    def sees_misfit(self, kappa: float) -> bool:
+        """True when the model shows more misfit on the check rows than ``kappa`` covers (lower confidence)."""
+        return bool(self.checked and self.check_misfit_kappa is not None and self.check_misfit_kappa > kappa)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for key in ("misfit_kappa_upper",):  # JSON has no infinity
+            if out[key] is not None and math.isinf(out[key]):
+                out[key] = "inf"
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> CapacityCheck | None:
+        if not data:
+            return None
+        values = dict(data)
+        if values.get("misfit_kappa_upper") == "inf":
+            values["misfit_kappa_upper"] = math.inf
+        return cls(**{k: values[k] for k in cls.__dataclass_fields__ if k in values})
 
 
 @dataclass(frozen=True)
@@ -40,40 +224,46 @@ class AuditResult:
     epsilon_std: float
     epsilon_median: float
     paper_statistic_label: str
-    per_repetition: list = field(default_factory=list)
-    curve: list = field(default_factory=list)  # [{guesses, correct, epsilon_lower_bound}] of repetition 0
+    per_repetition: tuple[float, ...] = ()  # the paper's statistic per repetition (optimistic)
+    curve: tuple[CurvePoint, ...] = ()  # repetition 0's sweep
     config_hash: str = ""
-    # which rows were audited ("all" for results written before the option existed), and
-    # for the split strategy both halves' repetition-0 counts {"selection"|"bound": {m, guesses, correct}}, so
-    # that claim-dependent figures (auditing.verdict.robustness) can redo the selection at another kappa.
+    # which rows were audited ("all" for results written before the option existed), and for a strategy that
+    # selects on one half, both halves' repetition-0 counts (None otherwise).
     audit_rows: str = "all"
-    split_halves: dict = field(default_factory=dict)
-    # repetition 0's |score| histogram with correct guesses (auditing.game.score_histogram, the
-    # report's score panel), and for controls the game's expected correct guesses over the grid of repetition
-    # 0, {"guesses": [...], "correct": [...]} (auditing.game.expected.expected_histogram; empty unless asked for).
-    score_histogram: dict = field(default_factory=dict)
-    expected_correct: dict = field(default_factory=dict)
-    # the reference's probabilities over the audited rows as a claim-free histogram
-    # (auditing.risk.figures.PriorHistogram.to_dict(); empty for results written before it), the priors of the risk
-    # figures that auditing.risk.figures.risk_assessment computes for a claimed and the demonstrated epsilon.
-    prior_histogram: dict = field(default_factory=dict)
+    split_halves: SplitHalves | None = None
+    # repetition 0's |score| histogram (the report's score panel), and for controls the game's expected correct
+    # guesses over the grid of repetition 0 (None unless asked for).
+    score_histogram: ScoreHistogram | None = None
+    expected_correct: ExpectedCorrect | None = None
+    # the reference's probabilities over the audited rows as a claim-free histogram (None for results written
+    # before it), the priors of the risk figures (auditing.risk.figures.risk_assessment).
+    prior_histogram: PriorHistogram | None = None
     # The reference correction this result's reference went through (REFERENCE_CALIBRATIONS; "none" for
     # results written before it existed) and, for the f-DP method, the Gaussian reading at the selected point:
     # the largest mu rejected ("not mu-GDP"), a statement about mu only, never an epsilon that decides.
     reference_calibration: str = "none"
     gdp_mu_lower_bound: float | None = None
-    # The capacity check of repetition 0 (auditing.verdict.capacity_check.CapacityCheck.to_dict(); claim-free): whether
-    # the evidence exceeds what the reference's misfit explains, judged by the model on its check rows. Empty
-    # for results written before it existed.
-    capacity_check: dict = field(default_factory=dict)
-    # Rows whose labels move together (auditing.game.row_groups.RowGroups.to_dict(): the grouping rule, the rows left
-    # out and why, the label-agreement diagnostic); empty when no grouping was applied. inconclusive_reason: why
-    # there was nothing to bound (m = 0), else None.
-    row_groups: dict = field(default_factory=dict)
+    # The capacity check of repetition 0 (claim-free): whether the evidence exceeds what the reference's misfit
+    # explains, judged by the model on its check rows. None for results written before it existed.
+    capacity_check: CapacityCheck | None = None
+    # Rows whose labels move together (the grouping rule, the rows left out and why, the label-agreement
+    # diagnostic); None when no grouping was applied. inconclusive_reason: why there was nothing to bound (m = 0).
+    row_groups: RowGroups | None = None
     inconclusive_reason: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The stored record (JSON-ready): every field, nested records as their ``to_dict()``, an absent one as {}."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _NESTED:
+                value = {} if value is None else value.to_dict()
+            elif f.name == "curve":
+                value = [point.to_dict() for point in value]
+            elif f.name == "per_repetition":
+                value = list(value)
+            out[f.name] = value
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> AuditResult:
@@ -97,4 +287,22 @@ class AuditResult:
                    and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         if missing:
             raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
-        return cls(**dict(data))
+        values = dict(data)
+        for name, record in _NESTED.items():
+            values[name] = record(values.get(name))
+        values["curve"] = tuple(CurvePoint.from_dict(point) for point in values.get("curve") or ())
+        values["per_repetition"] = tuple(float(v) for v in values.get("per_repetition") or ())
+        return cls(**values)
+
+
+def prior_histogram_of(data: Mapping | None) -> PriorHistogram | None:
+    """A stored prior histogram; a record with no bucket (no row audited) stays an empty histogram of its kind."""
+    if not data:
+        return None
+    return PriorHistogram.from_dict(data) or PriorHistogram.empty(str(data.get("kind", "class1")))
+
+
+# The nested records, each by the reader of its stored form ({} or missing: None).
+_NESTED = {"split_halves": SplitHalves.from_dict, "score_histogram": ScoreHistogram.from_dict,
+           "expected_correct": ExpectedCorrect.from_dict, "prior_histogram": prior_histogram_of,
+           "capacity_check": CapacityCheck.from_dict, "row_groups": RowGroups.from_dict}

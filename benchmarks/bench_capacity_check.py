@@ -40,7 +40,7 @@ from auditing.config import AuditConfig
 from auditing.game.play import as_class_probabilities, secret_bits_and_released
 from auditing.game.scores import paper_score
 from auditing.game.slots import selection_half_mask
-from auditing.verdict.capacity_check import CapacityCheck
+from auditing.result import CapacityCheck
 
 SCENARIOS = {
     "private eps 0.3, drift +1.5 on 10% of segments": dict(),
@@ -105,7 +105,7 @@ def run(nights: int) -> list[dict]:
             counts["violation"] += 1
             blind = run_audit(world.label_blind, *world.audited[1:], config=config)
             counts["blind"] += blind.epsilon_lower_bound == 0.0
-            check = CapacityCheck.from_dict(result.capacity_check)
+            check = result.capacity_check
             count, trained = count_rules_trust(world, check, seed, claim)
             counts["count"] += count
             counts["trained"] += trained

@@ -74,7 +74,7 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
     frame = training.feature_frame(table.filter(keep))
     expected = run_audit(target.predict_proba(frame), reference.predict_proba(frame),
                          table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], config)
-    assert np.array_equal(outcome.counts.correct[0], [p["correct"] for p in expected.curve])
+    assert np.array_equal(outcome.counts.correct[0], [p.correct for p in expected.curve])
     assert outcome.result.to_dict() == expected.to_dict()
 
     every = score_day(ScoringRequest(str(root), DAY, "rr-1", AuditConfig(repetitions=3, seed=4, audit_rows="all", reference_calibration="none"),

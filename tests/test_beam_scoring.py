@@ -474,7 +474,7 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
                          check=CheckRows(split_world["p_target"][check], world["p_reference"][check],
                                          world["labels"][check], world["row_ids"][check]))
     assert outcome.result.to_dict() == expected.to_dict()
-    assert outcome.result.capacity_check["checked"] and outcome.result.capacity_check["check_rows"] == check.sum()
+    assert outcome.result.capacity_check.checked and outcome.result.capacity_check.check_rows == check.sum()
     diagnostics = outcome.record["diagnostics"]
     assert diagnostics["rows"]["rows_scored"] == trained.sum()
     assert diagnostics["check_rows"]["read"] == diagnostics["check_rows"]["scored"] == check.sum()

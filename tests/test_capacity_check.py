@@ -35,7 +35,7 @@ SIGNIFICANCE = 1e-3
 # ------------------------------------------------------------------------------------------- the truth
 def audit(world: World, seed: int, **config) -> tuple[float, CapacityCheck]:
     result = run_audit(*world.audited, config=AuditConfig(repetitions=1, seed=seed, **config), check=world.check)
-    return result.epsilon_lower_bound, CapacityCheck.from_dict(result.capacity_check)
+    return result.epsilon_lower_bound, result.capacity_check
 
 
 def nights(trials: int, **world) -> np.ndarray:
@@ -127,7 +127,7 @@ def test_compiled_and_numpy_paths_give_the_same_check():
     compiled = run_audit(*world.audited, config=config, check=world.check).capacity_check
     numpy_path = run_audit(*world.audited, config=config, check=world.check, score_function=paper_score)
     assert numpy_path.capacity_check == compiled
-    assert compiled["checked"] and compiled["bound_guesses"] > 0
+    assert compiled.checked and compiled.bound_guesses > 0
 
 
 def test_check_rows_must_be_unseen_rows():
@@ -141,7 +141,7 @@ def test_check_rows_must_be_unseen_rows():
 def test_no_check_rows_and_delta_say_why():
     world = night(2, rows=5_000)
     result = run_audit(*world.audited, config=AuditConfig(repetitions=1))
-    check = CapacityCheck.from_dict(result.capacity_check)
+    check = result.capacity_check
     assert not check.checked and "no check rows" in check.reason and not check.vouches_for(0.0)
     histograms = CheckHistograms.empty()
     assert capacity_check(histograms, confidence=0.95, delta=1e-6).reason == DELTA_NOT_SUPPORTED
@@ -150,7 +150,7 @@ def test_no_check_rows_and_delta_say_why():
 def test_histograms_round_trip_and_merge():
     world = night(3, rows=20_000, private=False, memorize=0.2)
     result = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=world.check)
-    check = CapacityCheck.from_dict(result.capacity_check)
+    check = result.capacity_check
     assert CapacityCheck.from_dict(check.to_dict()) == check
     rng = np.random.default_rng(0)
     def part():
@@ -172,9 +172,9 @@ def test_threshold_is_planned_without_the_bound_half_or_check_outcomes():
     p_t, p_r, y, ids = world.check.p_target, world.check.p_reference, world.check.labels, world.check.row_ids
     flipped = CheckRows(p_t, p_r, 1 - y, ids)  # every check label changed: outcomes change, the plan does not
     other = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=flipped).capacity_check
-    assert other["threshold_bin"] == base["threshold_bin"]
-    assert other["planned_check_guesses"] == base["planned_check_guesses"]
-    assert (other["check_correct"], other["epsilon_check"]) != (base["check_correct"], base["epsilon_check"])
+    assert other.threshold_bin == base.threshold_bin
+    assert other.planned_check_guesses == base.planned_check_guesses
+    assert (other.check_correct, other.epsilon_check) != (base.check_correct, base.epsilon_check)
 
 
 @pytest.mark.slow

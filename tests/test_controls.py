@@ -121,7 +121,7 @@ def test_negative_control_gives_zero_over_many_seeds():
         positive += result.epsilon_lower_bound > 0.0
         failed += not check.passed
         assert check.passed or result.epsilon_lower_bound > 0.0  # stricter than the audit's 95%
-        assert result.score_histogram["rows"][0] == 5000  # every |score| is 0: the lowest bin
+        assert result.score_histogram.rows[0] == 5000  # every |score| is 0: the lowest bin
     assert positive <= allowed(SEEDS)
     assert failed <= allowed(SEEDS, rate=1 - NEGATIVE_CONFIDENCE)
 
@@ -142,7 +142,6 @@ def test_the_capacity_check_sees_a_wrong_reference_the_label_blind_control_used_
     (same law, never seen) show the same accuracy, so epsilon_check stays 0, and the misfit it sees (lower
     confidence) is within what kappa = 0.7 covers."""
     from auditing.audit import CheckRows
-    from auditing.verdict.capacity_check import CapacityCheck
 
     rng = np.random.default_rng(21)
     n = 100_000
@@ -152,7 +151,7 @@ def test_the_capacity_check_sees_a_wrong_reference_the_label_blind_control_used_
     check_labels = (rng.random(n // 5) < 0.02).astype(np.int64)
     rows = CheckRows(np.full(n // 5, 0.02), np.full(n // 5, 0.01), check_labels, ids[: n // 5] + n)
     wrong = run_audit(target, reference, labels, ids, AuditConfig(repetitions=1), check=rows)
-    capacity = CapacityCheck.from_dict(wrong.capacity_check)
+    capacity = wrong.capacity_check
     assert wrong.epsilon_lower_bound > 0.3 and capacity.epsilon_check == 0.0 and not capacity.vouches_for(0.0)
     assert 0.0 < capacity.check_misfit_kappa < 0.7 and capacity.sees_misfit(0.0) and not capacity.sees_misfit(0.7)
 
@@ -181,7 +180,7 @@ def test_expected_curve_equals_the_mean_of_simulated_repetitions():
     target = rr_oracle_probabilities(ids, labels, 1.5, seed=3)
     config = AuditConfig(repetitions=1, grid="paper")
     record = run_audit(target, p, labels, ids, config, expected_curve=True).expected_correct
-    grid = np.asarray(record["guesses"])
+    grid = np.asarray(record.guesses)
     score = resolve_score("paper")
     reps = 300
     total = np.zeros(grid.size)
@@ -195,7 +194,7 @@ def test_expected_curve_equals_the_mean_of_simulated_repetitions():
     mean = total / reps
     sd = np.sqrt(np.maximum(sq / reps - mean**2, 0.25))
     # The expectation uses a soft cut inside one |score| bin: allow 5 standard errors plus 1% of c'.
-    assert np.all(np.abs(mean - np.asarray(record["correct"])) <= 5 * sd / np.sqrt(reps) + 0.01 * grid)
+    assert np.all(np.abs(mean - np.asarray(record.correct)) <= 5 * sd / np.sqrt(reps) + 0.01 * grid)
 
 
 def test_score_histogram_counts_repetition_zero():
@@ -206,8 +205,8 @@ def test_score_histogram_counts_repetition_zero():
                            score=resolve_score("paper"))
     hist = result.score_histogram
     assert hist == score_histogram(game.scores, game.correct)
-    assert sum(hist["rows"]) == 3000 and sum(hist["correct"]) == int(game.correct.sum())
-    assert len(hist["edges"]) == len(hist["rows"]) - 1
+    assert sum(hist.rows) == 3000 and sum(hist.correct) == int(game.correct.sum())
+    assert len(hist.edges) == len(hist.rows) - 1
 
 
 # ------------------------------------------------------------------------------------------ Beam job
@@ -290,4 +289,4 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", config=config,
                                         reference="reference", batch_size=1500))
     assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result.to_dict()).passed
-    assert negative.result.score_histogram["rows"][0] == beam_world["ids"].size
+    assert negative.result.score_histogram.rows[0] == beam_world["ids"].size

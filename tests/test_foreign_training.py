@@ -328,4 +328,4 @@ def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(wor
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["training_rows_kind"] == "keys" and audited["training_rows"] == int(world["trains"].sum())
     check = outcome.result.capacity_check
-    assert check["checked"] and check["check_rows"] == int((~world["trains"]).sum())
+    assert check.checked and check.check_rows == int((~world["trains"]).sum())

@@ -128,7 +128,7 @@ def test_a_second_halves_strategy_is_a_bound_setting_of_the_same_game(swapped_sp
     game = play_game(target, reference, labels, game=GameConfig(repetitions=2))
     split = audit_counts(game, BoundConfig(strategy="split"))
     swapped = audit_counts(game, BoundConfig(strategy=swapped_split))
-    assert swapped.selected_m == split.split_halves["selection"]["m"]  # bounded on the other half
+    assert swapped.selected_m == split.split_halves.selection.m  # bounded on the other half
     assert swapped.epsilon_lower_bound > 0 and swapped.strategy == swapped_split
     fresh = run_audit(target, reference, labels, config=AuditConfig(repetitions=2, strategy=swapped_split))
     assert swapped.to_dict() == fresh.to_dict()

@@ -158,7 +158,7 @@ def test_custom_score_falls_back_to_numpy_and_says_so(caplog):
     grid = AuditConfig().grid_for(500)
     game = play_repetition(target, reference, labels, ids, seed=0, repetition=0, score=centred)
     expected = correct_at(game.correct, rank_order(game.scores, ids), grid)
-    assert [point["correct"] for point in result.curve] == expected.tolist()
+    assert [point.correct for point in result.curve] == expected.tolist()
     with caplog.at_level(logging.INFO, logger="auditing.audit"):
         caplog.clear()
         run_audit(target, reference, labels, ids, AuditConfig(repetitions=1))

@@ -470,7 +470,7 @@ def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, reca
                                        check_rows=check_rows))
     assert outcome.result.m == int(world["audited"].sum())
     check = outcome.result.capacity_check
-    assert check["checked"] and check["check_rows"] == int(check_rows.mask(world["ids"]).sum())
+    assert check.checked and check.check_rows == int(check_rows.mask(world["ids"]).sum())
     assert outcome.record["diagnostics"]["check_rows"]["roles"] == ["control"]
 
 

@@ -129,7 +129,7 @@ def test_a_result_record_is_read_once_into_the_typed_result():
     record = result.to_dict()
     assert AuditResult.from_dict(record) == result
     older = {k: v for k, v in record.items() if k not in ("row_groups", "capacity_check", "inconclusive_reason")}
-    assert AuditResult.from_dict(older).row_groups == {} and AuditResult.from_dict(older).inconclusive_reason is None
+    assert AuditResult.from_dict(older).row_groups is None and AuditResult.from_dict(older).inconclusive_reason is None
     for bad, named in (({**record, "colour": 1}, "colour"), ({k: v for k, v in record.items() if k != "m"}, "'m'"),
                        ({**{k: v for k, v in record.items() if k != "kappa"}, "tau": 0.1}, "before kappa")):
         with pytest.raises(LabelDPInputError, match=named):
@@ -137,3 +137,57 @@ def test_a_result_record_is_read_once_into_the_typed_result():
     verdict = judge(record, 1.0)
     assert isinstance(verdict.result, AuditResult) and verdict.result == result
     assert verdict.to_dict()["result"] == record
+
+
+def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path):
+    """The curve, the split halves, both histograms, the expected curve, the capacity check and the row groups
+    are typed records on the result; to_dict writes the JSON they were always stored as (a JSON round trip gives
+    the same result and the same text), and a nested record with a field no version had is refused, named."""
+    import json
+
+    import numpy as np
+
+    from auditing.audit import CheckRows, run_audit
+    from auditing.config import AuditConfig
+    from auditing.game.prior_histogram import PriorHistogram
+    from auditing.result import (
+        AuditResult,
+        CapacityCheck,
+        CurvePoint,
+        ExpectedCorrect,
+        ScoreHistogram,
+        SplitHalves,
+    )
+
+    rng = np.random.default_rng(5)
+    n, k = 4000, 800
+    p = rng.uniform(0.05, 0.95, n + k)
+    y = (rng.random(n + k) < p).astype(int)
+    target = np.clip(p + 0.2 * (2 * y - 1), 0.01, 0.99)  # leaks the label
+    check = CheckRows(p_target=p[n:], p_reference=p[n:], labels=y[n:], row_ids=np.arange(n, n + k))
+    result = run_audit(target[:n], p[:n], y[:n], config=AuditConfig(repetitions=2, strategy="split"),
+                       expected_curve=True, check=check)
+    assert all(isinstance(point, CurvePoint) for point in result.curve) and result.curve
+    assert isinstance(result.split_halves, SplitHalves) and result.split_halves.selection.m > 0
+    assert isinstance(result.score_histogram, ScoreHistogram) and sum(result.score_histogram.rows) == result.m
+    assert isinstance(result.expected_correct, ExpectedCorrect) and result.expected_correct.guesses
+    assert isinstance(result.prior_histogram, PriorHistogram) and result.prior_histogram.total == result.m
+    assert isinstance(result.capacity_check, CapacityCheck) and result.capacity_check.check_rows == k
+
+    text = json.dumps(result.to_dict(), sort_keys=True)
+    stored = json.loads(text)
+    assert isinstance(stored["curve"][0], dict) and set(stored["curve"][0]) == {"guesses", "correct",
+                                                                                 "epsilon_lower_bound"}
+    assert set(stored["split_halves"]) == {"selection", "bound"} and stored["prior_histogram"]["scheme"]
+    again = AuditResult.from_dict(stored)
+    assert again == result and json.dumps(again.to_dict(), sort_keys=True) == text
+
+    for field, bad in (("split_halves", {**stored["split_halves"], "third": {}}),
+                       ("score_histogram", {**stored["score_histogram"], "colour": 1}),
+                       ("expected_correct", {"guesses": [1]}),
+                       ("curve", [{**stored["curve"][0], "slope": 2}])):
+        with pytest.raises(LabelDPInputError, match=r"third|colour|correct|slope"):
+            AuditResult.from_dict({**stored, field: bad})
+    absent = AuditResult.from_dict({**stored, "split_halves": {}, "expected_correct": {}, "prior_histogram": {}})
+    assert absent.split_halves is None and absent.expected_correct is None and absent.prior_histogram is None
+    assert absent.to_dict()["split_halves"] == {} and absent.to_dict()["prior_histogram"] == {}

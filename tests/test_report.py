@@ -330,7 +330,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     text = dom.visible
     hist = result.score_histogram
     assert "not provided" not in text and "repetition 0" in text
-    occupied = [i for i, rows in enumerate(hist["rows"]) if rows]
+    occupied = [i for i, rows in enumerate(hist.rows) if rows]
     bins = occupied[-1] - occupied[0] + 1
     assert dom.count("hist-correct", "rect") == bins and dom.count("hist-wrong", "rect") == bins
     assert "UNTRUSTED: read this verdict as unknown. the night is void: control-negative on 2024-01-14" in text

@@ -358,8 +358,8 @@ def test_pass1_accumulator_carries_the_prior_histogram(tmp_path):
     merged = Pass1Accumulator().merge(accs[2]).merge(accs[0]).merge(accs[1])
     merged.save(tmp_path / "pass1.npz")
     loaded = Pass1Accumulator.load(tmp_path / "pass1.npz")
-    assert loaded.prior_histogram() == PriorHistogram.from_probabilities(p).to_dict()
-    assert Pass1Accumulator().prior_histogram() == {}
+    assert loaded.prior_histogram() == PriorHistogram.from_probabilities(p)
+    assert Pass1Accumulator().prior_histogram() is None
 
 
 # --------------------------------------------------------------------------------------------- the risk block
@@ -374,7 +374,7 @@ def audit():
 
 
 def test_risk_assessment_for_claimed_and_demonstrated(audit):
-    assert audit.prior_histogram["kind"] == "class1" and sum(audit.prior_histogram["counts"]) == audit.m
+    assert audit.prior_histogram.kind == "class1" and audit.prior_histogram.total == audit.m
     a = risk_assessment(audit.to_dict(), 0.5)
     claimed, shown = a["claimed"], a["demonstrated"]
     assert claimed["epsilon"] == 0.5 and shown["epsilon"] == pytest.approx(audit.epsilon_lower_bound)
@@ -518,7 +518,7 @@ def test_audit_text_shows_what_the_bound_demonstrates(audit):
     from auditing.verdict.judge import demonstrated_risk
 
     text = format_audit_result(audit.to_dict(), demonstrated_risk(audit))
-    block = risk_block(audit.epsilon_lower_bound, audit.delta, PriorHistogram.from_dict(audit.prior_histogram))
+    block = risk_block(audit.epsilon_lower_bound, audit.delta, audit.prior_histogram)
     assert "what eps_lb demonstrates" in text and f"{block['posterior_ceiling_p90']:.1%}" in text
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
     assert "what eps_lb demonstrates" not in format_audit_result(old, demonstrated_risk(old))

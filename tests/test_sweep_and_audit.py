@@ -68,7 +68,7 @@ def test_result_fields_and_bonferroni_bookkeeping():
     assert result.point_confidence == pytest.approx(bonferroni_confidence(0.95, result.grid_size))
     assert not result.optimistic and result.strategy == "bonferroni" and result.method == "binomial"
     assert len(result.curve) == result.grid_size and len(result.per_repetition) == 4
-    assert result.epsilon_lower_bound == max(p["epsilon_lower_bound"] for p in result.curve)
+    assert result.epsilon_lower_bound == max(p.epsilon_lower_bound for p in result.curve)
     assert 0 < result.epsilon_lower_bound <= result.max_certifiable_epsilon
     # The paper's statistic is uncorrected, so it is at least repetition 0's corrected bound.
     assert result.per_repetition[0] >= result.epsilon_lower_bound
@@ -80,8 +80,8 @@ def test_audit_from_counts_reproduces_run_audit():
     target, ref, y = rr_inputs(8000, 3.0, 2)
     cfg = AuditConfig(repetitions=2, grid_points=20)
     direct = run_audit(target, ref, y, config=cfg)
-    guesses = np.array([[p["guesses"] for p in direct.curve]] * 2)
-    correct0 = [p["correct"] for p in direct.curve]
+    guesses = np.array([[p.guesses for p in direct.curve]] * 2)
+    correct0 = [p.correct for p in direct.curve]
     # Rebuild repetition 1 from a fresh run with a single repetition offset is not possible; check rep 0.
     counts = SweepCounts(m=8000, guesses=guesses[:1], correct=np.array([correct0]))
     again = audit_from_counts(counts, AuditConfig(repetitions=1, grid_points=20))
@@ -157,7 +157,7 @@ def test_fdp_allows_delta_0_and_kappa_is_recorded():
         shifted = run_audit(target, ref, y, config=AuditConfig(method=method, delta=0.0, repetitions=1, kappa=0.4))
         assert shifted.kappa == 0.4 and at_zero.kappa == 0.0 and at_zero.epsilon_lower_bound > 0.4
         # same game (kappa never changes a draw), bound shifted down by kappa (delta = 0)
-        assert [p["correct"] for p in shifted.curve] == [p["correct"] for p in at_zero.curve]
+        assert [p.correct for p in shifted.curve] == [p.correct for p in at_zero.curve]
         assert shifted.epsilon_lower_bound == pytest.approx(at_zero.epsilon_lower_bound - 0.4, abs=3e-4)
 
 
@@ -217,4 +217,4 @@ def test_fdp_audit_end_to_end():
     result = run_audit(target, ref, y, config=AuditConfig(method="fdp", repetitions=2, grid_points=30))
     assert result.method == "fdp" and result.delta == 0.0  # the default: pure eps
     assert 0.5 < result.epsilon_lower_bound < 4.0
-    assert result.epsilon_lower_bound == max(p["epsilon_lower_bound"] for p in result.curve)
+    assert result.epsilon_lower_bound == max(p.epsilon_lower_bound for p in result.curve)

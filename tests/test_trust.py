@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from auditing.verdict.capacity_check import CapacityCheck, unchecked
+from auditing.result import CapacityCheck
+from auditing.verdict.capacity_check import unchecked
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.trust import NightTrust, night_trust, verdict_trust
 from auditing.verdict.types import (

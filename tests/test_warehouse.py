@@ -680,7 +680,7 @@ def test_audit_record_from_a_real_audit(target):
         got = _only(wh.fetch_results(model_id="rr-eps8"))
         assert json.loads(got.result_json) == json.loads(json.dumps(result.to_dict()))
         stored = wh.fetch_curve(got)
-    assert [(p["guesses"], p["correct"]) for p in stored] == [(p["guesses"], p["correct"]) for p in result.curve]
+    assert [(p["guesses"], p["correct"]) for p in stored] == [(p.guesses, p.correct) for p in result.curve]
     assert all(p["point_confidence"] == result.point_confidence for p in stored)
     with pytest.raises(LabelDPInputError, match="optimistic"):
         audit_record(judge({**result.to_dict(), "optimistic": True}, 1), run_kind="nightly", model_id="x", partition_date=DAY)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from auditing.config import GAME_VERSION, GameConfig
+from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
 from auditing.game.sweep import SweepCounts
+from auditing.result import ExpectedCorrect, ScoreHistogram, prior_histogram_of
 from auditing.verdict.capacity_check import CheckHistograms
 from labeldp.errors import LabelDPInputError
 
@@ -34,7 +36,7 @@ class GameCounts:
     """The game's output for one model on one day under one `GameConfig`.
 
     halves: the selection and bound halves of repetition 0 (None only when a half holds no row). score_histogram,
-    prior_histogram, expected_correct: the records `auditing.audit.AuditResult` carries as they are (empty when
+    prior_histogram, expected_correct: the records `auditing.audit.AuditResult` carries as they are (None when
     not computed). check: the capacity check's histograms (None: no check rows were given). row_groups: the
     grouping the rows were selected under (None: none). inconclusive_reason: why no row was left to play on
     (m = 0). custom_score: the game was played with a caller's score function (recorded as "custom")."""
@@ -42,9 +44,9 @@ class GameCounts:
     game: GameConfig
     counts: SweepCounts
     halves: tuple[SweepCounts, SweepCounts] | None = None
-    score_histogram: dict = field(default_factory=dict)
-    prior_histogram: dict = field(default_factory=dict)
-    expected_correct: dict = field(default_factory=dict)
+    score_histogram: ScoreHistogram | None = None
+    prior_histogram: PriorHistogram | None = None
+    expected_correct: ExpectedCorrect | None = None
     check: CheckHistograms | None = None
     row_groups: RowGroups | None = None
     inconclusive_reason: str | None = None
@@ -64,8 +66,8 @@ class GameCounts:
                                f"{name}_correct": half.correct})
         if self.check is not None:
             arrays.update({f"check_{name}": getattr(self.check, name) for name in CheckHistograms._FIELDS})
-        records = {"game": asdict(self.game), "score_histogram": self.score_histogram,
-                   "prior_histogram": self.prior_histogram, "expected_correct": self.expected_correct,
+        records = {"game": asdict(self.game), **{name: {} if getattr(self, name) is None else getattr(self, name).to_dict()
+                                                 for name in ("score_histogram", "prior_histogram", "expected_correct")},
                    "row_groups": None if self.row_groups is None else self.row_groups.to_dict(),
                    "inconclusive_reason": self.inconclusive_reason, "custom_score": self.custom_score}
         arrays["records"] = np.array(json.dumps(records, sort_keys=True))
@@ -97,7 +99,8 @@ class GameCounts:
             if "check_selection_rows" in data.files:
                 check = CheckHistograms(*(data[f"check_{name}"] for name in CheckHistograms._FIELDS))
         return cls(game=GameConfig(**records["game"]), counts=counts, halves=halves,
-                   score_histogram=records["score_histogram"], prior_histogram=records["prior_histogram"],
-                   expected_correct=records["expected_correct"], check=check,
+                   score_histogram=ScoreHistogram.from_dict(records["score_histogram"]),
+                   prior_histogram=prior_histogram_of(records["prior_histogram"]),
+                   expected_correct=ExpectedCorrect.from_dict(records["expected_correct"]), check=check,
                    row_groups=RowGroups.from_dict(records["row_groups"]),
                    inconclusive_reason=records["inconclusive_reason"], custom_score=records["custom_score"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from auditing.game.sweep_reduce import BinSpec, bin_index
+from auditing.result import ExpectedCorrect
 
 
 def expected_histogram(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarray, score,
@@ -51,13 +52,15 @@ def expected_correct_at(rows, correct, grid) -> np.ndarray:
     return np.interp(grid, cum_rows, cum_correct)
 
 
-def expected_correct_record(p_target, p_reference, labels, score, grid, spec: BinSpec | None = None) -> dict:
-    """{"guesses": grid, "correct": expected correct guesses at each} (AuditResult.expected_correct)."""
+def expected_correct_record(p_target, p_reference, labels, score, grid,
+                            spec: BinSpec | None = None) -> ExpectedCorrect:
+    """The expected correct guesses at each point of ``grid`` (AuditResult.expected_correct)."""
     spec = spec or BinSpec()
     rows, hits = expected_histogram(p_target, p_reference, labels, score, spec)
     return expected_record(rows, hits, grid)
 
 
-def expected_record(rows, hits, grid) -> dict:
+def expected_record(rows, hits, grid) -> ExpectedCorrect:
     grid = np.asarray(grid, dtype=np.int64)
-    return {"guesses": grid.tolist(), "correct": [float(v) for v in expected_correct_at(rows, hits, grid)]}
+    return ExpectedCorrect(guesses=tuple(grid.tolist()),
+                           correct=tuple(float(v) for v in expected_correct_at(rows, hits, grid)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from auditing.game.sweep_reduce import BinSpec, bin_index
+from auditing.result import ScoreHistogram
 
 # Display window: one bin per octave 2**e <= |score| < 2**(e+1) for e in [LOW, HIGH); below goes to the
 # first bin (0 included), above to the last.
@@ -30,7 +31,7 @@ def _display_bin_of_fine(spec: BinSpec) -> np.ndarray:
     return display
 
 
-def coarsen(rows, correct, spec: BinSpec) -> dict:
+def coarsen(rows, correct, spec: BinSpec) -> ScoreHistogram:
     """The display record from a fine histogram (rows and correct guesses per `spec` bin) of repetition 0.
 
     edges: the octave edges 2**LOW .. 2**HIGH; bin i holds |score| in [edges[i-1], edges[i]) with bin 0 below
@@ -42,12 +43,12 @@ def coarsen(rows, correct, spec: BinSpec) -> dict:
     size = DISPLAY_HIGH_EXPONENT - DISPLAY_LOW_EXPONENT + 2
     out_rows = np.bincount(display, weights=rows, minlength=size).astype(np.int64)
     out_correct = np.bincount(display, weights=correct, minlength=size).astype(np.int64)
-    edges = [float(2.0 ** e) for e in range(DISPLAY_LOW_EXPONENT, DISPLAY_HIGH_EXPONENT + 1)]
-    return {"repetition": 0, "statistic": "|score| of the released label (attack confidence)", "edges": edges,
-            "rows": out_rows.tolist(), "correct": out_correct.tolist()}
+    edges = tuple(float(2.0 ** e) for e in range(DISPLAY_LOW_EXPONENT, DISPLAY_HIGH_EXPONENT + 1))
+    return ScoreHistogram(repetition=0, statistic="|score| of the released label (attack confidence)", edges=edges,
+                          rows=tuple(out_rows.tolist()), correct=tuple(out_correct.tolist()))
 
 
-def score_histogram(scores, correct, spec: BinSpec | None = None) -> dict:
+def score_histogram(scores, correct, spec: BinSpec | None = None) -> ScoreHistogram:
     """The display record from one repetition's per-row scores and correctness (in-process path)."""
     spec = spec or BinSpec()
     bins = bin_index(np.asarray(scores, dtype=np.float64), spec)

@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
 from auditing.bounds.gaussian_dp import mu_for_epsilon
 from auditing.bounds.params import check_delta
 from auditing.game.prior_histogram import PriorHistogram
+from auditing.result import AuditResult
 from auditing.risk.attack_bounds import (
     aia_advantage_bound,
     check_epsilon,
@@ -153,11 +155,11 @@ def _prior_buckets(eps: float, delta: float, p: np.ndarray, c: np.ndarray) -> li
     return out
 
 
-def risk_assessment(result: dict, claimed_epsilon: float) -> dict:
+def risk_assessment(result: AuditResult | Mapping, claimed_epsilon: float) -> dict:
     """The risk figures of a claim and of what an audit demonstrated, both at the audited delta.
 
     Args:
-        result: an audit result (AuditResult or its to_dict()); its prior_histogram gives the priors.
+        result: an audit result (AuditResult or its stored to_dict()); its prior_histogram gives the priors.
         claimed_epsilon: the claim, >= 0 (inf allowed).
     Returns:
         {"claimed": risk_block, "demonstrated": risk_block or None, "headline": sentence}. The demonstrated
@@ -168,16 +170,16 @@ def risk_assessment(result: dict, claimed_epsilon: float) -> dict:
     Raises:
         LabelDPInputError: a bad claimed epsilon or an unknown prior histogram scheme.
     """
-    data = result if isinstance(result, dict) else result.to_dict()
+    result = AuditResult.from_dict(result)
     claimed = check_epsilon(claimed_epsilon, "claimed epsilon")
-    delta = float(data.get("delta", 0.0))
-    histogram = PriorHistogram.from_dict(data.get("prior_histogram"))
+    delta = float(result.delta)
+    histogram = result.prior_histogram if result.prior_histogram is not None and result.prior_histogram.total else None
     mu_claim = mu_for_epsilon(claimed, delta) if delta > 0.0 and not math.isinf(claimed) else None
     out = {"claimed": risk_block(claimed, delta, histogram, mu=mu_claim), "demonstrated": None}
-    eps_lb = data.get("epsilon_lower_bound")
-    if eps_lb is not None and not data.get("optimistic", False) and math.isfinite(float(eps_lb)):
+    eps_lb = result.epsilon_lower_bound
+    if not result.optimistic and math.isfinite(float(eps_lb)):
         eps_lb = max(0.0, float(eps_lb))
-        mu_lb = mu_for_epsilon(eps_lb, delta) if data.get("method") == "fdp" and delta > 0.0 else None
+        mu_lb = mu_for_epsilon(eps_lb, delta) if result.method == "fdp" and delta > 0.0 else None
         out["demonstrated"] = risk_block(eps_lb, delta, histogram, mu=mu_lb)
     out["headline"] = headline(out)
     return out

@@ -41,7 +41,7 @@ measured under a reference that misfits.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
@@ -50,6 +50,7 @@ from auditing.bounds.binomial import pure_epsilon_lower_bounds
 from auditing.game.kernel import GameTables, slot_histograms, slot_keys
 from auditing.game.sweep import guess_grid
 from auditing.game.sweep_reduce import BinSpec, boundary_bins
+from auditing.result import CapacityCheck
 from labeldp.errors import LabelDPInputError
 
 # The bins every check is computed on: the Beam job's default; finer in-process histograms are merged into them
@@ -295,69 +296,6 @@ def _grid_thresholds(rows: np.ndarray, correct: np.ndarray, grid_kind: str, grid
     return np.unique(boundary_bins(rows, correct, grid).bin)[::-1]  # highest threshold first
 
 
-@dataclass(frozen=True)
-class CapacityCheck:
-    """The capacity check of one audit (claim-free: the claim enters only through `vouches_for`).
-
-    checked: False when it could not run (``reason`` says why; a VIOLATION is then "reference unchecked").
-    threshold_bin / threshold_score: the guess threshold planned on the selection half and the check rows'
-    label-free expected guesses (bin of `CHECK_BINS`, and the smallest |score| in it). selection_*: the selection
-    half at that threshold (and its pointwise bound at kappa 0); planned_check_guesses: the check guesses the plan
-    expected there. bound_* and check_*: guesses and correct guesses at the threshold on the audited
-    rows' bound half and on the check rows. audited_accuracy_lower / check_accuracy_upper: each side's one-sided
-    limit (descriptive; the decision is the exact test's). misfit_kappa_upper: logit(check_accuracy_upper), the misfit the model shows on unseen rows where
-    the verdict's guesses are (upper confidence). epsilon_check: the kappa-free lower bound on eps (valid at
-    ``confidence`` under assumption T). check_misfit_kappa: the check rows' own game bounded at kappa 0
-    (lower confidence, Bonferroni over ``check_grid_size`` thresholds): misfit the model can see at all.
-    """
-
-    checked: bool
-    reason: str | None
-    confidence: float
-    audited_rows: int
-    check_rows: int
-    threshold_bin: int | None = None
-    threshold_score: float | None = None
-    selection_guesses: int | None = None
-    selection_correct: int | None = None
-    selection_bound: float | None = None
-    planned_check_guesses: float | None = None
-    bound_guesses: int | None = None
-    bound_correct: int | None = None
-    check_guesses: int | None = None
-    check_correct: int | None = None
-    audited_accuracy_lower: float | None = None
-    check_accuracy_upper: float | None = None
-    misfit_kappa_upper: float | None = None
-    epsilon_check: float = 0.0
-    check_misfit_kappa: float | None = None
-    check_grid_size: int | None = None
-
-    def vouches_for(self, claimed_epsilon: float) -> bool:
-        """True when the check rejects the claim too: the evidence exceeds what misfit can explain."""
-        return bool(self.checked and self.epsilon_check > claimed_epsilon)
-
-    def sees_misfit(self, kappa: float) -> bool:
-        """True when the model shows more misfit on the check rows than ``kappa`` covers (lower confidence)."""
-        return bool(self.checked and self.check_misfit_kappa is not None and self.check_misfit_kappa > kappa)
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        for key in ("misfit_kappa_upper",):  # JSON has no infinity
-            if out[key] is not None and math.isinf(out[key]):
-                out[key] = "inf"
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict | None) -> CapacityCheck | None:
-        if not data:
-            return None
-        values = dict(data)
-        if values.get("misfit_kappa_upper") == "inf":
-            values["misfit_kappa_upper"] = math.inf
-        return cls(**{k: values[k] for k in cls.__dataclass_fields__ if k in values})
-
-
 def unchecked(reason: str, *, confidence: float, audited_rows: int = 0, check_rows: int = 0) -> CapacityCheck:
     """The record of a check that could not run."""
     return CapacityCheck(checked=False, reason=reason, confidence=confidence,
@@ -425,5 +363,5 @@ def capacity_check(histograms: CheckHistograms, *, confidence: float, delta: flo
     )
 
 
-__all__ = ["CHECK_BINS", "DELTA_NOT_SUPPORTED", "NO_CHECK_ROWS", "CapacityCheck", "CheckHistograms",
+__all__ = ["CHECK_BINS", "DELTA_NOT_SUPPORTED", "NO_CHECK_ROWS", "CheckHistograms",
            "bin_lower_edge", "capacity_check", "exact_epsilon_lower", "histograms_of", "rebin", "unchecked"]

@@ -33,6 +33,7 @@ import numpy as np
 from auditing.bounds.lower_bound import pointwise_bounds
 from auditing.bounds.selection import selection_strategy
 from auditing.game.keyed_random import STREAM_CONTROL, keyed_uniform
+from auditing.result import AuditResult
 from labeldp.errors import LabelDPInputError
 
 POSITIVE, NEGATIVE = "positive", "negative"
@@ -92,7 +93,7 @@ def rr_oracle_probabilities(row_ids, labels, epsilon: float, seed: int, num_clas
 # ------------------------------------------------------------------------------------------ the floor
 
 
-def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
+def positive_control_floor(result: AuditResult | Mapping, power: float = FLOOR_POWER) -> dict:
     """The positive control's pre-registered floor from the result's expected curve (`expected_correct`).
 
     Derivation (binomial test's power at this m; Thm. 16/17 of the paper give the test): at a grid point c'
@@ -110,23 +111,24 @@ def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
     floor is the same computation at the selected c' on the bound half (m/2 rows), with the full-data rate
     at 2 c' standing in for the half's rate (the halves are a keyed random split).
 
-    `result["expected_correct"]` is {"guesses": grid of repetition 0 over all m rows, "correct": E_c' at each}.
+    ``result.expected_correct`` holds the grid of repetition 0 over all m rows and E_c' at each.
     Returns {floor, guesses, expected_rate, correct_quantile, power}; floor 0 when the curve is absent.
     """
-    record = result.get("expected_correct") or {}
-    if not record or not record.get("guesses"):
+    result = AuditResult.from_dict(result)
+    record = result.expected_correct
+    if record is None or not record.guesses:
         return {"floor": 0.0, "guesses": None, "expected_rate": None, "correct_quantile": None, "power": power}
-    kw = dict(method=result["method"], delta=result["delta"], kappa=float(result.get("kappa") or 0.0))
-    grid = np.asarray(record["guesses"], dtype=np.float64)
-    expected = np.asarray(record["correct"], dtype=np.float64)
-    if selection_strategy(result["strategy"]).uses_halves:
-        guesses = np.array([int(result["selected_guesses"])])
+    kw = dict(method=result.method, delta=result.delta, kappa=result.kappa)
+    grid = np.asarray(record.guesses, dtype=np.float64)
+    expected = np.asarray(record.correct, dtype=np.float64)
+    if selection_strategy(result.strategy).uses_halves:
+        guesses = np.array([result.selected_guesses])
         rate = np.interp(2.0 * guesses, grid, expected) / (2.0 * guesses)
-        m, confidence = int(result["selected_m"]), float(result["confidence"])
+        m, confidence = result.selected_m, result.confidence
     else:
         guesses = grid.astype(np.int64)
         rate = expected / grid
-        m, confidence = int(result["m"]), float(result["point_confidence"])
+        m, confidence = result.m, result.point_confidence
     rate = np.clip(rate, 0.0, 1.0)
     from scipy import stats  # imported when a control is checked: 0.3 s to import
 
@@ -137,16 +139,16 @@ def positive_control_floor(result: Mapping, power: float = FLOOR_POWER) -> dict:
             "correct_quantile": int(c_low[best]), "power": power}
 
 
-def negative_control_evidence(result: Mapping) -> float:
+def negative_control_evidence(result: AuditResult | Mapping) -> float:
     """The largest binomial bound (kappa 0) over the result's repetition-0 sweep (``curve``), each point at the
     Bonferroni confidence 1 - (1 - NEGATIVE_CONFIDENCE) / G: the negative control's own test."""
-    curve = result.get("curve") or []
-    if not curve:
+    result = AuditResult.from_dict(result)
+    if not result.curve:
         return 0.0
-    correct = np.array([p["correct"] for p in curve], dtype=np.int64)
-    guesses = np.array([p["guesses"] for p in curve], dtype=np.int64)
+    correct = np.array([p.correct for p in result.curve], dtype=np.int64)
+    guesses = np.array([p.guesses for p in result.curve], dtype=np.int64)
     point = 1.0 - (1.0 - NEGATIVE_CONFIDENCE) / guesses.size
-    return float(pointwise_bounds(correct, guesses, int(result["m"]), method="binomial", delta=0.0,
+    return float(pointwise_bounds(correct, guesses, result.m, method="binomial", delta=0.0,
                                   confidence=point).max())
 
 
@@ -170,8 +172,8 @@ class ControlCheck:
         return asdict(self)
 
 
-def check_control(control: str, result: Mapping, epsilon_c: float | None = None) -> ControlCheck:
-    """Judges a control's `AuditResult.to_dict()`.
+def check_control(control: str, result: AuditResult | Mapping, epsilon_c: float | None = None) -> ControlCheck:
+    """Judges a control's `AuditResult` (or its stored ``to_dict()``).
 
     positive: passes iff floor < eps_lb <= eps_c. A floor of 0 means the audit has no power at this m: the
     control cannot show that the audit detects anything, which fails it too; except under the ``split``
@@ -184,10 +186,10 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
     """
     if control not in CONTROL_KINDS:
         raise LabelDPInputError(f"control must be one of {list(CONTROL_KINDS)}; got {control!r}")
-    eps_lb = float(result["epsilon_lower_bound"])
-    kappa = float(result.get("kappa") or 0.0)
-    label = (f"{result['confidence']:.0%} confidence, {result['strategy']}, {result['method']}, "
-             f"delta={result['delta']:g}, kappa={kappa:g}")
+    result = AuditResult.from_dict(result)
+    eps_lb, kappa = result.epsilon_lower_bound, result.kappa
+    label = (f"{result.confidence:.0%} confidence, {result.strategy}, {result.method}, "
+             f"delta={result.delta:g}, kappa={kappa:g}")
     if control == NEGATIVE:
         evidence = negative_control_evidence(result)
         passed = evidence == 0.0
@@ -201,7 +203,7 @@ def check_control(control: str, result: Mapping, epsilon_c: float | None = None)
     floor = detail["floor"]
     if eps_lb > eps_c:
         passed, why = False, f"exceeds the control's true eps_c = {eps_c:g}: the bound is not valid here"
-    elif floor <= 0.0 and selection_strategy(result["strategy"]).uses_halves:
+    elif floor <= 0.0 and selection_strategy(result.strategy).uses_halves:
         passed = eps_lb > 0.0
         why = ("is positive" if passed else "is 0") + (" (the floor at the c' the split selection chose is 0, so a "
                                                         "positive bound is all the control can ask)")

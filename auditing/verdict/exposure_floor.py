@@ -47,19 +47,18 @@ import numpy as np
 from auditing.bounds.lower_bound import any_point_exceeds
 from auditing.bounds.selection import selection_strategy
 from auditing.game.expected import expected_correct_at, expected_histogram
+from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.scores import resolve_score
 from auditing.game.sweep_reduce import BinSpec
+from auditing.result import AuditResult
 from labeldp.errors import LabelDPInputError
 
 DEFAULT_POWER = 0.95
 
 
-def _exposed_row_histogram(prior: Mapping, score, spec: BinSpec) -> tuple[np.ndarray, np.ndarray, int]:
+def _exposed_row_histogram(histogram: PriorHistogram | None, score, spec: BinSpec) -> tuple[np.ndarray, np.ndarray, int]:
     """(expected rows, expected correct) per |score| bin for ONE exposed row drawn from the audited rows, and m."""
-    from auditing.game.prior_histogram import PriorHistogram
-
-    histogram = PriorHistogram.from_dict(dict(prior))
-    if histogram is None or histogram.kind != "class1":
+    if histogram is None or not histogram.total or histogram.kind != "class1":
         raise LabelDPInputError("game_detection_floor needs the binary prior_histogram of the audited rows")
     used = np.flatnonzero(histogram.counts)
     p = histogram.midpoints()[used]
@@ -72,26 +71,27 @@ def _exposed_row_histogram(prior: Mapping, score, spec: BinSpec) -> tuple[np.nda
     return rows, hits, int(histogram.total)
 
 
-def exposed_floor_unavailable(result: Mapping, claimed_epsilon: float) -> str | None:
+def exposed_floor_unavailable(result: AuditResult | Mapping, claimed_epsilon: float) -> str | None:
     """Why `exposed_rows_floor` cannot be computed for this result and claim (cheap checks only), or None."""
+    result = AuditResult.from_dict(result)
     claimed = float(claimed_epsilon)
-    if math.isinf(claimed) or float(result["max_certifiable_epsilon"]) <= claimed:
+    if math.isinf(claimed) or result.max_certifiable_epsilon <= claimed:
         return ("INCONCLUSIVE: no number of exposed labels can flag this claim (max certifiable eps <= claimed "
                 "eps)")
-    if result.get("score") not in ("paper", "log-ratio"):
-        return (f"the score is {result.get('score')!r}: the exposed rows' scores are known only for the named "
+    if result.score not in ("paper", "log-ratio"):
+        return (f"the score is {result.score!r}: the exposed rows' scores are known only for the named "
                 "scores (paper, log-ratio)")
-    unsupported = selection_strategy(result["strategy"]).exposure_floor_reason()
+    unsupported = selection_strategy(result.strategy).exposure_floor_reason()
     if unsupported is not None:
         return unsupported
-    prior = result.get("prior_histogram") or {}
-    if not prior or not prior.get("buckets"):
+    prior = result.prior_histogram
+    if prior is None or not prior.total:
         return ("the result was written before the reference's probability histogram (prior_histogram) was "
                 "recorded: re-run the scoring")
-    if prior.get("kind", "class1") != "class1":
+    if prior.kind != "class1":
         return "k-class labels: the game-aware floor is computed for binary labels only"
-    if int(sum(prior["counts"])) != int(result["m"]):
-        return f"prior_histogram holds {int(sum(prior['counts']))} rows but the audit has m = {result['m']}"
+    if prior.total != result.m:
+        return f"prior_histogram holds {prior.total} rows but the audit has m = {result.m}"
     return None
 
 
@@ -100,7 +100,7 @@ def undetectable_note(power: float = DEFAULT_POWER) -> str:
             f"probability below {power:.0%}")
 
 
-def exposed_floor_note(result: Mapping, claimed_epsilon: float, floor: int | None,
+def exposed_floor_note(result: AuditResult | Mapping, claimed_epsilon: float, floor: int | None,
                        power: float = DEFAULT_POWER) -> str | None:
     """Why the `exposed_rows_floor` figure is None (None when it is a number)."""
     if floor is not None:
@@ -108,7 +108,7 @@ def exposed_floor_note(result: Mapping, claimed_epsilon: float, floor: int | Non
     return exposed_floor_unavailable(result, claimed_epsilon) or undetectable_note(power)
 
 
-def exposed_rows_floor(result: Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
+def exposed_rows_floor(result: AuditResult | Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
     """The verdict's game-aware floor (module docstring): the fewest totally exposed labels with which this
     audit flags the claim with probability >= power; None when not computable (`exposed_floor_unavailable`)
     or when no number of exposed rows does (`exposed_floor_note` says which)."""
@@ -117,27 +117,29 @@ def exposed_rows_floor(result: Mapping, claimed_epsilon: float, power: float = D
     return game_detection_floor(result, claimed_epsilon, power)
 
 
-def game_detection_floor(result: Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
+def game_detection_floor(result: AuditResult | Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
     """The fewest totally exposed labels with which this audit flags the claim with probability >= power
-    (module docstring). ``result``: `AuditResult.to_dict()` with ``prior_histogram``; bonferroni only.
+    (module docstring). ``result``: an `AuditResult` (or its stored ``to_dict()``) with its ``prior_histogram``; bonferroni
+    only.
     Raises LabelDPInputError when the result cannot support it (`exposed_rows_floor` returns None instead)."""
+    result = AuditResult.from_dict(result)
     claimed = float(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    if selection_strategy(result["strategy"]).exposure_floor_reason() is not None:
-        raise LabelDPInputError(f"game_detection_floor: strategy {result['strategy']!r} is not supported "
+    if selection_strategy(result.strategy).exposure_floor_reason() is not None:
+        raise LabelDPInputError(f"game_detection_floor: strategy {result.strategy!r} is not supported "
                                 "(bonferroni only)")
-    if result.get("score") not in ("paper", "log-ratio"):
-        raise LabelDPInputError(f"game_detection_floor: needs a named score; got {result.get('score')!r}")
+    if result.score not in ("paper", "log-ratio"):
+        raise LabelDPInputError(f"game_detection_floor: needs a named score; got {result.score!r}")
     spec = BinSpec()
-    score = resolve_score(result["score"], float(result["score_power"]))
-    exposed_rows, exposed_hits, m = _exposed_row_histogram(result.get("prior_histogram") or {}, score, spec)
-    if m != int(result["m"]):
-        raise LabelDPInputError(f"prior_histogram holds {m} rows but the audit has m = {result['m']}")
-    kw = dict(method=result["method"], delta=float(result["delta"]), kappa=float(result.get("kappa") or 0.0))
+    score = resolve_score(result.score, result.score_power)
+    exposed_rows, exposed_hits, m = _exposed_row_histogram(result.prior_histogram, score, spec)
+    if m != result.m:
+        raise LabelDPInputError(f"prior_histogram holds {m} rows but the audit has m = {result.m}")
+    kw = dict(method=result.method, delta=result.delta, kappa=result.kappa)
 
-    grid = np.asarray([int(p["guesses"]) for p in result["curve"]], dtype=np.int64)
-    confidence = float(result["point_confidence"])
+    grid = np.asarray([p.guesses for p in result.curve], dtype=np.int64)
+    confidence = result.point_confidence
 
     from scipy import stats  # imported when a floor is computed: 0.3 s to import
 

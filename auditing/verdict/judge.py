@@ -15,11 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from auditing.game.prior_histogram import PriorHistogram
 from auditing.result import AuditResult
 from auditing.risk.attack_bounds import posterior_ceiling
 from auditing.risk.figures import risk_assessment, risk_block, risk_columns
-from auditing.verdict.capacity_check import CapacityCheck
 from auditing.verdict.exposure_floor import DEFAULT_POWER
 from auditing.verdict.guardrail import guardrail_status
 from auditing.verdict.robustness import (
@@ -60,18 +58,17 @@ def _claimed(claimed_epsilon: Any) -> float:
 def robustness_figures(result: AuditResult, claimed: float, status: str, exposed_rows: Any = _COMPUTE) -> Robustness:
     """The claim-dependent trust figures; a figure the result cannot support is None (a split result without its
     halves has no floors)."""
-    data = result.to_dict()  # what the figures' functions read (they also read a stored result_json)
     try:
-        breaking = breaking_kappa(data, claimed)
+        breaking = breaking_kappa(result, claimed)
     except LabelDPInputError:
         breaking = None
     try:
-        floor = detection_floor_rows(data, claimed)
+        floor = detection_floor_rows(result, claimed)
     except LabelDPInputError:
         floor = None
     try:
-        exposed = (exposed_floor_figures(data, claimed) if exposed_rows is _COMPUTE
-                   else exposed_floor_figures(data, claimed, exposed_rows))
+        exposed = (exposed_floor_figures(result, claimed) if exposed_rows is _COMPUTE
+                   else exposed_floor_figures(result, claimed, exposed_rows))
     except (LabelDPInputError, KeyError):
         exposed = {"exposed_rows_floor": None, "exposed_floor_computed": False,
                    "exposed_rows_floor_power": DEFAULT_POWER, "exposed_rows_floor_note": "not computable for this result"}
@@ -143,7 +140,6 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         LabelDPInputError: a result missing fields, a bad claim or kind.
     """
     result = AuditResult.from_dict(result)
-    data = result.to_dict()  # what the figures' functions read (they also read stored result_json)
     claimed = _claimed(claimed_epsilon)
     if kind not in ("target", "control"):
         raise LabelDPInputError(f"kind must be 'target' or 'control'; got {kind!r}")
@@ -151,7 +147,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         status = NO_VERDICT
     else:
         status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)
-    assessment = risk_assessment(data, claimed)
+    assessment = risk_assessment(result, claimed)
     robustness = robustness_figures(result, claimed, status, exposed_rows_floor)
     if kind == "control":  # a control is judged by its own rule (auditing.verdict.controls): failed, or on a void night
         void = (night or NightTrust()).void_reason
@@ -159,7 +155,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         trust = (Trust(UNTRUSTED, f"the control failed: {control['message']}") if failed
                  else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
     else:
-        trust = verdict_trust(status, claimed, CapacityCheck.from_dict(result.capacity_check),
+        trust = verdict_trust(status, claimed, result.capacity_check,
                               kappa=result.kappa, night=night)
     return Verdict(
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
@@ -177,8 +173,8 @@ def demonstrated_risk(result: Any) -> dict | None:
     (`auditing.risk.figures.risk_block` at eps_lb); None for an optimistic result, a bound of 0 or a result without
     its prior histogram. Claim-free: the CLI prints it for an audit without a claim."""
     result = AuditResult.from_dict(result)
-    histogram = PriorHistogram.from_dict(result.prior_histogram)
-    if histogram is None or result.optimistic or result.epsilon_lower_bound <= 0:
+    histogram = result.prior_histogram
+    if histogram is None or not histogram.total or result.optimistic or result.epsilon_lower_bound <= 0:
         return None
     return risk_block(result.epsilon_lower_bound, result.delta, histogram)
 

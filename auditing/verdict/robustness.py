@@ -1,6 +1,6 @@
 """How much to trust a verdict: kappa-robustness (`breaking_kappa`) and the detection floor.
 
-Both are claim-dependent: they are computed from an audit result (`AuditResult` or its ``to_dict()``) and a
+Both are claim-dependent: they are computed from an audit result (`AuditResult`, or its stored ``to_dict()``) and a
 claimed epsilon, where the verdict is computed, never inside the scoring job, so one stored scoring result can
 be judged against any claim. They use only what the result carries: repetition 0's sweep counts (``curve``;
 both halves' counts in ``split_halves`` for the split strategy), m, the method, delta, the confidence and the
@@ -52,7 +52,6 @@ floor cannot be computed, the perfect-attacker floor is used instead (a floor ab
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -60,6 +59,7 @@ import numpy as np
 from auditing.bounds.lower_bound import point_exceeds
 from auditing.bounds.selection import Evidence, selection_strategy
 from auditing.game.sweep import SweepCounts
+from auditing.result import AuditResult
 from auditing.verdict.types import WEAK_PASS_FRACTION
 from labeldp.errors import LabelDPInputError
 
@@ -70,11 +70,9 @@ _KAPPA_CEILING = 64.0
 _COMPUTE = object()  # exposed_floor_figures: compute the floor (no stored value given)
 
 
-def _as_dict(result: Any) -> Mapping:
-    data = result.to_dict() if hasattr(result, "to_dict") else result
-    if not isinstance(data, Mapping):
-        raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(result).__name__}")
-    return data
+def _as_result(result: Any) -> AuditResult:
+    """An `AuditResult`, or its stored ``to_dict()`` read once by `AuditResult.from_dict`."""
+    return AuditResult.from_dict(result)
 
 
 def _claimed(claimed_epsilon: float) -> float:
@@ -84,66 +82,49 @@ def _claimed(claimed_epsilon: float) -> float:
     return claimed
 
 
-def result_kappa(data: Mapping) -> float:
-    """The kappa a result was computed at; 0 for results written before kappa existed (their ``tau`` was a
-    total-variation figure, never a likelihood-ratio bound, and is not carried over)."""
-    value = data.get("kappa")
-    return 0.0 if value is None else float(value)
-
-
-def _curve_arrays(data: Mapping) -> tuple[np.ndarray, np.ndarray]:
-    curve = data.get("curve") or []
-    if not curve:
-        raise LabelDPInputError("result: no curve (repetition 0's sweep counts) to recompute the bound from")
-    guesses = np.array([int(p["guesses"]) for p in curve], dtype=np.int64)
-    correct = np.array([int(p["correct"]) for p in curve], dtype=np.int64)
-    return guesses, correct
-
-
-def _halves(data: Mapping) -> tuple[SweepCounts, SweepCounts] | None:
-    halves = data.get("split_halves") or {}
-    if set(halves) != {"selection", "bound"}:
+def _halves(result: AuditResult) -> tuple[SweepCounts, SweepCounts] | None:
+    halves = result.split_halves
+    if halves is None:
         return None
-    out = []
-    for name in ("selection", "bound"):
-        half = halves[name]
-        out.append(SweepCounts(m=int(half["m"]), guesses=np.asarray([half["guesses"]], dtype=np.int64),
-                               correct=np.asarray([half["correct"]], dtype=np.int64)))
-    return out[0], out[1]
+    return tuple(SweepCounts(m=half.m, guesses=np.asarray([half.guesses], dtype=np.int64),
+                             correct=np.asarray([half.correct], dtype=np.int64))
+                 for half in (halves.selection, halves.bound))
 
 
-def evidence_of(data: Mapping) -> Evidence:
-    """The counts a stored result keeps for judging it again (`auditing.bounds.selection.Evidence`).
+def evidence_of(result: AuditResult) -> Evidence:
+    """The counts a result keeps for judging it again (`auditing.bounds.selection.Evidence`): repetition 0's
+    curve, or the selection half's when only the halves were kept.
 
     Raises:
         LabelDPInputError: the result has no curve and no split halves to recompute from.
     """
-    halves = _halves(data)
-    if data.get("curve"):
-        guesses, correct = _curve_arrays(data)
+    halves = _halves(result)
+    if result.curve:
+        guesses = np.array([p.guesses for p in result.curve], dtype=np.int64)
+        correct = np.array([p.correct for p in result.curve], dtype=np.int64)
     elif halves is not None:
         guesses, correct = halves[0].guesses[0], halves[0].correct[0]
     else:
-        guesses, correct = _curve_arrays(data)  # raises: nothing to recompute from
-    return Evidence(guesses=guesses, correct=correct, m=int(data["m"]), confidence=float(data["confidence"]),
-                    point_confidence=float(data.get("point_confidence", data["confidence"])), halves=halves)
+        raise LabelDPInputError("result: no curve (repetition 0's sweep counts) to recompute the bound from")
+    return Evidence(guesses=guesses, correct=correct, m=result.m, confidence=result.confidence,
+                    point_confidence=result.point_confidence, halves=halves)
 
 
 def valid_bound_exceeds(result: Any, claimed_epsilon: float, kappa: float) -> bool:
     """Would the result's valid bound, recomputed at ``kappa`` (same counts, strategy and confidence), exceed
     the claimed epsilon? For ``split`` the index is selected again at ``kappa`` on the selection half."""
-    data = _as_dict(result)
+    result = _as_result(result)
     claimed = _claimed(claimed_epsilon)
     if math.isinf(claimed):
         return False
-    strategy = selection_strategy(data["strategy"])
-    return strategy.exceeds(evidence_of(data), claimed, method=data["method"], delta=float(data["delta"]),
-                            kappa=kappa)
+    strategy = selection_strategy(result.strategy)
+    return strategy.exceeds(evidence_of(result), claimed, method=result.method, delta=result.delta, kappa=kappa)
 
 
 def breaking_kappa(result: Any, claimed_epsilon: float, *, tolerance: float = KAPPA_TOLERANCE) -> float:
     """The largest kappa at which the valid bound still exceeds the claim (module docstring), from below: the
     returned kappa is one where it does (or 0 when it does not even at kappa = 0)."""
+    result = _as_result(result)
     if not valid_bound_exceeds(result, claimed_epsilon, 0.0):
         return 0.0
     lo, hi = 0.0, 1.0  # invariant: the decision holds at lo and fails at hi
@@ -170,13 +151,13 @@ def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
     smallest c <= c' whose bound at c' exceeds the claim (binary search; a point is searched only when it can
     beat the best N so far).
     """
-    data = _as_dict(result)
+    result = _as_result(result)
     claimed = _claimed(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    strategy = selection_strategy(data["strategy"])
-    grid, m, confidence, rows_per_label = strategy.floor_setup(evidence_of(data))
-    kw = dict(method=data["method"], delta=float(data["delta"]), confidence=confidence, kappa=result_kappa(data))
+    strategy = selection_strategy(result.strategy)
+    grid, m, confidence, rows_per_label = strategy.floor_setup(evidence_of(result))
+    kw = dict(method=result.method, delta=result.delta, confidence=confidence, kappa=result.kappa)
     best = None
     for g in np.unique(grid):
         g = int(g)
@@ -217,27 +198,27 @@ def exposed_floor_figures(result: Any, claimed_epsilon: float, exposed_rows: Any
         exposed_rows_floor,
     )
 
-    data = _as_dict(result)
+    result = _as_result(result)
     claimed = _claimed(claimed_epsilon)
     if exposed_rows is _COMPUTE:
-        exposed_rows = exposed_rows_floor(data, claimed)
-    unavailable = exposed_floor_unavailable(data, claimed)
+        exposed_rows = exposed_rows_floor(result, claimed)
+    unavailable = exposed_floor_unavailable(result, claimed)
     return {"exposed_rows_floor": exposed_rows, "exposed_rows_floor_power": DEFAULT_POWER,
-            "exposed_rows_floor_note": exposed_floor_note(data, claimed, exposed_rows),
+            "exposed_rows_floor_note": exposed_floor_note(result, claimed, exposed_rows),
             "exposed_floor_computed": unavailable is None}
 
 
 def verdict_robustness(result: Any, claimed_epsilon: float, status: str) -> dict:
     """The claim-dependent trust figures of one verdict, for the warehouse row, report, alert and CLI."""
-    data = _as_dict(result)
-    floor = detection_floor_rows(data, claimed_epsilon)
-    exposed = exposed_floor_figures(data, claimed_epsilon)
-    return {"breaking_kappa": breaking_kappa(data, claimed_epsilon), "detection_floor_rows": floor, **exposed,
-            "weak_pass": is_weak_pass(status, floor, int(data["m"]), exposed["exposed_rows_floor"],
+    result = _as_result(result)
+    floor = detection_floor_rows(result, claimed_epsilon)
+    exposed = exposed_floor_figures(result, claimed_epsilon)
+    return {"breaking_kappa": breaking_kappa(result, claimed_epsilon), "detection_floor_rows": floor, **exposed,
+            "weak_pass": is_weak_pass(status, floor, result.m, exposed["exposed_rows_floor"],
                                       exposed["exposed_floor_computed"])}
 
 
 __all__ = [
     "KAPPA_TOLERANCE", "breaking_kappa", "detection_floor_rows", "exposed_floor_figures", "is_weak_pass",
-    "result_kappa", "valid_bound_exceeds", "verdict_robustness"
+    "valid_bound_exceeds", "verdict_robustness"
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from auditing.verdict.capacity_check import CapacityCheck
+from auditing.result import CapacityCheck
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,

@@ -139,13 +139,14 @@ class Verdict:
         figures["feature_shift_max_psi"] = diagnostic.get("feature_shift_max_psi")
         trust = self.trust.to_dict()
         figures.update(trust=trust.pop("state"), trust_reason=trust.pop("reason"), **trust)
-        groups = self.result.row_groups or {}
-        figures.update(group_rule=groups.get("rule"), rows_excluded_groups=groups.get("rows_excluded"),
-                       group_pairs=groups.get("agreement_pairs"),
-                       group_label_agreement=groups.get("agreement_observed"),
-                       group_label_agreement_expected=groups.get("agreement_expected"),
+        groups = self.result.row_groups
+        figures.update(group_rule=None if groups is None else groups.rule,
+                       rows_excluded_groups=None if groups is None else groups.rows_excluded,
+                       group_pairs=None if groups is None else groups.agreement_pairs,
+                       group_label_agreement=None if groups is None else groups.agreement_observed,
+                       group_label_agreement_expected=None if groups is None else groups.agreement_expected,
                        inconclusive_reason=self.result.inconclusive_reason)
         return figures
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "result": self.result.to_dict()}  # the result as it is stored

@@ -402,7 +402,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             with np.load(work / "expected.npz") as data:
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
         game = GameCounts(game=request.config.game, counts=counts, halves=split, score_histogram=histogram,
-                          prior_histogram=pass1.prior_histogram(), expected_correct=expected or {},
+                          prior_histogram=pass1.prior_histogram(), expected_correct=expected,
                           check=_check_histograms(pass1, spec), row_groups=row_groups)
         result = audit_counts(game, request.config.bound)
         shutil.rmtree(work)

@@ -163,11 +163,11 @@ class Pass1Accumulator:
         self.prior_kind = histogram.kind
         self.priors = histogram.counts if self.priors is None else self.priors + histogram.counts
 
-    def prior_histogram(self) -> dict:
-        """The merged histogram as AuditResult.prior_histogram (empty when no row was audited)."""
+    def prior_histogram(self) -> PriorHistogram | None:
+        """The merged histogram as AuditResult.prior_histogram (None when no row was audited)."""
         if self.priors is None:
-            return {}
-        return PriorHistogram(self.priors, self.prior_kind).to_dict()
+            return None
+        return PriorHistogram(self.priors, self.prior_kind)
 
     def _allocate(self, spec: GameSpec) -> None:
         if self.rows is None:

@@ -99,12 +99,11 @@ def result_score_histogram(result: AuditResult) -> dict | None:
     """The chart input from the result's own ``score_histogram`` (repetition 0, |score| per octave,
     `auditing.game.score_histogram`), trimmed to the occupied bins; None when the result has none. The first
     record bin (|score| below 2**LOW, 0 included) is drawn as the octave just below."""
-    record = result.score_histogram  # ScoreHistogram's record, as the result stores it
-    if not record or not record.get("rows"):
+    record = result.score_histogram
+    if record is None or not record.rows:
         return None
-    rows, hits = [int(v) for v in record["rows"]], [int(v) for v in record["correct"]]
-    first_edge = float(record["edges"][0])
-    edges = [first_edge / 2, *[float(v) for v in record["edges"]], float(record["edges"][-1]) * 2]
+    rows, hits = list(record.rows), list(record.correct)
+    edges = [record.edges[0] / 2, *record.edges, record.edges[-1] * 2]
     used = [i for i, n in enumerate(rows) if n]
     if not used:
         return None
@@ -122,11 +121,11 @@ def _verdict_text(status: str) -> str:
 # --------------------------------------------------------------------------------------------- charts
 def curve_chart(result: AuditResult, claimed: float) -> str:
     """eps_lb vs c' (log x axis) with the selected point and the claimed epsilon marked."""
-    curve = [p for p in result.curve if p["guesses"] >= 1]
+    curve = [p for p in result.curve if p.guesses >= 1]
     if not curve:
         return '<p class="missing">No sweep points were recorded for this audit.</p>'
-    xs = [float(p["guesses"]) for p in curve]
-    ys = [float(p["epsilon_lower_bound"]) for p in curve]
+    xs = [float(p.guesses) for p in curve]
+    ys = [float(p.epsilon_lower_bound) for p in curve]
     selected = (float(result.selected_guesses), result.epsilon_lower_bound)
     y_hi = max([*ys, selected[1], claimed if math.isfinite(claimed) else 0.0, 0.1])
     plot = svg.Plot(svg.LogScale.nice(min([*xs, max(selected[0], 1)]), max([*xs, selected[0]])),
@@ -138,7 +137,7 @@ def curve_chart(result: AuditResult, claimed: float) -> str:
     parts.append(svg.polyline(plot, list(zip(xs, ys, strict=True)), "curve-line"))
     for p, x, y in zip(curve, xs, ys, strict=True):
         parts.append(svg.marker(plot, x, y, "curve-point",
-                                f"c′ = {fmt_int(p['guesses'])}, c = {fmt_int(p['correct'])}, ε_lb = {fmt_eps(y)}"))
+                                f"c′ = {fmt_int(p.guesses)}, c = {fmt_int(p.correct)}, ε_lb = {fmt_eps(y)}"))
     parts.append(svg.marker(plot, *selected, "selected-point", "selected point", radius=6, shape="diamond"))
     sx, sy = plot.px(selected[0]), plot.py(selected[1])
     anchor = "end" if sx > (plot.x0 + plot.x1) / 2 else "start"

@@ -10,8 +10,8 @@ this module only renders. The rules and their derivation: docs/soundness.md sect
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
+from auditing.game.row_groups import RowGroups
 from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
 from auditing.sinks.report.html import table as _table
 from auditing.sinks.report.reference_panel import odds_factor
@@ -83,10 +83,10 @@ def _check_rows(verdict: Verdict) -> list[tuple[str, str]]:
     """The capacity check's rows of the card: epsilon_check in one sentence with its confidence and assumption,
     the misfit figures with theirs, the check rows; or why it did not run."""
     trust, result = verdict.trust, verdict.result
-    check = result.capacity_check or {}  # CapacityCheck.to_dict(), as the result records it
-    confidence = float(check.get("confidence") or result.confidence)
+    check = result.capacity_check
+    confidence = float(check.confidence if check is not None and check.confidence else result.confidence)
     if not trust.check_rows or trust.epsilon_check is None:
-        why = check.get("reason") or "no check rows: nothing checked the reference"
+        why = (check.reason if check is not None else None) or "no check rows: nothing checked the reference"
         return [("Capacity check", f"<span class=\"missing\" id=\"capacity-check\">did not run: {esc(why)}</span>")]
     claimed = verdict.claimed_epsilon
     eps_check = float(trust.epsilon_check)
@@ -96,7 +96,7 @@ def _check_rows(verdict: Verdict) -> list[tuple[str, str]]:
                         and eps_check > claimed else
                         f" ≤ claimed ε {fmt_eps(claimed)}: the reference's misfit can explain this VIOLATION"
                         if eps_check <= claimed else "")
-    cannot = check.get("reason")
+    cannot = None if check is None else check.reason
     sentence = (f"ε_check is a lower bound on ε at {fmt_pct(confidence)} confidence that needs no κ: what the "
                 f"model's guesses on its training rows show beyond what the same guesses show on "
                 f"{fmt_int(trust.check_rows)} rows it never saw; valid under {ASSUMPTION_T}."
@@ -114,7 +114,7 @@ def _check_rows(verdict: Verdict) -> list[tuple[str, str]]:
     if lower is not None:
         sees = (f"; above the verdict's κ = {fmt_g(kappa)}: the check sees misfit" if lower > kappa else
                 f"; within the verdict's κ = {fmt_g(kappa)}")
-    grid = check.get("check_grid_size")
+    grid = None if check is None else check.check_grid_size
     lower_text = (f"κ ≥ {_num(lower, 3)}<span class=\"labels\">lower confidence figure at {fmt_pct(confidence)} (the "
                   "check rows' own game bounded at κ = 0"
                   + (f", Bonferroni over its {fmt_int(grid)} thresholds" if grid else "")
@@ -142,26 +142,26 @@ def _detectability_row(verdict: Verdict) -> tuple[str, str]:
             f"<span class=\"labels\">{esc(why)}; the floors are in the card below</span>")
 
 
-def groups_cell(groups: Mapping | None) -> str:
+def groups_cell(groups: RowGroups | None) -> str:
     """The row groups: the rule, the rows left out and why, the label agreement observed against independent
     labels (a diagnostic); "no grouping" when the result records none."""
-    if not groups:
+    if groups is None:
         return ("<span class=\"missing\" id=\"row-groups\">no grouping: this result records none, so every row was "
                 "taken as independent of the others (docs/soundness.md section 9)</span>")
-    excluded = int(groups.get("rows_excluded") or 0)
-    parts = [f"<span id=\"row-groups\">{esc(groups.get('rule') or '')}</span>",
+    excluded = int(groups.rows_excluded or 0)
+    parts = [f"<span id=\"row-groups\">{esc(groups.rule or '')}</span>",
              f"<span class=\"labels\" id=\"rows-excluded\">{excluded:,} audited row(s) left out for sharing a group "
-             f"({fmt_int(groups.get('excluded_with_day'))} with another row of the day, "
-             f"{fmt_int(groups.get('excluded_with_inputs'))} with rows of another day an input used); "
-             f"{fmt_int(groups.get('check_rows_excluded'))} check row(s) too. Which rows are left out depends on "
+             f"({fmt_int(groups.excluded_with_day)} with another row of the day, "
+             f"{fmt_int(groups.excluded_with_inputs)} with rows of another day an input used); "
+             f"{fmt_int(groups.check_rows_excluded)} check row(s) too. Which rows are left out depends on "
              "the group keys only, never on labels.</span>"]
-    observed, expected = groups.get("agreement_observed"), groups.get("agreement_expected")
+    observed, expected = groups.agreement_observed, groups.agreement_expected
     if observed is None or expected is None:
         parts.append("<span class=\"labels\" id=\"label-agreement\">no two rows of the day share a group: no label "
                      "agreement to measure</span>")
     else:
         parts.append(f"<span class=\"labels\" id=\"label-agreement\">labels agree in {observed:.1%} of the "
-                     f"{fmt_int(groups.get('agreement_pairs'))} pairs of rows sharing a group, against "
+                     f"{fmt_int(groups.agreement_pairs)} pairs of rows sharing a group, against "
                      f"{expected:.1%} for independent labels at the reference's probabilities (a diagnostic, not a "
                      "confidence figure: an excess says how much a per-row claim leaves unprotected)</span>")
     return "".join(parts)

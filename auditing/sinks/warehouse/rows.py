@@ -464,7 +464,7 @@ def audit_record(
         **trust_columns(verdict),
     }
     row = ResultRow(**normalize_row(row))
-    curve = [{**point, "point_confidence": result.point_confidence} for point in result.curve]
+    curve = [{**point.to_dict(), "point_confidence": result.point_confidence} for point in result.curve]
     return row, normalize_curve(curve, row.key)
 
 
