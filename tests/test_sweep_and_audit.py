@@ -218,3 +218,32 @@ def test_fdp_audit_end_to_end():
     assert result.method == "fdp" and result.delta == 0.0  # the default: pure eps
     assert 0.5 < result.epsilon_lower_bound < 4.0
     assert result.epsilon_lower_bound == max(p.epsilon_lower_bound for p in result.curve)
+
+
+def test_probability_checks_count_the_rows_numpy_counts():
+    """The one-pass row checks (NaN rows, rows out of [0, 1], certain rows) name the counts the plain numpy
+    expressions give, for 1-D and k-column inputs, Fortran-ordered ones too."""
+    from auditing.game.play import as_class_probabilities, as_reference_probabilities
+
+    rng = np.random.default_rng(4)
+    for k in (2, 3, 5):
+        p = rng.dirichlet(np.ones(k), 2000)
+        cells = rng.integers(0, p.size, 40)
+        p.flat[cells[:10]] = np.nan
+        p.flat[cells[10:20]] = rng.choice([-0.5, 1.5, np.inf], 10)
+        nan_rows = int(np.isnan(p).any(axis=1).sum())
+        with pytest.raises(LabelDPInputError, match=rf"p_target: {nan_rows} row\(s\) contain NaN"):
+            as_class_probabilities(np.asfortranarray(p), "p_target")
+        p[np.isnan(p)] = 0.25
+        out = int(((p < 0) | (p > 1)).any(axis=1).sum())
+        with pytest.raises(LabelDPInputError, match=rf"p_target: {out} row\(s\) have probabilities outside"):
+            as_class_probabilities(p, "p_target")
+        q = rng.dirichlet(np.ones(k), 2000)
+        q[rng.integers(0, 2000, 30)] = np.eye(k)[0]
+        certain = int(((q <= 0) | (q >= 1)).any(axis=1).sum())
+        with pytest.raises(LabelDPInputError, match=rf"p_reference: {certain} row\(s\) give a class probability"):
+            as_reference_probabilities(q, "p_reference")
+    tiny = np.full(100, 0.3)
+    tiny[:4] = 1e-17  # 1 - p rounds to 1.0: certain once the binary column is stacked, as before
+    with pytest.raises(LabelDPInputError, match=r"p_reference: 4 row\(s\)"):
+        as_reference_probabilities(tiny, "p_reference")

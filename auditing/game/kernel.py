@@ -439,6 +439,19 @@ class BoundaryRows:
         return self.bins[part], self.abs_scores[part], self.row_ids[part], self.correct[part]
 
 
+@njit(cache=True, parallel=True)
+def _rows_in_bins(codes, bins):
+    """Per row: does any of its k codes (bin << 1 | sign) fall in a bin marked in ``bins``."""
+    n, k = codes.shape
+    out = np.zeros(n, np.bool_)
+    for i in prange(n):
+        for j in range(k):
+            if bins[codes[i, j] >> 1]:
+                out[i] = True
+                break
+    return out
+
+
 def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_counts: np.ndarray | None = None
                   ) -> BoundaryRows:
     """Replays the game only for rows one of whose k possible bins is cut (cut: (slots, bins) bool) and returns
@@ -456,7 +469,7 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_coun
     candidates = np.zeros(0, np.int64)
     if tables.rows and active.size:
         union = cut[active].any(axis=0)
-        candidates = np.flatnonzero(union[tables.codes >> 1].any(axis=1))
+        candidates = np.flatnonzero(_rows_in_bins(tables.codes, union))
     if candidates.size == 0:
         return BoundaryRows(np.zeros(slots + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                             np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool))

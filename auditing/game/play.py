@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, keyed_uniform
 from auditing.game.scores import ScoreFunction
@@ -46,10 +47,9 @@ def as_class_probabilities(values, name: str, n: int | None = None, n_from: str 
         raise LabelDPInputError(f"{name}: has {arr.shape[0]} rows; expected {n}, the number of rows in {n_from}")
     if arr.shape[1] < 2:
         raise LabelDPInputError(f"{name}: needs at least 2 classes; got {arr.shape[1]} column(s)")
-    nan_rows = int(np.isnan(arr).any(axis=1).sum())
+    nan_rows, out_of_range, _ = _row_flags(np.ascontiguousarray(arr)) if arr.shape[0] else (0, 0, 0)
     if nan_rows:
         raise LabelDPInputError(f"{name}: {nan_rows} row(s) contain NaN")
-    out_of_range = int(((arr < 0.0) | (arr > 1.0)).any(axis=1).sum())
     if out_of_range:
         raise LabelDPInputError(f"{name}: {out_of_range} row(s) have probabilities outside [0, 1]")
     if not binary_input:
@@ -59,6 +59,40 @@ def as_class_probabilities(values, name: str, n: int | None = None, n_from: str 
                 f"{name}: {bad_sum} row(s) do not sum to 1 (tolerance {SUM_TOLERANCE:g})"
             )
     return arr
+
+
+@njit(cache=True)
+def _row_flags(p):
+    """Per-row checks of an (n, k) array in one pass: how many rows hold a NaN, how many hold no NaN but a value
+    outside [0, 1], and how many are certain (a value <= 0 or >= 1: `certain_rows`). The counts of the numpy
+    expressions for each check, without an (n, k) temporary per check."""
+    n, k = p.shape
+    nan_rows = 0
+    out_rows = 0
+    certain = 0
+    for i in range(n):
+        has_nan = 0
+        has_out = 0
+        is_certain = 0
+        for j in range(k):
+            v = p[i, j]
+            if v != v:
+                has_nan = 1
+            elif v < 0.0 or v > 1.0:
+                has_out = 1
+            if v <= 0.0 or v >= 1.0:
+                is_certain = 1
+        nan_rows += has_nan
+        out_rows += has_out * (1 - has_nan)
+        certain += is_certain
+    return nan_rows, out_rows, certain
+
+
+def certain_count(p: np.ndarray) -> int:
+    """How many rows of an (n, k) probability array put probability exactly 0 (hence 1 elsewhere) on some class
+    (the rows of `certain_rows`, counted in one pass)."""
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    return int(_row_flags(p)[2]) if p.shape[0] else 0
 
 
 def certain_rows(p: np.ndarray) -> np.ndarray:
@@ -72,7 +106,7 @@ def as_reference_probabilities(values, name: str, n: int | None = None, n_from: 
     true label law that is not (|log D'(y|x) - log D(y|x)| = inf), so no kappa covers it and the counterfactual
     label of that row always equals the certain class (docs/soundness.md)."""
     arr = as_class_probabilities(values, name, n=n, n_from=n_from)
-    certain = int(certain_rows(arr).sum())
+    certain = certain_count(arr)
     if certain:
         raise LabelDPInputError(
             f"{name}: {certain} row(s) give a class probability of exactly 0 or 1; a reference must not be certain "
