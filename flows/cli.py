@@ -83,7 +83,15 @@ def error_text(args: argparse.Namespace, exc: LabelDPInputError,
     return f"labeldp-audit {args.command}: error: {exc.for_flags(flags_of(args, parser))}"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_module(name: str) -> str:
+    """The module of a subcommand: its name with - as _ (``audit-scores``: flows.commands.audit_scores)."""
+    return f"flows.commands.{name.replace('-', '_')}"
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone (a run imports only its own command's module:
+    each one costs its imports)."""
+    modules = [_command_module(command)] if _command_module(command or "") in COMMAND_MODULES else COMMAND_MODULES
     parser = argparse.ArgumentParser(
         prog="labeldp-audit",
         description=(
@@ -94,13 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
+    for module_name in modules:
         importlib.import_module(module_name).register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from auditing.sinks.listing import ListedVerdict, SkippedTarget
-from auditing.sinks.warehouse.spool import SPOOLED
 from auditing.verdict.types import ACCEPTED_UNCHECKED, EXITS_UNTRUSTED, TRUSTED
 from labeldp import hints
+
+if TYPE_CHECKING:  # the rows' types are imported where a run's rows are read: the warehouse's modules are heavy,
+    # and every command line imports this module for its exit codes
+    from auditing.sinks.listing import ListedVerdict, SkippedTarget
 
 OK = 0
 VIOLATION = 1
@@ -113,6 +116,8 @@ class Outcome:
     @property
     def verdicts(self) -> list[ListedVerdict]:
         """The rows that carry a verdict (a skipped target has none); any other kind of row is a bug."""
+        from auditing.sinks.listing import ListedVerdict, SkippedTarget
+
         unknown = [type(r).__name__ for r in self.rows if not isinstance(r, ListedVerdict | SkippedTarget)]
         if unknown:
             raise TypeError(f"Outcome.rows holds ListedVerdict and SkippedTarget only; got {unknown}")
@@ -121,6 +126,8 @@ class Outcome:
     @property
     def spooled(self) -> list[str]:
         """The spool files holding results that are not in the warehouse."""
+        from auditing.sinks.warehouse.spool import SPOOLED
+
         return [v.spool_path for v in self.verdicts if v.warehouse == SPOOLED and v.spool_path]
 
     @property
