@@ -165,3 +165,18 @@ def test_custom_score_falls_back_to_numpy_and_says_so(caplog):
     assert "numpy path" not in caplog.text
     with pytest.raises(Exception, match="no compiled form"):
         game_kernel.game_tables(target, reference, labels, ids, score="nope", power=2.0, bins=BinSpec())
+
+
+def test_score_codes_equal_the_numpy_bins_and_signs():
+    """The game tables' codes (one compiled pass over the scores' bits) are bin_index(s) << 1 | (s > 0) for
+    every score, signed zeros, subnormals, the window's edges and infinities included, at several bin specs."""
+    from auditing.game.kernel import score_codes
+    from auditing.game.sweep_reduce import BinSpec, bin_index
+
+    rng = np.random.default_rng(8)
+    scores = np.concatenate([rng.normal(0, 1, 5000) * 10.0 ** rng.integers(-45, 8, 5000),
+                             [0.0, -0.0, 5e-324, -5e-324, 2.0 ** -40, 2.0 ** 6, -2.0 ** 6, np.inf, -np.inf]])
+    table = np.column_stack([scores, -scores[::-1]])
+    for spec in (BinSpec(), BinSpec(mantissa_bits=10), BinSpec(mantissa_bits=3, min_exponent=-5, max_exponent=2)):
+        expected = ((bin_index(table, spec) << 1) | (table > 0)).astype(np.int32)
+        assert np.array_equal(score_codes(table, spec), expected)

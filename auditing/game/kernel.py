@@ -37,7 +37,7 @@ from numba import njit, prange
 from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word
 from auditing.game.play import GameRows
 from auditing.game.scores import SCORES
-from auditing.game.sweep_reduce import BinSpec, bin_index
+from auditing.game.sweep_reduce import BinSpec
 from labeldp.errors import LabelDPInputError
 
 __all__ = [
@@ -297,6 +297,27 @@ class GameTables:
                                              self.power), dtype=np.float64)
 
 
+@njit(cache=True, parallel=True)
+def _score_codes(bits, shift, low_code, top):
+    n, k = bits.shape
+    codes = np.empty((n, k), np.int32)
+    for i in prange(n):
+        for j in range(k):
+            magnitude = bits[i, j] & np.uint64(0x7FFFFFFFFFFFFFFF)
+            index = np.int64(magnitude >> np.uint64(shift)) - low_code + 1
+            index = min(max(index, 0), top)
+            positive = bits[i, j] >> np.uint64(63) == 0 and magnitude != 0  # s > 0 (NaN rejected before)
+            codes[i, j] = (index << 1) | positive
+    return codes
+
+
+def score_codes(scores: np.ndarray, bins: BinSpec) -> np.ndarray:
+    """Each score's code, ``bin_index(scores) << 1 | (scores > 0)``, as int32, in one pass over the scores' bits
+    (no NaN: the caller refuses it first)."""
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    return _score_codes(scores.view(np.uint64), bins.pattern_shift, bins.low_code, bins.num_bins - 1)
+
+
 def threshold_bits(p: np.ndarray) -> np.ndarray:
     """ceil(p * 2**53) as uint64: for the 53-bit integer m of a keyed uniform u = m * 2**-53, u < p exactly when
     m < ceil(p * 2**53) (p in [0, 1]; the product is exact, m is an integer)."""
@@ -325,7 +346,7 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
     scores = np.asarray(SCORES[score](p_target, p_reference, power), dtype=np.float64)
     if np.isnan(scores).any():
         raise LabelDPInputError(f"score function returned NaN for {int(np.isnan(scores).any(axis=1).sum())} row(s)")
-    codes = (bin_index(scores, bins) << 1) | (scores > 0)
+    codes = score_codes(scores, bins)
     del scores
     if k == 2:
         threshold = threshold_bits(p_reference[:, 1])
@@ -337,7 +358,7 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
     if selection is None:
         selection = np.zeros(n, dtype=bool)
     return GameTables(p_target, p_reference, labels, row_ids, row_ids.view(np.uint64), threshold, cdf,
-                      codes.astype(np.int32), np.ascontiguousarray(selection, dtype=bool), score, float(power))
+                      codes, np.ascontiguousarray(selection, dtype=bool), score, float(power))
 
 
 @dataclass(frozen=True)

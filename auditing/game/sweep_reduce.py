@@ -68,8 +68,15 @@ class BinSpec:
                                     f"allowed (fewer mantissa bits or a narrower exponent window)")
 
     @property
-    def _low_code(self) -> int:
+    def low_code(self) -> int:
+        """The bit-pattern code (`pattern_shift`) of the window's lowest bin, whose index is 1."""
         return (_EXPONENT_BIAS + self.min_exponent) << self.mantissa_bits
+
+    @property
+    def pattern_shift(self) -> int:
+        """How far a |score|'s binary64 bit pattern is shifted right to give its code (exponent and leading
+        mantissa bits)."""
+        return _MANTISSA_BITS - self.mantissa_bits
 
     @property
     def num_bins(self) -> int:
@@ -84,8 +91,8 @@ def bin_index(scores: np.ndarray, spec: BinSpec) -> np.ndarray:
     """
     magnitude = np.abs(np.asarray(scores, dtype=np.float64))  # abs(-0.0) is +0.0: bit pattern 0
     # Top bits of the pattern: (biased exponent << mantissa_bits) | leading mantissa bits; monotone for x >= 0.
-    code = (magnitude.view(np.uint64) >> np.uint64(_MANTISSA_BITS - spec.mantissa_bits)).astype(np.int64)
-    index = code - (spec._low_code - 1)
+    code = (magnitude.view(np.uint64) >> np.uint64(spec.pattern_shift)).astype(np.int64)
+    index = code - (spec.low_code - 1)
     np.clip(index, 0, spec.num_bins - 1, out=index)
     return index
 
