@@ -29,6 +29,7 @@ from prefect.runtime import flow_run
 from auditing.sinks.alerts.webhook import alert_kind
 from auditing.sinks.listing import ListedVerdict, SkippedTarget
 from auditing.verdict.controls import POSITIVE
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
 from auditing.verdict.trust import NightTrust
 from flows import exit_codes, steps, terminal
@@ -135,7 +136,7 @@ def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, m
 @task(name="publish", **io_task)
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
-            control: dict | None = None, night=None, reference_check: dict | None = None) -> ListedVerdict:
+            control: dict | None = None, night=None, reference_check: ReferenceCheck | None = None) -> ListedVerdict:
     return steps.publish(root, date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
                          night=night, reference_check=reference_check)
@@ -305,7 +306,7 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 
 
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
-                 webhook_url: str | None, reference: ModelHandle, check: dict, rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
+                 webhook_url: str | None, reference: ModelHandle, check: ReferenceCheck, rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
                  accept_unchecked: bool = False) -> tuple[list[ListedVerdict], object, list]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.verdict.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids

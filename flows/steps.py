@@ -15,12 +15,13 @@ is recomputed. Both live under the data root, so a re-run after a crash redoes o
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditing.sinks.listing import ListedVerdict
 from auditing.verdict.controls import POSITIVE
+from auditing.verdict.reference_check import ReferenceCheck
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
@@ -282,7 +283,7 @@ class NightRows:
 
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
                       progress: Progress = no_progress, name: str | None = None,
-                      ) -> tuple[ModelHandle, dict, NightRows]:
+                      ) -> tuple[ModelHandle, ReferenceCheck, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
     held-out calibration rows (pipelines.reference.recalibration), registered as `AuditPlan.calibrated_reference_name`;
@@ -303,13 +304,13 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
     from pipelines.scoring.row_grouping import night_exclusion
 
     calibration = plan.audit.reference_calibration
-    check = {"calibration": calibration, "checked": True, "note": None, "calibration_figures": None}
+    check = ReferenceCheck(calibration, True)
     try:
         heldout = check_heldout(audited, plan.audit.audit_rows)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
         excluded = night_exclusion(root, date, raw, progress=progress)
-        return raw, skip_reference_check(check, exc.reason), NightRows(None, excluded)
+        return raw, check.skipped(exc.reason), NightRows(None, excluded)
     reference, recalibrated = raw, False
     if calibration != "none":
         name = name or plan.calibrated_reference_name
@@ -320,21 +321,14 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
                                              seed=plan.seed, progress=progress)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
             progress(f"reference not recalibrated: {exc.reason}")
-            check["note"] = f"reference not recalibrated: {exc.reason}"
+            check = replace(check, note=f"reference not recalibrated: {exc.reason}")
         else:
-            check["calibration_figures"] = calibration_figures(recalibrated_model.metadata["recalibration"])
+            check = replace(check, calibration_figures=calibration_figures(
+                recalibrated_model.metadata["recalibration"]))
             reference, recalibrated = recalibrated_model, True
     rows = NightRows(check_row_selection(heldout, recalibrated),
                      night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress))
     return reference, check, rows
-
-
-def skip_reference_check(check: dict, reason: str) -> dict:
-    """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
-    capacity check runs)."""
-    from auditing.verdict.judge import skipped_reference_check
-
-    return skipped_reference_check(check, reason)
 
 
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
@@ -369,7 +363,7 @@ def night_trust(date: dt.date, checks: dict[str, dict | str], specs, accept_unch
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
-            control: dict | None = None, night=None, reference_check: dict | None = None) -> ListedVerdict:
+            control: dict | None = None, night=None, reference_check: ReferenceCheck | None = None) -> ListedVerdict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
     report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.sinks.warehouse.AuditKey`: model, model
     fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
@@ -444,7 +438,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,
                        webhook_url: str | None, flow_run_id: str | None = None, control: str | None = None,
-                       reference_check: dict | None = None) -> dict | None:
+                       reference_check: ReferenceCheck | None = None) -> dict | None:
     """DATA_MISSING / AUDIT_FAILED / CONTROL_FAILED alerts (deduplicated per model, date and kind); a
     CONTROL_FAILED alert names the control kind and carries the night's reference check."""
     if not webhook_url:
@@ -453,7 +447,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
 
     payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
     if control is not None:
-        payload.update(control=control, reference_check=reference_check)
+        payload.update(control=control, reference_check=None if reference_check is None else reference_check.to_dict())
     return send_alert(webhook_url, kind, payload, default_ledger_dir(root)).to_dict()
 
 

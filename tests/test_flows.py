@@ -111,8 +111,8 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
                leaky.breaking_kappa for a in HOOK.received if a["kind"] == "VIOLATION")
     # the reference was recalibrated on the day's held-out rows (the plan's default) and the rows say so
     check = by_model["leaky"].reference_check
-    assert check["calibration"] == "boost" and check["checked"] is True
-    assert check["calibration_figures"]["rows_fit"] > 0
+    assert check.calibration == "boost" and check.checked is True
+    assert check.calibration_figures.rows_fit > 0
     assert {r.model_id: r.reference_calibration for r in warehouse_rows(data_root)} == {
         "rr-eps1": "boost", "leaky": "boost"}
     stored = warehouse_rows(data_root)

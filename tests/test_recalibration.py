@@ -182,7 +182,7 @@ def test_global_drift_lowers_validation_log_loss_and_moves_mean_to_the_shifted_r
     gap_after = abs(expit(corrected).mean() - truth[other].mean())
     assert gap_after < 0.3 * gap_before
     figures = calibration_figures(record)
-    assert figures["rounds"] == record["rounds"] and figures["logloss_after"] == validation["log_loss_after"]
+    assert figures.rounds == record["rounds"] and figures.logloss_after == validation["log_loss_after"]
 
 
 def test_global_shift_is_absorbed_without_a_systematic_leftover(arrays):
@@ -333,7 +333,7 @@ def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_row
     assert metadata["test_metrics"]["log_loss_after"] == validation["log_loss_after"]
     assert metadata["heldout_rows"]["role"] == "calibration"
     assert registry.claimed_epsilon(metadata) == math.inf
-    assert calibration_figures(metadata["recalibration"])["rows_fit"] == metadata["recalibration"]["fit_rows"]
+    assert calibration_figures(metadata["recalibration"]).rows_fit == metadata["recalibration"]["fit_rows"]
 
 
 def test_recalibration_is_reused_and_byte_identical_when_rerun(world, recalibrated):

@@ -31,6 +31,7 @@ from auditing.sinks.report import (
 )
 from auditing.sinks.warehouse.records import upgrade_row
 from auditing.verdict.judge import judge
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.trust import NightTrust
 from flows.cli import main as cli_main
 from labeldp.errors import LabelDPInputError
@@ -88,7 +89,7 @@ def run():
 
 
 def _reference_check(calibration: str = "boost", *, label_blind: bool | None = None) -> dict:
-    """A night's reference check as the flows pass it (auditing.sinks.warehouse.rows.check_reference_check);
+    """A night's reference check as its JSON (`ReferenceCheck.to_dict`; `_page` reads it with ``from_dict``);
     ``label_blind``: a night written while the label-blind control ran (True: it flagged the reference)."""
     check = {"calibration": calibration, "checked": True, "note": None,
              "calibration_figures": None if calibration != "boost" else {
@@ -98,6 +99,10 @@ def _reference_check(calibration: str = "boost", *, label_blind: bool | None = N
         check["label_blind"] = {"epsilon_lower_bound": 0.2134 if label_blind else 0.0,
                                 "misfit_kappa": 0.35 if label_blind else 0.0, "flagged": label_blind}
     return check
+
+
+def _check(data: dict | None) -> ReferenceCheck | None:
+    return None if data is None else ReferenceCheck.from_dict(data)
 
 
 def _page(run, *, trust=None, robustness=None, **changes):
@@ -110,7 +115,7 @@ def _page(run, *, trust=None, robustness=None, **changes):
     trust, robustness = dict(trust or {}), dict(robustness or {})
     verdict = judge(args["result"], args["claimed_epsilon"], kind=trust.get("kind", "target"),
                     control=trust.get("control"), night=trust.get("night"),
-                    reference_check=args["reference_check"], shift_diagnostic=robustness.pop("shift_diagnostic", None))
+                    reference_check=_check(args["reference_check"]), shift_diagnostic=robustness.pop("shift_diagnostic", None))
     if robustness:
         verdict = dataclasses.replace(verdict, robustness=dataclasses.replace(verdict.robustness, **robustness))
     return render_run_report(verdict, args["lineage"], args["trend"], args["score_histogram"])
@@ -577,7 +582,7 @@ def test_a_trusted_violation_shows_its_capacity_check_on_the_first_screen(run):
     """The base run is a VIOLATION the capacity check vouches for: 'trusted' plainly with its reason, epsilon_check
     with its confidence and assumption in one sentence, both misfit figures with theirs, the check rows; no
     banner; all before the Summary card."""
-    verdict = judge(run["result"], CLAIMED, reference_check=run["reference_check"])
+    verdict = judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"]))
     trust = verdict.trust
     assert verdict.status == "VIOLATION" and trust.state == "trusted" and trust.epsilon_check > CLAIMED
     page = _page(run)
@@ -705,10 +710,10 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
     with open_warehouse(None, data_root=tmp_path) as wh:
         for day, result, claim in ((dt.date(2024, 1, 3), checked["leaky"], 0.5),
                                    (dt.date(2024, 1, 4), checked["misfit"], 0.1)):
-            wh.upsert_audit(*audit_record(judge(result, claim, reference_check=_reference_check("none")),
+            wh.upsert_audit(*audit_record(judge(result, claim, reference_check=_check(_reference_check("none"))),
                                           run_kind="nightly", model_id="m", partition_date=day))
         row, curve = audit_record(judge(checked["leaky"], 0.5,
-                                        reference_check=_reference_check("none", label_blind=True),
+                                        reference_check=_check(_reference_check("none", label_blind=True)),
                                         night=NightTrust(void_reason="the reference does not fit day 2024-01-02")),
                                   run_kind="nightly", model_id="m", partition_date=dt.date(2024, 1, 2))
         legacy = row.replace(**dict.fromkeys(TRUST_COLUMNS),

@@ -42,6 +42,7 @@ from auditing.sinks.warehouse import (
 from auditing.sinks.warehouse.migrations import ddl_text
 from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES
 from auditing.verdict.judge import judge
+from auditing.verdict.reference_check import ReferenceCheck
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -330,7 +331,7 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 
     _create_pre_kappa_warehouse(isolated_target)
     result = _fdp_result(reference_calibration="boost")
-    check = _reference_check()
+    check = ReferenceCheck.from_dict(_reference_check())
     row, curve = audit_record(judge(result, 0.5, reference_check=check), run_kind="nightly", model_id="kappa-m",
                               partition_date="2024-01-02")
     with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
@@ -378,9 +379,8 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 
 
 def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
-    """normalize_row and audit_record's reference_check refuse bad kappa-era figures before any write, with an
+    """normalize_row and ReferenceCheck.from_dict refuse bad kappa-era figures before any write, with an
     error that names the field."""
-    from auditing.sinks.warehouse.reference_columns import check_reference_check
     from auditing.sinks.warehouse.rows import normalize_row
 
     new = dict(make_row(model_id="new")[0], kappa=0.0, reference_calibration="boost")
@@ -437,17 +437,18 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
         ({"verdict": "ok"}, r"reference_check: unknown key\(s\) \['verdict'\]"),
     ):
         with pytest.raises(LabelDPInputError, match=message):
-            check_reference_check({**good, **change})
+            ReferenceCheck.from_dict({**good, **change})
     skipped = {"calibration": "boost", "checked": False, "note": "no held-out rows for 2024-01-02"}
-    assert check_reference_check(skipped)["label_blind"] is None
+    assert ReferenceCheck.from_dict(skipped).label_blind is None
     crashed = {**good, "label_blind": None}  # the label-blind control could not run (untrusted by the controls)
-    assert check_reference_check(crashed)["calibration_figures"] == good["calibration_figures"]
+    assert ReferenceCheck.from_dict(crashed).to_dict()["calibration_figures"] == good["calibration_figures"]
 
     result = _fdp_result()  # raw reference: reference_calibration "none"
     with pytest.raises(LabelDPInputError, match="differs from the result's reference_calibration 'none'"):
-        audit_record(judge(result, 0.5, reference_check=good), run_kind="nightly", model_id="x", partition_date=DAY)
-    flagged = {**_reference_check(flagged=True), "calibration": "none", "calibration_figures": None,
-               "note": "raw reference"}
+        audit_record(judge(result, 0.5, reference_check=ReferenceCheck.from_dict(good)), run_kind="nightly",
+                     model_id="x", partition_date=DAY)
+    flagged = ReferenceCheck.from_dict({**_reference_check(flagged=True), "calibration": "none",
+                                        "calibration_figures": None, "note": "raw reference"})
     # A result without check rows is "reference unchecked": its verdict carries that reason.
     row, _ = audit_record(judge(result, 0.5, reference_check=flagged), run_kind="nightly", model_id="x",
                           partition_date=DAY)

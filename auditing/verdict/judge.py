@@ -22,6 +22,7 @@ from auditing.risk.figures import risk_assessment, risk_block, risk_columns
 from auditing.verdict.capacity_check import CapacityCheck
 from auditing.verdict.exposure_floor import DEFAULT_POWER
 from auditing.verdict.guardrail import guardrail_status
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.robustness import (
     breaking_kappa,
     detection_floor_rows,
@@ -120,7 +121,7 @@ def posterior_curve(assessment: Mapping) -> dict:
 
 def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: Mapping | None = None,
           night: NightTrust | None = None, shift_diagnostic: Mapping | None = None,
-          reference_check: Mapping | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
+          reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
 
     Args:
@@ -132,7 +133,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
             nothing accepted). The verdict's trust follows from it and the result's capacity check
             (`auditing.verdict.trust.verdict_trust`); a control's own row is untrusted when it failed or the night is void.
         shift_diagnostic: the day-over-day data diagnostic (pipelines.reference.shift_diagnostics), carried as given.
-        reference_check: the night's reference check (see `auditing.sinks.warehouse.rows.check_reference_check`).
+        reference_check: the night's reference check (`auditing.verdict.reference_check.ReferenceCheck`).
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
 
     Returns:
@@ -167,7 +168,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
         kind=kind, control=None if control is None else dict(control),
         untrusted_reason=None if trust.trusted else trust.reason,
-        reference_check=None if reference_check is None else dict(reference_check),
+        reference_check=reference_check,
         shift_diagnostic=None if not shift_diagnostic else dict(shift_diagnostic), trust=trust,
     )
 
@@ -182,8 +183,3 @@ def demonstrated_risk(result: Any) -> dict | None:
         return None
     return risk_block(result.epsilon_lower_bound, result.delta, histogram)
 
-
-def skipped_reference_check(check: Mapping, reason: str) -> dict:
-    """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
-    capacity check runs), with the reason as its note."""
-    return {**check, "checked": False, "calibration_figures": None, "note": f"reference not checked: {reason}"}

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditing.result import AuditResult
+from auditing.verdict.reference_check import ReferenceCheck
 
 # The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
 # tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
@@ -115,7 +116,7 @@ class Verdict:
     kind: str = "target"
     control: Mapping[str, Any] | None = None
     untrusted_reason: str | None = None
-    reference_check: Mapping[str, Any] | None = None
+    reference_check: ReferenceCheck | None = None
     shift_diagnostic: Mapping[str, Any] | None = None
     trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))
 

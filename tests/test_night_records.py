@@ -1,0 +1,61 @@
+"""The night's records that travel from the flows to the sinks: each read from its JSON by one ``from_dict`` and
+written back by ``to_dict`` exactly as it came (key names, None vs absent), refusing an unknown or bad field by
+name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from auditing.verdict.reference_check import ReferenceCheck
+from labeldp.errors import LabelDPInputError
+
+FIGURES = {"rows_fit": 6000, "rows_validation": 2000, "rounds": 40, "logloss_before": 0.47, "logloss_after": 0.452,
+           "ece_before": 0.031, "ece_after": 0.006}
+CHECKED = {"calibration": "boost", "checked": True, "note": None, "calibration_figures": FIGURES}
+SKIPPED = {"calibration": "boost", "checked": False, "note": "reference not checked: no held-out rows",
+           "calibration_figures": None}
+LEGACY = {**CHECKED, "label_blind": {"epsilon_lower_bound": 0.21, "misfit_kappa": 0.35, "flagged": True}}
+
+
+@pytest.mark.parametrize("data", [CHECKED, SKIPPED, LEGACY, {**CHECKED, "calibration": "none",
+                                                             "calibration_figures": None, "note": "raw"}])
+def test_a_reference_check_is_written_back_as_it_was_read(data):
+    check = ReferenceCheck.from_dict(data)
+    assert json.dumps(check.to_dict()) == json.dumps(data)  # same keys, same order, label_blind only when given
+    assert ReferenceCheck.from_dict(check.to_dict()) == check
+    assert check.to_dict(every_key=True) == {**data, "label_blind": data.get("label_blind")}
+
+
+def test_the_nightly_producer_and_a_skipped_check_write_the_json_of_before():
+    """The flows build the check; its JSON is the dict they built before it was typed."""
+    check = ReferenceCheck("boost", True)
+    assert check.to_dict() == {"calibration": "boost", "checked": True, "note": None, "calibration_figures": None}
+    assert check.skipped("no held-out rows").to_dict() == SKIPPED
+    assert ReferenceCheck.from_dict(LEGACY).flagged and not ReferenceCheck.from_dict(CHECKED).flagged
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"verdict": "ok"}, r"reference_check: unknown key\(s\) \['verdict'\]"),
+    ({"checked": None}, r"reference_check: missing \['checked'\]"),
+    ({"calibration": "isotonic"}, r"reference_check\.calibration must be one of"),
+    ({"checked": 1}, r"reference_check\.checked must be True or False"),
+    ({"note": ""}, r"reference_check\.note must be non-empty text"),
+    ({"calibration_figures": {**FIGURES, "extra": 1}}, r"reference_check\.calibration_figures: unknown key\(s\) "
+                                                       r"\['extra'\]"),
+    ({"calibration_figures": {**FIGURES, "rounds": 2.5}}, r"reference_check\.calibration_figures\.rounds must be a "
+                                                          "whole number"),
+    ({"calibration_figures": {**FIGURES, "logloss_after": "0.4"}},
+     r"reference_check\.calibration_figures\.logloss_after must be a number"),
+    ({"calibration_figures": {**FIGURES, "rows_validation": 0}},
+     r"reference_check\.calibration_figures\.rows_validation must be >= 1"),
+    ({"label_blind": {"epsilon_lower_bound": 0.1, "misfit_kappa": 0.2, "flagged": "no"}},
+     r"reference_check\.label_blind\.flagged must be True or False"),
+    ({"checked": False, "note": None, "calibration_figures": None}, r"reference_check\.note is required"),
+])
+def test_a_bad_reference_check_is_refused_naming_the_field(change, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        ReferenceCheck.from_dict({**CHECKED, **change})
+    with pytest.raises(LabelDPInputError, match="must be a dict"):
+        ReferenceCheck.from_dict([CHECKED])
