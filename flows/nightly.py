@@ -255,7 +255,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
         stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
-        shift = record.get("shift_diagnostic")
+        shift = record["shift_diagnostic"]
         if kind := alert_kind(row.row):
             _emit(kind, row.to_dict())
         outcome.rows.append(row)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from auditing.sinks.listing import ListedVerdict
 from auditing.verdict.controls import POSITIVE
 from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
@@ -250,7 +251,8 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     return record
 
 
-def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle, progress: Progress = no_progress) -> dict:
+def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
+                     progress: Progress = no_progress) -> ShiftDiagnostic:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.reference.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
     from flows.terminal import stop_of
@@ -263,7 +265,7 @@ def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle, progress
         if stop_of(exc) is not None:
             raise
         progress(f"shift diagnostic not computed: {exc}")
-        return {"label": LABEL, "error": str(exc)}
+        return ShiftDiagnostic(LABEL, error=str(exc))
 
 
 @dataclass(frozen=True)
@@ -403,7 +405,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     }
     kind = "control" if control is not None else "target"
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
-                    shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
+                    shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row.status}, eps_lb {row.epsilon_lower_bound:.4f})")
@@ -426,7 +428,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         row, report=str(report_path), verdict=verdict, warehouse=outcome,
         spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root)))
                     if outcome == SPOOLED else None),
-        reused_scoring=bool(record.get("reused")), control_message=None if control is None else control["message"],
+        reused_scoring=bool(record["reused"]), control_message=None if control is None else control["message"],
         reference_check=reference_check)
     alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none
     if alerted and webhook_url:

@@ -59,3 +59,53 @@ def test_a_bad_reference_check_is_refused_naming_the_field(change, message):
         ReferenceCheck.from_dict({**CHECKED, **change})
     with pytest.raises(LabelDPInputError, match="must be a dict"):
         ReferenceCheck.from_dict([CHECKED])
+
+
+# ------------------------------------------------------------------------------------------ the shift diagnostic
+LABEL = "a diagnostic, not a proof: no statistic of the features or of M''s fit certifies kappa"
+DAYS = {"previous": "2024-01-01", "current": "2024-01-02"}
+SHIFT = {"statistic": "population stability index (PSI)", "bins": "numerics: D-1 deciles + missing",
+         "max_psi": 0.31, "median_psi": 0.02, "mean_psi": 0.05,
+         "top": [{"feature": "C9", "psi": 0.31}, {"feature": "I1", "psi": 0.1}], "per_feature": {"I1": 0.1, "C9": 0.31}}
+FIGURES_SHAPE = {"label": LABEL, "reference": "reference@2024-01-01", "days": DAYS,
+                 "reference_fit": {"previous": {"log_loss": 0.45, "ece": 0.01, "rows": 900, "click_rate": 0.2,
+                                                "rows_rule": "test split"},
+                                   "current": {"log_loss": None, "ece": None, "rows": 0, "click_rate": None}},
+                 "reference_log_loss_shift": None, "reference_ece_shift": None, "feature_shift": SHIFT,
+                 "feature_shift_max_psi": 0.31}
+NOT_COMPUTED = {"label": LABEL, "reference": "reference@2024-01-02", "days": DAYS,
+                "not_computed": "the reference is not of a day before the audited day"}
+FAILED = {"label": LABEL, "error": "no partition"}
+
+
+@pytest.mark.parametrize("data", [FIGURES_SHAPE, NOT_COMPUTED, FAILED], ids=["figures", "not-computed", "error"])
+def test_a_shift_diagnostic_is_written_back_as_it_was_read(data):
+    from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+
+    diagnostic = ShiftDiagnostic.from_dict(data)
+    assert json.dumps(diagnostic.to_dict()) == json.dumps(data)  # keys, their order, None kept as None
+    assert ShiftDiagnostic.from_dict(json.loads(json.dumps(diagnostic.to_dict()))) == diagnostic
+    assert diagnostic.computed == (data is FIGURES_SHAPE)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({**FIGURES_SHAPE, "tau": 0.1}, r"shift_diagnostic: unknown key\(s\) \['tau'\]"),
+    ({k: v for k, v in FIGURES_SHAPE.items() if k != "reference_ece_shift"},
+     r"shift_diagnostic: missing \['reference_ece_shift'\]"),
+    ({**FIGURES_SHAPE, "days": {**DAYS, "current": "2024-02-30"}}, r"shift_diagnostic\.days\.current is not a valid"),
+    ({**FIGURES_SHAPE, "reference_log_loss_shift": "0.1"}, r"shift_diagnostic\.reference_log_loss_shift must be a "
+                                                          "number"),
+    ({**FIGURES_SHAPE, "reference_fit": {**FIGURES_SHAPE["reference_fit"], "previous": {"rows": 1}}},
+     r"shift_diagnostic\.reference_fit\.previous: missing"),
+    ({**FIGURES_SHAPE, "feature_shift": {**SHIFT, "top": [{"feature": "C9"}]}},
+     r"shift_diagnostic\.feature_shift\.top\[0\]: missing \['psi'\]"),
+    ({**NOT_COMPUTED, "reference_fit": {}}, r"shift_diagnostic: unknown key\(s\) \['reference_fit'\]"),
+    ({**FAILED, "days": DAYS}, r"shift_diagnostic: unknown key\(s\) \['days'\]"),
+    ("not json", "shift_diagnostic must be a dict"),
+])
+def test_a_bad_shift_diagnostic_is_refused_naming_the_field(data, message):
+    from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+
+    with pytest.raises(LabelDPInputError, match=message):
+        ShiftDiagnostic.from_dict(data)
+

@@ -32,6 +32,7 @@ from auditing.sinks.report import (
 from auditing.sinks.warehouse.records import upgrade_row
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.trust import NightTrust
 from flows.cli import main as cli_main
 from labeldp.errors import LabelDPInputError
@@ -482,10 +483,16 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
 
     result = run["result"]
     kappa = breaking_kappa(result, CLAIMED)
-    diagnostic = {"reference_fit": {"previous": {"log_loss": 0.1209, "ece": 0.0028, "rows": 32138},
-                                    "current": {"log_loss": 0.1171, "ece": 0.0034, "rows": 31783}},
-                  "reference_log_loss_shift": -0.0037, "feature_shift_max_psi": 0.0023,
-                  "feature_shift": {"bins": "deciles", "median_psi": 0.0003, "top": [{"feature": "C16", "psi": 0.0023}]}}
+    diagnostic = ShiftDiagnostic.from_dict({
+        "label": "a diagnostic, not a proof", "reference": "reference@2024-01-13",
+        "days": {"previous": "2024-01-13", "current": "2024-01-14"},
+        "reference_fit": {"previous": {"log_loss": 0.1209, "ece": 0.0028, "rows": 32138, "click_rate": 0.03,
+                                       "rows_rule": "test split"},
+                          "current": {"log_loss": 0.1171, "ece": 0.0034, "rows": 31783, "click_rate": 0.03}},
+        "reference_log_loss_shift": -0.0037, "reference_ece_shift": 0.0006,
+        "feature_shift": {"statistic": "PSI", "bins": "deciles", "max_psi": 0.0023, "median_psi": 0.0003,
+                          "mean_psi": 0.0004, "top": [{"feature": "C16", "psi": 0.0023}], "per_feature": {"C16": 0.0023}},
+        "feature_shift_max_psi": 0.0023})
     path = write_report(_page(run, robustness={"audit_rows": "training", "shift_diagnostic": diagnostic}),
                         tmp_path / "run.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
@@ -499,7 +506,8 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
             "δ = 0); the verdict itself is computed at the plan's κ = 0.") in text
     assert f"{kappa:.4g} (a factor {factor} in the click odds)" in text  # the Breaking κ row
     assert "τ" not in text
-    assert "Trust in this verdict" in text and "Data diagnostic (not a proof)" in text and "C16" in text
+    assert "Trust in this verdict" in text and "Data diagnostic (not a proof)" in text and "C16 0.0023" in text
+    assert "day D−1 (the reference's own day), 2024-01-13 0.1209 0.0028 32138" in text
     assert "rows whose labels entered training" in text
 
     # A PASS (claim far above the bound) where even a fully exposed day is flagged with < 95% probability:

@@ -43,6 +43,7 @@ from auditing.sinks.warehouse.migrations import ddl_text
 from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -980,8 +981,16 @@ def test_trust_columns_round_trip_on_both_backends(target):
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
     result = run_audit(p_target, np.full(n, 0.5), labels,
                        config=AuditConfig(repetitions=2, reference_calibration="none"))
-    diagnostic = {"reference_log_loss_shift": 0.01, "feature_shift_max_psi": 0.2, "feature_shift": {"top": []}}
-    row, curve = audit_record(judge(result, 0.5, shift_diagnostic=diagnostic), run_kind="nightly", model_id="trust-m",
+    diagnostic = {"label": "a diagnostic", "reference": "ref@2024-01-01",
+                  "days": {"previous": "2024-01-01", "current": "2024-01-02"},
+                  "reference_fit": {"previous": {"log_loss": 0.3, "ece": 0.01, "rows": 10, "click_rate": 0.1,
+                                                 "rows_rule": "test split"},
+                                    "current": {"log_loss": 0.31, "ece": 0.02, "rows": 12, "click_rate": 0.2}},
+                  "reference_log_loss_shift": 0.01, "reference_ece_shift": 0.01,
+                  "feature_shift": {"statistic": "PSI", "bins": "deciles", "max_psi": 0.2, "median_psi": 0.1,
+                                    "mean_psi": 0.1, "top": [], "per_feature": {}},
+                  "feature_shift_max_psi": 0.2}
+    row, curve = audit_record(judge(result, 0.5, shift_diagnostic=ShiftDiagnostic.from_dict(diagnostic)), run_kind="nightly", model_id="trust-m",
                               partition_date=DAY)
     assert row.status == "VIOLATION" and row.audit_rows == "training"
     assert row.breaking_kappa == breaking_kappa(result, 0.5) > 0

@@ -29,6 +29,7 @@ from auditing.verdict.robustness import (
     exposed_floor_figures,
     is_weak_pass,
 )
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.trust import NightTrust, verdict_trust
 from auditing.verdict.types import (
     NO_VERDICT,
@@ -120,7 +121,7 @@ def posterior_curve(assessment: Mapping) -> dict:
 
 
 def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: Mapping | None = None,
-          night: NightTrust | None = None, shift_diagnostic: Mapping | None = None,
+          night: NightTrust | None = None, shift_diagnostic: ShiftDiagnostic | None = None,
           reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
 
@@ -132,7 +133,8 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         night: what the night's controls say about its verdicts (`auditing.verdict.trust.NightTrust`; None: no controls,
             nothing accepted). The verdict's trust follows from it and the result's capacity check
             (`auditing.verdict.trust.verdict_trust`); a control's own row is untrusted when it failed or the night is void.
-        shift_diagnostic: the day-over-day data diagnostic (pipelines.reference.shift_diagnostics), carried as given.
+        shift_diagnostic: the day-over-day data diagnostic (`auditing.verdict.shift_diagnostic.ShiftDiagnostic`),
+            carried as given.
         reference_check: the night's reference check (`auditing.verdict.reference_check.ReferenceCheck`).
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
 
@@ -169,7 +171,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         kind=kind, control=None if control is None else dict(control),
         untrusted_reason=None if trust.trusted else trust.reason,
         reference_check=reference_check,
-        shift_diagnostic=None if not shift_diagnostic else dict(shift_diagnostic), trust=trust,
+        shift_diagnostic=shift_diagnostic, trust=trust,
     )
 
 

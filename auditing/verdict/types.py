@@ -14,6 +14,7 @@ from typing import Any
 
 from auditing.result import AuditResult
 from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 
 # The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
 # tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
@@ -117,7 +118,7 @@ class Verdict:
     control: Mapping[str, Any] | None = None
     untrusted_reason: str | None = None
     reference_check: ReferenceCheck | None = None
-    shift_diagnostic: Mapping[str, Any] | None = None
+    shift_diagnostic: ShiftDiagnostic | None = None
     trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))
 
     @property
@@ -135,9 +136,9 @@ class Verdict:
         figures = self.robustness.to_dict()
         figures.pop("exposed_floor_computed")
         figures["robustness_note"] = figures.pop("note")
-        diagnostic = self.shift_diagnostic or {}
-        figures["reference_log_loss_shift"] = diagnostic.get("reference_log_loss_shift")
-        figures["feature_shift_max_psi"] = diagnostic.get("feature_shift_max_psi")
+        diagnostic = self.shift_diagnostic
+        figures["reference_log_loss_shift"] = None if diagnostic is None else diagnostic.reference_log_loss_shift
+        figures["feature_shift_max_psi"] = None if diagnostic is None else diagnostic.feature_shift_max_psi
         trust = self.trust.to_dict()
         figures.update(trust=trust.pop("state"), trust_reason=trust.pop("reason"), **trust)
         groups = self.result.row_groups or {}
