@@ -15,6 +15,7 @@ is recomputed. Both live under the data root, so a re-run after a crash redoes o
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -269,6 +270,55 @@ def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
 
 
 @dataclass(frozen=True)
+class JobLineage:
+    """What a scoring job's record (its ``result.json``, `pipelines.scoring.beam_scoring`) says of where a verdict's
+    numbers come from, read once by `publish`: the model, the reference, the partition, the code and the runner, and
+    the job's times. ``model_id``: the record's own name for the model, when it has one (else the spec's)."""
+
+    model_id: str | None = None
+    model_uri: str | None = None
+    model_fingerprint: str | None = None
+    reference_model: str | None = None  # name@date
+    partition_fingerprint: str | None = None
+    code_version: str | None = None  # version+commit[-dirty]
+    runner: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    timings: dict | None = None
+
+    @classmethod
+    def from_dict(cls, record: Mapping) -> JobLineage:
+        """The lineage of a job's record (JSON); what it lacks reads None. LabelDPInputError naming a part of the
+        lineage that is not an object."""
+
+        def part(data: Mapping, key: str, name: str) -> Mapping:
+            value = data.get(key, {})
+            if not isinstance(value, Mapping):
+                raise LabelDPInputError(f"{name} must be a JSON object; got {value!r}")
+            return value
+
+        lineage = part(record, "lineage", "lineage")
+        model, reference = part(lineage, "model", "lineage.model"), part(lineage, "reference", "lineage.reference")
+        code = part(lineage, "code_version", "lineage.code_version")
+        return cls(
+            model_id=record.get("model_id"), model_uri=model.get("uri"), model_fingerprint=model.get("fingerprint"),
+            reference_model=f"{reference.get('name')}@{reference.get('date')}" if reference else None,
+            partition_fingerprint=part(lineage, "partition", "lineage.partition").get("fingerprint"),
+            code_version=(f"{code.get('version')}+{(code.get('git_commit') or 'unknown')[:12]}"
+                          + ("-dirty" if code.get("git_dirty") else "")),
+            runner=part(lineage, "runner", "lineage.runner").get("runner"), started_at=record.get("started_at"),
+            finished_at=record.get("finished_at"), timings=record.get("timings"))
+
+    def warehouse_lineage(self, flow_run_id: str | None, durations: dict | None) -> dict:
+        """The row's lineage fields (`auditing.sinks.warehouse.LINEAGE_FIELDS`); durations: the run's, else the
+        job's timings."""
+        return {"model_uri": self.model_uri, "model_fingerprint": self.model_fingerprint,
+                "reference_model": self.reference_model, "partition_fingerprint": self.partition_fingerprint,
+                "code_version": self.code_version, "flow_run_id": flow_run_id, "started_at": self.started_at,
+                "finished_at": self.finished_at, "durations": durations or self.timings}
+
+
+@dataclass(frozen=True)
 class NightRows:
     """The rows a night's audits use beyond each model's training rows: the capacity check's rows
     (`pipelines.reference.recalibration.CheckRowSelection`, None when no row is held out from every audited model) and the
@@ -388,21 +438,10 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     from auditing.verdict.judge import judge
 
     result = record["result"]
-    lineage = record.get("lineage", {})
+    lineage = JobLineage.from_dict(record)
     claimed = spec.claimed_epsilon if claimed_epsilon is None else float(claimed_epsilon)
-    model_id = record.get("model_id") or spec.name
-    model = lineage.get("model", {})
-    reference = lineage.get("reference", {})
-    code = lineage.get("code_version", {})
-    lineage_row = {
-        "model_uri": model.get("uri"), "model_fingerprint": model.get("fingerprint"),
-        "reference_model": f"{reference.get('name')}@{reference.get('date')}" if reference else None,
-        "partition_fingerprint": lineage.get("partition", {}).get("fingerprint"),
-        "code_version": f"{code.get('version')}+{(code.get('git_commit') or 'unknown')[:12]}"
-                        + ("-dirty" if code.get("git_dirty") else ""),
-        "flow_run_id": flow_run_id, "started_at": record.get("started_at"),
-        "finished_at": record.get("finished_at"), "durations": durations or record.get("timings"),
-    }
+    model_id = lineage.model_id or spec.name
+    lineage_row = lineage.warehouse_lineage(flow_run_id, durations)
     kind = "control" if control is not None else "target"
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
                     shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check)
@@ -421,7 +460,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         trend = [row]
     report_path = run_report_path(root, row.key)
     page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
-                    "runner": lineage.get("runner", {}).get("runner")}
+                    "runner": lineage.runner}
     write_report(render_run_report(verdict, page_lineage, trend), report_path)
 
     listed = ListedVerdict(

@@ -109,3 +109,31 @@ def test_a_bad_shift_diagnostic_is_refused_naming_the_field(data, message):
     with pytest.raises(LabelDPInputError, match=message):
         ShiftDiagnostic.from_dict(data)
 
+
+# ------------------------------------------------------------------------------------------ a scoring job's lineage
+JOB_RECORD = {
+    "result": {}, "config": {}, "scoring_key": "0123456789abcdef", "diagnostics": {}, "timings": {"total_s": 1.5},
+    "started_at": "2024-01-02T01:00:00+00:00", "finished_at": "2024-01-02T01:01:00+00:00",
+    "lineage": {"model": {"name": "rr-eps1", "date": "2024-01-02", "uri": "/r/models/rr-eps1", "fingerprint": "abc"},
+                "reference": {"name": "reference", "date": "2024-01-01", "fingerprint": "def"},
+                "partition": {"date": "2024-01-02", "fingerprint": "p1"},
+                "runner": {"runner": "FnApiRunner", "beam_args": []},
+                "code_version": {"package": "labeldp-audit", "version": "1.2.0", "git_commit": "0123456789abcdef0",
+                                 "git_dirty": True}}}
+
+
+def test_a_jobs_lineage_is_read_once_into_the_warehouse_lineage():
+    from flows.steps import JobLineage
+
+    lineage = JobLineage.from_dict(JOB_RECORD)
+    assert lineage.warehouse_lineage("run-1", None) == {
+        "model_uri": "/r/models/rr-eps1", "model_fingerprint": "abc", "reference_model": "reference@2024-01-01",
+        "partition_fingerprint": "p1", "code_version": "1.2.0+0123456789ab-dirty", "flow_run_id": "run-1",
+        "started_at": "2024-01-02T01:00:00+00:00", "finished_at": "2024-01-02T01:01:00+00:00",
+        "durations": {"total_s": 1.5}}
+    assert lineage.runner == "FnApiRunner" and lineage.model_id is None
+    assert lineage.warehouse_lineage(None, {"publish_s": 2.0})["durations"] == {"publish_s": 2.0}
+    bare = JobLineage.from_dict({"result": {}})  # a record without lineage: nothing recorded
+    assert (bare.reference_model, bare.code_version, bare.runner) == (None, "None+unknown", None)
+    with pytest.raises(LabelDPInputError, match=r"lineage\.code_version must be a JSON object"):
+        JobLineage.from_dict({**JOB_RECORD, "lineage": {**JOB_RECORD["lineage"], "code_version": "1.2.0"}})
