@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditing.sinks.listing import ListedVerdict
-from auditing.verdict.controls import POSITIVE
+from auditing.verdict.control_check import POSITIVE, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
@@ -396,30 +396,32 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
     return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
 
 
-def judge_control(spec: ControlSpec, record: dict) -> dict:
-    """`auditing.verdict.controls.check_control` of a control's scoring record, as a dict."""
+def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:
+    """`auditing.verdict.controls.check_control` of a control's scoring record."""
     from auditing.verdict.controls import check_control
 
-    return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None
-                         ).to_dict()
+    return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None)
 
 
-def night_trust(date: dt.date, checks: dict[str, dict | str], specs, accept_unchecked: bool):
-    """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`)."""
+def night_trust(date: dt.date, checks: dict[str, ControlCheck | str], specs, accept_unchecked: bool):
+    """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`, which reads each
+    check as its dict); ``checks``: name -> the control's check, or why it could not run."""
     from auditing.verdict.trust import night_trust as compute
 
-    return compute(checks, {spec.name: spec.control for spec in specs}, date=date.isoformat(),
+    return compute({name: check if isinstance(check, str) else check.to_dict() for name, check in checks.items()},
+                   {spec.name: spec.control for spec in specs}, date=date.isoformat(),
                    accept_unchecked=accept_unchecked)
 
 
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
-            control: dict | None = None, night=None, reference_check: ReferenceCheck | None = None) -> ListedVerdict:
+            control: ControlCheck | None = None, night=None,
+            reference_check: ReferenceCheck | None = None) -> ListedVerdict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
     report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.sinks.warehouse.AuditKey`: model, model
     fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
-    control: a control's `judge_control` dict (its row is kind 'control'); night: what the night's controls say
+    control: a control's `judge_control` check (its row is kind 'control'); night: what the night's controls say
     (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
@@ -467,7 +469,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         row, report=str(report_path), verdict=verdict, warehouse=outcome,
         spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root)))
                     if outcome == SPOOLED else None),
-        reused_scoring=bool(record["reused"]), control_message=None if control is None else control["message"],
+        reused_scoring=bool(record["reused"]), control_message=None if control is None else control.message,
         reference_check=reference_check)
     alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none
     if alerted and webhook_url:

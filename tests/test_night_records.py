@@ -137,3 +137,59 @@ def test_a_jobs_lineage_is_read_once_into_the_warehouse_lineage():
     assert (bare.reference_model, bare.code_version, bare.runner) == (None, "None+unknown", None)
     with pytest.raises(LabelDPInputError, match=r"lineage\.code_version must be a JSON object"):
         JobLineage.from_dict({**JOB_RECORD, "lineage": {**JOB_RECORD["lineage"], "code_version": "1.2.0"}})
+
+
+# ------------------------------------------------------------------------------------------ a control's outcome
+POSITIVE_CHECK = {"control": "positive", "passed": True, "epsilon_lower_bound": 1.2, "floor": 0.8, "ceiling": 2.0,
+                  "message": "positive control: valid eps_lb 1.2 is above the floor",
+                  "floor_detail": {"floor": 0.8, "guesses": 400, "expected_rate": 0.7, "correct_quantile": 260,
+                                   "power": 0.999},
+                  "misfit_kappa": None}
+NEGATIVE_CHECK = {"control": "negative", "passed": False, "epsilon_lower_bound": 0.3, "floor": None, "ceiling": 0.0,
+                  "message": "negative control: eps 0.3 > 0", "floor_detail": None, "misfit_kappa": None}
+
+
+@pytest.mark.parametrize("data", [POSITIVE_CHECK, NEGATIVE_CHECK], ids=["positive", "negative"])
+def test_a_control_check_is_written_back_as_it_was_read(data):
+    from auditing.verdict.control_check import ControlCheck
+
+    check = ControlCheck.from_dict(data)
+    assert json.dumps(check.to_dict()) == json.dumps(data)
+    assert ControlCheck.from_dict(json.loads(json.dumps(check.to_dict()))) == check
+
+
+def test_the_judged_control_is_the_record_the_flows_carry():
+    """check_control builds the record; the night's trust reads its dict exactly as before it was typed."""
+    import numpy as np
+
+    from auditing.audit import run_audit
+    from auditing.config import AuditConfig
+    from auditing.verdict.control_check import ControlCheck
+    from auditing.verdict.controls import NEGATIVE, check_control
+
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.05, 0.95, 2000)
+    labels = (rng.random(2000) < p).astype(int)
+    check = check_control(NEGATIVE, run_audit(p, p, labels, config=AuditConfig(repetitions=1)).to_dict())
+    assert isinstance(check, ControlCheck) and check.passed and check.floor is None
+    assert ControlCheck.from_dict(check.to_dict()) == check
+    assert list(check.to_dict()) == ["control", "passed", "epsilon_lower_bound", "floor", "ceiling", "message",
+                                     "floor_detail", "misfit_kappa"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"verdict": 1}, r"control: unknown key\(s\) \['verdict'\]"),
+    ({"control": "sideways"}, r"control\.control must be one of"),
+    ({"passed": "yes"}, r"control\.passed must be True or False"),
+    ({"floor": "0.8"}, r"control\.floor must be a number or None"),
+    ({"ceiling": None}, r"control\.ceiling must be a number"),
+    ({"message": ""}, r"control\.message must be non-empty text"),
+    ({"floor_detail": [0.8]}, r"control\.floor_detail must be a dict"),
+])
+def test_a_bad_control_check_is_refused_naming_the_field(change, message):
+    from auditing.verdict.control_check import ControlCheck
+
+    with pytest.raises(LabelDPInputError, match=message):
+        ControlCheck.from_dict({**POSITIVE_CHECK, **change})
+    with pytest.raises(LabelDPInputError, match=r"control: missing \['message'\]"):
+        ControlCheck.from_dict({k: v for k, v in POSITIVE_CHECK.items() if k != "message"})

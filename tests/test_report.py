@@ -324,7 +324,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     ids = np.arange(n)
     result = run_audit(rr_oracle_probabilities(ids, labels, 2.0, seed=0), p, labels, ids,
                        AuditConfig(repetitions=2), expected_curve=True)
-    control = check_control(POSITIVE, result.to_dict(), 2.0).to_dict()
+    control = check_control(POSITIVE, result.to_dict(), 2.0)
     reason = "control-negative on 2024-01-14: eps_lb 0.4 > 0"
     html_text = render_run_report(judge(result, 2.0, kind="control", night=NightTrust(void_reason=reason),
                                         control=control),
@@ -341,7 +341,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     assert dom.count("hist-correct", "rect") == bins and dom.count("hist-wrong", "rect") == bins
     assert "UNTRUSTED: read this verdict as unknown. the night is void: control-negative on 2024-01-14" in text
     assert "Nightly control" in text and "Positive control" in text and "Pre-registered floor" in text
-    assert ("passed" if control["passed"] else "FAILED") in text and f"{control['floor']:.3f}" in text
+    assert ("passed" if control.passed else "FAILED") in text and f"{control.floor:.3f}" in text
     assert dom.count("untrusted", "div") == 1
     assert "only a night the negative control voided makes it untrusted" not in text  # the reason is shown instead
     assert "Capacity check" not in text  # a control is judged by its own rule
@@ -793,7 +793,7 @@ def test_a_legacy_label_blind_control_page_still_renders(run):
     result = run_audit(p, p, labels, config=AuditConfig(repetitions=1))  # knows nothing of the labels
     # the check a night of the retired control stored (the warehouse's result_json and control columns keep it)
     control = ControlCheck(LABEL_BLIND, True, result.epsilon_lower_bound, None, 0.0,
-                           "label-blind control: valid eps_lb 0.0000 = 0", None, 0.0).to_dict()
+                           "label-blind control: valid eps_lb 0.0000 = 0", None, 0.0)
     assert result.epsilon_lower_bound == 0.0
     text = _parse(render_run_report(judge(result, 0.0, kind="control", control=control),
                                     {"model_id": "control-label-blind"}, [], None)).visible

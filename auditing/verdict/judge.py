@@ -20,6 +20,7 @@ from auditing.result import AuditResult
 from auditing.risk.attack_bounds import posterior_ceiling
 from auditing.risk.figures import risk_assessment, risk_block, risk_columns
 from auditing.verdict.capacity_check import CapacityCheck
+from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.exposure_floor import DEFAULT_POWER
 from auditing.verdict.guardrail import guardrail_status
 from auditing.verdict.reference_check import ReferenceCheck
@@ -120,7 +121,7 @@ def posterior_curve(assessment: Mapping) -> dict:
             "demonstrated": None if shown is None else np.asarray(posterior_ceiling(shown["epsilon"], priors)).tolist()}
 
 
-def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: Mapping | None = None,
+def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: ControlCheck | None = None,
           night: NightTrust | None = None, shift_diagnostic: ShiftDiagnostic | None = None,
           reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
@@ -129,7 +130,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         result: an `AuditResult` or its ``to_dict()`` (read by `AuditResult.from_dict`: a result written before
             kappa is refused).
         claimed_epsilon: the claim (>= 0; inf for a non-private model).
-        kind: "target" or "control"; control: the control's judged check (`ControlCheck.to_dict()`).
+        kind: "target" or "control"; control: the control's judged check (`ControlCheck`).
         night: what the night's controls say about its verdicts (`auditing.verdict.trust.NightTrust`; None: no controls,
             nothing accepted). The verdict's trust follows from it and the result's capacity check
             (`auditing.verdict.trust.verdict_trust`); a control's own row is untrusted when it failed or the night is void.
@@ -158,8 +159,8 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     robustness = robustness_figures(result, claimed, status, exposed_rows_floor)
     if kind == "control":  # a control is judged by its own rule (auditing.verdict.controls): failed, or on a void night
         void = (night or NightTrust()).void_reason
-        failed = control is not None and not control.get("passed", True)
-        trust = (Trust(UNTRUSTED, f"the control failed: {control['message']}") if failed
+        failed = control is not None and not control.passed
+        trust = (Trust(UNTRUSTED, f"the control failed: {control.message}") if failed
                  else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
     else:
         trust = verdict_trust(status, claimed, CapacityCheck.from_dict(result.capacity_check),
@@ -168,7 +169,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
         risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
-        kind=kind, control=None if control is None else dict(control),
+        kind=kind, control=None if control is None else control.to_dict(),
         untrusted_reason=None if trust.trusted else trust.reason,
         reference_check=reference_check,
         shift_diagnostic=shift_diagnostic, trust=trust,

@@ -102,7 +102,8 @@ class Verdict:
     PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.figures.risk_assessment` of the
     claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
     posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
-    control: the control's judged check (`ControlCheck.to_dict()` plus the night's name), None for a target;
+    control: the control's judged check as `ControlCheck.to_dict()` (the report's control card reads it so), None
+    for a target;
     trust: how far it can be relied on (`Trust`); untrusted_reason: its reason whenever it is not trusted;
     reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
     """

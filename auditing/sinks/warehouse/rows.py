@@ -456,7 +456,7 @@ def audit_record(
         "feature_shift_max_psi": None if diagnostic is None else diagnostic.feature_shift_max_psi,
         "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
         "control_passed": None if control is None else int(bool(control["passed"])),
-        "control_floor": None if control is None else control.get("floor"),
+        "control_floor": None if control is None else control["floor"],
         **verdict.risk_columns,
         "reference_calibration": calibration,
         "fdp_curve": curve_kind,
