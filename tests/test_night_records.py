@@ -193,3 +193,12 @@ def test_a_bad_control_check_is_refused_naming_the_field(change, message):
         ControlCheck.from_dict({**POSITIVE_CHECK, **change})
     with pytest.raises(LabelDPInputError, match=r"control: missing \['message'\]"):
         ControlCheck.from_dict({k: v for k, v in POSITIVE_CHECK.items() if k != "message"})
+
+
+def test_judge_refuses_a_records_dict():
+    """The records are read from their JSON once, at the edge: judge takes the typed record, never its dict."""
+    from auditing.verdict.judge import judge
+
+    for name, value in (("reference_check", CHECKED), ("shift_diagnostic", FAILED), ("control", NEGATIVE_CHECK)):
+        with pytest.raises(TypeError, match=rf"^{name} must be a \w+ \(its JSON is read by"):
+            judge({}, 1.0, **{name: value})

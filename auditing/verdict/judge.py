@@ -146,6 +146,11 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     Raises:
         LabelDPInputError: a result missing fields, a bad claim or kind.
     """
+    for name, value, record in (("control", control, ControlCheck), ("shift_diagnostic", shift_diagnostic,
+                                 ShiftDiagnostic), ("reference_check", reference_check, ReferenceCheck)):
+        if value is not None and not isinstance(value, record):  # a dict is read once, at its JSON edge
+            raise TypeError(f"{name} must be a {record.__name__} (its JSON is read by {record.__name__}.from_dict); "
+                            f"got {type(value).__name__}")
     result = AuditResult.from_dict(result)
     data = result.to_dict()  # what the figures' functions read (they also read stored result_json)
     claimed = _claimed(claimed_epsilon)

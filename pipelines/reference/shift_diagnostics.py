@@ -19,10 +19,10 @@ can fail for it; these two figures only make a small kappa more or less plausibl
   so that an empty bin gives a large, finite value. The features are the partition's dataset spec's.
 
 ``shift_diagnostic`` returns a `auditing.verdict.shift_diagnostic.ShiftDiagnostic` naming the two days it
-compares; the nightly flow stores it in the result record and the warehouse (``shift_diagnostic`` JSON, ``reference_log_loss_shift``,
-``feature_shift_max_psi``) and the report shows it, labelled a diagnostic. When it cannot compare two days (the
-reference is not of a day before D, or the earlier day's partition is not there) it says why instead
-(``not_computed``).
+compares; the nightly flow stores it in the result record and the warehouse (``shift_diagnostic`` JSON,
+``reference_log_loss_shift``, ``feature_shift_max_psi``) and the report shows it, labelled a diagnostic. When it
+cannot compare two days (the reference is not of a day before D, or the earlier day's partition is not there) it
+says why instead (``not_computed``).
 """
 
 from __future__ import annotations

@@ -416,8 +416,8 @@ def audit_record(
     model_fingerprint, reference_model, partition_fingerprint, code_version, flow_run_id, started_at,
     finished_at, durations (a dict of seconds per stage). The row stores the verdict's status, robustness,
     risk and trust figures, kappa, reference_calibration, the method's trade-off curve (fdp_curve) and its
-    Gaussian reading. ``verdict.reference_check`` must be of the
-    result's reference_calibration; None records no check (reference_checked NULL).
+    Gaussian reading. ``verdict.reference_check`` must be of the result's reference_calibration; None records no
+    check (reference_checked NULL).
 
     Raises:
         LabelDPInputError: an optimistic result, unknown lineage fields, a malformed figure.
