@@ -28,7 +28,8 @@ from prefect.runtime import flow_run
 
 from auditing.sinks.alerts.webhook import alert_kind
 from auditing.sinks.listing import ListedVerdict, SkippedTarget
-from auditing.verdict.controls import POSITIVE
+from auditing.verdict.control_check import POSITIVE, ControlCheck
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.run_kinds import BACKFILL, GUARDRAIL, NIGHTLY
 from auditing.verdict.trust import NightTrust
 from flows import exit_codes, steps, terminal
@@ -135,7 +136,8 @@ def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, m
 @task(name="publish", **io_task)
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
-            control: dict | None = None, night=None, reference_check: dict | None = None) -> ListedVerdict:
+            control: ControlCheck | None = None, night=None,
+            reference_check: ReferenceCheck | None = None) -> ListedVerdict:
     return steps.publish(root, date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
                          night=night, reference_check=reference_check)
@@ -254,7 +256,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
         stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
-        shift = record.get("shift_diagnostic")
+        shift = record["shift_diagnostic"]
         if kind := alert_kind(row.row):
             _emit(kind, row.to_dict())
         outcome.rows.append(row)
@@ -305,7 +307,7 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 
 
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
-                 webhook_url: str | None, reference: ModelHandle, check: dict, rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
+                 webhook_url: str | None, reference: ModelHandle, check: ReferenceCheck, rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
                  accept_unchecked: bool = False) -> tuple[list[ListedVerdict], object, list]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.verdict.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
@@ -328,8 +330,8 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
             checks[spec.name] = f"{type(exc).__name__}: {exc}"
         result = checks[spec.name]
         stored.append(night_model_of(root, spec, records.get(spec.name),
-                                     error=None if isinstance(result, dict) else result))
-        _log(f"{spec.name}: " + (result["message"] if isinstance(result, dict) else f"could not run: {result}"))
+                                     error=result if isinstance(result, str) else None))
+        _log(f"{spec.name}: " + (f"could not run: {result}" if isinstance(result, str) else result.message))
     night = steps.night_trust(date, checks, specs, accept_unchecked)
     control_rows = []
     _check_stop()
@@ -338,8 +340,8 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
         if spec.name in records:
             control_rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url, run_kind,
                                         control=result, night=night, reference_check=check))
-        if not isinstance(result, dict) or not result["passed"]:
-            message = result["message"] if isinstance(result, dict) else f"could not run: {result}"
+        if isinstance(result, str) or not result.passed:
+            message = f"could not run: {result}" if isinstance(result, str) else result.message
             steps.send_failure_alert(root, "CONTROL_FAILED", spec.name, date, message, webhook_url, _run_id(),
                                      control=spec.control, reference_check=check)
             _emit("CONTROL_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": message})

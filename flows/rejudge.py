@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from auditing.config import AuditConfig, BoundConfig, GameConfig
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.run_kinds import BACKFILL, NIGHTLY, REJUDGE
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from flows.exit_codes import Outcome
 from flows.plan import ControlSpec, RegisteredTarget
 from labeldp.errors import LabelDPInputError
@@ -68,8 +70,8 @@ class StoredNight:
     game: GameConfig
     bound: BoundConfig
     models: tuple[NightModel, ...]
-    reference_check: dict | None
-    shift_diagnostic: dict | None
+    reference_check: ReferenceCheck | None
+    shift_diagnostic: ShiftDiagnostic | None
     accept_unchecked: bool
     written_at: str
 
@@ -84,15 +86,18 @@ class StoredNight:
     def to_dict(self) -> dict:
         return {"date": self.date.isoformat(), "run_kind": self.run_kind, "game": asdict(self.game),
                 "bound": asdict(self.bound), "models": [m.to_dict() for m in self.models],
-                "reference_check": self.reference_check, "shift_diagnostic": self.shift_diagnostic,
+                "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
+                "shift_diagnostic": None if self.shift_diagnostic is None else self.shift_diagnostic.to_dict(),
                 "accept_unchecked": self.accept_unchecked, "written_at": self.written_at}
 
     @classmethod
     def from_dict(cls, data: dict) -> StoredNight:
+        check, diagnostic = data.get("reference_check"), data.get("shift_diagnostic")
         return cls(date=dt.date.fromisoformat(data["date"]), run_kind=data["run_kind"],
                    game=GameConfig(**data["game"]), bound=BoundConfig(**data["bound"]),
                    models=tuple(NightModel.from_dict(m) for m in data["models"]),
-                   reference_check=data.get("reference_check"), shift_diagnostic=data.get("shift_diagnostic"),
+                   reference_check=None if check is None else ReferenceCheck.from_dict(check),
+                   shift_diagnostic=None if diagnostic is None else ShiftDiagnostic.from_dict(diagnostic),
                    accept_unchecked=bool(data.get("accept_unchecked")), written_at=data["written_at"])
 
 

@@ -15,12 +15,15 @@ is recomputed. Both live under the data root, so a re-run after a crash redoes o
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditing.sinks.listing import ListedVerdict
-from auditing.verdict.controls import POSITIVE
+from auditing.verdict.control_check import POSITIVE, ControlCheck
+from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
@@ -249,7 +252,8 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     return record
 
 
-def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle, progress: Progress = no_progress) -> dict:
+def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
+                     progress: Progress = no_progress) -> ShiftDiagnostic:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.reference.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
     from flows.terminal import stop_of
@@ -262,7 +266,56 @@ def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle, progress
         if stop_of(exc) is not None:
             raise
         progress(f"shift diagnostic not computed: {exc}")
-        return {"label": LABEL, "error": str(exc)}
+        return ShiftDiagnostic(LABEL, error=str(exc))
+
+
+@dataclass(frozen=True)
+class JobLineage:
+    """What a scoring job's record (its ``result.json``, `pipelines.scoring.beam_scoring`) says of where a verdict's
+    numbers come from, read once by `publish`: the model, the reference, the partition, the code and the runner, and
+    the job's times. ``model_id``: the record's own name for the model, when it has one (else the spec's)."""
+
+    model_id: str | None = None
+    model_uri: str | None = None
+    model_fingerprint: str | None = None
+    reference_model: str | None = None  # name@date
+    partition_fingerprint: str | None = None
+    code_version: str | None = None  # version+commit[-dirty]
+    runner: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    timings: dict | None = None
+
+    @classmethod
+    def from_dict(cls, record: Mapping) -> JobLineage:
+        """The lineage of a job's record (JSON); what it lacks reads None. LabelDPInputError naming a part of the
+        lineage that is not an object."""
+
+        def part(data: Mapping, key: str, name: str) -> Mapping:
+            value = data.get(key, {})
+            if not isinstance(value, Mapping):
+                raise LabelDPInputError(f"{name} must be a JSON object; got {value!r}")
+            return value
+
+        lineage = part(record, "lineage", "lineage")
+        model, reference = part(lineage, "model", "lineage.model"), part(lineage, "reference", "lineage.reference")
+        code = part(lineage, "code_version", "lineage.code_version")
+        return cls(
+            model_id=record.get("model_id"), model_uri=model.get("uri"), model_fingerprint=model.get("fingerprint"),
+            reference_model=f"{reference.get('name')}@{reference.get('date')}" if reference else None,
+            partition_fingerprint=part(lineage, "partition", "lineage.partition").get("fingerprint"),
+            code_version=(f"{code.get('version')}+{(code.get('git_commit') or 'unknown')[:12]}"
+                          + ("-dirty" if code.get("git_dirty") else "")),
+            runner=part(lineage, "runner", "lineage.runner").get("runner"), started_at=record.get("started_at"),
+            finished_at=record.get("finished_at"), timings=record.get("timings"))
+
+    def warehouse_lineage(self, flow_run_id: str | None, durations: dict | None) -> dict:
+        """The row's lineage fields (`auditing.sinks.warehouse.LINEAGE_FIELDS`); durations: the run's, else the
+        job's timings."""
+        return {"model_uri": self.model_uri, "model_fingerprint": self.model_fingerprint,
+                "reference_model": self.reference_model, "partition_fingerprint": self.partition_fingerprint,
+                "code_version": self.code_version, "flow_run_id": flow_run_id, "started_at": self.started_at,
+                "finished_at": self.finished_at, "durations": durations or self.timings}
 
 
 @dataclass(frozen=True)
@@ -282,7 +335,7 @@ class NightRows:
 
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
                       progress: Progress = no_progress, name: str | None = None,
-                      ) -> tuple[ModelHandle, dict, NightRows]:
+                      ) -> tuple[ModelHandle, ReferenceCheck, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
     held-out calibration rows (pipelines.reference.recalibration), registered as `AuditPlan.calibrated_reference_name`;
@@ -303,13 +356,13 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
     from pipelines.scoring.row_grouping import night_exclusion
 
     calibration = plan.audit.reference_calibration
-    check = {"calibration": calibration, "checked": True, "note": None, "calibration_figures": None}
+    check = ReferenceCheck(calibration, True)
     try:
         heldout = check_heldout(audited, plan.audit.audit_rows)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
         excluded = night_exclusion(root, date, raw, progress=progress)
-        return raw, skip_reference_check(check, exc.reason), NightRows(None, excluded)
+        return raw, check.skipped(exc.reason), NightRows(None, excluded)
     reference, recalibrated = raw, False
     if calibration != "none":
         name = name or plan.calibrated_reference_name
@@ -320,21 +373,14 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
                                              seed=plan.seed, progress=progress)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
             progress(f"reference not recalibrated: {exc.reason}")
-            check["note"] = f"reference not recalibrated: {exc.reason}"
+            check = replace(check, note=f"reference not recalibrated: {exc.reason}")
         else:
-            check["calibration_figures"] = calibration_figures(recalibrated_model.metadata["recalibration"])
+            check = replace(check, calibration_figures=calibration_figures(
+                recalibrated_model.metadata["recalibration"]))
             reference, recalibrated = recalibrated_model, True
     rows = NightRows(check_row_selection(heldout, recalibrated),
                      night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress))
     return reference, check, rows
-
-
-def skip_reference_check(check: dict, reason: str) -> dict:
-    """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
-    capacity check runs)."""
-    from auditing.verdict.judge import skipped_reference_check
-
-    return skipped_reference_check(check, reason)
 
 
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
@@ -350,30 +396,32 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
     return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
 
 
-def judge_control(spec: ControlSpec, record: dict) -> dict:
-    """`auditing.verdict.controls.check_control` of a control's scoring record, as a dict."""
+def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:
+    """`auditing.verdict.controls.check_control` of a control's scoring record."""
     from auditing.verdict.controls import check_control
 
-    return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None
-                         ).to_dict()
+    return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None)
 
 
-def night_trust(date: dt.date, checks: dict[str, dict | str], specs, accept_unchecked: bool):
-    """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`)."""
+def night_trust(date: dt.date, checks: dict[str, ControlCheck | str], specs, accept_unchecked: bool):
+    """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`, which reads each
+    check as its dict); ``checks``: name -> the control's check, or why it could not run."""
     from auditing.verdict.trust import night_trust as compute
 
-    return compute(checks, {spec.name: spec.control for spec in specs}, date=date.isoformat(),
+    return compute({name: check if isinstance(check, str) else check.to_dict() for name, check in checks.items()},
+                   {spec.name: spec.control for spec in specs}, date=date.isoformat(),
                    accept_unchecked=accept_unchecked)
 
 
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
-            control: dict | None = None, night=None, reference_check: dict | None = None) -> ListedVerdict:
+            control: ControlCheck | None = None, night=None,
+            reference_check: ReferenceCheck | None = None) -> ListedVerdict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
     report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.sinks.warehouse.AuditKey`: model, model
     fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
-    control: a control's `judge_control` dict (its row is kind 'control'); night: what the night's controls say
+    control: a control's `judge_control` check (its row is kind 'control'); night: what the night's controls say
     (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
@@ -392,24 +440,13 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     from auditing.verdict.judge import judge
 
     result = record["result"]
-    lineage = record.get("lineage", {})
+    lineage = JobLineage.from_dict(record)
     claimed = spec.claimed_epsilon if claimed_epsilon is None else float(claimed_epsilon)
-    model_id = record.get("model_id") or spec.name
-    model = lineage.get("model", {})
-    reference = lineage.get("reference", {})
-    code = lineage.get("code_version", {})
-    lineage_row = {
-        "model_uri": model.get("uri"), "model_fingerprint": model.get("fingerprint"),
-        "reference_model": f"{reference.get('name')}@{reference.get('date')}" if reference else None,
-        "partition_fingerprint": lineage.get("partition", {}).get("fingerprint"),
-        "code_version": f"{code.get('version')}+{(code.get('git_commit') or 'unknown')[:12]}"
-                        + ("-dirty" if code.get("git_dirty") else ""),
-        "flow_run_id": flow_run_id, "started_at": record.get("started_at"),
-        "finished_at": record.get("finished_at"), "durations": durations or record.get("timings"),
-    }
+    model_id = lineage.model_id or spec.name
+    lineage_row = lineage.warehouse_lineage(flow_run_id, durations)
     kind = "control" if control is not None else "target"
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
-                    shift_diagnostic=record.get("shift_diagnostic"), reference_check=reference_check)
+                    shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row.status}, eps_lb {row.epsilon_lower_bound:.4f})")
@@ -425,14 +462,14 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         trend = [row]
     report_path = run_report_path(root, row.key)
     page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
-                    "runner": lineage.get("runner", {}).get("runner")}
+                    "runner": lineage.runner}
     write_report(render_run_report(verdict, page_lineage, trend), report_path)
 
     listed = ListedVerdict(
         row, report=str(report_path), verdict=verdict, warehouse=outcome,
         spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root)))
                     if outcome == SPOOLED else None),
-        reused_scoring=bool(record.get("reused")), control_message=None if control is None else control["message"],
+        reused_scoring=bool(record["reused"]), control_message=None if control is None else control.message,
         reference_check=reference_check)
     alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none
     if alerted and webhook_url:
@@ -444,7 +481,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,
                        webhook_url: str | None, flow_run_id: str | None = None, control: str | None = None,
-                       reference_check: dict | None = None) -> dict | None:
+                       reference_check: ReferenceCheck | None = None) -> dict | None:
     """DATA_MISSING / AUDIT_FAILED / CONTROL_FAILED alerts (deduplicated per model, date and kind); a
     CONTROL_FAILED alert names the control kind and carries the night's reference check."""
     if not webhook_url:
@@ -453,7 +490,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
 
     payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
     if control is not None:
-        payload.update(control=control, reference_check=reference_check)
+        payload.update(control=control, reference_check=None if reference_check is None else reference_check.to_dict())
     return send_alert(webhook_url, kind, payload, default_ledger_dir(root)).to_dict()
 
 

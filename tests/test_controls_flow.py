@@ -92,8 +92,9 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     # every row carries the night's reference check: recalibrated on held-out rows, checked
     for listed in rows:
         check = listed.reference_check
-        assert check["calibration"] == "boost" and check["checked"] is True and "label_blind" not in check
-        assert check["calibration_figures"]["rows_fit"] + check["calibration_figures"]["rows_validation"] > 0
+        assert check.calibration == "boost" and check.checked is True and check.label_blind is None
+        assert "label_blind" not in listed.to_dict()["reference_check"]  # the JSON written since it retired
+        assert check.calibration_figures.rows_fit + check.calibration_figures.rows_validation > 0
     target = by_model["rr-eps1"].row
     assert target.trust == "trusted" and target.check_rows > 500 and target.epsilon_check is not None
     assert positive.kind == negative.kind == "control" and target.kind == "target"
@@ -231,7 +232,7 @@ def test_a_night_without_held_out_rows_checks_nothing(prefect_api, data_root, tm
     assert {r.row.model_id for r in rows} == {"control-positive", "control-negative", "rr-eps1"}
     for listed in rows:
         check = listed.reference_check
-        assert check["checked"] is False and check["note"].startswith("reference not checked: audit_rows is 'all'")
+        assert check.checked is False and check.note.startswith("reference not checked: audit_rows is 'all'")
     target = next(r for r in rows if r.row.model_id == "rr-eps1")
     # accepted_unchecked: True in the run's record (--json), 1 in the row
     assert target.row.trust == "reference unchecked, accepted" and target.to_dict()["accepted_unchecked"] is True

@@ -102,7 +102,7 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert leaky.detection_floor_rows >= 1
     # the data diagnostic compares the reference's own day D-1 with day D (never a day with itself: the same
     # rows would give the same fit and a PSI of exactly 0 on every feature)
-    diagnostic = by_model["leaky"].verdict.shift_diagnostic
+    diagnostic = by_model["leaky"].verdict.shift_diagnostic.to_dict()
     assert diagnostic["days"] == {"previous": D0, "current": D1} and diagnostic["reference"] == f"reference@{D0}"
     fit = diagnostic["reference_fit"]
     assert fit["previous"]["log_loss"] != fit["current"]["log_loss"]
@@ -111,8 +111,8 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
                leaky.breaking_kappa for a in HOOK.received if a["kind"] == "VIOLATION")
     # the reference was recalibrated on the day's held-out rows (the plan's default) and the rows say so
     check = by_model["leaky"].reference_check
-    assert check["calibration"] == "boost" and check["checked"] is True
-    assert check["calibration_figures"]["rows_fit"] > 0
+    assert check.calibration == "boost" and check.checked is True
+    assert check.calibration_figures.rows_fit > 0
     assert {r.model_id: r.reference_calibration for r in warehouse_rows(data_root)} == {
         "rr-eps1": "boost", "leaky": "boost"}
     stored = warehouse_rows(data_root)

@@ -298,12 +298,11 @@ def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spe
     assert copy.metadata["feature_schema"] == SPEC.feature_schema() and copy.format.name == "catboost"
 
     diagnostic = shift_diagnostic(root, DAY, resolve_model(root, "registered", PREVIOUS))
-    assert set(diagnostic["feature_shift"]["per_feature"]) == set(SPEC.features)
-    previous = diagnostic["reference_fit"]["previous"]
-    assert previous["rows_rule"] == "rows not in its training keys" and previous["rows"] == ROWS - keys.size
-    current = diagnostic["reference_fit"]["current"]
-    assert current["rows"] == int((splits.split_of(world["ids"]) == splits.TEST).sum())
-    assert math.isfinite(diagnostic["reference_log_loss_shift"])
+    assert set(diagnostic.feature_shift.per_feature) == set(SPEC.features)
+    previous = diagnostic.fit_previous
+    assert previous.rows_rule == "rows not in its training keys" and previous.rows == ROWS - keys.size
+    assert diagnostic.fit_current.rows == int((splits.split_of(world["ids"]) == splits.TEST).sum())
+    assert math.isfinite(diagnostic.reference_log_loss_shift)
 
 
 def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(world):

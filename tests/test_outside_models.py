@@ -150,7 +150,7 @@ def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
     # the controls ran on the team's dataset, and the held-out rows checked the reference
     controls = [r for r in rows if r.row.kind == "control"]
     assert controls and all(r.row.control_passed for r in controls)
-    assert by_model["team-ctr"].reference_check["checked"] is True
+    assert by_model["team-ctr"].reference_check.checked is True
     # the audit played on the training rows the registration named
     record = json.loads(next((root / "sweeps" / "team-ctr").rglob("result.json")).read_text())
     assert record["diagnostics"]["audited_rows"]["training_rows"] == int(

@@ -37,6 +37,7 @@ import pytest
 from model_handles import unregistered
 from scipy.special import expit, logit
 
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.data.layout import file_fingerprint, model_dir
@@ -182,7 +183,7 @@ def test_global_drift_lowers_validation_log_loss_and_moves_mean_to_the_shifted_r
     gap_after = abs(expit(corrected).mean() - truth[other].mean())
     assert gap_after < 0.3 * gap_before
     figures = calibration_figures(record)
-    assert figures["rounds"] == record["rounds"] and figures["logloss_after"] == validation["log_loss_after"]
+    assert figures.rounds == record["rounds"] and figures.logloss_after == validation["log_loss_after"]
 
 
 def test_global_shift_is_absorbed_without_a_systematic_leftover(arrays):
@@ -333,7 +334,7 @@ def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_row
     assert metadata["test_metrics"]["log_loss_after"] == validation["log_loss_after"]
     assert metadata["heldout_rows"]["role"] == "calibration"
     assert registry.claimed_epsilon(metadata) == math.inf
-    assert calibration_figures(metadata["recalibration"])["rows_fit"] == metadata["recalibration"]["fit_rows"]
+    assert calibration_figures(metadata["recalibration"]).rows_fit == metadata["recalibration"]["fit_rows"]
 
 
 def test_recalibration_is_reused_and_byte_identical_when_rerun(world, recalibrated):
@@ -424,18 +425,23 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     from pipelines.reference.shift_diagnostics import shift_diagnostic
 
     diagnostic = shift_diagnostic(world["root"], DAY, resolve_model(world["root"], RECALIBRATED, DAY))
-    assert diagnostic["days"] == {"previous": PREVIOUS.isoformat(), "current": DAY.isoformat()}
-    assert diagnostic["reference"] == f"reference@{PREVIOUS.isoformat()}"
-    previous, current = diagnostic["reference_fit"]["previous"], diagnostic["reference_fit"]["current"]
-    assert previous["rows_rule"] == "test split"
+    assert (diagnostic.previous_day, diagnostic.current_day) == (PREVIOUS, DAY)
+    assert diagnostic.reference == f"reference@{PREVIOUS.isoformat()}"
+    previous, current = diagnostic.fit_previous, diagnostic.fit_current
+    assert previous.rows_rule == "test split"
     # Day D's labels drifted up by 0.8 in logit and more on a segment: its click rate is far above D-1's, and
     # the D-1 reference fits it worse than its own day.
-    assert current["click_rate"] > 1.5 * previous["click_rate"]
-    assert diagnostic["reference_log_loss_shift"] > 0
-    assert all(psi > 0 for psi in diagnostic["feature_shift"]["per_feature"].values())
+    assert current.click_rate > 1.5 * previous.click_rate
+    assert diagnostic.reference_log_loss_shift > 0
+    assert all(psi > 0 for psi in diagnostic.feature_shift.per_feature.values())
+    data = diagnostic.to_dict()  # its JSON: the figures' shape, read back as it was
+    assert list(data) == ["label", "reference", "days", "reference_fit", "reference_log_loss_shift",
+                          "reference_ece_shift", "feature_shift", "feature_shift_max_psi"]
+    assert ShiftDiagnostic.from_dict(json.loads(json.dumps(data))) == diagnostic
 
     itself = shift_diagnostic(world["root"], PREVIOUS, resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
-    assert "reference_fit" not in itself and "no earlier day" in itself["not_computed"]
+    assert itself.fit_previous is None and "no earlier day" in itself.not_computed
+    assert list(itself.to_dict()) == ["label", "reference", "days", "not_computed"]
 
 
 def test_check_rows_are_the_held_out_rows_the_correction_did_not_fit(world):

@@ -31,6 +31,8 @@ from auditing.sinks.report import (
 )
 from auditing.sinks.warehouse.records import upgrade_row
 from auditing.verdict.judge import judge
+from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.trust import NightTrust
 from flows.cli import main as cli_main
 from labeldp.errors import LabelDPInputError
@@ -88,7 +90,7 @@ def run():
 
 
 def _reference_check(calibration: str = "boost", *, label_blind: bool | None = None) -> dict:
-    """A night's reference check as the flows pass it (auditing.sinks.warehouse.rows.check_reference_check);
+    """A night's reference check as its JSON (`ReferenceCheck.to_dict`; `_page` reads it with ``from_dict``);
     ``label_blind``: a night written while the label-blind control ran (True: it flagged the reference)."""
     check = {"calibration": calibration, "checked": True, "note": None,
              "calibration_figures": None if calibration != "boost" else {
@@ -98,6 +100,10 @@ def _reference_check(calibration: str = "boost", *, label_blind: bool | None = N
         check["label_blind"] = {"epsilon_lower_bound": 0.2134 if label_blind else 0.0,
                                 "misfit_kappa": 0.35 if label_blind else 0.0, "flagged": label_blind}
     return check
+
+
+def _check(data: dict | None) -> ReferenceCheck | None:
+    return None if data is None else ReferenceCheck.from_dict(data)
 
 
 def _page(run, *, trust=None, robustness=None, **changes):
@@ -110,7 +116,7 @@ def _page(run, *, trust=None, robustness=None, **changes):
     trust, robustness = dict(trust or {}), dict(robustness or {})
     verdict = judge(args["result"], args["claimed_epsilon"], kind=trust.get("kind", "target"),
                     control=trust.get("control"), night=trust.get("night"),
-                    reference_check=args["reference_check"], shift_diagnostic=robustness.pop("shift_diagnostic", None))
+                    reference_check=_check(args["reference_check"]), shift_diagnostic=robustness.pop("shift_diagnostic", None))
     if robustness:
         verdict = dataclasses.replace(verdict, robustness=dataclasses.replace(verdict.robustness, **robustness))
     return render_run_report(verdict, args["lineage"], args["trend"], args["score_histogram"])
@@ -318,7 +324,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     ids = np.arange(n)
     result = run_audit(rr_oracle_probabilities(ids, labels, 2.0, seed=0), p, labels, ids,
                        AuditConfig(repetitions=2), expected_curve=True)
-    control = check_control(POSITIVE, result.to_dict(), 2.0).to_dict()
+    control = check_control(POSITIVE, result.to_dict(), 2.0)
     reason = "control-negative on 2024-01-14: eps_lb 0.4 > 0"
     html_text = render_run_report(judge(result, 2.0, kind="control", night=NightTrust(void_reason=reason),
                                         control=control),
@@ -335,7 +341,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     assert dom.count("hist-correct", "rect") == bins and dom.count("hist-wrong", "rect") == bins
     assert "UNTRUSTED: read this verdict as unknown. the night is void: control-negative on 2024-01-14" in text
     assert "Nightly control" in text and "Positive control" in text and "Pre-registered floor" in text
-    assert ("passed" if control["passed"] else "FAILED") in text and f"{control['floor']:.3f}" in text
+    assert ("passed" if control.passed else "FAILED") in text and f"{control.floor:.3f}" in text
     assert dom.count("untrusted", "div") == 1
     assert "only a night the negative control voided makes it untrusted" not in text  # the reason is shown instead
     assert "Capacity check" not in text  # a control is judged by its own rule
@@ -477,10 +483,16 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
 
     result = run["result"]
     kappa = breaking_kappa(result, CLAIMED)
-    diagnostic = {"reference_fit": {"previous": {"log_loss": 0.1209, "ece": 0.0028, "rows": 32138},
-                                    "current": {"log_loss": 0.1171, "ece": 0.0034, "rows": 31783}},
-                  "reference_log_loss_shift": -0.0037, "feature_shift_max_psi": 0.0023,
-                  "feature_shift": {"bins": "deciles", "median_psi": 0.0003, "top": [{"feature": "C16", "psi": 0.0023}]}}
+    diagnostic = ShiftDiagnostic.from_dict({
+        "label": "a diagnostic, not a proof", "reference": "reference@2024-01-13",
+        "days": {"previous": "2024-01-13", "current": "2024-01-14"},
+        "reference_fit": {"previous": {"log_loss": 0.1209, "ece": 0.0028, "rows": 32138, "click_rate": 0.03,
+                                       "rows_rule": "test split"},
+                          "current": {"log_loss": 0.1171, "ece": 0.0034, "rows": 31783, "click_rate": 0.03}},
+        "reference_log_loss_shift": -0.0037, "reference_ece_shift": 0.0006,
+        "feature_shift": {"statistic": "PSI", "bins": "deciles", "max_psi": 0.0023, "median_psi": 0.0003,
+                          "mean_psi": 0.0004, "top": [{"feature": "C16", "psi": 0.0023}], "per_feature": {"C16": 0.0023}},
+        "feature_shift_max_psi": 0.0023})
     path = write_report(_page(run, robustness={"audit_rows": "training", "shift_diagnostic": diagnostic}),
                         tmp_path / "run.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
@@ -494,7 +506,8 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
             "δ = 0); the verdict itself is computed at the plan's κ = 0.") in text
     assert f"{kappa:.4g} (a factor {factor} in the click odds)" in text  # the Breaking κ row
     assert "τ" not in text
-    assert "Trust in this verdict" in text and "Data diagnostic (not a proof)" in text and "C16" in text
+    assert "Trust in this verdict" in text and "Data diagnostic (not a proof)" in text and "C16 0.0023" in text
+    assert "day D−1 (the reference's own day), 2024-01-13 0.1209 0.0028 32138" in text
     assert "rows whose labels entered training" in text
 
     # A PASS (claim far above the bound) where even a fully exposed day is flagged with < 95% probability:
@@ -577,7 +590,7 @@ def test_a_trusted_violation_shows_its_capacity_check_on_the_first_screen(run):
     """The base run is a VIOLATION the capacity check vouches for: 'trusted' plainly with its reason, epsilon_check
     with its confidence and assumption in one sentence, both misfit figures with theirs, the check rows; no
     banner; all before the Summary card."""
-    verdict = judge(run["result"], CLAIMED, reference_check=run["reference_check"])
+    verdict = judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"]))
     trust = verdict.trust
     assert verdict.status == "VIOLATION" and trust.state == "trusted" and trust.epsilon_check > CLAIMED
     page = _page(run)
@@ -705,10 +718,10 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
     with open_warehouse(None, data_root=tmp_path) as wh:
         for day, result, claim in ((dt.date(2024, 1, 3), checked["leaky"], 0.5),
                                    (dt.date(2024, 1, 4), checked["misfit"], 0.1)):
-            wh.upsert_audit(*audit_record(judge(result, claim, reference_check=_reference_check("none")),
+            wh.upsert_audit(*audit_record(judge(result, claim, reference_check=_check(_reference_check("none"))),
                                           run_kind="nightly", model_id="m", partition_date=day))
         row, curve = audit_record(judge(checked["leaky"], 0.5,
-                                        reference_check=_reference_check("none", label_blind=True),
+                                        reference_check=_check(_reference_check("none", label_blind=True)),
                                         night=NightTrust(void_reason="the reference does not fit day 2024-01-02")),
                                   run_kind="nightly", model_id="m", partition_date=dt.date(2024, 1, 2))
         legacy = row.replace(**dict.fromkeys(TRUST_COLUMNS),
@@ -780,7 +793,7 @@ def test_a_legacy_label_blind_control_page_still_renders(run):
     result = run_audit(p, p, labels, config=AuditConfig(repetitions=1))  # knows nothing of the labels
     # the check a night of the retired control stored (the warehouse's result_json and control columns keep it)
     control = ControlCheck(LABEL_BLIND, True, result.epsilon_lower_bound, None, 0.0,
-                           "label-blind control: valid eps_lb 0.0000 = 0", None, 0.0).to_dict()
+                           "label-blind control: valid eps_lb 0.0000 = 0", None, 0.0)
     assert result.epsilon_lower_bound == 0.0
     text = _parse(render_run_report(judge(result, 0.0, kind="control", control=control),
                                     {"model_id": "control-label-blind"}, [], None)).visible

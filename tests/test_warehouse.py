@@ -42,6 +42,8 @@ from auditing.sinks.warehouse import (
 from auditing.sinks.warehouse.migrations import ddl_text
 from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES
 from auditing.verdict.judge import judge
+from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -330,7 +332,7 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 
     _create_pre_kappa_warehouse(isolated_target)
     result = _fdp_result(reference_calibration="boost")
-    check = _reference_check()
+    check = ReferenceCheck.from_dict(_reference_check())
     row, curve = audit_record(judge(result, 0.5, reference_check=check), run_kind="nightly", model_id="kappa-m",
                               partition_date="2024-01-02")
     with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
@@ -378,9 +380,8 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 
 
 def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
-    """normalize_row and audit_record's reference_check refuse bad kappa-era figures before any write, with an
+    """normalize_row and ReferenceCheck.from_dict refuse bad kappa-era figures before any write, with an
     error that names the field."""
-    from auditing.sinks.warehouse.reference_columns import check_reference_check
     from auditing.sinks.warehouse.rows import normalize_row
 
     new = dict(make_row(model_id="new")[0], kappa=0.0, reference_calibration="boost")
@@ -437,17 +438,18 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
         ({"verdict": "ok"}, r"reference_check: unknown key\(s\) \['verdict'\]"),
     ):
         with pytest.raises(LabelDPInputError, match=message):
-            check_reference_check({**good, **change})
+            ReferenceCheck.from_dict({**good, **change})
     skipped = {"calibration": "boost", "checked": False, "note": "no held-out rows for 2024-01-02"}
-    assert check_reference_check(skipped)["label_blind"] is None
+    assert ReferenceCheck.from_dict(skipped).label_blind is None
     crashed = {**good, "label_blind": None}  # the label-blind control could not run (untrusted by the controls)
-    assert check_reference_check(crashed)["calibration_figures"] == good["calibration_figures"]
+    assert ReferenceCheck.from_dict(crashed).to_dict()["calibration_figures"] == good["calibration_figures"]
 
     result = _fdp_result()  # raw reference: reference_calibration "none"
     with pytest.raises(LabelDPInputError, match="differs from the result's reference_calibration 'none'"):
-        audit_record(judge(result, 0.5, reference_check=good), run_kind="nightly", model_id="x", partition_date=DAY)
-    flagged = {**_reference_check(flagged=True), "calibration": "none", "calibration_figures": None,
-               "note": "raw reference"}
+        audit_record(judge(result, 0.5, reference_check=ReferenceCheck.from_dict(good)), run_kind="nightly",
+                     model_id="x", partition_date=DAY)
+    flagged = ReferenceCheck.from_dict({**_reference_check(flagged=True), "calibration": "none",
+                                        "calibration_figures": None, "note": "raw reference"})
     # A result without check rows is "reference unchecked": its verdict carries that reason.
     row, _ = audit_record(judge(result, 0.5, reference_check=flagged), run_kind="nightly", model_id="x",
                           partition_date=DAY)
@@ -979,8 +981,16 @@ def test_trust_columns_round_trip_on_both_backends(target):
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
     result = run_audit(p_target, np.full(n, 0.5), labels,
                        config=AuditConfig(repetitions=2, reference_calibration="none"))
-    diagnostic = {"reference_log_loss_shift": 0.01, "feature_shift_max_psi": 0.2, "feature_shift": {"top": []}}
-    row, curve = audit_record(judge(result, 0.5, shift_diagnostic=diagnostic), run_kind="nightly", model_id="trust-m",
+    diagnostic = {"label": "a diagnostic", "reference": "ref@2024-01-01",
+                  "days": {"previous": "2024-01-01", "current": "2024-01-02"},
+                  "reference_fit": {"previous": {"log_loss": 0.3, "ece": 0.01, "rows": 10, "click_rate": 0.1,
+                                                 "rows_rule": "test split"},
+                                    "current": {"log_loss": 0.31, "ece": 0.02, "rows": 12, "click_rate": 0.2}},
+                  "reference_log_loss_shift": 0.01, "reference_ece_shift": 0.01,
+                  "feature_shift": {"statistic": "PSI", "bins": "deciles", "max_psi": 0.2, "median_psi": 0.1,
+                                    "mean_psi": 0.1, "top": [], "per_feature": {}},
+                  "feature_shift_max_psi": 0.2}
+    row, curve = audit_record(judge(result, 0.5, shift_diagnostic=ShiftDiagnostic.from_dict(diagnostic)), run_kind="nightly", model_id="trust-m",
                               partition_date=DAY)
     assert row.status == "VIOLATION" and row.audit_rows == "training"
     assert row.breaking_kappa == breaking_kappa(result, 0.5) > 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditing.sinks.warehouse.records import ResultRow, trust_state
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import PASS, Verdict
 
 
@@ -35,7 +36,7 @@ class ListedVerdict:
     alert: Mapping[str, Any] | None = None
     reused_scoring: bool = False
     control_message: str | None = None
-    reference_check: Mapping[str, Any] | None = None
+    reference_check: ReferenceCheck | None = None
     stored_weak_pass: bool | None = None
 
     @property
@@ -80,9 +81,10 @@ class ListedVerdict:
             "reused_scoring": self.reused_scoring, "kind": row.kind, "untrusted_reason": row.untrusted_reason,
             "control_passed": row.control_passed, "control_floor": row.control_floor,
             "control_message": self.control_message,
-            "reference_check": None if self.reference_check is None else dict(self.reference_check),
+            "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
             **{name: value for name, value in row.to_dict().items() if name.startswith("risk_")},
-            **self.verdict.trust_figures(), "shift_diagnostic": self.verdict.shift_diagnostic,
+            **self.verdict.trust_figures(),
+            "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
         }
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -34,11 +33,9 @@ from auditing.bounds.lower_bound import pointwise_bounds
 from auditing.bounds.selection import selection_strategy
 from auditing.game.keyed_random import STREAM_CONTROL, keyed_uniform
 from auditing.result import AuditResult
+from auditing.verdict.control_check import CONTROL_KINDS, LABEL_BLIND, NEGATIVE, POSITIVE, ControlCheck
 from labeldp.errors import LabelDPInputError
 
-POSITIVE, NEGATIVE = "positive", "negative"
-CONTROL_KINDS = (POSITIVE, NEGATIVE)
-LABEL_BLIND = "label-blind"  # retired: the kind of the label-blind control's rows in existing warehouses
 # The confidence the negative control is judged at: a correct night voids its verdicts with probability at most
 # 1 - NEGATIVE_CONFIDENCE (README: what a correct night can lose).
 NEGATIVE_CONFIDENCE = 0.999
@@ -155,25 +152,9 @@ def negative_control_evidence(result: AuditResult | Mapping) -> float:
 # ------------------------------------------------------------------------------------------ the verdict
 
 
-@dataclass(frozen=True)
-class ControlCheck:
-    """A control's outcome: passed, and in words why (for the warehouse, the report and the alert)."""
-
-    control: str  # positive | negative
-    passed: bool
-    epsilon_lower_bound: float
-    floor: float | None  # positive: the pre-registered floor
-    ceiling: float  # positive: eps_c; negative: 0
-    message: str
-    floor_detail: dict | None = None
-    misfit_kappa: float | None = None  # legacy (the retired label-blind control's measured misfit)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 def check_control(control: str, result: AuditResult | Mapping, epsilon_c: float | None = None) -> ControlCheck:
-    """Judges a control's `AuditResult` (or its stored ``to_dict()``).
+    """Judges a control's `AuditResult` (or its stored ``to_dict()``): its
+    `auditing.verdict.control_check.ControlCheck`.
 
     positive: passes iff floor < eps_lb <= eps_c. A floor of 0 means the audit has no power at this m: the
     control cannot show that the audit detects anything, which fails it too; except under the ``split``

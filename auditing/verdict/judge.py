@@ -18,14 +18,17 @@ import numpy as np
 from auditing.result import AuditResult
 from auditing.risk.attack_bounds import posterior_ceiling
 from auditing.risk.figures import risk_assessment, risk_block, risk_columns
+from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.exposure_floor import DEFAULT_POWER
 from auditing.verdict.guardrail import guardrail_status
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.robustness import (
     breaking_kappa,
     detection_floor_rows,
     exposed_floor_figures,
     is_weak_pass,
 )
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.trust import NightTrust, verdict_trust
 from auditing.verdict.types import (
     NO_VERDICT,
@@ -115,21 +118,22 @@ def posterior_curve(assessment: Mapping) -> dict:
             "demonstrated": None if shown is None else np.asarray(posterior_ceiling(shown["epsilon"], priors)).tolist()}
 
 
-def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: Mapping | None = None,
-          night: NightTrust | None = None, shift_diagnostic: Mapping | None = None,
-          reference_check: Mapping | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
+def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: ControlCheck | None = None,
+          night: NightTrust | None = None, shift_diagnostic: ShiftDiagnostic | None = None,
+          reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
 
     Args:
         result: an `AuditResult` or its ``to_dict()`` (read by `AuditResult.from_dict`: a result written before
             kappa is refused).
         claimed_epsilon: the claim (>= 0; inf for a non-private model).
-        kind: "target" or "control"; control: the control's judged check (`ControlCheck.to_dict()`).
+        kind: "target" or "control"; control: the control's judged check (`ControlCheck`).
         night: what the night's controls say about its verdicts (`auditing.verdict.trust.NightTrust`; None: no controls,
             nothing accepted). The verdict's trust follows from it and the result's capacity check
             (`auditing.verdict.trust.verdict_trust`); a control's own row is untrusted when it failed or the night is void.
-        shift_diagnostic: the day-over-day data diagnostic (pipelines.reference.shift_diagnostics), carried as given.
-        reference_check: the night's reference check (see `auditing.sinks.warehouse.rows.check_reference_check`).
+        shift_diagnostic: the day-over-day data diagnostic (`auditing.verdict.shift_diagnostic.ShiftDiagnostic`),
+            carried as given.
+        reference_check: the night's reference check (`auditing.verdict.reference_check.ReferenceCheck`).
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
 
     Returns:
@@ -139,6 +143,11 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     Raises:
         LabelDPInputError: a result missing fields, a bad claim or kind.
     """
+    for name, value, record in (("control", control, ControlCheck), ("shift_diagnostic", shift_diagnostic,
+                                 ShiftDiagnostic), ("reference_check", reference_check, ReferenceCheck)):
+        if value is not None and not isinstance(value, record):  # a dict is read once, at its JSON edge
+            raise TypeError(f"{name} must be a {record.__name__} (its JSON is read by {record.__name__}.from_dict); "
+                            f"got {type(value).__name__}")
     result = AuditResult.from_dict(result)
     claimed = _claimed(claimed_epsilon)
     if kind not in ("target", "control"):
@@ -151,8 +160,8 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     robustness = robustness_figures(result, claimed, status, exposed_rows_floor)
     if kind == "control":  # a control is judged by its own rule (auditing.verdict.controls): failed, or on a void night
         void = (night or NightTrust()).void_reason
-        failed = control is not None and not control.get("passed", True)
-        trust = (Trust(UNTRUSTED, f"the control failed: {control['message']}") if failed
+        failed = control is not None and not control.passed
+        trust = (Trust(UNTRUSTED, f"the control failed: {control.message}") if failed
                  else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
     else:
         trust = verdict_trust(status, claimed, result.capacity_check,
@@ -161,10 +170,10 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
         risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
-        kind=kind, control=None if control is None else dict(control),
+        kind=kind, control=None if control is None else control.to_dict(),
         untrusted_reason=None if trust.trusted else trust.reason,
-        reference_check=None if reference_check is None else dict(reference_check),
-        shift_diagnostic=None if not shift_diagnostic else dict(shift_diagnostic), trust=trust,
+        reference_check=reference_check,
+        shift_diagnostic=shift_diagnostic, trust=trust,
     )
 
 
@@ -178,8 +187,3 @@ def demonstrated_risk(result: Any) -> dict | None:
         return None
     return risk_block(result.epsilon_lower_bound, result.delta, histogram)
 
-
-def skipped_reference_check(check: Mapping, reason: str) -> dict:
-    """The reference check of a night whose held-out rows cannot be used (neither the recalibration nor the
-    capacity check runs), with the reason as its note."""
-    return {**check, "checked": False, "calibration_figures": None, "note": f"reference not checked: {reason}"}

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditing.result import AuditResult
+from auditing.verdict.reference_check import ReferenceCheck
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 
 # The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
 # tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
@@ -100,7 +102,8 @@ class Verdict:
     PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.figures.risk_assessment` of the
     claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
     posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
-    control: the control's judged check (`ControlCheck.to_dict()` plus the night's name), None for a target;
+    control: the control's judged check as `ControlCheck.to_dict()` (the report's control card reads it so), None
+    for a target;
     trust: how far it can be relied on (`Trust`); untrusted_reason: its reason whenever it is not trusted;
     reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
     """
@@ -115,8 +118,8 @@ class Verdict:
     kind: str = "target"
     control: Mapping[str, Any] | None = None
     untrusted_reason: str | None = None
-    reference_check: Mapping[str, Any] | None = None
-    shift_diagnostic: Mapping[str, Any] | None = None
+    reference_check: ReferenceCheck | None = None
+    shift_diagnostic: ShiftDiagnostic | None = None
     trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))
 
     @property
@@ -134,9 +137,9 @@ class Verdict:
         figures = self.robustness.to_dict()
         figures.pop("exposed_floor_computed")
         figures["robustness_note"] = figures.pop("note")
-        diagnostic = self.shift_diagnostic or {}
-        figures["reference_log_loss_shift"] = diagnostic.get("reference_log_loss_shift")
-        figures["feature_shift_max_psi"] = diagnostic.get("feature_shift_max_psi")
+        diagnostic = self.shift_diagnostic
+        figures["reference_log_loss_shift"] = None if diagnostic is None else diagnostic.reference_log_loss_shift
+        figures["feature_shift_max_psi"] = None if diagnostic is None else diagnostic.feature_shift_max_psi
         trust = self.trust.to_dict()
         figures.update(trust=trust.pop("state"), trust_reason=trust.pop("reason"), **trust)
         groups = self.result.row_groups

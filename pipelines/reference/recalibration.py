@@ -83,6 +83,7 @@ import pandas as pd
 import pyarrow as pa
 from scipy.special import expit
 
+from auditing.verdict.reference_check import CalibrationFigures
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
 from labeldp.progress import Progress, no_progress
@@ -403,14 +404,14 @@ def fit_correction(features: pd.DataFrame, base_logits: np.ndarray, labels: np.n
     return correction
 
 
-def calibration_figures(record: dict) -> dict:
-    """The warehouse's ``reference_check.calibration_figures`` (`auditing.sinks.warehouse`) from a recalibration
+def calibration_figures(record: dict) -> CalibrationFigures:
+    """The reference check's calibration figures (`auditing.verdict.reference_check`) from a recalibration
     record (``metadata["recalibration"]`` of `recalibrate_reference`, or ``Correction.record``)."""
     validation = record["validation"]
-    return {"rows_fit": int(record["fit_rows"]), "rows_validation": int(record["validation_rows"]),
-            "rounds": int(record["rounds"]), "logloss_before": float(validation["log_loss_before"]),
-            "logloss_after": float(validation["log_loss_after"]), "ece_before": float(validation["ece_before"]),
-            "ece_after": float(validation["ece_after"])}
+    return CalibrationFigures(
+        rows_fit=int(record["fit_rows"]), rows_validation=int(record["validation_rows"]), rounds=int(record["rounds"]),
+        logloss_before=float(validation["log_loss_before"]), logloss_after=float(validation["log_loss_after"]),
+        ece_before=float(validation["ece_before"]), ece_after=float(validation["ece_after"]))
 
 
 def recalibrated_logits(features: pd.DataFrame, base_logits: np.ndarray, labels: np.ndarray,

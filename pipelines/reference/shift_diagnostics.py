@@ -18,11 +18,11 @@ can fail for it; these two figures only make a small kappa more or less plausibl
   D-1's 20 most frequent values plus "other" and "missing" for categoricals; proportions are floored at 1e-4
   so that an empty bin gives a large, finite value. The features are the partition's dataset spec's.
 
-``shift_diagnostic`` returns a JSON-ready dict naming the two days it compares (``days``); the nightly flow
-stores it in the result record and the warehouse (``shift_diagnostic`` JSON, ``reference_log_loss_shift``,
-``feature_shift_max_psi``) and the report shows it, labelled a diagnostic. When it cannot compare two days (the
-reference is not of a day before D, or the earlier day's partition is not there) it says why instead
-(``not_computed``).
+``shift_diagnostic`` returns a `auditing.verdict.shift_diagnostic.ShiftDiagnostic` naming the two days it
+compares; the nightly flow stores it in the result record and the warehouse (``shift_diagnostic`` JSON,
+``reference_log_loss_shift``, ``feature_shift_max_psi``) and the report shows it, labelled a diagnostic. When it
+cannot compare two days (the reference is not of a day before D, or the earlier day's partition is not there) it
+says why instead (``not_computed``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from auditing.verdict.shift_diagnostic import DayFit, FeaturePsi, FeatureShift, ShiftDiagnostic
 from labeldp.names import require_date
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
@@ -60,7 +61,7 @@ def expected_calibration_error(p: np.ndarray, y: np.ndarray, bins: int = ECE_BIN
     return total / max(1, p.size)
 
 
-def _fit(predict, table: pa.Table, rows: np.ndarray) -> dict:
+def _fit(predict, table: pa.Table, rows: np.ndarray, rows_rule: str | None = None) -> DayFit:
     """M''s log-loss and ECE on the ``rows`` of ``table`` (pipeline names) that it has a prediction for."""
     part = table.take(pa.array(rows, type=pa.int64()))
     p = np.asarray(predict(part), dtype=np.float64)[:, 1]
@@ -68,11 +69,10 @@ def _fit(predict, table: pa.Table, rows: np.ndarray) -> dict:
     answered = np.isfinite(p)
     p, y = p[answered], y[answered]
     if not y.size:
-        return {"log_loss": None, "ece": None, "rows": 0, "click_rate": None}
+        return DayFit(None, None, 0, None, rows_rule)
     clipped = np.clip(p, 1e-15, 1 - 1e-15)
     log_loss = float(-np.mean(y * np.log(clipped) + (1 - y) * np.log1p(-clipped)))
-    return {"log_loss": log_loss, "ece": expected_calibration_error(p, y), "rows": int(y.size),
-            "click_rate": float(y.mean())}
+    return DayFit(log_loss, expected_calibration_error(p, y), int(y.size), float(y.mean()), rows_rule)
 
 
 def _unseen_rows(reference: ModelHandle, row_ids: np.ndarray) -> tuple[np.ndarray, str]:
@@ -125,7 +125,7 @@ def _categorical_psi(before: pa.ChunkedArray, after: pa.ChunkedArray) -> float:
     return _psi(histogram(before), histogram(after))
 
 
-def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None = None) -> dict:
+def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None = None) -> FeatureShift:
     """Per-feature PSI from day D-1 (``before``) to day D (``after``) over the features of ``dataset`` (default
     Criteo), summarised."""
     dataset = dataset or criteo()
@@ -133,11 +133,11 @@ def feature_shift(before: pa.Table, after: pa.Table, dataset: DatasetSpec | None
     psi.update({name: _categorical_psi(before.column(name), after.column(name)) for name in dataset.categorical})
     values = np.array(list(psi.values()))
     top = sorted(psi.items(), key=lambda item: -item[1])[:5]
-    return {"statistic": "population stability index (PSI)",
-            "bins": f"numerics: D-1 deciles + missing; categoricals: D-1 top {TOP_CATEGORIES} + other + missing",
-            "max_psi": float(values.max()), "median_psi": float(np.median(values)), "mean_psi": float(values.mean()),
-            "top": [{"feature": name, "psi": value} for name, value in top],
-            "per_feature": psi}
+    return FeatureShift(
+        statistic="population stability index (PSI)",
+        bins=f"numerics: D-1 deciles + missing; categoricals: D-1 top {TOP_CATEGORIES} + other + missing",
+        max_psi=float(values.max()), median_psi=float(np.median(values)), mean_psi=float(values.mean()),
+        top=tuple(FeaturePsi(name, value) for name, value in top), per_feature=psi)
 
 
 def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> ModelHandle:
@@ -153,11 +153,11 @@ def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> Model
     return resolve_model(root, str(source["name"]), dt.date.fromisoformat(str(source["date"])))
 
 
-def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHandle) -> dict:
+def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHandle) -> ShiftDiagnostic:
     """The diagnostic for auditing day ``date`` against the resolved reference ``reference``.
 
-    Returns a JSON-ready dict: ``label`` (the "diagnostic, not a proof" caveat), ``days`` (the reference's own
-    day and ``date``), the reference's log-loss and ECE on each day's unseen rows and their differences, and
+    Returns a `ShiftDiagnostic`: ``label`` (the "diagnostic, not a proof" caveat), the two days (the reference's
+    own day and ``date``), the reference's log-loss and ECE on each day's unseen rows and their differences, and
     ``feature_shift`` (`feature_shift`); or, when two days cannot be compared, ``not_computed`` saying why.
     Cached per (root, dates, reference and its fingerprint, partition fingerprints), so a rewritten partition or
     model is read again. Raises LabelDPInputError for a missing partition of ``date`` or a missing source model.
@@ -165,22 +165,21 @@ def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHan
     date = require_date(date)
     measured = measured_reference(root, reference)
     own_day = measured.date
-    days = {"previous": own_day.isoformat(), "current": date.isoformat()}
     reference = measured.id
     if own_day >= date:
-        return {"label": LABEL, "reference": reference, "days": days,
-                "not_computed": f"the reference {reference} is not of a day before the audited day {date}: there "
-                                f"is no earlier day to compare day {date} with"}
+        return ShiftDiagnostic(LABEL, reference, own_day, date,
+                               not_computed=f"the reference {reference} is not of a day before the audited day "
+                                            f"{date}: there is no earlier day to compare day {date} with")
     if not partition_dir(root, own_day).is_dir():
-        return {"label": LABEL, "reference": reference, "days": days,
-                "not_computed": f"day {own_day} (the reference's own day) has no partition at "
-                                f"{partition_dir(root, own_day)} to compare day {date} with"}
-    return dict(_cached(str(root), date, measured, schema.partition_fingerprint(root, date),
-                        schema.partition_fingerprint(root, own_day)))
+        return ShiftDiagnostic(LABEL, reference, own_day, date,
+                               not_computed=f"day {own_day} (the reference's own day) has no partition at "
+                                            f"{partition_dir(root, own_day)} to compare day {date} with")
+    return _cached(str(root), date, measured, schema.partition_fingerprint(root, date),
+                   schema.partition_fingerprint(root, own_day))
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(root: str, date: dt.date, model: ModelHandle, fp_current: str, fp_previous: str) -> dict:
+def _cached(root: str, date: dt.date, model: ModelHandle, fp_current: str, fp_previous: str) -> ShiftDiagnostic:
     reference_name, reference_date = model.key
     dataset = dataset_of(root, date)
     check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}",
@@ -194,13 +193,12 @@ def _cached(root: str, date: dt.date, model: ModelHandle, fp_current: str, fp_pr
     current_ids, previous_ids = (t.column("row_id").to_numpy() for t in (current, previous))
     unseen, rule = _unseen_rows(model, previous_ids)
     fit_current = _fit(predict, current, np.flatnonzero(splits.split_of(current_ids) == splits.TEST))
-    fit_previous = {**_fit(predict, previous, unseen), "rows_rule": rule}
+    fit_previous = _fit(predict, previous, unseen, rule)
     shift = feature_shift(previous, current, dataset)
-    both = fit_current["log_loss"] is not None and fit_previous["log_loss"] is not None
-    gap = fit_current["log_loss"] - fit_previous["log_loss"] if both else math.nan
-    return {"label": LABEL, "reference": f"{reference_name}@{reference_date.isoformat()}",
-            "days": {"previous": reference_date.isoformat(), "current": date.isoformat()},
-            "reference_fit": {"previous": fit_previous, "current": fit_current},
-            "reference_log_loss_shift": gap if math.isfinite(gap) else None,
-            "reference_ece_shift": fit_current["ece"] - fit_previous["ece"] if both else None,
-            "feature_shift": shift, "feature_shift_max_psi": shift["max_psi"]}
+    both = fit_current.log_loss is not None and fit_previous.log_loss is not None
+    gap = fit_current.log_loss - fit_previous.log_loss if both else math.nan
+    return ShiftDiagnostic(
+        LABEL, f"{reference_name}@{reference_date.isoformat()}", reference_date, date, fit_previous, fit_current,
+        reference_log_loss_shift=gap if math.isfinite(gap) else None,
+        reference_ece_shift=fit_current.ece - fit_previous.ece if both else None,
+        feature_shift=shift, feature_shift_max_psi=shift.max_psi)

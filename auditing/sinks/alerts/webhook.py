@@ -21,8 +21,8 @@
   figures (epsilon_check, misfit_kappa_upper, check_misfit_kappa, check_rows), the floors' detectability and the
   row groups' figures; the text says each with its confidence. kappa: a payload with ``kappa`` states the
   verdict's kappa and ``breaking_kappa``; the legacy total-variation fields ``tau`` / ``breaking_tau`` are not
-  sent beside it. ``reference_check`` (`auditing.sinks.warehouse.rows.check_reference_check`'s shape, checked before
-  any request) puts the night's reference check in the body; the text says when it was not checked.
+  sent beside it. ``reference_check`` (`auditing.verdict.reference_check.ReferenceCheck.to_dict`, read and checked
+  before any request) puts the night's reference check in the body; the text says when it was not checked.
 
 ``alert_event_payload`` gives the same alert as arguments for ``prefect.events.emit_event``; this module does
 not import Prefect.
@@ -50,6 +50,7 @@ from auditing.sinks.report.text import STATUS_MEANINGS
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import EXITS_UNTRUSTED, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
@@ -163,33 +164,33 @@ def alert_kind(row: ResultRow) -> str | None:
     return VIOLATION_UNTRUSTED if untrusted else VIOLATION
 
 
-def reference_check_sentence(check: Mapping | None) -> str | None:
+def reference_check_sentence(check: ReferenceCheck | None) -> str | None:
     """"reference not checked: <note>" when the night could not check the reference, else None (the capacity
     check's figures say how well it fits)."""
-    if not check or check.get("checked"):
+    if check is None or check.checked:
         return None
-    note = str(check.get("note") or "no reason recorded").strip()
-    if note.lower().startswith("reference not checked:"):
-        note = note[len("reference not checked:"):].strip()
-    return f"reference not checked: {note}"
+    return f"reference not checked: {check.not_checked_reason()}"
 
 
-def kappa_fields(row: Mapping, reference_check: Mapping | None = None) -> dict:
+def kappa_fields(row: Mapping, reference_check: ReferenceCheck | None = None) -> dict:
     """The kappa-era fields an alert carries, from a warehouse row (`auditing.sinks.warehouse.audit_record`): kappa,
     breaking_kappa, reference_calibration, fdp_curve, gdp_mu_lower_bound, and the night's reference_check."""
     fields = {name: row.get(name) for name in ("kappa", "breaking_kappa", "reference_calibration", "fdp_curve",
                                                "gdp_mu_lower_bound")}
-    fields["reference_check"] = None if reference_check is None else dict(reference_check)
+    fields["reference_check"] = None if reference_check is None else reference_check.to_dict()
     return fields
 
 
-def _checked_reference(payload: Mapping) -> dict | None:
+def _reference_of(payload: Mapping) -> ReferenceCheck | None:
+    """The payload's reference check (JSON), read and checked."""
     check = payload.get("reference_check")
-    if check is None:
-        return None
-    from auditing.sinks.warehouse.reference_columns import check_reference_check
+    return None if check is None else ReferenceCheck.from_dict(check)
 
-    return check_reference_check(check)
+
+def _checked_reference(payload: Mapping) -> Mapping:
+    """The payload with its reference check checked and written with every key (the body's shape)."""
+    check = _reference_of(payload)
+    return payload if check is None else {**payload, "reference_check": check.to_dict(every_key=True)}
 
 
 def _trust_clauses(payload: Mapping) -> list[str]:
@@ -215,7 +216,7 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
     """One line a person reads first, e.g. in a chat channel."""
     head = f"[labeldp-audit] {kind}: model {model_id}, partition {date}"
     kappa = payload.get("kappa")
-    reference = reference_check_sentence(payload.get("reference_check"))
+    reference = reference_check_sentence(_reference_of(payload))
     if kind in (VIOLATION, VIOLATION_UNTRUSTED) and "epsilon_lower_bound" in payload and "claimed_epsilon" in payload:
         confidence = _confidence(payload)
         at = f" at {confidence:.0%} confidence" if confidence is not None else ""
@@ -305,8 +306,7 @@ def send_alert(
     url = check_webhook_url(url)
     kind = check_kind(kind)
     model_id, date = _identify(payload)
-    if payload.get("reference_check") is not None:
-        payload = {**payload, "reference_check": _checked_reference(payload)}
+    payload = _checked_reference(payload)
     if int(retries) != retries or retries < 0:
         raise LabelDPInputError(f"retries must be a whole number >= 0; got {retries!r}")
     if not (backoff >= 0) or not (timeout > 0):
@@ -358,8 +358,7 @@ def alert_event_payload(kind: str, payload: Mapping) -> dict:
     """
     kind = check_kind(kind)
     model_id, date = _identify(payload)
-    if payload.get("reference_check") is not None:
-        payload = {**payload, "reference_check": _checked_reference(payload)}
+    payload = _checked_reference(payload)
     return {
         "event": f"{EVENT_PREFIX}.{kind.lower()}",
         "resource": {

@@ -30,7 +30,6 @@ from auditing.sinks.report.html import table as _table
 from auditing.sinks.report.reference_panel import (
     calibration_text,
     gdp_text,
-    is_flagged,
     kappa_text,
     method_label,
     odds_factor,
@@ -310,21 +309,19 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     "counts_correct": [...], "counts_wrong": [...]}`` or None (None: the result's own repetition-0 histogram,
     `result_score_histogram`). On the first screen: a banner when the verdict is not trusted, the badge, a
     control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
-    PASS's detectability, the row groups, why nothing was bounded); the reference check (validated here,
-    `auditing.sinks.warehouse.rows.check_reference_check`) fills the Reference check card.
+    PASS's detectability, the row groups, why nothing was bounded); the reference check (which must be of the
+    result's reference calibration) fills the Reference check card.
 
     Raises:
         LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
     """
-    from auditing.sinks.warehouse.reference_columns import check_reference_check
-
     if not isinstance(verdict, Verdict):
         raise LabelDPInputError(f"render_run_report needs a Verdict (auditing.verdict.judge.judge); got "
                                 f"{type(verdict).__name__}")
     result = verdict.result
     reference_check = verdict.reference_check
     if reference_check is not None:
-        reference_check = check_reference_check(reference_check, result.reference_calibration)
+        reference_check.require_calibration(result.reference_calibration)
     lineage = dict(lineage or {})
     claimed, status = verdict.claimed_epsilon, verdict.status
     hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(result))
@@ -383,13 +380,12 @@ def _reference_cell(row: ResultRow) -> str:
     from auditing.sinks.warehouse.reference_columns import reference_check_from_row
 
     check = reference_check_from_row(row)
-    parts = [] if check is None else [f"calibration {esc(check['calibration'])}"]
-    if check is not None and not check["checked"]:
-        parts.append(f"<span class=\"missing\" title=\"{esc(check['note'] or '')}\">not checked</span>")
-    elif check is not None and check["label_blind"] is not None:
-        blind = check["label_blind"]
-        misfit = f"misfit κ = {blind['misfit_kappa']:.3g}"
-        outcome = "<span class=\"reference-flagged\">FLAGGED</span>" if is_flagged(check) else "fits"
+    parts = [] if check is None else [f"calibration {esc(check.calibration)}"]
+    if check is not None and not check.checked:
+        parts.append(f"<span class=\"missing\" title=\"{esc(check.note or '')}\">not checked</span>")
+    elif check is not None and check.label_blind is not None:
+        misfit = f"misfit κ = {check.label_blind.misfit_kappa:.3g}"
+        outcome = "<span class=\"reference-flagged\">FLAGGED</span>" if check.flagged else "fits"
         parts.append(f"{outcome} ({misfit})")
     if row.check_rows:
         upper = row.misfit_kappa_upper

@@ -5,7 +5,7 @@ kappa is the audit's one assumption about the reference M': on every audited row
 "The game and the hypothesis", condition 2 of H). The night corrects M' on day D's held-out rows before the
 game (`reference_calibration` boost); the misfit that remains is judged per verdict by the capacity check (the
 Trust card, `auditing.sinks.report.trust_panel`).
-The check's shape is `auditing.sinks.warehouse.rows.check_reference_check`; a night written while the label-blind
+The check is `auditing.verdict.reference_check.ReferenceCheck`; a night written while the label-blind
 control ran (retired: the capacity check replaced it) carries its figures, which this card still shows.
 
 Results and rows written before kappa carry a total-variation ``tau`` instead; they are labelled legacy here
@@ -15,12 +15,12 @@ and their tau is never shown as a kappa.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method
 from auditing.result import AuditResult
 from auditing.sinks.report.svg import esc
+from auditing.verdict.reference_check import ReferenceCheck
 
 REFERENCE_CSS = """
 .reference-flagged { color:var(--bad); font-weight:700; }
@@ -99,24 +99,12 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{float(value):.{digits}g}"
 
 
-def not_checked_reason(check: Mapping) -> str:
-    """The note of a skipped check without a leading "reference not checked:" (the caller says it)."""
-    note = str(check.get("note") or "no reason recorded").strip()
-    prefix = "reference not checked:"
-    return note[len(prefix):].strip() if note.lower().startswith(prefix) else note
-
-
-def is_flagged(check: Mapping | None) -> bool:
-    return bool(check and (check.get("label_blind") or {}).get("flagged"))
-
-
-def reference_panel(result: AuditResult, check: Mapping | None, day: str = "D") -> str:
+def reference_panel(result: AuditResult, check: ReferenceCheck | None, day: str = "D") -> str:
     """The <section id="reference"> card: the calibration before/after, or "reference not checked" with the
     reason; one sentence each on kappa, recalibration and the capacity check; a legacy night's label-blind control
-    (its bound and measured misfit). ``check``: `check_reference_check`'s shape (validated by the caller) or
-    None."""
+    (its bound and measured misfit). ``check``: the night's check or None."""
     kappa = result.kappa
-    calibration = (check or {}).get("calibration") or result.reference_calibration
+    calibration = (check.calibration if check is not None else None) or result.reference_calibration
     if kappa == 0:
         plan = ("0<span class=\"labels\">the verdict assumes M′ gives day D's own label probabilities on every "
                 "audited row (a factor e^0 = 1)</span>")
@@ -129,28 +117,28 @@ def reference_panel(result: AuditResult, check: Mapping | None, day: str = "D") 
     if check is None:
         status = ("<p class=\"missing\" id=\"reference-not-checked\">Reference not checked: no reference check was "
                   "recorded for this run (the nightly flow runs it on day D's held-out rows).</p>")
-    elif not check.get("checked"):
+    elif not check.checked:
         status = (f"<p class=\"missing\" id=\"reference-not-checked\">Reference not checked: "
-                  f"{esc(not_checked_reason(check))}</p>")
+                  f"{esc(check.not_checked_reason())}</p>")
     else:
         status = ""
-        figures = check.get("calibration_figures")
-        if figures:
+        figures = check.calibration_figures
+        if figures is not None:
             rows.append((
                 "Correction on held-out rows",
                 f"<table class=\"before-after\" id=\"calibration-figures\"><tr><th></th><th>before</th><th>after</th>"
-                f"</tr><tr><th>log-loss</th><td>{_num(figures['logloss_before'])}</td>"
-                f"<td>{_num(figures['logloss_after'])}</td></tr><tr><th>calibration error (ECE)</th>"
-                f"<td>{_num(figures['ece_before'], 3)}</td><td>{_num(figures['ece_after'], 3)}</td></tr></table>"
-                f"<span class=\"labels\">fitted on {figures['rows_fit']:,} held-out rows ({figures['rounds']:,} "
-                f"boosting rounds), measured on {figures['rows_validation']:,} other held-out rows</span>"))
+                f"</tr><tr><th>log-loss</th><td>{_num(figures.logloss_before)}</td>"
+                f"<td>{_num(figures.logloss_after)}</td></tr><tr><th>calibration error (ECE)</th>"
+                f"<td>{_num(figures.ece_before, 3)}</td><td>{_num(figures.ece_after, 3)}</td></tr></table>"
+                f"<span class=\"labels\">fitted on {figures.rows_fit:,} held-out rows ({figures.rounds:,} "
+                f"boosting rounds), measured on {figures.rows_validation:,} other held-out rows</span>"))
         elif calibration == "boost":
             rows.append(("Correction on held-out rows", "<span class=\"missing\">no figures recorded</span>"))
-        blind = check.get("label_blind")
-        if blind:  # a night written while the label-blind control ran
+        blind = check.label_blind
+        if blind is not None:  # a night written while the label-blind control ran
             confidence = result.confidence
             chance = 1.0 - confidence
-            flagged = bool(blind.get("flagged"))
+            flagged = blind.flagged
             outcome = (f"<span class=\"reference-flagged\" id=\"label-blind-outcome\">FLAGGED: the reference does "
                        f"not fit day {esc(day)}</span><span class=\"labels\">every verdict of this night is "
                        f"untrusted (a reference that fits flags by chance on about {chance:.0%} of nights, at "
@@ -159,21 +147,20 @@ def reference_panel(result: AuditResult, check: Mapping | None, day: str = "D") 
                        "<span class=\"reference-fits\" id=\"label-blind-outcome\">passed: the reference fits day "
                        f"{esc(day)} within κ</span>")
             rows.append(("Label-blind control (retired)",
-                         f"valid ε lower bound <span class=\"value\">{_num(blind['epsilon_lower_bound'])}</span>"
+                         f"valid ε lower bound <span class=\"value\">{_num(blind.epsilon_lower_bound)}</span>"
                          + f" at κ = {kappa:g} · {outcome}"))
-            misfit = blind.get("misfit_kappa")
-            within = ("" if misfit is None else
-                      f"; {'within' if misfit <= kappa else 'beyond'} the plan's κ = {kappa:g}")
+            misfit = blind.misfit_kappa
+            within = f"; {'within' if misfit <= kappa else 'beyond'} the plan's κ = {kappa:g}"
             meaning = ("its bound is 0 already at κ = 0: no misfit measured" if misfit == 0 else
                        f"the reference misjudges some row's click odds by up to a factor {odds_factor(misfit)}"
                        f"{within}")
             rows.append(("Measured reference misfit",
                          f"<span id=\"reference-misfit\">κ = {_num(misfit)}</span><span class=\"labels\">the "
                          f"smallest κ that brings the label-blind control's bound to 0: {esc(meaning)}</span>"))
-        if check.get("note"):
-            status = f"<p class=\"caption\" id=\"reference-note\">{esc(check['note'])}</p>"
+        if check.note:
+            status = f"<p class=\"caption\" id=\"reference-note\">{esc(check.note)}</p>"
     table = "<table>" + "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-    legacy_blind = bool((check or {}).get("label_blind"))
+    legacy_blind = check is not None and check.label_blind is not None
     explain = "".join(f"<li>{esc(text)}</li>" for text in (EXPLAIN_KAPPA, EXPLAIN_RECALIBRATION, EXPLAIN_CHECK,
                                                             *((EXPLAIN_LABEL_BLIND,) if legacy_blind else ())))
     return ("<section class=\"card\" id=\"reference\"><h2>Reference check</h2>"

@@ -8,7 +8,6 @@ Every figure comes from the `Verdict` (`auditing.verdict.judge` computed them on
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from auditing.sinks.report.reference_panel import kappa_text, method_label, odds_factor
 from auditing.sinks.report.svg import esc
 from auditing.sinks.report.text import DETECTABILITY_MEANINGS
+from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.types import INCONCLUSIVE, MEASURED, PASSING, VIOLATION, WEAK_PASS_FRACTION, Verdict
 
 ROBUSTNESS_CSS = """
@@ -36,33 +36,30 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{float(value):.{digits}g}"
 
 
-def _diagnostic_html(diagnostic: Mapping | None) -> str:
-    if not diagnostic:
+def _diagnostic_html(diagnostic: ShiftDiagnostic | None) -> str:
+    if diagnostic is None:
         return ("<p class=\"missing\">Data diagnostic not computed for this run (it needs the nightly flow: the "
                 "reference model and both days' partitions).</p>")
-    why = diagnostic.get("not_computed") or diagnostic.get("error")
-    if why:
-        return f"<p class=\"missing\">Data diagnostic not computed for this run: {esc(str(why))}.</p>"
-    fit = diagnostic.get("reference_fit") or {}
-    days = diagnostic.get("days") or {}
+    if not diagnostic.computed:
+        return (f"<p class=\"missing\">Data diagnostic not computed for this run: "
+                f"{esc(str(diagnostic.why_not_computed))}.</p>")
     rows = []
-    for day_key, label in (("previous", "day D−1 (the reference's own day)"), ("current", "day D (audited)")):
-        label += f", {days[day_key]}" if days.get(day_key) else ""
-        day = fit.get(day_key) or {}
-        rows.append(f"<tr><th>{esc(label)}</th><td>{_num(day.get('log_loss'))}</td>"
-                    f"<td>{_num(day.get('ece'), 3)}</td><td>{esc(str(day.get('rows', '–')))}</td></tr>")
+    for day, fit, label in ((diagnostic.previous_day, diagnostic.fit_previous, "day D−1 (the reference's own day)"),
+                            (diagnostic.current_day, diagnostic.fit_current, "day D (audited)")):
+        label += f", {day.isoformat()}"
+        rows.append(f"<tr><th>{esc(label)}</th><td>{_num(fit.log_loss)}</td>"
+                    f"<td>{_num(fit.ece, 3)}</td><td>{esc(str(fit.rows))}</td></tr>")
     fit_table = ("<table class=\"kv\"><tr><th>reference M′ on the test split of</th><th>log-loss</th>"
                  "<th>calibration error (ECE)</th><th>rows</th></tr>" + "".join(rows) + "</table>")
-    shift = diagnostic.get("feature_shift") or {}
-    top = shift.get("top") or []
-    top_text = ", ".join(f"{esc(str(item.get('feature')))} {_num(item.get('psi'), 3)}" for item in top[:5]) or "–"
+    shift = diagnostic.feature_shift
+    top_text = ", ".join(f"{esc(item.feature)} {_num(item.psi, 3)}" for item in shift.top[:5]) or "–"
     return (
         "<div class=\"diagnostic\" id=\"shift-diagnostic\"><h3>Data diagnostic (not a proof)</h3>"
         f"{fit_table}"
-        f"<p>Reference log-loss day D minus day D−1: <strong>{_num(diagnostic.get('reference_log_loss_shift'))}"
+        f"<p>Reference log-loss day D minus day D−1: <strong>{_num(diagnostic.reference_log_loss_shift)}"
         f"</strong>. Feature shift D−1 → D (population stability index per feature, "
-        f"{esc(str(shift.get('bins', '')))}): largest <strong>{_num(diagnostic.get('feature_shift_max_psi'), 3)}"
-        f"</strong>, median {_num(shift.get('median_psi'), 3)}; largest: {top_text}.</p>"
+        f"{esc(shift.bins)}): largest <strong>{_num(diagnostic.feature_shift_max_psi, 3)}"
+        f"</strong>, median {_num(shift.median_psi, 3)}; largest: {top_text}.</p>"
         "<p class=\"caption\">A diagnostic, not a proof: κ bounds, on every audited row, how far M′'s label "
         "probabilities may be from day D's (a factor e^κ), which no average of the features or of M′'s fit can "
         "certify (the capacity check of the Trust card measures it with the model itself on rows it never saw). A "
@@ -102,7 +99,7 @@ def _pass_sentence(figures: Mapping, floor: int | None, m: int) -> str:
 def robustness_panel(verdict: Verdict) -> str:
     """The card's HTML, from the verdict's robustness figures and shift diagnostic."""
     result, status = verdict.result, verdict.status
-    figures = {**verdict.robustness.to_dict(), "shift_diagnostic": verdict.shift_diagnostic}
+    figures = verdict.robustness.to_dict()
     kappa, floor, m = figures.get("breaking_kappa"), figures.get("detection_floor_rows"), result.m
     audit_rows = figures.get("audit_rows") or result.audit_rows or "all"
     settings = (f"same counts, {esc(result.strategy)} selection, {esc(method_label(result))}, "
@@ -127,12 +124,7 @@ def robustness_panel(verdict: Verdict) -> str:
     exposed, power = figures.get("exposed_rows_floor"), float(figures.get("exposed_rows_floor_power") or 0.95)
     exposed_text = (f"{exposed:,} labels" if exposed is not None
                     else f"none: {esc(str(figures.get('exposed_rows_floor_note') or 'not computed'))}")
-    diagnostic = figures.get("shift_diagnostic")
-    if isinstance(diagnostic, str):
-        try:
-            diagnostic = json.loads(diagnostic)
-        except ValueError:
-            diagnostic = None
+    diagnostic = verdict.shift_diagnostic
     return (
         "<section class=\"card\" id=\"robustness\"><h2>Robustness and detection floors</h2>"
         f"<p id=\"robustness-headline\">{headline}</p>"

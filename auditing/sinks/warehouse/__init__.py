@@ -3,7 +3,7 @@
     from auditing.verdict.judge import judge
     from auditing.sinks.warehouse import audit_record, open_warehouse, write_or_spool
 
-    verdict = judge(result, 1.0, reference_check={"calibration": "boost", "checked": True, ...})
+    verdict = judge(result, 1.0, reference_check=ReferenceCheck("boost", True, ...))
     row, curve = audit_record(verdict, model_id="rr-eps1", partition_date="2024-01-02", run_kind="nightly",
                               lineage={"model_fingerprint": ..., "flow_run_id": ..., "durations": {...}})
     with open_warehouse(None, data_root=root) as wh:          # <root>/warehouse.duckdb
@@ -32,7 +32,7 @@ from auditing.sinks.warehouse.address import (
 )
 from auditing.sinks.warehouse.base import ReadOnlyWarehouse, Warehouse, WarehouseUnavailable, open_read_only
 from auditing.sinks.warehouse.records import AuditKey, ResultRow, upgrade_row
-from auditing.sinks.warehouse.reference_columns import check_reference_check, reference_check_from_row
+from auditing.sinks.warehouse.reference_columns import reference_check_from_row
 from auditing.sinks.warehouse.rows import (
     LINEAGE_FIELDS,
     as_key,
@@ -49,7 +49,7 @@ SPOOL_DIR_NAME = "spool"
 __all__ = [
     "DEFAULT_FILE_NAME", "LINEAGE_FIELDS", "POSTGRES_SCHEMES", "SPOOLED", "WRITTEN", "AuditKey", "Destination",
     "ReadOnlyWarehouse", "ResultRow", "Warehouse", "WarehouseUnavailable", "as_key",
-    "audit_record", "check_reference_check", "default_spool_dir", "describe_target", "destination", "drain_spool",
+    "audit_record", "default_spool_dir", "describe_target", "destination", "drain_spool",
     "is_postgres_target", "normalize_curve", "normalize_row", "open_read_only", "open_warehouse",
     "reference_check_from_row", "spool_path", "upgrade_row", "write_or_spool",
 ]

@@ -416,8 +416,8 @@ def audit_record(
     model_fingerprint, reference_model, partition_fingerprint, code_version, flow_run_id, started_at,
     finished_at, durations (a dict of seconds per stage). The row stores the verdict's status, robustness,
     risk and trust figures, kappa, reference_calibration, the method's trade-off curve (fdp_curve) and its
-    Gaussian reading. ``verdict.reference_check`` is validated
-    here (`check_reference_check`); None records no check (reference_checked NULL).
+    Gaussian reading. ``verdict.reference_check`` must be of the result's reference_calibration; None records no
+    check (reference_checked NULL).
 
     Raises:
         LabelDPInputError: an optimistic result, unknown lineage fields, a malformed figure.
@@ -435,7 +435,7 @@ def audit_record(
         raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
     calibration = result.reference_calibration or "none"
     robustness = verdict.robustness
-    diagnostic = dict(verdict.shift_diagnostic) if verdict.shift_diagnostic else None
+    diagnostic = verdict.shift_diagnostic
     control = verdict.control
     curve_kind = bound_method(result.method).curve if result.method in BOUND_METHODS else None
     row = {
@@ -450,12 +450,13 @@ def audit_record(
         "repetitions": result.repetitions, "seed": result.seed, "result_json": result.to_dict(), **lineage,
         "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
         "detection_floor_rows": robustness.detection_floor_rows,
-        "exposed_rows_floor": robustness.exposed_rows_floor, "shift_diagnostic": diagnostic,
-        "reference_log_loss_shift": (diagnostic or {}).get("reference_log_loss_shift"),
-        "feature_shift_max_psi": (diagnostic or {}).get("feature_shift_max_psi"),
+        "exposed_rows_floor": robustness.exposed_rows_floor,
+        "shift_diagnostic": None if diagnostic is None else diagnostic.to_dict(),
+        "reference_log_loss_shift": None if diagnostic is None else diagnostic.reference_log_loss_shift,
+        "feature_shift_max_psi": None if diagnostic is None else diagnostic.feature_shift_max_psi,
         "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
         "control_passed": None if control is None else int(bool(control["passed"])),
-        "control_floor": None if control is None else control.get("floor"),
+        "control_floor": None if control is None else control["floor"],
         **verdict.risk_columns,
         "reference_calibration": calibration,
         "fdp_curve": curve_kind,

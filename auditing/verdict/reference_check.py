@@ -1,0 +1,196 @@
+"""The night's reference check: was the reference M' checked on day D's held-out rows, and what its correction
+did. Data only (no math), so the sinks that render it may import it.
+
+`ReferenceCheck.from_dict` is the one reader of its JSON (a stored night, an alert's payload) and `to_dict` writes
+it back unchanged. Errors name the field (``reference_check.label_blind.misfit_kappa`` ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from auditing.config import REFERENCE_CALIBRATIONS
+from labeldp.errors import LabelDPInputError
+
+NAME = "reference_check"
+
+
+def _keys(value: Any, name: str, allowed: Sequence[str], required: Sequence[str]) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise LabelDPInputError(f"{name} must be a dict; got {type(value).__name__}")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise LabelDPInputError(f"{name}: unknown key(s) {unknown}; allowed: {list(allowed)}")
+    missing = [k for k in required if value.get(k) is None]
+    if missing:
+        raise LabelDPInputError(f"{name}: missing {missing}")
+    return value
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LabelDPInputError(f"{name} must be a number; got {value!r}")
+    if not math.isfinite(value):
+        raise LabelDPInputError(f"{name} must be a finite number; got {float(value)!r}")
+    return float(value)
+
+
+def _figure(value: Any, name: str, high: float | None = None) -> float:
+    """A finite number in [0, high] (the warehouse column's range; high None: no upper limit)."""
+    value = _number(value, name)
+    if value < 0 or (high is not None and value > high):
+        where = f"in [0, {high:g}]" if high is not None else ">= 0"
+        raise LabelDPInputError(f"{name} must be a finite number {where} or None; got {value!r}")
+    return value
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 0:
+        raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}")
+    return int(value)
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise LabelDPInputError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class CalibrationFigures:
+    """The correction's figures (`pipelines.reference.recalibration.calibration_figures`): its fit and validation
+    rows, its boosting rounds, and log-loss and ECE before and after on the validation rows."""
+
+    rows_fit: int
+    rows_validation: int
+    rounds: int
+    logloss_before: float
+    logloss_after: float
+    ece_before: float
+    ece_after: float
+
+    def __post_init__(self):
+        if self.rows_validation < 1:
+            raise LabelDPInputError(f"{NAME}.calibration_figures.rows_validation must be >= 1 (the figures are "
+                                    f"measured on them); got {self.rows_validation}")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> CalibrationFigures:
+        name = f"{NAME}.calibration_figures"
+        keys = tuple(f.name for f in fields(cls))
+        data = _keys(data, name, keys, keys)
+        return cls(**{key: _count(data[key], f"{name}.{key}") if key.startswith(("rows", "rounds"))
+                      else _figure(data[key], f"{name}.{key}", 1.0 if key.startswith("ece") else None)
+                      for key in keys})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LabelBlindFigures:
+    """The retired label-blind control's figures, on a night it ran: its valid bound at the plan's kappa, the
+    smallest kappa bringing it to 0, and whether it flagged the reference."""
+
+    epsilon_lower_bound: float
+    misfit_kappa: float
+    flagged: bool
+
+    def __post_init__(self):
+        if self.flagged and not self.epsilon_lower_bound > 0:
+            raise LabelDPInputError(f"{NAME}.label_blind: flagged needs epsilon_lower_bound > 0 (the control flags "
+                                    f"a positive bound); got {self.epsilon_lower_bound!r}")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> LabelBlindFigures:
+        name = f"{NAME}.label_blind"
+        keys = tuple(f.name for f in fields(cls))
+        data = _keys(data, name, keys, keys)
+        return cls(_figure(data["epsilon_lower_bound"], f"{name}.epsilon_lower_bound"),
+                   _figure(data["misfit_kappa"], f"{name}.misfit_kappa"), _flag(data["flagged"], f"{name}.flagged"))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ReferenceCheck:
+    """The night's reference check.
+
+    calibration: "boost" | "none" (the results' reference_calibration); checked: False when neither the
+    correction nor the capacity check could run (no usable held-out rows), with ``note`` saying why; note: what
+    the check means or why it was skipped; calibration_figures: when the correction ran; label_blind: the retired
+    label-blind control's figures, on a night it ran (a checked night may lack a figure group).
+    """
+
+    calibration: str
+    checked: bool
+    note: str | None = None
+    calibration_figures: CalibrationFigures | None = None
+    label_blind: LabelBlindFigures | None = None
+
+    def __post_init__(self):
+        if self.calibration not in REFERENCE_CALIBRATIONS:
+            raise LabelDPInputError(f"{NAME}.calibration must be one of {list(REFERENCE_CALIBRATIONS)}; got "
+                                    f"{self.calibration!r}")
+        _flag(self.checked, f"{NAME}.checked")
+        if self.note is not None and (not isinstance(self.note, str) or not self.note.strip()):
+            raise LabelDPInputError(f"{NAME}.note must be non-empty text or None; got {self.note!r}")
+        if self.calibration_figures is not None and self.calibration != "boost":
+            raise LabelDPInputError(f"{NAME}.calibration_figures are for calibration 'boost' (the correction ran); "
+                                    f"got calibration {self.calibration!r}")
+        if not self.checked:
+            given = [k for k in ("calibration_figures", "label_blind") if getattr(self, k) is not None]
+            if given:
+                raise LabelDPInputError(f"{NAME}: checked is False but {given} given (figures mean it ran)")
+            if self.note is None:
+                raise LabelDPInputError(f"{NAME}.note is required when checked is False (say why it was skipped, "
+                                        "e.g. no held-out rows)")
+
+    @property
+    def flagged(self) -> bool:
+        """The retired label-blind control flagged the reference on this night."""
+        return self.label_blind is not None and self.label_blind.flagged
+
+    def skipped(self, reason: str) -> ReferenceCheck:
+        """This check on a night whose held-out rows cannot be used (neither the recalibration nor the capacity
+        check runs), with the reason as its note."""
+        return ReferenceCheck(self.calibration, False, f"reference not checked: {reason}")
+
+    def not_checked_reason(self) -> str:
+        """The note without a leading "reference not checked:" (the caller says it)."""
+        note = str(self.note or "no reason recorded").strip()
+        prefix = "reference not checked:"
+        return note[len(prefix):].strip() if note.lower().startswith(prefix) else note
+
+    def require_calibration(self, calibration: str | None) -> ReferenceCheck:
+        """Itself, when it is of the result's ``reference_calibration`` (None: not recorded, not compared)."""
+        if calibration is not None and self.calibration != calibration:
+            raise LabelDPInputError(f"{NAME}.calibration {self.calibration!r} differs from the result's "
+                                    f"reference_calibration {calibration!r}")
+        return self
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ReferenceCheck:
+        """The check of its JSON (``to_dict``'s shape; absent optional keys read None)."""
+        data = _keys(data, NAME, tuple(f.name for f in fields(cls)), ("calibration", "checked"))
+        figures, blind = data.get("calibration_figures"), data.get("label_blind")
+        return cls(calibration=data["calibration"], checked=_flag(data["checked"], f"{NAME}.checked"),
+                   note=data.get("note"),
+                   calibration_figures=None if figures is None else CalibrationFigures.from_dict(figures),
+                   label_blind=None if blind is None else LabelBlindFigures.from_dict(blind))
+
+    def to_dict(self, *, every_key: bool = False) -> dict:
+        """Its JSON: ``label_blind`` only on a night the retired control ran, as the nightly has written it since
+        (``every_key``: always, as an alert's body carries it)."""
+        out = {"calibration": self.calibration, "checked": self.checked, "note": self.note,
+               "calibration_figures": None if self.calibration_figures is None else self.calibration_figures.to_dict()}
+        if every_key or self.label_blind is not None:
+            out["label_blind"] = None if self.label_blind is None else self.label_blind.to_dict()
+        return out
+
+
+__all__ = ["CalibrationFigures", "LabelBlindFigures", "ReferenceCheck"]
