@@ -404,12 +404,11 @@ def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:
 
 
 def night_trust(date: dt.date, checks: dict[str, ControlCheck | str], specs, accept_unchecked: bool):
-    """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`, which reads each
-    check as its dict); ``checks``: name -> the control's check, or why it could not run."""
+    """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`); ``checks``: name ->
+    the control's check, or why it could not run."""
     from auditing.verdict.trust import night_trust as compute
 
-    return compute({name: check if isinstance(check, str) else check.to_dict() for name, check in checks.items()},
-                   {spec.name: spec.control for spec in specs}, date=date.isoformat(),
+    return compute(checks, {spec.name: spec.control for spec in specs}, date=date.isoformat(),
                    accept_unchecked=accept_unchecked)
 
 

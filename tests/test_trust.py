@@ -6,6 +6,7 @@ import pytest
 
 from auditing.result import CapacityCheck
 from auditing.verdict.capacity_check import unchecked
+from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.trust import NightTrust, night_trust, verdict_trust
 from auditing.verdict.types import (
@@ -30,8 +31,8 @@ def check(epsilon_check=1.2, misfit_upper=0.4, misfit_lower=0.1, rows=5000, reas
 
 
 def control(kind, passed, bound, ceiling):
-    return {"control": kind, "passed": passed, "epsilon_lower_bound": bound, "ceiling": ceiling,
-            "message": f"{kind} {'ok' if passed else 'failed'}"}
+    return ControlCheck(control=kind, passed=passed, epsilon_lower_bound=bound, floor=None, ceiling=ceiling,
+                        message=f"{kind} {'ok' if passed else 'failed'}")
 
 
 KINDS = {"pos": POSITIVE, "neg": NEGATIVE}
@@ -134,7 +135,7 @@ def test_the_positive_control_fails_for_a_reference_too_sure_of_the_common_label
     off = [judged(seed, 1.6) for seed in range(12)]
     right = [judged(seed, 1.0) for seed in range(12)]
     assert sum(c.epsilon_lower_bound > 2.0 for c in off) >= 9
-    night = night_trust({f"pos-{i}": c.to_dict() for i, c in enumerate(off)}, {f"pos-{i}": POSITIVE for i in range(12)},
+    night = night_trust({f"pos-{i}": c for i, c in enumerate(off)}, {f"pos-{i}": POSITIVE for i in range(12)},
                         date="d")
     assert night.violations_void_reason and "exceeds the control's true eps_c" in night.violations_void_reason
     assert all(c.passed for c in right)

@@ -170,7 +170,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
         risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
-        kind=kind, control=None if control is None else control.to_dict(),
+        kind=kind, control=control,
         untrusted_reason=None if trust.trusted else trust.reason,
         reference_check=reference_check,
         shift_diagnostic=shift_diagnostic, trust=trust,

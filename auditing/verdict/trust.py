@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from auditing.result import CapacityCheck
-from auditing.verdict.controls import NEGATIVE, POSITIVE
+from auditing.verdict.control_check import NEGATIVE, POSITIVE, ControlCheck
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
     MEASURED,
@@ -52,13 +52,13 @@ class NightTrust:
         return asdict(self)
 
 
-def night_trust(checks: Mapping[str, Mapping | str], kinds: Mapping[str, str], *, date: str,
+def night_trust(checks: Mapping[str, ControlCheck | str], kinds: Mapping[str, str], *, date: str,
                 accept_unchecked: bool = False) -> NightTrust:
-    """The night's `NightTrust` from its controls' judged checks (name -> `ControlCheck.to_dict()`, or the error
-    text of a control that could not run; ``kinds``: name -> positive | negative)."""
+    """The night's `NightTrust` from its controls' judged checks (name -> `ControlCheck`, or the error text of a
+    control that could not run; ``kinds``: name -> positive | negative)."""
     void = violations = detectability = None
     for name, check in checks.items():
-        if not isinstance(check, Mapping):
+        if isinstance(check, str):
             reason = f"control {name} could not run on {date}: {check}"
             # A control that could not run proves nothing: its kind decides what it leaves unproven.
             if kinds.get(name) == NEGATIVE:
@@ -66,14 +66,14 @@ def night_trust(checks: Mapping[str, Mapping | str], kinds: Mapping[str, str], *
             else:
                 violations, detectability = violations or reason, detectability or reason
             continue
-        if check["passed"]:
+        if check.passed:
             continue
-        reason = f"{name} on {date}: {check['message']}"
-        if check["control"] == NEGATIVE:
+        reason = f"{name} on {date}: {check.message}"
+        if check.control == NEGATIVE:
             void = void or reason
-        elif check["control"] == POSITIVE and check["epsilon_lower_bound"] > check["ceiling"]:
+        elif check.control == POSITIVE and check.epsilon_lower_bound > check.ceiling:
             violations = violations or reason
-        elif check["control"] == POSITIVE:
+        elif check.control == POSITIVE:
             detectability = detectability or reason
     return NightTrust(void, violations, detectability, accept_unchecked)
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditing.result import AuditResult
+from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 
@@ -102,8 +103,7 @@ class Verdict:
     PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.figures.risk_assessment` of the
     claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
     posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
-    control: the control's judged check as `ControlCheck.to_dict()` (the report's control card reads it so), None
-    for a target;
+    control: the control's judged check (`ControlCheck`), None for a target;
     trust: how far it can be relied on (`Trust`); untrusted_reason: its reason whenever it is not trusted;
     reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
     """
@@ -116,7 +116,7 @@ class Verdict:
     risk_columns: Mapping[str, Any] = field(default_factory=dict)
     posterior_curve: Mapping[str, Any] = field(default_factory=dict)
     kind: str = "target"
-    control: Mapping[str, Any] | None = None
+    control: ControlCheck | None = None
     untrusted_reason: str | None = None
     reference_check: ReferenceCheck | None = None
     shift_diagnostic: ShiftDiagnostic | None = None

@@ -202,23 +202,23 @@ CONTROL_TEXT = {
 def control_card(verdict: Verdict) -> str:
     """On a control's own page, what it checks and whether it passed ("" on a target's page)."""
     control = verdict.control
-    if verdict.kind != "control" or not control:
+    if verdict.kind != "control" or control is None:
         return ""
-    outcome = "passed" if control.get("passed") else "FAILED"
-    rows = [("Control", esc(CONTROL_TEXT.get(control.get("control"), CONTROL_TEXT[NEGATIVE]))),
+    outcome = "passed" if control.passed else "FAILED"
+    rows = [("Control", esc(CONTROL_TEXT.get(control.control, CONTROL_TEXT[NEGATIVE]))),
             ("Outcome", f"<span class=\"value control-{esc(outcome.lower())}\">{esc(outcome)}</span>"
-                        f"<span class=\"labels\">{esc(control.get('message', ''))}</span>")]
-    if control.get("misfit_kappa") is not None:  # a label-blind control's row, from the nights it ran
-        misfit = float(control["misfit_kappa"])
+                        f"<span class=\"labels\">{esc(control.message)}</span>")]
+    if control.misfit_kappa is not None:  # a label-blind control's row, from the nights it ran
+        misfit = float(control.misfit_kappa)
         rows.append(("Measured reference misfit",
                      f"κ = {misfit:.4g}<span class=\"labels\">the smallest κ that brought this control's bound to 0 "
                      f"(a lower confidence figure): click odds off by up to a factor {odds_factor(misfit)}</span>"))
-    if control.get("floor") is not None:
-        detail = control.get("floor_detail") or {}
+    if control.floor is not None:
+        detail = control.floor_detail or {}
         rows.append(("Pre-registered floor",
-                     f"{fmt_eps(control['floor'])}<span class=\"labels\">bound at c′ = "
+                     f"{fmt_eps(control.floor)}<span class=\"labels\">bound at c′ = "
                      f"{fmt_int(detail.get('guesses'))} with the {fmt_pct(1 - float(detail.get('power', 0.95)))}"
                      f" quantile {fmt_int(detail.get('correct_quantile'))} of Binomial(c′, "
                      f"{fmt_g(detail.get('expected_rate'))}) correct guesses; ceiling ε_c = "
-                     f"{fmt_eps(control.get('ceiling'))}</span>"))
+                     f"{fmt_eps(control.ceiling)}</span>"))
     return f"<section class=\"card\" id=\"control\"><h2>Nightly control</h2>{_table(rows)}</section>"
