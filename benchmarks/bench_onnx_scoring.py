@@ -115,7 +115,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         # The session the job uses: onnxruntime on the graph up to the recorded probability tensor (CatBoost's
         # export ends in a ZipMap, which would turn 1M rows into 1M Python dicts).
         target = resolve_model(root, TARGET, DAY)
-        output = recorded_output(target.metadata)
+        output = recorded_output(target.meta)
         session = make_session(target.artifact.read_bytes(), output, os.cpu_count() or 1)
         reference = registry.load_model(resolve_model(root, REFERENCE, PREVIOUS))
         threads = os.cpu_count() or 1

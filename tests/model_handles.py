@@ -3,18 +3,23 @@ a registered file: `pipelines.models.handle.ModelHandle` is a plain record, so s
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 
 from pipelines.data.layout import model_dir
 from pipelines.models.handle import ModelHandle
+from pipelines.models.metadata import ModelMetadata
 
 NO_FILE = "sha256:" + "0" * 64
 
+# the keys every metadata has, for a test that gives only the ones it judges
+FILLER = {"metadata_version": 1, "mechanism": {"name": "external", "epsilon": "inf", "delta": 0.0}, "seed": None,
+          "partition_fingerprint": None, "feature_schema": [], "catboost_params": None, "test_metrics": None,
+          "code_version": {}, "created_at": "2024-01-01T00:00:00+00:00"}
+
 
 def unregistered(metadata: dict, root: str | os.PathLike = "/nonexistent") -> ModelHandle:
-    """A handle on ``metadata`` (its ``model_name`` and ``date``) at its place under ``root``, whose file need not
-    exist (its fingerprint is all zeros)."""
-    name, day = metadata["model_name"], dt.date.fromisoformat(metadata["date"])
-    directory = model_dir(root, name, day)
-    return ModelHandle(name, day, directory, directory / "model.cbm", metadata, NO_FILE)
+    """A handle on ``metadata`` (its ``model_name`` and ``date``; the keys it lacks from `FILLER`) at its place under
+    ``root``, whose file need not exist (its fingerprint is all zeros)."""
+    record = ModelMetadata.from_dict({**FILLER, **metadata}, "a test's metadata")
+    directory = model_dir(root, record.model_name, record.date)
+    return ModelHandle(record.model_name, record.date, directory, directory / "model.cbm", record, NO_FILE)

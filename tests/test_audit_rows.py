@@ -39,7 +39,7 @@ def world(tmp_path_factory):
     settings = fitting.settings_from(iterations=10, thread_count=1)
     _, metadata = training.train_and_register(root, DAY, "rr", 1.0, model_name="rr-1", settings=settings)
     table = schema.read_partition(root, DAY)
-    return {"root": root, "metadata": metadata, "table": table}
+    return {"root": root, "metadata": metadata.to_dict(), "table": table}
 
 
 def test_metadata_records_the_rows_whose_labels_entered_training(world):
@@ -90,7 +90,7 @@ def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, caps
     legacy = {k: v for k, v in metadata.items() if k != "training_rows"}
     registry.save_model(root, "legacy", DAY, model, legacy)
     with pytest.raises(LabelDPInputError, match=r"model 'legacy' of 2024-05-02: .*re-train it"):
-        row_selection("training", registry.read_metadata(root, "legacy", DAY))
+        row_selection("training", registry.read_metadata(root, "legacy", DAY).to_dict())
     code = cli_main(["score", "--date", DAY.isoformat(), "--model", "legacy", "--reference", "reference", "--data-root",
                      str(root), "--repetitions", "2", "--quiet"])
     err = capsys.readouterr().err.strip()

@@ -93,8 +93,9 @@ def world(tmp_path_factory):
         schema.write_partition(root, date, _day_table(seed), dataset=SPEC)
     trained = {}
     for name, mechanism, epsilon in (("f-none", "none", math.inf), ("f-rr", "rr", 2.0)):
-        _, trained[name] = training.train_and_register(root, DAY, mechanism, epsilon, model_name=name,
-                                                       settings=FAST)   # also trains the reference on PREVIOUS
+        _, record = training.train_and_register(root, DAY, mechanism, epsilon, model_name=name,
+                                                settings=FAST)   # also trains the reference on PREVIOUS
+        trained[name] = record.to_dict()
     table = SPEC.to_internal(schema.read_partition(root, DAY))
     ids = table.column("row_id").to_numpy()
     keys = np.sort(np.random.default_rng(5).choice(ids, size=int(0.6 * ids.size), replace=False))
@@ -123,7 +124,7 @@ def test_training_reads_the_spec_and_records_it(world):
         assert metadata["training_rows"]["rows"] == int((split != splits.TEST).sum())
     none = world["trained"]["f-none"]["test_metrics"]
     assert none["test_log_loss"] < none["test_log_loss_constant"]  # it learned the spec's features
-    reference = registry.read_metadata(root, "reference", PREVIOUS)
+    reference = registry.read_metadata(root, "reference", PREVIOUS).to_dict()
     assert reference["dataset"]["fingerprint"] == SPEC.fingerprint()
     assert world["trained"]["f-rr"]["mechanism"]["name"] == "rr"
     assert training.reuse_mismatch(world["trained"]["f-rr"], mechanism="rr", epsilon=2.0, seed=0,

@@ -111,7 +111,7 @@ def test_onnx_predicts_what_the_catboost_model_predicts(world):
     np.testing.assert_allclose(onnx, cbm, rtol=0, atol=1e-5)
     assert np.abs(cbm - 0.5).max() > 0.2  # the model learnt something: equality is not between constants
     # CatBoost's export always ends in a ZipMap; the registration found the matrix behind it
-    record = read_metadata(world["root"], "ctr-onnx", DAY)["onnx"]
+    record = read_metadata(world["root"], "ctr-onnx", DAY).to_dict()["onnx"]
     assert record == {"input": "features", "output": "probability_tensor", "zipmap_output": "probabilities"}
 
 

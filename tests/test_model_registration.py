@@ -19,6 +19,7 @@ import pytest
 from test_model_formats import DAY, ROWS, SPEC, TRAIN_ROWS, fit, make_world, write_day
 
 from labeldp.errors import LabelDPInputError
+from pipelines.models.metadata import ABSENT, ModelMetadata
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def test_an_onnx_registration_writes_the_metadata_contract(root, files):
                               delta=1e-6, dataset=files["spec"], training_rows=files["keys"])
     directory = root / "models" / "team-ctr" / f"date={DAY}"
     assert sorted(p.name for p in directory.iterdir()) == ["metadata.json", "model.onnx", "training_rows.parquet"]
-    metadata = read_metadata(root, "team-ctr", DAY)
+    metadata = read_metadata(root, "team-ctr", DAY).to_dict()
     assert returned == {**metadata, "already_registered": False}
     spec = files["spec"]
     expected = {
@@ -105,6 +106,32 @@ def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files
     assert not (root / "models" / "x").exists()
 
 
+def test_the_metadata_of_every_format_round_trips_byte_for_byte(root, files, tmp_path):
+    from pipelines.models.registration import register_model
+
+    table = tmp_path / "scores.parquet"
+    pq.write_table(pa.table({"impression_id": files["log"].column("impression_id"),
+                             "prob_1": np.full(ROWS, 0.25)}), table)
+    register_model(root, "m-onnx", DAY, files["onnx"], fmt="onnx", claimed_epsilon=float("inf"), delta=1e-6,
+                   dataset=files["spec"], training_rows=files["keys"])
+    register_model(root, "m-cbm", DAY, files["cbm"], fmt="catboost", claimed_epsilon=0.5, dataset=None)
+    register_model(root, "m-log", DAY - dt.timedelta(days=1), table, fmt="predictions", claimed_epsilon=1.0,
+                   dataset=files["spec"], predictions_for=DAY)
+    read = {}
+    for name, day in (("m-onnx", DAY), ("m-cbm", DAY), ("m-log", DAY - dt.timedelta(days=1))):
+        text = (root / "models" / name / f"date={day}" / "metadata.json").read_text()
+        read[name] = ModelMetadata.from_dict(json.loads(text), name)
+        assert json.dumps(read[name].to_dict(), indent=2, sort_keys=True, allow_nan=False) + "\n" == text
+        assert read[name].origin == "registered" and read[name].seed is None and read[name].test_metrics is None
+    onnx, cbm, logged = read["m-onnx"], read["m-cbm"], read["m-log"]
+    assert onnx.format_name == "onnx" and onnx.onnx.output and onnx.training_rows.kind == "keys"
+    assert onnx.training_rows.fingerprint.startswith("sha256:") and onnx.claimed_epsilon == float("inf")
+    assert onnx.predictions_for is ABSENT and onnx.catboost_params is None
+    assert cbm.catboost_params["depth"] == 4 and cbm.training_rows.kind_name == "all" and cbm.onnx is ABSENT
+    assert logged.predictions_for == DAY and logged.predictions.probability_columns == ("prob_1",)
+    assert logged.training_rows.rows is None and logged.rows == ROWS
+
+
 def test_registering_again_is_a_no_op_or_a_refusal(root, files):
     from pipelines.models.registration import find_registered, register_model
 
@@ -120,10 +147,10 @@ def test_registering_again_is_a_no_op_or_a_refusal(root, files):
                           (dict(file=files["onnx"], fmt="onnx"), "format, file")):
         with pytest.raises(LabelDPInputError, match=f"already registered at .* with a different {what}.*pass replace"):
             register(**changes)
-    assert find_registered(root, "team-ctr", DAY)["mechanism"]["epsilon"] == 1.0
+    assert find_registered(root, "team-ctr", DAY).to_dict()["mechanism"]["epsilon"] == 1.0
     replaced = register(claimed_epsilon=2.0, training_rows="all", replace=True)
     assert replaced["already_registered"] is False
-    stored = find_registered(root, "team-ctr", DAY)
+    stored = find_registered(root, "team-ctr", DAY).to_dict()
     assert stored["mechanism"]["epsilon"] == 2.0 and stored["training_rows"]["kind"] == "all"
     assert not (root / "models" / "team-ctr" / f"date={DAY}" / "training_rows.parquet").exists()
 
@@ -254,7 +281,7 @@ def test_a_training_rows_file_written_by_pandas_from_a_filtered_frame_is_read(ro
     assert pq.read_schema(path).names == ["impression_id", "__index_level_0__"]
     register_model(root, "team-pandas", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0,
                    dataset=files["spec"], training_rows=path)
-    assert read_metadata(root, "team-pandas", DAY)["training_rows"]["rows"] == keys.size
+    assert read_metadata(root, "team-pandas", DAY).to_dict()["training_rows"]["rows"] == keys.size
     stored = pq.read_table(root / "models" / "team-pandas" / f"date={DAY}" / "training_rows.parquet")
     np.testing.assert_array_equal(stored.column("row_id").to_numpy(), np.sort(keys))
     # A column beside the keys that pandas did not write as its index is still refused.

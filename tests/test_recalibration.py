@@ -463,7 +463,7 @@ def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, reca
     from pipelines.scoring.beam_scoring import score_day
 
     root = world["root"]
-    metadata = registry.read_metadata(root, "reference", PREVIOUS)
+    metadata = registry.read_metadata(root, "reference", PREVIOUS).to_dict()
     record = {**metadata["training_rows"], "label_splits": ["train"], "unread_row_ids": [],
               "rows": int(world["audited"].sum())}
     registry.save_model(root, "day-model", DAY, world["reference"],

@@ -20,6 +20,7 @@ from pipelines.data.layout import model_dir
 from pipelines.data.synth import write_synthetic_day
 from pipelines.models import registry
 from pipelines.models.handle import resolve_model
+from pipelines.models.metadata import ABSENT, ModelMetadata
 from pipelines.training import train as training
 
 DAY0, DAY1 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
@@ -75,11 +76,18 @@ def test_feature_frame_types_and_missing_values(day1):
 def test_every_mechanism_trains_registers_and_loads(data_root, reference, mechanism, epsilon, prior):
     options = training.MechanismOptions(prior=prior, pate_teachers=3, pate_queries=300)
     name = f"t-{mechanism}"
-    directory, metadata = training.train_and_register(data_root, DAY1, mechanism, epsilon, model_name=name,
-                                                      seed=3, settings=FAST, options=options)
+    directory, record = training.train_and_register(data_root, DAY1, mechanism, epsilon, model_name=name,
+                                                    seed=3, settings=FAST, options=options)
+    metadata = record.to_dict()
     assert directory == model_dir(data_root, name, DAY1)
     stored = _strict_json(directory / registry.METADATA_FILE)
     assert stored == metadata
+    # the record writes back the file it was read from, byte for byte (a key left out stays out, a null a null)
+    text = (directory / registry.METADATA_FILE).read_text()
+    assert json.dumps(ModelMetadata.from_dict(json.loads(text)).to_dict(), indent=2, sort_keys=True,
+                      allow_nan=False) + "\n" == text
+    assert record.mechanism.name == mechanism and record.training_rows.kind_name == "split"
+    assert record.reference.model == "reference" and record.format is ABSENT and record.dataset is ABSENT
     for key in registry.REQUIRED_METADATA:
         assert key in metadata
     assert registry.claimed_epsilon(metadata) == epsilon
@@ -223,7 +231,7 @@ def test_cli_trains_and_reports(data_root, capsys):
     assert code == 0, out.err
     assert "test       log-loss" in out.out and "2-label-DP" in out.out
     assert "[train +" in out.err
-    assert registry.read_metadata(data_root, "cli-rr", DAY1)["catboost_params"]["iterations"] == 5
+    assert registry.read_metadata(data_root, "cli-rr", DAY1).to_dict()["catboost_params"]["iterations"] == 5
 
 
 @pytest.mark.parametrize(("argv", "fragment"), [
@@ -255,7 +263,7 @@ def test_first_day_trains_without_a_reference_when_told_to_skip(data_root, capsy
     code = main(["train", "--date", DAY0.isoformat(), "--mechanism", "rr", "--epsilon", "4", "--model-name", "first-day",
                  "--on-missing-reference", "skip", "--data-root", str(data_root), "--iterations", "3"])
     assert code == 0, capsys.readouterr().err
-    assert registry.read_metadata(data_root, "first-day", DAY0)["reference"] is None
+    assert registry.read_metadata(data_root, "first-day", DAY0).reference is None
     # ... but not for one that uses the reference as its prior, and never trains day D-1's partition.
     code = main(["train", "--date", DAY0.isoformat(), "--mechanism", "alibi", "--epsilon", "4", "--on-missing-reference",
                  "skip", "--data-root", str(data_root), "--iterations", "3"])

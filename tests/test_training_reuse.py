@@ -9,6 +9,7 @@ import datetime as dt
 import math
 
 import pytest
+from model_handles import FILLER
 
 from pipelines.data import schema, synth
 from pipelines.data.dataset_spec import DatasetSpec, criteo
@@ -46,7 +47,7 @@ def test_identical_inputs_reuse_the_model(world):
     assert training.reuse_mismatch(models["rr"], **_same(world, mechanism=mechanism_from("rr"))) is None
     assert training.reuse_mismatch(models["none"], **_same(world, mechanism="none", epsilon=math.inf)) is None
     # ALIBI fits soft labels (CrossEntropy): the recorded loss is the mechanism's, not a setting
-    assert models["alibi"]["catboost_params"]["loss_function"] == "CrossEntropy"
+    assert models["alibi"].catboost_params["loss_function"] == "CrossEntropy"
     assert training.reuse_mismatch(models["alibi"], **_same(world, mechanism="alibi", epsilon=2.0)) is None
 
 
@@ -77,7 +78,8 @@ def test_several_differences_are_all_named(world):
 
 
 def test_a_registered_outside_model_is_never_taken_for_a_trained_one(world):
-    outside = {"mechanism": {"name": "external", "epsilon": 1.0, "delta": 0.0}, "seed": None,
+    outside = {**FILLER, "model_name": "outside", "date": DAY.isoformat(),
+               "mechanism": {"name": "external", "epsilon": 1.0, "delta": 0.0}, "seed": None,
                "partition_fingerprint": world["fingerprint"], "catboost_params": None}
     text = training.reuse_mismatch(outside, **_same(world))
     assert text == "mechanism external != rr; seed None != 3; no catboost parameters recorded"

@@ -157,7 +157,7 @@ def run_list(args) -> int:
         return 0
     header = ("NAME", "DATE", "SOURCE", "FORMAT", "EPSILON", "DELTA", "DATASET", "TRAINING ROWS")
     keys = ("name", "date", "source", "format", "claimed_epsilon", "delta", "dataset", "training_rows")
-    table = [header] + [tuple(_cell(m.get(k)) for k in keys) for m in models if "error" not in m]
+    table = [header] + [tuple(_cell(m[k]) for k in keys) for m in models if "error" not in m]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
@@ -169,26 +169,26 @@ def run_list(args) -> int:
 
 def run_show(args) -> int:
     from labeldp.names import check_name, parse_date, resolve_data_root
+    from pipelines.models.metadata import DEFAULT_FORMAT, or_none
     from pipelines.models.registration import show_model
 
     name = check_name(args.name, "NAME")
     date = parse_date(args.date, "--date") if args.date else None
     metadata = show_model(resolve_data_root(args.data_root), name, date)
     if args.json:
-        print(json.dumps(metadata, indent=2, sort_keys=True))
+        print(json.dumps(metadata.to_dict(), indent=2, sort_keys=True))
         return 0
-    mechanism = metadata.get("mechanism") or {}
-    record = metadata.get("training_rows")
-    rows = (record.get("kind") or "split") if isinstance(record, dict) else None
-    lines = [("model", f"{metadata['model_name']}@{metadata['date']}"),
-             ("source", metadata.get("source", "trained")), ("format", metadata.get("format", "catboost")),
-             ("file", metadata.get("model_file", "model.cbm")), ("fingerprint", metadata.get("fingerprint")),
-             ("mechanism", f"{mechanism.get('name')}  epsilon {mechanism.get('epsilon')}  "
-                           f"delta {mechanism.get('delta')}"),
-             ("dataset", (metadata.get("dataset") or {}).get("name")), ("classes", metadata.get("classes")),
-             ("features", len(metadata.get("feature_schema") or [])),
-             ("training", f"{rows} ({_cell((record or {}).get('rows'))} rows)"),
-             ("predicts", metadata.get("predictions_for")), ("created", metadata.get("created_at"))]
+    mechanism, record = metadata.mechanism, metadata.training_rows
+    lines = [("model", metadata.id),
+             ("source", metadata.origin), ("format", or_none(metadata.format) or DEFAULT_FORMAT),
+             ("file", metadata.artifact_name), ("fingerprint", or_none(metadata.fingerprint)),
+             ("mechanism", f"{mechanism.name}  epsilon {mechanism.to_dict()['epsilon']}  delta {mechanism.delta}"),
+             ("dataset", metadata.dataset.name if metadata.dataset else None), ("classes", or_none(metadata.classes)),
+             ("features", len(metadata.feature_schema)),
+             ("training", f"{record.kind_name if record else None} "
+                          f"({_cell(or_none(record.rows) if record else None)} rows)"),
+             ("predicts", metadata.predictions_for.isoformat() if metadata.predictions_for else None),
+             ("created", metadata.created_at)]
     for label, value in lines:
         if value is not None:
             print(f"{label:<12}{value}")

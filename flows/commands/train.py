@@ -129,18 +129,18 @@ def run(args) -> int:
         settings=settings, options=options, reference_name=args.reference_name,
         on_missing_reference=args.on_missing_reference, progress=stderr_progress("train"))
     if args.json:
-        print(json.dumps(metadata, indent=2, sort_keys=True))
+        print(json.dumps(metadata.to_dict(), indent=2, sort_keys=True))
         return 0
-    metrics = metadata["test_metrics"]
-    mechanism = metadata["mechanism"]
+    metrics = metadata.test_metrics  # the training's own report (`pipelines.training.train.evaluate`)
+    mechanism = metadata.mechanism.to_dict()  # the claim as stored (an infinite epsilon is "inf")
     print(f"model      {directory}")
     print(f"mechanism  {mechanism['name']}  epsilon {mechanism['epsilon']}  delta {mechanism['delta']}  "
-          f"seed {metadata['seed']}")
+          f"seed {metadata.seed}")
     print(f"guarantee  {mechanism['guarantee']}")
     print(f"test       log-loss {metrics['test_log_loss']:.5f}  accuracy {metrics['test_accuracy']:.5f}  "
           f"({metrics['test_rows']} rows; constant-rate log-loss {metrics['test_log_loss_constant']:.5f})")
     print(f"trained    {metrics['train_rows']} rows in {metrics['train_seconds']:.1f} s"
-          + (f"; best iteration {metrics['best_iteration']}" if metrics.get("best_iteration") is not None else ""))
-    if metrics.get("degenerate"):
+          + (f"; best iteration {metrics['best_iteration']}" if metrics["best_iteration"] is not None else ""))
+    if metrics["degenerate"]:
         print(f"warning    {metrics['degenerate']}")
     return 0

@@ -14,6 +14,7 @@ claim while judging other bytes.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,28 +26,35 @@ from pipelines.data.layout import file_fingerprint, model_dir
 from pipelines.models import registry
 from pipelines.models.formats.base import ModelFormat
 from pipelines.models.formats.registry import format_of
+from pipelines.models.metadata import ABSENT, ModelMetadata
 
 
 @dataclass(frozen=True, eq=False)
 class ModelHandle:
     """One registered model, resolved: ``models/<name>/date=<date>/`` (``directory``), its file (``artifact``),
-    its parsed ``metadata.json`` (read-only by convention: a handle is shared by every stage of a run) and the
-    ``sha256:`` fingerprint of the file's bytes. Pickles as it is, for Beam workers (which must see ``artifact``).
+    its ``metadata.json`` read (``meta``, a `ModelMetadata`) and the ``sha256:`` fingerprint of the file's bytes.
+    Pickles as it is, for Beam workers (which must see ``artifact``).
     """
 
     name: str
     date: dt.date
     directory: Path
     artifact: Path
-    metadata: dict
+    meta: ModelMetadata
     fingerprint: str
     # the model this one was derived from, when the run resolved it (a recalibrated reference's D-1 checkpoint,
     # its metadata's ``recalibration.source_reference``); None: not derived, or not resolved by the run
     source: ModelHandle | None = None
 
+    @functools.cached_property
+    def metadata(self) -> dict:
+        """``meta``'s JSON form (exactly the file's object), for the readers not yet typed: read it only (it is
+        computed once and shared)."""
+        return self.meta.to_dict()
+
     @property
     def format(self) -> ModelFormat:
-        return format_of(self.metadata)
+        return format_of(self.meta)
 
     @property
     def id(self) -> str:
@@ -59,19 +67,19 @@ class ModelHandle:
 
     @property
     def claimed_epsilon(self) -> float:
-        return registry.claimed_epsilon(self.metadata)
+        return float(self.meta.claimed_epsilon)
 
     def lineage(self) -> dict:
         """The model's identity for a job's ``result.json``: where it is, its fingerprint, format, mechanism and
         claim, and the partition it was trained on."""
-        mechanism = self.metadata.get("mechanism", {})
+        mechanism = self.meta.mechanism.to_dict()  # the claim as stored (an infinite epsilon is "inf")
         return {"name": self.name, "date": self.date.isoformat(), "uri": str(self.directory),
                 "fingerprint": self.fingerprint, "format": self.format.name,
-                "source": self.metadata.get("source", "trained"), "mechanism": mechanism.get("name"),
-                "claimed_epsilon": mechanism.get("epsilon"),
-                "partition_fingerprint": self.metadata.get("partition_fingerprint")}
+                "source": self.meta.origin, "mechanism": mechanism["name"],
+                "claimed_epsilon": mechanism["epsilon"],
+                "partition_fingerprint": self.meta.partition_fingerprint}
 
-    def __eq__(self, other) -> bool:  # the same model and bytes (metadata, a dict, is what those imply)
+    def __eq__(self, other) -> bool:  # the same model and bytes (its metadata is what those imply)
         return isinstance(other, ModelHandle) and self._identity() == other._identity()
 
     def __hash__(self) -> int:
@@ -84,10 +92,10 @@ class ModelHandle:
         return f"ModelHandle({self.id}, {self.format.name}, {self.fingerprint[:19]})"
 
 
-def artifact_of(directory: Path, metadata: dict) -> Path:
+def artifact_of(directory: Path, metadata: ModelMetadata) -> Path:
     """The model file in ``directory``: the one its metadata names (``model_file``, e.g. the positive control's
     ``oracle.json``), else ``model.cbm``."""
-    name = metadata.get("model_file") or registry.MODEL_FILE
+    name = metadata.artifact_name
     if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith("."):
         raise LabelDPInputError(f"{directory / registry.METADATA_FILE}: model_file must be a plain file name; "
                                 f"got {name!r}")
@@ -106,8 +114,8 @@ def resolve_model(root: str | os.PathLike, name: str, date: dt.date) -> ModelHan
     if not artifact.is_file():
         raise LabelDPInputError(f"{artifact}: missing; the model directory is incomplete")
     fingerprint = file_fingerprint(artifact)
-    recorded = metadata.get("fingerprint")
-    if recorded is not None and recorded != fingerprint:
+    recorded = metadata.fingerprint
+    if recorded is not ABSENT and recorded != fingerprint:
         raise LabelDPInputError(
             f"model {name}@{date.isoformat()}: {artifact} is not the file registered under that name (metadata.json "
             f"records {recorded}, the file is {fingerprint}); it changed after registration: restore the registered "

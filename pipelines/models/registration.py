@@ -15,6 +15,7 @@ different under the same name and day is refused unless ``replace``.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -43,6 +44,15 @@ from pipelines.data.layout import (
 from pipelines.models import registry
 from pipelines.models.formats.base import ModelFormat
 from pipelines.models.formats.registry import format_names, format_of, model_format
+from pipelines.models.metadata import (
+    ABSENT,
+    DatasetRecord,
+    MechanismRecord,
+    ModelMetadata,
+    TrainingRows,
+    format_part,
+    or_none,
+)
 
 SOURCE = "registered"
 MECHANISM = "external"  # the mechanism of a registered model: the team's own, known only by its claim
@@ -121,7 +131,7 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
 # ------------------------------------------------------------------------------------------------ register
 
 
-def find_registered(root, name: str, date: dt.date) -> dict | None:
+def find_registered(root, name: str, date: dt.date) -> ModelMetadata | None:
     """The metadata of ``models/<name>/date=D`` if that directory exists (LabelDPInputError if it is unreadable)."""
     if not model_dir(root, name, date).is_dir():
         return None
@@ -135,16 +145,19 @@ def _stored_keys(directory: Path) -> np.ndarray | None:
         return None
 
 
-def _differences(existing: dict, new: dict, keys: np.ndarray | None, directory: Path) -> list[str]:
-    if existing.get("source") != SOURCE:
+def _differences(existing: ModelMetadata, new: ModelMetadata, keys: np.ndarray | None,
+                 directory: Path) -> list[str]:
+    if existing.origin != SOURCE:
         return ["origin (it was trained by labeldp-audit train)"]
-    checks = [("format", "format"), ("fingerprint", "file (sha256)"), ("mechanism", "claimed epsilon or delta"),
-              ("predictions_for", "predictions day"), ("partition_fingerprint", "partition of the day")]
-    out = [label for key, label in checks if existing.get(key) != new.get(key)]
-    if (existing.get("dataset") or {}).get("fingerprint") != new["dataset"]["fingerprint"]:
+    checks = [(existing.format, new.format, "format"), (existing.fingerprint, new.fingerprint, "file (sha256)"),
+              (existing.mechanism, new.mechanism, "claimed epsilon or delta"),
+              (existing.predictions_for, new.predictions_for, "predictions day"),
+              (existing.partition_fingerprint, new.partition_fingerprint, "partition of the day")]
+    out = [label for before, after, label in checks if before != after]
+    if (existing.dataset.fingerprint if existing.dataset else None) != new.dataset.fingerprint:
         out.append("dataset")
-    before, after = existing.get("training_rows") or {}, new["training_rows"]
-    if before.get("kind") != after["kind"] or (
+    before = existing.training_rows.kind if existing.training_rows else ABSENT
+    if before != new.training_rows.kind or (
             keys is not None and not np.array_equal(_stored_keys(directory), keys)):
         out.append("training rows")
     return out
@@ -194,25 +207,21 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
                 .column(dataset.row_key).to_numpy() if has_partition else None)
     keys = None
     if isinstance(training_rows, str) and training_rows == ALL_ROWS:
-        rows_record = {"kind": ALL_ROWS, "rows": None if day_keys is None else int(day_keys.size)}
+        rows_record = TrainingRows(kind=ALL_ROWS, rows=None if day_keys is None else int(day_keys.size))
     else:
         keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
-        rows_record = {"kind": "keys", "file": TRAINING_ROWS_FILE, "rows": int(keys.size), "fingerprint": None}
+        rows_record = TrainingRows(kind="keys", file=TRAINING_ROWS_FILE, rows=int(keys.size), fingerprint=None)
 
-    metadata = {
-        "metadata_version": registry.METADATA_VERSION, "model_name": name, "date": date.isoformat(),
-        "source": SOURCE, "format": fmt.name, "model_file": fmt.file_name, "fingerprint": fingerprint,
-        "registered_from": path.name,
-        "mechanism": {"name": MECHANISM, "epsilon": epsilon, "delta": delta},
-        "dataset": {"name": dataset.name, "fingerprint": dataset.fingerprint(), "spec": dataset.to_dict()},
-        "feature_schema": info["feature_schema"], "classes": int(info["classes"]), "training_rows": rows_record,
-        "seed": None, "partition_fingerprint": schema.partition_fingerprint(root, date) if has_partition else None,
-        "catboost_params": info.get("catboost_params"), "test_metrics": None,
-    }
-    if predictions_for is not None:
-        metadata["predictions_for"] = predictions_for.isoformat()
-    metadata.update({key: value for key, value in info.items() if key not in metadata})
-    metadata = registry.jsonable(metadata)
+    metadata = ModelMetadata(
+        metadata_version=registry.METADATA_VERSION, model_name=name, date=date,
+        mechanism=MechanismRecord(MECHANISM, epsilon, delta), seed=None,
+        partition_fingerprint=schema.partition_fingerprint(root, date) if has_partition else None,
+        test_metrics=None, code_version=registry.current_code_version(), created_at=registry.created_now(),
+        source=SOURCE, format=fmt.name, model_file=fmt.file_name, fingerprint=fingerprint,
+        registered_from=path.name,
+        dataset=DatasetRecord(dataset.name, dataset.fingerprint(), registry.jsonable(dataset.to_dict())),
+        training_rows=rows_record, predictions_for=ABSENT if predictions_for is None else predictions_for,
+        **format_part(registry.jsonable(info), f"{path}: what format {fmt.name!r} reports"))
 
     final = model_dir(root, name, date)
     try:
@@ -225,14 +234,13 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     if existing is not None:
         differences = _differences(existing, metadata, keys, final)
         if not differences:
-            return {**existing, "already_registered": True}
+            return {**existing.to_dict(), "already_registered": True}
         if not replace:
             raise LabelDPInputError(f"model {name!r} of {date.isoformat()} is already registered at {final} with a "
                                     f"different {', '.join(differences)}; pass {mention('replace')} to replace it, "
                                     f"or choose another {mention('name')}", field="replace")
 
-    metadata.update({"code_version": dict(registry.code_version()),
-                     "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+    metadata = dataclasses.replace(metadata, created_at=registry.created_now())
     with atomic_directory(final) as tmp:
         shutil.copyfile(path, tmp / fmt.file_name)
         if file_fingerprint(tmp / fmt.file_name) != fingerprint:
@@ -240,11 +248,11 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
         if keys is not None:
             pq.write_table(pa.table({INTERNAL_ROW_ID: pa.array(keys, pa.int64())}), tmp / TRAINING_ROWS_FILE,
                            compression=schema.PARQUET_COMPRESSION)
-            rows_record["fingerprint"] = file_fingerprint(tmp / TRAINING_ROWS_FILE)
-            metadata["training_rows"] = registry.jsonable(rows_record)
-        text = json.dumps(metadata, indent=2, sort_keys=True, allow_nan=False) + "\n"
+            metadata = dataclasses.replace(metadata, training_rows=dataclasses.replace(
+                rows_record, fingerprint=file_fingerprint(tmp / TRAINING_ROWS_FILE)))
+        text = json.dumps(registry.jsonable(metadata.to_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n"
         (tmp / registry.METADATA_FILE).write_text(text, encoding="utf-8")
-    return {**metadata, "already_registered": False}
+    return {**registry.jsonable(metadata.to_dict()), "already_registered": False}
 
 
 # ------------------------------------------------------------------------------------------------ list / show
@@ -260,20 +268,19 @@ def _dates(root, name: str) -> list[dt.date]:
     return sorted(out)
 
 
-def _summary(metadata: dict, directory: Path) -> dict:
-    mechanism = metadata.get("mechanism") or {}
-    record = metadata.get("training_rows")
-    kind = (record.get("kind") or "split") if isinstance(record, dict) else None
+def _summary(metadata: ModelMetadata, directory: Path) -> dict:
+    mechanism = metadata.mechanism
     try:
         fmt = format_of(metadata).name
     except LabelDPInputError:
-        fmt = metadata.get("format")
-    return {"name": metadata.get("model_name"), "date": metadata.get("date"),
-            "source": metadata.get("source", "trained"), "format": fmt, "mechanism": mechanism.get("name"),
-            "claimed_epsilon": mechanism.get("epsilon"), "delta": mechanism.get("delta"),
-            "dataset": (metadata.get("dataset") or {}).get("name") or criteo().name,  # no record: Criteo
-            "classes": metadata.get("classes"),
-            "training_rows": kind, "predictions_for": metadata.get("predictions_for"),
+        fmt = or_none(metadata.format)
+    return {"name": metadata.model_name, "date": metadata.date.isoformat(),
+            "source": metadata.origin, "format": fmt, "mechanism": mechanism.name,
+            "claimed_epsilon": mechanism.to_dict()["epsilon"], "delta": mechanism.delta,
+            "dataset": metadata.dataset.name if metadata.dataset else criteo().name,  # no record: Criteo
+            "classes": or_none(metadata.classes),
+            "training_rows": metadata.training_rows.kind_name if metadata.training_rows else None,
+            "predictions_for": metadata.predictions_for.isoformat() if metadata.predictions_for else None,
             "directory": str(directory)}
 
 
@@ -300,7 +307,7 @@ def list_models(root) -> list[dict]:
     return out
 
 
-def show_model(root, name: str, date: dt.date | None = None) -> dict:
+def show_model(root, name: str, date: dt.date | None = None) -> ModelMetadata:
     """The metadata of model ``name`` of ``date`` (default: its latest date)."""
     name = check_name(name, "model name")
     if date is None:

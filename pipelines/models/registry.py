@@ -21,6 +21,7 @@ register``): their metadata names their format and file (``format``, ``model_fil
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -39,17 +40,22 @@ from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import schema
 from pipelines.data.layout import atomic_directory, model_dir, read_json_object
 from pipelines.models.formats.base import ModelFile
+from pipelines.models.metadata import (
+    CATEGORICAL,
+    DEFAULT_MODEL_FILE,
+    NUMERIC,
+    REQUIRED,
+    CodeVersion,
+    ModelMetadata,
+    as_metadata,
+)
 
-MODEL_FILE = "model.cbm"
+MODEL_FILE = DEFAULT_MODEL_FILE
 METADATA_FILE = "metadata.json"
 METADATA_VERSION = 1
 PACKAGE = "labeldp-audit"
 
-NUMERIC = "numeric"
-CATEGORICAL = "categorical"
-
-REQUIRED_METADATA = ("metadata_version", "model_name", "date", "mechanism", "seed", "partition_fingerprint",
-                     "feature_schema", "catboost_params", "test_metrics", "code_version", "created_at")
+REQUIRED_METADATA = REQUIRED
 
 
 # ------------------------------------------------------------------------------------------ metadata helpers
@@ -105,10 +111,19 @@ def jsonable(value: Any) -> Any:
     raise TypeError(f"metadata value of type {type(value).__name__} is not JSON-serialisable: {value!r}")
 
 
-def claimed_epsilon(metadata: dict) -> float:
+def claimed_epsilon(metadata: ModelMetadata | dict) -> float:
     """The claimed eps as a float (``math.inf`` for a non-private model)."""
-    value = metadata["mechanism"]["epsilon"]
-    return math.inf if value == "inf" else float(value)
+    return float(as_metadata(metadata).claimed_epsilon)
+
+
+def current_code_version() -> CodeVersion:
+    """`code_version` as the metadata's record."""
+    return CodeVersion(**code_version())
+
+
+def created_now() -> str:
+    """The metadata's ``created_at``: now, UTC, to the second."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 # ------------------------------------------------------------------------------------------ the classifier
@@ -169,35 +184,42 @@ def make_noise_corrected_classifier(correction: dict):
 # ------------------------------------------------------------------------------------------ save / load
 
 
-def save_model(root: str | os.PathLike, model_name: str, date: dt.date, model, metadata: dict) -> Path:
+def save_model(root: str | os.PathLike, model_name: str, date: dt.date, model,
+               metadata: ModelMetadata | dict) -> Path:
     """Writes ``model.cbm`` + ``metadata.json`` to ``models/<model_name>/date=D/`` atomically; returns the dir.
 
-    ``metadata`` gets ``metadata_version``, ``model_name``, ``date``, ``feature_schema`` (if absent),
-    ``code_version`` and ``created_at`` filled in; the result must hold every key of ``REQUIRED_METADATA``.
+    ``metadata`` (the record, or its JSON form) gets ``metadata_version``, ``model_name``, ``date``,
+    ``code_version`` and ``created_at`` set; a dict also ``feature_schema`` (if absent), and must then hold every
+    key of ``REQUIRED_METADATA``.
     """
     final = model_dir(root, model_name, date)
-    record = dict(metadata)
-    record.setdefault("feature_schema", feature_schema())
-    record.update({"metadata_version": METADATA_VERSION, "model_name": model_name, "date": date.isoformat(),
-                   "code_version": dict(code_version()),
-                   "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
-    missing = [key for key in REQUIRED_METADATA if key not in record]
-    if missing:
-        raise LabelDPInputError(f"model metadata for {final} lacks the key(s) {missing}")
-    names = [item["name"] for item in record["feature_schema"]]
+    if isinstance(metadata, ModelMetadata):
+        record = dataclasses.replace(metadata, metadata_version=METADATA_VERSION, model_name=model_name, date=date,
+                                     code_version=current_code_version(), created_at=created_now())
+    else:
+        fields = dict(metadata)
+        fields.setdefault("feature_schema", feature_schema())
+        fields.update({"metadata_version": METADATA_VERSION, "model_name": model_name, "date": date.isoformat(),
+                       "code_version": dict(code_version()), "created_at": created_now()})
+        missing = [key for key in REQUIRED_METADATA if key not in fields]
+        if missing:
+            raise LabelDPInputError(f"model metadata for {final} lacks the key(s) {missing}")
+        record = ModelMetadata.from_dict(jsonable(fields), f"model metadata for {final}")
+    names = record.feature_names
     model_names = list(getattr(model, "feature_names_", None) or [])
     if model_names and model_names != names:
         raise LabelDPInputError(f"the model's feature names {model_names} differ from metadata feature_schema "
                                 f"{names}")
-    text = json.dumps(jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    text = json.dumps(jsonable(record.to_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n"
     with atomic_directory(final) as tmp:
         model.save_model(str(tmp / MODEL_FILE), format="cbm")
         (tmp / METADATA_FILE).write_text(text, encoding="utf-8")
     return final
 
 
-def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> dict:
-    """The parsed ``metadata.json`` of a registered model (clear errors for a missing or corrupt file)."""
+def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> ModelMetadata:
+    """The ``metadata.json`` of a registered model, read (`ModelMetadata.from_dict`: the one reader; clear errors
+    naming the file for a missing or corrupt file and for a missing, unknown or malformed key)."""
     directory = model_dir(root, model_name, date)
     path = directory / METADATA_FILE
     if not directory.is_dir():
@@ -209,11 +231,7 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> di
                                 f"{mention('data_root')}", field="data_root")
     if not path.is_file():
         raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
-    record = read_json_object(path)
-    missing = [key for key in REQUIRED_METADATA if key not in record]
-    if missing:
-        raise LabelDPInputError(f"{path}: missing key(s) {missing}")
-    return record
+    return ModelMetadata.from_dict(read_json_object(path), str(path))
 
 
 def load_model(model: ModelFile):
@@ -221,14 +239,14 @@ def load_model(model: ModelFile):
     ``NoiseCorrectedClassifier`` subclass when its metadata records an ``output_correction``. Raises
     ``LabelDPInputError`` naming the file when it is unreadable or its feature names disagree with its metadata.
     """
-    path, record = model.artifact, model.metadata
-    correction = record.get("output_correction")
+    path, record = model.artifact, model.meta
+    correction = record.output_correction
     classifier = make_noise_corrected_classifier(correction) if correction else _catboost_classifier_class()()
     try:
         classifier.load_model(str(path), format="cbm")
     except Exception as exc:  # CatBoostError and OS errors alike: report the file
         raise LabelDPInputError(f"{path}: not a readable CatBoost model ({exc})") from None
-    names = [item["name"] for item in record["feature_schema"]]
+    names = record.feature_names
     if list(classifier.feature_names_) != names:
         raise LabelDPInputError(f"{path}: the model's feature names {list(classifier.feature_names_)} differ from "
                                 f"its metadata feature_schema {names}")
@@ -246,20 +264,22 @@ def _kind_accepts(kind: str, type_: pa.DataType) -> bool:
     return pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_null(type_)
 
 
-def check_features(metadata: dict, table_schema: pa.Schema | pa.Table) -> None:
+def check_features(metadata: ModelMetadata | dict, table_schema: pa.Schema | pa.Table) -> None:
     """Raises ``LabelDPInputError`` unless ``table_schema`` has every feature column the model reads, with a
     compatible type (numeric: integer or float; categorical: strings, plain or dictionary-encoded).
 
     The message names the model, every missing column and every mismatched column with both types. Extra
-    columns (``row_id``, ``label``, anything else) are fine.
+    columns (``row_id``, ``label``, anything else) are fine. ``metadata``: the record (a dict: its JSON form, from
+    a caller not yet typed).
     """
+    metadata = as_metadata(metadata)
     if isinstance(table_schema, pa.Table):
         table_schema = table_schema.schema
     if not isinstance(table_schema, pa.Schema):
         raise LabelDPInputError(f"table_schema must be a pyarrow Schema or Table; got {type(table_schema).__name__}")
     missing, mismatched = [], []
-    for item in metadata["feature_schema"]:
-        name, kind = item["name"], item["kind"]
+    for item in metadata.feature_schema:
+        name, kind = item.name, item.kind
         index = table_schema.get_field_index(name)
         if index < 0:
             missing.append(name)
@@ -274,5 +294,5 @@ def check_features(metadata: dict, table_schema: pa.Schema | pa.Table) -> None:
             parts.append(f"missing column(s) {missing}")
         if mismatched:
             parts.append(f"mismatched column(s) {mismatched}")
-        model = f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}"
+        model = f"model {metadata.model_name!r} of {metadata.date.isoformat()}"
         raise LabelDPInputError(f"the table does not fit the {model}: " + "; ".join(parts))

@@ -91,6 +91,7 @@ from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of, is_default
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
+from pipelines.models.metadata import ABSENT, or_none
 from pipelines.reference.shift_diagnostics import expected_calibration_error
 from pipelines.scoring.audit_rows import ALL, KEYS, KeysSelection, training_rows
 from pipelines.training.fitting import CatBoostSettings
@@ -513,33 +514,32 @@ def check_heldout(targets: Iterable[ModelHandle] = (), audit_rows: str = "traini
     expected = splits.scheme()
     excluded, fingerprints, split_targets = [], [], 0
     for target in targets:
-        metadata = target.metadata
+        record = target.meta.training_rows
         model = f"model {target.name!r} of {target.date.isoformat()}"
-        record = metadata.get("training_rows")
-        if not isinstance(record, dict):
+        if not record:
             raise ReferenceCheckSkipped(
                 f"{model} has no training_rows record: it may have been trained on every row of the day, so no "
                 f"row is known to be held out")
-        kind = record.get("kind")
+        kind = record.kind
         if kind == ALL:
-            raise ReferenceCheckSkipped(f"{model} read every row's label of day {metadata.get('date', '?')}: no row "
-                                        f"is held out")
+            raise ReferenceCheckSkipped(f"{model} read every row's label of day {target.meta.date.isoformat()}: no "
+                                        f"row is held out")
         if kind == KEYS:
             from pipelines.data.layout import file_fingerprint
 
-            selection = training_rows(metadata, target.directory)
+            selection = training_rows(target.metadata, target.directory)  # audit_rows reads the JSON form
             excluded.append(selection)
             fingerprints.append(file_fingerprint(Path(selection.file)))
             continue
-        if kind is not None:
+        if kind is not ABSENT:
             raise ReferenceCheckSkipped(f"{model} records its training rows as {kind!r}, which leaves no row known "
                                         f"to be held out")
         split_targets += 1
-        if record.get("split") != expected:
+        if or_none(record.split) != expected:
             raise ReferenceCheckSkipped(
-                f"{model} was split with {record.get('split')!r}, not the built-in scheme {expected!r}: its "
+                f"{model} was split with {or_none(record.split)!r}, not the built-in scheme {expected!r}: its "
                 f"held-out rows are not the test split")
-        read = set(record.get("label_splits") or [])
+        read = set(record.label_splits or [])
         if not read <= {"train", "validation"}:
             raise ReferenceCheckSkipped(f"{model} read the labels of the split(s) {sorted(read)}: the test split "
                                         f"is not held out")
@@ -673,8 +673,9 @@ def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -
         entry = resolve_model(root, name, date)
     except LabelDPInputError:
         entry = None
-    seen = None if entry is None else (entry.metadata.get("recalibration") or {}).get("inputs")
-    if entry is not None and seen == inputs and entry.metadata.get("model_type") == RECALIBRATED_TYPE:
+    recalibration = ABSENT if entry is None else entry.meta.recalibration  # this module's record
+    seen = recalibration["inputs"] if recalibration and "inputs" in recalibration else None
+    if entry is not None and seen == inputs and entry.meta.model_type == RECALIBRATED_TYPE:
         return entry
     progress(f"recalibrated reference: refitting {name}@{date} (changed: "
              f"{', '.join(changed_keys(seen, inputs)) or 'incomplete entry'})")
@@ -700,7 +701,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     """
     date = require_date(date)
     check_name(name, "recalibrated reference name")
-    ref_name, ref_date, ref_md = reference.name, reference.date, reference.metadata
+    ref_name, ref_date, ref_md = reference.name, reference.date, reference.meta
     if (ref_name, ref_date) == (name, date):
         raise LabelDPInputError(f"the recalibrated reference {name!r}@{date} would overwrite its own source; "
                                 f"give it another name")
@@ -712,15 +713,15 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                                     f"reference")
     dataset = dataset_of(root, date)
     check_binary_dataset(dataset)
-    if ref_md.get("output_correction"):
+    if ref_md.output_correction:
         raise ReferenceCheckSkipped(
             f"reference {ref_name!r}@{ref_date} applies an output correction "
-            f"({ref_md['output_correction'].get('kind')}) that is not additive in logit space, so no single "
+            f"({ref_md.output_correction.get('kind')}) that is not additive in logit space, so no single "
             f"CatBoost model can hold it plus a correction")
     fingerprint = reference.fingerprint
     partition_fp = schema.partition_fingerprint(root, date)
     source_record = {"name": ref_name, "date": ref_date.isoformat(), "fingerprint": fingerprint,
-                     "partition_fingerprint": ref_md.get("partition_fingerprint")}
+                     "partition_fingerprint": ref_md.partition_fingerprint}
     inputs = {"reference": source_record, "partition_fingerprint": partition_fp, "settings": settings.describe(),
               "seed": int(seed), "heldout": heldout.describe(), "version": RECALIBRATION_VERSION}
     if not is_default(dataset):
@@ -737,8 +738,8 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     if row_ids.size == 0:
         raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({table.num_rows} rows) has no held-out "
                                     f"calibration rows ({heldout.where()})")
-    names = [item["name"] for item in ref_md["feature_schema"]]
-    cats = [item["name"] for item in ref_md["feature_schema"] if item["kind"] == registry.CATEGORICAL]
+    names = ref_md.feature_names
+    cats = [item.name for item in ref_md.feature_schema if item.kind == registry.CATEGORICAL]
     features = features[names]
     reference_model = registry.load_model(reference)
     from catboost import Pool
@@ -774,8 +775,8 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                       "guarantee": "none (an audit artifact like M'): the D-1 reference corrected on day D's held-out "
                                    "calibration rows, whose labels enter no audited model and are never audited"},
         "seed": int(seed), "partition_fingerprint": partition_fp, "partition_rows": int(table.num_rows),
-        "feature_schema": ref_md["feature_schema"],
-        "catboost_params": {"reference": ref_md.get("catboost_params"), "correction": record["catboost_params"]},
+        "feature_schema": [item.to_dict() for item in ref_md.feature_schema],
+        "catboost_params": {"reference": ref_md.catboost_params, "correction": record["catboost_params"]},
         "test_metrics": {**record["validation"], "evaluated_on": "the calibration half's validation rows"},
         "reference": source_record,
         "recalibration": {**record, "source_reference": source_record, "sum": check, "inputs": inputs},
@@ -784,7 +785,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                          "validation_fraction": settings.validation_fraction},
     }
     if dataset_record(dataset) is not None:
-        metadata["dataset"] = dataset_record(dataset)
+        metadata["dataset"] = dataset_record(dataset).to_dict()
     registry.save_model(root, name, date, model, metadata)
     return dataclasses.replace(resolve_model(root, name, date), source=reference)
 

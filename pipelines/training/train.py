@@ -63,6 +63,17 @@ from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_defa
 from pipelines.data.layout import model_dir
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
+from pipelines.models.metadata import (
+    ABSENT,
+    DatasetRecord,
+    FeatureColumn,
+    Lineage,
+    MechanismRecord,
+    ModelMetadata,
+    TrainingRows,
+    as_metadata,
+    or_none,
+)
 from pipelines.training.fitting import (
     CatBoostLearner,
     CatBoostSettings,
@@ -344,41 +355,39 @@ def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str
 
 
 def register(root: str | os.PathLike, model_name: str, day: DayData, result: TrainResult,
-             reference: dict | None = None) -> os.PathLike:
+             reference: Lineage | None = None) -> os.PathLike:
     """Writes ``result`` to ``models/<model_name>/date=D/`` (atomically) with its full metadata."""
-    metadata = {
-        "mechanism": result.mechanism,
-        "seed": result.seed,
-        "partition_fingerprint": day.fingerprint,
-        "partition_rows": int(day.row_ids.size),
-        "feature_schema": day.dataset.feature_schema(),
-        "catboost_params": result.catboost_params,
-        "test_metrics": result.metrics,
-        "output_correction": result.output_correction,
-        "reference": reference,
-        "splits": {"train": "splits.TRAIN", "validation": "splits.VALIDATION", "test": "splits.TEST",
-                   "privatized": "train + validation labels", "evaluated": "true test labels"},
-        "training_rows": result.training_rows,
-    }
-    recorded = dataset_record(day.dataset)
-    if recorded is not None:
-        metadata["dataset"] = recorded
+    where = f"the training of {model_name}@{day.date.isoformat()}"
+    training_rows = result.training_rows
+    metadata = ModelMetadata(
+        metadata_version=registry.METADATA_VERSION, model_name=model_name, date=day.date,
+        mechanism=MechanismRecord.from_dict(registry.jsonable(result.mechanism), where, "mechanism"),
+        seed=result.seed, partition_fingerprint=day.fingerprint,
+        feature_schema=tuple(FeatureColumn(item["name"], item["kind"]) for item in day.dataset.feature_schema()),
+        catboost_params=registry.jsonable(result.catboost_params), test_metrics=registry.jsonable(result.metrics),
+        code_version=registry.current_code_version(), created_at=registry.created_now(),
+        dataset=dataset_record(day.dataset) or ABSENT,
+        training_rows=None if training_rows is None else TrainingRows.from_dict(
+            registry.jsonable(training_rows), where, "training_rows"),
+        reference=reference, partition_rows=int(day.row_ids.size),
+        output_correction=registry.jsonable(result.output_correction),
+        splits={"train": "splits.TRAIN", "validation": "splits.VALIDATION", "test": "splits.TEST",
+                "privatized": "train + validation labels", "evaluated": "true test labels"})
     return registry.save_model(root, model_name, day.date, result.model, metadata)
 
 
-def dataset_record(dataset: DatasetSpec) -> dict | None:
+def dataset_record(dataset: DatasetSpec) -> DatasetRecord | None:
     """The metadata's ``dataset`` record (name, fingerprint, spec) of a model of ``dataset``; None for the
     built-in Criteo spec, whose models carry no record (as before specs existed)."""
     if is_default(dataset):
         return None
-    return {"name": dataset.name, "fingerprint": dataset.fingerprint(), "spec": dataset.to_dict()}
+    return DatasetRecord(dataset.name, dataset.fingerprint(), registry.jsonable(dataset.to_dict()))
 
 
-def dataset_fingerprint_of(metadata: dict) -> str:
+def dataset_fingerprint_of(metadata: ModelMetadata) -> str:
     """The fingerprint of the dataset a registered model reads (no ``dataset`` record: the Criteo spec)."""
-    record = metadata.get("dataset")
-    if isinstance(record, dict) and record.get("fingerprint"):
-        return str(record["fingerprint"])
+    if metadata.dataset and metadata.dataset.fingerprint:
+        return metadata.dataset.fingerprint
     return criteo().fingerprint()
 
 
@@ -386,7 +395,7 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
                        model_name: str | None = None, seed: int = 0, settings: CatBoostSettings | None = None,
                        options: MechanismOptions | None = None, reference_name: str = "reference",
                        on_missing_reference: str = "train", progress: Progress = no_progress,
-                       reference: ModelHandle | None = None) -> tuple[Any, dict]:
+                       reference: ModelHandle | None = None) -> tuple[Any, ModelMetadata]:
     """The ``labeldp-audit train`` job: load day D, resolve the reference (D-1 checkpoint), train, register.
 
     The reference is resolved whenever it exists or can be made, because the audit of day D needs it as M'
@@ -422,19 +431,19 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
         else:
             reference_model, reference = ensure_reference(root, date, reference_name, policy, seed, settings,
                                                           progress)
-        ref_metadata = reference.metadata
+        ref_metadata = reference.meta
+        ref_day = ref_metadata.date.isoformat()
         registry.check_features(ref_metadata, day.table_schema)
         if dataset_fingerprint_of(ref_metadata) != day.dataset.fingerprint():
-            raise LabelDPInputError(f"reference {reference_name!r}@{ref_metadata['date']} reads another dataset than "
+            raise LabelDPInputError(f"reference {reference_name!r}@{ref_day} reads another dataset than "
                                     f"day {date.isoformat()} ({day.dataset.name!r}, {day.dataset.describe()})")
         if needed and reference_model is None:
             raise LabelDPInputError(f"mechanism {chosen.name!r} with prior 'reference' reads the reference's "
-                                    f"predictions on the training rows, but {reference_name!r}@{ref_metadata['date']} "
-                                    f"is a {ref_metadata.get('format')!r} model, not CatBoost; use {mention('prior')} "
-                                    f"uniform", field="prior")
-        reference_info = {"model_name": reference_name, "date": ref_metadata["date"],
-                          "partition_fingerprint": ref_metadata["partition_fingerprint"],
-                          "used_as_prior": needed}
+                                    f"predictions on the training rows, but {reference_name!r}@{ref_day} "
+                                    f"is a {or_none(ref_metadata.format)!r} model, not CatBoost; use "
+                                    f"{mention('prior')} uniform", field="prior")
+        reference_info = Lineage(model_name=reference_name, date=ref_metadata.date,
+                                 partition_fingerprint=ref_metadata.partition_fingerprint, used_as_prior=needed)
     result = train_model(day, chosen, epsilon, seed=seed, settings=settings,
                          reference_model=reference_model if needed else None, progress=progress)
     directory = register(root, model_name, day, result, reference=reference_info)
@@ -456,39 +465,36 @@ def _short(value: Any) -> str:
     return text[:19] + "..." if text.startswith("sha256:") and len(text) > 22 else text
 
 
-def reuse_mismatch(metadata: dict, *, mechanism: str | Mechanism, epsilon: float, seed: int,
+def reuse_mismatch(metadata: ModelMetadata | dict, *, mechanism: str | Mechanism, epsilon: float, seed: int,
                    partition_fingerprint: str, settings: CatBoostSettings | None, dataset: DatasetSpec) -> str | None:
-    """None when the registered model (its ``metadata``) was made exactly as this run would make it: the same
-    mechanism name, eps, seed, partition fingerprint, dataset fingerprint, and the CatBoost parameters
-    ``settings`` give (compared with the recorded ``catboost_params``, seeded from ``seed``). Otherwise one short
-    sentence naming every difference, registered value first ("catboost iterations 50 != 200")."""
+    """None when the registered model (its ``metadata``; a dict: its JSON form) was made exactly as this run would
+    make it: the same mechanism name, eps, seed, partition fingerprint, dataset fingerprint, and the CatBoost
+    parameters ``settings`` give (compared with the recorded ``catboost_params``, seeded from ``seed``). Otherwise
+    one short sentence naming every difference, registered value first ("catboost iterations 50 != 200")."""
+    metadata = as_metadata(metadata)
     settings = settings or CatBoostSettings()
     wanted_name = mechanism if isinstance(mechanism, str) else mechanism.name
     differences = []
-    recorded_mechanism = metadata.get("mechanism") if isinstance(metadata.get("mechanism"), dict) else {}
-    if recorded_mechanism.get("name") != wanted_name:
-        differences.append(f"mechanism {recorded_mechanism.get('name')} != {wanted_name}")
-    try:
-        recorded_epsilon = registry.claimed_epsilon(metadata)
-    except (KeyError, TypeError, ValueError):
-        recorded_epsilon = None
+    if metadata.mechanism.name != wanted_name:
+        differences.append(f"mechanism {metadata.mechanism.name} != {wanted_name}")
+    recorded_epsilon = float(metadata.claimed_epsilon)
     if recorded_epsilon != float(epsilon):
-        shown = "none" if recorded_epsilon is None else format(recorded_epsilon, "g")
-        differences.append(f"epsilon {shown} != {float(epsilon):g}")
-    seed_differs = metadata.get("seed") != seed
+        differences.append(f"epsilon {recorded_epsilon:g} != {float(epsilon):g}")
+    seed_differs = metadata.seed != seed
     if seed_differs:
-        differences.append(f"seed {metadata.get('seed')} != {seed}")
-    if metadata.get("partition_fingerprint") != partition_fingerprint:
-        differences.append(f"partition {_short(metadata.get('partition_fingerprint'))} != "
+        differences.append(f"seed {metadata.seed} != {seed}")
+    if metadata.partition_fingerprint != partition_fingerprint:
+        differences.append(f"partition {_short(metadata.partition_fingerprint)} != "
                            f"{_short(partition_fingerprint)}")
     if dataset_fingerprint_of(metadata) != dataset.fingerprint():
-        recorded = metadata.get("dataset") if isinstance(metadata.get("dataset"), dict) else {"name": criteo().name}
-        differences.append(f"dataset {recorded.get('name')} ({_short(dataset_fingerprint_of(metadata))}) != "
+        recorded = metadata.dataset.name if metadata.dataset else criteo().name
+        differences.append(f"dataset {recorded} ({_short(dataset_fingerprint_of(metadata))}) != "
                            f"{dataset.name} ({_short(dataset.fingerprint())})")
-    recorded_params = metadata.get("catboost_params")
-    if not isinstance(recorded_params, dict):
+    recorded_params = metadata.catboost_params
+    if recorded_params is None:
         differences.append("no catboost parameters recorded")
     else:
+        # the CatBoost parameters are CatBoost's own JSON object: a key it leaves out takes CatBoost's default
         loss = recorded_params.get("loss_function", "Logloss")
         valid_seed = isinstance(seed, int | np.integer) and not isinstance(seed, bool) and 0 <= int(seed) < 2**63
         catboost_seed = _seeds(int(seed))[1] if valid_seed else None

@@ -13,16 +13,17 @@ import pyarrow as pa
 from labeldp.choices import Choices
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import DatasetSpec
+from pipelines.models.metadata import ModelMetadata
 
 
 class ModelFile(Protocol):
     """What a format reads of a resolved model (`pipelines.models.handle.ModelHandle`): its name and day, where
-    its file is (``artifact``) and what its metadata says; never the registry's folder layout."""
+    its file is (``artifact``) and what its metadata says (``meta``); never the registry's folder layout."""
 
     name: str
     date: dt.date
     artifact: Path
-    metadata: dict
+    meta: ModelMetadata
 
 
 class ModelFormat:
@@ -47,7 +48,7 @@ class ModelFormat:
         raise NotImplementedError
 
     def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
-        """A Beam ``ModelHandler`` of ``model`` (its ``artifact`` and ``metadata``) on `prepare`'s examples whose
+        """A Beam ``ModelHandler`` of ``model`` (its ``artifact`` and ``meta``) on `prepare`'s examples whose
         ``PredictionResult.inference`` is the (rows x classes) float64 probability array."""
         raise NotImplementedError
 

@@ -18,6 +18,7 @@ from labeldp.errors import LabelDPInputError
 from pipelines.data.schema import open_parquet
 from pipelines.models import registry
 from pipelines.models.formats.base import ModelFile, missing_prediction
+from pipelines.models.metadata import ABSENT
 
 PROBABILITY_PREFIX = "prob_"
 
@@ -68,14 +69,12 @@ class LoggedPredictions:
 
 def load_predictions(model: ModelFile) -> LoggedPredictions:
     """The registered table of a resolved model (the columns its registration recorded)."""
-    metadata, path = model.metadata, model.artifact
-    try:
-        key = metadata["predictions"]["key_column"]
-        columns = list(metadata["predictions"]["probability_columns"])
-        classes = int(metadata["classes"])
-    except (KeyError, TypeError, ValueError):
+    metadata, path = model.meta, model.artifact
+    if not metadata.predictions or metadata.classes is ABSENT:
         raise LabelDPInputError(f"{path.parent / registry.METADATA_FILE}: lacks the predictions record "
-                                f"(key_column, probability_columns, classes); register the table again") from None
+                                f"(key_column, probability_columns, classes); register the table again")
+    key, columns = metadata.predictions.key_column, list(metadata.predictions.probability_columns)
+    classes = metadata.classes
     parquet = open_parquet(path)
     try:
         table = parquet.read(columns=[key, *columns])

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import DatasetSpec
 from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, check_probability_matrix
+from pipelines.models.metadata import ModelMetadata
 
 PROBE_ROWS = 2
 PROBABILITY_TOLERANCE = 1e-4  # float32 outputs: a row of probabilities sums to 1 within this
@@ -181,23 +182,19 @@ def _probe(data: bytes, output: str, path: Path, dataset: DatasetSpec) -> int:
     return classes
 
 
-def recorded_output(metadata: dict) -> str:
-    """The probability output a registration recorded (``metadata["onnx"]["output"]``)."""
-    try:
-        output = metadata["onnx"]["output"]
-    except (KeyError, TypeError):
-        output = None
-    if not isinstance(output, str) or not output:
-        raise LabelDPInputError(f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}: its "
-                                f"metadata lacks onnx.output (the probability output); register it again")
-    return output
+def recorded_output(metadata: ModelMetadata) -> str:
+    """The probability output a registration recorded (``onnx.output``)."""
+    if not metadata.onnx:
+        raise LabelDPInputError(f"model {metadata.model_name!r} of {metadata.date.isoformat()}: its metadata lacks "
+                                f"onnx.output (the probability output); register it again")
+    return metadata.onnx.output
 
 
-def check_reads(metadata: dict, dataset: DatasetSpec) -> None:
+def check_reads(metadata: ModelMetadata, dataset: DatasetSpec) -> None:
     """LabelDPInputError unless the model was registered on ``dataset``'s numeric features, in this order."""
-    recorded = [item.get("name") for item in metadata.get("feature_schema", [])]
+    recorded = metadata.feature_names
     if recorded != list(dataset.numeric):
-        raise LabelDPInputError(f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')} reads "
+        raise LabelDPInputError(f"model {metadata.model_name!r} of {metadata.date.isoformat()} reads "
                                 f"the features {recorded}, not dataset {dataset.name!r}'s numeric features "
                                 f"{list(dataset.numeric)}")
 
@@ -223,15 +220,15 @@ class OnnxFormat(ModelFormat):
     def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
         from pipelines.models.formats.onnx_handler import OnnxProbabilityHandler
 
-        check_reads(model.metadata, dataset)
-        return OnnxProbabilityHandler(str(model.artifact), recorded_output(model.metadata),
+        check_reads(model.meta, dataset)
+        return OnnxProbabilityHandler(str(model.artifact), recorded_output(model.meta),
                                       thread_count=thread_count)
 
     def predict(self, model: ModelFile, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         from pipelines.models.formats.onnx_session import make_session, probability_inference
 
-        check_reads(model.metadata, dataset)
-        output = recorded_output(model.metadata)
+        check_reads(model.meta, dataset)
+        output = recorded_output(model.meta)
         path = model.artifact
         try:
             session = make_session(path.read_bytes(), output)

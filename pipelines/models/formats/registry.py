@@ -26,8 +26,7 @@ from pipelines.models.formats.base import (
     MODEL_FORMATS,
     ModelFormat,
 )
-
-DEFAULT_FORMAT = "catboost"
+from pipelines.models.metadata import DEFAULT_FORMAT, ModelMetadata
 
 
 def model_format(choice: str | ModelFormat, name: str = "format") -> ModelFormat:
@@ -41,14 +40,11 @@ def format_names(registrable_only: bool = False) -> tuple[str, ...]:
     return tuple(f.name for f in MODEL_FORMATS if f.registrable or not registrable_only)
 
 
-def format_of(metadata: dict) -> ModelFormat:
+def format_of(metadata: ModelMetadata) -> ModelFormat:
     """The format of a registered model from its metadata (``format``; models trained before formats existed
-    are CatBoost, the positive control's oracle says so by its ``model_type``)."""
-    name = metadata.get("format")
-    if name is None:
-        name = "rr-oracle" if metadata.get("model_type") == "rr-label-oracle" else DEFAULT_FORMAT
-    where = f"model {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}: metadata format"
-    return model_format(name, where)
+    are CatBoost, the positive control's oracle says so by its ``model_type``: `ModelMetadata.format_name`)."""
+    where = f"model {metadata.model_name!r} of {metadata.date.isoformat()}: metadata format"
+    return model_format(metadata.format_name, where)
 
 
 def _load_builtins() -> None:
