@@ -79,3 +79,10 @@ def test_an_integer_column_with_a_null_hashes_as_floats_in_every_slice(day_with_
     with_null = row_grouping.group_keys(pa.table({"I1": pa.array([5, 7, None], pa.int64())}), [("I1",)])[0]
     np.testing.assert_array_equal(as_floats, with_null[:2])
     assert not np.array_equal(as_ints, as_floats)
+
+
+def test_a_float_zero_hashes_the_same_whatever_its_sign_and_whichever_comes_first():
+    first = row_grouping.group_keys(pa.table({"x": pa.array([-0.0, 0.0, 1.5])}), [("x",)])[0]
+    second = row_grouping.group_keys(pa.table({"x": pa.array([0.0, -0.0, 1.5])}), [("x",)])[0]
+    np.testing.assert_array_equal(first, second)
+    assert first[0] == first[1] != first[2]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from auditing.game.row_groups import (
     FEATURE_ROWS_GROUPED,
@@ -55,7 +56,8 @@ def group_keys(table: pa.Table, columns_per_relation: list[tuple[str, ...]],
 
     A row's key depends on its values only, except that pandas converts an integer column holding a null to
     floats (5 hashes as 5.0): ``null_columns`` names the columns that hold a null somewhere in the rows whose keys
-    are compared, so that a slice of them without a null hashes as the whole would (`_day_keys`)."""
+    are compared, so that a slice of them without a null hashes as the whole would (`_day_keys`). A float zero
+    hashes as 0.0 whatever its sign."""
     out = []
     for columns in columns_per_relation:
         frame = pd.DataFrame({name: _as_pandas(table.column(name), name in null_columns) for name in columns})
@@ -66,6 +68,10 @@ def group_keys(table: pa.Table, columns_per_relation: list[tuple[str, ...]],
 def _as_pandas(column: pa.ChunkedArray, has_nulls: bool) -> pd.Series:
     if has_nulls and pa.types.is_integer(column.type):
         column = column.cast(pa.float64(), safe=False)  # what to_pandas does to an integer column with a null
+    if pa.types.is_floating(column.type):
+        # pandas hashes a float by the bits of the first equal value it meets, so -0.0 and 0.0 would get keys
+        # that depend on which comes first in the slice: hash every zero as 0.0
+        column = pc.add(column, pa.scalar(0.0, column.type))
     return column.to_pandas().astype("object")
 
 
