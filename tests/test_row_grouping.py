@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -35,12 +36,22 @@ def day_with_twins(tmp_path_factory):
     return root
 
 
+def _keys_as_before(table: pa.Table, rels) -> list[np.ndarray]:
+    """The keys as the night computed them before streaming: each relation's columns of the whole table, as
+    pandas objects."""
+    out = []
+    for columns in rels:
+        frame = pd.DataFrame({name: table.column(name).to_pandas().astype("object") for name in columns})
+        out.append(pd.util.hash_pandas_object(frame, index=False).to_numpy(dtype=np.uint64))
+    return out
+
+
 def _whole_partition(root):
     """The night's keys as computed before streaming: the whole partition in one table."""
     dataset = dataset_of(root, DAY)
     table = schema.read_partition(root, DAY, dataset=dataset)
     ids = table.column(schema.ROW_ID).to_numpy().astype(np.int64)
-    return table, ids, row_grouping.group_keys(table, row_grouping.relations(dataset))
+    return table, ids, _keys_as_before(table, row_grouping.relations(dataset))
 
 
 @pytest.mark.parametrize("batch_rows", [row_grouping.KEY_BATCH_ROWS, 500, 333])
@@ -86,3 +97,20 @@ def test_a_float_zero_hashes_the_same_whatever_its_sign_and_whichever_comes_firs
     second = row_grouping.group_keys(pa.table({"x": pa.array([0.0, -0.0, 1.5])}), [("x",)])[0]
     np.testing.assert_array_equal(first, second)
     assert first[0] == first[1] != first[2]
+
+
+def test_keys_equal_pandas_objects_hashed_for_every_column_type():
+    table = pa.table({
+        "i64": pa.array([5, -7, 5, 2**62], pa.int64()),
+        "i32": pa.array([-1, 3, -1, 0], pa.int32()),
+        "u64": pa.array([2**63 + 1, 1, 2**63 + 1, 0], pa.uint64()),
+        "i_null": pa.array([5, None, 5, 1], pa.int64()),
+        "f64": pa.array([1.5, float("nan"), None, 2.0]),
+        "f32": pa.array([0.1, 1.5, 0.1, -3.0], pa.float32()),
+        "text": pa.array(["a", None, "a", "b"]),
+        "dict": pa.array(["x", "y", None, "x"]).dictionary_encode(),
+        "flag": pa.array([True, None, True, False]),
+    })
+    rels = [(name,) for name in table.column_names] + [tuple(table.column_names)]
+    for new, before in zip(row_grouping.group_keys(table, rels), _keys_as_before(table, rels), strict=True):
+        np.testing.assert_array_equal(new, before)

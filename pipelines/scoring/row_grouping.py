@@ -65,14 +65,23 @@ def group_keys(table: pa.Table, columns_per_relation: list[tuple[str, ...]],
     return out
 
 
-def _as_pandas(column: pa.ChunkedArray, has_nulls: bool) -> pd.Series:
-    if has_nulls and pa.types.is_integer(column.type):
+def _as_pandas(column: pa.ChunkedArray, has_nulls: bool):
+    """A column as pandas hashes it after ``to_pandas().astype("object")``, without making a Python object per
+    value for numbers: pandas hashes an object column through its distinct values (factorize, then hash each
+    distinct object by its text, a null as the largest uint64), so a numeric column is factorized natively and
+    only its distinct values become the same Python objects."""
+    if pa.types.is_integer(column.type) and (has_nulls or column.null_count):
         column = column.cast(pa.float64(), safe=False)  # what to_pandas does to an integer column with a null
     if pa.types.is_floating(column.type):
         # pandas hashes a float by the bits of the first equal value it meets, so -0.0 and 0.0 would get keys
         # that depend on which comes first in the slice: hash every zero as 0.0
-        column = pc.add(column, pa.scalar(0.0, column.type))
-    return column.to_pandas().astype("object")
+        column = pc.add(column.cast(pa.float64()), pa.scalar(0.0, pa.float64()))
+    elif pa.types.is_integer(column.type):
+        column = column.cast(pa.uint64() if pa.types.is_unsigned_integer(column.type) else pa.int64())
+    else:
+        return column.to_pandas().astype("object")
+    codes, uniques = pd.factorize(column.to_numpy())
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques.astype(object), dtype=object))
 
 
 @dataclass(frozen=True)
