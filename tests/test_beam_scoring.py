@@ -193,6 +193,7 @@ def test_write_scored_rows(world):
     config = AuditConfig(repetitions=2, seed=1)
     outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=2500,
                                        write_scored=True), [])
+    assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"  # auto on FnApiRunner
     table = pq.read_table(outcome.scored_dir)
     assert table.num_rows == ROWS
     assert table.column_names == ["row_id", "score_0", "correct_0", "b_0", "released_label_0",
@@ -357,6 +358,17 @@ def test_beam_options_file(tmp_path, monkeypatch):
     path.write_text("project=x\n")
     with pytest.raises(LabelDPInputError, match="line 1: expected an option"):
         read_options_file(str(path))
+
+
+def test_auto_plan_keeps_scored_batches_out_of_a_local_runners_memory():
+    # A local runner holds a side input's waiting PCollection in memory: auto writes the scored batches to the
+    # work directory there (two-stage), as on Dask; runners whose shuffle spills keep the side input.
+    plan_for = beam_request.plan_for
+    for runner in (None, beam_request.FN_API_RUNNER, "DirectRunner", DASK_RUNNER):
+        assert plan_for("auto", runner) == "two-stage"
+    assert plan_for("auto", "DataflowRunner") == "side-input"
+    assert plan_for("side-input", None) == "side-input"
+    assert plan_for("two-stage", "DataflowRunner") == "two-stage"
 
 
 @pytest.mark.parametrize("chunk_rows, max_pending", [(65_536, 12), (1000, 3), (777, 1)])

@@ -75,8 +75,9 @@ def register(subparsers) -> None:
                         "set cores / worker processes on a cluster)")
     p.add_argument("--plan", choices=["auto", "side-input", "two-stage"], default="auto",
                    help="how pass 2 gets the pass-1 histograms: side-input (one pipeline), two-stage (two "
-                        "pipelines; scored batches kept in a work directory), auto (two-stage on Dask, "
-                        "side-input elsewhere; see infra/README.md)")
+                        "pipelines; scored batches kept in a work directory), auto (two-stage on Dask and on "
+                        "the local runners, which would hold every scored batch in memory; side-input elsewhere; "
+                        "see infra/README.md)")
     p.add_argument("--bin-bits", type=int, default=8,
                    help="|score| bins per power of two, as bits (default 8: 256); more bits, fewer boundary rows "
                         "but larger histograms")

@@ -252,6 +252,13 @@ def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str
     return out
 
 
+def _check_unique_row_ids(files: list[Path], key: str, directory) -> None:
+    row_ids = [_read_file(path, [key]).column(key) for path in files]
+    all_ids = pa.chunked_array([chunk for column in row_ids for chunk in column.chunks], type=None)
+    all_ids = cast_integer(all_ids, pa.int64(), key, directory)
+    check_row_ids_unique(all_ids.to_numpy(), directory, key)
+
+
 def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: int,
                            columns: Sequence[str] | None = None, num_classes: int | None = None,
                            check_unique: bool = True, dataset: DatasetSpec | None = None) -> Iterator[pa.RecordBatch]:
@@ -267,17 +274,16 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
     directory, files = _partition_files(root, date, dataset)
     dataset = dataset or dataset_of(root, date)
     key = dataset.row_key
-    parquets = [(path, open_parquet(path)) for path in files]
-    total = sum(parquet.metadata.num_rows for _path, parquet in parquets)
+    # Each file is opened again when it is read, and let go after: an open reader keeps its last row group's
+    # buffers (the dictionaries), which added up over a day's files.
+    total = sum(open_parquet(path).metadata.num_rows for path in files)
     if total == 0:
         raise fail(directory, "the partition is empty (0 rows)")
     reads_row_id = columns is None or key in columns
     if check_unique and reads_row_id:
-        row_ids = [_read_file(path, [key]).column(key) for path in files]
-        all_ids = pa.chunked_array([chunk for column in row_ids for chunk in column.chunks], type=None)
-        all_ids = cast_integer(all_ids, pa.int64(), key, directory)
-        check_row_ids_unique(all_ids.to_numpy(), directory, key)
-    for path, parquet in parquets:
+        _check_unique_row_ids(files, key, directory)  # its arrays are freed before the first batch
+    for path in files:
+        parquet = open_parquet(path)
         try:
             batches = parquet.iter_batches(batch_size=int(batch_size),
                                            columns=list(columns) if columns is not None else None)

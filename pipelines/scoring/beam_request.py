@@ -143,6 +143,26 @@ def is_dask_runner(runner: str | None) -> bool:
     return bool(runner) and runner.rsplit(".", 1)[-1] == "DaskRunner"
 
 
+def is_local_runner(runner: str | None) -> bool:
+    """FnApiRunner or DirectRunner (the default): the runner keeps every PCollection that crosses a stage in
+    this process's memory, whatever its worker count."""
+    return runner is None or runner.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner")
+
+
+def plan_for(plan_mode: str, runner: str | None) -> str:
+    """The plan ``auto`` stands for on ``runner`` (any other ``plan_mode`` is kept).
+
+    Two-stage on Dask (its side inputs are wrong: `pipelines.scoring.beam_scoring`, workaround 1) and on the local
+    runners: with a side input, pass 2 can start only when pass 1 has seen every batch, so a local runner holds
+    every scored batch (row_id, label, both models' probabilities: ~48 bytes a row, pickled, and a joined copy of
+    them when pass 2 starts) in memory until then, which grew the job's peak with the partition's rows
+    (benchmarks/results/memory.md); two-stage writes them to the work directory instead. Side-input elsewhere
+    (Dataflow, Flink: their shuffle spills what it holds)."""
+    if plan_mode != "auto":
+        return plan_mode
+    return "two-stage" if is_dask_runner(runner) or is_local_runner(runner) else "side-input"
+
+
 def pipeline_args(beam_args: Sequence[str], partitions: int) -> list[str]:
     """The Beam arguments with our defaults: FnApiRunner named explicitly (the DirectRunner first tries to
     download the Prism binary), and, on the Dask runner, one Dask partition per work item (capped)."""
@@ -157,9 +177,7 @@ def pipeline_args(beam_args: Sequence[str], partitions: int) -> list[str]:
 
 def in_process(beam_args: Sequence[str]) -> bool:
     """True when the arguments run the job in this one process (FnApiRunner or DirectRunner, one worker)."""
-    runner = runner_from(beam_args)
-    local = runner is None or runner.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner")
-    return local and not _has_flag(beam_args, "--direct_num_workers")
+    return is_local_runner(runner_from(beam_args)) and not _has_flag(beam_args, "--direct_num_workers")
 
 
 # ------------------------------------------------------------------------------------------ inputs
@@ -388,9 +406,11 @@ __all__ = [
     "check_model_for_day",
     "in_process",
     "is_dask_runner",
+    "is_local_runner",
     "json_safe",
     "model_dataset_fingerprint",
     "pipeline_args",
+    "plan_for",
     "prepare_scoring",
     "resolve_reference",
     "runner_from",

@@ -30,7 +30,9 @@ Plan modes:
 - ``two-stage``: pipeline 1 writes the scored batches (row_id, label, both models' probabilities; ~33 bytes
   a row) and the histograms to a work directory; the driver derives the plan (O(bins x R)) and pipeline 2
   reads the scored batches back and runs pass 2 with the plan as a DoFn argument.
-- ``auto``: two-stage on the Dask runner, side-input elsewhere.
+- ``auto`` (`pipelines.scoring.beam_request.plan_for`): two-stage on the Dask runner and on the local runners
+  (FnApiRunner, DirectRunner), which would hold every scored batch in memory until pass 1 has seen them all;
+  side-input elsewhere.
 
 Beam's Dask runner (apache-beam 2.77) needs four workarounds (how each was found: infra/README.md, "Beam
 runners"):
@@ -109,6 +111,7 @@ from pipelines.scoring.beam_request import (
     in_process,
     is_dask_runner,
     pipeline_args,
+    plan_for,
     prepare_scoring,
     runner_from,
     scored_dir,
@@ -355,7 +358,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         return _nothing_left(request, key, row_groups, lineage, timings, started_at, progress)
 
     dask = is_dask_runner(runner)
-    plan_mode = request.plan_mode if request.plan_mode != "auto" else ("two-stage" if dask else "side-input")
+    plan_mode = plan_for(request.plan_mode, runner)
     thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
     shards = request.combine_shards or (max(1, min(len(tasks), 256)) if dask else 1)
     spec = GameSpec(request.config.game, request.bins, capacity_check=request.check_rows is not None)

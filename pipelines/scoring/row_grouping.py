@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from auditing.game.row_groups import (
     FEATURE_ROWS_GROUPED,
@@ -48,14 +49,39 @@ def relations(dataset: DatasetSpec) -> list[tuple[str, ...]]:
     return out + [(name,) for name in dataset.groups]
 
 
-def group_keys(table: pa.Table, columns_per_relation: list[tuple[str, ...]]) -> list[np.ndarray]:
+def group_keys(table: pa.Table, columns_per_relation: list[tuple[str, ...]],
+               null_columns: frozenset[str] = frozenset()) -> list[np.ndarray]:
     """One uint64 key per row and relation: pandas' stable hash of the row's values in the relation's columns (a
-    missing value is a value like any other; dictionary columns hash by their text)."""
+    missing value is a value like any other; dictionary columns hash by their text).
+
+    A row's key depends on its values only, except that pandas converts an integer column holding a null to
+    floats (5 hashes as 5.0): ``null_columns`` names the columns that hold a null somewhere in the rows whose keys
+    are compared, so that a slice of them without a null hashes as the whole would (`_day_keys`). A float zero
+    hashes as 0.0 whatever its sign."""
     out = []
     for columns in columns_per_relation:
-        frame = pd.DataFrame({name: table.column(name).to_pandas().astype("object") for name in columns})
+        frame = pd.DataFrame({name: _as_pandas(table.column(name), name in null_columns) for name in columns})
         out.append(pd.util.hash_pandas_object(frame, index=False).to_numpy(dtype=np.uint64))
     return out
+
+
+def _as_pandas(column: pa.ChunkedArray, has_nulls: bool):
+    """A column as pandas hashes it after ``to_pandas().astype("object")``, without making a Python object per
+    value for numbers: pandas hashes an object column through its distinct values (factorize, then hash each
+    distinct object by its text, a null as the largest uint64), so a numeric column is factorized natively and
+    only its distinct values become the same Python objects."""
+    if pa.types.is_integer(column.type) and (has_nulls or column.null_count):
+        column = column.cast(pa.float64(), safe=False)  # what to_pandas does to an integer column with a null
+    if pa.types.is_floating(column.type):
+        # pandas hashes a float by the bits of the first equal value it meets, so -0.0 and 0.0 would get keys
+        # that depend on which comes first in the slice: hash every zero as 0.0
+        column = pc.add(column.cast(pa.float64()), pa.scalar(0.0, pa.float64()))
+    elif pa.types.is_integer(column.type):
+        column = column.cast(pa.uint64() if pa.types.is_unsigned_integer(column.type) else pa.int64())
+    else:
+        return column.to_pandas().astype("object")
+    codes, uniques = pd.factorize(column.to_numpy())
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques.astype(object), dtype=object))
 
 
 @dataclass(frozen=True)
@@ -124,6 +150,68 @@ def _columns(dataset: DatasetSpec, rels: list[tuple[str, ...]]) -> list[str]:
     return [dataset.row_key, *seen]
 
 
+# Rows per batch when the night's keys are computed: the partition is streamed, never held whole (at 4e6 rows
+# the whole table with its pandas copies took 5.4 GB; benchmarks/results/memory.md).
+KEY_BATCH_ROWS = 262_144
+
+
+def _null_columns(root, date: dt.date, dataset: DatasetSpec, columns: list[str]) -> frozenset[str]:
+    """The ``columns`` holding a null in the partition, from the files' footer statistics (a column chunk
+    without a null count is read to count them)."""
+    from pipelines.scoring.partition_batches import partition_files
+
+    found = set()
+    for path in partition_files(root, date, dataset):
+        parquet = schema.open_parquet(path)
+        metadata = parquet.metadata
+        for group in range(metadata.num_row_groups):
+            chunks = metadata.row_group(group)
+            for index in range(chunks.num_columns):
+                name = chunks.column(index).path_in_schema
+                if name not in columns or name in found:
+                    continue
+                statistics = chunks.column(index).statistics
+                if statistics is not None and statistics.has_null_count:
+                    nulls = statistics.null_count
+                else:
+                    try:
+                        nulls = parquet.read_row_group(group, columns=[name]).column(name).null_count
+                    except (pa.ArrowException, OSError) as exc:
+                        raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+                if nulls:
+                    found.add(name)
+    return frozenset(found)
+
+
+def _day_keys(root, date: dt.date, dataset: DatasetSpec, rels, selection=None) -> tuple[np.ndarray, list]:
+    """(row ids, one key array per relation) of the partition's rows that ``selection`` keeps (None: every row),
+    in the partition's order, streamed in batches of `KEY_BATCH_ROWS` rows (8 bytes a row per relation and for the
+    ids are held, not the table)."""
+    columns = _columns(dataset, rels)
+    nulls = _null_columns(root, date, dataset, columns)
+    ids, keys = [], [[] for _ in rels]
+    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, columns=columns, dataset=dataset):
+        table = pa.Table.from_batches([batch])
+        batch_ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
+        keep = None if selection is None else selection.mask(batch_ids)
+        for out, found in zip(keys, group_keys(table, rels, nulls), strict=True):
+            out.append(found if keep is None else found[keep])
+        ids.append(batch_ids if keep is None else batch_ids[keep])
+    return np.concatenate(ids), [np.concatenate(found) for found in keys]
+
+
+def _rows_at(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray) -> pa.Table:
+    """The partition's rows at ``positions`` (sorted, in the partition's order), every column, streamed."""
+    parts, start = [], 0
+    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, dataset=dataset, check_unique=False):
+        end = start + batch.num_rows
+        lo, hi = np.searchsorted(positions, [start, end])
+        if hi > lo:
+            parts.append(pa.Table.from_batches([batch]).take(pa.array(positions[lo:hi] - start)))
+        start = end
+    return pa.concat_tables(parts)
+
+
 def _reference_keys(root, reference: ModelHandle, rels, dataset: DatasetSpec) -> tuple[list, str | None]:
     """The reference's training rows' keys on its own day, or ([], why not)."""
     from pipelines.scoring.audit_rows import training_rows
@@ -145,10 +233,8 @@ def _reference_keys(root, reference: ModelHandle, rels, dataset: DatasetSpec) ->
         selection = training_rows(metadata, reference.directory)
     except LabelDPInputError as exc:
         return [], f"the reference's training rows are not recorded ({exc}): not compared"
-    table = schema.read_partition(root, day, columns=_columns(dataset, rels), dataset=dataset)
-    ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
-    keep = selection.mask(ids)
-    return [k[keep] for k in group_keys(table, rels)], None
+    _ids, keys = _day_keys(root, day, dataset, rels, selection)
+    return keys, None
 
 
 def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHandle,
@@ -163,9 +249,7 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
     rule = describe_rule(dataset.feature_rows, dataset.groups)
     if not rels:
         return GroupExclusion(rule, columns, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    table = schema.read_partition(root, date, dataset=dataset)
-    ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
-    keys = group_keys(table, rels)
+    ids, keys = _day_keys(root, date, dataset, rels)
     others, note = _reference_keys(root, reference, rels, dataset)
     alone_today = singleton_mask(keys)
     alone = singleton_mask(keys, others) if others else alone_today
@@ -174,7 +258,7 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
     agreement = LabelAgreement(0, None, None)
     grouped = np.flatnonzero(~alone_today)
     if grouped.size:
-        agreement = _agreement(root, table.take(pa.array(grouped)), [k[grouped] for k in keys], dataset,
+        agreement = _agreement(root, _rows_at(root, date, dataset, grouped), [k[grouped] for k in keys], dataset,
                                diagnostic_reference or reference)
     progress(f"row groups ({rule}): {excluded.size} of {ids.size} rows left out ({with_inputs.size} for sharing a "
              f"group with the reference's training rows)"
