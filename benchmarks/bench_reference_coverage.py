@@ -60,7 +60,7 @@ def main() -> int:
 
     table = schema.read_partition(args.data_root, day)
     target_model = resolve_model(args.data_root, args.model, day)
-    target, metadata = registry.load_model(target_model), target_model.metadata
+    target, metadata = registry.load_model(target_model), target_model.meta
     reference = registry.load_model(resolve_model(args.data_root, args.reference, reference_day))
     claimed = args.claimed_epsilon if args.claimed_epsilon is not None else registry.claimed_epsilon(metadata)
     table = table.filter(audit_rows.row_selection("training", metadata).mask(table.column("row_id").to_numpy()))

@@ -389,7 +389,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     plan = load_plan(plan_file)
     check_partition(root, day, plan)
     candidate = resolve_model(root, name, day)
-    check_model_for_day(candidate.metadata, plan.dataset, day, "candidate")
+    check_model_for_day(candidate.meta, plan.dataset, day, "candidate")
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
     raw_reference = ensure_reference(root, day, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference

@@ -62,7 +62,7 @@ def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, foot
     from pipelines.scoring.beam_request import check_model_for_day
 
     model = resolve_model(root, name, day)
-    check_model_for_day(model.metadata, plan.dataset, day, role)
+    check_model_for_day(model.meta, plan.dataset, day, role)
     _reads_columns(model, footer)
     return model
 
@@ -70,8 +70,8 @@ def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, foot
 def _reads_columns(model, footer) -> None:
     from pipelines.models import registry
 
-    if model.metadata.get("feature_schema"):
-        registry.check_features(model.metadata, footer)
+    if model.meta.feature_schema:
+        registry.check_features(model.meta, footer)
 
 
 def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set[dt.date]) -> None:
@@ -104,7 +104,7 @@ def check_targets(root: Path, day: dt.date, plan: AuditPlan) -> None:
             elif plan.on_missing_target != "train":  # never trains: refuses, skips, or reuses the model
                 fingerprint = fingerprint or steps.check_partition(root, day, plan)["fingerprint"]
                 model = steps.ensure_target(root, day, spec, plan, fingerprint)
-                check_model_for_day(model.metadata, plan.dataset, day, "target")
+                check_model_for_day(model.meta, plan.dataset, day, "target")
             else:
                 continue
             _reads_columns(model, footer)

@@ -156,7 +156,7 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
         return ensure_registered(root, date, spec, plan, progress)
     if model_dir(root, spec.name, date).is_dir():
         model = resolve_model(root, spec.name, date)
-        differs = reuse_mismatch(model.metadata, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
+        differs = reuse_mismatch(model.meta, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
                                  partition_fingerprint=partition_fp, settings=_settings(plan), dataset=plan.dataset)
         if differs is None:
             progress(f"{spec.name}: reusing the registered model (made exactly as the plan says, on the same "
@@ -191,8 +191,7 @@ def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: A
         raise _missing(plan, f"registered target {spec.name} has no model for {date.isoformat()} at {directory}; "
                              f"register it with {hints.REGISTER_MODEL.line(name=spec.name, date=date.isoformat())}")
     model = resolve_model(root, spec.name, date)
-    metadata = model.metadata
-    check_model_for_day(metadata, plan.dataset, date, "target")
+    check_model_for_day(model.meta, plan.dataset, date, "target")
     registered = model.claimed_epsilon
     if spec.claimed_epsilon is not None and spec.claimed_epsilon != registered:
         raise LabelDPInputError(f"target {spec.name}@{date}: the plan claims eps {spec.claimed_epsilon:g} but the "
@@ -376,7 +375,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
             check = replace(check, note=f"reference not recalibrated: {exc.reason}")
         else:
             check = replace(check, calibration_figures=calibration_figures(
-                recalibrated_model.metadata["recalibration"]))
+                recalibrated_model.meta.recalibration))
             reference, recalibrated = recalibrated_model, True
     rows = NightRows(check_row_selection(heldout, recalibrated),
                      night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress))

@@ -17,6 +17,11 @@ FILLER = {"metadata_version": 1, "mechanism": {"name": "external", "epsilon": "i
           "code_version": {}, "created_at": "2024-01-01T00:00:00+00:00"}
 
 
+def metadata_of(metadata: dict) -> ModelMetadata:
+    """The record of ``metadata`` (the keys it lacks from `FILLER`), as `ModelMetadata.from_dict` reads a file."""
+    return ModelMetadata.from_dict({**FILLER, **metadata}, "a test's metadata")
+
+
 def unregistered(metadata: dict, root: str | os.PathLike = "/nonexistent") -> ModelHandle:
     """A handle on ``metadata`` (its ``model_name`` and ``date``; the keys it lacks from `FILLER`) at its place under
     ``root``, whose file need not exist (its fingerprint is all zeros)."""

@@ -11,6 +11,7 @@ import logging
 
 import numpy as np
 import pytest
+from model_handles import metadata_of
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
@@ -52,7 +53,7 @@ def test_metadata_records_the_rows_whose_labels_entered_training(world):
     split = splits.split_of(row_ids)
     assert record["rows"] == int(np.sum(split != splits.TEST)) == world["metadata"]["test_metrics"]["train_rows"] + \
         world["metadata"]["test_metrics"]["validation_rows"]
-    mask = training_rows(world["metadata"]).mask(row_ids)
+    mask = training_rows(metadata_of(world["metadata"])).mask(row_ids)
     assert np.array_equal(mask, split != splits.TEST)
 
 
@@ -62,7 +63,7 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
     assert config.audit_rows == "training"
     outcome = score_day(ScoringRequest(str(root), DAY, "rr-1", config, reference="reference", batch_size=1500), [])
     row_ids = table.column(schema.ROW_ID).to_numpy()
-    keep = row_selection("training", world["metadata"]).mask(row_ids)
+    keep = row_selection("training", metadata_of(world["metadata"])).mask(row_ids)
     expected_rows = world["metadata"]["training_rows"]["rows"]
     assert outcome.result.m == int(keep.sum()) == expected_rows < ROWS
     audited = outcome.record["diagnostics"]["audited_rows"]
@@ -90,7 +91,7 @@ def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, caps
     legacy = {k: v for k, v in metadata.items() if k != "training_rows"}
     registry.save_model(root, "legacy", DAY, model, legacy)
     with pytest.raises(LabelDPInputError, match=r"model 'legacy' of 2024-05-02: .*re-train it"):
-        row_selection("training", registry.read_metadata(root, "legacy", DAY).to_dict())
+        row_selection("training", registry.read_metadata(root, "legacy", DAY))
     code = cli_main(["score", "--date", DAY.isoformat(), "--model", "legacy", "--reference", "reference", "--data-root",
                      str(root), "--repetitions", "2", "--quiet"])
     err = capsys.readouterr().err.strip()
@@ -127,13 +128,13 @@ def test_unread_rows_and_recorded_scheme_are_applied_from_the_record_alone():
     record with another salt selects other rows than the current scheme would."""
     ids = np.arange(10_000, dtype=np.int64)
     record = {"split": splits.scheme(), "label_splits": ["train"], "unread_row_ids": [3, 5, 7], "rows": None}
-    selection = training_rows({"model_name": "pate-1", "date": DAY, "training_rows": record})
+    selection = training_rows(metadata_of({"model_name": "pate-1", "date": DAY.isoformat(), "training_rows": record}))
     expected = (splits.split_of(ids) == splits.TRAIN) & ~np.isin(ids, [3, 5, 7])
     assert np.array_equal(selection.mask(ids), expected)
     other = {**record, "split": {**splits.scheme(), "salt": "0x1"}, "unread_row_ids": []}
-    moved = training_rows({"model_name": "m", "date": DAY, "training_rows": other}).mask(ids)
+    moved = training_rows(metadata_of({"model_name": "m", "date": DAY.isoformat(), "training_rows": other})).mask(ids)
     assert np.array_equal(moved, splits.split_of(ids, salt=1) == splits.TRAIN)
     assert not np.array_equal(moved, splits.split_of(ids) == splits.TRAIN)
     for bad in ({**record, "label_splits": []}, {**record, "split": {"hash": "md5"}}):
         with pytest.raises(LabelDPInputError, match=r"model 'm' of .*re-train it"):
-            training_rows({"model_name": "m", "date": DAY, "training_rows": bad})
+            training_rows(metadata_of({"model_name": "m", "date": DAY.isoformat(), "training_rows": bad}))

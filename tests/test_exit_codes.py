@@ -420,7 +420,7 @@ def test_ctrl_c_during_scoring_exits_130_and_leaves_nothing_behind(data_root, tm
     seen = []
     for line in child.stderr:
         seen.append(line)
-        if "pipeline: inference" in line:  # the Beam job is scoring
+        if ": inference" in line:  # the Beam job is scoring ("pipeline: ..." or, two-stage, "pipeline 1: ...")
             break
     assert child.poll() is None, "".join(seen)
     sent = time.monotonic()
@@ -485,7 +485,7 @@ def test_sigterm_during_scoring_exits_143_leaves_nothing_and_the_run_crashed(dat
     before, rows_before = snapshot(data_root), stored(data_root)
     started = dt.datetime.now(dt.UTC)
     six = _plan(tmp_path, "six", audit={"repetitions": 6, "grid_points": 30})  # same models, a new sweep
-    code, err, took = _stop_when(nightly(data_root, six), "pipeline: inference", signal.SIGTERM,
+    code, err, took = _stop_when(nightly(data_root, six), ": inference", signal.SIGTERM,
                                  env={**_env(), "PREFECT_API_URL": prefect_api})
     print(f"SIGTERM during scoring: exit {code} {took:.1f} s after the signal")
     assert code == exit_codes.TERMINATED, err

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from model_handles import unregistered
+from model_handles import metadata_of, unregistered
 from scipy.special import expit
 
 from labeldp.errors import LabelDPInputError
@@ -153,7 +153,7 @@ def test_a_dataset_with_three_classes_is_refused(tmp_path):
 
 def test_a_keys_record_selects_exactly_its_keys(world):
     directory = model_dir(world["root"], "outside", DAY)
-    selection = audit_rows.row_selection("training", world["outside"], directory)
+    selection = audit_rows.row_selection("training", metadata_of(world["outside"]), directory)
     assert isinstance(selection, audit_rows.KeysSelection)
     assert np.array_equal(selection.mask(world["ids"]), world["trains"])
     assert selection.model == "outside" and selection.rows == world["keys"].size
@@ -162,14 +162,14 @@ def test_a_keys_record_selects_exactly_its_keys(world):
     assert described["audit_rows"] == "training"
     assert np.array_equal(pickle.loads(pickle.dumps(selection)).mask(world["ids"]), world["trains"])
     with pytest.raises(LabelDPInputError, match=r"training_rows\.parquet"):
-        audit_rows.training_rows(world["outside"])  # no model directory to read it from
+        audit_rows.training_rows(metadata_of(world["outside"]))  # no model directory to read it from
 
     every = {"model_name": "outside-all", "date": DAY.isoformat(), "training_rows": {"kind": "all", "rows": ROWS}}
-    selection = audit_rows.training_rows(every)
+    selection = audit_rows.training_rows(metadata_of(every))
     assert selection.mask(world["ids"]).all() and selection.rows == ROWS
     assert selection.describe()["training_rows_kind"] == "all"
-    with pytest.raises(LabelDPInputError, match="unknown training_rows kind 'some'"):
-        audit_rows.training_rows({"model_name": "m", "training_rows": {"kind": "some"}})
+    with pytest.raises(LabelDPInputError, match=r"unknown training_rows\.kind 'some'"):
+        metadata_of({"model_name": "m", "date": DAY.isoformat(), "training_rows": {"kind": "some"}})
 
 
 @pytest.mark.parametrize("damage", ["missing", "not parquet", "unsorted", "changed", "wrong count"])
@@ -194,7 +194,8 @@ def test_a_broken_keys_file_is_named(tmp_path, damage):
         record["rows"] = 5
         expected = "rows is 5 but " + expected
     with pytest.raises(LabelDPInputError, match=expected):
-        audit_rows.training_rows({"model_name": "m", "date": DAY.isoformat(), "training_rows": record}, tmp_path)
+        audit_rows.training_rows(metadata_of({"model_name": "m", "date": DAY.isoformat(), "training_rows": record}),
+                                 tmp_path)
 
 
 def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):

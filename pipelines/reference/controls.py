@@ -71,7 +71,7 @@ def _current(root, name: str, date: dt.date, expected: dict,
         entry = resolve_model(root, name, date)
     except LabelDPInputError:
         return None
-    seen = {key: entry.metadata.get("control", {}).get(key) for key in expected}
+    seen = {key: (entry.meta.control or {}).get(key) for key in expected}  # the control's own record
     if seen == expected:
         return entry
     progress(f"{name}: rewriting the entry of {date.isoformat()} (changed: "
@@ -116,6 +116,7 @@ def ensure_positive_control(root: str | os.PathLike, date: dt.date, name: str, e
 def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, reference: ModelHandle,
                             partition_fingerprint: str) -> ModelHandle:
     """A copy of the resolved reference model ``reference`` registered as ``name`` for day ``date``, resolved."""
+    # The copy's metadata is the reference's JSON object with the control's keys: built from the JSON form.
     ref_name, ref_date, ref_md = reference.name, reference.date, reference.metadata
     source = reference.artifact
     keys = source.parent / KEYS_FILE

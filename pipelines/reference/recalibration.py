@@ -527,7 +527,7 @@ def check_heldout(targets: Iterable[ModelHandle] = (), audit_rows: str = "traini
         if kind == KEYS:
             from pipelines.data.layout import file_fingerprint
 
-            selection = training_rows(target.metadata, target.directory)  # audit_rows reads the JSON form
+            selection = training_rows(target.meta, target.directory)
             excluded.append(selection)
             fingerprints.append(file_fingerprint(Path(selection.file)))
             continue

@@ -78,9 +78,9 @@ def _fit(predict, table: pa.Table, rows: np.ndarray, rows_rule: str | None = Non
 def _unseen_rows(reference: ModelHandle, row_ids: np.ndarray) -> tuple[np.ndarray, str]:
     """The rows of the reference's own day whose labels did not train it (its ``training_rows`` record), and
     how they were chosen."""
-    kind = record_kind(reference.metadata)
+    kind = record_kind(reference.meta)
     if kind == KEYS:
-        selection = training_rows(reference.metadata, reference.directory)
+        selection = training_rows(reference.meta, reference.directory)
         return np.flatnonzero(~selection.mask(row_ids)), "rows not in its training keys"
     if kind == ALL:
         return np.arange(row_ids.size), "every row (it was trained on all of them: in-sample)"
@@ -144,7 +144,7 @@ def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> Model
     """The reference whose fit the diagnostic measures: a recalibrated reference's source (the D-1 checkpoint it
     corrects, named in its ``recalibration`` record; the handle's ``source`` when the run resolved it), else the
     reference itself."""
-    recalibration = reference.metadata.get("recalibration")
+    recalibration = reference.meta.recalibration  # the recalibration's own record (a JSON object), or absent
     source = recalibration.get("source_reference") if isinstance(recalibration, dict) else None
     if not isinstance(source, dict):
         return reference

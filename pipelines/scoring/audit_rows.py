@@ -40,6 +40,7 @@ from auditing.config import AUDIT_ROWS
 from labeldp import hints
 from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import splits
+from pipelines.models.metadata import ABSENT, ModelMetadata, TrainingRows, or_none
 
 _SPLIT_CODES = {name: code for code, name in splits.SPLIT_NAMES.items()}
 KEYS = "keys"
@@ -127,19 +128,15 @@ def check_audit_rows(value: str, name: str = "audit_rows") -> str:
     return value
 
 
-def record_kind(metadata: dict) -> str | None:
+def record_kind(metadata: ModelMetadata) -> str | None:
     """``"keys"``, ``"all"``, or None for the split-scheme record (or no record) of a model's metadata."""
-    record = metadata.get("training_rows")
-    return record.get("kind") if isinstance(record, dict) else None
+    record = metadata.training_rows
+    return or_none(record.kind) if isinstance(record, TrainingRows) else None
 
 
-def _recorded_rows(record: dict, where: str) -> int | None:
-    rows = record.get("rows")
-    if rows is None:
-        return None
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
-        raise LabelDPInputError(f"{where}: training_rows.rows must be a whole number >= 0 or null; got {rows!r}")
-    return rows
+def _recorded_rows(record: TrainingRows) -> int | None:
+    """The recorded row count (None when not recorded; `TrainingRows.from_dict` checked it is a count)."""
+    return or_none(record.rows)
 
 
 def read_training_keys(path: Path, where: str, fingerprint: str | None = None) -> np.ndarray:
@@ -171,61 +168,60 @@ def read_training_keys(path: Path, where: str, fingerprint: str | None = None) -
     return keys
 
 
-def _keys_selection(record: dict, model: str, date: str, model_directory, where: str) -> KeysSelection:
-    name = record.get("file")
+def _keys_selection(record: TrainingRows, model: str, date: str, model_directory, where: str) -> KeysSelection:
+    name = or_none(record.file)
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
         raise LabelDPInputError(f"{where}: training_rows.file must be a plain file name; got {name!r}")
     if model_directory is None:
         raise LabelDPInputError(f"{where}: its training rows are listed in {name}; the model's directory is needed "
                                 f"to read them")
     path = Path(os.fspath(model_directory)) / name
-    rows = _recorded_rows(record, where)
-    keys = read_training_keys(path, where, record.get("fingerprint"))
+    rows = _recorded_rows(record)
+    keys = read_training_keys(path, where, or_none(record.fingerprint))
     if rows is not None and rows != keys.size:
         raise LabelDPInputError(f"{where}: training_rows.rows is {rows} but {path} lists {keys.size} keys")
     return KeysSelection(model=model, date=date, file=str(path), keys=keys, rows=keys.size)
 
 
-def training_rows(metadata: dict, model_directory: str | os.PathLike | None = None):
+def training_rows(metadata: ModelMetadata, model_directory: str | os.PathLike | None = None):
     """The selection (`RowSelection`, `KeysSelection` or `AllRowsSelection`) of a target from its registry
     metadata; ``model_directory`` (``models/<name>/date=D``) is where a keys record's file is read. A clear
     error naming the model and what to do when the metadata has no (or a malformed) ``training_rows`` record,
     or its keys file is missing or unreadable."""
-    model, date = metadata.get("model_name", "?"), metadata.get("date", "?")
+    model, date = metadata.model_name, metadata.date.isoformat()
     where = f"model {model!r} of {date}"
-    record = metadata.get("training_rows")
-    if not isinstance(record, dict):
+    record = metadata.training_rows
+    if not isinstance(record, TrainingRows):
         raise LabelDPInputError(
             f"{where}: its registry metadata has no training_rows record (registered before "
             f"audit_rows existed), so the rows whose labels entered training are unknown; re-train it "
             f"({hints.TRAIN_MODEL.line(name=model, date=date)}, or delete models/{model}/date={date} and let the "
             f"nightly flow re-train it) or audit every row ({mention('audit_rows')} all; in a plan: "
             "audit.audit_rows 'all')", field="audit_rows")
-    kind = record.get("kind")
-    if kind == KEYS:
-        return _keys_selection(record, str(model), str(date), model_directory, where)
-    if kind == ALL:
-        return AllRowsSelection(model=str(model), date=str(date), rows=_recorded_rows(record, where))
-    if kind is not None:
-        raise LabelDPInputError(f"{where}: unknown training_rows kind {kind!r} (known: {KEYS!r}, {ALL!r}, or the "
-                                f"split-scheme record without a kind)")
-    return _split_selection(record, str(model), str(date), where)
+    if record.kind == KEYS:
+        return _keys_selection(record, model, date, model_directory, where)
+    if record.kind == ALL:
+        return AllRowsSelection(model=model, date=date, rows=_recorded_rows(record))
+    return _split_selection(record, model, date, where)  # TrainingRows.from_dict admits no other kind
 
 
-def _split_selection(record: dict, model: str, date: str, where: str) -> RowSelection:
+def _split_selection(record: TrainingRows, model: str, date: str, where: str) -> RowSelection:
     try:
-        scheme = record["split"]
-        if scheme.get("hash") != "splitmix64":
+        scheme = record.split
+        if scheme is ABSENT:
+            raise KeyError("split")
+        if scheme.get("hash") != "splitmix64":  # the split scheme's own JSON object, read here
             raise ValueError(f"unknown split hash {scheme.get('hash')!r}")
-        codes = tuple(sorted(_SPLIT_CODES[name] for name in record["label_splits"]))
+        if record.label_splits is ABSENT:
+            raise KeyError("label_splits")
+        codes = tuple(sorted(_SPLIT_CODES[name] for name in record.label_splits))
         if not codes or len(set(codes)) != len(codes):
-            raise ValueError(f"label_splits {record['label_splits']!r}")
-        unread = np.sort(np.asarray(record.get("unread_row_ids") or [], dtype=np.int64))
+            raise ValueError(f"label_splits {list(record.label_splits)!r}")
+        unread = np.sort(np.asarray(record.unread_row_ids or [], dtype=np.int64))
         selection = RowSelection(
             model=model, date=date, salt=int(str(scheme["salt"]), 16), buckets=int(scheme["buckets"]),
             train_buckets=int(scheme["train_buckets"]), validation_buckets=int(scheme["validation_buckets"]),
-            split_codes=codes, unread_row_ids=unread,
-            rows=None if record.get("rows") is None else int(record["rows"]))
+            split_codes=codes, unread_row_ids=unread, rows=_recorded_rows(record))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise LabelDPInputError(f"{where}: malformed training_rows record in its registry "
                                 f"metadata ({exc}); re-train it") from None
@@ -236,7 +232,7 @@ def _split_selection(record: dict, model: str, date: str, where: str) -> RowSele
     return selection
 
 
-def row_selection(audit_rows: str, metadata: dict, model_directory: str | os.PathLike | None = None):
+def row_selection(audit_rows: str, metadata: ModelMetadata, model_directory: str | os.PathLike | None = None):
     """None for ``all``; the target's training rows for ``training`` (`training_rows`; LabelDPInputError as
     there, or for an unknown ``audit_rows``)."""
     check_audit_rows(audit_rows)

@@ -30,6 +30,7 @@ from pipelines.data.dataset_spec import DatasetSpec, criteo
 from pipelines.data.layout import model_dir
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
+from pipelines.models.metadata import DatasetRecord, ModelMetadata, TrainingRows, or_none
 from pipelines.scoring.partition_batches import partition_files, partition_schema
 
 FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
@@ -183,28 +184,29 @@ def in_process(beam_args: Sequence[str]) -> bool:
 # ------------------------------------------------------------------------------------------ inputs
 
 
-def model_dataset_fingerprint(metadata: dict) -> str:
+def model_dataset_fingerprint(metadata: ModelMetadata) -> str:
     """The fingerprint of the dataset a model reads (its metadata's ``dataset``; none recorded: Criteo)."""
-    record = metadata.get("dataset")
-    return record.get("fingerprint") if isinstance(record, dict) else criteo().fingerprint()
+    record = metadata.dataset
+    return record.fingerprint if isinstance(record, DatasetRecord) else criteo().fingerprint()
 
 
-def check_model_for_day(metadata: dict, dataset: DatasetSpec, date: dt.date, role: str) -> None:
+def check_model_for_day(metadata: ModelMetadata, dataset: DatasetSpec, date: dt.date, role: str) -> None:
     """A model can score day ``date``'s rows: it reads this dataset, and a logged-predictions table holds
     predictions for exactly that day's rows (``predictions_for``)."""
-    model = f"the {role} {metadata.get('model_name', '?')!r} of {metadata.get('date', '?')}"
-    reads_features = bool(metadata.get("feature_schema")) or "dataset" in metadata  # the RR oracle reads none
+    name, day = metadata.model_name, metadata.date.isoformat()
+    model = f"the {role} {name!r} of {day}"
+    recorded = metadata.dataset if isinstance(metadata.dataset, DatasetRecord) else None
+    reads_features = bool(metadata.feature_schema) or recorded is not None  # the RR oracle reads none
     if reads_features and model_dataset_fingerprint(metadata) != dataset.fingerprint():
-        found = (metadata.get("dataset") or {}).get("name", "criteo")
-        name, day = metadata.get("model_name", "NAME"), metadata.get("date", "D")
+        found = "criteo" if recorded is None else recorded.name
         fix = (f"register its file again for that dataset with "
                f"{hints.REGISTER_FOR_DATASET.line(name=name, date=day)} (SPEC: the spec of {dataset.name!r})"
-               if metadata.get("source") == "registered" else
+               if metadata.source == "registered" else
                f"train it again on that partition ({hints.TRAIN_MODEL.line(name=name, date=day)})")
         raise LabelDPInputError(f"{model} reads dataset {found!r}, but the partition of {date.isoformat()} is "
                                 f"dataset {dataset.name!r}; {fix}")
-    scores = metadata.get("predictions_for")
-    if scores is not None and scores != date.isoformat():
+    scores = or_none(metadata.predictions_for)
+    if scores is not None and scores != date:
         raise LabelDPInputError(f"{model} is a table of predictions on the rows of {scores}, not of "
                                 f"{date.isoformat()}: a predictions table answers only for the day it scored")
 
@@ -234,10 +236,10 @@ def check_inputs(request: ScoringRequest, target: ModelHandle, reference: ModelH
     dataset = dataset or criteo()
     files = partition_files(request.data_root, request.date, dataset)
     table_schema = partition_schema(files, dataset)
-    check_model_for_day(target.metadata, dataset, request.date, "target")
-    check_model_for_day(reference.metadata, dataset, request.date, "reference")
-    registry.check_features(target.metadata, table_schema)
-    registry.check_features(reference.metadata, table_schema)
+    check_model_for_day(target.meta, dataset, request.date, "target")
+    check_model_for_day(reference.meta, dataset, request.date, "reference")
+    registry.check_features(target.meta, table_schema)
+    registry.check_features(reference.meta, table_schema)
     if reference.format.scores_one_day:  # a table of predictions must answer every row of the day
         from pipelines.data.schema import read_partition
 
@@ -279,11 +281,11 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     if progress is not None:
         progress(f"checking inputs: partition {request.date}, model {target.id}, reference {reference.id}")
     files, _table_schema = check_inputs(request, target, reference, dataset)
-    target_md = target.metadata
-    selection = row_selection(request.config.audit_rows, target_md, target.directory)
+    selection = row_selection(request.config.audit_rows, target.meta, target.directory)
     check_rows, row_groups = request.check_rows, None
-    audited_rows = None if selection is None else {**selection.describe(),
-                                                    "training_rows": target_md.get("training_rows")}
+    record = target.meta.training_rows  # as stored (a record, or null / absent for a model without one)
+    audited_rows = None if selection is None else {
+        **selection.describe(), "training_rows": record.to_dict() if isinstance(record, TrainingRows) else None}
     if request.excluded_rows is not None:  # rows sharing a group leave the audited and the check rows
         from pipelines.scoring.row_grouping import ExcludingSelection
 

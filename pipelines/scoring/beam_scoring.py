@@ -82,6 +82,7 @@ from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data.layout import atomic_directory
 from pipelines.models.handle import ModelHandle
+from pipelines.models.metadata import ModelMetadata
 from pipelines.scoring.beam_coders import BATCH, keyed, typed
 from pipelines.scoring.beam_dofns import (
     AttachTarget,
@@ -349,7 +350,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     runner = runner_from(beam_args) or FN_API_RUNNER
     prepared = prepared or prepare_scoring(request, beam_args, progress)
     dataset, lineage, key = prepared.dataset, prepared.lineage, prepared.key
-    target_md, tasks, total_rows = prepared.target.metadata, prepared.tasks, prepared.total_rows
+    target_md, tasks, total_rows = prepared.target.meta, prepared.tasks, prepared.total_rows
     selection, check_rows, row_groups = prepared.selection, prepared.check_rows, prepared.row_groups
     partition_fp = lineage["partition"]["fingerprint"]
     timings["checks_s"] = round(time.monotonic() - started, 3)
@@ -471,7 +472,7 @@ def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec):
     return pass1.checks if pass1.checks is not None else CheckHistograms.empty()
 
 
-def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, target_md: dict,
+def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, target_md: ModelMetadata,
                   partition_fp: str) -> dict:
     """Which rows the game saw (result.json diagnostics). With ``training`` on the partition the model was
     trained on, the rows read must be exactly the rows whose labels training read (registry metadata)."""
@@ -479,7 +480,7 @@ def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, tar
            "rows_not_audited": int(total_rows - issues.get("rows_read", 0))}
     if selection is not None:
         out.update(selection.describe())
-        same_partition = target_md.get("partition_fingerprint") == partition_fp
+        same_partition = target_md.partition_fingerprint == partition_fp
         if same_partition and selection.rows is not None and issues.get("rows_read") != selection.rows:
             raise RuntimeError(f"audit_rows training: read {issues.get('rows_read')} rows but model "
                                f"{selection.model!r} records {selection.rows} training rows on this partition")

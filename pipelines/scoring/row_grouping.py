@@ -216,9 +216,9 @@ def _reference_keys(root, reference: ModelHandle, rels, dataset: DatasetSpec) ->
     """The reference's training rows' keys on its own day, or ([], why not)."""
     from pipelines.scoring.audit_rows import training_rows
 
-    metadata, day = reference.metadata, reference.date
-    if metadata.get("recalibration"):  # the recalibrated reference: its source's training rows count
-        source = metadata["recalibration"]["source_reference"]
+    metadata, day = reference.meta, reference.date
+    if metadata.recalibration:  # the recalibrated reference: its source's training rows count
+        source = metadata.recalibration["source_reference"]  # the recalibration's own record
         try:
             source_model = reference.source or resolve_model(root, source["name"],
                                                              dt.date.fromisoformat(source["date"]))
