@@ -18,18 +18,19 @@ from auditing.game.row_groups import RowGroups
 from labeldp.errors import LabelDPInputError
 
 
-def _fields_of(cls, data: Mapping, what: str) -> dict:
-    """``data``'s values for ``cls``'s fields; LabelDPInputError naming a field no version had or a missing one."""
+def _fields_of(cls, data: Mapping, what: str, expected: str = "") -> dict:
+    """``data``'s values for ``cls``'s fields; LabelDPInputError naming a field no version had or a missing one
+    (``expected``: what the record should be, added to the message)."""
     if not isinstance(data, Mapping):
         raise LabelDPInputError(f"{what}: expected a record (mapping); got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise LabelDPInputError(f"{what}: unknown field(s) {unknown}")
+        raise LabelDPInputError(f"{what}: unknown field(s) {unknown}{expected}")
     missing = [name for name, f in fields.items() if name not in data
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
-        raise LabelDPInputError(f"{what}: missing field(s) {missing}")
+        raise LabelDPInputError(f"{what}: missing field(s) {missing}{expected}")
     return dict(data)
 
 
@@ -279,15 +280,7 @@ class AuditResult:
             raise LabelDPInputError(
                 "result: written before kappa (it has tau, a total-variation figure, and no kappa); audit it again "
                 "with this version")
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(fields))
-        if unknown:
-            raise LabelDPInputError(f"result: unknown field(s) {unknown} (expected AuditResult.to_dict())")
-        missing = [name for name, f in fields.items() if name not in data
-                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-        if missing:
-            raise LabelDPInputError(f"result: missing field(s) {missing} (expected AuditResult.to_dict())")
-        values = dict(data)
+        values = _fields_of(cls, data, "result", " (expected AuditResult.to_dict())")
         for name, record in _NESTED.items():
             values[name] = record(values.get(name))
         values["curve"] = tuple(CurvePoint.from_dict(point) for point in values.get("curve") or ())

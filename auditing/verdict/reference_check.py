@@ -8,26 +8,14 @@ it back unchanged. Errors name the field (``reference_check.label_blind.misfit_k
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from auditing.config import REFERENCE_CALIBRATIONS
 from labeldp.errors import LabelDPInputError
+from labeldp.records import record_keys
 
 NAME = "reference_check"
-
-
-def _keys(value: Any, name: str, allowed: Sequence[str], required: Sequence[str]) -> Mapping:
-    if not isinstance(value, Mapping):
-        raise LabelDPInputError(f"{name} must be a dict; got {type(value).__name__}")
-    unknown = sorted(set(value) - set(allowed))
-    if unknown:
-        raise LabelDPInputError(f"{name}: unknown key(s) {unknown}; allowed: {list(allowed)}")
-    missing = [k for k in required if value.get(k) is None]
-    if missing:
-        raise LabelDPInputError(f"{name}: missing {missing}")
-    return value
 
 
 def _number(value: Any, name: str) -> float:
@@ -81,7 +69,7 @@ class CalibrationFigures:
     def from_dict(cls, data: Any) -> CalibrationFigures:
         name = f"{NAME}.calibration_figures"
         keys = tuple(f.name for f in fields(cls))
-        data = _keys(data, name, keys, keys)
+        data = record_keys(data, name, keys, keys, null_is_missing=True)
         return cls(**{key: _count(data[key], f"{name}.{key}") if key.startswith(("rows", "rounds"))
                       else _figure(data[key], f"{name}.{key}", 1.0 if key.startswith("ece") else None)
                       for key in keys})
@@ -108,7 +96,7 @@ class LabelBlindFigures:
     def from_dict(cls, data: Any) -> LabelBlindFigures:
         name = f"{NAME}.label_blind"
         keys = tuple(f.name for f in fields(cls))
-        data = _keys(data, name, keys, keys)
+        data = record_keys(data, name, keys, keys, null_is_missing=True)
         return cls(_figure(data["epsilon_lower_bound"], f"{name}.epsilon_lower_bound"),
                    _figure(data["misfit_kappa"], f"{name}.misfit_kappa"), _flag(data["flagged"], f"{name}.flagged"))
 
@@ -176,7 +164,8 @@ class ReferenceCheck:
     @classmethod
     def from_dict(cls, data: Any) -> ReferenceCheck:
         """The check of its JSON (``to_dict``'s shape; absent optional keys read None)."""
-        data = _keys(data, NAME, tuple(f.name for f in fields(cls)), ("calibration", "checked"))
+        data = record_keys(data, NAME, tuple(f.name for f in fields(cls)), ("calibration", "checked"),
+                           null_is_missing=True)
         figures, blind = data.get("calibration_figures"), data.get("label_blind")
         return cls(calibration=data["calibration"], checked=_flag(data["checked"], f"{NAME}.checked"),
                    note=data.get("note"),

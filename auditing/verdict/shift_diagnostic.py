@@ -10,26 +10,15 @@ one of three shapes, each with its keys in the order the producer writes them (`
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
+from labeldp.records import record_keys
 
 NAME = "shift_diagnostic"
-
-
-def _keys(value: Any, name: str, allowed: Sequence[str], required: Sequence[str]) -> Mapping:
-    if not isinstance(value, Mapping):
-        raise LabelDPInputError(f"{name} must be a dict; got {type(value).__name__}")
-    unknown = sorted(set(value) - set(allowed))
-    if unknown:
-        raise LabelDPInputError(f"{name}: unknown key(s) {unknown}; allowed: {list(allowed)}")
-    missing = [k for k in required if k not in value]
-    if missing:
-        raise LabelDPInputError(f"{name}: missing {missing}")
-    return value
 
 
 def _text(value: Any, name: str) -> str:
@@ -68,7 +57,7 @@ class DayFit:
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> DayFit:
-        data = _keys(data, name, tuple(f.name for f in fields(cls)), ("log_loss", "ece", "rows", "click_rate"))
+        data = record_keys(data, name, tuple(f.name for f in fields(cls)), ("log_loss", "ece", "rows", "click_rate"))
         rule = data.get("rows_rule")
         return cls(_number(data["log_loss"], f"{name}.log_loss"), _number(data["ece"], f"{name}.ece"),
                    _count(data["rows"], f"{name}.rows"), _number(data["click_rate"], f"{name}.click_rate"),
@@ -104,17 +93,17 @@ class FeatureShift:
     def from_dict(cls, data: Any) -> FeatureShift:
         name = f"{NAME}.feature_shift"
         keys = tuple(f.name for f in fields(cls))
-        data = _keys(data, name, keys, keys)
+        data = record_keys(data, name, keys, keys)
         top = data["top"]
         if not isinstance(top, list | tuple):
             raise LabelDPInputError(f"{name}.top must be a list; got {top!r}")
         items = []
         for index, item in enumerate(top):
             where = f"{name}.top[{index}]"
-            item = _keys(item, where, ("feature", "psi"), ("feature", "psi"))
+            item = record_keys(item, where, ("feature", "psi"), ("feature", "psi"))
             items.append(FeaturePsi(_text(item["feature"], f"{where}.feature"),
                                     _number(item["psi"], f"{where}.psi", optional=False)))
-        per_feature = _keys(data["per_feature"], f"{name}.per_feature", tuple(data["per_feature"] or ()), ())
+        per_feature = record_keys(data["per_feature"], f"{name}.per_feature", tuple(data["per_feature"] or ()), ())
         return cls(_text(data["statistic"], f"{name}.statistic"), _text(data["bins"], f"{name}.bins"),
                    *(_number(data[k], f"{name}.{k}", optional=False) for k in ("max_psi", "median_psi", "mean_psi")),
                    top=tuple(items),
@@ -163,16 +152,16 @@ class ShiftDiagnostic:
     def from_dict(cls, data: Any) -> ShiftDiagnostic:
         """The diagnostic of its JSON (one of `to_dict`'s three shapes)."""
         if isinstance(data, Mapping) and "error" in data:
-            data = _keys(data, NAME, ("label", "error"), ("label", "error"))
+            data = record_keys(data, NAME, ("label", "error"), ("label", "error"))
             return cls(_text(data["label"], f"{NAME}.label"), error=_text(data["error"], f"{NAME}.error"))
         base = ("label", "reference", "days")
         if isinstance(data, Mapping) and "not_computed" in data:
-            data = _keys(data, NAME, (*base, "not_computed"), (*base, "not_computed"))
+            data = record_keys(data, NAME, (*base, "not_computed"), (*base, "not_computed"))
             return cls(**cls._base(data), not_computed=_text(data["not_computed"], f"{NAME}.not_computed"))
         figures = ("reference_fit", "reference_log_loss_shift", "reference_ece_shift", "feature_shift",
                    "feature_shift_max_psi")
-        data = _keys(data, NAME, (*base, *figures), (*base, *figures))
-        fit = _keys(data["reference_fit"], f"{NAME}.reference_fit", ("previous", "current"), ("previous", "current"))
+        data = record_keys(data, NAME, (*base, *figures), (*base, *figures))
+        fit = record_keys(data["reference_fit"], f"{NAME}.reference_fit", ("previous", "current"), ("previous", "current"))
         return cls(**cls._base(data),
                    fit_previous=DayFit.from_dict(fit["previous"], f"{NAME}.reference_fit.previous"),
                    fit_current=DayFit.from_dict(fit["current"], f"{NAME}.reference_fit.current"),
@@ -184,7 +173,7 @@ class ShiftDiagnostic:
 
     @staticmethod
     def _base(data: Mapping) -> dict:
-        days = _keys(data["days"], f"{NAME}.days", ("previous", "current"), ("previous", "current"))
+        days = record_keys(data["days"], f"{NAME}.days", ("previous", "current"), ("previous", "current"))
         return {"label": _text(data["label"], f"{NAME}.label"), "reference": _text(data["reference"],
                                                                                    f"{NAME}.reference"),
                 "previous_day": parse_date(days["previous"], f"{NAME}.days.previous"),
