@@ -150,18 +150,29 @@ def is_local_runner(runner: str | None) -> bool:
     return runner is None or runner.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner")
 
 
-def plan_for(plan_mode: str, runner: str | None) -> str:
-    """The plan ``auto`` stands for on ``runner`` (any other ``plan_mode`` is kept).
+# Up to this many rows of a day a local runner keeps the side-input plan: the scored batches it holds until pass 2
+# (about 100 bytes a row with the joined copy) cost less than writing them out and reading them back (about 1 s
+# per 1e6 rows; benchmarks/results/memory.md).
+LOCAL_SIDE_INPUT_ROWS = 2_000_000
 
-    Two-stage on Dask (its side inputs are wrong: `pipelines.scoring.beam_scoring`, workaround 1) and on the local
-    runners: with a side input, pass 2 can start only when pass 1 has seen every batch, so a local runner holds
-    every scored batch (row_id, label, both models' probabilities: ~48 bytes a row, pickled, and a joined copy of
-    them when pass 2 starts) in memory until then, which grew the job's peak with the partition's rows
-    (benchmarks/results/memory.md); two-stage writes them to the work directory instead. Side-input elsewhere
-    (Dataflow, Flink: their shuffle spills what it holds)."""
+
+def plan_for(plan_mode: str, runner: str | None, rows: int | None = None) -> str:
+    """The plan ``auto`` stands for on ``runner`` for a day of ``rows`` rows (any other ``plan_mode`` is kept).
+
+    Two-stage on Dask (its side inputs are wrong: `pipelines.scoring.beam_scoring`, workaround 1), and on the local
+    runners above `LOCAL_SIDE_INPUT_ROWS` rows (or an unknown count): with a side input, pass 2 can start only when
+    pass 1 has seen every batch, so a local runner holds every scored batch (row_id, label, both models'
+    probabilities: ~48 bytes a row, pickled, and a joined copy of them when pass 2 starts) in memory until then,
+    which grows the job's peak with the partition's rows (benchmarks/results/memory.md); two-stage writes them to
+    the work directory instead, so the peak stays flat. Side-input elsewhere (Dataflow, Flink: their shuffle spills
+    what it holds)."""
     if plan_mode != "auto":
         return plan_mode
-    return "two-stage" if is_dask_runner(runner) or is_local_runner(runner) else "side-input"
+    if is_dask_runner(runner):
+        return "two-stage"
+    if is_local_runner(runner):
+        return "side-input" if rows is not None and rows <= LOCAL_SIDE_INPUT_ROWS else "two-stage"
+    return "side-input"
 
 
 def pipeline_args(beam_args: Sequence[str], partitions: int) -> list[str]:

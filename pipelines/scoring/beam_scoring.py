@@ -359,7 +359,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         return _nothing_left(request, key, row_groups, lineage, timings, started_at, progress)
 
     dask = is_dask_runner(runner)
-    plan_mode = plan_for(request.plan_mode, runner)
+    plan_mode = plan_for(request.plan_mode, runner, total_rows)
     thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
     shards = request.combine_shards or (max(1, min(len(tasks), 256)) if dask else 1)
     spec = GameSpec(request.config.game, request.bins, capacity_check=request.check_rows is not None)
