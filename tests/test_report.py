@@ -365,13 +365,13 @@ def test_what_this_means_panel(run):
     assessment, sentences = _risk_figures(run)
     dom = _parse(_page(run))
     text = dom.visible
-    assert "What this means" in text and assessment["headline"] in text
+    assert "What this means" in text and assessment.headline in text
     assert dom.count("risk-sentences", "ul") == 1 and len(sentences) == 7
     assert sum(1 for tag, _ in dom.classes if tag == "li") >= 7
     for sentence in sentences:
         assert sentence in text
-    shown = assessment["demonstrated"]
-    assert f"{100 * shown['mia_advantage_bound']:.3g}%" in text  # the demonstrated value is printed
+    shown = assessment.demonstrated
+    assert f"{100 * shown.mia_advantage_bound:.3g}%" in text  # the demonstrated value is printed
     assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
     assert dom.count("risk-prior-line", "polyline") == 1
     assert dom.count("risk-bucket", "tr") == 5  # conditional rates per band of the reference's probability

@@ -397,8 +397,9 @@ def test_trust_filter(trust_target, capsys, word, models, violations):
     rows = json.loads(out)
     assert {r["model_id"] for r in rows} == models
     from auditing.sinks.report.text import TRUST_SHORT, stored_trust
+    from auditing.verdict.types import TrustFigures
 
-    assert {TRUST_SHORT[stored_trust(r)] for r in rows} == {word}  # the table's reading agrees with the query
+    assert {TRUST_SHORT[stored_trust(TrustFigures.read(r))] for r in rows} == {word}  # the table's reading agrees with the query
     code, out, _ = _run(capsys, "--warehouse", trust_target, "--trust", word, "--status", "VIOLATION")
     assert set(_trust_cells(out)) == violations  # the filters combine, before the latest per model
 

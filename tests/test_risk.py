@@ -31,7 +31,7 @@ from auditing.risk.attack_bounds import (
     reconstruction_bound_gdp,
 )
 from auditing.risk.column_bound import column_bound, eps_protect, poisson_binomial_pmf
-from auditing.risk.figures import risk_assessment, risk_block, risk_columns
+from auditing.risk.figures import risk_assessment, risk_block
 from flows.cli import main as cli_main
 from labeldp.errors import LabelDPInputError
 
@@ -211,7 +211,7 @@ def test_infinite_and_huge_epsilon_are_certain_success():
         assert posterior_ceiling(eps, 1e-6) == pytest.approx(1.0)
         assert reconstruction_bound_dp(eps, 1e-5, 0.1) == 1.0
         block = risk_block(eps, 1e-5, PriorHistogram.from_probabilities([0.01, 0.2, 0.6]))
-        assert block["column_tail_bound"] == 1.0 and block["posterior_ceiling_p90"] == pytest.approx(1.0)
+        assert block.column_tail_bound == 1.0 and block.posterior_ceiling_p90 == pytest.approx(1.0)
 
 
 # --------------------------------------------------------------------------------------------- column numerics
@@ -312,18 +312,18 @@ def test_histogram_error_against_exact_per_row_priors_is_negligible():
     block = risk_block(1.0, 0.0, hist)
     for q, name in ((0.5, "posterior_ceiling_median"), (0.9, "posterior_ceiling_p90")):
         exact = posterior_ceiling(1.0, float(np.quantile(p, q)))
-        assert block[name] == pytest.approx(exact, rel=2e-3)
+        assert getattr(block, name) == pytest.approx(exact, rel=2e-3)
     high = PriorHistogram.midpoints()[PriorHistogram.bucket_of(p)] >= 0.1  # the rows of the >= 10% buckets
-    assert block["high_prior_rows"] == int(high.sum())
-    assert block["high_prior_rows"] == pytest.approx(int((p >= 0.1).sum()), rel=0.02)
-    assert block["high_prior_ceiling"] == pytest.approx(float(np.mean(posterior_ceiling(1.0, p[high]))), rel=5e-3)
+    assert block.high_prior_rows == int(high.sum())
+    assert block.high_prior_rows == pytest.approx(int((p >= 0.1).sum()), rel=0.02)
+    assert block.high_prior_ceiling == pytest.approx(float(np.mean(posterior_ceiling(1.0, p[high]))), rel=5e-3)
     q = np.maximum(p, 1 - p)
-    exact_col = column_bound(1.0, q, block["column_t"])
-    assert block["column_expected"] == pytest.approx(exact_col.expected, rel=1e-4)
-    assert block["column_baseline"] == pytest.approx(float(q.sum()), rel=1e-4)
-    assert abs(block["column_tail_bound"] - exact_col.tail) < 1e-3
+    exact_col = column_bound(1.0, q, block.column_t)
+    assert block.column_expected == pytest.approx(exact_col.expected, rel=1e-4)
+    assert block.column_baseline == pytest.approx(float(q.sum()), rel=1e-4)
+    assert abs(block.column_tail_bound - exact_col.tail) < 1e-3
     for eps in (0.05, 0.1):  # where the tail is in between 0 and 1
-        t = block["column_t"]
+        t = block.column_t
         values, counts = hist.nonzero()
         approx = column_bound(eps, np.maximum(values, 1 - values), t, counts=counts).tail
         assert abs(approx - column_bound(eps, q, t).tail) < 5e-3
@@ -376,36 +376,37 @@ def audit():
 def test_risk_assessment_for_claimed_and_demonstrated(audit):
     assert audit.prior_histogram.kind == "class1" and audit.prior_histogram.total == audit.m
     a = risk_assessment(audit.to_dict(), 0.5)
-    claimed, shown = a["claimed"], a["demonstrated"]
-    assert claimed["epsilon"] == 0.5 and shown["epsilon"] == pytest.approx(audit.epsilon_lower_bound)
-    assert claimed["rows"] == audit.m and claimed["prior_median"] < 0.1 < claimed["prior_p90"] + 0.1
-    assert claimed["mia_advantage_bound"] == pytest.approx(mia_advantage_bound(0.5))
-    bigger = shown["epsilon"] > 0.5
+    claimed, shown = a.claimed, a.demonstrated
+    assert claimed.epsilon == 0.5 and shown.epsilon == pytest.approx(audit.epsilon_lower_bound)
+    assert claimed.rows == audit.m and claimed.prior_median < 0.1 < claimed.prior_p90 + 0.1
+    assert claimed.mia_advantage_bound == pytest.approx(mia_advantage_bound(0.5))
+    bigger = shown.epsilon > 0.5
     for name in ("posterior_ceiling_median", "posterior_ceiling_p90", "mia_advantage_bound", "column_expected"):
-        assert (shown[name] > claimed[name]) == bigger
-    assert "eps=0.5" in a["headline"] and "eps_lb=" in a["headline"]
-    buckets = claimed["prior_buckets"]  # conditional rates per band of the reference's click probability
-    assert sum(b["rows"] for b in buckets) == audit.m
-    filled = [b for b in buckets if b["rows"]]
-    assert all(b["low"] <= b["mean_prior"] <= b["high"] and b["mean_ceiling"] >= b["mean_prior"] for b in filled)
-    assert [b["mean_ceiling"] for b in filled] == sorted(b["mean_ceiling"] for b in filled)
-    assert sum(b["rows"] for b in buckets if b["low"] >= 0.1) == claimed["high_prior_rows"]
-    cols = risk_columns(a)
-    assert cols["risk_mia_advantage_bound"] == claimed["mia_advantage_bound"]
-    assert cols["risk_lb_posterior_ceiling_p90"] == shown["posterior_ceiling_p90"] and cols["risk_headline"]
+        assert (getattr(shown, name) > getattr(claimed, name)) == bigger
+    assert "eps=0.5" in a.headline and "eps_lb=" in a.headline
+    buckets = claimed.prior_buckets  # conditional rates per band of the reference's click probability
+    assert sum(b.rows for b in buckets) == audit.m
+    filled = [b for b in buckets if b.rows]
+    assert all(b.low <= b.mean_prior <= b.high and b.mean_ceiling >= b.mean_prior for b in filled)
+    assert [b.mean_ceiling for b in filled] == sorted(b.mean_ceiling for b in filled)
+    assert sum(b.rows for b in buckets if b.low >= 0.1) == claimed.high_prior_rows
+    cols = a.columns()
+    assert cols["risk_mia_advantage_bound"] == claimed.mia_advantage_bound
+    assert cols["risk_lb_posterior_ceiling_p90"] == shown.posterior_ceiling_p90 and cols["risk_headline"]
 
 
 def test_old_results_optimistic_results_and_fdp(audit):
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
     a = risk_assessment(old, 1.0)
-    assert a["claimed"]["rows"] == 0 and "posterior_ceiling_median" not in a["claimed"]
-    assert risk_columns(a)["risk_posterior_ceiling_median"] is None
-    assert risk_assessment({**audit.to_dict(), "optimistic": True}, 1.0)["demonstrated"] is None
+    assert a.claimed.rows == 0 and a.claimed.posterior_ceiling_median is None
+    assert "posterior_ceiling_median" not in a.to_dict()["claimed"]  # what was not computed is not stored
+    assert a.columns()["risk_posterior_ceiling_median"] is None
+    assert risk_assessment({**audit.to_dict(), "optimistic": True}, 1.0).demonstrated is None
     fdp = risk_assessment({**audit.to_dict(), "method": "fdp", "delta": 1e-5}, 1.0)
     from auditing.bounds.gaussian_dp import mu_for_epsilon
-    assert fdp["demonstrated"]["mu"] == pytest.approx(mu_for_epsilon(audit.epsilon_lower_bound, 1e-5))
-    assert fdp["claimed"]["mu"] == pytest.approx(mu_for_epsilon(1.0, 1e-5))
-    assert risk_assessment(audit.to_dict(), math.inf)["claimed"]["posterior_ceiling_median"] == 1.0
+    assert fdp.demonstrated.mu == pytest.approx(mu_for_epsilon(audit.epsilon_lower_bound, 1e-5))
+    assert fdp.claimed.mu == pytest.approx(mu_for_epsilon(1.0, 1e-5))
+    assert risk_assessment(audit.to_dict(), math.inf).claimed.posterior_ceiling_median == 1.0
 
 
 def test_alert_text_and_printed_rows_carry_the_headline(audit):
@@ -416,7 +417,7 @@ def test_alert_text_and_printed_rows_carry_the_headline(audit):
     from auditing.sinks.report.text import format_rows
     from auditing.sinks.warehouse.records import upgrade_row
 
-    headline = risk_assessment(audit.to_dict(), 0.5)["headline"]
+    headline = risk_assessment(audit.to_dict(), 0.5).headline
     text = summary_text("VIOLATION", "m", "2024-01-02", {"epsilon_lower_bound": 1.2, "claimed_epsilon": 0.5,
                                                          "confidence": 0.95, "risk_headline": headline})
     assert text.endswith(headline) and "\n" not in text
@@ -519,7 +520,7 @@ def test_audit_text_shows_what_the_bound_demonstrates(audit):
 
     text = format_audit_result(audit.to_dict(), demonstrated_risk(audit))
     block = risk_block(audit.epsilon_lower_bound, audit.delta, audit.prior_histogram)
-    assert "what eps_lb demonstrates" in text and f"{block['posterior_ceiling_p90']:.1%}" in text
+    assert "what eps_lb demonstrates" in text and f"{block.posterior_ceiling_p90:.1%}" in text
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
     assert "what eps_lb demonstrates" not in format_audit_result(old, demonstrated_risk(old))
 
@@ -543,7 +544,7 @@ def test_informed_attribute_bound_and_the_tightest_gaussian_mu():
         assert gaussian_delta(eps, mu) == pytest.approx(delta, rel=1e-6)
         assert gaussian_delta(eps, mu * 1.01) > delta  # any larger mu breaks the claim
         block = risk_block(eps, delta, h, mu=mu)
-        assert block["reconstruction_bound_gdp"] <= block["reconstruction_bound"] + 1e-12
+        assert block.reconstruction_bound_gdp <= block.reconstruction_bound + 1e-12
 
 
 def test_theorem_3_5_alpha_beyond_the_exact_range_is_an_upper_bound():

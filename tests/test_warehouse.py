@@ -947,15 +947,15 @@ def test_risk_columns_round_trip_on_both_backends(target):
     row, curve = audit_record(judge(result, 0.5), run_kind="nightly", model_id="risk-m", partition_date=DAY)
     expected = risk_assessment(result.to_dict(), 0.5)
     names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
-    assert all(name in row.to_dict() for name in names) and row.risk_headline == expected["headline"]
+    assert all(name in row.to_dict() for name in names) and row.risk_headline == expected.headline
     with open_warehouse(target) as wh:
         wh.upsert_audit(row, curve)
         got = _only(wh.fetch_results(model_id="risk-m"))
     for name in names:
-        block = expected["claimed"] if name.startswith("risk_") and not name.startswith("risk_lb_") else \
-            expected["demonstrated"]
-        assert getattr(got, name) == pytest.approx(block[name.removeprefix("risk_lb_").removeprefix("risk_")]), name
-    assert got.risk_headline == expected["headline"]
+        block = expected.claimed if name.startswith("risk_") and not name.startswith("risk_lb_") else \
+            expected.demonstrated
+        assert getattr(got, name) == pytest.approx(getattr(block, name.removeprefix("risk_lb_").removeprefix("risk_"))), name
+    assert got.risk_headline == expected.headline
     # Nullable: a row without them (an old result) stores NULLs; bad values are refused before SQL.
     bare, bare_curve = make_row(model_id="risk-old")
     with open_warehouse(target) as wh:

@@ -33,7 +33,8 @@ The code is split by what it computes; every name is importable from here:
   reconstruction) and the argument checks;
 * `auditing.risk.column_bound`: n targets (the Poisson-binomial column bound, exact or saddlepoint, and eps_protect);
 * `auditing.game.prior_histogram`: `PriorHistogram`;
-* this module: the risk block and assessment built from them, and their flat columns.
+* `auditing.risk.records`: the records they fill (`RiskBlock`, `RiskAssessment` with its flat columns);
+* this module: the risk block and assessment built from them.
 """
 
 from __future__ import annotations
@@ -56,13 +57,12 @@ from auditing.risk.attack_bounds import (
     reconstruction_bound_dp,
     reconstruction_bound_gdp,
 )
-from auditing.risk.column_bound import (
-    column_bound,
-)
+from auditing.risk.column_bound import column_bound
+from auditing.risk.records import RISK_SCALARS, PriorBucket, RiskAssessment, RiskBlock
 
 __all__ = [
-    "COLUMN_FRACTION", "HIGH_PRIOR", "PRIOR_BUCKET_EDGES", "RISK_SCALARS", "headline", "risk_assessment",
-    "risk_block", "risk_columns"
+    "COLUMN_FRACTION", "HIGH_PRIOR", "PRIOR_BUCKET_EDGES", "RISK_SCALARS", "PriorBucket", "RiskAssessment",
+    "RiskBlock", "headline", "risk_assessment", "risk_block",
 ]
 
 # "At least 1% of the day's clicks inferred": the column figure's threshold beyond the reference's own guess.
@@ -76,7 +76,7 @@ PRIOR_BUCKET_EDGES = (0.0, 0.01, 0.05, 0.10, 0.50, 1.0)
 # ------------------------------------------------------------------------------------------ the risk block
 
 
-def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: float | None = None) -> dict:
+def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: float | None = None) -> RiskBlock:
     """The figures shown beside a claimed or demonstrated (eps, delta), from the day's priors.
 
     * posterior_ceiling_median / _p90: beta(eps, p) + (1 - beta) delta at the median / 90th-percentile
@@ -102,15 +102,12 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
     """
     eps = check_epsilon(eps)
     delta = check_delta(delta)
-    block: dict = {"epsilon": eps, "delta": delta,
-                   "mia_advantage_bound": mia_advantage_bound(eps, delta),
-                   "aia_advantage_bound": aia_advantage_bound(eps, 2, delta=delta)}
+    common = {"epsilon": eps, "delta": delta, "mia_advantage_bound": mia_advantage_bound(eps, delta),
+              "aia_advantage_bound": aia_advantage_bound(eps, 2, delta=delta)}
     if histogram is None or histogram.total == 0:
-        block.update(rows=0, reconstruction_prior=0.5,
-                     reconstruction_bound=float(reconstruction_bound_dp(eps, delta, 0.5)))
-        if mu is not None:
-            block.update(mu=float(mu), reconstruction_bound_gdp=float(reconstruction_bound_gdp(mu, 0.5)))
-        return block
+        gdp = {} if mu is None else {"mu": float(mu), "reconstruction_bound_gdp": float(reconstruction_bound_gdp(mu, 0.5))}
+        return RiskBlock(**common, rows=0, reconstruction_prior=0.5,
+                         reconstruction_bound=float(reconstruction_bound_dp(eps, delta, 0.5)), **gdp)
     p, c = histogram.nonzero()
     n = int(c.sum())
     median, p90 = histogram.quantile(0.5), histogram.quantile(0.9)
@@ -122,8 +119,9 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
     prior_tail = column_bound(0.0, q, t, counts=c).tail
     high = p >= HIGH_PRIOR
     high_rows = int(c[high].sum())
-    block.update(
-        rows=n, prior_kind=histogram.kind, prior_median=median, prior_p90=p90,
+    gdp = {} if mu is None else {"mu": float(mu), "reconstruction_bound_gdp": float(reconstruction_bound_gdp(mu, p90))}
+    return RiskBlock(
+        **common, rows=n, prior_kind=histogram.kind, prior_median=median, prior_p90=p90,
         posterior_ceiling_median=float(posterior_ceiling(eps, median, delta)),
         posterior_ceiling_p90=float(posterior_ceiling(eps, p90, delta)),
         high_prior_threshold=HIGH_PRIOR, high_prior_rows=high_rows,
@@ -134,14 +132,11 @@ def risk_block(eps: float, delta: float, histogram: PriorHistogram | None, mu: f
         column_tail_bound=col.tail, column_tail_prior=float(prior_tail), column_expected=col.expected,
         column_method=col.method, reconstruction_prior=p90,
         reconstruction_bound=float(reconstruction_bound_dp(eps, delta, p90)),
-        prior_buckets=_prior_buckets(eps, delta, p, c),
+        prior_buckets=_prior_buckets(eps, delta, p, c), **gdp,
     )
-    if mu is not None:
-        block.update(mu=float(mu), reconstruction_bound_gdp=float(reconstruction_bound_gdp(mu, p90)))
-    return block
 
 
-def _prior_buckets(eps: float, delta: float, p: np.ndarray, c: np.ndarray) -> list[dict]:
+def _prior_buckets(eps: float, delta: float, p: np.ndarray, c: np.ndarray) -> tuple[PriorBucket, ...]:
     """Conditional rates: per band of reference click probability (PRIOR_BUCKET_EDGES, by the histogram's bucket
     midpoints), the rows, their mean prior and their mean posterior ceiling ([BWC] Thm 3.2/3.5, n = 1)."""
     ceilings = np.asarray(posterior_ceiling(eps, p, delta), dtype=np.float64).reshape(-1)
@@ -149,20 +144,20 @@ def _prior_buckets(eps: float, delta: float, p: np.ndarray, c: np.ndarray) -> li
     for lo, hi in itertools.pairwise(PRIOR_BUCKET_EDGES):
         inside = (p >= lo) & ((p < hi) if hi < 1.0 else (p <= hi))
         rows = int(c[inside].sum())
-        out.append({"low": lo, "high": hi, "rows": rows,
-                    "mean_prior": float(np.sum(c[inside] * p[inside]) / rows) if rows else None,
-                    "mean_ceiling": float(np.sum(c[inside] * ceilings[inside]) / rows) if rows else None})
-    return out
+        out.append(PriorBucket(lo, hi, rows,
+                               mean_prior=float(np.sum(c[inside] * p[inside]) / rows) if rows else None,
+                               mean_ceiling=float(np.sum(c[inside] * ceilings[inside]) / rows) if rows else None))
+    return tuple(out)
 
 
-def risk_assessment(result: AuditResult | Mapping, claimed_epsilon: float) -> dict:
+def risk_assessment(result: AuditResult | Mapping, claimed_epsilon: float) -> RiskAssessment:
     """The risk figures of a claim and of what an audit demonstrated, both at the audited delta.
 
     Args:
         result: an audit result (AuditResult or its stored to_dict()); its prior_histogram gives the priors.
         claimed_epsilon: the claim, >= 0 (inf allowed).
     Returns:
-        {"claimed": risk_block, "demonstrated": risk_block or None, "headline": sentence}. The demonstrated
+        The `RiskAssessment`: the claimed block, the demonstrated one (or None) and the headline. The demonstrated
         block uses the valid epsilon_lower_bound (None when the result is optimistic or has no bound); for
         method fdp its mu is the Gaussian-DP parameter the audit certified (mu_for_epsilon of the bound,
         auditing.bounds.gaussian_dp), for the claim the tightest mu consistent with (eps, delta) (the same inverse;
@@ -175,14 +170,13 @@ def risk_assessment(result: AuditResult | Mapping, claimed_epsilon: float) -> di
     delta = float(result.delta)
     histogram = result.prior_histogram if result.prior_histogram is not None and result.prior_histogram.total else None
     mu_claim = mu_for_epsilon(claimed, delta) if delta > 0.0 and not math.isinf(claimed) else None
-    out = {"claimed": risk_block(claimed, delta, histogram, mu=mu_claim), "demonstrated": None}
+    claimed_block, shown = risk_block(claimed, delta, histogram, mu=mu_claim), None
     eps_lb = result.epsilon_lower_bound
     if not result.optimistic and math.isfinite(float(eps_lb)):
         eps_lb = max(0.0, float(eps_lb))
         mu_lb = mu_for_epsilon(eps_lb, delta) if result.method == "fdp" and delta > 0.0 else None
-        out["demonstrated"] = risk_block(eps_lb, delta, histogram, mu=mu_lb)
-    out["headline"] = headline(out)
-    return out
+        shown = risk_block(eps_lb, delta, histogram, mu=mu_lb)
+    return RiskAssessment(claimed_block, shown, headline(claimed_block, shown))
 
 
 def _pct(value: float | None) -> str:
@@ -191,36 +185,18 @@ def _pct(value: float | None) -> str:
     return f"{100.0 * value:.3g}%" if value < 0.9995 else "100%"
 
 
-def headline(assessment: dict) -> str:
+def headline(claimed: RiskBlock, shown: RiskBlock | None) -> str:
     """One sentence: what the claim allows and what the bound demonstrates, in attack-success terms."""
-    claimed, shown = assessment["claimed"], assessment.get("demonstrated")
 
-    def ceiling(block: dict) -> str:
-        if block.get("rows"):
-            return (f"a 'clicked' guess on a row the reference puts at {_pct(block['prior_p90'])} can be right "
-                    f"up to {_pct(block['posterior_ceiling_p90'])} of the time")
-        return f"membership inference advantage up to {_pct(block['mia_advantage_bound'])}"
+    def ceiling(block: RiskBlock) -> str:
+        if block.rows:
+            return (f"a 'clicked' guess on a row the reference puts at {_pct(block.prior_p90)} can be right "
+                    f"up to {_pct(block.posterior_ceiling_p90)} of the time")
+        return f"membership inference advantage up to {_pct(block.mia_advantage_bound)}"
 
-    text = f"The claimed eps={claimed['epsilon']:.4g} allows: {ceiling(claimed)}"
+    text = f"The claimed eps={claimed.epsilon:.4g} allows: {ceiling(claimed)}"
     if shown is None:
         return text + "; the audit demonstrates nothing (no valid lower bound)."
-    if shown["epsilon"] == 0.0:
+    if shown.epsilon == 0.0:
         return text + "; the audit demonstrates no leakage beyond the prior (eps_lb = 0)."
-    return text + f"; the measured eps_lb={shown['epsilon']:.4g} demonstrates: {ceiling(shown)}."
-
-
-def risk_columns(assessment: dict | None) -> dict:
-    """The scalar figures as flat warehouse / JSON columns: risk_<figure> for the claim and
-    risk_lb_<figure> for the demonstrated bound (None where not computed)."""
-    out = {}
-    for prefix, key in (("risk_", "claimed"), ("risk_lb_", "demonstrated")):
-        block = (assessment or {}).get(key) or {}
-        for name in RISK_SCALARS:
-            value = block.get(name)
-            out[prefix + name] = None if value is None else float(value)
-    out["risk_headline"] = (assessment or {}).get("headline")
-    return out
-
-
-RISK_SCALARS = ("posterior_ceiling_median", "posterior_ceiling_p90", "high_prior_ceiling", "column_tail_bound",
-                "column_expected", "mia_advantage_bound", "aia_advantage_bound", "reconstruction_bound")
+    return text + f"; the measured eps_lb={shown.epsilon:.4g} demonstrates: {ceiling(shown)}."

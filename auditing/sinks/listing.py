@@ -83,7 +83,7 @@ class ListedVerdict:
             "control_message": self.control_message,
             "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
             **{name: value for name, value in row.to_dict().items() if name.startswith("risk_")},
-            **self.verdict.trust_figures(),
+            **self.verdict.trust_figures().to_dict(),
             "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
         }
 

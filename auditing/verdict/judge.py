@@ -17,7 +17,8 @@ import numpy as np
 
 from auditing.result import AuditResult
 from auditing.risk.attack_bounds import posterior_ceiling
-from auditing.risk.figures import risk_assessment, risk_block, risk_columns
+from auditing.risk.figures import risk_assessment, risk_block
+from auditing.risk.records import PosteriorCurve, RiskAssessment, RiskBlock
 from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.exposure_floor import DEFAULT_POWER
 from auditing.verdict.guardrail import guardrail_status
@@ -105,17 +106,21 @@ def robustness_note(figures: Mapping, status: str, m: int, kappa: float | None) 
     return f"game-aware floor: none ({figures['exposed_rows_floor_note']}){weak}{necessary}"
 
 
-def posterior_curve(assessment: Mapping) -> dict:
+def posterior_curve(assessment: RiskAssessment) -> PosteriorCurve:
     """The report chart's series: the posterior ceiling against the prior for the claimed and the demonstrated
     eps, on a log grid of priors starting a third below the median prior."""
-    claimed, shown = assessment["claimed"], assessment.get("demonstrated")
-    prior_lo = claimed.get("prior_median", 1e-2) / 3 if claimed.get("rows") else 1e-3
+    claimed, shown = assessment.claimed, assessment.demonstrated
+    prior_lo = claimed.prior_median / 3 if claimed.rows else 1e-3
     lo = min(max(prior_lo, 1e-6), 0.1)
     priors = np.geomspace(lo, 0.999, POSTERIOR_CURVE_POINTS)
-    return {"priors": priors.tolist(), "claimed_epsilon": float(claimed["epsilon"]),
-            "claimed": np.asarray(posterior_ceiling(claimed["epsilon"], priors)).tolist(),
-            "demonstrated_epsilon": None if shown is None else float(shown["epsilon"]),
-            "demonstrated": None if shown is None else np.asarray(posterior_ceiling(shown["epsilon"], priors)).tolist()}
+
+    def ceilings(eps: float) -> tuple[float, ...]:
+        return tuple(np.asarray(posterior_ceiling(eps, priors)).tolist())
+
+    return PosteriorCurve(priors=tuple(priors.tolist()), claimed_epsilon=float(claimed.epsilon),
+                          claimed=ceilings(claimed.epsilon),
+                          demonstrated_epsilon=None if shown is None else float(shown.epsilon),
+                          demonstrated=None if shown is None else ceilings(shown.epsilon))
 
 
 def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: ControlCheck | None = None,
@@ -169,7 +174,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     return Verdict(
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
-        risk=assessment, risk_columns=risk_columns(assessment), posterior_curve=posterior_curve(assessment),
+        risk=assessment, posterior_curve=posterior_curve(assessment),
         kind=kind, control=control,
         untrusted_reason=None if trust.trusted else trust.reason,
         reference_check=reference_check,
@@ -177,7 +182,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     )
 
 
-def demonstrated_risk(result: Any) -> dict | None:
+def demonstrated_risk(result: Any) -> RiskBlock | None:
     """What the valid bound alone demonstrates, with the result's reference probabilities as priors
     (`auditing.risk.figures.risk_block` at eps_lb); None for an optimistic result, a bound of 0 or a result without
     its prior histogram. Claim-free: the CLI prints it for an audit without a claim."""

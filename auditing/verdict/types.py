@@ -9,10 +9,11 @@ the math, not above it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from auditing.result import AuditResult
+from auditing.risk.records import PosteriorCurve, RiskAssessment
 from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
@@ -96,13 +97,61 @@ class Trust:
 
 
 @dataclass(frozen=True)
+class TrustFigures:
+    """The flat trust figures of one verdict, as the CLI's ``--json``, the alert and the warehouse carry them:
+    the robustness figures (``robustness_note`` is `Robustness.note`), the shift diagnostic's two scalars, the
+    trust (``trust`` is `Trust.state`, ``trust_reason`` its reason) with the capacity check's figures, the row
+    groups, why an INCONCLUSIVE had nothing to bound, and the untrusted reason. A figure a record does not carry
+    (a row written before it, an alert of another kind) is None."""
+
+    audit_rows: str | None = None
+    breaking_kappa: float | None = None
+    detection_floor_rows: int | None = None
+    exposed_rows_floor: int | None = None
+    exposed_rows_floor_power: float | None = None
+    exposed_rows_floor_note: str | None = None
+    weak_pass: bool | None = None
+    robustness_note: str | None = None
+    reference_log_loss_shift: float | None = None
+    feature_shift_max_psi: float | None = None
+    trust: str | None = None
+    trust_reason: str | None = None
+    detectability: str | None = None
+    detectability_reason: str | None = None
+    epsilon_check: float | None = None
+    misfit_kappa_upper: float | None = None
+    check_misfit_kappa: float | None = None
+    check_rows: int | None = None
+    accepted_unchecked: bool | None = None
+    group_rule: str | None = None
+    rows_excluded_groups: int | None = None
+    group_pairs: int | None = None
+    group_label_agreement: float | None = None
+    group_label_agreement_expected: float | None = None
+    inconclusive_reason: str | None = None
+    untrusted_reason: str | None = None
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any] | object) -> TrustFigures:
+        """The figures a record carries: an alert payload or ``--json`` record (a mapping, read at its JSON edge)
+        or a warehouse row (its attributes); what it lacks is None."""
+        names = [f.name for f in fields(cls)]
+        if isinstance(record, Mapping):
+            return cls(**{name: record.get(name) for name in names})
+        return cls(**{name: getattr(record, name, None) for name in names})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """One model, one day, one claim.
 
     result: the audit result (`auditing.result.AuditResult`), as computed. status: one of `STATUSES` (WEAK_PASS: a
-    PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: `auditing.risk.figures.risk_assessment` of the
-    claim and the valid bound ({claimed, demonstrated, headline}), risk_columns its warehouse scalars,
-    posterior_curve the report chart's series ({priors, claimed, demonstrated}). kind: target | control;
+    PASS with ``robustness.weak_pass``; `NO_VERDICT` for an optimistic result, which no sink stores). risk: the
+    `auditing.risk.records.RiskAssessment` of the claim and the valid bound (its warehouse scalars:
+    ``risk_columns``); posterior_curve: the report chart's series. kind: target | control;
     control: the control's judged check (`ControlCheck`), None for a target;
     trust: how far it can be relied on (`Trust`); untrusted_reason: its reason whenever it is not trusted;
     reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
@@ -112,9 +161,8 @@ class Verdict:
     claimed_epsilon: float
     status: str
     robustness: Robustness
-    risk: Mapping[str, Any] = field(default_factory=dict)
-    risk_columns: Mapping[str, Any] = field(default_factory=dict)
-    posterior_curve: Mapping[str, Any] = field(default_factory=dict)
+    risk: RiskAssessment
+    posterior_curve: PosteriorCurve
     kind: str = "target"
     control: ControlCheck | None = None
     untrusted_reason: str | None = None
@@ -127,29 +175,35 @@ class Verdict:
         return self.result.epsilon_lower_bound
 
     @property
-    def risk_headline(self) -> str | None:
-        return self.risk_columns.get("risk_headline")
+    def risk_headline(self) -> str:
+        return self.risk.headline
 
-    def trust_figures(self) -> dict:
-        """The flat trust figures the CLI's ``--json``, the alert and the flows' summary carry: audited rows,
-        breaking kappa, both floors, weak PASS, the robustness sentence (``robustness_note``) and the shift
-        diagnostic's two scalars."""
-        figures = self.robustness.to_dict()
-        figures.pop("exposed_floor_computed")
-        figures["robustness_note"] = figures.pop("note")
-        diagnostic = self.shift_diagnostic
-        figures["reference_log_loss_shift"] = None if diagnostic is None else diagnostic.reference_log_loss_shift
-        figures["feature_shift_max_psi"] = None if diagnostic is None else diagnostic.feature_shift_max_psi
-        trust = self.trust.to_dict()
-        figures.update(trust=trust.pop("state"), trust_reason=trust.pop("reason"), **trust)
-        groups = self.result.row_groups
-        figures.update(group_rule=None if groups is None else groups.rule,
-                       rows_excluded_groups=None if groups is None else groups.rows_excluded,
-                       group_pairs=None if groups is None else groups.agreement_pairs,
-                       group_label_agreement=None if groups is None else groups.agreement_observed,
-                       group_label_agreement_expected=None if groups is None else groups.agreement_expected,
-                       inconclusive_reason=self.result.inconclusive_reason)
-        return figures
+    @property
+    def risk_columns(self) -> dict:
+        """The risk figures as warehouse columns (`RiskAssessment.columns`)."""
+        return self.risk.columns()
+
+    def trust_figures(self) -> TrustFigures:
+        """The flat trust figures the CLI's ``--json``, the alert and the warehouse carry (`TrustFigures`)."""
+        robustness, trust, diagnostic, groups = self.robustness, self.trust, self.shift_diagnostic, self.result.row_groups
+        return TrustFigures(
+            audit_rows=robustness.audit_rows, breaking_kappa=robustness.breaking_kappa,
+            detection_floor_rows=robustness.detection_floor_rows, exposed_rows_floor=robustness.exposed_rows_floor,
+            exposed_rows_floor_power=robustness.exposed_rows_floor_power,
+            exposed_rows_floor_note=robustness.exposed_rows_floor_note, weak_pass=robustness.weak_pass,
+            robustness_note=robustness.note,
+            reference_log_loss_shift=None if diagnostic is None else diagnostic.reference_log_loss_shift,
+            feature_shift_max_psi=None if diagnostic is None else diagnostic.feature_shift_max_psi,
+            trust=trust.state, trust_reason=trust.reason, detectability=trust.detectability,
+            detectability_reason=trust.detectability_reason, epsilon_check=trust.epsilon_check,
+            misfit_kappa_upper=trust.misfit_kappa_upper, check_misfit_kappa=trust.check_misfit_kappa,
+            check_rows=trust.check_rows, accepted_unchecked=trust.accepted_unchecked,
+            group_rule=None if groups is None else groups.rule,
+            rows_excluded_groups=None if groups is None else groups.rows_excluded,
+            group_pairs=None if groups is None else groups.agreement_pairs,
+            group_label_agreement=None if groups is None else groups.agreement_observed,
+            group_label_agreement_expected=None if groups is None else groups.agreement_expected,
+            inconclusive_reason=self.result.inconclusive_reason, untrusted_reason=self.untrusted_reason)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "result": self.result.to_dict()}  # the result as it is stored
+        return {**asdict(self), "result": self.result.to_dict(), "risk": self.risk.to_dict()}  # as they are stored

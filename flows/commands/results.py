@@ -278,7 +278,7 @@ def _show(args) -> int:
         print(f"other_verdicts_that_date: {listed} (results show {model} --date "
               f"{row.partition_date.isoformat()} --run-kind K --config HASH)")
     print("trust_block: (the verdict's trust, its capacity check and row groups, in words)")
-    print("\n".join("  " + line for line in trust_block_lines(row.to_dict())))
+    print("\n".join("  " + line for line in trust_block_lines(row)))
     return 0
 
 

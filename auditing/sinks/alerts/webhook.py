@@ -51,7 +51,7 @@ from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.reference_check import ReferenceCheck
-from auditing.verdict.types import EXITS_UNTRUSTED, Verdict
+from auditing.verdict.types import EXITS_UNTRUSTED, TrustFigures, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, parse_date, resolve_data_root
@@ -195,15 +195,15 @@ def _checked_reference(payload: Mapping) -> Mapping:
 
 def _trust_clauses(payload: Mapping) -> list[str]:
     """A verdict's trust, capacity check and row groups as clauses of the text (only those the payload has)."""
-    clauses = []
-    if payload.get("trust") is not None:
-        clauses.append(text.trust_sentence(payload))
-        if payload.get("check_rows") is not None:
-            clauses.append(text.capacity_check_sentence(payload, _confidence(payload), brief=True))
-    elif payload.get("untrusted_reason"):
-        clauses.append(f"UNTRUSTED: {payload['untrusted_reason']}")
-    if payload.get("group_rule") is not None:
-        clauses.append(text.groups_sentence(payload))
+    clauses, figures = [], TrustFigures.read(payload)
+    if figures.trust is not None:
+        clauses.append(text.trust_sentence(figures))
+        if figures.check_rows is not None:
+            clauses.append(text.capacity_check_sentence(figures, _confidence(payload), brief=True))
+    elif figures.untrusted_reason:
+        clauses.append(f"UNTRUSTED: {figures.untrusted_reason}")
+    if figures.group_rule is not None:
+        clauses.append(text.groups_sentence(figures))
     return clauses
 
 
@@ -233,7 +233,7 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
                 + (f". {risk}" if risk else ""))
     if kind == WEAK_PASS and "claimed_epsilon" in payload:
         floor = payload.get("robustness_note")
-        detectability = text.detectability_sentence(payload)
+        detectability = text.detectability_sentence(TrustFigures.read(payload))
         clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(payload)
         return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
                 + "".join(f"; {c}" for c in clauses))
@@ -265,7 +265,7 @@ def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, re
             "confidence": result.confidence, "delta": result.delta, "kappa": result.kappa,
             "strategy": result.strategy, "method": result.method, "report": report, "flow_run_id": flow_run_id,
             "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
-            "risk_headline": judged.risk_headline, **judged.trust_figures()}
+            "risk_headline": judged.risk_headline, **judged.trust_figures().to_dict()}
 
 
 def _dedup_name(model_id: str, date: str, kind: str) -> str:

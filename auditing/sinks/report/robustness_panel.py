@@ -9,14 +9,21 @@ Every figure comes from the `Verdict` (`auditing.verdict.judge` computed them on
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from auditing.sinks.report.reference_panel import kappa_text, method_label, odds_factor
 from auditing.sinks.report.svg import esc
 from auditing.sinks.report.text import DETECTABILITY_MEANINGS
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
-from auditing.verdict.types import INCONCLUSIVE, MEASURED, PASSING, VIOLATION, WEAK_PASS_FRACTION, Verdict
+from auditing.verdict.types import (
+    INCONCLUSIVE,
+    MEASURED,
+    PASSING,
+    VIOLATION,
+    WEAK_PASS_FRACTION,
+    Robustness,
+    Verdict,
+)
 
 ROBUSTNESS_CSS = """
 .weak { color:#b54708; font-weight:600; }
@@ -70,38 +77,38 @@ def _diagnostic_html(diagnostic: ShiftDiagnostic | None) -> str:
     )
 
 
-def _pass_sentence(figures: Mapping, floor: int | None, m: int) -> str:
+def _pass_sentence(figures: Robustness, floor: int | None, m: int) -> str:
     """The PASS headline: the game-aware N (with its power) and the perfect-attacker M as the necessary
     condition; without a game-aware figure, the perfect-attacker floor alone, with the reason."""
-    exposed, power = figures.get("exposed_rows_floor"), float(figures.get("exposed_rows_floor_power") or 0.95)
+    exposed, power = figures.exposed_rows_floor, float(figures.exposed_rows_floor_power or 0.95)
     necessary = (f" Fewer than <strong>{floor:,}</strong> correct guesses can never flag it (the perfect-attacker "
                  "floor: necessary, not sufficient)." if floor is not None else "")
     weak = ""
-    if figures["weak_pass"]:
+    if figures.weak_pass:
         weak = (f" <span class=\"weak\" id=\"weak-pass\">Weak PASS: the floor exceeds {WEAK_PASS_FRACTION:.0%} of "
-                f"the {m:,} audited rows.</span>" if exposed is not None or not figures.get("exposed_floor_computed")
+                f"the {m:,} audited rows.</span>" if exposed is not None or not figures.exposed_floor_computed
                 else f" <span class=\"weak\" id=\"weak-pass\">Weak PASS: no number of exposed labels is flagged "
                      f"with {power:.0%} probability.</span>")
     if exposed is not None:
         return (f"This audit would have flagged the claim only if at least <strong>{exposed:,} labels</strong> "
                 f"were fully exposed (flagged then with {power:.0%} probability, for exposed rows typical of the "
                 f"audited rows).{necessary}{weak}")
-    if figures.get("exposed_floor_computed"):
+    if figures.exposed_floor_computed:
         return (f"Even if every one of the {m:,} audited labels were fully exposed, this audit would flag the "
                 f"claim with probability below {power:.0%}.{necessary}{weak}")
     if floor is None:
         return "Detection floors were not computed for this result."
     return (f"This audit could have flagged the claim only if at least <strong>{floor:,} labels</strong> were "
             "fully exposed (an attacker right on every guess about them: necessary, not sufficient); the "
-            f"game-aware floor is not computed: {esc(str(figures.get('exposed_rows_floor_note')))}.{weak}")
+            f"game-aware floor is not computed: {esc(str(figures.exposed_rows_floor_note))}.{weak}")
 
 
 def robustness_panel(verdict: Verdict) -> str:
     """The card's HTML, from the verdict's robustness figures and shift diagnostic."""
     result, status = verdict.result, verdict.status
-    figures = verdict.robustness.to_dict()
-    kappa, floor, m = figures.get("breaking_kappa"), figures.get("detection_floor_rows"), result.m
-    audit_rows = figures.get("audit_rows") or result.audit_rows or "all"
+    figures = verdict.robustness
+    kappa, floor, m = figures.breaking_kappa, figures.detection_floor_rows, result.m
+    audit_rows = figures.audit_rows or result.audit_rows or "all"
     settings = (f"same counts, {esc(result.strategy)} selection, {esc(method_label(result))}, "
                 f"{result.confidence:.0%} confidence, δ = {result.delta:g}")
     if status == VIOLATION and kappa is not None:
@@ -121,9 +128,9 @@ def robustness_panel(verdict: Verdict) -> str:
         headline = "Breaking κ and detection floor were not computed for this result."
     kappa_cell = "–" if kappa is None else f"{_num(kappa)} (a factor {odds_factor(kappa)} in the click odds)"
     floor_text = "none (INCONCLUSIVE)" if floor is None else f"{floor:,} labels"
-    exposed, power = figures.get("exposed_rows_floor"), float(figures.get("exposed_rows_floor_power") or 0.95)
+    exposed, power = figures.exposed_rows_floor, float(figures.exposed_rows_floor_power or 0.95)
     exposed_text = (f"{exposed:,} labels" if exposed is not None
-                    else f"none: {esc(str(figures.get('exposed_rows_floor_note') or 'not computed'))}")
+                    else f"none: {esc(str(figures.exposed_rows_floor_note or 'not computed'))}")
     diagnostic = verdict.shift_diagnostic
     return (
         "<section class=\"card\" id=\"robustness\"><h2>Robustness and detection floors</h2>"

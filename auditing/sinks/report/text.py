@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from auditing.risk.records import RiskBlock
 from auditing.sinks.listing import ListedVerdict, SkippedTarget
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.types import (
@@ -27,6 +28,7 @@ from auditing.verdict.types import (
     VOID,
     WEAK_PASS,
     WEAK_PASS_FRACTION,
+    TrustFigures,
 )
 from labeldp import hints
 
@@ -77,7 +79,7 @@ ASSUMPTION_T = ("assumption T: the model's guesses on its training rows carry no
                 "guesses on rows it never saw, at the same threshold; docs/soundness.md section 8")
 
 
-def format_audit_result(result: Mapping, demonstrated: Mapping | None = None) -> str:
+def format_audit_result(result: Mapping, demonstrated: RiskBlock | None = None) -> str:
     """A short summary: the valid bound with its labels first, then the paper's statistic, then context.
 
     Args:
@@ -119,124 +121,125 @@ def _verdict_lines(result: dict) -> list[str]:
     return lines
 
 
-def _demonstrated_line(block: Mapping) -> str:
+def _demonstrated_line(block: RiskBlock) -> str:
     """What the valid bound demonstrates (`auditing.verdict.judge.demonstrated_risk`)."""
     return (f"what eps_lb demonstrates (no guarantee beats these ceilings; priors: the reference's probabilities): "
-            f"a guess right {block['prior_p90']:.1%} of the time beforehand can be right up to "
-            f"{block['posterior_ceiling_p90']:.1%}; membership advantage up to {block['mia_advantage_bound']:.3f} "
+            f"a guess right {block.prior_p90:.1%} of the time beforehand can be right up to "
+            f"{block.posterior_ceiling_p90:.1%}; membership advantage up to {block.mia_advantage_bound:.3f} "
             f"({hints.EXPLAIN_RISK.line().strip('`')} explains each figure)")
 
 
 # ------------------------------------------------------------------------------------------ one verdict's trust
-# A row here is a flows summary row or a warehouse row: both carry the trust figures under the names
-# `Verdict.trust_figures` gives them (trust, trust_reason, epsilon_check, ..., group_rule, ...).
+# The sentences read a verdict's `TrustFigures` (`Verdict.trust_figures`, or `TrustFigures.read` of a warehouse row
+# or an alert payload).
 
 
-def stored_trust(row: Mapping) -> str | None:
+def stored_trust(row: ResultRow | TrustFigures) -> str | None:
     """The trust state of a run's listed verdict (`auditing.sinks.warehouse.records.trust_state`: a row written
     before per-verdict trust is untrusted when it carries an ``untrusted_reason``, else not recorded)."""
-    return trust_state(row.get("trust"), row.get("untrusted_reason"))
+    return trust_state(row.trust, row.untrusted_reason)
 
 
 def _finite(value) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
-def _misfit_upper(figures: Mapping) -> str:
-    upper = figures.get("misfit_kappa_upper")
+def _misfit_upper(figures: TrustFigures) -> str:
+    upper = figures.misfit_kappa_upper
     return (f"kappa <= {float(upper):.3g}" if _finite(upper) else
             "no finite limit (no check row reached the verdict's guess threshold)")
 
 
-def _checked(figures: Mapping) -> bool:
-    return bool(figures.get("check_rows")) and figures.get("epsilon_check") is not None
+def _checked(figures: TrustFigures) -> bool:
+    return bool(figures.check_rows) and figures.epsilon_check is not None
 
 
 CHECK_DID_NOT_RUN = "capacity check: did not run (no check rows: nothing checked the reference)"
 
 
-def capacity_check_clauses(figures: Mapping, confidence: float | None = None) -> list[str]:
+def capacity_check_clauses(figures: TrustFigures, confidence: float | None = None) -> list[str]:
     """The capacity check's figures as clauses, each with its confidence (``confidence``: the verdict's): what it
     ran on, epsilon_check, the misfit where the verdict's guesses are, the misfit the model shows at all; one
     clause when it did not run."""
     if not _checked(figures):
         return [CHECK_DID_NOT_RUN]
     at = f"{confidence:.0%}" if confidence is not None else "the verdict's"
-    lower = figures.get("check_misfit_kappa")
+    lower = figures.check_misfit_kappa
     lower = "not computed" if lower is None else f"kappa >= {float(lower):.3g}"
-    return [f"capacity check on {int(figures['check_rows']):,} check rows (rows of the day the model never saw)",
-            f"epsilon_check {float(figures['epsilon_check']):.4g}, a lower bound on eps at {at} confidence that "
+    return [f"capacity check on {int(figures.check_rows):,} check rows (rows of the day the model never saw)",
+            f"epsilon_check {float(figures.epsilon_check):.4g}, a lower bound on eps at {at} confidence that "
             f"needs no kappa (under {ASSUMPTION_T})",
             f"misfit where the verdict's guesses are: {_misfit_upper(figures)} (upper confidence limit, within the "
             f"same {at})",
             f"misfit the model shows at all: {lower} (lower confidence figure at {at})"]
 
 
-def capacity_check_sentence(figures: Mapping, confidence: float | None = None, *, brief: bool = False) -> str:
+def capacity_check_sentence(figures: TrustFigures, confidence: float | None = None, *, brief: bool = False) -> str:
     """`capacity_check_clauses` in one sentence; ``brief`` (the alert): epsilon_check and the misfit where the
     guesses are, the assumption by name."""
     if not brief or not _checked(figures):
         clauses = capacity_check_clauses(figures, confidence)
         return clauses[0] + "".join(f"{': ' if i == 0 else '; '}{c}" for i, c in enumerate(clauses[1:]))
     at = f"{confidence:.0%}" if confidence is not None else "the verdict's"
-    return (f"capacity check on {int(figures['check_rows']):,} check rows: epsilon_check "
-            f"{float(figures['epsilon_check']):.4g} (a kappa-free lower bound on eps at {at} confidence, under "
+    return (f"capacity check on {int(figures.check_rows):,} check rows: epsilon_check "
+            f"{float(figures.epsilon_check):.4g} (a kappa-free lower bound on eps at {at} confidence, under "
             f"assumption T of docs/soundness.md section 8); misfit where the guesses are: {_misfit_upper(figures)} "
             "(upper confidence limit)")
 
 
-def groups_sentence(figures: Mapping) -> str:
+def groups_sentence(figures: TrustFigures) -> str:
     """The row groups in one sentence: the rule, the rows left out, the label agreement against independent labels
     (or "no grouping")."""
-    rule = figures.get("group_rule")
+    rule = figures.group_rule
     if rule is None:
         return "row groups: no grouping recorded (every row taken as independent of the others)"
-    text = f"row groups: {rule}; {int(figures.get('rows_excluded_groups') or 0):,} audited row(s) left out for " \
+    text = f"row groups: {rule}; {int(figures.rows_excluded_groups or 0):,} audited row(s) left out for " \
            "sharing a group"
-    observed, expected = figures.get("group_label_agreement"), figures.get("group_label_agreement_expected")
+    observed, expected = figures.group_label_agreement, figures.group_label_agreement_expected
     if observed is None or expected is None:
         return text + "; no two rows of the day share a group (no label agreement to measure)"
-    return (text + f"; labels agree in {float(observed):.1%} of the {int(figures.get('group_pairs') or 0):,} pairs of "
+    return (text + f"; labels agree in {float(observed):.1%} of the {int(figures.group_pairs or 0):,} pairs of "
             f"rows sharing a group, against {float(expected):.1%} for independent labels at the reference's "
             "probabilities (a diagnostic, not a confidence figure)")
 
 
-def detectability_sentence(figures: Mapping) -> str | None:
-    """What a PASS's floors are worth (None when the row records no detectability)."""
-    state = figures.get("detectability")
+def detectability_sentence(figures: TrustFigures) -> str | None:
+    """What a PASS's floors are worth (None when the record carries no detectability)."""
+    state = figures.detectability
     if state is None:
         return None
-    return f"detectability of the floors: {state}: {figures.get('detectability_reason') or DETECTABILITY_MEANINGS[state]}"
+    return f"detectability of the floors: {state}: {figures.detectability_reason or DETECTABILITY_MEANINGS[state]}"
 
 
-def trust_sentence(row: Mapping) -> str:
+def trust_sentence(figures: TrustFigures) -> str:
     """'trust: <state>: <reason>' (a row written before per-verdict trust says so)."""
-    state = stored_trust(row)
-    if row.get("trust") is None:
+    state = stored_trust(figures)
+    if figures.trust is None:
         return ("trust: not recorded (a row written before per-verdict trust)"
-                + (f"; its night was untrusted: {row['untrusted_reason']}" if state == UNTRUSTED else ""))
-    reason = row.get("trust_reason") or row.get("untrusted_reason")
+                + (f"; its night was untrusted: {figures.untrusted_reason}" if state == UNTRUSTED else ""))
+    reason = figures.trust_reason or figures.untrusted_reason
     return f"trust: {state}" + (f": {reason}" if reason else "")
 
 
-def trust_block_lines(row: Mapping, indent: str = "  ") -> list[str]:
-    """The trust block `results show` prints: trust, the capacity check, the floors' detectability (a PASS), the
-    row groups and why an INCONCLUSIVE had nothing to bound; a row written before them shows what it has (the
-    retired label-blind control's figures too)."""
-    lines = [trust_sentence(row)]
-    if row.get("trust") is not None and row.get("kind", "target") != "control":
-        clauses = capacity_check_clauses(row, row.get("confidence"))
+def trust_block_lines(row: ResultRow, indent: str = "  ") -> list[str]:
+    """The trust block `results show` prints for a warehouse row: trust, the capacity check, the floors'
+    detectability (a PASS), the row groups and why an INCONCLUSIVE had nothing to bound; a row written before them
+    shows what it has (the retired label-blind control's figures too)."""
+    figures = TrustFigures.read(row)
+    lines = [trust_sentence(figures)]
+    if row.trust is not None and row.kind != "control":
+        clauses = capacity_check_clauses(figures, row.confidence)
         lines += [indent + clauses[0]] + [indent * 2 + clause for clause in clauses[1:]]
-        if row.get("status") in (PASS, WEAK_PASS) and detectability_sentence(row):
-            lines.append(indent + detectability_sentence(row))
-    if row.get("label_blind_bound") is not None:  # a row written while the label-blind control ran
+        if row.status in (PASS, WEAK_PASS) and detectability_sentence(figures):
+            lines.append(indent + detectability_sentence(figures))
+    if row.label_blind_bound is not None:  # a row written while the label-blind control ran
         lines.append(indent + f"label-blind control (retired; the capacity check replaced it): valid eps_lb "
-                              f"{float(row['label_blind_bound']):.4g}, measured misfit kappa "
-                              f"{_optional(row.get('reference_misfit_kappa'))}, "
-                              + ("flagged" if row.get("label_blind_flagged") else "not flagged"))
-    lines.append(indent + groups_sentence(row))
-    if row.get("inconclusive_reason"):
-        lines.append(indent + f"nothing to bound: {row['inconclusive_reason']}")
+                              f"{float(row.label_blind_bound):.4g}, measured misfit kappa "
+                              f"{_optional(row.reference_misfit_kappa)}, "
+                              + ("flagged" if row.label_blind_flagged else "not flagged"))
+    lines.append(indent + groups_sentence(figures))
+    if row.inconclusive_reason:
+        lines.append(indent + f"nothing to bound: {row.inconclusive_reason}")
     return lines
 
 
@@ -329,8 +332,8 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
             lines.append(f"trusted VIOLATION {_where(v)}: {r.trust_reason}")
         if r.status in (PASS, WEAK_PASS) and r.detectability not in (None, MEASURED):
             lines.append(f"{r.status} {_where(v)}: "
-                         + detectability_sentence({"detectability": r.detectability,
-                                                   "detectability_reason": v.detectability_reason}))
+                         + detectability_sentence(TrustFigures(detectability=r.detectability,
+                                                               detectability_reason=v.detectability_reason)))
         if r.inconclusive_reason:
             lines.append(f"{r.status} {_where(v)}: nothing to bound: {r.inconclusive_reason}")
     not_trusted: dict[tuple[str, str], list[str]] = {}

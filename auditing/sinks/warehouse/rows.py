@@ -472,8 +472,8 @@ def audit_record(
 def trust_columns(verdict: Verdict) -> dict:
     """The trust, capacity-check and row-group columns of a verdict (`Verdict.trust_figures` names them)."""
     figures = verdict.trust_figures()
-    out = {name: figures.get(name) for name in TRUST_COLUMNS}
-    out["accepted_unchecked"] = int(bool(figures.get("accepted_unchecked")))
+    out = {name: getattr(figures, name) for name in TRUST_COLUMNS}
+    out["accepted_unchecked"] = int(bool(figures.accepted_unchecked))
     upper = out["misfit_kappa_upper"]
     if upper is not None and math.isinf(upper):  # no check row reached the threshold: no finite limit to store
         out["misfit_kappa_upper"] = None

@@ -1,0 +1,117 @@
+"""The risk figures as records: one block per (eps, delta) guarantee, the assessment of a claim and of a bound, and
+the posterior-ceiling series the report draws. Data only (`auditing.risk.figures` computes them), so the verdict
+that carries them imports no risk math."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+RISK_SCALARS = ("posterior_ceiling_median", "posterior_ceiling_p90", "high_prior_ceiling", "column_tail_bound",
+                "column_expected", "mia_advantage_bound", "aia_advantage_bound", "reconstruction_bound")
+"""The figures of a risk block stored as warehouse columns (risk_<figure>, risk_lb_<figure>)."""
+
+
+@dataclass(frozen=True)
+class PriorBucket:
+    """One band [low, high) of the reference's click probability (the last band includes 1): its rows, their mean
+    prior and their mean posterior ceiling (None for an empty band)."""
+
+    low: float
+    high: float
+    rows: int
+    mean_prior: float | None
+    mean_ceiling: float | None
+
+
+# The figures a risk block has only when the day's priors are known (`RiskBlock.rows` > 0).
+_PRIOR_FIGURES = ("prior_kind", "prior_median", "prior_p90", "posterior_ceiling_median", "posterior_ceiling_p90",
+                  "high_prior_threshold", "high_prior_rows", "high_prior_mean", "high_prior_ceiling",
+                  "expected_positives", "column_baseline", "column_t", "column_tail_bound", "column_tail_prior",
+                  "column_expected", "column_method", "prior_buckets")
+# The figures of a Gaussian-DP reading (`RiskBlock.mu` set).
+_GDP_FIGURES = ("mu", "reconstruction_bound_gdp")
+
+
+@dataclass(frozen=True)
+class RiskBlock:
+    """The figures shown beside one (eps, delta) guarantee (`risk_block` says what each one is). Without the day's
+    priors (``rows`` = 0) the prior figures are None and the reconstruction prior is 0.5; without a Gaussian
+    reading ``mu`` and ``reconstruction_bound_gdp`` are None. ``to_dict`` leaves out the figures not computed."""
+
+    epsilon: float
+    delta: float
+    mia_advantage_bound: float
+    aia_advantage_bound: float
+    rows: int
+    prior_kind: str | None = None
+    prior_median: float | None = None
+    prior_p90: float | None = None
+    posterior_ceiling_median: float | None = None
+    posterior_ceiling_p90: float | None = None
+    high_prior_threshold: float | None = None
+    high_prior_rows: int | None = None
+    high_prior_mean: float | None = None
+    high_prior_ceiling: float | None = None
+    expected_positives: float | None = None
+    column_baseline: float | None = None
+    column_t: int | None = None
+    column_tail_bound: float | None = None
+    column_tail_prior: float | None = None
+    column_expected: float | None = None
+    column_method: str | None = None
+    reconstruction_prior: float = 0.5
+    reconstruction_bound: float = 1.0
+    prior_buckets: tuple[PriorBucket, ...] = ()
+    mu: float | None = None
+    reconstruction_bound_gdp: float | None = None
+
+    def scalar(self, name: str) -> float | None:
+        """One of `RISK_SCALARS` as a float (None where not computed)."""
+        value = getattr(self, name)
+        return None if value is None else float(value)
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in fields(self):
+            if (f.name in _PRIOR_FIGURES and not self.rows) or (f.name in _GDP_FIGURES and self.mu is None):
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = [asdict(b) for b in value] if f.name == "prior_buckets" else value
+        return out
+
+
+@dataclass(frozen=True)
+class RiskAssessment:
+    """The risk figures of a claim and of what an audit demonstrated (None: no valid lower bound), both at the
+    audited delta, and the sentence that sums them up."""
+
+    claimed: RiskBlock
+    demonstrated: RiskBlock | None
+    headline: str
+
+    def columns(self) -> dict:
+        """The scalar figures as flat warehouse / JSON columns: risk_<figure> for the claim and risk_lb_<figure>
+        for the demonstrated bound (None where not computed), and risk_headline."""
+        out = {}
+        for prefix, block in (("risk_", self.claimed), ("risk_lb_", self.demonstrated)):
+            for name in RISK_SCALARS:
+                out[prefix + name] = None if block is None else block.scalar(name)
+        out["risk_headline"] = self.headline
+        return out
+
+    def to_dict(self) -> dict:
+        return {"claimed": self.claimed.to_dict(),
+                "demonstrated": None if self.demonstrated is None else self.demonstrated.to_dict(),
+                "headline": self.headline}
+
+
+@dataclass(frozen=True)
+class PosteriorCurve:
+    """The report chart's series: the posterior ceiling at each prior of ``priors`` for the claimed and the
+    demonstrated eps (None: no valid lower bound)."""
+
+    priors: tuple[float, ...]
+    claimed_epsilon: float
+    claimed: tuple[float, ...]
+    demonstrated_epsilon: float | None
+    demonstrated: tuple[float, ...] | None
