@@ -152,9 +152,9 @@ def drain_spool(root: Path, warehouse: str | None) -> dict:
 
     spool = default_spool_dir(root)
     outcome = drain(warehouse, spool, data_root=root)
-    if outcome.get("written"):
-        _log(f"wrote {len(outcome['written'])} spooled result(s) from an earlier run")
-    for line in text.spool_elsewhere_lines(outcome["elsewhere"], spool):
+    if outcome.written:
+        _log(f"wrote {len(outcome.written)} spooled result(s) from an earlier run")
+    for line in text.spool_elsewhere_lines(outcome.elsewhere, spool):
         _log(f"warning: {line}")
     if outcome["unaddressed"]:
         _log(f"warning: {text.spool_unaddressed_line(outcome['unaddressed'], spool)}")

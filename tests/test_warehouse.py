@@ -41,6 +41,7 @@ from auditing.sinks.warehouse import (
 )
 from auditing.sinks.warehouse.migrations import ddl_text
 from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES
+from auditing.sinks.warehouse.spool import DrainReport, SpooledElsewhere
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
@@ -820,16 +821,15 @@ def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, t
     assert write_or_spool(outage.target, other_row, other_curve, spool, attempts=1, timeout=0.5) == SPOOLED
 
     during = drain_spool(outage.target, spool, timeout=0.5)
-    assert during["written"] == [] and during["remaining"] == 2
-    assert ("127.0.0.1" in during["error"]) if target.startswith("postgresql") else ("locked" in during["error"])
+    assert during.written == [] and during.remaining == 2
+    assert ("127.0.0.1" in during.error) if target.startswith("postgresql") else ("locked" in during.error)
     assert len(list(spool.glob("*.json"))) == 2  # nothing removed while the warehouse is down
 
     outage.end()
     drained = drain_spool(outage.target, spool)
-    assert sorted(k.model_id for k in drained["written"]) == ["m-1", "m-2"]
-    assert drained["remaining"] == 0 and drained["error"] is None and not list(spool.iterdir())
-    assert drain_spool(outage.target, spool) == {"written": [], "rejected": [], "remaining": 0, "error": None,
-                                                 "elsewhere": [], "unaddressed": []}
+    assert sorted(k.model_id for k in drained.written) == ["m-1", "m-2"]
+    assert drained.remaining == 0 and drained.error is None and not list(spool.iterdir())
+    assert drain_spool(outage.target, spool) == DrainReport()  # nothing written, rejected, left or elsewhere
     with open_warehouse(outage.target) as wh:
         rows = wh.fetch_results()
         assert [(r.model_id, r.epsilon_lower_bound) for r in rows] == [("m-1", 0.4), ("m-2", 0.6)]
@@ -857,9 +857,9 @@ def test_drain_keeps_unreadable_payloads_aside(target, tmp_path):
     spool_payload(*make_row(marker=0.2), spool, destination(target))
     (spool / "broken.json").write_text('{"format": 1, "row": {"model_id": "m-1"')
     report = drain_spool(target, spool)
-    assert [k.model_id for k in report["written"]] == ["m-1"]
-    assert report["rejected"] == [str(spool / "broken.json.rejected")]
-    assert (spool / "broken.json.rejected").exists() and report["remaining"] == 0
+    assert [k.model_id for k in report.written] == ["m-1"]
+    assert report.rejected == [str(spool / "broken.json.rejected")]
+    assert (spool / "broken.json.rejected").exists() and report.remaining == 0
 
 
 def test_a_payload_drains_only_into_the_warehouse_it_was_meant_for(target, tmp_path):
@@ -876,18 +876,18 @@ def test_a_payload_drains_only_into_the_warehouse_it_was_meant_for(target, tmp_p
         if k not in ("run_kind", "model_fingerprint")}, "curve": curve}))
     other = tmp_path / "elsewhere" / "warehouse.duckdb"
     report = drain_spool(other, spool)
-    assert report["written"] == [] and report["remaining"] == 0 and report["error"] is None
-    assert report["elsewhere"] == [{"path": str(meant), **{k: destination(target).to_dict()[k]
-                                                          for k in ("backend", "address")}}]
-    assert report["unaddressed"] == [str(legacy)]
+    assert report.written == [] and report.remaining == 0 and report.error is None
+    assert report.elsewhere == [SpooledElsewhere(str(meant), destination(target).backend,
+                                                 destination(target).address)]
+    assert report.unaddressed == [str(legacy)]
     assert meant.exists() and legacy.exists() and not other.parent.exists()  # nothing removed, nothing created
 
     report = drain_spool(target, spool)
-    assert [k.model_id for k in report["written"]] == ["m-1"] and not meant.exists() and legacy.exists()
+    assert [k.model_id for k in report.written] == ["m-1"] and not meant.exists() and legacy.exists()
     report = drain_spool(target, spool, include_unaddressed=True)
-    assert [(k.model_id, k.run_kind, k.model_fingerprint) for k in report["written"]] == [
+    assert [(k.model_id, k.run_kind, k.model_fingerprint) for k in report.written] == [
         ("m-old", "unrecorded", "unrecorded")]
-    assert not legacy.exists() and report["unaddressed"] == [] and report["elsewhere"] == []
+    assert not legacy.exists() and report.unaddressed == [] and report.elsewhere == []
 
 
 def test_a_destination_is_the_address_without_credentials(tmp_path, monkeypatch):

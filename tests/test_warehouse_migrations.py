@@ -468,9 +468,9 @@ def test_a_payload_spooled_by_the_previous_version_drains_into_the_migrated_ware
     payload = {"format": 1, "spooled_at": 0.0, "curve": [],
                "row": {k: (v.isoformat() if isinstance(v, dt.date) else v) for k, v in row.items()}}
     (spool / "raw-m__2024-01-02__spooled.json").write_text(json.dumps(payload))
-    assert drain_spool(v1_target, spool)["unaddressed"] == [str(spool / "raw-m__2024-01-02__spooled.json")]
+    assert drain_spool(v1_target, spool).unaddressed == [str(spool / "raw-m__2024-01-02__spooled.json")]
     report = drain_spool(v1_target, spool, include_unaddressed=True)
-    assert [k.audit_config_hash for k in report["written"]] == ["spooled"] and report["rejected"] == []
+    assert [k.audit_config_hash for k in report.written] == ["spooled"] and report.rejected == []
     with open_warehouse(v1_target) as wh:
         got = wh.fetch_results(model_id="raw-m")
     assert [r.audit_config_hash for r in got] == ["spooled"] and "tau" not in got[0].to_dict()

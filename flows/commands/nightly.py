@@ -92,23 +92,23 @@ def drain_only(root, args) -> int:
     preflight.check_warehouse(root, args.warehouse, args.create_warehouse)  # bad input: exit 2; down: below
     spool = default_spool_dir(root)
     report = drain_spool(args.warehouse, spool, data_root=root, include_unaddressed=args.include_unaddressed)
-    others = text.spool_elsewhere_lines(report["elsewhere"], spool)
-    if report["unaddressed"]:
-        others.append(text.spool_unaddressed_line(report["unaddressed"], spool))
-    if others and not (report["written"] or report["remaining"]):
+    others = text.spool_elsewhere_lines(report.elsewhere, spool)
+    if report.unaddressed:
+        others.append(text.spool_unaddressed_line(report.unaddressed, spool))
+    if others and not (report.written or report.remaining):
         here = destination(args.warehouse, root)
         where = describe_target(str(args.warehouse)) if args.warehouse else here.address
         raise LabelDPInputError(f"--warehouse {where}: no spooled result is meant for it; " + "; ".join(others))
-    print(f"[labeldp-audit] wrote {len(report['written'])} spooled result(s) from {spool} to the warehouse",
+    print(f"[labeldp-audit] wrote {len(report.written)} spooled result(s) from {spool} to the warehouse",
           file=sys.stderr, flush=True)
     for line in others:
         print(f"labeldp-audit nightly: warning: {line}", file=sys.stderr)
-    for path in report["rejected"]:
+    for path in report.rejected:
         print(f"labeldp-audit nightly: warning: {path}: not a valid spooled result; kept for a person to read",
               file=sys.stderr)
-    if report["remaining"]:
-        reason = str(report["error"]).strip().splitlines()[0]
-        print(f"labeldp-audit nightly: exit {exit_codes.NOT_IN_WAREHOUSE}: {report['remaining']} result(s) still "
+    if report.remaining:
+        reason = str(report.error).strip().splitlines()[0]
+        print(f"labeldp-audit nightly: exit {exit_codes.NOT_IN_WAREHOUSE}: {report.remaining} result(s) still "
               f"in {spool}: {reason}", file=sys.stderr)
         return exit_codes.NOT_IN_WAREHOUSE
     return exit_codes.OK

@@ -14,6 +14,7 @@ from pathlib import Path
 from auditing.risk.records import RiskBlock
 from auditing.sinks.listing import ListedVerdict, SkippedTarget
 from auditing.sinks.warehouse.records import ResultRow, trust_state
+from auditing.sinks.warehouse.spool import SpooledElsewhere
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
     EXITS_UNTRUSTED,
@@ -432,14 +433,14 @@ def spooled_summary(paths: Sequence[str], drain_command: str) -> str:
             "writes the spool first)")
 
 
-def spool_elsewhere_lines(elsewhere: Sequence[Mapping], spool: Path) -> list[str]:
+def spool_elsewhere_lines(elsewhere: Sequence[SpooledElsewhere], spool: Path) -> list[str]:
     """One line per other warehouse whose spooled results a drain left in place (``drain_spool``'s
     ``elsewhere``): where they are meant to go and the command that writes them there (``spool``: the data
     root's spool directory)."""
 
     by_address: dict[tuple[str, str], int] = {}
     for item in elsewhere:
-        by_address[(item["backend"], item["address"])] = by_address.get((item["backend"], item["address"]), 0) + 1
+        by_address[(item.backend, item.address)] = by_address.get((item.backend, item.address), 0) + 1
     return [f"{count} spooled result(s) in {spool} are meant for the {backend} warehouse {address}, not this one: "
             f"left in place; write them with {hints.DRAIN_SPOOL_TO.line(root=Path(spool).parent, warehouse=address)}"
             + (" (add your user name to the URL)" if backend == "postgres" else "")

@@ -24,6 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditing.sinks.warehouse.address import Destination, describe_target, destination
@@ -148,16 +149,36 @@ def _read_payload(path: Path) -> tuple[Destination | None, dict, list[dict]]:
     return to, row, curve
 
 
+@dataclass(frozen=True)
+class SpooledElsewhere:
+    """A spooled payload meant for another warehouse, left in place: its file and where it is meant to go."""
+
+    path: str
+    backend: str
+    address: str
+
+
+@dataclass
+class DrainReport:
+    """What one drain did. written: the keys it wrote; rejected: the files it renamed *.rejected (not a valid
+    payload); remaining: payloads for this warehouse still in the spool afterwards; error: why the warehouse could
+    not be used (None: it could); elsewhere: payloads meant for another warehouse, left in place; unaddressed:
+    first-format payloads (no warehouse recorded), left in place unless the drain included them."""
+
+    written: list[AuditKey] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    remaining: int = 0
+    error: str | None = None
+    elsewhere: list[SpooledElsewhere] = field(default_factory=list)
+    unaddressed: list[str] = field(default_factory=list)
+
+
 def drain_spool(
     target: str | os.PathLike | None, spool_dir: str | os.PathLike, *, timeout: float = 10.0,
     data_root: str | os.PathLike | None = None, include_unaddressed: bool = False,
-) -> dict:
-    """Writes the spooled payloads meant for this warehouse; returns what happened.
-
-    Returns {"written": [AuditKey...], "rejected": [paths renamed *.rejected], "remaining": payloads for this
-    warehouse still in the spool afterwards, "error": None or why the warehouse could not be used,
-    "elsewhere": [{"path", "backend", "address"} of payloads meant for another warehouse, left in place],
-    "unaddressed": [paths of first-format payloads, left in place unless ``include_unaddressed``]}. The
+) -> DrainReport:
+    """Writes the spooled payloads meant for this warehouse; returns what happened (`DrainReport`; first-format
+    payloads are left in place unless ``include_unaddressed``). The
     warehouse is opened only when a payload is meant for it. Safe to run concurrently and repeatedly: every
     write is an idempotent upsert, and a file is deleted only after its commit.
 
@@ -168,8 +189,7 @@ def drain_spool(
 
     here = destination(target, data_root)
     spool_dir = Path(spool_dir)
-    report: dict = {"written": [], "rejected": [], "remaining": 0, "error": None, "elsewhere": [],
-                    "unaddressed": []}
+    report = DrainReport()
     mine = []
     for path in _spooled_files(spool_dir):
         try:
@@ -181,12 +201,12 @@ def drain_spool(
             rejected = path.with_name(path.name + ".rejected")
             os.replace(path, rejected)
             log.error("%s; kept as %s", exc, rejected)
-            report["rejected"].append(str(rejected))
+            report.rejected.append(str(rejected))
             continue
         if to is None and not include_unaddressed:
-            report["unaddressed"].append(str(path))
+            report.unaddressed.append(str(path))
         elif to is not None and to.fingerprint != here.fingerprint:
-            report["elsewhere"].append({"path": str(path), "backend": to.backend, "address": to.address})
+            report.elsewhere.append(SpooledElsewhere(str(path), to.backend, to.address))
         else:
             mine.append((path, before, row, curve))
     if not mine:
@@ -194,16 +214,16 @@ def drain_spool(
     try:
         warehouse = open_warehouse(target, data_root=data_root, timeout=timeout)
     except WarehouseUnavailable as exc:
-        report.update(remaining=len(mine), error=str(exc))
+        report.remaining, report.error = len(mine), str(exc)
         return report
     with warehouse:
         for done, (path, before, row, curve) in enumerate(mine):
             try:
                 key = warehouse.upsert_audit(row, [{k: p[k] for k in _POINT_FIELDS} for p in curve])
             except WarehouseUnavailable as exc:
-                report.update(remaining=sum(p.is_file() for p, *_ in mine[done:]), error=str(exc))
+                report.remaining, report.error = sum(p.is_file() for p, *_ in mine[done:]), str(exc)
                 return report
-            report["written"].append(key)
+            report.written.append(key)
             try:
                 now = path.stat()
             except FileNotFoundError:
@@ -211,5 +231,5 @@ def drain_spool(
             if (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns):
                 path.unlink(missing_ok=True)
             # else: replaced by a newer payload meanwhile; it stays for the next drain
-    report["remaining"] = sum(p.is_file() for p, *_ in mine)
+    report.remaining = sum(p.is_file() for p, *_ in mine)
     return report
