@@ -156,9 +156,9 @@ def drain_spool(root: Path, warehouse: str | None) -> dict:
         _log(f"wrote {len(outcome.written)} spooled result(s) from an earlier run")
     for line in text.spool_elsewhere_lines(outcome.elsewhere, spool):
         _log(f"warning: {line}")
-    if outcome["unaddressed"]:
-        _log(f"warning: {text.spool_unaddressed_line(outcome['unaddressed'], spool)}")
-    return {k: [str(x) for x in v] if isinstance(v, list) else v for k, v in outcome.items()}
+    if outcome.unaddressed:
+        _log(f"warning: {text.spool_unaddressed_line(outcome.unaddressed, spool)}")
+    return {name: [str(x) for x in v] if isinstance(v, list) else v for name, v in vars(outcome).items()}
 
 
 def _log(message: str) -> None:
