@@ -18,9 +18,15 @@ import numpy as np
 from auditing.bounds.lower_bound import best_bound
 from auditing.bounds.selection import Selection
 from auditing.config import AuditConfig, BoundConfig, GameConfig
+from auditing.game.attack_curve import (
+    OCTAVES,
+    attack_curve_from_outcomes,
+    attack_curve_from_rows,
+    octave_of_fine,
+)
 from auditing.game.counts import GameCounts
 from auditing.game.expected import expected_correct_record
-from auditing.game.kernel import boundary_rows, compiled_score, game_tables, slot_histograms
+from auditing.game.kernel import boundary_rows, compiled_score, game_tables, signed_outcomes, slot_histograms
 from auditing.game.play import (
     as_class_probabilities,
     as_labels,
@@ -35,7 +41,15 @@ from auditing.game.scores import SCORES, resolve_score
 from auditing.game.slots import SlotPlan, selection_half_mask
 from auditing.game.sweep import SweepCounts, correct_at, rank_order
 from auditing.game.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
-from auditing.result import AuditResult, CurvePoint, ExpectedCorrect, HalfCounts, ScoreHistogram, SplitHalves
+from auditing.result import (
+    AttackCurve,
+    AuditResult,
+    CurvePoint,
+    ExpectedCorrect,
+    HalfCounts,
+    ScoreHistogram,
+    SplitHalves,
+)
 from auditing.verdict.capacity_check import (
     CHECK_BINS,
     CheckHistograms,
@@ -127,17 +141,18 @@ def play_game(
     score = resolve_score(score_function or game.score, game.score_power)
 
     if score_function is None and compiled_score(game.score):
-        counts, halves, histogram = compiled_sweep(target, reference, y0, ids, game, progress)
+        counts, halves, histogram, attack = compiled_sweep(target, reference, y0, ids, game, progress)
     else:
         logger.info("custom score function: the game runs on the numpy path (auditing.game.play.play_repetition), "
                     "not the compiled kernel (auditing.game.kernel serves the built-in scores %s)", sorted(SCORES))
-        counts, halves, histogram = numpy_sweep(target, reference, y0, ids, game, score, progress)
+        counts, halves, histogram, attack = numpy_sweep(target, reference, y0, ids, game, score, progress)
     expected = expected_correct_record(target, reference, y0, score, game.grid_for(n)) if expected_curve else None
     histograms = None if check is None else _check_histograms(target, reference, y0, ids, check, game,
                                                              score_function)
     return GameCounts(game=game, counts=counts, halves=halves, score_histogram=histogram,
                       prior_histogram=PriorHistogram.from_reference(reference), expected_correct=expected,
-                      check=histograms, row_groups=row_groups, custom_score=score_function is not None)
+                      check=histograms, row_groups=row_groups, custom_score=score_function is not None,
+                      attack_curve=attack)
 
 
 def _check_histograms(target, reference, y0, ids, check: CheckRows, game: GameConfig,
@@ -186,20 +201,22 @@ def _check_histograms(target, reference, y0, ids, check: CheckRows, game: GameCo
 
 def numpy_sweep(target, reference, y0, ids, game: GameConfig, score, progress):
     """The reference path, one repetition at a time with `play_repetition` and a full ranking (any score):
-    (SweepCounts, the halves' SweepCounts or None, repetition 0's |score| histogram)."""
+    (SweepCounts, the halves' SweepCounts or None, repetition 0's |score| histogram, repetition 0's attack curve
+    (`auditing.game.attack_curve`))."""
     grid = game.grid_for(ids.size)
     correct = np.empty((game.repetitions, grid.size), dtype=np.int64)
-    halves = histogram = None
+    halves = histogram = attack = None
     for r in range(game.repetitions):
         rows = play_repetition(target, reference, y0, ids, seed=game.seed, repetition=r, score=score)
         correct[r] = _counts(rows.scores, rows.correct, ids, grid)
         if r == 0:
             halves = _half_counts(rows.scores, rows.correct, ids, game)
             histogram = score_histogram(rows.scores, rows.correct)
+            attack = attack_curve_from_rows(rows.scores, rows.correct, seed=game.seed)
         if progress:
             progress(r + 1, game.repetitions)
     counts = SweepCounts(m=int(ids.size), guesses=np.broadcast_to(grid, correct.shape).copy(), correct=correct)
-    return counts, halves, histogram
+    return counts, halves, histogram, attack
 
 
 # Repetitions per compiled call (progress is reported between groups); each call passes over every row.
@@ -216,7 +233,8 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     Pass 1 (`auditing.game.kernel.slot_histograms`): per slot rows and correct guesses per order-preserving
     |score| bin (`auditing.game.sweep_reduce`). Then each grid point's bin (`boundary_bins`), and pass 2 replays only
     rows of the bins cut strictly inside (`game_kernel.boundary_rows`), ranked by `exact_counts` with
-    `rank_order` itself: equal to ranking all rows.
+    `rank_order` itself: equal to ranking all rows. Repetition 0's attack curve from one more pass over it
+    (`auditing.game.kernel.signed_outcomes`), the counts the numpy path takes from its rows.
     """
     spec = _KERNEL_BINS
     plan = SlotPlan(game)
@@ -254,7 +272,8 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     found = boundary_rows(tables, keys, cut, slot_counts=cut_rows)
     counts = [exact_counts(bounds[s], *found.of(s)) for s in range(keys.size)]
     sweep, halves = plan.counts(n, slot_rows, grids, counts)
-    return sweep, halves, histogram
+    outcomes = signed_outcomes(tables, game.seed, 0, octave_of_fine(spec), OCTAVES)
+    return sweep, halves, histogram, attack_curve_from_outcomes(outcomes, seed=game.seed)
 
 
 def _half_counts(scores, correct, ids, game: GameConfig) -> tuple[SweepCounts, SweepCounts] | None:
@@ -276,6 +295,7 @@ def audit_from_counts(
     score_histogram: ScoreHistogram | None = None, expected_correct: ExpectedCorrect | None = None,
     prior_histogram: PriorHistogram | None = None,
     check_histograms: CheckHistograms | None = None, row_groups: RowGroups | None = None,
+    attack_curve: AttackCurve | None = None,
 ) -> AuditResult:
     """`audit_counts` of counts given piece by piece (e.g. a benchmark's own sweep): the repetitions' counts,
     the halves' (needed by a halves strategy), and the claim-free records (see the AuditResult fields)."""
@@ -283,7 +303,8 @@ def audit_from_counts(
         raise LabelDPInputError(f"strategy {config.strategy} needs the two halves' counts of repetition 0")
     game = GameCounts(game=config.game, counts=counts, halves=split_counts,
                       score_histogram=score_histogram, prior_histogram=prior_histogram,
-                      expected_correct=expected_correct, check=check_histograms, row_groups=row_groups)
+                      expected_correct=expected_correct, check=check_histograms, row_groups=row_groups,
+                      attack_curve=attack_curve)
     return audit_counts(game, config.bound)
 
 
@@ -327,6 +348,7 @@ def audit_counts(game: GameCounts, bound: BoundConfig) -> AuditResult:
         prior_histogram=game.prior_histogram, reference_calibration=config.reference_calibration,
         gdp_mu_lower_bound=_gaussian_reading(config, selection),
         capacity_check=_capacity_check(game.check, counts.m, config), row_groups=game.row_groups,
+        attack_curve=game.attack_curve,
     )
 
 

@@ -116,6 +116,72 @@ class ScoreHistogram:
 
 
 @dataclass(frozen=True)
+class AttackCurve:
+    """Repetition 0's label-inference attack as a classifier of the coin (auditing.game.attack_curve,
+    docs/attack-curve.md): a positive is a row whose coin b = 0 (the released label is the training label), ranked
+    by the signed score s. ``positives`` / ``negatives``: rows per signed-score bin, bins ascending in s; bin i lies
+    between edges[i-1] and edges[i] (bin 0 below edges[0], the last above edges[-1]); ``edges`` are the octaves of
+    ``ScoreHistogram`` mirrored around 0, a bin never straddles 0 and s = 0 lies left of it (the guess b' = 1).
+
+    The figures are the raw empirical ROC over thresholds at those edges (achievable points, not the convex hull):
+    the largest TPR among points whose FPR is at most 0.1% / 1%, and the AUROC by the trapezoid rule (ties within a
+    bin count one half); None when there is no positive or no negative. ``*_lower`` / ``*_upper``: percentile
+    bootstrap interval at ``bootstrap_confidence`` from ``bootstrap_resamples`` seeded multinomial resamples of
+    the per-bin counts (``bootstrap_seed``, derived from the audit's seed). Descriptive: how well this attack
+    separates the labels, never a bound on epsilon."""
+
+    repetition: int
+    statistic: str
+    edges: tuple[float, ...]
+    positives: tuple[int, ...]
+    negatives: tuple[int, ...]
+    tpr_at_fpr_0_001: float | None
+    tpr_at_fpr_0_001_lower: float | None
+    tpr_at_fpr_0_001_upper: float | None
+    tpr_at_fpr_0_01: float | None
+    tpr_at_fpr_0_01_lower: float | None
+    tpr_at_fpr_0_01_upper: float | None
+    auroc: float | None
+    auroc_lower: float | None
+    auroc_upper: float | None
+    bootstrap_confidence: float
+    bootstrap_resamples: int
+    bootstrap_seed: int
+
+    # The figures and their intervals, in the order the record stores them.
+    FIGURES = ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01", "auroc")
+
+    @property
+    def rows_positive(self) -> int:
+        return sum(self.positives)
+
+    @property
+    def rows_negative(self) -> int:
+        return sum(self.negatives)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for name in ("edges", "positives", "negatives"):
+            out[name] = list(out[name])
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> AttackCurve | None:
+        if not data:
+            return None
+        values = _fields_of(cls, data, "attack_curve")
+        figures = {f"{name}{part}": None if values[f"{name}{part}"] is None else float(values[f"{name}{part}"])
+                   for name in cls.FIGURES for part in ("", "_lower", "_upper")}
+        return cls(repetition=int(values["repetition"]), statistic=str(values["statistic"]),
+                   edges=tuple(float(v) for v in values["edges"]),
+                   positives=tuple(int(v) for v in values["positives"]),
+                   negatives=tuple(int(v) for v in values["negatives"]), **figures,
+                   bootstrap_confidence=float(values["bootstrap_confidence"]),
+                   bootstrap_resamples=int(values["bootstrap_resamples"]),
+                   bootstrap_seed=int(values["bootstrap_seed"]))
+
+
+@dataclass(frozen=True)
 class ExpectedCorrect:
     """A control's expected correct guesses at each grid point of repetition 0 (auditing.game.expected), which
     its floor reads."""
@@ -251,6 +317,10 @@ class AuditResult:
     # diagnostic); None when no grouping was applied. inconclusive_reason: why there was nothing to bound (m = 0).
     row_groups: RowGroups | None = None
     inconclusive_reason: str | None = None
+    # Repetition 0's attack as a classifier of the coin: its signed-score histogram, TPR at FPR <= 0.1% and 1%,
+    # AUROC, with bootstrap intervals (docs/attack-curve.md). Descriptive, never a bound on epsilon; None for
+    # results written before it, or with no row audited.
+    attack_curve: AttackCurve | None = None
 
     def to_dict(self) -> dict:
         """The stored record (JSON-ready): every field, nested records as their ``to_dict()``, an absent one as {}."""
@@ -298,4 +368,5 @@ def prior_histogram_of(data: Mapping | None) -> PriorHistogram | None:
 # The nested records, each by the reader of its stored form ({} or missing: None).
 _NESTED = {"split_halves": SplitHalves.from_dict, "score_histogram": ScoreHistogram.from_dict,
            "expected_correct": ExpectedCorrect.from_dict, "prior_histogram": prior_histogram_of,
-           "capacity_check": CapacityCheck.from_dict, "row_groups": RowGroups.from_dict}
+           "capacity_check": CapacityCheck.from_dict, "row_groups": RowGroups.from_dict,
+           "attack_curve": AttackCurve.from_dict}

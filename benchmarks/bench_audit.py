@@ -63,7 +63,7 @@ def main() -> None:
         marks = [(time.perf_counter(), time.process_time())]
         cfg = AuditConfig(repetitions=args.repetitions, method="binomial", seed=run)
         # every slot of the slot plan: the R repetitions and both keyed halves of repetition 0
-        counts, halves, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
+        counts, halves, _, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
         marks.append((time.perf_counter(), time.process_time()))
         results["binomial"] = audit_from_counts(counts, cfg, halves)
         marks.append((time.perf_counter(), time.process_time()))
@@ -91,9 +91,9 @@ def main() -> None:
     if args.compare_numpy:
         cfg = AuditConfig(repetitions=args.repetitions, seed=args.runs - 1)
         began = time.perf_counter()
-        compiled, _, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
+        compiled, _, _, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
         middle = time.perf_counter()
-        reference_counts, _, _ = numpy_sweep(target, reference, y, ids, cfg.game, resolve_score("paper"), None)
+        reference_counts, _, _, _ = numpy_sweep(target, reference, y, ids, cfg.game, resolve_score("paper"), None)
         ended = time.perf_counter()
         print(f"  side by side, game + counts: compiled {middle - began:.2f} s, numpy path {ended - middle:.2f} s "
               f"({(ended - middle) / (middle - began):.1f}x); counts equal: "

@@ -106,6 +106,10 @@ def assert_same_as_in_process(world, outcome, config):
     in_process = play_game(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config.game)
     assert [half.m for half in stored.halves] == [half.m for half in in_process.halves]
     assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
+    # the attack curve: the same record byte for byte (its counts, figures and bootstrap), stored with the counts
+    assert stored.attack_curve is not None and stored.attack_curve == in_process.attack_curve
+    assert json.dumps(stored.attack_curve.to_dict()) == json.dumps(in_process.attack_curve.to_dict())
+    assert stored.attack_curve.rows_positive + stored.attack_curve.rows_negative == ROWS
     record = json.loads((outcome.output_dir / beam_request.RESULT_FILE).read_text())
     assert record["result"]["epsilon_lower_bound"] == expected.epsilon_lower_bound
     assert record["diagnostics"]["boundary_rows"] == record["diagnostics"]["boundary_rows_received"]

@@ -171,8 +171,11 @@ def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     columns = {c.name: c for c in RESULT_COLUMNS}
     added = RESULT_NAMES[RESULT_NAMES.index("kappa"):RESULT_NAMES.index("trust")]
     assert len(added) == 17 and all(columns[name].nullable for name in added)
-    trust_era = RESULT_NAMES[RESULT_NAMES.index("trust"):]  # schema version 5: trust per verdict, row groups
+    # schema version 5: trust per verdict, row groups
+    trust_era = RESULT_NAMES[RESULT_NAMES.index("trust"):RESULT_NAMES.index("attack_tpr_at_fpr_0_001")]
     assert len(trust_era) == 14 and all(columns[name].nullable for name in trust_era)
+    attack_era = RESULT_NAMES[RESULT_NAMES.index("attack_tpr_at_fpr_0_001"):]  # schema version 6: the attack curve
+    assert len(attack_era) == 9 and all(columns[name].nullable for name in attack_era)
     retired = {c.name: c for m in MIGRATIONS for c in m.retires}
     assert retired.keys() == {"tau", "breaking_tau"} and not retired.keys() & columns.keys()
     assert not retired["tau"].nullable and retired["breaking_tau"].nullable
@@ -1118,3 +1121,37 @@ def test_trust_per_verdict_round_trips_on_both_backends(target):
         assert (row.rows_excluded_groups, row.group_pairs) == (12, 40)
         assert row.group_label_agreement == 0.9 and row.group_label_agreement_expected == 0.85
         assert row.detectability in ("measured", "measured under a reference that misfits")
+
+
+def test_attack_curve_columns_round_trip_on_both_backends(target):
+    """The attack curve's figures (descriptive, not a bound: docs/attack-curve.md) are stored from the verdict's
+    result and read back on both backends; a row without them reads NULL; a bad value is refused, named."""
+    from auditing.sinks.warehouse.rows import normalize_row
+    from auditing.sinks.warehouse.schema import ATTACK_COLUMNS
+
+    rng = np.random.default_rng(8)
+    n = 4000
+    labels = rng.integers(0, 2, n)
+    p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
+    result = run_audit(p_target, np.full(n, 0.5), labels,
+                       config=AuditConfig(repetitions=1, reference_calibration="none"))
+    curve = result.attack_curve
+    row, points = audit_record(judge(result, 0.5), run_kind="nightly", model_id="attack-m", partition_date=DAY)
+    expected = {f"attack_{name}{part}": getattr(curve, f"{name}{part}") for name in curve.FIGURES
+                for part in ("", "_lower", "_upper")}
+    assert set(expected) == set(ATTACK_COLUMNS) and {name: getattr(row, name) for name in ATTACK_COLUMNS} == expected
+    assert curve.auroc > 0.6
+    bare, bare_curve = make_row(model_id="attack-old")
+    with open_warehouse(target) as wh:
+        wh.upsert_audit(row, points)
+        wh.upsert_audit(bare, bare_curve)
+        got = {r.model_id: r for r in wh.fetch_results()}
+    assert {name: getattr(got["attack-m"], name) for name in ATTACK_COLUMNS} == expected
+    assert json.loads(got["attack-m"].result_json)["attack_curve"] == json.loads(json.dumps(curve.to_dict()))
+    assert all(getattr(got["attack-old"], name) is None for name in ATTACK_COLUMNS)
+    for change, message in (({"attack_auroc": 1.5}, r"attack_auroc must be a finite number in \[0, 1\]"),
+                            ({"attack_auroc": 0.7, "attack_auroc_lower": 0.8, "attack_auroc_upper": 0.6},
+                             "attack_auroc_lower must be <= attack_auroc_upper"),
+                            ({"attack_tpr_at_fpr_0_01_lower": 0.1}, "need attack_tpr_at_fpr_0_01")):
+        with pytest.raises(LabelDPInputError, match=message):
+            normalize_row({**bare, **change})

@@ -38,6 +38,7 @@ from auditing.sinks.warehouse.migrations import (
 )
 from auditing.sinks.warehouse.rows import normalize_row
 from auditing.sinks.warehouse.schema import (
+    ATTACK_COLUMNS,
     KEY_COLUMNS,
     RESULT_COLUMNS,
     RESULT_NAMES,
@@ -46,6 +47,7 @@ from auditing.sinks.warehouse.schema import (
     TRUST_COLUMNS,
     UNRECORDED,
     VERSION_TABLE,
+    create_table_sql,
     ddl_statements,
     version_table_statements,
 )
@@ -376,7 +378,8 @@ def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
     assert comments == {"method": "bound method: binomial | fdp",
                         "epsilon_lower_bound": "THE statistically valid epsilon lower bound",
                         **{name: latest[name] for name in ("model_fingerprint", "run_kind", "claimed_epsilon",
-                                                           "status", "untrusted_reason", *TRUST_COLUMNS)}}
+                                                           "status", "untrusted_reason", *TRUST_COLUMNS,
+                                                           *ATTACK_COLUMNS)}}
     assert _execute_raw(target, "SELECT comment FROM duckdb_tables() WHERE table_name = 'audit_results'") == \
         [(TABLE_COMMENTS["audit_results"],)]
 
@@ -574,3 +577,44 @@ def test_a_version_3_warehouse_is_read_as_version_4_would_hold_it_without_migrat
     assert [(p["guesses"], p["run_kind"], p["claimed_epsilon"]) for p in curve] == [
         (10 * (i + 1), UNRECORDED, rows["now-bin"].claimed_epsilon) for i in range(3)]
     assert _execute_raw(v3_target, f"SELECT MAX(version) FROM {VERSION_TABLE}") == [(3,)]
+
+
+# --------------------------------------------------------------------------------------------- version 6
+def test_version_6_adds_the_attack_curve_columns_keeping_every_row(target):
+    """A warehouse at version 5 (the tables that version created, a row written by its code) opens at the latest
+    version: the attack curve's nullable columns are added (their comments: the DuckDB rebuild test above), the
+    row keeps every value and reads NULL in them, and a new row stores them."""
+    dialect = "postgres" if target.startswith("postgresql://") else "duckdb"
+    v5 = migrations.expected_tables(5)
+    assert not set(ATTACK_COLUMNS) & {c.name for c in v5["audit_results"]}
+    statements = [create_table_sql(dialect, table, columns) for table, columns in v5.items()]
+    for statement in [*statements, *version_table_statements(dialect)]:
+        _execute_raw(target, statement)
+    for migration in MIGRATIONS[:5]:
+        _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                     [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
+    old = {k: v for k, v in _valid_row("v5-row", trust="trusted", trust_reason="vouched").items()
+           if k not in ATTACK_COLUMNS}
+    names = [c.name for c in v5["audit_results"]]
+    _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                 [old[name] for name in names])
+    with open_warehouse(target) as wh:
+        assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1)) and LATEST >= 6
+        assert wh.schema_versions()[5]["description"] == MIGRATIONS[5].description
+        (row,) = wh.fetch_results()
+        wh.upsert_audit({**_valid_row("v6-row"), "attack_auroc": 0.75, "attack_auroc_lower": 0.7,
+                         "attack_auroc_upper": 0.8}, [])
+        new = wh.fetch_results(model_id="raw-m")
+    stored = row.to_dict()
+    assert {k: stored[k] for k in old if k not in ("started_at", "finished_at")} == \
+        {k: v for k, v in old.items() if k not in ("started_at", "finished_at")}
+    assert all(stored[name] is None for name in ATTACK_COLUMNS)
+    assert [(r.audit_config_hash, r.attack_auroc, r.attack_auroc_lower) for r in new] == [
+        ("v5-row", None, None), ("v6-row", 0.75, 0.7)]
+    columns = {c for _, c in _execute_raw_columns(target)}
+    assert set(ATTACK_COLUMNS) <= columns
+
+
+def _execute_raw_columns(target: str) -> list[tuple]:
+    return _execute_raw(target, "SELECT table_name, column_name FROM information_schema.columns WHERE "
+                                "table_schema = current_schema() AND table_name = 'audit_results'")

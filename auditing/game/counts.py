@@ -1,8 +1,8 @@
 """The game's claim-free output (`GameCounts`), and its one file (``counts.npz``).
 
 Everything a verdict needs from the rows, reduced: the sweep counts of every repetition and of both keyed halves
-of repetition 0, repetition 0's |score| histogram, the reference's prior histogram, the capacity check's
-histograms, the expected curve a positive control's floor reads, and the row grouping. No bound setting enters
+of repetition 0, repetition 0's |score| histogram and attack curve, the reference's prior histogram, the capacity
+check's histograms, the expected curve a positive control's floor reads, and the row grouping. No bound setting enters
 it: `auditing.audit.audit_counts` turns it into an `AuditResult` at any `auditing.config.BoundConfig`, in
 milliseconds, so a change of kappa, method, delta, confidence or strategy re-judges stored counts and never
 re-plays the game.
@@ -21,7 +21,7 @@ from auditing.config import GAME_VERSION, GameConfig
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
 from auditing.game.sweep import SweepCounts
-from auditing.result import ExpectedCorrect, ScoreHistogram, prior_histogram_of
+from auditing.result import AttackCurve, ExpectedCorrect, ScoreHistogram, prior_histogram_of
 from auditing.verdict.capacity_check import CheckHistograms
 from labeldp.errors import LabelDPInputError
 
@@ -39,7 +39,9 @@ class GameCounts:
     prior_histogram, expected_correct: the records `auditing.audit.AuditResult` carries as they are (None when
     not computed). check: the capacity check's histograms (None: no check rows were given). row_groups: the
     grouping the rows were selected under (None: none). inconclusive_reason: why no row was left to play on
-    (m = 0). custom_score: the game was played with a caller's score function (recorded as "custom")."""
+    (m = 0). custom_score: the game was played with a caller's score function (recorded as "custom").
+    attack_curve: repetition 0's attack as a classifier of the coin (`auditing.game.attack_curve`,
+    docs/attack-curve.md); None when not recorded (counts stored before it, or no row played on)."""
 
     game: GameConfig
     counts: SweepCounts
@@ -51,6 +53,7 @@ class GameCounts:
     row_groups: RowGroups | None = None
     inconclusive_reason: str | None = None
     custom_score: bool = False
+    attack_curve: AttackCurve | None = None
 
     @property
     def m(self) -> int:
@@ -67,7 +70,8 @@ class GameCounts:
         if self.check is not None:
             arrays.update({f"check_{name}": getattr(self.check, name) for name in CheckHistograms._FIELDS})
         records = {"game": asdict(self.game), **{name: {} if getattr(self, name) is None else getattr(self, name).to_dict()
-                                                 for name in ("score_histogram", "prior_histogram", "expected_correct")},
+                                                 for name in ("score_histogram", "prior_histogram", "expected_correct",
+                                                              "attack_curve")},
                    "row_groups": None if self.row_groups is None else self.row_groups.to_dict(),
                    "inconclusive_reason": self.inconclusive_reason, "custom_score": self.custom_score}
         arrays["records"] = np.array(json.dumps(records, sort_keys=True))
@@ -103,4 +107,5 @@ class GameCounts:
                    prior_histogram=prior_histogram_of(records["prior_histogram"]),
                    expected_correct=ExpectedCorrect.from_dict(records["expected_correct"]), check=check,
                    row_groups=RowGroups.from_dict(records["row_groups"]),
-                   inconclusive_reason=records["inconclusive_reason"], custom_score=records["custom_score"])
+                   inconclusive_reason=records["inconclusive_reason"], custom_score=records["custom_score"],
+                   attack_curve=AttackCurve.from_dict(records.get("attack_curve")))

@@ -3,7 +3,8 @@
 `auditing.game.play.play_repetition` plays one repetition with numpy: two keyed uniforms per row
 (`auditing.game.keyed_random`), the counterfactual label by inverse CDF, the bit b, the score of the released label
 and the guess b' = 0 where the score is > 0. The audit needs, per repetition, only |score|-bin histograms of
-rows and correct guesses (`auditing.game.sweep_reduce`) plus the few rows of the bins the guess grid cuts. This
+rows and correct guesses (`auditing.game.sweep_reduce`) plus the few rows of the bins the guess grid cuts (and, for
+repetition 0's attack curve, its rows per octave, sign of the score and coin: `signed_outcomes`). This
 module computes exactly those with numba kernels, parallel over sweeps ("slots": a repetition, or one half of
 repetition 0 for the split strategy), without any per-repetition array of size n.
 
@@ -26,6 +27,7 @@ histograms and return only boundary rows.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from functools import cached_property
@@ -48,6 +50,7 @@ __all__ = [
     "compiled_score",
     "game_tables",
     "play",
+    "signed_outcomes",
     "slot_histograms",
     "slot_keys",
 ]
@@ -194,6 +197,22 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, co
             for j in range(stop - start):
                 v = outcome[j]
                 local[v >> 1] += 1 + ((v & 1) << 32)
+
+
+# nogil: the Beam job plays it with pass 1 on its background thread.
+@njit(cache=True, parallel=True, nogil=True)
+def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, group, key_cf, key_bit, block, out):
+    """Sets out[c, (group[bin] * 2 + (s > 0)) * 2 + b] to the rows of block c (rows c * block .. (c + 1) * block
+    - 1) whose released label's score falls in that bin and sign and whose coin is b; one histogram per block, so
+    the blocks run in parallel and their sum does not depend on the threads."""
+    n = id_bits.size
+    for c in prange(out.shape[0]):
+        local = out[c]
+        local[:] = 0
+        for i in range(c * block, min(n, (c + 1) * block)):
+            released, bit = _released(i, id_bits, labels, threshold, cdf, binary, key_cf, key_bit)
+            code = np.int64(codes[i, released])
+            local[(group[code >> 1] * 2 + (code & 1)) * 2 + bit] += 1
 
 
 @njit(cache=True, parallel=True)
@@ -412,11 +431,7 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
     if rows.shape != correct.shape or rows.shape[0] != keys.size or rows.dtype != np.int64 \
             or correct.dtype != np.int64:
         raise ValueError(f"histograms must be int64 arrays of {keys.size} slots; got {rows.shape} {rows.dtype}")
-    previous = None
-    if threads is not None:
-        previous = numba.get_num_threads()
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
-    try:
+    with _numba_threads(threads):
         packed = _packed_scratch(keys.size, rows.shape[1])
         # Calls of fewer than 2**32 rows, so that a packed count cannot overflow.
         for start in range(0, tables.rows, _PACKED_ROWS):
@@ -426,9 +441,47 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
             counts = packed[:, :-1]
             rows += counts & _LOW_32
             correct += counts >> 32
+
+
+@contextlib.contextmanager
+def _numba_threads(threads: int | None):
+    """Runs the block's kernels on ``threads`` threads (None: numba's setting); the setting is the calling
+    thread's own and is put back afterwards."""
+    if threads is None:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))  # this thread only
+    try:
+        yield
     finally:
-        if previous is not None:
-            numba.set_num_threads(previous)
+        numba.set_num_threads(previous)
+
+
+# Rows per block of `signed_outcomes` (one small histogram per block).
+_SIGNED_BLOCK = 65_536
+
+
+def signed_outcomes(tables: GameTables, seed: int, repetition: int, group: np.ndarray, groups: int,
+                    threads: int | None = None) -> np.ndarray:
+    """Rows of one repetition over all rows per (group of the released label's |score| bin, s > 0, coin b): an
+    int64 (groups, 2, 2) array; ``group`` maps each bin of the tables' `BinSpec` to 0 .. groups - 1.
+
+    Equals counting `auditing.game.play.play_repetition`'s scores and coins (b = 1 exactly where (s > 0) !=
+    correct) by the same bins: the same draws (`_released`) and codes as `slot_histograms`. The attack curve's
+    counts (`auditing.game.attack_curve`); threads as `slot_histograms`.
+    """
+    group = np.ascontiguousarray(group, dtype=np.int64)
+    if group.ndim != 1 or (group.size and (int(group.min()) < 0 or int(group.max()) >= groups)):
+        raise ValueError(f"group must map bins to 0..{groups - 1}")
+    out = np.zeros((max(1, -(-tables.rows // _SIGNED_BLOCK)), groups * 4), np.int64)
+    if tables.rows:
+        if int(tables.codes.max()) >> 1 >= group.size:
+            raise ValueError(f"group maps {group.size} bins; the tables' codes reach bin {int(tables.codes.max()) >> 1}")
+        keys = slot_keys(seed, [(repetition, None)])
+        with _numba_threads(threads):
+            _signed_kernel(*_args(tables), tables.codes, group, keys.key_cf[0], keys.key_bit[0], _SIGNED_BLOCK, out)
+    return out.sum(axis=0).reshape(groups, 2, 2)
 
 
 _SCRATCH = threading.local()

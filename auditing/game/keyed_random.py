@@ -18,6 +18,7 @@ STREAM_COUNTERFACTUAL = 1
 STREAM_BIT = 2
 STREAM_SPLIT = 3
 STREAM_CONTROL = 4  # the positive control's randomized-response draw (auditing.verdict.controls)
+STREAM_ATTACK_BOOTSTRAP = 5  # the seed of the attack curve's bootstrap (auditing.game.attack_curve)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

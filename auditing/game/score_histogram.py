@@ -21,7 +21,7 @@ DISPLAY_LOW_EXPONENT = -24
 DISPLAY_HIGH_EXPONENT = 6
 
 
-def _display_bin_of_fine(spec: BinSpec) -> np.ndarray:
+def display_bin_of_fine(spec: BinSpec) -> np.ndarray:
     """For every fine bin of `spec`, its display bin (0 = below 2**LOW, then one per octave, last = above)."""
     fine = np.arange(spec.num_bins)
     exponent = spec.min_exponent + ((fine - 1) >> spec.mantissa_bits)
@@ -39,7 +39,7 @@ def coarsen(rows, correct, spec: BinSpec) -> ScoreHistogram:
     """
     rows = np.asarray(rows, dtype=np.int64)
     correct = np.asarray(correct, dtype=np.int64)
-    display = _display_bin_of_fine(spec)
+    display = display_bin_of_fine(spec)
     size = DISPLAY_HIGH_EXPONENT - DISPLAY_LOW_EXPONENT + 2
     out_rows = np.bincount(display, weights=rows, minlength=size).astype(np.int64)
     out_correct = np.bincount(display, weights=correct, minlength=size).astype(np.int64)

@@ -91,6 +91,15 @@ CREATE TABLE IF NOT EXISTS audit_results (
     group_label_agreement DOUBLE,
     group_label_agreement_expected DOUBLE,
     inconclusive_reason TEXT,
+    attack_tpr_at_fpr_0_001 DOUBLE,
+    attack_tpr_at_fpr_0_001_lower DOUBLE,
+    attack_tpr_at_fpr_0_001_upper DOUBLE,
+    attack_tpr_at_fpr_0_01 DOUBLE,
+    attack_tpr_at_fpr_0_01_lower DOUBLE,
+    attack_tpr_at_fpr_0_01_upper DOUBLE,
+    attack_auroc DOUBLE,
+    attack_auroc_lower DOUBLE,
+    attack_auroc_upper DOUBLE,
     PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash),
     CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CONSTRAINT audit_results_method_check CHECK (method IN ('binomial', 'fdp')),
@@ -295,6 +304,24 @@ COMMENT ON COLUMN audit_results.group_label_agreement_expected IS 'share indepen
 
 COMMENT ON COLUMN audit_results.inconclusive_reason IS 'why there was nothing to bound (m = 0), else NULL';
 
+COMMENT ON COLUMN audit_results.attack_tpr_at_fpr_0_001 IS 'attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable points with FPR <= 0.1% (positive: the training label was released)';
+
+COMMENT ON COLUMN audit_results.attack_tpr_at_fpr_0_001_lower IS 'attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable points with FPR <= 0.1% (positive: the training label was released); lower end of its 95% bootstrap interval';
+
+COMMENT ON COLUMN audit_results.attack_tpr_at_fpr_0_001_upper IS 'attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable points with FPR <= 0.1% (positive: the training label was released); upper end of its 95% bootstrap interval';
+
+COMMENT ON COLUMN audit_results.attack_tpr_at_fpr_0_01 IS 'attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable points with FPR <= 1% (positive: the training label was released)';
+
+COMMENT ON COLUMN audit_results.attack_tpr_at_fpr_0_01_lower IS 'attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable points with FPR <= 1% (positive: the training label was released); lower end of its 95% bootstrap interval';
+
+COMMENT ON COLUMN audit_results.attack_tpr_at_fpr_0_01_upper IS 'attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable points with FPR <= 1% (positive: the training label was released); upper end of its 95% bootstrap interval';
+
+COMMENT ON COLUMN audit_results.attack_auroc IS 'attack ROC (descriptive, not a bound on epsilon): area under the empirical ROC of the signed score, ties within a bin counted one half';
+
+COMMENT ON COLUMN audit_results.attack_auroc_lower IS 'attack ROC (descriptive, not a bound on epsilon): area under the empirical ROC of the signed score, ties within a bin counted one half; lower end of its 95% bootstrap interval';
+
+COMMENT ON COLUMN audit_results.attack_auroc_upper IS 'attack ROC (descriptive, not a bound on epsilon): area under the empirical ROC of the signed score, ties within a bin counted one half; upper end of its 95% bootstrap interval';
+
 COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon lower bound vs guesses), for plots';
 
 COMMENT ON COLUMN audit_curves.model_id IS 'model name (a safe single path component)';
@@ -334,4 +361,4 @@ COMMENT ON COLUMN audit_schema_version.description IS 'what the step did';
 
 COMMENT ON COLUMN audit_schema_version.applied_at IS 'when it was applied (UTC)';
 
-INSERT INTO audit_schema_version (version, description, applied_at) VALUES (5, 'created at schema version 5', CURRENT_TIMESTAMP);
+INSERT INTO audit_schema_version (version, description, applied_at) VALUES (6, 'created at schema version 6', CURRENT_TIMESTAMP);

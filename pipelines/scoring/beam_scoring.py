@@ -74,6 +74,7 @@ from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from auditing.audit import audit_counts
+from auditing.game.attack_curve import attack_curve_from_outcomes
 from auditing.game.counts import GameCounts
 from auditing.game.expected import expected_record
 from auditing.game.score_histogram import coarsen
@@ -398,16 +399,18 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             timings["pipeline2_s"] = round(time.monotonic() - t1, 3)
         slot_counts, slot_rows = read_slot_counts(work)
         counts, split = sweep_counts(plan, spec, slot_counts)
-        # Repetition 0's |score| histogram (slot 0 of pass 1) for the report's score panel, and for controls the
-        # game's expected correct guesses over repetition 0's grid (auditing.verdict.controls).
+        # Repetition 0's |score| histogram (slot 0 of pass 1) for the report's score panel, its attack curve
+        # (pass 1's signed counts; the same record as run_audit's), and for controls the game's expected correct
+        # guesses over repetition 0's grid (auditing.verdict.controls).
         histogram = coarsen(pass1.rows[0], pass1.correct[0], request.bins)
+        attack = attack_curve_from_outcomes(pass1.signed, seed=request.config.seed)
         expected = None
         if request.expected_curve:
             with np.load(work / "expected.npz") as data:
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
         game = GameCounts(game=request.config.game, counts=counts, halves=split, score_histogram=histogram,
                           prior_histogram=pass1.prior_histogram(), expected_correct=expected,
-                          check=_check_histograms(pass1, spec), row_groups=row_groups)
+                          check=_check_histograms(pass1, spec), row_groups=row_groups, attack_curve=attack)
         result = audit_counts(game, request.config.bound)
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)

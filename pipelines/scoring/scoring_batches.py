@@ -13,7 +13,8 @@ move batches between workers without changing a count):
 3. `Pass1Accumulator.add_batch`: plays every repetition with the compiled game (`auditing.game.kernel`,
    bit-identical to `auditing.game.play.play_repetition`) and adds the batch to per-slot histograms of |score| bins
    (`auditing.game.sweep_reduce`). A slot is one sweep to count (`auditing.game.slots.SlotPlan`): a repetition over all
-   rows, or one keyed half of repetition 0. Accumulators merge by addition.
+   rows, or one keyed half of repetition 0. It also counts repetition 0's rows per (octave of |score|, sign of the
+   score, coin), the attack curve's counts (`auditing.game.attack_curve`). Accumulators merge by addition.
    The Beam job plays it on a background thread (``background=True``) so that it overlaps the next batch's
    single-threaded reading, frame conversion and CatBoost Pool construction.
 4. `make_plan`: from the merged histograms, the grid of each slot and the bins its grid points cut.
@@ -38,13 +39,14 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import pyarrow as pa
 
 from auditing.config import GameConfig
-from auditing.game.kernel import GameTables, SlotKeys, game_tables, slot_histograms
+from auditing.game.attack_curve import OCTAVES, octave_of_fine
+from auditing.game.kernel import GameTables, SlotKeys, game_tables, signed_outcomes, slot_histograms
 from auditing.game.kernel import boundary_rows as kernel_boundary_rows
 from auditing.game.play import GameRows, play_repetition, secret_bits_and_released
 from auditing.game.prior_histogram import PriorHistogram
@@ -93,6 +95,11 @@ class GameSpec:
     def keys(self) -> SlotKeys:
         """The slots' key words for the compiled game (`auditing.game.kernel`), in `slots` order."""
         return self.plan.keys()
+
+    @cached_property
+    def octaves(self) -> np.ndarray:
+        """Each |score| bin's octave, the attack curve's grouping (`auditing.game.attack_curve.octave_of_fine`)."""
+        return octave_of_fine(self.bins)
 
     def tables(self, batch: ScoredBatch) -> GameTables:
         """The batch's per-(row, class) score bins for the compiled game, computed once for all repetitions,
@@ -156,6 +163,9 @@ class Pass1Accumulator:
     prior_kind: str = "class1"
     # Repetition 0's capacity-check histograms (auditing.verdict.capacity_check; None unless the job reads check rows).
     checks: CheckHistograms | None = None
+    # Repetition 0's rows per (octave of |score|, score > 0, coin b), the attack curve's counts
+    # (auditing.game.attack_curve); (OCTAVES, 2, 2) int64.
+    signed: np.ndarray | None = None
     _pending: list = field(default_factory=list, repr=False, compare=False)
 
     def _add_priors(self, batch: ScoredBatch) -> None:
@@ -174,6 +184,13 @@ class Pass1Accumulator:
             shape = (len(spec.slots), spec.bins.num_bins)
             self.rows = np.zeros(shape, dtype=np.int64)
             self.correct = np.zeros(shape, dtype=np.int64)
+        if self.signed is None:
+            self.signed = np.zeros((OCTAVES, 2, 2), dtype=np.int64)
+
+    def _play(self, tables: GameTables, spec: GameSpec, threads: int | None = None) -> None:
+        """Adds the rows of ``tables`` to every slot's histograms and to repetition 0's attack-curve counts."""
+        slot_histograms(tables, spec.keys, self.rows, self.correct, threads)
+        self.signed += signed_outcomes(tables, spec.game.seed, 0, spec.octaves, OCTAVES, threads)
 
     def add_batch(self, batch: ScoredBatch, spec: GameSpec, background: bool = False) -> Pass1Accumulator:
         """Adds a scored batch (its check rows, if any, only to the capacity check's histograms)."""
@@ -195,15 +212,14 @@ class Pass1Accumulator:
         self._add_priors(batch)
         self._allocate(spec)
         if not background:
-            slot_histograms(tables, spec.keys, self.rows, self.correct)
+            self._play(tables, spec)
             return self
         for start in range(0, tables.rows, BACKGROUND_CHUNK_ROWS):
             while len(self._pending) >= MAX_PENDING_CHUNKS:
                 self._pending.pop(0)[0].result()
             chunk = tables.slice(start, min(start + BACKGROUND_CHUNK_ROWS, tables.rows))
-            future = _game_thread().submit(slot_histograms, chunk, spec.keys, self.rows, self.correct,
-                                           BACKGROUND_THREADS)
-            self._pending.append((future, chunk, spec.keys))
+            future = _game_thread().submit(self._play, chunk, spec, BACKGROUND_THREADS)
+            self._pending.append((future, partial(self._play, chunk, spec)))
         return self
 
     def settle(self) -> Pass1Accumulator:
@@ -212,11 +228,11 @@ class Pass1Accumulator:
         never add into the same histograms at once)."""
         pending, self._pending = self._pending, []
         taken_back = [item for item in reversed(pending) if item[0].cancel()]
-        for future, _, _ in pending:
+        for future, _ in pending:
             if not future.cancelled():
                 future.result()
-        for _, chunk, keys in reversed(taken_back):
-            slot_histograms(chunk, keys, self.rows, self.correct)
+        for _, play in reversed(taken_back):
+            play()  # on every core
         return self
 
     def merge(self, other: Pass1Accumulator) -> Pass1Accumulator:
@@ -230,6 +246,8 @@ class Pass1Accumulator:
             self.priors = other.priors.copy() if self.priors is None else self.priors + other.priors
         if other.checks is not None:
             self.checks = other.checks if self.checks is None else self.checks.merge(other.checks)
+        if other.signed is not None:
+            self.signed = other.signed.copy() if self.signed is None else self.signed + other.signed
         if other.rows is not None:
             if self.rows is None:
                 self.rows, self.correct = other.rows.copy(), other.correct.copy()
@@ -254,6 +272,8 @@ class Pass1Accumulator:
             arrays.update(priors=self.priors, prior_kind=np.array(self.prior_kind))
         if self.checks is not None:
             arrays.update({f"check_{name}": getattr(self.checks, name) for name in CheckHistograms._FIELDS})
+        if self.signed is not None:
+            arrays.update(signed=self.signed)
         np.savez(path, **arrays)
 
     @classmethod
@@ -266,8 +286,9 @@ class Pass1Accumulator:
             kind = str(data["prior_kind"]) if "prior_kind" in data else "class1"
             checks = (CheckHistograms(*(data[f"check_{name}"] for name in CheckHistograms._FIELDS))
                       if "check_selection_rows" in data else None)
+            signed = data["signed"] if "signed" in data else None
             return cls(rows=rows, correct=correct, issues=issues, batches=int(data["batches"]), priors=priors,
-                       prior_kind=kind, checks=checks)
+                       prior_kind=kind, checks=checks, signed=signed)
 
 
 # ------------------------------------------------------------------------------------------ the plan

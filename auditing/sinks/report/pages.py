@@ -23,6 +23,7 @@ from typing import Any
 from auditing.bounds.selection import STRATEGIES_REGISTRY, selection_strategy
 from auditing.result import AuditResult
 from auditing.sinks.report import svg
+from auditing.sinks.report.attack_panel import attack_panel
 from auditing.sinks.report.html import badge as _badge
 from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
 from auditing.sinks.report.html import page as _page
@@ -310,7 +311,8 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     `result_score_histogram`). On the first screen: a banner when the verdict is not trusted, the badge, a
     control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
     PASS's detectability, the row groups, why nothing was bounded); the reference check (which must be of the
-    result's reference calibration) fills the Reference check card.
+    result's reference calibration) fills the Reference check card. After the score distribution, the attack's
+    ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`).
 
     Raises:
         LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
@@ -354,6 +356,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
            "rows with the largest |score|. Descriptive, not a confidence figure.</p>" if hist else
            "<p class=\"missing\">Score histogram not provided for this run.</p>")
         + "</section>"
+        f"{attack_panel(result)}"
         f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
         "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
         "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"

@@ -429,6 +429,18 @@ def _trust_per_verdict(ctx: Context) -> None:
     sync_choice_checks(ctx, columns=("trust",))
 
 
+def _attack_curve(ctx: Context) -> None:
+    """Version 6: the attack curve's figures (TPR at FPR <= 0.1% and 1%, AUROC, each with its bootstrap interval)
+    as nullable columns, NULL on every row written before them."""
+    present = found_columns(ctx).get(RESULTS, {})
+    for name in schema.ATTACK_COLUMNS:
+        if name in present:
+            continue
+        column = _column(RESULTS, name)
+        ctx.execute(f"ALTER TABLE {RESULTS} ADD COLUMN {name} {schema.column_type(ctx.dialect, column.kind)}")
+        ctx.execute(f"COMMENT ON COLUMN {RESULTS}.{name} IS {schema.sql_literal(column.comment)}")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables as created before versioning (nullable columns an older table lacked "
                  "added)", _baseline),
@@ -447,6 +459,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "epsilon_check, misfit_kappa_upper, check_misfit_kappa and check_rows, accepted_unchecked, the row "
                  "groups (group_rule, rows_excluded_groups, group_pairs, group_label_agreement[_expected]) and "
                  "inconclusive_reason; NULL on existing rows", _trust_per_verdict, adds=schema.TRUST_COLUMNS),
+    Migration(6, "the attack curve (descriptive, not a bound on epsilon): attack_tpr_at_fpr_0_001, "
+                 "attack_tpr_at_fpr_0_01 and attack_auroc, each with its bootstrap interval (_lower, _upper); NULL "
+                 "on existing rows", _attack_curve, adds=schema.ATTACK_COLUMNS),
 )
 LATEST = MIGRATIONS[-1].version
 

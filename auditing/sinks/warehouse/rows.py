@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
+from auditing.result import AttackCurve
 from auditing.sinks.warehouse.records import AuditKey, ResultRow, without_retired
 from auditing.sinks.warehouse.reference_columns import (
     CALIBRATION_FIGURES,
@@ -25,6 +26,8 @@ from auditing.sinks.warehouse.reference_columns import (
     reference_check_columns,
 )
 from auditing.sinks.warehouse.schema import (
+    ATTACK_COLUMNS,
+    ATTACK_FIGURES,
     CURVE_NAMES,
     FDP_CURVES,
     KEY_COLUMNS,
@@ -204,7 +207,22 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     _normalize_kappa_columns(row, out)
     _normalize_reference_columns(row, out)
     _normalize_verdict_trust_columns(row, out)
+    _normalize_attack_columns(row, out)
     return {name: out[name] for name in RESULT_NAMES}
+
+
+def _normalize_attack_columns(row: Mapping, out: dict) -> None:
+    """The attack curve's figures: each None or in [0, 1]; an interval only beside its figure, lower <= upper."""
+    for name in ATTACK_COLUMNS:
+        out[name] = _optional_float(row, name, high=1.0)
+    for figure in ATTACK_FIGURES:
+        value, lower, upper = (out[f"attack_{figure}{suffix}"] for suffix in ("", "_lower", "_upper"))
+        if value is None and (lower is not None or upper is not None):
+            raise LabelDPInputError(f"attack_{figure}_lower / _upper need attack_{figure} (an interval of a figure "
+                                    "not recorded)")
+        if lower is not None and upper is not None and lower > upper:
+            raise LabelDPInputError(f"attack_{figure}_lower must be <= attack_{figure}_upper; got {lower!r} > "
+                                    f"{upper!r}")
 
 
 def _normalize_verdict_trust_columns(row: Mapping, out: dict) -> None:
@@ -416,8 +434,9 @@ def audit_record(
     model_fingerprint, reference_model, partition_fingerprint, code_version, flow_run_id, started_at,
     finished_at, durations (a dict of seconds per stage). The row stores the verdict's status, robustness,
     risk and trust figures, kappa, reference_calibration, the method's trade-off curve (fdp_curve) and its
-    Gaussian reading. ``verdict.reference_check`` must be of the result's reference_calibration; None records no
-    check (reference_checked NULL).
+    Gaussian reading, and the result's attack curve (attack_*: descriptive, not a bound; docs/attack-curve.md).
+    ``verdict.reference_check`` must be of the result's reference_calibration; None records no check
+    (reference_checked NULL).
 
     Raises:
         LabelDPInputError: an optimistic result, unknown lineage fields, a malformed figure.
@@ -463,10 +482,17 @@ def audit_record(
         "gdp_mu_lower_bound": result.gdp_mu_lower_bound if curve_kind is not None else None,
         **reference_check_columns(verdict.reference_check, calibration),
         **trust_columns(verdict),
+        **attack_columns(result.attack_curve),
     }
     row = ResultRow(**normalize_row(row))
     curve = [{**point.to_dict(), "point_confidence": result.point_confidence} for point in result.curve]
     return row, normalize_curve(curve, row.key)
+
+
+def attack_columns(curve: AttackCurve | None) -> dict:
+    """The attack curve's figures as columns (`schema.ATTACK_COLUMNS`); all None for a result without one."""
+    return {f"attack_{name}": None if curve is None else getattr(curve, name)
+            for name in (f"{figure}{suffix}" for figure in ATTACK_FIGURES for suffix in ("", "_lower", "_upper"))}
 
 
 def trust_columns(verdict: Verdict) -> dict:

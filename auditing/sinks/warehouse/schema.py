@@ -235,10 +235,25 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("group_label_agreement_expected", "double", True,
            "share independent labels at the reference's probabilities would give (sum over y of D'(y|x_i) D'(y|x_j))"),
     Column("inconclusive_reason", "text", True, "why there was nothing to bound (m = 0), else NULL"),
+    # repetition 0's attack read as a classifier of the coin (auditing.game.attack_curve, docs/attack-curve.md):
+    # descriptive, never a bound on epsilon; NULL on rows written before it and where it has no positive or negative
+    *(Column(f"attack_{name}{suffix}", "double", True, f"{text}{what}")
+      for name, text in (
+          ("tpr_at_fpr_0_001", "attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable "
+                               "points with FPR <= 0.1% (positive: the training label was released)"),
+          ("tpr_at_fpr_0_01", "attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable "
+                              "points with FPR <= 1% (positive: the training label was released)"),
+          ("auroc", "attack ROC (descriptive, not a bound on epsilon): area under the empirical ROC of the signed "
+                    "score, ties within a bin counted one half"))
+      for suffix, what in (("", ""), ("_lower", "; lower end of its 95% bootstrap interval"),
+                           ("_upper", "; upper end of its 95% bootstrap interval"))),
 )
 TRUST_COLUMNS = ("trust", "trust_reason", "detectability", "epsilon_check", "misfit_kappa_upper",
                  "check_misfit_kappa", "check_rows", "accepted_unchecked", "group_rule", "rows_excluded_groups",
                  "group_pairs", "group_label_agreement", "group_label_agreement_expected", "inconclusive_reason")
+# The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
+ATTACK_FIGURES = ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01", "auroc")
+ATTACK_COLUMNS = tuple(f"attack_{name}{suffix}" for name in ATTACK_FIGURES for suffix in ("", "_lower", "_upper"))
 
 CURVE_COLUMNS: tuple[Column, ...] = (
     *_KEY,
