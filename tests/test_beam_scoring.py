@@ -180,16 +180,19 @@ def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not
     assert elsewhere.key != scored.record["scoring_key"] and stored_scoring(elsewhere) is None
 
 
-def test_dask_runner_with_two_worker_processes_equals_in_process(world):
+@pytest.mark.parametrize("shards", [None, 3])
+def test_dask_runner_with_two_worker_processes_equals_in_process(world, shards):
+    """Pass 1 folded per Dask partition and merged in a tree (no shards: pipelines.scoring.dask_fixes), or keyed
+    by shard and merged: the same counts as in process either way."""
     distributed = pytest.importorskip("dask.distributed")
     config = AuditConfig(repetitions=4, seed=5, strategy="split")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "")
-        request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1000)
+        request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1000, combine_shards=shards)
         outcome = score_day(request, [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"])
     assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"
-    assert outcome.record["diagnostics"]["combine_shards"] == 3  # one per row group
+    assert outcome.record["diagnostics"]["combine_shards"] == (shards or 1)
     assert_same_as_in_process(world, outcome, config)
 
 
@@ -320,6 +323,9 @@ def test_cli_score_runs_and_reports_errors(world, capsys):
                      "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["result"]["m"] == ROWS and out["lineage"]["reference"]["date"] == PREVIOUS.isoformat()
+    attack = out["result"]["attack_curve"]  # the attack curve, descriptive (docs/attack-curve.md)
+    assert sum(attack["positives"]) + sum(attack["negatives"]) == ROWS and 0 <= attack["auroc"] <= 1
+    assert attack["auroc_lower"] <= attack["auroc_upper"] and attack["bootstrap_resamples"] == 1000
     assert cli_main(["score", "--date", DAY.isoformat(), "--model", "nope", "--data-root", root, "--quiet"]) == 2
     assert "no model 'nope'" in capsys.readouterr().err
     assert cli_main(["score", "--date", DAY.isoformat(), "--model", "target", "--data-root", root, "--batch-size", "0"]) == 2
@@ -415,6 +421,8 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     merged = Pass1Accumulator().merge(second).merge(moved)
     assert np.array_equal(merged.rows, inline.rows) and np.array_equal(merged.correct, inline.correct)
     assert merged.issues == inline.issues and np.array_equal(merged.priors, inline.priors)
+    assert np.array_equal(merged.signed, inline.signed)  # repetition 0's attack-curve counts
+    assert int(inline.signed.sum()) == sum(batch.rows for batch in batches)
     # 7 repetitions of every row, and the two halves of repetition 0 (together every row once more)
     assert int(merged.rows.sum()) == (7 + 1) * sum(batch.rows for batch in batches)
 

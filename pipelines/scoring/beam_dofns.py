@@ -31,7 +31,13 @@ from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
 from pipelines.data.layout import partition_dir
 from pipelines.scoring.beam_coders import BatchCoder
 from pipelines.scoring.partition_batches import ReadTask, read_batches
-from pipelines.scoring.scored_batch import ScoredBatch, batch_from_predictions, scored_batch
+from pipelines.scoring.scored_batch import (
+    ScoredBatch,
+    batch_from_predictions,
+    duplicate_row_ids,
+    row_id_buckets,
+    scored_batch,
+)
 from pipelines.scoring.scoring_batches import (
     GameSpec,
     Pass1Accumulator,
@@ -231,6 +237,21 @@ class WriteTable(beam.DoFn):
         yield ("file", str(path), batch.rows)
 
 
+class WriteRowIdBuckets(beam.DoFn):
+    """Writes a batch's row ids into one file per hash bucket (`row_id_buckets`), for the two-stage plan's
+    uniqueness check (`check_row_id_files`): the ids go to disk, not through a group-by-key that holds them all."""
+
+    def __init__(self, directory: str, buckets: int):
+        self._directory, self._buckets = directory, buckets
+
+    def process(self, batch: ScoredBatch):
+        for bucket, ids in row_id_buckets(batch, self._buckets):
+            path = Path(self._directory) / f"bucket-{bucket:04d}" / f"{batch.batch_id}.npy"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_save(path, lambda handle, ids=ids: np.save(handle, ids))
+        yield ("file", self._directory, batch.rows)
+
+
 class ReadPredictions(beam.DoFn):
     """A two-stage predictions file -> its `ScoredBatch`."""
 
@@ -352,6 +373,22 @@ def check_duplicates(work_dir: Path, root, date, key: str = schema.ROW_ID) -> No
         count, some = json.loads(path.read_text())
         total += count
         example = example if example is not None else some
+    _refuse_duplicates(total, example, root, date, key)
+
+
+def check_row_id_files(directory: Path, root, date, key: str = schema.ROW_ID) -> None:
+    """`check_duplicates` for ids `WriteRowIdBuckets` wrote: one bucket in memory at a time (1/buckets of the
+    day's ids, 8 bytes each, and their sort)."""
+    total, example = 0, None
+    for bucket in sorted(directory.glob("bucket-*")) if directory.is_dir() else ():
+        files = [path for path in sorted(bucket.glob("*.npy")) if not path.name.startswith(".")]  # not a torn write
+        count, some = duplicate_row_ids(np.load(path) for path in files)
+        total += count
+        example = example if example is not None else some
+    _refuse_duplicates(total, example, root, date, key)
+
+
+def _refuse_duplicates(total: int, example, root, date, key: str) -> None:
     if total:
         raise LabelDPInputError(f"{partition_dir(root, date)}: column {key!r}: {total} duplicate value(s) "
                                 f"(e.g. {example}); each row needs its own identity (it keys the game's randomness)")
@@ -371,9 +408,11 @@ __all__ = [
     "ScoredRows",
     "ToScored",
     "WriteResults",
+    "WriteRowIdBuckets",
     "WriteTable",
     "audited_part",
     "check_duplicates",
+    "check_row_id_files",
     "read_slot_counts",
     "shard",
 ]

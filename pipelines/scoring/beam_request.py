@@ -65,7 +65,7 @@ class ScoringRequest:
     thread_count: int | None = None  # CatBoost threads per predict call; None: cores for an in-process runner, else 1
     bins: BinSpec = field(default_factory=BinSpec)
     plan_mode: str = "auto"
-    combine_shards: int | None = None  # None: 1, or the Dask partitions on the Dask runner
+    combine_shards: int | None = None  # None: 1 (on the Dask runner: pass 1 lifted by hand, no shards)
     write_scored: bool = False
     expected_curve: bool = False  # also the game's expected correct guesses (controls; auditing.verdict.controls)
     # The capacity check's rows (a selection with ``mask(row_ids)`` and ``describe()``, e.g.

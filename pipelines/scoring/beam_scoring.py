@@ -47,8 +47,10 @@ runners"):
 4. Not a Beam bug: the nanny's MALLOC_TRIM_THRESHOLD_ turns off glibc's dynamic mmap threshold, so every
    large numpy temporary of the game becomes a fresh mmap; the DoFns set M_MMAP_THRESHOLD back to 32 MiB once
    per such process (`pipelines.scoring.beam_dofns`), unless MALLOC_MMAP_THRESHOLD_ is set.
-Without combiner lifting on Dask, pass 1 is keyed by a shard of the batch id (``combine_shards``) so the
-game runs in parallel before one final merge.
+5. No combiner lifting: a combine gathers its inputs by key before combining them, so the workers' memory grew
+   with the day's rows. Pass 1 and the expected histogram use `pipelines.scoring.dask_fixes.LiftedCombineGlobally`
+   there (folded per Dask partition, merged in a tree); with ``combine_shards`` set, pass 1 is instead keyed by a
+   shard of the batch id, combined per shard and merged.
 
 Modules: this one builds the pipelines and runs the job (`score_day`); the DoFns and CombineFns are in
 `pipelines.scoring.beam_dofns`; the request, the runner arguments, the input checks and the output files in
@@ -99,9 +101,11 @@ from pipelines.scoring.beam_dofns import (
     ScoredRows,
     ToScored,
     WriteResults,
+    WriteRowIdBuckets,
     WriteTable,
     audited_part,
     check_duplicates,
+    check_row_id_files,
     read_slot_counts,
     shard,
 )
@@ -125,6 +129,8 @@ from pipelines.scoring.scored_batch import duplicate_row_ids, predictions_table,
 from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator, SweepPlan, make_plan, sweep_counts
 
 ROW_ID_BUCKETS = 16
+# The two-stage plan's row-id files: the driver checks one bucket at a time (1e8 rows: about 3 MB of ids each).
+ROW_ID_FILES = 256
 
 # ------------------------------------------------------------------------------------------ pipelines
 
@@ -148,6 +154,7 @@ class _Job:
     selection: object = None  # pipelines.scoring.audit_rows selection, or None for every row
     check_rows: object = None  # the capacity check's row selection (pipelines.reference.recalibration), or None
     dataset: object = None  # pipelines.data.dataset_spec.DatasetSpec of the partition
+    lifted: bool = False  # the Dask runner, unless combine shards were asked for: the combines are lifted by hand
 
 
 def _scored_batches(pipeline, job: _Job):
@@ -181,6 +188,10 @@ def _audited(scored):
 
 
 def _pass1(scored, job: _Job):
+    if job.lifted:  # the Dask runner: folded per partition, merged in a tree (`pipelines.scoring.dask_fixes`)
+        from pipelines.scoring.dask_fixes import LiftedCombineGlobally
+
+        return typed(scored | "Pass1" >> LiftedCombineGlobally(Pass1CombineFn(job.spec)), BATCH)
     if job.shards == 1:  # combiner lifting (FnApiRunner, Dataflow) already plays the batches where they are
         return typed(scored | "Pass1" >> beam.CombineGlobally(Pass1CombineFn(job.spec)).without_defaults(), BATCH)
     sharded = typed(scored | "Shard" >> beam.Map(shard, job.shards), keyed(int))
@@ -193,8 +204,14 @@ def _expected(scored, job: _Job) -> list:
     """With ``expected_curve``: [("expected", rows, correct)], the game's expected |score| histogram."""
     if not job.request.expected_curve:
         return []
+    if job.lifted:
+        from pipelines.scoring.dask_fixes import LiftedCombineGlobally
+
+        combine = LiftedCombineGlobally(ExpectedHistogramFn(job.spec))
+    else:
+        combine = beam.CombineGlobally(ExpectedHistogramFn(job.spec)).without_defaults()
     return [scored
-            | "ExpectedHistogram" >> beam.CombineGlobally(ExpectedHistogramFn(job.spec)).without_defaults()
+            | "ExpectedHistogram" >> combine
             | "TagExpected" >> beam.Map(lambda acc: ("expected", acc[0], acc[1]))]
 
 
@@ -253,7 +270,8 @@ def _two_stage_first(job: _Job) -> None:
     audited = _audited(scored)
     predictions = job.work_dir / "predictions"
     predictions.mkdir(parents=True, exist_ok=True)
-    _write_results([_tag_pass1(pass1), _duplicates(scored), *_expected(audited, job),
+    row_ids = scored | "WriteRowIds" >> beam.ParDo(WriteRowIdBuckets(str(job.work_dir / "row_ids"), ROW_ID_FILES))
+    _write_results([_tag_pass1(pass1), row_ids, *_expected(audited, job),
                     audited | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table)),
                     *_write_scored(audited, job)], job)
     _run(pipeline)
@@ -360,9 +378,11 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         return _nothing_left(request, key, row_groups, lineage, timings, started_at, progress)
 
     dask = is_dask_runner(runner)
+    if dask:
+        import pipelines.scoring.dask_fixes  # noqa: F401  (registers the Dask runner's fixed translations)
     plan_mode = plan_for(request.plan_mode, runner, total_rows)
     thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
-    shards = request.combine_shards or (max(1, min(len(tasks), 256)) if dask else 1)
+    shards = request.combine_shards or 1  # on Dask without shards, pass 1 is lifted by hand (`_Job.lifted`)
     spec = GameSpec(request.config.game, request.bins, capacity_check=request.check_rows is not None)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
     scored_final = scored_dir(request.data_root, request.model, request.date, key)
@@ -377,7 +397,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         work = out_tmp / "_work"
         work.mkdir()
         job = _Job(request, prepared.target, prepared.reference, spec, tasks, total_rows, beam_args, plan_mode,
-                   thread_count, shards, work, scored_tmp, progress, worker_progress, selection, check_rows, dataset)
+                   thread_count, shards, work, scored_tmp, progress, worker_progress, selection, check_rows, dataset,
+                   lifted=dask and not request.combine_shards)
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
@@ -390,7 +411,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress("pipeline 1: inference and pass 1 (histograms)")
             _two_stage_first(job)
             timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
-            check_duplicates(work, request.data_root, request.date, dataset.row_key)
+            check_row_id_files(work / "row_ids", request.data_root, request.date, dataset.row_key)
             t1 = time.monotonic()
             pass1 = Pass1Accumulator.load(work / "pass1.npz")
             plan = make_plan(pass1, spec)
