@@ -423,7 +423,14 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
-    from auditing.sinks.alerts.webhook import alert_kind, default_ledger_dir, send_alert, violation_payload
+    from auditing.sinks.alerts.webhook import (
+        FAMILY_FLAGGED,
+        alert_kind,
+        default_ledger_dir,
+        family_payload,
+        send_alert,
+        violation_payload,
+    )
     from auditing.sinks.report.pages import render_run_report, run_report_path, write_report
     from auditing.sinks.warehouse import (
         SPOOLED,
@@ -445,7 +452,9 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     kind = "control" if control is not None else "target"
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
                     shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check)
-    row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row)
+    family, family_night = _family(root, warehouse, model_id, date, verdict, kind, run_kind)
+    row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
+                              family=family_night)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
     progress(f"{model_id}: warehouse {outcome} (status {row.status}, eps_lb {row.epsilon_lower_bound:.4f})")
 
@@ -461,7 +470,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     report_path = run_report_path(root, row.key)
     page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
                     "runner": lineage.runner}
-    write_report(render_run_report(verdict, page_lineage, trend), report_path)
+    write_report(render_run_report(verdict, page_lineage, trend, family=family), report_path)
 
     listed = ListedVerdict(
         row, report=str(report_path), verdict=verdict, warehouse=outcome,
@@ -474,7 +483,34 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                     report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
         listed = listed.with_alert(send_alert(webhook_url, alerted, payload, default_ledger_dir(root)).to_dict())
+    if family is not None and family.flagged_on == date and webhook_url:  # the night the family's test crossed
+        sent = send_alert(webhook_url, FAMILY_FLAGGED, family_payload(family, model_id=model_id,
+                                                                      partition_date=date.isoformat(),
+                                                                      report=str(report_path)),
+                          default_ledger_dir(root)).to_dict()
+        listed = listed.with_alert(sent if listed.alert is None else listed.alert)
     return listed
+
+
+def _family(root: Path, warehouse: str | None, model_id: str, date: dt.date, verdict, kind: str, run_kind: str):
+    """(the family's test with this night, this night's entry) for a target of a nightly or backfill run; (None,
+    None) for the others, and when the warehouse cannot be read (the night's place in its family is then unknown)."""
+    from auditing.sinks.family import FAMILY_RUN_KINDS, family_with
+    from auditing.sinks.warehouse import open_warehouse
+    from auditing.sinks.warehouse.base import WarehouseUnavailable
+    from auditing.verdict.family_evidence import NightCounts
+
+    if kind != "target" or run_kind not in FAMILY_RUN_KINDS:
+        return None, None
+    try:
+        store = open_warehouse(warehouse, data_root=root, timeout=5.0)
+        try:
+            rows = store.fetch_results(model_id=model_id)
+        finally:
+            store.close()
+    except (WarehouseUnavailable, LabelDPInputError):
+        return None, None
+    return family_with(rows, model_id, NightCounts.of_result(date, verdict.claimed_epsilon, verdict.result))
 
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,

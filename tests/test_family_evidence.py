@@ -142,3 +142,15 @@ def test_night_counts_from_a_stored_audit_for_both_strategies():
     night = NightCounts.of_result(DAY0, 1.0, split)
     assert night.m == halves.selection.m + halves.bound.m == split.m
     assert night.correct[-1] == halves.selection.correct[-1] + halves.bound.correct[-1]
+
+
+def test_the_family_alert_says_what_the_flag_means():
+    from auditing.sinks.alerts.webhook import ALERT_KINDS, FAMILY_FLAGGED, PAGES, _body, family_payload
+
+    rng = np.random.default_rng(2)
+    family = family_evidence([_night(rng, t, 1.0, np.full(M, 0.8)) for t in range(3)])
+    assert family.flagged and FAMILY_FLAGGED in ALERT_KINDS and FAMILY_FLAGGED not in PAGES
+    payload = family_payload(family, model_id="m", partition_date=family.flagged_on.isoformat(), report="/r.html")
+    body = _body(FAMILY_FLAGGED, "m", payload["partition_date"], payload)
+    assert body["page"] is False and body["nights_counted"] == 3 and body["family_evidence"] == family.evidence
+    assert body["text"] == f"[labeldp-audit] FAMILY_FLAGGED: model m, partition {family.flagged_on}: {family.sentence()}"

@@ -894,3 +894,52 @@ def test_attack_panel_in_headless_chromium(run, tmp_path):
         present = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
     assert (0x2F, 0x6F, 0xDE) in present  # the ROC staircase (--accent)
     assert (0xB7, 0x79, 0x1F) in present  # the TPR figures' diamonds (--warn)
+
+
+def _family(flag_after: int = 3):
+    """A family of five nights whose evidence crosses 1/alpha on night ``flag_after`` (0-based)."""
+    import datetime as dt
+
+    from auditing.verdict.family_evidence import FamilyEvidence, NightEvidence
+
+    nights, evidence, flagged = [], 1.0, False
+    for t in range(5):
+        e = 3.0 if t < 4 else 1.0
+        evidence *= e
+        flagged = flagged or t >= flag_after
+        nights.append(NightEvidence(dt.date(2024, 1, 1) + dt.timedelta(days=t), e, evidence, math.log(evidence),
+                                    flagged, None if t < 4 else "no guesses on this night"))
+    return FamilyEvidence(0.05, tuple(nights))
+
+
+def test_family_panel_shows_the_evidence_and_the_flag(run):
+    family = _family()
+    verdict = judge(run["result"], CLAIMED)
+    dom = _parse(render_run_report(verdict, run["lineage"], run["trend"], run["histogram"], family=family))
+    text = dom.visible
+    assert "Evidence across nights" in text and family.sentence() in text and "FLAGGED since 2024-01-04" in text
+    assert "Ville's inequality" in text and "docs/soundness.md section 10" in text
+    assert dom.count("family-point", "circle") == 3 and dom.count("family-flagged", "circle") == 2
+    assert dom.count("family-line", "polyline") == 1
+    none = _parse(render_run_report(verdict, run["lineage"], run["trend"], run["histogram"])).visible
+    assert "No family evidence for this run" in none
+
+
+def test_family_panel_in_headless_chromium(run, tmp_path):
+    from auditing.sinks.report.family_panel import family_panel
+    from auditing.sinks.report.pages import _page as page_with
+
+    family = _family()
+    path = write_report(page_with("panel", family_panel(family)), tmp_path / "family.html")
+    dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = _parse(dumped.stdout)
+    assert "FLAGGED since 2024-01-04" in dom.visible and dom.count("family-flagged", "circle") == 2
+    shot = tmp_path / "family.png"
+    taken = _browser(["--window-size=1100,700", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
+    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+    image_module = pytest.importorskip("PIL.Image")
+    with image_module.open(shot) as image:
+        present = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    assert (0x2F, 0x6F, 0xDE) in present  # the evidence line (--accent)
+    assert (0xC0, 0x36, 0x2C) in present  # the flag line and the flagged nights (--bad)

@@ -174,8 +174,11 @@ def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     # schema version 5: trust per verdict, row groups
     trust_era = RESULT_NAMES[RESULT_NAMES.index("trust"):RESULT_NAMES.index("attack_tpr_at_fpr_0_001")]
     assert len(trust_era) == 14 and all(columns[name].nullable for name in trust_era)
-    attack_era = RESULT_NAMES[RESULT_NAMES.index("attack_tpr_at_fpr_0_001"):]  # schema version 6: the attack curve
+    # schema version 6: the attack curve
+    attack_era = RESULT_NAMES[RESULT_NAMES.index("attack_tpr_at_fpr_0_001"):RESULT_NAMES.index("family_e_value")]
     assert len(attack_era) == 9 and all(columns[name].nullable for name in attack_era)
+    family_era = RESULT_NAMES[RESULT_NAMES.index("family_e_value"):]  # schema version 7: evidence across nights
+    assert len(family_era) == 3 and all(columns[name].nullable for name in family_era)
     retired = {c.name: c for m in MIGRATIONS for c in m.retires}
     assert retired.keys() == {"tau", "breaking_tau"} and not retired.keys() & columns.keys()
     assert not retired["tau"].nullable and retired["breaking_tau"].nullable
@@ -1155,3 +1158,65 @@ def test_attack_curve_columns_round_trip_on_both_backends(target):
                             ({"attack_tpr_at_fpr_0_01_lower": 0.1}, "need attack_tpr_at_fpr_0_01")):
         with pytest.raises(LabelDPInputError, match=message):
             normalize_row({**bare, **change})
+
+
+def test_family_evidence_columns_and_results_family_on_both_backends(target, capsys):
+    """Five nights of a leaking target, each written with its place in the family's test (computed from the rows
+    already stored, as the nightly's publish step does): the stored e-values and evidence equal the test computed
+    directly from the nights' counts; a re-run of a night keeps the first run's place; a guardrail row and a
+    control never enter; `results family --json` prints the same test; bad values are refused before SQL."""
+    from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
+    from auditing.sinks.family import family_of, family_with
+    from auditing.sinks.warehouse.rows import normalize_row
+    from auditing.verdict.family_evidence import NightCounts, family_evidence
+    from flows.cli import main as cli
+
+    rng = np.random.default_rng(12)
+    nights, written = [], []
+    for t in range(5):
+        day = DAY + dt.timedelta(days=t)
+        x, y = gaussian_mixture(3000, 2, rng)
+        result = run_audit(randomized_response(y, 2, 3.0, rng).astype(float), true_posterior(x, 2)[:, 1], y,
+                           config=AuditConfig(repetitions=1, seed=t))
+        verdict = judge(result, 0.5)
+        night = NightCounts.of_result(day, 0.5, result)
+        nights.append(night)
+        with open_warehouse(target) as wh:
+            _test, entry = family_with(wh.fetch_results(model_id="fam"), "fam", night)
+            lineage = {"started_at": dt.datetime(2024, 2, 1, tzinfo=dt.UTC) + dt.timedelta(hours=t)}
+            row, curve = audit_record(verdict, model_id="fam", partition_date=day, run_kind="nightly",
+                                      lineage=lineage, family=entry)
+            wh.upsert_audit(row, curve)
+            written.append(entry)
+            if t == 2:  # a guardrail of the same day and a control never enter the family
+                other, other_curve = audit_record(verdict, model_id="fam", partition_date=day, run_kind="guardrail")
+                wh.upsert_audit(other, other_curve)
+    expected = family_evidence(nights)
+    assert [n.evidence for n in written] == pytest.approx([n.evidence for n in expected.nights], rel=1e-12)
+    assert expected.flagged  # eps 3 randomized response against a claim of 0.5
+    with open_warehouse(target) as wh:
+        rows = wh.fetch_results(model_id="fam")
+        # a later re-run of night 1 (another config: its own row) does not replace the first run's place
+        rerun, rerun_curve = audit_record(judge(run_audit(np.full(10, 0.9), np.full(10, 0.5), np.arange(10) % 2,
+                                                          config=AuditConfig(repetitions=1)), 0.5),
+                                          model_id="fam", partition_date=DAY + dt.timedelta(days=1),
+                                          run_kind="nightly",
+                                          lineage={"started_at": dt.datetime(2024, 3, 1, tzinfo=dt.UTC)})
+        wh.upsert_audit(rerun, rerun_curve)
+        rows_after = wh.fetch_results(model_id="fam")
+    stored = sorted((r for r in rows if r.run_kind == "nightly"), key=lambda r: r.partition_date)
+    assert [r.family_evidence for r in stored] == pytest.approx([n.evidence for n in expected.nights], rel=1e-12)
+    assert [r.family_flagged for r in stored] == [int(n.flagged) for n in expected.nights]
+    assert all(r.family_e_value is None for r in rows if r.run_kind == "guardrail")
+    assert family_of(rows_after, "fam").evidence == pytest.approx(expected.evidence, rel=1e-12)
+    assert cli(["results", "--warehouse", target, "family", "fam", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["flagged"] and printed["flagged_on"] == expected.flagged_on.isoformat()
+    assert [n["evidence"] for n in printed["nights"]] == pytest.approx([n.evidence for n in expected.nights])
+    assert cli(["results", "--warehouse", target, "family", "fam"]) == 0
+    assert "FLAGGED since" in capsys.readouterr().out
+    bad = {**rows[0].to_dict(), "family_flagged": 2}
+    with pytest.raises(LabelDPInputError, match="family_flagged"):
+        normalize_row(bad)
+    with pytest.raises(LabelDPInputError, match="set all three or none"):
+        normalize_row({**rows[0].to_dict(), "family_e_value": None})

@@ -39,6 +39,7 @@ from auditing.sinks.warehouse.migrations import (
 from auditing.sinks.warehouse.rows import normalize_row
 from auditing.sinks.warehouse.schema import (
     ATTACK_COLUMNS,
+    FAMILY_COLUMNS,
     KEY_COLUMNS,
     RESULT_COLUMNS,
     RESULT_NAMES,
@@ -379,7 +380,7 @@ def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
                         "epsilon_lower_bound": "THE statistically valid epsilon lower bound",
                         **{name: latest[name] for name in ("model_fingerprint", "run_kind", "claimed_epsilon",
                                                            "status", "untrusted_reason", *TRUST_COLUMNS,
-                                                           *ATTACK_COLUMNS)}}
+                                                           *ATTACK_COLUMNS, *FAMILY_COLUMNS)}}
     assert _execute_raw(target, "SELECT comment FROM duckdb_tables() WHERE table_name = 'audit_results'") == \
         [(TABLE_COMMENTS["audit_results"],)]
 
@@ -613,6 +614,37 @@ def test_version_6_adds_the_attack_curve_columns_keeping_every_row(target):
         ("v5-row", None, None), ("v6-row", 0.75, 0.7)]
     columns = {c for _, c in _execute_raw_columns(target)}
     assert set(ATTACK_COLUMNS) <= columns
+
+
+# --------------------------------------------------------------------------------------------- version 7
+def test_version_7_adds_the_family_columns_keeping_every_row(target):
+    """A warehouse at version 6 with a row written by its code opens at the latest version: the family's evidence
+    columns are added, the row keeps every value and reads NULL in them, and a new row stores them."""
+    dialect = "postgres" if target.startswith("postgresql://") else "duckdb"
+    v6 = migrations.expected_tables(6)
+    assert not set(FAMILY_COLUMNS) & {c.name for c in v6["audit_results"]}
+    for statement in [*(create_table_sql(dialect, table, columns) for table, columns in v6.items()),
+                      *version_table_statements(dialect)]:
+        _execute_raw(target, statement)
+    for migration in MIGRATIONS[:6]:
+        _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                     [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
+    old = {**{k: v for k, v in _valid_row("v6-row").items() if k not in FAMILY_COLUMNS}, "attack_auroc": 0.6}
+    names = [c.name for c in v6["audit_results"]]
+    _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                 [old.get(name) for name in names])
+    with open_warehouse(target) as wh:
+        assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1)) and LATEST >= 7
+        assert wh.schema_versions()[6]["description"] == MIGRATIONS[6].description
+        (row,) = wh.fetch_results()
+        wh.upsert_audit({**_valid_row("v7-row"), "family_e_value": 3.5, "family_evidence": 12.0,
+                         "family_flagged": 0}, [])
+        new = wh.fetch_results(model_id="raw-m")
+    stored = row.to_dict()
+    assert stored["attack_auroc"] == 0.6 and all(stored[name] is None for name in FAMILY_COLUMNS)
+    assert [(r.audit_config_hash, r.family_e_value, r.family_evidence, r.family_flagged) for r in new] == [
+        ("v6-row", None, None, None), ("v7-row", 3.5, 12.0, 0)]
+    assert set(FAMILY_COLUMNS) <= {c for _, c in _execute_raw_columns(target)}
 
 
 def _execute_raw_columns(target: str) -> list[tuple]:

@@ -99,6 +99,14 @@ class FamilyEvidence:
     def flagged_on(self) -> dt.date | None:
         return next((n.partition_date for n in self.nights if n.flagged), None)
 
+    def to_dict(self) -> dict:
+        """The test as JSON: alpha, the evidence, the flag and the night it was raised, and every night."""
+        return {"alpha": self.alpha, "evidence": _finite(self.evidence), "flagged": self.flagged,
+                "flagged_on": None if self.flagged_on is None else self.flagged_on.isoformat(),
+                "nights": [{"partition_date": n.partition_date.isoformat(), "e_value": _finite(n.e_value),
+                            "evidence": _finite(n.evidence), "log_evidence": n.log_evidence, "flagged": n.flagged,
+                            "reason": n.reason} for n in self.nights]}
+
     def sentence(self) -> str:
         """The family's evidence in one sentence, with what it means."""
         counted = sum(1 for n in self.nights if n.reason is None)
@@ -161,6 +169,10 @@ def _not_counted(night: NightCounts) -> str | None:
     if night.m < 1 or not night.guesses or sum(night.guesses) == 0:
         return "no guesses on this night"
     return None
+
+
+def _finite(value: float) -> float | str:
+    return "inf" if math.isinf(value) else value
 
 
 def _exp(value: float) -> float:

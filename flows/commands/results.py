@@ -64,6 +64,22 @@ Examples:
 
 Exit status: 0, or 2 when no verdict matches (naming the model and date) or on bad input.
 """
+FAMILY_DESCRIPTION = """\
+Prints MODEL's evidence across nights: one e-value per night (the likelihood ratio of its repetition-0 guesses
+against the claim at the night's kappa, with an alternative fixed from earlier nights only), and their running
+mixture, a test that stays valid however often it is looked at (Ville's inequality; docs/soundness.md section
+10). The family is flagged the first night the evidence reaches 1/alpha: then the nights together disprove the
+claims at false-alarm rate alpha, even when no single night did. The nights are the nightly and backfill rows,
+the first computed per date, in the order computed; a night with delta > 0 or an infinite claim counts as e = 1.
+Valid when every night's kappa covers its reference, each row is audited at most once in the family and row ids
+do not repeat across days (the coins are keyed by row id).
+
+Examples:
+  labeldp-audit results family rr-eps1
+  labeldp-audit results family rr-eps1 --until 2024-02-01 --alpha 0.01 --json
+
+Exit status: 0, or 2 when the model has no night or on bad input.
+"""
 # The table's columns as stored values (--csv): the table's status cell also shows kind, control outcome and
 # untrusted verdicts, and its "paper mean+-std" cell is two columns here.
 CSV_COLUMNS = (
@@ -99,7 +115,8 @@ def register(subparsers) -> None:
                f"{indent}[--status {{{','.join(STATUSES)}}}] [--trust {{{','.join(TRUST_SHORT.values())}}}]\n"
                f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}] [--all] [--json | --csv]\n"
                f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W] "
-               "[--data-root R]")
+               "[--data-root R]\n"
+               f"       {p.prog} family MODEL [--until D] [--alpha A] [--json] [--warehouse W] [--data-root R]")
     _add_target(p, default=None)
     p.add_argument("--model", default=None, metavar="N", help="one model's history (every row, newest first)")
     p.add_argument("--since", default=None, metavar="D", help="first partition date, YYYY-MM-DD (default: all)")
@@ -126,13 +143,55 @@ def register(subparsers) -> None:
     # SUPPRESS: given before `show` (results --warehouse W show M), the value given there stays.
     s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as a JSON object")
     _add_target(s, default=argparse.SUPPRESS)
+    f = actions.add_parser("family", help="a model family's evidence across nights (anytime-valid)",
+                           description=FAMILY_DESCRIPTION, prog=f"{p.prog} family",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("family_model", metavar="MODEL", help="model name (as stored in model_id)")
+    f.add_argument("--until", dest="family_until", default=None, metavar="D",
+                   help="only nights up to this partition date, YYYY-MM-DD (default: all)")
+    f.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                   help="false-alarm rate of the family's test: flagged once the evidence reaches 1/A (default 0.05)")
+    f.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the test as a JSON object")
+    _add_target(f, default=argparse.SUPPRESS)
     p.set_defaults(func=run, read_only=True)
 
 
 def run(args) -> int:
     if args.results_action == "show":
         return _show(args)
+    if args.results_action == "family":
+        return _family(args)
     return _list(args)
+
+
+def _family(args) -> int:
+    import json
+
+    from auditing.sinks.family import family_of, family_rows
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import check_name, parse_date
+
+    model = check_name(args.family_model, "MODEL")
+    until = parse_date(args.family_until, "--until") if args.family_until is not None else None
+    if not 0.0 < args.alpha < 1.0:
+        raise LabelDPInputError(f"--alpha must be in (0, 1); got {args.alpha!r}")
+    rows = _read(args, lambda wh: wh.fetch_results(model_id=model))
+    if rows is UNAVAILABLE:
+        return 2
+    nights = family_rows(rows, model, until)
+    if not nights:
+        raise LabelDPInputError(f"no nightly or backfill verdict of model {model}"
+                                + (f" up to {until}" if until is not None else ""))
+    test = family_of(rows, model, until=until, alpha=args.alpha)
+    if getattr(args, "json", False):
+        print(json.dumps({"model_id": model, **test.to_dict()}, allow_nan=False, indent=1))
+        return 0
+    print(f"{model}: {test.sentence()}")
+    print("partition_date  claimed_eps  kappa  e_value     evidence    flagged  not counted because")
+    for row, night in zip(nights, test.nights, strict=True):
+        print(f"{night.partition_date.isoformat()}  {row.claimed_epsilon:>11g}  {row.kappa:>5g}  {night.e_value:<10.4g}  "
+              f"{night.evidence:<10.4g}  {'yes' if night.flagged else 'no':<7}  {night.reason or '-'}")
+    return 0
 
 
 def _read(args, fn):

@@ -100,6 +100,9 @@ CREATE TABLE IF NOT EXISTS audit_results (
     attack_auroc DOUBLE PRECISION,
     attack_auroc_lower DOUBLE PRECISION,
     attack_auroc_upper DOUBLE PRECISION,
+    family_e_value DOUBLE PRECISION,
+    family_evidence DOUBLE PRECISION,
+    family_flagged INTEGER,
     PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash),
     CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CONSTRAINT audit_results_method_check CHECK (method IN ('binomial', 'fdp')),
@@ -322,6 +325,12 @@ COMMENT ON COLUMN audit_results.attack_auroc_lower IS 'attack ROC (descriptive, 
 
 COMMENT ON COLUMN audit_results.attack_auroc_upper IS 'attack ROC (descriptive, not a bound on epsilon): area under the empirical ROC of the signed score, ties within a bin counted one half; upper end of its 95% bootstrap interval';
 
+COMMENT ON COLUMN audit_results.family_e_value IS 'this night''s e-value against the claim in its family''s test (1: the night does not count)';
+
+COMMENT ON COLUMN audit_results.family_evidence IS 'the family''s evidence after this night: the running mixture of e-values, anytime-valid; flagged at 1/alpha';
+
+COMMENT ON COLUMN audit_results.family_flagged IS '1 once the family''s evidence has reached 1/alpha (alpha 0.05) on or before this night, else 0';
+
 COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon lower bound vs guesses), for plots';
 
 COMMENT ON COLUMN audit_curves.model_id IS 'model name (a safe single path component)';
@@ -361,4 +370,4 @@ COMMENT ON COLUMN audit_schema_version.description IS 'what the step did';
 
 COMMENT ON COLUMN audit_schema_version.applied_at IS 'when it was applied (UTC)';
 
-INSERT INTO audit_schema_version (version, description, applied_at) VALUES (6, 'created at schema version 6', CURRENT_TIMESTAMP);
+INSERT INTO audit_schema_version (version, description, applied_at) VALUES (7, 'created at schema version 7', CURRENT_TIMESTAMP);

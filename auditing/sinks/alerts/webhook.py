@@ -50,6 +50,7 @@ from auditing.sinks.report.text import STATUS_MEANINGS
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
+from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import EXITS_UNTRUSTED, TrustFigures, Verdict
 from labeldp.errors import LabelDPInputError
@@ -60,7 +61,11 @@ VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAIL
 CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: what it guards is void tonight (auditing.verdict.trust)
 WEAK_PASS = verdict.WEAK_PASS  # a target's verdict on weak evidence (auditing.verdict.types.STATUSES): not a page
 VIOLATION_UNTRUSTED = "VIOLATION_UNTRUSTED"  # a VIOLATION that is not trusted (exit 4): not a page
-ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED)
+# A model family's evidence across nights crossed 1/alpha (auditing.verdict.family_evidence): the nights together
+# disprove the claims at false-alarm rate alpha under every night's kappa; not a page (read it with each night's
+# capacity check: a misfit beyond kappa compounds across nights; docs/soundness.md section 10).
+FAMILY_FLAGGED = "FAMILY_FLAGGED"
+ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED, FAMILY_FLAGGED)
 PAGES = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)  # the kinds that page a person
 # What a failed control voids, by its kind (the CONTROL_FAILED text).
 CONTROL_FAILED_TEXT = {NEGATIVE: text.NEGATIVE_CONTROL_FAILED, POSITIVE: text.POSITIVE_CONTROL_FAILED}
@@ -237,6 +242,8 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
         clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(payload)
         return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
                 + "".join(f"; {c}" for c in clauses))
+    if kind == FAMILY_FLAGGED and payload.get("family_sentence"):
+        return f"{head}: {payload['family_sentence']}"
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
     if kind == CONTROL_FAILED:
         head = f"{head}: {CONTROL_FAILED_TEXT.get(payload.get('control'), text.CONTROL_FAILED)}"
@@ -252,6 +259,15 @@ def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
         fields.pop("breaking_tau", None)
     return {**json_safe(fields), "kind": kind, "page": kind in PAGES, "model_id": model_id, "partition_date": date,
             "text": summary_text(kind, model_id, date, fields)}
+
+
+def family_payload(family: FamilyEvidence, *, model_id: str, partition_date: str, report: str | None) -> dict:
+    """The payload of a FAMILY_FLAGGED alert: the family's evidence, alpha, the night it crossed, the nights counted
+    and the sentence (`FamilyEvidence.sentence`)."""
+    return {"model_id": model_id, "partition_date": partition_date, "family_evidence": family.evidence,
+            "alpha": family.alpha, "flagged_on": None if family.flagged_on is None else family.flagged_on.isoformat(),
+            "nights": len(family.nights), "nights_counted": sum(1 for n in family.nights if n.reason is None),
+            "family_sentence": family.sentence(), "report": report}
 
 
 def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from auditing.sinks.report.attack_panel import ATTACK_CSS
+from auditing.sinks.report.family_panel import FAMILY_CSS
 from auditing.sinks.report.reference_panel import REFERENCE_CSS
 from auditing.sinks.report.risk_panel import RISK_CSS
 from auditing.sinks.report.robustness_panel import ROBUSTNESS_CSS
@@ -83,7 +84,7 @@ footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .trust-state { font-weight:700; } .trust-state.trusted { color:var(--good); }
 .trust-state.untrusted, .trust-state.unchecked { color:var(--bad); } .trust-state.accepted { color:var(--warn); }
 .detectability-misfit, .detectability-void { color:#b54708; }
-""" + RISK_CSS + ROBUSTNESS_CSS + REFERENCE_CSS + ATTACK_CSS
+""" + RISK_CSS + ROBUSTNESS_CSS + REFERENCE_CSS + ATTACK_CSS + FAMILY_CSS
 
 
 def fmt_eps(value: Any) -> str:

@@ -24,6 +24,7 @@ from auditing.bounds.selection import STRATEGIES_REGISTRY, selection_strategy
 from auditing.result import AuditResult
 from auditing.sinks.report import svg
 from auditing.sinks.report.attack_panel import attack_panel
+from auditing.sinks.report.family_panel import family_panel
 from auditing.sinks.report.html import badge as _badge
 from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
 from auditing.sinks.report.html import page as _page
@@ -44,6 +45,7 @@ from auditing.sinks.report.svg import esc
 from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT
 from auditing.sinks.report.trust_panel import TRUST_CLASS, control_card, trust_banner, trust_card
 from auditing.sinks.warehouse.records import ResultRow, trust_state
+from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
@@ -301,7 +303,7 @@ def lineage_table(lineage: Mapping) -> str:
 
 # --------------------------------------------------------------------------------------------- pages
 def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence[ResultRow] | None,
-                      score_histogram: Mapping | None = None) -> str:
+                      score_histogram: Mapping | None = None, family: FamilyEvidence | None = None) -> str:
     """The HTML page for one audit run: a rendering of its `Verdict` (`auditing.verdict.judge.judge`).
 
     lineage: model_id, partition_date, model_uri, fingerprints, reference_model, code_version, flow_run_id,
@@ -312,7 +314,8 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
     PASS's detectability, the row groups, why nothing was bounded); the reference check (which must be of the
     result's reference calibration) fills the Reference check card. After the score distribution, the attack's
-    ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`).
+    ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`). family: the model family's evidence
+    across nights with this night (`auditing.sinks.family.family_with`; None: not known for this run).
 
     Raises:
         LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
@@ -357,6 +360,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
            "<p class=\"missing\">Score histogram not provided for this run.</p>")
         + "</section>"
         f"{attack_panel(result)}"
+        f"{family_panel(family)}"
         f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
         "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
         "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"

@@ -441,6 +441,18 @@ def _attack_curve(ctx: Context) -> None:
         ctx.execute(f"COMMENT ON COLUMN {RESULTS}.{name} IS {schema.sql_literal(column.comment)}")
 
 
+def _family_evidence(ctx: Context) -> None:
+    """Version 7: the model family's evidence across nights (this night's e-value, the running evidence, the flag)
+    as nullable columns, NULL on every row written before them."""
+    present = found_columns(ctx).get(RESULTS, {})
+    for name in schema.FAMILY_COLUMNS:
+        if name in present:
+            continue
+        column = _column(RESULTS, name)
+        ctx.execute(f"ALTER TABLE {RESULTS} ADD COLUMN {name} {schema.column_type(ctx.dialect, column.kind)}")
+        ctx.execute(f"COMMENT ON COLUMN {RESULTS}.{name} IS {schema.sql_literal(column.comment)}")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables as created before versioning (nullable columns an older table lacked "
                  "added)", _baseline),
@@ -462,6 +474,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "the attack curve (descriptive, not a bound on epsilon): attack_tpr_at_fpr_0_001, "
                  "attack_tpr_at_fpr_0_01 and attack_auroc, each with its bootstrap interval (_lower, _upper); NULL "
                  "on existing rows", _attack_curve, adds=schema.ATTACK_COLUMNS),
+    Migration(7, "the model family's evidence across nights (anytime-valid): family_e_value, family_evidence and "
+                 "family_flagged; NULL on existing rows", _family_evidence, adds=schema.FAMILY_COLUMNS),
 )
 LATEST = MIGRATIONS[-1].version
 

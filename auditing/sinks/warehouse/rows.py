@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from auditing.sinks.warehouse.schema import (
     ATTACK_COLUMNS,
     ATTACK_FIGURES,
     CURVE_NAMES,
+    FAMILY_COLUMNS,
     FDP_CURVES,
     KEY_COLUMNS,
     REFERENCE_CALIBRATIONS,
@@ -40,6 +42,7 @@ from auditing.sinks.warehouse.schema import (
 from auditing.sinks.warehouse.values import as_count as _count
 from auditing.sinks.warehouse.values import as_float as _float
 from auditing.sinks.warehouse.values import optional_float as _optional_float
+from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.run_kinds import check_run_kind
 from auditing.verdict.types import DETECTABILITY, STATUSES, TRUST_STATES, Verdict
 from labeldp.errors import LabelDPInputError
@@ -208,7 +211,24 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     _normalize_reference_columns(row, out)
     _normalize_verdict_trust_columns(row, out)
     _normalize_attack_columns(row, out)
+    _normalize_family_columns(row, out)
     return {name: out[name] for name in RESULT_NAMES}
+
+
+def _normalize_family_columns(row: Mapping, out: dict) -> None:
+    """The family's figures: e-value and evidence None or >= 0, the flag None, 0 or 1, all three or none."""
+    out["family_e_value"] = _optional_float(row, "family_e_value")
+    out["family_evidence"] = _optional_float(row, "family_evidence")
+    flag = row.get("family_flagged")
+    if flag is not None and flag not in (0, 1):
+        raise LabelDPInputError(f"family_flagged must be 0, 1 or None; got {flag!r}")
+    out["family_flagged"] = None if flag is None else int(flag)
+    given = [name for name in FAMILY_COLUMNS if out[name] is not None]
+    if given and len(given) != len(FAMILY_COLUMNS):
+        raise LabelDPInputError(f"{list(FAMILY_COLUMNS)}: set all three or none; got only {given}")
+    for name in ("family_e_value", "family_evidence"):
+        if out[name] is not None and not out[name] >= 0:
+            raise LabelDPInputError(f"{name} must be >= 0; got {out[name]!r}")
 
 
 def _normalize_attack_columns(row: Mapping, out: dict) -> None:
@@ -420,7 +440,7 @@ def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
 
 def audit_record(
     verdict: Verdict, *, model_id: str, partition_date: str | dt.date, run_kind: str,
-    lineage: Mapping | None = None,
+    lineage: Mapping | None = None, family: NightEvidence | None = None,
 ) -> tuple[ResultRow, list[dict]]:
     """(row, curve) for the warehouse: a rendering of a `Verdict` (`auditing.verdict.judge.judge`), nothing computed.
 
@@ -483,10 +503,18 @@ def audit_record(
         **reference_check_columns(verdict.reference_check, calibration),
         **trust_columns(verdict),
         **attack_columns(result.attack_curve),
+        "family_e_value": None if family is None else _finite_or_none(family.e_value),
+        "family_evidence": None if family is None else _finite_or_none(family.evidence),
+        "family_flagged": None if family is None else int(family.flagged),
     }
     row = ResultRow(**normalize_row(row))
     curve = [{**point.to_dict(), "point_confidence": result.point_confidence} for point in result.curve]
     return row, normalize_curve(curve, row.key)
+
+
+def _finite_or_none(value: float) -> float | None:
+    """A family figure as stored: an evidence beyond the largest double (inf) is stored as the largest double."""
+    return float(value) if math.isfinite(value) else float(sys.float_info.max)
 
 
 def attack_columns(curve: AttackCurve | None) -> dict:

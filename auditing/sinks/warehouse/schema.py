@@ -247,6 +247,14 @@ RESULT_COLUMNS: tuple[Column, ...] = (
                     "score, ties within a bin counted one half"))
       for suffix, what in (("", ""), ("_lower", "; lower end of its 95% bootstrap interval"),
                            ("_upper", "; upper end of its 95% bootstrap interval"))),
+    # the model family's evidence across nights (auditing.verdict.family_evidence, docs/soundness.md section 10):
+    # NULL for controls, other run kinds, rows written before it and a night whose warehouse could not be read
+    Column("family_e_value", "double", True, "this night's e-value against the claim in its family's test "
+           "(1: the night does not count)"),
+    Column("family_evidence", "double", True, "the family's evidence after this night: the running mixture of e-values, "
+           "anytime-valid; flagged at 1/alpha"),
+    Column("family_flagged", "integer", True, "1 once the family's evidence has reached 1/alpha (alpha 0.05) on or "
+           "before this night, else 0"),
 )
 TRUST_COLUMNS = ("trust", "trust_reason", "detectability", "epsilon_check", "misfit_kappa_upper",
                  "check_misfit_kappa", "check_rows", "accepted_unchecked", "group_rule", "rows_excluded_groups",
@@ -254,6 +262,8 @@ TRUST_COLUMNS = ("trust", "trust_reason", "detectability", "epsilon_check", "mis
 # The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
 ATTACK_FIGURES = ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01", "auroc")
 ATTACK_COLUMNS = tuple(f"attack_{name}{suffix}" for name in ATTACK_FIGURES for suffix in ("", "_lower", "_upper"))
+# The family's evidence across nights (schema version 7).
+FAMILY_COLUMNS = ("family_e_value", "family_evidence", "family_flagged")
 
 CURVE_COLUMNS: tuple[Column, ...] = (
     *_KEY,

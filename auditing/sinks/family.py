@@ -1,0 +1,67 @@
+"""A model family's evidence across nights, read from the warehouse (docs/soundness.md section 10).
+
+The family of a target is its rows of the nightly and backfill runs (a guardrail audits a release on a day the
+nightly also audits, and a re-judged row chose its settings after the night: neither enters). Per partition date
+the row computed first counts (its ``started_at``, then ``finished_at``; rows without either last), and the nights
+enter in the order they were computed. Controls never enter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+
+from auditing.result import AuditResult
+from auditing.sinks.warehouse.records import ResultRow
+from auditing.verdict.family_evidence import (
+    DEFAULT_ALPHA,
+    FamilyEvidence,
+    NightCounts,
+    NightEvidence,
+    family_evidence,
+)
+from auditing.verdict.run_kinds import BACKFILL, NIGHTLY
+
+FAMILY_RUN_KINDS = (NIGHTLY, BACKFILL)
+_LAST = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+
+def _computed_at(row: ResultRow) -> dt.datetime:
+    return row.started_at or row.finished_at or _LAST
+
+
+def family_rows(rows: Sequence[ResultRow], model_id: str, until: dt.date | None = None) -> list[ResultRow]:
+    """The rows of ``model_id``'s family, one per partition date (the first computed), in the order computed;
+    with ``until``, only nights up to that date."""
+    first: dict[dt.date, ResultRow] = {}
+    for row in rows:
+        if (row.model_id != model_id or row.kind == "control" or row.run_kind not in FAMILY_RUN_KINDS
+                or (until is not None and row.partition_date > until)):
+            continue
+        known = first.get(row.partition_date)
+        if known is None or (_computed_at(row), row.audit_config_hash) < (_computed_at(known), known.audit_config_hash):
+            first[row.partition_date] = row
+    return sorted(first.values(), key=lambda r: (_computed_at(r), r.partition_date))
+
+
+def family_of(rows: Sequence[ResultRow], model_id: str, *, until: dt.date | None = None,
+              alpha: float = DEFAULT_ALPHA) -> FamilyEvidence:
+    """The family's test over its stored nights (`family_rows`)."""
+    nights = [NightCounts.of_result(r.partition_date, r.claimed_epsilon, AuditResult.from_dict(json.loads(r.result_json)))
+              for r in family_rows(rows, model_id, until)]
+    return family_evidence(nights, alpha)
+
+
+def family_with(rows: Sequence[ResultRow], model_id: str, night: NightCounts,
+                alpha: float = DEFAULT_ALPHA) -> tuple[FamilyEvidence, NightEvidence]:
+    """The family's test as it stands once ``night`` (being computed now) joins its stored nights, and that night's
+    entry. A night whose date already has a row computed before keeps that first row's place and counts; a new
+    night enters last, whatever its date (a backfill enters in the order it was computed)."""
+    stored = family_rows(rows, model_id)
+    nights = [NightCounts.of_result(r.partition_date, r.claimed_epsilon, AuditResult.from_dict(json.loads(r.result_json)))
+              for r in stored]
+    if all(r.partition_date != night.partition_date for r in stored):
+        nights.append(night)
+    test = family_evidence(nights, alpha)
+    return test, next(n for n in test.nights if n.partition_date == night.partition_date)
