@@ -82,7 +82,8 @@ class ListedVerdict:
             "control_passed": row.control_passed, "control_floor": row.control_floor,
             "control_message": self.control_message,
             "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
-            **{name: value for name, value in row.to_dict().items() if name.startswith("risk_")},
+            **{name: value for name, value in row.to_dict().items()
+               if name.startswith(("risk_", "attack_", "family_"))},
             **self.verdict.trust_figures().to_dict(),
             "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
         }

@@ -39,6 +39,7 @@ from pipelines.scoring.scored_batch import (
     scored_batch,
 )
 from pipelines.scoring.scoring_batches import (
+    BoundaryChunk,
     GameSpec,
     Pass1Accumulator,
     SweepPlan,
@@ -225,6 +226,44 @@ class ExactCounts(_PlanUser):
         yield ("counts", int(slot), counts, int(sum(chunk.bins.size for chunk in chunks)))
 
 
+class WriteBoundaryRows(beam.DoFn):
+    """(slot, chunk) -> one ``.npz`` file per slot and batch under ``directory``/slot-NNNNNN/: the two-stage plan on
+    an in-process runner counts each slot from its files (`count_slots_from_files`), one slot in memory at a time,
+    instead of a group-by-key that holds every boundary row of the day."""
+
+    def __init__(self, directory: str):
+        self._directory = directory
+
+    def process(self, element):
+        slot, chunk = element
+        path = Path(self._directory) / f"slot-{int(slot):06d}" / f"{chunk_name(chunk)}.npz"
+        _atomic_save(path, lambda handle: np.savez(handle, bins=chunk.bins, abs_scores=chunk.abs_scores,
+                                                   row_ids=chunk.row_ids, correct=chunk.correct))
+        yield ("file", str(path), int(chunk.bins.size))
+
+
+def chunk_name(chunk) -> str:
+    """A chunk's file name: its first row id and its length (a batch's rows of one slot, so unique per slot and
+    the same on a retry)."""
+    first = int(chunk.row_ids[0]) if chunk.row_ids.size else 0
+    return f"{first:020d}-{chunk.row_ids.size}" if first >= 0 else f"n{-first:020d}-{chunk.row_ids.size}"
+
+
+def count_slots_from_files(directory: Path, work_dir: Path, plan) -> None:
+    """`ExactCounts` for the slots `WriteBoundaryRows` wrote, one slot at a time, its counts written where
+    `WriteResults` writes them."""
+    sink = WriteResults(str(work_dir))
+    for slot_dir in sorted(directory.glob("slot-*")) if directory.is_dir() else ():
+        files = [path for path in sorted(slot_dir.glob("*.npz")) if not path.name.startswith(".")]
+        chunks = []
+        for path in files:
+            with np.load(path) as data:
+                chunks.append(BoundaryChunk(data["bins"], data["abs_scores"], data["row_ids"], data["correct"]))
+        slot = int(slot_dir.name.removeprefix("slot-"))
+        counts = finish_counts(plan, slot, chunks)
+        sink.process(("counts", slot, counts, int(sum(chunk.bins.size for chunk in chunks))))
+
+
 class WriteTable(beam.DoFn):
     """Writes one Parquet file per batch (named by the batch id, so a retried batch overwrites itself)."""
 
@@ -407,12 +446,14 @@ __all__ = [
     "ReadPredictions",
     "ScoredRows",
     "ToScored",
+    "WriteBoundaryRows",
     "WriteResults",
     "WriteRowIdBuckets",
     "WriteTable",
     "audited_part",
     "check_duplicates",
     "check_row_id_files",
+    "count_slots_from_files",
     "read_slot_counts",
     "shard",
 ]

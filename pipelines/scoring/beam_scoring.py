@@ -100,12 +100,14 @@ from pipelines.scoring.beam_dofns import (
     ReadPredictions,
     ScoredRows,
     ToScored,
+    WriteBoundaryRows,
     WriteResults,
     WriteRowIdBuckets,
     WriteTable,
     audited_part,
     check_duplicates,
     check_row_id_files,
+    count_slots_from_files,
     read_slot_counts,
     shard,
 )
@@ -287,13 +289,16 @@ def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
                    | "Spread" >> beam.Reshuffle()
                    | "ReadScored" >> beam.ParDo(ReadPredictions()), BATCH)
     chunks = typed(scored | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec, plan)), keyed(int))
-    _ = (
-        chunks
-        | "GroupBySlot" >> beam.GroupByKey()
-        | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec, plan))
-        | "WriteResults" >> beam.ParDo(WriteResults(str(job.work_dir)))
-    )
+    if in_process(job.beam_args):  # one process: the boundary rows go to disk, counted a slot at a time after
+        counted = chunks | "WriteBoundaryRows" >> beam.ParDo(WriteBoundaryRows(str(job.work_dir / "boundary")))
+    else:  # a cluster's shuffle spills what it holds
+        counted = (chunks
+                   | "GroupBySlot" >> beam.GroupByKey()
+                   | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec, plan)))
+    _ = counted | "WriteResults" >> beam.ParDo(WriteResults(str(job.work_dir)))
     _run(pipeline)
+    if in_process(job.beam_args):
+        count_slots_from_files(job.work_dir / "boundary", job.work_dir, plan)
 
 
 def _run(pipeline) -> None:
