@@ -48,9 +48,11 @@ def family_rows(rows: Sequence[ResultRow], model_id: str, until: dt.date | None 
 def family_of(rows: Sequence[ResultRow], model_id: str, *, until: dt.date | None = None,
               alpha: float = DEFAULT_ALPHA) -> FamilyEvidence:
     """The family's test over its stored nights (`family_rows`)."""
-    nights = [NightCounts.of_result(r.partition_date, r.claimed_epsilon, AuditResult.from_dict(json.loads(r.result_json)))
-              for r in family_rows(rows, model_id, until)]
-    return family_evidence(nights, alpha)
+    return family_evidence([_night(r) for r in family_rows(rows, model_id, until)], alpha)
+
+
+def _night(row: ResultRow) -> NightCounts:
+    return NightCounts.of_result(row.partition_date, row.claimed_epsilon, AuditResult.from_dict(json.loads(row.result_json)))
 
 
 def family_with(rows: Sequence[ResultRow], model_id: str, night: NightCounts,
@@ -59,8 +61,7 @@ def family_with(rows: Sequence[ResultRow], model_id: str, night: NightCounts,
     entry. A night whose date already has a row computed before keeps that first row's place and counts; a new
     night enters last, whatever its date (a backfill enters in the order it was computed)."""
     stored = family_rows(rows, model_id)
-    nights = [NightCounts.of_result(r.partition_date, r.claimed_epsilon, AuditResult.from_dict(json.loads(r.result_json)))
-              for r in stored]
+    nights = [_night(r) for r in stored]
     if all(r.partition_date != night.partition_date for r in stored):
         nights.append(night)
     test = family_evidence(nights, alpha)

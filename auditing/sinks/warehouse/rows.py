@@ -503,8 +503,8 @@ def audit_record(
         **reference_check_columns(verdict.reference_check, calibration),
         **trust_columns(verdict),
         **attack_columns(result.attack_curve),
-        "family_e_value": None if family is None else _finite_or_none(family.e_value),
-        "family_evidence": None if family is None else _finite_or_none(family.evidence),
+        "family_e_value": None if family is None else _stored_family_figure(family.e_value),
+        "family_evidence": None if family is None else _stored_family_figure(family.evidence),
         "family_flagged": None if family is None else int(family.flagged),
     }
     row = ResultRow(**normalize_row(row))
@@ -512,7 +512,7 @@ def audit_record(
     return row, normalize_curve(curve, row.key)
 
 
-def _finite_or_none(value: float) -> float | None:
+def _stored_family_figure(value: float) -> float:
     """A family figure as stored: an evidence beyond the largest double (inf) is stored as the largest double."""
     return float(value) if math.isfinite(value) else float(sys.float_info.max)
 
