@@ -429,28 +429,26 @@ def _trust_per_verdict(ctx: Context) -> None:
     sync_choice_checks(ctx, columns=("trust",))
 
 
-def _attack_curve(ctx: Context) -> None:
-    """Version 6: the attack curve's figures (TPR at FPR <= 0.1% and 1%, AUROC, each with its bootstrap interval)
-    as nullable columns, NULL on every row written before them."""
+def _add_nullable_results_columns(ctx: Context, names: tuple[str, ...]) -> None:
+    """Adds the audit_results columns ``names`` that the table lacks, with their comments (NULL on every row
+    written before them)."""
     present = found_columns(ctx).get(RESULTS, {})
-    for name in schema.ATTACK_COLUMNS:
+    for name in names:
         if name in present:
             continue
         column = _column(RESULTS, name)
         ctx.execute(f"ALTER TABLE {RESULTS} ADD COLUMN {name} {schema.column_type(ctx.dialect, column.kind)}")
         ctx.execute(f"COMMENT ON COLUMN {RESULTS}.{name} IS {schema.sql_literal(column.comment)}")
+
+
+def _attack_curve(ctx: Context) -> None:
+    """Version 6: the attack curve's figures (TPR at FPR <= 0.1% and 1%, AUROC, each with its bootstrap interval)."""
+    _add_nullable_results_columns(ctx, schema.ATTACK_COLUMNS)
 
 
 def _family_evidence(ctx: Context) -> None:
-    """Version 7: the model family's evidence across nights (this night's e-value, the running evidence, the flag)
-    as nullable columns, NULL on every row written before them."""
-    present = found_columns(ctx).get(RESULTS, {})
-    for name in schema.FAMILY_COLUMNS:
-        if name in present:
-            continue
-        column = _column(RESULTS, name)
-        ctx.execute(f"ALTER TABLE {RESULTS} ADD COLUMN {name} {schema.column_type(ctx.dialect, column.kind)}")
-        ctx.execute(f"COMMENT ON COLUMN {RESULTS}.{name} IS {schema.sql_literal(column.comment)}")
+    """Version 7: the model family's evidence across nights (this night's e-value, the running evidence, the flag)."""
+    _add_nullable_results_columns(ctx, schema.FAMILY_COLUMNS)
 
 
 MIGRATIONS: tuple[Migration, ...] = (
