@@ -886,14 +886,19 @@ def test_attack_panel_in_headless_chromium(run, tmp_path):
     assert dom.count("attack-chance-line", "polyline") == 1 and dom.count("attack-target", "polygon") == 2
     # The panel is painted: a page holding only the panel shows the curve's and the targets' colours.
     panel_path = write_report(page_with("panel", attack_panel(run["result"])), tmp_path / "panel.html")
-    shot = tmp_path / "panel.png"
-    taken = _browser(["--window-size=1100,900", f"--screenshot={shot}", panel_path.as_uri()], tmp_path / "profile")
+    present = _painted_colours(panel_path, tmp_path, height=900)
+    assert (0x2F, 0x6F, 0xDE) in present  # the ROC staircase (--accent)
+    assert (0xB7, 0x79, 0x1F) in present  # the TPR figures' diamonds (--warn)
+
+
+def _painted_colours(page: Path, tmp_path: Path, *, height: int) -> set[tuple[int, int, int]]:
+    """The RGB colours of a headless-Chromium screenshot of ``page`` (1100 px wide)."""
+    shot = tmp_path / f"{page.stem}.png"
+    taken = _browser([f"--window-size=1100,{height}", f"--screenshot={shot}", page.as_uri()], tmp_path / "profile")
     assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
     image_module = pytest.importorskip("PIL.Image")
     with image_module.open(shot) as image:
-        present = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
-    assert (0x2F, 0x6F, 0xDE) in present  # the ROC staircase (--accent)
-    assert (0xB7, 0x79, 0x1F) in present  # the TPR figures' diamonds (--warn)
+        return {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
 
 
 def _family(flag_after: int = 3):
@@ -935,11 +940,6 @@ def test_family_panel_in_headless_chromium(run, tmp_path):
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     dom = _parse(dumped.stdout)
     assert "FLAGGED since 2024-01-04" in dom.visible and dom.count("family-flagged", "circle") == 2
-    shot = tmp_path / "family.png"
-    taken = _browser(["--window-size=1100,700", f"--screenshot={shot}", path.as_uri()], tmp_path / "profile")
-    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
-    image_module = pytest.importorskip("PIL.Image")
-    with image_module.open(shot) as image:
-        present = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    present = _painted_colours(path, tmp_path, height=700)
     assert (0x2F, 0x6F, 0xDE) in present  # the evidence line (--accent)
     assert (0xC0, 0x36, 0x2C) in present  # the flag line and the flagged nights (--bad)
