@@ -9,6 +9,7 @@ for comparison and labelled optimistic.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ def _counts(scores, correct, row_ids, grid) -> np.ndarray:
 def run_audit(
     p_target, p_reference, labels, row_ids=None, config: AuditConfig | None = None,
     progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
-    check: CheckRows | None = None, row_groups: RowGroups | None = None,
+    check: CheckRows | None = None, row_groups: RowGroups | None = None, night: dt.date | None = None,
 ) -> AuditResult:
     """Plays the game (paper Alg. 2) on arrays and audits the counts: `audit_counts` of `play_game`.
 
@@ -109,10 +110,11 @@ def run_audit(
     the grid (`auditing.verdict.controls`; the positive control's pre-registered floor needs it).
     check: the day's check rows; with them the result carries the capacity check (auditing.verdict.capacity_check),
     without them a check that did not run. row_groups: the grouping the rows were selected under
-    (auditing.game.row_groups; the caller left the grouped rows out), recorded on the result.
+    (auditing.game.row_groups; the caller left the grouped rows out), recorded on the result. night: the
+    partition day keying the coins with the seed (`auditing.config.GameConfig.night`; None: the seed alone).
     """
     config = config or AuditConfig()
-    game = play_game(p_target, p_reference, labels, row_ids, config.game, progress=progress,
+    game = play_game(p_target, p_reference, labels, row_ids, config.game.with_night(night), progress=progress,
                      score_function=score_function, expected_curve=expected_curve, check=check, row_groups=row_groups)
     return audit_counts(game, config.bound)
 
@@ -175,18 +177,18 @@ def _check_histograms(target, reference, y0, ids, check: CheckRows, game: GameCo
     if shared:
         raise LabelDPInputError(f"check row_ids: {shared} value(s) are also audited rows; a check row must be a row "
                                 "whose label the model never saw")
-    halves = selection_half_mask(ids, game.seed)
+    halves = selection_half_mask(ids, game.draw_seed)
     if score_function is None and compiled_score(game.score):
         audited = game_tables(target, reference, y0, ids, score=game.score, power=game.score_power,
                               bins=_KERNEL_BINS, selection=halves)
         checked = game_tables(c_target, c_reference, c_labels, c_ids, score=game.score, power=game.score_power,
                               bins=_KERNEL_BINS) if m else None
-        return histograms_of(audited, checked, game.seed, _KERNEL_BINS)
+        return histograms_of(audited, checked, game.draw_seed, _KERNEL_BINS)
     score = resolve_score(score_function or game.score, game.score_power)
     parts = []
     for p_t, p_r, y, row_ids, masks in ((target, reference, y0, ids, (halves, ~halves)),
                                          (c_target, c_reference, c_labels, c_ids, (np.ones(m, dtype=bool),))):
-        rows = play_repetition(p_t, p_r, y, row_ids, seed=game.seed, repetition=0, score=score)
+        rows = play_repetition(p_t, p_r, y, row_ids, seed=game.draw_seed, repetition=0, score=score)
         bins = bin_index(rows.scores, CHECK_BINS)
         for mask in masks:
             parts += [np.bincount(bins[mask], minlength=CHECK_BINS.num_bins),
@@ -207,12 +209,12 @@ def numpy_sweep(target, reference, y0, ids, game: GameConfig, score, progress):
     correct = np.empty((game.repetitions, grid.size), dtype=np.int64)
     halves = histogram = attack = None
     for r in range(game.repetitions):
-        rows = play_repetition(target, reference, y0, ids, seed=game.seed, repetition=r, score=score)
+        rows = play_repetition(target, reference, y0, ids, seed=game.draw_seed, repetition=r, score=score)
         correct[r] = _counts(rows.scores, rows.correct, ids, grid)
         if r == 0:
             halves = _half_counts(rows.scores, rows.correct, ids, game)
             histogram = score_histogram(rows.scores, rows.correct)
-            attack = attack_curve_from_rows(rows.scores, rows.correct, seed=game.seed)
+            attack = attack_curve_from_rows(rows.scores, rows.correct, seed=game.draw_seed)
         if progress:
             progress(r + 1, game.repetitions)
     counts = SweepCounts(m=int(ids.size), guesses=np.broadcast_to(grid, correct.shape).copy(), correct=correct)
@@ -238,7 +240,7 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     """
     spec = _KERNEL_BINS
     plan = SlotPlan(game)
-    selection = selection_half_mask(ids, game.seed)
+    selection = selection_half_mask(ids, game.draw_seed)
     tables = game_tables(target, reference, y0, ids, score=game.score, power=game.score_power, bins=spec,
                          selection=selection)
     keys = plan.keys()
@@ -272,13 +274,13 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     found = boundary_rows(tables, keys, cut, slot_counts=cut_rows)
     counts = [exact_counts(bounds[s], *found.of(s)) for s in range(keys.size)]
     sweep, halves = plan.counts(n, slot_rows, grids, counts)
-    outcomes = signed_outcomes(tables, game.seed, 0, octave_of_fine(spec), OCTAVES)
-    return sweep, halves, histogram, attack_curve_from_outcomes(outcomes, seed=game.seed)
+    outcomes = signed_outcomes(tables, game.draw_seed, 0, octave_of_fine(spec), OCTAVES)
+    return sweep, halves, histogram, attack_curve_from_outcomes(outcomes, seed=game.draw_seed)
 
 
 def _half_counts(scores, correct, ids, game: GameConfig) -> tuple[SweepCounts, SweepCounts] | None:
     """Both keyed halves' counts of one repetition's outcomes (None when a half is empty)."""
-    in_selection = selection_half_mask(ids, game.seed)
+    in_selection = selection_half_mask(ids, game.draw_seed)
     halves = []
     for mask in (in_selection, ~in_selection):
         m_half = int(mask.sum())
@@ -348,7 +350,7 @@ def audit_counts(game: GameCounts, bound: BoundConfig) -> AuditResult:
         prior_histogram=game.prior_histogram, reference_calibration=config.reference_calibration,
         gdp_mu_lower_bound=_gaussian_reading(config, selection),
         capacity_check=_capacity_check(game.check, counts.m, config), row_groups=game.row_groups,
-        attack_curve=game.attack_curve,
+        attack_curve=game.attack_curve, coins_night=_night_text(game.game.night),
     )
 
 
@@ -365,6 +367,10 @@ def no_rows_result(config: AuditConfig, reason: str, row_groups: RowGroups | Non
         audit_rows=config.audit_rows, reference_calibration=config.reference_calibration,
         capacity_check=unchecked(reason, confidence=config.confidence), row_groups=row_groups,
         inconclusive_reason=reason)
+
+
+def _night_text(night: dt.date | None) -> str:
+    return "" if night is None else night.isoformat()
 
 
 def _capacity_check(histograms: CheckHistograms | None, m: int, config: AuditConfig):

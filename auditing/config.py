@@ -8,11 +8,16 @@ configuration a verdict is stored under (its ``config_hash`` is part of the ware
 
 The game always counts both keyed halves of repetition 0 (`auditing.game.slots`), so every selection strategy,
 halves or not, is a bound setting.
+
+A game also carries the night it audits (`GameConfig.night`, the partition day), which keys its draws with the seed
+(`GameConfig.draw_seed`). The night is a fact of the run, not a setting: it is in the game's hash when set, never in
+`AuditConfig` or its ``config_hash``, so one plan's verdicts keep one config hash across nights.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
@@ -28,10 +33,12 @@ from auditing.bounds.selection import (
     selection_strategy,
     strategy_names,
 )
+from auditing.game.keyed_random import night_seed
 from auditing.game.scores import DEFAULT_POWER, SCORES
 from auditing.game.sweep import GRID_KINDS, guess_grid
 from labeldp.errors import LabelDPInputError
-from labeldp.settings import check_settings, setting
+from labeldp.names import parse_date
+from labeldp.settings import check_settings, setting, setting_of
 
 # Which rows of the day the game is played on: the rows whose labels entered training (default), or
 # every row. The core audits whatever rows it is given; pipelines/scoring/audit_rows.py selects them.
@@ -64,8 +71,8 @@ class GameConfig:
 
     repetitions: int = setting(20, help="repetitions of the game: repetition 0 is pre-registered and decides, the "
                                         "others give the paper's optimistic statistic", minimum=1)
-    seed: int = setting(0, help="seed keying the game's counterfactual labels and coins (with each row's id)",
-                        minimum=0)
+    seed: int = setting(0, help="seed keying the game's counterfactual labels and coins (with each row's id and "
+                                "the night audited)", minimum=0)
     score: str = setting("paper", help="attack score", choices=lambda: tuple(SCORES),
                          choices_help=lambda: "; ".join(f"{name}: {_first_line(SCORES[name])}" for name in SCORES))
     score_power: float = setting(DEFAULT_POWER, help="the power t of the score's (1 - M'(x)[y])^t weighting",
@@ -84,18 +91,43 @@ class GameConfig:
                       "regularised boosting rounds from M''s logits) or none (the paper's raw M'); a table of "
                       "probabilities audited as given records none", choices=lambda: REFERENCE_CALIBRATIONS,
         option=False)
+    # The partition day the game audits, keying its draws with the seed (`draw_seed`): fresh coins each night for
+    # the evidence across nights (docs/soundness.md section 10). Not a setting (no plan key, no option); None keys
+    # the draws by the seed alone, as before nights existed. Text YYYY-MM-DD (a stored game read back) is parsed.
+    night: dt.date | None = None
 
     def __post_init__(self):
         check_settings(self)
+        if self.night is not None:
+            object.__setattr__(self, "night", parse_date(self.night, "night"))
         if self.audit_rows == "all" and self.reference_calibration != "none":
             raise LabelDPInputError(
                 "audit_rows 'all' cannot be combined with reference_calibration "
                 f"{self.reference_calibration!r}: the calibration uses the day's held-out rows, which would then "
                 "be audited too; use audit_rows 'training' or reference_calibration 'none'")
 
+    @property
+    def draw_seed(self) -> int:
+        """The seed every draw of the game is keyed by (`auditing.game.keyed_random.night_seed`): ``seed``
+        without a night, else a mix of the seed and the night."""
+        return night_seed(self.seed, self.night)
+
+    def with_night(self, night: dt.date | None) -> GameConfig:
+        """This game played on ``night`` (None: keyed by the seed alone)."""
+        return dataclasses.replace(self, night=night)
+
+    def to_dict(self) -> dict:
+        """The stored form: every field, the night as YYYY-MM-DD and left out when None (so a game without a
+        night is stored, and hashed, as before nights existed)."""
+        out = asdict(self)
+        night = out.pop("night")
+        if night is not None:
+            out["night"] = night.isoformat()
+        return out
+
     def game_hash(self) -> str:
-        """Stable 16-hex digest of what determines the counts (with `GAME_VERSION`)."""
-        return _digest({**asdict(self), "game_version": GAME_VERSION})
+        """Stable 16-hex digest of what determines the counts (with `GAME_VERSION`): the night is in it when set."""
+        return _digest({**self.to_dict(), "game_version": GAME_VERSION})
 
     def grid_for(self, m: int) -> np.ndarray:
         """The sweep's guess counts c' for a game on ``m`` rows (sorted, unique)."""
@@ -141,8 +173,9 @@ class BoundConfig:
         return selection_strategy(self.strategy)
 
 
-GAME_FIELDS = tuple(f.name for f in fields(GameConfig))
-BOUND_FIELDS = tuple(f.name for f in fields(BoundConfig))
+# The declared settings of each part (the game's night is the run's, not a setting: AuditConfig does not carry it).
+GAME_FIELDS = tuple(f.name for f in fields(GameConfig) if setting_of(f) is not None)
+BOUND_FIELDS = tuple(f.name for f in fields(BoundConfig) if setting_of(f) is not None)
 
 
 class AuditConfig:
@@ -163,10 +196,12 @@ class AuditConfig:
 
     @classmethod
     def of(cls, game: GameConfig, bound: BoundConfig) -> AuditConfig:
-        return cls(**asdict(game), **asdict(bound))
+        """The settings of ``game`` and ``bound`` (a game's night is left out: it is no setting)."""
+        return cls(**{name: getattr(game, name) for name in GAME_FIELDS}, **asdict(bound))
 
     @property
     def game(self) -> GameConfig:
+        """The game's settings, with no night (`GameConfig.with_night` adds the night a run audits)."""
         return GameConfig(**{name: getattr(self, name) for name in GAME_FIELDS})
 
     @property
@@ -204,10 +239,13 @@ class AuditConfig:
 
 
 def _joined(cls: type, *parts: type) -> type:
-    """``cls`` as a frozen dataclass whose fields are ``parts``' fields, in order, with their declarations."""
+    """``cls`` as a frozen dataclass whose fields are ``parts``' declared settings, in order, with their
+    declarations."""
     cls.__annotations__ = {}
     for part in parts:
         for item in fields(part):
+            if setting_of(item) is None:
+                continue
             cls.__annotations__[item.name] = item.type
             setattr(cls, item.name, dataclasses.field(default=item.default, default_factory=item.default_factory,
                                                       metadata=item.metadata))

@@ -264,6 +264,69 @@ class CapacityCheck:
         return cls(**{k: values[k] for k in cls.__dataclass_fields__ if k in values})
 
 
+# The slices' design (docs/slices.md): their own status and their own false-alarm budget, so a global verdict means
+# what it meant before slices existed.
+SLICE_DESIGN = ("slices have their own status and budget: each slice's bound is valid at 1 - budget / S (Bonferroni "
+                "over the S declared slices), the global verdict is unchanged; any false alarm of either kind at most "
+                "the global 1 - confidence plus the slices' budget")
+
+
+@dataclass(frozen=True)
+class SliceResult:
+    """One slice's valid bound, claim-free: the rows of the slice played alone (repetition 0, the same keyed
+    coins as the global game) at the slice's confidence. ``note`` says why a slice has no bound at all (no row, a
+    keyed half left empty); a slice too small to show any claim has a ``max_certifiable_epsilon`` at or under it."""
+
+    slicing: str
+    name: str
+    rows: int
+    check_rows: int
+    epsilon_lower_bound: float = 0.0
+    max_certifiable_epsilon: float = 0.0
+    selected_guesses: int = 0
+    selected_correct: int = 0
+    selected_m: int = 0
+    capacity_check: CapacityCheck | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "capacity_check": None if self.capacity_check is None else self.capacity_check.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> SliceResult:
+        values = _fields_of(cls, data, "slice")
+        values["capacity_check"] = CapacityCheck.from_dict(values.get("capacity_check"))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class SliceAudit:
+    """The slice audit of one result (auditing.slices): the declared slicings, the budget and each slice's bound.
+
+    budget: the slices' own false-alarm rate; declared: S, the slices it is split over (fixed from the features and
+    the reference before any guess); confidence: each slice's, 1 - budget / S."""
+
+    budget: float
+    declared: int
+    confidence: float
+    slicings: tuple[str, ...]
+    slices: tuple[SliceResult, ...]
+    design: str = SLICE_DESIGN
+
+    def to_dict(self) -> dict:
+        return {"budget": self.budget, "declared": self.declared, "confidence": self.confidence,
+                "slicings": list(self.slicings), "slices": [s.to_dict() for s in self.slices], "design": self.design}
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> SliceAudit | None:
+        if not data:
+            return None
+        values = _fields_of(cls, data, "slices")
+        values["slicings"] = tuple(values["slicings"])
+        values["slices"] = tuple(SliceResult.from_dict(s) for s in values["slices"])
+        return cls(**values)
+
+
 @dataclass(frozen=True)
 class AuditResult:
     """An audit's outcome. `epsilon_lower_bound` is valid at `confidence` unless `optimistic` is True."""
@@ -321,6 +384,12 @@ class AuditResult:
     # AUROC, with bootstrap intervals (docs/attack-curve.md). Descriptive, never a bound on epsilon; None for
     # results written before it, or with no row audited.
     attack_curve: AttackCurve | None = None
+    # Valid bounds per declared slice, with their own budget (auditing.slices, docs/slices.md); None when the audit
+    # declared no slice.
+    slices: SliceAudit | None = None
+    # The night (YYYY-MM-DD) that keyed the game's coins with `seed` (auditing.config.GameConfig.draw_seed); "" when
+    # the coins were keyed by the seed alone (no night given, or results written before nights keyed them).
+    coins_night: str = ""
 
     def to_dict(self) -> dict:
         """The stored record (JSON-ready): every field, nested records as their ``to_dict()``, an absent one as {}."""
@@ -369,4 +438,4 @@ def prior_histogram_of(data: Mapping | None) -> PriorHistogram | None:
 _NESTED = {"split_halves": SplitHalves.from_dict, "score_histogram": ScoreHistogram.from_dict,
            "expected_correct": ExpectedCorrect.from_dict, "prior_histogram": prior_histogram_of,
            "capacity_check": CapacityCheck.from_dict, "row_groups": RowGroups.from_dict,
-           "attack_curve": AttackCurve.from_dict}
+           "attack_curve": AttackCurve.from_dict, "slices": SliceAudit.from_dict}

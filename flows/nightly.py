@@ -264,8 +264,9 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     if outcome.rows:
         _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
     if stored:  # what `labeldp-audit rejudge` reads to judge this night again at other bound settings
-        write_night(root, StoredNight(date, run_kind, plan.audit.game, plan.audit.bound, tuple(stored), check, shift,
-                                      accept, dt.datetime.now(dt.UTC).isoformat()))
+        game = plan.audit.game.with_night(date)  # the game its models were scored with (steps.score_target)
+        write_night(root, StoredNight(date, run_kind, game, plan.audit.bound, tuple(stored), check, shift, accept,
+                                      dt.datetime.now(dt.UTC).isoformat()))
     outcome.rows += skipped
     return outcome
 

@@ -84,7 +84,7 @@ class StoredNight:
         return [m for m in self.models if m.kind == CONTROL]
 
     def to_dict(self) -> dict:
-        return {"date": self.date.isoformat(), "run_kind": self.run_kind, "game": asdict(self.game),
+        return {"date": self.date.isoformat(), "run_kind": self.run_kind, "game": self.game.to_dict(),
                 "bound": asdict(self.bound), "models": [m.to_dict() for m in self.models],
                 "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
                 "shift_diagnostic": None if self.shift_diagnostic is None else self.shift_diagnostic.to_dict(),

@@ -229,7 +229,7 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         data_root=str(root), date=date, model=name, config=plan.audit, reference=reference.name,
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
-        target_model=model, reference_model=reference,
+        target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
     )
     prepared = beam_request.prepare_scoring(request, plan.beam_args)
     stored = beam_request.stored_scoring(prepared)
@@ -438,6 +438,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         default_spool_dir,
         destination,
         open_warehouse,
+        slice_record,
         spool_path,
         write_or_spool,
     )
@@ -455,7 +456,8 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     family, family_night = _family(root, warehouse, model_id, date, verdict, kind, run_kind)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
-    outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root)
+    outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root,
+                             slices=slice_record(verdict))
     progress(f"{model_id}: warehouse {outcome} (status {row.status}, eps_lb {row.epsilon_lower_bound:.4f})")
 
     trend: list = []

@@ -158,6 +158,24 @@ def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
         STRATEGIES_REGISTRY.unregister(SwappedSplit.name)
 
 
+def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
+    """The flows key a night's coins by its day (`ScoringRequest.night`): the job equals run_audit on that night
+    byte for byte, and draws other coins than a game without a night."""
+    config = AuditConfig(repetitions=3, seed=11, strategy="split")
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999, thread_count=1,
+                                       night=DAY), [])
+    arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
+    expected = run_audit(*arrays, config, night=DAY)
+    assert outcome.result.to_dict() == expected.to_dict() and outcome.result.coins_night == DAY.isoformat()
+    assert outcome.result.config_hash == config.config_hash()
+    game = config.game.with_night(DAY)
+    stored, in_process = GameCounts.load(outcome.output_dir), play_game(*arrays, game)
+    assert stored.game == game and np.array_equal(stored.counts.correct, in_process.counts.correct)
+    assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
+    assert json.dumps(stored.attack_curve.to_dict()) == json.dumps(in_process.attack_curve.to_dict())
+    assert not np.array_equal(stored.counts.correct, play_game(*arrays, config.game).counts.correct)
+
+
 def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not(world):
     from auditing.audit import audit_counts
     from pipelines.scoring.beam_request import prepare_scoring, stored_scoring
@@ -323,6 +341,7 @@ def test_cli_score_runs_and_reports_errors(world, capsys):
                      "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["result"]["m"] == ROWS and out["lineage"]["reference"]["date"] == PREVIOUS.isoformat()
+    assert out["result"]["coins_night"] == DAY.isoformat()  # `score` keys the coins by the day it scores
     attack = out["result"]["attack_curve"]  # the attack curve, descriptive (docs/attack-curve.md)
     assert sum(attack["positives"]) + sum(attack["negatives"]) == ROWS and 0 <= attack["auroc"] <= 1
     assert attack["auroc_lower"] <= attack["auroc_upper"] and attack["bootstrap_resamples"] == 1000

@@ -943,3 +943,85 @@ def test_family_panel_in_headless_chromium(run, tmp_path):
     present = _painted_colours(path, tmp_path, height=700)
     assert (0x2F, 0x6F, 0xDE) in present  # the evidence line (--accent)
     assert (0xC0, 0x36, 0x2C) in present  # the flag line and the flagged nights (--bad)
+
+
+# --------------------------------------------------------------------------------------------- slices
+@pytest.fixture(scope="module")
+def sliced_verdict():
+    """A trusted VIOLATION at claimed eps 1 with 12 declared slices: a trusted and an untrusted slice VIOLATION,
+    the rest PASS (tests/sliced_audits.py)."""
+    from sliced_audits import sliced
+
+    return judge(sliced(), CLAIMED)
+
+
+def test_slice_panel_lists_every_slice_against_the_claim(run, sliced_verdict):
+    from auditing.sinks.report.slice_panel import slice_panel
+    from auditing.sinks.report.text import SLICE_VIOLATION_MEANING
+
+    verdict = sliced_verdict
+    audit = verdict.result.slices
+    html_text = render_run_report(verdict, run["lineage"], [], None)
+    start = html_text.index('id="slices"')
+    dom = _parse(html_text[start:html_text.index("</section>", start)])
+    text = dom.visible
+    assert "Valid bounds per slice" in text
+    assert (f"Own budget {audit.budget:.3g} over 12 slices, each at confidence {100 * audit.confidence:.4g}%; "
+            "claimed ε 1; 2 slice VIOLATION(s).") in text
+    assert SLICE_VIOLATION_MEANING[1:] in text and audit.design in text
+    # one row per slice, largest bound first; each with its bar, the claim's marker and its badge
+    assert dom.count("slice-row", "tr") == 12 and dom.count("slice-claim", "line") == 12
+    assert dom.count("slice-fill", "rect") == 12 and dom.count("violation", "rect") == 2
+    assert dom.count("status-violation", "tr") == 2 and dom.count("VIOLATION", "span") == 2
+    names = [piece.name for piece in verdict.slices]
+    assert [text.index(name) for name in names] == sorted(text.index(name) for name in names)
+    first, second = verdict.slices[:2]
+    assert f"{first.epsilon_lower_bound:.3f} above the claim" in text and "at or below the claim" in text
+    assert text.index(first.name) < text.index("trusted") < text.index(second.name) < text.index("untrusted")
+    # right after the curve; omitted when no slice was declared
+    assert html_text.index('id="curve"') < html_text.index('id="slices"') < html_text.index('id="scores"')
+    assert 'id="slices"' not in _page(run) and slice_panel(judge(run["result"], CLAIMED)) == ""
+
+
+def test_slice_panel_in_headless_chromium(run, sliced_verdict, tmp_path):
+    from auditing.sinks.report.pages import _page as page_with
+    from auditing.sinks.report.slice_panel import slice_panel
+
+    path = write_report(render_run_report(sliced_verdict, run["lineage"], [], None), tmp_path / "run.html")
+    dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = _parse(dumped.stdout)
+    assert "Valid bounds per slice" in dom.visible and dom.count("slice-row", "tr") == 12
+    # The panel is painted: the violation colour for the slice VIOLATIONs' bars and badges, the bars' accent.
+    panel_path = write_report(page_with("panel", slice_panel(sliced_verdict)), tmp_path / "slices.html")
+    present = _painted_colours(panel_path, tmp_path, height=900)
+    assert (0xC0, 0x36, 0x2C) in present  # slice VIOLATION (--bad)
+    assert (0x17, 0x80, 0x4D) in present  # PASS badges (--good)
+    # the same slices as trusted PASSes: no red anywhere (an untrusted slice's trust is red too)
+    passing = dataclasses.replace(sliced_verdict, slices=tuple(dataclasses.replace(s, status="PASS", trust="trusted")
+                                                               for s in sliced_verdict.slices))
+    quiet = write_report(page_with("panel", slice_panel(passing)), tmp_path / "quiet.html")
+    assert (0xC0, 0x36, 0x2C) not in _painted_colours(quiet, tmp_path, height=900)
+
+
+def test_a_runs_table_and_json_carry_the_slices(run, sliced_verdict):
+    """A published verdict with slices: the run's --json row has the slices object (budget, declared, confidence,
+    design, every slice verdict, the largest bound first), its table lists the largest bounds under it with what a
+    slice VIOLATION means; a verdict without slices has "slices": null and no slice lines. Slices change no exit
+    code: the global verdict is judged separately."""
+    from auditing.sinks.report.text import SLICE_VIOLATION_MEANING, format_rows
+    from flows import exit_codes
+
+    audit = sliced_verdict.result.slices
+    rows = [_summary_row("sliced", sliced_verdict), _summary_row("plain", judge(run["result"], CLAIMED))]
+    record = exit_codes.Outcome(rows=rows).to_dict()["rows"]
+    assert record[0]["slices"] == {"budget": audit.budget, "declared": 12, "confidence": audit.confidence,
+                                   "design": audit.design, "slices": [s.to_dict() for s in sliced_verdict.slices]}
+    assert record[1]["slices"] is None
+    table = format_rows(rows)
+    assert (f"sliced@2024-01-14 slices (own budget {audit.budget:.3g} over 12 slices, each at confidence "
+            f"{100 * audit.confidence:.4g}%); claim eps 1:") in table
+    assert "plain@2024-01-14 slices" not in table and table.count(SLICE_VIOLATION_MEANING) == 1
+    assert exit_codes.Outcome(rows=rows[:1], fail_on_violation=True).codes() == \
+        exit_codes.Outcome(rows=[dataclasses.replace(rows[0], verdict=dataclasses.replace(
+            sliced_verdict, slices=()))], fail_on_violation=True).codes()

@@ -190,7 +190,7 @@ def test_json_is_strict_and_round_trips_inf(target, capsys):
         raise AssertionError(f"not strict JSON: {token}")
 
     rows = json.loads(out, parse_constant=refuse)
-    assert len(rows) == 7 and all(list(r) == list(RESULT_NAMES) for r in rows)
+    assert len(rows) == 7 and all(list(r) == [*RESULT_NAMES, "slices"] and r["slices"] is None for r in rows)
     beta = [r for r in rows if r["model_id"] == "beta"]
     assert {r["claimed_epsilon"] for r in beta} == {"inf"} and float(beta[0]["claimed_epsilon"]) == math.inf
     assert [r["partition_date"] for r in rows][:3] == ["2024-01-03"] * 3
@@ -450,6 +450,61 @@ def test_csv_and_json_carry_the_trust_figures(trust_target, capsys, audits):
     gamma = json.loads(out)[0]
     assert gamma["trust"] == "untrusted" and gamma["epsilon_check"] == 0.0 and gamma["misfit_kappa_upper"] > 0
     assert gamma["detectability"] == "measured under a reference that misfits"
+
+
+# ------------------------------------------------------------------------------------------------ slices
+def test_stored_slices_are_listed_shown_and_in_json(empty_target, capsys):
+    """A verdict written with its slices (tests/sliced_audits.py: a trusted and an untrusted slice VIOLATION among
+    12 slices): the list prints its largest slice bounds under the table with the budget, S, the slices'
+    confidence and the claim, and what a slice VIOLATION means; --json and show --json carry the slices object;
+    show prints every slice. A verdict without slices says so."""
+    from sliced_audits import sliced
+
+    from auditing.sinks.report.text import SLICE_TABLE_ROWS, SLICE_VIOLATION_MEANING
+    from auditing.sinks.warehouse import slice_record
+
+    verdict = judge(sliced(), 1.0)
+    audit = verdict.result.slices
+    row, curve = audit_record(verdict, run_kind="nightly", model_id="gamma", partition_date=D2)
+    assert write_or_spool(empty_target, row, curve, empty_target + ".spool", slices=slice_record(verdict)) == WRITTEN
+    plain, plain_curve = audit_record(judge(_result(0.0), 0.5), run_kind="nightly", model_id="alpha",
+                                      partition_date=D1)
+    with open_warehouse(empty_target) as wh:
+        wh.upsert_audit(plain, plain_curve)
+    confidence = f"{100 * audit.confidence:.4g}%"
+
+    code, out, _ = _run(capsys, "--warehouse", empty_target)
+    assert code == 0
+    header = (f"gamma@2024-01-02 slices (own budget {audit.budget:.3g} over 12 slices, each at confidence "
+              f"{confidence}); claim eps 1:")
+    lines = out.splitlines()
+    at = lines.index(header)
+    assert lines[at + 1].split() == ["slicing", "slice", "rows", "eps_lb", "vs", "claim", "max", "cert.", "status",
+                                     "trust", "note"]
+    table = lines[at + 2:at + 2 + SLICE_TABLE_ROWS]
+    assert [line.split()[0] for line in table] == [s.slicing for s in verdict.slices[:SLICE_TABLE_ROWS]]
+    assert "VIOLATION trusted" in table[0] and "VIOLATION untrusted" in table[1] and "> claim" in table[0]
+    assert lines[at + 2 + SLICE_TABLE_ROWS].strip().startswith("... 7 more slice(s), 0 of them VIOLATION")
+    assert SLICE_VIOLATION_MEANING in out and "alpha@2024-01-01 slices" not in out
+
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--all", "--json")
+    listed = {r["model_id"]: r for r in json.loads(out)}
+    assert listed["alpha"]["slices"] is None
+    stored = listed["gamma"]["slices"]
+    assert (stored["budget"], stored["declared"], stored["confidence"]) == (audit.budget, 12, audit.confidence)
+    assert stored["design"] == audit.design
+    assert stored["slices"] == [piece.to_dict() for piece in verdict.slices]
+
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "gamma", "--json")
+    assert json.loads(out)["slices"] == stored
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "gamma")
+    assert (f"slices: own budget {audit.budget:.3g} over 12 slices, each at confidence {confidence}; claim eps 1 "
+            "(every slice, the largest bound first)") in out
+    assert sum(piece.name in out for piece in verdict.slices) == 12 and f"  design: {audit.design}" in out
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "alpha")
+    assert "slices: none declared" in out.splitlines()
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "alpha", "--json")
+    assert json.loads(out)["slices"] is None
 
 
 # ------------------------------------------------------------------------------------------------ errors

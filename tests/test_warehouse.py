@@ -40,7 +40,7 @@ from auditing.sinks.warehouse import (
     write_or_spool,
 )
 from auditing.sinks.warehouse.migrations import ddl_text
-from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES
+from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES, SLICE_NAMES
 from auditing.sinks.warehouse.spool import DrainReport, SpooledElsewhere
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
@@ -86,7 +86,8 @@ def target(request, tmp_path) -> str:
         return str(tmp_path / "wh" / "warehouse.duckdb")
     url = request.getfixturevalue("postgres_url")
     with open_warehouse(url) as wh:  # creates the tables on first use, then empty them for this test
-        wh._transaction(lambda cur: (cur.execute("DELETE FROM audit_curves"), cur.execute("DELETE FROM audit_results")))
+        wh._transaction(lambda cur: (cur.execute("DELETE FROM audit_curves"), cur.execute("DELETE FROM audit_slices"),
+                                     cur.execute("DELETE FROM audit_results")))
     return url
 
 
@@ -151,12 +152,22 @@ def test_tables_have_the_designed_columns(target):
     for table, column in found:
         by_table.setdefault(table, []).append(column)
     assert by_table == {"audit_results": list(RESULT_NAMES), "audit_curves": list(CURVE_NAMES)}
+    slices = wh_columns(target, "audit_slices")
+    assert slices == list(SLICE_NAMES) and slices[:8] == [*CURVE_NAMES[:6], "slicing", "slice_name"]
     for name in ("claimed_epsilon", "gamma", "epsilon_lower_bound", "epsilon_mean", "status",
                  "max_certifiable_epsilon", "model_uri", "flow_run_id", "durations", "result_json", "kappa",
                  "breaking_kappa", "reference_calibration", "label_blind_bound", "reference_misfit_kappa",
                  "reference_checked", "reference_check_note", "fdp_curve", "gdp_mu_lower_bound"):
         assert name in RESULT_NAMES
     assert "tau" not in RESULT_NAMES and "breaking_tau" not in RESULT_NAMES  # retired (schema version 3)
+
+
+def wh_columns(target: str, table: str) -> list[str]:
+    """The columns of ``table`` in the warehouse at ``target``, in order."""
+    with open_warehouse(target) as wh:
+        return [c for (c,) in wh._query("SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                                        "current_schema() AND table_catalog = current_database() AND table_name = "
+                                        f"'{table}' ORDER BY ordinal_position", [])]
 
 
 def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
@@ -1220,3 +1231,96 @@ def test_family_evidence_columns_and_results_family_on_both_backends(target, cap
         normalize_row(bad)
     with pytest.raises(LabelDPInputError, match="set all three or none"):
         normalize_row({**rows[0].to_dict(), "family_e_value": None})
+
+
+# --------------------------------------------------------------------------------------------- slices
+@pytest.fixture(scope="module")
+def sliced_verdict():
+    """A trusted VIOLATION at claimed eps 1 with 12 declared slices: a trusted and an untrusted slice VIOLATION,
+    the rest PASS (tests/sliced_audits.py)."""
+    from sliced_audits import sliced
+
+    return judge(sliced(), 1.0)
+
+
+def _stripped(stored: list[dict]) -> list[dict]:
+    from auditing.sinks.warehouse.rows import SLICE_FIELDS
+
+    return [{name: piece[name] for name in SLICE_FIELDS} for piece in stored]
+
+
+def test_a_verdict_with_slices_writes_and_reads_back_its_slice_rows(target, sliced_verdict):
+    """The slices are written with the verdict's row, in its transaction, keyed by its key: every figure read back
+    as judged, largest bound first. Another key adds its own; a re-run of the same key replaces them (with none,
+    when it declared none), as it replaces the row and the curve; the read-only reader reads them too."""
+    from auditing.sinks.warehouse import as_key, slice_record
+    from auditing.sinks.warehouse.base import open_read_only
+
+    verdict = sliced_verdict
+    lineage = {"model_fingerprint": FINGERPRINT}
+    row, curve = audit_record(verdict, model_id="sliced", partition_date=DAY, run_kind="nightly", lineage=lineage)
+    slices = slice_record(verdict)
+    audit = verdict.result.slices
+    assert len(slices) == audit.declared == 12 and {s["budget"] for s in slices} == {audit.budget}
+    with open_warehouse(target) as wh:
+        assert wh.upsert_audit(row, curve, slices) == row.key
+        stored = wh.fetch_slices(row.key)
+        assert _stripped(stored) == slices and all(as_key(piece) == row.key for piece in stored)
+        bounds = [piece["epsilon_lower_bound"] for piece in stored]
+        assert bounds == sorted(bounds, reverse=True) and bounds[0] > 1.0
+        assert [(p["status"], p["trust"]) for p in stored[:2]] == [("VIOLATION", "trusted"), ("VIOLATION", "untrusted")]
+        assert {p["status"] for p in stored[2:]} == {"PASS"}
+        assert {(p["declared"], p["confidence"]) for p in stored} == {(12, 1 - audit.budget / 12)}
+        # another key (a guardrail's verdict of the same audit) adds its own slices and leaves these alone
+        other, other_curve = audit_record(verdict, model_id="sliced", partition_date=DAY, run_kind="guardrail",
+                                          lineage=lineage)
+        wh.upsert_audit(other, other_curve, slices[:3])
+        found = wh.slices_of([row.key, other.key, row])
+        assert _stripped(found[row.key]) == slices and _stripped(found[other.key]) == slices[:3]
+        # a re-run of the key replaces its row, curve and slices: here with none
+        wh.upsert_audit(row, curve)
+        assert wh.fetch_slices(row.key) == [] and len(wh.fetch_results()) == 2 and len(wh.fetch_curve(row)) > 0
+        wh.upsert_audit(row, curve, slices)
+    with open_read_only(target) as wh:
+        assert _stripped(wh.fetch_slices(row.key)) == slices and len(wh.fetch_slices(other.key)) == 3
+        assert wh.fetch_slices(("absent", FINGERPRINT, DAY, "nightly", 1.0, "abc123")) == []
+
+
+def test_slices_spool_with_their_row_and_drain_without_loss(target, outage, tmp_path, sliced_verdict):
+    from auditing.sinks.warehouse import slice_record
+
+    spool = tmp_path / "spool"
+    row, curve = audit_record(sliced_verdict, model_id="sliced", partition_date=DAY, run_kind="nightly")
+    slices = slice_record(sliced_verdict)
+    assert write_or_spool(outage.target, row, curve, spool, attempts=1, timeout=0.5, slices=slices) == SPOOLED
+    payload = json.loads(spool_path(spool, row.key, destination(outage.target)).read_text())
+    assert payload["slices"] == slices and payload["format"] == 2
+    outage.end()
+    assert [k for k in drain_spool(outage.target, spool).written] == [row.key]
+    with open_warehouse(outage.target) as wh:
+        assert _stripped(wh.fetch_slices(row.key)) == slices
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"status": "WEAK_PASS"}, r"slices\[0\]: status must be one of \['PASS', 'VIOLATION', 'INCONCLUSIVE'\]"),
+    ({"trust": "maybe"}, r"slices\[0\]: trust must be one of"),
+    ({"budget": 1.0}, "need budget and confidence in"),
+    ({"rows": -1}, r"slices\[0\]: rows must be a whole number"),
+    ({"epsilon_lower_bound": float("nan")}, "epsilon_lower_bound must be a finite number"),
+    ({"slice_name": ""}, "slice_name must be non-empty text"),
+])
+def test_bad_slices_are_refused_before_sql(tmp_path, sliced_verdict, change, message):
+    from auditing.sinks.warehouse import slice_record
+
+    row, curve = audit_record(sliced_verdict, model_id="sliced", partition_date=DAY, run_kind="nightly")
+    slices = slice_record(sliced_verdict)
+    with open_warehouse(tmp_path / "w.duckdb") as wh:
+        with pytest.raises(LabelDPInputError, match=message):
+            wh.upsert_audit(row, curve, [{**slices[0], **change}, *slices[1:]])
+        with pytest.raises(LabelDPInputError, match="given twice"):
+            wh.upsert_audit(row, curve, [slices[0], slices[0]])
+        with pytest.raises(LabelDPInputError, match="one budget and declared count"):
+            wh.upsert_audit(row, curve, [slices[0], {**slices[1], "declared": 13}])
+        with pytest.raises(LabelDPInputError, match="slice rows for 12 declared slices"):
+            wh.upsert_audit(row, curve, [*slices, {**slices[0], "slice_name": "one more"}])
+        assert wh.fetch_results() == [] and wh.fetch_slices(row.key) == []

@@ -43,6 +43,8 @@ from auditing.sinks.warehouse.schema import (
     KEY_COLUMNS,
     RESULT_COLUMNS,
     RESULT_NAMES,
+    SLICE_COLUMNS,
+    SLICE_NAMES,
     STORED_RUN_KINDS,
     TABLE_COMMENTS,
     TRUST_COLUMNS,
@@ -118,7 +120,7 @@ def _v1_statements(dialect: str) -> list[str]:
         _v1_create("audit_results", _V1_RESULTS, _V1_RESULTS_TAIL, dialect),
         _v1_create("audit_curves", _V1_CURVES, _V1_CURVES_TAIL, dialect),
         *(f"COMMENT ON TABLE {table} IS '{text.replace(chr(39), chr(39) * 2)}'"
-          for table, text in TABLE_COMMENTS.items()),
+          for table, text in TABLE_COMMENTS.items() if table in ("audit_results", "audit_curves")),
         "COMMENT ON COLUMN audit_results.method IS 'bound method: binomial | fdp'",
         "COMMENT ON COLUMN audit_results.tau IS 'legacy: the total-variation tau of rows written before kappa'",
         "COMMENT ON COLUMN audit_results.epsilon_lower_bound IS 'THE statistically valid epsilon lower bound'",
@@ -300,7 +302,10 @@ def test_the_v1_fixture_is_what_the_code_before_versioning_created(tmp_path):
 
 
 def test_migrations_are_ordered_and_describe_version_1_as_the_unversioned_tables():
-    assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)) and LATEST >= 4
+    assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)) and LATEST >= 8
+    # version 8 creates the slices' table; every version before it has the two audit tables only
+    assert list(migrations.expected_tables(7)) == ["audit_results", "audit_curves"]
+    assert migrations.expected_tables(8)["audit_slices"] == SLICE_COLUMNS and MIGRATIONS[7].creates == ("audit_slices",)
     assert all(m.description.strip() for m in MIGRATIONS)
     v1 = migrations.expected_tables(1)
     assert sorted(c.name for c in v1["audit_results"]) == sorted(V1_NAMES)
@@ -330,6 +335,7 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
         curves = {config: wh.fetch_curve(("mig-m", UNRECORDED, DAY, UNRECORDED, rows[config].claimed_epsilon,
                                           config)) for config in rows}
         columns = [c for table, c in wh._query(wh._TABLE_COLUMNS_SQL, []) if table == "audit_results"]
+        slices = wh._query("SELECT * FROM audit_slices", [])
         checks = _choice_checks(wh)
         assert _refused_by_the_table(wh, _valid_row("unknown-method", method="nope"))
         assert _refused_by_the_table(wh, _valid_row("unknown-status", status="MAYBE"))
@@ -337,6 +343,7 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
 
     # The version is recorded: one row per migration, with its description and the time it ran.
     assert [(v["version"], v["description"]) for v in versions] == [(m.version, m.description) for m in MIGRATIONS]
+    assert slices == [] and _table_columns(v1_target, "audit_slices") == list(SLICE_NAMES)  # created, empty
     assert all(before - dt.timedelta(seconds=5) <= v["applied_at"] <= dt.datetime.now(dt.UTC) for v in versions)
     # Every row is still there with the same values; tau and breaking_tau are gone, their figures kept.
     assert sorted(columns) == sorted(RESULT_NAMES) and "tau" not in columns and "breaking_tau" not in columns
@@ -551,7 +558,8 @@ def test_version_4_keys_every_verdict_keeping_every_row_and_curve(v3_target):
     not_null = _execute_raw(v3_target, "SELECT table_name, column_name, is_nullable FROM information_schema.columns "
                                        "WHERE table_schema = current_schema() AND column_name IN "
                                        "('model_fingerprint', 'run_kind', 'claimed_epsilon')")
-    assert sorted(not_null) == sorted((table, column, "NO") for table in ("audit_curves", "audit_results")
+    assert sorted(not_null) == sorted((table, column, "NO") for table in ("audit_curves", "audit_results",
+                                                                          "audit_slices")  # version 8's table too
                                       for column in ("claimed_epsilon", "model_fingerprint", "run_kind"))
 
 
@@ -650,3 +658,75 @@ def test_version_7_adds_the_family_columns_keeping_every_row(target):
 def _execute_raw_columns(target: str) -> list[tuple]:
     return _execute_raw(target, "SELECT table_name, column_name FROM information_schema.columns WHERE "
                                 "table_schema = current_schema() AND table_name = 'audit_results'")
+
+
+def _table_columns(target: str, table: str) -> list[str]:
+    return [c for (c,) in _execute_raw(target, "SELECT column_name FROM information_schema.columns WHERE "
+                                               f"table_schema = current_schema() AND table_name = '{table}' "
+                                               "ORDER BY ordinal_position")]
+
+
+# --------------------------------------------------------------------------------------------- version 8
+def _write_v7_warehouse(target: str) -> dict:
+    """A warehouse at version 7 as that code left it (its tables, a row and a curve written by the driver);
+    returns the row."""
+    dialect = "postgres" if target.startswith("postgresql://") else "duckdb"
+    v7 = migrations.expected_tables(7)
+    for statement in [*(create_table_sql(dialect, table, columns) for table, columns in v7.items()),
+                      *version_table_statements(dialect)]:
+        _execute_raw(target, statement)
+    for migration in MIGRATIONS[:7]:
+        _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                     [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
+    old = {**_valid_row("v7-row", trust="trusted"), "family_e_value": 2.0, "family_evidence": 2.0,
+           "family_flagged": 0}
+    names = [c.name for c in v7["audit_results"]]
+    _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                 [old[name] for name in names])
+    for index in range(3):
+        _execute_raw(target, f"INSERT INTO audit_curves VALUES ({', '.join('?' * 11)})",
+                     [*(old[k] for k in KEY_COLUMNS), index, 10 * (index + 1), 5 * (index + 1), 0.1, 0.999])
+    return old
+
+
+def test_version_8_creates_the_slices_table_keeping_every_row(target):
+    """A warehouse at version 7 with a row and its curve opens at version 8: the table audit_slices is created
+    (empty, its key the row's key plus the slice, its status CHECK), the row and its curve keep every value, and a
+    verdict's slices then write and read back beside it."""
+    old = _write_v7_warehouse(target)
+    assert "audit_slices" not in {t for (t,) in _execute_raw(
+        target, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+    with open_read_only(target) as wh:  # read as it is, not migrated: no slices' table, so no slices
+        assert wh.version == 7 and wh.fetch_slices(wh.fetch_verdicts()[0]) == []
+    with open_warehouse(target) as wh:
+        versions = wh.schema_versions()
+        (row,) = wh.fetch_results()
+        curve = wh.fetch_curve(row)
+        assert wh.fetch_slices(row) == []
+        piece = {"slicing": "shown-label", "slice_name": "shown label 1", "budget": 0.05, "declared": 2,
+                 "confidence": 0.975, "rows": 500, "check_rows": 0, "epsilon_lower_bound": 0.7,
+                 "max_certifiable_epsilon": 4.0, "status": "PASS", "trust": "trusted", "trust_reason": None,
+                 "note": None}
+        wh.upsert_audit({**_valid_row("v8-row"), "trust": "trusted"}, [], [piece])
+        new = next(r for r in wh.fetch_results() if r.audit_config_hash == "v8-row")
+        stored = wh.fetch_slices(new)
+        refused = _refused_by_the_table_slices(wh, new, {**piece, "slice_name": "other", "status": "WEAK_PASS"})
+    assert [v["version"] for v in versions] == list(range(1, LATEST + 1)) and LATEST >= 8
+    assert versions[7]["description"] == MIGRATIONS[7].description and "audit_slices" in MIGRATIONS[7].description
+    assert {k: v for k, v in row.to_dict().items() if k not in ("started_at", "finished_at")} == \
+        {k: old.get(k) for k in RESULT_NAMES if k not in ("started_at", "finished_at")}
+    assert [(p["point_index"], p["guesses"], p["correct"]) for p in curve] == [(0, 10, 5), (1, 20, 10), (2, 30, 15)]
+    assert [{k: s[k] for k in piece} for s in stored] == [piece] and refused
+    assert _table_columns(target, "audit_slices") == list(SLICE_NAMES)
+    assert _execute_raw(target, "SELECT COUNT(*) FROM audit_slices") == [(1,)]
+
+
+def _refused_by_the_table_slices(wh, row, piece: dict) -> bool:
+    """Whether the table's CHECK refuses ``piece`` written past validation (the warehouse's own insert)."""
+    try:
+        wh._transaction(lambda cursor: wh._insert_slices(cursor, [{**row.key._asdict(), **piece}]))
+    except Exception as exc:  # the driver's constraint error
+        if "constraint" in f"{type(exc).__name__} {exc}".lower():
+            return True
+        raise
+    return False

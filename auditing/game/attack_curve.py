@@ -16,7 +16,7 @@ bootstrap intervals from seeded multinomial resamples of the per-bin counts.
 Both paths reduce to the same integer counts, rows per (octave of |s|, s > 0, coin b): in-process from per-row
 scores (`attack_curve_from_rows`) or the compiled game (`auditing.game.kernel.signed_outcomes`), and in the Beam
 job from pass 1's merged counts (`attack_curve_from_outcomes`); the record is a pure function of those counts and
-the audit's seed, so both give it byte for byte. Descriptive: how well this attack separates the labels, never a
+the game's draw seed (`auditing.config.GameConfig.draw_seed`: the seed and the night), so both give it byte for byte. Descriptive: how well this attack separates the labels, never a
 bound on epsilon. Pure numpy.
 """
 
@@ -118,7 +118,7 @@ def figures(positives, negatives) -> dict[str, np.ndarray]:
 
 
 def bootstrap_seed(seed: int) -> int:
-    """The bootstrap's seed, derived from the audit's seed (53 bits: exact in any JSON reader)."""
+    """The bootstrap's seed, derived from the game's draw seed (53 bits: exact in any JSON reader)."""
     return int(key_word(int(seed), 0, STREAM_ATTACK_BOOTSTRAP) >> np.uint64(11))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +69,7 @@ class GameCounts:
                                f"{name}_correct": half.correct})
         if self.check is not None:
             arrays.update({f"check_{name}": getattr(self.check, name) for name in CheckHistograms._FIELDS})
-        records = {"game": asdict(self.game), **{name: {} if getattr(self, name) is None else getattr(self, name).to_dict()
+        records = {"game": self.game.to_dict(), **{name: {} if getattr(self, name) is None else getattr(self, name).to_dict()
                                                  for name in ("score_histogram", "prior_histogram", "expected_correct",
                                                               "attack_curve")},
                    "row_groups": None if self.row_groups is None else self.row_groups.to_dict(),

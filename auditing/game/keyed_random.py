@@ -4,12 +4,19 @@ Every random draw of the game is a pure function of its key, so one repetition c
 the result does not depend on how rows are chunked, ordered or spread over workers (the Beam job applies the
 same per-row function to batches and must reproduce the in-process counts exactly).
 
+The seed a game draws with is `night_seed` of the configured seed and the night (the partition day) it audits:
+row ids restart every day in some logs (Criteo's line numbers), so without the day in the key two nights of one
+model family would replay the same coins, and the evidence across nights (docs/soundness.md section 10) needs
+each night's coins fresh. Without a night the seed is used as it is (the draws of every game before nights).
+
 The mixer is the SplitMix64 finalizer (Steele, Lea and Flood, "Fast splittable pseudorandom number
 generators", OOPSLA 2014): a bijection on 64-bit words with full avalanche. A uniform in [0, 1) takes the
 top 53 bits of two chained mixes of the row id with key words derived from the seed, repetition and stream.
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 import numpy as np
 
@@ -25,6 +32,8 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _MASK64 = (1 << 64) - 1
+# Folded in before the night's day number, so a night's seed is no (seed, repetition, stream) key word.
+_NIGHT_TAG = 0x4E49474854  # "NIGHT"
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
@@ -52,3 +61,13 @@ def keyed_uniform(seed: int, repetition: int, stream: int, row_ids: np.ndarray) 
     bits = mix64(mix64(ids.astype(np.int64, copy=False).view(np.uint64) ^ key) + key)
     # Top 53 bits -> exactly representable double in [0, 1).
     return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def night_seed(seed: int, night: dt.date | None) -> int:
+    """The seed a game's draws are keyed by: ``seed`` itself without a night, else a mix of (seed, a fixed tag,
+    the night's day number) in [0, 2**63), so that the same seed and row ids draw fresh coins each night."""
+    if night is None:
+        return int(seed)
+    if isinstance(night, dt.datetime) or not isinstance(night, dt.date):
+        raise TypeError(f"night must be a datetime.date or None; got {night!r}")
+    return int(key_word(int(seed), _NIGHT_TAG, night.toordinal()) >> np.uint64(1))

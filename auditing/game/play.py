@@ -7,7 +7,8 @@ For every example i with public features x_i and training label y0_i:
   4. it guesses only on the c' examples with the largest |score| (the sweep in `auditing.game.sweep`).
 
 All randomness is keyed by (seed, repetition, row_id) through `auditing.game.keyed_random`, so a repetition is a
-pure per-row function: chunking, ordering or distributing rows never changes any draw. Memory is O(n) per
+pure per-row function: chunking, ordering or distributing rows never changes any draw. The audit passes its game's
+draw seed (`auditing.config.GameConfig.draw_seed`: the seed mixed with the night audited, if any). Memory is O(n) per
 repetition: callers loop over repetitions and never hold R x n arrays.
 """
 

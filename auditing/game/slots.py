@@ -30,7 +30,8 @@ class Slot:
 
 
 def selection_half_mask(row_ids: np.ndarray, seed: int) -> np.ndarray:
-    """True for rows in the selection half; keyed by (seed, row_id) only, the same for every repetition."""
+    """True for rows in the selection half; keyed by (seed, row_id) only, the same for every repetition (``seed``:
+    the game's `auditing.config.GameConfig.draw_seed`)."""
     return keyed_uniform(seed, 0, STREAM_SPLIT, row_ids) < 0.5
 
 
@@ -55,7 +56,7 @@ class SlotPlan:
 
     def keys(self) -> SlotKeys:
         """The slots' key words for the compiled game (`auditing.game.kernel`), in `slots` order."""
-        return slot_keys(self.game.seed, [(slot.repetition, slot.half) for slot in self.slots])
+        return slot_keys(self.game.draw_seed, [(slot.repetition, slot.half) for slot in self.slots])
 
     def grids(self, slot_rows) -> list[np.ndarray]:
         """Each slot's guess grid from the rows counted in it: the repetitions' grid over m rows (every

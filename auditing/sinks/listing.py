@@ -3,19 +3,78 @@
 A run (nightly, guardrail, backfill, rejudge) returns ``ListedVerdict``s, one per verdict it published, and a
 ``SkippedTarget`` per target it could not audit; ``labeldp-audit results`` lists the rows it reads back as
 ``ListedVerdict``s too. The results table, the exit summary and the exit code read their typed fields; ``to_dict``
-is the ``--json`` edge.
+is the ``--json`` edge. A verdict's slices (``ListedSlices``) come from the verdict a run judged, or from the
+``audit_slices`` rows of a stored one.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from auditing.result import SLICE_DESIGN
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.reference_check import ReferenceCheck
-from auditing.verdict.types import PASS, Verdict
+from auditing.verdict.types import PASS, VIOLATION, SliceVerdict, Verdict
+
+
+@dataclass(frozen=True)
+class ListedSlices:
+    """A verdict's declared slices as they are listed: their own false-alarm ``budget``, split over the ``declared``
+    slices (each slice's bound at ``confidence`` = 1 - budget / declared; the verdict's status is judged
+    separately), the ``design`` in a sentence, and the slice verdicts, the largest bound first."""
+
+    budget: float
+    declared: int
+    confidence: float
+    design: str
+    slices: tuple[SliceVerdict, ...]
+
+    @property
+    def violations(self) -> tuple[SliceVerdict, ...]:
+        return tuple(s for s in self.slices if s.status == VIOLATION)
+
+    @classmethod
+    def of_verdict(cls, verdict: Verdict) -> ListedSlices | None:
+        """The slices a run judged (`Verdict.slices`, with the result's budget); None when it declared none."""
+        audit = verdict.result.slices
+        if audit is None or not verdict.slices:
+            return None
+        return cls(audit.budget, audit.declared, audit.confidence, audit.design, tuple(verdict.slices))
+
+    @classmethod
+    def of_stored(cls, row: ResultRow, stored: Sequence[Mapping]) -> ListedSlices | None:
+        """The slices stored for ``row`` (`Warehouse.fetch_slices`), the largest bound first; the design sentence
+        from the row's result_json (the current one when it has none); None when it has no slice."""
+        if not stored:
+            return None
+        pieces = tuple(SliceVerdict(slicing=s["slicing"], name=s["slice_name"], rows=s["rows"],
+                                    check_rows=s["check_rows"], confidence=s["confidence"],
+                                    epsilon_lower_bound=s["epsilon_lower_bound"],
+                                    max_certifiable_epsilon=s["max_certifiable_epsilon"], status=s["status"],
+                                    trust=s["trust"], trust_reason=s["trust_reason"], note=s["note"])
+                       for s in stored)
+        pieces = tuple(sorted(pieces, key=lambda v: (-v.epsilon_lower_bound, v.slicing, v.name)))
+        first = stored[0]
+        return cls(float(first["budget"]), int(first["declared"]), float(first["confidence"]),
+                   _stored_design(row) or SLICE_DESIGN, pieces)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` record: budget, declared, confidence, design and the slice verdicts."""
+        return {"budget": self.budget, "declared": self.declared, "confidence": self.confidence,
+                "design": self.design, "slices": [s.to_dict() for s in self.slices]}
+
+
+def _stored_design(row: ResultRow) -> str | None:
+    """The slices' design sentence the row's stored result carries (None when it cannot be read)."""
+    try:
+        design = (json.loads(row.result_json).get("slices") or {}).get("design")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return design if isinstance(design, str) and design else None
 
 
 @dataclass(frozen=True)
@@ -25,7 +84,8 @@ class ListedVerdict:
     A published verdict (``verdict`` set) also carries what the run did with it: ``warehouse`` ("written", or
     "spooled" with ``spool_path``: `auditing.sinks.warehouse.spool`), the ``alert`` sent (`AlertOutcome.to_dict`), whether the scoring was reused,
     a control's message and the night's reference check. A row read back from the warehouse has ``verdict`` None
-    and ``stored_weak_pass``: whether the floors of a PASS stored before WEAK_PASS was a status make it weak.
+    and ``stored_weak_pass``: whether the floors of a PASS stored before WEAK_PASS was a status make it weak, and
+    ``stored_slices``: its slices as stored (a published verdict's come from the verdict: ``slices``).
     """
 
     row: ResultRow
@@ -38,6 +98,12 @@ class ListedVerdict:
     control_message: str | None = None
     reference_check: ReferenceCheck | None = None
     stored_weak_pass: bool | None = None
+    stored_slices: ListedSlices | None = None
+
+    @property
+    def slices(self) -> ListedSlices | None:
+        """Its declared slices (None: none declared, or a row stored without them)."""
+        return ListedSlices.of_verdict(self.verdict) if self.verdict is not None else self.stored_slices
 
     @property
     def is_target(self) -> bool:
@@ -66,9 +132,10 @@ class ListedVerdict:
         """The ``--json`` record: a published verdict's summary (the run's figures and what it did), or a stored
         row's columns with its report."""
         row = self.row
+        slices = self.slices
         if self.verdict is None:
             return {**row.to_dict(), "partition_date": row.partition_date.isoformat(), "report": self.report,
-                    "weak_pass": self.stored_weak_pass}
+                    "weak_pass": self.stored_weak_pass, "slices": None if slices is None else slices.to_dict()}
         return {
             "model_id": row.model_id, "partition_date": row.partition_date.isoformat(), "status": row.status,
             "claimed_epsilon": row.claimed_epsilon, "epsilon_lower_bound": row.epsilon_lower_bound,
@@ -86,6 +153,7 @@ class ListedVerdict:
                if name.startswith(("risk_", "attack_", "family_"))},
             **self.verdict.trust_figures().to_dict(),
             "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
+            "slices": None if slices is None else slices.to_dict(),
         }
 
 

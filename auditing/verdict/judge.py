@@ -32,6 +32,7 @@ from auditing.verdict.robustness import (
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.trust import NightTrust, verdict_trust
 from auditing.verdict.types import (
+    INCONCLUSIVE,
     NO_VERDICT,
     PASS,
     TRUSTED,
@@ -40,6 +41,7 @@ from auditing.verdict.types import (
     WEAK_PASS,
     WEAK_PASS_FRACTION,
     Robustness,
+    SliceVerdict,
     Trust,
     Verdict,
 )
@@ -179,7 +181,28 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         untrusted_reason=None if trust.trusted else trust.reason,
         reference_check=reference_check,
         shift_diagnostic=shift_diagnostic, trust=trust,
+        slices=slice_verdicts(result, claimed, night) if kind == "target" else (),
     )
+
+
+def slice_verdicts(result: AuditResult, claimed: float, night: NightTrust | None = None) -> tuple[SliceVerdict, ...]:
+    """Each declared slice of ``result`` against the claim, largest bound first (`SliceVerdict`)."""
+    audit = result.slices
+    if audit is None:
+        return ()
+    out = []
+    for piece in audit.slices:
+        status = guardrail_status(piece.epsilon_lower_bound, claimed, piece.max_certifiable_epsilon)
+        note = piece.note
+        if note is None and status == INCONCLUSIVE and not math.isinf(claimed):
+            note = (f"too small: even every guess right on its {piece.rows} row(s) would show at most eps "
+                    f"{piece.max_certifiable_epsilon:.3g} at confidence {audit.confidence:.4g}, not above the claim")
+        trust = verdict_trust(status, claimed, piece.capacity_check, kappa=result.kappa, night=night)
+        out.append(SliceVerdict(slicing=piece.slicing, name=piece.name, rows=piece.rows, check_rows=piece.check_rows,
+                                confidence=audit.confidence, epsilon_lower_bound=piece.epsilon_lower_bound,
+                                max_certifiable_epsilon=piece.max_certifiable_epsilon, status=status,
+                                trust=trust.state, trust_reason=trust.reason, note=note))
+    return tuple(sorted(out, key=lambda v: (-v.epsilon_lower_bound, v.slicing, v.name)))
 
 
 def demonstrated_risk(result: Any) -> RiskBlock | None:

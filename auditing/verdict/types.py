@@ -145,6 +145,29 @@ class TrustFigures:
 
 
 @dataclass(frozen=True)
+class SliceVerdict:
+    """One declared slice against the claim (auditing.verdict.judge.slice_verdicts): its valid bound at the slices'
+    own confidence, its status (a slice VIOLATION spends the slices' budget, not the global one: `SliceAudit`) and
+    its trust, decided by the same rules as a verdict's on the slice's own capacity check (a reference's misfit
+    concentrates in slices). ``note``: why a slice could not show any violation of the claim (too small, no row)."""
+
+    slicing: str
+    name: str
+    rows: int
+    check_rows: int
+    confidence: float
+    epsilon_lower_bound: float
+    max_certifiable_epsilon: float
+    status: str
+    trust: str
+    trust_reason: str | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """One model, one day, one claim.
 
@@ -169,6 +192,11 @@ class Verdict:
     reference_check: ReferenceCheck | None = None
     shift_diagnostic: ShiftDiagnostic | None = None
     trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))
+    slices: tuple[SliceVerdict, ...] = ()  # sorted by bound, largest first; empty when no slice was declared
+
+    @property
+    def slice_violations(self) -> tuple[SliceVerdict, ...]:
+        return tuple(s for s in self.slices if s.status == VIOLATION)
 
     @property
     def epsilon_lower_bound(self) -> float:

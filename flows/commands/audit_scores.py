@@ -13,7 +13,8 @@ Plays the observational label-inference game (paper Alg. 2) on a table with one 
 the training label, the target model's probabilities M(x) and the reference model's M'(x). Binary models:
 one float column each with the probability of class 1. Multi-class: list<float> columns, one entry per class.
 
-Counterfactual labels are resampled --repetitions times (keyed by --seed and the row id). Repetition 0 is
+Counterfactual labels are resampled --repetitions times (keyed by --seed, the row id and --night if given: rows
+of one day audited night after night with the same ids need --night for fresh coins). Repetition 0 is
 pre-registered: its bound, with the number of guesses chosen by --strategy, is THE valid epsilon lower bound.
 The mean/std/median over repetitions are the paper's statistic (optimistic, for comparison only).
 
@@ -35,10 +36,18 @@ with another row are left out of the game and of the check (docs/soundness.md se
 how many, and how often their labels agree against independent labels at the reference's probabilities. If
 nothing is left, the verdict is INCONCLUSIVE with that reason.
 
+--slice SPEC (repeatable) also bounds each slice of the audited rows on its own, so that a leak confined to a
+few rows is not diluted in the global bound (docs/slices.md). SPEC is column:NAME (its 10 most frequent
+values), column:NAME:top=K, column:NAME=A,B (the values listed), group:NAME (every value), prior-deciles (of
+the reference's probability) or shown-label (the label the game shows). Never the training label: slicing by it
+manufactures evidence. Slices have their own status and budget (--slice-budget, default 1 - confidence, split
+over all declared slices); the global verdict is unchanged.
+
 Examples:
   labeldp-audit audit-scores scored.parquet --repetitions 100 --json
   labeldp-audit audit-scores scored.parquet --claimed-epsilon 1 --kappa 0.7
   labeldp-audit audit-scores scored.parquet --claimed-epsilon 1 --check-column is_check --group-column user_id
+  labeldp-audit audit-scores scored.parquet --claimed-epsilon 1 --slice column:C9:top=5 --slice shown-label
 """
 
 
@@ -56,7 +65,16 @@ def register(subparsers) -> None:
                         "check instead of the game")
     p.add_argument("--group-column", default=None,
                    help="column whose equal values tie rows' labels together; rows sharing a value are left out")
+    p.add_argument("--slice", action="append", default=[], metavar="SPEC", dest="slices",
+                   help="bound each slice of the audited rows too (repeatable): column:NAME[:top=K], column:NAME=A,B, "
+                        "group:NAME, prior-deciles or shown-label (docs/slices.md)")
+    p.add_argument("--slice-budget", type=float, default=None,
+                   help="the slices' own false-alarm rate, split over all declared slices (default: 1 - confidence)")
     add_audit_arguments(p)
+    p.add_argument("--night", default=None, metavar="YYYY-MM-DD",
+                   help="the day the rows are of, keying the coins with --seed: each night then draws fresh coins for "
+                        "the same row ids, which the evidence across a model family's nights needs "
+                        "(docs/soundness.md section 10); default: no night, coins keyed by --seed and the row id")
     p.add_argument("--claimed-epsilon", type=float, default=None,
                    help="the claimed epsilon to judge: adds status, breaking_kappa and the detection floors")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
@@ -127,9 +145,13 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
 
 def run(args) -> int:
     from labeldp.errors import LabelDPInputError
+    from labeldp.names import parse_date
 
+    args.night = None if args.night is None else parse_date(args.night, "--night")  # parsed before any work
     config = audit_config_from(args)
-    extra = tuple(c for c in (args.check_column, args.group_column) if c)
+    slicings = _slicings(args)
+    extra = tuple(dict.fromkeys(c for c in (args.check_column, args.group_column,
+                                            *(name for s in slicings for name in s.column_names)) if c))
     p_target, p_reference, labels, row_ids, columns = read_table(
         args.file, args.label_col, args.target_col, args.reference_col, args.row_id_col, extra
     )
@@ -138,7 +160,7 @@ def run(args) -> int:
     # Checked here too so that an error names the column the user gave (run_audit says p_reference).
     as_reference_probabilities(p_reference, f"{args.file}: column {args.reference_col}")
     try:
-        result = _audit(args, config, p_target, p_reference, labels, row_ids, columns)
+        result = _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc.template}", field=exc.field) from None
     out = result.to_dict()
@@ -152,6 +174,10 @@ def run(args) -> int:
         robustness = verdict.robustness.to_dict()
         robustness.pop("note")
         out.update(claimed_epsilon=verdict.claimed_epsilon, status=verdict.status, **robustness)
+        if verdict.slices:  # judged: the slices' verdicts, as every other command's --json carries them
+            from auditing.sinks.listing import ListedSlices
+
+            out["slices"] = ListedSlices.of_verdict(verdict).to_dict()
     if args.json:
         print(json.dumps(out))
     else:
@@ -162,7 +188,34 @@ def run(args) -> int:
     return 0
 
 
-def _audit(args, config, p_target, p_reference, labels, row_ids, columns):
+def _slicings(args) -> tuple:
+    """The declared slicings, parsed once (the training label's column refused by name)."""
+    if args.slice_budget is not None and not args.slices:
+        from labeldp.errors import LabelDPInputError
+
+        raise LabelDPInputError("--slice-budget needs at least one --slice", field="slice_budget")
+    if not args.slices:
+        return ()
+    from auditing.slices import parse_slicing
+
+    return tuple(parse_slicing(text, label_column=args.label_col) for text in args.slices)
+
+
+def _slice_columns(columns, names, mask):
+    """The slicings' Arrow columns as numpy arrays over ``mask``'s rows (a dictionary column decoded)."""
+    import numpy as np
+    import pyarrow as pa
+
+    out = {}
+    for name in names:
+        column = columns[name]
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        out[name] = np.asarray(column.to_numpy(zero_copy_only=False))[mask]
+    return out
+
+
+def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings=()):
     """The audit of the table's rows: check rows apart (--check-column), grouped rows left out (--group-column)."""
     import numpy as np
     import pyarrow as pa
@@ -210,6 +263,17 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns):
 
             return no_rows_result(config, NO_ROWS_LEFT, groups)
         raise LabelDPInputError("no audited row: every row is a check row (--check-column)")
-    return run_audit(*part(audited), config=config, row_groups=groups,
-                     check=CheckRows(*part(checked)) if args.check_column else None,
-                     progress=ProgressPrinter("repetitions", enabled=not args.quiet))
+    check_rows = CheckRows(*part(checked)) if args.check_column else None
+    result = run_audit(*part(audited), config=config, row_groups=groups, check=check_rows, night=args.night,
+                       progress=ProgressPrinter("repetitions", enabled=not args.quiet))
+    if not slicings:
+        return result
+    import dataclasses
+
+    from auditing.slices import audit_slices
+
+    names = tuple(dict.fromkeys(name for s in slicings for name in s.column_names))
+    slices = audit_slices(*part(audited), config, slicings, columns=_slice_columns(columns, names, audited),
+                          check=check_rows, check_columns=_slice_columns(columns, names, checked),
+                          budget=args.slice_budget, night=args.night)
+    return dataclasses.replace(result, slices=slices)

@@ -27,8 +27,11 @@ model's most recent VIOLATION, whatever a guardrail found since. The table has t
 (run: the run kind; status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference
 unchecked) or accepted (reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!'
 after the status of a verdict that is not trusted); --json prints the full stored rows (strict JSON: an infinite
-claimed epsilon is "inf"; JSON-text columns such as result_json stay text), --csv the table's columns and the
-trust figures (trust, the capacity check's epsilon_check and misfit figures, the row groups) as stored values.
+claimed epsilon is "inf"; JSON-text columns such as result_json stay text), each with its "slices" (null when it
+declared none), --csv the table's columns and the trust figures (trust, the capacity check's epsilon_check and
+misfit figures, the row groups) as stored values. A verdict that declared slices (valid bounds per slice of the
+audited rows, at the slices' own budget; the verdict's status is judged separately) has its largest slice bounds
+listed under the table.
 --trust untrusted also lists rows written before per-verdict trust whose night was untrusted. Nothing matching
 prints "no audit results match" and exits 0.
 
@@ -51,7 +54,9 @@ Prints one verdict of MODEL, every stored column of audit_results as "name: valu
 then how many curve points audit_curves holds for it, then the verdict's trust block: its trust and why, the
 capacity check's figures (epsilon_check, a kappa-free lower bound on eps; the misfit the model shows on rows it
 never saw), what a PASS's floors are worth, and the row groups (the rule, the rows left out, how often the labels
-of rows sharing a group agree against independent labels). The JSON-text columns (result_json,
+of rows sharing a group agree against independent labels), then its slices when it declared some (every slice,
+the largest bound first, with the slices' budget, their count S and confidence 1 - budget / S; a slice
+VIOLATION is judged at that confidence, apart from the verdict). The JSON-text columns (result_json,
 shift_diagnostic, durations) are printed as an outline, one key a line, their curves and histograms summarised
 (how many values, their range); --json prints them whole. Without --date: the model's latest verdict; on a date with several
 verdicts (run kinds, claims, audit configs), the one that finished last (--run-kind and --config pick another;
@@ -71,8 +76,9 @@ mixture, a test that stays valid however often it is looked at (Ville's inequali
 10). The family is flagged the first night the evidence reaches 1/alpha: then the nights together disprove the
 claims at false-alarm rate alpha, even when no single night did. The nights are the nightly and backfill rows,
 the first computed per date, in the order computed; a night with delta > 0 or an infinite claim counts as e = 1.
-Valid when every night's kappa covers its reference, each row is audited at most once in the family and row ids
-do not repeat across days (the coins are keyed by row id).
+Valid when every night's kappa covers its reference, each row is audited at most once in the family and each
+night draws fresh coins: the nightly and backfill key them by the night (the result's coins_night); a night
+without one is covered only if its row ids do not repeat across days.
 
 Examples:
   labeldp-audit results family rr-eps1
@@ -234,18 +240,24 @@ def _list(args) -> int:
     if since is not None and until is not None and since > until:
         raise LabelDPInputError(f"--since ({since}) must not be after --until ({until})")
     trust = None if args.trust is None else {word: state for state, word in TRUST_SHORT.items()}[args.trust]
-    rows = _read(args, lambda wh: wh.fetch_verdicts(model_id=model, since=since, until=until, status=args.status,
-                                                    run_kind=args.run_kind, trust=trust,
-                                                    latest=not (args.all or model is not None)))
-    if rows is UNAVAILABLE:
+    def read(wh):
+        found = wh.fetch_verdicts(model_id=model, since=since, until=until, status=args.status,
+                                  run_kind=args.run_kind, trust=trust, latest=not (args.all or model is not None))
+        return found, wh.slices_of(found)
+
+    read_back = _read(args, read)
+    if read_back is UNAVAILABLE:
         return 2
+    rows, slices = read_back
     if not rows and not (args.json or args.csv):
         print(NO_MATCH)
         return 0
     if not rows:
         print(NO_MATCH, file=sys.stderr)  # stdout still holds a valid (empty) document
     if args.json:
-        print(json.dumps([jsonable(row.to_dict()) for row in rows], allow_nan=False))
+        listed = stored_rows_for_table(rows, slices=slices)
+        print(json.dumps([jsonable({**v.row.to_dict(), "slices": None if v.slices is None else v.slices.to_dict()})
+                          for v in listed], allow_nan=False))
     elif args.csv:
         report = _report_of(args.data_root)
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -255,7 +267,8 @@ def _list(args) -> int:
             writer.writerow(["" if cells[name] is None else cells[name] for name in CSV_COLUMNS])
     else:
         print(format_rows(stored_rows_for_table(rows, _report_of(args.data_root),
-                                                lambda row: _weak_pass(row) if row.status == PASS else None)))
+                                                lambda row: _weak_pass(row) if row.status == PASS else None,
+                                                slices)))
     return 0
 
 
@@ -307,7 +320,7 @@ def _show(args) -> int:
             rows = [r for r in rows if r.audit_config_hash == args.config]
         if not rows:
             return None
-        return rows[0], len(wh.fetch_curve(rows[0])), rows[1:]
+        return rows[0], len(wh.fetch_curve(rows[0])), rows[1:], wh.fetch_slices(rows[0])
 
     found = _read(args, record)
     if found is UNAVAILABLE:
@@ -317,11 +330,23 @@ def _show(args) -> int:
         which = "".join(f" {what} {value}" for what, value in (("of run kind", run_kind),
                                                                 ("with audit config", args.config)) if value)
         raise LabelDPInputError(f"no audit result for model {model} {on}{which}")
-    row, points, others = found
+    from auditing.sinks.listing import ListedSlices
+
+    row, points, others, stored = found
+    slices = ListedSlices.of_stored(row, stored)
     if args.json:
-        print(json.dumps(jsonable({**row.to_dict(), "curve_points": points}), allow_nan=False, indent=2))
+        print(json.dumps(jsonable({**row.to_dict(), "curve_points": points,
+                                   "slices": None if slices is None else slices.to_dict()}),
+                         allow_nan=False, indent=2))
         return 0
-    from auditing.sinks.report.text import json_outline, trust_block_lines
+    from auditing.sinks.report.text import (
+        SLICE_VIOLATION_MEANING,
+        claim_words,
+        json_outline,
+        slice_table_lines,
+        slices_design_text,
+        trust_block_lines,
+    )
 
     for name, value in row.to_dict().items():
         outline = _json_object(value) if name in JSON_TEXT_COLUMNS else None
@@ -338,6 +363,14 @@ def _show(args) -> int:
               f"{row.partition_date.isoformat()} --run-kind K --config HASH)")
     print("trust_block: (the verdict's trust, its capacity check and row groups, in words)")
     print("\n".join("  " + line for line in trust_block_lines(row)))
+    if slices is None:
+        print("slices: none declared")
+    else:
+        print(f"slices: {slices_design_text(slices)}; claim {claim_words(row.claimed_epsilon)} (every slice, "
+              "the largest bound first)")
+        print("\n".join(slice_table_lines(slices, row.claimed_epsilon, limit=None, title=None)))
+        print(f"  design: {slices.design}")
+        print(f"  {SLICE_VIOLATION_MEANING}")
     return 0
 
 

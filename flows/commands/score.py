@@ -11,8 +11,8 @@ HELP = "score day D's partition with a model and its reference on Beam, and audi
 DESCRIPTION = """\
 Runs the observational label-inference game (paper Alg. 2) at scale with Apache Beam: reads
 partitions/date=D as Arrow batches, runs the target model (models/<MODEL>/date=D) and the reference model M'
-through RunInference, plays --repetitions repetitions of the game per row (randomness keyed by seed,
-repetition and row_id), and reduces them to the exact per-repetition sweep counts of the in-process audit
+through RunInference, plays --repetitions repetitions of the game per row (randomness keyed by seed, the day D,
+repetition and row_id: fresh coins each night, docs/soundness.md section 10), and reduces them to the exact per-repetition sweep counts of the in-process audit
 (histograms of |score| in order-preserving bins, then only the rows of the bins a grid point cuts). The counts
 are audited exactly as `labeldp-audit audit-scores` would audit the same rows.
 
@@ -140,7 +140,7 @@ def run(args) -> int:
         data_root=str(resolve_data_root(args.data_root)), date=date, model=args.model, config=config,
         reference=args.reference, reference_date=reference_date, batch_size=args.batch_size,
         thread_count=args.catboost_threads, bins=BinSpec(mantissa_bits=args.bin_bits), plan_mode=args.plan,
-        write_scored=args.write_scored,
+        write_scored=args.write_scored, night=date,
     )
     runner = RUNNER_ALIASES.get(args.runner, args.runner)
     file_args = read_options_file(args.beam_options_file) if args.beam_options_file else []

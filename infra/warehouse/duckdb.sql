@@ -127,6 +127,30 @@ CREATE TABLE IF NOT EXISTS audit_curves (
     CONSTRAINT audit_curves_counts_check CHECK (correct <= guesses)
 );
 
+CREATE TABLE IF NOT EXISTS audit_slices (
+    model_id TEXT NOT NULL,
+    model_fingerprint TEXT NOT NULL,
+    partition_date DATE NOT NULL,
+    run_kind TEXT NOT NULL,
+    claimed_epsilon DOUBLE NOT NULL,
+    audit_config_hash TEXT NOT NULL,
+    slicing TEXT NOT NULL,
+    slice_name TEXT NOT NULL,
+    budget DOUBLE NOT NULL,
+    declared INTEGER NOT NULL,
+    confidence DOUBLE NOT NULL,
+    rows BIGINT NOT NULL,
+    check_rows BIGINT NOT NULL,
+    epsilon_lower_bound DOUBLE NOT NULL,
+    max_certifiable_epsilon DOUBLE NOT NULL,
+    status TEXT NOT NULL,
+    trust TEXT NOT NULL,
+    trust_reason TEXT,
+    note TEXT,
+    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, slicing, slice_name),
+    CONSTRAINT audit_slices_status_check CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE'))
+);
+
 COMMENT ON TABLE audit_results IS 'one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash): an audit''s outcome and lineage';
 
 COMMENT ON COLUMN audit_results.model_id IS 'model name (a safe single path component)';
@@ -355,6 +379,46 @@ COMMENT ON COLUMN audit_curves.epsilon_lower_bound IS 'bound at this point, at p
 
 COMMENT ON COLUMN audit_curves.point_confidence IS 'confidence of this point''s bound (Bonferroni-adjusted)';
 
+COMMENT ON TABLE audit_slices IS 'one row per declared slice of a verdict (its audit_results key, slicing, slice_name): the slice''s valid epsilon lower bound at the slices'' own confidence, its status against the claim and its trust';
+
+COMMENT ON COLUMN audit_slices.model_id IS 'model name (a safe single path component)';
+
+COMMENT ON COLUMN audit_slices.model_fingerprint IS 'content hash of the audited model; ''unrecorded'' when its writer recorded none';
+
+COMMENT ON COLUMN audit_slices.partition_date IS 'the daily partition the model was trained on';
+
+COMMENT ON COLUMN audit_slices.run_kind IS 'the kind of run that wrote the row: nightly | guardrail | backfill; ''unrecorded'' on rows written before schema version 4';
+
+COMMENT ON COLUMN audit_slices.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
+
+COMMENT ON COLUMN audit_slices.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+
+COMMENT ON COLUMN audit_slices.slicing IS 'the slicing the slice belongs to, as declared: column:NAME:top=K, column:NAME=A,B, group:NAME, prior-deciles or shown-label (auditing.slices)';
+
+COMMENT ON COLUMN audit_slices.slice_name IS 'the slice within its slicing, e.g. C9=a3f1, prior (0.1, 0.2], shown label 1';
+
+COMMENT ON COLUMN audit_slices.budget IS 'the slices'' own false-alarm budget, split over the declared slices (Bonferroni); the verdict''s 1 - confidence is spent separately';
+
+COMMENT ON COLUMN audit_slices.declared IS 'S: the slices declared for this verdict (fixed from the features and the reference before any guess)';
+
+COMMENT ON COLUMN audit_slices.confidence IS 'confidence of this slice''s bound: 1 - budget / declared';
+
+COMMENT ON COLUMN audit_slices.rows IS 'audited rows in the slice';
+
+COMMENT ON COLUMN audit_slices.check_rows IS 'check rows in the slice (rows of the day the model never saw; 0: nothing checked the reference here)';
+
+COMMENT ON COLUMN audit_slices.epsilon_lower_bound IS 'the slice''s valid epsilon lower bound at confidence: its rows played alone (repetition 0, the same keyed coins as the verdict''s game)';
+
+COMMENT ON COLUMN audit_slices.max_certifiable_epsilon IS 'largest bound a perfect attacker could have produced on this slice at its confidence';
+
+COMMENT ON COLUMN audit_slices.status IS 'the slice against the claim: PASS | VIOLATION (its valid bound exceeds the claim at the slices'' confidence; the verdict''s status is judged separately) | INCONCLUSIVE';
+
+COMMENT ON COLUMN audit_slices.trust IS 'the slice''s trust, by the verdict''s rules on the slice''s own capacity check: trusted | untrusted | reference unchecked | reference unchecked, accepted';
+
+COMMENT ON COLUMN audit_slices.trust_reason IS 'why the slice''s status is (not) trusted; NULL: no reason recorded';
+
+COMMENT ON COLUMN audit_slices.note IS 'why the slice could not show a violation of the claim (too small, no audited row, a keyed half left empty); NULL otherwise';
+
 CREATE TABLE IF NOT EXISTS audit_schema_version (
     version INTEGER NOT NULL,
     description TEXT NOT NULL,
@@ -370,4 +434,4 @@ COMMENT ON COLUMN audit_schema_version.description IS 'what the step did';
 
 COMMENT ON COLUMN audit_schema_version.applied_at IS 'when it was applied (UTC)';
 
-INSERT INTO audit_schema_version (version, description, applied_at) VALUES (7, 'created at schema version 7', CURRENT_TIMESTAMP);
+INSERT INTO audit_schema_version (version, description, applied_at) VALUES (8, 'created at schema version 8', CURRENT_TIMESTAMP);

@@ -53,6 +53,11 @@ class ScoringRequest:
     ``date`` and ``reference_date`` are ``datetime.date`` values parsed at the edge (the command line, the
     flow); a string is refused with a ``TypeError`` (``labeldp.names.require_date``). They pickle as they are
     for Beam workers and are written as ``YYYY-MM-DD`` in ``result.json``.
+
+    ``night``: the night keying the game's coins with the seed (`auditing.config.GameConfig.night`), ``date`` or
+    None. The flows and ``labeldp-audit score`` pass ``date``, so each night of a model family draws fresh coins
+    (docs/soundness.md section 10); None keys them by the seed alone, as `auditing.audit.run_audit` without a
+    night does.
     """
 
     data_root: str
@@ -78,9 +83,13 @@ class ScoringRequest:
     # passes it down); None: resolved from ``model`` and ``reference`` when the job is prepared.
     target_model: ModelHandle | None = None
     reference_model: ModelHandle | None = None
+    night: dt.date | None = None
 
     def __post_init__(self):
         require_date(self.date, "date")
+        if self.night is not None and require_date(self.night, "night") != self.date:
+            raise ValueError(f"night {self.night.isoformat()} is not the scored day {self.date.isoformat()}: "
+                             "a game's coins are keyed by the day it audits")
         check_name(self.model, "model")
         if self.reference is not None:
             check_name(self.reference, "reference")
@@ -103,6 +112,11 @@ class ScoringRequest:
                 raise LabelDPInputError(f"{role} is {handle.id}, but the request names {name}@{date}")
         if self.plan_mode not in PLAN_MODES:
             raise LabelDPInputError(f"plan mode must be one of {list(PLAN_MODES)}; got {self.plan_mode!r}")
+
+    @property
+    def game(self) -> GameConfig:
+        """The game the job plays: the configuration's, on ``night``."""
+        return self.config.game.with_night(self.night)
 
 
 def resolve_reference(root, model: str, date: dt.date, reference: str | None = None,
@@ -319,7 +333,7 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
         "rows": {"check_rows": None if request.check_rows is None else request.check_rows.describe(),
                  "excluded": None if request.excluded_rows is None else request.excluded_rows.describe()},
     }
-    key = scoring_key(request.config.game, lineage, audited_rows, expected_curve=request.expected_curve,
+    key = scoring_key(request.game, lineage, audited_rows, expected_curve=request.expected_curve,
                       capacity_check=request.check_rows is not None)
     return PreparedScoring(target, reference, dataset, tasks, total_rows, selection, check_rows,
                            row_groups, lineage, key, sweep_dir(request.data_root, request.model, request.date, key))

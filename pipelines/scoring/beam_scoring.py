@@ -388,7 +388,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     plan_mode = plan_for(request.plan_mode, runner, total_rows)
     thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
     shards = request.combine_shards or 1  # on Dask without shards, pass 1 is lifted by hand (`_Job.lifted`)
-    spec = GameSpec(request.config.game, request.bins, capacity_check=request.check_rows is not None)
+    spec = GameSpec(request.game, request.bins, capacity_check=request.check_rows is not None)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
     scored_final = scored_dir(request.data_root, request.model, request.date, key)
     outputs = [out_final] + ([scored_final] if request.write_scored else [])
@@ -429,12 +429,12 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         # (pass 1's signed counts; the same record as run_audit's), and for controls the game's expected correct
         # guesses over repetition 0's grid (auditing.verdict.controls).
         histogram = coarsen(pass1.rows[0], pass1.correct[0], request.bins)
-        attack = attack_curve_from_outcomes(pass1.signed, seed=request.config.seed)
+        attack = attack_curve_from_outcomes(pass1.signed, seed=request.game.draw_seed)
         expected = None
         if request.expected_curve:
             with np.load(work / "expected.npz") as data:
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
-        game = GameCounts(game=request.config.game, counts=counts, halves=split, score_histogram=histogram,
+        game = GameCounts(game=request.game, counts=counts, halves=split, score_histogram=histogram,
                           prior_histogram=pass1.prior_histogram(), expected_correct=expected,
                           check=_check_histograms(pass1, spec), row_groups=row_groups, attack_curve=attack)
         result = audit_counts(game, request.config.bound)
@@ -477,7 +477,7 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, 
 
     reps = request.config.repetitions
     counts = SweepCounts(m=0, guesses=np.zeros((reps, 0), np.int64), correct=np.zeros((reps, 0), np.int64))
-    game = GameCounts(game=request.config.game, counts=counts, row_groups=row_groups,
+    game = GameCounts(game=request.game, counts=counts, row_groups=row_groups,
                       inconclusive_reason=NO_ROWS_LEFT)
     result = audit_counts(game, request.config.bound)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)

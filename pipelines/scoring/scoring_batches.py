@@ -89,7 +89,7 @@ class GameSpec:
 
     def play(self, batch: ScoredBatch, repetition: int) -> GameRows:
         return play_repetition(batch.p_target, batch.p_reference, batch.labels, batch.row_ids,
-                               seed=self.game.seed, repetition=repetition, score=self.score())
+                               seed=self.game.draw_seed, repetition=repetition, score=self.score())
 
     @cached_property
     def keys(self) -> SlotKeys:
@@ -106,7 +106,7 @@ class GameSpec:
         with the keyed halves of repetition 0."""
         return game_tables(batch.p_target, batch.p_reference, batch.labels, batch.row_ids, score=self.game.score,
                            power=self.game.score_power, bins=self.bins,
-                           selection=selection_half_mask(batch.row_ids, self.game.seed))
+                           selection=selection_half_mask(batch.row_ids, self.game.draw_seed))
 
     def check_histograms(self, audited: GameTables, check: ScoredBatch | None) -> CheckHistograms:
         """Repetition 0's capacity-check histograms of a batch: its audited rows' halves (``audited``: their
@@ -114,7 +114,7 @@ class GameSpec:
         check_tables = None if check is None or check.rows == 0 else game_tables(
             check.p_target, check.p_reference, check.labels, check.row_ids, score=self.game.score,
             power=self.game.score_power, bins=self.bins)
-        return histograms_of(audited, check_tables, self.game.seed, self.bins)
+        return histograms_of(audited, check_tables, self.game.draw_seed, self.bins)
 
 
 # Pass-1 kernels run here when an accumulator plays in the background (`Pass1Accumulator.add_batch`): one thread
@@ -190,7 +190,7 @@ class Pass1Accumulator:
     def _play(self, tables: GameTables, spec: GameSpec, threads: int | None = None) -> None:
         """Adds the rows of ``tables`` to every slot's histograms and to repetition 0's attack-curve counts."""
         slot_histograms(tables, spec.keys, self.rows, self.correct, threads)
-        self.signed += signed_outcomes(tables, spec.game.seed, 0, spec.octaves, OCTAVES, threads)
+        self.signed += signed_outcomes(tables, spec.game.draw_seed, 0, spec.octaves, OCTAVES, threads)
 
     def add_batch(self, batch: ScoredBatch, spec: GameSpec, background: bool = False) -> Pass1Accumulator:
         """Adds a scored batch (its check rows, if any, only to the capacity check's histograms)."""
@@ -405,7 +405,7 @@ def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
     for r in range(spec.game.repetitions):
         game = spec.play(batch, r)
         bit, released = secret_bits_and_released(batch.p_reference, batch.labels, batch.row_ids,
-                                                  seed=spec.game.seed, repetition=r)
+                                                  seed=spec.game.draw_seed, repetition=r)
         columns[f"score_{r}"] = pa.array(game.scores)
         columns[f"correct_{r}"] = pa.array(game.correct)
         columns[f"b_{r}"] = pa.array(bit.astype(np.int8))

@@ -21,7 +21,8 @@ MEANING = ("Each night's e-value is the likelihood ratio of its repetition-0 gue
            "stays valid however often it is looked at (Ville's inequality), so a flag means the nights together "
            "disprove the claims at false-alarm rate alpha, even when no single night did. It assumes every night's "
            "kappa covers its reference (a misfit beyond it compounds across nights: read the capacity check of each "
-           "night), each row audited at most once in the family and row ids that do not repeat across days. Nights "
+           "night), each row audited at most once in the family and fresh coins each night (keyed by the night, "
+           "or, for a result without a coins night, row ids that do not repeat across days). Nights "
            "with delta > 0 or an infinite claim count as 1. See docs/soundness.md section 10.")
 
 

@@ -12,6 +12,7 @@ from auditing.sinks.report.family_panel import FAMILY_CSS
 from auditing.sinks.report.reference_panel import REFERENCE_CSS
 from auditing.sinks.report.risk_panel import RISK_CSS
 from auditing.sinks.report.robustness_panel import ROBUSTNESS_CSS
+from auditing.sinks.report.slice_panel import SLICE_CSS
 from auditing.sinks.report.svg import esc
 from auditing.verdict.types import STATUSES
 
@@ -84,7 +85,7 @@ footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .trust-state { font-weight:700; } .trust-state.trusted { color:var(--good); }
 .trust-state.untrusted, .trust-state.unchecked { color:var(--bad); } .trust-state.accepted { color:var(--warn); }
 .detectability-misfit, .detectability-void { color:#b54708; }
-""" + RISK_CSS + ROBUSTNESS_CSS + REFERENCE_CSS + ATTACK_CSS + FAMILY_CSS
+""" + RISK_CSS + ROBUSTNESS_CSS + REFERENCE_CSS + ATTACK_CSS + FAMILY_CSS + SLICE_CSS
 
 
 def fmt_eps(value: Any) -> str:

@@ -41,6 +41,7 @@ from auditing.sinks.report.reference_panel import (
 )
 from auditing.sinks.report.risk_panel import risk_panel
 from auditing.sinks.report.robustness_panel import robustness_panel
+from auditing.sinks.report.slice_panel import slice_panel
 from auditing.sinks.report.svg import esc
 from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT
 from auditing.sinks.report.trust_panel import TRUST_CLASS, control_card, trust_banner, trust_card
@@ -263,6 +264,8 @@ def _summary_rows(result: AuditResult, claimed: float, status: str) -> list[tupl
             "the paper, never used for the verdict</span>",
         ))
     config = esc(" · ".join(f"{k} {getattr(result, k)}" for k in ("score", "grid", "repetitions", "seed")))
+    if result.coins_night:  # the night that keyed the coins with the seed
+        config += esc(f" · night {result.coins_night}")
     if result.config_hash:
         config += f" · config <code>{esc(result.config_hash)}</code>"
     rows.append(("Audit settings", config))
@@ -313,9 +316,11 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     `result_score_histogram`). On the first screen: a banner when the verdict is not trusted, the badge, a
     control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
     PASS's detectability, the row groups, why nothing was bounded); the reference check (which must be of the
-    result's reference calibration) fills the Reference check card. After the score distribution, the attack's
-    ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`). family: the model family's evidence
-    across nights with this night (`auditing.sinks.family.family_with`; None: not known for this run).
+    result's reference calibration) fills the Reference check card. After the curve, the declared slices' valid
+    bounds against the claim (`auditing.sinks.report.slice_panel`; none when no slice was declared). After the score
+    distribution, the attack's ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`). family:
+    the model family's evidence across nights with this night (`auditing.sinks.family.family_with`; None: not known
+    for this run).
 
     Raises:
         LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
@@ -353,6 +358,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
         f"(repetition 0), at {fmt_pct(result.point_confidence)} per point so "
         f"that the selected maximum holds at {fmt_pct(result.confidence)}; {esc(_settings_line(result))}; "
         f"m = {fmt_int(result.m)}.{esc(split_note)}</p></section>"
+        f"{slice_panel(verdict)}"
         "<section class=\"card\" id=\"scores\"><h2>Score distribution</h2>"
         + (histogram_chart(hist) + "<p class=\"caption\">Attack scores of the rows (repetition 0, the "
            "pre-registered one), split by whether the attacker's guess was correct; the attacker guesses on the "

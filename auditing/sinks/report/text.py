@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from auditing.risk.records import RiskBlock
-from auditing.sinks.listing import ListedVerdict, SkippedTarget
+from auditing.sinks.listing import ListedSlices, ListedVerdict, SkippedTarget
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.sinks.warehouse.spool import SpooledElsewhere
 from auditing.verdict.types import (
@@ -99,12 +99,19 @@ def format_audit_result(result: Mapping, demonstrated: RiskBlock | None = None) 
         *_verdict_lines(result),
         f"paper's statistic over {result['repetitions']} repetitions (optimistic: max over the sweep, uncorrected):",
         f"  mean {result['epsilon_mean']:.4f}  std {result['epsilon_std']:.4f}  median {result['epsilon_median']:.4f}",
-        f"  m={result['m']}  seed={result['seed']}  score={result['score']} (t={result['score_power']:g})"
+        f"  m={result['m']}  seed={result['seed']}{_night_text(result)}  score={result['score']}"
+        f" (t={result['score_power']:g})"
         f"  config={result['config_hash']}",
     ]
     if demonstrated:
         lines.append(_demonstrated_line(demonstrated))
     return "\n".join(lines)
+
+
+def _night_text(result: dict) -> str:
+    """The night that keyed the coins with the seed, when one did (results before nights have none)."""
+    night = result.get("coins_night")
+    return f"  night={night}" if night else ""
 
 
 def _verdict_lines(result: dict) -> list[str]:
@@ -248,6 +255,61 @@ def _optional(value) -> str:
     return "-" if value is None else f"{float(value):.3g}"
 
 
+# ------------------------------------------------------------------------------------------ a verdict's slices
+SLICE_VIOLATION_MEANING = ("slice VIOLATION: this slice's valid bound exceeds the claim at the slices' confidence "
+                           "(their own budget, split over the declared slices); the global verdict is judged "
+                           "separately.")
+SLICE_TABLE_ROWS = 5  # the slices a run's table shows per verdict, the largest bounds first
+_SLICE_COLUMNS = (("slicing", "<"), ("slice", "<"), ("rows", ">"), ("eps_lb", ">"), ("vs claim", "<"),
+                  ("max cert.", ">"), ("status", "<"), ("trust", "<"), ("note", "<"))
+
+
+def slices_design_text(slices: ListedSlices) -> str:
+    """'own budget 0.05 over 13 slices, each at confidence 99.62%'."""
+    return (f"own budget {slices.budget:.3g} over {slices.declared} slice{'s' if slices.declared != 1 else ''}, "
+            f"each at confidence {100 * slices.confidence:.4g}%")
+
+
+def claim_words(claimed: float) -> str:
+    """The claim as a slice table names it: 'eps 0.5', or 'inf (no claim)'."""
+    return "inf (no claim)" if math.isinf(claimed) else f"eps {claimed:g}"
+
+
+def _versus(bound: float, claimed: float) -> str:
+    """Where a slice's bound stands against the claim: '> claim', '<= claim', or '-' for an infinite claim."""
+    if math.isinf(claimed):
+        return "-"
+    return "> claim" if bound > claimed else "<= claim"
+
+
+def slice_table_lines(slices: ListedSlices, claimed: float, *, limit: int | None = SLICE_TABLE_ROWS,
+                      title: str | None = "", indent: str = "  ") -> list[str]:
+    """A verdict's slices as a short table: 'slices (own budget B over S slices, each at confidence C); claim X:'
+    (``title`` before it; None: no header line), the ``limit`` largest bounds (None: every slice) and how many more
+    there are."""
+    shown = slices.slices if limit is None else slices.slices[:limit]
+    cells = [tuple(name for name, _ in _SLICE_COLUMNS)]
+    for piece in shown:
+        cells.append((piece.slicing, piece.name, f"{piece.rows:,}", f"{piece.epsilon_lower_bound:.3f}",
+                      _versus(piece.epsilon_lower_bound, claimed), f"{piece.max_certifiable_epsilon:.2f}",
+                      piece.status, TRUST_SHORT.get(piece.trust, piece.trust), piece.note or "-"))
+    widths = [max(len(line[i]) for line in cells) for i in range(len(_SLICE_COLUMNS) - 1)]
+
+    def line(row: Sequence[str]) -> str:
+        padded = [f"{cell:{align}{width}}" for cell, (_, align), width in zip(row, _SLICE_COLUMNS, widths,
+                                                                               strict=False)]
+        return indent + " ".join(padded) + "  " + row[-1]
+
+    lines = [] if title is None else [f"{title}slices ({slices_design_text(slices)}); claim {claim_words(claimed)}:"]
+    lines += [line(row) for row in cells]
+    rest = slices.slices[len(shown):]
+    if rest:
+        above = sum(piece.status == VIOLATION for piece in rest)
+        lines.append(f"{indent}... {len(rest)} more slice(s), {above} of them VIOLATION (smaller bounds; results "
+                     "show and the run report list every slice)")
+    return lines
+
+
 def _where(r: ListedVerdict | SkippedTarget) -> str:
     row = r if isinstance(r, SkippedTarget) else r.row
     return f"{row.model_id}@{row.partition_date.isoformat()}"
@@ -343,18 +405,27 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
             not_trusted.setdefault((v.trust or UNTRUSTED, v.row.untrusted_reason), []).append(_where(v))
     for (state, reason), where in not_trusted.items():
         lines.append(f"! {state.upper()} ({', '.join(where)}): {reason}")
+    sliced = [v for v in targets if v.slices is not None]
+    for v in sliced:  # each verdict's declared slices, the largest bounds first
+        lines += slice_table_lines(v.slices, v.row.claimed_epsilon, title=f"{_where(v)} ")
+    if any(v.slices.violations for v in sliced):
+        lines.append(SLICE_VIOLATION_MEANING)
     for r in skipped:
         lines.append(f"skipped: {r.model_id} {r.partition_date.isoformat()}: {r.reason}")
     return "\n".join(lines)
 
 
 def stored_rows_for_table(rows: Sequence[ResultRow], report: Callable[[ResultRow], str | None] | None = None,
-                          weak_pass: Callable[[ResultRow], bool | None] | None = None) -> list[ListedVerdict]:
+                          weak_pass: Callable[[ResultRow], bool | None] | None = None,
+                          slices: Mapping | None = None) -> list[ListedVerdict]:
     """Warehouse rows (``Warehouse.fetch_verdicts``) as the verdicts ``format_rows`` lists: ``report(row)`` the
     path of the row's run report (None: none). A row stored before WEAK_PASS was a status says PASS:
-    ``weak_pass(row)`` says whether its floors make it weak, and the table marks it 'w'."""
+    ``weak_pass(row)`` says whether its floors make it weak, and the table marks it 'w'. ``slices``: the rows'
+    stored slices by key (``Warehouse.slices_of``)."""
     return [ListedVerdict(row, report=report(row) if report is not None else None,
-                          stored_weak_pass=weak_pass(row) if weak_pass is not None else None) for row in rows]
+                          stored_weak_pass=weak_pass(row) if weak_pass is not None else None,
+                          stored_slices=ListedSlices.of_stored(row, (slices or {}).get(row.key, ())))
+            for row in rows]
 
 
 # `results show`: JSON-text columns are printed as an outline; a list longer than this is summarised in one line.

@@ -1,15 +1,17 @@
 """The audit warehouse (a sink of the auditing stage): DuckDB file by default, PostgreSQL in production.
 
     from auditing.verdict.judge import judge
-    from auditing.sinks.warehouse import audit_record, open_warehouse, write_or_spool
+    from auditing.sinks.warehouse import audit_record, open_warehouse, slice_record, write_or_spool
 
     verdict = judge(result, 1.0, reference_check=ReferenceCheck("boost", True, ...))
     row, curve = audit_record(verdict, model_id="rr-eps1", partition_date="2024-01-02", run_kind="nightly",
                               lineage={"model_fingerprint": ..., "flow_run_id": ..., "durations": {...}})
+    slices = slice_record(verdict)                            # [] when the audit declared no slice
     with open_warehouse(None, data_root=root) as wh:          # <root>/warehouse.duckdb
-        wh.upsert_audit(row, curve)                            # one transaction; the same key replaces its row
+        wh.upsert_audit(row, curve, slices)                    # one transaction; the same key replaces its row
         wh.fetch_results(model_id="rr-eps1", since="2024-01-01")
-    write_or_spool("postgresql://...", row, curve, root / "spool")   # "written" or "spooled" (for that warehouse)
+        wh.fetch_slices(row.key)                               # its slices, the largest bound first
+    write_or_spool("postgresql://...", row, curve, root / "spool", slices=slices)   # "written" or "spooled"
 
 Tables and their columns: ``auditing.sinks.warehouse.schema`` (and infra/warehouse/*.sql); opening a warehouse
 brings an older one to that schema version (``auditing.sinks.warehouse.migrations``, docs/warehouse.md). The
@@ -39,6 +41,8 @@ from auditing.sinks.warehouse.rows import (
     audit_record,
     normalize_curve,
     normalize_row,
+    normalize_slices,
+    slice_record,
 )
 from auditing.sinks.warehouse.spool import SPOOLED, WRITTEN, drain_spool, spool_path, write_or_spool
 from labeldp.errors import LabelDPInputError
@@ -50,8 +54,8 @@ __all__ = [
     "DEFAULT_FILE_NAME", "LINEAGE_FIELDS", "POSTGRES_SCHEMES", "SPOOLED", "WRITTEN", "AuditKey", "Destination",
     "ReadOnlyWarehouse", "ResultRow", "Warehouse", "WarehouseUnavailable", "as_key",
     "audit_record", "default_spool_dir", "describe_target", "destination", "drain_spool",
-    "is_postgres_target", "normalize_curve", "normalize_row", "open_read_only", "open_warehouse",
-    "reference_check_from_row", "spool_path", "upgrade_row", "write_or_spool",
+    "is_postgres_target", "normalize_curve", "normalize_row", "normalize_slices", "open_read_only", "open_warehouse",
+    "reference_check_from_row", "slice_record", "spool_path", "upgrade_row", "write_or_spool",
 ]
 
 

@@ -28,6 +28,7 @@ from auditing.sinks.warehouse.rows import (
     check_stored_run_kind,
     normalize_curve,
     normalize_row,
+    normalize_slices,
 )
 from auditing.verdict.types import STATUSES, TRUST_STATES, UNTRUSTED
 from labeldp.errors import LabelDPInputError
@@ -64,30 +65,40 @@ class Warehouse:
     target = ""
 
     # -- writes ------------------------------------------------------------------------------------------
-    def upsert_audit(self, row: ResultRow | Mapping, curve: Sequence[Mapping]) -> AuditKey:
-        """Writes one audit's row and its curve in ONE transaction; a re-run of the same key (model, model
-        fingerprint, day, run kind, claim, audit config) replaces both, any other key adds its own row.
+    def upsert_audit(self, row: ResultRow | Mapping, curve: Sequence[Mapping],
+                     slices: Sequence[Mapping] = ()) -> AuditKey:
+        """Writes one audit's row, its curve and its slices (`auditing.sinks.warehouse.rows.slice_record`; none when
+        the verdict declared none) in ONE transaction; a re-run of the same key (model, model fingerprint, day, run
+        kind, claim, audit config) replaces all three, any other key adds its own row.
 
         The result row is upserted first (INSERT ... ON CONFLICT DO UPDATE): on PostgreSQL that row lock
         serializes concurrent writers of the same key before they touch its curve, so two writers never
-        interleave their curve points. Then the key's curve is deleted and re-inserted. If anything fails
-        the transaction rolls back and the previous row and curve stay exactly as they were.
+        interleave their curve points or slices. Then the key's curve and slices are deleted and re-inserted. If
+        anything fails the transaction rolls back and the previous row, curve and slices stay exactly as they were.
         """
         clean = normalize_row(row)
         key = as_key(clean)
         points = normalize_curve(curve, key)
-        self._transaction(lambda cursor: self._write(cursor, clean, key, points))
+        pieces = normalize_slices(slices, key)
+        self._transaction(lambda cursor: self._write(cursor, clean, key, points, pieces))
         return key
 
-    def _write(self, cursor, row: dict, key: AuditKey, points: list[dict]) -> None:
+    def _write(self, cursor, row: dict, key: AuditKey, points: list[dict], slices: list[dict] = ()) -> None:
         cursor.execute(schema.upsert_result_sql(self.placeholder), [row[name] for name in schema.RESULT_NAMES])
         cursor.execute(schema.delete_curve_sql(self.placeholder), list(key))
         self._insert_curve(cursor, points)
+        cursor.execute(schema.delete_slices_sql(self.placeholder), list(key))
+        self._insert_slices(cursor, list(slices))
 
     def _insert_curve(self, cursor, points: list[dict]) -> None:
         if points:
             cursor.executemany(schema.insert_curve_sql(self.placeholder),
                                [[p[name] for name in schema.CURVE_NAMES] for p in points])
+
+    def _insert_slices(self, cursor, slices: list[dict]) -> None:
+        if slices:
+            cursor.executemany(schema.insert_slices_sql(self.placeholder),
+                               [[s[name] for name in schema.SLICE_NAMES] for s in slices])
 
     # -- reads -------------------------------------------------------------------------------------------
     def fetch_results(self, model_id: str | None = None, since: str | dt.date | None = None,
@@ -180,6 +191,31 @@ class Warehouse:
         rows = self._query(schema.select_curve_sql(self.placeholder), list(key))
         return [self._row_dict(schema.CURVE_NAMES, values) for values in rows]
 
+    # Keys per query when reading the slices of many verdicts (each key binds its six columns).
+    _SLICE_KEYS_PER_QUERY = 100
+
+    def fetch_slices(self, key: Any) -> list[dict]:
+        """The slices of one verdict (``audit_slices`` rows: the key, slicing, slice_name, the slices' budget and
+        declared count, confidence, rows, check_rows, epsilon_lower_bound, max_certifiable_epsilon, status, trust,
+        trust_reason, note), the largest bound first; empty when it declared none. key: as ``fetch_curve``."""
+        key = as_key(key)
+        return self.slices_of([key]).get(key, [])
+
+    def slices_of(self, keys: Sequence[Any]) -> dict[AuditKey, list[dict]]:
+        """The slices of several verdicts at once (``fetch_slices`` of each): key -> its slices, the largest bound
+        first; a verdict without slices is absent. keys: AuditKeys, key tuples or rows."""
+        wanted = list(dict.fromkeys(as_key(k) for k in keys))
+        out: dict[AuditKey, list[dict]] = {}
+        for start in range(0, len(wanted), self._SLICE_KEYS_PER_QUERY):
+            chunk = wanted[start:start + self._SLICE_KEYS_PER_QUERY]
+            sql = schema.select_slices_sql(self.placeholder, len(chunk))
+            for values in self._query(sql, [v for k in chunk for v in k]):
+                piece = self._row_dict(schema.SLICE_NAMES, values)
+                out.setdefault(as_key(piece), []).append(piece)
+        for pieces in out.values():  # the same order on both backends, whatever the text collation
+            pieces.sort(key=lambda s: (-s["epsilon_lower_bound"], s["slicing"], s["slice_name"]))
+        return out
+
     @staticmethod
     def _row_dict(names: Sequence[str], values: Sequence) -> dict:
         out = {}
@@ -240,12 +276,12 @@ class ReadOnlyWarehouse(Warehouse):
         self.placeholder = "format" if dialect == "postgres" else "qmark"
         self._run, self._close = run, close
         try:
-            self.version, self.columns, self.curve_columns = self._read_schema()
+            self.version, self.columns, self.curve_columns, self.slice_columns = self._read_schema()
         except BaseException:
             close()
             raise
 
-    def _read_schema(self) -> tuple[int | None, frozenset[str], frozenset[str]]:
+    def _read_schema(self) -> tuple[int | None, frozenset[str], frozenset[str], frozenset[str]]:
         where = describe_target(self.target)
 
         def state(cursor) -> tuple[dict, int | None, str]:
@@ -264,7 +300,8 @@ class ReadOnlyWarehouse(Warehouse):
                 f"version {migrations.LATEST}); read it with a newer labeldp-audit")
         # Refuses tables of a shape no version had (one table, an unknown NOT NULL column, ...).
         migrations.check_shape(found, migrations.expected_tables(version or 1), where)
-        return version, frozenset(found.get("audit_results", ())), frozenset(found.get("audit_curves", ()))
+        return (version, frozenset(found.get("audit_results", ())), frozenset(found.get("audit_curves", ())),
+                frozenset(found.get("audit_slices", ())))
 
     def _stored_columns(self) -> Sequence[str]:
         return [_stored_column(name, self.columns) for name in schema.RESULT_NAMES]
@@ -284,6 +321,12 @@ class ReadOnlyWarehouse(Warehouse):
                + " AND ".join(f"{name} = {mark}" for name in names) + " ORDER BY point_index")
         rows = self._query(sql, [*absent, *(key[name] for name in names)])
         return [self._row_dict(schema.CURVE_NAMES, values) for values in rows]
+
+    def slices_of(self, keys: Sequence[Any]) -> dict[AuditKey, list[dict]]:
+        """As `Warehouse.slices_of`; a warehouse older than the slices' table (read as it is) has none."""
+        if not self.slice_columns:
+            return {}
+        return super().slices_of(keys)
 
     def _query(self, sql: str, params: Sequence) -> list[tuple]:
         return self._run(lambda cursor: cursor.execute(sql, list(params)).fetchall())

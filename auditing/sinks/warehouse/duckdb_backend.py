@@ -113,6 +113,13 @@ class DuckDBWarehouse(Warehouse):
             params = [first[k] for k in schema.KEY_COLUMNS] + [[p[name] for p in points] for name in columns]
             cursor.execute(schema.insert_curve_unnest_sql_duckdb(), params)
 
+    def _insert_slices(self, cursor, slices: list[dict]) -> None:
+        if slices:  # one statement, as the curve (executemany costs a few ms per row)
+            first = slices[0]
+            columns = [name for name in schema.SLICE_NAMES if name not in schema.KEY_COLUMNS]
+            params = [first[k] for k in schema.KEY_COLUMNS] + [[s[name] for s in slices] for name in columns]
+            cursor.execute(schema.insert_slices_unnest_sql_duckdb(), params)
+
     def _transaction(self, fn: Callable[[Any], None]) -> None:
         self._run(lambda conn: self._in_transaction(conn, fn))
 

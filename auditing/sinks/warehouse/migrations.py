@@ -41,6 +41,7 @@ log = logging.getLogger("labeldp.warehouse")
 
 RESULTS = "audit_results"
 CURVES = "audit_curves"
+SLICES = "audit_slices"
 _REBUILD_SUFFIX = "__rebuild"
 # The key of audit_results and audit_curves up to version 3 (what the migrations before version 4 work with).
 V3_KEY = ("model_id", "partition_date", "audit_config_hash")
@@ -96,7 +97,7 @@ class Context:
 _COLUMNS_SQL = (
     "SELECT table_name, column_name, is_nullable FROM information_schema.columns "
     "WHERE table_schema = current_schema() AND table_catalog = current_database() "
-    f"AND table_name IN ('audit_results', 'audit_curves', '{schema.VERSION_TABLE}') "
+    f"AND table_name IN ({', '.join(map(schema.sql_literal, (*schema.TABLES, schema.VERSION_TABLE)))}) "
     "ORDER BY table_name, ordinal_position"
 )
 # (name, definition) of a table's constraints of one type: CHECK ('c') or PRIMARY KEY ('p'); the table name and
@@ -144,8 +145,8 @@ def _quote(identifier: str) -> str:
 # ------------------------------------------------------------------------------------------------ shapes
 def check_shape(found: Mapping[str, Mapping[str, bool]], expected: Mapping[str, tuple[Column, ...]],
                 where: str) -> str:
-    """'ok' when both audit tables have the expected columns, 'missing' when neither exists, 'migrate' when
-    both exist and lack only nullable columns (``schema.migration_statements`` adds them).
+    """'ok' when the audit tables have the expected columns, 'missing' when none exists, 'migrate' when they
+    exist and lack only nullable columns (``schema.migration_statements`` adds them).
 
     ``found``: table -> {column: nullable}. Extra NULLABLE columns are accepted (added by hand, say for an
     analysis): every statement here names its columns, so they read NULL in rows this version writes.
@@ -300,8 +301,8 @@ class Migration:
 
     adds: names of the audit_results columns it adds (defined in ``schema``); retires: the audit_results
     columns it drops, as they were defined; reshapes: the audit_results columns whose definition it changes,
-    as they were defined before; curve_adds: names of the audit_curves columns it adds. They let
-    ``expected_tables`` tell the columns of any version.
+    as they were defined before; curve_adds: names of the audit_curves columns it adds; creates: the tables it
+    creates (as ``schema.TABLES`` defines them). They let ``expected_tables`` tell the tables of any version.
     """
 
     version: int
@@ -311,6 +312,7 @@ class Migration:
     retires: tuple[Column, ...] = ()
     reshapes: tuple[Column, ...] = ()
     curve_adds: tuple[str, ...] = ()
+    creates: tuple[str, ...] = ()
 
 
 def _baseline(ctx: Context) -> None:
@@ -451,6 +453,12 @@ def _family_evidence(ctx: Context) -> None:
     _add_nullable_results_columns(ctx, schema.FAMILY_COLUMNS)
 
 
+def _slices_table(ctx: Context) -> None:
+    """Version 8: the table of valid bounds per declared slice (empty; the other tables are not touched)."""
+    for statement in schema.table_statements(ctx.dialect, SLICES):
+        ctx.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables as created before versioning (nullable columns an older table lacked "
                  "added)", _baseline),
@@ -474,20 +482,28 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "on existing rows", _attack_curve, adds=schema.ATTACK_COLUMNS),
     Migration(7, "the model family's evidence across nights (anytime-valid): family_e_value, family_evidence and "
                  "family_flagged; NULL on existing rows", _family_evidence, adds=schema.FAMILY_COLUMNS),
+    Migration(8, "valid bounds per declared slice: the table audit_slices, one row per slice of a verdict (its "
+                 "audit_results key, slicing, slice_name; the slices' budget and declared count, the slice's "
+                 "confidence, rows, check_rows, epsilon_lower_bound, max_certifiable_epsilon, status, trust, "
+                 "trust_reason, note); existing rows unchanged", _slices_table, creates=(SLICES,)),
 )
 LATEST = MIGRATIONS[-1].version
 
 
 def expected_tables(version: int) -> dict[str, tuple[Column, ...]]:
-    """The audit tables' columns at ``version`` (1..LATEST): the latest schema with later steps undone."""
-    results, curves = list(schema.RESULT_COLUMNS), list(schema.CURVE_COLUMNS)
+    """The audit tables' columns at ``version`` (1..LATEST): the latest schema with later steps undone (a table a
+    later step creates is absent)."""
+    tables = {table: list(columns) for table, columns in schema.TABLES.items()}
     for migration in reversed(MIGRATIONS):
         if migration.version <= version:
             break
+        for table in migration.creates:
+            tables.pop(table, None)
         before = {c.name: c for c in migration.reshapes}
-        results = [before.get(c.name, c) for c in results if c.name not in migration.adds] + list(migration.retires)
-        curves = [c for c in curves if c.name not in migration.curve_adds]
-    return {RESULTS: tuple(results), CURVES: tuple(curves)}
+        tables[RESULTS] = ([before.get(c.name, c) for c in tables[RESULTS] if c.name not in migration.adds]
+                           + list(migration.retires))
+        tables[CURVES] = [c for c in tables[CURVES] if c.name not in migration.curve_adds]
+    return {table: tuple(columns) for table, columns in tables.items()}
 
 
 def creation_statements(dialect: str) -> list[str]:

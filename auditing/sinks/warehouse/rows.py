@@ -3,9 +3,10 @@
 A row is a ``ResultRow`` (``auditing.sinks.warehouse.records``: one typed field per column of ``audit_results``),
 built from the validated dict of its columns; a curve is a list of dicts
 with ``guesses``, ``correct``, ``epsilon_lower_bound`` and ``point_confidence`` (the key and ``point_index``
-come from the row and the list order). ``normalize_row`` / ``normalize_curve`` check every value and raise
-``LabelDPInputError`` naming the column, what was expected and the value received, so a bad row never reaches
-SQL and is never spooled.
+come from the row and the list order); a verdict's slices are a list of dicts of the ``audit_slices`` columns
+without the key (``slice_record``). ``normalize_row`` / ``normalize_curve`` / ``normalize_slices`` check every
+value and raise ``LabelDPInputError`` naming the column, what was expected and the value received, so a bad row
+never reaches SQL and is never spooled.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from auditing.sinks.warehouse.schema import (
     REFERENCE_CALIBRATIONS,
     RESULT_COLUMNS,
     RESULT_NAMES,
+    SLICE_NAMES,
+    SLICE_STATUSES,
     TRUST_COLUMNS,
     UNRECORDED,
 )
@@ -436,6 +439,86 @@ def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
         out.append({**key._asdict(), "point_index": index, "guesses": guesses, "correct": correct,
                     "epsilon_lower_bound": bound, "point_confidence": confidence})
     return [{name: p[name] for name in CURVE_NAMES} for p in out]
+
+
+# The columns of a slice row that are not the verdict's key (what `slice_record` gives and a spool file holds).
+SLICE_FIELDS = tuple(name for name in SLICE_NAMES if name not in KEY_COLUMNS)
+
+
+def _slice_text(item: Mapping, name: str, where: str, *, required: bool) -> str | None:
+    value = item.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 1000:
+        raise LabelDPInputError(f"{where}: {name} must be non-empty text of at most 1000 characters"
+                                + ("" if required else " or None") + f"; got {value!r}")
+    return value
+
+
+def normalize_slices(slices: Sequence[Mapping], key: AuditKey) -> list[dict]:
+    """Validated slice rows of the verdict ``key`` (`SLICE_FIELDS` each, the key filled in): one row per (slicing,
+    slice_name); the slices' budget and declared count shared by all, no more slices than declared; budget and
+    confidence in (0, 1), a status of `SLICE_STATUSES` and a trust of `TRUST_STATES`."""
+    if isinstance(slices, str | bytes) or not isinstance(slices, Sequence):
+        raise LabelDPInputError(f"slices must be a list of slice rows; got {type(slices).__name__}")
+    out, seen = [], set()
+    for index, item in enumerate(slices):
+        where = f"slices[{index}]"
+        if not isinstance(item, Mapping):
+            raise LabelDPInputError(f"{where} must be a dict; got {item!r}")
+        missing = [name for name in SLICE_FIELDS if name not in item and name not in ("trust_reason", "note")]
+        if missing:
+            raise LabelDPInputError(f"{where}: missing {missing}")
+        try:
+            clean = {"slicing": _slice_text(item, "slicing", where, required=True),
+                     "slice_name": _slice_text(item, "slice_name", where, required=True),
+                     "budget": _float(item, "budget"), "declared": _count(item, "declared"),
+                     "confidence": _float(item, "confidence"), "rows": _count(item, "rows"),
+                     "check_rows": _count(item, "check_rows"),
+                     "epsilon_lower_bound": _float(item, "epsilon_lower_bound"),
+                     "max_certifiable_epsilon": _float(item, "max_certifiable_epsilon", allow_inf=True),
+                     "status": item["status"], "trust": item["trust"],
+                     "trust_reason": _slice_text(item, "trust_reason", where, required=False),
+                     "note": _slice_text(item, "note", where, required=False)}
+        except LabelDPInputError as exc:
+            raise LabelDPInputError(f"{where}: {exc}") from None
+        if clean["status"] not in SLICE_STATUSES:
+            raise LabelDPInputError(f"{where}: status must be one of {list(SLICE_STATUSES)}; got {clean['status']!r}")
+        if clean["trust"] not in TRUST_STATES:
+            raise LabelDPInputError(f"{where}: trust must be one of {list(TRUST_STATES)}; got {clean['trust']!r}")
+        if not (0 < clean["budget"] < 1 and 0 < clean["confidence"] < 1 and clean["declared"] >= 1):
+            raise LabelDPInputError(f"{where}: need budget and confidence in (0, 1) and declared >= 1; got budget "
+                                    f"{clean['budget']!r}, confidence {clean['confidence']!r}, declared "
+                                    f"{clean['declared']!r}")
+        if clean["epsilon_lower_bound"] < 0 or not clean["max_certifiable_epsilon"] >= 0:
+            raise LabelDPInputError(f"{where}: epsilon_lower_bound and max_certifiable_epsilon must be >= 0; got "
+                                    f"{clean['epsilon_lower_bound']!r}, {clean['max_certifiable_epsilon']!r}")
+        name = (clean["slicing"], clean["slice_name"])
+        if name in seen:
+            raise LabelDPInputError(f"{where}: slice {name[1]!r} of {name[0]!r} given twice")
+        seen.add(name)
+        out.append({**key._asdict(), **clean})
+    if out:
+        shared = {(r["budget"], r["declared"]) for r in out}
+        if len(shared) != 1:
+            raise LabelDPInputError(f"slices: one budget and declared count for all of a verdict's slices; got "
+                                    f"{sorted(shared)}")
+        if len(out) > out[0]["declared"]:
+            raise LabelDPInputError(f"slices: {len(out)} slice rows for {out[0]['declared']} declared slices")
+    return [{name: r[name] for name in SLICE_NAMES} for r in out]
+
+
+def slice_record(verdict: Verdict) -> list[dict]:
+    """The verdict's slices as ``audit_slices`` rows without the key (`SLICE_FIELDS`), largest bound first; empty
+    when it declared none. Written with the verdict's row (`Warehouse.upsert_audit`, `write_or_spool`)."""
+    audit = verdict.result.slices
+    if audit is None or not verdict.slices:
+        return []
+    return [{"slicing": s.slicing, "slice_name": s.name, "budget": audit.budget, "declared": audit.declared,
+             "confidence": s.confidence, "rows": s.rows, "check_rows": s.check_rows,
+             "epsilon_lower_bound": s.epsilon_lower_bound, "max_certifiable_epsilon": s.max_certifiable_epsilon,
+             "status": s.status, "trust": s.trust, "trust_reason": s.trust_reason, "note": s.note}
+            for s in verdict.slices]
 
 
 def audit_record(

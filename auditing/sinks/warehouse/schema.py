@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from auditing.verdict.run_kinds import RUN_KINDS
-from auditing.verdict.types import STATUSES, TRUST_STATES
+from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, TRUST_STATES, VIOLATION
 
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
@@ -274,11 +274,49 @@ CURVE_COLUMNS: tuple[Column, ...] = (
     Column("point_confidence", "double", False, "confidence of this point's bound (Bonferroni-adjusted)"),
 )
 
-TABLES = {"audit_results": RESULT_COLUMNS, "audit_curves": CURVE_COLUMNS}
+# Valid bounds per declared slice (auditing.slices, schema version 8): one row per slice of a verdict, keyed as its
+# audit_results row plus the slice. The slices have their own budget; the verdict's status is judged separately.
+SLICE_STATUSES = (PASS, VIOLATION, INCONCLUSIVE)  # a slice's status (auditing.verdict.guardrail; never WEAK_PASS)
+SLICE_COLUMNS: tuple[Column, ...] = (
+    *_KEY,
+    Column("slicing", "text", False,
+           "the slicing the slice belongs to, as declared: column:NAME:top=K, column:NAME=A,B, group:NAME, "
+           "prior-deciles or shown-label (auditing.slices)"),
+    Column("slice_name", "text", False, "the slice within its slicing, e.g. C9=a3f1, prior (0.1, 0.2], shown label 1"),
+    Column("budget", "double", False,
+           "the slices' own false-alarm budget, split over the declared slices (Bonferroni); the verdict's "
+           "1 - confidence is spent separately"),
+    Column("declared", "integer", False,
+           "S: the slices declared for this verdict (fixed from the features and the reference before any guess)"),
+    Column("confidence", "double", False, "confidence of this slice's bound: 1 - budget / declared"),
+    Column("rows", "bigint", False, "audited rows in the slice"),
+    Column("check_rows", "bigint", False,
+           "check rows in the slice (rows of the day the model never saw; 0: nothing checked the reference here)"),
+    Column("epsilon_lower_bound", "double", False,
+           "the slice's valid epsilon lower bound at confidence: its rows played alone (repetition 0, the same "
+           "keyed coins as the verdict's game)"),
+    Column("max_certifiable_epsilon", "double", False,
+           "largest bound a perfect attacker could have produced on this slice at its confidence"),
+    Column("status", "text", False,
+           "the slice against the claim: PASS | VIOLATION (its valid bound exceeds the claim at the slices' "
+           "confidence; the verdict's status is judged separately) | INCONCLUSIVE"),
+    Column("trust", "text", False,
+           "the slice's trust, by the verdict's rules on the slice's own capacity check: trusted | untrusted | "
+           "reference unchecked | reference unchecked, accepted"),
+    Column("trust_reason", "text", True, "why the slice's status is (not) trusted; NULL: no reason recorded"),
+    Column("note", "text", True,
+           "why the slice could not show a violation of the claim (too small, no audited row, a keyed half left "
+           "empty); NULL otherwise"),
+)
+
+TABLES = {"audit_results": RESULT_COLUMNS, "audit_curves": CURVE_COLUMNS, "audit_slices": SLICE_COLUMNS}
 TABLE_COMMENTS = {
     "audit_results": "one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, "
                      "audit_config_hash): an audit's outcome and lineage",
     "audit_curves": "one row per sweep point of an audit (epsilon lower bound vs guesses), for plots",
+    "audit_slices": "one row per declared slice of a verdict (its audit_results key, slicing, slice_name): the "
+                    "slice's valid epsilon lower bound at the slices' own confidence, its status against the claim "
+                    "and its trust",
 }
 # The table recording the schema versions applied (auditing.sinks.warehouse.migrations), one row per version.
 VERSION_TABLE = "audit_schema_version"
@@ -290,17 +328,19 @@ VERSION_COLUMNS: tuple[Column, ...] = (
 VERSION_TABLE_COMMENT = "one row per schema version applied to this warehouse; the highest is its version"
 
 PRIMARY_KEYS = {"audit_results": KEY_COLUMNS, "audit_curves": (*KEY_COLUMNS, "point_index"),
-                VERSION_TABLE: ("version",)}
+                "audit_slices": (*KEY_COLUMNS, "slicing", "slice_name"), VERSION_TABLE: ("version",)}
 # Named CHECK constraints whose expression never changes; the ones listing a registry's names are built by
 # check_constraints() from choice_columns().
 _FIXED_CHECKS = {
     "audit_results": (("audit_results_counts_check", "selected_correct <= selected_guesses"),),
     "audit_curves": (("audit_curves_counts_check", "correct <= guesses"),),
+    "audit_slices": (("audit_slices_status_check", f"status IN ({', '.join(map(repr, SLICE_STATUSES))})"),),
 }
 CHOICE_TABLE = "audit_results"
 
 RESULT_NAMES = tuple(c.name for c in RESULT_COLUMNS)
 CURVE_NAMES = tuple(c.name for c in CURVE_COLUMNS)
+SLICE_NAMES = tuple(c.name for c in SLICE_COLUMNS)
 
 
 def _check_dialect(dialect: str) -> str:
@@ -358,6 +398,12 @@ def version_table_statements(dialect: str) -> list[str]:
             *_comment_statements(VERSION_TABLE, VERSION_TABLE_COMMENT, VERSION_COLUMNS)]
 
 
+def table_statements(dialect: str, table: str) -> list[str]:
+    """CREATE TABLE IF NOT EXISTS + COMMENT statements for one audit table (a migration that creates it)."""
+    return [create_table_sql(dialect, table, TABLES[table]),
+            *_comment_statements(table, TABLE_COMMENTS[table], TABLES[table])]
+
+
 def ddl_statements(dialect: str) -> list[str]:
     """CREATE TABLE IF NOT EXISTS + COMMENT statements for the audit tables, then for the version table."""
     out = [create_table_sql(dialect, table, columns) for table, columns in TABLES.items()]
@@ -381,10 +427,13 @@ def migration_statements(dialect: str, found: dict[str, list[str]],
 
     Adding a nullable column keeps every existing row (the new column reads NULL there); the warehouse runs
     these in one transaction when it opens a table that lacks some (auditing.sinks.warehouse.migrations).
-    tables: the expected tables (default: the latest schema, ``TABLES``).
+    tables: the expected tables (default: the latest schema, ``TABLES``); a table ``found`` lacks is skipped (no
+    column is added to a table that does not exist).
     """
     out = []
     for table in tables or TABLES:
+        if table not in found:
+            continue
         for c in addable_columns(table, set(found.get(table) or ()), tables):
             out.append(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {c.name} {column_type(dialect, c.kind)}")
             out.append(f"COMMENT ON COLUMN {table}.{c.name} IS {sql_literal(c.comment)}")
@@ -433,6 +482,30 @@ def insert_curve_unnest_sql_duckdb() -> str:
 
 def select_curve_sql(style: str) -> str:
     return f"SELECT {', '.join(CURVE_NAMES)} FROM audit_curves WHERE {_key_condition(style)} ORDER BY point_index"
+
+
+def delete_slices_sql(style: str) -> str:
+    return f"DELETE FROM audit_slices WHERE {_key_condition(style)}"
+
+
+def insert_slices_sql(style: str) -> str:
+    values = ", ".join(placeholders(style, len(SLICE_NAMES)))
+    return f"INSERT INTO audit_slices ({', '.join(SLICE_NAMES)}) VALUES ({values})"
+
+
+def insert_slices_unnest_sql_duckdb() -> str:
+    """One INSERT for a verdict's slices, as ``insert_curve_unnest_sql_duckdb`` does for a curve."""
+    per_slice = [c for c in SLICE_COLUMNS if c.name not in KEY_COLUMNS]
+    lists = ", ".join(f"unnest(?::{column_type('duckdb', c.kind)}[])" for c in per_slice)
+    return f"INSERT INTO audit_slices ({', '.join(SLICE_NAMES)}) SELECT {', '.join('?' * len(KEY_COLUMNS))}, {lists}"
+
+
+def select_slices_sql(style: str, keys: int) -> str:
+    """The slices of ``keys`` verdicts (each key's columns bound in ``KEY_COLUMNS`` order), the largest bound
+    first."""
+    where = " OR ".join(f"({_key_condition(style)})" for _ in range(keys))
+    return (f"SELECT {', '.join(SLICE_NAMES)} FROM audit_slices WHERE {where} "
+            "ORDER BY epsilon_lower_bound DESC, slicing, slice_name")
 
 
 def select_results_sql(style: str, *, by_model: bool, since: bool, until: bool) -> str:

@@ -30,7 +30,14 @@ from pathlib import Path
 from auditing.sinks.warehouse.address import Destination, describe_target, destination
 from auditing.sinks.warehouse.base import WarehouseUnavailable
 from auditing.sinks.warehouse.records import AuditKey, ResultRow
-from auditing.sinks.warehouse.rows import as_key, normalize_curve, normalize_row, to_json_safe
+from auditing.sinks.warehouse.rows import (
+    SLICE_FIELDS,
+    as_key,
+    normalize_curve,
+    normalize_row,
+    normalize_slices,
+    to_json_safe,
+)
 from auditing.sinks.warehouse.schema import UNRECORDED
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
@@ -56,11 +63,14 @@ def write_json_atomically(path: Path, payload: Mapping) -> None:
     write_text_atomically(path, json.dumps(payload, sort_keys=True))
 
 
-def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, to: Destination) -> Path:
-    """Writes one validated payload, addressed to ``to``, to the spool and returns its path."""
+def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, to: Destination,
+                  slices: Sequence[Mapping] = ()) -> Path:
+    """Writes one validated payload, addressed to ``to``, to the spool and returns its path (``slices``: the
+    verdict's slice rows, `auditing.sinks.warehouse.rows.slice_record`)."""
     clean = normalize_row(row)
     key = as_key(clean)
     points = normalize_curve(curve, key)
+    pieces = normalize_slices(slices, key)
     path = spool_path(spool_dir, key, to)
     payload = {
         "format": SPOOL_FORMAT,
@@ -68,6 +78,7 @@ def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir:
         "destination": to.to_dict(),
         "row": to_json_safe(clean),
         "curve": [{k: p[k] for k in _POINT_FIELDS} for p in points],
+        "slices": [{k: s[k] for k in SLICE_FIELDS} for s in pieces],  # absent in payloads written before slices
     }
     write_json_atomically(path, payload)
     return path
@@ -76,8 +87,10 @@ def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir:
 def write_or_spool(
     target: str | os.PathLike | None, row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, *,
     attempts: int = 3, backoff: float = 1.0, timeout: float = 10.0, data_root: str | os.PathLike | None = None,
+    slices: Sequence[Mapping] = (),
 ) -> str:
-    """Upserts (row, curve) into the warehouse, or spools it for that warehouse; returns "written" or "spooled".
+    """Upserts (row, curve, slices) into the warehouse, or spools it for that warehouse; returns "written" or
+    "spooled". slices: the verdict's slice rows (`auditing.sinks.warehouse.rows.slice_record`; none by default).
 
     attempts: tries of open + upsert (each may itself wait up to ``timeout`` s for a DuckDB file lock or a
     PostgreSQL connection); between tries it sleeps backoff, 2*backoff, 4*backoff, ... seconds.
@@ -90,11 +103,12 @@ def write_or_spool(
     clean = normalize_row(row)
     key = as_key(clean)
     normalize_curve(curve, key)  # validate before the first try: bad input is an error, not an outage
+    normalize_slices(slices, key)
     last_error: Exception | None = None
     for attempt in range(int(attempts)):
         try:
             with open_warehouse(target, data_root=data_root, timeout=timeout) as warehouse:
-                warehouse.upsert_audit(clean, curve)
+                warehouse.upsert_audit(clean, curve, slices)
         except WarehouseUnavailable as exc:
             last_error = exc
             log.warning("warehouse write of %s failed (try %d of %d): %s", key, attempt + 1, attempts, exc)
@@ -104,7 +118,7 @@ def write_or_spool(
         # A payload spooled earlier for this key and warehouse is older than what was just committed: drop it.
         spool_path(spool_dir, key, to).unlink(missing_ok=True)
         return WRITTEN
-    path = spool_payload(clean, curve, spool_dir, to)
+    path = spool_payload(clean, curve, spool_dir, to, slices)
     log.warning("warehouse %s unavailable after %d tries (%s); spooled %s to %s",
                 describe_target(str(target)), attempts, last_error, key, path)
     return SPOOLED
@@ -116,9 +130,10 @@ def _spooled_files(spool_dir: Path) -> list[Path]:
     return sorted(p for p in spool_dir.glob("*.json") if not p.name.startswith(".") and p.is_file())
 
 
-def _read_payload(path: Path) -> tuple[Destination | None, dict, list[dict]]:
-    """(destination, row, curve) of a spool file; destination None for the first format, which recorded none
-    (its rows, written before schema version 4, read run_kind 'unrecorded').
+def _read_payload(path: Path) -> tuple[Destination | None, dict, list[dict], list[dict]]:
+    """(destination, row, curve, slices) of a spool file; destination None for the first format, which recorded none
+    (its rows, written before schema version 4, read run_kind 'unrecorded'); no slices in a payload written
+    before them.
 
     Raises:
         LabelDPInputError: not a payload of a known format, or its row or curve does not validate.
@@ -142,11 +157,12 @@ def _read_payload(path: Path) -> tuple[Destination | None, dict, list[dict]]:
             raw = {"run_kind": UNRECORDED, **raw}
         row = normalize_row(raw)
         curve = normalize_curve(payload.get("curve"), as_key(row))
+        slices = normalize_slices(payload.get("slices") or [], as_key(row))
     except (KeyError, TypeError) as exc:
         raise LabelDPInputError(f"spool file {path}: no valid destination ({type(exc).__name__}: {exc})") from None
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"spool file {path}: {exc}") from None
-    return to, row, curve
+    return to, row, curve, slices
 
 
 @dataclass(frozen=True)
@@ -194,7 +210,7 @@ def drain_spool(
     for path in _spooled_files(spool_dir):
         try:
             before = path.stat()
-            to, row, curve = _read_payload(path)
+            to, row, curve, slices = _read_payload(path)
         except FileNotFoundError:
             continue  # drained by a concurrent run
         except LabelDPInputError as exc:
@@ -208,7 +224,7 @@ def drain_spool(
         elif to is not None and to.fingerprint != here.fingerprint:
             report.elsewhere.append(SpooledElsewhere(str(path), to.backend, to.address))
         else:
-            mine.append((path, before, row, curve))
+            mine.append((path, before, row, curve, slices))
     if not mine:
         return report
     try:
@@ -217,9 +233,10 @@ def drain_spool(
         report.remaining, report.error = len(mine), str(exc)
         return report
     with warehouse:
-        for done, (path, before, row, curve) in enumerate(mine):
+        for done, (path, before, row, curve, slices) in enumerate(mine):
             try:
-                key = warehouse.upsert_audit(row, [{k: p[k] for k in _POINT_FIELDS} for p in curve])
+                key = warehouse.upsert_audit(row, [{k: p[k] for k in _POINT_FIELDS} for p in curve],
+                                             [{k: s[k] for k in SLICE_FIELDS} for s in slices])
             except WarehouseUnavailable as exc:
                 report.remaining, report.error = sum(p.is_file() for p, *_ in mine[done:]), str(exc)
                 return report

@@ -1,0 +1,377 @@
+"""Valid bounds per slice of the audited rows (docs/slices.md).
+
+A leak confined to a few rows is diluted in the global bound: the sweep's best guesses come from every row. A
+plan therefore declares slicings, each cutting the audited rows into slices, and every slice is played alone:
+the same rows, the same keyed coins as the global game (repetition 0 of a game keyed by row id is the global
+game restricted to the slice), bounded at the slice's own confidence.
+
+What a slice may depend on: anything fixed before the coins are drawn and independent of them given the
+features (a column's values, the reference's prior, a group column), or the label the game shows (given the
+pair {trained label, counterfactual}, the shown label does not tell which is which when the reference is the
+label law). Never the training label: within "trained label = 1" a shown 0 proves the counterfactual, so a model
+that leaks nothing gets spurious evidence (docs/slices.md has the counterexample, tests/test_slices.py measures
+it). The slices' names are chosen from the features and the reference alone (top-K by count, deciles of the
+prior), so the number of slices S is fixed before any guess and Bonferroni over S holds.
+
+Budget: slices have their own status and budget (``SLICE_DESIGN``): each slice at confidence 1 - budget / S. The
+global verdict keeps its meaning; the chance of any false alarm, global or slice, is at most the sum of the two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from auditing.audit import CheckRows, run_audit
+from auditing.config import AuditConfig
+from auditing.game.play import (
+    as_class_probabilities,
+    as_labels,
+    as_reference_probabilities,
+    as_row_ids,
+    secret_bits_and_released,
+)
+from auditing.game.slots import selection_half_mask
+from auditing.result import SliceAudit, SliceResult
+from labeldp.choices import Choices
+from labeldp.errors import LabelDPInputError
+
+DEFAULT_TOP = 10  # a column slicing without a count takes its 10 most frequent values
+MAX_GROUPS = 100  # a group column with more values than this is refused (use a column's top-K)
+NULL = "null"  # the name of a missing value
+
+
+@dataclass(frozen=True)
+class SliceRows:
+    """The rows a slicing cuts: validated probabilities, labels and ids, the columns slices may read, and the game
+    (for the shown label's keyed draws)."""
+
+    reference: np.ndarray
+    labels: np.ndarray
+    row_ids: np.ndarray
+    columns: Mapping[str, np.ndarray]
+    seed: int
+
+    def column(self, name: str, what: str) -> np.ndarray:
+        if name not in self.columns:
+            raise LabelDPInputError(f"slice {what}: no column {name!r} among the {what} rows' columns "
+                                    f"{sorted(self.columns)}", field=name)
+        values = np.asarray(self.columns[name])
+        if values.shape[0] != self.labels.shape[0]:
+            raise LabelDPInputError(f"slice column {name!r}: {values.shape[0]} values for {self.labels.shape[0]} "
+                                    f"{what} rows", field=name)
+        return values
+
+    def shown_labels(self) -> np.ndarray:
+        """Repetition 0's released label y^b per row, from the game's own keyed draws."""
+        return secret_bits_and_released(self.reference, self.labels, self.row_ids, seed=self.seed, repetition=0)[1]
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One slice: its slicing's spec, its name, and its rows among the audited and the check rows."""
+
+    slicing: str
+    name: str
+    audited: np.ndarray  # bool mask over the audited rows
+    check: np.ndarray | None  # bool mask over the check rows (None: no check rows)
+
+
+def _text(values: np.ndarray) -> np.ndarray:
+    """A column's values as text, a missing value (None, NaN) as ``NULL``; integers without a decimal point."""
+    if values.dtype.kind in "iub":
+        return values.astype(str)
+    if values.dtype.kind == "f":
+        out = values.astype(str)
+        out[np.isnan(values)] = NULL
+        return out
+    out = np.array([NULL if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values],
+                   dtype=object)
+    return out.astype(str)
+
+
+# ------------------------------------------------------------------------------------------- slicings
+class Slicing:
+    """A rule cutting rows into named slices; ``spec`` is its canonical text (as a plan or ``--slice`` writes it)."""
+
+    spec: str
+
+    def slices(self, audited: SliceRows, check: SliceRows | None) -> list[Slice]:
+        raise NotImplementedError
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return ()
+
+
+def _by_values(spec: str, column: str, chosen: list[str], audited: SliceRows, check: SliceRows | None) -> list[Slice]:
+    text = _text(audited.column(column, "audited"))
+    check_text = None if check is None else _text(check.column(column, "check"))
+    return [Slice(spec, f"{column}={value}", text == value, None if check_text is None else check_text == value)
+            for value in chosen]
+
+
+@dataclass(frozen=True)
+class ColumnValues(Slicing):
+    """A categorical column's values: its ``top`` most frequent on the audited rows, or the ``values`` listed."""
+
+    column: str
+    top: int | None = DEFAULT_TOP
+    values: tuple[str, ...] = ()
+
+    @property
+    def spec(self) -> str:
+        return f"column:{self.column}=" + ",".join(self.values) if self.values else f"column:{self.column}:top={self.top}"
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return (self.column,)
+
+    def slices(self, audited, check):
+        if self.values:
+            chosen = list(self.values)
+        else:
+            names, counts = np.unique(_text(audited.column(self.column, "audited")), return_counts=True)
+            order = np.lexsort((names, -counts))  # most frequent first, ties by value: a function of the features
+            chosen = [str(v) for v in names[order[: self.top]]]
+        return _by_values(self.spec, self.column, chosen, audited, check)
+
+
+@dataclass(frozen=True)
+class GroupColumn(Slicing):
+    """Every value of a group column (a cohort, an experiment arm, a market) is a slice."""
+
+    column: str
+
+    @property
+    def spec(self) -> str:
+        return f"group:{self.column}"
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return (self.column,)
+
+    def slices(self, audited, check):
+        names = np.unique(_text(audited.column(self.column, "audited")))
+        if names.size > MAX_GROUPS:
+            raise LabelDPInputError(f"slice {self.spec}: {names.size} groups, more than {MAX_GROUPS}; slice by the "
+                                    f"most frequent ones instead (column:{self.column}:top=K)", field=self.column)
+        return _by_values(self.spec, self.column, [str(v) for v in names], audited, check)
+
+
+def reference_prior(reference: np.ndarray) -> np.ndarray:
+    """The prior a decile slicing cuts: the reference's class-1 probability (binary), or its largest class
+    probability (more classes)."""
+    return reference[:, 1] if reference.shape[1] == 2 else reference.max(axis=1)
+
+
+@dataclass(frozen=True)
+class PriorDeciles(Slicing):
+    """Deciles of the reference's prior on the audited rows (``reference_prior``); tied edges merge deciles."""
+
+    spec = "prior-deciles"
+
+    def slices(self, audited, check):
+        prior = reference_prior(audited.reference)
+        inner = np.unique(np.quantile(prior, np.arange(1, 10) / 10.0, method="lower"))
+        edges = np.concatenate([[-np.inf], inner[inner < prior.max()], [np.inf]])
+        where = np.searchsorted(edges, prior, side="left") - 1  # (edge_i, edge_i+1]
+        check_where = None if check is None else np.searchsorted(edges, reference_prior(check.reference),
+                                                                  side="left") - 1
+        out = []
+        for i in range(edges.size - 1):
+            low = "0" if i == 0 else f"{edges[i]:.3g}"
+            high = "1" if i == edges.size - 2 else f"{edges[i + 1]:.3g}"
+            out.append(Slice(self.spec, f"prior ({low}, {high}]", where == i,
+                             None if check_where is None else check_where == i))
+        return out
+
+
+@dataclass(frozen=True)
+class ShownLabel(Slicing):
+    """The label the game shows (repetition 0's y^b): one slice per class."""
+
+    spec = "shown-label"
+
+    def slices(self, audited, check):
+        shown = audited.shown_labels()
+        check_shown = None if check is None else check.shown_labels()
+        return [Slice(self.spec, f"shown label {c}", shown == c, None if check_shown is None else check_shown == c)
+                for c in range(audited.reference.shape[1])]
+
+
+# ------------------------------------------------------------------------------------------- the registry
+class SlicingKind:
+    """A kind of slicing, registered by name; ``make`` reads the text after ``KIND:``."""
+
+    name: str
+    description: str
+
+    def make(self, argument: str) -> Slicing:
+        raise NotImplementedError
+
+
+SLICING_KINDS: Choices[SlicingKind] = Choices("slice")
+
+
+@SLICING_KINDS.register
+class _Column(SlicingKind):
+    name = "column"
+    description = (f"a categorical column's values: column:NAME (its {DEFAULT_TOP} most frequent on the audited "
+                   "rows), column:NAME:top=K, or column:NAME=A,B,C (the values listed)")
+
+    def make(self, argument):
+        usage = "expected column:NAME, column:NAME:top=K or column:NAME=VALUE[,VALUE...]"
+        if "=" in argument and ":top=" not in argument:
+            column, _, listed = argument.partition("=")
+            values = tuple(v for v in listed.split(",") if v)
+            if not column or not values:
+                raise LabelDPInputError(f"slice column:{argument}: {usage}", field="slice")
+            return ColumnValues(column, None, values)
+        column, _, top = argument.partition(":top=")
+        if not column or ":" in column:
+            raise LabelDPInputError(f"slice column:{argument}: {usage}", field="slice")
+        k = int(top) if top.isdigit() else DEFAULT_TOP if not top else 0
+        if k < 1:
+            raise LabelDPInputError(f"slice column:{argument}: top must be a positive integer; got {top!r}",
+                                    field="slice")
+        return ColumnValues(column, k)
+
+
+@SLICING_KINDS.register
+class _Group(SlicingKind):
+    name = "group"
+    description = f"every value of a group column (at most {MAX_GROUPS}): group:NAME"
+
+    def make(self, argument):
+        if not argument:
+            raise LabelDPInputError("slice group: expected group:NAME", field="slice")
+        return GroupColumn(argument)
+
+
+class _Fixed(SlicingKind):
+    slicing: Slicing
+
+    def make(self, argument):
+        if argument:
+            raise LabelDPInputError(f"slice {self.name} takes no argument; got {self.name}:{argument}", field="slice")
+        return self.slicing
+
+
+@SLICING_KINDS.register
+class _PriorDeciles(_Fixed):
+    name = "prior-deciles"
+    description = ("deciles of the reference's prior (its class-1 probability; the largest class probability for "
+                   "more classes)")
+    slicing = PriorDeciles()
+
+
+@SLICING_KINDS.register
+class _ShownLabel(_Fixed):
+    name = "shown-label"
+    description = "the label the game shows (repetition 0), one slice per class"
+    slicing = ShownLabel()
+
+
+def parse_slicing(text: str, label_column: str = "label") -> Slicing:
+    """A slicing from its text (``--slice``, a plan's ``slices``): KIND or KIND:ARGUMENT. Slicing by the training
+    label (``label_column``) is refused: it manufactures evidence against a model that leaks nothing."""
+    if not isinstance(text, str) or not text.strip():
+        raise LabelDPInputError(f"slice must be a text such as column:C9:top=5; got {text!r}", field="slice")
+    kind, _, argument = text.strip().partition(":")
+    slicing = SLICING_KINDS.get(kind, "slice").make(argument)
+    if label_column in slicing.column_names:
+        raise LabelDPInputError(
+            f"slice {text}: {label_column!r} is the training label; within a slice of the training label a shown "
+            "label that differs from it proves the counterfactual, so a model that leaks nothing would get spurious "
+            "evidence (docs/slices.md); slice by the label the game shows instead (shown-label)", field="slice")
+    return slicing
+
+
+# ------------------------------------------------------------------------------------------- the audit
+def _rows(p_target, p_reference, labels, row_ids, columns, seed, what: str) -> tuple[np.ndarray, SliceRows]:
+    target = as_class_probabilities(p_target, f"{what} p_target")
+    n = target.shape[0]
+    reference = as_reference_probabilities(p_reference, f"{what} p_reference", n=n, n_from=f"{what} p_target")
+    y = as_labels(labels, target.shape[1], f"{what} labels")
+    ids = np.arange(n, dtype=np.int64) if row_ids is None else as_row_ids(row_ids, n, f"{what} row_ids")
+    return target, SliceRows(reference, y, ids, dict(columns or {}), seed)
+
+
+def audit_slices(p_target, p_reference, labels, row_ids, config: AuditConfig, slicings, *,
+                 columns: Mapping[str, np.ndarray] | None = None, check: CheckRows | None = None,
+                 check_columns: Mapping[str, np.ndarray] | None = None, budget: float | None = None,
+                 night: dt.date | None = None) -> SliceAudit:
+    """Each declared slice's valid bound (arguments as `auditing.audit.run_audit`, ``night`` included: the slices
+    replay the global game's coins; ``columns``: the audited rows' columns the slicings read, ``check_columns`` the
+    check rows'). ``budget``: the slices' false-alarm rate (default the global 1 - confidence), split over all
+    declared slices."""
+    if not config.selection.valid:
+        raise LabelDPInputError(f"slices need a valid selection strategy; {config.strategy!r} gives an optimistic "
+                                "figure", field="strategy")
+    budget = 1.0 - config.confidence if budget is None else float(budget)
+    if not 0.0 < budget < 1.0:
+        raise LabelDPInputError(f"slice budget must be in (0, 1); got {budget!r}", field="slice_budget")
+    slicings = tuple(parse_slicing(s) if isinstance(s, str) else s for s in slicings)
+    seed = config.game.with_night(night).draw_seed
+    target, audited = _rows(p_target, p_reference, labels, row_ids, columns, seed, "audited")
+    check_target = checked = None
+    if check is not None:
+        check_target, checked = _rows(check.p_target, check.p_reference, check.labels, check.row_ids, check_columns,
+                                      seed, "check")
+    declared = [piece for slicing in slicings for piece in slicing.slices(audited, checked)]
+    if not declared:
+        raise LabelDPInputError("no slice: the slicings declared none", field="slice")
+    confidence = 1.0 - budget / len(declared)
+    sub = dataclasses.replace(config, confidence=confidence, repetitions=1)  # repetition 0 alone bounds
+    results = []
+    for piece in declared:
+        results.append(_slice_result(piece, target, audited, check_target, checked, sub, night))
+    return SliceAudit(budget=budget, declared=len(declared), confidence=confidence,
+                      slicings=tuple(s.spec for s in slicings), slices=tuple(results))
+
+
+def _slice_result(piece: Slice, target, audited: SliceRows, check_target, checked: SliceRows | None,
+                  config: AuditConfig, night: dt.date | None) -> SliceResult:
+    mask = piece.audited
+    ids = audited.row_ids[mask]
+    check_mask = piece.check
+    check_rows = 0 if check_mask is None else int(check_mask.sum())
+    base = dict(slicing=piece.slicing, name=piece.name, rows=int(ids.size), check_rows=check_rows)
+    if ids.size == 0:
+        return SliceResult(**base, note="no audited row in this slice")
+    if config.selection.uses_halves:
+        half = selection_half_mask(ids, audited.seed)
+        if half.all() or not half.any():
+            return SliceResult(**base, note=f"the {config.strategy} strategy's keyed split left a half of these "
+                                            f"{ids.size} row(s) empty")
+    rows_check = None
+    if check_rows:
+        rows_check = CheckRows(check_target[check_mask], checked.reference[check_mask], checked.labels[check_mask],
+                               checked.row_ids[check_mask])
+    result = run_audit(target[mask], audited.reference[mask], audited.labels[mask], ids, config=config,
+                       check=rows_check, night=night)
+    return SliceResult(**base, epsilon_lower_bound=result.epsilon_lower_bound,
+                       max_certifiable_epsilon=result.max_certifiable_epsilon,
+                       selected_guesses=result.selected_guesses, selected_correct=result.selected_correct,
+                       selected_m=result.selected_m, capacity_check=result.capacity_check,
+                       note=result.inconclusive_reason)
+
+
+__all__ = [
+    "SLICING_KINDS",
+    "ColumnValues",
+    "GroupColumn",
+    "PriorDeciles",
+    "ShownLabel",
+    "Slicing",
+    "SlicingKind",
+    "audit_slices",
+    "parse_slicing",
+    "reference_prior",
+]

@@ -1,0 +1,199 @@
+"""Valid bounds per slice (auditing.slices, docs/slices.md), tested against a truth built here.
+
+The worlds are seeded numpy simulations written out in this file: per-row click rates D(1 | x) of 1-30% stand
+for the features, training labels are drawn from D, the mechanism is binary randomized response at a known eps
+(per slice, for the planted leak), and the target model is the Bayes posterior P[y = 1 | released label] under D
+for the mechanism it claims, the strongest attacker against RR. The reference is D itself (kappa 0 holds) or D
+with moved logits (kappa computed from the construction).
+
+The claim tested: over the S declared slices, the chance that ANY slice's valid bound exceeds the true eps is at
+most the slices' budget. Over N trials the number K of trials with an exceedance must not be significantly above
+budget * N: scipy.stats.binomtest(K, N, budget, alternative="greater").pvalue > SIGNIFICANCE.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from auditing.audit import CheckRows, run_audit
+from auditing.config import AuditConfig
+from auditing.result import AuditResult
+from auditing.slices import SLICING_KINDS, ColumnValues, audit_slices, parse_slicing
+from auditing.verdict.judge import judge
+from auditing.verdict.types import INCONCLUSIVE, PASS, VIOLATION
+from flows.cli import main as cli_main
+from labeldp.errors import LabelDPInputError
+
+SIGNIFICANCE = 1e-3
+BUDGET = 0.05
+
+
+def rr_world(rng, n: int, eps: float, *, leak_eps: float | None = None, categories: int = 20, logit_shift=0.0):
+    """(p_target, p_reference, labels, category, kappa): RR at ``eps`` on every row (``leak_eps`` on category 0),
+    the target the posterior under the claimed ``eps``; the reference D with its logits moved by ``logit_shift``."""
+    p = np.exp(rng.uniform(np.log(0.01), np.log(0.3), n))
+    category = rng.integers(0, categories, n)
+    y = (rng.random(n) < p).astype(np.int64)
+    actual = np.full(n, eps) if leak_eps is None else np.where(category == 0, leak_eps, eps)
+    keep = np.exp(actual) / (1.0 + np.exp(actual))
+    released = np.where(rng.random(n) < keep, y, 1 - y)
+    k = np.exp(eps) / (1.0 + np.exp(eps))
+    like1, like0 = np.where(released == 1, k, 1 - k), np.where(released == 0, k, 1 - k)
+    target = p * like1 / (p * like1 + (1 - p) * like0)
+    reference = 1.0 / (1.0 + np.exp(-(np.log(p) - np.log1p(-p) + logit_shift)))
+    kappa = float(max(np.abs(np.log(reference) - np.log(p)).max(), np.abs(np.log1p(-reference) - np.log1p(-p)).max()))
+    return target, reference, y, category, kappa
+
+
+def exceedances(trials: int, n: int, slicings, *, config: AuditConfig, logit_shift=0.0, columns_of=None) -> int:
+    """Trials in which any slice's valid bound exceeds the true eps (1)."""
+    above = 0
+    for trial in range(trials):
+        rng = np.random.default_rng(10_000 + trial)
+        target, reference, y, category, kappa = rr_world(rng, n, 1.0, logit_shift=logit_shift)
+        columns = {"category": category} if columns_of is None else columns_of(y, category)
+        audit = audit_slices(target, reference, y, None, dataclasses.replace(config, seed=trial,
+                                                                             kappa=kappa if logit_shift else 0.0),
+                             slicings, columns=columns, budget=BUDGET)
+        above += any(piece.epsilon_lower_bound > 1.0 for piece in audit.slices)
+    return above
+
+
+SCENARIOS = {
+    "binomial, bonferroni, exact reference": (AuditConfig(repetitions=1), 0.0),
+    "binomial, split, exact reference": (AuditConfig(repetitions=1, strategy="split"), 0.0),
+    "binomial, bonferroni, reference off by 0.3 in logit": (AuditConfig(repetitions=1), 0.3),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_slices_of_a_compliant_model_exceed_the_truth_at_most_at_their_budget(name):
+    config, shift = SCENARIOS[name]
+    trials = 60
+    above = exceedances(trials, 8_000, ["column:category:top=5", "prior-deciles", "shown-label"], config=config,
+                        logit_shift=shift)
+    pvalue = stats.binomtest(above, trials, BUDGET, alternative="greater").pvalue
+    assert pvalue > SIGNIFICANCE, f"{name}: {above} of {trials} trials had a slice above the true eps"
+
+
+@pytest.mark.slow
+def test_slicing_by_the_training_label_manufactures_evidence():
+    """The harness can fail: slices of the training label (refused by parse_slicing, built here by hand) exceed
+    the true eps of a compliant model in most trials, which is why they are refused."""
+    trials = 20
+    above = exceedances(trials, 8_000, [ColumnValues("trained", None, ("0", "1"))], config=AuditConfig(repetitions=1),
+                        columns_of=lambda y, category: {"trained": y})
+    assert stats.binomtest(above, trials, BUDGET, alternative="greater").pvalue < SIGNIFICANCE, above
+
+
+def test_a_leak_confined_to_one_slice_is_caught_while_the_global_bound_stays_under_the_claim():
+    """RR at eps 1 everywhere but on 5% of the rows, where the mechanism does not randomize (eps 20): the model's
+    outputs have the same size everywhere, so the global sweep mixes the leaky rows with the compliant ones."""
+    target, reference, y, category, _ = rr_world(np.random.default_rng(0), 100_000, 1.0, leak_eps=20.0)
+    config = AuditConfig(repetitions=1)
+    result = run_audit(target, reference, y, None, config)
+    result = dataclasses.replace(result, slices=audit_slices(target, reference, y, None, config,
+                                                             ["column:category:top=20"], columns={"category": category}))
+    verdict = judge(result, 1.0)
+    assert verdict.status == PASS and result.epsilon_lower_bound < 1.0
+    assert [(s.name, s.status) for s in verdict.slice_violations] == [("category=0", VIOLATION)]
+    assert verdict.slices[0].name == "category=0" and verdict.slices[0].confidence == pytest.approx(1 - 0.05 / 20)
+
+
+def test_a_slice_too_small_for_any_bound_says_so():
+    target, reference, y, _, _ = rr_world(np.random.default_rng(1), 5_000, 1.0)
+    tiny = np.where(np.arange(5_000) < 12, 1, 0)
+    result = dataclasses.replace(run_audit(target, reference, y), slices=audit_slices(
+        target, reference, y, None, AuditConfig(repetitions=1), ["column:tiny=1"], columns={"tiny": tiny}))
+    (piece,) = judge(result, 2.0).slices
+    assert piece.rows == 12 and piece.status == INCONCLUSIVE and piece.note.startswith("too small")
+
+
+def test_slices_replay_the_global_game_and_round_trip():
+    target, reference, y, _, _ = rr_world(np.random.default_rng(2), 20_000, 1.0)
+    ids = np.arange(20_000) * 7 + 3
+    config = AuditConfig(repetitions=1, seed=5)
+    audit = audit_slices(target, reference, y, ids, config, ["shown-label", "prior-deciles"])
+    shown = [s for s in audit.slices if s.slicing == "shown-label"]
+    assert sum(s.rows for s in shown) == 20_000 and audit.declared == len(audit.slices) == 12
+    # a slice that holds every row is the global game at the slices' confidence
+    whole = audit_slices(target, reference, y, ids, config, ["column:all=x"], columns={"all": np.full(20_000, "x")})
+    alone = run_audit(target, reference, y, ids, dataclasses.replace(config, confidence=whole.confidence))
+    assert whole.slices[0].epsilon_lower_bound == alone.epsilon_lower_bound
+    result = dataclasses.replace(alone, slices=audit)
+    assert AuditResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+    assert audit_slices(target, reference, y, ids, config, ["shown-label", "prior-deciles"]) == audit
+
+
+def test_check_rows_are_sliced_with_the_audited_rows():
+    target, reference, y, category, _ = rr_world(np.random.default_rng(3), 30_000, 1.0)
+    audited, check = np.arange(30_000) < 24_000, np.arange(30_000) >= 24_000
+    ids = np.arange(30_000)
+    audit = audit_slices(target[audited], reference[audited], y[audited], ids[audited], AuditConfig(repetitions=1),
+                         ["column:category=0,1"], columns={"category": category[audited]},
+                         check=CheckRows(target[check], reference[check], y[check], ids[check]),
+                         check_columns={"category": category[check]})
+    for piece, value in zip(audit.slices, (0, 1), strict=True):
+        assert piece.check_rows == int((category[check] == value).sum())
+        assert piece.capacity_check.checked and piece.capacity_check.check_rows == piece.check_rows
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("column:C9", "column:C9:top=10"), ("column:C9:top=3", "column:C9:top=3"), ("column:C9=a,b", "column:C9=a,b"),
+    ("group:market", "group:market"), ("prior-deciles", "prior-deciles"), ("shown-label", "shown-label")])
+def test_slicing_texts(text, expected):
+    assert parse_slicing(text).spec == expected
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("column:label", "training label"), ("column:y:top=2", "training label"), ("deciles", "must be one of"),
+    ("column:C9:top=0", "positive integer"), ("column:", "expected column:NAME"), ("shown-label:1", "no argument"),
+    ("group:", "expected group:NAME")])
+def test_bad_slicing_texts_are_refused(text, needle):
+    with pytest.raises(LabelDPInputError, match=needle):
+        parse_slicing(text, label_column="y" if ":y:" in text else "label")
+
+
+def test_the_registry_lists_every_kind():
+    assert SLICING_KINDS.names() == ("column", "group", "prior-deciles", "shown-label")
+
+
+def test_audit_scores_slices_and_refuses_the_training_label(tmp_path, capsys):
+    target, reference, y, category, _ = rr_world(np.random.default_rng(4), 40_000, 1.0, leak_eps=20.0)
+    path = tmp_path / "scores.parquet"
+    pq.write_table(pa.table({"row_id": np.arange(40_000), "label": y, "p_target": target, "p_reference": reference,
+                             "market": pa.array([f"m{c}" for c in category]).dictionary_encode()}), path)
+    assert cli_main(["audit-scores", str(path), "--claimed-epsilon", "1", "--slice", "column:market=m0,m1",
+                     "--slice", "shown-label", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["slices"]["declared"] == 4 and out["slices"]["confidence"] == pytest.approx(1 - 0.05 / 4)
+    assert out["slices"]["slices"][0]["name"] == "market=m0"
+    assert out["slices"]["slices"][0]["status"] == "VIOLATION", out["status"]
+    assert cli_main(["audit-scores", str(path), "--slice", "column:label", "--quiet"]) == 2
+    assert "training label" in capsys.readouterr().err
+    assert cli_main(["audit-scores", str(path), "--slice-budget", "0.1", "--quiet"]) == 2
+    assert "--slice-budget needs" in capsys.readouterr().err
+
+
+def test_slices_replay_the_nights_coins():
+    """With a night, a slice holding every row is still the global game (the same keyed coins)."""
+    import datetime as dt
+
+    target, reference, y, _, _ = rr_world(np.random.default_rng(5), 10_000, 1.0)
+    night = dt.date(2024, 5, 2)
+    config = AuditConfig(repetitions=1)
+    whole = audit_slices(target, reference, y, None, config, ["column:all=x"], columns={"all": np.full(10_000, "x")},
+                         night=night)
+    alone = run_audit(target, reference, y, None, dataclasses.replace(config, confidence=whole.confidence),
+                      night=night)
+    other = run_audit(target, reference, y, None, dataclasses.replace(config, confidence=whole.confidence))
+    assert whole.slices[0].epsilon_lower_bound == alone.epsilon_lower_bound
+    assert whole.slices[0].selected_correct == alone.selected_correct != other.selected_correct
