@@ -185,6 +185,14 @@ class AuditPlan:
         default_factory=criteo, help="path of the dataset spec JSON file (infra/datasets/dataset.schema.json), "
                                      "relative to the plan file's directory; default the built-in Criteo spec "
                                      "(infra/datasets/criteo.json)", allowed="a file path")
+    slices: tuple[str, ...] = setting(
+        (), help="slicings whose every slice gets its own valid bound, each target each night (docs/slices.md): "
+                 "column:NAME (its 10 most frequent values), column:NAME:top=K, column:NAME=A,B, group:NAME, "
+                 "prior-deciles or shown-label; a column is a feature or carry column of the dataset, never its "
+                 "label; slices have their own status and budget, the global verdict is unchanged")
+    slice_budget: float | None = setting(
+        None, help="the slices' own false-alarm rate, split over all declared slices (null: 1 - audit.confidence)",
+        minimum=0, open_minimum=True, maximum=1)
     accept_unchecked_reference: bool = setting(
         False, help="true: verdicts on a reference no check row can check (every row of the day trained a model) "
                     "exit by their status instead of 4; recorded on each row, never shown as trusted (the command "
@@ -212,6 +220,9 @@ class AuditPlan:
         if not isinstance(self.accept_unchecked_reference, bool):
             raise LabelDPInputError(f"plan: accept_unchecked_reference must be true or false; got "
                                     f"{self.accept_unchecked_reference!r}")
+        if self.slice_budget is not None and not self.slices:
+            raise LabelDPInputError("plan: slice_budget needs at least one slicing in slices", field="slice_budget")
+        self.slicings  # parsed and checked against the dataset here, so a bad slicing fails before any work
         check_name(self.calibrated_reference_name, "reference_name + '-calibrated'")
         taken = {*names, self.reference_name, self.calibrated_reference_name}
         if self.calibrated_reference_name in names:
@@ -221,6 +232,13 @@ class AuditPlan:
             if self.controls.enabled and name in taken:
                 raise LabelDPInputError(f"plan: the control name {name!r} is also a target or a reference; "
                                         "rename it under controls")
+
+    @property
+    def slicings(self) -> tuple:
+        """The declared slicings (`auditing.slices.Slicing`), checked against the plan's dataset."""
+        from pipelines.scoring.day_slices import slicings_for
+
+        return slicings_for(self.slices, self.dataset, "plan: slices")
 
     @property
     def calibrated_reference_name(self) -> str:
@@ -328,8 +346,9 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
     rest = {k: v for k, v in data.items() if k not in ("targets", "audit", "controls")}
     if "dataset" in rest:
         rest["dataset"] = _plan_dataset(rest["dataset"], path)
-    if "beam_args" in rest:
-        rest["beam_args"] = tuple(rest["beam_args"])
+    for key in ("beam_args", "slices"):
+        if key in rest:
+            rest[key] = tuple(rest[key])
     try:
         return AuditPlan(targets=targets, audit=audit, controls=controls, **rest)
     except LabelDPInputError as exc:

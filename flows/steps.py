@@ -218,9 +218,6 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
     rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the
     check rows (a control does not need it)."""
-    from dataclasses import asdict
-
-    from auditing.audit import audit_counts
     from pipelines.scoring import beam_request
 
     name = model.name
@@ -230,15 +227,14 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
+        slices=plan.slicings if capacity_check else (), slice_budget=plan.slice_budget,  # a control is not sliced
     )
     prepared = beam_request.prepare_scoring(request, plan.beam_args)
     stored = beam_request.stored_scoring(prepared)
     if stored is not None:
-        game, record = stored
         progress(f"{name}: reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at this plan's bound settings")
-        record = {**record, "result": audit_counts(game, plan.audit.bound).to_dict(), "config": asdict(plan.audit),
-                  "reused": True}
+        record = beam_request.reused_record(stored, request)
     else:
         from pipelines.scoring import beam_scoring
 

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from auditing.audit import play_game, run_audit
+from auditing.result import AuditResult
 from auditing.config import AuditConfig
 from auditing.game.counts import GameCounts
 from auditing.game.play import play_repetition
@@ -174,6 +175,36 @@ def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
     assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
     assert json.dumps(stored.attack_curve.to_dict()) == json.dumps(in_process.attack_curve.to_dict())
     assert not np.array_equal(stored.counts.correct, play_game(*arrays, config.game).counts.correct)
+
+
+def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
+    """Declared slices: the job bounds each slice from its scored rows after the pipeline, equal to
+    `auditing.slices.audit_slices` on the same arrays and night (two-stage and side-input plans); a re-run finds
+    them stored, and a bound change scores again (a slice is bounded from rows, not re-judged from counts)."""
+    from auditing.slices import audit_slices
+
+    slicings = ("column:C9:top=3", "shown-label", "prior-deciles")
+    config = AuditConfig(repetitions=1, seed=4)
+    arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
+    c9 = world["table"].column("C9")
+    expected = audit_slices(*arrays, config, slicings, night=DAY,
+                            columns={"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))})
+    for plan_mode in ("two-stage", "side-input"):
+        request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999, thread_count=1,
+                                 night=DAY, slices=slicings, plan_mode=plan_mode)
+        outcome = score_day(request, [])
+        assert outcome.result.slices == expected, plan_mode
+        assert dataclasses.replace(outcome.result, slices=None) == run_audit(*arrays, config, night=DAY)
+    prepared = beam_request.prepare_scoring(request)
+    record = beam_request.reused_record(beam_request.stored_scoring(prepared), request)
+    assert AuditResult.from_dict(record["result"]).slices == expected
+    moved = dataclasses.replace(request, config=dataclasses.replace(config, kappa=0.1))
+    assert beam_request.prepare_scoring(moved).key != prepared.key
+    no_slices = dataclasses.replace(request, slices=())
+    assert beam_request.prepare_scoring(no_slices).key == beam_request.prepare_scoring(
+        dataclasses.replace(moved, slices=())).key  # without slices a bound change keeps the key
+    with pytest.raises(LabelDPInputError, match="no feature or carry column 'nope'"):
+        beam_request.prepare_scoring(dataclasses.replace(request, slices=("column:nope",)))
 
 
 def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not(world):

@@ -301,3 +301,33 @@ def test_a_bound_setting_change_rejudges_the_stored_night_without_scoring(prefec
     game_plan.write_text(json.dumps({**plan, "audit": {**plan["audit"], "repetitions": 2}}))
     again = nightly_audit(date=D1, data_root=str(data_root), plan_file=str(game_plan))
     assert not any(r.reused_scoring for r in again)
+
+
+def test_a_nightly_with_slices_stores_and_reports_each_slice(prefect_api, tmp_path):
+    """A plan's slices: the nightly bounds each slice of every target (never a control) and the verdict's slices
+    reach the warehouse's audit_slices table, the run's --json record and the report's slice panel."""
+    from auditing.sinks.warehouse import open_warehouse
+    from flows.nightly import nightly_audit
+    from pipelines.data.synth import write_synthetic_day
+
+    root = tmp_path / "data"
+    for day in (D0, D1):
+        write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
+    register_memorizer(root, D1)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({
+        "targets": [{"name": "leaky", "source": "registered", "claimed_epsilon": 0.0}], "catboost_iterations": 40,
+        "audit": {"repetitions": 2, "grid_points": 30}, "controls": {"enabled": False},
+        "slices": ["column:C9:top=2", "shown-label"]}))
+    (listed,) = nightly_audit(date=D1, data_root=str(root), plan_file=str(plan))
+    slices = listed.slices
+    assert slices.declared == 4 and slices.confidence == pytest.approx(1 - 0.05 / 4)
+    assert {s.slicing for s in slices.slices} == {"column:C9:top=2", "shown-label"}
+    assert sum(s.rows for s in slices.slices if s.slicing == "shown-label") == listed.row.m
+    assert any(s.status == "VIOLATION" for s in slices.slices)  # the memoriser leaks in every slice
+    assert listed.to_dict()["slices"]["declared"] == 4
+    with open_warehouse(None, data_root=root) as store:
+        stored = store.fetch_slices(listed.row)
+    assert sorted((s["slicing"], s["slice_name"]) for s in stored) == sorted(
+        (s.slicing, s.name) for s in slices.slices)
+    assert "Valid bounds per slice" in Path(listed.report).read_text()

@@ -118,6 +118,9 @@ def _text(view: dict) -> str:
     settings = {key: value for key, value in view["audit"].items() if key != "config_hash"}
     width = max(len(key) for key in settings)
     lines += [f"  {key:<{width}}  {_value(value)}" for key, value in settings.items()]
+    lines.append("slices     " + (", ".join(view["slices"]) + " (own budget "
+                                  + (_value(view["slice_budget"]) if view["slice_budget"] is not None
+                                     else "1 - confidence") + ")" if view["slices"] else "none declared"))
     runner = ("seed", "batch_size", "catboost_iterations", "beam_args")
     lines.append("runner     " + ", ".join(f"{key} {_value(view[key])}" for key in runner))
     return "\n".join(lines)

@@ -81,6 +81,12 @@ def register(subparsers) -> None:
     p.add_argument("--bin-bits", type=int, default=8,
                    help="|score| bins per power of two, as bits (default 8: 256); more bits, fewer boundary rows "
                         "but larger histograms")
+    p.add_argument("--slice", action="append", default=[], metavar="SPEC", dest="slices",
+                   help="also bound each slice of the audited rows (repeatable): column:NAME[:top=K], column:NAME=A,B, "
+                        "group:NAME (a feature or carry column of the dataset), prior-deciles or shown-label; "
+                        "slices have their own status and budget (docs/slices.md)")
+    p.add_argument("--slice-budget", type=float, default=None,
+                   help="the slices' own false-alarm rate, split over all declared slices (default: 1 - confidence)")
     p.add_argument("--write-scored", action="store_true",
                    help="also write row_id, score_r, correct_r, b_r and released_label_r per repetition as Parquet "
                         "under scored/")
@@ -123,15 +129,18 @@ def read_options_file(path: str) -> list[str]:
 
 
 def run(args) -> int:
-    from dataclasses import asdict
-
-    from auditing.audit import audit_counts
     from auditing.game.sweep_reduce import BinSpec
     from auditing.sinks.report.text import format_audit_result
     from auditing.verdict.judge import demonstrated_risk
     from labeldp.names import parse_date, resolve_data_root
     from labeldp.progress import no_progress, stderr_progress
-    from pipelines.scoring.beam_request import ScoringRequest, json_safe, prepare_scoring, stored_scoring
+    from pipelines.scoring.beam_request import (
+        ScoringRequest,
+        json_safe,
+        prepare_scoring,
+        reused_record,
+        stored_scoring,
+    )
 
     date = parse_date(args.date, "--date")
     reference_date = parse_date(args.reference_date, "--reference-date") if args.reference_date else None
@@ -140,7 +149,7 @@ def run(args) -> int:
         data_root=str(resolve_data_root(args.data_root)), date=date, model=args.model, config=config,
         reference=args.reference, reference_date=reference_date, batch_size=args.batch_size,
         thread_count=args.catboost_threads, bins=BinSpec(mantissa_bits=args.bin_bits), plan_mode=args.plan,
-        write_scored=args.write_scored, night=date,
+        write_scored=args.write_scored, night=date, slices=tuple(args.slices), slice_budget=args.slice_budget,
     )
     runner = RUNNER_ALIASES.get(args.runner, args.runner)
     file_args = read_options_file(args.beam_options_file) if args.beam_options_file else []
@@ -149,11 +158,9 @@ def run(args) -> int:
     prepared = prepare_scoring(request, beam_args, progress)
     stored = None if args.write_scored else stored_scoring(prepared)
     if stored is not None:
-        game, record = stored
         progress(f"reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at these bound settings")
-        record = {**record, "result": audit_counts(game, config.bound).to_dict(), "config": asdict(config),
-                  "reused": True}
+        record = reused_record(stored, request)
     else:
         from pipelines.scoring.beam_scoring import score_day
 

@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +84,11 @@ class ScoringRequest:
     target_model: ModelHandle | None = None
     reference_model: ModelHandle | None = None
     night: dt.date | None = None
+    # Slicings bounded per slice after the pipeline (`pipelines.scoring.day_slices`; docs/slices.md): their texts or
+    # `auditing.slices.Slicing` objects, checked against the day's dataset when the job is prepared; and the
+    # slices' own false-alarm budget (None: 1 - confidence).
+    slices: tuple = ()
+    slice_budget: float | None = None
 
     def __post_init__(self):
         require_date(self.date, "date")
@@ -306,6 +311,10 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     if progress is not None:
         progress(f"checking inputs: partition {request.date}, model {target.id}, reference {reference.id}")
     files, _table_schema = check_inputs(request, target, reference, dataset)
+    if request.slices:
+        from pipelines.scoring.day_slices import slicings_for
+
+        slicings_for(request.slices, dataset)
     selection = row_selection(request.config.audit_rows, target.meta, target.directory)
     check_rows, row_groups = request.check_rows, None
     record = target.meta.training_rows  # as stored (a record, or null / absent for a model without one)
@@ -334,9 +343,22 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
                  "excluded": None if request.excluded_rows is None else request.excluded_rows.describe()},
     }
     key = scoring_key(request.game, lineage, audited_rows, expected_curve=request.expected_curve,
-                      capacity_check=request.check_rows is not None)
+                      capacity_check=request.check_rows is not None, slices=_slices_key(request))
     return PreparedScoring(target, reference, dataset, tasks, total_rows, selection, check_rows,
                            row_groups, lineage, key, sweep_dir(request.data_root, request.model, request.date, key))
+
+
+def reused_record(stored: tuple[GameCounts, dict], request: ScoringRequest) -> dict:
+    """A stored job's record (`stored_scoring`) judged at ``request``'s bound settings (`auditing.audit.audit_counts`:
+    milliseconds, no scoring), with the day's slices as stored (their slicings, budget and bound settings are part of
+    the key, so they are the ones asked for)."""
+    from auditing.audit import audit_counts
+
+    game, record = stored
+    result = audit_counts(game, request.config.bound).to_dict()
+    if request.slices:
+        result["slices"] = record["result"].get("slices")
+    return {**record, "result": result, "config": asdict(request.config), "reused": True}
 
 
 def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, dict] | None:
@@ -355,8 +377,17 @@ def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, dict] | None:
 # ------------------------------------------------------------------------------------------ outputs
 
 
+def _slices_key(request: ScoringRequest) -> dict | None:
+    """What a day's slices depend on beyond the game: the slicings, their budget and the bound settings (a slice's
+    bound is computed from its rows, not re-judged from stored counts, so a bound change scores the day again)."""
+    if not request.slices:
+        return None
+    return {"slicings": [s if isinstance(s, str) else s.spec for s in request.slices],
+            "budget": request.slice_budget, "bound": asdict(request.config.bound)}
+
+
 def scoring_key(game: GameConfig, lineage: dict, audited_rows: dict | None, *, expected_curve: bool,
-                capacity_check: bool) -> str:
+                capacity_check: bool, slices: dict | None = None) -> str:
     """The 16-hex key of a scoring job's output: everything its counts depend on and nothing else. The game's
     configuration (`GameConfig.game_hash`, with the game's version), the fingerprints of the model, the reference
     and the partition (``lineage``: the job's record), the audited rows (``audited_rows``: the row selection's
@@ -366,6 +397,8 @@ def scoring_key(game: GameConfig, lineage: dict, audited_rows: dict | None, *, e
                "reference": lineage["reference"]["fingerprint"], "partition": lineage["partition"]["fingerprint"],
                "dataset": lineage["partition"].get("dataset_fingerprint"), "audited_rows": audited_rows,
                "rows": lineage["rows"], "expected_curve": bool(expected_curve), "capacity_check": bool(capacity_check)}
+    if slices is not None:  # only when declared, so the keys of days without slices are unchanged
+        payload["slices"] = slices
     return hashlib.sha256(json.dumps(json_safe(payload), sort_keys=True).encode()).hexdigest()[:16]
 
 

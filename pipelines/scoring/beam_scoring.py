@@ -67,7 +67,7 @@ import re
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import apache_beam as beam
@@ -238,6 +238,17 @@ def _write_scored(scored, job: _Job) -> list:
     return [scored | "WriteScored" >> beam.ParDo(WriteTable(str(job.scored_dir), ScoredRows(job.spec)))]
 
 
+def _slice_rows(scored, job: _Job) -> list:
+    """With declared slices: the branch writing every scored row (audited and check) for the day's slices."""
+    if not job.request.slices:
+        return []
+    from pipelines.scoring.day_slices import slice_rows_table
+
+    directory = job.work_dir / "slice_rows"
+    directory.mkdir(parents=True, exist_ok=True)
+    return [scored | "WriteSliceRows" >> beam.ParDo(WriteTable(str(directory), slice_rows_table))]
+
+
 def _write_results(outputs: list, job: _Job) -> None:
     """Flattens every branch into the one sink (module docstring, workaround 3)."""
     merged = typed(outputs | "AllOutputs" >> beam.Flatten(), BATCH)
@@ -261,7 +272,7 @@ def _single_pipeline(job: _Job) -> None:
         | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec), side)
     )
     _write_results([_tag_pass1(pass1), counts, _duplicates(scored), *_expected(audited, job),
-                    *_write_scored(audited, job)], job)
+                    *_write_scored(audited, job), *_slice_rows(scored, job)], job)
     _run(pipeline)
 
 
@@ -275,7 +286,7 @@ def _two_stage_first(job: _Job) -> None:
     row_ids = scored | "WriteRowIds" >> beam.ParDo(WriteRowIdBuckets(str(job.work_dir / "row_ids"), ROW_ID_FILES))
     _write_results([_tag_pass1(pass1), row_ids, *_expected(audited, job),
                     audited | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table)),
-                    *_write_scored(audited, job)], job)
+                    *_write_scored(audited, job), *_slice_rows(scored, job)], job)
     _run(pipeline)
 
 
@@ -438,6 +449,15 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                           prior_histogram=pass1.prior_histogram(), expected_correct=expected,
                           check=_check_histograms(pass1, spec), row_groups=row_groups, attack_curve=attack)
         result = audit_counts(game, request.config.bound)
+        if request.slices:
+            from pipelines.scoring.day_slices import day_slices, slicings_for
+
+            t2 = time.monotonic()
+            progress(f"slices: bounding {', '.join(s if isinstance(s, str) else s.spec for s in request.slices)}")
+            result = replace(result, slices=day_slices(
+                work / "slice_rows", request.data_root, request.date, dataset, request.config,
+                slicings_for(request.slices, dataset), budget=request.slice_budget, night=request.game.night))
+            timings["slices_s"] = round(time.monotonic() - t2, 3)
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {

@@ -103,9 +103,29 @@ def format_audit_result(result: Mapping, demonstrated: RiskBlock | None = None) 
         f" (t={result['score_power']:g})"
         f"  config={result['config_hash']}",
     ]
+    lines += _result_slice_lines(result.get("slices"))
     if demonstrated:
         lines.append(_demonstrated_line(demonstrated))
     return "\n".join(lines)
+
+
+def _result_slice_lines(slices: Mapping | None) -> list[str]:
+    """The slices of a command's record (claim-free, or judged with a status), the largest bounds first."""
+    if not slices:
+        return []
+    pieces = sorted(slices["slices"], key=lambda s: -s["epsilon_lower_bound"])
+    lines = [f"slices (own budget {slices['budget']:.3g} over {slices['declared']} slices, each at confidence "
+             f"{100 * slices['confidence']:.4g}%; a bound per slice, the global one above is judged apart):"]
+    for piece in pieces[:SLICE_TABLE_ROWS]:
+        status = f"  {piece['status']}" if piece.get("status") else ""
+        if piece.get("trust") and piece["trust"] != "trusted":
+            status += f" ({piece['trust']})"
+        note = f"  ({piece['note']})" if piece.get("note") else ""
+        lines.append(f"  {piece['slicing']:<22} {piece['name']:<28} eps_lb {piece['epsilon_lower_bound']:.4f} over "
+                     f"{piece['rows']} rows{status}{note}")
+    if len(pieces) > SLICE_TABLE_ROWS:
+        lines.append(f"  {len(pieces) - SLICE_TABLE_ROWS} more slices")
+    return lines
 
 
 def _night_text(result: dict) -> str:
