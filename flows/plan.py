@@ -222,7 +222,7 @@ class AuditPlan:
                                     f"{self.accept_unchecked_reference!r}")
         if self.slice_budget is not None and not self.slices:
             raise LabelDPInputError("plan: slice_budget needs at least one slicing in slices", field="slice_budget")
-        self.slicings  # parsed and checked against the dataset here, so a bad slicing fails before any work
+        _ = self.slicings  # parsed and checked against the dataset here: a bad slicing fails before any work
         check_name(self.calibrated_reference_name, "reference_name + '-calibrated'")
         taken = {*names, self.reference_name, self.calibrated_reference_name}
         if self.calibrated_reference_name in names:

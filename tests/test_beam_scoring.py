@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from auditing.audit import play_game, run_audit
-from auditing.result import AuditResult
 from auditing.config import AuditConfig
 from auditing.game.counts import GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
 from auditing.game.sweep import correct_at, rank_order
+from auditing.result import AuditResult
 from flows.cli import main as cli_main
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
