@@ -413,8 +413,9 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
             control: ControlCheck | None = None, night=None,
             reference_check: ReferenceCheck | None = None) -> ListedVerdict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
-    report, alerts on VIOLATION. Both are named by the verdict's key (`auditing.sinks.warehouse.AuditKey`: model, model
-    fingerprint, day, ``run_kind``, claim, audit config): a run of another kind or claim never replaces them.
+    report, alerts on VIOLATION (and SLICE_VIOLATION on a slice VIOLATION). Both are named by the verdict's key
+    (`auditing.sinks.warehouse.AuditKey`: model, model fingerprint, day, ``run_kind``, claim, audit config): a run
+    of another kind or claim never replaces them.
     control: a control's `judge_control` check (its row is kind 'control'); night: what the night's controls say
     (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
@@ -425,6 +426,8 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         default_ledger_dir,
         family_payload,
         send_alert,
+        slice_alert_kind,
+        slice_violation_payload,
         violation_payload,
     )
     from auditing.sinks.report.pages import render_run_report, run_report_path, write_report
@@ -481,6 +484,12 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                     report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
         listed = listed.with_alert(send_alert(webhook_url, alerted, payload, default_ledger_dir(root)).to_dict())
+    sliced = slice_alert_kind(verdict)  # besides the verdict's own alert: slices are judged apart from it
+    if sliced and webhook_url:
+        payload = slice_violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
+                                          report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
+        sent = send_alert(webhook_url, sliced, payload, default_ledger_dir(root)).to_dict()
+        listed = listed.with_alert(sent if listed.alert is None else listed.alert)
     if family is not None and family.flagged_on == date and webhook_url:  # the night the family's test crossed
         sent = send_alert(webhook_url, FAMILY_FLAGGED, family_payload(family, model_id=model_id,
                                                                       partition_date=date.isoformat(),

@@ -420,3 +420,116 @@ def test_a_bad_reference_check_is_refused_before_any_request(webhook_factory, tm
     with pytest.raises(LabelDPInputError, match=r"reference_check\.label_blind: flagged needs epsilon_lower_bound > 0"):
         send_alert(hook.url, VIOLATION, bad, tmp_path)
     assert hook.received == [] and list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------------------------- slice VIOLATIONs
+@pytest.fixture(scope="module")
+def sliced_verdicts():
+    """tests/sliced_audits.py judged: against claim 1 the top decile is a trusted slice VIOLATION and the shown
+    label 0 an untrusted one; against claim 3 every slice PASSes; the same audit without slices; a void night."""
+    import dataclasses
+
+    import sliced_audits
+
+    from auditing.verdict.judge import judge
+    from auditing.verdict.trust import NightTrust
+
+    result = sliced_audits.sliced()
+    return {"sliced": judge(result, 1.0), "passing": judge(result, 3.0),
+            "unsliced": judge(dataclasses.replace(result, slices=None), 1.0),
+            "void": judge(result, 1.0, night=NightTrust(void_reason="control-negative on 2024-01-02: eps_lb 0.4 > 0"))}
+
+
+def _slice_payload(verdict):
+    from auditing.sinks.alerts import slice_violation_payload
+
+    return slice_violation_payload(verdict, model_id="leaky", partition_date="2024-01-02", report="/r/leaky.html",
+                                   flow_run_id="run-1", run_kind="nightly")
+
+
+def test_a_trusted_slice_violation_pages_with_its_slices_and_is_sent_once(tmp_path, sliced_verdicts):
+    """SLICE_VIOLATION: a page, sent besides the verdict's own alert; its body carries the claim, the slices'
+    budget, count, confidence and design, and every slice VIOLATION with its trust (the untrusted one listed, not
+    acted on); its text names the slices and bounds against the claim. Once per model, date and kind."""
+    from webhook_receiver import WebhookReceiver
+
+    from auditing.result import SLICE_DESIGN
+    from auditing.sinks.alerts import ALERT_KINDS, PAGES, SLICE_VIOLATION, alert_kind, slice_alert_kind
+
+    verdict = sliced_verdicts["sliced"]
+    top, shown = verdict.slice_violations
+    assert (top.slicing, top.name, top.trust) == ("prior-deciles", "prior (0.821, 1]", "trusted")
+    assert (shown.slicing, shown.name, shown.trust) == ("shown-label", "shown label 0", "untrusted")
+    assert slice_alert_kind(verdict) == SLICE_VIOLATION and SLICE_VIOLATION in PAGES and SLICE_VIOLATION in ALERT_KINDS
+    hook = WebhookReceiver()
+    hook.start()
+    try:
+        payload = _slice_payload(verdict)
+        assert send_alert(hook.url, SLICE_VIOLATION, payload, tmp_path).status == SENT
+        assert send_alert(hook.url, SLICE_VIOLATION, payload, tmp_path).status == DUPLICATE
+        assert send_alert(hook.url, SLICE_VIOLATION, {**payload, "partition_date": "2024-01-03"}, tmp_path).status == SENT
+        global_kind = alert_kind(_row(verdict))  # the verdict's own alert is a kind of its own
+        assert global_kind == VIOLATION
+        assert send_alert(hook.url, global_kind, _payload(verdict), tmp_path).status == SENT
+        received = list(hook.received)
+    finally:
+        hook.stop()
+    assert [(b["kind"], b["partition_date"]) for b in received] == [
+        (SLICE_VIOLATION, "2024-01-02"), (SLICE_VIOLATION, "2024-01-03"), (VIOLATION, "2024-01-02")]
+    body = received[0]
+    assert (body["page"], body["model_id"], body["dedup_key"]) == (True, "leaky", "leaky__2024-01-02__SLICE_VIOLATION")
+    audit = verdict.result.slices
+    assert (body["claimed_epsilon"], body["kappa"], body["report"], body["run_kind"]) == (1.0, 0.0, "/r/leaky.html",
+                                                                                          "nightly")
+    assert (body["slice_budget"], body["slices_declared"], body["slice_confidence"]) == (
+        audit.budget, 12, audit.confidence)
+    assert body["slice_confidence"] == pytest.approx(1 - 0.05 / 12) and body["slice_design"] == SLICE_DESIGN
+    assert (body["verdict_status"], body["verdict_trust"]) == ("VIOLATION", "trusted")
+    assert [(s["slicing"], s["name"], s["rows"], s["epsilon_lower_bound"], s["trust"], s["acted_on"])
+            for s in body["slice_violations"]] == [
+        ("prior-deciles", "prior (0.821, 1]", 600, top.epsilon_lower_bound, "trusted", True),
+        ("shown-label", "shown label 0", shown.rows, shown.epsilon_lower_bound, "untrusted", False)]
+    assert body["slice_violations"][0]["trust_reason"].startswith("the capacity check vouches for it")
+    assert body["text"] == (
+        f"[labeldp-audit] SLICE_VIOLATION: model leaky, partition 2024-01-02: 1 slice's valid epsilon lower bound "
+        f"exceeds the claimed epsilon 1.000 (own budget 0.05 over 12 slices, each at confidence 99.58%, kappa 0): "
+        f"\"prior (0.821, 1]\" of prior-deciles {top.epsilon_lower_bound:.3f} on 600 rows (trusted); not acted on "
+        f"(untrusted, not a page by itself): \"shown label 0\" of shown-label {shown.epsilon_lower_bound:.3f} on "
+        f"{shown.rows:,} rows (untrusted); the global verdict (VIOLATION) is judged separately")
+    spec = alert_event_payload(SLICE_VIOLATION, payload)
+    assert spec["event"] == "labeldp.audit.slice_violation" and spec["payload"]["page"] is True
+    json.dumps(spec, allow_nan=False)
+
+
+def test_no_slice_alert_without_a_slice_violation_acted_on(sliced_verdicts):
+    """No slices, only PASS slices, slice VIOLATIONs that are all untrusted (a void night), a control: no
+    SLICE_VIOLATION; the global verdict's own alert is unchanged by the slices."""
+    import dataclasses
+
+    from auditing.sinks.alerts import VIOLATION_UNTRUSTED, alert_kind, slice_alert_kind
+
+    assert sliced_verdicts["unsliced"].slices == () and slice_alert_kind(sliced_verdicts["unsliced"]) is None
+    passing = sliced_verdicts["passing"]
+    assert {s.status for s in passing.slices} == {"PASS"} and slice_alert_kind(passing) is None
+    void = sliced_verdicts["void"]
+    assert len(void.slice_violations) == 2 and {s.trust for s in void.slice_violations} == {"untrusted"}
+    assert slice_alert_kind(void) is None and alert_kind(_row(void)) == VIOLATION_UNTRUSTED
+    assert slice_alert_kind(dataclasses.replace(sliced_verdicts["sliced"], kind="control")) is None
+    assert alert_kind(_row(sliced_verdicts["sliced"])) == alert_kind(_row(sliced_verdicts["unsliced"])) == VIOLATION
+
+
+def test_a_slice_alert_names_several_slices_and_how_many_more():
+    """Several acted-on slices: the plural, the first SLICES_NAMED named, then how many more; no untrusted clause
+    without an untrusted slice."""
+    from auditing.sinks.alerts import SLICE_VIOLATION
+    from auditing.sinks.alerts.webhook import SLICES_NAMED, summary_text
+
+    pieces = [{"slicing": "column:market", "name": f"market={i}", "rows": 1200, "epsilon_lower_bound": 2.0 - i / 10,
+               "trust": "trusted", "acted_on": True} for i in range(SLICES_NAMED + 2)]
+    payload = {"claimed_epsilon": 0.5, "kappa": None, "slice_budget": 0.05, "slices_declared": 40,
+               "slice_confidence": 0.99875, "slice_violations": pieces, "verdict_status": "PASS"}
+    line = summary_text(SLICE_VIOLATION, "m", "2024-01-02", payload)
+    assert line.startswith(f"[labeldp-audit] SLICE_VIOLATION: model m, partition 2024-01-02: {SLICES_NAMED + 2} slices' valid epsilon "
+                           "lower bounds exceed the claimed epsilon 0.500 (own budget 0.05 over 40 slices, each at "
+                           "confidence 99.88%): \"market=0\" of column:market 2.000 on 1,200 rows (trusted), ")
+    assert line.endswith(" and 2 more; the global verdict (PASS) is judged separately") and "not acted on" not in line

@@ -8,6 +8,12 @@
   void, or nothing checked the reference) and WEAK_PASS (a target's PASS on weak evidence) are for a person to
   read, not pages (the body's ``page`` says which). `alert_kind` chooses a published verdict's kind. Each kind is
   its own alert, sent once.
+- SLICE_VIOLATION (docs/slices.md): a target's declared slice is a VIOLATION that is acted on (trusted, or on a
+  reference the run accepted unchecked: the rule of VIOLATION). It pages, and is sent besides the verdict's own
+  alert: slices have their own status and budget, the global verdict is judged separately. Its payload
+  (`slice_violation_payload`) lists every slice VIOLATION with its trust; slice VIOLATIONs that are all untrusted
+  send no alert (no read-only kind for them: they are in the report, the warehouse and ``--json``).
+  `slice_alert_kind` chooses it from the verdict.
 - Retries: connection errors, timeouts, HTTP 5xx and 429 are retried with exponential backoff
   (backoff, 2*backoff, 4*backoff, ... seconds; ``retries`` retries after the first try). Other 4xx answers
   mean the request itself is wrong and are not retried.
@@ -45,6 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from auditing.sinks.listing import ListedSlices
 from auditing.sinks.report import text
 from auditing.sinks.report.text import STATUS_MEANINGS
 from auditing.sinks.warehouse.records import ResultRow, trust_state
@@ -52,7 +59,7 @@ from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.reference_check import ReferenceCheck
-from auditing.verdict.types import EXITS_UNTRUSTED, TrustFigures, Verdict
+from auditing.verdict.types import EXITS_UNTRUSTED, SliceVerdict, TrustFigures, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, parse_date, resolve_data_root
@@ -65,8 +72,14 @@ VIOLATION_UNTRUSTED = "VIOLATION_UNTRUSTED"  # a VIOLATION that is not trusted (
 # disprove the claims at false-alarm rate alpha under every night's kappa; not a page (read it with each night's
 # capacity check: a misfit beyond kappa compounds across nights; docs/soundness.md section 10).
 FAMILY_FLAGGED = "FAMILY_FLAGGED"
-ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED, FAMILY_FLAGGED)
-PAGES = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)  # the kinds that page a person
+# A slice VIOLATION that is acted on: the slice's valid bound disproves the claim at the slices' own confidence
+# (their budget, split over the declared slices). It pages like VIOLATION: a false one has probability at most the
+# slices' budget, and docs/slices.md counts it in the night's false-alarm rate (global + slices, 10% at defaults).
+SLICE_VIOLATION = "SLICE_VIOLATION"
+ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED, FAMILY_FLAGGED,
+               SLICE_VIOLATION)
+PAGES = (VIOLATION, SLICE_VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)  # the kinds that page a person
+SLICES_NAMED = text.SLICE_TABLE_ROWS  # the slices a SLICE_VIOLATION's text names (the body lists them all)
 # What a failed control voids, by its kind (the CONTROL_FAILED text).
 CONTROL_FAILED_TEXT = {NEGATIVE: text.NEGATIVE_CONTROL_FAILED, POSITIVE: text.POSITIVE_CONTROL_FAILED}
 SENT, DUPLICATE, FAILED = "sent", "duplicate", "failed"
@@ -169,6 +182,19 @@ def alert_kind(row: ResultRow) -> str | None:
     return VIOLATION_UNTRUSTED if untrusted else VIOLATION
 
 
+def _acted_on(piece: SliceVerdict) -> bool:
+    """A slice VIOLATION is acted on under the rule of a verdict's (`alert_kind`): unless its trust exits 4."""
+    return piece.status == VIOLATION and piece.trust not in EXITS_UNTRUSTED
+
+
+def slice_alert_kind(judged: Verdict) -> str | None:
+    """SLICE_VIOLATION when a target's verdict has a slice VIOLATION that is acted on, else None (no slice, only
+    untrusted slice VIOLATIONs, a control). Sent besides `alert_kind`'s alert, whatever the global status."""
+    if judged.kind != "target":
+        return None
+    return SLICE_VIOLATION if any(_acted_on(piece) for piece in judged.slice_violations) else None
+
+
 def reference_check_sentence(check: ReferenceCheck | None) -> str | None:
     """"reference not checked: <note>" when the night could not check the reference, else None (the capacity
     check's figures say how well it fits)."""
@@ -244,11 +270,48 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
                 + "".join(f"; {c}" for c in clauses))
     if kind == FAMILY_FLAGGED and payload.get("family_sentence"):
         return f"{head}: {payload['family_sentence']}"
+    if kind == SLICE_VIOLATION and payload.get("slice_violations") and "claimed_epsilon" in payload:
+        return f"{head}: {_slice_sentence(payload)}" + (f"; {reference}" if reference else "")
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
     if kind == CONTROL_FAILED:
         head = f"{head}: {CONTROL_FAILED_TEXT.get(payload.get('control'), text.CONTROL_FAILED)}"
         head += f"; {reference}" if reference else ""
     return f"{head}: {detail}" if detail else head
+
+
+def _slice_words(piece: Mapping) -> str:
+    """'"prior (0.821, 1]" of prior-deciles 1.899 on 600 rows (trusted)'."""
+    return (f"\"{piece.get('name')}\" of {piece.get('slicing')} {_fmt(piece.get('epsilon_lower_bound'))} on "
+            f"{_rows(piece.get('rows'))} ({piece.get('trust')})")
+
+
+def _rows(rows: Any) -> str:
+    return f"{rows:,} rows" if isinstance(rows, int) and not isinstance(rows, bool) else f"{rows} rows"
+
+
+def _named(pieces: list) -> str:
+    """The first `SLICES_NAMED` slices, then how many more."""
+    words = ", ".join(_slice_words(p) for p in pieces[:SLICES_NAMED])
+    return words + (f" and {len(pieces) - SLICES_NAMED} more" if len(pieces) > SLICES_NAMED else "")
+
+
+def _slice_sentence(payload: Mapping) -> str:
+    """A SLICE_VIOLATION's text after its head: the acted-on slices and their bounds against the claim, at the
+    slices' confidence and budget, then the untrusted ones, then that the global verdict is judged separately."""
+    pieces = [p for p in payload["slice_violations"] if isinstance(p, Mapping)]
+    acted = [p for p in pieces if p.get("acted_on")]
+    others = [p for p in pieces if not p.get("acted_on")]
+    figures = [payload.get(k) for k in ("slice_budget", "slices_declared", "slice_confidence")]
+    at = [text.slices_budget_words(*figures)] if None not in figures else []
+    at += [f"kappa {float(payload['kappa']):g}"] if payload.get("kappa") is not None else []
+    design = f" ({', '.join(at)})" if at else ""
+    count = ("1 slice's valid epsilon lower bound exceeds" if len(acted) == 1
+             else f"{len(acted)} slices' valid epsilon lower bounds exceed")
+    sentence = f"{count} the claimed epsilon {_fmt(payload['claimed_epsilon'])}{design}: {_named(acted)}"
+    if others:
+        sentence += f"; not acted on (untrusted, not a page by itself): {_named(others)}"
+    status = payload.get("verdict_status")
+    return sentence + (f"; the global verdict ({status}) is judged separately" if status else "")
 
 
 def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
@@ -268,6 +331,25 @@ def family_payload(family: FamilyEvidence, *, model_id: str, partition_date: str
             "alpha": family.alpha, "flagged_on": None if family.flagged_on is None else family.flagged_on.isoformat(),
             "nights": len(family.nights), "nights_counted": sum(1 for n in family.nights if n.reason is None),
             "family_sentence": family.sentence(), "report": report}
+
+
+def slice_violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,
+                            flow_run_id: str | None = None, run_kind: str | None = None) -> dict:
+    """The payload of a SLICE_VIOLATION alert (`slice_alert_kind`): the claim and kappa, the slices' budget, the
+    number declared, their confidence and design sentence (`ListedSlices`), every slice VIOLATION
+    (`SliceVerdict.to_dict` with ``acted_on``: whether it alone would send this alert), largest bound first, and the
+    global verdict's status and trust, judged separately."""
+    slices = ListedSlices.of_verdict(judged)
+    violations = [] if slices is None else [{**piece.to_dict(), "acted_on": _acted_on(piece)}
+                                            for piece in slices.violations]
+    return {"model_id": model_id, "partition_date": partition_date, "claimed_epsilon": judged.claimed_epsilon,
+            "kappa": judged.result.kappa, "delta": judged.result.delta,
+            "slice_budget": None if slices is None else slices.budget,
+            "slices_declared": None if slices is None else slices.declared,
+            "slice_confidence": None if slices is None else slices.confidence,
+            "slice_design": None if slices is None else slices.design, "slice_violations": violations,
+            "verdict_status": judged.status, "verdict_trust": judged.trust.state, "report": report,
+            "flow_run_id": flow_run_id, "run_kind": run_kind}
 
 
 def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,
@@ -368,7 +450,7 @@ def alert_event_payload(kind: str, payload: Mapping) -> dict:
     """Keyword arguments for ``prefect.events.emit_event(**alert_event_payload(kind, payload))``.
 
     event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed`` / ``.control_failed`` /
-    ``.weak_pass`` / ``.violation_untrusted``; resource: the model
+    ``.weak_pass`` / ``.violation_untrusted`` / ``.family_flagged`` / ``.slice_violation``; resource: the model
     (``labeldp.model.<model_id>``) with the partition date and kind as labels (Prefect wants text values);
     payload: the alert payload as strict-JSON-safe values.
     """

@@ -286,8 +286,13 @@ _SLICE_COLUMNS = (("slicing", "<"), ("slice", "<"), ("rows", ">"), ("eps_lb", ">
 
 def slices_design_text(slices: ListedSlices) -> str:
     """'own budget 0.05 over 13 slices, each at confidence 99.62%'."""
-    return (f"own budget {slices.budget:.3g} over {slices.declared} slice{'s' if slices.declared != 1 else ''}, "
-            f"each at confidence {100 * slices.confidence:.4g}%")
+    return slices_budget_words(slices.budget, slices.declared, slices.confidence)
+
+
+def slices_budget_words(budget: float, declared: int, confidence: float) -> str:
+    """`slices_design_text` from the figures (an alert's payload carries them, not a `ListedSlices`)."""
+    return (f"own budget {float(budget):.3g} over {int(declared)} slice{'s' if declared != 1 else ''}, "
+            f"each at confidence {100 * float(confidence):.4g}%")
 
 
 def claim_words(claimed: float) -> str:
