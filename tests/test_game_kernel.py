@@ -180,3 +180,14 @@ def test_score_codes_equal_the_numpy_bins_and_signs():
     for spec in (BinSpec(), BinSpec(mantissa_bits=10), BinSpec(mantissa_bits=3, min_exponent=-5, max_exponent=2)):
         expected = ((bin_index(table, spec) << 1) | (table > 0)).astype(np.int32)
         assert np.array_equal(score_codes(table, spec), expected)
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**62 + 5])
+def test_the_compiled_selection_half_equals_the_keyed_uniform_below_one_half(seed):
+    from auditing.game.keyed_random import STREAM_SPLIT, keyed_uniform
+    from auditing.game.slots import selection_half_mask
+
+    rng = np.random.default_rng(seed % 1000)
+    for ids in (np.arange(100_000), rng.integers(-2**62, 2**62, 50_000), np.arange(5, dtype=np.int32),
+                np.zeros(0, np.int64)):
+        assert np.array_equal(selection_half_mask(ids, seed), keyed_uniform(seed, 0, STREAM_SPLIT, ids) < 0.5)

@@ -92,6 +92,21 @@ def _mixed(id_bits, key):
     return _mix64(_mix64(id_bits ^ key) + key)
 
 
+@njit(cache=True, parallel=True)
+def _below_half(id_bits, key, out):
+    for i in prange(id_bits.size):
+        out[i] = (_mixed(id_bits[i], key) >> _S63) == 0
+
+
+def keyed_below_half(row_ids: np.ndarray, key: np.uint64) -> np.ndarray:
+    """keyed_uniform(...) < 1/2 per row for the key word ``key`` (`auditing.game.keyed_random.key_word`), exactly:
+    u < 1/2 iff the mixed word's top bit is 0. One compiled pass instead of numpy's temporaries."""
+    ids = np.ascontiguousarray(row_ids, dtype=np.int64).view(np.uint64)
+    out = np.empty(ids.size, np.bool_)
+    _below_half(ids, np.uint64(key), out)
+    return out
+
+
 @njit(cache=True, nogil=True)
 def _word(id_bits, key):
     """The 53-bit integer m of the keyed uniform u = m * 2**-53: the word's top 53 bits."""
@@ -199,9 +214,24 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, co
                 local[v >> 1] += 1 + ((v & 1) << 32)
 
 
+@njit(cache=True, nogil=True)
+def _binary_signed(id_bits, threshold, labels, code0, code1, kc, kb, out):
+    """out[i] = code << 1 | b of each row of a binary model's block (`_signed_kernel`): the released label's code
+    (bin << 1 | s > 0) and the coin, branch-free over contiguous columns as `_binary_outcomes`."""
+    for i in range(id_bits.size):
+        x = id_bits[i]
+        y1 = np.int64(_word(x, kc) < threshold[i])
+        bit = _bit(x, kb)
+        label = labels[i]
+        released = label + bit * (y1 - label)
+        first = np.int64(code0[i])
+        out[i] = ((first + released * (np.int64(code1[i]) - first)) << 1) | bit
+
+
 # nogil: the Beam job plays it with pass 1 on its background thread.
 @njit(cache=True, parallel=True, nogil=True)
-def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, group, key_cf, key_bit, block, out):
+def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1, group, key_cf, key_bit, block,
+                   out):
     """Sets out[c, (group[bin] * 2 + (s > 0)) * 2 + b] to the rows of block c (rows c * block .. (c + 1) * block
     - 1) whose released label's score falls in that bin and sign and whose coin is b; one histogram per block, so
     the blocks run in parallel and their sum does not depend on the threads."""
@@ -209,10 +239,19 @@ def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, group, key_cf
     for c in prange(out.shape[0]):
         local = out[c]
         local[:] = 0
-        for i in range(c * block, min(n, (c + 1) * block)):
-            released, bit = _released(i, id_bits, labels, threshold, cdf, binary, key_cf, key_bit)
-            code = np.int64(codes[i, released])
-            local[(group[code >> 1] * 2 + (code & 1)) * 2 + bit] += 1
+        outcome = np.empty(_BLOCK, np.int64)
+        for start in range(c * block, min(n, (c + 1) * block), _BLOCK):
+            stop = min(start + _BLOCK, n, (c + 1) * block)
+            if binary:
+                _binary_signed(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
+                               code1[start:stop], key_cf, key_bit, outcome)
+            else:
+                for i in range(start, stop):
+                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, key_cf, key_bit)
+                    outcome[i - start] = (np.int64(codes[i, released]) << 1) | bit
+            for j in range(stop - start):
+                v = outcome[j]
+                local[(group[v >> 2] * 2 + ((v >> 1) & 1)) * 2 + (v & 1)] += 1
 
 
 @njit(cache=True, parallel=True)
@@ -480,7 +519,8 @@ def signed_outcomes(tables: GameTables, seed: int, repetition: int, group: np.nd
             raise ValueError(f"group maps {group.size} bins; the tables' codes reach bin {int(tables.codes.max()) >> 1}")
         keys = slot_keys(seed, [(repetition, None)])
         with _numba_threads(threads):
-            _signed_kernel(*_args(tables), tables.codes, group, keys.key_cf[0], keys.key_bit[0], _SIGNED_BLOCK, out)
+            _signed_kernel(*_args(tables), tables.codes, *tables.code_columns, group, keys.key_cf[0], keys.key_bit[0],
+                           _SIGNED_BLOCK, out)
     return out.sum(axis=0).reshape(groups, 2, 2)
 
 
@@ -554,8 +594,10 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_coun
     k = candidate_bins.shape[1]
     position = np.empty(k * candidates.size, np.int64)
     starts = np.zeros((k, num_bins + 1), np.int64)
+    # Bins fit 16 bits at the default spec: numpy's stable sort is then a radix sort (the same order).
+    sortable = candidate_bins.astype(np.uint16) if num_bins <= 1 << 16 else candidate_bins
     for j in range(k):
-        position[j * candidates.size:(j + 1) * candidates.size] = np.argsort(candidate_bins[:, j], kind="stable")
+        position[j * candidates.size:(j + 1) * candidates.size] = np.argsort(sortable[:, j], kind="stable")
         starts[j, 1:] = np.cumsum(np.bincount(candidate_bins[:, j], minlength=num_bins))
         starts[j] += j * candidates.size
     gathered = candidates[position]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditing.config import GameConfig
-from auditing.game.kernel import SlotKeys, slot_keys
-from auditing.game.keyed_random import STREAM_SPLIT, keyed_uniform
+from auditing.game.kernel import SlotKeys, keyed_below_half, slot_keys
+from auditing.game.keyed_random import STREAM_SPLIT, key_word
 from auditing.game.sweep import SweepCounts
 
 SELECTION_HALF, BOUND_HALF = 0, 1
@@ -32,7 +32,10 @@ class Slot:
 def selection_half_mask(row_ids: np.ndarray, seed: int) -> np.ndarray:
     """True for rows in the selection half; keyed by (seed, row_id) only, the same for every repetition (``seed``:
     the game's `auditing.config.GameConfig.draw_seed`)."""
-    return keyed_uniform(seed, 0, STREAM_SPLIT, row_ids) < 0.5
+    ids = np.asarray(row_ids)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"row ids must be integers; got dtype {ids.dtype}")
+    return keyed_below_half(ids, key_word(seed, 0, STREAM_SPLIT))
 
 
 @dataclass(frozen=True)
