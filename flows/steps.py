@@ -478,7 +478,8 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
         spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root)))
                     if outcome == SPOOLED else None),
         reused_scoring=bool(record["reused"]), control_message=None if control is None else control.message,
-        reference_check=reference_check)
+        reference_check=reference_check,
+        family_nights=None if family_night is None else family.nights.index(family_night) + 1)
     alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none
     if alerted and webhook_url:
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),

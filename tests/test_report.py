@@ -945,6 +945,31 @@ def test_family_panel_in_headless_chromium(run, tmp_path):
     assert (0xC0, 0x36, 0x2C) in present  # the flag line and the flagged nights (--bad)
 
 
+def test_a_runs_table_has_the_attack_and_the_familys_evidence_per_verdict(run):
+    """A published verdict: the run's table prints its attack figures at the verdict's bootstrap confidence and its
+    family's evidence after the night with the nights counted (the run knows them), FLAGGED; a verdict without a
+    family (a guardrail) has no family line."""
+    from auditing.sinks.listing import ListedVerdict
+    from auditing.sinks.report.text import format_rows
+    from auditing.sinks.warehouse import audit_record
+
+    family, verdict = _family(), judge(run["result"], CLAIMED)
+    curve = verdict.result.attack_curve
+    row, _ = audit_record(verdict, model_id="leaky", partition_date="2024-01-05", run_kind="nightly",
+                          family=family.nights[-1])
+    guard, _ = audit_record(verdict, model_id="guard", partition_date="2024-01-05", run_kind="guardrail")
+    table = format_rows([ListedVerdict(row, verdict=verdict, family_nights=len(family.nights)),
+                         ListedVerdict(guard, verdict=verdict)]).splitlines()
+    attack = next(line for line in table if line.startswith("leaky@2024-01-05 attack ("))
+    assert attack.endswith(f"AUROC {curve.auroc:.3f} [{curve.auroc_lower:.3f}, {curve.auroc_upper:.3f}] "
+                           f"({100 * curve.bootstrap_confidence:g}% percentile bootstrap intervals)")
+    assert f"TPR {100 * curve.tpr_at_fpr_0_01:.1f}% at 1% FPR [" in attack and "not a bound on eps" in attack
+    assert ("leaky@2024-01-05 family across nights: evidence 81 after 5 nights (this night's e-value 1), FLAGGED "
+            "(reached 1/alpha = 20 on or before this night): an anytime-valid test") in "\n".join(table)
+    assert any(line.startswith("guard@2024-01-05 attack (") for line in table)
+    assert not any(line.startswith("guard@2024-01-05 family") for line in table)
+
+
 # --------------------------------------------------------------------------------------------- slices
 @pytest.fixture(scope="module")
 def sliced_verdict():

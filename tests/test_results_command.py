@@ -303,7 +303,7 @@ def test_table_columns_fit_their_longest_value(target, capsys, records):
     code, out, _ = _run(capsys, "--warehouse", target, "--all")
     assert code == 0
     lines = out.splitlines()
-    header, table = lines[0], [line for line in lines[2:] if line.startswith(("alpha ", "beta ", long_name))]
+    header, table = lines[0], [line for line in lines[2:] if line.startswith(("alpha ", "beta ", f"{long_name} "))]
     assert len(table) == 8 and header.startswith("model" + " " * (len(long_name) - 4) + "date ")
     for column in ("date", "status", "trust", "run", "rows"):  # left-aligned: every value starts under its header
         start = header.index(f" {column} ") + 1
@@ -505,6 +505,103 @@ def test_stored_slices_are_listed_shown_and_in_json(empty_target, capsys):
     assert "slices: none declared" in out.splitlines()
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "alpha", "--json")
     assert json.loads(out)["slices"] is None
+
+
+# ------------------------------------------------------------------------------------------------ attack, family
+def _attack_text(curve) -> str:
+    """The attack's figures as the table prints them, from the record (not from the columns)."""
+    def pct(name):
+        return f"{100 * getattr(curve, name):.1f}%"
+
+    def interval(name, fmt):
+        return f"[{fmt(f'{name}_lower')}, {fmt(f'{name}_upper')}]"
+
+    def auroc(name):
+        return f"{getattr(curve, name):.3f}"
+
+    return (f"TPR {pct('tpr_at_fpr_0_01')} at 1% FPR {interval('tpr_at_fpr_0_01', pct)}, "
+            f"{pct('tpr_at_fpr_0_001')} at 0.1% FPR {interval('tpr_at_fpr_0_001', pct)}, "
+            f"AUROC {auroc('auroc')} {interval('auroc', auroc)} ({100 * curve.bootstrap_confidence:g}% percentile "
+            "bootstrap intervals)")
+
+
+def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty_target, capsys):
+    """Rows stored with the attack's ROC figures and the family's evidence (each night through family_with, as the
+    nightly computes it): under the table each verdict has one attack line (its bootstrap confidence read from the
+    stored record: 90% here for loud) and one family line (the number of nights only when the listing is the
+    model's whole history; FLAGGED when the row says so); show prints the same sentences; a row written before
+    these columns prints neither."""
+    import dataclasses
+
+    from auditing.game.attack_curve import attack_curve
+    from auditing.sinks.family import family_with
+    from auditing.sinks.warehouse.schema import ATTACK_COLUMNS, FAMILY_COLUMNS
+    from auditing.verdict.family_evidence import NightCounts, NightEvidence
+
+    clean, leaky = _result(0.0), _result(0.45)
+    stored, verdicts = [], {}
+    with open_warehouse(empty_target) as wh:
+        for index, (day, result) in enumerate(((D1, clean), (D2, leaky))):
+            verdict = judge(result, 0.5)
+            _, night = family_with(stored, "alpha", NightCounts.of_result(day, 0.5, verdict.result))
+            at = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(1, index), tzinfo=dt.UTC)
+            row, curve = audit_record(verdict, run_kind="nightly", model_id="alpha", partition_date=day,
+                                      lineage={"started_at": at, "finished_at": at}, family=night)
+            wh.upsert_audit(row, curve)
+            stored.append(row)
+            verdicts[day] = verdict
+        # loud: a family past 1/alpha, its attack's intervals at 90%
+        ninety = attack_curve(leaky.attack_curve.positives, leaky.attack_curve.negatives, seed=3, confidence=0.9)
+        loud = judge(dataclasses.replace(leaky, attack_curve=ninety), 0.5)
+        crossed = NightEvidence(D2, e_value=3.1e10, evidence=4.95e51, log_evidence=math.log(4.95e51), flagged=True)
+        wh.upsert_audit(*audit_record(loud, run_kind="nightly", model_id="loud", partition_date=D2, family=crossed))
+        # old: written before the attack and family columns existed
+        row, curve = audit_record(judge(leaky, 0.5), run_kind="nightly", model_id="old", partition_date=D2)
+        wh.upsert_audit(row.replace(**dict.fromkeys((*ATTACK_COLUMNS, *FAMILY_COLUMNS))), curve)
+    alpha = stored[-1]
+    assert alpha.family_flagged == 0 and alpha.family_evidence is not None and alpha.attack_auroc is not None
+    attack = "attack (how well repetition 0's attack separates the labels; descriptive, not a bound on eps): "
+    hint = "`labeldp-audit results family alpha` shows each night"
+
+    code, out, _ = _run(capsys, "--warehouse", empty_target)
+    assert code == 0
+    lines = out.splitlines()
+    assert f"alpha@2024-01-02 {attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
+    assert f"loud@2024-01-02 {attack}{_attack_text(ninety)}" in lines and "(90% percentile bootstrap" in out
+    family = next(line for line in lines if line.startswith("alpha@2024-01-02 family across nights: "))
+    assert family == (f"alpha@2024-01-02 family across nights: evidence {alpha.family_evidence:.3g} (this night's "
+                      f"e-value {alpha.family_e_value:.3g}), not flagged (has not reached 1/alpha = 20): an "
+                      "anytime-valid test of the model's claims over its nightly and backfill nights, whose flag "
+                      f"disproves them together at false-alarm rate alpha = 0.05; {hint}")  # latest only: no count
+    assert ("loud@2024-01-02 family across nights: evidence 4.95e+51 (this night's e-value 3.1e+10), FLAGGED "
+            "(reached 1/alpha = 20 on or before this night): ") in out
+    assert not any(line.startswith("old@") for line in lines)  # a row written before: no attack, no family line
+
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha")  # the whole history: counted
+    assert f"alpha@2024-01-02 family across nights: evidence {alpha.family_evidence:.3g} after 2 nights " in out
+    assert f"alpha@2024-01-01 family across nights: evidence {stored[0].family_evidence:.3g} after 1 night " in out
+    assert f"alpha@2024-01-01 {attack}{_attack_text(verdicts[D1].result.attack_curve)}" in out
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha", "--since", "2024-01-02")
+    assert "family across nights: evidence" in out and " after " not in out  # filtered: not counted
+
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "alpha", "--date", "2024-01-02")
+    assert code == 0
+    lines = out.splitlines()
+    assert f"{attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
+    shown = family.removeprefix("alpha@2024-01-02 ").replace(" (this night's", " after 2 nights (this night's", 1)
+    assert shown in lines  # the same sentence, counted: show reads the model's history
+    assert out.index("trust_block: ") < out.index(attack) < out.index("slices: none declared")
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "loud")
+    assert f"{attack}{_attack_text(ninety)}" in out.splitlines()
+    assert "family across nights: evidence 4.95e+51 after 1 night (this night's e-value 3.1e+10), FLAGGED" in out
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "old")
+    assert "attack (" not in out and "family across nights" not in out
+    assert "attack_auroc: NULL" in out and "family_evidence: NULL" in out  # the raw columns, as stored
+
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--all", "--json")  # unchanged: the stored columns
+    listed = {r["model_id"]: r for r in json.loads(out) if r["partition_date"] == "2024-01-02"}
+    assert all(list(r) == [*RESULT_NAMES, "slices"] for r in listed.values())
+    assert listed["loud"]["family_flagged"] == 1 and listed["old"]["attack_auroc"] is None
 
 
 # ------------------------------------------------------------------------------------------------ errors

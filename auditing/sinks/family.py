@@ -45,6 +45,16 @@ def family_rows(rows: Sequence[ResultRow], model_id: str, until: dt.date | None 
     return sorted(first.values(), key=lambda r: (_computed_at(r), r.partition_date))
 
 
+def night_numbers(rows: Sequence[ResultRow]) -> dict[tuple[str, dt.date], int]:
+    """Each family night's place in its family (1-based, in the order computed), by (model_id, partition_date);
+    ``rows``: each model's whole stored history (a filtered listing would miscount)."""
+    by_model: dict[str, list[ResultRow]] = {}
+    for row in rows:
+        by_model.setdefault(row.model_id, []).append(row)
+    return {(model, row.partition_date): place for model, history in by_model.items()
+            for place, row in enumerate(family_rows(history, model), 1)}
+
+
 def family_of(rows: Sequence[ResultRow], model_id: str, *, until: dt.date | None = None,
               alpha: float = DEFAULT_ALPHA) -> FamilyEvidence:
     """The family's test over its stored nights (`family_rows`)."""

@@ -77,6 +77,16 @@ def _stored_design(row: ResultRow) -> str | None:
     return design if isinstance(design, str) and design else None
 
 
+def stored_attack_confidence(row: ResultRow) -> float | None:
+    """The confidence of the attack curve's bootstrap intervals, from the row's stored result (None when it
+    records none)."""
+    try:
+        confidence = (json.loads(row.result_json).get("attack_curve") or {}).get("bootstrap_confidence")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return float(confidence) if isinstance(confidence, int | float) and not isinstance(confidence, bool) else None
+
+
 @dataclass(frozen=True)
 class ListedVerdict:
     """One verdict: ``row`` (its audit_results row), ``report`` (its run report's path; None when there is none).
@@ -86,6 +96,7 @@ class ListedVerdict:
     a control's message and the night's reference check. A row read back from the warehouse has ``verdict`` None
     and ``stored_weak_pass``: whether the floors of a PASS stored before WEAK_PASS was a status make it weak, and
     ``stored_slices``: its slices as stored (a published verdict's come from the verdict: ``slices``).
+    ``family_nights``: the night's place in its family's test (the nights up to it; None: not known here).
     """
 
     row: ResultRow
@@ -99,11 +110,20 @@ class ListedVerdict:
     reference_check: ReferenceCheck | None = None
     stored_weak_pass: bool | None = None
     stored_slices: ListedSlices | None = None
+    family_nights: int | None = None
 
     @property
     def slices(self) -> ListedSlices | None:
         """Its declared slices (None: none declared, or a row stored without them)."""
         return ListedSlices.of_verdict(self.verdict) if self.verdict is not None else self.stored_slices
+
+    @property
+    def attack_confidence(self) -> float | None:
+        """The confidence of its attack curve's bootstrap intervals (None: none recorded)."""
+        if self.verdict is not None:
+            curve = self.verdict.result.attack_curve
+            return None if curve is None else curve.bootstrap_confidence
+        return stored_attack_confidence(self.row)
 
     @property
     def is_target(self) -> bool:

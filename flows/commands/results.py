@@ -31,7 +31,10 @@ claimed epsilon is "inf"; JSON-text columns such as result_json stay text), each
 declared none), --csv the table's columns and the trust figures (trust, the capacity check's epsilon_check and
 misfit figures, the row groups) as stored values. A verdict that declared slices (valid bounds per slice of the
 audited rows, at the slices' own budget; the verdict's status is judged separately) has its largest slice bounds
-listed under the table.
+listed under the table. Under it too, per verdict, repetition 0's attack ROC figures (TPR at 1% and 0.1% FPR, the
+AUROC, with their bootstrap intervals; descriptive, not a bound on eps) and the model family's evidence across
+nights after that night (flagged once it reached 1/alpha; the number of nights when the listing is the model's
+whole history: --model or --all without other filters); a row written before them has no such line.
 --trust untrusted also lists rows written before per-verdict trust whose night was untrusted. Nothing matching
 prints "no audit results match" and exits 0.
 
@@ -54,10 +57,11 @@ Prints one verdict of MODEL, every stored column of audit_results as "name: valu
 then how many curve points audit_curves holds for it, then the verdict's trust block: its trust and why, the
 capacity check's figures (epsilon_check, a kappa-free lower bound on eps; the misfit the model shows on rows it
 never saw), what a PASS's floors are worth, and the row groups (the rule, the rows left out, how often the labels
-of rows sharing a group agree against independent labels), then its slices when it declared some (every slice,
-the largest bound first, with the slices' budget, their count S and confidence 1 - budget / S; a slice
-VIOLATION is judged at that confidence, apart from the verdict). The JSON-text columns (result_json,
-shift_diagnostic, durations) are printed as an outline, one key a line, their curves and histograms summarised
+of rows sharing a group agree against independent labels), then the attack's ROC figures and the family's
+evidence across nights, a sentence each (none for a row written before them), then its slices when it declared
+some (every slice, the largest bound first, with the slices' budget, their count S and confidence
+1 - budget / S; a slice VIOLATION is judged at that confidence, apart from the verdict). The JSON-text columns
+(result_json, shift_diagnostic, durations) are printed as an outline, one key a line, their curves and histograms summarised
 (how many values, their range); --json prints them whole. Without --date: the model's latest verdict; on a date with several
 verdicts (run kinds, claims, audit configs), the one that finished last (--run-kind and --config pick another;
 the others are listed).
@@ -266,9 +270,14 @@ def _list(args) -> int:
             cells = {**jsonable(row.to_dict()), "report": report(row)}
             writer.writerow(["" if cells[name] is None else cells[name] for name in CSV_COLUMNS])
     else:
+        from auditing.sinks.family import night_numbers
+
+        # A night's place in its family needs the model's whole history: counted only when the listing is one.
+        whole = (args.all or model is not None) and not any(
+            (since, until, args.status, args.run_kind, args.trust))
         print(format_rows(stored_rows_for_table(rows, _report_of(args.data_root),
                                                 lambda row: _weak_pass(row) if row.status == PASS else None,
-                                                slices)))
+                                                slices, night_numbers(rows) if whole else None)))
     return 0
 
 
@@ -309,18 +318,25 @@ def _show(args) -> int:
     run_kind = args.show_run_kind
 
     def record(wh):
-        day = date
+        from auditing.sinks.family import night_numbers
+
+        day, history = date, None
         if day is None:
             latest = wh.fetch_verdicts(model_id=model, run_kind=run_kind)
             if not latest:
                 return None
             day = latest[0].partition_date
+            history = latest if run_kind is None else None
         rows = wh.fetch_verdicts(model_id=model, since=day, until=day, run_kind=run_kind)
         if args.config is not None:
             rows = [r for r in rows if r.audit_config_hash == args.config]
         if not rows:
             return None
-        return rows[0], len(wh.fetch_curve(rows[0])), rows[1:], wh.fetch_slices(rows[0])
+        nights = None  # the night's place in its family, from the model's whole history
+        if rows[0].family_evidence is not None:
+            history = history if history is not None else wh.fetch_results(model_id=model)
+            nights = night_numbers(history).get((model, rows[0].partition_date))
+        return rows[0], len(wh.fetch_curve(rows[0])), rows[1:], wh.fetch_slices(rows[0]), nights
 
     found = _read(args, record)
     if found is UNAVAILABLE:
@@ -330,9 +346,9 @@ def _show(args) -> int:
         which = "".join(f" {what} {value}" for what, value in (("of run kind", run_kind),
                                                                 ("with audit config", args.config)) if value)
         raise LabelDPInputError(f"no audit result for model {model} {on}{which}")
-    from auditing.sinks.listing import ListedSlices
+    from auditing.sinks.listing import ListedSlices, stored_attack_confidence
 
-    row, points, others, stored = found
+    row, points, others, stored, nights = found
     slices = ListedSlices.of_stored(row, stored)
     if args.json:
         print(json.dumps(jsonable({**row.to_dict(), "curve_points": points,
@@ -341,7 +357,9 @@ def _show(args) -> int:
         return 0
     from auditing.sinks.report.text import (
         SLICE_VIOLATION_MEANING,
+        attack_line,
         claim_words,
+        family_line,
         json_outline,
         slice_table_lines,
         slices_design_text,
@@ -363,6 +381,9 @@ def _show(args) -> int:
               f"{row.partition_date.isoformat()} --run-kind K --config HASH)")
     print("trust_block: (the verdict's trust, its capacity check and row groups, in words)")
     print("\n".join("  " + line for line in trust_block_lines(row)))
+    for line in (attack_line(row, stored_attack_confidence(row)), family_line(row, nights)):
+        if line:
+            print(line)
     if slices is None:
         print("slices: none declared")
     else:

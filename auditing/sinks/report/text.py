@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from auditing.risk.records import RiskBlock
 from auditing.sinks.listing import ListedSlices, ListedVerdict, SkippedTarget
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.sinks.warehouse.spool import SpooledElsewhere
+from auditing.verdict.family_evidence import DEFAULT_ALPHA
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
     EXITS_UNTRUSTED,
@@ -335,6 +337,61 @@ def slice_table_lines(slices: ListedSlices, claimed: float, *, limit: int | None
     return lines
 
 
+# ------------------------------------------------------------------------------------------ attack curve, family
+# The attack's ROC figures (docs/attack-curve.md) and the family's evidence across nights (docs/soundness.md
+# section 10) of one stored verdict, each in one sentence; a row stored without them has none.
+ATTACK_MEANING = "how well repetition 0's attack separates the labels; descriptive, not a bound on eps"
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _figure(row: ResultRow, name: str, fmt: Callable[[float], str], at: str = "") -> str:
+    """'3.8% at 1% FPR [3.4%, 4.4%]': a stored attack figure, then its bootstrap interval when it has one."""
+    lower, upper = getattr(row, f"attack_{name}_lower"), getattr(row, f"attack_{name}_upper")
+    text = fmt(getattr(row, f"attack_{name}")) + at
+    return text if lower is None or upper is None else f"{text} [{fmt(lower)}, {fmt(upper)}]"
+
+
+def attack_line(row: ResultRow, confidence: float | None) -> str | None:
+    """'attack (...): TPR 3.8% at 1% FPR [3.4%, 4.4%], 0.0% at 0.1% FPR [...], AUROC 0.545 [...] (95% bootstrap)'
+    from the row's attack columns; ``confidence``: its bootstrap intervals' (`stored_attack_confidence`). None
+    when the row has no attack figures."""
+    if row.attack_auroc is None:
+        return None
+    figures = [_figure(row, name, _percent, f" at {at} FPR")
+               for name, at in (("tpr_at_fpr_0_01", "1%"), ("tpr_at_fpr_0_001", "0.1%"))
+               if getattr(row, f"attack_{name}") is not None]
+    if figures:
+        figures[0] = "TPR " + figures[0]
+    figures.append(f"AUROC {_figure(row, 'auroc', lambda v: f'{v:.3f}')}")
+    at = (f"{100 * confidence:g}% percentile bootstrap intervals" if confidence is not None
+          else "bootstrap intervals, confidence not recorded")
+    return f"attack ({ATTACK_MEANING}): {', '.join(figures)} ({at})"
+
+
+def _evidence(value: float) -> str:
+    """A stored family figure (an evidence beyond the largest double is stored as the largest double)."""
+    return f">= {sys.float_info.max:.3g}" if value >= sys.float_info.max else f"{value:.3g}"
+
+
+def family_line(row: ResultRow, nights: int | None = None, alpha: float = DEFAULT_ALPHA) -> str | None:
+    """The family's evidence after the row's night, flagged or not, with what the test means and the command that
+    shows each night; ``nights``: the night's place in its family (None: not said). None when the row has no
+    family figures (a control, a guardrail, a row written before them)."""
+    if row.family_evidence is None:
+        return None
+    after = "" if nights is None else f" after {nights} night{'s' if nights != 1 else ''}"
+    e_value = "" if row.family_e_value is None else f" (this night's e-value {_evidence(row.family_e_value)})"
+    state = (f"FLAGGED (reached 1/alpha = {1 / alpha:g} on or before this night)" if row.family_flagged
+             else f"not flagged (has not reached 1/alpha = {1 / alpha:g})")
+    return (f"family across nights: evidence {_evidence(row.family_evidence)}{after}{e_value}, {state}: an "
+            f"anytime-valid test of the model's claims over its nightly and backfill nights, whose flag disproves "
+            f"them together at false-alarm rate alpha = {alpha:g}; {hints.FAMILY_NIGHTS.line(model=row.model_id)} "
+            "shows each night")
+
+
 def _where(r: ListedVerdict | SkippedTarget) -> str:
     row = r if isinstance(r, SkippedTarget) else r.row
     return f"{row.model_id}@{row.partition_date.isoformat()}"
@@ -430,6 +487,9 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
             not_trusted.setdefault((v.trust or UNTRUSTED, v.row.untrusted_reason), []).append(_where(v))
     for (state, reason), where in not_trusted.items():
         lines.append(f"! {state.upper()} ({', '.join(where)}): {reason}")
+    for v in targets:  # the attack's ROC figures and the family's evidence (descriptive / across nights)
+        lines += [f"{_where(v)} {line}" for line in (attack_line(v.row, v.attack_confidence),
+                                                     family_line(v.row, v.family_nights)) if line]
     sliced = [v for v in targets if v.slices is not None]
     for v in sliced:  # each verdict's declared slices, the largest bounds first
         lines += slice_table_lines(v.slices, v.row.claimed_epsilon, title=f"{_where(v)} ")
@@ -442,14 +502,17 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
 
 def stored_rows_for_table(rows: Sequence[ResultRow], report: Callable[[ResultRow], str | None] | None = None,
                           weak_pass: Callable[[ResultRow], bool | None] | None = None,
-                          slices: Mapping | None = None) -> list[ListedVerdict]:
+                          slices: Mapping | None = None,
+                          family_nights: Mapping | None = None) -> list[ListedVerdict]:
     """Warehouse rows (``Warehouse.fetch_verdicts``) as the verdicts ``format_rows`` lists: ``report(row)`` the
     path of the row's run report (None: none). A row stored before WEAK_PASS was a status says PASS:
     ``weak_pass(row)`` says whether its floors make it weak, and the table marks it 'w'. ``slices``: the rows'
-    stored slices by key (``Warehouse.slices_of``)."""
+    stored slices by key (``Warehouse.slices_of``); ``family_nights``: each night's place in its family by
+    (model_id, partition_date) (`auditing.sinks.family.night_numbers`; None: not known)."""
     return [ListedVerdict(row, report=report(row) if report is not None else None,
                           stored_weak_pass=weak_pass(row) if weak_pass is not None else None,
-                          stored_slices=ListedSlices.of_stored(row, (slices or {}).get(row.key, ())))
+                          stored_slices=ListedSlices.of_stored(row, (slices or {}).get(row.key, ())),
+                          family_nights=(family_nights or {}).get((row.model_id, row.partition_date)))
             for row in rows]
 
 
