@@ -88,7 +88,12 @@ def _cli(*argv, check=True) -> subprocess.CompletedProcess:
 
 
 def night(frame: pd.DataFrame, seed: int | None, repetitions: int, work: Path,
-          train_fraction: float = 0.8) -> list[dict]:
+          train_fraction: float = 0.8, *, targets: dict | None = None, labels_for=None,
+          plan_extra: dict | None = None) -> list[dict]:
+    """One night (module docstring). ``targets``: name -> (iterations, depth, rr epsilon or None, claim), default
+    TARGETS; ``labels_for(name, rows, labels)``: a target's training labels after randomized response (a planted
+    leak rewrites some); ``plan_extra``: keys added to the nightly's plan (e.g. slices, controls)."""
+    targets = TARGETS if targets is None else targets
     rng = np.random.default_rng(0 if seed is None else seed)
     order = np.arange(len(frame)) if seed is None else rng.permutation(len(frame))
     half = len(frame) // 2
@@ -112,11 +117,13 @@ def night(frame: pd.DataFrame, seed: int | None, repetitions: int, work: Path,
     train = rng.random(len(day2)) < train_fraction
     keys = files / "training_rows.parquet"
     pd.DataFrame({"row_id": day2["row_id"].to_numpy()[train]}).to_parquet(keys, index=False)
-    for name, (iterations, depth, rr, claim) in TARGETS.items():
+    for name, (iterations, depth, rr, claim) in targets.items():
         labels = day2["click"].to_numpy()[train]
         if rr is not None:
             flip = rng.random(labels.size) >= math.exp(rr) / (1 + math.exp(rr))
             labels = np.where(flip, 1 - labels, labels)
+        if labels_for is not None:
+            labels = labels_for(name, day2[train], labels)
         model = _fit(day2[train], labels, iterations, depth, model_seed)
         model.save_model(str(files / f"{name}.cbm"))
         _cli("models", "register", "--name", name, "--date", DAY2.isoformat(), "--file", files / f"{name}.cbm",
@@ -125,7 +132,7 @@ def night(frame: pd.DataFrame, seed: int | None, repetitions: int, work: Path,
     plan.write_text(json.dumps({
         "dataset": "adkdd21.json", "reference_name": "reference", "on_missing_reference": "fail",
         "on_missing_target": "fail", "audit": {"repetitions": repetitions},
-        "targets": [{"name": name, "source": "registered"} for name in TARGETS]}))
+        "targets": [{"name": name, "source": "registered"} for name in targets], **(plan_extra or {})}))
     started = time.monotonic()
     out = _cli("nightly", "--date", DAY2.isoformat(), "--plan", plan, "--data-root", root, "--json")
     rows = json.loads(out.stdout)
