@@ -33,6 +33,11 @@ def as_class_probabilities(values, name: str, n: int | None = None, n_from: str 
     A 1-D array is a binary model's probability of class 1; a 2-D array (or a sequence of equal-length rows)
     holds one column per class. Errors name the argument and count the bad rows.
     """
+    return _checked_probabilities(values, name, n, n_from)[0]
+
+
+def _checked_probabilities(values, name: str, n: int | None, n_from: str) -> tuple[np.ndarray, int]:
+    """`as_class_probabilities`'s array and its count of certain rows (`certain_count`), from one pass."""
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -48,7 +53,7 @@ def as_class_probabilities(values, name: str, n: int | None = None, n_from: str 
         raise LabelDPInputError(f"{name}: has {arr.shape[0]} rows; expected {n}, the number of rows in {n_from}")
     if arr.shape[1] < 2:
         raise LabelDPInputError(f"{name}: needs at least 2 classes; got {arr.shape[1]} column(s)")
-    nan_rows, out_of_range, _ = _row_flags(np.ascontiguousarray(arr)) if arr.shape[0] else (0, 0, 0)
+    nan_rows, out_of_range, certain = _row_flags(np.ascontiguousarray(arr)) if arr.shape[0] else (0, 0, 0)
     if nan_rows:
         raise LabelDPInputError(f"{name}: {nan_rows} row(s) contain NaN")
     if out_of_range:
@@ -59,7 +64,7 @@ def as_class_probabilities(values, name: str, n: int | None = None, n_from: str 
             raise LabelDPInputError(
                 f"{name}: {bad_sum} row(s) do not sum to 1 (tolerance {SUM_TOLERANCE:g})"
             )
-    return arr
+    return arr, int(certain)
 
 
 @njit(cache=True)
@@ -106,8 +111,7 @@ def as_reference_probabilities(values, name: str, n: int | None = None, n_from: 
     between 0 and 1: a reference that is certain of a row's label has an infinite likelihood ratio against a
     true label law that is not (|log D'(y|x) - log D(y|x)| = inf), so no kappa covers it and the counterfactual
     label of that row always equals the certain class (docs/soundness.md)."""
-    arr = as_class_probabilities(values, name, n=n, n_from=n_from)
-    certain = certain_count(arr)
+    arr, certain = _checked_probabilities(values, name, n, n_from)
     if certain:
         raise LabelDPInputError(
             f"{name}: {certain} row(s) give a class probability of exactly 0 or 1; a reference must not be certain "
