@@ -26,7 +26,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from auditing.sinks.alerts.webhook import alert_kind
+from auditing.sinks.alerts.webhook import alert_kind, slice_alert_kind, slice_violation_payload
 from auditing.sinks.listing import ListedVerdict, SkippedTarget
 from auditing.verdict.control_check import POSITIVE, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
@@ -183,6 +183,16 @@ def _emit(kind: str, payload: dict) -> None:
     emit_event(**alert_event_payload(kind, payload))
 
 
+def _emit_alerts(row: ListedVerdict) -> None:
+    """A published verdict's Prefect events: its own alert's kind, and SLICE_VIOLATION beside it (as the webhook)."""
+    if kind := alert_kind(row.row):
+        _emit(kind, row.to_dict())
+    if row.verdict is not None and (sliced := slice_alert_kind(row.verdict)):
+        _emit(sliced, slice_violation_payload(row.verdict, model_id=row.row.model_id,
+                                              partition_date=row.row.partition_date.isoformat(), report=row.report,
+                                              flow_run_id=_run_id(), run_kind=row.row.run_kind))
+
+
 _SUMMARY_COLUMNS = ("model_id", "kind", "run_kind", "partition_date", "status", "claimed_epsilon",
                     "epsilon_lower_bound", "confidence", "strategy", "method", "max_certifiable_epsilon",
                     "control_passed", "trust", "untrusted_reason", "risk_headline")
@@ -257,8 +267,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             continue
         stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
         shift = record["shift_diagnostic"]
-        if kind := alert_kind(row.row):
-            _emit(kind, row.to_dict())
+        _emit_alerts(row)
         outcome.rows.append(row)
     outcome.collect_untrusted()
     if outcome.rows:
@@ -405,8 +414,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
                   night=night, reference_check=check)
     _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
-    if kind := alert_kind(row.row):
-        _emit(kind, row.to_dict())
+    _emit_alerts(row)
     outcome = Outcome(rows=[row], fail_on_violation=fail_on_violation)
     outcome.collect_untrusted()
     finish(outcome, root, warehouse, "guardrail")
