@@ -191,3 +191,22 @@ def test_the_compiled_selection_half_equals_the_keyed_uniform_below_one_half(see
     for ids in (np.arange(100_000), rng.integers(-2**62, 2**62, 50_000), np.arange(5, dtype=np.int32),
                 np.zeros(0, np.int64)):
         assert np.array_equal(selection_half_mask(ids, seed), keyed_uniform(seed, 0, STREAM_SPLIT, ids) < 0.5)
+
+
+@pytest.mark.parametrize("k", [2, 3, 7])
+def test_the_compiled_paper_score_codes_equal_the_numpy_score_s_codes(k):
+    """The default score (paper, power 2) is computed in the kernel: the same codes as numpy's doubles, edge
+    values included (0, 1, subnormals, equal probabilities), at two bin resolutions."""
+    from auditing.game.kernel import _paper_squared_codes, score_codes
+    from auditing.game.scores import paper_score
+    from auditing.game.sweep_reduce import BinSpec
+
+    rng = np.random.default_rng(k)
+    p_target, p_reference = rng.random((20_000, k)), rng.random((20_000, k))
+    p_target[:5], p_reference[5:10], p_target[10:15] = 0.0, 1.0, 1e-310
+    p_reference[15:20] = p_target[15:20]
+    for bins in (BinSpec(), BinSpec(mantissa_bits=4)):
+        codes = np.empty(p_target.shape, np.int32)
+        assert _paper_squared_codes(p_target, p_reference, bins.pattern_shift, bins.low_code, bins.num_bins - 1,
+                                    codes) == 0
+        assert np.array_equal(codes, score_codes(paper_score(p_target, p_reference, 2.0), bins))
