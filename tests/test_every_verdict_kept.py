@@ -106,7 +106,7 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
     done = cli("results", "--data-root", str(data_root), "--status", "VIOLATION")
     assert done.returncode == 0 and f"\n{TARGET} {D1} VIOLATION nightly " in done.stdout, done.stdout
     done = cli("results", "--data-root", str(data_root), "--model", TARGET)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(TARGET)]
+    lines = [line for line in done.stdout.splitlines() if line.startswith(TARGET + " ")]  # the table rows, not the lines under it
     assert [line.split()[2:4] for line in lines] == [["INCONCLUSIVE", "guardrail"], ["VIOLATION", "nightly"]] or \
         [line.split()[2:4] for line in lines] == [["VIOLATION", "nightly"], ["INCONCLUSIVE", "guardrail"]]
     assert len({line.index(" " + D1) for line in lines}) == 1
