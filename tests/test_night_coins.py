@@ -205,7 +205,9 @@ def test_the_flows_score_each_night_keyed_by_its_day(monkeypatch, tmp_path):
         raise Asked
 
     monkeypatch.setattr(beam_request, "ScoringRequest", request)
-    plan = SimpleNamespace(audit=AuditConfig(), batch_size=1000, beam_args=())
+    from flows.plan import default_plan
+
+    plan = default_plan()
     with pytest.raises(Asked):
         steps.score_target(tmp_path, NEXT, SimpleNamespace(name="m"), SimpleNamespace(name="r", date=NIGHT), plan)
     assert asked["night"] == asked["date"] == NEXT
