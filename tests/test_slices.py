@@ -197,3 +197,28 @@ def test_slices_replay_the_nights_coins():
     other = run_audit(target, reference, y, None, dataclasses.replace(config, confidence=whole.confidence))
     assert whole.slices[0].epsilon_lower_bound == alone.epsilon_lower_bound
     assert whole.slices[0].selected_correct == alone.selected_correct != other.selected_correct
+
+
+def test_slices_play_only_the_rows_the_grouping_leaves(tmp_path, capsys):
+    """Rows whose labels move together (a duplicated event) leave the game before it is sliced: the slices'
+    rows are the audited rows after the grouping (docs/soundness.md section 9), so each slice's bound rests on
+    independent rows as the global one does."""
+    target, reference, y, category, _ = rr_world(np.random.default_rng(6), 20_000, 1.0)
+    user = np.arange(20_000)
+    user[1::10] = user[0::10]  # every tenth row repeats the event before it
+    y[1::10] = y[0::10]
+    path = tmp_path / "scores.parquet"
+    pq.write_table(pa.table({"row_id": np.arange(20_000), "label": y, "p_target": target, "p_reference": reference,
+                             "user": user, "market": [f"m{c}" for c in category]}), path)
+    assert cli_main(["audit-scores", str(path), "--group-column", "user", "--slice", "shown-label",
+                     "--slice", "column:market:top=3", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    left = 20_000 - out["row_groups"]["rows_excluded"]
+    assert out["row_groups"]["rows_excluded"] == 4_000 and out["m"] == left
+    shown = [s for s in out["slices"]["slices"] if s["slicing"] == "shown-label"]
+    assert sum(s["rows"] for s in shown) == left
+    kept = np.ones(20_000, bool)
+    kept[0::10] = kept[1::10] = False
+    for piece in (s for s in out["slices"]["slices"] if s["slicing"] == "column:market:top=3"):
+        assert piece["rows"] == int(((np.array([f"m{c}" for c in category]) == piece["name"].split("=")[1])
+                                     & kept).sum())
