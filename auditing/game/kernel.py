@@ -158,19 +158,24 @@ _BLOCK = 1024
 _LOW_32 = np.int64(0xFFFFFFFF)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _binary_code_bit(x, threshold, label, code0, code1, kc, kb):
+    """(code of the released label, coin b) of one row of a binary model, branch-free (`_released`'s integer
+    comparison): the step the histogram and signed kernels' blocks share."""
+    y1 = np.int64(_word(x, kc) < threshold)
+    bit = _bit(x, kb)
+    released = label + bit * (y1 - label)
+    first = np.int64(code0)
+    return first + released * (np.int64(code1) - first), bit
+
+
 @njit(cache=True, nogil=True)
 def _binary_outcomes(id_bits, threshold, labels, code0, code1, selection, kc, kb, every, wanted, outside, out):
     """out[i] = bin << 1 | correct of each row of a binary model's block (`_histograms_kernel`); ``outside`` for
     a row outside the slot's half. Branch-free over contiguous columns, so that the loop vectorizes (a
     mispredicted branch per row costs more than the draws)."""
     for i in range(id_bits.size):
-        x = id_bits[i]
-        y1 = np.int64(_word(x, kc) < threshold[i])
-        bit = _bit(x, kb)
-        label = labels[i]
-        released = label + bit * (y1 - label)
-        first = np.int64(code0[i])
-        code = first + released * (np.int64(code1[i]) - first)
+        code, bit = _binary_code_bit(id_bits[i], threshold[i], labels[i], code0[i], code1[i], kc, kb)
         inside = every | (selection[i] == wanted)
         out[i] = (code ^ bit) if inside else outside
 
@@ -219,13 +224,8 @@ def _binary_signed(id_bits, threshold, labels, code0, code1, kc, kb, out):
     """out[i] = code << 1 | b of each row of a binary model's block (`_signed_kernel`): the released label's code
     (bin << 1 | s > 0) and the coin, branch-free over contiguous columns as `_binary_outcomes`."""
     for i in range(id_bits.size):
-        x = id_bits[i]
-        y1 = np.int64(_word(x, kc) < threshold[i])
-        bit = _bit(x, kb)
-        label = labels[i]
-        released = label + bit * (y1 - label)
-        first = np.int64(code0[i])
-        out[i] = ((first + released * (np.int64(code1[i]) - first)) << 1) | bit
+        code, bit = _binary_code_bit(id_bits[i], threshold[i], labels[i], code0[i], code1[i], kc, kb)
+        out[i] = (code << 1) | bit
 
 
 # nogil: the Beam job plays it with pass 1 on its background thread.
