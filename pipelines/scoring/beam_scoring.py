@@ -255,7 +255,7 @@ def _slice_rows(scored, job: _Job) -> list:
 
     directory = job.work_dir / "slice_rows"
     directory.mkdir(parents=True, exist_ok=True)
-    return [scored | "WriteSliceRows" >> beam.ParDo(WriteTable(str(directory), slice_rows_table))]
+    return [scored | "WriteSliceRows" >> beam.ParDo(WriteTable(str(directory), slice_rows_table, dictionary=False))]
 
 
 def _write_results(outputs: list, job: _Job) -> None:
@@ -294,7 +294,7 @@ def _two_stage_first(job: _Job) -> None:
     predictions.mkdir(parents=True, exist_ok=True)
     row_ids = scored | "WriteRowIds" >> beam.ParDo(WriteRowIdBuckets(str(job.work_dir / "row_ids"), ROW_ID_FILES))
     _write_results([_tag_pass1(pass1), row_ids, *_expected(audited, job),
-                    audited | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table)),
+                    audited | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table, dictionary=False)),
                     *_write_scored(audited, job), *_slice_rows(scored, job)], job)
     _run(pipeline)
 
@@ -308,10 +308,11 @@ def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
                    | "ScoredFiles" >> beam.Create(files)
                    | "Spread" >> beam.Reshuffle()
                    | "ReadScored" >> beam.ParDo(ReadPredictions()), BATCH)
-    chunks = typed(scored | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec, plan)), keyed(int))
-    if in_process(job.beam_args):  # one process: the boundary rows go to disk, counted a slot at a time after
-        counted = chunks | "WriteBoundaryRows" >> beam.ParDo(WriteBoundaryRows(str(job.work_dir / "boundary")))
+    if in_process(job.beam_args):  # one process: the boundary rows go to disk, counted a group of slots at a time
+        counted = scored | "WriteBoundaryRows" >> beam.ParDo(
+            WriteBoundaryRows(str(job.work_dir / "boundary"), job.spec, plan))
     else:  # a cluster's shuffle spills what it holds
+        chunks = typed(scored | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec, plan)), keyed(int))
         counted = (chunks
                    | "GroupBySlot" >> beam.GroupByKey()
                    | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec, plan)))

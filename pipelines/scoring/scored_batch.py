@@ -22,6 +22,7 @@ from auditing.game.keyed_random import mix64
 from auditing.game.play import SUM_TOLERANCE, as_class_probabilities, certain_rows
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
+from pipelines.scoring.grouped_files import key_order
 
 ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
               "rows_bad_reference_probabilities", "rows_without_target_prediction",
@@ -129,17 +130,19 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_ro
                        issues, is_check[index] if check_rows is not None else None)
 
 
+def row_id_bucket_of(row_ids: np.ndarray, buckets: int) -> np.ndarray:
+    """Each row id's hash bucket, hash(row_id) mod buckets: equal ids meet in one bucket, so duplicates across the
+    whole partition are found one bucket at a time (`duplicate_row_ids`)."""
+    return (mix64(row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int64)
+
+
 def row_id_buckets(batch: ScoredBatch, buckets: int) -> Iterator[tuple[int, np.ndarray]]:
-    """(bucket, the batch's row ids in it), bucket = hash(row_id) mod buckets: equal ids meet in one bucket,
-    so duplicates across the whole partition are found one bucket at a time (`duplicate_row_ids`)."""
+    """(bucket, the batch's row ids in it) for every bucket holding some (`row_id_bucket_of`)."""
     if batch.rows == 0:
         return
-    bucket = (mix64(batch.row_ids.view(np.uint64)) % np.uint64(buckets)).astype(np.int16 if buckets <= 1 << 15 else np.int64)
-    order = np.argsort(bucket, kind="stable")  # a radix sort on 16-bit keys
-    edges = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    for b in range(buckets):
-        if edges[b + 1] > edges[b]:
-            yield b, batch.row_ids[order[edges[b]:edges[b + 1]]]
+    order, edges = key_order(row_id_bucket_of(batch.row_ids, buckets), buckets)
+    for b in np.flatnonzero(np.diff(edges)).tolist():
+        yield b, batch.row_ids[order[edges[b]:edges[b + 1]]]
 
 
 def duplicate_row_ids(chunks) -> tuple[int, int | None]:
@@ -178,6 +181,7 @@ __all__ = [
     "duplicate_row_ids",
     "empty_issues",
     "predictions_table",
+    "row_id_bucket_of",
     "row_id_buckets",
     "scored_batch",
 ]

@@ -362,13 +362,21 @@ def _concat(chunks: list[BoundaryChunk]) -> BoundaryChunk:
                            for name in ("bins", "abs_scores", "row_ids", "correct")))
 
 
-def boundary_rows(batch: ScoredBatch, spec: GameSpec, plan: SweepPlan) -> Iterator[tuple[int, BoundaryChunk]]:
-    """(slot index, chunk) for every slot with rows of this batch in its cut bins."""
+def boundary_batch(batch: ScoredBatch, spec: GameSpec, plan: SweepPlan):
+    """The batch's rows in its slots' cut bins, grouped by slot (`auditing.game.kernel.BoundaryRows`), or None
+    when it has none to bring back."""
     if batch.rows == 0 or plan.repetitions_with_cuts().size == 0:
-        return
+        return None
     # Compiled (auditing.game.kernel.boundary_rows): a row's bin in any repetition is one of its k per-class
     # bins, so only rows with a cut candidate bin are replayed, and only their real bins decide.
-    found = kernel_boundary_rows(spec.tables(batch), spec.keys, plan.exact_masks)
+    return kernel_boundary_rows(spec.tables(batch), spec.keys, plan.exact_masks)
+
+
+def boundary_rows(batch: ScoredBatch, spec: GameSpec, plan: SweepPlan) -> Iterator[tuple[int, BoundaryChunk]]:
+    """(slot index, chunk) for every slot with rows of this batch in its cut bins."""
+    found = boundary_batch(batch, spec, plan)
+    if found is None:
+        return
     for index in np.flatnonzero(np.diff(found.offsets)):
         yield int(index), BoundaryChunk(*found.of(int(index)))
 
@@ -415,5 +423,5 @@ def scored_rows_table(batch: ScoredBatch, spec: GameSpec) -> pa.Table:
 
 __all__ = [
     "BACKGROUND_CHUNK_ROWS", "FILTER_MARGIN", "MAX_PENDING_CHUNKS", "BoundaryChunk", "GameSpec", "Pass1Accumulator",
-    "SweepPlan", "boundary_rows", "finish_counts", "make_plan", "scored_rows_table", "sweep_counts"
+    "SweepPlan", "boundary_batch", "boundary_rows", "finish_counts", "make_plan", "scored_rows_table", "sweep_counts"
 ]
