@@ -31,7 +31,7 @@ from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
 from pipelines.data.layout import partition_dir
 from pipelines.scoring.beam_coders import BatchCoder
 from pipelines.scoring.grouped_files import key_order, read_groups, save_atomically, write_grouped
-from pipelines.scoring.partition_batches import ReadTask, read_batches
+from pipelines.scoring.partition_batches import ReadAhead, ReadTask, read_batches
 from pipelines.scoring.scored_batch import (
     ScoredBatch,
     batch_from_predictions,
@@ -79,15 +79,29 @@ def _tune_allocator() -> None:
 
 class ReadBatches(beam.DoFn):
     """A row group -> (batch id, validated Arrow table with pipeline names) per batch: the audited rows and the
-    capacity check's rows."""
+    capacity check's rows. ``read_ahead`` (in-process runners, whose tasks are chained by
+    `pipelines.scoring.partition_batches.chain_tasks`): the next batch is read on a background thread while this
+    one is scored (`pipelines.scoring.partition_batches.ReadAhead`)."""
 
-    def __init__(self, batch_size: int, selection=None, dataset=None, check_rows=None):
+    def __init__(self, batch_size: int, selection=None, dataset=None, check_rows=None, read_ahead: bool = False):
         self._batch_size, self._selection, self._dataset = batch_size, selection, dataset
-        self._check_rows = check_rows
+        self._check_rows, self._read_ahead = check_rows, read_ahead
+        self._ahead = None
+
+    def _read(self, task: ReadTask):
+        return read_batches(task, self._batch_size, self._selection, self._dataset, self._check_rows)
 
     def process(self, task: ReadTask):
         _tune_allocator()
-        yield from read_batches(task, self._batch_size, self._selection, self._dataset, self._check_rows)
+        if not self._read_ahead:
+            yield from self._read(task)
+            return
+        if self._ahead is None:
+            self._ahead = ReadAhead(self._read)
+        yield from self._ahead.batches(task)
+
+    def __getstate__(self):
+        return {**self.__dict__, "_ahead": None}  # a pending read belongs to this process
 
 
 class PassProgress(beam.DoFn):

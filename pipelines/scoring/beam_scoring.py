@@ -126,7 +126,7 @@ from pipelines.scoring.beam_request import (
     sweep_dir,
     write_result,
 )
-from pipelines.scoring.partition_batches import ReadTask
+from pipelines.scoring.partition_batches import ReadTask, chain_tasks
 from pipelines.scoring.scored_batch import duplicate_row_ids, predictions_table, row_id_buckets
 from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator, SweepPlan, make_plan, sweep_counts
 
@@ -177,10 +177,12 @@ def _scored_batches(pipeline, job: _Job):
         return _KeyedHandler(base).with_no_batching()
 
     # Every per-batch PCollection is typed BATCH so that Beam's size sampling does not pickle it (beam_coders).
-    tasks = pipeline | "RowGroups" >> beam.Create(job.tasks)
-    if not in_process(job.beam_args):  # spread the row groups over workers (one process has nothing to spread)
+    local = in_process(job.beam_args)
+    # One process reads the next batch while it scores this one (ReadBatches); a cluster spreads the row groups.
+    tasks = pipeline | "RowGroups" >> beam.Create(chain_tasks(job.tasks) if local else job.tasks)
+    if not local:
         tasks = tasks | "Spread" >> beam.Reshuffle()
-    read = ReadBatches(request.batch_size, job.selection, job.dataset, job.check_rows)
+    read = ReadBatches(request.batch_size, job.selection, job.dataset, job.check_rows, read_ahead=local)
     batches = typed(tasks | "ReadBatches" >> beam.ParDo(read), BATCH)
     examples = typed(batches | "TargetInput" >> beam.Map(PrepareTarget(target_format, job.dataset)), BATCH)
     inferred = typed(examples | "Target" >> RunInference(handler(job.target)), BATCH)

@@ -14,9 +14,12 @@ training are kept (`select_rows`, ``pipelines.scoring.audit_rows``), before infe
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,11 +41,18 @@ def input_columns(dataset: DatasetSpec) -> list[str]:
 
 @dataclass(frozen=True)
 class ReadTask:
-    """One Parquet row group of the partition: the unit of parallel reading."""
+    """One Parquet row group of the partition: the unit of parallel reading. ``ahead``: the task an in-process
+    runner reads next (`chain_tasks`; its own ``ahead`` is None, so a task pickles flat), which `ReadAhead` starts
+    reading while this one is scored."""
 
     path: str
     row_group: int
     rows: int
+    ahead: ReadTask | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.path, self.row_group
 
     @property
     def name(self) -> str:
@@ -104,6 +114,12 @@ def read_tasks(files: list[Path]) -> list[ReadTask]:
     return tasks
 
 
+def chain_tasks(tasks: list[ReadTask]) -> list[ReadTask]:
+    """The tasks, each naming the one after it as ``ahead`` (for `ReadAhead` on an in-process runner)."""
+    chained = [replace(task, ahead=replace(following, ahead=None)) for task, following in itertools.pairwise(tasks)]
+    return chained + tasks[-1:]
+
+
 def validate_batch(batch: pa.RecordBatch | pa.Table, source: str, dataset: DatasetSpec | None = None) -> pa.Table:
     """``row_id`` (the row key as int64; nulls allowed here, counted later) followed by the validated ``label``
     and features, under the pipeline names."""
@@ -162,9 +178,68 @@ def read_batches(task: ReadTask, batch_size: int, selection=None,
         raise LabelDPInputError(f"{source}: corrupt Parquet data ({exc})") from None
 
 
+# ------------------------------------------------------------------------------------------ reading ahead
+
+_READ_THREAD = None
+_READ_THREAD_LOCK = threading.Lock()
+
+
+def _read_thread() -> ThreadPoolExecutor:
+    """The process's read-ahead thread (made again in a forked child, which does not inherit the parent's)."""
+    global _READ_THREAD
+    with _READ_THREAD_LOCK:
+        if _READ_THREAD is None or _READ_THREAD[0] != os.getpid():
+            _READ_THREAD = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="labeldp-read"))
+        return _READ_THREAD[1]
+
+
+def _next_batch(task: ReadTask, batches: Iterator, read) -> tuple[ReadTask, Iterator, tuple[str, pa.Table] | None]:
+    """The stream's next batch from ``batches`` (the batches of ``task``) on: (the task it belongs to, that task's
+    batch iterator, the batch), moving on to ``task.ahead`` when ``task`` has no batch left; the batch is None at
+    the end of the chain."""
+    while True:
+        batch = next(batches, None)
+        if batch is not None or task.ahead is None:
+            return task, batches, batch
+        task = task.ahead
+        batches = read(task)
+
+
+class ReadAhead:
+    """Reads one batch ahead of the scoring on a background thread: while a batch is scored (the CatBoost frame
+    and Pool are single-threaded), the next one is read and validated (Arrow decodes without the GIL), and after
+    a row group's last batch the first batch of the row group the runner takes next (`ReadTask.ahead`, set by
+    `chain_tasks` for in-process runners). At most one batch is held ahead. The batches and their order are
+    those of `read_batches`, so the job's output is unchanged; a read error is raised when its batch is due (or,
+    for the next row group's first batch, at the end of the current one: the message names the file either
+    way)."""
+
+    def __init__(self, read):
+        self._read = read  # ReadTask -> iterator of (batch id, table)
+        self._pending: tuple[tuple[str, int], Future] | None = None  # the next task's first batch
+
+    def batches(self, task: ReadTask) -> Iterator[tuple[str, pa.Table]]:
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == task.key:
+            future = pending[1]
+        else:  # nothing read ahead for this task (the first, or a runner that took another order)
+            future = _read_thread().submit(_next_batch, task, self._read(task), self._read)
+        while True:
+            owner, batches, batch = future.result()
+            if batch is None:
+                return
+            if owner.key != task.key:  # this task is done: the batch is the next task's first
+                self._pending = (owner.key, future)
+                return
+            future = _read_thread().submit(_next_batch, task, batches, self._read)
+            yield batch
+
+
 __all__ = [
     "INPUT_COLUMNS",
+    "ReadAhead",
     "ReadTask",
+    "chain_tasks",
     "input_columns",
     "partition_files",
     "partition_schema",
