@@ -477,6 +477,29 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     assert int(merged.rows.sum()) == (7 + 1) * sum(batch.rows for batch in batches)
 
 
+@pytest.mark.parametrize(("largest", "wire"), [(200, np.uint8), (524, np.uint16), (70_000, np.uint32),
+                                               (1 << 40, np.int64)])
+def test_pass1_histograms_travel_narrow_and_come_back_exact(largest, wire):
+    """Pickled between stages and workers, the histograms take the narrowest unsigned type holding their largest
+    count, and unpickle as the same int64 arrays, whatever that count."""
+    import pickle
+
+    from pipelines.scoring.scoring_batches import Pass1Accumulator
+
+    rows = np.random.default_rng(0).integers(0, largest, (4, 300), dtype=np.int64)
+    rows[0, 0] = largest
+    accumulator = Pass1Accumulator(rows=rows, correct=rows // 2)
+    state = accumulator.__getstate__()
+    assert state["rows"].dtype == wire and state["correct"].dtype in (np.uint8, np.uint16, np.uint32, np.int64)
+    moved = pickle.loads(pickle.dumps(accumulator))
+    assert moved.rows.dtype == moved.correct.dtype == np.int64
+    assert np.array_equal(moved.rows, rows) and np.array_equal(moved.correct, rows // 2)
+    # a negative count (a bug upstream) is never wrapped into a large unsigned one
+    broken = Pass1Accumulator(rows=-rows, correct=rows)
+    assert np.array_equal(pickle.loads(pickle.dumps(broken)).rows, -rows)
+    assert pickle.loads(pickle.dumps(Pass1Accumulator())).rows is None
+
+
 def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     from pipelines.scoring.scored_batch import ScoredBatch
     from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator
