@@ -169,10 +169,11 @@ def is_local_runner(runner: str | None) -> bool:
     return runner is None or runner.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner")
 
 
-# Up to this many rows of a day a local runner keeps the side-input plan: the scored batches it holds until pass 2
-# (about 100 bytes a row with the joined copy) cost less than writing them out and reading them back (about 1 s
-# per 1e6 rows; benchmarks/results/memory.md).
-LOCAL_SIDE_INPUT_ROWS = 2_000_000
+# Up to this many rows of a day a local runner keeps the side-input plan, which holds the scored batches until
+# pass 2 (about 100 bytes a row with the joined copy) but runs one pipeline instead of two. At 1e6 rows both plans
+# take the same time since the two-stage plan spills one file per batch (5.7 s against 6.0 s, medians of 10 warm
+# runs; benchmarks/results/beam_scoring.md), so above it the two-stage plan's flat memory costs nothing.
+LOCAL_SIDE_INPUT_ROWS = 1_000_000
 
 
 def plan_for(plan_mode: str, runner: str | None, rows: int | None = None) -> str:
