@@ -7,7 +7,7 @@ together, with memory bounded whatever the day's size:
 
 Each batch writes ONE data file, its rows sorted by key (a structured ``.npy``: one field per column), and one
 offsets file (key k's rows are ``offsets[k]:offsets[k+1]``). A file per key and batch, as before, meant 256 + 102
-small files per batch: at 1e7 rows, 13,600 files written, renamed and read back, about 12 s of a 57 s job
+small files per batch: at 1e7 rows, 13,600 files written, renamed and read back, about 12 s of a 64 s job
 (benchmarks/results/beam_scoring.md). The reader memory-maps the data files and copies out only the keys of the
 current group (`read_groups`), so at most about ``max_rows`` rows are in memory at once.
 
