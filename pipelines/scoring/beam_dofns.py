@@ -322,14 +322,14 @@ class WriteResults(beam.DoFn):
         elif element[0] == "duplicates":
             _, bucket, count, example = element
             save_atomically(directory / "duplicates" / f"bucket-{bucket:04d}.json",
-                         lambda handle: handle.write(json.dumps([count, example]).encode()))
+                            lambda handle: handle.write(json.dumps([count, example]).encode()))
         elif element[0] == "expected":
             _, rows, hits = element
             save_atomically(directory / "expected.npz", lambda path: np.savez(path, rows=rows, correct=hits))
         elif element[0] == "counts":
             _, slot, counts, rows = element
             save_atomically(directory / "slots" / f"slot-{slot:06d}.npz",
-                         lambda path: np.savez(path, counts=counts, boundary_rows=np.array(rows)))
+                            lambda path: np.savez(path, counts=counts, boundary_rows=np.array(rows)))
         # ("file", ...) markers only make the sink depend on the file-writing branches.
 
 
