@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import DatasetSpec, criteo
 from pipelines.data.layout import partition_dir
+from pipelines.scoring.background import background_thread
 
 INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]  # the Criteo spec's (`input_columns`)
 
@@ -180,19 +180,6 @@ def read_batches(task: ReadTask, batch_size: int, selection=None,
 
 # ------------------------------------------------------------------------------------------ reading ahead
 
-_READ_THREAD = None
-_READ_THREAD_LOCK = threading.Lock()
-
-
-def _read_thread() -> ThreadPoolExecutor:
-    """The process's read-ahead thread (made again in a forked child, which does not inherit the parent's)."""
-    global _READ_THREAD
-    with _READ_THREAD_LOCK:
-        if _READ_THREAD is None or _READ_THREAD[0] != os.getpid():
-            _READ_THREAD = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="labeldp-read"))
-        return _READ_THREAD[1]
-
-
 def _next_batch(task: ReadTask, batches: Iterator, read) -> tuple[ReadTask, Iterator, tuple[str, pa.Table] | None]:
     """The stream's next batch from ``batches`` (the batches of ``task``) on: (the task it belongs to, that task's
     batch iterator, the batch), moving on to ``task.ahead`` when ``task`` has no batch left; the batch is None at
@@ -223,7 +210,7 @@ class ReadAhead:
         if pending is not None and pending[0] == task.key:
             future = pending[1]
         else:  # nothing read ahead for this task (the first, or a runner that took another order)
-            future = _read_thread().submit(_next_batch, task, self._read(task), self._read)
+            future = background_thread("read").submit(_next_batch, task, self._read(task), self._read)
         while True:
             owner, batches, batch = future.result()
             if batch is None:
@@ -231,7 +218,7 @@ class ReadAhead:
             if owner.key != task.key:  # this task is done: the batch is the next task's first
                 self._pending = (owner.key, future)
                 return
-            future = _read_thread().submit(_next_batch, task, batches, self._read)
+            future = background_thread("read").submit(_next_batch, task, batches, self._read)
             yield batch
 
 

@@ -34,10 +34,7 @@ the same kernel, and only their real bins decide. Exactness never depends on the
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -56,6 +53,7 @@ from auditing.game.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exa
 from auditing.verdict.capacity_check import CheckHistograms, histograms_of
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
+from pipelines.scoring.background import background_thread
 from pipelines.scoring.scored_batch import ScoredBatch, empty_issues
 
 # Filter margin in bins around each cut bin (step 5): a one-ulp difference can move a score across one edge.
@@ -117,10 +115,9 @@ class GameSpec:
         return histograms_of(audited, check_tables, self.game.draw_seed, self.bins)
 
 
-# Pass-1 kernels run here when an accumulator plays in the background (`Pass1Accumulator.add_batch`): one thread
-# per process, so kernels of several accumulators run one after another, never over each other.
-_GAME_THREAD = None
-_GAME_THREAD_LOCK = threading.Lock()
+# Pass-1 kernels run on the process's "pass1" background thread when an accumulator plays in the background
+# (`Pass1Accumulator.add_batch`): one thread per process, so kernels of several accumulators run one after
+# another, never over each other.
 # The background kernel plays a batch in chunks of this many rows, so that what is left when the accumulator is
 # read can be played at once on every core (`Pass1Accumulator.settle`).
 BACKGROUND_CHUNK_ROWS = 65_536
@@ -128,16 +125,6 @@ BACKGROUND_CHUNK_ROWS = 65_536
 MAX_PENDING_CHUNKS = 12
 # Threads of a background kernel: one core, the main thread keeps the other(s).
 BACKGROUND_THREADS = 1
-
-
-def _game_thread() -> ThreadPoolExecutor:
-    """The process's pass-1 thread. A forked child does not inherit the parent's thread (its executor would take
-    work and never run it), so the executor is made again in a new process."""
-    global _GAME_THREAD
-    with _GAME_THREAD_LOCK:
-        if _GAME_THREAD is None or _GAME_THREAD[0] != os.getpid():
-            _GAME_THREAD = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="labeldp-pass1"))
-        return _GAME_THREAD[1]
 
 
 def _narrowed(counts: np.ndarray | None) -> np.ndarray | None:
@@ -229,7 +216,7 @@ class Pass1Accumulator:
             while len(self._pending) >= MAX_PENDING_CHUNKS:
                 self._pending.pop(0)[0].result()
             chunk = tables.slice(start, min(start + BACKGROUND_CHUNK_ROWS, tables.rows))
-            future = _game_thread().submit(self._play, chunk, spec, BACKGROUND_THREADS)
+            future = background_thread("pass1").submit(self._play, chunk, spec, BACKGROUND_THREADS)
             self._pending.append((future, partial(self._play, chunk, spec)))
         return self
 
