@@ -10,4 +10,6 @@ command -v chromium >/dev/null || { ( export DEBIAN_FRONTEND=noninteractive; sud
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache}"
 .venv/bin/ruff check auditing pipelines flows tests benchmarks labeldp
-.venv/bin/python -m pytest "$@"
+# One pytest worker per core, a test file to a worker (its module fixtures are built once); later options win,
+# so `-n 0` runs everything in this process.
+.venv/bin/python -m pytest -n auto --dist loadfile "$@"
