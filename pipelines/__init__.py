@@ -20,7 +20,26 @@ runner arguments, fingerprints) is `beam_request`, the Beam pipeline `beam_scori
 
 from __future__ import annotations
 
+import logging
+
 from labeldp.exports import lazy_exports
+
+
+class _FalseBeamWarnings(logging.Filter):
+    """Drops two warnings Apache Beam logs on the root logger that are false for this package, before any module
+    here imports Beam: "apitools not found" (its BigQuery client, at import; no job here uses BigQuery) and
+    "Resource module is not available for current platform" (RunInference, at every model load: on Linux the
+    module is there, Beam's import guard fails on an optional ModelManager import and blames ``resource``)."""
+
+    FALSE = ("apitools not found, and bigquery client libraries are not available",
+             "Resource module is not available for current platform")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and isinstance(record.msg, str) and record.msg.startswith(self.FALSE))
+
+
+if not any(isinstance(known, _FalseBeamWarnings) for known in logging.getLogger().filters):
+    logging.getLogger().addFilter(_FalseBeamWarnings())
 
 # public name -> the module that defines it
 _EXPORTS = {

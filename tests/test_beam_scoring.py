@@ -581,3 +581,20 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
     assert diagnostics["rows"]["rows_scored"] == trained.sum()
     assert diagnostics["check_rows"]["read"] == diagnostics["check_rows"]["scored"] == check.sum()
     assert diagnostics["check_rows"]["roles"] == ["calibration", "control"]
+
+
+def test_beams_false_warnings_are_dropped_and_real_ones_kept():
+    """Beam warns on the root logger that BigQuery's client is missing (at import) and that the ``resource``
+    module is not available (at each model load, which is false on Linux); a user's job output carries neither,
+    while any other root warning still shows."""
+    import subprocess
+    import sys
+
+    code = ("import pipelines.scoring.beam_scoring\n"
+            "import apache_beam.io.gcp.internal.clients.bigquery\n"
+            "import apache_beam.ml.inference.base as base\n"
+            "base._get_current_process_memory_in_bytes()\n"
+            "import logging; logging.warning('a real warning')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Resource module" not in done.stderr and "apitools" not in done.stderr
+    assert "a real warning" in done.stderr
