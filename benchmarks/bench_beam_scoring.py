@@ -13,7 +13,8 @@ Measurements, each in a fresh subprocess so that its peak resident memory (VmHWM
 - fnapi:     `pipelines.scoring.beam_scoring.score_day` on FnApiRunner (in-process, the default);
 - fnapi-warm: the same job run twice in one process (as a nightly run scores its target and then its controls,
              and a backfill its days); wall_s is the second run, without the process's one-time costs
-             (importing Beam, numba's start-up); the first is reported as cold_wall_s;
+             (importing Beam, numba's start-up); the first is reported as cold_wall_s, and the fixed cost of a
+             cold process as fixed_s = imports_s (the job's modules, from the child's start) + cold_wall_s - wall_s;
 - dask:      the same on Beam's Dask runner against a LocalCluster of 2 worker processes (1 thread each);
              peak memory is read in each process (driver + scheduler in this one, the workers via
              `Client.run`);
@@ -119,6 +120,7 @@ def _predictions(root: Path, out: dict):
 
 
 def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
+    imports_began = time.perf_counter()
     from auditing.config import AuditConfig
 
     out: dict = {"mode": mode}
@@ -148,6 +150,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         from pipelines.scoring.beam_request import DASK_RUNNER, ScoringRequest
         from pipelines.scoring.beam_scoring import score_day
 
+        out["imports_s"] = time.perf_counter() - imports_began
+
         request = ScoringRequest(str(root), DAY, MODEL, config, batch_size=batch_size)
         if mode == "fnapi":
             began = time.perf_counter()
@@ -163,6 +167,10 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
             began = time.perf_counter()
             outcome = score_day(request, [], stderr_progress("score"))
             out["wall_s"] = time.perf_counter() - began
+            # What a cold process pays once: the job's imports and the first job's
+            # extra wall over the second (numba loading its cached kernels, CatBoost's and RunInference's lazy
+            # imports, first calls).
+            out["fixed_s"] = out["imports_s"] + out["cold_wall_s"] - out["wall_s"]
         else:
             from dask.distributed import Client, LocalCluster
 
@@ -238,6 +246,9 @@ def main() -> None:
             print(f"in-process run_audit (game + sweep only): {spread('inprocess', 'run_audit_s')}")
         for mode in ("fnapi", "fnapi-warm", "dask", "dask-warm"):
             if mode in rounds:
+                if mode == "fnapi-warm":
+                    print(f"fixed cost of a cold process (imports + first job - second job): "
+                          f"{spread(mode, 'fixed_s')}; imports {spread(mode, 'imports_s')}")
                 extra = ""
                 if mode.startswith("dask"):
                     workers = [max(r["worker_peak_rss_mib"]) for r in rounds[mode]]
