@@ -106,6 +106,28 @@ def test_histograms_and_rows_equal_play_repetition(k, score):
 
 
 @pytest.mark.parametrize("k", [2, 3])
+def test_a_repetition_s_two_halves_counted_in_one_pass_equal_each_half_alone(k):
+    """`slot_histograms` counts a repetition's half-0 and half-1 slots (and its all-rows slot, their sum) from one
+    pass of its draws: the same histograms as each slot counted alone, wherever the slots sit, at any threads."""
+    spec = BinSpec()
+    target, reference, labels, ids = _world(k, 70_001, 5)
+    selection = game_kernel.keyed_below_half(ids, np.uint64(12345))
+    tables = game_kernel.game_tables(target, reference, labels, ids, score="paper", power=2.0, bins=spec,
+                                     selection=selection)
+    slots = [(3, 1), (0, None), (3, 0), (1, None), (0, 0), (0, 1), (3, None), (5, 1)]
+    keys = game_kernel.slot_keys(9, slots)
+    alone = [np.zeros((len(slots), spec.num_bins), np.int64) for _ in range(2)]
+    for s in range(len(slots)):
+        game_kernel.slot_histograms(tables, keys.subset([s]), alone[0][s:s + 1], alone[1][s:s + 1])
+    assert game_kernel._paired_halves(keys)[0] == [(2, 0, 6), (4, 5, 1)]
+    for threads in (1, 2):
+        together = [np.zeros_like(alone[0]) for _ in range(2)]
+        game_kernel.slot_histograms(tables, keys, *together, threads=threads)
+        assert np.array_equal(together[0], alone[0]) and np.array_equal(together[1], alone[1])
+    assert alone[0][2].sum() == selection.sum() and alone[0][0].sum() == 70_001 - selection.sum()
+
+
+@pytest.mark.parametrize("k", [2, 3])
 def test_boundary_rows_complete_the_exact_counts(k):
     """Pass 1 + pass 2 of the kernel give correct_at(rank_order(...)) exactly, ties (rounded scores) included,
     for whole repetitions and for the split strategy's halves of repetition 0."""
@@ -207,6 +229,28 @@ def test_the_compiled_paper_score_codes_equal_the_numpy_score_s_codes(k):
     p_reference[15:20] = p_target[15:20]
     for bins in (BinSpec(), BinSpec(mantissa_bits=4)):
         codes = np.empty(p_target.shape, np.int32)
+        threshold = np.empty(20_000 if k == 2 else 0, np.uint64)
         assert _paper_squared_codes(p_target, p_reference, bins.pattern_shift, bins.low_code, bins.num_bins - 1,
-                                    codes) == 0
+                                    codes, threshold) == 0
         assert np.array_equal(codes, score_codes(paper_score(p_target, p_reference, 2.0), bins))
+        if k == 2:  # a binary model's thresholds come from the same pass
+            assert np.array_equal(threshold, game_kernel.threshold_bits(p_reference[:, 1]))
+
+
+def test_a_binary_model_s_rows_are_stacked_and_checked_in_one_pass_as_numpy_would():
+    """`as_class_probabilities` of a 1-D array: the rows [1 - p, p] of numpy's doubles, and the same NaN,
+    out-of-range and certain-row counts as the per-row checks of the stacked array."""
+    from auditing.game.play import _binary_rows, _checked_probabilities, _row_flags
+
+    rng = np.random.default_rng(3)
+    p = rng.random(50_000)
+    p[:4] = [0.0, 1.0, 5e-324, 1.0 - 2.0**-53]
+    clean, certain = _checked_probabilities(p, "p", None, "")
+    assert clean.shape == (50_000, 2) and np.array_equal(clean, np.column_stack([1.0 - p, p]))
+    assert certain == 3 == _row_flags(clean)[2]  # 1 - 5e-324 rounds to 1
+
+    p[10:13], p[20:25], p[30] = np.nan, -0.5, 1.5
+    stacked = np.empty((p.size, 2))
+    assert _binary_rows(p, stacked) == _row_flags(np.column_stack([1.0 - p, p])) == (3, 6, 9)
+    with pytest.raises(Exception, match="p: 3 row"):
+        as_class_probabilities(p, "p")

@@ -219,6 +219,32 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, co
                 local[v >> 1] += 1 + ((v & 1) << 32)
 
 
+# nogil: as `_histograms_kernel`.
+@njit(cache=True, parallel=True, nogil=True)
+def _halves_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1, kc, kb, selection, chunk, packed):
+    """The two keyed halves of one repetition in one pass of its draws: packed[c, h, b] = rows + (correct guesses
+    << 32) in bin b of half h (0: the selection half, 1: the other rows) among rows c * chunk .. (c + 1) * chunk - 1.
+    The same outcomes as `_histograms_kernel`'s slots of half 0 and half 1 with these keys; parallel over row
+    chunks, whose sum does not depend on the threads."""
+    n = id_bits.size
+    for c in prange(packed.shape[0]):
+        local = packed[c]
+        local[:] = 0
+        outcome = np.empty(_BLOCK, np.int64)
+        for start in range(c * chunk, min(n, (c + 1) * chunk), _BLOCK):
+            stop = min(start + _BLOCK, n, (c + 1) * chunk)
+            if binary:
+                _binary_outcomes(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
+                                 code1[start:stop], selection[start:stop], kc, kb, True, True, 0, outcome)
+            else:
+                for i in range(start, stop):
+                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+                    outcome[i - start] = np.int64(codes[i, released]) ^ bit
+            for j in range(stop - start):
+                v = outcome[j]
+                local[1 - np.int64(selection[start + j]), v >> 1] += 1 + ((v & 1) << 32)
+
+
 @njit(cache=True, nogil=True)
 def _binary_signed(id_bits, threshold, labels, code0, code1, kc, kb, out):
     """out[i] = code << 1 | b of each row of a binary model's block (`_signed_kernel`): the released label's code
@@ -256,12 +282,13 @@ def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1,
 
 @njit(cache=True, parallel=True)
 def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key_bit, slot_half, selection,
-                     cut_bins, cut_start, starts, offsets, fill, counts, out_row, out_released, out_bin,
-                     out_correct):
+                     cut_bins, cut_start, starts, offsets, fill, counts, row_of, id_of, score_of, out_row, out_id,
+                     out_score, out_bin, out_correct):
     """Boundary rows of each slot. The row arrays are the candidate rows gathered once per class column j in
     bin order, so that rows j*C + (starts[j, b] .. starts[j, b + 1] - 1) are those whose class-j score falls in
-    bin b (sequential memory access instead of a cache miss per row). counts[s]: the rows found; with ``fill``,
-    the first offsets[s + 1] - offsets[s] of them are written from offsets[s] on."""
+    bin b (sequential memory access instead of a cache miss per row); row_of, id_of and score_of are each gathered
+    row's position in the table, row id and class-j |score|. counts[s]: the rows found; with ``fill``, the first
+    offsets[s + 1] - offsets[s] of them are written from offsets[s] on."""
     k = codes.shape[1]
     for s in prange(key_cf.size):
         kc = key_cf[s]
@@ -281,8 +308,9 @@ def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key
                     # a hit keeps (the test on room only fails after the slot's last hit).
                     hit = np.int64((released == j) & _in_slot(i, half, selection))
                     if found < room:
-                        out_row[at + found] = i
-                        out_released[at + found] = j
+                        out_row[at + found] = row_of[i]
+                        out_id[at + found] = id_of[i]
+                        out_score[at + found] = score_of[i]
                         out_bin[at + found] = b
                         out_correct[at + found] = (1 - (codes[i, j] & 1)) == bit
                     found += hit
@@ -346,8 +374,9 @@ class GameTables:
 
     def scores_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """The (len(rows), k) scores of every class of `rows`, by the numpy score function itself."""
-        return np.asarray(SCORES[self.score](self.p_target[rows], self.p_reference[rows], self.power),
-                          dtype=np.float64)
+        # take(axis=0): numpy's fancy indexing of a 2-D array's rows is about 10x slower than take, same values.
+        return np.asarray(SCORES[self.score](self.p_target.take(rows, axis=0), self.p_reference.take(rows, axis=0),
+                                             self.power), dtype=np.float64)
 
     def scores_of(self, rows: np.ndarray, released: np.ndarray) -> np.ndarray:
         """The score of `released` for `rows`, by the numpy score function itself (as play_repetition does)."""
@@ -370,17 +399,22 @@ def _score_codes(bits, shift, low_code, top):
 
 
 @njit(cache=True, parallel=True)
-def _paper_squared_codes(p_target, p_reference, shift, low_code, top, codes):
+def _paper_squared_codes(p_target, p_reference, shift, low_code, top, codes, threshold):
     """`score_codes` of `auditing.game.scores.paper_score` at power 2, (p_t - p_r) * ((1 - p_r) * (1 - p_r)): the
     same operations in the same order as numpy's (which squares for the exponent 2), so the same doubles, without
-    its (n, k) temporaries. Returns the number of NaN scores (the caller refuses them)."""
+    its (n, k) temporaries. A binary model's `threshold_bits` of p_reference[:, 1] go to ``threshold`` in the same
+    pass (an empty ``threshold``: none). Returns the number of NaN scores (the caller refuses them)."""
     n, k = p_target.shape
     nan = 0
+    with_threshold = threshold.size > 0
     for c in prange((n + _BLOCK - 1) // _BLOCK):
         buf = np.empty(_BLOCK * k, np.float64)
         bits = buf.view(np.uint64)
         start = c * _BLOCK
         stop = min(n, start + _BLOCK)
+        if with_threshold:
+            for i in range(start, stop):
+                threshold[i] = np.uint64(np.ceil(p_reference[i, 1] * _TWO_POW_53))
         m = 0
         for i in range(start, stop):
             for j in range(k):
@@ -431,9 +465,12 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
     n, k = p_target.shape
     row_ids = np.ascontiguousarray(row_ids, dtype=np.int64)
     labels = np.ascontiguousarray(labels, dtype=np.int64)
+    threshold = None
     if score == "paper" and power == 2.0:  # the default score, compiled (the same doubles as the numpy function)
         codes = np.empty((n, k), np.int32)
-        if _paper_squared_codes(p_target, p_reference, bins.pattern_shift, bins.low_code, bins.num_bins - 1, codes):
+        threshold = np.empty(n if k == 2 else 0, np.uint64)
+        if _paper_squared_codes(p_target, p_reference, bins.pattern_shift, bins.low_code, bins.num_bins - 1, codes,
+                                threshold):
             raise LabelDPInputError("score function returned NaN")
     else:
         # Elementwise, so the same doubles as the score of the gathered released labels in play_repetition.
@@ -444,7 +481,7 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
         codes = score_codes(scores, bins)
         del scores
     if k == 2:
-        threshold = threshold_bits(p_reference[:, 1])
+        threshold = threshold_bits(p_reference[:, 1]) if threshold is None else threshold
         cdf = np.zeros((0, 2))
     else:
         threshold = np.zeros(0, np.uint64)
@@ -507,16 +544,53 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
     if rows.shape != correct.shape or rows.shape[0] != keys.size or rows.dtype != np.int64 \
             or correct.dtype != np.int64:
         raise ValueError(f"histograms must be int64 arrays of {keys.size} slots; got {rows.shape} {rows.dtype}")
+    pairs, others = _paired_halves(keys)
     with _numba_threads(threads):
-        packed = _packed_scratch(keys.size, rows.shape[1])
+        packed = _packed_scratch(others.size, rows.shape[1])
+        chunks = max(1, min(numba.get_num_threads(), -(-tables.rows // _HALVES_CHUNK)))
         # Calls of fewer than 2**32 rows, so that a packed count cannot overflow.
         for start in range(0, tables.rows, _PACKED_ROWS):
             part = tables.slice(start, start + _PACKED_ROWS) if tables.rows > _PACKED_ROWS else tables
-            _histograms_kernel(*_args(part), part.codes, *part.code_columns, keys.key_cf, keys.key_bit, keys.half,
-                               part.selection, packed)
-            counts = packed[:, :-1]
-            rows += counts & _LOW_32
-            correct += counts >> 32
+            if others.size:
+                kept = keys if others.size == keys.size else keys.subset(others)
+                _histograms_kernel(*_args(part), part.codes, *part.code_columns, kept.key_cf, kept.key_bit, kept.half,
+                                   part.selection, packed)
+                counts = packed[:, :-1]
+                if others.size == keys.size:
+                    rows += counts & _LOW_32
+                    correct += counts >> 32
+                else:
+                    rows[others] += counts & _LOW_32
+                    correct[others] += counts >> 32
+            for first, second, every in pairs:
+                halves = np.empty((chunks, 2, rows.shape[1]), np.int64)
+                _halves_kernel(*_args(part), part.codes, *part.code_columns, keys.key_cf[first], keys.key_bit[first],
+                               part.selection, -(-part.rows // chunks), halves)
+                counts = halves.sum(axis=0)  # under 2**31 rows: the packed halves add without a carry
+                for slot, count in ((first, counts[0]), (second, counts[1])) + \
+                        (((every, counts[0] + counts[1]),) if every >= 0 else ()):
+                    rows[slot] += count & _LOW_32
+                    correct[slot] += count >> 32
+
+
+# Rows per chunk of `_halves_kernel` at the least (more chunks than threads only add histograms to sum).
+_HALVES_CHUNK = 65_536
+
+
+def _paired_halves(keys: SlotKeys) -> tuple[list[tuple[int, int, int]], np.ndarray]:
+    """The slots `slot_histograms` counts together: (half 0, half 1, all rows or -1) of the same repetition's keys,
+    one pass of their draws for the three (the all-rows slot is the halves' sum), and the other slots' indices."""
+    pairs, paired = [], set()
+    for first in np.flatnonzero(keys.half == 0).tolist():
+        same = (keys.key_cf == keys.key_cf[first]) & (keys.key_bit == keys.key_bit[first])
+        second = [s for s in np.flatnonzero(same & (keys.half == 1)).tolist() if s not in paired]
+        if not second:
+            continue
+        every = [s for s in np.flatnonzero(same & (keys.half < 0)).tolist() if s not in paired]
+        triple = (first, second[0], every[0] if every else -1)
+        pairs.append(triple)
+        paired.update(s for s in triple if s >= 0)
+    return pairs, np.array([s for s in range(keys.size) if s not in paired], dtype=np.int64)
 
 
 @contextlib.contextmanager
@@ -627,7 +701,8 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_coun
     # The candidate rows, gathered once per class column j in bin order (see _boundary_kernel); `position` is
     # each gathered row's index among the candidates.
     num_bins = cut.shape[1]
-    candidate_bins = tables.codes[candidates] >> 1
+    candidate_codes = tables.codes.take(candidates, axis=0)
+    candidate_bins = candidate_codes >> 1
     k = candidate_bins.shape[1]
     position = np.empty(k * candidates.size, np.int64)
     starts = np.zeros((k, num_bins + 1), np.int64)
@@ -639,36 +714,45 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_coun
         starts[j] += j * candidates.size
     gathered = candidates[position]
     keys, cut = keys.subset(active), cut[active]
-    cut_slot, cut_bins = np.nonzero(cut)
+    # Row-major positions of the cut bins (numpy's 2-D nonzero is about 10x slower than flatnonzero on this size).
+    cut_slot, cut_bins = np.divmod(np.flatnonzero(cut), num_bins)
     cut_start = np.searchsorted(cut_slot, np.arange(active.size + 1)).astype(np.int64)
     found = np.zeros(active.size, np.int64)
     binary = tables.binary
-    common = (tables.id_bits[gathered], tables.labels[gathered], tables.threshold[gathered] if binary else
-              tables.threshold, tables.cdf if binary else tables.cdf[gathered], binary, tables.codes[gathered],
-              keys.key_cf, keys.key_bit, keys.half, tables.selection[gathered], cut_bins.astype(np.int64), cut_start,
-              starts)
+
+    def of_gathered(values: np.ndarray) -> np.ndarray:
+        # Read the candidates in row order, then reorder them in cache: gathering the table rows in bin order
+        # directly misses the cache on nearly every row.
+        return values.take(candidates, axis=0).take(position, axis=0)
+
+    common = (of_gathered(tables.id_bits), of_gathered(tables.labels),
+              of_gathered(tables.threshold) if binary else tables.threshold,
+              tables.cdf if binary else of_gathered(tables.cdf), binary, candidate_codes.take(position, axis=0),
+              keys.key_cf, keys.key_bit, keys.half, of_gathered(tables.selection), cut_bins.astype(np.int64),
+              cut_start, starts)
+    # Each gathered row's |score| for its column's class, by the numpy score function on the same doubles
+    # (elementwise, so equal to the score of the released label that play_repetition computes).
+    scores = np.abs(tables.scores_of_rows(candidates))
+    column = np.repeat(np.arange(k, dtype=np.int64), candidates.size)
+    gathered_rows = (gathered, of_gathered(tables.row_ids), scores.reshape(-1).take(position * k + column))
     if slot_counts is None:
         nothing_i, nothing_b = np.zeros(0, np.int64), np.zeros(0, bool)
-        _boundary_kernel(*common, np.zeros(active.size + 1, np.int64), False, found, nothing_i, nothing_i,
-                         nothing_i, nothing_b)
+        _boundary_kernel(*common, np.zeros(active.size + 1, np.int64), False, found, *gathered_rows, nothing_i,
+                         nothing_i, np.zeros(0), nothing_i, nothing_b)
         expected = found.copy()
     else:
         expected = np.asarray(slot_counts, dtype=np.int64)[active]
     counts[active] = expected
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     total = int(offsets[-1])
-    rows, released, bins = (np.empty(total, np.int64) for _ in range(3))
-    correct = np.empty(total, bool)
-    _boundary_kernel(*common, np.concatenate(([0], np.cumsum(expected))).astype(np.int64), True, found, rows,
-                     released, bins, correct)
+    rows, row_ids, bins = (np.empty(total, np.int64) for _ in range(3))
+    abs_scores, correct = np.empty(total), np.empty(total, bool)
+    _boundary_kernel(*common, np.concatenate(([0], np.cumsum(expected))).astype(np.int64), True, found,
+                     *gathered_rows, rows, row_ids, abs_scores, bins, correct)
     if not np.array_equal(found, expected):
         raise RuntimeError(f"boundary rows: the replay found {found.tolist()} rows in the cut bins of slots "
                            f"{active.tolist()}; the histograms hold {expected.tolist()}")
-    # Each candidate's |score| for every class, by the numpy score function on the same doubles (elementwise, so
-    # equal to the score of the gathered released labels that play_repetition computes).
-    scores = np.abs(tables.scores_of_rows(candidates))
-    return BoundaryRows(offsets, gathered[rows], bins, scores[position[rows], released],
-                        tables.row_ids[gathered[rows]], correct)
+    return BoundaryRows(offsets, rows, bins, abs_scores, row_ids, correct)
 
 
 def play(tables: GameTables, seed: int, repetition: int) -> GameRows:
