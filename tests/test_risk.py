@@ -329,6 +329,21 @@ def test_histogram_error_against_exact_per_row_priors_is_negligible():
         assert abs(approx - column_bound(eps, q, t).tail) < 5e-3
 
 
+def test_the_compiled_histogram_counts_the_buckets_bucket_of_assigns():
+    """`from_probabilities` (compiled steps around numpy's float32 log) counts exactly `bucket_of`'s buckets:
+    bucket edges and their neighbouring doubles, 0, 1, NaN, infinities, negatives, values above 1, subnormals,
+    float32 and strided input."""
+    rng = np.random.default_rng(1)
+    edges = expit(PriorHistogram.LOW + PriorHistogram.WIDTH * np.arange(PriorHistogram.INTERIOR + 1))
+    p = np.concatenate([rng.random(50_000), edges, np.nextafter(edges, 0), np.nextafter(edges, 1),
+                        [0.0, 1.0, -0.0, -1.0, 2.0, np.nan, np.inf, -np.inf, 1e-300, 1 - 1e-16, 5e-324, 1.1e-7],
+                        rng.random(1000) ** 40, 1 - rng.random(1000) ** 30])
+    for values in (p, p.astype(np.float32), p[::3]):
+        counts = PriorHistogram.from_probabilities(values).counts
+        assert np.array_equal(counts, np.bincount(PriorHistogram.bucket_of(values), minlength=PriorHistogram.BUCKETS))
+        assert counts[0] > 0 and counts[-1] > 0 and counts.sum() == values.size
+
+
 def test_histogram_is_the_same_however_rows_are_batched():
     p = _ctr_priors(10_000)
     whole = PriorHistogram.from_probabilities(p)
