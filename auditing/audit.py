@@ -27,7 +27,7 @@ from auditing.game.attack_curve import (
 )
 from auditing.game.counts import GameCounts
 from auditing.game.expected import expected_correct_record
-from auditing.game.kernel import boundary_rows, compiled_score, game_tables, signed_outcomes, slot_histograms
+from auditing.game.kernel import SignedCounts, boundary_rows, compiled_score, game_tables, slot_histograms
 from auditing.game.play import (
     as_class_probabilities,
     as_labels,
@@ -235,8 +235,8 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     Pass 1 (`auditing.game.kernel.slot_histograms`): per slot rows and correct guesses per order-preserving
     |score| bin (`auditing.game.sweep_reduce`). Then each grid point's bin (`boundary_bins`), and pass 2 replays only
     rows of the bins cut strictly inside (`game_kernel.boundary_rows`), ranked by `exact_counts` with
-    `rank_order` itself: equal to ranking all rows. Repetition 0's attack curve from one more pass over it
-    (`auditing.game.kernel.signed_outcomes`), the counts the numpy path takes from its rows.
+    `rank_order` itself: equal to ranking all rows. Repetition 0's attack curve from the pass that counts it and
+    its halves (`auditing.game.kernel.SignedCounts`), the counts the numpy path takes from its rows.
     """
     spec = _KERNEL_BINS
     plan = SlotPlan(game)
@@ -252,29 +252,36 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
     group_size = min(_KERNEL_SLOT_GROUP, keys.size)
     rows = np.zeros((group_size, spec.num_bins), dtype=np.int64)
     hits = np.zeros_like(rows)
-    bounds, histogram = [], None
+    histogram = None
     cut = np.zeros((keys.size, spec.num_bins), dtype=bool)
     cut_rows = np.zeros(keys.size, dtype=np.int64)
+    bounds: list = [None] * keys.size
+    # Repetition 0 and its two halves in the first group: one pass of its draws counts the three slots and the
+    # attack curve's signed outcomes (`slot_histograms`).
+    order = [0, *plan.half_slots, *(s for s in range(1, keys.size) if s not in plan.half_slots)]
+    outcomes = np.zeros((OCTAVES, 2, 2), np.int64)
+    done = 0
     for first in range(0, keys.size, _KERNEL_SLOT_GROUP):
-        group = range(first, min(first + _KERNEL_SLOT_GROUP, keys.size))
+        group = order[first:first + _KERNEL_SLOT_GROUP]
         rows[:] = 0
         hits[:] = 0
-        slot_histograms(tables, keys.subset(slice(group.start, group.stop)), rows[:len(group)], hits[:len(group)])
+        slot_histograms(tables, keys.subset(group), rows[:len(group)], hits[:len(group)],
+                        signed=SignedCounts(0, octave_of_fine(spec), outcomes) if first == 0 else None)
         for i, s in enumerate(group):
             if int(rows[i].sum()) != slot_rows[s]:
                 raise RuntimeError(f"slot {s}: its histogram holds {int(rows[i].sum())} rows; expected {slot_rows[s]}")
-            bounds.append(boundary_bins(rows[i], hits[i], grids[s]))
+            bounds[s] = boundary_bins(rows[i], hits[i], grids[s])
             cut[s] = cut_bin_mask(bounds[s], spec.num_bins)
             cut_rows[s] = rows[i][cut[s]].sum()
         if first == 0:
             histogram = coarsen(rows[0], hits[0], spec)
+        done += sum(1 for s in group if s < game.repetitions)
         if progress:
-            progress(min(group.stop, game.repetitions), game.repetitions)
+            progress(done, game.repetitions)
     del rows, hits
     found = boundary_rows(tables, keys, cut, slot_counts=cut_rows)
     counts = [exact_counts(bounds[s], *found.of(s)) for s in range(keys.size)]
     sweep, halves = plan.counts(n, slot_rows, grids, counts)
-    outcomes = signed_outcomes(tables, game.draw_seed, 0, octave_of_fine(spec), OCTAVES)
     return sweep, halves, histogram, attack_curve_from_outcomes(outcomes, seed=game.draw_seed)
 
 

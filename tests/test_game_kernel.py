@@ -8,6 +8,7 @@ import pytest
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
 from auditing.game import kernel as game_kernel
+from auditing.game.attack_curve import OCTAVES, octave_of_fine
 from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word, keyed_uniform
 from auditing.game.play import as_class_probabilities, play_repetition
 from auditing.game.scores import resolve_score
@@ -120,10 +121,15 @@ def test_a_repetition_s_two_halves_counted_in_one_pass_equal_each_half_alone(k):
     for s in range(len(slots)):
         game_kernel.slot_histograms(tables, keys.subset([s]), alone[0][s:s + 1], alone[1][s:s + 1])
     assert game_kernel._paired_halves(keys)[0] == [(2, 0, 6), (4, 5, 1)]
+    group = octave_of_fine(spec)
     for threads in (1, 2):
-        together = [np.zeros_like(alone[0]) for _ in range(2)]
-        game_kernel.slot_histograms(tables, keys, *together, threads=threads)
-        assert np.array_equal(together[0], alone[0]) and np.array_equal(together[1], alone[1])
+        for slot, repetition in ((6, 3), (1, 0), (7, 5)):  # in the pass of its halves (6, 1) or on its own (7)
+            together = [np.zeros_like(alone[0]) for _ in range(2)]
+            signed = np.zeros((OCTAVES, 2, 2), np.int64)
+            game_kernel.slot_histograms(tables, keys, *together, threads=threads,
+                                        signed=game_kernel.SignedCounts(slot, group, signed))
+            assert np.array_equal(together[0], alone[0]) and np.array_equal(together[1], alone[1])
+            assert np.array_equal(signed, game_kernel.signed_outcomes(tables, 9, repetition, group, OCTAVES))
     assert alone[0][2].sum() == selection.sum() and alone[0][0].sum() == 70_001 - selection.sum()
 
 

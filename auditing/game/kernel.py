@@ -45,6 +45,7 @@ from labeldp.errors import LabelDPInputError
 __all__ = [
     "BoundaryRows",
     "GameTables",
+    "SignedCounts",
     "SlotKeys",
     "boundary_rows",
     "compiled_score",
@@ -221,28 +222,39 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, co
 
 # nogil: as `_histograms_kernel`.
 @njit(cache=True, parallel=True, nogil=True)
-def _halves_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1, kc, kb, selection, chunk, packed):
+def _halves_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1, kc, kb, selection, chunk, packed,
+                   group, signed):
     """The two keyed halves of one repetition in one pass of its draws: packed[c, h, b] = rows + (correct guesses
     << 32) in bin b of half h (0: the selection half, 1: the other rows) among rows c * chunk .. (c + 1) * chunk - 1.
     The same outcomes as `_histograms_kernel`'s slots of half 0 and half 1 with these keys; parallel over row
-    chunks, whose sum does not depend on the threads."""
+    chunks, whose sum does not depend on the threads. With a non-empty ``signed`` ((chunks, groups * 4)), the
+    same rows are also counted as `_signed_kernel` counts them (the repetition's attack-curve counts)."""
     n = id_bits.size
+    with_signed = signed.size > 0
     for c in prange(packed.shape[0]):
         local = packed[c]
         local[:] = 0
+        if with_signed:
+            signed[c, :] = 0
         outcome = np.empty(_BLOCK, np.int64)
         for start in range(c * chunk, min(n, (c + 1) * chunk), _BLOCK):
             stop = min(start + _BLOCK, n, (c + 1) * chunk)
+            # outcome: code << 1 | b of each row (as `_signed_kernel`); its histogram outcome is code ^ b.
             if binary:
-                _binary_outcomes(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
-                                 code1[start:stop], selection[start:stop], kc, kb, True, True, 0, outcome)
+                _binary_signed(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
+                               code1[start:stop], kc, kb, outcome)
             else:
                 for i in range(start, stop):
                     released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
-                    outcome[i - start] = np.int64(codes[i, released]) ^ bit
+                    outcome[i - start] = (np.int64(codes[i, released]) << 1) | bit
             for j in range(stop - start):
-                v = outcome[j]
+                x = outcome[j]
+                v = (x >> 1) ^ (x & 1)
                 local[1 - np.int64(selection[start + j]), v >> 1] += 1 + ((v & 1) << 32)
+            if with_signed:
+                for j in range(stop - start):
+                    x = outcome[j]
+                    signed[c, (group[x >> 2] * 2 + ((x >> 1) & 1)) * 2 + (x & 1)] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -531,13 +543,16 @@ def _args(tables: GameTables):
 
 
 def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correct: np.ndarray,
-                    threads: int | None = None) -> None:
+                    threads: int | None = None, signed: SignedCounts | None = None) -> None:
     """Adds each slot's rows and correct guesses per |score| bin to rows[s] and correct[s] (in place).
 
     Equals, for every slot, `auditing.game.sweep_reduce.histogram(bin_index(game.scores), game.correct)` of
     `play_repetition` on the slot's rows; parallel over slots, on ``threads`` threads (default: numba's
     setting; a background caller passes 1 to leave the other cores to its main thread). The counts do not
     depend on the number of threads.
+
+    signed: also add an all-rows slot's `signed_outcomes` to ``signed.out``; counted in the same pass as that
+    slot's halves when ``keys`` holds them (the compiled audit and the Beam job's pass 1 do), else on its own.
     """
     if tables.rows == 0 or keys.size == 0:
         return
@@ -545,6 +560,9 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
             or correct.dtype != np.int64:
         raise ValueError(f"histograms must be int64 arrays of {keys.size} slots; got {rows.shape} {rows.dtype}")
     pairs, others = _paired_halves(keys)
+    fused = signed is not None and any(every == signed.slot for _, _, every in pairs)
+    if signed is not None:
+        group, groups = signed.checked(tables)
     with _numba_threads(threads):
         packed = _packed_scratch(others.size, rows.shape[1])
         chunks = max(1, min(numba.get_num_threads(), -(-tables.rows // _HALVES_CHUNK)))
@@ -564,13 +582,51 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
                     correct[others] += counts >> 32
             for first, second, every in pairs:
                 halves = np.empty((chunks, 2, rows.shape[1]), np.int64)
+                with_signed = fused and every == signed.slot
+                signs = np.empty((chunks, groups * 4) if with_signed else (0, 0), np.int64)
                 _halves_kernel(*_args(part), part.codes, *part.code_columns, keys.key_cf[first], keys.key_bit[first],
-                               part.selection, -(-part.rows // chunks), halves)
+                               part.selection, -(-part.rows // chunks), halves,
+                               group if with_signed else _NO_GROUP, signs)
+                if with_signed:
+                    signed.out[...] += signs.sum(axis=0).reshape(signed.out.shape)
                 counts = halves.sum(axis=0)  # under 2**31 rows: the packed halves add without a carry
                 for slot, count in ((first, counts[0]), (second, counts[1])) + \
                         (((every, counts[0] + counts[1]),) if every >= 0 else ()):
                     rows[slot] += count & _LOW_32
                     correct[slot] += count >> 32
+        if signed is not None and not fused:
+            signed.out[...] += _signed_counts(tables, keys.key_cf[signed.slot], keys.key_bit[signed.slot], group, groups)
+
+
+_NO_GROUP = np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True)
+class SignedCounts:
+    """Where `slot_histograms` adds an all-rows slot's rows per (group of the released label's |score| bin,
+    s > 0, coin b), as `signed_outcomes` counts them: ``out`` (groups, 2, 2) int64, ``group`` each bin's group."""
+
+    slot: int
+    group: np.ndarray
+    out: np.ndarray
+
+    def checked(self, tables: GameTables) -> tuple[np.ndarray, int]:
+        """``group`` as a contiguous int64 array and the number of groups, checked against ``out`` and the
+        tables' bins."""
+        groups = self.out.shape[0]
+        if self.out.shape != (groups, 2, 2) or self.out.dtype != np.int64:
+            raise ValueError(f"signed counts must be an int64 (groups, 2, 2) array; got {self.out.shape} "
+                             f"{self.out.dtype}")
+        return _checked_group(self.group, groups, tables), groups
+
+
+def _checked_group(group: np.ndarray, groups: int, tables: GameTables) -> np.ndarray:
+    group = np.ascontiguousarray(group, dtype=np.int64)
+    if group.ndim != 1 or (group.size and (int(group.min()) < 0 or int(group.max()) >= groups)):
+        raise ValueError(f"group must map bins to 0..{groups - 1}")
+    if tables.rows and int(tables.codes.max()) >> 1 >= group.size:
+        raise ValueError(f"group maps {group.size} bins; the tables' codes reach bin {int(tables.codes.max()) >> 1}")
+    return group
 
 
 # Rows per chunk of `_halves_kernel` at the least (more chunks than threads only add histograms to sum).
@@ -621,17 +677,17 @@ def signed_outcomes(tables: GameTables, seed: int, repetition: int, group: np.nd
     correct) by the same bins: the same draws (`_released`) and codes as `slot_histograms`. The attack curve's
     counts (`auditing.game.attack_curve`); threads as `slot_histograms`.
     """
-    group = np.ascontiguousarray(group, dtype=np.int64)
-    if group.ndim != 1 or (group.size and (int(group.min()) < 0 or int(group.max()) >= groups)):
-        raise ValueError(f"group must map bins to 0..{groups - 1}")
+    keys = slot_keys(seed, [(repetition, None)])
+    with _numba_threads(threads):
+        return _signed_counts(tables, keys.key_cf[0], keys.key_bit[0], _checked_group(group, groups, tables), groups)
+
+
+def _signed_counts(tables: GameTables, key_cf, key_bit, group: np.ndarray, groups: int) -> np.ndarray:
+    """`signed_outcomes` for one slot's key words (``group`` checked)."""
     out = np.zeros((max(1, -(-tables.rows // _SIGNED_BLOCK)), groups * 4), np.int64)
     if tables.rows:
-        if int(tables.codes.max()) >> 1 >= group.size:
-            raise ValueError(f"group maps {group.size} bins; the tables' codes reach bin {int(tables.codes.max()) >> 1}")
-        keys = slot_keys(seed, [(repetition, None)])
-        with _numba_threads(threads):
-            _signed_kernel(*_args(tables), tables.codes, *tables.code_columns, group, keys.key_cf[0], keys.key_bit[0],
-                           _SIGNED_BLOCK, out)
+        _signed_kernel(*_args(tables), tables.codes, *tables.code_columns, group, key_cf, key_bit, _SIGNED_BLOCK,
+                       out)
     return out.sum(axis=0).reshape(groups, 2, 2)
 
 

@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from auditing.config import GameConfig
 from auditing.game.attack_curve import OCTAVES, octave_of_fine
-from auditing.game.kernel import GameTables, SlotKeys, game_tables, signed_outcomes, slot_histograms
+from auditing.game.kernel import GameTables, SignedCounts, SlotKeys, game_tables, slot_histograms
 from auditing.game.kernel import boundary_rows as kernel_boundary_rows
 from auditing.game.play import GameRows, play_repetition, secret_bits_and_released
 from auditing.game.prior_histogram import PriorHistogram
@@ -187,8 +187,9 @@ class Pass1Accumulator:
 
     def _play(self, tables: GameTables, spec: GameSpec, threads: int | None = None) -> None:
         """Adds the rows of ``tables`` to every slot's histograms and to repetition 0's attack-curve counts."""
-        slot_histograms(tables, spec.keys, self.rows, self.correct, threads)
-        self.signed += signed_outcomes(tables, spec.game.draw_seed, 0, spec.octaves, OCTAVES, threads)
+        # Slot 0 is repetition 0 over all rows: its attack-curve counts come from the pass over its halves.
+        slot_histograms(tables, spec.keys, self.rows, self.correct, threads,
+                        signed=SignedCounts(0, spec.octaves, self.signed))
 
     def add_batch(self, batch: ScoredBatch, spec: GameSpec, background: bool = False) -> Pass1Accumulator:
         """Adds a scored batch (its check rows, if any, only to the capacity check's histograms)."""
