@@ -63,6 +63,15 @@ def test_importing_all_of_auditing_loads_no_pipelines_or_flows_module():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+def test_reading_a_result_or_starting_the_command_line_imports_no_compiler():
+    """A result reader (`auditing.result`) and the command line's start-up do without numba (about 0.4 s of
+    imports) and scipy.stats: only the modules that compute load them."""
+    code = ("import sys, auditing.result, auditing.sinks.listing, flows.cli\n"
+            "print(sorted(m for m in ('numba', 'scipy.stats', 'apache_beam') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
 # ------------------------------------------------------------------------------------------ dates
 # A date is parsed once, at the edge (argv, flow parameters, plan files, JSON read back), and passed inward as
 # datetime.date; the inner layers check the type cheaply and refuse a string with a TypeError naming the
