@@ -99,6 +99,18 @@ def test_a_float_zero_hashes_the_same_whatever_its_sign_and_whichever_comes_firs
     assert first[0] == first[1] != first[2]
 
 
+def test_a_dictionary_with_repeated_or_null_values_keys_as_its_decoded_values():
+    """Arrow allows a dictionary to repeat a value or hold a null: such a column keys as the plain column of the
+    same values (the keys depend on the values only)."""
+    odd = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 0, None, 3], pa.int32()),
+                                         pa.array(["a", "a", None, "b"]))
+    plain = odd.dictionary_decode()
+    for column in (odd, pa.chunked_array([odd.slice(0, 3), odd.slice(3)])):
+        keys = row_grouping.group_keys(pa.table({"c": column}), [("c",)])[0]
+        np.testing.assert_array_equal(keys, row_grouping.group_keys(pa.table({"c": plain}), [("c",)])[0])
+        assert keys[0] == keys[1] == keys[3] and keys[2] == keys[4] != keys[5]
+
+
 def test_keys_equal_pandas_objects_hashed_for_every_column_type():
     table = pa.table({
         "i64": pa.array([5, -7, 5, 2**62], pa.int64()),
@@ -110,6 +122,11 @@ def test_keys_equal_pandas_objects_hashed_for_every_column_type():
         "text": pa.array(["a", None, "a", "b"]),
         "dict": pa.array(["x", "y", None, "x"]).dictionary_encode(),
         "flag": pa.array([True, None, True, False]),
+        "empty": pa.array(["", None, "é", ""]),
+        "large": pa.array(["a", "ü", None, "a"], pa.large_string()),
+        # chunks with their own dictionaries, unused and null-free entries included
+        "chunked": pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([0, None]), pa.array(["q", "unused"])),
+                                     pa.DictionaryArray.from_arrays(pa.array([1, 0]), pa.array(["r", "q"]))]),
     })
     rels = [(name,) for name in table.column_names] + [tuple(table.column_names)]
     for new, before in zip(row_grouping.group_keys(table, rels), _keys_as_before(table, rels), strict=True):

@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.data.categories import used_categories
 from pipelines.data.dataset_spec import DatasetSpec, criteo
 
 MISSING_CATEGORY = ""  # pipelines.training.train.MISSING_CATEGORY: a missing categorical value is the empty string
@@ -33,32 +34,15 @@ MISSING_CATEGORY = ""  # pipelines.training.train.MISSING_CATEGORY: a missing ca
 
 def _batch_categories(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(codes, categories) of a categorical column: the categories are the values present in these rows (held as
-    Python strings), "" for missing; codes index them. Dictionary-encoded columns (as Parquet gives them) are
-    recoded through their indices without decoding a string per row: a row group's dictionary holds every
-    value of the row group, so only the used entries are kept."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    elif column.num_chunks > 1:
-        column = column.unify_dictionaries()
-    chunks = column.chunks
-    dictionary = chunks[0].dictionary if chunks else pa.array([], pa.string())
-    indices = (np.concatenate([chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-                               for chunk in chunks]) if chunks else np.zeros(0, np.int64))
-    size = len(dictionary)
-    used = np.zeros(size + 1, dtype=bool)
-    used[indices] = True  # a null (-1) marks the extra last slot
-    keep = np.flatnonzero(used[:size])
-    recode = np.full(size + 1, -1, dtype=np.int64)
-    recode[keep] = np.arange(keep.size)
-    categories = np.asarray(dictionary.take(pa.array(keep)).to_numpy(zero_copy_only=False), dtype=object)
-    if used[size]:
+    Python strings, `pipelines.data.categories.used_categories`), "" for missing; codes index them."""
+    codes, categories = used_categories(column)
+    if (codes < 0).any():
         hit = np.flatnonzero(categories == MISSING_CATEGORY)
-        if hit.size:
-            recode[size] = hit[0]
-        else:
-            recode[size] = categories.size
+        if not hit.size:
+            hit = [categories.size]
             categories = np.append(categories, MISSING_CATEGORY)
-    return recode[indices].astype(np.int32), categories
+        codes = np.where(codes < 0, hit[0], codes)
+    return codes.astype(np.int32), categories
 
 
 def catboost_frame(table: pa.Table, dataset: DatasetSpec | None = None) -> pd.DataFrame:

@@ -37,8 +37,10 @@ from auditing.game.row_groups import (
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema
+from pipelines.data.categories import used_categories
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
 from pipelines.data.layout import partition_dir
+from pipelines.data.tabular_values import is_text
 from pipelines.models.handle import ModelHandle, resolve_model
 
 
@@ -69,7 +71,9 @@ def _as_pandas(column: pa.ChunkedArray, has_nulls: bool):
     """A column as pandas hashes it after ``to_pandas().astype("object")``, without making a Python object per
     value for numbers: pandas hashes an object column through its distinct values (factorize, then hash each
     distinct object by its text, a null as the largest uint64), so a numeric column is factorized natively and
-    only its distinct values become the same Python objects."""
+    only its distinct values become the same Python objects; a text column likewise (`_text_categories`)."""
+    if is_text(column.type.value_type if pa.types.is_dictionary(column.type) else column.type):
+        return _text_categories(column)
     if pa.types.is_integer(column.type) and (has_nulls or column.null_count):
         column = column.cast(pa.float64(), safe=False)  # what to_pandas does to an integer column with a null
     if pa.types.is_floating(column.type):
@@ -82,6 +86,24 @@ def _as_pandas(column: pa.ChunkedArray, has_nulls: bool):
         return column.to_pandas().astype("object")
     codes, uniques = pd.factorize(column.to_numpy())
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques.astype(object), dtype=object))
+
+
+def _text_categories(column: pa.ChunkedArray) -> pd.Categorical:
+    """A text column (plain or dictionary-encoded) as the categorical pandas hashes an object column through: the
+    distinct values as Python strings and a code per row (-1 for a null), without a Python object per row
+    (`pipelines.data.categories.used_categories`). A dictionary with a repeated or a null value is decoded
+    and encoded again first."""
+    if pa.types.is_dictionary(column.type):
+        try:
+            codes, categories = used_categories(column)
+            clean = not pd.isna(categories).any() and pd.Index(categories, dtype=object).is_unique
+        except pa.ArrowInvalid:  # chunks whose dictionaries hold a null do not unify
+            clean = False
+        if clean:
+            return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
+        column = column.cast(column.type.value_type)
+    codes, categories = used_categories(column)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
 @dataclass(frozen=True)
