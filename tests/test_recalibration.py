@@ -45,9 +45,11 @@ from pipelines.models import registry
 from pipelines.models.handle import resolve_model
 from pipelines.reference.recalibration import (
     RECALIBRATED_TYPE,
+    HeldOutRows,
     RecalibrationSettings,
     ReferenceCheckSkipped,
     calibration_figures,
+    calibration_part,
     check_heldout,
     check_row_selection,
     fit_correction,
@@ -453,6 +455,36 @@ def test_check_rows_are_the_held_out_rows_the_correction_did_not_fit(world):
     np.testing.assert_array_equal(raw.mask(ids), splits.split_of(ids) == splits.TEST)
     assert not (recalibrated.mask(ids) & world["audited"]).any()
     assert recalibrated.describe()["roles"] == ["control"] and raw.describe()["roles"] == ["calibration", "control"]
+
+
+def test_the_calibration_rows_are_streamed_and_capped_by_a_keyed_sample(world, monkeypatch):
+    """The correction reads the day's calibration rows in batches: the same rows, order, features and labels as
+    the whole partition read at once; above ``max_rows`` the keyed sample of that many, whatever the batches."""
+    from pipelines.data.dataset_spec import dataset_of
+    from pipelines.reference import recalibration
+
+    root, heldout = world["root"], HeldOutRows()
+    dataset = dataset_of(root, DAY)
+    whole = dataset.to_internal(schema.read_partition(root, DAY, dataset=dataset))
+    expected = heldout_part(whole, splits.CALIBRATION, heldout, dataset)
+    monkeypatch.setattr(recalibration, "CALIBRATION_BATCH_ROWS", 7_000)  # batches across the files' row groups
+    part = calibration_part(root, DAY, dataset, heldout, max_rows=10**9)
+    assert (part.partition_rows, part.available) == (DAY_ROWS, expected[0].size)
+    streamed = heldout_part(part.table, splits.CALIBRATION, heldout, dataset)
+    np.testing.assert_array_equal(streamed[0], expected[0])
+    np.testing.assert_array_equal(streamed[2], expected[2])
+    assert streamed[1].equals(expected[1])
+
+    chosen = splits.keyed_sample(expected[0], 500)
+    for size in (7_000, 65_536):
+        monkeypatch.setattr(recalibration, "CALIBRATION_BATCH_ROWS", size)
+        sample = calibration_part(root, DAY, dataset, heldout, max_rows=500)
+        ids = sample.table.column("row_id").to_numpy()
+        assert ids.size == 500 and sample.available == expected[0].size
+        np.testing.assert_array_equal(np.sort(ids), chosen)
+        np.testing.assert_array_equal(ids, expected[0][np.isin(expected[0], chosen)])  # the partition's order
+    with pytest.raises(LabelDPInputError, match="max_rows"):
+        RecalibrationSettings(max_rows=1)
 
 
 def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, recalibrated):

@@ -123,6 +123,20 @@ def heldout_role_of(row_ids, heldout_mask) -> np.ndarray:
     return out
 
 
+SAMPLE_SALT = np.uint64(0x6C61_6265_6C73_6D33)  # "labelsm3": the keyed sample of a capped half; never change it
+
+
+def keyed_sample(row_ids, max_rows: int) -> np.ndarray | None:
+    """The ``max_rows`` of ``row_ids`` (unique) with the smallest ``splitmix64(row_id XOR SAMPLE_SALT)`` (ties by
+    row_id), sorted, or None when there are no more than ``max_rows``: a sample that depends on the row ids only,
+    never on their order or on the batches they came in."""
+    ids = np.asarray(row_ids, dtype=np.int64)
+    if ids.size <= max_rows:
+        return None
+    order = np.lexsort((ids, splitmix64(_as_uint64(ids) ^ SAMPLE_SALT)))
+    return np.sort(ids[order[:max_rows]])
+
+
 def heldout_validation(row_ids, fraction: float) -> np.ndarray:
     """True for the rows that validate (rather than fit) within a held-out half: about ``fraction`` of them,
     chosen by a keyed hash of row_id (``FOLD_SALT``) independent of the split and of the role."""

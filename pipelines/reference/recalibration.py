@@ -83,6 +83,7 @@ import pandas as pd
 import pyarrow as pa
 from scipy.special import expit
 
+from auditing.game.row_groups import in_sorted
 from auditing.verdict.reference_check import CalibrationFigures
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
@@ -125,7 +126,9 @@ class RecalibrationSettings:
     are replaced by the fields here. ``ctr_types``: candidate target-CTR types, the first one M' does not use is
     taken (`pipelines.reference.recalibration` module docstring). ``validation_fraction``: the share of the calibration
     rows that choose the rounds. ``min_rows``: the fewest fit and validation rows each (each also needs a click
-    and a non-click).
+    and a non-click). ``max_rows``: the most calibration rows the correction reads; a day with more fits on the
+    keyed sample of that many (`pipelines.data.splits.keyed_sample`), so that the fit's cost stops growing with the
+    day (a correction of a few shallow rounds needs far fewer rows).
     """
 
     max_rounds: int = 300
@@ -136,13 +139,14 @@ class RecalibrationSettings:
     validation_fraction: float = 1 / 3
     min_improvement: float = 0.0
     min_rows: int = 100
+    max_rows: int = 1_000_000
     thread_count: int = 2
     ctr_types: tuple[str, ...] = TARGET_CTR_TYPES
     catboost: CatBoostSettings = field(default_factory=CatBoostSettings)
 
     def __post_init__(self) -> None:
         for name, low in (("max_rounds", 1), ("depth", 1), ("early_stopping_rounds", 1), ("min_rows", 1),
-                          ("thread_count", 1)):
+                          ("max_rows", 2), ("thread_count", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise LabelDPInputError(f"recalibration {name} must be a whole number >= {low}; got {value!r}")
@@ -567,11 +571,39 @@ def heldout_part(table: pa.Table, role: int, heldout: HeldOutRows | None = None,
             part.column("label").to_numpy().astype(np.int64))
 
 
-def read_day(root: str | os.PathLike, date: dt.date) -> tuple[pa.Table, DatasetSpec]:
-    """The partition of ``date`` under the pipeline names, and its spec (`ReferenceCheckSkipped` unless binary)."""
-    dataset = dataset_of(root, date)
-    check_binary_dataset(dataset)
-    return dataset.to_internal(schema.read_partition(root, date, dataset=dataset)), dataset
+# Rows per batch of the calibration rows' streamed read.
+CALIBRATION_BATCH_ROWS = 262_144
+
+
+@dataclass(frozen=True)
+class CalibrationPart:
+    """Day D's calibration rows as the correction reads them (`calibration_part`)."""
+
+    table: pa.Table  # pipeline names, in the partition's order
+    partition_rows: int
+    available: int  # the day's calibration rows, before the cap
+
+
+def calibration_part(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, heldout: HeldOutRows,
+                     max_rows: int) -> CalibrationPart:
+    """The CALIBRATION rows of day ``date`` among the ``heldout`` rows, at most ``max_rows`` of them (the keyed
+    sample, `pipelines.data.splits.keyed_sample`), streamed in two passes: the row ids alone, then the rows kept.
+    Memory holds the day's calibration row ids and the rows kept, never the day."""
+    key = dataset.row_key
+    ids = [batch.column(key).to_numpy(zero_copy_only=False).astype(np.int64) for batch in
+           schema.iter_partition_batches(root, date, CALIBRATION_BATCH_ROWS, columns=[key], dataset=dataset)]
+    ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+    calibration = ids[heldout.roles(ids) == splits.CALIBRATION]
+    chosen = splits.keyed_sample(calibration, max_rows)
+    keep_ids = np.sort(calibration).astype(np.uint64) if chosen is None else chosen.astype(np.uint64)
+    parts = []
+    for batch in schema.iter_partition_batches(root, date, CALIBRATION_BATCH_ROWS, dataset=dataset,
+                                               check_unique=False):
+        table = dataset.to_internal(pa.Table.from_batches([batch]))
+        rows = np.flatnonzero(in_sorted(table.column("row_id").to_numpy().astype(np.uint64), keep_ids))
+        if rows.size or not parts:
+            parts.append(table.take(pa.array(rows)))
+    return CalibrationPart(pa.concat_tables(parts), int(ids.size), int(calibration.size))
 
 
 # ------------------------------------------------------------------------------------------ the registry
@@ -732,11 +764,11 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
         progress(f"recalibrated reference: reusing {name}@{date} (same reference, partition and settings)")
         return dataclasses.replace(current, source=reference)
 
-    table, _ = read_day(root, date)
-    registry.check_features(ref_md, table.schema)
-    row_ids, features, labels = heldout_part(table, splits.CALIBRATION, heldout, dataset)
+    part = calibration_part(root, date, dataset, heldout, settings.max_rows)
+    registry.check_features(ref_md, part.table.schema)
+    row_ids, features, labels = heldout_part(part.table, splits.CALIBRATION, heldout, dataset)
     if row_ids.size == 0:
-        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({table.num_rows} rows) has no held-out "
+        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({part.partition_rows} rows) has no held-out "
                                     f"calibration rows ({heldout.where()})")
     names = ref_md.feature_names
     cats = [item.name for item in ref_md.feature_schema if item.kind == registry.CATEGORICAL]
@@ -750,8 +782,9 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     # CTR types M' does not record first; a refused sum (M' has the table after all) tries the next type.
     used = _used_ctr_types(reference_model)
     candidates = [t for t in settings.ctr_types if t not in used] + [t for t in settings.ctr_types if t in used]
+    sampled = f", the keyed sample of {part.available}" if part.available > row_ids.size else ""
     progress(f"recalibrating {ref_name}@{ref_date} on {row_ids.size} held-out rows of {date.isoformat()} "
-             f"(validation {int(validation.sum())})")
+             f"(validation {int(validation.sum())}{sampled})")
     refused = []
     for ctr_type in candidates:
         correction = fit_correction(features, base, labels, cats, validation=validation, settings=settings,
@@ -774,13 +807,14 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
         "mechanism": {"name": RECALIBRATED_TYPE, "epsilon": math.inf, "delta": 0.0,
                       "guarantee": "none (an audit artifact like M'): the D-1 reference corrected on day D's held-out "
                                    "calibration rows, whose labels enter no audited model and are never audited"},
-        "seed": int(seed), "partition_fingerprint": partition_fp, "partition_rows": int(table.num_rows),
+        "seed": int(seed), "partition_fingerprint": partition_fp, "partition_rows": part.partition_rows,
         "feature_schema": [item.to_dict() for item in ref_md.feature_schema],
         "catboost_params": {"reference": ref_md.catboost_params, "correction": record["catboost_params"]},
         "test_metrics": {**record["validation"], "evaluated_on": "the calibration half's validation rows"},
         "reference": source_record,
         "recalibration": {**record, "source_reference": source_record, "sum": check, "inputs": inputs},
         "heldout_rows": {"scheme": heldout.describe(), "role": "calibration", "rows": int(row_ids.size),
+                         "available_rows": part.available, "max_rows": settings.max_rows,
                          "fit_rows": record["fit_rows"], "validation_rows": record["validation_rows"],
                          "validation_fraction": settings.validation_fraction},
     }
@@ -790,4 +824,4 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     return dataclasses.replace(resolve_model(root, name, date), source=reference)
 
 
-__all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "check_row_selection", "fit_correction", "fit_intercept", "heldout_part", "log_loss", "read_day", "recalibrate_reference", "recalibrated_logits"]
+__all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "calibration_part", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "check_row_selection", "fit_correction", "fit_intercept", "heldout_part", "log_loss", "recalibrate_reference", "recalibrated_logits"]
