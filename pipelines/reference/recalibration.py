@@ -595,7 +595,8 @@ def calibration_part(root: str | os.PathLike, date: dt.date, dataset: DatasetSpe
     ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
     calibration = ids[heldout.roles(ids) == splits.CALIBRATION]
     chosen = splits.keyed_sample(calibration, max_rows)
-    keep_ids = np.sort(calibration).astype(np.uint64) if chosen is None else chosen.astype(np.uint64)
+    # sorted as uint64 (`in_sorted`'s order): a negative id sorts after the others
+    keep_ids = np.sort((calibration if chosen is None else chosen).astype(np.uint64))
     parts = []
     for batch in schema.iter_partition_batches(root, date, CALIBRATION_BATCH_ROWS, dataset=dataset,
                                                check_unique=False):
