@@ -14,7 +14,7 @@ over the points (rows of one bin are ties, counted one half), the positives and 
 bootstrap intervals from seeded multinomial resamples of the per-bin counts.
 
 Both paths reduce to the same integer counts, rows per (octave of |s|, s > 0, coin b): in-process from per-row
-scores (`attack_curve_from_rows`) or the compiled game (`auditing.game.kernel.signed_outcomes`), and in the Beam
+scores (`attack_curve_from_rows`) or the compiled game (`auditing.game.kernel.SignedCounts`), and in the Beam
 job from pass 1's merged counts (`attack_curve_from_outcomes`); the record is a pure function of those counts and
 the game's draw seed (`auditing.config.GameConfig.draw_seed`: the seed and the night), so both give it byte for byte. Descriptive: how well this attack separates the labels, never a
 bound on epsilon. Pure numpy.

@@ -240,13 +240,7 @@ def _halves_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1,
         for start in range(c * chunk, min(n, (c + 1) * chunk), _BLOCK):
             stop = min(start + _BLOCK, n, (c + 1) * chunk)
             # outcome: code << 1 | b of each row (as `_signed_kernel`); its histogram outcome is code ^ b.
-            if binary:
-                _binary_signed(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
-                               code1[start:stop], kc, kb, outcome)
-            else:
-                for i in range(start, stop):
-                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
-                    outcome[i - start] = (np.int64(codes[i, released]) << 1) | bit
+            _signed_block(start, stop, id_bits, labels, threshold, cdf, binary, codes, code0, code1, kc, kb, outcome)
             for j in range(stop - start):
                 x = outcome[j]
                 v = (x >> 1) ^ (x & 1)
@@ -266,6 +260,19 @@ def _binary_signed(id_bits, threshold, labels, code0, code1, kc, kb, out):
         out[i] = (code << 1) | bit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _signed_block(start, stop, id_bits, labels, threshold, cdf, binary, codes, code0, code1, kc, kb, outcome):
+    """outcome[i - start] = code << 1 | b of rows start .. stop - 1: the released label's code and the coin (the
+    step `_signed_kernel` and `_halves_kernel` share)."""
+    if binary:
+        _binary_signed(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
+                       code1[start:stop], kc, kb, outcome)
+    else:
+        for i in range(start, stop):
+            released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+            outcome[i - start] = (np.int64(codes[i, released]) << 1) | bit
+
+
 # nogil: the Beam job plays it with pass 1 on its background thread.
 @njit(cache=True, parallel=True, nogil=True)
 def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1, group, key_cf, key_bit, block,
@@ -280,13 +287,8 @@ def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1,
         outcome = np.empty(_BLOCK, np.int64)
         for start in range(c * block, min(n, (c + 1) * block), _BLOCK):
             stop = min(start + _BLOCK, n, (c + 1) * block)
-            if binary:
-                _binary_signed(id_bits[start:stop], threshold[start:stop], labels[start:stop], code0[start:stop],
-                               code1[start:stop], key_cf, key_bit, outcome)
-            else:
-                for i in range(start, stop):
-                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, key_cf, key_bit)
-                    outcome[i - start] = (np.int64(codes[i, released]) << 1) | bit
+            _signed_block(start, stop, id_bits, labels, threshold, cdf, binary, codes, code0, code1, key_cf, key_bit,
+                          outcome)
             for j in range(stop - start):
                 v = outcome[j]
                 local[(group[v >> 2] * 2 + ((v >> 1) & 1)) * 2 + (v & 1)] += 1
