@@ -476,6 +476,11 @@ def test_the_calibration_rows_are_streamed_and_capped_by_a_keyed_sample(world, m
     assert streamed[1].equals(expected[1])
 
     chosen = splits.keyed_sample(expected[0], 500)
+    # the sample is the 500 rows of smallest keyed hash, whatever order the ids come in; none below the cap
+    hashes = splits.splitmix64(expected[0].astype(np.uint64) ^ splits.SAMPLE_SALT)
+    np.testing.assert_array_equal(chosen, np.sort(expected[0][np.argsort(hashes, kind="stable")[:500]]))
+    np.testing.assert_array_equal(splits.keyed_sample(expected[0][::-1], 500), chosen)
+    assert splits.keyed_sample(expected[0], expected[0].size) is None
     for size in (7_000, 65_536):
         monkeypatch.setattr(recalibration, "CALIBRATION_BATCH_ROWS", size)
         sample = calibration_part(root, DAY, dataset, heldout, max_rows=500)
