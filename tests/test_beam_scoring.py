@@ -26,7 +26,7 @@ from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.models import registry
 from pipelines.models.catboost_frames import catboost_frame
-from pipelines.scoring import beam_request, beam_scoring
+from pipelines.scoring import beam_dofns, beam_request, beam_scoring
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
 from pipelines.scoring.scored_batch import scored_batch
@@ -141,6 +141,21 @@ def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strate
     outcome = score_day(request, [])
     assert_same_as_in_process(world, outcome, config)
     assert outcome.record["diagnostics"]["plan_mode"] == plan
+
+
+def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(world):
+    """In one process the side-input plan hands its audited batches to the driver, which plays pass 2 on them
+    (timed as pass2_s; nothing stays held after the job). With several workers pass 2 runs in Beam (boundary rows
+    grouped by slot, the side input as on Dataflow or Flink). Both count exactly as in-process."""
+    config = AuditConfig(repetitions=3, seed=5)
+    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500, plan_mode="side-input",
+                             thread_count=1)
+    driver = score_day(request, [])
+    assert "pass2_s" in driver.record["timings"] and not beam_dofns._HELD
+    assert_same_as_in_process(world, driver, config)
+    workers = score_day(request, ["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
+    assert "pass2_s" not in workers.record["timings"]
+    assert_same_as_in_process(world, workers, config)
 
 
 def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
@@ -354,7 +369,7 @@ def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(wo
     root = world["root"]
     date = dt.date(2024, 3, 6)
     labels = world["table"].column(schema.LABEL).to_numpy().copy()
-    labels[17] = 7
+    labels[3517] = 7  # in the fourth batch: the first three were scored and held for pass 2
     bad = world["table"].set_column(1, pa.field(schema.LABEL, pa.int8(), nullable=False), pa.array(labels))
     directory = root / "partitions" / f"date={date}"
     directory.mkdir(parents=True)
@@ -362,8 +377,9 @@ def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(wo
     registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
     with pytest.raises(LabelDPInputError, match=r"part-00000.parquet.*'label'"):
         score_day(ScoringRequest(str(root), date, "target", AuditConfig(repetitions=2), reference="target",
-                                 reference_date=PREVIOUS), [])
+                                 reference_date=PREVIOUS, batch_size=1000, plan_mode="side-input"), [])
     assert not (root / "sweeps" / "target" / f"date={date}").exists()
+    assert not beam_dofns._HELD  # the batches held before the error are let go
 
 
 def test_cli_score_runs_and_reports_errors(world, capsys):
@@ -397,7 +413,7 @@ def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
         with pytest.raises(LabelDPInputError, match=rf"'row_id': 2 duplicate value\(s\) \(e\.g\. ({ids[10]}|{ids[11]})\)"):
             score_day(ScoringRequest(str(root), date, "target", AuditConfig(repetitions=2), reference="target",
                                      reference_date=PREVIOUS, plan_mode=plan), [])
-    assert not (root / "sweeps" / "target" / f"date={date}").exists()
+    assert not (root / "sweeps" / "target" / f"date={date}").exists() and not beam_dofns._HELD
 
 
 def test_reference_defaults_to_the_models_previous_day_else_reference(world):

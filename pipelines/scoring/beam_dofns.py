@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -242,6 +243,34 @@ class ExactCounts(_PlanUser):
         yield ("counts", int(slot), counts, int(sum(chunk.bins.size for chunk in chunks)))
 
 
+# The audited batches of jobs on an in-process runner, by the job's work directory: the driver replays them for
+# pass 2 (`take_held`, `pipelines.scoring.scoring_batches.count_batches`) instead of two more Beam stages, a
+# shuffle of the boundary rows and their files. The side-input plan held them in the runner's buffers anyway.
+_HELD: dict[str, dict[str, ScoredBatch]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+class HoldBatches(beam.DoFn):
+    """In-process runners only: keeps each audited batch for pass 2 in the driver, by batch id (a retried bundle
+    replaces its own batches). Outputs nothing."""
+
+    def __init__(self, key: str):
+        self._key = key
+
+    def process(self, batch: ScoredBatch):
+        if batch.rows:
+            with _HELD_LOCK:
+                _HELD.setdefault(self._key, {})[batch.batch_id] = batch
+        return ()
+
+
+def take_held(key: str) -> list[ScoredBatch]:
+    """The batches `HoldBatches` kept under ``key`` (in batch-id order), forgotten here."""
+    with _HELD_LOCK:
+        held = _HELD.pop(key, {})
+    return [held[batch_id] for batch_id in sorted(held)]
+
+
 class WriteBoundaryRows(beam.DoFn):
     """A scored batch -> its boundary rows (pass 2, with the plan as an argument) in one grouped file under
     ``directory`` (`pipelines.scoring.grouped_files`): the two-stage plan on an in-process runner counts each slot
@@ -440,6 +469,7 @@ __all__ = [
     "BoundaryRows",
     "ExactCounts",
     "ExpectedHistogramFn",
+    "HoldBatches",
     "MergePass1Fn",
     "Pass1CombineFn",
     "PassProgress",
@@ -458,4 +488,5 @@ __all__ = [
     "count_slots_from_files",
     "read_slot_counts",
     "shard",
+    "take_held",
 ]

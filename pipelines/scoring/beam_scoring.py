@@ -26,7 +26,11 @@ The counts (with both keyed halves of repetition 0, `auditing.game.slots`) becom
 passes by any runner raise instead of giving a wrong count.
 
 Plan modes:
-- ``side-input``: one pipeline; pass 2 reads the merged histograms as a singleton side input.
+- ``side-input``: one pipeline; pass 2 reads the merged histograms as a singleton side input. On an in-process
+  runner the pipeline instead hands its audited batches to the driver (`HoldBatches`), which plays pass 2 on them
+  (`pipelines.scoring.scoring_batches.count_batches`) with the same functions: the runner held them in its
+  buffers anyway, and two more stages, a shuffle of the boundary rows and a file per slot cost more than the pass
+  (0.6 s against 0.1 s at 1e6 rows x R = 100; benchmarks/results/beam_scoring.md).
 - ``two-stage``: pipeline 1 writes the scored batches (row_id, label, both models' probabilities; ~33 bytes
   a row) and the histograms to a work directory; the driver derives the plan (O(bins x R)) and pipeline 2
   reads the scored batches back and runs pass 2 with the plan as a DoFn argument.
@@ -92,6 +96,7 @@ from pipelines.scoring.beam_dofns import (
     BoundaryRows,
     ExactCounts,
     ExpectedHistogramFn,
+    HoldBatches,
     MergePass1Fn,
     Pass1CombineFn,
     PassProgress,
@@ -110,6 +115,7 @@ from pipelines.scoring.beam_dofns import (
     count_slots_from_files,
     read_slot_counts,
     shard,
+    take_held,
 )
 from pipelines.scoring.beam_request import (
     FN_API_RUNNER,
@@ -128,7 +134,14 @@ from pipelines.scoring.beam_request import (
 )
 from pipelines.scoring.partition_batches import ReadTask, chain_tasks
 from pipelines.scoring.scored_batch import duplicate_row_ids, predictions_table, row_id_buckets
-from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator, SweepPlan, make_plan, sweep_counts
+from pipelines.scoring.scoring_batches import (
+    GameSpec,
+    Pass1Accumulator,
+    SweepPlan,
+    count_batches,
+    make_plan,
+    sweep_counts,
+)
 
 ROW_ID_BUCKETS = 16
 # The two-stage plan's row-id files: the driver checks one bucket at a time (1e8 rows: about 3 MB of ids each).
@@ -270,21 +283,31 @@ def _new_pipeline(job: _Job, partitions: int) -> beam.Pipeline:
     return beam.Pipeline(options=PipelineOptions(pipeline_args(job.beam_args, partitions)))
 
 
-def _single_pipeline(job: _Job) -> None:
+def _single_pipeline(job: _Job) -> list | None:
+    """Runs the side-input plan. On an in-process runner pass 2 is left to the driver: the audited batches come
+    back (`HoldBatches`), else None and pass 2's counts are in the work directory."""
     pipeline = _new_pipeline(job, len(job.tasks))
     scored = _scored_batches(pipeline, job)
     pass1 = _pass1(scored, job)
     audited = _audited(scored)
-    side = beam.pvalue.AsSingleton(pass1)
-    chunks = typed(audited | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec), side), keyed(int))
-    counts = (
-        chunks
-        | "GroupBySlot" >> beam.GroupByKey()
-        | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec), side)
-    )
+    held = str(job.work_dir) if in_process(job.beam_args) else None
+    if held is not None:
+        counts = audited | "HoldBatches" >> beam.ParDo(HoldBatches(held))
+    else:
+        side = beam.pvalue.AsSingleton(pass1)
+        chunks = typed(audited | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec), side), keyed(int))
+        counts = (
+            chunks
+            | "GroupBySlot" >> beam.GroupByKey()
+            | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec), side)
+        )
     _write_results([_tag_pass1(pass1), counts, _duplicates(scored), *_expected(audited, job),
                     *_write_scored(audited, job), *_slice_rows(scored, job)], job)
-    _run(pipeline)
+    try:
+        _run(pipeline)
+    finally:
+        batches = None if held is None else take_held(held)  # forgotten here, whatever the run's outcome
+    return batches
 
 
 def _two_stage_first(job: _Job) -> None:
@@ -430,11 +453,18 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
-            _single_pipeline(job)
+            held = _single_pipeline(job)
             timings["pipeline_s"] = round(time.monotonic() - t0, 3)
             check_duplicates(work, request.data_root, request.date, dataset.row_key)
             pass1 = Pass1Accumulator.load(work / "pass1.npz")
             plan = make_plan(pass1, spec)
+            if held is not None:  # an in-process runner: pass 2 here, on the batches the pipeline held
+                t1 = time.monotonic()
+                slot_counts, slot_rows = count_batches(held, spec, plan)
+                del held
+                timings["pass2_s"] = round(time.monotonic() - t1, 3)
+            else:
+                slot_counts, slot_rows = read_slot_counts(work)
         else:
             progress("pipeline 1: inference and pass 1 (histograms)")
             _two_stage_first(job)
@@ -446,7 +476,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress(f"plan: {plan.m} rows audited, {plan.boundary_rows} boundary rows to bring back")
             _two_stage_second(job, plan)
             timings["pipeline2_s"] = round(time.monotonic() - t1, 3)
-        slot_counts, slot_rows = read_slot_counts(work)
+            slot_counts, slot_rows = read_slot_counts(work)
         counts, split = sweep_counts(plan, spec, slot_counts)
         # Repetition 0's |score| histogram (slot 0 of pass 1) for the report's score panel, its attack curve
         # (pass 1's signed counts; the same record as run_audit's), and for controls the game's expected correct

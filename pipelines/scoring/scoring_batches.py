@@ -396,6 +396,17 @@ def finish_counts(plan: SweepPlan, slot: int, chunks: list[BoundaryChunk]) -> np
     return exact_counts(plan.boundaries[slot], rows.bins, rows.abs_scores, rows.row_ids, rows.correct)
 
 
+def count_batches(batches, spec: GameSpec, plan: SweepPlan) -> tuple[dict[int, np.ndarray], dict[int, int]]:
+    """Pass 2 over audited batches held in memory: ({slot: exact counts}, {slot: boundary rows}), what grouping
+    `boundary_rows`' chunks by slot and `finish_counts` give (the counts do not depend on the chunks' order)."""
+    chunks: dict[int, list[BoundaryChunk]] = {}
+    for batch in batches:
+        for slot, chunk in boundary_rows(batch, spec, plan):
+            chunks.setdefault(slot, []).append(chunk)
+    return ({slot: finish_counts(plan, slot, found) for slot, found in chunks.items()},
+            {slot: int(sum(chunk.bins.size for chunk in found)) for slot, found in chunks.items()})
+
+
 def sweep_counts(plan: SweepPlan, spec: GameSpec, counts: dict[int, np.ndarray]):
     """(SweepCounts over the repetitions, the halves' SweepCounts or None when a half is empty) from per-slot
     counts (`auditing.game.slots.SlotPlan.counts`).
