@@ -220,6 +220,38 @@ def test_fdp_audit_end_to_end():
     assert result.epsilon_lower_bound == max(p.epsilon_lower_bound for p in result.curve)
 
 
+@pytest.mark.parametrize("k", [2, 3, 5, 12])
+def test_row_checks_equal_the_numpy_expressions_row_by_row(k):
+    """`probability_row_checks` (compiled for two classes, numpy otherwise) flags exactly the rows the numpy
+    expressions flag: a value NaN, +-inf or outside [0, 1], a sum off 1 by more than the tolerance (sums placed on
+    both sides of it, where the order of the additions decides), certain rows and rows without any prediction;
+    C- and Fortran-ordered alike (numpy's own sum adds in another order for a Fortran array of 3+ classes)."""
+    from auditing.game.play import SUM_TOLERANCE, certain_rows, probability_row_checks
+
+    rng = np.random.default_rng(k)
+    p = rng.dirichlet(np.ones(k), 4000)
+    p[:400] *= 1.0 + SUM_TOLERANCE * rng.choice([-1.0, 1.0], (400, 1)) * (1.0 + rng.uniform(-1e-12, 1e-12, (400, 1)))
+    p[400:800, 0] += 1.0 - p[400:800].sum(axis=1) + rng.choice([-1.0, 1.0], 400) * SUM_TOLERANCE
+    p[800:900] = np.eye(k)[rng.integers(0, k, 100)]  # certain
+    p[900:950] = np.nan  # no prediction
+    p[950:960, 0] = -0.0
+    cells = 960 * k + rng.integers(0, (4000 - 960) * k, 60)
+    p.flat[cells] = rng.choice([np.nan, np.inf, -np.inf, -1e-9, 1.0 + 1e-9, 0.0, 1.0], 60)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(p).all(axis=1) | (p < 0.0).any(axis=1) | (p > 1.0).any(axis=1)
+        bad |= ~(np.abs(p.sum(axis=1) - 1.0) <= SUM_TOLERANCE)
+    found = probability_row_checks(p)
+    assert 0 < bad[:800].sum() < 800  # the boundary rows fall on both sides
+    np.testing.assert_array_equal(found[0], bad)
+    np.testing.assert_array_equal(found[1], certain_rows(p))
+    np.testing.assert_array_equal(found[2], np.isnan(p).all(axis=1))
+    fortran = np.asfortranarray(p)
+    with np.errstate(invalid="ignore"):
+        bad_fortran = ~np.isfinite(fortran).all(axis=1) | (fortran < 0.0).any(axis=1) | (fortran > 1.0).any(axis=1)
+        bad_fortran |= ~(np.abs(fortran.sum(axis=1) - 1.0) <= SUM_TOLERANCE)
+    np.testing.assert_array_equal(probability_row_checks(fortran)[0], bad_fortran)
+
+
 def test_probability_checks_count_the_rows_numpy_counts():
     """The one-pass row checks (NaN rows, rows out of [0, 1], certain rows) name the counts the plain numpy
     expressions give, for 1-D and k-column inputs, Fortran-ordered ones too."""

@@ -116,6 +116,50 @@ def _row_flags(p):
     return nan_rows, out_rows, certain
 
 
+@njit(cache=True)
+def _row_checks(p, tolerance, bad, certain, empty):
+    """Per row of an (n, k) array, in one pass: ``bad`` (a value NaN, +-inf, below 0 or above 1, or the sum off 1
+    by more than ``tolerance``), ``certain`` (a value <= 0 or >= 1) and ``empty`` (every value NaN)."""
+    n, k = p.shape
+    for i in range(n):
+        off = False
+        sure = False
+        nans = 0
+        rest = 0.0
+        for j in range(k):
+            v = p[i, j]
+            if v != v:
+                nans += 1
+                off = True
+            elif v < 0.0 or v > 1.0:
+                off = True
+            if v <= 0.0 or v >= 1.0:
+                sure = True
+            if j > 0:
+                rest += v
+        bad[i] = off or not (abs((p[i, 0] + rest) - 1.0) <= tolerance)
+        certain[i] = sure
+        empty[i] = nans == k
+
+
+def probability_row_checks(p: np.ndarray, tolerance: float = SUM_TOLERANCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bad, certain, empty) boolean rows of an (n, k) float64 array: rows no probabilistic classifier outputs
+    (NaN or +-inf, a value outside [0, 1], or not summing to 1 within ``tolerance``: the checks of
+    `as_class_probabilities`), rows certain of a class (`certain_rows`), rows without any prediction (all NaN).
+    Equal to the numpy expressions of each: compiled in one pass for a binary model's two columns, whose sum has one
+    order; numpy otherwise, whose order of the additions in ``p.sum(axis=1)`` depends on k and on the memory layout
+    (tests/test_sweep_and_audit.py)."""
+    n, k = p.shape
+    if k != 2:
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(p).all(axis=1) | (p < 0.0).any(axis=1) | (p > 1.0).any(axis=1)
+            bad |= ~(np.abs(p.sum(axis=1) - 1.0) <= tolerance)
+        return bad, certain_rows(p), np.isnan(p).all(axis=1)
+    bad, certain, empty = np.empty(n, bool), np.empty(n, bool), np.empty(n, bool)
+    _row_checks(np.ascontiguousarray(p, dtype=np.float64), float(tolerance), bad, certain, empty)
+    return bad, certain, empty
+
+
 def certain_count(p: np.ndarray) -> int:
     """How many rows of an (n, k) probability array put probability exactly 0 (hence 1 elsewhere) on some class
     (the rows of `certain_rows`, counted in one pass)."""

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from auditing.game.keyed_random import mix64
-from auditing.game.play import SUM_TOLERANCE, as_class_probabilities, certain_rows
+from auditing.game.play import probability_row_checks
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.scoring.grouped_files import key_order
@@ -81,15 +81,6 @@ def _as_matrix(values, n: int, who: str) -> np.ndarray:
     return arr
 
 
-def _bad_probability_rows(p: np.ndarray) -> np.ndarray:
-    """Rows no probabilistic classifier outputs: NaN/inf, outside [0, 1], or not summing to 1 (same tolerance
-    as `auditing.game.play.as_class_probabilities`)."""
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(p).all(axis=1) | (p < 0.0).any(axis=1) | (p > 1.0).any(axis=1)
-        bad |= ~(np.abs(p.sum(axis=1) - 1.0) <= SUM_TOLERANCE)
-    return bad
-
-
 def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_rows=None) -> ScoredBatch:
     """Keeps the rows that can enter the game and counts the others (never a silent drop). ``check_rows``: the
     capacity check's row selection (``mask(row_ids)``); its rows are counted apart (``check_rows_read`` /
@@ -102,9 +93,12 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_ro
                                 f"{reference.shape[1]}")
     row_id = table.column(schema.ROW_ID)
     has_id = row_id.is_valid().to_numpy(zero_copy_only=False) if row_id.null_count else np.ones(n, dtype=bool)
-    bad_target = _bad_probability_rows(target)
+    # Rows no classifier outputs (NaN, outside [0, 1], not summing to 1: as_class_probabilities' checks) are left
+    # out, so the kept rows pass those checks by construction and are not checked again.
+    bad_target, _, empty_target = probability_row_checks(target)
+    bad_reference, certain_reference, empty_reference = probability_row_checks(reference)
     # A reference certain of a class has an infinite likelihood ratio: no kappa covers it (auditing.game.play).
-    bad_reference = _bad_probability_rows(reference) | certain_rows(reference)
+    bad_reference |= certain_reference
     keep = has_id & ~bad_target & ~bad_reference
     labels = table.column(schema.LABEL).to_numpy().astype(np.int64)
     if labels.size and int(labels.max()) >= target.shape[1]:
@@ -112,7 +106,8 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_ro
                                 f"{target.shape[1]} classes")
     index = np.flatnonzero(keep)
     all_ids = row_id.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    ids = all_ids[index]
+    every = index.size == n  # the usual batch: every row kept, no copy
+    ids = all_ids if every else all_ids[index]
     # A row without a row id cannot be a check row: it is counted with the audited rows' issues.
     is_check = (check_rows.mask(all_ids) & has_id) if check_rows is not None else np.zeros(n, dtype=bool)
     audited = ~is_check
@@ -120,13 +115,14 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_ro
               "rows_without_row_id": int(n - has_id.sum()),
               "rows_bad_target_probabilities": int((bad_target & audited).sum()),
               "rows_bad_reference_probabilities": int((bad_reference & audited).sum()),
-              "rows_without_target_prediction": int((np.isnan(target).all(axis=1) & audited).sum()),
-              "rows_without_reference_prediction": int((np.isnan(reference).all(axis=1) & audited).sum())}
+              "rows_without_target_prediction": int((empty_target & audited).sum()),
+              "rows_without_reference_prediction": int((empty_reference & audited).sum())}
     if check_rows is not None:
         issues.update(check_rows_read=int(is_check.sum()), check_rows_scored=int((keep & is_check).sum()))
-    return ScoredBatch(batch_id, ids, labels[index],
-                       as_class_probabilities(target[index], "p_target") if index.size else target[:0],
-                       as_class_probabilities(reference[index], "p_reference") if index.size else reference[:0],
+    if every:  # C-ordered as a gathered copy is
+        return ScoredBatch(batch_id, ids, labels, np.ascontiguousarray(target), np.ascontiguousarray(reference),
+                           issues, is_check if check_rows is not None else None)
+    return ScoredBatch(batch_id, ids, labels[index], target.take(index, axis=0), reference.take(index, axis=0),
                        issues, is_check[index] if check_rows is not None else None)
 
 
