@@ -21,6 +21,8 @@ move batches between workers without changing a count):
 5. `boundary_rows`: replays the game only for rows that can land in a cut bin and returns those rows.
 6. `finish_counts`: completes each slot's counts with `auditing.game.sweep_reduce.exact_counts`, and
    `sweep_counts` builds the `SweepCounts` that `auditing.audit.audit_from_counts` turns into the result.
+   `count_batches` does steps 5 and 6 for batches held in one process (the side-input plan on an in-process
+   runner, where the driver plays pass 2).
 
 Steps 3 to 6 live here, as one algorithm: the plan is read off pass 1's histograms, and pass 2 and the counts
 depend on the plan's exact layout.
