@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import apache_beam as beam
@@ -243,11 +244,25 @@ class ExactCounts(_PlanUser):
         yield ("counts", int(slot), counts, int(sum(chunk.bins.size for chunk in chunks)))
 
 
-# The audited batches of jobs on an in-process runner, by the job's work directory: the driver replays them for
-# pass 2 (`take_held`, `pipelines.scoring.scoring_batches.count_batches`) instead of two more Beam stages, a
-# shuffle of the boundary rows and their files. The side-input plan held them in the runner's buffers anyway.
-_HELD: dict[str, dict[str, ScoredBatch]] = {}
+# What a job on an in-process runner hands to its driver, by the job's work directory: the audited batches, which the
+# driver replays for pass 2 (`pipelines.scoring.scoring_batches.count_batches`) instead of two more Beam stages, a
+# shuffle of the boundary rows and a file per slot (the side-input plan held the batches in the runner's buffers
+# anyway), and pass 1's merged accumulator, without its file round trip.
+_HELD: dict[str, dict] = {}  # key -> {"batches": {batch id: batch}, "pass1": accumulator}
 _HELD_LOCK = threading.Lock()
+
+
+@dataclass
+class Held:
+    """A job's held outputs (`take_held`): its audited batches in batch-id order, pass 1's merged accumulator
+    (empty when no batch reached pass 1)."""
+
+    batches: list = field(default_factory=list)
+    pass1: Pass1Accumulator = field(default_factory=Pass1Accumulator)
+
+
+def _held(key: str) -> dict:
+    return _HELD.setdefault(key, {"batches": {}, "pass1": None})
 
 
 class HoldBatches(beam.DoFn):
@@ -260,15 +275,28 @@ class HoldBatches(beam.DoFn):
     def process(self, batch: ScoredBatch):
         if batch.rows:
             with _HELD_LOCK:
-                _HELD.setdefault(self._key, {})[batch.batch_id] = batch
+                _held(self._key)["batches"][batch.batch_id] = batch
         return ()
 
 
-def take_held(key: str) -> list[ScoredBatch]:
-    """The batches `HoldBatches` kept under ``key`` (in batch-id order), forgotten here."""
+class HoldPass1(beam.DoFn):
+    """In-process runners only: keeps pass 1's merged accumulator for the driver. Outputs nothing."""
+
+    def __init__(self, key: str):
+        self._key = key
+
+    def process(self, accumulator: Pass1Accumulator):
+        with _HELD_LOCK:
+            _held(self._key)["pass1"] = accumulator.settle()
+        return ()
+
+
+def take_held(key: str) -> Held:
+    """What `HoldBatches` and `HoldPass1` kept under ``key``, forgotten here."""
     with _HELD_LOCK:
-        held = _HELD.pop(key, {})
-    return [held[batch_id] for batch_id in sorted(held)]
+        found = _HELD.pop(key, None) or {"batches": {}, "pass1": None}
+    batches = found["batches"]
+    return Held([batches[batch_id] for batch_id in sorted(batches)], found["pass1"] or Pass1Accumulator())
 
 
 class WriteBoundaryRows(beam.DoFn):
@@ -469,7 +497,9 @@ __all__ = [
     "BoundaryRows",
     "ExactCounts",
     "ExpectedHistogramFn",
+    "Held",
     "HoldBatches",
+    "HoldPass1",
     "MergePass1Fn",
     "Pass1CombineFn",
     "PassProgress",

@@ -27,7 +27,7 @@ passes by any runner raise instead of giving a wrong count.
 
 Plan modes:
 - ``side-input``: one pipeline; pass 2 reads the merged histograms as a singleton side input. On an in-process
-  runner the pipeline instead hands its audited batches to the driver (`HoldBatches`), which plays pass 2 on them
+  runner the pipeline instead hands its audited batches and pass 1 to the driver (`HoldBatches`, `HoldPass1`), which plays pass 2 on them
   (`pipelines.scoring.scoring_batches.count_batches`) with the same functions: the runner held them in its
   buffers anyway, and two more stages, a shuffle of the boundary rows and a file per slot cost more than the pass
   (0.6 s against 0.1 s at 1e6 rows x R = 100; benchmarks/results/beam_scoring.md).
@@ -96,7 +96,9 @@ from pipelines.scoring.beam_dofns import (
     BoundaryRows,
     ExactCounts,
     ExpectedHistogramFn,
+    Held,
     HoldBatches,
+    HoldPass1,
     MergePass1Fn,
     Pass1CombineFn,
     PassProgress,
@@ -283,31 +285,33 @@ def _new_pipeline(job: _Job, partitions: int) -> beam.Pipeline:
     return beam.Pipeline(options=PipelineOptions(pipeline_args(job.beam_args, partitions)))
 
 
-def _single_pipeline(job: _Job) -> list | None:
-    """Runs the side-input plan. On an in-process runner pass 2 is left to the driver: the audited batches come
-    back (`HoldBatches`), else None and pass 2's counts are in the work directory."""
+def _single_pipeline(job: _Job) -> Held | None:
+    """Runs the side-input plan. On an in-process runner pass 2 is left to the driver: the audited batches and pass
+    1's accumulator come back (`HoldBatches`, `HoldPass1`); else None, and pass 1 and pass 2's counts are in the
+    work directory."""
     pipeline = _new_pipeline(job, len(job.tasks))
     scored = _scored_batches(pipeline, job)
     pass1 = _pass1(scored, job)
     audited = _audited(scored)
     held = str(job.work_dir) if in_process(job.beam_args) else None
     if held is not None:
-        counts = audited | "HoldBatches" >> beam.ParDo(HoldBatches(held))
+        outputs = [pass1 | "HoldPass1" >> beam.ParDo(HoldPass1(held)),
+                   audited | "HoldBatches" >> beam.ParDo(HoldBatches(held))]
     else:
         side = beam.pvalue.AsSingleton(pass1)
         chunks = typed(audited | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec), side), keyed(int))
-        counts = (
+        outputs = [_tag_pass1(pass1), (
             chunks
             | "GroupBySlot" >> beam.GroupByKey()
             | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec), side)
-        )
-    _write_results([_tag_pass1(pass1), counts, _duplicates(scored), *_expected(audited, job),
-                    *_write_scored(audited, job), *_slice_rows(scored, job)], job)
+        )]
+    _write_results([*outputs, _duplicates(scored), *_expected(audited, job), *_write_scored(audited, job),
+                    *_slice_rows(scored, job)], job)
     try:
         _run(pipeline)
     finally:
-        batches = None if held is None else take_held(held)  # forgotten here, whatever the run's outcome
-    return batches
+        found = None if held is None else take_held(held)  # forgotten here, whatever the run's outcome
+    return found
 
 
 def _two_stage_first(job: _Job) -> None:
@@ -456,11 +460,11 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             held = _single_pipeline(job)
             timings["pipeline_s"] = round(time.monotonic() - t0, 3)
             check_duplicates(work, request.data_root, request.date, dataset.row_key)
-            pass1 = Pass1Accumulator.load(work / "pass1.npz")
+            pass1 = Pass1Accumulator.load(work / "pass1.npz") if held is None else held.pass1
             plan = make_plan(pass1, spec)
             if held is not None:  # an in-process runner: pass 2 here, on the batches the pipeline held
                 t1 = time.monotonic()
-                slot_counts, slot_rows = count_batches(held, spec, plan)
+                slot_counts, slot_rows = count_batches(held.batches, spec, plan)
                 del held
                 timings["pass2_s"] = round(time.monotonic() - t1, 3)
             else:
