@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -446,6 +447,50 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     assert list(itself.to_dict()) == ["label", "reference", "days", "not_computed"]
 
 
+def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(world, monkeypatch):
+    """Below its cap the diagnostic is the one of both whole days read at once; above it, the one of each day's
+    keyed sample (the rows of smallest keyed hash, computed here), and its fits say so."""
+    from pipelines.data.dataset_spec import dataset_of
+    from pipelines.reference import shift_diagnostics
+
+    root = world["root"]
+    model = resolve_model(root, "reference", PREVIOUS)
+    dataset = dataset_of(root, DAY)
+    whole = {day: dataset.to_internal(schema.read_partition(root, day, dataset=dataset)) for day in (PREVIOUS, DAY)}
+
+    def expected(tables: dict) -> tuple:
+        def predict(part):
+            return model.format.predict(model, part, dataset)
+
+        ids = {day: table.column("row_id").to_numpy() for day, table in tables.items()}
+        test = {day: np.flatnonzero(splits.split_of(ids[day]) == splits.TEST) for day in tables}
+        return (shift_diagnostics._fit(predict, tables[DAY], test[DAY]),
+                shift_diagnostics._fit(predict, tables[PREVIOUS], test[PREVIOUS]),
+                shift_diagnostics.feature_shift(tables[PREVIOUS], tables[DAY], dataset))
+
+    streamed = shift_diagnostics.shift_diagnostic(root, DAY, model)
+    fit_current, fit_previous, shift = expected(whole)
+    assert (streamed.fit_current, streamed.fit_previous) == (fit_current, replace(fit_previous, rows_rule="test split"))
+    assert streamed.feature_shift == shift
+
+    monkeypatch.setattr(shift_diagnostics, "SAMPLE_ROWS", 1_500)
+    sampled = shift_diagnostics.shift_diagnostic(root, DAY, model)
+    kept = {}
+    for day, table in whole.items():
+        ids = table.column("row_id").to_numpy()
+        hashes = splits.splitmix64(ids.astype(np.uint64) ^ splits.SAMPLE_SALT)
+        chosen = np.sort(ids[np.argsort(hashes, kind="stable")[:1_500]])
+        kept[day] = table.filter(pa.array(np.isin(ids, chosen)))
+        assert kept[day].num_rows == 1_500 < table.num_rows
+    fit_current, fit_previous, shift = expected(kept)
+    assert sampled.fit_current.log_loss == fit_current.log_loss and sampled.fit_current.rows == fit_current.rows
+    assert sampled.fit_previous.ece == fit_previous.ece and sampled.fit_previous.rows == fit_previous.rows
+    assert sampled.feature_shift == shift and sampled.feature_shift != streamed.feature_shift
+    assert sampled.fit_current.rows_rule == (f"test split, of a keyed sample of 1,500 of the day's "
+                                             f"{whole[DAY].num_rows:,} rows (so is the feature shift)")
+    assert "keyed sample of 1,500" in sampled.fit_previous.rows_rule
+
+
 def test_check_rows_are_the_held_out_rows_the_correction_did_not_fit(world):
     ids = world["ids"]
     role = splits.heldout_role(ids)
@@ -461,13 +506,12 @@ def test_the_calibration_rows_are_streamed_and_capped_by_a_keyed_sample(world, m
     """The correction reads the day's calibration rows in batches: the same rows, order, features and labels as
     the whole partition read at once; above ``max_rows`` the keyed sample of that many, whatever the batches."""
     from pipelines.data.dataset_spec import dataset_of
-    from pipelines.reference import recalibration
 
     root, heldout = world["root"], HeldOutRows()
     dataset = dataset_of(root, DAY)
     whole = dataset.to_internal(schema.read_partition(root, DAY, dataset=dataset))
     expected = heldout_part(whole, splits.CALIBRATION, heldout, dataset)
-    monkeypatch.setattr(recalibration, "CALIBRATION_BATCH_ROWS", 7_000)  # batches across the files' row groups
+    monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", 7_000)  # batches across the files' row groups
     part = calibration_part(root, DAY, dataset, heldout, max_rows=10**9)
     assert (part.partition_rows, part.available) == (DAY_ROWS, expected[0].size)
     streamed = heldout_part(part.table, splits.CALIBRATION, heldout, dataset)
@@ -482,7 +526,7 @@ def test_the_calibration_rows_are_streamed_and_capped_by_a_keyed_sample(world, m
     np.testing.assert_array_equal(splits.keyed_sample(expected[0][::-1], 500), chosen)
     assert splits.keyed_sample(expected[0], expected[0].size) is None
     for size in (7_000, 65_536):
-        monkeypatch.setattr(recalibration, "CALIBRATION_BATCH_ROWS", size)
+        monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", size)
         sample = calibration_part(root, DAY, dataset, heldout, max_rows=500)
         ids = sample.table.column("row_id").to_numpy()
         assert ids.size == 500 and sample.available == expected[0].size

@@ -297,6 +297,36 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
             raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
 
 
+SAMPLE_BATCH_ROWS = 262_144  # rows a batch of `read_keyed_sample`'s passes
+
+
+def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, max_rows: int,
+                      among: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[pa.Table, int, int]:
+    """(rows, rows of the day, rows ``among`` selects): the day's rows that ``among(row_ids)`` selects (all rows
+    without it), at most ``max_rows`` of them by the keyed sample (`pipelines.data.splits.keyed_sample`: it depends
+    on the row ids only), in the partition's order with the dataset's internal column names. Streamed in two
+    passes, the row ids alone, then the rows kept: memory holds the day's row ids and the rows kept, never the day.
+    Below the cap the rows are every selected row."""
+    from auditing.game.row_groups import in_sorted
+    from pipelines.data.splits import keyed_sample
+
+    key = dataset.row_key
+    ids = [batch.column(key).to_numpy(zero_copy_only=False).astype(np.int64) for batch in
+           iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, columns=[key], dataset=dataset)]
+    ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+    selected = ids if among is None else ids[among(ids)]
+    chosen = keyed_sample(selected, max_rows)
+    # sorted as uint64 (`in_sorted`'s order): a negative id sorts after the others
+    keep_ids = np.sort((selected if chosen is None else chosen).astype(np.uint64))
+    parts = []
+    for batch in iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, dataset=dataset, check_unique=False):
+        table = dataset.to_internal(pa.Table.from_batches([batch]))
+        rows = np.flatnonzero(in_sorted(table.column("row_id").to_numpy().astype(np.uint64), keep_ids))
+        if rows.size or not parts:
+            parts.append(table.take(pa.array(rows)))
+    return pa.concat_tables(parts), int(ids.size), int(selected.size)
+
+
 def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,
                       rows: int | None = None) -> None:
     """Raises ``LabelDPInputError`` naming ``source`` when every row has the same label: the audit compares

@@ -83,7 +83,6 @@ import pandas as pd
 import pyarrow as pa
 from scipy.special import expit
 
-from auditing.game.row_groups import in_sorted
 from auditing.verdict.reference_check import CalibrationFigures
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
@@ -571,10 +570,6 @@ def heldout_part(table: pa.Table, role: int, heldout: HeldOutRows | None = None,
             part.column("label").to_numpy().astype(np.int64))
 
 
-# Rows per batch of the calibration rows' streamed read.
-CALIBRATION_BATCH_ROWS = 262_144
-
-
 @dataclass(frozen=True)
 class CalibrationPart:
     """Day D's calibration rows as the correction reads them (`calibration_part`)."""
@@ -588,23 +583,10 @@ def calibration_part(root: str | os.PathLike, date: dt.date, dataset: DatasetSpe
                      max_rows: int) -> CalibrationPart:
     """The CALIBRATION rows of day ``date`` among the ``heldout`` rows, at most ``max_rows`` of them (the keyed
     sample, `pipelines.data.splits.keyed_sample`), streamed in two passes: the row ids alone, then the rows kept.
-    Memory holds the day's calibration row ids and the rows kept, never the day."""
-    key = dataset.row_key
-    ids = [batch.column(key).to_numpy(zero_copy_only=False).astype(np.int64) for batch in
-           schema.iter_partition_batches(root, date, CALIBRATION_BATCH_ROWS, columns=[key], dataset=dataset)]
-    ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-    calibration = ids[heldout.roles(ids) == splits.CALIBRATION]
-    chosen = splits.keyed_sample(calibration, max_rows)
-    # sorted as uint64 (`in_sorted`'s order): a negative id sorts after the others
-    keep_ids = np.sort((calibration if chosen is None else chosen).astype(np.uint64))
-    parts = []
-    for batch in schema.iter_partition_batches(root, date, CALIBRATION_BATCH_ROWS, dataset=dataset,
-                                               check_unique=False):
-        table = dataset.to_internal(pa.Table.from_batches([batch]))
-        rows = np.flatnonzero(in_sorted(table.column("row_id").to_numpy().astype(np.uint64), keep_ids))
-        if rows.size or not parts:
-            parts.append(table.take(pa.array(rows)))
-    return CalibrationPart(pa.concat_tables(parts), int(ids.size), int(calibration.size))
+    Memory holds the day's calibration row ids and the rows kept, never the day (`schema.read_keyed_sample`)."""
+    rows, read, calibration = schema.read_keyed_sample(
+        root, date, dataset, max_rows, among=lambda ids: heldout.roles(ids) == splits.CALIBRATION)
+    return CalibrationPart(rows, read, calibration)
 
 
 # ------------------------------------------------------------------------------------------ the registry

@@ -18,6 +18,10 @@ can fail for it; these two figures only make a small kappa more or less plausibl
   D-1's 20 most frequent values plus "other" and "missing" for categoricals; proportions are floored at 1e-4
   so that an empty bin gives a large, finite value. The features are the partition's dataset spec's.
 
+Each day is read in batches; a day of more than ``SAMPLE_ROWS`` rows is measured on a keyed sample of that many
+rows (the sample depends on the row ids only), which each fit's ``rows_rule`` says; below it every row, as before.
+Memory then stays flat in the day's rows (benchmarks/results/night.md).
+
 ``shift_diagnostic`` returns a `auditing.verdict.shift_diagnostic.ShiftDiagnostic` naming the two days it
 compares; the nightly flow stores it in the result record and the warehouse (``shift_diagnostic`` JSON,
 ``reference_log_loss_shift``, ``feature_shift_max_psi``) and the report shows it, labelled a diagnostic. When it
@@ -49,6 +53,8 @@ NUMERIC_BINS = 10
 TOP_CATEGORIES = 20
 PROPORTION_FLOOR = 1e-4
 LABEL = "a diagnostic, not a proof: no statistic of the features or of M''s fit certifies kappa"
+# Rows of each day the diagnostic reads at most: above it a keyed sample of them (`pipelines.data.splits.keyed_sample`).
+SAMPLE_ROWS = 1_000_000
 
 
 def expected_calibration_error(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> float:
@@ -73,6 +79,14 @@ def _fit(predict, table: pa.Table, rows: np.ndarray, rows_rule: str | None = Non
     clipped = np.clip(p, 1e-15, 1 - 1e-15)
     log_loss = float(-np.mean(y * np.log(clipped) + (1 - y) * np.log1p(-clipped)))
     return DayFit(log_loss, expected_calibration_error(p, y), int(y.size), float(y.mean()), rows_rule)
+
+
+def _sampled(rule: str | None, kept: int, day_rows: int) -> str | None:
+    """A fit's ``rows_rule``, saying when its rows come from a keyed sample of the day (``rule`` None: day D's
+    test split, which says nothing unless sampled)."""
+    if kept == day_rows:
+        return rule
+    return f"{rule or 'test split'}, of a keyed sample of {kept:,} of the day's {day_rows:,} rows (so is the feature shift)"
 
 
 def _unseen_rows(reference: ModelHandle, row_ids: np.ndarray) -> tuple[np.ndarray, str]:
@@ -175,25 +189,28 @@ def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHan
                                not_computed=f"day {own_day} (the reference's own day) has no partition at "
                                             f"{partition_dir(root, own_day)} to compare day {date} with")
     return _cached(str(root), date, measured, schema.partition_fingerprint(root, date),
-                   schema.partition_fingerprint(root, own_day))
+                   schema.partition_fingerprint(root, own_day), SAMPLE_ROWS)
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(root: str, date: dt.date, model: ModelHandle, fp_current: str, fp_previous: str) -> ShiftDiagnostic:
+def _cached(root: str, date: dt.date, model: ModelHandle, fp_current: str, fp_previous: str,
+            sample_rows: int) -> ShiftDiagnostic:
     reference_name, reference_date = model.key
     dataset = dataset_of(root, date)
     check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}",
                        "the diagnostic compares two days of one dataset")
-    current = dataset.to_internal(schema.read_partition(root, date, dataset=dataset))
-    previous = dataset.to_internal(schema.read_partition(root, reference_date, dataset=dataset))
+    # Each day streamed, and above sample_rows a keyed sample of its rows: memory stays flat in the day's rows.
+    current, current_rows, _ = schema.read_keyed_sample(root, date, dataset, sample_rows)
+    previous, previous_rows, _ = schema.read_keyed_sample(root, reference_date, dataset, sample_rows)
 
     def predict(part: pa.Table) -> np.ndarray:
         return model.format.predict(model, part, dataset)
 
     current_ids, previous_ids = (t.column("row_id").to_numpy() for t in (current, previous))
     unseen, rule = _unseen_rows(model, previous_ids)
-    fit_current = _fit(predict, current, np.flatnonzero(splits.split_of(current_ids) == splits.TEST))
-    fit_previous = _fit(predict, previous, unseen, rule)
+    fit_current = _fit(predict, current, np.flatnonzero(splits.split_of(current_ids) == splits.TEST),
+                       _sampled(None, current.num_rows, current_rows))
+    fit_previous = _fit(predict, previous, unseen, _sampled(rule, previous.num_rows, previous_rows))
     shift = feature_shift(previous, current, dataset)
     both = fit_current.log_loss is not None and fit_previous.log_loss is not None
     gap = fit_current.log_loss - fit_previous.log_loss if both else math.nan
