@@ -11,7 +11,8 @@ night has held-out rows to recalibrate the reference on and to check the verdict
 
 Timed: the night, in this process, with each step the flow runs wrapped in a timer (the functions
 `flows/nightly.py` runs as Prefect tasks, and inside the reference's preparation its two parts). Printed: each
-stage's total seconds and calls, its share of the night, and peak RSS of this process and of its children. The
+stage's total seconds and calls, its share of the night and its peak RSS (this process's, over the stage's calls),
+and peak RSS of this process and of its children. The
 stages nest: scoring a model includes its shift diagnostic, which is also shown on its own line.
 """
 
@@ -47,17 +48,45 @@ def peak_mib() -> tuple[float, float]:
     return own, children
 
 
+def _hwm_mib() -> float:
+    """This process's peak RSS since the last `_reset_hwm` (VmHWM)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_hwm() -> None:
+    """Sets VmHWM back to the current RSS (Linux: writing 5 to clear_refs), so that the next peak is a stage's own."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+
+
+PEAKS: dict[str, float] = defaultdict(float)  # each stage's peak RSS of this process (MiB), over its calls
+_OPEN: list[float] = []  # the running peak of each stage open around the current call (nested stages)
+
+
 def timed(module, name: str, label: str | None = None):
-    """Wraps ``module.name`` so that each call's wall time is added to TIMES[label]."""
+    """Wraps ``module.name`` so that each call's wall time is added to TIMES[label] and its peak RSS (this
+    process; VmHWM reset at the call's start, the enclosing stages' peaks carried over) to PEAKS[label]."""
     original = getattr(module, name)
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
+        if _OPEN:
+            _OPEN[-1] = max(_OPEN[-1], _hwm_mib())
+        _reset_hwm()
+        _OPEN.append(0.0)
         began = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
             TIMES[label or name].append(time.perf_counter() - began)
+            peak = max(_OPEN.pop(), _hwm_mib())
+            PEAKS[label or name] = max(PEAKS[label or name], peak)
+            if _OPEN:
+                _OPEN[-1] = max(_OPEN[-1], peak)
 
     setattr(module, name, wrapper)
 
@@ -158,17 +187,18 @@ def main() -> None:
     print(f"\nnightly exit {code}; the night took {night:.1f} s at {args.rows:,} rows "
           f"({night / args.rows * 1e6:.2f} s per 1e6 rows); peak RSS {own:,.0f} MiB (this process), "
           f"{children:,.0f} MiB (largest child)\n")
-    print("| stage | calls | seconds | share of the night |\n|---|---|---|---|")
+    print("| stage | calls | seconds | share of the night | peak RSS of the process in the stage |\n|---|---|---|---|---|")
     for stage, values in sorted(TIMES.items(), key=lambda item: ORDER.index(item[0].split(":")[0].split(" (")[0]
                                                                             .replace(NESTED, ""))):
-        print(f"| {stage} | {len(values)} | {sum(values):.1f} | {sum(values) / night:.0%} |")
+        print(f"| {stage} | {len(values)} | {sum(values):.1f} | {sum(values) / night:.0%} | {PEAKS[stage]:,.0f} MiB |")
     other = night - sum(sum(v) for k, v in TIMES.items() if not k.startswith(NESTED))
     print(f"| other: the local Prefect server's start, flow and task orchestration, the results table | | "
           f"{other:.1f} | {other / night:.0%} |")
     if args.out:
         Path(args.out).write_text(json.dumps({"rows": args.rows, "night_s": night, "exit": code,
                                               "peak_rss_mib": own, "peak_rss_children_mib": children,
-                                              "stages": {k: [len(v), sum(v)] for k, v in TIMES.items()}}, indent=1))
+                                              "stages": {k: [len(v), sum(v), PEAKS[k]] for k, v in TIMES.items()}},
+                                             indent=1))
 
 
 if __name__ == "__main__":
