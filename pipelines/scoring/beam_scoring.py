@@ -30,7 +30,8 @@ Plan modes:
   runner the pipeline instead hands its audited batches and pass 1 to the driver (`HoldBatches`, `HoldPass1`), which plays pass 2 on them
   (`pipelines.scoring.scoring_batches.count_batches`) with the same functions: the runner held them in its
   buffers anyway, and two more stages, a shuffle of the boundary rows and a file per slot cost more than the pass
-  (0.6 s against 0.1 s at 1e6 rows x R = 100; benchmarks/results/beam_scoring.md).
+  (the job's tail after inference went from 0.62 to 0.17 s at 1e6 rows x R = 100, pass 2 0.10 s of it;
+  benchmarks/results/beam_scoring.md).
 - ``two-stage``: pipeline 1 writes the scored batches (row_id, label, both models' probabilities; ~33 bytes
   a row) and the histograms to a work directory; the driver derives the plan (O(bins x R)) and pipeline 2
   reads the scored batches back and runs pass 2 with the plan as a DoFn argument.
