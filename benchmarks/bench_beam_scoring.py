@@ -45,17 +45,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.process_memory import peak_rss_mib  # noqa: E402  (after the path is set)
+
 DAY = dt.date(2024, 5, 2)
 PREVIOUS = dt.date(2024, 5, 1)
 MODEL = "bench-target"
-
-
-def _peak_rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 def setup(root: Path, rows: int, train_rows: int) -> None:
@@ -188,11 +182,11 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
                 outcome = score_day(request, args, stderr_progress("score"))
                 out["wall_s"] = time.perf_counter() - began
                 with Client(cluster.scheduler_address) as client:
-                    out["worker_peak_rss_mib"] = sorted(client.run(_peak_rss_mib).values())
+                    out["worker_peak_rss_mib"] = sorted(client.run(peak_rss_mib).values())
         out["epsilon_lower_bound"] = outcome.result.epsilon_lower_bound
         out["timings"] = outcome.record["timings"]
         out["diagnostics"] = outcome.record["diagnostics"]
-    out["peak_rss_mib"] = _peak_rss_mib()
+    out["peak_rss_mib"] = peak_rss_mib()
     return out
 
 

@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.process_memory import peak_rss_mib, reset_peak_rss  # noqa: E402  (after the path is set)
+
 D0, D1 = dt.date(2026, 10, 1), dt.date(2026, 10, 2)
 TIMES: dict[str, list[float]] = defaultdict(list)
 NESTED = "  - within "  # a stage inside another one (not added to the night's total twice)
@@ -48,21 +50,6 @@ def peak_mib() -> tuple[float, float]:
     return own, children
 
 
-def _hwm_mib() -> float:
-    """This process's peak RSS since the last `_reset_hwm` (VmHWM)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _reset_hwm() -> None:
-    """Sets VmHWM back to the current RSS (Linux: writing 5 to clear_refs), so that the next peak is a stage's own."""
-    with open("/proc/self/clear_refs", "w") as handle:
-        handle.write("5")
-
-
 PEAKS: dict[str, float] = defaultdict(float)  # each stage's peak RSS of this process (MiB), over its calls
 _OPEN: list[float] = []  # the running peak of each stage open around the current call (nested stages)
 
@@ -75,15 +62,15 @@ def timed(module, name: str, label: str | None = None):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         if _OPEN:
-            _OPEN[-1] = max(_OPEN[-1], _hwm_mib())
-        _reset_hwm()
+            _OPEN[-1] = max(_OPEN[-1], peak_rss_mib())
+        reset_peak_rss()
         _OPEN.append(0.0)
         began = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
             TIMES[label or name].append(time.perf_counter() - began)
-            peak = max(_OPEN.pop(), _hwm_mib())
+            peak = max(_OPEN.pop(), peak_rss_mib())
             PEAKS[label or name] = max(PEAKS[label or name], peak)
             if _OPEN:
                 _OPEN[-1] = max(_OPEN[-1], peak)

@@ -36,20 +36,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.process_memory import peak_rss_mib  # noqa: E402  (after the path is set)
+
 DAY = dt.date(2024, 5, 2)
 PREVIOUS = dt.date(2024, 5, 1)
 TARGET, REFERENCE = "team-onnx", "team-reference"
 SPEC = {"name": "bench_numeric", "label": "clicked", "classes": 2, "row_key": "impression_id",
         "numeric": ["f1", "f2", "f3", "f4", "f5"], "categorical": [], "numeric_type": "float64"}
 TRAIN_ROWS = 200_000
-
-
-def _peak_rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 def _day(date: dt.date, rows: int):
@@ -159,7 +153,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
             out["cold_wall_s"] = walls[0]
         out["epsilon_lower_bound"] = outcome.result.epsilon_lower_bound
         out["m"] = outcome.counts.m
-    out["peak_rss_mib"] = _peak_rss_mib()
+    out["peak_rss_mib"] = peak_rss_mib()
     return out
 
 

@@ -29,15 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.process_memory import peak_rss_mib  # noqa: E402  (after the path is set)
+
 BEAM_BENCH = ROOT / "benchmarks" / "bench_beam_scoring.py"
-
-
-def _peak_rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 def audit_child(rows: int, repetitions: int) -> dict:
@@ -53,12 +47,12 @@ def audit_child(rows: int, repetitions: int) -> dict:
     reference = true_posterior(x, 2)[:, 1]
     del x
     run_audit(target[:2000], reference[:2000], y[:2000], config=AuditConfig(repetitions=2))  # load the kernels
-    data_rss = _peak_rss_mib()
+    data_rss = peak_rss_mib()
     cpu = time.process_time()
     began = time.perf_counter()
     result = run_audit(target, reference, y, config=AuditConfig(repetitions=repetitions))
     return {"part": "audit", "rows": rows, "repetitions": repetitions, "wall_s": time.perf_counter() - began,
-            "cpu_s": time.process_time() - cpu, "data_rss_mib": data_rss, "peak_rss_mib": _peak_rss_mib(),
+            "cpu_s": time.process_time() - cpu, "data_rss_mib": data_rss, "peak_rss_mib": peak_rss_mib(),
             "epsilon_lower_bound": result.epsilon_lower_bound, "load": os.getloadavg()[0]}
 
 

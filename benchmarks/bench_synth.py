@@ -33,13 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a plain script from anywhere
 
-
-def _peak_rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
+from benchmarks.process_memory import peak_rss_mib  # noqa: E402  (after the path is set)
 
 
 def _worker(kind: str, rows: int, work: str, run: int) -> dict:
@@ -68,7 +62,7 @@ def _worker(kind: str, rows: int, work: str, run: int) -> dict:
         raise SystemExit(f"unknown kind {kind}")
     seconds = time.perf_counter() - began
     cpu = time.process_time() - cpu_began
-    return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": _peak_rss_mib(), **extra}
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": peak_rss_mib(), **extra}
 
 
 def _run(kind: str, rows: int, work: str, run: int) -> dict:
