@@ -248,7 +248,15 @@ class ExactCounts(_PlanUser):
 # driver replays for pass 2 (`pipelines.scoring.scoring_batches.count_batches`) instead of two more Beam stages, a
 # shuffle of the boundary rows and a file per slot (the side-input plan held the batches in the runner's buffers
 # anyway), and pass 1's merged accumulator, without its file round trip.
-_HELD: dict[str, dict] = {}  # key -> {"batches": {batch id: batch}, "pass1": accumulator}
+@dataclass
+class _Holding:
+    """What a running job has handed over so far: its batches by id, pass 1's accumulator once merged."""
+
+    batches: dict = field(default_factory=dict)
+    pass1: Pass1Accumulator | None = None
+
+
+_HELD: dict[str, _Holding] = {}
 _HELD_LOCK = threading.Lock()
 
 
@@ -261,10 +269,6 @@ class Held:
     pass1: Pass1Accumulator = field(default_factory=Pass1Accumulator)
 
 
-def _held(key: str) -> dict:
-    return _HELD.setdefault(key, {"batches": {}, "pass1": None})
-
-
 class HoldBatches(beam.DoFn):
     """In-process runners only: keeps each audited batch for pass 2 in the driver, by batch id (a retried bundle
     replaces its own batches). Outputs nothing."""
@@ -275,7 +279,7 @@ class HoldBatches(beam.DoFn):
     def process(self, batch: ScoredBatch):
         if batch.rows:
             with _HELD_LOCK:
-                _held(self._key)["batches"][batch.batch_id] = batch
+                _HELD.setdefault(self._key, _Holding()).batches[batch.batch_id] = batch
         return ()
 
 
@@ -287,16 +291,15 @@ class HoldPass1(beam.DoFn):
 
     def process(self, accumulator: Pass1Accumulator):
         with _HELD_LOCK:
-            _held(self._key)["pass1"] = accumulator.settle()
+            _HELD.setdefault(self._key, _Holding()).pass1 = accumulator.settle()
         return ()
 
 
 def take_held(key: str) -> Held:
     """What `HoldBatches` and `HoldPass1` kept under ``key``, forgotten here."""
     with _HELD_LOCK:
-        found = _HELD.pop(key, None) or {"batches": {}, "pass1": None}
-    batches = found["batches"]
-    return Held([batches[batch_id] for batch_id in sorted(batches)], found["pass1"] or Pass1Accumulator())
+        found = _HELD.pop(key, None) or _Holding()
+    return Held([found.batches[batch_id] for batch_id in sorted(found.batches)], found.pass1 or Pass1Accumulator())
 
 
 class WriteBoundaryRows(beam.DoFn):
