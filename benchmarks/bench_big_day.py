@@ -43,37 +43,44 @@ sys.path.insert(0, str(ROOT))
 CHUNK_ROWS = 5_000_000
 
 
-def big_day(work: Path, models_root: Path, rows: int) -> Path:
-    """A data root holding a synthetic day of ``rows`` rows (chunked above CHUNK_ROWS) and the benchmark's models."""
+def write_day(root: Path, date, rows: int, chunk_above: int = CHUNK_ROWS) -> None:
+    """Writes a synthetic day of ``rows`` rows under ``root``: one `synth.write_synthetic_day` call up to
+    ``chunk_above`` rows, else chunks of CHUNK_ROWS (module docstring) streamed into one partition (no oracle)."""
     import numpy as np
     import pyarrow as pa
 
-    from benchmarks.bench_beam_scoring import DAY
     from pipelines.data import schema, synth
+
+    if rows <= chunk_above:
+        synth.write_synthetic_day(root, date, rows=rows)
+        return
+    began = time.perf_counter()
+    chunks = -(-rows // CHUNK_ROWS)
+
+    def batches():
+        for k in range(chunks):
+            size = min(CHUNK_ROWS, rows - k * CHUNK_ROWS)
+            table = synth.generate_day(date, rows=size, seed=synth.DEFAULT_SEED + k).table
+            ids = table.column(schema.ROW_ID).to_numpy() + np.int64(k * CHUNK_ROWS)
+            table = table.set_column(table.schema.get_field_index(schema.ROW_ID), schema.ROW_ID, pa.array(ids))
+            print(f"  {date}: chunk {k + 1}/{chunks} ({size:,} rows) after {time.perf_counter() - began:.0f} s",
+                  file=sys.stderr, flush=True)
+            yield table
+
+    schema.write_partition(root, date, batches(), source=f"synthetic day {date} ({rows} rows in chunks)",
+                           provenance={"source": "synthetic", "rows": rows, "chunk_rows": CHUNK_ROWS,
+                                       "generator": "benchmarks/bench_big_day.py"})
+
+
+def big_day(work: Path, models_root: Path, rows: int) -> Path:
+    """A data root holding a synthetic day of ``rows`` rows (chunked above CHUNK_ROWS) and the benchmark's models."""
+    from benchmarks.bench_beam_scoring import DAY
 
     root = work / f"rows-{rows}"
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "partitions" / f"date={DAY}").is_dir():
         began = time.perf_counter()
-        if rows <= CHUNK_ROWS:
-            synth.write_synthetic_day(root, DAY, rows=rows)
-        else:
-            chunks = -(-rows // CHUNK_ROWS)
-
-            def batches():
-                for k in range(chunks):
-                    size = min(CHUNK_ROWS, rows - k * CHUNK_ROWS)
-                    table = synth.generate_day(DAY, rows=size, seed=synth.DEFAULT_SEED + k).table
-                    ids = table.column(schema.ROW_ID).to_numpy() + np.int64(k * CHUNK_ROWS)
-                    table = table.set_column(table.schema.get_field_index(schema.ROW_ID), schema.ROW_ID,
-                                             pa.array(ids))
-                    print(f"  chunk {k + 1}/{chunks} ({size:,} rows) after {time.perf_counter() - began:.0f} s",
-                          file=sys.stderr, flush=True)
-                    yield table
-
-            schema.write_partition(root, DAY, batches(), source=f"synthetic day {DAY} ({rows} rows in chunks)",
-                                   provenance={"source": "synthetic", "rows": rows, "chunk_rows": CHUNK_ROWS,
-                                               "generator": "benchmarks/bench_big_day.py"})
+        write_day(root, DAY, rows)
         print(f"wrote {rows:,} rows in {time.perf_counter() - began:.0f} s", file=sys.stderr)
     if not (root / "models").exists():
         (root / "models").symlink_to((models_root / "models").resolve(), target_is_directory=True)

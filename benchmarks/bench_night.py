@@ -40,6 +40,8 @@ NESTED = "  - within "  # a stage inside another one (not added to the night's t
 
 
 # the night's stages in the order the flow runs them (a nested stage sorts under its parent)
+CHUNK_ABOVE = 10_000_000  # a larger day is written in chunks (bench_big_day.write_day); up to it, one call
+
 ORDER = ["preflight", "check_partition", "ensure_reference", "ensure_target", "prepare_reference", "ensure_control",
          "score_target", "judge_control", "publish"]
 
@@ -78,17 +80,19 @@ def timed(module, name: str, label: str | None = None):
     setattr(module, name, wrapper)
 
 
-def setup(work: Path, rows: int, iterations: int) -> tuple[Path, Path]:
-    """Two synthetic days, the D-1 reference, two registered targets; returns (data root, plan file)."""
+def setup(work: Path, rows: int, iterations: int, train_rows: int | None = None) -> tuple[Path, Path]:
+    """Two synthetic days, the D-1 reference, two registered targets; returns (data root, plan file).
+    ``train_rows``: fit the three models on a keyed sample of at most that many of their training rows
+    (`sampled_models`), for days too large to train on whole here."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
     from catboost import CatBoostClassifier
 
+    from benchmarks.bench_big_day import write_day
     from flows import steps
     from flows.plan import AuditPlan, RegisteredTarget
     from pipelines.data import schema, splits
-    from pipelines.data.synth import write_synthetic_day
     from pipelines.models.registration import register_model
     from pipelines.training import train as training
 
@@ -96,16 +100,19 @@ def setup(work: Path, rows: int, iterations: int) -> tuple[Path, Path]:
     for day in (D0, D1):
         if not (root / "partitions" / f"date={day.isoformat()}").exists():
             began = time.perf_counter()
-            write_synthetic_day(root, day, rows=rows)
+            write_day(root, day, rows, chunk_above=CHUNK_ABOVE)
             print(f"setup: day {day} ({rows:,} rows) in {time.perf_counter() - began:.0f} s", flush=True)
-    began = time.perf_counter()
-    steps.ensure_reference(root, D1, AuditPlan(targets=(RegisteredTarget("team-a"),), catboost_iterations=iterations), progress=print)
-    print(f"setup: reference in {time.perf_counter() - began:.0f} s", flush=True)
-
     files = work / "files"
     files.mkdir(exist_ok=True)
     plan = work / "plan.json"
     names = ("team-a", "team-b")
+    if train_rows is not None:
+        sampled_models(root, files, names, iterations, train_rows)
+    else:
+        began = time.perf_counter()
+        steps.ensure_reference(root, D1, AuditPlan(targets=(RegisteredTarget("team-a"),),
+                                                   catboost_iterations=iterations), progress=print)
+        print(f"setup: reference in {time.perf_counter() - began:.0f} s", flush=True)
     if plan.exists() and all((root / "models" / name).exists() for name in names):
         return root, plan  # set up by an earlier run: the day is not read again (it would count in the peak)
     table = schema.read_partition(root, D1)
@@ -128,9 +135,65 @@ def setup(work: Path, rows: int, iterations: int) -> tuple[Path, Path]:
         print(f"setup: {name} trained on {rows_index.size:,} rows and registered in "
               f"{time.perf_counter() - began:.0f} s", flush=True)
     del table
-    plan.write_text(json.dumps({"targets": [{"name": name, "source": "registered"} for name, _, _ in targets],
-                                "catboost_iterations": iterations}))
+    write_plan(plan, names, iterations)
     return root, plan
+
+
+def write_plan(plan: Path, names, iterations: int) -> None:
+    plan.write_text(json.dumps({"targets": [{"name": name, "source": "registered"} for name in names],
+                                "catboost_iterations": iterations}))
+
+
+def sampled_models(root: Path, files: Path, names, iterations: int, train_rows: int) -> None:
+    """The reference (``reference`` at D-1) and the two targets registered with their whole training rows
+    recorded (the reference: D-1's train split; team-a: D's; team-b: every other row of D's), each fitted on the
+    keyed sample of at most ``train_rows`` of them (`schema.read_keyed_sample`), every day read in batches.
+
+    The audit's work is that of models trained on every recorded row (the same rows scored, audited, grouped
+    and checked); only the models' fits are cheaper. A recorded row the model did not fit carries no more
+    signal than a held-out one, so the targets' eps_lb is, if anything, lower than for a full fit."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from catboost import CatBoostClassifier
+
+    from auditing.game.row_groups import in_sorted
+    from pipelines.data import schema, splits
+    from pipelines.data.dataset_spec import dataset_of
+    from pipelines.models.registration import register_model
+    from pipelines.training import train as training
+
+    def train_ids(day: dt.date) -> np.ndarray:
+        ids = np.concatenate([batch.column(0).to_numpy() for batch in schema.iter_partition_batches(
+            root, day, 1 << 20, columns=[schema.ROW_ID], check_unique=False)])
+        return ids[splits.split_of(ids) == splits.TRAIN]  # in the partition's order
+
+    models = [("reference", D0, None, np.inf)]
+    models += [(names[0], D1, slice(None), 0.5), (names[1], D1, slice(None, None, 2), 8.0)]
+    for name, day, rows, claim in models:
+        if (root / "models" / name).exists():
+            continue
+        began = time.perf_counter()
+        recorded = train_ids(day)
+        if rows is not None:
+            recorded = recorded[rows]
+        recorded = np.sort(recorded)
+        keep = np.sort(recorded.astype(np.uint64))
+        dataset = dataset_of(root, day)
+        part, _, _ = schema.read_keyed_sample(root, day, dataset, train_rows,
+                                             among=lambda ids: in_sorted(ids.astype(np.uint64), keep))
+        model = CatBoostClassifier(iterations=iterations, depth=6, thread_count=2, random_seed=1,
+                                   allow_writing_files=False, verbose=False)
+        model.fit(training.feature_frame(part), part.column("label").to_numpy(),
+                  cat_features=list(dataset.categorical))
+        model.save_model(str(files / f"{name}.cbm"))
+        pq.write_table(pa.table({"row_id": recorded}), files / f"{name}-keys.parquet")
+        register_model(root, name, day, files / f"{name}.cbm", fmt="catboost",
+                       claimed_epsilon=claim, dataset=None,
+                       training_rows=files / f"{name}-keys.parquet")
+        print(f"setup: {name}@{day} fitted on {part.num_rows:,} of its {recorded.size:,} recorded training rows "
+              f"and registered in {time.perf_counter() - began:.0f} s", flush=True)
+    write_plan(files.parent / "plan.json", names, iterations)
 
 
 def main() -> None:
@@ -138,6 +201,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--work", required=True, help="working directory (data root under it; reused if present)")
     parser.add_argument("--iterations", type=int, default=100, help="CatBoost iterations of the setup's models")
+    parser.add_argument("--train-rows", type=int, default=None,
+                        help="fit the reference and the targets on a keyed sample of at most this many of their "
+                             "training rows (recorded whole); for days too large to train on whole here")
     parser.add_argument("--out", default=None, help="also write the stage table as JSON here")
     parser.add_argument("--setup-only", action="store_true",
                         help="only build the days and models; run the night in a fresh process afterwards, so that "
@@ -145,7 +211,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    root, plan = setup(work, args.rows, args.iterations)
+    root, plan = setup(work, args.rows, args.iterations, args.train_rows)
     if args.setup_only:
         print(f"setup done under {work}; now run the night (the same command without --setup-only)")
         return
