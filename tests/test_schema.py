@@ -226,6 +226,154 @@ def test_duplicates_across_files_are_found_on_read(tmp_path, table):
         next(schema.iter_partition_batches(tmp_path, DATE, batch_size=100))
 
 
+def _write_ids(tmp_path, table, files) -> Path:
+    """A partition of ``table``'s rows whose files hold the row ids ``files`` (a list of arrays), as written by hand
+    (no uniqueness check on write)."""
+    directory = schema.write_partition(tmp_path, DATE, table)
+    for path in directory.glob(schema.PART_GLOB):
+        path.unlink()
+    start = 0
+    for index, ids in enumerate(files):
+        rows = table.take(np.arange(start, start + len(ids)) % table.num_rows)
+        pq.write_table(_replace(rows, "row_id", pa.array(np.asarray(ids, dtype=np.int64))),
+                       directory / f"part-{index:05d}.parquet", row_group_size=37)
+        start += len(ids)
+    return directory
+
+
+def _check(tmp_path) -> int:
+    """The first row id the partition's batches yield (after the uniqueness check)."""
+    return next(schema.iter_partition_batches(tmp_path, DATE, batch_size=100)).column("row_id")[0].as_py()
+
+
+@pytest.fixture
+def small_reads(monkeypatch):
+    """Batches of the uniqueness check across row groups and files, and many spill buckets."""
+    from pipelines.data import key_buckets
+
+    monkeypatch.setattr(schema, "UNIQUE_CHECK_BATCH_ROWS", 53)
+    monkeypatch.setattr(key_buckets, "BUCKET_ROWS", 40)
+    monkeypatch.setattr(key_buckets, "_FLUSH_ROWS", 90)
+    spills = []
+    original = key_buckets.KeyBuckets
+
+    def recorded(buckets, columns, parent=None):
+        spills.append(original(buckets, columns, parent))
+        return spills[-1]
+
+    monkeypatch.setattr(key_buckets, "KeyBuckets", recorded)
+    yield spills
+    assert not any(spill.directory.exists() for spill in spills)  # removed, also after an error
+
+
+def _buckets(spills) -> list[int]:
+    return [spill.buckets for spill in spills]
+
+
+def test_increasing_ids_are_checked_without_a_spill(tmp_path, table, small_reads):
+    ids = np.cumsum(np.random.default_rng(3).integers(1, 9, 600)) - 2_000  # increasing, gaps, negatives
+    _write_ids(tmp_path, table, [ids[:250], ids[250:260], ids[260:]])
+    assert _check(tmp_path) == ids[0]
+    assert small_reads == []  # the one pass in file order was enough
+
+
+@pytest.mark.parametrize("order", ["shuffled", "files_swapped", "one_step_back"])
+def test_unique_ids_out_of_order_pass_through_the_buckets(tmp_path, table, small_reads, order):
+    ids = np.arange(600, dtype=np.int64) * 7 - 1_000
+    if order == "shuffled":
+        ids = np.random.default_rng(4).permutation(ids)
+    elif order == "files_swapped":
+        ids = np.concatenate([ids[300:], ids[:300]])
+    else:
+        ids[[400, 401]] = ids[[401, 400]]  # increasing but for one pair, deep in the second file
+    _write_ids(tmp_path, table, [ids[:300], ids[300:]])
+    assert _check(tmp_path) == ids[0]
+    assert _buckets(small_reads) == [15]  # 600 rows at 40 a bucket
+
+
+@pytest.mark.parametrize("where", ["within_a_file", "across_files", "adjacent_in_order", "sorted_then_back"])
+def test_repeated_ids_get_the_whole_day_message(tmp_path, table, small_reads, where):
+    """However the ids are laid out, the error is the one `check_row_ids_unique` gives for the day's ids: the extra
+    rows, the distinct repeated values and the smallest of them, naming the partition directory."""
+    rng = np.random.default_rng(5)
+    ids = np.arange(600, dtype=np.int64) * 3 - 900
+    if where == "within_a_file":
+        ids = rng.permutation(ids)
+        ids[[10, 50, 90]] = ids[200]
+        ids[[120, 250]] = ids[5]
+        files = [ids[:300], ids[300:]]
+    elif where == "across_files":
+        ids = rng.permutation(ids)
+        ids[300:320] = ids[:20]  # 20 values, each once more
+        ids[599] = ids[0]  # a third copy of one of them
+        files = [ids[:300], ids[300:450], ids[450:]]
+    elif where == "adjacent_in_order":
+        ids[401] = ids[400]  # sorted but not strictly: the one pass must not accept it
+        files = [ids[:300], ids[300:]]
+    else:
+        files = [ids[:300], ids[300:], ids[-3:]]  # in order, then the last three again in a file of their own
+        ids = np.concatenate(files)
+    directory = _write_ids(tmp_path, table, files)
+    with pytest.raises(LabelDPInputError) as expected:
+        schema.check_row_ids_unique(ids, directory, "row_id")
+    with pytest.raises(LabelDPInputError) as raised:
+        _check(tmp_path)
+    assert str(raised.value) == str(expected.value)
+    assert _buckets(small_reads) == [-(-ids.size // 40)]
+
+
+def test_repeated_ids_message_in_full(tmp_path, table, small_reads):
+    ids = np.random.default_rng(6).permutation(np.arange(600, dtype=np.int64) + 10)
+    ids[100:103] = ids[0]  # 3 extra rows of one value
+    ids[500] = -77  # -77 twice: the smallest repeated value
+    ids[400] = -77
+    directory = _write_ids(tmp_path, table, [ids[:300], ids[300:]])
+    with pytest.raises(LabelDPInputError) as raised:
+        _check(tmp_path)
+    assert str(raised.value) == (f"{directory}: column 'row_id': 4 row(s) repeat an earlier row_id (2 distinct "
+                                 f"duplicated value(s), e.g. -77); row_id must be unique within a day")
+
+
+def test_the_check_still_casts_every_row_id(tmp_path, table, small_reads):
+    directory = _write_ids(tmp_path, table, [np.arange(300), np.arange(300, 600)])
+    wide = pa.array(np.arange(300, 600, dtype=np.uint64))
+    wide = pa.array(np.where(np.arange(300) % 100 == 7, np.uint64(2**63 + 1), wide.to_numpy()))
+    pq.write_table(_replace(table.slice(300), "row_id", wide), directory / "part-00001.parquet",
+                   row_group_size=37)
+    with pytest.raises(LabelDPInputError, match=r"part-00001\.parquet: column 'row_id': \d+ row\(s\) do not fit"):
+        _check(tmp_path)
+    narrow = pa.array(np.arange(300, 600, dtype=np.int32))  # another width in one file: cast, then compared
+    pq.write_table(_replace(table.slice(300), "row_id", narrow), directory / "part-00001.parquet")
+    assert _check(tmp_path) == 0
+    pq.write_table(_replace(table.slice(300), "row_id", pa.array(np.arange(300, 600) + 0.5)),
+                   directory / "part-00001.parquet")
+    with pytest.raises(LabelDPInputError, match=r"part-00001\.parquet: column 'row_id' has type double"):
+        _check(tmp_path)
+
+
+def test_keyed_sample_read_streams_the_same_rows(tmp_path, table, monkeypatch):
+    """`read_keyed_sample`: the rows `keyed_sample` chooses among the selected ids of the whole day, in the
+    partition's order, with the day's and the selected counts, whatever the batches."""
+    from pipelines.data import splits
+    from pipelines.data.dataset_spec import criteo
+
+    ids = np.random.default_rng(7).permutation(np.arange(600, dtype=np.int64) * 11 - 3_000)
+    _write_ids(tmp_path, table, [ids[:250], ids[250:]])
+    dataset = criteo()
+    whole = dataset.to_internal(schema.read_partition(tmp_path, DATE, dataset=dataset))
+    among = lambda row_ids: row_ids % 3 != 0  # noqa: E731
+    selected = ids[among(ids)]
+    for batch_rows in (29, 100, 1_000):
+        monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", batch_rows)
+        for max_rows, pick in ((50, among), (5_000, among), (123, None), (600, None)):
+            rows, day, chosen_from = schema.read_keyed_sample(tmp_path, DATE, dataset, max_rows, among=pick)
+            pool = selected if pick is not None else ids
+            sample = splits.keyed_sample(pool, max_rows)
+            keep = np.isin(ids, pool if sample is None else sample)
+            assert (day, chosen_from) == (600, pool.size)
+            assert rows.equals(whole.filter(pa.array(keep)))
+
+
 def test_bad_file_on_disk_is_named(tmp_path, table):
     directory = schema.write_partition(tmp_path, DATE, table, rows_per_file=300)
     labels = table.column("label").to_numpy().astype(np.int8)

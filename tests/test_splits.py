@@ -71,3 +71,67 @@ def test_rejects_non_integers():
     with pytest.raises(TypeError, match="row_ids must be integers"):
         split_of(np.array([0.5, 1.5]))
     assert split_of(np.array([], dtype=np.int64)).shape == (0,)
+
+
+# ------------------------------------------------------------------------------------------ the keyed sample
+
+
+def _streamed(ids: np.ndarray, max_rows: int, cuts) -> np.ndarray | None:
+    from pipelines.data.splits import KeyedSampler
+
+    sampler = KeyedSampler(max_rows)
+    for part in np.split(ids, np.sort(cuts)):
+        sampler.add(part)
+    assert sampler.rows == ids.size
+    return sampler.result()
+
+
+def _same(streamed, whole) -> None:
+    assert (streamed is None) == (whole is None)
+    if whole is not None:
+        assert streamed.dtype == np.int64
+        np.testing.assert_array_equal(streamed, whole)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_keyed_sampler_is_keyed_sample_whatever_the_batches(seed):
+    from pipelines.data.splits import keyed_sample
+
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(np.arange(-5_000, 20_000, dtype=np.int64), size=int(rng.integers(1, 6_000)), replace=False)
+    for max_rows in (0, 1, 7, ids.size // 3, ids.size - 1, ids.size, ids.size + 5):
+        whole = keyed_sample(ids, max_rows)
+        cuts = rng.integers(0, ids.size + 1, size=int(rng.integers(0, 40)))
+        _same(_streamed(ids, max_rows, cuts), whole)
+        _same(_streamed(ids, max_rows, np.arange(1, ids.size)), whole)  # one id a batch
+    assert _streamed(ids, ids.size, []) is None  # no more than max_rows: every row
+
+
+@pytest.mark.parametrize("buckets", [1, 3, 50])
+def test_keyed_sampler_breaks_hash_ties_by_row_id(monkeypatch, buckets):
+    """splitmix64 is a bijection, so distinct ids never tie; a coarse stand-in forces ties, which both break by
+    row_id (a hash at the k-th place shared by ids inside and outside the sample included)."""
+    from pipelines.data import splits
+
+    monkeypatch.setattr(splits, "splitmix64", lambda x: x % np.uint64(buckets))
+    rng = np.random.default_rng(buckets)
+    ids = rng.permutation(np.arange(-300, 2_700, dtype=np.int64))
+    for max_rows in (1, 10, 999, 1_500, 2_999):
+        whole = splits.keyed_sample(ids, max_rows)
+        hashes = (ids.view(np.uint64) ^ splits.SAMPLE_SALT) % np.uint64(buckets)
+        expected = np.sort(sorted(ids.tolist(), key=lambda i: (int(hashes[ids == i][0]), i))[:max_rows])
+        np.testing.assert_array_equal(whole, expected)
+        _same(_streamed(ids, max_rows, rng.integers(0, ids.size, 25)), whole)
+
+
+def test_keyed_sampler_holds_at_most_twice_max_rows():
+    from pipelines.data.splits import KeyedSampler, keyed_sample
+
+    ids = np.random.default_rng(1).permutation(200_000).astype(np.int64)
+    sampler = KeyedSampler(100)
+    for part in np.array_split(ids, 400):
+        sampler.add(part)
+        assert sampler._ids.size + sampler._pending_rows < 2 * 100 + part.size
+    np.testing.assert_array_equal(sampler.result(), keyed_sample(ids, 100))
+    with pytest.raises(ValueError, match="max_rows"):
+        KeyedSampler(-1)

@@ -156,12 +156,24 @@ def check_labels(column: pa.ChunkedArray, num_classes: int, source: object, name
     return column.cast(pa.int8())
 
 
-def check_row_ids_unique(row_ids: np.ndarray, source: object, name: str = "row_id") -> None:
-    ordered = np.sort(row_ids, kind="stable")
+def row_id_repeats(row_ids: np.ndarray) -> tuple[int, int, int | None]:
+    """(rows that repeat an earlier value, distinct repeated values, the smallest of them or None) of ``row_ids``."""
+    ordered = np.sort(row_ids)  # equal values end up adjacent whatever the sort's kind
     repeats = ordered[1:] == ordered[:-1]
-    if repeats.any():
-        dup_values = np.unique(ordered[1:][repeats])
-        extra_rows = int(repeats.sum())
-        raise fail(source, f"column {name!r}: {extra_rows} row(s) repeat an earlier {name} "
-                    f"({len(dup_values)} distinct duplicated value(s), e.g. {int(dup_values[0])}); "
-                    f"{name} must be unique within a day")
+    if not repeats.any():
+        return 0, 0, None
+    dup_values = np.unique(ordered[1:][repeats])
+    return int(repeats.sum()), len(dup_values), int(dup_values[0])
+
+
+def repeated_row_ids(source: object, name: str, extra_rows: int, distinct: int, example: int) -> LabelDPInputError:
+    """The error for a row key that repeats: ``extra_rows`` rows repeat one of ``distinct`` values (``example``
+    the smallest)."""
+    return fail(source, f"column {name!r}: {extra_rows} row(s) repeat an earlier {name} "
+                        f"({distinct} distinct duplicated value(s), e.g. {example}); {name} must be unique within a day")
+
+
+def check_row_ids_unique(row_ids: np.ndarray, source: object, name: str = "row_id") -> None:
+    extra_rows, distinct, example = row_id_repeats(row_ids)
+    if extra_rows:
+        raise repeated_row_ids(source, name, extra_rows, distinct, example)

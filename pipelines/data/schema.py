@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from labeldp import hints
 from labeldp.errors import LabelDPInputError, mention
+from pipelines.data import key_buckets
 from pipelines.data.column_checks import CATEGORICAL_TYPE as CATEGORICAL_TYPE  # re-exported
 from pipelines.data.column_checks import (
     CATEGORICAL_WIDTH,
@@ -55,6 +56,8 @@ from pipelines.data.column_checks import (
     check_labels,
     check_row_ids_unique,
     fail,
+    repeated_row_ids,
+    row_id_repeats,
 )
 from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_default, write_dataset_record
 from pipelines.data.layout import atomic_directory, oracle_dir, partition_dir, refuse_empty_file
@@ -252,11 +255,58 @@ def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str
     return out
 
 
-def _check_unique_row_ids(files: list[Path], key: str, directory) -> None:
-    row_ids = [_read_file(path, [key]).column(key) for path in files]
-    all_ids = pa.chunked_array([chunk for column in row_ids for chunk in column.chunks], type=None)
-    all_ids = cast_integer(all_ids, pa.int64(), key, directory)
-    check_row_ids_unique(all_ids.to_numpy(), directory, key)
+UNIQUE_CHECK_BATCH_ROWS = 1 << 20  # row ids a batch of the uniqueness check reads (8 MB)
+
+
+def _row_id_batches(files: list[Path], key: str) -> Iterator[np.ndarray]:
+    """The partition's row ids, file by file in batches, as int64 arrays. Every value goes through `cast_integer`
+    (errors name the file); nulls are left out, the batches' own validation counts them."""
+    for path in files:
+        parquet = open_parquet(path)
+        if key not in parquet.schema_arrow.names:
+            raise LabelDPInputError(f"{path}: missing column(s) {[key]}")
+        try:
+            for batch in parquet.iter_batches(batch_size=UNIQUE_CHECK_BATCH_ROWS, columns=[key]):
+                column = cast_integer(pa.chunked_array([batch.column(0)]), pa.int64(), key, path)
+                if column.null_count:
+                    column = column.drop_null()
+                yield column.to_numpy()
+        except (pa.ArrowException, OSError) as exc:
+            raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+
+
+def _check_unique_row_ids(files: list[Path], key: str, directory, rows: int) -> None:
+    """Raises `repeated_row_ids` naming ``directory`` when a row id of the partition repeats. Memory does not grow
+    with the day: ids strictly increasing in file order (logs are written in id order) are unique, which one pass
+    with the last id sees; otherwise the ids are spilled by hash bucket and each bucket is checked on its own
+    (`_check_unique_by_buckets`)."""
+    last = None
+    for ids in _row_id_batches(files, key):
+        if ids.size == 0:
+            continue
+        if (last is not None and ids[0] <= last) or not np.all(ids[1:] > ids[:-1]):
+            _check_unique_by_buckets(files, key, directory, rows)
+            return
+        last = ids[-1]
+
+
+def _check_unique_by_buckets(files: list[Path], key: str, directory, rows: int) -> None:
+    """The check for ids in any order: every id of the day spilled to disk by its hash (equal ids meet in one
+    bucket), then each bucket sorted; the error counts the whole day, as `check_row_ids_unique` would."""
+    extra_rows = distinct = 0
+    example = None
+    buckets = key_buckets.buckets_for(rows, key_buckets.BUCKET_ROWS)
+    with key_buckets.KeyBuckets(buckets, {"row_id": np.int64}) as spill:
+        for ids in _row_id_batches(files, key):
+            spill.add(row_id=ids)
+        for bucket in spill:
+            extra, values, smallest = row_id_repeats(bucket["row_id"])
+            if extra:
+                extra_rows += extra
+                distinct += values
+                example = smallest if example is None else min(example, smallest)
+    if extra_rows:
+        raise repeated_row_ids(directory, key, extra_rows, distinct, example)
 
 
 def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: int,
@@ -264,10 +314,11 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
                            check_unique: bool = True, dataset: DatasetSpec | None = None) -> Iterator[pa.RecordBatch]:
     """Streams the partition of ``date`` as validated ``RecordBatch``es of at most ``batch_size`` rows.
 
-    Memory is bounded by one batch plus, when ``check_unique`` (default) and ``row_id`` is read, the
-    ``row_id`` column of the day (8 bytes a row), which is read and checked for duplicates before the first
-    batch is yielded. Every batch is validated (errors name the file). An empty partition raises before
-    anything is yielded.
+    When ``check_unique`` (default) and ``row_id`` is read, the day's row ids are read and checked for duplicates
+    before the first batch is yielded (`_check_unique_row_ids`: one more pass over the ids, and when they are not
+    in increasing order, a spill of them to disk by hash bucket). Memory is bounded by one batch, or one bucket of
+    ids, whatever the day's rows. Every batch is validated (errors name the file). An empty partition raises
+    before anything is yielded.
     """
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise LabelDPInputError(f"batch_size must be a whole number >= 1; got {batch_size!r}")
@@ -281,7 +332,7 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
         raise fail(directory, "the partition is empty (0 rows)")
     reads_row_id = columns is None or key in columns
     if check_unique and reads_row_id:
-        _check_unique_row_ids(files, key, directory)  # its arrays are freed before the first batch
+        _check_unique_row_ids(files, key, directory, total)
     for path in files:
         parquet = open_parquet(path)
         try:
@@ -305,26 +356,28 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     """(rows, rows of the day, rows ``among`` selects): the day's rows that ``among(row_ids)`` selects (all rows
     without it), at most ``max_rows`` of them by the keyed sample (`pipelines.data.splits.keyed_sample`: it depends
     on the row ids only), in the partition's order with the dataset's internal column names. Streamed in two
-    passes, the row ids alone, then the rows kept: memory holds the day's row ids and the rows kept, never the day.
-    Below the cap the rows are every selected row."""
+    passes, the row ids alone (a running bottom-``max_rows``, `pipelines.data.splits.KeyedSampler`), then the rows
+    kept: memory holds ``max_rows`` ids and rows, never the day's. Below the cap the rows are every selected row.
+    ``among`` is called on each batch's row ids."""
     from auditing.game.row_groups import in_sorted
-    from pipelines.data.splits import keyed_sample
+    from pipelines.data.splits import KeyedSampler
 
     key = dataset.row_key
-    ids = [batch.column(key).to_numpy(zero_copy_only=False).astype(np.int64) for batch in
-           iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, columns=[key], dataset=dataset)]
-    ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-    selected = ids if among is None else ids[among(ids)]
-    chosen = keyed_sample(selected, max_rows)
+    sampler = KeyedSampler(max_rows)
+    day_rows = 0
+    for batch in iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, columns=[key], dataset=dataset):
+        ids = batch.column(key).to_numpy(zero_copy_only=False).astype(np.int64)
+        day_rows += ids.size
+        sampler.add(ids if among is None else ids[among(ids)])
     # sorted as uint64 (`in_sorted`'s order): a negative id sorts after the others
-    keep_ids = np.sort((selected if chosen is None else chosen).astype(np.uint64))
+    keep_ids = np.sort(sampler.chosen().astype(np.uint64))
     parts = []
     for batch in iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, dataset=dataset, check_unique=False):
         table = dataset.to_internal(pa.Table.from_batches([batch]))
         rows = np.flatnonzero(in_sorted(table.column("row_id").to_numpy().astype(np.uint64), keep_ids))
         if rows.size or not parts:
             parts.append(table.take(pa.array(rows)))
-    return pa.concat_tables(parts), int(ids.size), int(selected.size)
+    return pa.concat_tables(parts), day_rows, sampler.rows
 
 
 def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,

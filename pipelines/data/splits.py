@@ -137,6 +137,60 @@ def keyed_sample(row_ids, max_rows: int) -> np.ndarray | None:
     return np.sort(ids[order[:max_rows]])
 
 
+class KeyedSampler:
+    """`keyed_sample` over ids that come in batches, holding O(``max_rows``) ids instead of all of them: ``add`` each
+    batch, then ``result()`` is ``keyed_sample(every id added, max_rows)``, whatever the batches.
+
+    A running bottom-k by (hash, row_id): once ``max_rows`` ids are held, an id whose hash is above the largest
+    held hash cannot be among the smallest, so a batch costs its hashes plus its few rows at or below that hash;
+    the held ids are cut back to ``max_rows`` whenever they reach twice that."""
+
+    def __init__(self, max_rows: int):
+        if isinstance(max_rows, bool) or int(max_rows) != max_rows or max_rows < 0:
+            raise ValueError(f"max_rows must be a whole number >= 0; got {max_rows!r}")
+        self.max_rows = int(max_rows)
+        self.rows = 0  # ids added
+        self._ids = np.zeros(0, np.int64)  # after a cut: the smallest by (hash, id), in that order
+        self._hashes = np.zeros(0, np.uint64)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending_rows = 0
+        self._limit: np.uint64 | None = None  # the largest held hash once max_rows are held
+
+    def add(self, row_ids) -> None:
+        ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)
+        self.rows += ids.size
+        if ids.size == 0 or self.max_rows == 0:
+            return
+        hashes = splitmix64(_as_uint64(ids) ^ SAMPLE_SALT)
+        if self._limit is not None:
+            inside = hashes <= self._limit
+            if not inside.any():
+                return
+            ids, hashes = ids[inside], hashes[inside]
+        self._pending.append((ids, hashes))
+        self._pending_rows += ids.size
+        if self._ids.size + self._pending_rows >= 2 * self.max_rows:
+            self._cut()
+
+    def _cut(self) -> None:
+        ids = np.concatenate([self._ids, *(part[0] for part in self._pending)])
+        hashes = np.concatenate([self._hashes, *(part[1] for part in self._pending)])
+        self._pending, self._pending_rows = [], 0
+        order = np.lexsort((ids, hashes))[:self.max_rows]  # keyed_sample's order: hash, then row_id
+        self._ids, self._hashes = ids[order], hashes[order]
+        if self.max_rows and self._ids.size == self.max_rows:
+            self._limit = self._hashes[-1]
+
+    def chosen(self) -> np.ndarray:
+        """The ids of the sample, sorted: the ``max_rows`` of smallest hash, or every id added if no more."""
+        self._cut()
+        return np.sort(self._ids)
+
+    def result(self) -> np.ndarray | None:
+        """``keyed_sample`` of every id added: ``chosen()``, or None when no more than ``max_rows`` were added."""
+        return None if self.rows <= self.max_rows else self.chosen()
+
+
 def heldout_validation(row_ids, fraction: float) -> np.ndarray:
     """True for the rows that validate (rather than fit) within a held-out half: about ``fraction`` of them,
     chosen by a keyed hash of row_id (``FOLD_SALT``) independent of the split and of the role."""
