@@ -357,8 +357,9 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     without it), at most ``max_rows`` of them by the keyed sample (`pipelines.data.splits.keyed_sample`: it depends
     on the row ids only), in the partition's order with the dataset's internal column names. Streamed in two
     passes, the row ids alone (a running bottom-``max_rows``, `pipelines.data.splits.KeyedSampler`), then the rows
-    kept: memory holds ``max_rows`` ids and rows, never the day's. Below the cap the rows are every selected row.
-    ``among`` is called on each batch's row ids."""
+    kept: memory holds ``max_rows`` ids and rows, not the day's ids. The rows kept still carry the dictionaries of
+    the batch they came from (every categorical value of that batch), which grows with the day's batches. Below the
+    cap the rows are every selected row. ``among`` is called on each batch's row ids."""
     from auditing.game.row_groups import in_sorted
     from pipelines.data.splits import KeyedSampler
 
