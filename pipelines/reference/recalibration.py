@@ -565,7 +565,7 @@ def heldout_part(table: pa.Table, role: int, heldout: HeldOutRows | None = None,
     heldout = heldout or HeldOutRows()
     row_ids = table.column("row_id").to_numpy()
     rows = np.flatnonzero(heldout.roles(row_ids) == role)
-    part = table.take(pa.array(rows))
+    part = table if rows.size == table.num_rows else table.take(pa.array(rows))  # all of them: no copy
     return (row_ids[rows], feature_frame(part, dataset),
             part.column("label").to_numpy().astype(np.int64))
 
@@ -750,8 +750,10 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     part = calibration_part(root, date, dataset, heldout, settings.max_rows)
     registry.check_features(ref_md, part.table.schema)
     row_ids, features, labels = heldout_part(part.table, splits.CALIBRATION, heldout, dataset)
+    partition_rows, available = part.partition_rows, part.available
+    del part  # the rows are in the frame now: their Arrow copy goes before the fit
     if row_ids.size == 0:
-        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({part.partition_rows} rows) has no held-out "
+        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({partition_rows} rows) has no held-out "
                                     f"calibration rows ({heldout.where()})")
     names = ref_md.feature_names
     cats = [item.name for item in ref_md.feature_schema if item.kind == registry.CATEGORICAL]
@@ -765,7 +767,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     # CTR types M' does not record first; a refused sum (M' has the table after all) tries the next type.
     used = _used_ctr_types(reference_model)
     candidates = [t for t in settings.ctr_types if t not in used] + [t for t in settings.ctr_types if t in used]
-    sampled = f", the keyed sample of {part.available}" if part.available > row_ids.size else ""
+    sampled = f", the keyed sample of {available}" if available > row_ids.size else ""
     progress(f"recalibrating {ref_name}@{ref_date} on {row_ids.size} held-out rows of {date.isoformat()} "
              f"(validation {int(validation.sum())}{sampled})")
     refused = []
@@ -790,14 +792,14 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
         "mechanism": {"name": RECALIBRATED_TYPE, "epsilon": math.inf, "delta": 0.0,
                       "guarantee": "none (an audit artifact like M'): the D-1 reference corrected on day D's held-out "
                                    "calibration rows, whose labels enter no audited model and are never audited"},
-        "seed": int(seed), "partition_fingerprint": partition_fp, "partition_rows": part.partition_rows,
+        "seed": int(seed), "partition_fingerprint": partition_fp, "partition_rows": partition_rows,
         "feature_schema": [item.to_dict() for item in ref_md.feature_schema],
         "catboost_params": {"reference": ref_md.catboost_params, "correction": record["catboost_params"]},
         "test_metrics": {**record["validation"], "evaluated_on": "the calibration half's validation rows"},
         "reference": source_record,
         "recalibration": {**record, "source_reference": source_record, "sum": check, "inputs": inputs},
         "heldout_rows": {"scheme": heldout.describe(), "role": "calibration", "rows": int(row_ids.size),
-                         "available_rows": part.available, "max_rows": settings.max_rows,
+                         "available_rows": available, "max_rows": settings.max_rows,
                          "fit_rows": record["fit_rows"], "validation_rows": record["validation_rows"],
                          "validation_fraction": settings.validation_fraction},
     }
