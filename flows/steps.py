@@ -76,8 +76,7 @@ def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) ->
                            text.plan_dataset_fix(date))
     for path, footer in zip(files, footers, strict=True):
         check_footer(footer.schema_arrow, path, dataset)
-    keys = schema.read_partition(root, date, columns=[dataset.row_key, dataset.label], dataset=dataset)
-    schema.check_labels_vary(keys.column(dataset.label), directory, dataset.label)
+    schema.check_keys_and_labels(root, date, dataset)
     return {"date": date.isoformat(), "rows": int(rows), "fingerprint": schema.partition_fingerprint(root, date),
             "dataset": dataset.name}
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -371,7 +372,16 @@ def test_keyed_sample_read_streams_the_same_rows(tmp_path, table, monkeypatch):
             sample = splits.keyed_sample(pool, max_rows)
             keep = np.isin(ids, pool if sample is None else sample)
             assert (day, chosen_from) == (600, pool.size)
-            assert rows.equals(whole.filter(pa.array(keep)))
+            assert _decoded(rows).equals(_decoded(whole.filter(pa.array(keep))))
+            for column in rows.columns:  # only the dictionary entries the rows use are kept
+                for chunk in column.chunks if pa.types.is_dictionary(column.type) else ():
+                    assert len(chunk.dictionary) == len(pc.unique(chunk.indices).drop_null())
+
+
+def _decoded(table: pa.Table) -> pa.Table:
+    """``table`` with its dictionary columns decoded (the values, whatever the dictionaries)."""
+    return pa.table({name: column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+                     for name, column in zip(table.column_names, table.columns, strict=True)})
 
 
 def test_bad_file_on_disk_is_named(tmp_path, table):

@@ -357,10 +357,11 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     without it), at most ``max_rows`` of them by the keyed sample (`pipelines.data.splits.keyed_sample`: it depends
     on the row ids only), in the partition's order with the dataset's internal column names. Streamed in two
     passes, the row ids alone (a running bottom-``max_rows``, `pipelines.data.splits.KeyedSampler`), then the rows
-    kept: memory holds ``max_rows`` ids and rows, not the day's ids. The rows kept still carry the dictionaries of
-    the batch they came from (every categorical value of that batch), which grows with the day's batches. Below the
-    cap the rows are every selected row. ``among`` is called on each batch's row ids."""
+    kept: memory holds ``max_rows`` ids and rows, not the day's ids. The rows kept from a batch keep only the
+    dictionary entries they use (`categories.compact_dictionaries`; the values, and so CatBoost's frames, are the
+    same). Below the cap the rows are every selected row. ``among`` is called on each batch's row ids."""
     from auditing.game.row_groups import in_sorted
+    from pipelines.data.categories import compact_dictionaries
     from pipelines.data.splits import KeyedSampler
 
     key = dataset.row_key
@@ -377,8 +378,23 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
         table = dataset.to_internal(pa.Table.from_batches([batch]))
         rows = np.flatnonzero(in_sorted(table.column("row_id").to_numpy().astype(np.uint64), keep_ids))
         if rows.size or not parts:
-            parts.append(table.take(pa.array(rows)))
+            parts.append(compact_dictionaries(table.take(pa.array(rows))))
     return pa.concat_tables(parts), day_rows, sampler.rows
+
+
+CHECK_BATCH_ROWS = 1 << 20  # rows of the key and label columns `check_keys_and_labels` reads at a time
+
+
+def check_keys_and_labels(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec) -> None:
+    """The partition's row keys and labels, streamed: every batch validated (nulls, types, label range; errors
+    name the file), the keys unique across the day (`iter_partition_batches`' bounded check) and the labels not
+    all one value (`check_labels_vary`). Memory holds one batch of two columns, not the day."""
+    labels, rows = [], 0
+    for batch in iter_partition_batches(root, date, CHECK_BATCH_ROWS, columns=[dataset.row_key, dataset.label],
+                                        dataset=dataset):
+        labels.append(pc.unique(batch.column(dataset.label)))
+        rows += batch.num_rows
+    check_labels_vary(pa.chunked_array(labels), partition_dir(root, date), dataset.label, rows=rows)
 
 
 def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,
