@@ -3,11 +3,15 @@ Prefect flow, Beam on FnApiRunner, DuckDB, reports) on a synthetic day of --rows
 and the night's controls.
 
     .venv/bin/python benchmarks/bench_night.py --rows 10000000 --work /tmp/night [--iterations 100] [--setup-only]
+        [--train-rows 2000000]
 
 Setup, not timed (the model owners' cost): two synthetic days; the D-1 reference trained non-privately here;
 two targets trained outside the tool on day D's train split and registered with their training keys (a
 non-private CatBoost model claiming eps 0.5, and one trained on half of those rows claiming eps 8), so the
-night has held-out rows to recalibrate the reference on and to check the verdicts with.
+night has held-out rows to recalibrate the reference on and to check the verdicts with. With --train-rows the
+reference is registered like the targets, and each of the three models records all of its training rows but is
+fitted on a keyed sample of at most that many of them (`sampled_models`): the night's work is the same, the
+setup's training is not hours. A day above 1e7 rows is written in chunks of 5e6 (`bench_big_day.write_day`).
 
 Timed: the night, in this process, with each step the flow runs wrapped in a timer (the functions
 `flows/nightly.py` runs as Prefect tasks, and inside the reference's preparation its two parts). Printed: each
