@@ -8,7 +8,8 @@ row shares its key among the rows whose labels the night's inputs used: every ro
 training rows, the reference's correction and the check rows all lie there) and the reference's training rows
 on the reference's own day. Keys and features only decide it, never labels.
 
-`night_exclusion` computes it once per night; the Beam job drops the excluded rows from the audited and the
+`night_exclusion` computes it once per night, in memory that does not grow with the day (the keys are spilled
+to disk by key and compared one bucket at a time); the Beam job drops the excluded rows from the audited and the
 check rows (`ScoringRequest.excluded_rows`), and every result records how many of its rows were left out and
 why, with the label-agreement diagnostic of the day's groups.
 """
@@ -18,6 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,14 +35,16 @@ from auditing.game.row_groups import (
     describe_rule,
     in_sorted,
     label_agreement,
-    singleton_mask,
+    repeated,
 )
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema
 from pipelines.data.categories import used_categories
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
+from pipelines.data.key_buckets import KeyBuckets, buckets_for
 from pipelines.data.layout import partition_dir
+from pipelines.data.splits import splitmix64
 from pipelines.data.tabular_values import is_text
 from pipelines.models.handle import ModelHandle, resolve_model
 
@@ -208,7 +213,8 @@ def _null_columns(root, date: dt.date, dataset: DatasetSpec, columns: list[str])
 def _day_keys(root, date: dt.date, dataset: DatasetSpec, rels, selection=None) -> tuple[np.ndarray, list]:
     """(row ids, one key array per relation) of the partition's rows that ``selection`` keeps (None: every row),
     in the partition's order, streamed in batches of `KEY_BATCH_ROWS` rows (8 bytes a row per relation and for the
-    ids are held, not the table)."""
+    ids are held, not the table). The night spills the keys instead (`night_exclusion`); this in-memory form is
+    what benchmarks/bench_row_groups.py times and the tests compare the spilled result with."""
     columns = _columns(dataset, rels)
     nulls = _null_columns(root, date, dataset, columns)
     ids, keys = [], [[] for _ in rels]
@@ -222,20 +228,8 @@ def _day_keys(root, date: dt.date, dataset: DatasetSpec, rels, selection=None) -
     return np.concatenate(ids), [np.concatenate(found) for found in keys]
 
 
-def _rows_at(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray) -> pa.Table:
-    """The partition's rows at ``positions`` (sorted, in the partition's order), every column, streamed."""
-    parts, start = [], 0
-    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, dataset=dataset, check_unique=False):
-        end = start + batch.num_rows
-        lo, hi = np.searchsorted(positions, [start, end])
-        if hi > lo:
-            parts.append(pa.Table.from_batches([batch]).take(pa.array(positions[lo:hi] - start)))
-        start = end
-    return pa.concat_tables(parts)
-
-
-def _reference_keys(root, reference: ModelHandle, rels, dataset: DatasetSpec) -> tuple[list, str | None]:
-    """The reference's training rows' keys on its own day, or ([], why not)."""
+def _reference_rows(root, reference: ModelHandle, dataset: DatasetSpec) -> tuple[tuple | None, str | None]:
+    """The reference's training rows as (its day, their selection), or (None, why they are not compared)."""
     from pipelines.scoring.audit_rows import training_rows
 
     metadata, day = reference.meta, reference.date
@@ -245,18 +239,126 @@ def _reference_keys(root, reference: ModelHandle, rels, dataset: DatasetSpec) ->
             source_model = reference.source or resolve_model(root, source["name"],
                                                              dt.date.fromisoformat(source["date"]))
         except LabelDPInputError as exc:
-            return [], f"the reference's training rows were not read: {exc}"
-        return _reference_keys(root, source_model, rels, dataset)
+            return None, f"the reference's training rows were not read: {exc}"
+        return _reference_rows(root, source_model, dataset)
     if not partition_dir(root, day).is_dir():
-        return [], f"the reference's day {day.isoformat()} has no partition here: its training rows were not read"
+        return None, f"the reference's day {day.isoformat()} has no partition here: its training rows were not read"
     if dataset_of(root, day).fingerprint() != dataset.fingerprint():
-        return [], f"the reference's day {day.isoformat()} is another dataset: its rows were not compared"
+        return None, f"the reference's day {day.isoformat()} is another dataset: its rows were not compared"
     try:
         selection = training_rows(metadata, reference.directory)
     except LabelDPInputError as exc:
-        return [], f"the reference's training rows are not recorded ({exc}): not compared"
-    _ids, keys = _day_keys(root, day, dataset, rels, selection)
-    return keys, None
+        return None, f"the reference's training rows are not recorded ({exc}): not compared"
+    return (day, selection), None
+
+
+# Rows per spill bucket (`pipelines.data.key_buckets`), the day's and the reference's together: the night holds
+# one bucket of one relation at a time. About what a 1e6-row day and its reference's day make, so that no bucket of
+# a larger day costs more to compare than a 1e6-row day's whole comparison.
+GROUP_BUCKET_ROWS = 2_000_000
+# Where the spill goes (None: the system's temporary directory, $TMPDIR); removed when the night's grouping ends.
+SPILL_PARENT: str | None = None
+# The label-agreement diagnostic reads its rows back and predicts on them: above this many grouped rows it is
+# computed over a sample of whole groups (`_Sample`), so its cost does not grow with the day.
+AGREEMENT_MAX_ROWS = 1_000_000
+_SAMPLE_SALT = np.uint64(0x6A09E667F3BCC908)  # a group's sampling hash is unrelated to its spill bucket
+
+
+def _partition_rows(root, date: dt.date, dataset: DatasetSpec) -> int:
+    from pipelines.scoring.partition_batches import partition_files
+
+    return sum(schema.open_parquet(path).metadata.num_rows for path in partition_files(root, date, dataset))
+
+
+def _tenths(progress: Progress, total: int, what: Callable[[int], str]) -> Callable[[int], None]:
+    """A counter that reports (``what(done)``) each time ``done`` passes another tenth of ``total``."""
+    state = {"next": 1}
+
+    def tick(done: int) -> None:
+        if total and done * 10 >= state["next"] * total:
+            while done * 10 >= state["next"] * total:
+                state["next"] += 1
+            progress(what(done))
+    return tick
+
+
+def _spill_day(root, date: dt.date, dataset: DatasetSpec, rels, spills: list[KeyBuckets], selection=None,
+               tick=None) -> frozenset[str]:
+    """Streams the partition once in batches of `KEY_BATCH_ROWS` rows: for the rows ``selection`` keeps (None:
+    every row), one key per relation to ``spills``, with the row's id and position in the partition's order when
+    the spill has those columns. Returns the null columns the keys were computed with."""
+    columns = _columns(dataset, rels)
+    nulls = _null_columns(root, date, dataset, columns)
+    start = 0
+    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, columns=columns, dataset=dataset):
+        table = pa.Table.from_batches([batch])
+        batch_ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
+        positions = np.arange(start, start + batch_ids.size, dtype=np.int64)
+        start += batch_ids.size
+        if selection is not None:
+            keep = selection.mask(batch_ids)
+            if not keep.any():
+                continue
+            table, batch_ids, positions = table.filter(pa.array(keep)), batch_ids[keep], positions[keep]
+        for spill, keys in zip(spills, group_keys(table, rels, nulls), strict=True):
+            if "row_id" in spill.columns:
+                spill.add(key=keys, row_id=batch_ids, position=positions)
+            else:
+                spill.add(key=keys)
+        if tick is not None:
+            tick(start)
+    return nulls
+
+
+class _Sample:
+    """The grouped rows' positions, per relation, kept for the label-agreement diagnostic with their group's
+    sampling hash (32 bits). A group is kept while its hash is below ``2**32 >> level``; the level goes up while
+    more than ``limit`` positions are kept, so what is kept stays bounded. Every group is kept until then, and
+    the level `choose` settles on depends on the day's groups only, not on the order they came in: a level is
+    left only once the groups seen so far under it hold more than ``limit`` rows."""
+
+    def __init__(self, relations: int, limit: int):
+        self.limit, self.level, self.kept = limit, 0, 0
+        self.positions = [[] for _ in range(relations)]
+        self.hashes = [[] for _ in range(relations)]
+
+    def add(self, relation: int, keys: np.ndarray, positions: np.ndarray) -> None:
+        hashes = (splitmix64(keys ^ _SAMPLE_SALT) >> np.uint64(32)).astype(np.uint32)
+        keep = _below(hashes, self.level)
+        self.positions[relation].append(positions[keep])
+        self.hashes[relation].append(hashes[keep])
+        self.kept += int(keep.sum())
+        while self.kept > self.limit:
+            self.level += 1
+            self.kept = 0
+            for relation in range(len(self.positions)):
+                positions, hashes = self._merged(relation)
+                keep = _below(hashes, self.level)
+                self.positions[relation], self.hashes[relation] = [positions[keep]], [hashes[keep]]
+                self.kept += int(keep.sum())
+
+    def _merged(self, relation: int) -> tuple[np.ndarray, np.ndarray]:
+        return (np.concatenate(self.positions[relation] or [np.zeros(0, np.int64)]),
+                np.concatenate(self.hashes[relation] or [np.zeros(0, np.uint32)]))
+
+    def every(self) -> np.ndarray:
+        """The sorted positions of every grouped row (while none was dropped, level 0)."""
+        if self.level:
+            raise AssertionError("grouped rows were dropped from the sample")
+        return np.unique(np.concatenate([self._merged(r)[0] for r in range(len(self.positions))]))
+
+    def choose(self, rows: int) -> tuple[int, list[np.ndarray]]:
+        """The lowest level (at least the present one) whose groups hold at most ``rows`` rows (counted once per
+        relation), and per relation the sorted positions of the rows of its groups kept at that level."""
+        merged = [self._merged(r) for r in range(len(self.positions))]
+        level = self.level
+        while sum(int(_below(hashes, level).sum()) for _, hashes in merged) > rows:
+            level += 1
+        return level, [np.sort(positions[_below(hashes, level)]) for positions, hashes in merged]
+
+
+def _below(hashes: np.ndarray, level: int) -> np.ndarray:
+    return hashes.astype(np.uint64) < np.uint64((1 << 32) >> level)
 
 
 def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHandle,
@@ -264,38 +366,167 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
                     progress: Progress = no_progress) -> GroupExclusion:
     """The night's `GroupExclusion` (module docstring). ``reference``: the D-1 reference whose training rows
     count; ``diagnostic_reference``: the model whose probabilities the label-agreement diagnostic compares with
-    (the night's reference; default ``reference``)."""
+    (the night's reference; default ``reference``).
+
+    Memory does not grow with the day: day D, then the reference's training rows on their day, are streamed once
+    and each row's key per relation spilled to disk by key (`KeyBuckets`, about `GROUP_BUCKET_ROWS` rows a
+    bucket); each bucket is then compared alone, since rows sharing a key share a bucket. What is held is one
+    bucket, the rows left out (their ids: the result), and at most `AGREEMENT_MAX_ROWS` grouped rows read back
+    for the diagnostic (above that, a sample of whole groups, said in the note)."""
     dataset = dataset_of(root, date)
     rels = relations(dataset)
     columns = tuple(dict.fromkeys(name for relation in rels for name in relation if len(relation) == 1))
     rule = describe_rule(dataset.feature_rows, dataset.groups)
     if not rels:
         return GroupExclusion(rule, columns, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    ids, keys = _day_keys(root, date, dataset, rels)
-    others, note = _reference_keys(root, reference, rels, dataset)
-    alone_today = singleton_mask(keys)
-    alone = singleton_mask(keys, others) if others else alone_today
-    excluded = np.sort(ids[~alone])
-    with_inputs = np.sort(ids[alone_today & ~alone])
-    agreement = LabelAgreement(0, None, None)
-    grouped = np.flatnonzero(~alone_today)
-    if grouped.size:
-        agreement = _agreement(root, _rows_at(root, date, dataset, grouped), [k[grouped] for k in keys], dataset,
-                               diagnostic_reference or reference)
-    progress(f"row groups ({rule}): {excluded.size} of {ids.size} rows left out ({with_inputs.size} for sharing a "
+    others, note = _reference_rows(root, reference, dataset)
+    day_rows = _partition_rows(root, date, dataset)
+    other_rows = 0 if others is None else _partition_rows(root, others[0], dataset)
+    buckets = buckets_for(day_rows + other_rows, GROUP_BUCKET_ROWS)
+    if buckets > 1:
+        progress(f"row groups: {day_rows:,} rows of {date.isoformat()}"
+                 + (f" and the reference's training rows among {other_rows:,} of {others[0].isoformat()}"
+                    if others else "") + f" spilled to disk in {buckets} buckets per relation")
+    sample = _Sample(len(rels), len(rels) * AGREEMENT_MAX_ROWS)
+    with ExitStack() as stack:
+        def spill(columns_: dict) -> KeyBuckets:
+            return stack.enter_context(KeyBuckets(buckets, columns_, parent=SPILL_PARENT))
+
+        day = [spill({"key": np.uint64, "row_id": np.int64, "position": np.int64}) for _ in rels]
+        tick = _tenths(progress, day_rows, lambda done: f"row groups: {done:,} of {day_rows:,} rows of "
+                                                        f"{date.isoformat()} read") if buckets > 1 else None
+        nulls = _spill_day(root, date, dataset, rels, day, tick=tick)
+        other = [None] * len(rels)
+        if others is not None:
+            other = [spill({"key": np.uint64}) for _ in rels]
+            tick = _tenths(progress, other_rows, lambda done: f"row groups: {done:,} of {other_rows:,} rows of "
+                                                              f"{others[0].isoformat()} read") if buckets > 1 else None
+            _spill_day(root, others[0], dataset, rels, other, selection=others[1], tick=tick)
+        pa.default_memory_pool().release_unused()  # the batches' buffers, before the buckets are compared
+        grouped, shared = _compare(day, other, sample, progress if buckets > 1 else None)
+    excluded = np.union1d(grouped, shared)
+    with_inputs = np.setdiff1d(shared, grouped, assume_unique=True)
+    agreement, sampled = LabelAgreement(0, None, None), None
+    diagnostic = diagnostic_reference or reference
+    if grouped.size and grouped.size <= AGREEMENT_MAX_ROWS:
+        agreement = label_agreement(*_read_back(root, date, dataset, sample.every(), rels, nulls, diagnostic))
+    elif grouped.size:
+        level, members = sample.choose(AGREEMENT_MAX_ROWS)
+        positions = np.unique(np.concatenate(members))
+        if positions.size:
+            agreement = _sampled_agreement(*_read_back(root, date, dataset, positions, rels, nulls, diagnostic),
+                                           positions, members)
+        sampled = (f"label agreement over a sample of the day's groups: {positions.size:,} of its {grouped.size:,} "
+                   f"grouped rows (the groups whose key hash falls in 1/{2 ** level} of the range; at most "
+                   f"{AGREEMENT_MAX_ROWS:,} rows are read back)")
+        note = "; ".join(part for part in (note, sampled) if part)
+    progress(f"row groups ({rule}): {excluded.size} of {day_rows} rows left out ({with_inputs.size} for sharing a "
              f"group with the reference's training rows)"
              + (f"; label agreement in groups {agreement.observed:.3f} vs {agreement.expected:.3f} for independent "
-                f"labels over {agreement.pairs} pair(s)" if agreement.pairs else ""))
+                f"labels over {agreement.pairs} pair(s)" if agreement.pairs else "")
+             + (f" ({sampled})" if sampled else ""))
     return GroupExclusion(rule, columns, excluded, with_inputs, agreement, note)
 
 
-def _agreement(root, table: pa.Table, keys: list[np.ndarray], dataset: DatasetSpec,
-               reference: ModelHandle) -> LabelAgreement:
-    """The diagnostic over the day's grouped rows, with the reference's probabilities on them."""
+def _compare(day: list[KeyBuckets], other: list, sample: _Sample, progress) -> tuple[np.ndarray, np.ndarray]:
+    """Per relation and bucket, the day's rows sharing their key with another of the day's rows (their positions
+    and keys go to ``sample``) or with a row of ``other`` (the reference's training rows; None: none). Returns
+    the sorted ids of the rows sharing a key with another of the day's rows in some relation (``grouped``),
+    and of those sharing one with the reference's rows (``shared``)."""
+    grouped, shared = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for relation, (rows, others) in enumerate(zip(day, other, strict=True)):
+        tick = None if progress is None else _tenths(
+            progress, rows.buckets, lambda done, r=relation, of=rows.buckets: f"row groups: relation {r + 1} of "
+                                                                             f"{len(day)}, {done} of {of} buckets compared")
+        parts = iter(others) if others is not None else None
+        for index, bucket in enumerate(rows):
+            keys = bucket["key"]
+            together = in_sorted(keys, repeated(keys))
+            if together.any():
+                grouped.append(bucket["row_id"][together])
+                sample.add(relation, keys[together], bucket["position"][together])
+            if parts is not None:
+                theirs = next(parts)["key"]
+                if theirs.size:
+                    with_them = in_sorted(keys, np.unique(theirs))
+                    shared.append(bucket["row_id"][with_them])
+            if tick is not None:
+                tick(index + 1)
+    return np.unique(np.concatenate(grouped)), np.unique(np.concatenate(shared))
+
+
+def _rows_at(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray):
+    """The partition's rows at ``positions`` (sorted, in the partition's order), every column, streamed: one
+    table per batch holding some of them."""
+    start = 0
+    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, dataset=dataset, check_unique=False):
+        end = start + batch.num_rows
+        lo, hi = np.searchsorted(positions, [start, end])
+        if hi > lo:
+            yield pa.Table.from_batches([batch]).take(pa.array(positions[lo:hi] - start))
+        start = end
+
+
+def _compact(table: pa.Table) -> pa.Table:
+    """``table`` with each dictionary column encoded again over the values it uses: a few rows taken from a batch
+    would otherwise hold the batch's whole dictionaries."""
+    for index, column in enumerate(table.columns):
+        if pa.types.is_dictionary(column.type):
+            again = pc.dictionary_encode(column.cast(column.type.value_type))
+            table = table.set_column(index, table.field(index), again.cast(column.type))
+    return table
+
+
+def _read_back(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray, rels, nulls: frozenset[str],
+               reference: ModelHandle) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """For the rows at ``positions`` (sorted), in the partition's order: their keys per relation (computed again
+    with the day's null columns, so equal to the spilled ones), labels and the reference's probabilities. The
+    rows are read back in batches and predicted in chunks of about `KEY_BATCH_ROWS` rows; only these arrays are
+    kept."""
+    keys, labels, probabilities = [[] for _ in rels], [], []
+
+    def chunk(parts: list[pa.Table]) -> None:
+        table = pa.concat_tables(parts)
+        for out, found in zip(keys, group_keys(table, rels, nulls), strict=True):
+            out.append(found)
+        found_labels, found_probabilities = _predicted(table, dataset, reference)
+        labels.append(found_labels)
+        probabilities.append(found_probabilities)
+
+    pending, rows = [], 0
+    for part in _rows_at(root, date, dataset, positions):
+        pending.append(_compact(part))
+        rows += part.num_rows
+        if rows >= KEY_BATCH_ROWS:
+            chunk(pending)
+            pending, rows = [], 0
+    if pending:
+        chunk(pending)
+    return [np.concatenate(found) for found in keys], np.concatenate(labels), np.concatenate(probabilities)
+
+
+def _predicted(table: pa.Table, dataset: DatasetSpec, reference: ModelHandle) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' labels and the reference's probabilities on them."""
     internal = dataset.to_internal(table)
     p_reference = reference.format.predict(reference, internal, dataset)
-    labels = internal.column("label").to_numpy().astype(np.int64)
-    return label_agreement(keys, labels, p_reference)
+    return internal.column("label").to_numpy().astype(np.int64), np.asarray(p_reference)
+
+
+def _sampled_agreement(keys: list[np.ndarray], labels: np.ndarray, p_reference: np.ndarray, positions: np.ndarray,
+                       members: list[np.ndarray]) -> LabelAgreement:
+    """The diagnostic over sampled groups: the rows at ``positions`` (sorted), of which ``members`` holds per
+    relation the positions of its sampled groups' rows; each relation counts the pairs of its own groups only."""
+    pairs = agree = expected = 0.0
+    for relation, rows in zip(keys, members, strict=True):
+        inside = np.isin(positions, rows, assume_unique=True)
+        part = label_agreement([relation[inside]], labels[inside], p_reference[inside])
+        if part.pairs:
+            pairs += part.pairs
+            agree += part.observed * part.pairs
+            expected += part.expected * part.pairs
+    if not pairs:
+        return LabelAgreement(0, None, None)
+    return LabelAgreement(int(pairs), agree / pairs, expected / pairs)
 
 
 __all__ = ["ExcludingSelection", "GroupExclusion", "group_keys", "night_exclusion", "relations"]
