@@ -31,6 +31,7 @@ from scipy.special import expit
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec
+from pipelines.data.id_sets import IdSet
 from pipelines.data.layout import file_fingerprint, model_dir
 from pipelines.models import registry
 from pipelines.models.handle import resolve_model
@@ -196,6 +197,76 @@ def test_a_broken_keys_file_is_named(tmp_path, damage):
     with pytest.raises(LabelDPInputError, match=expected):
         audit_rows.training_rows(metadata_of({"model_name": "m", "date": DAY.isoformat(), "training_rows": record}),
                                  tmp_path)
+
+
+@pytest.mark.parametrize(("span", "kind"), [(4_000, "bitmap"), (10**15, "array")])
+def test_a_keys_file_of_many_row_groups_is_read_in_batches(tmp_path, monkeypatch, span, kind):
+    """Keys read a few at a time, the batches not aligned with the row groups, give the set of the whole file."""
+    monkeypatch.setattr(audit_rows, "KEY_BATCH_ROWS", 7)
+    rng = np.random.default_rng(span % 101)
+    keys = np.sort(rng.choice(span, size=1_000, replace=False)).astype(np.int64) - span // 2
+    path = tmp_path / "training_rows.parquet"
+    pq.write_table(pa.table({"row_id": pa.array(keys, pa.int64())}), path, row_group_size=64)
+    assert pq.ParquetFile(path).num_row_groups == 16
+    ids_set = audit_rows.read_training_keys(path, "model 'm'", file_fingerprint(path))
+    assert ids_set == IdSet.from_sorted(keys) and ids_set.kind == kind
+    queries = np.concatenate([keys, keys + 1, rng.integers(-span, span, 2_000), [np.iinfo(np.int64).min]])
+    record = {"kind": "keys", "file": path.name, "rows": int(keys.size), "fingerprint": file_fingerprint(path)}
+    selection = audit_rows.training_rows(metadata_of({"model_name": "m", "date": DAY.isoformat(),
+                                                      "training_rows": record}), tmp_path)
+    assert selection.keys == ids_set and selection.rows == keys.size
+    np.testing.assert_array_equal(selection.mask(queries), np.isin(queries, keys))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(selection)).mask(queries), np.isin(queries, keys))
+    assert selection.describe() == {"audit_rows": "training", "training_rows_kind": "keys", "label_splits": None,
+                                    "unread_rows": 0, "training_rows": keys.size,
+                                    "training_keys_file": "training_rows.parquet"}
+
+
+def test_a_dense_keys_file_is_held_as_a_bitmap(tmp_path):
+    ids = np.arange(200_000, dtype=np.int64)
+    keys = ids[splits.split_of(ids) == splits.TRAIN]  # the train split of ids assigned in order: ~80% of them
+    path = tmp_path / "training_rows.parquet"
+    pq.write_table(pa.table({"row_id": keys}), path, row_group_size=50_000)
+    ids_set = audit_rows.read_training_keys(path, "model 'm'")
+    assert ids_set.kind == "bitmap" and ids_set.size == keys.size
+    assert ids_set.nbytes == (keys[-1] - keys[0]) // 8 + 1 <= 25_000  # a bit an id, not 8 bytes a key
+    np.testing.assert_array_equal(ids_set.contains(ids), splits.split_of(ids) == splits.TRAIN)
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"row_id": pa.array([], pa.int64())}), empty)
+    assert audit_rows.read_training_keys(empty, "model 'm'") == IdSet.empty()
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    # one repeat and one decrease, each across a row group (and batch) boundary: counted over the whole file
+    (pa.table({"row_id": pa.array([1, 2, 3, 3, 4, 5, 9, 6, 7], pa.int64())}),
+     "column 'row_id' must be sorted and unique; 2 of 9 row(s) are not greater than the one before"),
+    (pa.table({"row_id": pa.array([1, 2, 3, 4, 4, 6, 7, 8, 9], pa.int32())}),
+     "column 'row_id' must be sorted and unique; 1 of 9 row(s) are not greater than the one before"),
+    (pa.table({"row_id": pa.array([1, 2, 3, None, 5, 6, None, 8, 9], pa.int64())}),
+     "column 'row_id': 2 row(s) are null"),
+    (pa.table({"row_id": pa.array([3, 2, 1, None, 5, 6, 7, 8, 9], pa.int64())}),  # nulls first, as before
+     "column 'row_id': 1 row(s) are null"),
+    (pa.table({"impression_id": pa.array([1, 2, 3], pa.int64())}),
+     "a training keys file holds one integer column 'row_id'; found impression_id: int64"),
+    (pa.table({"row_id": pa.array(["1", "2"])}),
+     "a training keys file holds one integer column 'row_id'; found row_id: string"),
+])
+def test_a_bad_keys_file_of_many_row_groups_gives_the_whole_file_error(tmp_path, monkeypatch, table, message):
+    monkeypatch.setattr(audit_rows, "KEY_BATCH_ROWS", 2)
+    path = tmp_path / "training_rows.parquet"
+    pq.write_table(table, path, row_group_size=3)
+    with pytest.raises(LabelDPInputError, match=re.escape(f"{path}: {message}")) as raised:
+        audit_rows.read_training_keys(path, "model 'm'")
+    assert str(raised.value).startswith(f"{path}: {message}")
+
+
+def test_keys_at_the_ends_of_int64_are_sorted(tmp_path):
+    """Keys are compared, not subtracted: the difference of int64's smallest and largest keys does not fit."""
+    keys = np.array([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], dtype=np.int64)
+    path = tmp_path / "training_rows.parquet"
+    pq.write_table(pa.table({"row_id": keys}), path, row_group_size=2)
+    ids_set = audit_rows.read_training_keys(path, "model 'm'")
+    np.testing.assert_array_equal(ids_set.contains(np.r_[keys, keys[1:] - 1]), [True] * 3 + [False] * 2)
 
 
 def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):

@@ -14,7 +14,8 @@ attacker's best guesses. ``audit_rows``:
     ``pipelines.data.splits.split_of`` (`RowSelection`);
   - ``{"kind": "keys", "file": ..., "rows": N}`` (a registered outside model): the row keys whose labels
     trained it, one sorted int64 column ``row_id`` in a Parquet file of the model's directory
-    (`KeysSelection`);
+    (`KeysSelection`; read in batches into a `pipelines.data.id_sets.IdSet`, a bitmap over the keys' range when
+    they are dense, so a day's training keys take about a bit a row rather than 8 bytes a key);
   - ``{"kind": "all", "rows": N}`` (a registered model trained on every row of the day): every row
     (`AllRowsSelection`).
 
@@ -30,6 +31,7 @@ of each batch before inference, so the in-process audit and the Beam job see the
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,12 +42,14 @@ from auditing.config import AUDIT_ROWS
 from labeldp import hints
 from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import splits
+from pipelines.data.id_sets import IdSet, IdSetBuilder
 from pipelines.models.metadata import ABSENT, ModelMetadata, TrainingRows, or_none
 
 _SPLIT_CODES = {name: code for code, name in splits.SPLIT_NAMES.items()}
 KEYS = "keys"
 ALL = "all"
 KEY_COLUMN = "row_id"  # the one column of a training-keys file
+KEY_BATCH_ROWS = 1 << 20  # keys read at a time from a training-keys file (8 MiB of int64)
 
 
 @dataclass(frozen=True)
@@ -83,21 +87,18 @@ class RowSelection:
 @dataclass(frozen=True)
 class KeysSelection:
     """The audited rows of a registered model whose record lists its training keys: the rows whose key is in
-    ``keys`` (sorted, unique int64, read from ``file``)."""
+    ``keys`` (read from ``file``; an `IdSet`, a bitmap for dense keys, so its memory follows the keys' range rather
+    than 8 bytes a key)."""
 
     model: str
     date: str
     file: str  # the keys file (messages and describe)
-    keys: np.ndarray  # int64, sorted, unique
+    keys: IdSet
     rows: int | None
 
     def mask(self, row_ids: np.ndarray) -> np.ndarray:
         """True for the rows to audit: those whose key is one of the training keys."""
-        ids = np.asarray(row_ids, dtype=np.int64)
-        if not self.keys.size:
-            return np.zeros(ids.shape, dtype=bool)
-        at = np.minimum(np.searchsorted(self.keys, ids), self.keys.size - 1)
-        return self.keys[at] == ids
+        return self.keys.contains(np.asarray(row_ids, dtype=np.int64))
 
     def describe(self) -> dict:
         return {"audit_rows": "training", "training_rows_kind": KEYS, "label_splits": None,
@@ -139,9 +140,27 @@ def _recorded_rows(record: TrainingRows) -> int | None:
     return or_none(record.rows)
 
 
-def read_training_keys(path: Path, where: str, fingerprint: str | None = None) -> np.ndarray:
-    """The sorted unique int64 keys of a training-keys file (one column ``row_id``); LabelDPInputError naming
-    the file when it is missing, unreadable, differs from the recorded ``fingerprint``, or is not such a list."""
+def _key_batches(parquet, path: Path) -> Iterator[tuple[int, np.ndarray | None]]:
+    """The keys file's column batch by batch: its null count, and its values as int64 when it has no null;
+    LabelDPInputError when the data cannot be read."""
+    try:
+        # One reader a row group: a reader over the whole file keeps memory for every row group it has read.
+        for group in range(parquet.num_row_groups):
+            for batch in parquet.iter_batches(batch_size=KEY_BATCH_ROWS, row_groups=[group], columns=[KEY_COLUMN]):
+                column = batch.column(0)
+                yield column.null_count, (None if column.null_count
+                                          else column.to_numpy().astype(np.int64, copy=False))
+    except (pa.ArrowException, OSError) as exc:
+        raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
+
+
+def read_training_keys(path: Path, where: str, fingerprint: str | None = None) -> IdSet:
+    """The keys of a training-keys file (one column ``row_id``, sorted and unique integers) as an `IdSet`;
+    LabelDPInputError naming the file when it is missing, unreadable, differs from the recorded ``fingerprint``,
+    or is not such a list.
+
+    The file is read once, a batch at a time (never whole): each batch is checked and added to the set
+    (`pipelines.data.id_sets.IdSetBuilder`)."""
     from pipelines.data.layout import file_fingerprint
     from pipelines.data.schema import open_parquet
 
@@ -154,18 +173,26 @@ def read_training_keys(path: Path, where: str, fingerprint: str | None = None) -
     if parquet.schema_arrow.names != [KEY_COLUMN] or not pa.types.is_integer(parquet.schema_arrow.field(0).type):
         raise LabelDPInputError(f"{path}: a training keys file holds one integer column {KEY_COLUMN!r}; found "
                                 f"{parquet.schema_arrow}")
-    try:
-        column = parquet.read(columns=[KEY_COLUMN]).column(KEY_COLUMN)
-    except (pa.ArrowException, OSError) as exc:
-        raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
-    if column.null_count:
-        raise LabelDPInputError(f"{path}: column {KEY_COLUMN!r}: {column.null_count} row(s) are null")
-    keys = column.to_numpy().astype(np.int64)
-    unsorted = int(np.count_nonzero(np.diff(keys) <= 0))
+    rows = nulls = unsorted = 0
+    last = None
+    builder = IdSetBuilder()
+    for null_count, keys in _key_batches(parquet, path):
+        nulls += null_count
+        if nulls:  # a null is the error; the rest of the file is read only to count them (and find corrupt data)
+            continue
+        if keys.size:
+            # compared, not subtracted: a difference of two int64 keys can overflow
+            unsorted += int(np.count_nonzero(keys[1:] <= keys[:-1])) + int(last is not None and keys[0] <= last)
+            last = int(keys[-1])
+            if not unsorted:  # once a key is out of order, the file is only read on to count them
+                builder.add(keys)
+        rows += keys.size
+    if nulls:
+        raise LabelDPInputError(f"{path}: column {KEY_COLUMN!r}: {nulls} row(s) are null")
     if unsorted:
         raise LabelDPInputError(f"{path}: column {KEY_COLUMN!r} must be sorted and unique; {unsorted} of "
-                                f"{keys.size} row(s) are not greater than the one before")
-    return keys
+                                f"{rows} row(s) are not greater than the one before")
+    return builder.build()
 
 
 def _keys_selection(record: TrainingRows, model: str, date: str, model_directory, where: str) -> KeysSelection:
