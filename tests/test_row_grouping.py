@@ -222,8 +222,12 @@ def _as_before(root, date=DAY, selection=TRAINING) -> row_grouping.GroupExclusio
     whole arrays, the diagnostic over the grouped rows with their keys."""
     dataset = dataset_of(root, date)
     rels = row_grouping.relations(dataset)
-    ids, keys = row_grouping._day_keys(root, date, dataset, rels)
-    others = row_grouping._day_keys(root, BEFORE, dataset, rels, selection)[1] if selection is not None else []
+    columns = row_grouping._columns(dataset, rels)
+    nulls = row_grouping._null_columns(root, date, dataset, columns)
+    if selection is not None:  # one set of null columns for both days
+        nulls |= row_grouping._null_columns(root, BEFORE, dataset, columns)
+    ids, keys = row_grouping._day_keys(root, date, dataset, rels, nulls=nulls)
+    others = row_grouping._day_keys(root, BEFORE, dataset, rels, selection, nulls)[1] if selection is not None else []
     alone_today = singleton_mask(keys)
     alone = singleton_mask(keys, others) if others else alone_today
     grouped = np.flatnonzero(~alone_today)
@@ -284,6 +288,32 @@ def test_the_zeros_sign_and_the_int_nulls_are_grouped_as_values(criteo_days, gro
     result, _ = night(criteo_days)
     copies = np.arange(3 * 10**9, 3 * 10**9 + 30)
     assert row_grouping.in_sorted(copies.view(np.uint64), result.excluded.view(np.uint64)).all()
+
+
+def test_a_copy_of_a_reference_row_is_found_when_only_the_reference_day_has_a_null_in_its_column(
+        tmp_path_factory, night, monkeypatch):
+    """I2 holds a null on the day before only: keys of both days are computed with the same null columns, so the
+    copies on day D of the reference's training rows are found (with their own day's null columns they hashed 5
+    as 5 on D and as 5.0 on the day before, and none was)."""
+    root = tmp_path_factory.mktemp("null-on-one-day")
+    before = synth.generate_day(BEFORE, rows=1000).table
+    index = before.schema.get_field_index("I2")
+    nulls = np.zeros(before.num_rows, dtype=bool)
+    nulls[500:510] = True
+    values = before.column("I2").to_numpy()
+    before = before.set_column(index, before.schema.field(index), pa.array(values, mask=nulls))
+    schema.write_partition(root, BEFORE, before, rows_per_file=400, source="before")
+    day = synth.generate_day(DAY, rows=1200).table
+    copies = _with_new_ids(before.slice(0, 60), schema.ROW_ID, 2 * 10**9)
+    schema.write_partition(root, DAY, pa.concat_tables([day, copies]), rows_per_file=500, source="day")
+    assert schema.read_partition(root, DAY).column("I2").null_count == 0
+    monkeypatch.setattr(row_grouping, "GROUP_BUCKET_ROWS", 300)
+    result, _ = night(root)
+    copied = np.arange(2 * 10**9, 2 * 10**9 + 60)
+    trained = copied[np.arange(60) % 3 != 0]  # `_Training`: the rows of the day before whose id is not a multiple of 3
+    assert trained.size == 40
+    np.testing.assert_array_equal(np.intersect1d(result.with_inputs, copied), trained)
+    np.testing.assert_array_equal(np.intersect1d(result.excluded, copied), trained)
 
 
 def test_without_the_reference_rows_the_note_says_why(criteo_days, night, monkeypatch):

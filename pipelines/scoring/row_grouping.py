@@ -210,13 +210,16 @@ def _null_columns(root, date: dt.date, dataset: DatasetSpec, columns: list[str])
     return frozenset(found)
 
 
-def _day_keys(root, date: dt.date, dataset: DatasetSpec, rels, selection=None) -> tuple[np.ndarray, list]:
+def _day_keys(root, date: dt.date, dataset: DatasetSpec, rels, selection=None,
+              nulls: frozenset[str] | None = None) -> tuple[np.ndarray, list]:
     """(row ids, one key array per relation) of the partition's rows that ``selection`` keeps (None: every row),
     in the partition's order, streamed in batches of `KEY_BATCH_ROWS` rows (8 bytes a row per relation and for the
-    ids are held, not the table). The night spills the keys instead (`night_exclusion`); this in-memory form is
-    what benchmarks/bench_row_groups.py times and the tests compare the spilled result with."""
+    ids are held, not the table); ``nulls``: the null columns of the keys (default: this day's). The night spills
+    the keys instead (`night_exclusion`); this in-memory form is what benchmarks/bench_row_groups.py times and the
+    tests compare the spilled result with."""
     columns = _columns(dataset, rels)
-    nulls = _null_columns(root, date, dataset, columns)
+    if nulls is None:
+        nulls = _null_columns(root, date, dataset, columns)
     ids, keys = [], [[] for _ in rels]
     for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, columns=columns, dataset=dataset):
         table = pa.Table.from_batches([batch])
@@ -282,13 +285,12 @@ def _tenths(progress: Progress, total: int, what: Callable[[int], str]) -> Calla
     return tick
 
 
-def _spill_day(root, date: dt.date, dataset: DatasetSpec, rels, spills: list[KeyBuckets], selection=None,
-               tick=None) -> frozenset[str]:
+def _spill_day(root, date: dt.date, dataset: DatasetSpec, rels, spills: list[KeyBuckets], nulls: frozenset[str],
+               selection=None, tick=None) -> None:
     """Streams the partition once in batches of `KEY_BATCH_ROWS` rows: for the rows ``selection`` keeps (None:
-    every row), one key per relation to ``spills``, with the row's id and position in the partition's order when
-    the spill has those columns. Returns the null columns the keys were computed with."""
+    every row), one key per relation to ``spills`` (computed with the null columns ``nulls``, `group_keys`), with
+    the row's id and position in the partition's order when the spill has those columns."""
     columns = _columns(dataset, rels)
-    nulls = _null_columns(root, date, dataset, columns)
     start = 0
     for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, columns=columns, dataset=dataset):
         table = pa.Table.from_batches([batch])
@@ -307,7 +309,6 @@ def _spill_day(root, date: dt.date, dataset: DatasetSpec, rels, spills: list[Key
                 spill.add(key=keys)
         if tick is not None:
             tick(start)
-    return nulls
 
 
 class _Sample:
@@ -395,13 +396,19 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
         day = [spill({"key": np.uint64, "row_id": np.int64, "position": np.int64}) for _ in rels]
         tick = _tenths(progress, day_rows, lambda done: f"row groups: {done:,} of {day_rows:,} rows of "
                                                         f"{date.isoformat()} read") if buckets > 1 else None
-        nulls = _spill_day(root, date, dataset, rels, day, tick=tick)
+        # One set of null columns for both days: an integer column with a null on one day only would otherwise
+        # hash 5 there as 5.0 and 5 on the other, and a copy of a reference training row would not be found.
+        read = _columns(dataset, rels)
+        nulls = _null_columns(root, date, dataset, read)
+        if others is not None:
+            nulls |= _null_columns(root, others[0], dataset, read)
+        _spill_day(root, date, dataset, rels, day, nulls, tick=tick)
         other = [None] * len(rels)
         if others is not None:
             other = [spill({"key": np.uint64}) for _ in rels]
             tick = _tenths(progress, other_rows, lambda done: f"row groups: {done:,} of {other_rows:,} rows of "
                                                               f"{others[0].isoformat()} read") if buckets > 1 else None
-            _spill_day(root, others[0], dataset, rels, other, selection=others[1], tick=tick)
+            _spill_day(root, others[0], dataset, rels, other, nulls, selection=others[1], tick=tick)
         pa.default_memory_pool().release_unused()  # the batches' buffers, before the buckets are compared
         grouped, shared = _compare(day, other, sample, progress if buckets > 1 else None)
     excluded = np.union1d(grouped, shared)
