@@ -241,6 +241,8 @@ def main() -> None:
         code = cli(["nightly", "--date", D1.isoformat(), "--plan", str(plan), "--data-root", str(root)])
     night = time.perf_counter() - began
     own, children = peak_mib()
+    # each stage resets VmHWM, and the kernel's ru_maxrss follows that reset: the night's peak is the stages' largest
+    own = max([own, *PEAKS.values()])
     print(f"\nnightly exit {code}; the night took {night:.1f} s at {args.rows:,} rows "
           f"({night / args.rows * 1e6:.2f} s per 1e6 rows); peak RSS {own:,.0f} MiB (this process), "
           f"{children:,.0f} MiB (largest child)\n")
