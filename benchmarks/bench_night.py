@@ -185,7 +185,7 @@ def sampled_models(root: Path, files: Path, names, iterations: int, train_rows: 
         keep = np.sort(recorded.astype(np.uint64))
         dataset = dataset_of(root, day)
         part, _, _ = schema.read_keyed_sample(root, day, dataset, train_rows,
-                                             among=lambda ids: in_sorted(ids.astype(np.uint64), keep))
+                                             among=lambda ids, keep=keep: in_sorted(ids.astype(np.uint64), keep))
         model = CatBoostClassifier(iterations=iterations, depth=6, thread_count=2, random_seed=1,
                                    allow_writing_files=False, verbose=False)
         model.fit(training.feature_frame(part), part.column("label").to_numpy(),
