@@ -1,5 +1,6 @@
 """pipelines.data.categories.compact_dictionaries: only used entries stay; values, nulls and chunks unchanged."""
 
+import numpy as np
 import pyarrow as pa
 
 from pipelines.data.categories import compact_dictionaries
@@ -29,3 +30,12 @@ def test_all_null_chunk_and_empty_table():
     assert len(out.column("c").chunks[0].dictionary) == 0
     empty = pa.table({"c": pa.chunked_array([], type=pa.dictionary(pa.int32(), pa.string()))})
     assert compact_dictionaries(empty).num_rows == 0
+
+
+def test_rows_taken_from_a_batch_keep_only_their_entries():
+    words = pa.array([f"w{i}" for i in range(1000)])
+    table = pa.table({"c": pa.DictionaryArray.from_arrays(pa.array([5, 7, None, 5] * 50, pa.int32()), words),
+                      "x": pa.array(np.arange(200.0))}).take(pa.array([0, 1, 2, 3, 4]))
+    compact = compact_dictionaries(table)
+    assert compact.schema == table.schema and compact.to_pydict() == table.to_pydict()
+    assert len(compact.column("c").chunk(0).dictionary) == 2 < len(table.column("c").chunk(0).dictionary)

@@ -407,12 +407,3 @@ def test_the_sample_does_not_depend_on_the_order_groups_come_in():
         chosen.add((level, tuple(members[0].tolist()), tuple(members[1].tolist())))
         assert sum(m.size for m in members) <= 1500
     assert len(chosen) == 1
-
-
-def test_rows_read_back_do_not_hold_their_batchs_dictionary():
-    words = pa.array([f"w{i}" for i in range(1000)])
-    table = pa.table({"c": pa.DictionaryArray.from_arrays(pa.array([5, 7, None, 5] * 50, pa.int32()), words),
-                      "x": pa.array(np.arange(200.0))}).take(pa.array([0, 1, 2, 3, 4]))
-    compact = row_grouping._compact(table)
-    assert compact.schema == table.schema and compact.to_pydict() == table.to_pydict()
-    assert len(compact.column("c").chunk(0).dictionary) == 2 < len(table.column("c").chunk(0).dictionary)

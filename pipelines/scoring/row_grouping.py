@@ -40,7 +40,7 @@ from auditing.game.row_groups import (
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema
-from pipelines.data.categories import used_categories
+from pipelines.data.categories import compact_dictionaries, used_categories
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
 from pipelines.data.key_buckets import KeyBuckets, buckets_for
 from pipelines.data.layout import partition_dir
@@ -474,16 +474,6 @@ def _rows_at(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray):
         start = end
 
 
-def _compact(table: pa.Table) -> pa.Table:
-    """``table`` with each dictionary column encoded again over the values it uses: a few rows taken from a batch
-    would otherwise hold the batch's whole dictionaries."""
-    for index, column in enumerate(table.columns):
-        if pa.types.is_dictionary(column.type):
-            again = pc.dictionary_encode(column.cast(column.type.value_type))
-            table = table.set_column(index, table.field(index), again.cast(column.type))
-    return table
-
-
 def _read_back(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray, rels, nulls: frozenset[str],
                reference: ModelHandle) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """For the rows at ``positions`` (sorted), in the partition's order: their keys per relation (computed again
@@ -502,7 +492,7 @@ def _read_back(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray,
 
     pending, rows = [], 0
     for part in _rows_at(root, date, dataset, positions):
-        pending.append(_compact(part))
+        pending.append(compact_dictionaries(part))  # not the batch's whole dictionaries
         rows += part.num_rows
         if rows >= KEY_BATCH_ROWS:
             chunk(pending)
