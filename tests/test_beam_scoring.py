@@ -8,6 +8,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +27,7 @@ from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.models import registry
 from pipelines.models.catboost_frames import catboost_frame
-from pipelines.scoring import beam_dofns, beam_request, beam_scoring
+from pipelines.scoring import beam_dofns, beam_request, beam_scoring, scoring_batches
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
 from pipelines.scoring.scored_batch import scored_batch
@@ -82,6 +83,7 @@ def world(tmp_path_factory):
         "frame": frame,
         "table": table,
         "model": models[DAY],
+        "previous_model": models[PREVIOUS],
     }
 
 
@@ -141,6 +143,44 @@ def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strate
     outcome = score_day(request, [])
     assert_same_as_in_process(world, outcome, config)
     assert outcome.record["diagnostics"]["plan_mode"] == plan
+
+
+def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(world, monkeypatch):
+    """A slot whose cut bins hold more than GROUP_ROWS rows is written in rank order batch by batch and counted
+    from a bounded merge of those runs (`grouped_files.merge_sorted`, `sweep_reduce.RankedCounts`): the same
+    counts and bound as in-process, also when every score ties (the model audited against itself, as the
+    negative control does: one bin holds every row of every slot)."""
+    streamed = []
+
+    def counting(plan, slot, chunks):
+        streamed.append(slot)
+        return scoring_batches.count_ranked(plan, slot, chunks)
+
+    monkeypatch.setattr(beam_dofns, "GROUP_ROWS", 64)
+    monkeypatch.setattr(beam_dofns, "count_ranked", counting)
+    config = AuditConfig(repetitions=3, seed=4, strategy="split")
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500,
+                                       plan_mode="two-stage", thread_count=1), [])
+    assert streamed
+    assert_same_as_in_process(world, outcome, config)
+
+    streamed.clear()
+    for date in (PREVIOUS, DAY):  # one model as target and reference: every score is 0
+        metadata = registry.read_metadata(world["root"], "target", PREVIOUS)
+        fingerprint = schema.partition_fingerprint(world["root"], date)
+        registry.save_model(world["root"], "itself", date, world["previous_model"],
+                            dataclasses.replace(metadata, partition_fingerprint=fingerprint))
+    try:
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "itself", config, batch_size=1500,
+                                           plan_mode="two-stage", thread_count=1), [])
+    finally:  # the module's world stays as the other tests expect it
+        shutil.rmtree(registry.model_dir(world["root"], "itself", DAY).parent)
+    assert sorted(streamed) == list(range(config.repetitions + 2))  # every slot: its one bin is cut
+    p = world["p_reference"]
+    expected = run_audit(p, p, world["labels"], world["row_ids"], config)
+    assert outcome.result.to_dict() == expected.to_dict()
+    in_process = play_game(p, p, world["labels"], world["row_ids"], config.game)
+    assert np.array_equal(outcome.counts.correct, in_process.counts.correct)
 
 
 def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(world):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.scoring.grouped_files import key_order, read_groups, write_grouped
+from pipelines.scoring.grouped_files import key_order, key_rows, merge_sorted, read_groups, write_grouped
 
 
 def _write_batches(directory, rng, batches: int, keys: int, rows: int) -> dict[int, list[np.ndarray]]:
@@ -73,3 +73,50 @@ def test_keys_outside_the_range_are_refused():
 def test_an_empty_directory_yields_nothing(tmp_path):
     assert list(read_groups(tmp_path)) == []
     assert list(read_groups(tmp_path / "missing")) == []
+
+
+def test_only_the_keys_asked_for_are_read(tmp_path):
+    rng = np.random.default_rng(3)
+    expected = _write_batches(tmp_path, rng, batches=3, keys=6, rows=100)
+    assert [key for key, _ in read_groups(tmp_path, keys={1, 4, 99})] == [1, 4]
+    assert key_rows(tmp_path).tolist() == [sum(ids.size for ids, _ in expected[k]) for k in range(6)]
+    assert key_rows(tmp_path / "missing").size == 0
+
+
+def _sort_key(rows):
+    return rows["major"], rows["minor"]
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "disjoint", "ties", "one-batch"])
+@pytest.mark.parametrize("chunk_rows", [1, 7, 64, 10**6])
+def test_merge_sorted_streams_one_key_in_order(tmp_path, layout, chunk_rows):
+    """Batches each sorted by (major, minor) merge into the one ascending order of all their rows, chunk by
+    chunk, every row once, and no chunk larger than the runs' windows allow."""
+    rng = np.random.default_rng(hash(layout) % 1000)
+    batches = 1 if layout == "one-batch" else 9
+    everything = []
+    for b in range(batches):
+        rows = int(rng.integers(0, 300))
+        key = rng.integers(0, 3, rows)
+        if layout == "disjoint":  # each batch holds its own range of keys, as files in row-id order do
+            major = np.full(rows, 5, np.uint64)
+            minor = np.arange(rows, dtype=np.int64) + 1000 * b
+        else:
+            major = rng.integers(0, 3 if layout == "ties" else 1 << 40, rows).astype(np.uint64)
+            minor = rng.permutation(rows).astype(np.int64) * batches + b  # unique across batches
+        order = np.lexsort((minor, major, key))  # grouped by key, sorted within it
+        offsets = np.zeros(4, np.int64)
+        offsets[1:] = np.cumsum(np.bincount(key, minlength=3))
+        write_grouped(tmp_path, f"b{b:02d}", offsets, {"major": major[order], "minor": minor[order],
+                                                          "key": key[order]})
+        everything.append((major[key == 1], minor[key == 1]))
+    major = np.concatenate([m for m, _ in everything])
+    minor = np.concatenate([m for _, m in everything])
+    order = np.lexsort((minor, major))
+    chunks = list(merge_sorted(tmp_path, 1, _sort_key, chunk_rows=chunk_rows))
+    assert chunks and all(chunk.size for chunk in chunks)
+    assert all(chunk.size <= max(1, chunk_rows // batches) * batches for chunk in chunks)
+    merged = np.concatenate(chunks)
+    np.testing.assert_array_equal(merged["major"], major[order])
+    np.testing.assert_array_equal(merged["minor"], minor[order])
+    assert (merged["key"] == 1).all()

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from auditing.game.sweep import correct_at, guess_grid, rank_order
+from auditing.game.sweep import correct_at, guess_grid, rank_key, rank_order
 from auditing.game.sweep_reduce import (
     BinSpec,
+    RankedCounts,
     bin_index,
     boundary_bins,
     cut_bin_mask,
@@ -109,3 +110,76 @@ def test_bad_inputs_name_the_argument():
         BinSpec(min_exponent=3, max_exponent=3)
     with pytest.raises(LabelDPInputError, match="grid values"):
         boundary_bins(np.array([1, 2]), np.array([0, 1]), np.array([4]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rank_key_orders_like_rank_order(seed):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    scores = tied_scores(rng, n)
+    ids = rng.permutation(np.arange(n, dtype=np.int64) * 3 - 1000)  # negative ids too
+    primary, secondary = rank_key(np.abs(scores), ids)
+    assert np.array_equal(np.lexsort((secondary, primary)), rank_order(scores, ids))
+
+
+def ranked_counts(scores, ids, correct, grid, spec, chunk_sizes, rng):
+    """`RankedCounts` fed the cut bins' rows in rank order, split into chunks of the given sizes, with rows of
+    uncut bins mixed in (ignored)."""
+    b = bin_index(scores, spec)
+    rows, hits = histogram(b, correct, spec.num_bins)
+    bounds = boundary_bins(rows, hits, grid)
+    keep = np.flatnonzero(cut_bin_mask(bounds, spec.num_bins, margin=1)[b])
+    order = keep[rank_order(scores[keep], ids[keep])]
+    counter = RankedCounts(bounds)
+    start = 0
+    while start < order.size:
+        part = order[start:start + int(rng.choice(chunk_sizes))]
+        counter.add(b[part], np.abs(scores[part]), ids[part], correct[part])
+        start += part.size
+    return counter.counts()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ranked_counts_equal_in_process(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(1, 5000))
+    scores = tied_scores(rng, n)
+    if seed == 0:
+        scores[:] = 0.0  # one bin, every grid point cut inside it: the negative control's case
+    ids = rng.permutation(np.arange(n, dtype=np.int64) * 5 + 7)
+    correct = rng.random(n) < 0.5
+    spec = BinSpec(mantissa_bits=int(rng.choice([0, 3, 8])))
+    for grid in (guess_grid(n), np.arange(1, n + 1)):
+        expected = correct_at(correct, rank_order(scores, ids), grid)
+        for sizes in ((1,), (1, 2, 3), (17, 400), (n,)):
+            assert np.array_equal(ranked_counts(scores, ids, correct, grid, spec, sizes, rng), expected)
+
+
+def test_ranked_counts_refuse_rows_out_of_order_lost_or_repeated():
+    rng = np.random.default_rng(5)
+    n = 500
+    scores = np.zeros(n)
+    ids = np.arange(n, dtype=np.int64)
+    correct = rng.random(n) < 0.5
+    spec = BinSpec()
+    b = bin_index(scores, spec)
+    rows, hits = histogram(b, correct, spec.num_bins)
+    bounds = boundary_bins(rows, hits, guess_grid(n))
+    order = rank_order(scores, ids)
+
+    swapped = order.copy()
+    swapped[[10, 11]] = swapped[[11, 10]]
+    counter = RankedCounts(bounds)
+    with pytest.raises(RuntimeError, match="out of rank order"):
+        counter.add(b[swapped], scores[swapped], ids[swapped], correct[swapped])
+
+    counter = RankedCounts(bounds)  # chunks fed in the wrong order
+    counter.add(b[order[250:]], scores[order[250:]], ids[order[250:]], correct[order[250:]])
+    with pytest.raises(RuntimeError, match="out of rank order"):
+        counter.add(b[order[:250]], scores[order[:250]], ids[order[:250]], correct[order[:250]])
+
+    counter = RankedCounts(bounds)  # a row lost
+    lost = np.delete(order, 100)
+    counter.add(b[lost], scores[lost], ids[lost], correct[lost])
+    with pytest.raises(RuntimeError, match="disagree with the histogram"):
+        counter.counts()

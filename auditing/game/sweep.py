@@ -79,6 +79,18 @@ def rank_order(scores: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
     return order
 
 
+def rank_key(abs_scores: np.ndarray, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(primary, secondary): two ascending keys whose lexicographic order is `rank_order`'s, for code that
+    compares or merges ranked rows without a float sort.
+
+    primary is the complement of |score|'s binary64 bit pattern: for a non-negative double the pattern read as
+    an unsigned integer is monotone in the value, so its complement ascends as |score| descends (-0.0 and +0.0
+    share the key of 0). secondary is the row id. Row ids are unique, so no two rows share a key.
+    """
+    magnitude = np.abs(np.asarray(abs_scores, dtype=np.float64))
+    return ~magnitude.view(np.uint64), np.asarray(row_ids, dtype=np.int64)
+
+
 def correct_at(correct: np.ndarray, order: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """Number of correct guesses among the first c' ranked rows, for each c' in the grid."""
     cumulative = np.cumsum(correct[order], dtype=np.int64)

@@ -16,6 +16,8 @@ merge by addition, so a job can compute it with memory O(bins x repetitions + bo
    (`take`). A grid point that takes the whole bin (`take == bin_rows`) is complete from the histogram alone.
 4. `exact_counts`: given the rows of the bins cut strictly inside (`cut_bins`) -- their |score|, row_id and
    correctness, in any order -- ranks them with `rank_order` itself and completes every grid point's count.
+   `RankedCounts` does the same for rows streamed already in rank order, a chunk at a time, when a cut bin holds
+   more rows than memory should (a constant score puts a whole slot in one bin).
 
 The result equals `correct_at(correct, rank_order(scores, row_ids), grid)` exactly, for any chunking of the
 rows (tests/test_sweep_reduce.py). Nothing here approximates: the bins only decide which rows must be looked
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auditing.game.sweep import rank_order
+from auditing.game.sweep import rank_key, rank_order
 from labeldp.errors import LabelDPInputError
 
 _EXPONENT_BIAS = 1023  # IEEE-754 binary64
@@ -203,6 +205,83 @@ def exact_counts(boundaries: Boundaries, bins: np.ndarray, abs_scores: np.ndarra
     counts = counts.astype(np.int64)
     counts[partial] = boundaries.correct_above[partial] + within
     return counts
+
+
+class RankedCounts:
+    """`exact_counts` for rows that arrive already in rank order, a chunk at a time: memory O(chunk + grid), so
+    a cut bin may hold more rows than fit in memory at once (a constant score puts every row of a slot in one
+    bin). Feed the rows of every cut bin with `add`, in `auditing.game.sweep.rank_order` across all chunks, then
+    call `counts`. Rows of other bins are ignored.
+
+    The order is checked, not trusted: each chunk's (|score|, row_id) keys (`auditing.game.sweep.rank_key`) must
+    ascend strictly, also across chunks, and each cut bin's rows and correct guesses must match the histogram,
+    so rows out of order, lost or duplicated raise instead of giving a wrong count.
+    """
+
+    def __init__(self, boundaries: Boundaries):
+        self._bounds = boundaries
+        self._partial = np.flatnonzero(~boundaries.complete)
+        self._cut = np.unique(boundaries.bin[self._partial])  # ascending
+        # Each partial grid point's cut bin, as an index into _cut.
+        self._point_cut = np.searchsorted(self._cut, boundaries.bin[self._partial])
+        self._seen_rows = np.zeros(self._cut.size, np.int64)
+        self._seen_correct = np.zeros(self._cut.size, np.int64)
+        self._within = np.full(self._partial.size, -1, np.int64)  # correct guesses among the first `take` rows
+        self._last = None  # the last row's rank key
+
+    def add(self, bins: np.ndarray, abs_scores: np.ndarray, row_ids: np.ndarray, correct: np.ndarray) -> None:
+        bins = np.asarray(bins, dtype=np.int64)
+        if bins.size == 0 or self._cut.size == 0:
+            return
+        primary, secondary = rank_key(abs_scores, row_ids)
+        correct = np.asarray(correct, dtype=bool)
+        if not (bins.shape == primary.shape == secondary.shape == correct.shape) or bins.ndim != 1:
+            raise LabelDPInputError("ranked rows: bins, abs_scores, row_ids and correct must be equal 1-D shapes")
+        ascending = (primary[1:] > primary[:-1]) | ((primary[1:] == primary[:-1]) & (secondary[1:] > secondary[:-1]))
+        first = (int(primary[0]), int(secondary[0]))
+        if not ascending.all() or (self._last is not None and first <= self._last):
+            raise RuntimeError("ranked rows arrive out of rank order (|score| descending, row_id ascending); the "
+                               "merge that feeds them is wrong")
+        self._last = (int(primary[-1]), int(secondary[-1]))
+        keep = np.isin(bins, self._cut)
+        if not keep.all():
+            bins, correct = bins[keep], correct[keep]
+        if bins.size == 0:
+            return
+        # In rank order the bins do not increase: each cut bin's rows of the chunk are one contiguous run.
+        cum = np.concatenate(([0], np.cumsum(correct, dtype=np.int64)))
+        neg = -bins
+        for index in np.unique(np.searchsorted(self._cut, bins)):
+            lo = int(np.searchsorted(neg, -self._cut[index], side="left"))
+            hi = int(np.searchsorted(neg, -self._cut[index], side="right"))
+            seen = int(self._seen_rows[index])
+            points = np.flatnonzero(self._point_cut == index)
+            take = self._bounds.take[self._partial[points]]
+            here = (take > seen) & (take <= seen + hi - lo)
+            if here.any():
+                at = lo + take[here] - seen
+                self._within[points[here]] = self._seen_correct[index] + cum[at] - cum[lo]
+            self._seen_rows[index] += hi - lo
+            self._seen_correct[index] += cum[hi] - cum[lo]
+
+    def counts(self) -> np.ndarray:
+        """Correct guesses among the first c' ranked rows, for each grid point; raises when the rows fed disagree
+        with the histogram."""
+        bounds = self._bounds
+        expected_rows = np.zeros(self._cut.size, np.int64)
+        expected_correct = np.zeros(self._cut.size, np.int64)
+        expected_rows[self._point_cut] = bounds.bin_rows[self._partial]
+        expected_correct[self._point_cut] = bounds.bin_correct[self._partial]
+        bad = (self._seen_rows != expected_rows) | (self._seen_correct != expected_correct)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise RuntimeError(
+                f"boundary rows disagree with the histogram in bin {int(self._cut[i])}: got "
+                f"{int(self._seen_rows[i])} rows / {int(self._seen_correct[i])} correct, the histogram holds "
+                f"{int(expected_rows[i])} / {int(expected_correct[i])} (rows lost or duplicated between the passes)")
+        counts = (bounds.correct_above + bounds.bin_correct).astype(np.int64)
+        counts[self._partial] = bounds.correct_above[self._partial] + self._within
+        return counts
 
 
 def cut_bin_mask(boundaries: Boundaries, num_bins: int, margin: int = 0) -> np.ndarray:

@@ -27,12 +27,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditing.game.expected import expected_histogram
+from auditing.game.sweep import rank_key
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
 from pipelines.data.layout import partition_dir
 from pipelines.scoring.beam_coders import BatchCoder
-from pipelines.scoring.grouped_files import key_order, read_groups, save_atomically, write_grouped
+from pipelines.scoring.grouped_files import (
+    GROUP_ROWS,
+    key_order,
+    key_rows,
+    merge_sorted,
+    read_groups,
+    save_atomically,
+    write_grouped,
+)
 from pipelines.scoring.partition_batches import ReadAhead, ReadTask, read_batches
 from pipelines.scoring.scored_batch import (
     ScoredBatch,
@@ -48,8 +57,11 @@ from pipelines.scoring.scoring_batches import (
     SweepPlan,
     boundary_batch,
     boundary_rows,
+    count_ranked,
     finish_counts,
     make_plan,
+    rank_boundary_rows,
+    ranked_slots,
     scored_rows_table,
 )
 
@@ -308,27 +320,43 @@ class WriteBoundaryRows(beam.DoFn):
     from these files after the pipeline (`count_slots_from_files`), a group of slots in memory at a time,
     instead of a group-by-key that holds every boundary row of the day."""
 
-    def __init__(self, directory: str, spec: GameSpec, plan: SweepPlan):
+    def __init__(self, directory: str, spec: GameSpec, plan: SweepPlan, max_rows: int | None = None):
         self._directory, self._spec, self._plan = directory, spec, plan
+        self._ranked = ranked_slots(plan, GROUP_ROWS if max_rows is None else max_rows)
 
     def process(self, batch: ScoredBatch):
         _tune_allocator()
         found = boundary_batch(batch, self._spec, self._plan)
         if found is None or found.offsets[-1] == 0:
             return
+        found = rank_boundary_rows(found, self._ranked)
         write_grouped(self._directory, batch.batch_id, found.offsets,
                       {"bins": found.bins, "abs_scores": found.abs_scores, "row_ids": found.row_ids,
                        "correct": found.correct})
         yield ("file", self._directory, int(found.offsets[-1]))
 
 
-def count_slots_from_files(directory: Path, work_dir: Path, plan) -> None:
-    """`ExactCounts` for the slots `WriteBoundaryRows` wrote, a group of slots at a time, their counts written
-    where `WriteResults` writes them."""
+def count_slots_from_files(directory: Path, work_dir: Path, plan, max_rows: int | None = None) -> None:
+    """`ExactCounts` for the slots `WriteBoundaryRows` (with the same ``max_rows``) wrote, their counts written
+    where `WriteResults` writes them: a group of slots at a time, and a slot with more than ``max_rows``
+    boundary rows as a stream merged from its batches' ranked rows, so memory stays about ``max_rows`` rows
+    whatever the slot's size."""
     sink = WriteResults(str(work_dir))
-    for slot, rows in read_groups(directory):
+    max_rows = GROUP_ROWS if max_rows is None else max_rows
+    ranked = ranked_slots(plan, max_rows)
+    present = np.flatnonzero(key_rows(directory))
+    for slot, rows in read_groups(directory, max_rows, keys=set(present.tolist()) - set(ranked.tolist())):
         chunk = BoundaryChunk(rows["bins"], rows["abs_scores"], rows["row_ids"], rows["correct"])
         sink.process(("counts", slot, finish_counts(plan, slot, [chunk]), int(chunk.bins.size)))
+    for slot in np.intersect1d(ranked, present).tolist():
+        chunks = (BoundaryChunk(rows["bins"], rows["abs_scores"], rows["row_ids"], rows["correct"])
+                  for rows in merge_sorted(directory, slot, _rank_key_of, max_rows))
+        # count_ranked checks that the rows received are the cut bins' rows the plan counted, no more, no fewer
+        sink.process(("counts", slot, count_ranked(plan, slot, chunks), plan.boundaries[slot].boundary_rows()))
+
+
+def _rank_key_of(rows: np.ndarray):
+    return rank_key(rows["abs_scores"], rows["row_ids"])
 
 
 class WriteTable(beam.DoFn):

@@ -93,16 +93,32 @@ def _groups(totals: np.ndarray, max_rows: int) -> list[tuple[int, int]]:
     return groups
 
 
-def read_groups(directory: str | os.PathLike, max_rows: int = GROUP_ROWS) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-    """(key, {column: that key's rows from every batch, in batch-name order}) for each key with rows, in key
-    order. Keys are read in consecutive groups of about ``max_rows`` rows: only the current group is in memory."""
-    batches = _batches(Path(directory))
-    if not batches:
-        return
+def _totals(directory: str | os.PathLike, batches: list[tuple[Path, np.ndarray]]) -> np.ndarray:
     widths = {offsets.size for _, offsets in batches}
     if len(widths) != 1:
         raise RuntimeError(f"{directory}: batch files disagree on the number of keys ({sorted(widths)})")
-    totals = np.sum([np.diff(offsets) for _, offsets in batches], axis=0)
+    return np.sum([np.diff(offsets) for _, offsets in batches], axis=0)
+
+
+def key_rows(directory: str | os.PathLike) -> np.ndarray:
+    """Rows per key over every batch written under ``directory`` (empty when nothing was written)."""
+    batches = _batches(Path(directory))
+    return _totals(directory, batches) if batches else np.zeros(0, np.int64)
+
+
+def read_groups(directory: str | os.PathLike, max_rows: int = GROUP_ROWS, keys=None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """(key, {column: that key's rows from every batch, in batch-name order}) for each key with rows, in key
+    order (only the keys in ``keys``, when given). Keys are read in consecutive groups of about ``max_rows`` rows:
+    only the current group is in memory; a key with more rows is read alone (`merge_sorted` streams one)."""
+    batches = _batches(Path(directory))
+    if not batches:
+        return
+    totals = _totals(directory, batches)
+    if keys is not None:
+        wanted = np.zeros(totals.size, bool)
+        wanted[[key for key in keys if 0 <= key < totals.size]] = True
+        totals = np.where(wanted, totals, 0)
     for lo, hi in _groups(totals, max_rows):
         if not totals[lo:hi].any():
             continue
@@ -121,4 +137,71 @@ def read_groups(directory: str | os.PathLike, max_rows: int = GROUP_ROWS) -> Ite
             yield key, {field: np.ascontiguousarray(rows[field]) for field in fields}
 
 
-__all__ = ["GROUP_ROWS", "key_order", "read_groups", "save_atomically", "write_grouped"]
+def merge_sorted(directory: str | os.PathLike, key: int, sort_key, chunk_rows: int = GROUP_ROWS
+                 ) -> Iterator[np.ndarray]:
+    """One key's rows from every batch under ``directory``, merged into one ascending order, as structured
+    chunks; at most about ``chunk_rows`` rows are read into memory at a time, whatever the key's size.
+
+    Each batch must have written the key's rows already sorted by ``sort_key(rows) -> (primary, secondary)``,
+    two arrays compared lexicographically, ascending, with no two rows equal (the consumer should check the
+    order it receives). A k-way merge in rounds: each run offers its next window of ``chunk_rows / runs``
+    rows; no row of any run beyond its window can precede the smallest window end (the threshold), so every
+    offered row up to the threshold is emitted, sorted, and the run whose window ended there is consumed
+    whole, which bounds the rounds by the windows.
+    """
+    batches = [(path, offsets) for path, offsets in _batches(Path(directory)) if offsets[key + 1] > offsets[key]]
+    runs = [np.load(path, mmap_mode="r")[offsets[key]:offsets[key + 1]] for path, offsets in batches]
+    if not runs:
+        return
+    window = max(1, chunk_rows // len(runs))
+    position = np.zeros(len(runs), np.int64)
+    sizes = np.array([run.size for run in runs], np.int64)
+    # Per run, the keys of its next row and of its window's last row (kept between rounds: a round touches
+    # only the runs it takes from); a window reaching its run's end bounds nothing (its key is the maximum).
+    first = [np.zeros(len(runs), dtype) for dtype in (np.uint64, np.int64)]
+    end = [np.zeros(len(runs), dtype) for dtype in (np.uint64, np.int64)]
+    top = (np.iinfo(np.uint64).max, np.iinfo(np.int64).max)
+
+    def refresh(i: int) -> None:
+        if position[i] < sizes[i]:
+            p, q = sort_key(runs[i][position[i]:position[i] + 1])
+            first[0][i], first[1][i] = p[0], q[0]
+        if position[i] + window < sizes[i]:
+            p, q = sort_key(runs[i][position[i] + window - 1:position[i] + window])
+            end[0][i], end[1][i] = p[0], q[0]
+        else:
+            end[0][i], end[1][i] = top
+
+    for i in range(len(runs)):
+        refresh(i)
+    while True:
+        active = position < sizes
+        if not active.any():
+            return
+        bounded = active & (position + window < sizes)
+        threshold = None
+        if bounded.any():
+            candidates = np.flatnonzero(bounded)
+            smallest = candidates[np.lexsort((end[1][candidates], end[0][candidates]))[0]]
+            threshold = (end[0][smallest], end[1][smallest])
+            due = active & ((first[0] < threshold[0]) | ((first[0] == threshold[0]) & (first[1] <= threshold[1])))
+        else:
+            due = active
+        taken = []
+        for i in np.flatnonzero(due).tolist():
+            rows = runs[i][position[i]:min(position[i] + window, sizes[i])]
+            if threshold is not None:
+                primary, secondary = sort_key(rows)
+                below = int(np.searchsorted(primary, threshold[0], side="left"))
+                equal = int(np.searchsorted(primary, threshold[0], side="right"))
+                rows = rows[:below + int(np.searchsorted(secondary[below:equal], threshold[1], side="right"))]
+            taken.append(np.array(rows))
+            position[i] += rows.size
+            refresh(i)
+        merged = np.concatenate(taken)
+        primary, secondary = sort_key(merged)
+        yield merged[np.lexsort((secondary, primary))]
+
+
+__all__ = ["GROUP_ROWS", "key_order", "key_rows", "merge_sorted", "read_groups", "save_atomically",
+           "write_grouped"]

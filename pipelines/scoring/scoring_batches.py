@@ -37,7 +37,7 @@ the same kernel, and only their real bins decide. Exactness never depends on the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 
 import numpy as np
@@ -51,7 +51,8 @@ from auditing.game.play import GameRows, play_repetition, secret_bits_and_releas
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.scores import resolve_score
 from auditing.game.slots import Slot, SlotPlan, selection_half_mask
-from auditing.game.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
+from auditing.game.sweep import rank_order
+from auditing.game.sweep_reduce import BinSpec, RankedCounts, boundary_bins, cut_bin_mask, exact_counts
 from auditing.verdict.capacity_check import CheckHistograms, histograms_of
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
@@ -396,6 +397,37 @@ def finish_counts(plan: SweepPlan, slot: int, chunks: list[BoundaryChunk]) -> np
     """The slot's exact counts (correct guesses at each grid point) from all its boundary chunks."""
     rows = _concat(list(chunks))
     return exact_counts(plan.boundaries[slot], rows.bins, rows.abs_scores, rows.row_ids, rows.correct)
+
+
+def ranked_slots(plan: SweepPlan, max_rows: int) -> np.ndarray:
+    """Slots whose cut bins hold more than ``max_rows`` rows (a model with one score for every row puts a whole
+    slot there): too many to rank in memory, so their rows are kept in rank order batch by batch
+    (`rank_boundary_rows`), merged on the way back and counted as a stream (`count_ranked`)."""
+    return np.array([index for index, bounds in enumerate(plan.boundaries) if bounds.boundary_rows() > max_rows],
+                    dtype=np.int64)
+
+
+def rank_boundary_rows(found, slots: np.ndarray):
+    """``found`` (`auditing.game.kernel.BoundaryRows`) with each of ``slots``' rows in rank order
+    (`auditing.game.sweep.rank_order`); the other slots' rows keep their order."""
+    if slots.size == 0:
+        return found
+    order = np.arange(found.bins.size)
+    for slot in slots.tolist():
+        lo, hi = int(found.offsets[slot]), int(found.offsets[slot + 1])
+        if hi - lo > 1:
+            order[lo:hi] = lo + rank_order(found.abs_scores[lo:hi], found.row_ids[lo:hi])
+    return replace(found, rows=found.rows[order], bins=found.bins[order], abs_scores=found.abs_scores[order],
+                   row_ids=found.row_ids[order], correct=found.correct[order])
+
+
+def count_ranked(plan: SweepPlan, slot: int, chunks) -> np.ndarray:
+    """The slot's exact counts from its boundary rows streamed in rank order, as `BoundaryChunk`s: what
+    `finish_counts` gives, in memory O(chunk) (`auditing.game.sweep_reduce.RankedCounts` checks the order)."""
+    counter = RankedCounts(plan.boundaries[slot])
+    for chunk in chunks:
+        counter.add(chunk.bins, chunk.abs_scores, chunk.row_ids, chunk.correct)
+    return counter.counts()
 
 
 def count_batches(batches, spec: GameSpec, plan: SweepPlan) -> tuple[dict[int, np.ndarray], dict[int, int]]:
