@@ -339,8 +339,8 @@ class WriteBoundaryRows(beam.DoFn):
 def count_slots_from_files(directory: Path, work_dir: Path, plan, max_rows: int | None = None) -> None:
     """`ExactCounts` for the slots `WriteBoundaryRows` (with the same ``max_rows``) wrote, their counts written
     where `WriteResults` writes them: a group of slots at a time, and a slot with more than ``max_rows``
-    boundary rows as a stream merged from its batches' ranked rows, so memory stays about ``max_rows`` rows
-    whatever the slot's size."""
+    boundary rows as a stream merged from its batches' ranked rows (`grouped_files.merge_sorted`), so memory
+    stays about ``max_rows`` rows whatever the slot's size."""
     sink = WriteResults(str(work_dir))
     max_rows = GROUP_ROWS if max_rows is None else max_rows
     ranked = ranked_slots(plan, max_rows)
@@ -350,7 +350,7 @@ def count_slots_from_files(directory: Path, work_dir: Path, plan, max_rows: int 
         sink.process(("counts", slot, finish_counts(plan, slot, [chunk]), int(chunk.bins.size)))
     for slot in np.intersect1d(ranked, present).tolist():
         chunks = (BoundaryChunk(rows["bins"], rows["abs_scores"], rows["row_ids"], rows["correct"])
-                  for rows in merge_sorted(directory, slot, _rank_key_of, max_rows))
+                  for rows in merge_sorted(directory, slot, _rank_key_of))
         # count_ranked checks that the rows received are the cut bins' rows the plan counted, no more, no fewer
         sink.process(("counts", slot, count_ranked(plan, slot, chunks), plan.boundaries[slot].boundary_rows()))
 

@@ -16,6 +16,7 @@ No Beam here: the DoFns in `pipelines.scoring.beam_dofns` call `write_grouped`, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,9 @@ OFFSETS_SUFFIX = ".offsets.npy"
 DATA_SUFFIX = ".rows.npy"
 # Rows copied out of the data files per group (boundary rows: 25 bytes each, row ids 8): ~100 MB at most.
 GROUP_ROWS = 1 << 22
+# Rows a merge round of one key holds (`merge_sorted`): about 25 MB of boundary rows, 120 MB with the round's
+# sort and the consumer's temporaries; more rows per round only save rounds of a few milliseconds each.
+MERGE_ROWS = 1 << 20
 
 
 def save_atomically(path: Path, save) -> None:
@@ -137,7 +141,7 @@ def read_groups(directory: str | os.PathLike, max_rows: int = GROUP_ROWS, keys=N
             yield key, {field: np.ascontiguousarray(rows[field]) for field in fields}
 
 
-def merge_sorted(directory: str | os.PathLike, key: int, sort_key, chunk_rows: int = GROUP_ROWS
+def merge_sorted(directory: str | os.PathLike, key: int, sort_key, chunk_rows: int = MERGE_ROWS
                  ) -> Iterator[np.ndarray]:
     """One key's rows from every batch under ``directory``, merged into one ascending order, as structured
     chunks; at most about ``chunk_rows`` rows are read into memory at a time, whatever the key's size.
@@ -145,14 +149,36 @@ def merge_sorted(directory: str | os.PathLike, key: int, sort_key, chunk_rows: i
     Each batch must have written the key's rows already sorted by ``sort_key(rows) -> (primary, secondary)``,
     two arrays compared lexicographically, ascending, with no two rows equal (the consumer should check the
     order it receives). A k-way merge in rounds: each run offers its next window of ``chunk_rows / runs``
-    rows; no row of any run beyond its window can precede the smallest window end (the threshold), so every
+    rows (at least one); no row of any run beyond its window can precede the smallest window end (the threshold), so every
     offered row up to the threshold is emitted, sorted, and the run whose window ended there is consumed
     whole, which bounds the rounds by the windows.
     """
     batches = [(path, offsets) for path, offsets in _batches(Path(directory)) if offsets[key + 1] > offsets[key]]
-    runs = [np.load(path, mmap_mode="r")[offsets[key]:offsets[key + 1]] for path, offsets in batches]
-    if not runs:
+    if not batches:
         return
+    with contextlib.ExitStack() as stack:
+        runs = [_Run(stack.enter_context(open(path, "rb")), offsets[key], offsets[key + 1])
+                for path, offsets in batches]
+        yield from _merge_runs(runs, sort_key, chunk_rows)
+
+
+class _Run:
+    """One batch's rows of one key, read from its file on demand (not memory-mapped: mapped pages a merge has
+    read would stay resident, and count in the process's memory, until the whole key is merged)."""
+
+    def __init__(self, handle, start: int, stop: int):
+        header = (np.lib.format.read_array_header_1_0 if np.lib.format.read_magic(handle) == (1, 0)
+                  else np.lib.format.read_array_header_2_0)
+        _, _, self.dtype = header(handle)
+        self._handle, self._base, self.size = handle, handle.tell() + start * self.dtype.itemsize, int(stop - start)
+
+    def __getitem__(self, part: slice) -> np.ndarray:
+        lo, hi = max(0, part.start), min(self.size, part.stop)
+        self._handle.seek(self._base + lo * self.dtype.itemsize)
+        return np.fromfile(self._handle, dtype=self.dtype, count=max(0, hi - lo))
+
+
+def _merge_runs(runs: list[_Run], sort_key, chunk_rows: int) -> Iterator[np.ndarray]:
     window = max(1, chunk_rows // len(runs))
     position = np.zeros(len(runs), np.int64)
     sizes = np.array([run.size for run in runs], np.int64)
@@ -195,7 +221,7 @@ def merge_sorted(directory: str | os.PathLike, key: int, sort_key, chunk_rows: i
                 below = int(np.searchsorted(primary, threshold[0], side="left"))
                 equal = int(np.searchsorted(primary, threshold[0], side="right"))
                 rows = rows[:below + int(np.searchsorted(secondary[below:equal], threshold[1], side="right"))]
-            taken.append(np.array(rows))
+            taken.append(rows)
             position[i] += rows.size
             refresh(i)
         merged = np.concatenate(taken)
@@ -203,5 +229,5 @@ def merge_sorted(directory: str | os.PathLike, key: int, sort_key, chunk_rows: i
         yield merged[np.lexsort((secondary, primary))]
 
 
-__all__ = ["GROUP_ROWS", "key_order", "key_rows", "merge_sorted", "read_groups", "save_atomically",
+__all__ = ["GROUP_ROWS", "MERGE_ROWS", "key_order", "key_rows", "merge_sorted", "read_groups", "save_atomically",
            "write_grouped"]
