@@ -60,7 +60,7 @@ from pipelines.scoring.scoring_batches import (
     count_ranked,
     finish_counts,
     make_plan,
-    rank_boundary_rows,
+    ranked_order,
     ranked_slots,
     scored_rows_table,
 )
@@ -329,10 +329,9 @@ class WriteBoundaryRows(beam.DoFn):
         found = boundary_batch(batch, self._spec, self._plan)
         if found is None or found.offsets[-1] == 0:
             return
-        found = rank_boundary_rows(found, self._ranked)
         write_grouped(self._directory, batch.batch_id, found.offsets,
                       {"bins": found.bins, "abs_scores": found.abs_scores, "row_ids": found.row_ids,
-                       "correct": found.correct})
+                       "correct": found.correct}, order=ranked_order(found, self._ranked))
         yield ("file", self._directory, int(found.offsets[-1]))
 
 

@@ -37,7 +37,7 @@ the same kernel, and only their real bins decide. Exactness never depends on the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 
 import numpy as np
@@ -402,23 +402,23 @@ def finish_counts(plan: SweepPlan, slot: int, chunks: list[BoundaryChunk]) -> np
 def ranked_slots(plan: SweepPlan, max_rows: int) -> np.ndarray:
     """Slots whose cut bins hold more than ``max_rows`` rows (a model with one score for every row puts a whole
     slot there): too many to rank in memory, so their rows are kept in rank order batch by batch
-    (`rank_boundary_rows`), merged on the way back and counted as a stream (`count_ranked`)."""
+    (`ranked_order`), merged on the way back and counted as a stream (`count_ranked`)."""
     return np.array([index for index, bounds in enumerate(plan.boundaries) if bounds.boundary_rows() > max_rows],
                     dtype=np.int64)
 
 
-def rank_boundary_rows(found, slots: np.ndarray):
-    """``found`` (`auditing.game.kernel.BoundaryRows`) with each of ``slots``' rows in rank order
-    (`auditing.game.sweep.rank_order`); the other slots' rows keep their order."""
+def ranked_order(found, slots: np.ndarray) -> np.ndarray | None:
+    """The order of ``found``'s rows (`auditing.game.kernel.BoundaryRows`) that puts each of ``slots``' rows in
+    rank order (`auditing.game.sweep.rank_order`) and leaves the other slots' rows where they are; None when
+    no row moves."""
     if slots.size == 0:
-        return found
+        return None
     order = np.arange(found.bins.size)
     for slot in slots.tolist():
         lo, hi = int(found.offsets[slot]), int(found.offsets[slot + 1])
         if hi - lo > 1:
             order[lo:hi] = lo + rank_order(found.abs_scores[lo:hi], found.row_ids[lo:hi])
-    return replace(found, rows=found.rows[order], bins=found.bins[order], abs_scores=found.abs_scores[order],
-                   row_ids=found.row_ids[order], correct=found.correct[order])
+    return order
 
 
 def count_ranked(plan: SweepPlan, slot: int, chunks) -> np.ndarray:
