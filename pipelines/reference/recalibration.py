@@ -762,13 +762,15 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     registry.check_features(ref_md, part.table.schema)
     row_ids, features, labels = heldout_part(part.table, splits.CALIBRATION, heldout, dataset)
     partition_rows, available = part.partition_rows, part.available
-    del part  # the rows are in the frame now: their Arrow copy goes before the fit
+    del part  # the rows are in the frame now: their Arrow copy goes before the fit, and back to the system
+    pa.default_memory_pool().release_unused()
     if row_ids.size == 0:
         raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({partition_rows} rows) has no held-out "
                                     f"calibration rows ({heldout.where()})")
     names = ref_md.feature_names
     cats = [item.name for item in ref_md.feature_schema if item.kind == registry.CATEGORICAL]
-    features = features[names]
+    if list(features.columns) != names:
+        features = features[names]  # a copy: only when the frame's order is not the model's
     reference_model = registry.load_model(reference)
     from catboost import Pool
 
