@@ -83,6 +83,22 @@ def test_only_the_keys_asked_for_are_read(tmp_path):
     assert key_rows(tmp_path / "missing").size == 0
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_the_groups_read_only_the_keys_asked_for(seed):
+    """A group is a range of keys whose rows are read in one slice of every batch: it must hold no key left out
+    (a slot merged as a stream instead, whose rows may be 1e9), and stay within max_rows unless one key is more."""
+    from pipelines.scoring.grouped_files import _groups
+
+    rng = np.random.default_rng(seed)
+    totals = rng.integers(0, 100, 40) * (rng.random(40) < 0.8)
+    wanted = rng.random(40) < 0.6
+    groups = _groups(totals, 150, wanted)
+    covered = [key for lo, hi in groups for key in range(lo, hi)]
+    assert covered == sorted(set(covered)) and set(covered) == set(np.flatnonzero(wanted).tolist())
+    assert all(totals[lo:hi].sum() <= 150 or hi - lo == 1 for lo, hi in groups)
+    assert _groups(totals, 150) == _groups(totals, 150, np.ones(40, bool))
+
+
 def _sort_key(rows):
     return rows["major"], rows["minor"]
 

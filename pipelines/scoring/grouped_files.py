@@ -85,15 +85,24 @@ def _batches(directory: Path) -> list[tuple[Path, np.ndarray]]:
     return found
 
 
-def _groups(totals: np.ndarray, max_rows: int) -> list[tuple[int, int]]:
-    """Consecutive key ranges [lo, hi) of at most ``max_rows`` rows (a key with more rows is a range alone)."""
-    groups, lo, rows = [], 0, 0
+def _groups(totals: np.ndarray, max_rows: int, wanted: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """Consecutive key ranges [lo, hi) of at most ``max_rows`` rows (a key with more rows is a range alone),
+    covering only the ``wanted`` keys (default all): a key not wanted ends a range, so that reading a range
+    never reads its rows."""
+    groups, lo, rows = [], None, 0
     for key, count in enumerate(totals.tolist()):
-        if key > lo and rows + count > max_rows:
+        if wanted is not None and not wanted[key]:
+            if lo is not None:
+                groups.append((lo, key))
+                lo = None
+            continue
+        if lo is None:
+            lo, rows = key, 0
+        elif rows + count > max_rows:
             groups.append((lo, key))
             lo, rows = key, 0
         rows += count
-    if len(totals) > lo:
+    if lo is not None:
         groups.append((lo, len(totals)))
     return groups
 
@@ -120,11 +129,11 @@ def read_groups(directory: str | os.PathLike, max_rows: int = GROUP_ROWS, keys=N
     if not batches:
         return
     totals = _totals(directory, batches)
+    wanted = None
     if keys is not None:
         wanted = np.zeros(totals.size, bool)
         wanted[[key for key in keys if 0 <= key < totals.size]] = True
-        totals = np.where(wanted, totals, 0)
-    for lo, hi in _groups(totals, max_rows):
+    for lo, hi in _groups(totals, max_rows, wanted):
         if not totals[lo:hi].any():
             continue
         parts = []  # (the batch's rows of keys lo..hi-1, their offsets rebased to the part)
