@@ -22,7 +22,9 @@ move batches between workers without changing a count):
 6. `finish_counts`: completes each slot's counts with `auditing.game.sweep_reduce.exact_counts`, and
    `sweep_counts` builds the `SweepCounts` that `auditing.audit.audit_from_counts` turns into the result.
    `count_batches` does steps 5 and 6 for batches held in one process (the side-input plan on an in-process
-   runner, where the driver plays pass 2).
+   runner, where the driver plays pass 2). A slot whose cut bins hold more rows than memory should
+   (`ranked_slots`: a constant score puts the whole slot there) is instead written in rank order batch by batch
+   (`ranked_order`) and counted from a merge of those runs (`count_ranked`).
 
 Steps 3 to 6 live here, as one algorithm: the plan is read off pass 1's histograms, and pass 2 and the counts
 depend on the plan's exact layout.
