@@ -234,6 +234,9 @@ def _merge_runs(runs: list[_Run], sort_key, chunk_rows: int) -> Iterator[np.ndar
             taken.append(rows)
             position[i] += rows.size
             refresh(i)
+        if len(taken) == 1:  # one run's rows, already in order (runs over disjoint ranges: the common case)
+            yield taken[0]
+            continue
         merged = np.concatenate(taken)
         primary, secondary = sort_key(merged)
         yield merged[np.lexsort((secondary, primary))]
