@@ -4,6 +4,7 @@ One small synthetic world per module: two days of 6,000 rows (3 files, so severa
 models registered for both days. Each pipeline run takes a few seconds.
 """
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -145,42 +146,79 @@ def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strate
     assert outcome.record["diagnostics"]["plan_mode"] == plan
 
 
-def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(world, monkeypatch):
-    """A slot whose cut bins hold more than GROUP_ROWS rows is written in rank order batch by batch and counted
-    from a bounded merge of those runs (`grouped_files.merge_sorted`, `sweep_reduce.RankedCounts`): the same
-    counts and bound as in-process, also when every score ties (the model audited against itself, as the
-    negative control does: one bin holds every row of every slot)."""
-    streamed = []
+@pytest.fixture
+def streamed(monkeypatch):
+    """The slots counted from a merge of ranked runs (`count_ranked` in the driver), with GROUP_ROWS at 64 rows so
+    that the small world has such slots."""
+    seen = []
 
     def counting(plan, slot, chunks):
-        streamed.append(slot)
+        seen.append(slot)
         return scoring_batches.count_ranked(plan, slot, chunks)
 
     monkeypatch.setattr(beam_dofns, "GROUP_ROWS", 64)
     monkeypatch.setattr(beam_dofns, "count_ranked", counting)
-    config = AuditConfig(repetitions=3, seed=4, strategy="split")
-    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500,
-                                       plan_mode="two-stage", thread_count=1), [])
-    assert streamed
-    assert_same_as_in_process(world, outcome, config)
+    return seen
 
-    streamed.clear()
-    for date in (PREVIOUS, DAY):  # one model as target and reference: every score is 0
+
+@contextlib.contextmanager
+def itself(world):
+    """A model registered as its own reference (the D-1 target for both days): every score is 0, as for the
+    night's negative control, so one bin holds every row of every slot. Removed afterwards."""
+    for date in (PREVIOUS, DAY):
         metadata = registry.read_metadata(world["root"], "target", PREVIOUS)
         fingerprint = schema.partition_fingerprint(world["root"], date)
         registry.save_model(world["root"], "itself", date, world["previous_model"],
                             dataclasses.replace(metadata, partition_fingerprint=fingerprint))
     try:
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "itself", config, batch_size=1500,
-                                           plan_mode="two-stage", thread_count=1), [])
+        yield "itself"
     finally:  # the module's world stays as the other tests expect it
         shutil.rmtree(registry.model_dir(world["root"], "itself", DAY).parent)
-    assert sorted(streamed) == list(range(config.repetitions + 2))  # every slot: its one bin is cut
+
+
+def assert_tied_same_as_in_process(world, outcome, config):
     p = world["p_reference"]
-    expected = run_audit(p, p, world["labels"], world["row_ids"], config)
-    assert outcome.result.to_dict() == expected.to_dict()
+    assert outcome.result.to_dict() == run_audit(p, p, world["labels"], world["row_ids"], config).to_dict()
     in_process = play_game(p, p, world["labels"], world["row_ids"], config.game)
     assert np.array_equal(outcome.counts.correct, in_process.counts.correct)
+    assert all(np.array_equal(a.correct, b.correct) for a, b in zip(outcome.game.halves, in_process.halves,
+                                                                     strict=True))
+
+
+def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(world, streamed):
+    """A slot whose cut bins hold more than GROUP_ROWS rows is written in rank order batch by batch and counted
+    from a bounded merge of those runs (`grouped_files.merge_sorted`, `sweep_reduce.RankedCounts`): the same
+    counts and bound as in-process, also when every score ties."""
+    config = AuditConfig(repetitions=3, seed=4, strategy="split")
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500,
+                                       plan_mode="two-stage", thread_count=1), [])
+    assert streamed
+    assert_same_as_in_process(world, outcome, config)
+    streamed.clear()
+    with itself(world) as name:
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config, batch_size=1500,
+                                           plan_mode="two-stage", thread_count=1), [])
+    assert sorted(streamed) == list(range(config.repetitions + 2))  # every slot: its one bin is cut
+    assert_tied_same_as_in_process(world, outcome, config)
+
+
+def test_dask_streams_the_slots_too_large_to_rank_and_shuffles_the_others(world, streamed):
+    """On several workers the slots too large to rank in memory go to the (shared) work directory, ranked, and
+    the driver merges them; the others go through the group-by-slot. Both together count as in-process."""
+    distributed = pytest.importorskip("dask.distributed")
+    config = AuditConfig(repetitions=3, seed=4, strategy="split")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        beam_args = [f"--runner={DASK_RUNNER}", f"--dask_client_address={cluster.scheduler_address[6:]}"]
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500), beam_args)
+        slots = config.repetitions + 2
+        assert 0 < len(streamed) < slots, streamed  # both paths taken
+        assert_same_as_in_process(world, outcome, config)
+        streamed.clear()
+        with itself(world) as name:
+            outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config, batch_size=1500), beam_args)
+    assert sorted(streamed) == list(range(slots))
+    assert_tied_same_as_in_process(world, outcome, config)
 
 
 def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(world):

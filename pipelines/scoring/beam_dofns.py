@@ -318,10 +318,15 @@ class WriteBoundaryRows(beam.DoFn):
     """A scored batch -> its boundary rows (pass 2, with the plan as an argument) in one grouped file under
     ``directory`` (`pipelines.scoring.grouped_files`): the two-stage plan on an in-process runner counts each slot
     from these files after the pipeline (`count_slots_from_files`), a group of slots in memory at a time,
-    instead of a group-by-key that holds every boundary row of the day."""
+    instead of a group-by-key that holds every boundary row of the day.
 
-    def __init__(self, directory: str, spec: GameSpec, plan: SweepPlan, max_rows: int | None = None):
-        self._directory, self._spec, self._plan = directory, spec, plan
+    ``ranked_only``: the two-stage plan on several workers (its work directory is shared storage already). Only the
+    slots too large to rank in memory (`scoring_batches.ranked_slots`) go to the file; the others are output as
+    (slot, rows) for the group-by-slot and `ExactCounts`, as before."""
+
+    def __init__(self, directory: str, spec: GameSpec, plan: SweepPlan, max_rows: int | None = None,
+                 ranked_only: bool = False):
+        self._directory, self._spec, self._plan, self._ranked_only = directory, spec, plan, ranked_only
         self._ranked = ranked_slots(plan, GROUP_ROWS if max_rows is None else max_rows)
 
     def process(self, batch: ScoredBatch):
@@ -329,10 +334,26 @@ class WriteBoundaryRows(beam.DoFn):
         found = boundary_batch(batch, self._spec, self._plan)
         if found is None or found.offsets[-1] == 0:
             return
-        write_grouped(self._directory, batch.batch_id, found.offsets,
-                      {"bins": found.bins, "abs_scores": found.abs_scores, "row_ids": found.row_ids,
-                       "correct": found.correct}, order=ranked_order(found, self._ranked))
-        yield ("file", self._directory, int(found.offsets[-1]))
+        sizes = np.diff(found.offsets)
+        written = np.ones(sizes.size, bool)
+        if self._ranked_only:
+            written[:] = False
+            written[self._ranked] = True
+        kept = np.where(written, sizes, 0)
+        if kept.any():
+            order = ranked_order(found, self._ranked)  # keeps each slot's rows in the slot's range
+            if not written.all():  # the written slots' ranges alone
+                picked = np.concatenate([np.arange(found.offsets[slot], found.offsets[slot + 1])
+                                         for slot in np.flatnonzero(kept)])
+                order = picked if order is None else order[picked]
+            write_grouped(self._directory, batch.batch_id, np.concatenate(([0], np.cumsum(kept))),
+                          {"bins": found.bins, "abs_scores": found.abs_scores, "row_ids": found.row_ids,
+                           "correct": found.correct}, order=order)
+        if not self._ranked_only:
+            yield ("file", self._directory, int(found.offsets[-1]))
+            return
+        for slot in np.flatnonzero(sizes * ~written).tolist():
+            yield slot, BoundaryChunk(*found.of(slot))
 
 
 def count_slots_from_files(directory: Path, work_dir: Path, plan, max_rows: int | None = None) -> None:

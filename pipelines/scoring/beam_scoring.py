@@ -341,15 +341,15 @@ def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
     if in_process(job.beam_args):  # one process: the boundary rows go to disk, counted a group of slots at a time
         counted = scored | "WriteBoundaryRows" >> beam.ParDo(
             WriteBoundaryRows(str(job.work_dir / "boundary"), job.spec, plan))
-    else:  # a cluster's shuffle spills what it holds
-        chunks = typed(scored | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec, plan)), keyed(int))
+    else:  # a cluster's shuffle spills what it holds; a slot too large to rank in memory goes to the work directory
+        chunks = typed(scored | "BoundaryRows" >> beam.ParDo(
+            WriteBoundaryRows(str(job.work_dir / "boundary"), job.spec, plan, ranked_only=True)), keyed(int))
         counted = (chunks
                    | "GroupBySlot" >> beam.GroupByKey()
                    | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec, plan)))
     _ = counted | "WriteResults" >> beam.ParDo(WriteResults(str(job.work_dir)))
     _run(pipeline)
-    if in_process(job.beam_args):
-        count_slots_from_files(job.work_dir / "boundary", job.work_dir, plan)
+    count_slots_from_files(job.work_dir / "boundary", job.work_dir, plan)
 
 
 def _run(pipeline) -> None:

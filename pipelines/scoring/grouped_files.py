@@ -57,17 +57,19 @@ def key_order(keys: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
 def write_grouped(directory: str | os.PathLike, name: str, offsets: np.ndarray, columns: dict[str, np.ndarray],
                   order: np.ndarray | None = None) -> None:
     """Writes one batch's rows, already grouped by key (key k's rows at ``offsets[k]:offsets[k+1]`` of every
-    column, each column taken in ``order`` when given), as ``<name>.rows.npy`` and ``<name>.offsets.npy`` under
-    ``directory``. The offsets are written last: a reader lists them, so it never sees a batch whose rows are
-    not there yet."""
+    column, each column taken in ``order`` when given: a permutation or a selection of its rows), as
+    ``<name>.rows.npy`` and ``<name>.offsets.npy`` under ``directory``. The offsets are written last: a reader
+    lists them, so it never sees a batch whose rows are not there yet."""
     directory = Path(directory)
     offsets = np.asarray(offsets, dtype=np.int64)
     rows = int(offsets[-1])
     data = np.empty(rows, dtype=[(field, np.asarray(values).dtype) for field, values in columns.items()])
     for field, values in columns.items():
-        if len(values) != rows:
-            raise ValueError(f"column {field!r} has {len(values)} rows; the offsets say {rows}")
-        data[field] = values if order is None else np.asarray(values)[order]
+        taken = values if order is None else np.asarray(values)[order]
+        if len(taken) != rows:
+            raise ValueError(f"column {field!r} has {len(taken)} rows{'' if order is None else ' in order'}; "
+                             f"the offsets say {rows}")
+        data[field] = taken
     save_atomically(directory / f"{name}{DATA_SUFFIX}", lambda handle: np.save(handle, data))
     save_atomically(directory / f"{name}{OFFSETS_SUFFIX}", lambda handle: np.save(handle, offsets))
 
