@@ -163,6 +163,12 @@ def boundary_bins(rows: np.ndarray, correct: np.ndarray, grid: np.ndarray) -> Bo
     )
 
 
+def _disagreement(bin_, rows, correct, histogram_rows, histogram_correct) -> RuntimeError:
+    return RuntimeError(f"boundary rows disagree with the histogram in bin {int(bin_)}: got {int(rows)} rows / "
+                        f"{int(correct)} correct, the histogram holds {int(histogram_rows)} / "
+                        f"{int(histogram_correct)} (rows lost or duplicated between the passes)")
+
+
 def exact_counts(boundaries: Boundaries, bins: np.ndarray, abs_scores: np.ndarray, row_ids: np.ndarray,
                  correct: np.ndarray) -> np.ndarray:
     """Correct guesses among the first c' ranked rows, for each grid point of `boundaries`.
@@ -196,11 +202,8 @@ def exact_counts(boundaries: Boundaries, bins: np.ndarray, abs_scores: np.ndarra
     bad = (got_rows != boundaries.bin_rows[partial]) | (got_correct != boundaries.bin_correct[partial])
     if bad.any():
         g = int(partial[np.flatnonzero(bad)[0]])
-        raise RuntimeError(
-            f"boundary rows disagree with the histogram in bin {int(boundaries.bin[g])}: got {int(got_rows[bad][0])} "
-            f"rows / {int(got_correct[bad][0])} correct, the histogram holds {int(boundaries.bin_rows[g])} / "
-            f"{int(boundaries.bin_correct[g])} (rows lost or duplicated between the passes)"
-        )
+        raise _disagreement(boundaries.bin[g], got_rows[bad][0], got_correct[bad][0], boundaries.bin_rows[g],
+                            boundaries.bin_correct[g])
     within = cum_correct[start + boundaries.take[partial]] - cum_correct[start]
     counts = counts.astype(np.int64)
     counts[partial] = boundaries.correct_above[partial] + within
@@ -275,10 +278,8 @@ class RankedCounts:
         bad = (self._seen_rows != expected_rows) | (self._seen_correct != expected_correct)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise RuntimeError(
-                f"boundary rows disagree with the histogram in bin {int(self._cut[i])}: got "
-                f"{int(self._seen_rows[i])} rows / {int(self._seen_correct[i])} correct, the histogram holds "
-                f"{int(expected_rows[i])} / {int(expected_correct[i])} (rows lost or duplicated between the passes)")
+            raise _disagreement(self._cut[i], self._seen_rows[i], self._seen_correct[i], expected_rows[i],
+                                expected_correct[i])
         counts = (bounds.correct_above + bounds.bin_correct).astype(np.int64)
         counts[self._partial] = bounds.correct_above[self._partial] + self._within
         return counts
