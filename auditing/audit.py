@@ -271,8 +271,8 @@ def compiled_sweep(target, reference, y0, ids, game: GameConfig, progress):
             if int(rows[i].sum()) != slot_rows[s]:
                 raise RuntimeError(f"slot {s}: its histogram holds {int(rows[i].sum())} rows; expected {slot_rows[s]}")
             bounds[s] = boundary_bins(rows[i], hits[i], grids[s])
-            cut[s] = cut_bin_mask(bounds[s], spec.num_bins)
-            cut_rows[s] = rows[i][cut[s]].sum()
+            cut_bin_mask(bounds[s], spec.num_bins, out=cut[s])
+            cut_rows[s] = bounds[s].boundary_rows()
         if first == 0:
             histogram = coarsen(rows[0], hits[0], spec)
         done += sum(1 for s in group if s < game.repetitions)

@@ -133,10 +133,14 @@ def test_a_repetition_s_two_halves_counted_in_one_pass_equal_each_half_alone(k):
     assert alone[0][2].sum() == selection.sum() and alone[0][0].sum() == 70_001 - selection.sum()
 
 
+@pytest.mark.parametrize("block", [3, None])
 @pytest.mark.parametrize("k", [2, 3])
-def test_boundary_rows_complete_the_exact_counts(k):
+def test_boundary_rows_complete_the_exact_counts(k, block, monkeypatch):
     """Pass 1 + pass 2 of the kernel give correct_at(rank_order(...)) exactly, ties (rounded scores) included,
-    for whole repetitions and for the split strategy's halves of repetition 0."""
+    for whole repetitions and for the split strategy's halves of repetition 0; whatever the block the replay
+    plays a bin's rows in (3: many blocks per cut bin, and blocks ending inside a bin)."""
+    if block is not None:
+        monkeypatch.setattr(game_kernel, "_BOUNDARY_BLOCK", block)
     spec = BinSpec(mantissa_bits=4)  # coarse bins: many rows per cut bin
     target, reference, labels, ids = _world(k, 4000, 11, decimals=2)
     selection = np.random.default_rng(5).random(ids.size) < 0.5
@@ -260,3 +264,20 @@ def test_a_binary_model_s_rows_are_stacked_and_checked_in_one_pass_as_numpy_woul
     assert _binary_rows(p, stacked) == _row_flags(np.column_stack([1.0 - p, p])) == (3, 6, 9)
     with pytest.raises(Exception, match="p: 3 row"):
         as_class_probabilities(p, "p")
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_compiled_abs_scores_are_numpys_bit_for_bit(k):
+    """The boundary pass's |scores| of the paper's score at power 2 (compiled) are the doubles of the numpy score
+    function the in-process game ranks by, for rows in any order and repeated."""
+    from auditing.game.scores import paper_score
+
+    target, reference, labels, ids = _world(k, 5000, 17)
+    tables = game_kernel.game_tables(target, reference, labels, ids, score="paper", power=2.0, bins=BinSpec())
+    rows = np.random.default_rng(2).integers(0, 5000, 3000)
+    expected = np.abs(paper_score(target[rows], reference[rows], 2.0))
+    got = tables.abs_scores_of_rows(rows)
+    assert got.dtype == np.float64 and got.shape == (3000, k)
+    assert np.array_equal(got.view(np.uint64), expected.view(np.uint64))
+    other = game_kernel.game_tables(target, reference, labels, ids, score="paper", power=1.5, bins=BinSpec())
+    assert np.array_equal(other.abs_scores_of_rows(rows), np.abs(paper_score(target[rows], reference[rows], 1.5)))

@@ -83,3 +83,29 @@ def test_a_corrupt_row_group_fails_with_its_file_name(tasks, tmp_path):
         for task in chain_tasks(broken):
             for _ in ahead.batches(task):
                 pass
+
+
+@pytest.mark.parametrize("first", [0, 3])
+def test_a_read_the_driver_started_is_taken_up_by_the_pipelines_copy(tasks, first):
+    """`ReadBatches.prefetch` starts the first task's first read before the pipeline runs; the DoFn's pickled copy
+    (as the runner holds it) takes it up under the job key and yields exactly what it would have read itself, also
+    when the runner starts with another task (first=3: the prefetched read is not the one it wants)."""
+    import pickle
+
+    from pipelines.scoring import beam_dofns
+    from pipelines.scoring.beam_dofns import ReadBatches, drop_prefetched
+
+    chained = chain_tasks(tasks)
+    driver = ReadBatches(700, read_ahead=True, job="job-under-test")
+    driver.prefetch(chained[0])
+    assert "job-under-test" in beam_dofns._PREFETCHED
+    worker = pickle.loads(pickle.dumps(driver))
+    order = chained[first:] + chained[:first]
+    got = _flat(item for task in order for item in worker.process(task))
+    assert "job-under-test" not in beam_dofns._PREFETCHED  # taken up by the worker's copy
+    assert got == _flat(item for task in order for item in read_batches(task, 700))
+    driver.prefetch(chained[0])
+    drop_prefetched("job-under-test")
+    assert "job-under-test" not in beam_dofns._PREFETCHED
+    with pytest.raises(ValueError, match="job key"):
+        ReadBatches(700, read_ahead=True).prefetch(chained[0])

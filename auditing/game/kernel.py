@@ -184,9 +184,11 @@ def _binary_outcomes(id_bits, threshold, labels, code0, code1, selection, kc, kb
 # nogil: the Beam job plays pass 1 on a background thread while its main thread prepares the next batch.
 @njit(cache=True, parallel=True, nogil=True)
 def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1, key_cf, key_bit, slot_half,
-                       selection, packed):
+                       selection, packed, out_slot, rows, correct):
     """Sets packed[s, b] to slot s's rows + (correct guesses << 32) in bin b, over the rows given (fewer than
     2**32, so that neither count overflows its half); packed[s, num_bins] collects the rows outside the slot's half.
+    Then adds the two halves to rows[out_slot[s]] and correct[out_slot[s]] (on the slot's thread, while its
+    histogram is in cache).
 
     A row's outcome is v = bin << 1 | correct, i.e. code ^ b: b' = 1 - (code & 1) (b' = 0 where the score is
     > 0) and the guess is correct iff b' == b. One increment per row and slot, into a histogram that stays in
@@ -218,6 +220,10 @@ def _histograms_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, co
             for j in range(stop - start):
                 v = outcome[j]
                 local[v >> 1] += 1 + ((v & 1) << 32)
+        dest = out_slot[s]
+        for b in range(num_bins):
+            rows[dest, b] += local[b] & _LOW_32
+            correct[dest, b] += local[b] >> 32
 
 
 # nogil: as `_histograms_kernel`.
@@ -294,16 +300,35 @@ def _signed_kernel(id_bits, labels, threshold, cdf, binary, codes, code0, code1,
                 local[(group[v >> 2] * 2 + ((v >> 1) & 1)) * 2 + (v & 1)] += 1
 
 
+@njit(cache=True, nogil=True)
+def _binary_hits(id_bits, threshold, labels, own_sign, selection, kc, kb, j, half, hit, correct):
+    """For a block of gathered rows whose class-j score falls in one bin: hit[t] = 1 where the row releases j and
+    is in the slot's half, correct[t] = its guess is correct. Branch-free over contiguous columns, so that the loop
+    vectorizes as `_binary_outcomes` does."""
+    every = half < 0
+    wanted = half == 0
+    for t in range(id_bits.size):
+        y1 = np.int64(_word(id_bits[t], kc) < threshold[t])
+        bit = _bit(id_bits[t], kb)
+        label = labels[t]
+        released = label + bit * (y1 - label)
+        inside = every | (selection[t] == wanted)
+        hit[t] = np.int64((released == j) & inside)
+        correct[t] = (1 - own_sign[t]) == bit
+
+
 @njit(cache=True, parallel=True)
-def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key_bit, slot_half, selection,
-                     cut_bins, cut_start, starts, offsets, fill, counts, row_of, id_of, score_of, out_row, out_id,
-                     out_score, out_bin, out_correct):
+def _boundary_kernel(id_bits, labels, threshold, cdf, binary, own_sign, key_cf, key_bit, slot_half, selection,
+                     cut_bins, cut_start, starts, block, offsets, fill, counts, row_of, id_of, score_of, out_row,
+                     out_id, out_score, out_bin, out_correct):
     """Boundary rows of each slot. The row arrays are the candidate rows gathered once per class column j in
     bin order, so that rows j*C + (starts[j, b] .. starts[j, b + 1] - 1) are those whose class-j score falls in
-    bin b (sequential memory access instead of a cache miss per row); row_of, id_of and score_of are each gathered
-    row's position in the table, row id and class-j |score|. counts[s]: the rows found; with ``fill``, the first
-    offsets[s + 1] - offsets[s] of them are written from offsets[s] on."""
-    k = codes.shape[1]
+    bin b (sequential memory access instead of a cache miss per row); own_sign is each gathered row's class-j
+    code & 1 (score > 0), and row_of, id_of and score_of its position in the table, row id and class-j |score|.
+    counts[s]: the rows found; with ``fill``, the first offsets[s + 1] - offsets[s] of them are written from
+    offsets[s] on. A bin's rows are played ``block`` at a time: their outcomes first (vectorized for binary
+    models), then the hits kept in order."""
+    k = starts.shape[0]
     for s in prange(key_cf.size):
         kc = key_cf[s]
         kb = key_bit[s]
@@ -311,23 +336,38 @@ def _boundary_kernel(id_bits, labels, threshold, cdf, binary, codes, key_cf, key
         at = offsets[s]
         room = offsets[s + 1] - at if fill else 0
         found = 0
+        hit = np.empty(block, np.int64)
+        correct = np.empty(block, np.bool_)
         for c in range(cut_start[s], cut_start[s + 1]):
             b = cut_bins[c]
             # Rows whose class-j score falls in bin b; such a row is in bin b exactly when it releases j
             # (visiting it only through its released class counts every row once).
             for j in range(k):
-                for i in range(starts[j, b], starts[j, b + 1]):
-                    released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+                for start in range(starts[j, b], starts[j, b + 1], block):
+                    stop = min(start + block, starts[j, b + 1])
+                    if binary:
+                        _binary_hits(id_bits[start:stop], threshold[start:stop], labels[start:stop],
+                                     own_sign[start:stop], selection[start:stop], kc, kb, j, half, hit, correct)
+                    else:
+                        for i in range(start, stop):
+                            released, bit = _released(i, id_bits, labels, threshold, cdf, binary, kc, kb)
+                            hit[i - start] = np.int64((released == j) & _in_slot(i, half, selection))
+                            correct[i - start] = (1 - own_sign[i]) == bit
+                    if room == 0:
+                        for t in range(stop - start):
+                            found += hit[t]
+                        continue
                     # Branch-free on the coin flips: a visited row is written at the next free place, which only
                     # a hit keeps (the test on room only fails after the slot's last hit).
-                    hit = np.int64((released == j) & _in_slot(i, half, selection))
-                    if found < room:
-                        out_row[at + found] = row_of[i]
-                        out_id[at + found] = id_of[i]
-                        out_score[at + found] = score_of[i]
-                        out_bin[at + found] = b
-                        out_correct[at + found] = (1 - (codes[i, j] & 1)) == bit
-                    found += hit
+                    for t in range(stop - start):
+                        if found < room:
+                            i = start + t
+                            out_row[at + found] = row_of[i]
+                            out_id[at + found] = id_of[i]
+                            out_score[at + found] = score_of[i]
+                            out_bin[at + found] = b
+                            out_correct[at + found] = correct[t]
+                        found += hit[t]
         counts[s] = found
 
 
@@ -386,11 +426,17 @@ class GameTables:
                           self.cdf if self.binary else self.cdf[cut], self.codes[cut], self.selection[cut],
                           self.score, self.power)
 
-    def scores_of_rows(self, rows: np.ndarray) -> np.ndarray:
-        """The (len(rows), k) scores of every class of `rows`, by the numpy score function itself."""
+    def abs_scores_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The (len(rows), k) |scores| of every class of `rows`, the doubles of the numpy score function itself:
+        compiled for the paper's score at power 2 (`_paper_squared_abs`, the same operations in the same order)."""
+        if self.score == "paper" and self.power == 2.0:
+            out = np.empty((rows.size, self.p_target.shape[1]), np.float64)
+            _paper_squared_abs(self.p_target, self.p_reference, np.ascontiguousarray(rows, dtype=np.int64), out)
+            return out
         # take(axis=0): numpy's fancy indexing of a 2-D array's rows is about 10x slower than take, same values.
-        return np.asarray(SCORES[self.score](self.p_target.take(rows, axis=0), self.p_reference.take(rows, axis=0),
-                                             self.power), dtype=np.float64)
+        return np.abs(np.asarray(SCORES[self.score](self.p_target.take(rows, axis=0),
+                                                    self.p_reference.take(rows, axis=0), self.power),
+                                 dtype=np.float64))
 
     def scores_of(self, rows: np.ndarray, released: np.ndarray) -> np.ndarray:
         """The score of `released` for `rows`, by the numpy score function itself (as play_repetition does)."""
@@ -410,6 +456,18 @@ def _score_codes(bits, shift, low_code, top):
             positive = bits[i, j] >> np.uint64(63) == 0 and magnitude != 0  # s > 0 (NaN rejected before)
             codes[i, j] = (index << 1) | positive
     return codes
+
+
+@njit(cache=True, parallel=True)
+def _paper_squared_abs(p_target, p_reference, rows, out):
+    """out[g, j] = |(p_t - p_r) * ((1 - p_r) * (1 - p_r))| of class j of row rows[g]: `_paper_squared_codes`'s
+    doubles (numpy's, which squares for the exponent 2), for the given rows only."""
+    k = p_target.shape[1]
+    for g in prange(rows.size):
+        i = rows[g]
+        for j in range(k):
+            w = 1.0 - p_reference[i, j]
+            out[g, j] = abs((p_target[i, j] - p_reference[i, j]) * (w * w))
 
 
 @njit(cache=True, parallel=True)
@@ -574,14 +632,7 @@ def slot_histograms(tables: GameTables, keys: SlotKeys, rows: np.ndarray, correc
             if others.size:
                 kept = keys if others.size == keys.size else keys.subset(others)
                 _histograms_kernel(*_args(part), part.codes, *part.code_columns, kept.key_cf, kept.key_bit, kept.half,
-                                   part.selection, packed)
-                counts = packed[:, :-1]
-                if others.size == keys.size:
-                    rows += counts & _LOW_32
-                    correct += counts >> 32
-                else:
-                    rows[others] += counts & _LOW_32
-                    correct[others] += counts >> 32
+                                   part.selection, packed, others, rows, correct)
             for first, second, every in pairs:
                 halves = np.empty((chunks, 2, rows.shape[1]), np.int64)
                 with_signed = fused and every == signed.slot
@@ -735,6 +786,10 @@ def _rows_in_bins(codes, bins):
     return out
 
 
+# Gathered rows played at once by `_boundary_kernel` (a bin's rows in blocks of this many).
+_BOUNDARY_BLOCK = 1024
+
+
 def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_counts: np.ndarray | None = None
                   ) -> BoundaryRows:
     """Replays the game only for rows one of whose k possible bins is cut (cut: (slots, bins) bool) and returns
@@ -783,16 +838,18 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_coun
         # directly misses the cache on nearly every row.
         return values.take(candidates, axis=0).take(position, axis=0)
 
+    # Each gathered row's entry for its own column's class: gathered row g of column j is candidate position[g].
+    own = position * k + np.repeat(np.arange(k, dtype=np.int64), candidates.size)
     common = (of_gathered(tables.id_bits), of_gathered(tables.labels),
               of_gathered(tables.threshold) if binary else tables.threshold,
-              tables.cdf if binary else of_gathered(tables.cdf), binary, candidate_codes.take(position, axis=0),
+              tables.cdf if binary else of_gathered(tables.cdf), binary,
+              (candidate_codes.reshape(-1).take(own) & 1).astype(np.int64),
               keys.key_cf, keys.key_bit, keys.half, of_gathered(tables.selection), cut_bins.astype(np.int64),
-              cut_start, starts)
+              cut_start, starts, _BOUNDARY_BLOCK)
     # Each gathered row's |score| for its column's class, by the numpy score function on the same doubles
     # (elementwise, so equal to the score of the released label that play_repetition computes).
-    scores = np.abs(tables.scores_of_rows(candidates))
-    column = np.repeat(np.arange(k, dtype=np.int64), candidates.size)
-    gathered_rows = (gathered, of_gathered(tables.row_ids), scores.reshape(-1).take(position * k + column))
+    scores = tables.abs_scores_of_rows(candidates)
+    gathered_rows = (gathered, of_gathered(tables.row_ids), scores.reshape(-1).take(own))
     if slot_counts is None:
         nothing_i, nothing_b = np.zeros(0, np.int64), np.zeros(0, bool)
         _boundary_kernel(*common, np.zeros(active.size + 1, np.int64), False, found, *gathered_rows, nothing_i,

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from auditing.game.sweep import rank_key, rank_order
 from labeldp.errors import LabelDPInputError
@@ -137,29 +138,47 @@ class Boundaries:
         return int(self.bin_rows[~self.complete][first].sum()) if cut.size else 0
 
 
+@njit(cache=True, nogil=True)
+def _descending_totals(rows, correct, cum_rows, cum_correct):
+    """cum_rows[t], cum_correct[t]: the totals of the top t + 1 bins (bins visited from the last down), in one
+    pass that also checks 0 <= correct <= rows in every bin (returned: whether all hold)."""
+    n = rows.size
+    total_rows = np.int64(0)
+    total_correct = np.int64(0)
+    valid = True
+    for t in range(n):
+        r = rows[n - 1 - t]
+        c = correct[n - 1 - t]
+        valid &= (c >= 0) & (c <= r)
+        total_rows += r
+        total_correct += c
+        cum_rows[t] = total_rows
+        cum_correct[t] = total_correct
+    return valid
+
+
 def boundary_bins(rows: np.ndarray, correct: np.ndarray, grid: np.ndarray) -> Boundaries:
     """Locates each c' of `grid` in a merged histogram (`rows`, `correct` per bin, bins ascending in |score|)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    correct = np.asarray(correct, dtype=np.int64)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    correct = np.ascontiguousarray(correct, dtype=np.int64)
     grid = np.asarray(grid, dtype=np.int64)
     if rows.ndim != 1 or rows.shape != correct.shape:
         raise LabelDPInputError(f"histogram rows {rows.shape} and correct {correct.shape} must be equal 1-D shapes")
-    if np.any(rows < 0) or np.any(correct < 0) or np.any(correct > rows):
+    # Rank order visits bins from the top: accumulate the histogram from its last bin down.
+    cum_rows, cum_correct = np.empty_like(rows), np.empty_like(correct)
+    if rows.size and not _descending_totals(rows, correct, cum_rows, cum_correct):
         raise LabelDPInputError("histogram: need 0 <= correct <= rows in every bin")
-    total = int(rows.sum())
+    total = int(cum_rows[-1]) if rows.size else 0
     if grid.size and (grid.min() < 1 or grid.max() > total):
         raise LabelDPInputError(f"grid values must be in 1..{total} (the histogram's rows); got "
                                 f"{int(grid.min())}..{int(grid.max())}")
-    # Rank order visits bins from the top: accumulate the histogram from its last bin down.
-    rows_desc = rows[::-1]
-    correct_desc = correct[::-1]
-    cum_rows = np.cumsum(rows_desc)
-    cum_correct = np.cumsum(correct_desc)
     j = np.searchsorted(cum_rows, grid, side="left")  # first top-down position holding >= c' rows
-    rows_above = cum_rows[j] - rows_desc[j]
+    at = rows.size - 1 - j
+    bin_rows, bin_correct = rows[at], correct[at]
+    rows_above = cum_rows[j] - bin_rows
     return Boundaries(
-        grid=grid, bin=rows.size - 1 - j, rows_above=rows_above, correct_above=cum_correct[j] - correct_desc[j],
-        take=grid - rows_above, bin_rows=rows_desc[j], bin_correct=correct_desc[j],
+        grid=grid, bin=at, rows_above=rows_above, correct_above=cum_correct[j] - bin_correct,
+        take=grid - rows_above, bin_rows=bin_rows, bin_correct=bin_correct,
     )
 
 
@@ -285,9 +304,11 @@ class RankedCounts:
         return counts
 
 
-def cut_bin_mask(boundaries: Boundaries, num_bins: int, margin: int = 0) -> np.ndarray:
-    """Boolean mask over bins: True for the cut bins and the `margin` bins on either side of each."""
-    mask = np.zeros(num_bins, dtype=bool)
+def cut_bin_mask(boundaries: Boundaries, num_bins: int, margin: int = 0, out: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """Boolean mask over bins: True for the cut bins and the `margin` bins on either side of each; set in ``out``
+    (a zeroed bool array of num_bins) when given."""
+    mask = np.zeros(num_bins, dtype=bool) if out is None else out
     cut = boundaries.cut_bins()
     for shift in range(-margin, margin + 1):
         mask[np.clip(cut + shift, 0, num_bins - 1)] = True

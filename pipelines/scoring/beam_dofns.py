@@ -91,16 +91,34 @@ def _tune_allocator() -> None:
 # ------------------------------------------------------------------------------------------ DoFns
 
 
+# Reads started by the driver before its in-process pipeline runs (`ReadBatches.prefetch`), by job key.
+_PREFETCHED: dict[str, ReadAhead] = {}
+_PREFETCHED_LOCK = threading.Lock()
+
+
 class ReadBatches(beam.DoFn):
     """A row group -> (batch id, validated Arrow table with pipeline names) per batch: the audited rows and the
     capacity check's rows. ``read_ahead`` (in-process runners, whose tasks are chained by
     `pipelines.scoring.partition_batches.chain_tasks`): the next batch is read on a background thread while this
-    one is scored (`pipelines.scoring.partition_batches.ReadAhead`)."""
+    one is scored (`pipelines.scoring.partition_batches.ReadAhead`). ``job``: the key under which `prefetch` may
+    have started the first read."""
 
-    def __init__(self, batch_size: int, selection=None, dataset=None, check_rows=None, read_ahead: bool = False):
+    def __init__(self, batch_size: int, selection=None, dataset=None, check_rows=None, read_ahead: bool = False,
+                 job: str | None = None):
         self._batch_size, self._selection, self._dataset = batch_size, selection, dataset
-        self._check_rows, self._read_ahead = check_rows, read_ahead
+        self._check_rows, self._read_ahead, self._job = check_rows, read_ahead, job
         self._ahead = None
+
+    def prefetch(self, task: ReadTask) -> None:
+        """In-process runners: starts reading ``task``'s first batch now, on the read-ahead thread, so that the
+        read overlaps the building and start of the pipeline; the pipeline's copy of this DoFn (same ``job``)
+        takes it up. The batches are those it would read itself. `drop_prefetched` forgets an unused one."""
+        if not (self._read_ahead and self._job):
+            raise ValueError("prefetch needs read_ahead and a job key")
+        ahead = ReadAhead(self._read)
+        ahead.start(task)
+        with _PREFETCHED_LOCK:
+            _PREFETCHED[self._job] = ahead
 
     def _read(self, task: ReadTask):
         return read_batches(task, self._batch_size, self._selection, self._dataset, self._check_rows)
@@ -111,7 +129,9 @@ class ReadBatches(beam.DoFn):
             yield from self._read(task)
             return
         if self._ahead is None:
-            self._ahead = ReadAhead(self._read)
+            with _PREFETCHED_LOCK:
+                self._ahead = _PREFETCHED.pop(self._job, None) if self._job else None
+            self._ahead = self._ahead or ReadAhead(self._read)
         yield from self._ahead.batches(task)
 
     def __getstate__(self):
@@ -305,6 +325,12 @@ class HoldPass1(beam.DoFn):
         with _HELD_LOCK:
             _HELD.setdefault(self._key, _Holding()).pass1 = accumulator.settle()
         return ()
+
+
+def drop_prefetched(job: str) -> None:
+    """Forgets a read `ReadBatches.prefetch` started for ``job`` that no DoFn took up (a failed or finished job)."""
+    with _PREFETCHED_LOCK:
+        _PREFETCHED.pop(job, None)
 
 
 def take_held(key: str) -> Held:
@@ -567,6 +593,7 @@ __all__ = [
     "check_duplicates",
     "check_row_id_files",
     "count_slots_from_files",
+    "drop_prefetched",
     "read_slot_counts",
     "shard",
     "take_held",

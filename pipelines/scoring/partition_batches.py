@@ -205,6 +205,10 @@ class ReadAhead:
         self._read = read  # ReadTask -> iterator of (batch id, table)
         self._pending: tuple[tuple[str, int], Future] | None = None  # the next task's first batch
 
+    def start(self, task: ReadTask) -> None:
+        """Starts reading ``task``'s first batch now (`batches` of that task takes it)."""
+        self._pending = (task.key, background_thread("read").submit(_next_batch, task, self._read(task), self._read))
+
     def batches(self, task: ReadTask) -> Iterator[tuple[str, pa.Table]]:
         pending, self._pending = self._pending, None
         if pending is not None and pending[0] == task.key:
