@@ -14,9 +14,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from auditing.bounds.lower_bound import best_bound
+from auditing.bounds.lower_bound import best_bound, best_bounds
 from auditing.bounds.selection import Selection
 from auditing.config import AuditConfig, BoundConfig, GameConfig
 from auditing.game.attack_curve import (
@@ -333,10 +334,8 @@ def audit_counts(game: GameCounts, bound: BoundConfig) -> AuditResult:
     max_certifiable, _ = best_bound(grid, grid, grid_m, confidence=grid_confidence, **kw)
 
     # The paper's statistic: per repetition, the max over the sweep at the uncorrected confidence.
-    per_rep = np.array([
-        best_bound(counts.correct[r], counts.guesses[r], counts.m, confidence=config.confidence, **kw)[0]
-        for r in range(counts.repetitions)
-    ])
+    per_rep = best_bounds(counts.correct, counts.guesses, counts.m, confidence=config.confidence,
+                          threads=numba.get_num_threads(), **kw)
     curve = tuple(
         CurvePoint(guesses=int(g), correct=int(c), epsilon_lower_bound=float(e))
         for g, c, e in zip(selection.curve_guesses, selection.curve_correct, selection.curve_epsilon, strict=True)

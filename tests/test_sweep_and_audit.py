@@ -212,6 +212,26 @@ def test_pruned_best_bound_equals_brute_force_max(method, delta):
         assert everything[index] == value
 
 
+@pytest.mark.parametrize("method, delta", [("binomial", 0.0), ("binomial", 1e-6)])
+def test_best_bounds_of_many_sweeps_are_best_bound_row_by_row(method, delta):
+    """The repetitions' bounds, computed for all rows at once and split over threads, are best_bound's doubles
+    row by row, whatever the number of threads."""
+    from auditing.bounds.lower_bound import best_bound, best_bounds
+
+    rng = np.random.default_rng(5)
+    m = 200_000
+    guesses = np.tile(np.unique(rng.integers(20, m, size=60)), (12 if delta else 90, 1))
+    correct = rng.binomial(guesses, rng.uniform(0.4, 0.95, size=guesses.shape))
+    expected = np.array([best_bound(c, g, m, method=method, delta=delta, confidence=0.95, kappa=0.1)[0]
+                         for c, g in zip(correct, guesses, strict=True)])
+    for threads in (1, 2, 3):
+        got = best_bounds(correct, guesses, m, method=method, delta=delta, confidence=0.95, kappa=0.1,
+                          threads=threads)
+        assert np.array_equal(got.view(np.uint64), expected.view(np.uint64))
+    with pytest.raises(LabelDPInputError, match="2-D"):
+        best_bounds(correct[0], guesses[0], m, method=method, delta=delta)
+
+
 def test_fdp_audit_end_to_end():
     target, ref, y = rr_inputs(20_000, 4.0, 5)
     result = run_audit(target, ref, y, config=AuditConfig(method="fdp", repetitions=2, grid_points=30))
