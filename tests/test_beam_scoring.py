@@ -148,8 +148,8 @@ def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strate
 
 @pytest.fixture
 def streamed(monkeypatch):
-    """The slots counted from a merge of ranked runs (`count_ranked` in the driver), with GROUP_ROWS at 64 rows so
-    that the small world has such slots."""
+    """The slots counted from a merge of ranked runs (`count_ranked` in the driver), with GROUP_ROWS (one process)
+    and SHUFFLE_ROWS (several workers) at 64 rows so that the small world has such slots."""
     seen = []
 
     def counting(plan, slot, chunks):
@@ -157,6 +157,7 @@ def streamed(monkeypatch):
         return scoring_batches.count_ranked(plan, slot, chunks)
 
     monkeypatch.setattr(beam_dofns, "GROUP_ROWS", 64)
+    monkeypatch.setattr(beam_scoring, "SHUFFLE_ROWS", 64)
     monkeypatch.setattr(beam_dofns, "count_ranked", counting)
     return seen
 
@@ -202,10 +203,12 @@ def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(world, streamed):
     assert_tied_same_as_in_process(world, outcome, config)
 
 
-def test_dask_streams_the_slots_too_large_to_rank_and_shuffles_the_others(world, streamed):
-    """On several workers the slots too large to rank in memory go to the (shared) work directory, ranked, and
-    the driver merges them; the others go through the group-by-slot. Both together count as in-process."""
+def test_dask_streams_the_large_slots_and_shuffles_the_others(world, streamed, monkeypatch):
+    """On several workers the slots with more than SHUFFLE_ROWS boundary rows go to the (shared) work directory,
+    ranked, and the driver merges them (whatever GROUP_ROWS, the in-memory limit of one process); the others go
+    through the group-by-slot. Both together count as in-process."""
     distributed = pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(beam_dofns, "GROUP_ROWS", 1 << 22)
     config = AuditConfig(repetitions=3, seed=4, strategy="split")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
