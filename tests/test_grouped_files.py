@@ -136,3 +136,24 @@ def test_merge_sorted_streams_one_key_in_order(tmp_path, layout, chunk_rows):
     np.testing.assert_array_equal(merged["major"], major[order])
     np.testing.assert_array_equal(merged["minor"], minor[order])
     assert (merged["key"] == 1).all()
+
+
+def test_a_merge_of_more_runs_than_the_process_may_open_files(tmp_path):
+    """A day of 1e9 rows has thousands of batches: the merge must not hold a file open per run. With the soft
+    limit on open files just above what the process already holds, 200 runs still merge whole and in order."""
+    resource = pytest.importorskip("resource")
+    import os
+
+    rng = np.random.default_rng(3)
+    minors = []
+    for b in range(200):
+        minor = np.sort(rng.choice(10**6, 20, replace=False)).astype(np.int64) * 200 + b
+        write_grouped(tmp_path, f"b{b:03d}", np.array([0, 20]), {"major": np.zeros(20, np.uint64), "minor": minor})
+        minors.append(minor)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 16, hard))
+    try:
+        merged = np.concatenate(list(merge_sorted(tmp_path, 0, _sort_key, chunk_rows=64)))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    np.testing.assert_array_equal(merged["minor"], np.sort(np.concatenate(minors)))
