@@ -64,9 +64,10 @@ def test_importing_all_of_auditing_loads_no_pipelines_or_flows_module():
 
 
 def test_reading_a_result_or_starting_the_command_line_imports_no_compiler():
-    """A result reader (`auditing.result`) and the command line's start-up do without numba (about 0.4 s of
-    imports) and scipy.stats: only the modules that compute load them."""
-    code = ("import sys, auditing.result, auditing.sinks.listing, flows.cli\n"
+    """A result reader (`auditing.result`, the report, the records a verdict reads back) and the command line's
+    start-up do without numba (about 0.4 s of imports) and scipy.stats: only the modules that compute load them."""
+    code = ("import sys, auditing.result, auditing.sinks.listing, auditing.sinks.report, flows.cli\n"
+            "import auditing.game.attack_curve, auditing.game.score_histogram, auditing.game.sweep_reduce\n"
             "print(sorted(m for m in ('numba', 'scipy.stats', 'apache_beam') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

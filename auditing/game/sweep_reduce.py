@@ -32,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from auditing.game.sweep import rank_key, rank_order
 from labeldp.errors import LabelDPInputError
@@ -138,25 +137,6 @@ class Boundaries:
         return int(self.bin_rows[~self.complete][first].sum()) if cut.size else 0
 
 
-@njit(cache=True, nogil=True)
-def _descending_totals(rows, correct, cum_rows, cum_correct):
-    """cum_rows[t], cum_correct[t]: the totals of the top t + 1 bins (bins visited from the last down), in one
-    pass that also checks 0 <= correct <= rows in every bin (returned: whether all hold)."""
-    n = rows.size
-    total_rows = np.int64(0)
-    total_correct = np.int64(0)
-    valid = True
-    for t in range(n):
-        r = rows[n - 1 - t]
-        c = correct[n - 1 - t]
-        valid &= (c >= 0) & (c <= r)
-        total_rows += r
-        total_correct += c
-        cum_rows[t] = total_rows
-        cum_correct[t] = total_correct
-    return valid
-
-
 def boundary_bins(rows: np.ndarray, correct: np.ndarray, grid: np.ndarray) -> Boundaries:
     """Locates each c' of `grid` in a merged histogram (`rows`, `correct` per bin, bins ascending in |score|)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -164,9 +144,11 @@ def boundary_bins(rows: np.ndarray, correct: np.ndarray, grid: np.ndarray) -> Bo
     grid = np.asarray(grid, dtype=np.int64)
     if rows.ndim != 1 or rows.shape != correct.shape:
         raise LabelDPInputError(f"histogram rows {rows.shape} and correct {correct.shape} must be equal 1-D shapes")
+    from auditing.game.kernel import descending_totals  # here: reading a result needs no numba
+
     # Rank order visits bins from the top: accumulate the histogram from its last bin down.
     cum_rows, cum_correct = np.empty_like(rows), np.empty_like(correct)
-    if rows.size and not _descending_totals(rows, correct, cum_rows, cum_correct):
+    if rows.size and not descending_totals(rows, correct, cum_rows, cum_correct):
         raise LabelDPInputError("histogram: need 0 <= correct <= rows in every bin")
     total = int(cum_rows[-1]) if rows.size else 0
     if grid.size and (grid.min() < 1 or grid.max() > total):
