@@ -49,7 +49,6 @@ __all__ = [
     "SlotKeys",
     "boundary_rows",
     "compiled_score",
-    "descending_totals",
     "game_tables",
     "play",
     "signed_outcomes",
@@ -591,26 +590,6 @@ def slot_keys(seed: int, slots) -> SlotKeys:
     key_cf = np.array([key_word(seed, r, STREAM_COUNTERFACTUAL) for r in reps], dtype=np.uint64)
     key_bit = np.array([key_word(seed, r, STREAM_BIT) for r in reps], dtype=np.uint64)
     return SlotKeys(reps, halves, key_cf, key_bit)
-
-
-@njit(cache=True, nogil=True)
-def descending_totals(rows, correct, cum_rows, cum_correct):
-    """cum_rows[t], cum_correct[t]: the totals of the top t + 1 bins of a histogram (bins visited from the last
-    down), in one pass that also checks 0 <= correct <= rows in every bin (returned: whether all hold); for
-    `auditing.game.sweep_reduce.boundary_bins`."""
-    n = rows.size
-    total_rows = np.int64(0)
-    total_correct = np.int64(0)
-    valid = True
-    for t in range(n):
-        r = rows[n - 1 - t]
-        c = correct[n - 1 - t]
-        valid &= (c >= 0) & (c <= r)
-        total_rows += r
-        total_correct += c
-        cum_rows[t] = total_rows
-        cum_correct[t] = total_correct
-    return valid
 
 
 # ------------------------------------------------------------------------------------------ entry points

@@ -144,7 +144,7 @@ def boundary_bins(rows: np.ndarray, correct: np.ndarray, grid: np.ndarray) -> Bo
     grid = np.asarray(grid, dtype=np.int64)
     if rows.ndim != 1 or rows.shape != correct.shape:
         raise LabelDPInputError(f"histogram rows {rows.shape} and correct {correct.shape} must be equal 1-D shapes")
-    from auditing.game.kernel import descending_totals  # here: reading a result needs no numba
+    from auditing.game.histogram_totals import descending_totals  # here: reading a result needs no numba
 
     # Rank order visits bins from the top: accumulate the histogram from its last bin down.
     cum_rows, cum_correct = np.empty_like(rows), np.empty_like(correct)
