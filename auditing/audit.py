@@ -42,7 +42,7 @@ from auditing.game.score_histogram import coarsen, score_histogram
 from auditing.game.scores import SCORES, resolve_score
 from auditing.game.slots import SlotPlan, selection_half_mask
 from auditing.game.sweep import SweepCounts, correct_at, rank_order
-from auditing.game.sweep_reduce import BinSpec, bin_index, boundary_bins, cut_bin_mask, exact_counts
+from auditing.game.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
 from auditing.result import (
     AttackCurve,
     AuditResult,
@@ -53,11 +53,13 @@ from auditing.result import (
     SplitHalves,
 )
 from auditing.verdict.capacity_check import (
-    CHECK_BINS,
     CheckHistograms,
+    LegacyCheck,
     capacity_check,
+    histograms_from_views,
     histograms_of,
     unchecked,
+    views_of_scores,
 )
 from labeldp.errors import LabelDPInputError
 
@@ -184,22 +186,13 @@ def _check_histograms(target, reference, y0, ids, check: CheckRows, game: GameCo
                               bins=_KERNEL_BINS, selection=halves)
         checked = game_tables(c_target, c_reference, c_labels, c_ids, score=game.score, power=game.score_power,
                               bins=_KERNEL_BINS) if m else None
-        return histograms_of(audited, checked, game.draw_seed, _KERNEL_BINS)
+        return histograms_of(audited, checked, game.draw_seed, _KERNEL_BINS, k)
     score = resolve_score(score_function or game.score, game.score_power)
-    parts = []
-    for p_t, p_r, y, row_ids, masks in ((target, reference, y0, ids, (halves, ~halves)),
-                                         (c_target, c_reference, c_labels, c_ids, (np.ones(m, dtype=bool),))):
+    views = []
+    for p_t, p_r, y, row_ids in ((target, reference, y0, ids), (c_target, c_reference, c_labels, c_ids)):
         rows = play_repetition(p_t, p_r, y, row_ids, seed=game.draw_seed, repetition=0, score=score)
-        bins = bin_index(rows.scores, CHECK_BINS)
-        for mask in masks:
-            parts += [np.bincount(bins[mask], minlength=CHECK_BINS.num_bins),
-                      np.bincount(bins[mask & rows.correct], minlength=CHECK_BINS.num_bins)]
-    planned = np.zeros(CHECK_BINS.num_bins)
-    for a in range(k):
-        label_scores = np.asarray(score(c_target[:, a], c_reference[:, a]), dtype=np.float64)
-        planned += np.bincount(bin_index(label_scores, CHECK_BINS), weights=c_reference[:, a],
-                               minlength=CHECK_BINS.num_bins)
-    return CheckHistograms(*parts, planned)
+        views.append(views_of_scores(rows.scores, rows.released, rows.correct, p_r))
+    return histograms_from_views(k, game.draw_seed, views[0], halves, views[1] if m else None)
 
 
 def numpy_sweep(target, reference, y0, ids, game: GameConfig, score, progress):
@@ -304,7 +297,7 @@ def audit_from_counts(
     counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None,
     score_histogram: ScoreHistogram | None = None, expected_correct: ExpectedCorrect | None = None,
     prior_histogram: PriorHistogram | None = None,
-    check_histograms: CheckHistograms | None = None, row_groups: RowGroups | None = None,
+    check_histograms: CheckHistograms | LegacyCheck | None = None, row_groups: RowGroups | None = None,
     attack_curve: AttackCurve | None = None,
 ) -> AuditResult:
     """`audit_counts` of counts given piece by piece (e.g. a benchmark's own sweep): the repetitions' counts,
@@ -379,7 +372,7 @@ def _night_text(night: dt.date | None) -> str:
     return "" if night is None else night.isoformat()
 
 
-def _capacity_check(histograms: CheckHistograms | None, m: int, config: AuditConfig):
+def _capacity_check(histograms: CheckHistograms | LegacyCheck | None, m: int, config: AuditConfig):
     if histograms is None:
         return unchecked(NO_CHECK_ROWS_GIVEN, confidence=config.confidence, audited_rows=m)
     return capacity_check(histograms, confidence=config.confidence, delta=config.delta, grid_kind=config.grid,

@@ -202,19 +202,47 @@ class ExpectedCorrect:
 
 
 @dataclass(frozen=True)
+class StratumCounts:
+    """One stratum of the capacity check's matched comparison (docs/soundness.md section 8.3): the released label,
+    the guess's direction (``trained``: score > 0), the range of the reference's probability of that label, each
+    side's guesses and correct guesses at the threshold, and how many guesses of each side the composition kept."""
+
+    label: int
+    trained: bool
+    reference_low: float
+    reference_high: float
+    selection_guesses: int
+    selection_correct: int
+    bound_guesses: int
+    bound_correct: int
+    check_guesses: int
+    check_correct: int
+    matched_bound_guesses: int
+    matched_check_guesses: int
+
+
+@dataclass(frozen=True)
 class CapacityCheck:
     """The capacity check of one audit (claim-free: the claim enters only through `vouches_for`).
 
-    checked: False when it could not run (``reason`` says why; a VIOLATION is then "reference unchecked").
-    threshold_bin / threshold_score: the guess threshold planned on the selection half and the check rows'
-    label-free expected guesses (bin of `CHECK_BINS`, and the smallest |score| in it). selection_*: the selection
-    half at that threshold (and its pointwise bound at kappa 0); planned_check_guesses: the check guesses the plan
-    expected there. bound_* and check_*: guesses and correct guesses at the threshold on the audited
-    rows' bound half and on the check rows. audited_accuracy_lower / check_accuracy_upper: each side's one-sided
-    limit (descriptive; the decision is the exact test's). misfit_kappa_upper: logit(check_accuracy_upper), the misfit the model shows on unseen rows where
-    the verdict's guesses are (upper confidence). epsilon_check: the kappa-free lower bound on eps (valid at
-    ``confidence`` under assumption T). check_misfit_kappa: the check rows' own game bounded at kappa 0
+    checked: False when it could not run (``reason`` says why; a VIOLATION is then "reference unchecked" or
+    untrusted). threshold_bin / threshold_score: the guess threshold planned on the selection half and the views'
+    guess counts (bin of `CHECK_BINS`, and the smallest |score| in it). selection_*: the selection half at that
+    threshold (and its pointwise bound at kappa 0). bound_* and check_*: guesses and correct guesses at the threshold
+    on the audited rows' bound half and on the check rows, all strata. rule: "stratified" (like with like: strata of
+    the guessed views, docs/soundness.md section 8.3), or "pooled" for a result computed before strata (read back).
+    strata / composition_*: the matched strata and the composition they were matched to (pi proportional to
+    G_B^power G_H^(1 - power), over the strata where the selection half is right more than half the time when
+    ``composition_favourable_only``); matched_*: the guesses each side kept and how many were right;
+    unmatched_bound_guesses: audited guesses in strata with no check guess (left out: the worst case); composition_slack:
+    the rounding's mismatch, added to the test; selection_matched_accuracy: the selection half's accuracy on the
+    composition (the plan's, and the check's e-value's alternative). planned_check_guesses: the matched check
+    guesses. audited_accuracy_lower / check_accuracy_upper: each matched side's one-sided limit (descriptive; the
+    decision is the exact test's). misfit_kappa_upper: logit(check_accuracy_upper), the misfit the model shows on
+    unseen rows where the verdict's guesses are (upper confidence). epsilon_check: the kappa-free lower bound on eps
+    (valid at ``confidence`` under assumption T_u). check_misfit_kappa: the check rows' own game bounded at kappa 0
     (lower confidence, Bonferroni over ``check_grid_size`` thresholds): misfit the model can see at all.
+    strata_table: every stratum with guesses at the threshold (`StratumCounts`).
     """
 
     checked: bool
@@ -238,10 +266,28 @@ class CapacityCheck:
     epsilon_check: float = 0.0
     check_misfit_kappa: float | None = None
     check_grid_size: int | None = None
+    rule: str = "pooled"
+    strata: int | None = None
+    composition_power: float | None = None
+    composition_favourable_only: bool | None = None
+    matched_bound_guesses: int | None = None
+    matched_bound_correct: int | None = None
+    matched_check_guesses: int | None = None
+    matched_check_correct: int | None = None
+    unmatched_bound_guesses: int | None = None
+    composition_slack: float | None = None
+    selection_matched_accuracy: float | None = None
+    strata_table: tuple[StratumCounts, ...] = ()
+
+    @property
+    def stratified(self) -> bool:
+        """True when the check compared like with like (a result computed before strata was not)."""
+        return self.rule == "stratified"
 
     def vouches_for(self, claimed_epsilon: float) -> bool:
-        """True when the check rejects the claim too: the evidence exceeds what misfit can explain."""
-        return bool(self.checked and self.epsilon_check > claimed_epsilon)
+        """True when the check rejects the claim too: the evidence exceeds what misfit can explain. A check
+        computed before strata (assumption T, which a memorising model breaks) vouches for nothing."""
+        return bool(self.checked and self.stratified and self.epsilon_check > claimed_epsilon)
 
     def sees_misfit(self, kappa: float) -> bool:
         """True when the model shows more misfit on the check rows than ``kappa`` covers (lower confidence)."""
@@ -261,6 +307,7 @@ class CapacityCheck:
         values = dict(data)
         if values.get("misfit_kappa_upper") == "inf":
             values["misfit_kappa_upper"] = math.inf
+        values["strata_table"] = tuple(StratumCounts(**row) for row in values.get("strata_table") or ())
         return cls(**{k: values[k] for k in cls.__dataclass_fields__ if k in values})
 
 

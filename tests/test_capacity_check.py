@@ -18,11 +18,14 @@ from auditing.game.sweep_reduce import BinSpec, bin_index
 from auditing.verdict.capacity_check import (
     CHECK_BINS,
     DELTA_NOT_SUPPORTED,
+    LEGACY_CHECK,
     CapacityCheck,
     CheckHistograms,
+    LegacyCheck,
     bin_lower_edge,
     capacity_check,
     rebin,
+    strata_count,
 )
 from labeldp.errors import LabelDPInputError
 
@@ -88,7 +91,7 @@ def test_no_check_rows_and_delta_say_why():
     result = run_audit(*world.audited, config=AuditConfig(repetitions=1))
     check = result.capacity_check
     assert not check.checked and "no check rows" in check.reason and not check.vouches_for(0.0)
-    histograms = CheckHistograms.empty()
+    histograms = CheckHistograms.empty(2, 0)
     assert capacity_check(histograms, confidence=0.95, delta=1e-6).reason == DELTA_NOT_SUPPORTED
 
 
@@ -97,29 +100,47 @@ def test_histograms_round_trip_and_merge():
     result = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=world.check)
     check = result.capacity_check
     assert CapacityCheck.from_dict(check.to_dict()) == check
+    assert check.stratified and check.strata_table and check.strata >= 1
     rng = np.random.default_rng(0)
+    shape = (strata_count(2), CHECK_BINS.num_bins)
+
     def part():
-        rows = [rng.integers(0, 5, CHECK_BINS.num_bins) for _ in range(3)]
-        return CheckHistograms(*(x for r in rows for x in (r, rng.integers(0, r + 1))), rng.random(CHECK_BINS.num_bins))
+        rows = [rng.integers(0, 5, shape) for _ in range(3)]
+        return CheckHistograms(2, 11, *(x for r in rows for x in (r, rng.integers(0, r + 1))))
 
     parts = [part(), part()]
     merged = parts[0].merge(parts[1])
-    again = CheckHistograms.from_dict(merged.to_dict())
+    again = CheckHistograms.from_arrays(merged.arrays())
     for name in CheckHistograms._FIELDS:
-        np.testing.assert_allclose(getattr(again, name), getattr(merged, name))
+        np.testing.assert_array_equal(getattr(again, name), getattr(merged, name))
+    assert (again.classes, again.seed) == (2, 11)
+    with pytest.raises(LabelDPInputError, match="cannot merge"):
+        merged.merge(CheckHistograms.empty(2, 12))
+    legacy = CheckHistograms.from_arrays({"check_rows": np.ones(CHECK_BINS.num_bins, dtype=np.int64)})
+    assert legacy == LegacyCheck(CHECK_BINS.num_bins)
+    assert capacity_check(legacy, confidence=0.95).reason == LEGACY_CHECK
 
 
-def test_threshold_is_planned_without_the_bound_half_or_check_outcomes():
-    """Changing the bound half's or the check rows' outcomes never moves the threshold; the check's verdict
-    follows them (the figures that could fail if the plan peeked at them)."""
+def test_plan_reads_no_outcome_of_the_bound_half_or_the_check_rows():
+    """The threshold, the strata and the composition are a function of the views' guess counts and the selection
+    half's outcomes: other outcomes of the bound half and the check rows (same views) never move them, while the
+    check's verdict follows the outcomes (the figures that could fail if the plan peeked at them)."""
+    from auditing.audit import play_game
+
     world = night(4, rows=40_000, private=False, memorize=0.2)
-    base = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=world.check).capacity_check
-    p_t, p_r, y, ids = world.check.p_target, world.check.p_reference, world.check.labels, world.check.row_ids
-    flipped = CheckRows(p_t, p_r, 1 - y, ids)  # every check label changed: outcomes change, the plan does not
-    other = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=flipped).capacity_check
-    assert other.threshold_bin == base.threshold_bin
-    assert other.planned_check_guesses == base.planned_check_guesses
-    assert (other.check_correct, other.epsilon_check) != (base.check_correct, base.epsilon_check)
+    game = play_game(*world.audited, game=AuditConfig(repetitions=1).game, check=world.check)
+    base = capacity_check(game.check, confidence=0.95)
+    rng = np.random.default_rng(1)
+    h = game.check
+    other = CheckHistograms(h.classes, h.seed, h.selection_rows, h.selection_correct, h.bound_rows,
+                            rng.binomial(h.bound_rows, 0.5), h.check_rows, rng.binomial(h.check_rows, 0.5))
+    moved = capacity_check(other, confidence=0.95)
+    plan = ("threshold_bin", "strata", "composition_power", "composition_favourable_only", "matched_bound_guesses",
+            "matched_check_guesses", "composition_slack", "selection_matched_accuracy")
+    assert {f: getattr(moved, f) for f in plan} == {f: getattr(base, f) for f in plan}
+    assert [(r.matched_bound_guesses, r.matched_check_guesses) for r in moved.strata_table] == \
+        [(r.matched_bound_guesses, r.matched_check_guesses) for r in base.strata_table]
+    assert (moved.matched_check_correct, moved.epsilon_check) != (base.matched_check_correct, base.epsilon_check)
 
 
 @pytest.mark.slow
@@ -130,7 +151,7 @@ def test_the_exact_test_holds_its_level_at_the_null_boundary(guesses, check_gues
     test rejects eps at most at 5% (it is exact, so usually less)."""
     from scipy.special import expit, logit
 
-    from auditing.verdict.capacity_check import exact_epsilon_lower
+    from auditing.bounds.misfit_test import exact_epsilon_lower
 
     rng = np.random.default_rng(guesses)
     trials, rejected = 150, 0
@@ -144,7 +165,8 @@ def test_the_exact_test_holds_its_level_at_the_null_boundary(guesses, check_gues
 def test_the_exact_test_is_tighter_than_two_separate_limits():
     """On counts like a real night's (a non-private model on the AdKDD'21 sample), the joint test keeps more of
     the evidence than a lower limit on one side and an upper limit on the other would."""
-    from auditing.verdict.capacity_check import _logit, _lower, _upper, exact_epsilon_lower
+    from auditing.bounds.misfit_test import exact_epsilon_lower
+    from auditing.verdict.capacity_check import _logit, _lower, _upper
 
     joint = exact_epsilon_lower(790, 1047, 118, 205, 0.05)
     separate = _logit(_lower(790, 1047, 0.0125)) - _logit(_upper(118, 205, 0.0375))

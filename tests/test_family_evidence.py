@@ -8,6 +8,7 @@ the grid points are the top-c' sums, as the game's sweep makes them."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 
@@ -17,6 +18,7 @@ from scipy import special, stats
 
 from auditing.bounds.binomial import pure_epsilon_lower_bounds
 from auditing.bounds.e_values import log_likelihood_ratio, null_rate, plug_in_alternative
+from auditing.bounds.misfit_test import calibrated_e_value
 from auditing.game.sweep import guess_grid
 from auditing.verdict.family_evidence import BANDS, NightCounts, band_of, family_evidence
 from labeldp.errors import LabelDPInputError
@@ -29,8 +31,9 @@ GRID = guess_grid(M, kind="log", points=30, min_fraction=1e-3)
 def _night(rng, day: int, claim: float, right, kappa: float = 0.0) -> NightCounts:
     """One night: row i (ranked by the attack's confidence) is right with probability right[i]."""
     hits = np.cumsum(rng.random(M) < right)
-    return NightCounts(DAY0 + dt.timedelta(days=day), claim, kappa, 0.0, M, tuple(int(c) for c in GRID),
-                       tuple(int(hits[c - 1]) for c in GRID))
+    date = DAY0 + dt.timedelta(days=day)
+    return NightCounts(date, claim, kappa, 0.0, M, tuple(int(c) for c in GRID), tuple(int(hits[c - 1]) for c in GRID),
+                       coins_night=date)
 
 
 def _families(rng, families: int, nights: int, claim: float, right) -> list[list[NightCounts]]:
@@ -119,10 +122,26 @@ def test_nights_that_do_not_count_and_the_running_product():
     assert "infinite" in out.nights[2].reason
     assert out.nights[0].evidence == pytest.approx(out.nights[0].e_value)
     assert out.nights[3].evidence == pytest.approx(math.prod(n.e_value for n in out.nights), rel=1e-9)
-    assert out.flagged and out.flagged_on == DAY0 and "FLAGGED since 2026-01-01" in out.sentence()
+    assert out.flagged and out.flagged_on == DAY0
+    # the kappa-based flag is secondary and says so; with no check counts nothing is confirmed
+    assert not out.confirmed and "not confirmed" in out.sentence() and "holds only if kappa" in out.sentence()
+    assert all("stratified capacity check" in n.check_reason for n in out.nights if n.reason is None)
     assert family_evidence([]).evidence == 1.0 and not family_evidence([]).flagged
     with pytest.raises(LabelDPInputError, match="alpha"):
         family_evidence(nights, alpha=1.0)
+
+
+def test_a_night_whose_coins_were_not_keyed_by_its_day_enters_no_family():
+    """Where row ids restart daily, a game keyed by the seed alone redraws another night's coins: such a night is
+    excluded from both tests, and the reason names it."""
+    rng = np.random.default_rng(3)
+    keyed = _night(rng, 0, 1.0, np.full(M, 0.95))
+    seed_alone = dataclasses.replace(keyed, coins_night=None)
+    other = dataclasses.replace(keyed, coins_night=DAY0 + dt.timedelta(days=5))
+    out = family_evidence([seed_alone, other, keyed])
+    assert [n.reason is None for n in out.nights] == [False, False, True]
+    assert "by the seed alone" in out.nights[0].reason and "by another night (2026-01-06)" in out.nights[1].reason
+    assert out.nights[0].e_value == 1.0 and out.nights[0].check_e_value == 1.0
 
 
 def test_night_counts_from_a_stored_audit_for_both_strategies():
@@ -154,3 +173,71 @@ def test_the_family_alert_says_what_the_flag_means():
     body = _body(FAMILY_FLAGGED, "m", payload["partition_date"], payload)
     assert body["page"] is False and body["nights_counted"] == 3 and body["family_evidence"] == family.evidence
     assert body["text"] == f"[labeldp-audit] FAMILY_FLAGGED: model m, partition {family.flagged_on}: {family.sentence()}"
+
+
+# ------------------------------------------------------------------ the check's e-process (section 10.2)
+def _check_night(rng, day: int, claim: float, misfit: float, leak: float = 0.0, *, audited: int = 300,
+                 checked: int = 80, m: int = 600) -> NightCounts:
+    """A night simulated at the check's null boundary (or ``leak`` above it): the check's matched guesses right
+    with the misfit-only accuracy a = sigmoid(misfit), the audited ones with sigmoid(claim + leak + misfit) (what
+    a model at eps = claim + leak shows where misfit alone buys a); the audit's own grid counts at the same
+    accuracy, so the kappa-based test (kappa 0) sees the misfit as leakage."""
+    from auditing.verdict.family_evidence import CheckCounts
+
+    a = special.expit(misfit)
+    q = special.expit(claim + leak + misfit)
+    date = DAY0 + dt.timedelta(days=day)
+    hits = np.cumsum(rng.random(m) < q)
+    grid = guess_grid(m, kind="log", points=20, min_fraction=1e-2)
+    check = CheckCounts(int(rng.binomial(audited, q)), audited, int(rng.binomial(checked, a)), checked)
+    return NightCounts(date, claim, 0.0, 0.0, m, tuple(int(c) for c in grid),
+                       tuple(int(hits[c - 1]) for c in grid), coins_night=date, check=check)
+
+
+def test_the_calibrated_e_value_has_expectation_at_most_one_on_the_null_boundary():
+    """E[e] <= 1, summed exactly over both binomials, at several misfit-only accuracies and slacks (the audited
+    side at f_eps(a + slack), the check at a): the exact test's p-value is valid at every level, and its
+    calibration 1 / (2 sqrt(p)) integrates to 1 over a uniform p."""
+    from auditing.bounds.misfit_test import calibrated_e_value, check_p_value, null_accuracy
+
+    nb, nh, eps = 30, 20, 1.0
+    cb, ch = np.arange(nb + 1), np.arange(nh + 1)
+    for a, slack in ((0.5, 0.0), (0.8, 0.0), (0.3, 0.01), (0.95, 0.0)):
+        pb = stats.binom.pmf(cb, nb, null_accuracy(a, eps, slack))
+        ph = stats.binom.pmf(ch, nh, a)
+        p = np.array([[check_p_value(int(i), nb, int(j), nh, eps, slack) for j in ch] for i in cb])
+        e = np.vectorize(calibrated_e_value)(p)
+        assert float(pb @ e @ ph) <= 1 + 1e-9, (a, slack)
+        for level in (0.01, 0.05, 0.2):  # the p-value is valid: P[p <= u] <= u
+            assert float(pb @ (p <= level) @ ph) <= level + 1e-9, (a, slack, level)
+    assert calibrated_e_value(1.0) == 0.5 and calibrated_e_value(0.0025) == pytest.approx(10.0)
+
+
+def test_compliant_families_with_misfit_beyond_kappa_are_confirmed_at_most_alpha():
+    """200 families x 100 nights, every night at the check's null boundary with a reference that misfits by 0.3
+    (beyond kappa 0): the share whose check evidence ever reaches 1/alpha is not significantly above alpha, while
+    the kappa-based evidence (the control: small misfit compounds across nights) flags most of them."""
+    rng = np.random.default_rng(20261128)
+    families, nights, alpha = 200, 100, 0.05
+    confirmed = flagged = crossed = 0
+    for _ in range(families):
+        test = family_evidence([_check_night(rng, t, 1.0, 0.3) for t in range(nights)], alpha)
+        confirmed += test.confirmed
+        flagged += test.flagged
+        crossed += any(n.log_check_evidence >= -math.log(alpha) for n in test.nights)
+    assert stats.binomtest(crossed, families, alpha, alternative="greater").pvalue > 0.01, crossed
+    assert confirmed <= crossed
+    assert flagged >= families // 2, flagged
+
+
+def test_a_leak_too_small_for_one_night_is_confirmed_within_a_few_nights():
+    """A model 0.35 above its claim on nights whose reference misfits by 0.3: one night's own test vouches for it
+    on a minority of nights (about 4 in 10), and the family is confirmed within 7 nights in most families."""
+    rng = np.random.default_rng(11)
+    families, within, single = 40, 0, 0
+    for _ in range(families):
+        family = [_check_night(rng, t, 1.0, 0.3, leak=0.35) for t in range(7)]
+        single += sum(n.check.e_value(1.0) >= calibrated_e_value(0.05) for n in family)
+        within += family_evidence(family).confirmed
+    assert single < 0.5 * 7 * families, single
+    assert within >= 0.7 * families, within

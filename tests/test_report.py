@@ -642,7 +642,10 @@ def test_a_pass_shows_what_its_floors_are_worth(checked, run):
     assert "Detectability of the floors void control-positive on 2024-01-14: below its floor" in _parse(void).visible
     assert "These floors are void: control-positive on 2024-01-14: below its floor." in _section(void, "robustness")
     assert "trust-banner" not in void  # the verdict itself stays trusted
-    measured = _parse(_page(run, claimed_epsilon=5.0))
+    # a check that sees no misfit beyond kappa (its lower confidence figure at 0)
+    quiet = dataclasses.replace(run["result"], capacity_check=dataclasses.replace(
+        run["result"].capacity_check, check_misfit_kappa=0.0))
+    measured = _parse(_page(run, result=quiet, claimed_epsilon=5.0))
     assert "Detectability of the floors measured no control voided them" in measured.visible
     assert "These floors are" not in measured.visible
 
@@ -901,31 +904,33 @@ def _painted_colours(page: Path, tmp_path: Path, *, height: int) -> set[tuple[in
         return {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
 
 
-def _family(flag_after: int = 3):
-    """A family of five nights whose evidence crosses 1/alpha on night ``flag_after`` (0-based)."""
+def _family(confirm_after: int = 3):
+    """A family of five nights whose evidences cross 1/alpha on night ``confirm_after`` (0-based)."""
     import datetime as dt
 
     from auditing.verdict.family_evidence import FamilyEvidence, NightEvidence
 
-    nights, evidence, flagged = [], 1.0, False
+    nights, evidence, confirmed = [], 1.0, False
     for t in range(5):
         e = 3.0 if t < 4 else 1.0
         evidence *= e
-        flagged = flagged or t >= flag_after
-        nights.append(NightEvidence(dt.date(2024, 1, 1) + dt.timedelta(days=t), e, evidence, math.log(evidence),
-                                    flagged, None if t < 4 else "no guesses on this night"))
+        confirmed = confirmed or t >= confirm_after
+        nights.append(NightEvidence(dt.date(2024, 1, 1) + dt.timedelta(days=t), e, evidence * 2, math.log(evidence * 2),
+                                    confirmed, None if t < 4 else "no guesses on this night", e, evidence,
+                                    math.log(evidence), confirmed))
     return FamilyEvidence(0.05, tuple(nights))
 
 
-def test_family_panel_shows_the_evidence_and_the_flag(run):
+def test_family_panel_shows_the_evidence_and_the_confirmation(run):
     family = _family()
     verdict = judge(run["result"], CLAIMED)
     dom = _parse(render_run_report(verdict, run["lineage"], run["trend"], run["histogram"], family=family))
     text = dom.visible
-    assert "Evidence across nights" in text and family.sentence() in text and "FLAGGED since 2024-01-04" in text
+    assert "Evidence across nights" in text and family.sentence() in text and "CONFIRMED since 2024-01-04" in text
     assert "Ville's inequality" in text and "docs/soundness.md section 10" in text
-    assert dom.count("family-point", "circle") == 3 and dom.count("family-flagged", "circle") == 2
-    assert dom.count("family-line", "polyline") == 1
+    assert "not a reason to act" in text  # the kappa-based evidence is labelled with its condition
+    assert dom.count("family-point", "circle") == 3 and dom.count("family-confirmed", "circle") == 2
+    assert dom.count("family-line", "polyline") == 1 and dom.count("family-kappa-line", "polyline") == 1
     none = _parse(render_run_report(verdict, run["lineage"], run["trend"], run["histogram"])).visible
     assert "No family evidence for this run" in none
 
@@ -939,10 +944,10 @@ def test_family_panel_in_headless_chromium(run, tmp_path):
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     dom = _parse(dumped.stdout)
-    assert "FLAGGED since 2024-01-04" in dom.visible and dom.count("family-flagged", "circle") == 2
+    assert "CONFIRMED since 2024-01-04" in dom.visible and dom.count("family-confirmed", "circle") == 2
     present = _painted_colours(path, tmp_path, height=700)
     assert (0x2F, 0x6F, 0xDE) in present  # the evidence line (--accent)
-    assert (0xC0, 0x36, 0x2C) in present  # the flag line and the flagged nights (--bad)
+    assert (0xC0, 0x36, 0x2C) in present  # the confirmation line and the confirmed nights (--bad)
 
 
 def test_a_runs_table_has_the_attack_and_the_familys_evidence_per_verdict(run):
@@ -964,8 +969,8 @@ def test_a_runs_table_has_the_attack_and_the_familys_evidence_per_verdict(run):
     assert attack.endswith(f"AUROC {curve.auroc:.3f} [{curve.auroc_lower:.3f}, {curve.auroc_upper:.3f}] "
                            f"({100 * curve.bootstrap_confidence:g}% percentile bootstrap intervals)")
     assert f"TPR {100 * curve.tpr_at_fpr_0_01:.1f}% at 1% FPR [" in attack and "not a bound on eps" in attack
-    assert ("leaky@2024-01-05 family across nights: evidence 81 after 5 nights (this night's e-value 1), FLAGGED "
-            "(reached 1/alpha = 20 on or before this night): an anytime-valid test") in "\n".join(table)
+    assert ("leaky@2024-01-05 family across nights: kappa-based evidence 162 after 5 nights (this night's e-value 1), "
+            "at 1/alpha = 20 on or before this night: secondary, it holds only if kappa covers") in "\n".join(table)
     assert any(line.startswith("guard@2024-01-05 attack (") for line in table)
     assert not any(line.startswith("guard@2024-01-05 family") for line in table)
 

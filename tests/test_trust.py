@@ -24,10 +24,11 @@ from auditing.verdict.types import (
 )
 
 
-def check(epsilon_check=1.2, misfit_upper=0.4, misfit_lower=0.1, rows=5000, reason=None) -> CapacityCheck:
+def check(epsilon_check=1.2, misfit_upper=0.4, misfit_lower=0.1, rows=5000, reason=None,
+          rule="stratified") -> CapacityCheck:
     return CapacityCheck(checked=True, reason=reason, confidence=0.95, audited_rows=40000,
                          check_rows=rows, epsilon_check=epsilon_check, misfit_kappa_upper=misfit_upper,
-                         check_misfit_kappa=misfit_lower)
+                         check_misfit_kappa=misfit_lower, rule=rule)
 
 
 def control(kind, passed, bound, ceiling):
@@ -40,6 +41,8 @@ KINDS = {"pos": POSITIVE, "neg": NEGATIVE}
 
 def test_a_violation_is_trusted_only_when_the_check_vouches():
     assert verdict_trust(VIOLATION, 0.5, check(1.2), kappa=0).state == TRUSTED
+    pooled = verdict_trust(VIOLATION, 0.5, check(1.2, rule="pooled"), kappa=0)  # a result stored before strata
+    assert pooled.state == UNTRUSTED and "pooled" in pooled.reason
     untrusted = verdict_trust(VIOLATION, 0.5, check(0.3), kappa=0)
     assert untrusted.state == UNTRUSTED and untrusted.exits_untrusted and "misfit can explain" in untrusted.reason
     no_reach = verdict_trust(VIOLATION, 0.5, check(0.0, reason="no check row reaches"), kappa=0)

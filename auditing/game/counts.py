@@ -22,7 +22,7 @@ from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
 from auditing.game.sweep import SweepCounts
 from auditing.result import AttackCurve, ExpectedCorrect, ScoreHistogram, prior_histogram_of
-from auditing.verdict.capacity_check import CheckHistograms
+from auditing.verdict.capacity_check import CheckHistograms, LegacyCheck
 from labeldp.errors import LabelDPInputError
 
 COUNTS_FILE = "counts.npz"
@@ -49,7 +49,7 @@ class GameCounts:
     score_histogram: ScoreHistogram | None = None
     prior_histogram: PriorHistogram | None = None
     expected_correct: ExpectedCorrect | None = None
-    check: CheckHistograms | None = None
+    check: CheckHistograms | LegacyCheck | None = None
     row_groups: RowGroups | None = None
     inconclusive_reason: str | None = None
     custom_score: bool = False
@@ -67,8 +67,8 @@ class GameCounts:
             for name, half in zip(_HALVES, self.halves, strict=True):
                 arrays.update({f"{name}_m": np.array(half.m), f"{name}_guesses": half.guesses,
                                f"{name}_correct": half.correct})
-        if self.check is not None:
-            arrays.update({f"check_{name}": getattr(self.check, name) for name in CheckHistograms._FIELDS})
+        if isinstance(self.check, CheckHistograms):
+            arrays.update({f"check_{name}": value for name, value in self.check.arrays().items()})
         records = {"game": self.game.to_dict(), **{name: {} if getattr(self, name) is None else getattr(self, name).to_dict()
                                                  for name in ("score_histogram", "prior_histogram", "expected_correct",
                                                               "attack_curve")},
@@ -101,7 +101,8 @@ class GameCounts:
                                            correct=data[f"{n}_correct"]) for n in _HALVES)
             check = None
             if "check_selection_rows" in data.files:
-                check = CheckHistograms(*(data[f"check_{name}"] for name in CheckHistograms._FIELDS))
+                check = CheckHistograms.from_arrays({name[len("check_"):]: data[name] for name in data.files
+                                                     if name.startswith("check_")})
         return cls(game=GameConfig(**records["game"]), counts=counts, halves=halves,
                    score_histogram=ScoreHistogram.from_dict(records["score_histogram"]),
                    prior_histogram=prior_histogram_of(records["prior_histogram"]),

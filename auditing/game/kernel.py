@@ -51,6 +51,7 @@ __all__ = [
     "compiled_score",
     "game_tables",
     "play",
+    "released_labels",
     "signed_outcomes",
     "slot_histograms",
     "slot_keys",
@@ -870,12 +871,18 @@ def boundary_rows(tables: GameTables, keys: SlotKeys, cut: np.ndarray, slot_coun
     return BoundaryRows(offsets, rows, bins, abs_scores, row_ids, correct)
 
 
-def play(tables: GameTables, seed: int, repetition: int) -> GameRows:
-    """One repetition's per-row scores and correctness: `auditing.game.play.play_repetition`, compiled."""
+def released_labels(tables: GameTables, seed: int, repetition: int) -> tuple[np.ndarray, np.ndarray]:
+    """(released label, coin b) of every row in one repetition: the game's own keyed draws, compiled."""
     keys = slot_keys(seed, [(repetition, None)])
     released = np.empty(tables.rows, np.int64)
     bit = np.empty(tables.rows, bool)
     if tables.rows:
         _play_kernel(*_args(tables), keys.key_cf[0], keys.key_bit[0], released, bit)
+    return released, bit
+
+
+def play(tables: GameTables, seed: int, repetition: int) -> GameRows:
+    """One repetition's per-row scores and correctness: `auditing.game.play.play_repetition`, compiled."""
+    released, bit = released_labels(tables, seed, repetition)
     scores = tables.scores_of(np.arange(tables.rows), released)
-    return GameRows(scores=scores, correct=~(scores > 0) == bit)
+    return GameRows(scores=scores, correct=~(scores > 0) == bit, released=released)

@@ -240,6 +240,7 @@ class GameRows:
 
     scores: np.ndarray  # float64, attack score s(x, y^b)
     correct: np.ndarray  # bool, the attacker's guess b' equals the secret bit b
+    released: np.ndarray | None = None  # int64, the released label y^b (None where a caller did not keep it)
 
 
 def sample_counterfactual(p_reference: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
@@ -286,4 +287,4 @@ def play_repetition(
     if np.isnan(s).any():
         raise LabelDPInputError(f"score function returned NaN for {int(np.isnan(s).sum())} row(s)")
     guess_counterfactual = ~(s > 0)  # b' = 0 where s > 0, else 1
-    return GameRows(scores=s, correct=guess_counterfactual == bit)
+    return GameRows(scores=s, correct=guess_counterfactual == bit, released=released)

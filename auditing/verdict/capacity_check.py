@@ -9,28 +9,29 @@ with the audited model's own capacity, on the day's check rows: rows that traine
 reference's correction (pipelines decide which). There the model never saw the label, so the game's accuracy on
 them is the accuracy misfit alone buys.
 
-The rule, all on repetition 0 and on one bin spec (`CHECK_BINS`) so that the in-process audit and the Beam job
-give the same figures:
+It compares like with like. A model that memorises its training rows guesses other kinds of views there than on
+rows it never saw (on its training rows, "trained" on the labels it memorised; elsewhere, either way), and the
+misfit-only accuracy of a guess depends on its kind. So every guess of repetition 0 is counted in a stratum of its
+view: the released label z, the guess's direction ("trained": score > 0, or "counterfactual") and the
+reference's log-odds of z (`FINE_REFERENCE_BINS` fixed bins, merged into at most `COARSE_REFERENCE_BINS` per label
+and direction on the selection half). The rule (section 8.3-8.4):
 
-1. The guess threshold is planned, among the |score| bin thresholds the audit's grid reaches, on the selection
-   half of the audited rows (`auditing.audit.selection_half_mask`, the keyed half the split strategy selects
-   on) and on the check rows' expected guess counts under the reference's law (no check label or coin): the
-   threshold whose planned ``epsilon_check`` is largest. The bound half and the check rows' outcomes play no
-   part.
-2. At that threshold: the bound half's guesses and correct guesses, and the check rows' (whose accuracy is what
-   misfit alone buys there).
-3. The exact test (`exact_epsilon_lower`, docs/soundness.md section 8.3): eps is rejected when, for every
-   misfit-only accuracy a, counts as extreme as those observed have probability at most 1 - confidence with the
-   audited accuracy at f_eps(a) = sigmoid(eps + logit a) and the check accuracy at a (an unconditional exact test
-   of the odds ratio, the supremum over a taken numerically). ``epsilon_check`` is the largest eps it rejects (0
-   when none): a lower bound on eps at the confidence, with no kappa, under assumption T of docs/soundness.md
-   section 8 (the audited guesses' misfit-only accuracy is no larger than the check rows' at the same threshold).
-   A VIOLATION is trusted only if ``epsilon_check`` also exceeds the claim; since the verdict's own bound must
-   exceed it too, a trusted false VIOLATION needs both tests wrong, and has probability at most 1 - confidence
-   if either kappa covers the reference or T holds.
-4. Each side's own one-sided limit at the confidence is reported too (descriptive): the bound half's accuracy
-   lower limit, and the check rows' upper limit, whose logit ``misfit_kappa_upper`` is the misfit the model shows
-   on unseen rows where the verdict's guesses are.
+1. Planned on the selection half of the audited rows (`auditing.game.slots.selection_half_mask`) and on the
+   views' guess counts (never an outcome of the bound half or of the check rows): the guess threshold, the merge
+   of reference bins into strata, and a composition pi over the strata that have both audited and check guesses.
+   The plan maximises the epsilon_check it would give if the bound half did as the selection half and the check
+   rows were right half the time.
+2. Both sides are subsampled to the composition pi (a uniform draw of guesses in each stratum, keyed by the game's
+   seed; drawn from the counts: the correct guesses of a uniform subsample are hypergeometric). The rounding of
+   the matched counts leaves a composition mismatch ``slack`` (at most a few thousandths), which the test adds.
+3. The exact test (`auditing.bounds.misfit_test.exact_epsilon_lower`): within a stratum an audited guess is
+   right with probability at most f_eps(a_s) (Lemma 2, with the residual assumption T_u of section 8.3), f_eps is
+   concave, so the matched audited guesses are right at most f_eps(a) of the time with a the matched check
+   guesses' own mean accuracy. ``epsilon_check`` is the largest eps rejected at the verdict's confidence (0 when
+   none): a lower bound on eps that needs no kappa. A VIOLATION is trusted only if it too exceeds the claim.
+4. Each side's one-sided limit is reported (descriptive): the matched audited accuracy's lower limit and the
+   matched check accuracy's upper limit, whose logit ``misfit_kappa_upper`` is the misfit the model shows on
+   unseen rows where the verdict's guesses are.
 
 The check also reports the misfit the model shows on the check rows as a lower confidence figure
 (``check_misfit_kappa``: the check rows' own game bounded at kappa 0, Bonferroni over the grid's thresholds);
@@ -47,19 +48,36 @@ import numpy as np
 from scipy import special
 
 from auditing.bounds.binomial import pure_epsilon_lower_bounds
-from auditing.game.kernel import GameTables, slot_histograms, slot_keys
+from auditing.bounds.misfit_test import exact_epsilon_lower
+from auditing.game.kernel import GameTables, released_labels
 from auditing.game.sweep import guess_grid
-from auditing.game.sweep_reduce import BinSpec, boundary_bins
-from auditing.result import CapacityCheck
+from auditing.game.sweep_reduce import BinSpec, bin_index, boundary_bins
+from auditing.result import CapacityCheck, StratumCounts
 from labeldp.errors import LabelDPInputError
 
-# The bins every check is computed on: the Beam job's default; finer in-process histograms are merged into them
-# exactly (`rebin`).
-CHECK_BINS = BinSpec()
-# Why a check could not run (the verdict then says "reference unchecked").
+# The |score| bins every check is counted on (eight per power of two); finer kernel bins merge into them exactly.
+CHECK_BINS = BinSpec(mantissa_bits=3)
+# The reference's log-odds of the released label, binned at whole numbers from -8 to 8 (18 bins with the two open
+# ends); the plan merges them into at most COARSE_REFERENCE_BINS strata per released label and direction.
+REFERENCE_EDGES = np.arange(-8.0, 9.0)
+FINE_REFERENCE_BINS = REFERENCE_EDGES.size + 1
+COARSE_REFERENCE_BINS = 3
+# The histograms' layout, part of the scoring job's key: 2 is the stratified layout (1, one |score| histogram per
+# side, was written before strata; a game stored in it reads as `LegacyCheck`).
+CHECK_LAYOUT = 2
+# Why a check could not run (the verdict then says "reference unchecked" or untrusted, with this reason).
 NO_CHECK_ROWS = "no check rows: every row of the day trained the model or the reference's correction"
 DELTA_NOT_SUPPORTED = ("the capacity check is derived for pure (delta = 0) claims; a delta > 0 VIOLATION cannot be "
                        "vouched for")
+LEGACY_CHECK = ("the game was stored before the check compared like with like (strata of the guessed views); score "
+                "the day again to check it")
+NO_MATCHED_STRATUM = ("no stratum of the guessed views (released label, direction, reference bin) holds both audited "
+                      "and check guesses at the planned threshold: the check cannot vouch")
+# The composition's family: pi_s proportional to G_B,s^lambda G_H,s^(1 - lambda), over the matched strata or over
+# those where the selection half is right more than half the time.
+_COMPOSITION_POWERS = (0.0, 0.25, 0.5, 0.75, 1.0)
+# The keyed stream of the subsampling draws (mixed with the game's draw seed).
+_SUBSAMPLE_STREAM = 0x5EED_C4EC
 
 
 def coarse_bins(spec: BinSpec, to: BinSpec = CHECK_BINS) -> np.ndarray:
@@ -76,11 +94,14 @@ def coarse_bins(spec: BinSpec, to: BinSpec = CHECK_BINS) -> np.ndarray:
 
 
 def rebin(values, spec: BinSpec, to: BinSpec = CHECK_BINS) -> np.ndarray:
-    """A histogram over ``spec``'s bins merged into ``to``'s (integer counts stay integers)."""
+    """A histogram over ``spec``'s bins (its last axis) merged into ``to``'s (integer counts stay integers)."""
     values = np.asarray(values)
-    if values.shape != (spec.num_bins,):
-        raise LabelDPInputError(f"histogram of {values.shape} bins; expected {spec.num_bins}")
-    merged = np.bincount(coarse_bins(spec, to), weights=values, minlength=to.num_bins)
+    if values.shape[-1:] != (spec.num_bins,):
+        raise LabelDPInputError(f"histogram of {values.shape} bins; expected {spec.num_bins} in the last axis")
+    target = coarse_bins(spec, to)
+    flat = values.reshape(-1, spec.num_bins)
+    merged = np.stack([np.bincount(target, weights=row, minlength=to.num_bins) for row in flat])
+    merged = merged.reshape((*values.shape[:-1], to.num_bins))
     return merged.astype(np.int64) if values.dtype.kind in "iu" else merged
 
 
@@ -94,163 +115,166 @@ def bin_lower_edge(index: int, spec: BinSpec = CHECK_BINS) -> float:
     return float(np.array([code << (52 - spec.mantissa_bits)], dtype=np.uint64).view(np.float64)[0])
 
 
+def reference_bin(p_released) -> np.ndarray:
+    """The fine reference bin of each row: its reference probability of the released label on the log-odds scale,
+    cut at the whole numbers -8..8."""
+    p = np.clip(np.asarray(p_released, dtype=np.float64), 1e-300, 1.0)
+    return np.searchsorted(REFERENCE_EDGES, special.logit(p), side="right")
+
+
+def strata_count(classes: int) -> int:
+    """Fine strata of a k-class game: released label x direction x reference bin."""
+    return classes * 2 * FINE_REFERENCE_BINS
+
+
+def stratum_of(released, positive, p_released) -> np.ndarray:
+    """The fine stratum of each view: (released label * 2 + (score > 0)) * FINE_REFERENCE_BINS + reference bin."""
+    released = np.asarray(released, dtype=np.int64)
+    positive = np.asarray(positive, dtype=np.int64)
+    return (released * 2 + positive) * FINE_REFERENCE_BINS + reference_bin(p_released)
+
+
+def stratum_label(stratum: int) -> tuple[int, bool, float, float]:
+    """(released label, guess "trained", lowest and highest reference probability) of a fine stratum."""
+    group, fine = divmod(int(stratum), FINE_REFERENCE_BINS)
+    label, positive = divmod(group, 2)
+    edges = np.concatenate([[-np.inf], REFERENCE_EDGES, [np.inf]])
+    return label, bool(positive), float(special.expit(edges[fine])), float(special.expit(edges[fine + 1]))
+
+
+@dataclass(frozen=True)
+class LegacyCheck:
+    """A game stored before the stratified layout (`CHECK_LAYOUT` 1): its check rows counted, nothing a check can
+    use; `capacity_check` says so."""
+
+    check_rows: int
+
+
 @dataclass(frozen=True)
 class CheckHistograms:
-    """Repetition 0's rows and correct guesses per `CHECK_BINS` bin of |score|, for the audited rows' selection
-    half, their bound half, and the check rows; and ``check_planned``, the check rows' expected guesses per bin
-    had their shown labels been drawn from the reference (sum over rows and labels a of M'(a|x) at the bin of
-    score(a)): free of the check rows' labels and coins, so the threshold may be planned on it. Histograms of
-    disjoint row chunks add."""
+    """Repetition 0's guesses per (fine stratum, `CHECK_BINS` bin of |score|), and the correct ones, for the audited
+    rows' selection half, their bound half and the check rows of a ``classes``-label game whose draws were keyed by
+    ``seed`` (the subsampling draws are keyed by it too). Histograms of disjoint row chunks add (`merge`)."""
 
+    classes: int
+    seed: int
     selection_rows: np.ndarray
     selection_correct: np.ndarray
     bound_rows: np.ndarray
     bound_correct: np.ndarray
     check_rows: np.ndarray
     check_correct: np.ndarray
-    check_planned: np.ndarray
 
-    _FIELDS = ("selection_rows", "selection_correct", "bound_rows", "bound_correct", "check_rows", "check_correct",
-               "check_planned")
+    _FIELDS = ("selection_rows", "selection_correct", "bound_rows", "bound_correct", "check_rows", "check_correct")
 
     def __post_init__(self):
+        if isinstance(self.classes, bool) or int(self.classes) != self.classes or self.classes < 2:
+            raise LabelDPInputError(f"check histograms: classes must be a whole number >= 2; got {self.classes!r}")
+        object.__setattr__(self, "classes", int(self.classes))
+        object.__setattr__(self, "seed", int(self.seed))
+        shape = (strata_count(self.classes), CHECK_BINS.num_bins)
         for name in self._FIELDS:
-            value = np.asarray(getattr(self, name), dtype=np.float64 if name == "check_planned" else np.int64)
-            if value.shape != (CHECK_BINS.num_bins,):
-                raise LabelDPInputError(f"check histogram {name}: {value.shape} bins; expected "
-                                        f"{CHECK_BINS.num_bins}")
+            value = np.asarray(getattr(self, name), dtype=np.int64)
+            if value.shape != shape:
+                raise LabelDPInputError(f"check histogram {name}: shape {value.shape}; expected {shape}")
             object.__setattr__(self, name, value)
         for part in ("selection", "bound", "check"):
             rows, correct = getattr(self, f"{part}_rows"), getattr(self, f"{part}_correct")
             if np.any(correct < 0) or np.any(correct > rows):
-                raise LabelDPInputError(f"check histogram {part}: need 0 <= correct <= rows in every bin")
+                raise LabelDPInputError(f"check histogram {part}: need 0 <= correct <= rows in every cell")
 
     @classmethod
-    def empty(cls) -> CheckHistograms:
-        return cls(*(np.zeros(CHECK_BINS.num_bins) for _ in cls._FIELDS))
+    def empty(cls, classes: int, seed: int) -> CheckHistograms:
+        shape = (strata_count(classes), CHECK_BINS.num_bins)
+        return cls(classes, seed, *(np.zeros(shape, dtype=np.int64) for _ in cls._FIELDS))
 
     def merge(self, other: CheckHistograms) -> CheckHistograms:
-        return CheckHistograms(*(getattr(self, f) + getattr(other, f) for f in self._FIELDS))
+        if (self.classes, self.seed) != (other.classes, other.seed):
+            raise LabelDPInputError(f"cannot merge check histograms of {other.classes} classes and seed "
+                                    f"{other.seed} into {self.classes} classes and seed {self.seed}")
+        return CheckHistograms(self.classes, self.seed,
+                               *(getattr(self, f) + getattr(other, f) for f in self._FIELDS))
 
-    def to_dict(self) -> dict:
-        """Sparse: {"bins": non-empty bin indices, field: values at those bins} (result.json stays small)."""
-        used = np.flatnonzero(self.selection_rows + self.bound_rows + self.check_rows + self.check_planned)
-        return {"bins": used.tolist(), **{f: getattr(self, f)[used].tolist() for f in self._FIELDS}}
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The stored form (`auditing.game.counts.GameCounts.save`): every field as an array."""
+        return {"classes": np.array(self.classes), "seed": np.array(self.seed, dtype=np.uint64),
+                **{name: getattr(self, name) for name in self._FIELDS}}
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> CheckHistograms | None:
-        if not data:
-            return None
-        used = np.asarray(data["bins"], dtype=np.int64)
-        arrays = []
-        for name in cls._FIELDS:
-            full = np.zeros(CHECK_BINS.num_bins)
-            full[used] = np.asarray(data[name], dtype=np.float64)
-            arrays.append(full)
-        return cls(*arrays)
+    def from_arrays(cls, arrays) -> CheckHistograms | LegacyCheck:
+        """The histograms `arrays` stored, or a `LegacyCheck` for a game stored in the unstratified layout."""
+        if "classes" not in arrays:
+            return LegacyCheck(int(np.asarray(arrays["check_rows"]).sum()))
+        return cls(int(arrays["classes"]), int(np.asarray(arrays["seed"], dtype=np.uint64)),
+                   *(arrays[name] for name in cls._FIELDS))
 
 
-def histograms_of(audited: GameTables | None, check: GameTables | None, seed: int, bins: BinSpec) -> CheckHistograms:
-    """Repetition 0's check histograms of a chunk of rows: ``audited`` tables built with the selection half
-    (`auditing.audit.selection_half_mask`) and ``check`` tables of the check rows, binned by ``bins`` (any spec
-    `rebin` can merge into `CHECK_BINS`). The draws are the game's own (keyed by seed, repetition 0, row id), so
-    the audited halves' outcomes are those of the audit's repetition 0."""
-    out = []
-    for tables, slots in ((audited, [(0, 0), (0, 1)]), (check, [(0, None)])):
-        rows = np.zeros((len(slots), bins.num_bins), dtype=np.int64)
-        hits = np.zeros_like(rows)
-        if tables is not None and tables.rows:
-            slot_histograms(tables, slot_keys(seed, slots), rows, hits)
-        for s in range(len(slots)):
-            out += [rebin(rows[s], bins), rebin(hits[s], bins)]
-    planned = np.zeros(bins.num_bins)
-    if check is not None and check.rows:
-        for a in range(check.codes.shape[1]):
-            planned += np.bincount(check.codes[:, a] >> 1, weights=check.p_reference[:, a], minlength=bins.num_bins)
-    return CheckHistograms(*out, rebin(planned, bins))
+@dataclass(frozen=True)
+class Views:
+    """Repetition 0's views of a chunk of rows as the check counts them: each row's fine stratum, its |score| bin
+    in `CHECK_BINS` and whether the guess was right."""
+
+    stratum: np.ndarray
+    bin: np.ndarray
+    correct: np.ndarray
 
 
-# ------------------------------------------------------------------------------------------ the exact test
-# Numerical settings of the test's supremum over the nuisance accuracy a (docs/soundness.md section 8.3).
-_SUP_GRID = np.linspace(-15.0, 15.0, 121)  # logit(a), then refined around the largest value
-_EPS_HIGH = 20.0  # bisection's upper end for epsilon_check
-_EPS_TOLERANCE = 1e-5  # epsilon_check is reported to this precision, rounded down
-_SUPPORT_SD = 12.0  # C_H values beyond this many standard deviations carry under e^-72 of the mass: skipped
+def views_of_tables(tables: GameTables, seed: int, bins: BinSpec) -> Views:
+    """The views of the kernel's tables (built with |score| bins ``bins``): the same keyed draws as the game's
+    repetition 0 (`auditing.game.kernel.released_labels`)."""
+    released, bit = released_labels(tables, seed, 0)
+    rows = np.arange(tables.rows)
+    code = tables.codes[rows, released].astype(np.int64)
+    positive = code & 1
+    return Views(stratum_of(released, positive, tables.p_reference[rows, released]),
+                 coarse_bins(bins)[code >> 1], (1 - positive) == bit)
 
 
-def _wald(cb, nb: int, ch, nh: int, eps: float):
-    """The test's statistic: the smoothed log-odds difference minus eps, over its estimated standard error."""
-    pb = (np.asarray(cb, dtype=np.float64) + 0.5) / (nb + 1)
-    ph = (np.asarray(ch, dtype=np.float64) + 0.5) / (nh + 1)
-    se = np.sqrt(1.0 / ((nb + 1) * pb * (1 - pb)) + 1.0 / ((nh + 1) * ph * (1 - ph)))
-    return (special.logit(pb) - eps - special.logit(ph)) / se
+def views_of_scores(scores, released, correct, p_reference) -> Views:
+    """The views of the numpy game (`auditing.game.play.play_repetition` with the released labels): scores of the
+    released labels, the labels and the reference's class probabilities (n x k)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    rows = np.arange(scores.size)
+    return Views(stratum_of(released, scores > 0, np.asarray(p_reference)[rows, released]),
+                 bin_index(scores, CHECK_BINS), np.asarray(correct, dtype=bool))
 
 
-def _region(cb: int, nb: int, ch: int, nh: int, eps: float) -> np.ndarray:
-    """The rejection region as k[ch'] for ch' = 0..nh: reject when the audited count is >= k[ch'] (nb + 1: never).
-    k is the first audited count whose statistic reaches the observed one (the statistic rises and then falls in
-    the audited count, so the first crossing lies before its peak), made non-decreasing in ch': the region grows
-    with the audited count and shrinks with the check count, which is what lets stochastic dominance bound its
-    probability."""
-    z_obs = float(_wald(cb, nb, ch, nh, eps))
-    chs = np.arange(nh + 1)
-    lo, hi = np.zeros(nh + 1, dtype=np.int64), np.full(nh + 1, nb, dtype=np.int64)
-    while np.any(hi - lo > 2):  # the peak of a unimodal sequence, per ch' (ternary search)
-        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
-        up = _wald(m1, nb, chs, nh, eps) < _wald(m2, nb, chs, nh, eps)
-        lo, hi = np.where(up, m1 + 1, lo), np.where(up, hi, m2 - 1)
-        hi = np.maximum(hi, lo)
-    candidates = np.stack([lo, np.minimum(lo + 1, nb), np.minimum(lo + 2, nb)])
-    values = _wald(candidates, nb, chs[None, :], nh, eps)
-    peak = candidates[np.argmax(values, axis=0), chs]
-    reaches = _wald(peak, nb, chs, nh, eps) >= z_obs - 1e-12
-    lo, hi = np.zeros(nh + 1, dtype=np.int64), peak.copy()
-    while np.any(lo < hi):  # the first count reaching z_obs on the rising part
-        mid = (lo + hi) // 2
-        ok = _wald(mid, nb, chs, nh, eps) >= z_obs - 1e-12
-        lo, hi = np.where(ok, lo, mid + 1), np.where(ok, mid, hi)
-    k = np.where(reaches, lo, nb + 1)
-    return np.maximum.accumulate(k)
+def histograms_from_views(classes: int, seed: int, audited: Views | None, selection: np.ndarray | None,
+                          check: Views | None) -> CheckHistograms:
+    """The histograms of audited rows' views (``selection``: True for the selection half) and check rows' views."""
+    shape = (strata_count(classes), CHECK_BINS.num_bins)
+    size = shape[0] * shape[1]
 
-
-def _pvalue(cb: int, nb: int, ch: int, nh: int, eps: float) -> float:
-    """sup over a of P[(C_B, C_H) in the region] with C_B ~ Binomial(nb, f_eps(a)), C_H ~ Binomial(nh, a)."""
-    from scipy import optimize, stats  # imported when a check runs: scipy.stats alone takes 0.3 s to import
-
-    k = _region(cb, nb, ch, nh, eps)
-
-    def at(x: float) -> float:
-        a, q = special.expit(x), special.expit(eps + x)
-        spread = _SUPPORT_SD * math.sqrt(nh * a * (1 - a)) + 10
-        first, last = max(0, int(nh * a - spread)), min(nh, int(nh * a + spread) + 1)
-        chs = np.arange(first, last + 1)
-        return float(np.sum(stats.binom.pmf(chs, nh, a) * stats.binom.sf(k[first:last + 1] - 1, nb, q)))
-
-    values = np.array([at(x) for x in _SUP_GRID])
-    i = int(np.argmax(values))
-    refined = optimize.minimize_scalar(lambda x: -at(x), method="bounded", options={"xatol": 1e-7},
-                                       bounds=(_SUP_GRID[max(i - 1, 0)], _SUP_GRID[min(i + 1, _SUP_GRID.size - 1)]))
-    return max(float(values[i]), -float(refined.fun))
-
-
-def exact_epsilon_lower(correct: int, guesses: int, check_correct: int, check_guesses: int, gamma: float) -> float:
-    """The largest eps the exact test rejects at level ``gamma`` (0 when it rejects none): eps such that, for every
-    misfit-only accuracy a, the audited and check counts are as extreme as observed with probability <= gamma
-    when the audited accuracy is f_eps(a) = sigmoid(eps + logit(a)) and the check accuracy a."""
-    if guesses <= 0 or check_guesses <= 0:
-        return 0.0
-    if _pvalue(correct, guesses, check_correct, check_guesses, 0.0) > gamma:
-        return 0.0
-    lo, hi = 0.0, _EPS_HIGH
-    while hi - lo > _EPS_TOLERANCE:
-        mid = (lo + hi) / 2
-        if _pvalue(correct, guesses, check_correct, check_guesses, mid) <= gamma:
-            lo = mid
+    def count(views: Views | None, mask: np.ndarray | None) -> list[np.ndarray]:
+        if views is None or views.stratum.size == 0:
+            return [np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)]
+        cells = views.stratum * shape[1] + views.bin
+        if mask is not None:
+            cells, right = cells[mask], views.correct[mask]
         else:
-            hi = mid
-    return lo
+            right = views.correct
+        rows = np.bincount(cells, minlength=size).reshape(shape)
+        hits = np.bincount(cells[right], minlength=size).reshape(shape)
+        return [rows.astype(np.int64), hits.astype(np.int64)]
+
+    halves = np.zeros(0, dtype=bool) if selection is None else np.asarray(selection, dtype=bool)
+    parts = count(audited, halves) + count(audited, ~halves) + count(check, None)
+    return CheckHistograms(classes, seed, *parts)
 
 
+def histograms_of(audited: GameTables | None, check: GameTables | None, seed: int, bins: BinSpec,
+                  classes: int) -> CheckHistograms:
+    """Repetition 0's check histograms of a chunk of rows: ``audited`` tables built with the selection half
+    (`auditing.game.slots.selection_half_mask`) and ``check`` tables of the check rows, with |score| bins ``bins``
+    (any spec `coarse_bins` can merge into `CHECK_BINS`). The draws are the game's own (keyed by seed, repetition
+    0, row id), so the audited halves' outcomes are those of the audit's repetition 0."""
+    audited_views = None if audited is None or not audited.rows else views_of_tables(audited, seed, bins)
+    check_views = None if check is None or not check.rows else views_of_tables(check, seed, bins)
+    return histograms_from_views(classes, seed, audited_views, None if audited is None else audited.selection,
+                                 check_views)
+
+
+# ------------------------------------------------------------------------------------------ the plan
 def _lower(c: int, n: int, alpha: float) -> float:
     """Clopper-Pearson lower limit of a binomial rate at one-sided level alpha (0 when c = 0)."""
     return 0.0 if c <= 0 else float(special.betaincinv(c, n - c + 1, alpha))
@@ -269,22 +293,14 @@ def _logit(p: float) -> float:
     return math.log(p) - math.log1p(-p)
 
 
-def _planned_epsilon(correct: int, guesses: int, check_guesses: float, gamma: float) -> float:
-    """About the epsilon_check a threshold would give if the bound half matched the selection half's counts and
-    the check rows made ``check_guesses`` guesses, right half of the time: the test's statistic at its normal
-    critical value (-inf when it could give nothing). Only the plan uses it."""
-    if guesses <= 0 or correct <= 0 or check_guesses <= 0.0:
+def _planned_epsilon(accuracy: float, guesses: int, check_guesses: int, critical: float) -> float:
+    """About the epsilon_check a plan would give if the matched audited guesses were right ``accuracy`` of the time
+    and the check's ``check_guesses`` half of the time: the test's statistic at its normal critical value (-inf when
+    it could give nothing). Only the plan uses it."""
+    if guesses <= 0 or check_guesses <= 0:
         return -math.inf
-    p = (correct + 0.5) / (guesses + 1)
-    se = math.sqrt(1.0 / ((guesses + 1) * p * (1 - p)) + 4.0 / (check_guesses + 1))
-    from scipy import stats  # imported when needed: 0.3 s to import
-
-    return _logit(p) - stats.norm.isf(gamma) * se
-
-
-def _above(rows: np.ndarray, correct: np.ndarray, k: int) -> tuple[int, int]:
-    """Guesses and correct guesses at threshold bin k: every row whose |score| bin is k or higher."""
-    return int(rows[k:].sum()), int(correct[k:].sum())
+    se = math.sqrt(1.0 / ((guesses + 1) * accuracy * (1 - accuracy)) + 4.0 / (check_guesses + 1))
+    return _logit(accuracy) - critical * se
 
 
 def _grid_thresholds(rows: np.ndarray, correct: np.ndarray, grid_kind: str, grid_points: int,
@@ -296,22 +312,110 @@ def _grid_thresholds(rows: np.ndarray, correct: np.ndarray, grid_kind: str, grid
     return np.unique(boundary_bins(rows, correct, grid).bin)[::-1]  # highest threshold first
 
 
+def _from_top(values: np.ndarray) -> np.ndarray:
+    """out[..., j] = the sum of values[..., j:]: the guesses at threshold bin j."""
+    return np.flip(np.cumsum(np.flip(values, axis=-1), axis=-1), axis=-1)
+
+
+def _strata(selection_guesses: np.ndarray, classes: int) -> np.ndarray:
+    """The plan's strata: for each fine stratum, its coarse stratum. Per released label and direction the fine
+    reference bins are merged, in order, into at most `COARSE_REFERENCE_BINS` runs holding about equal shares of
+    the selection half's guesses (each bin goes to the run its midpoint share falls in)."""
+    groups = selection_guesses.reshape(classes * 2, FINE_REFERENCE_BINS).astype(np.float64)
+    total = groups.sum(axis=1, keepdims=True)
+    middle = np.cumsum(groups, axis=1) - groups / 2
+    share = np.divide(middle, total, out=np.zeros_like(middle), where=total > 0)
+    run = np.minimum((share * COARSE_REFERENCE_BINS).astype(np.int64), COARSE_REFERENCE_BINS - 1)
+    return (np.arange(classes * 2)[:, None] * COARSE_REFERENCE_BINS + run).ravel()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    value: float
+    threshold: int
+    strata: np.ndarray  # fine -> coarse
+    power: float
+    positive_only: bool
+    bound_take: np.ndarray  # matched audited guesses per coarse stratum
+    check_take: np.ndarray
+    selection_accuracy: float
+
+
+def _compositions(bound: np.ndarray, check: np.ndarray, selection_accuracy: np.ndarray):
+    """The candidate compositions: (power, positive_only, bound_take, check_take) per coarse stratum."""
+    matched = (bound > 0) & (check > 0)
+    supports = [(False, matched)]
+    favourable = matched & (selection_accuracy > 0.5)
+    if favourable.any() and not np.array_equal(favourable, matched):
+        supports.append((True, favourable))
+    for positive_only, support in supports:
+        if not support.any():
+            continue
+        for power in _COMPOSITION_POWERS:
+            weight = np.where(support, bound.astype(np.float64) ** power * check.astype(np.float64) ** (1 - power), 0)
+            pi = weight / weight.sum()
+            inside = pi > 0
+            n_bound = math.floor(float(np.min(bound[inside] / pi[inside])))
+            n_check = math.floor(float(np.min(check[inside] / pi[inside])))
+            bound_take = np.minimum(np.round(pi * n_bound), bound).astype(np.int64)
+            check_take = np.minimum(np.round(pi * n_check), check).astype(np.int64)
+            yield power, positive_only, bound_take, check_take
+
+
+def _plan(cum: dict[str, np.ndarray], candidates: np.ndarray, classes: int, critical: float) -> _Plan | None:
+    """The threshold, strata and composition maximising the planned epsilon_check (module docstring, step 1): the
+    selection half's outcomes and the views' guess counts only."""
+    best = None
+    for k in candidates:
+        k = int(k)
+        strata = _strata(cum["selection_rows"][:, k], classes)
+        size = classes * 2 * COARSE_REFERENCE_BINS
+
+        def merged(name, k=k, strata=strata, size=size):
+            return np.bincount(strata, weights=cum[name][:, k], minlength=size).astype(np.int64)
+
+        sel_rows, sel_correct = merged("selection_rows"), merged("selection_correct")
+        bound, check = merged("bound_rows"), merged("check_rows")
+        accuracy = (sel_correct + 0.5) / (sel_rows + 1.0)
+        for power, positive_only, bound_take, check_take in _compositions(bound, check, accuracy):
+            n_bound, n_check = int(bound_take.sum()), int(check_take.sum())
+            if n_bound == 0 or n_check == 0:
+                continue
+            planned_accuracy = float(np.sum(bound_take * accuracy) / n_bound)
+            value = _planned_epsilon(planned_accuracy, n_bound, n_check, critical)
+            if best is None or value > best.value:  # ties: the higher threshold, the earlier composition
+                best = _Plan(value, k, strata, power, positive_only, bound_take, check_take, planned_accuracy)
+    return best
+
+
+def _subsample(correct: np.ndarray, guesses: np.ndarray, take: np.ndarray, rng: np.random.Generator) -> int:
+    """The correct guesses among a uniform draw of ``take`` of each stratum's ``guesses`` (hypergeometric given the
+    stratum's ``correct``), summed; the strata are drawn in order, so the draws are reproducible."""
+    total = 0
+    for c, g, t in zip(correct.tolist(), guesses.tolist(), take.tolist(), strict=True):
+        if t > 0:
+            total += int(rng.hypergeometric(c, g - c, t))
+    return total
+
+
 def unchecked(reason: str, *, confidence: float, audited_rows: int = 0, check_rows: int = 0) -> CapacityCheck:
     """The record of a check that could not run."""
     return CapacityCheck(checked=False, reason=reason, confidence=confidence,
                          audited_rows=audited_rows, check_rows=check_rows)
 
 
-def capacity_check(histograms: CheckHistograms, *, confidence: float, delta: float = 0.0, grid_kind: str = "log",
-                   grid_points: int = 100, grid_min_fraction: float = 1e-4) -> CapacityCheck:
+def capacity_check(histograms: CheckHistograms | LegacyCheck, *, confidence: float, delta: float = 0.0,
+                   grid_kind: str = "log", grid_points: int = 100, grid_min_fraction: float = 1e-4) -> CapacityCheck:
     """Runs the check on repetition 0's histograms (module docstring; docs/soundness.md section 8).
 
     Args:
-        histograms: the selection half, bound half and check rows, over `CHECK_BINS`.
+        histograms: the selection half, bound half and check rows per stratum and `CHECK_BINS` bin.
         confidence: the verdict's confidence (the check spends the same 1 - confidence).
         delta: the audit's delta; the check is derived for delta = 0 and does not run otherwise.
         grid_*: the audit's guess grid, whose thresholds the selection half chooses among.
     """
+    if isinstance(histograms, LegacyCheck):
+        return unchecked(LEGACY_CHECK, confidence=confidence, check_rows=histograms.check_rows)
     m_sel, m_bound = int(histograms.selection_rows.sum()), int(histograms.bound_rows.sum())
     m_check = int(histograms.check_rows.sum())
     audited = m_sel + m_bound
@@ -322,46 +426,78 @@ def capacity_check(histograms: CheckHistograms, *, confidence: float, delta: flo
     if m_sel == 0 or m_bound == 0:
         return unchecked("the keyed halves of the audited rows left one half empty (too few audited rows)",
                          confidence=confidence, audited_rows=audited, check_rows=m_check)
+    from scipy import stats  # imported when a check runs: 0.3 s to import
+
     gamma = 1.0 - confidence
     grid = dict(grid_kind=grid_kind, grid_points=grid_points, grid_min_fraction=grid_min_fraction)
-
-    # 1. The threshold, planned on what the check may look at: the selection half's outcomes and the check rows'
-    #    label-free expected guesses (`check_planned`). The plan maximises the epsilon_check it would give if the
-    #    bound half did as the selection half and the check rows were right half the time (no misfit); the bound
-    #    half and the check rows' labels and coins play no part, so the limits below need no correction.
-    candidates = _grid_thresholds(histograms.selection_rows, histograms.selection_correct, **grid)
-    counts = np.array([_above(histograms.selection_rows, histograms.selection_correct, int(k)) for k in candidates])
-    planned = np.array([float(histograms.check_planned[int(k):].sum()) for k in candidates])
-    plan = np.array([_planned_epsilon(int(c), int(g), e, gamma) for (g, c), e in zip(counts, planned, strict=True)])
-    best = int(np.argmax(plan))  # ties: the highest threshold (candidates run from the top)
-    k = int(candidates[best])
-    selection_bound = float(pure_epsilon_lower_bounds(counts[best, 1], counts[best, 0], confidence=confidence))
-
-    # 2-4. The exact test at that threshold, and each side's own limit (descriptive).
-    g_bound, c_bound = _above(histograms.bound_rows, histograms.bound_correct, k)
-    g_check, c_check = _above(histograms.check_rows, histograms.check_correct, k)
-    lower = _lower(c_bound, g_bound, gamma) if g_bound else 0.0
-    upper = _upper(c_check, g_check, gamma)
-    misfit_upper = _logit(upper)
-    epsilon_check = exact_epsilon_lower(c_bound, g_bound, c_check, g_check, gamma)
-    reason = None if g_check else "no check row's |score| reaches the threshold: the check cannot vouch"
+    cum = {name: _from_top(getattr(histograms, name)) for name in CheckHistograms._FIELDS}
+    candidates = _grid_thresholds(histograms.selection_rows.sum(axis=0), histograms.selection_correct.sum(axis=0),
+                                  **grid)
+    plan = _plan(cum, candidates, histograms.classes, float(stats.norm.isf(gamma)))
 
     # The misfit the model shows on the check rows at all (lower confidence, Bonferroni over the thresholds).
-    own = _grid_thresholds(histograms.check_rows, histograms.check_correct, **grid)
-    own_counts = np.array([_above(histograms.check_rows, histograms.check_correct, int(j)) for j in own])
-    point = 1.0 - gamma / own.size
-    check_misfit = float(pure_epsilon_lower_bounds(own_counts[:, 1], own_counts[:, 0], confidence=point).max())
+    check_rows, check_correct = histograms.check_rows.sum(axis=0), histograms.check_correct.sum(axis=0)
+    own = _grid_thresholds(check_rows, check_correct, **grid)
+    own_counts = np.array([(int(check_rows[j:].sum()), int(check_correct[j:].sum())) for j in own])
+    check_misfit = float(pure_epsilon_lower_bounds(own_counts[:, 1], own_counts[:, 0],
+                                                   confidence=1.0 - gamma / own.size).max())
+    common = dict(checked=True, confidence=confidence, audited_rows=audited, check_rows=m_check,
+                  check_misfit_kappa=check_misfit, check_grid_size=int(own.size))
+    if plan is None:
+        k = int(candidates[0])
+        return CapacityCheck(**common, reason=NO_MATCHED_STRATUM, threshold_bin=k, threshold_score=bin_lower_edge(k))
 
+    k, size = plan.threshold, histograms.classes * 2 * COARSE_REFERENCE_BINS
+
+    def merged(name: str) -> np.ndarray:
+        return np.bincount(plan.strata, weights=cum[name][:, k], minlength=size).astype(np.int64)
+
+    sel_rows, sel_correct = merged("selection_rows"), merged("selection_correct")
+    bound, bound_correct = merged("bound_rows"), merged("bound_correct")
+    check, check_correct_s = merged("check_rows"), merged("check_correct")
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([histograms.seed, _SUBSAMPLE_STREAM])))
+    c_bound = _subsample(bound_correct, bound, plan.bound_take, rng)
+    c_check = _subsample(check_correct_s, check, plan.check_take, rng)
+    n_bound, n_check = int(plan.bound_take.sum()), int(plan.check_take.sum())
+    # The composition each side was matched to; rounding leaves them a little apart (module docstring, step 2).
+    slack = float(np.clip(plan.bound_take / n_bound - plan.check_take / n_check, 0.0, None).sum())
+    epsilon_check = exact_epsilon_lower(c_bound, n_bound, c_check, n_check, gamma, slack)
+    upper = _upper(c_check, n_check, gamma)
+    table = tuple(_stratum_counts(s, plan, sel_rows, sel_correct, bound, bound_correct, check, check_correct_s)
+                  for s in range(size) if bound[s] or check[s])
+    sel_total = int(cum["selection_rows"][:, k].sum())
+    sel_total_correct = int(cum["selection_correct"][:, k].sum())
     return CapacityCheck(
-        checked=True, reason=reason, confidence=confidence, audited_rows=audited,
-        check_rows=m_check, threshold_bin=k, threshold_score=bin_lower_edge(k),
-        selection_guesses=int(counts[best, 0]), selection_correct=int(counts[best, 1]),
-        selection_bound=selection_bound, planned_check_guesses=float(planned[best]), bound_guesses=g_bound, bound_correct=c_bound, check_guesses=g_check,
-        check_correct=c_check, audited_accuracy_lower=lower, check_accuracy_upper=upper,
-        misfit_kappa_upper=misfit_upper, epsilon_check=float(epsilon_check), check_misfit_kappa=check_misfit,
-        check_grid_size=int(own.size),
+        **common, reason=None, threshold_bin=k, threshold_score=bin_lower_edge(k),
+        selection_guesses=sel_total, selection_correct=sel_total_correct,
+        selection_bound=float(pure_epsilon_lower_bounds(sel_total_correct, sel_total, confidence=confidence)),
+        planned_check_guesses=float(n_check),
+        bound_guesses=int(bound.sum()), bound_correct=int(bound_correct.sum()),
+        check_guesses=int(check.sum()), check_correct=int(check_correct_s.sum()),
+        audited_accuracy_lower=_lower(c_bound, n_bound, gamma), check_accuracy_upper=upper,
+        misfit_kappa_upper=_logit(upper), epsilon_check=float(epsilon_check),
+        rule="stratified", strata=int(np.count_nonzero(plan.bound_take)), composition_power=plan.power,
+        composition_favourable_only=plan.positive_only, matched_bound_guesses=n_bound,
+        matched_bound_correct=c_bound, matched_check_guesses=n_check, matched_check_correct=c_check,
+        unmatched_bound_guesses=int(bound[check == 0].sum()), composition_slack=slack,
+        selection_matched_accuracy=plan.selection_accuracy, strata_table=table,
     )
 
 
-__all__ = ["CHECK_BINS", "DELTA_NOT_SUPPORTED", "NO_CHECK_ROWS", "CheckHistograms",
-           "bin_lower_edge", "capacity_check", "exact_epsilon_lower", "histograms_of", "rebin", "unchecked"]
+def _stratum_counts(s: int, plan: _Plan, sel_rows, sel_correct, bound, bound_correct, check,
+                    check_correct) -> StratumCounts:
+    """The row of the strata table for coarse stratum ``s``: its label, direction and reference range (over the
+    fine bins merged into it) and each side's guesses."""
+    fine = np.flatnonzero(plan.strata == s)
+    first, last = stratum_label(int(fine[0])), stratum_label(int(fine[-1]))
+    return StratumCounts(label=first[0], trained=first[1], reference_low=first[2], reference_high=last[3],
+                         selection_guesses=int(sel_rows[s]), selection_correct=int(sel_correct[s]),
+                         bound_guesses=int(bound[s]), bound_correct=int(bound_correct[s]),
+                         check_guesses=int(check[s]), check_correct=int(check_correct[s]),
+                         matched_bound_guesses=int(plan.bound_take[s]), matched_check_guesses=int(plan.check_take[s]))
+
+
+__all__ = ["CHECK_BINS", "CHECK_LAYOUT", "COARSE_REFERENCE_BINS", "DELTA_NOT_SUPPORTED", "FINE_REFERENCE_BINS",
+           "LEGACY_CHECK", "NO_CHECK_ROWS", "NO_MATCHED_STRATUM", "CheckHistograms", "LegacyCheck", "Views",
+           "bin_lower_edge", "capacity_check", "coarse_bins", "histograms_from_views", "histograms_of",
+           "rebin", "reference_bin", "strata_count", "stratum_of", "unchecked", "views_of_scores", "views_of_tables"]

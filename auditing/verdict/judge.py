@@ -20,7 +20,9 @@ from auditing.risk.attack_bounds import posterior_ceiling
 from auditing.risk.figures import risk_assessment, risk_block
 from auditing.risk.records import PosteriorCurve, RiskAssessment, RiskBlock
 from auditing.verdict.control_check import ControlCheck
+from auditing.verdict.decision import decide
 from auditing.verdict.exposure_floor import DEFAULT_POWER
+from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.guardrail import guardrail_status
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.robustness import (
@@ -127,7 +129,8 @@ def posterior_curve(assessment: RiskAssessment) -> PosteriorCurve:
 
 def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: ControlCheck | None = None,
           night: NightTrust | None = None, shift_diagnostic: ShiftDiagnostic | None = None,
-          reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE) -> Verdict:
+          reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE,
+          family: FamilyEvidence | None = None) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
 
     Args:
@@ -142,6 +145,8 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
             carried as given.
         reference_check: the night's reference check (`auditing.verdict.reference_check.ReferenceCheck`).
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
+        family: the target family's tests with this night in them (`auditing.verdict.family_evidence`; None: no
+            family, e.g. a guardrail); the decision reads its confirmation and what would confirm a leak.
 
     Returns:
         The `Verdict`; an optimistic result (strategy max) gets the status `NO_VERDICT`, and a PASS that the
@@ -173,6 +178,10 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     else:
         trust = verdict_trust(status, claimed, result.capacity_check,
                               kappa=result.kappa, night=night)
+    decision = None
+    if kind == "target" and status != NO_VERDICT:
+        decision = decide(status, trust, claimed, result.capacity_check, night=night, family=family,
+                          inconclusive_reason=result.inconclusive_reason, kappa=result.kappa)
     return Verdict(
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
@@ -182,6 +191,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         reference_check=reference_check,
         shift_diagnostic=shift_diagnostic, trust=trust,
         slices=slice_verdicts(result, claimed, night) if kind == "target" else (),
+        decision=decision,
     )
 
 

@@ -114,6 +114,10 @@ def verdict_trust(status: str, claimed_epsilon: float, check: CapacityCheck | No
         return trust(TRUSTED, None)
     if night.violations_void_reason:
         return trust(UNTRUSTED, f"the night's VIOLATIONs are void: {night.violations_void_reason}")
+    if check.checked and not check.stratified:
+        return trust(UNTRUSTED, "the capacity check of this result compared pooled accuracies (computed before it "
+                                "compared like with like), which a model memorising its training rows can fool: it "
+                                "cannot vouch; score the night again")
     if check.vouches_for(claimed_epsilon):
         return trust(TRUSTED, f"the capacity check vouches for it: epsilon_check {check.epsilon_check:.4g} > claim "
                               f"{claimed_epsilon:g} without kappa (the model's misfit on unseen rows where the "

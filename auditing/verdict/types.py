@@ -96,6 +96,51 @@ class Trust:
         return asdict(self)
 
 
+# The decision of a target's verdict (auditing.verdict.decision decides it; docs/decisions.md).
+ACT, UNCONFIRMED, NO_EVIDENCE, NO_POWER = "act", "unconfirmed", "no_evidence", "no_power"
+DECISIONS = (ACT, UNCONFIRMED, NO_EVIDENCE, NO_POWER)
+# The words every sink shows for a decision: a headline, and what it means in one sentence.
+HEADLINES = {ACT: "confirmed leak: act", UNCONFIRMED: "unconfirmed leak", NO_EVIDENCE: "no evidence of a leak",
+             NO_POWER: "no power"}
+MEANINGS = {
+    ACT: "the model leaks its labels more than its claimed epsilon allows, and the reference's misfit cannot explain "
+         "it: act on it (stop the release, investigate the mechanism's accounting)",
+    UNCONFIRMED: "the audit's bound exceeds the claim, but the reference's misfit could explain it: do not act on "
+                 "tonight alone; the decision says what would confirm it",
+    NO_EVIDENCE: "the audit could have disproved the claim and did not: no evidence of a leak (not a proof of "
+                 "privacy)",
+    NO_POWER: "tonight's audit could not have disproved the claim: it says nothing either way",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision of one target's verdict (`auditing.verdict.decision`): one of `DECISIONS`, why in one sentence, the one
+    next step, and for an unconfirmed leak what would confirm it: about how many check rows (``confirm_check_rows``,
+    None when no number would at tonight's margin) and how many more nights like tonight's family average
+    (``confirm_nights``); ``check_e_value``: tonight's e-value of the check's null (1 when it did not count);
+    ``family_confirmed``: the family's nights together confirmed a leak."""
+
+    decision: str
+    reason: str
+    next_step: str | None = None
+    confirm_check_rows: int | None = None
+    confirm_nights: int | None = None
+    check_e_value: float | None = None
+    family_confirmed: bool = False
+
+    @property
+    def headline(self) -> str:
+        return HEADLINES[self.decision]
+
+    @property
+    def meaning(self) -> str:
+        return MEANINGS[self.decision]
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "headline": self.headline, "meaning": self.meaning}
+
+
 @dataclass(frozen=True)
 class TrustFigures:
     """The flat trust figures of one verdict, as the CLI's ``--json``, the alert and the warehouse carry them:
@@ -177,7 +222,8 @@ class Verdict:
     ``risk_columns``); posterior_curve: the report chart's series. kind: target | control;
     control: the control's judged check (`ControlCheck`), None for a target;
     trust: how far it can be relied on (`Trust`); untrusted_reason: its reason whenever it is not trusted;
-    reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic.
+    reference_check: the night's reference check; shift_diagnostic: the day-over-day data diagnostic;
+    decision: what it means for the people who act on it (`auditing.verdict.decision.Decision`).
     """
 
     result: AuditResult
@@ -193,6 +239,8 @@ class Verdict:
     shift_diagnostic: ShiftDiagnostic | None = None
     trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))
     slices: tuple[SliceVerdict, ...] = ()  # sorted by bound, largest first; empty when no slice was declared
+    # The one decision of a target's verdict (auditing.verdict.decision; None for a control or an optimistic result).
+    decision: Decision | None = None
 
     @property
     def slice_violations(self) -> tuple[SliceVerdict, ...]:
@@ -234,4 +282,5 @@ class Verdict:
             inconclusive_reason=self.result.inconclusive_reason, untrusted_reason=self.untrusted_reason)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "result": self.result.to_dict(), "risk": self.risk.to_dict()}  # as they are stored
+        return {**asdict(self), "result": self.result.to_dict(), "risk": self.risk.to_dict(),
+                "decision": None if self.decision is None else self.decision.to_dict()}  # as they are stored

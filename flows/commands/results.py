@@ -197,10 +197,12 @@ def _family(args) -> int:
         print(json.dumps({"model_id": model, **test.to_dict()}, allow_nan=False, indent=1))
         return 0
     print(f"{model}: {test.sentence()}")
-    print("partition_date  claimed_eps  kappa  e_value     evidence    flagged  not counted because")
+    print("partition_date  claimed_eps  kappa  check_e     check_evid  confirmed  kappa_e     kappa_evid  "
+          "not counted because")
     for row, night in zip(nights, test.nights, strict=True):
-        print(f"{night.partition_date.isoformat()}  {row.claimed_epsilon:>11g}  {row.kappa:>5g}  {night.e_value:<10.4g}  "
-              f"{night.evidence:<10.4g}  {'yes' if night.flagged else 'no':<7}  {night.reason or '-'}")
+        print(f"{night.partition_date.isoformat()}  {row.claimed_epsilon:>11g}  {row.kappa:>5g}  "
+              f"{night.check_e_value:<10.4g}  {night.check_evidence:<10.4g}  {'yes' if night.confirmed else 'no':<9}  "
+              f"{night.e_value:<10.4g}  {night.evidence:<10.4g}  {night.check_reason or night.reason or '-'}")
     return 0
 
 

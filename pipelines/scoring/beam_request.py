@@ -23,6 +23,7 @@ from auditing.game.counts import GameCounts
 from auditing.game.sweep import SweepCounts
 from auditing.game.sweep_reduce import BinSpec
 from auditing.result import AuditResult
+from auditing.verdict.capacity_check import CHECK_LAYOUT
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
@@ -397,7 +398,9 @@ def scoring_key(game: GameConfig, lineage: dict, audited_rows: dict | None, *, e
     payload = {"game": game.game_hash(), "model": lineage["model"]["fingerprint"],
                "reference": lineage["reference"]["fingerprint"], "partition": lineage["partition"]["fingerprint"],
                "dataset": lineage["partition"].get("dataset_fingerprint"), "audited_rows": audited_rows,
-               "rows": lineage["rows"], "expected_curve": bool(expected_curve), "capacity_check": bool(capacity_check)}
+               "rows": lineage["rows"], "expected_curve": bool(expected_curve),
+               # the check histograms' layout: a game stored in another is scored again
+               "capacity_check": CHECK_LAYOUT if capacity_check else False}
     if slices is not None:  # only when declared, so the keys of days without slices are unchanged
         payload["slices"] = slices
     return hashlib.sha256(json.dumps(json_safe(payload), sort_keys=True).encode()).hexdigest()[:16]

@@ -519,7 +519,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
         game = GameCounts(game=request.game, counts=counts, halves=split, score_histogram=histogram,
                           prior_histogram=pass1.prior_histogram(), expected_correct=expected,
-                          check=_check_histograms(pass1, spec), row_groups=row_groups, attack_curve=attack)
+                          check=_check_histograms(pass1, spec, dataset.classes), row_groups=row_groups,
+                          attack_curve=attack)
         result = audit_counts(game, request.config.bound)
         if request.slices:
             from pipelines.scoring.day_slices import day_slices, slicings_for
@@ -584,13 +585,13 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, 
     return ScoringOutcome(result, game, out_final, None, record)
 
 
-def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec):
+def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec, classes: int):
     """The capacity check's histograms (empty ones when the job read no check row), or None without a check."""
     if not spec.capacity_check:
         return None
     from auditing.verdict.capacity_check import CheckHistograms
 
-    return pass1.checks if pass1.checks is not None else CheckHistograms.empty()
+    return pass1.checks if pass1.checks is not None else CheckHistograms.empty(classes, spec.game.draw_seed)
 
 
 def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, target_md: ModelMetadata,

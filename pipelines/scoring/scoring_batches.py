@@ -117,7 +117,7 @@ class GameSpec:
         check_tables = None if check is None or check.rows == 0 else game_tables(
             check.p_target, check.p_reference, check.labels, check.row_ids, score=self.game.score,
             power=self.game.score_power, bins=self.bins)
-        return histograms_of(audited, check_tables, self.game.draw_seed, self.bins)
+        return histograms_of(audited, check_tables, self.game.draw_seed, self.bins, audited.p_target.shape[1])
 
 
 # Pass-1 kernels run on the process's "pass1" background thread when an accumulator plays in the background
@@ -285,7 +285,7 @@ class Pass1Accumulator:
         if self.priors is not None:
             arrays.update(priors=self.priors, prior_kind=np.array(self.prior_kind))
         if self.checks is not None:
-            arrays.update({f"check_{name}": getattr(self.checks, name) for name in CheckHistograms._FIELDS})
+            arrays.update({f"check_{name}": value for name, value in self.checks.arrays().items()})
         if self.signed is not None:
             arrays.update(signed=self.signed)
         np.savez(path, **arrays)
@@ -298,7 +298,8 @@ class Pass1Accumulator:
             correct = data["correct"] if "correct" in data else None
             priors = data["priors"] if "priors" in data else None
             kind = str(data["prior_kind"]) if "prior_kind" in data else "class1"
-            checks = (CheckHistograms(*(data[f"check_{name}"] for name in CheckHistograms._FIELDS))
+            checks = (CheckHistograms.from_arrays({name[len("check_"):]: data[name] for name in data.files
+                                                   if name.startswith("check_")})
                       if "check_selection_rows" in data else None)
             signed = data["signed"] if "signed" in data else None
             return cls(rows=rows, correct=correct, issues=issues, batches=int(data["batches"]), priors=priors,

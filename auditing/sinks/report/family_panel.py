@@ -11,39 +11,51 @@ from auditing.verdict.family_evidence import FamilyEvidence
 
 FAMILY_CSS = """
 svg .family-line, svg g.family-line line { fill:none; stroke:var(--accent); stroke-width:2; }
+svg .family-kappa-line, svg g.family-kappa-line line { fill:none; stroke:#8a8f98; stroke-width:1.5;
+  stroke-dasharray:3 3; }
 svg g.family-flag-line line { stroke:var(--bad); stroke-width:1.5; stroke-dasharray:5 4; }
 svg g.family-flag-line text { fill:var(--bad); font-size:11px; }
 svg .family-point { fill:var(--accent); stroke:#fff; stroke-width:1; }
-svg .family-flagged { fill:var(--bad); stroke:#fff; stroke-width:1; }
+svg .family-confirmed { fill:var(--bad); stroke:#fff; stroke-width:1; }
 """
-MEANING = ("Each night's e-value is the likelihood ratio of its repetition-0 guesses against the claim at that "
-           "night's kappa, with an alternative fixed from earlier nights; their running mixture is a test that "
-           "stays valid however often it is looked at (Ville's inequality), so a flag means the nights together "
-           "disprove the claims at false-alarm rate alpha, even when no single night did. It assumes every night's "
-           "kappa covers its reference (a misfit beyond it compounds across nights: read the capacity check of each "
-           "night), each row audited at most once in the family and fresh coins each night (keyed by the night, "
-           "or, for a result without a coins night, row ids that do not repeat across days). Nights "
-           "with delta > 0 or an infinite claim count as 1. See docs/soundness.md section 10.")
+MEANING = ("The solid line is the check's evidence: each night's capacity check gives an e-value for its own null "
+           "(the model at its claim, under the check's assumption T_u, with no kappa), its exact test's p-value "
+           "calibrated as 1 / (2 sqrt(p)); their product stays valid however often it is looked at (Ville's "
+           "inequality). The family is confirmed the first night it reaches 1/alpha while the kappa-based evidence "
+           "(dashed, secondary: the likelihood ratio of the nights' guesses against the claim at each night's "
+           "kappa) does too, so a confirmation needs both tests wrong. The kappa-based evidence alone is not a "
+           "reason to act: it holds only if kappa covers every night's reference, and a small misfit beyond it "
+           "compounds across nights. A night counts only when its claim is finite and pure (delta 0) and its coins "
+           "were keyed by its own day; its first run counts. See docs/soundness.md section 10.")
+
+
+def _log10(value: float) -> float:
+    return math.log10(max(value, 1e-300)) if math.isfinite(value) else 308.0
 
 
 def family_chart(family: FamilyEvidence) -> str:
-    """log10 of the running evidence per night (in the order computed), with the flag line log10(1/alpha)."""
-    values = [math.log10(max(n.evidence, 1e-300)) if math.isfinite(n.evidence) else 308.0 for n in family.nights]
+    """log10 of both running evidences per night (in the order computed), with the line log10(1/alpha)."""
+    check = [_log10(n.check_evidence) for n in family.nights]
+    kappa = [_log10(n.evidence) for n in family.nights]
     flag = math.log10(1.0 / family.alpha)
-    lo, hi = min([*values, 0.0]), max([*values, flag])
-    plot = svg.Plot(svg.LinearScale(0.0, max(1.0, len(values) - 1.0)), svg.LinearScale.nice(lo - 0.2, hi + 0.2),
+    lo, hi = min([*check, *kappa, 0.0]), max([*check, *kappa, flag])
+    plot = svg.Plot(svg.LinearScale(0.0, max(1.0, len(check) - 1.0)), svg.LinearScale.nice(lo - 0.3, hi + 0.3),
                     height=260)
-    points = [(float(i), v) for i, v in enumerate(values)]
+    points = [(float(i), v) for i, v in enumerate(check)]
     parts = [svg.open_svg(plot, "family evidence across nights", "family-chart"),
              svg.axes(plot, x_label="night (in the order computed)", y_label="log10 evidence"),
-             svg.hline(plot, flag, "family-flag-line", f"flag: 1/alpha = {1 / family.alpha:g}"),
+             svg.hline(plot, flag, "family-flag-line", f"confirmation: 1/alpha = {1 / family.alpha:g}"),
+             svg.polyline(plot, [(float(i), v) for i, v in enumerate(kappa)], "family-kappa-line"),
              svg.polyline(plot, points, "family-line")]
     for (x, y), night in zip(points, family.nights, strict=True):
-        parts.append(svg.marker(plot, x, y, "family-flagged" if night.flagged else "family-point",
-                                f"{night.partition_date.isoformat()}: e-value {night.e_value:.3g}, evidence "
-                                f"{night.evidence:.3g}" + (f" ({night.reason})" if night.reason else "")))
-    parts.append(svg.legend(plot, [("family-line", "the family's evidence after each night"),
-                                   ("family-flag-line", f"flag at 1/alpha = {1 / family.alpha:g}")]))
+        why = night.check_reason or night.reason
+        parts.append(svg.marker(plot, x, y, "family-confirmed" if night.confirmed else "family-point",
+                                f"{night.partition_date.isoformat()}: check e-value {night.check_e_value:.3g}, "
+                                f"check evidence {night.check_evidence:.3g}; kappa-based {night.evidence:.3g}"
+                                + (f" ({why})" if why else "")))
+    parts.append(svg.legend(plot, [("family-line", "the check's evidence (kappa-free; confirms)"),
+                                   ("family-kappa-line", "kappa-based evidence (secondary)"),
+                                   ("family-flag-line", f"confirmation at 1/alpha = {1 / family.alpha:g}")]))
     parts.append(svg.close_svg())
     return "".join(parts)
 
@@ -57,4 +69,4 @@ def family_panel(family: FamilyEvidence | None) -> str:
     this = family.nights[-1]
     return (head + f"<p class=\"family-sentence\"><strong>{esc(family.sentence())}</strong></p>"
             f"{family_chart(family)}<p class=\"caption\">{esc(MEANING)} The last night shown: "
-            f"{esc(this.partition_date.isoformat())}, e-value {this.e_value:.3g}.</p></section>")
+            f"{esc(this.partition_date.isoformat())}, check e-value {this.check_e_value:.3g}.</p></section>")

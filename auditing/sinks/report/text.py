@@ -384,12 +384,12 @@ def family_line(row: ResultRow, nights: int | None = None, alpha: float = DEFAUL
         return None
     after = "" if nights is None else f" after {nights} night{'s' if nights != 1 else ''}"
     e_value = "" if row.family_e_value is None else f" (this night's e-value {_evidence(row.family_e_value)})"
-    state = (f"FLAGGED (reached 1/alpha = {1 / alpha:g} on or before this night)" if row.family_flagged
-             else f"not flagged (has not reached 1/alpha = {1 / alpha:g})")
-    return (f"family across nights: evidence {_evidence(row.family_evidence)}{after}{e_value}, {state}: an "
-            f"anytime-valid test of the model's claims over its nightly and backfill nights, whose flag disproves "
-            f"them together at false-alarm rate alpha = {alpha:g}; {hints.FAMILY_NIGHTS.line(model=row.model_id)} "
-            "shows each night")
+    state = (f"at 1/alpha = {1 / alpha:g} on or before this night" if row.family_flagged
+             else f"below 1/alpha = {1 / alpha:g}")
+    return (f"family across nights: kappa-based evidence {_evidence(row.family_evidence)}{after}{e_value}, {state}: "
+            f"secondary, it holds only if kappa covers every night's reference (a small misfit beyond it compounds "
+            f"across nights); {hints.FAMILY_NIGHTS.line(model=row.model_id)} shows each night and the check's "
+            "kappa-free evidence")
 
 
 def _where(r: ListedVerdict | SkippedTarget) -> str:

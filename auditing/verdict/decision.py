@@ -1,0 +1,136 @@
+"""One decision per target: what a verdict means for the people who act on it (docs/decisions.md).
+
+Every verdict of a target maps to exactly one of four decisions, worded the same wherever it is shown (the
+terminal, ``--json``, the warehouse, the report, the alert and ``audit-scores``):
+
+- ``act``: a confirmed leak. The valid bound exceeds the claim and the capacity check vouches for it without
+  kappa (a trusted VIOLATION), or the family's nights together confirm a leak (`FamilyEvidence.confirmed`), or the
+  plan accepted a reference no check row could check and the bound exceeds the claim at the plan's kappa;
+- ``unconfirmed``: an unconfirmed leak. The valid bound exceeds the claim, but the reference's misfit can explain
+  it (the check does not vouch for it, nothing checked the reference, or the positive control showed bounds above
+  their truth tonight); the decision says what would confirm it: the check rows, or the nights like tonight, that
+  would make the evidence decisive at its measured margin;
+- ``no_evidence``: no evidence of a leak. A PASS (or WEAK_PASS): the audit could have disproved the claim and did
+  not; not a proof of privacy;
+- ``no_power``: no power. Even a perfect attacker could not have disproved the claim with these rows
+  (INCONCLUSIVE), the positive control fell below its floor (the audit did not show the power it promises), or the
+  night is void (the negative control failed: tonight's figures mean nothing).
+
+The decisions' words and the `Decision` record are in `auditing.verdict.types` (data only); this module decides.
+`auditing.verdict.judge.judge` decides once and the sinks render the `Decision`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from auditing.result import CapacityCheck
+from auditing.verdict.family_evidence import FamilyEvidence
+from auditing.verdict.trust import NightTrust
+from auditing.verdict.types import (
+    ACCEPTED_UNCHECKED,
+    ACT,
+    INCONCLUSIVE,
+    NO_EVIDENCE,
+    NO_POWER,
+    TRUSTED,
+    UNCONFIRMED,
+    VIOLATION,
+    VOID,
+    Decision,
+    Trust,
+)
+
+# The smallest factor of tonight's check rows a confirmation estimate reports (the exact test is stricter than
+# the normal approximation the estimate uses).
+_MIN_CHECK_FACTOR = 1.1
+
+
+def check_rows_to_confirm(check: CapacityCheck | None, claimed_epsilon: float) -> int | None:
+    """About how many check rows would let the capacity check vouch for the claim being exceeded at tonight's
+    matched accuracies (the test's normal approximation, its check side's variance shrinking with the rows): None
+    when no number would (the audited accuracy does not exceed what the check's misfit explains at the claim, or the
+    audited side alone is too noisy) or the check did not run stratified."""
+    if check is None or not check.stratified or not check.matched_bound_guesses or not check.matched_check_guesses:
+        return None
+    from scipy import stats  # imported when needed: 0.3 s to import
+
+    n_b, n_h = check.matched_bound_guesses, check.matched_check_guesses
+    p_b = (check.matched_bound_correct + 0.5) / (n_b + 1)
+    p_h = min((check.matched_check_correct + 0.5) / (n_h + 1) + (check.composition_slack or 0.0), 1 - 1e-9)
+    margin = math.log(p_b / (1 - p_b)) - math.log(p_h / (1 - p_h)) - claimed_epsilon
+    if margin <= 0:
+        return None
+    z = float(stats.norm.isf(1.0 - check.confidence))
+    var_b = 1.0 / ((n_b + 1) * p_b * (1 - p_b))
+    room = (margin / z) ** 2 - var_b
+    if room <= 0:
+        return None
+    factor = (1.0 / ((n_h + 1) * p_h * (1 - p_h))) / room
+    return math.ceil(max(factor, _MIN_CHECK_FACTOR) * check.check_rows)
+
+
+def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityCheck | None, *,
+           night: NightTrust | None = None, family: FamilyEvidence | None = None,
+           inconclusive_reason: str | None = None, kappa: float = 0.0) -> Decision:
+    """The decision of a target's verdict (module docstring), from its status and trust, the night's controls, its
+    capacity check and its family's tests with tonight in them (None: no family, e.g. a guardrail)."""
+    night = night or NightTrust()
+    tonight = None if family is None or not family.nights else family.nights[-1]
+    e_value = None if tonight is None else tonight.check_e_value
+    if family is not None and family.confirmed:
+        return Decision(ACT, f"the family's nights together confirm a leak without kappa: the check's evidence "
+                             f"{family.check_evidence:.3g} reached {1 / family.alpha:g} on "
+                             f"{family.confirmed_on.isoformat()} (anytime-valid at alpha {family.alpha:g}), and the "
+                             f"kappa-based evidence {family.evidence:.3g} did too",
+                        "treat the model family as leaking more than its claims: hold its releases and check its "
+                        "privacy accounting", check_e_value=e_value, family_confirmed=True)
+    if night.void_reason:
+        return Decision(NO_POWER, f"tonight is void: {night.void_reason}",
+                        "fix what the failed control points at (infra/README.md, CONTROL_FAILED) and audit the night "
+                        "again", check_e_value=e_value)
+    if status == INCONCLUSIVE:
+        why = inconclusive_reason or ("even an attacker right on every guess could not have shown a violation of the "
+                                      "claim with these rows")
+        return Decision(NO_POWER, why, "audit more rows (a bigger day, or the plan's power planner: labeldp-audit "
+                                       "plan power) or accept that the claim cannot be tested at this size",
+                        check_e_value=e_value)
+    if status == VIOLATION:
+        if trust.state == TRUSTED:
+            return Decision(ACT, trust.reason or "the capacity check vouches for the violation",
+                            "hold the release and check the mechanism's privacy accounting", check_e_value=e_value)
+        if trust.state == ACCEPTED_UNCHECKED:
+            return Decision(ACT, f"the valid bound exceeds the claim at kappa {kappa:g}; the plan accepted a reference "
+                                 "no check row could check, so misfit beyond kappa is not ruled out",
+                            "hold the release; hold out rows from training so that the next audit can check the "
+                            "reference", check_e_value=e_value)
+        rows = check_rows_to_confirm(check, claimed_epsilon)
+        nights = None if family is None else family.nights_to_confirm()
+        return Decision(UNCONFIRMED, trust.reason or "the capacity check cannot vouch for it",
+                        _what_would_confirm(check, rows, nights), confirm_check_rows=rows, confirm_nights=nights,
+                        check_e_value=e_value)
+    if trust.detectability == VOID:
+        return Decision(NO_POWER, f"the audit did not show the power its floors promise: "
+                                  f"{trust.detectability_reason}", "find why the positive control fell below its "
+                                  "floor (infra/README.md, CONTROL_FAILED)", check_e_value=e_value)
+    return Decision(NO_EVIDENCE, "the valid bound does not exceed the claim", None, check_e_value=e_value)
+
+
+def _what_would_confirm(check: CapacityCheck | None, rows: int | None, nights: int | None) -> str:
+    """The next step of an unconfirmed leak: the check rows or the nights that would confirm it."""
+    if check is None or check.check_rows == 0:
+        return ("hold out some of the day's rows from every audited model (pass the models' training rows), so that "
+                "the capacity check can measure the reference's misfit")
+    parts = []
+    if rows is not None:
+        parts.append(f"about {rows:,} check rows ({rows / check.check_rows:.1f}x tonight's {check.check_rows:,}; a "
+                     "larger holdout share) at tonight's margin")
+    if nights:
+        parts.append(f"about {nights} more night(s) like these in the family's evidence")
+    if not parts:
+        return ("at tonight's accuracies the reference's misfit explains the evidence: no number of check rows would "
+                "confirm it; watch the family's evidence across nights")
+    return "would be confirmed by " + " or ".join(parts)
+
+
+__all__ = ["check_rows_to_confirm", "decide"]
