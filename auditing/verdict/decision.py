@@ -26,6 +26,7 @@ import math
 
 from auditing.result import CapacityCheck
 from auditing.verdict.family_evidence import FamilyEvidence
+from auditing.verdict.split_test import SplitTest
 from auditing.verdict.trust import NightTrust
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
@@ -72,9 +73,10 @@ def check_rows_to_confirm(check: CapacityCheck | None, claimed_epsilon: float) -
 
 def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityCheck | None, *,
            night: NightTrust | None = None, family: FamilyEvidence | None = None,
-           inconclusive_reason: str | None = None, kappa: float = 0.0) -> Decision:
+           inconclusive_reason: str | None = None, kappa: float = 0.0, split: SplitTest | None = None) -> Decision:
     """The decision of a target's verdict (module docstring), from its status and trust, the night's controls, its
-    capacity check and its family's tests with tonight in them (None: no family, e.g. a guardrail)."""
+    capacity check, its family's tests with tonight in them (None: no family, e.g. a guardrail) and the test of a
+    split a team supplied."""
     night = night or NightTrust()
     tonight = None if family is None or not family.nights else family.nights[-1]
     e_value = None if tonight is None else tonight.check_e_value
@@ -104,6 +106,10 @@ def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityChe
                                  "no check row could check, so misfit beyond kappa is not ruled out",
                             "hold the release; hold out rows from training so that the next audit can check the "
                             "reference", check_e_value=e_value)
+        if split is not None and split.refused:
+            return Decision(UNCONFIRMED, trust.reason or split.reason(),
+                            "hold out a random share of the day's rows (a keys file drawn at random, or the built-in "
+                            "split) so that the check rows stand for the audited rows", check_e_value=e_value)
         rows = check_rows_to_confirm(check, claimed_epsilon)
         nights = None if family is None else family.nights_to_confirm()
         return Decision(UNCONFIRMED, trust.reason or "the capacity check cannot vouch for it",

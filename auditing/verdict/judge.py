@@ -32,6 +32,7 @@ from auditing.verdict.robustness import (
     is_weak_pass,
 )
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+from auditing.verdict.split_test import SplitTest
 from auditing.verdict.trust import NightTrust, verdict_trust
 from auditing.verdict.types import (
     INCONCLUSIVE,
@@ -130,7 +131,7 @@ def posterior_curve(assessment: RiskAssessment) -> PosteriorCurve:
 def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: ControlCheck | None = None,
           night: NightTrust | None = None, shift_diagnostic: ShiftDiagnostic | None = None,
           reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE,
-          family: FamilyEvidence | None = None) -> Verdict:
+          family: FamilyEvidence | None = None, split: SplitTest | None = None) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
 
     Args:
@@ -147,6 +148,8 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         exposed_rows_floor: a stored game-aware floor (read back from the warehouse) instead of computing it.
         family: the target family's tests with this night in them (`auditing.verdict.family_evidence`; None: no
             family, e.g. a guardrail); the decision reads its confirmation and what would confirm a leak.
+        split: the test of a split a team supplied (`auditing.verdict.split_test`; None or a keyed draw: none); a
+            refused split trusts no VIOLATION.
 
     Returns:
         The `Verdict`; an optimistic result (strategy max) gets the status `NO_VERDICT`, and a PASS that the
@@ -177,11 +180,11 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
                  else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
     else:
         trust = verdict_trust(status, claimed, result.capacity_check,
-                              kappa=result.kappa, night=night)
+                              kappa=result.kappa, night=night, split=split)
     decision = None
     if kind == "target" and status != NO_VERDICT:
         decision = decide(status, trust, claimed, result.capacity_check, night=night, family=family,
-                          inconclusive_reason=result.inconclusive_reason, kappa=result.kappa)
+                          inconclusive_reason=result.inconclusive_reason, kappa=result.kappa, split=split)
     return Verdict(
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,

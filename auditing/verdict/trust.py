@@ -2,7 +2,8 @@
 Pure; the rules and why are docs/soundness.md section 8.5 and the README's status table.
 
 - A **VIOLATION** is trusted only when the capacity check vouches for it (its kappa-free `epsilon_check` also
-  exceeds the claim: the evidence exceeds what the reference's misfit explains), and the night's positive control
+  exceeds the claim: the evidence exceeds what the reference's misfit explains), the check rows stand for the
+  audited rows (a split a team supplied passed `auditing.verdict.split_test`), and the night's positive control
   did not exceed its true epsilon (which would say the bounds overstate tonight).
 - A **PASS**, **WEAK_PASS** or **INCONCLUSIVE** stays what it is. Its detectability figures (the floors) are
   *measured*, *measured under a reference that misfits* (the check sees misfit beyond the verdict's kappa), or
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 from auditing.result import CapacityCheck
 from auditing.verdict.control_check import NEGATIVE, POSITIVE, ControlCheck
+from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
     MEASURED,
@@ -84,8 +86,9 @@ def reference_unchecked(check: CapacityCheck | None) -> bool:
 
 
 def verdict_trust(status: str, claimed_epsilon: float, check: CapacityCheck | None, *, kappa: float,
-                  night: NightTrust | None = None) -> Trust:
-    """The trust of one verdict (module docstring)."""
+                  night: NightTrust | None = None, split: SplitTest | None = None) -> Trust:
+    """The trust of one verdict (module docstring); ``split``: the test of a split a team supplied
+    (`auditing.verdict.split_test`; None or a keyed draw: nothing to test)."""
     night = night or NightTrust()
     figures = dict(epsilon_check=None, misfit_kappa_upper=None, check_misfit_kappa=None, check_rows=0)
     if check is not None and check.checked:
@@ -114,6 +117,8 @@ def verdict_trust(status: str, claimed_epsilon: float, check: CapacityCheck | No
         return trust(TRUSTED, None)
     if night.violations_void_reason:
         return trust(UNTRUSTED, f"the night's VIOLATIONs are void: {night.violations_void_reason}")
+    if split is not None and split.refused:
+        return trust(UNTRUSTED, split.reason())
     if check.checked and not check.stratified:
         return trust(UNTRUSTED, "the capacity check of this result compared pooled accuracies (computed before it "
                                 "compared like with like), which a model memorising its training rows can fool: it "
