@@ -352,14 +352,16 @@ SAMPLE_BATCH_ROWS = 262_144  # rows a batch of `read_keyed_sample`'s passes
 
 
 def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, max_rows: int,
-                      among: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[pa.Table, int, int]:
+                      among: Callable[[np.ndarray], np.ndarray] | None = None,
+                      positions: bool = False) -> tuple[pa.Table, int, int]:
     """(rows, rows of the day, rows ``among`` selects): the day's rows that ``among(row_ids)`` selects (all rows
     without it), at most ``max_rows`` of them by the keyed sample (`pipelines.data.splits.keyed_sample`: it depends
     on the row ids only), in the partition's order with the dataset's internal column names. Streamed in two
     passes, the row ids alone (a running bottom-``max_rows``, `pipelines.data.splits.KeyedSampler`), then the rows
     kept: memory holds ``max_rows`` ids and rows, not the day's ids. The rows kept from a batch keep only the
     dictionary entries they use (`categories.compact_dictionaries`; the values, and so CatBoost's frames, are the
-    same). Below the cap the rows are every selected row. ``among`` is called on each batch's row ids."""
+    same). Below the cap the rows are every selected row. ``among`` is called on each batch's row ids. With
+    ``positions``, a column ``row_position`` holds each row's place in the day (0-based, in the partition's order)."""
     from auditing.game.row_groups import in_sorted
     from pipelines.data.categories import compact_dictionaries
     from pipelines.data.splits import KeyedSampler
@@ -374,11 +376,16 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     # sorted as uint64 (`in_sorted`'s order): a negative id sorts after the others
     keep_ids = np.sort(sampler.chosen().astype(np.uint64))
     parts = []
+    offset = 0
     for batch in iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, dataset=dataset, check_unique=False):
         table = dataset.to_internal(pa.Table.from_batches([batch]))
         rows = np.flatnonzero(in_sorted(table.column("row_id").to_numpy().astype(np.uint64), keep_ids))
         if rows.size or not parts:
-            parts.append(compact_dictionaries(table.take(pa.array(rows))))
+            part = compact_dictionaries(table.take(pa.array(rows)))
+            if positions:
+                part = part.append_column("row_position", pa.array(offset + rows, type=pa.int64()))
+            parts.append(part)
+        offset += table.num_rows
     return pa.concat_tables(parts), day_rows, sampler.rows
 
 
