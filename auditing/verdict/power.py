@@ -1,0 +1,137 @@
+"""How far above its claim a leak must be before the capacity check can confirm it: the power planner behind
+``labeldp-audit plan power`` and the preflight's warning (docs/decisions.md, "planning the holdout").
+
+A leak is confirmed on a night when the capacity check vouches for the VIOLATION (docs/soundness.md section 8)
+and across nights when the check's evidence reaches 1/alpha (section 10.2). Both are limited by the check rows:
+the rows of the day no audited model trained on and the reference's correction did not fit. For planning, the
+check is modelled as one matched comparison at the planned threshold:
+
+- the leak shows on a share ``guess_share`` of the rows (the guesses at the threshold): the audited side's bound
+  half keeps that share of half the audited rows, the check side that share of the check rows, of which the
+  composition matching keeps `MATCHED_SHARE` (about half on the worlds of tests/ and the real log);
+- the reference's misfit buys nothing (the check's guesses are right half the time), and the model is right on
+  its guessed training rows sigmoid(claim + gap) of the time: the most a model at eps = claim + gap can be
+  (randomized response's accuracy);
+- the test's statistic is normal: a night confirms the leak with probability Phi(gap / se - z), se the log-odds
+  difference's standard error, z the critical value at the verdict's confidence; across nights each night's
+  p-value is calibrated to an e-value, 1 / (2 sqrt p), and the family confirms once their product reaches 1/alpha
+  (simulated, seeded).
+
+These are planning figures, not bounds: a real model's guesses are rarely all equally sharp, and misfit makes
+the check's accuracy other than a half. `can_ever_confirm` is exact instead: whether even an attacker right on
+every audited guess could be vouched for, with the check right half the time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from auditing.bounds.misfit_test import exact_epsilon_lower
+from labeldp.errors import LabelDPInputError
+
+DEFAULT_GUESS_SHARE = 0.1
+MATCHED_SHARE = 0.5
+DEFAULT_POWER = 0.9
+FAMILY_NIGHTS = 7
+_SIMULATIONS = 4000
+_SEED = 20261128
+_GAP_MAX = 20.0
+
+
+@dataclass(frozen=True)
+class PowerPlan:
+    """What a night and a family can confirm: the rows (audited, check), the claim, the confidence and alpha, the
+    guess share assumed, the gap above the claim a night confirms with ``power`` (None: no gap would), the gap a
+    family confirms within ``nights`` nights with that power, and whether a perfect attacker could ever be
+    vouched for on such a night."""
+
+    audited_rows: int
+    check_rows: int
+    claimed_epsilon: float
+    confidence: float
+    alpha: float
+    guess_share: float
+    power: float
+    nights: int
+    night_gap: float | None
+    family_gap: float | None
+    can_ever_confirm: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _guesses(audited_rows: int, check_rows: int, guess_share: float) -> tuple[int, int]:
+    """(the bound half's guesses, the check's matched guesses) at the planned threshold."""
+    return max(int(guess_share * audited_rows / 2), 0), max(int(guess_share * MATCHED_SHARE * check_rows), 0)
+
+
+def _z_mean(gap: float, claim: float, n_bound: int, n_check: int) -> float:
+    """The test statistic's mean (in standard errors) when the model is right sigmoid(claim + gap) of the time
+    on its guesses and the check a half: the smoothed accuracies of the test's own statistic
+    (`auditing.bounds.misfit_test`), so that the log-odds stay finite as the accuracy nears 1."""
+    q = (float(special.expit(claim + gap)) * n_bound + 0.5) / (n_bound + 1)
+    se = math.sqrt(1.0 / ((n_bound + 1) * q * (1 - q)) + 4.0 / (n_check + 1))
+    return (math.log(q / (1 - q)) - claim) / se
+
+
+def _solve(power_at, power: float) -> float | None:
+    """The smallest gap in [0, _GAP_MAX] at which ``power_at(gap)`` reaches ``power`` (bisection; None if none)."""
+    if power_at(_GAP_MAX) < power:
+        return None
+    lo, hi = 0.0, _GAP_MAX
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if power_at(mid) < power else (lo, mid)
+    return hi
+
+
+def can_ever_confirm(audited_rows: int, check_rows: int, claimed_epsilon: float, confidence: float,
+                     guess_share: float = DEFAULT_GUESS_SHARE) -> bool:
+    """True when the check could vouch for the claim being exceeded at all: an attacker right on every audited
+    guess at the planned threshold, the check right half of the time (exact test)."""
+    n_bound, n_check = _guesses(audited_rows, check_rows, guess_share)
+    if n_bound == 0 or n_check == 0:
+        return False
+    return exact_epsilon_lower(n_bound, n_bound, n_check // 2, n_check, 1.0 - confidence) > claimed_epsilon
+
+
+def power_plan(audited_rows: int, check_rows: int, claimed_epsilon: float, *, confidence: float = 0.95,
+               alpha: float = 0.05, guess_share: float = DEFAULT_GUESS_SHARE, power: float = DEFAULT_POWER,
+               nights: int = FAMILY_NIGHTS) -> PowerPlan:
+    """The planner's figures (module docstring)."""
+    for name, value in (("audited_rows", audited_rows), ("check_rows", check_rows), ("nights", nights)):
+        if isinstance(value, bool) or int(value) != value or value < 0:
+            raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}", field=name)
+    if not claimed_epsilon >= 0 or not math.isfinite(claimed_epsilon):
+        raise LabelDPInputError(f"claimed epsilon must be a finite number >= 0; got {claimed_epsilon!r}",
+                                field="claimed_epsilon")
+    for name, value in (("confidence", confidence), ("alpha", alpha), ("guess_share", guess_share),
+                        ("power", power)):
+        if not 0.0 < value < 1.0:
+            raise LabelDPInputError(f"{name} must be in (0, 1); got {value!r}", field=name)
+    n_bound, n_check = _guesses(audited_rows, check_rows, guess_share)
+    ever = can_ever_confirm(audited_rows, check_rows, claimed_epsilon, confidence, guess_share)
+    night_gap = family_gap = None
+    if n_bound > 0 and n_check > 0:
+        z = float(stats.norm.isf(1.0 - confidence))
+        night_gap = _solve(lambda g: float(stats.norm.sf(z - _z_mean(g, claimed_epsilon, n_bound, n_check))), power)
+        noise = np.random.default_rng(_SEED).standard_normal((_SIMULATIONS, max(int(nights), 1)))
+        target = -math.log(alpha)
+
+        def family_power(gap: float) -> float:
+            statistic = _z_mean(gap, claimed_epsilon, n_bound, n_check) + noise
+            log_p = stats.norm.logsf(statistic)
+            log_e = -math.log(2.0) - 0.5 * log_p  # the calibrated e-value, 1 / (2 sqrt p)
+            return float(np.mean(np.max(np.cumsum(log_e, axis=1), axis=1) >= target))
+
+        family_gap = _solve(family_power, power) if nights else None
+    return PowerPlan(int(audited_rows), int(check_rows), float(claimed_epsilon), confidence, alpha, guess_share,
+                     power, int(nights), night_gap, family_gap, ever)
+
+
+__all__ = ["DEFAULT_GUESS_SHARE", "DEFAULT_POWER", "FAMILY_NIGHTS", "MATCHED_SHARE", "PowerPlan", "can_ever_confirm", "power_plan"]
