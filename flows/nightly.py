@@ -137,10 +137,12 @@ def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, m
 def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
             control: ControlCheck | None = None, night=None,
-            reference_check: ReferenceCheck | None = None) -> ListedVerdict:
+            reference_check: ReferenceCheck | None = None, run_id: str | None = None,
+            night_fingerprint: str | None = None) -> ListedVerdict:
     return steps.publish(root, date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
-                         night=night, reference_check=reference_check)
+                         night=night, reference_check=reference_check, run_id=run_id,
+                         night_fingerprint=night_fingerprint)
 
 
 @task(name="drain-spool", cache_policy=NO_CACHE)
@@ -168,6 +170,14 @@ def _log(message: str) -> None:
         get_run_logger().info(message)
     except Exception:  # outside a run context (plain calls in tests)
         pass
+
+
+def _new_run(run_id: str | None) -> str:
+    """The run's id: the one given (checked), else a new one."""
+    from auditing.sinks.warehouse import new_run_id
+    from auditing.sinks.warehouse.rows import check_run_id
+
+    return new_run_id() if run_id is None else check_run_id(run_id, "run_id")
 
 
 def _run_id() -> str | None:
@@ -218,7 +228,7 @@ def _publish_summary(rows: list[ListedVerdict], title: str) -> None:
 
 def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
               fail_on_violation: bool = False, run_kind: str = NIGHTLY,
-              accept_unchecked_reference: bool | None = None) -> Outcome:
+              accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> Outcome:
     """One day, every target: validate, reference, train or load, recalibrate the reference on the held-out rows,
     controls, score, audit, publish (rows of ``run_kind``: nightly or backfill), alert. Returns the day's
     `Outcome` (a missing partition raises)."""
@@ -246,9 +256,9 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     _check_stop()
     reference, check, rows = prepare_reference(root, date, plan, raw_reference, list(ready.values()))
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
-    control_rows, night, stored = run_controls(root, date, plan, fingerprint, warehouse, webhook_url, reference,
-                                               check, rows, run_kind=run_kind,
-                                               accept_unchecked=accept)
+    control_rows, night, stored, night_fp = run_controls(root, date, plan, fingerprint, warehouse, webhook_url,
+                                                         reference, check, rows, run_kind=run_kind,
+                                                         accept_unchecked=accept, run_id=run_id)
     outcome.rows += control_rows
     shift = None
     scored = [spec for spec in plan.targets if spec.name in ready]
@@ -261,7 +271,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _check_stop()
             claimed = steps.claimed_epsilon_of(spec, ready[spec.name])
             row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, night=night,
-                          reference_check=check, claimed_epsilon=claimed)
+                          reference_check=check, claimed_epsilon=claimed, run_id=run_id, night_fingerprint=night_fp)
         except Exception as exc:
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
@@ -317,15 +327,18 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 
 
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
-                 webhook_url: str | None, reference: ModelHandle, check: ReferenceCheck, rows: steps.NightRows, specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
-                 accept_unchecked: bool = False) -> tuple[list[ListedVerdict], object, list]:
+                 webhook_url: str | None, reference: ModelHandle, check: ReferenceCheck, rows: steps.NightRows,
+                 specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
+                 accept_unchecked: bool = False,
+                 run_id: str | None = None) -> tuple[list[ListedVerdict], object, list, str]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.verdict.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
     what it guards (`auditing.verdict.trust.night_trust`): the negative control every verdict of the night, the positive
     control the VIOLATIONs (above its eps_c) or the PASSes' detectability (below its floor). Returns the control
-    rows and the night's `NightTrust`, which every verdict of the night is judged with.
+    rows, the night's `NightTrust`, which every verdict of the night is judged with, the stored night's models and
+    the night's fingerprint (`flows.steps.night_fingerprint`, part of every verdict's inputs).
     specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows;
-    accept_unchecked: the plan or command accepts a reference no check row can check."""
+    accept_unchecked: the plan or command accepts a reference no check row can check; run_id: the run's id."""
     specs = plan.control_specs() if specs is None else specs
     records, checks, stored = {}, {}, []
     for spec in specs:
@@ -343,38 +356,43 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
                                      error=result if isinstance(result, str) else None))
         _log(f"{spec.name}: " + (f"could not run: {result}" if isinstance(result, str) else result.message))
     night = steps.night_trust(date, checks, specs, accept_unchecked)
+    night_fp = steps.night_fingerprint(specs, records, accept_unchecked)
     control_rows = []
     _check_stop()
     for spec in specs:
         result = checks[spec.name]
         if spec.name in records:
             control_rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url, run_kind,
-                                        control=result, night=night, reference_check=check))
+                                        control=result, night=night, reference_check=check, run_id=run_id,
+                                        night_fingerprint=night_fp))
         if isinstance(result, str) or not result.passed:
             message = f"could not run: {result}" if isinstance(result, str) else result.message
             steps.send_failure_alert(root, "CONTROL_FAILED", spec.name, date, message, webhook_url, _run_id(),
                                      control=spec.control, reference_check=check)
             _emit("CONTROL_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": message})
-    return control_rows, night, stored
+    return control_rows, night, stored, night_fp
 
 
 @flow(name="nightly-audit")
 def nightly_audit(date: str | None = None, data_root: str | None = None, warehouse: str | None = None,
                   plan_file: str | None = None, models: list[str] | None = None,
                   webhook_url: str | None = None, fail_on_violation: bool = False,
-                  accept_unchecked_reference: bool | None = None) -> list[ListedVerdict | SkippedTarget]:
+                  accept_unchecked_reference: bool | None = None,
+                  run_id: str | None = None) -> list[ListedVerdict | SkippedTarget]:
     """Audits every configured target on one day's partition. `date` defaults to the day before the
     scheduled start. Writes warehouse rows and reports; alerts on VIOLATION, DATA_MISSING and AUDIT_FAILED.
     Returns the rows; ends Failed (`AuditFailed`, the rows on it) when results were spooled, a target failed
-    or a control failed, and on VIOLATION too (`GuardrailViolation`) with ``fail_on_violation``."""
+    or a control failed, and on VIOLATION too (`GuardrailViolation`) with ``fail_on_violation``. run_id: the run's
+    id in the warehouse (default: a new one, `auditing.sinks.warehouse.new_run_id`)."""
     terminal.watch_stops()
     root = resolve_data_root(data_root)
     day = parse_date(date) if date else steps.default_audit_date(flow_run.scheduled_start_time)
     plan = plan_for(plan_file, models)
-    _log(f"nightly audit of {day.isoformat()}: {len(plan.targets)} target(s), data root {root}")
+    run_id = _new_run(run_id)
+    _log(f"nightly audit of {day.isoformat()}: {len(plan.targets)} target(s), data root {root}, run {run_id}")
     drain_spool(root, warehouse)
     outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation,
-                        accept_unchecked_reference=accept_unchecked_reference)
+                        accept_unchecked_reference=accept_unchecked_reference, run_id=run_id)
     finish(outcome, root, warehouse, "nightly")
     return outcome.rows
 
@@ -383,7 +401,7 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
 def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: str | None = None,
                       warehouse: str | None = None, plan_file: str | None = None,
                       webhook_url: str | None = None, fail_on_violation: bool = True,
-                      accept_unchecked_reference: bool | None = None) -> ListedVerdict:
+                      accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> ListedVerdict:
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
     VIOLATION (unless ``fail_on_violation`` is false: a release gate fails by default), on an untrusted verdict
     and on a spooled row; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
@@ -393,6 +411,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     root = resolve_data_root(data_root)
     day = parse_date(date)
     name = check_name(model, "--model")
+    run_id = _new_run(run_id)
     claimed = float(claimed_epsilon)
     if not (claimed >= 0):
         raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {claimed_epsilon!r}")
@@ -412,7 +431,8 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     record = score_and_audit(root, day, spec, candidate, plan, reference, rows)
     _check_stop()
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
-                  night=night, reference_check=check)
+                  night=night, reference_check=check, run_id=run_id,
+                  night_fingerprint=steps.night_fingerprint((), {}, accept))
     _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
     _emit_alerts(row)
     outcome = Outcome(rows=[row], fail_on_violation=fail_on_violation)
@@ -424,14 +444,14 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
 @task(name="backfill-day", cache_policy=NO_CACHE)
 def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
                  force: bool, fail_on_violation: bool = False,
-                 accept_unchecked_reference: bool | None = None) -> DayOutcome:
+                 accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> DayOutcome:
     """One day of a backfill: its date, a line for people and the day's `Outcome`."""
     _check_stop()
     if not force and steps.day_is_complete(root, day, plan, warehouse):
         return DayOutcome(day, "skipped (already in the warehouse)", Outcome(fail_on_violation=fail_on_violation))
     try:
         outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL,
-                            accept_unchecked_reference=accept_unchecked_reference)
+                            accept_unchecked_reference=accept_unchecked_reference, run_id=run_id)
     except Exception as exc:
         _unless_stopped(exc)
         failed = Outcome(fail_on_violation=fail_on_violation)
@@ -446,7 +466,7 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
 def backfill(start: str, end: str, data_root: str | None = None, warehouse: str | None = None,
              plan_file: str | None = None, webhook_url: str | None = None, force: bool = False,
              concurrency: int = 1, fail_on_violation: bool = False,
-             accept_unchecked_reference: bool | None = None) -> list[DayOutcome]:
+             accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> list[DayOutcome]:
     """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: days
     already in the warehouse for every target (same audit configuration) are skipped, so a re-run (or a
     `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
@@ -461,13 +481,16 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise LabelDPInputError(f"--concurrency must be a whole number >= 1; got {concurrency!r}")
     plan = load_plan(plan_file)
+    run_id = _new_run(run_id)
+    _log(f"backfill {first.isoformat()}..{last.isoformat()}: run {run_id}")
     drain_spool(root, warehouse)
     days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
     with ThreadPoolTaskRunner(max_workers=concurrency) as runner:
         futures = [runner.submit(backfill_day, {"root": root, "day": d, "plan": plan, "warehouse": warehouse,
                                                 "webhook_url": webhook_url, "force": force,
                                                 "fail_on_violation": fail_on_violation,
-                                                "accept_unchecked_reference": accept_unchecked_reference})
+                                                "accept_unchecked_reference": accept_unchecked_reference,
+                                                "run_id": run_id})
                    for d in days]
         summary = [f.result() for f in futures]
     for s in summary:

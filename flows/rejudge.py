@@ -169,12 +169,15 @@ def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNig
 
 
 def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehouse: str | None,
-                  models: tuple[str, ...] = (), progress: Progress = no_progress) -> Outcome:
+                  models: tuple[str, ...] = (), progress: Progress = no_progress, run_id: str | None = None) -> Outcome:
     """Every model of ``night`` judged again at ``bound``: the controls (their checks decide the night's trust as
     on the night), then the targets (all, or those named in ``models``), each written to the warehouse with its
-    report as a verdict of run kind ``rejudge``. Returns the run's `Outcome` (exit codes as the nightly's)."""
+    report as a verdict of run kind ``rejudge``. Returns the run's `Outcome` (exit codes as the nightly's).
+    run_id: the run's id in the warehouse (default: a new one)."""
+    from auditing.sinks.warehouse import new_run_id
     from flows import steps
 
+    run_id = run_id or new_run_id()
     config = AuditConfig.of(night.game, bound)
     unknown = sorted(set(models) - {m.name for m in night.targets})
     if unknown:
@@ -191,11 +194,13 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
         records[spec.name] = _record(root, model, config, night)
         checks[spec.name] = steps.judge_control(spec, records[spec.name])
     trust = steps.night_trust(night.date, checks, tuple(specs), night.accept_unchecked)
+    night_fp = steps.night_fingerprint(specs, records, night.accept_unchecked)
     for spec in specs:
         if spec.name in records:
             outcome.rows.append(steps.publish(root, night.date, spec, records[spec.name], warehouse=warehouse,
                                               run_kind=REJUDGE, control=checks[spec.name], night=trust,
-                                              reference_check=night.reference_check, progress=progress))
+                                              reference_check=night.reference_check, progress=progress,
+                                              run_id=run_id, night_fingerprint=night_fp))
     for model in night.targets:
         if models and model.name not in models:
             continue
@@ -206,7 +211,8 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
         outcome.rows.append(steps.publish(root, night.date, spec, _record(root, model, config, night),
                                           warehouse=warehouse, run_kind=REJUDGE, night=trust,
                                           reference_check=night.reference_check,
-                                          claimed_epsilon=model.claimed_epsilon, progress=progress))
+                                          claimed_epsilon=model.claimed_epsilon, progress=progress, run_id=run_id,
+                                          night_fingerprint=night_fp))
     outcome.collect_untrusted()
     return outcome
 

@@ -228,12 +228,15 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
         slices=plan.slicings if capacity_check else (), slice_budget=plan.slice_budget,  # a control is not sliced
     )
+    began = dt.datetime.now(dt.UTC).isoformat()
     prepared = beam_request.prepare_scoring(request, plan.beam_args)
     stored = beam_request.stored_scoring(prepared)
     if stored is not None:
         progress(f"{name}: reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at this plan's bound settings")
-        record = beam_request.reused_record(stored, request)
+        # judged now: the verdict's times are this run's (the stored job's stay in its result.json)
+        record = {**beam_request.reused_record(stored, request), "started_at": began,
+                  "finished_at": dt.datetime.now(dt.UTC).isoformat()}
     else:
         from pipelines.scoring import beam_scoring
 
@@ -241,6 +244,10 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
                                          worker_progress=beam_request.in_process(plan.beam_args), prepared=prepared)
         record = {**outcome.record, "reused": False}
+    # The models' identities as resolved now (the same fingerprints as the stored game's: they are in its key); a
+    # game stored by an older version lacks the training rows' and the corrected reference's fingerprints.
+    record["lineage"] = {**record.get("lineage", {}), "model": prepared.lineage["model"],
+                         "reference": prepared.lineage["reference"]}
     record["game_dir"] = str(prepared.output_dir)
     record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress)
     return record
@@ -279,6 +286,10 @@ class JobLineage:
     started_at: str | None = None
     finished_at: str | None = None
     timings: dict | None = None
+    training_rows_fingerprint: str | None = None
+    reference_fingerprint: str | None = None  # the D-1 checkpoint's (before its correction)
+    correction_fingerprint: str | None = None  # the corrected reference's; None: not corrected
+    scoring_key: str | None = None
 
     @classmethod
     def from_dict(cls, record: Mapping) -> JobLineage:
@@ -294,7 +305,12 @@ class JobLineage:
         lineage = part(record, "lineage", "lineage")
         model, reference = part(lineage, "model", "lineage.model"), part(lineage, "reference", "lineage.reference")
         code = part(lineage, "code_version", "lineage.code_version")
+        corrected = reference.get("source_fingerprint")  # a recalibrated reference names the checkpoint it corrects
         return cls(
+            training_rows_fingerprint=model.get("training_rows_fingerprint"),
+            reference_fingerprint=corrected or reference.get("fingerprint"),
+            correction_fingerprint=reference.get("fingerprint") if corrected else None,
+            scoring_key=record.get("scoring_key"),
             model_id=record.get("model_id"), model_uri=model.get("uri"), model_fingerprint=model.get("fingerprint"),
             reference_model=f"{reference.get('name')}@{reference.get('date')}" if reference else None,
             partition_fingerprint=part(lineage, "partition", "lineage.partition").get("fingerprint"),
@@ -303,13 +319,16 @@ class JobLineage:
             runner=part(lineage, "runner", "lineage.runner").get("runner"), started_at=record.get("started_at"),
             finished_at=record.get("finished_at"), timings=record.get("timings"))
 
-    def warehouse_lineage(self, flow_run_id: str | None, durations: dict | None) -> dict:
-        """The row's lineage fields (`auditing.sinks.warehouse.LINEAGE_FIELDS`); durations: the run's, else the
-        job's timings."""
+    def warehouse_lineage(self, flow_run_id: str | None, durations: dict | None, run_id: str | None = None) -> dict:
+        """The row's lineage fields (`auditing.sinks.warehouse.LINEAGE_FIELDS`): every input's fingerprint, the run;
+        durations: the run's, else the job's timings."""
         return {"model_uri": self.model_uri, "model_fingerprint": self.model_fingerprint,
                 "reference_model": self.reference_model, "partition_fingerprint": self.partition_fingerprint,
                 "code_version": self.code_version, "flow_run_id": flow_run_id, "started_at": self.started_at,
-                "finished_at": self.finished_at, "durations": durations or self.timings}
+                "finished_at": self.finished_at, "durations": durations or self.timings, "run_id": run_id,
+                "training_rows_fingerprint": self.training_rows_fingerprint,
+                "reference_fingerprint": self.reference_fingerprint,
+                "correction_fingerprint": self.correction_fingerprint, "scoring_key": self.scoring_key}
 
 
 @dataclass(frozen=True)
@@ -397,6 +416,21 @@ def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:
     return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None)
 
 
+def night_fingerprint(specs, records: Mapping[str, Mapping], accept_unchecked: bool) -> str:
+    """'sha256:<hex>' of what a night's trust is judged from beyond each verdict's own game: each control of
+    ``specs`` (name, kind, claim, and its model's fingerprint from its scoring record in ``records``, None when it
+    could not run) and whether an unchecked reference is accepted. Equal inputs, equal fingerprint: a run on the
+    same night with other controls or acceptance is a verdict of other inputs (`auditing.sinks.warehouse`)."""
+    import hashlib
+    import json
+
+    controls = [{"name": spec.name, "control": spec.control, "claimed_epsilon": repr(float(spec.claimed_epsilon)),
+                 "model": ((records.get(spec.name) or {}).get("lineage") or {}).get("model", {}).get("fingerprint")}
+                for spec in specs]
+    payload = json.dumps({"controls": controls, "accept_unchecked": bool(accept_unchecked)}, sort_keys=True)
+    return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+
+
 def night_trust(date: dt.date, checks: dict[str, ControlCheck | str], specs, accept_unchecked: bool):
     """What the night's controls say about its verdicts (`auditing.verdict.trust.night_trust`); ``checks``: name ->
     the control's check, or why it could not run."""
@@ -410,11 +444,15 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
             control: ControlCheck | None = None, night=None,
-            reference_check: ReferenceCheck | None = None) -> ListedVerdict:
+            reference_check: ReferenceCheck | None = None, run_id: str | None = None,
+            night_fingerprint: str | None = None) -> ListedVerdict:
     """Writes the warehouse row (or spools it for that warehouse: the row's ``spool_path``), renders the HTML
     report, alerts on VIOLATION (and SLICE_VIOLATION on a slice VIOLATION). Both are named by the verdict's key
-    (`auditing.sinks.warehouse.AuditKey`: model, model fingerprint, day, ``run_kind``, claim, audit config): a run
-    of another kind or claim never replaces them.
+    (`auditing.sinks.warehouse.AuditKey`: model, model fingerprint, day, ``run_kind``, claim, audit config and the
+    fingerprint of every input it judged): a run of another kind, claim or inputs never replaces them, and a run on
+    identical inputs (warehouse "recorded") records ``run_id`` against the stored row and leaves its report as it
+    is (writing it only when it is missing: a run stopped after the warehouse's commit). night_fingerprint: what
+    the night's trust is judged from (`night_fingerprint`), part of the verdict's inputs.
     control: a control's `judge_control` check (its row is kind 'control'); night: what the night's controls say
     (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
@@ -431,6 +469,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     )
     from auditing.sinks.report.pages import render_run_report, run_report_path, write_report
     from auditing.sinks.warehouse import (
+        RECORDED,
         SPOOLED,
         audit_record,
         default_spool_dir,
@@ -447,7 +486,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     lineage = JobLineage.from_dict(record)
     claimed = spec.claimed_epsilon if claimed_epsilon is None else float(claimed_epsilon)
     model_id = lineage.model_id or spec.name
-    lineage_row = lineage.warehouse_lineage(flow_run_id, durations)
+    lineage_row = {**lineage.warehouse_lineage(flow_run_id, durations, run_id), "night_fingerprint": night_fingerprint}
     kind = "control" if control is not None else "target"
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
                     shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check)
@@ -468,13 +507,14 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     except (WarehouseUnavailable, LabelDPInputError):
         trend = [row]
     report_path = run_report_path(root, row.key)
-    page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
-                    "runner": lineage.runner}
-    write_report(render_run_report(verdict, page_lineage, trend, family=family), report_path)
+    if outcome != RECORDED or not report_path.is_file():
+        page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
+                        "runner": lineage.runner}
+        write_report(render_run_report(verdict, page_lineage, trend, family=family), report_path)
 
     listed = ListedVerdict(
         row, report=str(report_path), verdict=verdict, warehouse=outcome,
-        spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root)))
+        spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root), row.run_id))
                     if outcome == SPOOLED else None),
         reused_scoring=bool(record["reused"]), control_message=None if control is None else control.message,
         reference_check=reference_check,

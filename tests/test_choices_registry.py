@@ -138,7 +138,7 @@ def test_the_warehouse_stores_a_registered_method_after_reopening(toys, tmp_path
     row, curve = audit_record(judge(_toy_result(), 0.5), run_kind="nightly", model_id="toy", partition_date="2024-01-02")
     store = open_warehouse(path)
     try:
-        store.upsert_audit(row, curve)
+        store.write_audit(row, curve)
         back = store.fetch_results(model_id="toy")
     finally:
         store.close()

@@ -74,7 +74,7 @@ def _metadata_reads(opened: list[str]) -> dict[str, int]:
 
 def test_a_handle_is_the_registered_model_resolved(world):
     from pipelines.data.layout import file_fingerprint, model_dir
-    from pipelines.models.handle import resolve_model
+    from pipelines.models.handle import resolve_model, training_rows_fingerprint
 
     target = resolve_model(world, "target", DAY)
     assert (target.name, target.date, target.id) == ("target", DAY, f"target@{DAY.isoformat()}")
@@ -85,7 +85,10 @@ def test_a_handle_is_the_registered_model_resolved(world):
     assert target.lineage() == {"name": "target", "date": DAY.isoformat(), "uri": str(target.directory),
                                 "fingerprint": target.fingerprint, "format": "predictions", "source": "registered",
                                 "mechanism": target.metadata["mechanism"]["name"], "claimed_epsilon": 1.0,
-                                "partition_fingerprint": target.metadata.get("partition_fingerprint")}
+                                "partition_fingerprint": target.metadata.get("partition_fingerprint"),
+                                "training_rows_fingerprint": training_rows_fingerprint(target.meta),
+                                "source_fingerprint": None}
+    assert target.lineage()["training_rows_fingerprint"].startswith("sha256:")
     copy = pickle.loads(pickle.dumps(target))  # what a Beam worker receives
     assert copy == target and hash(copy) == hash(target) and copy.metadata == target.metadata
     reference = resolve_model(world, "reference", PREVIOUS)

@@ -130,7 +130,16 @@ def test_a_jobs_lineage_is_read_once_into_the_warehouse_lineage():
         "model_uri": "/r/models/rr-eps1", "model_fingerprint": "abc", "reference_model": "reference@2024-01-01",
         "partition_fingerprint": "p1", "code_version": "1.2.0+0123456789ab-dirty", "flow_run_id": "run-1",
         "started_at": "2024-01-02T01:00:00+00:00", "finished_at": "2024-01-02T01:01:00+00:00",
-        "durations": {"total_s": 1.5}}
+        "durations": {"total_s": 1.5}, "run_id": None, "training_rows_fingerprint": None,
+        "reference_fingerprint": "def", "correction_fingerprint": None, "scoring_key": "0123456789abcdef"}
+    # a corrected reference names the checkpoint it corrects: both fingerprints recorded, with the training rows'
+    corrected = JobLineage.from_dict({**JOB_RECORD, "lineage": {
+        **JOB_RECORD["lineage"], "model": {**JOB_RECORD["lineage"]["model"], "training_rows_fingerprint": "t1"},
+        "reference": {**JOB_RECORD["lineage"]["reference"], "source_fingerprint": "raw"}}})
+    assert {k: v for k, v in corrected.warehouse_lineage("run-1", None, "r-1").items() if "fingerprint" in k
+            or k == "run_id"} == {"model_fingerprint": "abc", "partition_fingerprint": "p1", "run_id": "r-1",
+                                  "training_rows_fingerprint": "t1", "reference_fingerprint": "raw",
+                                  "correction_fingerprint": "def"}
     assert lineage.runner == "FnApiRunner" and lineage.model_id is None
     assert lineage.warehouse_lineage(None, {"publish_s": 2.0})["durations"] == {"publish_s": 2.0}
     bare = JobLineage.from_dict({"result": {}})  # a record without lineage: nothing recorded

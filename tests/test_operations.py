@@ -297,7 +297,7 @@ def test_nightly_deployment_on_a_worker_writes_postgres_artifacts_and_events(ops
 
 def test_concurrent_nightly_and_guardrail_writers_keep_one_row_per_key(ops):
     """Four runs at once on one worker: two nightly runs (a re-run of D1 and a new day D2) and two guardrails
-    on D1 models, all upserting into the same PostgreSQL tables: the re-run on the keys of the night before, each
+    on D1 models, all writing into the same PostgreSQL tables: the re-run on the keys of the night before, each
     guardrail on a key of its own (run kind guardrail) beside the nightly's."""
     # The release pipeline's form: --watch waits for the run and exits 1 unless it Completed.
     blocking = subprocess.Popen(ops_command("guardrail", "leaky", D1, "0", "-p", f"plan_file={ops.plan}", "--watch"),
@@ -331,7 +331,8 @@ def test_concurrent_nightly_and_guardrail_writers_keep_one_row_per_key(ops):
     assert pairs, f"no two runs overlapped: {schedule}"
 
     rows = warehouse_rows(ops)
-    # one row per key, none lost: the nightly re-run replaced its rows, each guardrail added its own verdict
+    # one row per key, none lost: the nightly re-run on identical inputs was recorded against its rows (audit_runs),
+    # each guardrail added its own verdict
     assert sorted((r.model_id, r.partition_date.isoformat(), r.run_kind, r.claimed_epsilon) for r in rows) == \
         sorted([*((m, d, "nightly", {"rr-eps1": 1.0, "leaky": 0.0}[m]) for m in TARGETS for d in (D1, D2)),
                 ("leaky", D1, "guardrail", 0.0), ("rr-eps1", D1, "guardrail", 20.0)])
@@ -340,9 +341,13 @@ def test_concurrent_nightly_and_guardrail_writers_keep_one_row_per_key(ops):
 
     with psycopg.connect(ops.warehouse) as conn:
         per_key = conn.execute("SELECT model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, "
-                               "audit_config_hash, count(*), count(DISTINCT point_index) "
-                               "FROM audit_curves GROUP BY 1, 2, 3, 4, 5, 6").fetchall()
+                               "audit_config_hash, inputs_fingerprint, count(*), count(DISTINCT point_index) "
+                               "FROM audit_curves GROUP BY 1, 2, 3, 4, 5, 6, 7").fetchall()
+        reruns = conn.execute("SELECT count(*) FROM audit_runs r JOIN audit_results a USING (model_id, "
+                              "model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, "
+                              "inputs_fingerprint) WHERE r.run_id <> a.run_id").fetchone()[0]
     assert len(per_key) == 6 and all(n == distinct > 0 for *_, n, distinct in per_key), per_key
+    assert reruns >= len(TARGETS)  # the nightly re-run of D1, recorded against (at least) each target's row
 
 
 def test_backfill_with_a_killed_worker_is_retried_without_loss(ops):

@@ -236,16 +236,17 @@ def test_trend_report_lists_every_night(run):
         render_trend_report([], "../x")
 
 
-def _key(model="rr-eps1", day=dt.date(2024, 1, 14), run_kind="nightly", claim=1.0, fingerprint="sha256:" + "f0" * 32):
+def _key(model="rr-eps1", day=dt.date(2024, 1, 14), run_kind="nightly", claim=1.0, fingerprint="sha256:" + "f0" * 32,
+         inputs="sha256:" + "1e" * 32):
     from auditing.sinks.warehouse import AuditKey
 
-    return AuditKey(model, fingerprint, day, run_kind, claim, "046a542281f75f62")
+    return AuditKey(model, fingerprint, day, run_kind, claim, "046a542281f75f62", inputs)
 
 
 def test_report_files_are_written_atomically(tmp_path):
     path = run_report_path(tmp_path, _key())
     assert path == (tmp_path / "reports" / "rr-eps1" / "date=2024-01-14"
-                    / "nightly__eps-1__046a542281f75f62__f0f0f0f0f0f0.html")
+                    / "nightly__eps-1__046a542281f75f62__in-1e1e1e1e1e1e.html")
     assert trend_report_path(tmp_path, "rr-eps1") == tmp_path / "reports" / "rr-eps1" / "trend.html"
     write_report("<p>first</p>", path)
     with pytest.raises(TypeError):
@@ -259,14 +260,17 @@ def test_report_files_are_written_atomically(tmp_path):
 
 
 def test_each_key_has_its_own_report_and_a_row_from_before_the_key_its_old_page(tmp_path):
-    """A guardrail, another claim or another model file never lands on the nightly's page."""
+    """A guardrail, another claim or other inputs never land on the nightly's page; a row written before the key
+    had its inputs (schema version 9) or its run kind (4) keeps the page its code wrote."""
     paths = {run_report_path(tmp_path, key) for key in (
         _key(), _key(run_kind="guardrail"), _key(claim=float("inf")), _key(claim=0.1 + 0.2), _key(claim=0.3),
-        _key(fingerprint="sha256:" + "0e" * 32), _key(day=dt.date(2024, 1, 15)))}
+        _key(inputs="sha256:" + "0e" * 32), _key(day=dt.date(2024, 1, 15)))}
     assert len(paths) == 7
     assert run_report_path(tmp_path, _key(claim=float("inf"), run_kind="guardrail")).name == \
-        "guardrail__eps-inf__046a542281f75f62__f0f0f0f0f0f0.html"
-    old = run_report_path(tmp_path, _key(run_kind="unrecorded", fingerprint="unrecorded"))
+        "guardrail__eps-inf__046a542281f75f62__in-1e1e1e1e1e1e.html"
+    before_inputs = run_report_path(tmp_path, _key(inputs="unrecorded"))
+    assert before_inputs.name == "nightly__eps-1__046a542281f75f62__f0f0f0f0f0f0.html"
+    old = run_report_path(tmp_path, _key(run_kind="unrecorded", fingerprint="unrecorded", inputs="unrecorded"))
     assert old == tmp_path / "reports" / "rr-eps1" / "date=2024-01-14" / "046a542281f75f62.html"
 
 
@@ -416,7 +420,7 @@ def seeded_root(run, tmp_path_factory) -> Path:
             data = {**run["result"].to_dict(), "epsilon_lower_bound": night.epsilon_lower_bound}
             row, curve = audit_record(judge(data, CLAIMED), run_kind="nightly", model_id="rr-eps1",
                                       partition_date=night.partition_date, lineage={"flow_run_id": f"run-{d}"})
-            wh.upsert_audit(row, curve)
+            wh.write_audit(row, curve)
     return data_root
 
 
@@ -721,7 +725,7 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
     with open_warehouse(None, data_root=tmp_path) as wh:
         for day, result, claim in ((dt.date(2024, 1, 3), checked["leaky"], 0.5),
                                    (dt.date(2024, 1, 4), checked["misfit"], 0.1)):
-            wh.upsert_audit(*audit_record(judge(result, claim, reference_check=_check(_reference_check("none"))),
+            wh.write_audit(*audit_record(judge(result, claim, reference_check=_check(_reference_check("none"))),
                                           run_kind="nightly", model_id="m", partition_date=day))
         row, curve = audit_record(judge(checked["leaky"], 0.5,
                                         reference_check=_check(_reference_check("none", label_blind=True)),
@@ -729,10 +733,10 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
                                   run_kind="nightly", model_id="m", partition_date=dt.date(2024, 1, 2))
         legacy = row.replace(**dict.fromkeys(TRUST_COLUMNS),
                              untrusted_reason="the reference does not fit day 2024-01-02")
-        wh.upsert_audit(legacy, curve)
+        wh.write_audit(legacy, curve)
         plain = legacy.replace(partition_date=dt.date(2024, 1, 1), untrusted_reason=None, label_blind_bound=0.0,
                                reference_misfit_kappa=0.0, label_blind_flagged=0)
-        wh.upsert_audit(plain, curve)
+        wh.write_audit(plain, curve)
         rows = wh.fetch_results(model_id="m")
     assert [r.trust for r in sorted(rows, key=lambda r: r.partition_date)] == [None, None, "trusted", "untrusted"]
     page = render_trend_report(rows, "m")

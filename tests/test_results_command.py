@@ -1,7 +1,7 @@
 """`labeldp-audit results`: verdicts read back from a real warehouse, on a DuckDB file and on PostgreSQL.
 
 The rows are written through the real sinks (run_audit -> judge -> audit_record -> write_or_spool /
-upsert_audit): model alpha claims eps 0.5 and is a VIOLATION on its second night, model beta claims inf (no
+write_audit): model alpha claims eps 0.5 and is a VIOLATION on its second night, model beta claims inf (no
 claim: INCONCLUSIVE) on three nights, and alpha's third night has a second audit config that finished later.
 The command is called through `flows.cli.main`; the warehouse must come out of every read unchanged.
 """
@@ -111,11 +111,11 @@ def empty_target(request, tmp_path):
 
 @pytest.fixture
 def target(empty_target, records, tmp_path):
-    """The warehouse with every record: the first through write_or_spool, the rest through upsert_audit."""
+    """The warehouse with every record: the first through write_or_spool, the rest through write_audit."""
     assert write_or_spool(empty_target, *records[0], tmp_path / "spool") == WRITTEN
     with open_warehouse(empty_target) as wh:
         for row, curve in records[1:]:
-            wh.upsert_audit(row, curve)
+            wh.write_audit(row, curve)
     return empty_target
 
 
@@ -241,6 +241,31 @@ def test_show_prints_the_full_record(target, capsys, records):
     assert f"flow_run_id: {records[2][0].flow_run_id}" in out
 
 
+def test_every_run_is_reached_by_its_id_and_a_rerun_is_listed_under_its_row(target, capsys, records):
+    """A re-run on identical inputs (another run id) is recorded against the row: `results --run ID` and
+    `results show --run ID` reach the rows of either run, and show lists both runs, saying when the later one
+    computed another bound."""
+    row, curve = records[1]
+    with open_warehouse(target) as wh:
+        assert not wh.write_audit(row.replace(run_id="rerun-1", epsilon_lower_bound=0.25), curve).new
+    code, out, _ = _run(capsys, "--warehouse", target, "--run", "rerun-1")
+    assert code == 0 and _table_rows(out) == [("alpha", "2024-01-02", "VIOLATION")]
+    code, out, _ = _run(capsys, "--warehouse", target, "--run", "run-1", "--json")
+    assert [r["run_id"] for r in json.loads(out)] == ["run-1"]
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "--run", "rerun-1")
+    assert code == 0 and out.startswith("# 1 of 1: alpha 2024-01-02 nightly")
+    assert f"epsilon_lower_bound: {row.epsilon_lower_bound}" in out and "runs: 2" in out
+    assert "  run-1 (start not recorded, flow run run-1): wrote the row" in out
+    assert "  rerun-1 (start not recorded, flow run run-1): identical inputs, recorded; the row unchanged; " \
+           f"computed VIOLATION eps_lb 0.25, not the stored VIOLATION {row.epsilon_lower_bound:.4g}" in out
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "beta", "--run", "rerun-1", "--json")
+    assert code == 2
+    code, _, err = _run(capsys, "--warehouse", target, "show", "alpha", "--run", "run-3")
+    assert code == 2 and "no audit result of run run-3 for model alpha" in err
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "--run", "run-3", "--json")
+    assert [(r["model_id"], [x["run_id"] for x in r["runs"]]) for r in json.loads(out)] == [("beta", ["run-3"])]
+
+
 def test_show_summarises_curves_and_histograms_and_json_keeps_them_whole(target, capsys, records):
     """The stored result holds the curve and two histograms (thousands of characters on one line): show prints
     one short line for each, --json the stored text as it is."""
@@ -265,7 +290,7 @@ def test_run_kinds_keep_their_own_verdicts_and_filter(target, capsys, records):
     row, curve = audit_record(judge(guardrail, math.inf), run_kind="guardrail", model_id="alpha", partition_date=D2,
                               lineage={"flow_run_id": "run-g", "finished_at": dt.datetime(2024, 2, 1, tzinfo=dt.UTC)})
     with open_warehouse(target) as wh:
-        wh.upsert_audit(row, curve)
+        wh.write_audit(row, curve)
     code, out, _ = _run(capsys, "--warehouse", target, "--status", "VIOLATION")
     assert _table_rows(out) == [("alpha", "2024-01-02", "VIOLATION")]
     code, out, _ = _run(capsys, "--warehouse", target)
@@ -287,7 +312,7 @@ def test_run_kinds_keep_their_own_verdicts_and_filter(target, capsys, records):
 def test_a_pass_stored_before_weak_pass_was_a_status_is_marked_from_its_floors(target, capsys, records):
     row, curve = records[0]
     with open_warehouse(target) as wh:
-        wh.upsert_audit(row.replace(status="PASS", partition_date=dt.date(2023, 12, 31)), curve)
+        wh.write_audit(row.replace(status="PASS", partition_date=dt.date(2023, 12, 31)), curve)
     code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--until", "2023-12-31")
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("alpha "))
@@ -299,7 +324,7 @@ def test_table_columns_fit_their_longest_value(target, capsys, records):
     long_name = "team-nonprivate-click-model-v2"  # 30 characters
     row, curve = records[1]
     with open_warehouse(target) as wh:
-        wh.upsert_audit(row.replace(model_id=long_name), curve)
+        wh.write_audit(row.replace(model_id=long_name), curve)
     code, out, _ = _run(capsys, "--warehouse", target, "--all")
     assert code == 0
     lines = out.splitlines()
@@ -353,9 +378,9 @@ def trust_target(target, records):
     row, curve = records[0]
     with open_warehouse(target) as wh:
         for model, verdict in verdicts.items():
-            wh.upsert_audit(*audit_record(verdict, run_kind="nightly", model_id=model, partition_date=D2))
-        wh.upsert_audit(_legacy_row(row, "old-flagged", D1, flagged=True), curve)
-        wh.upsert_audit(_legacy_row(row, "old-plain", D1, flagged=False), curve)
+            wh.write_audit(*audit_record(verdict, run_kind="nightly", model_id=model, partition_date=D2))
+        wh.write_audit(_legacy_row(row, "old-flagged", D1, flagged=True), curve)
+        wh.write_audit(_legacy_row(row, "old-plain", D1, flagged=False), curve)
     return target
 
 
@@ -470,7 +495,7 @@ def test_stored_slices_are_listed_shown_and_in_json(empty_target, capsys):
     plain, plain_curve = audit_record(judge(_result(0.0), 0.5), run_kind="nightly", model_id="alpha",
                                       partition_date=D1)
     with open_warehouse(empty_target) as wh:
-        wh.upsert_audit(plain, plain_curve)
+        wh.write_audit(plain, plain_curve)
     confidence = f"{100 * audit.confidence:.4g}%"
 
     code, out, _ = _run(capsys, "--warehouse", empty_target)
@@ -547,17 +572,17 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
             at = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(1, index), tzinfo=dt.UTC)
             row, curve = audit_record(verdict, run_kind="nightly", model_id="alpha", partition_date=day,
                                       lineage={"started_at": at, "finished_at": at}, family=night)
-            wh.upsert_audit(row, curve)
+            wh.write_audit(row, curve)
             stored.append(row)
             verdicts[day] = verdict
         # loud: a family past 1/alpha, its attack's intervals at 90%
         ninety = attack_curve(leaky.attack_curve.positives, leaky.attack_curve.negatives, seed=3, confidence=0.9)
         loud = judge(dataclasses.replace(leaky, attack_curve=ninety), 0.5)
         crossed = NightEvidence(D2, e_value=3.1e10, evidence=4.95e51, log_evidence=math.log(4.95e51), flagged=True)
-        wh.upsert_audit(*audit_record(loud, run_kind="nightly", model_id="loud", partition_date=D2, family=crossed))
+        wh.write_audit(*audit_record(loud, run_kind="nightly", model_id="loud", partition_date=D2, family=crossed))
         # old: written before the attack and family columns existed
         row, curve = audit_record(judge(leaky, 0.5), run_kind="nightly", model_id="old", partition_date=D2)
-        wh.upsert_audit(row.replace(**dict.fromkeys((*ATTACK_COLUMNS, *FAMILY_COLUMNS))), curve)
+        wh.write_audit(row.replace(**dict.fromkeys((*ATTACK_COLUMNS, *FAMILY_COLUMNS))), curve)
     alpha = stored[-1]
     assert alpha.family_flagged == 0 and alpha.family_evidence is not None and alpha.attack_auroc is not None
     attack = "attack (how well repetition 0's attack separates the labels; descriptive, not a bound on eps): "

@@ -8,6 +8,7 @@ skipped with a loud reason (they are never silently passed).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -28,8 +29,8 @@ import pytest
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
 from auditing.sinks.warehouse import (
+    RECORDED,
     SPOOLED,
-    WRITTEN,
     AuditKey,
     WarehouseUnavailable,
     audit_record,
@@ -39,8 +40,9 @@ from auditing.sinks.warehouse import (
     spool_path,
     write_or_spool,
 )
-from auditing.sinks.warehouse.migrations import ddl_text
-from auditing.sinks.warehouse.schema import CURVE_NAMES, RESULT_NAMES, SLICE_NAMES
+from auditing.sinks.warehouse.migrations import MIGRATIONS, ddl_text
+from auditing.sinks.warehouse.rows import inputs_fingerprint, normalize_row
+from auditing.sinks.warehouse.schema import CURVE_NAMES, KEY_COLUMNS, RESULT_NAMES, RUN_NAMES, SLICE_NAMES
 from auditing.sinks.warehouse.spool import DrainReport, SpooledElsewhere
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
@@ -87,7 +89,7 @@ def target(request, tmp_path) -> str:
     url = request.getfixturevalue("postgres_url")
     with open_warehouse(url) as wh:  # creates the tables on first use, then empty them for this test
         wh._transaction(lambda cur: (cur.execute("DELETE FROM audit_curves"), cur.execute("DELETE FROM audit_slices"),
-                                     cur.execute("DELETE FROM audit_results")))
+                                     cur.execute("DELETE FROM audit_runs"), cur.execute("DELETE FROM audit_results")))
     return url
 
 
@@ -153,7 +155,8 @@ def test_tables_have_the_designed_columns(target):
         by_table.setdefault(table, []).append(column)
     assert by_table == {"audit_results": list(RESULT_NAMES), "audit_curves": list(CURVE_NAMES)}
     slices = wh_columns(target, "audit_slices")
-    assert slices == list(SLICE_NAMES) and slices[:8] == [*CURVE_NAMES[:6], "slicing", "slice_name"]
+    assert slices == list(SLICE_NAMES) and slices[:9] == [*KEY_COLUMNS, "slicing", "slice_name"]
+    assert wh_columns(target, "audit_runs") == list(RUN_NAMES) and RUN_NAMES[:8] == ("run_id", *KEY_COLUMNS)
     for name in ("claimed_epsilon", "gamma", "epsilon_lower_bound", "epsilon_mean", "status",
                  "max_certifiable_epsilon", "model_uri", "flow_run_id", "durations", "result_json", "kappa",
                  "breaking_kappa", "reference_calibration", "label_blind_bound", "reference_misfit_kappa",
@@ -203,14 +206,14 @@ def test_an_older_table_gains_new_nullable_columns_and_keeps_its_rows(isolated_t
     the warehouse opens it: the columns are added, the existing row survives with NULLs, new rows write."""
     dropped = ("flow_run_id", "durations")
     with open_warehouse(isolated_target) as wh:
-        wh.upsert_audit(*make_row(marker=0.3))
+        wh.write_audit(*make_row(marker=0.3))
         wh._transaction(lambda cur: [cur.execute(f"ALTER TABLE audit_results DROP COLUMN {c}") for c in dropped])
         columns = {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])}
         assert not columns & set(dropped)
     with open_warehouse(isolated_target) as wh:  # opening migrates
         old = _only(wh.fetch_results())
         assert old.epsilon_lower_bound == 0.3 and old.flow_run_id is None and old.durations is None
-        wh.upsert_audit(*make_row(model_id="m-2", marker=0.4))
+        wh.write_audit(*make_row(model_id="m-2", marker=0.4))
         new = _only(wh.fetch_results(model_id="m-2"))
         assert new.flow_run_id == "run-0.4"
         assert {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])} >= set(RESULT_NAMES)
@@ -227,12 +230,12 @@ def test_a_newer_versions_nullable_column_is_tolerated_a_required_one_refused(is
     """Rolling upgrade: a newer version has added a nullable column; this version keeps writing (the column
     reads NULL in its rows). An unknown NOT NULL column would make this version's inserts fail: refused."""
     with open_warehouse(isolated_target) as wh:
-        wh.upsert_audit(*make_row(marker=0.3))
+        wh.write_audit(*make_row(marker=0.3))
         wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_results ADD COLUMN from_the_future DOUBLE PRECISION"
                                                 if "postgres" in isolated_target else
                                                 "ALTER TABLE audit_results ADD COLUMN from_the_future DOUBLE"))
     with open_warehouse(isolated_target) as wh:
-        wh.upsert_audit(*make_row(model_id="m-2", marker=0.4))
+        wh.write_audit(*make_row(model_id="m-2", marker=0.4))
         assert [r.model_id for r in wh.fetch_results()] == ["m-1", "m-2"]
         wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_curves ADD COLUMN required_later INTEGER NOT NULL "
                                                 "DEFAULT 0"))
@@ -354,12 +357,12 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
     row, curve = audit_record(judge(result, 0.5, reference_check=check), run_kind="nightly", model_id="kappa-m",
                               partition_date="2024-01-02")
     with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
-        wh.upsert_audit(row, curve)
+        wh.write_audit(row, curve)
         rows = {r.audit_config_hash: r for r in wh.fetch_results(model_id="kappa-m")}
     with open_warehouse(isolated_target, create=False) as wh:  # a second open finds the migrated tables "ok"
         again = {r.audit_config_hash: r for r in wh.fetch_results()}
         assert [c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])
-                if c in RESULT_NAMES and c != "run_kind"][-17:] == list(RESULT_NAMES[-17:])
+                if c in RESULT_NAMES and c not in ("run_kind", *MIGRATIONS[8].adds)][-17:] == list(RESULT_NAMES[-17:])
     assert again.keys() == rows.keys() == {"oldfdp", "oldbin", result.config_hash}
     kappa_era = RESULT_NAMES[RESULT_NAMES.index("kappa"):]
     for config, (_, _, _, method, tau, breaking, bound, status, _) in zip(("oldfdp", "oldbin"), _PRE_KAPPA_ROWS,
@@ -482,13 +485,15 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------- round trip
-def test_upsert_then_fetch_round_trips_every_value(target):
+def test_write_then_fetch_round_trips_every_value(target):
     row, curve = make_row(claimed_epsilon=math.inf, status="INCONCLUSIVE",
                           model_uri="file:///models/m-1/date=2024-01-02/model.cbm",
                           code_version="0.1.0+g1234", reference_model="m-1@2024-01-01")
     with open_warehouse(target) as wh:
-        key = wh.upsert_audit(row, curve)
-        assert key == AuditKey("m-1", FINGERPRINT, DAY, "nightly", math.inf, "abc123")
+        key, new = wh.write_audit(row, curve)
+        inputs = inputs_fingerprint(row)
+        assert new and key == AuditKey("m-1", FINGERPRINT, DAY, "nightly", math.inf, "abc123", inputs)
+        assert inputs == normalize_row(row)["inputs_fingerprint"] and inputs.startswith("sha256:")
         got = _only(wh.fetch_results())
         points = wh.fetch_curve(key)
     assert got.partition_date == DAY and isinstance(got.partition_date, dt.date)
@@ -506,46 +511,57 @@ def test_upsert_then_fetch_round_trips_every_value(target):
     assert all(p["run_kind"] == "nightly" and p["claimed_epsilon"] == math.inf for p in points)
 
 
-def test_rerun_replaces_row_and_whole_curve(target):
+def test_a_rerun_on_identical_inputs_records_its_run_and_changes_nothing(target):
+    """A row is written once: a later run on the same inputs (even one that computed something else) is recorded in
+    audit_runs with what it computed, and the row, its curve and its slices stay the first run's."""
     with open_warehouse(target) as wh:
-        wh.upsert_audit(*make_row(marker=0.5, points=5))
-        wh.upsert_audit(*make_row(marker=0.7, points=2, status="VIOLATION"))
-        wh.upsert_audit(*make_row(config_hash="other", marker=0.9, points=1))
+        assert wh.write_audit(*make_row(marker=0.5, points=5)).new
+        first = _only(wh.fetch_results())
+        assert not wh.write_audit(*make_row(marker=0.7, points=2, status="VIOLATION")).new
+        assert not wh.write_audit(*make_row(marker=0.7, points=2, status="VIOLATION")).new  # the same run: once
+        assert wh.write_audit(*make_row(config_hash="other", marker=0.9, points=1)).new
         rows = wh.fetch_results(model_id="m-1")
-        assert [(r.audit_config_hash, r.epsilon_lower_bound, r.status) for r in rows] == [
-            ("abc123", 0.7, "VIOLATION"), ("other", 0.9, "PASS")]
-        curve = wh.fetch_curve(("m-1", FINGERPRINT, "2024-01-02", "nightly", 1.0, "abc123"))
-        assert [p["epsilon_lower_bound"] for p in curve] == [0.7, 0.7]  # no leftover points of the first run
+        assert [(r.audit_config_hash, r.epsilon_lower_bound, r.status, r.run_id) for r in rows] == [
+            ("abc123", 0.5, "PASS", "run-0.5"), ("other", 0.9, "PASS", "run-0.9")]
+        assert rows[0] == first
+        assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(first)] == [0.5] * 5
+        assert [(r["run_id"], r["status"], r["epsilon_lower_bound"]) for r in wh.fetch_runs(first)] == [
+            ("run-0.5", "PASS", 0.5), ("run-0.7", "VIOLATION", 0.7)]
+        assert [r.audit_config_hash for r in wh.fetch_verdicts(run_id="run-0.7")] == ["abc123"]
         assert len(wh.fetch_curve(rows[1])) == 1
 
 
 @pytest.mark.parametrize("change", [
     {"run_kind": "guardrail"}, {"claimed_epsilon": math.inf}, {"model_fingerprint": "sha256:" + "cd" * 32},
-    {"config_hash": "other"}, {"date": dt.date(2024, 1, 3)},
+    {"config_hash": "other"}, {"date": dt.date(2024, 1, 3)}, {"partition_fingerprint": "sha256:" + "3f" * 32},
+    {"training_rows_fingerprint": "sha256:" + "4a" * 32}, {"reference_fingerprint": "sha256:" + "5b" * 32},
+    {"correction_fingerprint": "sha256:" + "6c" * 32}, {"scoring_key": "0123456789abcdef"},
+    {"night_fingerprint": "sha256:" + "7d" * 32},
 ])
 def test_a_run_of_another_key_adds_its_own_row_and_never_touches_the_first(target, change):
     """The nightly's VIOLATION stays as it was, with its curve, when a run of another kind, claim, model file,
-    configuration or day writes its verdict of the same model."""
+    configuration, day or inputs (partition, training rows, reference, its correction, stored game) writes its
+    verdict of the same model."""
     with open_warehouse(target) as wh:
-        wh.upsert_audit(*make_row(marker=0.7, points=4, status="VIOLATION"))
+        wh.write_audit(*make_row(marker=0.7, points=4, status="VIOLATION"))
         first = _only(wh.fetch_results())
-        wh.upsert_audit(*make_row(marker=0.2, points=1, status="INCONCLUSIVE", **change))
+        wh.write_audit(*make_row(marker=0.2, points=1, status="INCONCLUSIVE", **change))
         rows = wh.fetch_results()
         assert len(rows) == 2 and first in rows
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(first)] == [0.7] * 4
         second = next(r for r in rows if r != first)
         assert (second.status, len(wh.fetch_curve(second))) == ("INCONCLUSIVE", 1)
         assert [r.status for r in wh.fetch_verdicts(status="VIOLATION")] == ["VIOLATION"]
-        # the same key again: no row added, the row is the re-run's
-        wh.upsert_audit(*make_row(marker=0.3, points=2, status="INCONCLUSIVE", **change))
-        assert len(wh.fetch_results()) == 2 and first in wh.fetch_results()
+        # the same key again: no row added, both rows as they were
+        assert not wh.write_audit(*make_row(marker=0.3, points=2, status="INCONCLUSIVE", **change)).new
+        assert sorted(map(str, wh.fetch_results())) == sorted(map(str, rows))
 
 
 def test_latest_per_model_and_run_kind_is_a_query(target):
     with open_warehouse(target) as wh:
         for day, run_kind, claim, status in ((1, "nightly", 1.0, "PASS"), (2, "nightly", 1.0, "VIOLATION"),
                                              (2, "guardrail", math.inf, "INCONCLUSIVE"), (1, "backfill", 1.0, "PASS")):
-            wh.upsert_audit(*make_row(date=dt.date(2024, 1, day), run_kind=run_kind, claimed_epsilon=claim,
+            wh.write_audit(*make_row(date=dt.date(2024, 1, day), run_kind=run_kind, claimed_epsilon=claim,
                                       status=status, finished_at=dt.datetime(2024, 1, day + 1, tzinfo=dt.UTC)))
         latest = wh.fetch_verdicts(latest=True)
         assert sorted((r.run_kind, r.partition_date.day, r.status) for r in latest) == [
@@ -559,7 +575,7 @@ def test_latest_per_model_and_run_kind_is_a_query(target):
 
 def test_failure_inside_the_transaction_leaves_the_previous_state(target, monkeypatch):
     with open_warehouse(target) as wh:
-        wh.upsert_audit(*make_row(marker=0.5, points=4))
+        wh.write_audit(*make_row(marker=0.5, points=4))
 
         def half_then_fail(self, cursor, points):
             type(self).__mro__[1]._insert_curve(self, cursor, points[:1])
@@ -567,11 +583,13 @@ def test_failure_inside_the_transaction_leaves_the_previous_state(target, monkey
 
         monkeypatch.setattr(type(wh), "_insert_curve", half_then_fail)
         with pytest.raises(RuntimeError, match="simulated crash"):
-            wh.upsert_audit(*make_row(marker=0.8, points=3))
+            wh.write_audit(*make_row(marker=0.8, points=3, partition_fingerprint="sha256:" + "3f" * 32))
         monkeypatch.undo()
         got = _only(wh.fetch_results())
         assert got.epsilon_lower_bound == 0.5
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
+        assert [r["run_id"] for r in wh.fetch_runs(got)] == ["run-0.5"]
+        assert wh._query("SELECT COUNT(*) FROM audit_runs", []) == [(1,)]
 
 
 _CRASH_SCRIPT = textwrap.dedent("""
@@ -585,13 +603,13 @@ _CRASH_SCRIPT = textwrap.dedent("""
         Warehouse._insert_curve(self, cursor, points[:2])
         os._exit(17)  # the process dies mid-transaction: no commit, no rollback, no cleanup
     type(wh)._insert_curve = half_then_die
-    wh.upsert_audit(*make_row(marker=0.9, points=6))
+    wh.write_audit(*make_row(marker=0.9, points=6, partition_fingerprint="sha256:" + "3f" * 32))
 """)
 
 
 def test_process_killed_mid_transaction_then_rerun_gives_one_row(target):
     with open_warehouse(target) as wh:
-        wh.upsert_audit(*make_row(marker=0.5, points=4))
+        wh.write_audit(*make_row(marker=0.5, points=4))
     proc = subprocess.run([sys.executable, "-c", _CRASH_SCRIPT.format(repo=str(REPO), target=target)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 17, proc.stderr
@@ -599,9 +617,11 @@ def test_process_killed_mid_transaction_then_rerun_gives_one_row(target):
         got = _only(wh.fetch_results())
         assert got.epsilon_lower_bound == 0.5
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
-        wh.upsert_audit(*make_row(marker=0.9, points=6))  # the re-run
-        got = _only(wh.fetch_results())
-        assert got.epsilon_lower_bound == 0.9 and len(wh.fetch_curve(got)) == 6
+        assert wh._query("SELECT COUNT(*) FROM audit_runs", []) == [(1,)]
+        wh.write_audit(*make_row(marker=0.9, points=6, partition_fingerprint="sha256:" + "3f" * 32))  # the re-run
+        rows = wh.fetch_results()
+        assert [(r.epsilon_lower_bound, len(wh.fetch_curve(r))) for r in rows] == [(0.5, 4), (0.9, 6)] or \
+            [(r.epsilon_lower_bound, len(wh.fetch_curve(r))) for r in rows] == [(0.9, 6), (0.5, 4)]
 
 
 # --------------------------------------------------------------------------------------------- reads
@@ -609,14 +629,14 @@ def test_fetch_filters_by_model_and_dates(target):
     with open_warehouse(target) as wh:
         for model in ("a", "b"):
             for day in (1, 2, 3):
-                wh.upsert_audit(*make_row(model_id=model, date=dt.date(2024, 1, day)))
+                wh.write_audit(*make_row(model_id=model, date=dt.date(2024, 1, day)))
         assert len(wh.fetch_results()) == 6
         assert [r.partition_date.day for r in wh.fetch_results(model_id="a")] == [1, 2, 3]
         assert [r.partition_date.day for r in wh.fetch_results(model_id="b", since="2024-01-02")] == [2, 3]
         assert [r.partition_date.day for r in wh.fetch_results(until=dt.date(2024, 1, 1))] == [1, 1]
         assert [r.model_id for r in wh.fetch_results(since="2024-01-02", until="2024-01-02")] == ["a", "b"]
         assert wh.fetch_results(model_id="c") == []
-        assert wh.fetch_curve(("c", FINGERPRINT, DAY, "nightly", 1.0, "abc123")) == []
+        assert wh.fetch_curve(("c", FINGERPRINT, DAY, "nightly", 1.0, "abc123", "sha256:" + "0" * 64)) == []
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -634,7 +654,7 @@ def test_fetch_rejects_bad_filters(target, kwargs, message):
 def test_values_are_bound_never_spliced_into_sql(target):
     hostile = "x'); DROP TABLE audit_results; --"
     with open_warehouse(target) as wh:
-        wh.upsert_audit(*make_row(model_uri=hostile, code_version="'; DELETE FROM audit_curves; --"))
+        wh.write_audit(*make_row(model_uri=hostile, code_version="'; DELETE FROM audit_curves; --"))
         got = _only(wh.fetch_results())
         assert got.model_uri == hostile
         assert len(wh.fetch_curve(got)) == 3
@@ -659,7 +679,7 @@ def test_values_are_bound_never_spliced_into_sql(target):
 def test_bad_rows_are_refused_before_sql(tmp_path, overrides, message):
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         with pytest.raises(LabelDPInputError, match=message):
-            wh.upsert_audit(*make_row(**overrides))
+            wh.write_audit(*make_row(**overrides))
         assert wh.fetch_results() == []
 
 
@@ -667,9 +687,9 @@ def test_bad_curves_and_targets_are_refused(tmp_path):
     row, curve = make_row()
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         with pytest.raises(LabelDPInputError, match=r"curve\[1\]"):
-            wh.upsert_audit(row, [curve[0], {**curve[1], "correct": 999}])
+            wh.write_audit(row, [curve[0], {**curve[1], "correct": 999}])
         with pytest.raises(LabelDPInputError, match=r"curve\[0\]: missing"):
-            wh.upsert_audit(row, [{"guesses": 1}])
+            wh.write_audit(row, [{"guesses": 1}])
     with pytest.raises(LabelDPInputError, match="postgresql:// URL"):
         open_warehouse("mysql://host/db")
     with pytest.raises(LabelDPInputError, match="not found"):
@@ -680,7 +700,7 @@ def test_bad_curves_and_targets_are_refused(tmp_path):
 
 def test_default_target_is_the_data_root_file(tmp_path):
     with open_warehouse(None, data_root=tmp_path) as wh:
-        wh.upsert_audit(*make_row())
+        wh.write_audit(*make_row())
     assert (tmp_path / "warehouse.duckdb").is_file()
 
 
@@ -696,7 +716,7 @@ def test_audit_record_from_a_real_audit(target):
     assert row.gamma == pytest.approx(1 - result.confidence)
     assert len(curve) == result.grid_size or len(curve) == len(result.curve)
     with open_warehouse(target) as wh:
-        wh.upsert_audit(row, curve)
+        wh.write_audit(row, curve)
         got = _only(wh.fetch_results(model_id="rr-eps8"))
         assert json.loads(got.result_json) == json.loads(json.dumps(result.to_dict()))
         stored = wh.fetch_curve(got)
@@ -724,9 +744,11 @@ def _check_after_concurrent_writes(target, writers: int, rounds: int) -> None:
             # The row and its whole curve come from the same write: same marker, that writer's length.
             assert {p["epsilon_lower_bound"] for p in curve} == {r.epsilon_lower_bound}
             assert len(curve) == 2 + writer
+            # every write recorded as a run of the row, the row the first one's
+            assert len(wh.fetch_runs(r)) == (writers * rounds if r.model_id == "shared" else rounds)
         for w in range(writers):
             own = _only([r for r in rows if r.model_id == f"own-{w}"])
-            assert own.epsilon_lower_bound == _writer_marker(w, rounds - 1)  # the last write of own key
+            assert own.epsilon_lower_bound == _writer_marker(w, 0)  # the first write of own key
 
 
 def _write_rounds(target: str, writer: int, rounds: int, go_file: str | None = None) -> None:
@@ -737,7 +759,7 @@ def _write_rounds(target: str, writer: int, rounds: int, go_file: str | None = N
                 time.sleep(0.005)
         for r in range(rounds):
             for model in ("shared", f"own-{writer}"):
-                wh.upsert_audit(*make_row(model_id=model, marker=_writer_marker(writer, r), points=2 + writer))
+                wh.write_audit(*make_row(model_id=model, marker=_writer_marker(writer, r), points=2 + writer))
 
 
 def test_concurrent_threads_same_and_different_keys(target):
@@ -828,12 +850,15 @@ def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, t
     row, curve = make_row(marker=0.4, points=5)
     assert write_or_spool(outage.target, row, curve, spool, attempts=2, backoff=0.05, timeout=0.5) == SPOOLED
     to = destination(outage.target)
-    path = spool_path(spool, AuditKey("m-1", FINGERPRINT, DAY, "nightly", 1.0, "abc123"), to)
+    inputs = inputs_fingerprint(row)
+    path = spool_path(spool, AuditKey("m-1", FINGERPRINT, DAY, "nightly", 1.0, "abc123", inputs), to, "run-0.4")
     assert [p.name for p in spool.iterdir()] == [path.name]  # no temporary files left behind
-    assert path.name == f"m-1__2024-01-02__nightly__eps-1__abc123__ab12ab12ab12__to-{to.fingerprint[:12]}.json"
+    run = hashlib.sha256(b"run-0.4").hexdigest()[:8]
+    assert path.name == (f"m-1__2024-01-02__nightly__eps-1__abc123__in-{inputs[7:19]}__run-{run}__to-"
+                         f"{to.fingerprint[:12]}.json")
     payload = json.loads(path.read_text())
     assert payload["row"]["epsilon_lower_bound"] == 0.4 and len(payload["curve"]) == 5
-    assert payload["destination"] == to.to_dict() and payload["format"] == 2
+    assert payload["destination"] == to.to_dict() and payload["format"] == 3
     other_row, other_curve = make_row(model_id="m-2", marker=0.6)
     assert write_or_spool(outage.target, other_row, other_curve, spool, attempts=1, timeout=0.5) == SPOOLED
 
@@ -854,17 +879,25 @@ def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, t
         assert rows[0].started_at == row["started_at"]
 
 
-def test_direct_write_supersedes_an_older_spooled_payload(target, tmp_path):
+def test_payloads_of_two_runs_on_identical_inputs_drain_in_the_order_computed(target, tmp_path):
+    """Each run spools its own payload (the run is in the file name); the drain writes the first run's row and
+    records the later one against it, whatever order the files are in, and a direct write of a third run on the
+    same inputs is recorded beside them."""
     spool = tmp_path / "spool"
     from auditing.sinks.warehouse.spool import spool_payload
 
-    stale = spool_payload(*make_row(marker=0.1), spool, destination(target))
+    later = spool_payload(*make_row(marker=0.2, started_at=dt.datetime(2024, 1, 4, tzinfo=dt.UTC)), spool,
+                          destination(target))
+    earlier = spool_payload(*make_row(marker=0.1), spool, destination(target))
     elsewhere = spool_payload(*make_row(marker=0.1), spool, destination(str(tmp_path / "other.duckdb")))
-    assert write_or_spool(target, *make_row(marker=0.3), spool) == WRITTEN
-    assert elsewhere.exists()  # the same key, meant for another warehouse: not this write's to drop
-    assert not stale.exists()  # draining it later would have overwritten the newer row
+    assert len({later, earlier, elsewhere}) == 3
+    drained = drain_spool(target, spool)
+    assert len(drained.written) == 2 and not later.exists() and not earlier.exists() and elsewhere.exists()
+    assert write_or_spool(target, *make_row(marker=0.3), spool) == RECORDED
     with open_warehouse(target) as wh:
-        assert _only(wh.fetch_results()).epsilon_lower_bound == 0.3
+        row = _only(wh.fetch_results())
+        assert (row.epsilon_lower_bound, row.run_id) == (0.1, "run-0.1")
+        assert [r["run_id"] for r in wh.fetch_runs(row)] == ["run-0.1", "run-0.3", "run-0.2"]
 
 
 def test_drain_keeps_unreadable_payloads_aside(target, tmp_path):
@@ -966,7 +999,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
     names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
     assert all(name in row.to_dict() for name in names) and row.risk_headline == expected.headline
     with open_warehouse(target) as wh:
-        wh.upsert_audit(row, curve)
+        wh.write_audit(row, curve)
         got = _only(wh.fetch_results(model_id="risk-m"))
     for name in names:
         block = expected.claimed if name.startswith("risk_") and not name.startswith("risk_lb_") else \
@@ -976,7 +1009,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
     # Nullable: a row without them (an old result) stores NULLs; bad values are refused before SQL.
     bare, bare_curve = make_row(model_id="risk-old")
     with open_warehouse(target) as wh:
-        wh.upsert_audit(bare, bare_curve)
+        wh.write_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="risk-old"))
     assert all(getattr(old, name) is None for name in [*names, "risk_headline"])
     from auditing.sinks.warehouse.rows import normalize_row
@@ -1016,7 +1049,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
     assert row.reference_calibration == "none" and row.fdp_curve is None and row.reference_checked is None
     assert row.detection_floor_rows == detection_floor_rows(result, 0.5)
     with open_warehouse(target) as wh:
-        wh.upsert_audit(row, curve)
+        wh.write_audit(row, curve)
         got = _only(wh.fetch_results(model_id="trust-m"))
     assert got.audit_rows == "training" and got.breaking_kappa == pytest.approx(row.breaking_kappa)
     assert got.kappa == 0.0 and "breaking_tau" not in got.to_dict() and not hasattr(got, "breaking_tau")
@@ -1025,7 +1058,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
     assert got.reference_log_loss_shift == pytest.approx(0.01) and got.feature_shift_max_psi == pytest.approx(0.2)
     bare, bare_curve = make_row(model_id="trust-old")
     with open_warehouse(target) as wh:
-        wh.upsert_audit(bare, bare_curve)
+        wh.write_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="trust-old"))
     assert all(getattr(old, name) is None for name in ("audit_rows", "breaking_kappa", "kappa",
                                               "detection_floor_rows", "shift_diagnostic", "reference_log_loss_shift"))
@@ -1055,7 +1088,7 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
         row, curve = audit_record(judge(result, claimed), run_kind="nightly", model_id=name, partition_date=DAY)
         rows[name] = (row, result, claimed)
         with open_warehouse(target) as wh:
-            wh.upsert_audit(row, curve)
+            wh.write_audit(row, curve)
     pass_row, pass_result, _ = rows["exp-pass"]
     # a PASS, weak when the floor exceeds 1% of the audited rows
     assert pass_row.status == ("WEAK_PASS" if pass_row.exposed_rows_floor > 0.01 * pass_row.m else "PASS")
@@ -1069,7 +1102,7 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
     with open_warehouse(target) as wh:
         got = {r.model_id: r for r in wh.fetch_results()}
         bare, bare_curve = make_row(model_id="exp-old")
-        wh.upsert_audit(bare, bare_curve)
+        wh.write_audit(bare, bare_curve)
         old = _only(wh.fetch_results(model_id="exp-old"))
     assert got["exp-pass"].exposed_rows_floor == pass_row.exposed_rows_floor
     assert got["exp-inconclusive"].exposed_rows_floor is None and got["exp-split"].exposed_rows_floor is None
@@ -1087,14 +1120,14 @@ def test_control_and_trust_columns_round_trip(target):
                                       control_floor=1.25, untrusted_reason=reason)
     plain, plain_curve = make_row(model_id="m-1", kind="target", untrusted_reason=reason)
     with open_warehouse(target) as wh:
-        wh.upsert_audit(control, control_curve)
-        wh.upsert_audit(plain, plain_curve)
+        wh.write_audit(control, control_curve)
+        wh.write_audit(plain, plain_curve)
         got = {r.model_id: r for r in wh.fetch_results()}
         for bad, message in (({"kind": "canary"}, "kind must be"), ({"kind": "control", "control_passed": 2},
                              "control_passed must be"), ({"control_floor": 1.0}, "kind 'control' rows only"),
                              ({"untrusted_reason": "  "}, "untrusted_reason must be")):
             with pytest.raises(LabelDPInputError, match=message):
-                wh.upsert_audit(*make_row(model_id="bad", **bad))
+                wh.write_audit(*make_row(model_id="bad", **bad))
         assert "bad" not in {r.model_id for r in wh.fetch_results()}
     assert (got["control-positive"].kind, got["control-positive"].control_passed) == ("control", 0)
     assert got["control-positive"].control_floor == 1.25 and got["control-positive"].untrusted_reason == reason
@@ -1124,7 +1157,7 @@ def test_trust_per_verdict_round_trips_on_both_backends(target):
         rows[name] = audit_record(verdict, run_kind="nightly", model_id=name, partition_date=DAY)
     with open_warehouse(target) as wh:
         for row, curve in rows.values():
-            wh.upsert_audit(row, curve)
+            wh.write_audit(row, curve)
         got = {r.model_id: r for r in wh.fetch_results()}
     leak, misfit = got["leak"], got["misfit"]
     assert leak.trust == "trusted" and leak.untrusted_reason is None and "vouches" in leak.trust_reason
@@ -1157,8 +1190,8 @@ def test_attack_curve_columns_round_trip_on_both_backends(target):
     assert curve.auroc > 0.6
     bare, bare_curve = make_row(model_id="attack-old")
     with open_warehouse(target) as wh:
-        wh.upsert_audit(row, points)
-        wh.upsert_audit(bare, bare_curve)
+        wh.write_audit(row, points)
+        wh.write_audit(bare, bare_curve)
         got = {r.model_id: r for r in wh.fetch_results()}
     assert {name: getattr(got["attack-m"], name) for name in ATTACK_COLUMNS} == expected
     assert json.loads(got["attack-m"].result_json)["attack_curve"] == json.loads(json.dumps(curve.to_dict()))
@@ -1197,11 +1230,11 @@ def test_family_evidence_columns_and_results_family_on_both_backends(target, cap
             lineage = {"started_at": dt.datetime(2024, 2, 1, tzinfo=dt.UTC) + dt.timedelta(hours=t)}
             row, curve = audit_record(verdict, model_id="fam", partition_date=day, run_kind="nightly",
                                       lineage=lineage, family=entry)
-            wh.upsert_audit(row, curve)
+            wh.write_audit(row, curve)
             written.append(entry)
             if t == 2:  # a guardrail of the same day and a control never enter the family
                 other, other_curve = audit_record(verdict, model_id="fam", partition_date=day, run_kind="guardrail")
-                wh.upsert_audit(other, other_curve)
+                wh.write_audit(other, other_curve)
     expected = family_evidence(nights)
     assert [n.evidence for n in written] == pytest.approx([n.evidence for n in expected.nights], rel=1e-12)
     assert expected.flagged  # eps 3 randomized response against a claim of 0.5
@@ -1213,7 +1246,7 @@ def test_family_evidence_columns_and_results_family_on_both_backends(target, cap
                                           model_id="fam", partition_date=DAY + dt.timedelta(days=1),
                                           run_kind="nightly",
                                           lineage={"started_at": dt.datetime(2024, 3, 1, tzinfo=dt.UTC)})
-        wh.upsert_audit(rerun, rerun_curve)
+        wh.write_audit(rerun, rerun_curve)
         rows_after = wh.fetch_results(model_id="fam")
     stored = sorted((r for r in rows if r.run_kind == "nightly"), key=lambda r: r.partition_date)
     assert [r.family_evidence for r in stored] == pytest.approx([n.evidence for n in expected.nights], rel=1e-12)
@@ -1252,8 +1285,8 @@ def _stripped(stored: list[dict]) -> list[dict]:
 
 def test_a_verdict_with_slices_writes_and_reads_back_its_slice_rows(target, sliced_verdict):
     """The slices are written with the verdict's row, in its transaction, keyed by its key: every figure read back
-    as judged, largest bound first. Another key adds its own; a re-run of the same key replaces them (with none,
-    when it declared none), as it replaces the row and the curve; the read-only reader reads them too."""
+    as judged, largest bound first. Another key adds its own; a re-run of the same key changes none of them (not
+    even when it declared none): it is recorded as a run of the row; the read-only reader reads them too."""
     from auditing.sinks.warehouse import as_key, slice_record
     from auditing.sinks.warehouse.base import open_read_only
 
@@ -1264,7 +1297,7 @@ def test_a_verdict_with_slices_writes_and_reads_back_its_slice_rows(target, slic
     audit = verdict.result.slices
     assert len(slices) == audit.declared == 12 and {s["budget"] for s in slices} == {audit.budget}
     with open_warehouse(target) as wh:
-        assert wh.upsert_audit(row, curve, slices) == row.key
+        assert wh.write_audit(row, curve, slices) == (row.key, True)
         stored = wh.fetch_slices(row.key)
         assert _stripped(stored) == slices and all(as_key(piece) == row.key for piece in stored)
         bounds = [piece["epsilon_lower_bound"] for piece in stored]
@@ -1275,16 +1308,16 @@ def test_a_verdict_with_slices_writes_and_reads_back_its_slice_rows(target, slic
         # another key (a guardrail's verdict of the same audit) adds its own slices and leaves these alone
         other, other_curve = audit_record(verdict, model_id="sliced", partition_date=DAY, run_kind="guardrail",
                                           lineage=lineage)
-        wh.upsert_audit(other, other_curve, slices[:3])
+        wh.write_audit(other, other_curve, slices[:3])
         found = wh.slices_of([row.key, other.key, row])
         assert _stripped(found[row.key]) == slices and _stripped(found[other.key]) == slices[:3]
-        # a re-run of the key replaces its row, curve and slices: here with none
-        wh.upsert_audit(row, curve)
-        assert wh.fetch_slices(row.key) == [] and len(wh.fetch_results()) == 2 and len(wh.fetch_curve(row)) > 0
-        wh.upsert_audit(row, curve, slices)
+        # a re-run of the key changes nothing, not even with no slices
+        assert not wh.write_audit(row.replace(run_id="run-2"), curve).new
+        assert _stripped(wh.fetch_slices(row.key)) == slices and len(wh.fetch_results()) == 2
+        assert sorted(r["run_id"] for r in wh.fetch_runs(row)) == sorted([row.run_id, "run-2"])
     with open_read_only(target) as wh:
         assert _stripped(wh.fetch_slices(row.key)) == slices and len(wh.fetch_slices(other.key)) == 3
-        assert wh.fetch_slices(("absent", FINGERPRINT, DAY, "nightly", 1.0, "abc123")) == []
+        assert wh.fetch_slices(("absent", FINGERPRINT, DAY, "nightly", 1.0, "abc123", row.inputs_fingerprint)) == []
 
 
 def test_slices_spool_with_their_row_and_drain_without_loss(target, outage, tmp_path, sliced_verdict):
@@ -1294,8 +1327,8 @@ def test_slices_spool_with_their_row_and_drain_without_loss(target, outage, tmp_
     row, curve = audit_record(sliced_verdict, model_id="sliced", partition_date=DAY, run_kind="nightly")
     slices = slice_record(sliced_verdict)
     assert write_or_spool(outage.target, row, curve, spool, attempts=1, timeout=0.5, slices=slices) == SPOOLED
-    payload = json.loads(spool_path(spool, row.key, destination(outage.target)).read_text())
-    assert payload["slices"] == slices and payload["format"] == 2
+    payload = json.loads(spool_path(spool, row.key, destination(outage.target), row.run_id).read_text())
+    assert payload["slices"] == slices and payload["format"] == 3
     outage.end()
     assert [k for k in drain_spool(outage.target, spool).written] == [row.key]
     with open_warehouse(outage.target) as wh:
@@ -1317,11 +1350,11 @@ def test_bad_slices_are_refused_before_sql(tmp_path, sliced_verdict, change, mes
     slices = slice_record(sliced_verdict)
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         with pytest.raises(LabelDPInputError, match=message):
-            wh.upsert_audit(row, curve, [{**slices[0], **change}, *slices[1:]])
+            wh.write_audit(row, curve, [{**slices[0], **change}, *slices[1:]])
         with pytest.raises(LabelDPInputError, match="given twice"):
-            wh.upsert_audit(row, curve, [slices[0], slices[0]])
+            wh.write_audit(row, curve, [slices[0], slices[0]])
         with pytest.raises(LabelDPInputError, match="one budget and declared count"):
-            wh.upsert_audit(row, curve, [slices[0], {**slices[1], "declared": 13}])
+            wh.write_audit(row, curve, [slices[0], {**slices[1], "declared": 13}])
         with pytest.raises(LabelDPInputError, match="slice rows for 12 declared slices"):
-            wh.upsert_audit(row, curve, [*slices, {**slices[0], "slice_name": "one more"}])
+            wh.write_audit(row, curve, [*slices, {**slices[0], "slice_name": "one more"}])
         assert wh.fetch_results() == [] and wh.fetch_slices(row.key) == []

@@ -170,6 +170,13 @@ EXPECTED_NOTES = {"now-bin": None, "now-fdp": "no held-out rows for 2024-01-02",
 V1_CURVES = {config: [(i, 10 * (i + 1), 5 * (i + 1), 0.1 * i, 0.999) for i in range(points)]
              for config, points in (("now-bin", 3), ("old-fdp", 2))}
 V1_CURVE_NAMES = (*V3_KEY, "point_index", "guesses", "correct", "epsilon_lower_bound", "point_confidence")
+# The columns version 9 adds to audit_results, and what it stores in the two that are not NULL on an existing row.
+V9_COLUMNS = ("inputs_fingerprint", "run_id", "training_rows_fingerprint", "reference_fingerprint",
+              "correction_fingerprint", "scoring_key", "night_fingerprint")
+
+
+def v9_fills(old: dict) -> dict:
+    return {"inputs_fingerprint": UNRECORDED, "run_id": old.get("flow_run_id") or UNRECORDED}
 
 
 def _connect_raw(target: str):
@@ -305,7 +312,11 @@ def test_migrations_are_ordered_and_describe_version_1_as_the_unversioned_tables
     assert [m.version for m in MIGRATIONS] == list(range(1, LATEST + 1)) and LATEST >= 8
     # version 8 creates the slices' table; every version before it has the two audit tables only
     assert list(migrations.expected_tables(7)) == ["audit_results", "audit_curves"]
-    assert migrations.expected_tables(8)["audit_slices"] == SLICE_COLUMNS and MIGRATIONS[7].creates == ("audit_slices",)
+    v8_slices = tuple(c for c in SLICE_COLUMNS if c.name != "inputs_fingerprint")
+    assert migrations.expected_tables(8)["audit_slices"] == v8_slices and MIGRATIONS[7].creates == ("audit_slices",)
+    # version 9 keys every table by its inputs too and creates the runs' table
+    assert list(migrations.expected_tables(8)) == ["audit_results", "audit_curves", "audit_slices"]
+    assert migrations.expected_tables(9)["audit_slices"] == SLICE_COLUMNS and "audit_runs" in MIGRATIONS[8].creates
     assert all(m.description.strip() for m in MIGRATIONS)
     v1 = migrations.expected_tables(1)
     assert sorted(c.name for c in v1["audit_results"]) == sorted(V1_NAMES)
@@ -333,7 +344,7 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
         versions = wh.schema_versions()
         rows = {r.audit_config_hash: r for r in wh.fetch_results()}
         curves = {config: wh.fetch_curve(("mig-m", UNRECORDED, DAY, UNRECORDED, rows[config].claimed_epsilon,
-                                          config)) for config in rows}
+                                          config, UNRECORDED)) for config in rows}
         columns = [c for table, c in wh._query(wh._TABLE_COLUMNS_SQL, []) if table == "audit_results"]
         slices = wh._query("SELECT * FROM audit_slices", [])
         checks = _choice_checks(wh)
@@ -343,7 +354,7 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
 
     # The version is recorded: one row per migration, with its description and the time it ran.
     assert [(v["version"], v["description"]) for v in versions] == [(m.version, m.description) for m in MIGRATIONS]
-    assert slices == [] and _table_columns(v1_target, "audit_slices") == list(SLICE_NAMES)  # created, empty
+    assert slices == [] and sorted(_table_columns(v1_target, "audit_slices")) == sorted(SLICE_NAMES)  # created, empty
     assert all(before - dt.timedelta(seconds=5) <= v["applied_at"] <= dt.datetime.now(dt.UTC) for v in versions)
     # Every row is still there with the same values; tau and breaking_tau are gone, their figures kept.
     assert sorted(columns) == sorted(RESULT_NAMES) and "tau" not in columns and "breaking_tau" not in columns
@@ -351,7 +362,8 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
     for old in V1_ROWS:
         config = old["audit_config_hash"]
         expected = {name: old.get(name) for name in RESULT_NAMES} | {
-            "reference_check_note": EXPECTED_NOTES[config], "run_kind": UNRECORDED, "model_fingerprint": UNRECORDED}
+            "reference_check_note": EXPECTED_NOTES[config], "run_kind": UNRECORDED, "model_fingerprint": UNRECORDED,
+            **v9_fills(old)}
         assert rows[config].to_dict() == expected, config
         assert [(p["point_index"], p["guesses"], p["correct"], p["epsilon_lower_bound"], p["point_confidence"])
                 for p in curves[config]] == V1_CURVES.get(config, [])
@@ -376,7 +388,7 @@ def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
     target = str(tmp_path / "warehouse.duckdb")
     _write_v1_warehouse(target)
     with open_warehouse(target) as wh:
-        wh.upsert_audit(_valid_row("after"), [])
+        wh.write_audit(_valid_row("after"), [])
         with pytest.raises(Exception, match=r"(?i)duplicate key|primary key|unique"):
             wh._transaction(lambda cur: cur.execute(
                 "INSERT INTO audit_results SELECT * FROM audit_results WHERE audit_config_hash = 'after'"))
@@ -387,7 +399,8 @@ def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
                         "epsilon_lower_bound": "THE statistically valid epsilon lower bound",
                         **{name: latest[name] for name in ("model_fingerprint", "run_kind", "claimed_epsilon",
                                                            "status", "untrusted_reason", *TRUST_COLUMNS,
-                                                           *ATTACK_COLUMNS, *FAMILY_COLUMNS)}}
+                                                           *ATTACK_COLUMNS, *FAMILY_COLUMNS, *V9_COLUMNS,
+                                                           "partition_fingerprint")}}
     assert _execute_raw(target, "SELECT comment FROM duckdb_tables() WHERE table_name = 'audit_results'") == \
         [(TABLE_COMMENTS["audit_results"],)]
 
@@ -519,7 +532,7 @@ def v3_target(target):
 def _v3_expected(old: dict) -> dict:
     config = old["audit_config_hash"]
     return {name: old.get(name) for name in RESULT_NAMES} | {
-        "run_kind": UNRECORDED, "model_fingerprint": V3_FINGERPRINTS.get(config, UNRECORDED)}
+        "run_kind": UNRECORDED, "model_fingerprint": V3_FINGERPRINTS.get(config, UNRECORDED), **v9_fills(old)}
 
 
 def test_version_4_keys_every_verdict_keeping_every_row_and_curve(v3_target):
@@ -543,7 +556,7 @@ def test_version_4_keys_every_verdict_keeping_every_row_and_curve(v3_target):
                 (UNRECORDED, rows[config].model_fingerprint, rows[config].claimed_epsilon)}
         # the new key: another run kind or claim of the same model, day and config is another row
         for change in ({"run_kind": "guardrail"}, {"claimed_epsilon": 0.25}):
-            wh.upsert_audit({**_valid_row("now-bin", model_id="mig-m", model_fingerprint=V3_FINGERPRINTS["now-bin"]),
+            wh.write_audit({**_valid_row("now-bin", model_id="mig-m", model_fingerprint=V3_FINGERPRINTS["now-bin"]),
                              **change}, [])
         assert len(wh.fetch_results()) == len(V1_ROWS) + 2
         assert {r.audit_config_hash: r for r in wh.fetch_results() if r.run_kind == UNRECORDED} == rows
@@ -559,7 +572,7 @@ def test_version_4_keys_every_verdict_keeping_every_row_and_curve(v3_target):
                                        "WHERE table_schema = current_schema() AND column_name IN "
                                        "('model_fingerprint', 'run_kind', 'claimed_epsilon')")
     assert sorted(not_null) == sorted((table, column, "NO") for table in ("audit_curves", "audit_results",
-                                                                          "audit_slices")  # version 8's table too
+                                                                          "audit_slices", "audit_runs")  # 8, 9 too
                                       for column in ("claimed_epsilon", "model_fingerprint", "run_kind"))
 
 
@@ -604,6 +617,7 @@ def test_version_6_adds_the_attack_curve_columns_keeping_every_row(target):
                      [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
     old = {k: v for k, v in _valid_row("v5-row", trust="trusted", trust_reason="vouched").items()
            if k not in ATTACK_COLUMNS}
+    old = {**old, **v9_fills(old)}  # what version 9 stores in its key and run id (not written by version 5)
     names = [c.name for c in v5["audit_results"]]
     _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                  [old[name] for name in names])
@@ -611,7 +625,7 @@ def test_version_6_adds_the_attack_curve_columns_keeping_every_row(target):
         assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1)) and LATEST >= 6
         assert wh.schema_versions()[5]["description"] == MIGRATIONS[5].description
         (row,) = wh.fetch_results()
-        wh.upsert_audit({**_valid_row("v6-row"), "attack_auroc": 0.75, "attack_auroc_lower": 0.7,
+        wh.write_audit({**_valid_row("v6-row"), "attack_auroc": 0.75, "attack_auroc_lower": 0.7,
                          "attack_auroc_upper": 0.8}, [])
         new = wh.fetch_results(model_id="raw-m")
     stored = row.to_dict()
@@ -638,6 +652,7 @@ def test_version_7_adds_the_family_columns_keeping_every_row(target):
         _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
                      [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
     old = {**{k: v for k, v in _valid_row("v6-row").items() if k not in FAMILY_COLUMNS}, "attack_auroc": 0.6}
+    old = {**old, **v9_fills(old)}
     names = [c.name for c in v6["audit_results"]]
     _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                  [old.get(name) for name in names])
@@ -645,7 +660,7 @@ def test_version_7_adds_the_family_columns_keeping_every_row(target):
         assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1)) and LATEST >= 7
         assert wh.schema_versions()[6]["description"] == MIGRATIONS[6].description
         (row,) = wh.fetch_results()
-        wh.upsert_audit({**_valid_row("v7-row"), "family_e_value": 3.5, "family_evidence": 12.0,
+        wh.write_audit({**_valid_row("v7-row"), "family_e_value": 3.5, "family_evidence": 12.0,
                          "family_flagged": 0}, [])
         new = wh.fetch_results(model_id="raw-m")
     stored = row.to_dict()
@@ -680,12 +695,13 @@ def _write_v7_warehouse(target: str) -> dict:
                      [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
     old = {**_valid_row("v7-row", trust="trusted"), "family_e_value": 2.0, "family_evidence": 2.0,
            "family_flagged": 0}
+    old = {**old, **v9_fills(old)}
     names = [c.name for c in v7["audit_results"]]
     _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                  [old[name] for name in names])
     for index in range(3):
         _execute_raw(target, f"INSERT INTO audit_curves VALUES ({', '.join('?' * 11)})",
-                     [*(old[k] for k in KEY_COLUMNS), index, 10 * (index + 1), 5 * (index + 1), 0.1, 0.999])
+                     [*(old[k] for k in migrations.V8_KEY), index, 10 * (index + 1), 5 * (index + 1), 0.1, 0.999])
     return old
 
 
@@ -707,7 +723,7 @@ def test_version_8_creates_the_slices_table_keeping_every_row(target):
                  "confidence": 0.975, "rows": 500, "check_rows": 0, "epsilon_lower_bound": 0.7,
                  "max_certifiable_epsilon": 4.0, "status": "PASS", "trust": "trusted", "trust_reason": None,
                  "note": None}
-        wh.upsert_audit({**_valid_row("v8-row"), "trust": "trusted"}, [], [piece])
+        wh.write_audit({**_valid_row("v8-row"), "trust": "trusted"}, [], [piece])
         new = next(r for r in wh.fetch_results() if r.audit_config_hash == "v8-row")
         stored = wh.fetch_slices(new)
         refused = _refused_by_the_table_slices(wh, new, {**piece, "slice_name": "other", "status": "WEAK_PASS"})
@@ -717,7 +733,7 @@ def test_version_8_creates_the_slices_table_keeping_every_row(target):
         {k: old.get(k) for k in RESULT_NAMES if k not in ("started_at", "finished_at")}
     assert [(p["point_index"], p["guesses"], p["correct"]) for p in curve] == [(0, 10, 5), (1, 20, 10), (2, 30, 15)]
     assert [{k: s[k] for k in piece} for s in stored] == [piece] and refused
-    assert _table_columns(target, "audit_slices") == list(SLICE_NAMES)
+    assert sorted(_table_columns(target, "audit_slices")) == sorted(SLICE_NAMES)
     assert _execute_raw(target, "SELECT COUNT(*) FROM audit_slices") == [(1,)]
 
 
@@ -730,3 +746,99 @@ def _refused_by_the_table_slices(wh, row, piece: dict) -> bool:
             return True
         raise
     return False
+
+
+# --------------------------------------------------------------------------------------------- version 9
+def _write_v8_warehouse(target: str) -> list[dict]:
+    """A warehouse at version 8 as that code left it: its three tables (keyed without the inputs), two rows written
+    by the driver (one with a flow run id, one without), a curve and a slice of the first; returns the rows."""
+    dialect = "postgres" if target.startswith("postgresql://") else "duckdb"
+    v8 = migrations.expected_tables(8)
+    for statement in [*(create_table_sql(dialect, table, columns) for table, columns in v8.items()),
+                      *version_table_statements(dialect)]:
+        _execute_raw(target, statement)
+    for migration in MIGRATIONS[:8]:
+        _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                     [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
+    olds = [{**_valid_row("v8-violation", status="VIOLATION", epsilon_lower_bound=1.336, claimed_epsilon=0.5,
+                          trust="trusted", partition_fingerprint="sha256:" + "1d" * 32, flow_run_id="prefect-run-1",
+                          model_fingerprint="sha256:" + "2e" * 32),
+             "started_at": dt.datetime(2024, 1, 3, 1, tzinfo=dt.UTC),
+             "finished_at": dt.datetime(2024, 1, 3, 1, 5, tzinfo=dt.UTC)},
+            _valid_row("v8-pass", status="PASS")]
+    names = [c.name for c in v8["audit_results"]]
+    for old in olds:
+        _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                     [old[name] for name in names])
+    key = [olds[0][k] for k in migrations.V8_KEY]
+    for index in range(2):
+        _execute_raw(target, f"INSERT INTO audit_curves VALUES ({', '.join('?' * 11)})",
+                     [*key, index, 10 * (index + 1), 5 * (index + 1), 0.1, 0.999])
+    piece = {"slicing": "shown-label", "slice_name": "shown label 1", "budget": 0.05, "declared": 2,
+             "confidence": 0.975, "rows": 500, "check_rows": 0, "epsilon_lower_bound": 0.7,
+             "max_certifiable_epsilon": 4.0, "status": "PASS", "trust": "trusted", "trust_reason": None, "note": None}
+    slice_names = [c.name for c in v8["audit_slices"]]
+    _execute_raw(target, f"INSERT INTO audit_slices ({', '.join(slice_names)}) "
+                         f"VALUES ({', '.join('?' * len(slice_names))})",
+                 [*key, *(piece[name] for name in slice_names[len(key):])])
+    return [{**old, **v9_fills(old)} for old in olds]
+
+
+def test_version_9_keys_every_verdict_by_its_inputs_keeping_every_row(target):
+    """A warehouse at version 8 with rows, a curve and a slice opens at version 9: every row keeps every value and
+    reads inputs_fingerprint 'unrecorded' and its flow run id as its run id (else 'unrecorded'); its curve and slice
+    are kept under the new key; audit_runs holds one run per row. Then a row is written once: the same inputs again
+    record a run and change nothing, other inputs of the same model, day, claim and config add a row beside it."""
+    olds = _write_v8_warehouse(target)
+    with open_read_only(target) as wh:  # read as it is: what the migration will store
+        assert wh.version == 8
+        read_before = {r.audit_config_hash: r.to_dict() for r in wh.fetch_verdicts()}
+        assert wh.fetch_verdicts(run_id="prefect-run-1")[0].audit_config_hash == "v8-violation"
+        assert [s["slice_name"] for s in wh.fetch_slices(wh.fetch_verdicts(run_id="prefect-run-1")[0])] == \
+            ["shown label 1"]
+        assert wh.fetch_runs(wh.fetch_verdicts()[0]) == []
+    with open_warehouse(target) as wh:
+        versions = wh.schema_versions()
+        rows = {r.audit_config_hash: r for r in wh.fetch_results()}
+        first = rows["v8-violation"]
+        curve, slices, runs = wh.fetch_curve(first), wh.fetch_slices(first), wh.fetch_runs(first)
+        assert wh.fetch_runs(rows["v8-pass"])[0]["run_id"] == UNRECORDED
+        # the same inputs again (another run): nothing changes but the run recorded
+        again = {**first.to_dict(), "run_id": "run-2", "finished_at": dt.datetime(2024, 2, 1, tzinfo=dt.UTC),
+                 "epsilon_lower_bound": 1.0, "status": "VIOLATION"}
+        written = wh.write_audit(again, [], [])
+        assert not written.new and written.key == first.key
+        assert wh.write_audit(again, [], []).new is False  # the same run twice: recorded once
+        # the day's partition replaced: a run on it is a new row beside the VIOLATION
+        replaced = {**first.to_dict(), "run_id": "run-3", "inputs_fingerprint": None, "status": "WEAK_PASS",
+                    "partition_fingerprint": "sha256:" + "3f" * 32, "epsilon_lower_bound": 0.1}
+        assert wh.write_audit(replaced, [{"guesses": 5, "correct": 3, "epsilon_lower_bound": 0.0,
+                                          "point_confidence": 0.99}]).new
+        after = wh.fetch_results()
+        kept = next(r for r in after if r.key == first.key)
+        runs_after = wh.fetch_runs(first)
+        by_run = [r.audit_config_hash for r in wh.fetch_verdicts(run_id="run-2")]
+    assert [v["version"] for v in versions] == list(range(1, LATEST + 1)) and LATEST >= 9
+    assert versions[8]["description"] == MIGRATIONS[8].description
+    for old in olds:
+        stored = rows[old["audit_config_hash"]].to_dict()
+        assert stored == {**{name: old.get(name) for name in RESULT_NAMES}, **v9_fills(old)}, old["audit_config_hash"]
+        assert read_before[old["audit_config_hash"]] == stored  # read-only at version 8 reads what 9 stores
+    assert first.run_id == "prefect-run-1" and first.inputs_fingerprint == UNRECORDED
+    assert [(p["point_index"], p["guesses"], p["inputs_fingerprint"]) for p in curve] == [
+        (0, 10, UNRECORDED), (1, 20, UNRECORDED)]
+    assert [(s["slice_name"], s["inputs_fingerprint"]) for s in slices] == [("shown label 1", UNRECORDED)]
+    assert [(r["run_id"], r["status"], r["epsilon_lower_bound"]) for r in runs] == [
+        ("prefect-run-1", "VIOLATION", 1.336)]
+    # the VIOLATION stays exactly as it was, with both runs; the replaced day's verdict is its own row
+    assert kept == first and len(after) == 3
+    assert [(r["run_id"], r["status"], r["epsilon_lower_bound"]) for r in runs_after] == [
+        ("prefect-run-1", "VIOLATION", 1.336), ("run-2", "VIOLATION", 1.0)]
+    new = next(r for r in after if r.run_id == "run-3")
+    assert (new.status, new.inputs_fingerprint.startswith("sha256:")) == ("WEAK_PASS", True)
+    assert (new.model_id, new.partition_date, new.audit_config_hash) == (first.model_id, DAY, "v8-violation")
+    assert by_run == ["v8-violation"]
+    assert _execute_raw(target, "SELECT COUNT(*) FROM audit_curves") == [(3,)]
+    with open_warehouse(target) as wh:  # re-opening changes nothing
+        assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1))
+        assert sorted(map(str, wh.fetch_results())) == sorted(map(str, after))

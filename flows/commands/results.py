@@ -17,12 +17,15 @@ by default <data-root>/warehouse.duckdb, or a postgresql:// URL). Read-only: it 
 writes a warehouse (a missing DuckDB file is an error; a warehouse whose schema version is newer than this
 code is refused).
 
-Every verdict ever written is a row of its own: its key is the model, the model file's fingerprint, the day,
-the run kind (nightly, guardrail, backfill; "unrecorded" on rows written before the key had it), the claimed
-epsilon and the audit configuration. By default it prints the LATEST verdict of every model and run kind
-(targets and controls), newest first; --model N prints that model's history (every row, newest first); --all
-prints every row. The filters (--model, --since, --until, --status, --run-kind, --trust) pick rows first and
-combine; the default then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each
+Every verdict ever written is a row of its own, written once: its key is the model, the model file's
+fingerprint, the day, the run kind (nightly, guardrail, backfill, rejudge; "unrecorded" on rows written before
+the key had it), the claimed epsilon, the audit configuration and the fingerprint of every input it judged
+(partition, training rows, reference and its correction, stored game). A run on other inputs adds a row beside
+the others; a run on identical inputs is recorded against the row (results show lists every run of it). By
+default it prints the LATEST verdict of every model and run kind (targets and controls), newest first; --model N
+prints that model's history (every row, newest first); --all prints every row; --run ID every row that run wrote
+or was recorded against. The filters (--model, --since, --until, --status, --run-kind, --trust, --run) pick rows
+first and combine; the default then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each
 model's most recent VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints
 (run: the run kind; status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference
 unchecked) or accepted (reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!'
@@ -48,13 +51,16 @@ Examples:
   labeldp-audit results --model rr-eps1 --csv > rr-eps1.csv
   labeldp-audit results show rr-eps1                      # its latest verdict, every stored column
   labeldp-audit results show rr-eps1 --date 2024-01-02 --json
+  labeldp-audit results show --run 20240103T010203Z-1a2b3c4d   # every verdict of that run, in full
 
 Exit status: 0 (also when nothing matches), 2 on bad input, a missing or too new warehouse, or an unreachable
 one.
 """
 SHOW_DESCRIPTION = """\
 Prints one verdict of MODEL, every stored column of audit_results as "name: value" lines (NULL for a NULL),
-then how many curve points audit_curves holds for it, then the verdict's trust block: its trust and why, the
+then how many curve points audit_curves holds for it, then every run of it (audit_runs: the run that wrote it and
+each later run on identical inputs, with what each computed; a run that computed another status or bound says
+so), then the verdict's trust block: its trust and why, the
 capacity check's figures (epsilon_check, a kappa-free lower bound on eps; the misfit the model shows on rows it
 never saw), what a PASS's floors are worth, and the row groups (the rule, the rows left out, how often the labels
 of rows sharing a group agree against independent labels), then the attack's ROC figures and the family's
@@ -64,11 +70,13 @@ some (every slice, the largest bound first, with the slices' budget, their count
 (result_json, shift_diagnostic, durations) are printed as an outline, one key a line, their curves and histograms summarised
 (how many values, their range); --json prints them whole. Without --date: the model's latest verdict; on a date with several
 verdicts (run kinds, claims, audit configs), the one that finished last (--run-kind and --config pick another;
-the others are listed).
+the others are listed). With --run ID: every verdict that run wrote or was recorded against (of MODEL only, when
+given), each in full; --json prints them as a list.
 
 Examples:
   labeldp-audit results show rr-eps1
   labeldp-audit results show rr-eps1 --date 2024-01-02 --json
+  labeldp-audit results show --run 20240103T010203Z-1a2b3c4d
   labeldp-audit results --warehouse postgresql://auditor@db:5432/audit show rr-eps1
 
 Exit status: 0, or 2 when no verdict matches (naming the model and date) or on bad input.
@@ -123,9 +131,10 @@ def register(subparsers) -> None:
     indent = " " * len(f"usage: {p.prog} ")
     p.usage = (f"{p.prog} [--warehouse W] [--data-root R] [--model N] [--since D] [--until D]\n"
                f"{indent}[--status {{{','.join(STATUSES)}}}] [--trust {{{','.join(TRUST_SHORT.values())}}}]\n"
-               f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}] [--all] [--json | --csv]\n"
+               f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}] [--run ID] [--all] [--json | --csv]\n"
                f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W] "
                "[--data-root R]\n"
+               f"       {p.prog} show [MODEL] --run ID [--json] [--warehouse W] [--data-root R]\n"
                f"       {p.prog} family MODEL [--until D] [--alpha A] [--json] [--warehouse W] [--data-root R]")
     _add_target(p, default=None)
     p.add_argument("--model", default=None, metavar="N", help="one model's history (every row, newest first)")
@@ -137,6 +146,8 @@ def register(subparsers) -> None:
     p.add_argument("--trust", default=None, choices=tuple(TRUST_SHORT.values()),
                    help="only verdicts of this trust (unchecked: reference unchecked; accepted: reference unchecked, "
                         "accepted; untrusted includes rows written before per-verdict trust whose night was)")
+    p.add_argument("--run", default=None, metavar="ID",
+                   help="only the rows this run wrote or was recorded against (its run id)")
     p.add_argument("--all", action="store_true", help="every matching row, not only each model's latest")
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the full stored rows as a JSON list")
@@ -145,11 +156,14 @@ def register(subparsers) -> None:
     s = actions.add_parser("show", help="one verdict's full record", description=SHOW_DESCRIPTION,
                            prog=f"{p.prog} show",
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("show_model", metavar="MODEL", help="model name (as stored in model_id)")
+    s.add_argument("show_model", metavar="MODEL", nargs="?", default=None,
+                   help="model name (as stored in model_id); optional with --run")
     s.add_argument("--date", default=None, metavar="D", help="its partition date, YYYY-MM-DD (default: the latest)")
     s.add_argument("--run-kind", dest="show_run_kind", default=None, choices=STORED_RUN_KINDS, metavar="K",
                    help=f"the verdict of this kind of run, when a date has several ({', '.join(STORED_RUN_KINDS)})")
     s.add_argument("--config", default=None, metavar="HASH", help="the audit config hash, when a date has several")
+    s.add_argument("--run", dest="show_run", default=None, metavar="ID",
+                   help="every verdict this run wrote or was recorded against, in full")
     # SUPPRESS: given before `show` (results --warehouse W show M), the value given there stays.
     s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="the record as a JSON object")
     _add_target(s, default=argparse.SUPPRESS)
@@ -248,7 +262,8 @@ def _list(args) -> int:
     trust = None if args.trust is None else {word: state for state, word in TRUST_SHORT.items()}[args.trust]
     def read(wh):
         found = wh.fetch_verdicts(model_id=model, since=since, until=until, status=args.status,
-                                  run_kind=args.run_kind, trust=trust, latest=not (args.all or model is not None))
+                                  run_kind=args.run_kind, trust=trust, run_id=args.run,
+                                  latest=not (args.all or model is not None or args.run is not None))
         return found, wh.slices_of(found)
 
     read_back = _read(args, read)
@@ -306,15 +321,19 @@ def _show(args) -> int:
 
     from labeldp.errors import LabelDPInputError
     from labeldp.names import check_name, parse_date
-    from pipelines.models.registry import jsonable
 
     listing = [name for name, given in (("--model", args.model), ("--since", args.since), ("--until", args.until),
                                         ("--status", args.status), ("--run-kind", args.run_kind),
-                                        ("--trust", args.trust), ("--all", args.all), ("--csv", args.csv))
-               if given]
+                                        ("--trust", args.trust), ("--all", args.all), ("--csv", args.csv),
+                                        ("--run", args.run)) if given]
     if listing:
         raise LabelDPInputError(f"{', '.join(listing)} apply to the list (results ...), not to results show; "
-                                "give show MODEL [--date D] [--run-kind K] [--config HASH] [--json]")
+                                "give show MODEL [--date D] [--run-kind K] [--config HASH] [--json], or show [MODEL] "
+                                "--run ID")
+    if args.show_run is not None:
+        return _show_run(args)
+    if args.show_model is None:
+        raise LabelDPInputError("results show needs MODEL, or --run ID")
     model = check_name(args.show_model, "MODEL")
     date = parse_date(args.date, "--date") if args.date is not None else None
     run_kind = args.show_run_kind
@@ -338,7 +357,8 @@ def _show(args) -> int:
         if rows[0].family_evidence is not None:
             history = history if history is not None else wh.fetch_results(model_id=model)
             nights = night_numbers(history).get((model, rows[0].partition_date))
-        return rows[0], len(wh.fetch_curve(rows[0])), rows[1:], wh.fetch_slices(rows[0]), nights
+        return (rows[0], len(wh.fetch_curve(rows[0])), rows[1:], wh.fetch_slices(rows[0]), nights,
+                wh.fetch_runs(rows[0]))
 
     found = _read(args, record)
     if found is UNAVAILABLE:
@@ -348,21 +368,69 @@ def _show(args) -> int:
         which = "".join(f" {what} {value}" for what, value in (("of run kind", run_kind),
                                                                 ("with audit config", args.config)) if value)
         raise LabelDPInputError(f"no audit result for model {model} {on}{which}")
+    if args.json:
+        print(json.dumps(_show_json(*found), allow_nan=False, indent=2))
+        return 0
+    _print_record(*found)
+    return 0
+
+
+def _show_json(row, points, others, stored, nights, runs) -> dict:
+    """One verdict as `results show --json` prints it: every column, its curve's size, its slices and its runs."""
+    from auditing.sinks.listing import ListedSlices
+    from pipelines.models.registry import jsonable
+
+    slices = ListedSlices.of_stored(row, stored)
+    return jsonable({**row.to_dict(), "curve_points": points, "slices": None if slices is None else slices.to_dict(),
+                     "runs": runs})
+
+
+def _show_run(args) -> int:
+    """`results show [MODEL] --run ID`: every verdict of that run, in full (the model's only, when given)."""
+    import json
+
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import check_name
+
+    model = None if args.show_model is None else check_name(args.show_model, "MODEL")
+    if args.date is not None or args.show_run_kind is not None or args.config is not None:
+        raise LabelDPInputError("--date, --run-kind and --config pick one verdict of MODEL; with --run every verdict "
+                                "of the run is shown")
+
+    def records(wh):
+        rows = wh.fetch_verdicts(model_id=model, run_id=args.show_run)
+        return [(row, len(wh.fetch_curve(row)), [], wh.fetch_slices(row), None, wh.fetch_runs(row)) for row in rows]
+
+    found = _read(args, records)
+    if found is UNAVAILABLE:
+        return 2
+    if not found:
+        raise LabelDPInputError(f"no audit result of run {args.show_run}" + (f" for model {model}" if model else ""))
+    if args.json:
+        print(json.dumps([_show_json(*item) for item in found], allow_nan=False, indent=2))
+        return 0
+    for index, item in enumerate(found):
+        if index:
+            print()
+        print(f"# {index + 1} of {len(found)}: {item[0].model_id} {item[0].partition_date.isoformat()} "
+              f"{item[0].run_kind}")
+        _print_record(*item)
+    return 0
+
+
+def _print_record(row, points, others, stored, nights, runs) -> None:
+    """One verdict as `results show` prints it."""
     from auditing.sinks.listing import ListedSlices, stored_attack_confidence
 
-    row, points, others, stored, nights = found
     slices = ListedSlices.of_stored(row, stored)
-    if args.json:
-        print(json.dumps(jsonable({**row.to_dict(), "curve_points": points,
-                                   "slices": None if slices is None else slices.to_dict()}),
-                         allow_nan=False, indent=2))
-        return 0
+    model = row.model_id
     from auditing.sinks.report.text import (
         SLICE_VIOLATION_MEANING,
         attack_line,
         claim_words,
         family_line,
         json_outline,
+        run_lines,
         slice_table_lines,
         slices_design_text,
         trust_block_lines,
@@ -376,6 +444,8 @@ def _show(args) -> int:
             print(f"{name}: (JSON; --json prints it whole)")
             print("\n".join(json_outline(outline)))
     print(f"curve_points: {points}")
+    print(f"runs: {len(runs)} (audit_runs: the run that wrote the row, then each run on identical inputs)")
+    print("\n".join("  " + line for line in run_lines(row, runs)))
     if others:
         listed = "; ".join(f"{r.run_kind}, claim {_text(r.claimed_epsilon)}, config {r.audit_config_hash}"
                            for r in others)
@@ -394,7 +464,6 @@ def _show(args) -> int:
         print("\n".join(slice_table_lines(slices, row.claimed_epsilon, limit=None, title=None)))
         print(f"  design: {slices.design}")
         print(f"  {SLICE_VIOLATION_MEANING}")
-    return 0
 
 
 def _json_object(value):

@@ -8,6 +8,7 @@ CREATE TABLE IF NOT EXISTS audit_results (
     run_kind TEXT NOT NULL,
     claimed_epsilon DOUBLE PRECISION NOT NULL,
     audit_config_hash TEXT NOT NULL,
+    inputs_fingerprint TEXT NOT NULL,
     delta DOUBLE PRECISION NOT NULL,
     confidence DOUBLE PRECISION NOT NULL,
     gamma DOUBLE PRECISION NOT NULL,
@@ -29,6 +30,12 @@ CREATE TABLE IF NOT EXISTS audit_results (
     partition_fingerprint TEXT,
     code_version TEXT,
     flow_run_id TEXT,
+    run_id TEXT NOT NULL,
+    training_rows_fingerprint TEXT,
+    reference_fingerprint TEXT,
+    correction_fingerprint TEXT,
+    scoring_key TEXT,
+    night_fingerprint TEXT,
     started_at TIMESTAMPTZ,
     finished_at TIMESTAMPTZ,
     durations TEXT,
@@ -103,7 +110,7 @@ CREATE TABLE IF NOT EXISTS audit_results (
     family_e_value DOUBLE PRECISION,
     family_evidence DOUBLE PRECISION,
     family_flagged INTEGER,
-    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash),
+    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, inputs_fingerprint),
     CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CONSTRAINT audit_results_method_check CHECK (method IN ('binomial', 'fdp')),
     CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', 'rejudge', 'unrecorded')),
@@ -118,12 +125,13 @@ CREATE TABLE IF NOT EXISTS audit_curves (
     run_kind TEXT NOT NULL,
     claimed_epsilon DOUBLE PRECISION NOT NULL,
     audit_config_hash TEXT NOT NULL,
+    inputs_fingerprint TEXT NOT NULL,
     point_index INTEGER NOT NULL,
     guesses BIGINT NOT NULL,
     correct BIGINT NOT NULL,
     epsilon_lower_bound DOUBLE PRECISION NOT NULL,
     point_confidence DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, point_index),
+    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, inputs_fingerprint, point_index),
     CONSTRAINT audit_curves_counts_check CHECK (correct <= guesses)
 );
 
@@ -134,6 +142,7 @@ CREATE TABLE IF NOT EXISTS audit_slices (
     run_kind TEXT NOT NULL,
     claimed_epsilon DOUBLE PRECISION NOT NULL,
     audit_config_hash TEXT NOT NULL,
+    inputs_fingerprint TEXT NOT NULL,
     slicing TEXT NOT NULL,
     slice_name TEXT NOT NULL,
     budget DOUBLE PRECISION NOT NULL,
@@ -147,11 +156,29 @@ CREATE TABLE IF NOT EXISTS audit_slices (
     trust TEXT NOT NULL,
     trust_reason TEXT,
     note TEXT,
-    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, slicing, slice_name),
+    PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, inputs_fingerprint, slicing, slice_name),
     CONSTRAINT audit_slices_status_check CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE'))
 );
 
-COMMENT ON TABLE audit_results IS 'one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash): an audit''s outcome and lineage';
+CREATE TABLE IF NOT EXISTS audit_runs (
+    run_id TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    model_fingerprint TEXT NOT NULL,
+    partition_date DATE NOT NULL,
+    run_kind TEXT NOT NULL,
+    claimed_epsilon DOUBLE PRECISION NOT NULL,
+    audit_config_hash TEXT NOT NULL,
+    inputs_fingerprint TEXT NOT NULL,
+    flow_run_id TEXT,
+    started_at TIMESTAMPTZ,
+    finished_at TIMESTAMPTZ,
+    code_version TEXT,
+    status TEXT NOT NULL,
+    epsilon_lower_bound DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (run_id, model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, inputs_fingerprint)
+);
+
+COMMENT ON TABLE audit_results IS 'one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, inputs_fingerprint): an audit''s outcome and lineage, written once';
 
 COMMENT ON COLUMN audit_results.model_id IS 'model name (a safe single path component)';
 
@@ -164,6 +191,8 @@ COMMENT ON COLUMN audit_results.run_kind IS 'the kind of run that wrote the row:
 COMMENT ON COLUMN audit_results.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
 
 COMMENT ON COLUMN audit_results.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+
+COMMENT ON COLUMN audit_results.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
 
 COMMENT ON COLUMN audit_results.delta IS 'delta of the (epsilon, delta) claim that was audited';
 
@@ -201,11 +230,23 @@ COMMENT ON COLUMN audit_results.model_uri IS 'where the audited model lives';
 
 COMMENT ON COLUMN audit_results.reference_model IS 'the reference model M'' (checkpoint of the previous day)';
 
-COMMENT ON COLUMN audit_results.partition_fingerprint IS 'content hash of the partition';
+COMMENT ON COLUMN audit_results.partition_fingerprint IS 'content hash of the partition the verdict judged';
 
 COMMENT ON COLUMN audit_results.code_version IS 'version of labeldp-audit that produced the row';
 
 COMMENT ON COLUMN audit_results.flow_run_id IS 'the run that wrote the row: its Prefect flow run id';
+
+COMMENT ON COLUMN audit_results.run_id IS 'the run that wrote the row (audit_runs lists every run of it); on rows written before schema version 9 their flow_run_id, else ''unrecorded''';
+
+COMMENT ON COLUMN audit_results.training_rows_fingerprint IS 'hash of the audited model''s training-rows record and the partition it was made on; NULL: not recorded';
+
+COMMENT ON COLUMN audit_results.reference_fingerprint IS 'content hash of the reference M'' (the D-1 checkpoint, before its correction); NULL: not recorded';
+
+COMMENT ON COLUMN audit_results.correction_fingerprint IS 'content hash of the corrected reference the game used (the D-1 checkpoint recalibrated on day D); NULL: no correction, or not recorded';
+
+COMMENT ON COLUMN audit_results.scoring_key IS 'key of the stored game the verdict was judged from (sweeps/<model>/date=D/<scoring_key>/); NULL: not recorded';
+
+COMMENT ON COLUMN audit_results.night_fingerprint IS 'hash of what the night''s trust is judged from beyond the verdict''s own game: each control (name, kind, claim, its model''s fingerprint or why it could not run) and whether an unchecked reference was accepted; NULL: not recorded';
 
 COMMENT ON COLUMN audit_results.started_at IS 'when the audit run started (UTC)';
 
@@ -369,6 +410,8 @@ COMMENT ON COLUMN audit_curves.claimed_epsilon IS 'epsilon the model claims (Inf
 
 COMMENT ON COLUMN audit_curves.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
 
+COMMENT ON COLUMN audit_curves.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
+
 COMMENT ON COLUMN audit_curves.point_index IS 'position of the point in the sweep (0-based)';
 
 COMMENT ON COLUMN audit_curves.guesses IS 'c'': guesses at this point';
@@ -392,6 +435,8 @@ COMMENT ON COLUMN audit_slices.run_kind IS 'the kind of run that wrote the row: 
 COMMENT ON COLUMN audit_slices.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
 
 COMMENT ON COLUMN audit_slices.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+
+COMMENT ON COLUMN audit_slices.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
 
 COMMENT ON COLUMN audit_slices.slicing IS 'the slicing the slice belongs to, as declared: column:NAME:top=K, column:NAME=A,B, group:NAME, prior-deciles or shown-label (auditing.slices)';
 
@@ -419,6 +464,36 @@ COMMENT ON COLUMN audit_slices.trust_reason IS 'why the slice''s status is (not)
 
 COMMENT ON COLUMN audit_slices.note IS 'why the slice could not show a violation of the claim (too small, no audited row, a keyed half left empty); NULL otherwise';
 
+COMMENT ON TABLE audit_runs IS 'one row per run of a verdict (run_id and the verdict''s key): the run that wrote it and every later run on identical inputs, with what each computed';
+
+COMMENT ON COLUMN audit_runs.run_id IS 'the run: one id per nightly, guardrail, backfill or rejudge command';
+
+COMMENT ON COLUMN audit_runs.model_id IS 'model name (a safe single path component)';
+
+COMMENT ON COLUMN audit_runs.model_fingerprint IS 'content hash of the audited model; ''unrecorded'' when its writer recorded none';
+
+COMMENT ON COLUMN audit_runs.partition_date IS 'the daily partition the model was trained on';
+
+COMMENT ON COLUMN audit_runs.run_kind IS 'the kind of run that wrote the row: nightly | guardrail | backfill; ''unrecorded'' on rows written before schema version 4';
+
+COMMENT ON COLUMN audit_runs.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
+
+COMMENT ON COLUMN audit_runs.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+
+COMMENT ON COLUMN audit_runs.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
+
+COMMENT ON COLUMN audit_runs.flow_run_id IS 'the run''s Prefect flow run id';
+
+COMMENT ON COLUMN audit_runs.started_at IS 'when this run''s audit of the row started (UTC)';
+
+COMMENT ON COLUMN audit_runs.finished_at IS 'when this run''s audit of the row finished (UTC)';
+
+COMMENT ON COLUMN audit_runs.code_version IS 'version of labeldp-audit that ran';
+
+COMMENT ON COLUMN audit_runs.status IS 'the status this run computed (the row keeps the first run''s; a difference is shown by results)';
+
+COMMENT ON COLUMN audit_runs.epsilon_lower_bound IS 'the valid bound this run computed';
+
 CREATE TABLE IF NOT EXISTS audit_schema_version (
     version INTEGER NOT NULL,
     description TEXT NOT NULL,
@@ -434,4 +509,4 @@ COMMENT ON COLUMN audit_schema_version.description IS 'what the step did';
 
 COMMENT ON COLUMN audit_schema_version.applied_at IS 'when it was applied (UTC)';
 
-INSERT INTO audit_schema_version (version, description, applied_at) VALUES (8, 'created at schema version 8', CURRENT_TIMESTAMP);
+INSERT INTO audit_schema_version (version, description, applied_at) VALUES (9, 'created at schema version 9', CURRENT_TIMESTAMP);

@@ -71,13 +71,16 @@ class ModelHandle:
 
     def lineage(self) -> dict:
         """The model's identity for a job's ``result.json``: where it is, its fingerprint, format, mechanism and
-        claim, and the partition it was trained on."""
+        claim, the partition it was trained on, its training rows' fingerprint (`training_rows_fingerprint`) and,
+        for a model derived from another (a recalibrated reference), that model's fingerprint."""
         mechanism = self.meta.mechanism.to_dict()  # the claim as stored (an infinite epsilon is "inf")
         return {"name": self.name, "date": self.date.isoformat(), "uri": str(self.directory),
                 "fingerprint": self.fingerprint, "format": self.format.name,
                 "source": self.meta.origin, "mechanism": mechanism["name"],
                 "claimed_epsilon": mechanism["epsilon"],
-                "partition_fingerprint": self.meta.partition_fingerprint}
+                "partition_fingerprint": self.meta.partition_fingerprint,
+                "training_rows_fingerprint": training_rows_fingerprint(self.meta),
+                "source_fingerprint": source_fingerprint(self.meta)}
 
     def __eq__(self, other) -> bool:  # the same model and bytes (its metadata is what those imply)
         return isinstance(other, ModelHandle) and self._identity() == other._identity()
@@ -90,6 +93,30 @@ class ModelHandle:
 
     def __repr__(self) -> str:
         return f"ModelHandle({self.id}, {self.format.name}, {self.fingerprint[:19]})"
+
+
+def training_rows_fingerprint(meta: ModelMetadata) -> str | None:
+    """'sha256:<hex>' of which rows trained the model: its training-rows record (the keys file's fingerprint, 'all',
+    or the split a model trained here read) and the partition it was made on; None when it records neither."""
+    import hashlib
+    import json
+
+    from pipelines.models.metadata import TrainingRows
+
+    record = meta.training_rows.to_dict() if isinstance(meta.training_rows, TrainingRows) else None
+    if record is None and not meta.partition_fingerprint:
+        return None
+    payload = json.dumps(registry.jsonable({"training_rows": record, "partition": meta.partition_fingerprint}),
+                         sort_keys=True)
+    return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+
+
+def source_fingerprint(meta: ModelMetadata) -> str | None:
+    """The fingerprint of the model this one was derived from (a recalibrated reference's D-1 checkpoint), None
+    for a model that was not."""
+    record = meta.recalibration if isinstance(meta.recalibration, dict) else None
+    source = (record or {}).get("source_reference")
+    return source.get("fingerprint") if isinstance(source, dict) else None
 
 
 def artifact_of(directory: Path, metadata: ModelMetadata) -> Path:

@@ -473,9 +473,10 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
 def run_report_path(data_root: str | os.PathLike | None, key: Any) -> Path:
     """``<data_root>/reports/<model>/date=YYYY-MM-DD/<key name>.html``: named by the verdict's key
     (`auditing.sinks.warehouse.AuditKey`, its ``partition_date`` a date parsed at the edge; the name is
-    '<run kind>__eps-<claim>__<config hash>__<model fingerprint>'), so a run of another kind, claim or model file
-    never replaces the page. A row written before the key had a run kind ('unrecorded') has the page that code
-    wrote: ``<config hash>.html``."""
+    '<run kind>__eps-<claim>__<config hash>__in-<inputs fingerprint>', `AuditKey.name`), so a run of another kind,
+    claim or inputs never replaces the page. A row written before the key had its inputs has the page its code
+    wrote: '<run kind>__eps-<claim>__<config hash>__<model fingerprint>', or before it had a run kind
+    ('unrecorded') ``<config hash>.html``."""
     from auditing.sinks.warehouse.rows import as_key  # the same rules as the warehouse key
     from auditing.sinks.warehouse.schema import UNRECORDED
 

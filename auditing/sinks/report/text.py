@@ -392,6 +392,22 @@ def family_line(row: ResultRow, nights: int | None = None, alpha: float = DEFAUL
             "kappa-free evidence")
 
 
+def run_lines(row: ResultRow, runs: Sequence[Mapping]) -> list[str]:
+    """One line per run of a verdict (``audit_runs``, the first started first): its id, when, its flow run, and
+    whether it wrote the row or was recorded against it on identical inputs; a run that computed another status or
+    bound than the stored row says so (the row keeps the first run's)."""
+    out = []
+    for run in runs:
+        when = run["started_at"].isoformat() if run.get("started_at") else "start not recorded"
+        role = "wrote the row" if run["run_id"] == row.run_id else "identical inputs, recorded; the row unchanged"
+        flow = f", flow run {run['flow_run_id']}" if run.get("flow_run_id") else ""
+        same = run["status"] == row.status and run["epsilon_lower_bound"] == row.epsilon_lower_bound
+        differs = "" if same else (f"; computed {run['status']} eps_lb {run['epsilon_lower_bound']:.4g}, not the "
+                                   f"stored {row.status} {row.epsilon_lower_bound:.4g}")
+        out.append(f"{run['run_id']} ({when}{flow}): {role}{differs}")
+    return out or ["none recorded (a warehouse older than schema version 9, read as it is)"]
+
+
 def _where(r: ListedVerdict | SkippedTarget) -> str:
     row = r if isinstance(r, SkippedTarget) else r.row
     return f"{row.model_id}@{row.partition_date.isoformat()}"

@@ -5,13 +5,15 @@
 
     verdict = judge(result, 1.0, reference_check=ReferenceCheck("boost", True, ...))
     row, curve = audit_record(verdict, model_id="rr-eps1", partition_date="2024-01-02", run_kind="nightly",
-                              lineage={"model_fingerprint": ..., "flow_run_id": ..., "durations": {...}})
+                              lineage={"run_id": new_run_id(), "model_fingerprint": ..., "partition_fingerprint": ...,
+                                       "flow_run_id": ..., "durations": {...}})
     slices = slice_record(verdict)                            # [] when the audit declared no slice
     with open_warehouse(None, data_root=root) as wh:          # <root>/warehouse.duckdb
-        wh.upsert_audit(row, curve, slices)                    # one transaction; the same key replaces its row
+        wh.write_audit(row, curve, slices)                     # one transaction; a stored key only gets the run
         wh.fetch_results(model_id="rr-eps1", since="2024-01-01")
         wh.fetch_slices(row.key)                               # its slices, the largest bound first
-    write_or_spool("postgresql://...", row, curve, root / "spool", slices=slices)   # "written" or "spooled"
+        wh.fetch_runs(row.key)                                 # every run of it, the first first
+    write_or_spool("postgresql://...", row, curve, root / "spool", slices=slices)   # "written", "recorded", "spooled"
 
 Tables and their columns: ``auditing.sinks.warehouse.schema`` (and infra/warehouse/*.sql); opening a warehouse
 brings an older one to that schema version (``auditing.sinks.warehouse.migrations``, docs/warehouse.md). The
@@ -32,8 +34,14 @@ from auditing.sinks.warehouse.address import (
     is_postgres_target,
     warehouse_target,
 )
-from auditing.sinks.warehouse.base import ReadOnlyWarehouse, Warehouse, WarehouseUnavailable, open_read_only
-from auditing.sinks.warehouse.records import AuditKey, ResultRow, upgrade_row
+from auditing.sinks.warehouse.base import (
+    ReadOnlyWarehouse,
+    Warehouse,
+    WarehouseUnavailable,
+    Written,
+    open_read_only,
+)
+from auditing.sinks.warehouse.records import AuditKey, ResultRow, new_run_id, upgrade_row
 from auditing.sinks.warehouse.reference_columns import reference_check_from_row
 from auditing.sinks.warehouse.rows import (
     LINEAGE_FIELDS,
@@ -44,17 +52,18 @@ from auditing.sinks.warehouse.rows import (
     normalize_slices,
     slice_record,
 )
-from auditing.sinks.warehouse.spool import SPOOLED, WRITTEN, drain_spool, spool_path, write_or_spool
+from auditing.sinks.warehouse.spool import RECORDED, SPOOLED, WRITTEN, drain_spool, spool_path, write_or_spool
 from labeldp.errors import LabelDPInputError
 from labeldp.names import resolve_data_root
 
 SPOOL_DIR_NAME = "spool"
 
 __all__ = [
-    "DEFAULT_FILE_NAME", "LINEAGE_FIELDS", "POSTGRES_SCHEMES", "SPOOLED", "WRITTEN", "AuditKey", "Destination",
-    "ReadOnlyWarehouse", "ResultRow", "Warehouse", "WarehouseUnavailable", "as_key",
+    "DEFAULT_FILE_NAME", "LINEAGE_FIELDS", "POSTGRES_SCHEMES", "RECORDED", "SPOOLED", "WRITTEN", "AuditKey",
+    "Destination", "ReadOnlyWarehouse", "ResultRow", "Warehouse", "WarehouseUnavailable", "Written", "as_key",
     "audit_record", "default_spool_dir", "describe_target", "destination", "drain_spool",
-    "is_postgres_target", "normalize_curve", "normalize_row", "normalize_slices", "open_read_only", "open_warehouse",
+    "is_postgres_target", "new_run_id", "normalize_curve", "normalize_row", "normalize_slices", "open_read_only",
+    "open_warehouse",
     "reference_check_from_row", "slice_record", "spool_path", "upgrade_row", "write_or_spool",
 ]
 

@@ -1,4 +1,4 @@
-"""What both warehouse backends share: validation, the upsert transaction, reads and retry timing; and the
+"""What both warehouse backends share: validation, the write-once transaction, reads and retry timing; and the
 read-only view of a warehouse that ``labeldp-audit results`` uses (``open_read_only``).
 
 A backend supplies ``_transaction(fn)`` (run ``fn(cursor)`` inside ONE transaction, retrying conflicts),
@@ -17,7 +17,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from auditing.sinks.warehouse import migrations, schema
 from auditing.sinks.warehouse.address import describe_target, is_postgres_target, warehouse_target
@@ -25,6 +25,7 @@ from auditing.sinks.warehouse.records import ResultRow, upgrade_row
 from auditing.sinks.warehouse.rows import (
     AuditKey,
     as_key,
+    check_run_id,
     check_stored_run_kind,
     normalize_curve,
     normalize_row,
@@ -56,6 +57,19 @@ def backoff_delays(initial: float, maximum: float, deadline: float) -> Iterator[
         step = min(maximum, step * 2)
 
 
+class Written(NamedTuple):
+    """What `Warehouse.write_audit` did: the verdict's key, and whether this call wrote its row (False: the row was
+    stored already, by a run on identical inputs; this run was recorded against it)."""
+
+    key: AuditKey
+    new: bool
+
+
+def run_values(row: Mapping) -> dict:
+    """The ``audit_runs`` row of a validated result row (`normalize_row`): the run that computed it."""
+    return {name: row[name] for name in schema.RUN_NAMES}
+
+
 class Warehouse:
     """The warehouse interface (the tables: docs/warehouse.md and ``auditing.sinks.warehouse.schema``); get one from
     ``open_warehouse``."""
@@ -65,30 +79,35 @@ class Warehouse:
     target = ""
 
     # -- writes ------------------------------------------------------------------------------------------
-    def upsert_audit(self, row: ResultRow | Mapping, curve: Sequence[Mapping],
-                     slices: Sequence[Mapping] = ()) -> AuditKey:
+    def write_audit(self, row: ResultRow | Mapping, curve: Sequence[Mapping],
+                    slices: Sequence[Mapping] = ()) -> Written:
         """Writes one audit's row, its curve and its slices (`auditing.sinks.warehouse.rows.slice_record`; none when
-        the verdict declared none) in ONE transaction; a re-run of the same key (model, model fingerprint, day, run
-        kind, claim, audit config) replaces all three, any other key adds its own row.
+        the verdict declared none) and its run (``audit_runs``) in ONE transaction. A row is written once: when its
+        key (model, model fingerprint, day, run kind, claim, audit config, inputs fingerprint) is already stored,
+        the row, curve and slices stay exactly as they are and only the run is recorded against it (a run of
+        identical inputs). The same run recorded twice (a retry, a spool drained again) writes nothing.
 
-        The result row is upserted first (INSERT ... ON CONFLICT DO UPDATE): on PostgreSQL that row lock
-        serializes concurrent writers of the same key before they touch its curve, so two writers never
-        interleave their curve points or slices. Then the key's curve and slices are deleted and re-inserted. If
-        anything fails the transaction rolls back and the previous row, curve and slices stay exactly as they were.
+        The result row is inserted first (INSERT ... ON CONFLICT DO NOTHING RETURNING): on PostgreSQL a concurrent
+        writer of the same key waits for the first's commit and then writes nothing, so curves and slices are
+        written by the one that wrote the row. If anything fails the transaction rolls back whole. Returns the key
+        and whether this call wrote the row (`Written`).
         """
         clean = normalize_row(row)
         key = as_key(clean)
         points = normalize_curve(curve, key)
         pieces = normalize_slices(slices, key)
-        self._transaction(lambda cursor: self._write(cursor, clean, key, points, pieces))
-        return key
+        wrote: list[bool] = []
+        self._transaction(lambda cursor: wrote.append(self._write(cursor, clean, key, points, pieces)))
+        return Written(key, wrote[-1])
 
-    def _write(self, cursor, row: dict, key: AuditKey, points: list[dict], slices: list[dict] = ()) -> None:
-        cursor.execute(schema.upsert_result_sql(self.placeholder), [row[name] for name in schema.RESULT_NAMES])
-        cursor.execute(schema.delete_curve_sql(self.placeholder), list(key))
-        self._insert_curve(cursor, points)
-        cursor.execute(schema.delete_slices_sql(self.placeholder), list(key))
-        self._insert_slices(cursor, list(slices))
+    def _write(self, cursor, row: dict, key: AuditKey, points: list[dict], slices: list[dict] = ()) -> bool:
+        cursor.execute(schema.insert_result_sql(self.placeholder), [row[name] for name in schema.RESULT_NAMES])
+        new = bool(cursor.fetchall())
+        if new:
+            self._insert_curve(cursor, points)
+            self._insert_slices(cursor, list(slices))
+        cursor.execute(schema.insert_run_sql(self.placeholder), [run_values(row)[name] for name in schema.RUN_NAMES])
+        return new
 
     def _insert_curve(self, cursor, points: list[dict]) -> None:
         if points:
@@ -124,11 +143,11 @@ class Warehouse:
 
     # Newest first: the latest partition date first; on one date by model, then the audit that finished last.
     _NEWEST_FIRST = ("partition_date DESC, model_id, finished_at DESC NULLS LAST, run_kind, claimed_epsilon, "
-                     "audit_config_hash, model_fingerprint")
+                     "audit_config_hash, model_fingerprint, inputs_fingerprint")
 
     def fetch_verdicts(self, *, model_id: str | None = None, since: dt.date | None = None,
                        until: dt.date | None = None, status: str | None = None, run_kind: str | None = None,
-                       trust: str | None = None, latest: bool = False) -> list[ResultRow]:
+                       trust: str | None = None, latest: bool = False, run_id: str | None = None) -> list[ResultRow]:
         """audit_results rows (``ResultRow``, every column, as ``fetch_results``), newest partition date first (on one
         date by model_id, then the audit that finished last first).
 
@@ -139,7 +158,8 @@ class Warehouse:
         day and run kind. A query: no row is ever replaced by another key's. ``trust`` (one of
         `auditing.verdict.types.TRUST_STATES`) picks rows of that trust; a row written before per-verdict trust (trust
         NULL) counts as untrusted when it carries an untrusted_reason (its night was), as
-        `auditing.sinks.warehouse.records.trust_state` reads it, and matches no other trust.
+        `auditing.sinks.warehouse.records.trust_state` reads it, and matches no other trust. ``run_id`` picks the
+        rows that run wrote or was recorded against (``audit_runs``).
         """
         mark = schema.placeholders(self.placeholder, 1)[0]
         conditions, params = [], []
@@ -166,6 +186,9 @@ class Warehouse:
             legacy = " OR (trust IS NULL AND untrusted_reason IS NOT NULL)" if trust == UNTRUSTED else ""
             conditions.append(f"(trust = {mark}{legacy})")
             params.append(trust)
+        if run_id is not None:
+            conditions.append(self._run_condition(mark))
+            params += [check_run_id(run_id, "run_id")] * (2 if self._has_runs() else 1)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         names = ", ".join(schema.RESULT_NAMES)
         # The innermost SELECT names every column of the latest schema (see _stored_columns: an older warehouse
@@ -175,7 +198,7 @@ class Warehouse:
         if latest:
             rank = ("ROW_NUMBER() OVER (PARTITION BY model_id, COALESCE(kind, 'target'), run_kind ORDER BY "
                     "partition_date DESC, finished_at DESC NULLS LAST, claimed_epsilon, audit_config_hash, "
-                    "model_fingerprint)")
+                    "model_fingerprint, inputs_fingerprint)")
             stored = f"(SELECT {names}, {rank} AS newest FROM {stored}) AS ranked WHERE newest = 1"
         sql = f"SELECT {names} FROM {stored} ORDER BY {self._NEWEST_FIRST}"
         return [upgrade_row(self._row_dict(schema.RESULT_NAMES, values)) for values in self._query(sql, params)]
@@ -183,6 +206,26 @@ class Warehouse:
     def _stored_columns(self) -> Sequence[str]:
         """The select list of audit_results: its columns at the latest schema version (the backends migrate)."""
         return schema.RESULT_NAMES
+
+    def _has_runs(self) -> bool:
+        """Whether the warehouse has the runs' table (schema version 9; the writing backends migrate)."""
+        return True
+
+    def _run_condition(self, mark: str) -> str:
+        """The rows a run wrote (their run_id) or was recorded against (audit_runs), for ``fetch_verdicts``."""
+        if not self._has_runs():
+            return f"run_id = {mark}"
+        same_key = " AND ".join(f"r.{k} = stored.{k}" for k in schema.KEY_COLUMNS)
+        return f"(run_id = {mark} OR EXISTS (SELECT 1 FROM audit_runs r WHERE r.run_id = {mark} AND {same_key}))"
+
+    def fetch_runs(self, key: Any) -> list[dict]:
+        """The runs of one verdict (``audit_runs`` rows: run_id, the key, flow_run_id, started_at, finished_at,
+        code_version and the status and bound that run computed), the first started first; empty on a warehouse
+        older than the runs' table. key: as ``fetch_curve``."""
+        if not self._has_runs():
+            return []
+        rows = self._query(schema.select_runs_sql(self.placeholder), list(as_key(key)))
+        return [self._row_dict(schema.RUN_NAMES, values) for values in rows]
 
     def fetch_curve(self, key: Any) -> list[dict]:
         """The curve of one audit, ordered by point_index (empty if the key has none). key: an AuditKey, a tuple
@@ -276,12 +319,13 @@ class ReadOnlyWarehouse(Warehouse):
         self.placeholder = "format" if dialect == "postgres" else "qmark"
         self._run, self._close = run, close
         try:
-            self.version, self.columns, self.curve_columns, self.slice_columns = self._read_schema()
+            self.version, self.columns, self.curve_columns, self.slice_columns, self.run_columns = \
+                self._read_schema()
         except BaseException:
             close()
             raise
 
-    def _read_schema(self) -> tuple[int | None, frozenset[str], frozenset[str], frozenset[str]]:
+    def _read_schema(self) -> tuple[int | None, frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
         where = describe_target(self.target)
 
         def state(cursor) -> tuple[dict, int | None, str]:
@@ -301,10 +345,13 @@ class ReadOnlyWarehouse(Warehouse):
         # Refuses tables of a shape no version had (one table, an unknown NOT NULL column, ...).
         migrations.check_shape(found, migrations.expected_tables(version or 1), where)
         return (version, frozenset(found.get("audit_results", ())), frozenset(found.get("audit_curves", ())),
-                frozenset(found.get("audit_slices", ())))
+                frozenset(found.get("audit_slices", ())), frozenset(found.get("audit_runs", ())))
 
     def _stored_columns(self) -> Sequence[str]:
         return [_stored_column(name, self.columns) for name in schema.RESULT_NAMES]
+
+    def _has_runs(self) -> bool:
+        return bool(self.run_columns)
 
     def fetch_curve(self, key: Any) -> list[dict]:
         """As `Warehouse.fetch_curve`; on a warehouse older than the key's columns (read as it is) the curve is
@@ -323,10 +370,28 @@ class ReadOnlyWarehouse(Warehouse):
         return [self._row_dict(schema.CURVE_NAMES, values) for values in rows]
 
     def slices_of(self, keys: Sequence[Any]) -> dict[AuditKey, list[dict]]:
-        """As `Warehouse.slices_of`; a warehouse older than the slices' table (read as it is) has none."""
+        """As `Warehouse.slices_of`; a warehouse older than the slices' table (read as it is) has none, and on one
+        whose slices lack a key column (version 8: inputs_fingerprint) each verdict's slices are found by the key
+        columns its table has."""
         if not self.slice_columns:
             return {}
-        return super().slices_of(keys)
+        if self.slice_columns >= set(schema.KEY_COLUMNS):
+            return super().slices_of(keys)
+        mark = schema.placeholders(self.placeholder, 1)[0]
+        names = [name for name in schema.KEY_COLUMNS if name in self.slice_columns]
+        select = [name if name in self.slice_columns else f"{mark} AS {name}" for name in schema.SLICE_NAMES]
+        sql = (f"SELECT {', '.join(select)} FROM audit_slices WHERE "
+               + " AND ".join(f"{name} = {mark}" for name in names)
+               + " ORDER BY epsilon_lower_bound DESC, slicing, slice_name")
+        out: dict[AuditKey, list[dict]] = {}
+        for key in dict.fromkeys(as_key(k) for k in keys):
+            values = key._asdict()
+            absent = [values[name] for name in schema.SLICE_NAMES if name not in self.slice_columns and name in values]
+            found = [self._row_dict(schema.SLICE_NAMES, v)
+                     for v in self._query(sql, [*absent, *(values[name] for name in names)])]
+            if found:
+                out[key] = found
+        return out
 
     def _query(self, sql: str, params: Sequence) -> list[tuple]:
         return self._run(lambda cursor: cursor.execute(sql, list(params)).fetchall())
@@ -341,13 +406,15 @@ class ReadOnlyWarehouse(Warehouse):
 def _stored_column(name: str, present: frozenset[str]) -> str:
     """A select-list item for ``name`` of the latest schema on a table that may be older: the column itself, what
     the migration to the version adding it would store (a key column), or NULL."""
-    unrecorded = schema.sql_literal(schema.UNRECORDED)  # migration 4: what a row written before it records
+    unrecorded = schema.sql_literal(schema.UNRECORDED)  # migrations 4 and 9: what a row written before records
     if name == "model_fingerprint" and name in present and "run_kind" not in present:
         return f"COALESCE({name}, {unrecorded}) AS {name}"
     if name in present:
         return name
-    if name in ("run_kind", "model_fingerprint"):
+    if name in ("run_kind", "model_fingerprint", "inputs_fingerprint"):
         return f"{unrecorded} AS {name}"
+    if name == "run_id":
+        return f"COALESCE(flow_run_id, {unrecorded}) AS {name}"
     return f"NULL AS {name}"
 
 

@@ -45,6 +45,10 @@ SLICES = "audit_slices"
 _REBUILD_SUFFIX = "__rebuild"
 # The key of audit_results and audit_curves up to version 3 (what the migrations before version 4 work with).
 V3_KEY = ("model_id", "partition_date", "audit_config_hash")
+# The key of every audit table from version 4 to 8 (version 9 adds inputs_fingerprint).
+V8_KEY = ("model_id", "model_fingerprint", "partition_date", "run_kind", "claimed_epsilon", "audit_config_hash")
+_V8_PRIMARY_KEYS = {"audit_results": V8_KEY, "audit_curves": (*V8_KEY, "point_index"),
+                    "audit_slices": (*V8_KEY, "slicing", "slice_name")}
 
 
 # ------------------------------------------------------------------------------------------------ sessions
@@ -301,8 +305,9 @@ class Migration:
 
     adds: names of the audit_results columns it adds (defined in ``schema``); retires: the audit_results
     columns it drops, as they were defined; reshapes: the audit_results columns whose definition it changes,
-    as they were defined before; curve_adds: names of the audit_curves columns it adds; creates: the tables it
-    creates (as ``schema.TABLES`` defines them). They let ``expected_tables`` tell the tables of any version.
+    as they were defined before; curve_adds / slice_adds: names of the audit_curves / audit_slices columns it
+    adds; creates: the tables it creates (as ``schema.TABLES`` defines them). They let ``expected_tables`` tell the
+    tables of any version.
     """
 
     version: int
@@ -313,6 +318,7 @@ class Migration:
     reshapes: tuple[Column, ...] = ()
     curve_adds: tuple[str, ...] = ()
     creates: tuple[str, ...] = ()
+    slice_adds: tuple[str, ...] = ()
 
 
 def _baseline(ctx: Context) -> None:
@@ -398,7 +404,7 @@ def _verdict_key(ctx: Context) -> None:
                 + f" FROM {RESULTS} AS r WHERE {matches}")
     for table in (RESULTS, CURVES):
         added = ("run_kind",) if table == RESULTS else _CURVE_KEY_ADDS
-        key = schema.PRIMARY_KEYS[table]
+        key = _V8_PRIMARY_KEYS[table]
         if ctx.dialect == "postgres":
             for name in ("model_fingerprint", "run_kind", "claimed_epsilon"):
                 ctx.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET NOT NULL")
@@ -454,9 +460,55 @@ def _family_evidence(ctx: Context) -> None:
 
 
 def _slices_table(ctx: Context) -> None:
-    """Version 8: the table of valid bounds per declared slice (empty; the other tables are not touched)."""
-    for statement in schema.table_statements(ctx.dialect, SLICES):
+    """Version 8: the table of valid bounds per declared slice (empty; the other tables are not touched), as
+    version 8 defined it (keyed as audit_results then: `V8_KEY`)."""
+    columns = expected_tables(8)[SLICES]
+    ctx.execute(schema.create_table_sql(ctx.dialect, SLICES, columns))
+    ctx.execute(f"COMMENT ON TABLE {SLICES} IS {schema.sql_literal(schema.TABLE_COMMENTS[SLICES])}")
+    for column in columns:
+        ctx.execute(f"COMMENT ON COLUMN {SLICES}.{column.name} IS {schema.sql_literal(column.comment)}")
+
+
+RUNS = "audit_runs"
+# The columns version 9 adds to audit_results besides the key's inputs_fingerprint (run_id is NOT NULL, filled in).
+_V9_LINEAGE = ("training_rows_fingerprint", "reference_fingerprint", "correction_fingerprint", "scoring_key",
+               "night_fingerprint")
+
+
+def _inputs_key(ctx: Context) -> None:
+    """Version 9: every run its id, every verdict keyed by its inputs. Adds inputs_fingerprint to the key of the
+    three audit tables ('unrecorded' on existing rows), run_id to audit_results (the row's flow_run_id, else
+    'unrecorded'), the nullable input fingerprints (training rows, reference, correction, stored game's key, the
+    night's controls and acceptance), and
+    creates audit_runs with one run per existing row. No row changes its values (DuckDB rebuilds the tables to
+    change their primary keys)."""
+    _add_nullable_results_columns(ctx, _V9_LINEAGE)
+    text = schema.column_type(ctx.dialect, "text")
+    ctx.execute(f"ALTER TABLE {RESULTS} ADD COLUMN run_id {text}")
+    ctx.execute(f"UPDATE {RESULTS} SET run_id = COALESCE(flow_run_id, {ctx.marks(1)})", [schema.UNRECORDED])
+    for table in (RESULTS, CURVES, SLICES):
+        ctx.execute(f"ALTER TABLE {table} ADD COLUMN inputs_fingerprint {text}")
+        ctx.execute(f"UPDATE {table} SET inputs_fingerprint = {ctx.marks(1)}", [schema.UNRECORDED])
+        not_null = ("inputs_fingerprint", "run_id") if table == RESULTS else ("inputs_fingerprint",)
+        key = schema.PRIMARY_KEYS[table]
+        if ctx.dialect == "postgres":
+            for name in not_null:
+                ctx.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET NOT NULL")
+            for name, _ in constraints(ctx, table, "primary"):
+                ctx.execute(f"ALTER TABLE {table} DROP CONSTRAINT {_quote(name)}")
+            ctx.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({', '.join(key)})")
+        else:
+            rebuild_duckdb_table(ctx, table, checks=constraints(ctx, table, "check"), primary_key=key,
+                                 not_null=not_null)
+        for name in not_null:
+            ctx.execute(f"COMMENT ON COLUMN {table}.{name} IS {schema.sql_literal(_column(table, name).comment)}")
+        ctx.execute(f"COMMENT ON TABLE {table} IS {schema.sql_literal(schema.TABLE_COMMENTS[table])}")
+    ctx.execute(f"COMMENT ON COLUMN {RESULTS}.partition_fingerprint IS "
+                f"{schema.sql_literal(_column(RESULTS, 'partition_fingerprint').comment)}")
+    for statement in schema.table_statements(ctx.dialect, RUNS):
         ctx.execute(statement)
+    names = ", ".join(schema.RUN_NAMES)
+    ctx.execute(f"INSERT INTO {RUNS} ({names}) SELECT {names} FROM {RESULTS}")
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -486,6 +538,15 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "audit_results key, slicing, slice_name; the slices' budget and declared count, the slice's "
                  "confidence, rows, check_rows, epsilon_lower_bound, max_certifiable_epsilon, status, trust, "
                  "trust_reason, note); existing rows unchanged", _slices_table, creates=(SLICES,)),
+    Migration(9, "every run its id, every verdict keyed by its inputs: inputs_fingerprint joins the key of "
+                 "audit_results, audit_curves and audit_slices ('unrecorded' on existing rows); audit_results gets "
+                 "run_id (the row's flow_run_id, else 'unrecorded'), training_rows_fingerprint, "
+                 "reference_fingerprint, correction_fingerprint, scoring_key and night_fingerprint (NULL on existing "
+                 "rows); the table "
+                 "audit_runs, one row per run of a verdict, starts with each existing row's run; a row is written "
+                 "once from here on; DuckDB rebuilds the three tables",
+              _inputs_key, adds=("inputs_fingerprint", "run_id", *_V9_LINEAGE), curve_adds=("inputs_fingerprint",),
+              slice_adds=("inputs_fingerprint",), creates=(RUNS,)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -503,6 +564,8 @@ def expected_tables(version: int) -> dict[str, tuple[Column, ...]]:
         tables[RESULTS] = ([before.get(c.name, c) for c in tables[RESULTS] if c.name not in migration.adds]
                            + list(migration.retires))
         tables[CURVES] = [c for c in tables[CURVES] if c.name not in migration.curve_adds]
+        if SLICES in tables:
+            tables[SLICES] = [c for c in tables[SLICES] if c.name not in migration.slice_adds]
     return {table: tuple(columns) for table, columns in tables.items()}
 
 

@@ -2,9 +2,10 @@
 
 The target is a libpq URL (``postgresql://user@host:5432/db``). Tables live in the connection's current
 schema; pick another with libpq's options, e.g. ``...?options=-csearch_path%3Dmy_schema`` (the schema must
-exist). Concurrent writers are safe: each upsert is one transaction whose first statement is
-``INSERT ... ON CONFLICT DO UPDATE`` on the result row, which row-locks the key until commit, so concurrent
-writers of one key run one after another and writers of different keys do not wait for each other.
+exist). Concurrent writers are safe: each write is one transaction whose first statement is
+``INSERT ... ON CONFLICT DO NOTHING`` on the result row, which row-locks the key until commit, so concurrent
+writers of one key run one after another (the later one writes nothing but its run) and writers of different
+keys do not wait for each other.
 Serialization failures and deadlocks are retried; a lost connection is re-opened once per call.
 """
 

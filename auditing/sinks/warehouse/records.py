@@ -6,7 +6,8 @@ nullable. A column added to the schema is a field here with no edit.
 
 ``upgrade_row`` is the only code that reads a row written by an older version of this tool (a warehouse read as it
 is, a spool file, a row a test or an integration hands in): absent columns become ``None`` (the key columns a row
-written before schema version 4 lacks become ``'unrecorded'``, as that migration stores), retired columns holding
+written before schema versions 4 and 9 lack become ``'unrecorded'``, and a missing ``run_id`` the row's
+``flow_run_id`` or ``'unrecorded'``, as those migrations store), retired columns holding
 the neutral value every row since carries are dropped, a retired figure that carries a value is refused (a
 pre-kappa verdict cannot be read as one of today's), and dates and timestamps become ``datetime.date`` and UTC
 ``datetime``. Everything past it reads attributes, never ``row.get(...)``.
@@ -19,6 +20,7 @@ import datetime as dt
 import hashlib
 import math
 import re
+import uuid
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -31,17 +33,18 @@ _PYTHON_TYPES = {"text": str, "date": dt.date, "double": float, "bigint": int, "
 # Retired columns an older version's row may still carry: dropped when they hold the values every row written
 # since kappa holds (tau 0, breaking_tau None); anything else is a pre-kappa row, refused.
 RETIRED_COLUMNS = {"tau": (0, 0.0, None), "breaking_tau": (None,)}
-# What a key column holds on a row written before the key had it (migration 4).
-_UNRECORDED_KEYS = ("run_kind", "model_fingerprint")
+# What a key column holds on a row written before the key had it (migrations 4 and 9).
+_UNRECORDED_KEYS = ("run_kind", "model_fingerprint", "inputs_fingerprint")
 _FINGERPRINT_RE = re.compile(r"^[a-z0-9]+:([0-9a-f]{12,})$")
 
 
 class AuditKey(NamedTuple):
-    """The key of one verdict: one row in audit_results, one curve in audit_curves (``schema.KEY_COLUMNS``).
+    """The key of one verdict: one row in audit_results, its curve and slices (``schema.KEY_COLUMNS``).
 
-    A run with the same key replaces the row (the same audit of the same model file, day and claim); a run of
-    another kind, claim, configuration or model file adds its own. ``name`` is the key as one file name stem
-    (reports and spool files are named by it)."""
+    A row is written once: a run on identical inputs (the same ``inputs_fingerprint``: partition, model file,
+    training rows, reference and correction, stored game, configuration) of the same kind and claim records itself
+    in audit_runs and changes nothing; a run of another kind, claim or inputs adds its own row. ``name`` is the key
+    as one file name stem (reports and spool files are named by it)."""
 
     model_id: str
     model_fingerprint: str
@@ -49,13 +52,18 @@ class AuditKey(NamedTuple):
     run_kind: str
     claimed_epsilon: float
     audit_config_hash: str
+    inputs_fingerprint: str
 
     @property
     def name(self) -> str:
-        """'<run kind>__eps-<claim>__<config hash>__<fingerprint>': the key without model and date, for file
+        """'<run kind>__eps-<claim>__<config hash>__in-<inputs fingerprint>' (the inputs cover the model file), or
+        on a row written before schema version 9 (inputs unrecorded) '<run kind>__eps-<claim>__<config
+        hash>__<model fingerprint>', the name its files already have: the key without model and date, for file
         names (`claim_text`, `fingerprint_text`)."""
-        return (f"{self.run_kind}__eps-{claim_text(self.claimed_epsilon)}__{self.audit_config_hash}__"
-                f"{fingerprint_text(self.model_fingerprint)}")
+        head = f"{self.run_kind}__eps-{claim_text(self.claimed_epsilon)}__{self.audit_config_hash}__"
+        if self.inputs_fingerprint == schema.UNRECORDED:
+            return head + fingerprint_text(self.model_fingerprint)
+        return head + "in-" + fingerprint_text(self.inputs_fingerprint)
 
 
 def claim_text(claimed_epsilon: float) -> str:
@@ -156,6 +164,8 @@ def upgrade_row(stored: Mapping[str, Any]) -> ResultRow:
     for name in _UNRECORDED_KEYS:
         if values.get(name) is None:
             values[name] = schema.UNRECORDED
+    if values.get("run_id") is None:  # as migration 9 stores it
+        values["run_id"] = values.get("flow_run_id") or schema.UNRECORDED
     missing = [f.name for f in dataclasses.fields(ResultRow) if values.get(f.name) is None
                and f.default is dataclasses.MISSING]
     if missing:
@@ -170,3 +180,9 @@ def trust_state(trust: str | None, untrusted_reason: str | None) -> str | None:
     if trust is not None:
         return trust
     return UNTRUSTED if untrusted_reason else None
+
+
+def new_run_id() -> str:
+    """A new run's id: its start (UTC, to the second) and 8 random hex digits, e.g. '20240103T010203Z-1a2b3c4d'
+    (an identifier, not a random choice of the audit)."""
+    return f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"

@@ -12,6 +12,7 @@ never reaches SQL and is never spooled.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import re
@@ -33,6 +34,7 @@ from auditing.sinks.warehouse.schema import (
     CURVE_NAMES,
     FAMILY_COLUMNS,
     FDP_CURVES,
+    INPUT_FINGERPRINTS,
     KEY_COLUMNS,
     REFERENCE_CALIBRATIONS,
     RESULT_COLUMNS,
@@ -54,10 +56,17 @@ from labeldp.names import check_name, parse_date
 _HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 LINEAGE_FIELDS = (
     "model_uri", "model_fingerprint", "reference_model", "partition_fingerprint", "code_version", "flow_run_id",
-    "started_at", "finished_at", "durations",
+    "started_at", "finished_at", "durations", "run_id", "training_rows_fingerprint", "reference_fingerprint",
+    "correction_fingerprint", "scoring_key", "night_fingerprint",
 )
-_TEXT_LINEAGE = ("model_uri", "reference_model", "partition_fingerprint", "code_version", "flow_run_id")
-_OPTIONAL = {c.name for c in RESULT_COLUMNS if c.nullable} | {"gamma", "model_fingerprint"}
+_TEXT_LINEAGE = ("model_uri", "reference_model", "partition_fingerprint", "code_version", "flow_run_id",
+                 "training_rows_fingerprint", "reference_fingerprint", "correction_fingerprint", "scoring_key",
+                 "night_fingerprint")
+# Filled in: the model fingerprint when absent ('unrecorded'), the inputs' fingerprint (always computed from the
+# row's fingerprints, except on a row written before schema version 9: 'unrecorded') and the run id when absent (the
+# flow run id, else 'unrecorded').
+_OPTIONAL = ({c.name for c in RESULT_COLUMNS if c.nullable}
+             | {"gamma", "model_fingerprint", "inputs_fingerprint", "run_id"})
 _NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "epsilon_lower_bound", "max_certifiable_epsilon")
 _PAPER_STATISTIC = ("epsilon_mean", "epsilon_std", "epsilon_median")
 _COUNTS = ("m", "selected_guesses", "selected_correct", "repetitions", "seed")
@@ -81,6 +90,21 @@ def check_claim(value: Any, name: str = "claimed_epsilon") -> float:
     return float(value)
 
 
+def check_run_id(value: Any, name: str = "run_id") -> str:
+    """A run id: printable text of 1-100 characters without '/' (it names files)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 100 or not value.isprintable() or "/" in value:
+        raise LabelDPInputError(f"{name} must be printable text of 1-100 characters without '/'; got {value!r}")
+    return value
+
+
+def inputs_fingerprint(row: Mapping) -> str:
+    """'sha256:<hex>' over the row's input fingerprints (`schema.INPUT_FINGERPRINTS`: partition, model file, training
+    rows, reference, its correction, the stored game's key, the audit configuration, the night's controls and
+    acceptance; None where not recorded): equal exactly when every one of them is."""
+    payload = json.dumps({name: row.get(name) for name in INPUT_FINGERPRINTS}, sort_keys=True)
+    return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+
+
 def check_stored_run_kind(value: Any, name: str = "run_kind") -> str:
     """A run kind a row may hold: one of `auditing.verdict.run_kinds.RUN_KINDS`, or UNRECORDED (a row from before)."""
     return value if value == UNRECORDED else check_run_kind(value, name)
@@ -98,9 +122,10 @@ def as_key(key: Any) -> AuditKey:
         key = tuple(key[k] for k in KEY_COLUMNS)
     if not isinstance(key, tuple | list) or len(key) != len(KEY_COLUMNS):
         raise LabelDPInputError(f"key must be ({', '.join(KEY_COLUMNS)}); got {key!r}")
-    model_id, fingerprint, date, run_kind, claimed, config_hash = key
+    model_id, fingerprint, date, run_kind, claimed, config_hash, inputs = key
     return AuditKey(check_name(model_id, "model_id"), check_fingerprint(fingerprint), parse_date(date, "partition_date"),
-                    check_stored_run_kind(run_kind), check_claim(claimed), check_config_hash(config_hash))
+                    check_stored_run_kind(run_kind), check_claim(claimed), check_config_hash(config_hash),
+                    check_fingerprint(inputs, "inputs_fingerprint"))
 
 
 def _timestamp(value: Any, name: str) -> dt.datetime | None:
@@ -165,7 +190,14 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
         raise LabelDPInputError(f"row: missing required column(s) {missing}")
     if row.get("model_fingerprint") is None:
         row = {**row, "model_fingerprint": UNRECORDED}
+    for name in _TEXT_LINEAGE:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
+    if row.get("inputs_fingerprint") != UNRECORDED:  # derived from the row's fingerprints, whatever was given
+        row = {**row, "inputs_fingerprint": inputs_fingerprint(row)}
     out: dict[str, Any] = dict(as_key(row)._asdict())
+    out["run_id"] = check_run_id(row.get("run_id") or row.get("flow_run_id") or UNRECORDED)
     for name in _NONNEGATIVE_FLOATS:
         if name != "claimed_epsilon":
             out[name] = _float(row, name)
@@ -510,7 +542,7 @@ def normalize_slices(slices: Sequence[Mapping], key: AuditKey) -> list[dict]:
 
 def slice_record(verdict: Verdict) -> list[dict]:
     """The verdict's slices as ``audit_slices`` rows without the key (`SLICE_FIELDS`), largest bound first; empty
-    when it declared none. Written with the verdict's row (`Warehouse.upsert_audit`, `write_or_spool`)."""
+    when it declared none. Written with the verdict's row (`Warehouse.write_audit`, `write_or_spool`)."""
     audit = verdict.result.slices
     if audit is None or not verdict.slices:
         return []

@@ -56,10 +56,16 @@ _TYPES = {
 }
 DIALECTS = tuple(_TYPES)
 
-# A verdict's key: every verdict computed is its own row; a run with the same key replaces it (the same audit
-# of the same model file, day and claim), any other run adds its own (auditing.sinks.warehouse.rows.AuditKey).
+# A verdict's key: every verdict computed is its own row, keyed by what it judged. A run on inputs that differ in
+# any fingerprint (inputs_fingerprint: partition, model file, training rows, reference and its correction, the
+# stored game's key, the configuration) adds a row beside the others; a run on identical inputs records itself in
+# audit_runs and changes nothing (auditing.sinks.warehouse.records.AuditKey).
 KEY_COLUMNS = ("model_id", "model_fingerprint", "partition_date", "run_kind", "claimed_epsilon",
-               "audit_config_hash")
+               "audit_config_hash", "inputs_fingerprint")
+# What inputs_fingerprint hashes (auditing.sinks.warehouse.rows.inputs_fingerprint): each a column of audit_results.
+INPUT_FINGERPRINTS = ("partition_fingerprint", "model_fingerprint", "training_rows_fingerprint",
+                      "reference_fingerprint", "correction_fingerprint", "scoring_key", "audit_config_hash",
+                      "night_fingerprint")
 
 _KEY = (
     Column("model_id", "text", False, "model name (a safe single path component)"),
@@ -72,6 +78,11 @@ _KEY = (
     Column("claimed_epsilon", "double", False,
            "epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row"),
     Column("audit_config_hash", "text", False, "AuditConfig.config_hash(): the audit's settings"),
+    Column("inputs_fingerprint", "text", False,
+           "sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, "
+           "model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, "
+           "scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; 'unrecorded' on rows "
+           "written before schema version 9"),
 )
 
 RESULT_COLUMNS: tuple[Column, ...] = (
@@ -101,9 +112,26 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("seed", "bigint", False, "seed keying the game's randomness"),
     Column("model_uri", "text", True, "where the audited model lives"),
     Column("reference_model", "text", True, "the reference model M' (checkpoint of the previous day)"),
-    Column("partition_fingerprint", "text", True, "content hash of the partition"),
+    Column("partition_fingerprint", "text", True, "content hash of the partition the verdict judged"),
     Column("code_version", "text", True, "version of labeldp-audit that produced the row"),
     Column("flow_run_id", "text", True, "the run that wrote the row: its Prefect flow run id"),
+    Column("run_id", "text", False,
+           "the run that wrote the row (audit_runs lists every run of it); on rows written before schema version 9 "
+           "their flow_run_id, else 'unrecorded'"),
+    Column("training_rows_fingerprint", "text", True,
+           "hash of the audited model's training-rows record and the partition it was made on; NULL: not recorded"),
+    Column("reference_fingerprint", "text", True, "content hash of the reference M' (the D-1 checkpoint, before "
+           "its correction); NULL: not recorded"),
+    Column("correction_fingerprint", "text", True,
+           "content hash of the corrected reference the game used (the D-1 checkpoint recalibrated on day D); "
+           "NULL: no correction, or not recorded"),
+    Column("scoring_key", "text", True,
+           "key of the stored game the verdict was judged from (sweeps/<model>/date=D/<scoring_key>/); NULL: not "
+           "recorded"),
+    Column("night_fingerprint", "text", True,
+           "hash of what the night's trust is judged from beyond the verdict's own game: each control (name, kind, "
+           "claim, its model's fingerprint or why it could not run) and whether an unchecked reference was "
+           "accepted; NULL: not recorded"),
     Column("started_at", "timestamptz", True, "when the audit run started (UTC)"),
     Column("finished_at", "timestamptz", True, "when the audit run finished (UTC)"),
     Column("durations", "text", True, "JSON object: seconds per stage"),
@@ -309,14 +337,31 @@ SLICE_COLUMNS: tuple[Column, ...] = (
            "empty); NULL otherwise"),
 )
 
-TABLES = {"audit_results": RESULT_COLUMNS, "audit_curves": CURVE_COLUMNS, "audit_slices": SLICE_COLUMNS}
+# Every run of a verdict (schema version 9): the run that wrote its row, and each later run on identical inputs,
+# which records itself here and changes nothing else. Keyed by the run and the row's key.
+RUN_COLUMNS: tuple[Column, ...] = (
+    Column("run_id", "text", False, "the run: one id per nightly, guardrail, backfill or rejudge command"),
+    *_KEY,
+    Column("flow_run_id", "text", True, "the run's Prefect flow run id"),
+    Column("started_at", "timestamptz", True, "when this run's audit of the row started (UTC)"),
+    Column("finished_at", "timestamptz", True, "when this run's audit of the row finished (UTC)"),
+    Column("code_version", "text", True, "version of labeldp-audit that ran"),
+    Column("status", "text", False,
+           "the status this run computed (the row keeps the first run's; a difference is shown by results)"),
+    Column("epsilon_lower_bound", "double", False, "the valid bound this run computed"),
+)
+
+TABLES = {"audit_results": RESULT_COLUMNS, "audit_curves": CURVE_COLUMNS, "audit_slices": SLICE_COLUMNS,
+          "audit_runs": RUN_COLUMNS}
 TABLE_COMMENTS = {
     "audit_results": "one row per verdict (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, "
-                     "audit_config_hash): an audit's outcome and lineage",
+                     "audit_config_hash, inputs_fingerprint): an audit's outcome and lineage, written once",
     "audit_curves": "one row per sweep point of an audit (epsilon lower bound vs guesses), for plots",
     "audit_slices": "one row per declared slice of a verdict (its audit_results key, slicing, slice_name): the "
                     "slice's valid epsilon lower bound at the slices' own confidence, its status against the claim "
                     "and its trust",
+    "audit_runs": "one row per run of a verdict (run_id and the verdict's key): the run that wrote it and every later "
+                  "run on identical inputs, with what each computed",
 }
 # The table recording the schema versions applied (auditing.sinks.warehouse.migrations), one row per version.
 VERSION_TABLE = "audit_schema_version"
@@ -328,7 +373,8 @@ VERSION_COLUMNS: tuple[Column, ...] = (
 VERSION_TABLE_COMMENT = "one row per schema version applied to this warehouse; the highest is its version"
 
 PRIMARY_KEYS = {"audit_results": KEY_COLUMNS, "audit_curves": (*KEY_COLUMNS, "point_index"),
-                "audit_slices": (*KEY_COLUMNS, "slicing", "slice_name"), VERSION_TABLE: ("version",)}
+                "audit_slices": (*KEY_COLUMNS, "slicing", "slice_name"), "audit_runs": ("run_id", *KEY_COLUMNS),
+                VERSION_TABLE: ("version",)}
 # Named CHECK constraints whose expression never changes; the ones listing a registry's names are built by
 # check_constraints() from choice_columns().
 _FIXED_CHECKS = {
@@ -341,6 +387,7 @@ CHOICE_TABLE = "audit_results"
 RESULT_NAMES = tuple(c.name for c in RESULT_COLUMNS)
 CURVE_NAMES = tuple(c.name for c in CURVE_COLUMNS)
 SLICE_NAMES = tuple(c.name for c in SLICE_COLUMNS)
+RUN_NAMES = tuple(c.name for c in RUN_COLUMNS)
 
 
 def _check_dialect(dialect: str) -> str:
@@ -379,9 +426,11 @@ def check_constraints(table: str) -> list[tuple[str, str]]:
 
 
 def create_table_sql(dialect: str, table: str, columns: tuple[Column, ...]) -> str:
-    """CREATE TABLE IF NOT EXISTS for ``table`` with ``columns``, its primary key and its CHECK constraints."""
+    """CREATE TABLE IF NOT EXISTS for ``table`` with ``columns``, its primary key (the key columns ``columns`` has:
+    an older version's table keys on fewer) and its CHECK constraints."""
     lines = [f"    {c.name} {column_type(dialect, c.kind)}{'' if c.nullable else ' NOT NULL'}" for c in columns]
-    lines.append(f"    PRIMARY KEY ({', '.join(PRIMARY_KEYS[table])})")
+    names = {c.name for c in columns}
+    lines.append(f"    PRIMARY KEY ({', '.join(k for k in PRIMARY_KEYS[table] if k in names)})")
     if table in _FIXED_CHECKS:
         lines += [f"    CONSTRAINT {name} CHECK ({expression})" for name, expression in check_constraints(table)]
     return f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(lines) + "\n)"
@@ -449,13 +498,27 @@ def placeholders(style: str, count: int) -> list[str]:
     raise ValueError(f"placeholder style must be qmark or format; got {style!r}")
 
 
-def upsert_result_sql(style: str) -> str:
-    """INSERT ... ON CONFLICT (key) DO UPDATE SET every non-key column (a re-run replaces the row)."""
+def insert_result_sql(style: str) -> str:
+    """INSERT ... ON CONFLICT (key) DO NOTHING RETURNING model_id: a row is written once; the statement returns a
+    row only when this one was written (on PostgreSQL a concurrent writer of the key waits for the first's commit
+    and then writes nothing)."""
     cols = ", ".join(RESULT_NAMES)
     values = ", ".join(placeholders(style, len(RESULT_NAMES)))
-    updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in RESULT_NAMES if name not in KEY_COLUMNS)
     return (f"INSERT INTO audit_results ({cols}) VALUES ({values}) "
-            f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}")
+            f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO NOTHING RETURNING model_id")
+
+
+def insert_run_sql(style: str) -> str:
+    """INSERT of one run of a verdict; the same run recorded again (a retry, a spool drained twice) writes nothing."""
+    values = ", ".join(placeholders(style, len(RUN_NAMES)))
+    return (f"INSERT INTO audit_runs ({', '.join(RUN_NAMES)}) VALUES ({values}) "
+            f"ON CONFLICT ({', '.join(PRIMARY_KEYS['audit_runs'])}) DO NOTHING")
+
+
+def select_runs_sql(style: str) -> str:
+    """The runs of one verdict, the first started first."""
+    return (f"SELECT {', '.join(RUN_NAMES)} FROM audit_runs WHERE {_key_condition(style)} "
+            "ORDER BY started_at NULLS LAST, finished_at NULLS LAST, run_id")
 
 
 def _key_condition(style: str) -> str:
@@ -520,4 +583,5 @@ def select_results_sql(style: str, *, by_model: bool, since: bool, until: bool) 
         conditions.append(f"partition_date <= {mark}")
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     return (f"SELECT {', '.join(RESULT_NAMES)} FROM audit_results{where} "
-            "ORDER BY partition_date, model_id, run_kind, claimed_epsilon, audit_config_hash, model_fingerprint")
+            "ORDER BY partition_date, model_id, run_kind, claimed_epsilon, audit_config_hash, model_fingerprint, "
+            "inputs_fingerprint")

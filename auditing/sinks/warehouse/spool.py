@@ -4,13 +4,15 @@ the warehouse it was meant for and no other.
 - ``write_or_spool`` validates the payload and the warehouse address first (bad input raises and is never
   spooled), tries the warehouse ``attempts`` times with exponential backoff, and if it stays unavailable writes
   the payload atomically (temporary file, fsync, rename) to
-  ``<spool_dir>/<model>__<date>__<key name>__to-<destination>.json`` (``AuditKey.name``: run kind, claim,
-  config hash and model fingerprint; the destination's fingerprint prefix). The payload records its
-  destination (`auditing.sinks.warehouse.address.Destination`: backend, address without credentials, fingerprint).
-  One file per key and destination: spooling the same key again replaces the older payload, as the
-  warehouse upsert would.
-- ``drain_spool`` writes the payloads meant for the warehouse it is given (an idempotent upsert), and deletes a
-  file only after its transaction committed, and only if the file was not replaced meanwhile. Payloads meant
+  ``<spool_dir>/<model>__<date>__<key name>__run-<run>__to-<destination>.json`` (``AuditKey.name``: run kind,
+  claim, config hash and inputs fingerprint; 8 hex digits of the run id's sha256; the destination's fingerprint
+  prefix). The payload records its destination (`auditing.sinks.warehouse.address.Destination`: backend, address
+  without credentials, fingerprint). One file per key, run and destination: two runs on identical inputs spool
+  two payloads, and the drain writes them in the order they were computed (the first writes the row, the next
+  records its run against it, as `Warehouse.write_audit` does).
+- ``drain_spool`` writes the payloads meant for the warehouse it is given (`Warehouse.write_audit`: idempotent),
+  and deletes a file only after its transaction committed, and only if the file was not replaced meanwhile.
+  Payloads meant
   for another warehouse stay where they are (reported as ``elsewhere``); so do payloads of the spool's first
   format, which recorded no destination (``unaddressed``), unless ``include_unaddressed`` says that this
   warehouse is theirs. A file that cannot be read or validated is renamed ``*.json.rejected`` (kept for a
@@ -19,6 +21,8 @@ the warehouse it was meant for and no other.
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import json
 import logging
 import os
@@ -44,17 +48,23 @@ from labeldp.files import write_text_atomically
 
 log = logging.getLogger("labeldp.warehouse")
 
-SPOOL_FORMAT = 2
+SPOOL_FORMAT = 3  # 2: before schema version 9 (the row has no run id or inputs fingerprint; both are filled in)
+ADDRESSED_FORMATS = (2, SPOOL_FORMAT)
 UNADDRESSED_FORMAT = 1  # the first format: no destination recorded
-WRITTEN, SPOOLED = "written", "spooled"
+# What happened to a verdict: its row written, its run recorded against the row a run on identical inputs wrote,
+# or spooled for the warehouse.
+WRITTEN, RECORDED, SPOOLED = "written", "recorded", "spooled"
 _POINT_FIELDS = ("guesses", "correct", "epsilon_lower_bound", "point_confidence")
+_NEVER = dt.datetime.max.replace(tzinfo=dt.UTC)
 
 
-def spool_path(spool_dir: str | os.PathLike, key: AuditKey, to: Destination) -> Path:
-    """``<spool_dir>/<model_id>__<YYYY-MM-DD>__<key name>__to-<destination fingerprint, 12>.json`` (every part
-    is a validated name)."""
+def spool_path(spool_dir: str | os.PathLike, key: AuditKey, to: Destination, run_id: str) -> Path:
+    """``<spool_dir>/<model_id>__<YYYY-MM-DD>__<key name>__run-<8 hex of the run id's sha256>__to-<destination
+    fingerprint, 12>.json`` (every part is a validated name; at most 251 characters with the atomic write's
+    temporary prefix)."""
     key = as_key(key)
-    return (Path(spool_dir) / f"{key.model_id}__{key.partition_date.isoformat()}__{key.name}__to-"
+    run = hashlib.sha256(run_id.encode()).hexdigest()[:8]
+    return (Path(spool_dir) / f"{key.model_id}__{key.partition_date.isoformat()}__{key.name}__run-{run}__to-"
                               f"{to.fingerprint[:12]}.json")
 
 
@@ -71,7 +81,7 @@ def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir:
     key = as_key(clean)
     points = normalize_curve(curve, key)
     pieces = normalize_slices(slices, key)
-    path = spool_path(spool_dir, key, to)
+    path = spool_path(spool_dir, key, to, clean["run_id"])
     payload = {
         "format": SPOOL_FORMAT,
         "spooled_at": time.time(),
@@ -89,10 +99,12 @@ def write_or_spool(
     attempts: int = 3, backoff: float = 1.0, timeout: float = 10.0, data_root: str | os.PathLike | None = None,
     slices: Sequence[Mapping] = (),
 ) -> str:
-    """Upserts (row, curve, slices) into the warehouse, or spools it for that warehouse; returns "written" or
-    "spooled". slices: the verdict's slice rows (`auditing.sinks.warehouse.rows.slice_record`; none by default).
+    """Writes (row, curve, slices) to the warehouse (`Warehouse.write_audit`), or spools it for that warehouse;
+    returns "written" (the row is new), "recorded" (a run on identical inputs wrote the row: this run was recorded
+    against it, nothing else changed) or "spooled". slices: the verdict's slice rows
+    (`auditing.sinks.warehouse.rows.slice_record`; none by default).
 
-    attempts: tries of open + upsert (each may itself wait up to ``timeout`` s for a DuckDB file lock or a
+    attempts: tries of open + write (each may itself wait up to ``timeout`` s for a DuckDB file lock or a
     PostgreSQL connection); between tries it sleeps backoff, 2*backoff, 4*backoff, ... seconds.
     """
     from auditing.sinks.warehouse import open_warehouse
@@ -108,16 +120,14 @@ def write_or_spool(
     for attempt in range(int(attempts)):
         try:
             with open_warehouse(target, data_root=data_root, timeout=timeout) as warehouse:
-                warehouse.upsert_audit(clean, curve, slices)
+                written = warehouse.write_audit(clean, curve, slices)
         except WarehouseUnavailable as exc:
             last_error = exc
             log.warning("warehouse write of %s failed (try %d of %d): %s", key, attempt + 1, attempts, exc)
             if attempt + 1 < attempts:
                 time.sleep(backoff * 2**attempt)
             continue
-        # A payload spooled earlier for this key and warehouse is older than what was just committed: drop it.
-        spool_path(spool_dir, key, to).unlink(missing_ok=True)
-        return WRITTEN
+        return WRITTEN if written.new else RECORDED
     path = spool_payload(clean, curve, spool_dir, to, slices)
     log.warning("warehouse %s unavailable after %d tries (%s); spooled %s to %s",
                 describe_target(str(target)), attempts, last_error, key, path)
@@ -145,13 +155,13 @@ def _read_payload(path: Path) -> tuple[Destination | None, dict, list[dict], lis
         raise
     except (OSError, ValueError) as exc:
         raise LabelDPInputError(f"spool file {path}: not readable JSON ({exc})") from None
-    formats = (UNADDRESSED_FORMAT, SPOOL_FORMAT)
+    formats = (UNADDRESSED_FORMAT, *ADDRESSED_FORMATS)
     if not isinstance(payload, dict) or payload.get("format") not in formats:
         raise LabelDPInputError(f"spool file {path}: expected a payload of format {' or '.join(map(str, formats))}")
     try:
         to = None
         raw = payload.get("row")
-        if payload["format"] == SPOOL_FORMAT:
+        if payload["format"] in ADDRESSED_FORMATS:
             to = Destination(**{k: str(payload["destination"][k]) for k in ("backend", "address", "fingerprint")})
         elif isinstance(raw, dict):
             raw = {"run_kind": UNRECORDED, **raw}
@@ -196,7 +206,7 @@ def drain_spool(
     """Writes the spooled payloads meant for this warehouse; returns what happened (`DrainReport`; first-format
     payloads are left in place unless ``include_unaddressed``). The
     warehouse is opened only when a payload is meant for it. Safe to run concurrently and repeatedly: every
-    write is an idempotent upsert, and a file is deleted only after its commit.
+    write is idempotent (`Warehouse.write_audit`), and a file is deleted only after its commit.
 
     Raises:
         LabelDPInputError: ``target`` is not a warehouse address (nothing is read or moved).
@@ -227,6 +237,8 @@ def drain_spool(
             mine.append((path, before, row, curve, slices))
     if not mine:
         return report
+    # In the order computed: of two runs on identical inputs the first writes the row, the next records its run.
+    mine.sort(key=lambda item: (item[2]["started_at"] or _NEVER, item[2]["finished_at"] or _NEVER, item[0].name))
     try:
         warehouse = open_warehouse(target, data_root=data_root, timeout=timeout)
     except WarehouseUnavailable as exc:
@@ -235,8 +247,8 @@ def drain_spool(
     with warehouse:
         for done, (path, before, row, curve, slices) in enumerate(mine):
             try:
-                key = warehouse.upsert_audit(row, [{k: p[k] for k in _POINT_FIELDS} for p in curve],
-                                             [{k: s[k] for k in SLICE_FIELDS} for s in slices])
+                key, _ = warehouse.write_audit(row, [{k: p[k] for k in _POINT_FIELDS} for p in curve],
+                                               [{k: s[k] for k in SLICE_FIELDS} for s in slices])
             except WarehouseUnavailable as exc:
                 report.remaining, report.error = sum(p.is_file() for p, *_ in mine[done:]), str(exc)
                 return report
