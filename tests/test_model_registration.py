@@ -258,7 +258,7 @@ def test_bad_input_exits_2_with_one_line_and_registers_nothing(root, files, caps
             argv += [flag, value]
     assert _cli(*argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("labeldp-audit models: error: ") and err.count("\n") == 1, err
+    assert err.startswith("labeldp-audit models register: error: ") and err.count("\n") == 1, err
     assert re.search(message, err), err
     models = root / "models"
     assert not models.exists() or not any(models.iterdir()), list(models.rglob("*"))
