@@ -76,11 +76,16 @@ def flags_of(args: argparse.Namespace, parser: argparse.ArgumentParser | None = 
     return {**COMMON_FLAGS, **derived, **getattr(module, "FLAGS", {})}
 
 
+def command_of(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> str:
+    """The program and the (sub)command ``args`` runs, as its messages name it: ``labeldp-audit data ingest``."""
+    return _parsers_of(parser or build_parser(), args)[-1].prog
+
+
 def error_text(args: argparse.Namespace, exc: LabelDPInputError,
                parser: argparse.ArgumentParser | None = None) -> str:
-    """The line printed for bad input: "labeldp-audit <command>: error: <message>", the message naming the
-    command's flags where the library named their fields."""
-    return f"labeldp-audit {args.command}: error: {exc.for_flags(flags_of(args, parser))}"
+    """The line printed for bad input: "labeldp-audit <command> [<subcommand>]: error: <message>", the message
+    naming the command's flags where the library named their fields."""
+    return f"{command_of(args, parser)}: error: {exc.for_flags(flags_of(args, parser))}"
 
 
 def _command_module(name: str) -> str:
@@ -110,7 +115,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the usage of the (sub)command they were given to, not the top level's
+        _parsers_of(parser, args)[-1].error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.BAD_INPUT
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`terminal.Terminated`)
         stop = terminal.stop_of(exc) or terminal.INTERRUPT
-        print(f"labeldp-audit {args.command}: {stop.word}", file=sys.stderr)
+        print(f"{command_of(args, parser)}: {stop.word}", file=sys.stderr)
         return stop.code
     except BrokenPipeError:
         if not read_only:

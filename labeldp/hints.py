@@ -56,6 +56,8 @@ REREGISTER_MODEL = Hint("models register", "--name {name} --date {date} --file F
 REGISTER_REFERENCE = Hint("models register", "--name {name} --date {date} --file FILE --claimed-epsilon inf")
 REGISTER_FOR_DATASET = Hint("models register", "--name {name} --date {date} --file FILE --claimed-epsilon E "
                                                "--dataset SPEC --replace")
+REGISTER_WITH_DATASET = Hint("models register", "--name {name} --date {date} --file {file} --claimed-epsilon {epsilon} "
+                                                "--dataset SPEC")
 LIST_MODELS = Hint("models list", "--data-root {root}")
 
 # Days: ingest a log (with its dataset's spec, or the Criteo TSV), or synthesize one.

@@ -258,7 +258,7 @@ def test_bad_input_exits_2_with_one_line_and_registers_nothing(root, files, caps
             argv += [flag, value]
     assert _cli(*argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("labeldp-audit models: error: ") and err.count("\n") == 1, err
+    assert err.startswith("labeldp-audit models register: error: ") and err.count("\n") == 1, err
     assert re.search(message, err), err
     models = root / "models"
     assert not models.exists() or not any(models.iterdir()), list(models.rglob("*"))
@@ -290,3 +290,24 @@ def test_a_training_rows_file_written_by_pandas_from_a_filtered_frame_is_read(ro
                                                 r"columns \['impression_id', 'other'\]"):
         register_model(root, "team-two", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0,
                        dataset=files["spec"], training_rows=files["base"] / "two_columns.parquet")
+
+
+@pytest.mark.parametrize("model", ["cbm", "onnx"])
+def test_a_model_of_another_dataset_without_a_partition_is_told_to_pass_its_spec(root, files, capsys, model):
+    """No partition of the day says which dataset the model reads, so the built-in Criteo spec is the default and
+    the team's model does not fit it: the refusal says so and gives the command with --dataset, which then
+    registers it."""
+    day = DAY - dt.timedelta(days=1)  # the D-1 reference, registered before its day was ingested
+    argv = ["models", "register", "--name", "team-reference", "--date", day, "--file", files[model],
+            "--claimed-epsilon", "inf", "--data-root", root]
+    assert _cli(*argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'criteo' is the default dataset" in err, err
+    assert (f"`labeldp-audit models register --name team-reference --date {day} --file {files[model]} "
+            f"--claimed-epsilon inf --dataset SPEC`") in err, err
+    assert not (root / "models").exists()
+    assert _cli(*argv, "--dataset", files["spec_path"]) == 0
+    # With the day's partition there, its spec is the default and a mismatch is the model's, not a missing flag.
+    assert _cli("models", "register", "--name", "other", "--date", DAY, "--file", _bad_cbm(files),
+                "--claimed-epsilon", "1", "--data-root", root) == 2
+    assert "--dataset" not in capsys.readouterr().err

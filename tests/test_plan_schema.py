@@ -166,7 +166,7 @@ def test_a_typo_names_its_path_and_the_closest_key(tmp_path, capsys, plan, expec
         load_plan(path)
     assert str(info.value) == f"{path}: {expected}"
     code, out, err = _check(capsys, path)
-    assert code == 2 and out == "" and err == [f"labeldp-audit plan: error: {path}: {expected}"]
+    assert code == 2 and out == "" and err == [f"labeldp-audit plan check: error: {path}: {expected}"]
 
 
 def test_unknown_key_without_a_close_match_lists_the_allowed_ones(tmp_path):

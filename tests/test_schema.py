@@ -451,7 +451,7 @@ def test_cli_validate(tmp_path, table, capsys):
 def test_cli_validate_bad_input_exit_2_one_line(tmp_path, capsys, argv_tail):
     assert main(["data", "validate", *argv_tail, "--data-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("labeldp-audit data: error: ")
+    assert err.count("\n") == 1 and err.startswith("labeldp-audit data validate: error: ")
 
 
 def test_cli_validate_corrupt_file(tmp_path, table, capsys):

@@ -442,3 +442,45 @@ def test_an_empty_file_is_called_empty(tmp_path, source, capsys, name):
     assert _cli("ingest", *files, "--dataset", spec, "--date", DATE, "--data-root", tmp_path / "root") == 2
     assert capsys.readouterr().err.endswith(f"error: {empty}: the file is empty (0 bytes)\n")
     assert not (tmp_path / "root").exists()
+
+
+# ------------------------------------------------------------------------------------------ hints
+
+
+def test_a_comma_separated_file_named_tsv_is_told_to_pass_the_delimiter(tmp_path, source, capsys):
+    """Read at tabs, a comma-separated header is one column, so every spec column is missing: the refusal says
+    the file is comma-separated and names the flag; with it, the file is the CSV's day."""
+    misnamed = _write_text(tmp_path / "day.tsv", _lines(source["data"]))
+    root = tmp_path / "root"
+    assert _cli("ingest", misnamed, "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "are missing" in err and "pass --delimiter ," in err, err
+    assert "--no-header" not in err and not root.exists()
+    assert _cli("ingest", misnamed, "--dataset", source["spec"], "--date", DATE, "--delimiter", ",",
+                "--data-root", root) == 0
+    ingest_table_files(tmp_path / "ref", DATE, [source["csv"]], source["spec"])
+    assert schema.partition_fingerprint(root, DATE) == schema.partition_fingerprint(tmp_path / "ref", DATE)
+    # A header missing a column for another reason keeps the advice it had.
+    spec = tmp_path / "wider.json"
+    spec.write_text(json.dumps({**SPEC, "numeric": [*SPEC["numeric"], "f6"]}))
+    with pytest.raises(LabelDPInputError) as info:
+        ingest_table_files(tmp_path / "r", DATE, [source["csv"]], spec)
+    assert "no_header" in str(info.value) and "delimiter" not in str(info.value)
+
+
+@pytest.mark.parametrize("source_kind", ["csv", "parquet"])
+def test_labels_written_yes_and_no_are_told_to_be_mapped_to_0_and_1(tmp_path, source, capsys, source_kind):
+    data = dict(source["data"], clicked=["yes" if x else "no" for x in source["data"]["clicked"]])
+    path = (_write_text(tmp_path / "words.csv", _lines(data)) if source_kind == "csv"
+            else _parquet(tmp_path / "words.parquet", data))
+    root = tmp_path / "root"
+    assert _cli("ingest", path, "--dataset", source["spec"], "--date", DATE, "--data-root", root) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "clicked is not an integer in 0..1" in err, err
+    assert "the labels are written as words (no, yes): write them as the integers 0..1" in err, err
+    assert not root.exists()
+    # A label that is a bad number, not a word, gets no such advice.
+    data = dict(source["data"], clicked=[7, *source["data"]["clicked"][1:]])
+    assert _cli("ingest", _write_text(tmp_path / "seven.csv", _lines(data)), "--dataset", source["spec"], "--date",
+                DATE, "--data-root", root) == 2
+    assert "words" not in capsys.readouterr().err

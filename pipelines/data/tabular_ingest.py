@@ -40,6 +40,7 @@ import csv
 import datetime as dt
 import gzip
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from labeldp.names import require_date
 from pipelines.data import schema
 from pipelines.data.dataset_spec import DatasetSpec, load_spec
 from pipelines.data.layout import refuse_empty_file
-from pipelines.data.tabular_values import convert_columns
+from pipelines.data.tabular_values import convert_columns, is_text, plain_array
 
 __all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_BLOCK_BYTES", "ingest_table_files", "input_format"]
 
@@ -62,6 +63,10 @@ DEFAULT_BLOCK_BYTES = 8 << 20
 _EXAMPLES = 5  # how many bad lines the report lists
 _GZIP_MAGIC = b"\x1f\x8b"
 _SUFFIX_DELIMITERS = {".csv": ",", ".tsv": "\t"}
+_DELIMITERS = (",", "\t", ";", "|")  # the ones a header read as one column is tried at, for the hint
+# Label words a binary log may hold instead of 0/1 (lower case); the ingest takes integers only, and says so.
+_LABEL_WORDS = frozenset({"yes", "no", "y", "n", "true", "false", "t", "f", "clicked", "click", "not clicked",
+                          "positive", "negative", "pos", "neg"})
 
 
 @dataclass
@@ -139,9 +144,16 @@ def _inspect(path: Path, spec: DatasetSpec, header: bool, delimiter: str | None,
         raise LabelDPInputError(f"{path}: column name(s) {repeated} appear more than once")
     missing = [name for name in spec.columns if name not in names]
     if missing:
-        hint = f"; a file without a header row needs {mention('no_header')}" if kind != "parquet" else ""
+        other = _other_delimiter(names, delimiter, spec) if kind != "parquet" else None
+        if other is not None:  # a comma-separated file named .tsv: its header reads as one column
+            hint, field = (f"; its header reads as one column, and split at {other!r} it names the spec's "
+                           f"columns: pass {mention('delimiter')} {_delimiter_arg(other)}"), "delimiter"
+        elif kind != "parquet":
+            hint, field = f"; a file without a header row needs {mention('no_header')}", "no_header"
+        else:
+            hint, field = "", None
         raise LabelDPInputError(f"{path}: column(s) {missing} of dataset {spec.name!r} ({spec.describe()}) are "
-                                f"missing; the file has {_shown(names)}{hint}", field="no_header" if hint else None)
+                                f"missing; the file has {_shown(names)}{hint}", field=field)
     extra = [name for name in names if name not in spec.columns]
     if extra and not drop_extra:
         raise LabelDPInputError(f"{path}: {len(extra)} column(s) {_shown(extra)} are not in dataset {spec.name!r} "
@@ -149,6 +161,23 @@ def _inspect(path: Path, spec: DatasetSpec, header: bool, delimiter: str | None,
                                 f"feeding a model) or drop them with {mention('drop_extra_columns')}",
                                 field="drop_extra_columns")
     return _Input(path, kind, delimiter, compression, header, names, extra)
+
+
+def _other_delimiter(names: list[str], delimiter: str | None, spec: DatasetSpec) -> str | None:
+    """The delimiter a header read as one column was written with (``names``: that one column), when split
+    at it the header names the spec's row key and label; else None."""
+    if len(names) != 1:
+        return None
+    for other in _DELIMITERS:
+        parts = [part.strip().strip('"') for part in names[0].split(other)]
+        if other != delimiter and {spec.row_key, spec.label} <= set(parts):
+            return other
+    return None
+
+
+def _delimiter_arg(delimiter: str) -> str:
+    """A delimiter as the command line takes it (``tab`` for a tab)."""
+    return "tab" if delimiter == "\t" else shlex.quote(delimiter)
 
 
 def _shown(names: list[str], limit: int = 20) -> str:
@@ -166,6 +195,7 @@ class _BadLines:
         self.total = 0
         self.by_reason: dict[str, int] = {}
         self.examples: list[tuple[int, int, str]] = []  # (file index, line or row number, reason), sorted
+        self.label_words: set[str] = set()  # bad labels written as words (yes / no), for the hint
 
     def count(self, index: int, reason: str, number: int | None, times: int = 1) -> None:
         self.total += times
@@ -183,6 +213,7 @@ class _BadLines:
     def convert(self, table: pa.Table, index: int, number: Callable[[int], int]) -> tuple[pa.Table, np.ndarray]:
         """`convert_columns` of one batch of file ``index``, counting its bad rows (``number``: position -> line)."""
         converted, wrong, reasons, reason = convert_columns(table, self.spec, self.inputs[index].path)
+        self._note_label_words(table, reasons, reason)
         hits = np.flatnonzero(wrong)
         for position in hits[:_EXAMPLES]:
             self.example(index, number(int(position)), reasons[reason[position]])
@@ -190,6 +221,17 @@ class _BadLines:
             if times:
                 self.count(index, reasons[code], None, int(times))
         return converted, wrong
+
+    def _note_label_words(self, table: pa.Table, reasons: list[str], reason: np.ndarray) -> None:
+        """Remembers the words (yes, no, true, ...) among a batch's bad labels: the refusal then says to write
+        them as integers."""
+        wanted = f"{self.spec.label} is not an integer in 0..{self.spec.classes - 1}"
+        column = plain_array(table.column(self.spec.label))
+        if wanted not in reasons or not is_text(column.type):
+            return
+        rows = np.flatnonzero(reason == reasons.index(wanted))[:1000]
+        values = {str(value).strip().lower() for value in column.take(pa.array(rows)).to_pylist() if value}
+        self.label_words |= values & _LABEL_WORDS
 
     def listed(self) -> list[dict]:
         return [{"file": str(self.inputs[i].path), ("row" if self.inputs[i].kind == "parquet" else "line"): n,
@@ -206,6 +248,10 @@ class _BadLines:
         if not self.inputs[index].header and reason.startswith("wrong number of fields"):
             hint = (f"; without a header row a line holds the {len(self.spec.columns)} columns of dataset "
                     f"{self.spec.name!r} ({self.spec.describe()}) in order: {_shown(list(self.spec.columns))}")
+        if self.label_words:
+            hint += (f"; the labels are written as words ({', '.join(sorted(self.label_words))}): write them as "
+                     f"the integers 0..{self.spec.classes - 1} before ingesting (a click log: 1 for yes or true, 0 "
+                     f"for no or false)")
         raise LabelDPInputError(
             f"{self.inputs[index].path}: {where} {number}: {reason}; {self.total} bad line(s) among the first "
             f"{read} read ({summary}), more than the {self.cap} allowed ({mention('max_bad_lines')}); stopped "

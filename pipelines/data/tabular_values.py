@@ -167,4 +167,4 @@ def convert_columns(table: pa.Table, spec: DatasetSpec, source: Path) -> tuple[p
     return pa.Table.from_arrays(arrays, names=list(spec.columns)), bad, names, reason
 
 
-__all__ = ["convert_columns", "numbers", "true_mask"]
+__all__ = ["convert_columns", "is_text", "numbers", "plain_array", "true_mask"]

@@ -194,14 +194,24 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
 
     partition = partition_dir(root, date)
     has_partition = partition.is_dir()
-    if dataset is None:
+    defaulted = dataset is None
+    if defaulted:
         dataset = dataset_of(root, date)
     elif has_partition:
         check_same_dataset(dataset, dataset_of(root, date), f"the partition {partition}", _GIVE_ITS_SPEC)
     if predictions_for not in (None, date) and partition_dir(root, predictions_for).is_dir():
         check_same_dataset(dataset, dataset_of(root, predictions_for),
                            f"the partition {partition_dir(root, predictions_for)}", _GIVE_ITS_SPEC)
-    info = fmt.inspect(path, dataset)
+    try:
+        info = fmt.inspect(path, dataset)
+    except LabelDPInputError as exc:
+        if defaulted and not has_partition:  # another team's model met the built-in spec: its own was not given
+            raise LabelDPInputError(
+                f"{exc.template}; {dataset.name!r} is the default dataset, as no partition of {date.isoformat()} "
+                f"records another: give the model's own spec, "
+                f"{hints.REGISTER_WITH_DATASET.line(name=name, date=date.isoformat(), file=path, epsilon=f'{epsilon:g}')}",
+                field=exc.field) from None
+        raise
     fingerprint = file_fingerprint(path)
     day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
                 .column(dataset.row_key).to_numpy() if has_partition else None)
