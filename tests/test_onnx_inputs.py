@@ -216,6 +216,20 @@ def test_a_graph_the_columns_cannot_feed_is_refused(world, tmp_path, case, graph
     assert line.startswith("labeldp-audit models: error: ")
 
 
+def test_models_show_lists_the_inputs_and_the_guardrail_takes_a_mapping_with_a_file_only(world, tmp_path, capsys):
+    code, err = _register(world, per_column_graph(), "shown")
+    assert code == 0, err
+    capsys.readouterr()
+    assert _cli("models", "show", "shown", "--data-root", world["root"]) == 0
+    [line] = [text for text in capsys.readouterr().out.splitlines() if text.startswith("inputs")]
+    assert line.split(None, 1)[1] == ("f1 (float) <- f1; f2 (double) <- f2; country (string) <- country; "
+                                      "device (int64) <- device; slot (int64) <- slot")
+    assert _cli("guardrail", "--model", "shown", "--onnx-inputs", tmp_path / "m.json", "--date", DAY,
+                "--claimed-epsilon", 1, "--data-root", world["root"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--onnx-inputs maps the inputs of a --model-file; a registered "
+                                                    "--model keeps the mapping it was registered with")
+
+
 def test_the_mapping_file_is_for_onnx_and_must_exist(world, tmp_path):
     from pipelines.models.registration import register_model
 

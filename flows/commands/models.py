@@ -198,6 +198,8 @@ def run_show(args) -> int:
              ("mechanism", f"{mechanism.name}  epsilon {mechanism.to_dict()['epsilon']}  delta {mechanism.delta}"),
              ("dataset", metadata.dataset.name if metadata.dataset else None), ("classes", or_none(metadata.classes)),
              ("features", len(metadata.feature_schema)),
+             ("inputs", "; ".join(f"{item.name} ({item.type}) <- {', '.join(item.columns)}"
+                                  for item in metadata.onnx.inputs) if metadata.onnx else None),
              ("training", f"{record.kind_name if record else None} "
                           f"({_cell(or_none(record.rows) if record else None)} rows)"),
              ("predicts", metadata.predictions_for.isoformat() if metadata.predictions_for else None),
