@@ -176,8 +176,8 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     ``predictions_for`` (formats of logged predictions only; default ``date``): the day whose rows the table
     scores. ``onnx_inputs`` (ONNX only): a JSON file naming the dataset columns that feed the graph's inputs
     (`pipelines.models.formats.onnx_inputs`). A format that runs the model on real rows (ONNX) gets a keyed
-    sample of day D's rows as its probe. Raises LabelDPInputError, with nothing written, on any bad input or a different registration
-    already under this name and day (unless ``replace``).
+    sample of day D's rows as its probe. Raises LabelDPInputError, with nothing written, on any bad input or a
+    different registration already under this name and day (unless ``replace``).
     """
     name = check_name(name, "model name")
     date = require_date(date, "date")
