@@ -112,7 +112,9 @@ def test_onnx_predicts_what_the_catboost_model_predicts(world):
     assert np.abs(cbm - 0.5).max() > 0.2  # the model learnt something: equality is not between constants
     # CatBoost's export always ends in a ZipMap; the registration found the matrix behind it
     record = read_metadata(world["root"], "ctr-onnx", DAY).to_dict()["onnx"]
-    assert record == {"input": "features", "output": "probability_tensor", "zipmap_output": "probabilities"}
+    assert record == {"inputs": [{"name": "features", "columns": SPEC["numeric"], "type": "float", "rank": 2}],
+                      "output": "probability_tensor", "zipmap_output": "probabilities",
+                      "probe": {"rows": 1000, "outside_vocabulary": []}}  # a keyed sample of the day's rows
 
 
 def test_onnx_and_logged_predictions_in_a_beam_pipeline(world):
@@ -187,7 +189,8 @@ def test_an_onnx_model_whose_probabilities_are_an_output(world, tmp_path):
     onnx.utils.extract_model(str(world["onnx"]), str(direct), ["features"], ["label", "probability_tensor"])
     record = register_model(world["root"], "ctr-direct", DAY, direct, fmt="onnx", claimed_epsilon=2.0,
                             dataset=world["spec"])
-    assert record["onnx"] == {"input": "features", "output": "probability_tensor", "zipmap_output": None}
+    assert record["onnx"]["inputs"] == [{"name": "features", "columns": SPEC["numeric"], "type": "float", "rank": 2}]
+    assert (record["onnx"]["output"], record["onnx"]["zipmap_output"]) == ("probability_tensor", None)
     np.testing.assert_allclose(_predict(world, "onnx", "ctr-direct"), _predict(world, "catboost", "ctr-cbm"),
                                rtol=0, atol=1e-5)
 
@@ -202,7 +205,9 @@ def _spec(**changes):
     (dict(numeric=["f1", "f2", "f3", "f4", "f5"]), r"reads 4 features but dataset 'num_clicks' \(other.json\) has 5 "
                                                    r"numeric features"),
     (dict(classes=3), r"has 2 class column\(s\) but dataset 'num_clicks' \(other.json\) has 3 classes"),
-    (dict(numeric=[], categorical=["c1"]), "has no numeric features"),
+    (dict(numeric=[], categorical=["c1"]), r"graph input 'features' \(float, \[None, 4\]\) is fed by no column: no "
+                                           r"dataset column has its name; dataset 'num_clicks' \(other.json\) offers "
+                                           r"the numeric columns \[\] and the categorical columns \['c1'\]"),
 ])
 def test_onnx_inspect_refuses_a_model_that_does_not_fit_the_dataset(world, spec, message):
     from pipelines.models.formats.registry import model_format

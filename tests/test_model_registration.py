@@ -58,7 +58,7 @@ def test_an_onnx_registration_writes_the_metadata_contract(root, files):
     assert returned == {**metadata, "already_registered": False}
     spec = files["spec"]
     expected = {
-        "metadata_version": 1, "model_name": "team-ctr", "date": DAY.isoformat(), "source": "registered",
+        "metadata_version": 2, "model_name": "team-ctr", "date": DAY.isoformat(), "source": "registered",
         "format": "onnx", "model_file": "model.onnx", "fingerprint": _sha256(files["onnx"]),
         "registered_from": "ctr.onnx", "mechanism": {"name": "external", "epsilon": "inf", "delta": 1e-6},
         "dataset": {"name": "num_clicks", "fingerprint": spec.fingerprint(), "spec": spec.to_dict()},

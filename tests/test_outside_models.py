@@ -4,7 +4,9 @@ registry, registered with `models register`, and the nightly flow (real Prefect 
 FnApiRunner, DuckDB) on a plan of registered targets; then the release guardrail straight from a model file.
 
 And the three model formats through the same Beam job: one numeric CatBoost model as ``.cbm``, exported to
-ONNX, and as a table of its logged predictions gives the same counts.
+ONNX, and as a table of its logged predictions gives the same counts. And the team's models on its categorical
+columns as other stacks export them to ONNX (skl2onnx, onnxmltools' LightGBM, an int64 embedding graph), each
+audited nightly and by the guardrail with the counts and bound of its own logged predictions.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-pytestmark = pytest.mark.slow
+# onnxmltools and skl2onnx 1.x still pass booleans as int attributes (their warning, not ours)
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Field onnx.AttributeProto.ints:DeprecationWarning")]
 
 ROWS = 12_000
 D0, D1 = dt.date(2026, 10, 1), dt.date(2026, 10, 2)
@@ -351,3 +354,235 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
         score(1)
     message = str(refused.value)
     assert str(registered) in message and "--replace" in message and message.count("sha256:") == 2
+
+
+# ---------------------------------------------------------------------------------------------- ONNX exporters
+# The team's model on its categorical columns, exported to ONNX by the exporter of its own stack: scikit-learn
+# (skl2onnx, one input per column), LightGBM with native categorical splits (onnxmltools, one float matrix with
+# integer-coded categoricals, mapped by a file) and an embedding model with int64 id inputs as PyTorch exports it
+# (built with onnx's helper: PyTorch's wheel is not a test dependency, tests/graph_builder.py). Each is registered,
+# audited by the nightly flow and gated by the guardrail as ONNX, and compared with its own logged predictions:
+# the probabilities the team's onnxruntime gives on the log's own columns.
+
+NUMERICS, WORDS, IDS = SPEC["numeric"], ["country", "campaign"], ["device", "slot"]
+
+
+def _skl_pipeline(train: pa.Table):
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import FloatTensorType, Int64TensorType, StringTensorType
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    frame = train.select(NUMERICS + WORDS + IDS).to_pandas()
+    columns = ColumnTransformer([("words", OneHotEncoder(handle_unknown="ignore"), WORDS),
+                                 ("ids", OneHotEncoder(handle_unknown="ignore"), IDS),
+                                 ("numbers", "passthrough", NUMERICS)])
+    model = Pipeline([("columns", columns), ("trees", HistGradientBoostingClassifier(max_iter=60, random_state=0))])
+    model.fit(frame, train.column("clicked").to_numpy())
+    types = ([(name, FloatTensorType([None, 1])) for name in NUMERICS] + [(name, StringTensorType([None, 1]))
+             for name in WORDS] + [(name, Int64TensorType([None, 1])) for name in IDS])
+    exported = convert_sklearn(model, initial_types=types, options={id(model): {"zipmap": False}}, target_opset=17)
+    return model, frame, exported
+
+
+def _skl_feeds(table: pa.Table) -> dict:
+    feeds = {name: table.column(name).to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, 1)
+             for name in NUMERICS}
+    feeds.update({name: table.column(name).to_numpy(zero_copy_only=False).astype(object).reshape(-1, 1)
+                  for name in WORDS})
+    feeds.update({name: table.column(name).to_numpy().astype(np.int64).reshape(-1, 1) for name in IDS})
+    return feeds
+
+
+def _lgbm(train: pa.Table):
+    import lightgbm
+    from onnxmltools import convert_lightgbm
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    frame = train.select(NUMERICS + IDS).to_pandas()
+    model = lightgbm.LGBMClassifier(n_estimators=80, num_leaves=31, min_child_samples=5, random_state=0, verbose=-1)
+    model.fit(frame, train.column("clicked").to_numpy(), categorical_feature=IDS)
+    exported = convert_lightgbm(model, initial_types=[("input", FloatTensorType([None, len(NUMERICS + IDS)]))],
+                                zipmap=False, target_opset=15)
+    return model, frame, exported
+
+
+def _lgbm_feeds(table: pa.Table) -> dict:
+    return {"input": np.column_stack([table.column(name).to_numpy(zero_copy_only=False).astype(np.float32)
+                                      for name in NUMERICS + IDS])}
+
+
+def _embedding(train: pa.Table):
+    """Per-id log-odds as embedding tables (device ids 0..4, slot ids 0..109), plus f1: the graph an
+    ``nn.Embedding`` model exports with int64 inputs and a dynamic batch axis."""
+    from graph_builder import Input, build
+
+    clicked = train.column("clicked").to_numpy()
+    base = np.log(clicked.mean() / (1 - clicked.mean()))
+
+    def table(name: str, size: int) -> np.ndarray:
+        ids = train.column(name).to_numpy()
+        hits, seen = np.bincount(ids, clicked, size), np.bincount(ids, minlength=size)
+        rate = (hits + clicked.mean() * 5) / (seen + 5)
+        return np.log(rate / (1 - rate)) - base / 2
+
+    return build([Input("device", "int64", [None], embedding=5, weights=table("device", 5)),
+                  Input("slot", "int64", [None], embedding=110, weights=table("slot", 110)),
+                  Input("f1", "float", [None, 1], weight=0.9)])
+
+
+def _embedding_feeds(table: pa.Table) -> dict:
+    return {"device": table.column("device").to_numpy().astype(np.int64),
+            "slot": table.column("slot").to_numpy().astype(np.int64),
+            "f1": table.column("f1").to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, 1)}
+
+
+@pytest.fixture(scope="module")
+def exported(team):
+    """The three exports of models trained on day D's training rows, registered as ONNX targets (the LightGBM one
+    with its mapping file), and their logged predictions of every row of day D, registered as tables."""
+    import onnx
+    import onnxruntime as ort
+
+    files, root = team["files"], team["root"]
+    day = _log(D1)
+    train = day.filter(pa.array(np.isin(day.column("impression_id").to_numpy(),
+                                        pq.read_table(files / "training_rows.parquet").column(0).to_numpy())))
+    skl, skl_frame, skl_onnx = _skl_pipeline(train)
+    lgbm, lgbm_frame, lgbm_onnx = _lgbm(train)
+    models = {"team-skl": (skl_onnx, _skl_feeds, skl.predict_proba(skl_frame), train),
+              "team-lgbm": (lgbm_onnx, _lgbm_feeds, lgbm.predict_proba(lgbm_frame), train),
+              "team-emb": (_embedding(train), _embedding_feeds, None, None)}
+    (files / "lgbm_inputs.json").write_text(json.dumps({"input": NUMERICS + IDS}))
+    common = ("--dataset", team["spec"], "--training-rows", files / "training_rows.parquet", "--data-root", root)
+    out = {}
+    for name, (graph, feeds, original, train_rows) in models.items():
+        path = files / f"{name}.onnx"
+        onnx.save_model(graph, str(path))
+        session = ort.InferenceSession(str(path))
+        output = "probabilities"
+        if train_rows is not None:  # the export gives the framework's own probabilities
+            np.testing.assert_allclose(session.run([output], feeds(train_rows))[0], original, rtol=0, atol=1e-5)
+        p = session.run([output], feeds(day))[0].astype(np.float64)
+        logged = files / f"{name}-logged.parquet"
+        pq.write_table(pa.table({"impression_id": day.column("impression_id"), "prob_0": p[:, 0],
+                                 "prob_1": p[:, 1]}), logged)
+        mapping = ("--onnx-inputs", files / "lgbm_inputs.json") if name == "team-lgbm" else ()
+        assert _cli("models", "register", "--name", name, "--date", D1.isoformat(), "--file", path,
+                    "--claimed-epsilon", 0.5, *mapping, *common) == 0
+        assert _cli("models", "register", "--name", f"{name}-logged", "--date", D1.isoformat(), "--file", logged,
+                    "--claimed-epsilon", 0.5, *common) == 0
+        out[name] = {"file": path, "mapping": mapping, "p": p}
+    return out
+
+
+def test_onnx_exports_register_with_their_inputs(team, exported):
+    from pipelines.models.registry import read_metadata
+
+    root = team["root"]
+    skl = read_metadata(root, "team-skl", D1).onnx
+    assert {item.name: (item.columns, item.type, item.rank) for item in skl.inputs} == {
+        **{name: ((name,), "float", 2) for name in NUMERICS}, **{name: ((name,), "string", 2) for name in WORDS},
+        **{name: ((name,), "int64", 2) for name in IDS}}
+    # skl2onnx's OneHotEncoders declare their categories; every probe value is known to them
+    shares = {item.column: (item.operator, item.vocabulary, item.outside_share) for item in skl.probe.outside_vocabulary}
+    assert shares == {"country": ("OneHotEncoder", 6, 0.0), "campaign": ("OneHotEncoder", 4, 0.0),
+                      "device": ("OneHotEncoder", 4, 0.0), "slot": ("OneHotEncoder", 10, 0.0)}
+    lgbm = read_metadata(root, "team-lgbm", D1)
+    assert [item.to_dict() for item in lgbm.onnx.inputs] == [
+        {"name": "input", "columns": NUMERICS + IDS, "type": "float", "rank": 2}]
+    assert lgbm.onnx.probe.rows == 1000 and lgbm.onnx.probe.outside_vocabulary == ()
+    assert lgbm.feature_names == NUMERICS + IDS and lgbm.feature_schema[-1].kind == "categorical"
+    emb = read_metadata(root, "team-emb", D1).onnx
+    assert [(item.name, item.type, item.rank) for item in emb.inputs] == [("device", "int64", 1),
+                                                                          ("slot", "int64", 1), ("f1", "float", 2)]
+    assert [(item.column, item.operator, item.vocabulary) for item in emb.probe.outside_vocabulary] == [
+        ("device", "Gather", 5), ("slot", "Gather", 110)]
+
+
+def test_onnx_exports_give_the_counts_of_their_logged_predictions(team, exported):
+    from auditing.config import AuditConfig
+    from pipelines.scoring.beam_request import ScoringRequest
+    from pipelines.scoring.beam_scoring import score_day
+
+    config = AuditConfig(repetitions=3, grid_points=30, audit_rows="training", reference_calibration="none")
+    trained = pq.read_table(team["files"] / "training_rows.parquet").num_rows
+    for name in exported:
+        outcomes = [score_day(ScoringRequest(str(team["root"]), D1, model, config, reference="team-reference",
+                                             reference_date=D0, batch_size=4096))
+                    for model in (name, f"{name}-logged")]
+        onnx_counts, logged_counts = (outcome.counts for outcome in outcomes)
+        assert onnx_counts.m == logged_counts.m == trained
+        np.testing.assert_array_equal(onnx_counts.guesses, logged_counts.guesses, err_msg=name)
+        np.testing.assert_array_equal(onnx_counts.correct, logged_counts.correct, err_msg=name)
+        assert outcomes[0].result.epsilon_lower_bound == outcomes[1].result.epsilon_lower_bound
+        assert outcomes[0].record["lineage"]["model"]["format"] == "onnx"
+
+
+def test_onnx_exports_nightly_and_guardrail(prefect_api, team, exported, capsys):
+    from flows.nightly import nightly_audit
+
+    plan = json.loads(team["plan"].read_text())
+    plan.update(targets=[{"name": name, "source": "registered"} for model in exported
+                         for name in (model, f"{model}-logged")], controls={"enabled": False})
+    plan["audit"]["reference_calibration"] = "none"
+    plan_path = team["files"] / "plan-onnx.json"
+    plan_path.write_text(json.dumps(plan))
+    rows = nightly_audit(date=D1.isoformat(), data_root=str(team["root"]), plan_file=str(plan_path))
+    bounds = {r.row.model_id: (r.row.epsilon_lower_bound, r.row.status) for r in rows}
+    for name, files in exported.items():
+        assert bounds[name] == bounds[f"{name}-logged"], name
+        code = _cli("guardrail", "--model-file", files["file"], "--format", "onnx", *files["mapping"],
+                    "--claimed-epsilon", 0.5, "--date", D1.isoformat(), "--training-rows",
+                    team["files"] / "training_rows.parquet", "--plan", plan_path, "--data-root", team["root"],
+                    "--accept-unchecked-reference", "--json")
+        out = capsys.readouterr()
+        [row] = [r for r in json.loads(out.out) if r["model_id"].startswith("candidate-")]
+        assert row["epsilon_lower_bound"] == bounds[f"{name}-logged"][0], (name, out.err)
+        assert code == (1 if row["status"] == "VIOLATION" else 0), out.err
+    assert bounds["team-lgbm"][0] > 0  # a model that leaks: the equal bounds are not zeros
+
+
+def test_a_night_stops_on_an_id_the_embedding_does_not_know(prefect_api, tmp_path, capsys):
+    """The registration's probe knows every slot; one row outside its sample has slot 150, beyond the embedding's
+    110 ids: the night exits 2 with one line naming the column and the value, and writes no verdict."""
+    from pipelines.data.dataset_spec import spec_from_dict
+    from pipelines.data.schema import read_keyed_sample, write_partition
+
+    spec = spec_from_dict(SPEC, "team_clicks.json")
+    spec_path = tmp_path / "team_clicks.json"
+    spec_path.write_text(json.dumps(SPEC))
+    root, day = tmp_path / "data", _log(D1, 3000)
+    write_partition(root, D1, day, dataset=spec)
+    probed = set(read_keyed_sample(root, D1, spec, 1000)[0].column("row_id").to_pylist())
+    ids = day.column("impression_id").to_numpy()
+    row = next(i for i in range(ids.size - 1, 0, -1) if int(ids[i]) not in probed)
+    slots = day.column("slot").to_numpy().copy()
+    slots[row] = 150
+    write_partition(root, D1, day.set_column(day.schema.get_field_index("slot"), "slot", pa.array(slots)),
+                    dataset=spec)
+    import onnx
+
+    onnx.save_model(_embedding(day), str(tmp_path / "emb.onnx"))
+    reference = tmp_path / "reference.cbm"
+    _fit(_log(D0, 3000), 20, depth=4).save_model(str(reference))
+    common = ("--dataset", spec_path, "--data-root", root)
+    assert _cli("models", "register", "--name", "team-emb", "--date", D1.isoformat(), "--file", tmp_path / "emb.onnx",
+                "--claimed-epsilon", 1, *common) == 0
+    assert _cli("models", "register", "--name", "ref", "--date", D0.isoformat(), "--file", reference,
+                "--claimed-epsilon", "inf", *common) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"dataset": "team_clicks.json", "targets": [{"name": "team-emb", "source": "registered"}],
+                                "reference_name": "ref", "controls": {"enabled": False},
+                                "audit": {"repetitions": 2, "grid_points": 20, "audit_rows": "all",
+                                          "reference_calibration": "none"}}))
+    capsys.readouterr()
+    code = _cli("nightly", "--date", D1.isoformat(), "--plan", plan, "--data-root", root)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    [line] = [text for text in err.splitlines() if text.startswith("labeldp-audit nightly: exit 2: bad input")]
+    assert f"column 'slot' value '150' (row key {ids[row]}, 1 row(s) of the batch)" in line
+    assert "graph input 'slot' does not know (Gather: embedding ids 0..109)" in line
+    assert not (root / "sweeps").exists() or not list((root / "sweeps").rglob("result.json"))

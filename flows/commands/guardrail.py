@@ -27,7 +27,8 @@ game on rows of the day it never saw, must find more evidence than the reference
 untrusted VIOLATION exits 4.
 
 The candidate is either a registered model (--model NAME) or a model file straight from another team's
-pipeline (--model-file F --format catboost|onnx), which is registered first under the name
+pipeline (--model-file F --format catboost|onnx, with --onnx-inputs MAP for a graph whose input names are not
+the dataset's columns), which is registered first under the name
 candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Pass its training
 rows: --training-rows FILE, a Parquet file of the row keys whose labels trained it. The day's other rows then
 recalibrate and check the reference. With the default 'all' (every row of day D trained it) nothing can check
@@ -51,6 +52,9 @@ def register(subparsers) -> None:
     which.add_argument("--model-file", help="a candidate model file to register and audit")
     p.add_argument("--format", default="catboost",
                    help="format of --model-file (a registered format: catboost, onnx, ...; default catboost)")
+    p.add_argument("--onnx-inputs", default=None, metavar="FILE",
+                   help="with --model-file of an ONNX graph: a JSON file naming the dataset columns that feed each "
+                        "graph input (docs/model_registry.md)")
     p.add_argument("--training-rows", default="all",
                    help="with --model-file: a Parquet file of the row keys that trained it (pass it: the day's other "
                         "rows check the reference), or 'all' (the default: nothing can check the reference)")
@@ -76,7 +80,8 @@ def _register_candidate(args, root, day, plan) -> str:
     name = "candidate-" + file_fingerprint(path).split(":", 1)[1][:12]
     training_rows = args.training_rows if args.training_rows == "all" else Path(args.training_rows)
     record = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=args.claimed_epsilon,
-                            dataset=plan.dataset, training_rows=training_rows, replace=True)
+                            dataset=plan.dataset, training_rows=training_rows,
+                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=True)
     print(f"[labeldp-audit] registered {path} as {name}@{day.isoformat()} ({record.get('format')})",
           file=sys.stderr, flush=True)
     return name
@@ -92,6 +97,9 @@ def run(args) -> int:
     day = parse_date(args.date, "--date")
     if args.model is not None:
         check_name(args.model, "--model")
+        if args.onnx_inputs:
+            raise LabelDPInputError("--onnx-inputs maps the inputs of a --model-file; a registered --model keeps "
+                                    "the mapping it was registered with")
     if not (args.claimed_epsilon >= 0):
         raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {args.claimed_epsilon!r}")
     plan = preflight.plan_for(args.plan_file)

@@ -29,7 +29,10 @@ nothing is written on any error (exit 2, one line naming the file, column or arg
     named like the dataset's row key (or row_id) listing the rows whose labels trained it; every key must be a
     row of day D (the audit plays its game on these rows);
   - a predictions table answers for the rows of one day: --predictions-for (default --date). It must hold the
-    day-D model's scores of day D's rows (as a reference: the D-1 model's scores of ALL of day D's rows).
+    day-D model's scores of day D's rows (as a reference: the D-1 model's scores of ALL of day D's rows);
+  - an ONNX graph's inputs: each fed by the dataset column of its name, or by the columns --onnx-inputs FILE
+    names ({"graph input": ["column", ...]}); the graph then runs on up to 1000 rows of day D, and the share
+    of their values outside each vocabulary the graph declares is reported.
 Registering the same file with the same settings again does nothing; anything different under the same name
 and date is refused unless --replace. --format defaults to the one whose file has FILE's suffix.
 
@@ -37,6 +40,8 @@ Examples:
   labeldp-audit models register --name team-ctr --date 2024-01-02 --file ctr.cbm --claimed-epsilon 1 \\
       --dataset team_clicks.json --training-rows train_keys.parquet
   labeldp-audit models register --name team-ctr-onnx --date 2024-01-02 --file ctr.onnx --claimed-epsilon 1
+  labeldp-audit models register --name team-lgbm --date 2024-01-02 --file lgbm.onnx --claimed-epsilon 1 \
+      --onnx-inputs lgbm_inputs.json
   labeldp-audit models register --name team-reference --date 2024-01-01 --file scores.parquet \\
       --format predictions --claimed-epsilon inf --predictions-for 2024-01-02
 
@@ -78,6 +83,9 @@ def register(subparsers) -> None:
                    help="'all' (default) or a Parquet file of the row keys whose labels trained the model")
     r.add_argument("--predictions-for", default=None, metavar="D",
                    help="predictions format: the day whose rows the table scores (default --date)")
+    r.add_argument("--onnx-inputs", default=None, metavar="FILE",
+                   help="ONNX: a JSON file naming the dataset columns that feed each graph input, in order "
+                        "(default: each input is fed by the column of its name)")
     r.add_argument("--replace", action="store_true",
                    help="replace a different registration of the same name and date")
     _add_root(r)
@@ -129,13 +137,18 @@ def run_register(args) -> int:
     rows = ALL_ROWS if args.training_rows == ALL_ROWS else Path(args.training_rows)
     record = register_model(root, name, date, Path(args.file), fmt=fmt, claimed_epsilon=epsilon, delta=delta,
                             dataset=dataset, training_rows=rows, predictions_for=predictions_for,
-                            replace=args.replace)
+                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=args.replace)
     trained = record["training_rows"]
     on = "every row of the day" if trained["kind"] == ALL_ROWS else f"{trained['rows']} listed rows"
     done = "already registered (unchanged)" if record["already_registered"] else "registered"
     print(f"{done} {record['format']} model {name}@{date.isoformat()} claiming eps {record['mechanism']['epsilon']} "
           f"delta {record['mechanism']['delta']}, dataset {record['dataset']['name']}, trained on {on}: "
           f"{root / 'models' / name / f'date={date.isoformat()}'}")
+    probe = (record.get("onnx") or {}).get("probe")
+    if probe and probe["outside_vocabulary"]:
+        shares = ", ".join(f"{item['column']} {100 * item['outside_share']:.1f}% (of {item['vocabulary']} known "
+                           f"to its {item['operator']})" for item in probe["outside_vocabulary"])
+        print(f"probe: of {probe['rows']} rows of the day, outside the graph's vocabulary: {shares}")
     return 0
 
 
@@ -185,6 +198,8 @@ def run_show(args) -> int:
              ("mechanism", f"{mechanism.name}  epsilon {mechanism.to_dict()['epsilon']}  delta {mechanism.delta}"),
              ("dataset", metadata.dataset.name if metadata.dataset else None), ("classes", or_none(metadata.classes)),
              ("features", len(metadata.feature_schema)),
+             ("inputs", "; ".join(f"{item.name} ({item.type}) <- {', '.join(item.columns)}"
+                                  for item in metadata.onnx.inputs) if metadata.onnx else None),
              ("training", f"{record.kind_name if record else None} "
                           f"({_cell(or_none(record.rows) if record else None)} rows)"),
              ("predicts", metadata.predictions_for.isoformat() if metadata.predictions_for else None),

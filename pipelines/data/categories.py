@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+MISSING_CATEGORY = ""  # a missing categorical value, as the models read it (CatBoost frames, ONNX string inputs)
+
 
 def used_categories(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(codes, categories): int64 codes into the values these rows use (-1 for a null), and those values as an
@@ -63,4 +65,4 @@ def compact_dictionaries(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=table.schema)
 
 
-__all__ = ["compact_dictionaries", "used_categories"]
+__all__ = ["MISSING_CATEGORY", "compact_dictionaries", "used_categories"]

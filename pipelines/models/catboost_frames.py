@@ -26,10 +26,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.data.categories import used_categories
+from pipelines.data.categories import MISSING_CATEGORY, used_categories
 from pipelines.data.dataset_spec import DatasetSpec, criteo
-
-MISSING_CATEGORY = ""  # pipelines.training.train.MISSING_CATEGORY: a missing categorical value is the empty string
 
 
 def _batch_categories(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

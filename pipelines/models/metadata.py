@@ -30,6 +30,10 @@ DEFAULT_FORMAT = "catboost"
 DEFAULT_MODEL_FILE = "model.cbm"
 ORACLE_MODEL_TYPE = "rr-label-oracle"  # the positive control, written before formats existed: its format
 TRAINED = "trained"  # the ``source`` of a model without one
+# The version the writers write. 2: an ONNX model records the columns that feed each graph input
+# (``onnx.inputs``); a version-1 ONNX part (one float input of the numeric features, ``onnx.input``) is read as
+# its version-2 form (`upgraded`). Nothing else differs, so other version-1 files read and write back unchanged.
+METADATA_VERSION = 2
 
 
 class Absent:
@@ -155,6 +159,15 @@ def _wholes(value, where, field) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise _bad(where, field, "a list of whole numbers", value)
     return tuple(_whole(item, where, f"{field}[{index}]") for index, item in enumerate(value))
+
+
+def _list_of(cls) -> Callable[[Any, str, str], tuple]:
+    """A reader of a JSON list of ``cls`` records."""
+    def read(value, where, field):
+        if not isinstance(value, list):
+            raise _bad(where, field, "a list of JSON objects", value)
+        return tuple(cls.from_dict(item, where, f"{field}[{index}]") for index, item in enumerate(value))
+    return read
 
 
 def _present(items: dict) -> dict:
@@ -334,22 +347,101 @@ class Lineage:
 
 
 @dataclass(frozen=True)
-class OnnxPart:
-    """An ONNX model's own part: its input tensor, the probability output the audit fetches, and the ZipMap output
-    that output was found behind (None: none)."""
+class OnnxInput:
+    """One input of an ONNX graph and the dataset columns that feed it, in order: its element type (``string``,
+    ``float``, ``double`` or ``int64``; `pipelines.models.formats.onnx_elements`) and rank (1: ``[rows]``, one
+    column; 2: ``[rows, len(columns)]``)."""
 
+    name: str
+    columns: tuple[str, ...]
+    type: str
+    rank: int
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str, path: str) -> OnnxInput:
+        part = _Part(data, where, path, ("name", "columns", "type", "rank"), ("name", "columns", "type", "rank"))
+        columns = part.value("columns", _texts)
+        if not columns:
+            raise _bad(where, f"{path}.columns", "a non-empty list of column names", list(columns))
+        rank = part.value("rank", _whole)
+        if rank not in (1, 2) or (rank == 1 and len(columns) != 1):
+            raise _bad(where, f"{path}.rank", "1 (one column) or 2", rank)
+        return cls(part.value("name", _text), columns, part.value("type", _text), rank)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "columns": list(self.columns), "type": self.type, "rank": self.rank}
+
+
+@dataclass(frozen=True)
+class VocabularyShare:
+    """Of the registration probe's rows, the share whose value of ``column`` (fed to graph input ``input``) is
+    outside the vocabulary the graph declares for it (``vocabulary`` values, declared by an ``operator``)."""
+
+    column: str
     input: str
+    operator: str
+    vocabulary: int
+    outside_share: float
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str, path: str) -> VocabularyShare:
+        keys = ("column", "input", "operator", "vocabulary", "outside_share")
+        part = _Part(data, where, path, keys, keys)
+        return cls(part.value("column", _text), part.value("input", _text), part.value("operator", _text),
+                   part.value("vocabulary", _count), part.value("outside_share", _number))
+
+    def to_dict(self) -> dict:
+        return {"column": self.column, "input": self.input, "operator": self.operator,
+                "vocabulary": self.vocabulary, "outside_share": self.outside_share}
+
+
+@dataclass(frozen=True)
+class OnnxProbe:
+    """The registration's probe: how many real rows of the day the graph was run on (0: the day had no
+    partition, the probe was a made-up batch), and the share of their values outside each declared vocabulary."""
+
+    rows: int
+    outside_vocabulary: tuple[VocabularyShare, ...]
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str, path: str) -> OnnxProbe:
+        part = _Part(data, where, path, ("rows", "outside_vocabulary"), ("rows", "outside_vocabulary"))
+        return cls(part.value("rows", _count), part.value("outside_vocabulary", _list_of(VocabularyShare)))
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "outside_vocabulary": [item.to_dict() for item in self.outside_vocabulary]}
+
+
+@dataclass(frozen=True)
+class OnnxPart:
+    """An ONNX model's own part: its graph inputs and the columns feeding each (`OnnxInput`), the probability
+    output the audit fetches, the ZipMap output that output was found behind (None: none), and the
+    registration's probe (absent in metadata written before the probe ran on real rows)."""
+
+    inputs: tuple[OnnxInput, ...]
     output: str
     zipmap_output: str | None
+    probe: OnnxProbe | Absent = ABSENT
 
     @classmethod
     def from_dict(cls, data: Any, where: str, path: str) -> OnnxPart:
-        part = _Part(data, where, path, ("input", "output", "zipmap_output"), ("input", "output", "zipmap_output"))
-        return cls(part.value("input", _text), part.value("output", _text),
-                   part.value("zipmap_output", _nullable(_text)))
+        part = _Part(data, where, path, ("inputs", "output", "zipmap_output", "probe"),
+                     ("inputs", "output", "zipmap_output"))
+        inputs = part.value("inputs", _list_of(OnnxInput))
+        if not inputs:
+            raise _bad(where, f"{path}.inputs", "a non-empty list of graph inputs", [])
+        return cls(inputs, part.value("output", _text), part.value("zipmap_output", _nullable(_text)),
+                   part.value("probe", _record(OnnxProbe)))
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column the graph reads, once, in the order of the inputs."""
+        return list(dict.fromkeys(name for item in self.inputs for name in item.columns))
 
     def to_dict(self) -> dict:
-        return {"input": self.input, "output": self.output, "zipmap_output": self.zipmap_output}
+        return _present({"inputs": [item.to_dict() for item in self.inputs], "output": self.output,
+                         "zipmap_output": self.zipmap_output,
+                         "probe": self.probe.to_dict() if self.probe else ABSENT})
 
 
 @dataclass(frozen=True)
@@ -431,7 +523,11 @@ class ModelMetadata:
     def from_dict(cls, data: Any, where: str = "model metadata") -> ModelMetadata:
         """The record of a parsed ``metadata.json``; ``where`` (the file) starts every error message, which names
         the missing, unknown or malformed key."""
-        part = _Part(data, where, "", _KEYS, REQUIRED)
+        version = data.get("metadata_version") if isinstance(data, Mapping) else None
+        if isinstance(version, int) and not isinstance(version, bool) and not 1 <= version <= METADATA_VERSION:
+            raise LabelDPInputError(f"{where}: metadata_version {version} is not one this labeldp-audit reads "
+                                    f"(1..{METADATA_VERSION}); a newer version wrote it")
+        part = _Part(upgraded(data), where, "", _KEYS, REQUIRED)
         values = {key: part.value(key, read) for key, read in _READERS.items()}
         return cls(**values)
 
@@ -496,6 +592,23 @@ _READERS: dict[str, Callable[[Any, str, str], Any]] = {
 _KEYS = tuple(_READERS)
 
 
+def upgraded(data: Any) -> Any:
+    """``data`` in the current form: a version-1 ONNX part (``onnx.input``, the one float tensor of the numeric
+    features, which were the model's ``feature_schema``) becomes ``onnx.inputs`` with that one input, and the
+    version 2. Anything else (another version, another model, a malformed file) is returned as it is, for the
+    reader to judge."""
+    if not isinstance(data, Mapping) or data.get("metadata_version") != 1:
+        return data
+    part, features = data.get("onnx"), data.get("feature_schema")
+    if not (isinstance(part, Mapping) and "input" in part and "inputs" not in part and isinstance(features, list)
+            and all(isinstance(item, Mapping) and isinstance(item.get("name"), str) for item in features)):
+        return data
+    onnx = {key: value for key, value in part.items() if key != "input"}
+    onnx["inputs"] = [{"name": part["input"], "columns": [item["name"] for item in features], "type": "float",
+                       "rank": 2}]
+    return {**data, "metadata_version": METADATA_VERSION, "onnx": onnx}
+
+
 def or_none(value: Any) -> Any:
     """``value``, or None for `ABSENT` (for a summary or message that shows a missing key as null)."""
     return None if value is ABSENT else value
@@ -519,6 +632,7 @@ def as_metadata(metadata: ModelMetadata | Mapping, where: str = "model metadata"
     return metadata if isinstance(metadata, ModelMetadata) else ModelMetadata.from_dict(metadata, where)
 
 
-__all__ = ["ABSENT", "ALL_ROWS", "CATEGORICAL", "DEFAULT_FORMAT", "DEFAULT_MODEL_FILE", "KEYS", "NUMERIC",
-           "REQUIRED", "Absent", "CodeVersion", "DatasetRecord", "FeatureColumn", "Lineage", "MechanismRecord",
-           "ModelMetadata", "OnnxPart", "PredictionsPart", "TrainingRows", "as_metadata", "format_part", "or_none"]
+__all__ = ["ABSENT", "ALL_ROWS", "CATEGORICAL", "DEFAULT_FORMAT", "DEFAULT_MODEL_FILE", "KEYS", "METADATA_VERSION",
+           "NUMERIC", "REQUIRED", "Absent", "CodeVersion", "DatasetRecord", "FeatureColumn", "Lineage",
+           "MechanismRecord", "ModelMetadata", "OnnxInput", "OnnxPart", "OnnxProbe", "PredictionsPart",
+           "TrainingRows", "VocabularyShare", "as_metadata", "format_part", "or_none", "upgraded"]

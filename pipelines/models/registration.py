@@ -42,7 +42,7 @@ from pipelines.data.layout import (
     refuse_empty_file,
 )
 from pipelines.models import registry
-from pipelines.models.formats.base import ModelFormat
+from pipelines.models.formats.base import ModelFormat, Offer
 from pipelines.models.formats.registry import format_names, format_of, model_format
 from pipelines.models.metadata import (
     ABSENT,
@@ -152,7 +152,9 @@ def _differences(existing: ModelMetadata, new: ModelMetadata, keys: np.ndarray |
     checks = [(existing.format, new.format, "format"), (existing.fingerprint, new.fingerprint, "file (sha256)"),
               (existing.mechanism, new.mechanism, "claimed epsilon or delta"),
               (existing.predictions_for, new.predictions_for, "predictions day"),
-              (existing.partition_fingerprint, new.partition_fingerprint, "partition of the day")]
+              (existing.partition_fingerprint, new.partition_fingerprint, "partition of the day"),
+              (existing.onnx.inputs if existing.onnx else None, new.onnx.inputs if new.onnx else None,
+               "ONNX input mapping")]
     out = [label for before, after, label in checks if before != after]
     if (existing.dataset.fingerprint if existing.dataset else None) != new.dataset.fingerprint:
         out.append("dataset")
@@ -166,14 +168,16 @@ def _differences(existing: ModelMetadata, new: ModelMetadata, keys: np.ndarray |
 def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, fmt: str | ModelFormat,
                    claimed_epsilon: float, delta: float = 0.0, dataset: DatasetSpec | None,
                    training_rows: str | os.PathLike = ALL_ROWS, predictions_for: dt.date | None = None,
-                   replace: bool = False) -> dict:
+                   onnx_inputs: str | os.PathLike | None = None, replace: bool = False) -> dict:
     """Registers ``file`` as ``models/<name>/date=D`` and returns its metadata (plus ``already_registered``).
 
     ``dataset`` None: the spec day D's partition was written with (Criteo when there is none). ``training_rows``:
     ``"all"`` (every row of day D trained it) or a Parquet file of the row keys whose labels trained it.
     ``predictions_for`` (formats of logged predictions only; default ``date``): the day whose rows the table
-    scores. Raises LabelDPInputError, with nothing written, on any bad input or a different registration
-    already under this name and day (unless ``replace``).
+    scores. ``onnx_inputs`` (ONNX only): a JSON file naming the dataset columns that feed the graph's inputs
+    (`pipelines.models.formats.onnx_inputs`). A format that runs the model on real rows (ONNX) gets a keyed
+    sample of day D's rows as its probe. Raises LabelDPInputError, with nothing written, on any bad input or a
+    different registration already under this name and day (unless ``replace``).
     """
     name = check_name(name, "model name")
     date = require_date(date, "date")
@@ -191,6 +195,14 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
         raise LabelDPInputError(f"predictions_for applies to a table of logged predictions, not to a {fmt.name} "
                                 f"model", field="predictions_for")
     predictions_for = require_date(predictions_for or date, "predictions_for") if scores_one_day else None
+    mapping = None
+    if onnx_inputs is not None:
+        if not fmt.takes_input_mapping:
+            raise LabelDPInputError(f"onnx_inputs maps the inputs of an ONNX graph, not of a {fmt.name} model",
+                                    field="onnx_inputs")
+        mapping = Path(onnx_inputs)
+        if not mapping.is_file():
+            raise LabelDPInputError(f"onnx_inputs: {mapping} is not a file", field="onnx_inputs")
 
     partition = partition_dir(root, date)
     has_partition = partition.is_dir()
@@ -202,8 +214,10 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     if predictions_for not in (None, date) and partition_dir(root, predictions_for).is_dir():
         check_same_dataset(dataset, dataset_of(root, predictions_for),
                            f"the partition {partition_dir(root, predictions_for)}", _GIVE_ITS_SPEC)
+    probe = (schema.read_keyed_sample(root, date, dataset, fmt.probe_rows)[0]
+             if fmt.probe_rows and has_partition else None)
     try:
-        info = fmt.inspect(path, dataset)
+        info = fmt.inspect(path, dataset, Offer(probe=probe, input_mapping=mapping))
     except LabelDPInputError as exc:
         if defaulted and not has_partition:  # another team's model met the built-in spec: its own was not given
             raise LabelDPInputError(

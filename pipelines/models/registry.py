@@ -43,6 +43,7 @@ from pipelines.models.formats.base import ModelFile
 from pipelines.models.metadata import (
     CATEGORICAL,
     DEFAULT_MODEL_FILE,
+    METADATA_VERSION,
     NUMERIC,
     REQUIRED,
     CodeVersion,
@@ -52,7 +53,6 @@ from pipelines.models.metadata import (
 
 MODEL_FILE = DEFAULT_MODEL_FILE
 METADATA_FILE = "metadata.json"
-METADATA_VERSION = 1
 PACKAGE = "labeldp-audit"
 
 REQUIRED_METADATA = REQUIRED

@@ -59,6 +59,7 @@ from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import require_date
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema, splits
+from pipelines.data.categories import MISSING_CATEGORY
 from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_default
 from pipelines.data.layout import model_dir
 from pipelines.models import registry
@@ -91,7 +92,6 @@ __all__ = [
 ]
 
 NUM_CLASSES = 2
-MISSING_CATEGORY = ""
 PROBABILITY_CLIP = 1e-15  # only for log-loss arithmetic: log(0) would be -inf
 
 

@@ -4,6 +4,7 @@ up; the built-in formats in `pipelines.models.formats` subclass `ModelFormat` fr
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -26,6 +27,17 @@ class ModelFile(Protocol):
     meta: ModelMetadata
 
 
+@dataclass(frozen=True)
+class Offer:
+    """What a registration hands a format beside the file (`ModelFormat.inspect`): a few real rows of the model's
+    day (``probe``, pipeline names; None when the day has no partition or the format's `probe_rows` is 0),
+    and a file naming which dataset columns feed which of the model's inputs (``input_mapping``; only a format
+    that `takes_input_mapping`)."""
+
+    probe: pa.Table | None = None
+    input_mapping: Path | None = None
+
+
 class ModelFormat:
     """The base of a model format (frozen, stateless; one instance is registered)."""
 
@@ -37,8 +49,12 @@ class ModelFormat:
     # the file is a CatBoost classifier (`pipelines.models.registry.load_model` reads it): usable as a training
     # prior, and a reference whose raw logits a fitted correction can be summed into (`pipelines.reference.recalibration`)
     catboost_classifier: ClassVar[bool] = False
+    # `inspect` runs the model on up to this many real rows of its day (`Offer.probe`; 0: it reads none)
+    probe_rows: ClassVar[int] = 0
+    # the model's inputs may be mapped to the dataset's columns by a file (`Offer.input_mapping`)
+    takes_input_mapping: ClassVar[bool] = False
 
-    def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
+    def inspect(self, path: Path, dataset: DatasetSpec, offer: Offer | None = None) -> dict:
         """Checks a file offered for registration; returns the metadata it implies (at least ``feature_schema``
         and ``classes``). Raises LabelDPInputError naming ``path`` and what is wrong."""
         raise NotImplementedError
@@ -69,6 +85,24 @@ def missing_prediction(rows: int, classes: int) -> np.ndarray:
     return np.full((rows, classes), np.nan)
 
 
+def check_model_features(schema: list[dict[str, str]], dataset: DatasetSpec, where: str) -> None:
+    """LabelDPInputError naming every feature the model reads that the dataset lacks, or reads as another kind."""
+    numeric, categorical = set(dataset.numeric), set(dataset.categorical)
+    missing = [item["name"] for item in schema if item["name"] not in numeric | categorical]
+    mismatched = [f"{item['name']} (model: {item['kind']}, dataset: "
+                  f"{'numeric' if item['name'] in numeric else 'categorical'})"
+                  for item in schema if item["name"] in numeric | categorical
+                  and (item["name"] in numeric) != (item["kind"] == "numeric")]
+    problems = []
+    if missing:
+        problems.append(f"reads column(s) {missing} that dataset {dataset.name!r} ({dataset.describe()}) does not "
+                        f"have as features")
+    if mismatched:
+        problems.append(f"reads column(s) as another kind: {mismatched}")
+    if problems:
+        raise LabelDPInputError(f"{where}: the model " + "; ".join(problems))
+
+
 def check_probability_matrix(p: Any, rows: int, where: str) -> np.ndarray:
     """``p`` as a (rows x classes) float64 array, or LabelDPInputError naming ``where``."""
     out = np.asarray(p, dtype=np.float64)
@@ -77,4 +111,5 @@ def check_probability_matrix(p: Any, rows: int, where: str) -> np.ndarray:
     return out
 
 
-__all__ = ["MODEL_FORMATS", "ModelFile", "ModelFormat", "check_probability_matrix", "missing_prediction"]
+__all__ = ["MODEL_FORMATS", "ModelFile", "ModelFormat", "Offer", "check_model_features", "check_probability_matrix",
+           "missing_prediction"]

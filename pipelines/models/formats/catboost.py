@@ -15,7 +15,14 @@ import pyarrow as pa
 
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import DatasetSpec
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, check_probability_matrix
+from pipelines.models.formats.base import (
+    MODEL_FORMATS,
+    ModelFile,
+    ModelFormat,
+    Offer,
+    check_model_features,
+    check_probability_matrix,
+)
 
 
 def feature_kinds(model) -> list[dict[str, str]]:
@@ -25,24 +32,6 @@ def feature_kinds(model) -> list[dict[str, str]]:
             for index, name in enumerate(model.feature_names_)]
 
 
-def check_model_features(schema: list[dict[str, str]], dataset: DatasetSpec, where: str) -> None:
-    """LabelDPInputError naming every feature the model reads that the dataset lacks, or reads as another kind."""
-    numeric, categorical = set(dataset.numeric), set(dataset.categorical)
-    missing = [item["name"] for item in schema if item["name"] not in numeric | categorical]
-    mismatched = [f"{item['name']} (model: {item['kind']}, dataset: "
-                  f"{'numeric' if item['name'] in numeric else 'categorical'})"
-                  for item in schema if item["name"] in numeric | categorical
-                  and (item["name"] in numeric) != (item["kind"] == "numeric")]
-    problems = []
-    if missing:
-        problems.append(f"reads column(s) {missing} that dataset {dataset.name!r} ({dataset.describe()}) does not "
-                        f"have as features")
-    if mismatched:
-        problems.append(f"reads column(s) as another kind: {mismatched}")
-    if problems:
-        raise LabelDPInputError(f"{where}: the model " + "; ".join(problems))
-
-
 @MODEL_FORMATS.register
 class CatBoostFormat(ModelFormat):
     name = "catboost"
@@ -50,7 +39,7 @@ class CatBoostFormat(ModelFormat):
     file_name = "model.cbm"
     catboost_classifier = True
 
-    def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
+    def inspect(self, path: Path, dataset: DatasetSpec, offer: Offer | None = None) -> dict:
         from catboost import CatBoostClassifier
 
         model = CatBoostClassifier()

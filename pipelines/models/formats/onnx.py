@@ -1,49 +1,59 @@
-"""ONNX ``model.onnx``: a classifier exported from any framework (CatBoost, scikit-learn, LightGBM, XGBoost, ...).
+"""ONNX ``model.onnx``: a classifier exported from any framework (scikit-learn, LightGBM, XGBoost, PyTorch, CatBoost
+without categorical features, ...).
 
-The model reads ONE float tensor, (rows x features), holding the dataset's numeric features in the spec's order
-(NaN = missing); categorical features are not fed (export a model trained on the numeric features, or encode the
-categories into numeric columns of the dataset). Its class probabilities are a float (rows x classes) output: the
-one named like "probabilities" / "probability", or the only float matrix output. A ZipMap over that matrix
-(CatBoost's export always adds one; skl2onnx and onnxmltools do by default) is looked through: the model runs
-up to the matrix (`pipelines.models.formats.onnx_handler.probability_graph`). An output that is a sequence of maps made some
-other way is refused.
+The graph's inputs are fed from the dataset's columns as `pipelines.models.formats.onnx_inputs` maps them: one
+input per column named after it (a string tensor for a categorical, float, double or int64 for a numeric or an
+integer-coded categorical), one float tensor of the numeric features, or the columns a mapping file names, in
+order. The values reach the graph as the partition stores them (`pipelines.models.formats.onnx_elements`). Its
+class probabilities are a float (rows x classes) output: the one named like "probabilities" / "probability", or
+the only float matrix output. A ZipMap over that matrix (CatBoost's export always adds one; skl2onnx and
+onnxmltools do by default) is looked through: the model runs up to the matrix
+(`pipelines.models.formats.onnx_session.probability_graph`). An output that is a sequence of maps made some other
+way is refused.
 
-`inspect` parses the file (onnx, no code runs), checks the input against the dataset, picks the probability
-output, then runs the model once in onnxruntime on a two-row probe to check the output really is a (rows x
-classes) probability matrix for the dataset's class count. The runtime is Beam's ONNX handler
+`inspect` parses the file (onnx, no code runs), maps and checks its inputs, picks the probability output, then
+runs the model in onnxruntime on a probe: up to `OnnxFormat.probe_rows` real rows of the model's day (a keyed
+sample; two made-up rows when the day has no partition), checking the output really is a (rows x classes)
+probability matrix for the dataset's class count, and measuring the share of the probe's values outside each
+vocabulary the graph declares (`pipelines.models.formats.onnx_vocabulary`). The runtime is Beam's ONNX handler
 (`pipelines.models.formats.onnx_handler.OnnxProbabilityHandler`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from labeldp.errors import LabelDPInputError
-from pipelines.data.dataset_spec import DatasetSpec
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, check_probability_matrix
-from pipelines.models.metadata import ModelMetadata
+from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec
+from pipelines.models.formats.base import (
+    MODEL_FORMATS,
+    ModelFile,
+    ModelFormat,
+    Offer,
+    check_model_features,
+    check_probability_matrix,
+)
+from pipelines.models.formats.onnx_feeds import input_feeds, one_line, run_graph
+from pipelines.models.formats.onnx_inputs import match_inputs
+from pipelines.models.formats.onnx_vocabulary import Vocabulary, declared_vocabularies
+from pipelines.models.metadata import (
+    CATEGORICAL,
+    NUMERIC,
+    ModelMetadata,
+    OnnxInput,
+    OnnxPart,
+    OnnxProbe,
+    VocabularyShare,
+)
 
 PROBE_ROWS = 2
 PROBABILITY_TOLERANCE = 1e-4  # float32 outputs: a row of probabilities sums to 1 within this
 EXPORT_HINT = ("export the probability matrix as a tensor (skl2onnx: options={id(model): {'zipmap': False}}; "
                "onnxmltools: zipmap=False)")
-
-
-def feature_matrix(table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
-    """The (rows x numeric features) float32 matrix of a validated batch, in the spec's order, NaN for missing."""
-    out = np.empty((table.num_rows, len(dataset.numeric)), dtype=np.float32)
-    for index, name in enumerate(dataset.numeric):
-        out[:, index] = pc.cast(table.column(name), pa.float64()).to_numpy(zero_copy_only=False)
-    return out
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] + ("..." if len(text) > 300 else "")
 
 
 def _read_model(path: Path):
@@ -56,7 +66,7 @@ def _read_model(path: Path):
     try:
         model = onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf's DecodeError and friends: the bytes are not a ModelProto
-        raise LabelDPInputError(f"{path}: not an ONNX model ({_one_line(exc)})") from None
+        raise LabelDPInputError(f"{path}: not an ONNX model ({one_line(exc)})") from None
     if not model.graph.node or not model.opset_import:
         raise LabelDPInputError(f"{path}: not an ONNX model (no graph to run)")
     if any(tensor.data_location == onnx.TensorProto.EXTERNAL for tensor in model.graph.initializer):
@@ -65,7 +75,7 @@ def _read_model(path: Path):
     try:
         onnx.checker.check_model(model)
     except Exception as exc:  # onnx.checker.ValidationError and unknown-operator errors
-        raise LabelDPInputError(f"{path}: not a valid ONNX model ({_one_line(exc)})") from None
+        raise LabelDPInputError(f"{path}: not a valid ONNX model ({one_line(exc)})") from None
     return data, model
 
 
@@ -73,37 +83,6 @@ def _type_text(value_type) -> str:
     import onnx
 
     return onnx.helper.printable_type(value_type) or "an untyped value"
-
-
-def _check_input(model, path: Path, dataset: DatasetSpec) -> str:
-    import onnx
-
-    from pipelines.models.formats.onnx_session import graph_inputs
-
-    width = len(dataset.numeric)
-    where = f"dataset {dataset.name!r} ({dataset.describe()})"
-    if not width:
-        raise LabelDPInputError(f"{path}: {where} has no numeric features; an ONNX model reads the numeric "
-                                f"features only")
-    inputs = graph_inputs(model)
-    if len(inputs) != 1:
-        raise LabelDPInputError(f"{path}: the model has {len(inputs)} inputs {[item.name for item in inputs]}; a "
-                                f"registered ONNX model reads one float tensor (rows x {width}) of the numeric "
-                                f"features of {where}")
-    item = inputs[0]
-    tensor = item.type.tensor_type if item.type.WhichOneof("value") == "tensor_type" else None
-    if tensor is None or tensor.elem_type != onnx.TensorProto.FLOAT:
-        raise LabelDPInputError(f"{path}: input {item.name!r} is {_type_text(item.type)}; expected a float tensor "
-                                f"(rows x {width})")
-    if tensor.HasField("shape"):
-        dims = tensor.shape.dim
-        if len(dims) != 2:
-            raise LabelDPInputError(f"{path}: input {item.name!r} has {len(dims)} dimension(s); expected 2 "
-                                    f"(rows x {width} features)")
-        if dims[1].HasField("dim_value") and dims[1].dim_value != width:
-            raise LabelDPInputError(f"{path}: the model reads {dims[1].dim_value} features but {where} has {width} "
-                                    f"numeric features {list(dataset.numeric)}")
-    return item.name
 
 
 def _is_float_matrix(item) -> bool:
@@ -151,23 +130,35 @@ def _probability_output(model, path: Path) -> tuple[str, str | None]:
     raise LabelDPInputError(f"{path}: no float (rows x classes) probability output among the outputs: {listing}")
 
 
-def _probe(data: bytes, output: str, path: Path, dataset: DatasetSpec) -> int:
-    """Runs the model on a small zero batch; returns its class count after checking the output is probabilities."""
-    from pipelines.models.formats.onnx_session import make_session, probability_inference
+def _synthetic_probe(dataset: DatasetSpec, columns: list[str]) -> pa.Table:
+    """Two made-up rows for a day without a partition: 0 in every numeric column, "0" in every categorical one."""
+    data = {INTERNAL_ROW_ID: pa.array(range(PROBE_ROWS), pa.int64())}
+    for name in columns:
+        data[name] = (pa.array([0.0] * PROBE_ROWS) if name in dataset.numeric else pa.array(["0"] * PROBE_ROWS))
+    return pa.table(data)
 
+
+def _probe(data: bytes, model, inputs: tuple[OnnxInput, ...], output: str, path: Path, dataset: DatasetSpec,
+           rows: pa.Table | None) -> tuple[int, OnnxProbe]:
+    """Runs the model on the probe rows; returns its class count after checking the output is probabilities, and
+    the probe's record (the share of values outside each declared vocabulary)."""
+    from pipelines.models.formats.onnx_session import make_session
+
+    columns = list(dict.fromkeys(name for item in inputs for name in item.columns))
+    real = rows is not None and rows.num_rows > 0
+    table = rows.select([INTERNAL_ROW_ID, *columns]) if real else _synthetic_probe(dataset, columns)
+    where = f"{path} (probe on {table.num_rows} {'real rows of the day' if real else 'made-up rows'})"
     try:
         session = make_session(data, output)
     except Exception as exc:  # onnxruntime's Fail / InvalidGraph / NotImplemented ...
-        raise LabelDPInputError(f"{path}: onnxruntime cannot load the model ({_one_line(exc)})") from None
-    probe = np.zeros((PROBE_ROWS, len(dataset.numeric)), dtype=np.float32)
-    try:
-        result = probability_inference(session, [probe], output=output)[0]
-    except Exception as exc:
-        raise LabelDPInputError(f"{path}: onnxruntime failed on a probe batch of {PROBE_ROWS} x "
-                                f"{len(dataset.numeric)} float32 features ({_one_line(exc)})") from None
-    if result.ndim != 2 or result.shape[0] != PROBE_ROWS:
-        raise LabelDPInputError(f"{path}: output {output!r} has shape {result.shape} for {PROBE_ROWS} rows; expected "
-                                f"({PROBE_ROWS} x classes)")
+        raise LabelDPInputError(f"{path}: onnxruntime cannot load the model ({one_line(exc)})") from None
+    vocabularies = declared_vocabularies(model, [item.name for item in inputs])
+    strict = {name: vocabulary for name, vocabulary in vocabularies.items() if vocabulary.strict}
+    result = run_graph(session, output, inputs, table, where, strict)
+    rows_fed = table.num_rows
+    if result.ndim != 2 or result.shape[0] != rows_fed:
+        raise LabelDPInputError(f"{path}: output {output!r} has shape {result.shape} for {rows_fed} rows; expected "
+                                f"({rows_fed} x classes)")
     classes = result.shape[1]
     if classes != dataset.classes:
         raise LabelDPInputError(f"{path}: output {output!r} has {classes} class column(s) but dataset "
@@ -179,60 +170,100 @@ def _probe(data: bytes, output: str, path: Path, dataset: DatasetSpec) -> int:
         raise LabelDPInputError(f"{path}: output {output!r} does not hold class probabilities (a probe row gives "
                                 f"{np.round(result[0], 6).tolist()}, which is not in [0, 1] summing to 1); export "
                                 f"the model's probability output")
-    return classes
+    shares = []
+    if real:
+        feeds = input_feeds(inputs, table, where)
+        for item in inputs:
+            vocabulary = vocabularies.get(item.name)
+            if vocabulary is not None and len(item.columns) == 1:
+                share = float(vocabulary.outside(feeds[item.name]).mean())
+                shares.append(VocabularyShare(item.columns[0], item.name, vocabulary.operator, vocabulary.size,
+                                              round(share, 6)))
+    return classes, OnnxProbe(rows_fed if real else 0, tuple(shares))
 
 
 def recorded_output(metadata: ModelMetadata) -> str:
     """The probability output a registration recorded (``onnx.output``)."""
+    return _recorded(metadata).output
+
+
+def _recorded(metadata: ModelMetadata) -> OnnxPart:
     if not metadata.onnx:
         raise LabelDPInputError(f"model {metadata.model_name!r} of {metadata.date.isoformat()}: its metadata lacks "
-                                f"onnx.output (the probability output); register it again")
-    return metadata.onnx.output
+                                f"its onnx part (the inputs and the probability output); register it again")
+    return metadata.onnx
 
 
 def check_reads(metadata: ModelMetadata, dataset: DatasetSpec) -> None:
-    """LabelDPInputError unless the model was registered on ``dataset``'s numeric features, in this order."""
-    recorded = metadata.feature_names
-    if recorded != list(dataset.numeric):
-        raise LabelDPInputError(f"model {metadata.model_name!r} of {metadata.date.isoformat()} reads "
-                                f"the features {recorded}, not dataset {dataset.name!r}'s numeric features "
-                                f"{list(dataset.numeric)}")
+    """LabelDPInputError unless every column feeding the graph is a feature of ``dataset``, of the kind the
+    registration recorded."""
+    where = f"model {metadata.model_name!r} of {metadata.date.isoformat()}"
+    schema = [item.to_dict() for item in metadata.feature_schema]
+    check_model_features(schema, dataset, where)
+    unrecorded = [name for name in _recorded(metadata).columns if name not in metadata.feature_names]
+    if unrecorded:
+        raise LabelDPInputError(f"{where}: its graph is fed by column(s) {unrecorded} missing from its "
+                                f"feature_schema; register it again")
+
+
+def strict_vocabularies(path: Path, inputs: tuple[OnnxInput, ...]) -> dict[str, Vocabulary]:
+    """The vocabularies the graph at ``path`` declares that fail it on an unknown value, by input (so that an
+    error names the value)."""
+    import onnx
+
+    try:
+        model = onnx.load_model_from_string(Path(path).read_bytes())
+    except OSError as exc:
+        raise LabelDPInputError(f"{path}: cannot read the model ({exc})") from None
+    found = declared_vocabularies(model, [item.name for item in inputs])
+    return {name: vocabulary for name, vocabulary in found.items() if vocabulary.strict}
 
 
 @MODEL_FORMATS.register
 class OnnxFormat(ModelFormat):
     name = "onnx"
-    description = "an ONNX classifier reading the dataset's numeric features as one float tensor"
+    description = ("an ONNX classifier: one input per dataset column, a float tensor of the numeric features, or "
+                   "inputs named in a mapping file")
     file_name = "model.onnx"
+    probe_rows: ClassVar[int] = 1000
+    takes_input_mapping: ClassVar[bool] = True
 
-    def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
-        path = Path(path)
+    def inspect(self, path: Path, dataset: DatasetSpec, offer: Offer | None = None) -> dict:
+        path, offer = Path(path), offer or Offer()
         data, model = _read_model(path)
-        input_name = _check_input(model, path, dataset)
+        inputs = match_inputs(model, path, dataset, offer.input_mapping)
         output, zipmap = _probability_output(model, path)
-        classes = _probe(data, output, path, dataset)
-        return {"feature_schema": [{"name": name, "kind": "numeric"} for name in dataset.numeric],
-                "classes": classes, "onnx": {"input": input_name, "output": output, "zipmap_output": zipmap}}
+        classes, probe = _probe(data, model, inputs, output, path, dataset, offer.probe)
+        part = OnnxPart(inputs, output, zipmap, probe)
+        kinds = {name: NUMERIC for name in dataset.numeric} | {name: CATEGORICAL for name in dataset.categorical}
+        return {"feature_schema": [{"name": name, "kind": kinds[name]} for name in part.columns],
+                "classes": classes, "onnx": part.to_dict()}
 
-    def prepare(self, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
-        return feature_matrix(table, dataset)
+    def prepare(self, table: pa.Table, dataset: DatasetSpec) -> pa.Table:
+        """The batch's typed columns: the row keys (for messages) and the features, as stored."""
+        return table.select([INTERNAL_ROW_ID, *dataset.features])
 
     def handler(self, model: ModelFile, dataset: DatasetSpec, *, thread_count: int = 1):
         from pipelines.models.formats.onnx_handler import OnnxProbabilityHandler
 
         check_reads(model.meta, dataset)
-        return OnnxProbabilityHandler(str(model.artifact), recorded_output(model.meta),
+        part = _recorded(model.meta)
+        return OnnxProbabilityHandler(str(model.artifact), part.output, part.inputs,
+                                      model_id=f"{model.name}@{model.date.isoformat()}",
+                                      strict=strict_vocabularies(model.artifact, part.inputs),
                                       thread_count=thread_count)
 
     def predict(self, model: ModelFile, table: pa.Table, dataset: DatasetSpec) -> np.ndarray:
         from pipelines.models.formats.onnx_session import make_session, probability_inference
 
         check_reads(model.meta, dataset)
-        output = recorded_output(model.meta)
+        part = _recorded(model.meta)
         path = model.artifact
         try:
-            session = make_session(path.read_bytes(), output)
+            session = make_session(path.read_bytes(), part.output)
         except OSError as exc:
             raise LabelDPInputError(f"{path}: cannot read the model ({exc})") from None
-        result = probability_inference(session, [self.prepare(table, dataset)], output=output)[0]
+        result = probability_inference(session, [self.prepare(table, dataset)], output=part.output,
+                                       inputs=part.inputs, where=f"model {model.name}@{model.date.isoformat()}",
+                                       strict=strict_vocabularies(path, part.inputs))[0]
         return check_probability_matrix(result, table.num_rows, f"model {model.name!r}")

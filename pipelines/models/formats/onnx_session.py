@@ -1,5 +1,6 @@
 """Registered ONNX models in onnxruntime, without Beam: the session (CPU, the graph up to the probability output)
-and the batch inference. The format's registration probe and in-process ``predict``
+and the batch inference (the batch's typed columns fed as the graph's named inputs,
+`pipelines.models.formats.onnx_feeds`). The format's registration probe and in-process ``predict``
 (`pipelines.models.formats.onnx`) and the Beam handler (`pipelines.models.formats.onnx_handler`) all run these, so the three
 paths run the same graph the same way.
 
@@ -10,13 +11,18 @@ matrix (`probability_graph`). The registered file itself is stored unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import onnx
 import onnx.utils
 import onnxruntime as ort
+import pyarrow as pa
+
+from pipelines.models.formats.onnx_feeds import run_graph
+from pipelines.models.formats.onnx_vocabulary import Vocabulary
+from pipelines.models.metadata import OnnxInput
 
 PROVIDERS = ("CPUExecutionProvider",)
 
@@ -42,19 +48,21 @@ def make_session(model_bytes: bytes, output: str, thread_count: int = 1) -> ort.
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(1, int(thread_count))
     options.inter_op_num_threads = 1
+    # onnxruntime's own log lines (a failed node, an unused initializer) would go to stderr beside the one line
+    # that names the column and value (`pipelines.models.formats.onnx_feeds`); only fatal ones are kept
+    options.log_severity_level = 4
     return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(PROVIDERS))
 
 
-def probability_inference(session: ort.InferenceSession, batch: Sequence[np.ndarray],
-                          inference_args: dict[str, Any] | None = None, *, output: str) -> list[np.ndarray]:
-    """The handler's ``inference_fn``: one ``session.run`` per example (a whole feature matrix), returning the
-    (rows x classes) float64 value of ``output`` for each."""
-    name = session.get_inputs()[0].name
-    results = []
-    for matrix in batch:
-        feeds = {name: np.ascontiguousarray(matrix, dtype=np.float32), **(inference_args or {})}
-        results.append(np.asarray(session.run([output], feeds)[0], dtype=np.float64))
-    return results
+def probability_inference(session: ort.InferenceSession, batch: Sequence[pa.Table],
+                          inference_args: dict[str, Any] | None = None, *, output: str,
+                          inputs: Sequence[OnnxInput], where: str,
+                          strict: Mapping[str, Vocabulary] | None = None) -> list[np.ndarray]:
+    """The handler's ``inference_fn``: one ``session.run`` per example (a batch's typed columns, fed as a dict
+    of the graph's named ``inputs``), returning the (rows x classes) float64 value of ``output`` for each.
+    ``where`` names the model in errors; ``strict``: the vocabularies that fail the graph on an unknown value
+    (`pipelines.models.formats.onnx_feeds.run_graph`). ``inference_args`` are not used (Beam passes them)."""
+    return [run_graph(session, output, inputs, table, where, strict) for table in batch]
 
 
 __all__ = ["PROVIDERS", "graph_inputs", "make_session", "probability_graph", "probability_inference"]

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID, DatasetSpec
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat
+from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, Offer
 
 
 @MODEL_FORMATS.register
@@ -20,7 +20,7 @@ class RROracleFormat(ModelFormat):
     file_name = "oracle.json"
     registrable = False
 
-    def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
+    def inspect(self, path: Path, dataset: DatasetSpec, offer: Offer | None = None) -> dict:
         raise LabelDPInputError(f"{path}: an RR-label oracle is written by the nightly controls, not registered")
 
     def prepare(self, table: pa.Table, dataset: DatasetSpec):

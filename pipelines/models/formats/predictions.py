@@ -22,7 +22,13 @@ from labeldp.errors import LabelDPInputError
 from pipelines.data.column_checks import cast_integer, check_row_ids_unique
 from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec
 from pipelines.data.schema import open_parquet
-from pipelines.models.formats.base import MODEL_FORMATS, ModelFile, ModelFormat, check_probability_matrix
+from pipelines.models.formats.base import (
+    MODEL_FORMATS,
+    ModelFile,
+    ModelFormat,
+    Offer,
+    check_probability_matrix,
+)
 
 SUM_TOLERANCE = 1e-6
 _PROBABILITY_RE = re.compile(r"^prob_(\d+)$")
@@ -107,7 +113,7 @@ class PredictionsFormat(ModelFormat):
     # The artifact answers for the rows of one day only (recorded as ``predictions_for`` at registration).
     scores_one_day: ClassVar[bool] = True
 
-    def inspect(self, path: Path, dataset: DatasetSpec) -> dict:
+    def inspect(self, path: Path, dataset: DatasetSpec, offer: Offer | None = None) -> dict:
         key, columns, keys, _p = read_predictions_table(Path(path), dataset)
         return {"feature_schema": [], "classes": dataset.classes, "rows": int(keys.size),
                 "predictions": {"key_column": key, "probability_columns": columns}}
