@@ -973,8 +973,10 @@ def test_a_runs_table_has_the_attack_and_the_familys_evidence_per_verdict(run):
     assert attack.endswith(f"AUROC {curve.auroc:.3f} [{curve.auroc_lower:.3f}, {curve.auroc_upper:.3f}] "
                            f"({100 * curve.bootstrap_confidence:g}% percentile bootstrap intervals)")
     assert f"TPR {100 * curve.tpr_at_fpr_0_01:.1f}% at 1% FPR [" in attack and "not a bound on eps" in attack
-    assert ("leaky@2024-01-05 family across nights: kappa-based evidence 162 after 5 nights (this night's e-value 1), "
-            "at 1/alpha = 20 on or before this night: secondary, it holds only if kappa covers") in "\n".join(table)
+    assert ("leaky@2024-01-05 family across nights after 5 nights: the check's evidence 81 (kappa-free, this night's "
+            "e-value") in "\n".join(table)
+    assert ("CONFIRMED: a leak, act (both evidences reached 1/alpha = 20, anytime-valid at alpha 0.05); kappa-based "
+            "evidence 162 (at 1/alpha): secondary, it holds only if kappa covers") in "\n".join(table)
     assert any(line.startswith("guard@2024-01-05 attack (") for line in table)
     assert not any(line.startswith("guard@2024-01-05 family") for line in table)
 

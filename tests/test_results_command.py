@@ -270,7 +270,7 @@ def test_show_summarises_curves_and_histograms_and_json_keeps_them_whole(target,
     """The stored result holds the curve and two histograms (thousands of characters on one line): show prints
     one short line for each, --json the stored text as it is."""
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02")
-    assert code == 0 and max(len(line) for line in out.splitlines()) < 400
+    assert code == 0 and max(len(line) for line in out.splitlines()) < 400, max(out.splitlines(), key=len)
     stored = json.loads(records[1][0].result_json)
     outline = {line.strip().split(": ", 1)[0]: line.strip().split(": ", 1)[-1] for line in out.splitlines()
                if line.startswith("  ")}
@@ -594,31 +594,34 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
     assert f"alpha@2024-01-02 {attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
     assert f"loud@2024-01-02 {attack}{_attack_text(ninety)}" in lines and "(90% percentile bootstrap" in out
     family = next(line for line in lines if line.startswith("alpha@2024-01-02 family across nights: "))
-    assert family == (f"alpha@2024-01-02 family across nights: evidence {alpha.family_evidence:.3g} (this night's "
-                      f"e-value {alpha.family_e_value:.3g}), not flagged (has not reached 1/alpha = 20): an "
-                      "anytime-valid test of the model's claims over its nightly and backfill nights, whose flag "
-                      f"disproves them together at false-alarm rate alpha = 0.05; {hint}")  # latest only: no count
-    assert ("loud@2024-01-02 family across nights: evidence 4.95e+51 (this night's e-value 3.1e+10), FLAGGED "
-            "(reached 1/alpha = 20 on or before this night): ") in out
+    kappa = ": secondary, it holds only if kappa covers every night's reference"
+    # these nights' coins were not keyed by their days: they enter no family, so its evidence stays 1
+    assert family.startswith("alpha@2024-01-02 family across nights: the check's evidence 1 (kappa-free, this "
+                             f"night's e-value {alpha.check_e_value:.3g}), not confirmed (1/alpha = 20); kappa-based "
+                             f"evidence {alpha.family_evidence:.3g}{kappa}")  # latest only: no count
+    assert family.endswith(f"; {hint}")
+    assert "loud@2024-01-02 family across nights: the check's evidence 1 (kappa-free, this night's e-value" in out
+    assert f"not confirmed (1/alpha = 20); kappa-based evidence 4.95e+51 (at 1/alpha){kappa}" in out
     assert not any(line.startswith("old@") for line in lines)  # a row written before: no attack, no family line
 
     code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha")  # the whole history: counted
-    assert f"alpha@2024-01-02 family across nights: evidence {alpha.family_evidence:.3g} after 2 nights " in out
-    assert f"alpha@2024-01-01 family across nights: evidence {stored[0].family_evidence:.3g} after 1 night " in out
+    assert "alpha@2024-01-02 family across nights after 2 nights: the check's evidence 1 " in out
+    assert "alpha@2024-01-01 family across nights after 1 night: the check's evidence 1 " in out
     assert f"alpha@2024-01-01 {attack}{_attack_text(verdicts[D1].result.attack_curve)}" in out
     code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha", "--since", "2024-01-02")
-    assert "family across nights: evidence" in out and " after " not in out  # filtered: not counted
+    assert "family across nights: the check's evidence" in out and "nights after" not in out  # filtered: not counted
 
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "alpha", "--date", "2024-01-02")
     assert code == 0
     lines = out.splitlines()
     assert f"{attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
-    shown = family.removeprefix("alpha@2024-01-02 ").replace(" (this night's", " after 2 nights (this night's", 1)
+    shown = family.removeprefix("alpha@2024-01-02 ").replace("family across nights:", "family across nights after 2 "
+                                                                                             "nights:", 1)
     assert shown in lines  # the same sentence, counted: show reads the model's history
     assert out.index("trust_block: ") < out.index(attack) < out.index("slices: none declared")
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "loud")
     assert f"{attack}{_attack_text(ninety)}" in out.splitlines()
-    assert "family across nights: evidence 4.95e+51 after 1 night (this night's e-value 3.1e+10), FLAGGED" in out
+    assert "family across nights after 1 night: the check's evidence 1 (kappa-free, this night's e-value" in out
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "old")
     assert "attack (" not in out and "family across nights" not in out
     assert "attack_auroc: NULL" in out and "family_evidence: NULL" in out  # the raw columns, as stored

@@ -36,9 +36,11 @@ from auditing.sinks.warehouse.migrations import (
     choice_checks,
     legacy_note,
 )
+from auditing.sinks.warehouse.records import DERIVED_DECISION, stored_decision
 from auditing.sinks.warehouse.rows import normalize_row
 from auditing.sinks.warehouse.schema import (
     ATTACK_COLUMNS,
+    DECISION_COLUMNS,
     FAMILY_COLUMNS,
     KEY_COLUMNS,
     RESULT_COLUMNS,
@@ -54,7 +56,7 @@ from auditing.sinks.warehouse.schema import (
     ddl_statements,
     version_table_statements,
 )
-from auditing.verdict.types import STATUSES, TRUST_STATES
+from auditing.verdict.types import DECISIONS, STATUSES, TRUST_STATES
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -176,7 +178,13 @@ V9_COLUMNS = ("inputs_fingerprint", "run_id", "training_rows_fingerprint", "refe
 
 
 def v9_fills(old: dict) -> dict:
-    return {"inputs_fingerprint": UNRECORDED, "run_id": old.get("flow_run_id") or UNRECORDED}
+    """What a row written before version 9 reads as: its key's inputs and run id as migration 9 stores them, and
+    (version 10) the decision the reader derives from its stored status and trust."""
+    fills = {"inputs_fingerprint": UNRECORDED, "run_id": old.get("flow_run_id") or UNRECORDED}
+    if old.get("decision") is None and old.get("kind", "target") != "control" and old.get("status"):
+        fills.update(decision=stored_decision(old["status"], old.get("trust"), old.get("detectability"),
+                                              old.get("untrusted_reason")), decision_reason=DERIVED_DECISION)
+    return fills
 
 
 def _connect_raw(target: str):
@@ -370,7 +378,7 @@ def test_a_warehouse_from_before_versioning_is_migrated_keeping_every_row(v1_tar
     # The CHECKs are the generated ones, one per choice column.
     assert {column: [values for _, values in found] for column, found in checks.items()} == \
         {"status": [list(STATUSES)], "method": [list(bounds.METHODS)], "run_kind": [list(STORED_RUN_KINDS)],
-         "trust": [list(TRUST_STATES)]}
+         "trust": [list(TRUST_STATES)], "decision": [list(DECISIONS)]}
 
 
 def test_reopening_a_migrated_warehouse_changes_nothing(v1_target, monkeypatch):
@@ -399,7 +407,7 @@ def test_the_duckdb_rebuild_keeps_keys_and_comments(tmp_path):
                         "epsilon_lower_bound": "THE statistically valid epsilon lower bound",
                         **{name: latest[name] for name in ("model_fingerprint", "run_kind", "claimed_epsilon",
                                                            "status", "untrusted_reason", *TRUST_COLUMNS,
-                                                           *ATTACK_COLUMNS, *FAMILY_COLUMNS, *V9_COLUMNS,
+                                                           *ATTACK_COLUMNS, *FAMILY_COLUMNS, *V9_COLUMNS, *DECISION_COLUMNS,
                                                            "partition_fingerprint")}}
     assert _execute_raw(target, "SELECT comment FROM duckdb_tables() WHERE table_name = 'audit_results'") == \
         [(TABLE_COMMENTS["audit_results"],)]
@@ -842,3 +850,66 @@ def test_version_9_keys_every_verdict_by_its_inputs_keeping_every_row(target):
     with open_warehouse(target) as wh:  # re-opening changes nothing
         assert [v["version"] for v in wh.schema_versions()] == list(range(1, LATEST + 1))
         assert sorted(map(str, wh.fetch_results())) == sorted(map(str, after))
+
+
+# --------------------------------------------------------------------------------------------- version 10
+def test_version_10_adds_the_decision_keeping_every_row_and_derives_old_rows_decisions(target):
+    """A warehouse at version 9 with a row of every kind opens at version 10: every value is kept, the decision
+    columns are added (NULL as stored), and the reader gives each target row the decision its stored status and
+    trust mean (written here by hand, outside the code: trusted VIOLATION -> act, untrusted -> unconfirmed, PASS ->
+    no evidence, INCONCLUSIVE, floors voided or a void night -> no power; a control has none). A new row stores its
+    decision; the table's CHECK refuses a decision no registry lists."""
+    dialect = "postgres" if target.startswith("postgresql://") else "duckdb"
+    v9 = migrations.expected_tables(9)
+    assert not set(DECISION_COLUMNS) & {c.name for c in v9["audit_results"]}
+    for statement in [*(create_table_sql(dialect, table, columns) for table, columns in v9.items()),
+                      *version_table_statements(dialect)]:
+        _execute_raw(target, statement)
+    for migration in MIGRATIONS[:9]:
+        _execute_raw(target, f"INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                     [migration.version, migration.description, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)])
+    cases = {  # config: (changes, the decision a reader must give)
+        "trusted-violation": (dict(status="VIOLATION", trust="trusted"), "act"),
+        "accepted-violation": (dict(status="VIOLATION", trust="reference unchecked, accepted"), "act"),
+        "untrusted-violation": (dict(status="VIOLATION", trust="untrusted",
+                                     untrusted_reason="the reference's misfit can explain it"), "unconfirmed"),
+        "unchecked-violation": (dict(status="VIOLATION", trust="reference unchecked"), "unconfirmed"),
+        "pass": (dict(status="PASS", trust="trusted"), "no_evidence"),
+        "weak": (dict(status="WEAK_PASS", trust="trusted"), "no_evidence"),
+        "inconclusive": (dict(status="INCONCLUSIVE", trust="trusted"), "no_power"),
+        "void-floors": (dict(status="PASS", trust="trusted", detectability="void"), "no_power"),
+        "void-night": (dict(status="PASS", trust="untrusted", untrusted_reason="the night is void: control failed"),
+                       "no_power"),
+        "control": (dict(status="PASS", kind="control", trust="trusted"), None),
+    }
+    names = [c.name for c in v9["audit_results"]]
+    olds = {}
+    for config, (changes, _) in cases.items():
+        old = {**_valid_row(config, **changes), **v9_fills({}), "run_id": "run-9"}
+        olds[config] = old
+        _execute_raw(target, f"INSERT INTO audit_results ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                     [old.get(name) for name in names])
+    with open_warehouse(target) as wh:
+        versions = wh.schema_versions()
+        rows = {r.audit_config_hash: r for r in wh.fetch_results()}
+        wh.write_audit({**_valid_row("v10-row", status="VIOLATION", trust="untrusted"), "decision": "unconfirmed",
+                        "decision_reason": "misfit", "confirm_check_rows": 12000, "confirm_nights": 3,
+                        "check_e_value": 1.7, "check_rule": "stratified", "check_strata": 4,
+                        "check_matched_guesses": 180, "check_unmatched_audited": 12, "split_rule": "tested",
+                        "split_refused": 0, "family_check_evidence": 2.5, "family_confirmed": 0}, [])
+        new = next(r for r in wh.fetch_results() if r.audit_config_hash == "v10-row")
+        refused = _refused_by_the_table(wh, {**_valid_row("bad"), "decision": "maybe"})
+    assert [v["version"] for v in versions] == list(range(1, LATEST + 1)) and LATEST >= 10
+    assert versions[9]["description"] == MIGRATIONS[9].description
+    for config, (_, decision) in cases.items():
+        stored = rows[config].to_dict()
+        assert stored["decision"] == decision, config
+        assert stored["decision_reason"] == (None if decision is None else DERIVED_DECISION), config
+        assert {k: v for k, v in stored.items() if k not in ("decision", "decision_reason")} == \
+            {k: olds[config].get(k) for k in RESULT_NAMES if k not in ("decision", "decision_reason")}, config
+    assert (new.decision, new.confirm_check_rows, new.confirm_nights, new.check_rule, new.split_refused,
+            new.family_confirmed) == ("unconfirmed", 12000, 3, "stratified", 0, 0)
+    assert refused
+    with pytest.raises(LabelDPInputError, match="decision must be one of"):
+        normalize_row({**_valid_row("bad"), "decision": "maybe"})
+    assert set(DECISION_COLUMNS) <= {c for _, c in _execute_raw_columns(target)}

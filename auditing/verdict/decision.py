@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from auditing.result import CapacityCheck
-from auditing.verdict.family_evidence import FamilyEvidence
+from auditing.verdict.family_evidence import CheckCounts, FamilyEvidence
 from auditing.verdict.split_test import SplitTest
 from auditing.verdict.trust import NightTrust
 from auditing.verdict.types import (
@@ -78,8 +78,8 @@ def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityChe
     capacity check, its family's tests with tonight in them (None: no family, e.g. a guardrail) and the test of a
     split a team supplied."""
     night = night or NightTrust()
-    tonight = None if family is None or not family.nights else family.nights[-1]
-    e_value = None if tonight is None else tonight.check_e_value
+    counts = CheckCounts.of_check(check)
+    e_value = None if counts is None or not math.isfinite(claimed_epsilon) else counts.e_value(claimed_epsilon)
     if family is not None and family.confirmed:
         return Decision(ACT, f"the family's nights together confirm a leak without kappa: the check's evidence "
                              f"{family.check_evidence:.3g} reached {1 / family.alpha:g} on "

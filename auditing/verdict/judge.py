@@ -194,7 +194,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         reference_check=reference_check,
         shift_diagnostic=shift_diagnostic, trust=trust,
         slices=slice_verdicts(result, claimed, night) if kind == "target" else (),
-        decision=decision,
+        decision=decision, split_test=split,
     )
 
 

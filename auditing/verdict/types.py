@@ -17,6 +17,7 @@ from auditing.risk.records import PosteriorCurve, RiskAssessment
 from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+from auditing.verdict.split_test import SplitTest
 
 # The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
 # tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
@@ -241,6 +242,8 @@ class Verdict:
     slices: tuple[SliceVerdict, ...] = ()  # sorted by bound, largest first; empty when no slice was declared
     # The one decision of a target's verdict (auditing.verdict.decision; None for a control or an optimistic result).
     decision: Decision | None = None
+    # The test of a split a team supplied (auditing.verdict.split_test); None: the built-in keyed split, or unknown.
+    split_test: SplitTest | None = None
 
     @property
     def slice_violations(self) -> tuple[SliceVerdict, ...]:
@@ -283,4 +286,5 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "result": self.result.to_dict(), "risk": self.risk.to_dict(),
-                "decision": None if self.decision is None else self.decision.to_dict()}  # as they are stored
+                "decision": None if self.decision is None else self.decision.to_dict(),
+                "split_test": None if self.split_test is None else self.split_test.to_dict()}  # as they are stored

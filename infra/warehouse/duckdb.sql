@@ -110,11 +110,26 @@ CREATE TABLE IF NOT EXISTS audit_results (
     family_e_value DOUBLE,
     family_evidence DOUBLE,
     family_flagged INTEGER,
+    decision TEXT,
+    decision_reason TEXT,
+    decision_next_step TEXT,
+    confirm_check_rows BIGINT,
+    confirm_nights INTEGER,
+    check_e_value DOUBLE,
+    check_rule TEXT,
+    check_strata INTEGER,
+    check_matched_guesses BIGINT,
+    check_unmatched_audited BIGINT,
+    split_rule TEXT,
+    split_refused INTEGER,
+    family_check_evidence DOUBLE,
+    family_confirmed INTEGER,
     PRIMARY KEY (model_id, model_fingerprint, partition_date, run_kind, claimed_epsilon, audit_config_hash, inputs_fingerprint),
     CONSTRAINT audit_results_status_check CHECK (status IN ('PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE')),
     CONSTRAINT audit_results_method_check CHECK (method IN ('binomial', 'fdp')),
     CONSTRAINT audit_results_run_kind_check CHECK (run_kind IN ('nightly', 'guardrail', 'backfill', 'rejudge', 'unrecorded')),
     CONSTRAINT audit_results_trust_check CHECK (trust IN ('trusted', 'untrusted', 'reference unchecked', 'reference unchecked, accepted')),
+    CONSTRAINT audit_results_decision_check CHECK (decision IN ('act', 'unconfirmed', 'no_evidence', 'no_power')),
     CONSTRAINT audit_results_counts_check CHECK (selected_correct <= selected_guesses)
 );
 
@@ -396,6 +411,34 @@ COMMENT ON COLUMN audit_results.family_evidence IS 'the family''s evidence after
 
 COMMENT ON COLUMN audit_results.family_flagged IS '1 once the family''s evidence has reached 1/alpha (alpha 0.05) on or before this night, else 0';
 
+COMMENT ON COLUMN audit_results.decision IS 'act | unconfirmed | no_evidence | no_power (auditing.verdict.decision): what the verdict means for the people who act on it; NULL on a control';
+
+COMMENT ON COLUMN audit_results.decision_reason IS 'why the verdict has its decision, in one sentence';
+
+COMMENT ON COLUMN audit_results.decision_next_step IS 'the one next step; for an unconfirmed leak what would confirm it (check rows or nights)';
+
+COMMENT ON COLUMN audit_results.confirm_check_rows IS 'an unconfirmed leak: about how many check rows would let the capacity check vouch for it at tonight''s margin (a planning figure); NULL: no number would, or not an unconfirmed leak';
+
+COMMENT ON COLUMN audit_results.confirm_nights IS 'an unconfirmed leak: about how many more nights like the family''s average would confirm it (a planning figure); NULL: the family''s evidence is not growing, or no family';
+
+COMMENT ON COLUMN audit_results.check_e_value IS 'tonight''s e-value of the capacity check''s null at the claim (its exact test''s p-value calibrated, 1 / (2 sqrt p)); NULL: no stratified check ran';
+
+COMMENT ON COLUMN audit_results.check_rule IS 'how the capacity check compared the sides: stratified (like with like) or pooled (a result stored before strata: it vouches for nothing); NULL: the check did not run';
+
+COMMENT ON COLUMN audit_results.check_strata IS 'strata of guessed views the capacity check matched';
+
+COMMENT ON COLUMN audit_results.check_matched_guesses IS 'check guesses the composition matching kept';
+
+COMMENT ON COLUMN audit_results.check_unmatched_audited IS 'audited guesses in strata with no check guess (left out: the worst case)';
+
+COMMENT ON COLUMN audit_results.split_rule IS 'the check rows'' split: keyed random draw (the built-in split) or tested (a split a team supplied, auditing.verdict.split_test); NULL: no split recorded';
+
+COMMENT ON COLUMN audit_results.split_refused IS '1 when the split test refused the team''s split (no VIOLATION trusted), 0 when it passed; NULL: not tested';
+
+COMMENT ON COLUMN audit_results.family_check_evidence IS 'the family''s kappa-free evidence after this night: the product of the check''s e-values (section 10.2)';
+
+COMMENT ON COLUMN audit_results.family_confirmed IS '1 once the family''s check evidence and its kappa-based evidence have both reached 1/alpha (alpha 0.05) on or before this night: a confirmed leak, act; else 0';
+
 COMMENT ON TABLE audit_curves IS 'one row per sweep point of an audit (epsilon lower bound vs guesses), for plots';
 
 COMMENT ON COLUMN audit_curves.model_id IS 'model name (a safe single path component)';
@@ -509,4 +552,4 @@ COMMENT ON COLUMN audit_schema_version.description IS 'what the step did';
 
 COMMENT ON COLUMN audit_schema_version.applied_at IS 'when it was applied (UTC)';
 
-INSERT INTO audit_schema_version (version, description, applied_at) VALUES (9, 'created at schema version 9', CURRENT_TIMESTAMP);
+INSERT INTO audit_schema_version (version, description, applied_at) VALUES (10, 'created at schema version 10', CURRENT_TIMESTAMP);

@@ -377,19 +377,26 @@ def _evidence(value: float) -> str:
 
 
 def family_line(row: ResultRow, nights: int | None = None, alpha: float = DEFAULT_ALPHA) -> str | None:
-    """The family's evidence after the row's night, flagged or not, with what the test means and the command that
-    shows each night; ``nights``: the night's place in its family (None: not said). None when the row has no
-    family figures (a control, a guardrail, a row written before them)."""
+    """The family's evidence after the row's night, the kappa-free confirmation first (docs/soundness.md section
+    10), then the kappa-based evidence labelled with its condition, and the command that shows each night;
+    ``nights``: the night's place in its family (None: not said). None when the row has no family figures (a
+    control, a guardrail, a row written before them)."""
     if row.family_evidence is None:
         return None
     after = "" if nights is None else f" after {nights} night{'s' if nights != 1 else ''}"
-    e_value = "" if row.family_e_value is None else f" (this night's e-value {_evidence(row.family_e_value)})"
-    state = (f"at 1/alpha = {1 / alpha:g} on or before this night" if row.family_flagged
-             else f"below 1/alpha = {1 / alpha:g}")
-    return (f"family across nights: kappa-based evidence {_evidence(row.family_evidence)}{after}{e_value}, {state}: "
-            f"secondary, it holds only if kappa covers every night's reference (a small misfit beyond it compounds "
-            f"across nights); {hints.FAMILY_NIGHTS.line(model=row.model_id)} shows each night and the check's "
-            "kappa-free evidence")
+    kappa = (f"kappa-based evidence {_evidence(row.family_evidence)}"
+             + (" (at 1/alpha)" if row.family_flagged else "")
+             + ": secondary, it holds only if kappa covers every night's reference (a small misfit beyond it "
+               "compounds across nights)")
+    if row.family_check_evidence is None:  # a row written before the check's evidence
+        head = f"family across nights{after}: {kappa}"
+    else:
+        state = (f"CONFIRMED: a leak, act (both evidences reached 1/alpha = {1 / alpha:g}, anytime-valid at alpha "
+                 f"{alpha:g})" if row.family_confirmed else f"not confirmed (1/alpha = {1 / alpha:g})")
+        e_value = "" if row.check_e_value is None else f", this night's e-value {_evidence(row.check_e_value)}"
+        head = (f"family across nights{after}: the check's evidence {_evidence(row.family_check_evidence)} "
+                f"(kappa-free{e_value}), {state}; {kappa}")
+    return f"{head}; {hints.FAMILY_NIGHTS.line(model=row.model_id)} shows each night"
 
 
 def run_lines(row: ResultRow, runs: Sequence[Mapping]) -> list[str]:
@@ -532,8 +539,10 @@ def stored_rows_for_table(rows: Sequence[ResultRow], report: Callable[[ResultRow
             for row in rows]
 
 
-# `results show`: JSON-text columns are printed as an outline; a list longer than this is summarised in one line.
+# `results show`: JSON-text columns are printed as an outline; a list longer than this (or whose JSON is longer
+# than SHOW_LINE_CHARACTERS, e.g. a table of records) is summarised in one line.
 SHOW_LIST_ITEMS = 8
+SHOW_LINE_CHARACTERS = 200
 
 
 def _summary(value) -> str:
@@ -544,6 +553,8 @@ def _summary(value) -> str:
             return f"{len(value)} values, from {min(numbers):.6g} to {max(numbers):.6g}"
         if value and all(isinstance(v, Mapping) for v in value):
             keys = list(dict.fromkeys(k for v in value for k in v))
+            if len(keys) > 4:  # a table of records: too wide for its first and last rows on one line
+                return f"{len(value)} records of {len(keys)} fields ({', '.join(keys[:4])}, ...)"
             first, last = (", ".join(f"{k} {v[k]:.6g}" if isinstance(v[k], float) else f"{k} {v[k]}" for k in v)
                            for v in (value[0], value[-1]))
             return f"{len(value)} points ({', '.join(keys)}): first {first}; last {last}"
@@ -564,7 +575,8 @@ def json_outline(value, indent: str = "  ", depth: int = 2) -> list[str]:
         if isinstance(item, Mapping) and item and depth > 1:
             lines.append(f"{indent}{key}:")
             lines += json_outline(item, indent + "  ", depth - 1)
-        elif (isinstance(item, list) and len(item) > SHOW_LIST_ITEMS) or (isinstance(item, Mapping) and item):
+        elif (isinstance(item, list) and (len(item) > SHOW_LIST_ITEMS or len(json.dumps(item, default=str))
+                                          > SHOW_LINE_CHARACTERS)) or (isinstance(item, Mapping) and item):
             lines.append(f"{indent}{key}: {_summary(item)}")
         else:
             lines.append(f"{indent}{key}: {json.dumps(item, default=str)}")

@@ -511,6 +511,14 @@ def _inputs_key(ctx: Context) -> None:
     ctx.execute(f"INSERT INTO {RUNS} ({names}) SELECT {names} FROM {RESULTS}")
 
 
+def _decisions(ctx: Context) -> None:
+    """Version 10: one decision per target, the stratified capacity check's matched comparison, the split test and
+    the family's kappa-free evidence, as nullable columns (NULL on every row written before them; the reader
+    derives such a row's decision from its status and trust), and a CHECK on decision's values."""
+    _add_nullable_results_columns(ctx, schema.DECISION_COLUMNS)
+    sync_choice_checks(ctx, columns=("decision",))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the tables as created before versioning (nullable columns an older table lacked "
                  "added)", _baseline),
@@ -547,6 +555,12 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "once from here on; DuckDB rebuilds the three tables",
               _inputs_key, adds=("inputs_fingerprint", "run_id", *_V9_LINEAGE), curve_adds=("inputs_fingerprint",),
               slice_adds=("inputs_fingerprint",), creates=(RUNS,)),
+    Migration(10, "one decision per target (decision, its reason and next step, what would confirm an unconfirmed "
+                  "leak), the stratified capacity check's matched comparison (check_rule, check_strata, "
+                  "check_matched_guesses, check_unmatched_audited, check_e_value), the split test (split_rule, "
+                  "split_refused) and the family's kappa-free evidence (family_check_evidence, family_confirmed); "
+                  "NULL on existing rows, whose decision the reader derives from their status and trust",
+              _decisions, adds=schema.DECISION_COLUMNS),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -25,7 +25,16 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from auditing.sinks.warehouse import schema
-from auditing.verdict.types import UNTRUSTED
+from auditing.verdict.types import (
+    ACCEPTED_UNCHECKED,
+    ACT,
+    NO_EVIDENCE,
+    NO_POWER,
+    TRUSTED,
+    UNCONFIRMED,
+    UNTRUSTED,
+    VOID,
+)
 from labeldp.errors import LabelDPInputError
 
 _PYTHON_TYPES = {"text": str, "date": dt.date, "double": float, "bigint": int, "integer": int,
@@ -166,11 +175,32 @@ def upgrade_row(stored: Mapping[str, Any]) -> ResultRow:
             values[name] = schema.UNRECORDED
     if values.get("run_id") is None:  # as migration 9 stores it
         values["run_id"] = values.get("flow_run_id") or schema.UNRECORDED
+    if values.get("decision") is None and values.get("kind", "target") != "control" and values.get("status"):
+        values["decision"] = stored_decision(values["status"], values.get("trust"), values.get("detectability"),
+                                             values.get("untrusted_reason"))
+        values["decision_reason"] = values.get("decision_reason") or DERIVED_DECISION
     missing = [f.name for f in dataclasses.fields(ResultRow) if values.get(f.name) is None
                and f.default is dataclasses.MISSING]
     if missing:
         raise LabelDPInputError(f"row: missing required column(s) {missing} of audit_results")
     return ResultRow(**values)
+
+
+DERIVED_DECISION = "derived from the row's stored status and trust (a verdict written before decisions)"
+
+
+def stored_decision(status: str, trust: str | None, detectability: str | None, untrusted_reason: str | None) -> str:
+    """The decision of a target's row written before decisions (schema version 10), read from what it stored, by
+    the rules of `auditing.verdict.decision` that its figures allow: a VIOLATION its run trusted (or accepted on an
+    unchecked reference) is a leak to act on, any other VIOLATION an unconfirmed one; an INCONCLUSIVE, a PASS whose
+    floors a control voided and any verdict of a void night have no power; any other PASS is no evidence."""
+    state = trust_state(trust, untrusted_reason)
+    void = bool(untrusted_reason) and untrusted_reason.startswith("the night is void")
+    if status == "INCONCLUSIVE" or void:
+        return NO_POWER
+    if status == "VIOLATION":
+        return ACT if state in (None, TRUSTED, ACCEPTED_UNCHECKED) else UNCONFIRMED
+    return NO_POWER if detectability == VOID else NO_EVIDENCE
 
 
 def trust_state(trust: str | None, untrusted_reason: str | None) -> str | None:

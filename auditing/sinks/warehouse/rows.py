@@ -49,9 +49,13 @@ from auditing.sinks.warehouse.values import as_float as _float
 from auditing.sinks.warehouse.values import optional_float as _optional_float
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.run_kinds import check_run_kind
-from auditing.verdict.types import DETECTABILITY, STATUSES, TRUST_STATES, Verdict
+from auditing.verdict.split_test import KEYED_DRAW, TESTED
+from auditing.verdict.types import DECISIONS, DETECTABILITY, STATUSES, TRUST_STATES, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date
+
+CHECK_RULES = ("stratified", "pooled")  # auditing.result.CapacityCheck.rule
+SPLIT_RULES = (KEYED_DRAW, TESTED)
 
 _HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 LINEAGE_FIELDS = (
@@ -247,7 +251,30 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     _normalize_verdict_trust_columns(row, out)
     _normalize_attack_columns(row, out)
     _normalize_family_columns(row, out)
+    _normalize_decision_columns(row, out)
     return {name: out[name] for name in RESULT_NAMES}
+
+
+def _normalize_decision_columns(row: Mapping, out: dict) -> None:
+    """The decision (one of `DECISIONS` or None), its text, the confirmation figures and the check's and split's
+    figures (schema version 10; all None on a row written before them)."""
+    for name, allowed in (("decision", DECISIONS), ("check_rule", CHECK_RULES), ("split_rule", SPLIT_RULES)):
+        value = row.get(name)
+        if value is not None and value not in allowed:
+            raise LabelDPInputError(f"{name} must be one of {list(allowed)} or None; got {value!r}")
+        out[name] = value
+    for name in ("decision_reason", "decision_next_step"):
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
+        out[name] = value
+    for name in ("confirm_check_rows", "confirm_nights", "check_strata", "check_matched_guesses",
+                 "check_unmatched_audited"):
+        out[name] = None if row.get(name) is None else _count(row, name)
+    for name in ("check_e_value", "family_check_evidence"):
+        out[name] = _optional_float(row, name)
+    for name in ("split_refused", "family_confirmed"):
+        out[name] = _optional_flag(row, name)
 
 
 def _normalize_family_columns(row: Mapping, out: dict) -> None:
@@ -621,6 +648,9 @@ def audit_record(
         "family_e_value": None if family is None else _stored_family_figure(family.e_value),
         "family_evidence": None if family is None else _stored_family_figure(family.evidence),
         "family_flagged": None if family is None else int(family.flagged),
+        "family_check_evidence": None if family is None else _stored_family_figure(family.check_evidence),
+        "family_confirmed": None if family is None else int(family.confirmed),
+        **decision_columns(verdict),
     }
     row = ResultRow(**normalize_row(row))
     curve = [{**point.to_dict(), "point_confidence": result.point_confidence} for point in result.curve]
@@ -630,6 +660,28 @@ def audit_record(
 def _stored_family_figure(value: float) -> float:
     """A family figure as stored: an evidence beyond the largest double (inf) is stored as the largest double."""
     return float(value) if math.isfinite(value) else float(sys.float_info.max)
+
+
+def decision_columns(verdict: Verdict) -> dict:
+    """The decision, the stratified check's matched comparison and the split test of a verdict (schema version 10);
+    the decision's columns are None for a control."""
+    decision, check, split = verdict.decision, verdict.result.capacity_check, verdict.split_test
+    ran = check is not None and check.checked
+    return {
+        "decision": None if decision is None else decision.decision,
+        "decision_reason": None if decision is None else decision.reason,
+        "decision_next_step": None if decision is None else decision.next_step,
+        "confirm_check_rows": None if decision is None else decision.confirm_check_rows,
+        "confirm_nights": None if decision is None else decision.confirm_nights,
+        "check_e_value": None if decision is None or decision.check_e_value is None
+        else _stored_family_figure(decision.check_e_value),
+        "check_rule": check.rule if ran else None,
+        "check_strata": check.strata if ran else None,
+        "check_matched_guesses": check.matched_check_guesses if ran else None,
+        "check_unmatched_audited": check.unmatched_bound_guesses if ran else None,
+        "split_rule": None if split is None else split.rule,
+        "split_refused": None if split is None or split.rule != TESTED else int(split.refused),
+    }
 
 
 def attack_columns(curve: AttackCurve | None) -> dict:

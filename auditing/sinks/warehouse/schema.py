@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from auditing.verdict.run_kinds import RUN_KINDS
-from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, TRUST_STATES, VIOLATION
+from auditing.verdict.types import DECISIONS, INCONCLUSIVE, PASS, STATUSES, TRUST_STATES, VIOLATION
 
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
@@ -283,6 +283,41 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "anytime-valid; flagged at 1/alpha"),
     Column("family_flagged", "integer", True, "1 once the family's evidence has reached 1/alpha (alpha 0.05) on or "
            "before this night, else 0"),
+    # one decision per target (auditing.verdict.decision, docs/decisions.md), the stratified capacity check's
+    # matched comparison, the split test, the check's evidence across nights (schema version 10); NULL on controls
+    # and on rows written before them (the reader derives a stored row's decision from its status and trust)
+    Column("decision", "text", True,
+           "act | unconfirmed | no_evidence | no_power (auditing.verdict.decision): what the verdict means for the "
+           "people who act on it; NULL on a control"),
+    Column("decision_reason", "text", True, "why the verdict has its decision, in one sentence"),
+    Column("decision_next_step", "text", True,
+           "the one next step; for an unconfirmed leak what would confirm it (check rows or nights)"),
+    Column("confirm_check_rows", "bigint", True,
+           "an unconfirmed leak: about how many check rows would let the capacity check vouch for it at tonight's "
+           "margin (a planning figure); NULL: no number would, or not an unconfirmed leak"),
+    Column("confirm_nights", "integer", True,
+           "an unconfirmed leak: about how many more nights like the family's average would confirm it (a planning "
+           "figure); NULL: the family's evidence is not growing, or no family"),
+    Column("check_e_value", "double", True,
+           "tonight's e-value of the capacity check's null at the claim (its exact test's p-value calibrated, "
+           "1 / (2 sqrt p)); NULL: no stratified check ran"),
+    Column("check_rule", "text", True,
+           "how the capacity check compared the sides: stratified (like with like) or pooled (a result stored "
+           "before strata: it vouches for nothing); NULL: the check did not run"),
+    Column("check_strata", "integer", True, "strata of guessed views the capacity check matched"),
+    Column("check_matched_guesses", "bigint", True, "check guesses the composition matching kept"),
+    Column("check_unmatched_audited", "bigint", True,
+           "audited guesses in strata with no check guess (left out: the worst case)"),
+    Column("split_rule", "text", True,
+           "the check rows' split: keyed random draw (the built-in split) or tested (a split a team supplied, "
+           "auditing.verdict.split_test); NULL: no split recorded"),
+    Column("split_refused", "integer", True,
+           "1 when the split test refused the team's split (no VIOLATION trusted), 0 when it passed; NULL: not tested"),
+    Column("family_check_evidence", "double", True,
+           "the family's kappa-free evidence after this night: the product of the check's e-values (section 10.2)"),
+    Column("family_confirmed", "integer", True,
+           "1 once the family's check evidence and its kappa-based evidence have both reached 1/alpha (alpha 0.05) "
+           "on or before this night: a confirmed leak, act; else 0"),
 )
 TRUST_COLUMNS = ("trust", "trust_reason", "detectability", "epsilon_check", "misfit_kappa_upper",
                  "check_misfit_kappa", "check_rows", "accepted_unchecked", "group_rule", "rows_excluded_groups",
@@ -292,6 +327,10 @@ ATTACK_FIGURES = ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01", "auroc")
 ATTACK_COLUMNS = tuple(f"attack_{name}{suffix}" for name in ATTACK_FIGURES for suffix in ("", "_lower", "_upper"))
 # The family's evidence across nights (schema version 7).
 FAMILY_COLUMNS = ("family_e_value", "family_evidence", "family_flagged")
+# The decision, the stratified check's figures, the split test and the check's family evidence (schema version 10).
+DECISION_COLUMNS = ("decision", "decision_reason", "decision_next_step", "confirm_check_rows", "confirm_nights",
+                    "check_e_value", "check_rule", "check_strata", "check_matched_guesses", "check_unmatched_audited",
+                    "split_rule", "split_refused", "family_check_evidence", "family_confirmed")
 
 CURVE_COLUMNS: tuple[Column, ...] = (
     *_KEY,
@@ -411,7 +450,8 @@ def column_type(dialect: str, kind: str) -> str:
 
 def choice_columns() -> dict[str, tuple[str, ...]]:
     """The audit_results columns whose CHECK lists a registry's names, and those names (read now)."""
-    return {"status": STATUSES, "method": methods(), "run_kind": STORED_RUN_KINDS, "trust": TRUST_STATES}
+    return {"status": STATUSES, "method": methods(), "run_kind": STORED_RUN_KINDS, "trust": TRUST_STATES,
+            "decision": DECISIONS}
 
 
 def choice_check(column: str, values: tuple[str, ...]) -> tuple[str, str]:
@@ -431,8 +471,10 @@ def create_table_sql(dialect: str, table: str, columns: tuple[Column, ...]) -> s
     lines = [f"    {c.name} {column_type(dialect, c.kind)}{'' if c.nullable else ' NOT NULL'}" for c in columns]
     names = {c.name for c in columns}
     lines.append(f"    PRIMARY KEY ({', '.join(k for k in PRIMARY_KEYS[table] if k in names)})")
-    if table in _FIXED_CHECKS:
-        lines += [f"    CONSTRAINT {name} CHECK ({expression})" for name, expression in check_constraints(table)]
+    if table in _FIXED_CHECKS:  # an older version's table has its own choice columns only
+        choices = {choice_check(c, ())[0]: c for c in choice_columns()} if table == CHOICE_TABLE else {}
+        lines += [f"    CONSTRAINT {name} CHECK ({expression})" for name, expression in check_constraints(table)
+                  if choices.get(name, next(iter(names))) in names]
     return f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(lines) + "\n)"
 
 
