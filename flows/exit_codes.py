@@ -15,7 +15,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from auditing.verdict.types import ACCEPTED_UNCHECKED, EXITS_UNTRUSTED, TRUSTED
+from auditing.verdict.types import ACT, DECISIONS, HEADLINES, NO_EVIDENCE, NO_POWER, UNCONFIRMED
+from auditing.verdict.types import MEANINGS as MEANINGS_OF_DECISIONS
+from auditing.verdict.types import UNTRUSTED as UNTRUSTED_STATE
 from labeldp import hints
 
 if TYPE_CHECKING:  # the rows' types are imported where a run's rows are read: the warehouse's modules are heavy,
@@ -32,15 +34,17 @@ TERMINATED = 143  # 128 + SIGTERM
 
 # What each code means, in the words of --help, README and infra/README.md.
 MEANINGS = {
-    OK: "every audit was written to the warehouse and no verdict is VIOLATION",
-    VIOLATION: "a trusted VIOLATION, even beside an untrusted verdict (guardrail always; nightly and backfill only "
-               "with --fail-on-violation)",
+    OK: "every audit was written to the warehouse, no target's decision is a leak (act or unconfirmed) and no "
+        "control failed; nightly and backfill also exit 0 on a leak to act on unless --fail-on-violation",
+    VIOLATION: "a target's decision is act (a confirmed leak: a trusted VIOLATION, or its family's nights confirm "
+               "one), even beside an unconfirmed one (guardrail always; nightly and backfill only with "
+               "--fail-on-violation)",
     BAD_INPUT: "bad input (plan, partition, model, warehouse, arguments); nothing was written",
     NOT_IN_WAREHOUSE: "results computed but not in the warehouse: spooled to disk, written by the next run or "
                       f"by {hints.DRAIN_ONLY.line()}",
-    UNTRUSTED: "a verdict is not trusted (a VIOLATION the capacity check does not vouch for: the reference's "
-               "misfit can explain it; a night the negative control voided; a reference no check row could check, "
-               "unless accepted with --accept-unchecked-reference) or a target's audit failed",
+    UNTRUSTED: "a target's decision is an unconfirmed leak (a VIOLATION the reference's misfit can explain, one "
+               "nothing checked, or one a refused split cannot vouch for), the negative control voided the night "
+               "(its targets have no power) or a target's audit failed",
     INTERRUPTED: "interrupted (Ctrl-C); nothing partial is left behind",
     TERMINATED: "terminated (SIGTERM: a scheduler, Kubernetes, systemd or a Prefect worker stopping the run); "
                 "nothing partial is left behind; the flow run ends Crashed, or Cancelled when cancelled through "
@@ -55,26 +59,34 @@ PRECEDENCE = (BAD_INPUT, NOT_IN_WAREHOUSE, VIOLATION, UNTRUSTED)
 FAILING = (BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED)
 
 
-def status_exit_code(status: str) -> int:
-    """The exit code a verdict status alone gives (VIOLATION: 1 for the guardrail, and for nightly and backfill
-    with --fail-on-violation)."""
-    return VIOLATION if status == "VIOLATION" else OK
+# The exit code each decision gives (auditing.verdict.decision; ACT: 1 for the guardrail, and for nightly and
+# backfill with --fail-on-violation).
+DECISION_EXITS = {ACT: VIOLATION, UNCONFIRMED: UNTRUSTED, NO_EVIDENCE: OK, NO_POWER: OK}
+
+
+def decision_exit_code(decision: str | None) -> int:
+    """The exit code a target's decision gives (`DECISION_EXITS`; none for a control)."""
+    return DECISION_EXITS.get(decision, OK)
 
 
 def help_text() -> str:
-    """The "Verdict status" and "Exit status" blocks of the three commands' --help: one table of both."""
+    """The "Decision", "Verdict status" and "Exit status" blocks of the three commands' --help."""
     import textwrap
 
     from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_MEANINGS
 
-    lines = textwrap.wrap("Verdict status (the table's status column, the warehouse, --json, the report's badge and "
-                          "the results command's --status filter), with the exit code it gives:", 100)
+    lines = textwrap.wrap("Decision (one per target, the first thing the table, the report, the alert, the warehouse "
+                          "and --json say), with the exit code it gives:", 100)
+    for decision in DECISIONS:
+        code = decision_exit_code(decision)
+        when = ": guardrail always, nightly and backfill with --fail-on-violation" if code == VIOLATION else ""
+        lines += textwrap.wrap(f"{HEADLINES[decision]}: {MEANINGS_OF_DECISIONS[decision]} (exit {code}{when})", 100,
+                               initial_indent=f"  {decision:<13}", subsequent_indent=" " * 15,
+                               break_on_hyphens=False)
+    lines += ["", *textwrap.wrap("Verdict status (the table's status column, the warehouse, --json, the report's "
+                                 "badge and the results command's --status filter):", 100)]
     for status, meaning in STATUS_MEANINGS.items():
-        code = status_exit_code(status)
-        when = (": guardrail always, nightly and backfill with --fail-on-violation, when trusted; 4 when not"
-                if code == VIOLATION else "")
-        lines += textwrap.wrap(f"{meaning} (exit {code}{when})", 100,
-                               initial_indent=f"  {status:<13}", subsequent_indent=" " * 15)
+        lines += textwrap.wrap(meaning, 100, initial_indent=f"  {status:<13}", subsequent_indent=" " * 15)
     lines += ["", *textwrap.wrap("Trust (the table's trust column, the warehouse, --json, the report's banner), decided "
                                  "per verdict:", 100)]
     for state, meaning in TRUST_MEANINGS.items():
@@ -82,7 +94,8 @@ def help_text() -> str:
     lines += ["", *textwrap.wrap("Exit status (the same for nightly, guardrail and backfill; when several apply the "
                                  "first of 2, 3, 1, 4 wins and the summary names each):", 100)]
     for code in (OK, VIOLATION, BAD_INPUT, NOT_IN_WAREHOUSE, UNTRUSTED, INTERRUPTED, TERMINATED):
-        lines += textwrap.wrap(MEANINGS[code], 100, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
+        lines += textwrap.wrap(MEANINGS[code], 100, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6,
+                               break_on_hyphens=False)
     return "\n".join(lines)
 
 
@@ -132,29 +145,36 @@ class Outcome:
 
     @property
     def violations(self) -> list[ListedVerdict]:
-        """The targets whose verdict is a VIOLATION that can be acted on: trusted, or on a reference the run
-        accepted unchecked (a control's status is judged as a control)."""
-        return [v for v in self._targets() if v.row.status == "VIOLATION"
-                and v.row.trust in (TRUSTED, ACCEPTED_UNCHECKED)]
+        """The targets whose decision is act: a confirmed leak (a trusted VIOLATION, one on a reference the run
+        accepted unchecked, or a family its nights confirmed)."""
+        return [v for v in self._targets() if v.row.decision == ACT]
 
     @property
     def untrusted_violations(self) -> list[ListedVerdict]:
-        """The targets whose VIOLATION is not trusted (they make the run exit 4, not 1)."""
-        return [v for v in self._targets() if v.row.status == "VIOLATION" and v.row.trust in EXITS_UNTRUSTED]
+        """The targets whose decision is an unconfirmed leak (they make the run exit 4, not 1)."""
+        return [v for v in self._targets() if v.row.decision == UNCONFIRMED]
+
+    @property
+    def void_nights(self) -> list[ListedVerdict]:
+        """The targets of a night a control voided (the negative control failed or could not run): no power, and
+        the run exits 4 for the control."""
+        return [v for v in self._targets() if v.row.decision == NO_POWER and v.row.trust == UNTRUSTED_STATE]
 
     def _targets(self) -> list[ListedVerdict]:
         return [v for v in self.verdicts if v.is_target]
 
     def collect_untrusted(self) -> None:
-        """Adds the reasons of the targets not trusted (one per reason, sorted) to ``untrusted``."""
-        self.untrusted += sorted({v.row.untrusted_reason for v in self._targets()
-                                  if v.row.trust in EXITS_UNTRUSTED and v.row.untrusted_reason})
+        """Adds the reasons of the unconfirmed leaks and of the failed controls (one per reason, sorted) to
+        ``untrusted``."""
+        self.untrusted += sorted({v.row.untrusted_reason or v.row.decision_reason
+                                  for v in (*self.untrusted_violations, *self.void_nights)
+                                  if v.row.untrusted_reason or v.row.decision_reason})
 
     def codes(self) -> list[int]:
         """Every non-zero code that applies, first the one that wins (``PRECEDENCE``)."""
         applies = {BAD_INPUT: bool(self.bad_input), NOT_IN_WAREHOUSE: bool(self.spooled),
-                   UNTRUSTED: bool(self.untrusted or self.failures
-                                   or any(v.row.trust in EXITS_UNTRUSTED for v in self._targets())),
+                   UNTRUSTED: bool(self.untrusted or self.failures or self.untrusted_violations
+                                   or self.void_nights),
                    VIOLATION: bool(self.violations) and self.fail_on_violation}
         return [code for code in PRECEDENCE if applies[code]]
 

@@ -42,7 +42,7 @@ class NightModel:
     """One model of a stored night: a target judged against ``claimed_epsilon``, or a control (``control``:
     positive or negative, ``claimed_epsilon`` its eps_c or 0). ``game_dir``: where its game is stored, relative
     to the data root; None with ``error`` when it could not run (a control that could not run voids what it
-    guards when re-judged too)."""
+    guards when re-judged too). ``split_test``: a target's split test of the night, judged with it again."""
 
     name: str
     kind: str
@@ -50,6 +50,7 @@ class NightModel:
     control: str | None = None
     game_dir: str | None = None
     error: str | None = None
+    split_test: dict | None = None  # the test of a team-supplied split, as judged on the night (SplitTest.to_dict)
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -147,7 +148,8 @@ def night_model_of(root: Path, spec, record: dict | None, error: str | None = No
     claimed = spec.claimed_epsilon if claimed_epsilon is None else claimed_epsilon
     game_dir = None if record is None else str(Path(record["game_dir"]).relative_to(Path(root)))
     return NightModel(name=spec.name, kind=CONTROL if control else TARGET, claimed_epsilon=float(claimed),
-                      control=control, game_dir=game_dir, error=error)
+                      control=control, game_dir=game_dir, error=error,
+                      split_test=None if record is None else record.get("split_test"))
 
 
 def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNight) -> dict:
@@ -165,7 +167,8 @@ def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNig
     except (OSError, ValueError) as exc:
         raise LabelDPInputError(f"{directory / RESULT_FILE}: cannot be read ({exc})") from None
     return {**record, "result": audit_counts(game, config.bound).to_dict(), "config": asdict(config),
-            "reused": True, "game_dir": str(directory), "shift_diagnostic": night.shift_diagnostic}
+            "reused": True, "game_dir": str(directory), "shift_diagnostic": night.shift_diagnostic,
+            "split_test": model.split_test}
 
 
 def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehouse: str | None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from auditing.sinks.listing import ListedVerdict
 from auditing.verdict.control_check import POSITIVE, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+from auditing.verdict.split_test import SplitTest
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
@@ -250,6 +251,8 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
                          "reference": prepared.lineage["reference"]}
     record["game_dir"] = str(prepared.output_dir)
     record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress)
+    split = rows.split_tests.get(name) if capacity_check else None
+    record["split_test"] = None if split is None else split.to_dict()
     return record
 
 
@@ -334,11 +337,14 @@ class JobLineage:
 @dataclass(frozen=True)
 class NightRows:
     """The rows a night's audits use beyond each model's training rows: the capacity check's rows
-    (`pipelines.reference.recalibration.CheckRowSelection`, None when no row is held out from every audited model) and the
-    rows left out for sharing a group (`pipelines.scoring.row_grouping.GroupExclusion`)."""
+    (`pipelines.reference.recalibration.CheckRowSelection`, None when no row is held out from every audited model), the
+    rows left out for sharing a group (`pipelines.scoring.row_grouping.GroupExclusion`), and, per model whose
+    training rows a team supplied as keys, the test of that split against the check rows
+    (`auditing.verdict.split_test`; a model of the built-in split has none: its split is a keyed random draw)."""
 
     check_rows: object | None = None
     excluded: object | None = None
+    split_tests: Mapping[str, SplitTest] = field(default_factory=dict)
 
     def describe(self) -> dict:
         """What the scoring of a model depends on (compared before a stored scoring result is reused)."""
@@ -391,9 +397,26 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
             check = replace(check, calibration_figures=calibration_figures(
                 recalibrated_model.meta.recalibration))
             reference, recalibrated = recalibrated_model, True
-    rows = NightRows(check_row_selection(heldout, recalibrated),
-                     night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress))
+    check_rows = check_row_selection(heldout, recalibrated)
+    rows = NightRows(check_rows, night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress),
+                     _split_tests(root, date, plan, heldout, check_rows, reference, progress))
     return reference, check, rows
+
+
+def _split_tests(root: Path, date: dt.date, plan: AuditPlan, heldout, check_rows, reference: ModelHandle,
+                 progress: Progress) -> dict[str, SplitTest]:
+    """The split test of every audited model whose training rows a team supplied as keys (`heldout.excluded`)
+    against the night's check rows: a split that is not random cannot vouch (docs/soundness.md section 8.8)."""
+    from pipelines.reference.split_inputs import split_test_of_day
+
+    out = {}
+    for selection in heldout.excluded:
+        test = split_test_of_day(root, date, plan.dataset, selection, check_rows, reference)
+        progress(f"{selection.model}: its training keys' split against the check rows: "
+                 + (f"refused ({test.worst.column}, p = {test.worst.p_value:.2g})" if test.refused
+                    else f"passed ({len(test.tests)} tests at {test.level:g})"))
+        out[selection.model] = test
+    return out
 
 
 def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
@@ -458,7 +481,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
     from auditing.sinks.alerts.webhook import (
-        FAMILY_FLAGGED,
+        FAMILY_CONFIRMED,
         alert_kind,
         default_ledger_dir,
         family_payload,
@@ -488,9 +511,11 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     model_id = lineage.model_id or spec.name
     lineage_row = {**lineage.warehouse_lineage(flow_run_id, durations, run_id), "night_fingerprint": night_fingerprint}
     kind = "control" if control is not None else "target"
+    # the family's tests with tonight in them come first: the decision reads the family's confirmation
+    family, family_night = _family(root, warehouse, model_id, date, result, claimed, kind, run_kind, night)
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
-                    shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check)
-    family, family_night = _family(root, warehouse, model_id, date, verdict, kind, run_kind)
+                    shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check, family=family,
+                    split=SplitTest.from_dict(record.get("split_test")))
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root,
@@ -530,18 +555,20 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
                                           report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
         sent = send_alert(webhook_url, sliced, payload, default_ledger_dir(root)).to_dict()
         listed = listed.with_alert(sent if listed.alert is None else listed.alert)
-    if family is not None and family.flagged_on == date and webhook_url:  # the night the family's test crossed
-        sent = send_alert(webhook_url, FAMILY_FLAGGED, family_payload(family, model_id=model_id,
-                                                                      partition_date=date.isoformat(),
-                                                                      report=str(report_path)),
+    if family is not None and family.confirmed_on == date and webhook_url:  # the night the family was confirmed
+        sent = send_alert(webhook_url, FAMILY_CONFIRMED, family_payload(family, model_id=model_id,
+                                                                        partition_date=date.isoformat(),
+                                                                        report=str(report_path)),
                           default_ledger_dir(root)).to_dict()
         listed = listed.with_alert(sent if listed.alert is None else listed.alert)
     return listed
 
 
-def _family(root: Path, warehouse: str | None, model_id: str, date: dt.date, verdict, kind: str, run_kind: str):
-    """(the family's test with this night, this night's entry) for a target of a nightly or backfill run; (None,
-    None) for the others, and when the warehouse cannot be read (the night's place in its family is then unknown)."""
+def _family(root: Path, warehouse: str | None, model_id: str, date: dt.date, result, claimed: float, kind: str,
+            run_kind: str, night=None):
+    """(the family's tests with this night, this night's entry) for a target of a nightly or backfill run; (None,
+    None) for the others, and when the warehouse cannot be read (the night's place in its family is then unknown).
+    A night a control voided (``night``: the night's `NightTrust`) enters with that reason and counts in no test."""
     from auditing.sinks.family import FAMILY_RUN_KINDS, family_with
     from auditing.sinks.warehouse import open_warehouse
     from auditing.sinks.warehouse.base import WarehouseUnavailable
@@ -557,7 +584,9 @@ def _family(root: Path, warehouse: str | None, model_id: str, date: dt.date, ver
             store.close()
     except (WarehouseUnavailable, LabelDPInputError):
         return None, None
-    return family_with(rows, model_id, NightCounts.of_result(date, verdict.claimed_epsilon, verdict.result))
+    counts = NightCounts.of_result(date, claimed, result)
+    void = getattr(night, "void_reason", None)
+    return family_with(rows, model_id, counts if not void else replace(counts, void=f"the night is void: {void}"))
 
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,

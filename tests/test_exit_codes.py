@@ -83,15 +83,31 @@ def test_the_first_of_2_3_4_1_wins_and_the_summary_names_each():
     assert [line.split(":")[1].strip() for line in lines] == ["exit 2", "also 3", "also 1", "also 4"]
     assert "/r/spool" in lines[1] and "labeldp-audit nightly --drain-only --data-root /r --warehouse" in lines[1]
     assert "leaky@" in lines[2] and "the controls failed" in lines[3] and "y: boom" in lines[3]
-    # trust per verdict: an untrusted VIOLATION exits 4, never 1; a trusted one wins over an untrusted verdict
-    untrusted = _with(violation, model_id="misfit", trust="untrusted", untrusted_reason="misfit explains it")
+    # exit codes follow the decision: an unconfirmed leak exits 4, never 1; a leak to act on wins over it
+    assert violation.row.decision == "act"  # a trusted VIOLATION's row
+    untrusted = _with(violation, model_id="misfit", trust="untrusted", untrusted_reason="misfit explains it",
+                      decision="unconfirmed", decision_reason="misfit explains it")
     assert Outcome(rows=[untrusted], fail_on_violation=True).codes() == [4]
-    both = Outcome(rows=[_with(violation, trust="trusted"), untrusted], fail_on_violation=True)
+    both = Outcome(rows=[violation, untrusted], fail_on_violation=True)
     assert both.codes() == [1, 4] and both.exit_code() == 1
     assert [r.row.model_id for r in both.violations] == ["leaky"]
-    accepted = _with(violation, trust="reference unchecked, accepted")
-    assert Outcome(rows=[accepted], fail_on_violation=True).exit_code() == 1
-    assert Outcome(rows=[_row(trust="reference unchecked")]).exit_code() == 4
+    assert "misfit explains it" in " ".join(exit_codes.summary_lines(both, "nightly", ""))
+    accepted = _row("leaky", "VIOLATION", trust="reference unchecked, accepted")
+    assert accepted.row.decision == "act" and Outcome(rows=[accepted], fail_on_violation=True).exit_code() == 1
+    # a PASS nothing checked is no evidence of a leak (exit 0); a VIOLATION nothing checked is unconfirmed (exit 4)
+    assert Outcome(rows=[_row(trust="reference unchecked")]).exit_code() == 0
+    assert Outcome(rows=[_row(status="VIOLATION", trust="reference unchecked")]).exit_code() == 4
+    # a failed negative control voids its night: its targets have no power, and the run exits 4 for it; a positive
+    # control below its floor voids the PASSes' floors only (no power, exit 0)
+    failed_control = _row("control-negative", kind="control", control_passed=0, trust="untrusted",
+                          untrusted_reason="the control failed: a copy of the reference shows evidence")
+    void = _row("m", trust="untrusted", untrusted_reason="the night is void: control-negative failed")
+    assert void.row.decision == "no_power"
+    outcome = Outcome(rows=[failed_control, void])
+    outcome.collect_untrusted()
+    assert outcome.codes() == [4] and any("control-negative failed" in u for u in outcome.untrusted)
+    floors = _row("m", detectability="void")
+    assert floors.row.decision == "no_power" and Outcome(rows=[floors]).codes() == []
     assert exit_codes.summary_lines(Outcome(rows=[_row()]), "nightly", "") == []
     days = [exit_codes.DayOutcome(dt.date.fromisoformat(D1), "audited", Outcome(rows=[violation])),
             exit_codes.DayOutcome(dt.date.fromisoformat(D2), "audited (exit 4)", Outcome(failures=["a: b"]))]
@@ -127,14 +143,18 @@ def test_the_readme_lists_every_exit_code_and_status_in_one_table():
         assert f"| `{status}` | {STATUS_MEANINGS[status]};" in table, status
 
 
-def test_help_lists_every_status_with_its_meaning():
+def test_help_lists_every_decision_with_its_exit_code_and_every_status():
     from auditing.sinks.report.text import STATUS_MEANINGS
+    from auditing.verdict.types import DECISIONS, HEADLINES, MEANINGS
 
     done = subprocess.run([sys.executable, "-m", "flows.cli", "nightly", "--help"], cwd=REPO, capture_output=True,
                           text=True, check=True)
     text = " ".join(done.stdout.split())
+    for decision in DECISIONS:
+        assert (f"{decision} {HEADLINES[decision]}: {' '.join(MEANINGS[decision].split())} "
+                f"(exit {exit_codes.decision_exit_code(decision)}") in text, decision
     for status, meaning in STATUS_MEANINGS.items():
-        assert f"{status} {' '.join(meaning.split())} (exit {exit_codes.status_exit_code(status)}" in text, status
+        assert f"{status} {' '.join(meaning.split())}" in text, status
 
 
 # ------------------------------------------------------------------------------------------ terminal and Ctrl-C

@@ -163,18 +163,6 @@ def test_night_counts_from_a_stored_audit_for_both_strategies():
     assert night.correct[-1] == halves.selection.correct[-1] + halves.bound.correct[-1]
 
 
-def test_the_family_alert_says_what_the_flag_means():
-    from auditing.sinks.alerts.webhook import ALERT_KINDS, FAMILY_FLAGGED, PAGES, _body, family_payload
-
-    rng = np.random.default_rng(2)
-    family = family_evidence([_night(rng, t, 1.0, np.full(M, 0.8)) for t in range(3)])
-    assert family.flagged and FAMILY_FLAGGED in ALERT_KINDS and FAMILY_FLAGGED not in PAGES
-    payload = family_payload(family, model_id="m", partition_date=family.flagged_on.isoformat(), report="/r.html")
-    body = _body(FAMILY_FLAGGED, "m", payload["partition_date"], payload)
-    assert body["page"] is False and body["nights_counted"] == 3 and body["family_evidence"] == family.evidence
-    assert body["text"] == f"[labeldp-audit] FAMILY_FLAGGED: model m, partition {family.flagged_on}: {family.sentence()}"
-
-
 # ------------------------------------------------------------------ the check's e-process (section 10.2)
 def _check_night(rng, day: int, claim: float, misfit: float, leak: float = 0.0, *, audited: int = 300,
                  checked: int = 80, m: int = 600) -> NightCounts:
@@ -241,3 +229,21 @@ def test_a_leak_too_small_for_one_night_is_confirmed_within_a_few_nights():
         within += family_evidence(family).confirmed
     assert single < 0.5 * 7 * families, single
     assert within >= 0.7 * families, within
+
+
+def test_the_family_alert_pages_on_a_confirmation_and_says_what_it_means():
+    """A family confirmed (both evidences at 1/alpha) alerts FAMILY_CONFIRMED, which pages: its decision is to act;
+    the kappa-based evidence alone sends no alert kind of its own."""
+    from auditing.sinks.alerts.webhook import ALERT_KINDS, FAMILY_CONFIRMED, PAGES, _body, family_payload
+
+    rng = np.random.default_rng(2)
+    family = family_evidence([_check_night(rng, t, 1.0, 0.0, leak=3.0) for t in range(2)])
+    assert family.confirmed and FAMILY_CONFIRMED in ALERT_KINDS and FAMILY_CONFIRMED in PAGES
+    payload = family_payload(family, model_id="m", partition_date=family.confirmed_on.isoformat(), report="/r.html")
+    body = _body(FAMILY_CONFIRMED, "m", payload["partition_date"], payload)
+    assert body["page"] is True and body["nights_counted"] == 2 and body["decision"] == "act"
+    assert body["family_check_evidence"] == family.check_evidence
+    assert body["text"] == (f"[labeldp-audit] FAMILY_CONFIRMED: model m, partition {family.confirmed_on}: "
+                            f"{family.sentence()}")
+    assert "CONFIRMED since" in family.sentence()
+    assert not any("FLAG" in kind for kind in ALERT_KINDS)

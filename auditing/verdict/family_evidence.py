@@ -88,6 +88,7 @@ class NightCounts:
     correct: tuple[int, ...]
     coins_night: dt.date | None = None
     check: CheckCounts | None = None
+    void: str | None = None  # why the night counts in no test (a control voided it), set by the flow
 
     @classmethod
     def of_result(cls, partition_date: dt.date, claimed_epsilon: float, result: AuditResult) -> NightCounts:
@@ -261,6 +262,8 @@ def family_evidence(nights: Sequence[NightCounts], alpha: float = DEFAULT_ALPHA)
 
 
 def _not_counted(night: NightCounts) -> str | None:
+    if night.void:
+        return night.void
     if not math.isfinite(night.claimed_epsilon):
         return "an infinite claim: no count of correct guesses can disprove it"
     if night.delta > 0:

@@ -54,12 +54,12 @@ from typing import Any
 from auditing.sinks.listing import ListedSlices
 from auditing.sinks.report import text
 from auditing.sinks.report.text import STATUS_MEANINGS
-from auditing.sinks.warehouse.records import ResultRow, trust_state
+from auditing.sinks.warehouse.records import ResultRow
 from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.reference_check import ReferenceCheck
-from auditing.verdict.types import EXITS_UNTRUSTED, SliceVerdict, TrustFigures, Verdict
+from auditing.verdict.types import ACT, EXITS_UNTRUSTED, HEADLINES, SliceVerdict, TrustFigures, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, parse_date, resolve_data_root
@@ -68,17 +68,19 @@ VIOLATION, DATA_MISSING, AUDIT_FAILED = "VIOLATION", "DATA_MISSING", "AUDIT_FAIL
 CONTROL_FAILED = "CONTROL_FAILED"  # a nightly control failed: what it guards is void tonight (auditing.verdict.trust)
 WEAK_PASS = verdict.WEAK_PASS  # a target's verdict on weak evidence (auditing.verdict.types.STATUSES): not a page
 VIOLATION_UNTRUSTED = "VIOLATION_UNTRUSTED"  # a VIOLATION that is not trusted (exit 4): not a page
-# A model family's evidence across nights crossed 1/alpha (auditing.verdict.family_evidence): the nights together
-# disprove the claims at false-alarm rate alpha under every night's kappa; not a page (read it with each night's
-# capacity check: a misfit beyond kappa compounds across nights; docs/soundness.md section 10).
-FAMILY_FLAGGED = "FAMILY_FLAGGED"
+# A model family's nights together confirmed a leak (auditing.verdict.family_evidence): the capacity check's
+# kappa-free evidence and the kappa-based evidence both reached 1/alpha, so the nights disprove the claims at
+# false-alarm rate alpha if either every night's check assumption or every night's kappa holds (docs/soundness.md
+# section 10). It is the decision "act": it pages. The kappa-based evidence alone sends nothing.
+FAMILY_CONFIRMED = "FAMILY_CONFIRMED"
 # A slice VIOLATION that is acted on: the slice's valid bound disproves the claim at the slices' own confidence
 # (their budget, split over the declared slices). It pages like VIOLATION: a false one has probability at most the
 # slices' budget, and docs/slices.md counts it in the night's false-alarm rate (global + slices, 10% at defaults).
 SLICE_VIOLATION = "SLICE_VIOLATION"
-ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED, FAMILY_FLAGGED,
-               SLICE_VIOLATION)
-PAGES = (VIOLATION, SLICE_VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)  # the kinds that page a person
+ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS, VIOLATION_UNTRUSTED,
+               FAMILY_CONFIRMED, SLICE_VIOLATION)
+# the kinds that page a person
+PAGES = (VIOLATION, SLICE_VIOLATION, FAMILY_CONFIRMED, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)
 SLICES_NAMED = text.SLICE_TABLE_ROWS  # the slices a SLICE_VIOLATION's text names (the body lists them all)
 # What a failed control voids, by its kind (the CONTROL_FAILED text).
 CONTROL_FAILED_TEXT = {NEGATIVE: text.NEGATIVE_CONTROL_FAILED, POSITIVE: text.POSITIVE_CONTROL_FAILED}
@@ -168,18 +170,17 @@ def robustness_sentence(breaking_kappa: float, kappa: float | None = None) -> st
 
 
 def alert_kind(row: ResultRow) -> str | None:
-    """The alert a published verdict's row sends (None: none). A target's VIOLATION pages as VIOLATION when it
-    is acted on (trusted, or on a reference accepted unchecked) and is VIOLATION_UNTRUSTED, not a page, when it
-    makes the run exit 4 (a row written before per-verdict trust: when it carries an untrusted_reason); a
-    target's WEAK_PASS is WEAK_PASS. A control alerts CONTROL_FAILED through its own path instead."""
+    """The alert a published verdict's row sends (None: none), by its decision (auditing.verdict.decision; a row
+    written before decisions reads the one its status and trust meant): a VIOLATION to act on pages as VIOLATION,
+    an unconfirmed one is VIOLATION_UNTRUSTED, not a page; a target's WEAK_PASS is WEAK_PASS. A family's
+    confirmation sends FAMILY_CONFIRMED through its own path. A control alerts CONTROL_FAILED instead."""
     if row.kind not in (None, "target"):
         return None
     if row.status == WEAK_PASS:
         return WEAK_PASS
     if row.status != VIOLATION:
         return None
-    untrusted = trust_state(row.trust, row.untrusted_reason) in EXITS_UNTRUSTED
-    return VIOLATION_UNTRUSTED if untrusted else VIOLATION
+    return VIOLATION if row.decision == ACT else VIOLATION_UNTRUSTED
 
 
 def _acted_on(piece: SliceVerdict) -> bool:
@@ -268,7 +269,7 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
         clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(payload)
         return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
                 + "".join(f"; {c}" for c in clauses))
-    if kind == FAMILY_FLAGGED and payload.get("family_sentence"):
+    if kind == FAMILY_CONFIRMED and payload.get("family_sentence"):
         return f"{head}: {payload['family_sentence']}"
     if kind == SLICE_VIOLATION and payload.get("slice_violations") and "claimed_epsilon" in payload:
         return f"{head}: {_slice_sentence(payload)}" + (f"; {reference}" if reference else "")
@@ -325,11 +326,14 @@ def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
 
 
 def family_payload(family: FamilyEvidence, *, model_id: str, partition_date: str, report: str | None) -> dict:
-    """The payload of a FAMILY_FLAGGED alert: the family's evidence, alpha, the night it crossed, the nights counted
-    and the sentence (`FamilyEvidence.sentence`)."""
-    return {"model_id": model_id, "partition_date": partition_date, "family_evidence": family.evidence,
-            "alpha": family.alpha, "flagged_on": None if family.flagged_on is None else family.flagged_on.isoformat(),
-            "nights": len(family.nights), "nights_counted": sum(1 for n in family.nights if n.reason is None),
+    """The payload of a FAMILY_CONFIRMED alert: the family's kappa-free evidence and its kappa-based evidence,
+    alpha, the night it was confirmed, the nights counted and the sentence (`FamilyEvidence.sentence`), with the
+    decision it means."""
+    return {"model_id": model_id, "partition_date": partition_date, "decision": ACT,
+            "decision_headline": HEADLINES[ACT], "family_check_evidence": family.check_evidence,
+            "family_evidence": family.evidence, "alpha": family.alpha,
+            "confirmed_on": None if family.confirmed_on is None else family.confirmed_on.isoformat(),
+            "nights": len(family.nights), "nights_counted": family.counted,
             "family_sentence": family.sentence(), "report": report}
 
 
@@ -363,6 +367,7 @@ def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, re
             "confidence": result.confidence, "delta": result.delta, "kappa": result.kappa,
             "strategy": result.strategy, "method": result.method, "report": report, "flow_run_id": flow_run_id,
             "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
+            "decision": None if judged.decision is None else judged.decision.to_dict(),
             "risk_headline": judged.risk_headline, **judged.trust_figures().to_dict()}
 
 

@@ -82,6 +82,12 @@ footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .banner.accepted { background:#fffaeb; border:2px solid var(--warn); color:#7a4d0b; border-radius:10px;
                    padding:12px 16px; margin:0 0 18px; }
 .banner .labels { display:block; font-size:13px; margin-top:4px; opacity:.85; }
+.decision { border-radius:10px; padding:12px 16px; margin:0 0 18px; border:2px solid; }
+.decision h2 { margin:0 0 4px; font-size:20px; } .decision p { margin:4px 0; }
+.decision-act { background:#fef3f2; border-color:var(--bad); color:#7a271a; }
+.decision-unconfirmed { background:#fffaeb; border-color:var(--warn); color:#7a4d0b; }
+.decision-no_evidence { background:#ecfdf3; border-color:var(--good); color:#05603a; }
+.decision-no_power { background:#f2f4f7; border-color:#98a2b3; color:#344054; }
 .trust-state { font-weight:700; } .trust-state.trusted { color:var(--good); }
 .trust-state.untrusted, .trust-state.unchecked { color:var(--bad); } .trust-state.accepted { color:var(--warn); }
 .detectability-misfit, .detectability-void { color:#b54708; }

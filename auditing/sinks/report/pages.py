@@ -44,7 +44,13 @@ from auditing.sinks.report.robustness_panel import robustness_panel
 from auditing.sinks.report.slice_panel import slice_panel
 from auditing.sinks.report.svg import esc
 from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT
-from auditing.sinks.report.trust_panel import TRUST_CLASS, control_card, trust_banner, trust_card
+from auditing.sinks.report.trust_panel import (
+    TRUST_CLASS,
+    control_card,
+    decision_card,
+    trust_banner,
+    trust_card,
+)
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
@@ -342,7 +348,8 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
                   "the other half." if selection_strategy(result.strategy).uses_halves else "")
     body = (
-        f"{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run report</p>"
+        f"{decision_card(verdict)}{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run "
+        "report</p>"
         f"<h1>{esc(title)}</h1>"
         f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status))}"
         + (f" <strong>Nothing to bound: {esc(result.inconclusive_reason)}.</strong>"

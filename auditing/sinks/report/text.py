@@ -19,13 +19,18 @@ from auditing.sinks.warehouse.spool import SpooledElsewhere
 from auditing.verdict.family_evidence import DEFAULT_ALPHA
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
+    ACT,
     EXITS_UNTRUSTED,
+    HEADLINES,
     INCONCLUSIVE,
     MEASURED,
     MEASURED_UNDER_MISFIT,
+    NO_EVIDENCE,
+    NO_POWER,
     PASS,
     TRUSTED,
     UNCHECKED,
+    UNCONFIRMED,
     UNTRUSTED,
     VIOLATION,
     VOID,
@@ -78,8 +83,10 @@ POSITIVE_CONTROL_FAILED = ("the positive control (randomized response at a known
                            "detectability figures are void (both when it could not run)")
 CONTROL_FAILED = "a nightly control failed: what it guards is void tonight"
 # The figures of one verdict's trust are labelled with their confidence wherever they are printed.
-ASSUMPTION_T = ("assumption T: the model's guesses on its training rows carry no more misfit-only accuracy than its "
-                "guesses on rows it never saw, at the same threshold; docs/soundness.md section 8")
+ASSUMPTION_T = ("assumption T_u: within each kind of guessed view (the released label, the guess's direction, the "
+                "reference's probability), the part of the model's choice of guesses on its training rows that does "
+                "not depend on their labels carries no more misfit-only accuracy than its guesses on rows it never "
+                "saw, and the check rows are exchangeable with the audited rows; docs/soundness.md section 8")
 
 
 def format_audit_result(result: Mapping, demonstrated: RiskBlock | None = None) -> str:
@@ -421,7 +428,10 @@ def _where(r: ListedVerdict | SkippedTarget) -> str:
 
 
 # The results table's columns: header, alignment ("<" left, ">" right); the report path comes last, unpadded.
-_COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"), ("claimed", ">"),
+# A decision as the table's first column shows it (auditing.verdict.decision; "-" for a control).
+DECISION_SHORT = {ACT: "ACT", UNCONFIRMED: "unconfirmed", NO_EVIDENCE: "no evidence", NO_POWER: "no power"}
+_COLUMNS = (("decision", "<"), ("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"),
+            ("claimed", ">"),
             ("eps_lb", ">"), ("paper mean+-std", ">"), ("max cert.", ">"), ("brk.kap", ">"), ("floor", ">"),
             ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("report", "<"))
 
@@ -438,10 +448,17 @@ def _cells(listed: ListedVerdict) -> tuple[str, ...]:
     floor = "-" if r.detection_floor_rows is None else str(r.detection_floor_rows)
     exposed = "-" if r.exposed_rows_floor is None else str(r.exposed_rows_floor)
     exposed += "w" if listed.weak_pass_mark else ""  # a PASS stored before WEAK_PASS existed
-    return (r.model_id, r.partition_date.isoformat(), status, r.run_kind or "-",
+    return (DECISION_SHORT.get(r.decision, "-"), r.model_id, r.partition_date.isoformat(), status, r.run_kind or "-",
             TRUST_SHORT.get(listed.trust, "-"), claimed, f"{r.epsilon_lower_bound:.3f}", paper,
             f"{r.max_certifiable_epsilon:.2f}", breaking, floor, exposed, str(r.m), r.audit_rows or "-",
             listed.report or "-")
+
+
+def decision_line(listed: ListedVerdict) -> str:
+    """The decision of a target in one line: its headline, why, and the one next step."""
+    r = listed.row
+    step = f"; next: {r.decision_next_step}" if r.decision_next_step else ""
+    return f"{_where(listed)} {HEADLINES.get(r.decision, '-').upper()}: {r.decision_reason or '-'}{step}"
 
 
 def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
@@ -459,6 +476,7 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
 
     header = line(table[0])
     lines = [header, "-" * len(header), *(line(cells) for cells in table[1:])]
+    lines += [decision_line(v) for v in listed if v.is_target and v.row.decision in (ACT, UNCONFIRMED)]
     if listed:
         r = listed[0].row
         kappa = "- (a row written before kappa)" if r.kappa is None else f"{r.kappa:g}"

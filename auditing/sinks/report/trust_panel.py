@@ -46,11 +46,25 @@ def _num(value, digits: int = 4) -> str:
     return f"{float(value):.{digits}g}"
 
 
+def decision_card(verdict: Verdict) -> str:
+    """The first thing on a target's page: its decision (auditing.verdict.decision), what it means, why, and the one
+    next step; "" for a verdict without a decision (a control, which its own card describes)."""
+    decision = verdict.decision
+    if decision is None:
+        return ""
+    step = f"<p id=\"decision-next\"><strong>Next:</strong> {esc(decision.next_step)}</p>" if decision.next_step else ""
+    return (f"<section class=\"decision decision-{esc(decision.decision)}\" id=\"decision\" role=\"status\">"
+            f"<h2 id=\"decision-headline\">{esc(decision.headline[0].upper() + decision.headline[1:])}</h2>"
+            f"<p id=\"decision-meaning\">{esc(decision.meaning[0].upper() + decision.meaning[1:])}.</p>"
+            f"<p id=\"decision-reason\"><strong>Why:</strong> {esc(decision.reason)}</p>{step}</section>")
+
+
 def trust_banner(verdict: Verdict) -> str:
-    """The banner above everything for a verdict that is not trusted ("" when trusted): red for untrusted and
-    reference unchecked (both exit 4), amber for an unchecked reference the run accepted."""
+    """The banner above everything for a control that is not trusted ("" when trusted, and for a target, whose
+    decision card says what its trust means for acting): red for untrusted and reference unchecked, amber for an
+    unchecked reference the run accepted."""
     trust = verdict.trust
-    if trust.state == TRUSTED:
+    if trust.state == TRUSTED or verdict.decision is not None:
         return ""
     if trust.state == UNTRUSTED:
         headline = ("UNTRUSTED: do not act on this VIOLATION as a violation." if verdict.status == VIOLATION else
