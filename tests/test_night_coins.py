@@ -211,3 +211,28 @@ def test_the_flows_score_each_night_keyed_by_its_day(monkeypatch, tmp_path):
     with pytest.raises(Asked):
         steps.score_target(tmp_path, NEXT, SimpleNamespace(name="m"), SimpleNamespace(name="r", date=NIGHT), plan)
     assert asked["night"] == asked["date"] == NEXT
+
+
+def test_nights_on_restarted_row_ids_whose_coins_were_not_keyed_by_the_night_enter_no_family():
+    """Row ids that restart every day (Criteo's line numbers) with one seed: a game keyed by the seed alone draws the
+    same coins every night, which breaks the family's product (docs/soundness.md section 10.1, condition 2); such
+    nights are left out of both tests, naming why, while the same nights keyed by their days count."""
+    from auditing.verdict.family_evidence import NightCounts, family_evidence
+
+    rng = np.random.default_rng(5)
+    unkeyed, keyed = [], []
+    for t in range(4):
+        day = NIGHT + dt.timedelta(days=t)
+        reference = rng.uniform(0.05, 0.95, 3000)
+        labels = (rng.uniform(size=3000) < reference).astype(np.int64)
+        target = np.clip(reference + 0.3 * (labels - reference), 0.01, 0.99)
+        ids = np.arange(1, 3001)  # the same ids every night
+        seed_alone = run_audit(target, reference, labels, ids, config=AuditConfig(repetitions=1, seed=7))
+        by_night = run_audit(target, reference, labels, ids, config=AuditConfig(repetitions=1, seed=7), night=day)
+        unkeyed.append(NightCounts.of_result(day, 0.5, seed_alone))
+        keyed.append(NightCounts.of_result(day, 0.5, by_night))
+    left_out = family_evidence(unkeyed)
+    assert all(n.reason and "keyed by the seed alone" in n.reason for n in left_out.nights)
+    assert left_out.evidence == 1.0 and left_out.check_evidence == 1.0 and left_out.counted == 0
+    counted = family_evidence(keyed)
+    assert all(n.reason is None for n in counted.nights) and counted.evidence != 1.0
