@@ -23,13 +23,15 @@ The flows keep their own checks (a deployment run does not go through the comman
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 from dataclasses import replace
 from pathlib import Path
 
 from flows import steps
-from flows.plan import AuditPlan, RegisteredTarget, load_plan
+from flows.plan import AuditPlan, RegisteredTarget, TargetSpec, load_plan
+from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name
 from pipelines.data.layout import model_dir, partition_dir
@@ -226,11 +228,30 @@ def check_run(root: Path, days: list[dt.date], plan: AuditPlan, warehouse: str |
         LabelDPInputError (steps.DataMissingError for a missing or empty partition): the first bad input.
     """
     checked: set[dt.date] = set()
+    sizes = {}
     for day in days:
-        steps.check_partition(root, day, plan)
+        sizes[day] = steps.check_partition(root, day, plan)["rows"]
         checked.add(day)
     for day in days:
         check_reference(root, day, plan, checked)
         if targets:
             check_targets(root, day, plan)
-    return check_warehouse(root, warehouse, create_warehouse)
+    return [*holdout_warnings(plan, min(sizes.values())), *check_warehouse(root, warehouse, create_warehouse)]
+
+
+def holdout_warnings(plan: AuditPlan, rows: int) -> list[str]:
+    """A warning for each claim of the plan's trained targets that no night of ``rows`` rows can confirm a violation
+    of with the built-in split's holdout (`auditing.verdict.power.can_ever_confirm`): even an attacker right on every
+    guess could not be vouched for; `labeldp-audit plan power` says more."""
+    from auditing.verdict.power import can_ever_confirm, rows_of_day
+    from pipelines.data.splits import FRACTIONS, TEST
+
+    claims = sorted({t.claimed_epsilon for t in plan.targets if isinstance(t, TargetSpec)
+                     and t.claimed_epsilon is not None and math.isfinite(t.claimed_epsilon)})
+    if not claims or plan.audit.audit_rows != "training":
+        return []
+    audited, check = rows_of_day(rows, FRACTIONS[TEST], plan.audit.reference_calibration != "none")
+    return [f"no night of {rows:,} rows can confirm a violation of claimed eps {claim:g}: its {check:,} check rows "
+            f"could not vouch even for an attacker right on every guess; hold out more rows or see "
+            f"{hints.PLAN_POWER.line(rows=rows, claim=f'{claim:g}')}"
+            for claim in claims if not can_ever_confirm(audited, check, claim, plan.audit.confidence)]

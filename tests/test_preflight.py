@@ -223,6 +223,12 @@ def test_bad_plans_and_arguments(capsys, root, plan, tmp_path):
             "--data-root", str(root), expect="--model")
     refused(capsys, [root], "guardrail", "--model", "ghost", "--date", D1.isoformat(), "--claimed-epsilon", "1",
             "--data-root", str(root), "--plan", plan, expect="no model 'ghost' for 2026-10-02")
+    # a candidate file must say which rows trained it: the flag is named, nothing is registered
+    candidate = tmp_path / "candidate.cbm"
+    candidate.write_bytes(b"not read")
+    refused(capsys, [root], "guardrail", "--model-file", str(candidate), "--date", D1.isoformat(),
+            "--claimed-epsilon", "1", "--data-root", str(root), "--plan", plan,
+            expect="--training-rows: a candidate file needs its training rows")
 
 
 def test_models_the_plan_loads_without_training_must_be_there(capsys, root, tmp_path):

@@ -28,9 +28,7 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import special, stats
 
-from auditing.bounds.misfit_test import exact_epsilon_lower
 from labeldp.errors import LabelDPInputError
 
 DEFAULT_GUESS_SHARE = 0.1
@@ -65,6 +63,14 @@ class PowerPlan:
         return asdict(self)
 
 
+def rows_of_day(rows: int, holdout: float, recalibrated: bool) -> tuple[int, int]:
+    """(audited rows, check rows) of a day of ``rows`` rows of which a share ``holdout`` trains no audited model:
+    the check rows are the held-out rows the reference's correction did not fit (half of them when the reference
+    is recalibrated on the other half)."""
+    held = int(rows * holdout)
+    return rows - held, held // 2 if recalibrated else held
+
+
 def _guesses(audited_rows: int, check_rows: int, guess_share: float) -> tuple[int, int]:
     """(the bound half's guesses, the check's matched guesses) at the planned threshold."""
     return max(int(guess_share * audited_rows / 2), 0), max(int(guess_share * MATCHED_SHARE * check_rows), 0)
@@ -74,7 +80,7 @@ def _z_mean(gap: float, claim: float, n_bound: int, n_check: int) -> float:
     """The test statistic's mean (in standard errors) when the model is right sigmoid(claim + gap) of the time
     on its guesses and the check a half: the smoothed accuracies of the test's own statistic
     (`auditing.bounds.misfit_test`), so that the log-odds stay finite as the accuracy nears 1."""
-    q = (float(special.expit(claim + gap)) * n_bound + 0.5) / (n_bound + 1)
+    q = (1.0 / (1.0 + math.exp(-(claim + gap))) * n_bound + 0.5) / (n_bound + 1)
     se = math.sqrt(1.0 / ((n_bound + 1) * q * (1 - q)) + 4.0 / (n_check + 1))
     return (math.log(q / (1 - q)) - claim) / se
 
@@ -94,10 +100,13 @@ def can_ever_confirm(audited_rows: int, check_rows: int, claimed_epsilon: float,
                      guess_share: float = DEFAULT_GUESS_SHARE) -> bool:
     """True when the check could vouch for the claim being exceeded at all: an attacker right on every audited
     guess at the planned threshold, the check right half of the time (exact test)."""
+    from auditing.bounds.misfit_test import check_p_value  # scipy: imported when a plan is computed
+
     n_bound, n_check = _guesses(audited_rows, check_rows, guess_share)
     if n_bound == 0 or n_check == 0:
         return False
-    return exact_epsilon_lower(n_bound, n_bound, n_check // 2, n_check, 1.0 - confidence) > claimed_epsilon
+    # epsilon_check exceeds the claim exactly when the test's p-value at the claim is at most 1 - confidence
+    return check_p_value(n_bound, n_bound, n_check // 2, n_check, claimed_epsilon) <= 1.0 - confidence
 
 
 def power_plan(audited_rows: int, check_rows: int, claimed_epsilon: float, *, confidence: float = 0.95,
@@ -114,6 +123,8 @@ def power_plan(audited_rows: int, check_rows: int, claimed_epsilon: float, *, co
                         ("power", power)):
         if not 0.0 < value < 1.0:
             raise LabelDPInputError(f"{name} must be in (0, 1); got {value!r}", field=name)
+    from scipy import stats  # imported when a plan is computed: 0.3 s to import
+
     n_bound, n_check = _guesses(audited_rows, check_rows, guess_share)
     ever = can_ever_confirm(audited_rows, check_rows, claimed_epsilon, confidence, guess_share)
     night_gap = family_gap = None
@@ -134,4 +145,5 @@ def power_plan(audited_rows: int, check_rows: int, claimed_epsilon: float, *, co
                      power, int(nights), night_gap, family_gap, ever)
 
 
-__all__ = ["DEFAULT_GUESS_SHARE", "DEFAULT_POWER", "FAMILY_NIGHTS", "MATCHED_SHARE", "PowerPlan", "can_ever_confirm", "power_plan"]
+__all__ = ["DEFAULT_GUESS_SHARE", "DEFAULT_POWER", "FAMILY_NIGHTS", "MATCHED_SHARE", "PowerPlan", "can_ever_confirm",
+           "power_plan", "rows_of_day"]

@@ -29,12 +29,13 @@ untrusted VIOLATION exits 4.
 The candidate is either a registered model (--model NAME) or a model file straight from another team's
 pipeline (--model-file F --format catboost|onnx, with --onnx-inputs MAP for a graph whose input names are not
 the dataset's columns), which is registered first under the name
-candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Pass its training
-rows: --training-rows FILE, a Parquet file of the row keys whose labels trained it. The day's other rows then
-recalibrate and check the reference. With the default 'all' (every row of day D trained it) nothing can check
-the reference: the verdict is "reference unchecked" and exits 4, unless --accept-unchecked-reference (recorded,
-never shown as trusted). Every input is checked before the candidate is registered or anything runs; bad input
-exits 2 with one line.
+candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Its training rows
+are required: --training-rows FILE, a Parquet file of the row keys whose labels trained it (hold out a random
+share of the day when training it: the day's other rows then recalibrate and check the reference, and the split
+is tested before it can vouch for a VIOLATION), or --training-rows all (every row of day D trained it: nothing can
+check the reference, and a VIOLATION is an unconfirmed leak, exit 4, unless --accept-unchecked-reference, recorded
+and never shown as trusted). Every input is checked before the candidate is registered or anything runs; bad
+input exits 2 with one line.
 
 Example:
   labeldp-audit guardrail --model-file release.onnx --format onnx --claimed-epsilon 2 --date 2024-01-02 \\
@@ -55,9 +56,9 @@ def register(subparsers) -> None:
     p.add_argument("--onnx-inputs", default=None, metavar="FILE",
                    help="with --model-file of an ONNX graph: a JSON file naming the dataset columns that feed each "
                         "graph input (docs/model_registry.md)")
-    p.add_argument("--training-rows", default="all",
-                   help="with --model-file: a Parquet file of the row keys that trained it (pass it: the day's other "
-                        "rows check the reference), or 'all' (the default: nothing can check the reference)")
+    p.add_argument("--training-rows", default=None, metavar="FILE|all",
+                   help="with --model-file (required): a Parquet file of the row keys that trained it (the day's "
+                        "other rows then check the reference), or 'all' (nothing can check the reference)")
     p.add_argument("--date", required=True, help="partition date YYYY-MM-DD the candidate was trained on")
     p.add_argument("--claimed-epsilon", required=True, type=float, help="the epsilon the release claims")
     add_common(p, fail_on_violation=False)  # a release gate always fails on VIOLATION
@@ -102,6 +103,14 @@ def run(args) -> int:
                                     "the mapping it was registered with")
     if not (args.claimed_epsilon >= 0):
         raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {args.claimed_epsilon!r}")
+    if args.model_file is not None and args.training_rows is None:
+        raise LabelDPInputError(
+            "--training-rows: a candidate file needs its training rows: a Parquet file of the row keys whose labels "
+            "trained it (hold out a random share of the day when training: the other rows then check the "
+            "reference), or 'all' when every row of the day trained it (nothing can check the reference then)")
+    if args.model is not None and args.training_rows is not None:
+        raise LabelDPInputError("--training-rows goes with --model-file; a registered --model keeps the training "
+                                "rows it was registered with")
     plan = preflight.plan_for(args.plan_file)
     warnings = preflight.check_run(root, [day], plan, args.warehouse, args.create_warehouse, targets=False)
     model = args.model if args.model else _register_candidate(args, root, day, plan)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+
+from auditing.verdict.power import DEFAULT_GUESS_SHARE, FAMILY_NIGHTS  # no scipy until a plan is computed
 
 HELP = "check a plan file and print it with every default filled in; print the plan's JSON Schema"
 DESCRIPTION = """\
@@ -40,6 +43,20 @@ strategy or a plan key; a test fails while they are stale).
 """
 
 
+BUILTIN_HOLDOUT = 0.16  # pipelines.data.splits.FRACTIONS[TEST]: the built-in split's held-out share
+POWER_DESCRIPTION = """\
+What the capacity check can confirm for a plan, a day's size, a holdout share and a claim: the gap above the
+claim a night confirms with 90% power, the gap a family confirms within --nights nights, and whether a perfect
+attacker could ever be vouched for. The check rows are the day's held-out rows (half of them when the plan
+recalibrates the reference on the other half). Planning figures under stated assumptions (the leak shows on a
+share of the rows where the model is as sharp as randomized response, the reference's misfit buys nothing): see
+docs/decisions.md, "Planning the holdout".
+
+Example:
+  labeldp-audit plan power --rows 50000 --holdout 0.2 --claimed-epsilon 1
+"""
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("plan", help=HELP, description=DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,6 +76,53 @@ def register(subparsers) -> None:
                         help="rewrite the checked-in infra/plans/plan.schema.json and "
                              "infra/datasets/dataset.schema.json instead of printing")
     schema.set_defaults(func=run_schema, read_only=True)
+
+    power = sub.add_parser("power", help="what gap above a claim a night, and a family, can confirm",
+                           description=POWER_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    power.add_argument("--plan", dest="plan_file", default=None, metavar="FILE",
+                       help="the plan (default infra/plans/default.json): its confidence and reference correction")
+    power.add_argument("--rows", type=int, required=True, help="rows of a day")
+    power.add_argument("--holdout", type=float, default=None,
+                       help=f"share of the day no audited model trains on (default {BUILTIN_HOLDOUT:g}, the built-in "
+                            "split's test share)")
+    power.add_argument("--claimed-epsilon", type=float, default=None,
+                       help="the claim (default: each finite claim of the plan's targets)")
+    power.add_argument("--guess-share", type=float, default=DEFAULT_GUESS_SHARE,
+                       help="share of the rows the leak shows on, the guesses at the check's threshold (default "
+                            f"{DEFAULT_GUESS_SHARE:g})")
+    power.add_argument("--nights", type=int, default=FAMILY_NIGHTS,
+                       help=f"nights the family has to confirm a leak in (default {FAMILY_NIGHTS})")
+    power.add_argument("--json", action="store_true", help="print the figures as JSON")
+    power.set_defaults(func=run_power, read_only=True)
+
+
+def run_power(args) -> int:
+    import json
+
+    from auditing.sinks.report.text import power_lines
+    from auditing.verdict.power import power_plan, rows_of_day
+    from flows.preflight import plan_for
+    from labeldp.errors import LabelDPInputError
+
+    plan = plan_for(args.plan_file)
+    holdout = BUILTIN_HOLDOUT if args.holdout is None else args.holdout
+    if not 0.0 <= holdout < 1.0:
+        raise LabelDPInputError(f"--holdout must be in [0, 1); got {holdout!r}")
+    if args.rows < 1:
+        raise LabelDPInputError(f"--rows must be a whole number >= 1; got {args.rows!r}")
+    claims = ([args.claimed_epsilon] if args.claimed_epsilon is not None
+              else sorted({t.claimed_epsilon for t in plan.targets if t.claimed_epsilon is not None
+                           and math.isfinite(t.claimed_epsilon)}))
+    if not claims:
+        raise LabelDPInputError("--claimed-epsilon: the plan's targets claim no finite epsilon; give the claim")
+    audited, check = rows_of_day(args.rows, holdout, plan.audit.reference_calibration != "none")
+    plans = [power_plan(audited, check, claim, confidence=plan.audit.confidence, guess_share=args.guess_share,
+                        nights=args.nights) for claim in claims]
+    if args.json:
+        print(json.dumps([p.to_dict() for p in plans], indent=1))
+    else:
+        print("\n".join(line for p in plans for line in power_lines(p)))
+    return 0
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:

@@ -17,6 +17,7 @@ from auditing.sinks.listing import ListedSlices, ListedVerdict, SkippedTarget
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.sinks.warehouse.spool import SpooledElsewhere
 from auditing.verdict.family_evidence import DEFAULT_ALPHA
+from auditing.verdict.power import PowerPlan
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
     ACT,
@@ -87,6 +88,23 @@ ASSUMPTION_T = ("assumption T_u: within each kind of guessed view (the released 
                 "reference's probability), the part of the model's choice of guesses on its training rows that does "
                 "not depend on their labels carries no more misfit-only accuracy than its guesses on rows it never "
                 "saw, and the check rows are exchangeable with the audited rows; docs/soundness.md section 8")
+
+
+def power_lines(plan: PowerPlan) -> list[str]:
+    """What `labeldp-audit plan power` prints for one claim (`auditing.verdict.power.PowerPlan`)."""
+    head = (f"claim {plan.claimed_epsilon:g}: {plan.audited_rows:,} audited and {plan.check_rows:,} check rows, "
+            f"{plan.confidence:.0%} confidence, the leak on {plan.guess_share:.0%} of the rows (planning figures)")
+    if not plan.can_ever_confirm:
+        return [head, "  no night can confirm a violation of this claim: even an attacker right on every guess could "
+                      "not be vouched for with these check rows; hold out a larger share of the day"]
+
+    def confirms(who: str, value: float | None) -> str:
+        if value is None:
+            return f"  {who}: no leak up to eps {plan.claimed_epsilon + 20:g} with {plan.power:.0%} power"
+        return f"  {who}: a leak at eps {plan.claimed_epsilon + value:.3g} (+{value:.2g}) with {plan.power:.0%} power"
+
+    return [head, confirms("a night confirms", plan.night_gap),
+            confirms(f"a family confirms within {plan.nights} nights", plan.family_gap)]
 
 
 def format_audit_result(result: Mapping, demonstrated: RiskBlock | None = None) -> str:
