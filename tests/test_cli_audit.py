@@ -272,3 +272,42 @@ def test_audit_scores_claimed_epsilon_json_carries_the_verdict_and_robustness(ca
     assert f"factor {math.exp(data['breaking_kappa']):.3g}" in out
     code, _, err = run_cli(capsys, *base, "--claimed-epsilon", "0.5", "--strategy", "max")
     assert code == 2 and "optimistic" in err and "bonferroni or split" in err
+
+
+def _checked_table(path, check):
+    """A non-private model's scores (every training label leaked) and a reference whose probability rises along the
+    table (so a check column that takes the table's end is not random), with the check rows marked."""
+    rng = np.random.default_rng(9)
+    n = check.size
+    p_reference = np.linspace(0.1, 0.4, n)
+    labels = (rng.random(n) < p_reference).astype(np.int64)
+    unseen = np.clip(p_reference + rng.normal(0, 0.2, n), 0.01, 0.99)  # a label-free spread on rows it never saw
+    p_target = np.where(check, unseen, np.clip(0.05 + 0.9 * labels, 0.01, 0.99))
+    pq.write_table(pa.table({"label": labels, "p_target": p_target, "p_reference": p_reference,
+                             "is_check": pa.array(check)}), path)
+
+
+def test_audit_scores_with_a_check_column_gives_a_decision_and_tests_the_split(capsys, tmp_path):
+    """A random check column: the VIOLATION's decision and trust are printed and in --json, with the split test that
+    passed. A check column that takes the table's last rows (where the reference differs): refused, naming the
+    input, and the decision is an unconfirmed leak whose next step is a random holdout."""
+    rng = np.random.default_rng(1)
+    random = tmp_path / "random.parquet"
+    _checked_table(random, rng.random(40_000) < 0.2)
+    code, out, _ = run_cli(capsys, "audit-scores", str(random), "--claimed-epsilon", "1", "--check-column",
+                           "is_check", "--repetitions", "1", "--json")
+    record = json.loads(out)
+    assert code == 0 and record["status"] == "VIOLATION"
+    assert record["decision"]["decision"] == "act" and record["trust"]["state"] == "trusted"
+    assert record["split_test"]["rule"] == "tested" and not record["split_test"]["refused"]
+    code, out, _ = run_cli(capsys, "audit-scores", str(random), "--claimed-epsilon", "1", "--check-column",
+                           "is_check", "--repetitions", "1")
+    assert "decision: CONFIRMED LEAK: ACT:" in out and "trust: trusted" in out
+    tail = tmp_path / "tail.parquet"
+    _checked_table(tail, np.arange(40_000) >= 32_000)
+    code, out, _ = run_cli(capsys, "audit-scores", str(tail), "--claimed-epsilon", "1", "--check-column",
+                           "is_check", "--repetitions", "1", "--json")
+    record = json.loads(out)
+    assert record["split_test"]["refused"] and record["decision"]["decision"] == "unconfirmed"
+    assert "hold out a random share" in record["decision"]["next_step"]
+    assert record["trust"]["state"] == "untrusted" and "differs between them" in record["trust"]["reason"]

@@ -445,7 +445,8 @@ def capacity_check(histograms: CheckHistograms | LegacyCheck, *, confidence: flo
                   check_misfit_kappa=check_misfit, check_grid_size=int(own.size))
     if plan is None:
         k = int(candidates[0])
-        return CapacityCheck(**common, reason=NO_MATCHED_STRATUM, threshold_bin=k, threshold_score=bin_lower_edge(k))
+        return CapacityCheck(**common, reason=NO_MATCHED_STRATUM, threshold_bin=k, threshold_score=bin_lower_edge(k),
+                             rule="stratified")
 
     k, size = plan.threshold, histograms.classes * 2 * COARSE_REFERENCE_BINS
 

@@ -160,7 +160,7 @@ def run(args) -> int:
     # Checked here too so that an error names the column the user gave (run_audit says p_reference).
     as_reference_probabilities(p_reference, f"{args.file}: column {args.reference_col}")
     try:
-        result = _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings)
+        result, split = _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc.template}", field=exc.field) from None
     out = result.to_dict()
@@ -170,10 +170,12 @@ def run(args) -> int:
                                     "optimistic statistic; use bonferroni or split")
         from auditing.verdict.judge import judge
 
-        verdict = judge(result, args.claimed_epsilon)
+        verdict = judge(result, args.claimed_epsilon, split=split)
         robustness = verdict.robustness.to_dict()
         robustness.pop("note")
-        out.update(claimed_epsilon=verdict.claimed_epsilon, status=verdict.status, **robustness)
+        out.update(claimed_epsilon=verdict.claimed_epsilon, status=verdict.status, **robustness,
+                   decision=verdict.decision.to_dict(), trust=verdict.trust.to_dict(),
+                   split_test=None if split is None else split.to_dict())
         if verdict.slices:  # judged: the slices' verdicts, as every other command's --json carries them
             from auditing.sinks.listing import ListedSlices
 
@@ -216,7 +218,9 @@ def _slice_columns(columns, names, mask):
 
 
 def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings=()):
-    """The audit of the table's rows: check rows apart (--check-column), grouped rows left out (--group-column)."""
+    """(the audit of the table's rows, the split test of --check-column's rows or None): check rows apart
+    (--check-column: their split against the audited rows tested on the reference's probability and the rows'
+    order in the table, `auditing.verdict.split_test`), grouped rows left out (--group-column)."""
     import numpy as np
     import pyarrow as pa
 
@@ -261,13 +265,14 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicin
         if groups is not None and groups.rows_excluded:
             from auditing.game.row_groups import NO_ROWS_LEFT
 
-            return no_rows_result(config, NO_ROWS_LEFT, groups)
+            return no_rows_result(config, NO_ROWS_LEFT, groups), None
         raise LabelDPInputError("no audited row: every row is a check row (--check-column)")
     check_rows = CheckRows(*part(checked)) if args.check_column else None
+    split = _split_test(p_reference, audited, checked) if args.check_column else None
     result = run_audit(*part(audited), config=config, row_groups=groups, check=check_rows, night=args.night,
                        progress=ProgressPrinter("repetitions", enabled=not args.quiet))
     if not slicings:
-        return result
+        return result, split
     import dataclasses
 
     from auditing.slices import audit_slices
@@ -276,4 +281,17 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicin
     slices = audit_slices(*part(audited), config, slicings, columns=_slice_columns(columns, names, audited),
                           check=check_rows, check_columns=_slice_columns(columns, names, checked),
                           budget=args.slice_budget, night=args.night)
-    return dataclasses.replace(result, slices=slices)
+    return dataclasses.replace(result, slices=slices), split
+
+
+def _split_test(p_reference, audited, checked):
+    """The check column's split against the audited rows on their label-free inputs: the reference's log-odds (of
+    the last class) and each row's place in the table."""
+    import numpy as np
+
+    from auditing.verdict.split_test import split_test
+
+    p = np.asarray(p_reference, dtype=np.float64)
+    p = np.clip(p if p.ndim == 1 else p[:, -1], 1e-12, 1 - 1e-12)
+    inputs = {"reference_log_odds": np.log(p) - np.log1p(-p), "row_position": np.arange(p.size, dtype=np.float64)}
+    return split_test({k: v[audited] for k, v in inputs.items()}, {k: v[checked] for k, v in inputs.items()})

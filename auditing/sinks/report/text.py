@@ -164,6 +164,13 @@ def _night_text(result: dict) -> str:
 def _verdict_lines(result: dict) -> list[str]:
     """The verdict against a claim (audit-scores --claimed-epsilon) and the f-DP method's Gaussian reading."""
     lines = []
+    decision = result.get("decision")
+    if decision:  # the decision first (auditing.verdict.decision), its reason and next step
+        step = f"; next: {decision['next_step']}" if decision.get("next_step") else ""
+        lines.append(f"decision: {decision['headline'].upper()}: {decision['reason']}{step}")
+        trust = result.get("trust") or {}
+        if trust.get("state"):
+            lines.append(f"  trust: {trust['state']}" + (f" ({trust['reason']})" if trust.get("reason") else ""))
     if result.get("status") is not None:
         kappa = result["breaking_kappa"]
         meaning = (f"the counts disprove the claim unless the reference misjudges some row's click odds by more "
