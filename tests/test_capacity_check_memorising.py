@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from capacity_nights import not_above_rate
+from capacity_nights import not_above_rate, pooled_epsilon_check
 from memorising_worlds import memorising_night
 
 from auditing.audit import run_audit
@@ -54,36 +54,6 @@ def test_trusted_false_violations_stay_within_the_rate_when_the_model_memorises(
     assert not_above_rate(int((results[:, 1] > 1.0).sum()), trials), label
 
 
-def _pooled_epsilon_check(histograms, confidence: float = 0.95) -> float:
-    """The rule the strata replaced, written here from its description (docs/soundness.md section 8.6): one
-    threshold planned on the selection half's pooled accuracy and the check's guess count, then the exact test on
-    the pooled counts of every kind of view."""
-    from scipy import stats
-
-    from auditing.bounds.misfit_test import exact_epsilon_lower
-    from auditing.game.sweep import guess_grid
-    from auditing.game.sweep_reduce import boundary_bins
-
-    def top(name):  # guesses per threshold bin, all strata pooled
-        pooled = getattr(histograms, name).sum(axis=0)
-        return np.flip(np.cumsum(np.flip(pooled)))
-
-    sel, sel_c, bound, bound_c, check, check_c = (top(n) for n in (
-        "selection_rows", "selection_correct", "bound_rows", "bound_correct", "check_rows", "check_correct"))
-    rows = histograms.selection_rows.sum(axis=0)
-    grid = guess_grid(int(rows.sum()), kind="log", points=100, min_fraction=1e-4)
-    candidates = np.unique(boundary_bins(rows, histograms.selection_correct.sum(axis=0), grid).bin)[::-1]
-    z = stats.norm.isf(1 - confidence)
-
-    def planned(k):
-        p = (sel_c[k] + 0.5) / (sel[k] + 1)
-        se = math.sqrt(1 / ((sel[k] + 1) * p * (1 - p)) + 4 / (check[k] + 1))
-        return math.log(p / (1 - p)) - z * se if check[k] else -math.inf
-
-    k = max(candidates, key=planned)
-    return exact_epsilon_lower(int(bound_c[k]), int(bound[k]), int(check_c[k]), int(check[k]), 1 - confidence)
-
-
 @pytest.mark.slow
 def test_the_pooled_rule_fails_where_the_stratified_one_holds():
     """The control: on the same nights the pooled rule vouches for most false VIOLATIONs (the construction breaks
@@ -97,7 +67,7 @@ def test_the_pooled_rule_fails_where_the_stratified_one_holds():
         night = memorising_night(5000 + seed, shift=1.0, **MEMORISING)
         game = play_game(*night.audited, game=AuditConfig(repetitions=1, seed=seed, score=SCORE,
                                                           reference_calibration="none").game, check=night.check)
-        pooled += _pooled_epsilon_check(game.check) > 1.0
+        pooled += pooled_epsilon_check(game.check) > 1.0
         stratified += capacity_check(game.check, confidence=0.95).epsilon_check > 1.0
     assert pooled >= trials // 2, pooled
     assert stratified <= 2, stratified
