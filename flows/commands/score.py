@@ -133,7 +133,7 @@ def run(args) -> int:
     from auditing.sinks.report.text import format_audit_result
     from auditing.verdict.judge import demonstrated_risk
     from labeldp.names import parse_date, resolve_data_root
-    from labeldp.progress import no_progress, stderr_progress
+    from labeldp.progress import live, no_progress, stderr_progress
     from pipelines.scoring.beam_request import (
         ScoringRequest,
         json_safe,
@@ -164,7 +164,7 @@ def run(args) -> int:
     else:
         from pipelines.scoring.beam_scoring import score_day
 
-        record = {**score_day(request, beam_args, progress, worker_progress=not args.quiet,
+        record = {**score_day(request, beam_args, progress, worker_progress=live(),
                               prepared=prepared).record, "reused": False}
     if args.json:
         print(json.dumps(json_safe(record) | {"output_dir": str(prepared.output_dir)}))
