@@ -39,7 +39,7 @@ Example:
   labeldp-audit guardrail --model-file release.onnx --format onnx --claimed-epsilon 2 --date 2024-01-02 \\
       --training-rows release-training-keys.parquet --plan my-plan.json
 """
-EPILOG = help_text() + ("\nA release pipeline blocks on any non-zero status: 1 is a disproved claim; 2, 3 and 4 mean "
+EPILOG = help_text() + ("\nA release pipeline blocks on any non-zero status: 1 is a disproved claim; 2, 3 and 4 mean\n"
                         "there is no trusted verdict in the warehouse.")
 
 

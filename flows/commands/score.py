@@ -12,7 +12,8 @@ DESCRIPTION = """\
 Runs the observational label-inference game (paper Alg. 2) at scale with Apache Beam: reads
 partitions/date=D as Arrow batches, runs the target model (models/<MODEL>/date=D) and the reference model M'
 through RunInference, plays --repetitions repetitions of the game per row (randomness keyed by seed, the day D,
-repetition and row_id: fresh coins each night, docs/soundness.md section 10), and reduces them to the exact per-repetition sweep counts of the in-process audit
+repetition and row_id: fresh coins each night, docs/soundness.md section 10), and reduces them to the exact
+per-repetition sweep counts of the in-process audit
 (histograms of |score| in order-preserving bins, then only the rows of the bins a grid point cuts). The counts
 are audited exactly as `labeldp-audit audit-scores` would audit the same rows.
 
