@@ -113,18 +113,27 @@ def test_help_lists_every_exit_code(command):
         assert f"{code} {' '.join(meaning.split())}" in text, (code, meaning)
 
 
-def test_the_readme_lists_every_exit_code_and_status_in_one_table():
+def test_the_readme_lists_every_exit_code_status_and_trust_state_in_one_table():
+    """The README's short table names each one, with the exit code it gives; docs/concepts.md gives each status
+    the words of --help, the report and the table's legend (`STATUS_MEANINGS`)."""
     from auditing.sinks.report.text import STATUS_MEANINGS
-    from auditing.verdict.types import STATUSES
+    from auditing.verdict.types import STATUSES, TRUST_STATES
 
     text = (REPO / "README.md").read_text()
-    block = text[text.index("Exit status of `nightly`"):]
+    block = text[text.index("## Statuses, trust and exit codes"):]
     table = block[block.index("\n|"):]
     table = table[:table.index("\n\n")]
     for code in exit_codes.MEANINGS:
-        assert f"| exit `{code}` |" in table, code
+        assert f"| exit `{code}` |" in table and table.count(f"| {code} |") >= 1, code
     for status in STATUSES:
-        assert f"| `{status}` | {STATUS_MEANINGS[status]};" in table, status
+        assert f"| `{status}` | " in table, status
+    for state in TRUST_STATES:
+        assert f"| trust `{state}` | " in table, state
+    concepts = " ".join((REPO / "docs" / "concepts.md").read_text().split())
+    for status in STATUSES:
+        assert f"- `{status}`: {' '.join(STATUS_MEANINGS[status].split())};" in concepts, status
+    for code in exit_codes.MEANINGS:
+        assert f"- exit `{code}`: " in concepts, code
 
 
 def test_help_lists_every_status_with_its_meaning():
