@@ -165,17 +165,39 @@ def test_the_terminal_shows_our_lines_and_logs_everything(tmp_path):
             print("noise from python on stdout")
             os.write(2, b"12:00:00.000 | WARNING | root - Resource module is not available\\n")
             subprocess.run(["sh", "-c", "echo child noise >&2"])
-            os.write(2, b"[score pid 7] scored: 1 batches, 10 of 40 rows\\n")
+            os.write(2, b"[score pid 7] pass 1: 10 of 40 rows, 5 rows/s, ~6s left\\n")
             term.drain()
             term.say("the table", stdout=True)
         """, str(log))
     out, err = child.communicate(timeout=60)
     assert child.returncode == 0, err
     assert out == "the table\n"
-    assert err.splitlines() == ["[labeldp-audit] training rr-eps1", "[score pid 7] scored: 1 batches, 10 of 40 rows"]
+    assert err.splitlines() == ["[labeldp-audit] training rr-eps1",
+                                "[score pid 7] pass 1: 10 of 40 rows, 5 rows/s, ~6s left"]
     text = log.read_text()
     for line in ("noise from python", "Resource module", "child noise", "training rr-eps1", "the table"):
         assert line in text
+
+
+def test_a_quiet_terminal_shows_only_our_warnings(tmp_path):
+    """--quiet: progress lines go to the log only; a warning, the table and the summary still reach the terminal."""
+    log = tmp_path / "logs" / "run.log"
+    child = _script("""
+        import sys
+        from flows.terminal import Terminal
+        with Terminal(sys.argv[1], quiet=True) as term:
+            print("[labeldp-audit] training rr-eps1", file=sys.stderr)
+            print("[score pid 7] pass 1: 10 of 40 rows, 5 rows/s, ~6s left", file=sys.stderr)
+            print("[labeldp-audit] warning: wrote 0 spooled result(s)", file=sys.stderr)
+            term.drain()
+            term.say("the table", stdout=True)
+            term.say("labeldp-audit nightly: exit 4: ...")
+        """, str(log))
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert out == "the table\n"
+    assert err.splitlines() == ["[labeldp-audit] warning: wrote 0 spooled result(s)", "labeldp-audit nightly: exit 4: ..."]
+    assert "training rr-eps1" in log.read_text() and "pass 1" in log.read_text()
 
 
 def test_progress_shows_no_time_left_where_the_pace_says_nothing():
