@@ -23,6 +23,7 @@ import importlib
 import sys
 
 from flows import exit_codes, terminal
+from labeldp import progress
 from labeldp.errors import LabelDPInputError
 
 # Order here is the order in `labeldp-audit --help`.
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # Live progress (a fit's time left, a pass's rows per second) for someone watching: on a terminal, not --quiet.
+    progress.set_live(not getattr(args, "quiet", False) and sys.stderr.isatty())
     read_only = getattr(args, "read_only", False)
     try:
         with terminal.terminate_like_interrupt():

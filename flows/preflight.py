@@ -119,6 +119,18 @@ def check_candidate(root: Path, name: str, day: dt.date, plan: AuditPlan) -> Non
     _model(root, check_name(name, "--model"), day, plan, "candidate", _footer(root, day))
 
 
+def check_candidate_metadata(metadata, day: dt.date, plan: AuditPlan, root: Path) -> None:
+    """A candidate file not registered yet (``guardrail --model-file --check-only``), by the metadata its
+    registration would write (`ModelMetadata`): for the plan's dataset and ``day``, reading the partition's
+    columns."""
+    from pipelines.models import registry
+    from pipelines.scoring.beam_request import check_model_for_day
+
+    check_model_for_day(metadata, plan.dataset, day, "candidate")
+    if metadata.feature_schema:
+        registry.check_features(metadata, _footer(root, day))
+
+
 def check_warehouse(root: Path, warehouse: str | None, create: bool = False) -> list[str]:
     """The warehouse target (see the module docstring); returns warnings (an unreachable PostgreSQL server)."""
     from auditing.sinks.warehouse import DEFAULT_FILE_NAME, is_postgres_target

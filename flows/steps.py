@@ -29,7 +29,7 @@ from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
-from labeldp.progress import Progress, no_progress
+from labeldp.progress import Progress, live, no_progress
 from pipelines.data.layout import model_dir, partition_dir
 
 if TYPE_CHECKING:
@@ -241,9 +241,11 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     else:
         from pipelines.scoring import beam_scoring
 
-        # Rows done on stderr ("[score pid N] scored: ..."; the terminal adds the time left) when the job runs here.
+        # Each pass's rows, rows per second and time left on stderr ("[score pid N] pass 1: ...") when the job runs
+        # here and someone watches (`labeldp.progress.live`).
         outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
-                                         worker_progress=beam_request.in_process(plan.beam_args), prepared=prepared)
+                                         worker_progress=beam_request.in_process(plan.beam_args) and live(),
+                                         prepared=prepared)
         record = {**outcome.record, "reused": False}
     # The models' identities as resolved now (the same fingerprints as the stored game's: they are in its key); a
     # game stored by an older version lacks the training rows' and the corrected reference's fingerprints.

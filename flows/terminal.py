@@ -2,8 +2,8 @@
 
 - `Terminal` routes the process's file descriptors 1 and 2 (Python, C libraries and child processes alike)
   through a pipe: every line goes to a debug log (``<data root>/logs/labeldp-<UTC timestamp>.log``); only our
-  own progress lines (``[labeldp-audit] ...``, the Beam job's ``[score ...]`` rows-done lines, given an ETA
-  here) reach the terminal, unless ``verbose``. Beam's and Prefect's start-up and engine lines stay in the log.
+  own progress lines (``[labeldp-audit] ...``, the Beam job's live ``[score ...]`` lines) reach the terminal,
+  everything with ``verbose``, only our warnings with ``quiet``. Beam's and Prefect's start-up and engine lines stay in the log.
   The results table and the summary are written to the real stdout / stderr (`out`, `err`), so ``--json``
   output is never mixed with a library's print.
 - Stopping (`StopWatch`): the first SIGINT raises KeyboardInterrupt as usual, and SIGTERM (what a scheduler,
@@ -23,7 +23,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -39,7 +38,6 @@ OUR_PREFIXES = ("[labeldp-audit", "[score ")
 LOGS_DIR = "logs"
 LEFTOVERS = ".interrupted-{pid}.json"
 FS_CLOCK_SLACK = 0.5  # seconds
-_SCORED = re.compile(r"^\[score pid (\d+)\] (\w+): \d+ batches, (\d+) of (\d+) rows\s*$")
 
 
 def discard_fd(fd: int = 1) -> None:
@@ -76,11 +74,10 @@ def _terminal_stream(stream, fd: int):
 class Terminal:
     """fds 1 and 2 through a filter while the ``with`` block runs (see the module docstring)."""
 
-    def __init__(self, log_path: Path, verbose: bool = False):
-        self.log_path, self.verbose = Path(log_path), verbose
+    def __init__(self, log_path: Path, verbose: bool = False, quiet: bool = False):
+        self.log_path, self.verbose, self.quiet = Path(log_path), verbose, quiet
         self._lock = threading.Lock()
         self._drained: dict[str, threading.Event] = {}
-        self._first_scored: dict[tuple[str, str], tuple[float, int]] = {}
         self._active = False
 
     def __enter__(self) -> Terminal:
@@ -112,8 +109,8 @@ class Terminal:
                     self.log_file.write(line)
                 except ValueError:  # closed at the end of the run
                     continue
-                if self.verbose or line.startswith(OUR_PREFIXES):
-                    self._show(self._with_eta(line))
+                if self.verbose or (line.startswith(OUR_PREFIXES) and (not self.quiet or "warning:" in line)):
+                    self._show(line)
 
     def _show(self, line: str) -> None:
         with self._lock:
@@ -122,25 +119,6 @@ class Terminal:
                 self.err.flush()
             except (OSError, ValueError):
                 pass
-
-    def _with_eta(self, line: str) -> str:
-        """The Beam job's "[score pid N] scored: B batches, X of Y rows" line with the time left, from the rate
-        since the job's first such line (a count that does not grow starts a new job)."""
-        found = _SCORED.match(line)
-        if not found:
-            return line
-        key, done, total = (found.group(1), found.group(2)), int(found.group(3)), int(found.group(4))
-        now = time.monotonic()
-        start = self._first_scored.get(key)
-        if start is None or done <= start[1]:  # the job's first line (one process runs several jobs)
-            self._first_scored[key] = (now, done)
-            return line
-        if done >= total or now <= start[0]:
-            return line
-        left = (total - done) * (now - start[0]) / (done - start[1])
-        if left < 1:  # "~0s left" while rows remain says nothing
-            return line
-        return line.rstrip("\n") + f" (~{left:.0f}s left)\n"
 
     def drain(self, timeout: float = 2.0) -> None:
         """Waits until every line written so far has gone through the filter."""

@@ -695,3 +695,20 @@ def test_beams_false_warnings_are_dropped_and_real_ones_kept():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Resource module" not in done.stderr and "apitools" not in done.stderr
     assert "a real warning" in done.stderr
+
+
+@pytest.mark.parametrize("plan", ["side-input", "two-stage"])
+def test_each_pass_shows_its_rows_and_rows_per_second_only_when_asked(world, capsys, plan):
+    """The driver's `live()` answer (`worker_progress`) decides: each pass ends with its rows and rows per second
+    on stderr; without it the job prints nothing, whatever the plan."""
+    config = AuditConfig(repetitions=2, seed=5)
+    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1000, plan_mode=plan,
+                             thread_count=1)
+    score_day(request, [], worker_progress=False)
+    assert "[score pid" not in capsys.readouterr().err
+    score_day(request, [], worker_progress=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[score pid")]
+    passes = ["pass 1", "pass 2"] if plan == "two-stage" else ["pass 1"]
+    for name in passes:
+        [end] = [line for line in lines if f"] {name}: {ROWS:,} of {ROWS:,} rows, " in line]
+        assert end.endswith(" rows/s"), lines

@@ -129,18 +129,27 @@ def test_help_lists_every_exit_code(command):
         assert f"{code} {' '.join(meaning.split())}" in text, (code, meaning)
 
 
-def test_the_readme_lists_every_exit_code_and_status_in_one_table():
+def test_the_readme_lists_every_exit_code_status_and_trust_state_in_one_table():
+    """The README's short table names each one, with the exit code it gives; docs/concepts.md gives each status
+    the words of --help, the report and the table's legend (`STATUS_MEANINGS`)."""
     from auditing.sinks.report.text import STATUS_MEANINGS
-    from auditing.verdict.types import STATUSES
+    from auditing.verdict.types import STATUSES, TRUST_STATES
 
     text = (REPO / "README.md").read_text()
-    block = text[text.index("Exit status of `nightly`"):]
+    block = text[text.index("## Statuses, trust and exit codes"):]
     table = block[block.index("\n|"):]
     table = table[:table.index("\n\n")]
     for code in exit_codes.MEANINGS:
-        assert f"| exit `{code}` |" in table, code
+        assert f"| exit `{code}` |" in table and table.count(f"| {code} |") >= 1, code
     for status in STATUSES:
-        assert f"| `{status}` | {STATUS_MEANINGS[status]};" in table, status
+        assert f"| `{status}` | " in table, status
+    for state in TRUST_STATES:
+        assert f"| trust `{state}` | " in table, state
+    concepts = " ".join((REPO / "docs" / "concepts.md").read_text().split())
+    for status in STATUSES:
+        assert f"- `{status}`: {' '.join(STATUS_MEANINGS[status].split())};" in concepts, status
+    for code in exit_codes.MEANINGS:
+        assert f"- exit `{code}`: " in concepts, code
 
 
 def test_help_lists_every_decision_with_its_exit_code_and_every_status():
@@ -176,17 +185,39 @@ def test_the_terminal_shows_our_lines_and_logs_everything(tmp_path):
             print("noise from python on stdout")
             os.write(2, b"12:00:00.000 | WARNING | root - Resource module is not available\\n")
             subprocess.run(["sh", "-c", "echo child noise >&2"])
-            os.write(2, b"[score pid 7] scored: 1 batches, 10 of 40 rows\\n")
+            os.write(2, b"[score pid 7] pass 1: 10 of 40 rows, 5 rows/s, ~6s left\\n")
             term.drain()
             term.say("the table", stdout=True)
         """, str(log))
     out, err = child.communicate(timeout=60)
     assert child.returncode == 0, err
     assert out == "the table\n"
-    assert err.splitlines() == ["[labeldp-audit] training rr-eps1", "[score pid 7] scored: 1 batches, 10 of 40 rows"]
+    assert err.splitlines() == ["[labeldp-audit] training rr-eps1",
+                                "[score pid 7] pass 1: 10 of 40 rows, 5 rows/s, ~6s left"]
     text = log.read_text()
     for line in ("noise from python", "Resource module", "child noise", "training rr-eps1", "the table"):
         assert line in text
+
+
+def test_a_quiet_terminal_shows_only_our_warnings(tmp_path):
+    """--quiet: progress lines go to the log only; a warning, the table and the summary still reach the terminal."""
+    log = tmp_path / "logs" / "run.log"
+    child = _script("""
+        import sys
+        from flows.terminal import Terminal
+        with Terminal(sys.argv[1], quiet=True) as term:
+            print("[labeldp-audit] training rr-eps1", file=sys.stderr)
+            print("[score pid 7] pass 1: 10 of 40 rows, 5 rows/s, ~6s left", file=sys.stderr)
+            print("[labeldp-audit] warning: wrote 0 spooled result(s)", file=sys.stderr)
+            term.drain()
+            term.say("the table", stdout=True)
+            term.say("labeldp-audit nightly: exit 4: ...")
+        """, str(log))
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert out == "the table\n"
+    assert err.splitlines() == ["[labeldp-audit] warning: wrote 0 spooled result(s)", "labeldp-audit nightly: exit 4: ..."]
+    assert "training rr-eps1" in log.read_text() and "pass 1" in log.read_text()
 
 
 def test_progress_shows_no_time_left_where_the_pace_says_nothing():

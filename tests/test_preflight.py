@@ -317,3 +317,74 @@ def test_a_missing_criteo_day_is_ingested_from_its_tsv_or_synthesized(capsys, ro
     code, err, _ = run_cli(capsys, "nightly", "--date", "2026-10-05", "--data-root", str(root), "--plan", plan)
     assert code == 2 and "`labeldp-audit data ingest-criteo FILE --date 2026-10-05`" in err[0], err
     assert "`labeldp-audit data synth --start 2026-10-05 --end 2026-10-05`" in err[0]
+
+
+# ------------------------------------------------------------------------------------------ --check-only
+
+
+def _checked(capsys, roots, *argv) -> str:
+    """The command exits 0 with one stderr line saying every input passed, and leaves ``roots`` as they were."""
+    before = snapshot(*roots)
+    code, err, out = run_cli(capsys, *argv, "--check-only")
+    assert code == 0, err
+    assert len(err) == 1 and "--check-only: every input of" in err[0] and "nothing was trained" in err[0], err
+    assert out == "" and snapshot(*roots) == before
+    return err[0]
+
+
+def test_check_only_runs_the_preflight_and_writes_nothing(capsys, root, plan, tmp_path):
+    """nightly, backfill and guardrail --check-only: 0 when every input passes (no model trained, no log, no
+    warehouse, no Prefect), 2 with the preflight's one line when one does not, and nothing written either way."""
+    warehouse = tmp_path / "wh" / "warehouse.duckdb"
+    assert "of 2026-10-02 passed" in _checked(capsys, [root], *nightly(root, plan))
+    _checked(capsys, [root, tmp_path / "wh"], *nightly(root, plan, "--warehouse", str(warehouse),
+                                                         "--create-warehouse"))
+    assert not (root / "logs").exists() and not (root / "models").exists() and not (tmp_path / "wh").exists()
+    assert "of 2026-10-02..2026-10-02 passed" in _checked(
+        capsys, [root], "backfill", "--start", D1.isoformat(), "--end", D1.isoformat(), "--data-root", str(root),
+        "--plan", plan)
+    _checked(capsys, [root], *nightly(root, plan, "--drain-only"))
+
+    # Bad input: exit 2, one line, nothing written; a missing day sends no DATA_MISSING alert either (the run
+    # without --check-only records one in the alerts ledger).
+    from webhook_receiver import WebhookReceiver
+
+    hook = WebhookReceiver()
+    missing_day = ["nightly", "--date", "2026-10-05", "--data-root", str(root), "--plan", plan, "--webhook-url",
+                   hook.start()]
+    try:
+        refused(capsys, [root], *missing_day, "--check-only", expect="2026-10-05")
+        assert hook.received == []
+        run_cli(capsys, *missing_day)
+        assert [alert["kind"] for alert in hook.received] == ["DATA_MISSING"]  # what --check-only held back
+    finally:
+        hook.stop()
+    refused(capsys, [root], "backfill", "--start", D1.isoformat(), "--end", "2026-10-03", "--data-root", str(root),
+            "--plan", plan, "--check-only", expect="2026-10-03")
+    refused(capsys, [root], *nightly(root, plan, "--warehouse", str(warehouse), "--check-only"),
+            expect="does not exist; create it, fix the path or pass --create-warehouse")
+    refused(capsys, [root], "guardrail", "--model", "ghost", "--date", D1.isoformat(), "--claimed-epsilon", "1",
+            "--data-root", str(root), "--plan", plan, "--check-only", expect="no model 'ghost' for 2026-10-02")
+
+
+def test_guardrail_check_only_checks_a_model_file_without_registering_it(capsys, root, plan, tmp_path):
+    from pipelines.training.fitting import CatBoostSettings, fit_catboost
+    from pipelines.training.train import load_day
+
+    day = load_day(root, D1)
+    model, _ = fit_catboost(day.features, day.labels, CatBoostSettings(iterations=3), 0)
+    candidate = tmp_path / "release.cbm"
+    model.save_model(str(candidate))
+    argv = ["guardrail", "--model-file", str(candidate), "--format", "catboost", "--claimed-epsilon", "1",
+            "--date", D1.isoformat(), "--data-root", str(root), "--plan", plan]
+    assert "of candidate-" in _checked(capsys, [root], *argv)
+    assert not (root / "models").exists()
+    keys = tmp_path / "keys.parquet"
+    pq.write_table(pa.table({"row_id": pa.array([*day.row_ids[:2], 10**12], pa.int64())}), keys)
+    refused(capsys, [root], *argv, "--training-rows", str(keys), "--check-only",
+            expect="1 of 3 key(s) are not rows of day 2026-10-02")
+    other = tmp_path / "other.cbm"
+    fit_catboost(day.features[["I1", "I2"]].rename(columns={"I1": "x1", "I2": "x2"}), day.labels,
+                 CatBoostSettings(iterations=3), 0)[0].save_model(str(other))
+    refused(capsys, [root], *[str(other) if a == str(candidate) else a for a in argv], "--check-only",
+            expect="['x1', 'x2']")

@@ -712,10 +712,12 @@ def test_reading_never_migrates(target, capsys):
 
 
 def test_the_readme_queries_run(target):
-    """README.md "Reading results back": the query block of each backend, run as written on this warehouse."""
+    """docs/warehouse.md "Querying the tables yourself": the query block of each backend, run as written on this
+    warehouse."""
     import re
 
-    section = (Path(__file__).resolve().parents[1] / "README.md").read_text().split("### Reading results back")[1]
+    doc = Path(__file__).resolve().parents[1] / "docs" / "warehouse.md"
+    section = doc.read_text().split("## Querying the tables yourself")[1]
     blocks = re.findall(r"```python\n(.*?)```", section.split("\n## ")[0], re.S)
     block = next(b for b in blocks if ("import psycopg" in b) == target.startswith("postgresql"))
     code = (block.replace(".labeldp/warehouse.duckdb", target).replace("postgresql://auditor@db:5432/audit", target)

@@ -37,7 +37,7 @@ from auditing.verdict.control_check import CONTROL_KINDS, LABEL_BLIND, NEGATIVE,
 from labeldp.errors import LabelDPInputError
 
 # The confidence the negative control is judged at: a correct night voids its verdicts with probability at most
-# 1 - NEGATIVE_CONFIDENCE (README: what a correct night can lose).
+# 1 - NEGATIVE_CONFIDENCE (docs/concepts.md, Controls: what a correct night can lose).
 NEGATIVE_CONFIDENCE = 0.999
 TARGET, CONTROL = "target", "control"  # the warehouse column `kind`
 # The power the positive control's floor is pre-registered at: a working audit reaches the floor with at least

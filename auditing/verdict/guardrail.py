@@ -1,4 +1,4 @@
-"""The release guardrail's verdict (README.md, "What the numbers mean": Status; the valid bound it rests on and
+"""The release guardrail's verdict (docs/concepts.md, "What the numbers mean": Status; the valid bound it rests on and
 its assumptions: docs/soundness.md, section 1 "The game and the hypothesis").
 
   - VIOLATION: the VALID lower bound exceeds the claimed epsilon: the claim is disproved at the audit's

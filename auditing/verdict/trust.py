@@ -1,5 +1,5 @@
 """Trust, decided per verdict: what the night's controls and the capacity check say about each verdict.
-Pure; the rules and why are docs/soundness.md section 8.5 and the README's status table.
+Pure; the rules and why are docs/soundness.md section 8.5 and docs/concepts.md, "Statuses, trust and exit codes".
 
 - A **VIOLATION** is trusted only when the capacity check vouches for it (its kappa-free `epsilon_check` also
   exceeds the claim: the evidence exceeds what the reference's misfit explains), the check rows stand for the

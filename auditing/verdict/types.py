@@ -54,7 +54,7 @@ class Robustness:
         return asdict(self)
 
 
-# How far a verdict can be relied on (auditing.verdict.trust decides it; README: statuses and exit codes).
+# How far a verdict can be relied on (auditing.verdict.trust decides it; docs/concepts.md: statuses, trust, exits).
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
 UNCHECKED = "reference unchecked"

@@ -225,8 +225,8 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicin
     import pyarrow as pa
 
     from auditing.audit import CheckRows, no_rows_result, run_audit
-    from flows.progress import ProgressPrinter
     from labeldp.errors import LabelDPInputError
+    from labeldp.progress import Countdown, stderr_progress
 
     n = len(labels)
     ids = np.arange(n, dtype=np.int64) if row_ids is None else np.asarray(row_ids)
@@ -269,8 +269,10 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicin
         raise LabelDPInputError("no audited row: every row is a check row (--check-column)")
     check_rows = CheckRows(*part(checked)) if args.check_column else None
     split = _split_test(p_reference, audited, checked) if args.check_column else None
+    countdown = Countdown(stderr_progress("audit-scores"), "game", config.game.repetitions, "repetitions",
+                          interval=2.0)  # live: on a terminal, without --quiet
     result = run_audit(*part(audited), config=config, row_groups=groups, check=check_rows, night=args.night,
-                       progress=ProgressPrinter("repetitions", enabled=not args.quiet))
+                       progress=lambda done, _total: countdown(done))
     if not slicings:
         return result, split
     import dataclasses

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flows.commands.flow_options import add_common, execute, outcome_of
+from flows.commands.flow_options import add_common, checked, execute, outcome_of
 from flows.exit_codes import help_text
 
 HELP = "run nightly audits for every day in a range (skips days already in the warehouse)"
@@ -51,6 +51,8 @@ def run(args) -> int:
     days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
     for warning in preflight.check_run(root, days, plan, args.warehouse, args.create_warehouse):
         print(f"labeldp-audit backfill: warning: {warning}", file=sys.stderr, flush=True)
+    if args.check_only:
+        return checked("backfill", f"{first.isoformat()}..{last.isoformat()}")
 
     def start():
         from flows.nightly import backfill

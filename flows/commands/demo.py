@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from flows.commands.flow_options import execute, outcome_of
+from flows.commands.flow_options import add_output, execute, outcome_of
 
 HELP = "run the whole nightly pipeline from nothing on synthetic days (the README's main job)"
 DESCRIPTION = """\
@@ -28,8 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--start", default="2026-11-01", help="reference day D0 (default 2026-11-01)")
     p.add_argument("--rows", type=int, default=200_000, help="rows per synthetic day (default 200000)")
     p.add_argument("--json", action="store_true", help="print the result rows as JSON")
-    p.add_argument("--verbose", action="store_true",
-                   help="show Prefect's, Beam's and CatBoost's own output too (default: in the run's debug log)")
+    add_output(p)
     p.set_defaults(func=run)
 
 
@@ -46,16 +45,20 @@ def run(args) -> int:
     d0 = parse_date(args.start, "--start")
     d1 = d0 + dt.timedelta(days=1)
     start = time.monotonic()
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
     from pipelines.data.synth import write_synthetic_day
 
     for day in (d0, d1):
         if partition_dir(root, day).is_dir():
-            print(f"[demo] partition {day} present", file=sys.stderr)
+            say(f"[demo] partition {day} present")
             continue
-        print(f"[demo] synthesizing {args.rows} rows for {day}", file=sys.stderr, flush=True)
+        say(f"[demo] synthesizing {args.rows} rows for {day}")
         write_synthetic_day(root, day, rows=args.rows)
-    print(f"[demo] nightly audit of {d1} (training and scoring take a few minutes on 2 cores)", file=sys.stderr,
-          flush=True)
+    say(f"[demo] nightly audit of {d1} (training and scoring take a few minutes on 2 cores)")
     args.warehouse = None  # the data root's DuckDB file
 
     def audit():

@@ -34,10 +34,30 @@ def add_common(parser, fail_on_violation: bool = True) -> None:
                              "reference), exit by the verdicts' status instead of 4; the acceptance is recorded on "
                              "each row and the verdicts are never shown as trusted (default: the plan's "
                              "accept_unchecked_reference, false)")
+    parser.add_argument("--check-only", action="store_true",
+                        help="run every input check (plan, partitions, models, warehouse) and stop: exit 0 when "
+                             "they pass, 2 with one line when one does not; nothing is trained, scored, registered "
+                             "or written")
     parser.add_argument("--json", action="store_true", help="print the result rows as JSON")
+    add_output(parser)
+
+
+def add_output(parser) -> None:
+    """--verbose and --quiet: how much of a run's output reaches the terminal."""
     parser.add_argument("--verbose", action="store_true",
                         help="show every line of Prefect, Beam and CatBoost (default: only progress lines; the "
                              "rest goes to <data-root>/logs/labeldp-<UTC time>.log)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines, only warnings, errors, the table and the summary (the live ones, "
+                             "a CatBoost fit's time left and a Beam pass's rows per second, show only when stderr "
+                             "is a terminal)")
+
+
+def checked(command: str, what: str) -> int:
+    """The end of a ``--check-only`` run whose checks passed: one line, exit 0."""
+    print(f"labeldp-audit {command}: --check-only: every input of {what} passed its checks (plan, partitions, models, "
+          "warehouse); nothing was trained, scored or written", file=sys.stderr, flush=True)
+    return 0
 
 
 def prepare_environment() -> None:
@@ -96,7 +116,7 @@ def execute(args, command: str, root, start) -> int:
     from labeldp.errors import LabelDPInputError
 
     began = time.time()
-    term = terminal.Terminal(terminal.debug_log_path(root), verbose=args.verbose)
+    term = terminal.Terminal(terminal.debug_log_path(root), verbose=args.verbose, quiet=args.quiet)
     said: list[str] = []
     api = None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flows.commands.flow_options import add_common, execute, outcome_of
+from flows.commands.flow_options import add_common, checked, execute, outcome_of
 from flows.exit_codes import help_text
 
 # A field whose option has another name (flows.cli.flags_of): the candidate registered as the library's `file`.
@@ -41,7 +41,7 @@ Example:
   labeldp-audit guardrail --model-file release.onnx --format onnx --claimed-epsilon 2 --date 2024-01-02 \\
       --training-rows release-training-keys.parquet --plan my-plan.json
 """
-EPILOG = help_text() + ("\nA release pipeline blocks on any non-zero status: 1 is a disproved claim; 2, 3 and 4 mean "
+EPILOG = help_text() + ("\nA release pipeline blocks on any non-zero status: 1 is a disproved claim; 2, 3 and 4 mean\n"
                         "there is no trusted verdict in the warehouse.")
 
 
@@ -65,8 +65,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _register_candidate(args, root, day, plan) -> str:
-    """Registers --model-file after the other inputs passed (bad input fails here, in a second, with exit 2)."""
+def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:
+    """Registers --model-file after the other inputs passed (bad input fails here, in a second, with exit 2);
+    ``check_only``: checks it as a registration would, and as the run would check the registered candidate,
+    registering nothing."""
     from pathlib import Path
 
     from labeldp.errors import LabelDPInputError
@@ -82,7 +84,15 @@ def _register_candidate(args, root, day, plan) -> str:
     training_rows = args.training_rows if args.training_rows == "all" else Path(args.training_rows)
     record = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=args.claimed_epsilon,
                             dataset=plan.dataset, training_rows=training_rows,
-                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=True)
+                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=True,
+                            check_only=check_only)
+    if check_only:
+        from flows import preflight
+        from pipelines.models.metadata import ModelMetadata
+
+        record.pop("already_registered")
+        preflight.check_candidate_metadata(ModelMetadata.from_dict(record), day, plan, root)
+        return name
     print(f"[labeldp-audit] registered {path} as {name}@{day.isoformat()} ({record.get('format')})",
           file=sys.stderr, flush=True)
     return name
@@ -113,10 +123,13 @@ def run(args) -> int:
                                 "rows it was registered with")
     plan = preflight.plan_for(args.plan_file)
     warnings = preflight.check_run(root, [day], plan, args.warehouse, args.create_warehouse, targets=False)
-    model = args.model if args.model else _register_candidate(args, root, day, plan)
-    preflight.check_candidate(root, model, day, plan)
+    model = args.model if args.model else _register_candidate(args, root, day, plan, check_only=args.check_only)
+    if args.model or not args.check_only:
+        preflight.check_candidate(root, model, day, plan)
     for warning in warnings:
         print(f"labeldp-audit guardrail: warning: {warning}", file=sys.stderr, flush=True)
+    if args.check_only:
+        return checked("guardrail", f"{model}@{day.isoformat()}")
 
     def start():
         from flows.nightly import release_guardrail

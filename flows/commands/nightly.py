@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flows.commands.flow_options import add_common, execute, outcome_of
+from flows.commands.flow_options import add_common, checked, execute, outcome_of
 from flows.exit_codes import help_text
 
 HELP = "run the nightly audit of one day (train/load, score with Beam, audit, warehouse, report, alert)"
@@ -56,6 +56,10 @@ def run(args) -> int:
 
         raise LabelDPInputError("--include-unaddressed applies to --drain-only only")
     if args.drain_only:
+        if args.check_only:  # the drain's one input
+            for warning in preflight.check_warehouse(root, args.warehouse, args.create_warehouse):
+                print(f"labeldp-audit nightly: warning: {warning}", file=sys.stderr, flush=True)
+            return checked("nightly", "the drain")
         return drain_only(root, args)
     day = parse_date(args.date, "--date") if args.date else steps.default_audit_date()
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
@@ -63,11 +67,13 @@ def run(args) -> int:
     try:
         warnings = preflight.check_run(root, [day], plan, args.warehouse, args.create_warehouse)
     except steps.DataMissingError as exc:  # alerted as the flow would (a data problem, never a violation)
-        for spec in plan.targets:
+        for spec in plan.targets if not args.check_only else ():
             steps.send_failure_alert(root, "DATA_MISSING", spec.name, day, str(exc), args.webhook_url)
         raise
     for warning in warnings:
         print(f"labeldp-audit nightly: warning: {warning}", file=sys.stderr, flush=True)
+    if args.check_only:
+        return checked("nightly", day.isoformat())
 
     def start():
         from flows.nightly import nightly_audit

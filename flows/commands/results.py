@@ -67,11 +67,11 @@ of rows sharing a group agree against independent labels), then the attack's ROC
 evidence across nights, a sentence each (none for a row written before them), then its slices when it declared
 some (every slice, the largest bound first, with the slices' budget, their count S and confidence
 1 - budget / S; a slice VIOLATION is judged at that confidence, apart from the verdict). The JSON-text columns
-(result_json, shift_diagnostic, durations) are printed as an outline, one key a line, their curves and histograms summarised
-(how many values, their range); --json prints them whole. Without --date: the model's latest verdict; on a date with several
-verdicts (run kinds, claims, audit configs), the one that finished last (--run-kind and --config pick another;
-the others are listed). With --run ID: every verdict that run wrote or was recorded against (of MODEL only, when
-given), each in full; --json prints them as a list.
+(result_json, shift_diagnostic, durations) are printed as an outline, one key a line, their curves and
+histograms summarised (how many values, their range); --json prints them whole. Without --date: the model's
+latest verdict; on a date with several verdicts (run kinds, claims, audit configs), the one that finished last
+(--run-kind and --config pick another; the others are listed). With --run ID: every verdict that run wrote or
+was recorded against (of MODEL only, when given), each in full; --json prints them as a list.
 
 Examples:
   labeldp-audit results show rr-eps1
@@ -130,10 +130,11 @@ def register(subparsers) -> None:
     # Both forms in the usage line (argparse would show the optional ACTION as if it were required).
     indent = " " * len(f"usage: {p.prog} ")
     p.usage = (f"{p.prog} [--warehouse W] [--data-root R] [--model N] [--since D] [--until D]\n"
-               f"{indent}[--status {{{','.join(STATUSES)}}}] [--trust {{{','.join(TRUST_SHORT.values())}}}]\n"
+               f"{indent}[--status {{{','.join(STATUSES)}}}]\n"
+               f"{indent}[--trust {{{','.join(TRUST_SHORT.values())}}}]\n"
                f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}] [--run ID] [--all] [--json | --csv]\n"
-               f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W] "
-               "[--data-root R]\n"
+               f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W]\n"
+               f"{indent}     [--data-root R]\n"
                f"       {p.prog} show [MODEL] --run ID [--json] [--warehouse W] [--data-root R]\n"
                f"       {p.prog} family MODEL [--until D] [--alpha A] [--json] [--warehouse W] [--data-root R]")
     _add_target(p, default=None)

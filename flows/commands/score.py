@@ -12,7 +12,8 @@ DESCRIPTION = """\
 Runs the observational label-inference game (paper Alg. 2) at scale with Apache Beam: reads
 partitions/date=D as Arrow batches, runs the target model (models/<MODEL>/date=D) and the reference model M'
 through RunInference, plays --repetitions repetitions of the game per row (randomness keyed by seed, the day D,
-repetition and row_id: fresh coins each night, docs/soundness.md section 10), and reduces them to the exact per-repetition sweep counts of the in-process audit
+repetition and row_id: fresh coins each night, docs/soundness.md section 10), and reduces them to the exact
+per-repetition sweep counts of the in-process audit
 (histograms of |score| in order-preserving bins, then only the rows of the bins a grid point cuts). The counts
 are audited exactly as `labeldp-audit audit-scores` would audit the same rows.
 
@@ -133,7 +134,7 @@ def run(args) -> int:
     from auditing.sinks.report.text import format_audit_result
     from auditing.verdict.judge import demonstrated_risk
     from labeldp.names import parse_date, resolve_data_root
-    from labeldp.progress import no_progress, stderr_progress
+    from labeldp.progress import live, no_progress, stderr_progress
     from pipelines.scoring.beam_request import (
         ScoringRequest,
         json_safe,
@@ -164,7 +165,7 @@ def run(args) -> int:
     else:
         from pipelines.scoring.beam_scoring import score_day
 
-        record = {**score_day(request, beam_args, progress, worker_progress=not args.quiet,
+        record = {**score_day(request, beam_args, progress, worker_progress=live(),
                               prepared=prepared).record, "reused": False}
     if args.json:
         print(json.dumps(json_safe(record) | {"output_dir": str(prepared.output_dir)}))

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from labeldp.progress import stderr_progress
+from labeldp.progress import no_progress, stderr_progress
 
 HELP = "train a label-DP CatBoost click model for one day and register it under models/<name>/date=D/"
 DESCRIPTION = """\
@@ -88,6 +88,9 @@ def register(subparsers) -> None:
     cb.add_argument("--catboost-param", action="append", default=[], metavar="KEY=JSON",
                     help="any other CatBoost parameter, value as JSON (repeatable), e.g. border_count=64")
     p.add_argument("--json", action="store_true", help="print the registered metadata as JSON")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (the live one, a fit's iterations and time left, shows only "
+                        "when stderr is a terminal)")
     p.set_defaults(func=run)
 
 
@@ -127,7 +130,8 @@ def run(args) -> int:
     directory, metadata = training.train_and_register(
         root, date, args.mechanism, args.epsilon, model_name=args.model_name, seed=args.seed,
         settings=settings, options=options, reference_name=args.reference_name,
-        on_missing_reference=args.on_missing_reference, progress=stderr_progress("train"))
+        on_missing_reference=args.on_missing_reference,
+        progress=no_progress if args.quiet else stderr_progress("train"))
     if args.json:
         print(json.dumps(metadata.to_dict(), indent=2, sort_keys=True))
         return 0

@@ -168,7 +168,8 @@ def _differences(existing: ModelMetadata, new: ModelMetadata, keys: np.ndarray |
 def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, fmt: str | ModelFormat,
                    claimed_epsilon: float, delta: float = 0.0, dataset: DatasetSpec | None,
                    training_rows: str | os.PathLike = ALL_ROWS, predictions_for: dt.date | None = None,
-                   onnx_inputs: str | os.PathLike | None = None, replace: bool = False) -> dict:
+                   onnx_inputs: str | os.PathLike | None = None, replace: bool = False,
+                   check_only: bool = False) -> dict:
     """Registers ``file`` as ``models/<name>/date=D`` and returns its metadata (plus ``already_registered``).
 
     ``dataset`` None: the spec day D's partition was written with (Criteo when there is none). ``training_rows``:
@@ -177,7 +178,8 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     scores. ``onnx_inputs`` (ONNX only): a JSON file naming the dataset columns that feed the graph's inputs
     (`pipelines.models.formats.onnx_inputs`). A format that runs the model on real rows (ONNX) gets a keyed
     sample of day D's rows as its probe. Raises LabelDPInputError, with nothing written, on any bad input or a
-    different registration already under this name and day (unless ``replace``).
+    different registration already under this name and day (unless ``replace``). ``check_only``: every check,
+    then the metadata it would write (``already_registered`` None), writing nothing.
     """
     name = check_name(name, "model name")
     date = require_date(date, "date")
@@ -264,6 +266,8 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
                                     f"different {', '.join(differences)}; pass {mention('replace')} to replace it, "
                                     f"or choose another {mention('name')}", field="replace")
 
+    if check_only:
+        return {**registry.jsonable(metadata.to_dict()), "already_registered": None}
     metadata = dataclasses.replace(metadata, created_at=registry.created_now())
     with atomic_directory(final) as tmp:
         shutil.copyfile(path, tmp / fmt.file_name)

@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import threading
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 from auditing.game.expected import expected_histogram
 from auditing.game.sweep import rank_key
 from labeldp.errors import LabelDPInputError
+from labeldp.progress import Countdown
 from pipelines.data import schema
 from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
 from pipelines.data.layout import partition_dir
@@ -139,23 +139,26 @@ class ReadBatches(beam.DoFn):
 
 
 class PassProgress(beam.DoFn):
-    """Progress lines on stderr (the driver's console on FnApiRunner, the worker logs elsewhere)."""
+    """A pass's live progress on stderr: rows done, rows per second and the time left (`labeldp.progress.Countdown`),
+    on the driver's console on FnApiRunner, in the worker logs elsewhere; ``enabled``: the driver's `live()`.
+    ``read``: count the rows each batch was read from (pass 1: the day's rows), else the batch's own rows."""
 
-    def __init__(self, label: str, total_rows: int, enabled: bool):
-        self._label, self._total, self._enabled = label, total_rows, enabled
+    def __init__(self, label: str, total_rows: int, enabled: bool, read: bool = True):
+        self._label, self._total, self._enabled, self._read = label, total_rows, enabled, read
 
     def setup(self):
-        self._rows, self._batches, self._last = 0, 0, 0.0
+        self._rows = 0
+        self._countdown = Countdown(self._print, self._label, self._total, "rows", interval=5.0, rate=True,
+                                    final=True, enabled=self._enabled)
+
+    @staticmethod
+    def _print(text: str) -> None:
+        print(f"[score pid {os.getpid()}] {text}", file=sys.stderr, flush=True)
 
     def process(self, batch: ScoredBatch):
         if self._enabled:
-            self._rows += int(batch.issues.get("rows_read", batch.rows))
-            self._batches += 1
-            now = time.monotonic()
-            if now - self._last > 2.0 or self._rows >= self._total:
-                self._last = now
-                print(f"[score pid {os.getpid()}] {self._label}: {self._batches} batches, {self._rows} of "
-                      f"{self._total} rows", file=sys.stderr, flush=True)
+            self._rows += int(batch.issues.get("rows_read", batch.rows) if self._read else batch.rows)
+            self._countdown(self._rows)
         yield batch
 
 

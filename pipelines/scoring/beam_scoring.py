@@ -213,7 +213,7 @@ def _scored_batches(pipeline, job: _Job):
     # Progress counts the audited rows: the training rows the selection records, when it records them.
     rows = getattr(job.selection, "rows", None)
     expected = rows if rows and rows <= job.total_rows else job.total_rows
-    return typed(scored | "Progress" >> beam.ParDo(PassProgress("scored", expected, job.show_worker_progress)), BATCH)
+    return typed(scored | "Progress" >> beam.ParDo(PassProgress("pass 1", expected, job.show_worker_progress)), BATCH)
 
 
 def _audited(scored):
@@ -351,7 +351,9 @@ def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
     scored = typed(pipeline
                    | "ScoredFiles" >> beam.Create(files)
                    | "Spread" >> beam.Reshuffle()
-                   | "ReadScored" >> beam.ParDo(ReadPredictions()), BATCH)
+                   | "ReadScored" >> beam.ParDo(ReadPredictions())
+                   | "Progress" >> beam.ParDo(PassProgress("pass 2", plan.m, job.show_worker_progress, read=False)),
+                   BATCH)
     if local:  # one process: the boundary rows go to disk, counted a group of slots at a time
         counted = scored | "WriteBoundaryRows" >> beam.ParDo(
             WriteBoundaryRows(str(job.work_dir / "boundary"), job.spec, plan))

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from labeldp.errors import LabelDPInputError
-from labeldp.progress import Progress
+from labeldp.progress import Countdown, Progress, no_progress
 
 
 @dataclass(frozen=True)
@@ -127,14 +127,31 @@ def _constant_model(features: pd.DataFrame, p_one: float, params: dict):
     return model
 
 
+# A fit's live progress line at most this often (a 60,000-row day's fit takes 40-60 s on 2 cores).
+PROGRESS_SECONDS = 10.0
+
+
+class _Iterations:
+    """CatBoost's callback after each iteration: the iterations done, to a `Countdown` (it never stops a fit)."""
+
+    def __init__(self, countdown: Countdown):
+        self.countdown = countdown
+
+    def after_iteration(self, info) -> bool:
+        self.countdown(int(info.iteration))
+        return True
+
+
 def fit_catboost(features: pd.DataFrame, targets: np.ndarray, settings: CatBoostSettings, random_seed: int,
                  eval_features: pd.DataFrame | None = None, eval_targets: np.ndarray | None = None,
-                 model_class=None):
+                 model_class=None, progress: Progress = no_progress, what: str = "model"):
     """Fits a binary CatBoostClassifier (or ``model_class``, a subclass); returns (model, info).
 
     ``targets``: int labels (Logloss) or float class-1 probabilities (CrossEntropy, soft labels). With a
     single class among hard targets the model is a constant plain CatBoostClassifier (module docstring) and
-    ``info["degenerate"]`` explains it. ``info["params"]`` are the CatBoost parameters used.
+    ``info["degenerate"]`` explains it. ``info["params"]`` are the CatBoost parameters used. ``progress``: where
+    the fit's live progress goes (iterations and the time left, "CatBoost <what>: ..."), when progress is live
+    (`labeldp.progress.live`); the callback changes nothing in the model.
     """
     from catboost import CatBoostClassifier
 
@@ -156,6 +173,9 @@ def fit_catboost(features: pd.DataFrame, targets: np.ndarray, settings: CatBoost
     fit_kwargs = {}
     if use_eval:
         fit_kwargs = {"eval_set": training_pool(eval_features, eval_targets), "use_best_model": True}
+    countdown = Countdown(progress, f"CatBoost {what}", params["iterations"], "iterations", PROGRESS_SECONDS)
+    if countdown.enabled:
+        fit_kwargs["callbacks"] = [_Iterations(countdown)]
     model.fit(training_pool(features, targets), **fit_kwargs)
     info["best_iteration"] = int(model.get_best_iteration()) if use_eval else None
     info["trees"] = int(model.tree_count_)
@@ -193,5 +213,6 @@ class CatBoostLearner:
             targets = targets[:, 1].astype(np.float64)
         self.progress(f"{self.what} {self.calls}: fitting on {train_rows.size} rows")
         features = self.features.iloc[self.rows[train_rows]]
-        model, _info = fit_catboost(features, targets, self.settings, (self.random_seed + self.calls) % 2**32)
+        model, _info = fit_catboost(features, targets, self.settings, (self.random_seed + self.calls) % 2**32,
+                                    progress=self.progress, what=f"{self.what} {self.calls}")
         return predict_probabilities(model, self.features.iloc[self.rows[predict_rows]])

@@ -228,7 +228,8 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
     private = day.private_rows
 
     def fit_all(targets: np.ndarray) -> np.ndarray:
-        model, _info = fit_catboost(day.features.iloc[private], targets, settings, catboost_seed)
+        model, _info = fit_catboost(day.features.iloc[private], targets, settings, catboost_seed, progress=progress,
+                                    what=f"{name} eps={epsilon:g}, every private row")
         return predict_probabilities(model, day.features.iloc[private])
 
     def reference_prior() -> np.ndarray:
@@ -252,7 +253,7 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
                                catboost_seed, day.features.iloc[fit_rows[is_validation]],
                                targets[is_validation],
                                model_class=registry.noise_corrected_classifier_class()
-                               if release.correct_output else None)
+                               if release.correct_output else None, progress=progress, what=f"{name} eps={epsilon:g}")
     correction = None
     if release.correct_output and info["degenerate"] is None:
         raw = predict_raw_probabilities(model, day.features.iloc[fit_rows[is_validation]])

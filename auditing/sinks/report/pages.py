@@ -4,7 +4,7 @@ Pages use inline CSS and inline SVG only (no scripts, fonts or images from the n
 file, an artifact store or an e-mail attachment. Every figure says what it is: the valid bound is labelled
 with its confidence, selection strategy, method (an fdp row written before kappa as the legacy Gaussian
 reading), delta, kappa and the reference calibration (the valid bound and kappa: docs/soundness.md); the paper's
-statistic is labelled optimistic (README.md, "What the numbers mean": Selection, Repetitions); PASS is explained
+statistic is labelled optimistic (docs/concepts.md, "What the numbers mean": Selection, Repetitions); PASS is explained
 as "no evidence of a violation", not "private". Results and rows written before kappa (a total-variation tau
 instead) are labelled legacy; their tau is never shown as a kappa.
 """

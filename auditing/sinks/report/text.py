@@ -41,7 +41,7 @@ from auditing.verdict.types import (
 )
 from labeldp import hints
 
-# What each verdict status means, in the words of --help, README, the report's first screen and the table's legend.
+# What each verdict status means, in the words of --help, docs/concepts.md, the report's first screen and the legend.
 STATUS_MEANINGS = {
     PASS: "no evidence of a violation: the audit could have disproved the claim and did not (not a proof of "
           "privacy)",
@@ -53,7 +53,7 @@ STATUS_MEANINGS = {
                   "no power here",
 }
 
-# What each trust state means, in the words of --help and README.
+# What each trust state means, in the words of --help and docs/concepts.md.
 TRUST_MEANINGS = {
     TRUSTED: "a VIOLATION the capacity check vouches for (its evidence exceeds what the reference's misfit "
              "explains, judged by the model itself on rows it never saw); any other verdict of a night no control "
