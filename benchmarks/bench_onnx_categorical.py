@@ -165,7 +165,7 @@ def setup(root: Path, rows: int) -> None:
 
 
 def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
-    out: dict = {"mode": mode}
+    out: dict = {"mode": mode, "load_1min": os.getloadavg()[0]}  # the machine is shared: a loaded round shows here
     kind, target = mode.split("-", 1)
     if kind == "bare":
         from pipelines.data import schema
