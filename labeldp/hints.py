@@ -72,3 +72,4 @@ DRAIN_SPOOL_TO = Hint("nightly", "--drain-only --data-root {root} --warehouse {w
 DRAIN_UNADDRESSED = Hint("nightly", "--drain-only --data-root {root} --warehouse W --include-unaddressed")
 EXPLAIN_RISK = Hint("risk", "--help")
 FAMILY_NIGHTS = Hint("results family", "{model}")
+RESULTS_OF_DAY = Hint("results", "--all --since {date} --until {date}")
