@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -255,6 +256,24 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     return {**registry.jsonable(metadata.to_dict()), "already_registered": False}
 
 
+def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: str | os.PathLike,
+                   dataset: DatasetSpec | None) -> str:
+    """A guardrail candidate's registry name, one per identity: ``candidate-<12 hex of the file's sha256>-rows-<8 hex
+    of the sha256 of its sorted training keys, or 'all'>``, so that the same file with other training rows is
+    another candidate and both can be found. The keys are read and checked as `register_model` does (the same
+    key set in another file has the same name)."""
+    file_hex = file_fingerprint(Path(file)).split(":", 1)[1]
+    if isinstance(training_rows, str) and training_rows == ALL_ROWS:
+        rows = ALL_ROWS
+    else:
+        dataset = dataset or dataset_of(root, date)
+        day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
+                    .column(dataset.row_key).to_numpy() if partition_dir(root, date).is_dir() else None)
+        keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
+        rows = hashlib.sha256(np.ascontiguousarray(keys, dtype="<i8").tobytes()).hexdigest()[:8]
+    return f"candidate-{file_hex[:12]}-rows-{rows}"
+
+
 def check_registration_matches_day(root, metadata: ModelMetadata, date: dt.date, partition_fp: str,
                                    role: str = "registered target") -> None:
     """A registered model still fits the day it was registered for: the partition it was registered against is the
@@ -358,6 +377,7 @@ __all__ = [
     "MECHANISM",
     "SOURCE",
     "TRAINING_ROWS_FILE",
+    "candidate_name",
     "check_claim",
     "check_registration_matches_day",
     "find_registered",
