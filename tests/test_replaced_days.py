@@ -133,3 +133,32 @@ def test_a_model_registered_on_a_replaced_day_is_refused_naming_what_changed(day
     assert f"registered target team@{DAY.isoformat()} was registered on the partition {old}" in message
     assert f"is now {new} (replaced 20" in message and "--replace" in message and refused.value.field == "model"
 
+
+def _row(run_id: str, hour: int, run_kind: str = "nightly", **fingerprints):
+    from auditing.sinks.warehouse import normalize_row, upgrade_row
+
+    return upgrade_row(normalize_row({
+        "model_id": "m", "partition_date": DAY, "audit_config_hash": "abc123", "run_kind": run_kind,
+        "model_fingerprint": "sha256:" + "ab" * 32, "partition_fingerprint": "sha256:" + "1d" * 32,
+        "claimed_epsilon": 0.5, "delta": 0.0, "confidence": 0.95, "m": 1000, "selected_guesses": 100,
+        "selected_correct": 80, "epsilon_lower_bound": 1.336, "strategy": "bonferroni", "method": "binomial",
+        "status": "VIOLATION", "max_certifiable_epsilon": 5.0, "repetitions": 3, "seed": 7, "run_id": run_id,
+        "started_at": dt.datetime(2026, 10, 3, hour, tzinfo=dt.UTC), "result_json": {}, **fingerprints}))
+
+
+def test_the_family_takes_a_nights_first_run_and_says_when_a_later_one_saw_other_inputs():
+    from auditing.sinks.family import family_rows, later_runs
+    from auditing.sinks.report.text import later_run_line
+
+    first = _row("r1", 1)
+    backfill = _row("r2", 2, run_kind="backfill")  # the same inputs, another run kind: not "other inputs"
+    replaced = _row("r3", 3, partition_fingerprint="sha256:" + "3f" * 32, training_rows_fingerprint="sha256:" + "4a" * 32)
+    replaced = replaced.replace(status="WEAK_PASS", epsilon_lower_bound=0.0)
+    rows = [replaced, backfill, first]
+    assert family_rows(rows, "m") == [first]
+    (later,) = later_runs(rows, "m")
+    assert (later.first, later.later, later.changed) == (first, replaced, ("partition_fingerprint",))
+    assert later.to_dict()["changed"] == ["partition_fingerprint"] and later.to_dict()["first_run_id"] == "r1"
+    assert later_run_line(later.first, later.later, later.changed) == (
+        f"{DAY.isoformat()}: a later run (r3: WEAK_PASS, eps_lb 0) saw other inputs (partition_fingerprint); the "
+        "family counts the night's first run (r1: VIOLATION, eps_lb 1.336)")

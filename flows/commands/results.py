@@ -89,7 +89,9 @@ against the claim at the night's kappa, with an alternative fixed from earlier n
 mixture, a test that stays valid however often it is looked at (Ville's inequality; docs/soundness.md section
 10). The family is flagged the first night the evidence reaches 1/alpha: then the nights together disprove the
 claims at false-alarm rate alpha, even when no single night did. The nights are the nightly and backfill rows,
-the first computed per date, in the order computed; a night with delta > 0 or an infinite claim counts as e = 1.
+the first computed per date, in the order computed; a night with delta > 0 or an infinite claim counts as e = 1. A
+later run of a night on other inputs (the day ingested again, a model registered again, other settings) is listed
+under the table with what changed (--json: later_runs); it never changes the night's counts.
 Valid when every night's kappa covers its reference, each row is audited at most once in the family and each
 night draws fresh coins: the nightly and backfill key them by the night (the result's coins_night); a night
 without one is covered only if its row ids do not repeat across days.
@@ -193,7 +195,8 @@ def run(args) -> int:
 def _family(args) -> int:
     import json
 
-    from auditing.sinks.family import family_of, family_rows
+    from auditing.sinks.family import family_of, family_rows, later_runs
+    from auditing.sinks.report.text import later_run_line
     from labeldp.errors import LabelDPInputError
     from labeldp.names import check_name, parse_date
 
@@ -209,14 +212,18 @@ def _family(args) -> int:
         raise LabelDPInputError(f"no nightly or backfill verdict of model {model}"
                                 + (f" up to {until}" if until is not None else ""))
     test = family_of(rows, model, until=until, alpha=args.alpha)
+    later = later_runs(rows, model, until)
     if getattr(args, "json", False):
-        print(json.dumps({"model_id": model, **test.to_dict()}, allow_nan=False, indent=1))
+        print(json.dumps({"model_id": model, **test.to_dict(), "later_runs": [run.to_dict() for run in later]},
+                         allow_nan=False, indent=1))
         return 0
     print(f"{model}: {test.sentence()}")
     print("partition_date  claimed_eps  kappa  e_value     evidence    flagged  not counted because")
     for row, night in zip(nights, test.nights, strict=True):
         print(f"{night.partition_date.isoformat()}  {row.claimed_epsilon:>11g}  {row.kappa:>5g}  {night.e_value:<10.4g}  "
               f"{night.evidence:<10.4g}  {'yes' if night.flagged else 'no':<7}  {night.reason or '-'}")
+    for run in later:
+        print(later_run_line(run.first, run.later, run.changed))
     return 0
 
 

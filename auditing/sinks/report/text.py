@@ -395,6 +395,15 @@ def family_line(row: ResultRow, nights: int | None = None, alpha: float = DEFAUL
 INPUTS_REPLACED = "inputs replaced since"
 
 
+def later_run_line(first: ResultRow, later: ResultRow, changed: Sequence[str]) -> str:
+    """A family night that a later run judged on other inputs (`auditing.sinks.family.later_runs`): which run, what it
+    found, what changed, and that the family counts the night's first run."""
+    what = ", ".join(changed) if changed else "the first run recorded no input fingerprints"
+    return (f"{later.partition_date.isoformat()}: a later run ({later.run_id}: {later.status}, eps_lb "
+            f"{later.epsilon_lower_bound:.4g}) saw other inputs ({what}); the family counts the night's first run "
+            f"({first.run_id}: {first.status}, eps_lb {first.epsilon_lower_bound:.4g})")
+
+
 def inputs_replaced_sentence(fingerprint: str | None, since: str) -> str:
     """Why a verdict reads "inputs replaced since": the day's partition it judged was replaced, and what that means
     for the verdict."""
