@@ -282,6 +282,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     outcome.collect_untrusted()
     if outcome.rows:
         _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
+    steps.mark_replaced_reports(root, date)  # a replacement of the day stopped before it marked every page
     if stored:  # what `labeldp-audit rejudge` reads to judge this night again at other bound settings
         game = plan.audit.game.with_night(date)  # the game its models were scored with (steps.score_target)
         write_night(root, StoredNight(date, run_kind, game, plan.audit.bound, tuple(stored), check, shift, accept,
@@ -405,6 +406,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     """Audits a release candidate (an existing registry model) against its claimed epsilon. Ends Failed on
     VIOLATION (unless ``fail_on_violation`` is false: a release gate fails by default), on an untrusted verdict
     and on a spooled row; INCONCLUSIVE (the audit had no power) and PASS (no evidence of a violation) complete."""
+    from pipelines.models.registration import check_registration_matches_day
     from pipelines.scoring.beam_request import check_model_for_day
 
     terminal.watch_stops()
@@ -416,9 +418,10 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     if not (claimed >= 0):
         raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {claimed_epsilon!r}")
     plan = load_plan(plan_file)
-    check_partition(root, day, plan)
+    partition = check_partition(root, day, plan)
     candidate = resolve_model(root, name, day)
     check_model_for_day(candidate.meta, plan.dataset, day, "candidate")
+    check_registration_matches_day(root, candidate.meta, day, partition["fingerprint"], "candidate")
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
     raw_reference = ensure_reference(root, day, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference

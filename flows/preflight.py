@@ -93,16 +93,17 @@ def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set
         checked_days.add(ref_day)
 
 
-def check_targets(root: Path, day: dt.date, plan: AuditPlan) -> None:
-    """The plan's targets of ``day`` that the night loads without training them (see the module docstring)."""
+def check_targets(root: Path, day: dt.date, plan: AuditPlan, fingerprint: str | None = None) -> None:
+    """The plan's targets of ``day`` that the night loads without training them (see the module docstring);
+    ``fingerprint``: the day's partition's (`steps.check_partition`; computed when needed and not given)."""
     from pipelines.scoring.beam_request import check_model_for_day
 
     footer = _footer(root, day)
-    fingerprint = None
     for spec in plan.targets:
         try:
             if isinstance(spec, RegisteredTarget):
-                model = steps.ensure_registered(root, day, spec, plan)
+                fingerprint = fingerprint or steps.check_partition(root, day, plan)["fingerprint"]
+                model = steps.ensure_registered(root, day, spec, plan, partition_fp=fingerprint)
             elif plan.on_missing_target != "train":  # never trains: refuses, skips, or reuses the model
                 fingerprint = fingerprint or steps.check_partition(root, day, plan)["fingerprint"]
                 model = steps.ensure_target(root, day, spec, plan, fingerprint)
@@ -115,8 +116,13 @@ def check_targets(root: Path, day: dt.date, plan: AuditPlan) -> None:
 
 
 def check_candidate(root: Path, name: str, day: dt.date, plan: AuditPlan) -> None:
-    """A guardrail's candidate: registered for ``day``, for the plan's dataset, reading the partition's columns."""
-    _model(root, check_name(name, "--model"), day, plan, "candidate", _footer(root, day))
+    """A guardrail's candidate: registered for ``day``, for the plan's dataset, on the day's partition as it is now,
+    reading the partition's columns."""
+    from pipelines.data import schema
+    from pipelines.models.registration import check_registration_matches_day
+
+    model = _model(root, check_name(name, "--model"), day, plan, "candidate", _footer(root, day))
+    check_registration_matches_day(root, model.meta, day, schema.partition_fingerprint(root, day), "candidate")
 
 
 def check_candidate_metadata(metadata, day: dt.date, plan: AuditPlan, root: Path) -> None:
@@ -240,14 +246,15 @@ def check_run(root: Path, days: list[dt.date], plan: AuditPlan, warehouse: str |
         LabelDPInputError (steps.DataMissingError for a missing or empty partition): the first bad input.
     """
     checked: set[dt.date] = set()
-    sizes = {}
+    sizes, fingerprints = {}, {}
     for day in days:
-        sizes[day] = steps.check_partition(root, day, plan)["rows"]
+        partition = steps.check_partition(root, day, plan)
+        sizes[day], fingerprints[day] = partition["rows"], partition["fingerprint"]
         checked.add(day)
     for day in days:
         check_reference(root, day, plan, checked)
         if targets:
-            check_targets(root, day, plan)
+            check_targets(root, day, plan, fingerprints[day])
     return [*holdout_warnings(plan, min(sizes.values())), *check_warehouse(root, warehouse, create_warehouse)]
 
 

@@ -153,7 +153,7 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
     from pipelines.training.train import reuse_mismatch, train_and_register
 
     if isinstance(spec, RegisteredTarget):
-        return ensure_registered(root, date, spec, plan, progress)
+        return ensure_registered(root, date, spec, plan, progress, partition_fp)
     if model_dir(root, spec.name, date).is_dir():
         model = resolve_model(root, spec.name, date)
         differs = reuse_mismatch(model.meta, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
@@ -180,10 +180,14 @@ def _missing(plan: AuditPlan, message: str) -> LabelDPInputError:
 
 
 def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: AuditPlan,
-                      progress: Progress = no_progress) -> ModelHandle:
+                      progress: Progress = no_progress, partition_fp: str | None = None) -> ModelHandle:
     """A registered target, resolved and checked against the plan (dataset, the day's rows, the claim) before any
-    work; a missing model fails or is skipped (``on_missing_target``), never trained."""
+    work; a missing model fails or is skipped (``on_missing_target``), never trained. A model registered on another
+    partition of the day than today's (``partition_fp``, computed when not given) is refused, naming what changed
+    (`pipelines.models.registration.check_registration_matches_day`): its keys are never intersected silently."""
+    from pipelines.data import schema
     from pipelines.models.handle import resolve_model
+    from pipelines.models.registration import check_registration_matches_day
     from pipelines.scoring.beam_request import check_model_for_day
 
     directory = model_dir(root, spec.name, date)
@@ -192,6 +196,7 @@ def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: A
                              f"register it with {hints.REGISTER_MODEL.line(name=spec.name, date=date.isoformat())}")
     model = resolve_model(root, spec.name, date)
     check_model_for_day(model.meta, plan.dataset, date, "target")
+    check_registration_matches_day(root, model.meta, date, partition_fp or schema.partition_fingerprint(root, date))
     registered = model.claimed_epsilon
     if spec.claimed_epsilon is not None and spec.claimed_epsilon != registered:
         raise LabelDPInputError(f"target {spec.name}@{date}: the plan claims eps {spec.claimed_epsilon:g} but the "
@@ -604,6 +609,16 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
     if control is not None:
         payload.update(control=control, reference_check=None if reference_check is None else reference_check.to_dict())
     return send_alert(webhook_url, kind, payload, default_ledger_dir(root)).to_dict()
+
+
+def mark_replaced_reports(root: Path, date: dt.date) -> int:
+    """Marks the run reports of ``date`` whose verdict judged a partition replaced since ("inputs replaced since":
+    `auditing.sinks.report.pages.mark_replaced_reports` with `pipelines.data.schema.replaced_since`); returns how
+    many pages it marked. After `data ingest --replace` and at the end of each night of the day."""
+    from auditing.sinks.report.pages import mark_replaced_reports as mark
+    from pipelines.data import schema
+
+    return mark(root, date, lambda fingerprint: schema.replaced_since(root, date, fingerprint))
 
 
 def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | None:

@@ -75,3 +75,4 @@ DRAIN_UNADDRESSED = Hint("nightly", "--drain-only --data-root {root} --warehouse
 EXPLAIN_RISK = Hint("risk", "--help")
 FAMILY_NIGHTS = Hint("results family", "{model}")
 PLAN_POWER = Hint("plan power", "--rows {rows} --claimed-epsilon {claim}")
+RESULTS_OF_DAY = Hint("results", "--all --since {date} --until {date}")

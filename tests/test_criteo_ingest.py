@@ -169,7 +169,7 @@ def test_failed_ingest_keeps_existing_partition(tmp_path, source):
     bad = list(lines)
     bad[-1] = "oops"  # the very last line: the failure comes after most of the file was processed
     with pytest.raises(LabelDPInputError, match=rf"line {ROWS}: wrong number of fields"):
-        ingest_criteo(_write_lines(tmp_path / "bad.tsv", bad), tmp_path, DATE, block_bytes=SMALL_BLOCK)
+        ingest_criteo(_write_lines(tmp_path / "bad.tsv", bad), tmp_path, DATE, block_bytes=SMALL_BLOCK, replace=True)
     assert schema.partition_fingerprint(tmp_path, DATE) == before
     assert sorted(os.listdir(partition_dir(tmp_path, DATE).parent)) == [f"date={DATE}"]
 

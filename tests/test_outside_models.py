@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -196,6 +197,26 @@ def test_guardrail_on_a_model_file(prefect_api, team, capsys):
     rows = json.loads(out.out)  # the night's label-blind control, then the candidate
     [row] = [r for r in rows if r["model_id"].startswith("candidate-")]
     assert row["status"] == "VIOLATION" and row["kind"] == "target"
+    first = row["model_id"]
+    assert re.fullmatch(r"candidate-[0-9a-f]{12}-rows-[0-9a-f]{8}", first)
+    registered = (root / "models" / first / f"date={D1.isoformat()}" / "metadata.json").read_bytes()
+
+    # The same file with other training rows (half of them) is another candidate, registered beside the first,
+    # which stays exactly as it was; the first's verdict keeps its row.
+    half = files / "training_rows_half.parquet"
+    keys = pq.read_table(files / "training_rows.parquet")
+    pq.write_table(keys.slice(0, keys.num_rows // 2), half)
+    _cli("guardrail", "--model-file", files / "target.cbm", "--format", "catboost", "--claimed-epsilon", 0.5,
+         "--date", D1.isoformat(), "--training-rows", half, "--plan", team["plan"], "--data-root", root, "--json")
+    out = capsys.readouterr()
+    [second] = [r["model_id"] for r in json.loads(out.out) if r["model_id"].startswith("candidate-")]
+    assert second != first and second.split("-rows-")[0] == first.split("-rows-")[0], (first, second)
+    assert (root / "models" / first / f"date={D1.isoformat()}" / "metadata.json").read_bytes() == registered
+    from auditing.sinks.warehouse import open_warehouse
+
+    with open_warehouse(None, data_root=root) as store:
+        guarded = {r.model_id for r in store.fetch_verdicts(run_kind="guardrail")}
+    assert {first, second} <= guarded
 
 
 def test_bad_plan_dataset_is_refused(team, tmp_path):

@@ -190,7 +190,8 @@ def test_json_is_strict_and_round_trips_inf(target, capsys):
         raise AssertionError(f"not strict JSON: {token}")
 
     rows = json.loads(out, parse_constant=refuse)
-    assert len(rows) == 7 and all(list(r) == [*RESULT_NAMES, "slices"] and r["slices"] is None for r in rows)
+    assert len(rows) == 7 and all(list(r) == [*RESULT_NAMES, "slices", "inputs_replaced_since"] and r["slices"] is None
+                                  and r["inputs_replaced_since"] is None for r in rows)
     beta = [r for r in rows if r["model_id"] == "beta"]
     assert {r["claimed_epsilon"] for r in beta} == {"inf"} and float(beta[0]["claimed_epsilon"]) == math.inf
     assert [r["partition_date"] for r in rows][:3] == ["2024-01-03"] * 3
@@ -628,7 +629,7 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
 
     code, out, _ = _run(capsys, "--warehouse", empty_target, "--all", "--json")  # unchanged: the stored columns
     listed = {r["model_id"]: r for r in json.loads(out) if r["partition_date"] == "2024-01-02"}
-    assert all(list(r) == [*RESULT_NAMES, "slices"] for r in listed.values())
+    assert all(list(r) == [*RESULT_NAMES, "slices", "inputs_replaced_since"] for r in listed.values())
     assert listed["loud"]["family_flagged"] == 1 and listed["old"]["attack_auroc"] is None
 
 

@@ -194,11 +194,13 @@ def test_bad_input_writes_nothing(tmp_path, table):
     with pytest.raises(LabelDPInputError, match="empty"):
         schema.write_partition(tmp_path, DATE, [table.slice(0, 0)])
     assert not (tmp_path / "partitions").exists()
-    # An existing partition survives a failed rewrite.
+    # An existing partition is refused without replace, and survives a failed rewrite with it.
     schema.write_partition(tmp_path, DATE, table)
     before = schema.partition_fingerprint(tmp_path, DATE)
+    with pytest.raises(LabelDPInputError, match=r"already exists at .*; pass replace to replace it"):
+        schema.write_partition(tmp_path, DATE, table.slice(1))
     with pytest.raises(LabelDPInputError, match="missing column"):
-        schema.write_partition(tmp_path, DATE, table.drop(["I1"]))
+        schema.write_partition(tmp_path, DATE, table.drop(["I1"]), replace=True)
     assert schema.partition_fingerprint(tmp_path, DATE) == before
     assert sorted(os.listdir(tmp_path / "partitions")) == [f"date={DATE}"]
 
@@ -421,7 +423,7 @@ def test_fingerprint_is_stable_and_sensitive(tmp_path, table):
     assert fingerprint == schema.partition_fingerprint(tmp_path / "b", DATE)
     labels = table.column("label").to_numpy().copy()
     labels[0] = 1 - labels[0]
-    schema.write_partition(tmp_path / "b", DATE, _replace(table, "label", pa.array(labels)))
+    schema.write_partition(tmp_path / "b", DATE, _replace(table, "label", pa.array(labels)), replace=True)
     assert schema.partition_fingerprint(tmp_path / "b", DATE) != fingerprint
 
 

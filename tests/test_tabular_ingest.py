@@ -401,7 +401,7 @@ def test_labels_written_as_whole_floats_are_their_integers(tmp_path, source):
     ingest_table_files(tmp_path / "ints", DATE, [source["csv"]], source["spec"])
     expected = schema.partition_fingerprint(tmp_path / "ints", DATE)
     for path in (text, parquet):
-        ingest_table_files(tmp_path / path.stem, DATE, [path], source["spec"])
+        ingest_table_files(tmp_path / path.stem, DATE, [path], source["spec"], replace=True)
         assert schema.partition_fingerprint(tmp_path / path.stem, DATE) == expected, path
     floats["clicked"][4] = 0.5
     for path in (_write_text(tmp_path / "half.csv", _lines(floats)), _parquet(tmp_path / "half.parquet", floats)):

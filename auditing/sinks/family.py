@@ -3,7 +3,9 @@
 The family of a target is its rows of the nightly and backfill runs (a guardrail audits a release on a day the
 nightly also audits, and a re-judged row chose its settings after the night: neither enters). Per partition date
 the row computed first counts (its ``started_at``, then ``finished_at``; rows without either last), and the nights
-enter in the order they were computed. Controls never enter.
+enter in the order they were computed. Controls never enter. A later verdict of a night on other inputs (the day
+ingested again, a model registered again, other settings: a row of its own, `auditing.sinks.warehouse`) never
+changes the night's place or counts; `later_runs` says which nights have one and what changed.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from auditing.result import AuditResult
 from auditing.sinks.warehouse.records import ResultRow
+from auditing.sinks.warehouse.schema import INPUT_FINGERPRINTS
 from auditing.verdict.family_evidence import (
     DEFAULT_ALPHA,
     FamilyEvidence,
@@ -31,14 +35,54 @@ def _computed_at(row: ResultRow) -> dt.datetime:
     return row.started_at or row.finished_at or _LAST
 
 
+# What `later_runs` compares between a night's first verdict and a later one: every input's fingerprint, the claim.
+COMPARED = (*INPUT_FINGERPRINTS, "claimed_epsilon")
+
+
+@dataclass(frozen=True)
+class LaterRun:
+    """A verdict of a family night computed after the night's first (``first``) on other inputs: ``changed`` names
+    the fingerprints (`COMPARED`) that differ where both recorded them (empty when the first recorded none of them:
+    a row written before schema version 9)."""
+
+    first: ResultRow
+    later: ResultRow
+    changed: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"partition_date": self.later.partition_date.isoformat(), "first_run_id": self.first.run_id,
+                "run_id": self.later.run_id, "status": self.later.status,
+                "epsilon_lower_bound": self.later.epsilon_lower_bound, "changed": list(self.changed)}
+
+
+def _family_members(rows: Sequence[ResultRow], model_id: str, until: dt.date | None) -> list[ResultRow]:
+    return [row for row in rows if row.model_id == model_id and row.kind != "control"
+            and row.run_kind in FAMILY_RUN_KINDS and (until is None or row.partition_date <= until)]
+
+
+def later_runs(rows: Sequence[ResultRow], model_id: str, until: dt.date | None = None) -> list[LaterRun]:
+    """The verdicts of ``model_id``'s family nights computed after each night's first on other inputs (another
+    partition, model file, training rows, reference, correction, stored game, configuration, night or claim), in
+    the order computed. The family counts the first; these say that a later run of the night saw other inputs."""
+    first = {row.partition_date: row for row in family_rows(rows, model_id, until)}
+    out = []
+    for row in sorted(_family_members(rows, model_id, until), key=lambda r: (_computed_at(r), r.partition_date)):
+        night = first.get(row.partition_date)
+        if night is None or row.key == night.key:
+            continue
+        changed = tuple(name for name in COMPARED if getattr(row, name) is not None
+                        and getattr(night, name) is not None and getattr(row, name) != getattr(night, name))
+        if not changed and row.inputs_fingerprint == night.inputs_fingerprint:
+            continue  # the same inputs: a backfill of the night (another run kind)
+        out.append(LaterRun(night, row, changed))
+    return out
+
+
 def family_rows(rows: Sequence[ResultRow], model_id: str, until: dt.date | None = None) -> list[ResultRow]:
     """The rows of ``model_id``'s family, one per partition date (the first computed), in the order computed;
     with ``until``, only nights up to that date."""
     first: dict[dt.date, ResultRow] = {}
-    for row in rows:
-        if (row.model_id != model_id or row.kind == "control" or row.run_kind not in FAMILY_RUN_KINDS
-                or (until is not None and row.partition_date > until)):
-            continue
+    for row in _family_members(rows, model_id, until):
         known = first.get(row.partition_date)
         if known is None or (_computed_at(row), row.audit_config_hash) < (_computed_at(known), known.audit_config_hash):
             first[row.partition_date] = row

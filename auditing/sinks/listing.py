@@ -97,6 +97,8 @@ class ListedVerdict:
     and ``stored_weak_pass``: whether the floors of a PASS stored before WEAK_PASS was a status make it weak, and
     ``stored_slices``: its slices as stored (a published verdict's come from the verdict: ``slices``).
     ``family_nights``: the night's place in its family's test (the nights up to it; None: not known here).
+    ``inputs_replaced``: when the day's partition the verdict judged was replaced by other data (UTC, ISO-8601;
+    None: it was not, or not known here), so that the verdict reads "inputs replaced since".
     """
 
     row: ResultRow
@@ -111,6 +113,7 @@ class ListedVerdict:
     stored_weak_pass: bool | None = None
     stored_slices: ListedSlices | None = None
     family_nights: int | None = None
+    inputs_replaced: str | None = None
 
     @property
     def slices(self) -> ListedSlices | None:
@@ -155,7 +158,8 @@ class ListedVerdict:
         slices = self.slices
         if self.verdict is None:
             return {**row.to_dict(), "partition_date": row.partition_date.isoformat(), "report": self.report,
-                    "weak_pass": self.stored_weak_pass, "slices": None if slices is None else slices.to_dict()}
+                    "weak_pass": self.stored_weak_pass, "slices": None if slices is None else slices.to_dict(),
+                    "inputs_replaced_since": self.inputs_replaced}
         return {
             "model_id": row.model_id, "partition_date": row.partition_date.isoformat(), "status": row.status,
             "claimed_epsilon": row.claimed_epsilon, "epsilon_lower_bound": row.epsilon_lower_bound,

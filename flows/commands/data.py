@@ -21,7 +21,10 @@ Daily partitions live under the data root (--data-root, else $LABELDP_DATA_ROOT,
                                               records any other spec (see `data ingest --help`)
   oracle/date=YYYY-MM-DD/p_click.parquet      true click probability per row_id (synthetic days only;
                                               never read by training)
-Every write is atomic: a failed command leaves the partition area as it was.
+Every write is atomic: a failed command leaves the partition area as it was. A day that already has a partition
+is refused (exit 2, nothing written) unless --replace: its verdicts then stay in the warehouse, marked "inputs
+replaced since" in `labeldp-audit results` and in their reports, and the day records the partition it replaced
+(partitions/date=D/_replaced.json).
 
 Examples:
   labeldp-audit data synth --start 2024-01-01 --end 2024-01-07
@@ -37,7 +40,8 @@ model over 6 numeric and 10 categorical features (the other 23 are noise), and s
 coefficients and popularity. Deterministic: the same --seed, day and --rows give byte-identical files;
 each day's seed (derived from --seed and the date) is recorded in partitions/date=D/_provenance.json.
 The true click probability of every row goes to oracle/date=D/ (for audits with D' = D; training never
-reads it). An existing day is replaced atomically. Prints one line per day with its timing.
+reads it). A day that already exists is refused before any day is written, unless --replace. Prints one line per
+day with its timing.
 
 Drift on demand: --shift-days picks days of the range on which a sudden shift is applied on top of the slow
 drift (a campaign, a holiday); the other days are generated exactly as without the shift options.
@@ -77,7 +81,8 @@ pass. A malformed line (wrong number of fields, label not 0/1, non-integer I, ba
 command with its line number and nothing is written, unless --skip-bad-lines, which skips such lines
 and reports how many, by reason (also recorded in _provenance.json). A day whose rows all have one label
 is refused (nothing to audit), and so is a --date after tomorrow (UTC) unless --allow-future. An existing
-partition of that day is replaced atomically, and only when the whole file was read successfully.
+partition of that day is refused before the file is read, unless --replace: then it is replaced atomically, and
+only when the whole file was read successfully.
 """
 
 TABLE_DESCRIPTION = """\
@@ -99,7 +104,8 @@ refused. Bad lines (wrong field count, empty line, a row key that is not an inte
 --max-bad-lines N allows up to N (over all files): they are skipped, counted by reason, and recorded in
 _provenance.json. Row keys must be unique over all files, and the labels must take two values at least
 (nothing to audit otherwise). A --date after tomorrow (UTC) is refused as a mistyped date unless
---allow-future. An empty (0-byte) file is refused as empty. Nothing is written unless everything was read.
+--allow-future. An empty (0-byte) file is refused as empty. An existing partition of the day is refused before
+any file is read, unless --replace. Nothing is written unless everything was read.
 """
 
 VALIDATE_DESCRIPTION = """\
@@ -115,6 +121,12 @@ with.
 def _add_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", default=None, metavar="PATH",
                         help="data root (default: $LABELDP_DATA_ROOT, else ./.labeldp)")
+
+
+def _add_replace(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--replace", action="store_true",
+                        help="replace the day's existing partition (default: refused, exit 2, nothing written); its "
+                             "verdicts stay in the warehouse, marked 'inputs replaced since'")
 
 
 def _add_allow_future(parser: argparse.ArgumentParser) -> None:
@@ -160,6 +172,7 @@ def register(subparsers) -> None:
                    help="change the popularity of Cj's values: SPEC = rotate=K (Zipf ordering rotated by K "
                         "places), exponent=S (Zipf exponent S, 0..5), or both comma-separated, e.g. "
                         "C3:rotate=100; repeatable, one per column")
+    _add_replace(s)
     _add_root(s)
     s.set_defaults(func=_synth)
 
@@ -176,6 +189,7 @@ def register(subparsers) -> None:
                    help="skip and count up to N bad lines over all files (default 0: stop at the first)")
     t.add_argument("--drop-extra-columns", action="store_true",
                    help="drop the files' columns the spec does not name, instead of refusing them")
+    _add_replace(t)
     _add_allow_future(t)
     _add_root(t)
     t.set_defaults(func=_ingest_tables)
@@ -189,6 +203,7 @@ def register(subparsers) -> None:
     i.add_argument("--seed", default="0", metavar="S", help="seed of the sample (default 0)")
     i.add_argument("--skip-bad-lines", action="store_true",
                    help="skip malformed lines and report them, instead of failing at the first one")
+    _add_replace(i)
     _add_allow_future(i)
     _add_root(i)
     i.set_defaults(func=_ingest)
@@ -337,7 +352,7 @@ def _describe_shift(record: dict) -> str:
 def _synth(args: argparse.Namespace) -> int:
     from labeldp.errors import LabelDPInputError
     from labeldp.names import parse_date, resolve_data_root
-    from pipelines.data import synth
+    from pipelines.data import schema, synth
 
     start = parse_date(args.start, "--start")
     end = parse_date(args.end, "--end")
@@ -350,6 +365,10 @@ def _synth(args: argparse.Namespace) -> int:
     shift, shift_days = _day_shift(args, start, end, seed)
     root = resolve_data_root(args.data_root)
     days = (end - start).days + 1
+    for offset in range(days):  # every day of the range before the first is written
+        schema.refuse_existing_partition(root, start + dt.timedelta(days=offset), args.replace)
+    before = {start + dt.timedelta(days=k): len(schema.replaced_partitions(root, start + dt.timedelta(days=k)))
+              for k in range(days)}
     print(f"synthesizing {days} day(s) of {rows} rows (seed {seed}) into {root}"
           + (f", {len(shift_days)} of them shifted" if shift_days else ""), flush=True)
     total = time.perf_counter()
@@ -357,23 +376,40 @@ def _synth(args: argparse.Namespace) -> int:
         day = start + dt.timedelta(days=offset)
         began = time.perf_counter()
         directory, info = synth.write_synthetic_day(root, day, rows=rows, seed=seed,
-                                                    shift=shift if day in shift_days else None)
+                                                    shift=shift if day in shift_days else None, replace=args.replace)
         shifted = f"; shifted: {_describe_shift(info['shift'])}" if "shift" in info else ""
         print(f"  {day}: {info['rows']} rows, click rate {100 * info['click_rate']:.2f}% "
               f"(day seed {info['day_seed']}), {time.perf_counter() - began:.1f} s -> {directory}{shifted}",
               flush=True)
+        _replaced(root, day, before[day])
     print(f"done: {days} day(s) in {time.perf_counter() - total:.1f} s")
     return 0
 
 
+def _replaced(root, day: dt.date, before: int) -> None:
+    """After a write: when it replaced a partition of other bytes (the day's replacements grew from ``before``),
+    says so; and marks the reports of the verdicts judged on a replaced partition
+    (`auditing.sinks.report.pages.mark_replaced_reports`, which a nightly of the day also does)."""
+    from auditing.sinks.report import text
+    from flows.steps import mark_replaced_reports
+    from pipelines.data import schema
+
+    replaced = schema.replaced_partitions(root, day)
+    marked = mark_replaced_reports(root, day)
+    if len(replaced) > before:
+        print(text.partition_replaced_line(day, replaced[-1], marked), flush=True)
+
+
 def _ingest(args: argparse.Namespace) -> int:
     from labeldp.names import parse_date, refuse_future, resolve_data_root
-    from pipelines.data import criteo_ingest
+    from pipelines.data import criteo_ingest, schema
 
     date = refuse_future(parse_date(args.date, "--date"), "--date", args.allow_future)
     sample_rows = None if args.sample_rows is None else _whole(args.sample_rows, "--sample-rows", 1)
     seed = _whole(args.seed, "--seed", 0)
     root = resolve_data_root(args.data_root)
+    schema.refuse_existing_partition(root, date, args.replace)
+    before = len(schema.replaced_partitions(root, date))
     last = [time.perf_counter()]
 
     def progress(report) -> None:
@@ -386,24 +422,28 @@ def _ingest(args: argparse.Namespace) -> int:
     print(f"ingesting {args.file} as {date} into {root}"
           + (f" (sample of {sample_rows} rows, seed {seed})" if sample_rows else ""), flush=True)
     report = criteo_ingest.ingest_criteo(args.file, root, date, sample_rows=sample_rows, seed=seed,
-                                         skip_bad_lines=args.skip_bad_lines, progress=progress)
+                                         skip_bad_lines=args.skip_bad_lines, progress=progress, replace=args.replace)
     print(f"done: {report.lines_read} lines read ({report.compression}), {report.rows_written} rows written, "
           f"{report.skipped_lines} bad lines skipped, {report.seconds:.1f} s -> {report.partition}")
     if report.skipped_lines:
         reasons = ", ".join(f"{count} {reason}" for reason, count in report.skipped_by_reason.items())
         lines = ", ".join(str(x) for x in report.first_skipped_lines)
         print(f"skipped: {reasons} (first: lines {lines})")
+    _replaced(root, date, before)
     return 0
 
 
 def _ingest_tables(args: argparse.Namespace) -> int:
     from labeldp.errors import LabelDPInputError
     from labeldp.names import parse_date, refuse_future, resolve_data_root
+    from pipelines.data import schema
     from pipelines.data.dataset_spec import load_spec
     from pipelines.data.tabular_ingest import ingest_table_files
 
     spec = load_spec(args.dataset)
     date = refuse_future(parse_date(args.date, "--date"), "--date", args.allow_future)
+    schema.refuse_existing_partition(resolve_data_root(args.data_root), date, args.replace)
+    before = len(schema.replaced_partitions(resolve_data_root(args.data_root), date))
     cap = _whole(args.max_bad_lines, "--max-bad-lines", 0)
     delimiter = {"\\t": "\t", "tab": "\t"}.get(args.delimiter, args.delimiter)
     if delimiter is not None and len(delimiter) != 1:
@@ -420,11 +460,13 @@ def _ingest_tables(args: argparse.Namespace) -> int:
 
     print(f"ingesting {len(args.files)} file(s) as {date} of dataset {spec.name!r} into {root}", flush=True)
     report = ingest_table_files(root, date, args.files, spec, header=args.header, delimiter=delimiter,
-                                max_bad_lines=cap, drop_extra_columns=args.drop_extra_columns, progress=progress)
+                                max_bad_lines=cap, drop_extra_columns=args.drop_extra_columns, progress=progress,
+                                replace=args.replace)
     reasons = ", ".join(f"{count} {reason}" for reason, count in report["bad_lines_by_reason"].items())
     dropped = f", {report['extra_columns_dropped']} extra column(s) dropped" if report["extra_columns_dropped"] else ""
     print(f"done: {report['rows_written']} rows written, {report['bad_lines_skipped']} bad lines skipped"
           + (f" ({reasons})" if reasons else "") + f"{dropped}, {report['seconds']:.1f} s -> {report['partition']}")
+    _replaced(root, date, before)
     return 0
 
 

@@ -29,13 +29,15 @@ untrusted VIOLATION exits 4.
 The candidate is either a registered model (--model NAME) or a model file straight from another team's
 pipeline (--model-file F --format catboost|onnx, with --onnx-inputs MAP for a graph whose input names are not
 the dataset's columns), which is registered first under the name
-candidate-<first 12 hex digits of its sha256> (same file, same name; nothing is trained). Its training rows
-are required: --training-rows FILE, a Parquet file of the row keys whose labels trained it (hold out a random
-share of the day when training it: the day's other rows then recalibrate and check the reference, and the split
-is tested before it can vouch for a VIOLATION), or --training-rows all (every row of day D trained it: nothing can
-check the reference, and a VIOLATION is an unconfirmed leak, exit 4, unless --accept-unchecked-reference, recorded
-and never shown as trusted). Every input is checked before the candidate is registered or anything runs; bad
-input exits 2 with one line.
+candidate-<first 12 hex digits of its sha256>-rows-<first 8 hex digits of its training keys' sha256, or all>:
+once per file and training rows (the same file with other training rows is another candidate, beside the first;
+a guardrail of a registered candidate leaves it as it is, whatever the claim; nothing is trained). Its training
+rows are required: --training-rows FILE, a Parquet file of the row keys whose labels trained it (hold out a
+random share of the day when training it: the day's other rows then recalibrate and check the reference, and the
+split is tested before it can vouch for a VIOLATION), or --training-rows all (every row of day D trained it:
+nothing can check the reference, and a VIOLATION is an unconfirmed leak, exit 4, unless
+--accept-unchecked-reference, recorded and never shown as trusted). Every input is checked before the candidate is
+registered or anything runs; bad input exits 2 with one line.
 
 Example:
   labeldp-audit guardrail --model-file release.onnx --format onnx --claimed-epsilon 2 --date 2024-01-02 \\
@@ -66,25 +68,30 @@ def register(subparsers) -> None:
 
 
 def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:
-    """Registers --model-file after the other inputs passed (bad input fails here, in a second, with exit 2);
-    ``check_only``: checks it as a registration would, and as the run would check the registered candidate,
-    registering nothing."""
+    """Registers --model-file after the other inputs passed (bad input fails here, in a second, with exit 2), once
+    per identity (`candidate_name`: the file and its training rows). A candidate registered before is used as it is
+    (its registered claim kept: the guardrail judges --claimed-epsilon); one registered on a partition of the day
+    that was replaced since is registered again on the day's rows. ``check_only``: checks it as a registration
+    would, and as the run would check the registered candidate, registering nothing."""
     from pathlib import Path
 
     from labeldp.errors import LabelDPInputError
-    from pipelines.data.layout import file_fingerprint
+    from pipelines.data import schema
     from pipelines.models.formats.registry import model_format
-    from pipelines.models.registration import register_model
+    from pipelines.models.registration import candidate_name, find_registered, register_model
 
     fmt = model_format(args.format, "--format")
     path = Path(args.model_file)
     if not path.is_file():
         raise LabelDPInputError(f"--model-file: {path} is not a file")
-    name = "candidate-" + file_fingerprint(path).split(":", 1)[1][:12]
     training_rows = args.training_rows if args.training_rows == "all" else Path(args.training_rows)
-    record = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=args.claimed_epsilon,
+    name = candidate_name(root, day, path, training_rows, plan.dataset)
+    existing = find_registered(root, name, day)
+    claim = (args.claimed_epsilon, 0.0) if existing is None else (existing.mechanism.epsilon, existing.mechanism.delta)
+    replaced = existing is not None and existing.partition_fingerprint != schema.partition_fingerprint(root, day)
+    record = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=claim[0], delta=claim[1],
                             dataset=plan.dataset, training_rows=training_rows,
-                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=True,
+                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=replaced,
                             check_only=check_only)
     if check_only:
         from flows import preflight
@@ -93,7 +100,9 @@ def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:
         record.pop("already_registered")
         preflight.check_candidate_metadata(ModelMetadata.from_dict(record), day, plan, root)
         return name
-    print(f"[labeldp-audit] registered {path} as {name}@{day.isoformat()} ({record.get('format')})",
+    done = "is registered already (the same file and training rows)" if record.get("already_registered") else (
+        "registered again on the day's replaced partition" if replaced else "registered")
+    print(f"[labeldp-audit] {path} as {name}@{day.isoformat()} ({record.get('format')}): {done}",
           file=sys.stderr, flush=True)
     return name
 

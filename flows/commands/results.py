@@ -29,7 +29,9 @@ first and combine; the default then keeps each model's newest picked row per run
 model's most recent VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints
 (run: the run kind; status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference
 unchecked) or accepted (reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!'
-after the status of a verdict that is not trusted); --json prints the full stored rows (strict JSON: an infinite
+after the status of a verdict that is not trusted; '*' after the status marks a verdict whose day's partition
+was replaced since by other data (data ingest --replace): "inputs replaced since", said under the table, in
+--json / --csv as inputs_replaced_since and by show; the row itself never changes); --json prints the full stored rows (strict JSON: an infinite
 claimed epsilon is "inf"; JSON-text columns such as result_json stay text), each with its "slices" (null when it
 declared none), --csv the table's columns and the trust figures (trust, the capacity check's epsilon_check and
 misfit figures, the row groups) as stored values. A verdict that declared slices (valid bounds per slice of the
@@ -87,7 +89,9 @@ against the claim at the night's kappa, with an alternative fixed from earlier n
 mixture, a test that stays valid however often it is looked at (Ville's inequality; docs/soundness.md section
 10). The family is flagged the first night the evidence reaches 1/alpha: then the nights together disprove the
 claims at false-alarm rate alpha, even when no single night did. The nights are the nightly and backfill rows,
-the first computed per date, in the order computed; a night with delta > 0 or an infinite claim counts as e = 1.
+the first computed per date, in the order computed; a night with delta > 0 or an infinite claim counts as e = 1. A
+later run of a night on other inputs (the day ingested again, a model registered again, other settings) is listed
+under the table with what changed (--json: later_runs); it never changes the night's counts.
 Valid when every night's kappa covers its reference, each row is audited at most once in the family and each
 night draws fresh coins: the nightly and backfill key them by the night (the result's coins_night); a night
 without one is covered only if its row ids do not repeat across days.
@@ -106,7 +110,7 @@ CSV_COLUMNS = (
     "breaking_kappa", "detection_floor_rows", "exposed_rows_floor", "m", "audit_rows", "report", "trust_reason",
     "epsilon_check", "misfit_kappa_upper", "check_misfit_kappa", "check_rows", "detectability", "accepted_unchecked",
     "group_rule", "rows_excluded_groups", "group_pairs", "group_label_agreement", "group_label_agreement_expected",
-    "inconclusive_reason",
+    "inconclusive_reason", "run_id", "inputs_replaced_since",
 )
 NO_MATCH = "no audit results match"
 JSON_TEXT_COLUMNS = ("result_json", "shift_diagnostic", "durations")  # `show` prints these as an outline
@@ -192,7 +196,8 @@ def run(args) -> int:
 def _family(args) -> int:
     import json
 
-    from auditing.sinks.family import family_of, family_rows
+    from auditing.sinks.family import family_of, family_rows, later_runs
+    from auditing.sinks.report.text import later_run_line
     from labeldp.errors import LabelDPInputError
     from labeldp.names import check_name, parse_date
 
@@ -208,8 +213,10 @@ def _family(args) -> int:
         raise LabelDPInputError(f"no nightly or backfill verdict of model {model}"
                                 + (f" up to {until}" if until is not None else ""))
     test = family_of(rows, model, until=until, alpha=args.alpha)
+    later = later_runs(rows, model, until)
     if getattr(args, "json", False):
-        print(json.dumps({"model_id": model, **test.to_dict()}, allow_nan=False, indent=1))
+        print(json.dumps({"model_id": model, **test.to_dict(), "later_runs": [run.to_dict() for run in later]},
+                         allow_nan=False, indent=1))
         return 0
     print(f"{model}: {test.sentence()}")
     print("partition_date  claimed_eps  kappa  check_e     check_evid  confirmed  kappa_e     kappa_evid  "
@@ -218,6 +225,8 @@ def _family(args) -> int:
         print(f"{night.partition_date.isoformat()}  {row.claimed_epsilon:>11g}  {row.kappa:>5g}  "
               f"{night.check_e_value:<10.4g}  {night.check_evidence:<10.4g}  {'yes' if night.confirmed else 'no':<9}  "
               f"{night.e_value:<10.4g}  {night.evidence:<10.4g}  {night.check_reason or night.reason or '-'}")
+    for run in later:
+        print(later_run_line(run.first, run.later, run.changed))
     return 0
 
 
@@ -232,6 +241,24 @@ def _read(args, fn):
     except WarehouseUnavailable as exc:
         print(f"labeldp-audit results: error: warehouse unavailable: {' '.join(str(exc).split())}", file=sys.stderr)
         return UNAVAILABLE
+
+
+def _replaced_of(data_root):
+    """row -> when the day's partition it judged was replaced since (`pipelines.data.schema.replaced_since`: the
+    day's small record under the data root, read once per day), None when it was not."""
+    from labeldp.names import resolve_data_root
+    from pipelines.data import schema
+
+    root = resolve_data_root(data_root)
+    seen: dict = {}
+
+    def replaced(row) -> str | None:
+        key = (row.partition_date, row.partition_fingerprint)
+        if key not in seen:
+            seen[key] = schema.replaced_since(root, row.partition_date, row.partition_fingerprint)
+        return seen[key]
+
+    return replaced
 
 
 def _report_of(data_root):
@@ -276,16 +303,17 @@ def _list(args) -> int:
         return 0
     if not rows:
         print(NO_MATCH, file=sys.stderr)  # stdout still holds a valid (empty) document
+    replaced = _replaced_of(args.data_root)
     if args.json:
-        listed = stored_rows_for_table(rows, slices=slices)
-        print(json.dumps([jsonable({**v.row.to_dict(), "slices": None if v.slices is None else v.slices.to_dict()})
-                          for v in listed], allow_nan=False))
+        listed = stored_rows_for_table(rows, slices=slices, replaced=replaced)
+        print(json.dumps([jsonable({**v.row.to_dict(), "slices": None if v.slices is None else v.slices.to_dict(),
+                                    "inputs_replaced_since": v.inputs_replaced}) for v in listed], allow_nan=False))
     elif args.csv:
         report = _report_of(args.data_root)
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
         for row in rows:
-            cells = {**jsonable(row.to_dict()), "report": report(row)}
+            cells = {**jsonable(row.to_dict()), "report": report(row), "inputs_replaced_since": replaced(row)}
             writer.writerow(["" if cells[name] is None else cells[name] for name in CSV_COLUMNS])
     else:
         from auditing.sinks.family import night_numbers
@@ -295,7 +323,7 @@ def _list(args) -> int:
             (since, until, args.status, args.run_kind, args.trust))
         print(format_rows(stored_rows_for_table(rows, _report_of(args.data_root),
                                                 lambda row: _weak_pass(row) if row.status == PASS else None,
-                                                slices, night_numbers(rows) if whole else None)))
+                                                slices, night_numbers(rows) if whole else None, replaced)))
     return 0
 
 
@@ -369,10 +397,12 @@ def _show(args) -> int:
         which = "".join(f" {what} {value}" for what, value in (("of run kind", run_kind),
                                                                 ("with audit config", args.config)) if value)
         raise LabelDPInputError(f"no audit result for model {model} {on}{which}")
+    replaced = _replaced_of(args.data_root)
     if args.json:
-        print(json.dumps(_show_json(*found), allow_nan=False, indent=2))
+        print(json.dumps({**_show_json(*found), "inputs_replaced_since": replaced(found[0])}, allow_nan=False,
+                         indent=2))
         return 0
-    _print_record(*found)
+    _print_record(*found, replaced=replaced(found[0]))
     return 0
 
 
@@ -407,20 +437,22 @@ def _show_run(args) -> int:
         return 2
     if not found:
         raise LabelDPInputError(f"no audit result of run {args.show_run}" + (f" for model {model}" if model else ""))
+    replaced = _replaced_of(args.data_root)
     if args.json:
-        print(json.dumps([_show_json(*item) for item in found], allow_nan=False, indent=2))
+        print(json.dumps([{**_show_json(*item), "inputs_replaced_since": replaced(item[0])} for item in found],
+                         allow_nan=False, indent=2))
         return 0
     for index, item in enumerate(found):
         if index:
             print()
         print(f"# {index + 1} of {len(found)}: {item[0].model_id} {item[0].partition_date.isoformat()} "
               f"{item[0].run_kind}")
-        _print_record(*item)
+        _print_record(*item, replaced=replaced(item[0]))
     return 0
 
 
-def _print_record(row, points, others, stored, nights, runs) -> None:
-    """One verdict as `results show` prints it."""
+def _print_record(row, points, others, stored, nights, runs, replaced: str | None = None) -> None:
+    """One verdict as `results show` prints it; ``replaced``: when its day's partition was replaced since."""
     from auditing.sinks.listing import ListedSlices, stored_attack_confidence
 
     slices = ListedSlices.of_stored(row, stored)
@@ -430,6 +462,7 @@ def _print_record(row, points, others, stored, nights, runs) -> None:
         attack_line,
         claim_words,
         family_line,
+        inputs_replaced_sentence,
         json_outline,
         run_lines,
         slice_table_lines,
@@ -445,6 +478,8 @@ def _print_record(row, points, others, stored, nights, runs) -> None:
             print(f"{name}: (JSON; --json prints it whole)")
             print("\n".join(json_outline(outline)))
     print(f"curve_points: {points}")
+    if replaced:
+        print(f"inputs_replaced_since: {replaced} ({inputs_replaced_sentence(row.partition_fingerprint, replaced)})")
     print(f"runs: {len(runs)} (audit_runs: the run that wrote the row, then each run on identical inputs)")
     print("\n".join("  " + line for line in run_lines(row, runs)))
     if others:

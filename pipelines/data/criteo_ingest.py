@@ -166,15 +166,17 @@ def _bad_line_error(path: Path, parsed: BlockParse, lines_so_far: int) -> LabelD
 def ingest_criteo(path: str | os.PathLike, root: str | os.PathLike, date: dt.date,
                   sample_rows: int | None = None, seed: int = 0, skip_bad_lines: bool = False,
                   block_bytes: int = DEFAULT_BLOCK_BYTES, rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE,
-                  progress: Callable[[IngestReport], None] | None = None) -> IngestReport:
+                  progress: Callable[[IngestReport], None] | None = None, replace: bool = False) -> IngestReport:
     """Converts the Criteo TSV file ``path`` into ``partitions/date=D/`` under ``root``; see the module doc.
 
     ``sample_rows``: keep a deterministic uniform sample of that many lines (seeded by ``seed``), else all.
-    ``progress`` is called after each block with the report so far. Returns the final report; raises
-    ``LabelDPInputError`` (and writes nothing) on bad input.
+    ``progress`` is called after each block with the report so far. An existing day is refused before the file is
+    read unless ``replace``. Returns the final report; raises ``LabelDPInputError`` (and writes nothing) on bad
+    input.
     """
     path = Path(path)
     date = require_date(date)
+    schema.refuse_existing_partition(root, date, replace)
     if sample_rows is not None and (isinstance(sample_rows, bool) or int(sample_rows) != sample_rows
                                     or sample_rows < 1):
         raise LabelDPInputError(f"sample_rows must be a whole number >= 1; got {sample_rows!r}", field="sample_rows")
@@ -224,7 +226,7 @@ def ingest_criteo(path: str | os.PathLike, root: str | os.PathLike, date: dt.dat
                     yield rows.to_table()
 
             directory = schema.write_partition(root, date, tables(), rows_per_file=rows_per_file,
-                                               source=path, provenance=finish)
+                                               source=path, provenance=finish, replace=replace)
         else:
             sampler = _BottomK(int(sample_rows), int(seed))
             for rows in parsed_blocks():
@@ -235,7 +237,7 @@ def ingest_criteo(path: str | os.PathLike, root: str | os.PathLike, date: dt.dat
                                         f"{report.skipped_lines} skipped); nothing was written")
             report.rows_written = len(sample)
             directory = schema.write_partition(root, date, sample.to_table(), rows_per_file=rows_per_file,
-                                               source=path, provenance=finish)
+                                               source=path, provenance=finish, replace=replace)
     finally:
         stream.close()
     report.partition = str(directory)

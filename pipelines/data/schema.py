@@ -81,6 +81,9 @@ ORACLE_SCHEMA = pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False),
 
 PART_GLOB = "part-*.parquet"
 PROVENANCE_FILE = "_provenance.json"
+# The partitions of the day that a write replaced (`replaced_partitions`): kept in the partition's directory, so
+# that a verdict of an earlier partition reads "inputs replaced since" (its partition_fingerprint is listed).
+REPLACED_FILE = "_replaced.json"
 DEFAULT_ROWS_PER_FILE = 500_000
 PARQUET_COMPRESSION = "zstd"
 
@@ -425,14 +428,73 @@ def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
     pyarrow version gives identical bytes (hence the same fingerprint); a different pyarrow version may not.
     """
     _directory, files = _partition_files(root, date)
+    return files_fingerprint(files)
+
+
+def files_fingerprint(files: Sequence[Path]) -> str:
+    """`partition_fingerprint` of these files (in name order: a partition's ``part-*.parquet``)."""
     digest = hashlib.sha256()
-    for path in files:
+    for path in sorted(files, key=lambda p: p.name):
         size = path.stat().st_size
         digest.update(f"{path.name}\0{size}\0".encode())
         with open(path, "rb") as handle:
             while chunk := handle.read(1 << 20):
                 digest.update(chunk)
     return "sha256:" + digest.hexdigest()
+
+
+def refuse_existing_partition(root: str | os.PathLike, date: dt.date, replace: bool) -> None:
+    """LabelDPInputError (field ``replace``) when day ``date`` already has a partition and ``replace`` is False: a
+    day is never replaced silently (a mistyped date would destroy another day's data)."""
+    directory = partition_dir(root, date)
+    if replace or not directory.exists():
+        return
+    raise LabelDPInputError(
+        f"the partition of {date.isoformat()} already exists at {directory}; pass {mention('replace')} to replace it "
+        "(its verdicts stay in the warehouse, marked 'inputs replaced since'), or give another date",
+        field="replace")
+
+
+def _replaced_record(root: str | os.PathLike, date: dt.date) -> dict:
+    try:
+        record = json.loads((partition_dir(root, date) / REPLACED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def replaced_partitions(root: str | os.PathLike, date: dt.date) -> list[dict]:
+    """The partitions of day ``date`` that writes replaced, oldest first: dicts of ``fingerprint`` (the replaced
+    partition's), ``rows`` and ``replaced_at`` (UTC, ISO-8601); empty when the day was never replaced (or has no
+    partition). An unreadable record is read as none."""
+    entries = _replaced_record(root, date).get("replaced")
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("fingerprint"), str)] \
+        if isinstance(entries, list) else []
+
+
+def replaced_since(root: str | os.PathLike, date: dt.date, fingerprint: str | None) -> str | None:
+    """When the partition ``fingerprint`` of day ``date`` was last replaced by another (UTC, ISO-8601), None when it
+    is the day's partition now or was never replaced: a verdict judged on it then reads "inputs replaced since".
+    Reads the day's small record (`REPLACED_FILE`), never the partition's bytes."""
+    record = _replaced_record(root, date)
+    if not fingerprint or fingerprint == record.get("current"):
+        return None
+    times = [e.get("replaced_at") for e in replaced_partitions(root, date) if e["fingerprint"] == fingerprint]
+    return str(times[-1]) if times else None
+
+
+def _replacement_record(root: str | os.PathLike, date: dt.date) -> tuple[str, int, list[dict]] | None:
+    """(fingerprint, rows, earlier replacements) of the day's partition before a write replaces it; None when there
+    is none, or nothing readable to fingerprint."""
+    directory = partition_dir(root, date)
+    files = sorted(directory.glob(PART_GLOB)) if directory.is_dir() else []
+    if not files:
+        return None
+    try:
+        rows = sum(open_parquet(path).metadata.num_rows for path in files)
+    except LabelDPInputError:
+        rows = None
+    return files_fingerprint(files), rows, replaced_partitions(root, date)
 
 
 # --------------------------------------------------------------------------------------------- writing
@@ -457,7 +519,7 @@ def write_partition(root: str | os.PathLike, date: dt.date,
                     table_or_batches: pa.Table | pa.RecordBatch | Iterable,
                     rows_per_file: int = DEFAULT_ROWS_PER_FILE, num_classes: int | None = None,
                     source: object = None, provenance: dict | Callable[[], dict] | None = None,
-                    dataset: DatasetSpec | None = None) -> Path:
+                    dataset: DatasetSpec | None = None, replace: bool = False) -> Path:
     """Validates and writes the partition of ``date``; returns its directory.
 
     Accepts one Table/RecordBatch or an iterable of them (streamed: memory holds one batch plus 8 bytes a row
@@ -474,13 +536,19 @@ def write_partition(root: str | os.PathLike, date: dt.date,
 
     ``dataset`` (default Criteo) gives the columns; a spec other than the default is recorded as
     ``_dataset.json`` (`pipelines.data.dataset_spec.write_dataset_record`), which readers then default to.
+
+    An existing partition of the day is refused (`refuse_existing_partition`) unless ``replace``; a replaced
+    partition of other bytes is recorded in the new one's ``_replaced.json`` (`replaced_partitions`: its
+    fingerprint, rows and when), with the replacements before it.
     """
     dataset = dataset or criteo()
     file_schema = dataset.partition_schema()
     if isinstance(rows_per_file, bool) or int(rows_per_file) != rows_per_file or rows_per_file < 1:
         raise LabelDPInputError(f"rows_per_file must be a whole number >= 1; got {rows_per_file!r}")
     rows_per_file = int(rows_per_file)
+    refuse_existing_partition(root, date, replace)
     final = partition_dir(root, date)
+    previous = _replacement_record(root, date)
     label = source if source is not None else f"partition {final.name}"
     with atomic_directory(final) as tmp:
         writer: pq.ParquetWriter | None = None
@@ -521,6 +589,15 @@ def write_partition(root: str | os.PathLike, date: dt.date,
         check_row_ids_unique(np.concatenate(row_ids), label, dataset.row_key)
         check_labels_vary(pa.array(sorted(labels), pa.int64()), label, dataset.label, rows=total)
         write_dataset_record(tmp, dataset)
+        if previous is not None:
+            fingerprint, old_rows, history = previous
+            current = files_fingerprint(sorted(tmp.glob(PART_GLOB)))
+            if fingerprint != current:
+                history = [*history, {"fingerprint": fingerprint, "rows": old_rows,
+                                      "replaced_at": dt.datetime.now(dt.UTC).isoformat()}]
+            if history:
+                text = json.dumps({"current": current, "replaced": history}, indent=2) + "\n"
+                (tmp / REPLACED_FILE).write_text(text, encoding="utf-8")
         if provenance is not None:
             record = provenance() if callable(provenance) else provenance
             text = json.dumps(record, sort_keys=True, indent=2, default=str) + "\n"

@@ -617,18 +617,20 @@ def generate_day(date: dt.date, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
 def write_synthetic_day(root: str | os.PathLike, date: dt.date, rows: int = DEFAULT_ROWS,
                         seed: int = DEFAULT_SEED,
                         rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE,
-                        shift: DayShift | None = None) -> tuple[Path, dict]:
+                        shift: DayShift | None = None, replace: bool = False) -> tuple[Path, dict]:
     """Generates ``date`` and writes ``partitions/date=D/`` (with ``_provenance.json``) and ``oracle/date=D/``.
 
     ``shift``: a ``DayShift`` for this day (see ``generate_day``); to shift some days of a range, pass it for
     those days only. Each directory is published atomically. The oracle is written first, so a partition never
-    exists without its oracle. Returns (partition directory, provenance).
+    exists without its oracle. An existing day is refused unless ``replace`` (before anything is written:
+    `pipelines.data.schema.refuse_existing_partition`). Returns (partition directory, provenance).
     """
+    schema.refuse_existing_partition(root, date, replace)
     day = generate_day(date, rows=rows, seed=seed, shift=shift)
     schema.write_oracle(root, date, day.oracle)
     directory = schema.write_partition(root, date, day.table, rows_per_file=rows_per_file,
                                        source=f"synthetic day {date.isoformat()}",
-                                       provenance=day.provenance)
+                                       provenance=day.provenance, replace=replace)
     return directory, day.provenance
 
 

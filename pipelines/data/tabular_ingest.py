@@ -367,14 +367,15 @@ def ingest_table_files(root: str | os.PathLike, date: dt.date, files: Sequence[s
                        delimiter: str | None = None, max_bad_lines: int = 0, drop_extra_columns: bool = False,
                        progress: Callable[[dict], None] | None = None, batch_rows: int = DEFAULT_BATCH_ROWS,
                        block_bytes: int = DEFAULT_BLOCK_BYTES,
-                       rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE) -> dict:
+                       rows_per_file: int = schema.DEFAULT_ROWS_PER_FILE, replace: bool = False) -> dict:
     """Reads ``files`` (in order) into the partition of ``date`` under ``root`` for ``dataset`` (a spec or the
     path of its JSON file); see the module doc. ``header`` and ``delimiter`` apply to CSV/TSV files.
     ``progress`` is called after each input block with a dict of counts so far. Returns the report (also
     written as ``_provenance.json``, without ``partition`` and ``seconds``); raises ``LabelDPInputError`` and
-    writes nothing on bad input."""
+    writes nothing on bad input, and on an existing day unless ``replace`` (before any file is read)."""
     started = time.perf_counter()
     date = require_date(date)
+    schema.refuse_existing_partition(root, date, replace)
     spec = dataset if isinstance(dataset, DatasetSpec) else load_spec(dataset)
     cap = _whole(max_bad_lines, "max_bad_lines", 0)
     batch_rows = _whole(batch_rows, "batch_rows", 1)
@@ -420,5 +421,5 @@ def ingest_table_files(root: str | os.PathLike, date: dt.date, files: Sequence[s
 
     label = str(paths[0]) if len(paths) == 1 else f"{len(paths)} files ({', '.join(str(p) for p in paths)})"
     directory = schema.write_partition(root, date, _rebatch(tables(), batch_rows), rows_per_file=rows_per_file,
-                                       source=label, provenance=record, dataset=spec)
+                                       source=label, provenance=record, dataset=spec, replace=replace)
     return {**record(), "partition": str(directory), "seconds": time.perf_counter() - started}

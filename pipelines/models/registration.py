@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -283,6 +284,57 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     return {**registry.jsonable(metadata.to_dict()), "already_registered": False}
 
 
+def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: str | os.PathLike,
+                   dataset: DatasetSpec | None) -> str:
+    """A guardrail candidate's registry name, one per identity: ``candidate-<12 hex of the file's sha256>-rows-<8 hex
+    of the sha256 of its sorted training keys, or 'all'>``, so that the same file with other training rows is
+    another candidate and both can be found. The keys are read and checked as `register_model` does (the same
+    key set in another file has the same name)."""
+    file_hex = file_fingerprint(Path(file)).split(":", 1)[1]
+    if isinstance(training_rows, str) and training_rows == ALL_ROWS:
+        rows = ALL_ROWS
+    else:
+        dataset = dataset or dataset_of(root, date)
+        day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
+                    .column(dataset.row_key).to_numpy() if partition_dir(root, date).is_dir() else None)
+        keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
+        rows = hashlib.sha256(np.ascontiguousarray(keys, dtype="<i8").tobytes()).hexdigest()[:8]
+    return f"candidate-{file_hex[:12]}-rows-{rows}"
+
+
+def check_registration_matches_day(root, metadata: ModelMetadata, date: dt.date, partition_fp: str,
+                                   role: str = "registered target") -> None:
+    """A registered model still fits the day it was registered for: the partition it was registered against is the
+    day's partition now (else the day was ingested again since, and its training keys may no longer be the day's
+    rows: the audit would intersect them silently), and, when it was registered before the day existed, its
+    training keys are all rows of the day. Raises LabelDPInputError naming the model, what changed and the fix (to
+    register it again with ``--replace``); a model trained here is not checked (the plan retrains it)."""
+    if metadata.origin != SOURCE:
+        return
+    name, day = metadata.model_name, metadata.date.isoformat()
+    fix = f"register it again for the day's rows: {hints.REREGISTER_MODEL.line(name=name, date=day)}"
+    recorded = metadata.partition_fingerprint or None
+    if recorded is not None and recorded != partition_fp:
+        since = schema.replaced_since(root, date, recorded)
+        raise LabelDPInputError(
+            f"{role} {name}@{day} was registered on the partition {recorded}, but the partition of "
+            f"{date.isoformat()} is now {partition_fp}" + (f" (replaced {since})" if since else "")
+            + f": its training keys are no longer known to be the day's rows, and its verdict would judge other "
+            f"rows than it was registered for; {fix}", field="model")
+    record = metadata.training_rows
+    if recorded is None and getattr(record, "kind", None) == "keys":
+        keys = _stored_keys(model_dir(root, name, metadata.date))
+        dataset = dataset_of(root, date)
+        day_keys = schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset) \
+            .column(dataset.row_key).to_numpy()
+        missing = 0 if keys is None else int((~np.isin(keys, day_keys)).sum())
+        if keys is None or missing:
+            what = "its training keys cannot be read" if keys is None else \
+                f"{missing} of its {keys.size} training keys are not rows of the day"
+            raise LabelDPInputError(f"{role} {name}@{day} was registered before the partition of {date.isoformat()} "
+                                    f"existed, and {what}; {fix}", field="model")
+
+
 # ------------------------------------------------------------------------------------------------ list / show
 
 
@@ -348,5 +400,18 @@ def show_model(root, name: str, date: dt.date | None = None) -> ModelMetadata:
     return registry.read_metadata(root, name, require_date(date, "date"))
 
 
-__all__ = ["ALL_ROWS", "MECHANISM", "SOURCE", "TRAINING_ROWS_FILE", "check_claim", "find_registered",
-           "format_for_file", "list_models", "read_training_rows", "register_model", "show_model"]
+__all__ = [
+    "ALL_ROWS",
+    "MECHANISM",
+    "SOURCE",
+    "TRAINING_ROWS_FILE",
+    "candidate_name",
+    "check_claim",
+    "check_registration_matches_day",
+    "find_registered",
+    "format_for_file",
+    "list_models",
+    "read_training_rows",
+    "register_model",
+    "show_model",
+]

@@ -16,7 +16,8 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from auditing.sinks.report.risk_panel import risk_panel
 from auditing.sinks.report.robustness_panel import robustness_panel
 from auditing.sinks.report.slice_panel import slice_panel
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT
+from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT, inputs_replaced_sentence
 from auditing.sinks.report.trust_panel import (
     TRUST_CLASS,
     control_card,
@@ -348,6 +349,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
                   "the other half." if selection_strategy(result.strategy).uses_halves else "")
     body = (
+        f"{_partition_mark(lineage.get('partition_fingerprint'))}"
         f"{decision_card(verdict)}{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run "
         "report</p>"
         f"<h1>{esc(title)}</h1>"
@@ -380,6 +382,49 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
     )
     return _page(f"labeldp-audit report: {title} ({status})", body)
+
+
+# Where a run report records the partition its verdict judged (read back by `mark_replaced_reports`).
+_PARTITION_MARK = re.compile(r"<!--labeldp:partition (sha256:[0-9a-f]+)-->")
+# A page written before the mark: its lineage table's row.
+_LINEAGE_PARTITION = re.compile(r"partition fingerprint</t[hd]>\s*<td><code>(sha256:[0-9a-f]+)</code>")
+_REPLACED_BANNER_ID = "inputs-replaced"
+
+
+def _partition_mark(fingerprint: Any) -> str:
+    return f"<!--labeldp:partition {fingerprint}-->" if isinstance(fingerprint, str) and fingerprint else ""
+
+
+def replaced_banner(fingerprint: str, since: str) -> str:
+    """The banner of a run report whose verdict's partition was replaced since (`text.inputs_replaced_sentence`)."""
+    return (f"<div class=\"banner accepted\" id=\"{_REPLACED_BANNER_ID}\" role=\"alert\"><strong>INPUTS REPLACED "
+            f"SINCE {esc(since)}.</strong> <span>{esc(inputs_replaced_sentence(fingerprint, since))}</span></div>")
+
+
+def mark_replaced_reports(data_root: str | os.PathLike | None, day: dt.date,
+                          since: Callable[[str], str | None]) -> int:
+    """Adds the "inputs replaced since" banner to every run report of ``day`` whose verdict judged a partition
+    that was replaced since (``since(fingerprint)``: when, or None; `pipelines.data.schema.replaced_since`), once;
+    returns how many pages it marked. Each page is rewritten atomically; the verdict's row in the warehouse is
+    never touched (`results` marks it from the same record). Run after a day is replaced, and by the next nightly
+    of the day (a replacement stopped before it marked its pages)."""
+    marked = 0
+    root = resolve_data_root(data_root) / REPORTS
+    for path in sorted(root.glob(f"*/date={require_date(day, 'day').isoformat()}/*.html")):
+        try:
+            page = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        found = _PARTITION_MARK.search(page) or _LINEAGE_PARTITION.search(page)
+        when = since(found.group(1)) if found else None
+        if when is None or f'id="{_REPLACED_BANNER_ID}"' in page:
+            continue
+        # after the mark (above the trust banner and the badge), or at the top of <main> on an older page
+        at = found.end() if found.re is _PARTITION_MARK else (page.index(">", page.index("<main")) + 1
+                                                             if "<main" in page else 0)
+        write_text_atomically(path, page[:at] + replaced_banner(found.group(1), when) + page[at:])
+        marked += 1
+    return marked
 
 
 def _method_cell(row: ResultRow) -> str:

@@ -431,6 +431,37 @@ def family_line(row: ResultRow, nights: int | None = None, alpha: float = DEFAUL
     return f"{head}; {hints.FAMILY_NIGHTS.line(model=row.model_id)} shows each night"
 
 
+INPUTS_REPLACED = "inputs replaced since"
+
+
+def later_run_line(first: ResultRow, later: ResultRow, changed: Sequence[str]) -> str:
+    """A family night that a later run judged on other inputs (`auditing.sinks.family.later_runs`): which run, what it
+    found, what changed, and that the family counts the night's first run."""
+    what = ", ".join(changed) if changed else "the first run recorded no input fingerprints"
+    return (f"{later.partition_date.isoformat()}: a later run ({later.run_id}: {later.status}, eps_lb "
+            f"{later.epsilon_lower_bound:.4g}) saw other inputs ({what}); the family counts the night's first run "
+            f"({first.run_id}: {first.status}, eps_lb {first.epsilon_lower_bound:.4g})")
+
+
+def inputs_replaced_sentence(fingerprint: str | None, since: str) -> str:
+    """Why a verdict reads "inputs replaced since": the day's partition it judged was replaced, and what that means
+    for the verdict."""
+    judged = f" ({fingerprint[:19]}...)" if fingerprint else ""
+    return (f"{INPUTS_REPLACED} {since}: the day's partition this verdict judged{judged} was replaced by other data "
+            "(data ingest --replace); the verdict stays as the record of that partition, and a run on the new "
+            "partition is a verdict of its own beside it")
+
+
+def partition_replaced_line(day: dt.date, entry: Mapping, marked: int) -> str:
+    """What `data ingest|ingest-criteo|synth --replace` prints after replacing a day's partition of other bytes."""
+    rows = "" if entry.get("rows") is None else f", {entry['rows']} rows"
+    return (f"replaced the partition of {day.isoformat()} ({str(entry['fingerprint'])[:19]}...{rows}): its verdicts "
+            f"stay in the warehouse, marked '{INPUTS_REPLACED}' "
+            f"({hints.RESULTS_OF_DAY.line(date=day.isoformat())}); {marked} run report(s) marked; a registered "
+            "model of the day must be registered again (models register --replace) before it is audited on the new "
+            "rows")
+
+
 def run_lines(row: ResultRow, runs: Sequence[Mapping]) -> list[str]:
     """One line per run of a verdict (``audit_runs``, the first started first): its id, when, its flow run, and
     whether it wrote the row or was recorded against it on identical inputs; a run that computed another status or
@@ -473,6 +504,7 @@ def _cells(listed: ListedVerdict) -> tuple[str, ...]:
     floor = "-" if r.detection_floor_rows is None else str(r.detection_floor_rows)
     exposed = "-" if r.exposed_rows_floor is None else str(r.exposed_rows_floor)
     exposed += "w" if listed.weak_pass_mark else ""  # a PASS stored before WEAK_PASS existed
+    status += "*" if listed.inputs_replaced else ""  # its day's partition was replaced since
     return (DECISION_SHORT.get(r.decision, "-"), r.model_id, r.partition_date.isoformat(), status, r.run_kind or "-",
             TRUST_SHORT.get(listed.trust, "-"), claimed, f"{r.epsilon_lower_bound:.3f}", paper,
             f"{r.max_certifiable_epsilon:.2f}", breaking, floor, exposed, str(r.m), r.audit_rows or "-",
@@ -561,6 +593,9 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
         lines += slice_table_lines(v.slices, v.row.claimed_epsilon, title=f"{_where(v)} ")
     if any(v.slices.violations for v in sliced):
         lines.append(SLICE_VIOLATION_MEANING)
+    for v in listed:
+        if v.inputs_replaced:
+            lines.append(f"* {_where(v)} {v.row.status}: {inputs_replaced_sentence(v.row.partition_fingerprint, v.inputs_replaced)}")
     for r in skipped:
         lines.append(f"skipped: {r.model_id} {r.partition_date.isoformat()}: {r.reason}")
     return "\n".join(lines)
@@ -569,16 +604,19 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
 def stored_rows_for_table(rows: Sequence[ResultRow], report: Callable[[ResultRow], str | None] | None = None,
                           weak_pass: Callable[[ResultRow], bool | None] | None = None,
                           slices: Mapping | None = None,
-                          family_nights: Mapping | None = None) -> list[ListedVerdict]:
+                          family_nights: Mapping | None = None,
+                          replaced: Callable[[ResultRow], str | None] | None = None) -> list[ListedVerdict]:
     """Warehouse rows (``Warehouse.fetch_verdicts``) as the verdicts ``format_rows`` lists: ``report(row)`` the
     path of the row's run report (None: none). A row stored before WEAK_PASS was a status says PASS:
     ``weak_pass(row)`` says whether its floors make it weak, and the table marks it 'w'. ``slices``: the rows'
     stored slices by key (``Warehouse.slices_of``); ``family_nights``: each night's place in its family by
-    (model_id, partition_date) (`auditing.sinks.family.night_numbers`; None: not known)."""
+    (model_id, partition_date) (`auditing.sinks.family.night_numbers`; None: not known); ``replaced(row)``: when the
+    partition the row judged was replaced since (None: it was not), marked '*' and said under the table."""
     return [ListedVerdict(row, report=report(row) if report is not None else None,
                           stored_weak_pass=weak_pass(row) if weak_pass is not None else None,
                           stored_slices=ListedSlices.of_stored(row, (slices or {}).get(row.key, ())),
-                          family_nights=(family_nights or {}).get((row.model_id, row.partition_date)))
+                          family_nights=(family_nights or {}).get((row.model_id, row.partition_date)),
+                          inputs_replaced=replaced(row) if replaced is not None else None)
             for row in rows]
 
 
