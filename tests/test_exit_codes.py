@@ -129,25 +129,28 @@ def test_help_lists_every_exit_code(command):
         assert f"{code} {' '.join(meaning.split())}" in text, (code, meaning)
 
 
-def test_the_readme_lists_every_exit_code_status_and_trust_state_in_one_table():
-    """The README's short table names each one, with the exit code it gives; docs/concepts.md gives each status
-    the words of --help, the report and the table's legend (`STATUS_MEANINGS`)."""
+def test_the_readme_lists_every_decision_and_exit_code_in_one_table():
+    """The README's short table names each decision and exit code, with the exit code it gives; docs/concepts.md
+    gives each status the words of --help, the report and the table's legend (`STATUS_MEANINGS`), and names every
+    decision, trust state and exit code."""
     from auditing.sinks.report.text import STATUS_MEANINGS
-    from auditing.verdict.types import STATUSES, TRUST_STATES
+    from auditing.verdict.types import DECISIONS, STATUSES, TRUST_STATES
 
     text = (REPO / "README.md").read_text()
-    block = text[text.index("## Statuses, trust and exit codes"):]
+    block = text[text.index("## Decisions and exit codes"):]
     table = block[block.index("\n|"):]
     table = table[:table.index("\n\n")]
     for code in exit_codes.MEANINGS:
         assert f"| exit `{code}` |" in table and table.count(f"| {code} |") >= 1, code
-    for status in STATUSES:
-        assert f"| `{status}` | " in table, status
-    for state in TRUST_STATES:
-        assert f"| trust `{state}` | " in table, state
+    for decision in DECISIONS:
+        assert f"| `{decision}` | " in table and f"| {exit_codes.decision_exit_code(decision)}" in table, decision
     concepts = " ".join((REPO / "docs" / "concepts.md").read_text().split())
     for status in STATUSES:
         assert f"- `{status}`: {' '.join(STATUS_MEANINGS[status].split())};" in concepts, status
+    for state in TRUST_STATES:
+        assert f"- trust `{state}`: " in concepts, state
+    for decision in DECISIONS:
+        assert f"- `{decision}`: " in concepts, decision
     for code in exit_codes.MEANINGS:
         assert f"- exit `{code}`: " in concepts, code
 
