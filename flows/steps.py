@@ -413,7 +413,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
 def _split_tests(root: Path, date: dt.date, plan: AuditPlan, heldout, check_rows, reference: ModelHandle,
                  progress: Progress) -> dict[str, SplitTest]:
     """The split test of every audited model whose training rows a team supplied as keys (`heldout.excluded`)
-    against the night's check rows: a split that is not random cannot vouch (docs/soundness.md section 8.8)."""
+    against the night's check rows: a split that is not random cannot vouch (docs/soundness.md section 8.7)."""
     from pipelines.reference.split_inputs import split_test_of_day
 
     out = {}

@@ -1,5 +1,5 @@
 """Do a split's check rows stand for its audited rows? A two-sample test, fixed in advance, of the rows' label-free
-inputs (docs/soundness.md section 8.8).
+inputs (docs/soundness.md section 8.7).
 
 The capacity check compares the model's accuracy on its training rows with its accuracy on the check rows, and
 its assumption T_u needs the two to be exchangeable: rows drawn from the same law of features. The built-in split

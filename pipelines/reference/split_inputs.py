@@ -1,5 +1,5 @@
 """The label-free inputs of a split's two sides, read from the day, for the split test
-(`auditing.verdict.split_test`, docs/soundness.md section 8.8).
+(`auditing.verdict.split_test`, docs/soundness.md section 8.7).
 
 For a split a team supplied (a training-rows keys file), a keyed sample of the audited rows and one of the check
 rows are read (`pipelines.data.schema.read_keyed_sample`: at most `SAMPLE_ROWS` each, by row id only), and each side
