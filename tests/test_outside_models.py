@@ -155,6 +155,9 @@ def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
     controls = [r for r in rows if r.row.kind == "control"]
     assert controls and all(r.row.control_passed for r in controls)
     assert by_model["team-ctr"].reference_check.checked is True
+    # the team's keys file is a random split: tested against the check rows, it passes, so it may vouch
+    assert by_model["team-ctr"].row.split_rule == "tested" and by_model["team-ctr"].row.split_refused == 0
+    assert by_model["team-ctr"].row.decision in ("act", "unconfirmed")
     # the audit played on the training rows the registration named
     record = json.loads(next((root / "sweeps" / "team-ctr").rglob("result.json")).read_text())
     assert record["diagnostics"]["audited_rows"]["training_rows"] == int(
