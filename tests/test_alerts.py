@@ -336,9 +336,9 @@ def _row(verdict, model="leaky"):
 
 
 def test_alert_kind_is_chosen_by_status_and_trust(verdicts):
-    """One choice for every call site: a VIOLATION pages only when it is acted on (trusted, or accepted
-    unchecked); a VIOLATION that exits 4 is VIOLATION_UNTRUSTED; a WEAK_PASS is WEAK_PASS; a control and any other
-    status send nothing here. A row written before per-verdict trust is untrusted when it carries a reason."""
+    """One choice for every call site, by the decision: a VIOLATION pages only when its decision is act (trusted,
+    or accepted unchecked); an unconfirmed one is VIOLATION_UNTRUSTED; a WEAK_PASS is WEAK_PASS; a control and any
+    other status send nothing here. A row written before decisions reads the one its trust meant."""
     from auditing.sinks.alerts import PAGES, VIOLATION_UNTRUSTED, alert_kind
     from auditing.verdict.types import TRUSTED, UNCHECKED, UNTRUSTED
 
@@ -354,9 +354,15 @@ def test_alert_kind_is_chosen_by_status_and_trust(verdicts):
     assert alert_kind(row.replace(kind="control", status="VIOLATION", trust=TRUSTED)) is None
     assert alert_kind(row.replace(kind="target", status="PASS", trust=UNTRUSTED)) is None
     assert alert_kind(row.replace(kind="target", status="INCONCLUSIVE", trust=TRUSTED)) is None
-    legacy = row.replace(kind="target", status="VIOLATION", trust=None, untrusted_reason=None)
-    assert alert_kind(legacy) == VIOLATION
-    assert alert_kind(legacy.replace(untrusted_reason="control failed on 2024-01-02")) == VIOLATION_UNTRUSTED
+    from auditing.sinks.warehouse.records import upgrade_row
+
+    def legacy(**columns):  # a row written before decisions and per-verdict trust, as the reader gives it
+        return upgrade_row({**row.to_dict(), "kind": "target", "status": "VIOLATION", "trust": None,
+                            "untrusted_reason": None, "decision": None, "decision_reason": None, **columns})
+
+    assert legacy().decision == "act" and alert_kind(legacy()) == VIOLATION
+    unconfirmed = legacy(untrusted_reason="control failed on 2024-01-02")
+    assert unconfirmed.decision == "unconfirmed" and alert_kind(unconfirmed) == VIOLATION_UNTRUSTED
 
 
 def test_an_untrusted_violation_is_its_own_alert_and_not_a_page(webhook_factory, tmp_path, verdicts):

@@ -213,7 +213,7 @@ def test_a_graph_the_columns_cannot_feed_is_refused(world, tmp_path, case, graph
         path.write_text(json.dumps(mapping))
         extra = ("--onnx-inputs", path)
     line = _refused(world, graph, f"refused-{case.replace(' ', '-')}", pattern, *extra)
-    assert line.startswith("labeldp-audit models: error: ")
+    assert line.startswith("labeldp-audit models register: error: ")
 
 
 def test_models_show_lists_the_inputs_and_the_guardrail_takes_a_mapping_with_a_file_only(world, tmp_path, capsys):
@@ -361,7 +361,7 @@ def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
     outside = int(next(i for i, key in enumerate(ids) if key not in probed and i > 2000))
     slots = world["log"].column("slot").to_numpy().copy()
     slots[outside] = 25
-    write_partition(root, DAY, world["log"].set_column(6, "slot", pa.array(slots)), dataset=spec)
+    write_partition(root, DAY, world["log"].set_column(6, "slot", pa.array(slots)), dataset=spec, replace=True)
     model = save(build(per_column_graph()), tmp_path / "emb.onnx")
     register_model(root, "emb", DAY, model, fmt="onnx", claimed_epsilon=1.0, dataset=spec)
     reference = tmp_path / "reference.parquet"

@@ -613,17 +613,20 @@ def test_a_trusted_violation_shows_its_capacity_check_on_the_first_screen(run):
     assert "Detectability" not in first  # a VIOLATION's floors are not its evidence
 
 
-def test_an_untrusted_violation_has_a_banner_and_the_figures_that_explain_it(checked):
+def test_an_untrusted_violation_opens_with_its_decision_and_the_figures_that_explain_it(checked):
+    """The page opens with the decision (an unconfirmed leak: what it means, why, what would confirm it), never
+    beside a contradicting banner; the Trust card keeps the figures."""
     verdict = judge(checked["misfit"], 0.1)
     trust = verdict.trust
     assert verdict.status == "VIOLATION" and trust.state == "untrusted" and trust.epsilon_check <= 0.1
     page = render_run_report(verdict, {"model_id": "misfit", "partition_date": "2024-01-14"}, [], None)
     dom = _parse(page)
-    banner = _parse(page[:page.index("</div>")]).visible.strip()
-    assert banner.startswith("UNTRUSTED: do not act on this VIOLATION as a violation. the reference's misfit can "
-                             "explain it: epsilon_check 0 <= claim 0.1")
-    assert "Untrusted: a VIOLATION the reference's misfit can explain" in banner
-    assert dom.count("untrusted", "div") == 1 and dom.count("trust-state") == 1
+    card = _parse(page[:page.index("</section>")]).visible.strip()
+    assert card.startswith("Unconfirmed leak The audit's bound exceeds the claim, but the reference's misfit could "
+                           "explain it")
+    assert "Why: the reference's misfit can explain it: epsilon_check 0 <= claim 0.1" in card
+    assert "Next: " in card and dom.count("decision-unconfirmed", "section") == 1
+    assert "trust-banner" not in page and dom.count("trust-state") == 1
     text = dom.visible
     assert "Capacity check (ε_check) 0 ≤ claimed ε 0.100: the reference's misfit can explain this VIOLATION" in text
     assert f"κ ≤ {trust.misfit_kappa_upper:.3g} upper confidence limit" in text
@@ -655,9 +658,9 @@ def test_a_pass_shows_what_its_floors_are_worth(checked, run):
 
 
 def test_row_groups_unchecked_accepted_and_nothing_to_bound(checked):
-    """The row groups (rule, rows left out, agreement observed against expected); a reference no check row could
-    check (red banner, exit 4), the same accepted (amber banner, never shown as trusted); an INCONCLUSIVE with
-    nothing to bound says why next to its badge."""
+    """The row groups (rule, rows left out, agreement observed against expected); an INCONCLUSIVE with nothing to
+    bound opens with its decision (no power, and why) and says why next to its badge; its trust (reference unchecked,
+    or accepted, never shown as trusted) is in the Trust card."""
     import checked_audits
 
     from auditing.audit import no_rows_result
@@ -673,9 +676,8 @@ def test_row_groups_unchecked_accepted_and_nothing_to_bound(checked):
     nothing = no_rows_result(AuditConfig(), NO_ROWS_LEFT, checked_audits.groups(observed=None))
     unchecked = render_run_report(judge(nothing, 0.5), {"model_id": "u"}, [], None)
     dom = _parse(unchecked)
-    assert dom.visible.strip().startswith("REFERENCE UNCHECKED: this verdict is not trusted. no check rows: nothing "
-                                          "checked the reference tonight")
-    assert dom.count("untrusted", "div") == 1
+    assert dom.visible.strip().startswith("No power Tonight's audit could not have disproved the claim")
+    assert f"Why: {NO_ROWS_LEFT}" in dom.visible and "Trust reference unchecked" in dom.visible
     header = _parse(unchecked[:unchecked.index("</header>")]).visible
     assert "INCONCLUSIVE" in header and f"Nothing to bound: {NO_ROWS_LEFT}." in header
     assert f"Capacity check did not run: {NO_ROWS_LEFT}" in dom.visible and f"Nothing to bound {NO_ROWS_LEFT}" in dom.visible
@@ -683,36 +685,36 @@ def test_row_groups_unchecked_accepted_and_nothing_to_bound(checked):
 
     accepted = render_run_report(judge(nothing, 0.5, night=NightTrust(accept_unchecked=True)), {}, [], None)
     dom = _parse(accepted)
-    assert dom.visible.strip().startswith("REFERENCE UNCHECKED, ACCEPTED: this verdict is read by its status, never "
-                                          "as trusted.")
-    assert dom.count("accepted", "div") == 1 and dom.count("untrusted", "div") == 0
+    assert dom.visible.strip().startswith("No power") and dom.count("untrusted", "div") == 0
     assert "Trust reference unchecked, accepted" in dom.visible and "Trust trusted" not in dom.visible
 
 
-def test_untrusted_and_accepted_banners_in_headless_chromium(checked, tmp_path):
-    """As a person sees them: the red banner of an untrusted VIOLATION and the amber one of an accepted unchecked
-    reference are painted; the Trust card's figures are in the DOM Chromium parsed."""
+def test_decision_cards_in_headless_chromium(checked, tmp_path):
+    """As a person sees it: the amber card of an unconfirmed leak is painted first, with its reason and next step;
+    the Trust card's figures are in the DOM Chromium parsed."""
     verdict = judge(checked["misfit"], 0.1)
     path = write_report(render_run_report(verdict, {"model_id": "misfit"}, [], None), tmp_path / "untrusted.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     dom = _parse(dumped.stdout)
-    assert "UNTRUSTED: do not act on this VIOLATION as a violation." in dom.visible
-    assert dom.count("untrusted", "div") == 1 and "Trust in this verdict" in dom.visible
+    assert dom.visible.strip().startswith("Unconfirmed leak") and "Next:" in dom.visible
+    assert dom.count("decision-unconfirmed", "section") == 1 and "Trust in this verdict" in dom.visible
     assert f"κ ≤ {verdict.trust.misfit_kappa_upper:.3g} upper confidence limit" in dom.visible
     colours = {}
+    accepted = judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
+                               config=AuditConfig(repetitions=1)), 0.5, night=NightTrust(accept_unchecked=True))
+    assert accepted.decision.decision == "act"  # a VIOLATION on a reference the run accepted unchecked
     for name, page in (("untrusted", path), ("accepted", write_report(render_run_report(
-            judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
-                            config=AuditConfig(repetitions=1)), 0.5, night=NightTrust(accept_unchecked=True)),
-            {"model_id": "accepted"}, [], None), tmp_path / "accepted.html"))):
+            accepted, {"model_id": "accepted"}, [], None), tmp_path / "accepted.html"))):
         shot = tmp_path / f"{name}.png"
         taken = _browser(["--window-size=1100,900", f"--screenshot={shot}", page.as_uri()], tmp_path / "profile")
         assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
         image_module = pytest.importorskip("PIL.Image")
         with image_module.open(shot) as image:
             colours[name] = {rgb for _count, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
-    assert (0xFE, 0xF3, 0xF2) in colours["untrusted"]  # the red banner's background was painted
-    assert (0xFF, 0xFA, 0xEB) in colours["accepted"] and (0xFE, 0xF3, 0xF2) not in colours["accepted"]
+    # the unconfirmed leak's amber card, the leak to act on's red one
+    assert (0xFF, 0xFA, 0xEB) in colours["untrusted"] and (0xFE, 0xF3, 0xF2) not in colours["untrusted"]
+    assert (0xFE, 0xF3, 0xF2) in colours["accepted"]
 
 
 def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_path):

@@ -436,10 +436,10 @@ def test_show_prints_the_trust_block_and_the_groups(trust_target, capsys):
     block = out.split("trust_block: ")[1].splitlines()[1:]
     assert block[0].startswith("  trust: trusted: the capacity check vouches for it: epsilon_check ")
     assert block[1] == "    capacity check on 500 check rows (rows of the day the model never saw)"
+    from auditing.sinks.report.text import ASSUMPTION_T
+
     assert block[2].startswith("      epsilon_check ") and block[2].endswith(
-        ", a lower bound on eps at 95% confidence that needs no kappa (under assumption T: the model's guesses on its "
-        "training rows carry no more misfit-only accuracy than its guesses on rows it never saw, at the same "
-        "threshold; docs/soundness.md section 8)")
+        f", a lower bound on eps at 95% confidence that needs no kappa (under {ASSUMPTION_T})")
     assert block[3].startswith("      misfit where the verdict's guesses are: kappa <= ")
     assert block[3].endswith(" (upper confidence limit, within the same 95%)")
     assert block[4] == "      misfit the model shows at all: kappa >= 0 (lower confidence figure at 95%)"
@@ -603,7 +603,8 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
     assert family.endswith(f"; {hint}")
     assert "loud@2024-01-02 family across nights: the check's evidence 1 (kappa-free, this night's e-value" in out
     assert f"not confirmed (1/alpha = 20); kappa-based evidence 4.95e+51 (at 1/alpha){kappa}" in out
-    assert not any(line.startswith("old@") for line in lines)  # a row written before: no attack, no family line
+    # a row written before: no attack, no family line (its decision line, if any, stands on its own)
+    assert not any(line.startswith("old@") and ("attack (" in line or "family across" in line) for line in lines)
 
     code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha")  # the whole history: counted
     assert "alpha@2024-01-02 family across nights after 2 nights: the check's evidence 1 " in out

@@ -191,8 +191,10 @@ def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     # schema version 6: the attack curve
     attack_era = RESULT_NAMES[RESULT_NAMES.index("attack_tpr_at_fpr_0_001"):RESULT_NAMES.index("family_e_value")]
     assert len(attack_era) == 9 and all(columns[name].nullable for name in attack_era)
-    family_era = RESULT_NAMES[RESULT_NAMES.index("family_e_value"):]  # schema version 7: evidence across nights
+    family_era = RESULT_NAMES[RESULT_NAMES.index("family_e_value"):RESULT_NAMES.index("decision")]  # version 7
     assert len(family_era) == 3 and all(columns[name].nullable for name in family_era)
+    decision_era = RESULT_NAMES[RESULT_NAMES.index("decision"):]  # version 10: decisions, the stratified check
+    assert len(decision_era) == 14 and all(columns[name].nullable for name in decision_era)
     retired = {c.name: c for m in MIGRATIONS for c in m.retires}
     assert retired.keys() == {"tau", "breaking_tau"} and not retired.keys() & columns.keys()
     assert not retired["tau"].nullable and retired["breaking_tau"].nullable
@@ -373,8 +375,10 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
         assert old.reference_check_note == legacy_note(tau, breaking) == \
             {"oldfdp": "legacy tau=0.05, breaking_tau=0.02", "oldbin": "legacy breaking_tau=0.3"}[config]
         assert (old.epsilon_lower_bound, old.status) == (bound, status)
-        assert all(getattr(old, name) is None for name in kappa_era if name != "reference_check_note"), \
+        derived = ("reference_check_note", "decision", "decision_reason")  # the note, and the decision as read
+        assert all(getattr(old, name) is None for name in kappa_era if name not in derived), \
             {n: getattr(old, n) for n in kappa_era if getattr(old, n) is not None}
+        assert old.decision == {"VIOLATION": "act", "PASS": "no_evidence"}.get(status, old.decision)
         assert reference_check_from_row(old) is None
     new = again[result.config_hash]
     assert not {"tau", "breaking_tau"} & new.to_dict().keys() and new.kappa == 0.0

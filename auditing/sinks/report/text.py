@@ -84,10 +84,9 @@ POSITIVE_CONTROL_FAILED = ("the positive control (randomized response at a known
                            "detectability figures are void (both when it could not run)")
 CONTROL_FAILED = "a nightly control failed: what it guards is void tonight"
 # The figures of one verdict's trust are labelled with their confidence wherever they are printed.
-ASSUMPTION_T = ("assumption T_u: within each kind of guessed view (the released label, the guess's direction, the "
-                "reference's probability), the part of the model's choice of guesses on its training rows that does "
-                "not depend on their labels carries no more misfit-only accuracy than its guesses on rows it never "
-                "saw, and the check rows are exchangeable with the audited rows; docs/soundness.md section 8")
+ASSUMPTION_T = ("assumption T_u: within each kind of guessed view, the label-free part of the model's choice of "
+                "guesses on its training rows carries no more misfit-only accuracy than its guesses on rows it never "
+                "saw; docs/soundness.md section 8")
 
 
 def power_lines(plan: PowerPlan) -> list[str]:
@@ -484,12 +483,11 @@ def _where(r: ListedVerdict | SkippedTarget) -> str:
 
 
 # The results table's columns: header, alignment ("<" left, ">" right); the report path comes last, unpadded.
-# A decision as the table's first column shows it (auditing.verdict.decision; "-" for a control).
-DECISION_SHORT = {ACT: "ACT", UNCONFIRMED: "unconfirmed", NO_EVIDENCE: "no evidence", NO_POWER: "no power"}
-_COLUMNS = (("decision", "<"), ("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"),
-            ("claimed", ">"),
+# A decision as the table's column shows it (auditing.verdict.decision; "-" for a control), one word each.
+DECISION_SHORT = {ACT: "ACT", UNCONFIRMED: "unconfirmed", NO_EVIDENCE: "no-evidence", NO_POWER: "no-power"}
+_COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"), ("claimed", ">"),
             ("eps_lb", ">"), ("paper mean+-std", ">"), ("max cert.", ">"), ("brk.kap", ">"), ("floor", ">"),
-            ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("report", "<"))
+            ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("decision", "<"), ("report", "<"))
 
 
 def _cells(listed: ListedVerdict) -> tuple[str, ...]:
@@ -505,10 +503,10 @@ def _cells(listed: ListedVerdict) -> tuple[str, ...]:
     exposed = "-" if r.exposed_rows_floor is None else str(r.exposed_rows_floor)
     exposed += "w" if listed.weak_pass_mark else ""  # a PASS stored before WEAK_PASS existed
     status += "*" if listed.inputs_replaced else ""  # its day's partition was replaced since
-    return (DECISION_SHORT.get(r.decision, "-"), r.model_id, r.partition_date.isoformat(), status, r.run_kind or "-",
+    return (r.model_id, r.partition_date.isoformat(), status, r.run_kind or "-",
             TRUST_SHORT.get(listed.trust, "-"), claimed, f"{r.epsilon_lower_bound:.3f}", paper,
             f"{r.max_certifiable_epsilon:.2f}", breaking, floor, exposed, str(r.m), r.audit_rows or "-",
-            listed.report or "-")
+            DECISION_SHORT.get(r.decision, "-") if r.kind != "control" else "-", listed.report or "-")
 
 
 def decision_line(listed: ListedVerdict) -> str:

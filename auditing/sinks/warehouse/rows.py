@@ -22,7 +22,7 @@ from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
 from auditing.result import AttackCurve
-from auditing.sinks.warehouse.records import AuditKey, ResultRow, without_retired
+from auditing.sinks.warehouse.records import DERIVED_DECISION, AuditKey, ResultRow, stored_decision, without_retired
 from auditing.sinks.warehouse.reference_columns import (
     CALIBRATION_FIGURES,
     LABEL_BLIND_FIGURES,
@@ -275,6 +275,9 @@ def _normalize_decision_columns(row: Mapping, out: dict) -> None:
         out[name] = _optional_float(row, name)
     for name in ("split_refused", "family_confirmed"):
         out[name] = _optional_flag(row, name)
+    if out["decision"] is None and out.get("kind", "target") != "control":  # a row without one: as the reader
+        out["decision"] = stored_decision(out["status"], out["trust"], out["detectability"], out["untrusted_reason"])
+        out["decision_reason"] = out["decision_reason"] or DERIVED_DECISION
 
 
 def _normalize_family_columns(row: Mapping, out: dict) -> None:
