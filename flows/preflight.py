@@ -261,13 +261,17 @@ def check_run(root: Path, days: list[dt.date], plan: AuditPlan, warehouse: str |
 def holdout_warnings(plan: AuditPlan, rows: int) -> list[str]:
     """A warning for each claim of the plan's trained targets that no night of ``rows`` rows can confirm a violation
     of with the built-in split's holdout (`auditing.verdict.power.can_ever_confirm`): even an attacker right on every
-    guess could not be vouched for; `labeldp-audit plan power` says more."""
+    guess could not be vouched for; `labeldp-audit plan power` says more. One warning when the plan holds no row out
+    at all (audit_rows 'all')."""
     from auditing.verdict.power import can_ever_confirm, rows_of_day
     from pipelines.data.splits import FRACTIONS, TEST
 
     claims = sorted({t.claimed_epsilon for t in plan.targets if isinstance(t, TargetSpec)
                      and t.claimed_epsilon is not None and math.isfinite(t.claimed_epsilon)})
-    if not claims or plan.audit.audit_rows != "training":
+    if plan.audit.audit_rows != "training":
+        return [f"audit_rows {plan.audit.audit_rows!r}: the game plays on every row, so no row is held out to check "
+                "the reference; a VIOLATION can never be confirmed (its decision is an unconfirmed leak, exit 4)"]
+    if not claims:
         return []
     audited, check = rows_of_day(rows, FRACTIONS[TEST], plan.audit.reference_calibration != "none")
     return [f"no night of {rows:,} rows can confirm a violation of claimed eps {claim:g}: its {check:,} check rows "

@@ -217,16 +217,25 @@ def test_a_drifted_day_leaves_no_trusted_row_above_its_true_eps(prefect_api, dri
 
 def test_a_night_without_held_out_rows_checks_nothing(prefect_api, data_root, tmp_path_factory):
     """audit_rows 'all' plays the game on every row, the test split included: no row is held out, so nothing
-    checks the reference. Every verdict is "reference unchecked" and the run fails (exit 4), unless the plan
-    accepts an unchecked reference: then it ends by its verdicts, the acceptance recorded on every row."""
+    checks the reference. Every verdict is "reference unchecked": a VIOLATION is an unconfirmed leak (exit 4), a PASS
+    no evidence of one (exit 0); the preflight warns that no VIOLATION could be confirmed. When the plan accepts an
+    unchecked reference the run ends by its verdicts, the acceptance recorded on every row."""
     from flows.nightly import AuditFailed, nightly_audit
+    from flows.plan import load_plan
+    from flows.preflight import holdout_warnings
 
     path = tmp_path_factory.mktemp("plans") / "all-rows.json"
     plan = {"targets": [{"name": "rr-eps1", "mechanism": "rr", "epsilon": 1.0}], "catboost_iterations": 40,
             "audit": {"repetitions": 3, "grid_points": 30, "audit_rows": "all", "reference_calibration": "none"}}
     path.write_text(json.dumps(plan))
-    with pytest.raises(AuditFailed, match=r"reference unchecked|no check rows"):
-        nightly_audit(date=D1, data_root=str(data_root), plan_file=str(path))
+    assert any("audit_rows 'all'" in w for w in holdout_warnings(load_plan(str(path)), 20_000))
+    try:
+        refused = nightly_audit(date=D1, data_root=str(data_root), plan_file=str(path))
+    except AuditFailed as failed:
+        refused = failed.rows
+    unchecked = next(r for r in refused if r.row.model_id == "rr-eps1")
+    assert unchecked.row.trust == "reference unchecked"
+    assert unchecked.row.decision == ("unconfirmed" if unchecked.row.status == "VIOLATION" else "no_evidence")
     path.write_text(json.dumps({**plan, "accept_unchecked_reference": True}))
     rows = nightly_audit(date=D1, data_root=str(data_root), plan_file=str(path))
     assert {r.row.model_id for r in rows} == {"control-positive", "control-negative", "rr-eps1"}
