@@ -53,10 +53,10 @@ def add_output(parser) -> None:
                              "is a terminal)")
 
 
-def checked(command: str, what: str) -> int:
+def checked(command: str, what: str, inputs: str = "plan, partitions, models, warehouse") -> int:
     """The end of a ``--check-only`` run whose checks passed: one line, exit 0."""
-    print(f"labeldp-audit {command}: --check-only: every input of {what} passed its checks (plan, partitions, models, "
-          "warehouse); nothing was trained, scored or written", file=sys.stderr, flush=True)
+    print(f"labeldp-audit {command}: --check-only: every input of {what} passed its checks ({inputs}); nothing was "
+          "trained, scored or written", file=sys.stderr, flush=True)
     return 0
 
 

@@ -138,7 +138,7 @@ def run(args) -> int:
     for warning in warnings:
         print(f"labeldp-audit guardrail: warning: {warning}", file=sys.stderr, flush=True)
     if args.check_only:
-        return checked("guardrail", f"{model}@{day.isoformat()}")
+        return checked("guardrail", f"{model}@{day.isoformat()}", "plan, partition, reference, candidate, warehouse")
 
     def start():
         from flows.nightly import release_guardrail

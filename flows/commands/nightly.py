@@ -59,7 +59,7 @@ def run(args) -> int:
         if args.check_only:  # the drain's one input
             for warning in preflight.check_warehouse(root, args.warehouse, args.create_warehouse):
                 print(f"labeldp-audit nightly: warning: {warning}", file=sys.stderr, flush=True)
-            return checked("nightly", "the drain")
+            return checked("nightly", "the drain", "the warehouse")
         return drain_only(root, args)
     day = parse_date(args.date, "--date") if args.date else steps.default_audit_date()
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
