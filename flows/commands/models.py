@@ -40,7 +40,7 @@ Examples:
   labeldp-audit models register --name team-ctr --date 2024-01-02 --file ctr.cbm --claimed-epsilon 1 \\
       --dataset team_clicks.json --training-rows train_keys.parquet
   labeldp-audit models register --name team-ctr-onnx --date 2024-01-02 --file ctr.onnx --claimed-epsilon 1
-  labeldp-audit models register --name team-lgbm --date 2024-01-02 --file lgbm.onnx --claimed-epsilon 1 \
+  labeldp-audit models register --name team-lgbm --date 2024-01-02 --file lgbm.onnx --claimed-epsilon 1 \\
       --onnx-inputs lgbm_inputs.json
   labeldp-audit models register --name team-reference --date 2024-01-01 --file scores.parquet \\
       --format predictions --claimed-epsilon inf --predictions-for 2024-01-02

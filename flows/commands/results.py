@@ -17,29 +17,29 @@ by default <data-root>/warehouse.duckdb, or a postgresql:// URL). Read-only: it 
 writes a warehouse (a missing DuckDB file is an error; a warehouse whose schema version is newer than this
 code is refused).
 
-Every verdict ever written is a row of its own, written once: its key is the model, the model file's
-fingerprint, the day, the run kind (nightly, guardrail, backfill, rejudge; "unrecorded" on rows written before
-the key had it), the claimed epsilon, the audit configuration and the fingerprint of every input it judged
-(partition, training rows, reference and its correction, stored game). A run on other inputs adds a row beside
-the others; a run on identical inputs is recorded against the row (results show lists every run of it). By
-default it prints the LATEST verdict of every model and run kind (targets and controls), newest first; --model N
-prints that model's history (every row, newest first); --all prints every row; --run ID every row that run wrote
-or was recorded against. The filters (--model, --since, --until, --status, --run-kind, --trust, --run) pick rows
-first and combine; the default then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each
-model's most recent VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints
-(run: the run kind; status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference
-unchecked) or accepted (reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!'
-after the status of a verdict that is not trusted; '*' after the status marks a verdict whose day's partition
-was replaced since by other data (data ingest --replace): "inputs replaced since", said under the table, in
---json / --csv as inputs_replaced_since and by show; the row itself never changes); --json prints the full stored rows (strict JSON: an infinite
-claimed epsilon is "inf"; JSON-text columns such as result_json stay text), each with its "slices" (null when it
-declared none), --csv the table's columns and the trust figures (trust, the capacity check's epsilon_check and
-misfit figures, the row groups) as stored values. A verdict that declared slices (valid bounds per slice of the
-audited rows, at the slices' own budget; the verdict's status is judged separately) has its largest slice bounds
-listed under the table. Under it too, per verdict, repetition 0's attack ROC figures (TPR at 1% and 0.1% FPR, the
-AUROC, with their bootstrap intervals; descriptive, not a bound on eps) and the model family's evidence across
-nights after that night (flagged once it reached 1/alpha; the number of nights when the listing is the model's
-whole history: --model or --all without other filters); a row written before them has no such line.
+Every verdict ever written is a row of its own, written once: its key is the model, the model file's fingerprint,
+the day, the run kind (nightly, guardrail, backfill, rejudge; "unrecorded" on rows written before the key had it),
+the claimed epsilon, the audit configuration and the fingerprint of every input it judged (partition, training
+rows, reference and its correction, stored game). A run on other inputs adds a row beside the others; a run on
+identical inputs is recorded against the row (results show lists every run of it). By default it prints the LATEST
+verdict of every model and run kind (targets and controls), newest first; --model N prints that model's history
+(every row, newest first); --all prints every row; --run ID every row that run wrote or was recorded against. The
+filters (--model, --since, --until, --status, --run-kind, --trust, --run) pick rows first and combine; the default
+then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each model's most recent
+VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints (run: the run kind;
+status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference unchecked) or accepted
+(reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!' after the status of a
+verdict that is not trusted; '*' after the status marks a verdict whose day's partition was replaced since by other
+data (data ingest --replace): "inputs replaced since", said under the table, in --json / --csv as
+inputs_replaced_since and by show; the row itself never changes); --json prints the full stored rows (strict JSON:
+an infinite claimed epsilon is "inf"; JSON-text columns such as result_json stay text), each with its "slices"
+(null when it declared none), --csv the table's columns and the trust figures (trust, the capacity check's
+epsilon_check and misfit figures, the row groups) as stored values. A verdict that declared slices (valid bounds
+per slice of the audited rows, at the slices' own budget; the verdict's status is judged separately) has its
+largest slice bounds listed under the table. Under it too, per verdict, repetition 0's attack ROC figures (TPR at
+1% and 0.1% FPR, the AUROC, with their bootstrap intervals; descriptive, not a bound on eps) and the model family's
+evidence across nights after that night (flagged once it reached 1/alpha; the number of nights when the listing is
+the model's whole history: --model or --all without other filters); a row written before them has no such line.
 --trust untrusted also lists rows written before per-verdict trust whose night was untrusted. Nothing matching
 prints "no audit results match" and exits 0.
 
@@ -136,7 +136,8 @@ def register(subparsers) -> None:
     p.usage = (f"{p.prog} [--warehouse W] [--data-root R] [--model N] [--since D] [--until D]\n"
                f"{indent}[--status {{{','.join(STATUSES)}}}]\n"
                f"{indent}[--trust {{{','.join(TRUST_SHORT.values())}}}]\n"
-               f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}] [--run ID] [--all] [--json | --csv]\n"
+               f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}]\n"
+               f"{indent}[--run ID] [--all] [--json | --csv]\n"
                f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W]\n"
                f"{indent}     [--data-root R]\n"
                f"       {p.prog} show [MODEL] --run ID [--json] [--warehouse W] [--data-root R]\n"

@@ -222,8 +222,7 @@ def strict_vocabularies(path: Path, inputs: tuple[OnnxInput, ...]) -> dict[str, 
 @MODEL_FORMATS.register
 class OnnxFormat(ModelFormat):
     name = "onnx"
-    description = ("an ONNX classifier: one input per dataset column, a float tensor of the numeric features, or "
-                   "inputs named in a mapping file")
+    description = "an ONNX classifier fed one input per column, the numeric matrix, or a mapping file's inputs"
     file_name = "model.onnx"
     probe_rows: ClassVar[int] = 1000
     takes_input_mapping: ClassVar[bool] = True
