@@ -22,7 +22,13 @@ from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
 from auditing.result import AttackCurve
-from auditing.sinks.warehouse.records import DERIVED_DECISION, AuditKey, ResultRow, stored_decision, without_retired
+from auditing.sinks.warehouse.records import (
+    DERIVED_DECISION,
+    AuditKey,
+    ResultRow,
+    stored_decision,
+    without_retired,
+)
 from auditing.sinks.warehouse.reference_columns import (
     CALIBRATION_FIGURES,
     LABEL_BLIND_FIGURES,
