@@ -25,6 +25,7 @@ from auditing.verdict.control_check import POSITIVE, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.split_test import SplitTest
+from auditing.verdict.types import is_void_night, void_night_reason
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
@@ -593,7 +594,7 @@ def _family(root: Path, warehouse: str | None, model_id: str, date: dt.date, res
         return None, None
     counts = NightCounts.of_result(date, claimed, result)
     void = getattr(night, "void_reason", None)
-    return family_with(rows, model_id, counts if not void else replace(counts, void=f"the night is void: {void}"))
+    return family_with(rows, model_id, counts if not void else replace(counts, void=void_night_reason(void)))
 
 
 def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, message: str,
@@ -626,8 +627,8 @@ def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | Non
 
 
 def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None) -> bool:
-    """True when the warehouse holds a trusted row of a nightly or backfill run for every target of the plan on
-    this day (same audit config); a guardrail's verdict does not audit the night."""
+    """True when the warehouse holds a row of a nightly or backfill run for every target of the plan on this day
+    (same audit config) whose night was not void; a guardrail's verdict does not audit the night."""
     from auditing.sinks.warehouse import open_warehouse
     from auditing.sinks.warehouse.base import WarehouseUnavailable
     from auditing.verdict.run_kinds import BACKFILL, NIGHTLY
@@ -640,8 +641,9 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
         rows = store.fetch_results(since=date, until=date)
     finally:
         store.close()
-    # A night whose control failed is not done: its rows are untrusted, so a re-run audits it again.
+    # A night a control voided is not done: a re-run audits it again. An untrusted verdict of a night that was not
+    # void is its decision (unconfirmed, no power): auditing the same inputs again would give it again.
     have = {(r.model_id, r.audit_config_hash) for r in rows
-            if not r.untrusted_reason and r.run_kind in (NIGHTLY, BACKFILL)}
+            if not is_void_night(r.untrusted_reason) and r.run_kind in (NIGHTLY, BACKFILL)}
     config_hash = plan.audit.config_hash()
     return all((spec.name, config_hash) in have for spec in plan.targets)

@@ -586,7 +586,7 @@ def test_a_night_stops_on_an_id_the_embedding_does_not_know(prefect_api, tmp_pat
     slots = day.column("slot").to_numpy().copy()
     slots[row] = 150
     write_partition(root, D1, day.set_column(day.schema.get_field_index("slot"), "slot", pa.array(slots)),
-                    dataset=spec)
+                    dataset=spec, replace=True)
     import onnx
 
     onnx.save_model(_embedding(day), str(tmp_path / "emb.onnx"))

@@ -377,7 +377,7 @@ def test_guardrail_check_only_checks_a_model_file_without_registering_it(capsys,
     model.save_model(str(candidate))
     argv = ["guardrail", "--model-file", str(candidate), "--format", "catboost", "--claimed-epsilon", "1",
             "--date", D1.isoformat(), "--data-root", str(root), "--plan", plan]
-    assert "of candidate-" in _checked(capsys, [root], *argv)
+    assert "of candidate-" in _checked(capsys, [root], *argv, "--training-rows", "all")
     assert not (root / "models").exists()
     keys = tmp_path / "keys.parquet"
     pq.write_table(pa.table({"row_id": pa.array([*day.row_ids[:2], 10**12], pa.int64())}), keys)
@@ -386,5 +386,5 @@ def test_guardrail_check_only_checks_a_model_file_without_registering_it(capsys,
     other = tmp_path / "other.cbm"
     fit_catboost(day.features[["I1", "I2"]].rename(columns={"I1": "x1", "I2": "x2"}), day.labels,
                  CatBoostSettings(iterations=3), 0)[0].save_model(str(other))
-    refused(capsys, [root], *[str(other) if a == str(candidate) else a for a in argv], "--check-only",
+    refused(capsys, [root], *[str(other) if a == str(candidate) else a for a in argv], "--training-rows", "all", "--check-only",
             expect="['x1', 'x2']")

@@ -789,6 +789,8 @@ def _write_v8_warehouse(target: str) -> list[dict]:
     _execute_raw(target, f"INSERT INTO audit_slices ({', '.join(slice_names)}) "
                          f"VALUES ({', '.join('?' * len(slice_names))})",
                  [*key, *(piece[name] for name in slice_names[len(key):])])
+    # a version-8 row has no decision: what normalize_row derived for the latest schema is not part of it
+    olds = [{k: v for k, v in old.items() if k not in DECISION_COLUMNS} for old in olds]
     return [{**old, **v9_fills(old)} for old in olds]
 
 

@@ -47,6 +47,7 @@ from auditing.verdict.types import (
     SliceVerdict,
     Trust,
     Verdict,
+    void_night_reason,
 )
 from labeldp.errors import LabelDPInputError
 
@@ -177,7 +178,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         void = (night or NightTrust()).void_reason
         failed = control is not None and not control.passed
         trust = (Trust(UNTRUSTED, f"the control failed: {control.message}") if failed
-                 else Trust(UNTRUSTED, f"the night is void: {void}") if void else Trust(TRUSTED, None))
+                 else Trust(UNTRUSTED, void_night_reason(void)) if void else Trust(TRUSTED, None))
     else:
         trust = verdict_trust(status, claimed, result.capacity_check,
                               kappa=result.kappa, night=night, split=split)

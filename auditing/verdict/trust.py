@@ -32,6 +32,7 @@ from auditing.verdict.types import (
     VIOLATION,
     VOID,
     Trust,
+    void_night_reason,
 )
 
 
@@ -107,7 +108,7 @@ def verdict_trust(status: str, claimed_epsilon: float, check: CapacityCheck | No
                      accepted_unchecked=state == ACCEPTED_UNCHECKED)
 
     if night.void_reason:
-        return trust(UNTRUSTED, f"the night is void: {night.void_reason}")
+        return trust(UNTRUSTED, void_night_reason(night.void_reason))
     if reference_unchecked(check):
         why = "no check rows: nothing checked the reference tonight" + (f" ({check.reason})" if check else "")
         if night.accept_unchecked:

@@ -66,6 +66,18 @@ MEASURED = "measured"
 MEASURED_UNDER_MISFIT = "measured under a reference that misfits"
 VOID = "void"
 DETECTABILITY = (MEASURED, MEASURED_UNDER_MISFIT, VOID)
+# The untrusted reason of every verdict of a night a control voided: it opens with this, then says why.
+VOID_NIGHT = "the night is void"
+
+
+def void_night_reason(why: str) -> str:
+    """The untrusted reason of a verdict on a night a control voided for ``why``."""
+    return f"{VOID_NIGHT}: {why}"
+
+
+def is_void_night(untrusted_reason: str | None) -> bool:
+    """True when a stored ``untrusted_reason`` says the night was void (`void_night_reason`)."""
+    return bool(untrusted_reason) and untrusted_reason.startswith(VOID_NIGHT)
 
 
 @dataclass(frozen=True)

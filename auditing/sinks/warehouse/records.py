@@ -34,6 +34,7 @@ from auditing.verdict.types import (
     UNCONFIRMED,
     UNTRUSTED,
     VOID,
+    is_void_night,
 )
 from labeldp.errors import LabelDPInputError
 
@@ -195,8 +196,7 @@ def stored_decision(status: str, trust: str | None, detectability: str | None, u
     unchecked reference) is a leak to act on, any other VIOLATION an unconfirmed one; an INCONCLUSIVE, a PASS whose
     floors a control voided and any verdict of a void night have no power; any other PASS is no evidence."""
     state = trust_state(trust, untrusted_reason)
-    void = bool(untrusted_reason) and untrusted_reason.startswith("the night is void")
-    if status == "INCONCLUSIVE" or void:
+    if status == "INCONCLUSIVE" or is_void_night(untrusted_reason):
         return NO_POWER
     if status == "VIOLATION":
         return ACT if state in (None, TRUSTED, ACCEPTED_UNCHECKED) else UNCONFIRMED
