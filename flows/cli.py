@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error_text(args, exc, parser), file=sys.stderr)
         return exit_codes.BAD_INPUT
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`terminal.Terminated`)
-        stop = terminal.stop_of(exc) or terminal.INTERRUPT
+        stop = terminal.stop_for(exc, wait=0.0) or terminal.INTERRUPT
         print(f"labeldp-audit {args.command}: {stop.word}", file=sys.stderr)
         return stop.code
     except BrokenPipeError:

@@ -82,7 +82,7 @@ def _raise_stop(stop: terminal.Stop, cause: BaseException | None = None) -> None
 def _unless_stopped(exc: Exception) -> None:
     """Re-raises a stop that ``exc`` hides (a library wrapped it: Beam re-raises a DoFn's KeyboardInterrupt as a
     RuntimeError) or that arrived while the step failed; returns when ``exc`` is an ordinary failure."""
-    stop = terminal.stop_of(exc) or terminal.stop_requested()
+    stop = terminal.stop_requested() or terminal.stop_of(exc)  # the first signal decides (`terminal.stop_for`)
     if stop is not None:
         _raise_stop(stop, exc)
 

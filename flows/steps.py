@@ -25,7 +25,7 @@ from auditing.verdict.control_check import POSITIVE, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
-from labeldp import hints
+from labeldp import faults, hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, no_progress
@@ -498,8 +498,10 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     family, family_night = _family(root, warehouse, model_id, date, verdict, kind, run_kind)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
+    faults.point("publish.before-warehouse")  # inert unless a crash test asks (labeldp.faults)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root,
                              slices=slice_record(verdict))
+    faults.point("publish.after-warehouse")
     progress(f"{model_id}: warehouse {outcome} (status {row.status}, eps_lb {row.epsilon_lower_bound:.4f})")
 
     trend: list = []

@@ -11,6 +11,8 @@ import os
 import uuid
 from pathlib import Path
 
+from labeldp import faults
+
 
 def fsync_path(path: str | os.PathLike) -> None:
     """fsyncs a file or a directory (a directory: so that a rename inside it is durable)."""
@@ -28,8 +30,9 @@ def fsync_path(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
-    """Writes `text` to `path` (creating parent directories) so that no reader ever sees half of it."""
+def write_text_atomically(path: str | os.PathLike, text: str, fault: str | None = None) -> Path:
+    """Writes `text` to `path` (creating parent directories) so that no reader ever sees half of it. ``fault``: the
+    `labeldp.faults` point between the temporary file and its rename (for the crash tests; inert otherwise)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:12]}"
@@ -38,6 +41,8 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if fault is not None:
+            faults.point(fault)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

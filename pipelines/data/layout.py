@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from labeldp import faults
 from labeldp.files import fsync_path
 from labeldp.names import (
     check_name,
@@ -125,6 +126,7 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
         if final_path.exists():
             old = parent / f".old-{final_path.name}-{token}"
             os.rename(final_path, old)
+            faults.point("directory.swap")  # neither the old nor the new directory is in place here
             try:
                 os.rename(tmp, final_path)
             except BaseException:

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from auditing.game.expected import expected_histogram
 from auditing.game.sweep import rank_key
+from labeldp import faults
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
@@ -148,6 +149,7 @@ class PassProgress(beam.DoFn):
         self._rows, self._batches, self._last = 0, 0, 0.0
 
     def process(self, batch: ScoredBatch):
+        faults.point("scoring")  # inert unless a crash test asks (labeldp.faults)
         if self._enabled:
             self._rows += int(batch.issues.get("rows_read", batch.rows))
             self._batches += 1

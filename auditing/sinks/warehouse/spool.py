@@ -70,7 +70,7 @@ def spool_path(spool_dir: str | os.PathLike, key: AuditKey, to: Destination, run
 
 def write_json_atomically(path: Path, payload: Mapping) -> None:
     """Readers see the old file or the complete new one, never a partial write."""
-    write_text_atomically(path, json.dumps(payload, sort_keys=True))
+    write_text_atomically(path, json.dumps(payload, sort_keys=True), fault="spool.write")
 
 
 def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, to: Destination,
