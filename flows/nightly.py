@@ -172,6 +172,14 @@ def _log(message: str) -> None:
         pass
 
 
+def _recover(root: Path) -> None:
+    """What processes killed mid-write left under the data root, finished or removed (`labeldp.files`)."""
+    from labeldp.files import recover_interrupted
+
+    for line in recover_interrupted(root):
+        _log(f"recovered after an interrupted run: {line}")
+
+
 def _new_run(run_id: str | None) -> str:
     """The run's id: the one given (checked), else a new one."""
     from auditing.sinks.warehouse import new_run_id
@@ -387,6 +395,7 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
     id in the warehouse (default: a new one, `auditing.sinks.warehouse.new_run_id`)."""
     terminal.watch_stops()
     root = resolve_data_root(data_root)
+    _recover(root)
     day = parse_date(date) if date else steps.default_audit_date(flow_run.scheduled_start_time)
     plan = plan_for(plan_file, models)
     run_id = _new_run(run_id)
@@ -411,6 +420,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
 
     terminal.watch_stops()
     root = resolve_data_root(data_root)
+    _recover(root)
     day = parse_date(date)
     name = check_name(model, "--model")
     run_id = _new_run(run_id)
@@ -478,6 +488,7 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
 
     terminal.watch_stops()
     root = resolve_data_root(data_root)
+    _recover(root)
     first, last = parse_date(start, "--start"), parse_date(end, "--end")
     if last < first:
         raise LabelDPInputError(f"--end ({last}) is before --start ({first})")

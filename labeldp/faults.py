@@ -9,7 +9,7 @@ at once: inert in production (one dictionary lookup). Set, it says what happens 
     kill           SIGKILL this process there: no unwinding, no cleanup, no rollback (a machine losing power)
     pause=<s>      sleep s seconds there (a test signals the process, or terminates its PostgreSQL connection, at
                    that moment)
-    enospc         raise OSError(ENOSPC) there (a full disk)
+    enospc         raise OSError(ENOSPC) there, the n-th time and every time after (a disk that stays full)
 
 ``LABELDP_FAULT=trace`` acts nowhere and says every point reached (benchmarks/bench_kill.py lists a night's points).
 
@@ -75,7 +75,7 @@ def point(name: str) -> None:
     if wanted != name:
         return
     _reached[name] = _reached.get(name, 0) + 1
-    if _reached[name] != count:
+    if _reached[name] != count and not (action == "enospc" and _reached[name] > count):
         return
     print(f"[labeldp-audit fault] {name}@{count}: {action} (pid {os.getpid()})", file=sys.stderr, flush=True)
     if action == "kill":

@@ -15,10 +15,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from kill_harness import PHASES, phase_changes, signal_when
 
 from flows import exit_codes
 
@@ -79,52 +79,18 @@ def _rows(root: Path) -> list:
         return store.fetch_results()
 
 
-# phase -> (plan changes, the stderr line it waits for, seconds after it, fault point setting); each run but the
-# warehouse's plays a game of its own (repetitions), so that it has something to score; the warehouse's judges the
-# first night's game at another confidence, a verdict of other inputs: a row to write
-PHASES = {
-    "prefect": ({}, "[labeldp-audit] nightly audit of", 0.0, None),
-    "training": ({"targets": [{"name": "rr-eps2", "mechanism": "rr", "epsilon": 2.0}], "catboost_iterations": 600},
-                 "rr eps=2: fitting CatBoost", 2.0, None),
-    "scoring": ({}, ": inference", 1.0, None),
-    "warehouse": ({"audit": {"repetitions": 3, "grid_points": 30, "confidence": 0.9}},  # a new row, the stored game
-                  "[labeldp-audit fault] warehouse.transaction", 0.0, "warehouse.transaction:pause=120"),
-}
-
-
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 @pytest.mark.parametrize("phase", list(PHASES))
 def test_a_signal_ends_the_run_with_its_code_wherever_it_lands(night, prefect_api, tmp_path, phase, number):
     root, _ = night
-    changes, marker, delay, fault = PHASES[phase]
-    if phase != "warehouse":  # a game not stored yet
-        repetitions = 4 + list(PHASES).index(phase) * 2 + (number == signal.SIGINT)
-        changes = {"audit": {"repetitions": repetitions, "grid_points": 30}, **changes}
-    if phase == "training":
-        changes["targets"] = [{**changes["targets"][0], "name": f"rr-eps2-{signal.Signals(number).name.lower()}"}]
-    plan = _plan(tmp_path, phase, **changes)
+    _, marker, delay, fault = PHASES[phase]
+    plan = _plan(tmp_path, phase, **phase_changes(phase, number))
     before = _rows(root)
     env = _env(prefect_api, **({"LABELDP_FAULT": fault} if fault else {}))
-    child = subprocess.Popen(_nightly(root, plan), cwd=REPO, text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env, start_new_session=True)
-    seen = []
-    for line in child.stderr:
-        seen.append(line)
-        if marker in line:
-            break
-    assert child.poll() is None, f"the run ended before {marker!r}:\n" + "".join(seen)
-    time.sleep(delay)
-    sent = time.monotonic()
-    os.kill(child.pid, number)  # the process, as a scheduler does (Ctrl-C in a terminal reaches the group too)
-    try:
-        _out, err = child.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        raise
+    returncode, err, took = signal_when(_nightly(root, plan), marker, delay, number, env)
     code, word = CODES[number]
-    print(f"{signal.Signals(number).name} during {phase}: exit {child.returncode} {time.monotonic() - sent:.1f} s "
-          "after the signal")
-    assert child.returncode == code, "".join(seen) + err
+    print(f"{signal.Signals(number).name} during {phase}: exit {returncode} {took:.1f} s after the signal")
+    assert returncode == code, err
     assert err.strip().splitlines()[-1] == f"labeldp-audit nightly: {word}", err
     assert "Traceback" not in err
     # nothing half-written: the warehouse holds what it held (the transaction rolled back), no temporary left

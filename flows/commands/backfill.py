@@ -30,7 +30,7 @@ def register(subparsers) -> None:
     p.add_argument("--concurrency", type=int, default=1, help="days audited at once (default 1)")
     p.add_argument("--force", action="store_true", help="re-audit days that are already in the warehouse")
     add_common(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def run(args) -> int:

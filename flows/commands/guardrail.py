@@ -59,7 +59,7 @@ def register(subparsers) -> None:
     p.add_argument("--date", required=True, help="partition date YYYY-MM-DD the candidate was trained on")
     p.add_argument("--claimed-epsilon", required=True, type=float, help="the epsilon the release claims")
     add_common(p, fail_on_violation=False)  # a release gate always fails on VIOLATION
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def _register_candidate(args, root, day, plan) -> str:

@@ -88,7 +88,7 @@ def register(subparsers) -> None:
     cb.add_argument("--catboost-param", action="append", default=[], metavar="KEY=JSON",
                     help="any other CatBoost parameter, value as JSON (repeatable), e.g. border_count=64")
     p.add_argument("--json", action="store_true", help="print the registered metadata as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def _extra_params(items: list[str]) -> dict:

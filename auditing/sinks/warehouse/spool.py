@@ -90,7 +90,11 @@ def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir:
         "curve": [{k: p[k] for k in _POINT_FIELDS} for p in points],
         "slices": [{k: s[k] for k in SLICE_FIELDS} for s in pieces],  # absent in payloads written before slices
     }
-    write_json_atomically(path, payload)
+    try:
+        write_json_atomically(path, payload)
+    except OSError as exc:  # a full or read-only disk: say where, the verdict is neither written nor spooled
+        raise OSError(exc.errno, f"cannot spool {key.model_id} {key.partition_date} to {path} ({exc.strerror}); "
+                                 "nothing was spooled, run again once the data root's disk can take it") from exc
     return path
 
 
@@ -262,3 +266,4 @@ def drain_spool(
             # else: replaced by a newer payload meanwhile; it stays for the next drain
     report.remaining = sum(p.is_file() for p, *_ in mine)
     return report
+
