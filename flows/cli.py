@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "flows.commands.report",
     "flows.commands.results",
     "flows.commands.nightly",
+    "flows.commands.spool",
     "flows.commands.plan",
     "flows.commands.guardrail",
     "flows.commands.backfill",

@@ -30,21 +30,22 @@ UNTRUSTED = 4
 INTERRUPTED = 130  # 128 + SIGINT
 TERMINATED = 143  # 128 + SIGTERM
 
-# What each code means, in the words of --help, README and infra/README.md.
+# What each code means: the ONE text of every command's --help (`help_text`) and of README.md's table, whose exit rows
+# hold these words (a test compares them, backquotes aside), so that a decision about a code changes one place.
 MEANINGS = {
-    OK: "every audit was written to the warehouse and no verdict is VIOLATION",
+    OK: "every audit was written to the warehouse and no verdict is untrusted; a trusted VIOLATION gives 1 instead "
+        "for the guardrail, and for nightly and backfill with `--fail-on-violation` (without it they exit 0, the "
+        "VIOLATION in the table, the warehouse and the alerts)",
     VIOLATION: "a trusted VIOLATION, even beside an untrusted verdict (guardrail always; nightly and backfill only "
-               "with --fail-on-violation)",
-    BAD_INPUT: "bad input (plan, partition, model, warehouse, arguments); nothing was written",
-    NOT_IN_WAREHOUSE: "results computed but not in the warehouse: spooled to disk, written by the next run or "
-                      f"by {hints.DRAIN_ONLY.line()}",
-    UNTRUSTED: "a verdict is not trusted (a VIOLATION the capacity check does not vouch for: the reference's "
-               "misfit can explain it; a night the negative control voided; a reference no check row could check, "
-               "unless accepted with --accept-unchecked-reference) or a target's audit failed",
-    INTERRUPTED: "interrupted (Ctrl-C); nothing partial is left behind",
-    TERMINATED: "terminated (SIGTERM: a scheduler, Kubernetes, systemd or a Prefect worker stopping the run); "
-                "nothing partial is left behind; the flow run ends Crashed, or Cancelled when cancelled through "
-                "Prefect, never Failed",
+               "with `--fail-on-violation`); the summary names both",
+    BAD_INPUT: "bad input (plan, partition, model, warehouse, arguments), one line naming it, nothing written",
+    NOT_IN_WAREHOUSE: "results computed but not in the warehouse: spooled under `<data-root>/spool` for that "
+                      f"warehouse, written by the next nightly run on it or by {hints.DRAIN_ONLY.line()}",
+    UNTRUSTED: "a verdict is not trusted (above), or a target's audit failed",
+    INTERRUPTED: "interrupted (Ctrl-C), nothing partial left behind",
+    TERMINATED: "terminated (SIGTERM, as a scheduler, Kubernetes, systemd or a Prefect worker stops a run; it stops "
+                "within 5 s), nothing partial left behind and no other run's files touched; the flow run ends "
+                "Crashed, or Cancelled when cancelled through Prefect, never Failed",
 }
 # Short names: Prefect event names (labeldp.run.<name>) and log lines.
 NAMES = {OK: "ok", VIOLATION: "violation", BAD_INPUT: "bad_input", NOT_IN_WAREHOUSE: "not_in_warehouse",

@@ -461,7 +461,8 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
     """One day of a backfill: its date, a line for people and the day's `Outcome`."""
     _check_stop()
     if not force and steps.day_is_complete(root, day, plan, warehouse):
-        return DayOutcome(day, "skipped (already in the warehouse)", Outcome(fail_on_violation=fail_on_violation))
+        return DayOutcome(day, "skipped: every target has its verdict of this partition at this configuration",
+                          Outcome(fail_on_violation=fail_on_violation))
     try:
         outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL,
                             accept_unchecked_reference=accept_unchecked_reference, run_id=run_id)
@@ -480,9 +481,9 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
              plan_file: str | None = None, webhook_url: str | None = None, force: bool = False,
              concurrency: int = 1, fail_on_violation: bool = False,
              accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> list[DayOutcome]:
-    """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: days
-    already in the warehouse for every target (same audit configuration) are skipped, so a re-run (or a
-    `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
+    """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: a day is
+    skipped by the one rule `auditing.sinks.report.text.BACKFILL_SKIP_RULE` (`steps.day_is_complete`), so a re-run
+    (or a `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
     Failed (`AuditFailed`, every day's outcome on it) when any day's outcome fails the run."""
     from prefect.task_runners import ThreadPoolTaskRunner
 

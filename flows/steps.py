@@ -597,11 +597,15 @@ def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | Non
 
 
 def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None) -> bool:
-    """True when the warehouse holds a trusted row of a nightly or backfill run for every target of the plan on
-    this day (same audit config); a guardrail's verdict does not audit the night."""
+    """The backfill's skip rule (`auditing.sinks.report.text.BACKFILL_SKIP_RULE`): True when every target of the
+    plan has a verdict of a nightly or backfill run on this day at the plan's audit configuration, judged on the
+    day's partition as it is now (`pipelines.data.schema.replaced_since`), trusted or not (a run on identical inputs
+    only records itself: docs/warehouse.md). A guardrail's or a re-judged verdict does not audit the night; an
+    unreachable warehouse completes nothing."""
     from auditing.sinks.warehouse import open_warehouse
     from auditing.sinks.warehouse.base import WarehouseUnavailable
     from auditing.verdict.run_kinds import BACKFILL, NIGHTLY
+    from pipelines.data import schema
 
     try:
         store = open_warehouse(warehouse, data_root=root, timeout=5.0)
@@ -611,8 +615,7 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
         rows = store.fetch_results(since=date, until=date)
     finally:
         store.close()
-    # A night whose control failed is not done: its rows are untrusted, so a re-run audits it again.
-    have = {(r.model_id, r.audit_config_hash) for r in rows
-            if not r.untrusted_reason and r.run_kind in (NIGHTLY, BACKFILL)}
+    have = {(r.model_id, r.audit_config_hash) for r in rows if r.run_kind in (NIGHTLY, BACKFILL)
+            and schema.replaced_since(root, date, r.partition_fingerprint) is None}
     config_hash = plan.audit.config_hash()
     return all((spec.name, config_hash) in have for spec in plan.targets)
