@@ -101,7 +101,7 @@ class Outcome:
     """What one run produced, from which its exit code and its flow's final state follow.
 
     rows: the published verdicts (targets and controls, `auditing.sinks.listing.ListedVerdict`, each with what
-    was done with its row: "written", or "spooled" with its ``spool_path``) and the skipped targets
+    was done with its row: "written", "recorded" or "spooled" with its ``spool_path``) and the skipped targets
     (``SkippedTarget``); untrusted: why verdicts cannot be trusted (one reason per night); failures: audits that
     did not produce a row ("model: error"); bad_input: bad input met inside the flow ("what: error");
     fail_on_violation: whether a VIOLATION is an exit-1 failure (guardrail: always); days: a backfill's days.
