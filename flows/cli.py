@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "flows.commands.report",
     "flows.commands.results",
     "flows.commands.nightly",
+    "flows.commands.spool",
     "flows.commands.plan",
     "flows.commands.guardrail",
     "flows.commands.backfill",
@@ -113,6 +114,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _recover(args) -> None:
+    """Before a command writes under its data root: finishes what processes killed mid-write left behind there
+    (`labeldp.files.recover_interrupted`), saying what it did on stderr."""
+    from labeldp.files import recover_interrupted
+    from labeldp.names import resolve_data_root
+
+    root = resolve_data_root(getattr(args, "data_root", None))
+    if root.is_dir():
+        for line in recover_interrupted(root):
+            print(f"[labeldp-audit] recovered after an interrupted run: {line}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)
@@ -127,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     read_only = getattr(args, "read_only", False)
     try:
         with terminal.terminate_like_interrupt():
+            if getattr(args, "writes_data_root", False):
+                _recover(args)
             code = int(args.func(args) or 0)
             if read_only:
                 sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
@@ -135,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error_text(args, exc, parser), file=sys.stderr)
         return exit_codes.BAD_INPUT
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`terminal.Terminated`)
-        stop = terminal.stop_of(exc) or terminal.INTERRUPT
+        stop = terminal.stop_for(exc, wait=0.0) or terminal.INTERRUPT
         print(f"{command_of(args, parser)}: {stop.word}", file=sys.stderr)
         return stop.code
     except BrokenPipeError:

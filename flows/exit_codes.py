@@ -32,7 +32,8 @@ UNTRUSTED = 4
 INTERRUPTED = 130  # 128 + SIGINT
 TERMINATED = 143  # 128 + SIGTERM
 
-# What each code means, in the words of --help, README and infra/README.md.
+# What each code means: the ONE text of every command's --help (`help_text`) and of README.md's table, whose exit rows
+# hold these words (a test compares them, backquotes aside), so that a decision about a code changes one place.
 MEANINGS = {
     OK: "every audit was written to the warehouse, no target's decision is a leak (act or unconfirmed) and no "
         "control failed; nightly and backfill also exit 0 on a leak to act on unless --fail-on-violation",
@@ -46,9 +47,9 @@ MEANINGS = {
                "nothing checked, or one a refused split cannot vouch for), the negative control voided the night "
                "(its targets have no power) or a target's audit failed",
     INTERRUPTED: "interrupted (Ctrl-C); nothing partial is left behind",
-    TERMINATED: "terminated (SIGTERM: a scheduler, Kubernetes, systemd or a Prefect worker stopping the run); "
-                "nothing partial is left behind; the flow run ends Crashed, or Cancelled when cancelled through "
-                "Prefect, never Failed",
+    TERMINATED: "terminated (SIGTERM: a scheduler, Kubernetes, systemd or a Prefect worker stopping the run; it "
+                "stops within 5 s); nothing partial is left behind and no other run's files are touched; the flow "
+                "run ends Crashed, or Cancelled when cancelled through Prefect, never Failed",
 }
 # Short names: Prefect event names (labeldp.run.<name>) and log lines.
 NAMES = {OK: "ok", VIOLATION: "violation", BAD_INPUT: "bad_input", NOT_IN_WAREHOUSE: "not_in_warehouse",
@@ -113,7 +114,7 @@ class Outcome:
     """What one run produced, from which its exit code and its flow's final state follow.
 
     rows: the published verdicts (targets and controls, `auditing.sinks.listing.ListedVerdict`, each with what
-    was done with its row: "written", or "spooled" with its ``spool_path``) and the skipped targets
+    was done with its row: "written", "recorded" or "spooled" with its ``spool_path``) and the skipped targets
     (``SkippedTarget``); untrusted: why verdicts cannot be trusted (one reason per night); failures: audits that
     did not produce a row ("model: error"); bad_input: bad input met inside the flow ("what: error");
     fail_on_violation: whether a VIOLATION is an exit-1 failure (guardrail: always); days: a backfill's days.

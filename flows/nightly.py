@@ -82,7 +82,7 @@ def _raise_stop(stop: terminal.Stop, cause: BaseException | None = None) -> None
 def _unless_stopped(exc: Exception) -> None:
     """Re-raises a stop that ``exc`` hides (a library wrapped it: Beam re-raises a DoFn's KeyboardInterrupt as a
     RuntimeError) or that arrived while the step failed; returns when ``exc`` is an ordinary failure."""
-    stop = terminal.stop_of(exc) or terminal.stop_requested()
+    stop = terminal.stop_requested() or terminal.stop_of(exc)  # the first signal decides (`terminal.stop_for`)
     if stop is not None:
         _raise_stop(stop, exc)
 
@@ -170,6 +170,14 @@ def _log(message: str) -> None:
         get_run_logger().info(message)
     except Exception:  # outside a run context (plain calls in tests)
         pass
+
+
+def _recover(root: Path) -> None:
+    """What processes killed mid-write left under the data root, finished or removed (`labeldp.files`)."""
+    from labeldp.files import recover_interrupted
+
+    for line in recover_interrupted(root):
+        _log(f"recovered after an interrupted run: {line}")
 
 
 def _new_run(run_id: str | None) -> str:
@@ -387,6 +395,7 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
     id in the warehouse (default: a new one, `auditing.sinks.warehouse.new_run_id`)."""
     terminal.watch_stops()
     root = resolve_data_root(data_root)
+    _recover(root)
     day = parse_date(date) if date else steps.default_audit_date(flow_run.scheduled_start_time)
     plan = plan_for(plan_file, models)
     run_id = _new_run(run_id)
@@ -411,6 +420,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
 
     terminal.watch_stops()
     root = resolve_data_root(data_root)
+    _recover(root)
     day = parse_date(date)
     name = check_name(model, "--model")
     run_id = _new_run(run_id)
@@ -451,7 +461,8 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
     """One day of a backfill: its date, a line for people and the day's `Outcome`."""
     _check_stop()
     if not force and steps.day_is_complete(root, day, plan, warehouse):
-        return DayOutcome(day, "skipped (already in the warehouse)", Outcome(fail_on_violation=fail_on_violation))
+        return DayOutcome(day, "skipped: every target has its verdict of this partition at this configuration",
+                          Outcome(fail_on_violation=fail_on_violation))
     try:
         outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL,
                             accept_unchecked_reference=accept_unchecked_reference, run_id=run_id)
@@ -470,14 +481,15 @@ def backfill(start: str, end: str, data_root: str | None = None, warehouse: str 
              plan_file: str | None = None, webhook_url: str | None = None, force: bool = False,
              concurrency: int = 1, fail_on_violation: bool = False,
              accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> list[DayOutcome]:
-    """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: days
-    already in the warehouse for every target (same audit configuration) are skipped, so a re-run (or a
-    `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
+    """Nightly audits for every day in [start, end], at most `concurrency` days at once. Idempotent: a day is
+    skipped by the one rule `auditing.sinks.report.text.BACKFILL_SKIP_RULE` (`steps.day_is_complete`), so a re-run
+    (or a `prefect flow-run retry` of a crashed run) resumes where it stopped. Returns the per-day summary; ends
     Failed (`AuditFailed`, every day's outcome on it) when any day's outcome fails the run."""
     from prefect.task_runners import ThreadPoolTaskRunner
 
     terminal.watch_stops()
     root = resolve_data_root(data_root)
+    _recover(root)
     first, last = parse_date(start, "--start"), parse_date(end, "--end")
     if last < first:
         raise LabelDPInputError(f"--end ({last}) is before --start ({first})")

@@ -116,7 +116,8 @@ def write_night(root: Path, night: StoredNight) -> Path:
     from pipelines.scoring.beam_request import json_safe
 
     path = night_path(root, night.date, night.run_kind, night.game)
-    write_text_atomically(path, json.dumps(json_safe(night.to_dict()), indent=1, sort_keys=True) + "\n")
+    write_text_atomically(path, json.dumps(json_safe(night.to_dict()), indent=1, sort_keys=True) + "\n",
+                          fault="night.write")
     return path
 
 

@@ -27,7 +27,7 @@ from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import is_void_night, void_night_reason
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
-from labeldp import hints
+from labeldp import faults, hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, live, no_progress
@@ -526,8 +526,10 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
                     split=SplitTest.from_dict(record.get("split_test")))
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
+    faults.point("publish.before-warehouse")  # inert unless a crash test asks (labeldp.faults)
     outcome = write_or_spool(warehouse, row, curve, default_spool_dir(root), data_root=root,
                              slices=slice_record(verdict))
+    faults.point("publish.after-warehouse")
     progress(f"{model_id}: warehouse {outcome} (status {row.status}, eps_lb {row.epsilon_lower_bound:.4f})")
 
     trend: list = []
@@ -627,11 +629,16 @@ def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | Non
 
 
 def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None) -> bool:
-    """True when the warehouse holds a row of a nightly or backfill run for every target of the plan on this day
-    (same audit config) whose night was not void; a guardrail's verdict does not audit the night."""
+    """The backfill's skip rule (`auditing.sinks.report.text.BACKFILL_SKIP_RULE`): True when every target of the
+    plan has a verdict of a nightly or backfill run on this day at the plan's audit configuration, judged on the
+    day's partition as it is now (`pipelines.data.schema.replaced_since`), on a night no control voided, trusted or
+    not (an untrusted verdict is its decision: the same inputs would give it again; a run on identical inputs only
+    records itself: docs/warehouse.md). A guardrail's or a re-judged verdict does not audit the night; an
+    unreachable warehouse completes nothing."""
     from auditing.sinks.warehouse import open_warehouse
     from auditing.sinks.warehouse.base import WarehouseUnavailable
     from auditing.verdict.run_kinds import BACKFILL, NIGHTLY
+    from pipelines.data import schema
 
     try:
         store = open_warehouse(warehouse, data_root=root, timeout=5.0)
@@ -641,9 +648,9 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
         rows = store.fetch_results(since=date, until=date)
     finally:
         store.close()
-    # A night a control voided is not done: a re-run audits it again. An untrusted verdict of a night that was not
-    # void is its decision (unconfirmed, no power): auditing the same inputs again would give it again.
-    have = {(r.model_id, r.audit_config_hash) for r in rows
-            if not is_void_night(r.untrusted_reason) and r.run_kind in (NIGHTLY, BACKFILL)}
+    # A night a control voided is not done: a re-run audits it again.
+    have = {(r.model_id, r.audit_config_hash) for r in rows if r.run_kind in (NIGHTLY, BACKFILL)
+            and not is_void_night(r.untrusted_reason)
+            and schema.replaced_since(root, date, r.partition_fingerprint) is None}
     config_hash = plan.audit.config_hash()
     return all((spec.name, config_hash) in have for spec in plan.targets)

@@ -12,7 +12,10 @@
   nothing partial). If the process has not ended ``grace`` seconds later (a C library holding the main
   thread), it prints "interrupted" or "terminated", removes the hidden ``.tmp-*`` directories this run
   created, records any it could not remove (the next run removes them and says so: `remove_leftovers`) and
-  exits 130 or 143 (`Stop`).
+  exits 130 or 143 (`Stop`). The code is the FIRST signal's, whatever the exception it raised became on the way
+  (`stop_for`: CatBoost turns it into a plain KeyboardInterrupt while it trains, Beam wraps it, Prefect raises its
+  own TerminationSignal), and a stopped run ends as soon as it has unwound and said so (`end_now`), without
+  waiting for Prefect's exit handlers.
 - `start_prefect_api`: the temporary Prefect API a command-line run uses is started in a session of its own,
   so that Ctrl-C in the terminal reaches this process only and the run can still report its end.
 """
@@ -220,6 +223,23 @@ def stop_of(exc: BaseException | None) -> Stop | None:
     return None
 
 
+def stop_for(exc: BaseException | None, wait: float = 1.0) -> Stop | None:
+    """The stop a run that ended with ``exc`` was stopped by: the first signal this process received, else the stop
+    ``exc`` stands for (`stop_of`), else None.
+
+    The first signal decides, not the exception: a library may turn the exception a signal raised into another one
+    (CatBoost raises a plain KeyboardInterrupt, without context, for the `Terminated` or Prefect TerminationSignal
+    that SIGTERM raised while it trained: that read as Ctrl-C and ended a terminated run with 130). The wake-up
+    fd's watcher (`StopWatch`, `watch_stops`) records it from a byte the C-level handler wrote before any Python code
+    ran; when ``exc`` stands for a stop and nothing is recorded yet, the watcher is given up to ``wait`` seconds to
+    read that byte."""
+    if stop_requested() is None and stop_of(exc) is not None:
+        deadline = time.monotonic() + wait
+        while stop_requested() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+    return stop_requested() or stop_of(exc)
+
+
 def _terminate(signum, frame) -> None:
     _record(TERMINATE)
     raise Terminated()
@@ -409,18 +429,32 @@ def start_prefect_api(log) -> object | None:
     return api
 
 
-def quiet_at_exit(log_path: Path) -> None:
-    """At interpreter exit (after Prefect has sent the run's logs and before it stops its temporary API, which
-    says so), points fds 1 and 2 at the debug log: nothing reaches the terminal after the summary."""
-    import atexit
-
-    def redirect() -> None:
+def end_now(stop: Stop, servers=()) -> None:
+    """Ends the process with ``stop``'s code at once (after a stop: its line printed, its temporaries removed):
+    stops the temporary Prefect API servers it started (`start_prefect_api`), flushes, and exits without the
+    interpreter's shutdown, which would wait for Prefect's events worker and for threads a stopped job left."""
+    for server in servers:
+        process = getattr(server, "server_process", None)
+        if process is not None:
+            process.kill()
+    for stream in (sys.stdout, sys.stderr):
         try:
-            fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
-        except OSError:
-            return
-        for target in (1, 2):
-            os.dup2(fd, target)
-        os.close(fd)
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(stop.code)
 
-    atexit.register(redirect)
+
+def rest_to_log(log_path: Path) -> None:
+    """Points fds 1 and 2 at the debug log for the rest of the process: once a run has printed its table and its
+    summary (or its stop), nothing more reaches the terminal (Prefect's events worker and temporary API still say
+    things as the interpreter exits, also after a stop)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return
+    for target in (1, 2):
+        os.dup2(fd, target)
+    os.close(fd)

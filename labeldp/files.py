@@ -3,13 +3,25 @@
 A reader sees either the previous file or the complete new one, never a partial write: the content goes to
 a temporary sibling, is fsynced, renamed over the target, and the directory is fsynced so that the rename
 survives a crash.
+
+Temporaries (``.tmp-<name>.<owner>-<12 hex>``, and ``.old-<name>.<owner>-<12 hex>`` for a directory moved aside
+while its replacement moves in: `pipelines.data.layout.atomic_directory`) name their owner, ``h<8 hex of the host
+name>p<pid>`` (`temporary_name`). A process killed mid-write (SIGKILL, power loss) leaves them behind, never in the
+final name; `recover_interrupted` then removes the ones of owners that are gone and finishes a directory swap a
+kill interrupted (the new directory was complete before the old one was moved aside).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import shutil
+import socket
 import uuid
 from pathlib import Path
+
+from labeldp import faults
 
 
 def fsync_path(path: str | os.PathLike) -> None:
@@ -28,16 +40,93 @@ def fsync_path(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
-    """Writes `text` to `path` (creating parent directories) so that no reader ever sees half of it."""
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TEMPORARY = re.compile(r"^\.(?P<kind>tmp|old)-(?P<name>.+)\.h(?P<host>[0-9a-f]{8})p(?P<pid>\d+)-(?P<token>[0-9a-f]{12})$")
+
+
+def temporary_name(kind: str, name: str, token: str | None = None) -> str:
+    """``.<kind>-<name>.h<host>p<pid>-<token>`` (kind: tmp or old; token: 12 hex, new when None)."""
+    return f".{kind}-{name}.h{_HOST}p{os.getpid()}-{token or uuid.uuid4().hex[:12]}"
+
+
+def _owner_gone(match: re.Match) -> bool:
+    """True when the temporary's owner was a process of this host that no longer runs."""
+    if match["host"] != _HOST:
+        return False  # another machine's (a shared data root): not ours to judge
+    pid = int(match["pid"])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def recover_interrupted(root: str | os.PathLike, depth: int = 5) -> list[str]:
+    """Cleans up after processes killed mid-write under ``root`` (``depth`` levels): a directory swap interrupted
+    between moving the old directory aside and moving the new one in is finished (the new one was complete), or
+    undone when the new one is missing; the temporaries of owners that are gone are removed. Returns what it did,
+    one line per entry (nothing for a running process's temporaries, nor another host's)."""
+    done: list[str] = []
+
+    def walk(directory: Path, level: int) -> None:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            return
+        found = {}
+        for entry in entries:
+            match = _TEMPORARY.match(entry.name)
+            if match is not None:
+                found[entry.name] = match
+            elif level < depth and entry.is_dir(follow_symlinks=False):
+                walk(Path(entry.path), level + 1)
+        for name, match in found.items():
+            if match["kind"] != "old" or not _owner_gone(match):
+                continue
+            old, final = directory / name, directory / match["name"]
+            new = directory / (".tmp-" + name.removeprefix(".old-"))
+            if not final.exists():
+                source = new if new.exists() else old
+                os.replace(source, final)
+                fsync_path(directory)
+                done.append(f"{final}: {'finished moving the new directory in' if source == new else 'put back'}")
+            if old.exists():
+                _remove(old)
+                done.append(f"{old}: removed (the directory it replaced)")
+        for name, match in found.items():
+            path = directory / name
+            if match["kind"] == "tmp" and path.exists() and _owner_gone(match):
+                _remove(path)
+                done.append(f"{path}: removed (a write its process did not finish)")
+
+    walk(Path(root), 1)
+    return done
+
+
+def write_text_atomically(path: str | os.PathLike, text: str, fault: str | None = None) -> Path:
+    """Writes `text` to `path` (creating parent directories) so that no reader ever sees half of it. ``fault``: the
+    `labeldp.faults` point between the temporary file and its rename (for the crash tests; inert otherwise)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".tmp-{path.name}-{uuid.uuid4().hex[:12]}"
+    tmp = path.parent / temporary_name("tmp", path.name)
     try:
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if fault is not None:
+            faults.point(fault)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kill_harness import signal_when
 from planted import register_memorizer
 from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 
@@ -506,23 +507,8 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
 def _stop_when(argv: list[str], marker: str, number: int, env: dict | None = None):
     """Runs the command line, sends ``number`` to its process (as a scheduler or Kubernetes does: the process,
     not its group) once a stderr line holds ``marker``; (exit code, stderr, seconds from the signal to the
-    exit). The process must end within 30 s of the signal."""
-    child = subprocess.Popen([sys.executable, "-m", "flows.cli", *argv], cwd=REPO, text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env or _env(), start_new_session=True)
-    seen = []
-    for line in child.stderr:
-        seen.append(line)
-        if marker in line:
-            break
-    assert child.poll() is None, f"the run ended before {marker!r}:\n" + "".join(seen)
-    sent = time.monotonic()
-    os.kill(child.pid, number)
-    try:
-        _out, err = child.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        raise
-    return child.returncode, "".join(seen) + err, time.monotonic() - sent
+    exit). The process must end within 30 s of the signal (tests/kill_harness.py's `signal_when`)."""
+    return signal_when([sys.executable, "-m", "flows.cli", *argv], marker, 0.0, number, env or _env(), timeout=30)
 
 
 @slow

@@ -162,3 +162,36 @@ def test_the_family_takes_a_nights_first_run_and_says_when_a_later_one_saw_other
     assert later_run_line(later.first, later.later, later.changed) == (
         f"{DAY.isoformat()}: a later run (r3: WEAK_PASS, eps_lb 0) saw other inputs (partition_fingerprint); the "
         "family counts the night's first run (r1: VIOLATION, eps_lb 1.336)")
+
+
+def test_the_backfill_skips_a_day_by_its_one_rule(day, tmp_path):
+    """`steps.day_is_complete` follows `BACKFILL_SKIP_RULE`: every target has a nightly or backfill verdict of the
+    day at the plan's configuration on the day's partition as it is now, trusted or not; a guardrail's verdict does
+    not count, and a day ingested again since is audited again."""
+    import json
+
+    from auditing.sinks.report.text import BACKFILL_SKIP_RULE
+    from auditing.sinks.warehouse import open_warehouse
+    from flows.plan import load_plan
+    from flows.steps import day_is_complete
+    from pipelines.data import schema
+    from pipelines.data.criteo_ingest import ingest_criteo
+
+    root, _, subset = day
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"targets": [{"name": "m", "source": "registered"}]}))
+    plan = load_plan(path)
+    current = schema.partition_fingerprint(root, DAY)
+    config = plan.audit.config_hash()
+    assert not day_is_complete(root, DAY, plan, None)  # no warehouse yet: nothing is complete
+    with open_warehouse(None, data_root=root) as store:
+        store.write_audit(_row("g", 1, run_kind="guardrail", partition_fingerprint=current, audit_config_hash=config),
+                          [])
+    assert not day_is_complete(root, DAY, plan, None)  # a guardrail's verdict does not audit the night
+    untrusted = _row("n", 2, partition_fingerprint=current, audit_config_hash=config)
+    with open_warehouse(None, data_root=root) as store:
+        store.write_audit(untrusted.replace(trust="untrusted", untrusted_reason="the night is void"), [])
+    assert day_is_complete(root, DAY, plan, None)  # untrusted too: a re-run on identical inputs changes nothing
+    ingest_criteo(subset, root, DAY, replace=True)
+    assert not day_is_complete(root, DAY, plan, None)  # the day ingested again: audited again
+    assert "judged on the day's partition as it is now" in BACKFILL_SKIP_RULE and "--force" in BACKFILL_SKIP_RULE

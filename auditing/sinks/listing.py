@@ -91,8 +91,9 @@ def stored_attack_confidence(row: ResultRow) -> float | None:
 class ListedVerdict:
     """One verdict: ``row`` (its audit_results row), ``report`` (its run report's path; None when there is none).
 
-    A published verdict (``verdict`` set) also carries what the run did with it: ``warehouse`` ("written", or
-    "spooled" with ``spool_path``: `auditing.sinks.warehouse.spool`), the ``alert`` sent (`AlertOutcome.to_dict`), whether the scoring was reused,
+    A published verdict (``verdict`` set) also carries what the run did with it: ``warehouse`` ("written",
+    "recorded" against the row a run on identical inputs wrote, or "spooled" with ``spool_path``:
+    `auditing.sinks.warehouse.spool`), the ``alert`` sent (`AlertOutcome.to_dict`), whether the scoring was reused,
     a control's message and the night's reference check. A row read back from the warehouse has ``verdict`` None
     and ``stored_weak_pass``: whether the floors of a PASS stored before WEAK_PASS was a status make it weak, and
     ``stored_slices``: its slices as stored (a published verdict's come from the verdict: ``slices``).

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
+from auditing.sinks.report.text import BACKFILL_SKIP_RULE
 from flows.commands.flow_options import add_common, checked, execute, outcome_of
 from flows.exit_codes import help_text
 
-HELP = "run nightly audits for every day in a range (skips days already in the warehouse)"
-DESCRIPTION = """\
-Runs the nightly audit for each day from --start to --end (inclusive); its rows are its own (run kind
-"backfill"), beside any nightly's or guardrail's verdict of the same day. Days whose trusted rows of a nightly or
-backfill run are already in the warehouse for every target (same audit configuration) are skipped, so
-re-running after a failure resumes without redoing completed days; --force redoes them (a re-run of the same key
-replaces its row: one row per key).
+HELP = "run nightly audits for every day in a range (skips the days every target has its verdict of)"
+DESCRIPTION = textwrap.fill(
+    "Runs the nightly audit for each day from --start to --end (inclusive); its rows are its own (run kind "
+    f"\"backfill\"), beside any nightly's or guardrail's verdict of the same day. Skipping: {BACKFILL_SKIP_RULE}. So "
+    "re-running after a failure resumes without redoing completed days; a verdict is never replaced (a run on "
+    "identical inputs only records itself, one on other inputs adds a row beside it).", 112) + """
 --concurrency bounds how many days run at once (default 1: training and scoring use both cores).
 Every day's partition and models are checked before the first day starts; bad input exits 2 with one line.
 Prints one line per day, then every row.
@@ -28,9 +29,9 @@ def register(subparsers) -> None:
     p.add_argument("--start", required=True, help="first partition date YYYY-MM-DD")
     p.add_argument("--end", required=True, help="last partition date YYYY-MM-DD (inclusive)")
     p.add_argument("--concurrency", type=int, default=1, help="days audited at once (default 1)")
-    p.add_argument("--force", action="store_true", help="re-audit days that are already in the warehouse")
+    p.add_argument("--force", action="store_true", help="audit every day, also those the skip rule skips")
     add_common(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def run(args) -> int:

@@ -174,7 +174,7 @@ def register(subparsers) -> None:
                         "C3:rotate=100; repeatable, one per column")
     _add_replace(s)
     _add_root(s)
-    s.set_defaults(func=_synth)
+    s.set_defaults(func=_synth, writes_data_root=True)
 
     t = sub.add_parser("ingest", help="read CSV/TSV/Parquet click logs of a dataset spec into one day",
                        description=TABLE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -192,7 +192,7 @@ def register(subparsers) -> None:
     _add_replace(t)
     _add_allow_future(t)
     _add_root(t)
-    t.set_defaults(func=_ingest_tables)
+    t.set_defaults(func=_ingest_tables, writes_data_root=True)
 
     i = sub.add_parser("ingest-criteo", help="convert a Criteo TSV click log (plain or gzip) into one day",
                        description=INGEST_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -206,7 +206,7 @@ def register(subparsers) -> None:
     _add_replace(i)
     _add_allow_future(i)
     _add_root(i)
-    i.set_defaults(func=_ingest)
+    i.set_defaults(func=_ingest, writes_data_root=True)
 
     v = sub.add_parser("validate", help="check a day against the schema; print rows, click rate, fingerprint",
                        description=VALIDATE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-GRACE_SECONDS = 3.0  # after Ctrl-C or SIGTERM, the run has this long to unwind before it is ended (within 5 s)
+GRACE_SECONDS = 2.0  # after Ctrl-C or SIGTERM, the run has this long to unwind before it is ended (within 5 s)
 
 
 def add_common(parser, fail_on_violation: bool = True) -> None:
@@ -108,7 +108,23 @@ def outcome_of(flow_fn, to_outcome, **kwargs):
 
 def execute(args, command: str, root, start) -> int:
     """Runs ``start()`` (imports and runs the flow, returns its `Outcome`) under a quiet terminal; prints the
-    table and the summary; returns the exit code. Call it after the preflight passed."""
+    table and the summary (or the stop); returns the exit code, after which nothing more reaches the terminal
+    (`terminal.rest_to_log`). Call it after the preflight passed."""
+    from flows import terminal
+
+    term = terminal.Terminal(terminal.debug_log_path(root), verbose=args.verbose, quiet=args.quiet)
+    servers: list = []
+    code = _execute(args, command, root, start, term, servers)
+    terminal.rest_to_log(term.log_path)
+    stop = terminal.stop_requested()
+    if stop is not None and code == stop.code:
+        # Stopped: the run has unwound and said so; the interpreter's exit would still wait for Prefect (its events
+        # worker, its temporary API) and for threads a stopped job left running. End now, as the grace period would.
+        terminal.end_now(stop, servers)
+    return code
+
+
+def _execute(args, command: str, root, start, term, servers: list) -> int:
     import time
 
     from flows import exit_codes, terminal
@@ -116,9 +132,7 @@ def execute(args, command: str, root, start) -> int:
     from labeldp.errors import LabelDPInputError
 
     began = time.time()
-    term = terminal.Terminal(terminal.debug_log_path(root), verbose=args.verbose, quiet=args.quiet)
     said: list[str] = []
-    api = None
 
     def stopped(stop) -> None:
         if not said:
@@ -128,10 +142,7 @@ def execute(args, command: str, root, start) -> int:
     def force(stop) -> None:  # the run did not unwind within the grace period
         stopped(stop)
         terminal.remove_tmp_dirs(root, began)
-        process = getattr(api, "server_process", None)
-        if process is not None:
-            process.kill()
-        os._exit(stop.code)
+        terminal.end_now(stop, servers)
 
     with term, terminal.StopWatch(GRACE_SECONDS, force):
         try:
@@ -141,17 +152,18 @@ def execute(args, command: str, root, start) -> int:
                          f"interrupted run: {', '.join(removed)}")
             os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")  # into the debug log, not the terminal
             prepare_environment()
-            api = terminal.start_prefect_api(term.log_file)
-            if api is not None:  # Prefect stops it at exit, after sending the run's last logs: quietly
-                terminal.quiet_at_exit(term.log_path)
+            servers.append(terminal.start_prefect_api(term.log_file))
             outcome = start()
+            stop = terminal.stop_requested()
+            if stop is not None:  # the flow ended anyway (a stop landing as it finished): the stop decides
+                raise terminal.Terminated() if stop is terminal.TERMINATE else KeyboardInterrupt()
         except LabelDPInputError as exc:
             term.drain()
             term.say(f"labeldp-audit {command}: error: {exc.for_flags(flags_of(args))}")
             term.say(f"labeldp-audit {command}: debug log: {term.log_path}")
             return exit_codes.BAD_INPUT
         except BaseException as exc:  # Ctrl-C, SIGTERM, or a crash: never exit 1 (a scheduler reads VIOLATION)
-            stop = terminal.stop_of(exc) or (terminal.stop_requested() if isinstance(exc, Exception) else None)
+            stop = terminal.stop_for(exc)  # the first signal received, whatever a library made of its exception
             term.drain()
             if stop is not None:
                 stopped(stop)

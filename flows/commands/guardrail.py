@@ -13,18 +13,12 @@ FLAGS = {"file": "--model-file"}
 HELP = "audit a release candidate; exits 1 on VIOLATION (the valid bound exceeds the claimed epsilon)"
 DESCRIPTION = """\
 Audits a release candidate of day --date against the reference (the D-1 checkpoint) and compares the VALID
-epsilon lower bound with --claimed-epsilon:
-  VIOLATION     the bound exceeds the claim: the claim is disproved at the audit's confidence (exit 1)
-  INCONCLUSIVE  even a perfect attacker could not have exceeded the claim at this size (exit 0, say so)
-  PASS          no evidence of a violation; this is not a proof of privacy (exit 0)
-  WEAK_PASS     a PASS on weak evidence: the audit could not have seen a leak smaller than its floor (more
-                than 1% of the audited rows; exit 0, say so)
-The row is written to the warehouse and a report is rendered either way, as the guardrail's own verdict (run
-kind "guardrail", with its claim): it never replaces a nightly's row, report or control models.
+epsilon lower bound with --claimed-epsilon (the statuses and the exit status each gives: below). The row is
+written to the warehouse and a report is rendered either way, as the guardrail's own verdict (run kind
+"guardrail", with its claim): it never replaces a nightly's row, report or control models.
 
 A VIOLATION blocks the release only when it is trusted: the capacity check, the candidate itself playing the
-game on rows of the day it never saw, must find more evidence than the reference's misfit explains. An
-untrusted VIOLATION exits 4.
+game on rows of the day it never saw, must find more evidence than the reference's misfit explains.
 
 The candidate is either a registered model (--model NAME) or a model file straight from another team's
 pipeline (--model-file F --format catboost|onnx, with --onnx-inputs MAP for a graph whose input names are not
@@ -64,7 +58,7 @@ def register(subparsers) -> None:
     p.add_argument("--date", required=True, help="partition date YYYY-MM-DD the candidate was trained on")
     p.add_argument("--claimed-epsilon", required=True, type=float, help="the epsilon the release claims")
     add_common(p, fail_on_violation=False)  # a release gate always fails on VIOLATION
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:

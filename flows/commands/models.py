@@ -89,7 +89,7 @@ def register(subparsers) -> None:
     r.add_argument("--replace", action="store_true",
                    help="replace a different registration of the same name and date")
     _add_root(r)
-    r.set_defaults(func=run_register)
+    r.set_defaults(func=run_register, writes_data_root=True)
 
     ls = sub.add_parser("list", help="list the registered models", description="Lists every models/<name>/date=D/ "
                         "of the data root: source (trained or registered), format, claim, dataset, training rows.")

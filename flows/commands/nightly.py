@@ -42,7 +42,7 @@ def register(subparsers) -> None:
                    help="with --drain-only: also write the results spooled by an older labeldp-audit, which did not "
                         "record their warehouse, to this one")
     add_common(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def run(args) -> int:

@@ -47,7 +47,7 @@ def register(subparsers) -> None:
                    help="exit 1 when a re-judged verdict is a trusted VIOLATION (default: exit 0, it is in the table "
                         "and the warehouse)")
     p.add_argument("--json", action="store_true", help="print the result rows as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def run(args) -> int:

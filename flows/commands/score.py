@@ -98,7 +98,7 @@ def register(subparsers) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("beam_args", nargs="*", metavar="-- BEAM_OPTION",
                    help="Beam pipeline options, after --, passed through unchanged")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def read_options_file(path: str) -> list[str]:

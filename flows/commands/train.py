@@ -91,7 +91,7 @@ def register(subparsers) -> None:
     p.add_argument("--quiet", action="store_true",
                    help="no progress lines on stderr (the live one, a fit's iterations and time left, shows only "
                         "when stderr is a terminal)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, writes_data_root=True)
 
 
 def _extra_params(items: list[str]) -> dict:

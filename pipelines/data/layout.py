@@ -30,7 +30,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from labeldp.files import fsync_path
+from labeldp import faults
+from labeldp.files import fsync_path, temporary_name
 from labeldp.names import (
     check_name,
     require_date,
@@ -104,11 +105,13 @@ def _fsync_tree(root: Path) -> None:
 def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
     """Yields a fresh temporary directory; on success it becomes ``final_path``.
 
-    - The temporary directory is a hidden sibling (``.tmp-<name>-<random>``) in the same parent, so the final
+    - The temporary directory is a hidden sibling (``.tmp-<name>.<owner>-<random>``, `labeldp.files.temporary_name`)
+      in the same parent, so the final
       rename stays on one file system and readers that glob ``date=*`` or ``part-*`` never see it.
     - On success: every file is fsynced; if ``final_path`` already exists it is renamed aside
-      (``.old-<name>-<random>``), the new directory is renamed in, and the old one is deleted. A reader sees
-      the old content or the new, never a mixture (there is a sub-millisecond window where neither exists).
+      (``.old-<name>.<owner>-<random>``), the new directory is renamed in, and the old one is deleted. A reader sees
+      the old content or the new, never a mixture (there is a sub-millisecond window where neither exists; a
+      process killed in it leaves both names, and `labeldp.files.recover_interrupted` finishes the swap).
     - On any exception inside the block the temporary directory is removed, and so are the parent directories
       this call created (if still empty); ``final_path`` is untouched and the exception propagates.
     """
@@ -117,14 +120,15 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
     created = [p for p in (parent, *parent.parents) if not p.exists()]  # deepest first
     parent.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex[:12]
-    tmp = parent / f".tmp-{final_path.name}-{token}"
+    tmp = parent / temporary_name("tmp", final_path.name, token)
     tmp.mkdir()
     try:
         yield tmp
         _fsync_tree(tmp)
         if final_path.exists():
-            old = parent / f".old-{final_path.name}-{token}"
+            old = parent / temporary_name("old", final_path.name, token)
             os.rename(final_path, old)
+            faults.point("directory.swap")  # neither exists here: `recover_directories` finishes the swap
             try:
                 os.rename(tmp, final_path)
             except BaseException:

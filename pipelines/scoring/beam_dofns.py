@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from auditing.game.expected import expected_histogram
 from auditing.game.sweep import rank_key
+from labeldp import faults
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Countdown
 from pipelines.data import schema
@@ -156,6 +157,7 @@ class PassProgress(beam.DoFn):
         print(f"[score pid {os.getpid()}] {text}", file=sys.stderr, flush=True)
 
     def process(self, batch: ScoredBatch):
+        faults.point("scoring")  # inert unless a crash test asks (labeldp.faults)
         if self._enabled:
             self._rows += int(batch.issues.get("rows_read", batch.rows) if self._read else batch.rows)
             self._countdown(self._rows)

@@ -422,7 +422,7 @@ def mark_replaced_reports(data_root: str | os.PathLike | None, day: dt.date,
         # after the mark (above the trust banner and the badge), or at the top of <main> on an older page
         at = found.end() if found.re is _PARTITION_MARK else (page.index(">", page.index("<main")) + 1
                                                              if "<main" in page else 0)
-        write_text_atomically(path, page[:at] + replaced_banner(found.group(1), when) + page[at:])
+        write_text_atomically(path, page[:at] + replaced_banner(found.group(1), when) + page[at:], fault="report.write")
         marked += 1
     return marked
 
@@ -546,4 +546,4 @@ def trend_report_path(data_root: str | os.PathLike | None, model_id: str) -> Pat
 
 def write_report(html_text: str, path: str | os.PathLike) -> Path:
     """Writes the page atomically (temporary file, fsync, rename): a reader never sees half a page."""
-    return write_text_atomically(path, html_text)
+    return write_text_atomically(path, html_text, fault="report.write")

@@ -431,6 +431,13 @@ def family_line(row: ResultRow, nights: int | None = None, alpha: float = DEFAUL
 
 
 INPUTS_REPLACED = "inputs replaced since"
+# The backfill's skip rule, stated once (`backfill --help`, the day's line, docs), followed by
+# `flows.steps.day_is_complete`.
+BACKFILL_SKIP_RULE = ("a day is skipped when every target of the plan has a verdict of a nightly or backfill run on "
+                      "that day, at the plan's audit configuration, judged on the day's partition as it is now "
+                      "(trusted or not: a run on identical inputs would change nothing), on a night no control "
+                      "voided; a day ingested again since, or voided, is audited again, and --force audits every "
+                      "day")
 
 
 def later_run_line(first: ResultRow, later: ResultRow, changed: Sequence[str]) -> str:
@@ -459,6 +466,20 @@ def partition_replaced_line(day: dt.date, entry: Mapping, marked: int) -> str:
             f"({hints.RESULTS_OF_DAY.line(date=day.isoformat())}); {marked} run report(s) marked; a registered "
             "model of the day must be registered again (models register --replace) before it is audited on the new "
             "rows")
+
+
+def spool_item_line(item) -> str:
+    """A spool file as `spool list` and `spool discard` print it (`auditing.sinks.warehouse.spool.SpooledPayload`)."""
+    if item.row is None:
+        return f"{item.path.name}: {item.error}"
+    row = item.row
+    to = "no warehouse recorded (an older payload)" if item.destination is None else \
+        f"{item.destination.backend} {item.destination.address}"
+    when = "" if item.spooled_at is None else \
+        f", spooled {dt.datetime.fromtimestamp(item.spooled_at, dt.UTC).isoformat(timespec='seconds')}"
+    return (f"{item.path.name}: {row['model_id']} {row['partition_date']} {row['run_kind']} claim "
+            f"{row['claimed_epsilon']} {row['status']} eps_lb {row['epsilon_lower_bound']:.4g}, run {row['run_id']}, "
+            f"for {to}{when}")
 
 
 def run_lines(row: ResultRow, runs: Sequence[Mapping]) -> list[str]:
@@ -495,9 +516,9 @@ def _cells(listed: ListedVerdict) -> tuple[str, ...]:
     r = listed.row
     claimed = "inf" if math.isinf(r.claimed_epsilon) else f"{r.claimed_epsilon:g}"
     paper = f"{r.epsilon_mean:.3f}+-{r.epsilon_std:.3f}" if r.epsilon_mean is not None else "-"
-    # A control shows whether it came out as constructed; '!' marks a verdict that is not trusted.
-    status = r.status if r.kind != "control" else ("ok" if r.control_passed else "FAILED")
-    status = ("control " if r.kind == "control" else "") + status + ("!" if r.untrusted_reason else "")
+    # The stored status, a control's as a target's (one word everywhere: the table, the warehouse, the CSV and --json);
+    # whether a control came out as constructed is its trust. '!' marks a verdict that is not trusted.
+    status = r.status + ("!" if r.untrusted_reason else "")
     breaking = "-" if r.breaking_kappa is None else f"{r.breaking_kappa:.3g}"
     floor = "-" if r.detection_floor_rows is None else str(r.detection_floor_rows)
     exposed = "-" if r.exposed_rows_floor is None else str(r.exposed_rows_floor)
@@ -559,7 +580,9 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
     if any(v.row.kind == "control" for v in listed):
         lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
                      "exceed a pre-registered floor and stay <= eps_c) and negative control (a copy of the "
-                     "reference: its bound must be 0)"
+                     "reference: its bound must be 0); a control's status is its bound against its own claim (eps_c, "
+                     "0), and its trust whether it came out as constructed (trusted) or failed (untrusted, why "
+                     "below)"
                      + (" (rows of older nights also show the label-blind control, retired: the capacity check "
                         "replaced it)" if any(v.row.label_blind_bound is not None for v in listed) else "") + ".")
     targets = [v for v in listed if v.row.kind != "control"]

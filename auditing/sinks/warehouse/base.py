@@ -32,6 +32,7 @@ from auditing.sinks.warehouse.rows import (
     normalize_slices,
 )
 from auditing.verdict.types import STATUSES, TRUST_STATES, UNTRUSTED
+from labeldp import faults
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date, require_date
 
@@ -103,6 +104,7 @@ class Warehouse:
     def _write(self, cursor, row: dict, key: AuditKey, points: list[dict], slices: list[dict] = ()) -> bool:
         cursor.execute(schema.insert_result_sql(self.placeholder), [row[name] for name in schema.RESULT_NAMES])
         new = bool(cursor.fetchall())
+        faults.point("warehouse.transaction")  # inert unless a crash test asks (labeldp.faults)
         if new:
             self._insert_curve(cursor, points)
             self._insert_slices(cursor, list(slices))

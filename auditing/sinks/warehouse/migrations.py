@@ -379,6 +379,19 @@ _CURVE_KEY_ADDS = ("model_fingerprint", "run_kind", "claimed_epsilon")
 MODEL_FINGERPRINT_V3 = Column("model_fingerprint", "text", True, "content hash of the audited model")
 
 
+def _rekey(ctx: Context, table: str, key: Sequence[str], not_null: Sequence[str]) -> None:
+    """Makes ``not_null`` columns NOT NULL (their rows hold values) and ``key`` the primary key of ``table``:
+    PostgreSQL alters the table, DuckDB (which cannot) rebuilds it keeping its CHECKs."""
+    if ctx.dialect == "postgres":
+        for name in not_null:
+            ctx.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET NOT NULL")
+        for name, _ in constraints(ctx, table, "primary"):
+            ctx.execute(f"ALTER TABLE {table} DROP CONSTRAINT {_quote(name)}")
+        ctx.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({', '.join(key)})")
+    else:
+        rebuild_duckdb_table(ctx, table, checks=constraints(ctx, table, "check"), primary_key=key, not_null=not_null)
+
+
 def _verdict_key(ctx: Context) -> None:
     """Version 4: every verdict its own row. The key becomes (model_id, model_fingerprint, partition_date,
     run_kind, claimed_epsilon, audit_config_hash) on both tables; a row from before records no run kind and may
@@ -404,16 +417,7 @@ def _verdict_key(ctx: Context) -> None:
                 + f" FROM {RESULTS} AS r WHERE {matches}")
     for table in (RESULTS, CURVES):
         added = ("run_kind",) if table == RESULTS else _CURVE_KEY_ADDS
-        key = _V8_PRIMARY_KEYS[table]
-        if ctx.dialect == "postgres":
-            for name in ("model_fingerprint", "run_kind", "claimed_epsilon"):
-                ctx.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET NOT NULL")
-            for name, _ in constraints(ctx, table, "primary"):
-                ctx.execute(f"ALTER TABLE {table} DROP CONSTRAINT {_quote(name)}")
-            ctx.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({', '.join(key)})")
-        else:
-            rebuild_duckdb_table(ctx, table, checks=constraints(ctx, table, "check"), primary_key=key,
-                                 not_null=("model_fingerprint", "run_kind", "claimed_epsilon"))
+        _rekey(ctx, table, _V8_PRIMARY_KEYS[table], ("model_fingerprint", "run_kind", "claimed_epsilon"))
         for name in added:
             ctx.execute(f"COMMENT ON COLUMN {table}.{name} IS {schema.sql_literal(_column(table, name).comment)}")
         ctx.execute(f"COMMENT ON TABLE {table} IS {schema.sql_literal(schema.TABLE_COMMENTS[table])}")
@@ -490,16 +494,7 @@ def _inputs_key(ctx: Context) -> None:
         ctx.execute(f"ALTER TABLE {table} ADD COLUMN inputs_fingerprint {text}")
         ctx.execute(f"UPDATE {table} SET inputs_fingerprint = {ctx.marks(1)}", [schema.UNRECORDED])
         not_null = ("inputs_fingerprint", "run_id") if table == RESULTS else ("inputs_fingerprint",)
-        key = schema.PRIMARY_KEYS[table]
-        if ctx.dialect == "postgres":
-            for name in not_null:
-                ctx.execute(f"ALTER TABLE {table} ALTER COLUMN {name} SET NOT NULL")
-            for name, _ in constraints(ctx, table, "primary"):
-                ctx.execute(f"ALTER TABLE {table} DROP CONSTRAINT {_quote(name)}")
-            ctx.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({', '.join(key)})")
-        else:
-            rebuild_duckdb_table(ctx, table, checks=constraints(ctx, table, "check"), primary_key=key,
-                                 not_null=not_null)
+        _rekey(ctx, table, schema.PRIMARY_KEYS[table], not_null)
         for name in not_null:
             ctx.execute(f"COMMENT ON COLUMN {table}.{name} IS {schema.sql_literal(_column(table, name).comment)}")
         ctx.execute(f"COMMENT ON TABLE {table} IS {schema.sql_literal(schema.TABLE_COMMENTS[table])}")

@@ -596,8 +596,8 @@ def audit_record(
     """(row, curve) for the warehouse: a rendering of a `Verdict` (`auditing.verdict.judge.judge`), nothing computed.
 
     run_kind: the kind of run writing it (`auditing.verdict.run_kinds.RUN_KINDS`), part of the row's key with the model,
-    its fingerprint (``lineage["model_fingerprint"]``, 'unrecorded' without one), the day, the claim and the
-    audit configuration.
+    its fingerprint (``lineage["model_fingerprint"]``, 'unrecorded' without one), the day, the claim, the audit
+    configuration and the fingerprint of its inputs (`inputs_fingerprint`, from the lineage's fingerprints).
 
     An optimistic result (strategy ``max``, the paper's statistic) is refused, because the table's
     ``epsilon_lower_bound`` is the valid one (a result written before kappa never becomes a verdict:

@@ -70,7 +70,7 @@ def spool_path(spool_dir: str | os.PathLike, key: AuditKey, to: Destination, run
 
 def write_json_atomically(path: Path, payload: Mapping) -> None:
     """Readers see the old file or the complete new one, never a partial write."""
-    write_text_atomically(path, json.dumps(payload, sort_keys=True))
+    write_text_atomically(path, json.dumps(payload, sort_keys=True), fault="spool.write")
 
 
 def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir: str | os.PathLike, to: Destination,
@@ -90,7 +90,11 @@ def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir:
         "curve": [{k: p[k] for k in _POINT_FIELDS} for p in points],
         "slices": [{k: s[k] for k in SLICE_FIELDS} for s in pieces],  # absent in payloads written before slices
     }
-    write_json_atomically(path, payload)
+    try:
+        write_json_atomically(path, payload)
+    except OSError as exc:  # a full or read-only disk: say where, the verdict is neither written nor spooled
+        raise OSError(exc.errno, f"cannot spool {key.model_id} {key.partition_date} to {path} ({exc.strerror}); "
+                                 "nothing was spooled, run again once the data root's disk can take it") from exc
     return path
 
 
@@ -262,3 +266,68 @@ def drain_spool(
             # else: replaced by a newer payload meanwhile; it stays for the next drain
     report.remaining = sum(p.is_file() for p, *_ in mine)
     return report
+
+
+@dataclass(frozen=True)
+class SpooledPayload:
+    """One file of the spool as `spool list` shows it: its path, the warehouse it is meant for (None: a payload of
+    the first format, which recorded none), its verdict's row (None with ``error`` for a file that cannot be read or
+    validated, and for a ``*.rejected`` file a drain set aside) and when it was spooled."""
+
+    path: Path
+    destination: Destination | None
+    row: dict | None
+    spooled_at: float | None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        row = self.row or {}
+        return {"file": str(self.path), "model_id": row.get("model_id"), "partition_date": row.get("partition_date"),
+                "run_kind": row.get("run_kind"), "claimed_epsilon": row.get("claimed_epsilon"),
+                "status": row.get("status"), "epsilon_lower_bound": row.get("epsilon_lower_bound"),
+                "run_id": row.get("run_id"),
+                "destination": None if self.destination is None else self.destination.to_dict(),
+                "spooled_at": self.spooled_at, "error": self.error}
+
+
+def spooled_payloads(spool_dir: str | os.PathLike) -> list[SpooledPayload]:
+    """Every payload of the spool (``*.json``) and every file a drain set aside (``*.json.rejected``), by name; a
+    file that cannot be read is listed with why. Reads only."""
+    spool_dir = Path(spool_dir)
+    out = []
+    for path in _spooled_files(spool_dir):
+        try:
+            to, row, _curve, _slices = _read_payload(path)
+            spooled_at = json.loads(path.read_text(encoding="utf-8")).get("spooled_at")
+            out.append(SpooledPayload(path, to, to_json_safe(row), spooled_at))
+        except FileNotFoundError:
+            continue
+        except LabelDPInputError as exc:
+            out.append(SpooledPayload(path, None, None, None, str(exc)))
+    rejected = sorted(spool_dir.glob("*.json.rejected")) if spool_dir.is_dir() else []
+    out += [SpooledPayload(p, None, None, None, "set aside by a drain: not a valid payload") for p in rejected]
+    return sorted(out, key=lambda item: item.path.name)
+
+
+def discard_payloads(payloads: Sequence[SpooledPayload], log_path: str | os.PathLike) -> list[Path]:
+    """Removes ``payloads`` from the spool, each only after its whole content was appended to ``log_path`` (JSON
+    lines: when, the file, what it held), so that a discarded result can still be read; returns the files removed."""
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    removed = []
+    for item in payloads:
+        try:
+            content = item.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue  # drained or discarded meanwhile
+        record = {"discarded_at": time.time(), "file": str(item.path), **item.to_dict(), "content": content}
+        with open(log_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        item.path.unlink(missing_ok=True)
+        removed.append(item.path)
+        row = item.row or {}
+        log.warning("discarded spool file %s (%s %s %s, run %s); its content is in %s", item.path,
+                    row.get("model_id"), row.get("partition_date"), row.get("status"), row.get("run_id"), log_path)
+    return removed
