@@ -188,9 +188,15 @@ def test_the_backfill_skips_a_day_by_its_one_rule(day, tmp_path):
         store.write_audit(_row("g", 1, run_kind="guardrail", partition_fingerprint=current, audit_config_hash=config),
                           [])
     assert not day_is_complete(root, DAY, plan, None)  # a guardrail's verdict does not audit the night
-    untrusted = _row("n", 2, partition_fingerprint=current, audit_config_hash=config)
+    from auditing.verdict.types import void_night_reason
+    void = _row("v", 2, partition_fingerprint=current, audit_config_hash=config,
+                model_fingerprint="sha256:" + "cd" * 32)  # its own key: an identical one would keep the void row
     with open_warehouse(None, data_root=root) as store:
-        store.write_audit(untrusted.replace(trust="untrusted", untrusted_reason="the night is void"), [])
+        store.write_audit(void.replace(trust="untrusted", untrusted_reason=void_night_reason("a control failed")), [])
+    assert not day_is_complete(root, DAY, plan, None)  # a night a control voided is audited again
+    untrusted = _row("n", 3, partition_fingerprint=current, audit_config_hash=config)
+    with open_warehouse(None, data_root=root) as store:
+        store.write_audit(untrusted.replace(trust="untrusted", untrusted_reason="the reference misfits"), [])
     assert day_is_complete(root, DAY, plan, None)  # untrusted too: a re-run on identical inputs changes nothing
     ingest_criteo(subset, root, DAY, replace=True)
     assert not day_is_complete(root, DAY, plan, None)  # the day ingested again: audited again
