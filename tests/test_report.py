@@ -590,15 +590,71 @@ def checked():
     return {"leaky": checked_audits.leaky(row_groups=checked_audits.groups()), "misfit": checked_audits.misfit()}
 
 
-def test_a_trusted_violation_shows_its_capacity_check_on_the_first_screen(run):
+class _Order(HTMLParser):
+    """The document order of the elements with an id, and whether each <details> starts open."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids: list[str] = []
+        self.details: dict[str, bool] = {}
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.append(found["id"])
+            if tag == "details":
+                self.details[found["id"]] = "open" in found
+
+
+def _order(html_text: str) -> _Order:
+    order = _Order()
+    order.feed(html_text)
+    return order
+
+
+@pytest.mark.parametrize("case", ["act", "unconfirmed", "no_evidence", "no_power"])
+def test_the_decision_and_its_meaning_come_before_the_evidence_and_the_trust_details(run, checked, case):
+    """Every decision's page opens with the decision card (headline, meaning, why, the next step) and "What this
+    means", then the evidence; the trust card, robustness and the reference check sit in a closed <details>
+    section after them. An unconfirmed leak's badge is drawn in outline: one red box at most on its first screen."""
+    from auditing.audit import no_rows_result
+    from auditing.game.row_groups import NO_ROWS_LEFT
+
+    verdict = {"act": lambda: judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"])),
+               "unconfirmed": lambda: judge(checked["misfit"], 0.1),
+               "no_evidence": lambda: judge(checked["misfit"], 3.0),
+               "no_power": lambda: judge(no_rows_result(AuditConfig(), NO_ROWS_LEFT, None), 0.5)}[case]()
+    assert verdict.decision.decision == case
+    page = render_run_report(verdict, {"model_id": "m", "partition_date": "2024-01-14"}, run["trend"], None)
+    order = _order(page)
+    at = {name: order.ids.index(name) for name in ("decision", "decision-headline", "decision-meaning", "risk",
+                                                   "summary", "curve", "trust-details", "trust", "robustness",
+                                                   "reference")}
+    assert at["decision"] == 0 and at["decision-headline"] < at["decision-meaning"] < at["risk"] < at["summary"]
+    assert at["summary"] < at["curve"] < at["trust-details"] < at["trust"] < at["robustness"] < at["reference"]
+    assert order.details == {"trust-details": False}  # closed until the reader opens it
+    if verdict.decision.next_step:
+        assert order.ids.index("decision-next") < at["risk"]
+    first = _parse(page[:page.index('id="summary"')])
+    assert "Trust in this verdict" not in first.visible and "Capacity check" not in first.visible
+    assert first.visible.strip().startswith(verdict.decision.headline[0].upper() + verdict.decision.headline[1:])
+    assert "What this means" in first.visible
+    if case == "unconfirmed":
+        assert first.count("unconfirmed", "span") == 1 and "the claim is disproved" not in first.visible
+        assert "but this is not confirmed" in first.visible
+    if case == "act":
+        assert first.count("unconfirmed", "span") == 0 and "the claim is disproved" in first.visible
+
+
+def test_a_trusted_violation_shows_its_capacity_check_in_the_trust_details(run):
     """The base run is a VIOLATION the capacity check vouches for: 'trusted' plainly with its reason, epsilon_check
     with its confidence and assumption in one sentence, both misfit figures with theirs, the check rows; no
-    banner; all before the Summary card."""
+    banner; all in the trust details."""
     verdict = judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"]))
     trust = verdict.trust
     assert verdict.status == "VIOLATION" and trust.state == "trusted" and trust.epsilon_check > CLAIMED
     page = _page(run)
-    first = _parse(page[:page.index('id="summary"')]).visible
+    first = _section(page, "trust")
     assert "UNTRUSTED" not in first and "trust-banner" not in page
     assert f"Trust trusted the capacity check vouches for it: epsilon_check {trust.epsilon_check:.4g} > claim 1" in first
     assert (f"Capacity check (ε_check) {trust.epsilon_check:.4g} > claimed ε 1.000: the check vouches for this "

@@ -44,7 +44,14 @@ from auditing.sinks.report.risk_panel import risk_panel
 from auditing.sinks.report.robustness_panel import robustness_panel
 from auditing.sinks.report.slice_panel import slice_panel
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT, inputs_replaced_sentence
+from auditing.sinks.report.text import (
+    STATUS_MEANINGS,
+    TRUST_DETAILS_HINT,
+    TRUST_DETAILS_SUMMARY,
+    TRUST_SHORT,
+    VIOLATION_UNCONFIRMED_TEXT,
+    inputs_replaced_sentence,
+)
 from auditing.sinks.report.trust_panel import (
     TRUST_CLASS,
     control_card,
@@ -54,7 +61,7 @@ from auditing.sinks.report.trust_panel import (
 )
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.family_evidence import FamilyEvidence
-from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
+from auditing.verdict.types import ACT, INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, require_date, resolve_data_root
@@ -124,8 +131,21 @@ def result_score_histogram(result: AuditResult) -> dict | None:
             "rows_total": sum(rows)}
 
 
-def _verdict_text(status: str) -> str:
+def _verdict_text(status: str, decision: str | None = None) -> str:
+    """The status's sentence; a VIOLATION that is not to be acted on (decision unconfirmed, or no power on a void
+    night) says the bound's fact without claiming a disproof its decision does not carry."""
+    if status == VIOLATION and decision not in (None, ACT):
+        return VIOLATION_UNCONFIRMED_TEXT
     return VERDICTS.get(status, "")
+
+
+def _status_badge(status: str, decision: str | None) -> str:
+    """The status badge; a VIOLATION not to be acted on is drawn in outline, never as a second red box beside its
+    decision."""
+    html = _badge(status)
+    if status == VIOLATION and decision not in (None, ACT):
+        html = html.replace('class="badge VIOLATION"', 'class="badge VIOLATION unconfirmed"', 1)
+    return html
 
 
 # --------------------------------------------------------------------------------------------- charts
@@ -234,14 +254,16 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
 
 
 # --------------------------------------------------------------------------------------------- sections
-def _summary_rows(result: AuditResult, claimed: float, status: str) -> list[tuple[str, str]]:
+def _summary_rows(result: AuditResult, claimed: float, status: str, decision: str | None = None
+                  ) -> list[tuple[str, str]]:
     confidence = result.confidence
     grid = result.grid_size or len(result.curve)
     selection = (selection_strategy(result.strategy).describe(grid, fmt_pct(result.point_confidence))
                  if result.strategy in STRATEGIES_REGISTRY else f"strategy {result.strategy}")
     valid_label = "" if not result.optimistic else ' <span class="optimistic">(optimistic: not valid)</span>'
     rows = [
-        ("Status", f"{_badge(status)}<span class=\"labels\">{esc(_verdict_text(status))}</span>"),
+        ("Status", f"{_status_badge(status, decision)}<span class=\"labels\">{esc(_verdict_text(status, decision))}"
+                   "</span>"),
         ("Valid ε lower bound",
          f"<span class=\"value\">{fmt_eps(result.epsilon_lower_bound)}</span>{valid_label}"
          f"<span class=\"labels\">valid at {fmt_pct(confidence)} confidence (γ = {fmt_g(1 - confidence)}) · "
@@ -320,14 +342,16 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     started_at, finished_at, durations (any subset; other keys are shown too). trend: warehouse rows of recent
     nights (``fetch_results``), including this run if it was written. score_histogram: ``{"edges": [...],
     "counts_correct": [...], "counts_wrong": [...]}`` or None (None: the result's own repetition-0 histogram,
-    `result_score_histogram`). On the first screen: a banner when the verdict is not trusted, the badge, a
-    control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
-    PASS's detectability, the row groups, why nothing was bounded); the reference check (which must be of the
-    result's reference calibration) fills the Reference check card. After the curve, the declared slices' valid
-    bounds against the claim (`auditing.sinks.report.slice_panel`; none when no slice was declared). After the score
-    distribution, the attack's ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`). family:
-    the model family's evidence across nights with this night (`auditing.sinks.family.family_with`; None: not known
-    for this run).
+    `result_score_histogram`). The page leads with the decision: its card (`trust_panel.decision_card`: what it
+    means, why, the one next step; a control's banner and card instead), the status in the same words (a VIOLATION
+    not to be acted on drawn in outline, never a second red box) and "What this means" (`risk_panel`). Then the
+    evidence: the bound and its settings, the curve, the declared slices' bounds against the claim
+    (`auditing.sinks.report.slice_panel`), the family's evidence, the trend, the score distribution and the attack's
+    ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`). Then, in a <details> section the
+    reader opens, why the decision is what it is: the "Trust in this verdict" card (its trust and why, the capacity
+    check's figures, a PASS's detectability, the row groups, why nothing was bounded), robustness and floors, and
+    the reference check (which must be of the result's reference calibration). family: the model family's evidence
+    across nights with this night (`auditing.sinks.family.family_with`; None: not known for this run).
 
     Raises:
         LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
@@ -348,26 +372,35 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
                   "the other half." if selection_strategy(result.strategy).uses_halves else "")
+    decision = None if verdict.decision is None else verdict.decision.decision
+    nothing = (f" <strong>Nothing to bound: {esc(result.inconclusive_reason)}.</strong>"
+               if result.inconclusive_reason else "")
+    details = (f"{trust_card(verdict)}{robustness_panel(verdict)}"
+               f"{reference_panel(result, reference_check, str(day or 'D'))}")
     body = (
+        # first screen: the decision (what it means, why, the next step), the status in the same words, what the
+        # figures mean for people
         f"{_partition_mark(lineage.get('partition_fingerprint'))}"
         f"{decision_card(verdict)}{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run "
         "report</p>"
         f"<h1>{esc(title)}</h1>"
-        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status))}"
-        + (f" <strong>Nothing to bound: {esc(result.inconclusive_reason)}.</strong>"
-           if result.inconclusive_reason else "") + "</p></div></header>"
-        f"{control_card(verdict)}{trust_card(verdict)}"
-        f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(result, claimed, status))}"
-        "</section>"
-        f"{robustness_panel(verdict)}"
-        f"{reference_panel(result, reference_check, str(day or 'D'))}"
+        f"<div class=\"verdict\">{_status_badge(status, decision)}<p>{esc(_verdict_text(status, decision))}"
+        f"{nothing}</p></div></header>"
+        f"{control_card(verdict)}"
         f"{risk_panel(verdict)}"
+        # then the evidence
+        f"<section class=\"card\" id=\"summary\"><h2>Evidence</h2>"
+        f"{_table(_summary_rows(result, claimed, status, decision))}</section>"
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
         f"{curve_chart(result, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
         f"(repetition 0), at {fmt_pct(result.point_confidence)} per point so "
         f"that the selected maximum holds at {fmt_pct(result.confidence)}; {esc(_settings_line(result))}; "
         f"m = {fmt_int(result.m)}.{esc(split_note)}</p></section>"
         f"{slice_panel(verdict)}"
+        f"{family_panel(family)}"
+        f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
+        "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
+        "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"
         "<section class=\"card\" id=\"scores\"><h2>Score distribution</h2>"
         + (histogram_chart(hist) + "<p class=\"caption\">Attack scores of the rows (repetition 0, the "
            "pre-registered one), split by whether the attacker's guess was correct; the attacker guesses on the "
@@ -375,10 +408,9 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
            "<p class=\"missing\">Score histogram not provided for this run.</p>")
         + "</section>"
         f"{attack_panel(result)}"
-        f"{family_panel(family)}"
-        f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
-        "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
-        "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"
+        # then why the decision is what it is, for the reader who opens it
+        f"<details class=\"card\" id=\"trust-details\"><summary><h2>{esc(TRUST_DETAILS_SUMMARY)}</h2>"
+        f"<span class=\"labels\">{esc(TRUST_DETAILS_HINT)}</span></summary>{details}</details>"
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
     )
     return _page(f"labeldp-audit report: {title} ({status})", body)

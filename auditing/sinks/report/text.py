@@ -53,6 +53,16 @@ STATUS_MEANINGS = {
                   "no power here",
 }
 
+# A VIOLATION whose decision is not "act", beside its badge: the bound's fact without the claim it cannot yet carry
+# (the decision card above it says what would confirm it).
+VIOLATION_UNCONFIRMED_TEXT = ("The valid lower bound exceeds the claimed epsilon at the stated κ, but this is not "
+                              "confirmed: the reference's misfit could explain it (the decision above says what "
+                              "would confirm it).")
+# The run report's collapsible section of trust and robustness figures, and what it holds.
+TRUST_DETAILS_SUMMARY = "Trust and robustness details"
+TRUST_DETAILS_HINT = ("why the decision is what it is: the capacity check, the reference's misfit, the row groups, "
+                      "the robustness to the reference and the detection floors, the reference check")
+
 # What each trust state means, in the words of --help and docs/concepts.md.
 TRUST_MEANINGS = {
     TRUSTED: "a VIOLATION the capacity check vouches for (its evidence exceeds what the reference's misfit "
