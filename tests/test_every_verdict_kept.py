@@ -104,11 +104,12 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
 
     # `results`: the VIOLATION is still listed, each run kind keeps its latest, the columns line up.
     done = cli("results", "--data-root", str(data_root), "--status", "VIOLATION")
-    assert done.returncode == 0 and f"\n{TARGET} {D1} VIOLATION nightly " in done.stdout, done.stdout
+    assert done.returncode == 0 and f" {TARGET} {D1} VIOLATION nightly " in done.stdout, done.stdout
     done = cli("results", "--data-root", str(data_root), "--model", TARGET)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(TARGET + " ")]  # the table rows, not the lines under it
-    assert [line.split()[2:4] for line in lines] == [["INCONCLUSIVE", "guardrail"], ["VIOLATION", "nightly"]] or \
-        [line.split()[2:4] for line in lines] == [["VIOLATION", "nightly"], ["INCONCLUSIVE", "guardrail"]]
+    lines = [line for line in done.stdout.splitlines() if line.split()[1:2] == [TARGET]]  # the table rows, not the lines under it
+    assert [line.split()[3:5] for line in lines] == [["INCONCLUSIVE", "guardrail"], ["VIOLATION", "nightly"]] or \
+        [line.split()[3:5] for line in lines] == [["VIOLATION", "nightly"], ["INCONCLUSIVE", "guardrail"]]
+    assert all(len(line) <= 100 for line in done.stdout.splitlines()[:2 + len(lines)])  # the default table fits
     assert len({line.index(" " + D1) for line in lines}) == 1
 
     # The same guardrail again: the same key, no row added, the night still untouched.
