@@ -236,6 +236,52 @@ def test_trend_report_lists_every_night(run):
         render_trend_report([], "../x")
 
 
+def _polylines(svg_text: str, css_class: str) -> list[list[tuple[float, float]]]:
+    """The points of every <polyline> of ``css_class``."""
+    return [[tuple(map(float, pair.split(","))) for pair in found.split()]
+            for found in re.findall(rf'<polyline class="{css_class}" points="([^"]*)"', svg_text)]
+
+
+def _point_ys(svg_text: str, css_class: str) -> list[float]:
+    """The top edge (y, in pixels) of every marker of ``css_class``: a circle's cy - r, a square's or diamond's
+    smallest y."""
+    tops = []
+    for mark in re.findall(rf'<(?:circle|rect|polygon)[^>]*class="{css_class}[^"]*"[^>]*>', svg_text):
+        if mark.startswith("<circle"):
+            tops.append(float(re.search(r'cy="([-\d.]+)"', mark)[1]) - float(re.search(r' r="([-\d.]+)"', mark)[1]))
+        elif mark.startswith("<rect"):
+            tops.append(float(re.search(r' y="([-\d.]+)"', mark)[1]))
+        else:
+            tops.append(min(float(xy.split(",")[1]) for xy in re.search(r'points="([^"]*)"', mark)[1].split()))
+    return tops
+
+
+@pytest.mark.parametrize("nights", [1, 2, 14])
+def test_trend_draws_the_claim_for_any_number_of_nights_one_line_per_run_kind_and_no_point_under_the_legend(
+        run, nights):
+    """The claimed-epsilon line spans the chart for one night as for many; a rejudge at another claim has its own
+    bound line and claim line, never joined to the nightly's; its table names each row's run kind and decision; no
+    point sits in the legend's band at the top of the chart."""
+    from auditing.sinks.report.svg import Plot
+
+    rows = run["trend"][-nights:]
+    rejudged = rows[-1].replace(run_kind="rejudge", claimed_epsilon=0.25, epsilon_lower_bound=3.0)
+    page = render_trend_report([*rows, rejudged], "rr-eps1")
+    chart = page[page.index('class="chart trend-chart"'):page.index("</svg>", page.index('class="chart trend-chart"'))]
+    claims = _polylines(chart, "claimed-line")
+    assert len(claims) == 2  # the nightly's claim and the rejudge's
+    for line in claims:
+        xs = [x for x, _ in line]
+        assert min(xs) == Plot.left and max(xs) == Plot.width - Plot.right  # across the whole chart
+    # one bound line per run kind: the nightly's nights joined, the rejudge (one point) never joined to them
+    assert [len(line) for line in _polylines(chart, "trend-line")] == ([nights] if nights > 1 else [])
+    legend_bottom = Plot.top + 14 + 18 * 2 + 4  # three entries stacked from the top
+    assert min(_point_ys(chart, "trend-point")) > legend_bottom
+    dom = _parse(page)
+    assert dom.count("run-kind", "td") == nights + 1 and "rejudge" in dom.visible
+    assert dom.visible.index("Run Decision Status Trust") < dom.visible.index("2024-01-14 rejudge")
+
+
 def _key(model="rr-eps1", day=dt.date(2024, 1, 14), run_kind="nightly", claim=1.0, fingerprint="sha256:" + "f0" * 32,
          inputs="sha256:" + "1e" * 32):
     from auditing.sinks.warehouse import AuditKey
@@ -800,13 +846,16 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
     page = render_trend_report(rows, "m")
     nights = {tr.split("</td>")[0].split(">")[-1]: _parse(tr.split("</tr>")[0]).visible
               for tr in page.split('<tr class="night">')[1:]}
-    assert nights["2024-01-04"].split()[:3] == ["2024-01-04", "VIOLATION", "untrusted"]
-    assert nights["2024-01-03"].split()[:3] == ["2024-01-03", "VIOLATION", "trusted"]
+    cells = {day: [_parse(cell).visible.strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", tr.split("</tr>")[0])]
+             for day, tr in zip(nights, page.split('<tr class="night">')[1:], strict=True)}
+    # date, run kind, decision, status, trust
+    assert cells["2024-01-04"][:5] == ["2024-01-04", "nightly", "unconfirmed leak", "VIOLATION", "untrusted"]
+    assert cells["2024-01-03"][:5] == ["2024-01-03", "nightly", "confirmed leak: act", "VIOLATION", "trusted"]
     assert f"capacity check on 4,000 rows: ε_check {judge(checked['leaky'], 0.5).trust.epsilon_check:.3f}" in \
         nights["2024-01-03"]
-    assert nights["2024-01-02"].split()[:3] == ["2024-01-02", "VIOLATION", "untrusted"]
+    assert [cells["2024-01-02"][i] for i in (0, 1, 3, 4)] == ["2024-01-02", "nightly", "VIOLATION", "untrusted"]
     assert "calibration none FLAGGED (misfit κ = 0.35)" in nights["2024-01-02"]
-    assert nights["2024-01-01"].split()[:3] == ["2024-01-01", "VIOLATION", "–"]
+    assert [cells["2024-01-01"][i] for i in (0, 1, 3, 4)] == ["2024-01-01", "nightly", "VIOLATION", "–"]
     assert "calibration none fits (misfit κ = 0)" in nights["2024-01-01"]
     assert "capacity check" not in nights["2024-01-01"]
     assert 'title="the reference does not fit day 2024-01-02"' in page  # the reason on hover
@@ -1119,3 +1168,4 @@ def test_a_runs_table_and_json_carry_the_slices(run, sliced_verdict):
     assert exit_codes.Outcome(rows=rows[:1], fail_on_violation=True).codes() == \
         exit_codes.Outcome(rows=[dataclasses.replace(rows[0], verdict=dataclasses.replace(
             sliced_verdict, slices=()))], fail_on_violation=True).codes()
+

@@ -61,7 +61,7 @@ from auditing.sinks.report.trust_panel import (
 )
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.family_evidence import FamilyEvidence
-from auditing.verdict.types import ACT, INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
+from auditing.verdict.types import ACT, HEADLINES, INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, require_date, resolve_data_root
@@ -158,8 +158,9 @@ def curve_chart(result: AuditResult, claimed: float) -> str:
     ys = [float(p.epsilon_lower_bound) for p in curve]
     selected = (float(result.selected_guesses), result.epsilon_lower_bound)
     y_hi = max([*ys, selected[1], claimed if math.isfinite(claimed) else 0.0, 0.1])
+    # headroom above the highest point for the settings line and the selected point's label (never on the frame)
     plot = svg.Plot(svg.LogScale.nice(min([*xs, max(selected[0], 1)]), max([*xs, selected[0]])),
-                    svg.LinearScale.nice(0.0, y_hi * 1.08), height=340)
+                    svg.LinearScale.nice(0.0, y_hi * 1.3), height=340)
     parts = [svg.open_svg(plot, "valid epsilon lower bound versus number of guesses", "curve-chart"),
              svg.axes(plot, x_label="number of guesses c′ (log scale)", y_label="ε lower bound")]
     if math.isfinite(claimed):
@@ -171,7 +172,7 @@ def curve_chart(result: AuditResult, claimed: float) -> str:
     parts.append(svg.marker(plot, *selected, "selected-point", "selected point", radius=6, shape="diamond"))
     sx, sy = plot.px(selected[0]), plot.py(selected[1])
     anchor = "end" if sx > (plot.x0 + plot.x1) / 2 else "start"
-    parts.append(svg.label(sx + (-12 if anchor == "end" else 12), max(sy - 10, plot.y1 + 12),
+    parts.append(svg.label(sx + (-12 if anchor == "end" else 12), max(sy - 10, plot.y1 + 32),
                            f"selected: c′ = {fmt_int(result.selected_guesses)}, c = "
                            f"{fmt_int(result.selected_correct)} → ε_lb = {fmt_eps(selected[1])}",
                            "selected-label", anchor))
@@ -208,8 +209,16 @@ def _trend_points(rows: Sequence[ResultRow]) -> list[dict]:
     points = []
     for row in rows:
         points.append({"date": row.partition_date, "bound": row.epsilon_lower_bound, "claimed": row.claimed_epsilon,
-                       "status": row.status, "config": row.audit_config_hash, "row": row})
-    return sorted(points, key=lambda p: (p["date"], p["config"]))
+                       "status": row.status, "config": row.audit_config_hash, "run_kind": row.run_kind or "-",
+                       "row": row})
+    return sorted(points, key=lambda p: (p["date"], p["run_kind"], p["config"]))
+
+
+def _headroom(plot_height: int, legend_entries: int) -> float:
+    """How much to stretch a chart's top value so that no point sits under its legend (stacked in the top-left
+    corner, 18 px an entry) or on the frame."""
+    usable = plot_height - svg.Plot.top - svg.Plot.bottom
+    return usable / max(usable - 18 * legend_entries - 12, usable / 2)
 
 
 def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound by night") -> str:
@@ -222,30 +231,40 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
     lo, hi = min(ords), max(ords)
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    plot = svg.Plot(svg.LinearScale(lo - 0.5, hi + 0.5), svg.LinearScale.nice(0.0, y_hi * 1.12), height=320)
+    entries = [("trend-line", "valid ε lower bound"), ("claimed-line", "claimed ε")]
+    if any(p["status"] == VIOLATION for p in points):
+        entries.append(("violation", "VIOLATION night"))
+    plot = svg.Plot(svg.LinearScale(lo - 0.5, hi + 0.5),
+                    svg.LinearScale.nice(0.0, y_hi * _headroom(320, len(entries))), height=320)
     distinct = sorted(set(ords))
     stride = max(1, math.ceil(len(distinct) / 7))
     ticks = [float(d) for d in distinct[::stride]]
     parts = [svg.open_svg(plot, label, "trend-chart"),
              svg.axes(plot, x_label="partition date", y_label="ε lower bound", x_ticks=ticks,
                       x_format=lambda v: dt.date.fromordinal(int(v)).strftime("%b %d"))]
+    # One series per run kind and audit config (a rejudge or a guardrail is never joined to the nightly's line); the
+    # claim of each series drawn across the whole chart, so that one night has its line too.
     claims = [(float(o), p["claimed"]) for o, p in zip(ords, points, strict=True) if _finite(p["claimed"])]
-    if claims:
-        parts.append(svg.step_line(plot, sorted(set(claims)), "claimed-line"))
-    for config in sorted({p["config"] for p in points}):
-        series = [(float(o), p["bound"]) for o, p in zip(ords, points, strict=True) if p["config"] == config]
+    for kind in sorted({p["run_kind"] for p in points}):
+        steps = sorted({(float(o), p["claimed"]) for o, p in zip(ords, points, strict=True)
+                        if p["run_kind"] == kind and _finite(p["claimed"])})
+        if steps:
+            edge_lo, edge_hi = plot.x.lo, plot.x.hi
+            parts.append(svg.step_line(plot, [(edge_lo, steps[0][1]), *steps, (edge_hi, steps[-1][1])],
+                                       "claimed-line"))
+    for kind, config in sorted({(p["run_kind"], p["config"]) for p in points}):
+        series = [(float(o), p["bound"]) for o, p in zip(ords, points, strict=True)
+                  if (p["run_kind"], p["config"]) == (kind, config)]
         parts.append(svg.polyline(plot, series, "trend-line"))
     for o, p in zip(ords, points, strict=True):
         status = p["status"] or "unknown"
         trust = trust_state(p["row"].trust, p["row"].untrusted_reason)
-        tooltip = (f"{p['date']}: ε_lb = {fmt_eps(p['bound'])}, claimed ε = {fmt_eps(p['claimed'])}, {status}"
+        tooltip = (f"{p['date']} ({p['run_kind']}): ε_lb = {fmt_eps(p['bound'])}, claimed ε = "
+                   f"{fmt_eps(p['claimed'])}, {status}"
                    + (f", {TRUST_SHORT[trust]}" if trust else "") + (f" (config {p['config']})" if p["config"] else ""))
         shape = "square" if status == VIOLATION else "circle"
         parts.append(svg.marker(plot, float(o), p["bound"], f"trend-point status-{status.lower()}", tooltip,
                                 radius=5 if status == VIOLATION else 4, shape=shape))
-    entries = [("trend-line", "valid ε lower bound"), ("claimed-line", "claimed ε")]
-    if any(p["status"] == VIOLATION for p in points):
-        entries.append(("violation", "VIOLATION night"))
     parts.append(svg.legend(plot, entries))
     if not claims:
         parts.append(svg.label(plot.x1 - 4, plot.y1 + 14, "claimed ε = ∞ (non-private): no line", "note", "end"))
@@ -493,6 +512,14 @@ def _reference_cell(row: ResultRow) -> str:
     return "<br>".join(parts) or "<span class=\"missing\">not recorded</span>"
 
 
+def _decision_cell(row: ResultRow) -> str:
+    """A trend row's decision (its reason on hover); '–' for a control's row, which has none."""
+    if row.kind == "control" or row.decision is None:
+        return "<span class=\"missing\">–</span>"
+    return (f"<span class=\"decision-word decision-{esc(row.decision)}\" title=\"{esc(row.decision_reason or '')}\">"
+            f"{esc(HEADLINES.get(row.decision, row.decision))}</span>")
+
+
 def _trust_cell(row: ResultRow) -> str:
     """A trend row's trust (its reason on hover); '–' on a row written before per-verdict trust without one."""
     state = trust_state(row.trust, row.untrusted_reason)
@@ -515,7 +542,9 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
     for p in reversed(points):
         r = p["row"]
         table_rows.append(
-            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}</td>"
+            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td class=\"run-kind\">{esc(p['run_kind'])}</td>"
+            f"<td class=\"decision-cell\">{_decision_cell(r)}</td>"
+            f"<td>{_badge(p['status'] or 'unknown', small=True)}</td>"
             f"<td>{_trust_cell(r)}</td>"
             f"<td class=\"value\">{fmt_eps(p['bound'])}</td><td>{fmt_eps(p['claimed'])}</td>"
             f"<td>{fmt_eps(r.max_certifiable_epsilon)}</td>"
@@ -525,7 +554,8 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
             f"<td>{fmt_int(r.m)}</td><td><code>{esc(p['config'])}</code></td></tr>"
         )
     table = (
-        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Trust</th><th>Valid ε_lb</th>"
+        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Run</th><th>Decision</th><th>Status</th>"
+        "<th>Trust</th><th>Valid ε_lb</th>"
         "<th>Claimed ε</th>"
         "<th>Max certifiable ε</th><th>Paper's statistic (optimistic)</th><th>Selection, confidence</th>"
         "<th>Method, κ</th><th>Reference check</th>"
@@ -540,7 +570,8 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
         f"<p>{len(points)} audit(s), {esc(span)} &nbsp; {summary}</p></header>"
         f"<section class=\"card\" id=\"trend\"><h2>Valid ε lower bound by night</h2>{trend_chart(points)}"
         "<p class=\"caption\">The statistically valid bound (at each row's confidence, after correcting for the "
-        "choice of c′) against the claimed ε (dashed). Red squares are VIOLATION nights. PASS means no "
+        "choice of c′) against the claimed ε (dashed), one line per run kind and audit configuration (a rejudge or "
+        "a guardrail is never joined to the nightly's line). Red squares are VIOLATION nights. PASS means no "
         "evidence of a violation, not privacy.</p></section>"
         f"<section class=\"card\" id=\"nights\"><h2>Nights (newest first)</h2>{table}"
         "<p class=\"caption\">Trust is decided per verdict (hover for why): a VIOLATION is trusted only when the "
