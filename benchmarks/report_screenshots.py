@@ -20,6 +20,7 @@ from auditing.audit import no_rows_result
 from auditing.config import AuditConfig
 from auditing.game.row_groups import NO_ROWS_LEFT
 from auditing.sinks.report import render_run_report, render_trend_report, write_report
+from auditing.sinks.report.index_page import render_index
 from auditing.sinks.warehouse.records import upgrade_row
 from auditing.verdict.judge import judge
 
@@ -50,6 +51,8 @@ def pages() -> dict[str, str]:
     out = {name: render_run_report(v, {"model_id": name, "partition_date": day.isoformat()}, trend if
                                    name == "violation" else trend[:1], None) for name, v in verdicts.items()}
     out["trend"] = render_trend_report(trend, "leaky")
+    others = [_row(name, day, v) for name, v in verdicts.items()]
+    out["index"] = render_index([*trend, *others, _row("leaky", day, verdicts["violation"], run_kind="guardrail")])
     out["trend_one_night"] = render_trend_report(trend[:1], "leaky")
     return out
 
@@ -68,4 +71,4 @@ def main(out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results").resolve())

@@ -133,6 +133,15 @@ def badge(status: str, small: bool = False) -> str:
     return f'<span class="badge {css}{" small" if small else ""}">{esc(status)}</span>'
 
 
+def status_badge(status: str, decision: str | None, small: bool = False) -> str:
+    """The status badge beside a decision: a VIOLATION not to be acted on (its decision is not "act") is drawn in
+    outline, never as a second red box beside its decision."""
+    html = badge(status, small)
+    if status == "VIOLATION" and decision not in (None, "act"):
+        html = html.replace('class="badge VIOLATION', 'class="badge VIOLATION unconfirmed', 1)
+    return html
+
+
 def page(title: str, body: str, *, wide: bool = False) -> str:
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     main = '<main class="wide">' if wide else "<main>"

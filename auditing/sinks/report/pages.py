@@ -27,7 +27,7 @@ from auditing.sinks.report import svg
 from auditing.sinks.report.attack_panel import attack_panel
 from auditing.sinks.report.family_panel import family_panel
 from auditing.sinks.report.html import badge as _badge
-from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
+from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct, status_badge
 from auditing.sinks.report.html import page as _page
 from auditing.sinks.report.html import table as _table
 from auditing.sinks.report.reference_panel import (
@@ -137,15 +137,6 @@ def _verdict_text(status: str, decision: str | None = None) -> str:
     if status == VIOLATION and decision not in (None, ACT):
         return VIOLATION_UNCONFIRMED_TEXT
     return VERDICTS.get(status, "")
-
-
-def _status_badge(status: str, decision: str | None) -> str:
-    """The status badge; a VIOLATION not to be acted on is drawn in outline, never as a second red box beside its
-    decision."""
-    html = _badge(status)
-    if status == VIOLATION and decision not in (None, ACT):
-        html = html.replace('class="badge VIOLATION"', 'class="badge VIOLATION unconfirmed"', 1)
-    return html
 
 
 # --------------------------------------------------------------------------------------------- charts
@@ -281,7 +272,7 @@ def _summary_rows(result: AuditResult, claimed: float, status: str, decision: st
                  if result.strategy in STRATEGIES_REGISTRY else f"strategy {result.strategy}")
     valid_label = "" if not result.optimistic else ' <span class="optimistic">(optimistic: not valid)</span>'
     rows = [
-        ("Status", f"{_status_badge(status, decision)}<span class=\"labels\">{esc(_verdict_text(status, decision))}"
+        ("Status", f"{status_badge(status, decision)}<span class=\"labels\">{esc(_verdict_text(status, decision))}"
                    "</span>"),
         ("Valid ε lower bound",
          f"<span class=\"value\">{fmt_eps(result.epsilon_lower_bound)}</span>{valid_label}"
@@ -403,7 +394,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
         f"{decision_card(verdict)}{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run "
         "report</p>"
         f"<h1>{esc(title)}</h1>"
-        f"<div class=\"verdict\">{_status_badge(status, decision)}<p>{esc(_verdict_text(status, decision))}"
+        f"<div class=\"verdict\">{status_badge(status, decision)}<p>{esc(_verdict_text(status, decision))}"
         f"{nothing}</p></div></header>"
         f"{control_card(verdict)}"
         f"{risk_panel(verdict)}"

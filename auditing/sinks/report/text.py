@@ -64,6 +64,15 @@ TRUST_DETAILS_SUMMARY = "Trust and robustness details"
 TRUST_DETAILS_HINT = ("why the decision is what it is: the capacity check, the reference's misfit, the row groups, "
                       "the robustness to the reference and the detection floors, the reference check")
 
+# The page across models (`auditing.sinks.report.index_page`).
+INDEX_CAPTION = ("Each model's latest verdict per run kind, by its decision (a link to its report): confirmed leak: act; "
+                 "unconfirmed leak (the reference's misfit could explain it; its report says what would confirm "
+                 "it); no evidence of a leak (not a proof of privacy); no power. Family: the model's nights together, "
+                 "kappa-free (docs/decisions.md). Slices flagged: declared slices whose valid bound exceeds the claim "
+                 "at the slices' own confidence.")
+INDEX_FAMILY_WORDS = {"confirmed": "confirmed: a leak, act", "flagged": "kappa-based evidence at 1/alpha only (not a "
+                      "reason to act)", "watching": "not confirmed", "none": "no family (no nightly or backfill night)"}
+
 # What each trust state means, in the words of --help and docs/concepts.md.
 TRUST_MEANINGS = {
     TRUSTED: "a VIOLATION the capacity check vouches for (its evidence exceeds what the reference's misfit "
