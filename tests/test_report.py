@@ -1075,7 +1075,7 @@ def test_a_runs_table_has_the_attack_and_the_familys_evidence_per_verdict(run):
                           family=family.nights[-1])
     guard, _ = audit_record(verdict, model_id="guard", partition_date="2024-01-05", run_kind="guardrail")
     table = format_rows([ListedVerdict(row, verdict=verdict, family_nights=len(family.nights)),
-                         ListedVerdict(guard, verdict=verdict)]).splitlines()
+                         ListedVerdict(guard, verdict=verdict)], wide=True).splitlines()
     attack = next(line for line in table if line.startswith("leaky@2024-01-05 attack ("))
     assert attack.endswith(f"AUROC {curve.auroc:.3f} [{curve.auroc_lower:.3f}, {curve.auroc_upper:.3f}] "
                            f"({100 * curve.bootstrap_confidence:g}% percentile bootstrap intervals)")

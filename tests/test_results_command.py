@@ -650,7 +650,8 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
     hint = "`labeldp-audit results family alpha` shows each night"
 
     code, out, _ = _run(capsys, "--warehouse", empty_target)
-    assert code == 0
+    assert code == 0 and attack not in out  # descriptive: with --wide
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--wide")
     lines = out.splitlines()
     assert f"alpha@2024-01-02 {attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
     assert f"loud@2024-01-02 {attack}{_attack_text(ninety)}" in lines and "(90% percentile bootstrap" in out
@@ -666,7 +667,7 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
     # a row written before: no attack, no family line (its decision line, if any, stands on its own)
     assert not any(line.startswith("old@") and ("attack (" in line or "family across" in line) for line in lines)
 
-    code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha")  # the whole history: counted
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha", "--wide")  # the whole history: counted
     assert "alpha@2024-01-02 family across nights after 2 nights: the check's evidence 1 " in out
     assert "alpha@2024-01-01 family across nights after 1 night: the check's evidence 1 " in out
     assert f"alpha@2024-01-01 {attack}{_attack_text(verdicts[D1].result.attack_curve)}" in out

@@ -26,7 +26,8 @@ verdict of every model and run kind (targets and controls), newest first; --mode
 (every row, newest first); --all prints every row; --run ID every row that run wrote or was recorded against. The
 filters (--model, --since, --until, --status, --run-kind, --trust, --run) pick rows first and combine; the default
 then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each model's most recent
-VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints (run: the run kind;
+VIOLATION, whatever a guardrail found since. The table is the nightly's: by default the decision first, then model,
+date, status, run, trust, claim and bound, within 100 characters; --wide prints every column (run: the run kind;
 status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference unchecked) or accepted
 (reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!' after the status of a
 verdict that is not trusted; '*' after the status marks a verdict whose day's partition was replaced since by other
@@ -36,10 +37,11 @@ an infinite claimed epsilon is "inf"; JSON-text columns such as result_json stay
 (null when it declared none), --csv the table's columns and the trust figures (trust, the capacity check's
 epsilon_check and misfit figures, the row groups) as stored values. A verdict that declared slices (valid bounds
 per slice of the audited rows, at the slices' own budget; the verdict's status is judged separately) has its
-largest slice bounds listed under the table. Under it too, per verdict, repetition 0's attack ROC figures (TPR at
-1% and 0.1% FPR, the AUROC, with their bootstrap intervals; descriptive, not a bound on eps) and the model family's
-evidence across nights after that night (flagged once it reached 1/alpha; the number of nights when the listing is
-the model's whole history: --model or --all without other filters); a row written before them has no such line.
+largest slice bounds listed under the table. Under it too, per verdict, the model family's evidence across nights
+after that night (flagged once it reached 1/alpha; the number of nights when the listing is the model's whole
+history: --model or --all without other filters) and, with --wide, repetition 0's attack ROC figures (TPR at 1% and
+0.1% FPR, the AUROC, with their bootstrap intervals; descriptive, not a bound on eps); a row written before them
+has no such line. --explain prints the legend of the columns, the statuses and the trust states.
 --trust untrusted also lists rows written before per-verdict trust whose night was untrusted. Nothing matching
 prints "no audit results match" and exits 0.
 

@@ -593,7 +593,7 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget], *, wide: bool = F
     targets, which have no verdict, are listed under it with their reason): by default the decision first and the
     columns a person reads a verdict by, within `TABLE_WIDTH`; ``wide``: every column, each as wide as its longest
     value. Under it, per verdict, what needs saying (a leak's decision, what the figures mean, why a verdict is not
-    trusted, the attack and the family, the slices); the legend of the columns, the statuses and the trust states
+    trusted, the family, the slices; with ``wide`` the attack's ROC figures too); the legend of the columns, the statuses and the trust states
     only with ``explain``, and a key to the table's marks when a mark is shown."""
     skipped = [r for r in rows if isinstance(r, SkippedTarget)]
     listed = [r for r in rows if isinstance(r, ListedVerdict)]
@@ -665,8 +665,8 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget], *, wide: bool = F
             not_trusted.setdefault((v.trust or UNTRUSTED, v.row.untrusted_reason), []).append(_where(v))
     for (state, reason), where in not_trusted.items():
         lines.append(f"! {state.upper()} ({', '.join(where)}): {reason}")
-    for v in targets:  # the attack's ROC figures and the family's evidence (descriptive / across nights)
-        lines += [f"{_where(v)} {line}" for line in (attack_line(v.row, v.attack_confidence),
+    for v in targets:  # the family's evidence across nights; the attack's ROC figures (descriptive) with --wide
+        lines += [f"{_where(v)} {line}" for line in (attack_line(v.row, v.attack_confidence) if wide else None,
                                                      family_line(v.row, v.family_nights)) if line]
     sliced = [v for v in targets if v.slices is not None]
     for v in sliced:  # each verdict's declared slices, the largest bounds first
