@@ -96,8 +96,8 @@ details.card[open] > summary { margin-bottom: 14px; }
 details.card > .card { border:0; box-shadow:none; padding:10px 0 0; border-top:1px solid var(--line); border-radius:0; }
 @media (max-width: 600px) { main { padding: 16px 12px 32px; } .verdict { flex-direction:column; align-items:flex-start; }
                             .card { padding: 14px 12px; } }
-.decision-word { font-weight:700; } .decision-word.decision-act { color:var(--bad); }
-.decision-word.decision-unconfirmed { color:var(--warn); } .decision-word.decision-no_evidence { color:var(--good); }
+.decision-word { font-weight:700; } .decision-word.word-act { color:var(--bad); }
+.decision-word.word-unconfirmed { color:var(--warn); } .decision-word.word-no_evidence { color:var(--good); }
 .trust-state { font-weight:700; } .trust-state.trusted { color:var(--good); }
 .trust-state.untrusted, .trust-state.unchecked { color:var(--bad); } .trust-state.accepted { color:var(--warn); }
 .detectability-misfit, .detectability-void { color:#b54708; }

@@ -54,7 +54,7 @@ def family_state(rows: Sequence[ResultRow]) -> str:
 def _decision_cell(row: ResultRow, report: str | None, base: Path) -> str:
     decision = ("control: " + ("passed" if row.control_passed else "failed") if row.kind == "control" else
                 HEADLINES.get(row.decision, row.decision or "–"))
-    css = f"decision-word decision-{esc(row.decision or 'none')}"
+    css = f"decision-word word-{esc(row.decision or 'none')}"
     return (f"<span class=\"{css}\">{_link(report, esc(decision), base)}</span> {status_badge(row.status, row.decision, small=True)}"
             f"<span class=\"labels\">{esc(row.partition_date.isoformat())} · claim "
             f"{esc(claim_words(row.claimed_epsilon))} · ε_lb {fmt_eps(row.epsilon_lower_bound)}</span>")

@@ -507,7 +507,7 @@ def _decision_cell(row: ResultRow) -> str:
     """A trend row's decision (its reason on hover); '–' for a control's row, which has none."""
     if row.kind == "control" or row.decision is None:
         return "<span class=\"missing\">–</span>"
-    return (f"<span class=\"decision-word decision-{esc(row.decision)}\" title=\"{esc(row.decision_reason or '')}\">"
+    return (f"<span class=\"decision-word word-{esc(row.decision)}\" title=\"{esc(row.decision_reason or '')}\">"
             f"{esc(HEADLINES.get(row.decision, row.decision))}</span>")
 
 
@@ -535,7 +535,7 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
         table_rows.append(
             f"<tr class=\"night\"><td>{esc(p['date'])}</td><td class=\"run-kind\">{esc(p['run_kind'])}</td>"
             f"<td class=\"decision-cell\">{_decision_cell(r)}</td>"
-            f"<td>{_badge(p['status'] or 'unknown', small=True)}</td>"
+            f"<td>{status_badge(p['status'] or 'unknown', r.decision, small=True)}</td>"
             f"<td>{_trust_cell(r)}</td>"
             f"<td class=\"value\">{fmt_eps(p['bound'])}</td><td>{fmt_eps(p['claimed'])}</td>"
             f"<td>{fmt_eps(r.max_certifiable_epsilon)}</td>"
