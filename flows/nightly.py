@@ -291,6 +291,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     if outcome.rows:
         _publish_summary(outcome.rows, f"labeldp-audit results for {date.isoformat()}")
     steps.mark_replaced_reports(root, date)  # a replacement of the day stopped before it marked every page
+    steps.write_index(root, warehouse)  # the page across models, with tonight's verdicts
     if stored:  # what `labeldp-audit rejudge` reads to judge this night again at other bound settings
         game = plan.audit.game.with_night(date)  # the game its models were scored with (steps.score_target)
         write_night(root, StoredNight(date, run_kind, game, plan.audit.bound, tuple(stored), check, shift, accept,
@@ -447,6 +448,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
                   night=night, reference_check=check, run_id=run_id,
                   night_fingerprint=steps.night_fingerprint((), {}, accept))
     _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
+    steps.write_index(root, warehouse)
     _emit_alerts(row)
     outcome = Outcome(rows=[row], fail_on_violation=fail_on_violation)
     outcome.collect_untrusted()

@@ -217,6 +217,7 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
                                           reference_check=night.reference_check,
                                           claimed_epsilon=model.claimed_epsilon, progress=progress, run_id=run_id,
                                           night_fingerprint=night_fp))
+    steps.write_index(root, warehouse)  # the page across models, with the re-judged verdicts
     outcome.collect_untrusted()
     return outcome
 

@@ -624,6 +624,37 @@ def mark_replaced_reports(root: Path, date: dt.date) -> int:
     return mark(root, date, lambda fingerprint: schema.replaced_since(root, date, fingerprint))
 
 
+def write_index(root: Path, warehouse: str | None) -> Path | None:
+    """Writes the page across models (`auditing.sinks.report.index_page`) from the latest verdict of every model and
+    run kind in the warehouse, with links to the run and trend reports under ``root``; returns its path, or None when
+    the warehouse could not be read (the page stays as it was: a run's verdicts do not wait on it)."""
+    from auditing.sinks.report.index_page import index_report_path, render_index
+    from auditing.sinks.report.pages import run_report_path, trend_report_path, write_report
+    from auditing.sinks.warehouse import open_warehouse
+    from auditing.sinks.warehouse.base import WarehouseUnavailable
+
+    try:
+        store = open_warehouse(warehouse, data_root=root, timeout=5.0)
+        try:
+            rows = store.fetch_verdicts(latest=True)
+            slices = store.slices_of(rows)
+        finally:
+            store.close()
+    except (WarehouseUnavailable, LabelDPInputError):
+        return None
+
+    def report(row) -> str | None:
+        path = run_report_path(root, row)
+        return str(path) if path.is_file() else None
+
+    def trend(model: str) -> str | None:
+        path = trend_report_path(root, model)
+        return str(path) if path.is_file() else None
+
+    return write_report(render_index(rows, data_root=root, report=report, slices=slices, trend=trend),
+                        index_report_path(root))
+
+
 def parse_day(text: str | dt.date | None, name: str = "--date") -> dt.date | None:
     return None if text is None else parse_date(text, name)
 

@@ -124,8 +124,11 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     text = format_rows(rows)
     # a control's status is the stored one, in the table as in the warehouse, the CSV and --json; it came out as
     # constructed: trusted
-    line = next(line for line in text.splitlines() if line.startswith("control-positive "))
-    assert line.split()[2:5] == [positive.status, "nightly", "trusted"] and "UNTRUSTED" not in text
+    line = next(line for line in text.splitlines() if line.split()[1:2] == ["control-positive"])
+    assert line.split()[3:6] == [positive.status, "nightly", "trusted"] and "UNTRUSTED" not in text
+    assert line.split()[0] == "-"  # a control has no decision: it passed or failed
+    table = text.splitlines()[:2 + len(rows)]
+    assert table[0].startswith("decision ") and max(map(len, table)) <= 100  # the demo night's table fits
 
 
 @pytest.mark.parametrize("backend", ["duckdb", "postgres"])

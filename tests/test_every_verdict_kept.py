@@ -96,7 +96,10 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
     assert candidate.flow_run_id and candidate.flow_run_id != violation.flow_run_id
     # The data root: no model or report of the night rewritten; the guardrail's report and reference are new files.
     now = files(data_root, "models", "reports")
-    assert {path: now.get(path) for path in before} == before
+    index = "reports/index.html"  # the page across models: every run rewrites it with its verdicts
+    assert index in before and now[index] != before[index]
+    assert "guardrail__eps-inf__" in (data_root / index).read_text()  # it links the guardrail's report
+    assert {path: now.get(path) for path in before if path != index} == {p: h for p, h in before.items() if p != index}
     new = sorted(set(now) - set(before))
     guardrail_report = next(p for p in new if p.startswith(f"reports/{TARGET}/"))
     assert Path(guardrail_report).name.startswith("guardrail__eps-inf__") and nightly_report in now
@@ -104,11 +107,12 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
 
     # `results`: the VIOLATION is still listed, each run kind keeps its latest, the columns line up.
     done = cli("results", "--data-root", str(data_root), "--status", "VIOLATION")
-    assert done.returncode == 0 and f"\n{TARGET} {D1} VIOLATION nightly " in done.stdout, done.stdout
+    assert done.returncode == 0 and f" {TARGET} {D1} VIOLATION nightly " in done.stdout, done.stdout
     done = cli("results", "--data-root", str(data_root), "--model", TARGET)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(TARGET + " ")]  # the table rows, not the lines under it
-    assert [line.split()[2:4] for line in lines] == [["INCONCLUSIVE", "guardrail"], ["VIOLATION", "nightly"]] or \
-        [line.split()[2:4] for line in lines] == [["VIOLATION", "nightly"], ["INCONCLUSIVE", "guardrail"]]
+    lines = [line for line in done.stdout.splitlines() if line.split()[1:2] == [TARGET]]  # the table rows, not the lines under it
+    assert [line.split()[3:5] for line in lines] == [["INCONCLUSIVE", "guardrail"], ["VIOLATION", "nightly"]] or \
+        [line.split()[3:5] for line in lines] == [["VIOLATION", "nightly"], ["INCONCLUSIVE", "guardrail"]]
+    assert all(len(line) <= 100 for line in done.stdout.splitlines()[:2 + len(lines)])  # the default table fits
     assert len({line.index(" " + D1) for line in lines}) == 1
 
     # The same guardrail again: the same key, no row added, the night still untouched.
@@ -117,4 +121,5 @@ def test_a_guardrail_of_another_claim_keeps_the_nightlys_violation_report_and_co
     assert done.returncode == exit_codes.OK, done.stderr
     again = rows(data_root)
     assert len(again) == len(after) and all(r in again for r in night)
-    assert {path: files(data_root, "models", "reports").get(path) for path in before} == before
+    assert {path: files(data_root, "models", "reports").get(path) for path in before if path != index} == \
+        {p: h for p, h in before.items() if p != index}

@@ -92,7 +92,10 @@ def test_a_replaced_day_keeps_its_violation_refuses_the_stale_model_and_adds_a_r
 
     # ... and `results` and its report say that the inputs it judged were replaced since.
     listed = cli("results", "--data-root", root, "--model", MODEL)
-    assert f"\n{MODEL} {D1} VIOLATION* nightly " in listed.stdout, listed.stdout
+    assert f" {MODEL} {D1} VIOLATION* nightly " in listed.stdout, listed.stdout
+    lines = listed.stdout.splitlines()
+    table = lines[:2] + [line for line in lines if line.split()[1:2] == [MODEL]]
+    assert table[0].startswith("decision ") and max(map(len, table)) <= 100  # a registered model's night fits
     assert f"* {MODEL}@{D1} VIOLATION: inputs replaced since " in listed.stdout
     record = json.loads(cli("results", "--data-root", root, "--model", MODEL, "--json").stdout)
     assert record[0]["inputs_replaced_since"] and record[0]["epsilon_lower_bound"] == violation.epsilon_lower_bound
@@ -119,5 +122,5 @@ def test_a_replaced_day_keeps_its_violation_refuses_the_stale_model_and_adds_a_r
             and f"the family counts the night's first run ({violation.run_id}: VIOLATION" in family.stdout), \
         family.stdout
     listed = cli("results", "--data-root", root, "--model", MODEL, "--all")
-    lines = [line for line in listed.stdout.splitlines() if line.startswith(MODEL + " ")]
+    lines = [line for line in listed.stdout.splitlines() if line.split()[1:2] == [MODEL]]
     assert len(lines) == 2 and any(" VIOLATION* " in line for line in lines), listed.stdout

@@ -236,6 +236,52 @@ def test_trend_report_lists_every_night(run):
         render_trend_report([], "../x")
 
 
+def _polylines(svg_text: str, css_class: str) -> list[list[tuple[float, float]]]:
+    """The points of every <polyline> of ``css_class``."""
+    return [[tuple(map(float, pair.split(","))) for pair in found.split()]
+            for found in re.findall(rf'<polyline class="{css_class}" points="([^"]*)"', svg_text)]
+
+
+def _point_ys(svg_text: str, css_class: str) -> list[float]:
+    """The top edge (y, in pixels) of every marker of ``css_class``: a circle's cy - r, a square's or diamond's
+    smallest y."""
+    tops = []
+    for mark in re.findall(rf'<(?:circle|rect|polygon)[^>]*class="{css_class}[^"]*"[^>]*>', svg_text):
+        if mark.startswith("<circle"):
+            tops.append(float(re.search(r'cy="([-\d.]+)"', mark)[1]) - float(re.search(r' r="([-\d.]+)"', mark)[1]))
+        elif mark.startswith("<rect"):
+            tops.append(float(re.search(r' y="([-\d.]+)"', mark)[1]))
+        else:
+            tops.append(min(float(xy.split(",")[1]) for xy in re.search(r'points="([^"]*)"', mark)[1].split()))
+    return tops
+
+
+@pytest.mark.parametrize("nights", [1, 2, 14])
+def test_trend_draws_the_claim_for_any_number_of_nights_one_line_per_run_kind_and_no_point_under_the_legend(
+        run, nights):
+    """The claimed-epsilon line spans the chart for one night as for many; a rejudge at another claim has its own
+    bound line and claim line, never joined to the nightly's; its table names each row's run kind and decision; no
+    point sits in the legend's band at the top of the chart."""
+    from auditing.sinks.report.svg import Plot
+
+    rows = run["trend"][-nights:]
+    rejudged = rows[-1].replace(run_kind="rejudge", claimed_epsilon=0.25, epsilon_lower_bound=3.0)
+    page = render_trend_report([*rows, rejudged], "rr-eps1")
+    chart = page[page.index('class="chart trend-chart"'):page.index("</svg>", page.index('class="chart trend-chart"'))]
+    claims = _polylines(chart, "claimed-line")
+    assert len(claims) == 2  # the nightly's claim and the rejudge's
+    for line in claims:
+        xs = [x for x, _ in line]
+        assert min(xs) == Plot.left and max(xs) == Plot.width - Plot.right  # across the whole chart
+    # one bound line per run kind: the nightly's nights joined, the rejudge (one point) never joined to them
+    assert [len(line) for line in _polylines(chart, "trend-line")] == ([nights] if nights > 1 else [])
+    legend_bottom = Plot.top + 14 + 18 * 2 + 4  # three entries stacked from the top
+    assert min(_point_ys(chart, "trend-point")) > legend_bottom
+    dom = _parse(page)
+    assert dom.count("run-kind", "td") == nights + 1 and "rejudge" in dom.visible
+    assert dom.visible.index("Run Decision Status Trust") < dom.visible.index("2024-01-14 rejudge")
+
+
 def _key(model="rr-eps1", day=dt.date(2024, 1, 14), run_kind="nightly", claim=1.0, fingerprint="sha256:" + "f0" * 32,
          inputs="sha256:" + "1e" * 32):
     from auditing.sinks.warehouse import AuditKey
@@ -590,15 +636,71 @@ def checked():
     return {"leaky": checked_audits.leaky(row_groups=checked_audits.groups()), "misfit": checked_audits.misfit()}
 
 
-def test_a_trusted_violation_shows_its_capacity_check_on_the_first_screen(run):
+class _Order(HTMLParser):
+    """The document order of the elements with an id, and whether each <details> starts open."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids: list[str] = []
+        self.details: dict[str, bool] = {}
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.append(found["id"])
+            if tag == "details":
+                self.details[found["id"]] = "open" in found
+
+
+def _order(html_text: str) -> _Order:
+    order = _Order()
+    order.feed(html_text)
+    return order
+
+
+@pytest.mark.parametrize("case", ["act", "unconfirmed", "no_evidence", "no_power"])
+def test_the_decision_and_its_meaning_come_before_the_evidence_and_the_trust_details(run, checked, case):
+    """Every decision's page opens with the decision card (headline, meaning, why, the next step) and "What this
+    means", then the evidence; the trust card, robustness and the reference check sit in a closed <details>
+    section after them. An unconfirmed leak's badge is drawn in outline: one red box at most on its first screen."""
+    from auditing.audit import no_rows_result
+    from auditing.game.row_groups import NO_ROWS_LEFT
+
+    verdict = {"act": lambda: judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"])),
+               "unconfirmed": lambda: judge(checked["misfit"], 0.1),
+               "no_evidence": lambda: judge(checked["misfit"], 3.0),
+               "no_power": lambda: judge(no_rows_result(AuditConfig(), NO_ROWS_LEFT, None), 0.5)}[case]()
+    assert verdict.decision.decision == case
+    page = render_run_report(verdict, {"model_id": "m", "partition_date": "2024-01-14"}, run["trend"], None)
+    order = _order(page)
+    at = {name: order.ids.index(name) for name in ("decision", "decision-headline", "decision-meaning", "risk",
+                                                   "summary", "curve", "trust-details", "trust", "robustness",
+                                                   "reference")}
+    assert at["decision"] == 0 and at["decision-headline"] < at["decision-meaning"] < at["risk"] < at["summary"]
+    assert at["summary"] < at["curve"] < at["trust-details"] < at["trust"] < at["robustness"] < at["reference"]
+    assert order.details == {"trust-details": False}  # closed until the reader opens it
+    if verdict.decision.next_step:
+        assert order.ids.index("decision-next") < at["risk"]
+    first = _parse(page[:page.index('id="summary"')])
+    assert "Trust in this verdict" not in first.visible and "Capacity check" not in first.visible
+    assert first.visible.strip().startswith(verdict.decision.headline[0].upper() + verdict.decision.headline[1:])
+    assert "What this means" in first.visible
+    if case == "unconfirmed":
+        assert first.count("unconfirmed", "span") == 1 and "the claim is disproved" not in first.visible
+        assert "but this is not confirmed" in first.visible
+    if case == "act":
+        assert first.count("unconfirmed", "span") == 0 and "the claim is disproved" in first.visible
+
+
+def test_a_trusted_violation_shows_its_capacity_check_in_the_trust_details(run):
     """The base run is a VIOLATION the capacity check vouches for: 'trusted' plainly with its reason, epsilon_check
     with its confidence and assumption in one sentence, both misfit figures with theirs, the check rows; no
-    banner; all before the Summary card."""
+    banner; all in the trust details."""
     verdict = judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"]))
     trust = verdict.trust
     assert verdict.status == "VIOLATION" and trust.state == "trusted" and trust.epsilon_check > CLAIMED
     page = _page(run)
-    first = _parse(page[:page.index('id="summary"')]).visible
+    first = _section(page, "trust")
     assert "UNTRUSTED" not in first and "trust-banner" not in page
     assert f"Trust trusted the capacity check vouches for it: epsilon_check {trust.epsilon_check:.4g} > claim 1" in first
     assert (f"Capacity check (ε_check) {trust.epsilon_check:.4g} > claimed ε 1.000: the check vouches for this "
@@ -744,13 +846,16 @@ def test_trend_reads_rows_of_every_kind_from_the_warehouse(run, checked, tmp_pat
     page = render_trend_report(rows, "m")
     nights = {tr.split("</td>")[0].split(">")[-1]: _parse(tr.split("</tr>")[0]).visible
               for tr in page.split('<tr class="night">')[1:]}
-    assert nights["2024-01-04"].split()[:3] == ["2024-01-04", "VIOLATION", "untrusted"]
-    assert nights["2024-01-03"].split()[:3] == ["2024-01-03", "VIOLATION", "trusted"]
+    cells = {day: [_parse(cell).visible.strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", tr.split("</tr>")[0])]
+             for day, tr in zip(nights, page.split('<tr class="night">')[1:], strict=True)}
+    # date, run kind, decision, status, trust
+    assert cells["2024-01-04"][:5] == ["2024-01-04", "nightly", "unconfirmed leak", "VIOLATION", "untrusted"]
+    assert cells["2024-01-03"][:5] == ["2024-01-03", "nightly", "confirmed leak: act", "VIOLATION", "trusted"]
     assert f"capacity check on 4,000 rows: ε_check {judge(checked['leaky'], 0.5).trust.epsilon_check:.3f}" in \
         nights["2024-01-03"]
-    assert nights["2024-01-02"].split()[:3] == ["2024-01-02", "VIOLATION", "untrusted"]
+    assert [cells["2024-01-02"][i] for i in (0, 1, 3, 4)] == ["2024-01-02", "nightly", "VIOLATION", "untrusted"]
     assert "calibration none FLAGGED (misfit κ = 0.35)" in nights["2024-01-02"]
-    assert nights["2024-01-01"].split()[:3] == ["2024-01-01", "VIOLATION", "–"]
+    assert [cells["2024-01-01"][i] for i in (0, 1, 3, 4)] == ["2024-01-01", "nightly", "VIOLATION", "–"]
     assert "calibration none fits (misfit κ = 0)" in nights["2024-01-01"]
     assert "capacity check" not in nights["2024-01-01"]
     assert 'title="the reference does not fit day 2024-01-02"' in page  # the reason on hover
@@ -970,7 +1075,7 @@ def test_a_runs_table_has_the_attack_and_the_familys_evidence_per_verdict(run):
                           family=family.nights[-1])
     guard, _ = audit_record(verdict, model_id="guard", partition_date="2024-01-05", run_kind="guardrail")
     table = format_rows([ListedVerdict(row, verdict=verdict, family_nights=len(family.nights)),
-                         ListedVerdict(guard, verdict=verdict)]).splitlines()
+                         ListedVerdict(guard, verdict=verdict)], wide=True).splitlines()
     attack = next(line for line in table if line.startswith("leaky@2024-01-05 attack ("))
     assert attack.endswith(f"AUROC {curve.auroc:.3f} [{curve.auroc_lower:.3f}, {curve.auroc_upper:.3f}] "
                            f"({100 * curve.bootstrap_confidence:g}% percentile bootstrap intervals)")
@@ -1063,3 +1168,44 @@ def test_a_runs_table_and_json_carry_the_slices(run, sliced_verdict):
     assert exit_codes.Outcome(rows=rows[:1], fail_on_violation=True).codes() == \
         exit_codes.Outcome(rows=[dataclasses.replace(rows[0], verdict=dataclasses.replace(
             sliced_verdict, slices=()))], fail_on_violation=True).codes()
+
+
+def test_the_index_page_lists_every_model_with_its_latest_decision_per_run_kind(run, checked, sliced_verdict, tmp_path):
+    """Written from the warehouse at the data root: every model once, its latest decision per run kind linked to its
+    report (a relative link), its family's state, its flagged slices; a model without a report page is listed
+    without a link."""
+    from auditing.sinks.report.index_page import index_report_path
+    from auditing.sinks.warehouse import audit_record, open_warehouse, slice_record
+    from flows.steps import write_index
+
+    verdicts = {"leaky": judge(checked["leaky"], 0.5), "misfit": judge(checked["misfit"], 0.1),
+                "clean": judge(checked["misfit"], 3.0), "sliced": sliced_verdict}
+    plan = [("leaky", "2024-01-01", "nightly"), ("leaky", "2024-01-02", "nightly"), ("leaky", "2024-01-02", "guardrail"),
+            ("misfit", "2024-01-02", "nightly"), ("clean", "2024-01-02", "rejudge"), ("sliced", "2024-01-02", "nightly")]
+    with open_warehouse(str(tmp_path / "warehouse.duckdb")) as wh:
+        for model, day, kind in plan:
+            row, curve = audit_record(verdicts[model], model_id=model, partition_date=day, run_kind=kind,
+                                      lineage={"flow_run_id": f"{model}-{day}-{kind}"})
+            wh.write_audit(row, curve, slices=slice_record(verdicts[model]) if model == "sliced" else ())
+            if (model, kind) != ("misfit", "nightly"):
+                write_report("<html></html>", run_report_path(tmp_path, row))
+    path = write_index(tmp_path, None)
+    assert path == index_report_path(tmp_path) == tmp_path / "reports" / "index.html"
+    page = path.read_text()
+    dom = _parse(page)
+    assert dom.count("model", "tr") == 4 and "4 model(s)" in dom.visible
+    names = re.findall(r'<tr class="model"><td><strong>([^<]+)</strong>', page)
+    assert names == ["clean", "leaky", "misfit", "sliced"]  # every model, once
+    head = dom.visible[dom.visible.index("Model Latest"):dom.visible.index("Trend")]
+    assert head.split() == ["Model", "Latest", "nightly", "Latest", "guardrail", "Latest", "rejudge", "Family",
+                            "Slices", "flagged"]
+    leaky = page[page.index("<strong>leaky</strong>"):page.index("</tr>", page.index("<strong>leaky</strong>"))]
+    links = re.findall(r'href="([^"]+)"', leaky)
+    assert len(links) == 2 and all(link.startswith("leaky/date=2024-01-02/") for link in links)  # the latest only
+    assert (tmp_path / "reports" / links[0]).is_file() and "confirmed leak: act" in _parse(leaky).visible
+    misfit = page[page.index("<strong>misfit</strong>"):page.index("</tr>", page.index("<strong>misfit</strong>"))]
+    assert "href" not in misfit and "unconfirmed leak" in _parse(misfit).visible  # no page: no link
+    sliced = page[page.index("<strong>sliced</strong>"):page.index("</tr>", page.index("<strong>sliced</strong>"))]
+    flagged = [f"{s.slicing}={s.name}" for s in sliced_verdict.slices if s.status == "VIOLATION"]
+    assert flagged and all(name in _parse(sliced).visible for name in flagged)
+    assert "no family (no nightly or backfill night)" in _parse(page[page.index("<strong>clean</strong>"):]).visible

@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import re
 import urllib.parse
 import uuid
 from pathlib import Path
@@ -126,15 +127,28 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def _table_rows(out: str) -> list[tuple[str, str, str]]:
-    """(model, date, status) of each table line."""
+    """(model, date, status) of each table line (the decision is the first column)."""
     lines = out.splitlines()
-    assert lines[0].startswith("model ") and set(lines[1]) == {"-"}
+    assert lines[0].startswith("decision ") and set(lines[1]) == {"-"}
     rows = []
     for line in lines[2:]:
         parts = line.split()
-        if len(parts) > 3 and parts[0] in ("alpha", "beta") and parts[1][:4] == "2024":
-            rows.append((parts[0], parts[1], parts[2]))
+        if len(parts) > 4 and parts[1] in ("alpha", "beta") and parts[2][:4] == "2024":
+            rows.append((parts[1], parts[2], parts[3]))
     return rows
+
+
+def _line_of(out: str, model: str) -> str:
+    """The table line of ``model`` (its second column)."""
+    return next(line for line in out.splitlines() if line.split()[1:2] == [model])
+
+
+def _table_width(out: str) -> int:
+    """The widest line of the table: the header, its rule and the verdicts' lines."""
+    lines = out.splitlines()
+    rule = len(lines[1])
+    table = [line for line in lines[2:] if len(line.split()) > 2 and line.split()[2][:4] == "2024"]
+    return max(len(lines[0]), rule, *map(len, table))
 
 
 def _fingerprint(target: str) -> str | None:
@@ -147,11 +161,19 @@ def test_default_is_the_latest_verdict_per_model_newest_first(target, capsys, au
     code, out, err = _run(capsys, "--warehouse", target)
     assert code == 0 and err == ""
     assert _table_rows(out) == [("alpha", "2024-01-03", "WEAK_PASS"), ("beta", "2024-01-03", "INCONCLUSIVE")]
-    beta = next(line for line in out.splitlines() if line.startswith("beta "))
-    assert beta.split()[3:6] == ["nightly", "trusted", "inf"]  # the run, trust and claimed columns
-    alpha = next(line for line in out.splitlines() if line.startswith("alpha "))
-    assert not alpha.split()[11].endswith("w")  # the status says it: no mark
-    assert "eps_lb: valid lower bound at 95% confidence" in out  # format_rows' legend
+    beta = _line_of(out, "beta")
+    assert beta.split()[0] == "no-power" and beta.split()[4:7] == ["nightly", "trusted", "inf"]  # run, trust, claim
+    assert _line_of(out, "alpha").split()[0] == "no-evidence" and _table_width(out) <= 100
+    # the legend only on request
+    assert "eps_lb: valid lower bound" not in out and "WEAK_PASS: a PASS on weak evidence" not in out
+    code, wide, _ = _run(capsys, "--warehouse", target, "--wide")
+    assert not _line_of(wide, "alpha").split()[12].endswith("w")  # the status says it: no mark
+    assert wide.splitlines()[0].split() == ["decision", "model", "date", "status", "run", "trust", "claimed", "eps_lb",
+                                            "paper", "mean+-std", "max", "cert.", "brk.kap", "floor", "exp.fl", "m",
+                                            "rows", "report"]
+    assert "eps_lb: valid lower bound" not in wide
+    code, out, _ = _run(capsys, "--warehouse", target, "--explain")
+    assert out.count("eps_lb: valid lower bound at 95% confidence") == 1  # format_rows' legend, once
     assert "WEAK_PASS: a PASS on weak evidence: this audit would have flagged the claim only if more than 1%" in out
     assert _fingerprint(target) == before  # read-only: the file is byte for byte the same
 
@@ -222,12 +244,13 @@ def test_csv_has_the_header_and_one_line_per_row(target, capsys, tmp_path, recor
 def test_show_prints_the_full_record(target, capsys, records):
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02")
     assert code == 0
-    lines = [line for line in out.splitlines() if not line.startswith(" ")]  # the columns; outlines indented
+    record = out.split("\nrecord: ")[1].splitlines()[1:]  # every stored column, rounded
+    lines = [line[2:] for line in record if line.startswith("  ") and not line.startswith("   ")]
     fields = dict(line.split(": ", 1) for line in lines)
     row, curve = records[1]
     assert [line.split(": ", 1)[0] for line in lines[:len(RESULT_NAMES)]] == list(RESULT_NAMES)
     assert fields["status"] == "VIOLATION" and fields["partition_date"] == "2024-01-02"
-    assert float(fields["epsilon_lower_bound"]) == row.epsilon_lower_bound
+    assert fields["epsilon_lower_bound"] == f"{row.epsilon_lower_bound:.4g}" and fields["gamma"] == "0.05"
     assert fields["curve_points"] == str(len(curve)) and len(curve) > 0
     assert fields["model_uri"] == "NULL"
 
@@ -240,6 +263,27 @@ def test_show_prints_the_full_record(target, capsys, records):
     assert f"other_verdicts_that_date: nightly, claim 0.5, config {records[2][0].audit_config_hash}" in out
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--config", records[2][0].audit_config_hash)
     assert f"flow_run_id: {records[2][0].flow_run_id}" in out
+
+
+def test_show_prints_sections_rounded_for_people_and_its_json_exact(target, capsys, records):
+    """`results show`: the decision, the evidence, the trust, the risk, the slices and the family, in that order, each
+    figure rounded; --json keeps every stored value exact, with the same keys as before the sections."""
+    row, curve = records[1]
+    code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02", "--run-kind", "nightly")
+    assert code == 0 and out.startswith("alpha 2024-01-02: nightly run, claim eps 0.5, target\ndecision:\n")
+    heads = [line.split(":")[0] for line in out.splitlines() if line and not line.startswith(" ")]
+    order = ["decision", "evidence", "trust", "risk", "slices", "family", "runs", "record"]
+    assert [h for h in heads if h in order] == order
+    assert "\n  CONFIRMED LEAK: ACT\n  why: the capacity check vouches for it" in out
+    assert (f"\n  valid eps_lb: {row.epsilon_lower_bound:.4g} at 95% confidence (bonferroni selection, binomial, "
+            "delta 0, kappa 0)\n") in out
+    assert not re.search(r"\d\.\d{6,}", out.split("\nrecord: ")[0])  # no figure with more digits than a person reads
+    code, text, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02", "--run-kind", "nightly",
+                         "--json")
+    shown = json.loads(text)
+    assert set(shown) == set(RESULT_NAMES) | {"curve_points", "slices", "runs", "inputs_replaced_since"}
+    assert shown["epsilon_lower_bound"] == row.epsilon_lower_bound and shown["gamma"] == row.gamma
+    assert shown["curve_points"] == len(curve) and text.startswith('{\n  "model_id": "alpha",\n')
 
 
 def test_every_run_is_reached_by_its_id_and_a_rerun_is_listed_under_its_row(target, capsys, records):
@@ -255,7 +299,7 @@ def test_every_run_is_reached_by_its_id_and_a_rerun_is_listed_under_its_row(targ
     assert [r["run_id"] for r in json.loads(out)] == ["run-1"]
     code, out, _ = _run(capsys, "--warehouse", target, "show", "--run", "rerun-1")
     assert code == 0 and out.startswith("# 1 of 1: alpha 2024-01-02 nightly")
-    assert f"epsilon_lower_bound: {row.epsilon_lower_bound}" in out and "runs: 2" in out
+    assert f"epsilon_lower_bound: {row.epsilon_lower_bound:.4g}" in out and "runs: 2" in out
     assert "  run-1 (start not recorded, flow run run-1): wrote the row" in out
     assert "  rerun-1 (start not recorded, flow run run-1): identical inputs, recorded; the row unchanged; " \
            f"computed VIOLATION eps_lb 0.25, not the stored VIOLATION {row.epsilon_lower_bound:.4g}" in out
@@ -268,18 +312,13 @@ def test_every_run_is_reached_by_its_id_and_a_rerun_is_listed_under_its_row(targ
 
 
 def test_show_summarises_curves_and_histograms_and_json_keeps_them_whole(target, capsys, records):
-    """The stored result holds the curve and two histograms (thousands of characters on one line): show prints
-    one short line for each, --json the stored text as it is."""
+    """The stored result holds the curve and two histograms (thousands of characters on one line): show names the
+    JSON-text column with its number of keys, --json prints the stored text as it is."""
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02")
     assert code == 0 and max(len(line) for line in out.splitlines()) < 400, max(out.splitlines(), key=len)
     stored = json.loads(records[1][0].result_json)
-    outline = {line.strip().split(": ", 1)[0]: line.strip().split(": ", 1)[-1] for line in out.splitlines()
-               if line.startswith("  ")}
-    assert outline["curve"].startswith(f"{len(stored['curve'])} points (correct, epsilon_lower_bound, guesses): first ")
-    assert outline["edges"].startswith(f"{len(stored['score_histogram']['edges'])} values, from ")
-    assert "    edges: " in out  # nested under score_histogram
-    assert outline["epsilon_lower_bound"] == json.dumps(stored["epsilon_lower_bound"])
-    assert "result_json: (JSON; --json prints it whole)" in out
+    assert f"\n  result_json: (JSON of {len(stored)} keys; --json prints it whole)\n" in out
+    assert "values, from" not in out and "points (correct" not in out  # named, not dumped
     code, out, _ = _run(capsys, "--warehouse", target, "show", "alpha", "--date", "2024-01-02", "--json")
     assert json.loads(json.loads(out)["result_json"]) == stored
 
@@ -314,11 +353,11 @@ def test_a_pass_stored_before_weak_pass_was_a_status_is_marked_from_its_floors(t
     row, curve = records[0]
     with open_warehouse(target) as wh:
         wh.write_audit(row.replace(status="PASS", partition_date=dt.date(2023, 12, 31)), curve)
-    code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--until", "2023-12-31")
+    code, out, _ = _run(capsys, "--warehouse", target, "--model", "alpha", "--until", "2023-12-31", "--wide")
     assert code == 0
-    line = next(line for line in out.splitlines() if line.startswith("alpha "))
-    assert line.split()[2] == "PASS" and line.split()[11].endswith("w")
-    assert "w (exp.fl): a PASS stored before WEAK_PASS was a status whose floors make it one." in out
+    line = _line_of(out, "alpha")
+    assert line.split()[3] == "PASS" and line.split()[12].endswith("w")
+    assert "w (exp.fl): a PASS stored before WEAK_PASS was a status whose floors make it one" in out
 
 
 def test_table_columns_fit_their_longest_value(target, capsys, records):
@@ -326,17 +365,36 @@ def test_table_columns_fit_their_longest_value(target, capsys, records):
     row, curve = records[1]
     with open_warehouse(target) as wh:
         wh.write_audit(row.replace(model_id=long_name), curve)
-    code, out, _ = _run(capsys, "--warehouse", target, "--all")
+    code, out, _ = _run(capsys, "--warehouse", target, "--all", "--wide")
     assert code == 0
     lines = out.splitlines()
-    header, table = lines[0], [line for line in lines[2:] if line.startswith(("alpha ", "beta ", f"{long_name} "))]
-    assert len(table) == 8 and header.startswith("model" + " " * (len(long_name) - 4) + "date ")
+    header, table = lines[0], [line for line in lines[2:] if line.split()[1:2] in (["alpha"], ["beta"], [long_name])]
+    assert len(table) == 8 and header.index(" date ") - header.index(" model ") == len(long_name) + 1
     for column in ("date", "status", "trust", "run", "rows"):  # left-aligned: every value starts under its header
         start = header.index(f" {column} ") + 1
         assert all(line[start - 1] == " " and line[start] != " " for line in table), column
     for column in ("claimed", "eps_lb", "m"):  # right-aligned: every value ends under its header
         end = header.index(f" {column} ") + len(column)
         assert all(line[end] != " " and line[end + 1] == " " for line in table), column
+
+
+def test_the_default_table_fits_100_columns_with_the_decision_first(target, capsys, records):
+    """The default table: the decision, then model, date, status, run, trust, claim and bound, within 100 characters;
+    a model name too long for it is shortened with '~' and said so under it; --wide has it whole, --json too."""
+    long_name = "team-nonprivate-click-model-for-the-ads-ranking-platform-v2"  # 59 characters
+    row, curve = records[1]
+    with open_warehouse(target) as wh:
+        wh.write_audit(row.replace(model_id=long_name), curve)
+    code, out, _ = _run(capsys, "--warehouse", target, "--all")
+    assert code == 0 and _table_width(out) <= 100
+    assert out.splitlines()[0].split() == ["decision", "model", "date", "status", "run", "trust", "claimed", "eps_lb"]
+    shortened = next(line for line in out.splitlines() if line.split()[1:2] and line.split()[1].endswith("~"))
+    assert long_name.startswith(shortened.split()[1][:-1]) and shortened.split()[3] == "VIOLATION"
+    assert "'~': a model name shortened to fit (--wide shows it whole)" in out
+    code, wide, _ = _run(capsys, "--warehouse", target, "--all", "--wide")
+    assert _line_of(wide, long_name) and _table_width(wide) > 100
+    code, as_json, _ = _run(capsys, "--warehouse", target, "--all", "--json")
+    assert long_name in {r["model_id"] for r in json.loads(as_json)}
 
 
 def test_show_not_found_names_model_and_date(target, capsys):
@@ -387,8 +445,8 @@ def trust_target(target, records):
 
 def _trust_cells(out: str) -> dict[str, str]:
     """model -> (status, trust) cells of the table."""
-    return {line.split()[0]: (line.split()[2], line.split()[4]) for line in out.splitlines()[2:]
-            if line.split() and line.split()[1][:4] == "2024"}
+    return {line.split()[1]: (line.split()[3], line.split()[5]) for line in out.splitlines()[2:]
+            if len(line.split()) > 2 and line.split()[2][:4] == "2024"}
 
 
 def test_the_table_shows_each_verdicts_trust_and_why(trust_target, capsys):
@@ -404,6 +462,8 @@ def test_the_table_shows_each_verdicts_trust_and_why(trust_target, capsys):
     assert any(line.startswith("! REFERENCE UNCHECKED (delta@2024-01-02): no check rows") for line in lines)
     assert any(line.startswith("! REFERENCE UNCHECKED, ACCEPTED (epsilon@2024-01-02): ") for line in lines)
     assert "! UNTRUSTED (old-flagged@2024-01-01): the reference does not fit day 2024-01-01" in lines
+    assert "'!' after the status: not trusted (why below)" in out and "; -: not recorded" not in out
+    code, out, _ = _run(capsys, "--warehouse", trust_target, "--explain")
     assert "; -: not recorded (a row written before per-verdict trust)" in out
     assert "label-blind" not in out  # the legend names the retired control only beside a control row
     code, out, _ = _run(capsys, "--warehouse", trust_target, "--model", "alpha", "--status", "VIOLATION")
@@ -433,7 +493,7 @@ def test_trust_filter(trust_target, capsys, word, models, violations):
 def test_show_prints_the_trust_block_and_the_groups(trust_target, capsys):
     code, out, _ = _run(capsys, "--warehouse", trust_target, "show", "alpha", "--date", "2024-01-02")
     assert code == 0
-    block = out.split("trust_block: ")[1].splitlines()[1:]
+    block = out.split("\ntrust: (")[1].splitlines()[1:]
     assert block[0].startswith("  trust: trusted: the capacity check vouches for it: epsilon_check ")
     assert block[1] == "    capacity check on 500 check rows (rows of the day the model never saw)"
     from auditing.sinks.report.text import ASSUMPTION_T
@@ -448,11 +508,11 @@ def test_show_prints_the_trust_block_and_the_groups(trust_target, capsys):
                         "rows sharing a group, against 97.8% for independent labels at the reference's probabilities "
                         "(a diagnostic, not a confidence figure)")
     code, out, _ = _run(capsys, "--warehouse", trust_target, "show", "gamma")
-    block = out.split("trust_block: ")[1]
+    block = out.split("\ntrust: (")[1]
     assert "  trust: untrusted: the reference's misfit can explain it" in block
     assert "row groups: no grouping recorded" in block
     code, out, _ = _run(capsys, "--warehouse", trust_target, "show", "old-flagged")
-    block = out.split("trust_block: ")[1]
+    block = out.split("\ntrust: (")[1].split("\nrisk:")[0]
     assert ("  trust: not recorded (a row written before per-verdict trust); its night was untrusted: the reference "
             "does not fit day 2024-01-01") in block
     assert ("    label-blind control (retired; the capacity check replaced it): valid eps_lb 0.21, measured misfit "
@@ -590,7 +650,8 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
     hint = "`labeldp-audit results family alpha` shows each night"
 
     code, out, _ = _run(capsys, "--warehouse", empty_target)
-    assert code == 0
+    assert code == 0 and attack not in out  # descriptive: with --wide
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--wide")
     lines = out.splitlines()
     assert f"alpha@2024-01-02 {attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
     assert f"loud@2024-01-02 {attack}{_attack_text(ninety)}" in lines and "(90% percentile bootstrap" in out
@@ -606,7 +667,7 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
     # a row written before: no attack, no family line (its decision line, if any, stands on its own)
     assert not any(line.startswith("old@") and ("attack (" in line or "family across" in line) for line in lines)
 
-    code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha")  # the whole history: counted
+    code, out, _ = _run(capsys, "--warehouse", empty_target, "--model", "alpha", "--wide")  # the whole history: counted
     assert "alpha@2024-01-02 family across nights after 2 nights: the check's evidence 1 " in out
     assert "alpha@2024-01-01 family across nights after 1 night: the check's evidence 1 " in out
     assert f"alpha@2024-01-01 {attack}{_attack_text(verdicts[D1].result.attack_curve)}" in out
@@ -616,13 +677,13 @@ def test_the_attack_curve_and_the_familys_evidence_sit_beside_each_verdict(empty
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "alpha", "--date", "2024-01-02")
     assert code == 0
     lines = out.splitlines()
-    assert f"{attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
+    assert f"  {attack}{_attack_text(verdicts[D2].result.attack_curve)}" in lines
     shown = family.removeprefix("alpha@2024-01-02 ").replace("family across nights:", "family across nights after 2 "
                                                                                              "nights:", 1)
-    assert shown in lines  # the same sentence, counted: show reads the model's history
-    assert out.index("trust_block: ") < out.index(attack) < out.index("slices: none declared")
+    assert "  " + shown in lines  # the same sentence, counted: show reads the model's history
+    assert out.index("\ntrust: (") < out.index("\nslices: none declared") < out.index("\nfamily:\n") < out.index(attack)
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "loud")
-    assert f"{attack}{_attack_text(ninety)}" in out.splitlines()
+    assert f"  {attack}{_attack_text(ninety)}" in out.splitlines()
     assert "family across nights after 1 night: the check's evidence 1 (kappa-free, this night's e-value" in out
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "old")
     assert "attack (" not in out and "family across nights" not in out

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from flows.commands.flow_options import add_output, execute, outcome_of
+from flows.commands.flow_options import add_output, add_table, execute, outcome_of
 
 HELP = "run the whole nightly pipeline from nothing on synthetic days (the README's main job)"
 DESCRIPTION = """\
@@ -28,6 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--start", default="2026-11-01", help="reference day D0 (default 2026-11-01)")
     p.add_argument("--rows", type=int, default=200_000, help="rows per synthetic day (default 200000)")
     p.add_argument("--json", action="store_true", help="print the result rows as JSON")
+    add_table(p)
     add_output(p)
     p.set_defaults(func=run)
 

@@ -39,7 +39,17 @@ def add_common(parser, fail_on_violation: bool = True) -> None:
                              "they pass, 2 with one line when one does not; nothing is trained, scored, registered "
                              "or written")
     parser.add_argument("--json", action="store_true", help="print the result rows as JSON")
+    add_table(parser)
     add_output(parser)
+
+
+def add_table(parser) -> None:
+    """--wide and --explain: the results table's columns and its legend."""
+    parser.add_argument("--wide", action="store_true",
+                        help="every column of the results table (default: the decision first and the columns a "
+                             "person reads a verdict by, within 100 characters)")
+    parser.add_argument("--explain", action="store_true",
+                        help="print the legend of the table's columns, statuses and trust states under it")
 
 
 def add_output(parser) -> None:
@@ -67,13 +77,14 @@ def prepare_environment() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
-def print_rows(rows: list, as_json: bool, stream=None) -> None:
-    """A run's rows (`auditing.sinks.listing.ListedVerdict`, `SkippedTarget`): the table, or with ``as_json``
-    their records as one JSON list."""
+def print_rows(rows: list, as_json: bool, stream=None, *, wide: bool = False, explain: bool = False) -> None:
+    """A run's rows (`auditing.sinks.listing.ListedVerdict`, `SkippedTarget`): the table (``wide``: every column;
+    ``explain``: with its legend), or with ``as_json`` their records as one JSON list."""
     from auditing.sinks.report.text import format_rows
 
     stream = stream or sys.stdout
-    text = json.dumps([r.to_dict() for r in rows], default=str) if as_json else format_rows(rows)
+    text = (json.dumps([r.to_dict() for r in rows], default=str) if as_json else
+            format_rows(rows, wide=wide, explain=explain))
     print(text, file=stream, flush=True)
 
 
@@ -183,7 +194,8 @@ def _execute(args, command: str, root, start, term, servers: list) -> int:
                 for day in outcome.days:
                     term.say(f"{day.date.isoformat()}: {day.summary}", stdout=True)
             if outcome.rows or args.json:
-                print_rows(outcome.rows, args.json, stream=term.out)
+                print_rows(outcome.rows, args.json, stream=term.out, wide=getattr(args, "wide", False),
+                           explain=getattr(args, "explain", False))
         except BrokenPipeError:  # stdout's reader went away (`nightly | head`): the outcome's code stands
             term.drop_stdout()
         drain = exit_codes.drain_command(root, args.warehouse)

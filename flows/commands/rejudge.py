@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from flows.commands.audit_options import add_bound_arguments
+from flows.commands.flow_options import add_table
 from flows.exit_codes import help_text
 
 HELP = "judge scored nights again at other bound settings (kappa, method, delta, confidence, strategy), in a moment"
@@ -47,6 +48,7 @@ def register(subparsers) -> None:
                    help="exit 1 when a re-judged verdict is a trusted VIOLATION (default: exit 0, it is in the table "
                         "and the warehouse)")
     p.add_argument("--json", action="store_true", help="print the result rows as JSON")
+    add_table(p)
     p.set_defaults(func=run, writes_data_root=True)
 
 
@@ -91,7 +93,7 @@ def run(args) -> int:
         outcome = outcome.merge(day_outcome)
     for line in missing:
         print(f"[rejudge] skipped {line}", file=sys.stderr, flush=True)
-    print_rows(outcome.rows, args.json)
+    print_rows(outcome.rows, args.json, wide=args.wide, explain=args.explain)
     for line in exit_codes.summary_lines(outcome, "rejudge", exit_codes.drain_command(root, args.warehouse)):
         print(line, file=sys.stderr, flush=True)
     return outcome.exit_code()

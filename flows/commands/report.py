@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 HELP = "render a model's trend report (HTML) from the warehouse"
 DESCRIPTION = """\
 Reads the model's audit results from the warehouse (a DuckDB file, by default <data-root>/warehouse.duckdb,
 or a postgresql:// URL) and writes a self-contained HTML page: the valid epsilon lower bound per night
 against the claimed epsilon, VIOLATION nights marked, a table of nights and the latest lineage.
-Prints the path of the page.
+Prints the path of the page. At the default path it also rewrites <data-root>/reports/index.html, the page
+across models (every run writes it too): every model, its latest decision per run kind, its family's state, its
+flagged slices and links to each report.
 
 Example: labeldp-audit report --model rr-eps1 --since 2024-01-01
 """
@@ -56,4 +59,8 @@ def run(args) -> int:
     except OSError as exc:
         raise LabelDPInputError(f"--output {output}: cannot write the report ({exc})") from None
     print(path)
+    if args.output is None:  # the page across models links the trend report it now has
+        from flows.steps import write_index
+
+        write_index(Path(path).parents[2], args.warehouse)
     return 0

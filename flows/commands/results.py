@@ -26,7 +26,8 @@ verdict of every model and run kind (targets and controls), newest first; --mode
 (every row, newest first); --all prints every row; --run ID every row that run wrote or was recorded against. The
 filters (--model, --since, --until, --status, --run-kind, --trust, --run) pick rows first and combine; the default
 then keeps each model's newest picked row per run kind, so `--status VIOLATION` shows each model's most recent
-VIOLATION, whatever a guardrail found since. The table has the columns the nightly prints (run: the run kind;
+VIOLATION, whatever a guardrail found since. The table is the nightly's: by default the decision first, then model,
+date, status, run, trust, claim and bound, within 100 characters; --wide prints every column (run: the run kind;
 status WEAK_PASS: a PASS on weak evidence; trust: trusted, untrusted, unchecked (reference unchecked) or accepted
 (reference unchecked, accepted), '-' on rows written before per-verdict trust, and '!' after the status of a
 verdict that is not trusted; '*' after the status marks a verdict whose day's partition was replaced since by other
@@ -36,10 +37,11 @@ an infinite claimed epsilon is "inf"; JSON-text columns such as result_json stay
 (null when it declared none), --csv the table's columns and the trust figures (trust, the capacity check's
 epsilon_check and misfit figures, the row groups) as stored values. A verdict that declared slices (valid bounds
 per slice of the audited rows, at the slices' own budget; the verdict's status is judged separately) has its
-largest slice bounds listed under the table. Under it too, per verdict, repetition 0's attack ROC figures (TPR at
-1% and 0.1% FPR, the AUROC, with their bootstrap intervals; descriptive, not a bound on eps) and the model family's
-evidence across nights after that night (flagged once it reached 1/alpha; the number of nights when the listing is
-the model's whole history: --model or --all without other filters); a row written before them has no such line.
+largest slice bounds listed under the table. Under it too, per verdict, the model family's evidence across nights
+after that night (flagged once it reached 1/alpha; the number of nights when the listing is the model's whole
+history: --model or --all without other filters) and, with --wide, repetition 0's attack ROC figures (TPR at 1% and
+0.1% FPR, the AUROC, with their bootstrap intervals; descriptive, not a bound on eps); a row written before them
+has no such line. --explain prints the legend of the columns, the statuses and the trust states.
 --trust untrusted also lists rows written before per-verdict trust whose night was untrusted. Nothing matching
 prints "no audit results match" and exits 0.
 
@@ -59,20 +61,23 @@ Exit status: 0 (also when nothing matches), 2 on bad input, a missing or too new
 one.
 """
 SHOW_DESCRIPTION = """\
-Prints one verdict of MODEL, every stored column of audit_results as "name: value" lines (NULL for a NULL),
-then how many curve points audit_curves holds for it, then every run of it (audit_runs: the run that wrote it and
-each later run on identical inputs, with what each computed; a run that computed another status or bound says
-so), then the verdict's trust block: its trust and why, the
-capacity check's figures (epsilon_check, a kappa-free lower bound on eps; the misfit the model shows on rows it
-never saw), what a PASS's floors are worth, and the row groups (the rule, the rows left out, how often the labels
-of rows sharing a group agree against independent labels), then the attack's ROC figures and the family's
-evidence across nights, a sentence each (none for a row written before them), then its slices when it declared
-some (every slice, the largest bound first, with the slices' budget, their count S and confidence
-1 - budget / S; a slice VIOLATION is judged at that confidence, apart from the verdict). The JSON-text columns
-(result_json, shift_diagnostic, durations) are printed as an outline, one key a line, their curves and
-histograms summarised (how many values, their range); --json prints them whole. Without --date: the model's
-latest verdict; on a date with several verdicts (run kinds, claims, audit configs), the one that finished last
-(--run-kind and --config pick another; the others are listed). With --run ID: every verdict that run wrote or
+Prints one verdict of MODEL in sections, its numbers rounded for people (--json prints every stored value exact):
+its decision (the headline, why, the one next step, what would confirm an unconfirmed leak); the evidence (the
+status and what it means, the valid eps lower bound with its confidence and settings, the claim, the largest bound
+the audit could show, the selected point, the paper's statistic, the robustness to the reference and the floors);
+its trust (its trust and why, the capacity check's figures: epsilon_check, a kappa-free lower bound on eps, and
+the misfit the model shows on rows it never saw; what a PASS's floors are worth; the row groups: the rule, the rows
+left out, how often the labels of rows sharing a group agree against independent labels); what the figures mean
+for people (risk); its slices when it declared some (every slice, the largest bound first, with the slices'
+budget, their count S and confidence 1 - budget / S; a slice VIOLATION is judged at that confidence, apart from
+the verdict); the family's evidence across nights and the attack's ROC figures, a sentence each (none for a row
+written before them); every run of it (audit_runs: the run that wrote it and each later run on identical inputs,
+with what each computed; a run that computed another status or bound says so); then every stored column of
+audit_results as "name: value" lines (NULL for a NULL) and how many curve points audit_curves holds for it. The
+JSON-text columns (result_json, shift_diagnostic, durations) are named with their number of keys; --json prints
+them whole. Without --date: the
+model's latest verdict; on a date with several verdicts (run kinds, claims, audit configs), the one that finished
+last (--run-kind and --config pick another; the others are listed). With --run ID: every verdict that run wrote or
 was recorded against (of MODEL only, when given), each in full; --json prints them as a list.
 
 Examples:
@@ -113,7 +118,7 @@ CSV_COLUMNS = (
     "inconclusive_reason", "run_id", "inputs_replaced_since",
 )
 NO_MATCH = "no audit results match"
-JSON_TEXT_COLUMNS = ("result_json", "shift_diagnostic", "durations")  # `show` prints these as an outline
+JSON_TEXT_COLUMNS = ("result_json", "shift_diagnostic", "durations")  # `show` names these; --json prints them
 UNAVAILABLE = object()  # what _read returns when the warehouse cannot be reached (the error is printed)
 
 
@@ -128,6 +133,7 @@ def register(subparsers) -> None:
     from auditing.sinks.report.text import TRUST_SHORT
     from auditing.sinks.warehouse.schema import STORED_RUN_KINDS
     from auditing.verdict.types import STATUSES
+    from flows.commands.flow_options import add_table
 
     p = subparsers.add_parser("results", help=HELP, description=DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,7 +143,7 @@ def register(subparsers) -> None:
                f"{indent}[--status {{{','.join(STATUSES)}}}]\n"
                f"{indent}[--trust {{{','.join(TRUST_SHORT.values())}}}]\n"
                f"{indent}[--run-kind {{{','.join(STORED_RUN_KINDS)}}}]\n"
-               f"{indent}[--run ID] [--all] [--json | --csv]\n"
+               f"{indent}[--run ID] [--all] [--json | --csv] [--wide] [--explain]\n"
                f"       {p.prog} show MODEL [--date D] [--run-kind K] [--config HASH] [--json] [--warehouse W]\n"
                f"{indent}     [--data-root R]\n"
                f"       {p.prog} show [MODEL] --run ID [--json] [--warehouse W] [--data-root R]\n"
@@ -158,6 +164,7 @@ def register(subparsers) -> None:
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the full stored rows as a JSON list")
     output.add_argument("--csv", action="store_true", help="CSV: a header and one line per row")
+    add_table(p)
     actions = p.add_subparsers(dest="results_action", metavar="ACTION")
     s = actions.add_parser("show", help="one verdict's full record", description=SHOW_DESCRIPTION,
                            prog=f"{p.prog} show",
@@ -324,7 +331,8 @@ def _list(args) -> int:
             (since, until, args.status, args.run_kind, args.trust))
         print(format_rows(stored_rows_for_table(rows, _report_of(args.data_root),
                                                 lambda row: _weak_pass(row) if row.status == PASS else None,
-                                                slices, night_numbers(rows) if whole else None, replaced)))
+                                                slices, night_numbers(rows) if whole else None, replaced),
+                          wide=args.wide, explain=args.explain))
     return 0
 
 
@@ -354,7 +362,8 @@ def _show(args) -> int:
 
     listing = [name for name, given in (("--model", args.model), ("--since", args.since), ("--until", args.until),
                                         ("--status", args.status), ("--run-kind", args.run_kind),
-                                        ("--trust", args.trust), ("--all", args.all), ("--csv", args.csv),
+                                        ("--trust", args.trust), ("--all", args.all), ("--csv", args.csv), ("--wide", args.wide),
+                                        ("--explain", args.explain),
                                         ("--run", args.run)) if given]
     if listing:
         raise LabelDPInputError(f"{', '.join(listing)} apply to the list (results ...), not to results show; "
@@ -453,7 +462,9 @@ def _show_run(args) -> int:
 
 
 def _print_record(row, points, others, stored, nights, runs, replaced: str | None = None) -> None:
-    """One verdict as `results show` prints it; ``replaced``: when its day's partition was replaced since."""
+    """One verdict as `results show` prints it, in sections (decision, evidence, trust, risk, slices, family, the
+    attack, its runs, then every stored column), numbers rounded for people; ``replaced``: when its day's partition
+    was replaced since."""
     from auditing.sinks.listing import ListedSlices, stored_attack_confidence
 
     slices = ListedSlices.of_stored(row, stored)
@@ -464,35 +475,27 @@ def _print_record(row, points, others, stored, nights, runs, replaced: str | Non
         claim_words,
         family_line,
         inputs_replaced_sentence,
-        json_outline,
         run_lines,
+        show_decision_lines,
+        show_evidence_lines,
+        show_heading,
+        show_number,
         slice_table_lines,
         slices_design_text,
         trust_block_lines,
     )
 
-    for name, value in row.to_dict().items():
-        outline = _json_object(value) if name in JSON_TEXT_COLUMNS else None
-        if outline is None:
-            print(f"{name}: {_text(value)}")
-        else:
-            print(f"{name}: (JSON; --json prints it whole)")
-            print("\n".join(json_outline(outline)))
-    print(f"curve_points: {points}")
+    print(show_heading(row))
     if replaced:
         print(f"inputs_replaced_since: {replaced} ({inputs_replaced_sentence(row.partition_fingerprint, replaced)})")
-    print(f"runs: {len(runs)} (audit_runs: the run that wrote the row, then each run on identical inputs)")
-    print("\n".join("  " + line for line in run_lines(row, runs)))
-    if others:
-        listed = "; ".join(f"{r.run_kind}, claim {_text(r.claimed_epsilon)}, config {r.audit_config_hash}"
-                           for r in others)
-        print(f"other_verdicts_that_date: {listed} (results show {model} --date "
-              f"{row.partition_date.isoformat()} --run-kind K --config HASH)")
-    print("trust_block: (the verdict's trust, its capacity check and row groups, in words)")
+    print("decision:")
+    print("\n".join(show_decision_lines(row)))
+    print("evidence:")
+    print("\n".join(show_evidence_lines(row)))
+    print("trust: (the verdict's trust, its capacity check and row groups, in words)")
     print("\n".join("  " + line for line in trust_block_lines(row)))
-    for line in (attack_line(row, stored_attack_confidence(row)), family_line(row, nights)):
-        if line:
-            print(line)
+    print("risk:")
+    print(f"  {row.risk_headline or 'not recorded (a row written before the risk figures)'}")
     if slices is None:
         print("slices: none declared")
     else:
@@ -501,6 +504,28 @@ def _print_record(row, points, others, stored, nights, runs, replaced: str | Non
         print("\n".join(slice_table_lines(slices, row.claimed_epsilon, limit=None, title=None)))
         print(f"  design: {slices.design}")
         print(f"  {SLICE_VIOLATION_MEANING}")
+    family = family_line(row, nights)
+    print("family:")
+    print(f"  {family or 'none (not a night of a family, or a row written before the family evidence)'}")
+    attack = attack_line(row, stored_attack_confidence(row))
+    if attack:
+        print("attack:")
+        print(f"  {attack}")
+    print(f"runs: {len(runs)} (audit_runs: the run that wrote the row, then each run on identical inputs)")
+    print("\n".join("  " + line for line in run_lines(row, runs)))
+    if others:
+        listed = "; ".join(f"{r.run_kind}, claim {show_number(r.claimed_epsilon)}, config {r.audit_config_hash}"
+                           for r in others)
+        print(f"other_verdicts_that_date: {listed} (results show {model} --date "
+              f"{row.partition_date.isoformat()} --run-kind K --config HASH)")
+    print("record: (every stored column, rounded; --json prints them exact)")
+    for name, value in row.to_dict().items():
+        outline = _json_object(value) if name in JSON_TEXT_COLUMNS else None
+        if outline is None:
+            print(f"  {name}: {show_number(value)}")
+        else:
+            print(f"  {name}: (JSON of {len(outline)} keys; --json prints it whole)")
+    print(f"  curve_points: {points}")
 
 
 def _json_object(value):
@@ -514,14 +539,3 @@ def _json_object(value):
     except ValueError:
         return None
     return parsed if isinstance(parsed, dict) else None
-
-
-def _text(value) -> str:
-    """A stored value as show prints it: NULL, ISO dates and times, inf, the rest as Python writes it."""
-    import datetime as dt
-
-    if value is None:
-        return "NULL"
-    if isinstance(value, dt.date | dt.datetime):
-        return value.isoformat()
-    return str(value)

@@ -39,7 +39,11 @@ def family_chart(family: FamilyEvidence) -> str:
     kappa = [_log10(n.evidence) for n in family.nights]
     flag = math.log10(1.0 / family.alpha)
     lo, hi = min([*check, *kappa, 0.0]), max([*check, *kappa, flag])
-    plot = svg.Plot(svg.LinearScale(0.0, max(1.0, len(check) - 1.0)), svg.LinearScale.nice(lo - 0.3, hi + 0.3),
+    # half a night of room on each side, and room at the top for the legend (three entries, 18 px each): no point
+    # on the frame or under the legend
+    usable = 260 - svg.Plot.top - svg.Plot.bottom
+    top = hi + 0.3 + (hi + 0.3 - (lo - 0.3)) * (3 * 18 + 12) / (usable - 3 * 18 - 12)
+    plot = svg.Plot(svg.LinearScale(-0.5, max(1.0, len(check) - 1.0) + 0.5), svg.LinearScale.nice(lo - 0.3, top),
                     height=260)
     points = [(float(i), v) for i, v in enumerate(check)]
     parts = [svg.open_svg(plot, "family evidence across nights", "family-chart"),

@@ -88,6 +88,16 @@ footer { color:var(--muted); font-size:12px; margin-top: 24px; }
 .decision-unconfirmed { background:#fffaeb; border-color:var(--warn); color:#7a4d0b; }
 .decision-no_evidence { background:#ecfdf3; border-color:var(--good); color:#05603a; }
 .decision-no_power { background:#f2f4f7; border-color:#98a2b3; color:#344054; }
+.badge.VIOLATION.unconfirmed { background:#fff; color:var(--bad); box-shadow: inset 0 0 0 2px var(--bad); }
+details.card > summary { cursor:pointer; list-style-position: outside; margin-left: 18px; }
+details.card > summary h2 { display:inline; margin:0; }
+details.card > summary .labels { color:var(--muted); font-size:13px; display:block; }
+details.card[open] > summary { margin-bottom: 14px; }
+details.card > .card { border:0; box-shadow:none; padding:10px 0 0; border-top:1px solid var(--line); border-radius:0; }
+@media (max-width: 600px) { main { padding: 16px 12px 32px; } .verdict { flex-direction:column; align-items:flex-start; }
+                            .card { padding: 14px 12px; } }
+.decision-word { font-weight:700; } .decision-word.word-act { color:var(--bad); }
+.decision-word.word-unconfirmed { color:var(--warn); } .decision-word.word-no_evidence { color:var(--good); }
 .trust-state { font-weight:700; } .trust-state.trusted { color:var(--good); }
 .trust-state.untrusted, .trust-state.unchecked { color:var(--bad); } .trust-state.accepted { color:var(--warn); }
 .detectability-misfit, .detectability-void { color:#b54708; }
@@ -121,6 +131,15 @@ def fmt_g(value: Any) -> str:
 def badge(status: str, small: bool = False) -> str:
     css = status if status in STATUSES else "NONE"
     return f'<span class="badge {css}{" small" if small else ""}">{esc(status)}</span>'
+
+
+def status_badge(status: str, decision: str | None, small: bool = False) -> str:
+    """The status badge beside a decision: a VIOLATION not to be acted on (its decision is not "act") is drawn in
+    outline, never as a second red box beside its decision."""
+    html = badge(status, small)
+    if status == "VIOLATION" and decision not in (None, "act"):
+        html = html.replace('class="badge VIOLATION', 'class="badge VIOLATION unconfirmed', 1)
+    return html
 
 
 def page(title: str, body: str, *, wide: bool = False) -> str:

@@ -27,7 +27,7 @@ from auditing.sinks.report import svg
 from auditing.sinks.report.attack_panel import attack_panel
 from auditing.sinks.report.family_panel import family_panel
 from auditing.sinks.report.html import badge as _badge
-from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
+from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct, status_badge
 from auditing.sinks.report.html import page as _page
 from auditing.sinks.report.html import table as _table
 from auditing.sinks.report.reference_panel import (
@@ -44,7 +44,14 @@ from auditing.sinks.report.risk_panel import risk_panel
 from auditing.sinks.report.robustness_panel import robustness_panel
 from auditing.sinks.report.slice_panel import slice_panel
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_SHORT, inputs_replaced_sentence
+from auditing.sinks.report.text import (
+    STATUS_MEANINGS,
+    TRUST_DETAILS_HINT,
+    TRUST_DETAILS_SUMMARY,
+    TRUST_SHORT,
+    VIOLATION_UNCONFIRMED_TEXT,
+    inputs_replaced_sentence,
+)
 from auditing.sinks.report.trust_panel import (
     TRUST_CLASS,
     control_card,
@@ -54,7 +61,7 @@ from auditing.sinks.report.trust_panel import (
 )
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.family_evidence import FamilyEvidence
-from auditing.verdict.types import INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
+from auditing.verdict.types import ACT, HEADLINES, INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, require_date, resolve_data_root
@@ -124,7 +131,11 @@ def result_score_histogram(result: AuditResult) -> dict | None:
             "rows_total": sum(rows)}
 
 
-def _verdict_text(status: str) -> str:
+def _verdict_text(status: str, decision: str | None = None) -> str:
+    """The status's sentence; a VIOLATION that is not to be acted on (decision unconfirmed, or no power on a void
+    night) says the bound's fact without claiming a disproof its decision does not carry."""
+    if status == VIOLATION and decision not in (None, ACT):
+        return VIOLATION_UNCONFIRMED_TEXT
     return VERDICTS.get(status, "")
 
 
@@ -138,8 +149,9 @@ def curve_chart(result: AuditResult, claimed: float) -> str:
     ys = [float(p.epsilon_lower_bound) for p in curve]
     selected = (float(result.selected_guesses), result.epsilon_lower_bound)
     y_hi = max([*ys, selected[1], claimed if math.isfinite(claimed) else 0.0, 0.1])
+    # headroom above the highest point for the settings line and the selected point's label (never on the frame)
     plot = svg.Plot(svg.LogScale.nice(min([*xs, max(selected[0], 1)]), max([*xs, selected[0]])),
-                    svg.LinearScale.nice(0.0, y_hi * 1.08), height=340)
+                    svg.LinearScale.nice(0.0, y_hi * 1.3), height=340)
     parts = [svg.open_svg(plot, "valid epsilon lower bound versus number of guesses", "curve-chart"),
              svg.axes(plot, x_label="number of guesses c′ (log scale)", y_label="ε lower bound")]
     if math.isfinite(claimed):
@@ -151,7 +163,7 @@ def curve_chart(result: AuditResult, claimed: float) -> str:
     parts.append(svg.marker(plot, *selected, "selected-point", "selected point", radius=6, shape="diamond"))
     sx, sy = plot.px(selected[0]), plot.py(selected[1])
     anchor = "end" if sx > (plot.x0 + plot.x1) / 2 else "start"
-    parts.append(svg.label(sx + (-12 if anchor == "end" else 12), max(sy - 10, plot.y1 + 12),
+    parts.append(svg.label(sx + (-12 if anchor == "end" else 12), max(sy - 10, plot.y1 + 32),
                            f"selected: c′ = {fmt_int(result.selected_guesses)}, c = "
                            f"{fmt_int(result.selected_correct)} → ε_lb = {fmt_eps(selected[1])}",
                            "selected-label", anchor))
@@ -188,8 +200,16 @@ def _trend_points(rows: Sequence[ResultRow]) -> list[dict]:
     points = []
     for row in rows:
         points.append({"date": row.partition_date, "bound": row.epsilon_lower_bound, "claimed": row.claimed_epsilon,
-                       "status": row.status, "config": row.audit_config_hash, "row": row})
-    return sorted(points, key=lambda p: (p["date"], p["config"]))
+                       "status": row.status, "config": row.audit_config_hash, "run_kind": row.run_kind or "-",
+                       "row": row})
+    return sorted(points, key=lambda p: (p["date"], p["run_kind"], p["config"]))
+
+
+def _headroom(plot_height: int, legend_entries: int) -> float:
+    """How much to stretch a chart's top value so that no point sits under its legend (stacked in the top-left
+    corner, 18 px an entry) or on the frame."""
+    usable = plot_height - svg.Plot.top - svg.Plot.bottom
+    return usable / max(usable - 18 * legend_entries - 12, usable / 2)
 
 
 def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound by night") -> str:
@@ -202,30 +222,40 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
     lo, hi = min(ords), max(ords)
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    plot = svg.Plot(svg.LinearScale(lo - 0.5, hi + 0.5), svg.LinearScale.nice(0.0, y_hi * 1.12), height=320)
+    entries = [("trend-line", "valid ε lower bound"), ("claimed-line", "claimed ε")]
+    if any(p["status"] == VIOLATION for p in points):
+        entries.append(("violation", "VIOLATION night"))
+    plot = svg.Plot(svg.LinearScale(lo - 0.5, hi + 0.5),
+                    svg.LinearScale.nice(0.0, y_hi * _headroom(320, len(entries))), height=320)
     distinct = sorted(set(ords))
     stride = max(1, math.ceil(len(distinct) / 7))
     ticks = [float(d) for d in distinct[::stride]]
     parts = [svg.open_svg(plot, label, "trend-chart"),
              svg.axes(plot, x_label="partition date", y_label="ε lower bound", x_ticks=ticks,
                       x_format=lambda v: dt.date.fromordinal(int(v)).strftime("%b %d"))]
+    # One series per run kind and audit config (a rejudge or a guardrail is never joined to the nightly's line); the
+    # claim of each series drawn across the whole chart, so that one night has its line too.
     claims = [(float(o), p["claimed"]) for o, p in zip(ords, points, strict=True) if _finite(p["claimed"])]
-    if claims:
-        parts.append(svg.step_line(plot, sorted(set(claims)), "claimed-line"))
-    for config in sorted({p["config"] for p in points}):
-        series = [(float(o), p["bound"]) for o, p in zip(ords, points, strict=True) if p["config"] == config]
+    for kind in sorted({p["run_kind"] for p in points}):
+        steps = sorted({(float(o), p["claimed"]) for o, p in zip(ords, points, strict=True)
+                        if p["run_kind"] == kind and _finite(p["claimed"])})
+        if steps:
+            edge_lo, edge_hi = plot.x.lo, plot.x.hi
+            parts.append(svg.step_line(plot, [(edge_lo, steps[0][1]), *steps, (edge_hi, steps[-1][1])],
+                                       "claimed-line"))
+    for kind, config in sorted({(p["run_kind"], p["config"]) for p in points}):
+        series = [(float(o), p["bound"]) for o, p in zip(ords, points, strict=True)
+                  if (p["run_kind"], p["config"]) == (kind, config)]
         parts.append(svg.polyline(plot, series, "trend-line"))
     for o, p in zip(ords, points, strict=True):
         status = p["status"] or "unknown"
         trust = trust_state(p["row"].trust, p["row"].untrusted_reason)
-        tooltip = (f"{p['date']}: ε_lb = {fmt_eps(p['bound'])}, claimed ε = {fmt_eps(p['claimed'])}, {status}"
+        tooltip = (f"{p['date']} ({p['run_kind']}): ε_lb = {fmt_eps(p['bound'])}, claimed ε = "
+                   f"{fmt_eps(p['claimed'])}, {status}"
                    + (f", {TRUST_SHORT[trust]}" if trust else "") + (f" (config {p['config']})" if p["config"] else ""))
         shape = "square" if status == VIOLATION else "circle"
         parts.append(svg.marker(plot, float(o), p["bound"], f"trend-point status-{status.lower()}", tooltip,
                                 radius=5 if status == VIOLATION else 4, shape=shape))
-    entries = [("trend-line", "valid ε lower bound"), ("claimed-line", "claimed ε")]
-    if any(p["status"] == VIOLATION for p in points):
-        entries.append(("violation", "VIOLATION night"))
     parts.append(svg.legend(plot, entries))
     if not claims:
         parts.append(svg.label(plot.x1 - 4, plot.y1 + 14, "claimed ε = ∞ (non-private): no line", "note", "end"))
@@ -234,14 +264,16 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
 
 
 # --------------------------------------------------------------------------------------------- sections
-def _summary_rows(result: AuditResult, claimed: float, status: str) -> list[tuple[str, str]]:
+def _summary_rows(result: AuditResult, claimed: float, status: str, decision: str | None = None
+                  ) -> list[tuple[str, str]]:
     confidence = result.confidence
     grid = result.grid_size or len(result.curve)
     selection = (selection_strategy(result.strategy).describe(grid, fmt_pct(result.point_confidence))
                  if result.strategy in STRATEGIES_REGISTRY else f"strategy {result.strategy}")
     valid_label = "" if not result.optimistic else ' <span class="optimistic">(optimistic: not valid)</span>'
     rows = [
-        ("Status", f"{_badge(status)}<span class=\"labels\">{esc(_verdict_text(status))}</span>"),
+        ("Status", f"{status_badge(status, decision)}<span class=\"labels\">{esc(_verdict_text(status, decision))}"
+                   "</span>"),
         ("Valid ε lower bound",
          f"<span class=\"value\">{fmt_eps(result.epsilon_lower_bound)}</span>{valid_label}"
          f"<span class=\"labels\">valid at {fmt_pct(confidence)} confidence (γ = {fmt_g(1 - confidence)}) · "
@@ -320,14 +352,16 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     started_at, finished_at, durations (any subset; other keys are shown too). trend: warehouse rows of recent
     nights (``fetch_results``), including this run if it was written. score_histogram: ``{"edges": [...],
     "counts_correct": [...], "counts_wrong": [...]}`` or None (None: the result's own repetition-0 histogram,
-    `result_score_histogram`). On the first screen: a banner when the verdict is not trusted, the badge, a
-    control's card, and the "Trust in this verdict" card (its trust and why, the capacity check's figures, a
-    PASS's detectability, the row groups, why nothing was bounded); the reference check (which must be of the
-    result's reference calibration) fills the Reference check card. After the curve, the declared slices' valid
-    bounds against the claim (`auditing.sinks.report.slice_panel`; none when no slice was declared). After the score
-    distribution, the attack's ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`). family:
-    the model family's evidence across nights with this night (`auditing.sinks.family.family_with`; None: not known
-    for this run).
+    `result_score_histogram`). The page leads with the decision: its card (`trust_panel.decision_card`: what it
+    means, why, the one next step; a control's banner and card instead), the status in the same words (a VIOLATION
+    not to be acted on drawn in outline, never a second red box) and "What this means" (`risk_panel`). Then the
+    evidence: the bound and its settings, the curve, the declared slices' bounds against the claim
+    (`auditing.sinks.report.slice_panel`), the family's evidence, the trend, the score distribution and the attack's
+    ROC curve (descriptive, not a bound; `auditing.sinks.report.attack_panel`). Then, in a <details> section the
+    reader opens, why the decision is what it is: the "Trust in this verdict" card (its trust and why, the capacity
+    check's figures, a PASS's detectability, the row groups, why nothing was bounded), robustness and floors, and
+    the reference check (which must be of the result's reference calibration). family: the model family's evidence
+    across nights with this night (`auditing.sinks.family.family_with`; None: not known for this run).
 
     Raises:
         LabelDPInputError: not a Verdict, or a malformed histogram or reference check.
@@ -348,26 +382,35 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
                   "the other half." if selection_strategy(result.strategy).uses_halves else "")
+    decision = None if verdict.decision is None else verdict.decision.decision
+    nothing = (f" <strong>Nothing to bound: {esc(result.inconclusive_reason)}.</strong>"
+               if result.inconclusive_reason else "")
+    details = (f"{trust_card(verdict)}{robustness_panel(verdict)}"
+               f"{reference_panel(result, reference_check, str(day or 'D'))}")
     body = (
+        # first screen: the decision (what it means, why, the next step), the status in the same words, what the
+        # figures mean for people
         f"{_partition_mark(lineage.get('partition_fingerprint'))}"
         f"{decision_card(verdict)}{trust_banner(verdict)}<header><p class=\"eyebrow\">labeldp-audit · audit run "
         "report</p>"
         f"<h1>{esc(title)}</h1>"
-        f"<div class=\"verdict\">{_badge(status)}<p>{esc(_verdict_text(status))}"
-        + (f" <strong>Nothing to bound: {esc(result.inconclusive_reason)}.</strong>"
-           if result.inconclusive_reason else "") + "</p></div></header>"
-        f"{control_card(verdict)}{trust_card(verdict)}"
-        f"<section class=\"card\" id=\"summary\"><h2>Summary</h2>{_table(_summary_rows(result, claimed, status))}"
-        "</section>"
-        f"{robustness_panel(verdict)}"
-        f"{reference_panel(result, reference_check, str(day or 'D'))}"
+        f"<div class=\"verdict\">{status_badge(status, decision)}<p>{esc(_verdict_text(status, decision))}"
+        f"{nothing}</p></div></header>"
+        f"{control_card(verdict)}"
         f"{risk_panel(verdict)}"
+        # then the evidence
+        f"<section class=\"card\" id=\"summary\"><h2>Evidence</h2>"
+        f"{_table(_summary_rows(result, claimed, status, decision))}</section>"
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
         f"{curve_chart(result, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
         f"(repetition 0), at {fmt_pct(result.point_confidence)} per point so "
         f"that the selected maximum holds at {fmt_pct(result.confidence)}; {esc(_settings_line(result))}; "
         f"m = {fmt_int(result.m)}.{esc(split_note)}</p></section>"
         f"{slice_panel(verdict)}"
+        f"{family_panel(family)}"
+        f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
+        "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
+        "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"
         "<section class=\"card\" id=\"scores\"><h2>Score distribution</h2>"
         + (histogram_chart(hist) + "<p class=\"caption\">Attack scores of the rows (repetition 0, the "
            "pre-registered one), split by whether the attacker's guess was correct; the attacker guesses on the "
@@ -375,10 +418,9 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
            "<p class=\"missing\">Score histogram not provided for this run.</p>")
         + "</section>"
         f"{attack_panel(result)}"
-        f"{family_panel(family)}"
-        f"<section class=\"card\" id=\"trend\"><h2>Trend over recent nights</h2>{trend_chart(points)}"
-        "<p class=\"caption\">The valid bound per night against the claimed ε (dashed). Red squares are "
-        "VIOLATION nights; hollow points are INCONCLUSIVE, hollow green ones WEAK_PASS.</p></section>"
+        # then why the decision is what it is, for the reader who opens it
+        f"<details class=\"card\" id=\"trust-details\"><summary><h2>{esc(TRUST_DETAILS_SUMMARY)}</h2>"
+        f"<span class=\"labels\">{esc(TRUST_DETAILS_HINT)}</span></summary>{details}</details>"
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
     )
     return _page(f"labeldp-audit report: {title} ({status})", body)
@@ -461,6 +503,14 @@ def _reference_cell(row: ResultRow) -> str:
     return "<br>".join(parts) or "<span class=\"missing\">not recorded</span>"
 
 
+def _decision_cell(row: ResultRow) -> str:
+    """A trend row's decision (its reason on hover); '–' for a control's row, which has none."""
+    if row.kind == "control" or row.decision is None:
+        return "<span class=\"missing\">–</span>"
+    return (f"<span class=\"decision-word word-{esc(row.decision)}\" title=\"{esc(row.decision_reason or '')}\">"
+            f"{esc(HEADLINES.get(row.decision, row.decision))}</span>")
+
+
 def _trust_cell(row: ResultRow) -> str:
     """A trend row's trust (its reason on hover); '–' on a row written before per-verdict trust without one."""
     state = trust_state(row.trust, row.untrusted_reason)
@@ -483,7 +533,9 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
     for p in reversed(points):
         r = p["row"]
         table_rows.append(
-            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td>{_badge(p['status'] or 'unknown', small=True)}</td>"
+            f"<tr class=\"night\"><td>{esc(p['date'])}</td><td class=\"run-kind\">{esc(p['run_kind'])}</td>"
+            f"<td class=\"decision-cell\">{_decision_cell(r)}</td>"
+            f"<td>{status_badge(p['status'] or 'unknown', r.decision, small=True)}</td>"
             f"<td>{_trust_cell(r)}</td>"
             f"<td class=\"value\">{fmt_eps(p['bound'])}</td><td>{fmt_eps(p['claimed'])}</td>"
             f"<td>{fmt_eps(r.max_certifiable_epsilon)}</td>"
@@ -493,7 +545,8 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
             f"<td>{fmt_int(r.m)}</td><td><code>{esc(p['config'])}</code></td></tr>"
         )
     table = (
-        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Status</th><th>Trust</th><th>Valid ε_lb</th>"
+        "<div class=\"scroll\"><table class=\"grid\"><tr><th>Date</th><th>Run</th><th>Decision</th><th>Status</th>"
+        "<th>Trust</th><th>Valid ε_lb</th>"
         "<th>Claimed ε</th>"
         "<th>Max certifiable ε</th><th>Paper's statistic (optimistic)</th><th>Selection, confidence</th>"
         "<th>Method, κ</th><th>Reference check</th>"
@@ -508,7 +561,8 @@ def render_trend_report(rows: Sequence[ResultRow], model_id: str) -> str:
         f"<p>{len(points)} audit(s), {esc(span)} &nbsp; {summary}</p></header>"
         f"<section class=\"card\" id=\"trend\"><h2>Valid ε lower bound by night</h2>{trend_chart(points)}"
         "<p class=\"caption\">The statistically valid bound (at each row's confidence, after correcting for the "
-        "choice of c′) against the claimed ε (dashed). Red squares are VIOLATION nights. PASS means no "
+        "choice of c′) against the claimed ε (dashed), one line per run kind and audit configuration (a rejudge or "
+        "a guardrail is never joined to the nightly's line). Red squares are VIOLATION nights. PASS means no "
         "evidence of a violation, not privacy.</p></section>"
         f"<section class=\"card\" id=\"nights\"><h2>Nights (newest first)</h2>{table}"
         "<p class=\"caption\">Trust is decided per verdict (hover for why): a VIOLATION is trusted only when the "

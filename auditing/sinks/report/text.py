@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,6 +53,25 @@ STATUS_MEANINGS = {
     INCONCLUSIVE: "even a perfect attacker could not have disproved the claim with this many rows: the audit had "
                   "no power here",
 }
+
+# A VIOLATION whose decision is not "act", beside its badge: the bound's fact without the claim it cannot yet carry
+# (the decision card above it says what would confirm it).
+VIOLATION_UNCONFIRMED_TEXT = ("The valid lower bound exceeds the claimed epsilon at the stated κ, but this is not "
+                              "confirmed: the reference's misfit could explain it (the decision above says what "
+                              "would confirm it).")
+# The run report's collapsible section of trust and robustness figures, and what it holds.
+TRUST_DETAILS_SUMMARY = "Trust and robustness details"
+TRUST_DETAILS_HINT = ("why the decision is what it is: the capacity check, the reference's misfit, the row groups, "
+                      "the robustness to the reference and the detection floors, the reference check")
+
+# The page across models (`auditing.sinks.report.index_page`).
+INDEX_CAPTION = ("Each model's latest verdict per run kind, by its decision (a link to its report): confirmed leak: act; "
+                 "unconfirmed leak (the reference's misfit could explain it; its report says what would confirm "
+                 "it); no evidence of a leak (not a proof of privacy); no power. Family: the model's nights together, "
+                 "kappa-free (docs/decisions.md). Slices flagged: declared slices whose valid bound exceeds the claim "
+                 "at the slices' own confidence.")
+INDEX_FAMILY_WORDS = {"confirmed": "confirmed: a leak, act", "flagged": "kappa-based evidence at 1/alpha only (not a "
+                      "reason to act)", "watching": "not confirmed", "none": "no family (no nightly or backfill night)"}
 
 # What each trust state means, in the words of --help and docs/concepts.md.
 TRUST_MEANINGS = {
@@ -506,9 +526,13 @@ def _where(r: ListedVerdict | SkippedTarget) -> str:
 # The results table's columns: header, alignment ("<" left, ">" right); the report path comes last, unpadded.
 # A decision as the table's column shows it (auditing.verdict.decision; "-" for a control), one word each.
 DECISION_SHORT = {ACT: "ACT", UNCONFIRMED: "unconfirmed", NO_EVIDENCE: "no-evidence", NO_POWER: "no-power"}
-_COLUMNS = (("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"), ("claimed", ">"),
-            ("eps_lb", ">"), ("paper mean+-std", ">"), ("max cert.", ">"), ("brk.kap", ">"), ("floor", ">"),
-            ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("decision", "<"), ("report", "<"))
+_COLUMNS = (("decision", "<"), ("model", "<"), ("date", "<"), ("status", "<"), ("run", "<"), ("trust", "<"),
+            ("claimed", ">"), ("eps_lb", ">"), ("paper mean+-std", ">"), ("max cert.", ">"), ("brk.kap", ">"),
+            ("floor", ">"), ("exp.fl", ">"), ("m", ">"), ("rows", "<"), ("report", "<"))
+# The default table's columns (`format_rows`, without ``wide``): the decision first, what a person reads a verdict by.
+_NARROW = 8
+TABLE_WIDTH = 100  # the default table fits a terminal this wide (a long model name is shortened to fit; --wide not)
+_MODEL_MIN = 12
 
 
 def _cells(listed: ListedVerdict) -> tuple[str, ...]:
@@ -524,36 +548,71 @@ def _cells(listed: ListedVerdict) -> tuple[str, ...]:
     exposed = "-" if r.exposed_rows_floor is None else str(r.exposed_rows_floor)
     exposed += "w" if listed.weak_pass_mark else ""  # a PASS stored before WEAK_PASS existed
     status += "*" if listed.inputs_replaced else ""  # its day's partition was replaced since
-    return (r.model_id, r.partition_date.isoformat(), status, r.run_kind or "-",
-            TRUST_SHORT.get(listed.trust, "-"), claimed, f"{r.epsilon_lower_bound:.3f}", paper,
-            f"{r.max_certifiable_epsilon:.2f}", breaking, floor, exposed, str(r.m), r.audit_rows or "-",
-            DECISION_SHORT.get(r.decision, "-") if r.kind != "control" else "-", listed.report or "-")
+    return (DECISION_SHORT.get(r.decision, "-") if r.kind != "control" else "-", r.model_id,
+            r.partition_date.isoformat(), status, r.run_kind or "-", TRUST_SHORT.get(listed.trust, "-"), claimed,
+            f"{r.epsilon_lower_bound:.3f}", paper, f"{r.max_certifiable_epsilon:.2f}", breaking, floor, exposed,
+            str(r.m), r.audit_rows or "-", listed.report or "-")
 
 
-def decision_line(listed: ListedVerdict) -> str:
-    """The decision of a target in one line: its headline, why, and the one next step."""
+def decision_line(listed: ListedVerdict, *, report: bool = False) -> str:
+    """The decision of a target in one line: its headline, why, and the one next step (``report``: and its page)."""
     r = listed.row
     step = f"; next: {r.decision_next_step}" if r.decision_next_step else ""
-    return f"{_where(listed)} {HEADLINES.get(r.decision, '-').upper()}: {r.decision_reason or '-'}{step}"
+    page = f" (report: {listed.report})" if report and listed.report else ""
+    return f"{_where(listed)} {HEADLINES.get(r.decision, '-').upper()}: {r.decision_reason or '-'}{step}{page}"
 
 
-def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
-    """The results table printed by the nightly / guardrail / backfill commands and by `results` (skipped
-    targets, which have no verdict, are listed under it with their reason). Each column is as wide as its
-    longest value."""
-    skipped = [r for r in rows if isinstance(r, SkippedTarget)]
-    listed = [r for r in rows if isinstance(r, ListedVerdict)]
-    table = [tuple(name for name, _ in _COLUMNS), *(_cells(r) for r in listed)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS) - 1)]
+def _table_lines(listed: Sequence[ListedVerdict], wide: bool) -> tuple[list[str], bool]:
+    """The header, its rule and one line per verdict: every column (``wide``, each as wide as its longest value, the
+    report path last), or the first `_NARROW` columns within `TABLE_WIDTH` (a model name too long for it is shortened
+    with '~'; --wide and --json give it whole); and whether a name was shortened."""
+    columns = _COLUMNS if wide else _COLUMNS[:_NARROW]
+    shortened = False
+    table = [tuple(name for name, _ in columns), *(_cells(r)[:len(columns)] for r in listed)]
+    padded_columns = columns[:-1] if wide else columns
+    widths = [max(len(line[i]) for line in table) for i in range(len(padded_columns))]
+    if not wide:
+        over = sum(widths) + len(widths) - 1 - TABLE_WIDTH
+        if over > 0:
+            widths[1] = max(_MODEL_MIN, widths[1] - over)
+            shortened = True
+            table = [(*line[:1], line[1] if len(line[1]) <= widths[1] else line[1][:widths[1] - 1] + "~", *line[2:])
+                     for line in table]
 
     def line(cells: Sequence[str]) -> str:
-        padded = [f"{cell:{align}{width}}" for cell, (_, align), width in zip(cells, _COLUMNS, widths, strict=False)]
-        return " ".join(padded) + "  " + cells[-1]
+        padded = [f"{cell:{align}{width}}" for cell, (_, align), width in zip(cells, padded_columns, widths,
+                                                                                 strict=False)]
+        return (" ".join(padded) + "  " + cells[-1]) if wide else " ".join(padded).rstrip()
 
     header = line(table[0])
-    lines = [header, "-" * len(header), *(line(cells) for cells in table[1:])]
-    lines += [decision_line(v) for v in listed if v.is_target and v.row.decision in (ACT, UNCONFIRMED)]
-    if listed:
+    return [header, "-" * len(header), *(line(cells) for cells in table[1:])], shortened
+
+
+def format_rows(rows: Sequence[ListedVerdict | SkippedTarget], *, wide: bool = False, explain: bool = False) -> str:
+    """The results table printed by the nightly / guardrail / backfill commands and by `results` (skipped
+    targets, which have no verdict, are listed under it with their reason): by default the decision first and the
+    columns a person reads a verdict by, within `TABLE_WIDTH`; ``wide``: every column, each as wide as its longest
+    value. Under it, per verdict, what needs saying (a leak's decision, what the figures mean, why a verdict is not
+    trusted, the family, the slices; with ``wide`` the attack's ROC figures too); the legend of the columns, the statuses and the trust states
+    only with ``explain``, and a key to the table's marks when a mark is shown."""
+    skipped = [r for r in rows if isinstance(r, SkippedTarget)]
+    listed = [r for r in rows if isinstance(r, ListedVerdict)]
+    lines, shortened = _table_lines(listed, wide)
+    lines += [decision_line(v, report=not wide) for v in listed
+              if v.is_target and v.row.decision in (ACT, UNCONFIRMED)]
+    if listed and not wide and any(v.report for v in listed):
+        folder = Path(os.path.commonpath([str(Path(v.report).parent) for v in listed if v.report]))
+        lines.append(f"reports: one page per verdict under {folder} (--wide lists each)")
+    marks = [text for shown, text in (
+        (any(v.row.untrusted_reason for v in listed), "'!' after the status: not trusted (why below)"),
+        (any(v.inputs_replaced for v in listed), "'*': its day's inputs were replaced since (below)"),
+        (wide and any(v.weak_pass_mark for v in listed),
+         f"w (exp.fl): a PASS stored before {WEAK_PASS} was a status whose floors make it one"),
+        (shortened, "'~': a model name shortened to fit (--wide shows it whole)"))
+        if shown and not explain]
+    if marks:
+        lines.append("marks: " + "; ".join(marks) + " (--explain prints the legend)")
+    if listed and explain:
         r = listed[0].row
         kappa = "- (a row written before kappa)" if r.kappa is None else f"{r.kappa:g}"
         lines.append(f"eps_lb: valid lower bound at {r.confidence:.0%} confidence ({r.strategy} selection, "
@@ -577,7 +636,7 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
                 lines.append(f"{status}: {STATUS_MEANINGS[status]}.")
         if any(v.weak_pass_mark for v in listed):
             lines.append(f"w (exp.fl): a PASS stored before {WEAK_PASS} was a status whose floors make it one.")
-    if any(v.row.kind == "control" for v in listed):
+    if explain and any(v.row.kind == "control" for v in listed):
         lines.append("control: the night's positive control (randomized response at a known eps_c: its bound must "
                      "exceed a pre-registered floor and stay <= eps_c) and negative control (a copy of the "
                      "reference: its bound must be 0); a control's status is its bound against its own claim (eps_c, "
@@ -606,8 +665,8 @@ def format_rows(rows: Sequence[ListedVerdict | SkippedTarget]) -> str:
             not_trusted.setdefault((v.trust or UNTRUSTED, v.row.untrusted_reason), []).append(_where(v))
     for (state, reason), where in not_trusted.items():
         lines.append(f"! {state.upper()} ({', '.join(where)}): {reason}")
-    for v in targets:  # the attack's ROC figures and the family's evidence (descriptive / across nights)
-        lines += [f"{_where(v)} {line}" for line in (attack_line(v.row, v.attack_confidence),
+    for v in targets:  # the family's evidence across nights; the attack's ROC figures (descriptive) with --wide
+        lines += [f"{_where(v)} {line}" for line in (attack_line(v.row, v.attack_confidence) if wide else None,
                                                      family_line(v.row, v.family_nights)) if line]
     sliced = [v for v in targets if v.slices is not None]
     for v in sliced:  # each verdict's declared slices, the largest bounds first
@@ -641,47 +700,74 @@ def stored_rows_for_table(rows: Sequence[ResultRow], report: Callable[[ResultRow
             for row in rows]
 
 
-# `results show`: JSON-text columns are printed as an outline; a list longer than this (or whose JSON is longer
-# than SHOW_LINE_CHARACTERS, e.g. a table of records) is summarised in one line.
-SHOW_LIST_ITEMS = 8
-SHOW_LINE_CHARACTERS = 200
+# `results show`: a verdict in sections, its figures rounded for people (`results show --json` prints them exact).
+SHOW_DIGITS = 4  # significant digits of a stored float in `results show`'s text
 
 
-def _summary(value) -> str:
-    """One line for a JSON value too long to print whole: a list's length and range, an object's keys."""
-    if isinstance(value, list):
-        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
-        if value and len(numbers) == len(value):
-            return f"{len(value)} values, from {min(numbers):.6g} to {max(numbers):.6g}"
-        if value and all(isinstance(v, Mapping) for v in value):
-            keys = list(dict.fromkeys(k for v in value for k in v))
-            if len(keys) > 4:  # a table of records: too wide for its first and last rows on one line
-                return f"{len(value)} records of {len(keys)} fields ({', '.join(keys[:4])}, ...)"
-            first, last = (", ".join(f"{k} {v[k]:.6g}" if isinstance(v[k], float) else f"{k} {v[k]}" for k in v)
-                           for v in (value[0], value[-1]))
-            return f"{len(value)} points ({', '.join(keys)}): first {first}; last {last}"
-        return f"{len(value)} items"
-    return f"{len(value)} keys: {', '.join(map(str, value))}"
+def show_number(value) -> str:
+    """A stored value as `results show` prints it: NULL, ISO dates and times, inf, a float to `SHOW_DIGITS`
+    significant digits (0.050000000000000044 is 0.05), the rest as Python writes it."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) and value > 0 else f"{value:.{SHOW_DIGITS}g}"
+    return str(value)
 
 
-def json_outline(value, indent: str = "  ", depth: int = 2) -> list[str]:
-    """The lines `results show` prints for a JSON-text column: an object's keys one per line (nested objects
-    indented, ``depth`` levels), scalars and short lists as they are, long lists and deeper objects summarised
-    (how many values, their range, the first and last point); `results show --json` prints them whole."""
-    import json
+def _g(value) -> str:
+    return "-" if value is None else show_number(float(value))
 
-    if not isinstance(value, Mapping):
-        return [f"{indent}{json.dumps(value)}"]
-    lines = []
-    for key, item in value.items():
-        if isinstance(item, Mapping) and item and depth > 1:
-            lines.append(f"{indent}{key}:")
-            lines += json_outline(item, indent + "  ", depth - 1)
-        elif (isinstance(item, list) and (len(item) > SHOW_LIST_ITEMS or len(json.dumps(item, default=str))
-                                          > SHOW_LINE_CHARACTERS)) or (isinstance(item, Mapping) and item):
-            lines.append(f"{indent}{key}: {_summary(item)}")
-        else:
-            lines.append(f"{indent}{key}: {json.dumps(item, default=str)}")
+
+def show_heading(row: ResultRow) -> str:
+    """The first line of `results show`: which verdict it is."""
+    return (f"{row.model_id} {row.partition_date.isoformat()}: {row.run_kind or 'unrecorded'} run, "
+            f"claim {claim_words(row.claimed_epsilon)}, {row.kind}")
+
+
+def show_decision_lines(row: ResultRow, indent: str = "  ") -> list[str]:
+    """The decision section: the headline, why, the one next step, what would confirm an unconfirmed leak; a
+    control's row has none (it passed or failed: its trust says which)."""
+    if row.kind == "control" or row.decision is None:
+        return [indent + "none: a control is judged by its own rule (its trust below says whether it came out as "
+                         "constructed)"]
+    lines = [indent + HEADLINES.get(row.decision, row.decision).upper(), f"{indent}why: {row.decision_reason or '-'}"]
+    if row.decision_next_step:
+        lines.append(f"{indent}next: {row.decision_next_step}")
+    confirm = [f"about {row.confirm_check_rows:,} check rows" if row.confirm_check_rows else "",
+               f"about {row.confirm_nights} more night(s)" if row.confirm_nights else ""]
+    if any(confirm):
+        lines.append(f"{indent}would confirm it: " + " or ".join(c for c in confirm if c))
+    return lines
+
+
+def show_evidence_lines(row: ResultRow, indent: str = "  ") -> list[str]:
+    """The evidence section: the status and what it means, the valid bound with its settings, the claim and the
+    largest bound this audit could show, the selected point, the paper's statistic, the robustness and the floors."""
+    kappa = "- (a row written before kappa)" if row.kappa is None else _g(row.kappa)
+    lines = [f"{indent}status: {row.status}" + (f" ({STATUS_MEANINGS[row.status]})" if row.status in STATUS_MEANINGS
+                                                else ""),
+             f"{indent}valid eps_lb: {_g(row.epsilon_lower_bound)} at {row.confidence:.0%} confidence "
+             f"({row.strategy} selection, {row.method}, delta {_g(row.delta)}, kappa {kappa})",
+             f"{indent}claim: {claim_words(row.claimed_epsilon)}; max certifiable eps: "
+             f"{_g(row.max_certifiable_epsilon)} (what an attacker right on every guess could have shown)",
+             f"{indent}selected point: c' = {row.selected_guesses:,} guesses, c = {row.selected_correct:,} correct, of "
+             f"m = {row.m:,} audited rows ({row.audit_rows or 'rows not recorded'})"]
+    if row.epsilon_mean is not None:
+        lines.append(f"{indent}paper's statistic: {_g(row.epsilon_mean)} +- {_g(row.epsilon_std)} over "
+                     f"{row.repetitions} repetitions (optimistic: for comparison only, never the verdict)")
+    if row.breaking_kappa is not None:
+        lines.append(f"{indent}holds up to kappa {_g(row.breaking_kappa)} (the reference misjudging some row's click "
+                     f"odds by up to a factor {math.exp(float(row.breaking_kappa)):.3g})")
+    floors = [f"{row.detection_floor_rows:,} correct guesses could flag the claim (floor)"
+              if row.detection_floor_rows is not None else "",
+              f"{row.exposed_rows_floor:,} fully exposed labels are flagged with 95% probability (exp.fl)"
+              if row.exposed_rows_floor is not None else ""]
+    if any(floors):
+        lines.append(f"{indent}floors: " + "; ".join(f for f in floors if f))
+    if row.inconclusive_reason:
+        lines.append(f"{indent}nothing to bound: {row.inconclusive_reason}")
     return lines
 
 
