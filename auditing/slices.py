@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.audit import CheckRows, audit_counts, play_game
+from auditing.config import AuditConfig, BoundConfig, GameConfig
+from auditing.game.counts import GameCounts
 from auditing.game.play import (
     as_class_probabilities,
     as_labels,
@@ -36,7 +40,6 @@ from auditing.game.play import (
     as_row_ids,
     secret_bits_and_released,
 )
-from auditing.game.slots import selection_half_mask
 from auditing.result import SliceAudit, SliceResult
 from labeldp.choices import Choices
 from labeldp.errors import LabelDPInputError
@@ -293,7 +296,69 @@ def parse_slicing(text: str, label_column: str = "label") -> Slicing:
     return slicing
 
 
-# ------------------------------------------------------------------------------------------- the audit
+# ------------------------------------------------------------------------------------------- the counts
+SLICES_DIR = "slices"  # beside the game's counts.npz: each slice's counts, and the index naming them
+_INDEX = "index.json"
+NO_ROW = "no audited row in this slice"
+
+
+@dataclass(frozen=True)
+class SliceGame:
+    """One slice's claim-free output: its slicing, name and row counts, and its game (repetition 0 of the global
+    game restricted to the slice: `auditing.game.counts.GameCounts` with R = 1), None for a slice with no audited
+    row. No bound setting enters it."""
+
+    slicing: str
+    name: str
+    rows: int
+    check_rows: int
+    game: GameCounts | None
+
+
+@dataclass(frozen=True)
+class SliceCounts:
+    """Every declared slice's counts (`count_slices`): what `bound_slices` turns into a `SliceAudit` at any bound
+    settings and slice budget, as `auditing.audit.audit_counts` does for the global game. S, the number of slices
+    the budget is split over, is ``len(slices)``: fixed from the features and the reference, before any guess."""
+
+    slicings: tuple[str, ...]
+    slices: tuple[SliceGame, ...]
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Writes ``slices/`` under ``directory``: ``index.json`` and one ``slice-NNNN/counts.npz`` per slice with
+        rows (`GameCounts.save`). Returns the ``slices/`` directory."""
+        out = Path(directory) / SLICES_DIR
+        out.mkdir(parents=True, exist_ok=True)
+        index = []
+        for i, piece in enumerate(self.slices):
+            entry = {"slicing": piece.slicing, "name": piece.name, "rows": piece.rows, "check_rows": piece.check_rows,
+                     "counts": None}
+            if piece.game is not None:
+                entry["counts"] = f"slice-{i:04d}"
+                (out / entry["counts"]).mkdir(exist_ok=True)
+                piece.game.save(out / entry["counts"])
+            index.append(entry)
+        (out / _INDEX).write_text(json.dumps({"slicings": list(self.slicings), "slices": index}, indent=1,
+                                             sort_keys=True) + "\n", encoding="utf-8")
+        return out
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> SliceCounts | None:
+        """The slice counts `save` wrote under ``directory``, or None when none were (a day without slices).
+        LabelDPInputError naming the file when they cannot be read."""
+        out = Path(directory) / SLICES_DIR
+        if not (out / _INDEX).is_file():
+            return None
+        try:
+            index = json.loads((out / _INDEX).read_text(encoding="utf-8"))
+            slices = tuple(SliceGame(entry["slicing"], entry["name"], int(entry["rows"]), int(entry["check_rows"]),
+                                     None if entry["counts"] is None else GameCounts.load(out / entry["counts"]))
+                           for entry in index["slices"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise LabelDPInputError(f"{out / _INDEX}: not readable slice counts ({exc})") from None
+        return cls(tuple(index["slicings"]), slices)
+
+
 def _rows(p_target, p_reference, labels, row_ids, columns, seed, what: str) -> tuple[np.ndarray, SliceRows]:
     target = as_class_probabilities(p_target, f"{what} p_target")
     n = target.shape[0]
@@ -303,6 +368,81 @@ def _rows(p_target, p_reference, labels, row_ids, columns, seed, what: str) -> t
     return target, SliceRows(reference, y, ids, dict(columns or {}), seed)
 
 
+def count_slices(p_target, p_reference, labels, row_ids, game: GameConfig, slicings, *,
+                 columns: Mapping[str, np.ndarray] | None = None, check: CheckRows | None = None,
+                 check_columns: Mapping[str, np.ndarray] | None = None,
+                 night: dt.date | None = None) -> SliceCounts:
+    """Every declared slice's counts (arguments as `audit_slices`, with the game's settings alone): repetition 0 of
+    the game on ``night`` restricted to each slice (`auditing.audit.play_game` with R = 1), and its check rows."""
+    slicings = tuple(parse_slicing(s) if isinstance(s, str) else s for s in slicings)
+    played = dataclasses.replace(game.with_night(night), repetitions=1)  # repetition 0 alone bounds
+    target, audited = _rows(p_target, p_reference, labels, row_ids, columns, played.draw_seed, "audited")
+    check_target = checked = None
+    if check is not None:
+        check_target, checked = _rows(check.p_target, check.p_reference, check.labels, check.row_ids, check_columns,
+                                      played.draw_seed, "check")
+    declared = [piece for slicing in slicings for piece in slicing.slices(audited, checked)]
+    if not declared:
+        raise LabelDPInputError("no slice: the slicings declared none", field="slice")
+    return SliceCounts(tuple(s.spec for s in slicings),
+                       tuple(_slice_game(piece, target, audited, check_target, checked, played) for piece in declared))
+
+
+def _slice_game(piece: Slice, target, audited: SliceRows, check_target, checked: SliceRows | None,
+                game: GameConfig) -> SliceGame:
+    mask = piece.audited
+    ids = audited.row_ids[mask]
+    check_mask = piece.check
+    check_rows = 0 if check_mask is None else int(check_mask.sum())
+    if ids.size == 0:
+        return SliceGame(piece.slicing, piece.name, 0, check_rows, None)
+    rows_check = None
+    if check_rows:
+        rows_check = CheckRows(check_target[check_mask], checked.reference[check_mask], checked.labels[check_mask],
+                               checked.row_ids[check_mask])
+    counts = play_game(target[mask], audited.reference[mask], audited.labels[mask], ids, game, check=rows_check)
+    return SliceGame(piece.slicing, piece.name, int(ids.size), check_rows, counts)
+
+
+# ------------------------------------------------------------------------------------------- the bounds
+def _checked_budget(bound: BoundConfig, budget: float | None) -> float:
+    """The slices' budget (default 1 - confidence); refuses an optimistic strategy and a budget outside (0, 1)."""
+    if not bound.selection.valid:
+        raise LabelDPInputError(f"slices need a valid selection strategy; {bound.strategy!r} gives an optimistic "
+                                "figure", field="strategy")
+    budget = 1.0 - bound.confidence if budget is None else float(budget)
+    if not 0.0 < budget < 1.0:
+        raise LabelDPInputError(f"slice budget must be in (0, 1); got {budget!r}", field="slice_budget")
+    return budget
+
+
+def bound_slices(counts: SliceCounts, bound: BoundConfig, budget: float | None = None) -> SliceAudit:
+    """Each slice's valid bound from its counts at ``bound`` (`auditing.audit.audit_counts`, at the slice's
+    confidence 1 - budget / S; ``budget``: the slices' false-alarm rate, default the global 1 - confidence).
+    Milliseconds a slice: a change of kappa, method, delta, confidence, strategy or budget re-judges stored
+    counts and never replays a slice."""
+    budget = _checked_budget(bound, budget)
+    confidence = 1.0 - budget / len(counts.slices)
+    sub = dataclasses.replace(bound, confidence=confidence)
+    return SliceAudit(budget=budget, declared=len(counts.slices), confidence=confidence, slicings=counts.slicings,
+                      slices=tuple(_slice_result(piece, sub) for piece in counts.slices))
+
+
+def _slice_result(piece: SliceGame, bound: BoundConfig) -> SliceResult:
+    base = dict(slicing=piece.slicing, name=piece.name, rows=piece.rows, check_rows=piece.check_rows)
+    if piece.game is None:
+        return SliceResult(**base, note=NO_ROW)
+    if bound.selection.uses_halves and piece.game.halves is None:
+        return SliceResult(**base, note=f"the {bound.strategy} strategy's keyed split left a half of these "
+                                        f"{piece.rows} row(s) empty")
+    result = audit_counts(piece.game, bound)
+    return SliceResult(**base, epsilon_lower_bound=result.epsilon_lower_bound,
+                       max_certifiable_epsilon=result.max_certifiable_epsilon,
+                       selected_guesses=result.selected_guesses, selected_correct=result.selected_correct,
+                       selected_m=result.selected_m, capacity_check=result.capacity_check,
+                       note=result.inconclusive_reason)
+
+
 def audit_slices(p_target, p_reference, labels, row_ids, config: AuditConfig, slicings, *,
                  columns: Mapping[str, np.ndarray] | None = None, check: CheckRows | None = None,
                  check_columns: Mapping[str, np.ndarray] | None = None, budget: float | None = None,
@@ -310,57 +450,11 @@ def audit_slices(p_target, p_reference, labels, row_ids, config: AuditConfig, sl
     """Each declared slice's valid bound (arguments as `auditing.audit.run_audit`, ``night`` included: the slices
     replay the global game's coins; ``columns``: the audited rows' columns the slicings read, ``check_columns`` the
     check rows'). ``budget``: the slices' false-alarm rate (default the global 1 - confidence), split over all
-    declared slices."""
-    if not config.selection.valid:
-        raise LabelDPInputError(f"slices need a valid selection strategy; {config.strategy!r} gives an optimistic "
-                                "figure", field="strategy")
-    budget = 1.0 - config.confidence if budget is None else float(budget)
-    if not 0.0 < budget < 1.0:
-        raise LabelDPInputError(f"slice budget must be in (0, 1); got {budget!r}", field="slice_budget")
-    slicings = tuple(parse_slicing(s) if isinstance(s, str) else s for s in slicings)
-    seed = config.game.with_night(night).draw_seed
-    target, audited = _rows(p_target, p_reference, labels, row_ids, columns, seed, "audited")
-    check_target = checked = None
-    if check is not None:
-        check_target, checked = _rows(check.p_target, check.p_reference, check.labels, check.row_ids, check_columns,
-                                      seed, "check")
-    declared = [piece for slicing in slicings for piece in slicing.slices(audited, checked)]
-    if not declared:
-        raise LabelDPInputError("no slice: the slicings declared none", field="slice")
-    confidence = 1.0 - budget / len(declared)
-    sub = dataclasses.replace(config, confidence=confidence, repetitions=1)  # repetition 0 alone bounds
-    results = []
-    for piece in declared:
-        results.append(_slice_result(piece, target, audited, check_target, checked, sub, night))
-    return SliceAudit(budget=budget, declared=len(declared), confidence=confidence,
-                      slicings=tuple(s.spec for s in slicings), slices=tuple(results))
-
-
-def _slice_result(piece: Slice, target, audited: SliceRows, check_target, checked: SliceRows | None,
-                  config: AuditConfig, night: dt.date | None) -> SliceResult:
-    mask = piece.audited
-    ids = audited.row_ids[mask]
-    check_mask = piece.check
-    check_rows = 0 if check_mask is None else int(check_mask.sum())
-    base = dict(slicing=piece.slicing, name=piece.name, rows=int(ids.size), check_rows=check_rows)
-    if ids.size == 0:
-        return SliceResult(**base, note="no audited row in this slice")
-    if config.selection.uses_halves:
-        half = selection_half_mask(ids, audited.seed)
-        if half.all() or not half.any():
-            return SliceResult(**base, note=f"the {config.strategy} strategy's keyed split left a half of these "
-                                            f"{ids.size} row(s) empty")
-    rows_check = None
-    if check_rows:
-        rows_check = CheckRows(check_target[check_mask], checked.reference[check_mask], checked.labels[check_mask],
-                               checked.row_ids[check_mask])
-    result = run_audit(target[mask], audited.reference[mask], audited.labels[mask], ids, config=config,
-                       check=rows_check, night=night)
-    return SliceResult(**base, epsilon_lower_bound=result.epsilon_lower_bound,
-                       max_certifiable_epsilon=result.max_certifiable_epsilon,
-                       selected_guesses=result.selected_guesses, selected_correct=result.selected_correct,
-                       selected_m=result.selected_m, capacity_check=result.capacity_check,
-                       note=result.inconclusive_reason)
+    declared slices. `bound_slices` of `count_slices`."""
+    _checked_budget(config.bound, budget)  # a bad bound setting is refused before any slice is played
+    counts = count_slices(p_target, p_reference, labels, row_ids, config.game, slicings, columns=columns,
+                          check=check, check_columns=check_columns, night=night)
+    return bound_slices(counts, config.bound, budget)
 
 
 __all__ = [
@@ -369,9 +463,13 @@ __all__ = [
     "GroupColumn",
     "PriorDeciles",
     "ShownLabel",
+    "SliceCounts",
+    "SliceGame",
     "Slicing",
     "SlicingKind",
     "audit_slices",
+    "bound_slices",
+    "count_slices",
     "parse_slicing",
     "reference_prior",
 ]
