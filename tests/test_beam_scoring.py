@@ -274,31 +274,41 @@ def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
 
 
 def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
-    """Declared slices: the job bounds each slice from its scored rows after the pipeline, equal to
+    """Declared slices: the job counts each slice and bounds it from its counts, equal to
     `auditing.slices.audit_slices` on the same arrays and night (two-stage and side-input plans); a re-run finds
-    them stored, and a bound change scores again (a slice is bounded from rows, not re-judged from counts)."""
+    them stored, and a bound change (kappa, confidence, strategy, budget) keeps the key: the stored slice counts are
+    bounded at the new settings, equal to the in-process slices there, without scoring the day again."""
     from auditing.slices import audit_slices
 
     slicings = ("column:C9:top=3", "shown-label", "prior-deciles")
     config = AuditConfig(repetitions=1, seed=4)
     arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
     c9 = world["table"].column("C9")
-    expected = audit_slices(*arrays, config, slicings, night=DAY,
-                            columns={"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))})
+    columns = {"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))}
+    expected = audit_slices(*arrays, config, slicings, night=DAY, columns=columns)
     for plan_mode in ("two-stage", "side-input"):
         request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999, thread_count=1,
                                  night=DAY, slices=slicings, plan_mode=plan_mode)
         outcome = score_day(request, [])
         assert outcome.result.slices == expected, plan_mode
         assert dataclasses.replace(outcome.result, slices=None) == run_audit(*arrays, config, night=DAY)
+        assert (outcome.output_dir / "slices" / "index.json").is_file()
     prepared = beam_request.prepare_scoring(request)
-    record = beam_request.reused_record(beam_request.stored_scoring(prepared), request)
+    record = beam_request.reused_record(beam_request.stored_scoring(prepared), request, prepared.output_dir)
     assert AuditResult.from_dict(record["result"]).slices == expected
-    moved = dataclasses.replace(request, config=dataclasses.replace(config, kappa=0.1))
-    assert beam_request.prepare_scoring(moved).key != prepared.key
-    no_slices = dataclasses.replace(request, slices=())
-    assert beam_request.prepare_scoring(no_slices).key == beam_request.prepare_scoring(
-        dataclasses.replace(moved, slices=())).key  # without slices a bound change keeps the key
+    for bound in (dict(kappa=0.1), dict(kappa=0.2, confidence=0.99, strategy="split")):
+        moved = dataclasses.replace(request, config=dataclasses.replace(config, **bound), slice_budget=0.02)
+        moved_prepared = beam_request.prepare_scoring(moved)
+        assert moved_prepared.key == prepared.key  # the bound settings are not in the key, slices or not
+        stored = beam_request.stored_scoring(moved_prepared)
+        assert stored is not None
+        rejudged = beam_request.reused_record(stored, moved, moved_prepared.output_dir)
+        assert AuditResult.from_dict(rejudged["result"]).slices == audit_slices(
+            *arrays, moved.config, slicings, night=DAY, columns=columns, budget=0.02)
+        assert rejudged["result"]["slices"] != record["result"]["slices"]
+    assert beam_request.prepare_scoring(dataclasses.replace(request, slices=slicings[:2])).key != prepared.key
+    with pytest.raises(LabelDPInputError, match="stored without its slices"):
+        beam_request.reused_record(beam_request.stored_scoring(prepared), request, world["root"])
     with pytest.raises(LabelDPInputError, match="no feature or carry column 'nope'"):
         beam_request.prepare_scoring(dataclasses.replace(request, slices=("column:nope",)))
 

@@ -1,7 +1,8 @@
 """A day's slices (docs/slices.md) from the scoring job: the job writes each scored batch's rows (row id, label,
-both models' probabilities, whether it is a check row) when slices are declared, and the driver bounds every
-slice once the pipeline is done (`auditing.slices.audit_slices`), with the slicings' columns read from the
-partition and joined by row id.
+both models' probabilities, whether it is a check row) when slices are declared, and the driver counts every
+slice once the pipeline is done (`auditing.slices.count_slices`), with the slicings' columns read from the
+partition and joined by row id. The counts are stored with the day's game and bounded from there
+(`auditing.slices.bound_slices`), at the job's bound settings or any other.
 
 Memory: the driver holds the day's scored rows and the slicings' columns (about 40 bytes a row for a binary model
 plus the columns), so unlike the job itself it grows with the day: about 0.4 GB at 1e7 rows. A day without
@@ -19,9 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditing.audit import CheckRows
-from auditing.config import AuditConfig
-from auditing.result import SliceAudit
-from auditing.slices import Slicing, audit_slices, parse_slicing
+from auditing.config import GameConfig
+from auditing.slices import SliceCounts, Slicing, count_slices, parse_slicing
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import DatasetSpec
@@ -55,9 +55,9 @@ def slice_rows_table(batch: ScoredBatch) -> pa.Table:
     return table.append_column(CHECK, pa.array(check))
 
 
-def day_slices(directory: Path, root, date: dt.date, dataset: DatasetSpec, config: AuditConfig,
-               slicings: Sequence[Slicing], *, budget: float | None, night: dt.date | None) -> SliceAudit:
-    """Every declared slice's bound from the slice rows the job wrote under ``directory`` (`slice_rows_table`)."""
+def day_slice_counts(directory: Path, root, date: dt.date, dataset: DatasetSpec, game: GameConfig,
+                     slicings: Sequence[Slicing], *, night: dt.date | None) -> SliceCounts:
+    """Every declared slice's counts from the slice rows the job wrote under ``directory`` (`slice_rows_table`)."""
     files = sorted(Path(directory).glob("part-*.parquet"))
     if not files:
         raise LabelDPInputError(f"slices: the scoring job wrote no scored rows under {directory}")
@@ -72,10 +72,9 @@ def day_slices(directory: Path, root, date: dt.date, dataset: DatasetSpec, confi
         return (scored.p_target[mask], scored.p_reference[mask], scored.labels[mask], scored.row_ids[mask])
 
     check_rows = CheckRows(*part(check)) if check.any() else None
-    return audit_slices(*part(audited), config, slicings,
+    return count_slices(*part(audited), game, slicings,
                         columns={name: values[audited] for name, values in columns.items()}, check=check_rows,
-                        check_columns={name: values[check] for name, values in columns.items()}, budget=budget,
-                        night=night)
+                        check_columns={name: values[check] for name, values in columns.items()}, night=night)
 
 
 def _columns_by_row_id(root, date: dt.date, dataset: DatasetSpec, names: Sequence[str],
@@ -96,4 +95,4 @@ def _columns_by_row_id(root, date: dt.date, dataset: DatasetSpec, names: Sequenc
     return out
 
 
-__all__ = ["CHECK", "day_slices", "slice_rows_table", "slicings_for"]
+__all__ = ["CHECK", "day_slice_counts", "slice_rows_table", "slicings_for"]
