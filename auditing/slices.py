@@ -299,6 +299,7 @@ def parse_slicing(text: str, label_column: str = "label") -> Slicing:
 # ------------------------------------------------------------------------------------------- the counts
 SLICES_DIR = "slices"  # beside the game's counts.npz: each slice's counts, and the index naming them
 _INDEX = "index.json"
+SLICES_INDEX = f"{SLICES_DIR}/{_INDEX}"  # its index, relative to the game's directory
 NO_ROW = "no audited row in this slice"
 
 
@@ -458,6 +459,8 @@ def audit_slices(p_target, p_reference, labels, row_ids, config: AuditConfig, sl
 
 
 __all__ = [
+    "SLICES_DIR",
+    "SLICES_INDEX",
     "SLICING_KINDS",
     "ColumnValues",
     "GroupColumn",
