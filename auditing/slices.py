@@ -15,6 +15,10 @@ prior), so the number of slices S is fixed before any guess and Bonferroni over 
 
 Budget: slices have their own status and budget (``SLICE_DESIGN``): each slice at confidence 1 - budget / S. The
 global verdict keeps its meaning; the chance of any false alarm, global or slice, is at most the sum of the two.
+
+Counts, then bounds: `count_slices` plays each slice (claim-free, no bound setting read: `SliceCounts`, stored
+beside the day's game), `bound_slices` bounds them at any bound settings and budget, as `auditing.audit.audit_counts`
+does the global game; `audit_slices` is the two in one call.
 """
 
 from __future__ import annotations
