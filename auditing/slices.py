@@ -109,18 +109,46 @@ class Slicing:
     spec: str
 
     def slices(self, audited: SliceRows, check: SliceRows | None) -> list[Slice]:
-        raise NotImplementedError
+        """The slices of ``audited`` (and of ``check``), fixed from the audited rows themselves."""
+        return self.fixed(day_statistics((self,), audited)).slices(audited, check)
 
     @property
     def column_names(self) -> tuple[str, ...]:
         return ()
 
+    @property
+    def statistic(self) -> tuple[str, ...] | None:
+        """What the slicing reads of the whole day's audited rows to fix its slices (`day_statistics`): ("values",
+        COLUMN) for a column's value counts, ("prior",) for the prior's deciles, None for nothing."""
+        return None
 
-def _by_values(spec: str, column: str, chosen: list[str], audited: SliceRows, check: SliceRows | None) -> list[Slice]:
-    text = _text(audited.column(column, "audited"))
-    check_text = None if check is None else _text(check.column(column, "check"))
-    return [Slice(spec, f"{column}={value}", text == value, None if check_text is None else check_text == value)
-            for value in chosen]
+    def fixed(self, statistics: Mapping[tuple, object]) -> Slicing:
+        """This slicing with its slices fixed from the day's ``statistics``: the same slices on any batch of the
+        day's rows, so the day can be cut batch by batch."""
+        return self
+
+
+@dataclass(frozen=True)
+class FixedValues(Slicing):
+    """A column slicing whose values are chosen: one slice per value, in order."""
+
+    spec: str
+    column: str
+    chosen: tuple[str, ...]
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return (self.column,)
+
+    def slices(self, audited, check):
+        text = _text(audited.column(self.column, "audited"))
+        check_text = None if check is None else _text(check.column(self.column, "check"))
+        return [Slice(self.spec, f"{self.column}={value}", text == value,
+                      None if check_text is None else check_text == value) for value in self.chosen]
+
+
+def _value_counts(statistics: Mapping[tuple, object], column: str) -> Mapping[str, int]:
+    return statistics[("values", column)]
 
 
 @dataclass(frozen=True)
@@ -139,14 +167,16 @@ class ColumnValues(Slicing):
     def column_names(self) -> tuple[str, ...]:
         return (self.column,)
 
-    def slices(self, audited, check):
+    @property
+    def statistic(self):
+        return None if self.values else ("values", self.column)
+
+    def fixed(self, statistics):
         if self.values:
-            chosen = list(self.values)
-        else:
-            names, counts = np.unique(_text(audited.column(self.column, "audited")), return_counts=True)
-            order = np.lexsort((names, -counts))  # most frequent first, ties by value: a function of the features
-            chosen = [str(v) for v in names[order[: self.top]]]
-        return _by_values(self.spec, self.column, chosen, audited, check)
+            return FixedValues(self.spec, self.column, tuple(self.values))
+        # most frequent first, ties by value: a function of the features
+        counts = sorted(_value_counts(statistics, self.column).items(), key=lambda item: (-item[1], item[0]))
+        return FixedValues(self.spec, self.column, tuple(name for name, _ in counts[: self.top]))
 
 
 @dataclass(frozen=True)
@@ -163,12 +193,16 @@ class GroupColumn(Slicing):
     def column_names(self) -> tuple[str, ...]:
         return (self.column,)
 
-    def slices(self, audited, check):
-        names = np.unique(_text(audited.column(self.column, "audited")))
-        if names.size > MAX_GROUPS:
-            raise LabelDPInputError(f"slice {self.spec}: {names.size} groups, more than {MAX_GROUPS}; slice by the "
+    @property
+    def statistic(self):
+        return ("values", self.column)
+
+    def fixed(self, statistics):
+        names = sorted(_value_counts(statistics, self.column))
+        if len(names) > MAX_GROUPS:
+            raise LabelDPInputError(f"slice {self.spec}: {len(names)} groups, more than {MAX_GROUPS}; slice by the "
                                     f"most frequent ones instead (column:{self.column}:top=K)", field=self.column)
-        return _by_values(self.spec, self.column, [str(v) for v in names], audited, check)
+        return FixedValues(self.spec, self.column, tuple(names))
 
 
 def reference_prior(reference: np.ndarray) -> np.ndarray:
@@ -177,17 +211,24 @@ def reference_prior(reference: np.ndarray) -> np.ndarray:
     return reference[:, 1] if reference.shape[1] == 2 else reference.max(axis=1)
 
 
-@dataclass(frozen=True)
-class PriorDeciles(Slicing):
-    """Deciles of the reference's prior on the audited rows (``reference_prior``); tied edges merge deciles."""
+DECILES = np.arange(1, 10) / 10.0
 
-    spec = "prior-deciles"
+
+def lower_quantile_ranks(n: int) -> np.ndarray:
+    """The ranks (0-based, in sorted order) of ``np.quantile(values, DECILES, method="lower")`` for n values."""
+    return np.floor((n - 1) * DECILES).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class FixedEdges(Slicing):
+    """A prior slicing whose edges are fixed: slice i holds the rows whose prior is in (edge_i, edge_i+1]."""
+
+    spec: str
+    edges: tuple[float, ...]
 
     def slices(self, audited, check):
-        prior = reference_prior(audited.reference)
-        inner = np.unique(np.quantile(prior, np.arange(1, 10) / 10.0, method="lower"))
-        edges = np.concatenate([[-np.inf], inner[inner < prior.max()], [np.inf]])
-        where = np.searchsorted(edges, prior, side="left") - 1  # (edge_i, edge_i+1]
+        edges = np.asarray(self.edges)
+        where = np.searchsorted(edges, reference_prior(audited.reference), side="left") - 1  # (edge_i, edge_i+1]
         check_where = None if check is None else np.searchsorted(edges, reference_prior(check.reference),
                                                                   side="left") - 1
         out = []
@@ -197,6 +238,23 @@ class PriorDeciles(Slicing):
             out.append(Slice(self.spec, f"prior ({low}, {high}]", where == i,
                              None if check_where is None else check_where == i))
         return out
+
+
+@dataclass(frozen=True)
+class PriorDeciles(Slicing):
+    """Deciles of the reference's prior on the audited rows (``reference_prior``); tied edges merge deciles."""
+
+    spec = "prior-deciles"
+
+    @property
+    def statistic(self):
+        return ("prior",)
+
+    def fixed(self, statistics):
+        quantiles, largest = statistics[("prior",)]
+        inner = np.unique(np.asarray(quantiles, dtype=np.float64))
+        edges = np.concatenate([[-np.inf], inner[inner < largest], [np.inf]])
+        return FixedEdges(self.spec, tuple(float(v) for v in edges))
 
 
 @dataclass(frozen=True)
@@ -210,6 +268,102 @@ class ShownLabel(Slicing):
         check_shown = None if check is None else check.shown_labels()
         return [Slice(self.spec, f"shown label {c}", shown == c, None if check_shown is None else check_shown == c)
                 for c in range(audited.reference.shape[1])]
+
+
+def day_statistics(slicings, audited: SliceRows) -> dict[tuple, object]:
+    """What ``slicings`` read of the day's audited rows, held in memory (`Slicing.statistic`; `DayStatistics`
+    gathers the same batch by batch)."""
+    out: dict[tuple, object] = {}
+    for slicing in slicings:
+        wanted = slicing.statistic
+        if wanted is None or wanted in out:
+            continue
+        if wanted[0] == "values":
+            names, counts = np.unique(_text(audited.column(wanted[1], "audited")), return_counts=True)
+            out[wanted] = {str(name): int(count) for name, count in zip(names, counts, strict=True)}
+        else:
+            prior = reference_prior(audited.reference)
+            out[wanted] = (np.quantile(prior, DECILES, method="lower"), float(prior.max()))
+    return out
+
+
+# The prior's order-preserving bins for its exact deciles batch by batch: the top bits of a non-negative double
+# (sign, exponent, 12 bits of mantissa), so a bin holds at most 1/4096 of a power of two.
+_PRIOR_BIN_SHIFT = 40
+
+
+class DayStatistics:
+    """`day_statistics` gathered batch by batch, in memory that does not grow with the rows: each column's value
+    counts (grows with its distinct values), and the prior's exact deciles in two passes over the day (`add`, then
+    `add_again` while `needs_second_pass`): a count of rows per order-preserving bin of the prior, then the values of
+    the bins holding the deciles' ranks alone."""
+
+    def __init__(self, slicings):
+        self._wanted = tuple(dict.fromkeys(s.statistic for s in slicings if s.statistic is not None))
+        self._counts = {w: {} for w in self._wanted if w[0] == "values"}
+        self._prior = ("prior",) in self._wanted
+        self._bins: dict[int, int] = {}
+        self._rows = 0
+        self._largest = -np.inf
+        self._targets: dict[int, list[int]] | None = None  # bin -> the ranks inside it
+        self._found: dict[int, list[np.ndarray]] = {}
+
+    @property
+    def needs_second_pass(self) -> bool:
+        return self._prior
+
+    def add(self, audited: SliceRows) -> None:
+        for wanted, counts in self._counts.items():
+            names, found = np.unique(_text(audited.column(wanted[1], "audited")), return_counts=True)
+            for name, count in zip(names.tolist(), found.tolist(), strict=True):
+                counts[name] = counts.get(name, 0) + count
+        if self._prior and audited.labels.size:
+            prior = reference_prior(audited.reference)
+            keys, found = np.unique(_prior_bins(prior), return_counts=True)
+            for key, count in zip(keys.tolist(), found.tolist(), strict=True):
+                self._bins[key] = self._bins.get(key, 0) + count
+            self._rows += int(prior.size)
+            self._largest = max(self._largest, float(prior.max()))
+
+    def add_again(self, audited: SliceRows) -> None:
+        """The second pass: keeps the prior values of the bins that hold a decile's rank."""
+        if self._targets is None:
+            self._targets = self._target_bins()
+        if not audited.labels.size:
+            return
+        prior = reference_prior(audited.reference)
+        bins = _prior_bins(prior)
+        for key in self._targets:
+            values = prior[bins == key]
+            if values.size:
+                self._found.setdefault(key, []).append(values)
+
+    def _target_bins(self) -> dict[int, list[int]]:
+        if not self._rows:
+            raise LabelDPInputError("no slice: no audited row to cut deciles of", field="slice")
+        keys = np.array(sorted(self._bins), dtype=np.int64)
+        ends = np.cumsum([self._bins[k] for k in keys.tolist()])
+        targets: dict[int, list[int]] = {}
+        for rank in lower_quantile_ranks(self._rows).tolist():
+            at = int(np.searchsorted(ends, rank, side="right"))
+            targets.setdefault(int(keys[at]), []).append(rank - (int(ends[at - 1]) if at else 0))
+        return targets
+
+    def result(self) -> dict[tuple, object]:
+        out: dict[tuple, object] = dict(self._counts)
+        if self._prior:
+            if self._targets is None:
+                raise RuntimeError("the prior's deciles need the second pass (add_again) over the day")
+            quantiles = []
+            for key, ranks in self._targets.items():
+                values = np.sort(np.concatenate(self._found.get(key, [np.zeros(0)])))
+                quantiles += [float(values[rank]) for rank in ranks]
+            out[("prior",)] = (np.sort(np.array(quantiles)), self._largest)
+        return out
+
+
+def _prior_bins(prior: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(prior, dtype=np.float64).view(np.int64) >> _PRIOR_BIN_SHIFT
 
 
 # ------------------------------------------------------------------------------------------- the registry
@@ -467,6 +621,9 @@ __all__ = [
     "SLICES_INDEX",
     "SLICING_KINDS",
     "ColumnValues",
+    "DayStatistics",
+    "FixedEdges",
+    "FixedValues",
     "GroupColumn",
     "PriorDeciles",
     "ShownLabel",
@@ -477,6 +634,7 @@ __all__ = [
     "audit_slices",
     "bound_slices",
     "count_slices",
+    "day_statistics",
     "parse_slicing",
     "reference_prior",
 ]

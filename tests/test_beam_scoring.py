@@ -666,23 +666,34 @@ def split_world(world):
 
 @pytest.mark.parametrize(("batch_size", "plan"), [(1000, "side-input"), (2500, "two-stage")])
 def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size, plan):
-    """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one."""
+    """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one; so do
+    the slices the job counts batch by batch, each with its own check rows, whatever the batch size and plan."""
     from auditing.audit import CheckRows
+    from auditing.slices import audit_slices
     from pipelines.reference.recalibration import HeldOutRows, check_row_selection
 
     check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
     config = AuditConfig(repetitions=3, seed=2)
+    slicings = ("column:C9:top=2", "shown-label", "prior-deciles", "column:C9=nope")
     request = ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
-                             batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows)
+                             batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows,
+                             slices=slicings)
     outcome = score_day(request, [])
     trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
     assert check.sum() == (~trained).sum() > 500
     audited = [split_world["p_target"][trained], world["p_reference"][trained], world["labels"][trained],
                world["row_ids"][trained]]
-    expected = run_audit(*audited, config=config,
-                         check=CheckRows(split_world["p_target"][check], world["p_reference"][check],
-                                         world["labels"][check], world["row_ids"][check]))
-    assert outcome.result.to_dict() == expected.to_dict()
+    check_arrays = CheckRows(split_world["p_target"][check], world["p_reference"][check], world["labels"][check],
+                             world["row_ids"][check])
+    expected = run_audit(*audited, config=config, check=check_arrays)
+    c9 = world["table"].column("C9")
+    c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
+    sliced = audit_slices(*audited, config, slicings, columns={"C9": c9[trained]}, check=check_arrays,
+                          check_columns={"C9": c9[check]})
+    assert outcome.result.slices == sliced
+    assert all(s.check_rows and s.capacity_check.checked for s in sliced.slices if s.rows)
+    assert sliced.slices[-1].rows == 0 and sliced.slices[-1].note == "no audited row in this slice"
+    assert dataclasses.replace(outcome.result, slices=None).to_dict() == expected.to_dict()
     assert outcome.result.capacity_check.checked and outcome.result.capacity_check.check_rows == check.sum()
     diagnostics = outcome.record["diagnostics"]
     assert diagnostics["rows"]["rows_scored"] == trained.sum()
