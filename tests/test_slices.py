@@ -14,6 +14,7 @@ budget * N: scipy.stats.binomtest(K, N, budget, alternative="greater").pvalue > 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 import numpy as np
@@ -264,3 +265,36 @@ def test_slices_bounded_from_stored_counts_equal_the_bounds_from_rows(tmp_path):
         assert all(s.capacity_check is not None and s.capacity_check.checked for s in audit.slices)
     with pytest.raises(LabelDPInputError, match="valid selection strategy"):
         bound_slices(loaded, BoundConfig(strategy="max"))
+
+
+def test_the_days_statistics_gathered_batch_by_batch_equal_those_of_the_whole_day():
+    """The value counts and the prior's exact deciles (a count per order-preserving bin, then the values of the bins
+    holding the ranks) fix the same slices whatever the batches, ties and empty batches included."""
+    from auditing.slices import DECILES, DayStatistics, SliceRows, day_statistics, lower_quantile_ranks
+
+    for n in (1, 2, 3, 9, 10, 11, 99, 12_345):
+        values = np.random.default_rng(n).random(n)
+        assert np.array_equal(np.sort(values)[lower_quantile_ranks(n)], np.quantile(values, DECILES, method="lower"))
+    rng = np.random.default_rng(0)
+    n = 50_000
+    prior = np.round(rng.uniform(0.01, 0.3, n), 3)  # many ties
+    reference = np.column_stack([1 - prior, prior])
+    category = rng.integers(0, 40, n).astype(str)
+
+    def rows(a, b):
+        return SliceRows(reference[a:b], np.zeros(b - a, np.int64), np.arange(a, b), {"c": category[a:b]}, 1)
+
+    slicings = [parse_slicing(s) for s in ("column:c:top=5", "prior-deciles", "group:c", "shown-label")]
+    whole = day_statistics(slicings, rows(0, n))
+    gathered = DayStatistics(slicings)
+    cuts = [0, 0, 1, 777, 20_000, 20_001, n]
+    for a, b in itertools.pairwise(cuts):
+        gathered.add(rows(a, b))
+    assert gathered.needs_second_pass
+    for a, b in itertools.pairwise(cuts):
+        gathered.add_again(rows(a, b))
+    found = gathered.result()
+    assert found[("values", "c")] == whole[("values", "c")]
+    assert np.array_equal(found[("prior",)][0], whole[("prior",)][0]) and found[("prior",)][1] == whole[("prior",)][1]
+    assert [s.fixed(found) for s in slicings] == [s.fixed(whole) for s in slicings]
+    assert len(slicings[1].fixed(found).slices(rows(0, n), None)) == 10
