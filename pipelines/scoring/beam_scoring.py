@@ -533,7 +533,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress(f"slices: counting {', '.join(s if isinstance(s, str) else s.spec for s in request.slices)}")
             slice_counts = day_slice_counts(work / "slice_rows", request.data_root, request.date, dataset,
                                             request.config.game, slicings_for(request.slices, dataset),
-                                            night=request.game.night, tasks=tasks, bins=request.bins,
+                                            night=request.game.night, tasks=tasks,
+                                            batch_size=request.batch_size, bins=request.bins,
                                             capacity_check=spec.capacity_check)
             result = replace(result, slices=bound_slices(slice_counts, request.config.bound, request.slice_budget))
             timings["slices_s"] = round(time.monotonic() - t2, 3)

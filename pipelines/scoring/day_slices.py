@@ -1,12 +1,11 @@
 """A day's slices (docs/slices.md) from the scoring job: the job writes each scored batch's rows (row id, label,
 both models' probabilities, whether it is a check row) when slices are declared, and the driver counts every
-slice once the pipeline is done (`auditing.slices.count_slices`), with the slicings' columns read from the
-partition and joined by row id. The counts are stored with the day's game and bounded from there
+slice once the pipeline is done, a batch at a time (`day_slice_counts`), each batch with the slicings' columns
+of its own row group. The counts are stored with the day's game and bounded from there
 (`auditing.slices.bound_slices`), at the job's bound settings or any other.
 
-Memory: the driver holds the day's scored rows and the slicings' columns (about 40 bytes a row for a binary model
-plus the columns), so unlike the job itself it grows with the day: about 0.4 GB at 1e7 rows. A day without
-slices writes and reads none of it.
+Memory: a batch, each slicing column's value counts and each slice's histograms; not the day's rows. A day
+without slices writes and reads none of it.
 """
 
 from __future__ import annotations
@@ -80,10 +79,11 @@ class _Part:
 
 
 def day_slice_counts(directory: Path, root, date: dt.date, dataset: DatasetSpec, game: GameConfig,
-                     slicings: Sequence[Slicing], *, night: dt.date | None, tasks: Sequence, bins: BinSpec,
-                     capacity_check: bool) -> SliceCounts:
+                     slicings: Sequence[Slicing], *, night: dt.date | None, tasks: Sequence, batch_size: int,
+                     bins: BinSpec, capacity_check: bool) -> SliceCounts:
     """Every declared slice's counts from the slice rows the job wrote under ``directory`` (`slice_rows_table`, one
-    file per batch), read a batch at a time with its row group's slicing columns (``tasks``: the job's read tasks):
+    file per batch), read a batch at a time with the slicing columns of the same batch of the partition (``tasks``
+    and ``batch_size``: the job's read tasks and batch size, which name its batches):
     the day's statistics the slices are fixed from (`auditing.slices.DayStatistics`: value counts, the prior's
     exact deciles in two reads), then each slice's pass 1 and pass 2 (`pipelines.scoring.scoring_batches`, as the
     job counts the global game, with R = 1). The counts equal `auditing.slices.count_slices` on the day's rows
@@ -95,7 +95,7 @@ def day_slice_counts(directory: Path, root, date: dt.date, dataset: DatasetSpec,
         raise LabelDPInputError(f"slices: the scoring job wrote no scored rows under {directory}")
 
     def parts():
-        return _day_parts(directory, len(files), root, date, dataset, names, tasks, played.draw_seed)
+        return _day_parts(directory, len(files), dataset, names, tasks, batch_size, played.draw_seed)
 
     statistics = DayStatistics(slicings)
     for part in parts():
@@ -171,17 +171,19 @@ def _slice_batch(part: _Part, piece, audited_only: bool = False) -> ScoredBatch 
                        np.concatenate([np.zeros(n_audited, bool), np.ones(n_check, bool)]))
 
 
-def _day_parts(directory: Path, expected_files: int, root, date: dt.date, dataset: DatasetSpec,
-               names: Sequence[str], tasks: Sequence, seed: int) -> Iterator[_Part]:
-    """The day's slice rows a batch at a time (the job's batch ids begin with their row group's task name), each
-    with its rows' slicing columns read from that row group alone."""
+def _day_parts(directory: Path, expected_files: int, dataset: DatasetSpec, names: Sequence[str], tasks: Sequence,
+               batch_size: int, seed: int) -> Iterator[_Part]:
+    """The day's slice rows a batch at a time, each with its rows' slicing columns read from the same batch of the
+    partition: the job names batch i of a row group ``<task name>-b<i>`` and reads it with ``batch_size``
+    (`pipelines.scoring.partition_batches.read_batches`)."""
     seen = 0
     for task in tasks:
-        found = sorted(Path(directory).glob(f"part-{task.name}-b*.parquet"))
-        if not found:
+        if not any(Path(directory).glob(f"part-{task.name}-b*.parquet")):
             continue
-        columns = _row_group_columns(task, dataset, names)
-        for path in found:
+        for index, columns in enumerate(_batch_columns(task, dataset, names, batch_size)):
+            path = Path(directory) / f"part-{task.name}-b{index:05d}.parquet"
+            if not path.is_file():
+                continue  # a batch none of whose rows were scored
             seen += 1
             table = pq.read_table(path)
             scored = batch_from_predictions(table)
@@ -199,27 +201,28 @@ def _day_parts(directory: Path, expected_files: int, root, date: dt.date, datase
             yield part
     if seen != expected_files:
         raise RuntimeError(f"slices: {expected_files} scored-row file(s) under {directory}, {seen} of them named "
-                           "after the day's row groups")
+                           "after the day's batches")
 
 
-def _row_group_columns(task, dataset: DatasetSpec, names: Sequence[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(row keys, {name: values}) of one row group of the partition (a dictionary column decoded to its values)."""
-    if not names:
-        return np.zeros(0, np.int64), {}
+def _batch_columns(task, dataset: DatasetSpec, names: Sequence[str],
+                   batch_size: int) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """(row keys, {name: values}) of each batch of one row group, as the job reads it (a dictionary column decoded
+    to its values)."""
     columns = [dataset.row_key, *names]
+    source = f"{task.path} (row group {task.row_group})"
     try:
-        table = pq.ParquetFile(task.path).read_row_group(task.row_group, columns=columns)
+        for batch in pq.ParquetFile(task.path).iter_batches(batch_size=int(batch_size), row_groups=[task.row_group],
+                                                            columns=columns):
+            table = schema.validate_table(pa.Table.from_batches([batch]), source, columns=columns, dataset=dataset)
+            out = {}
+            for name in names:
+                column = table.column(name)
+                if pa.types.is_dictionary(column.type):
+                    column = column.cast(column.type.value_type)
+                out[name] = np.asarray(column.to_numpy(zero_copy_only=False))
+            yield table.column(dataset.row_key).to_numpy().astype(np.int64), out
     except (pa.ArrowException, OSError) as exc:
-        raise LabelDPInputError(f"{task.path} (row group {task.row_group}): cannot be read ({exc})") from None
-    table = schema.validate_table(table, f"{task.path} (row group {task.row_group})", columns=columns,
-                                  dataset=dataset)
-    out = {}
-    for name in names:
-        column = table.column(name)
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(column.type.value_type)
-        out[name] = np.asarray(column.to_numpy(zero_copy_only=False))
-    return table.column(dataset.row_key).to_numpy().astype(np.int64), out
+        raise LabelDPInputError(f"{source}: cannot be read ({exc})") from None
 
 
 def _at_row_ids(columns, row_ids: np.ndarray, path: Path) -> dict[str, np.ndarray]:
