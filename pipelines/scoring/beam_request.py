@@ -362,10 +362,12 @@ def reused_record(stored: tuple[GameCounts, dict], request: ScoringRequest, dire
     result = audit_counts(game, request.config.bound).to_dict()
     if request.slices:
         counts = None if directory is None else SliceCounts.load(directory)
-        if counts is None:
+        if counts is not None:
+            result["slices"] = bound_slices(counts, request.config.bound, request.slice_budget).to_dict()
+        elif record["result"].get("slices"):  # never bounded again silently from nothing
             raise LabelDPInputError(f"{directory}: the day's game is stored without its slices' counts; score the "
                                     "day again")
-        result["slices"] = bound_slices(counts, request.config.bound, request.slice_budget).to_dict()
+        # else the job left no row to play on (`_nothing_left`): no slice, as stored
     return {**record, "result": result, "config": asdict(request.config), "reused": True}
 
 
