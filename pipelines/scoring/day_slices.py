@@ -87,7 +87,8 @@ def day_slice_counts(directory: Path, root, date: dt.date, dataset: DatasetSpec,
     the day's statistics the slices are fixed from (`auditing.slices.DayStatistics`: value counts, the prior's
     exact deciles in two reads), then each slice's pass 1 and pass 2 (`pipelines.scoring.scoring_batches`, as the
     job counts the global game, with R = 1). The counts equal `auditing.slices.count_slices` on the day's rows
-    held at once; memory is a batch, the value counts and each slice's histograms (``bins``), not the day."""
+    held at once; memory is a batch, the value counts, each slice's histograms (``bins``) and the rows of its cut
+    bins (as the job's own pass 2), not the day."""
     played = dataclasses.replace(game.with_night(night), repetitions=1)  # repetition 0 alone bounds
     names = tuple(dict.fromkeys(name for slicing in slicings for name in slicing.column_names))
     files = sorted(Path(directory).glob("part-*.parquet"))
