@@ -295,7 +295,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     if stored:  # what `labeldp-audit rejudge` reads to judge this night again at other bound settings
         game = plan.audit.game.with_night(date)  # the game its models were scored with (steps.score_target)
         write_night(root, StoredNight(date, run_kind, game, plan.audit.bound, tuple(stored), check, shift, accept,
-                                      dt.datetime.now(dt.UTC).isoformat()))
+                                      dt.datetime.now(dt.UTC).isoformat(), slice_budget=plan.slice_budget))
     outcome.rows += skipped
     return outcome
 

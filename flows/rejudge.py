@@ -5,7 +5,10 @@ model's game is stored (`auditing.game.counts.GameCounts`, keyed by `pipelines.s
 claims, the controls, the reference check, the shift diagnostic and whether an unchecked reference was accepted.
 `rejudge_night` reads it and judges every model again at another `auditing.config.BoundConfig` (method,
 strategy, confidence, delta, kappa): the controls first, then the night's trust, then the targets, each written
-as a verdict of run kind ``rejudge`` (`auditing.verdict.run_kinds.REJUDGE`) beside the night's own. Nothing is trained,
+as a verdict of run kind ``rejudge`` (`auditing.verdict.run_kinds.REJUDGE`) beside the night's own. A target's
+declared slices go with it: each slice is bounded again from the counts stored beside its game
+(`auditing.slices.bound_slices`, at the night's slice budget); `sliced_targets` says whose were carried and whose
+could not be (a game stored before slice counts were kept). Nothing is trained,
 scored or read from the partition, and neither Beam nor Prefect is imported: a few milliseconds of bounds per
 model, plus the warehouse and the reports.
 
@@ -15,6 +18,7 @@ and config hash, so they never replace or stand in for the night's pre-registere
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -75,6 +79,7 @@ class StoredNight:
     shift_diagnostic: ShiftDiagnostic | None
     accept_unchecked: bool
     written_at: str
+    slice_budget: float | None = None  # the plan's slice budget (None: 1 - confidence, the bound's)
 
     @property
     def targets(self) -> list[NightModel]:
@@ -89,7 +94,8 @@ class StoredNight:
                 "bound": asdict(self.bound), "models": [m.to_dict() for m in self.models],
                 "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
                 "shift_diagnostic": None if self.shift_diagnostic is None else self.shift_diagnostic.to_dict(),
-                "accept_unchecked": self.accept_unchecked, "written_at": self.written_at}
+                "accept_unchecked": self.accept_unchecked, "written_at": self.written_at,
+                "slice_budget": self.slice_budget}
 
     @classmethod
     def from_dict(cls, data: dict) -> StoredNight:
@@ -99,7 +105,8 @@ class StoredNight:
                    models=tuple(NightModel.from_dict(m) for m in data["models"]),
                    reference_check=None if check is None else ReferenceCheck.from_dict(check),
                    shift_diagnostic=None if diagnostic is None else ShiftDiagnostic.from_dict(diagnostic),
-                   accept_unchecked=bool(data.get("accept_unchecked")), written_at=data["written_at"])
+                   accept_unchecked=bool(data.get("accept_unchecked")), written_at=data["written_at"],
+                   slice_budget=data.get("slice_budget"))
 
 
 def nights_dir(root: Path, date: dt.date) -> Path:
@@ -154,9 +161,11 @@ def night_model_of(root: Path, spec, record: dict | None, error: str | None = No
 
 
 def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNight) -> dict:
-    """The model's scoring record with its result at ``config`` (the stored game judged again)."""
+    """The model's scoring record with its result at ``config`` (the stored game judged again, and its stored slice
+    counts, if any, bounded again at ``config`` and the night's slice budget)."""
     from auditing.audit import audit_counts
     from auditing.game.counts import GameCounts
+    from auditing.slices import SliceCounts, bound_slices
     from pipelines.scoring.beam_request import RESULT_FILE
 
     directory = Path(root) / model.game_dir
@@ -167,9 +176,36 @@ def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNig
         record = json.loads((directory / RESULT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise LabelDPInputError(f"{directory / RESULT_FILE}: cannot be read ({exc})") from None
-    return {**record, "result": audit_counts(game, config.bound).to_dict(), "config": asdict(config),
+    result = audit_counts(game, config.bound)
+    slices = SliceCounts.load(directory)
+    if slices is not None:
+        result = dataclasses.replace(result, slices=bound_slices(slices, config.bound, night.slice_budget))
+    return {**record, "result": result.to_dict(), "config": asdict(config),
             "reused": True, "game_dir": str(directory), "shift_diagnostic": night.shift_diagnostic,
             "split_test": model.split_test}
+
+
+def sliced_targets(root: Path, night: StoredNight, models: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """(targets whose slices a re-judging carries: their slice counts are stored; targets whose night bounded slices
+    that cannot be carried: their game was stored before slice counts were kept), among ``models`` (all: empty)."""
+    from auditing.slices import SLICES_INDEX
+    from pipelines.scoring.beam_request import RESULT_FILE
+
+    carried, lost = [], []
+    for model in night.targets:
+        if model.game_dir is None or (models and model.name not in models):
+            continue
+        directory = Path(root) / model.game_dir
+        if (directory / SLICES_INDEX).is_file():
+            carried.append(model.name)
+            continue
+        try:
+            stored = json.loads((directory / RESULT_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if stored.get("result", {}).get("slices"):
+            lost.append(model.name)
+    return carried, lost
 
 
 def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehouse: str | None,
@@ -223,4 +259,4 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
 
 
 __all__ = ["NIGHTS", "NightModel", "StoredNight", "night_model_of", "night_path", "read_night", "rejudge_night",
-           "write_night"]
+           "sliced_targets", "write_night"]

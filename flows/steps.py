@@ -242,7 +242,7 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         progress(f"{name}: reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at this plan's bound settings")
         # judged now: the verdict's times are this run's (the stored job's stay in its result.json)
-        record = {**beam_request.reused_record(stored, request), "started_at": began,
+        record = {**beam_request.reused_record(stored, request, prepared.output_dir), "started_at": began,
                   "finished_at": dt.datetime.now(dt.UTC).isoformat()}
     else:
         from pipelines.scoring import beam_scoring

@@ -274,31 +274,41 @@ def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
 
 
 def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
-    """Declared slices: the job bounds each slice from its scored rows after the pipeline, equal to
+    """Declared slices: the job counts each slice and bounds it from its counts, equal to
     `auditing.slices.audit_slices` on the same arrays and night (two-stage and side-input plans); a re-run finds
-    them stored, and a bound change scores again (a slice is bounded from rows, not re-judged from counts)."""
+    them stored, and a bound change (kappa, confidence, strategy, budget) keeps the key: the stored slice counts are
+    bounded at the new settings, equal to the in-process slices there, without scoring the day again."""
     from auditing.slices import audit_slices
 
     slicings = ("column:C9:top=3", "shown-label", "prior-deciles")
     config = AuditConfig(repetitions=1, seed=4)
     arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
     c9 = world["table"].column("C9")
-    expected = audit_slices(*arrays, config, slicings, night=DAY,
-                            columns={"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))})
+    columns = {"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))}
+    expected = audit_slices(*arrays, config, slicings, night=DAY, columns=columns)
     for plan_mode in ("two-stage", "side-input"):
         request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999, thread_count=1,
                                  night=DAY, slices=slicings, plan_mode=plan_mode)
         outcome = score_day(request, [])
         assert outcome.result.slices == expected, plan_mode
         assert dataclasses.replace(outcome.result, slices=None) == run_audit(*arrays, config, night=DAY)
+        assert (outcome.output_dir / "slices" / "index.json").is_file()
     prepared = beam_request.prepare_scoring(request)
-    record = beam_request.reused_record(beam_request.stored_scoring(prepared), request)
+    record = beam_request.reused_record(beam_request.stored_scoring(prepared), request, prepared.output_dir)
     assert AuditResult.from_dict(record["result"]).slices == expected
-    moved = dataclasses.replace(request, config=dataclasses.replace(config, kappa=0.1))
-    assert beam_request.prepare_scoring(moved).key != prepared.key
-    no_slices = dataclasses.replace(request, slices=())
-    assert beam_request.prepare_scoring(no_slices).key == beam_request.prepare_scoring(
-        dataclasses.replace(moved, slices=())).key  # without slices a bound change keeps the key
+    for bound in (dict(kappa=0.1), dict(kappa=0.2, confidence=0.99, strategy="split")):
+        moved = dataclasses.replace(request, config=dataclasses.replace(config, **bound), slice_budget=0.02)
+        moved_prepared = beam_request.prepare_scoring(moved)
+        assert moved_prepared.key == prepared.key  # the bound settings are not in the key, slices or not
+        stored = beam_request.stored_scoring(moved_prepared)
+        assert stored is not None
+        rejudged = beam_request.reused_record(stored, moved, moved_prepared.output_dir)
+        assert AuditResult.from_dict(rejudged["result"]).slices == audit_slices(
+            *arrays, moved.config, slicings, night=DAY, columns=columns, budget=0.02)
+        assert rejudged["result"]["slices"] != record["result"]["slices"]
+    assert beam_request.prepare_scoring(dataclasses.replace(request, slices=slicings[:2])).key != prepared.key
+    with pytest.raises(LabelDPInputError, match="stored without its slices"):
+        beam_request.reused_record(beam_request.stored_scoring(prepared), request, world["root"])
     with pytest.raises(LabelDPInputError, match="no feature or carry column 'nope'"):
         beam_request.prepare_scoring(dataclasses.replace(request, slices=("column:nope",)))
 
@@ -656,23 +666,34 @@ def split_world(world):
 
 @pytest.mark.parametrize(("batch_size", "plan"), [(1000, "side-input"), (2500, "two-stage")])
 def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size, plan):
-    """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one."""
+    """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one; so do
+    the slices the job counts batch by batch, each with its own check rows, whatever the batch size and plan."""
     from auditing.audit import CheckRows
+    from auditing.slices import audit_slices
     from pipelines.reference.recalibration import HeldOutRows, check_row_selection
 
     check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
     config = AuditConfig(repetitions=3, seed=2)
+    slicings = ("column:C9:top=2", "shown-label", "prior-deciles", "column:C9=nope")
     request = ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
-                             batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows)
+                             batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows,
+                             slices=slicings)
     outcome = score_day(request, [])
     trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
     assert check.sum() == (~trained).sum() > 500
     audited = [split_world["p_target"][trained], world["p_reference"][trained], world["labels"][trained],
                world["row_ids"][trained]]
-    expected = run_audit(*audited, config=config,
-                         check=CheckRows(split_world["p_target"][check], world["p_reference"][check],
-                                         world["labels"][check], world["row_ids"][check]))
-    assert outcome.result.to_dict() == expected.to_dict()
+    check_arrays = CheckRows(split_world["p_target"][check], world["p_reference"][check], world["labels"][check],
+                             world["row_ids"][check])
+    expected = run_audit(*audited, config=config, check=check_arrays)
+    c9 = world["table"].column("C9")
+    c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
+    sliced = audit_slices(*audited, config, slicings, columns={"C9": c9[trained]}, check=check_arrays,
+                          check_columns={"C9": c9[check]})
+    assert outcome.result.slices == sliced
+    assert all(s.check_rows and s.capacity_check.checked for s in sliced.slices if s.rows)
+    assert sliced.slices[-1].rows == 0 and sliced.slices[-1].note == "no audited row in this slice"
+    assert dataclasses.replace(outcome.result, slices=None).to_dict() == expected.to_dict()
     assert outcome.result.capacity_check.checked and outcome.result.capacity_check.check_rows == check.sum()
     diagnostics = outcome.record["diagnostics"]
     assert diagnostics["rows"]["rows_scored"] == trained.sum()

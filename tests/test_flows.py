@@ -318,10 +318,10 @@ def test_a_nightly_with_slices_stores_and_reports_each_slice(prefect_api, tmp_pa
     plan.write_text(json.dumps({
         "targets": [{"name": "leaky", "source": "registered", "claimed_epsilon": 0.0}], "catboost_iterations": 40,
         "audit": {"repetitions": 2, "grid_points": 30}, "controls": {"enabled": False},
-        "slices": ["column:C9:top=2", "shown-label"]}))
+        "slices": ["column:C9:top=2", "shown-label"], "slice_budget": 0.04}))
     (listed,) = nightly_audit(date=D1, data_root=str(root), plan_file=str(plan))
     slices = listed.slices
-    assert slices.declared == 4 and slices.confidence == pytest.approx(1 - 0.05 / 4)
+    assert slices.declared == 4 and slices.confidence == pytest.approx(1 - 0.04 / 4)
     assert {s.slicing for s in slices.slices} == {"column:C9:top=2", "shown-label"}
     assert sum(s.rows for s in slices.slices if s.slicing == "shown-label") == listed.row.m
     assert any(s.status == "VIOLATION" for s in slices.slices)  # the memoriser leaks in every slice
@@ -331,3 +331,54 @@ def test_a_nightly_with_slices_stores_and_reports_each_slice(prefect_api, tmp_pa
     assert sorted((s["slicing"], s["slice_name"]) for s in stored) == sorted(
         (s.slicing, s.name) for s in slices.slices)
     assert "Valid bounds per slice" in Path(listed.report).read_text()
+
+
+def test_slices_follow_a_bound_change_and_rejudge_from_their_stored_counts(prefect_api, tmp_path, capsys):
+    """A sliced night: a plan that changes only kappa re-uses the stored scoring, slices included (bounded again
+    from the counts stored beside the game); `rejudge` at another kappa carries the slices, bounded from the same
+    counts at the night's slice budget, and says so; a game stored without slice counts is named as not carried."""
+    import shutil
+
+    from auditing.config import BoundConfig
+    from auditing.slices import SLICES_DIR, SliceCounts, bound_slices
+    from flows.cli import main
+    from flows.nightly import nightly_audit
+    from pipelines.data.synth import write_synthetic_day
+
+    root = tmp_path / "data"
+    for day in (D0, D1):
+        write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
+    register_memorizer(root, D1)
+    spec = {"targets": [{"name": "leaky", "source": "registered", "claimed_epsilon": 0.0}], "catboost_iterations": 40,
+            "audit": {"repetitions": 2, "grid_points": 30}, "controls": {"enabled": False},
+            "slices": ["column:C9:top=2", "shown-label"], "slice_budget": 0.04}
+    plan, kappa_plan = tmp_path / "plan.json", tmp_path / "kappa.json"
+    plan.write_text(json.dumps(spec))
+    kappa_plan.write_text(json.dumps({**spec, "audit": {**spec["audit"], "kappa": 0.2}}))
+    (night,) = nightly_audit(date=D1, data_root=str(root), plan_file=str(plan))
+    (moved,) = nightly_audit(date=D1, data_root=str(root), plan_file=str(kappa_plan))
+    assert not night.reused_scoring and moved.reused_scoring and moved.row.kappa == 0.2
+    game_dir = next((root / "sweeps" / "leaky").glob("date=*/*"))
+    counts = SliceCounts.load(game_dir)
+    assert counts is not None and len(counts.slices) == 4
+    # the binomial bound at kappa is the bound at 0 minus kappa, slice by slice (delta 0, repetition 0's counts)
+    after_of = {s.name: s for s in moved.slices.slices}
+    for before in night.slices.slices:
+        after = after_of[before.name]
+        assert after.epsilon_lower_bound == pytest.approx(max(before.epsilon_lower_bound - 0.2, 0.0), abs=1e-9)
+
+    capsys.readouterr()
+    code = main(["rejudge", "--date", D1, "--kappa", "0.3", "--data-root", str(root), "--json"])
+    out, err = capsys.readouterr()
+    (row,) = json.loads(out)
+    expected = bound_slices(counts, BoundConfig(kappa=0.3), 0.04)
+    assert code in (0, 1) and row["run_kind"] == "rejudge" and row["kappa"] == 0.3
+    assert row["slices"]["budget"] == 0.04 and row["slices"]["declared"] == 4
+    assert {s["name"]: s["epsilon_lower_bound"] for s in row["slices"]["slices"]} == {
+        s.name: s.epsilon_lower_bound for s in expected.slices}
+    assert "slices carried for leaky" in err and "NOT carried" not in err
+
+    shutil.rmtree(game_dir / SLICES_DIR)  # a game stored before slice counts were kept
+    main(["rejudge", "--date", D1, "--kappa", "0.3", "--data-root", str(root), "--json"])
+    out, err = capsys.readouterr()
+    assert "slices NOT carried for leaky" in err and json.loads(out)[0].get("slices") is None

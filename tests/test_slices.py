@@ -14,6 +14,7 @@ budget * N: scipy.stats.binomtest(K, N, budget, alternative="greater").pvalue > 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 import numpy as np
@@ -222,3 +223,78 @@ def test_slices_play_only_the_rows_the_grouping_leaves(tmp_path, capsys):
     for piece in (s for s in out["slices"]["slices"] if s["slicing"] == "column:market:top=3"):
         assert piece["rows"] == int(((np.array([f"m{c}" for c in category]) == piece["name"].split("=")[1])
                                      & kept).sum())
+
+
+# Each slice's (name, rows, check rows, eps_lb, c', c) on the world of the test below, computed by the slice audit
+# before slices were bounded from counts (it played each slice and bounded it from its rows in one step).
+BOUNDED_FROM_ROWS = {
+    "bonferroni": [("category=0", 1727, 325, 1.334203689137212, 154, 139),
+                   ("category=4", 1677, 322, 0.24892404477245278, 150, 106),
+                   ("shown label 0", 9166, 1848, 0.1545588943840669, 1184, 700),
+                   ("shown label 1", 834, 152, 0.7060429902188254, 834, 606)],
+    "split, kappa 0.3": [("category=0", 1727, 325, 0.9717685095570852, 85, 75),
+                         ("category=4", 1677, 322, 0.0, 81, 54),
+                         ("shown label 0", 9166, 1848, 0.0, 1, 1),
+                         ("shown label 1", 834, 152, 0.5138139668958863, 418, 311)],
+}
+
+
+def test_slices_bounded_from_stored_counts_equal_the_bounds_from_rows(tmp_path):
+    """count_slices, stored and loaded, then bound_slices: the numbers the slice audit gave when it bounded each
+    slice from its rows, at either bound setting, from the same counts (no slice played again)."""
+    from auditing.config import BoundConfig
+    from auditing.slices import SliceCounts, bound_slices, count_slices
+
+    target, reference, y, category, _ = rr_world(np.random.default_rng(11), 12_000, 1.0, leak_eps=8.0, categories=6)
+    audited = np.arange(12_000) < 10_000
+    ids = np.arange(12_000) * 5 + 2
+    game = AuditConfig(repetitions=3, seed=2).game
+    counts = count_slices(target[audited], reference[audited], y[audited], ids[audited], game,
+                          ["column:category:top=2", "shown-label"], columns={"category": category[audited]},
+                          check=CheckRows(target[~audited], reference[~audited], y[~audited], ids[~audited]),
+                          check_columns={"category": category[~audited]})
+    assert all(piece.game.game.repetitions == 1 for piece in counts.slices)
+    counts.save(tmp_path)
+    loaded = SliceCounts.load(tmp_path)
+    assert SliceCounts.load(tmp_path / "elsewhere") is None
+    for name, bound in (("bonferroni", BoundConfig()), ("split, kappa 0.3", BoundConfig(strategy="split", kappa=0.3))):
+        audit = bound_slices(loaded, bound)
+        assert [(s.name, s.rows, s.check_rows, s.epsilon_lower_bound, s.selected_guesses, s.selected_correct)
+                for s in audit.slices] == BOUNDED_FROM_ROWS[name], name
+        assert audit == bound_slices(counts, bound)
+        assert all(s.capacity_check is not None and s.capacity_check.checked for s in audit.slices)
+    with pytest.raises(LabelDPInputError, match="valid selection strategy"):
+        bound_slices(loaded, BoundConfig(strategy="max"))
+
+
+def test_the_days_statistics_gathered_batch_by_batch_equal_those_of_the_whole_day():
+    """The value counts and the prior's exact deciles (a count per order-preserving bin, then the values of the bins
+    holding the ranks) fix the same slices whatever the batches, ties and empty batches included."""
+    from auditing.slices import DECILES, DayStatistics, SliceRows, day_statistics, lower_quantile_ranks
+
+    for n in (1, 2, 3, 9, 10, 11, 99, 12_345):
+        values = np.random.default_rng(n).random(n)
+        assert np.array_equal(np.sort(values)[lower_quantile_ranks(n)], np.quantile(values, DECILES, method="lower"))
+    rng = np.random.default_rng(0)
+    n = 50_000
+    prior = np.round(rng.uniform(0.01, 0.3, n), 3)  # many ties
+    reference = np.column_stack([1 - prior, prior])
+    category = rng.integers(0, 40, n).astype(str)
+
+    def rows(a, b):
+        return SliceRows(reference[a:b], np.zeros(b - a, np.int64), np.arange(a, b), {"c": category[a:b]}, 1)
+
+    slicings = [parse_slicing(s) for s in ("column:c:top=5", "prior-deciles", "group:c", "shown-label")]
+    whole = day_statistics(slicings, rows(0, n))
+    gathered = DayStatistics(slicings)
+    cuts = [0, 0, 1, 777, 20_000, 20_001, n]
+    for a, b in itertools.pairwise(cuts):
+        gathered.add(rows(a, b))
+    assert gathered.needs_second_pass
+    for a, b in itertools.pairwise(cuts):
+        gathered.add_again(rows(a, b))
+    found = gathered.result()
+    assert found[("values", "c")] == whole[("values", "c")]
+    assert np.array_equal(found[("prior",)][0], whole[("prior",)][0]) and found[("prior",)][1] == whole[("prior",)][1]
+    assert [s.fixed(found) for s in slicings] == [s.fixed(whole) for s in slicings]
+    assert len(slicings[1].fixed(found).slices(rows(0, n), None)) == 10

@@ -18,7 +18,9 @@ stored under sweeps/; nothing is trained, scored or read from the partition, and
 started: a night takes about a second. The controls are judged again first and decide each verdict's trust as on
 the night; each verdict is written to the warehouse with its report, as run kind "rejudge" beside the night's
 own verdicts (which it never replaces: settings chosen after seeing a night are a second look, not the
-pre-registered verdict). Options not given keep the night's own setting.
+pre-registered verdict). Options not given keep the night's own setting. A target's slices go with it: each
+slice is bounded again from the counts stored beside its game, at the night's slice budget, and a line says
+whose slices were carried (and whose could not be: a game stored before slice counts were kept).
 
 Examples:
   labeldp-audit rejudge --date 2026-11-02 --kappa 0.3
@@ -56,11 +58,12 @@ def run(args) -> int:
     import datetime as dt
     import time
 
+    from auditing.sinks.report.text import rejudged_slices_lines
     from flows import exit_codes
     from flows.commands.audit_options import bound_config_from
     from flows.commands.flow_options import print_rows
     from flows.exit_codes import Outcome
-    from flows.rejudge import read_night, rejudge_night
+    from flows.rejudge import read_night, rejudge_night, sliced_targets
     from labeldp.errors import LabelDPInputError
     from labeldp.names import parse_date, resolve_data_root
 
@@ -90,6 +93,8 @@ def run(args) -> int:
         print(f"[rejudge] {night.date.isoformat()} ({night.run_kind}): {len(day_outcome.rows)} verdict(s) at "
               f"{bound.method}, {bound.strategy}, {bound.confidence:g} confidence, delta {bound.delta:g}, kappa "
               f"{bound.kappa:g} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        for line in rejudged_slices_lines(*sliced_targets(root, night, tuple(args.model))):
+            print(f"[rejudge] {night.date.isoformat()}: {line}", file=sys.stderr, flush=True)
         outcome = outcome.merge(day_outcome)
     for line in missing:
         print(f"[rejudge] skipped {line}", file=sys.stderr, flush=True)

@@ -161,7 +161,7 @@ def run(args) -> int:
     if stored is not None:
         progress(f"reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at these bound settings")
-        record = reused_record(stored, request)
+        record = reused_record(stored, request, prepared.output_dir)
     else:
         from pipelines.scoring.beam_scoring import score_day
 

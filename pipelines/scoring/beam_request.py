@@ -85,7 +85,7 @@ class ScoringRequest:
     target_model: ModelHandle | None = None
     reference_model: ModelHandle | None = None
     night: dt.date | None = None
-    # Slicings bounded per slice after the pipeline (`pipelines.scoring.day_slices`; docs/slices.md): their texts or
+    # Slicings counted per slice after the pipeline (`pipelines.scoring.day_slices`; docs/slices.md): their texts or
     # `auditing.slices.Slicing` objects, checked against the day's dataset when the job is prepared; and the
     # slices' own false-alarm budget (None: 1 - confidence).
     slices: tuple = ()
@@ -350,16 +350,24 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
                            row_groups, lineage, key, sweep_dir(request.data_root, request.model, request.date, key))
 
 
-def reused_record(stored: tuple[GameCounts, dict], request: ScoringRequest) -> dict:
+def reused_record(stored: tuple[GameCounts, dict], request: ScoringRequest, directory: Path | None = None) -> dict:
     """A stored job's record (`stored_scoring`) judged at ``request``'s bound settings (`auditing.audit.audit_counts`:
-    milliseconds, no scoring), with the day's slices as stored (their slicings, budget and bound settings are part of
-    the key, so they are the ones asked for)."""
+    milliseconds, no scoring), with the day's slices bounded at them too from the slice counts stored in
+    ``directory`` (`auditing.slices.bound_slices`; the slicings are part of the key, their bound settings and budget
+    are not)."""
     from auditing.audit import audit_counts
+    from auditing.slices import SliceCounts, bound_slices
 
     game, record = stored
     result = audit_counts(game, request.config.bound).to_dict()
     if request.slices:
-        result["slices"] = record["result"].get("slices")
+        counts = None if directory is None else SliceCounts.load(directory)
+        if counts is not None:
+            result["slices"] = bound_slices(counts, request.config.bound, request.slice_budget).to_dict()
+        elif record["result"].get("slices"):  # never bounded again silently from nothing
+            raise LabelDPInputError(f"{directory}: the day's game is stored without its slices' counts; score the "
+                                    "day again")
+        # else the job left no row to play on (`_nothing_left`): no slice, as stored
     return {**record, "result": result, "config": asdict(request.config), "reused": True}
 
 
@@ -380,12 +388,12 @@ def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, dict] | None:
 
 
 def _slices_key(request: ScoringRequest) -> dict | None:
-    """What a day's slices depend on beyond the game: the slicings, their budget and the bound settings (a slice's
-    bound is computed from its rows, not re-judged from stored counts, so a bound change scores the day again)."""
+    """What a day's slice counts depend on beyond the game: the slicings. Their bound settings and budget are not in
+    it: a slice is bounded from its stored counts (`auditing.slices.bound_slices`), so a bound change re-judges a
+    sliced day without scoring it again."""
     if not request.slices:
         return None
-    return {"slicings": [s if isinstance(s, str) else s.spec for s in request.slices],
-            "budget": request.slice_budget, "bound": asdict(request.config.bound)}
+    return {"slicings": [s if isinstance(s, str) else s.spec for s in request.slices]}
 
 
 def scoring_key(game: GameConfig, lineage: dict, audited_rows: dict | None, *, expected_curve: bool,

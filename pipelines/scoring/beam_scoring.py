@@ -524,14 +524,19 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                           check=_check_histograms(pass1, spec, dataset.classes), row_groups=row_groups,
                           attack_curve=attack)
         result = audit_counts(game, request.config.bound)
+        slice_counts = None
         if request.slices:
-            from pipelines.scoring.day_slices import day_slices, slicings_for
+            from auditing.slices import bound_slices
+            from pipelines.scoring.day_slices import day_slice_counts, slicings_for
 
             t2 = time.monotonic()
-            progress(f"slices: bounding {', '.join(s if isinstance(s, str) else s.spec for s in request.slices)}")
-            result = replace(result, slices=day_slices(
-                work / "slice_rows", request.data_root, request.date, dataset, request.config,
-                slicings_for(request.slices, dataset), budget=request.slice_budget, night=request.game.night))
+            progress(f"slices: counting {', '.join(s if isinstance(s, str) else s.spec for s in request.slices)}")
+            slice_counts = day_slice_counts(work / "slice_rows", request.data_root, request.date, dataset,
+                                            request.config.game, slicings_for(request.slices, dataset),
+                                            night=request.game.night, tasks=tasks,
+                                            batch_size=request.batch_size, bins=request.bins,
+                                            capacity_check=spec.capacity_check)
+            result = replace(result, slices=bound_slices(slice_counts, request.config.bound, request.slice_budget))
             timings["slices_s"] = round(time.monotonic() - t2, 3)
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
@@ -552,6 +557,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                   "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                   "scored_rows": str(scored_final) if request.write_scored else None}
         game.save(out_tmp)
+        if slice_counts is not None:  # bounded again from here at other bound settings (reused_record, rejudge)
+            slice_counts.save(out_tmp)
         write_result(out_tmp, record)
     rows = plan.issues
     missing = rows.get("rows_without_target_prediction", 0) + rows.get("rows_without_reference_prediction", 0)

@@ -348,6 +348,19 @@ def slices_budget_words(budget: float, declared: int, confidence: float) -> str:
             f"each at confidence {100 * float(confidence):.4g}%")
 
 
+def rejudged_slices_lines(carried: Sequence[str], lost: Sequence[str]) -> list[str]:
+    """What a re-judging did with the night's slices: carried (bounded again from their stored counts) for
+    ``carried``, not carried for ``lost`` (their game was stored before slice counts were kept)."""
+    lines = []
+    if carried:
+        lines.append(f"slices carried for {', '.join(carried)}: each slice bounded again from its stored counts at "
+                     "these settings (nothing scored again)")
+    if lost:
+        lines.append(f"slices NOT carried for {', '.join(lost)}: the night bounded slices, but its game was stored "
+                     "before slice counts were kept; score the night again to bound them at other settings")
+    return lines
+
+
 def claim_words(claimed: float) -> str:
     """The claim as a slice table names it: 'eps 0.5', or 'inf (no claim)'."""
     return "inf (no claim)" if math.isinf(claimed) else f"eps {claimed:g}"
