@@ -20,7 +20,8 @@ The world:
   their true eps: every VIOLATION is false), CatBoost on the true labels (non-private; claimed 1: a real leak),
   CatBoost on randomized response at eps 3 claimed 1 (a planted leak), and the memorising stand-in of
   tests/memorising_worlds.py on these features (randomized response at eps 1 whose positives it memorises, the
-  reference's odds moved by a label-free factor per ``hash_7`` value; claimed 1);
+  reference's odds moved by a label-free factor per ``hash_7`` value; claimed 1), and the same stand-in memorising
+  the true labels (``memorising-nonprivate``, claimed 1: a real leak);
 - each target is audited in process (`auditing.audit.run_audit`, repetition 0 decides, the coins keyed by the
   night) with its check rows, judged (`auditing.verdict.judge.judge`) and entered in its family, one coin seed per
   family (``--families`` families per target over the same nights).
@@ -58,6 +59,7 @@ TARGETS = {  # name: (randomized-response eps or None, claim, kind)
     "memorising-eps1": (1.0, 1.0, "compliant"),
     "nonprivate": (None, 1.0, "leak"),
     "rr-eps3-claims-1": (3.0, 1.0, "leak"),
+    "memorising-nonprivate": (None, 1.0, "leak"),
 }
 
 
@@ -132,7 +134,7 @@ def night(world: World, d: int, reference_model, seed: int) -> dict:
     for name, (eps, _, _) in TARGETS.items():
         if name.startswith("memorising"):
             factor = part["hash_7"].map(world.factor_values).to_numpy()
-            noisy = _rr(labels, eps, rng)
+            noisy = labels if eps is None else _rr(labels, eps, rng)
             logit = reference + factor + np.where(audited & (noisy == 1), 3.0, 0.0)
             targets[name] = special.expit(logit)
             continue
@@ -161,46 +163,13 @@ def _rate(count: int, total: int) -> str:
     return f"{count}/{total} ({100 * count / total:.1f}%, 95% CI {100 * lo:.1f}-{100 * hi:.1f})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--nights", type=int, default=31, help="nights audited (days 1..N; day 0 trains the first "
-                                                               "reference)")
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--families", type=int, default=8, help="coin seeds (families) per target")
-    parser.add_argument("--drift", type=float, default=0.5, help="sd of the day's segment shift of the click logit")
-    parser.add_argument("--iterations", type=int, default=80, help="CatBoost iterations of the models")
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--raw", type=Path, help="write every (night, target, family) record here (JSON lines)")
-    args = parser.parse_args()
+def _report(args, records: list[dict], done: int, started: float) -> str:
+    """The tables over the nights done so far (written after every night, so a run cut short still reports)."""
+    from auditing.verdict.family_evidence import family_evidence
 
-    from auditing.verdict.family_evidence import NightCounts, family_evidence
-    from auditing.verdict.judge import judge
-
-    started = time.monotonic()
-    world = World(_read(args.data), args.rows, args.drift, args.iterations)
-    records = []
-    previous = world.day(0)
-    for d in range(1, args.nights + 1):
-        reference = _fit(previous[0], previous[1], d, args.iterations)
-        data = night(world, d, reference, seed=d)
-        day = DAY0 + dt.timedelta(days=d)
-        for name, (eps, claim, kind) in TARGETS.items():
-            for family in range(args.families):
-                result = audit(data, name, day, seed=family)
-                verdict = judge(result, claim)
-                records.append({"night": d, "target": name, "family": family, "kind": kind, "claim": claim,
-                                "true_eps": math.inf if eps is None else eps, "status": verdict.status,
-                                "eps_lb": result.epsilon_lower_bound,
-                                "epsilon_check": result.capacity_check.epsilon_check,
-                                "decision": verdict.decision.decision, "trust": verdict.trust.state,
-                                "counts": NightCounts.of_result(day, claim, result)})
-        previous = data["part"], data["labels"]
-        print(f"night {d}/{args.nights}: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
-
-    lines = [f"Real-feature world: {args.nights} nights of {args.rows:,} rows resampled from the AdKDD'21 sample, "
-             f"segment drift sd {args.drift}, CatBoost {args.iterations} iterations, {args.families} families (coin "
-             f"seeds) per target; {time.monotonic() - started:.0f} s.", "",
+    lines = [f"Real-feature world: {done} of {args.nights} nights of {args.rows:,} rows resampled from the AdKDD'21 "
+             f"sample, segment drift sd {args.drift}, CatBoost {args.iterations} iterations, {args.families} families (coin "
+             f"seeds) per target; {time.monotonic() - started:.0f} s so far.", "",
              "| target | claim | true eps | VIOLATION nights | decision act (trusted) | epsilon_check > true eps |",
              "|---|---|---|---|---|---|"]
     for name, (eps, claim, _) in TARGETS.items():
@@ -228,10 +197,50 @@ def main() -> None:
         n = args.families
         lines.append(f"| {name} | {kind} | {_rate(firsts, n)} | {_rate(threes, n)} | {_rate(sevens, n)} | "
                      f"{_rate(evers, n)} |")
-    text = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--nights", type=int, default=31, help="nights audited (days 1..N; day 0 trains the first "
+                                                               "reference)")
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--families", type=int, default=8, help="coin seeds (families) per target")
+    parser.add_argument("--drift", type=float, default=0.5, help="sd of the day's segment shift of the click logit")
+    parser.add_argument("--iterations", type=int, default=80, help="CatBoost iterations of the models")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--raw", type=Path, help="write every (night, target, family) record here (JSON lines)")
+    args = parser.parse_args()
+
+    from auditing.verdict.family_evidence import NightCounts
+    from auditing.verdict.judge import judge
+
+    started = time.monotonic()
+    world = World(_read(args.data), args.rows, args.drift, args.iterations)
+    records = []
+    previous = world.day(0)
+    for d in range(1, args.nights + 1):
+        reference = _fit(previous[0], previous[1], d, args.iterations)
+        data = night(world, d, reference, seed=d)
+        day = DAY0 + dt.timedelta(days=d)
+        for name, (eps, claim, kind) in TARGETS.items():
+            for family in range(args.families):
+                result = audit(data, name, day, seed=family)
+                verdict = judge(result, claim)
+                records.append({"night": d, "target": name, "family": family, "kind": kind, "claim": claim,
+                                "true_eps": math.inf if eps is None else eps, "status": verdict.status,
+                                "eps_lb": result.epsilon_lower_bound,
+                                "epsilon_check": result.capacity_check.epsilon_check,
+                                "decision": verdict.decision.decision, "trust": verdict.trust.state,
+                                "counts": NightCounts.of_result(day, claim, result)})
+        previous = data["part"], data["labels"]
+        print(f"night {d}/{args.nights}: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+
+        text = _report(args, records, d, started)
+        if args.out:
+            args.out.write_text(text + "\n")
     print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
     if args.raw:
         with args.raw.open("w") as handle:
             for r in records:
