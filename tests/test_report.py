@@ -688,8 +688,12 @@ def test_the_decision_and_its_meaning_come_before_the_evidence_and_the_trust_det
     if case == "unconfirmed":
         assert first.count("unconfirmed", "span") == 1 and "the claim is disproved" not in first.visible
         assert "but this is not confirmed" in first.visible
+        # the risk sentence is conditional too: it must not say the bound demonstrates what the decision does not
+        assert "would demonstrate" in verdict.risk_headline and "could not confirm" in verdict.risk_headline
+        assert " demonstrates:" not in verdict.risk_headline
     if case == "act":
         assert first.count("unconfirmed", "span") == 0 and "the claim is disproved" in first.visible
+        assert " demonstrates:" in verdict.risk_headline and "would demonstrate" not in verdict.risk_headline
 
 
 def test_a_trusted_violation_shows_its_capacity_check_in_the_trust_details(run):

@@ -185,8 +185,9 @@ def _pct(value: float | None) -> str:
     return f"{100.0 * value:.3g}%" if value < 0.9995 else "100%"
 
 
-def headline(claimed: RiskBlock, shown: RiskBlock | None) -> str:
-    """One sentence: what the claim allows and what the bound demonstrates, in attack-success terms."""
+def headline(claimed: RiskBlock, shown: RiskBlock | None, confirmed: bool = True) -> str:
+    """One sentence: what the claim allows and what the bound demonstrates, in attack-success terms. Unconfirmed
+    (the capacity check did not rule out the reference's misfit), the bound's part is conditional on kappa."""
 
     def ceiling(block: RiskBlock) -> str:
         if block.rows:
@@ -199,4 +200,7 @@ def headline(claimed: RiskBlock, shown: RiskBlock | None) -> str:
         return text + "; the audit demonstrates nothing (no valid lower bound)."
     if shown.epsilon == 0.0:
         return text + "; the audit demonstrates no leakage beyond the prior (eps_lb = 0)."
+    if not confirmed:
+        return (text + f"; the measured eps_lb={shown.epsilon:.4g} would demonstrate: {ceiling(shown)}, if the "
+                "reference's misfit is within kappa, which tonight's check could not confirm.")
     return text + f"; the measured eps_lb={shown.epsilon:.4g} demonstrates: {ceiling(shown)}."

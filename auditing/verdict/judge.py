@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from auditing.result import AuditResult
 from auditing.risk.attack_bounds import posterior_ceiling
-from auditing.risk.figures import risk_assessment, risk_block
+from auditing.risk.figures import headline, risk_assessment, risk_block
 from auditing.risk.records import PosteriorCurve, RiskAssessment, RiskBlock
 from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.decision import decide
@@ -39,6 +40,7 @@ from auditing.verdict.types import (
     NO_VERDICT,
     PASS,
     TRUSTED,
+    UNCONFIRMED,
     UNTRUSTED,
     VIOLATION,
     WEAK_PASS,
@@ -186,6 +188,9 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     if kind == "target" and status != NO_VERDICT:
         decision = decide(status, trust, claimed, result.capacity_check, night=night, family=family,
                           inconclusive_reason=result.inconclusive_reason, kappa=result.kappa, split=split)
+        if decision.decision == UNCONFIRMED:  # the risk sentence must not claim what the decision does not
+            assessment = replace(assessment, headline=headline(assessment.claimed, assessment.demonstrated,
+                                                               confirmed=False))
     return Verdict(
         result=result, claimed_epsilon=claimed, status=WEAK_PASS if robustness.weak_pass else status,
         robustness=robustness,
