@@ -998,10 +998,14 @@ def test_risk_columns_round_trip_on_both_backends(target):
     labels = (rng.random(n) < p_ref).astype(int)
     p_target = np.clip(np.where(labels == 1, 0.9, 0.05) + rng.normal(0, 0.02, n), 0.01, 0.99)
     result = run_audit(p_target, p_ref, labels, config=AuditConfig(repetitions=2))
-    row, curve = audit_record(judge(result, 0.5), run_kind="nightly", model_id="risk-m", partition_date=DAY)
+    verdict = judge(result, 0.5)
+    row, curve = audit_record(verdict, run_kind="nightly", model_id="risk-m", partition_date=DAY)
     expected = risk_assessment(result.to_dict(), 0.5)
     names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
-    assert all(name in row.to_dict() for name in names) and row.risk_headline == expected.headline
+    # the stored sentence is the verdict's: the assessment's, made conditional when the leak is unconfirmed
+    assert all(name in row.to_dict() for name in names) and row.risk_headline == verdict.risk_headline
+    claim_part = expected.headline.split("; ")[0]
+    assert verdict.risk_headline.startswith(claim_part)
     with open_warehouse(target) as wh:
         wh.write_audit(row, curve)
         got = _only(wh.fetch_results(model_id="risk-m"))
@@ -1009,7 +1013,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
         block = expected.claimed if name.startswith("risk_") and not name.startswith("risk_lb_") else \
             expected.demonstrated
         assert getattr(got, name) == pytest.approx(getattr(block, name.removeprefix("risk_lb_").removeprefix("risk_"))), name
-    assert got.risk_headline == expected.headline
+    assert got.risk_headline == verdict.risk_headline
     # Nullable: a row without them (an old result) stores NULLs; bad values are refused before SQL.
     bare, bare_curve = make_row(model_id="risk-old")
     with open_warehouse(target) as wh:
