@@ -355,7 +355,8 @@ def stored(root, warehouse=None) -> list:
 def test_violation_is_exit_1_only_when_asked_and_the_table_is_printed_either_way(data_root, plan):
     done = cli(*nightly(data_root, plan, "--fail-on-violation"))
     assert done.returncode == exit_codes.VIOLATION, done.stderr
-    assert re.search(r"^leaky +2026-10-02 VIOLATION", done.stdout, re.M) and "rr-eps1" in done.stdout
+    assert re.search(r"^\S.* leaky +2026-10-02 +VIOLATION", done.stdout, re.M), done.stdout
+    assert "rr-eps1" in done.stdout
     assert_quiet(done.stderr)
     assert "labeldp-audit nightly: exit 1: 1 VIOLATION: the claimed epsilon is disproved for leaky@2026-10-02" \
         in done.stderr
