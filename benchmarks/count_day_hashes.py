@@ -1,11 +1,11 @@
 """How many times a nightly reads every byte of the audited day to fingerprint it: a real `labeldp-audit nightly`
-(the default plan: one trained target and both controls) on two small synthetic days, each command in its own
+(the default plan: three trained targets and both controls) on two small synthetic days, each command in its own
 process with the partition hashing function counted (each call hashes every file of one day's partition).
 
     PYTHONPATH=. .venv/bin/python benchmarks/count_day_hashes.py [--rows 20000]
 
 Prints the number of whole-day hashes per day for the nightly, run twice (the second run reuses the trained
-models and stored games).
+models and stored games). With COUNT_TRACE=FILE, each hash's call stack is appended to FILE (where they come from).
 """
 
 from __future__ import annotations
