@@ -53,7 +53,7 @@ def main() -> None:
     partition = steps.check_partition(root, date)
     stages["check partition"] = time.perf_counter() - t0
     t = time.perf_counter()
-    target = steps.ensure_target(root, date, spec, plan, partition["fingerprint"], progress=print)
+    target = steps.ensure_target(root, date, spec, plan, partition.fingerprint, progress=print)
     stages["train target (lp-1st, eps 4)"] = time.perf_counter() - t
     t = time.perf_counter()
     record = steps.score_target(root, date, target, reference, plan, progress=print)

@@ -40,6 +40,7 @@ from flows.progress import StepClock
 from flows.rejudge import StoredNight, night_model_of, write_night
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date, resolve_data_root
+from pipelines.data.day import Day, Days
 from pipelines.models.handle import ModelHandle, resolve_model
 
 
@@ -99,7 +100,7 @@ io_task = dict(retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_retry
 
 
 @task(name="check-partition", **io_task)
-def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) -> dict:
+def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) -> Day:
     return steps.check_partition(root, date, plan)
 
 
@@ -116,8 +117,8 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
 
 @task(name="prepare-reference", cache_policy=NO_CACHE)
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
-                      name: str | None = None):
-    return steps.prepare_reference(root, date, plan, raw, audited, progress=_log, name=name)
+                      name: str | None = None, day: Day | None = None):
+    return steps.prepare_reference(root, date, plan, raw, audited, progress=_log, name=name, day=day)
 
 
 @task(name="ensure-control", cache_policy=NO_CACHE)
@@ -128,9 +129,10 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
 
 @task(name="score-and-audit", cache_policy=NO_CACHE)
 def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, model: ModelHandle, plan: AuditPlan,
-                    reference: ModelHandle, rows: steps.NightRows, expected_curve: bool = False) -> dict:
+                    reference: ModelHandle, rows: steps.NightRows, expected_curve: bool = False,
+                    days: Days | None = None) -> dict:
     return steps.score_target(root, date, model, reference, plan, progress=_log, expected_curve=expected_curve,
-                              rows=rows, capacity_check=not isinstance(spec, ControlSpec))
+                              rows=rows, capacity_check=not isinstance(spec, ControlSpec), days=days)
 
 
 @task(name="publish", **io_task)
@@ -248,7 +250,8 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _emit("DATA_MISSING", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
         raise
     raw_reference = ensure_reference(root, date, plan)
-    fingerprint = partition["fingerprint"]
+    days = Days(root, {date: partition})  # every day this run reads, each listed and hashed once
+    fingerprint = partition.fingerprint
     outcome, ready, skipped = Outcome(fail_on_violation=fail_on_violation), {}, []
     clock = StepClock(len(plan.targets), estimate=False)  # a model that exists takes no time, training minutes
     for spec in plan.targets:
@@ -262,11 +265,11 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         except Exception as exc:  # one target's failure must not hide the others' results
             _target_failed(root, date, spec, exc, outcome, webhook_url)
     _check_stop()
-    reference, check, rows = prepare_reference(root, date, plan, raw_reference, list(ready.values()))
+    reference, check, rows = prepare_reference(root, date, plan, raw_reference, list(ready.values()), day=partition)
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
     control_rows, night, stored, night_fp = run_controls(root, date, plan, fingerprint, warehouse, webhook_url,
                                                          reference, check, rows, run_kind=run_kind,
-                                                         accept_unchecked=accept, run_id=run_id)
+                                                         accept_unchecked=accept, run_id=run_id, days=days)
     outcome.rows += control_rows
     shift = None
     scored = [spec for spec in plan.targets if spec.name in ready]
@@ -275,7 +278,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         _check_stop()
         _log(f"{spec.name}: scoring and auditing ({clock.step()})")
         try:
-            record = score_and_audit(root, date, spec, ready[spec.name], plan, reference, rows)
+            record = score_and_audit(root, date, spec, ready[spec.name], plan, reference, rows, days=days)
             _check_stop()
             claimed = steps.claimed_epsilon_of(spec, ready[spec.name])
             row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, night=night,
@@ -339,8 +342,8 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
 def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
                  webhook_url: str | None, reference: ModelHandle, check: ReferenceCheck, rows: steps.NightRows,
                  specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
-                 accept_unchecked: bool = False,
-                 run_id: str | None = None) -> tuple[list[ListedVerdict], object, list, str]:
+                 accept_unchecked: bool = False, run_id: str | None = None,
+                 days: Days | None = None) -> tuple[list[ListedVerdict], object, list, str]:
     """The night's controls, before the targets: build, score (same Beam job, reference and bounds), judge
     (auditing.verdict.controls), then publish each. A control that fails or cannot run alerts CONTROL_FAILED and voids
     what it guards (`auditing.verdict.trust.night_trust`): the negative control every verdict of the night, the positive
@@ -348,7 +351,8 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
     rows, the night's `NightTrust`, which every verdict of the night is judged with, the stored night's models and
     the night's fingerprint (`flows.steps.night_fingerprint`, part of every verdict's inputs).
     specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows;
-    accept_unchecked: the plan or command accepts a reference no check row can check; run_id: the run's id."""
+    accept_unchecked: the plan or command accepts a reference no check row can check; run_id: the run's id;
+    days: the run's day handles (`pipelines.data.day.Days`)."""
     specs = plan.control_specs() if specs is None else specs
     records, checks, stored = {}, {}, []
     for spec in specs:
@@ -356,7 +360,7 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
         try:
             control = ensure_control(root, date, spec, plan, partition_fp, reference)
             records[spec.name] = score_and_audit(root, date, spec, control, plan, reference, rows,
-                                                 expected_curve=spec.control == POSITIVE)
+                                                 expected_curve=spec.control == POSITIVE, days=days)
             checks[spec.name] = steps.judge_control(spec, records[spec.name])
         except Exception as exc:  # a control that cannot run proves nothing: what it guards is void tonight
             _unless_stopped(exc)
@@ -432,17 +436,17 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     partition = check_partition(root, day, plan)
     candidate = resolve_model(root, name, day)
     check_model_for_day(candidate.meta, plan.dataset, day, "candidate")
-    check_registration_matches_day(root, candidate.meta, day, partition["fingerprint"], "candidate")
+    check_registration_matches_day(root, candidate.meta, day, partition.fingerprint, "candidate")
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
     raw_reference = ensure_reference(root, day, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference
     # recalibrated on the day (the guardrail's own, held out from the candidate's rows: the nightly's models stay
     # as the night left them), and its VIOLATION is trusted only when the capacity check vouches for it.
     reference, check, rows = prepare_reference(root, day, plan, raw_reference, [candidate],
-                                               plan.guardrail_reference_name(name))
+                                               plan.guardrail_reference_name(name), day=partition)
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
     night = NightTrust(accept_unchecked=accept)
-    record = score_and_audit(root, day, spec, candidate, plan, reference, rows)
+    record = score_and_audit(root, day, spec, candidate, plan, reference, rows, days=Days(root, {day: partition}))
     _check_stop()
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
                   night=night, reference_check=check, run_id=run_id,

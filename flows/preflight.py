@@ -34,6 +34,7 @@ from flows.plan import AuditPlan, RegisteredTarget, TargetSpec, load_plan
 from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name
+from pipelines.data.day import Day
 from pipelines.data.layout import model_dir, partition_dir
 
 CONNECT_SECONDS = 2
@@ -93,20 +94,21 @@ def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set
         checked_days.add(ref_day)
 
 
-def check_targets(root: Path, day: dt.date, plan: AuditPlan, fingerprint: str | None = None) -> None:
+def check_targets(root: Path, day: dt.date, plan: AuditPlan, partition: Day | None = None) -> None:
     """The plan's targets of ``day`` that the night loads without training them (see the module docstring);
-    ``fingerprint``: the day's partition's (`steps.check_partition`; computed when needed and not given)."""
+    ``partition``: the day's handle (`steps.check_partition`; resolved when needed and not given), whose
+    fingerprint is computed only when a target needs it."""
     from pipelines.scoring.beam_request import check_model_for_day
 
     footer = _footer(root, day)
     for spec in plan.targets:
         try:
             if isinstance(spec, RegisteredTarget):
-                fingerprint = fingerprint or steps.check_partition(root, day, plan)["fingerprint"]
-                model = steps.ensure_registered(root, day, spec, plan, partition_fp=fingerprint)
+                partition = partition or steps.check_partition(root, day, plan)
+                model = steps.ensure_registered(root, day, spec, plan, partition_fp=partition.fingerprint)
             elif plan.on_missing_target != "train":  # never trains: refuses, skips, or reuses the model
-                fingerprint = fingerprint or steps.check_partition(root, day, plan)["fingerprint"]
-                model = steps.ensure_target(root, day, spec, plan, fingerprint)
+                partition = partition or steps.check_partition(root, day, plan)
+                model = steps.ensure_target(root, day, spec, plan, partition.fingerprint)
                 check_model_for_day(model.meta, plan.dataset, day, "target")
             else:
                 continue
@@ -246,16 +248,14 @@ def check_run(root: Path, days: list[dt.date], plan: AuditPlan, warehouse: str |
         LabelDPInputError (steps.DataMissingError for a missing or empty partition): the first bad input.
     """
     checked: set[dt.date] = set()
-    sizes, fingerprints = {}, {}
-    for day in days:
-        partition = steps.check_partition(root, day, plan)
-        sizes[day], fingerprints[day] = partition["rows"], partition["fingerprint"]
-        checked.add(day)
+    partitions = {day: steps.check_partition(root, day, plan) for day in days}
+    checked.update(days)
     for day in days:
         check_reference(root, day, plan, checked)
         if targets:
-            check_targets(root, day, plan, fingerprints[day])
-    return [*holdout_warnings(plan, min(sizes.values())), *check_warehouse(root, warehouse, create_warehouse)]
+            check_targets(root, day, plan, partitions[day])
+    return [*holdout_warnings(plan, min(p.rows for p in partitions.values())),
+            *check_warehouse(root, warehouse, create_warehouse)]
 
 
 def holdout_warnings(plan: AuditPlan, rows: int) -> list[str]:

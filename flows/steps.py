@@ -31,9 +31,10 @@ from labeldp import faults, hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, live, no_progress
-from pipelines.data.layout import model_dir, partition_dir
+from pipelines.data.layout import model_dir
 
 if TYPE_CHECKING:
+    from pipelines.data.day import Day, Days
     from pipelines.models.handle import ModelHandle
 
 
@@ -52,64 +53,18 @@ def default_audit_date(scheduled: dt.datetime | None = None) -> dt.date:
     return (start.astimezone(dt.UTC) if start.tzinfo else start).date() - dt.timedelta(days=1)
 
 
-def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) -> dict:
-    """Row count, fingerprint and dataset of the day's partition, checked from the files' footers and its
-    row key and label columns only (no feature is read): DataMissingError when it is absent or empty;
-    LabelDPInputError when it was written for another dataset than the plan's, when a file's columns or types
-    are not its dataset's, when a row key is null or repeated, a label null or out of range, or when every row
-    has the same label (nothing to audit)."""
+def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) -> Day:
+    """The day's partition as a handle (`pipelines.data.day.resolve_day`: its files, dataset and row count, checked
+    from the footers and the row key and label columns; its fingerprint on demand, once): DataMissingError when it
+    is absent or empty; LabelDPInputError when it was written for another dataset than the plan's, when a file's
+    columns or types do not match its dataset spec, when the keys repeat or every row has the same label."""
     from auditing.sinks.report import text
-    from pipelines.data import schema
-    from pipelines.data.dataset_spec import check_same_dataset, dataset_of
+    from pipelines.data.day import PartitionMissing, resolve_day
 
-    directory = partition_dir(root, date)
-    files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
-    if not files:
-        how = str(schema.missing_partition(root, date, plan.dataset if plan is not None else None))
-        raise DataMissingError(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}; "
-                               f"{how.split('; ', 1)[1]}")
-    footers = [schema.open_parquet(p) for p in files]
-    rows = sum(f.metadata.num_rows for f in footers)
-    if rows == 0:
-        raise DataMissingError(f"partition for {date.isoformat()} at {directory} is empty")
-    dataset = dataset_of(root, date)
-    if plan is not None:
-        check_same_dataset(plan.dataset, dataset, f"the partition of {date.isoformat()} ({directory})",
-                           text.plan_dataset_fix(date))
-    for path, footer in zip(files, footers, strict=True):
-        check_footer(footer.schema_arrow, path, dataset)
-    schema.check_keys_and_labels(root, date, dataset)
-    return {"date": date.isoformat(), "rows": int(rows), "fingerprint": schema.partition_fingerprint(root, date),
-            "dataset": dataset.name}
-
-
-def check_footer(footer, path: Path, dataset) -> None:
-    """A file's columns and their types, from its footer, against its dataset spec: each column goes through
-    the cast its role gets in `pipelines.data.schema.validate_table`, on no rows (the values are checked when read)."""
-    import re
-
-    import pyarrow as pa
-
-    from pipelines.data import column_checks as checks
-
-    checks.check_columns(footer.empty_table(), list(dataset.columns), path, dataset)
-    for name in dataset.columns:
-        empty = pa.chunked_array([], type=footer.field(name).type)
-        try:
-            if name == dataset.row_key:
-                checks.cast_integer(empty, pa.int64(), name, path)
-            elif name == dataset.label:
-                checks.check_labels(empty, dataset.classes, path, name)
-            elif name in dataset.numeric:
-                (checks.cast_integer(empty, pa.int64(), name, path) if dataset.numeric_type == "int64"
-                 else checks.cast_float(empty, name, path))
-            elif name in dataset.carry:
-                checks.cast_text(empty, name, path)
-            else:
-                checks.cast_categorical(empty, name, path, dataset.categorical_format == "hex8")
-        except LabelDPInputError as exc:  # no rows were read: say where the type came from instead of a count
-            raise LabelDPInputError(re.sub(r"; 0 non-null rows are affected$", " (from the file's footer)",
-                                           str(exc))) from None
+    try:
+        return resolve_day(root, date, plan.dataset if plan is not None else None, text.plan_dataset_fix(date))
+    except PartitionMissing as exc:
+        raise DataMissingError(exc.template, field=exc.field) from None
 
 
 def _settings(plan: AuditPlan):
@@ -172,7 +127,8 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
     progress(f"{spec.name}: training {spec.mechanism} at eps={spec.epsilon:g}")
     train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
                        settings=_settings(plan), reference_name=plan.reference_name,
-                       on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference)
+                       on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference,
+                       partition_fingerprint=partition_fp)
     return resolve_model(root, spec.name, date)
 
 
@@ -215,7 +171,7 @@ def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, model: ModelHandle) 
 
 def score_target(root: Path, date: dt.date, model: ModelHandle, reference: ModelHandle, plan: AuditPlan,
                  progress: Progress = no_progress, expected_curve: bool = False, rows: NightRows | None = None,
-                 capacity_check: bool = True) -> dict:
+                 capacity_check: bool = True, days: Days | None = None) -> dict:
     """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
     model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its record with the
     audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
@@ -223,7 +179,8 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     model: the audited model and reference: the night's reference (`prepare_reference`), both resolved.
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
     rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the
-    check rows (a control does not need it)."""
+    check rows (a control does not need it). days: the run's day handles (`pipelines.data.day.Days`: each day
+    listed and hashed once a run); None: listed and hashed by this call's steps."""
     from pipelines.scoring import beam_request
 
     name = model.name
@@ -234,6 +191,7 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
         slices=plan.slicings if capacity_check else (), slice_budget=plan.slice_budget,  # a control is not sliced
+        partition=None if days is None else days[date],
     )
     began = dt.datetime.now(dt.UTC).isoformat()
     prepared = beam_request.prepare_scoring(request, plan.beam_args)
@@ -258,14 +216,14 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     record["lineage"] = {**record.get("lineage", {}), "model": prepared.lineage["model"],
                          "reference": prepared.lineage["reference"]}
     record["game_dir"] = str(prepared.output_dir)
-    record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress)
+    record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress, days)
     split = rows.split_tests.get(name) if capacity_check else None
     record["split_test"] = None if split is None else split.to_dict()
     return record
 
 
 def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
-                     progress: Progress = no_progress) -> ShiftDiagnostic:
+                     progress: Progress = no_progress, days: Days | None = None) -> ShiftDiagnostic:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.reference.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
     from flows.terminal import stop_of
@@ -273,7 +231,7 @@ def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
     from pipelines.reference.shift_diagnostics import shift_diagnostic as compute
 
     try:
-        return compute(root, date, reference)
+        return compute(root, date, reference, days)
     except Exception as exc:  # a diagnostic must not block the verdict (but a stop stops the run)
         if stop_of(exc) is not None:
             raise
@@ -361,7 +319,7 @@ class NightRows:
 
 
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
-                      progress: Progress = no_progress, name: str | None = None,
+                      progress: Progress = no_progress, name: str | None = None, day: Day | None = None,
                       ) -> tuple[ModelHandle, ReferenceCheck, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
@@ -371,7 +329,8 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
     is used and the check says "reference not checked" and why. name: the recalibrated reference's registry name
     (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_reference_name`).
     Also the night's `NightRows`: the capacity check's rows (the held-out rows the correction did not fit) and
-    the rows left out for sharing a group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`)."""
+    the rows left out for sharing a group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`).
+    day: the day's handle (`check_partition`), whose fingerprint keys the recalibration; None: hashed again."""
     from pipelines.reference.recalibration import (
         RecalibrationSettings,
         ReferenceCheckSkipped,
@@ -397,7 +356,8 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
             recalibrated_model = recalibrate_reference(root, date, name, raw, targets=audited,
                                              audit_rows=plan.audit.audit_rows,
                                              settings=RecalibrationSettings(catboost=_settings(plan)),
-                                             seed=plan.seed, progress=progress)
+                                             seed=plan.seed, progress=progress,
+                                             partition_fingerprint=None if day is None else day.fingerprint)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
             progress(f"reference not recalibrated: {exc.reason}")
             check = replace(check, note=f"reference not recalibrated: {exc.reason}")

@@ -711,7 +711,7 @@ def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -
 def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, reference: ModelHandle, *,
                           targets: Iterable[ModelHandle] = (), audit_rows: str = "training",
                           settings: RecalibrationSettings | None = None, seed: int = 0,
-                          progress: Progress = no_progress) -> ModelHandle:
+                          progress: Progress = no_progress, partition_fingerprint: str | None = None) -> ModelHandle:
     """Registers ``models/<name>/date=<date>/``: the resolved reference ``reference`` corrected on day ``date``'s
     calibration rows (module docstring). Returns the registered model, resolved; its metadata's ``recalibration`` key
     holds the record: ``source_reference`` (name, date, fingerprint), ``fit_rows`` / ``validation_rows``,
@@ -724,6 +724,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     Raises `ReferenceCheckSkipped` (with ``reason``) when there are no usable held-out rows, the reference is not
     a CatBoost model or not logit-additive, or the dataset is not binary; `LabelDPInputError` for a missing
     reference, partition or keys file. Score with ``ScoringRequest(reference_model=<the returned handle>)``.
+    ``partition_fingerprint``: the day's, when the caller holds its handle (`pipelines.data.day.Day`); None: hashed here.
     """
     date = require_date(date)
     check_name(name, "recalibrated reference name")
@@ -745,7 +746,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
             f"({ref_md.output_correction.get('kind')}) that is not additive in logit space, so no single "
             f"CatBoost model can hold it plus a correction")
     fingerprint = reference.fingerprint
-    partition_fp = schema.partition_fingerprint(root, date)
+    partition_fp = partition_fingerprint or schema.partition_fingerprint(root, date)
     source_record = {"name": ref_name, "date": ref_date.isoformat(), "fingerprint": fingerprint,
                      "partition_fingerprint": ref_md.partition_fingerprint}
     inputs = {"reference": source_record, "partition_fingerprint": partition_fp, "settings": settings.describe(),

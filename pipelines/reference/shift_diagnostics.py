@@ -44,6 +44,7 @@ from auditing.verdict.shift_diagnostic import DayFit, FeaturePsi, FeatureShift, 
 from labeldp.names import require_date
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
+from pipelines.data.day import Days
 from pipelines.data.layout import partition_dir
 from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.scoring.audit_rows import ALL, KEYS, record_kind, training_rows
@@ -167,14 +168,17 @@ def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> Model
     return resolve_model(root, str(source["name"]), dt.date.fromisoformat(str(source["date"])))
 
 
-def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHandle) -> ShiftDiagnostic:
+def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHandle,
+                     days: Days | None = None) -> ShiftDiagnostic:
     """The diagnostic for auditing day ``date`` against the resolved reference ``reference``.
 
     Returns a `ShiftDiagnostic`: ``label`` (the "diagnostic, not a proof" caveat), the two days (the reference's
     own day and ``date``), the reference's log-loss and ECE on each day's unseen rows and their differences, and
     ``feature_shift`` (`feature_shift`); or, when two days cannot be compared, ``not_computed`` saying why.
     Cached per (root, dates, reference and its fingerprint, partition fingerprints), so a rewritten partition or
-    model is read again. Raises LabelDPInputError for a missing partition of ``date`` or a missing source model.
+    model is read again. ``days``: the run's day handles (`pipelines.data.day.Days`), so each day is hashed once a
+    run however many models are diagnosed; None: this call's own. Raises LabelDPInputError for a missing partition
+    of ``date`` or a missing source model.
     """
     date = require_date(date)
     measured = measured_reference(root, reference)
@@ -188,8 +192,8 @@ def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHan
         return ShiftDiagnostic(LABEL, reference, own_day, date,
                                not_computed=f"day {own_day} (the reference's own day) has no partition at "
                                             f"{partition_dir(root, own_day)} to compare day {date} with")
-    return _cached(str(root), date, measured, schema.partition_fingerprint(root, date),
-                   schema.partition_fingerprint(root, own_day), SAMPLE_ROWS)
+    days = days if days is not None else Days(root)
+    return _cached(str(root), date, measured, days[date].fingerprint, days[own_day].fingerprint, SAMPLE_ROWS)
 
 
 @functools.lru_cache(maxsize=8)

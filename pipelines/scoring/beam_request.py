@@ -28,6 +28,7 @@ from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
 from pipelines.data.dataset_spec import DatasetSpec, criteo
+from pipelines.data.day import Day
 from pipelines.data.layout import model_dir
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
@@ -90,9 +91,16 @@ class ScoringRequest:
     # slices' own false-alarm budget (None: 1 - confidence).
     slices: tuple = ()
     slice_budget: float | None = None
+    # The day's handle already resolved by the caller (`pipelines.data.day.Day`: its files listed and its bytes
+    # hashed once a run); None: listed and hashed when the job is prepared.
+    partition: Day | None = None
 
     def __post_init__(self):
         require_date(self.date, "date")
+        if self.partition is not None and (Path(self.partition.root), self.partition.date) != (
+                Path(self.data_root), self.date):
+            raise ValueError(f"the day handle is of {self.partition.root} {self.partition.date.isoformat()}, the "
+                             f"request of {self.data_root} {self.date.isoformat()}")
         if self.night is not None and require_date(self.night, "night") != self.date:
             raise ValueError(f"night {self.night.isoformat()} is not the scored day {self.date.isoformat()}: "
                              "a game's coins are keyed by the day it audits")
@@ -335,7 +343,8 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
         "model": target.lineage(),
         "reference": reference.lineage(),
         "partition": {"date": request.date.isoformat(),
-                      "fingerprint": schema.partition_fingerprint(request.data_root, request.date),
+                      "fingerprint": (schema.partition_fingerprint(request.data_root, request.date)
+                                      if request.partition is None else request.partition.fingerprint),
                       "files": [p.name for p in files], "rows": total_rows, "row_groups": len(tasks),
                       "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint()},
         "runner": {"runner": runner_from(beam_args) or FN_API_RUNNER, "beam_args": beam_args},

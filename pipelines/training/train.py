@@ -150,7 +150,7 @@ def check_binary(dataset: DatasetSpec, what: str = "training") -> None:
                                 f"{what} fits binary (2-class) CatBoost models only")
 
 
-def load_day(root: str | os.PathLike, date: dt.date) -> DayData:
+def load_day(root: str | os.PathLike, date: dt.date, fingerprint: str | None = None) -> DayData:
     """Reads and validates the partition of ``date`` (``schema.read_partition``, with the spec it was written
     with) under the pipeline names and prepares features. A spec with other than 2 classes is refused."""
     date = require_date(date)
@@ -165,7 +165,7 @@ def load_day(root: str | os.PathLike, date: dt.date) -> DayData:
                                     f"training needs every split (use more rows)")
     return DayData(date=date, row_ids=row_ids, labels=table.column("label").to_numpy().astype(np.int64),
                    features=feature_frame(table, dataset), split=split, table_schema=table.schema,
-                   fingerprint=schema.partition_fingerprint(root, date), dataset=dataset)
+                   fingerprint=fingerprint or schema.partition_fingerprint(root, date), dataset=dataset)
 
 
 # ------------------------------------------------------------------------------------------ mechanisms
@@ -396,7 +396,8 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
                        model_name: str | None = None, seed: int = 0, settings: CatBoostSettings | None = None,
                        options: MechanismOptions | None = None, reference_name: str = "reference",
                        on_missing_reference: str = "train", progress: Progress = no_progress,
-                       reference: ModelHandle | None = None) -> tuple[Any, ModelMetadata]:
+                       reference: ModelHandle | None = None,
+                       partition_fingerprint: str | None = None) -> tuple[Any, ModelMetadata]:
     """The ``labeldp-audit train`` job: load day D, resolve the reference (D-1 checkpoint), train, register.
 
     The reference is resolved whenever it exists or can be made, because the audit of day D needs it as M'
@@ -404,7 +405,8 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
     proceeds without one for mechanisms that do not need it (e.g. the first day of data). A model named like
     the reference does not resolve a reference of its own. ``mechanism`` is a registered name (built from
     ``options``) or a `Mechanism`. ``reference``: the reference already resolved by the caller (a night resolves it
-    once for every target), else resolved or made here. Returns ``(model_dir, metadata)``.
+    once for every target), else resolved or made here. ``partition_fingerprint``: day D's, when the caller holds
+    its handle (`pipelines.data.day.Day`); None: hashed here. Returns ``(model_dir, metadata)``.
     """
     date = require_date(date)
     settings = settings or CatBoostSettings()
@@ -418,7 +420,7 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
         raise LabelDPInputError(f"model {model_name!r} cannot be its own reference prior; pick another "
                                 f"{mention('model_name')} or {mention('prior')} uniform", field="model_name")
     progress(f"loading partition {date.isoformat()}")
-    day = load_day(root, date)
+    day = load_day(root, date, partition_fingerprint)
     progress(f"{day.row_ids.size} rows: train {day.rows(splits.TRAIN).size}, validation "
              f"{day.rows(splits.VALIDATION).size}, test {day.rows(splits.TEST).size}")
     reference_model, reference_info = None, None
