@@ -5,8 +5,9 @@ Each is a thin wrapper around a plain function of `pipelines.scoring.partition_b
 `pipelines.scoring.scoring_batches`; they are module-level classes, so a runner pickles them by reference.
 
 Work directory (``_work/`` under the output being written): ``pass1.npz`` (the merged pass-1 accumulator),
-``duplicates/bucket-*.json`` (row-id uniqueness per hash bucket), ``expected.npz`` (with ``expected_curve``)
-and ``slots/slot-*.npz`` (each slot's exact counts), each written atomically by `WriteResults`.
+``duplicates/bucket-*.json`` (row-id uniqueness per hash bucket), ``expected.npz`` (with ``expected_curve``),
+``slots/slot-*.npz`` (each slot's exact counts) and ``slices/<step>.pkl`` (a slice step's merged accumulator,
+`SliceStepFn`), each written atomically by `WriteResults`.
 """
 
 from __future__ import annotations
@@ -340,7 +341,8 @@ class Held:
 
 class HoldBatches(beam.DoFn):
     """In-process runners only: keeps each audited batch for pass 2 in the driver, by batch id (a retried bundle
-    replaces its own batches). Outputs nothing."""
+    replaces its own batches); with slices declared, each whole scored batch (its check rows and slicing columns
+    too), whose slices the driver folds with the job's slice accumulators. Outputs nothing."""
 
     def __init__(self, key: str):
         self._key = key

@@ -10,6 +10,15 @@ Pipeline (every element is an Arrow batch or a small per-slot object, never a ro
     boundary rows --GroupByKey(slot)--> ParDo(exact counts) --> per-slot counts
     pass1 + per-slot counts --Flatten--> ParDo(write result files)
 
+Declared slices (docs/slices.md) are counted in the same passes: each batch is read with the slicings' columns
+of its rows, and each step of `pipelines.scoring.day_slices.SliceSteps` (the day's statistics the slices are fixed
+from, then each slice's pass 1 and pass 2) is a CombineFn (`SliceStepFn`) over the scored batches. The steps follow
+one another (a slice's histograms need its values or edges, which are statistics of the whole day): on the
+two-stage plan the first rides on pipeline 1, the next on pipeline 2, and each one left is a pipeline of its own
+over the predictions pipeline 1 wrote (with the check rows and the slicing columns when slices are declared); on an
+in-process runner's side-input plan the driver folds them over the batches the job held, as it plays pass 2 there.
+A multi-worker runner's side-input plan is run as two-stage when slices are declared.
+
 Pass 1's compiled kernel releases the GIL and runs on a background thread (one core, `Pass1Accumulator`), so on
 a single-process runner it overlaps the single-threaded Python work of the next batch (Parquet reading, the
 CatBoost frame and Pool); the CombineFn reads its accumulator only after the kernels finished (``compact``,
