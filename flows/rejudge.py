@@ -31,6 +31,7 @@ from auditing.verdict.run_kinds import BACKFILL, NIGHTLY, REJUDGE
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from flows.exit_codes import Outcome
 from flows.plan import ControlSpec, RegisteredTarget
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.progress import Progress, no_progress
@@ -180,7 +181,7 @@ def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNig
     slices = SliceCounts.load(directory)
     if slices is not None:
         result = dataclasses.replace(result, slices=bound_slices(slices, config.bound, night.slice_budget))
-    return {**record, "result": result.to_dict(), "config": asdict(config),
+    return {**record, "result": encode(result), "config": asdict(config),
             "reused": True, "game_dir": str(directory), "shift_diagnostic": night.shift_diagnostic,
             "split_test": model.split_test}
 

@@ -33,6 +33,7 @@ from auditing.risk.attack_bounds import (
 from auditing.risk.column_bound import column_bound, eps_protect, poisson_binomial_pmf
 from auditing.risk.figures import risk_assessment, risk_block
 from flows.cli import main as cli_main
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -354,7 +355,7 @@ def test_histogram_is_the_same_however_rows_are_batched():
     for chunk in reversed(np.split(order, cuts)):
         merged = merged.merge(PriorHistogram.from_probabilities(p[chunk]))
     assert np.array_equal(merged.counts, whole.counts)
-    assert PriorHistogram.from_dict(json.loads(json.dumps(whole.to_dict()))).counts.tolist() == whole.counts.tolist()
+    assert decode(PriorHistogram, json.loads(json.dumps(encode(whole)))).counts.tolist() == whole.counts.tolist()
 
 
 def test_pass1_accumulator_carries_the_prior_histogram(tmp_path):

@@ -144,6 +144,7 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
 
 
 def run(args) -> int:
+    from labeldp.codec import encode
     from labeldp.errors import LabelDPInputError
     from labeldp.names import parse_date
 
@@ -163,7 +164,7 @@ def run(args) -> int:
         result, split = _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc.template}", field=exc.field) from None
-    out = result.to_dict()
+    out = encode(result)
     if args.claimed_epsilon is not None:
         if result.optimistic:
             raise LabelDPInputError("--claimed-epsilon needs a valid bound: --strategy max is the paper's "
