@@ -28,6 +28,7 @@ from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import is_void_night, void_night_reason
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import faults, hints
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, live, no_progress
@@ -260,7 +261,7 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     record["game_dir"] = str(prepared.output_dir)
     record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress)
     split = rows.split_tests.get(name) if capacity_check else None
-    record["split_test"] = None if split is None else split.to_dict()
+    record["split_test"] = encode(split)
     return record
 
 
@@ -523,7 +524,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     family, family_night = _family(root, warehouse, model_id, date, result, claimed, kind, run_kind, night)
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
                     shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check, family=family,
-                    split=SplitTest.from_dict(record.get("split_test")))
+                    split=decode(SplitTest | None, record.get("split_test") or None, "split_test"))
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
     faults.point("publish.before-warehouse")  # inert unless a crash test asks (labeldp.faults)

@@ -20,6 +20,7 @@ Hooks a record class may define (the only per-class code):
 
 * ``_upgrade(cls, value: dict) -> dict`` (classmethod): called on the stored dict before it is read, to turn an old
   shape into the current one (or refuse it with a message saying what to do);
+* ``_computed``: a tuple of properties written after the fields (for the reader of the JSON) and dropped when read;
 * ``_encoded(self)`` and ``_decoded(cls, value, name)`` (classmethod): for a record whose stored form is not its
   fields (e.g. a sparse array); the codec then writes and reads that form as the class says.
 
@@ -64,8 +65,11 @@ def encode(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         hook = getattr(obj, "_encoded", None)
         if hook is not None:
-            return hook()
-        return {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+            return encode(hook())
+        out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        for name in getattr(obj, "_computed", ()):
+            out[name] = encode(getattr(obj, name))
+        return out
     if isinstance(obj, dt.date):  # datetime included
         return obj.isoformat()
     if isinstance(obj, list | tuple):
@@ -109,6 +113,9 @@ def _decode_record(cls: type, value: Any, name: str) -> Any:
     upgrade = getattr(cls, "_upgrade", None)
     if upgrade is not None:
         value = upgrade(dict(value))
+    computed = getattr(cls, "_computed", ())
+    if computed:
+        value = {k: v for k, v in value.items() if k not in computed}
     fields = _fields(cls)
     unknown = sorted(set(value) - set(fields))
     if unknown:

@@ -16,7 +16,7 @@ from auditing.verdict.types import TRUSTED, UNTRUSTED
 from flows.exit_codes import UNTRUSTED as EXIT_UNTRUSTED
 from flows.exit_codes import VIOLATION as EXIT_VIOLATION
 from flows.exit_codes import Outcome
-from labeldp.codec import decode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from tests.test_warehouse import make_row
 
@@ -137,7 +137,7 @@ def test_a_result_record_is_read_once_into_the_typed_result():
             decode(AuditResult, bad)
     verdict = judge(record, 1.0)
     assert isinstance(verdict.result, AuditResult) and verdict.result == result
-    assert verdict.to_dict()["result"] == record
+    assert encode(verdict)["result"] == record
 
 
 def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path):

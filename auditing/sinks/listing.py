@@ -19,6 +19,7 @@ from auditing.result import SLICE_DESIGN
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import PASS, VIOLATION, SliceVerdict, Verdict
+from labeldp.codec import encode
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class ListedSlices:
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` record: budget, declared, confidence, design and the slice verdicts."""
         return {"budget": self.budget, "declared": self.declared, "confidence": self.confidence,
-                "design": self.design, "slices": [s.to_dict() for s in self.slices]}
+                "design": self.design, "slices": [encode(s) for s in self.slices]}
 
 
 def _stored_design(row: ResultRow) -> str | None:
@@ -176,7 +177,7 @@ class ListedVerdict:
             "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
             **{name: value for name, value in row.to_dict().items()
                if name.startswith(("risk_", "attack_", "family_"))},
-            **self.verdict.trust_figures().to_dict(),
+            **encode(self.verdict.trust_figures()),
             "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
             "slices": None if slices is None else slices.to_dict(),
         }

@@ -172,11 +172,10 @@ def run(args) -> int:
         from auditing.verdict.judge import judge
 
         verdict = judge(result, args.claimed_epsilon, split=split)
-        robustness = verdict.robustness.to_dict()
+        robustness = encode(verdict.robustness)
         robustness.pop("note")
         out.update(claimed_epsilon=verdict.claimed_epsilon, status=verdict.status, **robustness,
-                   decision=verdict.decision.to_dict(), trust=verdict.trust.to_dict(),
-                   split_test=None if split is None else split.to_dict())
+                   decision=encode(verdict.decision), trust=encode(verdict.trust), split_test=encode(split))
         if verdict.slices:  # judged: the slices' verdicts, as every other command's --json carries them
             from auditing.sinks.listing import ListedSlices
 
