@@ -559,18 +559,16 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     if alerted and webhook_url:
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                     report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
-        listed = listed.with_alert(send_alert(webhook_url, alerted, payload, default_ledger_dir(root)).to_dict())
+        listed = listed.with_alert(encode(send_alert(webhook_url, alerted, payload, default_ledger_dir(root))))
     sliced = slice_alert_kind(verdict)  # besides the verdict's own alert: slices are judged apart from it
     if sliced and webhook_url:
         payload = slice_violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                           report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
-        sent = send_alert(webhook_url, sliced, payload, default_ledger_dir(root)).to_dict()
+        sent = encode(send_alert(webhook_url, sliced, payload, default_ledger_dir(root)))
         listed = listed.with_alert(sent if listed.alert is None else listed.alert)
     if family is not None and family.confirmed_on == date and webhook_url:  # the night the family was confirmed
-        sent = send_alert(webhook_url, FAMILY_CONFIRMED, family_payload(family, model_id=model_id,
-                                                                        partition_date=date.isoformat(),
-                                                                        report=str(report_path)),
-                          default_ledger_dir(root)).to_dict()
+        payload = family_payload(family, model_id=model_id, partition_date=date.isoformat(), report=str(report_path))
+        sent = encode(send_alert(webhook_url, FAMILY_CONFIRMED, payload, default_ledger_dir(root)))
         listed = listed.with_alert(sent if listed.alert is None else listed.alert)
     return listed
 
@@ -612,7 +610,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
     payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
     if control is not None:
         payload.update(control=control, reference_check=None if reference_check is None else reference_check.to_dict())
-    return send_alert(webhook_url, kind, payload, default_ledger_dir(root)).to_dict()
+    return encode(send_alert(webhook_url, kind, payload, default_ledger_dir(root)))
 
 
 def mark_replaced_reports(root: Path, date: dt.date) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from labeldp.errors import LabelDPInputError
@@ -74,9 +74,6 @@ class ControlCheck:
         return cls(data["control"], data["passed"], _number(data, "epsilon_lower_bound"),
                    _number(data, "floor", optional=True), _number(data, "ceiling"), data["message"],
                    None if detail is None else dict(detail), _number(data, "misfit_kappa", optional=True))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 __all__ = ["CONTROL_KINDS", "LABEL_BLIND", "NEGATIVE", "POSITIVE", "ControlCheck"]

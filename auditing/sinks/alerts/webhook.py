@@ -47,7 +47,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +103,6 @@ class AlertOutcome:
     http_status: int | None
     error: str | None
     ledger_file: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def default_ledger_dir(data_root: str | os.PathLike | None = None) -> Path:
