@@ -63,11 +63,6 @@ class ListedSlices:
         return cls(float(first["budget"]), int(first["declared"]), float(first["confidence"]),
                    _stored_design(row) or SLICE_DESIGN, pieces)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` record: budget, declared, confidence, design and the slice verdicts."""
-        return {"budget": self.budget, "declared": self.declared, "confidence": self.confidence,
-                "design": self.design, "slices": [encode(s) for s in self.slices]}
-
 
 def _stored_design(row: ResultRow) -> str | None:
     """The slices' design sentence the row's stored result carries (None when it cannot be read)."""
@@ -160,7 +155,7 @@ class ListedVerdict:
         slices = self.slices
         if self.verdict is None:
             return {**row.to_dict(), "partition_date": row.partition_date.isoformat(), "report": self.report,
-                    "weak_pass": self.stored_weak_pass, "slices": None if slices is None else slices.to_dict(),
+                    "weak_pass": self.stored_weak_pass, "slices": encode(slices),
                     "inputs_replaced_since": self.inputs_replaced}
         return {
             "model_id": row.model_id, "partition_date": row.partition_date.isoformat(), "status": row.status,
@@ -179,7 +174,7 @@ class ListedVerdict:
                if name.startswith(("risk_", "attack_", "family_"))},
             **encode(self.verdict.trust_figures()),
             "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
-            "slices": None if slices is None else slices.to_dict(),
+            "slices": encode(slices),
         }
 
 

@@ -179,7 +179,7 @@ def run(args) -> int:
         if verdict.slices:  # judged: the slices' verdicts, as every other command's --json carries them
             from auditing.sinks.listing import ListedSlices
 
-            out["slices"] = ListedSlices.of_verdict(verdict).to_dict()
+            out["slices"] = encode(ListedSlices.of_verdict(verdict))
     if args.json:
         print(json.dumps(out))
     else:
