@@ -2,38 +2,18 @@
 and the records nested in it (the curve, the split halves, the histograms, the capacity check).
 
 Data only (no bound or game code), so the verdict and its sinks can name the types without importing the audit.
-`AuditResult.from_dict` is the one reader of a stored result record; each nested record's ``from_dict`` reads its
-part, and ``to_dict`` writes the JSON the result has always stored.
+The records are written and read by `labeldp.codec` (``encode(result)``, ``decode(AuditResult, stored, "result")``):
+the JSON the result has always stored, with `AuditResult._upgrade` refusing a result written before kappa.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
+from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, encode
 from labeldp.errors import LabelDPInputError
-
-
-def _fields_of(cls, data: Mapping, what: str, expected: str = "") -> dict:
-    """``data``'s values for ``cls``'s fields; LabelDPInputError naming a field no version had or a missing one
-    (``expected``: what the record should be, added to the message)."""
-    if not isinstance(data, Mapping):
-        raise LabelDPInputError(f"{what}: expected a record (mapping); got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise LabelDPInputError(f"{what}: unknown field(s) {unknown}{expected}")
-    missing = [name for name, f in fields.items() if name not in data
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    if missing:
-        raise LabelDPInputError(f"{what}: missing field(s) {missing}{expected}")
-    return dict(data)
-
-
 
 
 @dataclass(frozen=True)
@@ -44,13 +24,6 @@ class CurvePoint:
     correct: int
     epsilon_lower_bound: float
 
-    def to_dict(self) -> dict:
-        return {"guesses": self.guesses, "correct": self.correct, "epsilon_lower_bound": self.epsilon_lower_bound}
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> CurvePoint:
-        return cls(**_fields_of(cls, data, "curve point"))
-
 
 @dataclass(frozen=True)
 class HalfCounts:
@@ -60,15 +33,6 @@ class HalfCounts:
     guesses: tuple[int, ...]
     correct: tuple[int, ...]
 
-    def to_dict(self) -> dict:
-        return {"m": self.m, "guesses": list(self.guesses), "correct": list(self.correct)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> HalfCounts:
-        values = _fields_of(cls, data, "split half")
-        return cls(m=int(values["m"]), guesses=tuple(int(v) for v in values["guesses"]),
-                   correct=tuple(int(v) for v in values["correct"]))
-
 
 @dataclass(frozen=True)
 class SplitHalves:
@@ -77,16 +41,6 @@ class SplitHalves:
 
     selection: HalfCounts
     bound: HalfCounts
-
-    def to_dict(self) -> dict:
-        return {"selection": self.selection.to_dict(), "bound": self.bound.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> SplitHalves | None:
-        if not data:
-            return None
-        values = _fields_of(cls, data, "split_halves")
-        return cls(HalfCounts.from_dict(values["selection"]), HalfCounts.from_dict(values["bound"]))
 
 
 @dataclass(frozen=True)
@@ -100,19 +54,6 @@ class ScoreHistogram:
     edges: tuple[float, ...]
     rows: tuple[int, ...]
     correct: tuple[int, ...]
-
-    def to_dict(self) -> dict:
-        return {"repetition": self.repetition, "statistic": self.statistic, "edges": list(self.edges),
-                "rows": list(self.rows), "correct": list(self.correct)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> ScoreHistogram | None:
-        if not data:
-            return None
-        values = _fields_of(cls, data, "score_histogram")
-        return cls(repetition=int(values["repetition"]), statistic=str(values["statistic"]),
-                   edges=tuple(float(v) for v in values["edges"]), rows=tuple(int(v) for v in values["rows"]),
-                   correct=tuple(int(v) for v in values["correct"]))
 
 
 @dataclass(frozen=True)
@@ -159,27 +100,6 @@ class AttackCurve:
     def rows_negative(self) -> int:
         return sum(self.negatives)
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        for name in ("edges", "positives", "negatives"):
-            out[name] = list(out[name])
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> AttackCurve | None:
-        if not data:
-            return None
-        values = _fields_of(cls, data, "attack_curve")
-        figures = {f"{name}{part}": None if values[f"{name}{part}"] is None else float(values[f"{name}{part}"])
-                   for name in cls.FIGURES for part in ("", "_lower", "_upper")}
-        return cls(repetition=int(values["repetition"]), statistic=str(values["statistic"]),
-                   edges=tuple(float(v) for v in values["edges"]),
-                   positives=tuple(int(v) for v in values["positives"]),
-                   negatives=tuple(int(v) for v in values["negatives"]), **figures,
-                   bootstrap_confidence=float(values["bootstrap_confidence"]),
-                   bootstrap_resamples=int(values["bootstrap_resamples"]),
-                   bootstrap_seed=int(values["bootstrap_seed"]))
-
 
 @dataclass(frozen=True)
 class ExpectedCorrect:
@@ -188,17 +108,6 @@ class ExpectedCorrect:
 
     guesses: tuple[int, ...]
     correct: tuple[float, ...]
-
-    def to_dict(self) -> dict:
-        return {"guesses": list(self.guesses), "correct": list(self.correct)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> ExpectedCorrect | None:
-        if not data:
-            return None
-        values = _fields_of(cls, data, "expected_correct")
-        return cls(guesses=tuple(int(v) for v in values["guesses"]),
-                   correct=tuple(float(v) for v in values["correct"]))
 
 
 @dataclass(frozen=True)
@@ -262,7 +171,7 @@ class CapacityCheck:
     check_correct: int | None = None
     audited_accuracy_lower: float | None = None
     check_accuracy_upper: float | None = None
-    misfit_kappa_upper: float | None = None
+    misfit_kappa_upper: float | None = field(default=None, metadata=INF_AS_STRING)  # JSON has no infinity
     epsilon_check: float = 0.0
     check_misfit_kappa: float | None = None
     check_grid_size: int | None = None
@@ -293,23 +202,6 @@ class CapacityCheck:
         """True when the model shows more misfit on the check rows than ``kappa`` covers (lower confidence)."""
         return bool(self.checked and self.check_misfit_kappa is not None and self.check_misfit_kappa > kappa)
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        for key in ("misfit_kappa_upper",):  # JSON has no infinity
-            if out[key] is not None and math.isinf(out[key]):
-                out[key] = "inf"
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict | None) -> CapacityCheck | None:
-        if not data:
-            return None
-        values = dict(data)
-        if values.get("misfit_kappa_upper") == "inf":
-            values["misfit_kappa_upper"] = math.inf
-        values["strata_table"] = tuple(StratumCounts(**row) for row in values.get("strata_table") or ())
-        return cls(**{k: values[k] for k in cls.__dataclass_fields__ if k in values})
-
 
 # The slices' design (docs/slices.md): their own status and their own false-alarm budget, so a global verdict means
 # what it meant before slices existed.
@@ -336,15 +228,6 @@ class SliceResult:
     capacity_check: CapacityCheck | None = None
     note: str | None = None
 
-    def to_dict(self) -> dict:
-        return {**asdict(self), "capacity_check": None if self.capacity_check is None else self.capacity_check.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> SliceResult:
-        values = _fields_of(cls, data, "slice")
-        values["capacity_check"] = CapacityCheck.from_dict(values.get("capacity_check"))
-        return cls(**values)
-
 
 @dataclass(frozen=True)
 class SliceAudit:
@@ -361,17 +244,8 @@ class SliceAudit:
     design: str = SLICE_DESIGN
 
     def to_dict(self) -> dict:
-        return {"budget": self.budget, "declared": self.declared, "confidence": self.confidence,
-                "slicings": list(self.slicings), "slices": [s.to_dict() for s in self.slices], "design": self.design}
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> SliceAudit | None:
-        if not data:
-            return None
-        values = _fields_of(cls, data, "slices")
-        values["slicings"] = tuple(values["slicings"])
-        values["slices"] = tuple(SliceResult.from_dict(s) for s in values["slices"])
-        return cls(**values)
+        """``encode(self)``, for pipelines.scoring, which writes slices and is not converted yet."""
+        return encode(self)
 
 
 @dataclass(frozen=True)
@@ -407,14 +281,14 @@ class AuditResult:
     # which rows were audited ("all" for results written before the option existed), and for a strategy that
     # selects on one half, both halves' repetition-0 counts (None otherwise).
     audit_rows: str = "all"
-    split_halves: SplitHalves | None = None
+    split_halves: SplitHalves | None = field(default=None, metadata=EMPTY_IS_NONE)
     # repetition 0's |score| histogram (the report's score panel), and for controls the game's expected correct
     # guesses over the grid of repetition 0 (None unless asked for).
-    score_histogram: ScoreHistogram | None = None
-    expected_correct: ExpectedCorrect | None = None
+    score_histogram: ScoreHistogram | None = field(default=None, metadata=EMPTY_IS_NONE)
+    expected_correct: ExpectedCorrect | None = field(default=None, metadata=EMPTY_IS_NONE)
     # the reference's probabilities over the audited rows as a claim-free histogram (None for results written
     # before it), the priors of the risk figures (auditing.risk.figures.risk_assessment).
-    prior_histogram: PriorHistogram | None = None
+    prior_histogram: PriorHistogram | None = field(default=None, metadata=EMPTY_IS_NONE)
     # The reference correction this result's reference went through (REFERENCE_CALIBRATIONS; "none" for
     # results written before it existed) and, for the f-DP method, the Gaussian reading at the selected point:
     # the largest mu rejected ("not mu-GDP"), a statement about mu only, never an epsilon that decides.
@@ -422,67 +296,32 @@ class AuditResult:
     gdp_mu_lower_bound: float | None = None
     # The capacity check of repetition 0 (claim-free): whether the evidence exceeds what the reference's misfit
     # explains, judged by the model on its check rows. None for results written before it existed.
-    capacity_check: CapacityCheck | None = None
+    capacity_check: CapacityCheck | None = field(default=None, metadata=EMPTY_IS_NONE)
     # Rows whose labels move together (the grouping rule, the rows left out and why, the label-agreement
     # diagnostic); None when no grouping was applied. inconclusive_reason: why there was nothing to bound (m = 0).
-    row_groups: RowGroups | None = None
+    row_groups: RowGroups | None = field(default=None, metadata=EMPTY_IS_NONE)
     inconclusive_reason: str | None = None
     # Repetition 0's attack as a classifier of the coin: its signed-score histogram, TPR at FPR <= 0.1% and 1%,
     # AUROC, with bootstrap intervals (docs/attack-curve.md). Descriptive, never a bound on epsilon; None for
     # results written before it, or with no row audited.
-    attack_curve: AttackCurve | None = None
+    attack_curve: AttackCurve | None = field(default=None, metadata=EMPTY_IS_NONE)
     # Valid bounds per declared slice, with their own budget (auditing.slices, docs/slices.md); None when the audit
     # declared no slice.
-    slices: SliceAudit | None = None
+    slices: SliceAudit | None = field(default=None, metadata=EMPTY_IS_NONE)
     # The night (YYYY-MM-DD) that keyed the game's coins with `seed` (auditing.config.GameConfig.draw_seed); "" when
     # the coins were keyed by the seed alone (no night given, or results written before nights keyed them).
     coins_night: str = ""
 
-    def to_dict(self) -> dict:
-        """The stored record (JSON-ready): every field, nested records as their ``to_dict()``, an absent one as {}."""
-        out = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name in _NESTED:
-                value = {} if value is None else value.to_dict()
-            elif f.name == "curve":
-                value = [point.to_dict() for point in value]
-            elif f.name == "per_repetition":
-                value = list(value)
-            out[f.name] = value
-        return out
-
     @classmethod
-    def from_dict(cls, data: Mapping) -> AuditResult:
-        """The one reader of a result record (``to_dict()`` as a job stored it, JSON or Python): a field added
-        since the record was written takes its default; a result written before kappa (a ``tau`` and no
-        ``kappa``: a total-variation figure, not a bound's kappa) is refused, as is a field no version had or a
-        missing required one, each named."""
-        if isinstance(data, cls):
-            return data
-        if not isinstance(data, Mapping):
-            raise LabelDPInputError(f"result must be an AuditResult or its to_dict(); got {type(data).__name__}")
-        if "kappa" not in data and "tau" in data:
+    def _upgrade(cls, value: dict) -> dict:
+        """A result written before kappa (a ``tau`` and no ``kappa``: a total-variation figure, not a bound's
+        kappa) is refused; any other field added since a record was written takes its default."""
+        if "kappa" not in value and "tau" in value:
             raise LabelDPInputError(
                 "result: written before kappa (it has tau, a total-variation figure, and no kappa); audit it again "
                 "with this version")
-        values = _fields_of(cls, data, "result", " (expected AuditResult.to_dict())")
-        for name, record in _NESTED.items():
-            values[name] = record(values.get(name))
-        values["curve"] = tuple(CurvePoint.from_dict(point) for point in values.get("curve") or ())
-        values["per_repetition"] = tuple(float(v) for v in values.get("per_repetition") or ())
-        return cls(**values)
+        return value
 
-
-def prior_histogram_of(data: Mapping | None) -> PriorHistogram | None:
-    """A stored prior histogram; a record with no bucket (no row audited) stays an empty histogram of its kind."""
-    if not data:
-        return None
-    return PriorHistogram.from_dict(data) or PriorHistogram.empty(str(data.get("kind", "class1")))
-
-
-# The nested records, each by the reader of its stored form ({} or missing: None).
-_NESTED = {"split_halves": SplitHalves.from_dict, "score_histogram": ScoreHistogram.from_dict,
-           "expected_correct": ExpectedCorrect.from_dict, "prior_histogram": prior_histogram_of,
-           "capacity_check": CapacityCheck.from_dict, "row_groups": RowGroups.from_dict,
-           "attack_curve": AttackCurve.from_dict, "slices": SliceAudit.from_dict}
+    def to_dict(self) -> dict:
+        """``encode(self)``, for pipelines.scoring, which writes results and is not converted yet."""
+        return encode(self)

@@ -18,6 +18,7 @@ from scipy.special import expit
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.risk.column_bound import column_bound, poisson_binomial_pmf
 from auditing.risk.figures import risk_assessment, risk_block
+from labeldp.codec import encode
 
 
 def median_ms(fn, runs: int = 15) -> tuple[float, float, object]:
@@ -64,7 +65,7 @@ print(f"saddlepoint on the same 1e4 priors: P = {approx.tail:.6g} (relative erro
       f"{abs(approx.tail - res.tail) / res.tail:.1e}) median {ms:.2f} ms")
 
 result = {"epsilon_lower_bound": 1.2, "optimistic": False, "delta": 0.0, "method": "binomial",
-          "prior_histogram": hist.to_dict()}
+          "prior_histogram": encode(hist)}
 ms, lo, _ = median_ms(lambda: risk_assessment(result, 0.5))
 print(f"risk_assessment (claimed + demonstrated blocks) from a 1e6-row histogram: median {ms:.2f} ms")
 ms, lo, _ = median_ms(lambda: risk_block(0.5, 0.0, hist))

@@ -80,6 +80,7 @@ def _mask_html(text: str, root: Path) -> str:
     text = text.replace(str(root), "<root>")
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?", "<time>", text)
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", text)
+    text = re.sub(r"\b\d{8}T\d{6}Z-[0-9a-f]{8}\b", "<run-id>", text)  # the report's run id (time and random part)
     text = re.sub(r"\b\d+\.\d+\.\d+\+[0-9a-f]{12}(-dirty)?", "<code>", text)
     text = re.sub(r"\b\d+(\.\d+)? ?s\b", "<secs>", text)
     text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", "<time>", text)

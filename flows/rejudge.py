@@ -21,8 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from auditing.config import AuditConfig, BoundConfig, GameConfig
@@ -31,6 +30,7 @@ from auditing.verdict.run_kinds import BACKFILL, NIGHTLY, REJUDGE
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from flows.exit_codes import Outcome
 from flows.plan import ControlSpec, RegisteredTarget
+from labeldp.codec import INF_AS_STRING, decode, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.progress import Progress, no_progress
@@ -50,20 +50,12 @@ class NightModel:
 
     name: str
     kind: str
-    claimed_epsilon: float
+    claimed_epsilon: float = field(metadata=INF_AS_STRING)  # JSON has no infinity
     control: str | None = None
     game_dir: str | None = None
     error: str | None = None
-    split_test: dict | None = None  # the test of a team-supplied split, as judged on the night (SplitTest.to_dict)
+    split_test: dict | None = None  # the test of a team-supplied split, as judged on the night (its encoded SplitTest)
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["claimed_epsilon"] = "inf" if math.isinf(self.claimed_epsilon) else self.claimed_epsilon
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict) -> NightModel:
-        return cls(**{**data, "claimed_epsilon": float(data["claimed_epsilon"])})
 
 
 @dataclass(frozen=True)
@@ -91,7 +83,7 @@ class StoredNight:
 
     def to_dict(self) -> dict:
         return {"date": self.date.isoformat(), "run_kind": self.run_kind, "game": self.game.to_dict(),
-                "bound": asdict(self.bound), "models": [m.to_dict() for m in self.models],
+                "bound": asdict(self.bound), "models": [encode(m) for m in self.models],
                 "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
                 "shift_diagnostic": None if self.shift_diagnostic is None else self.shift_diagnostic.to_dict(),
                 "accept_unchecked": self.accept_unchecked, "written_at": self.written_at,
@@ -102,7 +94,7 @@ class StoredNight:
         check, diagnostic = data.get("reference_check"), data.get("shift_diagnostic")
         return cls(date=dt.date.fromisoformat(data["date"]), run_kind=data["run_kind"],
                    game=GameConfig(**data["game"]), bound=BoundConfig(**data["bound"]),
-                   models=tuple(NightModel.from_dict(m) for m in data["models"]),
+                   models=decode(tuple[NightModel, ...], data["models"], "night.models"),
                    reference_check=None if check is None else ReferenceCheck.from_dict(check),
                    shift_diagnostic=None if diagnostic is None else ShiftDiagnostic.from_dict(diagnostic),
                    accept_unchecked=bool(data.get("accept_unchecked")), written_at=data["written_at"],
@@ -180,7 +172,7 @@ def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNig
     slices = SliceCounts.load(directory)
     if slices is not None:
         result = dataclasses.replace(result, slices=bound_slices(slices, config.bound, night.slice_budget))
-    return {**record, "result": result.to_dict(), "config": asdict(config),
+    return {**record, "result": encode(result), "config": asdict(config),
             "reused": True, "game_dir": str(directory), "shift_diagnostic": night.shift_diagnostic,
             "split_test": model.split_test}
 

@@ -28,6 +28,7 @@ from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import is_void_night, void_night_reason
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import faults, hints
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, live, no_progress
@@ -218,7 +219,7 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     record["game_dir"] = str(prepared.output_dir)
     record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress, days)
     split = rows.split_tests.get(name) if capacity_check else None
-    record["split_test"] = None if split is None else split.to_dict()
+    record["split_test"] = encode(split)
     return record
 
 
@@ -483,7 +484,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     family, family_night = _family(root, warehouse, model_id, date, result, claimed, kind, run_kind, night)
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
                     shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check, family=family,
-                    split=SplitTest.from_dict(record.get("split_test")))
+                    split=decode(SplitTest | None, record.get("split_test") or None, "split_test"))
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
     faults.point("publish.before-warehouse")  # inert unless a crash test asks (labeldp.faults)
@@ -518,18 +519,16 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     if alerted and webhook_url:
         payload = violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                     report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
-        listed = listed.with_alert(send_alert(webhook_url, alerted, payload, default_ledger_dir(root)).to_dict())
+        listed = listed.with_alert(encode(send_alert(webhook_url, alerted, payload, default_ledger_dir(root))))
     sliced = slice_alert_kind(verdict)  # besides the verdict's own alert: slices are judged apart from it
     if sliced and webhook_url:
         payload = slice_violation_payload(verdict, model_id=model_id, partition_date=date.isoformat(),
                                           report=str(report_path), flow_run_id=flow_run_id, run_kind=run_kind)
-        sent = send_alert(webhook_url, sliced, payload, default_ledger_dir(root)).to_dict()
+        sent = encode(send_alert(webhook_url, sliced, payload, default_ledger_dir(root)))
         listed = listed.with_alert(sent if listed.alert is None else listed.alert)
     if family is not None and family.confirmed_on == date and webhook_url:  # the night the family was confirmed
-        sent = send_alert(webhook_url, FAMILY_CONFIRMED, family_payload(family, model_id=model_id,
-                                                                        partition_date=date.isoformat(),
-                                                                        report=str(report_path)),
-                          default_ledger_dir(root)).to_dict()
+        payload = family_payload(family, model_id=model_id, partition_date=date.isoformat(), report=str(report_path))
+        sent = encode(send_alert(webhook_url, FAMILY_CONFIRMED, payload, default_ledger_dir(root)))
         listed = listed.with_alert(sent if listed.alert is None else listed.alert)
     return listed
 
@@ -571,7 +570,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
     payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
     if control is not None:
         payload.update(control=control, reference_check=None if reference_check is None else reference_check.to_dict())
-    return send_alert(webhook_url, kind, payload, default_ledger_dir(root)).to_dict()
+    return encode(send_alert(webhook_url, kind, payload, default_ledger_dir(root)))
 
 
 def mark_replaced_reports(root: Path, date: dt.date) -> int:

@@ -24,6 +24,7 @@ from auditing.game.counts import COUNTS_FILE, GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
 from auditing.result import AttackCurve, AuditResult
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -149,13 +150,13 @@ def test_the_same_inputs_give_the_same_record_and_the_seed_only_moves_the_bootst
     scores, correct, _ = _distinct_bin_rows(7)
     first = ac.attack_curve_from_rows(scores, correct, seed=3)
     again = ac.attack_curve_from_rows(scores, correct, seed=3)
-    assert first == again and json.dumps(first.to_dict()) == json.dumps(again.to_dict())
+    assert first == again and json.dumps(encode(first)) == json.dumps(encode(again))
     other = ac.attack_curve_from_rows(scores, correct, seed=4)
     assert other.bootstrap_seed != first.bootstrap_seed == ac.bootstrap_seed(3)
     assert (other.auroc, other.tpr_at_fpr_0_01) == (first.auroc, first.tpr_at_fpr_0_01)
     assert (other.auroc_lower, other.auroc_upper) != (first.auroc_lower, first.auroc_upper)
     assert first.bootstrap_seed < 2**53 and (first.bootstrap_confidence, first.bootstrap_resamples) == (0.95, 1000)
-    assert AttackCurve.from_dict(json.loads(json.dumps(first.to_dict()))) == first
+    assert decode(AttackCurve, json.loads(json.dumps(encode(first)))) == first
 
 
 def test_no_positive_or_no_negative_gives_no_figures():
@@ -164,7 +165,7 @@ def test_no_positive_or_no_negative_gives_no_figures():
     assert curve.rows_negative == 0 and curve.rows_positive == 3
     assert all(getattr(curve, f"{name}{part}") is None for name in AttackCurve.FIGURES
                for part in ("", "_lower", "_upper"))
-    assert AttackCurve.from_dict(curve.to_dict()) == curve
+    assert decode(AttackCurve, encode(curve)) == curve
 
 
 # ------------------------------------------------------------------------------------------ stored records
@@ -192,11 +193,11 @@ def test_counts_and_results_stored_before_the_attack_curve_still_load(tmp_path):
     assert {**result.to_dict(), "attack_curve": None} == {**fresh.to_dict(), "attack_curve": None}  # the rest
     # a stored result without the field (or with it empty) reads as not recorded
     stored = fresh.to_dict()
-    assert AuditResult.from_dict({k: v for k, v in stored.items() if k != "attack_curve"}).attack_curve is None
-    assert AuditResult.from_dict({**stored, "attack_curve": {}}).attack_curve is None
-    assert AuditResult.from_dict(json.loads(json.dumps(stored))) == fresh
+    assert decode(AuditResult, {k: v for k, v in stored.items() if k != "attack_curve"}).attack_curve is None
+    assert decode(AuditResult, {**stored, "attack_curve": {}}).attack_curve is None
+    assert decode(AuditResult, json.loads(json.dumps(stored))) == fresh
     with pytest.raises(LabelDPInputError, match=r"attack_curve: unknown field\(s\) \['colour'\]"):
-        AuditResult.from_dict({**stored, "attack_curve": {**stored["attack_curve"], "colour": 1}})
+        decode(AuditResult, {**stored, "attack_curve": {**stored["attack_curve"], "colour": 1}})
     assert dataclasses.replace(fresh, attack_curve=None).to_dict()["attack_curve"] == {}
 
 

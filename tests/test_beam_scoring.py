@@ -24,6 +24,7 @@ from auditing.game.scores import resolve_score
 from auditing.game.sweep import correct_at, rank_order
 from auditing.result import AuditResult
 from flows.cli import main as cli_main
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.models import registry
@@ -112,7 +113,7 @@ def assert_same_as_in_process(world, outcome, config):
     assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
     # the attack curve: the same record byte for byte (its counts, figures and bootstrap), stored with the counts
     assert stored.attack_curve is not None and stored.attack_curve == in_process.attack_curve
-    assert json.dumps(stored.attack_curve.to_dict()) == json.dumps(in_process.attack_curve.to_dict())
+    assert json.dumps(encode(stored.attack_curve)) == json.dumps(encode(in_process.attack_curve))
     assert stored.attack_curve.rows_positive + stored.attack_curve.rows_negative == ROWS
     record = json.loads((outcome.output_dir / beam_request.RESULT_FILE).read_text())
     assert record["result"]["epsilon_lower_bound"] == expected.epsilon_lower_bound
@@ -269,7 +270,7 @@ def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
     stored, in_process = GameCounts.load(outcome.output_dir), play_game(*arrays, game)
     assert stored.game == game and np.array_equal(stored.counts.correct, in_process.counts.correct)
     assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
-    assert json.dumps(stored.attack_curve.to_dict()) == json.dumps(in_process.attack_curve.to_dict())
+    assert json.dumps(encode(stored.attack_curve)) == json.dumps(encode(in_process.attack_curve))
     assert not np.array_equal(stored.counts.correct, play_game(*arrays, config.game).counts.correct)
 
 
@@ -295,7 +296,7 @@ def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
         assert (outcome.output_dir / "slices" / "index.json").is_file()
     prepared = beam_request.prepare_scoring(request)
     record = beam_request.reused_record(beam_request.stored_scoring(prepared), request, prepared.output_dir)
-    assert AuditResult.from_dict(record["result"]).slices == expected
+    assert decode(AuditResult, record["result"]).slices == expected
     for bound in (dict(kappa=0.1), dict(kappa=0.2, confidence=0.99, strategy="split")):
         moved = dataclasses.replace(request, config=dataclasses.replace(config, **bound), slice_budget=0.02)
         moved_prepared = beam_request.prepare_scoring(moved)
@@ -303,7 +304,7 @@ def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
         stored = beam_request.stored_scoring(moved_prepared)
         assert stored is not None
         rejudged = beam_request.reused_record(stored, moved, moved_prepared.output_dir)
-        assert AuditResult.from_dict(rejudged["result"]).slices == audit_slices(
+        assert decode(AuditResult, rejudged["result"]).slices == audit_slices(
             *arrays, moved.config, slicings, night=DAY, columns=columns, budget=0.02)
         assert rejudged["result"]["slices"] != record["result"]["slices"]
     assert beam_request.prepare_scoring(dataclasses.replace(request, slices=slicings[:2])).key != prepared.key

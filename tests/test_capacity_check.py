@@ -27,6 +27,7 @@ from auditing.verdict.capacity_check import (
     rebin,
     strata_count,
 )
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -99,7 +100,7 @@ def test_histograms_round_trip_and_merge():
     world = night(3, rows=20_000, private=False, memorize=0.2)
     result = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=world.check)
     check = result.capacity_check
-    assert CapacityCheck.from_dict(check.to_dict()) == check
+    assert decode(CapacityCheck, encode(check)) == check
     assert check.stratified and check.strata_table and check.strata >= 1
     rng = np.random.default_rng(0)
     shape = (strata_count(2), CHECK_BINS.num_bins)

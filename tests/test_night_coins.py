@@ -30,6 +30,7 @@ from auditing.game.slots import selection_half_mask
 from auditing.result import AuditResult
 from auditing.sinks.report.text import format_audit_result
 from flows.cli import main
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 NIGHT, NEXT = dt.date(2024, 1, 1), dt.date(2024, 1, 2)
@@ -55,7 +56,7 @@ def _game_digest(game: GameConfig) -> str:
     digest = hashlib.sha256(played.counts.correct.tobytes())
     for half in played.halves:
         digest.update(half.correct.tobytes())
-    digest.update(json.dumps(played.attack_curve.to_dict(), sort_keys=True).encode())
+    digest.update(json.dumps(encode(played.attack_curve), sort_keys=True).encode())
     return digest.hexdigest()
 
 
@@ -129,9 +130,9 @@ def test_the_result_and_the_stored_game_record_the_night(tmp_path):
     result = run_audit(*_world(2000), config=AuditConfig(repetitions=2, seed=7), night=NIGHT)
     assert result.coins_night == "2024-01-01"
     record = json.loads(json.dumps(result.to_dict()))
-    assert record["coins_night"] == "2024-01-01" and AuditResult.from_dict(record) == result
+    assert record["coins_night"] == "2024-01-01" and decode(AuditResult, record) == result
     older = {key: value for key, value in record.items() if key != "coins_night"}  # a result_json before nights
-    assert AuditResult.from_dict(older).coins_night == ""
+    assert decode(AuditResult, older).coins_night == ""
     text = format_audit_result(record)
     assert "seed=7  night=2024-01-01" in text
     assert "night=" not in format_audit_result(older)

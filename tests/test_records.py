@@ -16,6 +16,7 @@ from auditing.verdict.types import TRUSTED, UNTRUSTED
 from flows.exit_codes import UNTRUSTED as EXIT_UNTRUSTED
 from flows.exit_codes import VIOLATION as EXIT_VIOLATION
 from flows.exit_codes import Outcome
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from tests.test_warehouse import make_row
 
@@ -127,16 +128,16 @@ def test_a_result_record_is_read_once_into_the_typed_result():
     p = rng.uniform(0.1, 0.9, 2000)
     result = run_audit(p, p, (rng.random(2000) < p).astype(int), config=AuditConfig(repetitions=2))
     record = result.to_dict()
-    assert AuditResult.from_dict(record) == result
+    assert decode(AuditResult, record) == result
     older = {k: v for k, v in record.items() if k not in ("row_groups", "capacity_check", "inconclusive_reason")}
-    assert AuditResult.from_dict(older).row_groups is None and AuditResult.from_dict(older).inconclusive_reason is None
+    assert decode(AuditResult, older).row_groups is None and decode(AuditResult, older).inconclusive_reason is None
     for bad, named in (({**record, "colour": 1}, "colour"), ({k: v for k, v in record.items() if k != "m"}, "'m'"),
                        ({**{k: v for k, v in record.items() if k != "kappa"}, "tau": 0.1}, "before kappa")):
         with pytest.raises(LabelDPInputError, match=named):
-            AuditResult.from_dict(bad)
+            decode(AuditResult, bad)
     verdict = judge(record, 1.0)
     assert isinstance(verdict.result, AuditResult) and verdict.result == result
-    assert verdict.to_dict()["result"] == record
+    assert encode(verdict)["result"] == record
 
 
 def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path):
@@ -179,7 +180,7 @@ def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path)
     assert isinstance(stored["curve"][0], dict) and set(stored["curve"][0]) == {"guesses", "correct",
                                                                                  "epsilon_lower_bound"}
     assert set(stored["split_halves"]) == {"selection", "bound"} and stored["prior_histogram"]["scheme"]
-    again = AuditResult.from_dict(stored)
+    again = decode(AuditResult, stored)
     assert again == result and json.dumps(again.to_dict(), sort_keys=True) == text
 
     for field, bad in (("split_halves", {**stored["split_halves"], "third": {}}),
@@ -187,7 +188,7 @@ def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path)
                        ("expected_correct", {"guesses": [1]}),
                        ("curve", [{**stored["curve"][0], "slope": 2}])):
         with pytest.raises(LabelDPInputError, match=r"third|colour|correct|slope"):
-            AuditResult.from_dict({**stored, field: bad})
-    absent = AuditResult.from_dict({**stored, "split_halves": {}, "expected_correct": {}, "prior_histogram": {}})
+            decode(AuditResult, {**stored, field: bad})
+    absent = decode(AuditResult, {**stored, "split_halves": {}, "expected_correct": {}, "prior_histogram": {}})
     assert absent.split_halves is None and absent.expected_correct is None and absent.prior_histogram is None
     assert absent.to_dict()["split_halves"] == {} and absent.to_dict()["prior_histogram"] == {}

@@ -35,6 +35,7 @@ from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.trust import NightTrust
 from flows.cli import main as cli_main
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -1163,7 +1164,7 @@ def test_a_runs_table_and_json_carry_the_slices(run, sliced_verdict):
     rows = [_summary_row("sliced", sliced_verdict), _summary_row("plain", judge(run["result"], CLAIMED))]
     record = exit_codes.Outcome(rows=rows).to_dict()["rows"]
     assert record[0]["slices"] == {"budget": audit.budget, "declared": 12, "confidence": audit.confidence,
-                                   "design": audit.design, "slices": [s.to_dict() for s in sliced_verdict.slices]}
+                                   "design": audit.design, "slices": [encode(s) for s in sliced_verdict.slices]}
     assert record[1]["slices"] is None
     table = format_rows(rows)
     assert (f"sliced@2024-01-14 slices (own budget {audit.budget:.3g} over 12 slices, each at confidence "

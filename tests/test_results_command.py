@@ -35,6 +35,7 @@ from auditing.sinks.warehouse.schema import RESULT_NAMES, VERSION_TABLE
 from auditing.verdict.judge import judge
 from flows.cli import main
 from flows.commands.results import CSV_COLUMNS, NO_MATCH
+from labeldp.codec import encode
 
 D1, D2, D3 = dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 3)
 
@@ -579,7 +580,7 @@ def test_stored_slices_are_listed_shown_and_in_json(empty_target, capsys):
     stored = listed["gamma"]["slices"]
     assert (stored["budget"], stored["declared"], stored["confidence"]) == (audit.budget, 12, audit.confidence)
     assert stored["design"] == audit.design
-    assert stored["slices"] == [piece.to_dict() for piece in verdict.slices]
+    assert stored["slices"] == [encode(piece) for piece in verdict.slices]
 
     code, out, _ = _run(capsys, "--warehouse", empty_target, "show", "gamma", "--json")
     assert json.loads(out)["slices"] == stored

@@ -33,6 +33,7 @@ from auditing.risk.attack_bounds import (
 from auditing.risk.column_bound import column_bound, eps_protect, poisson_binomial_pmf
 from auditing.risk.figures import risk_assessment, risk_block
 from flows.cli import main as cli_main
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -354,7 +355,7 @@ def test_histogram_is_the_same_however_rows_are_batched():
     for chunk in reversed(np.split(order, cuts)):
         merged = merged.merge(PriorHistogram.from_probabilities(p[chunk]))
     assert np.array_equal(merged.counts, whole.counts)
-    assert PriorHistogram.from_dict(json.loads(json.dumps(whole.to_dict()))).counts.tolist() == whole.counts.tolist()
+    assert decode(PriorHistogram, json.loads(json.dumps(encode(whole)))).counts.tolist() == whole.counts.tolist()
 
 
 def test_pass1_accumulator_carries_the_prior_histogram(tmp_path):
@@ -414,7 +415,7 @@ def test_old_results_optimistic_results_and_fdp(audit):
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
     a = risk_assessment(old, 1.0)
     assert a.claimed.rows == 0 and a.claimed.posterior_ceiling_median is None
-    assert "posterior_ceiling_median" not in a.to_dict()["claimed"]  # what was not computed is not stored
+    assert "posterior_ceiling_median" not in encode(a)["claimed"]  # what was not computed is not stored
     assert a.columns()["risk_posterior_ceiling_median"] is None
     assert risk_assessment({**audit.to_dict(), "optimistic": True}, 1.0).demonstrated is None
     fdp = risk_assessment({**audit.to_dict(), "method": "fdp", "delta": 1e-5}, 1.0)

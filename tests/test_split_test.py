@@ -24,6 +24,7 @@ from auditing.verdict.split_test import (
     split_test,
 )
 from auditing.verdict.types import TRUSTED, UNCONFIRMED, UNTRUSTED
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -59,7 +60,7 @@ def test_an_afternoon_holdout_is_refused_and_names_the_input():
     test = split_test(_inputs(night, "audited"), _inputs(night, "check"), categorical={"segment"})
     assert test.refused and test.worst.column == "hour" and test.check_rows == night.check.labels.size
     assert "hour differs between them" in test.reason() and "hold out a random share" in test.reason()
-    assert SplitTest.from_dict(test.to_dict()) == test
+    assert decode(SplitTest, encode(test)) == test
     random = memorising_night(1, rows=30_000, shift=1.5, morning_only=True)
     assert not split_test(_inputs(random, "audited"), _inputs(random, "check"), categorical={"segment"}).refused
     assert KEYED_SPLIT.reason() is None and not KEYED_SPLIT.refused

@@ -47,6 +47,7 @@ from auditing.sinks.warehouse.spool import DrainReport, SpooledElsewhere
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -862,7 +863,7 @@ def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, t
                          f"{to.fingerprint[:12]}.json")
     payload = json.loads(path.read_text())
     assert payload["row"]["epsilon_lower_bound"] == 0.4 and len(payload["curve"]) == 5
-    assert payload["destination"] == to.to_dict() and payload["format"] == 3
+    assert payload["destination"] == encode(to) and payload["format"] == 3
     other_row, other_curve = make_row(model_id="m-2", marker=0.6)
     assert write_or_spool(outage.target, other_row, other_curve, spool, attempts=1, timeout=0.5) == SPOOLED
 
@@ -949,7 +950,7 @@ def test_a_destination_is_the_address_without_credentials(tmp_path, monkeypatch)
         monkeypatch.delenv(name, raising=False)
     base = destination("postgresql://auditor:s3cret@DB.example:5432/audit")
     assert base.backend == "postgres" and base.address == "postgresql://db.example:5432/audit"
-    assert "s3cret" not in json.dumps(base.to_dict()) and "auditor" not in json.dumps(base.to_dict())
+    assert "s3cret" not in json.dumps(encode(base)) and "auditor" not in json.dumps(encode(base))
     for same in ("postgresql://other:pw@db.example/audit", "postgres://db.example:5432/audit?sslmode=require",
                  "postgresql://db.example/audit?password=x&connect_timeout=3"):
         assert destination(same).fingerprint == base.fingerprint, same
@@ -1202,7 +1203,7 @@ def test_attack_curve_columns_round_trip_on_both_backends(target):
         wh.write_audit(bare, bare_curve)
         got = {r.model_id: r for r in wh.fetch_results()}
     assert {name: getattr(got["attack-m"], name) for name in ATTACK_COLUMNS} == expected
-    assert json.loads(got["attack-m"].result_json)["attack_curve"] == json.loads(json.dumps(curve.to_dict()))
+    assert json.loads(got["attack-m"].result_json)["attack_curve"] == json.loads(json.dumps(encode(curve)))
     assert all(getattr(got["attack-old"], name) is None for name in ATTACK_COLUMNS)
     for change, message in (({"attack_auroc": 1.5}, r"attack_auroc must be a finite number in \[0, 1\]"),
                             ({"attack_auroc": 0.7, "attack_auroc_lower": 0.8, "attack_auroc_upper": 0.6},

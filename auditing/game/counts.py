@@ -21,14 +21,20 @@ from auditing.config import GAME_VERSION, GameConfig
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
 from auditing.game.sweep import SweepCounts
-from auditing.result import AttackCurve, ExpectedCorrect, ScoreHistogram, prior_histogram_of
+from auditing.result import AttackCurve, ExpectedCorrect, ScoreHistogram
 from auditing.verdict.capacity_check import CheckHistograms, LegacyCheck
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 COUNTS_FILE = "counts.npz"
 # The file's layout version (a file of another layout is not read as counts; its game is played again).
 COUNTS_LAYOUT = 2
 _HALVES = ("selection", "bound")
+
+
+def _record(cls, value, path: Path):
+    """A stored nested record of ``counts.npz`` ({} or null: not recorded)."""
+    return decode(cls, value, f"{path}: {cls.__name__}") if value else None
 
 
 @dataclass(frozen=True)
@@ -69,10 +75,10 @@ class GameCounts:
                                f"{name}_correct": half.correct})
         if isinstance(self.check, CheckHistograms):
             arrays.update({f"check_{name}": value for name, value in self.check.arrays().items()})
-        records = {"game": self.game.to_dict(), **{name: {} if getattr(self, name) is None else getattr(self, name).to_dict()
+        records = {"game": self.game.to_dict(), **{name: {} if getattr(self, name) is None else encode(getattr(self, name))
                                                  for name in ("score_histogram", "prior_histogram", "expected_correct",
                                                               "attack_curve")},
-                   "row_groups": None if self.row_groups is None else self.row_groups.to_dict(),
+                   "row_groups": encode(self.row_groups),
                    "inconclusive_reason": self.inconclusive_reason, "custom_score": self.custom_score}
         arrays["records"] = np.array(json.dumps(records, sort_keys=True))
         path = Path(directory) / COUNTS_FILE
@@ -104,9 +110,9 @@ class GameCounts:
                 check = CheckHistograms.from_arrays({name[len("check_"):]: data[name] for name in data.files
                                                      if name.startswith("check_")})
         return cls(game=GameConfig(**records["game"]), counts=counts, halves=halves,
-                   score_histogram=ScoreHistogram.from_dict(records["score_histogram"]),
-                   prior_histogram=prior_histogram_of(records["prior_histogram"]),
-                   expected_correct=ExpectedCorrect.from_dict(records["expected_correct"]), check=check,
-                   row_groups=RowGroups.from_dict(records["row_groups"]),
+                   score_histogram=_record(ScoreHistogram, records["score_histogram"], path),
+                   prior_histogram=_record(PriorHistogram, records["prior_histogram"], path),
+                   expected_correct=_record(ExpectedCorrect, records["expected_correct"], path), check=check,
+                   row_groups=_record(RowGroups, records["row_groups"], path),
                    inconclusive_reason=records["inconclusive_reason"], custom_score=records["custom_score"],
-                   attack_curve=AttackCurve.from_dict(records.get("attack_curve")))
+                   attack_curve=_record(AttackCurve, records.get("attack_curve"), path))

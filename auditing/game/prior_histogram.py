@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labeldp.errors import LabelDPInputError
+from labeldp.records import record_keys
 
 __all__ = ["PriorHistogram"]
 
@@ -109,19 +110,23 @@ class PriorHistogram:
         logits = cls.LOW + cls.WIDTH * (np.arange(cls.INTERIOR) + 0.5)
         return np.concatenate([[expit(cls.LOW)], expit(logits), [expit(-cls.LOW)]])
 
-    def to_dict(self) -> dict:
-        """JSON-ready sparse record (non-empty buckets only), read back by `from_dict`."""
+    # Its stored form is sparse (the non-empty buckets), not its fields: the codec's hooks write and read it.
+    def _encoded(self) -> dict:
         nz = np.flatnonzero(self.counts)
         return {"scheme": "logit[-16,16]/32", "kind": self.kind, "buckets": [int(i) for i in nz],
                 "counts": [int(v) for v in self.counts[nz]]}
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> PriorHistogram | None:
-        """The inverse of `to_dict`; None for an empty or missing record, LabelDPInputError for an unknown scheme."""
-        if not data or not data.get("buckets"):
-            return None
+    def _decoded(cls, data, name: str) -> PriorHistogram:
+        """The inverse of `_encoded`; a record with no bucket (no row audited) is an empty histogram of its kind;
+        LabelDPInputError for an unknown scheme."""
+        if isinstance(data, cls):
+            return data
+        data = record_keys(data, name, ("scheme", "kind", "buckets", "counts"), ())
+        if not data.get("buckets"):
+            return cls.empty(str(data.get("kind", "class1")))
         if data.get("scheme") != "logit[-16,16]/32":
-            raise LabelDPInputError(f"prior histogram: unknown scheme {data.get('scheme')!r}")
+            raise LabelDPInputError(f"{name}: unknown scheme {data.get('scheme')!r}")
         counts = np.zeros(cls.BUCKETS, dtype=np.int64)
         counts[np.asarray(data["buckets"], dtype=np.int64)] = np.asarray(data["counts"], dtype=np.int64)
         return cls(counts, str(data.get("kind", "class1")))

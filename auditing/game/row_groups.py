@@ -18,10 +18,11 @@ unprotected on that log.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 # How rows are grouped (recorded on every result): feature-identical rows form a group unless the dataset
@@ -141,17 +142,8 @@ class RowGroups:
     agreement_expected: float | None = None
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out["columns"] = list(self.columns)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict | None) -> RowGroups | None:
-        if not data:
-            return None
-        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        values["columns"] = tuple(values.get("columns") or ())
-        return cls(**values)
+        """``encode(self)``, for pipelines.scoring, which writes row groups and is not converted yet."""
+        return encode(self)
 
 
 def describe_rule(feature_rows: str, columns: Sequence[str]) -> str:

@@ -59,6 +59,7 @@ from auditing.risk.attack_bounds import (
 )
 from auditing.risk.column_bound import column_bound
 from auditing.risk.records import RISK_SCALARS, PriorBucket, RiskAssessment, RiskBlock
+from labeldp.codec import decode
 
 __all__ = [
     "COLUMN_FRACTION", "HIGH_PRIOR", "PRIOR_BUCKET_EDGES", "RISK_SCALARS", "PriorBucket", "RiskAssessment",
@@ -165,7 +166,7 @@ def risk_assessment(result: AuditResult | Mapping, claimed_epsilon: float) -> Ri
     Raises:
         LabelDPInputError: a bad claimed epsilon or an unknown prior histogram scheme.
     """
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     claimed = check_epsilon(claimed_epsilon, "claimed epsilon")
     delta = float(result.delta)
     histogram = result.prior_histogram if result.prior_histogram is not None and result.prior_histogram.total else None

@@ -4,7 +4,7 @@ that carries them imports no risk math."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 RISK_SCALARS = ("posterior_ceiling_median", "posterior_ceiling_p90", "high_prior_ceiling", "column_tail_bound",
                 "column_expected", "mia_advantage_bound", "aia_advantage_bound", "reconstruction_bound")
@@ -36,7 +36,7 @@ _GDP_FIGURES = ("mu", "reconstruction_bound_gdp")
 class RiskBlock:
     """The figures shown beside one (eps, delta) guarantee (`risk_block` says what each one is). Without the day's
     priors (``rows`` = 0) the prior figures are None and the reconstruction prior is 0.5; without a Gaussian
-    reading ``mu`` and ``reconstruction_bound_gdp`` are None. ``to_dict`` leaves out the figures not computed."""
+    reading ``mu`` and ``reconstruction_bound_gdp`` are None. its stored form leaves out the figures not computed."""
 
     epsilon: float
     delta: float
@@ -70,13 +70,14 @@ class RiskBlock:
         value = getattr(self, name)
         return None if value is None else float(value)
 
-    def to_dict(self) -> dict:
+    # Its stored form leaves out the figures not computed (the codec writes it through this hook).
+    def _encoded(self) -> dict:
         out = {}
         for f in fields(self):
             if (f.name in _PRIOR_FIGURES and not self.rows) or (f.name in _GDP_FIGURES and self.mu is None):
                 continue
             value = getattr(self, f.name)
-            out[f.name] = [asdict(b) for b in value] if f.name == "prior_buckets" else value
+            out[f.name] = value
         return out
 
 
@@ -98,11 +99,6 @@ class RiskAssessment:
                 out[prefix + name] = None if block is None else block.scalar(name)
         out["risk_headline"] = self.headline
         return out
-
-    def to_dict(self) -> dict:
-        return {"claimed": self.claimed.to_dict(),
-                "demonstrated": None if self.demonstrated is None else self.demonstrated.to_dict(),
-                "headline": self.headline}
 
 
 @dataclass(frozen=True)

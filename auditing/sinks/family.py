@@ -26,6 +26,7 @@ from auditing.verdict.family_evidence import (
     family_evidence,
 )
 from auditing.verdict.run_kinds import BACKFILL, NIGHTLY
+from labeldp.codec import decode
 
 FAMILY_RUN_KINDS = (NIGHTLY, BACKFILL)
 _LAST = dt.datetime.max.replace(tzinfo=dt.UTC)
@@ -106,7 +107,8 @@ def family_of(rows: Sequence[ResultRow], model_id: str, *, until: dt.date | None
 
 
 def _night(row: ResultRow) -> NightCounts:
-    return NightCounts.of_result(row.partition_date, row.claimed_epsilon, AuditResult.from_dict(json.loads(row.result_json)))
+    result = decode(AuditResult, json.loads(row.result_json), "result")
+    return NightCounts.of_result(row.partition_date, row.claimed_epsilon, result)
 
 
 def family_with(rows: Sequence[ResultRow], model_id: str, night: NightCounts,

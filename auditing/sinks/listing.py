@@ -19,6 +19,7 @@ from auditing.result import SLICE_DESIGN
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import PASS, VIOLATION, SliceVerdict, Verdict
+from labeldp.codec import encode
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,6 @@ class ListedSlices:
         first = stored[0]
         return cls(float(first["budget"]), int(first["declared"]), float(first["confidence"]),
                    _stored_design(row) or SLICE_DESIGN, pieces)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` record: budget, declared, confidence, design and the slice verdicts."""
-        return {"budget": self.budget, "declared": self.declared, "confidence": self.confidence,
-                "design": self.design, "slices": [s.to_dict() for s in self.slices]}
 
 
 def _stored_design(row: ResultRow) -> str | None:
@@ -159,7 +155,7 @@ class ListedVerdict:
         slices = self.slices
         if self.verdict is None:
             return {**row.to_dict(), "partition_date": row.partition_date.isoformat(), "report": self.report,
-                    "weak_pass": self.stored_weak_pass, "slices": None if slices is None else slices.to_dict(),
+                    "weak_pass": self.stored_weak_pass, "slices": encode(slices),
                     "inputs_replaced_since": self.inputs_replaced}
         return {
             "model_id": row.model_id, "partition_date": row.partition_date.isoformat(), "status": row.status,
@@ -176,9 +172,9 @@ class ListedVerdict:
             "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
             **{name: value for name, value in row.to_dict().items()
                if name.startswith(("risk_", "attack_", "family_"))},
-            **self.verdict.trust_figures().to_dict(),
+            **encode(self.verdict.trust_figures()),
             "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
-            "slices": None if slices is None else slices.to_dict(),
+            "slices": encode(slices),
         }
 
 

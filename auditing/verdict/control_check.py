@@ -1,14 +1,15 @@
 """A nightly control's outcome (`auditing.verdict.controls.check_control` judges it): passed, and in words why. Data
 only (no math), so the flows and the sinks that carry it may import it.
 
-`ControlCheck.from_dict` reads its JSON and `to_dict` writes it, as the verdict and the night's trust carry it.
+`labeldp.codec.encode` writes its JSON (its fields), as the verdict and the night's trust carry it; `ControlCheck.from_dict`
+reads it back, checking the control's kind and each number.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from labeldp.errors import LabelDPInputError
@@ -50,7 +51,7 @@ class ControlCheck:
 
     @classmethod
     def from_dict(cls, data: Any) -> ControlCheck:
-        """The check of its JSON (`to_dict`'s keys; floor_detail and misfit_kappa may be absent)."""
+        """The check of its JSON (its fields; floor_detail and misfit_kappa may be absent)."""
         if not isinstance(data, Mapping):
             raise LabelDPInputError(f"{NAME} must be a dict; got {type(data).__name__}")
         allowed = tuple(f.name for f in fields(cls))
@@ -74,9 +75,6 @@ class ControlCheck:
         return cls(data["control"], data["passed"], _number(data, "epsilon_lower_bound"),
                    _number(data, "floor", optional=True), _number(data, "ceiling"), data["message"],
                    None if detail is None else dict(detail), _number(data, "misfit_kappa", optional=True))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 __all__ = ["CONTROL_KINDS", "LABEL_BLIND", "NEGATIVE", "POSITIVE", "ControlCheck"]

@@ -34,6 +34,7 @@ from auditing.bounds.selection import selection_strategy
 from auditing.game.keyed_random import STREAM_CONTROL, keyed_uniform
 from auditing.result import AuditResult
 from auditing.verdict.control_check import CONTROL_KINDS, LABEL_BLIND, NEGATIVE, POSITIVE, ControlCheck
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 # The confidence the negative control is judged at: a correct night voids its verdicts with probability at most
@@ -111,7 +112,7 @@ def positive_control_floor(result: AuditResult | Mapping, power: float = FLOOR_P
     ``result.expected_correct`` holds the grid of repetition 0 over all m rows and E_c' at each.
     Returns {floor, guesses, expected_rate, correct_quantile, power}; floor 0 when the curve is absent.
     """
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     record = result.expected_correct
     if record is None or not record.guesses:
         return {"floor": 0.0, "guesses": None, "expected_rate": None, "correct_quantile": None, "power": power}
@@ -139,7 +140,7 @@ def positive_control_floor(result: AuditResult | Mapping, power: float = FLOOR_P
 def negative_control_evidence(result: AuditResult | Mapping) -> float:
     """The largest binomial bound (kappa 0) over the result's repetition-0 sweep (``curve``), each point at the
     Bonferroni confidence 1 - (1 - NEGATIVE_CONFIDENCE) / G: the negative control's own test."""
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     if not result.curve:
         return 0.0
     correct = np.array([p.correct for p in result.curve], dtype=np.int64)
@@ -167,7 +168,7 @@ def check_control(control: str, result: AuditResult | Mapping, epsilon_c: float 
     """
     if control not in CONTROL_KINDS:
         raise LabelDPInputError(f"control must be one of {list(CONTROL_KINDS)}; got {control!r}")
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     eps_lb, kappa = result.epsilon_lower_bound, result.kappa
     label = (f"{result.confidence:.0%} confidence, {result.strategy}, {result.method}, "
              f"delta={result.delta:g}, kappa={kappa:g}")

@@ -51,6 +51,7 @@ from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.scores import resolve_score
 from auditing.game.sweep_reduce import BinSpec
 from auditing.result import AuditResult
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 DEFAULT_POWER = 0.95
@@ -73,7 +74,7 @@ def _exposed_row_histogram(histogram: PriorHistogram | None, score, spec: BinSpe
 
 def exposed_floor_unavailable(result: AuditResult | Mapping, claimed_epsilon: float) -> str | None:
     """Why `exposed_rows_floor` cannot be computed for this result and claim (cheap checks only), or None."""
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     claimed = float(claimed_epsilon)
     if math.isinf(claimed) or result.max_certifiable_epsilon <= claimed:
         return ("INCONCLUSIVE: no number of exposed labels can flag this claim (max certifiable eps <= claimed "
@@ -122,7 +123,7 @@ def game_detection_floor(result: AuditResult | Mapping, claimed_epsilon: float, 
     (module docstring). ``result``: an `AuditResult` (or its stored ``to_dict()``) with its ``prior_histogram``; bonferroni
     only.
     Raises LabelDPInputError when the result cannot support it (`exposed_rows_floor` returns None instead)."""
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     claimed = float(claimed_epsilon)
     if math.isinf(claimed):
         return None

@@ -40,6 +40,7 @@ import numpy as np
 from auditing.bounds.e_values import log_likelihood_ratio, null_rate, plug_in_alternative
 from auditing.bounds.misfit_test import calibrated_e_value, check_p_value
 from auditing.result import AuditResult, CapacityCheck
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 DEFAULT_ALPHA = 0.05
@@ -95,7 +96,7 @@ class NightCounts:
         """From a stored audit: the curve of repetition 0 (the bonferroni strategy), or, for a strategy that
         selects on one keyed half, both halves' counts added point by point (each half guesses a fixed number of
         its own rows, so their sum is a fixed number of guesses too)."""
-        result = AuditResult.from_dict(result)
+        result = decode(AuditResult, result, "result")
         halves = result.split_halves
         if halves is not None:
             guesses = tuple(a + b for a, b in zip(halves.selection.guesses, halves.bound.guesses, strict=True))

@@ -51,6 +51,7 @@ from auditing.verdict.types import (
     Verdict,
     void_night_reason,
 )
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 _COMPUTE = object()  # judge: compute the game-aware floor (no stored value given)
@@ -138,7 +139,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
     """The verdict of one audit result against a claim, computed once.
 
     Args:
-        result: an `AuditResult` or its ``to_dict()`` (read by `AuditResult.from_dict`: a result written before
+        result: an `AuditResult` or its ``to_dict()`` (read by ``decode(AuditResult, ...)``: a result written before
             kappa is refused).
         claimed_epsilon: the claim (>= 0; inf for a non-private model).
         kind: "target" or "control"; control: the control's judged check (`ControlCheck`).
@@ -166,7 +167,7 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         if value is not None and not isinstance(value, record):  # a dict is read once, at its JSON edge
             raise TypeError(f"{name} must be a {record.__name__} (its JSON is read by {record.__name__}.from_dict); "
                             f"got {type(value).__name__}")
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     claimed = _claimed(claimed_epsilon)
     if kind not in ("target", "control"):
         raise LabelDPInputError(f"kind must be 'target' or 'control'; got {kind!r}")
@@ -228,7 +229,7 @@ def demonstrated_risk(result: Any) -> RiskBlock | None:
     """What the valid bound alone demonstrates, with the result's reference probabilities as priors
     (`auditing.risk.figures.risk_block` at eps_lb); None for an optimistic result, a bound of 0 or a result without
     its prior histogram. Claim-free: the CLI prints it for an audit without a claim."""
-    result = AuditResult.from_dict(result)
+    result = decode(AuditResult, result, "result")
     histogram = result.prior_histogram
     if histogram is None or not histogram.total or result.optimistic or result.epsilon_lower_bound <= 0:
         return None

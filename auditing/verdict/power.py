@@ -25,7 +25,7 @@ every audited guess could be vouched for, with the check right half the time.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -58,9 +58,6 @@ class PowerPlan:
     night_gap: float | None
     family_gap: float | None
     can_ever_confirm: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def rows_of_day(rows: int, holdout: float, recalibrated: bool) -> tuple[int, int]:

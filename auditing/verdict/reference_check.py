@@ -8,10 +8,11 @@ it back unchanged. Errors name the field (``reference_check.label_blind.misfit_k
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from auditing.config import REFERENCE_CALIBRATIONS
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.records import record_keys
 
@@ -74,9 +75,6 @@ class CalibrationFigures:
                       else _figure(data[key], f"{name}.{key}", 1.0 if key.startswith("ece") else None)
                       for key in keys})
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class LabelBlindFigures:
@@ -99,9 +97,6 @@ class LabelBlindFigures:
         data = record_keys(data, name, keys, keys, null_is_missing=True)
         return cls(_figure(data["epsilon_lower_bound"], f"{name}.epsilon_lower_bound"),
                    _figure(data["misfit_kappa"], f"{name}.misfit_kappa"), _flag(data["flagged"], f"{name}.flagged"))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -176,9 +171,9 @@ class ReferenceCheck:
         """Its JSON: ``label_blind`` only on a night the retired control ran, as the nightly has written it since
         (``every_key``: always, as an alert's body carries it)."""
         out = {"calibration": self.calibration, "checked": self.checked, "note": self.note,
-               "calibration_figures": None if self.calibration_figures is None else self.calibration_figures.to_dict()}
+               "calibration_figures": encode(self.calibration_figures)}
         if every_key or self.label_blind is not None:
-            out["label_blind"] = None if self.label_blind is None else self.label_blind.to_dict()
+            out["label_blind"] = encode(self.label_blind)
         return out
 
 

@@ -61,6 +61,7 @@ from auditing.bounds.selection import Evidence, selection_strategy
 from auditing.game.sweep import SweepCounts
 from auditing.result import AuditResult
 from auditing.verdict.types import WEAK_PASS_FRACTION
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 KAPPA_TOLERANCE = 1e-3  # relative width of the final bisection bracket in kappa
@@ -71,8 +72,8 @@ _COMPUTE = object()  # exposed_floor_figures: compute the floor (no stored value
 
 
 def _as_result(result: Any) -> AuditResult:
-    """An `AuditResult`, or its stored ``to_dict()`` read once by `AuditResult.from_dict`."""
-    return AuditResult.from_dict(result)
+    """An `AuditResult`, or its stored ``to_dict()`` read once by ``decode(AuditResult, ...)``."""
+    return decode(AuditResult, result, "result")
 
 
 def _claimed(claimed_epsilon: float) -> float:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -74,17 +74,6 @@ class SplitTest:
         return (f"the check rows do not stand for the audited rows: {worst.column} differs between them ({worst.kind} "
                 f"test, p = {worst.p_value:.2g}, at most {self.level:g} / {len(self.tests)} tests); a split that is not "
                 "random cannot vouch for a VIOLATION: hold out a random share of the day")
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "tests": [asdict(t) for t in self.tests]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping | None) -> SplitTest | None:
-        if not data:
-            return None
-        values = dict(data)
-        values["tests"] = tuple(InputTest(**t) for t in values.get("tests") or ())
-        return cls(**values)
 
 
 KEYED_SPLIT = SplitTest(KEYED_DRAW)

@@ -17,7 +17,7 @@ Pure; the rules and why are docs/soundness.md section 8.5 and docs/concepts.md, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from auditing.result import CapacityCheck
 from auditing.verdict.control_check import NEGATIVE, POSITIVE, ControlCheck
@@ -50,9 +50,6 @@ class NightTrust:
     violations_void_reason: str | None = None
     detectability_void_reason: str | None = None
     accept_unchecked: bool = False
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def night_trust(checks: Mapping[str, ControlCheck | str], kinds: Mapping[str, str], *, date: str,

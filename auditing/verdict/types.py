@@ -9,7 +9,7 @@ the math, not above it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from auditing.result import AuditResult
@@ -49,9 +49,6 @@ class Robustness:
     exposed_floor_computed: bool
     weak_pass: bool
     note: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # How far a verdict can be relied on (auditing.verdict.trust decides it; docs/concepts.md: statuses, trust, exits).
@@ -105,9 +102,6 @@ class Trust:
         """True when this verdict makes the run exit 4."""
         return self.state in EXITS_UNTRUSTED
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 # The decision of a target's verdict (auditing.verdict.decision decides it; docs/decisions.md).
 ACT, UNCONFIRMED, NO_EVIDENCE, NO_POWER = "act", "unconfirmed", "no_evidence", "no_power"
@@ -150,8 +144,8 @@ class Decision:
     def meaning(self) -> str:
         return MEANINGS[self.decision]
 
-    def to_dict(self) -> dict:
-        return {**asdict(self), "headline": self.headline, "meaning": self.meaning}
+    # written after the fields, for the JSON's reader
+    _computed = ("headline", "meaning")
 
 
 @dataclass(frozen=True)
@@ -198,9 +192,6 @@ class TrustFigures:
             return cls(**{name: record.get(name) for name in names})
         return cls(**{name: getattr(record, name, None) for name in names})
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class SliceVerdict:
@@ -220,9 +211,6 @@ class SliceVerdict:
     trust: str
     trust_reason: str | None = None
     note: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -295,8 +283,3 @@ class Verdict:
             group_label_agreement=None if groups is None else groups.agreement_observed,
             group_label_agreement_expected=None if groups is None else groups.agreement_expected,
             inconclusive_reason=self.result.inconclusive_reason, untrusted_reason=self.untrusted_reason)
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "result": self.result.to_dict(), "risk": self.risk.to_dict(),
-                "decision": None if self.decision is None else self.decision.to_dict(),
-                "split_test": None if self.split_test is None else self.split_test.to_dict()}  # as they are stored

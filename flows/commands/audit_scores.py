@@ -144,6 +144,7 @@ def read_table(path: str, label_col: str, target_col: str, reference_col: str, r
 
 
 def run(args) -> int:
+    from labeldp.codec import encode
     from labeldp.errors import LabelDPInputError
     from labeldp.names import parse_date
 
@@ -163,7 +164,7 @@ def run(args) -> int:
         result, split = _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc.template}", field=exc.field) from None
-    out = result.to_dict()
+    out = encode(result)
     if args.claimed_epsilon is not None:
         if result.optimistic:
             raise LabelDPInputError("--claimed-epsilon needs a valid bound: --strategy max is the paper's "
@@ -171,15 +172,14 @@ def run(args) -> int:
         from auditing.verdict.judge import judge
 
         verdict = judge(result, args.claimed_epsilon, split=split)
-        robustness = verdict.robustness.to_dict()
+        robustness = encode(verdict.robustness)
         robustness.pop("note")
         out.update(claimed_epsilon=verdict.claimed_epsilon, status=verdict.status, **robustness,
-                   decision=verdict.decision.to_dict(), trust=verdict.trust.to_dict(),
-                   split_test=None if split is None else split.to_dict())
+                   decision=encode(verdict.decision), trust=encode(verdict.trust), split_test=encode(split))
         if verdict.slices:  # judged: the slices' verdicts, as every other command's --json carries them
             from auditing.sinks.listing import ListedSlices
 
-            out["slices"] = ListedSlices.of_verdict(verdict).to_dict()
+            out["slices"] = encode(ListedSlices.of_verdict(verdict))
     if args.json:
         print(json.dumps(out))
     else:

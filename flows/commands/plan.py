@@ -102,6 +102,7 @@ def run_power(args) -> int:
     from auditing.sinks.report.text import power_lines
     from auditing.verdict.power import power_plan, rows_of_day
     from flows.preflight import plan_for
+    from labeldp.codec import encode
     from labeldp.errors import LabelDPInputError
 
     plan = plan_for(args.plan_file)
@@ -119,7 +120,7 @@ def run_power(args) -> int:
     plans = [power_plan(audited, check, claim, confidence=plan.audit.confidence, guess_share=args.guess_share,
                         nights=args.nights) for claim in claims]
     if args.json:
-        print(json.dumps([p.to_dict() for p in plans], indent=1))
+        print(json.dumps([encode(p) for p in plans], indent=1))
     else:
         print("\n".join(line for p in plans for line in power_lines(p)))
     return 0

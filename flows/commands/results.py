@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from labeldp.codec import encode
+
 HELP = "read audit verdicts back from the warehouse: latest per model, a model's history, one full record"
 DESCRIPTION = """\
 Reads the audit results the nightly, guardrail and backfill commands wrote to the warehouse (a DuckDB file,
@@ -314,7 +316,7 @@ def _list(args) -> int:
     replaced = _replaced_of(args.data_root)
     if args.json:
         listed = stored_rows_for_table(rows, slices=slices, replaced=replaced)
-        print(json.dumps([jsonable({**v.row.to_dict(), "slices": None if v.slices is None else v.slices.to_dict(),
+        print(json.dumps([jsonable({**v.row.to_dict(), "slices": encode(v.slices),
                                     "inputs_replaced_since": v.inputs_replaced}) for v in listed], allow_nan=False))
     elif args.csv:
         report = _report_of(args.data_root)
@@ -422,7 +424,7 @@ def _show_json(row, points, others, stored, nights, runs) -> dict:
     from pipelines.models.registry import jsonable
 
     slices = ListedSlices.of_stored(row, stored)
-    return jsonable({**row.to_dict(), "curve_points": points, "slices": None if slices is None else slices.to_dict(),
+    return jsonable({**row.to_dict(), "curve_points": points, "slices": encode(slices),
                      "runs": runs})
 
 

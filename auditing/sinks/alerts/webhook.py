@@ -47,7 +47,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import ACT, EXITS_UNTRUSTED, HEADLINES, SliceVerdict, TrustFigures, Verdict
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, parse_date, resolve_data_root
@@ -102,9 +103,6 @@ class AlertOutcome:
     http_status: int | None
     error: str | None
     ledger_file: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def default_ledger_dir(data_root: str | os.PathLike | None = None) -> Path:
@@ -344,7 +342,7 @@ def slice_violation_payload(judged: Verdict, *, model_id: str, partition_date: s
     (`SliceVerdict.to_dict` with ``acted_on``: whether it alone would send this alert), largest bound first, and the
     global verdict's status and trust, judged separately."""
     slices = ListedSlices.of_verdict(judged)
-    violations = [] if slices is None else [{**piece.to_dict(), "acted_on": _acted_on(piece)}
+    violations = [] if slices is None else [{**encode(piece), "acted_on": _acted_on(piece)}
                                             for piece in slices.violations]
     return {"model_id": model_id, "partition_date": partition_date, "claimed_epsilon": judged.claimed_epsilon,
             "kappa": judged.result.kappa, "delta": judged.result.delta,
@@ -367,8 +365,8 @@ def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, re
             "confidence": result.confidence, "delta": result.delta, "kappa": result.kappa,
             "strategy": result.strategy, "method": result.method, "report": report, "flow_run_id": flow_run_id,
             "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
-            "decision": None if judged.decision is None else judged.decision.to_dict(),
-            "risk_headline": judged.risk_headline, **judged.trust_figures().to_dict()}
+            "decision": encode(judged.decision),
+            "risk_headline": judged.risk_headline, **encode(judged.trust_figures())}
 
 
 def _dedup_name(model_id: str, date: str, kind: str) -> str:

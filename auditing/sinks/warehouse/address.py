@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import urllib.parse
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from labeldp.errors import LabelDPInputError
@@ -31,9 +31,6 @@ class Destination:
     backend: str
     address: str
     fingerprint: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def describe_target(target: str) -> str:

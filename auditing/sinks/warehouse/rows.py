@@ -57,6 +57,7 @@ from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.run_kinds import check_run_kind
 from auditing.verdict.split_test import KEYED_DRAW, TESTED
 from auditing.verdict.types import DECISIONS, DETECTABILITY, STATUSES, TRUST_STATES, Verdict
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date
 
@@ -601,7 +602,7 @@ def audit_record(
 
     An optimistic result (strategy ``max``, the paper's statistic) is refused, because the table's
     ``epsilon_lower_bound`` is the valid one (a result written before kappa never becomes a verdict:
-    `AuditResult.from_dict` refuses it). ``lineage`` may hold: model_uri,
+    ``decode(AuditResult, ...)`` refuses it). ``lineage`` may hold: model_uri,
     model_fingerprint, reference_model, partition_fingerprint, code_version, flow_run_id, started_at,
     finished_at, durations (a dict of seconds per stage). The row stores the verdict's status, robustness,
     risk and trust figures, kappa, reference_calibration, the method's trade-off curve (fdp_curve) and its
@@ -637,7 +638,7 @@ def audit_record(
         "epsilon_mean": result.epsilon_mean, "epsilon_std": result.epsilon_std,
         "epsilon_median": result.epsilon_median, "strategy": result.strategy, "method": result.method,
         "status": verdict.status, "max_certifiable_epsilon": result.max_certifiable_epsilon,
-        "repetitions": result.repetitions, "seed": result.seed, "result_json": result.to_dict(), **lineage,
+        "repetitions": result.repetitions, "seed": result.seed, "result_json": encode(result), **lineage,
         "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
         "detection_floor_rows": robustness.detection_floor_rows,
         "exposed_rows_floor": robustness.exposed_rows_floor,
@@ -662,7 +663,7 @@ def audit_record(
         **decision_columns(verdict),
     }
     row = ResultRow(**normalize_row(row))
-    curve = [{**point.to_dict(), "point_confidence": result.point_confidence} for point in result.curve]
+    curve = [{**encode(point), "point_confidence": result.point_confidence} for point in result.curve]
     return row, normalize_curve(curve, row.key)
 
 

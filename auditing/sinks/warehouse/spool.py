@@ -43,6 +43,7 @@ from auditing.sinks.warehouse.rows import (
     to_json_safe,
 )
 from auditing.sinks.warehouse.schema import UNRECORDED
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 
@@ -85,7 +86,7 @@ def spool_payload(row: ResultRow | Mapping, curve: Sequence[Mapping], spool_dir:
     payload = {
         "format": SPOOL_FORMAT,
         "spooled_at": time.time(),
-        "destination": to.to_dict(),
+        "destination": encode(to),
         "row": to_json_safe(clean),
         "curve": [{k: p[k] for k in _POINT_FIELDS} for p in points],
         "slices": [{k: s[k] for k in SLICE_FIELDS} for s in pieces],  # absent in payloads written before slices
@@ -286,7 +287,7 @@ class SpooledPayload:
                 "run_kind": row.get("run_kind"), "claimed_epsilon": row.get("claimed_epsilon"),
                 "status": row.get("status"), "epsilon_lower_bound": row.get("epsilon_lower_bound"),
                 "run_id": row.get("run_id"),
-                "destination": None if self.destination is None else self.destination.to_dict(),
+                "destination": encode(self.destination),
                 "spooled_at": self.spooled_at, "error": self.error}
 
 
