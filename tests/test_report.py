@@ -962,6 +962,21 @@ def test_the_run_summary_names_untrusted_violations_beside_trusted_ones(checked)
     assert len(alone) == 1 and "leaky@2024-01-14" in alone[0] and "beside" not in alone[0]
 
 
+def test_a_published_verdicts_json_carries_its_one_decision(checked):
+    """`nightly --json` / `guardrail --json`: each target's record carries the decision its warehouse row stores (the
+    same words as the terminal, the report and the alert), with its reason, its next step and what would confirm it."""
+    from auditing.sinks.warehouse.schema import DECISION_COLUMNS
+
+    act = _summary_row("leaky", judge(checked["leaky"], 0.5))
+    unconfirmed = _summary_row("drift", judge(checked["misfit"], 0.1))
+    for listed, decision in ((act, "act"), (unconfirmed, "unconfirmed")):
+        record = listed.to_dict()
+        assert {name: record[name] for name in DECISION_COLUMNS} == {
+            name: getattr(listed.row, name) for name in DECISION_COLUMNS}
+        assert record["decision"] == decision and record["decision_reason"]
+    assert unconfirmed.to_dict()["decision_next_step"]
+
+
 # --------------------------------------------------------------------------------------------- the attack curve
 def _attack_points(curve) -> int:
     from auditing.game.attack_curve import roc_points

@@ -17,6 +17,7 @@ from typing import Any
 
 from auditing.result import SLICE_DESIGN
 from auditing.sinks.warehouse.records import ResultRow, trust_state
+from auditing.sinks.warehouse.schema import DECISION_COLUMNS
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import PASS, VIOLATION, SliceVerdict, Verdict
 from labeldp.codec import encode
@@ -171,7 +172,7 @@ class ListedVerdict:
             "control_message": self.control_message,
             "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
             **{name: value for name, value in row.to_dict().items()
-               if name.startswith(("risk_", "attack_", "family_"))},
+               if name.startswith(("risk_", "attack_", "family_")) or name in DECISION_COLUMNS},
             **encode(self.verdict.trust_figures()),
             "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
             "slices": encode(slices),
