@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from pipelines import silence_false_beam_warnings
+
+    silence_false_beam_warnings()  # before a command imports Beam
     # Live progress (a fit's time left, a pass's rows per second) for someone watching: on a terminal, not --quiet.
     progress.set_live(not getattr(args, "quiet", False) and sys.stderr.isatty())
     read_only = getattr(args, "read_only", False)

@@ -38,8 +38,11 @@ class _FalseBeamWarnings(logging.Filter):
         return not (record.name == "root" and isinstance(record.msg, str) and record.msg.startswith(self.FALSE))
 
 
-if not any(isinstance(known, _FalseBeamWarnings) for known in logging.getLogger().filters):
-    logging.getLogger().addFilter(_FalseBeamWarnings())
+def silence_false_beam_warnings() -> None:
+    """Installs `_FalseBeamWarnings` on the root logger, once; the CLI's entry point calls it before any command
+    imports Beam (a library leaves the process's logging to the program that imports it)."""
+    if not any(isinstance(known, _FalseBeamWarnings) for known in logging.getLogger().filters):
+        logging.getLogger().addFilter(_FalseBeamWarnings())
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -57,7 +60,7 @@ _EXPORTS = {
     "model_format": "pipelines.models.formats.registry", "format_names": "pipelines.models.formats.registry",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "silence_false_beam_warnings"])
 
 
 __getattr__, __dir__ = lazy_exports("pipelines", _EXPORTS, globals())

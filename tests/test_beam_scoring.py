@@ -705,11 +705,12 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
 def test_beams_false_warnings_are_dropped_and_real_ones_kept():
     """Beam warns on the root logger that BigQuery's client is missing (at import) and that the ``resource``
     module is not available (at each model load, which is false on Linux); a user's job output carries neither,
-    while any other root warning still shows."""
+    while any other root warning still shows. The CLI installs the filter; importing the library does not."""
     import subprocess
     import sys
 
-    code = ("import pipelines.scoring.beam_scoring\n"
+    code = ("import pipelines; pipelines.silence_false_beam_warnings()\n"  # as the CLI's entry point does
+            "import pipelines.scoring.beam_scoring\n"
             "import apache_beam.io.gcp.internal.clients.bigquery\n"
             "import apache_beam.ml.inference.base as base\n"
             "base._get_current_process_memory_in_bytes()\n"

@@ -55,7 +55,7 @@ def test_an_onnx_registration_writes_the_metadata_contract(root, files):
     directory = root / "models" / "team-ctr" / f"date={DAY}"
     assert sorted(p.name for p in directory.iterdir()) == ["metadata.json", "model.onnx", "training_rows.parquet"]
     metadata = read_metadata(root, "team-ctr", DAY).to_dict()
-    assert returned == {**metadata, "already_registered": False}
+    assert returned.already_registered is False and returned.metadata.to_dict() == metadata
     spec = files["spec"]
     expected = {
         "metadata_version": 2, "model_name": "team-ctr", "date": DAY.isoformat(), "source": "registered",
@@ -82,7 +82,7 @@ def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files
     from pipelines.models.registration import register_model
 
     cbm = register_model(root, "team-cbm", DAY, files["cbm"], fmt="catboost", claimed_epsilon=0.0,
-                         dataset=None)  # None: the spec day D's partition was written with
+                         dataset=None).metadata.to_dict()  # None: the spec day D's partition was written with
     assert cbm["training_rows"] == {"kind": "all", "rows": ROWS}
     assert cbm["dataset"]["name"] == "num_clicks" and cbm["catboost_params"]["depth"] == 4
     assert cbm["mechanism"] == {"name": "external", "epsilon": 0.0, "delta": 0.0}
@@ -91,14 +91,14 @@ def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files
                              "prob_1": np.full(ROWS, 0.25)}), table)
     later = DAY + dt.timedelta(days=1)
     logged = register_model(root, "reference", DAY - dt.timedelta(days=1), table, fmt="predictions",
-                            claimed_epsilon=float("inf"), dataset=files["spec"], predictions_for=DAY)
+                            claimed_epsilon=float("inf"), dataset=files["spec"], predictions_for=DAY).metadata.to_dict()
     # no partition for the model's own day: no row count, no fingerprint; the table answers for DAY
     assert logged["training_rows"] == {"kind": "all", "rows": None} and logged["partition_fingerprint"] is None
     assert logged["predictions_for"] == DAY.isoformat() and logged["feature_schema"] == []
     assert logged["rows"] == ROWS
     assert logged["predictions"] == {"key_column": "impression_id", "probability_columns": ["prob_1"]}
     default = register_model(root, "scores", later, table, fmt="predictions", claimed_epsilon=1.0,
-                             dataset=files["spec"])
+                             dataset=files["spec"]).metadata.to_dict()
     assert default["predictions_for"] == later.isoformat()
     with pytest.raises(LabelDPInputError, match=r"^predictions_for applies to a table of logged predictions"):
         register_model(root, "x", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0, dataset=None,
@@ -142,14 +142,14 @@ def test_registering_again_is_a_no_op_or_a_refusal(root, files):
     assert find_registered(root, "team-ctr", DAY) is None
     first = register()
     again = register()
-    assert again["already_registered"] is True and again["created_at"] == first["created_at"]
+    assert again.already_registered is True and again.metadata.created_at == first.metadata.created_at
     for changes, what in ((dict(claimed_epsilon=2.0), "claimed epsilon"), (dict(training_rows="all"), "training rows"),
                           (dict(file=files["onnx"], fmt="onnx"), "format, file")):
         with pytest.raises(LabelDPInputError, match=f"already registered at .* with a different {what}.*pass replace"):
             register(**changes)
     assert find_registered(root, "team-ctr", DAY).to_dict()["mechanism"]["epsilon"] == 1.0
     replaced = register(claimed_epsilon=2.0, training_rows="all", replace=True)
-    assert replaced["already_registered"] is False
+    assert replaced.already_registered is False
     stored = find_registered(root, "team-ctr", DAY).to_dict()
     assert stored["mechanism"]["epsilon"] == 2.0 and stored["training_rows"]["kind"] == "all"
     assert not (root / "models" / "team-ctr" / f"date={DAY}" / "training_rows.parquet").exists()

@@ -83,20 +83,18 @@ def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:
     existing = find_registered(root, name, day)
     claim = (args.claimed_epsilon, 0.0) if existing is None else (existing.mechanism.epsilon, existing.mechanism.delta)
     replaced = existing is not None and existing.partition_fingerprint != schema.partition_fingerprint(root, day)
-    record = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=claim[0], delta=claim[1],
-                            dataset=plan.dataset, training_rows=training_rows,
-                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=replaced,
-                            check_only=check_only)
+    registration = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=claim[0], delta=claim[1],
+                                  dataset=plan.dataset, training_rows=training_rows,
+                                  onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=replaced,
+                                  check_only=check_only)
     if check_only:
         from flows import preflight
-        from pipelines.models.metadata import ModelMetadata
 
-        record.pop("already_registered")
-        preflight.check_candidate_metadata(ModelMetadata.from_dict(record), day, plan, root)
+        preflight.check_candidate_metadata(registration.metadata, day, plan, root)
         return name
-    done = "is registered already (the same file and training rows)" if record.get("already_registered") else (
+    done = "is registered already (the same file and training rows)" if registration.already_registered else (
         "registered again on the day's replaced partition" if replaced else "registered")
-    print(f"[labeldp-audit] {path} as {name}@{day.isoformat()} ({record.get('format')}): {done}",
+    print(f"[labeldp-audit] {path} as {name}@{day.isoformat()} ({registration.metadata.format_name}): {done}",
           file=sys.stderr, flush=True)
     return name
 

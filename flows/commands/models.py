@@ -135,20 +135,22 @@ def run_register(args) -> int:
     fmt = args.format or format_for_file(args.file)
     dataset = load_spec(args.dataset) if args.dataset else None
     rows = ALL_ROWS if args.training_rows == ALL_ROWS else Path(args.training_rows)
-    record = register_model(root, name, date, Path(args.file), fmt=fmt, claimed_epsilon=epsilon, delta=delta,
-                            dataset=dataset, training_rows=rows, predictions_for=predictions_for,
-                            onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=args.replace)
-    trained = record["training_rows"]
-    on = "every row of the day" if trained["kind"] == ALL_ROWS else f"{trained['rows']} listed rows"
-    done = "already registered (unchanged)" if record["already_registered"] else "registered"
-    print(f"{done} {record['format']} model {name}@{date.isoformat()} claiming eps {record['mechanism']['epsilon']} "
-          f"delta {record['mechanism']['delta']}, dataset {record['dataset']['name']}, trained on {on}: "
+    registration = register_model(root, name, date, Path(args.file), fmt=fmt, claimed_epsilon=epsilon, delta=delta,
+                                  dataset=dataset, training_rows=rows, predictions_for=predictions_for,
+                                  onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None,
+                                  replace=args.replace)
+    record = registration.metadata
+    trained = record.training_rows
+    on = "every row of the day" if trained.kind_name == ALL_ROWS else f"{trained.rows} listed rows"
+    done = "already registered (unchanged)" if registration.already_registered else "registered"
+    print(f"{done} {record.format_name} model {name}@{date.isoformat()} claiming eps {record.mechanism.epsilon} "
+          f"delta {record.mechanism.delta}, dataset {record.dataset.name}, trained on {on}: "
           f"{root / 'models' / name / f'date={date.isoformat()}'}")
-    probe = (record.get("onnx") or {}).get("probe")
-    if probe and probe["outside_vocabulary"]:
-        shares = ", ".join(f"{item['column']} {100 * item['outside_share']:.1f}% (of {item['vocabulary']} known "
-                           f"to its {item['operator']})" for item in probe["outside_vocabulary"])
-        print(f"probe: of {probe['rows']} rows of the day, outside the graph's vocabulary: {shares}")
+    probe = record.onnx.probe if record.onnx else None
+    if probe and probe.outside_vocabulary:
+        shares = ", ".join(f"{item.column} {100 * item.outside_share:.1f}% (of {item.vocabulary} known "
+                           f"to its {item.operator})" for item in probe.outside_vocabulary)
+        print(f"probe: of {probe.rows} rows of the day, outside the graph's vocabulary: {shares}")
     return 0
 
 

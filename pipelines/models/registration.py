@@ -166,12 +166,22 @@ def _differences(existing: ModelMetadata, new: ModelMetadata, keys: np.ndarray |
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """What `register_model` returns: the model's metadata as stored (or, with ``check_only``, as it would be
+    stored), and whether the same registration was there already (None: ``check_only``, nothing was written)."""
+
+    metadata: ModelMetadata
+    already_registered: bool | None
+
+
 def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, fmt: str | ModelFormat,
                    claimed_epsilon: float, delta: float = 0.0, dataset: DatasetSpec | None,
                    training_rows: str | os.PathLike = ALL_ROWS, predictions_for: dt.date | None = None,
                    onnx_inputs: str | os.PathLike | None = None, replace: bool = False,
-                   check_only: bool = False) -> dict:
-    """Registers ``file`` as ``models/<name>/date=D`` and returns its metadata (plus ``already_registered``).
+                   check_only: bool = False) -> Registration:
+    """Registers ``file`` as ``models/<name>/date=D`` and returns its typed metadata and whether it was there already
+    (`Registration`).
 
     ``dataset`` None: the spec day D's partition was written with (Criteo when there is none). ``training_rows``:
     ``"all"`` (every row of day D trained it) or a Parquet file of the row keys whose labels trained it.
@@ -261,14 +271,14 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     if existing is not None:
         differences = _differences(existing, metadata, keys, final)
         if not differences:
-            return {**existing.to_dict(), "already_registered": True}
+            return Registration(existing, already_registered=True)
         if not replace:
             raise LabelDPInputError(f"model {name!r} of {date.isoformat()} is already registered at {final} with a "
                                     f"different {', '.join(differences)}; pass {mention('replace')} to replace it, "
                                     f"or choose another {mention('name')}", field="replace")
 
     if check_only:
-        return {**registry.jsonable(metadata.to_dict()), "already_registered": None}
+        return Registration(metadata, already_registered=None)
     metadata = dataclasses.replace(metadata, created_at=registry.created_now())
     with atomic_directory(final) as tmp:
         shutil.copyfile(path, tmp / fmt.file_name)
@@ -281,7 +291,7 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
                 rows_record, fingerprint=file_fingerprint(tmp / TRAINING_ROWS_FILE)))
         text = json.dumps(registry.jsonable(metadata.to_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n"
         (tmp / registry.METADATA_FILE).write_text(text, encoding="utf-8")
-    return {**registry.jsonable(metadata.to_dict()), "already_registered": False}
+    return Registration(metadata, already_registered=False)
 
 
 def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: str | os.PathLike,
@@ -405,6 +415,7 @@ __all__ = [
     "MECHANISM",
     "SOURCE",
     "TRAINING_ROWS_FILE",
+    "Registration",
     "candidate_name",
     "check_claim",
     "check_registration_matches_day",
