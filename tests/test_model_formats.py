@@ -188,7 +188,7 @@ def test_an_onnx_model_whose_probabilities_are_an_output(world, tmp_path):
     direct = tmp_path / "direct.onnx"
     onnx.utils.extract_model(str(world["onnx"]), str(direct), ["features"], ["label", "probability_tensor"])
     record = register_model(world["root"], "ctr-direct", DAY, direct, fmt="onnx", claimed_epsilon=2.0,
-                            dataset=world["spec"])
+                            dataset=world["spec"]).metadata.to_dict()
     assert record["onnx"]["inputs"] == [{"name": "features", "columns": SPEC["numeric"], "type": "float", "rank": 2}]
     assert (record["onnx"]["output"], record["onnx"]["zipmap_output"]) == ("probability_tensor", None)
     np.testing.assert_allclose(_predict(world, "onnx", "ctr-direct"), _predict(world, "catboost", "ctr-cbm"),
