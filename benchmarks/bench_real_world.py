@@ -211,7 +211,17 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=80, help="CatBoost iterations of the models")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--raw", type=Path, help="write every (night, target, family) record here (JSON lines)")
+    parser.add_argument("--targets", default=",".join(TARGETS),
+                        help="comma-separated targets to train and audit (default: all; fewer make bigger days "
+                             "affordable)")
     args = parser.parse_args()
+    chosen = [t.strip() for t in args.targets.split(",") if t.strip()]
+    unknown = sorted(set(chosen) - set(TARGETS))
+    if unknown or not chosen:
+        parser.error(f"--targets: unknown {unknown}; choose from {', '.join(TARGETS)}")
+    for name in list(TARGETS):
+        if name not in chosen:
+            del TARGETS[name]
 
     from auditing.verdict.family_evidence import NightCounts
     from auditing.verdict.judge import judge
