@@ -180,7 +180,8 @@ def snapshot(world: World) -> Snapshot:
         except (OSError, ValueError) as exc:
             shot.nights[str(path.relative_to(root))] = str(exc)
     shot.spool = sorted(p.name for p in (root / "spool").glob("*.json")) if (root / "spool").is_dir() else []
-    shot.temporaries = sorted(str(p.relative_to(root)) for pattern in (".tmp-*", ".old-*") for p in root.rglob(pattern)
+    shot.temporaries = sorted(str(p.relative_to(root)) for pattern in (".tmp-*", ".old-*", ".swap-*")
+                              for p in root.rglob(pattern)
                               if "logs" not in p.relative_to(root).parts)
     return shot
 
