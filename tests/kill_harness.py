@@ -278,6 +278,64 @@ def run_scenario(base: Base, scenario: Scenario, directory: Path, api: str | Non
                    recovered.stderr)
 
 
+# ------------------------------------------------------------------------------------------ a day replaced
+# Every point a day replaced by `data synth --replace` reaches (`pipelines.data.layout.atomic_directories`): the
+# journal written (pair@1), the oracle's swap window (swap@1), the oracle moved in and the partition not yet moved
+# aside (pair@2: where two independent swaps left the new oracle beside the old partition), the partition's swap
+# window (swap@2), both moved in (pair@3).
+DAY_SWAP_POINTS = ("directory.pair@1", "directory.swap@1", "directory.pair@2", "directory.swap@2", "directory.pair@3")
+
+
+def kill_a_replaced_day(point: str, old_root: Path, new_root: Path, root: Path, rows: int) -> tuple[bool, list[str]]:
+    """Copies ``old_root`` (day `DAY` synthesized with seed 1) to ``root``, kills `data synth --replace` (seed 2, as
+    ``new_root`` holds it) at ``point``, reads the oracle before any recovery, runs the next command that writes
+    under the data root (another day synthesized), and lists what is wrong: an oracle read beside a partition of
+    another generation, a day that is not the whole replacement (its partition, oracle, and the oracle's rows the
+    partition's), the replaced partition not recorded once in `_replaced.json`, a temporary or journal behind.
+    Returns (killed at the point, what is wrong)."""
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data import schema
+
+    shutil.copytree(old_root, root)
+    old = schema.partition_fingerprint(root, DAY)
+    killed = cli("data", "synth", "--start", D1, "--end", D1, "--rows", rows, "--seed", 2, "--replace",
+                 "--data-root", root, environment=env(LABELDP_FAULT=f"{point}:kill"))
+    wrong = [] if killed.returncode == KILLED else [f"not killed (exit {killed.returncode})"]
+    try:  # before any recovery: the old pair, or a refusal; never the new oracle beside the old partition
+        oracle = schema.read_oracle(root, DAY)
+    except LabelDPInputError as exc:
+        if "being replaced together" not in str(exc):
+            wrong.append(f"the oracle unreadable before the recovery: {exc}")
+    else:
+        if not (oracle.equals(schema.read_oracle(old_root, DAY)) and schema.partition_fingerprint(root, DAY) == old):
+            wrong.append("before the recovery, the oracle read is not the one of the day's partition")
+    after = cli("data", "synth", "--start", "2026-10-03", "--end", "2026-10-03", "--rows", 500, "--data-root", root,
+                environment=env())
+    if after.returncode != 0:
+        wrong.append(f"the next command exited {after.returncode}: {after.stderr[-500:]}")
+    if killed.returncode == KILLED and "recovered after an interrupted run" not in after.stderr:
+        wrong.append("the next command did not say it recovered")
+    try:
+        if schema.partition_fingerprint(root, DAY) != schema.partition_fingerprint(new_root, DAY):
+            wrong.append("the day's partition is not the replacement's")
+        oracle = schema.read_oracle(root, DAY)
+        if not oracle.equals(schema.read_oracle(new_root, DAY)):
+            wrong.append("the day's oracle is not the replacement's")
+        ids = schema.read_partition(root, DAY, columns=[schema.ROW_ID]).column(schema.ROW_ID)
+        if not oracle.column(schema.ROW_ID).equals(ids):
+            wrong.append("the oracle's rows are not the partition's")
+        if [e["fingerprint"] for e in schema.replaced_partitions(root, DAY)] != [old] \
+                or schema.replaced_since(root, DAY, old) is None \
+                or schema.replaced_since(root, DAY, schema.partition_fingerprint(root, DAY)) is not None:
+            wrong.append(f"_replaced.json does not record the replaced partition once: "
+                         f"{schema.replaced_partitions(root, DAY)}")
+    except LabelDPInputError as exc:
+        wrong.append(f"the day does not read: {exc}")
+    wrong += [f"left behind: {p.relative_to(root)}" for pattern in (".tmp-*", ".old-*", ".swap-*")
+              for p in root.rglob(pattern)]
+    return killed.returncode == KILLED, wrong
+
+
 # ------------------------------------------------------------------------------------------------ signals
 # phase -> (plan changes, the stderr line it waits for, seconds after it, fault point setting); each run but the
 # warehouse's plays a game of its own (repetitions), so that it has something to score; the warehouse's judges the

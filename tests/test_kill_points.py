@@ -18,7 +18,17 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kill_harness import KILLED, Scenario, build_base, cli, env, run_scenario
+from kill_harness import (
+    DAY,
+    DAY_SWAP_POINTS,
+    KILLED,
+    Scenario,
+    build_base,
+    cli,
+    env,
+    kill_a_replaced_day,
+    run_scenario,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -117,62 +127,28 @@ def test_a_directory_swap_killed_in_its_window_is_finished_by_the_next_run(tmp_p
     assert (partitions / f"date={day.isoformat()}").is_dir() and not list(partitions.glob(".old-*"))
 
 
-# Every point a day replaced by `data synth --replace` reaches: the journal written (pair@1), the oracle's swap window
-# (swap@1), the oracle moved in and the partition not yet moved aside (pair@2: the old code's two swaps left the new
-# oracle beside the old partition here), the partition's swap window (swap@2), both moved in (pair@3).
-DAY_SWAP_POINTS = ("directory.pair@1", "directory.swap@1", "directory.pair@2", "directory.swap@2", "directory.pair@3")
-
-
 @pytest.fixture(scope="module")
 def replaced_day(tmp_path_factory):
     """A synthetic day of 2,000 rows (seed 1) and, in another data root, the same day as its replacement writes it
     (seed 2)."""
     from pipelines.data.synth import write_synthetic_day
 
-    day, base = dt.date(2026, 10, 2), tmp_path_factory.mktemp("replaced-day")
-    write_synthetic_day(base / "old", day, rows=2_000, seed=1)
-    write_synthetic_day(base / "new", day, rows=2_000, seed=2)
-    return day, base / "old", base / "new"
+    base = tmp_path_factory.mktemp("replaced-day")
+    write_synthetic_day(base / "old", DAY, rows=2_000, seed=1)
+    write_synthetic_day(base / "new", DAY, rows=2_000, seed=2)
+    return base / "old", base / "new"
 
 
 @pytest.mark.parametrize("point", DAY_SWAP_POINTS)
 def test_a_day_replaced_and_killed_at_any_swap_point_is_one_generation_after_the_next_command(point, replaced_day,
                                                                                               tmp_path):
-    """`data synth --replace` killed at each point of the day's swaps: until a command recovers, the oracle is not
-    read beside a partition of another generation; the next command that writes under the data root leaves the day's
-    oracle and partition of the same generation (here the replacement's: every point is past the journal), the
-    replaced partition recorded once in `_replaced.json`, and no temporary or journal behind."""
-    import shutil
-
-    from labeldp.errors import LabelDPInputError
-    from pipelines.data import schema
-
-    day, old_root, new_root = replaced_day
-    root = tmp_path / "root"
-    shutil.copytree(old_root, root)
-    old = schema.partition_fingerprint(root, day)
-    killed = cli("data", "synth", "--start", day, "--end", day, "--rows", 2_000, "--seed", 2, "--replace",
-                 "--data-root", root, environment=env(LABELDP_FAULT=f"{point}:kill"))
-    assert killed.returncode == KILLED, f"not killed at {point} (exit {killed.returncode}):\n{killed.stderr[-2000:]}"
-    try:  # a reader before the recovery: the old pair, or a refusal; never the new oracle beside the old partition
-        oracle = schema.read_oracle(root, day)
-    except LabelDPInputError as exc:
-        assert "being replaced together" in str(exc), exc
-    else:
-        assert oracle.equals(schema.read_oracle(old_root, day)) and schema.partition_fingerprint(root, day) == old
-    after = cli("data", "synth", "--start", "2026-10-03", "--end", "2026-10-03", "--rows", 500, "--data-root", root,
-                environment=env())
-    assert after.returncode == 0 and "recovered after an interrupted run" in after.stderr, after.stderr[-2000:]
-    assert schema.partition_fingerprint(root, day) == schema.partition_fingerprint(new_root, day)
-    oracle = schema.read_oracle(root, day)
-    assert oracle.equals(schema.read_oracle(new_root, day)), "the oracle is not the replacement's"
-    ids = schema.read_partition(root, day, columns=[schema.ROW_ID]).column(schema.ROW_ID)
-    assert oracle.column(schema.ROW_ID).equals(ids), "the oracle's rows are not the partition's"
-    assert [e["fingerprint"] for e in schema.replaced_partitions(root, day)] == [old]
-    assert schema.replaced_since(root, day, old) is not None  # its verdicts read "inputs replaced since"
-    assert schema.replaced_since(root, day, schema.partition_fingerprint(root, day)) is None
-    left = [p for pattern in (".tmp-*", ".old-*", ".swap-*") for p in root.rglob(pattern)]
-    assert left == [], left
+    """`data synth --replace` killed at each point of the day's swaps (`kill_harness.kill_a_replaced_day`): until a
+    command recovers, the oracle is not read beside a partition of another generation; the next command that writes
+    under the data root leaves the day's oracle and partition of the same generation (the replacement's: every point
+    is past the journal), the replaced partition recorded once in `_replaced.json`, and no temporary or journal."""
+    old_root, new_root = replaced_day
+    killed, wrong = kill_a_replaced_day(point, old_root, new_root, tmp_path / "root", 2_000)
+    assert killed and wrong == [], wrong
 
 
 def test_the_harness_sees_what_is_lost_duplicated_changed_or_half_written(base):
