@@ -56,11 +56,12 @@ from kill_harness import (  # noqa: E402  (tests/ on the path first)
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 REACHED = re.compile(r"\[labeldp-audit fault\] ([\w.-]+)@(\d+): reached")
 DAY_SWAP_WHAT = {
-    "directory.pair@1": "the journal written, nothing swapped",
+    "directory.pair@1": "the new oracle and partition complete, no journal yet (the old day stays)",
+    "directory.pair@2": "the journal written, nothing swapped",
     "directory.swap@1": "the day's oracle moved aside, the new one not yet in",
-    "directory.pair@2": "between the two swaps: the new oracle in, the old partition not yet moved aside",
+    "directory.pair@3": "between the two swaps: the new oracle in, the old partition not yet moved aside",
     "directory.swap@2": "the day's partition moved aside, the new one not yet in",
-    "directory.pair@3": "both swapped, the journal not yet removed",
+    "directory.pair@4": "both swapped, the journal not yet removed",
 }
 
 

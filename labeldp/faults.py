@@ -42,8 +42,9 @@ POINTS = {
     "night.write": "the stored night written to its temporary file, not yet renamed into place",
     "directory.swap": "a directory (a model, a stored game, a day's oracle or partition) replacing another: the old "
                       "one moved aside, the new one not yet moved in",
-    "directory.pair": "directories replaced together (a synthetic day's oracle and partition), their journal written: "
-                      "before each swap, and after the last one (before the clean-up)",
+    "directory.pair": "directories replaced together (a synthetic day's oracle and partition): the new ones complete "
+                      "and no journal yet; then, the journal written, before each swap and after the last one "
+                      "(before the clean-up)",
 }
 ACTIONS = ("kill", "pause", "enospc")
 _reached: dict[str, int] = {}

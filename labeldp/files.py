@@ -97,7 +97,8 @@ def swap_directories(journal: Path) -> list[str]:
     them, then removes the directories moved aside and the journal: each final directory is moved aside when its new
     one is still there, and the new one moved in. Idempotent, and safe to be killed anywhere itself (run again, it
     finishes the rest). The writer of the journal calls it too, so that the swaps and their recovery are one code.
-    Fault points (`labeldp.faults`): ``directory.pair`` before each swap and after the last one (before the clean-up),
+    Fault points (`labeldp.faults`): ``directory.pair`` before each swap and after the last one (before the clean-up;
+    `pipelines.data.layout.atomic_directories` reaches it once before, the journal not yet written),
     ``directory.swap`` in each swap's window (the final directory moved aside, the new one not yet in). Returns what
     it did, one line per directory."""
     directory = journal.parent

@@ -144,8 +144,9 @@ def test_a_day_replaced_and_killed_at_any_swap_point_is_one_generation_after_the
                                                                                               tmp_path):
     """`data synth --replace` killed at each point of the day's swaps (`kill_harness.kill_a_replaced_day`): until a
     command recovers, the oracle is not read beside a partition of another generation; the next command that writes
-    under the data root leaves the day's oracle and partition of the same generation (the replacement's: every point
-    is past the journal), the replaced partition recorded once in `_replaced.json`, and no temporary or journal."""
+    under the data root leaves the day's oracle and partition of the same generation (the old day's before the
+    journal, the replacement's from it on), the replaced partition recorded once in `_replaced.json` (not at all
+    when the old day stays), and no temporary or journal."""
     old_root, new_root = replaced_day
     killed, wrong = kill_a_replaced_day(point, old_root, new_root, tmp_path / "root", 2_000)
     assert killed and wrong == [], wrong

@@ -187,6 +187,7 @@ def atomic_directories(*final_paths: str | os.PathLike) -> Iterator[list[Path]]:
         yield tmps
         for tmp in tmps:
             _fsync_tree(tmp)
+        faults.point("directory.pair")  # complete, no journal yet: a kill here leaves the old directories
         moves = [(final, tmp, final.parent / temporary_name("old", final.name, token))
                  for final, tmp in zip(finals, tmps, strict=True)]
         journal = write_swap_journal(common, finals[0].name, token, moves)
