@@ -1,12 +1,14 @@
 """Crash consistency at every kill point (tests/kill_harness.py): a real nightly on bigger synthetic days, with its
 controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside and around the
 transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against the night never
-killed. Also: a directory swap killed in its window (a day replaced, a model registered again), a PostgreSQL
-connection terminated mid-transaction (pg_terminate_backend of this run's own backend, found by its
-application_name; the shared server is never stopped), a disk that fills while spooling (injected ENOSPC), and the
-seconds from SIGTERM / SIGINT to the exit at four phases of a night.
+killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's swaps,
+a model registered again killed in its swap's window, a PostgreSQL connection terminated mid-transaction
+(pg_terminate_backend of this run's own backend, found by its application_name; the shared server is never stopped),
+a disk that fills while spooling (injected ENOSPC), and the seconds from SIGTERM / SIGINT to the exit at four phases
+of a night.
 
     .venv/bin/python benchmarks/bench_kill.py [--rows 50000] [--out benchmarks/results/kill.md]
+    .venv/bin/python benchmarks/bench_kill.py --rows 20000 --points 'directory.*'   (only those points)
 
 Writes the figures to --out (Markdown) and prints them. Needs PostgreSQL (LABELDP_TEST_POSTGRES_URL, default
 postgresql://127.0.0.1:5432/test).
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from kill_harness import (  # noqa: E402  (tests/ on the path first)
     D1,
+    DAY_SWAP_POINTS,
     KILLED,
     PHASES,
     Scenario,
@@ -43,6 +46,7 @@ from kill_harness import (  # noqa: E402  (tests/ on the path first)
     env,
     fresh,
     inconsistencies,
+    kill_a_replaced_day,
     phase_changes,
     run_scenario,
     signal_when,
@@ -51,6 +55,14 @@ from kill_harness import (  # noqa: E402  (tests/ on the path first)
 
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 REACHED = re.compile(r"\[labeldp-audit fault\] ([\w.-]+)@(\d+): reached")
+DAY_SWAP_WHAT = {
+    "directory.pair@1": "the new oracle and partition complete, no journal yet (the old day stays)",
+    "directory.pair@2": "the journal written, nothing swapped",
+    "directory.swap@1": "the day's oracle moved aside, the new one not yet in",
+    "directory.pair@3": "between the two swaps: the new oracle in, the old partition not yet moved aside",
+    "directory.swap@2": "the day's partition moved aside, the new one not yet in",
+    "directory.pair@4": "both swapped, the journal not yet removed",
+}
 
 
 class Schemas:
@@ -106,37 +118,28 @@ def scenarios_of(counts: dict[str, int]) -> list[Scenario]:
     return out
 
 
-def swap_scenarios(directory: Path) -> list[tuple[str, list[str]]]:
-    """A day replaced and a model registered again, each killed between moving the old directory aside and moving
-    the new one in; the next command that writes finishes the swap. (name, what is wrong after it)."""
-    from labeldp.files import recover_interrupted
+def swap_scenarios(directory: Path, rows: int, wanted) -> list[tuple[str, list[str]]]:
+    """A day replaced, killed at every point of its two swaps (`kill_harness.DAY_SWAP_POINTS`), and a model
+    registered again, killed between moving the old directory aside and moving the new one in; the next command that
+    writes finishes the swaps. ``wanted(point)``: whether to run a point. (name, what is wrong after it)."""
     from pipelines.data import schema
     from pipelines.data.synth import write_synthetic_day
     from pipelines.models.handle import resolve_model
 
     day = dt.date.fromisoformat(D1)
     out = []
-    for n, what in ((1, "the day's oracle"), (2, "the day's partition")):
-        root, other = directory / f"swap-{n}", directory / f"swap-{n}-expected"
-        write_synthetic_day(root, day, rows=5_000, seed=1)
-        write_synthetic_day(other, day, rows=5_000, seed=2)
-        killed = cli("data", "synth", "--start", D1, "--end", D1, "--rows", 5_000, "--seed", 2, "--replace",
-                     "--data-root", root, environment=env(LABELDP_FAULT=f"directory.swap@{n}:kill"))
-        recover_interrupted(root)
-        wrong = [] if killed.returncode == KILLED else [f"not killed (exit {killed.returncode})"]
-        new_day = schema.partition_fingerprint(root, day) == schema.partition_fingerprint(other, day)
-        new_oracle = schema.read_oracle(root, day).equals(schema.read_oracle(other, day))
-        if n == 2 and not (new_day and new_oracle):
-            wrong.append("the day or its oracle is not the replacement")
-        if n == 1 and (new_oracle, new_day) != (False, False):
-            # the oracle's swap finished, the partition never written: two directories, two writes
-            wrong.append("the day's oracle is the replacement's while its partition is still the old one, until the "
-                         "same `data synth --replace` runs again (synthetic days only: an oracle is never read by "
-                         "training or by the audit of an ingested day)")
-        wrong += [f"left behind: {p}" for p in (*root.rglob(".tmp-*"), *root.rglob(".old-*"))]
-        out.append((f"directory.swap@{n}: `data synth --replace`, {what}", wrong))
+    points = [point for point in DAY_SWAP_POINTS if wanted(point)]
+    if points:
+        old_root, new_root = directory / "day-old", directory / "day-new"
+        write_synthetic_day(old_root, day, rows=rows, seed=1)
+        write_synthetic_day(new_root, day, rows=rows, seed=2)  # what the replacement writes
+    for index, point in enumerate(points):
+        killed, wrong = kill_a_replaced_day(point, old_root, new_root, directory / f"swap-{index}", rows)
+        out.append((f"{point}: `data synth --replace`, {DAY_SWAP_WHAT[point]}", wrong))
+    if not wanted("directory.swap@1"):
+        return out
     root = directory / "swap-model"
-    write_synthetic_day(root, day, rows=5_000, seed=1)
+    write_synthetic_day(root, day, rows=rows, seed=1)
     files = directory / "swap-files"
     files.mkdir()
     import numpy as np
@@ -151,6 +154,8 @@ def swap_scenarios(directory: Path) -> list[tuple[str, list[str]]]:
     assert cli("models", "register", "--file", files / "a.parquet", *common, environment=env()).returncode == 0
     killed = cli("models", "register", "--file", files / "b.parquet", *common, "--replace",
                  environment=env(LABELDP_FAULT="directory.swap@1:kill"))
+    from labeldp.files import recover_interrupted
+
     recover_interrupted(root)
     wrong = [] if killed.returncode == KILLED else [f"not killed (exit {killed.returncode})"]
     try:
@@ -229,11 +234,88 @@ def signal_timings(base, directory: Path, api: str) -> list[tuple[str, str, int,
     return out
 
 
+def table_rows(outcomes: list, swaps: list[tuple[str, list[str]]]) -> list[str]:
+    """The Markdown rows of the kill points' table: a night's points, then the directory swaps."""
+    return [
+        *(f"| `{o.scenario.fault.split(':')[0]}` ({o.scenario.backend}{', spooling' if o.scenario.spooling else ''})"
+          f" | {'yes' if o.killed else 'NO'} | {o.recovery_code} | {len(o.found)}"
+          + (f": {'; '.join(o.found)}" if o.found else "") + " |" for o in outcomes),
+        *(f"| {name} | {'no' if any('not killed' in w for w in wrong) else 'yes'} | (finished by the next command "
+          f"that writes) | {len(wrong)}" + (f": {'; '.join(wrong)}" if wrong else "") + " |" for name, wrong in swaps),
+    ]
+
+
+def run_points(args) -> int:
+    """``--points``: only the kill points matching the patterns (fnmatch on ``<point>@<n>`` or ``<point>``); a night
+    (its base built, its points traced) only when a pattern can match one of its points, PostgreSQL only when a
+    PostgreSQL scenario is chosen; none of the sections after the table. Prints the rows, and writes them to --out
+    when it is given."""
+    import contextlib
+    import fnmatch
+
+    from labeldp import faults
+
+    patterns = [p.strip() for p in args.points.split(",") if p.strip()]
+
+    def wanted(at: str) -> bool:
+        return any(fnmatch.fnmatch(at, p) or fnmatch.fnmatch(at.split("@")[0], p) for p in patterns)
+
+    began = time.monotonic()
+    night = [name for name in faults.POINTS if not name.startswith("directory.")]
+    outcomes = []
+    with contextlib.ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-kill-")))
+        if any(fnmatch.fnmatch(name, p.split("@")[0]) for name in night for p in patterns):
+            from prefect.settings import PREFECT_API_URL
+            from prefect.testing.utilities import prefect_test_harness
+
+            stack.enter_context(prefect_test_harness(server_startup_timeout=300))
+            api = PREFECT_API_URL.value()
+            base = build_base(work / "base", args.rows, api, controls=True)
+            counts = traced_points(base, work / "trace", api)
+            chosen = [sc for sc in scenarios_of(counts) if wanted(sc.fault.split(":")[0])]
+            schemas = None
+            for index, scenario in enumerate(chosen):
+                if scenario.backend == "postgres" and schemas is None:
+                    schemas = Schemas(PG_URL)
+                    stack.callback(schemas.close)
+                url = schemas.new() if scenario.backend == "postgres" else None
+                outcomes.append(run_scenario(base, scenario, work / f"s{index}", api, url))
+        swaps = swap_scenarios(work / "swaps", args.rows, wanted)
+    killed = sum(o.killed for o in outcomes) + sum(not any("not killed" in w for w in wrong) for _, wrong in swaps)
+    found = sum(len(o.found) for o in outcomes) + sum(len(w) for _, w in swaps)
+    lines = [
+        f"`.venv/bin/python benchmarks/bench_kill.py --rows {args.rows} --points '{args.points}'` "
+        f"({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} cores shared with "
+        f"other work, load average {os.getloadavg()[0]:.1f}; {time.monotonic() - began:.0f} s): only these points "
+        "re-run.",
+        "",
+        f"**{killed} kill points re-run, {found} inconsistencies found.**",
+        "",
+        "| kill point | killed there | the next night's exit | inconsistencies |",
+        "| --- | --- | --- | --- |",
+        *table_rows(outcomes, swaps),
+    ]
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+    print(text)
+    return 0 if found == 0 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=50_000, help="rows per synthetic day (default 50000)")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "kill.md"))
+    parser.add_argument("--out", default=None, help="the Markdown file written (default, without --points: "
+                                                    "benchmarks/results/kill.md; with --points: none, printed only)")
+    parser.add_argument("--points", default=None,
+                        help="only the kill points matching these comma-separated patterns (fnmatch on <point>@<n> "
+                             "or <point>, e.g. 'directory.*' or 'directory.swap@1,scoring@2'), and none of the "
+                             "sections after them; default: every point and every section")
     args = parser.parse_args(argv)
+    if args.points:
+        return run_points(args)
+    args.out = args.out or str(ROOT / "benchmarks" / "results" / "kill.md")
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
@@ -254,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes.append(outcome)
                 print(f"{scenario.name}: killed {outcome.killed}, recovered exit {outcome.recovery_code}, "
                       f"{len(outcome.found)} inconsistencies {outcome.found}", flush=True)
-            swaps = swap_scenarios(work / "swaps")
+            swaps = swap_scenarios(work / "swaps", args.rows, lambda _point: True)
             for name, wrong in swaps:
                 print(f"{name}: {wrong}", flush=True)
             connection = terminated_connection(base, work / "terminate", api, schemas)
@@ -283,11 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| kill point | killed there | the next night's exit | inconsistencies |",
         "| --- | --- | --- | --- |",
-        *(f"| `{o.scenario.fault.split(':')[0]}` ({o.scenario.backend}{', spooling' if o.scenario.spooling else ''})"
-          f" | {'yes' if o.killed else 'NO'} | {o.recovery_code} | {len(o.found)}"
-          + (f": {'; '.join(o.found)}" if o.found else "") + " |" for o in outcomes),
-        *(f"| {name} | {'no' if any('not killed' in w for w in wrong) else 'yes'} | (finished by the next command "
-          f"that writes) | {len(wrong)}" + (f": {'; '.join(wrong)}" if wrong else "") + " |" for name, wrong in swaps),
+        *table_rows(outcomes, swaps),
         "",
         "A night reaches each point this many times: "
         + ", ".join(f"`{name}` {times}" for name, times in sorted(counts.items())) + " (`directory.swap` only when a "

@@ -17,8 +17,9 @@ Before acting, `point` writes ``[labeldp-audit fault] <point>@<n>: <action> (pid
 the terminal shows it), so that a test knows the point was reached. The points (`POINTS`) are the moments a crash could leave something half done: the Beam job
 scoring a batch, a verdict between its result file and its warehouse transaction, inside that transaction (after
 the row, before its curve and commit), after the commit (before the report), a spool payload, a run report or a
-stored night written but not yet renamed into place, and a directory (a model, a stored game) between moving the old
-one aside and moving the new one in.
+stored night written but not yet renamed into place, a directory (a model, a stored game) between moving the old
+one aside and moving the new one in, and directories replaced together (a synthetic day's oracle and partition)
+before, between and after their swaps.
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ POINTS = {
     "spool.write": "a spool payload written to its temporary file, not yet renamed into place",
     "report.write": "a run report written to its temporary file, not yet renamed into place",
     "night.write": "the stored night written to its temporary file, not yet renamed into place",
-    "directory.swap": "a directory (a model, a stored game) replacing another: the old one moved aside, the new one "
-                      "not yet moved in",
+    "directory.swap": "a directory (a model, a stored game, a day's oracle or partition) replacing another: the old "
+                      "one moved aside, the new one not yet moved in",
+    "directory.pair": "directories replaced together (a synthetic day's oracle and partition): the new ones complete "
+                      "and no journal yet; then, the journal written, before each swap and after the last one "
+                      "(before the clean-up)",
 }
 ACTIONS = ("kill", "pause", "enospc")
 _reached: dict[str, int] = {}

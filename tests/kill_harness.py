@@ -180,7 +180,8 @@ def snapshot(world: World) -> Snapshot:
         except (OSError, ValueError) as exc:
             shot.nights[str(path.relative_to(root))] = str(exc)
     shot.spool = sorted(p.name for p in (root / "spool").glob("*.json")) if (root / "spool").is_dir() else []
-    shot.temporaries = sorted(str(p.relative_to(root)) for pattern in (".tmp-*", ".old-*") for p in root.rglob(pattern)
+    shot.temporaries = sorted(str(p.relative_to(root)) for pattern in (".tmp-*", ".old-*", ".swap-*")
+                              for p in root.rglob(pattern)
                               if "logs" not in p.relative_to(root).parts)
     return shot
 
@@ -275,6 +276,69 @@ def run_scenario(base: Base, scenario: Scenario, directory: Path, api: str | Non
         found.append(f"the night after the kill exited {recovered.returncode}")
     return Outcome(scenario, killed.returncode == KILLED, recovered.returncode, found, killed.stderr,
                    recovered.stderr)
+
+
+# ------------------------------------------------------------------------------------------ a day replaced
+# Every point a day replaced by `data synth --replace` reaches (`pipelines.data.layout.atomic_directories`), and the
+# generation the day must be after the next command: the new directories complete, no journal yet (pair@1: old);
+# the journal written (pair@2), the oracle's swap window (swap@1), the oracle moved in and the partition not yet moved
+# aside (pair@3: where two independent swaps left the new oracle beside the old partition), the partition's swap
+# window (swap@2), both moved in (pair@4): new.
+DAY_SWAP_POINTS = {"directory.pair@1": "old", "directory.pair@2": "new", "directory.swap@1": "new",
+                   "directory.pair@3": "new", "directory.swap@2": "new", "directory.pair@4": "new"}
+
+
+def kill_a_replaced_day(point: str, old_root: Path, new_root: Path, root: Path, rows: int) -> tuple[bool, list[str]]:
+    """Copies ``old_root`` (day `DAY` synthesized with seed 1) to ``root``, kills `data synth --replace` (seed 2, as
+    ``new_root`` holds it) at ``point``, reads the oracle before any recovery, runs the next command that writes
+    under the data root (another day synthesized), and lists what is wrong: an oracle read beside a partition of
+    another generation, a day that is not the whole replacement (its partition, oracle, and the oracle's rows the
+    partition's), the replaced partition not recorded once in `_replaced.json`, a temporary or journal behind. The
+    day must be the generation `DAY_SWAP_POINTS` gives: the old one (``old_root``'s, never replaced) when the kill
+    came before the journal, else the new one. Returns (killed at the point, what is wrong)."""
+    from labeldp.errors import LabelDPInputError
+    from pipelines.data import schema
+
+    shutil.copytree(old_root, root)
+    old = schema.partition_fingerprint(root, DAY)
+    killed = cli("data", "synth", "--start", D1, "--end", D1, "--rows", rows, "--seed", 2, "--replace",
+                 "--data-root", root, environment=env(LABELDP_FAULT=f"{point}:kill"))
+    wrong = [] if killed.returncode == KILLED else [f"not killed (exit {killed.returncode})"]
+    try:  # before any recovery: the old pair, or a refusal; never the new oracle beside the old partition
+        oracle = schema.read_oracle(root, DAY)
+    except LabelDPInputError as exc:
+        if "being replaced together" not in str(exc):
+            wrong.append(f"the oracle unreadable before the recovery: {exc}")
+    else:
+        if not (oracle.equals(schema.read_oracle(old_root, DAY)) and schema.partition_fingerprint(root, DAY) == old):
+            wrong.append("before the recovery, the oracle read is not the one of the day's partition")
+    after = cli("data", "synth", "--start", "2026-10-03", "--end", "2026-10-03", "--rows", 500, "--data-root", root,
+                environment=env())
+    if after.returncode != 0:
+        wrong.append(f"the next command exited {after.returncode}: {after.stderr[-500:]}")
+    if killed.returncode == KILLED and "recovered after an interrupted run" not in after.stderr:
+        wrong.append("the next command did not say it recovered")
+    generation = DAY_SWAP_POINTS[point]
+    expected = new_root if generation == "new" else old_root
+    try:
+        if schema.partition_fingerprint(root, DAY) != schema.partition_fingerprint(expected, DAY):
+            wrong.append(f"the day's partition is not the {generation} one")
+        oracle = schema.read_oracle(root, DAY)
+        if not oracle.equals(schema.read_oracle(expected, DAY)):
+            wrong.append(f"the day's oracle is not the {generation} one")
+        ids = schema.read_partition(root, DAY, columns=[schema.ROW_ID]).column(schema.ROW_ID)
+        if not oracle.column(schema.ROW_ID).equals(ids):
+            wrong.append("the oracle's rows are not the partition's")
+        now = schema.partition_fingerprint(root, DAY)
+        replaced = [e["fingerprint"] for e in schema.replaced_partitions(root, DAY)]
+        if replaced != ([old] if generation == "new" else []) or schema.replaced_since(root, DAY, now) is not None \
+                or (generation == "new" and schema.replaced_since(root, DAY, old) is None):
+            wrong.append(f"_replaced.json does not record the replaced partition once: {replaced}")
+    except LabelDPInputError as exc:
+        wrong.append(f"the day does not read: {exc}")
+    wrong += [f"left behind: {p.relative_to(root)}" for pattern in (".tmp-*", ".old-*", ".swap-*")
+              for p in root.rglob(pattern)]
+    return killed.returncode == KILLED, wrong
 
 
 # ------------------------------------------------------------------------------------------------ signals

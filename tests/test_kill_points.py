@@ -18,7 +18,17 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kill_harness import KILLED, Scenario, build_base, cli, env, run_scenario
+from kill_harness import (
+    DAY,
+    DAY_SWAP_POINTS,
+    KILLED,
+    Scenario,
+    build_base,
+    cli,
+    env,
+    kill_a_replaced_day,
+    run_scenario,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -115,6 +125,31 @@ def test_a_directory_swap_killed_in_its_window_is_finished_by_the_next_run(tmp_p
                            capture_output=True, text=True, env=env(), timeout=300)
     assert again.returncode == 0 and "recovered after an interrupted run" in again.stderr, again.stderr
     assert (partitions / f"date={day.isoformat()}").is_dir() and not list(partitions.glob(".old-*"))
+
+
+@pytest.fixture(scope="module")
+def replaced_day(tmp_path_factory):
+    """A synthetic day of 2,000 rows (seed 1) and, in another data root, the same day as its replacement writes it
+    (seed 2)."""
+    from pipelines.data.synth import write_synthetic_day
+
+    base = tmp_path_factory.mktemp("replaced-day")
+    write_synthetic_day(base / "old", DAY, rows=2_000, seed=1)
+    write_synthetic_day(base / "new", DAY, rows=2_000, seed=2)
+    return base / "old", base / "new"
+
+
+@pytest.mark.parametrize("point", DAY_SWAP_POINTS)
+def test_a_day_replaced_and_killed_at_any_swap_point_is_one_generation_after_the_next_command(point, replaced_day,
+                                                                                              tmp_path):
+    """`data synth --replace` killed at each point of the day's swaps (`kill_harness.kill_a_replaced_day`): until a
+    command recovers, the oracle is not read beside a partition of another generation; the next command that writes
+    under the data root leaves the day's oracle and partition of the same generation (the old day's before the
+    journal, the replacement's from it on), the replaced partition recorded once in `_replaced.json` (not at all
+    when the old day stays), and no temporary or journal."""
+    old_root, new_root = replaced_day
+    killed, wrong = kill_a_replaced_day(point, old_root, new_root, tmp_path / "root", 2_000)
+    assert killed and wrong == [], wrong
 
 
 def test_the_harness_sees_what_is_lost_duplicated_changed_or_half_written(base):

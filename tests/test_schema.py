@@ -17,7 +17,7 @@ from flows.cli import main
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date, resolve_data_root
 from pipelines.data import schema
-from pipelines.data.layout import atomic_directory, model_dir, oracle_dir, partition_dir
+from pipelines.data.layout import atomic_directories, atomic_directory, model_dir, oracle_dir, partition_dir
 from pipelines.data.synth import generate_day
 
 DATE = dt.date(2024, 2, 1)
@@ -87,6 +87,27 @@ def test_atomic_directory_failure_leaves_nothing(tmp_path):
         raise RuntimeError("crash")
     assert sorted(os.listdir(existing)) == ["keep.txt"]
     assert sorted(os.listdir(tmp_path)) == ["old"]
+
+
+def test_atomic_directories_replace_together_and_a_failure_leaves_nothing(tmp_path):
+    """Two directories replaced as one (a day's oracle and partition): both new after success, no journal or
+    temporary left; an exception inside the block leaves both old ones and removes the parents it created."""
+    first, second = tmp_path / "oracle" / "d", tmp_path / "partitions" / "d"
+    with atomic_directories(first, second) as (a, b):
+        (a / "f").write_text("a1")
+        (b / "f").write_text("b1")
+    with atomic_directories(first, second) as (a, b):
+        (a / "f").write_text("a2")
+        (b / "f").write_text("b2")
+    assert ((first / "f").read_text(), (second / "f").read_text()) == ("a2", "b2")
+    assert sorted(os.listdir(tmp_path)) == ["oracle", "partitions"]  # no journal
+    assert os.listdir(first.parent) == ["d"] and os.listdir(second.parent) == ["d"]
+    with pytest.raises(RuntimeError), atomic_directories(first, second, tmp_path / "new" / "d") as (a, _b, _c):
+        (a / "f").write_text("half")
+        raise RuntimeError("crash")
+    assert ((first / "f").read_text(), (second / "f").read_text()) == ("a2", "b2")
+    assert sorted(os.listdir(tmp_path)) == ["oracle", "partitions"]
+    assert os.listdir(first.parent) == ["d"] and os.listdir(second.parent) == ["d"]
 
 
 # ------------------------------------------------------------------------------------------ validation

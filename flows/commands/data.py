@@ -40,8 +40,10 @@ model over 6 numeric and 10 categorical features (the other 23 are noise), and s
 coefficients and popularity. Deterministic: the same --seed, day and --rows give byte-identical files;
 each day's seed (derived from --seed and the date) is recorded in partitions/date=D/_provenance.json.
 The true click probability of every row goes to oracle/date=D/ (for audits with D' = D; training never
-reads it). A day that already exists is refused before any day is written, unless --replace. Prints one line per
-day with its timing.
+reads it). A day that already exists is refused before any day is written, unless --replace: the day's oracle and
+partition are then replaced as one pair, so that a run killed anywhere leaves the old day or a journal from which
+the next command that writes under the data root moves the whole new day in (until then the oracle is not read).
+Prints one line per day with its timing.
 
 Drift on demand: --shift-days picks days of the range on which a sudden shift is applied on top of the slow
 drift (a campaign, a holiday); the other days are generated exactly as without the shift options.

@@ -16,6 +16,9 @@ Guarantees:
 - ``atomic_directory`` never lets a reader see a half-written directory: the content is written to a hidden
   temporary sibling and renamed into place only when the ``with`` block succeeds; on failure the temporary
   directory is removed and the final path is left exactly as it was.
+- ``atomic_directories`` does the same for directories replaced together (a synthetic day's oracle and partition):
+  after a kill anywhere, the next command that writes under the data root sees all the old ones or all the new
+  ones, from one journal (`labeldp.files.swap_directories`).
 """
 
 from __future__ import annotations
@@ -31,14 +34,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from labeldp import faults
-from labeldp.files import fsync_path, temporary_name
+from labeldp.files import fsync_path, swap_directories, temporary_name, write_swap_journal
 from labeldp.names import (
     check_name,
     require_date,
 )
 
 __all__ = [
-    "MODELS", "ORACLE", "PARTITIONS", "atomic_directory", "file_fingerprint", "model_dir", "oracle_dir",
+    "MODELS", "ORACLE", "PARTITIONS", "atomic_directories", "atomic_directory", "file_fingerprint", "model_dir", "oracle_dir",
     "partition_dir", "read_json_object", "refuse_empty_file"
 ]
 
@@ -146,6 +149,58 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
             except OSError:
                 break
         raise
+
+
+@contextlib.contextmanager
+def atomic_directories(*final_paths: str | os.PathLike) -> Iterator[list[Path]]:
+    """Yields one fresh temporary directory per path of ``final_paths``; on success they replace them as one.
+
+    As `atomic_directory` for each, with one difference: once every new directory is complete and fsynced, a journal
+    naming the swaps (`labeldp.files.write_swap_journal`) is written in the paths' deepest common parent, and the
+    swaps are done in the order given from that journal (`labeldp.files.swap_directories`), which is removed last.
+    A process killed before the journal exists leaves the old directories (its temporaries are removed by
+    `labeldp.files.recover_interrupted`); killed after, the next recovery finishes every swap the journal names.
+    So no command that recovers first ever sees some of the new directories beside some of the old ones. On any
+    exception inside the block every temporary directory is removed, with the parents this call created. One path:
+    exactly `atomic_directory` (no journal). An error during the swaps themselves (past the journal) propagates and
+    leaves the journal to the recovery that follows this process's end.
+    """
+    finals = [Path(p) for p in final_paths]
+    if not finals or len({str(p) for p in finals}) != len(finals):
+        raise ValueError(f"atomic_directories: final_paths must be distinct paths, at least one; got {final_paths!r}")
+    if len(finals) == 1:  # one directory needs no journal: its swap is finished from its own temporaries' names
+        with atomic_directory(finals[0]) as tmp:
+            yield [tmp]
+        return
+    common = Path(os.path.commonpath([p.parent for p in finals]))
+    created = []
+    for parent in (p.parent for p in finals):
+        created += [d for d in (parent, *parent.parents) if not d.exists() and d not in created]
+    created.sort(key=lambda d: len(d.parts), reverse=True)  # deepest first
+    token = uuid.uuid4().hex[:12]
+    tmps = [p.parent / temporary_name("tmp", p.name, token) for p in finals]
+    journal = None
+    try:
+        for tmp in tmps:
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            tmp.mkdir()
+        yield tmps
+        for tmp in tmps:
+            _fsync_tree(tmp)
+        faults.point("directory.pair")  # complete, no journal yet: a kill here leaves the old directories
+        moves = [(final, tmp, final.parent / temporary_name("old", final.name, token))
+                 for final, tmp in zip(finals, tmps, strict=True)]
+        journal = write_swap_journal(common, finals[0].name, token, moves)
+    except BaseException:
+        for tmp in tmps:
+            shutil.rmtree(tmp, ignore_errors=True)
+        for directory in created:  # parents this call created, if still empty: leave no trace
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+        raise
+    swap_directories(journal)  # past the journal, only forward: an error here leaves it to the next recovery
 
 
 def file_fingerprint(path: Path) -> str:

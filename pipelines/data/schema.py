@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from labeldp import hints
 from labeldp.errors import LabelDPInputError, mention
+from labeldp.files import pending_swap
 from pipelines.data import key_buckets
 from pipelines.data.column_checks import CATEGORICAL_TYPE as CATEGORICAL_TYPE  # re-exported
 from pipelines.data.column_checks import (
@@ -60,7 +61,13 @@ from pipelines.data.column_checks import (
     row_id_repeats,
 )
 from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_default, write_dataset_record
-from pipelines.data.layout import atomic_directory, oracle_dir, partition_dir, refuse_empty_file
+from pipelines.data.layout import (
+    atomic_directories,
+    atomic_directory,
+    oracle_dir,
+    partition_dir,
+    refuse_empty_file,
+)
 
 # The Criteo spec's columns (infra/datasets/criteo.json), the names the synthetic generator and the Criteo
 # ingest write.
@@ -84,6 +91,7 @@ PROVENANCE_FILE = "_provenance.json"
 # The partitions of the day that a write replaced (`replaced_partitions`): kept in the partition's directory, so
 # that a verdict of an earlier partition reads "inputs replaced since" (its partition_fingerprint is listed).
 REPLACED_FILE = "_replaced.json"
+ORACLE_FILE = "p_click.parquet"  # in oracle/date=D/
 DEFAULT_ROWS_PER_FILE = 500_000
 PARQUET_COMPRESSION = "zstd"
 
@@ -519,7 +527,8 @@ def write_partition(root: str | os.PathLike, date: dt.date,
                     table_or_batches: pa.Table | pa.RecordBatch | Iterable,
                     rows_per_file: int = DEFAULT_ROWS_PER_FILE, num_classes: int | None = None,
                     source: object = None, provenance: dict | Callable[[], dict] | None = None,
-                    dataset: DatasetSpec | None = None, replace: bool = False) -> Path:
+                    dataset: DatasetSpec | None = None, replace: bool = False,
+                    oracle: pa.Table | None = None) -> Path:
     """Validates and writes the partition of ``date``; returns its directory.
 
     Accepts one Table/RecordBatch or an iterable of them (streamed: memory holds one batch plus 8 bytes a row
@@ -540,8 +549,14 @@ def write_partition(root: str | os.PathLike, date: dt.date,
     An existing partition of the day is refused (`refuse_existing_partition`) unless ``replace``; a replaced
     partition of other bytes is recorded in the new one's ``_replaced.json`` (`replaced_partitions`: its
     fingerprint, rows and when), with the replacements before it.
+
+    ``oracle`` (synthetic days: ``row_id``, ``p_click``, checked as by `write_oracle`) is the day's oracle, published
+    with the partition as one pair (`pipelines.data.layout.atomic_directories`, the oracle first): a process killed
+    anywhere leaves the old pair, or a journal from which the next command that writes under the data root moves
+    the whole new pair in (`labeldp.files.recover_interrupted`); never the new oracle beside the old partition.
     """
     dataset = dataset or criteo()
+    oracle = None if oracle is None else _checked_oracle(oracle)
     file_schema = dataset.partition_schema()
     if isinstance(rows_per_file, bool) or int(rows_per_file) != rows_per_file or rows_per_file < 1:
         raise LabelDPInputError(f"rows_per_file must be a whole number >= 1; got {rows_per_file!r}")
@@ -550,7 +565,11 @@ def write_partition(root: str | os.PathLike, date: dt.date,
     final = partition_dir(root, date)
     previous = _replacement_record(root, date)
     label = source if source is not None else f"partition {final.name}"
-    with atomic_directory(final) as tmp:
+    targets = (final,) if oracle is None else (oracle_dir(root, date), final)
+    with atomic_directories(*targets) as tmps:
+        tmp = tmps[-1]
+        if oracle is not None:
+            pq.write_table(oracle, tmps[0] / ORACLE_FILE, compression=PARQUET_COMPRESSION)
         writer: pq.ParquetWriter | None = None
         rows_in_file = 0
         file_index = 0
@@ -616,27 +635,44 @@ def read_provenance(root: str | os.PathLike, date: dt.date) -> dict | None:
 # --------------------------------------------------------------------------------------------- oracle
 
 
-def write_oracle(root: str | os.PathLike, date: dt.date, table: pa.Table) -> Path:
-    """Writes ``oracle/date=D/p_click.parquet`` (``row_id``, ``p_click`` in [0, 1]) atomically; returns the dir.
-
-    Synthetic data only. Training must never read this area.
-    """
+def _checked_oracle(table: pa.Table) -> pa.Table:
+    """The oracle table with exactly ``ORACLE_SCHEMA``; LabelDPInputError for a missing column or a p_click outside
+    [0, 1]."""
     check_columns(table, ORACLE_SCHEMA.names, "oracle table")
     table = table.select(ORACLE_SCHEMA.names).cast(ORACLE_SCHEMA)
     p = table.column(P_CLICK).to_numpy()
     bad = int(np.count_nonzero(~((p >= 0.0) & (p <= 1.0))))
     if bad:
         raise LabelDPInputError(f"oracle table: column 'p_click': {bad} row(s) are outside [0, 1]")
+    return table
+
+
+def write_oracle(root: str | os.PathLike, date: dt.date, table: pa.Table) -> Path:
+    """Writes ``oracle/date=D/p_click.parquet`` (``row_id``, ``p_click`` in [0, 1]) atomically; returns the dir.
+
+    Synthetic data only. Training must never read this area. A day's oracle and partition written together (so
+    that a kill never leaves one beside the other's predecessor): `write_partition` with ``oracle=``.
+    """
+    table = _checked_oracle(table)
     final = oracle_dir(root, date)
     with atomic_directory(final) as tmp:
-        pq.write_table(table, tmp / "p_click.parquet", compression=PARQUET_COMPRESSION)
+        pq.write_table(table, tmp / ORACLE_FILE, compression=PARQUET_COMPRESSION)
     return final
 
 
 def read_oracle(root: str | os.PathLike, date: dt.date) -> pa.Table:
-    """Reads the oracle (``row_id``, ``p_click``) of ``date``; for audits and tests, never for training."""
+    """Reads the oracle (``row_id``, ``p_click``) of ``date``; for audits and tests, never for training.
+
+    Refused (LabelDPInputError) while the day's oracle and partition are being replaced as a pair, or were when a
+    kill interrupted it (`labeldp.files.pending_swap`): the oracle could then be the new one beside the old
+    partition. Any command that writes under the data root finishes the replacement first."""
     directory = oracle_dir(root, date)
-    path = directory / "p_click.parquet"
+    journal = pending_swap(root, directory)
+    if journal is not None:
+        raise LabelDPInputError(f"{directory}: the day's oracle and partition are being replaced together, or were "
+                                f"when the process was killed ({journal}); any command that writes under the data "
+                                "root finishes the replacement first: run one, then read it again", field="data_root")
+    path = directory / ORACLE_FILE
     if not path.is_file():
         raise LabelDPInputError(f"no oracle at {path}; only synthetic days ({hints.SYNTHESIZE_DAY.line(date=date)}) "
                                 f"have one")

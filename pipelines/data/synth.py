@@ -621,16 +621,18 @@ def write_synthetic_day(root: str | os.PathLike, date: dt.date, rows: int = DEFA
     """Generates ``date`` and writes ``partitions/date=D/`` (with ``_provenance.json``) and ``oracle/date=D/``.
 
     ``shift``: a ``DayShift`` for this day (see ``generate_day``); to shift some days of a range, pass it for
-    those days only. Each directory is published atomically. The oracle is written first, so a partition never
-    exists without its oracle. An existing day is refused unless ``replace`` (before anything is written:
-    `pipelines.data.schema.refuse_existing_partition`). Returns (partition directory, provenance).
+    those days only. The oracle and the partition are published as one pair (`pipelines.data.schema.write_partition`
+    with ``oracle=``): a reader sees the old day or the new one, and a process killed between the two swaps leaves a
+    journal from which the next command that writes under the data root moves the new pair in. The oracle moves in
+    first, so a partition never exists without its oracle. An existing day is refused unless ``replace`` (before
+    anything is written: `pipelines.data.schema.refuse_existing_partition`). Returns (partition directory,
+    provenance).
     """
     schema.refuse_existing_partition(root, date, replace)
     day = generate_day(date, rows=rows, seed=seed, shift=shift)
-    schema.write_oracle(root, date, day.oracle)
     directory = schema.write_partition(root, date, day.table, rows_per_file=rows_per_file,
                                        source=f"synthetic day {date.isoformat()}",
-                                       provenance=day.provenance, replace=replace)
+                                       provenance=day.provenance, replace=replace, oracle=day.oracle)
     return directory, day.provenance
 
 
