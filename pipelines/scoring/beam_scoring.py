@@ -88,7 +88,7 @@ from auditing.game.score_histogram import coarsen
 from auditing.game.sweep import SweepCounts
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
-from pipelines.data.layout import atomic_directory
+from pipelines.data.layout import atomic_directories, atomic_directory
 from pipelines.models.handle import ModelHandle
 from pipelines.models.metadata import ModelMetadata
 from pipelines.scoring.beam_coders import BATCH, keyed, typed
@@ -474,8 +474,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
              f"{plan_mode}, batch {request.batch_size} rows, threads {thread_count}, R = {request.config.repetitions}")
 
     with _cleanup_empty_parents(outputs, Path(request.data_root)), contextlib.ExitStack() as stack:
-        out_tmp = stack.enter_context(atomic_directory(out_final))
-        scored_tmp = stack.enter_context(atomic_directory(scored_final)) if request.write_scored else None
+        # the sweep and the scored rows are published as one pair (one journal): never one without the other
+        out_tmp, *scored = stack.enter_context(atomic_directories(*outputs))
+        scored_tmp = scored[0] if scored else None
         work = out_tmp / "_work"
         work.mkdir()
         stack.callback(drop_prefetched, str(work))
