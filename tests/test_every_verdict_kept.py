@@ -27,7 +27,7 @@ TARGET = "team-nonprivate-click-model"  # longer than 20 characters: the table's
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env = dict(os.environ)  # PREFECT_API_URL: the test process's server (tests/conftest.py)
     env.setdefault("NUMBA_CACHE_DIR", str(REPO / ".venv" / "numba-cache"))
     return subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=REPO, capture_output=True, text=True,
                           timeout=900, env=env)

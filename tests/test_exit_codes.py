@@ -323,14 +323,19 @@ def prefect_api():
 
 
 def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env = dict(os.environ)  # PREFECT_API_URL: the test process's server (tests/conftest.py)
     env.setdefault("NUMBA_CACHE_DIR", str(REPO / ".venv" / "numba-cache"))
     return env
 
 
-def cli(*argv: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+def cli(*argv: str, timeout: float = RUN_TIMEOUT, ephemeral: bool = False) -> subprocess.CompletedProcess:
+    """``labeldp-audit *argv``; ``ephemeral``: with no Prefect server (Prefect starts its temporary one, as on a
+    fresh machine), otherwise the test process's server."""
+    env = _env()
+    if ephemeral:
+        env.pop("PREFECT_API_URL", None)
     return subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env=_env())
+                          timeout=timeout, env=env)
 
 
 def assert_quiet(err: str) -> None:
@@ -353,7 +358,7 @@ def stored(root, warehouse=None) -> list:
 
 @slow
 def test_violation_is_exit_1_only_when_asked_and_the_table_is_printed_either_way(data_root, plan):
-    done = cli(*nightly(data_root, plan, "--fail-on-violation"))
+    done = cli(*nightly(data_root, plan, "--fail-on-violation"), ephemeral=True)  # no Prefect server: a fresh machine
     assert done.returncode == exit_codes.VIOLATION, done.stderr
     assert re.search(r"^\S.* leaky +2026-10-02 +VIOLATION", done.stdout, re.M), done.stdout
     assert "rr-eps1" in done.stdout

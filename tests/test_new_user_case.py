@@ -28,7 +28,7 @@ MODEL = "team-model"
 
 
 def cli(*argv) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "LABELDP_FAULT")}
+    env = {k: v for k, v in os.environ.items() if k != "LABELDP_FAULT"}  # the server: tests/conftest.py
     env.setdefault("NUMBA_CACHE_DIR", str(REPO / ".venv" / "numba-cache"))
     return subprocess.run([sys.executable, "-m", "flows.cli", *map(str, argv)], cwd=REPO, capture_output=True,
                           text=True, timeout=900, env=env)
