@@ -459,6 +459,18 @@ def test_oracle_roundtrip_and_checks(tmp_path):
         schema.read_oracle(tmp_path, dt.date(2024, 2, 2))
 
 
+def test_a_day_written_without_an_oracle_over_a_synthetic_one_takes_its_oracle_away(tmp_path, table):
+    """Ingested rows replacing a synthetic day: its oracle was drawn for the old rows, so it goes with them."""
+    row_ids = table.column("row_id").to_numpy()
+    oracle = pa.table({"row_id": pa.array(row_ids, pa.int64()), "p_click": pa.array(np.full(row_ids.size, 0.2))})
+    schema.write_partition(tmp_path, DATE, table, oracle=oracle)
+    assert schema.read_oracle(tmp_path, DATE).num_rows == row_ids.size
+    schema.write_partition(tmp_path, DATE, table.slice(0, 300), replace=True)
+    with pytest.raises(LabelDPInputError, match="no oracle at"):
+        schema.read_oracle(tmp_path, DATE)
+    assert schema.read_partition(tmp_path, DATE).num_rows == 300
+
+
 # ------------------------------------------------------------------------------------------ command line
 
 

@@ -553,7 +553,9 @@ def write_partition(root: str | os.PathLike, date: dt.date,
     ``oracle`` (synthetic days: ``row_id``, ``p_click``, checked as by `write_oracle`) is the day's oracle, published
     with the partition as one pair (`pipelines.data.layout.atomic_directories`, the oracle first): a process killed
     anywhere leaves the old pair, or a journal from which the next command that writes under the data root moves
-    the whole new pair in (`labeldp.files.recover_interrupted`); never the new oracle beside the old partition.
+    the whole new pair in (`labeldp.files.recover_interrupted`); never the new oracle beside the old partition. A
+    day written without an oracle over one that had one (a synthetic day replaced by ingested rows) takes the old
+    oracle away in the same pair.
     """
     dataset = dataset or criteo()
     oracle = None if oracle is None else _checked_oracle(oracle)
@@ -565,7 +567,10 @@ def write_partition(root: str | os.PathLike, date: dt.date,
     final = partition_dir(root, date)
     previous = _replacement_record(root, date)
     label = source if source is not None else f"partition {final.name}"
-    targets = (final,) if oracle is None else (oracle_dir(root, date), final)
+    # A day written without an oracle over a synthetic one: the old oracle goes with the old partition (an empty
+    # directory takes its place in the same pair), never left beside rows it was not drawn for.
+    stale_oracle = oracle is None and (oracle_dir(root, date) / ORACLE_FILE).exists()
+    targets = (oracle_dir(root, date), final) if oracle is not None or stale_oracle else (final,)
     with atomic_directories(*targets) as tmps:
         tmp = tmps[-1]
         if oracle is not None:
