@@ -807,3 +807,36 @@ def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(wor
     shutil.rmtree(outcome.output_dir)
     for name, stored in runs.items():
         assert _same_arrays(stored, oracle), name
+
+
+def test_slicings_that_read_no_column_are_counted_in_the_job(world, split_world, tmp_path):
+    """Slicings that read only the scores (``shown-label``, ``prior-deciles``) join no column to the batches: the job
+    counts them all the same (the nightly's plans declare ``shown-label`` alone), on the held batches and on the
+    two-stage plan's predictions, as `auditing.slices.count_slices` counts them on the day's rows held at once; a
+    batch without a column a slicing does read is refused by name."""
+    from auditing.audit import CheckRows
+    from auditing.slices import count_slices, parse_slicing
+    from pipelines.reference.recalibration import HeldOutRows, check_row_selection
+    from pipelines.scoring.day_slices import SliceStatistics
+
+    check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
+    config = AuditConfig(repetitions=2, seed=4)
+    slicings = ("shown-label", "prior-deciles")
+    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    p_target = split_world["p_target"]
+    expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
+                            world["row_ids"][trained], config.game, slicings,
+                            check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
+                                            world["row_ids"][check]), night=DAY)
+    expected.save(tmp_path)
+    oracle = _stored_arrays(tmp_path)
+    for plan_mode in ("side-input", "two-stage"):
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
+                                           batch_size=2000, plan_mode=plan_mode, thread_count=1,
+                                           check_rows=check_rows, slices=slicings, night=DAY), [])
+        assert _same_arrays(_stored_arrays(outcome.output_dir), oracle), plan_mode
+        shutil.rmtree(outcome.output_dir)
+    batch = scored_batch("b0", pa.table({schema.ROW_ID: [1, 2], schema.LABEL: [0, 1]}),
+                         np.full((2, 2), 0.5), np.full((2, 2), 0.5))
+    with pytest.raises(RuntimeError, match="carries no slicing column 'C9'"):
+        SliceStatistics((parse_slicing("column:C9:top=2"),), seed=0).add(batch)

@@ -79,12 +79,15 @@ def played_game(game: GameConfig, night) -> GameConfig:
 
 
 class _Part:
-    """One scored batch cut in its audited and check rows, each with the slicings' columns (`SliceRows`)."""
+    """One scored batch cut in its audited and check rows, each with the slicings' columns (`SliceRows`).
+    ``names``: the columns the slicings read (`slice_column_names`); none for slicings that read only the scores
+    (``shown-label``, ``prior-deciles``), whose batches then carry no column."""
 
-    def __init__(self, batch: ScoredBatch, seed: int):
-        if batch.columns is None and batch.rows:
-            raise RuntimeError(f"slices: batch {batch.batch_id} carries no slicing column")
+    def __init__(self, batch: ScoredBatch, seed: int, names: Sequence[str]):
         columns = batch.columns or {}
+        missing = [name for name in names if name not in columns]
+        if missing and batch.rows:
+            raise RuntimeError(f"slices: batch {batch.batch_id} carries no slicing column {missing[0]!r}")
         audited = np.flatnonzero(~batch.check) if batch.check is not None else np.arange(batch.rows)
         self.batch_id = batch.batch_id
         self.target = batch.p_target[audited]
@@ -128,9 +131,10 @@ class SliceStatistics:
     def __init__(self, slicings: Sequence[Slicing], seed: int, first: DayStatistics | None = None):
         self.statistics = DayStatistics(slicings) if first is None else first.again()
         self._seed, self._second = seed, first is not None
+        self._names = slice_column_names(slicings)
 
     def add(self, batch: ScoredBatch) -> SliceStatistics:
-        part = _Part(batch, self._seed)
+        part = _Part(batch, self._seed, self._names)
         if self._second:
             self.statistics.add_again(part.audited)
         else:
@@ -147,6 +151,7 @@ class SlicePass1:
 
     def __init__(self, fixed: Sequence[Slicing], spec: GameSpec):
         self.fixed, self.spec = tuple(fixed), spec
+        self._names = slice_column_names(self.fixed)
         self.labels: list[tuple[str, str]] | None = None
         self.passes: list[Pass1Accumulator] = []
         self.rows: list[int] = []
@@ -161,7 +166,7 @@ class SlicePass1:
             raise RuntimeError(f"slices: a batch was cut into {labels}, another into {self.labels}")
 
     def add(self, batch: ScoredBatch) -> SlicePass1:
-        part = _Part(batch, self.spec.game.draw_seed)
+        part = _Part(batch, self.spec.game.draw_seed, self._names)
         pieces = part.pieces(self.fixed)
         self._start([(piece.slicing, piece.name) for piece in pieces])
         for i, piece in enumerate(pieces):
@@ -194,10 +199,11 @@ class SlicePass2:
 
     def __init__(self, fixed: Sequence[Slicing], spec: GameSpec, plans: Sequence[SweepPlan | None]):
         self.fixed, self.spec, self.plans = tuple(fixed), spec, tuple(plans)
+        self._names = slice_column_names(self.fixed)
         self.chunks: dict[tuple[int, int], list[BoundaryChunk]] = {}
 
     def add(self, batch: ScoredBatch) -> SlicePass2:
-        part = _Part(batch, self.spec.game.draw_seed)
+        part = _Part(batch, self.spec.game.draw_seed, self._names)
         for i, piece in enumerate(part.pieces(self.fixed)):
             if self.plans[i] is None or not piece.audited.any():
                 continue
