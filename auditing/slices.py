@@ -23,6 +23,7 @@ does the global game; `audit_slices` is the two in one call.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 import json
@@ -337,6 +338,32 @@ class DayStatistics:
             values = prior[bins == key]
             if values.size:
                 self._found.setdefault(key, []).append(values)
+
+    def again(self) -> DayStatistics:
+        """A copy of these first-pass statistics (the whole day's) ready for the second pass on some of the day's
+        rows: the deciles' bins fixed, no value found yet. Copies that saw different rows are then merged."""
+        out = copy.copy(self)
+        out._targets = self._target_bins() if self._prior else {}
+        out._found = {}
+        return out
+
+    def merge(self, other: DayStatistics) -> DayStatistics:
+        """Adds ``other``'s rows (gathered on other rows of the same day): in the first pass its counts, in the
+        second (both made by `again`) the prior values it kept. Sums and a sorted result: the order of the merges
+        does not change the result."""
+        if self._targets is None:
+            for wanted, counts in other._counts.items():
+                mine = self._counts[wanted]
+                for name, count in counts.items():
+                    mine[name] = mine.get(name, 0) + count
+            for key, count in other._bins.items():
+                self._bins[key] = self._bins.get(key, 0) + count
+            self._rows += other._rows
+            self._largest = max(self._largest, other._largest)
+        else:
+            for key, values in other._found.items():
+                self._found.setdefault(key, []).extend(values)
+        return self
 
     def _target_bins(self) -> dict[int, list[int]]:
         if not self._rows:

@@ -735,3 +735,108 @@ def test_each_pass_shows_its_rows_and_rows_per_second_only_when_asked(world, cap
     for name in passes:
         [end] = [line for line in lines if f"] {name}: {ROWS:,} of {ROWS:,} rows, " in line]
         assert end.endswith(" rows/s"), lines
+
+
+def _stored_arrays(directory) -> dict:
+    """Every file `SliceCounts.save` wrote under ``directory``: index.json's text, each npz's arrays."""
+    out = {}
+    for path in sorted((directory / "slices").rglob("*")):
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                out[str(path.relative_to(directory))] = {name: data[name] for name in data.files}
+        elif path.is_file():
+            out[str(path.relative_to(directory))] = path.read_text()
+    return out
+
+
+def _same_arrays(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key, value in a.items():
+        other = b[key]
+        if isinstance(value, dict):
+            if value.keys() != other.keys() or not all(np.array_equal(value[n], other[n]) for n in value):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
+def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(world, split_world, tmp_path):
+    """The slices counted in the job's passes (each batch with its slicing columns and check rows, accumulators
+    merged in whatever order the runner merges them) are stored byte for byte as `auditing.slices.count_slices`
+    counts them on the day's rows held at once: two-stage and held batches on FnApiRunner, two batch sizes, and
+    two Dask worker processes."""
+    from auditing.audit import CheckRows
+    from auditing.slices import count_slices
+    from pipelines.reference.recalibration import HeldOutRows, check_row_selection
+
+    check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
+    config = AuditConfig(repetitions=2, seed=6)
+    slicings = ("column:C9:top=3", "prior-deciles", "shown-label")
+    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    c9 = world["table"].column("C9")
+    c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
+    p_target = split_world["p_target"]
+    expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
+                            world["row_ids"][trained], config.game, slicings, columns={"C9": c9[trained]},
+                            check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
+                                            world["row_ids"][check]),
+                            check_columns={"C9": c9[check]}, night=DAY)
+    expected.save(tmp_path)
+    oracle = _stored_arrays(tmp_path)
+    assert len([name for name in oracle if name.endswith(".npz")]) > 10
+
+    def request(batch_size, plan_mode="auto"):
+        return ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
+                              batch_size=batch_size, plan_mode=plan_mode, thread_count=1, check_rows=check_rows,
+                              slices=slicings, night=DAY)
+
+    runs = {}
+    for batch_size, plan_mode in ((1000, "two-stage"), (2500, "two-stage"), (1700, "side-input")):
+        outcome = score_day(request(batch_size, plan_mode), [])
+        runs[(batch_size, plan_mode)] = _stored_arrays(outcome.output_dir)
+        shutil.rmtree(outcome.output_dir)
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        address = cluster.scheduler_address.replace("tcp://", "")
+        outcome = score_day(request(900), [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"])
+    assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"
+    runs["dask"] = _stored_arrays(outcome.output_dir)
+    shutil.rmtree(outcome.output_dir)
+    for name, stored in runs.items():
+        assert _same_arrays(stored, oracle), name
+
+
+def test_slicings_that_read_no_column_are_counted_in_the_job(world, split_world, tmp_path):
+    """Slicings that read only the scores (``shown-label``, ``prior-deciles``) join no column to the batches: the job
+    counts them all the same (the nightly's plans declare ``shown-label`` alone), on the held batches and on the
+    two-stage plan's predictions, as `auditing.slices.count_slices` counts them on the day's rows held at once; a
+    batch without a column a slicing does read is refused by name."""
+    from auditing.audit import CheckRows
+    from auditing.slices import count_slices, parse_slicing
+    from pipelines.reference.recalibration import HeldOutRows, check_row_selection
+    from pipelines.scoring.day_slices import SliceStatistics
+
+    check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
+    config = AuditConfig(repetitions=2, seed=4)
+    slicings = ("shown-label", "prior-deciles")
+    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    p_target = split_world["p_target"]
+    expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
+                            world["row_ids"][trained], config.game, slicings,
+                            check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
+                                            world["row_ids"][check]), night=DAY)
+    expected.save(tmp_path)
+    oracle = _stored_arrays(tmp_path)
+    for plan_mode in ("side-input", "two-stage"):
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
+                                           batch_size=2000, plan_mode=plan_mode, thread_count=1,
+                                           check_rows=check_rows, slices=slicings, night=DAY), [])
+        assert _same_arrays(_stored_arrays(outcome.output_dir), oracle), plan_mode
+        shutil.rmtree(outcome.output_dir)
+    batch = scored_batch("b0", pa.table({schema.ROW_ID: [1, 2], schema.LABEL: [0, 1]}),
+                         np.full((2, 2), 0.5), np.full((2, 2), 0.5))
+    with pytest.raises(RuntimeError, match="carries no slicing column 'C9'"):
+        SliceStatistics((parse_slicing("column:C9:top=2"),), seed=0).add(batch)

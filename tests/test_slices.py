@@ -299,3 +299,21 @@ def test_the_days_statistics_gathered_batch_by_batch_equal_those_of_the_whole_da
     assert np.array_equal(found[("prior",)][0], whole[("prior",)][0]) and found[("prior",)][1] == whole[("prior",)][1]
     assert [s.fixed(found) for s in slicings] == [s.fixed(whole) for s in slicings]
     assert len(slicings[1].fixed(found).slices(rows(0, n), None)) == 10
+    # Merged as a runner merges the job's accumulators: one per batch, in any order, both passes.
+    for order in (list(range(len(cuts) - 1)), [5, 2, 0, 4, 1, 3]):
+        first = [DayStatistics(slicings) for _ in order]
+        for i, (a, b) in enumerate(itertools.pairwise(cuts)):
+            first[i].add(rows(a, b))
+        merged = first[order[0]]
+        for i in order[1:]:
+            merged.merge(first[i])
+        second = [merged.again() for _ in order]
+        for i, (a, b) in enumerate(itertools.pairwise(cuts)):
+            second[i].add_again(rows(a, b))
+        again = second[order[0]]
+        for i in order[1:]:
+            again.merge(second[i])
+        result = again.result()
+        assert result[("values", "c")] == whole[("values", "c")]
+        assert np.array_equal(result[("prior",)][0], whole[("prior",)][0])
+        assert [s.fixed(result) for s in slicings] == [s.fixed(whole) for s in slicings]

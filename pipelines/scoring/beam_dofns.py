@@ -5,8 +5,9 @@ Each is a thin wrapper around a plain function of `pipelines.scoring.partition_b
 `pipelines.scoring.scoring_batches`; they are module-level classes, so a runner pickles them by reference.
 
 Work directory (``_work/`` under the output being written): ``pass1.npz`` (the merged pass-1 accumulator),
-``duplicates/bucket-*.json`` (row-id uniqueness per hash bucket), ``expected.npz`` (with ``expected_curve``)
-and ``slots/slot-*.npz`` (each slot's exact counts), each written atomically by `WriteResults`.
+``duplicates/bucket-*.json`` (row-id uniqueness per hash bucket), ``expected.npz`` (with ``expected_curve``),
+``slots/slot-*.npz`` (each slot's exact counts) and ``slices/<step>.pkl`` (a slice step's merged accumulator,
+`SliceStepFn`), each written atomically by `WriteResults`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import sys
 import threading
 import zlib
@@ -43,7 +45,7 @@ from pipelines.scoring.grouped_files import (
     save_atomically,
     write_grouped,
 )
-from pipelines.scoring.partition_batches import ReadAhead, ReadTask, read_batches
+from pipelines.scoring.partition_batches import SLICE_PREFIX, ReadAhead, ReadTask, read_batches
 from pipelines.scoring.scored_batch import (
     ScoredBatch,
     batch_from_predictions,
@@ -105,9 +107,10 @@ class ReadBatches(beam.DoFn):
     have started the first read."""
 
     def __init__(self, batch_size: int, selection=None, dataset=None, check_rows=None, read_ahead: bool = False,
-                 job: str | None = None):
+                 job: str | None = None, slice_columns: tuple[str, ...] = ()):
         self._batch_size, self._selection, self._dataset = batch_size, selection, dataset
         self._check_rows, self._read_ahead, self._job = check_rows, read_ahead, job
+        self._slice_columns = tuple(slice_columns)
         self._ahead = None
 
     def prefetch(self, task: ReadTask) -> None:
@@ -122,7 +125,8 @@ class ReadBatches(beam.DoFn):
             _PREFETCHED[self._job] = ahead
 
     def _read(self, task: ReadTask):
-        return read_batches(task, self._batch_size, self._selection, self._dataset, self._check_rows)
+        return read_batches(task, self._batch_size, self._selection, self._dataset, self._check_rows,
+                            self._slice_columns)
 
     def process(self, task: ReadTask):
         _tune_allocator()
@@ -196,6 +200,35 @@ class Pass1CombineFn(beam.CombineFn):
 
     def extract_output(self, accumulator):
         return accumulator.settle()
+
+    def get_accumulator_coder(self):
+        return BatchCoder()
+
+
+class SliceStepFn(beam.CombineFn):
+    """One step of the day's slices (`pipelines.scoring.day_slices`: the statistics, each slice's pass 1 or pass 2)
+    folded over scored batches: ``make`` builds an empty accumulator (``add``, ``merge``), whose merges are
+    order-independent, so any runner's tree of merges gives the same result."""
+
+    def __init__(self, make):
+        self._make = make
+
+    def create_accumulator(self):
+        return self._make()
+
+    def add_input(self, accumulator, batch):
+        _tune_allocator()
+        return accumulator.add(batch)
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for other in accumulators:
+            merged = merged.merge(other)
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
 
     def get_accumulator_coder(self):
         return BatchCoder()
@@ -308,7 +341,8 @@ class Held:
 
 class HoldBatches(beam.DoFn):
     """In-process runners only: keeps each audited batch for pass 2 in the driver, by batch id (a retried bundle
-    replaces its own batches). Outputs nothing."""
+    replaces its own batches); with slices declared, each whole scored batch (its check rows and slicing columns
+    too), whose slices the driver folds with the job's slice accumulators. Outputs nothing."""
 
     def __init__(self, key: str):
         self._key = key
@@ -465,6 +499,10 @@ class WriteResults(beam.DoFn):
         elif element[0] == "expected":
             _, rows, hits = element
             save_atomically(directory / "expected.npz", lambda path: np.savez(path, rows=rows, correct=hits))
+        elif element[0] == "slices":  # a slice step's merged accumulator (`read_slice_step`)
+            _, step, accumulator = element
+            save_atomically(directory / "slices" / f"{step}.pkl",
+                            lambda handle: pickle.dump(accumulator, handle, pickle.HIGHEST_PROTOCOL))
         elif element[0] == "counts":
             _, slot, counts, rows = element
             save_atomically(directory / "slots" / f"slot-{slot:06d}.npz",
@@ -507,7 +545,8 @@ class AttachTarget:
 
     def __call__(self, element):
         (batch_id, table), result = element
-        rows = table.select([INTERNAL_ROW_ID, INTERNAL_LABEL])
+        sliced = [name for name in table.column_names if name.startswith(SLICE_PREFIX)]  # the slices' columns
+        rows = table.select([INTERNAL_ROW_ID, INTERNAL_LABEL, *sliced])
         return [((batch_id, rows, result.inference), self._format.prepare(table, self._dataset))]
 
 
@@ -545,6 +584,12 @@ def read_slot_counts(work_dir: Path) -> tuple[dict[int, np.ndarray], dict[int, i
             counts[slot] = data["counts"]
             rows[slot] = int(data["boundary_rows"])
     return counts, rows
+
+
+def read_slice_step(work_dir: Path, step: str):
+    """A slice step's merged accumulator as `WriteResults` wrote it, or None when no batch reached the step."""
+    path = work_dir / "slices" / f"{step}.pkl"
+    return pickle.loads(path.read_bytes()) if path.is_file() else None
 
 
 def check_duplicates(work_dir: Path, root, date, key: str = schema.ROW_ID) -> None:
@@ -589,6 +634,7 @@ __all__ = [
     "ReadBatches",
     "ReadPredictions",
     "ScoredRows",
+    "SliceStepFn",
     "ToScored",
     "WriteBoundaryRows",
     "WriteResults",
@@ -599,6 +645,7 @@ __all__ = [
     "check_row_id_files",
     "count_slots_from_files",
     "drop_prefetched",
+    "read_slice_step",
     "read_slot_counts",
     "shard",
     "take_held",

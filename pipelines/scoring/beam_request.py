@@ -86,7 +86,7 @@ class ScoringRequest:
     target_model: ModelHandle | None = None
     reference_model: ModelHandle | None = None
     night: dt.date | None = None
-    # Slicings counted per slice after the pipeline (`pipelines.scoring.day_slices`; docs/slices.md): their texts or
+    # Slicings counted per slice in the job's passes (`pipelines.scoring.day_slices`; docs/slices.md): their texts or
     # `auditing.slices.Slicing` objects, checked against the day's dataset when the job is prepared; and the
     # slices' own false-alarm budget (None: 1 - confidence).
     slices: tuple = ()

@@ -10,6 +10,15 @@ Pipeline (every element is an Arrow batch or a small per-slot object, never a ro
     boundary rows --GroupByKey(slot)--> ParDo(exact counts) --> per-slot counts
     pass1 + per-slot counts --Flatten--> ParDo(write result files)
 
+Declared slices (docs/slices.md) are counted in the same passes: each batch is read with the slicings' columns
+of its rows, and each step of `pipelines.scoring.day_slices.SliceSteps` (the day's statistics the slices are fixed
+from, then each slice's pass 1 and pass 2) is a CombineFn (`SliceStepFn`) over the scored batches. The steps follow
+one another (a slice's histograms need its values or edges, which are statistics of the whole day): on the
+two-stage plan the first rides on pipeline 1, the next on pipeline 2, and each one left is a pipeline of its own
+over the predictions pipeline 1 wrote (with the check rows and the slicing columns when slices are declared); on an
+in-process runner's side-input plan the driver folds them over the batches the job held, as it plays pass 2 there.
+A multi-worker runner's side-input plan is run as two-stage when slices are declared.
+
 Pass 1's compiled kernel releases the GIL and runs on a background thread (one core, `Pass1Accumulator`), so on
 a single-process runner it overlaps the single-threaded Python work of the next batch (Parquet reading, the
 CatBoost frame and Pool); the CombineFn reads its accumulator only after the kernels finished (``compact``,
@@ -107,6 +116,7 @@ from pipelines.scoring.beam_dofns import (
     ReadBatches,
     ReadPredictions,
     ScoredRows,
+    SliceStepFn,
     ToScored,
     WriteBoundaryRows,
     WriteResults,
@@ -117,6 +127,7 @@ from pipelines.scoring.beam_dofns import (
     check_row_id_files,
     count_slots_from_files,
     drop_prefetched,
+    read_slice_step,
     read_slot_counts,
     shard,
     take_held,
@@ -174,6 +185,7 @@ class _Job:
     check_rows: object = None  # the capacity check's row selection (pipelines.reference.recalibration), or None
     dataset: object = None  # pipelines.data.dataset_spec.DatasetSpec of the partition
     lifted: bool = False  # the Dask runner, unless combine shards were asked for: the combines are lifted by hand
+    slices: object = None  # pipelines.scoring.day_slices.SliceSteps of the declared slices, or None
 
 
 class _KeyedHandler(KeyedModelHandler):
@@ -201,7 +213,7 @@ def _scored_batches(pipeline, job: _Job):
     if not local:
         tasks = tasks | "Spread" >> beam.Reshuffle()
     read = ReadBatches(request.batch_size, job.selection, job.dataset, job.check_rows, read_ahead=local,
-                       job=str(job.work_dir) if local else None)
+                       job=str(job.work_dir) if local else None, slice_columns=_slice_columns(job))
     if local and chained:
         read.prefetch(chained[0])  # the first batch is read while the pipeline is built and started
     batches = typed(tasks | "ReadBatches" >> beam.ParDo(read), BATCH)
@@ -270,15 +282,36 @@ def _write_scored(scored, job: _Job) -> list:
     return [scored | "WriteScored" >> beam.ParDo(WriteTable(str(job.scored_dir), ScoredRows(job.spec)))]
 
 
-def _slice_rows(scored, job: _Job) -> list:
-    """With declared slices: the branch writing every scored row (audited and check) for the day's slices."""
-    if not job.request.slices:
-        return []
-    from pipelines.scoring.day_slices import slice_rows_table
+def _slice_columns(job: _Job) -> tuple[str, ...]:
+    if job.slices is None:
+        return ()
+    from pipelines.scoring.day_slices import slice_column_names
 
-    directory = job.work_dir / "slice_rows"
-    directory.mkdir(parents=True, exist_ok=True)
-    return [scored | "WriteSliceRows" >> beam.ParDo(WriteTable(str(directory), slice_rows_table, dictionary=False))]
+    return slice_column_names(job.slices.slicings)
+
+
+def _slice_step(scored, job: _Job) -> list:
+    """With declared slices: the branch folding the slices' next step (`pipelines.scoring.day_slices.SliceSteps`)
+    over the scored batches (audited and check rows, with the slicings' columns), tagged for the sink."""
+    step = None if job.slices is None else job.slices.next_step()
+    if step is None:
+        return []
+    name, make = step
+    if job.lifted:
+        from pipelines.scoring.dask_fixes import LiftedCombineGlobally
+
+        combine = LiftedCombineGlobally(SliceStepFn(make))
+    else:
+        combine = beam.CombineGlobally(SliceStepFn(make)).without_defaults()
+    folded = typed(scored | f"Slices-{name}" >> combine, BATCH)
+    return [folded | f"TagSlices-{name}" >> beam.Map(lambda acc, step=name: ("slices", step, acc))]
+
+
+def _take_slice_step(job: _Job) -> None:
+    """The driver keeps the step the pipeline just folded (`_slice_step`)."""
+    step = None if job.slices is None else job.slices.next_step()
+    if step is not None:
+        job.slices.take(step[0], read_slice_step(job.work_dir, step[0]))
 
 
 def _write_results(outputs: list, job: _Job) -> None:
@@ -300,9 +333,9 @@ def _single_pipeline(job: _Job) -> Held | None:
     pass1 = _pass1(scored, job)
     audited = _audited(scored)
     held = str(job.work_dir) if in_process(job.beam_args) else None
-    if held is not None:
+    if held is not None:  # with slices the whole scored batches, whose slices the driver counts too
         outputs = [pass1 | "HoldPass1" >> beam.ParDo(HoldPass1(held)),
-                   audited | "HoldBatches" >> beam.ParDo(HoldBatches(held))]
+                   (audited if job.slices is None else scored) | "HoldBatches" >> beam.ParDo(HoldBatches(held))]
     else:
         side = beam.pvalue.AsSingleton(pass1)
         chunks = typed(audited | "BoundaryRows" >> beam.ParDo(BoundaryRows(job.spec), side), keyed(int))
@@ -311,8 +344,7 @@ def _single_pipeline(job: _Job) -> Held | None:
             | "GroupBySlot" >> beam.GroupByKey()
             | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec), side)
         )]
-    _write_results([*outputs, _duplicates(scored), *_expected(audited, job), *_write_scored(audited, job),
-                    *_slice_rows(scored, job)], job)
+    _write_results([*outputs, _duplicates(scored), *_expected(audited, job), *_write_scored(audited, job)], job)
     try:
         _run(pipeline)
     finally:
@@ -328,10 +360,13 @@ def _two_stage_first(job: _Job) -> None:
     predictions = job.work_dir / "predictions"
     predictions.mkdir(parents=True, exist_ok=True)
     row_ids = scored | "WriteRowIds" >> beam.ParDo(WriteRowIdBuckets(str(job.work_dir / "row_ids"), ROW_ID_FILES))
+    # With slices the predictions keep the check rows and the slicings' columns: the slices' later steps read them.
+    written = audited if job.slices is None else scored
     _write_results([_tag_pass1(pass1), row_ids, *_expected(audited, job),
-                    audited | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table, dictionary=False)),
-                    *_write_scored(audited, job), *_slice_rows(scored, job)], job)
+                    written | "WritePredictions" >> beam.ParDo(WriteTable(str(predictions), predictions_table, dictionary=False)),
+                    *_write_scored(audited, job), *_slice_step(scored, job)], job)
     _run(pipeline)
+    _take_slice_step(job)
 
 
 # On several workers, a slot with more boundary rows than this is written ranked to the shared work directory and
@@ -348,10 +383,9 @@ def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
         return
     local = in_process(job.beam_args)
     pipeline = _new_pipeline(job, len(files))
-    scored = typed(pipeline
-                   | "ScoredFiles" >> beam.Create(files)
-                   | "Spread" >> beam.Reshuffle()
-                   | "ReadScored" >> beam.ParDo(ReadPredictions())
+    read = _read_predictions(pipeline, files)
+    scored = typed(read
+                   | "Audited" >> beam.Map(audited_part)
                    | "Progress" >> beam.ParDo(PassProgress("pass 2", plan.m, job.show_worker_progress, read=False)),
                    BATCH)
     if local:  # one process: the boundary rows go to disk, counted a group of slots at a time
@@ -364,9 +398,28 @@ def _two_stage_second(job: _Job, plan: SweepPlan) -> None:
         counted = (chunks
                    | "GroupBySlot" >> beam.GroupByKey()
                    | "ExactCounts" >> beam.ParDo(ExactCounts(job.spec, plan)))
-    _ = counted | "WriteResults" >> beam.ParDo(WriteResults(str(job.work_dir)))
+    _write_results([counted, *_slice_step(read, job)], job)
     _run(pipeline)
+    _take_slice_step(job)
     count_slots_from_files(job.work_dir / "boundary", job.work_dir, plan, max_rows=None if local else SHUFFLE_ROWS)
+
+
+def _read_predictions(pipeline, files: list[str]):
+    return typed(pipeline
+                 | "ScoredFiles" >> beam.Create(files)
+                 | "Spread" >> beam.Reshuffle()
+                 | "ReadScored" >> beam.ParDo(ReadPredictions()), BATCH)
+
+
+def _slice_pipelines(job: _Job) -> None:
+    """The two-stage plan's slice steps left after its two pipelines (each slice's pass 1 and pass 2, and with
+    ``prior-deciles`` the deciles' second read): one pipeline each over the predictions the first wrote."""
+    files = sorted(str(path) for path in (job.work_dir / "predictions").glob("part-*.parquet"))
+    while job.slices.next_step() is not None:
+        pipeline = _new_pipeline(job, max(len(files), 1))
+        _write_results(_slice_step(_read_predictions(pipeline, files), job), job)
+        _run(pipeline)
+        _take_slice_step(job)
 
 
 # Beam's state sampler (a thread per bundle, which times each step) sleeps up to 200 ms between samples, and a
@@ -463,6 +516,15 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     if dask:
         import pipelines.scoring.dask_fixes  # noqa: F401  (registers the Dask runner's fixed translations)
     plan_mode = plan_for(request.plan_mode, runner, total_rows)
+    slices = None
+    if request.slices:
+        from pipelines.scoring.day_slices import SliceSteps, played_game, slicings_for
+
+        slices = SliceSteps(slicings_for(request.slices, dataset),
+                            GameSpec(played_game(request.config.game, request.game.night), request.bins,
+                                     capacity_check=request.check_rows is not None))
+        if plan_mode == "side-input" and not in_process(beam_args):
+            plan_mode = "two-stage"  # the slices' steps follow one another: each is a pipeline over the predictions
     thread_count = request.thread_count or ((os.cpu_count() or 1) if in_process(beam_args) else 1)
     shards = request.combine_shards or 1  # on Dask without shards, pass 1 is lifted by hand (`_Job.lifted`)
     spec = GameSpec(request.game, request.bins, capacity_check=request.check_rows is not None)
@@ -482,7 +544,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         stack.callback(drop_prefetched, str(work))
         job = _Job(request, prepared.target, prepared.reference, spec, tasks, total_rows, beam_args, plan_mode,
                    thread_count, shards, work, scored_tmp, progress, worker_progress, selection, check_rows, dataset,
-                   lifted=dask and not request.combine_shards)
+                   lifted=dask and not request.combine_shards, slices=slices)
         t0 = time.monotonic()
         if plan_mode == "side-input":
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
@@ -493,7 +555,11 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             plan = make_plan(pass1, spec)
             if held is not None:  # an in-process runner: pass 2 here, on the batches the pipeline held
                 t1 = time.monotonic()
-                slot_counts, slot_rows = count_batches(held.batches, spec, plan)
+                slot_counts, slot_rows = count_batches([batch.audited() for batch in held.batches], spec, plan)
+                if slices is not None:
+                    from pipelines.scoring.day_slices import count_held_slices
+
+                    count_held_slices(held.batches, slices)
                 del held
                 timings["pass2_s"] = round(time.monotonic() - t1, 3)
             else:
@@ -509,6 +575,10 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress(f"plan: {plan.m} rows audited, {plan.boundary_rows} boundary rows to bring back")
             _two_stage_second(job, plan)
             timings["pipeline2_s"] = round(time.monotonic() - t1, 3)
+            if slices is not None:
+                t2 = time.monotonic()
+                _slice_pipelines(job)
+                timings["slices_s"] = round(time.monotonic() - t2, 3)
             slot_counts, slot_rows = read_slot_counts(work)
         counts, split = sweep_counts(plan, spec, slot_counts)
         # Repetition 0's |score| histogram (slot 0 of pass 1) for the report's score panel, its attack curve
@@ -526,19 +596,11 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                           attack_curve=attack)
         result = audit_counts(game, request.config.bound)
         slice_counts = None
-        if request.slices:
+        if slices is not None:  # counted by the job's passes (`pipelines.scoring.day_slices`), bounded here
             from auditing.slices import bound_slices
-            from pipelines.scoring.day_slices import day_slice_counts, slicings_for
 
-            t2 = time.monotonic()
-            progress(f"slices: counting {', '.join(s if isinstance(s, str) else s.spec for s in request.slices)}")
-            slice_counts = day_slice_counts(work / "slice_rows", request.data_root, request.date, dataset,
-                                            request.config.game, slicings_for(request.slices, dataset),
-                                            night=request.game.night, tasks=tasks,
-                                            batch_size=request.batch_size, bins=request.bins,
-                                            capacity_check=spec.capacity_check)
+            slice_counts = slices.counts()
             result = replace(result, slices=bound_slices(slice_counts, request.config.bound, request.slice_budget))
-            timings["slices_s"] = round(time.monotonic() - t2, 3)
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -159,23 +159,51 @@ def select_rows(table: pa.Table, selection, check_rows=None) -> pa.Table:
 
 
 def read_batches(task: ReadTask, batch_size: int, selection=None,
-                 dataset: DatasetSpec | None = None, check_rows=None) -> Iterator[tuple[str, pa.Table]]:
+                 dataset: DatasetSpec | None = None, check_rows=None,
+                 slice_columns: tuple[str, ...] = ()) -> Iterator[tuple[str, pa.Table]]:
     """(batch id, validated table with pipeline names) for each batch of at most ``batch_size`` rows of the
     task's row group, restricted to the audited rows (``selection``) and the check rows (``check_rows``, see
-    `select_rows`); empty batches are skipped."""
+    `select_rows`); empty batches are skipped. ``slice_columns``: feature or carry columns the declared slices
+    read, joined to each batch as ``slice_column(name)`` (`with_slice_columns`)."""
     dataset = dataset or criteo()
     parquet = _open(task.path)
     source = f"{task.path} (row group {task.row_group})"
+    read = input_columns(dataset)
+    read += [name for name in slice_columns if name not in read]
     try:
-        batches = parquet.iter_batches(batch_size=int(batch_size), row_groups=[task.row_group],
-                                       columns=input_columns(dataset))
+        batches = parquet.iter_batches(batch_size=int(batch_size), row_groups=[task.row_group], columns=read)
         for index, batch in enumerate(batches):
             if batch.num_rows:
-                table = select_rows(validate_batch(batch, source, dataset), selection, check_rows)
+                table = validate_batch(batch, source, dataset)
+                if slice_columns:
+                    table = with_slice_columns(table, batch, slice_columns, source, dataset)
+                table = select_rows(table, selection, check_rows)
                 if table.num_rows:
                     yield f"{task.name}-b{index:05d}", table
     except (pa.ArrowException, OSError) as exc:
         raise LabelDPInputError(f"{source}: corrupt Parquet data ({exc})") from None
+
+
+SLICE_PREFIX = "slice:"  # a batch's column a declared slice reads, joined under this prefix
+
+
+def slice_column(name: str) -> str:
+    """The name under which a batch carries the slicing column ``name`` through the job."""
+    return SLICE_PREFIX + name
+
+
+def with_slice_columns(table: pa.Table, batch: pa.RecordBatch, names: Sequence[str], source: str,
+                       dataset: DatasetSpec) -> pa.Table:
+    """``table`` (a validated batch) with the slicing columns ``names`` of the same stored rows appended under
+    `slice_column` names, validated as stored and a dictionary column decoded to its values."""
+    raw = pa.Table.from_batches([batch]).select(list(names))
+    checked = schema.validate_table(raw, source, columns=list(names), dataset=dataset)
+    for name in names:
+        column = checked.column(name)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        table = table.append_column(slice_column(name), column)
+    return table
 
 
 # ------------------------------------------------------------------------------------------ reading ahead
@@ -237,5 +265,7 @@ __all__ = [
     "read_batches",
     "read_tasks",
     "select_rows",
+    "slice_column",
     "validate_batch",
+    "with_slice_columns",
 ]

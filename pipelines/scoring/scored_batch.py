@@ -23,6 +23,7 @@ from auditing.game.play import probability_row_checks
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.scoring.grouped_files import key_order
+from pipelines.scoring.partition_batches import SLICE_PREFIX
 
 ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
               "rows_bad_reference_probabilities", "rows_without_target_prediction",
@@ -46,10 +47,12 @@ class ScoredBatch:
     p_reference: np.ndarray  # (n, k) float64
     issues: dict = field(default_factory=dict)
     check: np.ndarray | None = None  # bool per row
+    columns: dict | None = None  # the declared slices' columns by name (one value per row), None without slices
 
     def take(self, index: np.ndarray) -> ScoredBatch:
         return ScoredBatch(self.batch_id, self.row_ids[index], self.labels[index], self.p_target[index],
-                           self.p_reference[index], {}, None if self.check is None else self.check[index])
+                           self.p_reference[index], {}, None if self.check is None else self.check[index],
+                           None if self.columns is None else {name: v[index] for name, v in self.columns.items()})
 
     @property
     def rows(self) -> int:
@@ -61,7 +64,7 @@ class ScoredBatch:
             return self
         part = self.take(np.flatnonzero(~self.check))
         return ScoredBatch(part.batch_id, part.row_ids, part.labels, part.p_target, part.p_reference,
-                           dict(self.issues), None)
+                           dict(self.issues), None, part.columns)
 
     def check_rows(self) -> ScoredBatch | None:
         """The capacity check's rows of the batch (None when the job reads none)."""
@@ -119,11 +122,20 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_ro
               "rows_without_reference_prediction": int((empty_reference & audited).sum())}
     if check_rows is not None:
         issues.update(check_rows_read=int(is_check.sum()), check_rows_scored=int((keep & is_check).sum()))
+    columns = _slice_columns(table)
     if every:  # C-ordered as a gathered copy is
         return ScoredBatch(batch_id, ids, labels, np.ascontiguousarray(target), np.ascontiguousarray(reference),
-                           issues, is_check if check_rows is not None else None)
+                           issues, is_check if check_rows is not None else None, columns)
     return ScoredBatch(batch_id, ids, labels[index], target.take(index, axis=0), reference.take(index, axis=0),
-                       issues, is_check[index] if check_rows is not None else None)
+                       issues, is_check[index] if check_rows is not None else None,
+                       None if columns is None else {name: v[index] for name, v in columns.items()})
+
+
+def _slice_columns(table: pa.Table) -> dict[str, np.ndarray] | None:
+    """The slicing columns a batch carries (`partition_batches.with_slice_columns`) by name, or None."""
+    found = {name[len(SLICE_PREFIX):]: np.asarray(table.column(name).to_numpy(zero_copy_only=False))
+             for name in table.column_names if name.startswith(SLICE_PREFIX)}
+    return found or None
 
 
 def row_id_bucket_of(row_ids: np.ndarray, buckets: int) -> np.ndarray:
@@ -148,12 +160,19 @@ def duplicate_row_ids(chunks) -> tuple[int, int | None]:
     return int(repeats.size), (int(repeats[0]) if repeats.size else None)
 
 
+CHECK = "check"  # a predictions table's check flag, written when its batch has check rows
+
+
 def predictions_table(batch: ScoredBatch) -> pa.Table:
-    """A scored batch as an Arrow table (row_id, label, p_target_j, p_reference_j), for the two-stage plan."""
+    """A scored batch as an Arrow table (row_id, label, p_target_j, p_reference_j), for the two-stage plan; with
+    the check flag and the slicing columns (under `SLICE_PREFIX` names) when the batch carries them."""
     k = batch.p_target.shape[1]
     columns = {schema.ROW_ID: batch.row_ids, schema.LABEL: batch.labels}
     columns.update({f"p_target_{j}": batch.p_target[:, j] for j in range(k)})
     columns.update({f"p_reference_{j}": batch.p_reference[:, j] for j in range(k)})
+    if batch.check is not None:
+        columns[CHECK] = batch.check
+    columns.update({SLICE_PREFIX + name: values for name, values in (batch.columns or {}).items()})
     metadata = {f"issue.{key}": str(value) for key, value in batch.issues.items()}
     metadata["batch_id"] = batch.batch_id
     return pa.table(columns).replace_schema_metadata(metadata)
@@ -165,12 +184,14 @@ def batch_from_predictions(table: pa.Table) -> ScoredBatch:
     k = sum(1 for name in table.column_names if name.startswith("p_target_"))
     stack = lambda prefix: np.column_stack([table.column(f"{prefix}{j}").to_numpy() for j in range(k)])  # noqa: E731
     issues = {key[len("issue."):]: int(value) for key, value in metadata.items() if key.startswith("issue.")}
+    check = table.column(CHECK).to_numpy(zero_copy_only=False) if CHECK in table.column_names else None
     return ScoredBatch(metadata.get("batch_id", ""), table.column(schema.ROW_ID).to_numpy().astype(np.int64),
                        table.column(schema.LABEL).to_numpy().astype(np.int64), stack("p_target_"),
-                       stack("p_reference_"), issues)
+                       stack("p_reference_"), issues, check, _slice_columns(table))
 
 
 __all__ = [
+    "CHECK",
     "ISSUE_KEYS",
     "ScoredBatch",
     "batch_from_predictions",
