@@ -39,7 +39,7 @@ from flows.preflight import plan_for
 from flows.progress import StepClock
 from flows.rejudge import StoredNight, night_model_of, write_night
 from labeldp.errors import LabelDPInputError
-from labeldp.names import check_name, parse_date, resolve_data_root
+from labeldp.names import check_claim, check_name, parse_date, resolve_data_root
 from pipelines.data.day import Day, Days
 from pipelines.models.handle import ModelHandle, resolve_model
 
@@ -429,9 +429,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     day = parse_date(date)
     name = check_name(model, "--model")
     run_id = _new_run(run_id)
-    claimed = float(claimed_epsilon)
-    if not (claimed >= 0):
-        raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {claimed_epsilon!r}")
+    claimed = check_claim(claimed_epsilon, "--claimed-epsilon")
     plan = load_plan(plan_file)
     partition = check_partition(root, day, plan)
     candidate = resolve_model(root, name, day)

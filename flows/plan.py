@@ -29,7 +29,7 @@ from auditing.config import AuditConfig
 from auditing.verdict.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
 from labeldp.errors import LabelDPInputError
-from labeldp.names import MAX_NAME_LENGTH, NAME_RULE, check_name
+from labeldp.names import MAX_NAME_LENGTH, NAME_RULE, check_claim, check_name
 from labeldp.settings import setting
 from pipelines.data.dataset_spec import DatasetSpec, criteo, load_spec
 from pipelines.data.layout import refuse_empty_file
@@ -68,9 +68,8 @@ class TargetSpec:
         if not (eps > 0):
             raise LabelDPInputError(f"target {self.name}: epsilon must be > 0 (inf for non-private); got {self.epsilon!r}")
         object.__setattr__(self, "epsilon", eps)
-        claimed = eps if self.claimed_epsilon is None else float(self.claimed_epsilon)
-        if not (claimed >= 0):
-            raise LabelDPInputError(f"target {self.name}: claimed_epsilon must be >= 0; got {self.claimed_epsilon!r}")
+        claimed = eps if self.claimed_epsilon is None else check_claim(self.claimed_epsilon,
+                                                                        f"target {self.name}: claimed_epsilon")
         object.__setattr__(self, "claimed_epsilon", claimed)
 
 
@@ -87,15 +86,8 @@ class RegisteredTarget:
     def __post_init__(self):
         check_name(self.name, "target name")
         if self.claimed_epsilon is not None:
-            claimed = math.inf if self.claimed_epsilon == INFINITY else self.claimed_epsilon
-            try:
-                claimed = float(claimed)
-            except (TypeError, ValueError):
-                claimed = math.nan
-            if not (claimed >= 0):
-                raise LabelDPInputError(f"target {self.name}: claimed_epsilon must be >= 0 or \"inf\"; got "
-                                        f"{self.claimed_epsilon!r}")
-            object.__setattr__(self, "claimed_epsilon", claimed)
+            object.__setattr__(self, "claimed_epsilon",
+                               check_claim(self.claimed_epsilon, f"target {self.name}: claimed_epsilon"))
 
 
 # Where a plan target comes from (its "source"): the one place the names are read.

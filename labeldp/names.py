@@ -1,4 +1,4 @@
-"""Names, dates and the data root: validated once, at the edge, by every layer's entry points.
+"""Names, dates, claims and the data root: validated once, at the edge, by every layer's entry points.
 
 This is the bottom of the dependency graph (flows -> pipelines -> auditing -> this module): the auditing
 sinks (warehouse, report, alerts), the pipelines and the command line all take their safe names, calendar
@@ -9,6 +9,7 @@ dates and data root from here, so a value is parsed in one place and passed inwa
   variable ``LABELDP_DATA_ROOT``, else ``./.labeldp``.
 - ``require_date`` is the inner layers' check that a date was parsed at the edge: anything but a
   ``datetime.date`` is a ``TypeError`` naming the argument (a programming error; no string is re-parsed).
+- ``check_claim`` is the one check of a claimed epsilon, wherever one enters.
 - ``parse_date`` and ``check_name`` reject bad input with a ``LabelDPInputError`` naming the argument, what
   was expected and the value received; a checked name is always a single safe path component.
 """
@@ -16,6 +17,8 @@ dates and data root from here, so a value is parsed in one place and passed inwa
 from __future__ import annotations
 
 import datetime as dt
+import math
+import numbers
 import os
 import re
 from pathlib import Path
@@ -88,6 +91,18 @@ def require_date(value: dt.date, name: str = "date") -> dt.date:
         return value
     raise TypeError(f"{name} must be a datetime.date (parse it at the edge with parse_date); "
                     f"got {type(value).__name__} {value!r}")
+
+
+def check_claim(value: object, name: str = "claimed_epsilon") -> float:
+    """A claimed epsilon as a float: a number >= 0, or inf (also the text "inf", as plans write it) for a model
+    without a privacy claim. Anything else (a bool, NaN, a negative number, other text) is a `LabelDPInputError`
+    naming ``name`` (its field, so that the command line names its flag)."""
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value) >= 0:
+        raise LabelDPInputError(f"{name} must be >= 0, or inf for a model without a privacy claim; got {value!r}",
+                                field=name)
+    return float(value)
 
 
 def check_name(text: str, name: str = "model name") -> str:

@@ -19,5 +19,5 @@ def test_statuses():
 def test_refuses_optimistic_and_bad_claims():
     with pytest.raises(LabelDPInputError, match="optimistic"):
         guardrail_status(3.0, 1.0, 9.0, optimistic=True)
-    with pytest.raises(LabelDPInputError, match="claimed epsilon"):
+    with pytest.raises(LabelDPInputError, match="claimed_epsilon must be >= 0"):
         guardrail_status(3.0, -1.0, 9.0)

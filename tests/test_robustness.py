@@ -213,7 +213,7 @@ def test_verdict_robustness_carries_both_floors_and_why_the_game_aware_one_is_mi
 
 def test_bad_input():
     result = _result(2000, 0.7)
-    with pytest.raises(LabelDPInputError, match="claimed epsilon"):
+    with pytest.raises(LabelDPInputError, match="claimed_epsilon must be >= 0"):
         breaking_kappa(result, -1.0)
     data = _result(2000, 0.7, strategy="split").to_dict()
     data["split_halves"] = {}

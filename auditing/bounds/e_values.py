@@ -27,6 +27,7 @@ from scipy import special
 from auditing.bounds.binomial import beta_from_epsilon
 from auditing.bounds.params import check_kappa
 from labeldp.errors import LabelDPInputError
+from labeldp.names import check_claim
 
 # The first night's alternative, before any evidence: q0 moved this far in logit (an eps 0.5 above the claim).
 DEFAULT_GAP = 0.5
@@ -38,9 +39,7 @@ _Q1_MAX = 1.0 - 1e-9
 
 def null_rate(claimed_epsilon: float, kappa: float) -> float:
     """q0 = sigmoid(eps + kappa): the most often a guess can be right under the claim at kappa."""
-    if isinstance(claimed_epsilon, bool) or not isinstance(claimed_epsilon, int | float) or not claimed_epsilon >= 0:
-        raise LabelDPInputError(f"claimed_epsilon must be a number >= 0; got {claimed_epsilon!r}")
-    return beta_from_epsilon(float(claimed_epsilon), check_kappa(kappa))
+    return beta_from_epsilon(check_claim(claimed_epsilon), check_kappa(kappa))
 
 
 def plug_in_alternative(q0: float, past_correct, past_guesses, *, gap: float = DEFAULT_GAP,

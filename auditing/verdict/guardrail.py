@@ -18,6 +18,7 @@ import math
 
 from auditing.verdict.types import INCONCLUSIVE, PASS, VIOLATION
 from labeldp.errors import LabelDPInputError
+from labeldp.names import check_claim
 
 __all__ = ["guardrail_status"]
 
@@ -28,8 +29,7 @@ def guardrail_status(
     """VIOLATION / INCONCLUSIVE / PASS for a valid bound against a claimed epsilon."""
     if optimistic:
         raise LabelDPInputError("the guardrail needs a valid lower bound; got an optimistic (strategy max) figure")
-    if not (claimed_epsilon >= 0):
-        raise LabelDPInputError(f"claimed epsilon must be >= 0 (inf for non-private); got {claimed_epsilon!r}")
+    claimed_epsilon = check_claim(claimed_epsilon)
     if epsilon_lower_bound > claimed_epsilon:
         return VIOLATION
     if math.isinf(claimed_epsilon) or max_certifiable_epsilon <= claimed_epsilon:

@@ -53,19 +53,14 @@ from auditing.verdict.types import (
 )
 from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
+from labeldp.names import check_claim
 
 _COMPUTE = object()  # judge: compute the game-aware floor (no stored value given)
 POSTERIOR_CURVE_POINTS = 80
 
 
 def _claimed(claimed_epsilon: Any) -> float:
-    try:
-        claimed = float(claimed_epsilon)
-    except (TypeError, ValueError):
-        raise LabelDPInputError(f"claimed_epsilon must be a number; got {claimed_epsilon!r}") from None
-    if not claimed >= 0:
-        raise LabelDPInputError(f"claimed epsilon must be >= 0 (inf for non-private); got {claimed_epsilon!r}")
-    return claimed
+    return check_claim(claimed_epsilon)
 
 
 def robustness_figures(result: AuditResult, claimed: float, status: str, exposed_rows: Any = _COMPUTE) -> Robustness:

@@ -63,6 +63,7 @@ from auditing.result import AuditResult
 from auditing.verdict.types import WEAK_PASS_FRACTION
 from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
+from labeldp.names import check_claim
 
 KAPPA_TOLERANCE = 1e-3  # relative width of the final bisection bracket in kappa
 _KAPPA_FLOOR = 1e-9  # absolute width below which the bracket is not split further
@@ -77,10 +78,7 @@ def _as_result(result: Any) -> AuditResult:
 
 
 def _claimed(claimed_epsilon: float) -> float:
-    claimed = float(claimed_epsilon)
-    if not claimed >= 0:
-        raise LabelDPInputError(f"claimed epsilon must be >= 0 (inf for non-private); got {claimed_epsilon!r}")
-    return claimed
+    return check_claim(claimed_epsilon)
 
 
 def _halves(result: AuditResult) -> tuple[SweepCounts, SweepCounts] | None:

@@ -103,7 +103,7 @@ def run(args) -> int:
     from flows import preflight
     from flows.exit_codes import Outcome
     from labeldp.errors import LabelDPInputError
-    from labeldp.names import check_name, parse_date, resolve_data_root
+    from labeldp.names import check_claim, check_name, parse_date, resolve_data_root
 
     root = resolve_data_root(args.data_root)
     day = parse_date(args.date, "--date")
@@ -112,8 +112,7 @@ def run(args) -> int:
         if args.onnx_inputs:
             raise LabelDPInputError("--onnx-inputs maps the inputs of a --model-file; a registered --model keeps "
                                     "the mapping it was registered with")
-    if not (args.claimed_epsilon >= 0):
-        raise LabelDPInputError(f"--claimed-epsilon must be >= 0; got {args.claimed_epsilon!r}")
+    check_claim(args.claimed_epsilon, "--claimed-epsilon")
     if args.model_file is not None and args.training_rows is None:
         raise LabelDPInputError(
             "--training-rows: a candidate file needs its training rows: a Parquet file of the row keys whose labels "

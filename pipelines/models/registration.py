@@ -19,7 +19,6 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import math
 import os
 import shutil
 from pathlib import Path
@@ -30,6 +29,7 @@ import pyarrow.parquet as pq
 
 from labeldp import hints
 from labeldp.errors import LabelDPInputError, mention
+from labeldp.names import check_claim as _check_epsilon
 from labeldp.names import check_name, parse_date, require_date
 from pipelines.data import schema
 from pipelines.data.column_checks import cast_integer, check_row_ids_unique
@@ -79,14 +79,11 @@ def format_for_file(path: str | os.PathLike) -> ModelFormat:
 
 def check_claim(claimed_epsilon: float, delta: float) -> tuple[float, float]:
     """(eps, delta) if eps >= 0 (or inf) and 0 <= delta < 1."""
+    epsilon = _check_epsilon(claimed_epsilon)
     try:
-        epsilon, delta = float(claimed_epsilon), float(delta)
+        delta = float(delta)
     except (TypeError, ValueError):
-        raise LabelDPInputError(f"claimed epsilon and delta must be numbers; got {claimed_epsilon!r}, {delta!r}") \
-            from None
-    if math.isnan(epsilon) or epsilon < 0:
-        raise LabelDPInputError(f"claimed_epsilon must be >= 0, or inf for a model without a privacy claim; got "
-                                f"{claimed_epsilon!r}", field="claimed_epsilon")
+        raise LabelDPInputError(f"delta must be a number; got {delta!r}", field="delta") from None
     if not (0.0 <= delta < 1.0):
         raise LabelDPInputError(f"delta must be in [0, 1); got {delta!r}", field="delta")
     return epsilon, delta

@@ -59,7 +59,7 @@ from auditing.verdict.split_test import KEYED_DRAW, TESTED
 from auditing.verdict.types import DECISIONS, DETECTABILITY, STATUSES, TRUST_STATES, Verdict
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
-from labeldp.names import check_name, parse_date
+from labeldp.names import check_claim, check_name, parse_date
 
 CHECK_RULES = ("stratified", "pooled")  # auditing.result.CapacityCheck.rule
 SPLIT_RULES = (KEYED_DRAW, TESTED)
@@ -93,12 +93,6 @@ def check_fingerprint(value: Any, name: str = "model_fingerprint") -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 200 or not value.isprintable():
         raise LabelDPInputError(f"{name} must be printable text of 1-200 characters; got {value!r}")
     return value
-
-
-def check_claim(value: Any, name: str = "claimed_epsilon") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value) >= 0:
-        raise LabelDPInputError(f"{name} must be a number >= 0 (inf for a non-private model); got {value!r}")
-    return float(value)
 
 
 def check_run_id(value: Any, name: str = "run_id") -> str:
