@@ -149,7 +149,7 @@ def play_game(
         counts, halves, histogram, attack = compiled_sweep(target, reference, y0, ids, game, progress)
     else:
         logger.info("custom score function: the game runs on the numpy path (auditing.game.play.play_repetition), "
-                    "not the compiled kernel (auditing.game.kernel serves the built-in scores %s)", sorted(SCORES))
+                    "not the compiled kernel (auditing.game.kernel serves the built-in scores %s)", list(SCORES.names()))
         counts, halves, histogram, attack = numpy_sweep(target, reference, y0, ids, game, score, progress)
     expected = expected_correct_record(target, reference, y0, score, game.grid_for(n)) if expected_curve else None
     histograms = None if check is None else _check_histograms(target, reference, y0, ids, check, game,

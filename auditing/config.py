@@ -57,10 +57,6 @@ CONFIG_HASH_VERSION = 2
 GAME_VERSION = 1
 
 
-def _first_line(obj) -> str:
-    return " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split()).rstrip(".")
-
-
 def _digest(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -73,8 +69,8 @@ class GameConfig:
                                         "others give the paper's optimistic statistic", minimum=1)
     seed: int = setting(0, help="seed keying the game's counterfactual labels and coins (with each row's id and "
                                 "the night audited)", minimum=0)
-    score: str = setting("paper", help="attack score", choices=lambda: tuple(SCORES),
-                         choices_help=lambda: "; ".join(f"{name}: {_first_line(SCORES[name])}" for name in SCORES))
+    score: str = setting("paper", help="attack score", choices=SCORES.names,
+                         choices_help=SCORES.help)
     score_power: float = setting(DEFAULT_POWER, help="the power t of the score's (1 - M'(x)[y])^t weighting",
                                  minimum=0)
     grid: str = setting("log", help="the guess grid over c': log (grid_points log-spaced fractions from "

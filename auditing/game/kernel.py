@@ -435,13 +435,13 @@ class GameTables:
             _paper_squared_abs(self.p_target, self.p_reference, np.ascontiguousarray(rows, dtype=np.int64), out)
             return out
         # take(axis=0): numpy's fancy indexing of a 2-D array's rows is about 10x slower than take, same values.
-        return np.abs(np.asarray(SCORES[self.score](self.p_target.take(rows, axis=0),
+        return np.abs(np.asarray(SCORES.get(self.score)(self.p_target.take(rows, axis=0),
                                                     self.p_reference.take(rows, axis=0), self.power),
                                  dtype=np.float64))
 
     def scores_of(self, rows: np.ndarray, released: np.ndarray) -> np.ndarray:
         """The score of `released` for `rows`, by the numpy score function itself (as play_repetition does)."""
-        return np.asarray(SCORES[self.score](self.p_target[rows, released], self.p_reference[rows, released],
+        return np.asarray(SCORES.get(self.score)(self.p_target[rows, released], self.p_reference[rows, released],
                                              self.power), dtype=np.float64)
 
 
@@ -547,7 +547,7 @@ def game_tables(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarra
             raise LabelDPInputError("score function returned NaN")
     else:
         # Elementwise, so the same doubles as the score of the gathered released labels in play_repetition.
-        scores = np.asarray(SCORES[score](p_target, p_reference, power), dtype=np.float64)
+        scores = np.asarray(SCORES.get(score)(p_target, p_reference, power), dtype=np.float64)
         if np.isnan(scores).any():
             raise LabelDPInputError(f"score function returned NaN for {int(np.isnan(scores).any(axis=1).sum())} "
                                     "row(s)")
