@@ -113,12 +113,20 @@ def _pvalue(cb: int, nb: int, ch: int, nh: int, eps: float, slack: float) -> flo
         # check counts more than _SUPPORT_SD standard deviations from the mean carry under e^-72 of the mass
         spread = _SUPPORT_SD * np.sqrt(nh * a * (1 - a)) + 10
         inside = np.abs(chs[None, :] - nh * a) <= spread
+        # Each term is computed only where it counts (inside the window; the binomial tail only where k is neither
+        # certain nor impossible) and is 0 elsewhere: the same products, summed in the same order, at a fraction of
+        # the special-function calls when the check has many guesses.
+        rows, cols = np.nonzero(inside)
+        mass = np.zeros(inside.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
-            log_mass = log_choose + special.xlogy(chs, a) + special.xlog1py(nh - chs, -a)
-        mass = np.where(inside, np.exp(log_mass), 0.0)
+            mass[rows, cols] = np.exp(log_choose[cols] + special.xlogy(chs[cols], a[rows, 0])
+                                      + special.xlog1py(nh - chs[cols], -a[rows, 0]))
         # P[C_B >= k] = P[C_B > k - 1]; k = 0 is certain and k = nb + 1 impossible
-        tail = np.where(k <= 0, 1.0, np.where(k > nb, 0.0, special.bdtrc(np.clip(k - 1, 0, nb), nb, q)))
-        values = np.sum(mass * np.where(inside, tail, 0.0), axis=1)
+        tail = np.zeros(inside.shape)
+        tail[inside & (k <= 0)[None, :]] = 1.0
+        rows, cols = np.nonzero(inside & ((k > 0) & (k <= nb))[None, :])
+        tail[rows, cols] = special.bdtrc(k[cols] - 1, nb, q[rows, 0])
+        values = np.sum(mass * tail, axis=1)
         return values if np.ndim(x) else float(values[0])
 
     return _refined_extreme(at, _NUISANCE_GRID, largest=True, vectorized=True)
