@@ -22,10 +22,13 @@ class Choices(Generic[T]):
 
     Args:
         what: the argument name used in error messages ("method", "strategy").
+        classes: register the classes themselves, not one instance of each (a kind whose objects take parameters,
+            such as a mechanism's epsilon: `get` then returns the class to build one from).
     """
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, *, classes: bool = False):
         self.what = what
+        self.classes = classes
         self._items: dict[str, T] = {}
 
     def register(self, cls: type[T]) -> type[T]:
@@ -37,7 +40,7 @@ class Choices(Generic[T]):
         name = cls.name  # type: ignore[attr-defined]
         if name in self._items:
             raise ValueError(f"{self.what} {name!r} is already registered")
-        self._items[name] = cls()
+        self._items[name] = cls if self.classes else cls()  # type: ignore[assignment]
         return cls
 
     def unregister(self, name: str) -> None:
@@ -52,7 +55,7 @@ class Choices(Generic[T]):
         """
         if not isinstance(choice, str):
             known = self._items.get(getattr(choice, "name", None))
-            if known is not None and type(known) is type(choice):
+            if known is not None and (known is choice if self.classes else type(known) is type(choice)):
                 return choice
         elif choice in self._items:
             return self._items[choice]

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from labeldp.choices import Choices
 from labeldp.errors import LabelDPInputError
 from pipelines.training.mechanisms._checks import check_epsilon
 from pipelines.training.mechanisms.learner import FitPredict
@@ -256,7 +257,8 @@ class PriorMechanism(Mechanism):
 # ------------------------------------------------------------------------------------------ the registry
 
 
-MECHANISMS: dict[str, type[Mechanism]] = {}
+# The classes themselves (a mechanism is built with its epsilon and options), like the other registries otherwise.
+MECHANISMS: Choices[type[Mechanism]] = Choices("mechanism", classes=True)
 
 
 def register(cls: type[Mechanism]) -> type[Mechanism]:
@@ -267,20 +269,17 @@ def register(cls: type[Mechanism]) -> type[Mechanism]:
     """
     if not (isinstance(cls, type) and issubclass(cls, Mechanism)) or not isinstance(getattr(cls, "name", None), str):
         raise ValueError(f"{cls!r} is not a Mechanism subclass with a name")
-    if cls.name in MECHANISMS:
-        raise ValueError(f"mechanism {cls.name!r} is already registered")
-    MECHANISMS[cls.name] = cls
-    return cls
+    return MECHANISMS.register(cls)
 
 
 def unregister(name: str) -> None:
     """Removes a registered mechanism (tests that register a toy one clean up with this)."""
-    MECHANISMS.pop(name, None)
+    MECHANISMS.unregister(name)
 
 
 def mechanism_names() -> tuple[str, ...]:
     """The registered names, in registration order (the CLI's and the plan's choices)."""
-    return tuple(MECHANISMS)
+    return MECHANISMS.names()
 
 
 def get_mechanism(name: str, argument: str = "mechanism") -> type[Mechanism]:
@@ -293,15 +292,15 @@ def get_mechanism(name: str, argument: str = "mechanism") -> type[Mechanism]:
     Raises:
         LabelDPInputError: an unknown name; the message lists the known ones.
     """
-    if isinstance(name, str) and name in MECHANISMS:
-        return MECHANISMS[name]
-    raise LabelDPInputError(f"{argument} must be one of {list(MECHANISMS)}; got {name!r}")
+    if not isinstance(name, str):
+        raise LabelDPInputError(f"{argument} must be one of {list(MECHANISMS.names())}; got {name!r}", field=argument)
+    return MECHANISMS.get(name, argument)
 
 
 def help_table() -> str:
     """One line per registered mechanism: name, ``summary`` and ``claim`` (the CLI's help)."""
     lines = []
-    for cls in MECHANISMS.values():
+    for cls in MECHANISMS:
         line = f"  {cls.name:<10} {cls.summary}"
         if cls.claim:
             line = f"{line:<84} {cls.claim}"
