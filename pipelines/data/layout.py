@@ -142,13 +142,20 @@ def atomic_directory(final_path: str | os.PathLike) -> Iterator[Path]:
             os.rename(tmp, final_path)
         fsync_path(parent)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for directory in created:  # parents this call created, if still empty: leave no trace
-            try:
-                directory.rmdir()
-            except OSError:
-                break
+        _discard([tmp], created)
         raise
+
+
+def _discard(temporaries: list[Path], created: list[Path]) -> None:
+    """Removes a failed write's temporary directories, then the parents it created (deepest first) that are still
+    empty: the write leaves no trace."""
+    for tmp in temporaries:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for directory in created:
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # not empty: something else lives there now
 
 
 @contextlib.contextmanager
@@ -192,13 +199,7 @@ def atomic_directories(*final_paths: str | os.PathLike) -> Iterator[list[Path]]:
                  for final, tmp in zip(finals, tmps, strict=True)]
         journal = write_swap_journal(common, finals[0].name, token, moves)
     except BaseException:
-        for tmp in tmps:
-            shutil.rmtree(tmp, ignore_errors=True)
-        for directory in created:  # parents this call created, if still empty: leave no trace
-            try:
-                directory.rmdir()
-            except OSError:
-                pass
+        _discard(tmps, created)
         raise
     swap_directories(journal)  # past the journal, only forward: an error here leaves it to the next recovery
 
