@@ -264,7 +264,7 @@ def holdout_warnings(plan: AuditPlan, rows: int) -> list[str]:
     guess could not be vouched for; `labeldp-audit plan power` says more. One warning when the plan holds no row out
     at all (audit_rows 'all')."""
     from auditing.verdict.power import can_ever_confirm, rows_of_day
-    from pipelines.data.splits import FRACTIONS, TEST
+    from pipelines.data.splits import CORRECTION_SHARE, FRACTIONS, TEST
 
     claims = sorted({t.claimed_epsilon for t in plan.targets if isinstance(t, TargetSpec)
                      and t.claimed_epsilon is not None and math.isfinite(t.claimed_epsilon)})
@@ -273,7 +273,8 @@ def holdout_warnings(plan: AuditPlan, rows: int) -> list[str]:
                 "the reference; a VIOLATION can never be confirmed (its decision is an unconfirmed leak, exit 4)"]
     if not claims:
         return []
-    audited, check = rows_of_day(rows, FRACTIONS[TEST], plan.audit.reference_calibration != "none")
+    share = CORRECTION_SHARE if plan.audit.reference_calibration != "none" else 0.0
+    audited, check = rows_of_day(rows, FRACTIONS[TEST], share)
     return [f"no night of {rows:,} rows can confirm a violation of claimed eps {claim:g}: its {check:,} check rows "
             f"could not vouch even for an attacker right on every guess; hold out more rows or see "
             f"{hints.PLAN_POWER.line(rows=rows, claim=f'{claim:g}')}"

@@ -190,6 +190,7 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         data_root=str(root), date=date, model=name, config=plan.audit, reference=reference.name,
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
+        correction_rows=rows.correction,  # controls too: no game plays a row whose label fitted the reference
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
         slices=plan.slicings if capacity_check else (), slice_budget=plan.slice_budget,  # a control is not sliced
         partition=None if days is None else days[date],
@@ -312,32 +313,38 @@ class NightRows:
     check_rows: object | None = None
     excluded: object | None = None
     split_tests: Mapping[str, SplitTest] = field(default_factory=dict)
+    # The rows whose labels fitted the reference's correction (`pipelines.reference.recalibration.CorrectionRows`):
+    # every game of the night leaves them out; None when the reference was not corrected.
+    correction: object | None = None
 
     def describe(self) -> dict:
         """What the scoring of a model depends on (compared before a stored scoring result is reused)."""
         return {"check_rows": None if self.check_rows is None else self.check_rows.describe(),
-                "excluded": None if self.excluded is None else self.excluded.describe()}
+                "excluded": None if self.excluded is None else self.excluded.describe(),
+                "correction": None if self.correction is None else self.correction.describe()}
 
 
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
                       progress: Progress = no_progress, name: str | None = None, day: Day | None = None,
                       ) -> tuple[ModelHandle, ReferenceCheck, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
-    ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on day D's
-    held-out calibration rows (pipelines.reference.recalibration), registered as `AuditPlan.calibrated_reference_name`;
+    ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on a keyed
+    share of day D's training rows (pipelines.reference.recalibration), registered as `AuditPlan.calibrated_reference_name`;
     with "none", the D-1 reference as it is (``raw``, resolved). ``audited``: the night's audited models, resolved
     (the held-out rows must be held out from every one of them). With no usable held-out rows the D-1 reference
     is used and the check says "reference not checked" and why. name: the recalibrated reference's registry name
     (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_reference_name`).
-    Also the night's `NightRows`: the capacity check's rows (the held-out rows the correction did not fit) and
-    the rows left out for sharing a group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`).
+    Also the night's `NightRows`: the capacity check's rows (every held-out row), the rows left out for sharing a
+    group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`) and the correction's rows,
+    which leave every game of the night.
     day: the day's handle (`check_partition`), whose fingerprint keys the recalibration; None: hashed again."""
     from pipelines.reference.recalibration import (
+        CheckRowSelection,
         RecalibrationSettings,
         ReferenceCheckSkipped,
         calibration_figures,
         check_heldout,
-        check_row_selection,
+        correction_rows,
         recalibrate_reference,
     )
     from pipelines.scoring.row_grouping import night_exclusion
@@ -350,13 +357,13 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         progress(f"reference not checked: {exc.reason}")
         excluded = night_exclusion(root, date, raw, progress=progress)
         return raw, check.skipped(exc.reason), NightRows(None, excluded)
-    reference, recalibrated = raw, False
+    reference, correction = raw, None
     if calibration != "none":
         name = name or plan.calibrated_reference_name
+        settings = RecalibrationSettings(catboost=_settings(plan))
         try:
             recalibrated_model = recalibrate_reference(root, date, name, raw, targets=audited,
-                                             audit_rows=plan.audit.audit_rows,
-                                             settings=RecalibrationSettings(catboost=_settings(plan)),
+                                             audit_rows=plan.audit.audit_rows, settings=settings,
                                              seed=plan.seed, progress=progress,
                                              partition_fingerprint=None if day is None else day.fingerprint)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
@@ -365,10 +372,10 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         else:
             check = replace(check, calibration_figures=calibration_figures(
                 recalibrated_model.meta.recalibration))
-            reference, recalibrated = recalibrated_model, True
-    check_rows = check_row_selection(heldout, recalibrated)
+            reference, correction = recalibrated_model, correction_rows(heldout, settings)
+    check_rows = CheckRowSelection(heldout)
     rows = NightRows(check_rows, night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress),
-                     _split_tests(root, date, plan, heldout, check_rows, reference, progress))
+                     _split_tests(root, date, plan, heldout, check_rows, reference, progress), correction)
     return reference, check, rows
 
 

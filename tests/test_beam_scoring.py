@@ -671,9 +671,9 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
     the slices the job counts batch by batch, each with its own check rows, whatever the batch size and plan."""
     from auditing.audit import CheckRows
     from auditing.slices import audit_slices
-    from pipelines.reference.recalibration import HeldOutRows, check_row_selection
+    from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
 
-    check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
+    check_rows = CheckRowSelection(HeldOutRows())
     config = AuditConfig(repetitions=3, seed=2)
     slicings = ("column:C9:top=2", "shown-label", "prior-deciles", "column:C9=nope")
     request = ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
@@ -699,7 +699,7 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
     diagnostics = outcome.record["diagnostics"]
     assert diagnostics["rows"]["rows_scored"] == trained.sum()
     assert diagnostics["check_rows"]["read"] == diagnostics["check_rows"]["scored"] == check.sum()
-    assert diagnostics["check_rows"]["roles"] == ["calibration", "control"]
+    assert diagnostics["check_rows"]["rows"] == "test split"
 
 
 def test_beams_false_warnings_are_dropped_and_real_ones_kept():
@@ -769,9 +769,9 @@ def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(wor
     two Dask worker processes."""
     from auditing.audit import CheckRows
     from auditing.slices import count_slices
-    from pipelines.reference.recalibration import HeldOutRows, check_row_selection
+    from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
 
-    check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
+    check_rows = CheckRowSelection(HeldOutRows())
     config = AuditConfig(repetitions=2, seed=6)
     slicings = ("column:C9:top=3", "prior-deciles", "shown-label")
     trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
@@ -816,10 +816,10 @@ def test_slicings_that_read_no_column_are_counted_in_the_job(world, split_world,
     batch without a column a slicing does read is refused by name."""
     from auditing.audit import CheckRows
     from auditing.slices import count_slices, parse_slicing
-    from pipelines.reference.recalibration import HeldOutRows, check_row_selection
+    from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
     from pipelines.scoring.day_slices import SliceStatistics
 
-    check_rows = check_row_selection(HeldOutRows(), recalibrated=False)
+    check_rows = CheckRowSelection(HeldOutRows())
     config = AuditConfig(repetitions=2, seed=4)
     slicings = ("shown-label", "prior-deciles")
     trained, check = split_world["trained"], check_rows.mask(world["row_ids"])

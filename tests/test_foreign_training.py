@@ -37,11 +37,12 @@ from pipelines.models import registry
 from pipelines.models.handle import resolve_model
 from pipelines.reference import controls
 from pipelines.reference.recalibration import (
+    CheckRowSelection,
     RecalibrationSettings,
     ReferenceCheckSkipped,
     check_heldout,
-    check_row_selection,
-    heldout_part,
+    correction_frame,
+    correction_rows,
     recalibrate_reference,
 )
 from pipelines.reference.shift_diagnostics import shift_diagnostic
@@ -273,14 +274,14 @@ def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):
     root, ids, trains = world["root"], world["ids"], world["trains"]
     heldout = check_heldout([unregistered(world["outside"], root)])
     assert not heldout.builtin and np.array_equal(heldout.mask(ids), ~trains)
-    roles = heldout.roles(ids)
-    calibration, control = roles == splits.CALIBRATION, roles == splits.CONTROL
-    assert not (calibration & control).any() and np.array_equal(calibration | control, ~trains)
-    assert np.array_equal(roles, splits.heldout_role_of(ids, ~trains))
-    assert 0.4 < calibration.sum() / (~trains).sum() < 0.6
-    row_ids, frame, labels = heldout_part(world["table"], splits.CALIBRATION, heldout, SPEC)
-    assert np.array_equal(row_ids, ids[calibration]) and list(frame.columns) == list(SPEC.features)
-    assert np.array_equal(labels, world["table"].column("label").to_numpy()[calibration])
+    # the correction fits a keyed share of the rows the target trained on, never a held-out row
+    correction = correction_rows(heldout).in_correction(ids)
+    assert not (correction & ~trains).any()
+    assert np.array_equal(correction, trains & splits.correction_share(ids, splits.CORRECTION_SHARE))
+    assert 0.05 < correction.sum() / trains.sum() < 0.15
+    row_ids, frame, labels = correction_frame(world["table"], correction_rows(heldout), SPEC)
+    assert np.array_equal(row_ids, ids[correction]) and list(frame.columns) == list(SPEC.features)
+    assert np.array_equal(labels, world["table"].column("label").to_numpy()[correction])
 
     # with a target trained here too (split record): only its test split is held out from it
     mixed = check_heldout([unregistered(world["outside"], root), resolve_model(root, "f-rr", DAY)])
@@ -297,13 +298,12 @@ def test_heldout_rows_of_keys_targets_are_the_rows_no_target_trained_on(world):
 
 
 def test_check_rows_on_a_foreign_dataset_with_a_keys_target(world):
-    """The capacity check's rows of a night whose target lists its training keys: the control half of the rows in
-    no target's keys (the calibration half fits the reference's correction)."""
+    """The capacity check's rows of a night whose target lists its training keys: every row in no target's keys
+    (the reference's correction fits a share of the target's rows)."""
     root, ids, trains = world["root"], world["ids"], world["trains"]
     heldout = check_heldout([unregistered(world["outside"], root)])
-    check_rows = check_row_selection(heldout, recalibrated=True)
-    roles = splits.heldout_role_of(ids, ~trains)
-    np.testing.assert_array_equal(check_rows.mask(ids), roles == splits.CONTROL)
+    check_rows = CheckRowSelection(heldout)
+    np.testing.assert_array_equal(check_rows.mask(ids), ~trains)
     assert not (check_rows.mask(ids) & trains).any()
     assert check_rows.describe()["scheme"]["excluded_keys"][0]["model"] == "outside"
 
@@ -312,9 +312,10 @@ def test_recalibration_on_a_foreign_dataset_with_a_keys_target(world):
     root, ids, trains = world["root"], world["ids"], world["trains"]
     metadata = recalibrate_reference(root, DAY, "recalibrated", resolve_model(root, "reference", PREVIOUS),
                                      targets=[unregistered(world["outside"], root)], settings=RECALIBRATION).metadata
-    roles = splits.heldout_role_of(ids, ~trains)
-    assert metadata["heldout_rows"]["rows"] == int((roles == splits.CALIBRATION).sum())
-    assert metadata["heldout_rows"]["scheme"]["excluded_keys"][0]["model"] == "outside"
+    correction = trains & splits.correction_share(ids, splits.CORRECTION_SHARE)
+    assert metadata["correction_rows"]["rows"] == int(correction.sum())
+    assert metadata["correction_rows"]["heldout_rows"] == int((~trains).sum())
+    assert metadata["correction_rows"]["scheme"]["heldout"]["excluded_keys"][0]["model"] == "outside"
     assert metadata["recalibration"]["sum"]["max_abs_raw_difference"] <= 1e-9
     assert metadata["feature_schema"] == SPEC.feature_schema() and metadata["dataset"]["name"] == SPEC.name
     model = registry.load_model(resolve_model(root, "recalibrated", DAY))
@@ -392,7 +393,7 @@ def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(wor
                         partition_fingerprint=schema.partition_fingerprint(root, DAY),
                         training_rows=_write_keys(target, world["keys"]))
         (target / registry.METADATA_FILE).write_text(json.dumps(metadata))
-    check_rows = check_row_selection(check_heldout([unregistered(world["outside"], root)]), recalibrated=False)
+    check_rows = CheckRowSelection(check_heldout([unregistered(world["outside"], root)]))
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="keys-model", reference="reference",
                                        reference_date=PREVIOUS, config=AuditConfig(repetitions=2, seed=1),
                                        batch_size=1000, check_rows=check_rows))

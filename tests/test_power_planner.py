@@ -18,15 +18,15 @@ from labeldp.errors import LabelDPInputError
 
 
 def test_the_night_gap_is_confirmed_about_ninety_percent_of_the_time():
-    """At the planned gap, 300 nights drawn from the planner's model (matched audited guesses right
+    """At the planned gap, 600 nights drawn from the planner's model (matched audited guesses right
     sigmoid(claim + gap) of the time, matched check guesses half of the time) are vouched for by the exact test on
     85% to 97% of them; at half the gap on far fewer."""
-    audited, check = rows_of_day(60_000, 0.2, recalibrated=True)
+    audited, check = rows_of_day(60_000, 0.2, correction_share=0.1)
     plan = power_plan(audited, check, 1.0)
     n_bound, n_check = int(0.1 * audited / 2), int(0.1 * MATCHED_SHARE * check)
     rng = np.random.default_rng(0)
 
-    def confirmed(gap: float, nights: int = 300) -> float:
+    def confirmed(gap: float, nights: int = 600) -> float:
         hits = rng.binomial(n_bound, special.expit(1.0 + gap), nights)
         checks = rng.binomial(n_check, 0.5, nights)
         # epsilon_check exceeds the claim exactly when the exact test's p-value at the claim is at most 5%
@@ -45,19 +45,19 @@ def test_more_check_rows_confirm_smaller_gaps_and_a_family_less_than_a_night():
     assert power_plan(40_000, 0, 1.0).night_gap is None
     with pytest.raises(LabelDPInputError, match="guess_share must be in"):
         power_plan(1000, 100, 1.0, guess_share=0.0)
-    assert rows_of_day(1000, 0.2, recalibrated=True) == (800, 100)
-    assert rows_of_day(1000, 0.2, recalibrated=False) == (800, 200)
+    assert rows_of_day(1000, 0.2, correction_share=0.1) == (720, 200)
+    assert rows_of_day(1000, 0.2) == (800, 200)
 
 
 def test_plan_power_prints_the_gaps_and_json(capsys):
     assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("claim 1: 40,800 audited and 5,100 check rows, 95% confidence")
+    assert out[0].startswith("claim 1: 36,720 audited and 10,200 check rows, 95% confidence")
     assert out[1].startswith("  a night confirms: a leak at eps ") and "90% power" in out[1]
     assert out[2].startswith("  a family confirms within 7 nights: a leak at eps ")
     assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--json"]) == 0
     [figures] = json.loads(capsys.readouterr().out)
-    assert figures["check_rows"] == 5100 and figures["can_ever_confirm"] and figures["family_gap"] < figures["night_gap"]
+    assert figures["check_rows"] == 10200 and figures["can_ever_confirm"] and figures["family_gap"] < figures["night_gap"]
     assert main(["plan", "power", "--rows", "2000", "--holdout", "0.01", "--claimed-epsilon", "3"]) == 0
     assert "no night can confirm a violation of this claim" in capsys.readouterr().out
     assert main(["plan", "power", "--rows", "2000", "--holdout", "1.5"]) == 2

@@ -1,10 +1,10 @@
-"""The reference recalibrated on day D's held-out rows and the capacity check's rows (pipelines.reference.recalibration,
-pipelines.data.splits.heldout_role), with real CatBoost on small days.
+"""The reference recalibrated on a keyed share of day D's training rows and the capacity check's rows
+(pipelines.reference.recalibration, pipelines.data.splits.correction_share), with real CatBoost on small days.
 
 Drift is built here, not by the generator: labels are redrawn from the day's oracle probability shifted in logit,
 globally and/or on the rows holding the most frequent value of one categorical column (a segment).
 
-- The held-out halves are disjoint, cover the test split, are stable and about half each.
+- The correction's rows are a keyed tenth of the rows outside the test split, stable, pinned, and never a check row.
 - Array level (base logits = the oracle's, so M' is exact before the drift): with no drift the correction is
   near-identity (intercept near 0) and never worsens the validation log-loss; with global drift the intercept step
   absorbs the shift (a near +0.8; over 8 label draws the mean leftover logit error is about 0, where the rounds
@@ -17,9 +17,9 @@ globally and/or on the rows holding the most frequent value of one categorical c
   sigmoid(raw_M' + a + c) on every row of the day (1e-12), loaded by the Beam handler unchanged; it moves the mean
   on the audited rows toward the true shifted rate; a second run is byte-identical; CatBoost's default sum policy
   would not be exact.
-- The capacity check's rows are the CONTROL half when the reference is recalibrated (the CALIBRATION half fitted
-  the correction), both halves when it is not; through the Beam job a model trained on the train split is checked
-  on exactly those rows against the recalibrated reference.
+- The capacity check's rows are every held-out row; through the Beam job a model trained on the train split is
+  audited on its training rows minus the correction's and checked on every test row against the recalibrated
+  reference.
 - No held-out rows (or an audit on every row, or a target that may have read them): ReferenceCheckSkipped.
 """
 
@@ -46,15 +46,16 @@ from pipelines.models import registry
 from pipelines.models.handle import resolve_model
 from pipelines.reference.recalibration import (
     RECALIBRATED_TYPE,
+    CheckRowSelection,
     HeldOutRows,
     RecalibrationSettings,
     ReferenceCheckSkipped,
     calibration_figures,
-    calibration_part,
     check_heldout,
-    check_row_selection,
+    correction_frame,
+    correction_part,
+    correction_rows,
     fit_correction,
-    heldout_part,
     recalibrate_reference,
     recalibrated_logits,
 )
@@ -99,35 +100,38 @@ def _global_shift(base: np.ndarray, labels: np.ndarray) -> float:
     return d
 
 
-# ------------------------------------------------------------------------------------------ held-out roles
+# ------------------------------------------------------------------------------------------ correction rows
 
 
-def test_heldout_halves_are_disjoint_cover_the_test_split_and_are_stable():
+def test_correction_rows_are_a_keyed_share_of_the_training_rows_and_never_check_rows():
     ids = np.int64(19_723) * np.int64(2**32) + np.arange(400_000, dtype=np.int64)
-    role = splits.heldout_role(ids)
+    rows = correction_rows(HeldOutRows())
+    correction = rows.in_correction(ids)
     test = splits.split_of(ids) == splits.TEST
-    calibration, control = role == splits.CALIBRATION, role == splits.CONTROL
-    assert not np.any(calibration & control)
-    assert np.array_equal(calibration | control, test)  # cover the test split exactly
-    assert np.all(role[~test] == splits.NOT_HELDOUT)
-    share = calibration.sum() / test.sum()
-    assert abs(share - 0.5) < 5 * math.sqrt(0.25 / test.sum())
-    # a row's role depends on its row_id only: any order, any subset
+    check = CheckRowSelection(HeldOutRows()).mask(ids)
+    assert np.array_equal(check, test)  # every held-out row is a check row
+    assert not np.any(correction & check)  # the correction never fits a check row
+    np.testing.assert_array_equal(rows.mask(ids), ~correction)  # what an audited selection keeps
+    share = correction.sum() / (~test).sum()
+    assert abs(share - splits.CORRECTION_SHARE) < 5 * math.sqrt(0.09 / (~test).sum())
+    # a row's part depends on its row_id only: any order, any subset
     order = np.random.default_rng(0).permutation(ids.size)
-    assert np.array_equal(splits.heldout_role(ids[order]), role[order])
-    assert np.array_equal(splits.heldout_role(ids[:1000]), role[:1000])
-    # the fit / validation fold is independent of the role: about the same fraction in each half
-    fold = splits.heldout_validation(ids, 1 / 3)
-    for half in (calibration, control):
-        assert abs(fold[half].mean() - 1 / 3) < 5 * math.sqrt(2 / 9 / half.sum())
-    # pinned: the roles must never change (registered entries record the salts)
-    assert np.flatnonzero(splits.heldout_role(np.arange(60)) >= 0).tolist() == PINNED_TEST_IDS
-    assert splits.heldout_role(np.array(PINNED_TEST_IDS)).tolist() == PINNED_ROLES
-    assert splits.heldout_scheme()["heldout_salt"] == "0x6c616265" + "6c686f31"
+    assert np.array_equal(rows.in_correction(ids[order]), correction[order])
+    assert np.array_equal(rows.in_correction(ids[:1000]), correction[:1000])
+    # the fit / validation fold is independent of the share
+    fold = splits.correction_validation(ids, 1 / 3)
+    assert abs(fold[correction].mean() - 1 / 3) < 5 * math.sqrt(2 / 9 / correction.sum())
+    # pinned: the share must never change (registered entries record the salts)
+    assert np.flatnonzero(rows.in_correction(np.arange(200))).tolist() == PINNED_CORRECTION_IDS
+    assert splits.correction_scheme(0.1)["correction_salt"] == "0x6c616265" + "6c637234"
+    with pytest.raises(LabelDPInputError, match="share"):
+        RecalibrationSettings(share=1.0)
 
 
-PINNED_TEST_IDS = [0, 7, 13, 15, 18, 19, 25, 33, 34, 35, 44, 49, 50, 53, 54]  # the test rows among row_ids 0..59
-PINNED_ROLES = [0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 1]
+
+
+PINNED_CORRECTION_IDS = [4, 12, 16, 32, 38, 46, 47, 48, 51, 79, 82, 91, 109, 120, 121, 146, 158, 159, 171, 172, 173,
+                         183, 185]  # the correction's share among row_ids 0..199 (before the held-out rows leave it)
 
 
 # ------------------------------------------------------------------------------------------ array level
@@ -137,7 +141,7 @@ PINNED_ROLES = [0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 1]
 def arrays():
     day = synth.generate_day(DAY, rows=ARRAY_ROWS)
     ids = day.table.column(schema.ROW_ID).to_numpy()
-    fit = splits.heldout_validation(ids, 0.5)  # any rows will do at the array level: half fit, half applied
+    fit = splits.correction_validation(ids, 0.5)  # any rows will do at the array level: half fit, half applied
     return {"features": training.feature_frame(day.table), "p": day.oracle.column(schema.P_CLICK).to_numpy(),
             "segment": _top_value_mask(day.table, "C23"), "fit": np.flatnonzero(fit), "other": np.flatnonzero(~fit)}
 
@@ -272,7 +276,7 @@ def world(tmp_path_factory):
     return {"root": root, "table": table, "frame": frame, "ids": ids, "truth": truth, "segment": segment,
             "reference": reference,
             "reference_raw": reference.predict(frame, prediction_type="RawFormulaVal"),
-            "audited": splits.split_of(ids) == splits.TRAIN}
+            "audited": (splits.split_of(ids) == splits.TRAIN) & ~correction_rows(HeldOutRows()).in_correction(ids)}
 
 
 @pytest.fixture(scope="module")
@@ -300,11 +304,11 @@ def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(wo
     assert 0.5 < record["intercept"] < 1.5  # +0.8 everywhere, +1.0 more on ~25% of rows
 
     # the same correction at the array level (deterministic), then the .cbm against sigmoid(raw_M' + c) everywhere
-    row_ids, features, labels = heldout_part(world["table"], splits.CALIBRATION)
+    row_ids, features, labels = correction_frame(world["table"], correction_rows(HeldOutRows()))
     assert record["fit_rows"] + record["validation_rows"] == row_ids.size
     base = world["reference"].predict(features, prediction_type="RawFormulaVal")
     correction = fit_correction(features, base, labels, CATS,
-                                validation=splits.heldout_validation(row_ids, 1 / 3), seed=0, ctr_type="Buckets")
+                                validation=splits.correction_validation(row_ids, 1 / 3), seed=0, ctr_type="Buckets")
     assert correction.rounds == record["rounds"] and correction.intercept == record["intercept"]
     assert correction.model.get_feature_importance()[world["frame"].columns.get_loc("C1")] > 0  # a CTR feature
     expected = expit(world["reference_raw"] + correction.intercept + correction.raw(world["frame"]))
@@ -335,7 +339,8 @@ def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_row
     assert abs(p[on_segment].mean() - truth[on_segment].mean()) < abs(
         p_reference[on_segment].mean() - truth[on_segment].mean())
     assert metadata["test_metrics"]["log_loss_after"] == validation["log_loss_after"]
-    assert metadata["heldout_rows"]["role"] == "calibration"
+    assert metadata["correction_rows"]["scheme"]["share"] == splits.CORRECTION_SHARE
+    assert metadata["correction_rows"]["heldout_rows"] == int((splits.split_of(world["ids"]) == splits.TEST).sum())
     assert registry.claimed_epsilon(metadata) == math.inf
     assert calibration_figures(metadata["recalibration"]).rows_fit == metadata["recalibration"]["fit_rows"]
 
@@ -406,9 +411,9 @@ def test_catboost_default_sum_policy_would_change_the_reference(world):
     """Why the correction uses a CTR type the reference does not (pipelines.reference.recalibration docstring)."""
     from catboost import CatBoostError, sum_models
 
-    row_ids, features, labels = heldout_part(world["table"], splits.CALIBRATION)
+    row_ids, features, labels = correction_frame(world["table"], correction_rows(HeldOutRows()))
     base = world["reference"].predict(features, prediction_type="RawFormulaVal")
-    same_ctr = fit_correction(features, base, labels, CATS, validation=splits.heldout_validation(row_ids, 1 / 3),
+    same_ctr = fit_correction(features, base, labels, CATS, validation=splits.correction_validation(row_ids, 1 / 3),
                               ctr_type="Borders")
     assert same_ctr.rounds > 0
     averaged = sum_models([world["reference"], same_ctr.model])  # IntersectingCountersAverage
@@ -491,15 +496,14 @@ def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(world, mon
     assert "keyed sample of 1,500" in sampled.fit_previous.rows_rule
 
 
-def test_check_rows_are_the_held_out_rows_the_correction_did_not_fit(world):
+def test_check_rows_are_every_held_out_row_and_the_correction_rows_leave_the_audit(world):
     ids = world["ids"]
-    role = splits.heldout_role(ids)
-    recalibrated = check_row_selection(check_heldout([unregistered(TARGET)]), recalibrated=True)
-    raw = check_row_selection(check_heldout([unregistered(TARGET)]), recalibrated=False)
-    np.testing.assert_array_equal(recalibrated.mask(ids), role == splits.CONTROL)
-    np.testing.assert_array_equal(raw.mask(ids), splits.split_of(ids) == splits.TEST)
-    assert not (recalibrated.mask(ids) & world["audited"]).any()
-    assert recalibrated.describe()["roles"] == ["control"] and raw.describe()["roles"] == ["calibration", "control"]
+    heldout = check_heldout([unregistered(TARGET)])
+    check = CheckRowSelection(heldout)
+    np.testing.assert_array_equal(check.mask(ids), splits.split_of(ids) == splits.TEST)
+    assert not (check.mask(ids) & world["audited"]).any()
+    assert not (correction_rows(heldout).in_correction(ids) & world["audited"]).any()
+    assert check.describe()["rows"] == "test split"
 
 
 def _values(frame):
@@ -507,19 +511,20 @@ def _values(frame):
     return frame.apply(lambda column: column.astype(object) if column.dtype.name == "category" else column)
 
 
-def test_the_calibration_rows_are_streamed_and_capped_by_a_keyed_sample(world, monkeypatch):
-    """The correction reads the day's calibration rows in batches: the same rows, order, features and labels as
+def test_the_correction_rows_are_streamed_and_capped_by_a_keyed_sample(world, monkeypatch):
+    """The correction reads the day's correction rows in batches: the same rows, order, features and labels as
     the whole partition read at once; above ``max_rows`` the keyed sample of that many, whatever the batches."""
     from pipelines.data.dataset_spec import dataset_of
 
-    root, heldout = world["root"], HeldOutRows()
+    root, rows = world["root"], correction_rows(HeldOutRows())
     dataset = dataset_of(root, DAY)
     whole = dataset.to_internal(schema.read_partition(root, DAY, dataset=dataset))
-    expected = heldout_part(whole, splits.CALIBRATION, heldout, dataset)
+    expected = correction_frame(whole, rows, dataset)
     monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", 7_000)  # batches across the files' row groups
-    part = calibration_part(root, DAY, dataset, heldout, max_rows=10**9)
+    part = correction_part(root, DAY, dataset, rows, max_rows=10**9)
     assert (part.partition_rows, part.available) == (DAY_ROWS, expected[0].size)
-    streamed = heldout_part(part.table, splits.CALIBRATION, heldout, dataset)
+    assert part.heldout == int((splits.split_of(world["ids"]) == splits.TEST).sum())
+    streamed = correction_frame(part.table, rows, dataset)
     np.testing.assert_array_equal(streamed[0], expected[0])
     np.testing.assert_array_equal(streamed[2], expected[2])
     # the same values (what CatBoost hashes); the categoricals' category lists hold only the values the rows use
@@ -533,7 +538,7 @@ def test_the_calibration_rows_are_streamed_and_capped_by_a_keyed_sample(world, m
     assert splits.keyed_sample(expected[0], expected[0].size) is None
     for size in (7_000, 65_536):
         monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", size)
-        sample = calibration_part(root, DAY, dataset, heldout, max_rows=500)
+        sample = correction_part(root, DAY, dataset, rows, max_rows=500)
         ids = sample.table.column("row_id").to_numpy()
         assert ids.size == 500 and sample.available == expected[0].size
         np.testing.assert_array_equal(np.sort(ids), chosen)
@@ -542,9 +547,9 @@ def test_the_calibration_rows_are_streamed_and_capped_by_a_keyed_sample(world, m
         RecalibrationSettings(max_rows=1)
 
 
-def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, recalibrated):
-    """The reference itself, registered as a day-D model trained on the train split: the job reads the audited and
-    the check rows, and the capacity check ran on the CONTROL half only."""
+def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_held_out_row(world, recalibrated):
+    """The reference itself, registered as a day-D model trained on the train split: the job audits its training
+    rows minus the correction's (whose labels fitted the night's reference) and checks every test row."""
     from auditing.config import AuditConfig
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
@@ -556,15 +561,18 @@ def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, reca
     registry.save_model(root, "day-model", DAY, world["reference"],
                         {**{k: v for k, v in metadata.items() if k not in ("created_at",)},
                          "partition_fingerprint": schema.partition_fingerprint(root, DAY), "training_rows": record})
-    check_rows = check_row_selection(check_heldout([unregistered(TARGET)]), recalibrated=True)
+    heldout = check_heldout([unregistered(TARGET)])
+    check_rows = CheckRowSelection(heldout)
     config = AuditConfig(repetitions=2, seed=1, grid_points=20)
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", config=config,
                                        reference=RECALIBRATED, reference_date=DAY, batch_size=20_000,
-                                       check_rows=check_rows))
+                                       check_rows=check_rows, correction_rows=correction_rows(heldout)))
     assert outcome.result.m == int(world["audited"].sum())
     check = outcome.result.capacity_check
     assert check.checked and check.check_rows == int(check_rows.mask(world["ids"]).sum())
-    assert outcome.record["diagnostics"]["check_rows"]["roles"] == ["control"]
+    assert check.check_rows == int((splits.split_of(world["ids"]) == splits.TEST).sum())
+    audited = outcome.record["diagnostics"]["audited_rows"]
+    assert audited["excluded_for_correction"]["share"] == splits.CORRECTION_SHARE
 
 
 # ------------------------------------------------------------------------------------------ skips
@@ -572,7 +580,7 @@ def test_a_model_is_checked_on_the_control_half_through_the_beam_job(world, reca
 
 def test_no_heldout_rows_is_a_skip_with_its_reason(world):
     root = world["root"]
-    with pytest.raises(ReferenceCheckSkipped, match="no held-out calibration rows") as caught:
+    with pytest.raises(ReferenceCheckSkipped, match="no held-out rows") as caught:
         recalibrate_reference(root, EMPTY_DAY, "recalibrated-empty", resolve_model(root, "reference", PREVIOUS),
                               targets=[unregistered(TARGET)])
     assert "test split" in caught.value.reason and not model_dir(root, "recalibrated-empty", EMPTY_DAY).exists()

@@ -60,12 +60,15 @@ class PowerPlan:
     can_ever_confirm: bool
 
 
-def rows_of_day(rows: int, holdout: float, recalibrated: bool) -> tuple[int, int]:
+def rows_of_day(rows: int, holdout: float, correction_share: float = 0.0) -> tuple[int, int]:
     """(audited rows, check rows) of a day of ``rows`` rows of which a share ``holdout`` trains no audited model:
-    the check rows are the held-out rows the reference's correction did not fit (half of them when the reference
-    is recalibrated on the other half)."""
+    every held-out row is a check row, and the reference's correction, when it is recalibrated, fits a keyed
+    ``correction_share`` of the other rows, which leave the audit (docs/soundness.md section 8.8)."""
+    if not 0.0 <= correction_share < 1.0:
+        raise LabelDPInputError(f"correction_share must be in [0, 1); got {correction_share!r}",
+                                field="correction_share")
     held = int(rows * holdout)
-    return rows - held, held // 2 if recalibrated else held
+    return int((rows - held) * (1.0 - correction_share)), held
 
 
 def _guesses(audited_rows: int, check_rows: int, guess_share: float) -> tuple[int, int]:

@@ -47,8 +47,8 @@ BUILTIN_HOLDOUT = 0.16  # pipelines.data.splits.FRACTIONS[TEST]: the built-in sp
 POWER_DESCRIPTION = """\
 What the capacity check can confirm for a plan, a day's size, a holdout share and a claim: the gap above the
 claim a night confirms with 90% power, the gap a family confirms within --nights nights, and whether a perfect
-attacker could ever be vouched for. The check rows are the day's held-out rows (half of them when the plan
-recalibrates the reference on the other half). Planning figures under stated assumptions (the leak shows on a
+attacker could ever be vouched for. The check rows are the day's held-out rows, all of them; when the plan
+recalibrates the reference, its correction fits a tenth of the other rows, which leave the audit. Planning figures under stated assumptions (the leak shows on a
 share of the rows where the model is as sharp as randomized response, the reference's misfit buys nothing): see
 docs/decisions.md, "Planning the holdout".
 
@@ -104,6 +104,7 @@ def run_power(args) -> int:
     from flows.preflight import plan_for
     from labeldp.codec import encode
     from labeldp.errors import LabelDPInputError
+    from pipelines.data.splits import CORRECTION_SHARE
 
     plan = plan_for(args.plan_file)
     holdout = BUILTIN_HOLDOUT if args.holdout is None else args.holdout
@@ -116,7 +117,8 @@ def run_power(args) -> int:
                            and math.isfinite(t.claimed_epsilon)}))
     if not claims:
         raise LabelDPInputError("--claimed-epsilon: the plan's targets claim no finite epsilon; give the claim")
-    audited, check = rows_of_day(args.rows, holdout, plan.audit.reference_calibration != "none")
+    share = CORRECTION_SHARE if plan.audit.reference_calibration != "none" else 0.0
+    audited, check = rows_of_day(args.rows, holdout, share)
     plans = [power_plan(audited, check, claim, confidence=plan.audit.confidence, guess_share=args.guess_share,
                         nights=args.nights) for claim in claims]
     if args.json:

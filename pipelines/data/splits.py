@@ -74,53 +74,37 @@ def split_masks(row_ids) -> dict[str, np.ndarray]:
     return {name: split == code for code, name in SPLIT_NAMES.items()}
 
 
-# ------------------------------------------------------------------------------------------ held-out roles
+# ------------------------------------------------------------------------------------------ correction rows
 #
 # The test split's labels enter no audited model's training (targets train on train + validation and are audited
-# on those rows). Two jobs read them, and they must not share rows: the reference's recalibration on day D
-# (`pipelines.reference.recalibration`) and the capacity check (`pipelines.reference.recalibration.CheckRowSelection`), which
-# must be able to fail when the recalibrated reference does not fit day D, so it cannot be trained on the rows that
-# recalibrated it. The test split is cut in two halves by a second keyed hash of row_id, with a salt of its own:
-# ``role = top bit of splitmix64(row_id XOR HELDOUT_SALT)``; a third salt splits a half into fit / validation rows
-# (`heldout_validation`). Like the split itself, a row's role depends only on its row_id.
+# on those rows): they are the capacity check's rows (`pipelines.reference.recalibration.CheckRowSelection`), every
+# one of them. The reference's correction on day D (`pipelines.reference.recalibration`) fits on other rows: a keyed
+# share of the rows that are NOT held out, ``splitmix64(row_id XOR CORRECTION_SALT) < share * 2^64`` (top 32 bits),
+# which then leave every audited game of the night. So the correction's labels are neither check rows' nor audited
+# rows' (docs/soundness.md sections 6 and 8.8). A third salt splits the correction's rows into fit / validation
+# rows (`correction_validation`). Like the split itself, a row's part depends only on its row_id.
 
-NOT_HELDOUT = -1
-CALIBRATION = 0
-CONTROL = 1
-HELDOUT_ROLE_NAMES = {CALIBRATION: "calibration", CONTROL: "control"}
-
-HELDOUT_SALT = np.uint64(0x6C61_6265_6C68_6F31)  # "labelho1": the calibration / control halves; never change it
-FOLD_SALT = np.uint64(0x6C61_6265_6C66_6432)  # "labelfd2": fit / validation rows within a half; never change it
+CORRECTION_SHARE = 0.1  # the default share (`pipelines.reference.recalibration.RecalibrationSettings.share`)
+CORRECTION_SALT = np.uint64(0x6C61_6265_6C63_7234)  # "labelcr4": the correction's share; never change it
+FOLD_SALT = np.uint64(0x6C61_6265_6C66_6432)  # "labelfd2": fit / validation rows of the correction; never change it
 
 
-def heldout_scheme() -> dict:
-    """The held-out roles' parameters as recorded in registry metadata (next to ``scheme()``)."""
-    return {"split": scheme(), "hash": "splitmix64", "heldout_salt": f"0x{int(HELDOUT_SALT):016x}",
-            "role": "top bit of splitmix64(row_id ^ heldout_salt) among test rows: 0 calibration, 1 control",
+def correction_scheme(share: float) -> dict:
+    """The correction rows' parameters as recorded in registry metadata (next to ``scheme()``)."""
+    return {"split": scheme(), "hash": "splitmix64", "correction_salt": f"0x{int(CORRECTION_SALT):016x}",
+            "share": float(share),
+            "correction": "not held out and (splitmix64(row_id ^ correction_salt) >> 32) < round(share * 2^32)",
             "fold_salt": f"0x{int(FOLD_SALT):016x}",
             "fold": "validation iff (splitmix64(row_id ^ fold_salt) >> 32) < round(fraction * 2^32)"}
 
 
-def heldout_role(row_ids) -> np.ndarray:
-    """The held-out role of each ``row_id`` as an int8 array: ``NOT_HELDOUT`` (-1) for the train and validation
-    splits (their labels train the targets), and for the test split ``CALIBRATION`` (0, recalibrates the
-    reference) or ``CONTROL`` (1, the capacity check's rows), about half each. The two halves are disjoint
-    and cover the test split by construction."""
-    return heldout_role_of(row_ids, split_of(row_ids) == TEST)
-
-
-def heldout_role_of(row_ids, heldout_mask) -> np.ndarray:
-    """`heldout_role` for any set of held-out rows: ``NOT_HELDOUT`` where ``heldout_mask`` is False, else
-    ``CALIBRATION`` or ``CONTROL`` by the same keyed hash (``HELDOUT_SALT``). Registered models whose training
-    rows are a list of keys hold out the day's other rows, not the test split (`pipelines.reference.recalibration`)."""
-    ids = _as_uint64(row_ids)
-    mask = np.asarray(heldout_mask, dtype=bool)
-    if mask.shape != ids.shape:
-        raise ValueError(f"heldout_mask has shape {mask.shape} for row_ids of shape {ids.shape}")
-    h = splitmix64(ids ^ HELDOUT_SALT)
-    out = np.where(h >> np.uint64(63) == np.uint64(0), CALIBRATION, CONTROL).astype(np.int8)
-    out[~mask] = NOT_HELDOUT
-    return out
+def correction_share(row_ids, share: float) -> np.ndarray:
+    """True for the rows in the keyed ``share`` (0 < share < 1) that may fit the reference's correction, of
+    any row (the caller removes the held-out rows)."""
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 < share < 1.0:
+        raise ValueError(f"share must be in (0, 1); got {share!r}")
+    h = splitmix64(_as_uint64(row_ids) ^ CORRECTION_SALT)
+    return (h >> np.uint64(32)) < np.uint64(round(share * 2**32))
 
 
 SAMPLE_SALT = np.uint64(0x6C61_6265_6C73_6D33)  # "labelsm3": the keyed sample of a capped half; never change it
@@ -191,9 +175,9 @@ class KeyedSampler:
         return None if self.rows <= self.max_rows else self.chosen()
 
 
-def heldout_validation(row_ids, fraction: float) -> np.ndarray:
-    """True for the rows that validate (rather than fit) within a held-out half: about ``fraction`` of them,
-    chosen by a keyed hash of row_id (``FOLD_SALT``) independent of the split and of the role."""
+def correction_validation(row_ids, fraction: float) -> np.ndarray:
+    """True for the rows that validate (rather than fit) among the correction's rows: about ``fraction`` of them,
+    chosen by a keyed hash of row_id (``FOLD_SALT``) independent of the split and of the correction's share."""
     if not isinstance(fraction, int | float) or not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
     h = splitmix64(_as_uint64(row_ids) ^ FOLD_SALT)

@@ -517,7 +517,8 @@ class ModelMetadata:
     model_type: str | Absent = ABSENT
     control: dict | Absent = ABSENT
     recalibration: dict | Absent = ABSENT
-    heldout_rows: dict | Absent = ABSENT
+    heldout_rows: dict | Absent = ABSENT  # a recalibrated reference of before its correction fitted training rows
+    correction_rows: dict | Absent = ABSENT  # a recalibrated reference's correction rows
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "model metadata") -> ModelMetadata:
@@ -587,7 +588,7 @@ _READERS: dict[str, Callable[[Any, str, str], Any]] = {
     "source": _text, "fingerprint": _text, "registered_from": _text, "classes": _count, "predictions_for": _day,
     "onnx": _record(OnnxPart), "rows": _count, "predictions": _record(PredictionsPart),
     "partition_rows": _count, "output_correction": _nullable(_object), "splits": _object,
-    "model_type": _text, "control": _object, "recalibration": _object, "heldout_rows": _object,
+    "model_type": _text, "control": _object, "recalibration": _object, "heldout_rows": _object, "correction_rows": _object,
 }
 _KEYS = tuple(_READERS)
 

@@ -1,4 +1,4 @@
-"""The reference M' recalibrated on day D's held-out rows, registered as one CatBoost model.
+"""The reference M' recalibrated on a keyed share of day D's training rows, registered as one CatBoost model.
 
 Why: the audit's M' is the D-1 checkpoint. When day D's click odds move (a campaign, drift on a segment of rows),
 a perfectly private model trained on day D's labels learns day D's rates and the game reads the gap to M' as
@@ -7,9 +7,14 @@ leakage. A global (Platt) fit does not remove segment drift, so the correction l
 The correction (fitted by `fit_correction`, below the registration in this module's first part): a global intercept
 a, then a few regularised CatBoost rounds c(x) chosen on validation rows; corrected logit = raw_M' + a + c.
 
-Registered (`recalibrate_reference`): on the CALIBRATION half of day D's test split (`pipelines.data.splits.
-heldout_role`; the CONTROL half is the capacity check's rows, `CheckRowSelection`), fit / validation rows by
-`pipelines.data.splits.heldout_validation`. The result is one ordinary CatBoost model, ``models/<name>/date=D/
+Registered (`recalibrate_reference`): on the CORRECTION rows (`CorrectionRows`: a keyed share, 0.1 by default, of
+the rows no audited model holds out, `pipelines.data.splits.correction_share`), which then leave every game of the
+night, the targets' and the controls' (`pipelines.scoring.beam_request.ScoringRequest.correction_rows`). Every
+held-out row is a capacity-check row (`CheckRowSelection`): no audited model and no correction saw its label. The
+corrected reference is thus a function of labels that are neither an audited row's nor a check row's, which is
+all the game (Lemma 1) and the check (Lemma 2) condition on (docs/soundness.md sections 6 and 8.8); the correction
+fitted on half of the held-out rows before, which halved the check rows. Fit / validation rows by
+`pipelines.data.splits.correction_validation`. The result is one ordinary CatBoost model, ``models/<name>/date=D/
 model.cbm`` + ``metadata.json`` (written atomically by `pipelines.models.registry.save_model`), whose raw prediction is
 raw_M' + a + c, so the Beam job, the counterfactual sampling, the attack score and the risk priors use it
 unchanged: ``ScoringRequest(reference=<name>, reference_date=D)``.
@@ -21,15 +26,15 @@ type, target border index). Its other merge policies do not keep M' exact in a w
 benchmarks/results/notes_from_code.md), so the correction uses a target-CTR type M' does not use (``Buckets``
 when M' uses the project's ``Borders`` and ``Counter``, `pipelines.training.train.CatBoostSettings`) and the sum runs
 with ``FailIfCtrIntersects``: both models' tables are kept as they are, or the sum fails loudly. Every run then
-checks the written file: its raw prediction on the calibration rows must equal raw_M' + a + c within
+checks the written file: its raw prediction on the correction rows must equal raw_M' + a + c within
 ``SUM_TOLERANCE``, recorded in the metadata; this check runs on every write, the no-round file included. A
 reference with an ``output_correction`` (LP-1ST-NC) is not logit-additive and is skipped.
 
 Held-out rows (`check_heldout`, `HeldOutRows`): the rows of day D whose labels entered no audited model. Models
 trained here record the built-in split, so they are the test split. A registered (outside) model that lists its
 training keys (`pipelines.scoring.audit_rows`) holds out the day's other rows: with such targets the held-out rows are
-those in no audited model's keys (and in the test split when a target records the built-in split), cut into the
-calibration and control halves by the same keyed hash (`pipelines.data.splits.heldout_role_of`).
+those in no audited model's keys (and in the test split when a target records the built-in split); the correction's
+share is taken among the other rows by the same keyed hash, whoever trained on them.
 
 No held-out rows (an audited model read the test split's labels, read every row's label, or has no record of
 which rows it read, the audit plays on every row, the day has no such rows or too few clicks there), a reference
@@ -123,11 +128,14 @@ class RecalibrationSettings:
     ``catboost`` supplies the feature handling (borders, one-hot size, CTR complexity, ``extra``) so the
     correction sees the features as the targets and M' do; its iterations, learning rate, depth, l2 and CTR types
     are replaced by the fields here. ``ctr_types``: candidate target-CTR types, the first one M' does not use is
-    taken (`pipelines.reference.recalibration` module docstring). ``validation_fraction``: the share of the calibration
-    rows that choose the rounds. ``min_rows``: the fewest fit and validation rows each (each also needs a click
-    and a non-click). ``max_rows``: the most calibration rows the correction reads; a day with more fits on the
-    keyed sample of that many (`pipelines.data.splits.keyed_sample`), so that the fit's cost stops growing with the
-    day (a correction of a few shallow rounds needs far fewer rows).
+    taken (`pipelines.reference.recalibration` module docstring). ``share``: the keyed share of the rows no audited
+    model holds out whose labels fit the correction (`CorrectionRows`; they leave every game of the night); 0.1 of
+    the built-in 84% training rows is about as many rows as half the test split, the correction's size when it fitted
+    on held-out rows. ``validation_fraction``: the share of the correction rows that choose the rounds. ``min_rows``:
+    the fewest fit and validation rows each (each also needs a click and a non-click). ``max_rows``: the most
+    correction rows the correction reads; a day with more fits on the keyed sample of that many
+    (`pipelines.data.splits.keyed_sample`), so that the fit's cost stops growing with the day (a correction of a
+    few shallow rounds needs far fewer rows).
     """
 
     max_rounds: int = 300
@@ -139,6 +147,7 @@ class RecalibrationSettings:
     min_improvement: float = 0.0
     min_rows: int = 100
     max_rows: int = 1_000_000
+    share: float = splits.CORRECTION_SHARE
     thread_count: int = 2
     ctr_types: tuple[str, ...] = TARGET_CTR_TYPES
     catboost: CatBoostSettings = field(default_factory=CatBoostSettings)
@@ -155,6 +164,8 @@ class RecalibrationSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise LabelDPInputError(f"recalibration {name} must be a finite number > 0; got {value!r}")
+        if isinstance(self.share, bool) or not isinstance(self.share, int | float) or not 0.0 < self.share < 1.0:
+            raise LabelDPInputError(f"recalibration share must be in (0, 1); got {self.share!r}")
         if not isinstance(self.validation_fraction, int | float) or not 0.0 < self.validation_fraction < 1.0:
             raise LabelDPInputError(f"recalibration validation_fraction must be in (0, 1); got "
                                     f"{self.validation_fraction!r}")
@@ -440,9 +451,9 @@ def recalibrated_logits(features: pd.DataFrame, base_logits: np.ndarray, labels:
 
 
 RECALIBRATED_TYPE = "recalibrated-reference"
-RECALIBRATION_VERSION = 2  # bump when the procedure changes: a registered entry is then refitted
+RECALIBRATION_VERSION = 3  # bump when the procedure changes: a registered entry is then refitted
 SUM_MERGE_POLICY = "FailIfCtrIntersects"
-SUM_TOLERANCE = 1e-9  # |raw(summed model) - (raw_M' + a + c)| allowed on the calibration rows
+SUM_TOLERANCE = 1e-9  # |raw(summed model) - (raw_M' + a + c)| allowed on the correction rows
 
 
 # ------------------------------------------------------------------------------------------ held-out rows
@@ -469,49 +480,61 @@ class HeldOutRows:
             keep &= ~selection.mask(ids)
         return keep
 
-    def roles(self, row_ids) -> np.ndarray:
-        """`pipelines.data.splits.heldout_role_of` of ``row_ids``: NOT_HELDOUT, CALIBRATION or CONTROL."""
-        return splits.heldout_role_of(row_ids, self.mask(row_ids))
-
     def where(self) -> str:
         return "test split" if self.builtin else "rows in no audited model's training keys"
 
     def describe(self) -> dict:
-        """The JSON record of the rule (compared to decide whether a registered entry is current); the built-in
-        case is `pipelines.data.splits.heldout_scheme` as it always was."""
-        if self.builtin:
-            return splits.heldout_scheme()
-        return {**splits.heldout_scheme(),
-                "heldout": "rows in no audited model's training keys" + (" and in the test split"
-                                                                          if self.test_split else ""),
-                "role": "top bit of splitmix64(row_id ^ heldout_salt) among held-out rows: 0 calibration, 1 control",
-                "excluded_keys": [{"model": sel.model, "date": sel.date, "rows": sel.rows, "fingerprint": fp}
-                                  for sel, fp in zip(self.excluded, self.fingerprints, strict=True)]}
+        """The JSON record of the rule (compared to decide whether a registered entry is current)."""
+        out = {"split": splits.scheme(), "heldout": self.where()
+               + (" and in the test split" if not self.builtin and self.test_split else "")}
+        if not self.builtin:
+            out["excluded_keys"] = [{"model": sel.model, "date": sel.date, "rows": sel.rows, "fingerprint": fp}
+                                    for sel, fp in zip(self.excluded, self.fingerprints, strict=True)]
+        return out
 
 
 @dataclass(frozen=True)
 class CheckRowSelection:
-    """The capacity check's rows (`auditing.verdict.capacity_check`): the held-out rows of ``heldout`` whose role is in
-    ``roles``. With the reference recalibrated, only the CONTROL half (the CALIBRATION half's labels fitted the
-    correction); with the raw reference, both halves. Their labels trained neither an audited model nor the
-    reference, which is what the check needs. Picklable for Beam workers, like the audit row selections."""
+    """The capacity check's rows (`auditing.verdict.capacity_check`): every held-out row of ``heldout``. Their
+    labels trained neither an audited model nor the reference's correction (which fits on `CorrectionRows`), which is
+    what the check needs. Picklable for Beam workers, like the audit row selections."""
 
     heldout: HeldOutRows
-    roles: tuple[int, ...]
 
     def mask(self, row_ids) -> np.ndarray:
-        return np.isin(self.heldout.roles(row_ids), self.roles)
+        return self.heldout.mask(row_ids)
 
     def describe(self) -> dict:
-        return {"rows": self.heldout.where(),
-                "roles": [splits.HELDOUT_ROLE_NAMES[r] for r in self.roles], "scheme": self.heldout.describe()}
+        return {"rows": self.heldout.where(), "scheme": self.heldout.describe()}
 
 
-def check_row_selection(heldout: HeldOutRows, recalibrated: bool) -> CheckRowSelection:
-    """The check rows of a night whose held-out rows are ``heldout``: the control half when the reference was
-    recalibrated on the calibration half, every held-out row otherwise."""
-    roles = (splits.CONTROL,) if recalibrated else (splits.CALIBRATION, splits.CONTROL)
-    return CheckRowSelection(heldout, roles)
+@dataclass(frozen=True)
+class CorrectionRows:
+    """The rows whose labels may fit the reference's correction on day D: the keyed ``share`` of the rows that are
+    not held out (`pipelines.data.splits.correction_share`), so neither a check row nor, once this exclusion is
+    applied (`pipelines.scoring.row_grouping.ExcludingSelection`), an audited row. Every game of the night leaves them
+    out (targets and controls), so the corrected reference is a function of labels no audited row and no check row
+    has (docs/soundness.md sections 6 and 8.8). ``mask`` is True for the rows that MAY be audited."""
+
+    heldout: HeldOutRows
+    share: float
+    label = "excluded_for_correction"  # its key in an audited selection's description
+    excluded = None  # no list of ids: a keyed share (the audited count is then not known before the job)
+
+    def in_correction(self, row_ids) -> np.ndarray:
+        ids = np.asarray(row_ids, dtype=np.int64)
+        return splits.correction_share(ids, self.share) & ~self.heldout.mask(ids)
+
+    def mask(self, row_ids) -> np.ndarray:
+        return ~self.in_correction(row_ids)
+
+    def describe(self) -> dict:
+        return {**splits.correction_scheme(self.share), "heldout": self.heldout.describe()}
+
+
+def correction_rows(heldout: HeldOutRows, settings: RecalibrationSettings | None = None) -> CorrectionRows:
+    """The rows the correction of a night whose held-out rows are ``heldout`` fits on (``settings.share``)."""
+    return CorrectionRows(heldout, (settings or RecalibrationSettings()).share)
 
 
 def check_heldout(targets: Iterable[ModelHandle] = (), audit_rows: str = "training") -> HeldOutRows:
@@ -568,36 +591,43 @@ def check_binary_dataset(dataset: DatasetSpec) -> None:
                                     f"the correction fits binary models only")
 
 
-def heldout_part(table: pa.Table, role: int, heldout: HeldOutRows | None = None,
-                 dataset: DatasetSpec | None = None) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+def correction_frame(table: pa.Table, rows: CorrectionRows,
+                     dataset: DatasetSpec | None = None) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
     """(row_ids, feature frame, labels) of the rows of ``table`` (pipeline names: ``row_id``, ``label``, the
-    features of ``dataset``, default Criteo) whose held-out role is ``role`` (`pipelines.data.splits.CALIBRATION` or
-    ``CONTROL``) among the ``heldout`` rows (default: the built-in test split)."""
-    heldout = heldout or HeldOutRows()
+    features of ``dataset``, default Criteo) in the correction's ``rows``."""
     row_ids = table.column("row_id").to_numpy()
-    rows = np.flatnonzero(heldout.roles(row_ids) == role)
-    part = table if rows.size == table.num_rows else table.take(pa.array(rows))  # all of them: no copy
-    return (row_ids[rows], feature_frame(part, dataset),
+    keep = np.flatnonzero(rows.in_correction(row_ids))
+    part = table if keep.size == table.num_rows else table.take(pa.array(keep))  # all of them: no copy
+    return (row_ids[keep], feature_frame(part, dataset),
             part.column("label").to_numpy().astype(np.int64))
 
 
 @dataclass(frozen=True)
-class CalibrationPart:
-    """Day D's calibration rows as the correction reads them (`calibration_part`)."""
+class CorrectionPart:
+    """Day D's correction rows as the correction reads them (`correction_part`)."""
 
     table: pa.Table  # pipeline names, in the partition's order
     partition_rows: int
-    available: int  # the day's calibration rows, before the cap
+    available: int  # the day's correction rows, before the cap
+    heldout: int  # the day's held-out rows (the check rows), counted in the same pass
 
 
-def calibration_part(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, heldout: HeldOutRows,
-                     max_rows: int) -> CalibrationPart:
-    """The CALIBRATION rows of day ``date`` among the ``heldout`` rows, at most ``max_rows`` of them (the keyed
-    sample, `pipelines.data.splits.keyed_sample`), streamed in two passes: the row ids alone, then the rows kept.
-    Memory holds the day's calibration row ids and the rows kept, never the day (`schema.read_keyed_sample`)."""
-    rows, read, calibration = schema.read_keyed_sample(
-        root, date, dataset, max_rows, among=lambda ids: heldout.roles(ids) == splits.CALIBRATION)
-    return CalibrationPart(rows, read, calibration)
+def correction_part(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, rows: CorrectionRows,
+                    max_rows: int) -> CorrectionPart:
+    """The correction's ``rows`` of day ``date``, at most ``max_rows`` of them (the keyed sample,
+    `pipelines.data.splits.keyed_sample`; the rest of the share are neither fitted nor audited), streamed in two
+    passes: the row ids alone, then the rows kept. Memory holds the day's correction row ids and the rows kept,
+    never the day (`schema.read_keyed_sample`)."""
+    heldout = 0
+
+    def among(ids: np.ndarray) -> np.ndarray:
+        nonlocal heldout
+        held = rows.heldout.mask(ids)
+        heldout += int(held.sum())
+        return splits.correction_share(ids, rows.share) & ~held
+
+    table, read, available = schema.read_keyed_sample(root, date, dataset, max_rows, among=among)
+    return CorrectionPart(table, read, available, heldout)
 
 
 # ------------------------------------------------------------------------------------------ the registry
@@ -713,7 +743,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                           settings: RecalibrationSettings | None = None, seed: int = 0,
                           progress: Progress = no_progress, partition_fingerprint: str | None = None) -> ModelHandle:
     """Registers ``models/<name>/date=<date>/``: the resolved reference ``reference`` corrected on day ``date``'s
-    calibration rows (module docstring). Returns the registered model, resolved; its metadata's ``recalibration`` key
+    correction rows (module docstring). Returns the registered model, resolved; its metadata's ``recalibration`` key
     holds the record: ``source_reference`` (name, date, fingerprint), ``fit_rows`` / ``validation_rows``,
     ``intercept`` (a), ``rounds`` (0: no round kept, ``kept_reason`` says why; ``kept_reference``: M' itself),
     ``validation`` (log-loss and ECE before / after),
@@ -734,6 +764,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                                 f"give it another name")
     settings = settings or RecalibrationSettings()
     heldout = check_heldout(targets, audit_rows)
+    rows = correction_rows(heldout, settings)
     if not reference.format.catboost_classifier:
         raise ReferenceCheckSkipped(f"reference {ref_name!r}@{ref_date} is a {reference.format.name!r} model: the "
                                     f"recalibration sums a correction into CatBoost trees, so it needs a CatBoost "
@@ -750,7 +781,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     source_record = {"name": ref_name, "date": ref_date.isoformat(), "fingerprint": fingerprint,
                      "partition_fingerprint": ref_md.partition_fingerprint}
     inputs = {"reference": source_record, "partition_fingerprint": partition_fp, "settings": settings.describe(),
-              "seed": int(seed), "heldout": heldout.describe(), "version": RECALIBRATION_VERSION}
+              "seed": int(seed), "correction_rows": rows.describe(), "version": RECALIBRATION_VERSION}
     if not is_default(dataset):
         inputs["dataset"] = dataset.fingerprint()
     inputs = registry.jsonable(inputs)
@@ -759,15 +790,19 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
         progress(f"recalibrated reference: reusing {name}@{date} (same reference, partition and settings)")
         return dataclasses.replace(current, source=reference)
 
-    part = calibration_part(root, date, dataset, heldout, settings.max_rows)
+    part = correction_part(root, date, dataset, rows, settings.max_rows)
     registry.check_features(ref_md, part.table.schema)
-    row_ids, features, labels = heldout_part(part.table, splits.CALIBRATION, heldout, dataset)
-    partition_rows, available = part.partition_rows, part.available
+    row_ids, features, labels = correction_frame(part.table, rows, dataset)
+    partition_rows, available, heldout_rows = part.partition_rows, part.available, part.heldout
     del part  # the rows are in the frame now: their Arrow copy goes before the fit, and back to the system
     pa.default_memory_pool().release_unused()
+    if heldout_rows == 0:
+        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({partition_rows} rows) has no held-out rows "
+                                    f"({heldout.where()}) to check the reference on")
     if row_ids.size == 0:
-        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({partition_rows} rows) has no held-out "
-                                    f"calibration rows ({heldout.where()})")
+        raise ReferenceCheckSkipped(f"partition {date.isoformat()} ({partition_rows} rows) has no row to fit the "
+                                    f"correction on (the keyed share {settings.share:g} of the rows outside the "
+                                    f"{heldout.where()})")
     names = ref_md.feature_names
     cats = [item.name for item in ref_md.feature_schema if item.kind == registry.CATEGORICAL]
     if list(features.columns) != names:
@@ -777,12 +812,12 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
 
     base = np.asarray(reference_model.predict(Pool(features, cat_features=cats), prediction_type="RawFormulaVal",
                                               thread_count=settings.thread_count), dtype=np.float64)
-    validation = splits.heldout_validation(row_ids, settings.validation_fraction)
+    validation = splits.correction_validation(row_ids, settings.validation_fraction)
     # CTR types M' does not record first; a refused sum (M' has the table after all) tries the next type.
     used = _used_ctr_types(reference_model)
     candidates = [t for t in settings.ctr_types if t not in used] + [t for t in settings.ctr_types if t in used]
     sampled = f", the keyed sample of {available}" if available > row_ids.size else ""
-    progress(f"recalibrating {ref_name}@{ref_date} on {row_ids.size} held-out rows of {date.isoformat()} "
+    progress(f"recalibrating {ref_name}@{ref_date} on {row_ids.size} correction rows of {date.isoformat()} "
              f"(validation {int(validation.sum())}{sampled})")
     refused = []
     for ctr_type in candidates:
@@ -804,15 +839,15 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     metadata = {
         "model_type": RECALIBRATED_TYPE,
         "mechanism": {"name": RECALIBRATED_TYPE, "epsilon": math.inf, "delta": 0.0,
-                      "guarantee": "none (an audit artifact like M'): the D-1 reference corrected on day D's held-out "
-                                   "calibration rows, whose labels enter no audited model and are never audited"},
+                      "guarantee": "none (an audit artifact like M'): the D-1 reference corrected on a keyed share of "
+                                   "day D's training rows, which leave every audited game and are no check rows"},
         "seed": int(seed), "partition_fingerprint": partition_fp, "partition_rows": partition_rows,
         "feature_schema": [item.to_dict() for item in ref_md.feature_schema],
         "catboost_params": {"reference": ref_md.catboost_params, "correction": record["catboost_params"]},
-        "test_metrics": {**record["validation"], "evaluated_on": "the calibration half's validation rows"},
+        "test_metrics": {**record["validation"], "evaluated_on": "the correction rows' validation rows"},
         "reference": source_record,
         "recalibration": {**record, "source_reference": source_record, "sum": check, "inputs": inputs},
-        "heldout_rows": {"scheme": heldout.describe(), "role": "calibration", "rows": int(row_ids.size),
+        "correction_rows": {"scheme": rows.describe(), "rows": int(row_ids.size), "heldout_rows": heldout_rows,
                          "available_rows": available, "max_rows": settings.max_rows,
                          "fit_rows": record["fit_rows"], "validation_rows": record["validation_rows"],
                          "validation_fraction": settings.validation_fraction},
@@ -823,4 +858,4 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     return dataclasses.replace(resolve_model(root, name, date), source=reference)
 
 
-__all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "calibration_part", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "check_row_selection", "fit_correction", "fit_intercept", "heldout_part", "log_loss", "recalibrate_reference", "recalibrated_logits"]
+__all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "CorrectionPart", "CorrectionRows", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "correction_frame", "correction_part", "correction_rows", "fit_correction", "fit_intercept", "log_loss", "recalibrate_reference", "recalibrated_logits"]

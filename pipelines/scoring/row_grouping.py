@@ -123,6 +123,7 @@ class GroupExclusion:
     with_inputs: np.ndarray  # int64, sorted, a subset of excluded
     agreement: LabelAgreement = field(default_factory=lambda: LabelAgreement(0, None, None))
     note: str | None = None
+    label = "excluded_for_groups"  # its key in an audited selection's description (`ExcludingSelection`)
 
     def mask(self, row_ids) -> np.ndarray:
         ids = np.asarray(row_ids, dtype=np.int64)
@@ -150,16 +151,24 @@ class GroupExclusion:
 
 @dataclass(frozen=True)
 class ExcludingSelection:
-    """A row selection (audited or check rows; None: every row) without the excluded rows."""
+    """A row selection (audited or check rows; None: every row) without the rows an exclusion leaves out: a
+    `GroupExclusion`, or the reference's correction rows (`pipelines.reference.recalibration.CorrectionRows`). An
+    exclusion has ``mask`` (True for the rows that may be used), ``label`` (its key in ``describe``) and
+    ``excluded`` (its sorted row ids, or None when it is a keyed rule without a list)."""
 
     inner: object
-    exclusion: GroupExclusion
+    exclusion: object
+
+    @property
+    def model(self) -> str | None:
+        return getattr(self.inner, "model", None)
 
     @property
     def rows(self) -> int | None:
-        """The rows left: the inner selection's recorded rows minus its excluded ones (None when not recorded)."""
+        """The rows left: the inner selection's recorded rows minus its excluded ones (None when not recorded, or
+        when the exclusion is a keyed rule whose count among the inner rows is known only by reading the day)."""
         inner = getattr(self.inner, "rows", None)
-        if inner is None:
+        if inner is None or self.exclusion.excluded is None:
             return None
         return int(inner - self.inner.mask(self.exclusion.excluded).sum())
 
@@ -169,7 +178,7 @@ class ExcludingSelection:
 
     def describe(self) -> dict:
         inner = {} if self.inner is None else self.inner.describe()
-        return {**inner, "excluded_for_groups": self.exclusion.describe()}
+        return {**inner, self.exclusion.label: self.exclusion.describe()}
 
 
 def _columns(dataset: DatasetSpec, rels: list[tuple[str, ...]]) -> list[str]:

@@ -2,7 +2,7 @@
 
 kappa is the audit's one assumption about the reference M': on every audited row, |log D'(y|x) - log D(y|x)|
 <= kappa, i.e. M' misjudges no row's click odds by more than a factor e^kappa (docs/soundness.md, section 1
-"The game and the hypothesis", condition 2 of H). The night corrects M' on day D's held-out rows before the
+"The game and the hypothesis", condition 2 of H). The night corrects M' on a keyed share of day D's training rows before the
 game (`reference_calibration` boost); the misfit that remains is judged per verdict by the capacity check (the
 Trust card, `auditing.sinks.report.trust_panel`).
 The check is `auditing.verdict.reference_check.ReferenceCheck`; a night written while the label-blind
@@ -31,15 +31,16 @@ table.before-after { width:auto; } table.before-after th, table.before-after td 
 
 FDP_LEGACY_LABEL = "Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)"
 CALIBRATION_TEXT = {
-    "boost": "boost: M′ corrected on day D's held-out rows before the game",
+    "boost": "boost: M′ corrected on day D before the game",
     "none": "none: the raw M′ (not corrected for day D)",
 }
 EXPLAIN_KAPPA = ("κ is the audit's one assumption about the reference M′: on every audited row, M′'s probability "
                  "of each label is within a factor e^κ of day D's true one (|log D′(y|x) − log D(y|x)| ≤ κ), so a "
                  "verdict at κ allows M′ to misjudge any row's click odds by up to that factor.")
-EXPLAIN_RECALIBRATION = ("Recalibration corrects M′ (a model of an earlier day) on day D's held-out rows, whose "
-                         "labels never reached the audited model, so that the day's drift is not read as leakage; "
-                         "it is judged on held-out rows it was not fitted on.")
+EXPLAIN_RECALIBRATION = ("Recalibration corrects M′ (a model of an earlier day) on a keyed share of day D's "
+                         "training rows, which then leave every game of the night, so that the day's drift is not "
+                         "read as leakage; it is judged on rows of that share it was not fitted on. Every held-out "
+                         "row is left to the capacity check.")
 EXPLAIN_CHECK = ("The misfit that remains is judged per verdict by the capacity check (the Trust card): the audited "
                  "model itself, on rows of day D it never saw.")
 EXPLAIN_LABEL_BLIND = ("On this night the label-blind control ran (retired since: the capacity check replaced it): a "
@@ -116,7 +117,7 @@ def reference_panel(result: AuditResult, check: ReferenceCheck | None, day: str 
                                           if calibration else "none (written before recalibration)"))]
     if check is None:
         status = ("<p class=\"missing\" id=\"reference-not-checked\">Reference not checked: no reference check was "
-                  "recorded for this run (the nightly flow runs it on day D's held-out rows).</p>")
+                  "recorded for this run (the nightly flow runs it on day D's rows).</p>")
     elif not check.checked:
         status = (f"<p class=\"missing\" id=\"reference-not-checked\">Reference not checked: "
                   f"{esc(check.not_checked_reason())}</p>")
@@ -125,15 +126,15 @@ def reference_panel(result: AuditResult, check: ReferenceCheck | None, day: str 
         figures = check.calibration_figures
         if figures is not None:
             rows.append((
-                "Correction on held-out rows",
+                "Correction on day D",
                 f"<table class=\"before-after\" id=\"calibration-figures\"><tr><th></th><th>before</th><th>after</th>"
                 f"</tr><tr><th>log-loss</th><td>{_num(figures.logloss_before)}</td>"
                 f"<td>{_num(figures.logloss_after)}</td></tr><tr><th>calibration error (ECE)</th>"
                 f"<td>{_num(figures.ece_before, 3)}</td><td>{_num(figures.ece_after, 3)}</td></tr></table>"
-                f"<span class=\"labels\">fitted on {figures.rows_fit:,} held-out rows ({figures.rounds:,} "
-                f"boosting rounds), measured on {figures.rows_validation:,} other held-out rows</span>"))
+                f"<span class=\"labels\">fitted on {figures.rows_fit:,} rows ({figures.rounds:,} "
+                f"boosting rounds), measured on {figures.rows_validation:,} other rows</span>"))
         elif calibration == "boost":
-            rows.append(("Correction on held-out rows", "<span class=\"missing\">no figures recorded</span>"))
+            rows.append(("Correction on day D", "<span class=\"missing\">no figures recorded</span>"))
         blind = check.label_blind
         if blind is not None:  # a night written while the label-blind control ran
             confidence = result.confidence

@@ -205,7 +205,7 @@ CONTROL_TEXT = {
                 "pre-registered floor (reached with ≥ 99.9% probability by a working audit at this m) and never "
                 "exceed ε_c: above ε_c the night's VIOLATIONs are untrusted, below the floor the PASSes' "
                 "detectability figures are void.",
-    NEGATIVE: "Negative control: a copy of the reference model M′, which never saw this day's labels. Its valid "
+    NEGATIVE: "Negative control: a copy of the reference model M′, which never saw an audited row's label. Its valid "
                 "bound must be 0; above 0 the audit itself is broken and every verdict of the night is untrusted.",
     LABEL_BLIND: "Label-blind control (retired: the capacity check replaced it): a model trained like the targets "
                    "but only on day D's held-out rows that the reference correction did not use; its valid bound "

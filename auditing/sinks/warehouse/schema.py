@@ -190,12 +190,13 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "VIOLATION holds unless the reference misjudges some row's click odds by more than a factor "
            "e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa"),
     Column("reference_calibration", "text", True,
-           "how the reference M' was corrected on day D's held-out rows before the game: boost | none (the raw "
+           "how the reference M' was corrected on day D before the game: boost | none (the raw "
            "M'); NULL: a row written before the correction existed (raw M')"),
     Column("calibration_rows_fit", "bigint", True,
-           "reference correction: held-out rows of day D it was fitted on; NULL: no correction ran"),
+           "reference correction: rows of day D it was fitted on (a keyed share of the training rows, left out of "
+           "every game; held-out rows in rows written before 2026-11-29); NULL: no correction ran"),
     Column("calibration_rows_validation", "bigint", True,
-           "reference correction: held-out rows of day D, not used to fit it, on which the before/after figures "
+           "reference correction: rows of day D of its share, not used to fit it, on which the before/after figures "
            "were measured"),
     Column("calibration_rounds", "integer", True, "reference correction: boosting rounds kept"),
     Column("calibration_log_loss_before", "double", True,
