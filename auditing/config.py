@@ -83,8 +83,9 @@ class GameConfig:
                                                "entered training, from the model's registry metadata) or all",
                               choices=lambda: AUDIT_ROWS)
     reference_calibration: str = setting(
-        "boost", help="correction of the reference on the day's held-out rows before the game: boost (a few "
-                      "regularised boosting rounds from M''s logits) or none (the paper's raw M'); a table of "
+        "boost", help="correction of the reference on day D before the game: boost (a few "
+                      "regularised boosting rounds from M''s logits, fitted on a keyed tenth of the training rows, which "
+                      "then leave the audit) or none (the paper's raw M'); a table of "
                       "probabilities audited as given records none", choices=lambda: REFERENCE_CALIBRATIONS,
         option=False)
     # The partition day the game audits, keying its draws with the seed (`draw_seed`): fresh coins each night for
