@@ -13,10 +13,13 @@ The world:
   drift: a shift of the click logit, drawn per day from N(0, ``--drift``), on the rows whose ``hash_3`` value is in
   a random third of its values (a segment the day moves);
 - the reference of night d: CatBoost trained on day d - 1 (labels of the day before), recalibrated on night d's
-  calibration rows as the nightly does (`pipelines.reference.recalibration.fit_correction`);
-- night d's rows: a keyed 80% trains the targets (the audited rows); of the other 20%, half recalibrates the
-  reference, half are the check rows;
-- the targets, trained on the audited rows: CatBoost on randomized-response labels at eps 0.5, 1, 2 and 3 (claims at
+  correction rows as the nightly does (`pipelines.reference.recalibration.fit_correction`);
+- night d's rows: a random 80% trains the targets. With ``--correction training`` (the nightly's rule since
+  2026-11-29, the default) the keyed tenth of those rows the nightly would take (`pipelines.data.splits.
+  correction_share`) recalibrates the reference and leaves the audit, the rest of the 80% are the audited rows and
+  the other 20% are all check rows; with ``--correction heldout`` (the rule before) every training row is audited and
+  of the other 20% half recalibrates the reference, half are the check rows;
+- the targets, trained on the 80%: CatBoost on randomized-response labels at eps 0.5, 1, 2 and 3 (claims at
   their true eps: every VIOLATION is false), CatBoost on the true labels (non-private; claimed 1: a real leak),
   CatBoost on randomized response at eps 3 claimed 1 (a planted leak), and the memorising stand-in of
   tests/memorising_worlds.py on these features (randomized response at eps 1 whose positives it memorises, the
@@ -90,8 +93,10 @@ def _rr(labels: np.ndarray, eps: float, rng) -> np.ndarray:
 class World:
     """The oracle and the days (module docstring)."""
 
-    def __init__(self, frame: pd.DataFrame, rows: int, drift: float, iterations: int, seed: int = 0):
+    def __init__(self, frame: pd.DataFrame, rows: int, drift: float, iterations: int, seed: int = 0,
+                 correction: str = "training"):
         self.frame, self.rows, self.drift, self.iterations = frame, rows, drift, iterations
+        self.correction = correction  # which rows fit the reference's correction (module docstring)
         self.oracle = _fit(frame, frame["click"].to_numpy(), seed, iterations * 2)
         self.oracle_logit = _logits(self.oracle, frame)
         values = np.unique(frame["hash_3"])
@@ -115,13 +120,19 @@ class World:
 def night(world: World, d: int, reference_model, seed: int) -> dict:
     """Everything night d's audits read: the split, the corrected reference on the audited and check rows, and each
     target's probabilities on them."""
+    from pipelines.data.splits import CORRECTION_SHARE, correction_share
     from pipelines.reference.recalibration import recalibrated_logits
 
     part, labels, truth = world.day(d)
     rng = np.random.default_rng(2000 + d)
     ids = np.arange(world.rows, dtype=np.int64) + (DAY0 + dt.timedelta(days=d)).toordinal() * 10_000_000
     role = rng.random(world.rows)
-    audited, calibration, check = role < 0.8, (role >= 0.8) & (role < 0.9), role >= 0.9
+    training = role < 0.8
+    if world.correction == "training":
+        calibration = training & correction_share(ids, CORRECTION_SHARE)
+        audited, check = training & ~calibration, ~training
+    else:
+        audited, calibration, check = training, (role >= 0.8) & (role < 0.9), role >= 0.9
     base = _logits(reference_model, part)
     apply = audited | check
     corrected, _ = recalibrated_logits(part[FEATURES][calibration], base[calibration], labels[calibration],
@@ -130,15 +141,15 @@ def night(world: World, d: int, reference_model, seed: int) -> dict:
     reference[apply] = corrected
     p_reference = special.expit(reference)
     targets = {}
-    train = part[audited]
+    train = part[training]
     for name, (eps, _, _) in TARGETS.items():
         if name.startswith("memorising"):
             factor = part["hash_7"].map(world.factor_values).to_numpy()
             noisy = labels if eps is None else _rr(labels, eps, rng)
-            logit = reference + factor + np.where(audited & (noisy == 1), 3.0, 0.0)
+            logit = reference + factor + np.where(training & (noisy == 1), 3.0, 0.0)
             targets[name] = special.expit(logit)
             continue
-        y = labels[audited] if eps is None else _rr(labels[audited], eps, rng)
+        y = labels[training] if eps is None else _rr(labels[training], eps, rng)
         model = _fit(train, y, seed + d, world.iterations)
         targets[name] = special.expit(_logits(model, part))
     return dict(labels=labels, truth=truth, ids=ids, audited=audited, check=check, p_reference=p_reference,
@@ -167,7 +178,8 @@ def _report(args, records: list[dict], done: int, started: float) -> str:
     """The tables over the nights done so far (written after every night, so a run cut short still reports)."""
     from auditing.verdict.family_evidence import family_evidence
 
-    lines = [f"Real-feature world: {done} of {args.nights} nights of {args.rows:,} rows resampled from the AdKDD'21 "
+    lines = [f"Real-feature world ({args.correction} correction rows): {done} of {args.nights} nights of "
+             f"{args.rows:,} rows resampled from the AdKDD'21 "
              f"sample, segment drift sd {args.drift}, CatBoost {args.iterations} iterations, {args.families} families (coin "
              f"seeds) per target; {time.monotonic() - started:.0f} s so far.", "",
              "| target | claim | true eps | VIOLATION nights | decision act (trusted) | epsilon_check > true eps |",
@@ -209,6 +221,9 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=8, help="coin seeds (families) per target")
     parser.add_argument("--drift", type=float, default=0.5, help="sd of the day's segment shift of the click logit")
     parser.add_argument("--iterations", type=int, default=80, help="CatBoost iterations of the models")
+    parser.add_argument("--correction", choices=("training", "heldout"), default="training",
+                        help="rows the reference's correction fits on: a keyed tenth of the training rows, which "
+                             "leave the audit (the nightly's rule), or half of the held-out rows (the rule before)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--raw", type=Path, help="write every (night, target, family) record here (JSON lines)")
     parser.add_argument("--targets", default=",".join(TARGETS),
@@ -227,7 +242,7 @@ def main() -> None:
     from auditing.verdict.judge import judge
 
     started = time.monotonic()
-    world = World(_read(args.data), args.rows, args.drift, args.iterations)
+    world = World(_read(args.data), args.rows, args.drift, args.iterations, correction=args.correction)
     records = []
     previous = world.day(0)
     for d in range(1, args.nights + 1):

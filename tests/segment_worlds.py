@@ -15,7 +15,9 @@ logits (drift the reference does not know). Every learner is a stand-in written 
   shrunk toward the reference's by 20 pseudo-rows: it never saw an audited label.
 
 Roles: 80% audited (the target's training rows), 8% calibration (the reference's correction), 8% check rows
-(the label-blind stand-in's rows), 4% unused.
+(the label-blind stand-in's rows), 4% unused. With ``correction_rows="training"`` (the nightly's rule since
+2026-11-29) the calibration rows are training rows too: the target trains (and memorises) on them, and they are
+left out of the audited rows, as the nightly leaves its correction's share out of every game.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def _softmax(logits):
 
 def night(seed: int, *, classes: int = 2, rows: int = 100_000, segments: int = 125, drift: float = 1.5,
           drifted_share: float = 0.1, epsilon: float = 0.3, memorize: float = 0.0, private: bool = True,
-          click_rate: float = 0.04) -> World:
+          click_rate: float = 0.04, correction_rows: str = "heldout") -> World:
     """A seeded night (module docstring). ``epsilon`` is the target's true eps (inf when not ``private``)."""
     rng = np.random.default_rng(seed)
     k = classes
@@ -67,6 +69,9 @@ def night(seed: int, *, classes: int = 2, rows: int = 100_000, segments: int = 1
     y = draw(seg, law)
     role = rng.choice(4, rows, p=[0.8, 0.08, 0.08, 0.04])  # audited, calibration, check, unused
     audited, calibration, check = role == 0, role == 1, role == 2
+    if correction_rows not in ("heldout", "training"):
+        raise ValueError(f"correction_rows must be heldout or training; got {correction_rows!r}")
+    trained = audited | calibration if correction_rows == "training" else audited  # the target's training rows
 
     # The reference: yesterday's smoothed frequencies, then a global per-class intercept fitted on the
     # calibration rows (a few Newton-free multiplicative steps to match the class totals).
@@ -89,7 +94,7 @@ def night(seed: int, *, classes: int = 2, rows: int = 100_000, segments: int = 1
     else:
         released = y
     counts = np.zeros((segments, k))
-    np.add.at(counts, (seg[audited], released[audited]), 1.0)
+    np.add.at(counts, (seg[trained], released[trained]), 1.0)
     freq = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
     if private:  # debias k-ary RR: E[freq] = keep * D + (1 - keep) / (k - 1) * (1 - D)
         freq = (freq - (1 - keep) / (k - 1)) / (keep - (1 - keep) / (k - 1))
@@ -97,8 +102,8 @@ def night(seed: int, *, classes: int = 2, rows: int = 100_000, segments: int = 1
     estimate /= estimate.sum(axis=1, keepdims=True)
     p_target = estimate[seg].copy()
     if memorize:
-        one_hot = np.eye(k)[released[audited]]
-        p_target[audited] = (1 - memorize) * p_target[audited] + memorize * one_hot
+        one_hot = np.eye(k)[released[trained]]
+        p_target[trained] = (1 - memorize) * p_target[trained] + memorize * one_hot
     p_target = np.clip(p_target, 1e-4, None)
     p_target /= p_target.sum(axis=1, keepdims=True)
     ids = np.arange(rows, dtype=np.int64) * 11 + 5

@@ -16,6 +16,8 @@ from capacity_nights import nights, not_above_rate
     ("segment drift, private target memorising its noisy labels", dict(memorize=0.5)),
     ("large drift on 30% of segments, memorising", dict(drift=2.5, drifted_share=0.3, memorize=0.5)),
     ("eps 1 target, large drift", dict(epsilon=1.0, drift=2.5, drifted_share=0.3, memorize=0.5)),
+    ("the correction on rows the target trained on and memorised, left out of the audit",
+     dict(epsilon=1.0, drift=2.5, drifted_share=0.3, memorize=0.5, correction_rows="training")),
 ])
 def test_trusted_false_violations_at_most_the_stated_rate(label, world):
     """Where the reference's misfit makes the audit's bound exceed the truth on most nights, a VIOLATION the
