@@ -18,9 +18,10 @@ rows), the targets:
   violation of a private model (true eps 3);
 - ``rr-eps1`` (randomized response at eps 1), claimed 1: a private model at its true eps.
 
-``--train-fraction F`` (default 0.8) is that random share of day 2. The rest is held out; half of it becomes the
-capacity check's rows (the other half the reference's correction), so a smaller F gives more check rows and fewer
-audited rows on the same log. Nights run with another F carry it in their label. No public click log larger than
+``--train-fraction F`` (default 0.8) is that random share of day 2. The rest is held out: all of it is the
+capacity check's rows (the reference's correction fits a keyed tenth of the training rows, which leave the audit;
+before 2026-11-29 it fitted half of the held-out rows), so a smaller F gives more check rows and fewer audited rows
+on the same log. Nights run with another F carry it in their label. No public click log larger than
 this one could be fetched here (benchmarks/results/real_log_large.md), so F is how the check rows are varied.
 
 Then ``labeldp-audit nightly`` with the default plan settings (recalibrated reference, positive and negative
