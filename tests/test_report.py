@@ -593,7 +593,7 @@ def test_reference_check_panel_for_checked_skipped_and_legacy_nights(run):
                "The misfit that remains is judged per verdict by the capacity check (the Trust card)")
     checked = _section(_page(run), "reference")
     assert "Reference check" in checked and all(sentence in checked for sentence in explain)
-    assert "boost: M′ corrected on day D's held-out rows before the game" in checked
+    assert "boost: M′ corrected on day D before the game" in checked
     assert "log-loss 0.4731 0.4522" in checked and "calibration error (ECE) 0.0312 0.0061" in checked
     assert "fitted on 6,000 rows (40 boosting rounds), measured on 2,000 other rows" in checked
     assert "not checked" not in checked and "label-blind" not in checked.lower()
