@@ -190,7 +190,6 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         data_root=str(root), date=date, model=name, config=plan.audit, reference=reference.name,
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
-        correction_rows=rows.correction,  # controls too: no game plays a row whose label fitted the reference
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
         slices=plan.slicings if capacity_check else (), slice_budget=plan.slice_budget,  # a control is not sliced
         partition=None if days is None else days[date],
@@ -313,15 +312,11 @@ class NightRows:
     check_rows: object | None = None
     excluded: object | None = None
     split_tests: Mapping[str, SplitTest] = field(default_factory=dict)
-    # The rows whose labels fitted the reference's correction (`pipelines.reference.recalibration.CorrectionRows`):
-    # every game of the night leaves them out; None when the reference was not corrected.
-    correction: object | None = None
 
     def describe(self) -> dict:
         """What the scoring of a model depends on (compared before a stored scoring result is reused)."""
         return {"check_rows": None if self.check_rows is None else self.check_rows.describe(),
-                "excluded": None if self.excluded is None else self.excluded.describe(),
-                "correction": None if self.correction is None else self.correction.describe()}
+                "excluded": None if self.excluded is None else self.excluded.describe()}
 
 
 def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
@@ -334,9 +329,9 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
     (the held-out rows must be held out from every one of them). With no usable held-out rows the D-1 reference
     is used and the check says "reference not checked" and why. name: the recalibrated reference's registry name
     (default `AuditPlan.calibrated_reference_name`; a guardrail's is its own, `AuditPlan.guardrail_reference_name`).
-    Also the night's `NightRows`: the capacity check's rows (every held-out row), the rows left out for sharing a
-    group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`) and the correction's rows,
-    which leave every game of the night.
+    Also the night's `NightRows`: the capacity check's rows (every held-out row) and the rows left out for sharing a
+    group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`); the correction's rows
+    leave every game played against the corrected reference (`pipelines.reference.recalibration.correction_exclusion`).
     day: the day's handle (`check_partition`), whose fingerprint keys the recalibration; None: hashed again."""
     from pipelines.reference.recalibration import (
         CheckRowSelection,
@@ -344,7 +339,6 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         ReferenceCheckSkipped,
         calibration_figures,
         check_heldout,
-        correction_rows,
         recalibrate_reference,
     )
     from pipelines.scoring.row_grouping import night_exclusion
@@ -357,7 +351,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         progress(f"reference not checked: {exc.reason}")
         excluded = night_exclusion(root, date, raw, progress=progress)
         return raw, check.skipped(exc.reason), NightRows(None, excluded)
-    reference, correction = raw, None
+    reference = raw
     if calibration != "none":
         name = name or plan.calibrated_reference_name
         settings = RecalibrationSettings(catboost=_settings(plan))
@@ -372,10 +366,10 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         else:
             check = replace(check, calibration_figures=calibration_figures(
                 recalibrated_model.meta.recalibration))
-            reference, correction = recalibrated_model, correction_rows(heldout, settings)
+            reference = recalibrated_model
     check_rows = CheckRowSelection(heldout)
     rows = NightRows(check_rows, night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress),
-                     _split_tests(root, date, plan, heldout, check_rows, reference, progress), correction)
+                     _split_tests(root, date, plan, heldout, check_rows, reference, progress))
     return reference, check, rows
 
 

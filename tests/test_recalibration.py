@@ -47,6 +47,7 @@ from pipelines.models.handle import resolve_model
 from pipelines.reference.recalibration import (
     RECALIBRATED_TYPE,
     CheckRowSelection,
+    CorrectionExclusion,
     HeldOutRows,
     RecalibrationSettings,
     ReferenceCheckSkipped,
@@ -111,7 +112,10 @@ def test_correction_rows_are_a_keyed_share_of_the_training_rows_and_never_check_
     check = CheckRowSelection(HeldOutRows()).mask(ids)
     assert np.array_equal(check, test)  # every held-out row is a check row
     assert not np.any(correction & check)  # the correction never fits a check row
-    np.testing.assert_array_equal(rows.mask(ids), ~correction)  # what an audited selection keeps
+    # what a game against the corrected reference keeps: every row outside the keyed share (a superset of the rows
+    # fitted: the held-out rows in the share are no audited row anyway)
+    keep = CorrectionExclusion(splits.CORRECTION_SHARE).mask(ids)
+    assert not (keep & correction).any() and np.array_equal(keep | test, ~correction)
     share = correction.sum() / (~test).sum()
     assert abs(share - splits.CORRECTION_SHARE) < 5 * math.sqrt(0.09 / (~test).sum())
     # a row's part depends on its row_id only: any order, any subset
@@ -548,16 +552,18 @@ def test_the_correction_rows_are_streamed_and_capped_by_a_keyed_sample(world, mo
 
 
 def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_held_out_row(world, recalibrated):
-    """The reference itself, registered as a day-D model trained on the train split: the job audits its training
-    rows minus the correction's (whose labels fitted the night's reference) and checks every test row."""
+    """The reference itself, registered as a day-D model trained on the train split: against the recalibrated
+    reference the job audits its training rows minus the correction's share (whose labels fitted that reference; the
+    job reads it from the reference, whoever calls it) and checks every test row; against the D-1 checkpoint every
+    training row is audited."""
     from auditing.config import AuditConfig
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
     root = world["root"]
     metadata = registry.read_metadata(root, "reference", PREVIOUS).to_dict()
-    record = {**metadata["training_rows"], "label_splits": ["train"], "unread_row_ids": [],
-              "rows": int(world["audited"].sum())}
+    train = splits.split_of(world["ids"]) == splits.TRAIN
+    record = {**metadata["training_rows"], "label_splits": ["train"], "unread_row_ids": [], "rows": int(train.sum())}
     registry.save_model(root, "day-model", DAY, world["reference"],
                         {**{k: v for k, v in metadata.items() if k not in ("created_at",)},
                          "partition_fingerprint": schema.partition_fingerprint(root, DAY), "training_rows": record})
@@ -566,13 +572,18 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     config = AuditConfig(repetitions=2, seed=1, grid_points=20)
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", config=config,
                                        reference=RECALIBRATED, reference_date=DAY, batch_size=20_000,
-                                       check_rows=check_rows, correction_rows=correction_rows(heldout)))
+                                       check_rows=check_rows))
     assert outcome.result.m == int(world["audited"].sum())
     check = outcome.result.capacity_check
     assert check.checked and check.check_rows == int(check_rows.mask(world["ids"]).sum())
     assert check.check_rows == int((splits.split_of(world["ids"]) == splits.TEST).sum())
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["excluded_for_correction"]["share"] == splits.CORRECTION_SHARE
+    assert outcome.record["lineage"]["rows"]["correction"]["share"] == splits.CORRECTION_SHARE  # in the job's key
+    raw = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", config=config,
+                                   reference="reference", reference_date=PREVIOUS, batch_size=20_000))
+    assert raw.result.m == int(train.sum()) and "excluded_for_correction" not in raw.record["diagnostics"][
+        "audited_rows"]
 
 
 # ------------------------------------------------------------------------------------------ skips

@@ -510,26 +510,56 @@ class CheckRowSelection:
 
 @dataclass(frozen=True)
 class CorrectionRows:
-    """The rows whose labels may fit the reference's correction on day D: the keyed ``share`` of the rows that are
-    not held out (`pipelines.data.splits.correction_share`), so neither a check row nor, once this exclusion is
-    applied (`pipelines.scoring.row_grouping.ExcludingSelection`), an audited row. Every game of the night leaves them
-    out (targets and controls), so the corrected reference is a function of labels no audited row and no check row
-    has (docs/soundness.md sections 6 and 8.8). ``mask`` is True for the rows that MAY be audited."""
+    """The rows whose labels fit the reference's correction on day D: the keyed ``share`` of the rows that are not
+    held out (`pipelines.data.splits.correction_share`), so never a check row. Every game of the day leaves the whole
+    keyed share out (`CorrectionExclusion`), so the corrected reference is a function of labels no audited row and no
+    check row has (docs/soundness.md sections 6 and 8.8)."""
 
     heldout: HeldOutRows
     share: float
-    label = "excluded_for_correction"  # its key in an audited selection's description
-    excluded = None  # no list of ids: a keyed share (the audited count is then not known before the job)
 
     def in_correction(self, row_ids) -> np.ndarray:
         ids = np.asarray(row_ids, dtype=np.int64)
         return splits.correction_share(ids, self.share) & ~self.heldout.mask(ids)
 
-    def mask(self, row_ids) -> np.ndarray:
-        return ~self.in_correction(row_ids)
-
     def describe(self) -> dict:
         return {**splits.correction_scheme(self.share), "heldout": self.heldout.describe()}
+
+
+@dataclass(frozen=True)
+class CorrectionExclusion:
+    """The rows a game of day D leaves out because a reference corrected on day D may have fitted their labels:
+    the whole keyed ``share`` (a superset of `CorrectionRows`: the held-out rows in it are no audited model's training
+    rows anyway). An exclusion for `pipelines.scoring.row_grouping.ExcludingSelection`: ``mask`` is True for the rows
+    that MAY be audited. Picklable for Beam workers."""
+
+    share: float
+    label = "excluded_for_correction"  # its key in an audited selection's description
+    excluded = None  # no list of ids: a keyed share (the audited count is then not known before the job)
+
+    def mask(self, row_ids) -> np.ndarray:
+        return ~splits.correction_share(np.asarray(row_ids, dtype=np.int64), self.share)
+
+    def describe(self) -> dict:
+        return splits.correction_scheme(self.share)
+
+
+def correction_exclusion(reference: ModelHandle, date: dt.date) -> CorrectionExclusion | None:
+    """The rows a game of day ``date`` played against ``reference`` must leave out: the correction's keyed share when
+    the reference is a recalibrated reference corrected on that day's rows (its metadata's ``correction_rows``),
+    None otherwise (a D-1 checkpoint, another day's correction, or one fitted on held-out rows before 2026-11-29).
+    Read from the reference itself, so every caller of the Beam job (the nightly, `labeldp-audit score`) leaves them
+    out."""
+    record = reference.meta.correction_rows
+    if not record or reference.date != date:
+        return None
+    scheme = record.get("scheme") if isinstance(record, dict) else None
+    share = scheme.get("share") if isinstance(scheme, dict) else None
+    if scheme is None or scheme.get("correction_salt") != splits.correction_scheme(0.5)["correction_salt"] or not (
+            isinstance(share, int | float) and 0.0 < share < 1.0):
+        raise LabelDPInputError(f"reference {reference.name!r}@{reference.date.isoformat()}: its metadata's "
+                                f"correction_rows.scheme is not one this version reads ({scheme!r}); refit it")
+    return CorrectionExclusion(float(share))
 
 
 def correction_rows(heldout: HeldOutRows, settings: RecalibrationSettings | None = None) -> CorrectionRows:
@@ -858,4 +888,4 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     return dataclasses.replace(resolve_model(root, name, date), source=reference)
 
 
-__all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "CorrectionPart", "CorrectionRows", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "correction_frame", "correction_part", "correction_rows", "fit_correction", "fit_intercept", "log_loss", "recalibrate_reference", "recalibrated_logits"]
+__all__ = ["RECALIBRATED_TYPE", "RECALIBRATION_VERSION", "SUM_MERGE_POLICY", "SUM_TOLERANCE", "TARGET_CTR_TYPES", "CheckRowSelection", "Correction", "CorrectionExclusion", "CorrectionPart", "CorrectionRows", "HeldOutRows", "RecalibrationSettings", "ReferenceCheckSkipped", "calibration_figures", "catboost_seed", "changed_keys", "check_binary_dataset", "check_heldout", "correction_exclusion", "correction_frame", "correction_part", "correction_rows", "fit_correction", "fit_intercept", "log_loss", "recalibrate_reference", "recalibrated_logits"]

@@ -81,9 +81,6 @@ class ScoringRequest:
     # The night's rows left out for sharing a group with another row (`pipelines.scoring.row_grouping.GroupExclusion`),
     # dropped from the audited and the check rows; None: no grouping applied.
     excluded_rows: object = None
-    # The rows whose labels fitted the reference's correction (`pipelines.reference.recalibration.CorrectionRows`),
-    # dropped from the audited rows (they are never check rows); None: the reference was not corrected on the day.
-    correction_rows: object = None
     # The target and the reference already resolved by the caller (a flow resolves each model once per run and
     # passes it down); None: resolved from ``model`` and ``reference`` when the job is prepared.
     target_model: ModelHandle | None = None
@@ -333,10 +330,12 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     record = target.meta.training_rows  # as stored (a record, or null / absent for a model without one)
     audited_rows = None if selection is None else {
         **selection.describe(), "training_rows": record.to_dict() if isinstance(record, TrainingRows) else None}
+    from pipelines.reference.recalibration import correction_exclusion
     from pipelines.scoring.row_grouping import ExcludingSelection
 
-    if request.correction_rows is not None:  # the correction's rows leave the audited rows
-        selection = ExcludingSelection(selection, request.correction_rows)
+    correction = correction_exclusion(reference, request.date)
+    if correction is not None:  # a reference corrected on this day's rows: its correction's share leaves the audit
+        selection = ExcludingSelection(selection, correction)
     if request.excluded_rows is not None:  # rows sharing a group leave the audited and the check rows
         row_groups = request.excluded_rows.record(selection, check_rows)
         selection = ExcludingSelection(selection, request.excluded_rows)
@@ -357,8 +356,7 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
         # the rows the scoring depended on beyond the model's own (part of the output's key)
         "rows": {"check_rows": None if request.check_rows is None else request.check_rows.describe(),
                  "excluded": None if request.excluded_rows is None else request.excluded_rows.describe(),
-                 **({} if request.correction_rows is None
-                    else {"correction": request.correction_rows.describe()})},
+                 **({} if correction is None else {"correction": correction.describe()})},
     }
     key = scoring_key(request.game, lineage, audited_rows, expected_curve=request.expected_curve,
                       capacity_check=request.check_rows is not None, slices=_slices_key(request))
