@@ -45,12 +45,12 @@ strategy or a plan key; a test fails while they are stale).
 
 BUILTIN_HOLDOUT = 0.16  # pipelines.data.splits.FRACTIONS[TEST]: the built-in split's held-out share
 POWER_DESCRIPTION = """\
-What the capacity check can confirm for a plan, a day's size, a holdout share and a claim: the gap above the
-claim a night confirms with 90% power, the gap a family confirms within --nights nights, and whether a perfect
-attacker could ever be vouched for. The check rows are the day's held-out rows, all of them; when the plan
-recalibrates the reference, its correction fits a tenth of the other rows, which leave the audit. Planning figures under stated assumptions (the leak shows on a
-share of the rows where the model is as sharp as randomized response, the reference's misfit buys nothing): see
-docs/decisions.md, "Planning the holdout".
+What the capacity check can confirm for a plan, a day's size, a holdout share and a claim: the gap above the claim
+a night confirms with 90% power, the gap a family confirms within --nights nights, and whether a perfect attacker
+could ever be vouched for. The check rows are the day's held-out rows, all of them; when the plan recalibrates the
+reference, its correction fits a tenth of the other rows, which leave the audit. Planning figures under stated
+assumptions (the leak shows on a share of the rows where the model is as sharp as randomized response, the
+reference's misfit buys nothing): see docs/decisions.md, "Planning the holdout".
 
 Example:
   labeldp-audit plan power --rows 50000 --holdout 0.2 --claimed-epsilon 1

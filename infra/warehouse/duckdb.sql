@@ -329,11 +329,11 @@ COMMENT ON COLUMN audit_results.kappa IS 'the kappa the verdict was computed at 
 
 COMMENT ON COLUMN audit_results.breaking_kappa IS 'largest kappa at which the valid bound (same counts, strategy, confidence) still exceeds the claim: a VIOLATION holds unless the reference misjudges some row''s click odds by more than a factor e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa';
 
-COMMENT ON COLUMN audit_results.reference_calibration IS 'how the reference M'' was corrected on day D''s held-out rows before the game: boost | none (the raw M''); NULL: a row written before the correction existed (raw M'')';
+COMMENT ON COLUMN audit_results.reference_calibration IS 'how the reference M'' was corrected on day D before the game: boost | none (the raw M''); NULL: a row written before the correction existed (raw M'')';
 
-COMMENT ON COLUMN audit_results.calibration_rows_fit IS 'reference correction: held-out rows of day D it was fitted on; NULL: no correction ran';
+COMMENT ON COLUMN audit_results.calibration_rows_fit IS 'reference correction: rows of day D it was fitted on (a keyed share of the training rows, left out of every game; held-out rows in rows written before 2026-11-29); NULL: no correction ran';
 
-COMMENT ON COLUMN audit_results.calibration_rows_validation IS 'reference correction: held-out rows of day D, not used to fit it, on which the before/after figures were measured';
+COMMENT ON COLUMN audit_results.calibration_rows_validation IS 'reference correction: rows of day D of its share, not used to fit it, on which the before/after figures were measured';
 
 COMMENT ON COLUMN audit_results.calibration_rounds IS 'reference correction: boosting rounds kept';
 
