@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from auditing.game.attack_curve import roc_points
-from auditing.result import AttackCurve, AuditResult
+from auditing.records.game import AttackCurve
+from auditing.result import AuditResult
 from auditing.sinks.report import svg
 from auditing.sinks.report.svg import esc
 
