@@ -1,4 +1,5 @@
-"""The report pages' chrome: the page frame (with `auditing.sinks.report.stylesheet.CSS`), tables, status badges and number formatting."""
+"""The report pages' chrome: the page frame (its style sheet is `auditing.sinks.report.stylesheet.CSS`), tables,
+status badges and number formatting."""
 
 from __future__ import annotations
 
