@@ -19,13 +19,15 @@ import numpy as np
 
 from auditing.bounds.lower_bound import best_bound, best_bounds
 from auditing.bounds.selection import Selection
-from auditing.config import AuditConfig, BoundConfig, GameConfig
+from auditing.config import AuditConfig, BoundConfig
 from auditing.game.attack_curve import (
     OCTAVES,
     attack_curve_from_outcomes,
     attack_curve_from_rows,
     octave_of_fine,
 )
+from auditing.game.check_histograms import CheckHistograms, LegacyCheck
+from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.expected import expected_correct_record
 from auditing.game.kernel import SignedCounts, boundary_rows, compiled_score, game_tables, slot_histograms
@@ -43,18 +45,16 @@ from auditing.game.scores import SCORES, resolve_score
 from auditing.game.slots import SlotPlan, selection_half_mask
 from auditing.game.sweep import SweepCounts, correct_at, rank_order
 from auditing.game.sweep_reduce import BinSpec, boundary_bins, cut_bin_mask, exact_counts
-from auditing.result import (
+from auditing.records.game import (
     AttackCurve,
-    AuditResult,
     CurvePoint,
     ExpectedCorrect,
     HalfCounts,
     ScoreHistogram,
     SplitHalves,
 )
+from auditing.result import AuditResult
 from auditing.verdict.capacity_check import (
-    CheckHistograms,
-    LegacyCheck,
     capacity_check,
     histograms_from_views,
     histograms_of,
@@ -114,7 +114,7 @@ def run_audit(
     check: the day's check rows; with them the result carries the capacity check (auditing.verdict.capacity_check),
     without them a check that did not run. row_groups: the grouping the rows were selected under
     (auditing.game.row_groups; the caller left the grouped rows out), recorded on the result. night: the
-    partition day keying the coins with the seed (`auditing.config.GameConfig.night`; None: the seed alone).
+    partition day keying the coins with the seed (`auditing.game.config.GameConfig.night`; None: the seed alone).
     """
     config = config or AuditConfig()
     game = play_game(p_target, p_reference, labels, row_ids, config.game.with_night(night), progress=progress,

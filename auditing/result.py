@@ -1,5 +1,6 @@
 """An audit's result: the record the game and the bound produce (`auditing.audit.audit_counts`) and a verdict judges,
-and the records nested in it (the curve, the split halves, the histograms, the capacity check).
+and the records nested in it (the capacity check, the slices; the game's own records, the curve, the split halves,
+the histograms, are in `auditing.records.game`).
 
 Data only (no bound or game code), so the verdict and its sinks can name the types without importing the audit.
 The records are written and read by `labeldp.codec` (``encode(result)``, ``decode(AuditResult, stored, "result")``):
@@ -12,102 +13,9 @@ from dataclasses import dataclass, field
 
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
+from auditing.records.game import AttackCurve, CurvePoint, ExpectedCorrect, ScoreHistogram, SplitHalves
 from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, encode
 from labeldp.errors import LabelDPInputError
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    """One grid point of repetition 0's sweep: c' guesses, the correct ones, and the bound the point gives."""
-
-    guesses: int
-    correct: int
-    epsilon_lower_bound: float
-
-
-@dataclass(frozen=True)
-class HalfCounts:
-    """One keyed half of repetition 0: its rows m and, per grid point, guesses and correct guesses."""
-
-    m: int
-    guesses: tuple[int, ...]
-    correct: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class SplitHalves:
-    """Both keyed halves of repetition 0, for a strategy that selects on one half and bounds on the other, so
-    that claim-dependent figures (auditing.verdict.robustness) can redo the selection at another kappa."""
-
-    selection: HalfCounts
-    bound: HalfCounts
-
-
-@dataclass(frozen=True)
-class ScoreHistogram:
-    """Repetition 0's |score| per octave with the correct guesses in each (auditing.game.score_histogram): bin i
-    holds |score| in [edges[i-1], edges[i]), bin 0 below edges[0] (0 included), the last at or above edges[-1].
-    Descriptive, not a confidence figure."""
-
-    repetition: int
-    statistic: str
-    edges: tuple[float, ...]
-    rows: tuple[int, ...]
-    correct: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class AttackCurve:
-    """Repetition 0's label-inference attack as a classifier of the coin (auditing.game.attack_curve,
-    docs/attack-curve.md): a positive is a row whose coin b = 0 (the released label is the training label), ranked
-    by the signed score s. ``positives`` / ``negatives``: rows per signed-score bin, bins ascending in s; bin i lies
-    between edges[i-1] and edges[i] (bin 0 below edges[0], the last above edges[-1]); ``edges`` are the octaves of
-    ``ScoreHistogram`` mirrored around 0, a bin never straddles 0 and s = 0 lies left of it (the guess b' = 1).
-
-    The figures are the raw empirical ROC over thresholds at those edges (achievable points, not the convex hull):
-    the largest TPR among points whose FPR is at most 0.1% / 1%, and the AUROC by the trapezoid rule (ties within a
-    bin count one half); None when there is no positive or no negative. ``*_lower`` / ``*_upper``: percentile
-    bootstrap interval at ``bootstrap_confidence`` from ``bootstrap_resamples`` seeded multinomial resamples of
-    the per-bin counts (``bootstrap_seed``, derived from the audit's seed). Descriptive: how well this attack
-    separates the labels, never a bound on epsilon."""
-
-    repetition: int
-    statistic: str
-    edges: tuple[float, ...]
-    positives: tuple[int, ...]
-    negatives: tuple[int, ...]
-    tpr_at_fpr_0_001: float | None
-    tpr_at_fpr_0_001_lower: float | None
-    tpr_at_fpr_0_001_upper: float | None
-    tpr_at_fpr_0_01: float | None
-    tpr_at_fpr_0_01_lower: float | None
-    tpr_at_fpr_0_01_upper: float | None
-    auroc: float | None
-    auroc_lower: float | None
-    auroc_upper: float | None
-    bootstrap_confidence: float
-    bootstrap_resamples: int
-    bootstrap_seed: int
-
-    # The figures and their intervals, in the order the record stores them.
-    FIGURES = ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01", "auroc")
-
-    @property
-    def rows_positive(self) -> int:
-        return sum(self.positives)
-
-    @property
-    def rows_negative(self) -> int:
-        return sum(self.negatives)
-
-
-@dataclass(frozen=True)
-class ExpectedCorrect:
-    """A control's expected correct guesses at each grid point of repetition 0 (auditing.game.expected), which
-    its floor reads."""
-
-    guesses: tuple[int, ...]
-    correct: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -308,7 +216,7 @@ class AuditResult:
     # Valid bounds per declared slice, with their own budget (auditing.slices, docs/slices.md); None when the audit
     # declared no slice.
     slices: SliceAudit | None = field(default=None, metadata=EMPTY_IS_NONE)
-    # The night (YYYY-MM-DD) that keyed the game's coins with `seed` (auditing.config.GameConfig.draw_seed); "" when
+    # The night (YYYY-MM-DD) that keyed the game's coins with `seed` (auditing.game.config.GameConfig.draw_seed); "" when
     # the coins were keyed by the seed alone (no night given, or results written before nights keyed them).
     coins_night: str = ""
 

@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from auditing.audit import CheckRows, audit_counts, play_game
-from auditing.config import AuditConfig, BoundConfig, GameConfig
+from auditing.config import AuditConfig, BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.play import (
     as_class_probabilities,

@@ -72,7 +72,7 @@ def traced(call) -> float:
 
 def main() -> None:
     from auditing.audit import CheckRows
-    from auditing.config import GameConfig
+    from auditing.game.config import GameConfig
     from auditing.game.sweep_reduce import BinSpec
     from auditing.slices import count_slices, parse_slicing
     from pipelines.scoring.day_slices import SliceSteps, played_game

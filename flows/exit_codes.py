@@ -74,7 +74,7 @@ def help_text() -> str:
     """The "Decision", "Verdict status" and "Exit status" blocks of the three commands' --help."""
     import textwrap
 
-    from auditing.sinks.report.text import STATUS_MEANINGS, TRUST_MEANINGS
+    from auditing.sinks.report.wording import STATUS_MEANINGS, TRUST_MEANINGS
 
     lines = textwrap.wrap("Decision (one per target, the first thing the table, the report, the alert, the warehouse "
                           "and --json say), with the exit code it gives:", 100)

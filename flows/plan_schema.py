@@ -173,7 +173,8 @@ def dataset_schema() -> dict[str, Any]:
 def settings_doc(shape: PlanShape) -> str:
     """docs/settings.md: every setting of a plan and of a dataset spec, one table per object, from the same
     declarations as the schemas and the command line."""
-    from auditing.config import BoundConfig, GameConfig
+    from auditing.config import BoundConfig
+    from auditing.game.config import GameConfig
     from labeldp.settings import settings_table
 
     types_of = typing.get_type_hints(shape.plan)
@@ -189,7 +190,7 @@ def settings_doc(shape: PlanShape) -> str:
         "## The game (a plan's `audit` object)",
         "",
         "What the game's counts depend on: a change of any of these plays the game again "
-        "(docs/soundness.md, `auditing.config.GameConfig`).",
+        "(docs/soundness.md, `auditing.game.config.GameConfig`).",
         "",
         settings_table(GameConfig),
         "",

@@ -24,7 +24,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from auditing.config import AuditConfig, BoundConfig, GameConfig
+from auditing.config import AuditConfig, BoundConfig
+from auditing.game.config import GameConfig
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.run_kinds import BACKFILL, NIGHTLY, REJUDGE
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic

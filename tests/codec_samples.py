@@ -13,18 +13,15 @@ import numpy as np
 
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
-from auditing.result import (
+from auditing.records.game import (
     AttackCurve,
-    AuditResult,
-    CapacityCheck,
     CurvePoint,
     ExpectedCorrect,
     HalfCounts,
     ScoreHistogram,
-    SliceAudit,
-    SliceResult,
     SplitHalves,
 )
+from auditing.result import AuditResult, CapacityCheck, SliceAudit, SliceResult
 from auditing.risk.records import RiskAssessment, RiskBlock
 from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import Decision, Robustness, SliceVerdict, Trust, TrustFigures

@@ -23,7 +23,8 @@ from auditing.game import attack_curve as ac
 from auditing.game.counts import COUNTS_FILE, GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
-from auditing.result import AttackCurve, AuditResult
+from auditing.records.game import AttackCurve
+from auditing.result import AuditResult
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 

@@ -14,18 +14,15 @@ from segment_worlds import night
 
 from auditing.audit import CheckRows, run_audit
 from auditing.config import AuditConfig
+from auditing.game.check_histograms import CHECK_BINS, CheckHistograms, LegacyCheck, strata_count
 from auditing.game.sweep_reduce import BinSpec, bin_index
 from auditing.verdict.capacity_check import (
-    CHECK_BINS,
     DELTA_NOT_SUPPORTED,
     LEGACY_CHECK,
     CapacityCheck,
-    CheckHistograms,
-    LegacyCheck,
     bin_lower_edge,
     capacity_check,
     rebin,
-    strata_count,
 )
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError

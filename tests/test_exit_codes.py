@@ -134,7 +134,7 @@ def test_the_readme_lists_every_decision_and_exit_code_in_one_table():
     """The README's short table names each decision and exit code, with the exit code it gives; docs/concepts.md
     gives each status the words of --help, the report and the table's legend (`STATUS_MEANINGS`), and names every
     decision, trust state and exit code."""
-    from auditing.sinks.report.text import STATUS_MEANINGS
+    from auditing.sinks.report.wording import STATUS_MEANINGS
     from auditing.verdict.types import DECISIONS, STATUSES, TRUST_STATES
 
     text = (REPO / "README.md").read_text()
@@ -157,7 +157,7 @@ def test_the_readme_lists_every_decision_and_exit_code_in_one_table():
 
 
 def test_help_lists_every_decision_with_its_exit_code_and_every_status():
-    from auditing.sinks.report.text import STATUS_MEANINGS
+    from auditing.sinks.report.wording import STATUS_MEANINGS
     from auditing.verdict.types import DECISIONS, HEADLINES, MEANINGS
 
     done = subprocess.run([sys.executable, "-m", "flows.cli", "nightly", "--help"], cwd=REPO, capture_output=True,

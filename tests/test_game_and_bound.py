@@ -17,7 +17,8 @@ import pytest
 from auditing.audit import audit_counts, play_game, run_audit
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.bounds.selection import STRATEGIES_REGISTRY, SelectionStrategy, select_split
-from auditing.config import BOUND_FIELDS, GAME_FIELDS, AuditConfig, BoundConfig, GameConfig
+from auditing.config import BOUND_FIELDS, GAME_FIELDS, AuditConfig, BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from labeldp.errors import LabelDPInputError
 from pipelines.scoring.beam_request import scoring_key

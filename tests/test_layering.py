@@ -387,3 +387,89 @@ def test_the_flag_check_sees_raises_and_helper_names(tmp_path):
                      '    raise LabelDPInputError(f"model must be a name; got {x!r}", field="model")\n')
     hits = _flags_in_error_messages(probe, tmp_path)
     assert sorted(h.split(": ", 1)[1] for h in hits) == ["--model", "--replace", "default --format"]
+
+
+# ------------------------------------------------------------------------------------------ floors of auditing/
+# auditing/ is layered by idea: the data-only records at the bottom, the game on them, the bounds, the verdict and the
+# sinks above. The rules below keep the floors apart; benchmarks/import_chain.py measures the depth they give.
+# Imports inside functions count too: a tie hidden in a function still ties two ideas.
+
+def _auditing_imports(package: str) -> list[str]:
+    """'file:line imports module' for every import of an auditing module in ``package`` (a folder or a module)."""
+    base = ROOT / Path(*package.split("."))
+    paths = sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+    return [f"{path.relative_to(ROOT)}:{line} imports {module}" for path in paths
+            for line, module in _imported_modules(path) if module.split(".")[0] == "auditing"]
+
+
+def _outside(hits: list[str], *allowed: str) -> list[str]:
+    return [hit for hit in hits if not any(hit.split(" imports ")[1] == a or hit.split(" imports ")[1].startswith(a + ".")
+                                           for a in allowed)]
+
+
+def test_the_records_import_nothing_else_from_auditing():
+    offenders = _outside(_auditing_imports("auditing.records"), "auditing.records")
+    assert not offenders, "auditing/records/ is data only:\n" + "\n".join(offenders)
+
+
+def test_the_game_imports_nothing_above_it():
+    """game/ stands on the records only: no configuration, result, bound, verdict or sink."""
+    offenders = _outside(_auditing_imports("auditing.game"), "auditing.game", "auditing.records")
+    assert not offenders, "auditing/game/ imports a floor above it:\n" + "\n".join(offenders)
+
+
+def test_the_stylesheet_and_the_wording_import_no_panel_or_page():
+    offenders = _auditing_imports("auditing.sinks.report.stylesheet") + _outside(
+        _auditing_imports("auditing.sinks.report.wording"), "auditing.verdict.types", "auditing.sinks.warehouse.records")
+    assert not offenders, "the stylesheet imports nothing; the wording reads verdicts and rows only:\n" + "\n".join(
+        offenders)
+
+
+def test_panels_and_pages_take_their_css_and_words_from_the_shared_modules():
+    """html.py imports no panel (its CSS is the stylesheet's), and no HTML module imports the command line's text."""
+    html = [p for p in sorted((ROOT / "auditing" / "sinks" / "report").glob("*.py"))
+            if p.stem.endswith("_panel") or p.stem in ("html", "pages", "index_page")]
+    offenders = [f"{p.relative_to(ROOT)}:{line} imports {module}" for p in html for line, module in _imported_modules(p)
+                 if module == "auditing.sinks.report.text"
+                 or (p.stem == "html" and module.startswith("auditing.sinks.report.") and module.endswith("_panel"))]
+    assert not offenders, "\n".join(offenders)
+
+
+def _import_chain_benchmark():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_chain", ROOT / "benchmarks" / "import_chain.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_two_packages_of_auditing_import_each_other():
+    ties = _import_chain_benchmark().package_ties(_import_chain_benchmark().import_graph(module_level=False))
+    assert not ties, "two-way ties between packages:\n" + "\n".join(f"{p} <-> {q}: {'; '.join(e)}" for p, q, e in ties)
+
+
+# The longest chain of module-level imports in auditing/, in files (benchmarks/import_chain.py prints it): a deeper
+# chain is a new floor, to be placed on purpose.
+LONGEST_IMPORT_CHAIN = 10
+
+
+def test_the_longest_import_chain_in_auditing_stays_short():
+    bench = _import_chain_benchmark()
+    chain = bench.longest_chains(bench.import_graph(module_level=True))[0]
+    assert len(chain) <= LONGEST_IMPORT_CHAIN, f"{len(chain)} files:\n  " + "\n  -> ".join(chain)
+
+
+def test_the_tie_and_chain_measures_see_what_they_count(tmp_path, monkeypatch):
+    bench = _import_chain_benchmark()
+    (tmp_path / "auditing" / "p").mkdir(parents=True)
+    (tmp_path / "auditing" / "q").mkdir()
+    for path, text in {"__init__.py": "", "p/__init__.py": "", "q/__init__.py": "",
+                       "p/a.py": "from auditing.q import b\n", "q/b.py": "def f():\n    from auditing.p import c\n",
+                       "p/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from auditing.p import a\n"}.items():
+        (tmp_path / "auditing" / path).write_text(text)
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    assert bench.import_graph(module_level=True)["auditing.p.c"] == set()
+    assert [len(c) for c in bench.longest_chains(bench.import_graph(module_level=True))] == [2]
+    assert [(p, q) for p, q, _ in bench.package_ties(bench.import_graph(module_level=False))] == [
+        ("auditing.p", "auditing.q")]

@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from auditing.audit import play_game, run_audit
-from auditing.config import AuditConfig, GameConfig
+from auditing.config import AuditConfig
 from auditing.game.attack_curve import bootstrap_seed
+from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.keyed_random import (
     STREAM_BIT,

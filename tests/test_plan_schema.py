@@ -87,7 +87,8 @@ def test_each_setting_is_declared_once_and_read_by_the_schema_the_checks_and_the
     import argparse
     import dataclasses
 
-    from auditing.config import AuditConfig, BoundConfig, GameConfig
+    from auditing.config import AuditConfig, BoundConfig
+    from auditing.game.config import GameConfig
     from flows.commands.audit_options import add_audit_arguments
     from labeldp.settings import declared, default_of
 

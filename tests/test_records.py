@@ -151,14 +151,8 @@ def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path)
     from auditing.audit import CheckRows, run_audit
     from auditing.config import AuditConfig
     from auditing.game.prior_histogram import PriorHistogram
-    from auditing.result import (
-        AuditResult,
-        CapacityCheck,
-        CurvePoint,
-        ExpectedCorrect,
-        ScoreHistogram,
-        SplitHalves,
-    )
+    from auditing.records.game import CurvePoint, ExpectedCorrect, ScoreHistogram, SplitHalves
+    from auditing.result import AuditResult, CapacityCheck
 
     rng = np.random.default_rng(5)
     n, k = 4000, 800

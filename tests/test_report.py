@@ -1120,7 +1120,7 @@ def sliced_verdict():
 
 def test_slice_panel_lists_every_slice_against_the_claim(run, sliced_verdict):
     from auditing.sinks.report.slice_panel import slice_panel
-    from auditing.sinks.report.text import SLICE_VIOLATION_MEANING
+    from auditing.sinks.report.wording import SLICE_VIOLATION_MEANING
 
     verdict = sliced_verdict
     audit = verdict.result.slices
@@ -1172,7 +1172,8 @@ def test_a_runs_table_and_json_carry_the_slices(run, sliced_verdict):
     design, every slice verdict, the largest bound first), its table lists the largest bounds under it with what a
     slice VIOLATION means; a verdict without slices has "slices": null and no slice lines. Slices change no exit
     code: the global verdict is judged separately."""
-    from auditing.sinks.report.text import SLICE_VIOLATION_MEANING, format_rows
+    from auditing.sinks.report.text import format_rows
+    from auditing.sinks.report.wording import SLICE_VIOLATION_MEANING
     from flows import exit_codes
 
     audit = sliced_verdict.result.slices

@@ -483,7 +483,7 @@ def test_trust_filter(trust_target, capsys, word, models, violations):
     assert code == 0
     rows = json.loads(out)
     assert {r["model_id"] for r in rows} == models
-    from auditing.sinks.report.text import TRUST_SHORT, stored_trust
+    from auditing.sinks.report.wording import TRUST_SHORT, stored_trust
     from auditing.verdict.types import TrustFigures
 
     assert {TRUST_SHORT[stored_trust(TrustFigures.read(r))] for r in rows} == {word}  # the table's reading agrees with the query
@@ -497,7 +497,7 @@ def test_show_prints_the_trust_block_and_the_groups(trust_target, capsys):
     block = out.split("\ntrust: (")[1].splitlines()[1:]
     assert block[0].startswith("  trust: trusted: the capacity check vouches for it: epsilon_check ")
     assert block[1] == "    capacity check on 500 check rows (rows of the day the model never saw)"
-    from auditing.sinks.report.text import ASSUMPTION_T
+    from auditing.sinks.report.wording import ASSUMPTION_T
 
     assert block[2].startswith("      epsilon_check ") and block[2].endswith(
         f", a lower bound on eps at 95% confidence that needs no kappa (under {ASSUMPTION_T})")
@@ -547,7 +547,7 @@ def test_stored_slices_are_listed_shown_and_in_json(empty_target, capsys):
     show prints every slice. A verdict without slices says so."""
     from sliced_audits import sliced
 
-    from auditing.sinks.report.text import SLICE_TABLE_ROWS, SLICE_VIOLATION_MEANING
+    from auditing.sinks.report.wording import SLICE_TABLE_ROWS, SLICE_VIOLATION_MEANING
     from auditing.sinks.warehouse import slice_record
 
     verdict = judge(sliced(), 1.0)

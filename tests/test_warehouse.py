@@ -178,7 +178,7 @@ def test_kappa_era_columns_are_nullable_and_the_legacy_columns_say_so():
     """Everything added for kappa is nullable (an existing warehouse gains it in place); tau and breaking_tau
     are retired by a migration that knows them as old tables have them (tau NOT NULL), described as legacy TV
     figures."""
-    from auditing.config import REFERENCE_CALIBRATIONS
+    from auditing.records.game import REFERENCE_CALIBRATIONS
     from auditing.sinks.warehouse.migrations import MIGRATIONS
     from auditing.sinks.warehouse.schema import REFERENCE_CALIBRATIONS as STORED
     from auditing.sinks.warehouse.schema import RESULT_COLUMNS

@@ -16,7 +16,7 @@ bootstrap intervals from seeded multinomial resamples of the per-bin counts.
 Both paths reduce to the same integer counts, rows per (octave of |s|, s > 0, coin b): in-process from per-row
 scores (`attack_curve_from_rows`) or the compiled game (`auditing.game.kernel.SignedCounts`), and in the Beam
 job from pass 1's merged counts (`attack_curve_from_outcomes`); the record is a pure function of those counts and
-the game's draw seed (`auditing.config.GameConfig.draw_seed`: the seed and the night), so both give it byte for byte. Descriptive: how well this attack separates the labels, never a
+the game's draw seed (`auditing.game.config.GameConfig.draw_seed`: the seed and the night), so both give it byte for byte. Descriptive: how well this attack separates the labels, never a
 bound on epsilon. Pure numpy.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 from auditing.game.keyed_random import STREAM_ATTACK_BOOTSTRAP, key_word
 from auditing.game.score_histogram import DISPLAY_HIGH_EXPONENT, DISPLAY_LOW_EXPONENT, display_bin_of_fine
 from auditing.game.sweep_reduce import BinSpec, bin_index
-from auditing.result import AttackCurve
+from auditing.records.game import AttackCurve
 from labeldp.errors import LabelDPInputError
 
 # Octaves of |s| (as the score histogram: below 2**LOW, one per power of two, at or above 2**HIGH) and signed bins.

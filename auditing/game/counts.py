@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from auditing.config import GAME_VERSION, GameConfig
+from auditing.game.check_histograms import CheckHistograms, LegacyCheck
+from auditing.game.config import GAME_VERSION, GameConfig
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
 from auditing.game.sweep import SweepCounts
-from auditing.result import AttackCurve, ExpectedCorrect, ScoreHistogram
-from auditing.verdict.capacity_check import CheckHistograms, LegacyCheck
+from auditing.records.game import AttackCurve, ExpectedCorrect, ScoreHistogram
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from auditing.game.sweep_reduce import BinSpec, bin_index
-from auditing.result import ExpectedCorrect
+from auditing.records.game import ExpectedCorrect
 
 
 def expected_histogram(p_target: np.ndarray, p_reference: np.ndarray, labels: np.ndarray, score,

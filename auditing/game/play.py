@@ -8,7 +8,7 @@ For every example i with public features x_i and training label y0_i:
 
 All randomness is keyed by (seed, repetition, row_id) through `auditing.game.keyed_random`, so a repetition is a
 pure per-row function: chunking, ordering or distributing rows never changes any draw. The audit passes its game's
-draw seed (`auditing.config.GameConfig.draw_seed`: the seed mixed with the night audited, if any). Memory is O(n) per
+draw seed (`auditing.game.config.GameConfig.draw_seed`: the seed mixed with the night audited, if any). Memory is O(n) per
 repetition: callers loop over repetitions and never hold R x n arrays.
 """
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from auditing.game.sweep_reduce import BinSpec, bin_index
-from auditing.result import ScoreHistogram
+from auditing.records.game import ScoreHistogram
 
 # Display window: one bin per octave 2**e <= |score| < 2**(e+1) for e in [LOW, HIGH); below goes to the
 # first bin (0 included), above to the last.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auditing.config import GameConfig
+from auditing.game.config import GameConfig
 from auditing.game.kernel import SlotKeys, keyed_below_half, slot_keys
 from auditing.game.keyed_random import STREAM_SPLIT, key_word
 from auditing.game.sweep import SweepCounts
@@ -31,7 +31,7 @@ class Slot:
 
 def selection_half_mask(row_ids: np.ndarray, seed: int) -> np.ndarray:
     """True for rows in the selection half; keyed by (seed, row_id) only, the same for every repetition (``seed``:
-    the game's `auditing.config.GameConfig.draw_seed`)."""
+    the game's `auditing.game.config.GameConfig.draw_seed`)."""
     ids = np.asarray(row_ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"row ids must be integers; got dtype {ids.dtype}")

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from auditing.config import REFERENCE_CALIBRATIONS
+from auditing.records.game import REFERENCE_CALIBRATIONS
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.records import record_keys

@@ -47,7 +47,7 @@ def add_setting_options(parser, cls, names, *, stored: bool = False) -> None:
 
 def add_audit_arguments(parser, *, audit_rows: bool = False) -> None:
     """The game's and the bound's options (with ``audit_rows``: the game's --audit-rows too)."""
-    from auditing.config import GameConfig
+    from auditing.game.config import GameConfig
 
     add_setting_options(parser, GameConfig, GAME_OPTIONS[:2])
     add_bound_arguments(parser)
@@ -82,7 +82,8 @@ def bound_config_from(args, stored=None):
 def audit_config_from(args):
     """The `AuditConfig` of the options. The reference is used as given (reference_calibration "none": these
     commands never correct it) and, without --audit-rows, the rows given are the training rows."""
-    from auditing.config import AuditConfig, GameConfig
+    from auditing.config import AuditConfig
+    from auditing.game.config import GameConfig
 
     game = GameConfig(**{name: getattr(args, name) for name in GAME_OPTIONS},
                       audit_rows=getattr(args, "audit_rows", None) or "training", reference_calibration="none")

@@ -132,7 +132,7 @@ def _add_target(parser: argparse.ArgumentParser, *, default) -> None:
 
 
 def register(subparsers) -> None:
-    from auditing.sinks.report.text import TRUST_SHORT
+    from auditing.sinks.report.wording import TRUST_SHORT
     from auditing.sinks.warehouse.schema import STORED_RUN_KINDS
     from auditing.verdict.types import STATUSES
     from flows.commands.flow_options import add_table
@@ -286,7 +286,8 @@ def _list(args) -> int:
     import csv
     import json
 
-    from auditing.sinks.report.text import TRUST_SHORT, format_rows, stored_rows_for_table
+    from auditing.sinks.report.text import format_rows, stored_rows_for_table
+    from auditing.sinks.report.wording import TRUST_SHORT
     from auditing.verdict.types import PASS
     from labeldp.errors import LabelDPInputError
     from labeldp.names import check_name, parse_date
@@ -472,11 +473,8 @@ def _print_record(row, points, others, stored, nights, runs, replaced: str | Non
     slices = ListedSlices.of_stored(row, stored)
     model = row.model_id
     from auditing.sinks.report.text import (
-        SLICE_VIOLATION_MEANING,
         attack_line,
-        claim_words,
         family_line,
-        inputs_replaced_sentence,
         run_lines,
         show_decision_lines,
         show_evidence_lines,
@@ -486,6 +484,7 @@ def _print_record(row, points, others, stored, nights, runs, replaced: str | Non
         slices_design_text,
         trust_block_lines,
     )
+    from auditing.sinks.report.wording import SLICE_VIOLATION_MEANING, claim_words, inputs_replaced_sentence
 
     print(show_heading(row))
     if replaced:

@@ -52,8 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from auditing.sinks.listing import ListedSlices
-from auditing.sinks.report import text
-from auditing.sinks.report.text import STATUS_MEANINGS
+from auditing.sinks.report import wording
+from auditing.sinks.report.wording import STATUS_MEANINGS
 from auditing.sinks.warehouse.records import ResultRow
 from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
@@ -82,9 +82,9 @@ ALERT_KINDS = (VIOLATION, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED, WEAK_PASS,
                FAMILY_CONFIRMED, SLICE_VIOLATION)
 # the kinds that page a person
 PAGES = (VIOLATION, SLICE_VIOLATION, FAMILY_CONFIRMED, DATA_MISSING, AUDIT_FAILED, CONTROL_FAILED)
-SLICES_NAMED = text.SLICE_TABLE_ROWS  # the slices a SLICE_VIOLATION's text names (the body lists them all)
+SLICES_NAMED = wording.SLICE_TABLE_ROWS  # the slices a SLICE_VIOLATION's text names (the body lists them all)
 # What a failed control voids, by its kind (the CONTROL_FAILED text).
-CONTROL_FAILED_TEXT = {NEGATIVE: text.NEGATIVE_CONTROL_FAILED, POSITIVE: text.POSITIVE_CONTROL_FAILED}
+CONTROL_FAILED_TEXT = {NEGATIVE: wording.NEGATIVE_CONTROL_FAILED, POSITIVE: wording.POSITIVE_CONTROL_FAILED}
 SENT, DUPLICATE, FAILED = "sent", "duplicate", "failed"
 LEDGER_DIR_NAME = "alerts"
 EVENT_PREFIX = "labeldp.audit"
@@ -227,13 +227,13 @@ def _trust_clauses(payload: Mapping) -> list[str]:
     """A verdict's trust, capacity check and row groups as clauses of the text (only those the payload has)."""
     clauses, figures = [], TrustFigures.read(payload)
     if figures.trust is not None:
-        clauses.append(text.trust_sentence(figures))
+        clauses.append(wording.trust_sentence(figures))
         if figures.check_rows is not None:
-            clauses.append(text.capacity_check_sentence(figures, _confidence(payload), brief=True))
+            clauses.append(wording.capacity_check_sentence(figures, _confidence(payload), brief=True))
     elif figures.untrusted_reason:
         clauses.append(f"UNTRUSTED: {figures.untrusted_reason}")
     if figures.group_rule is not None:
-        clauses.append(text.groups_sentence(figures))
+        clauses.append(wording.groups_sentence(figures))
     return clauses
 
 
@@ -263,7 +263,7 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
                 + (f". {risk}" if risk else ""))
     if kind == WEAK_PASS and "claimed_epsilon" in payload:
         floor = payload.get("robustness_note")
-        detectability = text.detectability_sentence(TrustFigures.read(payload))
+        detectability = wording.detectability_sentence(TrustFigures.read(payload))
         clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(payload)
         return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
                 + "".join(f"; {c}" for c in clauses))
@@ -273,7 +273,7 @@ def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
         return f"{head}: {_slice_sentence(payload)}" + (f"; {reference}" if reference else "")
     detail = payload.get("message") or payload.get("error") or payload.get("reason")
     if kind == CONTROL_FAILED:
-        head = f"{head}: {CONTROL_FAILED_TEXT.get(payload.get('control'), text.CONTROL_FAILED)}"
+        head = f"{head}: {CONTROL_FAILED_TEXT.get(payload.get('control'), wording.CONTROL_FAILED)}"
         head += f"; {reference}" if reference else ""
     return f"{head}: {detail}" if detail else head
 
@@ -301,7 +301,7 @@ def _slice_sentence(payload: Mapping) -> str:
     acted = [p for p in pieces if p.get("acted_on")]
     others = [p for p in pieces if not p.get("acted_on")]
     figures = [payload.get(k) for k in ("slice_budget", "slices_declared", "slice_confidence")]
-    at = [text.slices_budget_words(*figures)] if None not in figures else []
+    at = [wording.slices_budget_words(*figures)] if None not in figures else []
     at += [f"kappa {float(payload['kappa']):g}"] if payload.get("kappa") is not None else []
     design = f" ({', '.join(at)})" if at else ""
     count = ("1 slice's valid epsilon lower bound exceeds" if len(acted) == 1

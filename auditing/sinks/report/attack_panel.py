@@ -10,18 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from auditing.game.attack_curve import roc_points
-from auditing.result import AttackCurve, AuditResult
+from auditing.records.game import AttackCurve
+from auditing.result import AuditResult
 from auditing.sinks.report import svg
 from auditing.sinks.report.svg import esc
 
-ATTACK_CSS = """
-svg .attack-roc-line, svg g.attack-roc-line line { fill:none; stroke:var(--accent); stroke-width:2; }
-svg .attack-chance-line, svg g.attack-chance-line line { fill:none; stroke:#98a2b3; stroke-width:1.5;
-       stroke-dasharray:4 4; }
-svg .attack-point { fill:var(--accent); stroke:#fff; stroke-width:1; }
-svg .attack-target { fill:var(--warn); stroke:#7a4d0b; stroke-width:1; }
-svg .key-attack-target { fill:var(--warn); }
-"""
 LABEL = "descriptive: how well this attack separates the labels; not a bound on epsilon"
 # The chart's FPR axis; a point at FPR 0 is drawn on its left edge.
 FPR_LOW = 1e-4

@@ -9,15 +9,6 @@ from auditing.sinks.report import svg
 from auditing.sinks.report.svg import esc
 from auditing.verdict.family_evidence import FamilyEvidence
 
-FAMILY_CSS = """
-svg .family-line, svg g.family-line line { fill:none; stroke:var(--accent); stroke-width:2; }
-svg .family-kappa-line, svg g.family-kappa-line line { fill:none; stroke:#8a8f98; stroke-width:1.5;
-  stroke-dasharray:3 3; }
-svg g.family-flag-line line { stroke:var(--bad); stroke-width:1.5; stroke-dasharray:5 4; }
-svg g.family-flag-line text { fill:var(--bad); font-size:11px; }
-svg .family-point { fill:var(--accent); stroke:#fff; stroke-width:1; }
-svg .family-confirmed { fill:var(--bad); stroke:#fff; stroke-width:1; }
-"""
 MEANING = ("The solid line is the check's evidence: each night's capacity check gives an e-value for its own null "
            "(the model at its claim, under the check's assumption T_u, with no kappa), its exact test's p-value "
            "calibrated as 1 / (2 sqrt(p)); their product stays valid however often it is looked at (Ville's "

@@ -14,7 +14,7 @@ from pathlib import Path
 from auditing.sinks.listing import ListedSlices
 from auditing.sinks.report.html import fmt_eps, page, status_badge
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import INDEX_CAPTION, INDEX_FAMILY_WORDS, claim_words
+from auditing.sinks.report.wording import INDEX_CAPTION, INDEX_FAMILY_WORDS, claim_words
 from auditing.sinks.warehouse.records import ResultRow
 from auditing.verdict.types import HEADLINES
 from labeldp.names import resolve_data_root

@@ -44,20 +44,20 @@ from auditing.sinks.report.risk_panel import risk_panel
 from auditing.sinks.report.robustness_panel import robustness_panel
 from auditing.sinks.report.slice_panel import slice_panel
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import (
-    STATUS_MEANINGS,
-    TRUST_DETAILS_HINT,
-    TRUST_DETAILS_SUMMARY,
-    TRUST_SHORT,
-    VIOLATION_UNCONFIRMED_TEXT,
-    inputs_replaced_sentence,
-)
 from auditing.sinks.report.trust_panel import (
     TRUST_CLASS,
     control_card,
     decision_card,
     trust_banner,
     trust_card,
+)
+from auditing.sinks.report.wording import (
+    STATUS_MEANINGS,
+    TRUST_DETAILS_HINT,
+    TRUST_DETAILS_SUMMARY,
+    TRUST_SHORT,
+    VIOLATION_UNCONFIRMED_TEXT,
+    inputs_replaced_sentence,
 )
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.family_evidence import FamilyEvidence
@@ -438,7 +438,7 @@ def _partition_mark(fingerprint: Any) -> str:
 
 
 def replaced_banner(fingerprint: str, since: str) -> str:
-    """The banner of a run report whose verdict's partition was replaced since (`text.inputs_replaced_sentence`)."""
+    """The banner of a run report whose verdict's partition was replaced since (`wording.inputs_replaced_sentence`)."""
     return (f"<div class=\"banner accepted\" id=\"{_REPLACED_BANNER_ID}\" role=\"alert\"><strong>INPUTS REPLACED "
             f"SINCE {esc(since)}.</strong> <span>{esc(inputs_replaced_sentence(fingerprint, since))}</span></div>")
 

@@ -22,13 +22,6 @@ from auditing.result import AuditResult
 from auditing.sinks.report.svg import esc
 from auditing.verdict.reference_check import ReferenceCheck
 
-REFERENCE_CSS = """
-.reference-flagged { color:var(--bad); font-weight:700; }
-.reference-fits { color:var(--good); font-weight:600; }
-ul.explain { margin: 0 0 12px; padding-left: 20px; } ul.explain li { margin: 3px 0; }
-table.before-after { width:auto; } table.before-after th, table.before-after td { width:auto; padding:4px 14px 4px 0; }
-"""
-
 FDP_LEGACY_LABEL = "Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)"
 CALIBRATION_TEXT = {
     "boost": "boost: M′ corrected on day D before the game",

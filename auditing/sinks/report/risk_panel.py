@@ -15,15 +15,6 @@ from auditing.sinks.report import svg
 from auditing.sinks.report.svg import esc
 from auditing.verdict.types import Verdict
 
-RISK_CSS = """
-svg .risk-prior-line { fill:none; stroke:#98a2b3; stroke-width:1.5; stroke-dasharray:3 3; }
-svg .risk-claimed-line, svg g.risk-claimed-line line { fill:none; stroke:var(--warn); stroke-width:2; }
-svg .risk-shown-line, svg g.risk-shown-line line { fill:none; stroke:var(--bad); stroke-width:2; }
-svg g.risk-prior-line line { stroke:#98a2b3; stroke-width:1.5; stroke-dasharray:3 3; }
-svg .risk-point { fill:var(--warn); stroke:#fff; stroke-width:1; }
-ul.risk-sentences { margin: 0 0 12px; padding-left: 20px; } ul.risk-sentences li { margin: 4px 0; }
-"""
-
 
 def _pct(value) -> str:
     if value is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from auditing.sinks.report.reference_panel import kappa_text, method_label, odds_factor
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import DETECTABILITY_MEANINGS
+from auditing.sinks.report.wording import DETECTABILITY_MEANINGS
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.types import (
     INCONCLUSIVE,
@@ -24,11 +24,6 @@ from auditing.verdict.types import (
     Robustness,
     Verdict,
 )
-
-ROBUSTNESS_CSS = """
-.weak { color:#b54708; font-weight:600; }
-.diagnostic { border-left:3px solid #98a2b3; padding-left:10px; }
-"""
 
 AUDIT_ROWS_TEXT = {
     "training": "the rows whose labels entered training (train split, plus validation when its privatized labels "

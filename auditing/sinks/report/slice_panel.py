@@ -12,18 +12,9 @@ import math
 
 from auditing.sinks.listing import ListedSlices
 from auditing.sinks.report.svg import esc, num
-from auditing.sinks.report.text import SLICE_VIOLATION_MEANING, TRUST_SHORT, slices_design_text
+from auditing.sinks.report.wording import SLICE_VIOLATION_MEANING, TRUST_SHORT, slices_budget_words
 from auditing.verdict.types import VIOLATION, SliceVerdict, Verdict
 
-SLICE_CSS = """
-table.slices td.bar { width: 22%; min-width: 120px; }
-svg.slice-bar { display:block; width:100%; height:16px; }
-svg .slice-track { fill:#f2f4f7; }
-svg .slice-fill { fill:var(--accent); }
-svg .slice-fill.violation { fill:var(--bad); }
-svg .slice-claim { stroke:var(--ink); stroke-width:2; }
-.slice-header { margin: 0 0 10px; }
-"""
 _BAR_WIDTH = 200.0  # the bar's viewBox width; the page scales it to the cell
 
 
@@ -82,7 +73,7 @@ def slice_panel(verdict: Verdict) -> str:
             f'<td><span class="trust-state {esc(trust.split()[0])}" title="{esc(piece.trust_reason or "")}">'
             f"{esc(trust)}</span></td><td class=\"wrap note\">{esc(note)}</td></tr>")
     violations = len(slices.violations)
-    design = slices_design_text(slices)
+    design = slices_budget_words(slices.budget, slices.declared, slices.confidence)
     head = (f'<p class="slice-header"><strong>{esc(design[0].upper() + design[1:])}; claimed ε {esc(claim)}; '
             f"{violations} slice VIOLATION(s).</strong></p>")
     table = ('<div class="scroll"><table class="grid slices"><tr><th>Slicing</th><th>Slice</th><th>Rows</th>'

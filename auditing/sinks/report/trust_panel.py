@@ -16,7 +16,13 @@ from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct
 from auditing.sinks.report.html import table as _table
 from auditing.sinks.report.reference_panel import odds_factor
 from auditing.sinks.report.svg import esc
-from auditing.sinks.report.text import ASSUMPTION_T, DETECTABILITY_MEANINGS, TRUST_MEANINGS
+from auditing.sinks.report.wording import (
+    ASSUMPTION_T,
+    CONTROL_TRUST,
+    DETECTABILITY_MEANINGS,
+    TRUST_MEANINGS,
+    TRUSTED_PLAIN,
+)
 from auditing.verdict.controls import LABEL_BLIND, NEGATIVE, POSITIVE
 from auditing.verdict.types import (
     ACCEPTED_UNCHECKED,
@@ -32,10 +38,6 @@ from auditing.verdict.types import (
 
 # The CSS class of each trust state (the banner and the state's colour).
 TRUST_CLASS = {TRUSTED: "trusted", UNTRUSTED: "untrusted", UNCHECKED: "unchecked", ACCEPTED_UNCHECKED: "accepted"}
-TRUSTED_PLAIN = ("no control voided this night and check rows checked the reference; a verdict other than a "
-                 "VIOLATION keeps its status (what a PASS's floors are worth is its detectability, below)")
-CONTROL_TRUST = ("a control is judged by its own rule (the Nightly control card): only a night the negative control "
-                 "voided makes it untrusted")
 EXPLAIN_CHECK = ("The capacity check: the audited model plays the same game, with the same guess threshold, on "
                  "check rows, rows of day D whose labels trained neither it nor the reference's correction. There "
                  "its guesses are right only as often as the reference's misfit allows, so the accuracy it shows on "

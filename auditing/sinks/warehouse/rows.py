@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
-from auditing.result import AttackCurve
+from auditing.records.game import AttackCurve
 from auditing.sinks.warehouse.records import (
     DERIVED_DECISION,
     AuditKey,
