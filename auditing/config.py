@@ -30,7 +30,6 @@ from auditing.bounds.selection import (
     selection_strategy,
     strategy_names,
 )
-from auditing.game.config import AUDIT_ROWS as AUDIT_ROWS  # re-exported for pipelines.scoring.audit_rows
 from auditing.game.config import GameConfig, digest
 from labeldp.settings import check_settings, setting, setting_of
 

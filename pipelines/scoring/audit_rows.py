@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from auditing.config import AUDIT_ROWS
+from auditing.game.config import AUDIT_ROWS
 from labeldp import hints
 from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import splits

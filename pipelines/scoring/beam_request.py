@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from auditing.config import AuditConfig, GameConfig
+from auditing.config import AuditConfig
+from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.sweep import SweepCounts
 from auditing.game.sweep_reduce import BinSpec

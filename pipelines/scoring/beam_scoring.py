@@ -661,7 +661,7 @@ def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec, classes: int):
     """The capacity check's histograms (empty ones when the job read no check row), or None without a check."""
     if not spec.capacity_check:
         return None
-    from auditing.verdict.capacity_check import CheckHistograms
+    from auditing.game.check_histograms import CheckHistograms
 
     return pass1.checks if pass1.checks is not None else CheckHistograms.empty(classes, spec.game.draw_seed)
 

@@ -30,8 +30,8 @@ from functools import partial
 
 import numpy as np
 
-from auditing.config import GameConfig
 from auditing.game.attack_curve import attack_curve_from_outcomes
+from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.score_histogram import coarsen
 from auditing.slices import DayStatistics, SliceCounts, SliceGame, SliceRows, Slicing, parse_slicing

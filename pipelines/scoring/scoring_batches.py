@@ -45,8 +45,9 @@ from functools import cached_property, partial
 import numpy as np
 import pyarrow as pa
 
-from auditing.config import GameConfig
 from auditing.game.attack_curve import OCTAVES, octave_of_fine
+from auditing.game.check_histograms import CheckHistograms
+from auditing.game.config import GameConfig
 from auditing.game.kernel import GameTables, SignedCounts, SlotKeys, game_tables, slot_histograms
 from auditing.game.kernel import boundary_rows as kernel_boundary_rows
 from auditing.game.play import GameRows, play_repetition, secret_bits_and_released
@@ -55,7 +56,7 @@ from auditing.game.scores import resolve_score
 from auditing.game.slots import Slot, SlotPlan, selection_half_mask
 from auditing.game.sweep import rank_order
 from auditing.game.sweep_reduce import BinSpec, RankedCounts, boundary_bins, cut_bin_mask, exact_counts
-from auditing.verdict.capacity_check import CheckHistograms, histograms_of
+from auditing.verdict.capacity_check import histograms_of
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.scoring.background import background_thread
