@@ -32,7 +32,9 @@ from kill_harness import (
 
 pytestmark = pytest.mark.slow
 
-ROWS = 5_000
+# The planted memoriser's VIOLATION must be trusted on the base night (it exits 0): at 5,000 rows its matched check
+# guesses were about 9, at the margin; at 8,000 about 46.
+ROWS = 8_000
 PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 SCENARIOS = (
     Scenario("scoring@1:kill"),

@@ -131,7 +131,7 @@ def test_a_nightly_with_duplicated_events_leaves_them_out_and_says_so(prefect_ap
     import datetime as dt
 
     from flows.nightly import nightly_audit
-    from pipelines.data import schema, synth
+    from pipelines.data import schema, splits, synth
 
     d0, d1 = dt.date(2026, 10, 1), dt.date(2026, 10, 2)
     synth.write_synthetic_day(tmp_path, d0, rows=20_000)
@@ -155,4 +155,11 @@ def test_a_nightly_with_duplicated_events_leaves_them_out_and_says_so(prefect_ap
     record = json.loads(next((tmp_path / "sweeps" / "rr-eps1").rglob("result.json")).read_text())
     groups = record["result"]["row_groups"]
     assert groups["rows_excluded"] == row.rows_excluded_groups and groups["check_rows_excluded"] > 0
-    assert record["result"]["m"] == record["diagnostics"]["audited_rows"]["training_rows"] - groups["rows_excluded"]
+    # the audited rows: the training rows, minus the correction's keyed share (its labels fitted the night's
+    # reference), minus the grouped rows among the rest
+    table = schema.read_partition(tmp_path, d1, columns=[schema.ROW_ID])
+    all_ids = table.column(schema.ROW_ID).to_numpy()
+    in_share = (splits.split_of(all_ids) != splits.TEST) & splits.correction_share(all_ids, splits.CORRECTION_SHARE)
+    assert record["diagnostics"]["audited_rows"]["excluded_for_correction"]["share"] == splits.CORRECTION_SHARE
+    assert record["result"]["m"] == (record["diagnostics"]["audited_rows"]["training_rows"] - int(in_share.sum())
+                                     - groups["rows_excluded"])
