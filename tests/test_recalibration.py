@@ -629,3 +629,20 @@ def test_a_reference_with_an_output_correction_is_a_skip(world):
                               targets=[unregistered(TARGET)])
     with pytest.raises(LabelDPInputError, match="overwrite its own source"):
         recalibrate_reference(root, PREVIOUS, "reference", resolve_model(root, "reference", PREVIOUS))
+
+
+def test_the_scoring_job_reads_the_correction_share_from_the_reference_and_refuses_an_unknown_scheme(world, recalibrated):
+    """A reference corrected on day D leaves its keyed share out of day D's games, not another day's; a recorded
+    scheme with another salt (another version's rows) is refused by name rather than leaving the wrong rows out."""
+    from pipelines.models.metadata import ModelMetadata
+    from pipelines.reference.recalibration import correction_exclusion
+
+    handle = resolve_model(world["root"], RECALIBRATED, DAY)
+    assert correction_exclusion(handle, DAY) == CorrectionExclusion(splits.CORRECTION_SHARE)
+    assert correction_exclusion(handle, PREVIOUS) is None
+    assert correction_exclusion(resolve_model(world["root"], "reference", PREVIOUS), PREVIOUS) is None
+    data = json.loads(json.dumps(handle.meta.to_dict()))
+    data["correction_rows"]["scheme"]["correction_salt"] = "0x0000000000000001"
+    other = replace(handle, meta=ModelMetadata.from_dict(data))
+    with pytest.raises(LabelDPInputError, match=r"correction_rows\.scheme is not one this version reads"):
+        correction_exclusion(other, DAY)

@@ -555,8 +555,9 @@ def correction_exclusion(reference: ModelHandle, date: dt.date) -> CorrectionExc
         return None
     scheme = record.get("scheme") if isinstance(record, dict) else None
     share = scheme.get("share") if isinstance(scheme, dict) else None
-    if scheme is None or scheme.get("correction_salt") != splits.correction_scheme(0.5)["correction_salt"] or not (
-            isinstance(share, int | float) and 0.0 < share < 1.0):
+    # the recorded hash, salts and split must be this version's, or the share would leave other rows out
+    if not (isinstance(share, int | float) and 0.0 < share < 1.0) or {
+            k: v for k, v in scheme.items() if k != "heldout"} != splits.correction_scheme(float(share)):
         raise LabelDPInputError(f"reference {reference.name!r}@{reference.date.isoformat()}: its metadata's "
                                 f"correction_rows.scheme is not one this version reads ({scheme!r}); refit it")
     return CorrectionExclusion(float(share))
