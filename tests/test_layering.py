@@ -192,20 +192,8 @@ def test_the_private_import_check_sees_both_forms(tmp_path):
 
 
 def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    graph = {}
-    for name, path in modules.items():
-        deps = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-            if isinstance(node, ast.Import):
-                deps |= {a.name for a in node.names if a.name in modules}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                for alias in node.names:
-                    sub = f"{node.module}.{alias.name}"
-                    if sub in modules or node.module in modules:
-                        deps.add(sub if sub in modules else node.module)
-        # importing a submodule runs its packages' __init__ first: not an edge of its own
-        graph[name] = {d for d in deps if d != name and not name.startswith(d + ".")}
-    return graph
+    """Every import of ``modules`` (function bodies included) between them (benchmarks/import_chain.py's graph)."""
+    return _import_chain_benchmark().import_graph(module_level=False, modules=modules)
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
