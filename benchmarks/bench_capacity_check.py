@@ -31,9 +31,7 @@ from pathlib import Path
 import numpy as np
 from scipy import special, stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from segment_worlds import World, night
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
@@ -41,6 +39,7 @@ from auditing.game.play import as_class_probabilities, secret_bits_and_released
 from auditing.game.scores import paper_score
 from auditing.game.slots import selection_half_mask
 from auditing.result import CapacityCheck
+from tests.support.segment_worlds import World, night
 
 SCENARIOS = {
     "private eps 0.3, drift +1.5 on 10% of segments": dict(),

@@ -26,13 +26,12 @@ from pathlib import Path
 
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from capacity_nights import pooled_epsilon_check
-from memorising_worlds import memorising_night
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditing.audit import audit_counts, play_game
 from auditing.config import AuditConfig
+from tests.support.capacity_nights import pooled_epsilon_check
+from tests.support.memorising_worlds import memorising_night
 
 BASE = dict(clicks_only=True, factor_sd=1.0)
 WORLDS = {  # label: (world, score, claim)

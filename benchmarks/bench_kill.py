@@ -32,9 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from kill_harness import (  # noqa: E402  (tests/ on the path first)
+from tests.support.kill_harness import (  # noqa: E402  (the repository on the path first)
     D1,
     DAY_SWAP_POINTS,
     KILLED,
@@ -203,7 +202,7 @@ def terminated_connection(base, directory: Path, api: str, schemas: Schemas) -> 
 def full_disk(base, directory: Path, api: str, schemas: Schemas) -> dict:
     """The warehouse unreachable and the disk full when the night spools its first verdict (ENOSPC from then on):
     what the run says and exits with, what it leaves; then the night again once the disk and warehouse are back."""
-    from pg_gate import PostgresGate
+    from tests.support.pg_gate import PostgresGate
 
     world = fresh(base, directory)
     with PostgresGate(schemas.new()) as gate:

@@ -22,14 +22,12 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from test_slices import rr_world
 
 from auditing.audit import run_audit
 from auditing.config import AuditConfig
 from auditing.slices import audit_slices
 from auditing.verdict.judge import judge
+from tests.auditing.test_slices import rr_world
 
 SLICINGS = ["column:category:top=20", "prior-deciles", "shown-label"]
 
