@@ -1,4 +1,5 @@
-"""Trust rules compared on seeded segment worlds with a known truth (tests/segment_worlds.py): how often a VIOLATION
+"""Trust rules compared on seeded segment worlds with a known truth (tests/support/segment_worlds.py): how
+often a VIOLATION
 of a private target comes out trusted (it must not, beyond 5%), and how often a real leak does (it should).
 
 Per night: one segment world (125 segments, drift on some of them that the reference's global correction cannot
@@ -8,7 +9,7 @@ a VIOLATION is trusted:
 
 - ``audit alone``: every VIOLATION (what kappa = 0 promises when the reference is right);
 - ``label-blind control``: the rule the capacity check replaced: trusted unless the night's label-blind control
-  (tests/segment_worlds.py's stand-in, trained on the check rows only) has a positive valid bound;
+  (tests/support/segment_worlds.py's stand-in, trained on the check rows only) has a positive valid bound;
 - ``count rule``: the first formulation examined, E[C_audited] <= (m_A / m_H)(e^eps E[C0_H] + E[C1_H]), tested
   on the bound half against the check rows at the capacity check's own threshold, with Clopper-Pearson limits
   (gamma / 4 on the audited rate, 3 gamma / 8 on each check rate); written here, not in the product;

@@ -1,4 +1,5 @@
-"""Crash consistency at every kill point (tests/kill_harness.py): a real nightly on bigger synthetic days, with its
+"""Crash consistency at every kill point (tests/support/kill_harness.py): a real nightly on bigger synthetic
+days, with its
 controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside and around the
 transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against the night never
 killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's swaps,
@@ -354,10 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         f"`.venv/bin/python benchmarks/bench_kill.py --rows {args.rows}` ({dt.date.today().isoformat()}, "
         f"{platform.machine()}, {os.cpu_count()} cores shared with other work, load average "
         f"{os.getloadavg()[0]:.1f}; {time.monotonic() - began:.0f} s in all). Two synthetic days of {args.rows:,} "
-        "rows; the night audits a trained RR target and the planted memoriser (tests/planted.py) with both controls "
+        "rows; the night audits a trained RR target and the planted memoriser (tests/support/planted.py) "
+        "with both controls "
         "and one declared slicing (4 verdicts). Each scenario copies a data root whose night ran once (its "
         "partitions and models), kills the night with SIGKILL at one point (`LABELDP_FAULT`, labeldp/faults.py), "
-        "runs it again, and compares everything with the night never killed (tests/kill_harness.py: verdicts, "
+        "runs it again, and compares everything with the night never killed (tests/support/kill_harness.py: verdicts, "
         "curves, slices, run records, reports, models, stored games and nights, spool, temporaries).",
         "",
         f"**{killed} kill points, {found} inconsistencies found.**",

@@ -104,6 +104,7 @@ def test_handlers_take_beams_keyword_only_batching_arguments(handler_name):
 
 
 def test_job_modules_declare_all():
-    """(Private cross-module imports and import circles are checked for every module by tests/test_layering.py.)"""
+    """(Private cross-module imports and import circles are checked for every module by
+    tests/architecture/test_layering.py.)"""
     offenders = [module for module in JOB_MODULES if "__all__" not in _path(module).read_text(encoding="utf-8")]
     assert not offenders, f"no __all__ in {offenders}"

@@ -1,6 +1,7 @@
 """The runbook (infra/README.md) and scripts/ops.sh agree: every `bash scripts/ops.sh X` the runbook shows is a
 subcommand of the script, the script is valid bash, and it refuses unknown or incomplete commands with exit 2.
-(The slow tests, tests/test_operations.py and tests/test_dask_cluster.py, run the commands themselves.)"""
+(The slow tests, tests/behaviour/test_operations.py and tests/behaviour/test_dask_cluster.py, run the commands
+themselves.)"""
 
 import re
 import subprocess

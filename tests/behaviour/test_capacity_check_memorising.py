@@ -1,5 +1,5 @@
 """The capacity check against a private model that memorises its training rows while its outputs on unseen rows do
-not follow the day, with a reference that misfits in one direction (tests/memorising_worlds.py: the truth built
+not follow the day, with a reference that misfits in one direction (tests/support/memorising_worlds.py: the truth built
 outside the code under test). The check compared pooled accuracies before (assumption T of docs/soundness.md
 section 8.6); the memorising model guesses "trained" on the clicks it memorised and either way elsewhere, so the
 pooled rule vouched for false VIOLATIONs on most such nights. The stratified rule compares like with like: a

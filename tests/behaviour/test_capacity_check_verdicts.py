@@ -1,7 +1,8 @@
-"""The capacity check's verdicts on seeded segment worlds (tests/segment_worlds.py; the nights of
-tests/capacity_nights.py): a VIOLATION it vouches for is wrong at most at the stated rate where the reference's misfit
+"""The capacity check's verdicts on seeded segment worlds (tests/support/segment_worlds.py; the nights of
+tests/support/capacity_nights.py): a VIOLATION it vouches for is wrong at most at the stated rate where the
+reference's misfit
 fools the audit alone, and it vouches for real leaks. The check's arithmetic and its epsilon_check as a lower bound:
-tests/test_capacity_check.py."""
+tests/auditing/verdict/test_capacity_check.py."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ def test_audit_scores_json(capsys, scored_file):
                 "selected_correct", "strategy", "method", "m", "repetitions", "curve"):
         assert key in data
     assert data["m"] == 20_000 and data["repetitions"] == 3 and 0.5 < data["epsilon_lower_bound"] < 4.0
-    assert err == ""  # live progress shows on a terminal only (tests/test_progress.py)
+    assert err == ""  # live progress shows on a terminal only (tests/labeldp/test_progress.py)
     # the attack curve of repetition 0 (descriptive, docs/attack-curve.md): RR at eps 4 separates the labels
     attack = data["attack_curve"]
     assert sum(attack["positives"]) + sum(attack["negatives"]) == 20_000 and attack["auroc_lower"] > 0.6

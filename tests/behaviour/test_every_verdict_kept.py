@@ -40,7 +40,7 @@ def data_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1):
         write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
-    register_memorizer(root, D1, TARGET, claimed_epsilon=0.5)  # the planted violation (tests/planted.py)
+    register_memorizer(root, D1, TARGET, claimed_epsilon=0.5)  # the planted violation (tests/support/planted.py)
     return root
 
 

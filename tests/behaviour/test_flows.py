@@ -42,7 +42,7 @@ def plan_file(tmp_path_factory):
         ],
         "catboost_iterations": 40,
         "audit": {"repetitions": 3, "grid_points": 30},
-        "controls": {"enabled": False},  # the nightly controls are tested in tests/test_controls_flow.py
+        "controls": {"enabled": False},  # the nightly controls are tested in tests/behaviour/test_controls_flow.py
     }))
     return str(path)
 

@@ -1,4 +1,5 @@
-"""Crash consistency proven by killing the job (tests/kill_harness.py): a real nightly on tiny synthetic days (5,000
+"""Crash consistency proven by killing the job (tests/support/kill_harness.py): a real nightly on tiny
+synthetic days (5,000
 rows) is killed with SIGKILL at one named point (labeldp.faults) per phase, during scoring, between the verdict's
 result and its warehouse transaction, inside that transaction on DuckDB and on PostgreSQL, while a spool payload is
 written (the PostgreSQL warehouse unreachable), and while a run report is written; the night run again must equal

@@ -3,7 +3,8 @@ is ingested again (`data ingest --replace`) from a 5,000-row subset of itself; t
 model (exit 2, naming the model and both partition fingerprints, nothing written) and the VIOLATION stays, marked
 "inputs replaced since" in `results` and in its report; once the model is registered again on the new rows
 (`models register --replace`), the next night's verdict is a row of its own beside the VIOLATION, and `results
-family` names the fingerprints that changed. Synthetic days of 20,000 rows, the planted memoriser (tests/planted.py),
+family` names the fingerprints that changed. Synthetic days of 20,000 rows, the planted memoriser
+(tests/support/planted.py),
 40 CatBoost iterations, no controls."""
 
 from __future__ import annotations

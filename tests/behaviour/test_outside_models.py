@@ -384,7 +384,8 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
 # The team's model on its categorical columns, exported to ONNX by the exporter of its own stack: scikit-learn
 # (skl2onnx, one input per column), LightGBM with native categorical splits (onnxmltools, one float matrix with
 # integer-coded categoricals, mapped by a file) and an embedding model with int64 id inputs as PyTorch exports it
-# (built with onnx's helper: PyTorch's wheel is not a test dependency, tests/graph_builder.py). Each is registered,
+# (built with onnx's helper: PyTorch's wheel is not a test dependency, tests/support/graph_builder.py). Each
+# is registered,
 # audited by the nightly flow and gated by the guardrail as ONNX, and compared with its own logged predictions:
 # the probabilities the team's onnxruntime gives on the log's own columns.
 

@@ -5,12 +5,12 @@ through a real Prefect server that ends Failed with the spool path in its logs.
 
     0   tests below: test_violation_is_exit_1_only_when_asked_and_the_table_is_printed_either_way (without the flag)
     1   the same test (--fail-on-violation, and the guardrail)
-    2   tests/test_preflight.py (every kind of bad input), and test_a_missing_warehouse_directory_...
+    2   tests/flows/test_preflight.py (every kind of bad input), and test_a_missing_warehouse_directory_...
     3   test_an_unreachable_warehouse_is_exit_3_and_a_later_run_writes_the_spool
     4   test_a_failing_control_is_exit_4_with_the_table
     130 test_ctrl_c_during_scoring_exits_130_and_leaves_nothing_behind
     143 test_sigterm_during_scoring_exits_143_..., test_sigterm_during_training_exits_143_... (and a cancellation
-        through Prefect: tests/test_operations.py)
+        through Prefect: tests/behaviour/test_operations.py)
 
 A closed stdout (`results --json | head`): read-only commands end quietly with 0, audit commands keep their code.
 """
@@ -290,7 +290,7 @@ def data_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     for day in (D0, D1, D2):
         write_synthetic_day(root, dt.date.fromisoformat(day), rows=ROWS)
-    for day in (D1, D2):  # the planted violation (tests/planted.py)
+    for day in (D1, D2):  # the planted violation (tests/support/planted.py)
         register_memorizer(root, day)
     return root
 
@@ -513,7 +513,7 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
 def _stop_when(argv: list[str], marker: str, number: int, env: dict | None = None):
     """Runs the command line, sends ``number`` to its process (as a scheduler or Kubernetes does: the process,
     not its group) once a stderr line holds ``marker``; (exit code, stderr, seconds from the signal to the
-    exit). The process must end within 30 s of the signal (tests/kill_harness.py's `signal_when`)."""
+    exit). The process must end within 30 s of the signal (tests/support/kill_harness.py's `signal_when`)."""
     return signal_when([sys.executable, "-m", "flows.cli", *argv], marker, 0.0, number, env or _env(), timeout=30)
 
 

@@ -137,7 +137,8 @@ def test_postgres_targets(capsys, root, plan, postgres_url):  # noqa: F811
 
     refused(capsys, [root], *nightly(root, plan, "--warehouse", "postgresql://user@127.0.0.1:notaport/db"),
             expect="not a valid PostgreSQL URL")
-    # an outage is not bad input: a warning, and the run goes on (its rows are spooled: exit 3, tests/test_exit_codes)
+    # an outage is not bad input: a warning, and the run goes on (its rows are spooled: exit 3,
+    # tests/flows/test_exit_codes)
     warnings = check_warehouse(root, "postgresql://nobody@127.0.0.1:1/none")
     assert len(warnings) == 1 and "does not answer within 2 s" in warnings[0] and "exit 3" in warnings[0]
     assert check_warehouse(root, postgres_url) == []

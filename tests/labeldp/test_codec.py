@@ -1,5 +1,5 @@
 """labeldp.codec: round trips by type, strict reading named by record and field, the upgrade hook, and that every
-record converted to it writes the JSON its hand-written ``to_dict`` wrote (tests/fixtures/codec_before.json)."""
+record converted to it writes the JSON its hand-written ``to_dict`` wrote (tests/labeldp/fixtures/codec_before.json)."""
 
 from __future__ import annotations
 

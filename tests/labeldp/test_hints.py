@@ -5,8 +5,8 @@ For each hint's command the real `labeldp-audit ... --help` runs (a subprocess) 
 hint names; the hint must name every option the command requires. Examples and documented commands are
 collected from the text and checked against the real parser: the command words must lead to a subcommand, and
 every flag named after them must be one of its options. No message outside the registry writes a command line
-of its own. Whether a hint fits its situation is checked where the situation is made: tests/test_preflight.py
-(another team's log and models), tests/test_exit_codes.py (the spool).
+of its own. Whether a hint fits its situation is checked where the situation is made: tests/flows/test_preflight.py
+(another team's log and models), tests/flows/test_exit_codes.py (the spool).
 """
 
 from __future__ import annotations

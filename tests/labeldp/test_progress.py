@@ -1,6 +1,6 @@
 """Live progress inside long steps (`labeldp.progress`): a CatBoost fit's iterations with the time left, shown on a
 terminal and never with --quiet or off one, and the fit it watches unchanged. The Beam passes' rows per second are
-tested with the job (tests/test_beam_scoring.py). No timed assertion: the clocks are moved by hand."""
+tested with the job (tests/pipelines/scoring/test_beam_scoring.py). No timed assertion: the clocks are moved by hand."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The capacity check's seeded nights, shared by tests/test_capacity_check.py and
-tests/test_capacity_check_verdicts.py: each night a segment world of tests/segment_worlds.py (the truth, built outside
+"""The capacity check's seeded nights, shared by tests/auditing/verdict/test_capacity_check.py and
+tests/behaviour/test_capacity_check_verdicts.py: each night a segment world of tests/support/segment_worlds.py
+(the truth, built outside
 the code under test) audited at R = 1 with its check rows, and the one-sided binomial test of an exceedance rate."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Sample records for tests/test_codec.py, built from each class's fields by type (no codec import), so that the
+"""Sample records for tests/labeldp/test_codec.py, built from each class's fields by type (no codec import), so that the
 same samples could be written by the hand-written ``to_dict`` methods the codec replaced
-(tests/fixtures/codec_before.json holds what they wrote)."""
+(tests/labeldp/fixtures/codec_before.json holds what they wrote)."""
 
 from __future__ import annotations
 

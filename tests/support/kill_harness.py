@@ -1,6 +1,7 @@
 """Crash consistency, proven by killing the job: real nightlies (the command line, Prefect, CatBoost, the Beam job,
 DuckDB or PostgreSQL) killed with SIGKILL at a named point (`labeldp.faults`), then run again; the state after that
-run is checked against a night never killed. Used by tests/test_kill_points.py (a handful of points, tiny days) and
+run is checked against a night never killed. Used by tests/behaviour/test_kill_points.py (a handful of points,
+tiny days) and
 benchmarks/bench_kill.py (every point, bigger days, figures in benchmarks/results/kill.md).
 
 A `Base` is a data root whose night ran once through (its partitions, models, recalibrated reference), with that
@@ -80,7 +81,7 @@ class Base:
 
 
 def build_base(directory: Path, rows: int, api: str | None, controls: bool = False) -> Base:
-    """Two synthetic days of ``rows`` rows, the planted memoriser registered (tests/planted.py) and a trained RR
+    """Two synthetic days of ``rows`` rows, the planted memoriser registered (tests/support/planted.py) and a trained RR
     target; its night run once (the golden snapshot), then what it wrote from its games on removed."""
     from pipelines.data.synth import write_synthetic_day
     from tests.support.planted import register_memorizer
@@ -228,7 +229,7 @@ def inconsistencies(after: Snapshot, golden: Snapshot) -> list[str]:
 @dataclass(frozen=True)
 class Scenario:
     """One kill: the fault point setting, the warehouse backend, and whether the killed run spools (its
-    PostgreSQL warehouse unreachable: a gate closed, `tests/pg_gate.py`)."""
+    PostgreSQL warehouse unreachable: a gate closed, `tests/support/pg_gate.py`)."""
 
     fault: str
     backend: str = "duckdb"

@@ -1,5 +1,6 @@
-"""A planted violation for the tests that run whole nights on small synthetic days (tests/test_flows.py,
-tests/test_operations.py, tests/test_exit_codes.py): a model that memorises its training labels, so that its
+"""A planted violation for the tests that run whole nights on small synthetic days (tests/behaviour/test_flows.py,
+tests/behaviour/test_operations.py, tests/flows/test_exit_codes.py): a model that memorises its training
+labels, so that its
 VIOLATION is one the capacity check vouches for even on a day of 20,000 rows. (A non-private CatBoost model on such
 a day leaks too little beyond what the reference's misfit explains for its check rows to tell: its VIOLATION is
 shown untrusted, which is what the product should say at that size.)"""

@@ -1,5 +1,5 @@
 """Seeded segment worlds with a known truth, for the capacity check's tests and benchmark
-(tests/capacity_nights.py, benchmarks/bench_capacity_check.py). Nothing here comes from the code under test.
+(tests/support/capacity_nights.py, benchmarks/bench_capacity_check.py). Nothing here comes from the code under test.
 
 Rows fall into segments (the features); each segment has a label law D(. | segment); day D moves some segments'
 logits (drift the reference does not know). Every learner is a stand-in written here:

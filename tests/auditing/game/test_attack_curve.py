@@ -2,9 +2,11 @@
 independent ranking of the rows, its bootstrap under the game's null, a leaking target, the compiled and the numpy
 game giving the same record, determinism, and old stored counts and results without it.
 
-The in-process vs Beam equality of the record is checked with the job's other outputs (tests/test_beam_scoring.py
-`assert_same_as_in_process`, tests/test_controls.py); the warehouse columns in tests/test_warehouse.py and
-tests/test_warehouse_migrations.py; the report panel in tests/test_report.py.
+The in-process vs Beam equality of the record is checked with the job's other outputs
+(tests/pipelines/scoring/test_beam_scoring.py
+`assert_same_as_in_process`, tests/auditing/verdict/test_controls.py); the warehouse columns in
+tests/auditing/sinks/test_warehouse.py and
+tests/auditing/sinks/warehouse/test_migrations.py; the report panel in tests/auditing/sinks/test_report.py.
 """
 
 from __future__ import annotations

@@ -294,7 +294,7 @@ def test_control_failed_says_what_the_control_voids_and_nothing_of_the_label_bli
 # --------------------------------------------------------------------------------------------- trust per verdict
 @pytest.fixture(scope="module")
 def verdicts():
-    """Real verdicts with a capacity check (tests/checked_audits.py): a trusted VIOLATION with row groups, one
+    """Real verdicts with a capacity check (tests/support/checked_audits.py): a trusted VIOLATION with row groups, one
     the reference's misfit explains, a WEAK_PASS under a misfitting reference, and a VIOLATION nothing checked."""
     from auditing.audit import run_audit
     from auditing.config import AuditConfig
@@ -430,7 +430,7 @@ def test_a_bad_reference_check_is_refused_before_any_request(webhook_factory, tm
 # --------------------------------------------------------------------------------------------- slice VIOLATIONs
 @pytest.fixture(scope="module")
 def sliced_verdicts():
-    """tests/sliced_audits.py judged: against claim 1 the top decile is a trusted slice VIOLATION and the shown
+    """tests/support/sliced_audits.py judged: against claim 1 the top decile is a trusted slice VIOLATION and the shown
     label 0 an untrusted one; against claim 3 every slice PASSes; the same audit without slices; a void night."""
     import dataclasses
 

@@ -630,7 +630,7 @@ def test_reference_check_panel_for_checked_skipped_and_legacy_nights(run):
 # --------------------------------------------------------------------------------------------- trust per verdict
 @pytest.fixture(scope="module")
 def checked():
-    """Audits with a capacity check (tests/checked_audits.py): a real leak with row groups, and a model whose
+    """Audits with a capacity check (tests/support/checked_audits.py): a real leak with row groups, and a model whose
     evidence is the reference's misfit."""
     from tests.support import checked_audits
     return {"leaky": checked_audits.leaky(row_groups=checked_audits.groups()), "misfit": checked_audits.misfit()}
@@ -1110,7 +1110,7 @@ def test_a_runs_table_has_the_attack_and_the_familys_evidence_per_verdict(run):
 @pytest.fixture(scope="module")
 def sliced_verdict():
     """A trusted VIOLATION at claimed eps 1 with 12 declared slices: a trusted and an untrusted slice VIOLATION,
-    the rest PASS (tests/sliced_audits.py)."""
+    the rest PASS (tests/support/sliced_audits.py)."""
     from tests.support.sliced_audits import sliced
 
     return judge(sliced(), CLAIMED)

@@ -1256,7 +1256,7 @@ def test_family_evidence_columns_and_results_family_on_both_backends(target, cap
 @pytest.fixture(scope="module")
 def sliced_verdict():
     """A trusted VIOLATION at claimed eps 1 with 12 declared slices: a trusted and an untrusted slice VIOLATION,
-    the rest PASS (tests/sliced_audits.py)."""
+    the rest PASS (tests/support/sliced_audits.py)."""
     from tests.support.sliced_audits import sliced
 
     return judge(sliced(), 1.0)

@@ -1,8 +1,10 @@
 """The capacity check (auditing/verdict/capacity_check.py, docs/soundness.md section 8): its epsilon_check is a
-lower bound on the target's true eps over seeded nights (tests/capacity_nights.py: segment worlds built outside the
-code under test, tests/segment_worlds.py), its exact test holds its level at the null boundary, and its histogram
+lower bound on the target's true eps over seeded nights (tests/support/capacity_nights.py: segment worlds
+built outside the
+code under test, tests/support/segment_worlds.py), its exact test holds its level at the null boundary, and
+its histogram
 arithmetic. Its verdicts (a trusted false VIOLATION at most at the stated rate, real leaks vouched for):
-tests/test_capacity_check_verdicts.py.
+tests/behaviour/test_capacity_check_verdicts.py.
 """
 
 from __future__ import annotations

@@ -541,7 +541,8 @@ def test_csv_and_json_carry_the_trust_figures(trust_target, capsys, audits):
 
 # ------------------------------------------------------------------------------------------------ slices
 def test_stored_slices_are_listed_shown_and_in_json(empty_target, capsys):
-    """A verdict written with its slices (tests/sliced_audits.py: a trusted and an untrusted slice VIOLATION among
+    """A verdict written with its slices (tests/support/sliced_audits.py: a trusted and an untrusted slice
+    VIOLATION among
     12 slices): the list prints its largest slice bounds under the table with the budget, S, the slices'
     confidence and the claim, and what a slice VIOLATION means; --json and show --json carry the slices object;
     show prints every slice. A verdict without slices says so."""

@@ -3,7 +3,7 @@ numeric-only dataset, saved as .cbm and exported to ONNX by CatBoost itself, reg
 inside a real Beam pipeline (RunInference on the FnApiRunner). The three formats must give the same
 probabilities; a row without a logged prediction gets NaN, never a number.
 
-`make_world` (a data root with one day and the model files) is shared with tests/test_model_registration.py.
+`make_world` (a data root with one day and the model files) is shared with tests/pipelines/models/test_registration.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ keys added since) reads with its defaults; ``to_dict`` writes back exactly the J
 nulls stay null, numbers keep their JSON type), so files, fingerprints and reports do not change.
 
 The round trips of metadata written by training (every mechanism) and by registration (every format) are in
-tests/test_training_registry.py and tests/test_model_registration.py; the night's own models (the controls, the
+tests/pipelines/training/test_train.py and tests/pipelines/models/test_registration.py; the night's own models
+(the controls, the
 recalibrated reference) are read back here and by benchmarks/golden_outputs.py."""
 
 from __future__ import annotations

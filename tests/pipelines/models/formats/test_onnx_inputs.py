@@ -1,5 +1,5 @@
 """ONNX graphs with categorical inputs (`pipelines.models.formats.onnx_inputs`, `onnx_elements`, `onnx_feeds`,
-`onnx_vocabulary`), with real parts: graphs built with onnx's own helper (tests/graph_builder.py), a real
+`onnx_vocabulary`), with real parts: graphs built with onnx's own helper (tests/support/graph_builder.py), a real
 partition of a click log with words and integers as categoricals, `models register` on the command line, and
 the Beam scoring job on FnApiRunner.
 
