@@ -1,6 +1,6 @@
 """Trust rules compared on seeded segment worlds with a known truth (tests/support/segment_worlds.py): how
-often a VIOLATION
-of a private target comes out trusted (it must not, beyond 5%), and how often a real leak does (it should).
+often a VIOLATION of a private target comes out trusted (it must not, beyond 5%), and how often a real leak does
+(it should).
 
 Per night: one segment world (125 segments, drift on some of them that the reference's global correction cannot
 see), its target audited with `auditing.audit.run_audit` (binomial, bonferroni, 95%, kappa 0, repetition 0

@@ -1,7 +1,7 @@
 """The capacity check against private models that memorise their training rows while their outputs on unseen rows do
 not follow the day (tests/support/memorising_worlds.py; the truth built outside the code): the pooled rule (the
-check before
-strata, written in tests/support/capacity_nights.py from its description) against the stratified rule of the product.
+check before strata, written in tests/support/capacity_nights.py from its description) against the stratified rule
+of the product.
 
 Per night: 110,000 rows, a uniformly random 10,000 of them check rows, the rest the target's training rows; the
 reference as given (no correction: the case of `audit-scores` and of registered models whose reference is not

@@ -1,8 +1,7 @@
 """Crash consistency at every kill point (tests/support/kill_harness.py): a real nightly on bigger synthetic
-days, with its
-controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside and around the
-transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against the night never
-killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's swaps,
+days, with its controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside
+and around the transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against
+the night never killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's swaps,
 a model registered again killed in its swap's window, a PostgreSQL connection terminated mid-transaction
 (pg_terminate_backend of this run's own backend, found by its application_name; the shared server is never stopped),
 a disk that fills while spooling (injected ENOSPC), and the seconds from SIGTERM / SIGINT to the exit at four phases
