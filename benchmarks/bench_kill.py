@@ -1,8 +1,8 @@
-"""Crash consistency at every kill point (tests/support/kill_harness.py): a real nightly on bigger synthetic
-days, with its controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside
-and around the transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against
-the night never killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's swaps,
-a model registered again killed in its swap's window, a PostgreSQL connection terminated mid-transaction
+"""Crash consistency at every kill point (tests/support/kill_harness.py): a real nightly on bigger synthetic days,
+with its controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside and around
+the transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against the night
+never killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's
+swaps, a model registered again killed in its swap's window, a PostgreSQL connection terminated mid-transaction
 (pg_terminate_backend of this run's own backend, found by its application_name; the shared server is never stopped),
 a disk that fills while spooling (injected ENOSPC), and the seconds from SIGTERM / SIGINT to the exit at four phases
 of a night.
@@ -355,11 +355,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{platform.machine()}, {os.cpu_count()} cores shared with other work, load average "
         f"{os.getloadavg()[0]:.1f}; {time.monotonic() - began:.0f} s in all). Two synthetic days of {args.rows:,} "
         "rows; the night audits a trained RR target and the planted memoriser (tests/support/planted.py) "
-        "with both controls "
-        "and one declared slicing (4 verdicts). Each scenario copies a data root whose night ran once (its "
+        "with both controls and one declared slicing (4 verdicts). Each scenario copies a data root whose night "
+        "ran once (its "
         "partitions and models), kills the night with SIGKILL at one point (`LABELDP_FAULT`, labeldp/faults.py), "
-        "runs it again, and compares everything with the night never killed (tests/support/kill_harness.py: verdicts, "
-        "curves, slices, run records, reports, models, stored games and nights, spool, temporaries).",
+        "runs it again, and compares everything with the night never killed "
+        "(tests/support/kill_harness.py: verdicts, curves, slices, run records, reports, models, stored games and "
+        "nights, spool, temporaries).",
         "",
         f"**{killed} kill points, {found} inconsistencies found.**",
         "",
