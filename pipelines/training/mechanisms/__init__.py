@@ -38,7 +38,7 @@ Adding a mechanism:
 2. Register the class in the list at the bottom of this file (the table order), and add its row above.
 3. Tests: the release function's law and its argument checks in tests/pipelines/training/test_mechanisms.py;
    a training and registry round trip in tests/pipelines/training/test_train.py (the parametrized
-   every-mechanism test); tests/pipelines/training/test_mechanism_registry.py checks every registered class's
+   every-mechanism test); tests/pipelines/training/test_mechanisms_registry.py checks every registered class's
    metadata and parameter errors on its own.
 """
 
