@@ -6,7 +6,8 @@ By type, a field's value is written as:
 * a nested dataclass: its own record (a dict of its fields, in field order);
 * ``tuple[X, ...]``, ``tuple[X, Y]``, ``list[X]``: a JSON list (read back as the annotated container);
 * ``dict[str, X]``: a JSON object;
-* ``X | None``: null or X (a field marked `EMPTY_IS_NONE` writes None as ``{}`` and reads ``{}`` as None);
+* ``X | None``: null or X (a field marked `EMPTY_IS_NONE` writes None as ``{}`` and reads ``{}`` as None; a field
+  marked `OMIT_DEFAULT` is not written while it holds its default, and an absent key reads as that default);
 * ``datetime.date`` / ``datetime.datetime``: its ISO string;
 * an Enum: its value;
 * a float: as is (``json`` writes infinity and NaN as ``Infinity`` / ``NaN``); a field marked `INF_AS_STRING` writes
@@ -49,6 +50,7 @@ from labeldp.errors import LabelDPInputError
 # Field metadata: ``field(default=None, metadata=EMPTY_IS_NONE)``.
 EMPTY_IS_NONE = {"codec_empty_is_none": True}
 INF_AS_STRING = {"codec_inf_as_string": True}
+OMIT_DEFAULT = {"codec_omit_default": True}
 
 _FLOAT_WORDS = {"inf": math.inf, "-inf": -math.inf, "Infinity": math.inf, "-Infinity": -math.inf, "nan": math.nan,
                 "NaN": math.nan}
@@ -66,7 +68,8 @@ def encode(obj: Any) -> Any:
         hook = getattr(obj, "_encoded", None)
         if hook is not None:
             return encode(hook())
-        out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)
+               if not (f.metadata.get("codec_omit_default") and getattr(obj, f.name) is f.default)}
         for name in getattr(obj, "_computed", ()):
             out[name] = encode(getattr(obj, name))
         return out
@@ -216,4 +219,4 @@ def _decode(tp: Any, value: Any, name: str) -> Any:
     raise LabelDPInputError(f"{name}: cannot read {value!r} as {tp}")
 
 
-__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "decode", "encode"]
+__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "OMIT_DEFAULT", "decode", "encode"]

@@ -39,6 +39,7 @@ from model_handles import unregistered
 from scipy.special import expit, logit
 
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.data.layout import file_fingerprint, model_dir
@@ -446,14 +447,14 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     assert current.click_rate > 1.5 * previous.click_rate
     assert diagnostic.reference_log_loss_shift > 0
     assert all(psi > 0 for psi in diagnostic.feature_shift.per_feature.values())
-    data = diagnostic.to_dict()  # its JSON: the figures' shape, read back as it was
+    data = encode(diagnostic)  # its JSON: the figures' shape, read back as it was
     assert list(data) == ["label", "reference", "days", "reference_fit", "reference_log_loss_shift",
                           "reference_ece_shift", "feature_shift", "feature_shift_max_psi"]
-    assert ShiftDiagnostic.from_dict(json.loads(json.dumps(data))) == diagnostic
+    assert decode(ShiftDiagnostic, json.loads(json.dumps(data)), "shift_diagnostic") == diagnostic
 
     itself = shift_diagnostic(world["root"], PREVIOUS, resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
     assert itself.fit_previous is None and "no earlier day" in itself.not_computed
-    assert list(itself.to_dict()) == ["label", "reference", "days", "not_computed"]
+    assert list(encode(itself)) == ["label", "reference", "days", "not_computed"]
 
 
 def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(world, monkeypatch):
