@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from pathlib import Path
 
+from auditing.sinks.family import LaterRun
+from auditing.sinks.warehouse import normalize_row
+from auditing.sinks.warehouse.address import Destination
+from auditing.sinks.warehouse.records import upgrade_row
+from auditing.sinks.warehouse.spool import SpooledPayload
 from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.family_evidence import FamilyEvidence, NightEvidence
 from auditing.verdict.reference_check import CalibrationFigures, LabelBlindFigures, ReferenceCheck
@@ -41,4 +47,19 @@ def samples() -> dict:
         "control_check_bare": ControlCheck("negative", False, 0.25, None, 0.0, "the negative control failed"),
         "family_evidence": FamilyEvidence(0.05, nights),
         "family_evidence_empty": FamilyEvidence(0.05, ()),
+        **sink_samples(),
+    }
+
+
+def sink_samples(row_of=upgrade_row) -> dict:
+    """The sinks' records; ``row_of``: the row as the record holds it (before the codec: its JSON-safe dict)."""
+    from tests.test_warehouse import make_row
+
+    row = normalize_row(make_row()[0])
+    later = {**row, "run_id": "run-later", "status": "VIOLATION", "epsilon_lower_bound": 0.75}
+    to = Destination("duckdb", "/data/warehouse.duckdb", "sha256:" + "ab" * 32)
+    return {
+        "spooled_payload": SpooledPayload(Path("/spool/m.json"), to, row_of(row), 1767225600.5),
+        "spooled_payload_unread": SpooledPayload(Path("/spool/bad.json"), None, None, None, "not readable JSON"),
+        "later_run": LaterRun(upgrade_row(row), upgrade_row(later), ("model_fingerprint", "claimed_epsilon")),
     }

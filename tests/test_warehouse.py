@@ -406,7 +406,7 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 
 
 def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
-    """normalize_row and ReferenceCheck.from_dict refuse bad kappa-era figures before any write, with an
+    """normalize_row and the codec's reading of a ReferenceCheck refuse bad kappa-era figures before any write, with an
     error that names the field."""
     from auditing.sinks.warehouse.rows import normalize_row
 
@@ -447,21 +447,21 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
 
     good = _reference_check()
     for change, message in (
-        ({"calibration": None}, r"reference_check: missing \['calibration'\]"),
+        ({"calibration": None}, r"reference_check\.calibration: expected a string; got None"),
         ({"calibration": "none"}, "calibration_figures are for calibration 'boost'"),
-        ({"checked": "yes"}, "reference_check.checked must be True or False"),
+        ({"checked": "yes"}, "reference_check.checked: expected true or false"),
         ({"checked": False}, "checked is False but"),
         ({"checked": False, "calibration_figures": None, "label_blind": None}, "reference_check.note is required"),
         ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": -0.5, "flagged": False}},
          "reference_check.label_blind.misfit_kappa must be"),
         ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5, "flagged": True}},
          "flagged needs epsilon_lower_bound > 0"),
-        ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5}}, r"label_blind: missing \['flagged'\]"),
+        ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5}}, r"label_blind: missing field\(s\) \['flagged'\]"),
         ({"calibration_figures": {**good["calibration_figures"], "ece_after": 2.0}},
          "reference_check.calibration_figures.ece_after must be"),
         ({"calibration_figures": {**good["calibration_figures"], "rows_fit": -3}},
          "reference_check.calibration_figures.rows_fit must be a whole number"),
-        ({"verdict": "ok"}, r"reference_check: unknown key\(s\) \['verdict'\]"),
+        ({"verdict": "ok"}, r"reference_check: unknown field\(s\) \['verdict'\]"),
     ):
         with pytest.raises(LabelDPInputError, match=message):
             decode(ReferenceCheck, {**good, **change}, "reference_check")
