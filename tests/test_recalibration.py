@@ -562,7 +562,7 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     from pipelines.scoring.beam_scoring import score_day
 
     root = world["root"]
-    metadata = registry.read_metadata(root, "reference", PREVIOUS).to_dict()
+    metadata = encode(registry.read_metadata(root, "reference", PREVIOUS))
     train = splits.split_of(world["ids"]) == splits.TRAIN
     record = {**metadata["training_rows"], "label_splits": ["train"], "unread_row_ids": [], "rows": int(train.sum())}
     registry.save_model(root, "day-model", DAY, world["reference"],
@@ -635,15 +635,15 @@ def test_a_reference_with_an_output_correction_is_a_skip(world):
 def test_the_scoring_job_reads_the_correction_share_from_the_reference_and_refuses_an_unknown_scheme(world, recalibrated):
     """A reference corrected on day D leaves its keyed share out of day D's games, not another day's; a recorded
     scheme with another salt (another version's rows) is refused by name rather than leaving the wrong rows out."""
-    from pipelines.models.metadata import ModelMetadata
+    from pipelines.models.metadata import as_metadata
     from pipelines.reference.recalibration import correction_exclusion
 
     handle = resolve_model(world["root"], RECALIBRATED, DAY)
     assert correction_exclusion(handle, DAY) == CorrectionExclusion(splits.CORRECTION_SHARE)
     assert correction_exclusion(handle, PREVIOUS) is None
     assert correction_exclusion(resolve_model(world["root"], "reference", PREVIOUS), PREVIOUS) is None
-    data = json.loads(json.dumps(handle.meta.to_dict()))
+    data = json.loads(json.dumps(encode(handle.meta)))
     data["correction_rows"]["scheme"]["correction_salt"] = "0x0000000000000001"
-    other = replace(handle, meta=ModelMetadata.from_dict(data))
+    other = replace(handle, meta=as_metadata(data))
     with pytest.raises(LabelDPInputError, match=r"correction_rows\.scheme is not one this version reads"):
         correction_exclusion(other, DAY)
