@@ -18,7 +18,7 @@ FILLER = {"metadata_version": 1, "mechanism": {"name": "external", "epsilon": "i
 
 
 def metadata_of(metadata: dict) -> ModelMetadata:
-    """The record of ``metadata`` (the keys it lacks from `FILLER`), as `ModelMetadata.from_dict` reads a file."""
+    """The record of ``metadata`` (the keys it lacks from `FILLER`), as `as_metadata` reads a file."""
     return as_metadata({**FILLER, **metadata}, "a test's metadata")
 
 

@@ -1,6 +1,6 @@
-"""A model's metadata as a typed record (`pipelines.models.metadata.ModelMetadata`): ``from_dict`` is the one reader
-of ``metadata.json`` and names the file and the field of a bad, unknown or missing key; an older file (without the
-keys added since) reads with its defaults; ``to_dict`` writes back exactly the JSON read (absent keys stay absent,
+"""A model's metadata as a typed record (`pipelines.models.metadata.ModelMetadata`): ``as_metadata`` is the one
+reader of ``metadata.json`` and names the file and the field of a bad, unknown or missing key; an older file
+(without the keys added since) reads with its defaults; ``labeldp.codec.encode`` writes back exactly the JSON read (absent keys stay absent,
 nulls stay null, numbers keep their JSON type), so files, fingerprints and reports do not change.
 
 The round trips of metadata written by training (every mechanism) and by registration (every format) are in
