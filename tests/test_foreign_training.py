@@ -171,7 +171,7 @@ def test_a_keys_record_selects_exactly_its_keys(world):
     selection = audit_rows.training_rows(metadata_of(every))
     assert selection.mask(world["ids"]).all() and selection.rows == ROWS
     assert selection.describe()["training_rows_kind"] == "all"
-    with pytest.raises(LabelDPInputError, match=r"unknown training_rows\.kind 'some'"):
+    with pytest.raises(LabelDPInputError, match=r"training_rows\.kind: unknown kind 'some'"):
         metadata_of({"model_name": "m", "date": DAY.isoformat(), "training_rows": {"kind": "some"}})
 
 
