@@ -35,7 +35,7 @@ from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name
 from pipelines.data.day import Day
-from pipelines.data.layout import model_dir, partition_dir
+from pipelines.data.layout import model_dir, partition_listing
 
 CONNECT_SECONDS = 2
 # What libpq says when the server answered and refused the login: fixed by the URL or the server's set-up, not by
@@ -55,7 +55,7 @@ def plan_for(plan_file: str | os.PathLike | None, models: list[str] | None = Non
 def _footer(root: Path, day: dt.date):
     from pipelines.data import schema
 
-    return schema.open_parquet(sorted(partition_dir(root, day).glob(schema.PART_GLOB))[0]).schema_arrow
+    return schema.open_parquet(partition_listing(root, day).files[0]).schema_arrow
 
 
 def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, footer):

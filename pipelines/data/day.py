@@ -20,7 +20,7 @@ from pathlib import Path
 from labeldp.errors import LabelDPInputError
 from labeldp.names import require_date
 from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, dataset_of
-from pipelines.data.layout import partition_dir
+from pipelines.data.layout import partition_dir, partition_listing
 
 
 class PartitionMissing(LabelDPInputError):
@@ -63,8 +63,8 @@ def resolve_day(root: str | Path, date: dt.date, expected: DatasetSpec | None = 
     from pipelines.data import schema
 
     date = require_date(date)
-    directory = partition_dir(root, date)
-    files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
+    listing = partition_listing(root, date)
+    directory, files = listing.directory, listing.files
     if not files:
         how = str(schema.missing_partition(root, date, expected))
         raise PartitionMissing(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}; "
@@ -129,8 +129,8 @@ def listed_day(root: str | Path, date: dt.date) -> Day:
     `PartitionMissing` when it has no files."""
     from pipelines.data import schema
 
-    directory = partition_dir(root, date)
-    files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
+    listing = partition_listing(root, date)
+    directory, files = listing.directory, listing.files
     if not files:
         raise PartitionMissing(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}")
     rows = sum(schema.open_parquet(p).metadata.num_rows for p in files)

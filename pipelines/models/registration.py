@@ -39,7 +39,7 @@ from pipelines.data.layout import (
     atomic_directory,
     file_fingerprint,
     model_dir,
-    partition_dir,
+    partition_listing,
     refuse_empty_file,
 )
 from pipelines.models import registry
@@ -98,7 +98,7 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
                                 field="training_rows")
     if day_keys is None:
         raise LabelDPInputError(f"training_rows: checking {path} needs day {date.isoformat()}'s partition, and "
-                                f"{partition_dir(root, date)} does not exist; ingest that day first",
+                                f"{partition_listing(root, date).directory} does not exist; ingest that day first",
                                 field="training_rows")
     parquet = schema.open_parquet(path)
     allowed = [dataset.row_key] + ([INTERNAL_ROW_ID] if dataset.row_key != INTERNAL_ROW_ID else [])
@@ -122,7 +122,7 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
     if unknown.any():
         raise LabelDPInputError(f"{path}: {int(unknown.sum())} of {keys.size} key(s) are not rows of day "
                                 f"{date.isoformat()} (e.g. {int(keys[np.flatnonzero(unknown)[0]])}); list keys of "
-                                f"{partition_dir(root, date)}")
+                                f"{partition_listing(root, date).directory}")
     return np.sort(keys)
 
 
@@ -214,16 +214,17 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
         if not mapping.is_file():
             raise LabelDPInputError(f"onnx_inputs: {mapping} is not a file", field="onnx_inputs")
 
-    partition = partition_dir(root, date)
-    has_partition = partition.is_dir()
+    listing = partition_listing(root, date)
+    partition, has_partition = listing.directory, listing.exists
     defaulted = dataset is None
     if defaulted:
         dataset = dataset_of(root, date)
     elif has_partition:
         check_same_dataset(dataset, dataset_of(root, date), f"the partition {partition}", _GIVE_ITS_SPEC)
-    if predictions_for not in (None, date) and partition_dir(root, predictions_for).is_dir():
-        check_same_dataset(dataset, dataset_of(root, predictions_for),
-                           f"the partition {partition_dir(root, predictions_for)}", _GIVE_ITS_SPEC)
+    scored = None if predictions_for in (None, date) else partition_listing(root, predictions_for)
+    if scored is not None and scored.exists:
+        check_same_dataset(dataset, dataset_of(root, predictions_for), f"the partition {scored.directory}",
+                           _GIVE_ITS_SPEC)
     probe = (schema.read_keyed_sample(root, date, dataset, fmt.probe_rows)[0]
              if fmt.probe_rows and has_partition else None)
     try:
@@ -303,7 +304,7 @@ def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: 
     else:
         dataset = dataset or dataset_of(root, date)
         day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
-                    .column(dataset.row_key).to_numpy() if partition_dir(root, date).is_dir() else None)
+                    .column(dataset.row_key).to_numpy() if partition_listing(root, date).exists else None)
         keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
         rows = hashlib.sha256(np.ascontiguousarray(keys, dtype="<i8").tobytes()).hexdigest()[:8]
     return f"candidate-{file_hex[:12]}-rows-{rows}"

@@ -32,9 +32,9 @@ import pyarrow.parquet as pq
 from auditing.verdict.controls import check_control_epsilon
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
-from pipelines.data import schema, splits
+from pipelines.data import splits
 from pipelines.data.dataset_spec import dataset_of
-from pipelines.data.layout import atomic_directory, model_dir, partition_dir
+from pipelines.data.layout import atomic_directory, model_dir, partition_listing
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
 
@@ -52,7 +52,7 @@ def _train_split_rows(root, date: dt.date) -> int:
     """How many of the day's rows fall in the train split (the controls' audited rows)."""
     key = dataset_of(root, date).row_key
     total = 0
-    for path in sorted(partition_dir(root, date).glob(schema.PART_GLOB)):
+    for path in partition_listing(root, date).files:
         ids = pq.read_table(path, columns=[key]).column(key).drop_null()
         total += int((splits.split_of(ids.to_numpy().astype(np.int64)) == splits.TRAIN).sum())
     return total

@@ -45,7 +45,7 @@ from labeldp.names import require_date
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
 from pipelines.data.day import Days
-from pipelines.data.layout import partition_dir
+from pipelines.data.layout import partition_listing
 from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.scoring.audit_rows import ALL, KEYS, record_kind, training_rows
 
@@ -188,10 +188,11 @@ def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHan
         return ShiftDiagnostic(LABEL, reference, own_day, date,
                                not_computed=f"the reference {reference} is not of a day before the audited day "
                                             f"{date}: there is no earlier day to compare day {date} with")
-    if not partition_dir(root, own_day).is_dir():
+    own = partition_listing(root, own_day)
+    if not own.exists:
         return ShiftDiagnostic(LABEL, reference, own_day, date,
                                not_computed=f"day {own_day} (the reference's own day) has no partition at "
-                                            f"{partition_dir(root, own_day)} to compare day {date} with")
+                                            f"{own.directory} to compare day {date} with")
     days = days if days is not None else Days(root)
     return _cached(str(root), date, measured, days[date].fingerprint, days[own_day].fingerprint, SAMPLE_ROWS)
 

@@ -34,7 +34,7 @@ from labeldp.errors import LabelDPInputError
 from labeldp.progress import Countdown
 from pipelines.data import schema
 from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
-from pipelines.data.layout import partition_dir
+from pipelines.data.layout import partition_listing
 from pipelines.scoring.beam_coders import BatchCoder
 from pipelines.scoring.grouped_files import (
     GROUP_ROWS,
@@ -615,7 +615,7 @@ def check_row_id_files(directory: Path, root, date, key: str = schema.ROW_ID) ->
 
 def _refuse_duplicates(total: int, example, root, date, key: str) -> None:
     if total:
-        raise LabelDPInputError(f"{partition_dir(root, date)}: column {key!r}: {total} duplicate value(s) "
+        raise LabelDPInputError(f"{partition_listing(root, date).directory}: column {key!r}: {total} duplicate value(s) "
                                 f"(e.g. {example}); each row needs its own identity (it keys the game's randomness)")
 
 

@@ -43,7 +43,7 @@ from pipelines.data import schema
 from pipelines.data.categories import compact_dictionaries, used_categories
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
 from pipelines.data.key_buckets import KeyBuckets, buckets_for
-from pipelines.data.layout import partition_dir
+from pipelines.data.layout import partition_listing
 from pipelines.data.splits import splitmix64
 from pipelines.data.tabular_values import is_text
 from pipelines.models.handle import ModelHandle, resolve_model
@@ -253,7 +253,7 @@ def _reference_rows(root, reference: ModelHandle, dataset: DatasetSpec) -> tuple
         except LabelDPInputError as exc:
             return None, f"the reference's training rows were not read: {exc}"
         return _reference_rows(root, source_model, dataset)
-    if not partition_dir(root, day).is_dir():
+    if not partition_listing(root, day).exists:
         return None, f"the reference's day {day.isoformat()} has no partition here: its training rows were not read"
     if dataset_of(root, day).fingerprint() != dataset.fingerprint():
         return None, f"the reference's day {day.isoformat()} is another dataset: its rows were not compared"
