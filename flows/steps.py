@@ -74,47 +74,48 @@ def _settings(plan: AuditPlan):
     return settings_from(iterations=plan.catboost_iterations)
 
 
-def missing_reference(root: Path, date: dt.date, plan: AuditPlan) -> LabelDPInputError:
-    """The reference of day ``date`` (the D-1 checkpoint) is missing and the plan's ``on_missing_reference``
+def missing_reference(day: Day, plan: AuditPlan) -> LabelDPInputError:
+    """The reference of ``day`` (the D-1 checkpoint) is missing and the plan's ``on_missing_reference``
     is "fail": what to do depends on where the plan's models come from (`text.missing_reference`)."""
     from auditing.sinks.report import text
 
-    ref_day = date - dt.timedelta(days=1)
+    ref_day = day.date - dt.timedelta(days=1)
     registered = any(isinstance(spec, RegisteredTarget) for spec in plan.targets)
-    return LabelDPInputError(text.missing_reference(model_dir(root, plan.reference_name, ref_day), plan.reference_name,
-                                                    ref_day, registered))
+    return LabelDPInputError(text.missing_reference(model_dir(day.root, plan.reference_name, ref_day),
+                                                    plan.reference_name, ref_day, registered))
 
 
-def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = no_progress) -> ModelHandle:
-    """The reference M' of day D (the D-1 checkpoint), trained non-privately when missing if the plan says so;
-    resolved."""
+def ensure_reference(day: Day, plan: AuditPlan, progress: Progress = no_progress) -> ModelHandle:
+    """The reference M' of ``day`` (the D-1 checkpoint, registered under the day's data root), trained
+    non-privately when missing if the plan says so; resolved."""
     from pipelines.training.train import ensure_reference as ensure
 
-    if plan.on_missing_reference == "fail" and not model_dir(root, plan.reference_name,
-                                                             date - dt.timedelta(days=1)).is_dir():
-        raise missing_reference(root, date, plan)
+    if plan.on_missing_reference == "fail" and not model_dir(day.root, plan.reference_name,
+                                                             day.date - dt.timedelta(days=1)).is_dir():
+        raise missing_reference(day, plan)
 
-    _, reference = ensure(root, date, plan.reference_name, plan.on_missing_reference, plan.seed, _settings(plan),
-                          progress)
+    _, reference = ensure(day.root, day.date, plan.reference_name, plan.on_missing_reference, plan.seed,
+                          _settings(plan), progress)
     return reference
 
 
-def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
-                  partition_fp: str, progress: Progress = no_progress,
+def ensure_target(day: Day, spec: TargetSpec | RegisteredTarget, plan: AuditPlan, progress: Progress = no_progress,
                   reference: ModelHandle | None = None) -> ModelHandle:
-    """The target model of day D, resolved: a registered one as registered (`ensure_registered`); a trained one
-    reused when made exactly as the plan says on the same partition, else (re)trained (or refused / skipped, as
-    ``on_missing_target`` says). reference: the night's D-1 reference, resolved (`ensure_reference`), which
-    training reads as its prior instead of resolving it again."""
+    """The target model of ``day``, resolved: a registered one as registered (`ensure_registered`); a trained one
+    reused when made exactly as the plan says on the same partition (the day's fingerprint), else (re)trained (or
+    refused / skipped, as ``on_missing_target`` says). reference: the night's D-1 reference, resolved
+    (`ensure_reference`), which training reads as its prior instead of resolving it again."""
     from pipelines.models.handle import resolve_model
     from pipelines.training.train import reuse_mismatch, train_and_register
 
     if isinstance(spec, RegisteredTarget):
-        return ensure_registered(root, date, spec, plan, progress, partition_fp)
+        return ensure_registered(day, spec, plan, progress)
+    root, date = day.root, day.date
     if model_dir(root, spec.name, date).is_dir():
         model = resolve_model(root, spec.name, date)
         differs = reuse_mismatch(model.meta, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
-                                 partition_fingerprint=partition_fp, settings=_settings(plan), dataset=plan.dataset)
+                                 partition_fingerprint=day.fingerprint, settings=_settings(plan),
+                                 dataset=plan.dataset)
         if differs is None:
             progress(f"{spec.name}: reusing the registered model (made exactly as the plan says, on the same "
                      f"partition)")
@@ -129,7 +130,7 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
     train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
                        settings=_settings(plan), reference_name=plan.reference_name,
                        on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference,
-                       partition_fingerprint=partition_fp)
+                       partition_fingerprint=day.fingerprint)
     return resolve_model(root, spec.name, date)
 
 
@@ -137,24 +138,24 @@ def _missing(plan: AuditPlan, message: str) -> LabelDPInputError:
     return TargetSkipped(message) if plan.on_missing_target == "skip" else LabelDPInputError(message)
 
 
-def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: AuditPlan,
-                      progress: Progress = no_progress, partition_fp: str | None = None) -> ModelHandle:
+def ensure_registered(day: Day, spec: RegisteredTarget, plan: AuditPlan,
+                      progress: Progress = no_progress) -> ModelHandle:
     """A registered target, resolved and checked against the plan (dataset, the day's rows, the claim) before any
     work; a missing model fails or is skipped (``on_missing_target``), never trained. A model registered on another
-    partition of the day than today's (``partition_fp``, computed when not given) is refused, naming what changed
+    partition of the day than today's (the day's fingerprint) is refused, naming what changed
     (`pipelines.models.registration.check_registration_matches_day`): its keys are never intersected silently."""
-    from pipelines.data import schema
     from pipelines.models.handle import resolve_model
     from pipelines.models.registration import check_registration_matches_day
     from pipelines.scoring.beam_request import check_model_for_day
 
+    root, date = day.root, day.date
     directory = model_dir(root, spec.name, date)
     if not directory.is_dir():
         raise _missing(plan, f"registered target {spec.name} has no model for {date.isoformat()} at {directory}; "
                              f"register it with {hints.REGISTER_MODEL.line(name=spec.name, date=date.isoformat())}")
     model = resolve_model(root, spec.name, date)
     check_model_for_day(model.meta, plan.dataset, date, "target")
-    check_registration_matches_day(root, model.meta, date, partition_fp or schema.partition_fingerprint(root, date))
+    check_registration_matches_day(root, model.meta, date, day.fingerprint)
     registered = model.claimed_epsilon
     if spec.claimed_epsilon is not None and spec.claimed_epsilon != registered:
         raise LabelDPInputError(f"target {spec.name}@{date}: the plan claims eps {spec.claimed_epsilon:g} but the "
@@ -170,7 +171,7 @@ def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, model: ModelHandle) 
     return model.claimed_epsilon if spec.claimed_epsilon is None else float(spec.claimed_epsilon)
 
 
-def score_target(root: Path, date: dt.date, model: ModelHandle, reference: ModelHandle, plan: AuditPlan,
+def score_target(day: Day, model: ModelHandle, reference: ModelHandle, plan: AuditPlan,
                  progress: Progress = no_progress, expected_curve: bool = False, rows: NightRows | None = None,
                  capacity_check: bool = True, days: Days | None = None) -> dict:
     """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
@@ -180,19 +181,21 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     model: the audited model and reference: the night's reference (`prepare_reference`), both resolved.
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
     rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the
-    check rows (a control does not need it). days: the run's day handles (`pipelines.data.day.Days`: each day
-    listed and hashed once a run); None: listed and hashed by this call's steps."""
+    check rows (a control does not need it). day: the audited day's handle; days: the run's day handles
+    (`pipelines.data.day.Days`: each day listed and hashed once a run, the reference's own day for the shift
+    diagnostic); None: listed and hashed by this call's steps."""
     from pipelines.scoring import beam_request
 
+    date = day.date
     name = model.name
     rows = rows or NightRows()
     request = beam_request.ScoringRequest(
-        data_root=str(root), date=date, model=name, config=plan.audit, reference=reference.name,
+        data_root=str(day.root), date=date, model=name, config=plan.audit, reference=reference.name,
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
         slices=plan.slicings if capacity_check else (), slice_budget=plan.slice_budget,  # a control is not sliced
-        partition=None if days is None else days[date],
+        partition=day,
     )
     began = dt.datetime.now(dt.UTC).isoformat()
     prepared = beam_request.prepare_scoring(request, plan.beam_args)
@@ -217,14 +220,14 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     record["lineage"] = {**record.get("lineage", {}), "model": prepared.lineage["model"],
                          "reference": prepared.lineage["reference"]}
     record["game_dir"] = str(prepared.output_dir)
-    record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress, days)
+    record["shift_diagnostic"] = shift_diagnostic(day, reference, progress, days)
     split = rows.split_tests.get(name) if capacity_check else None
     record["split_test"] = encode(split)
     return record
 
 
-def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
-                     progress: Progress = no_progress, days: Days | None = None) -> ShiftDiagnostic:
+def shift_diagnostic(day: Day, reference: ModelHandle, progress: Progress = no_progress,
+                     days: Days | None = None) -> ShiftDiagnostic:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.reference.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
     from flows.terminal import stop_of
@@ -232,7 +235,7 @@ def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
     from pipelines.reference.shift_diagnostics import shift_diagnostic as compute
 
     try:
-        return compute(root, date, reference, days)
+        return compute(day, reference, days)
     except Exception as exc:  # a diagnostic must not block the verdict (but a stop stops the run)
         if stop_of(exc) is not None:
             raise
@@ -319,8 +322,8 @@ class NightRows:
                 "excluded": None if self.excluded is None else self.excluded.describe()}
 
 
-def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
-                      progress: Progress = no_progress, name: str | None = None, day: Day | None = None,
+def prepare_reference(day: Day, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
+                      progress: Progress = no_progress, name: str | None = None,
                       ) -> tuple[ModelHandle, ReferenceCheck, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on a keyed
@@ -332,7 +335,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
     Also the night's `NightRows`: the capacity check's rows (every held-out row) and the rows left out for sharing a
     group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`); the correction's rows
     leave every game played against the corrected reference (`pipelines.reference.recalibration.correction_exclusion`).
-    day: the day's handle (`check_partition`), whose fingerprint keys the recalibration; None: hashed again."""
+    day: the day's handle (`check_partition`), whose fingerprint keys the recalibration."""
     from pipelines.reference.recalibration import (
         CheckRowSelection,
         RecalibrationSettings,
@@ -349,17 +352,16 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         heldout = check_heldout(audited, plan.audit.audit_rows)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
-        excluded = night_exclusion(root, date, raw, progress=progress)
+        excluded = night_exclusion(day, raw, progress=progress)
         return raw, check.skipped(exc.reason), NightRows(None, excluded)
     reference = raw
     if calibration != "none":
         name = name or plan.calibrated_reference_name
         settings = RecalibrationSettings(catboost=_settings(plan))
         try:
-            recalibrated_model = recalibrate_reference(root, date, name, raw, targets=audited,
-                                             audit_rows=plan.audit.audit_rows, settings=settings,
-                                             seed=plan.seed, progress=progress,
-                                             partition_fingerprint=None if day is None else day.fingerprint)
+            recalibrated_model = recalibrate_reference(day, name, raw, targets=audited,
+                                                       audit_rows=plan.audit.audit_rows, settings=settings,
+                                                       seed=plan.seed, progress=progress)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
             progress(f"reference not recalibrated: {exc.reason}")
             check = replace(check, note=f"reference not recalibrated: {exc.reason}")
@@ -368,20 +370,19 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
                 recalibrated_model.meta.recalibration))
             reference = recalibrated_model
     check_rows = CheckRowSelection(heldout)
-    rows = NightRows(check_rows, night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress),
-                     _split_tests(root, date, plan, heldout, check_rows, reference, progress))
+    rows = NightRows(check_rows, night_exclusion(day, raw, diagnostic_reference=reference, progress=progress),
+                     _split_tests(day, heldout, check_rows, reference, progress))
     return reference, check, rows
 
 
-def _split_tests(root: Path, date: dt.date, plan: AuditPlan, heldout, check_rows, reference: ModelHandle,
-                 progress: Progress) -> dict[str, SplitTest]:
+def _split_tests(day: Day, heldout, check_rows, reference: ModelHandle, progress: Progress) -> dict[str, SplitTest]:
     """The split test of every audited model whose training rows a team supplied as keys (`heldout.excluded`)
     against the night's check rows: a split that is not random cannot vouch (docs/soundness.md section 8.7)."""
     from pipelines.reference.split_inputs import split_test_of_day
 
     out = {}
     for selection in heldout.excluded:
-        test = split_test_of_day(root, date, plan.dataset, selection, check_rows, reference)
+        test = split_test_of_day(day, selection, check_rows, reference)
         progress(f"{selection.model}: its training keys' split against the check rows: "
                  + (f"refused ({test.worst.column}, p = {test.worst.p_value:.2g})" if test.refused
                     else f"passed ({len(test.tests)} tests at {test.level:g})"))
@@ -389,17 +390,17 @@ def _split_tests(root: Path, date: dt.date, plan: AuditPlan, heldout, check_rows
     return out
 
 
-def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
-                   reference: ModelHandle, progress: Progress = no_progress) -> ModelHandle:
-    """The control's registry entry for day D (pipelines.reference.controls), written when missing or different;
+def ensure_control(day: Day, spec: ControlSpec, plan: AuditPlan, reference: ModelHandle,
+                   progress: Progress = no_progress) -> ModelHandle:
+    """The control's registry entry for ``day`` (pipelines.reference.controls), written when missing or different;
     resolved. reference: the night's reference (the negative control copies it)."""
     from pipelines.reference import controls
 
     if spec.control == POSITIVE:
         progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
-        return controls.ensure_positive_control(root, date, spec.name, spec.claimed_epsilon, plan.seed, partition_fp)
+        return controls.ensure_positive_control(day, spec.name, spec.claimed_epsilon, plan.seed)
     progress(f"{spec.name}: negative control, a copy of {reference.id}")
-    return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
+    return controls.ensure_negative_control(day, spec.name, reference)
 
 
 def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:

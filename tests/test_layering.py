@@ -86,7 +86,6 @@ def _inner_date_calls():
     from pipelines.data import criteo_ingest, layout, schema, synth
     from pipelines.models import registry
     from pipelines.models.handle import resolve_model
-    from pipelines.reference import shift_diagnostics
     from pipelines.scoring import beam_request
     from pipelines.training import train as training
 
@@ -102,7 +101,6 @@ def _inner_date_calls():
         "training.reference_date": (training.reference_date, "date"),
         "training.train_and_register": (lambda d: training.train_and_register("/r", d, "rr", 1.0), "date"),
         "registry.read_metadata": (lambda d: registry.read_metadata("/r", "m", d), "date"),
-        "shift_diagnostics.shift_diagnostic": (lambda d: shift_diagnostics.shift_diagnostic("/r", d, None), "date"),
         "handle.resolve_model": (lambda d: resolve_model("/r", "m", d), "date"),
         "beam_request.ScoringRequest": (lambda d: beam_request.ScoringRequest("/r", d, "m"), "date"),
         "beam_request.ScoringRequest (reference_date)":

@@ -16,6 +16,7 @@ from auditing.game.row_groups import label_agreement, singleton_mask
 from labeldp.errors import LabelDPInputError
 from pipelines.data import key_buckets, schema, synth
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
+from pipelines.data.day import listed_day
 from pipelines.data.splits import splitmix64
 from pipelines.scoring import row_grouping
 
@@ -75,7 +76,7 @@ def test_streamed_keys_and_exclusion_equal_the_whole_partitions(day_with_twins, 
     monkeypatch.setattr(row_grouping, "_reference_rows", lambda *args: (None, "no reference rows here"))
     monkeypatch.setattr(row_grouping, "_predicted", lambda rows, dataset, reference: seen.append(rows)
                         or _predicted(rows, dataset, reference))
-    exclusion = row_grouping.night_exclusion(root, DAY, reference=None)
+    exclusion = row_grouping.night_exclusion(listed_day(root, DAY), reference=None)
     alone = singleton_mask(keys)
     np.testing.assert_array_equal(exclusion.excluded, np.sort(ids[~alone]))
     assert exclusion.excluded.size == 400  # each copy and its original
@@ -249,7 +250,7 @@ def night(monkeypatch, tmp_path):
     def run(root, reference=(BEFORE, TRAINING), note=None):
         monkeypatch.setattr(row_grouping, "_reference_rows", lambda *args: (reference, note))
         lines = []
-        result = row_grouping.night_exclusion(root, DAY, reference=None, progress=lines.append)
+        result = row_grouping.night_exclusion(listed_day(root, DAY), reference=None, progress=lines.append)
         assert list(tmp_path.iterdir()) == []  # the spill is gone
         return result, lines
     return run
@@ -384,7 +385,7 @@ def test_a_repeated_row_id_is_refused_as_the_partition_read_refuses_it(criteo_da
     monkeypatch.setattr(row_grouping, "SPILL_PARENT", str(spill))
     monkeypatch.setattr(row_grouping, "_reference_rows", lambda *args: (None, None))
     with pytest.raises(LabelDPInputError) as now:
-        row_grouping.night_exclusion(root, DAY, reference=None)
+        row_grouping.night_exclusion(listed_day(root, DAY), reference=None)
     assert str(now.value) == str(before.value) and "repeat an earlier" in str(now.value)
     assert list(spill.iterdir()) == []  # removed after the error too
 

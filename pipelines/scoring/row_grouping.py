@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from labeldp.progress import Progress, no_progress
 from pipelines.data import schema
 from pipelines.data.categories import compact_dictionaries, used_categories
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
+from pipelines.data.day import Day
 from pipelines.data.key_buckets import KeyBuckets, buckets_for
 from pipelines.data.layout import partition_listing
 from pipelines.data.splits import splitmix64
@@ -371,7 +371,7 @@ def _below(hashes: np.ndarray, level: int) -> np.ndarray:
     return hashes.astype(np.uint64) < np.uint64((1 << 32) >> level)
 
 
-def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHandle,
+def night_exclusion(day: Day, reference: ModelHandle,
                     diagnostic_reference: ModelHandle | None = None,
                     progress: Progress = no_progress) -> GroupExclusion:
     """The night's `GroupExclusion` (module docstring). ``reference``: the D-1 reference whose training rows
@@ -382,8 +382,9 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
     and each row's key per relation spilled to disk by key (`KeyBuckets`, about `GROUP_BUCKET_ROWS` rows a
     bucket); each bucket is then compared alone, since rows sharing a key share a bucket. What is held is one
     bucket, the rows left out (their ids: the result), and at most `AGREEMENT_MAX_ROWS` grouped rows read back
-    for the diagnostic (above that, a sample of whole groups, said in the note)."""
-    dataset = dataset_of(root, date)
+    for the diagnostic (above that, a sample of whole groups, said in the note). ``day``: the night's handle; the
+    reference's training rows are read under its data root."""
+    root, date, dataset = day.root, day.date, day.dataset
     rels = relations(dataset)
     columns = tuple(dict.fromkeys(name for relation in rels for name in relation if len(relation) == 1))
     rule = describe_rule(dataset.feature_rows, dataset.groups)
@@ -402,7 +403,7 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
         def spill(columns_: dict) -> KeyBuckets:
             return stack.enter_context(KeyBuckets(buckets, columns_, parent=SPILL_PARENT))
 
-        day = [spill({"key": np.uint64, "row_id": np.int64, "position": np.int64}) for _ in rels]
+        spilled = [spill({"key": np.uint64, "row_id": np.int64, "position": np.int64}) for _ in rels]
         tick = _tenths(progress, day_rows, lambda done: f"row groups: {done:,} of {day_rows:,} rows of "
                                                         f"{date.isoformat()} read") if buckets > 1 else None
         # One set of null columns for both days: an integer column with a null on one day only would otherwise
@@ -411,7 +412,7 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
         nulls = _null_columns(root, date, dataset, read)
         if others is not None:
             nulls |= _null_columns(root, others[0], dataset, read)
-        _spill_day(root, date, dataset, rels, day, nulls, tick=tick)
+        _spill_day(root, date, dataset, rels, spilled, nulls, tick=tick)
         other = [None] * len(rels)
         if others is not None:
             other = [spill({"key": np.uint64}) for _ in rels]
@@ -419,7 +420,7 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
                                                               f"{others[0].isoformat()} read") if buckets > 1 else None
             _spill_day(root, others[0], dataset, rels, other, nulls, selection=others[1], tick=tick)
         pa.default_memory_pool().release_unused()  # the batches' buffers, before the buckets are compared
-        grouped, shared = _compare(day, other, sample, progress if buckets > 1 else None)
+        grouped, shared = _compare(spilled, other, sample, progress if buckets > 1 else None)
     excluded = np.union1d(grouped, shared)
     with_inputs = np.setdiff1d(shared, grouped, assume_unique=True)
     agreement, sampled = LabelAgreement(0, None, None), None
