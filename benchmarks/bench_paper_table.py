@@ -303,7 +303,7 @@ class Table:
         stored = beam_request.stored_scoring(prepared)
         if stored is not None:
             self.progress(f"audit {name}: re-reading {prepared.output_dir}")
-            game, timings = stored[0], stored[1].get("timings", {})
+            game, timings = stored[0], stored[1].timings
         else:
             self.progress(f"audit {name} ({grid} grid, {rows} rows, R = {config.repetitions}): Beam FnApiRunner ...")
             outcome = beam_scoring.score_day(request, runner, progress=stderr_progress(f"score {name}"),

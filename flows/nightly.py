@@ -129,13 +129,13 @@ def ensure_control(day: Day, spec: ControlSpec, plan: AuditPlan, reference: Mode
 @task(name="score-and-audit", cache_policy=NO_CACHE)
 def score_and_audit(day: Day, spec: TargetSpec | ControlSpec, model: ModelHandle, plan: AuditPlan,
                     reference: ModelHandle, rows: steps.NightRows, expected_curve: bool = False,
-                    days: Days | None = None) -> dict:
+                    days: Days | None = None) -> steps.Scored:
     return steps.score_target(day, model, reference, plan, progress=_log, expected_curve=expected_curve,
                               rows=rows, capacity_check=not isinstance(spec, ControlSpec), days=days)
 
 
 @task(name="publish", **io_task)
-def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
+def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: steps.Scored, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
             control: ControlCheck | None = None, night=None,
             reference_check: ReferenceCheck | None = None, run_id: str | None = None,
@@ -285,7 +285,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
         stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
-        shift = record["shift_diagnostic"]
+        shift = record.shift_diagnostic
         _emit_alerts(row)
         outcome.rows.append(row)
     outcome.collect_untrusted()

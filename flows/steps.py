@@ -28,7 +28,7 @@ from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import is_void_night, void_night_reason
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import faults, hints
-from labeldp.codec import decode, encode
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, live, no_progress
@@ -37,6 +37,7 @@ from pipelines.data.layout import model_dir
 if TYPE_CHECKING:
     from pipelines.data.day import Day, Days
     from pipelines.models.handle import ModelHandle
+    from pipelines.scoring.beam_request import JobRecord
 
 
 class DataMissingError(LabelDPInputError):
@@ -173,10 +174,10 @@ def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, model: ModelHandle) 
 
 def score_target(day: Day, model: ModelHandle, reference: ModelHandle, plan: AuditPlan,
                  progress: Progress = no_progress, expected_curve: bool = False, rows: NightRows | None = None,
-                 capacity_check: bool = True, days: Days | None = None) -> dict:
+                 capacity_check: bool = True, days: Days | None = None) -> Scored:
     """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
-    model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its record with the
-    audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
+    model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its `Scored`
+    record with the audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
     confidence or strategy re-judges the stored counts, never re-scores).
     model: the audited model and reference: the night's reference (`prepare_reference`), both resolved.
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
@@ -204,8 +205,8 @@ def score_target(day: Day, model: ModelHandle, reference: ModelHandle, plan: Aud
         progress(f"{name}: reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at this plan's bound settings")
         # judged now: the verdict's times are this run's (the stored job's stay in its result.json)
-        record = {**beam_request.reused_record(stored, request, prepared.output_dir), "started_at": began,
-                  "finished_at": dt.datetime.now(dt.UTC).isoformat()}
+        job = replace(beam_request.reused_record(stored, request, prepared.output_dir), started_at=began,
+                      finished_at=dt.datetime.now(dt.UTC).isoformat())
     else:
         from pipelines.scoring import beam_scoring
 
@@ -214,16 +215,14 @@ def score_target(day: Day, model: ModelHandle, reference: ModelHandle, plan: Aud
         outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
                                          worker_progress=beam_request.in_process(plan.beam_args) and live(),
                                          prepared=prepared)
-        record = {**outcome.record, "reused": False}
+        job = outcome.job
     # The models' identities as resolved now (the same fingerprints as the stored game's: they are in its key); a
     # game stored by an older version lacks the training rows' and the corrected reference's fingerprints.
-    record["lineage"] = {**record.get("lineage", {}), "model": prepared.lineage["model"],
-                         "reference": prepared.lineage["reference"]}
-    record["game_dir"] = str(prepared.output_dir)
-    record["shift_diagnostic"] = shift_diagnostic(day, reference, progress, days)
-    split = rows.split_tests.get(name) if capacity_check else None
-    record["split_test"] = encode(split)
-    return record
+    job = replace(job, lineage=replace(job.lineage, model=prepared.lineage.model,
+                                       reference=prepared.lineage.reference))
+    return Scored(job, reused=stored is not None, game_dir=str(prepared.output_dir),
+                  shift_diagnostic=shift_diagnostic(day, reference, progress, days),
+                  split_test=rows.split_tests.get(name) if capacity_check else None)
 
 
 def shift_diagnostic(day: Day, reference: ModelHandle, progress: Progress = no_progress,
@@ -244,64 +243,34 @@ def shift_diagnostic(day: Day, reference: ModelHandle, progress: Progress = no_p
 
 
 @dataclass(frozen=True)
-class JobLineage:
-    """What a scoring job's record (its ``result.json``, `pipelines.scoring.beam_scoring`) says of where a verdict's
-    numbers come from, read once by `publish`: the model, the reference, the partition, the code and the runner, and
-    the job's times. ``model_id``: the record's own name for the model, when it has one (else the spec's)."""
+class Scored:
+    """A model scored for a night (`score_target`), or a stored game judged again (`flows.rejudge`): the job's record
+    (`pipelines.scoring.beam_request.JobRecord`, its result at the bound settings judged now), whether the game was
+    reused, where it is stored, the night's shift diagnostic and the model's split test (None: a model of the
+    built-in split, or a control)."""
 
-    model_id: str | None = None
-    model_uri: str | None = None
-    model_fingerprint: str | None = None
-    reference_model: str | None = None  # name@date
-    partition_fingerprint: str | None = None
-    code_version: str | None = None  # version+commit[-dirty]
-    runner: str | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    timings: dict | None = None
-    training_rows_fingerprint: str | None = None
-    reference_fingerprint: str | None = None  # the D-1 checkpoint's (before its correction)
-    correction_fingerprint: str | None = None  # the corrected reference's; None: not corrected
-    scoring_key: str | None = None
-
-    @classmethod
-    def from_dict(cls, record: Mapping) -> JobLineage:
-        """The lineage of a job's record (JSON); what it lacks reads None. LabelDPInputError naming a part of the
-        lineage that is not an object."""
-
-        def part(data: Mapping, key: str, name: str) -> Mapping:
-            value = data.get(key, {})
-            if not isinstance(value, Mapping):
-                raise LabelDPInputError(f"{name} must be a JSON object; got {value!r}")
-            return value
-
-        lineage = part(record, "lineage", "lineage")
-        model, reference = part(lineage, "model", "lineage.model"), part(lineage, "reference", "lineage.reference")
-        code = part(lineage, "code_version", "lineage.code_version")
-        corrected = reference.get("source_fingerprint")  # a recalibrated reference names the checkpoint it corrects
-        return cls(
-            training_rows_fingerprint=model.get("training_rows_fingerprint"),
-            reference_fingerprint=corrected or reference.get("fingerprint"),
-            correction_fingerprint=reference.get("fingerprint") if corrected else None,
-            scoring_key=record.get("scoring_key"),
-            model_id=record.get("model_id"), model_uri=model.get("uri"), model_fingerprint=model.get("fingerprint"),
-            reference_model=f"{reference.get('name')}@{reference.get('date')}" if reference else None,
-            partition_fingerprint=part(lineage, "partition", "lineage.partition").get("fingerprint"),
-            code_version=(f"{code.get('version')}+{(code.get('git_commit') or 'unknown')[:12]}"
-                          + ("-dirty" if code.get("git_dirty") else "")),
-            runner=part(lineage, "runner", "lineage.runner").get("runner"), started_at=record.get("started_at"),
-            finished_at=record.get("finished_at"), timings=record.get("timings"))
+    job: JobRecord
+    reused: bool
+    game_dir: str
+    shift_diagnostic: ShiftDiagnostic | None = None
+    split_test: SplitTest | None = None
 
     def warehouse_lineage(self, flow_run_id: str | None, durations: dict | None, run_id: str | None = None) -> dict:
         """The row's lineage fields (`auditing.sinks.warehouse.LINEAGE_FIELDS`): every input's fingerprint, the run;
-        durations: the run's, else the job's timings."""
-        return {"model_uri": self.model_uri, "model_fingerprint": self.model_fingerprint,
-                "reference_model": self.reference_model, "partition_fingerprint": self.partition_fingerprint,
-                "code_version": self.code_version, "flow_run_id": flow_run_id, "started_at": self.started_at,
-                "finished_at": self.finished_at, "durations": durations or self.timings, "run_id": run_id,
-                "training_rows_fingerprint": self.training_rows_fingerprint,
-                "reference_fingerprint": self.reference_fingerprint,
-                "correction_fingerprint": self.correction_fingerprint, "scoring_key": self.scoring_key}
+        durations: the run's, else the job's timings. A recalibrated reference names the checkpoint it corrects:
+        both fingerprints are recorded."""
+        job, lineage = self.job, self.job.lineage
+        model, reference = lineage.model, lineage.reference
+        corrected = None if reference is None else reference.source_fingerprint
+        return {"model_uri": model and model.uri, "model_fingerprint": model and model.fingerprint,
+                "reference_model": reference and reference.id,
+                "partition_fingerprint": lineage.partition and lineage.partition.fingerprint,
+                "code_version": lineage.code_version.label(), "flow_run_id": flow_run_id,
+                "started_at": job.started_at, "finished_at": job.finished_at, "durations": durations or job.timings,
+                "run_id": run_id, "training_rows_fingerprint": model and model.training_rows_fingerprint,
+                "reference_fingerprint": corrected or (reference and reference.fingerprint),
+                "correction_fingerprint": reference.fingerprint if corrected else None,
+                "scoring_key": job.scoring_key}
 
 
 @dataclass(frozen=True)
@@ -403,14 +372,14 @@ def ensure_control(day: Day, spec: ControlSpec, plan: AuditPlan, reference: Mode
     return controls.ensure_negative_control(day, spec.name, reference)
 
 
-def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:
-    """`auditing.verdict.controls.check_control` of a control's scoring record."""
+def judge_control(spec: ControlSpec, scored: Scored) -> ControlCheck:
+    """`auditing.verdict.controls.check_control` of a control's scoring."""
     from auditing.verdict.controls import check_control
 
-    return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None)
+    return check_control(spec.control, scored.job.result, spec.claimed_epsilon if spec.control == POSITIVE else None)
 
 
-def night_fingerprint(specs, records: Mapping[str, Mapping], accept_unchecked: bool) -> str:
+def night_fingerprint(specs, records: Mapping[str, Scored], accept_unchecked: bool) -> str:
     """'sha256:<hex>' of what a night's trust is judged from beyond each verdict's own game: each control of
     ``specs`` (name, kind, claim, and its model's fingerprint from its scoring record in ``records``, None when it
     could not run) and whether an unchecked reference is accepted. Equal inputs, equal fingerprint: a run on the
@@ -418,9 +387,13 @@ def night_fingerprint(specs, records: Mapping[str, Mapping], accept_unchecked: b
     import hashlib
     import json
 
+    def model(name: str) -> str | None:
+        scored = records.get(name)
+        lineage = None if scored is None else scored.job.lineage.model
+        return None if lineage is None else lineage.fingerprint
+
     controls = [{"name": spec.name, "control": spec.control, "claimed_epsilon": repr(float(spec.claimed_epsilon)),
-                 "model": ((records.get(spec.name) or {}).get("lineage") or {}).get("model", {}).get("fingerprint")}
-                for spec in specs]
+                 "model": model(spec.name)} for spec in specs]
     payload = json.dumps({"controls": controls, "accept_unchecked": bool(accept_unchecked)}, sort_keys=True)
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
@@ -434,7 +407,7 @@ def night_trust(date: dt.date, checks: dict[str, ControlCheck | str], specs, acc
                    accept_unchecked=accept_unchecked)
 
 
-def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
+def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, scored: Scored, *, warehouse: str | None,
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
             control: ControlCheck | None = None, night=None,
@@ -476,17 +449,16 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     from auditing.sinks.warehouse.base import WarehouseUnavailable
     from auditing.verdict.judge import judge
 
-    result = record["result"]
-    lineage = JobLineage.from_dict(record)
+    result = scored.job.result
     claimed = spec.claimed_epsilon if claimed_epsilon is None else float(claimed_epsilon)
-    model_id = lineage.model_id or spec.name
-    lineage_row = {**lineage.warehouse_lineage(flow_run_id, durations, run_id), "night_fingerprint": night_fingerprint}
+    model_id = spec.name
+    lineage_row = {**scored.warehouse_lineage(flow_run_id, durations, run_id), "night_fingerprint": night_fingerprint}
     kind = "control" if control is not None else "target"
     # the family's tests with tonight in them come first: the decision reads the family's confirmation
     family, family_night = _family(root, warehouse, model_id, date, result, claimed, kind, run_kind, night)
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
-                    shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check, family=family,
-                    split=decode(SplitTest | None, record.get("split_test") or None, "split_test"))
+                    shift_diagnostic=scored.shift_diagnostic, reference_check=reference_check, family=family,
+                    split=scored.split_test)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
     faults.point("publish.before-warehouse")  # inert unless a crash test asks (labeldp.faults)
@@ -507,14 +479,14 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     report_path = run_report_path(root, row.key)
     if outcome != RECORDED or not report_path.is_file():
         page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
-                        "runner": lineage.runner}
+                        "runner": scored.job.lineage.runner.runner}
         write_report(render_run_report(verdict, page_lineage, trend, family=family), report_path)
 
     listed = ListedVerdict(
         row, report=str(report_path), verdict=verdict, warehouse=outcome,
         spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root), row.run_id))
                     if outcome == SPOOLED else None),
-        reused_scoring=bool(record["reused"]), control_message=None if control is None else control.message,
+        reused_scoring=scored.reused, control_message=None if control is None else control.message,
         reference_check=reference_check,
         family_nights=None if family_night is None else family.nights.index(family_night) + 1)
     alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none

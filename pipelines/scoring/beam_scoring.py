@@ -134,6 +134,8 @@ from pipelines.scoring.beam_dofns import (
 )
 from pipelines.scoring.beam_request import (
     FN_API_RUNNER,
+    JobLineage,
+    JobRecord,
     PreparedScoring,
     ScoringOutcome,
     ScoringRequest,
@@ -506,7 +508,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     dataset, lineage, key = prepared.dataset, prepared.lineage, prepared.key
     target_md, tasks, total_rows = prepared.target.meta, prepared.tasks, prepared.total_rows
     selection, check_rows, row_groups = prepared.selection, prepared.check_rows, prepared.row_groups
-    partition_fp = lineage["partition"]["fingerprint"]
+    partition_fp = lineage.partition.fingerprint
     timings["checks_s"] = round(time.monotonic() - started, 3)
 
     if row_groups is not None and getattr(selection, "rows", None) == 0:
@@ -614,11 +616,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 **check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
                 "scored": int(plan.issues.get("check_rows_scored", 0))},
         }
-        record = {"result": result.to_dict(), "config": asdict(request.config), "scoring_key": key,
-                  "lineage": lineage,
-                  "diagnostics": diagnostics, "timings": timings, "started_at": started_at,
-                  "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                  "scored_rows": str(scored_final) if request.write_scored else None}
+        record = JobRecord(result.to_dict(), asdict(request.config), key, lineage, diagnostics, timings, started_at,
+                           finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                           scored_rows=str(scored_final) if request.write_scored else None)
         game.save(out_tmp)
         if slice_counts is not None:  # bounded again from here at other bound settings (reused_record, rejudge)
             slice_counts.save(out_tmp)
@@ -634,7 +634,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     return ScoringOutcome(result, game, out_final, scored_final if request.write_scored else None, record)
 
 
-def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, timings: dict, started_at: str,
+def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: JobLineage, timings: dict, started_at: str,
                   progress: Progress) -> ScoringOutcome:
     """Every audited row shares a group with another row: nothing to play the game on. The result says so (m = 0,
     INCONCLUSIVE for any claim; `auditing.audit.no_rows_result`) and is written like any other."""
@@ -646,10 +646,8 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, 
                       inconclusive_reason=NO_ROWS_LEFT)
     result = audit_counts(game, request.config.bound)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
-    record = {"result": result.to_dict(), "config": asdict(request.config), "scoring_key": key, "lineage": lineage,
-              "diagnostics": {"m": 0, "row_groups": row_groups.to_dict()}, "timings": timings,
-              "started_at": started_at, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "scored_rows": None}
+    record = JobRecord(result.to_dict(), asdict(request.config), key, lineage, {"m": 0, "row_groups": row_groups.to_dict()},
+                       timings, started_at, finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     with atomic_directory(out_final) as out_tmp:
         game.save(out_tmp)
         write_result(out_tmp, record)

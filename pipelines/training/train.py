@@ -255,13 +255,13 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
                                model_class=registry.noise_corrected_classifier_class()
                                if release.correct_output else None, progress=progress, what=f"{name} eps={epsilon:g}")
     correction = None
-    if release.correct_output and info["degenerate"] is None:
+    if release.correct_output and info.degenerate is None:
         raw = predict_raw_probabilities(model, day.features.iloc[fit_rows[is_validation]])
         correction = chosen.output_correction(release, raw, targets[is_validation], epsilon)
         model.labeldp_correction = registry.jsonable(correction)
     train_seconds = time.monotonic() - started
     validation_uses = []   # what the (privatized) validation labels were used for
-    if info.get("best_iteration") is not None:
+    if info.best_iteration is not None:
         validation_uses.append("chose the best iteration (use_best_model)")
     if not release.identity:
         validation_uses += chosen.validation_label_uses(release, correction)
@@ -270,14 +270,14 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
     probabilities = predict_probabilities(model, day.features.iloc[test])
     metrics = evaluate(probabilities, day.labels[test])
     metrics.update({"train_rows": int(np.sum(~is_validation)), "validation_rows": int(np.sum(is_validation)),
-                    "train_seconds": round(train_seconds, 2), "degenerate": info["degenerate"],
-                    "best_iteration": info.get("best_iteration"), "trees": info.get("trees"),
+                    "train_seconds": round(train_seconds, 2), "degenerate": info.degenerate,
+                    "best_iteration": info.best_iteration, "trees": info.trees,
                     "notes": release.notes})
-    if info["degenerate"]:
-        progress(f"warning: {info['degenerate']}")
+    if info.degenerate:
+        progress(f"warning: {info.degenerate}")
     mechanism_record = {**chosen.record(epsilon, release), "catboost_seed": catboost_seed}
     unread_rows = day.row_ids[private[release.unread]]   # private rows whose labels were never read (PATE)
-    return TrainResult(model=model, mechanism=mechanism_record, metrics=metrics, catboost_params=info["params"],
+    return TrainResult(model=model, mechanism=mechanism_record, metrics=metrics, catboost_params=info.params,
                        seed=seed, output_correction=correction,
                        privatized_labels=targets if not np.issubdtype(targets.dtype, np.floating) else None,
                        training_rows=training_rows_record(day, validation_uses, unread_rows))
