@@ -95,8 +95,7 @@ def ensure_reference(day: Day, plan: AuditPlan, progress: Progress = no_progress
                                                              day.date - dt.timedelta(days=1)).is_dir():
         raise missing_reference(day, plan)
 
-    _, reference = ensure(day.root, day.date, plan.reference_name, plan.on_missing_reference, plan.seed,
-                          _settings(plan), progress)
+    _, reference = ensure(day, plan.reference_name, plan.on_missing_reference, plan.seed, _settings(plan), progress)
     return reference
 
 
@@ -128,10 +127,9 @@ def ensure_target(day: Day, spec: TargetSpec | RegisteredTarget, plan: AuditPlan
     elif plan.on_missing_target != "train":
         raise _missing(plan, f"target model {spec.name} for {date} is missing at {model_dir(root, spec.name, date)}")
     progress(f"{spec.name}: training {spec.mechanism} at eps={spec.epsilon:g}")
-    train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
+    train_and_register(day, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
                        settings=_settings(plan), reference_name=plan.reference_name,
-                       on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference,
-                       partition_fingerprint=day.fingerprint)
+                       on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference)
     return resolve_model(root, spec.name, date)
 
 

@@ -96,7 +96,7 @@ def world(tmp_path_factory):
         schema.write_partition(root, date, _day_table(seed), dataset=SPEC)
     trained = {}
     for name, mechanism, epsilon in (("f-none", "none", math.inf), ("f-rr", "rr", 2.0)):
-        _, record = training.train_and_register(root, DAY, mechanism, epsilon, model_name=name,
+        _, record = training.train_and_register(listed_day(root, DAY), mechanism, epsilon, model_name=name,
                                                 settings=FAST)   # also trains the reference on PREVIOUS
         trained[name] = record.to_dict()
     table = SPEC.to_internal(schema.read_partition(root, DAY))
@@ -136,7 +136,7 @@ def test_training_reads_the_spec_and_records_it(world):
 
 
 def test_feature_frame_keeps_missing_values_and_integer_categories(world):
-    day = training.load_day(world["root"], DAY)
+    day = training.load_day(listed_day(world["root"], DAY))
     assert day.dataset == SPEC and list(day.features.columns) == list(SPEC.features)
     assert day.features["price"].isna().any() and day.features["price"].dtype == np.float64
     assert set(day.features["slot"].cat.categories) == {str(i) for i in range(1, 13)}
@@ -148,7 +148,7 @@ def test_a_dataset_with_three_classes_is_refused(tmp_path):
     three = dataclasses.replace(SPEC, classes=3, name="three")
     schema.write_partition(tmp_path, DAY, _day_table(3, rows=200, classes=3), dataset=three)
     with pytest.raises(LabelDPInputError, match=r"'three'.*3 classes: training fits binary"):
-        training.load_day(tmp_path, DAY)
+        training.load_day(listed_day(tmp_path, DAY))
 
 
 # ------------------------------------------------------------------------------------------ row selection

@@ -84,6 +84,7 @@ def _inner_date_calls():
 
     from auditing.sinks.report import run_report_path
     from pipelines.data import criteo_ingest, layout, schema, synth
+    from pipelines.data.day import listed_day, resolve_day
     from pipelines.models import registry
     from pipelines.models.handle import resolve_model
     from pipelines.scoring import beam_request
@@ -97,9 +98,9 @@ def _inner_date_calls():
         "synth.generate_day": (lambda d: synth.generate_day(d, rows=10), "date"),
         "synth.day_seed": (lambda d: synth.day_seed(1, d), "date"),
         "criteo_ingest.ingest_criteo": (lambda d: criteo_ingest.ingest_criteo("/x.tsv", "/r", d), "date"),
-        "training.load_day": (lambda d: training.load_day("/r", d), "date"),
+        "day.listed_day": (lambda d: listed_day("/r", d), "date"),
+        "day.resolve_day": (lambda d: resolve_day("/r", d), "date"),
         "training.reference_date": (training.reference_date, "date"),
-        "training.train_and_register": (lambda d: training.train_and_register("/r", d, "rr", 1.0), "date"),
         "registry.read_metadata": (lambda d: registry.read_metadata("/r", "m", d), "date"),
         "handle.resolve_model": (lambda d: resolve_model("/r", "m", d), "date"),
         "beam_request.ScoringRequest": (lambda d: beam_request.ScoringRequest("/r", d, "m"), "date"),

@@ -260,7 +260,7 @@ def world(tmp_path_factory):
     and +1.0 more on the most frequent value of C1 (a CTR-encoded column, ~25% of rows)."""
     root = tmp_path_factory.mktemp("recalibration")
     synth.write_synthetic_day(root, PREVIOUS, rows=DAY_ROWS)
-    previous = training.load_day(root, PREVIOUS)
+    previous = training.load_day(listed_day(root, PREVIOUS))
     result = training.train_model(previous, "none", math.inf, seed=0, settings=SETTINGS)
     training.register(root, "reference", previous, result)
 

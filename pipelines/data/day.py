@@ -125,14 +125,19 @@ class Days:
 
 
 def listed_day(root: str | Path, date: dt.date) -> Day:
-    """Day ``date``'s handle from its file listing and footers' row counts, unchecked (`resolve_day` checks);
-    `PartitionMissing` when it has no files."""
+    """Day ``date``'s handle from its file listing and footers' row counts, unchecked (`resolve_day` checks; a
+    reader validates the rows it reads): `PartitionMissing` saying how to make the day when it has no partition
+    (`schema.missing_partition`), or naming the directory when it holds no files."""
     from pipelines.data import schema
 
+    date = require_date(date)
     listing = partition_listing(root, date)
-    directory, files = listing.directory, listing.files
+    files = listing.files
+    if not listing.exists:
+        missing = schema.missing_partition(root, date)
+        raise PartitionMissing(missing.template, field=missing.field)
     if not files:
-        raise PartitionMissing(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}")
+        raise PartitionMissing(f"{listing.directory}: the partition directory holds no {schema.PART_GLOB} files")
     rows = sum(schema.open_parquet(p).metadata.num_rows for p in files)
     return Day(Path(root), date, tuple(files), dataset_of(root, date), int(rows))
 
