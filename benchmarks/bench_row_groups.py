@@ -42,13 +42,14 @@ def child(root: str) -> None:
     import resource
     import time
 
-    from pipelines.data.dataset_spec import dataset_of
+    from pipelines.data.day import listed_day
     from pipelines.scoring import row_grouping
 
-    dataset = dataset_of(root, DAY)
+    day = listed_day(root, DAY)
+    dataset = day.dataset
     rels = row_grouping.relations(dataset)
     began = time.perf_counter()
-    ids, keys = row_grouping._day_keys(root, DAY, dataset, rels)
+    ids, keys = row_grouping._day_keys(day, dataset, rels)
     wall = time.perf_counter() - began
     digest = hashlib.sha256(ids.tobytes() + b"".join(k.tobytes() for k in keys)).hexdigest()[:16]
     print(json.dumps({"rows": int(ids.size), "relations": len(rels), "wall_s": wall, "digest": digest,

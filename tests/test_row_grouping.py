@@ -67,7 +67,7 @@ def test_streamed_keys_and_exclusion_equal_the_whole_partitions(day_with_twins, 
     monkeypatch.setattr(row_grouping, "KEY_BATCH_ROWS", batch_rows)
     dataset = dataset_of(root, DAY)
     rels = row_grouping.relations(dataset)
-    streamed_ids, streamed_keys = row_grouping._day_keys(root, DAY, dataset, rels)
+    streamed_ids, streamed_keys = row_grouping._day_keys(listed_day(root, DAY), dataset, rels)
     np.testing.assert_array_equal(streamed_ids, ids)
     for streamed, whole in zip(streamed_keys, keys, strict=True):
         np.testing.assert_array_equal(streamed, whole)
@@ -89,7 +89,7 @@ def test_streamed_keys_and_exclusion_equal_the_whole_partitions(day_with_twins, 
 def test_an_integer_column_with_a_null_hashes_as_floats_in_every_slice(day_with_twins):
     dataset = dataset_of(day_with_twins, DAY)
     columns = row_grouping._columns(dataset, row_grouping.relations(dataset))
-    nulls = row_grouping._null_columns(day_with_twins, DAY, dataset, columns)
+    nulls = row_grouping._null_columns(listed_day(day_with_twins, DAY), columns)
     assert "I1" in nulls and schema.ROW_ID not in nulls
     table = pa.table({"I1": pa.array([5, 7], pa.int64())})
     as_ints = row_grouping.group_keys(table, [("I1",)])[0]
@@ -224,11 +224,11 @@ def _as_before(root, date=DAY, selection=TRAINING) -> row_grouping.GroupExclusio
     dataset = dataset_of(root, date)
     rels = row_grouping.relations(dataset)
     columns = row_grouping._columns(dataset, rels)
-    nulls = row_grouping._null_columns(root, date, dataset, columns)
+    nulls = row_grouping._null_columns(listed_day(root, date), columns)
     if selection is not None:  # one set of null columns for both days
-        nulls |= row_grouping._null_columns(root, BEFORE, dataset, columns)
-    ids, keys = row_grouping._day_keys(root, date, dataset, rels, nulls=nulls)
-    others = row_grouping._day_keys(root, BEFORE, dataset, rels, selection, nulls)[1] if selection is not None else []
+        nulls |= row_grouping._null_columns(listed_day(root, BEFORE), columns)
+    ids, keys = row_grouping._day_keys(listed_day(root, date), dataset, rels, nulls=nulls)
+    others = row_grouping._day_keys(listed_day(root, BEFORE), dataset, rels, selection, nulls)[1] if selection is not None else []
     alone_today = singleton_mask(keys)
     alone = singleton_mask(keys, others) if others else alone_today
     grouped = np.flatnonzero(~alone_today)
@@ -330,7 +330,7 @@ def test_the_agreement_is_exact_up_to_the_cap_then_over_a_sample_of_whole_groups
                                                                                    monkeypatch):
     expected = _as_before(grouped_days)
     dataset = dataset_of(grouped_days, DAY)
-    _ids, keys = row_grouping._day_keys(grouped_days, DAY, dataset, row_grouping.relations(dataset))
+    _ids, keys = row_grouping._day_keys(listed_day(grouped_days, DAY), dataset, row_grouping.relations(dataset))
     grouped = ~singleton_mask(keys)
     monkeypatch.setattr(row_grouping, "AGREEMENT_MAX_ROWS", int(grouped.sum()))
     assert night(grouped_days)[0].agreement == expected.agreement

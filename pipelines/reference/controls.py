@@ -62,12 +62,13 @@ def _training_rows(day: Day) -> dict:
             "unread_row_ids": [], "rows": _train_split_rows(day)}
 
 
-def _current(root, name: str, date: dt.date, expected: dict,
-             progress: Progress = no_progress) -> ModelHandle | None:
+def _current(day: Day, name: str, expected: dict, progress: Progress = no_progress) -> ModelHandle | None:
+    """The control ``name``'s entry of ``day`` when it records ``expected``, else None (missing or different)."""
     from pipelines.reference.recalibration import changed_keys
 
+    date = day.date
     try:
-        entry = resolve_model(root, name, date)
+        entry = resolve_model(day.root, name, date)
     except LabelDPInputError:
         return None
     seen = {key: (entry.meta.control or {}).get(key) for key in expected}  # the control's own record
@@ -78,7 +79,9 @@ def _current(root, name: str, date: dt.date, expected: dict,
     return None
 
 
-def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> ModelHandle:
+def _write(day: Day, name: str, metadata: dict, write_model) -> ModelHandle:
+    """Registers the control ``name`` for ``day`` under its data root (``write_model`` writes its file), resolved."""
+    root, date = day.root, day.date
     record = dict(metadata)
     record.update({"metadata_version": registry.METADATA_VERSION, "model_name": name, "date": date.isoformat(),
                    "code_version": dict(registry.code_version()),
@@ -93,11 +96,11 @@ def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> Model
 def ensure_positive_control(day: Day, name: str, epsilon: float, seed: int) -> ModelHandle:
     """The RR-label oracle at ``epsilon`` for ``day`` (written when missing or different, keyed on the day's
     fingerprint), resolved."""
-    root, date, partition_fingerprint = day.root, day.date, day.fingerprint
+    partition_fingerprint = day.fingerprint
     epsilon = check_control_epsilon(epsilon)
     expected = {"control": "positive", "epsilon": epsilon, "seed": int(seed),
                 "partition_fingerprint": partition_fingerprint}
-    current = _current(root, name, date, expected)
+    current = _current(day, name, expected)
     if current is not None:
         return current
     oracle = {"type": ORACLE_TYPE, "epsilon": epsilon, "seed": int(seed), "num_classes": day.dataset.classes,
@@ -109,14 +112,14 @@ def ensure_positive_control(day: Day, name: str, epsilon: float, seed: int) -> M
         "seed": int(seed), "partition_fingerprint": partition_fingerprint, "feature_schema": [],
         "catboost_params": None, "test_metrics": {}, "reference": None, "training_rows": _training_rows(day),
     }
-    return _write(root, name, date, metadata,
+    return _write(day, name, metadata,
                   lambda tmp: (tmp / ORACLE_FILE).write_text(json.dumps(oracle, sort_keys=True) + "\n"))
 
 
 def ensure_negative_control(day: Day, name: str, reference: ModelHandle) -> ModelHandle:
     """A copy of the resolved reference model ``reference`` registered as ``name`` for ``day`` (keyed on the day's
     fingerprint), resolved."""
-    root, date, partition_fingerprint = day.root, day.date, day.fingerprint
+    partition_fingerprint = day.fingerprint
     # The copy's metadata is the reference's JSON object with the control's keys: built from the JSON form.
     ref_name, ref_date, ref_md = reference.name, reference.date, reference.metadata
     source = reference.artifact
@@ -124,7 +127,7 @@ def ensure_negative_control(day: Day, name: str, reference: ModelHandle) -> Mode
     fingerprint = reference.fingerprint
     expected = {"control": "negative", "reference": f"{ref_name}@{ref_date}", "reference_fingerprint": fingerprint,
                 "partition_fingerprint": partition_fingerprint}
-    current = _current(root, name, date, expected)
+    current = _current(day, name, expected)
     if current is not None:
         return current
     metadata = {
@@ -149,4 +152,4 @@ def ensure_negative_control(day: Day, name: str, reference: ModelHandle) -> Mode
         if keys.is_file() and keys != source:
             shutil.copyfile(keys, tmp / KEYS_FILE)
 
-    return _write(root, name, date, metadata, copy)
+    return _write(day, name, metadata, copy)

@@ -754,9 +754,11 @@ def changed_keys(seen: dict | None, expected: dict, prefix: str = "") -> list[st
     return out
 
 
-def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -> ModelHandle | None:
+def _current(day: Day, name: str, inputs: dict, progress: Progress) -> ModelHandle | None:
+    """The recalibrated reference ``name``'s entry of ``day`` when it was fitted from ``inputs``, else None."""
+    date = day.date
     try:
-        entry = resolve_model(root, name, date)
+        entry = resolve_model(day.root, name, date)
     except LabelDPInputError:
         entry = None
     recalibration = ABSENT if entry is None else entry.meta.recalibration  # this module's record
@@ -815,7 +817,7 @@ def recalibrate_reference(day: Day, name: str, reference: ModelHandle, *, target
     if not is_default(dataset):
         inputs["dataset"] = dataset.fingerprint()
     inputs = registry.jsonable(inputs)
-    current = _current(root, name, date, inputs, progress)
+    current = _current(day, name, inputs, progress)
     if current is not None:
         progress(f"recalibrated reference: reusing {name}@{date} (same reference, partition and settings)")
         return dataclasses.replace(current, source=reference)

@@ -97,7 +97,7 @@ from auditing.game.score_histogram import coarsen
 from auditing.game.sweep import SweepCounts
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
-from pipelines.data.layout import atomic_directories, atomic_directory
+from pipelines.data.layout import atomic_directories, atomic_directory, partition_listing
 from pipelines.models.handle import ModelHandle
 from pipelines.models.metadata import ModelMetadata
 from pipelines.scoring.beam_coders import BATCH, keyed, typed
@@ -552,7 +552,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
             held = _single_pipeline(job)
             timings["pipeline_s"] = round(time.monotonic() - t0, 3)
-            check_duplicates(work, request.data_root, request.date, dataset.row_key)
+            check_duplicates(work, partition_listing(request.data_root, request.date).directory, dataset.row_key)
             pass1 = Pass1Accumulator.load(work / "pass1.npz") if held is None else held.pass1
             plan = make_plan(pass1, spec)
             if held is not None:  # an in-process runner: pass 2 here, on the batches the pipeline held
@@ -570,7 +570,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress("pipeline 1: inference and pass 1 (histograms)")
             _two_stage_first(job)
             timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
-            check_row_id_files(work / "row_ids", request.data_root, request.date, dataset.row_key)
+            check_row_id_files(work / "row_ids", partition_listing(request.data_root, request.date).directory,
+                               dataset.row_key)
             t1 = time.monotonic()
             pass1 = Pass1Accumulator.load(work / "pass1.npz")
             plan = make_plan(pass1, spec)
