@@ -433,7 +433,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     partition = check_partition(root, day, plan)
     candidate = resolve_model(root, name, day)
     check_model_for_day(candidate.meta, plan.dataset, day, "candidate")
-    check_registration_matches_day(root, candidate.meta, day, partition.fingerprint, "candidate")
+    check_registration_matches_day(partition, candidate.meta, "candidate")
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
     raw_reference = ensure_reference(partition, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference

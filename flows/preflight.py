@@ -122,7 +122,7 @@ def check_candidate(day: Day, name: str, plan: AuditPlan) -> None:
     from pipelines.models.registration import check_registration_matches_day
 
     model = _model(day.root, check_name(name, "--model"), day.date, plan, "candidate", _footer(day))
-    check_registration_matches_day(day.root, model.meta, day.date, day.fingerprint, "candidate")
+    check_registration_matches_day(day, model.meta, "candidate")
 
 
 def check_candidate_metadata(metadata, day: Day, plan: AuditPlan) -> None:

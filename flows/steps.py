@@ -154,7 +154,7 @@ def ensure_registered(day: Day, spec: RegisteredTarget, plan: AuditPlan,
                              f"register it with {hints.REGISTER_MODEL.line(name=spec.name, date=date.isoformat())}")
     model = resolve_model(root, spec.name, date)
     check_model_for_day(model.meta, plan.dataset, date, "target")
-    check_registration_matches_day(root, model.meta, date, day.fingerprint)
+    check_registration_matches_day(day, model.meta)
     registered = model.claimed_epsilon
     if spec.claimed_epsilon is not None and spec.claimed_epsilon != registered:
         raise LabelDPInputError(f"target {spec.name}@{date}: the plan claims eps {spec.claimed_epsilon:g} but the "

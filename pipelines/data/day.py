@@ -6,6 +6,10 @@ request), so its files are listed once, its footers checked once and its bytes h
 read); the fingerprint (every byte of every file, `schema.files_fingerprint`) is computed the first time a reader
 asks for it and kept on the handle. A handle describes the files as they were when it was resolved: a run that
 replaces the day (``data ingest --replace``) resolves a new one.
+
+The steps of a run and the jobs they call take the handle, not ``(root, date)``: a date is parsed and resolved
+once, at the edge (the flow, or a command with `listed_day`), and the handle's ``root`` is the data root its
+models and records live under.
 """
 
 from __future__ import annotations

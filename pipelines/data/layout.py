@@ -6,6 +6,10 @@ The layout, all under one data root:
 - ``oracle/date=YYYY-MM-DD/``: the true click probability per row_id (synthetic data only, never read by training);
 - ``models/<model_name>/date=YYYY-MM-DD/``: a trained model and its metadata.
 
+Only this module and the day's handle (`pipelines.data.day.Day`) build a partition's path (`partition_dir`;
+tests/test_layering.py checks): a day that is read is a handle, and code that only asks whether a day is there,
+or writes one, asks `partition_listing` and `partition_record`.
+
 Names, dates and the data root are validated by ``labeldp.names`` (the bottom layer, shared with the
 auditing sinks); they are re-exported here for the pipelines and the command line. Dates are parsed once, at
 the edge (``parse_date``); every function here takes a ``datetime.date`` and refuses anything else with a

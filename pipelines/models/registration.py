@@ -34,6 +34,7 @@ from labeldp.names import check_name, parse_date, require_date
 from pipelines.data import schema
 from pipelines.data.column_checks import cast_integer, check_row_ids_unique
 from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec, check_same_dataset, criteo, dataset_of
+from pipelines.data.day import Day
 from pipelines.data.layout import (
     MODELS,
     atomic_directory,
@@ -310,15 +311,15 @@ def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: 
     return f"candidate-{file_hex[:12]}-rows-{rows}"
 
 
-def check_registration_matches_day(root, metadata: ModelMetadata, date: dt.date, partition_fp: str,
-                                   role: str = "registered target") -> None:
-    """A registered model still fits the day it was registered for: the partition it was registered against is the
-    day's partition now (else the day was ingested again since, and its training keys may no longer be the day's
+def check_registration_matches_day(partition: Day, metadata: ModelMetadata, role: str = "registered target") -> None:
+    """A registered model still fits the day it was registered for (``partition``: that day's handle, under whose
+    data root the model is registered): the partition it was registered against is the day's partition now (else the day was ingested again since, and its training keys may no longer be the day's
     rows: the audit would intersect them silently), and, when it was registered before the day existed, its
     training keys are all rows of the day. Raises LabelDPInputError naming the model, what changed and the fix (to
     register it again with ``--replace``); a model trained here is not checked (the plan retrains it)."""
     if metadata.origin != SOURCE:
         return
+    root, date, partition_fp = partition.root, partition.date, partition.fingerprint
     name, day = metadata.model_name, metadata.date.isoformat()
     fix = f"register it again for the day's rows: {hints.REREGISTER_MODEL.line(name=name, date=day)}"
     recorded = metadata.partition_fingerprint or None
@@ -332,7 +333,7 @@ def check_registration_matches_day(root, metadata: ModelMetadata, date: dt.date,
     record = metadata.training_rows
     if recorded is None and getattr(record, "kind", None) == "keys":
         keys = _stored_keys(model_dir(root, name, metadata.date))
-        dataset = dataset_of(root, date)
+        dataset = partition.dataset
         day_keys = schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset) \
             .column(dataset.row_key).to_numpy()
         missing = 0 if keys is None else int((~np.isin(keys, day_keys)).sum())
