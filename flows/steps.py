@@ -175,8 +175,8 @@ def score_target(day: Day, model: ModelHandle, reference: ModelHandle, plan: Aud
                  capacity_check: bool = True, days: Days | None = None) -> Scored:
     """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
     model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its `Scored`
-    record with the audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
-    confidence or strategy re-judges the stored counts, never re-scores).
+    record with the audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method,
+    delta, confidence or strategy re-judges the stored counts, never re-scores).
     model: the audited model and reference: the night's reference (`prepare_reference`), both resolved.
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
     rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the

@@ -193,8 +193,8 @@ def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     else:
         how = (f"ingest the day's log of dataset {dataset.name!r} with {hints.INGEST_DAY.line(date=day)} (SPEC: "
                f"its spec file)")
-    return LabelDPInputError(f"no partition at {partition_listing(root, date).directory} (data root {Path(root)}); {how}, or "
-                             f"pass the right {mention('data_root')}", field="data_root")
+    return LabelDPInputError(f"no partition at {partition_listing(root, date).directory} (data root {Path(root)}); "
+                             f"{how}, or pass the right {mention('data_root')}", field="data_root")
 
 
 def _partition_files(root: str | os.PathLike, date: dt.date,

@@ -313,9 +313,10 @@ def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: 
 
 def check_registration_matches_day(partition: Day, metadata: ModelMetadata, role: str = "registered target") -> None:
     """A registered model still fits the day it was registered for (``partition``: that day's handle, under whose
-    data root the model is registered): the partition it was registered against is the day's partition now (else the day was ingested again since, and its training keys may no longer be the day's
-    rows: the audit would intersect them silently), and, when it was registered before the day existed, its
-    training keys are all rows of the day. Raises LabelDPInputError naming the model, what changed and the fix (to
+    data root the model is registered): the partition it was registered against is the day's partition now
+    (else the day was ingested again since, and its training keys may no longer be the day's rows: the audit
+    would intersect them silently), and, when it was registered before the day existed, its training keys are all
+    rows of the day. Raises LabelDPInputError naming the model, what changed and the fix (to
     register it again with ``--replace``); a model trained here is not checked (the plan retrains it)."""
     if metadata.origin != SOURCE:
         return

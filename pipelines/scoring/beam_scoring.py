@@ -635,8 +635,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     return ScoringOutcome(result, game, out_final, scored_final if request.write_scored else None, record)
 
 
-def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: JobLineage, timings: dict, started_at: str,
-                  progress: Progress) -> ScoringOutcome:
+def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: JobLineage, timings: dict,
+                  started_at: str, progress: Progress) -> ScoringOutcome:
     """Every audited row shares a group with another row: nothing to play the game on. The result says so (m = 0,
     INCONCLUSIVE for any claim; `auditing.audit.no_rows_result`) and is written like any other."""
     from auditing.game.row_groups import NO_ROWS_LEFT
@@ -647,8 +647,9 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: JobLin
                       inconclusive_reason=NO_ROWS_LEFT)
     result = audit_counts(game, request.config.bound)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
-    record = JobRecord(result.to_dict(), asdict(request.config), key, lineage, {"m": 0, "row_groups": row_groups.to_dict()},
-                       timings, started_at, finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    record = JobRecord(result.to_dict(), asdict(request.config), key, lineage,
+                       {"m": 0, "row_groups": row_groups.to_dict()}, timings, started_at,
+                       finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     with atomic_directory(out_final) as out_tmp:
         game.save(out_tmp)
         write_result(out_tmp, record)

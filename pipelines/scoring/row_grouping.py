@@ -290,9 +290,10 @@ def _tenths(progress: Progress, total: int, what: Callable[[int], str]) -> Calla
 
 def _spill_day(day: Day, dataset: DatasetSpec, rels, spills: list[KeyBuckets], nulls: frozenset[str],
                selection=None, tick=None) -> None:
-    """Streams ``day``'s partition (read with ``dataset``, the night's) once in batches of `KEY_BATCH_ROWS` rows: for the rows ``selection`` keeps (None:
-    every row), one key per relation to ``spills`` (computed with the null columns ``nulls``, `group_keys`), with
-    the row's id and position in the partition's order when the spill has those columns."""
+    """Streams ``day``'s partition (read with ``dataset``, the night's) once in batches of `KEY_BATCH_ROWS` rows:
+    for the rows ``selection`` keeps (None: every row), one key per relation to ``spills`` (computed with the null
+    columns ``nulls``, `group_keys`), with the row's id and position in the partition's order when the spill has
+    those columns."""
     columns = _columns(dataset, rels)
     start = 0
     for batch in schema.iter_partition_batches(day.root, day.date, KEY_BATCH_ROWS, columns=columns,
