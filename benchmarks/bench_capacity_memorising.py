@@ -26,13 +26,15 @@ from pathlib import Path
 
 from scipy import stats
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from capacity_nights import pooled_epsilon_check
 from memorising_worlds import memorising_night
 
 from auditing.audit import audit_counts, play_game
-from auditing.config import AuditConfig
 
 BASE = dict(clicks_only=True, factor_sd=1.0)
 WORLDS = {  # label: (world, score, claim)
@@ -75,10 +77,10 @@ def main() -> None:
         for seed in range(args.nights):
             night = memorising_night(9000 + seed, rows=args.rows, check_share=args.check_rows / args.rows,
                                      **BASE, **world)
-            config = AuditConfig(repetitions=1, seed=seed, score=score, reference_calibration="none")
-            game = play_game(*night.audited, game=config.game.with_night(dt.date(2026, 1, 1) + dt.timedelta(seed)),
+            config_game, config_bound = GameConfig(repetitions=1, seed=seed, score=score, reference_calibration="none"), BoundConfig()
+            game = play_game(*night.audited, game=config_game.with_night(dt.date(2026, 1, 1) + dt.timedelta(seed)),
                              check=night.check)
-            result = audit_counts(game, config.bound)
+            result = audit_counts(game, config_bound)
             violation = result.epsilon_lower_bound > claim
             violations += violation
             pooled += violation and pooled_epsilon_check(game.check) > claim

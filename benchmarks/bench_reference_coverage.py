@@ -23,11 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from auditing.audit import run_audit  # noqa: E402
-from auditing.config import AuditConfig  # noqa: E402
 from labeldp.names import parse_date  # noqa: E402
 from pipelines.data import schema  # noqa: E402
 from pipelines.models import registry  # noqa: E402
@@ -79,9 +81,8 @@ def main() -> int:
             started = time.monotonic()
             bounds = []
             for seed in range(args.seeds):
-                config = AuditConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, kappa=0.0,
-                                     repetitions=1, seed=seed, score="paper", grid=args.grid, audit_rows="training")
-                bounds.append(run_audit(p_target, p_reference, labels, ids, config).epsilon_lower_bound)
+                config_game, config_bound = GameConfig(repetitions=1, seed=seed, score="paper", grid=args.grid, audit_rows="training"), BoundConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, kappa=0.0)
+                bounds.append(run_audit(p_target, p_reference, labels, ids, config_game, config_bound).epsilon_lower_bound)
             bounds = np.asarray(bounds)
             over = int(np.sum(bounds > claimed))
             rate = over / bounds.size

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from auditing.config import config_hash
 from auditing.sinks.listing import ListedVerdict
 from auditing.verdict.control_check import POSITIVE, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
@@ -187,7 +188,7 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
     name = model.name
     rows = rows or NightRows()
     request = beam_request.ScoringRequest(
-        data_root=str(root), date=date, model=name, config=plan.audit, reference=reference.name,
+        data_root=str(root), date=date, model=name, game=plan.game, bound=plan.bound, reference=reference.name,
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
@@ -343,10 +344,10 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
     )
     from pipelines.scoring.row_grouping import night_exclusion
 
-    calibration = plan.audit.reference_calibration
+    calibration = plan.game.reference_calibration
     check = ReferenceCheck(calibration, True)
     try:
-        heldout = check_heldout(audited, plan.audit.audit_rows)
+        heldout = check_heldout(audited, plan.game.audit_rows)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
         excluded = night_exclusion(root, date, raw, progress=progress)
@@ -357,7 +358,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         settings = RecalibrationSettings(catboost=_settings(plan))
         try:
             recalibrated_model = recalibrate_reference(root, date, name, raw, targets=audited,
-                                             audit_rows=plan.audit.audit_rows, settings=settings,
+                                             audit_rows=plan.game.audit_rows, settings=settings,
                                              seed=plan.seed, progress=progress,
                                              partition_fingerprint=None if day is None else day.fingerprint)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
@@ -404,9 +405,11 @@ def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan
 
 def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:
     """`auditing.verdict.controls.check_control` of a control's scoring record."""
+    from auditing.result import AuditResult
     from auditing.verdict.controls import check_control
 
-    return check_control(spec.control, record["result"], spec.claimed_epsilon if spec.control == POSITIVE else None)
+    result = decode(AuditResult, record["result"], "result")
+    return check_control(spec.control, result, spec.claimed_epsilon if spec.control == POSITIVE else None)
 
 
 def night_fingerprint(specs, records: Mapping[str, Mapping], accept_unchecked: bool) -> str:
@@ -450,6 +453,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
+    from auditing.result import AuditResult
     from auditing.sinks.alerts.webhook import (
         FAMILY_CONFIRMED,
         alert_kind,
@@ -475,7 +479,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     from auditing.sinks.warehouse.base import WarehouseUnavailable
     from auditing.verdict.judge import judge
 
-    result = record["result"]
+    result = decode(AuditResult, record["result"], "result")  # read once, here
     lineage = JobLineage.from_dict(record)
     claimed = spec.claimed_epsilon if claimed_epsilon is None else float(claimed_epsilon)
     model_id = lineage.model_id or spec.name
@@ -643,5 +647,5 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
     have = {(r.model_id, r.audit_config_hash) for r in rows if r.run_kind in (NIGHTLY, BACKFILL)
             and not is_void_night(r.untrusted_reason)
             and schema.replaced_since(root, date, r.partition_fingerprint) is None}
-    config_hash = plan.audit.config_hash()
-    return all((spec.name, config_hash) in have for spec in plan.targets)
+    key = config_hash(plan.game, plan.bound)
+    return all((spec.name, key) in have for spec in plan.targets)

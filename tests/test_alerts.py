@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from auditing.game.config import GameConfig
 from auditing.sinks.alerts import (
     AUDIT_FAILED,
     CONTROL_FAILED,
@@ -299,13 +300,12 @@ def verdicts():
     import checked_audits
 
     from auditing.audit import run_audit
-    from auditing.config import AuditConfig
     from auditing.verdict.judge import judge
     from auditing.verdict.trust import NightTrust
 
     leaky = checked_audits.leaky(row_groups=checked_audits.groups())
     misfit = checked_audits.misfit()
-    unchecked = run_audit(*_unchecked_arrays(), config=AuditConfig(repetitions=2))  # no check rows
+    unchecked = run_audit(*_unchecked_arrays(), game=GameConfig(repetitions=2))  # no check rows
     night = NightTrust()
     return {"trusted": judge(leaky, 0.5, night=night), "untrusted": judge(misfit, 0.1, night=night),
             "weak": judge(misfit, 3.0, night=night), "unchecked": judge(unchecked, 0.5, night=night),

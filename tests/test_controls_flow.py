@@ -26,6 +26,8 @@ import pytest
 from test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from webhook_receiver import WebhookReceiver
 
+from auditing.config import config_hash as audit_config_hash
+
 pytestmark = pytest.mark.slow
 
 ROWS = 20_000
@@ -200,7 +202,8 @@ def test_a_drifted_day_leaves_no_trusted_row_above_its_true_eps(prefect_api, dri
 
     plan = _drift_plan(tmp_path_factory.mktemp("plans"), calibration)
     state = nightly_audit(date=D1, data_root=str(drifted_root), plan_file=plan, return_state=True)
-    config_hash = load_plan(plan).audit.config_hash()
+    loaded = load_plan(plan)
+    config_hash = audit_config_hash(loaded.game, loaded.bound)
     rows = [r for r in _stored(drifted_root).values() if r.audit_config_hash == config_hash]
     assert {r.model_id for r in rows} == set(TRUE_EPS)
     for row in rows:
@@ -256,7 +259,8 @@ def test_a_night_without_held_out_rows_checks_nothing(prefect_api, data_root, tm
     from auditing.sinks.warehouse import open_warehouse
     from flows.plan import load_plan
 
-    config_hash = load_plan(str(path)).audit.config_hash()
+    loaded = load_plan(str(path))
+    config_hash = audit_config_hash(loaded.game, loaded.bound)
     with open_warehouse(None, data_root=data_root) as store:
         stored = [r for r in store.fetch_results() if r.audit_config_hash == config_hash]
     assert all(r.reference_checked == 0 and "reference not checked" in r.reference_check_note for r in stored)

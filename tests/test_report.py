@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.sinks.report import (
     render_run_report,
     render_trend_report,
@@ -58,7 +59,7 @@ def run():
                       np.clip(0.5 + unseen.normal(0, 0.05, n), 0.01, 0.99), unseen.integers(0, 2, n),
                       np.arange(n, 2 * n))
     result = run_audit(p_target, p_reference, labels,
-                       config=AuditConfig(repetitions=10, reference_calibration="boost"), check=check)
+                       game=GameConfig(repetitions=10, reference_calibration="boost"), check=check)
     trend = []
     for d in range(14):
         bound = result.epsilon_lower_bound if d == 13 else [0.3, 0.7, 0.65, 0.9, 0.88, 0.72, 0.74, 0.46, 0.17,
@@ -69,9 +70,9 @@ def run():
             "claimed_epsilon": CLAIMED, "status": "VIOLATION" if bound > CLAIMED else "PASS",
             "audit_config_hash": result.config_hash, "max_certifiable_epsilon": result.max_certifiable_epsilon,
             "epsilon_mean": bound + 0.2, "strategy": "bonferroni", "confidence": 0.95, "gamma": 0.05, "m": n,
-            "delta": result.delta, "selected_guesses": result.selected_guesses,
-            "selected_correct": result.selected_correct, "method": result.method, "kappa": result.kappa,
-            "repetitions": result.repetitions, "seed": result.seed, "result_json": "{}",
+            "delta": result.bound.delta, "selected_guesses": result.selected_guesses,
+            "selected_correct": result.selected_correct, "method": result.bound.method, "kappa": result.bound.kappa,
+            "repetitions": result.game.repetitions, "seed": result.game.seed, "result_json": "{}",
         }))
     scores = np.abs(p_target - p_reference)
     correct = rng.random(n) < 0.7
@@ -374,7 +375,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     labels = (rng.random(n) < p).astype(int)
     ids = np.arange(n)
     result = run_audit(rr_oracle_probabilities(ids, labels, 2.0, seed=0), p, labels, ids,
-                       AuditConfig(repetitions=2), expected_curve=True)
+                       GameConfig(repetitions=2), BoundConfig(), expected_curve=True)
     control = check_control(POSITIVE, result.to_dict(), 2.0)
     reason = "control-negative on 2024-01-14: eps_lb 0.4 > 0"
     html_text = render_run_report(judge(result, 2.0, kind="control", night=NightTrust(void_reason=reason),
@@ -508,7 +509,7 @@ def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path
     n = 20_000
     p_reference = rng.beta(1.0, 3.0, n)  # a target identical to the reference: nothing leaks
     labels = (rng.random(n) < p_reference).astype(np.int64)
-    result = run_audit(p_reference, p_reference, labels, config=AuditConfig(repetitions=1))
+    result = run_audit(p_reference, p_reference, labels, game=GameConfig(repetitions=1))
     claimed = 0.5
     exposed, floor = exposed_rows_floor(result.to_dict(), claimed), detection_floor_rows(result, claimed)
     assert exposed is not None and floor is not None and exposed > floor
@@ -670,7 +671,7 @@ def test_the_decision_and_its_meaning_come_before_the_evidence_and_the_trust_det
     verdict = {"act": lambda: judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"])),
                "unconfirmed": lambda: judge(checked["misfit"], 0.1),
                "no_evidence": lambda: judge(checked["misfit"], 3.0),
-               "no_power": lambda: judge(no_rows_result(AuditConfig(), NO_ROWS_LEFT, None), 0.5)}[case]()
+               "no_power": lambda: judge(no_rows_result(GameConfig(), BoundConfig(), NO_ROWS_LEFT, None), 0.5)}[case]()
     assert verdict.decision.decision == case
     page = render_run_report(verdict, {"model_id": "m", "partition_date": "2024-01-14"}, run["trend"], None)
     order = _order(page)
@@ -780,7 +781,7 @@ def test_row_groups_unchecked_accepted_and_nothing_to_bound(checked):
     assert ("labels agree in 98.1% of the 152 pairs of rows sharing a group, against 97.8% for independent labels at "
             "the reference's probabilities (a diagnostic, not a confidence figure") in text
 
-    nothing = no_rows_result(AuditConfig(), NO_ROWS_LEFT, checked_audits.groups(observed=None))
+    nothing = no_rows_result(GameConfig(), BoundConfig(), NO_ROWS_LEFT, checked_audits.groups(observed=None))
     unchecked = render_run_report(judge(nothing, 0.5), {"model_id": "u"}, [], None)
     dom = _parse(unchecked)
     assert dom.visible.strip().startswith("No power Tonight's audit could not have disproved the claim")
@@ -809,7 +810,7 @@ def test_decision_cards_in_headless_chromium(checked, tmp_path):
     assert f"κ ≤ {verdict.trust.misfit_kappa_upper:.3g} upper confidence limit" in dom.visible
     colours = {}
     accepted = judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
-                               config=AuditConfig(repetitions=1)), 0.5, night=NightTrust(accept_unchecked=True))
+                               game=GameConfig(repetitions=1)), 0.5, night=NightTrust(accept_unchecked=True))
     assert accepted.decision.decision == "act"  # a VIOLATION on a reference the run accepted unchecked
     for name, page in (("untrusted", path), ("accepted", write_report(render_run_report(
             accepted, {"model_id": "accepted"}, [], None), tmp_path / "accepted.html"))):
@@ -872,8 +873,8 @@ def _fdp_result(run):
     n = 4000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    config = AuditConfig(repetitions=2, method="fdp", reference_calibration="none")
-    return run_audit(p_target, np.full(n, 0.5), labels, config=config)
+    config_game, config_bound = GameConfig(repetitions=2, reference_calibration="none"), BoundConfig(method="fdp")
+    return run_audit(p_target, np.full(n, 0.5), labels, game=config_game, bound=config_bound)
 
 
 def test_fdp_results_are_labelled_by_their_curve_and_a_pre_kappa_result_is_refused(run):
@@ -909,7 +910,7 @@ def test_a_legacy_label_blind_control_page_still_renders(run):
     n = 5000
     p = rng.beta(1.0, 3.0, n)
     labels = (rng.random(n) < p).astype(int)
-    result = run_audit(p, p, labels, config=AuditConfig(repetitions=1))  # knows nothing of the labels
+    result = run_audit(p, p, labels, game=GameConfig(repetitions=1))  # knows nothing of the labels
     # the check a night of the retired control stored (the warehouse's result_json and control columns keep it)
     control = ControlCheck(LABEL_BLIND, True, result.epsilon_lower_bound, None, 0.0,
                            "label-blind control: valid eps_lb 0.0000 = 0", None, 0.0)
@@ -939,7 +940,7 @@ def test_the_run_summary_names_untrusted_violations_beside_trusted_ones(checked)
 
     rows = [_summary_row("leaky", judge(checked["leaky"], 0.5)), _summary_row("drift", judge(checked["misfit"], 0.1)),
             _summary_row("rr", judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
-                                               config=AuditConfig(repetitions=1)), 50.0))]
+                                               game=GameConfig(repetitions=1)), 50.0))]
     assert [(r.row.status, r.row.trust) for r in rows] == [("VIOLATION", "trusted"), ("VIOLATION", "untrusted"),
                                                            ("INCONCLUSIVE", "reference unchecked")]
     outcome = exit_codes.Outcome(rows=rows, untrusted=[r.row.untrusted_reason for r in rows[1:]],

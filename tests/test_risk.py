@@ -19,7 +19,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.game.config import GameConfig
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.risk.attack_bounds import (
     aia_advantage_bound,
@@ -386,7 +386,7 @@ def audit():
     p_ref = _ctr_priors(n, seed=4)
     labels = (rng.random(n) < p_ref).astype(int)
     p_target = np.clip(np.where(labels == 1, 0.9, 0.05) + rng.normal(0, 0.02, n), 0.01, 0.99)
-    return run_audit(p_target, p_ref, labels, config=AuditConfig(repetitions=3))
+    return run_audit(p_target, p_ref, labels, game=GameConfig(repetitions=3))
 
 
 def test_risk_assessment_for_claimed_and_demonstrated(audit):
