@@ -293,7 +293,8 @@ def _half_counts(scores, correct, ids, game: GameConfig) -> tuple[SweepCounts, S
 
 
 def audit_from_counts(
-    counts: SweepCounts, game: GameConfig, bound: BoundConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None,
+    counts: SweepCounts, game: GameConfig, bound: BoundConfig,
+    split_counts: tuple[SweepCounts, SweepCounts] | None = None,
     score_histogram: ScoreHistogram | None = None, expected_correct: ExpectedCorrect | None = None,
     prior_histogram: PriorHistogram | None = None,
     check_histograms: CheckHistograms | LegacyCheck | None = None, row_groups: RowGroups | None = None,

@@ -179,10 +179,12 @@ _GAME_DEFAULTS = {"audit_rows": "all", "reference_calibration": "none"}
 CUSTOM_SCORE = "custom"
 
 
-def _typed(cls: type, values: dict, name: str, stored_as: dict | None = None) -> dict:
-    """``values`` read by their field's type in ``cls`` (the codec's strict reading; a message names the stored key)."""
+def _typed(cls: type, values: dict, name: str) -> dict:
+    """``values`` read by their field's type in ``cls`` (the codec's strict reading; a message names the stored key:
+    the game's night is stored as ``coins_night``)."""
     hints = typing.get_type_hints(cls)
-    return {key: decode(hints[key], value, f"{name}.{(stored_as or {}).get(key, key)}") for key, value in values.items()}
+    return {key: decode(hints[key], value, f"{name}.{'coins_night' if key == 'night' else key}")
+            for key, value in values.items()}
 
 
 @dataclass(frozen=True)
@@ -261,7 +263,8 @@ class AuditResult:
         own = encode_fields(self)
         flat = {**{name: getattr(self.bound, name) for name in _STORED_BOUND},
                 **{name: getattr(self.game, name) for name in _STORED_GAME},
-                "delta": float(self.bound.delta), "score": self.score, "coins_night": "" if self.game.night is None else self.game.night.isoformat()}
+                "delta": float(self.bound.delta), "score": self.score,
+                "coins_night": "" if self.game.night is None else self.game.night.isoformat()}
         return {name: own[name] if name in own else encode(flat[name]) for name in STORED_FIELDS}
 
     @classmethod
@@ -270,17 +273,17 @@ class AuditResult:
         if not isinstance(value, Mapping):
             raise LabelDPInputError(f"{name}: expected a record (mapping); got {type(value).__name__}")
         value = cls._upgrade(dict(value))
-        flat = {key: value.pop(key) for key in (*_STORED_BOUND, *_STORED_GAME, "coins_night") if key in value}
-        missing = [key for key in (*_STORED_BOUND, *_STORED_GAME) if key not in flat and key not in _GAME_DEFAULTS]
+        missing = [key for key in (*_STORED_BOUND, *_STORED_GAME) if key not in value and key not in _GAME_DEFAULTS]
         if missing:
             raise LabelDPInputError(f"{name}: missing field(s) {missing}")
-        game = {key: flat.get(key, _GAME_DEFAULTS.get(key)) for key in _STORED_GAME}
+        bound = {key: value.pop(key) for key in _STORED_BOUND}
+        game = {**_GAME_DEFAULTS, **{key: value.pop(key) for key in _STORED_GAME if key in value}}
+        game["night"] = value.pop("coins_night", "") or None
         custom = game["score"] == CUSTOM_SCORE
-        if custom:
+        if custom:  # the game's own score is not stored: a custom function replaced it
             del game["score"]
-        game["night"] = flat.get("coins_night") or None
-        game = GameConfig.as_stored(**_typed(GameConfig, game, name, {"night": "coins_night"}))
-        bound = BoundConfig.as_stored(**_typed(BoundConfig, {key: flat[key] for key in _STORED_BOUND}, name))
+        game = GameConfig.as_stored(**_typed(GameConfig, game, name))
+        bound = BoundConfig.as_stored(**_typed(BoundConfig, bound, name))
         return decode_fields(cls, {**value, "game": game, "bound": bound, "custom_score": custom}, name)
 
     def to_dict(self) -> dict:

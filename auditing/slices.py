@@ -634,9 +634,9 @@ def audit_slices(p_target, p_reference, labels, row_ids, game: GameConfig, bound
                  columns: Mapping[str, np.ndarray] | None = None, check: CheckRows | None = None,
                  check_columns: Mapping[str, np.ndarray] | None = None, budget: float | None = None) -> SliceAudit:
     """Each declared slice's valid bound (arguments as `auditing.audit.run_audit`, the game's night included: the
-    slices replay the global game's coins; ``columns``: the audited rows' columns the slicings read, ``check_columns`` the
-    check rows'). ``budget``: the slices' false-alarm rate (default the global 1 - confidence), split over all
-    declared slices. `bound_slices` of `count_slices`."""
+    slices replay the global game's coins; ``columns``: the audited rows' columns the slicings read,
+    ``check_columns`` the check rows'). ``budget``: the slices' false-alarm rate (default the global
+    1 - confidence), split over all declared slices. `bound_slices` of `count_slices`."""
     _checked_budget(bound, budget)  # a bad bound setting is refused before any slice is played
     counts = count_slices(p_target, p_reference, labels, row_ids, game, slicings, columns=columns,
                           check=check, check_columns=check_columns, night=game.night)

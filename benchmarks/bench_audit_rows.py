@@ -45,9 +45,9 @@ def main() -> None:
         if model not in args.models:
             continue
         for audit_rows in ("all", "training"):
-            config_game, config_bound = GameConfig(repetitions=args.repetitions, audit_rows=audit_rows), BoundConfig(method=args.method)
+            game, bound = GameConfig(repetitions=args.repetitions, audit_rows=audit_rows), BoundConfig(method=args.method)
             began = time.perf_counter()
-            outcome = score_day(ScoringRequest(args.data_root, date, model, config_game, config_bound, reference="reference"), [])
+            outcome = score_day(ScoringRequest(args.data_root, date, model, game, bound, reference="reference"), [])
             seconds = time.perf_counter() - began
             result = outcome.result
             status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)
@@ -56,7 +56,7 @@ def main() -> None:
             print(f"{model:<18} {claimed:>7g} {audit_rows:<10} {result.m:>7} {result.epsilon_lower_bound:>7.4f} "
                   f"{result.epsilon_mean:>10.4f} {status:<12} {trust['breaking_kappa']:>14.4g} "
                   f"{'-' if floor is None else floor:>6} {seconds:>7.1f}", flush=True)
-    delta = config_bound.delta
+    delta = bound.delta
     print(f"valid eps_lb: 95% confidence, bonferroni over the grid, {args.method}, delta {delta:g}, kappa 0, "
           f"R = {args.repetitions}; "
           "paper mean: the paper's optimistic statistic.")

@@ -121,7 +121,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
 
     out: dict = {"mode": mode}
     # its models record no training rows: every row is audited, and the reference is used as given
-    config_game, config_bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
+    game, bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
     if mode == "bare":
         from pipelines.training import train as training
 
@@ -138,7 +138,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         table, p_target, p_reference = _predictions(root, out)
         began = time.perf_counter()
         result = run_audit(p_target, p_reference, table.column("label").to_numpy(), table.column("row_id").to_numpy(),
-                           config_game, config_bound)
+                           game, bound)
         out["run_audit_s"] = time.perf_counter() - began
         out["epsilon_lower_bound"] = result.epsilon_lower_bound
     else:
@@ -148,7 +148,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
 
         out["imports_s"] = time.perf_counter() - imports_began
 
-        request = ScoringRequest(str(root), DAY, MODEL, config_game, config_bound, batch_size=batch_size)
+        request = ScoringRequest(str(root), DAY, MODEL, game, bound, batch_size=batch_size)
         if mode == "fnapi":
             began = time.perf_counter()
             outcome = score_day(request, [], stderr_progress("score"))

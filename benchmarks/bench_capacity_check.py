@@ -100,12 +100,12 @@ def run(nights: int) -> list[dict]:
         started = time.monotonic()
         for seed in range(nights):
             world = night(5000 + seed, **world_args)
-            config_game, config_bound = GameConfig(repetitions=1, seed=seed), BoundConfig()
-            result = run_audit(*world.audited, game=config_game, bound=config_bound, check=world.check)
+            game, bound = GameConfig(repetitions=1, seed=seed), BoundConfig()
+            result = run_audit(*world.audited, game=game, bound=bound, check=world.check)
             if result.epsilon_lower_bound <= claim:
                 continue
             counts["violation"] += 1
-            blind = run_audit(world.label_blind, *world.audited[1:], game=config_game, bound=config_bound)
+            blind = run_audit(world.label_blind, *world.audited[1:], game=game, bound=bound)
             counts["blind"] += blind.epsilon_lower_bound == 0.0
             check = result.capacity_check
             count, trained = count_rules_trust(world, check, seed, claim)

@@ -77,10 +77,10 @@ def main() -> None:
         for seed in range(args.nights):
             night = memorising_night(9000 + seed, rows=args.rows, check_share=args.check_rows / args.rows,
                                      **BASE, **world)
-            config_game, config_bound = GameConfig(repetitions=1, seed=seed, score=score, reference_calibration="none"), BoundConfig()
+            config_game, bound = GameConfig(repetitions=1, seed=seed, score=score, reference_calibration="none"), BoundConfig()
             game = play_game(*night.audited, game=config_game.with_night(dt.date(2026, 1, 1) + dt.timedelta(seed)),
                              check=night.check)
-            result = audit_counts(game, config_bound)
+            result = audit_counts(game, bound)
             violation = result.epsilon_lower_bound > claim
             violations += violation
             pooled += violation and pooled_epsilon_check(game.check) > claim

@@ -123,8 +123,8 @@ def rr_bayes_target(p: np.ndarray, y: np.ndarray, eps: float, rng: np.random.Gen
 
 
 def audit_bound(p_target, p_reference, labels, row_ids, seed: int):
-    config_game, config_bound = GameConfig(repetitions=1, seed=seed, grid="log"), BoundConfig(method="binomial", strategy="bonferroni", confidence=0.95, delta=0.0, kappa=0.0)
-    return run_audit(p_target, p_reference, labels, row_ids, config_game, config_bound)
+    game, bound = GameConfig(repetitions=1, seed=seed, grid="log"), BoundConfig(method="binomial", strategy="bonferroni", confidence=0.95, delta=0.0, kappa=0.0)
+    return run_audit(p_target, p_reference, labels, row_ids, game, bound)
 
 
 def run_seed(n: int, seed: int, cli_checks: int, log, modes=MODES, planted_drifted_max_n: int = 10**18) -> list[dict]:

@@ -199,8 +199,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         from pipelines.scoring.beam_request import ScoringRequest
         from pipelines.scoring.beam_scoring import score_day
 
-        config_game, config_bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
-        request = ScoringRequest(str(root), DAY, target, config_game, config_bound, reference="reference", reference_date=PREVIOUS,
+        game, bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
+        request = ScoringRequest(str(root), DAY, target, game, bound, reference="reference", reference_date=PREVIOUS,
                                  batch_size=batch_size)
         began = time.perf_counter()
         outcome = score_day(request, [])

@@ -141,8 +141,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         from pipelines.scoring.beam_request import ScoringRequest
         from pipelines.scoring.beam_scoring import score_day
 
-        config_game, config_bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
-        request = ScoringRequest(str(root), DAY, TARGET, config_game, config_bound, reference=REFERENCE, reference_date=PREVIOUS,
+        game, bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
+        request = ScoringRequest(str(root), DAY, TARGET, game, bound, reference=REFERENCE, reference_date=PREVIOUS,
                                  batch_size=batch_size)
         runs = 2 if mode == "fnapi-warm" else 1
         walls = []

@@ -81,8 +81,8 @@ def main() -> int:
             started = time.monotonic()
             bounds = []
             for seed in range(args.seeds):
-                config_game, config_bound = GameConfig(repetitions=1, seed=seed, score="paper", grid=args.grid, audit_rows="training"), BoundConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, kappa=0.0)
-                bounds.append(run_audit(p_target, p_reference, labels, ids, config_game, config_bound).epsilon_lower_bound)
+                game, bound = GameConfig(repetitions=1, seed=seed, score="paper", grid=args.grid, audit_rows="training"), BoundConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, kappa=0.0)
+                bounds.append(run_audit(p_target, p_reference, labels, ids, game, bound).epsilon_lower_bound)
             bounds = np.asarray(bounds)
             over = int(np.sum(bounds > claimed))
             rate = over / bounds.size

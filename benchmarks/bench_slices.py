@@ -44,12 +44,12 @@ def main() -> None:
     parser.add_argument("--compliant-seeds", type=int, default=200)
     args = parser.parse_args()
 
-    config_game, config_bound = GameConfig(repetitions=1), BoundConfig()
+    game, bound = GameConfig(repetitions=1), BoundConfig()
     global_caught = slice_caught = both = 0
     times, bounds, slice_bounds = [], [], []
     for seed in range(args.seeds):
         target, reference, y, category, _ = rr_world(np.random.default_rng(seed), args.rows, 1.0, leak_eps=20.0)
-        cfg = dataclasses.replace(config_game, config_bound, seed=seed)
+        cfg = dataclasses.replace(game, bound, seed=seed)
         result = run_audit(target, reference, y, None, cfg)
         start = time.perf_counter()
         audit = audit_slices(target, reference, y, None, cfg, SLICINGS, columns={"category": category})
@@ -73,7 +73,7 @@ def main() -> None:
     above = 0
     for seed in range(args.compliant_seeds):
         target, reference, y, category, _ = rr_world(np.random.default_rng(50_000 + seed), args.compliant_rows, 1.0)
-        audit = audit_slices(target, reference, y, None, dataclasses.replace(config_game, config_bound, seed=seed), SLICINGS,
+        audit = audit_slices(target, reference, y, None, dataclasses.replace(game, bound, seed=seed), SLICINGS,
                              columns={"category": category})
         above += any(s.epsilon_lower_bound > 1.0 for s in audit.slices)
     pvalue = stats.binomtest(above, args.compliant_seeds, 0.05, alternative="greater").pvalue

@@ -2,8 +2,8 @@
 message naming the first bad key.
 
 Nothing here is a second list of names, ranges or texts: a plan's keys are `flows.plan.AuditPlan`'s fields (its
-``audit`` object the settings of `BoundConfig` and `GameConfig`, its ``controls`` `ControlsPlan`'s, each target's the fields of its class in
-``TARGET_SOURCES``), a spec's keys are `pipelines.data.dataset_spec.SPEC_KEYS`, and each key's type, range, choices,
+``audit`` object the settings of `BoundConfig` and `GameConfig`, its ``controls`` `ControlsPlan`'s, each target's
+the fields of its class in ``TARGET_SOURCES``), a spec's keys are `pipelines.data.dataset_spec.SPEC_KEYS`, and each key's type, range, choices,
 default and text are its field's declaration (`labeldp.settings.setting`); every choice (mechanism, bound
 method, strategy, score, grid, audit rows, reference calibration) is read from its registry when the schema is
 made, so a mechanism registered at run time is a valid ``mechanism`` at once.
@@ -54,7 +54,8 @@ class PlanShape:
     """What the plan schema is generated from (`flows.plan` fills it with its own classes and constants).
 
     plan: the plan dataclass (its fields are the plan's keys, but its ``game`` and ``bound``, whose settings are the
-    file's one ``audit`` object; the ``controls`` and ``dataset`` fields' types give those objects). target_sources: source name -> target class, the default first.
+    file's one ``audit`` object; the ``controls`` and ``dataset`` fields' types give those objects).
+    target_sources: source name -> target class, the default first.
     legacy_audit_keys: old ``audit`` keys still read (key -> what happens to it). infinity: the text a target's
     epsilon may be instead of a number.
     """

@@ -38,8 +38,8 @@ def audit(leak: float, misfit: float, *, seed: int = 0, row_groups: RowGroups | 
     reference = np.full(n, 0.3)
     ids = np.arange(n)
     a, c = slice(0, AUDITED), slice(AUDITED, n)
-    config_game, config_bound = GameConfig(repetitions=repetitions, reference_calibration="none"), BoundConfig()
-    return run_audit(target[a], reference[a], labels[a], ids[a], config_game, config_bound,
+    game, bound = GameConfig(repetitions=repetitions, reference_calibration="none"), BoundConfig()
+    return run_audit(target[a], reference[a], labels[a], ids[a], game, bound,
                      check=CheckRows(target[c], reference[c], labels[c], ids[c]), row_groups=row_groups)
 
 

@@ -120,12 +120,12 @@ def test_a_leaking_target_separates_the_labels_and_a_label_free_one_does_not():
     x, y = gaussian_mixture(n, 2, rng)
     reference = true_posterior(x, 2)[:, 1]
     released = randomized_response(y, 2, 4.0, rng)  # randomized response at eps 4: the target is its labels
-    config_game, config_bound = GameConfig(repetitions=1, reference_calibration="none", audit_rows="all"), BoundConfig()
-    leak = run_audit(released.astype(float), reference, y, game=config_game, bound=config_bound).attack_curve
+    config_game, bound = GameConfig(repetitions=1, reference_calibration="none", audit_rows="all"), BoundConfig()
+    leak = run_audit(released.astype(float), reference, y, game=config_game, bound=bound).attack_curve
     assert leak.auroc_lower > 0.65 and leak.tpr_at_fpr_0_01_lower > 0.02
     # the null: a target that never saw the labels, labels drawn from a correct reference
     label_free = np.clip(0.8 * reference + 0.1 + rng.normal(0, 0.05, n), 0.01, 0.99)
-    null = run_audit(label_free, reference, (rng.random(n) < reference).astype(int), game=config_game, bound=config_bound).attack_curve
+    null = run_audit(label_free, reference, (rng.random(n) < reference).astype(int), game=config_game, bound=bound).attack_curve
     assert null.auroc_lower <= 0.5 <= null.auroc_upper and abs(null.auroc - 0.5) < 0.02
     assert leak.rows_positive + leak.rows_negative == null.rows_positive + null.rows_negative == n
 
@@ -175,7 +175,7 @@ def test_counts_and_results_stored_before_the_attack_curve_still_load(tmp_path):
     rng = np.random.default_rng(5)
     n = 3000
     p = rng.uniform(0.05, 0.95, n)
-    config_game, config_bound = GameConfig(repetitions=2, reference_calibration="none", audit_rows="all"), BoundConfig()
+    config_game, bound = GameConfig(repetitions=2, reference_calibration="none", audit_rows="all"), BoundConfig()
     game = play_game(p, p, (rng.random(n) < p).astype(int), game=config_game)
     assert game.attack_curve is not None
     game.save(tmp_path)
@@ -189,8 +189,8 @@ def test_counts_and_results_stored_before_the_attack_curve_still_load(tmp_path):
     np.savez(tmp_path / COUNTS_FILE, **arrays)
     old = GameCounts.load(tmp_path)
     assert old.attack_curve is None and np.array_equal(old.counts.correct, game.counts.correct)
-    result = audit_counts(old, config_bound)
-    fresh = audit_counts(game, config_bound)
+    result = audit_counts(old, bound)
+    fresh = audit_counts(game, bound)
     assert result.attack_curve is None and result.to_dict()["attack_curve"] == {}
     assert {**result.to_dict(), "attack_curve": None} == {**fresh.to_dict(), "attack_curve": None}  # the rest
     # a stored result without the field (or with it empty) reads as not recorded

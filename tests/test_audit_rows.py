@@ -60,9 +60,9 @@ def test_metadata_records_the_rows_whose_labels_entered_training(world):
 
 def test_beam_counts_equal_in_process_on_the_training_rows(world):
     root, table = world["root"], world["table"]
-    config_game, config_bound = GameConfig(repetitions=3, seed=4), BoundConfig()
-    assert config_game.audit_rows == "training"
-    outcome = score_day(ScoringRequest(str(root), DAY, "rr-1", config_game, config_bound, reference="reference", batch_size=1500), [])
+    game, bound = GameConfig(repetitions=3, seed=4), BoundConfig()
+    assert game.audit_rows == "training"
+    outcome = score_day(ScoringRequest(str(root), DAY, "rr-1", game, bound, reference="reference", batch_size=1500), [])
     row_ids = table.column(schema.ROW_ID).to_numpy()
     keep = row_selection("training", metadata_of(world["metadata"])).mask(row_ids)
     expected_rows = world["metadata"]["training_rows"]["rows"]
@@ -75,7 +75,7 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
     reference = registry.load_model(resolve_model(root, "reference", PREVIOUS))
     frame = training.feature_frame(table.filter(keep))
     expected = run_audit(target.predict_proba(frame), reference.predict_proba(frame),
-                         table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], config_game, config_bound)
+                         table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], game, bound)
     assert np.array_equal(outcome.counts.correct[0], [p.correct for p in expected.curve])
     assert outcome.result.to_dict() == expected.to_dict()
 

@@ -70,9 +70,9 @@ def test_compiled_and_numpy_paths_give_the_same_check():
     from auditing.game.scores import paper_score
 
     world = night(7, rows=30_000, private=False, memorize=0.2)
-    config_game, config_bound = GameConfig(repetitions=1, seed=3), BoundConfig()
-    compiled = run_audit(*world.audited, game=config_game, bound=config_bound, check=world.check).capacity_check
-    numpy_path = run_audit(*world.audited, game=config_game, bound=config_bound, check=world.check, score_function=paper_score)
+    config_game, bound = GameConfig(repetitions=1, seed=3), BoundConfig()
+    compiled = run_audit(*world.audited, game=config_game, bound=bound, check=world.check).capacity_check
+    numpy_path = run_audit(*world.audited, game=config_game, bound=bound, check=world.check, score_function=paper_score)
     assert numpy_path.capacity_check == compiled
     assert compiled.checked and compiled.bound_guesses > 0
 

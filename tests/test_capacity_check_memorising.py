@@ -30,8 +30,8 @@ def _nights(trials: int, claim: float, score: str = SCORE, seed0: int = 0, **wor
     out = []
     for seed in range(seed0, seed0 + trials):
         night = memorising_night(5000 + seed, **world)
-        config_game, config_bound = GameConfig(repetitions=1, seed=seed, score=score, reference_calibration="none"), BoundConfig()
-        result = run_audit(*night.audited, game=config_game, bound=config_bound, check=night.check)
+        config_game, bound = GameConfig(repetitions=1, seed=seed, score=score, reference_calibration="none"), BoundConfig()
+        result = run_audit(*night.audited, game=config_game, bound=bound, check=night.check)
         check = result.capacity_check
         out.append((result.epsilon_lower_bound, check.epsilon_check, check.matched_check_guesses or 0))
     return np.array(out)

@@ -168,9 +168,9 @@ def test_boundary_rows_complete_the_exact_counts(k, block, monkeypatch):
 @pytest.mark.parametrize("score", ["paper", "log-ratio"])
 def test_run_audit_compiled_equals_numpy_path(k, strategy, score):
     target, reference, labels, ids = _world(k, 2500, 21, decimals=3)
-    config_game, config_bound = GameConfig(repetitions=4, seed=3, score=score, grid_points=40), BoundConfig(strategy=strategy)
-    compiled = run_audit(target, reference, labels, ids, config_game, config_bound).to_dict()
-    numpy_path = run_audit(target, reference, labels, ids, config_game, config_bound,
+    config_game, bound = GameConfig(repetitions=4, seed=3, score=score, grid_points=40), BoundConfig(strategy=strategy)
+    compiled = run_audit(target, reference, labels, ids, config_game, bound).to_dict()
+    numpy_path = run_audit(target, reference, labels, ids, config_game, bound,
                            score_function=resolve_score(score, config_game.score_power)).to_dict()
     assert numpy_path.pop("score") == "custom"
     compiled.pop("score")

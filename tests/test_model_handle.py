@@ -108,8 +108,8 @@ def test_a_scoring_job_reads_each_model_once_and_none_when_handed_them(world, mo
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
-    config_game, config_bound = GameConfig(repetitions=2, seed=3, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
-    request = ScoringRequest(str(world), DAY, "target", config_game, config_bound, reference="reference", reference_date=PREVIOUS,
+    game, bound = GameConfig(repetitions=2, seed=3, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
+    request = ScoringRequest(str(world), DAY, "target", game, bound, reference="reference", reference_date=PREVIOUS,
                              batch_size=1000)
     hashed = _counting(monkeypatch)
     _OPENED = []
@@ -119,7 +119,7 @@ def test_a_scoring_job_reads_each_model_once_and_none_when_handed_them(world, mo
         target, reference = resolve_model(world, "target", DAY), resolve_model(world, "reference", PREVIOUS)
         hashed.clear()
         _OPENED = []
-        handed = score_day(ScoringRequest(str(world), DAY, "target", config_game, config_bound, reference="reference",
+        handed = score_day(ScoringRequest(str(world), DAY, "target", game, bound, reference="reference",
                                           reference_date=PREVIOUS, batch_size=1000, target_model=target,
                                           reference_model=reference))
         by_handle = (sorted(hashed), _metadata_reads(_OPENED))

@@ -180,7 +180,7 @@ def test_the_judged_control_is_the_record_the_flows_carry():
     rng = np.random.default_rng(1)
     p = rng.uniform(0.05, 0.95, 2000)
     labels = (rng.random(2000) < p).astype(int)
-    check = check_control(NEGATIVE, run_audit(p, p, labels, game=GameConfig(repetitions=1)).to_dict())
+    check = check_control(NEGATIVE, run_audit(p, p, labels, game=GameConfig(repetitions=1)))
     assert isinstance(check, ControlCheck) and check.passed and check.floor is None
     assert ControlCheck.from_dict(encode(check)) == check
     assert list(encode(check)) == ["control", "passed", "epsilon_lower_bound", "floor", "ceiling", "message",
@@ -211,4 +211,4 @@ def test_judge_refuses_a_records_dict():
 
     for name, value in (("reference_check", CHECKED), ("shift_diagnostic", FAILED), ("control", NEGATIVE_CHECK)):
         with pytest.raises(TypeError, match=rf"^{name} must be a \w+ \(its JSON is read by"):
-            judge({}, 1.0, **{name: value})
+            judge(None, 1.0, **{name: value})

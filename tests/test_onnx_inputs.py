@@ -369,9 +369,9 @@ def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
     pq.write_table(pa.table({"impression_id": ids, "prob_1": np.full(ids.size, 0.3)}), reference)
     register_model(root, "ref", DAY - dt.timedelta(days=1), reference, fmt="predictions", claimed_epsilon=float("inf"),
                    dataset=spec, predictions_for=DAY)
-    config_game, config_bound = GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
+    game, bound = GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
     with pytest.raises(LabelDPInputError) as refused:
-        score_day(ScoringRequest(str(root), DAY, "emb", config_game, config_bound, reference="ref", reference_date=DAY - dt.timedelta(1),
+        score_day(ScoringRequest(str(root), DAY, "emb", game, bound, reference="ref", reference_date=DAY - dt.timedelta(1),
                                  batch_size=1024))
     message = str(refused.value)
     assert "\n" not in message

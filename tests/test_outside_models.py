@@ -282,8 +282,8 @@ def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
                             ("as-predictions", "predictions.parquet", "predictions")):
         register_model(root, name, D1, tmp_path / path, fmt=model_format(fmt), claimed_epsilon=1.0, dataset=spec)
 
-    config_game, config_bound = GameConfig(repetitions=3, grid_points=30, audit_rows="all", reference_calibration="none"), BoundConfig()
-    outcomes = {name: score_day(ScoringRequest(str(root), D1, name, config_game, config_bound, reference="reference",
+    game, bound = GameConfig(repetitions=3, grid_points=30, audit_rows="all", reference_calibration="none"), BoundConfig()
+    outcomes = {name: score_day(ScoringRequest(str(root), D1, name, game, bound, reference="reference",
                                                reference_date=D0, batch_size=2048))
                 for name in ("as-cbm", "as-onnx", "as-predictions")}
     base = outcomes["as-cbm"].counts
@@ -363,10 +363,10 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
         register_model(root, name, day, path, fmt=model_format("predictions"), dataset=spec,
                        claimed_epsilon=float("inf") if name == "reference" else 1.0,
                        predictions_for=D1 if name == "reference" else None)
-    config_game, config_bound = GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
+    game, bound = GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
 
     def score(seed: int):
-        return score_day(ScoringRequest(str(root), D1, "target", dataclasses.replace(config_game, config_bound, seed=seed),
+        return score_day(ScoringRequest(str(root), D1, "target", dataclasses.replace(game, bound, seed=seed),
                                         reference="reference", reference_date=D0))
 
     assert score(0).counts.m == 2000
@@ -528,10 +528,10 @@ def test_onnx_exports_give_the_counts_of_their_logged_predictions(team, exported
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
-    config_game, config_bound = GameConfig(repetitions=3, grid_points=30, audit_rows="training", reference_calibration="none"), BoundConfig()
+    game, bound = GameConfig(repetitions=3, grid_points=30, audit_rows="training", reference_calibration="none"), BoundConfig()
     trained = pq.read_table(team["files"] / "training_rows.parquet").num_rows
     for name in exported:
-        outcomes = [score_day(ScoringRequest(str(team["root"]), D1, model, config_game, config_bound, reference="team-reference",
+        outcomes = [score_day(ScoringRequest(str(team["root"]), D1, model, game, bound, reference="team-reference",
                                              reference_date=D0, batch_size=4096))
                     for model in (name, f"{name}-logged")]
         onnx_counts, logged_counts = (outcome.counts for outcome in outcomes)

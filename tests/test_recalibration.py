@@ -570,8 +570,8 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
                          "partition_fingerprint": schema.partition_fingerprint(root, DAY), "training_rows": record})
     heldout = check_heldout([unregistered(TARGET)])
     check_rows = CheckRowSelection(heldout)
-    config_game, config_bound = GameConfig(repetitions=2, seed=1, grid_points=20), BoundConfig()
-    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", game=config_game, bound=config_bound,
+    game, bound = GameConfig(repetitions=2, seed=1, grid_points=20), BoundConfig()
+    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", game=game, bound=bound,
                                        reference=RECALIBRATED, reference_date=DAY, batch_size=20_000,
                                        check_rows=check_rows))
     assert outcome.result.m == int(world["audited"].sum())
@@ -581,7 +581,7 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["excluded_for_correction"]["share"] == splits.CORRECTION_SHARE
     assert outcome.record["lineage"]["rows"]["correction"]["share"] == splits.CORRECTION_SHARE  # in the job's key
-    raw = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", game=config_game, bound=config_bound,
+    raw = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", game=game, bound=bound,
                                    reference="reference", reference_date=PREVIOUS, batch_size=20_000))
     assert raw.result.m == int(train.sum()) and "excluded_for_correction" not in raw.record["diagnostics"][
         "audited_rows"]

@@ -376,7 +376,7 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     ids = np.arange(n)
     result = run_audit(rr_oracle_probabilities(ids, labels, 2.0, seed=0), p, labels, ids,
                        GameConfig(repetitions=2), BoundConfig(), expected_curve=True)
-    control = check_control(POSITIVE, result.to_dict(), 2.0)
+    control = check_control(POSITIVE, result, 2.0)
     reason = "control-negative on 2024-01-14: eps_lb 0.4 > 0"
     html_text = render_run_report(judge(result, 2.0, kind="control", night=NightTrust(void_reason=reason),
                                         control=control),
@@ -407,7 +407,7 @@ def _risk_figures(run):
     from auditing.risk.figures import risk_assessment
     from auditing.sinks.report.risk_panel import risk_sentences
 
-    assessment = risk_assessment(run["result"].to_dict(), CLAIMED)
+    assessment = risk_assessment(run["result"], CLAIMED)
     return assessment, risk_sentences(assessment)
 
 
@@ -444,7 +444,7 @@ def test_what_this_means_panel_in_headless_chromium(run, tmp_path):
     from auditing.sinks.report.pages import _page as page_with
     from auditing.sinks.report.risk_panel import risk_panel
 
-    panel_path = write_report(page_with("panel", risk_panel(judge(run["result"].to_dict(), CLAIMED))),
+    panel_path = write_report(page_with("panel", risk_panel(judge(run["result"], CLAIMED))),
                               tmp_path / "panel.html")
     shot = tmp_path / "panel.png"
     taken = _browser(["--window-size=1100,1400", f"--screenshot={shot}", panel_path.as_uri()], tmp_path / "profile")
@@ -511,7 +511,7 @@ def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path
     labels = (rng.random(n) < p_reference).astype(np.int64)
     result = run_audit(p_reference, p_reference, labels, game=GameConfig(repetitions=1))
     claimed = 0.5
-    exposed, floor = exposed_rows_floor(result.to_dict(), claimed), detection_floor_rows(result, claimed)
+    exposed, floor = exposed_rows_floor(result, claimed), detection_floor_rows(result, claimed)
     assert exposed is not None and floor is not None and exposed > floor
     page = render_run_report(judge(result, claimed), {"model_id": "no-leak"}, [], None)
     path = write_report(page, tmp_path / "pass.html")
@@ -566,7 +566,7 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
     # the reference is near 0.5, so exposed labels are hard to tell apart in the game; a weak PASS.
     claimed = result.epsilon_lower_bound + 0.5
     floor = detection_floor_rows(result, claimed)
-    assert floor is not None and exposed_rows_floor(result.to_dict(), claimed) is None
+    assert floor is not None and exposed_rows_floor(result, claimed) is None
     page = _parse(_page(run, claimed_epsilon=claimed)).visible
     assert "would flag the claim with probability below 95%" in page and "Weak PASS" in page
     assert f"Fewer than {floor:,} correct guesses can never flag it" in page
@@ -873,8 +873,8 @@ def _fdp_result(run):
     n = 4000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    config_game, config_bound = GameConfig(repetitions=2, reference_calibration="none"), BoundConfig(method="fdp")
-    return run_audit(p_target, np.full(n, 0.5), labels, game=config_game, bound=config_bound)
+    game, config_bound = GameConfig(repetitions=2, reference_calibration="none"), BoundConfig(method="fdp")
+    return run_audit(p_target, np.full(n, 0.5), labels, game=game, bound=config_bound)
 
 
 def test_fdp_results_are_labelled_by_their_curve_and_a_pre_kappa_result_is_refused(run):

@@ -218,8 +218,8 @@ def test_valid_bound_exceeds_the_true_epsilon_at_most_at_the_stated_rate(scenari
         world = scenario.build(rng)
         kappas.append(world.kappa)
         for method, strategy, delta in scenario.configs:
-            config_game, config_bound = GameConfig(repetitions=1, seed=trial), BoundConfig(method=method, strategy=strategy, delta=delta, kappa=world.kappa, confidence=CONFIDENCE)
-            result = run_audit(world.target, world.reference, world.labels, game=config_game, bound=config_bound)
+            game, bound = GameConfig(repetitions=1, seed=trial), BoundConfig(method=method, strategy=strategy, delta=delta, kappa=world.kappa, confidence=CONFIDENCE)
+            result = run_audit(world.target, world.reference, world.labels, game=game, bound=bound)
             assert not result.optimistic and result.bound.kappa == world.kappa
             bounds[(method, strategy, delta)].append(result.epsilon_lower_bound)
             exceed[(method, strategy, delta)] += result.epsilon_lower_bound > world.true_epsilon(result.bound.delta)

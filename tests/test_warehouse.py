@@ -7,6 +7,7 @@ skipped with a loud reason (they are never silently passed).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -29,6 +30,7 @@ import pytest
 from auditing.audit import run_audit
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
+from auditing.result import AuditResult
 from auditing.sinks.warehouse import (
     RECORDED,
     SPOOLED,
@@ -48,7 +50,7 @@ from auditing.sinks.warehouse.spool import DrainReport, SpooledElsewhere
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
-from labeldp.codec import encode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -485,7 +487,8 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
     assert row.calibration_rows_fit is None and row.reference_check_note == "raw reference"
     legacy = {k: v for k, v in result.to_dict().items() if k not in ("kappa", "reference_calibration")}
     with pytest.raises(LabelDPInputError, match="written before kappa"):
-        audit_record(judge({**legacy, "tau": 0.0}, 0.5), run_kind="nightly", model_id="x", partition_date=DAY)
+        audit_record(judge(decode(AuditResult, {**legacy, "tau": 0.0}), 0.5), run_kind="nightly", model_id="x",
+                     partition_date=DAY)
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         assert wh.fetch_results() == []
 
@@ -729,7 +732,8 @@ def test_audit_record_from_a_real_audit(target):
     assert [(p["guesses"], p["correct"]) for p in stored] == [(p.guesses, p.correct) for p in result.curve]
     assert all(p["point_confidence"] == result.point_confidence for p in stored)
     with pytest.raises(LabelDPInputError, match="optimistic"):
-        audit_record(judge({**result.to_dict(), "optimistic": True}, 1), run_kind="nightly", model_id="x", partition_date=DAY)
+        audit_record(judge(dataclasses.replace(result, optimistic=True), 1), run_kind="nightly", model_id="x",
+                     partition_date=DAY)
     with pytest.raises(LabelDPInputError, match="lineage: unknown"):
         audit_record(judge(result, 1), run_kind="nightly", model_id="x", partition_date=DAY, lineage={"owner": "me"})
 
@@ -1002,7 +1006,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
     result = run_audit(p_target, p_ref, labels, game=GameConfig(repetitions=2))
     verdict = judge(result, 0.5)
     row, curve = audit_record(verdict, run_kind="nightly", model_id="risk-m", partition_date=DAY)
-    expected = risk_assessment(result.to_dict(), 0.5)
+    expected = risk_assessment(result, 0.5)
     names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
     # the stored sentence is the verdict's: the assessment's, made conditional when the leak is unconfirmed
     assert all(name in row.to_dict() for name in names) and row.risk_headline == verdict.risk_headline
@@ -1102,13 +1106,13 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
     pass_row, pass_result, _ = rows["exp-pass"]
     # a PASS, weak when the floor exceeds 1% of the audited rows
     assert pass_row.status == ("WEAK_PASS" if pass_row.exposed_rows_floor > 0.01 * pass_row.m else "PASS")
-    assert pass_row.exposed_rows_floor == game_detection_floor(pass_result.to_dict(), 0.3)
+    assert pass_row.exposed_rows_floor == game_detection_floor(pass_result, 0.3)
     assert pass_row.exposed_rows_floor > pass_row.detection_floor_rows > 0  # the game needs more
     assert rows["exp-inconclusive"][0].status == "INCONCLUSIVE"
     for name, reason in (("exp-inconclusive", "INCONCLUSIVE"), ("exp-split", "split strategy")):
         row, result, claimed = rows[name]
         assert row.exposed_rows_floor is None
-        assert reason in exposed_floor_note(result.to_dict(), claimed, None)
+        assert reason in exposed_floor_note(result, claimed, None)
     with open_warehouse(target) as wh:
         got = {r.model_id: r for r in wh.fetch_results()}
         bare, bare_curve = make_row(model_id="exp-old")

@@ -110,7 +110,8 @@ def valid_bound_exceeds(result: AuditResult, claimed_epsilon: float, kappa: floa
     if math.isinf(claimed):
         return False
     strategy = selection_strategy(result.bound.strategy)
-    return strategy.exceeds(evidence_of(result), claimed, method=result.bound.method, delta=result.bound.delta, kappa=kappa)
+    return strategy.exceeds(evidence_of(result), claimed, method=result.bound.method, delta=result.bound.delta,
+                            kappa=kappa)
 
 
 def breaking_kappa(result: AuditResult, claimed_epsilon: float, *, tolerance: float = KAPPA_TOLERANCE) -> float:

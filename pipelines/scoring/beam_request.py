@@ -59,9 +59,9 @@ class ScoringRequest:
 
     ``game`` and ``bound``: the audit's settings. ``night``: the night keying the game's coins with the seed
     (`auditing.game.config.GameConfig.night`), ``date`` or None; ``game`` is played on it (its night is set to
-    ``night`` on construction). The flows and ``labeldp-audit score`` pass ``date``, so each night of a model family draws fresh coins
-    (docs/soundness.md section 10); None keys them by the seed alone, as `auditing.audit.run_audit` without a
-    night does.
+    ``night`` on construction). The flows and ``labeldp-audit score`` pass ``date``, so each night of a model
+    family draws fresh coins (docs/soundness.md section 10); None keys them by the seed alone, as
+    `auditing.audit.run_audit` with a game without a night does.
     """
 
     data_root: str

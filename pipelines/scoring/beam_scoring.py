@@ -647,7 +647,8 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, 
                       inconclusive_reason=NO_ROWS_LEFT)
     result = audit_counts(game, request.bound)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
-    record = {"result": result.to_dict(), "config": flat_settings(request.game, request.bound), "scoring_key": key, "lineage": lineage,
+    record = {"result": result.to_dict(), "config": flat_settings(request.game, request.bound), "scoring_key": key,
+              "lineage": lineage,
               "diagnostics": {"m": 0, "row_groups": row_groups.to_dict()}, "timings": timings,
               "started_at": started_at, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "scored_rows": None}

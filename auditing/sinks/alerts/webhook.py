@@ -363,7 +363,8 @@ def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, re
     return {"model_id": model_id, "partition_date": partition_date, "status": judged.status,
             "epsilon_lower_bound": result.epsilon_lower_bound, "claimed_epsilon": judged.claimed_epsilon,
             "confidence": result.bound.confidence, "delta": result.bound.delta, "kappa": result.bound.kappa,
-            "strategy": result.bound.strategy, "method": result.bound.method, "report": report, "flow_run_id": flow_run_id,
+            "strategy": result.bound.strategy, "method": result.bound.method, "report": report,
+            "flow_run_id": flow_run_id,
             "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
             "decision": encode(judged.decision),
             "risk_headline": judged.risk_headline, **encode(judged.trust_figures())}

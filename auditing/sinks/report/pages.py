@@ -174,7 +174,8 @@ def curve_chart(result: AuditResult, claimed: float) -> str:
 
 def _settings_line(result: AuditResult) -> str:
     """The settings a bound rests on."""
-    return (f"{result.bound.strategy} selection · {fmt_pct(result.bound.confidence)} confidence · δ = {fmt_g(result.bound.delta)} · "
+    bound = result.bound
+    return (f"{bound.strategy} selection · {fmt_pct(bound.confidence)} confidence · δ = {fmt_g(bound.delta)} · "
             f"{kappa_text(result)} · {calibration_text(result)} · {method_label(result)}")
 
 
