@@ -9,7 +9,7 @@ What a slice may depend on: anything fixed before the coins are drawn and indepe
 features (a column's values, the reference's prior, a group column), or the label the game shows (given the
 pair {trained label, counterfactual}, the shown label does not tell which is which when the reference is the
 label law). Never the training label: within "trained label = 1" a shown 0 proves the counterfactual, so a model
-that leaks nothing gets spurious evidence (docs/slices.md has the counterexample, tests/test_slices.py measures
+that leaks nothing gets spurious evidence (docs/slices.md has the counterexample, tests/auditing/test_slices.py measures
 it). The slices' names are chosen from the features and the reference alone (top-K by count, deciles of the
 prior), so the number of slices S is fixed before any guess and Bonferroni over S holds.
 

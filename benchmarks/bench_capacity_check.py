@@ -1,5 +1,6 @@
-"""Trust rules compared on seeded segment worlds with a known truth (tests/segment_worlds.py): how often a VIOLATION
-of a private target comes out trusted (it must not, beyond 5%), and how often a real leak does (it should).
+"""Trust rules compared on seeded segment worlds with a known truth (tests/support/segment_worlds.py): how
+often a VIOLATION of a private target comes out trusted (it must not, beyond 5%), and how often a real leak does
+(it should).
 
 Per night: one segment world (125 segments, drift on some of them that the reference's global correction cannot
 see), its target audited with `auditing.audit.run_audit` (binomial, bonferroni, 95%, kappa 0, repetition 0
@@ -8,7 +9,7 @@ a VIOLATION is trusted:
 
 - ``audit alone``: every VIOLATION (what kappa = 0 promises when the reference is right);
 - ``label-blind control``: the rule the capacity check replaced: trusted unless the night's label-blind control
-  (tests/segment_worlds.py's stand-in, trained on the check rows only) has a positive valid bound;
+  (tests/support/segment_worlds.py's stand-in, trained on the check rows only) has a positive valid bound;
 - ``count rule``: the first formulation examined, E[C_audited] <= (m_A / m_H)(e^eps E[C0_H] + E[C1_H]), tested
   on the bound half against the check rows at the capacity check's own threshold, with Clopper-Pearson limits
   (gamma / 4 on the audited rate, 3 gamma / 8 on each check rate); written here, not in the product;
@@ -31,18 +32,16 @@ from pathlib import Path
 import numpy as np
 from scipy import special, stats
 
-from auditing.config import BoundConfig
-from auditing.game.config import GameConfig
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from segment_worlds import World, night
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditing.audit import run_audit
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.play import as_class_probabilities, secret_bits_and_released
 from auditing.game.scores import paper_score
 from auditing.game.slots import selection_half_mask
 from auditing.result import CapacityCheck
+from tests.support.segment_worlds import World, night
 
 SCENARIOS = {
     "private eps 0.3, drift +1.5 on 10% of segments": dict(),

@@ -1,6 +1,7 @@
 """The capacity check against private models that memorise their training rows while their outputs on unseen rows do
-not follow the day (tests/memorising_worlds.py; the truth built outside the code): the pooled rule (the check before
-strata, written in tests/capacity_nights.py from its description) against the stratified rule of the product.
+not follow the day (tests/support/memorising_worlds.py; the truth built outside the code): the pooled rule (the
+check before strata, written in tests/support/capacity_nights.py from its description) against the stratified rule
+of the product.
 
 Per night: 110,000 rows, a uniformly random 10,000 of them check rows, the rest the target's training rows; the
 reference as given (no correction: the case of `audit-scores` and of registered models whose reference is not
@@ -26,15 +27,13 @@ from pathlib import Path
 
 from scipy import stats
 
-from auditing.config import BoundConfig
-from auditing.game.config import GameConfig
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from capacity_nights import pooled_epsilon_check
-from memorising_worlds import memorising_night
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditing.audit import audit_counts, play_game
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+from tests.support.capacity_nights import pooled_epsilon_check
+from tests.support.memorising_worlds import memorising_night
 
 BASE = dict(clicks_only=True, factor_sd=1.0)
 WORLDS = {  # label: (world, score, claim)

@@ -1,8 +1,8 @@
-"""Crash consistency at every kill point (tests/kill_harness.py): a real nightly on bigger synthetic days, with its
-controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside and around the
-transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against the night never
-killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's swaps,
-a model registered again killed in its swap's window, a PostgreSQL connection terminated mid-transaction
+"""Crash consistency at every kill point (tests/support/kill_harness.py): a real nightly on bigger synthetic days,
+with its controls, killed with SIGKILL at every point it reaches (labeldp.faults), on DuckDB and (inside and around
+the transaction, and while spooling) PostgreSQL, then run again; each recovered night checked against the night
+never killed. Also: a day replaced (`data synth --replace`) killed at every point of its oracle's and partition's
+swaps, a model registered again killed in its swap's window, a PostgreSQL connection terminated mid-transaction
 (pg_terminate_backend of this run's own backend, found by its application_name; the shared server is never stopped),
 a disk that fills while spooling (injected ENOSPC), and the seconds from SIGTERM / SIGINT to the exit at four phases
 of a night.
@@ -32,9 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from kill_harness import (  # noqa: E402  (tests/ on the path first)
+from tests.support.kill_harness import (  # noqa: E402  (the repository on the path first)
     D1,
     DAY_SWAP_POINTS,
     KILLED,
@@ -203,7 +202,7 @@ def terminated_connection(base, directory: Path, api: str, schemas: Schemas) -> 
 def full_disk(base, directory: Path, api: str, schemas: Schemas) -> dict:
     """The warehouse unreachable and the disk full when the night spools its first verdict (ENOSPC from then on):
     what the run says and exits with, what it leaves; then the night again once the disk and warehouse are back."""
-    from pg_gate import PostgresGate
+    from tests.support.pg_gate import PostgresGate
 
     world = fresh(base, directory)
     with PostgresGate(schemas.new()) as gate:
@@ -355,11 +354,13 @@ def main(argv: list[str] | None = None) -> int:
         f"`.venv/bin/python benchmarks/bench_kill.py --rows {args.rows}` ({dt.date.today().isoformat()}, "
         f"{platform.machine()}, {os.cpu_count()} cores shared with other work, load average "
         f"{os.getloadavg()[0]:.1f}; {time.monotonic() - began:.0f} s in all). Two synthetic days of {args.rows:,} "
-        "rows; the night audits a trained RR target and the planted memoriser (tests/planted.py) with both controls "
-        "and one declared slicing (4 verdicts). Each scenario copies a data root whose night ran once (its "
+        "rows; the night audits a trained RR target and the planted memoriser (tests/support/planted.py) "
+        "with both controls and one declared slicing (4 verdicts). Each scenario copies a data root whose night "
+        "ran once (its "
         "partitions and models), kills the night with SIGKILL at one point (`LABELDP_FAULT`, labeldp/faults.py), "
-        "runs it again, and compares everything with the night never killed (tests/kill_harness.py: verdicts, "
-        "curves, slices, run records, reports, models, stored games and nights, spool, temporaries).",
+        "runs it again, and compares everything with the night never killed "
+        "(tests/support/kill_harness.py: verdicts, curves, slices, run records, reports, models, stored games and "
+        "nights, spool, temporaries).",
         "",
         f"**{killed} kill points, {found} inconsistencies found.**",
         "",

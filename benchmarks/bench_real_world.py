@@ -22,7 +22,7 @@ The world:
 - the targets, trained on the 80%: CatBoost on randomized-response labels at eps 0.5, 1, 2 and 3 (claims at
   their true eps: every VIOLATION is false), CatBoost on the true labels (non-private; claimed 1: a real leak),
   CatBoost on randomized response at eps 3 claimed 1 (a planted leak), and the memorising stand-in of
-  tests/memorising_worlds.py on these features (randomized response at eps 1 whose positives it memorises, the
+  tests/support/memorising_worlds.py on these features (randomized response at eps 1 whose positives it memorises, the
   reference's odds moved by a label-free factor per ``hash_7`` value; claimed 1), and the same stand-in memorising
   the true labels (``memorising-nonprivate``, claimed 1: a real leak);
 - each target is audited in process (`auditing.audit.run_audit`, repetition 0 decides, the coins keyed by the

@@ -2,7 +2,7 @@
 click probability as the reference? (paper_table.md: a split bound above the claim in one cell.)
 
 For one registered target of a synthetic day (``pipelines.data.synth``, whose ``oracle/`` holds the true P(click | x)),
-audits repetition 0 under ``--seeds`` game seeds (``AuditConfig.seed`` 0..seeds-1: fresh counterfactual labels,
+audits repetition 0 under ``--seeds`` game seeds (``GameConfig.seed`` 0..seeds-1: fresh counterfactual labels,
 coin flips and split halves each time) with the registered reference M' and, separately, with the oracle as the
 reference (kappa = 0 exactly: the counterfactual labels then have the true labels' law). Counts the seeds whose
 valid bound (95%, binomial, delta 0, kappa 0) exceeds the claimed eps. A valid procedure exceeds the model's true

@@ -2,7 +2,7 @@
 
 An edge A -> B means module A of auditing/ imports module B of auditing/ when it loads: the imports of the module
 body (inside ``if``/``try``/``with`` blocks too), not those inside functions or under ``if TYPE_CHECKING``, as
-the graph of tests/test_layering.py resolves them (``from auditing.game import counts`` is an edge to
+the graph of tests/architecture/test_layering.py resolves them (``from auditing.game import counts`` is an edge to
 ``auditing.game.counts``; a package's own ``__init__`` is not an edge of its modules). The longest chain is the
 longest path of that graph, counted in files. A two-way tie is a pair that imports each other: of modules at
 module level (a circle, which the layering test forbids), and of packages (a module of package P imports one of

@@ -1,7 +1,7 @@
 """Renders the run report (a VIOLATION acted on, an unconfirmed one, a PASS, no power), the trend report and the
 index page from seeded audits, and screenshots each in headless Chromium at 1400 and 400 pixels wide.
 
-    PYTHONPATH=.:tests python benchmarks/report_screenshots.py [OUT_DIR]   # default benchmarks/results
+    PYTHONPATH=. python benchmarks/report_screenshots.py [OUT_DIR]   # default benchmarks/results
 
 Writes OUT_DIR/report_<name>_<width>.png and the pages under OUT_DIR/pages/ (not committed).
 """
@@ -14,8 +14,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import checked_audits
-
 from auditing.audit import no_rows_result
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
@@ -24,6 +22,7 @@ from auditing.sinks.report import render_run_report, render_trend_report, write_
 from auditing.sinks.report.index_page import render_index
 from auditing.sinks.warehouse.records import upgrade_row
 from auditing.verdict.judge import judge
+from tests.support import checked_audits
 
 
 def _row(model: str, day: dt.date, verdict, run_kind: str = "nightly") -> object:

@@ -3,7 +3,7 @@ cannot drift from the commands: a list of every command and subcommand with its 
 one's ``--help`` as the command prints it, at a fixed width.
 
 Rewrite it with ``python -m flows.command_docs --write`` (without ``--write`` it prints the page);
-tests/test_command_docs.py fails when the checked-in page differs from what the parsers give.
+tests/flows/test_command_docs.py fails when the checked-in page differs from what the parsers give.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ INTRO = """\
 # Commands
 
 Generated from the command line's parsers by `flows/command_docs.py`; rewrite it with
-`python -m flows.command_docs --write`, do not edit (tests/test_command_docs.py fails when it is stale). Each
+`python -m flows.command_docs --write`, do not edit (tests/flows/test_command_docs.py fails when it is stale). Each
 section is the command's `--help`.
 
 Every command takes `--help`. Data lives under `--data-root` (or `$LABELDP_DATA_ROOT`, default `./.labeldp`).

@@ -1,5 +1,5 @@
 """Fault injection at a few named points of the write paths, for the crash-consistency tests
-(tests/test_kill_points.py) and benchmark (benchmarks/bench_kill.py, figures in benchmarks/results/kill.md).
+(tests/behaviour/test_kill_points.py) and benchmark (benchmarks/bench_kill.py, figures in benchmarks/results/kill.md).
 
 Each point calls `point(name)`. Unless the environment variable ``LABELDP_FAULT`` names that point, `point` returns
 at once: inert in production (one dictionary lookup). Set, it says what happens there:

@@ -3,7 +3,7 @@ registry, so that each names a command and flags that exist.
 
 A `Hint` is ``labeldp-audit`` + its command's words + an argument template: flags with ``{placeholders}`` filled
 in by the message (a model name, a date, a path), and CAPITALS or ``...`` for what the user supplies (FILE,
-SPEC, E). Every hint is registered in `HINTS` when it is defined; tests/test_hints.py runs each command's
+SPEC, E). Every hint is registered in `HINTS` when it is defined; tests/labeldp/test_hints.py runs each command's
 ``--help`` and checks that it has every flag its hint names and that the hint names every option the command
 requires. A message builds its line with `Hint.line`; no other module writes a ``labeldp-audit ...`` command
 line of its own (the same test looks for one).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Operations commands for labeldp-audit: the Prefect server, deployments, workers, runs, and a Dask cluster.
-# infra/README.md ("Runbook") explains each; tests/test_operations.py and tests/test_dask_cluster.py run
-# exactly these commands, so the runbook is what the test suite exercises.
+# infra/README.md ("Runbook") explains each; tests/behaviour/test_operations.py and
+# tests/behaviour/test_dask_cluster.py run exactly these commands, so the runbook is what the test suite
+# exercises.
 #
 #   bash scripts/ops.sh server                 # Prefect API + UI on $LABELDP_PREFECT_HOST:$LABELDP_PREFECT_PORT
 #   bash scripts/ops.sh deploy                 # work pool, the deployments of infra/prefect.yaml, automations

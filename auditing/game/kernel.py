@@ -12,7 +12,7 @@ Bit-for-bit the same game as the numpy path:
 
 - the uniforms are the same SplitMix64 words: the per-(seed, repetition, stream) key words come from
   `auditing.game.keyed_random.key_word` itself and the row mix is the same integer arithmetic, so every uniform is
-  the same double (tests/test_game_kernel.py);
+  the same double (tests/auditing/game/test_kernel.py);
 - the counterfactual compares the same uniform with the same numbers: p_reference[:, 1] for binary models, the
   reference's row CDF (`np.cumsum`, last column set to 1, as in `auditing.game.play.sample_counterfactual`) for k
   classes;

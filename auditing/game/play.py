@@ -148,7 +148,7 @@ def probability_row_checks(p: np.ndarray, tolerance: float = SUM_TOLERANCE) -> t
     `as_class_probabilities`), rows certain of a class (`certain_rows`), rows without any prediction (all NaN).
     Equal to the numpy expressions of each: compiled in one pass for a binary model's two columns, whose sum has one
     order; numpy otherwise, whose order of the additions in ``p.sum(axis=1)`` depends on k and on the memory layout
-    (tests/test_sweep_and_audit.py)."""
+    (tests/auditing/game/test_sweep.py)."""
     n, k = p.shape
     if k != 2:
         with np.errstate(invalid="ignore"):
@@ -257,7 +257,7 @@ def secret_bits_and_released(p_reference: np.ndarray, labels: np.ndarray, row_id
                              repetition: int) -> tuple[np.ndarray, np.ndarray]:
     """(b, y^b) of Algorithm 2 steps 1-2 for one repetition: the secret bit (1: the released label is the
     counterfactual y1 ~ M'(x)) and the released label, from the same keyed draws as `play_repetition`
-    (for ``--write-scored``; tests/test_beam_scoring.py checks they reproduce the game's scores)."""
+    (for ``--write-scored``; tests/pipelines/scoring/test_beam_scoring.py checks they reproduce the game's scores)."""
     y1 = sample_counterfactual(p_reference, keyed_uniform(seed, repetition, STREAM_COUNTERFACTUAL, row_ids))
     bit = keyed_uniform(seed, repetition, STREAM_BIT, row_ids) < 0.5
     return bit, np.where(bit, y1, labels)

@@ -20,9 +20,9 @@ merge by addition, so a job can compute it with memory O(bins x repetitions + bo
    more rows than memory should (a constant score puts a whole slot in one bin).
 
 The result equals `correct_at(correct, rank_order(scores, row_ids), grid)` exactly, for any chunking of the
-rows (tests/test_sweep_reduce.py). Nothing here approximates: the bins only decide which rows must be looked
-at again. Their resolution trades histogram size (`BinSpec.num_bins` per repetition) against boundary rows
-(about one bin's worth of rows per grid point whose c'-th row falls inside a bin).
+rows (tests/auditing/game/test_sweep_reduce.py). Nothing here approximates: the bins only decide which rows
+must be looked at again. Their resolution trades histogram size (`BinSpec.num_bins` per repetition) against
+boundary rows (about one bin's worth of rows per grid point whose c'-th row falls inside a bin).
 
 Pure numpy: no Beam, no I/O. The Beam job (pipelines/scoring/beam_scoring.py) wires these functions into combiners.
 """

@@ -101,7 +101,8 @@ def positive_control_floor(result: AuditResult, power: float = FLOOR_POWER) -> d
     grid) bound is at least the bound at any fixed point. The point c'* is fixed before any repetition is
     played: the one maximising bound(c_low(c'), c'), a function of the expected curve only. So the floor is
     max over the grid of bound(c_low(c'), c'); a working audit's valid bound is below it with probability
-    at most 1 - power (up to the binomial model of C, checked over many seeds in tests/test_controls.py).
+    at most 1 - power (up to the binomial model of C, checked over many seeds in
+    tests/auditing/verdict/test_controls.py).
 
     `split` strategy: c' is chosen on the selection half, independently of the bound half's outcomes, so the
     floor is the same computation at the selected c' on the bound half (m/2 rows), with the full-data rate

@@ -23,7 +23,8 @@ breaking_kappa (docs/soundness.md; kappa bounds |log D'(y|x) - log D(y|x)| on ev
     the bracket is always a kappa where it holds) returns kappa* from below, to a relative width of
     `KAPPA_TOLERANCE`. For ``split`` the re-selection can change the chosen index with kappa; at a fixed index
     the decision is monotone (above), and the bisection returns a kappa where the decision holds, next to one
-    where it fails. (tests/test_robustness.py checks both methods against brute force over a fine grid.)
+    where it fails. (tests/auditing/verdict/test_robustness.py checks both methods against brute force over a
+    fine grid.)
 
 detection_floor_rows
     From the grid, m and the confidence alone: the smallest number N of fully exposed labels (an attacker

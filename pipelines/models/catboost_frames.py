@@ -4,9 +4,9 @@ models read, and the CatBoost `Pool` built from it once for both models. No Beam
 
 - `catboost_frame` holds exactly the values of ``pipelines.training.train.feature_frame`` (the conversion training
   used: the model hashes categorical values as strings, so scoring must present the same strings;
-  tests/test_beam_scoring.py checks the predictions are identical) but is built ~10x faster: with pandas 3
-  the frame's categories are Arrow-backed strings that CatBoost reads one Python call at a time, and an Arrow
-  batch read from Parquet carries its row group's whole dictionary (every value of the file, not of the
+  tests/pipelines/scoring/test_beam_scoring.py checks the predictions are identical) but is built ~10x faster:
+  with pandas 3 the frame's categories are Arrow-backed strings that CatBoost reads one Python call at a time, and
+  an Arrow batch read from Parquet carries its row group's whole dictionary (every value of the file, not of the
   batch).
 - `catboost_pool` keeps the last Pool per thread, so the reference model reuses the Pool the target built on
   the same frame; `shared_frame` likewise keeps the last batch's frame, so both models' examples are one frame.

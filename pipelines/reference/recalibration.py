@@ -63,7 +63,7 @@ explains why the reference is recalibrated and registers the result. How:
   which the record says.
 - Deterministic: the CatBoost seed derives from ``seed`` and ``thread_count`` is fixed (2) and recorded, because
   the number of threads can change CatBoost's trees (benchmarks/results/notes_from_code.md). Same inputs and
-  thread count give byte-identical predictions (tests/test_recalibration.py).
+  thread count give byte-identical predictions (tests/pipelines/reference/test_recalibration.py).
 - Recorded (``Correction.record``): fit / validation rows and clicks, the intercept (fitted, kept, Newton steps),
   rounds chosen and built, the validation log-loss per round, after the intercept step and after the rounds,
   and on the validation rows the log-loss, expected calibration error

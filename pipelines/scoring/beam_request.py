@@ -3,7 +3,7 @@ model it defaults to, the runner arguments, the input checks and fingerprints, a
 outputs are written and read back.
 
 The job itself is `pipelines.scoring.beam_scoring.score_day`. Importing this module does not import ``apache_beam``
-(tests/test_beam_split.py checks it in a fresh interpreter), so the flows, the controls and the
+(tests/architecture/test_beam_split.py checks it in a fresh interpreter), so the flows, the controls and the
 recalibration can build requests, fingerprint models and find or read a job's outputs without loading Beam.
 """
 

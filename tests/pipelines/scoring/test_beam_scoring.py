@@ -1,0 +1,842 @@
+"""The Beam scoring job equals the in-process audit exactly (FnApiRunner and Dask), and bad input fails early.
+
+One small synthetic world per module: two days of 6,000 rows (3 files, so several row groups), tiny CatBoost
+models registered for both days. Each pipeline run takes a few seconds.
+"""
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import logging
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from auditing.audit import play_game, run_audit
+from auditing.config import BoundConfig, config_hash
+from auditing.game.config import GameConfig
+from auditing.game.counts import GameCounts
+from auditing.game.play import play_repetition
+from auditing.game.scores import resolve_score
+from auditing.game.sweep import correct_at, rank_order
+from auditing.result import AuditResult
+from flows.cli import main as cli_main
+from labeldp.codec import decode, encode
+from labeldp.errors import LabelDPInputError
+from pipelines.data import schema, splits, synth
+from pipelines.models import registry
+from pipelines.models.catboost_frames import catboost_frame
+from pipelines.scoring import beam_dofns, beam_request, beam_scoring, scoring_batches
+from pipelines.scoring.beam_request import ScoringRequest
+from pipelines.scoring.beam_scoring import score_day
+from pipelines.scoring.scored_batch import scored_batch
+from pipelines.training import train as training
+
+DAY = dt.date(2024, 3, 2)
+PREVIOUS = dt.date(2024, 3, 1)
+ROWS = 6000
+DASK_RUNNER = beam_request.DASK_RUNNER
+
+logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+
+def _register(root, name, date, features, labels, extra_column=None, seed=0):
+    from catboost import CatBoostClassifier
+
+    params = {"iterations": 12, "depth": 4, "learning_rate": 0.3, "max_ctr_complexity": 1, "thread_count": 1,
+              "random_seed": seed, "allow_writing_files": False, "verbose": False}
+    feature_schema = registry.feature_schema()
+    if extra_column:
+        features = features.assign(**{extra_column: np.arange(len(features), dtype=np.float64)})
+        feature_schema = [*feature_schema, {"name": extra_column, "kind": registry.NUMERIC}]
+    model = CatBoostClassifier(**params)
+    model.fit(features, labels, cat_features=schema.CATEGORICAL_COLUMNS)
+    metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
+                "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": params,
+                "test_metrics": {}, "feature_schema": feature_schema,
+                # fitted on every row of the day: its training rows (audit_rows "training") are all rows
+                "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation", "test"],
+                                  "unread_row_ids": [], "rows": len(labels)}}
+    registry.save_model(root, name, date, model, metadata)
+    return model
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("beam-root")
+    models = {}
+    for seed, date in enumerate((PREVIOUS, DAY)):
+        synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=2000)
+        table = schema.read_partition(root, date)
+        frame = training.feature_frame(table)
+        labels = table.column(schema.LABEL).to_numpy()
+        models[date] = _register(root, "target", date, frame, labels, seed=seed)
+    table = schema.read_partition(root, DAY)
+    frame = training.feature_frame(table)
+    return {
+        "root": root,
+        "row_ids": table.column(schema.ROW_ID).to_numpy(),
+        "labels": table.column(schema.LABEL).to_numpy().astype(np.int64),
+        "p_target": models[DAY].predict_proba(frame),
+        "p_reference": models[PREVIOUS].predict_proba(frame),
+        "frame": frame,
+        "table": table,
+        "model": models[DAY],
+        "previous_model": models[PREVIOUS],
+    }
+
+
+def in_process_counts(world, config_game):
+    score = resolve_score(config_game.score, config_game.score_power)
+    grid = config_game.grid_for(world["row_ids"].size)
+    rows = []
+    for r in range(config_game.repetitions):
+        game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"],
+                               seed=config_game.seed, repetition=r, score=score)
+        rows.append(correct_at(game.correct, rank_order(game.scores, world["row_ids"]), grid))
+    return np.stack(rows)
+
+
+def assert_same_as_in_process(world, outcome, config_game, config_bound):
+    expected = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game, config_bound)
+    assert np.array_equal(outcome.counts.correct, in_process_counts(world, config_game))
+    assert outcome.result.to_dict() == expected.to_dict()
+    stored = GameCounts.load(outcome.output_dir)
+    assert np.array_equal(stored.counts.correct, outcome.counts.correct) and stored.m == ROWS
+    assert stored.game == config_game
+    # both halves of repetition 0 are counted whatever the strategy, and equal the in-process game's
+    in_process = play_game(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game)
+    assert [half.m for half in stored.halves] == [half.m for half in in_process.halves]
+    assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
+    # the attack curve: the same record byte for byte (its counts, figures and bootstrap), stored with the counts
+    assert stored.attack_curve is not None and stored.attack_curve == in_process.attack_curve
+    assert json.dumps(encode(stored.attack_curve)) == json.dumps(encode(in_process.attack_curve))
+    assert stored.attack_curve.rows_positive + stored.attack_curve.rows_negative == ROWS
+    record = json.loads((outcome.output_dir / beam_request.RESULT_FILE).read_text())
+    assert record["result"]["epsilon_lower_bound"] == expected.epsilon_lower_bound
+    assert record["diagnostics"]["boundary_rows"] == record["diagnostics"]["boundary_rows_received"]
+    assert record["diagnostics"]["rows"]["rows_scored"] == ROWS
+    assert record["lineage"]["partition"]["fingerprint"] == schema.partition_fingerprint(world["root"], DAY)
+    assert record["lineage"]["reference"]["name"] == "target" and record["lineage"]["reference"]["date"] == PREVIOUS.isoformat()
+    assert record["lineage"]["model"]["fingerprint"].startswith("sha256:")
+    assert not (outcome.output_dir / "_work").exists()
+
+
+def test_catboost_frame_predicts_exactly_like_feature_frame(world):
+    table = world["table"].slice(100, 2500)
+    assert table.column("C19").null_count > 0  # missing categoricals are exercised
+    assert np.array_equal(world["model"].predict_proba(catboost_frame(table)),
+                          world["model"].predict_proba(training.feature_frame(table)))
+
+
+@pytest.mark.parametrize(("batch_size", "plan", "strategy"), [
+    (1000, "side-input", "bonferroni"),
+    (1999, "side-input", "split"),
+    (100_000, "side-input", "max"),
+    (1500, "two-stage", "split"),
+])
+def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strategy):
+    config_game, config_bound = GameConfig(repetitions=4, seed=11), BoundConfig(strategy=strategy)
+    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=batch_size, plan_mode=plan,
+                             thread_count=1)
+    outcome = score_day(request, [])
+    assert_same_as_in_process(world, outcome, config_game, config_bound)
+    assert outcome.record["diagnostics"]["plan_mode"] == plan
+
+
+@pytest.fixture
+def streamed(monkeypatch):
+    """The slots counted from a merge of ranked runs (`count_ranked` in the driver), with GROUP_ROWS (one process)
+    and SHUFFLE_ROWS (several workers) at 64 rows so that the small world has such slots."""
+    seen = []
+
+    def counting(plan, slot, chunks):
+        seen.append(slot)
+        return scoring_batches.count_ranked(plan, slot, chunks)
+
+    monkeypatch.setattr(beam_dofns, "GROUP_ROWS", 64)
+    monkeypatch.setattr(beam_scoring, "SHUFFLE_ROWS", 64)
+    monkeypatch.setattr(beam_dofns, "count_ranked", counting)
+    return seen
+
+
+@contextlib.contextmanager
+def itself(world):
+    """A model registered as its own reference (the D-1 target for both days): every score is 0, as for the
+    night's negative control, so one bin holds every row of every slot. Removed afterwards."""
+    for date in (PREVIOUS, DAY):
+        metadata = registry.read_metadata(world["root"], "target", PREVIOUS)
+        fingerprint = schema.partition_fingerprint(world["root"], date)
+        registry.save_model(world["root"], "itself", date, world["previous_model"],
+                            dataclasses.replace(metadata, partition_fingerprint=fingerprint))
+    try:
+        yield "itself"
+    finally:  # the module's world stays as the other tests expect it
+        shutil.rmtree(registry.model_dir(world["root"], "itself", DAY).parent)
+
+
+def assert_tied_same_as_in_process(world, outcome, config_game, config_bound):
+    p = world["p_reference"]
+    assert outcome.result.to_dict() == run_audit(p, p, world["labels"], world["row_ids"], config_game, config_bound).to_dict()
+    in_process = play_game(p, p, world["labels"], world["row_ids"], config_game)
+    assert np.array_equal(outcome.counts.correct, in_process.counts.correct)
+    assert all(np.array_equal(a.correct, b.correct) for a, b in zip(outcome.game.halves, in_process.halves,
+                                                                     strict=True))
+
+
+def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(world, streamed):
+    """A slot whose cut bins hold more than GROUP_ROWS rows is written in rank order batch by batch and counted
+    from a bounded merge of those runs (`grouped_files.merge_sorted`, `sweep_reduce.RankedCounts`): the same
+    counts and bound as in-process, also when every score ties."""
+    config_game, config_bound = GameConfig(repetitions=3, seed=4), BoundConfig(strategy="split")
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500,
+                                       plan_mode="two-stage", thread_count=1), [])
+    assert streamed
+    assert_same_as_in_process(world, outcome, config_game, config_bound)
+    streamed.clear()
+    with itself(world) as name:
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config_game, config_bound, batch_size=1500,
+                                           plan_mode="two-stage", thread_count=1), [])
+    assert sorted(streamed) == list(range(config_game.repetitions + 2))  # every slot: its one bin is cut
+    assert_tied_same_as_in_process(world, outcome, config_game, config_bound)
+
+
+def test_dask_streams_the_large_slots_and_shuffles_the_others(world, streamed, monkeypatch):
+    """On several workers the slots with more than SHUFFLE_ROWS boundary rows go to the (shared) work directory,
+    ranked, and the driver merges them (whatever GROUP_ROWS, the in-memory limit of one process); the others go
+    through the group-by-slot. Both together count as in-process."""
+    distributed = pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(beam_dofns, "GROUP_ROWS", 1 << 22)
+    config_game, config_bound = GameConfig(repetitions=3, seed=4), BoundConfig(strategy="split")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        beam_args = [f"--runner={DASK_RUNNER}", f"--dask_client_address={cluster.scheduler_address[6:]}"]
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500), beam_args)
+        slots = config_game.repetitions + 2
+        assert 0 < len(streamed) < slots, streamed  # both paths taken
+        assert_same_as_in_process(world, outcome, config_game, config_bound)
+        streamed.clear()
+        with itself(world) as name:
+            outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config_game, config_bound, batch_size=1500), beam_args)
+    assert sorted(streamed) == list(range(slots))
+    assert_tied_same_as_in_process(world, outcome, config_game, config_bound)
+
+
+def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(world):
+    """In one process the side-input plan hands its audited batches to the driver, which plays pass 2 on them
+    (timed as pass2_s; nothing stays held after the job). With several workers pass 2 runs in Beam (boundary rows
+    grouped by slot, the side input as on Dataflow or Flink). Both count exactly as in-process."""
+    config_game, config_bound = GameConfig(repetitions=3, seed=5), BoundConfig()
+    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500, plan_mode="side-input",
+                             thread_count=1)
+    driver = score_day(request, [])
+    assert "pass2_s" in driver.record["timings"] and not beam_dofns._HELD
+    assert_same_as_in_process(world, driver, config_game, config_bound)
+    workers = score_day(request, ["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
+    assert "pass2_s" not in workers.record["timings"]
+    assert_same_as_in_process(world, workers, config_game, config_bound)
+
+
+def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
+    from auditing.bounds.selection import STRATEGIES_REGISTRY
+    from tests.behaviour.test_game_and_bound import SwappedSplit
+
+    STRATEGIES_REGISTRY.register(SwappedSplit)
+    try:
+        config_game, config_bound = GameConfig(repetitions=3, seed=2), BoundConfig(strategy=SwappedSplit.name)
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999,
+                                           thread_count=1), [])
+        assert_same_as_in_process(world, outcome, config_game, config_bound)
+        assert outcome.result.bound.strategy == SwappedSplit.name and outcome.result.split_halves
+    finally:
+        STRATEGIES_REGISTRY.unregister(SwappedSplit.name)
+
+
+def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
+    """The flows key a night's coins by its day (`ScoringRequest.night`): the job equals run_audit on that night
+    byte for byte, and draws other coins than a game without a night."""
+    config_game, config_bound = GameConfig(repetitions=3, seed=11), BoundConfig(strategy="split")
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
+                                       night=DAY), [])
+    arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
+    expected = run_audit(*arrays, config_game.with_night(DAY), config_bound)
+    assert outcome.result.to_dict() == expected.to_dict() and outcome.result.game.night == DAY
+    assert outcome.result.config_hash == config_hash(config_game, config_bound)
+    game = config_game.with_night(DAY)
+    stored, in_process = GameCounts.load(outcome.output_dir), play_game(*arrays, game)
+    assert stored.game == game and np.array_equal(stored.counts.correct, in_process.counts.correct)
+    assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
+    assert json.dumps(encode(stored.attack_curve)) == json.dumps(encode(in_process.attack_curve))
+    assert not np.array_equal(stored.counts.correct, play_game(*arrays, config_game).counts.correct)
+
+
+def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
+    """Declared slices: the job counts each slice and bounds it from its counts, equal to
+    `auditing.slices.audit_slices` on the same arrays and night (two-stage and side-input plans); a re-run finds
+    them stored, and a bound change (kappa, confidence, strategy, budget) keeps the key: the stored slice counts are
+    bounded at the new settings, equal to the in-process slices there, without scoring the day again."""
+    from auditing.slices import audit_slices
+
+    slicings = ("column:C9:top=3", "shown-label", "prior-deciles")
+    config_game, config_bound = GameConfig(repetitions=1, seed=4), BoundConfig()
+    arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
+    c9 = world["table"].column("C9")
+    columns = {"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))}
+    expected = audit_slices(*arrays, config_game.with_night(DAY), config_bound, slicings, columns=columns)
+    for plan_mode in ("two-stage", "side-input"):
+        request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
+                                 night=DAY, slices=slicings, plan_mode=plan_mode)
+        outcome = score_day(request, [])
+        assert outcome.result.slices == expected, plan_mode
+        assert dataclasses.replace(outcome.result, slices=None) == run_audit(*arrays, config_game.with_night(DAY), config_bound)
+        assert (outcome.output_dir / "slices" / "index.json").is_file()
+    prepared = beam_request.prepare_scoring(request)
+    record = beam_request.reused_record(beam_request.stored_scoring(prepared), request, prepared.output_dir)
+    assert decode(AuditResult, record["result"]).slices == expected
+    for bound in (dict(kappa=0.1), dict(kappa=0.2, confidence=0.99, strategy="split")):
+        moved = dataclasses.replace(request, bound=dataclasses.replace(config_bound, **bound), slice_budget=0.02)
+        moved_prepared = beam_request.prepare_scoring(moved)
+        assert moved_prepared.key == prepared.key  # the bound settings are not in the key, slices or not
+        stored = beam_request.stored_scoring(moved_prepared)
+        assert stored is not None
+        rejudged = beam_request.reused_record(stored, moved, moved_prepared.output_dir)
+        assert decode(AuditResult, rejudged["result"]).slices == audit_slices(
+            *arrays, moved.game, moved.bound, slicings, columns=columns, budget=0.02)
+        assert rejudged["result"]["slices"] != record["result"]["slices"]
+    assert beam_request.prepare_scoring(dataclasses.replace(request, slices=slicings[:2])).key != prepared.key
+    with pytest.raises(LabelDPInputError, match="stored without its slices"):
+        beam_request.reused_record(beam_request.stored_scoring(prepared), request, world["root"])
+    with pytest.raises(LabelDPInputError, match="no feature or carry column 'nope'"):
+        beam_request.prepare_scoring(dataclasses.replace(request, slices=("column:nope",)))
+
+
+def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not(world):
+    from auditing.audit import audit_counts
+    from pipelines.scoring.beam_request import prepare_scoring, stored_scoring
+
+    root = str(world["root"])
+    config_game, config_bound = GameConfig(repetitions=3, seed=9), BoundConfig()
+    scored = score_day(ScoringRequest(root, DAY, "target", config_game, config_bound, batch_size=2500), [])
+    for bound in ({"kappa": 0.4}, {"method": "fdp", "delta": 1e-5}, {"strategy": "split"}, {"confidence": 0.99}):
+        other = dataclasses.replace(config_game, config_bound, **bound)
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", other))
+        assert prepared.key == scored.record["scoring_key"] and prepared.output_dir == scored.output_dir
+        game, _record = stored_scoring(prepared)
+        fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], other)
+        assert audit_counts(game, other.bound).to_dict() == fresh.to_dict()
+    for game in ({"repetitions": 4}, {"seed": 10}, {"score": "log-ratio"}, {"grid_points": 50}):
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", dataclasses.replace(config_game, config_bound, **game)))
+        assert prepared.key != scored.record["scoring_key"] and stored_scoring(prepared) is None
+    elsewhere = prepare_scoring(ScoringRequest(root, DAY, "target", config_game, config_bound, reference="target",
+                                               reference_date=DAY))  # another reference file
+    assert elsewhere.key != scored.record["scoring_key"] and stored_scoring(elsewhere) is None
+
+
+@pytest.mark.parametrize("shards", [None, 3])
+def test_dask_runner_with_two_worker_processes_equals_in_process(world, shards):
+    """Pass 1 folded per Dask partition and merged in a tree (no shards: pipelines.scoring.dask_fixes), or keyed
+    by shard and merged: the same counts as in process either way."""
+    distributed = pytest.importorskip("dask.distributed")
+    config_game, config_bound = GameConfig(repetitions=4, seed=5), BoundConfig(strategy="split")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        address = cluster.scheduler_address.replace("tcp://", "")
+        request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, combine_shards=shards)
+        outcome = score_day(request, [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"])
+    assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"
+    assert outcome.record["diagnostics"]["combine_shards"] == (shards or 1)
+    assert_same_as_in_process(world, outcome, config_game, config_bound)
+
+
+@pytest.mark.parametrize("plan", ["auto", "two-stage"])
+def test_write_scored_rows(world, plan):
+    config_game, config_bound = GameConfig(repetitions=2, seed=1), BoundConfig()
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=2500,
+                                       write_scored=True, plan_mode=plan), [])
+    # auto on FnApiRunner keeps the side input for a small day
+    assert outcome.record["diagnostics"]["plan_mode"] == ("side-input" if plan == "auto" else plan)
+    table = pq.read_table(outcome.scored_dir)
+    assert table.num_rows == ROWS
+    assert table.column_names == ["row_id", "score_0", "correct_0", "b_0", "released_label_0",
+                                  "score_1", "correct_1", "b_1", "released_label_1"]
+    table = table.sort_by("row_id")
+    order = np.argsort(world["row_ids"])
+    game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], seed=1,
+                           repetition=1, score=resolve_score("paper"))
+    assert np.array_equal(table.column("score_1").to_numpy(), game.scores[order])
+    assert np.array_equal(table.column("correct_1").to_numpy(), game.correct[order])
+    # The secret bit and the released label reproduce the game: the score is that of the released label, the
+    # guess is b' = 0 where the score is > 0, and b = 0 releases the training label.
+    bit = table.column("b_1").to_numpy().astype(bool)
+    released = table.column("released_label_1").to_numpy()
+    labels, p_t, p_r = world["labels"][order], world["p_target"][order], world["p_reference"][order]
+    rows = np.arange(ROWS)
+    assert np.array_equal(resolve_score("paper")(p_t[rows, released], p_r[rows, released]), game.scores[order])
+    assert np.array_equal((~(game.scores[order] > 0)) == bit, game.correct[order])
+    assert np.array_equal(released[~bit], labels[~bit])
+    assert 0.45 < bit.mean() < 0.55
+
+
+def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
+    """A file with null row_ids (possible outside our writers): those rows are reported, the rest audited."""
+    root = world["root"]
+    date = dt.date(2024, 3, 5)
+    table = world["table"]
+    row_id = table.column(schema.ROW_ID).to_numpy()
+    missing = np.zeros(ROWS, dtype=bool)
+    missing[::97] = True
+    ids = pa.array(row_id, mask=missing)
+    bad = table.set_column(0, pa.field(schema.ROW_ID, pa.int64()), ids)
+    directory = root / "partitions" / f"date={date}"
+    directory.mkdir(parents=True)
+    pq.write_table(bad, directory / "part-00000.parquet", row_group_size=2500)
+    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    config_game, config_bound = GameConfig(repetitions=2, seed=2), BoundConfig()
+    outcome = score_day(ScoringRequest(str(root), date, "target", config_game, config_bound, reference="target",
+                                       reference_date=PREVIOUS, batch_size=1800), [])
+    rows = outcome.record["diagnostics"]["rows"]
+    assert rows["rows_read"] == ROWS and rows["rows_without_row_id"] == int(missing.sum())
+    assert rows["rows_scored"] == ROWS - int(missing.sum()) == outcome.result.m
+    keep = ~missing
+    expected = run_audit(world["p_target"][keep], world["p_reference"][keep], world["labels"][keep],
+                         row_id[keep], config_game, config_bound)
+    assert outcome.result.to_dict() == expected.to_dict()
+
+
+def test_bad_probabilities_are_counted_per_model():
+    table = pa.table({"row_id": pa.array([1, 2, 3, 4, 5], pa.int64()), "label": pa.array([0, 1, 0, 1, 0], pa.int8())})
+    good = np.array([[0.9, 0.1]] * 5)
+    target = good.copy()
+    target[1] = [np.nan, 0.5]
+    target[2] = [1.2, -0.2]
+    reference = good.copy()
+    reference[3] = [0.3, 0.3]  # does not sum to 1
+    batch = scored_batch("b", table, target, reference)
+    assert batch.issues == {"rows_read": 5, "rows_scored": 2, "rows_without_row_id": 0,
+                            "rows_without_target_prediction": 0, "rows_without_reference_prediction": 0,
+                            "rows_bad_target_probabilities": 2, "rows_bad_reference_probabilities": 1}
+    assert batch.row_ids.tolist() == [1, 5]
+
+
+def _no_work(*_args, **_kwargs):
+    raise AssertionError("pipeline work started before the inputs were checked")
+
+
+def _written(root):
+    return [p for p in (root / "sweeps").rglob("*") if p.is_file()] if (root / "sweeps").exists() else []
+
+
+def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeypatch):
+    root = world["root"]
+    table = schema.read_partition(root, DAY).slice(0, 1500)
+    _register(root, "wide", DAY, training.feature_frame(table), table.column("label").to_numpy(),
+              extra_column="I14")
+    monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
+    before = _written(root)
+    with pytest.raises(LabelDPInputError, match=r"missing column\(s\) \['I14'\]"):
+        score_day(ScoringRequest(str(root), DAY, "wide", GameConfig(repetitions=2), BoundConfig(), reference="target"), [])
+    assert _written(root) == before and not (root / "sweeps" / "wide").exists()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"model": "nope"}, r"no model 'nope' for 2024-03-02"),
+    ({"model": "target", "reference": "ghost"}, r"no model 'ghost' for 2024-03-01"),
+    ({"model": "target", "date": dt.date(2024, 4, 1)}, r"no partition at .*date=2024-04-01"),
+])
+def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, monkeypatch, kwargs, message):
+    monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
+    root = world["root"]
+    before = _written(root)
+    arguments = {"data_root": str(root), "date": DAY, "game": GameConfig(repetitions=2)} | kwargs
+    with pytest.raises(LabelDPInputError, match=message):
+        score_day(ScoringRequest(**arguments), [])
+    assert _written(root) == before  # no sweep directory, no scored rows
+
+
+def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(world):
+    root = world["root"]
+    date = dt.date(2024, 3, 6)
+    labels = world["table"].column(schema.LABEL).to_numpy().copy()
+    labels[3517] = 7  # in the fourth batch: the first three were scored and held for pass 2
+    bad = world["table"].set_column(1, pa.field(schema.LABEL, pa.int8(), nullable=False), pa.array(labels))
+    directory = root / "partitions" / f"date={date}"
+    directory.mkdir(parents=True)
+    pq.write_table(bad, directory / "part-00000.parquet")
+    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    with pytest.raises(LabelDPInputError, match=r"part-00000.parquet.*'label'"):
+        score_day(ScoringRequest(str(root), date, "target", GameConfig(repetitions=2), BoundConfig(), reference="target",
+                                 reference_date=PREVIOUS, batch_size=1000, plan_mode="side-input"), [])
+    assert not (root / "sweeps" / "target" / f"date={date}").exists()
+    assert not beam_dofns._HELD  # the batches held before the error are let go
+
+
+def test_cli_score_runs_and_reports_errors(world, capsys):
+    root = str(world["root"])
+    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "target", "--data-root", root, "--repetitions", "2",
+                     "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["result"]["m"] == ROWS and out["lineage"]["reference"]["date"] == PREVIOUS.isoformat()
+    assert out["result"]["coins_night"] == DAY.isoformat()  # `score` keys the coins by the day it scores
+    attack = out["result"]["attack_curve"]  # the attack curve, descriptive (docs/attack-curve.md)
+    assert sum(attack["positives"]) + sum(attack["negatives"]) == ROWS and 0 <= attack["auroc"] <= 1
+    assert attack["auroc_lower"] <= attack["auroc_upper"] and attack["bootstrap_resamples"] == 1000
+    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "nope", "--data-root", root, "--quiet"]) == 2
+    assert "no model 'nope'" in capsys.readouterr().err
+    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "target", "--data-root", root, "--batch-size", "0"]) == 2
+    assert "batch-size must be a whole number >= 1" in capsys.readouterr().err
+
+
+def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
+    root = world["root"]
+    date = dt.date(2024, 3, 7)
+    ids = world["table"].column(schema.ROW_ID).to_numpy().copy()
+    ids[4000] = ids[10]  # in another row group than the original
+    ids[4001] = ids[11]
+    dup = world["table"].set_column(0, pa.field(schema.ROW_ID, pa.int64(), nullable=False), pa.array(ids))
+    directory = root / "partitions" / f"date={date}"
+    directory.mkdir(parents=True)
+    pq.write_table(dup, directory / "part-00000.parquet", row_group_size=2000)
+    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    for plan in ("side-input", "two-stage"):
+        with pytest.raises(LabelDPInputError, match=rf"'row_id': 2 duplicate value\(s\) \(e\.g\. ({ids[10]}|{ids[11]})\)"):
+            score_day(ScoringRequest(str(root), date, "target", GameConfig(repetitions=2), BoundConfig(), reference="target",
+                                     reference_date=PREVIOUS, plan_mode=plan), [])
+    assert not (root / "sweeps" / "target" / f"date={date}").exists() and not beam_dofns._HELD
+
+
+def test_reference_defaults_to_the_models_previous_day_else_reference(world):
+    root = world["root"]
+    assert beam_request.resolve_reference(root, "target", DAY) == ("target", PREVIOUS)
+    assert beam_request.resolve_reference(root, "other", DAY) == ("reference", PREVIOUS)
+    assert beam_request.resolve_reference(root, "target", DAY, "x", dt.date(2024, 1, 1)) == ("x", dt.date(2024, 1, 1))
+
+
+def test_beam_options_file(tmp_path, monkeypatch):
+    from flows.commands.score import read_options_file
+
+    path = tmp_path / "x.options"
+    path.write_text("# comment\n\n--project=${P}\n--max_num_workers=3\n")
+    monkeypatch.setenv("P", "proj")
+    assert read_options_file(str(path)) == ["--project=proj", "--max_num_workers=3"]
+    monkeypatch.delenv("P")
+    with pytest.raises(LabelDPInputError, match=r"line 3: environment variable\(s\) \['P'\] are not set"):
+        read_options_file(str(path))
+    path.write_text("project=x\n")
+    with pytest.raises(LabelDPInputError, match="line 1: expected an option"):
+        read_options_file(str(path))
+
+
+def test_auto_plan_keeps_scored_batches_out_of_a_local_runners_memory():
+    # A local runner holds a side input's waiting PCollection in memory: above LOCAL_SIDE_INPUT_ROWS rows (or an
+    # unknown count) auto writes the scored batches to the work directory there (two-stage), as on Dask at any
+    # size; a small day keeps the side input locally, and runners whose shuffle spills keep it always.
+    plan_for, limit = beam_request.plan_for, beam_request.LOCAL_SIDE_INPUT_ROWS
+    for runner in (None, beam_request.FN_API_RUNNER, "DirectRunner"):
+        assert plan_for("auto", runner, limit + 1) == plan_for("auto", runner) == "two-stage"
+        assert plan_for("auto", runner, limit) == "side-input"
+    assert plan_for("auto", DASK_RUNNER, 1000) == "two-stage"
+    assert plan_for("auto", "DataflowRunner", 10**9) == "side-input"
+    assert plan_for("side-input", None) == "side-input"
+    assert plan_for("two-stage", "DataflowRunner") == "two-stage"
+
+
+@pytest.mark.parametrize("chunk_rows, max_pending", [(65_536, 12), (1000, 3), (777, 1)])
+def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, max_pending):
+    """Pass 1's kernel on the background thread (as the Beam job plays it) gives the same accumulator as in
+    line, whatever the chunking, merge order and chunks taken back by `settle`; pickling (how Beam moves
+    accumulators) waits for the pending kernels."""
+    import pickle
+
+    from pipelines.scoring import scoring_batches
+    from pipelines.scoring.scored_batch import ScoredBatch
+    from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator
+
+    monkeypatch.setattr(scoring_batches, "BACKGROUND_CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(scoring_batches, "MAX_PENDING_CHUNKS", max_pending)
+
+    rng = np.random.default_rng(3)
+    spec = GameSpec(GameConfig(repetitions=7, audit_rows="all", reference_calibration="none", seed=3))
+    batches = []
+    for index in range(5):
+        n = 4000 + 500 * index
+        p_t, p_r = rng.uniform(0.01, 0.99, n), rng.uniform(0.01, 0.99, n)
+        batches.append(ScoredBatch(f"b{index}", np.arange(n, dtype=np.int64) * 7 + 100_000 * index,
+                                   rng.integers(0, 2, n), np.column_stack([1 - p_t, p_t]),
+                                   np.column_stack([1 - p_r, p_r]), {"rows_read": n, "rows_scored": n}))
+    inline = Pass1Accumulator()
+    for batch in batches:
+        inline.add_batch(batch, spec)
+    first, second = Pass1Accumulator(), Pass1Accumulator()
+    for index, batch in enumerate(batches):
+        (first if index % 2 else second).add_batch(batch, spec, background=True)
+    assert first._pending and second._pending  # the kernels were handed to the background thread
+    moved = pickle.loads(pickle.dumps(first))
+    assert moved._pending == []
+    merged = Pass1Accumulator().merge(second).merge(moved)
+    assert np.array_equal(merged.rows, inline.rows) and np.array_equal(merged.correct, inline.correct)
+    assert merged.issues == inline.issues and np.array_equal(merged.priors, inline.priors)
+    assert np.array_equal(merged.signed, inline.signed)  # repetition 0's attack-curve counts
+    assert int(inline.signed.sum()) == sum(batch.rows for batch in batches)
+    # 7 repetitions of every row, and the two halves of repetition 0 (together every row once more)
+    assert int(merged.rows.sum()) == (7 + 1) * sum(batch.rows for batch in batches)
+
+
+@pytest.mark.parametrize(("largest", "wire"), [(200, np.uint8), (524, np.uint16), (70_000, np.uint32),
+                                               (1 << 40, np.int64)])
+def test_pass1_histograms_travel_narrow_and_come_back_exact(largest, wire):
+    """Pickled between stages and workers, the histograms take the narrowest unsigned type holding their largest
+    count, and unpickle as the same int64 arrays, whatever that count."""
+    import pickle
+
+    from pipelines.scoring.scoring_batches import Pass1Accumulator
+
+    rows = np.random.default_rng(0).integers(0, largest, (4, 300), dtype=np.int64)
+    rows[0, 0] = largest
+    accumulator = Pass1Accumulator(rows=rows, correct=rows // 2)
+    state = accumulator.__getstate__()
+    assert state["rows"].dtype == wire and state["correct"].dtype in (np.uint8, np.uint16, np.uint32, np.int64)
+    moved = pickle.loads(pickle.dumps(accumulator))
+    assert moved.rows.dtype == moved.correct.dtype == np.int64
+    assert np.array_equal(moved.rows, rows) and np.array_equal(moved.correct, rows // 2)
+    # a negative count (a bug upstream) is never wrapped into a large unsigned one
+    broken = Pass1Accumulator(rows=-rows, correct=rows)
+    assert np.array_equal(pickle.loads(pickle.dumps(broken)).rows, -rows)
+    assert pickle.loads(pickle.dumps(Pass1Accumulator())).rows is None
+
+
+def test_pass1_background_errors_surface_when_the_accumulator_is_read():
+    from pipelines.scoring.scored_batch import ScoredBatch
+    from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator
+
+    spec = GameSpec(GameConfig(repetitions=3, audit_rows="all", reference_calibration="none"))
+    p = np.full(10, 0.5)
+    batch = ScoredBatch("b", np.arange(10, dtype=np.int64), np.zeros(10, np.int64), np.column_stack([p, p]),
+                        np.column_stack([p, p]), {})
+    broken = Pass1Accumulator(rows=np.zeros((1, 5), np.int64), correct=np.zeros((1, 5), np.int64))
+    broken.add_batch(batch, spec, background=True)  # returns before the kernel runs
+    with pytest.raises(ValueError, match="histograms must be int64 arrays of 5 slots"):
+        broken.settle()
+
+
+
+def test_catboost_frame_recodes_chunks_with_different_dictionaries(world):
+    """Two chunks whose dictionaries differ (as two files' row groups do), plain string columns and nulls: the
+    frame holds exactly the rows' strings ("" for missing), with only the values present as categories."""
+    table = world["table"].slice(0, 3000)
+    first, second = table.slice(0, 1200), table.slice(1200)
+    recoded = {name: second.column(name).combine_chunks().dictionary_decode().dictionary_encode()
+               for name in schema.CATEGORICAL_COLUMNS}  # only the second chunk's values, in another order
+    second = pa.table({name: recoded.get(name, second.column(name)) for name in second.column_names})
+    mixed = pa.concat_tables([first, second.cast(first.schema)])
+    plain = table.cast(pa.schema([pa.field(f.name, pa.string()) if f.name in schema.CATEGORICAL_COLUMNS else f
+                                  for f in table.schema]))
+    assert mixed.column("C1").num_chunks == 2 and mixed.column("C19").null_count > 0
+    assert mixed.column("C1").chunk(0).dictionary != mixed.column("C1").chunk(1).dictionary
+    for case in (mixed, plain):
+        frame = catboost_frame(case)
+        for name in schema.CATEGORICAL_COLUMNS:
+            strings = case.column(name).cast(pa.string()).fill_null("").to_pylist()
+            assert frame[name].astype(object).tolist() == strings, name
+            assert set(frame[name].cat.categories) == set(strings), name
+
+
+@pytest.fixture(scope="module")
+def split_world(world):
+    """A target trained on the train and validation splits only, so the test split's rows are check rows."""
+    root = world["root"]
+    codes = splits.split_of(world["row_ids"])
+    trained = codes != splits.TEST
+    from catboost import CatBoostClassifier
+
+    params = {"iterations": 30, "depth": 6, "learning_rate": 0.5, "max_ctr_complexity": 1, "thread_count": 1,
+              "random_seed": 3, "allow_writing_files": False, "verbose": False}
+    model = CatBoostClassifier(**params)
+    model.fit(world["frame"][trained], world["labels"][trained], cat_features=schema.CATEGORICAL_COLUMNS)
+    metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": 3,
+                "partition_fingerprint": schema.partition_fingerprint(root, DAY), "catboost_params": params,
+                "test_metrics": {}, "feature_schema": registry.feature_schema(),
+                "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation"],
+                                  "unread_row_ids": [], "rows": int(trained.sum())}}
+    registry.save_model(root, "split-target", DAY, model, metadata)
+    return {"trained": trained, "p_target": model.predict_proba(world["frame"])}
+
+
+@pytest.mark.parametrize(("batch_size", "plan"), [(1000, "side-input"), (2500, "two-stage")])
+def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size, plan):
+    """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one; so do
+    the slices the job counts batch by batch, each with its own check rows, whatever the batch size and plan."""
+    from auditing.audit import CheckRows
+    from auditing.slices import audit_slices
+    from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
+
+    check_rows = CheckRowSelection(HeldOutRows())
+    config_game, config_bound = GameConfig(repetitions=3, seed=2), BoundConfig()
+    slicings = ("column:C9:top=2", "shown-label", "prior-deciles", "column:C9=nope")
+    request = ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
+                             batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows,
+                             slices=slicings)
+    outcome = score_day(request, [])
+    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    assert check.sum() == (~trained).sum() > 500
+    audited = [split_world["p_target"][trained], world["p_reference"][trained], world["labels"][trained],
+               world["row_ids"][trained]]
+    check_arrays = CheckRows(split_world["p_target"][check], world["p_reference"][check], world["labels"][check],
+                             world["row_ids"][check])
+    expected = run_audit(*audited, game=config_game, bound=config_bound, check=check_arrays)
+    c9 = world["table"].column("C9")
+    c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
+    sliced = audit_slices(*audited, config_game, config_bound, slicings, columns={"C9": c9[trained]}, check=check_arrays,
+                          check_columns={"C9": c9[check]})
+    assert outcome.result.slices == sliced
+    assert all(s.check_rows and s.capacity_check.checked for s in sliced.slices if s.rows)
+    assert sliced.slices[-1].rows == 0 and sliced.slices[-1].note == "no audited row in this slice"
+    assert dataclasses.replace(outcome.result, slices=None).to_dict() == expected.to_dict()
+    assert outcome.result.capacity_check.checked and outcome.result.capacity_check.check_rows == check.sum()
+    diagnostics = outcome.record["diagnostics"]
+    assert diagnostics["rows"]["rows_scored"] == trained.sum()
+    assert diagnostics["check_rows"]["read"] == diagnostics["check_rows"]["scored"] == check.sum()
+    assert diagnostics["check_rows"]["rows"] == "test split"
+
+
+def test_beams_false_warnings_are_dropped_and_real_ones_kept():
+    """Beam warns on the root logger that BigQuery's client is missing (at import) and that the ``resource``
+    module is not available (at each model load, which is false on Linux); a user's job output carries neither,
+    while any other root warning still shows. The CLI installs the filter; importing the library does not."""
+    import subprocess
+    import sys
+
+    code = ("import pipelines; pipelines.silence_false_beam_warnings()\n"  # as the CLI's entry point does
+            "import pipelines.scoring.beam_scoring\n"
+            "import apache_beam.io.gcp.internal.clients.bigquery\n"
+            "import apache_beam.ml.inference.base as base\n"
+            "base._get_current_process_memory_in_bytes()\n"
+            "import logging; logging.warning('a real warning')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Resource module" not in done.stderr and "apitools" not in done.stderr
+    assert "a real warning" in done.stderr
+
+
+@pytest.mark.parametrize("plan", ["side-input", "two-stage"])
+def test_each_pass_shows_its_rows_and_rows_per_second_only_when_asked(world, capsys, plan):
+    """The driver's `live()` answer (`worker_progress`) decides: each pass ends with its rows and rows per second
+    on stderr; without it the job prints nothing, whatever the plan."""
+    config_game, config_bound = GameConfig(repetitions=2, seed=5), BoundConfig()
+    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, plan_mode=plan,
+                             thread_count=1)
+    score_day(request, [], worker_progress=False)
+    assert "[score pid" not in capsys.readouterr().err
+    score_day(request, [], worker_progress=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[score pid")]
+    passes = ["pass 1", "pass 2"] if plan == "two-stage" else ["pass 1"]
+    for name in passes:
+        [end] = [line for line in lines if f"] {name}: {ROWS:,} of {ROWS:,} rows, " in line]
+        assert end.endswith(" rows/s"), lines
+
+
+def _stored_arrays(directory) -> dict:
+    """Every file `SliceCounts.save` wrote under ``directory``: index.json's text, each npz's arrays."""
+    out = {}
+    for path in sorted((directory / "slices").rglob("*")):
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                out[str(path.relative_to(directory))] = {name: data[name] for name in data.files}
+        elif path.is_file():
+            out[str(path.relative_to(directory))] = path.read_text()
+    return out
+
+
+def _same_arrays(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key, value in a.items():
+        other = b[key]
+        if isinstance(value, dict):
+            if value.keys() != other.keys() or not all(np.array_equal(value[n], other[n]) for n in value):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
+def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(world, split_world, tmp_path):
+    """The slices counted in the job's passes (each batch with its slicing columns and check rows, accumulators
+    merged in whatever order the runner merges them) are stored byte for byte as `auditing.slices.count_slices`
+    counts them on the day's rows held at once: two-stage and held batches on FnApiRunner, two batch sizes, and
+    two Dask worker processes."""
+    from auditing.audit import CheckRows
+    from auditing.slices import count_slices
+    from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
+
+    check_rows = CheckRowSelection(HeldOutRows())
+    config_game, config_bound = GameConfig(repetitions=2, seed=6), BoundConfig()
+    slicings = ("column:C9:top=3", "prior-deciles", "shown-label")
+    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    c9 = world["table"].column("C9")
+    c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
+    p_target = split_world["p_target"]
+    expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
+                            world["row_ids"][trained], config_game, slicings, columns={"C9": c9[trained]},
+                            check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
+                                            world["row_ids"][check]),
+                            check_columns={"C9": c9[check]}, night=DAY)
+    expected.save(tmp_path)
+    oracle = _stored_arrays(tmp_path)
+    assert len([name for name in oracle if name.endswith(".npz")]) > 10
+
+    def request(batch_size, plan_mode="auto"):
+        return ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
+                              batch_size=batch_size, plan_mode=plan_mode, thread_count=1, check_rows=check_rows,
+                              slices=slicings, night=DAY)
+
+    runs = {}
+    for batch_size, plan_mode in ((1000, "two-stage"), (2500, "two-stage"), (1700, "side-input")):
+        outcome = score_day(request(batch_size, plan_mode), [])
+        runs[(batch_size, plan_mode)] = _stored_arrays(outcome.output_dir)
+        shutil.rmtree(outcome.output_dir)
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        address = cluster.scheduler_address.replace("tcp://", "")
+        outcome = score_day(request(900), [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"])
+    assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"
+    runs["dask"] = _stored_arrays(outcome.output_dir)
+    shutil.rmtree(outcome.output_dir)
+    for name, stored in runs.items():
+        assert _same_arrays(stored, oracle), name
+
+
+def test_slicings_that_read_no_column_are_counted_in_the_job(world, split_world, tmp_path):
+    """Slicings that read only the scores (``shown-label``, ``prior-deciles``) join no column to the batches: the job
+    counts them all the same (the nightly's plans declare ``shown-label`` alone), on the held batches and on the
+    two-stage plan's predictions, as `auditing.slices.count_slices` counts them on the day's rows held at once; a
+    batch without a column a slicing does read is refused by name."""
+    from auditing.audit import CheckRows
+    from auditing.slices import count_slices, parse_slicing
+    from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
+    from pipelines.scoring.day_slices import SliceStatistics
+
+    check_rows = CheckRowSelection(HeldOutRows())
+    config_game, config_bound = GameConfig(repetitions=2, seed=4), BoundConfig()
+    slicings = ("shown-label", "prior-deciles")
+    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    p_target = split_world["p_target"]
+    expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
+                            world["row_ids"][trained], config_game, slicings,
+                            check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
+                                            world["row_ids"][check]), night=DAY)
+    expected.save(tmp_path)
+    oracle = _stored_arrays(tmp_path)
+    for plan_mode in ("side-input", "two-stage"):
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
+                                           batch_size=2000, plan_mode=plan_mode, thread_count=1,
+                                           check_rows=check_rows, slices=slicings, night=DAY), [])
+        assert _same_arrays(_stored_arrays(outcome.output_dir), oracle), plan_mode
+        shutil.rmtree(outcome.output_dir)
+    batch = scored_batch("b0", pa.table({schema.ROW_ID: [1, 2], schema.LABEL: [0, 1]}),
+                         np.full((2, 2), 0.5), np.full((2, 2), 0.5))
+    with pytest.raises(RuntimeError, match="carries no slicing column 'C9'"):
+        SliceStatistics((parse_slicing("column:C9:top=2"),), seed=0).add(batch)
