@@ -303,9 +303,11 @@ def _summary_rows(result: AuditResult, claimed: float, status: str, decision: st
             f"repetitions — optimistic</span><span class=\"labels\">{esc(label)}; shown for comparison with "
             "the paper, never used for the verdict</span>",
         ))
-    config = esc(" · ".join(f"{k} {getattr(result, k)}" for k in ("score", "grid", "repetitions", "seed")))
-    if result.game.night is not None:  # the night that keyed the coins with the seed
-        config += esc(f" · night {result.game.night.isoformat()}")
+    game = result.game
+    config = esc(" · ".join(f"{k} {v}" for k, v in (("score", result.score), ("grid", game.grid),
+                                                     ("repetitions", game.repetitions), ("seed", game.seed))))
+    if game.night is not None:  # the night that keyed the coins with the seed
+        config += esc(f" · night {game.night.isoformat()}")
     if result.config_hash:
         config += f" · config <code>{esc(result.config_hash)}</code>"
     rows.append(("Audit settings", config))

@@ -23,6 +23,7 @@ import pytest
 from auditing.audit import CheckRows, run_audit
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
+from auditing.result import AuditResult
 from auditing.sinks.report import (
     render_run_report,
     render_trend_report,
@@ -36,7 +37,7 @@ from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.trust import NightTrust
 from flows.cli import main as cli_main
-from labeldp.codec import encode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -190,7 +191,7 @@ def test_page_is_self_contained(run):
 
 
 def test_missing_histogram_empty_trend_and_infinite_claim(run):
-    without = {**run["result"].to_dict(), "score_histogram": {}}  # a result written before the score panel
+    without = dataclasses.replace(run["result"], score_histogram=None)  # a result written before the score panel
     text = _parse(_page(run, result=without, score_histogram=None, trend=[], claimed_epsilon=float("inf"))).visible
     assert "Score histogram not provided for this run" in text
     assert "No audits of this model are in the warehouse yet" in text
@@ -427,7 +428,7 @@ def test_what_this_means_panel(run):
     assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
     assert dom.count("risk-prior-line", "polyline") == 1
     assert dom.count("risk-bucket", "tr") == 5  # conditional rates per band of the reference's probability
-    old = {k: v for k, v in run["result"].to_dict().items() if k != "prior_histogram"}
+    old = decode(AuditResult, {k: v for k, v in run["result"].to_dict().items() if k != "prior_histogram"})
     dom_old = _parse(_page(run, result=old))
     assert "What this means" in dom_old.visible and dom_old.count("risk-claimed-line", "polyline") == 1
 
@@ -465,7 +466,7 @@ def seeded_root(run, tmp_path_factory) -> Path:
     data_root = tmp_path_factory.mktemp("seeded")
     with open_warehouse(None, data_root=data_root) as wh:
         for d, night in enumerate(run["trend"][:5]):
-            data = {**run["result"].to_dict(), "epsilon_lower_bound": night.epsilon_lower_bound}
+            data = dataclasses.replace(run["result"], epsilon_lower_bound=night.epsilon_lower_bound)
             row, curve = audit_record(judge(data, CLAIMED), run_kind="nightly", model_id="rr-eps1",
                                       partition_date=night.partition_date, lineage={"flow_run_id": f"run-{d}"})
             wh.write_audit(row, curve)
@@ -570,7 +571,7 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
     page = _parse(_page(run, claimed_epsilon=claimed)).visible
     assert "would flag the claim with probability below 95%" in page and "Weak PASS" in page
     assert f"Fewer than {floor:,} correct guesses can never flag it" in page
-    small = {**result.to_dict(), "m": floor * 50}  # no game-aware floor (histogram of other rows): perfect-attacker
+    small = dataclasses.replace(result, m=floor * 50)  # no game-aware floor (histogram of other rows): perfect-attacker
     page = _parse(_page(run, result=small, claimed_epsilon=claimed)).visible  # floor, 2% of fewer rows: weak
     assert f"only if at least {floor:,} labels were fully exposed" in page and "Weak PASS" in page
     assert "game-aware floor is not computed" in page
@@ -605,7 +606,7 @@ def test_reference_check_panel_for_checked_skipped_and_legacy_nights(run):
            "fit day 2024-01-14" in legacy
     assert "κ = 0.35" in legacy and "by up to a factor 1.42; beyond the plan's κ = 0" in legacy
     assert "On this night the label-blind control ran (retired since: the capacity check replaced it)" in legacy
-    at_half = {**run["result"].to_dict(), "kappa": 0.5}  # a plan with kappa 0.5 (rendering only)
+    at_half = dataclasses.replace(run["result"], bound=dataclasses.replace(run["result"].bound, kappa=0.5))  # a plan with kappa 0.5 (rendering only)
     within = _section(_page(run, result=at_half, reference_check={
         **_reference_check(), "label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.3, "flagged": False}}),
         "reference")
@@ -894,9 +895,9 @@ def test_fdp_results_are_labelled_by_their_curve_and_a_pre_kappa_result_is_refus
               if k not in ("kappa", "reference_calibration", "gdp_mu_lower_bound")}
     legacy["tau"] = 0.05
     with pytest.raises(LabelDPInputError, match=r"written before kappa .*audit it again"):
-        judge(legacy, 0.5)
+        decode(AuditResult, legacy, "result")
     with pytest.raises(LabelDPInputError, match=r"missing field\(s\) \['kappa'\]"):
-        judge({k: v for k, v in legacy.items() if k != "tau"}, 0.5)
+        decode(AuditResult, {k: v for k, v in legacy.items() if k != "tau"}, "result")
 
 
 def test_a_legacy_label_blind_control_page_still_renders(run):
@@ -999,7 +1000,7 @@ def test_attack_panel_states_the_figures_and_what_they_are_not(run):
     assert dom.count("attack-point", "circle") == _attack_points(curve)
     assert dom.count("attack-roc-line", "polyline") == 1 and dom.count("attack-chance-line", "polyline") == 1
     assert dom.count("attack-target", "polygon") == 2
-    old = {k: v for k, v in run["result"].to_dict().items() if k != "attack_curve"}  # written before it
+    old = decode(AuditResult, {k: v for k, v in run["result"].to_dict().items() if k != "attack_curve"})  # before it
     assert "No attack curve was recorded for this run" in _parse(_page(run, result=old)).visible
 
 

@@ -155,7 +155,7 @@ def test_night_counts_from_a_stored_audit_for_both_strategies():
     target = randomized_response(y, 2, 2.0, rng).astype(float)
     reference = true_posterior(x, 2)[:, 1]
     plain = run_audit(target, reference, y, game=GameConfig(repetitions=1))
-    night = NightCounts.of_result(DAY0, 1.0, plain.to_dict())
+    night = NightCounts.of_result(DAY0, 1.0, plain)
     assert night.guesses == tuple(p.guesses for p in plain.curve) and night.m == plain.m
     split = run_audit(target, reference, y, game=GameConfig(repetitions=1), bound=BoundConfig(strategy="split"))
     halves = split.split_halves

@@ -1,5 +1,6 @@
 """breaking_kappa and the detection floor (auditing/verdict/robustness.py) against brute force on small sweeps."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -208,7 +209,7 @@ def test_verdict_robustness_carries_both_floors_and_why_the_game_aware_one_is_mi
     for data, claimed, reason in ((_result(2000, 0.7), 0.5, "prior_histogram"),
                                   (_result(4000, 0.7, strategy="split"), 0.5, "split strategy"),
                                   (result, 50.0, "INCONCLUSIVE"),
-                                  ({**result.to_dict(), "score": "custom"}, 0.5, "custom")):
+                                  (dataclasses.replace(result, custom_score=True), 0.5, "custom")):
         figures = verdict_robustness(data, claimed, "PASS")
         assert figures["exposed_rows_floor"] is None and reason in figures["exposed_rows_floor_note"], reason
 
