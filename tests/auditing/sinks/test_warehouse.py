@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from auditing.audit import run_audit
-from auditing.config import BoundConfig
+from auditing.config import BoundConfig, split_settings
 from auditing.game.config import GameConfig
 from auditing.result import AuditResult
 from auditing.sinks.warehouse import (
@@ -319,8 +319,8 @@ def _fdp_result(config_hash_seed: int = 5, **config):
     n = 3000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    return run_audit(p_target, np.full(n, 0.5), labels,
-                     game=GameConfig(**{"repetitions": 2, "method": "fdp", "reference_calibration": "none", **config}), bound=BoundConfig(**{"repetitions": 2, "method": "fdp", "reference_calibration": "none", **config}))
+    game, bound = split_settings({"repetitions": 2, "method": "fdp", "reference_calibration": "none", **config})
+    return run_audit(p_target, np.full(n, 0.5), labels, game=game, bound=bound)
 
 
 def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolated_target):
@@ -699,7 +699,7 @@ def test_audit_record_from_a_real_audit(target):
     row, curve = audit_record(judge(result, 0.5), run_kind="nightly", model_id="rr-eps8", partition_date="2024-01-02",
                               lineage={"flow_run_id": "f-1", "durations": {"audit": 0.1}})
     assert row.status == "VIOLATION" and row.epsilon_lower_bound > 0.5
-    assert row.gamma == pytest.approx(1 - result.confidence)
+    assert row.gamma == pytest.approx(1 - result.bound.confidence)
     assert len(curve) == result.grid_size or len(curve) == len(result.curve)
     with open_warehouse(target) as wh:
         wh.write_audit(row, curve)
