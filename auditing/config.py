@@ -18,18 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
-from auditing.bounds.lower_bound import resolve_delta
-from auditing.bounds.methods import BOUND_METHODS, Binomial, BoundMethod, bound_method, method_names
 from auditing.bounds.params import CONFIDENCE, DELTA, KAPPA
-from auditing.bounds.selection import (
-    STRATEGIES_REGISTRY,
-    SelectionStrategy,
-    selection_strategy,
-    strategy_names,
-)
 from auditing.game.config import GameConfig, digest
 from labeldp.settings import as_stored, check_settings, setting, setting_of
+
+if TYPE_CHECKING:
+    from auditing.bounds.methods import BoundMethod
+    from auditing.bounds.selection import SelectionStrategy
 
 # The config hash's payload version: 1 is the layout written before kappa and reference_calibration existed;
 # a configuration whose numbers are the same as a version-1 one (binomial, delta 0, kappa 0, raw reference)
@@ -37,22 +34,39 @@ from labeldp.settings import as_stored, check_settings, setting, setting_of
 CONFIG_HASH_VERSION = 2
 
 
+# The bound registries are imported where a bound is checked or used, not when this module loads: a stored result
+# (which holds a BoundConfig) is read without them.
+def _methods():
+    from auditing.bounds import methods
+
+    return methods
+
+
+def _strategies():
+    from auditing.bounds import selection
+
+    return selection
+
+
 @dataclass(frozen=True)
 class BoundConfig:
     """Everything that turns the game's counts into a valid bound; validated on construction. A method or
     strategy object is accepted and stored by its registered name (hashes and rows use it)."""
 
-    method: str = setting("binomial", help="bound method", choices=method_names,
-                          choices_help=lambda: BOUND_METHODS.help())
+    method: str = setting("binomial", help="bound method", choices=lambda: _methods().method_names(),
+                          choices_help=lambda: _methods().BOUND_METHODS.help())
     strategy: str = setting("bonferroni", help="how the number of guesses c' is chosen over the sweep",
-                            choices=strategy_names, choices_help=lambda: STRATEGIES_REGISTRY.help())
+                            choices=lambda: _strategies().strategy_names(),
+                            choices_help=lambda: _strategies().STRATEGIES_REGISTRY.help())
     confidence: float = setting(0.95, meaning=CONFIDENCE)
     delta: float | None = setting(None, meaning=DELTA)
     kappa: float = setting(0.0, meaning=KAPPA)
 
     def __post_init__(self):
-        object.__setattr__(self, "method", bound_method(self.method).name)
-        object.__setattr__(self, "strategy", selection_strategy(self.strategy).name)
+        from auditing.bounds.lower_bound import resolve_delta
+
+        object.__setattr__(self, "method", self.bound_method.name)
+        object.__setattr__(self, "strategy", self.selection.name)
         object.__setattr__(self, "delta", resolve_delta(self.method, self.delta))
         check_settings(self)
 
@@ -64,11 +78,11 @@ class BoundConfig:
 
     @property
     def bound_method(self) -> BoundMethod:
-        return bound_method(self.method)
+        return _methods().bound_method(self.method)
 
     @property
     def selection(self) -> SelectionStrategy:
-        return selection_strategy(self.strategy)
+        return _strategies().selection_strategy(self.strategy)
 
 
 # The declared settings of each part (the game's night is the run's, not a setting).
@@ -108,5 +122,5 @@ def config_hash(game: GameConfig, bound: BoundConfig) -> str:
 def same_numbers_as_version1(game: GameConfig, bound: BoundConfig) -> bool:
     """True when results under these settings equal those written before kappa existed (then the binomial bound
     with delta 0 at tau 0, on the raw reference)."""
-    return (bound.method == Binomial.name and bound.delta == 0.0 and bound.kappa == 0.0
+    return (bound.method == _methods().Binomial.name and bound.delta == 0.0 and bound.kappa == 0.0
             and game.reference_calibration == "none")
