@@ -47,10 +47,10 @@ def main() -> None:
     times, bounds, slice_bounds = [], [], []
     for seed in range(args.seeds):
         target, reference, y, category, _ = rr_world(np.random.default_rng(seed), args.rows, 1.0, leak_eps=20.0)
-        cfg = dataclasses.replace(game, bound, seed=seed)
-        result = run_audit(target, reference, y, None, cfg)
+        seeded = dataclasses.replace(game, seed=seed)
+        result = run_audit(target, reference, y, None, seeded, bound)
         start = time.perf_counter()
-        audit = audit_slices(target, reference, y, None, cfg, SLICINGS, columns={"category": category})
+        audit = audit_slices(target, reference, y, None, seeded, bound, SLICINGS, columns={"category": category})
         times.append(time.perf_counter() - start)
         verdict = judge(dataclasses.replace(result, slices=audit), 1.0)
         leaky = next(s for s in verdict.slices if s.name == "category=0")
@@ -71,7 +71,7 @@ def main() -> None:
     above = 0
     for seed in range(args.compliant_seeds):
         target, reference, y, category, _ = rr_world(np.random.default_rng(50_000 + seed), args.compliant_rows, 1.0)
-        audit = audit_slices(target, reference, y, None, dataclasses.replace(game, bound, seed=seed), SLICINGS,
+        audit = audit_slices(target, reference, y, None, dataclasses.replace(game, seed=seed), bound, SLICINGS,
                              columns={"category": category})
         above += any(s.epsilon_lower_bound > 1.0 for s in audit.slices)
     pvalue = stats.binomtest(above, args.compliant_seeds, 0.05, alternative="greater").pvalue

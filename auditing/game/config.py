@@ -1,6 +1,7 @@
 """The game's configuration (`GameConfig`): everything its counts depend on (repetitions, seed, score, grid, which
 rows are audited and how the reference is corrected), and the night that keys its draws. The scoring job is keyed by
-it and never reads a bound setting (`auditing.config.BoundConfig`); `auditing.config` joins the two.
+it and never reads a bound setting (`auditing.config.BoundConfig`); `auditing.config.config_hash` keys a verdict
+by both.
 
 A game carries the night it audits (`GameConfig.night`, the partition day), which keys its draws with the seed
 (`GameConfig.draw_seed`). The night is a fact of the run, not a setting: it is in the game's hash when set.

@@ -366,7 +366,7 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
     game, bound = GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
 
     def score(seed: int):
-        return score_day(ScoringRequest(str(root), D1, "target", dataclasses.replace(game, bound, seed=seed),
+        return score_day(ScoringRequest(str(root), D1, "target", dataclasses.replace(game, seed=seed), bound,
                                         reference="reference", reference_date=D0))
 
     assert score(0).counts.m == 2000

@@ -322,14 +322,14 @@ def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not
     config_game, config_bound = GameConfig(repetitions=3, seed=9), BoundConfig()
     scored = score_day(ScoringRequest(root, DAY, "target", config_game, config_bound, batch_size=2500), [])
     for bound in ({"kappa": 0.4}, {"method": "fdp", "delta": 1e-5}, {"strategy": "split"}, {"confidence": 0.99}):
-        other = dataclasses.replace(config_game, config_bound, **bound)
-        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", other))
+        other = dataclasses.replace(config_bound, **bound)
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", config_game, other))
         assert prepared.key == scored.record["scoring_key"] and prepared.output_dir == scored.output_dir
         game, _record = stored_scoring(prepared)
-        fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], other)
-        assert audit_counts(game, other.bound).to_dict() == fresh.to_dict()
+        fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game, other)
+        assert audit_counts(game, other).to_dict() == fresh.to_dict()
     for game in ({"repetitions": 4}, {"seed": 10}, {"score": "log-ratio"}, {"grid_points": 50}):
-        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", dataclasses.replace(config_game, config_bound, **game)))
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", dataclasses.replace(config_game, **game)))
         assert prepared.key != scored.record["scoring_key"] and stored_scoring(prepared) is None
     elsewhere = prepare_scoring(ScoringRequest(root, DAY, "target", config_game, config_bound, reference="target",
                                                reference_date=DAY))  # another reference file
