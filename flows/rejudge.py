@@ -85,8 +85,7 @@ class StoredNight:
     def to_dict(self) -> dict:
         return {"date": self.date.isoformat(), "run_kind": self.run_kind, "game": self.game.to_dict(),
                 "bound": asdict(self.bound), "models": [encode(m) for m in self.models],
-                "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
-                "shift_diagnostic": None if self.shift_diagnostic is None else self.shift_diagnostic.to_dict(),
+                "reference_check": encode(self.reference_check), "shift_diagnostic": encode(self.shift_diagnostic),
                 "accept_unchecked": self.accept_unchecked, "written_at": self.written_at,
                 "slice_budget": self.slice_budget}
 
@@ -96,8 +95,8 @@ class StoredNight:
         return cls(date=dt.date.fromisoformat(data["date"]), run_kind=data["run_kind"],
                    game=GameConfig(**data["game"]), bound=BoundConfig(**data["bound"]),
                    models=decode(tuple[NightModel, ...], data["models"], "night.models"),
-                   reference_check=None if check is None else ReferenceCheck.from_dict(check),
-                   shift_diagnostic=None if diagnostic is None else ShiftDiagnostic.from_dict(diagnostic),
+                   reference_check=decode(ReferenceCheck | None, check, "reference_check"),
+                   shift_diagnostic=decode(ShiftDiagnostic | None, diagnostic, "shift_diagnostic"),
                    accept_unchecked=bool(data.get("accept_unchecked")), written_at=data["written_at"],
                    slice_budget=data.get("slice_budget"))
 

@@ -574,7 +574,7 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
 
     payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
     if control is not None:
-        payload.update(control=control, reference_check=None if reference_check is None else reference_check.to_dict())
+        payload.update(control=control, reference_check=encode(reference_check))
     return encode(send_alert(webhook_url, kind, payload, default_ledger_dir(root)))
 
 

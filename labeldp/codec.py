@@ -6,12 +6,18 @@ By type, a field's value is written as:
 * a nested dataclass: its own record (a dict of its fields, in field order);
 * ``tuple[X, ...]``, ``tuple[X, Y]``, ``list[X]``: a JSON list (read back as the annotated container);
 * ``dict[str, X]``: a JSON object;
-* ``X | None``: null or X (a field marked `EMPTY_IS_NONE` writes None as ``{}`` and reads ``{}`` as None);
+* ``X | None``: null or X (a field marked `EMPTY_IS_NONE` writes None as ``{}`` and reads ``{}`` as None; a field
+  marked `OMIT_DEFAULT` is not written while it holds its default, and an absent key reads as that default);
 * ``datetime.date`` / ``datetime.datetime``: its ISO string;
 * an Enum: its value;
 * a float: as is (``json`` writes infinity and NaN as ``Infinity`` / ``NaN``); a field marked `INF_AS_STRING` writes
   an infinity as ``"inf"`` / ``"-inf"``. Reading a float accepts an int and those strings;
 * a numpy scalar (encode only): the Python number it holds.
+
+A field marked `OMIT_DEFAULT` whose default is a sentinel (not None, e.g. an "absent" marker distinct from null)
+is read by its annotation without the sentinel's type. A field marked ``reader(read)`` is read by
+``read(value, name)`` instead of by its type (a rule beyond the type: a range, a canonical spelling, an int that
+must stay an int); ``name`` is the field's path, for the message.
 
 Reading is strict: a key that is not a field, or a field without a default that is missing, raises
 LabelDPInputError naming the record (its path from the outermost one, e.g. ``result.attack_curve``) and the keys.
@@ -39,10 +45,11 @@ import dataclasses
 import datetime as dt
 import enum
 import math
+import operator
 import types
 import typing
-from collections.abc import Mapping
-from functools import cache
+from collections.abc import Callable, Mapping
+from functools import cache, reduce
 from typing import Any
 
 from labeldp.errors import LabelDPInputError
@@ -50,6 +57,12 @@ from labeldp.errors import LabelDPInputError
 # Field metadata: ``field(default=None, metadata=EMPTY_IS_NONE)``.
 EMPTY_IS_NONE = {"codec_empty_is_none": True}
 INF_AS_STRING = {"codec_inf_as_string": True}
+OMIT_DEFAULT = {"codec_omit_default": True}
+
+
+def reader(read: Callable[[Any, str], Any]) -> dict:
+    """Field metadata: the field's stored value is read by ``read(value, name)`` (module docstring)."""
+    return {"codec_read": read}
 
 _FLOAT_WORDS = {"inf": math.inf, "-inf": -math.inf, "Infinity": math.inf, "-Infinity": -math.inf, "nan": math.nan,
                 "NaN": math.nan}
@@ -80,7 +93,8 @@ def encode(obj: Any) -> Any:
 def encode_fields(obj: Any) -> dict:
     """A record's fields (and ``_computed`` properties) as `encode` writes them without the class's ``_encoded``
     hook: for a hook that reshapes them."""
-    out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)
+           if not (f.metadata.get("codec_omit_default") and getattr(obj, f.name) is f.default)}
     for name in getattr(obj, "_computed", ()):
         out[name] = encode(getattr(obj, name))
     return out
@@ -102,7 +116,14 @@ def decode(cls: type, value: Any, name: str | None = None) -> Any:
 
 @cache
 def _hints(cls: type) -> dict:
-    return typing.get_type_hints(cls)
+    """Each field's annotation as it is read (an `OMIT_DEFAULT` field's without its sentinel default's type)."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        sentinel = type(f.default)
+        if f.metadata.get("codec_omit_default") and f.default is not None and f.default is not dataclasses.MISSING \
+                and sentinel in typing.get_args(hints[f.name]):
+            hints[f.name] = reduce(operator.or_, [a for a in typing.get_args(hints[f.name]) if a is not sentinel])
+    return hints
 
 
 def _fields(cls: type) -> dict:
@@ -146,7 +167,8 @@ def decode_fields(cls: type, value: Any, name: str) -> Any:
             continue  # computed by the class itself
         if f.metadata.get("codec_empty_is_none") and isinstance(raw, Mapping) and not raw:
             raw = None
-        kwargs[key] = _decode(hints[key], raw, f"{name}.{key}")
+        read = f.metadata.get("codec_read")
+        kwargs[key] = read(raw, f"{name}.{key}") if read is not None else _decode(hints[key], raw, f"{name}.{key}")
     return cls(**kwargs)
 
 
@@ -230,4 +252,5 @@ def _decode(tp: Any, value: Any, name: str) -> Any:
     raise LabelDPInputError(f"{name}: cannot read {value!r} as {tp}")
 
 
-__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "decode", "decode_fields", "encode", "encode_fields"]
+__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "OMIT_DEFAULT", "decode", "decode_fields", "encode", "encode_fields",
+           "reader"]

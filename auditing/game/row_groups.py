@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 # How rows are grouped (recorded on every result): feature-identical rows form a group unless the dataset
@@ -140,10 +139,6 @@ class RowGroups:
     agreement_pairs: int = 0
     agreement_observed: float | None = None
     agreement_expected: float | None = None
-
-    def to_dict(self) -> dict:
-        """``encode(self)``, for pipelines.scoring, which writes row groups and is not converted yet."""
-        return encode(self)
 
 
 def describe_rule(feature_rows: str, columns: Sequence[str]) -> str:

@@ -41,19 +41,30 @@ COMPARED = (*INPUT_FINGERPRINTS, "claimed_epsilon")
 
 
 @dataclass(frozen=True)
+class LaterRunListing:
+    """A `LaterRun` as `results --family --json` lists it."""
+
+    partition_date: dt.date
+    first_run_id: str
+    run_id: str
+    status: str
+    epsilon_lower_bound: float
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LaterRun:
     """A verdict of a family night computed after the night's first (``first``) on other inputs: ``changed`` names
     the fingerprints (`COMPARED`) that differ where both recorded them (empty when the first recorded none of them:
-    a row written before schema version 9)."""
+    a row written before schema version 9). Written as its `LaterRunListing`."""
 
     first: ResultRow
     later: ResultRow
     changed: tuple[str, ...]
 
-    def to_dict(self) -> dict:
-        return {"partition_date": self.later.partition_date.isoformat(), "first_run_id": self.first.run_id,
-                "run_id": self.later.run_id, "status": self.later.status,
-                "epsilon_lower_bound": self.later.epsilon_lower_bound, "changed": list(self.changed)}
+    def _encoded(self) -> LaterRunListing:
+        return LaterRunListing(self.later.partition_date, self.first.run_id, self.later.run_id, self.later.status,
+                               self.later.epsilon_lower_bound, self.changed)
 
 
 def _family_members(rows: Sequence[ResultRow], model_id: str, until: dt.date | None) -> list[ResultRow]:

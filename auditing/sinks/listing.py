@@ -170,11 +170,11 @@ class ListedVerdict:
             "reused_scoring": self.reused_scoring, "kind": row.kind, "untrusted_reason": row.untrusted_reason,
             "control_passed": row.control_passed, "control_floor": row.control_floor,
             "control_message": self.control_message,
-            "reference_check": None if self.reference_check is None else self.reference_check.to_dict(),
+            "reference_check": encode(self.reference_check),
             **{name: value for name, value in row.to_dict().items()
                if name.startswith(("risk_", "attack_", "family_")) or name in DECISION_COLUMNS},
             **encode(self.verdict.trust_figures()),
-            "shift_diagnostic": None if self.verdict.shift_diagnostic is None else self.verdict.shift_diagnostic.to_dict(),
+            "shift_diagnostic": encode(self.verdict.shift_diagnostic),
             "slices": encode(slices),
         }
 

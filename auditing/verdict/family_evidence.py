@@ -33,13 +33,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from auditing.bounds.e_values import log_likelihood_ratio, null_rate, plug_in_alternative
 from auditing.bounds.misfit_test import calibrated_e_value, check_p_value
 from auditing.result import AuditResult, CapacityCheck
+from labeldp.codec import INF_AS_STRING
 from labeldp.errors import LabelDPInputError
 
 DEFAULT_ALPHA = 0.05
@@ -131,6 +132,39 @@ class NightEvidence:
 
 
 @dataclass(frozen=True)
+class NightSummary:
+    """A night of `FamilySummary`: its e-values and running evidences (an infinite one written ``"inf"``), its
+    confirmation and flag, and why a test did not count it."""
+
+    partition_date: dt.date
+    check_e_value: float = field(metadata=INF_AS_STRING)
+    check_evidence: float = field(metadata=INF_AS_STRING)
+    confirmed: bool
+    check_reason: str | None
+    e_value: float = field(metadata=INF_AS_STRING)
+    evidence: float = field(metadata=INF_AS_STRING)
+    log_evidence: float
+    flagged: bool
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class FamilySummary:
+    """`FamilyEvidence` as its JSON shows it: alpha, both evidences, the confirmation and the flag and the nights
+    they were raised, and every night."""
+
+    alpha: float
+    check_evidence: float = field(metadata=INF_AS_STRING)
+    confirmed: bool
+    confirmed_on: dt.date | None
+    nights_to_confirm: int | None
+    evidence: float = field(metadata=INF_AS_STRING)
+    flagged: bool
+    flagged_on: dt.date | None
+    nights: tuple[NightSummary, ...]
+
+
+@dataclass(frozen=True)
 class FamilyEvidence:
     """A family's tests after its last night: the nights in the order they were computed and alpha.
     ``confirmed`` (the decision reads it): the check's product and the kappa-based evidence both reached 1/alpha;
@@ -180,19 +214,13 @@ class FamilyEvidence:
             return None
         return max(1, math.ceil((target - log_now) / (log_now / self.counted)))
 
-    def to_dict(self) -> dict:
-        """The tests as JSON: alpha, both evidences, the confirmation and the flag and the nights they were raised,
-        and every night."""
-        return {"alpha": self.alpha, "check_evidence": _finite(self.check_evidence), "confirmed": self.confirmed,
-                "confirmed_on": None if self.confirmed_on is None else self.confirmed_on.isoformat(),
-                "nights_to_confirm": self.nights_to_confirm(),
-                "evidence": _finite(self.evidence), "flagged": self.flagged,
-                "flagged_on": None if self.flagged_on is None else self.flagged_on.isoformat(),
-                "nights": [{"partition_date": n.partition_date.isoformat(), "check_e_value": _finite(n.check_e_value),
-                            "check_evidence": _finite(n.check_evidence), "confirmed": n.confirmed,
-                            "check_reason": n.check_reason, "e_value": _finite(n.e_value),
-                            "evidence": _finite(n.evidence), "log_evidence": n.log_evidence, "flagged": n.flagged,
-                            "reason": n.reason} for n in self.nights]}
+    def _encoded(self) -> FamilySummary:
+        """Its JSON (`FamilySummary`), for the results listing."""
+        return FamilySummary(
+            self.alpha, self.check_evidence, self.confirmed, self.confirmed_on, self.nights_to_confirm(),
+            self.evidence, self.flagged, self.flagged_on,
+            tuple(NightSummary(n.partition_date, n.check_e_value, n.check_evidence, n.confirmed, n.check_reason,
+                               n.e_value, n.evidence, n.log_evidence, n.flagged, n.reason) for n in self.nights))
 
     def sentence(self) -> str:
         """The family's tests in one sentence each, what each means, the confirmation first."""
@@ -281,10 +309,6 @@ def _check_not_counted(night: NightCounts) -> str | None:
         return ("no stratified capacity check with matched guesses on this night (no check rows, no stratum with "
                 "both audited and check guesses, or a game stored before strata)")
     return None
-
-
-def _finite(value: float) -> float | str:
-    return "inf" if math.isinf(value) else value
 
 
 def _exp(value: float) -> float:

@@ -1,51 +1,28 @@
 """The night's reference check: was the reference M' checked on day D's held-out rows, and what its correction
 did. Data only (no math), so the sinks that render it may import it.
 
-`ReferenceCheck.from_dict` is the one reader of its JSON (a stored night, an alert's payload) and `to_dict` writes
-it back unchanged. Errors name the field (``reference_check.label_blind.misfit_kappa`` ...).
+`labeldp.codec` reads and writes its JSON (a stored night, an alert's payload): ``label_blind`` only on a night the
+retired control ran (an alert's body carries it always, null when absent). Errors name the field
+(``reference_check.label_blind.misfit_kappa`` ...).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass, field, fields
 
 from auditing.records.game import REFERENCE_CALIBRATIONS
-from labeldp.codec import encode
+from labeldp.codec import OMIT_DEFAULT
 from labeldp.errors import LabelDPInputError
-from labeldp.records import record_keys
 
 NAME = "reference_check"
 
 
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise LabelDPInputError(f"{name} must be a number; got {value!r}")
-    if not math.isfinite(value):
-        raise LabelDPInputError(f"{name} must be a finite number; got {float(value)!r}")
-    return float(value)
-
-
-def _figure(value: Any, name: str, high: float | None = None) -> float:
-    """A finite number in [0, high] (the warehouse column's range; high None: no upper limit)."""
-    value = _number(value, name)
-    if value < 0 or (high is not None and value > high):
+def _figure(value: float, name: str, high: float | None = None) -> None:
+    """Refuses a figure outside [0, high] (the warehouse column's range; high None: no upper limit) or not finite."""
+    if not math.isfinite(value) or value < 0 or (high is not None and value > high):
         where = f"in [0, {high:g}]" if high is not None else ">= 0"
-        raise LabelDPInputError(f"{name} must be a finite number {where} or None; got {value!r}")
-    return value
-
-
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 0:
-        raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}")
-    return int(value)
-
-
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise LabelDPInputError(f"{name} must be True or False; got {value!r}")
-    return value
+        raise LabelDPInputError(f"{name} must be a finite number {where}; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -62,18 +39,16 @@ class CalibrationFigures:
     ece_after: float
 
     def __post_init__(self):
+        for f in fields(self):
+            value, name = getattr(self, f.name), f"{NAME}.calibration_figures.{f.name}"
+            if f.name.startswith(("rows", "rounds")):
+                if value < 0:
+                    raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}")
+            else:
+                _figure(value, name, 1.0 if f.name.startswith("ece") else None)
         if self.rows_validation < 1:
             raise LabelDPInputError(f"{NAME}.calibration_figures.rows_validation must be >= 1 (the figures are "
                                     f"measured on them); got {self.rows_validation}")
-
-    @classmethod
-    def from_dict(cls, data: Any) -> CalibrationFigures:
-        name = f"{NAME}.calibration_figures"
-        keys = tuple(f.name for f in fields(cls))
-        data = record_keys(data, name, keys, keys, null_is_missing=True)
-        return cls(**{key: _count(data[key], f"{name}.{key}") if key.startswith(("rows", "rounds"))
-                      else _figure(data[key], f"{name}.{key}", 1.0 if key.startswith("ece") else None)
-                      for key in keys})
 
 
 @dataclass(frozen=True)
@@ -86,17 +61,11 @@ class LabelBlindFigures:
     flagged: bool
 
     def __post_init__(self):
+        _figure(self.epsilon_lower_bound, f"{NAME}.label_blind.epsilon_lower_bound")
+        _figure(self.misfit_kappa, f"{NAME}.label_blind.misfit_kappa")
         if self.flagged and not self.epsilon_lower_bound > 0:
             raise LabelDPInputError(f"{NAME}.label_blind: flagged needs epsilon_lower_bound > 0 (the control flags "
                                     f"a positive bound); got {self.epsilon_lower_bound!r}")
-
-    @classmethod
-    def from_dict(cls, data: Any) -> LabelBlindFigures:
-        name = f"{NAME}.label_blind"
-        keys = tuple(f.name for f in fields(cls))
-        data = record_keys(data, name, keys, keys, null_is_missing=True)
-        return cls(_figure(data["epsilon_lower_bound"], f"{name}.epsilon_lower_bound"),
-                   _figure(data["misfit_kappa"], f"{name}.misfit_kappa"), _flag(data["flagged"], f"{name}.flagged"))
 
 
 @dataclass(frozen=True)
@@ -113,13 +82,14 @@ class ReferenceCheck:
     checked: bool
     note: str | None = None
     calibration_figures: CalibrationFigures | None = None
-    label_blind: LabelBlindFigures | None = None
+    label_blind: LabelBlindFigures | None = field(default=None, metadata=OMIT_DEFAULT)
 
     def __post_init__(self):
         if self.calibration not in REFERENCE_CALIBRATIONS:
             raise LabelDPInputError(f"{NAME}.calibration must be one of {list(REFERENCE_CALIBRATIONS)}; got "
                                     f"{self.calibration!r}")
-        _flag(self.checked, f"{NAME}.checked")
+        if not isinstance(self.checked, bool):
+            raise LabelDPInputError(f"{NAME}.checked must be True or False; got {self.checked!r}")
         if self.note is not None and (not isinstance(self.note, str) or not self.note.strip()):
             raise LabelDPInputError(f"{NAME}.note must be non-empty text or None; got {self.note!r}")
         if self.calibration_figures is not None and self.calibration != "boost":
@@ -155,26 +125,6 @@ class ReferenceCheck:
             raise LabelDPInputError(f"{NAME}.calibration {self.calibration!r} differs from the result's "
                                     f"reference_calibration {calibration!r}")
         return self
-
-    @classmethod
-    def from_dict(cls, data: Any) -> ReferenceCheck:
-        """The check of its JSON (``to_dict``'s shape; absent optional keys read None)."""
-        data = record_keys(data, NAME, tuple(f.name for f in fields(cls)), ("calibration", "checked"),
-                           null_is_missing=True)
-        figures, blind = data.get("calibration_figures"), data.get("label_blind")
-        return cls(calibration=data["calibration"], checked=_flag(data["checked"], f"{NAME}.checked"),
-                   note=data.get("note"),
-                   calibration_figures=None if figures is None else CalibrationFigures.from_dict(figures),
-                   label_blind=None if blind is None else LabelBlindFigures.from_dict(blind))
-
-    def to_dict(self, *, every_key: bool = False) -> dict:
-        """Its JSON: ``label_blind`` only on a night the retired control ran, as the nightly has written it since
-        (``every_key``: always, as an alert's body carries it)."""
-        out = {"calibration": self.calibration, "checked": self.checked, "note": self.note,
-               "calibration_figures": encode(self.calibration_figures)}
-        if every_key or self.label_blind is not None:
-            out["label_blind"] = encode(self.label_blind)
-        return out
 
 
 __all__ = ["CalibrationFigures", "LabelBlindFigures", "ReferenceCheck"]

@@ -2,46 +2,22 @@
 reference M' fits day D against its own day D-1, and how far the features moved. A diagnostic, not a proof. Data
 only (no math), so the sinks that render it may import it.
 
-`ShiftDiagnostic.from_dict` is the one reader of its JSON (a stored night) and `to_dict` writes it back unchanged:
-one of three shapes, each with its keys in the order the producer writes them (``error``: it failed;
-``not_computed``: no two days to compare; else the figures).
+`labeldp.codec` reads and writes its JSON (a stored night): one of three shapes (``error``: it failed;
+``not_computed``: no two days to compare; else the figures), each a record below with its keys in the order the
+producer writes them; ``ShiftDiagnostic`` is written as its shape and read from whichever the JSON holds.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from labeldp.codec import OMIT_DEFAULT, decode
 from labeldp.errors import LabelDPInputError
-from labeldp.names import parse_date
-from labeldp.records import record_keys
 
 NAME = "shift_diagnostic"
-
-
-def _text(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise LabelDPInputError(f"{name} must be text; got {value!r}")
-    return value
-
-
-def _number(value: Any, name: str, *, optional: bool = True) -> float | None:
-    """A number as stored (a non-finite one is written as text by the JSON writers); None when ``optional``."""
-    if value is None and optional:
-        return None
-    if isinstance(value, str) and value.lower() in ("inf", "-inf", "nan", "infinity", "-infinity"):
-        return float(value)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise LabelDPInputError(f"{name} must be a number{' or None' if optional else ''}; got {value!r}")
-    return float(value)
-
-
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 0:
-        raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -53,21 +29,11 @@ class DayFit:
     ece: float | None
     rows: int
     click_rate: float | None
-    rows_rule: str | None = None
+    rows_rule: str | None = field(default=None, metadata=OMIT_DEFAULT)  # absent, not null, when None
 
-    @classmethod
-    def from_dict(cls, data: Any, name: str) -> DayFit:
-        data = record_keys(data, name, tuple(f.name for f in fields(cls)), ("log_loss", "ece", "rows", "click_rate"))
-        rule = data.get("rows_rule")
-        return cls(_number(data["log_loss"], f"{name}.log_loss"), _number(data["ece"], f"{name}.ece"),
-                   _count(data["rows"], f"{name}.rows"), _number(data["click_rate"], f"{name}.click_rate"),
-                   None if rule is None else _text(rule, f"{name}.rows_rule"))
-
-    def to_dict(self) -> dict:
-        out = {"log_loss": self.log_loss, "ece": self.ece, "rows": self.rows, "click_rate": self.click_rate}
-        if self.rows_rule is not None:
-            out["rows_rule"] = self.rows_rule
-        return out
+    def __post_init__(self):
+        if self.rows < 0:
+            raise LabelDPInputError(f"{NAME}: a day fit's rows must be >= 0; got {self.rows!r}")
 
 
 @dataclass(frozen=True)
@@ -89,32 +55,49 @@ class FeatureShift:
     top: tuple[FeaturePsi, ...]
     per_feature: Mapping[str, float] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: Any) -> FeatureShift:
-        name = f"{NAME}.feature_shift"
-        keys = tuple(f.name for f in fields(cls))
-        data = record_keys(data, name, keys, keys)
-        top = data["top"]
-        if not isinstance(top, list | tuple):
-            raise LabelDPInputError(f"{name}.top must be a list; got {top!r}")
-        items = []
-        for index, item in enumerate(top):
-            where = f"{name}.top[{index}]"
-            item = record_keys(item, where, ("feature", "psi"), ("feature", "psi"))
-            items.append(FeaturePsi(_text(item["feature"], f"{where}.feature"),
-                                    _number(item["psi"], f"{where}.psi", optional=False)))
-        per_feature = record_keys(data["per_feature"], f"{name}.per_feature", tuple(data["per_feature"] or ()), ())
-        return cls(_text(data["statistic"], f"{name}.statistic"), _text(data["bins"], f"{name}.bins"),
-                   *(_number(data[k], f"{name}.{k}", optional=False) for k in ("max_psi", "median_psi", "mean_psi")),
-                   top=tuple(items),
-                   per_feature={str(k): _number(v, f"{name}.per_feature.{k}", optional=False)
-                                for k, v in per_feature.items()})
 
-    def to_dict(self) -> dict:
-        return {"statistic": self.statistic, "bins": self.bins, "max_psi": self.max_psi,
-                "median_psi": self.median_psi, "mean_psi": self.mean_psi,
-                "top": [{"feature": item.feature, "psi": item.psi} for item in self.top],
-                "per_feature": dict(self.per_feature)}
+@dataclass(frozen=True)
+class _Days:
+    previous: dt.date
+    current: dt.date
+
+
+@dataclass(frozen=True)
+class _Fits:
+    previous: DayFit
+    current: DayFit
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """The shape of a diagnostic that failed."""
+
+    label: str
+    error: str
+
+
+@dataclass(frozen=True)
+class _NotComputed:
+    """The shape of a diagnostic with no two days to compare."""
+
+    label: str
+    reference: str
+    days: _Days
+    not_computed: str
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """The shape of a computed diagnostic."""
+
+    label: str
+    reference: str
+    days: _Days
+    reference_fit: _Fits
+    reference_log_loss_shift: float | None
+    reference_ece_shift: float | None
+    feature_shift: FeatureShift
+    feature_shift_max_psi: float | None
 
 
 @dataclass(frozen=True)
@@ -148,48 +131,34 @@ class ShiftDiagnostic:
     def why_not_computed(self) -> str | None:
         return self.not_computed or self.error
 
-    @classmethod
-    def from_dict(cls, data: Any) -> ShiftDiagnostic:
-        """The diagnostic of its JSON (one of `to_dict`'s three shapes)."""
-        if isinstance(data, Mapping) and "error" in data:
-            data = record_keys(data, NAME, ("label", "error"), ("label", "error"))
-            return cls(_text(data["label"], f"{NAME}.label"), error=_text(data["error"], f"{NAME}.error"))
-        base = ("label", "reference", "days")
-        if isinstance(data, Mapping) and "not_computed" in data:
-            data = record_keys(data, NAME, (*base, "not_computed"), (*base, "not_computed"))
-            return cls(**cls._base(data), not_computed=_text(data["not_computed"], f"{NAME}.not_computed"))
-        figures = ("reference_fit", "reference_log_loss_shift", "reference_ece_shift", "feature_shift",
-                   "feature_shift_max_psi")
-        data = record_keys(data, NAME, (*base, *figures), (*base, *figures))
-        fit = record_keys(data["reference_fit"], f"{NAME}.reference_fit", ("previous", "current"), ("previous", "current"))
-        return cls(**cls._base(data),
-                   fit_previous=DayFit.from_dict(fit["previous"], f"{NAME}.reference_fit.previous"),
-                   fit_current=DayFit.from_dict(fit["current"], f"{NAME}.reference_fit.current"),
-                   reference_log_loss_shift=_number(data["reference_log_loss_shift"],
-                                                    f"{NAME}.reference_log_loss_shift"),
-                   reference_ece_shift=_number(data["reference_ece_shift"], f"{NAME}.reference_ece_shift"),
-                   feature_shift=FeatureShift.from_dict(data["feature_shift"]),
-                   feature_shift_max_psi=_number(data["feature_shift_max_psi"], f"{NAME}.feature_shift_max_psi"))
-
-    @staticmethod
-    def _base(data: Mapping) -> dict:
-        days = record_keys(data["days"], f"{NAME}.days", ("previous", "current"), ("previous", "current"))
-        return {"label": _text(data["label"], f"{NAME}.label"), "reference": _text(data["reference"],
-                                                                                   f"{NAME}.reference"),
-                "previous_day": parse_date(days["previous"], f"{NAME}.days.previous"),
-                "current_day": parse_date(days["current"], f"{NAME}.days.current")}
-
-    def to_dict(self) -> dict:
+    def _encoded(self) -> _Failed | _NotComputed | _Figures:
+        """Its shape (module docstring)."""
         if self.error is not None:
-            return {"label": self.label, "error": self.error}
-        out = {"label": self.label, "reference": self.reference,
-               "days": {"previous": self.previous_day.isoformat(), "current": self.current_day.isoformat()}}
+            return _Failed(self.label, self.error)
+        days = _Days(self.previous_day, self.current_day)
         if self.not_computed is not None:
-            return {**out, "not_computed": self.not_computed}
-        return {**out, "reference_fit": {"previous": self.fit_previous.to_dict(), "current": self.fit_current.to_dict()},
-                "reference_log_loss_shift": self.reference_log_loss_shift,
-                "reference_ece_shift": self.reference_ece_shift, "feature_shift": self.feature_shift.to_dict(),
-                "feature_shift_max_psi": self.feature_shift_max_psi}
+            return _NotComputed(self.label, self.reference, days, self.not_computed)
+        return _Figures(self.label, self.reference, days, _Fits(self.fit_previous, self.fit_current),
+                        self.reference_log_loss_shift, self.reference_ece_shift, self.feature_shift,
+                        self.feature_shift_max_psi)
+
+    @classmethod
+    def _decoded(cls, value: Any, name: str) -> ShiftDiagnostic:
+        """The diagnostic of whichever shape ``value`` holds (its keys checked as that shape's)."""
+        shape = _Figures
+        if isinstance(value, Mapping):
+            shape = _Failed if "error" in value else _NotComputed if "not_computed" in value else _Figures
+        read = decode(shape, value, name)
+        if isinstance(read, _Failed):
+            return cls(read.label, error=read.error)
+        base = {"label": read.label, "reference": read.reference, "previous_day": read.days.previous,
+                "current_day": read.days.current}
+        if isinstance(read, _NotComputed):
+            return cls(**base, not_computed=read.not_computed)
+        return cls(**base, fit_previous=read.reference_fit.previous, fit_current=read.reference_fit.current,
+                   reference_log_loss_shift=read.reference_log_loss_shift,
+                   reference_ece_shift=read.reference_ece_shift, feature_shift=read.feature_shift,
+                   feature_shift_max_psi=read.feature_shift_max_psi)
 
 
 __all__ = ["DayFit", "FeaturePsi", "FeatureShift", "ShiftDiagnostic"]

@@ -183,6 +183,7 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
+    from labeldp.codec import encode
     from labeldp.names import check_name, parse_date, resolve_data_root
     from pipelines.models.metadata import DEFAULT_FORMAT, or_none
     from pipelines.models.registration import show_model
@@ -191,13 +192,13 @@ def run_show(args) -> int:
     date = parse_date(args.date, "--date") if args.date else None
     metadata = show_model(resolve_data_root(args.data_root), name, date)
     if args.json:
-        print(json.dumps(metadata.to_dict(), indent=2, sort_keys=True))
+        print(json.dumps(encode(metadata), indent=2, sort_keys=True))
         return 0
     mechanism, record = metadata.mechanism, metadata.training_rows
     lines = [("model", metadata.id),
              ("source", metadata.origin), ("format", or_none(metadata.format) or DEFAULT_FORMAT),
              ("file", metadata.artifact_name), ("fingerprint", or_none(metadata.fingerprint)),
-             ("mechanism", f"{mechanism.name}  epsilon {mechanism.to_dict()['epsilon']}  delta {mechanism.delta}"),
+             ("mechanism", f"{mechanism.name}  epsilon {encode(mechanism)['epsilon']}  delta {mechanism.delta}"),
              ("dataset", metadata.dataset.name if metadata.dataset else None), ("classes", or_none(metadata.classes)),
              ("features", len(metadata.feature_schema)),
              ("inputs", "; ".join(f"{item.name} ({item.type}) <- {', '.join(item.columns)}"

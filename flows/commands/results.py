@@ -225,7 +225,7 @@ def _family(args) -> int:
     test = family_of(rows, model, until=until, alpha=args.alpha)
     later = later_runs(rows, model, until)
     if getattr(args, "json", False):
-        print(json.dumps({"model_id": model, **test.to_dict(), "later_runs": [run.to_dict() for run in later]},
+        print(json.dumps({"model_id": model, **encode(test), "later_runs": encode(later)},
                          allow_nan=False, indent=1))
         return 0
     print(f"{model}: {test.sentence()}")

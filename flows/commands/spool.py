@@ -63,11 +63,12 @@ def run_list(args) -> int:
 
     from auditing.sinks.report.text import spool_item_line
     from auditing.sinks.warehouse.spool import spooled_payloads
+    from labeldp.codec import encode
 
     _root, spool = _spool(args)
     items = spooled_payloads(spool)
     if args.json:
-        print(json.dumps([item.to_dict() for item in items], default=str))
+        print(json.dumps(encode(items), default=str))
         return 0
     print(f"{len(items)} file(s) in {spool}")
     for item in items:

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 
+from labeldp.codec import encode
 from labeldp.progress import no_progress, stderr_progress
 
 HELP = "train a label-DP CatBoost click model for one day and register it under models/<name>/date=D/"
@@ -133,10 +134,10 @@ def run(args) -> int:
         on_missing_reference=args.on_missing_reference,
         progress=no_progress if args.quiet else stderr_progress("train"))
     if args.json:
-        print(json.dumps(metadata.to_dict(), indent=2, sort_keys=True))
+        print(json.dumps(encode(metadata), indent=2, sort_keys=True))
         return 0
     metrics = metadata.test_metrics  # the training's own report (`pipelines.training.train.evaluate`)
-    mechanism = metadata.mechanism.to_dict()  # the claim as stored (an infinite epsilon is "inf")
+    mechanism = encode(metadata.mechanism)  # the claim as stored (an infinite epsilon is "inf")
     print(f"model      {directory}")
     print(f"mechanism  {mechanism['name']}  epsilon {mechanism['epsilon']}  delta {mechanism['delta']}  "
           f"seed {metadata.seed}")

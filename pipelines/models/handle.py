@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labeldp import hints
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
 from pipelines.data.layout import file_fingerprint, model_dir
@@ -50,7 +51,7 @@ class ModelHandle:
     def metadata(self) -> dict:
         """``meta``'s JSON form (exactly the file's object), for the readers not yet typed: read it only (it is
         computed once and shared)."""
-        return self.meta.to_dict()
+        return encode(self.meta)
 
     @property
     def format(self) -> ModelFormat:
@@ -73,7 +74,7 @@ class ModelHandle:
         """The model's identity for a job's ``result.json``: where it is, its fingerprint, format, mechanism and
         claim, the partition it was trained on, its training rows' fingerprint (`training_rows_fingerprint`) and,
         for a model derived from another (a recalibrated reference), that model's fingerprint."""
-        mechanism = self.meta.mechanism.to_dict()  # the claim as stored (an infinite epsilon is "inf")
+        mechanism = encode(self.meta.mechanism)  # the claim as stored (an infinite epsilon is "inf")
         return {"name": self.name, "date": self.date.isoformat(), "uri": str(self.directory),
                 "fingerprint": self.fingerprint, "format": self.format.name,
                 "source": self.meta.origin, "mechanism": mechanism["name"],
@@ -103,7 +104,7 @@ def training_rows_fingerprint(meta: ModelMetadata) -> str | None:
 
     from pipelines.models.metadata import TrainingRows
 
-    record = meta.training_rows.to_dict() if isinstance(meta.training_rows, TrainingRows) else None
+    record = encode(meta.training_rows) if isinstance(meta.training_rows, TrainingRows) else None
     if record is None and not meta.partition_fingerprint:
         return None
     payload = json.dumps(registry.jsonable({"training_rows": record, "partition": meta.partition_fingerprint}),

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from labeldp import hints
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import check_claim as _check_epsilon
 from labeldp.names import check_name, parse_date, require_date
@@ -286,7 +287,7 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
                            compression=schema.PARQUET_COMPRESSION)
             metadata = dataclasses.replace(metadata, training_rows=dataclasses.replace(
                 rows_record, fingerprint=file_fingerprint(tmp / TRAINING_ROWS_FILE)))
-        text = json.dumps(registry.jsonable(metadata.to_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n"
+        text = json.dumps(registry.jsonable(encode(metadata)), indent=2, sort_keys=True, allow_nan=False) + "\n"
         (tmp / registry.METADATA_FILE).write_text(text, encoding="utf-8")
     return Registration(metadata, already_registered=False)
 
@@ -363,7 +364,7 @@ def _summary(metadata: ModelMetadata, directory: Path) -> dict:
         fmt = or_none(metadata.format)
     return {"name": metadata.model_name, "date": metadata.date.isoformat(),
             "source": metadata.origin, "format": fmt, "mechanism": mechanism.name,
-            "claimed_epsilon": mechanism.to_dict()["epsilon"], "delta": mechanism.delta,
+            "claimed_epsilon": encode(mechanism)["epsilon"], "delta": mechanism.delta,
             "dataset": metadata.dataset.name if metadata.dataset else criteo().name,  # no record: Criteo
             "classes": or_none(metadata.classes),
             "training_rows": metadata.training_rows.kind_name if metadata.training_rows else None,

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from labeldp import hints
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError, mention
 from pipelines.data import schema
 from pipelines.data.layout import atomic_directory, model_dir, read_json_object
@@ -204,13 +205,13 @@ def save_model(root: str | os.PathLike, model_name: str, date: dt.date, model,
         missing = [key for key in REQUIRED_METADATA if key not in fields]
         if missing:
             raise LabelDPInputError(f"model metadata for {final} lacks the key(s) {missing}")
-        record = ModelMetadata.from_dict(jsonable(fields), f"model metadata for {final}")
+        record = as_metadata(jsonable(fields), f"model metadata for {final}")
     names = record.feature_names
     model_names = list(getattr(model, "feature_names_", None) or [])
     if model_names and model_names != names:
         raise LabelDPInputError(f"the model's feature names {model_names} differ from metadata feature_schema "
                                 f"{names}")
-    text = json.dumps(jsonable(record.to_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    text = json.dumps(jsonable(encode(record)), indent=2, sort_keys=True, allow_nan=False) + "\n"
     with atomic_directory(final) as tmp:
         model.save_model(str(tmp / MODEL_FILE), format="cbm")
         (tmp / METADATA_FILE).write_text(text, encoding="utf-8")
@@ -218,7 +219,7 @@ def save_model(root: str | os.PathLike, model_name: str, date: dt.date, model,
 
 
 def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> ModelMetadata:
-    """The ``metadata.json`` of a registered model, read (`ModelMetadata.from_dict`: the one reader; clear errors
+    """The ``metadata.json`` of a registered model, read (`as_metadata`: the one reader; clear errors
     naming the file for a missing or corrupt file and for a missing, unknown or malformed key)."""
     directory = model_dir(root, model_name, date)
     path = directory / METADATA_FILE
@@ -231,7 +232,7 @@ def read_metadata(root: str | os.PathLike, model_name: str, date: dt.date) -> Mo
                                 f"{mention('data_root')}", field="data_root")
     if not path.is_file():
         raise LabelDPInputError(f"{path}: missing; the model directory is incomplete")
-    return ModelMetadata.from_dict(read_json_object(path), str(path))
+    return as_metadata(read_json_object(path), str(path))
 
 
 def load_model(model: ModelFile):

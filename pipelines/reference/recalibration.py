@@ -89,6 +89,7 @@ import pyarrow as pa
 from scipy.special import expit
 
 from auditing.verdict.reference_check import CalibrationFigures
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
 from labeldp.progress import Progress, no_progress
@@ -873,7 +874,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                       "guarantee": "none (an audit artifact like M'): the D-1 reference corrected on a keyed share of "
                                    "day D's training rows, which leave every audited game and are no check rows"},
         "seed": int(seed), "partition_fingerprint": partition_fp, "partition_rows": partition_rows,
-        "feature_schema": [item.to_dict() for item in ref_md.feature_schema],
+        "feature_schema": encode(ref_md.feature_schema),
         "catboost_params": {"reference": ref_md.catboost_params, "correction": record["catboost_params"]},
         "test_metrics": {**record["validation"], "evaluated_on": "the correction rows' validation rows"},
         "reference": source_record,
@@ -884,7 +885,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
                          "validation_fraction": settings.validation_fraction},
     }
     if dataset_record(dataset) is not None:
-        metadata["dataset"] = dataset_record(dataset).to_dict()
+        metadata["dataset"] = encode(dataset_record(dataset))
     registry.save_model(root, name, date, model, metadata)
     return dataclasses.replace(resolve_model(root, name, date), source=reference)
 

@@ -136,7 +136,7 @@ def record_kind(metadata: ModelMetadata) -> str | None:
 
 
 def _recorded_rows(record: TrainingRows) -> int | None:
-    """The recorded row count (None when not recorded; `TrainingRows.from_dict` checked it is a count)."""
+    """The recorded row count (None when not recorded; reading `TrainingRows` checked it is a count)."""
     return or_none(record.rows)
 
 
@@ -229,7 +229,7 @@ def training_rows(metadata: ModelMetadata, model_directory: str | os.PathLike | 
         return _keys_selection(record, model, date, model_directory, where)
     if record.kind == ALL:
         return AllRowsSelection(model=model, date=date, rows=_recorded_rows(record))
-    return _split_selection(record, model, date, where)  # TrainingRows.from_dict admits no other kind
+    return _split_selection(record, model, date, where)  # reading TrainingRows admits no other kind
 
 
 def _split_selection(record: TrainingRows, model: str, date: str, where: str) -> RowSelection:

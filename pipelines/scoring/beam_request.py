@@ -26,6 +26,7 @@ from auditing.game.sweep_reduce import BinSpec
 from auditing.result import AuditResult
 from auditing.verdict.capacity_check import CHECK_LAYOUT
 from labeldp import hints
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
 from pipelines.data.dataset_spec import DatasetSpec, criteo
@@ -328,7 +329,7 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     check_rows, row_groups = request.check_rows, None
     record = target.meta.training_rows  # as stored (a record, or null / absent for a model without one)
     audited_rows = None if selection is None else {
-        **selection.describe(), "training_rows": record.to_dict() if isinstance(record, TrainingRows) else None}
+        **selection.describe(), "training_rows": encode(record) if isinstance(record, TrainingRows) else None}
     from pipelines.reference.recalibration import correction_exclusion
     from pipelines.scoring.row_grouping import ExcludingSelection
 

@@ -96,6 +96,7 @@ from auditing.game.counts import GameCounts
 from auditing.game.expected import expected_record
 from auditing.game.score_histogram import coarsen
 from auditing.game.sweep import SweepCounts
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data.layout import atomic_directories, atomic_directory
@@ -649,7 +650,7 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, 
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
     record = {"result": result.to_dict(), "config": flat_settings(request.game, request.bound), "scoring_key": key,
               "lineage": lineage,
-              "diagnostics": {"m": 0, "row_groups": row_groups.to_dict()}, "timings": timings,
+              "diagnostics": {"m": 0, "row_groups": encode(row_groups)}, "timings": timings,
               "started_at": started_at, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "scored_rows": None}
     with atomic_directory(out_final) as out_tmp:

@@ -55,6 +55,7 @@ import pandas as pd
 import pyarrow as pa
 
 from labeldp import hints
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import require_date
 from labeldp.progress import Progress, no_progress
@@ -362,14 +363,14 @@ def register(root: str | os.PathLike, model_name: str, day: DayData, result: Tra
     training_rows = result.training_rows
     metadata = ModelMetadata(
         metadata_version=registry.METADATA_VERSION, model_name=model_name, date=day.date,
-        mechanism=MechanismRecord.from_dict(registry.jsonable(result.mechanism), where, "mechanism"),
+        mechanism=decode(MechanismRecord, registry.jsonable(result.mechanism), f"{where}: mechanism"),
         seed=result.seed, partition_fingerprint=day.fingerprint,
         feature_schema=tuple(FeatureColumn(item["name"], item["kind"]) for item in day.dataset.feature_schema()),
         catboost_params=registry.jsonable(result.catboost_params), test_metrics=registry.jsonable(result.metrics),
         code_version=registry.current_code_version(), created_at=registry.created_now(),
         dataset=dataset_record(day.dataset) or ABSENT,
-        training_rows=None if training_rows is None else TrainingRows.from_dict(
-            registry.jsonable(training_rows), where, "training_rows"),
+        training_rows=None if training_rows is None else decode(
+            TrainingRows, registry.jsonable(training_rows), f"{where}: training_rows"),
         reference=reference, partition_rows=int(day.row_ids.size),
         output_correction=registry.jsonable(result.output_correction),
         splits={"train": "splits.TRAIN", "validation": "splits.VALIDATION", "test": "splits.TEST",

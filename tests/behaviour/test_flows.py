@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from labeldp.codec import encode
 from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.pg_gate import PostgresGate
 from tests.support.planted import register_memorizer
@@ -103,7 +104,7 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     assert leaky.detection_floor_rows >= 1
     # the data diagnostic compares the reference's own day D-1 with day D (never a day with itself: the same
     # rows would give the same fit and a PSI of exactly 0 on every feature)
-    diagnostic = by_model["leaky"].verdict.shift_diagnostic.to_dict()
+    diagnostic = encode(by_model["leaky"].verdict.shift_diagnostic)
     assert diagnostic["days"] == {"previous": D0, "current": D1} and diagnostic["reference"] == f"reference@{D0}"
     fit = diagnostic["reference_fit"]
     assert fit["previous"]["log_loss"] != fit["current"]["log_loss"]

@@ -28,6 +28,7 @@ import pytest
 from scipy.special import expit
 
 from auditing.game.config import GameConfig
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec
@@ -98,7 +99,7 @@ def world(tmp_path_factory):
     for name, mechanism, epsilon in (("f-none", "none", math.inf), ("f-rr", "rr", 2.0)):
         _, record = training.train_and_register(root, DAY, mechanism, epsilon, model_name=name,
                                                 settings=FAST)   # also trains the reference on PREVIOUS
-        trained[name] = record.to_dict()
+        trained[name] = encode(record)
     table = SPEC.to_internal(schema.read_partition(root, DAY))
     ids = table.column("row_id").to_numpy()
     keys = np.sort(np.random.default_rng(5).choice(ids, size=int(0.6 * ids.size), replace=False))
@@ -127,7 +128,7 @@ def test_training_reads_the_spec_and_records_it(world):
         assert metadata["training_rows"]["rows"] == int((split != splits.TEST).sum())
     none = world["trained"]["f-none"]["test_metrics"]
     assert none["test_log_loss"] < none["test_log_loss_constant"]  # it learned the spec's features
-    reference = registry.read_metadata(root, "reference", PREVIOUS).to_dict()
+    reference = encode(registry.read_metadata(root, "reference", PREVIOUS))
     assert reference["dataset"]["fingerprint"] == SPEC.fingerprint()
     assert world["trained"]["f-rr"]["mechanism"]["name"] == "rr"
     assert training.reuse_mismatch(world["trained"]["f-rr"], mechanism="rr", epsilon=2.0, seed=0,
@@ -171,7 +172,7 @@ def test_a_keys_record_selects_exactly_its_keys(world):
     selection = audit_rows.training_rows(metadata_of(every))
     assert selection.mask(world["ids"]).all() and selection.rows == ROWS
     assert selection.describe()["training_rows_kind"] == "all"
-    with pytest.raises(LabelDPInputError, match=r"unknown training_rows\.kind 'some'"):
+    with pytest.raises(LabelDPInputError, match=r"training_rows\.kind: unknown kind 'some'"):
         metadata_of({"model_name": "m", "date": DAY.isoformat(), "training_rows": {"kind": "some"}})
 
 

@@ -1,5 +1,5 @@
-"""The night's records that travel from the flows to the sinks: each read from its JSON by one ``from_dict`` and
-written back by ``to_dict`` exactly as it came (key names, None vs absent), refusing an unknown or bad field by
+"""The night's records that travel from the flows to the sinks: each read from its JSON by `labeldp.codec.decode` and
+written back by `labeldp.codec.encode` exactly as it came (key names, None vs absent), refusing an unknown or bad field by
 name."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from auditing.game.config import GameConfig
 from auditing.verdict.reference_check import ReferenceCheck
-from labeldp.codec import encode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 FIGURES = {"rows_fit": 6000, "rows_validation": 2000, "rounds": 40, "logloss_before": 0.47, "logloss_after": 0.452,
@@ -24,43 +24,43 @@ LEGACY = {**CHECKED, "label_blind": {"epsilon_lower_bound": 0.21, "misfit_kappa"
 @pytest.mark.parametrize("data", [CHECKED, SKIPPED, LEGACY, {**CHECKED, "calibration": "none",
                                                              "calibration_figures": None, "note": "raw"}])
 def test_a_reference_check_is_written_back_as_it_was_read(data):
-    check = ReferenceCheck.from_dict(data)
-    assert json.dumps(check.to_dict()) == json.dumps(data)  # same keys, same order, label_blind only when given
-    assert ReferenceCheck.from_dict(check.to_dict()) == check
-    assert check.to_dict(every_key=True) == {**data, "label_blind": data.get("label_blind")}
+    check = decode(ReferenceCheck, data, "reference_check")
+    assert json.dumps(encode(check)) == json.dumps(data)  # same keys, same order, label_blind only when given
+    assert decode(ReferenceCheck, encode(check), "reference_check") == check
+    assert {**encode(check), "label_blind": encode(check.label_blind)} == {**data, "label_blind": data.get("label_blind")}
 
 
 def test_the_nightly_producer_and_a_skipped_check_write_the_json_of_before():
     """The flows build the check; its JSON is the dict they built before it was typed."""
     check = ReferenceCheck("boost", True)
-    assert check.to_dict() == {"calibration": "boost", "checked": True, "note": None, "calibration_figures": None}
-    assert check.skipped("no held-out rows").to_dict() == SKIPPED
-    assert ReferenceCheck.from_dict(LEGACY).flagged and not ReferenceCheck.from_dict(CHECKED).flagged
+    assert encode(check) == {"calibration": "boost", "checked": True, "note": None, "calibration_figures": None}
+    assert encode(check.skipped("no held-out rows")) == SKIPPED
+    assert decode(ReferenceCheck, LEGACY, "reference_check").flagged and not decode(ReferenceCheck, CHECKED, "reference_check").flagged
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"verdict": "ok"}, r"reference_check: unknown key\(s\) \['verdict'\]"),
-    ({"checked": None}, r"reference_check: missing \['checked'\]"),
+    ({"verdict": "ok"}, r"reference_check: unknown field\(s\) \['verdict'\]"),
+    ({"checked": None}, r"reference_check\.checked: expected true or false; got None"),
     ({"calibration": "isotonic"}, r"reference_check\.calibration must be one of"),
-    ({"checked": 1}, r"reference_check\.checked must be True or False"),
+    ({"checked": 1}, r"reference_check\.checked: expected true or false"),
     ({"note": ""}, r"reference_check\.note must be non-empty text"),
-    ({"calibration_figures": {**FIGURES, "extra": 1}}, r"reference_check\.calibration_figures: unknown key\(s\) "
+    ({"calibration_figures": {**FIGURES, "extra": 1}}, r"reference_check\.calibration_figures: unknown field\(s\) "
                                                        r"\['extra'\]"),
-    ({"calibration_figures": {**FIGURES, "rounds": 2.5}}, r"reference_check\.calibration_figures\.rounds must be a "
-                                                          "whole number"),
+    ({"calibration_figures": {**FIGURES, "rounds": 2.5}}, r"reference_check\.calibration_figures\.rounds: expected "
+                                                          "an integer"),
     ({"calibration_figures": {**FIGURES, "logloss_after": "0.4"}},
-     r"reference_check\.calibration_figures\.logloss_after must be a number"),
+     r"reference_check\.calibration_figures\.logloss_after: expected a number"),
     ({"calibration_figures": {**FIGURES, "rows_validation": 0}},
      r"reference_check\.calibration_figures\.rows_validation must be >= 1"),
     ({"label_blind": {"epsilon_lower_bound": 0.1, "misfit_kappa": 0.2, "flagged": "no"}},
-     r"reference_check\.label_blind\.flagged must be True or False"),
+     r"reference_check\.label_blind\.flagged: expected true or false"),
     ({"checked": False, "note": None, "calibration_figures": None}, r"reference_check\.note is required"),
 ])
 def test_a_bad_reference_check_is_refused_naming_the_field(change, message):
     with pytest.raises(LabelDPInputError, match=message):
-        ReferenceCheck.from_dict({**CHECKED, **change})
-    with pytest.raises(LabelDPInputError, match="must be a dict"):
-        ReferenceCheck.from_dict([CHECKED])
+        decode(ReferenceCheck, {**CHECKED, **change}, "reference_check")
+    with pytest.raises(LabelDPInputError, match=r"reference_check: expected a record \(mapping\)"):
+        decode(ReferenceCheck, [CHECKED], "reference_check")
 
 
 # ------------------------------------------------------------------------------------------ the shift diagnostic
@@ -84,32 +84,32 @@ FAILED = {"label": LABEL, "error": "no partition"}
 def test_a_shift_diagnostic_is_written_back_as_it_was_read(data):
     from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 
-    diagnostic = ShiftDiagnostic.from_dict(data)
-    assert json.dumps(diagnostic.to_dict()) == json.dumps(data)  # keys, their order, None kept as None
-    assert ShiftDiagnostic.from_dict(json.loads(json.dumps(diagnostic.to_dict()))) == diagnostic
+    diagnostic = decode(ShiftDiagnostic, data, "shift_diagnostic")
+    assert json.dumps(encode(diagnostic)) == json.dumps(data)  # keys, their order, None kept as None
+    assert decode(ShiftDiagnostic, json.loads(json.dumps(encode(diagnostic))), "shift_diagnostic") == diagnostic
     assert diagnostic.computed == (data is FIGURES_SHAPE)
 
 
 @pytest.mark.parametrize("data, message", [
-    ({**FIGURES_SHAPE, "tau": 0.1}, r"shift_diagnostic: unknown key\(s\) \['tau'\]"),
+    ({**FIGURES_SHAPE, "tau": 0.1}, r"shift_diagnostic: unknown field\(s\) \['tau'\]"),
     ({k: v for k, v in FIGURES_SHAPE.items() if k != "reference_ece_shift"},
-     r"shift_diagnostic: missing \['reference_ece_shift'\]"),
-    ({**FIGURES_SHAPE, "days": {**DAYS, "current": "2024-02-30"}}, r"shift_diagnostic\.days\.current is not a valid"),
-    ({**FIGURES_SHAPE, "reference_log_loss_shift": "0.1"}, r"shift_diagnostic\.reference_log_loss_shift must be a "
+     r"shift_diagnostic: missing field\(s\) \['reference_ece_shift'\]"),
+    ({**FIGURES_SHAPE, "days": {**DAYS, "current": "2024-02-30"}}, r"shift_diagnostic\.days\.current: expected an ISO date"),
+    ({**FIGURES_SHAPE, "reference_log_loss_shift": "0.1"}, r"shift_diagnostic\.reference_log_loss_shift: expected a "
                                                           "number"),
     ({**FIGURES_SHAPE, "reference_fit": {**FIGURES_SHAPE["reference_fit"], "previous": {"rows": 1}}},
      r"shift_diagnostic\.reference_fit\.previous: missing"),
     ({**FIGURES_SHAPE, "feature_shift": {**SHIFT, "top": [{"feature": "C9"}]}},
-     r"shift_diagnostic\.feature_shift\.top\[0\]: missing \['psi'\]"),
-    ({**NOT_COMPUTED, "reference_fit": {}}, r"shift_diagnostic: unknown key\(s\) \['reference_fit'\]"),
-    ({**FAILED, "days": DAYS}, r"shift_diagnostic: unknown key\(s\) \['days'\]"),
-    ("not json", "shift_diagnostic must be a dict"),
+     r"shift_diagnostic\.feature_shift\.top\[0\]: missing field\(s\) \['psi'\]"),
+    ({**NOT_COMPUTED, "reference_fit": {}}, r"shift_diagnostic: unknown field\(s\) \['reference_fit'\]"),
+    ({**FAILED, "days": DAYS}, r"shift_diagnostic: unknown field\(s\) \['days'\]"),
+    ("not json", r"shift_diagnostic: expected a record \(mapping\)"),
 ])
 def test_a_bad_shift_diagnostic_is_refused_naming_the_field(data, message):
     from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 
     with pytest.raises(LabelDPInputError, match=message):
-        ShiftDiagnostic.from_dict(data)
+        decode(ShiftDiagnostic, data, "shift_diagnostic")
 
 
 # ------------------------------------------------------------------------------------------ a scoring job's lineage
@@ -164,9 +164,9 @@ NEGATIVE_CHECK = {"control": "negative", "passed": False, "epsilon_lower_bound":
 def test_a_control_check_is_written_back_as_it_was_read(data):
     from auditing.verdict.control_check import ControlCheck
 
-    check = ControlCheck.from_dict(data)
+    check = decode(ControlCheck, data, "control")
     assert json.dumps(encode(check)) == json.dumps(data)
-    assert ControlCheck.from_dict(json.loads(json.dumps(encode(check)))) == check
+    assert decode(ControlCheck, json.loads(json.dumps(encode(check))), "control") == check
 
 
 def test_the_judged_control_is_the_record_the_flows_carry():
@@ -182,27 +182,27 @@ def test_the_judged_control_is_the_record_the_flows_carry():
     labels = (rng.random(2000) < p).astype(int)
     check = check_control(NEGATIVE, run_audit(p, p, labels, game=GameConfig(repetitions=1)))
     assert isinstance(check, ControlCheck) and check.passed and check.floor is None
-    assert ControlCheck.from_dict(encode(check)) == check
+    assert decode(ControlCheck, encode(check), "control") == check
     assert list(encode(check)) == ["control", "passed", "epsilon_lower_bound", "floor", "ceiling", "message",
                                      "floor_detail", "misfit_kappa"]
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"verdict": 1}, r"control: unknown key\(s\) \['verdict'\]"),
+    ({"verdict": 1}, r"control: unknown field\(s\) \['verdict'\]"),
     ({"control": "sideways"}, r"control\.control must be one of"),
-    ({"passed": "yes"}, r"control\.passed must be True or False"),
-    ({"floor": "0.8"}, r"control\.floor must be a number or None"),
-    ({"ceiling": None}, r"control\.ceiling must be a number"),
+    ({"passed": "yes"}, r"control\.passed: expected true or false"),
+    ({"floor": "0.8"}, r"control\.floor: expected a number"),
+    ({"ceiling": None}, r"control\.ceiling: expected a number"),
     ({"message": ""}, r"control\.message must be non-empty text"),
-    ({"floor_detail": [0.8]}, r"control\.floor_detail must be a dict"),
+    ({"floor_detail": [0.8]}, r"control\.floor_detail: expected a mapping"),
 ])
 def test_a_bad_control_check_is_refused_naming_the_field(change, message):
     from auditing.verdict.control_check import ControlCheck
 
     with pytest.raises(LabelDPInputError, match=message):
-        ControlCheck.from_dict({**POSITIVE_CHECK, **change})
-    with pytest.raises(LabelDPInputError, match=r"control: missing \['message'\]"):
-        ControlCheck.from_dict({k: v for k, v in POSITIVE_CHECK.items() if k != "message"})
+        decode(ControlCheck, {**POSITIVE_CHECK, **change}, "control")
+    with pytest.raises(LabelDPInputError, match=r"control: missing field\(s\) \['message'\]"):
+        decode(ControlCheck, {k: v for k, v in POSITIVE_CHECK.items() if k != "message"}, "control")
 
 
 def test_judge_refuses_a_records_dict():

@@ -502,6 +502,7 @@ def exported(team):
 
 
 def test_onnx_exports_register_with_their_inputs(team, exported):
+    from labeldp.codec import encode
     from pipelines.models.registry import read_metadata
 
     root = team["root"]
@@ -514,7 +515,7 @@ def test_onnx_exports_register_with_their_inputs(team, exported):
     assert shares == {"country": ("OneHotEncoder", 6, 0.0), "campaign": ("OneHotEncoder", 4, 0.0),
                       "device": ("OneHotEncoder", 4, 0.0), "slot": ("OneHotEncoder", 10, 0.0)}
     lgbm = read_metadata(root, "team-lgbm", D1)
-    assert [item.to_dict() for item in lgbm.onnx.inputs] == [
+    assert encode(lgbm.onnx.inputs) == [
         {"name": "input", "columns": NUMERICS + IDS, "type": "float", "rank": 2}]
     assert lgbm.onnx.probe.rows == 1000 and lgbm.onnx.probe.outside_vocabulary == ()
     assert lgbm.feature_names == NUMERICS + IDS and lgbm.feature_schema[-1].kind == "categorical"

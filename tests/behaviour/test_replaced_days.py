@@ -16,6 +16,7 @@ import pytest
 
 from auditing.config import config_hash
 from flows.cli import main
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 DAY = dt.date(2026, 10, 2)
@@ -159,7 +160,7 @@ def test_the_family_takes_a_nights_first_run_and_says_when_a_later_one_saw_other
     assert family_rows(rows, "m") == [first]
     (later,) = later_runs(rows, "m")
     assert (later.first, later.later, later.changed) == (first, replaced, ("partition_fingerprint",))
-    assert later.to_dict()["changed"] == ["partition_fingerprint"] and later.to_dict()["first_run_id"] == "r1"
+    assert encode(later)["changed"] == ["partition_fingerprint"] and encode(later)["first_run_id"] == "r1"
     assert later_run_line(later.first, later.later, later.changed) == (
         f"{DAY.isoformat()}: a later run (r3: WEAK_PASS, eps_lb 0) saw other inputs (partition_fingerprint); the "
         "family counts the night's first run (r1: VIOLATION, eps_lb 1.336)")

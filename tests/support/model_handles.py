@@ -7,7 +7,7 @@ import os
 
 from pipelines.data.layout import model_dir
 from pipelines.models.handle import ModelHandle
-from pipelines.models.metadata import ModelMetadata
+from pipelines.models.metadata import ModelMetadata, as_metadata
 
 NO_FILE = "sha256:" + "0" * 64
 
@@ -18,13 +18,13 @@ FILLER = {"metadata_version": 1, "mechanism": {"name": "external", "epsilon": "i
 
 
 def metadata_of(metadata: dict) -> ModelMetadata:
-    """The record of ``metadata`` (the keys it lacks from `FILLER`), as `ModelMetadata.from_dict` reads a file."""
-    return ModelMetadata.from_dict({**FILLER, **metadata}, "a test's metadata")
+    """The record of ``metadata`` (the keys it lacks from `FILLER`), as `as_metadata` reads a file."""
+    return as_metadata({**FILLER, **metadata}, "a test's metadata")
 
 
 def unregistered(metadata: dict, root: str | os.PathLike = "/nonexistent") -> ModelHandle:
     """A handle on ``metadata`` (its ``model_name`` and ``date``; the keys it lacks from `FILLER`) at its place under
     ``root``, whose file need not exist (its fingerprint is all zeros)."""
-    record = ModelMetadata.from_dict({**FILLER, **metadata}, "a test's metadata")
+    record = as_metadata({**FILLER, **metadata}, "a test's metadata")
     directory = model_dir(root, record.model_name, record.date)
     return ModelHandle(record.model_name, record.date, directory, directory / "model.cbm", record, NO_FILE)

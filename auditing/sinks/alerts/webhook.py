@@ -60,7 +60,7 @@ from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import ACT, EXITS_UNTRUSTED, HEADLINES, SliceVerdict, TrustFigures, Verdict
-from labeldp.codec import encode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, parse_date, resolve_data_root
@@ -207,20 +207,22 @@ def kappa_fields(row: Mapping, reference_check: ReferenceCheck | None = None) ->
     breaking_kappa, reference_calibration, fdp_curve, gdp_mu_lower_bound, and the night's reference_check."""
     fields = {name: row.get(name) for name in ("kappa", "breaking_kappa", "reference_calibration", "fdp_curve",
                                                "gdp_mu_lower_bound")}
-    fields["reference_check"] = None if reference_check is None else reference_check.to_dict()
+    fields["reference_check"] = encode(reference_check)
     return fields
 
 
 def _reference_of(payload: Mapping) -> ReferenceCheck | None:
     """The payload's reference check (JSON), read and checked."""
     check = payload.get("reference_check")
-    return None if check is None else ReferenceCheck.from_dict(check)
+    return decode(ReferenceCheck | None, check, "reference_check")
 
 
 def _checked_reference(payload: Mapping) -> Mapping:
     """The payload with its reference check checked and written with every key (the body's shape)."""
     check = _reference_of(payload)
-    return payload if check is None else {**payload, "reference_check": check.to_dict(every_key=True)}
+    if check is None:
+        return payload
+    return {**payload, "reference_check": {**encode(check), "label_blind": encode(check.label_blind)}}
 
 
 def _trust_clauses(payload: Mapping) -> list[str]:

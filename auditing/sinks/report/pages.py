@@ -18,6 +18,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ from auditing.sinks.report.wording import (
 from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.types import ACT, HEADLINES, INCONCLUSIVE, PASS, STATUSES, VIOLATION, WEAK_PASS, Verdict
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, require_date, resolve_data_root
@@ -85,34 +87,36 @@ def _finite(value: Any) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- inputs
-def _check_histogram(hist: Any) -> dict | None:
-    if hist is None:
-        return None
-    if not isinstance(hist, Mapping):
-        raise LabelDPInputError(f"score_histogram must be a dict or None; got {type(hist).__name__}")
-    try:
-        edges = [float(v) for v in hist["edges"]]
-        correct = [float(v) for v in hist["counts_correct"]]
-        wrong = [float(v) for v in hist["counts_wrong"]]
-    except KeyError as exc:
-        raise LabelDPInputError(f"score_histogram: missing {exc.args[0]!r} (needs edges, counts_correct, "
-                                "counts_wrong)") from None
-    except (TypeError, ValueError) as exc:
-        raise LabelDPInputError(f"score_histogram: values must be numbers ({exc})") from None
-    if len(edges) < 2 or len(correct) != len(edges) - 1 or len(wrong) != len(edges) - 1:
-        raise LabelDPInputError(
-            f"score_histogram: needs k+1 edges and k counts each; got {len(edges)} edges, "
-            f"{len(correct)} counts_correct, {len(wrong)} counts_wrong"
-        )
-    if any(b <= a for a, b in itertools.pairwise(edges)) or not all(map(math.isfinite, edges)):
-        raise LabelDPInputError("score_histogram: edges must be finite and strictly increasing")
-    if any(c < 0 or not math.isfinite(c) for c in correct + wrong):
-        raise LabelDPInputError("score_histogram: counts must be finite and >= 0")
-    return {"edges": edges, "counts_correct": correct, "counts_wrong": wrong, "log_x": bool(hist.get("log_x")),
-            "x_label": hist.get("x_label")}
+@dataclass(frozen=True)
+class ChartHistogram:
+    """The attack-score chart's input: k+1 finite, increasing ``edges`` and k counts of correct and of wrong
+    guesses per bin (`result_score_histogram`, or a caller's histogram read by `labeldp.codec`), on a log x axis
+    when ``log_x``, with its axis label."""
+
+    edges: tuple[float, ...]
+    counts_correct: tuple[float, ...]
+    counts_wrong: tuple[float, ...]
+    log_x: bool = False
+    x_label: str | None = None
+
+    def __post_init__(self):
+        edges, correct, wrong = self.edges, self.counts_correct, self.counts_wrong
+        if len(edges) < 2 or len(correct) != len(edges) - 1 or len(wrong) != len(edges) - 1:
+            raise LabelDPInputError(
+                f"score_histogram: needs k+1 edges and k counts each; got {len(edges)} edges, "
+                f"{len(correct)} counts_correct, {len(wrong)} counts_wrong"
+            )
+        if any(b <= a for a, b in itertools.pairwise(edges)) or not all(map(math.isfinite, edges)):
+            raise LabelDPInputError("score_histogram: edges must be finite and strictly increasing")
+        if any(c < 0 or not math.isfinite(c) for c in correct + wrong):
+            raise LabelDPInputError("score_histogram: counts must be finite and >= 0")
 
 
-def result_score_histogram(result: AuditResult) -> dict | None:
+def _check_histogram(hist: Any) -> ChartHistogram | None:
+    return None if hist is None else decode(ChartHistogram, hist, "score_histogram")
+
+
+def result_score_histogram(result: AuditResult) -> ChartHistogram | None:
     """The chart input from the result's own ``score_histogram`` (repetition 0, |score| per octave,
     `auditing.game.score_histogram`), trimmed to the occupied bins; None when the result has none. The first
     record bin (|score| below 2**LOW, 0 included) is drawn as the octave just below."""
@@ -125,10 +129,9 @@ def result_score_histogram(result: AuditResult) -> dict | None:
     if not used:
         return None
     lo, hi = used[0], used[-1] + 1
-    return {"edges": edges[lo:hi + 1], "counts_correct": hits[lo:hi],
-            "counts_wrong": [n - c for n, c in zip(rows[lo:hi], hits[lo:hi], strict=True)], "log_x": True,
-            "x_label": "|attack score| of the released label (log scale; lowest bin includes 0)",
-            "rows_total": sum(rows)}
+    return ChartHistogram(tuple(float(e) for e in edges[lo:hi + 1]), tuple(float(c) for c in hits[lo:hi]),
+                          tuple(float(n - c) for n, c in zip(rows[lo:hi], hits[lo:hi], strict=True)), True,
+                          "|attack score| of the released label (log scale; lowest bin includes 0)")
 
 
 def _verdict_text(status: str, decision: str | None = None) -> str:
@@ -179,14 +182,13 @@ def _settings_line(result: AuditResult) -> str:
             f"{kappa_text(result)} · {calibration_text(result)} · {method_label(result)}")
 
 
-def histogram_chart(hist: Mapping) -> str:
+def histogram_chart(hist: ChartHistogram) -> str:
     """Attack scores of correct and wrong guesses, side by side in each bin (log x axis for |score| octaves)."""
-    edges, correct, wrong = hist["edges"], hist["counts_correct"], hist["counts_wrong"]
-    log_x = bool(hist.get("log_x"))
+    edges, correct, wrong, log_x = hist.edges, hist.counts_correct, hist.counts_wrong, hist.log_x
     x_scale = svg.LogScale(edges[0], edges[-1]) if log_x else svg.LinearScale(edges[0], edges[-1])
     plot = svg.Plot(x_scale, svg.LinearScale.nice(0.0, max([*correct, *wrong, 1.0]) * 1.05), height=300)
     parts = [svg.open_svg(plot, "distribution of attack scores", "histogram-chart"),
-             svg.axes(plot, x_label=hist.get("x_label") or "attack score", y_label="rows")]
+             svg.axes(plot, x_label=hist.x_label or "attack score", y_label="rows")]
     for lo, hi, c, w in zip(edges, edges[1:], correct, wrong, strict=False):
         mid = math.sqrt(lo * hi) if log_x else (lo + hi) / 2
         parts.append(svg.bar(plot, lo, mid, c, "hist-correct", f"score {lo:.3g}–{hi:.3g}: {c:,.0f} correct"))

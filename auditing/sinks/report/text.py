@@ -340,8 +340,8 @@ def spool_item_line(item) -> str:
         f"{item.destination.backend} {item.destination.address}"
     when = "" if item.spooled_at is None else \
         f", spooled {dt.datetime.fromtimestamp(item.spooled_at, dt.UTC).isoformat(timespec='seconds')}"
-    return (f"{item.path.name}: {row['model_id']} {row['partition_date']} {row['run_kind']} claim "
-            f"{row['claimed_epsilon']} {row['status']} eps_lb {row['epsilon_lower_bound']:.4g}, run {row['run_id']}, "
+    return (f"{item.path.name}: {row.model_id} {row.partition_date.isoformat()} {row.run_kind} claim "
+            f"{row.claimed_epsilon} {row.status} eps_lb {row.epsilon_lower_bound:.4g}, run {row.run_id}, "
             f"for {to}{when}")
 
 

@@ -636,7 +636,7 @@ def audit_record(
         "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
         "detection_floor_rows": robustness.detection_floor_rows,
         "exposed_rows_floor": robustness.exposed_rows_floor,
-        "shift_diagnostic": None if diagnostic is None else diagnostic.to_dict(),
+        "shift_diagnostic": encode(diagnostic),
         "reference_log_loss_shift": None if diagnostic is None else diagnostic.reference_log_loss_shift,
         "feature_shift_max_psi": None if diagnostic is None else diagnostic.feature_shift_max_psi,
         "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,

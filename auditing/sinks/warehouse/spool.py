@@ -33,7 +33,7 @@ from pathlib import Path
 
 from auditing.sinks.warehouse.address import Destination, describe_target, destination
 from auditing.sinks.warehouse.base import WarehouseUnavailable
-from auditing.sinks.warehouse.records import AuditKey, ResultRow
+from auditing.sinks.warehouse.records import AuditKey, ResultRow, upgrade_row
 from auditing.sinks.warehouse.rows import (
     SLICE_FIELDS,
     as_key,
@@ -270,25 +270,41 @@ def drain_spool(
 
 
 @dataclass(frozen=True)
+class SpoolListing:
+    """A spool file as `spool list --json` and the discard log show it (its verdict's figures None when its row
+    cannot be read)."""
+
+    file: str
+    model_id: str | None
+    partition_date: dt.date | None
+    run_kind: str | None
+    claimed_epsilon: float | None
+    status: str | None
+    epsilon_lower_bound: float | None
+    run_id: str | None
+    destination: Destination | None
+    spooled_at: float | None
+    error: str | None
+
+
+@dataclass(frozen=True)
 class SpooledPayload:
     """One file of the spool as `spool list` shows it: its path, the warehouse it is meant for (None: a payload of
     the first format, which recorded none), its verdict's row (None with ``error`` for a file that cannot be read or
-    validated, and for a ``*.rejected`` file a drain set aside) and when it was spooled."""
+    validated, and for a ``*.rejected`` file a drain set aside) and when it was spooled. Written as its
+    `SpoolListing`."""
 
     path: Path
     destination: Destination | None
-    row: dict | None
+    row: ResultRow | None
     spooled_at: float | None
     error: str | None = None
 
-    def to_dict(self) -> dict:
-        row = self.row or {}
-        return {"file": str(self.path), "model_id": row.get("model_id"), "partition_date": row.get("partition_date"),
-                "run_kind": row.get("run_kind"), "claimed_epsilon": row.get("claimed_epsilon"),
-                "status": row.get("status"), "epsilon_lower_bound": row.get("epsilon_lower_bound"),
-                "run_id": row.get("run_id"),
-                "destination": encode(self.destination),
-                "spooled_at": self.spooled_at, "error": self.error}
+    def _encoded(self) -> SpoolListing:
+        row = self.row
+        figures = (None,) * 7 if row is None else (row.model_id, row.partition_date, row.run_kind, row.claimed_epsilon,
+                                                   row.status, row.epsilon_lower_bound, row.run_id)
+        return SpoolListing(str(self.path), *figures, self.destination, self.spooled_at, self.error)
 
 
 def spooled_payloads(spool_dir: str | os.PathLike) -> list[SpooledPayload]:
@@ -300,7 +316,7 @@ def spooled_payloads(spool_dir: str | os.PathLike) -> list[SpooledPayload]:
         try:
             to, row, _curve, _slices = _read_payload(path)
             spooled_at = json.loads(path.read_text(encoding="utf-8")).get("spooled_at")
-            out.append(SpooledPayload(path, to, to_json_safe(row), spooled_at))
+            out.append(SpooledPayload(path, to, upgrade_row(row), spooled_at))
         except FileNotFoundError:
             continue
         except LabelDPInputError as exc:
@@ -321,14 +337,14 @@ def discard_payloads(payloads: Sequence[SpooledPayload], log_path: str | os.Path
             content = item.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             continue  # drained or discarded meanwhile
-        record = {"discarded_at": time.time(), "file": str(item.path), **item.to_dict(), "content": content}
+        record = {"discarded_at": time.time(), "file": str(item.path), **encode(item), "content": content}
         with open(log_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record, sort_keys=True) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
         item.path.unlink(missing_ok=True)
         removed.append(item.path)
-        row = item.row or {}
+        listed = item._encoded()
         log.warning("discarded spool file %s (%s %s %s, run %s); its content is in %s", item.path,
-                    row.get("model_id"), row.get("partition_date"), row.get("status"), row.get("run_id"), log_path)
+                    listed.model_id, encode(listed.partition_date), listed.status, listed.run_id, log_path)
     return removed

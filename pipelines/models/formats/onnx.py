@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 import pyarrow as pa
 
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec
 from pipelines.models.formats.base import (
@@ -198,7 +199,7 @@ def check_reads(metadata: ModelMetadata, dataset: DatasetSpec) -> None:
     """LabelDPInputError unless every column feeding the graph is a feature of ``dataset``, of the kind the
     registration recorded."""
     where = f"model {metadata.model_name!r} of {metadata.date.isoformat()}"
-    schema = [item.to_dict() for item in metadata.feature_schema]
+    schema = encode(metadata.feature_schema)
     check_model_features(schema, dataset, where)
     unrecorded = [name for name in _recorded(metadata).columns if name not in metadata.feature_names]
     if unrecorded:
@@ -236,7 +237,7 @@ class OnnxFormat(ModelFormat):
         part = OnnxPart(inputs, output, zipmap, probe)
         kinds = {name: NUMERIC for name in dataset.numeric} | {name: CATEGORICAL for name in dataset.categorical}
         return {"feature_schema": [{"name": name, "kind": kinds[name]} for name in part.columns],
-                "classes": classes, "onnx": part.to_dict()}
+                "classes": classes, "onnx": encode(part)}
 
     def prepare(self, table: pa.Table, dataset: DatasetSpec) -> pa.Table:
         """The batch's typed columns: the row keys (for messages) and the features, as stored."""

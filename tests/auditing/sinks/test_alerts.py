@@ -26,6 +26,7 @@ from auditing.sinks.alerts import (
     send_alert,
 )
 from auditing.verdict.reference_check import ReferenceCheck
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 PAYLOAD = {"model_id": "rr-eps1", "partition_date": "2024-01-02", "epsilon_lower_bound": 2.5,
@@ -244,7 +245,7 @@ def test_violation_alert_carries_kappa_and_breaking_kappa_not_tau(webhook_factor
     hook = webhook_factory()
     row = {"kappa": 0.0, "breaking_kappa": 0.35, "reference_calibration": "boost", "fdp_curve": None,
            "gdp_mu_lower_bound": None, "tau": 0.0, "breaking_tau": None, "status": "VIOLATION"}
-    fields = kappa_fields(row, ReferenceCheck.from_dict(_reference_check()))
+    fields = kappa_fields(row, decode(ReferenceCheck, _reference_check(), "reference_check"))
     assert fields["reference_check"] == _reference_check()  # written back as it came
     assert set(fields) == {"kappa", "breaking_kappa", "reference_calibration", "fdp_curve", "gdp_mu_lower_bound",
                            "reference_check"}

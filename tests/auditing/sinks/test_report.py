@@ -106,7 +106,7 @@ def _reference_check(calibration: str = "boost", *, label_blind: bool | None = N
 
 
 def _check(data: dict | None) -> ReferenceCheck | None:
-    return None if data is None else ReferenceCheck.from_dict(data)
+    return None if data is None else decode(ReferenceCheck, data, "reference_check")
 
 
 def _page(run, *, trust=None, robustness=None, **changes):
@@ -536,7 +536,7 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
 
     result = run["result"]
     kappa = breaking_kappa(result, CLAIMED)
-    diagnostic = ShiftDiagnostic.from_dict({
+    diagnostic = decode(ShiftDiagnostic, {
         "label": "a diagnostic, not a proof", "reference": "reference@2024-01-13",
         "days": {"previous": "2024-01-13", "current": "2024-01-14"},
         "reference_fit": {"previous": {"log_loss": 0.1209, "ece": 0.0028, "rows": 32138, "click_rate": 0.03,
@@ -545,7 +545,7 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
         "reference_log_loss_shift": -0.0037, "reference_ece_shift": 0.0006,
         "feature_shift": {"statistic": "PSI", "bins": "deciles", "max_psi": 0.0023, "median_psi": 0.0003,
                           "mean_psi": 0.0004, "top": [{"feature": "C16", "psi": 0.0023}], "per_feature": {"C16": 0.0023}},
-        "feature_shift_max_psi": 0.0023})
+        "feature_shift_max_psi": 0.0023}, "shift_diagnostic")
     path = write_report(_page(run, robustness={"audit_rows": "training", "shift_diagnostic": diagnostic}),
                         tmp_path / "run.html")
     dumped = _browser(["--dump-dom", path.as_uri()], tmp_path / "profile")

@@ -336,7 +336,7 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 
     _create_pre_kappa_warehouse(isolated_target)
     result = _fdp_result(reference_calibration="boost")
-    check = ReferenceCheck.from_dict(_reference_check())
+    check = decode(ReferenceCheck, _reference_check(), "reference_check")
     row, curve = audit_record(judge(result, 0.5, reference_check=check), run_kind="nightly", model_id="kappa-m",
                               partition_date="2024-01-02")
     with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
@@ -386,7 +386,7 @@ def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolate
 
 
 def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
-    """normalize_row and ReferenceCheck.from_dict refuse bad kappa-era figures before any write, with an
+    """normalize_row and the codec's reading of a ReferenceCheck refuse bad kappa-era figures before any write, with an
     error that names the field."""
     from auditing.sinks.warehouse.rows import normalize_row
 
@@ -427,35 +427,35 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
 
     good = _reference_check()
     for change, message in (
-        ({"calibration": None}, r"reference_check: missing \['calibration'\]"),
+        ({"calibration": None}, r"reference_check\.calibration: expected a string; got None"),
         ({"calibration": "none"}, "calibration_figures are for calibration 'boost'"),
-        ({"checked": "yes"}, "reference_check.checked must be True or False"),
+        ({"checked": "yes"}, "reference_check.checked: expected true or false"),
         ({"checked": False}, "checked is False but"),
         ({"checked": False, "calibration_figures": None, "label_blind": None}, "reference_check.note is required"),
         ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": -0.5, "flagged": False}},
          "reference_check.label_blind.misfit_kappa must be"),
         ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5, "flagged": True}},
          "flagged needs epsilon_lower_bound > 0"),
-        ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5}}, r"label_blind: missing \['flagged'\]"),
+        ({"label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.5}}, r"label_blind: missing field\(s\) \['flagged'\]"),
         ({"calibration_figures": {**good["calibration_figures"], "ece_after": 2.0}},
          "reference_check.calibration_figures.ece_after must be"),
         ({"calibration_figures": {**good["calibration_figures"], "rows_fit": -3}},
          "reference_check.calibration_figures.rows_fit must be a whole number"),
-        ({"verdict": "ok"}, r"reference_check: unknown key\(s\) \['verdict'\]"),
+        ({"verdict": "ok"}, r"reference_check: unknown field\(s\) \['verdict'\]"),
     ):
         with pytest.raises(LabelDPInputError, match=message):
-            ReferenceCheck.from_dict({**good, **change})
+            decode(ReferenceCheck, {**good, **change}, "reference_check")
     skipped = {"calibration": "boost", "checked": False, "note": "no held-out rows for 2024-01-02"}
-    assert ReferenceCheck.from_dict(skipped).label_blind is None
+    assert decode(ReferenceCheck, skipped, "reference_check").label_blind is None
     crashed = {**good, "label_blind": None}  # the label-blind control could not run (untrusted by the controls)
-    assert ReferenceCheck.from_dict(crashed).to_dict()["calibration_figures"] == good["calibration_figures"]
+    assert encode(decode(ReferenceCheck, crashed, "reference_check"))["calibration_figures"] == good["calibration_figures"]
 
     result = _fdp_result()  # raw reference: reference_calibration "none"
     with pytest.raises(LabelDPInputError, match="differs from the result's reference_calibration 'none'"):
-        audit_record(judge(result, 0.5, reference_check=ReferenceCheck.from_dict(good)), run_kind="nightly",
+        audit_record(judge(result, 0.5, reference_check=decode(ReferenceCheck, good, "reference_check")), run_kind="nightly",
                      model_id="x", partition_date=DAY)
-    flagged = ReferenceCheck.from_dict({**_reference_check(flagged=True), "calibration": "none",
-                                        "calibration_figures": None, "note": "raw reference"})
+    flagged = decode(ReferenceCheck, {**_reference_check(flagged=True), "calibration": "none",
+                                        "calibration_figures": None, "note": "raw reference"}, "reference_check")
     # A result without check rows is "reference unchecked": its verdict carries that reason.
     row, _ = audit_record(judge(result, 0.5, reference_check=flagged), run_kind="nightly", model_id="x",
                           partition_date=DAY)
@@ -1031,7 +1031,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
                   "feature_shift": {"statistic": "PSI", "bins": "deciles", "max_psi": 0.2, "median_psi": 0.1,
                                     "mean_psi": 0.1, "top": [], "per_feature": {}},
                   "feature_shift_max_psi": 0.2}
-    row, curve = audit_record(judge(result, 0.5, shift_diagnostic=ShiftDiagnostic.from_dict(diagnostic)), run_kind="nightly", model_id="trust-m",
+    row, curve = audit_record(judge(result, 0.5, shift_diagnostic=decode(ShiftDiagnostic, diagnostic, "shift_diagnostic")), run_kind="nightly", model_id="trust-m",
                               partition_date=DAY)
     assert row.status == "VIOLATION" and row.audit_rows == "training"
     assert row.breaking_kappa == breaking_kappa(result, 0.5) > 0

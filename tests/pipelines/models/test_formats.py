@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 DAY = dt.date(2025, 3, 2)
@@ -111,7 +112,7 @@ def test_onnx_predicts_what_the_catboost_model_predicts(world):
     np.testing.assert_allclose(onnx, cbm, rtol=0, atol=1e-5)
     assert np.abs(cbm - 0.5).max() > 0.2  # the model learnt something: equality is not between constants
     # CatBoost's export always ends in a ZipMap; the registration found the matrix behind it
-    record = read_metadata(world["root"], "ctr-onnx", DAY).to_dict()["onnx"]
+    record = encode(read_metadata(world["root"], "ctr-onnx", DAY))["onnx"]
     assert record == {"inputs": [{"name": "features", "columns": SPEC["numeric"], "type": "float", "rank": 2}],
                       "output": "probability_tensor", "zipmap_output": "probabilities",
                       "probe": {"rows": 1000, "outside_vocabulary": []}}  # a keyed sample of the day's rows
@@ -187,8 +188,8 @@ def test_an_onnx_model_whose_probabilities_are_an_output(world, tmp_path):
 
     direct = tmp_path / "direct.onnx"
     onnx.utils.extract_model(str(world["onnx"]), str(direct), ["features"], ["label", "probability_tensor"])
-    record = register_model(world["root"], "ctr-direct", DAY, direct, fmt="onnx", claimed_epsilon=2.0,
-                            dataset=world["spec"]).metadata.to_dict()
+    record = encode(register_model(world["root"], "ctr-direct", DAY, direct, fmt="onnx", claimed_epsilon=2.0,
+                            dataset=world["spec"]).metadata)
     assert record["onnx"]["inputs"] == [{"name": "features", "columns": SPEC["numeric"], "type": "float", "rank": 2}]
     assert (record["onnx"]["output"], record["onnx"]["zipmap_output"]) == ("probability_tensor", None)
     np.testing.assert_allclose(_predict(world, "onnx", "ctr-direct"), _predict(world, "catboost", "ctr-cbm"),

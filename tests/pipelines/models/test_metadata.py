@@ -1,6 +1,6 @@
-"""A model's metadata as a typed record (`pipelines.models.metadata.ModelMetadata`): ``from_dict`` is the one reader
-of ``metadata.json`` and names the file and the field of a bad, unknown or missing key; an older file (without the
-keys added since) reads with its defaults; ``to_dict`` writes back exactly the JSON read (absent keys stay absent,
+"""A model's metadata as a typed record (`pipelines.models.metadata.ModelMetadata`): ``as_metadata`` is the one
+reader of ``metadata.json`` and names the file and the field of a bad, unknown or missing key; an older file
+(without the keys added since) reads with its defaults; ``labeldp.codec.encode`` writes back exactly the JSON read (absent keys stay absent,
 nulls stay null, numbers keep their JSON type), so files, fingerprints and reports do not change.
 
 The round trips of metadata written by training (every mechanism) and by registration (every format) are in
@@ -18,8 +18,9 @@ import pickle
 
 import pytest
 
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
-from pipelines.models.metadata import ABSENT, ModelMetadata, TrainingRows
+from pipelines.models.metadata import ABSENT, TrainingRows, as_metadata
 
 DAY = dt.date(2024, 3, 2)
 
@@ -39,30 +40,30 @@ def dumped(metadata: dict) -> str:
 
 
 def test_an_old_file_reads_with_the_defaults_and_writes_back_unchanged():
-    record = ModelMetadata.from_dict(copy.deepcopy(OLD), "old/metadata.json")
+    record = as_metadata(copy.deepcopy(OLD), "old/metadata.json")
     assert record.format is ABSENT and record.format_name == "catboost"
     assert record.artifact_name == "model.cbm" and record.origin == "trained"
     assert record.dataset is ABSENT and record.training_rows is ABSENT and record.reference is ABSENT
     assert not record.output_correction and not record.training_rows
     assert record.date == DAY and record.feature_names == ["I1", "C1"] and record.feature_schema[1].kind == "categorical"
     assert record.claimed_epsilon == 1.0 and record.mechanism.catboost_seed is ABSENT
-    assert record.to_dict() == OLD  # no key added
-    assert dumped(record.to_dict()) == dumped(OLD)
-    assert json.dumps(record.to_dict()["mechanism"]["epsilon"]) == "1"  # an int stays an int
+    assert encode(record) == OLD  # no key added
+    assert dumped(encode(record)) == dumped(OLD)
+    assert json.dumps(encode(record)["mechanism"]["epsilon"]) == "1"  # an int stays an int
 
 
 def test_null_and_absent_stay_apart_and_inf_stays_a_string():
     data = {**copy.deepcopy(OLD), "reference": None, "output_correction": None, "training_rows": None,
             "mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}}
-    record = ModelMetadata.from_dict(data)
+    record = as_metadata(data)
     assert record.reference is None and record.output_correction is None and record.training_rows is None
     assert math.isinf(record.claimed_epsilon)
-    assert record.to_dict() == data and record.to_dict()["mechanism"]["epsilon"] == "inf"
-    assert "reference" not in ModelMetadata.from_dict(copy.deepcopy(OLD)).to_dict()
+    assert encode(record) == data and encode(record)["mechanism"]["epsilon"] == "inf"
+    assert "reference" not in encode(as_metadata(copy.deepcopy(OLD)))
 
 
 def test_the_record_is_frozen_and_pickles_with_absent_intact():
-    record = ModelMetadata.from_dict(copy.deepcopy(OLD))
+    record = as_metadata(copy.deepcopy(OLD))
     with pytest.raises(AttributeError):
         record.seed = 1  # type: ignore[misc]
     again = pickle.loads(pickle.dumps(record))
@@ -74,37 +75,37 @@ def test_the_kinds_of_training_rows_records():
     split = {"split": {"hash": "splitmix64"}, "label_splits": ["train"], "validation_labels_used_for": [],
              "unread_row_ids": [4, 2], "rows": 10}
     for record, kind in ((keys, "keys"), ({"kind": "all", "rows": None}, "all"), (split, "split")):
-        read = TrainingRows.from_dict(record, "f", "training_rows")
-        assert read.kind_name == kind and read.to_dict() == record
-    assert TrainingRows.from_dict(split, "f", "training_rows").unread_row_ids == (4, 2)
+        read = decode(TrainingRows, record, "f: training_rows")
+        assert read.kind_name == kind and encode(read) == record
+    assert decode(TrainingRows, split, "f: training_rows").unread_row_ids == (4, 2)
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"colour": "red"}, r"old/metadata\.json: unknown key\(s\) \['colour'\]"),
+    ({"colour": "red"}, r"old/metadata\.json: metadata: unknown field\(s\) \['colour'\]"),
     ({"mechanism": {"name": "rr", "epsilon": 1.0, "delta": 0.0, "sigma": 2}},
-     r"old/metadata\.json: unknown key\(s\) \['mechanism\.sigma'\]"),
+     r"old/metadata\.json: metadata\.mechanism: unknown field\(s\) \['sigma'\]"),
     ({"mechanism": {"name": "rr", "epsilon": "lots", "delta": 0.0}},
-     r"old/metadata\.json: mechanism\.epsilon must be a number >= 0 or \"inf\"; got 'lots'"),
-    ({"mechanism": {"name": "rr", "delta": 0.0}}, r"old/metadata\.json: missing key\(s\) \['mechanism\.epsilon'\]"),
-    ({"date": "2024-13-01"}, r"old/metadata\.json: date must be a date YYYY-MM-DD; got '2024-13-01'"),
-    ({"seed": "0"}, r"old/metadata\.json: seed must be a whole number; got '0'"),
+     r"old/metadata\.json: metadata\.mechanism\.epsilon must be a number >= 0 or \"inf\"; got 'lots'"),
+    ({"mechanism": {"name": "rr", "delta": 0.0}}, r"old/metadata\.json: metadata\.mechanism: missing field\(s\) \['epsilon'\]"),
+    ({"date": "2024-13-01"}, r"old/metadata\.json: metadata\.date must be a date YYYY-MM-DD; got '2024-13-01'"),
+    ({"seed": "0"}, r"old/metadata\.json: metadata\.seed must be a whole number; got '0'"),
     ({"feature_schema": [{"name": "I1", "kind": "numeric"}, {"name": "C1", "kind": "text"}]},
-     r"old/metadata\.json: feature_schema\[1\]\.kind must be 'numeric' or 'categorical'; got 'text'"),
-    ({"training_rows": {"kind": "some"}}, r"old/metadata\.json: unknown training_rows\.kind 'some'"),
+     r"old/metadata\.json: metadata\.feature_schema\[1\]\.kind must be 'numeric' or 'categorical'; got 'text'"),
+    ({"training_rows": {"kind": "some"}}, r"old/metadata\.json: metadata\.training_rows\.kind: unknown kind 'some'"),
     ({"training_rows": {"kind": "all", "rows": -1}}, r"training_rows\.rows must be a whole number >= 0"),
-    ({"onnx": {"input": "x", "output": 3, "zipmap_output": None}}, r"onnx\.output must be a string; got 3"),
+    ({"onnx": {"input": "x", "output": 3, "zipmap_output": None}}, r"onnx\.output: expected a string; got 3"),
     ({"predictions_for": "yesterday"}, r"predictions_for must be a date YYYY-MM-DD"),
-    ({"code_version": []}, r"old/metadata\.json: code_version must be a JSON object; got \[\]"),
+    ({"code_version": []}, r"old/metadata\.json: metadata\.code_version: expected a record \(mapping\); got list"),
 ])
 def test_a_bad_or_unknown_field_is_named_with_the_file(change, message):
     with pytest.raises(LabelDPInputError, match=message):
-        ModelMetadata.from_dict({**copy.deepcopy(OLD), **change}, "old/metadata.json")
+        as_metadata({**copy.deepcopy(OLD), **change}, "old/metadata.json")
 
 
 def test_a_missing_required_key_is_named():
     data = {key: value for key, value in OLD.items() if key not in ("seed", "created_at")}
-    with pytest.raises(LabelDPInputError, match=r"old/metadata\.json: missing key\(s\) \['seed', 'created_at'\]"):
-        ModelMetadata.from_dict(data, "old/metadata.json")
+    with pytest.raises(LabelDPInputError, match=r"old/metadata\.json: metadata: missing field\(s\) \['seed', 'created_at'\]"):
+        as_metadata(data, "old/metadata.json")
 
 
 def test_resolving_a_model_reads_its_metadata_once_through_the_reader(tmp_path):
@@ -116,11 +117,11 @@ def test_resolving_a_model_reads_its_metadata_once_through_the_reader(tmp_path):
     (directory / "model.cbm").write_bytes(b"not read here")
     (directory / "metadata.json").write_text(dumped(OLD))
     handle = resolve_model(tmp_path, "rr-eps1", DAY)
-    assert handle.meta == ModelMetadata.from_dict(OLD) and handle.metadata == OLD
+    assert handle.meta == as_metadata(OLD) and handle.metadata == OLD
     assert handle.format.name == "catboost" and handle.claimed_epsilon == 1.0
     assert handle.lineage()["claimed_epsilon"] == 1 and handle.lineage()["source"] == "trained"
     (directory / "metadata.json").write_text(dumped({**OLD, "format": 7}))
-    with pytest.raises(LabelDPInputError, match=rf"{directory / 'metadata.json'}: format must be a string; got 7"):
+    with pytest.raises(LabelDPInputError, match=rf"{directory / 'metadata.json'}: metadata.format: expected a string; got 7"):
         resolve_model(tmp_path, "rr-eps1", DAY)
 
 
@@ -132,6 +133,6 @@ def test_the_positive_control_round_trips(tmp_path):
     synth.write_synthetic_day(tmp_path, DAY, rows=400)
     oracle = controls.ensure_positive_control(tmp_path, DAY, "oracle", 1.0, 0, "fp")
     text = (oracle.directory / METADATA_FILE).read_text()
-    assert dumped(ModelMetadata.from_dict(json.loads(text)).to_dict()) == text
+    assert dumped(encode(as_metadata(json.loads(text)))) == text
     assert oracle.meta.model_type == "rr-label-oracle" and oracle.meta.format is ABSENT
     assert oracle.format.name == "rr-oracle" and oracle.meta.reference is None

@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
-from pipelines.models.metadata import ABSENT, ModelMetadata
+from pipelines.models.metadata import ABSENT, as_metadata
 from tests.pipelines.models.test_formats import DAY, ROWS, SPEC, TRAIN_ROWS, fit, make_world, write_day
 
 
@@ -54,8 +55,8 @@ def test_an_onnx_registration_writes_the_metadata_contract(root, files):
                               delta=1e-6, dataset=files["spec"], training_rows=files["keys"])
     directory = root / "models" / "team-ctr" / f"date={DAY}"
     assert sorted(p.name for p in directory.iterdir()) == ["metadata.json", "model.onnx", "training_rows.parquet"]
-    metadata = read_metadata(root, "team-ctr", DAY).to_dict()
-    assert returned.already_registered is False and returned.metadata.to_dict() == metadata
+    metadata = encode(read_metadata(root, "team-ctr", DAY))
+    assert returned.already_registered is False and encode(returned.metadata) == metadata
     spec = files["spec"]
     expected = {
         "metadata_version": 2, "model_name": "team-ctr", "date": DAY.isoformat(), "source": "registered",
@@ -81,8 +82,8 @@ def test_an_onnx_registration_writes_the_metadata_contract(root, files):
 def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files, tmp_path):
     from pipelines.models.registration import register_model
 
-    cbm = register_model(root, "team-cbm", DAY, files["cbm"], fmt="catboost", claimed_epsilon=0.0,
-                         dataset=None).metadata.to_dict()  # None: the spec day D's partition was written with
+    cbm = encode(register_model(root, "team-cbm", DAY, files["cbm"], fmt="catboost", claimed_epsilon=0.0,
+                         dataset=None).metadata)  # None: the spec day D's partition was written with
     assert cbm["training_rows"] == {"kind": "all", "rows": ROWS}
     assert cbm["dataset"]["name"] == "num_clicks" and cbm["catboost_params"]["depth"] == 4
     assert cbm["mechanism"] == {"name": "external", "epsilon": 0.0, "delta": 0.0}
@@ -90,15 +91,15 @@ def test_a_catboost_registration_on_all_rows_and_a_predictions_table(root, files
     pq.write_table(pa.table({"impression_id": files["log"].column("impression_id"),
                              "prob_1": np.full(ROWS, 0.25)}), table)
     later = DAY + dt.timedelta(days=1)
-    logged = register_model(root, "reference", DAY - dt.timedelta(days=1), table, fmt="predictions",
-                            claimed_epsilon=float("inf"), dataset=files["spec"], predictions_for=DAY).metadata.to_dict()
+    logged = encode(register_model(root, "reference", DAY - dt.timedelta(days=1), table, fmt="predictions",
+                            claimed_epsilon=float("inf"), dataset=files["spec"], predictions_for=DAY).metadata)
     # no partition for the model's own day: no row count, no fingerprint; the table answers for DAY
     assert logged["training_rows"] == {"kind": "all", "rows": None} and logged["partition_fingerprint"] is None
     assert logged["predictions_for"] == DAY.isoformat() and logged["feature_schema"] == []
     assert logged["rows"] == ROWS
     assert logged["predictions"] == {"key_column": "impression_id", "probability_columns": ["prob_1"]}
-    default = register_model(root, "scores", later, table, fmt="predictions", claimed_epsilon=1.0,
-                             dataset=files["spec"]).metadata.to_dict()
+    default = encode(register_model(root, "scores", later, table, fmt="predictions", claimed_epsilon=1.0,
+                             dataset=files["spec"]).metadata)
     assert default["predictions_for"] == later.isoformat()
     with pytest.raises(LabelDPInputError, match=r"^predictions_for applies to a table of logged predictions"):
         register_model(root, "x", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0, dataset=None,
@@ -120,8 +121,8 @@ def test_the_metadata_of_every_format_round_trips_byte_for_byte(root, files, tmp
     read = {}
     for name, day in (("m-onnx", DAY), ("m-cbm", DAY), ("m-log", DAY - dt.timedelta(days=1))):
         text = (root / "models" / name / f"date={day}" / "metadata.json").read_text()
-        read[name] = ModelMetadata.from_dict(json.loads(text), name)
-        assert json.dumps(read[name].to_dict(), indent=2, sort_keys=True, allow_nan=False) + "\n" == text
+        read[name] = as_metadata(json.loads(text), name)
+        assert json.dumps(encode(read[name]), indent=2, sort_keys=True, allow_nan=False) + "\n" == text
         assert read[name].origin == "registered" and read[name].seed is None and read[name].test_metrics is None
     onnx, cbm, logged = read["m-onnx"], read["m-cbm"], read["m-log"]
     assert onnx.format_name == "onnx" and onnx.onnx.output and onnx.training_rows.kind == "keys"
@@ -147,10 +148,10 @@ def test_registering_again_is_a_no_op_or_a_refusal(root, files):
                           (dict(file=files["onnx"], fmt="onnx"), "format, file")):
         with pytest.raises(LabelDPInputError, match=f"already registered at .* with a different {what}.*pass replace"):
             register(**changes)
-    assert find_registered(root, "team-ctr", DAY).to_dict()["mechanism"]["epsilon"] == 1.0
+    assert encode(find_registered(root, "team-ctr", DAY))["mechanism"]["epsilon"] == 1.0
     replaced = register(claimed_epsilon=2.0, training_rows="all", replace=True)
     assert replaced.already_registered is False
-    stored = find_registered(root, "team-ctr", DAY).to_dict()
+    stored = encode(find_registered(root, "team-ctr", DAY))
     assert stored["mechanism"]["epsilon"] == 2.0 and stored["training_rows"]["kind"] == "all"
     assert not (root / "models" / "team-ctr" / f"date={DAY}" / "training_rows.parquet").exists()
 
@@ -281,7 +282,7 @@ def test_a_training_rows_file_written_by_pandas_from_a_filtered_frame_is_read(ro
     assert pq.read_schema(path).names == ["impression_id", "__index_level_0__"]
     register_model(root, "team-pandas", DAY, files["cbm"], fmt="catboost", claimed_epsilon=1.0,
                    dataset=files["spec"], training_rows=path)
-    assert read_metadata(root, "team-pandas", DAY).to_dict()["training_rows"]["rows"] == keys.size
+    assert encode(read_metadata(root, "team-pandas", DAY))["training_rows"]["rows"] == keys.size
     stored = pq.read_table(root / "models" / "team-pandas" / f"date={DAY}" / "training_rows.parquet")
     np.testing.assert_array_equal(stored.column("row_id").to_numpy(), np.sort(keys))
     # A column beside the keys that pandas did not write as its index is still refused.

@@ -40,6 +40,7 @@ from scipy.special import expit, logit
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.data.layout import file_fingerprint, model_dir
@@ -448,14 +449,14 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     assert current.click_rate > 1.5 * previous.click_rate
     assert diagnostic.reference_log_loss_shift > 0
     assert all(psi > 0 for psi in diagnostic.feature_shift.per_feature.values())
-    data = diagnostic.to_dict()  # its JSON: the figures' shape, read back as it was
+    data = encode(diagnostic)  # its JSON: the figures' shape, read back as it was
     assert list(data) == ["label", "reference", "days", "reference_fit", "reference_log_loss_shift",
                           "reference_ece_shift", "feature_shift", "feature_shift_max_psi"]
-    assert ShiftDiagnostic.from_dict(json.loads(json.dumps(data))) == diagnostic
+    assert decode(ShiftDiagnostic, json.loads(json.dumps(data)), "shift_diagnostic") == diagnostic
 
     itself = shift_diagnostic(world["root"], PREVIOUS, resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
     assert itself.fit_previous is None and "no earlier day" in itself.not_computed
-    assert list(itself.to_dict()) == ["label", "reference", "days", "not_computed"]
+    assert list(encode(itself)) == ["label", "reference", "days", "not_computed"]
 
 
 def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(world, monkeypatch):
@@ -562,7 +563,7 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     from pipelines.scoring.beam_scoring import score_day
 
     root = world["root"]
-    metadata = registry.read_metadata(root, "reference", PREVIOUS).to_dict()
+    metadata = encode(registry.read_metadata(root, "reference", PREVIOUS))
     train = splits.split_of(world["ids"]) == splits.TRAIN
     record = {**metadata["training_rows"], "label_splits": ["train"], "unread_row_ids": [], "rows": int(train.sum())}
     registry.save_model(root, "day-model", DAY, world["reference"],
@@ -635,15 +636,15 @@ def test_a_reference_with_an_output_correction_is_a_skip(world):
 def test_the_scoring_job_reads_the_correction_share_from_the_reference_and_refuses_an_unknown_scheme(world, recalibrated):
     """A reference corrected on day D leaves its keyed share out of day D's games, not another day's; a recorded
     scheme with another salt (another version's rows) is refused by name rather than leaving the wrong rows out."""
-    from pipelines.models.metadata import ModelMetadata
+    from pipelines.models.metadata import as_metadata
     from pipelines.reference.recalibration import correction_exclusion
 
     handle = resolve_model(world["root"], RECALIBRATED, DAY)
     assert correction_exclusion(handle, DAY) == CorrectionExclusion(splits.CORRECTION_SHARE)
     assert correction_exclusion(handle, PREVIOUS) is None
     assert correction_exclusion(resolve_model(world["root"], "reference", PREVIOUS), PREVIOUS) is None
-    data = json.loads(json.dumps(handle.meta.to_dict()))
+    data = json.loads(json.dumps(encode(handle.meta)))
     data["correction_rows"]["scheme"]["correction_salt"] = "0x0000000000000001"
-    other = replace(handle, meta=ModelMetadata.from_dict(data))
+    other = replace(handle, meta=as_metadata(data))
     with pytest.raises(LabelDPInputError, match=r"correction_rows\.scheme is not one this version reads"):
         correction_exclusion(other, DAY)

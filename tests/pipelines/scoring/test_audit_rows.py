@@ -16,6 +16,7 @@ from auditing.audit import run_audit
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
 from flows.cli import main as cli_main
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.models import registry
@@ -41,7 +42,7 @@ def world(tmp_path_factory):
     settings = fitting.settings_from(iterations=10, thread_count=1)
     _, metadata = training.train_and_register(root, DAY, "rr", 1.0, model_name="rr-1", settings=settings)
     table = schema.read_partition(root, DAY)
-    return {"root": root, "metadata": metadata.to_dict(), "table": table}
+    return {"root": root, "metadata": encode(metadata), "table": table}
 
 
 def test_metadata_records_the_rows_whose_labels_entered_training(world):

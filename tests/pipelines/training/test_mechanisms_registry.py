@@ -18,6 +18,7 @@ import pytest
 
 from flows.cli import build_parser, main
 from flows.plan import TargetSpec
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import splits
 from pipelines.data.synth import write_synthetic_day
@@ -123,7 +124,7 @@ def test_a_registered_toy_mechanism_is_a_train_cli_choice(toy, data_root, capsys
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "mechanism  toy-coin  epsilon 1.0" in out.out and "1-label-DP" in out.out
-    assert registry.read_metadata(data_root, "toy", DAY).to_dict()["mechanism"]["parameters"] == {"coin_bias": 0.5}
+    assert encode(registry.read_metadata(data_root, "toy", DAY))["mechanism"]["parameters"] == {"coin_bias": 0.5}
     assert TargetSpec("t", "toy-coin", 1.0).mechanism == "toy-coin"
 
 
@@ -163,7 +164,7 @@ def test_every_mechanism_round_trips_name_class_metadata(name, day, data_root):
     assert record["guarantee"] == mechanism.guarantee(epsilon, record["delta"])
     assert record["delta"] == (1e-5 if name == "pate" else 0.0)
     directory = training.register(data_root, f"round-trip-{name}", day, result)
-    stored = registry.read_metadata(data_root, f"round-trip-{name}", DAY).to_dict()["mechanism"]
+    stored = encode(registry.read_metadata(data_root, f"round-trip-{name}", DAY))["mechanism"]
     assert directory.is_dir() and stored == registry.jsonable(record)
     assert get_mechanism(stored["name"]).from_options(SMALL) == mechanism
     uses = result.training_rows["validation_labels_used_for"]

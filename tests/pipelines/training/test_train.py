@@ -14,13 +14,14 @@ import pyarrow as pa
 import pytest
 
 from flows.cli import main
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits
 from pipelines.data.layout import model_dir
 from pipelines.data.synth import write_synthetic_day
 from pipelines.models import registry
 from pipelines.models.handle import resolve_model
-from pipelines.models.metadata import ABSENT, ModelMetadata
+from pipelines.models.metadata import ABSENT, as_metadata
 from pipelines.training import train as training
 
 DAY0, DAY1 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
@@ -78,13 +79,13 @@ def test_every_mechanism_trains_registers_and_loads(data_root, reference, mechan
     name = f"t-{mechanism}"
     directory, record = training.train_and_register(data_root, DAY1, mechanism, epsilon, model_name=name,
                                                     seed=3, settings=FAST, options=options)
-    metadata = record.to_dict()
+    metadata = encode(record)
     assert directory == model_dir(data_root, name, DAY1)
     stored = _strict_json(directory / registry.METADATA_FILE)
     assert stored == metadata
     # the record writes back the file it was read from, byte for byte (a key left out stays out, a null a null)
     text = (directory / registry.METADATA_FILE).read_text()
-    assert json.dumps(ModelMetadata.from_dict(json.loads(text)).to_dict(), indent=2, sort_keys=True,
+    assert json.dumps(encode(as_metadata(json.loads(text))), indent=2, sort_keys=True,
                       allow_nan=False) + "\n" == text
     assert record.mechanism.name == mechanism and record.training_rows.kind_name == "split"
     assert record.reference.model == "reference" and record.format is ABSENT and record.dataset is ABSENT
@@ -231,7 +232,7 @@ def test_cli_trains_and_reports(data_root, capsys):
     assert code == 0, out.err
     assert "test       log-loss" in out.out and "2-label-DP" in out.out
     assert "[train +" in out.err
-    assert registry.read_metadata(data_root, "cli-rr", DAY1).to_dict()["catboost_params"]["iterations"] == 5
+    assert encode(registry.read_metadata(data_root, "cli-rr", DAY1))["catboost_params"]["iterations"] == 5
 
 
 @pytest.mark.parametrize(("argv", "fragment"), [

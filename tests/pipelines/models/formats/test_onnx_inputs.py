@@ -23,6 +23,7 @@ import pytest
 
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from tests.support.graph_builder import Input, build, save
 
@@ -111,7 +112,7 @@ def test_one_input_per_column_is_fed_the_stored_values(world):
     assert code == 0, err
     meta = read_metadata(world["root"], "per-column", DAY)
     assert meta.metadata_version == 2
-    assert [item.to_dict() for item in meta.onnx.inputs] == [
+    assert [encode(item) for item in meta.onnx.inputs] == [
         {"name": "f1", "columns": ["f1"], "type": "float", "rank": 2},
         {"name": "f2", "columns": ["f2"], "type": "double", "rank": 1},
         {"name": "country", "columns": ["country"], "type": "string", "rank": 2},
@@ -159,7 +160,7 @@ def test_a_mapping_file_feeds_a_matrix_of_numerics_and_integer_codes(world, tmp_
     code, err = _register(world, graph, "matrix", "--onnx-inputs", mapping)
     assert code == 0, err
     meta = read_metadata(world["root"], "matrix", DAY)
-    assert meta.onnx.inputs[0].to_dict() == {"name": "input", "columns": ["f1", "f2", "device", "slot"],
+    assert encode(meta.onnx.inputs[0]) == {"name": "input", "columns": ["f1", "f2", "device", "slot"],
                                              "type": "float", "rank": 2}
     model = resolve_model(world["root"], "matrix", DAY)
     log = world["log"]
@@ -385,7 +386,7 @@ def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
 
 
 def test_metadata_of_an_onnx_model_registered_before_the_mapping_reads_as_its_upgrade():
-    from pipelines.models.metadata import METADATA_VERSION, ModelMetadata
+    from pipelines.models.metadata import METADATA_VERSION, as_metadata
 
     old = {"metadata_version": 1, "model_name": "team-ctr", "date": "2025-03-02", "source": "registered",
            "format": "onnx", "model_file": "model.onnx", "mechanism": {"name": "external", "epsilon": 1, "delta": 0.0},
@@ -393,18 +394,18 @@ def test_metadata_of_an_onnx_model_registered_before_the_mapping_reads_as_its_up
            "feature_schema": [{"name": "f1", "kind": "numeric"}, {"name": "f2", "kind": "numeric"}],
            "code_version": {"package": "labeldp-audit"}, "created_at": "2025-03-02T00:00:00+00:00", "classes": 2,
            "onnx": {"input": "features", "output": "probability_tensor", "zipmap_output": "probabilities"}}
-    record = ModelMetadata.from_dict(copy.deepcopy(old), "old/metadata.json")
+    record = as_metadata(copy.deepcopy(old), "old/metadata.json")
     assert METADATA_VERSION == 2 and record.metadata_version == 2
-    assert [item.to_dict() for item in record.onnx.inputs] == [
+    assert [encode(item) for item in record.onnx.inputs] == [
         {"name": "features", "columns": ["f1", "f2"], "type": "float", "rank": 2}]
     assert record.onnx.output == "probability_tensor" and not record.onnx.probe
-    written = record.to_dict()
-    assert ModelMetadata.from_dict(written) == record
+    written = encode(record)
+    assert as_metadata(written) == record
     assert written["onnx"] == {"inputs": [{"name": "features", "columns": ["f1", "f2"], "type": "float", "rank": 2}],
                                "output": "probability_tensor", "zipmap_output": "probabilities"}
     with pytest.raises(LabelDPInputError, match=r"old/metadata\.json: metadata_version 3 is not one this "
                                                 r"labeldp-audit reads \(1\.\.2\)"):
-        ModelMetadata.from_dict({**old, "metadata_version": 3}, "old/metadata.json")
-    with pytest.raises(LabelDPInputError, match=r"onnx\.inputs\[0\]\.rank must be 1 \(one column\) or 2; got 1"):
-        ModelMetadata.from_dict({**written, "onnx": {**written["onnx"], "inputs": [
+        as_metadata({**old, "metadata_version": 3}, "old/metadata.json")
+    with pytest.raises(LabelDPInputError, match=r"ONNX input 'x': rank must be 1 \(one column\) or 2; got 1"):
+        as_metadata({**written, "onnx": {**written["onnx"], "inputs": [
             {"name": "x", "columns": ["f1", "f2"], "type": "float", "rank": 1}]}}, "new/metadata.json")
