@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 
 from auditing.config import config_hash as audit_config_hash
+from auditing.result import AuditResult
+from labeldp.codec import decode
 from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -113,7 +115,7 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     assert all(r.untrusted_reason is None for r in stored.values())
     assert stored["rr-eps1"].trust == "trusted" and stored["rr-eps1"].check_rows == target.check_rows
     # the stored result is judgeable again: the same check from the warehouse's result_json
-    again = check_control("positive", json.loads(stored["control-positive"].result_json), 2.0)
+    again = check_control("positive", decode(AuditResult, json.loads(stored["control-positive"].result_json)), 2.0)
     assert again.passed and again.floor == pytest.approx(positive.control_floor)
     # the oracle went through the Beam job and the same row selection (the train split) as the target
     record = json.loads(next((data_root / "sweeps" / "control-positive").rglob("result.json")).read_text())
