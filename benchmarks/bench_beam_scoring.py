@@ -77,7 +77,7 @@ def setup(root: Path, rows: int, train_rows: int) -> None:
               file=sys.stderr)
         registry.save_model(root, MODEL, date, model, {
             "mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
-            "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": info["params"],
+            "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": info.params,
             "test_metrics": {}})
 
 

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 from labeldp.names import parse_date  # noqa: E402
 from labeldp.progress import stderr_progress  # noqa: E402
 from pipelines.data import splits  # noqa: E402
-from pipelines.data.layout import partition_dir  # noqa: E402
+from pipelines.data.day import listed_day  # noqa: E402
+from pipelines.data.layout import partition_listing  # noqa: E402
 from pipelines.data.synth import write_synthetic_day  # noqa: E402
 from pipelines.training import train as training  # noqa: E402
 from pipelines.training.mechanisms import get_mechanism, mechanism_names  # noqa: E402
@@ -59,7 +60,7 @@ def main() -> int:
     date = parse_date(args.date)
     previous = training.reference_date(date)
     for day in (previous, date):
-        if not partition_dir(args.data_root, day).is_dir():
+        if not partition_listing(args.data_root, day).exists:
             print(f"generating {args.rows} rows for {day}", file=sys.stderr)
             write_synthetic_day(args.data_root, day, rows=args.rows)
     settings = training.CatBoostSettings()
@@ -70,9 +71,9 @@ def main() -> int:
     progress = stderr_progress("train")
 
     progress(f"reference: non-private model of {previous}")
-    reference = training.train_model(training.load_day(args.data_root, previous), "none", math.inf,
+    reference = training.train_model(training.load_day(listed_day(args.data_root, previous)), "none", math.inf,
                                      seed=args.seed, settings=settings).model
-    target = training.load_day(args.data_root, date)
+    target = training.load_day(listed_day(args.data_root, date))
     started = time.monotonic()
     plain = training.train_model(target, "none", math.inf, seed=args.seed, settings=settings)
     cells = [{"row": "non-private", "mechanism": "none", "prior": None, "epsilon": "inf",

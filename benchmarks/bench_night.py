@@ -97,6 +97,7 @@ def setup(work: Path, rows: int, iterations: int, train_rows: int | None = None)
     from flows import steps
     from flows.plan import AuditPlan, RegisteredTarget
     from pipelines.data import schema, splits
+    from pipelines.data.day import listed_day
     from pipelines.models.registration import register_model
     from pipelines.training import train as training
 
@@ -114,7 +115,7 @@ def setup(work: Path, rows: int, iterations: int, train_rows: int | None = None)
         sampled_models(root, files, names, iterations, train_rows)
     else:
         began = time.perf_counter()
-        steps.ensure_reference(root, D1, AuditPlan(targets=(RegisteredTarget("team-a"),),
+        steps.ensure_reference(listed_day(root, D1), AuditPlan(targets=(RegisteredTarget("team-a"),),
                                                    catboost_iterations=iterations), progress=print)
         print(f"setup: reference in {time.perf_counter() - began:.0f} s", flush=True)
     if plan.exists() and all((root / "models" / name).exists() for name in names):

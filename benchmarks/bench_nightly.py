@@ -20,6 +20,7 @@ from pathlib import Path
 from auditing.game.config import GameConfig
 from flows import steps
 from flows.plan import AuditPlan, TargetSpec
+from pipelines.data.day import listed_day
 from pipelines.data.synth import write_synthetic_day
 
 D0, D1 = "2026-09-01", "2026-09-02"
@@ -45,7 +46,7 @@ def main() -> None:
     t = time.perf_counter()
     for day in (D0, D1):
         write_synthetic_day(root, steps.parse_day(day), rows=args.rows)
-    reference = steps.ensure_reference(root, date, plan, progress=print)
+    reference = steps.ensure_reference(listed_day(root, date), plan, progress=print)
     print(f"setup (2 synthetic days + reference training, not timed): {time.perf_counter() - t:.0f} s")
 
     stages = {}
@@ -53,10 +54,10 @@ def main() -> None:
     partition = steps.check_partition(root, date)
     stages["check partition"] = time.perf_counter() - t0
     t = time.perf_counter()
-    target = steps.ensure_target(root, date, spec, plan, partition.fingerprint, progress=print)
+    target = steps.ensure_target(partition, spec, plan, progress=print)
     stages["train target (lp-1st, eps 4)"] = time.perf_counter() - t
     t = time.perf_counter()
-    record = steps.score_target(root, date, target, reference, plan, progress=print)
+    record = steps.score_target(partition, target, reference, plan, progress=print)
     stages[f"Beam scoring + audit (R = {args.repetitions}, FnApiRunner)"] = time.perf_counter() - t
     t = time.perf_counter()
     row = steps.publish(root, date, spec, record, warehouse=None, run_kind="nightly").row

@@ -132,7 +132,7 @@ def setup(root: Path, rows: int) -> None:
     import pyarrow.parquet as pq
 
     from pipelines.data.dataset_spec import spec_from_dict
-    from pipelines.data.layout import model_dir, partition_dir
+    from pipelines.data.layout import model_dir, partition_listing
     from pipelines.data.schema import write_partition
     from pipelines.models.registration import register_model
 
@@ -140,7 +140,7 @@ def setup(root: Path, rows: int) -> None:
     files = root / "files"
     files.mkdir(parents=True, exist_ok=True)
     day = _log(DAY, rows)
-    if not partition_dir(root, DAY).is_dir():
+    if not partition_listing(root, DAY).exists:
         write_partition(root, DAY, day, dataset=spec)
     ids = day.column("impression_id")
     if not model_dir(root, "reference", PREVIOUS).is_dir():

@@ -67,7 +67,7 @@ def setup(root: Path, rows: int) -> None:
     from catboost import CatBoostClassifier
 
     from pipelines.data.dataset_spec import spec_from_dict
-    from pipelines.data.layout import model_dir, partition_dir
+    from pipelines.data.layout import model_dir, partition_listing
     from pipelines.data.schema import write_partition
     from pipelines.models.formats.registry import model_format
     from pipelines.models.registration import register_model
@@ -76,7 +76,7 @@ def setup(root: Path, rows: int) -> None:
     files = root / "files"
     files.mkdir(parents=True, exist_ok=True)
     for date, name, fmt, suffix in ((PREVIOUS, REFERENCE, "catboost", "cbm"), (DAY, TARGET, "onnx", "onnx")):
-        if not partition_dir(root, date).is_dir():
+        if not partition_listing(root, date).exists:
             write_partition(root, date, _day(date, rows), dataset=spec)
         if model_dir(root, name, date).is_dir():
             continue

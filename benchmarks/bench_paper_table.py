@@ -58,7 +58,8 @@ from auditing.config import BoundConfig, flat_settings  # noqa: E402
 from auditing.game.config import GameConfig  # noqa: E402
 from labeldp.names import parse_date  # noqa: E402
 from labeldp.progress import stderr_progress  # noqa: E402
-from pipelines.data.layout import file_fingerprint, model_dir, partition_dir  # noqa: E402
+from pipelines.data.day import listed_day  # noqa: E402
+from pipelines.data.layout import file_fingerprint, model_dir, partition_listing  # noqa: E402
 from pipelines.data.synth import write_synthetic_day  # noqa: E402
 from pipelines.models import registry  # noqa: E402
 from pipelines.models.handle import resolve_model  # noqa: E402
@@ -204,14 +205,14 @@ class Table:
 
     def ensure_days(self) -> None:
         for day in (self.day0, self.day1):
-            if not partition_dir(self.root, day).is_dir():
+            if not partition_listing(self.root, day).exists:
                 self.progress(f"generating {self.args.rows} synthetic rows for {day}")
                 write_synthetic_day(self.root, day, rows=self.args.rows)
 
     def day(self, date):
         if date not in self._days:
             self.progress(f"loading partition {date}")
-            self._days[date] = training.load_day(self.root, date)
+            self._days[date] = training.load_day(listed_day(self.root, date))
         return self._days[date]
 
     # ---------------------------------------------------------------------------------- training
@@ -298,7 +299,7 @@ class Table:
         stored = beam_request.stored_scoring(prepared)
         if stored is not None:
             self.progress(f"audit {name}: re-reading {prepared.output_dir}")
-            game, timings = stored[0], stored[1].get("timings", {})
+            game, timings = stored[0], stored[1].timings
         else:
             self.progress(f"audit {name} ({grid} grid, {rows} rows, R = {config_game.repetitions}): Beam FnApiRunner ...")
             outcome = beam_scoring.score_day(request, runner, progress=stderr_progress(f"score {name}"),

@@ -42,13 +42,14 @@ def child(root: str) -> None:
     import resource
     import time
 
-    from pipelines.data.dataset_spec import dataset_of
+    from pipelines.data.day import listed_day
     from pipelines.scoring import row_grouping
 
-    dataset = dataset_of(root, DAY)
+    day = listed_day(root, DAY)
+    dataset = day.dataset
     rels = row_grouping.relations(dataset)
     began = time.perf_counter()
-    ids, keys = row_grouping._day_keys(root, DAY, dataset, rels)
+    ids, keys = row_grouping._day_keys(day, dataset, rels)
     wall = time.perf_counter() - began
     digest = hashlib.sha256(ids.tobytes() + b"".join(k.tobytes() for k in keys)).hexdigest()[:16]
     print(json.dumps({"rows": int(ids.size), "relations": len(rels), "wall_s": wall, "digest": digest,
@@ -63,6 +64,7 @@ def night_setup(root: str, rows: int) -> None:
     from flows import steps
     from flows.plan import AuditPlan, RegisteredTarget
     from pipelines.data import schema, synth
+    from pipelines.data.day import listed_day
 
     if not (Path(root) / "partitions" / f"date={NIGHT_D0.isoformat()}").is_dir():
         synth.write_synthetic_day(root, NIGHT_D0, rows=rows)
@@ -77,7 +79,7 @@ def night_setup(root: str, rows: int) -> None:
         schema.write_partition(root, NIGHT_D1, pa.concat_tables(parts), source="bench_row_groups --night")
         del day, before, parts
     plan = AuditPlan(targets=(RegisteredTarget("unused"),), catboost_iterations=10)
-    steps.ensure_reference(Path(root), NIGHT_D1, plan, progress=print)
+    steps.ensure_reference(listed_day(root, NIGHT_D1), plan, progress=print)
 
 
 def night_child(root: str) -> None:
@@ -86,6 +88,7 @@ def night_child(root: str) -> None:
 
     began_imports = time.perf_counter()
     from benchmarks.process_memory import peak_rss_mib, reset_peak_rss
+    from pipelines.data.day import listed_day
     from pipelines.models.handle import resolve_model
     from pipelines.scoring import row_grouping
 
@@ -93,7 +96,7 @@ def night_child(root: str) -> None:
     lines = []
     reset_peak_rss()
     began = time.perf_counter()
-    result = row_grouping.night_exclusion(root, NIGHT_D1, reference, progress=lines.append)
+    result = row_grouping.night_exclusion(listed_day(root, NIGHT_D1), reference, progress=lines.append)
     wall = time.perf_counter() - began
     digest = hashlib.sha256(result.excluded.tobytes() + b"|" + result.with_inputs.tobytes()).hexdigest()[:16]
     print(json.dumps({"code": str(Path(row_grouping.__file__).resolve().parents[2]), "wall_s": wall,

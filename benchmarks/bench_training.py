@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from labeldp.names import parse_date  # noqa: E402
 from pipelines.data import splits  # noqa: E402
-from pipelines.data.layout import partition_dir  # noqa: E402
+from pipelines.data.day import listed_day  # noqa: E402
+from pipelines.data.layout import partition_listing  # noqa: E402
 from pipelines.data.synth import write_synthetic_day  # noqa: E402
 from pipelines.training import fitting  # noqa: E402
 from pipelines.training import train as training  # noqa: E402
@@ -62,11 +63,11 @@ def main() -> int:
     from catboost import CatBoostClassifier
 
     date = parse_date(args.date, "--date")
-    if not partition_dir(args.data_root, date).is_dir():
+    if not partition_listing(args.data_root, date).exists:
         print(f"generating {args.rows} rows for {date} under {args.data_root}", file=sys.stderr)
         write_synthetic_day(args.data_root, date, rows=args.rows)
     start = time.monotonic()
-    day = training.load_day(args.data_root, date)
+    day = training.load_day(listed_day(args.data_root, date))
     print(f"loaded {day.row_ids.size} rows in {time.monotonic() - start:.1f} s", file=sys.stderr)
     train, validation, test = (day.rows(code) for code in (splits.TRAIN, splits.VALIDATION, splits.TEST))
     x_train, y_train = day.features.iloc[train], day.labels[train]

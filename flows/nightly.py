@@ -105,38 +105,37 @@ def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) ->
 
 
 @task(name="ensure-reference", cache_policy=NO_CACHE)
-def ensure_reference(root: Path, date: dt.date, plan: AuditPlan) -> ModelHandle:
-    return steps.ensure_reference(root, date, plan, progress=_log)
+def ensure_reference(day: Day, plan: AuditPlan) -> ModelHandle:
+    return steps.ensure_reference(day, plan, progress=_log)
 
 
 @task(name="ensure-target", cache_policy=NO_CACHE)
-def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
-                  partition_fp: str, reference: ModelHandle) -> ModelHandle:
-    return steps.ensure_target(root, date, spec, plan, partition_fp, progress=_log, reference=reference)
+def ensure_target(day: Day, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
+                  reference: ModelHandle) -> ModelHandle:
+    return steps.ensure_target(day, spec, plan, progress=_log, reference=reference)
 
 
 @task(name="prepare-reference", cache_policy=NO_CACHE)
-def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
-                      name: str | None = None, day: Day | None = None):
-    return steps.prepare_reference(root, date, plan, raw, audited, progress=_log, name=name, day=day)
+def prepare_reference(day: Day, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
+                      name: str | None = None):
+    return steps.prepare_reference(day, plan, raw, audited, progress=_log, name=name)
 
 
 @task(name="ensure-control", cache_policy=NO_CACHE)
-def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
-                   reference: ModelHandle) -> ModelHandle:
-    return steps.ensure_control(root, date, spec, plan, partition_fp, reference, progress=_log)
+def ensure_control(day: Day, spec: ControlSpec, plan: AuditPlan, reference: ModelHandle) -> ModelHandle:
+    return steps.ensure_control(day, spec, plan, reference, progress=_log)
 
 
 @task(name="score-and-audit", cache_policy=NO_CACHE)
-def score_and_audit(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, model: ModelHandle, plan: AuditPlan,
+def score_and_audit(day: Day, spec: TargetSpec | ControlSpec, model: ModelHandle, plan: AuditPlan,
                     reference: ModelHandle, rows: steps.NightRows, expected_curve: bool = False,
-                    days: Days | None = None) -> dict:
-    return steps.score_target(root, date, model, reference, plan, progress=_log, expected_curve=expected_curve,
+                    days: Days | None = None) -> steps.Scored:
+    return steps.score_target(day, model, reference, plan, progress=_log, expected_curve=expected_curve,
                               rows=rows, capacity_check=not isinstance(spec, ControlSpec), days=days)
 
 
 @task(name="publish", **io_task)
-def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, warehouse: str | None,
+def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: steps.Scored, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
             control: ControlCheck | None = None, night=None,
             reference_check: ReferenceCheck | None = None, run_id: str | None = None,
@@ -249,27 +248,26 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             steps.send_failure_alert(root, "DATA_MISSING", spec.name, date, str(exc), webhook_url, _run_id())
             _emit("DATA_MISSING", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
         raise
-    raw_reference = ensure_reference(root, date, plan)
+    raw_reference = ensure_reference(partition, plan)
     days = Days(root, {date: partition})  # every day this run reads, each listed and hashed once
-    fingerprint = partition.fingerprint
     outcome, ready, skipped = Outcome(fail_on_violation=fail_on_violation), {}, []
     clock = StepClock(len(plan.targets), estimate=False)  # a model that exists takes no time, training minutes
     for spec in plan.targets:
         _check_stop()
         _log(f"{spec.name}: making sure the model is there ({clock.step()})")
         try:
-            ready[spec.name] = ensure_target(root, date, spec, plan, fingerprint, raw_reference)
+            ready[spec.name] = ensure_target(partition, spec, plan, raw_reference)
         except steps.TargetSkipped as exc:  # the plan says skip: a reason in the result, not a failure
             _log(f"{spec.name}: skipped ({exc})")
             skipped.append(SkippedTarget(spec.name, date, str(exc)))
         except Exception as exc:  # one target's failure must not hide the others' results
             _target_failed(root, date, spec, exc, outcome, webhook_url)
     _check_stop()
-    reference, check, rows = prepare_reference(root, date, plan, raw_reference, list(ready.values()), day=partition)
+    reference, check, rows = prepare_reference(partition, plan, raw_reference, list(ready.values()))
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
-    control_rows, night, stored, night_fp = run_controls(root, date, plan, fingerprint, warehouse, webhook_url,
-                                                         reference, check, rows, run_kind=run_kind,
-                                                         accept_unchecked=accept, run_id=run_id, days=days)
+    control_rows, night, stored, night_fp = run_controls(partition, plan, warehouse, webhook_url, reference, check,
+                                                         rows, run_kind=run_kind, accept_unchecked=accept,
+                                                         run_id=run_id, days=days)
     outcome.rows += control_rows
     shift = None
     scored = [spec for spec in plan.targets if spec.name in ready]
@@ -278,7 +276,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
         _check_stop()
         _log(f"{spec.name}: scoring and auditing ({clock.step()})")
         try:
-            record = score_and_audit(root, date, spec, ready[spec.name], plan, reference, rows, days=days)
+            record = score_and_audit(partition, spec, ready[spec.name], plan, reference, rows, days=days)
             _check_stop()
             claimed = steps.claimed_epsilon_of(spec, ready[spec.name])
             row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, night=night,
@@ -287,7 +285,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _target_failed(root, date, spec, exc, outcome, webhook_url)
             continue
         stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
-        shift = record["shift_diagnostic"]
+        shift = record.shift_diagnostic
         _emit_alerts(row)
         outcome.rows.append(row)
     outcome.collect_untrusted()
@@ -339,7 +337,7 @@ def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
     raise (GuardrailViolation if code == exit_codes.VIOLATION else AuditFailed)("\n".join(lines), outcome)
 
 
-def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, warehouse: str | None,
+def run_controls(day: Day, plan: AuditPlan, warehouse: str | None,
                  webhook_url: str | None, reference: ModelHandle, check: ReferenceCheck, rows: steps.NightRows,
                  specs: tuple[ControlSpec, ...] | None = None, run_kind: str = NIGHTLY,
                  accept_unchecked: bool = False, run_id: str | None = None,
@@ -352,14 +350,15 @@ def run_controls(root: Path, date: dt.date, plan: AuditPlan, partition_fp: str, 
     the night's fingerprint (`flows.steps.night_fingerprint`, part of every verdict's inputs).
     specs: the controls to run (default: the plan's); run_kind: the kind of the run publishing their rows;
     accept_unchecked: the plan or command accepts a reference no check row can check; run_id: the run's id;
-    days: the run's day handles (`pipelines.data.day.Days`)."""
+    day: the night's handle; days: the run's day handles (`pipelines.data.day.Days`)."""
+    root, date = day.root, day.date
     specs = plan.control_specs() if specs is None else specs
     records, checks, stored = {}, {}, []
     for spec in specs:
         _check_stop()
         try:
-            control = ensure_control(root, date, spec, plan, partition_fp, reference)
-            records[spec.name] = score_and_audit(root, date, spec, control, plan, reference, rows,
+            control = ensure_control(day, spec, plan, reference)
+            records[spec.name] = score_and_audit(day, spec, control, plan, reference, rows,
                                                  expected_curve=spec.control == POSITIVE, days=days)
             checks[spec.name] = steps.judge_control(spec, records[spec.name])
         except Exception as exc:  # a control that cannot run proves nothing: what it guards is void tonight
@@ -434,17 +433,17 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     partition = check_partition(root, day, plan)
     candidate = resolve_model(root, name, day)
     check_model_for_day(candidate.meta, plan.dataset, day, "candidate")
-    check_registration_matches_day(root, candidate.meta, day, partition.fingerprint, "candidate")
+    check_registration_matches_day(partition, candidate.meta, "candidate")
     spec = RegisteredTarget(name)  # judged against the claim given here (`publish`'s claimed_epsilon)
-    raw_reference = ensure_reference(root, day, plan)
+    raw_reference = ensure_reference(partition, plan)
     # A false VIOLATION costs most at the release gate: the candidate is audited against the reference
     # recalibrated on the day (the guardrail's own, held out from the candidate's rows: the nightly's models stay
     # as the night left them), and its VIOLATION is trusted only when the capacity check vouches for it.
-    reference, check, rows = prepare_reference(root, day, plan, raw_reference, [candidate],
-                                               plan.guardrail_reference_name(name), day=partition)
+    reference, check, rows = prepare_reference(partition, plan, raw_reference, [candidate],
+                                               plan.guardrail_reference_name(name))
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
     night = NightTrust(accept_unchecked=accept)
-    record = score_and_audit(root, day, spec, candidate, plan, reference, rows, days=Days(root, {day: partition}))
+    record = score_and_audit(partition, spec, candidate, plan, reference, rows, days=Days(root, {day: partition}))
     _check_stop()
     row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
                   night=night, reference_check=check, run_id=run_id,

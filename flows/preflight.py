@@ -35,7 +35,7 @@ from labeldp import hints
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name
 from pipelines.data.day import Day
-from pipelines.data.layout import model_dir, partition_dir
+from pipelines.data.layout import model_dir
 
 CONNECT_SECONDS = 2
 # What libpq says when the server answered and refused the login: fixed by the URL or the server's set-up, not by
@@ -52,10 +52,11 @@ def plan_for(plan_file: str | os.PathLike | None, models: list[str] | None = Non
     return plan
 
 
-def _footer(root: Path, day: dt.date):
+def _footer(day: Day):
+    """The schema of the day's first file (its footer): the columns a model's features must find."""
     from pipelines.data import schema
 
-    return schema.open_parquet(sorted(partition_dir(root, day).glob(schema.PART_GLOB))[0]).schema_arrow
+    return schema.open_parquet(day.files[0]).schema_arrow
 
 
 def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, footer):
@@ -77,14 +78,15 @@ def _reads_columns(model, footer) -> None:
         registry.check_features(model.meta, footer)
 
 
-def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set[dt.date]) -> None:
-    """The reference of ``day`` (the D-1 checkpoint): present and fitting, or trainable on D-1's partition
-    (checked once per day: ``checked_days``), or refused when missing and the plan says "fail"."""
-    ref_day = day - dt.timedelta(days=1)
+def check_reference(day: Day, plan: AuditPlan, checked_days: set[dt.date]) -> None:
+    """The reference of ``day`` (the D-1 checkpoint, under the day's data root): present and fitting, or trainable
+    on D-1's partition (checked once per day: ``checked_days``), or refused when missing and the plan says "fail"."""
+    root = day.root
+    ref_day = day.date - dt.timedelta(days=1)
     if model_dir(root, plan.reference_name, ref_day).is_dir():
-        _model(root, plan.reference_name, ref_day, plan, "reference", _footer(root, day))
+        _model(root, plan.reference_name, ref_day, plan, "reference", _footer(day))
     elif plan.on_missing_reference == "fail":
-        raise steps.missing_reference(root, day, plan)
+        raise steps.missing_reference(day, plan)
     elif ref_day not in checked_days:
         try:
             steps.check_partition(root, ref_day, plan)
@@ -94,22 +96,19 @@ def check_reference(root: Path, day: dt.date, plan: AuditPlan, checked_days: set
         checked_days.add(ref_day)
 
 
-def check_targets(root: Path, day: dt.date, plan: AuditPlan, partition: Day | None = None) -> None:
-    """The plan's targets of ``day`` that the night loads without training them (see the module docstring);
-    ``partition``: the day's handle (`steps.check_partition`; resolved when needed and not given), whose
-    fingerprint is computed only when a target needs it."""
+def check_targets(day: Day, plan: AuditPlan) -> None:
+    """The plan's targets of ``day`` (its handle, `steps.check_partition`, whose fingerprint is computed only when
+    a target needs it) that the night loads without training them (see the module docstring)."""
     from pipelines.scoring.beam_request import check_model_for_day
 
-    footer = _footer(root, day)
+    footer = _footer(day)
     for spec in plan.targets:
         try:
             if isinstance(spec, RegisteredTarget):
-                partition = partition or steps.check_partition(root, day, plan)
-                model = steps.ensure_registered(root, day, spec, plan, partition_fp=partition.fingerprint)
+                model = steps.ensure_registered(day, spec, plan)
             elif plan.on_missing_target != "train":  # never trains: refuses, skips, or reuses the model
-                partition = partition or steps.check_partition(root, day, plan)
-                model = steps.ensure_target(root, day, spec, plan, partition.fingerprint)
-                check_model_for_day(model.meta, plan.dataset, day, "target")
+                model = steps.ensure_target(day, spec, plan)
+                check_model_for_day(model.meta, plan.dataset, day.date, "target")
             else:
                 continue
             _reads_columns(model, footer)
@@ -117,26 +116,25 @@ def check_targets(root: Path, day: dt.date, plan: AuditPlan, partition: Day | No
             continue  # the plan skips it; the night records why
 
 
-def check_candidate(root: Path, name: str, day: dt.date, plan: AuditPlan) -> None:
-    """A guardrail's candidate: registered for ``day``, for the plan's dataset, on the day's partition as it is now,
-    reading the partition's columns."""
-    from pipelines.data import schema
+def check_candidate(day: Day, name: str, plan: AuditPlan) -> None:
+    """A guardrail's candidate: registered for ``day`` (its handle) under its data root, for the plan's dataset, on
+    the day's partition as it is now, reading the partition's columns."""
     from pipelines.models.registration import check_registration_matches_day
 
-    model = _model(root, check_name(name, "--model"), day, plan, "candidate", _footer(root, day))
-    check_registration_matches_day(root, model.meta, day, schema.partition_fingerprint(root, day), "candidate")
+    model = _model(day.root, check_name(name, "--model"), day.date, plan, "candidate", _footer(day))
+    check_registration_matches_day(day, model.meta, "candidate")
 
 
-def check_candidate_metadata(metadata, day: dt.date, plan: AuditPlan, root: Path) -> None:
+def check_candidate_metadata(metadata, day: Day, plan: AuditPlan) -> None:
     """A candidate file not registered yet (``guardrail --model-file --check-only``), by the metadata its
     registration would write (`ModelMetadata`): for the plan's dataset and ``day``, reading the partition's
     columns."""
     from pipelines.models import registry
     from pipelines.scoring.beam_request import check_model_for_day
 
-    check_model_for_day(metadata, plan.dataset, day, "candidate")
+    check_model_for_day(metadata, plan.dataset, day.date, "candidate")
     if metadata.feature_schema:
-        registry.check_features(metadata, _footer(root, day))
+        registry.check_features(metadata, _footer(day))
 
 
 def check_warehouse(root: Path, warehouse: str | None, create: bool = False) -> list[str]:
@@ -251,9 +249,9 @@ def check_run(root: Path, days: list[dt.date], plan: AuditPlan, warehouse: str |
     partitions = {day: steps.check_partition(root, day, plan) for day in days}
     checked.update(days)
     for day in days:
-        check_reference(root, day, plan, checked)
+        check_reference(partitions[day], plan, checked)
         if targets:
-            check_targets(root, day, plan, partitions[day])
+            check_targets(partitions[day], plan)
     return [*holdout_warnings(plan, min(p.rows for p in partitions.values())),
             *check_warehouse(root, warehouse, create_warehouse)]
 

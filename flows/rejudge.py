@@ -23,6 +23,7 @@ import datetime as dt
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditing.config import BoundConfig, flat_settings
 from auditing.game.config import GameConfig
@@ -35,6 +36,9 @@ from labeldp.codec import INF_AS_STRING, decode, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.progress import Progress, no_progress
+
+if TYPE_CHECKING:
+    from flows.steps import Scored
 
 NIGHTS = "nights"
 # The run kinds whose nights are stored (a guardrail audits one release candidate, not a night).
@@ -140,48 +144,48 @@ def read_night(root: Path, date: dt.date, run_kind: str | None = None) -> Stored
     return max(nights, key=lambda n: n.written_at)
 
 
-def night_model_of(root: Path, spec, record: dict | None, error: str | None = None,
+def night_model_of(root: Path, spec, scored: Scored | None, error: str | None = None,
                    claimed_epsilon: float | None = None) -> NightModel:
-    """The `NightModel` of a target or control spec and its scoring record (None with ``error`` when it could not
-    run)."""
+    """The `NightModel` of a target or control spec and its scoring (`flows.steps.Scored`; None with ``error`` when
+    it could not run)."""
     control = getattr(spec, "control", None)
     claimed = spec.claimed_epsilon if claimed_epsilon is None else claimed_epsilon
-    game_dir = None if record is None else str(Path(record["game_dir"]).relative_to(Path(root)))
+    game_dir = None if scored is None else str(Path(scored.game_dir).relative_to(Path(root)))
     return NightModel(name=spec.name, kind=CONTROL if control else TARGET, claimed_epsilon=float(claimed),
                       control=control, game_dir=game_dir, error=error,
-                      split_test=None if record is None else record.get("split_test"))
+                      split_test=None if scored is None else encode(scored.split_test))
 
 
-def _record(root: Path, model: NightModel, bound: BoundConfig, night: StoredNight) -> dict:
-    """The model's scoring record with its result at ``bound`` (the stored game judged again, and its stored slice
+def _record(root: Path, model: NightModel, bound: BoundConfig, night: StoredNight) -> Scored:
+    """The model's stored scoring with its result at ``bound`` (the stored game judged again, and its stored slice
     counts, if any, bounded again at ``bound`` and the night's slice budget)."""
     from auditing.audit import audit_counts
     from auditing.game.counts import GameCounts
     from auditing.slices import SliceCounts, bound_slices
-    from pipelines.scoring.beam_request import RESULT_FILE
+    from auditing.verdict.split_test import SplitTest
+    from flows.steps import Scored
+    from pipelines.scoring.beam_request import read_job_record
 
     directory = Path(root) / model.game_dir
     game = GameCounts.load(directory)
     if game.game != night.game:
         raise LabelDPInputError(f"{directory}: stored with other game settings than the night's")
-    try:
-        record = json.loads((directory / RESULT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise LabelDPInputError(f"{directory / RESULT_FILE}: cannot be read ({exc})") from None
+    job = read_job_record(directory)
     result = audit_counts(game, bound)
     slices = SliceCounts.load(directory)
     if slices is not None:
         result = dataclasses.replace(result, slices=bound_slices(slices, bound, night.slice_budget))
-    return {**record, "result": encode(result), "config": flat_settings(night.game, bound),
-            "reused": True, "game_dir": str(directory), "shift_diagnostic": night.shift_diagnostic,
-            "split_test": model.split_test}
+    return Scored(dataclasses.replace(job, result=encode(result), config=flat_settings(night.game, bound)),
+                  reused=True, game_dir=str(directory), shift_diagnostic=night.shift_diagnostic,
+                  split_test=decode(SplitTest | None, model.split_test or None, "split_test"))
 
 
 def sliced_targets(root: Path, night: StoredNight, models: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """(targets whose slices a re-judging carries: their slice counts are stored; targets whose night bounded slices
     that cannot be carried: their game was stored before slice counts were kept), among ``models`` (all: empty)."""
+    from auditing.result import AuditResult
     from auditing.slices import SLICES_INDEX
-    from pipelines.scoring.beam_request import RESULT_FILE
+    from pipelines.scoring.beam_request import read_job_record
 
     carried, lost = [], []
     for model in night.targets:
@@ -192,10 +196,10 @@ def sliced_targets(root: Path, night: StoredNight, models: tuple[str, ...] = ())
             carried.append(model.name)
             continue
         try:
-            stored = json.loads((directory / RESULT_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            stored = decode(AuditResult, read_job_record(directory).result, "result")
+        except LabelDPInputError:
             continue
-        if stored.get("result", {}).get("slices"):
+        if stored.slices:
             lost.append(model.name)
     return carried, lost
 

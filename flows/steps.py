@@ -38,6 +38,7 @@ from pipelines.data.layout import model_dir
 if TYPE_CHECKING:
     from pipelines.data.day import Day, Days
     from pipelines.models.handle import ModelHandle
+    from pipelines.scoring.beam_request import JobRecord
 
 
 class DataMissingError(LabelDPInputError):
@@ -75,47 +76,47 @@ def _settings(plan: AuditPlan):
     return settings_from(iterations=plan.catboost_iterations)
 
 
-def missing_reference(root: Path, date: dt.date, plan: AuditPlan) -> LabelDPInputError:
-    """The reference of day ``date`` (the D-1 checkpoint) is missing and the plan's ``on_missing_reference``
+def missing_reference(day: Day, plan: AuditPlan) -> LabelDPInputError:
+    """The reference of ``day`` (the D-1 checkpoint) is missing and the plan's ``on_missing_reference``
     is "fail": what to do depends on where the plan's models come from (`text.missing_reference`)."""
     from auditing.sinks.report import text
 
-    ref_day = date - dt.timedelta(days=1)
+    ref_day = day.date - dt.timedelta(days=1)
     registered = any(isinstance(spec, RegisteredTarget) for spec in plan.targets)
-    return LabelDPInputError(text.missing_reference(model_dir(root, plan.reference_name, ref_day), plan.reference_name,
-                                                    ref_day, registered))
+    return LabelDPInputError(text.missing_reference(model_dir(day.root, plan.reference_name, ref_day),
+                                                    plan.reference_name, ref_day, registered))
 
 
-def ensure_reference(root: Path, date: dt.date, plan: AuditPlan, progress: Progress = no_progress) -> ModelHandle:
-    """The reference M' of day D (the D-1 checkpoint), trained non-privately when missing if the plan says so;
-    resolved."""
+def ensure_reference(day: Day, plan: AuditPlan, progress: Progress = no_progress) -> ModelHandle:
+    """The reference M' of ``day`` (the D-1 checkpoint, registered under the day's data root), trained
+    non-privately when missing if the plan says so; resolved."""
     from pipelines.training.train import ensure_reference as ensure
 
-    if plan.on_missing_reference == "fail" and not model_dir(root, plan.reference_name,
-                                                             date - dt.timedelta(days=1)).is_dir():
-        raise missing_reference(root, date, plan)
+    if plan.on_missing_reference == "fail" and not model_dir(day.root, plan.reference_name,
+                                                             day.date - dt.timedelta(days=1)).is_dir():
+        raise missing_reference(day, plan)
 
-    _, reference = ensure(root, date, plan.reference_name, plan.on_missing_reference, plan.seed, _settings(plan),
-                          progress)
+    _, reference = ensure(day, plan.reference_name, plan.on_missing_reference, plan.seed, _settings(plan), progress)
     return reference
 
 
-def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, plan: AuditPlan,
-                  partition_fp: str, progress: Progress = no_progress,
+def ensure_target(day: Day, spec: TargetSpec | RegisteredTarget, plan: AuditPlan, progress: Progress = no_progress,
                   reference: ModelHandle | None = None) -> ModelHandle:
-    """The target model of day D, resolved: a registered one as registered (`ensure_registered`); a trained one
-    reused when made exactly as the plan says on the same partition, else (re)trained (or refused / skipped, as
-    ``on_missing_target`` says). reference: the night's D-1 reference, resolved (`ensure_reference`), which
-    training reads as its prior instead of resolving it again."""
+    """The target model of ``day``, resolved: a registered one as registered (`ensure_registered`); a trained one
+    reused when made exactly as the plan says on the same partition (the day's fingerprint), else (re)trained (or
+    refused / skipped, as ``on_missing_target`` says). reference: the night's D-1 reference, resolved
+    (`ensure_reference`), which training reads as its prior instead of resolving it again."""
     from pipelines.models.handle import resolve_model
     from pipelines.training.train import reuse_mismatch, train_and_register
 
     if isinstance(spec, RegisteredTarget):
-        return ensure_registered(root, date, spec, plan, progress, partition_fp)
+        return ensure_registered(day, spec, plan, progress)
+    root, date = day.root, day.date
     if model_dir(root, spec.name, date).is_dir():
         model = resolve_model(root, spec.name, date)
         differs = reuse_mismatch(model.meta, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
-                                 partition_fingerprint=partition_fp, settings=_settings(plan), dataset=plan.dataset)
+                                 partition_fingerprint=day.fingerprint, settings=_settings(plan),
+                                 dataset=plan.dataset)
         if differs is None:
             progress(f"{spec.name}: reusing the registered model (made exactly as the plan says, on the same "
                      f"partition)")
@@ -127,10 +128,9 @@ def ensure_target(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget
     elif plan.on_missing_target != "train":
         raise _missing(plan, f"target model {spec.name} for {date} is missing at {model_dir(root, spec.name, date)}")
     progress(f"{spec.name}: training {spec.mechanism} at eps={spec.epsilon:g}")
-    train_and_register(root, date, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
+    train_and_register(day, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
                        settings=_settings(plan), reference_name=plan.reference_name,
-                       on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference,
-                       partition_fingerprint=partition_fp)
+                       on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference)
     return resolve_model(root, spec.name, date)
 
 
@@ -138,24 +138,24 @@ def _missing(plan: AuditPlan, message: str) -> LabelDPInputError:
     return TargetSkipped(message) if plan.on_missing_target == "skip" else LabelDPInputError(message)
 
 
-def ensure_registered(root: Path, date: dt.date, spec: RegisteredTarget, plan: AuditPlan,
-                      progress: Progress = no_progress, partition_fp: str | None = None) -> ModelHandle:
+def ensure_registered(day: Day, spec: RegisteredTarget, plan: AuditPlan,
+                      progress: Progress = no_progress) -> ModelHandle:
     """A registered target, resolved and checked against the plan (dataset, the day's rows, the claim) before any
     work; a missing model fails or is skipped (``on_missing_target``), never trained. A model registered on another
-    partition of the day than today's (``partition_fp``, computed when not given) is refused, naming what changed
+    partition of the day than today's (the day's fingerprint) is refused, naming what changed
     (`pipelines.models.registration.check_registration_matches_day`): its keys are never intersected silently."""
-    from pipelines.data import schema
     from pipelines.models.handle import resolve_model
     from pipelines.models.registration import check_registration_matches_day
     from pipelines.scoring.beam_request import check_model_for_day
 
+    root, date = day.root, day.date
     directory = model_dir(root, spec.name, date)
     if not directory.is_dir():
         raise _missing(plan, f"registered target {spec.name} has no model for {date.isoformat()} at {directory}; "
                              f"register it with {hints.REGISTER_MODEL.line(name=spec.name, date=date.isoformat())}")
     model = resolve_model(root, spec.name, date)
     check_model_for_day(model.meta, plan.dataset, date, "target")
-    check_registration_matches_day(root, model.meta, date, partition_fp or schema.partition_fingerprint(root, date))
+    check_registration_matches_day(day, model.meta)
     registered = model.claimed_epsilon
     if spec.claimed_epsilon is not None and spec.claimed_epsilon != registered:
         raise LabelDPInputError(f"target {spec.name}@{date}: the plan claims eps {spec.claimed_epsilon:g} but the "
@@ -171,29 +171,31 @@ def claimed_epsilon_of(spec: TargetSpec | RegisteredTarget, model: ModelHandle) 
     return model.claimed_epsilon if spec.claimed_epsilon is None else float(spec.claimed_epsilon)
 
 
-def score_target(root: Path, date: dt.date, model: ModelHandle, reference: ModelHandle, plan: AuditPlan,
+def score_target(day: Day, model: ModelHandle, reference: ModelHandle, plan: AuditPlan,
                  progress: Progress = no_progress, expected_curve: bool = False, rows: NightRows | None = None,
-                 capacity_check: bool = True, days: Days | None = None) -> dict:
+                 capacity_check: bool = True, days: Days | None = None) -> Scored:
     """Runs the Beam scoring job, or reuses the game it stored under the same key (the same game settings,
-    model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its record with the
-    audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method, delta,
-    confidence or strategy re-judges the stored counts, never re-scores).
+    model, reference, partition and rows: `pipelines.scoring.beam_request.scoring_key`), and returns its `Scored`
+    record with the audit at the plan's bound settings (`auditing.audit.audit_counts`: a change of kappa, method,
+    delta, confidence or strategy re-judges the stored counts, never re-scores).
     model: the audited model and reference: the night's reference (`prepare_reference`), both resolved.
     expected_curve: also the game's expected correct guesses (the positive control's floor needs them).
     rows: the night's `NightRows` (check rows and grouped rows); capacity_check: play the capacity check on the
-    check rows (a control does not need it). days: the run's day handles (`pipelines.data.day.Days`: each day
-    listed and hashed once a run); None: listed and hashed by this call's steps."""
+    check rows (a control does not need it). day: the audited day's handle; days: the run's day handles
+    (`pipelines.data.day.Days`: each day listed and hashed once a run, the reference's own day for the shift
+    diagnostic); None: listed and hashed by this call's steps."""
     from pipelines.scoring import beam_request
 
+    date = day.date
     name = model.name
     rows = rows or NightRows()
     request = beam_request.ScoringRequest(
-        data_root=str(root), date=date, model=name, game=plan.game, bound=plan.bound, reference=reference.name,
+        data_root=str(day.root), date=date, model=name, game=plan.game, bound=plan.bound, reference=reference.name,
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
         slices=plan.slicings if capacity_check else (), slice_budget=plan.slice_budget,  # a control is not sliced
-        partition=None if days is None else days[date],
+        partition=day,
     )
     began = dt.datetime.now(dt.UTC).isoformat()
     prepared = beam_request.prepare_scoring(request, plan.beam_args)
@@ -202,8 +204,8 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         progress(f"{name}: reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at this plan's bound settings")
         # judged now: the verdict's times are this run's (the stored job's stay in its result.json)
-        record = {**beam_request.reused_record(stored, request, prepared.output_dir), "started_at": began,
-                  "finished_at": dt.datetime.now(dt.UTC).isoformat()}
+        job = replace(beam_request.reused_record(stored, request, prepared.output_dir), started_at=began,
+                      finished_at=dt.datetime.now(dt.UTC).isoformat())
     else:
         from pipelines.scoring import beam_scoring
 
@@ -212,20 +214,18 @@ def score_target(root: Path, date: dt.date, model: ModelHandle, reference: Model
         outcome = beam_scoring.score_day(request, list(plan.beam_args), progress=progress,
                                          worker_progress=beam_request.in_process(plan.beam_args) and live(),
                                          prepared=prepared)
-        record = {**outcome.record, "reused": False}
+        job = outcome.job
     # The models' identities as resolved now (the same fingerprints as the stored game's: they are in its key); a
     # game stored by an older version lacks the training rows' and the corrected reference's fingerprints.
-    record["lineage"] = {**record.get("lineage", {}), "model": prepared.lineage["model"],
-                         "reference": prepared.lineage["reference"]}
-    record["game_dir"] = str(prepared.output_dir)
-    record["shift_diagnostic"] = shift_diagnostic(root, date, reference, progress, days)
-    split = rows.split_tests.get(name) if capacity_check else None
-    record["split_test"] = encode(split)
-    return record
+    job = replace(job, lineage=replace(job.lineage, model=prepared.lineage.model,
+                                       reference=prepared.lineage.reference))
+    return Scored(job, reused=stored is not None, game_dir=str(prepared.output_dir),
+                  shift_diagnostic=shift_diagnostic(day, reference, progress, days),
+                  split_test=rows.split_tests.get(name) if capacity_check else None)
 
 
-def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
-                     progress: Progress = no_progress, days: Days | None = None) -> ShiftDiagnostic:
+def shift_diagnostic(day: Day, reference: ModelHandle, progress: Progress = no_progress,
+                     days: Days | None = None) -> ShiftDiagnostic:
     """The reference's fit on D vs D-1 and the features' day-over-day shift (pipelines.reference.shift_diagnostics; a
     diagnostic, not a proof). Computed once per night and reference; a failure is recorded, never fatal."""
     from flows.terminal import stop_of
@@ -233,7 +233,7 @@ def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
     from pipelines.reference.shift_diagnostics import shift_diagnostic as compute
 
     try:
-        return compute(root, date, reference, days)
+        return compute(day, reference, days)
     except Exception as exc:  # a diagnostic must not block the verdict (but a stop stops the run)
         if stop_of(exc) is not None:
             raise
@@ -242,64 +242,34 @@ def shift_diagnostic(root: Path, date: dt.date, reference: ModelHandle,
 
 
 @dataclass(frozen=True)
-class JobLineage:
-    """What a scoring job's record (its ``result.json``, `pipelines.scoring.beam_scoring`) says of where a verdict's
-    numbers come from, read once by `publish`: the model, the reference, the partition, the code and the runner, and
-    the job's times. ``model_id``: the record's own name for the model, when it has one (else the spec's)."""
+class Scored:
+    """A model scored for a night (`score_target`), or a stored game judged again (`flows.rejudge`): the job's record
+    (`pipelines.scoring.beam_request.JobRecord`, its result at the bound settings judged now), whether the game was
+    reused, where it is stored, the night's shift diagnostic and the model's split test (None: a model of the
+    built-in split, or a control)."""
 
-    model_id: str | None = None
-    model_uri: str | None = None
-    model_fingerprint: str | None = None
-    reference_model: str | None = None  # name@date
-    partition_fingerprint: str | None = None
-    code_version: str | None = None  # version+commit[-dirty]
-    runner: str | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    timings: dict | None = None
-    training_rows_fingerprint: str | None = None
-    reference_fingerprint: str | None = None  # the D-1 checkpoint's (before its correction)
-    correction_fingerprint: str | None = None  # the corrected reference's; None: not corrected
-    scoring_key: str | None = None
-
-    @classmethod
-    def from_dict(cls, record: Mapping) -> JobLineage:
-        """The lineage of a job's record (JSON); what it lacks reads None. LabelDPInputError naming a part of the
-        lineage that is not an object."""
-
-        def part(data: Mapping, key: str, name: str) -> Mapping:
-            value = data.get(key, {})
-            if not isinstance(value, Mapping):
-                raise LabelDPInputError(f"{name} must be a JSON object; got {value!r}")
-            return value
-
-        lineage = part(record, "lineage", "lineage")
-        model, reference = part(lineage, "model", "lineage.model"), part(lineage, "reference", "lineage.reference")
-        code = part(lineage, "code_version", "lineage.code_version")
-        corrected = reference.get("source_fingerprint")  # a recalibrated reference names the checkpoint it corrects
-        return cls(
-            training_rows_fingerprint=model.get("training_rows_fingerprint"),
-            reference_fingerprint=corrected or reference.get("fingerprint"),
-            correction_fingerprint=reference.get("fingerprint") if corrected else None,
-            scoring_key=record.get("scoring_key"),
-            model_id=record.get("model_id"), model_uri=model.get("uri"), model_fingerprint=model.get("fingerprint"),
-            reference_model=f"{reference.get('name')}@{reference.get('date')}" if reference else None,
-            partition_fingerprint=part(lineage, "partition", "lineage.partition").get("fingerprint"),
-            code_version=(f"{code.get('version')}+{(code.get('git_commit') or 'unknown')[:12]}"
-                          + ("-dirty" if code.get("git_dirty") else "")),
-            runner=part(lineage, "runner", "lineage.runner").get("runner"), started_at=record.get("started_at"),
-            finished_at=record.get("finished_at"), timings=record.get("timings"))
+    job: JobRecord
+    reused: bool
+    game_dir: str
+    shift_diagnostic: ShiftDiagnostic | None = None
+    split_test: SplitTest | None = None
 
     def warehouse_lineage(self, flow_run_id: str | None, durations: dict | None, run_id: str | None = None) -> dict:
         """The row's lineage fields (`auditing.sinks.warehouse.LINEAGE_FIELDS`): every input's fingerprint, the run;
-        durations: the run's, else the job's timings."""
-        return {"model_uri": self.model_uri, "model_fingerprint": self.model_fingerprint,
-                "reference_model": self.reference_model, "partition_fingerprint": self.partition_fingerprint,
-                "code_version": self.code_version, "flow_run_id": flow_run_id, "started_at": self.started_at,
-                "finished_at": self.finished_at, "durations": durations or self.timings, "run_id": run_id,
-                "training_rows_fingerprint": self.training_rows_fingerprint,
-                "reference_fingerprint": self.reference_fingerprint,
-                "correction_fingerprint": self.correction_fingerprint, "scoring_key": self.scoring_key}
+        durations: the run's, else the job's timings. A recalibrated reference names the checkpoint it corrects:
+        both fingerprints are recorded."""
+        job, lineage = self.job, self.job.lineage
+        model, reference = lineage.model, lineage.reference
+        corrected = None if reference is None else reference.source_fingerprint
+        return {"model_uri": model and model.uri, "model_fingerprint": model and model.fingerprint,
+                "reference_model": reference and reference.id,
+                "partition_fingerprint": lineage.partition and lineage.partition.fingerprint,
+                "code_version": lineage.code_version.label(), "flow_run_id": flow_run_id,
+                "started_at": job.started_at, "finished_at": job.finished_at, "durations": durations or job.timings,
+                "run_id": run_id, "training_rows_fingerprint": model and model.training_rows_fingerprint,
+                "reference_fingerprint": corrected or (reference and reference.fingerprint),
+                "correction_fingerprint": reference.fingerprint if corrected else None,
+                "scoring_key": job.scoring_key}
 
 
 @dataclass(frozen=True)
@@ -320,8 +290,8 @@ class NightRows:
                 "excluded": None if self.excluded is None else self.excluded.describe()}
 
 
-def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
-                      progress: Progress = no_progress, name: str | None = None, day: Day | None = None,
+def prepare_reference(day: Day, plan: AuditPlan, raw: ModelHandle, audited: list[ModelHandle],
+                      progress: Progress = no_progress, name: str | None = None,
                       ) -> tuple[ModelHandle, ReferenceCheck, NightRows]:
     """The reference the night's audits use, and the night's reference check (the warehouse's
     ``reference_check``): with ``audit.reference_calibration`` "boost", the D-1 reference recalibrated on a keyed
@@ -333,7 +303,7 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
     Also the night's `NightRows`: the capacity check's rows (every held-out row) and the rows left out for sharing a
     group (the day's and the reference's training rows, `pipelines.scoring.row_grouping`); the correction's rows
     leave every game played against the corrected reference (`pipelines.reference.recalibration.correction_exclusion`).
-    day: the day's handle (`check_partition`), whose fingerprint keys the recalibration; None: hashed again."""
+    day: the day's handle (`check_partition`), whose fingerprint keys the recalibration."""
     from pipelines.reference.recalibration import (
         CheckRowSelection,
         RecalibrationSettings,
@@ -350,17 +320,16 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
         heldout = check_heldout(audited, plan.game.audit_rows)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
-        excluded = night_exclusion(root, date, raw, progress=progress)
+        excluded = night_exclusion(day, raw, progress=progress)
         return raw, check.skipped(exc.reason), NightRows(None, excluded)
     reference = raw
     if calibration != "none":
         name = name or plan.calibrated_reference_name
         settings = RecalibrationSettings(catboost=_settings(plan))
         try:
-            recalibrated_model = recalibrate_reference(root, date, name, raw, targets=audited,
-                                             audit_rows=plan.game.audit_rows, settings=settings,
-                                             seed=plan.seed, progress=progress,
-                                             partition_fingerprint=None if day is None else day.fingerprint)
+            recalibrated_model = recalibrate_reference(day, name, raw, targets=audited,
+                                                       audit_rows=plan.game.audit_rows, settings=settings,
+                                                       seed=plan.seed, progress=progress)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
             progress(f"reference not recalibrated: {exc.reason}")
             check = replace(check, note=f"reference not recalibrated: {exc.reason}")
@@ -369,20 +338,19 @@ def prepare_reference(root: Path, date: dt.date, plan: AuditPlan, raw: ModelHand
                 recalibrated_model.meta.recalibration))
             reference = recalibrated_model
     check_rows = CheckRowSelection(heldout)
-    rows = NightRows(check_rows, night_exclusion(root, date, raw, diagnostic_reference=reference, progress=progress),
-                     _split_tests(root, date, plan, heldout, check_rows, reference, progress))
+    rows = NightRows(check_rows, night_exclusion(day, raw, diagnostic_reference=reference, progress=progress),
+                     _split_tests(day, heldout, check_rows, reference, progress))
     return reference, check, rows
 
 
-def _split_tests(root: Path, date: dt.date, plan: AuditPlan, heldout, check_rows, reference: ModelHandle,
-                 progress: Progress) -> dict[str, SplitTest]:
+def _split_tests(day: Day, heldout, check_rows, reference: ModelHandle, progress: Progress) -> dict[str, SplitTest]:
     """The split test of every audited model whose training rows a team supplied as keys (`heldout.excluded`)
     against the night's check rows: a split that is not random cannot vouch (docs/soundness.md section 8.7)."""
     from pipelines.reference.split_inputs import split_test_of_day
 
     out = {}
     for selection in heldout.excluded:
-        test = split_test_of_day(root, date, plan.dataset, selection, check_rows, reference)
+        test = split_test_of_day(day, selection, check_rows, reference)
         progress(f"{selection.model}: its training keys' split against the check rows: "
                  + (f"refused ({test.worst.column}, p = {test.worst.p_value:.2g})" if test.refused
                     else f"passed ({len(test.tests)} tests at {test.level:g})"))
@@ -390,29 +358,29 @@ def _split_tests(root: Path, date: dt.date, plan: AuditPlan, heldout, check_rows
     return out
 
 
-def ensure_control(root: Path, date: dt.date, spec: ControlSpec, plan: AuditPlan, partition_fp: str,
-                   reference: ModelHandle, progress: Progress = no_progress) -> ModelHandle:
-    """The control's registry entry for day D (pipelines.reference.controls), written when missing or different;
+def ensure_control(day: Day, spec: ControlSpec, plan: AuditPlan, reference: ModelHandle,
+                   progress: Progress = no_progress) -> ModelHandle:
+    """The control's registry entry for ``day`` (pipelines.reference.controls), written when missing or different;
     resolved. reference: the night's reference (the negative control copies it)."""
     from pipelines.reference import controls
 
     if spec.control == POSITIVE:
         progress(f"{spec.name}: positive control, randomized response at eps_c = {spec.claimed_epsilon:g}")
-        return controls.ensure_positive_control(root, date, spec.name, spec.claimed_epsilon, plan.seed, partition_fp)
+        return controls.ensure_positive_control(day, spec.name, spec.claimed_epsilon, plan.seed)
     progress(f"{spec.name}: negative control, a copy of {reference.id}")
-    return controls.ensure_negative_control(root, date, spec.name, reference, partition_fp)
+    return controls.ensure_negative_control(day, spec.name, reference)
 
 
-def judge_control(spec: ControlSpec, record: dict) -> ControlCheck:
-    """`auditing.verdict.controls.check_control` of a control's scoring record."""
+def judge_control(spec: ControlSpec, scored: Scored) -> ControlCheck:
+    """`auditing.verdict.controls.check_control` of a control's scoring."""
     from auditing.result import AuditResult
     from auditing.verdict.controls import check_control
 
-    result = decode(AuditResult, record["result"], "result")
+    result = decode(AuditResult, scored.job.result, "result")
     return check_control(spec.control, result, spec.claimed_epsilon if spec.control == POSITIVE else None)
 
 
-def night_fingerprint(specs, records: Mapping[str, Mapping], accept_unchecked: bool) -> str:
+def night_fingerprint(specs, records: Mapping[str, Scored], accept_unchecked: bool) -> str:
     """'sha256:<hex>' of what a night's trust is judged from beyond each verdict's own game: each control of
     ``specs`` (name, kind, claim, and its model's fingerprint from its scoring record in ``records``, None when it
     could not run) and whether an unchecked reference is accepted. Equal inputs, equal fingerprint: a run on the
@@ -420,9 +388,13 @@ def night_fingerprint(specs, records: Mapping[str, Mapping], accept_unchecked: b
     import hashlib
     import json
 
+    def model(name: str) -> str | None:
+        scored = records.get(name)
+        lineage = None if scored is None else scored.job.lineage.model
+        return None if lineage is None else lineage.fingerprint
+
     controls = [{"name": spec.name, "control": spec.control, "claimed_epsilon": repr(float(spec.claimed_epsilon)),
-                 "model": ((records.get(spec.name) or {}).get("lineage") or {}).get("model", {}).get("fingerprint")}
-                for spec in specs]
+                 "model": model(spec.name)} for spec in specs]
     payload = json.dumps({"controls": controls, "accept_unchecked": bool(accept_unchecked)}, sort_keys=True)
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
@@ -436,7 +408,7 @@ def night_trust(date: dt.date, checks: dict[str, ControlCheck | str], specs, acc
                    accept_unchecked=accept_unchecked)
 
 
-def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: dict, *, warehouse: str | None,
+def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, scored: Scored, *, warehouse: str | None,
             run_kind: str, webhook_url: str | None = None, flow_run_id: str | None = None,
             durations: dict | None = None, claimed_epsilon: float | None = None, progress: Progress = no_progress,
             control: ControlCheck | None = None, night=None,
@@ -479,17 +451,16 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     from auditing.sinks.warehouse.base import WarehouseUnavailable
     from auditing.verdict.judge import judge
 
-    result = decode(AuditResult, record["result"], "result")  # read once, here
-    lineage = JobLineage.from_dict(record)
+    result = decode(AuditResult, scored.job.result, "result")  # read once, here
     claimed = spec.claimed_epsilon if claimed_epsilon is None else float(claimed_epsilon)
-    model_id = lineage.model_id or spec.name
-    lineage_row = {**lineage.warehouse_lineage(flow_run_id, durations, run_id), "night_fingerprint": night_fingerprint}
+    model_id = spec.name
+    lineage_row = {**scored.warehouse_lineage(flow_run_id, durations, run_id), "night_fingerprint": night_fingerprint}
     kind = "control" if control is not None else "target"
     # the family's tests with tonight in them come first: the decision reads the family's confirmation
     family, family_night = _family(root, warehouse, model_id, date, result, claimed, kind, run_kind, night)
     verdict = judge(result, claimed, kind=kind, control=control, night=night,
-                    shift_diagnostic=record["shift_diagnostic"], reference_check=reference_check, family=family,
-                    split=decode(SplitTest | None, record.get("split_test") or None, "split_test"))
+                    shift_diagnostic=scored.shift_diagnostic, reference_check=reference_check, family=family,
+                    split=scored.split_test)
     row, curve = audit_record(verdict, model_id=model_id, partition_date=date, run_kind=run_kind, lineage=lineage_row,
                               family=family_night)
     faults.point("publish.before-warehouse")  # inert unless a crash test asks (labeldp.faults)
@@ -510,14 +481,14 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: d
     report_path = run_report_path(root, row.key)
     if outcome != RECORDED or not report_path.is_file():
         page_lineage = {"model_id": model_id, "partition_date": date.isoformat(), **lineage_row,
-                        "runner": lineage.runner}
+                        "runner": scored.job.lineage.runner.runner}
         write_report(render_run_report(verdict, page_lineage, trend, family=family), report_path)
 
     listed = ListedVerdict(
         row, report=str(report_path), verdict=verdict, warehouse=outcome,
         spool_path=(str(spool_path(default_spool_dir(root), row.key, destination(warehouse, root), row.run_id))
                     if outcome == SPOOLED else None),
-        reused_scoring=bool(record["reused"]), control_message=None if control is None else control.message,
+        reused_scoring=scored.reused, control_message=None if control is None else control.message,
         reference_check=reference_check,
         family_nights=None if family_night is None else family.nights.index(family_night) + 1)
     alerted = alert_kind(row)  # None for a control (it alerts CONTROL_FAILED) and for a verdict that sends none

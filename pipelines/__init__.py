@@ -3,10 +3,10 @@ scoring job that turns a day's rows into the audit's sweep counts. A day of synt
 with randomized response at eps 1, and its audit::
 
     import datetime as dt
-    from pipelines import ScoringRequest, generate_day, score_day, train_and_register, write_partition
+    from pipelines import ScoringRequest, generate_day, listed_day, score_day, train_and_register, write_partition
     for day in (dt.date(2024, 1, 1), dt.date(2024, 1, 2)):  # day D-1 trains the reference M'
         write_partition("data", day, generate_day(day, rows=20_000).table)
-    train_and_register("data", dt.date(2024, 1, 2), "rr", 1.0)  # registered as rr-eps1
+    train_and_register(listed_day("data", dt.date(2024, 1, 2)), "rr", 1.0)  # registered as rr-eps1
     print(score_day(ScoringRequest("data", dt.date(2024, 1, 2), "rr-eps1")).record["result"]["epsilon_lower_bound"])
 
 Another team's log and model: describe the log in a dataset spec (`load_spec`), ingest it
@@ -48,6 +48,7 @@ def silence_false_beam_warnings() -> None:
 _EXPORTS = {
     "read_partition": "pipelines.data.schema", "write_partition": "pipelines.data.schema", "validate_table": "pipelines.data.schema",
     "partition_fingerprint": "pipelines.data.schema", "generate_day": "pipelines.data.synth",
+    "Day": "pipelines.data.day", "listed_day": "pipelines.data.day", "resolve_day": "pipelines.data.day",
     "ingest_criteo": "pipelines.data.criteo_ingest", "load_day": "pipelines.training.train", "train_model": "pipelines.training.train",
     "train_and_register": "pipelines.training.train", "CatBoostSettings": "pipelines.training.fitting",
     "Mechanism": "pipelines.training.mechanisms", "MechanismOptions": "pipelines.training.mechanisms",

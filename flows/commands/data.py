@@ -479,14 +479,15 @@ def _validate(args: argparse.Namespace) -> int:
     from labeldp.names import parse_date, resolve_data_root
     from pipelines.data import schema
     from pipelines.data.dataset_spec import dataset_of, load_spec
-    from pipelines.data.layout import partition_dir
+    from pipelines.data.layout import partition_listing
 
     date = parse_date(args.date, "--date")
     root = resolve_data_root(args.data_root)
     began = time.perf_counter()
-    directory = partition_dir(root, date)
+    listing = partition_listing(root, date)
+    directory = listing.directory
     spec = dataset_of(root, date)
-    if args.dataset is not None and directory.is_dir():
+    if args.dataset is not None and listing.exists:
         given = load_spec(args.dataset)
         if given.fingerprint() != spec.fingerprint():
             raise LabelDPInputError(f"partition {directory} was written for dataset {spec.name!r} "

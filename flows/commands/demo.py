@@ -38,7 +38,7 @@ def run(args) -> int:
 
     from labeldp.errors import LabelDPInputError
     from labeldp.names import parse_date, resolve_data_root
-    from pipelines.data.layout import partition_dir
+    from pipelines.data.layout import partition_listing
 
     if args.rows < 10_000:
         raise LabelDPInputError(f"--rows must be >= 10000 for a meaningful audit; got {args.rows}")
@@ -54,7 +54,7 @@ def run(args) -> int:
     from pipelines.data.synth import write_synthetic_day
 
     for day in (d0, d1):
-        if partition_dir(root, day).is_dir():
+        if partition_listing(root, day).exists:
             say(f"[demo] partition {day} present")
             continue
         say(f"[demo] synthesizing {args.rows} rows for {day}")

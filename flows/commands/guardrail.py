@@ -61,16 +61,16 @@ def register(subparsers) -> None:
     p.set_defaults(func=run, writes_data_root=True)
 
 
-def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:
+def _register_candidate(args, partition, plan, check_only: bool = False) -> str:
     """Registers --model-file after the other inputs passed (bad input fails here, in a second, with exit 2), once
     per identity (`candidate_name`: the file and its training rows). A candidate registered before is used as it is
     (its registered claim kept: the guardrail judges --claimed-epsilon); one registered on a partition of the day
     that was replaced since is registered again on the day's rows. ``check_only``: checks it as a registration
-    would, and as the run would check the registered candidate, registering nothing."""
+    would, and as the run would check the registered candidate, registering nothing. ``partition``: the day's
+    handle (`pipelines.data.day.Day`), under whose data root the candidate is registered."""
     from pathlib import Path
 
     from labeldp.errors import LabelDPInputError
-    from pipelines.data import schema
     from pipelines.models.formats.registry import model_format
     from pipelines.models.registration import candidate_name, find_registered, register_model
 
@@ -78,11 +78,12 @@ def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:
     path = Path(args.model_file)
     if not path.is_file():
         raise LabelDPInputError(f"--model-file: {path} is not a file")
+    root, day = partition.root, partition.date
     training_rows = args.training_rows if args.training_rows == "all" else Path(args.training_rows)
     name = candidate_name(root, day, path, training_rows, plan.dataset)
     existing = find_registered(root, name, day)
     claim = (args.claimed_epsilon, 0.0) if existing is None else (existing.mechanism.epsilon, existing.mechanism.delta)
-    replaced = existing is not None and existing.partition_fingerprint != schema.partition_fingerprint(root, day)
+    replaced = existing is not None and existing.partition_fingerprint != partition.fingerprint
     registration = register_model(root, name, day, path, fmt=fmt, claimed_epsilon=claim[0], delta=claim[1],
                                   dataset=plan.dataset, training_rows=training_rows,
                                   onnx_inputs=Path(args.onnx_inputs) if args.onnx_inputs else None, replace=replaced,
@@ -90,7 +91,7 @@ def _register_candidate(args, root, day, plan, check_only: bool = False) -> str:
     if check_only:
         from flows import preflight
 
-        preflight.check_candidate_metadata(registration.metadata, day, plan, root)
+        preflight.check_candidate_metadata(registration.metadata, partition, plan)
         return name
     done = "is registered already (the same file and training rows)" if registration.already_registered else (
         "registered again on the day's replaced partition" if replaced else "registered")
@@ -104,6 +105,7 @@ def run(args) -> int:
     from flows.exit_codes import Outcome
     from labeldp.errors import LabelDPInputError
     from labeldp.names import check_claim, check_name, parse_date, resolve_data_root
+    from pipelines.data.day import listed_day
 
     root = resolve_data_root(args.data_root)
     day = parse_date(args.date, "--date")
@@ -123,9 +125,10 @@ def run(args) -> int:
                                 "rows it was registered with")
     plan = preflight.plan_for(args.plan_file)
     warnings = preflight.check_run(root, [day], plan, args.warehouse, args.create_warehouse, targets=False)
-    model = args.model if args.model else _register_candidate(args, root, day, plan, check_only=args.check_only)
+    partition = listed_day(root, day)  # checked by check_run: its files, listed once for what follows
+    model = args.model if args.model else _register_candidate(args, partition, plan, check_only=args.check_only)
     if args.model or not args.check_only:
-        preflight.check_candidate(root, model, day, plan)
+        preflight.check_candidate(partition, model, plan)
     for warning in warnings:
         print(f"labeldp-audit guardrail: warning: {warning}", file=sys.stderr, flush=True)
     if args.check_only:

@@ -134,7 +134,7 @@ def run(args) -> int:
     from auditing.result import AuditResult
     from auditing.sinks.report.text import format_audit_result
     from auditing.verdict.judge import demonstrated_risk
-    from labeldp.codec import decode
+    from labeldp.codec import decode, encode
     from labeldp.names import parse_date, resolve_data_root
     from labeldp.progress import live, no_progress, stderr_progress
     from pipelines.scoring.beam_request import (
@@ -163,7 +163,7 @@ def run(args) -> int:
     if stored is not None:
         progress(f"reusing the game stored at {prepared.output_dir} (same game settings, model, reference, "
                  f"partition and rows); judged at these bound settings")
-        record = reused_record(stored, request, prepared.output_dir)
+        record = {**encode(reused_record(stored, request, prepared.output_dir)), "reused": True}
     else:
         from pipelines.scoring.beam_scoring import score_day
 

@@ -112,6 +112,7 @@ def _extra_params(items: list[str]) -> dict:
 
 def run(args) -> int:
     from labeldp.names import check_name, parse_date, resolve_data_root
+    from pipelines.data.day import listed_day
     from pipelines.training import fitting
     from pipelines.training import train as training
 
@@ -129,7 +130,7 @@ def run(args) -> int:
                                         stage_one_fraction=args.stage_one_fraction, alibi_rounds=args.alibi_rounds,
                                         pate_teachers=args.pate_teachers, pate_queries=args.pate_queries)
     directory, metadata = training.train_and_register(
-        root, date, args.mechanism, args.epsilon, model_name=args.model_name, seed=args.seed,
+        listed_day(root, date), args.mechanism, args.epsilon, model_name=args.model_name, seed=args.seed,
         settings=settings, options=options, reference_name=args.reference_name,
         on_missing_reference=args.on_missing_reference,
         progress=no_progress if args.quiet else stderr_progress("train"))

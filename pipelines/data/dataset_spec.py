@@ -272,9 +272,9 @@ def write_dataset_record(directory: Path, spec: DatasetSpec) -> None:
 
 def dataset_of(root: str | os.PathLike, date: dt.date) -> DatasetSpec:
     """The spec a day's partition was written with (its ``_dataset.json``; none: the Criteo spec)."""
-    from pipelines.data.layout import partition_dir, read_json_object
+    from pipelines.data.layout import partition_record, read_json_object
 
-    path = partition_dir(root, date) / RECORD_FILE
+    path = partition_record(root, date, RECORD_FILE)
     if not path.is_file():
         return criteo()
     data = read_json_object(path)

@@ -6,6 +6,10 @@ request), so its files are listed once, its footers checked once and its bytes h
 read); the fingerprint (every byte of every file, `schema.files_fingerprint`) is computed the first time a reader
 asks for it and kept on the handle. A handle describes the files as they were when it was resolved: a run that
 replaces the day (``data ingest --replace``) resolves a new one.
+
+The steps of a run and the jobs they call take the handle, not ``(root, date)``: a date is parsed and resolved
+once, at the edge (the flow, or a command with `listed_day`), and the handle's ``root`` is the data root its
+models and records live under.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from labeldp.errors import LabelDPInputError
 from labeldp.names import require_date
 from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, dataset_of
-from pipelines.data.layout import partition_dir
+from pipelines.data.layout import partition_dir, partition_listing
 
 
 class PartitionMissing(LabelDPInputError):
@@ -63,8 +67,8 @@ def resolve_day(root: str | Path, date: dt.date, expected: DatasetSpec | None = 
     from pipelines.data import schema
 
     date = require_date(date)
-    directory = partition_dir(root, date)
-    files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
+    listing = partition_listing(root, date)
+    directory, files = listing.directory, listing.files
     if not files:
         how = str(schema.missing_partition(root, date, expected))
         raise PartitionMissing(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}; "
@@ -125,14 +129,19 @@ class Days:
 
 
 def listed_day(root: str | Path, date: dt.date) -> Day:
-    """Day ``date``'s handle from its file listing and footers' row counts, unchecked (`resolve_day` checks);
-    `PartitionMissing` when it has no files."""
+    """Day ``date``'s handle from its file listing and footers' row counts, unchecked (`resolve_day` checks; a
+    reader validates the rows it reads): `PartitionMissing` saying how to make the day when it has no partition
+    (`schema.missing_partition`), or naming the directory when it holds no files."""
     from pipelines.data import schema
 
-    directory = partition_dir(root, date)
-    files = sorted(directory.glob(schema.PART_GLOB)) if directory.is_dir() else []
+    date = require_date(date)
+    listing = partition_listing(root, date)
+    files = listing.files
+    if not listing.exists:
+        missing = schema.missing_partition(root, date)
+        raise PartitionMissing(missing.template, field=missing.field)
     if not files:
-        raise PartitionMissing(f"partition for {date.isoformat()} is missing: no part-*.parquet under {directory}")
+        raise PartitionMissing(f"{listing.directory}: the partition directory holds no {schema.PART_GLOB} files")
     rows = sum(schema.open_parquet(p).metadata.num_rows for p in files)
     return Day(Path(root), date, tuple(files), dataset_of(root, date), int(rows))
 

@@ -6,6 +6,10 @@ The layout, all under one data root:
 - ``oracle/date=YYYY-MM-DD/``: the true click probability per row_id (synthetic data only, never read by training);
 - ``models/<model_name>/date=YYYY-MM-DD/``: a trained model and its metadata.
 
+Only this module and the day's handle (`pipelines.data.day.Day`) build a partition's path (`partition_dir`;
+tests/test_layering.py checks): a day that is read is a handle, and code that only asks whether a day is there,
+or writes one, asks `partition_listing` and `partition_record`.
+
 Names, dates and the data root are validated by ``labeldp.names`` (the bottom layer, shared with the
 auditing sinks); they are re-exported here for the pipelines and the command line. Dates are parsed once, at
 the edge (``parse_date``); every function here takes a ``datetime.date`` and refuses anything else with a
@@ -31,6 +35,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from labeldp import faults
@@ -41,13 +46,15 @@ from labeldp.names import (
 )
 
 __all__ = [
-    "MODELS", "ORACLE", "PARTITIONS", "atomic_directories", "atomic_directory", "file_fingerprint", "model_dir", "oracle_dir",
-    "partition_dir", "read_json_object", "refuse_empty_file"
+    "MODELS", "ORACLE", "PARTITIONS", "PART_GLOB", "PartitionListing", "atomic_directories", "atomic_directory",
+    "file_fingerprint", "model_dir", "oracle_dir", "partition_dir", "partition_listing", "partition_record",
+    "read_json_object", "refuse_empty_file"
 ]
 
 PARTITIONS = "partitions"
 ORACLE = "oracle"
 MODELS = "models"
+PART_GLOB = "part-*.parquet"  # a partition's data files (`pipelines.data.schema`)
 
 
 def _date_component(date: dt.date) -> str:
@@ -57,6 +64,33 @@ def _date_component(date: dt.date) -> str:
 def partition_dir(root: str | os.PathLike, date: dt.date) -> Path:
     """``root/partitions/date=YYYY-MM-DD``."""
     return Path(root) / PARTITIONS / _date_component(date)
+
+
+@dataclass(frozen=True)
+class PartitionListing:
+    """What is on disk for one day's partition, unchecked: its directory (named in messages and replaced by a write)
+    and its ``part-*.parquet`` files in name order (none when the directory is absent). A day that is read is
+    resolved as a handle (`pipelines.data.day.Day`); this is for the code that asks whether a day is there, or
+    writes one."""
+
+    directory: Path
+    files: tuple[Path, ...]
+
+    @property
+    def exists(self) -> bool:
+        """The partition's directory exists (it may hold no files)."""
+        return self.directory.is_dir()
+
+
+def partition_listing(root: str | os.PathLike, date: dt.date) -> PartitionListing:
+    """Day ``date``'s partition as it is on disk now (`PartitionListing`)."""
+    directory = partition_dir(root, date)
+    return PartitionListing(directory, tuple(sorted(directory.glob(PART_GLOB))) if directory.is_dir() else ())
+
+
+def partition_record(root: str | os.PathLike, date: dt.date, name: str) -> Path:
+    """The file ``name`` kept beside a day's partition files (its dataset, provenance and replacement records)."""
+    return partition_dir(root, date) / name
 
 
 def oracle_dir(root: str | os.PathLike, date: dt.date) -> Path:

@@ -62,10 +62,12 @@ from pipelines.data.column_checks import (
 )
 from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_default, write_dataset_record
 from pipelines.data.layout import (
+    PART_GLOB,
     atomic_directories,
     atomic_directory,
     oracle_dir,
-    partition_dir,
+    partition_listing,
+    partition_record,
     refuse_empty_file,
 )
 
@@ -86,7 +88,6 @@ P_CLICK = "p_click"
 ORACLE_SCHEMA = pa.schema([pa.field(ROW_ID, pa.int64(), nullable=False),
                            pa.field(P_CLICK, pa.float64(), nullable=False)])
 
-PART_GLOB = "part-*.parquet"
 PROVENANCE_FILE = "_provenance.json"
 # The partitions of the day that a write replaced (`replaced_partitions`): kept in the partition's directory, so
 # that a verdict of an earlier partition reads "inputs replaced since" (its partition_fingerprint is listed).
@@ -192,19 +193,18 @@ def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     else:
         how = (f"ingest the day's log of dataset {dataset.name!r} with {hints.INGEST_DAY.line(date=day)} (SPEC: "
                f"its spec file)")
-    return LabelDPInputError(f"no partition at {partition_dir(root, date)} (data root {Path(root)}); {how}, or "
-                             f"pass the right {mention('data_root')}", field="data_root")
+    return LabelDPInputError(f"no partition at {partition_listing(root, date).directory} (data root {Path(root)}); "
+                             f"{how}, or pass the right {mention('data_root')}", field="data_root")
 
 
 def _partition_files(root: str | os.PathLike, date: dt.date,
                      dataset: DatasetSpec | None = None) -> tuple[Path, list[Path]]:
-    directory = partition_dir(root, date)
-    if not directory.is_dir():
+    listing = partition_listing(root, date)
+    if not listing.exists:
         raise missing_partition(root, date, dataset)
-    files = sorted(directory.glob(PART_GLOB))
-    if not files:
-        raise LabelDPInputError(f"{directory}: the partition directory holds no {PART_GLOB} files")
-    return directory, files
+    if not listing.files:
+        raise LabelDPInputError(f"{listing.directory}: the partition directory holds no {PART_GLOB} files")
+    return listing.directory, list(listing.files)
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
@@ -412,7 +412,7 @@ def check_keys_and_labels(root: str | os.PathLike, date: dt.date, dataset: Datas
                                         dataset=dataset):
         labels.append(pc.unique(batch.column(dataset.label)))
         rows += batch.num_rows
-    check_labels_vary(pa.chunked_array(labels), partition_dir(root, date), dataset.label, rows=rows)
+    check_labels_vary(pa.chunked_array(labels), partition_listing(root, date).directory, dataset.label, rows=rows)
 
 
 def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,
@@ -454,7 +454,7 @@ def files_fingerprint(files: Sequence[Path]) -> str:
 def refuse_existing_partition(root: str | os.PathLike, date: dt.date, replace: bool) -> None:
     """LabelDPInputError (field ``replace``) when day ``date`` already has a partition and ``replace`` is False: a
     day is never replaced silently (a mistyped date would destroy another day's data)."""
-    directory = partition_dir(root, date)
+    directory = partition_listing(root, date).directory
     if replace or not directory.exists():
         return
     raise LabelDPInputError(
@@ -465,7 +465,7 @@ def refuse_existing_partition(root: str | os.PathLike, date: dt.date, replace: b
 
 def _replaced_record(root: str | os.PathLike, date: dt.date) -> dict:
     try:
-        record = json.loads((partition_dir(root, date) / REPLACED_FILE).read_text(encoding="utf-8"))
+        record = json.loads(partition_record(root, date, REPLACED_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
@@ -494,8 +494,7 @@ def replaced_since(root: str | os.PathLike, date: dt.date, fingerprint: str | No
 def _replacement_record(root: str | os.PathLike, date: dt.date) -> tuple[str, int, list[dict]] | None:
     """(fingerprint, rows, earlier replacements) of the day's partition before a write replaces it; None when there
     is none, or nothing readable to fingerprint."""
-    directory = partition_dir(root, date)
-    files = sorted(directory.glob(PART_GLOB)) if directory.is_dir() else []
+    files = partition_listing(root, date).files
     if not files:
         return None
     try:
@@ -564,7 +563,7 @@ def write_partition(root: str | os.PathLike, date: dt.date,
         raise LabelDPInputError(f"rows_per_file must be a whole number >= 1; got {rows_per_file!r}")
     rows_per_file = int(rows_per_file)
     refuse_existing_partition(root, date, replace)
-    final = partition_dir(root, date)
+    final = partition_listing(root, date).directory
     previous = _replacement_record(root, date)
     label = source if source is not None else f"partition {final.name}"
     # A day written without an oracle over a synthetic one: the old oracle goes with the old partition (an empty
@@ -631,7 +630,7 @@ def write_partition(root: str | os.PathLike, date: dt.date,
 
 def read_provenance(root: str | os.PathLike, date: dt.date) -> dict | None:
     """The ``_provenance.json`` written with the partition of ``date`` (generator seed, ingest counts), if any."""
-    path = partition_dir(root, date) / PROVENANCE_FILE
+    path = partition_record(root, date, PROVENANCE_FILE)
     if not path.is_file():
         return None
     return json.loads(path.read_text(encoding="utf-8"))

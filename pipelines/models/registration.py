@@ -35,12 +35,13 @@ from labeldp.names import check_name, parse_date, require_date
 from pipelines.data import schema
 from pipelines.data.column_checks import cast_integer, check_row_ids_unique
 from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec, check_same_dataset, criteo, dataset_of
+from pipelines.data.day import Day
 from pipelines.data.layout import (
     MODELS,
     atomic_directory,
     file_fingerprint,
     model_dir,
-    partition_dir,
+    partition_listing,
     refuse_empty_file,
 )
 from pipelines.models import registry
@@ -99,7 +100,7 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
                                 field="training_rows")
     if day_keys is None:
         raise LabelDPInputError(f"training_rows: checking {path} needs day {date.isoformat()}'s partition, and "
-                                f"{partition_dir(root, date)} does not exist; ingest that day first",
+                                f"{partition_listing(root, date).directory} does not exist; ingest that day first",
                                 field="training_rows")
     parquet = schema.open_parquet(path)
     allowed = [dataset.row_key] + ([INTERNAL_ROW_ID] if dataset.row_key != INTERNAL_ROW_ID else [])
@@ -123,7 +124,7 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
     if unknown.any():
         raise LabelDPInputError(f"{path}: {int(unknown.sum())} of {keys.size} key(s) are not rows of day "
                                 f"{date.isoformat()} (e.g. {int(keys[np.flatnonzero(unknown)[0]])}); list keys of "
-                                f"{partition_dir(root, date)}")
+                                f"{partition_listing(root, date).directory}")
     return np.sort(keys)
 
 
@@ -215,16 +216,17 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
         if not mapping.is_file():
             raise LabelDPInputError(f"onnx_inputs: {mapping} is not a file", field="onnx_inputs")
 
-    partition = partition_dir(root, date)
-    has_partition = partition.is_dir()
+    listing = partition_listing(root, date)
+    partition, has_partition = listing.directory, listing.exists
     defaulted = dataset is None
     if defaulted:
         dataset = dataset_of(root, date)
     elif has_partition:
         check_same_dataset(dataset, dataset_of(root, date), f"the partition {partition}", _GIVE_ITS_SPEC)
-    if predictions_for not in (None, date) and partition_dir(root, predictions_for).is_dir():
-        check_same_dataset(dataset, dataset_of(root, predictions_for),
-                           f"the partition {partition_dir(root, predictions_for)}", _GIVE_ITS_SPEC)
+    scored = None if predictions_for in (None, date) else partition_listing(root, predictions_for)
+    if scored is not None and scored.exists:
+        check_same_dataset(dataset, dataset_of(root, predictions_for), f"the partition {scored.directory}",
+                           _GIVE_ITS_SPEC)
     probe = (schema.read_keyed_sample(root, date, dataset, fmt.probe_rows)[0]
              if fmt.probe_rows and has_partition else None)
     try:
@@ -304,21 +306,22 @@ def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: 
     else:
         dataset = dataset or dataset_of(root, date)
         day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
-                    .column(dataset.row_key).to_numpy() if partition_dir(root, date).is_dir() else None)
+                    .column(dataset.row_key).to_numpy() if partition_listing(root, date).exists else None)
         keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
         rows = hashlib.sha256(np.ascontiguousarray(keys, dtype="<i8").tobytes()).hexdigest()[:8]
     return f"candidate-{file_hex[:12]}-rows-{rows}"
 
 
-def check_registration_matches_day(root, metadata: ModelMetadata, date: dt.date, partition_fp: str,
-                                   role: str = "registered target") -> None:
-    """A registered model still fits the day it was registered for: the partition it was registered against is the
-    day's partition now (else the day was ingested again since, and its training keys may no longer be the day's
-    rows: the audit would intersect them silently), and, when it was registered before the day existed, its
-    training keys are all rows of the day. Raises LabelDPInputError naming the model, what changed and the fix (to
+def check_registration_matches_day(partition: Day, metadata: ModelMetadata, role: str = "registered target") -> None:
+    """A registered model still fits the day it was registered for (``partition``: that day's handle, under whose
+    data root the model is registered): the partition it was registered against is the day's partition now
+    (else the day was ingested again since, and its training keys may no longer be the day's rows: the audit
+    would intersect them silently), and, when it was registered before the day existed, its training keys are all
+    rows of the day. Raises LabelDPInputError naming the model, what changed and the fix (to
     register it again with ``--replace``); a model trained here is not checked (the plan retrains it)."""
     if metadata.origin != SOURCE:
         return
+    root, date, partition_fp = partition.root, partition.date, partition.fingerprint
     name, day = metadata.model_name, metadata.date.isoformat()
     fix = f"register it again for the day's rows: {hints.REREGISTER_MODEL.line(name=name, date=day)}"
     recorded = metadata.partition_fingerprint or None
@@ -332,7 +335,7 @@ def check_registration_matches_day(root, metadata: ModelMetadata, date: dt.date,
     record = metadata.training_rows
     if recorded is None and getattr(record, "kind", None) == "keys":
         keys = _stored_keys(model_dir(root, name, metadata.date))
-        dataset = dataset_of(root, date)
+        dataset = partition.dataset
         day_keys = schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset) \
             .column(dataset.row_key).to_numpy()
         missing = 0 if keys is None else int((~np.isin(keys, day_keys)).sum())

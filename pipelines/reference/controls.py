@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import shutil
 
 import numpy as np
@@ -32,9 +31,9 @@ import pyarrow.parquet as pq
 from auditing.verdict.controls import check_control_epsilon
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
-from pipelines.data import schema, splits
-from pipelines.data.dataset_spec import dataset_of
-from pipelines.data.layout import atomic_directory, model_dir, partition_dir
+from pipelines.data import splits
+from pipelines.data.day import Day
+from pipelines.data.layout import atomic_directory, model_dir
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
 
@@ -48,27 +47,28 @@ def is_oracle(metadata: dict) -> bool:
     return metadata.get("model_type") == ORACLE_TYPE
 
 
-def _train_split_rows(root, date: dt.date) -> int:
+def _train_split_rows(day: Day) -> int:
     """How many of the day's rows fall in the train split (the controls' audited rows)."""
-    key = dataset_of(root, date).row_key
+    key = day.dataset.row_key
     total = 0
-    for path in sorted(partition_dir(root, date).glob(schema.PART_GLOB)):
+    for path in day.files:
         ids = pq.read_table(path, columns=[key]).column(key).drop_null()
         total += int((splits.split_of(ids.to_numpy().astype(np.int64)) == splits.TRAIN).sum())
     return total
 
 
-def _training_rows(root, date: dt.date) -> dict:
+def _training_rows(day: Day) -> dict:
     return {"split": splits.scheme(), "label_splits": ["train"], "validation_labels_used_for": [],
-            "unread_row_ids": [], "rows": _train_split_rows(root, date)}
+            "unread_row_ids": [], "rows": _train_split_rows(day)}
 
 
-def _current(root, name: str, date: dt.date, expected: dict,
-             progress: Progress = no_progress) -> ModelHandle | None:
+def _current(day: Day, name: str, expected: dict, progress: Progress = no_progress) -> ModelHandle | None:
+    """The control ``name``'s entry of ``day`` when it records ``expected``, else None (missing or different)."""
     from pipelines.reference.recalibration import changed_keys
 
+    date = day.date
     try:
-        entry = resolve_model(root, name, date)
+        entry = resolve_model(day.root, name, date)
     except LabelDPInputError:
         return None
     seen = {key: (entry.meta.control or {}).get(key) for key in expected}  # the control's own record
@@ -79,7 +79,9 @@ def _current(root, name: str, date: dt.date, expected: dict,
     return None
 
 
-def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> ModelHandle:
+def _write(day: Day, name: str, metadata: dict, write_model) -> ModelHandle:
+    """Registers the control ``name`` for ``day`` under its data root (``write_model`` writes its file), resolved."""
+    root, date = day.root, day.date
     record = dict(metadata)
     record.update({"metadata_version": registry.METADATA_VERSION, "model_name": name, "date": date.isoformat(),
                    "code_version": dict(registry.code_version()),
@@ -91,31 +93,33 @@ def _write(root, name: str, date: dt.date, metadata: dict, write_model) -> Model
     return resolve_model(root, name, date)
 
 
-def ensure_positive_control(root: str | os.PathLike, date: dt.date, name: str, epsilon: float, seed: int,
-                            partition_fingerprint: str) -> ModelHandle:
-    """The RR-label oracle at ``epsilon`` for day ``date`` (written when missing or different), resolved."""
+def ensure_positive_control(day: Day, name: str, epsilon: float, seed: int) -> ModelHandle:
+    """The RR-label oracle at ``epsilon`` for ``day`` (written when missing or different, keyed on the day's
+    fingerprint), resolved."""
+    partition_fingerprint = day.fingerprint
     epsilon = check_control_epsilon(epsilon)
     expected = {"control": "positive", "epsilon": epsilon, "seed": int(seed),
                 "partition_fingerprint": partition_fingerprint}
-    current = _current(root, name, date, expected)
+    current = _current(day, name, expected)
     if current is not None:
         return current
-    oracle = {"type": ORACLE_TYPE, "epsilon": epsilon, "seed": int(seed), "num_classes": dataset_of(root, date).classes,
+    oracle = {"type": ORACLE_TYPE, "epsilon": epsilon, "seed": int(seed), "num_classes": day.dataset.classes,
               "definition": "auditing.controls.rr_oracle_probabilities(row_ids, labels, epsilon, seed, num_classes)"}
     metadata = {
         "model_type": ORACLE_TYPE, "model_file": ORACLE_FILE, "control": expected,
         "mechanism": {"name": ORACLE_TYPE, "epsilon": epsilon, "delta": 0.0,
                       "guarantee": f"{epsilon:g}-label-DP by construction (randomized response on each row's label)"},
         "seed": int(seed), "partition_fingerprint": partition_fingerprint, "feature_schema": [],
-        "catboost_params": None, "test_metrics": {}, "reference": None, "training_rows": _training_rows(root, date),
+        "catboost_params": None, "test_metrics": {}, "reference": None, "training_rows": _training_rows(day),
     }
-    return _write(root, name, date, metadata,
+    return _write(day, name, metadata,
                   lambda tmp: (tmp / ORACLE_FILE).write_text(json.dumps(oracle, sort_keys=True) + "\n"))
 
 
-def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, reference: ModelHandle,
-                            partition_fingerprint: str) -> ModelHandle:
-    """A copy of the resolved reference model ``reference`` registered as ``name`` for day ``date``, resolved."""
+def ensure_negative_control(day: Day, name: str, reference: ModelHandle) -> ModelHandle:
+    """A copy of the resolved reference model ``reference`` registered as ``name`` for ``day`` (keyed on the day's
+    fingerprint), resolved."""
+    partition_fingerprint = day.fingerprint
     # The copy's metadata is the reference's JSON object with the control's keys: built from the JSON form.
     ref_name, ref_date, ref_md = reference.name, reference.date, reference.metadata
     source = reference.artifact
@@ -123,7 +127,7 @@ def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, r
     fingerprint = reference.fingerprint
     expected = {"control": "negative", "reference": f"{ref_name}@{ref_date}", "reference_fingerprint": fingerprint,
                 "partition_fingerprint": partition_fingerprint}
-    current = _current(root, name, date, expected)
+    current = _current(day, name, expected)
     if current is not None:
         return current
     metadata = {
@@ -133,7 +137,7 @@ def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, r
         "seed": ref_md.get("seed"), "partition_fingerprint": partition_fingerprint,
         "feature_schema": ref_md["feature_schema"], "catboost_params": ref_md.get("catboost_params"),
         "test_metrics": {}, "reference": {"name": ref_name, "date": ref_date.isoformat()},
-        "training_rows": _training_rows(root, date),
+        "training_rows": _training_rows(day),
     }
     if ref_md.get("output_correction"):
         metadata["output_correction"] = ref_md["output_correction"]
@@ -148,4 +152,4 @@ def ensure_negative_control(root: str | os.PathLike, date: dt.date, name: str, r
         if keys.is_file() and keys != source:
             shutil.copyfile(keys, tmp / KEYS_FILE)
 
-    return _write(root, name, date, metadata, copy)
+    return _write(day, name, metadata, copy)

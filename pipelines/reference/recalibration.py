@@ -76,7 +76,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -91,10 +90,11 @@ from scipy.special import expit
 from auditing.verdict.reference_check import CalibrationFigures
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
-from labeldp.names import check_name, require_date
+from labeldp.names import check_name
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema, splits
-from pipelines.data.dataset_spec import DatasetSpec, dataset_of, is_default
+from pipelines.data.dataset_spec import DatasetSpec, is_default
+from pipelines.data.day import Day
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.models.metadata import ABSENT, or_none
@@ -644,9 +644,8 @@ class CorrectionPart:
     heldout: int  # the day's held-out rows (the check rows), counted in the same pass
 
 
-def correction_part(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, rows: CorrectionRows,
-                    max_rows: int) -> CorrectionPart:
-    """The correction's ``rows`` of day ``date``, at most ``max_rows`` of them (the keyed sample,
+def correction_part(day: Day, rows: CorrectionRows, max_rows: int) -> CorrectionPart:
+    """The correction's ``rows`` of ``day`` (read with its dataset), at most ``max_rows`` of them (the keyed sample,
     `pipelines.data.splits.keyed_sample`; the rest of the share are neither fitted nor audited), streamed in two
     passes: the row ids alone, then the rows kept. Memory holds the day's correction row ids and the rows kept,
     never the day (`schema.read_keyed_sample`)."""
@@ -658,7 +657,7 @@ def correction_part(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec
         heldout += int(held.sum())
         return splits.correction_share(ids, rows.share) & ~held
 
-    table, read, available = schema.read_keyed_sample(root, date, dataset, max_rows, among=among)
+    table, read, available = schema.read_keyed_sample(day.root, day.date, day.dataset, max_rows, among=among)
     return CorrectionPart(table, read, available, heldout)
 
 
@@ -756,9 +755,11 @@ def changed_keys(seen: dict | None, expected: dict, prefix: str = "") -> list[st
     return out
 
 
-def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -> ModelHandle | None:
+def _current(day: Day, name: str, inputs: dict, progress: Progress) -> ModelHandle | None:
+    """The recalibrated reference ``name``'s entry of ``day`` when it was fitted from ``inputs``, else None."""
+    date = day.date
     try:
-        entry = resolve_model(root, name, date)
+        entry = resolve_model(day.root, name, date)
     except LabelDPInputError:
         entry = None
     recalibration = ABSENT if entry is None else entry.meta.recalibration  # this module's record
@@ -770,11 +771,11 @@ def _current(root, name: str, date: dt.date, inputs: dict, progress: Progress) -
     return None
 
 
-def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, reference: ModelHandle, *,
-                          targets: Iterable[ModelHandle] = (), audit_rows: str = "training",
-                          settings: RecalibrationSettings | None = None, seed: int = 0,
-                          progress: Progress = no_progress, partition_fingerprint: str | None = None) -> ModelHandle:
-    """Registers ``models/<name>/date=<date>/``: the resolved reference ``reference`` corrected on day ``date``'s
+def recalibrate_reference(day: Day, name: str, reference: ModelHandle, *, targets: Iterable[ModelHandle] = (),
+                          audit_rows: str = "training", settings: RecalibrationSettings | None = None, seed: int = 0,
+                          progress: Progress = no_progress) -> ModelHandle:
+    """Registers ``models/<name>/date=<date>/`` under the day's data root: the resolved reference ``reference``
+    corrected on ``day``'s
     correction rows (module docstring). Returns the registered model, resolved; its metadata's ``recalibration`` key
     holds the record: ``source_reference`` (name, date, fingerprint), ``fit_rows`` / ``validation_rows``,
     ``intercept`` (a), ``rounds`` (0: no round kept, ``kept_reason`` says why; ``kept_reference``: M' itself),
@@ -786,9 +787,9 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     Raises `ReferenceCheckSkipped` (with ``reason``) when there are no usable held-out rows, the reference is not
     a CatBoost model or not logit-additive, or the dataset is not binary; `LabelDPInputError` for a missing
     reference, partition or keys file. Score with ``ScoringRequest(reference_model=<the returned handle>)``.
-    ``partition_fingerprint``: the day's, when the caller holds its handle (`pipelines.data.day.Day`); None: hashed here.
+    ``day``: the day's handle (`pipelines.data.day.Day`), whose fingerprint keys the entry.
     """
-    date = require_date(date)
+    root, date = day.root, day.date
     check_name(name, "recalibrated reference name")
     ref_name, ref_date, ref_md = reference.name, reference.date, reference.meta
     if (ref_name, ref_date) == (name, date):
@@ -801,7 +802,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
         raise ReferenceCheckSkipped(f"reference {ref_name!r}@{ref_date} is a {reference.format.name!r} model: the "
                                     f"recalibration sums a correction into CatBoost trees, so it needs a CatBoost "
                                     f"reference")
-    dataset = dataset_of(root, date)
+    dataset = day.dataset
     check_binary_dataset(dataset)
     if ref_md.output_correction:
         raise ReferenceCheckSkipped(
@@ -809,7 +810,7 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
             f"({ref_md.output_correction.get('kind')}) that is not additive in logit space, so no single "
             f"CatBoost model can hold it plus a correction")
     fingerprint = reference.fingerprint
-    partition_fp = partition_fingerprint or schema.partition_fingerprint(root, date)
+    partition_fp = day.fingerprint
     source_record = {"name": ref_name, "date": ref_date.isoformat(), "fingerprint": fingerprint,
                      "partition_fingerprint": ref_md.partition_fingerprint}
     inputs = {"reference": source_record, "partition_fingerprint": partition_fp, "settings": settings.describe(),
@@ -817,12 +818,12 @@ def recalibrate_reference(root: str | os.PathLike, date: dt.date, name: str, ref
     if not is_default(dataset):
         inputs["dataset"] = dataset.fingerprint()
     inputs = registry.jsonable(inputs)
-    current = _current(root, name, date, inputs, progress)
+    current = _current(day, name, inputs, progress)
     if current is not None:
         progress(f"recalibrated reference: reusing {name}@{date} (same reference, partition and settings)")
         return dataclasses.replace(current, source=reference)
 
-    part = correction_part(root, date, dataset, rows, settings.max_rows)
+    part = correction_part(day, rows, settings.max_rows)
     registry.check_features(ref_md, part.table.schema)
     row_ids, features, labels = correction_frame(part.table, rows, dataset)
     partition_rows, available, heldout_rows = part.partition_rows, part.available, part.heldout

@@ -41,11 +41,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from auditing.verdict.shift_diagnostic import DayFit, FeaturePsi, FeatureShift, ShiftDiagnostic
-from labeldp.names import require_date
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
-from pipelines.data.day import Days
-from pipelines.data.layout import partition_dir
+from pipelines.data.day import Day, Days
+from pipelines.data.layout import partition_listing
 from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.scoring.audit_rows import ALL, KEYS, record_kind, training_rows
 
@@ -168,19 +167,19 @@ def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> Model
     return resolve_model(root, str(source["name"]), dt.date.fromisoformat(str(source["date"])))
 
 
-def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHandle,
-                     days: Days | None = None) -> ShiftDiagnostic:
-    """The diagnostic for auditing day ``date`` against the resolved reference ``reference``.
+def shift_diagnostic(day: Day, reference: ModelHandle, days: Days | None = None) -> ShiftDiagnostic:
+    """The diagnostic for auditing ``day`` (its handle, `pipelines.data.day.Day`) against the resolved reference
+    ``reference``.
 
     Returns a `ShiftDiagnostic`: ``label`` (the "diagnostic, not a proof" caveat), the two days (the reference's
     own day and ``date``), the reference's log-loss and ECE on each day's unseen rows and their differences, and
     ``feature_shift`` (`feature_shift`); or, when two days cannot be compared, ``not_computed`` saying why.
     Cached per (root, dates, reference and its fingerprint, partition fingerprints), so a rewritten partition or
-    model is read again. ``days``: the run's day handles (`pipelines.data.day.Days`), so each day is hashed once a
-    run however many models are diagnosed; None: this call's own. Raises LabelDPInputError for a missing partition
-    of ``date`` or a missing source model.
+    model is read again. ``days``: the run's day handles (`pipelines.data.day.Days`), so the reference's own day is
+    hashed once a run however many models are diagnosed; None: this call's own. Raises LabelDPInputError for a
+    missing source model.
     """
-    date = require_date(date)
+    root, date = day.root, day.date
     measured = measured_reference(root, reference)
     own_day = measured.date
     reference = measured.id
@@ -188,12 +187,13 @@ def shift_diagnostic(root: str | os.PathLike, date: dt.date, reference: ModelHan
         return ShiftDiagnostic(LABEL, reference, own_day, date,
                                not_computed=f"the reference {reference} is not of a day before the audited day "
                                             f"{date}: there is no earlier day to compare day {date} with")
-    if not partition_dir(root, own_day).is_dir():
+    own = partition_listing(root, own_day)
+    if not own.exists:
         return ShiftDiagnostic(LABEL, reference, own_day, date,
                                not_computed=f"day {own_day} (the reference's own day) has no partition at "
-                                            f"{partition_dir(root, own_day)} to compare day {date} with")
-    days = days if days is not None else Days(root)
-    return _cached(str(root), date, measured, days[date].fingerprint, days[own_day].fingerprint, SAMPLE_ROWS)
+                                            f"{own.directory} to compare day {date} with")
+    days = days if days is not None else Days(root, {date: day})
+    return _cached(str(root), date, measured, day.fingerprint, days[own_day].fingerprint, SAMPLE_ROWS)
 
 
 @functools.lru_cache(maxsize=8)

@@ -9,14 +9,12 @@ places in the day. Labels are never read into the test.
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-
 import numpy as np
 import pyarrow as pa
 
 from auditing.verdict.split_test import SplitTest, split_test
 from pipelines.data.dataset_spec import DatasetSpec
+from pipelines.data.day import Day
 from pipelines.data.schema import read_keyed_sample
 from pipelines.models.handle import ModelHandle
 
@@ -43,13 +41,13 @@ def side_inputs(table: pa.Table, dataset: DatasetSpec, reference: ModelHandle) -
     return out
 
 
-def split_test_of_day(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, audited, check,
-               reference: ModelHandle, max_rows: int = SAMPLE_ROWS) -> SplitTest:
-    """The split test of day ``date``'s audited rows (a selection with ``mask(row_ids)``: the target's training
-    keys) against its check rows (`pipelines.reference.recalibration.CheckRowSelection`)."""
+def split_test_of_day(day: Day, audited, check, reference: ModelHandle, max_rows: int = SAMPLE_ROWS) -> SplitTest:
+    """The split test of ``day``'s audited rows (a selection with ``mask(row_ids)``: the target's training keys)
+    against its check rows (`pipelines.reference.recalibration.CheckRowSelection`), read with the day's dataset."""
+    dataset = day.dataset
     sides = []
     for selection in (audited, check):
-        table, _, _ = read_keyed_sample(root, date, dataset, max_rows, among=selection.mask, positions=True)
+        table, _, _ = read_keyed_sample(day.root, day.date, dataset, max_rows, among=selection.mask, positions=True)
         sides.append(side_inputs(table, dataset, reference))
     return split_test(sides[0], sides[1], categorical=set(dataset.categorical))
 

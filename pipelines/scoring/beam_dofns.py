@@ -34,7 +34,6 @@ from labeldp.errors import LabelDPInputError
 from labeldp.progress import Countdown
 from pipelines.data import schema
 from pipelines.data.dataset_spec import INTERNAL_LABEL, INTERNAL_ROW_ID
-from pipelines.data.layout import partition_dir
 from pipelines.scoring.beam_coders import BatchCoder
 from pipelines.scoring.grouped_files import (
     GROUP_ROWS,
@@ -592,17 +591,18 @@ def read_slice_step(work_dir: Path, step: str):
     return pickle.loads(path.read_bytes()) if path.is_file() else None
 
 
-def check_duplicates(work_dir: Path, root, date, key: str = schema.ROW_ID) -> None:
-    """Raises `LabelDPInputError` when the row-id buckets `WriteResults` wrote found a repeated row id."""
+def check_duplicates(work_dir: Path, partition: Path, key: str = schema.ROW_ID) -> None:
+    """Raises `LabelDPInputError` naming the day's ``partition`` directory when the row-id buckets `WriteResults`
+    wrote found a repeated row id."""
     total, example = 0, None
     for path in sorted((work_dir / "duplicates").glob("bucket-*.json")):
         count, some = json.loads(path.read_text())
         total += count
         example = example if example is not None else some
-    _refuse_duplicates(total, example, root, date, key)
+    _refuse_duplicates(total, example, partition, key)
 
 
-def check_row_id_files(directory: Path, root, date, key: str = schema.ROW_ID) -> None:
+def check_row_id_files(directory: Path, partition: Path, key: str = schema.ROW_ID) -> None:
     """`check_duplicates` for ids `WriteRowIdBuckets` wrote: a group of buckets in memory at a time (a bucket is
     1/buckets of the day's ids, 8 bytes each, and their sort)."""
     total, example = 0, None
@@ -610,12 +610,12 @@ def check_row_id_files(directory: Path, root, date, key: str = schema.ROW_ID) ->
         count, some = duplicate_row_ids([rows["row_id"]])
         total += count
         example = example if example is not None else some
-    _refuse_duplicates(total, example, root, date, key)
+    _refuse_duplicates(total, example, partition, key)
 
 
-def _refuse_duplicates(total: int, example, root, date, key: str) -> None:
+def _refuse_duplicates(total: int, example, partition: Path, key: str) -> None:
     if total:
-        raise LabelDPInputError(f"{partition_dir(root, date)}: column {key!r}: {total} duplicate value(s) "
+        raise LabelDPInputError(f"{partition}: column {key!r}: {total} duplicate value(s) "
                                 f"(e.g. {example}); each row needs its own identity (it keys the game's randomness)")
 
 

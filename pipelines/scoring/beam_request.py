@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from auditing.game.sweep_reduce import BinSpec
 from auditing.result import AuditResult
 from auditing.verdict.capacity_check import CHECK_LAYOUT
 from labeldp import hints
-from labeldp.codec import encode
+from labeldp.codec import INF_AS_STRING, decode, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, require_date
 from pipelines.data.dataset_spec import DatasetSpec, criteo
@@ -288,6 +288,112 @@ def check_inputs(request: ScoringRequest, target: ModelHandle, reference: ModelH
     return files, table_schema
 
 
+# ------------------------------------------------------------------------------------------ the job's record
+
+
+@dataclass(frozen=True)
+class ModelLineage:
+    """A model's identity in a job's record (`pipelines.models.handle.ModelHandle.lineage`): where it is, its
+    fingerprint, format, mechanism and claim, the partition it was trained on, its training rows' fingerprint and,
+    for a model derived from another (a recalibrated reference), that model's fingerprint."""
+
+    name: str
+    date: dt.date
+    uri: str | None = None
+    fingerprint: str | None = None
+    format: str | None = None
+    source: str | None = None
+    mechanism: str | None = None
+    claimed_epsilon: float | None = field(default=None, metadata=INF_AS_STRING)
+    partition_fingerprint: str | None = None
+    training_rows_fingerprint: str | None = None
+    source_fingerprint: str | None = None
+
+    @property
+    def id(self) -> str:
+        """``name@YYYY-MM-DD``, as the warehouse names a reference."""
+        return f"{self.name}@{self.date.isoformat()}"
+
+
+@dataclass(frozen=True)
+class PartitionLineage:
+    """The day a job scored: its date and fingerprint (`pipelines.data.day.Day`), files, rows, read tasks and
+    dataset."""
+
+    date: dt.date
+    fingerprint: str | None = None
+    files: tuple[str, ...] = ()
+    rows: int | None = None
+    row_groups: int | None = None
+    dataset: str | None = None
+    dataset_fingerprint: str | None = None
+
+
+@dataclass(frozen=True)
+class RunnerLineage:
+    """The Beam runner a job ran on and the arguments it was given."""
+
+    runner: str | None = None
+    beam_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    """The code that ran a job (`pipelines.models.registry.code_version`); what is unknown is None."""
+
+    package: str | None = None
+    version: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+
+    def label(self) -> str:
+        """``version+commit[:12]`` with ``-dirty`` when tracked files differed (the warehouse's code_version)."""
+        return f"{self.version}+{(self.git_commit or 'unknown')[:12]}" + ("-dirty" if self.git_dirty else "")
+
+
+@dataclass(frozen=True)
+class JobLineage:
+    """Where a job's numbers come from: the audited model, the reference, the partition, the runner, the code, and
+    the rows the scoring depended on beyond the model's own (``rows``: the check, grouped and correction rows'
+    records, part of the output's key). Parts a record lacks are None (a record of an older version)."""
+
+    model: ModelLineage | None = None
+    reference: ModelLineage | None = None
+    partition: PartitionLineage | None = None
+    runner: RunnerLineage = RunnerLineage()
+    code_version: CodeVersion = CodeVersion()
+    rows: dict | None = None
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A scoring job's record, its ``result.json`` (`pipelines.scoring.beam_scoring.score_day`): the audit result at
+    the request's bound settings and the configuration (their JSON forms), the output's key, the lineage, the
+    job's diagnostics (rows read, plan, audited and check rows), timings and times, and where ``--write-scored``
+    wrote the scored rows. Read and written by `labeldp.codec` (`read_job_record`, `write_result`)."""
+
+    result: dict
+    config: dict = field(default_factory=dict)
+    scoring_key: str | None = None
+    lineage: JobLineage = JobLineage()
+    diagnostics: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    scored_rows: str | None = None
+
+
+def read_job_record(directory: Path) -> JobRecord:
+    """The `JobRecord` in ``directory``'s ``result.json``; LabelDPInputError naming the file when it cannot be read
+    or is not a job's record."""
+    path = Path(directory) / RESULT_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LabelDPInputError(f"{path}: cannot be read ({exc})") from None
+    return decode(JobRecord, data, str(path))
+
+
 @dataclass(frozen=True)
 class PreparedScoring:
     """A request's inputs, checked once before any work, and the key its output is stored under: the resolved
@@ -302,7 +408,7 @@ class PreparedScoring:
     selection: object
     check_rows: object
     row_groups: object
-    lineage: dict
+    lineage: JobLineage
     key: str
     output_dir: Path
 
@@ -343,28 +449,29 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
     tasks = read_tasks(files)
     total_rows = sum(task.rows for task in tasks)
     beam_args = list(beam_args)
-    lineage = {
-        "model": target.lineage(),
-        "reference": reference.lineage(),
-        "partition": {"date": request.date.isoformat(),
-                      "fingerprint": (schema.partition_fingerprint(request.data_root, request.date)
-                                      if request.partition is None else request.partition.fingerprint),
-                      "files": [p.name for p in files], "rows": total_rows, "row_groups": len(tasks),
-                      "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint()},
-        "runner": {"runner": runner_from(beam_args) or FN_API_RUNNER, "beam_args": beam_args},
-        "code_version": registry.code_version(),
+    lineage = JobLineage(
+        model=decode(ModelLineage, target.lineage(), "lineage.model"),
+        reference=decode(ModelLineage, reference.lineage(), "lineage.reference"),
+        partition=PartitionLineage(
+            date=request.date, fingerprint=(schema.partition_fingerprint(request.data_root, request.date)
+                                            if request.partition is None else request.partition.fingerprint),
+            files=tuple(p.name for p in files), rows=total_rows, row_groups=len(tasks), dataset=dataset.name,
+            dataset_fingerprint=dataset.fingerprint()),
+        runner=RunnerLineage(runner_from(beam_args) or FN_API_RUNNER, tuple(beam_args)),
+        code_version=decode(CodeVersion, registry.code_version(), "lineage.code_version"),
         # the rows the scoring depended on beyond the model's own (part of the output's key)
-        "rows": {"check_rows": None if request.check_rows is None else request.check_rows.describe(),
-                 "excluded": None if request.excluded_rows is None else request.excluded_rows.describe(),
-                 **({} if correction is None else {"correction": correction.describe()})},
-    }
-    key = scoring_key(request.game, lineage, audited_rows, expected_curve=request.expected_curve,
+        rows={"check_rows": None if request.check_rows is None else request.check_rows.describe(),
+              "excluded": None if request.excluded_rows is None else request.excluded_rows.describe(),
+              **({} if correction is None else {"correction": correction.describe()})},
+    )
+    key = scoring_key(request.game, encode(lineage), audited_rows, expected_curve=request.expected_curve,
                       capacity_check=request.check_rows is not None, slices=_slices_key(request))
     return PreparedScoring(target, reference, dataset, tasks, total_rows, selection, check_rows,
                            row_groups, lineage, key, sweep_dir(request.data_root, request.model, request.date, key))
 
 
-def reused_record(stored: tuple[GameCounts, dict], request: ScoringRequest, directory: Path | None = None) -> dict:
+def reused_record(stored: tuple[GameCounts, JobRecord], request: ScoringRequest,
+                  directory: Path | None = None) -> JobRecord:
     """A stored job's record (`stored_scoring`) judged at ``request``'s bound settings (`auditing.audit.audit_counts`:
     milliseconds, no scoring), with the day's slices bounded at them too from the slice counts stored in
     ``directory`` (`auditing.slices.bound_slices`; the slicings are part of the key, their bound settings and budget
@@ -373,27 +480,27 @@ def reused_record(stored: tuple[GameCounts, dict], request: ScoringRequest, dire
     from auditing.slices import SliceCounts, bound_slices
 
     game, record = stored
-    result = audit_counts(game, request.bound).to_dict()
+    result = audit_counts(game, request.bound)
     if request.slices:
         counts = None if directory is None else SliceCounts.load(directory)
         if counts is not None:
-            result["slices"] = bound_slices(counts, request.bound, request.slice_budget).to_dict()
-        elif record["result"].get("slices"):  # never bounded again silently from nothing
+            result = replace(result, slices=bound_slices(counts, request.bound, request.slice_budget))
+        elif decode(AuditResult, record.result, "result").slices:  # never bounded again silently from nothing
             raise LabelDPInputError(f"{directory}: the day's game is stored without its slices' counts; score the "
                                     "day again")
         # else the job left no row to play on (`_nothing_left`): no slice, as stored
-    return {**record, "result": result, "config": flat_settings(request.game, request.bound), "reused": True}
+    return replace(record, result=result.to_dict(), config=flat_settings(request.game, request.bound))
 
 
-def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, dict] | None:
+def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, JobRecord] | None:
     """The game's output and the job's record stored under ``prepared``'s key, or None when there is none (or
     it cannot be read: then the day is scored again)."""
     try:
         game = GameCounts.load(prepared.output_dir)
-        record = json.loads((prepared.output_dir / RESULT_FILE).read_text(encoding="utf-8"))
+        record = read_job_record(prepared.output_dir)
     except (LabelDPInputError, OSError, ValueError):
         return None
-    if record.get("scoring_key") != prepared.key:
+    if record.scoring_key != prepared.key:
         return None
     return game, record
 
@@ -451,7 +558,12 @@ class ScoringOutcome:
     game: GameCounts
     output_dir: Path
     scored_dir: Path | None
-    record: dict  # result.json
+    job: JobRecord  # result.json
+
+    @property
+    def record(self) -> dict:
+        """The job's record in its JSON form (``result.json``)."""
+        return encode(self.job)
 
 
 def json_safe(value):
@@ -471,9 +583,9 @@ def json_safe(value):
     return value
 
 
-def write_result(directory: Path, record: dict) -> None:
-    """``result.json`` in ``directory``: the record as strict JSON (`json_safe`), keys sorted."""
-    (Path(directory) / RESULT_FILE).write_text(json.dumps(json_safe(record), indent=2, sort_keys=True,
+def write_result(directory: Path, record: JobRecord) -> None:
+    """``result.json`` in ``directory``: the job's record as strict JSON (`json_safe`), keys sorted."""
+    (Path(directory) / RESULT_FILE).write_text(json.dumps(json_safe(encode(record)), indent=2, sort_keys=True,
                                                           allow_nan=False) + "\n", encoding="utf-8")
 
 
@@ -485,7 +597,13 @@ __all__ = [
     "RESULT_FILE",
     "SCORED",
     "SWEEPS",
+    "CodeVersion",
+    "JobLineage",
+    "JobRecord",
+    "ModelLineage",
+    "PartitionLineage",
     "PreparedScoring",
+    "RunnerLineage",
     "ScoringOutcome",
     "ScoringRequest",
     "check_inputs",
@@ -498,6 +616,7 @@ __all__ = [
     "pipeline_args",
     "plan_for",
     "prepare_scoring",
+    "read_job_record",
     "resolve_reference",
     "runner_from",
     "scored_dir",

@@ -99,7 +99,7 @@ from auditing.game.sweep import SweepCounts
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
-from pipelines.data.layout import atomic_directories, atomic_directory
+from pipelines.data.layout import atomic_directories, atomic_directory, partition_listing
 from pipelines.models.handle import ModelHandle
 from pipelines.models.metadata import ModelMetadata
 from pipelines.scoring.beam_coders import BATCH, keyed, typed
@@ -136,6 +136,8 @@ from pipelines.scoring.beam_dofns import (
 )
 from pipelines.scoring.beam_request import (
     FN_API_RUNNER,
+    JobLineage,
+    JobRecord,
     PreparedScoring,
     ScoringOutcome,
     ScoringRequest,
@@ -508,7 +510,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     dataset, lineage, key = prepared.dataset, prepared.lineage, prepared.key
     target_md, tasks, total_rows = prepared.target.meta, prepared.tasks, prepared.total_rows
     selection, check_rows, row_groups = prepared.selection, prepared.check_rows, prepared.row_groups
-    partition_fp = lineage["partition"]["fingerprint"]
+    partition_fp = lineage.partition.fingerprint
     timings["checks_s"] = round(time.monotonic() - started, 3)
 
     if row_groups is not None and getattr(selection, "rows", None) == 0:
@@ -552,7 +554,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress("pipeline: inference, pass 1 (histograms) and pass 2 (boundary rows) in one run")
             held = _single_pipeline(job)
             timings["pipeline_s"] = round(time.monotonic() - t0, 3)
-            check_duplicates(work, request.data_root, request.date, dataset.row_key)
+            check_duplicates(work, partition_listing(request.data_root, request.date).directory, dataset.row_key)
             pass1 = Pass1Accumulator.load(work / "pass1.npz") if held is None else held.pass1
             plan = make_plan(pass1, spec)
             if held is not None:  # an in-process runner: pass 2 here, on the batches the pipeline held
@@ -570,7 +572,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             progress("pipeline 1: inference and pass 1 (histograms)")
             _two_stage_first(job)
             timings["pipeline1_s"] = round(time.monotonic() - t0, 3)
-            check_row_id_files(work / "row_ids", request.data_root, request.date, dataset.row_key)
+            check_row_id_files(work / "row_ids", partition_listing(request.data_root, request.date).directory,
+                               dataset.row_key)
             t1 = time.monotonic()
             pass1 = Pass1Accumulator.load(work / "pass1.npz")
             plan = make_plan(pass1, spec)
@@ -616,11 +619,9 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 **check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
                 "scored": int(plan.issues.get("check_rows_scored", 0))},
         }
-        record = {"result": result.to_dict(), "config": flat_settings(request.game, request.bound), "scoring_key": key,
-                  "lineage": lineage,
-                  "diagnostics": diagnostics, "timings": timings, "started_at": started_at,
-                  "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                  "scored_rows": str(scored_final) if request.write_scored else None}
+        record = JobRecord(result.to_dict(), flat_settings(request.game, request.bound), key, lineage, diagnostics, timings, started_at,
+                           finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                           scored_rows=str(scored_final) if request.write_scored else None)
         game.save(out_tmp)
         if slice_counts is not None:  # bounded again from here at other bound settings (reused_record, rejudge)
             slice_counts.save(out_tmp)
@@ -636,8 +637,8 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     return ScoringOutcome(result, game, out_final, scored_final if request.write_scored else None, record)
 
 
-def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, timings: dict, started_at: str,
-                  progress: Progress) -> ScoringOutcome:
+def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: JobLineage, timings: dict,
+                  started_at: str, progress: Progress) -> ScoringOutcome:
     """Every audited row shares a group with another row: nothing to play the game on. The result says so (m = 0,
     INCONCLUSIVE for any claim; `auditing.audit.no_rows_result`) and is written like any other."""
     from auditing.game.row_groups import NO_ROWS_LEFT
@@ -648,11 +649,9 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: dict, 
                       inconclusive_reason=NO_ROWS_LEFT)
     result = audit_counts(game, request.bound)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
-    record = {"result": result.to_dict(), "config": flat_settings(request.game, request.bound), "scoring_key": key,
-              "lineage": lineage,
-              "diagnostics": {"m": 0, "row_groups": encode(row_groups)}, "timings": timings,
-              "started_at": started_at, "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "scored_rows": None}
+    record = JobRecord(result.to_dict(), flat_settings(request.game, request.bound), key, lineage,
+                       {"m": 0, "row_groups": encode(row_groups)}, timings, started_at,
+                       finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     with atomic_directory(out_final) as out_tmp:
         game.save(out_tmp)
         write_result(out_tmp, record)

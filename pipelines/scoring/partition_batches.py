@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import DatasetSpec, criteo
-from pipelines.data.layout import partition_dir
+from pipelines.data.layout import partition_listing
 from pipelines.scoring.background import background_thread
 
 INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]  # the Criteo spec's (`input_columns`)
@@ -62,13 +62,12 @@ class ReadTask:
 def partition_files(root: str | os.PathLike, date, dataset: DatasetSpec | None = None) -> list[Path]:
     """The partition's ``part-*.parquet`` files in name order; a clear error when there are none (saying how to
     make the day of ``dataset``, default Criteo)."""
-    directory = partition_dir(root, date)
-    if not directory.is_dir():
+    listing = partition_listing(root, date)
+    if not listing.exists:
         raise schema.missing_partition(root, date, dataset)
-    files = sorted(directory.glob(schema.PART_GLOB))
-    if not files:
-        raise LabelDPInputError(f"{directory}: the partition directory holds no {schema.PART_GLOB} files")
-    return files
+    if not listing.files:
+        raise LabelDPInputError(f"{listing.directory}: the partition directory holds no {schema.PART_GLOB} files")
+    return list(listing.files)
 
 
 def _open(path) -> pq.ParquetFile:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -42,8 +41,9 @@ from labeldp.progress import Progress, no_progress
 from pipelines.data import schema
 from pipelines.data.categories import compact_dictionaries, used_categories
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
+from pipelines.data.day import Day, listed_day
 from pipelines.data.key_buckets import KeyBuckets, buckets_for
-from pipelines.data.layout import partition_dir
+from pipelines.data.layout import partition_listing
 from pipelines.data.splits import splitmix64
 from pipelines.data.tabular_values import is_text
 from pipelines.models.handle import ModelHandle, resolve_model
@@ -191,13 +191,11 @@ def _columns(dataset: DatasetSpec, rels: list[tuple[str, ...]]) -> list[str]:
 KEY_BATCH_ROWS = 262_144
 
 
-def _null_columns(root, date: dt.date, dataset: DatasetSpec, columns: list[str]) -> frozenset[str]:
-    """The ``columns`` holding a null in the partition, from the files' footer statistics (a column chunk
+def _null_columns(day: Day, columns: list[str]) -> frozenset[str]:
+    """The ``columns`` holding a null in ``day``'s partition, from the files' footer statistics (a column chunk
     without a null count is read to count them)."""
-    from pipelines.scoring.partition_batches import partition_files
-
     found = set()
-    for path in partition_files(root, date, dataset):
+    for path in day.files:
         parquet = schema.open_parquet(path)
         metadata = parquet.metadata
         for group in range(metadata.num_row_groups):
@@ -219,18 +217,20 @@ def _null_columns(root, date: dt.date, dataset: DatasetSpec, columns: list[str])
     return frozenset(found)
 
 
-def _day_keys(root, date: dt.date, dataset: DatasetSpec, rels, selection=None,
+def _day_keys(day: Day, dataset: DatasetSpec, rels, selection=None,
               nulls: frozenset[str] | None = None) -> tuple[np.ndarray, list]:
-    """(row ids, one key array per relation) of the partition's rows that ``selection`` keeps (None: every row),
+    """(row ids, one key array per relation) of ``day``'s rows that ``selection`` keeps (None: every row), read
+    with ``dataset`` (the night's),
     in the partition's order, streamed in batches of `KEY_BATCH_ROWS` rows (8 bytes a row per relation and for the
     ids are held, not the table); ``nulls``: the null columns of the keys (default: this day's). The night spills
     the keys instead (`night_exclusion`); this in-memory form is what benchmarks/bench_row_groups.py times and the
     tests compare the spilled result with."""
     columns = _columns(dataset, rels)
     if nulls is None:
-        nulls = _null_columns(root, date, dataset, columns)
+        nulls = _null_columns(day, columns)
     ids, keys = [], [[] for _ in rels]
-    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, columns=columns, dataset=dataset):
+    for batch in schema.iter_partition_batches(day.root, day.date, KEY_BATCH_ROWS, columns=columns,
+                                               dataset=dataset):
         table = pa.Table.from_batches([batch])
         batch_ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
         keep = None if selection is None else selection.mask(batch_ids)
@@ -253,7 +253,7 @@ def _reference_rows(root, reference: ModelHandle, dataset: DatasetSpec) -> tuple
         except LabelDPInputError as exc:
             return None, f"the reference's training rows were not read: {exc}"
         return _reference_rows(root, source_model, dataset)
-    if not partition_dir(root, day).is_dir():
+    if not partition_listing(root, day).exists:
         return None, f"the reference's day {day.isoformat()} has no partition here: its training rows were not read"
     if dataset_of(root, day).fingerprint() != dataset.fingerprint():
         return None, f"the reference's day {day.isoformat()} is another dataset: its rows were not compared"
@@ -276,12 +276,6 @@ AGREEMENT_MAX_ROWS = 1_000_000
 _SAMPLE_SALT = np.uint64(0x6A09E667F3BCC908)  # a group's sampling hash is unrelated to its spill bucket
 
 
-def _partition_rows(root, date: dt.date, dataset: DatasetSpec) -> int:
-    from pipelines.scoring.partition_batches import partition_files
-
-    return sum(schema.open_parquet(path).metadata.num_rows for path in partition_files(root, date, dataset))
-
-
 def _tenths(progress: Progress, total: int, what: Callable[[int], str]) -> Callable[[int], None]:
     """A counter that reports (``what(done)``) each time ``done`` passes another tenth of ``total``."""
     state = {"next": 1}
@@ -294,14 +288,16 @@ def _tenths(progress: Progress, total: int, what: Callable[[int], str]) -> Calla
     return tick
 
 
-def _spill_day(root, date: dt.date, dataset: DatasetSpec, rels, spills: list[KeyBuckets], nulls: frozenset[str],
+def _spill_day(day: Day, dataset: DatasetSpec, rels, spills: list[KeyBuckets], nulls: frozenset[str],
                selection=None, tick=None) -> None:
-    """Streams the partition once in batches of `KEY_BATCH_ROWS` rows: for the rows ``selection`` keeps (None:
-    every row), one key per relation to ``spills`` (computed with the null columns ``nulls``, `group_keys`), with
-    the row's id and position in the partition's order when the spill has those columns."""
+    """Streams ``day``'s partition (read with ``dataset``, the night's) once in batches of `KEY_BATCH_ROWS` rows:
+    for the rows ``selection`` keeps (None: every row), one key per relation to ``spills`` (computed with the null
+    columns ``nulls``, `group_keys`), with the row's id and position in the partition's order when the spill has
+    those columns."""
     columns = _columns(dataset, rels)
     start = 0
-    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, columns=columns, dataset=dataset):
+    for batch in schema.iter_partition_batches(day.root, day.date, KEY_BATCH_ROWS, columns=columns,
+                                               dataset=dataset):
         table = pa.Table.from_batches([batch])
         batch_ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
         positions = np.arange(start, start + batch_ids.size, dtype=np.int64)
@@ -371,7 +367,7 @@ def _below(hashes: np.ndarray, level: int) -> np.ndarray:
     return hashes.astype(np.uint64) < np.uint64((1 << 32) >> level)
 
 
-def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHandle,
+def night_exclusion(day: Day, reference: ModelHandle,
                     diagnostic_reference: ModelHandle | None = None,
                     progress: Progress = no_progress) -> GroupExclusion:
     """The night's `GroupExclusion` (module docstring). ``reference``: the D-1 reference whose training rows
@@ -382,16 +378,18 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
     and each row's key per relation spilled to disk by key (`KeyBuckets`, about `GROUP_BUCKET_ROWS` rows a
     bucket); each bucket is then compared alone, since rows sharing a key share a bucket. What is held is one
     bucket, the rows left out (their ids: the result), and at most `AGREEMENT_MAX_ROWS` grouped rows read back
-    for the diagnostic (above that, a sample of whole groups, said in the note)."""
-    dataset = dataset_of(root, date)
+    for the diagnostic (above that, a sample of whole groups, said in the note). ``day``: the night's handle; the
+    reference's training rows are read under its data root."""
+    root, date, dataset = day.root, day.date, day.dataset
     rels = relations(dataset)
     columns = tuple(dict.fromkeys(name for relation in rels for name in relation if len(relation) == 1))
     rule = describe_rule(dataset.feature_rows, dataset.groups)
     if not rels:
         return GroupExclusion(rule, columns, np.zeros(0, np.int64), np.zeros(0, np.int64))
     others, note = _reference_rows(root, reference, dataset)
-    day_rows = _partition_rows(root, date, dataset)
-    other_rows = 0 if others is None else _partition_rows(root, others[0], dataset)
+    other_day = None if others is None else listed_day(root, others[0])
+    day_rows = day.rows
+    other_rows = 0 if other_day is None else other_day.rows
     buckets = buckets_for(day_rows + other_rows, GROUP_BUCKET_ROWS)
     if buckets > 1:
         progress(f"row groups: {day_rows:,} rows of {date.isoformat()}"
@@ -402,35 +400,35 @@ def night_exclusion(root: str | os.PathLike, date: dt.date, reference: ModelHand
         def spill(columns_: dict) -> KeyBuckets:
             return stack.enter_context(KeyBuckets(buckets, columns_, parent=SPILL_PARENT))
 
-        day = [spill({"key": np.uint64, "row_id": np.int64, "position": np.int64}) for _ in rels]
+        spilled = [spill({"key": np.uint64, "row_id": np.int64, "position": np.int64}) for _ in rels]
         tick = _tenths(progress, day_rows, lambda done: f"row groups: {done:,} of {day_rows:,} rows of "
                                                         f"{date.isoformat()} read") if buckets > 1 else None
         # One set of null columns for both days: an integer column with a null on one day only would otherwise
         # hash 5 there as 5.0 and 5 on the other, and a copy of a reference training row would not be found.
         read = _columns(dataset, rels)
-        nulls = _null_columns(root, date, dataset, read)
-        if others is not None:
-            nulls |= _null_columns(root, others[0], dataset, read)
-        _spill_day(root, date, dataset, rels, day, nulls, tick=tick)
+        nulls = _null_columns(day, read)
+        if other_day is not None:
+            nulls |= _null_columns(other_day, read)
+        _spill_day(day, dataset, rels, spilled, nulls, tick=tick)
         other = [None] * len(rels)
         if others is not None:
             other = [spill({"key": np.uint64}) for _ in rels]
             tick = _tenths(progress, other_rows, lambda done: f"row groups: {done:,} of {other_rows:,} rows of "
                                                               f"{others[0].isoformat()} read") if buckets > 1 else None
-            _spill_day(root, others[0], dataset, rels, other, nulls, selection=others[1], tick=tick)
+            _spill_day(other_day, dataset, rels, other, nulls, selection=others[1], tick=tick)
         pa.default_memory_pool().release_unused()  # the batches' buffers, before the buckets are compared
-        grouped, shared = _compare(day, other, sample, progress if buckets > 1 else None)
+        grouped, shared = _compare(spilled, other, sample, progress if buckets > 1 else None)
     excluded = np.union1d(grouped, shared)
     with_inputs = np.setdiff1d(shared, grouped, assume_unique=True)
     agreement, sampled = LabelAgreement(0, None, None), None
     diagnostic = diagnostic_reference or reference
     if grouped.size and grouped.size <= AGREEMENT_MAX_ROWS:
-        agreement = label_agreement(*_read_back(root, date, dataset, sample.every(), rels, nulls, diagnostic))
+        agreement = label_agreement(*_read_back(day, sample.every(), rels, nulls, diagnostic))
     elif grouped.size:
         level, members = sample.choose(AGREEMENT_MAX_ROWS)
         positions = np.unique(np.concatenate(members))
         if positions.size:
-            agreement = _sampled_agreement(*_read_back(root, date, dataset, positions, rels, nulls, diagnostic),
+            agreement = _sampled_agreement(*_read_back(day, positions, rels, nulls, diagnostic),
                                            positions, members)
         sampled = (f"label agreement over a sample of the day's groups: {positions.size:,} of its {grouped.size:,} "
                    f"grouped rows (the groups whose key hash falls in 1/{2 ** level} of the range; at most "
@@ -471,11 +469,12 @@ def _compare(day: list[KeyBuckets], other: list, sample: _Sample, progress) -> t
     return np.unique(np.concatenate(grouped)), np.unique(np.concatenate(shared))
 
 
-def _rows_at(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray):
-    """The partition's rows at ``positions`` (sorted, in the partition's order), every column, streamed: one
-    table per batch holding some of them."""
+def _rows_at(day: Day, positions: np.ndarray):
+    """``day``'s rows at ``positions`` (sorted, in the partition's order), every column, streamed: one table per
+    batch holding some of them."""
     start = 0
-    for batch in schema.iter_partition_batches(root, date, KEY_BATCH_ROWS, dataset=dataset, check_unique=False):
+    for batch in schema.iter_partition_batches(day.root, day.date, KEY_BATCH_ROWS, dataset=day.dataset,
+                                               check_unique=False):
         end = start + batch.num_rows
         lo, hi = np.searchsorted(positions, [start, end])
         if hi > lo:
@@ -483,10 +482,10 @@ def _rows_at(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray):
         start = end
 
 
-def _read_back(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray, rels, nulls: frozenset[str],
+def _read_back(day: Day, positions: np.ndarray, rels, nulls: frozenset[str],
                reference: ModelHandle) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """For the rows at ``positions`` (sorted), in the partition's order: their keys per relation (computed again
-    with the day's null columns, so equal to the spilled ones), labels and the reference's probabilities. The
+    """For ``day``'s rows at ``positions`` (sorted), in the partition's order: their keys per relation (computed
+    again with the day's null columns, so equal to the spilled ones), labels and the reference's probabilities. The
     rows are read back in batches and predicted in chunks of about `KEY_BATCH_ROWS` rows; only these arrays are
     kept."""
     keys, labels, probabilities = [[] for _ in rels], [], []
@@ -495,12 +494,12 @@ def _read_back(root, date: dt.date, dataset: DatasetSpec, positions: np.ndarray,
         table = pa.concat_tables(parts)
         for out, found in zip(keys, group_keys(table, rels, nulls), strict=True):
             out.append(found)
-        found_labels, found_probabilities = _predicted(table, dataset, reference)
+        found_labels, found_probabilities = _predicted(table, day.dataset, reference)
         labels.append(found_labels)
         probabilities.append(found_probabilities)
 
     pending, rows = [], 0
-    for part in _rows_at(root, date, dataset, positions):
+    for part in _rows_at(day, positions):
         pending.append(compact_dictionaries(part))  # not the batch's whole dictionaries
         rows += part.num_rows
         if rows >= KEY_BATCH_ROWS:

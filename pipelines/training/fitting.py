@@ -3,7 +3,7 @@ fallback), predictions, and the learner the multi-stage mechanisms train through
 
 - Binary labels (clicks): ``loss_function="Logloss"`` on hard labels, ``"CrossEntropy"`` on soft labels
   (ALIBI). A single class among hard targets cannot be fitted by CatBoost; the model is then a constant with
-  the add-one (Laplace) estimate of the class-1 rate, and the fit's ``info["degenerate"]`` says so.
+  the add-one (Laplace) estimate of the class-1 rate, and the fit's ``FitInfo.degenerate`` says so.
 - Features are ``pipelines.training.train.feature_frame`` frames of any dataset spec: the numeric features are
   float64 columns and every other column (the spec's categorical features, pandas categoricals of strings) is a
   CatBoost categorical feature (`categorical_columns`), so nothing here names a column.
@@ -142,14 +142,27 @@ class _Iterations:
         return True
 
 
+@dataclass(frozen=True)
+class FitInfo:
+    """What a fit (`fit_catboost`) did: the CatBoost parameters it used, its training rows, why the model is a
+    constant one (None: a fitted model), the best iteration chosen on the eval set (None: none was used) and the
+    trees kept (None for a constant model)."""
+
+    params: dict
+    rows: int
+    degenerate: str | None = None
+    best_iteration: int | None = None
+    trees: int | None = None
+
+
 def fit_catboost(features: pd.DataFrame, targets: np.ndarray, settings: CatBoostSettings, random_seed: int,
                  eval_features: pd.DataFrame | None = None, eval_targets: np.ndarray | None = None,
-                 model_class=None, progress: Progress = no_progress, what: str = "model"):
-    """Fits a binary CatBoostClassifier (or ``model_class``, a subclass); returns (model, info).
+                 model_class=None, progress: Progress = no_progress, what: str = "model") -> tuple[Any, FitInfo]:
+    """Fits a binary CatBoostClassifier (or ``model_class``, a subclass); returns (model, `FitInfo`).
 
     ``targets``: int labels (Logloss) or float class-1 probabilities (CrossEntropy, soft labels). With a
     single class among hard targets the model is a constant plain CatBoostClassifier (module docstring) and
-    ``info["degenerate"]`` explains it. ``info["params"]`` are the CatBoost parameters used. ``progress``: where
+    ``FitInfo.degenerate`` explains it. ``FitInfo.params`` are the CatBoost parameters used. ``progress``: where
     the fit's live progress goes (iterations and the time left, "CatBoost <what>: ..."), when progress is live
     (`labeldp.progress.live`); the callback changes nothing in the model.
     """
@@ -159,13 +172,12 @@ def fit_catboost(features: pd.DataFrame, targets: np.ndarray, settings: CatBoost
     targets = np.asarray(targets)
     soft = np.issubdtype(targets.dtype, np.floating)
     params = settings.params(random_seed, "CrossEntropy" if soft else "Logloss")
-    info: dict[str, Any] = {"params": params, "degenerate": None, "rows": int(targets.size)}
     if not soft and np.unique(targets).size < 2:
         n_one = int(np.sum(targets == 1))
         p_one = (n_one + 1.0) / (targets.size + 2.0)
-        info["degenerate"] = (f"all {targets.size} training labels are {int(targets[0])}: constant model with "
-                              f"P(click) = (clicks + 1) / (rows + 2) = {p_one:.3g}")
-        return _constant_model(features, p_one, params), info
+        degenerate = (f"all {targets.size} training labels are {int(targets[0])}: constant model with "
+                      f"P(click) = (clicks + 1) / (rows + 2) = {p_one:.3g}")
+        return _constant_model(features, p_one, params), FitInfo(params, int(targets.size), degenerate)
     use_eval = eval_features is not None and settings.use_best_model and len(eval_features) > 0
     if use_eval and not soft and np.unique(eval_targets).size < 2:
         use_eval = False  # CatBoost's Logloss cannot score a one-class eval set
@@ -177,9 +189,8 @@ def fit_catboost(features: pd.DataFrame, targets: np.ndarray, settings: CatBoost
     if countdown.enabled:
         fit_kwargs["callbacks"] = [_Iterations(countdown)]
     model.fit(training_pool(features, targets), **fit_kwargs)
-    info["best_iteration"] = int(model.get_best_iteration()) if use_eval else None
-    info["trees"] = int(model.tree_count_)
-    return model, info
+    return model, FitInfo(params, int(targets.size), best_iteration=int(model.get_best_iteration()) if use_eval
+                          else None, trees=int(model.tree_count_))
 
 
 def predict_probabilities(model, features: pd.DataFrame) -> np.ndarray:

@@ -61,7 +61,8 @@ from labeldp.names import require_date
 from labeldp.progress import Progress, no_progress
 from pipelines.data import schema, splits
 from pipelines.data.categories import MISSING_CATEGORY
-from pipelines.data.dataset_spec import DatasetSpec, criteo, dataset_of, is_default
+from pipelines.data.dataset_spec import DatasetSpec, criteo, is_default
+from pipelines.data.day import Day, listed_day
 from pipelines.data.layout import model_dir
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
@@ -151,13 +152,13 @@ def check_binary(dataset: DatasetSpec, what: str = "training") -> None:
                                 f"{what} fits binary (2-class) CatBoost models only")
 
 
-def load_day(root: str | os.PathLike, date: dt.date, fingerprint: str | None = None) -> DayData:
-    """Reads and validates the partition of ``date`` (``schema.read_partition``, with the spec it was written
-    with) under the pipeline names and prepares features. A spec with other than 2 classes is refused."""
-    date = require_date(date)
-    dataset = dataset_of(root, date)
+def load_day(day: Day) -> DayData:
+    """Reads and validates ``day``'s partition (``schema.read_partition``, with the spec it was written with) under
+    the pipeline names and prepares features; its fingerprint is the handle's (hashed once). A spec with other than
+    2 classes is refused."""
+    date, dataset = day.date, day.dataset
     check_binary(dataset)
-    table = dataset.to_internal(schema.read_partition(root, date, dataset=dataset))
+    table = dataset.to_internal(schema.read_partition(day.root, date, dataset=dataset))
     row_ids = table.column("row_id").to_numpy()
     split = splits.split_of(row_ids)
     for code, name in splits.SPLIT_NAMES.items():
@@ -166,7 +167,7 @@ def load_day(root: str | os.PathLike, date: dt.date, fingerprint: str | None = N
                                     f"training needs every split (use more rows)")
     return DayData(date=date, row_ids=row_ids, labels=table.column("label").to_numpy().astype(np.int64),
                    features=feature_frame(table, dataset), split=split, table_schema=table.schema,
-                   fingerprint=fingerprint or schema.partition_fingerprint(root, date), dataset=dataset)
+                   fingerprint=day.fingerprint, dataset=dataset)
 
 
 # ------------------------------------------------------------------------------------------ mechanisms
@@ -256,13 +257,13 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
                                model_class=registry.noise_corrected_classifier_class()
                                if release.correct_output else None, progress=progress, what=f"{name} eps={epsilon:g}")
     correction = None
-    if release.correct_output and info["degenerate"] is None:
+    if release.correct_output and info.degenerate is None:
         raw = predict_raw_probabilities(model, day.features.iloc[fit_rows[is_validation]])
         correction = chosen.output_correction(release, raw, targets[is_validation], epsilon)
         model.labeldp_correction = registry.jsonable(correction)
     train_seconds = time.monotonic() - started
     validation_uses = []   # what the (privatized) validation labels were used for
-    if info.get("best_iteration") is not None:
+    if info.best_iteration is not None:
         validation_uses.append("chose the best iteration (use_best_model)")
     if not release.identity:
         validation_uses += chosen.validation_label_uses(release, correction)
@@ -271,14 +272,14 @@ def train_model(day: DayData, mechanism: str | Mechanism, epsilon: float, seed: 
     probabilities = predict_probabilities(model, day.features.iloc[test])
     metrics = evaluate(probabilities, day.labels[test])
     metrics.update({"train_rows": int(np.sum(~is_validation)), "validation_rows": int(np.sum(is_validation)),
-                    "train_seconds": round(train_seconds, 2), "degenerate": info["degenerate"],
-                    "best_iteration": info.get("best_iteration"), "trees": info.get("trees"),
+                    "train_seconds": round(train_seconds, 2), "degenerate": info.degenerate,
+                    "best_iteration": info.best_iteration, "trees": info.trees,
                     "notes": release.notes})
-    if info["degenerate"]:
-        progress(f"warning: {info['degenerate']}")
+    if info.degenerate:
+        progress(f"warning: {info.degenerate}")
     mechanism_record = {**chosen.record(epsilon, release), "catboost_seed": catboost_seed}
     unread_rows = day.row_ids[private[release.unread]]   # private rows whose labels were never read (PATE)
-    return TrainResult(model=model, mechanism=mechanism_record, metrics=metrics, catboost_params=info["params"],
+    return TrainResult(model=model, mechanism=mechanism_record, metrics=metrics, catboost_params=info.params,
                        seed=seed, output_correction=correction,
                        privatized_labels=targets if not np.issubdtype(targets.dtype, np.floating) else None,
                        training_rows=training_rows_record(day, validation_uses, unread_rows))
@@ -324,9 +325,10 @@ def reference_date(date: dt.date) -> dt.date:
     return require_date(date) - dt.timedelta(days=1)
 
 
-def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str, on_missing: str,
-                     seed: int, settings: CatBoostSettings, progress: Progress = no_progress):
-    """Returns ``(classifier, reference)`` for day ``date``: the reference (``reference_name`` at D-1) resolved
+def ensure_reference(day: Day, reference_name: str, on_missing: str, seed: int, settings: CatBoostSettings,
+                     progress: Progress = no_progress):
+    """Returns ``(classifier, reference)`` for ``day``: the reference (``reference_name`` at D-1, under the day's
+    data root) resolved
     (`pipelines.models.handle.resolve_model`), and its CatBoost classifier, or None for a registered reference of
     another format (`pipelines.models.formats.registry`), which training cannot use as a prior (only the audit
     reads it, through its format).
@@ -334,7 +336,8 @@ def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str
     When it is missing: ``on_missing="train"`` trains it non-privately on the D-1 partition and registers it;
     ``"fail"`` raises a ``LabelDPInputError`` that says how to create it.
     """
-    ref_date = reference_date(date)
+    root = day.root
+    ref_date = reference_date(day.date)
     directory = model_dir(root, reference_name, ref_date)
     if directory.is_dir():
         progress(f"reference: using {directory}")
@@ -349,9 +352,9 @@ def ensure_reference(root: str | os.PathLike, date: dt.date, reference_name: str
     if on_missing != "train":
         raise LabelDPInputError(f"on_missing must be 'train' or 'fail'; got {on_missing!r}")
     progress(f"reference: {directory} is missing; training it non-privately on {ref_date.isoformat()}")
-    day = load_day(root, ref_date)
-    result = train_model(day, "none", math.inf, seed=seed, settings=settings, progress=progress)
-    register(root, reference_name, day, result)
+    previous = load_day(listed_day(root, ref_date))
+    result = train_model(previous, "none", math.inf, seed=seed, settings=settings, progress=progress)
+    register(root, reference_name, previous, result)
     reference = resolve_model(root, reference_name, ref_date)
     return registry.load_model(reference), reference
 
@@ -393,12 +396,11 @@ def dataset_fingerprint_of(metadata: ModelMetadata) -> str:
     return criteo().fingerprint()
 
 
-def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | Mechanism, epsilon: float,
-                       model_name: str | None = None, seed: int = 0, settings: CatBoostSettings | None = None,
+def train_and_register(partition: Day, mechanism: str | Mechanism, epsilon: float, model_name: str | None = None,
+                       seed: int = 0, settings: CatBoostSettings | None = None,
                        options: MechanismOptions | None = None, reference_name: str = "reference",
                        on_missing_reference: str = "train", progress: Progress = no_progress,
-                       reference: ModelHandle | None = None,
-                       partition_fingerprint: str | None = None) -> tuple[Any, ModelMetadata]:
+                       reference: ModelHandle | None = None) -> tuple[Any, ModelMetadata]:
     """The ``labeldp-audit train`` job: load day D, resolve the reference (D-1 checkpoint), train, register.
 
     The reference is resolved whenever it exists or can be made, because the audit of day D needs it as M'
@@ -406,10 +408,11 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
     proceeds without one for mechanisms that do not need it (e.g. the first day of data). A model named like
     the reference does not resolve a reference of its own. ``mechanism`` is a registered name (built from
     ``options``) or a `Mechanism`. ``reference``: the reference already resolved by the caller (a night resolves it
-    once for every target), else resolved or made here. ``partition_fingerprint``: day D's, when the caller holds
-    its handle (`pipelines.data.day.Day`); None: hashed here. Returns ``(model_dir, metadata)``.
+    once for every target), else resolved or made here. ``partition``: day D's handle (`pipelines.data.day.Day`:
+    its files, dataset and fingerprint, hashed once); the model is registered under its data root. Returns
+    ``(model_dir, metadata)``.
     """
-    date = require_date(date)
+    root, date = partition.root, partition.date
     settings = settings or CatBoostSettings()
     chosen = mechanism_from(mechanism, options)
     model_name = model_name or default_model_name(chosen.name, epsilon)
@@ -421,7 +424,7 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
         raise LabelDPInputError(f"model {model_name!r} cannot be its own reference prior; pick another "
                                 f"{mention('model_name')} or {mention('prior')} uniform", field="model_name")
     progress(f"loading partition {date.isoformat()}")
-    day = load_day(root, date, partition_fingerprint)
+    day = load_day(partition)
     progress(f"{day.row_ids.size} rows: train {day.rows(splits.TRAIN).size}, validation "
              f"{day.rows(splits.VALIDATION).size}, test {day.rows(splits.TEST).size}")
     reference_model, reference_info = None, None
@@ -433,7 +436,7 @@ def train_and_register(root: str | os.PathLike, date: dt.date, mechanism: str | 
             progress(f"reference: using {reference.directory}")
             reference_model = registry.load_model(reference) if reference.format.catboost_classifier else None
         else:
-            reference_model, reference = ensure_reference(root, date, reference_name, policy, seed, settings,
+            reference_model, reference = ensure_reference(partition, reference_name, policy, seed, settings,
                                                           progress)
         ref_metadata = reference.meta
         ref_day = ref_metadata.date.isoformat()

@@ -84,9 +84,9 @@ def _inner_date_calls():
 
     from auditing.sinks.report import run_report_path
     from pipelines.data import criteo_ingest, layout, schema, synth
+    from pipelines.data.day import listed_day, resolve_day
     from pipelines.models import registry
     from pipelines.models.handle import resolve_model
-    from pipelines.reference import shift_diagnostics
     from pipelines.scoring import beam_request
     from pipelines.training import train as training
 
@@ -98,11 +98,10 @@ def _inner_date_calls():
         "synth.generate_day": (lambda d: synth.generate_day(d, rows=10), "date"),
         "synth.day_seed": (lambda d: synth.day_seed(1, d), "date"),
         "criteo_ingest.ingest_criteo": (lambda d: criteo_ingest.ingest_criteo("/x.tsv", "/r", d), "date"),
-        "training.load_day": (lambda d: training.load_day("/r", d), "date"),
+        "day.listed_day": (lambda d: listed_day("/r", d), "date"),
+        "day.resolve_day": (lambda d: resolve_day("/r", d), "date"),
         "training.reference_date": (training.reference_date, "date"),
-        "training.train_and_register": (lambda d: training.train_and_register("/r", d, "rr", 1.0), "date"),
         "registry.read_metadata": (lambda d: registry.read_metadata("/r", "m", d), "date"),
-        "shift_diagnostics.shift_diagnostic": (lambda d: shift_diagnostics.shift_diagnostic("/r", d, None), "date"),
         "handle.resolve_model": (lambda d: resolve_model("/r", "m", d), "date"),
         "beam_request.ScoringRequest": (lambda d: beam_request.ScoringRequest("/r", d, "m"), "date"),
         "beam_request.ScoringRequest (reference_date)":
@@ -463,3 +462,32 @@ def test_the_tie_and_chain_measures_see_what_they_count(tmp_path, monkeypatch):
     assert [len(c) for c in bench.longest_chains(bench.import_graph(module_level=True))] == [2]
     assert [(p, q) for p, q, _ in bench.package_ties(bench.import_graph(module_level=False))] == [
         ("auditing.p", "auditing.q")]
+
+
+# Paths under the data root belong to pipelines/data/layout.py and the day's handle (pipelines/data/day.py): every
+# other module asks them (`layout.partition_listing`, `Day.files`), never builds a partition's directory itself.
+def _signature_benchmark():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("count_signatures", ROOT / "benchmarks" / "count_signatures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_only_the_layout_and_the_day_handle_build_a_partitions_directory():
+    bench = _signature_benchmark()
+    paths = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+    offenders = bench.partition_dir_calls(paths)
+    assert not offenders, "partition_dir called outside pipelines/data/layout.py and day.py:\n" + "\n".join(offenders)
+
+
+def test_the_partition_dir_check_sees_both_call_forms(tmp_path):
+    bench = _signature_benchmark()
+    (tmp_path / "pipelines" / "data").mkdir(parents=True)
+    probe = tmp_path / "pipelines" / "probe.py"
+    probe.write_text("from pipelines.data import layout\nfrom pipelines.data.layout import partition_dir\n"
+                     "a = layout.partition_dir('/r', d)\nb = partition_dir('/r', d)\n")
+    owner = tmp_path / "pipelines" / "data" / "day.py"
+    owner.write_text("from pipelines.data.layout import partition_dir\nx = partition_dir('/r', d)\n")
+    assert bench.partition_dir_calls([owner, probe], root=tmp_path) == ["pipelines/probe.py:3", "pipelines/probe.py:4"]

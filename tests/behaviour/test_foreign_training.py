@@ -32,6 +32,7 @@ from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits
 from pipelines.data.dataset_spec import DatasetSpec
+from pipelines.data.day import listed_day
 from pipelines.data.id_sets import IdSet
 from pipelines.data.layout import file_fingerprint, model_dir
 from pipelines.models import registry
@@ -97,7 +98,7 @@ def world(tmp_path_factory):
         schema.write_partition(root, date, _day_table(seed), dataset=SPEC)
     trained = {}
     for name, mechanism, epsilon in (("f-none", "none", math.inf), ("f-rr", "rr", 2.0)):
-        _, record = training.train_and_register(root, DAY, mechanism, epsilon, model_name=name,
+        _, record = training.train_and_register(listed_day(root, DAY), mechanism, epsilon, model_name=name,
                                                 settings=FAST)   # also trains the reference on PREVIOUS
         trained[name] = encode(record)
     table = SPEC.to_internal(schema.read_partition(root, DAY))
@@ -137,7 +138,7 @@ def test_training_reads_the_spec_and_records_it(world):
 
 
 def test_feature_frame_keeps_missing_values_and_integer_categories(world):
-    day = training.load_day(world["root"], DAY)
+    day = training.load_day(listed_day(world["root"], DAY))
     assert day.dataset == SPEC and list(day.features.columns) == list(SPEC.features)
     assert day.features["price"].isna().any() and day.features["price"].dtype == np.float64
     assert set(day.features["slot"].cat.categories) == {str(i) for i in range(1, 13)}
@@ -149,7 +150,7 @@ def test_a_dataset_with_three_classes_is_refused(tmp_path):
     three = dataclasses.replace(SPEC, classes=3, name="three")
     schema.write_partition(tmp_path, DAY, _day_table(3, rows=200, classes=3), dataset=three)
     with pytest.raises(LabelDPInputError, match=r"'three'.*3 classes: training fits binary"):
-        training.load_day(tmp_path, DAY)
+        training.load_day(listed_day(tmp_path, DAY))
 
 
 # ------------------------------------------------------------------------------------------ row selection
@@ -312,7 +313,7 @@ def test_check_rows_on_a_foreign_dataset_with_a_keys_target(world):
 
 def test_recalibration_on_a_foreign_dataset_with_a_keys_target(world):
     root, ids, trains = world["root"], world["ids"], world["trains"]
-    metadata = recalibrate_reference(root, DAY, "recalibrated", resolve_model(root, "reference", PREVIOUS),
+    metadata = recalibrate_reference(listed_day(root, DAY), "recalibrated", resolve_model(root, "reference", PREVIOUS),
                                      targets=[unregistered(world["outside"], root)], settings=RECALIBRATION).metadata
     correction = trains & splits.correction_share(ids, splits.CORRECTION_SHARE)
     assert metadata["correction_rows"]["rows"] == int(correction.sum())
@@ -323,29 +324,29 @@ def test_recalibration_on_a_foreign_dataset_with_a_keys_target(world):
     model = registry.load_model(resolve_model(root, "recalibrated", DAY))
     assert model.predict_proba(training.feature_frame(world["table"], SPEC)).shape == (ids.size, 2)
     lines = []
-    again = recalibrate_reference(root, DAY, "recalibrated", resolve_model(root, "reference", PREVIOUS),
+    again = recalibrate_reference(listed_day(root, DAY), "recalibrated", resolve_model(root, "reference", PREVIOUS),
                                   targets=[unregistered(world["outside"], root)], settings=RECALIBRATION,
                                   progress=lines.append).metadata
     assert again == metadata and "reusing" in lines[-1]
     changed = dataclasses.replace(RECALIBRATION, catboost=dataclasses.replace(FAST, border_count=32))
-    refit = recalibrate_reference(root, DAY, "recalibrated", resolve_model(root, "reference", PREVIOUS),
+    refit = recalibrate_reference(listed_day(root, DAY), "recalibrated", resolve_model(root, "reference", PREVIOUS),
                                   targets=[unregistered(world["outside"], root)], settings=changed,
                                   progress=lines.append).metadata
     assert refit["recalibration"]["catboost_params"]["border_count"] == 32
     assert any(line.startswith("recalibrated reference: refitting") and "settings.catboost" in line for line in lines)
     every = {"model_name": "outside-all", "date": DAY.isoformat(), "training_rows": {"kind": "all", "rows": ROWS}}
     with pytest.raises(ReferenceCheckSkipped, match=r"'outside-all'.*no row is held out"):
-        recalibrate_reference(root, DAY, "recalibrated-all", resolve_model(root, "reference", PREVIOUS),
+        recalibrate_reference(listed_day(root, DAY), "recalibrated-all", resolve_model(root, "reference", PREVIOUS),
                               targets=[unregistered(every, root)])
 
 
 def test_a_reference_of_another_format_is_not_recalibrated_but_copied(world):
     root = world["root"]
-    oracle = controls.ensure_positive_control(root, PREVIOUS, "oracle", 1.0, 0, "fp")
+    oracle = controls.ensure_positive_control(listed_day(root, PREVIOUS), "oracle", 1.0, 0)
     with pytest.raises(ReferenceCheckSkipped, match="'rr-oracle' model"):
-        recalibrate_reference(root, DAY, "recalibrated-oracle", oracle, targets=[unregistered(world["outside"], root)])
+        recalibrate_reference(listed_day(root, DAY), "recalibrated-oracle", oracle, targets=[unregistered(world["outside"], root)])
     assert not model_dir(root, "recalibrated-oracle", DAY).exists()
-    copy = controls.ensure_negative_control(root, DAY, "negative-oracle", oracle, "fp")
+    copy = controls.ensure_negative_control(listed_day(root, DAY), "negative-oracle", oracle)
     assert copy.format.name == "rr-oracle" and copy.metadata["model_file"] == oracle.metadata["model_file"]
     source, target = model_dir(root, "oracle", PREVIOUS), model_dir(root, "negative-oracle", DAY)
     assert (target / "oracle.json").read_bytes() == (source / "oracle.json").read_bytes()
@@ -368,12 +369,13 @@ def _registered_reference(world) -> np.ndarray:
 def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spec(world):
     root = world["root"]
     keys = _registered_reference(world)
-    copy = controls.ensure_negative_control(root, DAY, "negative", resolve_model(root, "registered", PREVIOUS), "fp")
+    copy = controls.ensure_negative_control(listed_day(root, DAY), "negative",
+                                            resolve_model(root, "registered", PREVIOUS))
     target = model_dir(root, "negative", DAY)
     assert (target / "training_rows.parquet").is_file() and (target / "model.cbm").is_file()
     assert copy.metadata["feature_schema"] == SPEC.feature_schema() and copy.format.name == "catboost"
 
-    diagnostic = shift_diagnostic(root, DAY, resolve_model(root, "registered", PREVIOUS))
+    diagnostic = shift_diagnostic(listed_day(root, DAY), resolve_model(root, "registered", PREVIOUS))
     assert set(diagnostic.feature_shift.per_feature) == set(SPEC.features)
     previous = diagnostic.fit_previous
     assert previous.rows_rule == "rows not in its training keys" and previous.rows == ROWS - keys.size

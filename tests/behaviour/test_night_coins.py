@@ -210,7 +210,8 @@ def test_the_flows_score_each_night_keyed_by_its_day(monkeypatch, tmp_path):
 
     plan = default_plan()
     with pytest.raises(Asked):
-        steps.score_target(tmp_path, NEXT, SimpleNamespace(name="m"), SimpleNamespace(name="r", date=NIGHT), plan)
+        steps.score_target(SimpleNamespace(root=tmp_path, date=NEXT), SimpleNamespace(name="m"),
+                           SimpleNamespace(name="r", date=NIGHT), plan)
     assert asked["night"] == asked["date"] == NEXT
 
 

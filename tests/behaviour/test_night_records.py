@@ -124,10 +124,16 @@ JOB_RECORD = {
                                  "git_dirty": True}}}
 
 
-def test_a_jobs_lineage_is_read_once_into_the_warehouse_lineage():
-    from flows.steps import JobLineage
+def _scored(record: dict):
+    from flows.steps import Scored
+    from labeldp.codec import decode
+    from pipelines.scoring.beam_request import JobRecord
 
-    lineage = JobLineage.from_dict(JOB_RECORD)
+    return Scored(decode(JobRecord, record, "result.json"), reused=False, game_dir="/r/sweeps/x")
+
+
+def test_a_jobs_lineage_is_read_once_into_the_warehouse_lineage():
+    lineage = _scored(JOB_RECORD)
     assert lineage.warehouse_lineage("run-1", None) == {
         "model_uri": "/r/models/rr-eps1", "model_fingerprint": "abc", "reference_model": "reference@2024-01-01",
         "partition_fingerprint": "p1", "code_version": "1.2.0+0123456789ab-dirty", "flow_run_id": "run-1",
@@ -135,19 +141,22 @@ def test_a_jobs_lineage_is_read_once_into_the_warehouse_lineage():
         "durations": {"total_s": 1.5}, "run_id": None, "training_rows_fingerprint": None,
         "reference_fingerprint": "def", "correction_fingerprint": None, "scoring_key": "0123456789abcdef"}
     # a corrected reference names the checkpoint it corrects: both fingerprints recorded, with the training rows'
-    corrected = JobLineage.from_dict({**JOB_RECORD, "lineage": {
+    corrected = _scored({**JOB_RECORD, "lineage": {
         **JOB_RECORD["lineage"], "model": {**JOB_RECORD["lineage"]["model"], "training_rows_fingerprint": "t1"},
         "reference": {**JOB_RECORD["lineage"]["reference"], "source_fingerprint": "raw"}}})
     assert {k: v for k, v in corrected.warehouse_lineage("run-1", None, "r-1").items() if "fingerprint" in k
             or k == "run_id"} == {"model_fingerprint": "abc", "partition_fingerprint": "p1", "run_id": "r-1",
                                   "training_rows_fingerprint": "t1", "reference_fingerprint": "raw",
                                   "correction_fingerprint": "def"}
-    assert lineage.runner == "FnApiRunner" and lineage.model_id is None
+    assert lineage.job.lineage.runner.runner == "FnApiRunner"
     assert lineage.warehouse_lineage(None, {"publish_s": 2.0})["durations"] == {"publish_s": 2.0}
-    bare = JobLineage.from_dict({"result": {}})  # a record without lineage: nothing recorded
-    assert (bare.reference_model, bare.code_version, bare.runner) == (None, "None+unknown", None)
-    with pytest.raises(LabelDPInputError, match=r"lineage\.code_version must be a JSON object"):
-        JobLineage.from_dict({**JOB_RECORD, "lineage": {**JOB_RECORD["lineage"], "code_version": "1.2.0"}})
+    bare = _scored({"result": {}}).warehouse_lineage(None, None)  # a record without lineage: nothing recorded
+    assert (bare["reference_model"], bare["code_version"], bare["model_fingerprint"]) == (None, "None+unknown", None)
+    with pytest.raises(LabelDPInputError, match=r"lineage\.code_version: expected a record"):
+        _scored({**JOB_RECORD, "lineage": {**JOB_RECORD["lineage"], "code_version": "1.2.0"}})
+    with pytest.raises(LabelDPInputError, match=r"lineage\.model: unknown field\(s\) \['fingerprnt'\]"):
+        _scored({**JOB_RECORD, "lineage": {**JOB_RECORD["lineage"], "model": {"name": "m", "date": "2024-01-02",
+                                                                             "fingerprnt": "abc"}}})
 
 
 # ------------------------------------------------------------------------------------------ a control's outcome

@@ -113,6 +113,7 @@ def test_reports_of_a_replaced_partition_are_marked_once(tmp_path):
 def test_a_model_registered_on_a_replaced_day_is_refused_naming_what_changed(day):
     from pipelines.data import schema
     from pipelines.data.criteo_ingest import ingest_criteo
+    from pipelines.data.day import listed_day
     from pipelines.models.registration import check_registration_matches_day, register_model
     from pipelines.models.registry import read_metadata
 
@@ -126,11 +127,11 @@ def test_a_model_registered_on_a_replaced_day_is_refused_naming_what_changed(day
     register_model(root, "team", DAY, predictions, fmt="predictions", claimed_epsilon=1.0, dataset=None,
                    training_rows=keys)
     old = schema.partition_fingerprint(root, DAY)
-    check_registration_matches_day(root, read_metadata(root, "team", DAY), DAY, old)  # as registered: fine
+    check_registration_matches_day(listed_day(root, DAY), read_metadata(root, "team", DAY))  # as registered: fine
     ingest_criteo(subset, root, DAY, replace=True)
     new = schema.partition_fingerprint(root, DAY)
     with pytest.raises(LabelDPInputError) as refused:
-        check_registration_matches_day(root, read_metadata(root, "team", DAY), DAY, new)
+        check_registration_matches_day(listed_day(root, DAY), read_metadata(root, "team", DAY))
     message = str(refused.value)
     assert f"registered target team@{DAY.isoformat()} was registered on the partition {old}" in message
     assert f"is now {new} (replaced 20" in message and "--replace" in message and refused.value.field == "model"

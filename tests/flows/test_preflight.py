@@ -369,10 +369,11 @@ def test_check_only_runs_the_preflight_and_writes_nothing(capsys, root, plan, tm
 
 
 def test_guardrail_check_only_checks_a_model_file_without_registering_it(capsys, root, plan, tmp_path):
+    from pipelines.data.day import listed_day
     from pipelines.training.fitting import CatBoostSettings, fit_catboost
     from pipelines.training.train import load_day
 
-    day = load_day(root, D1)
+    day = load_day(listed_day(root, D1))
     model, _ = fit_catboost(day.features, day.labels, CatBoostSettings(iterations=3), 0)
     candidate = tmp_path / "release.cbm"
     model.save_model(str(candidate))

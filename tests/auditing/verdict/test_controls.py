@@ -38,6 +38,7 @@ from auditing.verdict.controls import (
     rr_oracle_probabilities,
 )
 from labeldp.errors import LabelDPInputError
+from pipelines.data.day import listed_day
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
@@ -264,11 +265,11 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     from pipelines.scoring.beam_scoring import score_day
 
     root, day = beam_world["root"], DAY
-    oracle = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
+    oracle = controls.ensure_positive_control(listed_day(root, day), "control-positive", 2.0, 3)
     metadata = oracle.metadata
     assert controls.is_oracle(metadata) and oracle.artifact.name == "oracle.json"
     assert metadata["training_rows"]["rows"] == beam_world["ids"].size
-    again = controls.ensure_positive_control(root, day, "control-positive", 2.0, 3, beam_world["fingerprint"])
+    again = controls.ensure_positive_control(listed_day(root, day), "control-positive", 2.0, 3)
     assert again.metadata["created_at"] == metadata["created_at"]  # reused, not rewritten
     config_game, bound = GameConfig(repetitions=3, seed=1, grid_points=40), BoundConfig()
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-positive", game=config_game, bound=bound,
@@ -285,8 +286,8 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     assert check.epsilon_lower_bound <= 2.0 and check.floor > 0
 
     # the negative control: a copy of the reference, through the CatBoost handler, gives 0
-    controls.ensure_negative_control(root, day, "control-negative", resolve_model(root, "reference", PREVIOUS),
-                                     beam_world["fingerprint"])
+    controls.ensure_negative_control(listed_day(root, day), "control-negative",
+                                     resolve_model(root, "reference", PREVIOUS))
     negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", game=config_game, bound=bound,
                                         reference="reference", batch_size=1500))
     assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result).passed

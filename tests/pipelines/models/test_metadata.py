@@ -20,6 +20,7 @@ import pytest
 
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
+from pipelines.data.day import listed_day
 from pipelines.models.metadata import ABSENT, TrainingRows, as_metadata
 
 DAY = dt.date(2024, 3, 2)
@@ -131,7 +132,7 @@ def test_the_positive_control_round_trips(tmp_path):
     from pipelines.reference import controls
 
     synth.write_synthetic_day(tmp_path, DAY, rows=400)
-    oracle = controls.ensure_positive_control(tmp_path, DAY, "oracle", 1.0, 0, "fp")
+    oracle = controls.ensure_positive_control(listed_day(tmp_path, DAY), "oracle", 1.0, 0)
     text = (oracle.directory / METADATA_FILE).read_text()
     assert dumped(encode(as_metadata(json.loads(text)))) == text
     assert oracle.meta.model_type == "rr-label-oracle" and oracle.meta.format is ABSENT

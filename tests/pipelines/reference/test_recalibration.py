@@ -43,6 +43,7 @@ from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
+from pipelines.data.day import listed_day
 from pipelines.data.layout import file_fingerprint, model_dir
 from pipelines.models import registry
 from pipelines.models.handle import resolve_model
@@ -262,7 +263,7 @@ def world(tmp_path_factory):
     and +1.0 more on the most frequent value of C1 (a CTR-encoded column, ~25% of rows)."""
     root = tmp_path_factory.mktemp("recalibration")
     synth.write_synthetic_day(root, PREVIOUS, rows=DAY_ROWS)
-    previous = training.load_day(root, PREVIOUS)
+    previous = training.load_day(listed_day(root, PREVIOUS))
     result = training.train_model(previous, "none", math.inf, seed=0, settings=SETTINGS)
     training.register(root, "reference", previous, result)
 
@@ -288,7 +289,7 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def recalibrated(world):
-    metadata = recalibrate_reference(world["root"], DAY, RECALIBRATED, resolve_model(world["root"], "reference", PREVIOUS),
+    metadata = recalibrate_reference(listed_day(world["root"], DAY), RECALIBRATED, resolve_model(world["root"], "reference", PREVIOUS),
                                      targets=[unregistered(TARGET)], seed=0).metadata
     model = registry.load_model(resolve_model(world["root"], RECALIBRATED, DAY))
     return metadata, model, np.asarray(model.predict_proba(world["frame"]), dtype=np.float64)[:, 1]
@@ -355,12 +356,12 @@ def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_row
 def test_recalibration_is_reused_and_byte_identical_when_rerun(world, recalibrated):
     metadata, _model, p = recalibrated
     source = resolve_model(world["root"], "reference", PREVIOUS)
-    entry = recalibrate_reference(world["root"], DAY, RECALIBRATED, source, targets=[unregistered(TARGET)], seed=0)
+    entry = recalibrate_reference(listed_day(world["root"], DAY), RECALIBRATED, source, targets=[unregistered(TARGET)], seed=0)
     again = entry.metadata
     assert again["created_at"] == metadata["created_at"]  # same inputs: reused, not refitted
     # the handle knows its source: the night's diagnostics read the D-1 checkpoint without resolving it again
     assert entry.source is source and measured_reference(world["root"], entry) is source
-    other = recalibrate_reference(world["root"], DAY, "reference-recalibrated-2",
+    other = recalibrate_reference(listed_day(world["root"], DAY), "reference-recalibrated-2",
                                   resolve_model(world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
                                   seed=0).metadata
     model = registry.load_model(resolve_model(world["root"], "reference-recalibrated-2", DAY))
@@ -378,7 +379,7 @@ def test_no_improving_round_keeps_the_intercept_alone_exactly(world, arrays):
     assert corrected.tobytes() == (base[arrays["other"]] + correction.intercept).tobytes()
     assert record["validation"]["log_loss_after"] == record["validation"]["log_loss_after_intercept"]
 
-    metadata = recalibrate_reference(world["root"], DAY, "reference-intercept",
+    metadata = recalibrate_reference(listed_day(world["root"], DAY), "reference-intercept",
                                      resolve_model(world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
                                      settings=strict).metadata
     record = metadata["recalibration"]
@@ -439,7 +440,7 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
     with itself, day D would give the same rows, the same fit and a PSI of exactly 0 for every feature."""
     from pipelines.reference.shift_diagnostics import shift_diagnostic
 
-    diagnostic = shift_diagnostic(world["root"], DAY, resolve_model(world["root"], RECALIBRATED, DAY))
+    diagnostic = shift_diagnostic(listed_day(world["root"], DAY), resolve_model(world["root"], RECALIBRATED, DAY))
     assert (diagnostic.previous_day, diagnostic.current_day) == (PREVIOUS, DAY)
     assert diagnostic.reference == f"reference@{PREVIOUS.isoformat()}"
     previous, current = diagnostic.fit_previous, diagnostic.fit_current
@@ -454,7 +455,7 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
                           "reference_ece_shift", "feature_shift", "feature_shift_max_psi"]
     assert decode(ShiftDiagnostic, json.loads(json.dumps(data)), "shift_diagnostic") == diagnostic
 
-    itself = shift_diagnostic(world["root"], PREVIOUS, resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
+    itself = shift_diagnostic(listed_day(world["root"], PREVIOUS), resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
     assert itself.fit_previous is None and "no earlier day" in itself.not_computed
     assert list(encode(itself)) == ["label", "reference", "days", "not_computed"]
 
@@ -480,13 +481,13 @@ def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(world, mon
                 shift_diagnostics._fit(predict, tables[PREVIOUS], test[PREVIOUS]),
                 shift_diagnostics.feature_shift(tables[PREVIOUS], tables[DAY], dataset))
 
-    streamed = shift_diagnostics.shift_diagnostic(root, DAY, model)
+    streamed = shift_diagnostics.shift_diagnostic(listed_day(root, DAY), model)
     fit_current, fit_previous, shift = expected(whole)
     assert (streamed.fit_current, streamed.fit_previous) == (fit_current, replace(fit_previous, rows_rule="test split"))
     assert streamed.feature_shift == shift
 
     monkeypatch.setattr(shift_diagnostics, "SAMPLE_ROWS", 1_500)
-    sampled = shift_diagnostics.shift_diagnostic(root, DAY, model)
+    sampled = shift_diagnostics.shift_diagnostic(listed_day(root, DAY), model)
     kept = {}
     for day, table in whole.items():
         ids = table.column("row_id").to_numpy()
@@ -528,7 +529,7 @@ def test_the_correction_rows_are_streamed_and_capped_by_a_keyed_sample(world, mo
     whole = dataset.to_internal(schema.read_partition(root, DAY, dataset=dataset))
     expected = correction_frame(whole, rows, dataset)
     monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", 7_000)  # batches across the files' row groups
-    part = correction_part(root, DAY, dataset, rows, max_rows=10**9)
+    part = correction_part(listed_day(root, DAY), rows, max_rows=10**9)
     assert (part.partition_rows, part.available) == (DAY_ROWS, expected[0].size)
     assert part.heldout == int((splits.split_of(world["ids"]) == splits.TEST).sum())
     streamed = correction_frame(part.table, rows, dataset)
@@ -545,7 +546,7 @@ def test_the_correction_rows_are_streamed_and_capped_by_a_keyed_sample(world, mo
     assert splits.keyed_sample(expected[0], expected[0].size) is None
     for size in (7_000, 65_536):
         monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", size)
-        sample = correction_part(root, DAY, dataset, rows, max_rows=500)
+        sample = correction_part(listed_day(root, DAY), rows, max_rows=500)
         ids = sample.table.column("row_id").to_numpy()
         assert ids.size == 500 and sample.available == expected[0].size
         np.testing.assert_array_equal(np.sort(ids), chosen)
@@ -594,7 +595,7 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
 def test_no_heldout_rows_is_a_skip_with_its_reason(world):
     root = world["root"]
     with pytest.raises(ReferenceCheckSkipped, match="no held-out rows") as caught:
-        recalibrate_reference(root, EMPTY_DAY, "recalibrated-empty", resolve_model(root, "reference", PREVIOUS),
+        recalibrate_reference(listed_day(root, EMPTY_DAY), "recalibrated-empty", resolve_model(root, "reference", PREVIOUS),
                               targets=[unregistered(TARGET)])
     assert "test split" in caught.value.reason and not model_dir(root, "recalibrated-empty", EMPTY_DAY).exists()
 
@@ -615,7 +616,7 @@ def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a
         check_heldout([unregistered(TARGET)], audit_rows="all")
     check_heldout([unregistered(TARGET)])  # a target trained on train + validation leaves the test split held out
     with pytest.raises(ReferenceCheckSkipped, match="no training_rows record"):
-        recalibrate_reference(world["root"], DAY, "recalibrated-outside", resolve_model(world["root"], "reference", PREVIOUS),
+        recalibrate_reference(listed_day(world["root"], DAY), "recalibrated-outside", resolve_model(world["root"], "reference", PREVIOUS),
                               targets=[unregistered(outside)])
 
 
@@ -627,10 +628,10 @@ def test_a_reference_with_an_output_correction_is_a_skip(world):
     metadata["output_correction"] = {"kind": "rr_inverse", "epsilon": 1.0, "floor": 0.0}
     (copy / registry.METADATA_FILE).write_text(json.dumps(metadata))
     with pytest.raises(ReferenceCheckSkipped, match="not additive in logit space"):
-        recalibrate_reference(root, DAY, "recalibrated-nc", resolve_model(root, "reference-nc", PREVIOUS),
+        recalibrate_reference(listed_day(root, DAY), "recalibrated-nc", resolve_model(root, "reference-nc", PREVIOUS),
                               targets=[unregistered(TARGET)])
     with pytest.raises(LabelDPInputError, match="overwrite its own source"):
-        recalibrate_reference(root, PREVIOUS, "reference", resolve_model(root, "reference", PREVIOUS))
+        recalibrate_reference(listed_day(root, PREVIOUS), "reference", resolve_model(root, "reference", PREVIOUS))
 
 
 def test_the_scoring_job_reads_the_correction_share_from_the_reference_and_refuses_an_unknown_scheme(world, recalibrated):

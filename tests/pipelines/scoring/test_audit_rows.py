@@ -19,6 +19,7 @@ from flows.cli import main as cli_main
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
+from pipelines.data.day import listed_day
 from pipelines.models import registry
 from pipelines.models.handle import resolve_model
 from pipelines.scoring.audit_rows import row_selection, training_rows
@@ -40,7 +41,7 @@ def world(tmp_path_factory):
     for date in (PREVIOUS, DAY):
         synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=2000)
     settings = fitting.settings_from(iterations=10, thread_count=1)
-    _, metadata = training.train_and_register(root, DAY, "rr", 1.0, model_name="rr-1", settings=settings)
+    _, metadata = training.train_and_register(listed_day(root, DAY), "rr", 1.0, model_name="rr-1", settings=settings)
     table = schema.read_partition(root, DAY)
     return {"root": root, "metadata": encode(metadata), "table": table}
 

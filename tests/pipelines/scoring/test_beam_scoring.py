@@ -296,7 +296,7 @@ def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
         assert (outcome.output_dir / "slices" / "index.json").is_file()
     prepared = beam_request.prepare_scoring(request)
     record = beam_request.reused_record(beam_request.stored_scoring(prepared), request, prepared.output_dir)
-    assert decode(AuditResult, record["result"]).slices == expected
+    assert decode(AuditResult, record.result).slices == expected
     for bound in (dict(kappa=0.1), dict(kappa=0.2, confidence=0.99, strategy="split")):
         moved = dataclasses.replace(request, bound=dataclasses.replace(config_bound, **bound), slice_budget=0.02)
         moved_prepared = beam_request.prepare_scoring(moved)
@@ -304,9 +304,9 @@ def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
         stored = beam_request.stored_scoring(moved_prepared)
         assert stored is not None
         rejudged = beam_request.reused_record(stored, moved, moved_prepared.output_dir)
-        assert decode(AuditResult, rejudged["result"]).slices == audit_slices(
+        assert decode(AuditResult, rejudged.result).slices == audit_slices(
             *arrays, moved.game, moved.bound, slicings, columns=columns, budget=0.02)
-        assert rejudged["result"]["slices"] != record["result"]["slices"]
+        assert rejudged.result["slices"] != record.result["slices"]
     assert beam_request.prepare_scoring(dataclasses.replace(request, slices=slicings[:2])).key != prepared.key
     with pytest.raises(LabelDPInputError, match="stored without its slices"):
         beam_request.reused_record(beam_request.stored_scoring(prepared), request, world["root"])
@@ -325,7 +325,10 @@ def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not
         other = dataclasses.replace(config_bound, **bound)
         prepared = prepare_scoring(ScoringRequest(root, DAY, "target", config_game, other))
         assert prepared.key == scored.record["scoring_key"] and prepared.output_dir == scored.output_dir
-        game, _record = stored_scoring(prepared)
+        game, stored = stored_scoring(prepared)
+        # the job's record is read back typed: its lineage is the one the job wrote
+        assert (stored.lineage.model, stored.lineage.partition) == (scored.job.lineage.model,
+                                                                    scored.job.lineage.partition)
         fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game, other)
         assert audit_counts(game, other).to_dict() == fresh.to_dict()
     for game in ({"repetitions": 4}, {"seed": 10}, {"score": "log-ratio"}, {"grid_points": 50}):

@@ -16,6 +16,7 @@ from auditing.game.row_groups import label_agreement, singleton_mask
 from labeldp.errors import LabelDPInputError
 from pipelines.data import key_buckets, schema, synth
 from pipelines.data.dataset_spec import DatasetSpec, dataset_of
+from pipelines.data.day import listed_day
 from pipelines.data.splits import splitmix64
 from pipelines.scoring import row_grouping
 
@@ -66,7 +67,7 @@ def test_streamed_keys_and_exclusion_equal_the_whole_partitions(day_with_twins, 
     monkeypatch.setattr(row_grouping, "KEY_BATCH_ROWS", batch_rows)
     dataset = dataset_of(root, DAY)
     rels = row_grouping.relations(dataset)
-    streamed_ids, streamed_keys = row_grouping._day_keys(root, DAY, dataset, rels)
+    streamed_ids, streamed_keys = row_grouping._day_keys(listed_day(root, DAY), dataset, rels)
     np.testing.assert_array_equal(streamed_ids, ids)
     for streamed, whole in zip(streamed_keys, keys, strict=True):
         np.testing.assert_array_equal(streamed, whole)
@@ -75,7 +76,7 @@ def test_streamed_keys_and_exclusion_equal_the_whole_partitions(day_with_twins, 
     monkeypatch.setattr(row_grouping, "_reference_rows", lambda *args: (None, "no reference rows here"))
     monkeypatch.setattr(row_grouping, "_predicted", lambda rows, dataset, reference: seen.append(rows)
                         or _predicted(rows, dataset, reference))
-    exclusion = row_grouping.night_exclusion(root, DAY, reference=None)
+    exclusion = row_grouping.night_exclusion(listed_day(root, DAY), reference=None)
     alone = singleton_mask(keys)
     np.testing.assert_array_equal(exclusion.excluded, np.sort(ids[~alone]))
     assert exclusion.excluded.size == 400  # each copy and its original
@@ -88,7 +89,7 @@ def test_streamed_keys_and_exclusion_equal_the_whole_partitions(day_with_twins, 
 def test_an_integer_column_with_a_null_hashes_as_floats_in_every_slice(day_with_twins):
     dataset = dataset_of(day_with_twins, DAY)
     columns = row_grouping._columns(dataset, row_grouping.relations(dataset))
-    nulls = row_grouping._null_columns(day_with_twins, DAY, dataset, columns)
+    nulls = row_grouping._null_columns(listed_day(day_with_twins, DAY), columns)
     assert "I1" in nulls and schema.ROW_ID not in nulls
     table = pa.table({"I1": pa.array([5, 7], pa.int64())})
     as_ints = row_grouping.group_keys(table, [("I1",)])[0]
@@ -223,11 +224,11 @@ def _as_before(root, date=DAY, selection=TRAINING) -> row_grouping.GroupExclusio
     dataset = dataset_of(root, date)
     rels = row_grouping.relations(dataset)
     columns = row_grouping._columns(dataset, rels)
-    nulls = row_grouping._null_columns(root, date, dataset, columns)
+    nulls = row_grouping._null_columns(listed_day(root, date), columns)
     if selection is not None:  # one set of null columns for both days
-        nulls |= row_grouping._null_columns(root, BEFORE, dataset, columns)
-    ids, keys = row_grouping._day_keys(root, date, dataset, rels, nulls=nulls)
-    others = row_grouping._day_keys(root, BEFORE, dataset, rels, selection, nulls)[1] if selection is not None else []
+        nulls |= row_grouping._null_columns(listed_day(root, BEFORE), columns)
+    ids, keys = row_grouping._day_keys(listed_day(root, date), dataset, rels, nulls=nulls)
+    others = row_grouping._day_keys(listed_day(root, BEFORE), dataset, rels, selection, nulls)[1] if selection is not None else []
     alone_today = singleton_mask(keys)
     alone = singleton_mask(keys, others) if others else alone_today
     grouped = np.flatnonzero(~alone_today)
@@ -249,7 +250,7 @@ def night(monkeypatch, tmp_path):
     def run(root, reference=(BEFORE, TRAINING), note=None):
         monkeypatch.setattr(row_grouping, "_reference_rows", lambda *args: (reference, note))
         lines = []
-        result = row_grouping.night_exclusion(root, DAY, reference=None, progress=lines.append)
+        result = row_grouping.night_exclusion(listed_day(root, DAY), reference=None, progress=lines.append)
         assert list(tmp_path.iterdir()) == []  # the spill is gone
         return result, lines
     return run
@@ -329,7 +330,7 @@ def test_the_agreement_is_exact_up_to_the_cap_then_over_a_sample_of_whole_groups
                                                                                    monkeypatch):
     expected = _as_before(grouped_days)
     dataset = dataset_of(grouped_days, DAY)
-    _ids, keys = row_grouping._day_keys(grouped_days, DAY, dataset, row_grouping.relations(dataset))
+    _ids, keys = row_grouping._day_keys(listed_day(grouped_days, DAY), dataset, row_grouping.relations(dataset))
     grouped = ~singleton_mask(keys)
     monkeypatch.setattr(row_grouping, "AGREEMENT_MAX_ROWS", int(grouped.sum()))
     assert night(grouped_days)[0].agreement == expected.agreement
@@ -384,7 +385,7 @@ def test_a_repeated_row_id_is_refused_as_the_partition_read_refuses_it(criteo_da
     monkeypatch.setattr(row_grouping, "SPILL_PARENT", str(spill))
     monkeypatch.setattr(row_grouping, "_reference_rows", lambda *args: (None, None))
     with pytest.raises(LabelDPInputError) as now:
-        row_grouping.night_exclusion(root, DAY, reference=None)
+        row_grouping.night_exclusion(listed_day(root, DAY), reference=None)
     assert str(now.value) == str(before.value) and "repeat an earlier" in str(now.value)
     assert list(spill.iterdir()) == []  # removed after the error too
 

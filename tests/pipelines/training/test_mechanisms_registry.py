@@ -21,6 +21,7 @@ from flows.plan import TargetSpec
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import splits
+from pipelines.data.day import listed_day
 from pipelines.data.synth import write_synthetic_day
 from pipelines.models import registry
 from pipelines.training import train as training
@@ -87,7 +88,7 @@ def data_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def day(data_root):
-    return training.load_day(data_root, DAY)
+    return training.load_day(listed_day(data_root, DAY))
 
 
 # ------------------------------------------------------------------------------------------ a new mechanism

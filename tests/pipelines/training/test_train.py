@@ -17,6 +17,7 @@ from flows.cli import main
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits
+from pipelines.data.day import listed_day
 from pipelines.data.layout import model_dir
 from pipelines.data.synth import write_synthetic_day
 from pipelines.models import registry
@@ -40,12 +41,12 @@ def data_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def day1(data_root):
-    return training.load_day(data_root, DAY1)
+    return training.load_day(listed_day(data_root, DAY1))
 
 
 @pytest.fixture(scope="module")
 def reference(data_root):
-    return training.ensure_reference(data_root, DAY1, "reference", "train", seed=0, settings=FAST)
+    return training.ensure_reference(listed_day(data_root, DAY1), "reference", "train", seed=0, settings=FAST)
 
 
 def _strict_json(path):
@@ -77,7 +78,7 @@ def test_feature_frame_types_and_missing_values(day1):
 def test_every_mechanism_trains_registers_and_loads(data_root, reference, mechanism, epsilon, prior):
     options = training.MechanismOptions(prior=prior, pate_teachers=3, pate_queries=300)
     name = f"t-{mechanism}"
-    directory, record = training.train_and_register(data_root, DAY1, mechanism, epsilon, model_name=name,
+    directory, record = training.train_and_register(listed_day(data_root, DAY1), mechanism, epsilon, model_name=name,
                                                     seed=3, settings=FAST, options=options)
     metadata = encode(record)
     assert directory == model_dir(data_root, name, DAY1)

@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.data import schema, synth
 from pipelines.data.dataset_spec import DatasetSpec, criteo
+from pipelines.data.day import listed_day
 from pipelines.training import train as training
 from pipelines.training.mechanisms import mechanism_from
 from tests.support.model_handles import FILLER
@@ -29,7 +30,7 @@ def world(tmp_path_factory):
     models = {}
     for name, mechanism, epsilon in (("rr", "rr", 1.0), ("none", "none", math.inf), ("alibi", "alibi", 2.0)):
         options = training.MechanismOptions(prior="uniform")
-        _, models[name] = training.train_and_register(root, DAY, mechanism, epsilon, model_name=name, seed=3,
+        _, models[name] = training.train_and_register(listed_day(root, DAY), mechanism, epsilon, model_name=name, seed=3,
                                                       settings=FAST, options=options, on_missing_reference="skip")
     return {"root": root, "models": models, "fingerprint": schema.partition_fingerprint(root, DAY)}
 
