@@ -9,9 +9,9 @@ over the guess sweep, and a verdict against the claimed epsilon with its robustn
 On a scores table (columns label, p_target, p_reference, row_id)::
 
     import pandas as pd
-    from auditing import AuditConfig, judge, run_audit
+    from auditing import GameConfig, judge, run_audit
     scores = pd.read_parquet("scored.parquet")
-    result = run_audit(scores.p_target, scores.p_reference, scores.label, scores.row_id, AuditConfig(repetitions=20))
+    result = run_audit(scores.p_target, scores.p_reference, scores.label, scores.row_id, GameConfig(repetitions=20))
     print(result.epsilon_lower_bound, judge(result, claimed_epsilon=1.0).status)
 
 The core modules are pure numpy/scipy (numba for the game kernel and one recursion); no Beam, CatBoost, Prefect
@@ -25,7 +25,8 @@ from labeldp.exports import lazy_exports
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "AuditConfig": "auditing.config", "AuditResult": "auditing.result", "run_audit": "auditing.audit",
+    "GameConfig": "auditing.game.config", "BoundConfig": "auditing.config", "config_hash": "auditing.config",
+    "AuditResult": "auditing.result", "run_audit": "auditing.audit",
     "audit_from_counts": "auditing.audit", "SweepCounts": "auditing.game.sweep",
     "epsilon_lower_bound": "auditing.bounds.lower_bound", "rejects": "auditing.bounds.lower_bound", "pointwise_bounds": "auditing.bounds.lower_bound",
     "best_bound": "auditing.bounds.lower_bound",

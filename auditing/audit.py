@@ -9,7 +9,7 @@ for comparison and labelled optimistic.
 
 from __future__ import annotations
 
-import datetime as dt
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +19,7 @@ import numpy as np
 
 from auditing.bounds.lower_bound import best_bound, best_bounds
 from auditing.bounds.selection import Selection
-from auditing.config import AuditConfig, BoundConfig
+from auditing.config import BoundConfig, config_hash
 from auditing.game.attack_curve import (
     OCTAVES,
     attack_curve_from_outcomes,
@@ -100,26 +100,25 @@ def _counts(scores, correct, row_ids, grid) -> np.ndarray:
 
 
 def run_audit(
-    p_target, p_reference, labels, row_ids=None, config: AuditConfig | None = None,
+    p_target, p_reference, labels, row_ids=None, game: GameConfig | None = None, bound: BoundConfig | None = None,
     progress: ProgressCallback | None = None, score_function=None, expected_curve: bool = False,
-    check: CheckRows | None = None, row_groups: RowGroups | None = None, night: dt.date | None = None,
+    check: CheckRows | None = None, row_groups: RowGroups | None = None,
 ) -> AuditResult:
     """Plays the game (paper Alg. 2) on arrays and audits the counts: `audit_counts` of `play_game`.
 
     p_target, p_reference: class-1 probabilities (binary, 1-D) or n x k class probabilities.
     labels: training labels y0. row_ids: unique integers keying the randomness (default 0..n-1).
     score_function: optional callable (p_target_of_label, p_reference_of_label) -> score, overriding
-    config.score (recorded as "custom"). expected_curve: also record the game's expected correct guesses over
+    game.score (recorded as "custom"). expected_curve: also record the game's expected correct guesses over
     the grid (`auditing.verdict.controls`; the positive control's pre-registered floor needs it).
     check: the day's check rows; with them the result carries the capacity check (auditing.verdict.capacity_check),
     without them a check that did not run. row_groups: the grouping the rows were selected under
-    (auditing.game.row_groups; the caller left the grouped rows out), recorded on the result. night: the
-    partition day keying the coins with the seed (`auditing.game.config.GameConfig.night`; None: the seed alone).
+    (auditing.game.row_groups; the caller left the grouped rows out), recorded on the result. The game's night
+    keys the coins with its seed (`auditing.game.config.GameConfig.night`; None: the seed alone).
     """
-    config = config or AuditConfig()
-    game = play_game(p_target, p_reference, labels, row_ids, config.game.with_night(night), progress=progress,
-                     score_function=score_function, expected_curve=expected_curve, check=check, row_groups=row_groups)
-    return audit_counts(game, config.bound)
+    counts = play_game(p_target, p_reference, labels, row_ids, game, progress=progress, score_function=score_function,
+                       expected_curve=expected_curve, check=check, row_groups=row_groups)
+    return audit_counts(counts, bound or BoundConfig())
 
 
 def play_game(
@@ -294,7 +293,8 @@ def _half_counts(scores, correct, ids, game: GameConfig) -> tuple[SweepCounts, S
 
 
 def audit_from_counts(
-    counts: SweepCounts, config: AuditConfig, split_counts: tuple[SweepCounts, SweepCounts] | None = None,
+    counts: SweepCounts, game: GameConfig, bound: BoundConfig,
+    split_counts: tuple[SweepCounts, SweepCounts] | None = None,
     score_histogram: ScoreHistogram | None = None, expected_correct: ExpectedCorrect | None = None,
     prior_histogram: PriorHistogram | None = None,
     check_histograms: CheckHistograms | LegacyCheck | None = None, row_groups: RowGroups | None = None,
@@ -302,87 +302,81 @@ def audit_from_counts(
 ) -> AuditResult:
     """`audit_counts` of counts given piece by piece (e.g. a benchmark's own sweep): the repetitions' counts,
     the halves' (needed by a halves strategy), and the claim-free records (see the AuditResult fields)."""
-    if config.selection.uses_halves and split_counts is None:
-        raise LabelDPInputError(f"strategy {config.strategy} needs the two halves' counts of repetition 0")
-    game = GameCounts(game=config.game, counts=counts, halves=split_counts,
+    if bound.selection.uses_halves and split_counts is None:
+        raise LabelDPInputError(f"strategy {bound.strategy} needs the two halves' counts of repetition 0")
+    played = GameCounts(game=game, counts=counts, halves=split_counts,
                       score_histogram=score_histogram, prior_histogram=prior_histogram,
                       expected_correct=expected_correct, check=check_histograms, row_groups=row_groups,
                       attack_curve=attack_curve)
-    return audit_counts(game, config.bound)
+    return audit_counts(played, bound)
 
 
 def audit_counts(game: GameCounts, bound: BoundConfig) -> AuditResult:
     """The verdict's numbers from the game's stored output at ``bound``: bounds, selection, the repetition summary
     and the capacity check (no row-level data needed; milliseconds)."""
-    config = AuditConfig.of(game.game, bound)
     if game.inconclusive_reason is not None:
-        return no_rows_result(config, game.inconclusive_reason, game.row_groups)
+        return no_rows_result(game.game.with_night(None), bound, game.inconclusive_reason, game.row_groups)
     counts, split_counts = game.counts, game.halves
-    kw = dict(method=config.bound_method, delta=config.delta, kappa=config.kappa)
-    strategy = config.selection
+    kw = dict(method=bound.bound_method, delta=bound.delta, kappa=bound.kappa)
+    strategy = bound.selection
     if strategy.uses_halves and split_counts is None:
         raise LabelDPInputError(_SPLIT_TOO_SMALL.format(strategy=strategy.name, n=counts.m))
-    selection: Selection = strategy.select(counts, split_counts, confidence=config.confidence, **kw)
-    grid, grid_m, grid_confidence = strategy.certifiable(counts, split_counts, config.confidence)
+    selection: Selection = strategy.select(counts, split_counts, confidence=bound.confidence, **kw)
+    grid, grid_m, grid_confidence = strategy.certifiable(counts, split_counts, bound.confidence)
     max_certifiable, _ = best_bound(grid, grid, grid_m, confidence=grid_confidence, **kw)
 
     # The paper's statistic: per repetition, the max over the sweep at the uncorrected confidence.
-    per_rep = best_bounds(counts.correct, counts.guesses, counts.m, confidence=config.confidence,
+    per_rep = best_bounds(counts.correct, counts.guesses, counts.m, confidence=bound.confidence,
                           threads=numba.get_num_threads(), **kw)
     curve = tuple(
         CurvePoint(guesses=int(g), correct=int(c), epsilon_lower_bound=float(e))
         for g, c, e in zip(selection.curve_guesses, selection.curve_correct, selection.curve_epsilon, strict=True)
     )
+    played = game.game
+    if played.repetitions != counts.repetitions:  # counts given piece by piece (audit_from_counts) say how many
+        played = dataclasses.replace(played, repetitions=counts.repetitions)
     return AuditResult(
-        epsilon_lower_bound=selection.epsilon_lower_bound, optimistic=not selection.valid,
-        method=config.method, strategy=config.strategy, confidence=config.confidence,
-        point_confidence=selection.point_confidence, delta=float(config.delta), kappa=config.kappa, m=counts.m,
-        repetitions=counts.repetitions, seed=config.seed, score="custom" if game.custom_score else config.score,
-        score_power=config.score_power, grid=config.grid, grid_size=int(counts.guesses.shape[1]),
+        game=played, bound=bound, epsilon_lower_bound=selection.epsilon_lower_bound, optimistic=not selection.valid,
+        point_confidence=selection.point_confidence, m=counts.m, grid_size=int(counts.guesses.shape[1]),
+        custom_score=game.custom_score,
         selected_guesses=selection.selected_guesses, selected_correct=selection.selected_correct,
         selected_m=selection.m, max_certifiable_epsilon=float(max_certifiable), epsilon_mean=float(per_rep.mean()),
         epsilon_std=float(per_rep.std(ddof=1)) if per_rep.size > 1 else 0.0,
         epsilon_median=float(np.median(per_rep)), paper_statistic_label=PAPER_STATISTIC_LABEL,
-        per_repetition=tuple(float(v) for v in per_rep), curve=curve, config_hash=config.config_hash(),
-        audit_rows=config.audit_rows, split_halves=_halves_record(split_counts) if strategy.uses_halves else None,
+        per_repetition=tuple(float(v) for v in per_rep), curve=curve, config_hash=config_hash(game.game, bound),
+        split_halves=_halves_record(split_counts) if strategy.uses_halves else None,
         score_histogram=game.score_histogram, expected_correct=game.expected_correct,
-        prior_histogram=game.prior_histogram, reference_calibration=config.reference_calibration,
-        gdp_mu_lower_bound=_gaussian_reading(config, selection),
-        capacity_check=_capacity_check(game.check, counts.m, config), row_groups=game.row_groups,
-        attack_curve=game.attack_curve, coins_night=_night_text(game.game.night),
+        prior_histogram=game.prior_histogram, gdp_mu_lower_bound=_gaussian_reading(bound, selection),
+        capacity_check=_capacity_check(game.check, counts.m, game.game, bound), row_groups=game.row_groups,
+        attack_curve=game.attack_curve,
     )
 
 
-def no_rows_result(config: AuditConfig, reason: str, row_groups: RowGroups | None = None) -> AuditResult:
+def no_rows_result(game: GameConfig, bound: BoundConfig, reason: str,
+                   row_groups: RowGroups | None = None) -> AuditResult:
     """The result of an audit left with no row to play on (e.g. every audited row shares a group): a bound of 0
-    that no attacker could have raised (max certifiable 0), so any claim is INCONCLUSIVE, with the reason."""
+    that no attacker could have raised (max certifiable 0), so any claim is INCONCLUSIVE, with the reason. No coin
+    was drawn: pass ``game`` without its night."""
     return AuditResult(
-        epsilon_lower_bound=0.0, optimistic=not config.selection.valid, method=config.method,
-        strategy=config.strategy, confidence=config.confidence, point_confidence=config.confidence,
-        delta=float(config.delta), kappa=config.kappa, m=0, repetitions=config.repetitions, seed=config.seed,
-        score=config.score, score_power=config.score_power, grid=config.grid, grid_size=0, selected_guesses=0,
+        game=game, bound=bound, epsilon_lower_bound=0.0, optimistic=not bound.selection.valid,
+        point_confidence=bound.confidence, m=0, grid_size=0, selected_guesses=0,
         selected_correct=0, selected_m=0, max_certifiable_epsilon=0.0, epsilon_mean=0.0, epsilon_std=0.0,
-        epsilon_median=0.0, paper_statistic_label=PAPER_STATISTIC_LABEL, config_hash=config.config_hash(),
-        audit_rows=config.audit_rows, reference_calibration=config.reference_calibration,
-        capacity_check=unchecked(reason, confidence=config.confidence), row_groups=row_groups,
+        epsilon_median=0.0, paper_statistic_label=PAPER_STATISTIC_LABEL, config_hash=config_hash(game, bound),
+        capacity_check=unchecked(reason, confidence=bound.confidence), row_groups=row_groups,
         inconclusive_reason=reason)
 
 
-def _night_text(night: dt.date | None) -> str:
-    return "" if night is None else night.isoformat()
-
-
-def _capacity_check(histograms: CheckHistograms | LegacyCheck | None, m: int, config: AuditConfig):
+def _capacity_check(histograms: CheckHistograms | LegacyCheck | None, m: int, game: GameConfig, bound: BoundConfig):
     if histograms is None:
-        return unchecked(NO_CHECK_ROWS_GIVEN, confidence=config.confidence, audited_rows=m)
-    return capacity_check(histograms, confidence=config.confidence, delta=config.delta, grid_kind=config.grid,
-                          grid_points=config.grid_points, grid_min_fraction=config.grid_min_fraction)
+        return unchecked(NO_CHECK_ROWS_GIVEN, confidence=bound.confidence, audited_rows=m)
+    return capacity_check(histograms, confidence=bound.confidence, delta=bound.delta, grid_kind=game.grid,
+                          grid_points=game.grid_points, grid_min_fraction=game.grid_min_fraction)
 
 
-def _gaussian_reading(config: AuditConfig, selection: Selection) -> float | None:
+def _gaussian_reading(bound: BoundConfig, selection: Selection) -> float | None:
     """The method's Gaussian reading at the selected point, if it has one (AuditResult.gdp_mu_lower_bound)."""
-    return config.bound_method.gaussian_reading(selection.selected_correct, selection.selected_guesses, selection.m,
-                                                confidence=selection.point_confidence, kappa=config.kappa)
+    return bound.bound_method.gaussian_reading(selection.selected_correct, selection.selected_guesses, selection.m,
+                                               confidence=selection.point_confidence, kappa=bound.kappa)
 
 
 def _halves_record(split_counts: tuple[SweepCounts, SweepCounts]) -> SplitHalves:

@@ -2,19 +2,24 @@
 and the records nested in it (the capacity check, the slices; the game's own records, the curve, the split halves,
 the histograms, are in `auditing.records.game`).
 
-Data only (no bound or game code), so the verdict and its sinks can name the types without importing the audit.
-The records are written and read by `labeldp.codec` (``encode(result)``, ``decode(AuditResult, stored, "result")``):
-the JSON the result has always stored, with `AuditResult._upgrade` refusing a result written before kappa.
+Data only (no bound or game code beyond the two configurations it holds), so the verdict and its sinks can name the
+types without importing the audit. The records are written and read by `labeldp.codec` (``encode(result)``,
+``decode(AuditResult, stored, "result")``): the JSON the result has always stored (its configurations flat, by
+`AuditResult._encoded` / `_decoded`), with `AuditResult._upgrade` refusing a result written before kappa.
 """
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
 from auditing.records.game import AttackCurve, CurvePoint, ExpectedCorrect, ScoreHistogram, SplitHalves
-from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, encode
+from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, decode, decode_fields, encode, encode_fields
 from labeldp.errors import LabelDPInputError
 
 
@@ -156,24 +161,48 @@ class SliceAudit:
         return encode(self)
 
 
+# The stored layout of a result: its fields in this order, the settings of its game and bound among them flat (as
+# written before the result held the two configurations; `AuditResult._encoded` writes it, `_decoded` reads it).
+STORED_FIELDS = (
+    "epsilon_lower_bound", "optimistic", "method", "strategy", "confidence", "point_confidence", "delta", "kappa", "m",
+    "repetitions", "seed", "score", "score_power", "grid", "grid_size", "selected_guesses", "selected_correct",
+    "selected_m", "max_certifiable_epsilon", "epsilon_mean", "epsilon_std", "epsilon_median", "paper_statistic_label",
+    "per_repetition", "curve", "config_hash", "audit_rows", "split_halves", "score_histogram", "expected_correct",
+    "prior_histogram", "reference_calibration", "gdp_mu_lower_bound", "capacity_check", "row_groups",
+    "inconclusive_reason", "attack_curve", "slices", "coins_night")
+# The game's settings a result stores (its grid's points and smallest fraction are not: ``grid_size`` counts the
+# grid, and ``config_hash`` keys all of it); those a result written before them lacks, with what they meant then.
+_STORED_BOUND = ("method", "strategy", "confidence", "delta", "kappa")
+_STORED_GAME = ("repetitions", "seed", "score", "score_power", "grid", "audit_rows", "reference_calibration")
+_GAME_DEFAULTS = {"audit_rows": "all", "reference_calibration": "none"}
+# The score a result records when a custom score function replaced the game's.
+CUSTOM_SCORE = "custom"
+
+
+def _typed(cls: type, values: dict, name: str) -> dict:
+    """``values`` read by their field's type in ``cls`` (the codec's strict reading; a message names the stored key:
+    the game's night is stored as ``coins_night``)."""
+    hints = typing.get_type_hints(cls)
+    return {key: decode(hints[key], value, f"{name}.{'coins_night' if key == 'night' else key}")
+            for key, value in values.items()}
+
+
 @dataclass(frozen=True)
 class AuditResult:
-    """An audit's outcome. `epsilon_lower_bound` is valid at `confidence` unless `optimistic` is True."""
+    """An audit's outcome. `epsilon_lower_bound` is valid at ``bound.confidence`` unless `optimistic` is True.
 
+    game: the game it was played under (its night keyed the coins with the seed; None: the seed alone), bound: the
+    settings that turned the counts into the bound. custom_score: a custom score function replaced ``game.score``.
+    Stored flat (`STORED_FIELDS`): the settings side by side with the numbers, the night as ``coins_night``, a custom
+    score as ``score`` "custom"; read back as written (`GameConfig.as_stored`: a plugin's names need not be
+    registered), the game's grid points and smallest fraction their defaults."""
+
+    game: GameConfig
+    bound: BoundConfig
     epsilon_lower_bound: float
     optimistic: bool
-    method: str
-    strategy: str
-    confidence: float
     point_confidence: float
-    delta: float
-    kappa: float
     m: int
-    repetitions: int
-    seed: int
-    score: str
-    score_power: float
-    grid: str
     grid_size: int
     selected_guesses: int
     selected_correct: int
@@ -186,9 +215,8 @@ class AuditResult:
     per_repetition: tuple[float, ...] = ()  # the paper's statistic per repetition (optimistic)
     curve: tuple[CurvePoint, ...] = ()  # repetition 0's sweep
     config_hash: str = ""
-    # which rows were audited ("all" for results written before the option existed), and for a strategy that
-    # selects on one half, both halves' repetition-0 counts (None otherwise).
-    audit_rows: str = "all"
+    custom_score: bool = False
+    # for a strategy that selects on one half, both halves' repetition-0 counts (None otherwise).
     split_halves: SplitHalves | None = field(default=None, metadata=EMPTY_IS_NONE)
     # repetition 0's |score| histogram (the report's score panel), and for controls the game's expected correct
     # guesses over the grid of repetition 0 (None unless asked for).
@@ -197,10 +225,8 @@ class AuditResult:
     # the reference's probabilities over the audited rows as a claim-free histogram (None for results written
     # before it), the priors of the risk figures (auditing.risk.figures.risk_assessment).
     prior_histogram: PriorHistogram | None = field(default=None, metadata=EMPTY_IS_NONE)
-    # The reference correction this result's reference went through (REFERENCE_CALIBRATIONS; "none" for
-    # results written before it existed) and, for the f-DP method, the Gaussian reading at the selected point:
-    # the largest mu rejected ("not mu-GDP"), a statement about mu only, never an epsilon that decides.
-    reference_calibration: str = "none"
+    # For the f-DP method, the Gaussian reading at the selected point: the largest mu rejected ("not mu-GDP"), a
+    # statement about mu only, never an epsilon that decides.
     gdp_mu_lower_bound: float | None = None
     # The capacity check of repetition 0 (claim-free): whether the evidence exceeds what the reference's misfit
     # explains, judged by the model on its check rows. None for results written before it existed.
@@ -216,9 +242,11 @@ class AuditResult:
     # Valid bounds per declared slice, with their own budget (auditing.slices, docs/slices.md); None when the audit
     # declared no slice.
     slices: SliceAudit | None = field(default=None, metadata=EMPTY_IS_NONE)
-    # The night (YYYY-MM-DD) that keyed the game's coins with `seed` (auditing.game.config.GameConfig.draw_seed); "" when
-    # the coins were keyed by the seed alone (no night given, or results written before nights keyed them).
-    coins_night: str = ""
+
+    @property
+    def score(self) -> str:
+        """The score the game ranked by: ``game.score``, or "custom" for a custom score function."""
+        return CUSTOM_SCORE if self.custom_score else self.game.score
 
     @classmethod
     def _upgrade(cls, value: dict) -> dict:
@@ -229,6 +257,34 @@ class AuditResult:
                 "result: written before kappa (it has tau, a total-variation figure, and no kappa); audit it again "
                 "with this version")
         return value
+
+    def _encoded(self) -> dict:
+        """The stored layout (`STORED_FIELDS`): the game's and the bound's settings flat among the numbers."""
+        own = encode_fields(self)
+        flat = {**{name: getattr(self.bound, name) for name in _STORED_BOUND},
+                **{name: getattr(self.game, name) for name in _STORED_GAME},
+                "delta": float(self.bound.delta), "score": self.score,
+                "coins_night": "" if self.game.night is None else self.game.night.isoformat()}
+        return {name: own[name] if name in own else encode(flat[name]) for name in STORED_FIELDS}
+
+    @classmethod
+    def _decoded(cls, value, name: str) -> AuditResult:
+        """A stored result (`STORED_FIELDS`, or an older one `_upgrade` reads) with its game and bound rebuilt."""
+        if not isinstance(value, Mapping):
+            raise LabelDPInputError(f"{name}: expected a record (mapping); got {type(value).__name__}")
+        value = cls._upgrade(dict(value))
+        missing = [key for key in (*_STORED_BOUND, *_STORED_GAME) if key not in value and key not in _GAME_DEFAULTS]
+        if missing:
+            raise LabelDPInputError(f"{name}: missing field(s) {missing}")
+        bound = {key: value.pop(key) for key in _STORED_BOUND}
+        game = {**_GAME_DEFAULTS, **{key: value.pop(key) for key in _STORED_GAME if key in value}}
+        game["night"] = value.pop("coins_night", "") or None
+        custom = game["score"] == CUSTOM_SCORE
+        if custom:  # the game's own score is not stored: a custom function replaced it
+            del game["score"]
+        game = GameConfig.as_stored(**_typed(GameConfig, game, name))
+        bound = BoundConfig.as_stored(**_typed(BoundConfig, bound, name))
+        return decode_fields(cls, {**value, "game": game, "bound": bound, "custom_score": custom}, name)
 
     def to_dict(self) -> dict:
         """``encode(self)``, for pipelines.scoring, which writes results and is not converted yet."""

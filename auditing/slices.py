@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from auditing.audit import CheckRows, audit_counts, play_game
-from auditing.config import AuditConfig, BoundConfig
+from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.play import (
@@ -630,18 +630,17 @@ def _slice_result(piece: SliceGame, bound: BoundConfig) -> SliceResult:
                        note=result.inconclusive_reason)
 
 
-def audit_slices(p_target, p_reference, labels, row_ids, config: AuditConfig, slicings, *,
+def audit_slices(p_target, p_reference, labels, row_ids, game: GameConfig, bound: BoundConfig, slicings, *,
                  columns: Mapping[str, np.ndarray] | None = None, check: CheckRows | None = None,
-                 check_columns: Mapping[str, np.ndarray] | None = None, budget: float | None = None,
-                 night: dt.date | None = None) -> SliceAudit:
-    """Each declared slice's valid bound (arguments as `auditing.audit.run_audit`, ``night`` included: the slices
-    replay the global game's coins; ``columns``: the audited rows' columns the slicings read, ``check_columns`` the
-    check rows'). ``budget``: the slices' false-alarm rate (default the global 1 - confidence), split over all
-    declared slices. `bound_slices` of `count_slices`."""
-    _checked_budget(config.bound, budget)  # a bad bound setting is refused before any slice is played
-    counts = count_slices(p_target, p_reference, labels, row_ids, config.game, slicings, columns=columns,
-                          check=check, check_columns=check_columns, night=night)
-    return bound_slices(counts, config.bound, budget)
+                 check_columns: Mapping[str, np.ndarray] | None = None, budget: float | None = None) -> SliceAudit:
+    """Each declared slice's valid bound (arguments as `auditing.audit.run_audit`, the game's night included: the
+    slices replay the global game's coins; ``columns``: the audited rows' columns the slicings read,
+    ``check_columns`` the check rows'). ``budget``: the slices' false-alarm rate (default the global
+    1 - confidence), split over all declared slices. `bound_slices` of `count_slices`."""
+    _checked_budget(bound, budget)  # a bad bound setting is refused before any slice is played
+    counts = count_slices(p_target, p_reference, labels, row_ids, game, slicings, columns=columns,
+                          check=check, check_columns=check_columns, night=game.night)
+    return bound_slices(counts, bound, budget)
 
 
 __all__ = [

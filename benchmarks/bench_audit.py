@@ -23,7 +23,8 @@ import numpy as np
 
 from auditing.audit import audit_from_counts, compiled_sweep, numpy_sweep, run_audit
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.play import as_class_probabilities
 from auditing.game.scores import resolve_score
 
@@ -53,7 +54,7 @@ def main() -> None:
           f"after data: peak RSS {peak_rss_mib():.0f} MiB")
 
     # Load the compiled kernels (numba cache) outside the timed region.
-    run_audit(target[:2000], reference[:2000], y[:2000], config=AuditConfig(repetitions=2, method="fdp"))
+    run_audit(target[:2000], reference[:2000], y[:2000], game=GameConfig(repetitions=2), bound=BoundConfig(method="fdp"))
 
     stages = ("game + counts", "binomial bounds", "fdp bounds", "total")
     timings: dict[str, list[float]] = {key: [] for key in stages}
@@ -61,13 +62,13 @@ def main() -> None:
     results = {}
     for run in range(args.runs):
         marks = [(time.perf_counter(), time.process_time())]
-        cfg = AuditConfig(repetitions=args.repetitions, method="binomial", seed=run)
+        cfg_game, cfg_bound = GameConfig(repetitions=args.repetitions, seed=run), BoundConfig(method="binomial")
         # every slot of the slot plan: the R repetitions and both keyed halves of repetition 0
-        counts, halves, _, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
+        counts, halves, _, _ = compiled_sweep(target, reference, y, ids, cfg_game, None)
         marks.append((time.perf_counter(), time.process_time()))
-        results["binomial"] = audit_from_counts(counts, cfg, halves)
+        results["binomial"] = audit_from_counts(counts, cfg_game, cfg_bound, halves)
         marks.append((time.perf_counter(), time.process_time()))
-        results["fdp"] = audit_from_counts(counts, AuditConfig(repetitions=args.repetitions, method="fdp", seed=run),
+        results["fdp"] = audit_from_counts(counts, GameConfig(repetitions=args.repetitions, seed=run), BoundConfig(method="fdp"),
                                            halves)
         marks.append((time.perf_counter(), time.process_time()))
         spans = [(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(marks)]
@@ -86,14 +87,14 @@ def main() -> None:
     print("  shares of the total: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares.items()))
     print(f"  peak RSS        {peak_rss_mib():8.0f} MiB")
     for method, res in results.items():
-        print(f"  last run, {method}: valid eps_lb {res.epsilon_lower_bound:.4f} (bonferroni, 95%, delta={res.delta:g}), "
+        print(f"  last run, {method}: valid eps_lb {res.epsilon_lower_bound:.4f} (bonferroni, 95%, delta={res.bound.delta:g}), "
               f"paper's statistic {res.epsilon_mean:.4f} +- {res.epsilon_std:.4f}; true eps 2.0")
     if args.compare_numpy:
-        cfg = AuditConfig(repetitions=args.repetitions, seed=args.runs - 1)
+        cfg_game, cfg_bound = GameConfig(repetitions=args.repetitions, seed=args.runs - 1), BoundConfig()
         began = time.perf_counter()
-        compiled, _, _, _ = compiled_sweep(target, reference, y, ids, cfg.game, None)
+        compiled, _, _, _ = compiled_sweep(target, reference, y, ids, cfg_game, None)
         middle = time.perf_counter()
-        reference_counts, _, _, _ = numpy_sweep(target, reference, y, ids, cfg.game, resolve_score("paper"), None)
+        reference_counts, _, _, _ = numpy_sweep(target, reference, y, ids, cfg_game, resolve_score("paper"), None)
         ended = time.perf_counter()
         print(f"  side by side, game + counts: compiled {middle - began:.2f} s, numpy path {ended - middle:.2f} s "
               f"({(ended - middle) / (middle - began):.1f}x); counts equal: "

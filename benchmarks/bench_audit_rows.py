@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 MODELS = (("planted-violation", 0.5), ("lp-1st-eps2", 2.0), ("rr-eps1", 1.0))
 
 
@@ -28,7 +31,6 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=[name for name, _ in MODELS])
     args = parser.parse_args()
 
-    from auditing.config import AuditConfig
     from auditing.verdict.guardrail import guardrail_status
     from auditing.verdict.robustness import verdict_robustness
     from labeldp.names import parse_date
@@ -43,9 +45,9 @@ def main() -> None:
         if model not in args.models:
             continue
         for audit_rows in ("all", "training"):
-            config = AuditConfig(method=args.method, repetitions=args.repetitions, audit_rows=audit_rows)
+            game, bound = GameConfig(repetitions=args.repetitions, audit_rows=audit_rows), BoundConfig(method=args.method)
             began = time.perf_counter()
-            outcome = score_day(ScoringRequest(args.data_root, date, model, config, reference="reference"), [])
+            outcome = score_day(ScoringRequest(args.data_root, date, model, game, bound, reference="reference"), [])
             seconds = time.perf_counter() - began
             result = outcome.result
             status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)
@@ -54,7 +56,7 @@ def main() -> None:
             print(f"{model:<18} {claimed:>7g} {audit_rows:<10} {result.m:>7} {result.epsilon_lower_bound:>7.4f} "
                   f"{result.epsilon_mean:>10.4f} {status:<12} {trust['breaking_kappa']:>14.4g} "
                   f"{'-' if floor is None else floor:>6} {seconds:>7.1f}", flush=True)
-    delta = config.delta
+    delta = bound.delta
     print(f"valid eps_lb: 95% confidence, bonferroni over the grid, {args.method}, delta {delta:g}, kappa 0, "
           f"R = {args.repetitions}; "
           "paper mean: the paper's optimistic statistic.")

@@ -42,6 +42,9 @@ import sys
 import time
 from pathlib import Path
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -115,11 +118,10 @@ def _predictions(root: Path, out: dict):
 
 def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
     imports_began = time.perf_counter()
-    from auditing.config import AuditConfig
 
     out: dict = {"mode": mode}
     # its models record no training rows: every row is audited, and the reference is used as given
-    config = AuditConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none")
+    game, bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
     if mode == "bare":
         from pipelines.training import train as training
 
@@ -136,7 +138,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         table, p_target, p_reference = _predictions(root, out)
         began = time.perf_counter()
         result = run_audit(p_target, p_reference, table.column("label").to_numpy(), table.column("row_id").to_numpy(),
-                           config)
+                           game, bound)
         out["run_audit_s"] = time.perf_counter() - began
         out["epsilon_lower_bound"] = result.epsilon_lower_bound
     else:
@@ -146,7 +148,7 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
 
         out["imports_s"] = time.perf_counter() - imports_began
 
-        request = ScoringRequest(str(root), DAY, MODEL, config, batch_size=batch_size)
+        request = ScoringRequest(str(root), DAY, MODEL, game, bound, batch_size=batch_size)
         if mode == "fnapi":
             began = time.perf_counter()
             outcome = score_day(request, [], stderr_progress("score"))

@@ -35,7 +35,8 @@ import time
 import numpy as np
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.verdict.controls import rr_oracle_probabilities
 from auditing.verdict.exposure_floor import exposed_rows_floor
 from auditing.verdict.guardrail import guardrail_status
@@ -64,13 +65,13 @@ def blind_spot_world(rows: int, share: float, eps_leak: float, seed: int, leakin
     return target, p_reference, labels, row_ids, int(leaking.sum())
 
 
-def judge(rows: int, share: float, eps_leak: float, seed: int, claimed: float, config: AuditConfig,
+def judge(rows: int, share: float, eps_leak: float, seed: int, claimed: float, config_game: GameConfig, bound: BoundConfig,
           leaking_rows: int | None = None) -> dict:
     target, reference, labels, ids, leaking = blind_spot_world(rows, share, eps_leak, seed, leaking_rows)
-    result = run_audit(target, reference, labels, ids, config)
+    result = run_audit(target, reference, labels, ids, config_game, bound)
     status = guardrail_status(result.epsilon_lower_bound, claimed, result.max_certifiable_epsilon)
     floor = detection_floor_rows(result, claimed)
-    game_floor = exposed_rows_floor(result.to_dict(), claimed)  # the verdict's game-aware floor
+    game_floor = exposed_rows_floor(result, claimed)  # the verdict's game-aware floor
     return {"status": status, "eps_lb": result.epsilon_lower_bound, "floor": floor, "leaking": leaking,
             "honest": status == VIOLATION or floor is None or floor > leaking, "game_floor": game_floor,
             "honest_game": status == VIOLATION or game_floor is None or game_floor > leaking}
@@ -83,10 +84,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=5, help="independent worlds per cell (default 5)")
     parser.add_argument("--claimed", type=float, default=1.0, help="the claimed epsilon (default 1)")
     args = parser.parse_args(argv)
-    config = AuditConfig(repetitions=1)
-    print(f"# rows {args.rows}, claimed eps {args.claimed:g}, {args.seeds} seeds per cell; audit: {config.method}, "
-          f"{config.strategy}, confidence {config.confidence:.0%}, delta {config.delta:g}, kappa {config.kappa:g}, "
-          f"grid {config.grid} {config.grid_points} points", file=sys.stderr)
+    config_game, bound = GameConfig(repetitions=1), BoundConfig()
+    print(f"# rows {args.rows}, claimed eps {args.claimed:g}, {args.seeds} seeds per cell; audit: {bound.method}, "
+          f"{bound.strategy}, confidence {bound.confidence:.0%}, delta {bound.delta:g}, kappa {bound.kappa:g}, "
+          f"grid {config_game.grid} {config_game.grid_points} points", file=sys.stderr)
     print("| rare share | leaking rows | leak on them | VIOLATION (of seeds) | median valid eps_lb | detection floor "
           "(rows) | missed with floor <= leaking rows | game-aware floor (95% power) | missed with game-aware floor "
           "<= leaking rows |")
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
     dishonest_total = 0
     for share in SHARES:
         for eps_leak in STRENGTHS:
-            cells = [judge(args.rows, share, eps_leak, seed, args.claimed, config) for seed in range(args.seeds)]
+            cells = [judge(args.rows, share, eps_leak, seed, args.claimed, config_game, bound) for seed in range(args.seeds)]
             flagged = sum(c["status"] == VIOLATION for c in cells)
             dishonest = sum(not c["honest"] for c in cells)
             dishonest_total += dishonest
@@ -117,7 +118,7 @@ def main(argv=None) -> int:
     print("|---:|---:|---:|---:|---:|")
     for multiple in (1, 2, 4, 8, 16, 32, 64):
         count = multiple * floor
-        cells = [judge(args.rows, 0.0, math.inf, seed, args.claimed, config, leaking_rows=count)
+        cells = [judge(args.rows, 0.0, math.inf, seed, args.claimed, config_game, bound, leaking_rows=count)
                  for seed in range(args.seeds)]
         flagged = sum(c["status"] == VIOLATION for c in cells)
         game = [c["game_floor"] for c in cells]

@@ -35,7 +35,8 @@ from scipy import special, stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.play import as_class_probabilities, secret_bits_and_released
 from auditing.game.scores import paper_score
 from auditing.game.slots import selection_half_mask
@@ -98,12 +99,12 @@ def run(nights: int) -> list[dict]:
         started = time.monotonic()
         for seed in range(nights):
             world = night(5000 + seed, **world_args)
-            config = AuditConfig(repetitions=1, seed=seed)
-            result = run_audit(*world.audited, config=config, check=world.check)
+            game, bound = GameConfig(repetitions=1, seed=seed), BoundConfig()
+            result = run_audit(*world.audited, game=game, bound=bound, check=world.check)
             if result.epsilon_lower_bound <= claim:
                 continue
             counts["violation"] += 1
-            blind = run_audit(world.label_blind, *world.audited[1:], config=config)
+            blind = run_audit(world.label_blind, *world.audited[1:], game=game, bound=bound)
             counts["blind"] += blind.epsilon_lower_bound == 0.0
             check = result.capacity_check
             count, trained = count_rules_trust(world, check, seed, claim)

@@ -30,7 +30,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditing.audit import audit_counts, play_game
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from tests.support.capacity_nights import pooled_epsilon_check
 from tests.support.memorising_worlds import memorising_night
 
@@ -75,10 +76,10 @@ def main() -> None:
         for seed in range(args.nights):
             night = memorising_night(9000 + seed, rows=args.rows, check_share=args.check_rows / args.rows,
                                      **BASE, **world)
-            config = AuditConfig(repetitions=1, seed=seed, score=score, reference_calibration="none")
-            game = play_game(*night.audited, game=config.game.with_night(dt.date(2026, 1, 1) + dt.timedelta(seed)),
+            config_game, bound = GameConfig(repetitions=1, seed=seed, score=score, reference_calibration="none"), BoundConfig()
+            game = play_game(*night.audited, game=config_game.with_night(dt.date(2026, 1, 1) + dt.timedelta(seed)),
                              check=night.check)
-            result = audit_counts(game, config.bound)
+            result = audit_counts(game, bound)
             violation = result.epsilon_lower_bound > claim
             violations += violation
             pooled += violation and pooled_epsilon_check(game.check) > claim

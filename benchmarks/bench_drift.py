@@ -100,6 +100,7 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="write the per-night records as JSON here")
     args = parser.parse_args()
 
+    from auditing.config import config_hash
     from flows.plan import load_plan
     from pipelines.data.synth import DEFAULT_SEED, write_synthetic_day
 
@@ -117,7 +118,8 @@ def main() -> None:
             for calibration in calibrations:
                 plan = plan_file(base / f"plan-{calibration}.json", calibration, args.iterations, args.repetitions)
                 seconds = run_night(root, plan)
-                rows = read_rows(root, load_plan(plan).audit.config_hash())
+                loaded = load_plan(plan)
+                rows = read_rows(root, config_hash(loaded.game, loaded.bound))
                 record = {"shift": shift_text, "night": night, "seed": seed, "calibration": calibration,
                           "seconds": round(seconds, 1), **summarise(rows)}
                 records.append(record)

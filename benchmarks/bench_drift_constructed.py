@@ -50,11 +50,13 @@ import pandas as pd
 from scipy.special import expit, logit
 from scipy.stats import beta as beta_dist
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from auditing.audit import run_audit  # noqa: E402
-from auditing.config import AuditConfig  # noqa: E402
 from auditing.verdict.guardrail import guardrail_status  # noqa: E402
 from pipelines.reference.recalibration import ReferenceCheckSkipped, recalibrated_logits  # noqa: E402
 
@@ -121,9 +123,8 @@ def rr_bayes_target(p: np.ndarray, y: np.ndarray, eps: float, rng: np.random.Gen
 
 
 def audit_bound(p_target, p_reference, labels, row_ids, seed: int):
-    config = AuditConfig(method="binomial", strategy="bonferroni", confidence=0.95, delta=0.0, kappa=0.0,
-                         repetitions=1, seed=seed, grid="log")
-    return run_audit(p_target, p_reference, labels, row_ids, config)
+    game, bound = GameConfig(repetitions=1, seed=seed, grid="log"), BoundConfig(method="binomial", strategy="bonferroni", confidence=0.95, delta=0.0, kappa=0.0)
+    return run_audit(p_target, p_reference, labels, row_ids, game, bound)
 
 
 def run_seed(n: int, seed: int, cli_checks: int, log, modes=MODES, planted_drifted_max_n: int = 10**18) -> list[dict]:

@@ -27,9 +27,11 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from auditing import AuditConfig, run_audit
+from auditing import run_audit
 from auditing.audit import _KERNEL_BINS
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.kernel import _bit, _mixed, _uniform, _word, game_tables, slot_keys
 
 
@@ -96,8 +98,8 @@ def main() -> None:
             "floor: draws + increments": lambda: _draws_and_increments(id_bits, tables.threshold, bins, keys.key_cf,
                                                                        keys.key_bit, histograms),
             f"run_audit, R = {args.repetitions}": lambda: run_audit(target, reference, y, ids,
-                                                                     AuditConfig(repetitions=args.repetitions)),
-            "run_audit, R = 1": lambda: run_audit(target, reference, y, ids, AuditConfig(repetitions=1)),
+                                                                     GameConfig(repetitions=args.repetitions), BoundConfig()),
+            "run_audit, R = 1": lambda: run_audit(target, reference, y, ids, GameConfig(repetitions=1), BoundConfig()),
         }
 
     stages = floors()

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from auditing.config import AuditConfig
+from auditing.game.config import GameConfig
 from flows import steps
 from flows.plan import AuditPlan, TargetSpec
 from pipelines.data.day import listed_day
@@ -40,7 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(args.data_root or tempfile.mkdtemp(prefix="labeldp-bench-nightly-"))
     spec = TargetSpec("lp-1st-eps4", "lp-1st", 4.0)
-    plan = AuditPlan(targets=(spec,), audit=AuditConfig(repetitions=args.repetitions))
+    plan = AuditPlan(targets=(spec,), game=GameConfig(repetitions=args.repetitions))
     date = steps.parse_day(D1)
 
     t = time.perf_counter()

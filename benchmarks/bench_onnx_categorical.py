@@ -38,6 +38,9 @@ import sys
 import time
 from pathlib import Path
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -193,12 +196,11 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         out["bare_s"] = out["feeds_s"] + out["run_s"]
         out["rows"] = table.num_rows
     else:
-        from auditing.config import AuditConfig
         from pipelines.scoring.beam_request import ScoringRequest
         from pipelines.scoring.beam_scoring import score_day
 
-        config = AuditConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none")
-        request = ScoringRequest(str(root), DAY, target, config, reference="reference", reference_date=PREVIOUS,
+        game, bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
+        request = ScoringRequest(str(root), DAY, target, game, bound, reference="reference", reference_date=PREVIOUS,
                                  batch_size=batch_size)
         began = time.perf_counter()
         outcome = score_day(request, [])

@@ -33,6 +33,9 @@ import sys
 import time
 from pathlib import Path
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -88,7 +91,6 @@ def setup(root: Path, rows: int) -> None:
 
 
 def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
-    from auditing.config import AuditConfig
 
     out: dict = {"mode": mode}
     if mode == "bare":
@@ -139,8 +141,8 @@ def child(mode: str, root: Path, repetitions: int, batch_size: int) -> dict:
         from pipelines.scoring.beam_request import ScoringRequest
         from pipelines.scoring.beam_scoring import score_day
 
-        config = AuditConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none")
-        request = ScoringRequest(str(root), DAY, TARGET, config, reference=REFERENCE, reference_date=PREVIOUS,
+        game, bound = GameConfig(repetitions=repetitions, audit_rows="all", reference_calibration="none"), BoundConfig()
+        request = ScoringRequest(str(root), DAY, TARGET, game, bound, reference=REFERENCE, reference_date=PREVIOUS,
                                  batch_size=batch_size)
         runs = 2 if mode == "fnapi-warm" else 1
         walls = []

@@ -54,7 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from auditing.audit import audit_counts  # noqa: E402
-from auditing.config import AuditConfig  # noqa: E402
+from auditing.config import BoundConfig, flat_settings  # noqa: E402
+from auditing.game.config import GameConfig  # noqa: E402
 from labeldp.names import parse_date  # noqa: E402
 from labeldp.progress import stderr_progress  # noqa: E402
 from pipelines.data.day import listed_day  # noqa: E402
@@ -270,25 +271,18 @@ class Table:
 
     # ---------------------------------------------------------------------------------- audit
 
-    def audit_config(self, grid: str) -> tuple[AuditConfig, str]:
-        """The split config scored (and the audit_rows value used, if the config has that option)."""
-        kwargs = dict(method="binomial", strategy="split", confidence=0.95, delta=PAPER_DELTA, kappa=0.0,
-                      repetitions=self.args.repetitions, seed=0, score="paper", grid=grid)
-        fields = {f.name for f in dataclasses.fields(AuditConfig)}
-        rows = "all"
-        if "audit_rows" in fields:
-            rows = self.args.audit_rows
-            kwargs["audit_rows"] = rows
-        elif self.args.audit_rows != "all":
-            raise SystemExit(f"--audit-rows {self.args.audit_rows}: this checkout's AuditConfig has no audit_rows "
-                             f"option (it audits every row); pass --audit-rows all")
-        return AuditConfig(**kwargs), rows
+    def audit_config(self, grid: str) -> tuple[GameConfig, BoundConfig, str]:
+        """The split configuration scored: the game, the bound and the audit_rows value used."""
+        rows = self.args.audit_rows
+        game = GameConfig(repetitions=self.args.repetitions, seed=0, score="paper", grid=grid, audit_rows=rows)
+        bound = BoundConfig(method="binomial", strategy="split", confidence=0.95, delta=PAPER_DELTA, kappa=0.0)
+        return game, bound, rows
 
     def audit_one(self, name: str, grid: str) -> dict:
-        config, rows = self.audit_config(grid)
+        config_game, config_bound, rows = self.audit_config(grid)
         train = json.loads((self.records / "train" / f"{name}.json").read_text())
         fingerprint = file_fingerprint(model_dir(self.root, name, self.day1) / registry.MODEL_FILE)
-        settings = {"config": json.loads(json.dumps(dataclasses.asdict(config))), "audit_rows": rows,
+        settings = {"config": json.loads(json.dumps(flat_settings(config_game, config_bound))), "audit_rows": rows,
                     "model_fingerprint": fingerprint, "train_settings": train["settings"],
                     "bounds": [list(b) for b in bound_settings(train["delta"])]}
         path = self.records / "audit" / f"{name}__{grid}__{rows}.json"
@@ -297,7 +291,8 @@ class Table:
             self.progress(f"audit {name} ({grid} grid, {rows} rows): done before; skipped")
             return record
         started = time.monotonic()
-        request = beam_request.ScoringRequest(data_root=self.root, date=self.day1, model=name, config=config,
+        request = beam_request.ScoringRequest(data_root=self.root, date=self.day1, model=name, game=config_game,
+                                              bound=config_bound,
                                               reference=REFERENCE, reference_date=self.day0)
         runner = ["--runner", beam_request.FN_API_RUNNER]
         prepared = beam_request.prepare_scoring(request, runner)
@@ -306,7 +301,7 @@ class Table:
             self.progress(f"audit {name}: re-reading {prepared.output_dir}")
             game, timings = stored[0], stored[1].timings
         else:
-            self.progress(f"audit {name} ({grid} grid, {rows} rows, R = {config.repetitions}): Beam FnApiRunner ...")
+            self.progress(f"audit {name} ({grid} grid, {rows} rows, R = {config_game.repetitions}): Beam FnApiRunner ...")
             outcome = beam_scoring.score_day(request, runner, progress=stderr_progress(f"score {name}"),
                                              prepared=prepared)
             game, timings = outcome.game, outcome.record["timings"]
@@ -314,9 +309,9 @@ class Table:
         record = {"settings": settings, "m": counts.m, "repetitions": counts.repetitions,
                   "claimed_delta": train["delta"], "bounds": {}, "scoring_timings": timings}
         for label, method, delta in bound_settings(train["delta"]):
-            bound_config = dataclasses.replace(config, method=method, delta=delta)
-            split_result = audit_counts(game, bound_config.bound)
-            bonferroni = audit_counts(game, dataclasses.replace(bound_config, strategy="bonferroni").bound)
+            bound_config = dataclasses.replace(config_bound, method=method, delta=delta)
+            split_result = audit_counts(game, bound_config)
+            bonferroni = audit_counts(game, dataclasses.replace(bound_config, strategy="bonferroni"))
             record["bounds"][label] = {
                 "method": method, "delta": delta,
                 "paper_statistic": {"mean": bonferroni.epsilon_mean, "std": bonferroni.epsilon_std,
@@ -365,7 +360,7 @@ class Table:
         top = ["| mechanism | " + " | ".join(header) + " |", "|---|" + "---|" * len(header)]
         lines = []
         for grid in self.args.grids:
-            _config, rows = self.audit_config(grid)
+            _game, _bound, rows = self.audit_config(grid)
             lines.append(f"\n### Paper statistic ({grid} grid, audited rows: {rows})\n")
             lines.append("paper (f-DP over the Gaussian family, delta 1e-5) / ours f-DP on the (eps, delta) curve, "
                          "delta 1e-5 / ours binomial at the claimed delta; mean +- std over the repetitions of the "

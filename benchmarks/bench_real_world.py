@@ -54,6 +54,8 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from auditing.game.config import GameConfig
+
 FEATURES = [f"hash_{i}" for i in range(19)]
 DAY0 = dt.date(2026, 11, 1)
 TARGETS = {  # name: (randomized-response eps or None, claim, kind)
@@ -171,13 +173,12 @@ def night(world: World, d: int, reference_model, seed: int) -> dict:
 
 def audit(data: dict, name: str, day: dt.date, seed: int):
     from auditing.audit import CheckRows, run_audit
-    from auditing.config import AuditConfig
 
     a, c = data["audited"], data["check"]
     p = data["targets"][name]
     check = CheckRows(p[c], data["p_reference"][c], data["labels"][c], data["ids"][c])
     return run_audit(p[a], data["p_reference"][a], data["labels"][a], data["ids"][a],
-                     config=AuditConfig(repetitions=1, seed=seed), check=check, night=day)
+                     game=GameConfig(repetitions=1, seed=seed).with_night(day), check=check)
 
 
 def _rate(count: int, total: int) -> str:

@@ -2,7 +2,7 @@
 click probability as the reference? (paper_table.md: a split bound above the claim in one cell.)
 
 For one registered target of a synthetic day (``pipelines.data.synth``, whose ``oracle/`` holds the true P(click | x)),
-audits repetition 0 under ``--seeds`` game seeds (``AuditConfig.seed`` 0..seeds-1: fresh counterfactual labels,
+audits repetition 0 under ``--seeds`` game seeds (``GameConfig.seed`` 0..seeds-1: fresh counterfactual labels,
 coin flips and split halves each time) with the registered reference M' and, separately, with the oracle as the
 reference (kappa = 0 exactly: the counterfactual labels then have the true labels' law). Counts the seeds whose
 valid bound (95%, binomial, delta 0, kappa 0) exceeds the claimed eps. A valid procedure exceeds the model's true
@@ -23,11 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from auditing.audit import run_audit  # noqa: E402
-from auditing.config import AuditConfig  # noqa: E402
 from labeldp.names import parse_date  # noqa: E402
 from pipelines.data import schema  # noqa: E402
 from pipelines.models import registry  # noqa: E402
@@ -79,9 +81,8 @@ def main() -> int:
             started = time.monotonic()
             bounds = []
             for seed in range(args.seeds):
-                config = AuditConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, kappa=0.0,
-                                     repetitions=1, seed=seed, score="paper", grid=args.grid, audit_rows="training")
-                bounds.append(run_audit(p_target, p_reference, labels, ids, config).epsilon_lower_bound)
+                game, bound = GameConfig(repetitions=1, seed=seed, score="paper", grid=args.grid, audit_rows="training"), BoundConfig(method="binomial", strategy=strategy, confidence=0.95, delta=0.0, kappa=0.0)
+                bounds.append(run_audit(p_target, p_reference, labels, ids, game, bound).epsilon_lower_bound)
             bounds = np.asarray(bounds)
             over = int(np.sum(bounds > claimed))
             rate = over / bounds.size

@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -39,18 +41,17 @@ def audit_child(rows: int, repetitions: int) -> dict:
 
     from auditing.audit import run_audit
     from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
-    from auditing.config import AuditConfig
 
     rng = np.random.default_rng(0)
     x, y = gaussian_mixture(rows, 2, rng)
     target = randomized_response(y, 2, 2.0, rng).astype(np.float64)
     reference = true_posterior(x, 2)[:, 1]
     del x
-    run_audit(target[:2000], reference[:2000], y[:2000], config=AuditConfig(repetitions=2))  # load the kernels
+    run_audit(target[:2000], reference[:2000], y[:2000], game=GameConfig(repetitions=2))  # load the kernels
     data_rss = peak_rss_mib()
     cpu = time.process_time()
     began = time.perf_counter()
-    result = run_audit(target, reference, y, config=AuditConfig(repetitions=repetitions))
+    result = run_audit(target, reference, y, game=GameConfig(repetitions=repetitions))
     return {"part": "audit", "rows": rows, "repetitions": repetitions, "wall_s": time.perf_counter() - began,
             "cpu_s": time.process_time() - cpu, "data_rss_mib": data_rss, "peak_rss_mib": peak_rss_mib(),
             "epsilon_lower_bound": result.epsilon_lower_bound, "load": os.getloadavg()[0]}

@@ -21,10 +21,12 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
 from auditing.slices import audit_slices
 from auditing.verdict.judge import judge
 from tests.auditing.test_slices import rr_world
@@ -40,15 +42,15 @@ def main() -> None:
     parser.add_argument("--compliant-seeds", type=int, default=200)
     args = parser.parse_args()
 
-    config = AuditConfig(repetitions=1)
+    game, bound = GameConfig(repetitions=1), BoundConfig()
     global_caught = slice_caught = both = 0
     times, bounds, slice_bounds = [], [], []
     for seed in range(args.seeds):
         target, reference, y, category, _ = rr_world(np.random.default_rng(seed), args.rows, 1.0, leak_eps=20.0)
-        cfg = dataclasses.replace(config, seed=seed)
-        result = run_audit(target, reference, y, None, cfg)
+        seeded = dataclasses.replace(game, seed=seed)
+        result = run_audit(target, reference, y, None, seeded, bound)
         start = time.perf_counter()
-        audit = audit_slices(target, reference, y, None, cfg, SLICINGS, columns={"category": category})
+        audit = audit_slices(target, reference, y, None, seeded, bound, SLICINGS, columns={"category": category})
         times.append(time.perf_counter() - start)
         verdict = judge(dataclasses.replace(result, slices=audit), 1.0)
         leaky = next(s for s in verdict.slices if s.name == "category=0")
@@ -69,7 +71,7 @@ def main() -> None:
     above = 0
     for seed in range(args.compliant_seeds):
         target, reference, y, category, _ = rr_world(np.random.default_rng(50_000 + seed), args.compliant_rows, 1.0)
-        audit = audit_slices(target, reference, y, None, dataclasses.replace(config, seed=seed), SLICINGS,
+        audit = audit_slices(target, reference, y, None, dataclasses.replace(game, seed=seed), bound, SLICINGS,
                              columns={"category": category})
         above += any(s.epsilon_lower_bound > 1.0 for s in audit.slices)
     pvalue = stats.binomtest(above, args.compliant_seeds, 0.05, alternative="greater").pvalue

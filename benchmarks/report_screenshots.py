@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 from auditing.audit import no_rows_result
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.row_groups import NO_ROWS_LEFT
 from auditing.sinks.report import render_run_report, render_trend_report, write_report
 from auditing.sinks.report.index_page import render_index
@@ -29,10 +30,10 @@ def _row(model: str, day: dt.date, verdict, run_kind: str = "nightly") -> object
     return upgrade_row({
         "model_id": model, "run_kind": run_kind, "partition_date": day, "epsilon_lower_bound": r.epsilon_lower_bound,
         "claimed_epsilon": verdict.claimed_epsilon, "status": verdict.status, "audit_config_hash": r.config_hash,
-        "max_certifiable_epsilon": r.max_certifiable_epsilon, "epsilon_mean": r.epsilon_mean, "strategy": r.strategy,
-        "confidence": r.confidence, "gamma": 1 - r.confidence, "m": r.m, "delta": r.delta,
-        "selected_guesses": r.selected_guesses, "selected_correct": r.selected_correct, "method": r.method,
-        "kappa": r.kappa, "repetitions": r.repetitions, "seed": r.seed, "result_json": "{}",
+        "max_certifiable_epsilon": r.max_certifiable_epsilon, "epsilon_mean": r.epsilon_mean, "strategy": r.bound.strategy,
+        "confidence": r.bound.confidence, "gamma": 1 - r.bound.confidence, "m": r.m, "delta": r.bound.delta,
+        "selected_guesses": r.selected_guesses, "selected_correct": r.selected_correct, "method": r.bound.method,
+        "kappa": r.bound.kappa, "repetitions": r.game.repetitions, "seed": r.game.seed, "result_json": "{}",
         "trust": verdict.trust.state, "decision": verdict.decision.decision if verdict.decision else None})
 
 
@@ -43,7 +44,7 @@ def pages() -> dict[str, str]:
         "violation": judge(leaky, 0.5),
         "unconfirmed": judge(misfit, 0.1),
         "pass": judge(checked_audits.clean(), 1.0),
-        "no_power": judge(no_rows_result(AuditConfig(), NO_ROWS_LEFT, None), 0.5),
+        "no_power": judge(no_rows_result(GameConfig(), BoundConfig(), NO_ROWS_LEFT, None), 0.5),
     }
     trend = [_row("leaky", day - dt.timedelta(days=d), verdicts["violation"]) for d in range(3)]
     trend.append(_row("leaky", day, verdicts["unconfirmed"], run_kind="rejudge"))

@@ -294,8 +294,8 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     steps.mark_replaced_reports(root, date)  # a replacement of the day stopped before it marked every page
     steps.write_index(root, warehouse)  # the page across models, with tonight's verdicts
     if stored:  # what `labeldp-audit rejudge` reads to judge this night again at other bound settings
-        game = plan.audit.game.with_night(date)  # the game its models were scored with (steps.score_target)
-        write_night(root, StoredNight(date, run_kind, game, plan.audit.bound, tuple(stored), check, shift, accept,
+        game = plan.game.with_night(date)  # the game its models were scored with (steps.score_target)
+        write_night(root, StoredNight(date, run_kind, game, plan.bound, tuple(stored), check, shift, accept,
                                       dt.datetime.now(dt.UTC).isoformat(), slice_budget=plan.slice_budget))
     outcome.rows += skipped
     return outcome

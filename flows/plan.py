@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from auditing.bounds.params import legacy_tau_warning
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig, flat_settings, split_settings
+from auditing.game.config import GameConfig
 from auditing.verdict.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
 from labeldp.errors import LabelDPInputError
@@ -151,7 +152,9 @@ class ControlSpec:
 @dataclass(frozen=True)
 class AuditPlan:
     """What a nightly audit runs: its target models, the reference, the audit settings, the controls, the dataset
-    and the runner's settings. Its fields are a plan file's keys."""
+    and the runner's settings. Its fields are a plan file's keys.
+
+    But for ``game`` and ``bound``: the file's one ``audit`` object holds both (`audit_settings_from_plan`)."""
 
     targets: tuple[TargetSpec | RegisteredTarget, ...] = setting(
         help="the models audited each night: trained here (mechanism and epsilon) or registered by another team "
@@ -166,7 +169,8 @@ class AuditPlan:
                                                    "is never trained (train fails like fail)",
                                      choices=lambda: ON_MISSING_TARGET)
     seed: int = setting(0, help="seed of the models trained here (targets, reference, controls)", minimum=0)
-    audit: AuditConfig = field(default_factory=AuditConfig)
+    game: GameConfig = field(default_factory=GameConfig)
+    bound: BoundConfig = field(default_factory=BoundConfig)
     beam_args: tuple[str, ...] = setting((), help="extra Apache Beam pipeline options of the scoring job, e.g. "
                                                   "\"--runner=DirectRunner\"")
     batch_size: int = setting(262_144, help="rows per Arrow batch of the scoring job", minimum=1)
@@ -259,7 +263,12 @@ class AuditPlan:
         raise LabelDPInputError(f"plan: no target named {name!r}; targets are {[t.name for t in self.targets]}")
 
     def to_dict(self) -> dict:
-        data = asdict(self)
+        data = {}
+        for key, value in asdict(self).items():  # the game and the bound as the file's one audit object
+            if key == "game":
+                data["audit"] = flat_settings(self.game, self.bound)
+            elif key != "bound":
+                data[key] = value
         for t, spec in zip(data["targets"], self.targets, strict=True):
             t["source"] = next(name for name, cls in TARGET_SOURCES.items() if isinstance(spec, cls))
             for key in ("epsilon", "claimed_epsilon"):
@@ -293,9 +302,10 @@ def plan_schema() -> dict:
     return schema_of_plan(plan_shape())
 
 
-def audit_config_from_plan(audit: dict, warn=None) -> AuditConfig:
-    """A plan's ``audit`` object as an AuditConfig (each key's default as `auditing.config` declares it); a legacy
-    ``tau`` key is accepted only at 0 (`legacy_tau_warning`, its warning passed to ``warn``)."""
+def audit_settings_from_plan(audit: dict, warn=None) -> tuple[GameConfig, BoundConfig]:
+    """A plan's ``audit`` object as the game's and the bound's settings (each key's default as its class declares
+    it; an unknown key refused); a legacy ``tau`` key is accepted only at 0 (`legacy_tau_warning`, its warning
+    passed to ``warn``)."""
     if not isinstance(audit, dict):
         raise LabelDPInputError("audit must be a JSON object")
     audit = dict(audit)
@@ -304,7 +314,7 @@ def audit_config_from_plan(audit: dict, warn=None) -> AuditConfig:
             message = check(audit.pop(key), f"audit.{key}")
             if warn is not None:
                 warn(message)
-    return AuditConfig(**audit)
+    return split_settings(audit)
 
 
 def _warn(message: str) -> None:
@@ -329,7 +339,8 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
     check_against(data, plan_schema(), str(path))
     try:
         targets = tuple(target_from_dict(t) for t in data["targets"])
-        audit = audit_config_from_plan(data.get("audit", {}), warn=lambda message: _warn(f"{path}: {message}"))
+        game, bound = audit_settings_from_plan(data.get("audit", {}),
+                                               warn=lambda message: _warn(f"{path}: {message}"))
         controls = ControlsPlan(**data.get("controls", {}))
     except TypeError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None
@@ -342,7 +353,7 @@ def load_plan(path: str | os.PathLike | None) -> AuditPlan:
         if key in rest:
             rest[key] = tuple(rest[key])
     try:
-        return AuditPlan(targets=targets, audit=audit, controls=controls, **rest)
+        return AuditPlan(targets=targets, game=game, bound=bound, controls=controls, **rest)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{path}: {exc}") from None
 

@@ -266,14 +266,14 @@ def holdout_warnings(plan: AuditPlan, rows: int) -> list[str]:
 
     claims = sorted({t.claimed_epsilon for t in plan.targets if isinstance(t, TargetSpec)
                      and t.claimed_epsilon is not None and math.isfinite(t.claimed_epsilon)})
-    if plan.audit.audit_rows != "training":
-        return [f"audit_rows {plan.audit.audit_rows!r}: the game plays on every row, so no row is held out to check "
+    if plan.game.audit_rows != "training":
+        return [f"audit_rows {plan.game.audit_rows!r}: the game plays on every row, so no row is held out to check "
                 "the reference; a VIOLATION can never be confirmed (its decision is an unconfirmed leak, exit 4)"]
     if not claims:
         return []
-    share = CORRECTION_SHARE if plan.audit.reference_calibration != "none" else 0.0
+    share = CORRECTION_SHARE if plan.game.reference_calibration != "none" else 0.0
     audited, check = rows_of_day(rows, FRACTIONS[TEST], share)
     return [f"no night of {rows:,} rows can confirm a violation of claimed eps {claim:g}: its {check:,} check rows "
             f"could not vouch even for an attacker right on every guess; hold out more rows or see "
             f"{hints.PLAN_POWER.line(rows=rows, claim=f'{claim:g}')}"
-            for claim in claims if not can_ever_confirm(audited, check, claim, plan.audit.confidence)]
+            for claim in claims if not can_ever_confirm(audited, check, claim, plan.bound.confidence)]

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from auditing.config import AuditConfig, BoundConfig
+from auditing.config import BoundConfig, flat_settings
 from auditing.game.config import GameConfig
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.run_kinds import BACKFILL, NIGHTLY, REJUDGE
@@ -156,9 +156,9 @@ def night_model_of(root: Path, spec, scored: Scored | None, error: str | None = 
                       split_test=None if scored is None else encode(scored.split_test))
 
 
-def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNight) -> Scored:
-    """The model's stored scoring with its result at ``config`` (the stored game judged again, and its stored slice
-    counts, if any, bounded again at ``config`` and the night's slice budget)."""
+def _record(root: Path, model: NightModel, bound: BoundConfig, night: StoredNight) -> Scored:
+    """The model's stored scoring with its result at ``bound`` (the stored game judged again, and its stored slice
+    counts, if any, bounded again at ``bound`` and the night's slice budget)."""
     from auditing.audit import audit_counts
     from auditing.game.counts import GameCounts
     from auditing.slices import SliceCounts, bound_slices
@@ -171,12 +171,12 @@ def _record(root: Path, model: NightModel, config: AuditConfig, night: StoredNig
     if game.game != night.game:
         raise LabelDPInputError(f"{directory}: stored with other game settings than the night's")
     job = read_job_record(directory)
-    result = audit_counts(game, config.bound)
+    result = audit_counts(game, bound)
     slices = SliceCounts.load(directory)
     if slices is not None:
-        result = dataclasses.replace(result, slices=bound_slices(slices, config.bound, night.slice_budget))
-    return Scored(dataclasses.replace(job, result=encode(result), config=asdict(config)), reused=True,
-                  game_dir=str(directory), shift_diagnostic=night.shift_diagnostic,
+        result = dataclasses.replace(result, slices=bound_slices(slices, bound, night.slice_budget))
+    return Scored(dataclasses.replace(job, result=encode(result), config=flat_settings(night.game, bound)),
+                  reused=True, game_dir=str(directory), shift_diagnostic=night.shift_diagnostic,
                   split_test=decode(SplitTest | None, model.split_test or None, "split_test"))
 
 
@@ -214,7 +214,6 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
     from flows import steps
 
     run_id = run_id or new_run_id()
-    config = AuditConfig.of(night.game, bound)
     unknown = sorted(set(models) - {m.name for m in night.targets})
     if unknown:
         raise LabelDPInputError(f"--model: {unknown} not among the night's targets "
@@ -227,7 +226,7 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
         if model.game_dir is None:
             checks[spec.name] = model.error or "could not run"
             continue
-        records[spec.name] = _record(root, model, config, night)
+        records[spec.name] = _record(root, model, bound, night)
         checks[spec.name] = steps.judge_control(spec, records[spec.name])
     trust = steps.night_trust(night.date, checks, tuple(specs), night.accept_unchecked)
     night_fp = steps.night_fingerprint(specs, records, night.accept_unchecked)
@@ -244,7 +243,7 @@ def rejudge_night(root: Path, night: StoredNight, bound: BoundConfig, *, warehou
             outcome.failures.append(f"{model.name}: {model.error or 'could not run on the night'}")
             continue
         spec = RegisteredTarget(model.name)  # judged against the night's claim, given below
-        outcome.rows.append(steps.publish(root, night.date, spec, _record(root, model, config, night),
+        outcome.rows.append(steps.publish(root, night.date, spec, _record(root, model, bound, night),
                                           warehouse=warehouse, run_kind=REJUDGE, night=trust,
                                           reference_check=night.reference_check,
                                           claimed_epsilon=model.claimed_epsilon, progress=progress, run_id=run_id,

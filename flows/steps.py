@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from auditing.config import config_hash
 from auditing.sinks.listing import ListedVerdict
 from auditing.verdict.control_check import POSITIVE, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
@@ -28,7 +29,7 @@ from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import is_void_night, void_night_reason
 from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec
 from labeldp import faults, hints
-from labeldp.codec import encode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.progress import Progress, live, no_progress
@@ -189,7 +190,7 @@ def score_target(day: Day, model: ModelHandle, reference: ModelHandle, plan: Aud
     name = model.name
     rows = rows or NightRows()
     request = beam_request.ScoringRequest(
-        data_root=str(day.root), date=date, model=name, config=plan.audit, reference=reference.name,
+        data_root=str(day.root), date=date, model=name, game=plan.game, bound=plan.bound, reference=reference.name,
         reference_date=reference.date, batch_size=plan.batch_size, expected_curve=expected_curve,
         check_rows=rows.check_rows if capacity_check else None, excluded_rows=rows.excluded,
         target_model=model, reference_model=reference, night=date,  # fresh coins each night (docs/soundness.md 10)
@@ -313,10 +314,10 @@ def prepare_reference(day: Day, plan: AuditPlan, raw: ModelHandle, audited: list
     )
     from pipelines.scoring.row_grouping import night_exclusion
 
-    calibration = plan.audit.reference_calibration
+    calibration = plan.game.reference_calibration
     check = ReferenceCheck(calibration, True)
     try:
-        heldout = check_heldout(audited, plan.audit.audit_rows)
+        heldout = check_heldout(audited, plan.game.audit_rows)
     except ReferenceCheckSkipped as exc:
         progress(f"reference not checked: {exc.reason}")
         excluded = night_exclusion(day, raw, progress=progress)
@@ -327,7 +328,7 @@ def prepare_reference(day: Day, plan: AuditPlan, raw: ModelHandle, audited: list
         settings = RecalibrationSettings(catboost=_settings(plan))
         try:
             recalibrated_model = recalibrate_reference(day, name, raw, targets=audited,
-                                                       audit_rows=plan.audit.audit_rows, settings=settings,
+                                                       audit_rows=plan.game.audit_rows, settings=settings,
                                                        seed=plan.seed, progress=progress)
         except ReferenceCheckSkipped as exc:  # held-out rows exist, but this reference cannot be corrected
             progress(f"reference not recalibrated: {exc.reason}")
@@ -372,9 +373,11 @@ def ensure_control(day: Day, spec: ControlSpec, plan: AuditPlan, reference: Mode
 
 def judge_control(spec: ControlSpec, scored: Scored) -> ControlCheck:
     """`auditing.verdict.controls.check_control` of a control's scoring."""
+    from auditing.result import AuditResult
     from auditing.verdict.controls import check_control
 
-    return check_control(spec.control, scored.job.result, spec.claimed_epsilon if spec.control == POSITIVE else None)
+    result = decode(AuditResult, scored.job.result, "result")
+    return check_control(spec.control, result, spec.claimed_epsilon if spec.control == POSITIVE else None)
 
 
 def night_fingerprint(specs, records: Mapping[str, Scored], accept_unchecked: bool) -> str:
@@ -422,6 +425,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, scored: S
     (`auditing.verdict.trust.NightTrust`; the verdict's trust follows from it and the capacity check, and an untrusted
     verdict's reason is stored, shown as a banner and carried in the alert); reference_check: the night's
     reference check (`prepare_reference`)."""
+    from auditing.result import AuditResult
     from auditing.sinks.alerts.webhook import (
         FAMILY_CONFIRMED,
         alert_kind,
@@ -447,7 +451,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, scored: S
     from auditing.sinks.warehouse.base import WarehouseUnavailable
     from auditing.verdict.judge import judge
 
-    result = scored.job.result
+    result = decode(AuditResult, scored.job.result, "result")  # read once, here
     claimed = spec.claimed_epsilon if claimed_epsilon is None else float(claimed_epsilon)
     model_id = spec.name
     lineage_row = {**scored.warehouse_lineage(flow_run_id, durations, run_id), "night_fingerprint": night_fingerprint}
@@ -614,5 +618,5 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
     have = {(r.model_id, r.audit_config_hash) for r in rows if r.run_kind in (NIGHTLY, BACKFILL)
             and not is_void_night(r.untrusted_reason)
             and schema.replaced_since(root, date, r.partition_fingerprint) is None}
-    config_hash = plan.audit.config_hash()
-    return all((spec.name, config_hash) in have for spec in plan.targets)
+    key = config_hash(plan.game, plan.bound)
+    return all((spec.name, key) in have for spec in plan.targets)

@@ -28,7 +28,8 @@ Hooks a record class may define (the only per-class code):
   shape into the current one (or refuse it with a message saying what to do);
 * ``_computed``: a tuple of properties written after the fields (for the reader of the JSON) and dropped when read;
 * ``_encoded(self)`` and ``_decoded(cls, value, name)`` (classmethod): for a record whose stored form is not its
-  fields (e.g. a sparse array); the codec then writes and reads that form as the class says.
+  fields (e.g. a sparse array, or nested records stored flat); the codec then writes and reads that form as the
+  class says (`encode_fields` and `decode_fields` are the codec's own reading, for a hook that reshapes it).
 
 How a record evolves without breaking what is stored:
 
@@ -79,11 +80,7 @@ def encode(obj: Any) -> Any:
         hook = getattr(obj, "_encoded", None)
         if hook is not None:
             return encode(hook())
-        out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)
-               if not (f.metadata.get("codec_omit_default") and getattr(obj, f.name) is f.default)}
-        for name in getattr(obj, "_computed", ()):
-            out[name] = encode(getattr(obj, name))
-        return out
+        return encode_fields(obj)
     if isinstance(obj, dt.date):  # datetime included
         return obj.isoformat()
     if isinstance(obj, list | tuple):
@@ -91,6 +88,16 @@ def encode(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         return {str(encode(k)): encode(v) for k, v in obj.items()}
     raise TypeError(f"encode: cannot write a {type(obj).__name__}")
+
+
+def encode_fields(obj: Any) -> dict:
+    """A record's fields (and ``_computed`` properties) as `encode` writes them without the class's ``_encoded``
+    hook: for a hook that reshapes them."""
+    out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)
+           if not (f.metadata.get("codec_omit_default") and getattr(obj, f.name) is f.default)}
+    for name in getattr(obj, "_computed", ()):
+        out[name] = encode(getattr(obj, name))
+    return out
 
 
 def _encode_field(f: dataclasses.Field, value: Any) -> Any:
@@ -129,6 +136,13 @@ def _decode_record(cls: type, value: Any, name: str) -> Any:
     hook = getattr(cls, "_decoded", None)
     if hook is not None:
         return hook(value, name)
+    return decode_fields(cls, value, name)
+
+
+def decode_fields(cls: type, value: Any, name: str) -> Any:
+    """``value`` read as ``cls`` field by field, as `decode` reads it without the class's ``_decoded`` hook (its
+    ``_upgrade`` included): for a hook that reshapes the stored dict first. A value that is already of a field's
+    type is taken as is."""
     if not isinstance(value, Mapping):
         raise LabelDPInputError(f"{name}: expected a record (mapping); got {type(value).__name__}")
     upgrade = getattr(cls, "_upgrade", None)
@@ -238,4 +252,5 @@ def _decode(tp: Any, value: Any, name: str) -> Any:
     raise LabelDPInputError(f"{name}: cannot read {value!r} as {tp}")
 
 
-__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "OMIT_DEFAULT", "decode", "encode", "reader"]
+__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "OMIT_DEFAULT", "decode", "decode_fields", "encode", "encode_fields",
+           "reader"]

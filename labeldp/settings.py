@@ -14,7 +14,7 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,6 +206,20 @@ def check_value(name: str, value: Any, meaning: Setting, hint: Any) -> Any:
     return value
 
 
+def as_stored(cls: type, values: Mapping[str, Any]) -> Any:
+    """An instance of the frozen settings dataclass ``cls`` holding ``values`` (its other fields their defaults)
+    without its checks: a configuration read back as a record wrote it, whose names this process's registries need
+    not know (e.g. a method a plugin registered where the record was written)."""
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise TypeError(f"{cls.__name__}: unexpected field(s) {unknown}")
+    out = object.__new__(cls)
+    for item in dataclasses.fields(cls):
+        default = item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
+        object.__setattr__(out, item.name, values.get(item.name, default))
+    return out
+
+
 def check_settings(obj: Any, prefix: str = "") -> None:
     """Checks every declared setting of a (frozen) dataclass instance against its declaration and stores the
     value as checked (`check_value`); the message names ``prefix`` + the field."""
@@ -234,5 +248,5 @@ def settings_table(cls: type, *, defaults: dict[str, Any] | None = None) -> str:
     return "\n".join(rows)
 
 
-__all__ = ["SETTING", "Setting", "check_settings", "check_value", "declared", "default_of", "describe",
+__all__ = ["SETTING", "Setting", "as_stored", "check_settings", "check_value", "declared", "default_of", "describe",
            "field_schema", "help_text", "range_schema", "setting", "setting_of", "settings_table", "type_schema"]

@@ -1,6 +1,7 @@
 """The game's configuration (`GameConfig`): everything its counts depend on (repetitions, seed, score, grid, which
 rows are audited and how the reference is corrected), and the night that keys its draws. The scoring job is keyed by
-it and never reads a bound setting (`auditing.config.BoundConfig`); `auditing.config` joins the two.
+it and never reads a bound setting (`auditing.config.BoundConfig`); `auditing.config.config_hash` keys a verdict
+by both.
 
 A game carries the night it audits (`GameConfig.night`, the partition day), which keys its draws with the seed
 (`GameConfig.draw_seed`). The night is a fact of the run, not a setting: it is in the game's hash when set.
@@ -22,7 +23,7 @@ from auditing.game.sweep import GRID_KINDS, guess_grid
 from auditing.records.game import REFERENCE_CALIBRATIONS
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
-from labeldp.settings import check_settings, setting
+from labeldp.settings import as_stored, check_settings, setting
 
 # Which rows of the day the game is played on: the rows whose labels entered training (default), or
 # every row. The core audits whatever rows it is given; pipelines/scoring/audit_rows.py selects them.
@@ -78,6 +79,15 @@ class GameConfig:
                 "audit_rows 'all' cannot be combined with reference_calibration "
                 f"{self.reference_calibration!r}: the calibration uses the day's held-out rows, which would then "
                 "be audited too; use audit_rows 'training' or reference_calibration 'none'")
+
+    @classmethod
+    def as_stored(cls, **values) -> GameConfig:
+        """The game a stored record names, as it was written: not checked against this process's registries (a
+        score a plugin registered in another process still reads back); the night parsed."""
+        stored = as_stored(cls, values)
+        if stored.night is not None:
+            object.__setattr__(stored, "night", parse_date(stored.night, "night"))
+        return stored
 
     @property
     def draw_seed(self) -> int:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -59,7 +58,6 @@ from auditing.risk.attack_bounds import (
 )
 from auditing.risk.column_bound import column_bound
 from auditing.risk.records import RISK_SCALARS, PriorBucket, RiskAssessment, RiskBlock
-from labeldp.codec import decode
 
 __all__ = [
     "COLUMN_FRACTION", "HIGH_PRIOR", "PRIOR_BUCKET_EDGES", "RISK_SCALARS", "PriorBucket", "RiskAssessment",
@@ -151,7 +149,7 @@ def _prior_buckets(eps: float, delta: float, p: np.ndarray, c: np.ndarray) -> tu
     return tuple(out)
 
 
-def risk_assessment(result: AuditResult | Mapping, claimed_epsilon: float) -> RiskAssessment:
+def risk_assessment(result: AuditResult, claimed_epsilon: float) -> RiskAssessment:
     """The risk figures of a claim and of what an audit demonstrated, both at the audited delta.
 
     Args:
@@ -166,16 +164,15 @@ def risk_assessment(result: AuditResult | Mapping, claimed_epsilon: float) -> Ri
     Raises:
         LabelDPInputError: a bad claimed epsilon or an unknown prior histogram scheme.
     """
-    result = decode(AuditResult, result, "result")
     claimed = check_epsilon(claimed_epsilon, "claimed epsilon")
-    delta = float(result.delta)
+    delta = float(result.bound.delta)
     histogram = result.prior_histogram if result.prior_histogram is not None and result.prior_histogram.total else None
     mu_claim = mu_for_epsilon(claimed, delta) if delta > 0.0 and not math.isinf(claimed) else None
     claimed_block, shown = risk_block(claimed, delta, histogram, mu=mu_claim), None
     eps_lb = result.epsilon_lower_bound
     if not result.optimistic and math.isfinite(float(eps_lb)):
         eps_lb = max(0.0, float(eps_lb))
-        mu_lb = mu_for_epsilon(eps_lb, delta) if result.method == "fdp" and delta > 0.0 else None
+        mu_lb = mu_for_epsilon(eps_lb, delta) if result.bound.method == "fdp" and delta > 0.0 else None
         shown = risk_block(eps_lb, delta, histogram, mu=mu_lb)
     return RiskAssessment(claimed_block, shown, headline(claimed_block, shown))
 

@@ -25,7 +25,6 @@ it left in the warehouse.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -34,7 +33,6 @@ from auditing.bounds.selection import selection_strategy
 from auditing.game.keyed_random import STREAM_CONTROL, keyed_uniform
 from auditing.result import AuditResult
 from auditing.verdict.control_check import CONTROL_KINDS, LABEL_BLIND, NEGATIVE, POSITIVE, ControlCheck
-from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 # The confidence the negative control is judged at: a correct night voids its verdicts with probability at most
@@ -91,7 +89,7 @@ def rr_oracle_probabilities(row_ids, labels, epsilon: float, seed: int, num_clas
 # ------------------------------------------------------------------------------------------ the floor
 
 
-def positive_control_floor(result: AuditResult | Mapping, power: float = FLOOR_POWER) -> dict:
+def positive_control_floor(result: AuditResult, power: float = FLOOR_POWER) -> dict:
     """The positive control's pre-registered floor from the result's expected curve (`expected_correct`).
 
     Derivation (binomial test's power at this m; Thm. 16/17 of the paper give the test): at a grid point c'
@@ -113,17 +111,16 @@ def positive_control_floor(result: AuditResult | Mapping, power: float = FLOOR_P
     ``result.expected_correct`` holds the grid of repetition 0 over all m rows and E_c' at each.
     Returns {floor, guesses, expected_rate, correct_quantile, power}; floor 0 when the curve is absent.
     """
-    result = decode(AuditResult, result, "result")
     record = result.expected_correct
     if record is None or not record.guesses:
         return {"floor": 0.0, "guesses": None, "expected_rate": None, "correct_quantile": None, "power": power}
-    kw = dict(method=result.method, delta=result.delta, kappa=result.kappa)
+    kw = dict(method=result.bound.method, delta=result.bound.delta, kappa=result.bound.kappa)
     grid = np.asarray(record.guesses, dtype=np.float64)
     expected = np.asarray(record.correct, dtype=np.float64)
-    if selection_strategy(result.strategy).uses_halves:
+    if selection_strategy(result.bound.strategy).uses_halves:
         guesses = np.array([result.selected_guesses])
         rate = np.interp(2.0 * guesses, grid, expected) / (2.0 * guesses)
-        m, confidence = result.selected_m, result.confidence
+        m, confidence = result.selected_m, result.bound.confidence
     else:
         guesses = grid.astype(np.int64)
         rate = expected / grid
@@ -138,10 +135,9 @@ def positive_control_floor(result: AuditResult | Mapping, power: float = FLOOR_P
             "correct_quantile": int(c_low[best]), "power": power}
 
 
-def negative_control_evidence(result: AuditResult | Mapping) -> float:
+def negative_control_evidence(result: AuditResult) -> float:
     """The largest binomial bound (kappa 0) over the result's repetition-0 sweep (``curve``), each point at the
     Bonferroni confidence 1 - (1 - NEGATIVE_CONFIDENCE) / G: the negative control's own test."""
-    result = decode(AuditResult, result, "result")
     if not result.curve:
         return 0.0
     correct = np.array([p.correct for p in result.curve], dtype=np.int64)
@@ -154,7 +150,7 @@ def negative_control_evidence(result: AuditResult | Mapping) -> float:
 # ------------------------------------------------------------------------------------------ the verdict
 
 
-def check_control(control: str, result: AuditResult | Mapping, epsilon_c: float | None = None) -> ControlCheck:
+def check_control(control: str, result: AuditResult, epsilon_c: float | None = None) -> ControlCheck:
     """Judges a control's `AuditResult` (or its stored ``to_dict()``): its
     `auditing.verdict.control_check.ControlCheck`.
 
@@ -169,10 +165,9 @@ def check_control(control: str, result: AuditResult | Mapping, epsilon_c: float 
     """
     if control not in CONTROL_KINDS:
         raise LabelDPInputError(f"control must be one of {list(CONTROL_KINDS)}; got {control!r}")
-    result = decode(AuditResult, result, "result")
-    eps_lb, kappa = result.epsilon_lower_bound, result.kappa
-    label = (f"{result.confidence:.0%} confidence, {result.strategy}, {result.method}, "
-             f"delta={result.delta:g}, kappa={kappa:g}")
+    eps_lb, kappa = result.epsilon_lower_bound, result.bound.kappa
+    label = (f"{result.bound.confidence:.0%} confidence, {result.bound.strategy}, {result.bound.method}, "
+             f"delta={result.bound.delta:g}, kappa={kappa:g}")
     if control == NEGATIVE:
         evidence = negative_control_evidence(result)
         passed = evidence == 0.0
@@ -186,7 +181,7 @@ def check_control(control: str, result: AuditResult | Mapping, epsilon_c: float 
     floor = detail["floor"]
     if eps_lb > eps_c:
         passed, why = False, f"exceeds the control's true eps_c = {eps_c:g}: the bound is not valid here"
-    elif floor <= 0.0 and selection_strategy(result.strategy).uses_halves:
+    elif floor <= 0.0 and selection_strategy(result.bound.strategy).uses_halves:
         passed = eps_lb > 0.0
         why = ("is positive" if passed else "is 0") + (" (the floor at the c' the split selection chose is 0, so a "
                                                         "positive bound is all the control can ask)")

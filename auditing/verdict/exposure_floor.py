@@ -40,7 +40,6 @@ result: `exposed_floor_unavailable`; or no number of exposed rows flags the clai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -51,7 +50,6 @@ from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.scores import resolve_score
 from auditing.game.sweep_reduce import BinSpec
 from auditing.result import AuditResult
-from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 DEFAULT_POWER = 0.95
@@ -72,9 +70,8 @@ def _exposed_row_histogram(histogram: PriorHistogram | None, score, spec: BinSpe
     return rows, hits, int(histogram.total)
 
 
-def exposed_floor_unavailable(result: AuditResult | Mapping, claimed_epsilon: float) -> str | None:
+def exposed_floor_unavailable(result: AuditResult, claimed_epsilon: float) -> str | None:
     """Why `exposed_rows_floor` cannot be computed for this result and claim (cheap checks only), or None."""
-    result = decode(AuditResult, result, "result")
     claimed = float(claimed_epsilon)
     if math.isinf(claimed) or result.max_certifiable_epsilon <= claimed:
         return ("INCONCLUSIVE: no number of exposed labels can flag this claim (max certifiable eps <= claimed "
@@ -82,7 +79,7 @@ def exposed_floor_unavailable(result: AuditResult | Mapping, claimed_epsilon: fl
     if result.score not in ("paper", "log-ratio"):
         return (f"the score is {result.score!r}: the exposed rows' scores are known only for the named "
                 "scores (paper, log-ratio)")
-    unsupported = selection_strategy(result.strategy).exposure_floor_reason()
+    unsupported = selection_strategy(result.bound.strategy).exposure_floor_reason()
     if unsupported is not None:
         return unsupported
     prior = result.prior_histogram
@@ -101,7 +98,7 @@ def undetectable_note(power: float = DEFAULT_POWER) -> str:
             f"probability below {power:.0%}")
 
 
-def exposed_floor_note(result: AuditResult | Mapping, claimed_epsilon: float, floor: int | None,
+def exposed_floor_note(result: AuditResult, claimed_epsilon: float, floor: int | None,
                        power: float = DEFAULT_POWER) -> str | None:
     """Why the `exposed_rows_floor` figure is None (None when it is a number)."""
     if floor is not None:
@@ -109,7 +106,7 @@ def exposed_floor_note(result: AuditResult | Mapping, claimed_epsilon: float, fl
     return exposed_floor_unavailable(result, claimed_epsilon) or undetectable_note(power)
 
 
-def exposed_rows_floor(result: AuditResult | Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
+def exposed_rows_floor(result: AuditResult, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
     """The verdict's game-aware floor (module docstring): the fewest totally exposed labels with which this
     audit flags the claim with probability >= power; None when not computable (`exposed_floor_unavailable`)
     or when no number of exposed rows does (`exposed_floor_note` says which)."""
@@ -118,26 +115,25 @@ def exposed_rows_floor(result: AuditResult | Mapping, claimed_epsilon: float, po
     return game_detection_floor(result, claimed_epsilon, power)
 
 
-def game_detection_floor(result: AuditResult | Mapping, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
+def game_detection_floor(result: AuditResult, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
     """The fewest totally exposed labels with which this audit flags the claim with probability >= power
     (module docstring). ``result``: an `AuditResult` (or its stored ``to_dict()``) with its ``prior_histogram``; bonferroni
     only.
     Raises LabelDPInputError when the result cannot support it (`exposed_rows_floor` returns None instead)."""
-    result = decode(AuditResult, result, "result")
     claimed = float(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    if selection_strategy(result.strategy).exposure_floor_reason() is not None:
-        raise LabelDPInputError(f"game_detection_floor: strategy {result.strategy!r} is not supported "
+    if selection_strategy(result.bound.strategy).exposure_floor_reason() is not None:
+        raise LabelDPInputError(f"game_detection_floor: strategy {result.bound.strategy!r} is not supported "
                                 "(bonferroni only)")
     if result.score not in ("paper", "log-ratio"):
         raise LabelDPInputError(f"game_detection_floor: needs a named score; got {result.score!r}")
     spec = BinSpec()
-    score = resolve_score(result.score, result.score_power)
+    score = resolve_score(result.score, result.game.score_power)
     exposed_rows, exposed_hits, m = _exposed_row_histogram(result.prior_histogram, score, spec)
     if m != result.m:
         raise LabelDPInputError(f"prior_histogram holds {m} rows but the audit has m = {result.m}")
-    kw = dict(method=result.method, delta=result.delta, kappa=result.kappa)
+    kw = dict(method=result.bound.method, delta=result.bound.delta, kappa=result.bound.kappa)
 
     grid = np.asarray([p.guesses for p in result.curve], dtype=np.int64)
     confidence = result.point_confidence

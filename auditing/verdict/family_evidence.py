@@ -40,7 +40,7 @@ import numpy as np
 from auditing.bounds.e_values import log_likelihood_ratio, null_rate, plug_in_alternative
 from auditing.bounds.misfit_test import calibrated_e_value, check_p_value
 from auditing.result import AuditResult, CapacityCheck
-from labeldp.codec import INF_AS_STRING, decode
+from labeldp.codec import INF_AS_STRING
 from labeldp.errors import LabelDPInputError
 
 DEFAULT_ALPHA = 0.05
@@ -96,7 +96,6 @@ class NightCounts:
         """From a stored audit: the curve of repetition 0 (the bonferroni strategy), or, for a strategy that
         selects on one keyed half, both halves' counts added point by point (each half guesses a fixed number of
         its own rows, so their sum is a fixed number of guesses too)."""
-        result = decode(AuditResult, result, "result")
         halves = result.split_halves
         if halves is not None:
             guesses = tuple(a + b for a, b in zip(halves.selection.guesses, halves.bound.guesses, strict=True))
@@ -106,9 +105,8 @@ class NightCounts:
             guesses = tuple(p.guesses for p in result.curve)
             correct = tuple(p.correct for p in result.curve)
             m = result.m
-        coins = dt.date.fromisoformat(result.coins_night) if result.coins_night else None
-        return cls(partition_date, float(claimed_epsilon), float(result.kappa), float(result.delta), int(m),
-                   guesses, correct, coins, CheckCounts.of_check(result.capacity_check))
+        return cls(partition_date, float(claimed_epsilon), float(result.bound.kappa), float(result.bound.delta), int(m),
+                   guesses, correct, result.game.night, CheckCounts.of_check(result.capacity_check))
 
 
 @dataclass(frozen=True)

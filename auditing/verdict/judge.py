@@ -1,6 +1,6 @@
 """Judging an audit result against a claim: the one place a `Verdict` is computed.
 
-`judge` takes an audit result (an `AuditResult` or its ``to_dict()``) and the claimed epsilon and computes,
+`judge` takes an audit result (an `AuditResult`) and the claimed epsilon and computes,
 once, everything that depends on the claim: the status (`auditing.verdict.guardrail`), the robustness figures
 (`auditing.verdict.robustness`, `auditing.verdict.exposure_floor`), the risk translation (`auditing.risk.figures`) and the sentence the
 CLI and the alert print about robustness. Sinks (warehouse, report, alerts, CLI) render the `Verdict` and call
@@ -51,7 +51,6 @@ from auditing.verdict.types import (
     Verdict,
     void_night_reason,
 )
-from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_claim
 
@@ -81,12 +80,12 @@ def robustness_figures(result: AuditResult, claimed: float, status: str, exposed
         exposed = {"exposed_rows_floor": None, "exposed_floor_computed": False,
                    "exposed_rows_floor_power": DEFAULT_POWER, "exposed_rows_floor_note": "not computable for this result"}
     weak = is_weak_pass(status, floor, result.m, exposed["exposed_rows_floor"], exposed["exposed_floor_computed"])
-    figures = dict(audit_rows=result.audit_rows, breaking_kappa=breaking, detection_floor_rows=floor,
+    figures = dict(audit_rows=result.game.audit_rows, breaking_kappa=breaking, detection_floor_rows=floor,
                    exposed_rows_floor=exposed["exposed_rows_floor"],
                    exposed_rows_floor_power=float(exposed["exposed_rows_floor_power"]),
                    exposed_rows_floor_note=exposed["exposed_rows_floor_note"],
                    exposed_floor_computed=bool(exposed["exposed_floor_computed"]), weak_pass=weak)
-    return Robustness(**figures, note=robustness_note(figures, status, result.m, result.kappa))
+    return Robustness(**figures, note=robustness_note(figures, status, result.m, result.bound.kappa))
 
 
 def robustness_note(figures: Mapping, status: str, m: int, kappa: float | None) -> str | None:
@@ -127,15 +126,14 @@ def posterior_curve(assessment: RiskAssessment) -> PosteriorCurve:
                           demonstrated=None if shown is None else ceilings(shown.epsilon))
 
 
-def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control: ControlCheck | None = None,
+def judge(result: AuditResult, claimed_epsilon: float, *, kind: str = "target", control: ControlCheck | None = None,
           night: NightTrust | None = None, shift_diagnostic: ShiftDiagnostic | None = None,
           reference_check: ReferenceCheck | None = None, exposed_rows_floor: Any = _COMPUTE,
           family: FamilyEvidence | None = None, split: SplitTest | None = None) -> Verdict:
     """The verdict of one audit result against a claim, computed once.
 
     Args:
-        result: an `AuditResult` or its ``to_dict()`` (read by ``decode(AuditResult, ...)``: a result written before
-            kappa is refused).
+        result: the `AuditResult` (a stored one is read by ``decode(AuditResult, ...)`` where it is read).
         claimed_epsilon: the claim (>= 0; inf for a non-private model).
         kind: "target" or "control"; control: the control's judged check (`ControlCheck`).
         night: what the night's controls say about its verdicts (`auditing.verdict.trust.NightTrust`; None: no controls,
@@ -162,7 +160,9 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
         if value is not None and not isinstance(value, record):  # a dict is read once, at its JSON edge
             raise TypeError(f"{name} must be a {record.__name__} (its JSON is read by {record.__name__}.from_dict); "
                             f"got {type(value).__name__}")
-    result = decode(AuditResult, result, "result")
+    if not isinstance(result, AuditResult):  # a stored result is read once, at its JSON edge
+        raise TypeError(f"result must be an AuditResult (its JSON is read by decode(AuditResult, ...)); got "
+                        f"{type(result).__name__}")
     claimed = _claimed(claimed_epsilon)
     if kind not in ("target", "control"):
         raise LabelDPInputError(f"kind must be 'target' or 'control'; got {kind!r}")
@@ -179,11 +179,11 @@ def judge(result: Any, claimed_epsilon: float, *, kind: str = "target", control:
                  else Trust(UNTRUSTED, void_night_reason(void)) if void else Trust(TRUSTED, None))
     else:
         trust = verdict_trust(status, claimed, result.capacity_check,
-                              kappa=result.kappa, night=night, split=split)
+                              kappa=result.bound.kappa, night=night, split=split)
     decision = None
     if kind == "target" and status != NO_VERDICT:
         decision = decide(status, trust, claimed, result.capacity_check, night=night, family=family,
-                          inconclusive_reason=result.inconclusive_reason, kappa=result.kappa, split=split)
+                          inconclusive_reason=result.inconclusive_reason, kappa=result.bound.kappa, split=split)
         if decision.decision == UNCONFIRMED:  # the risk sentence must not claim what the decision does not
             assessment = replace(assessment, headline=headline(assessment.claimed, assessment.demonstrated,
                                                                confirmed=False))
@@ -212,7 +212,7 @@ def slice_verdicts(result: AuditResult, claimed: float, night: NightTrust | None
         if note is None and status == INCONCLUSIVE and not math.isinf(claimed):
             note = (f"too small: even every guess right on its {piece.rows} row(s) would show at most eps "
                     f"{piece.max_certifiable_epsilon:.3g} at confidence {audit.confidence:.4g}, not above the claim")
-        trust = verdict_trust(status, claimed, piece.capacity_check, kappa=result.kappa, night=night)
+        trust = verdict_trust(status, claimed, piece.capacity_check, kappa=result.bound.kappa, night=night)
         out.append(SliceVerdict(slicing=piece.slicing, name=piece.name, rows=piece.rows, check_rows=piece.check_rows,
                                 confidence=audit.confidence, epsilon_lower_bound=piece.epsilon_lower_bound,
                                 max_certifiable_epsilon=piece.max_certifiable_epsilon, status=status,
@@ -220,13 +220,12 @@ def slice_verdicts(result: AuditResult, claimed: float, night: NightTrust | None
     return tuple(sorted(out, key=lambda v: (-v.epsilon_lower_bound, v.slicing, v.name)))
 
 
-def demonstrated_risk(result: Any) -> RiskBlock | None:
+def demonstrated_risk(result: AuditResult) -> RiskBlock | None:
     """What the valid bound alone demonstrates, with the result's reference probabilities as priors
     (`auditing.risk.figures.risk_block` at eps_lb); None for an optimistic result, a bound of 0 or a result without
     its prior histogram. Claim-free: the CLI prints it for an audit without a claim."""
-    result = decode(AuditResult, result, "result")
     histogram = result.prior_histogram
     if histogram is None or not histogram.total or result.optimistic or result.epsilon_lower_bound <= 0:
         return None
-    return risk_block(result.epsilon_lower_bound, result.delta, histogram)
+    return risk_block(result.epsilon_lower_bound, result.bound.delta, histogram)
 

@@ -62,7 +62,6 @@ from auditing.bounds.selection import Evidence, selection_strategy
 from auditing.game.sweep import SweepCounts
 from auditing.result import AuditResult
 from auditing.verdict.types import WEAK_PASS_FRACTION
-from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_claim
 
@@ -71,11 +70,6 @@ _KAPPA_FLOOR = 1e-9  # absolute width below which the bracket is not split furth
 # kappa beyond which no bound is positive: logit(beta*) of a Clopper-Pearson limit stays below ~40 in doubles
 _KAPPA_CEILING = 64.0
 _COMPUTE = object()  # exposed_floor_figures: compute the floor (no stored value given)
-
-
-def _as_result(result: Any) -> AuditResult:
-    """An `AuditResult`, or its stored ``to_dict()`` read once by ``decode(AuditResult, ...)``."""
-    return decode(AuditResult, result, "result")
 
 
 def _claimed(claimed_epsilon: float) -> float:
@@ -106,25 +100,24 @@ def evidence_of(result: AuditResult) -> Evidence:
         guesses, correct = halves[0].guesses[0], halves[0].correct[0]
     else:
         raise LabelDPInputError("result: no curve (repetition 0's sweep counts) to recompute the bound from")
-    return Evidence(guesses=guesses, correct=correct, m=result.m, confidence=result.confidence,
+    return Evidence(guesses=guesses, correct=correct, m=result.m, confidence=result.bound.confidence,
                     point_confidence=result.point_confidence, halves=halves)
 
 
-def valid_bound_exceeds(result: Any, claimed_epsilon: float, kappa: float) -> bool:
+def valid_bound_exceeds(result: AuditResult, claimed_epsilon: float, kappa: float) -> bool:
     """Would the result's valid bound, recomputed at ``kappa`` (same counts, strategy and confidence), exceed
     the claimed epsilon? For ``split`` the index is selected again at ``kappa`` on the selection half."""
-    result = _as_result(result)
     claimed = _claimed(claimed_epsilon)
     if math.isinf(claimed):
         return False
-    strategy = selection_strategy(result.strategy)
-    return strategy.exceeds(evidence_of(result), claimed, method=result.method, delta=result.delta, kappa=kappa)
+    strategy = selection_strategy(result.bound.strategy)
+    return strategy.exceeds(evidence_of(result), claimed, method=result.bound.method, delta=result.bound.delta,
+                            kappa=kappa)
 
 
-def breaking_kappa(result: Any, claimed_epsilon: float, *, tolerance: float = KAPPA_TOLERANCE) -> float:
+def breaking_kappa(result: AuditResult, claimed_epsilon: float, *, tolerance: float = KAPPA_TOLERANCE) -> float:
     """The largest kappa at which the valid bound still exceeds the claim (module docstring), from below: the
     returned kappa is one where it does (or 0 when it does not even at kappa = 0)."""
-    result = _as_result(result)
     if not valid_bound_exceeds(result, claimed_epsilon, 0.0):
         return 0.0
     lo, hi = 0.0, 1.0  # invariant: the decision holds at lo and fails at hi
@@ -141,7 +134,7 @@ def breaking_kappa(result: Any, claimed_epsilon: float, *, tolerance: float = KA
     return lo
 
 
-def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
+def detection_floor_rows(result: AuditResult, claimed_epsilon: float) -> int | None:
     """The smallest number N of fully exposed labels that would make this audit report a VIOLATION of the
     claim (module docstring); None when even a perfect attacker could not (INCONCLUSIVE).
 
@@ -151,13 +144,12 @@ def detection_floor_rows(result: Any, claimed_epsilon: float) -> int | None:
     smallest c <= c' whose bound at c' exceeds the claim (binary search; a point is searched only when it can
     beat the best N so far).
     """
-    result = _as_result(result)
     claimed = _claimed(claimed_epsilon)
     if math.isinf(claimed):
         return None
-    strategy = selection_strategy(result.strategy)
+    strategy = selection_strategy(result.bound.strategy)
     grid, m, confidence, rows_per_label = strategy.floor_setup(evidence_of(result))
-    kw = dict(method=result.method, delta=result.delta, confidence=confidence, kappa=result.kappa)
+    kw = dict(method=result.bound.method, delta=result.bound.delta, confidence=confidence, kappa=result.bound.kappa)
     best = None
     for g in np.unique(grid):
         g = int(g)
@@ -187,7 +179,7 @@ def is_weak_pass(status: str, floor_rows: int | None, audited_rows: int, exposed
     return floor_rows is not None and floor_rows > WEAK_PASS_FRACTION * audited_rows
 
 
-def exposed_floor_figures(result: Any, claimed_epsilon: float, exposed_rows: Any = _COMPUTE) -> dict:
+def exposed_floor_figures(result: AuditResult, claimed_epsilon: float, exposed_rows: Any = _COMPUTE) -> dict:
     """{exposed_rows_floor, exposed_rows_floor_power, exposed_rows_floor_note, exposed_floor_computed}: the
     game-aware floor (computed unless ``exposed_rows`` is given, e.g. read back from the warehouse) and, when
     it is None, why (`auditing.verdict.exposure_floor`)."""
@@ -198,7 +190,6 @@ def exposed_floor_figures(result: Any, claimed_epsilon: float, exposed_rows: Any
         exposed_rows_floor,
     )
 
-    result = _as_result(result)
     claimed = _claimed(claimed_epsilon)
     if exposed_rows is _COMPUTE:
         exposed_rows = exposed_rows_floor(result, claimed)
@@ -208,9 +199,8 @@ def exposed_floor_figures(result: Any, claimed_epsilon: float, exposed_rows: Any
             "exposed_floor_computed": unavailable is None}
 
 
-def verdict_robustness(result: Any, claimed_epsilon: float, status: str) -> dict:
+def verdict_robustness(result: AuditResult, claimed_epsilon: float, status: str) -> dict:
     """The claim-dependent trust figures of one verdict, for the warehouse row, report, alert and CLI."""
-    result = _as_result(result)
     floor = detection_floor_rows(result, claimed_epsilon)
     exposed = exposed_floor_figures(result, claimed_epsilon)
     return {"breaking_kappa": breaking_kappa(result, claimed_epsilon), "detection_floor_rows": floor, **exposed,

@@ -79,15 +79,13 @@ def bound_config_from(args, stored=None):
     return BoundConfig(**merged)
 
 
-def audit_config_from(args):
-    """The `AuditConfig` of the options. The reference is used as given (reference_calibration "none": these
-    commands never correct it) and, without --audit-rows, the rows given are the training rows."""
-    from auditing.config import AuditConfig
+def game_config_from(args):
+    """The `GameConfig` of the game options (no night). The reference is used as given (reference_calibration
+    "none": these commands never correct it) and, without --audit-rows, the rows given are the training rows."""
     from auditing.game.config import GameConfig
 
-    game = GameConfig(**{name: getattr(args, name) for name in GAME_OPTIONS},
+    return GameConfig(**{name: getattr(args, name) for name in GAME_OPTIONS},
                       audit_rows=getattr(args, "audit_rows", None) or "training", reference_calibration="none")
-    return AuditConfig.of(game, bound_config_from(args))
 
 
 def _warn_tau(args) -> None:

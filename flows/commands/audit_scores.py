@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from flows.commands.audit_options import add_audit_arguments, audit_config_from
+from flows.commands.audit_options import add_audit_arguments, bound_config_from, game_config_from
 
 HELP = "audit a Parquet table of training labels, target and reference probabilities"
 DESCRIPTION = """\
@@ -149,7 +149,7 @@ def run(args) -> int:
     from labeldp.names import parse_date
 
     args.night = None if args.night is None else parse_date(args.night, "--night")  # parsed before any work
-    config = audit_config_from(args)
+    game, bound = game_config_from(args).with_night(args.night), bound_config_from(args)
     slicings = _slicings(args)
     extra = tuple(dict.fromkeys(c for c in (args.check_column, args.group_column,
                                             *(name for s in slicings for name in s.column_names)) if c))
@@ -161,7 +161,7 @@ def run(args) -> int:
     # Checked here too so that an error names the column the user gave (run_audit says p_reference).
     as_reference_probabilities(p_reference, f"{args.file}: column {args.reference_col}")
     try:
-        result, split = _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings)
+        result, split = _audit(args, game, bound, p_target, p_reference, labels, row_ids, columns, slicings)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc.template}", field=exc.field) from None
     out = encode(result)
@@ -217,7 +217,7 @@ def _slice_columns(columns, names, mask):
     return out
 
 
-def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicings=()):
+def _audit(args, game, bound, p_target, p_reference, labels, row_ids, columns, slicings=()):
     """(the audit of the table's rows, the split test of --check-column's rows or None): check rows apart
     (--check-column: their split against the audited rows tested on the reference's probability and the rows'
     order in the table, `auditing.verdict.split_test`), grouped rows left out (--group-column)."""
@@ -265,13 +265,13 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicin
         if groups is not None and groups.rows_excluded:
             from auditing.game.row_groups import NO_ROWS_LEFT
 
-            return no_rows_result(config, NO_ROWS_LEFT, groups), None
+            return no_rows_result(game.with_night(None), bound, NO_ROWS_LEFT, groups), None
         raise LabelDPInputError("no audited row: every row is a check row (--check-column)")
     check_rows = CheckRows(*part(checked)) if args.check_column else None
     split = _split_test(p_reference, audited, checked) if args.check_column else None
-    countdown = Countdown(stderr_progress("audit-scores"), "game", config.game.repetitions, "repetitions",
+    countdown = Countdown(stderr_progress("audit-scores"), "game", game.repetitions, "repetitions",
                           interval=2.0)  # live: on a terminal, without --quiet
-    result = run_audit(*part(audited), config=config, row_groups=groups, check=check_rows, night=args.night,
+    result = run_audit(*part(audited), game=game, bound=bound, row_groups=groups, check=check_rows,
                        progress=lambda done, _total: countdown(done))
     if not slicings:
         return result, split
@@ -280,9 +280,9 @@ def _audit(args, config, p_target, p_reference, labels, row_ids, columns, slicin
     from auditing.slices import audit_slices
 
     names = tuple(dict.fromkeys(name for s in slicings for name in s.column_names))
-    slices = audit_slices(*part(audited), config, slicings, columns=_slice_columns(columns, names, audited),
+    slices = audit_slices(*part(audited), game, bound, slicings, columns=_slice_columns(columns, names, audited),
                           check=check_rows, check_columns=_slice_columns(columns, names, checked),
-                          budget=args.slice_budget, night=args.night)
+                          budget=args.slice_budget)
     return dataclasses.replace(result, slices=slices), split
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 
+from auditing.config import config_hash
 from auditing.verdict.power import DEFAULT_GUESS_SHARE, FAMILY_NIGHTS  # no scipy until a plan is computed
 
 HELP = "check a plan file and print it with every default filled in; print the plan's JSON Schema"
@@ -117,9 +118,9 @@ def run_power(args) -> int:
                            and math.isfinite(t.claimed_epsilon)}))
     if not claims:
         raise LabelDPInputError("--claimed-epsilon: the plan's targets claim no finite epsilon; give the claim")
-    share = CORRECTION_SHARE if plan.audit.reference_calibration != "none" else 0.0
+    share = CORRECTION_SHARE if plan.game.reference_calibration != "none" else 0.0
     audited, check = rows_of_day(args.rows, holdout, share)
-    plans = [power_plan(audited, check, claim, confidence=plan.audit.confidence, guess_share=args.guess_share,
+    plans = [power_plan(audited, check, claim, confidence=plan.bound.confidence, guess_share=args.guess_share,
                         nights=args.nights) for claim in claims]
     if args.json:
         print(json.dumps([encode(p) for p in plans], indent=1))
@@ -147,7 +148,7 @@ def resolved(plan, path: str) -> dict:
         "on_missing_target": data.pop("on_missing_target"),
         "targets": data.pop("targets"),
         "controls": {**data.pop("controls"), "runs": [spec.name for spec in plan.control_specs()]},
-        "audit": {**data.pop("audit"), "config_hash": plan.audit.config_hash()},
+        "audit": {**data.pop("audit"), "config_hash": config_hash(plan.game, plan.bound)},
         **data,
     }
 

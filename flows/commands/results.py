@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from labeldp.codec import encode
+from labeldp.codec import decode, encode
 
 HELP = "read audit verdicts back from the warehouse: latest per model, a model's history, one full record"
 DESCRIPTION = """\
@@ -346,12 +346,14 @@ def _weak_pass(row) -> bool | None:
     version)."""
     import json
 
+    from auditing.result import AuditResult
     from auditing.verdict.exposure_floor import exposed_floor_unavailable
     from auditing.verdict.robustness import is_weak_pass
     from labeldp.errors import LabelDPInputError
 
     try:
-        computed = exposed_floor_unavailable(json.loads(row.result_json), row.claimed_epsilon) is None
+        result = decode(AuditResult, json.loads(row.result_json), "result")
+        computed = exposed_floor_unavailable(result, row.claimed_epsilon) is None
     except (LabelDPInputError, KeyError, TypeError, ValueError):
         return None
     return is_weak_pass(row.status, row.detection_floor_rows, row.m, row.exposed_rows_floor, computed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from flows.commands.audit_options import add_audit_arguments, audit_config_from
+from flows.commands.audit_options import add_audit_arguments, bound_config_from, game_config_from
 
 HELP = "score day D's partition with a model and its reference on Beam, and audit the sweep counts"
 DESCRIPTION = """\
@@ -131,9 +131,10 @@ def read_options_file(path: str) -> list[str]:
 
 def run(args) -> int:
     from auditing.game.sweep_reduce import BinSpec
+    from auditing.result import AuditResult
     from auditing.sinks.report.text import format_audit_result
     from auditing.verdict.judge import demonstrated_risk
-    from labeldp.codec import encode
+    from labeldp.codec import decode, encode
     from labeldp.names import parse_date, resolve_data_root
     from labeldp.progress import live, no_progress, stderr_progress
     from pipelines.scoring.beam_request import (
@@ -146,9 +147,9 @@ def run(args) -> int:
 
     date = parse_date(args.date, "--date")
     reference_date = parse_date(args.reference_date, "--reference-date") if args.reference_date else None
-    config = audit_config_from(args)
     request = ScoringRequest(
-        data_root=str(resolve_data_root(args.data_root)), date=date, model=args.model, config=config,
+        data_root=str(resolve_data_root(args.data_root)), date=date, model=args.model, game=game_config_from(args),
+        bound=bound_config_from(args),
         reference=args.reference, reference_date=reference_date, batch_size=args.batch_size,
         thread_count=args.catboost_threads, bins=BinSpec(mantissa_bits=args.bin_bits), plan_mode=args.plan,
         write_scored=args.write_scored, night=date, slices=tuple(args.slices), slice_budget=args.slice_budget,
@@ -172,7 +173,8 @@ def run(args) -> int:
         print(json.dumps(json_safe(record) | {"output_dir": str(prepared.output_dir)}))
     else:
         rows = record["diagnostics"].get("rows") or {}
-        print(format_audit_result(record["result"], demonstrated_risk(record["result"])))
+        result = decode(AuditResult, record["result"], "result")
+        print(format_audit_result(record["result"], demonstrated_risk(result)))
         if rows:
             print(f"rows: {rows['rows_read']} read, {rows['rows_scored']} audited, {rows['rows_without_row_id']} "
                   f"without row_id, {rows['rows_bad_target_probabilities']} / "

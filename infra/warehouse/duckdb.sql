@@ -205,7 +205,7 @@ COMMENT ON COLUMN audit_results.run_kind IS 'the kind of run that wrote the row:
 
 COMMENT ON COLUMN audit_results.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
 
-COMMENT ON COLUMN audit_results.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+COMMENT ON COLUMN audit_results.audit_config_hash IS 'config_hash(game, bound): the audit''s settings';
 
 COMMENT ON COLUMN audit_results.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
 
@@ -451,7 +451,7 @@ COMMENT ON COLUMN audit_curves.run_kind IS 'the kind of run that wrote the row: 
 
 COMMENT ON COLUMN audit_curves.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
 
-COMMENT ON COLUMN audit_curves.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+COMMENT ON COLUMN audit_curves.audit_config_hash IS 'config_hash(game, bound): the audit''s settings';
 
 COMMENT ON COLUMN audit_curves.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
 
@@ -477,7 +477,7 @@ COMMENT ON COLUMN audit_slices.run_kind IS 'the kind of run that wrote the row: 
 
 COMMENT ON COLUMN audit_slices.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
 
-COMMENT ON COLUMN audit_slices.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+COMMENT ON COLUMN audit_slices.audit_config_hash IS 'config_hash(game, bound): the audit''s settings';
 
 COMMENT ON COLUMN audit_slices.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
 
@@ -521,7 +521,7 @@ COMMENT ON COLUMN audit_runs.run_kind IS 'the kind of run that wrote the row: ni
 
 COMMENT ON COLUMN audit_runs.claimed_epsilon IS 'epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row';
 
-COMMENT ON COLUMN audit_runs.audit_config_hash IS 'AuditConfig.config_hash(): the audit''s settings';
+COMMENT ON COLUMN audit_runs.audit_config_hash IS 'config_hash(game, bound): the audit''s settings';
 
 COMMENT ON COLUMN audit_runs.inputs_fingerprint IS 'sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; ''unrecorded'' on rows written before schema version 9';
 

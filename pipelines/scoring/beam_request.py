@@ -13,12 +13,12 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig, flat_settings
 from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.sweep import SweepCounts
@@ -58,16 +58,18 @@ class ScoringRequest:
     flow); a string is refused with a ``TypeError`` (``labeldp.names.require_date``). They pickle as they are
     for Beam workers and are written as ``YYYY-MM-DD`` in ``result.json``.
 
-    ``night``: the night keying the game's coins with the seed (`auditing.config.GameConfig.night`), ``date`` or
-    None. The flows and ``labeldp-audit score`` pass ``date``, so each night of a model family draws fresh coins
-    (docs/soundness.md section 10); None keys them by the seed alone, as `auditing.audit.run_audit` without a
-    night does.
+    ``game`` and ``bound``: the audit's settings. ``night``: the night keying the game's coins with the seed
+    (`auditing.game.config.GameConfig.night`), ``date`` or None; ``game`` is played on it (its night is set to
+    ``night`` on construction). The flows and ``labeldp-audit score`` pass ``date``, so each night of a model
+    family draws fresh coins (docs/soundness.md section 10); None keys them by the seed alone, as
+    `auditing.audit.run_audit` with a game without a night does.
     """
 
     data_root: str
     date: dt.date
     model: str
-    config: AuditConfig = field(default_factory=AuditConfig)
+    game: GameConfig = field(default_factory=GameConfig)
+    bound: BoundConfig = field(default_factory=BoundConfig)
     reference: str | None = None
     reference_date: dt.date | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -106,6 +108,7 @@ class ScoringRequest:
         if self.night is not None and require_date(self.night, "night") != self.date:
             raise ValueError(f"night {self.night.isoformat()} is not the scored day {self.date.isoformat()}: "
                              "a game's coins are keyed by the day it audits")
+        object.__setattr__(self, "game", self.game.with_night(self.night))
         check_name(self.model, "model")
         if self.reference is not None:
             check_name(self.reference, "reference")
@@ -128,11 +131,6 @@ class ScoringRequest:
                 raise LabelDPInputError(f"{role} is {handle.id}, but the request names {name}@{date}")
         if self.plan_mode not in PLAN_MODES:
             raise LabelDPInputError(f"plan mode must be one of {list(PLAN_MODES)}; got {self.plan_mode!r}")
-
-    @property
-    def game(self) -> GameConfig:
-        """The game the job plays: the configuration's, on ``night``."""
-        return self.config.game.with_night(self.night)
 
 
 def resolve_reference(root, model: str, date: dt.date, reference: str | None = None,
@@ -433,7 +431,7 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
         from pipelines.scoring.day_slices import slicings_for
 
         slicings_for(request.slices, dataset)
-    selection = row_selection(request.config.audit_rows, target.meta, target.directory)
+    selection = row_selection(request.game.audit_rows, target.meta, target.directory)
     check_rows, row_groups = request.check_rows, None
     record = target.meta.training_rows  # as stored (a record, or null / absent for a model without one)
     audited_rows = None if selection is None else {
@@ -482,16 +480,16 @@ def reused_record(stored: tuple[GameCounts, JobRecord], request: ScoringRequest,
     from auditing.slices import SliceCounts, bound_slices
 
     game, record = stored
-    result = audit_counts(game, request.config.bound)
+    result = audit_counts(game, request.bound)
     if request.slices:
         counts = None if directory is None else SliceCounts.load(directory)
         if counts is not None:
-            result = replace(result, slices=bound_slices(counts, request.config.bound, request.slice_budget))
+            result = replace(result, slices=bound_slices(counts, request.bound, request.slice_budget))
         elif decode(AuditResult, record.result, "result").slices:  # never bounded again silently from nothing
             raise LabelDPInputError(f"{directory}: the day's game is stored without its slices' counts; score the "
                                     "day again")
         # else the job left no row to play on (`_nothing_left`): no slice, as stored
-    return replace(record, result=result.to_dict(), config=asdict(request.config))
+    return replace(record, result=result.to_dict(), config=flat_settings(request.game, request.bound))
 
 
 def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, JobRecord] | None:

@@ -90,6 +90,7 @@ from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from auditing.audit import audit_counts
+from auditing.config import flat_settings
 from auditing.game.attack_curve import attack_curve_from_outcomes
 from auditing.game.counts import GameCounts
 from auditing.game.expected import expected_record
@@ -524,7 +525,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         from pipelines.scoring.day_slices import SliceSteps, played_game, slicings_for
 
         slices = SliceSteps(slicings_for(request.slices, dataset),
-                            GameSpec(played_game(request.config.game, request.game.night), request.bins,
+                            GameSpec(played_game(request.game, request.game.night), request.bins,
                                      capacity_check=request.check_rows is not None))
         if plan_mode == "side-input" and not in_process(beam_args):
             plan_mode = "two-stage"  # the slices' steps follow one another: each is a pipeline over the predictions
@@ -536,7 +537,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
     outputs = [out_final] + ([scored_final] if request.write_scored else [])
     progress(f"{total_rows} rows of dataset {dataset.name} in {len(tasks)} row group(s); target "
              f"{prepared.target.format.name}, reference {prepared.reference.format.name}; runner {runner}, plan "
-             f"{plan_mode}, batch {request.batch_size} rows, threads {thread_count}, R = {request.config.repetitions}")
+             f"{plan_mode}, batch {request.batch_size} rows, threads {thread_count}, R = {request.game.repetitions}")
 
     with _cleanup_empty_parents(outputs, Path(request.data_root)), contextlib.ExitStack() as stack:
         # the sweep and the scored rows are published as one pair (one journal): never one without the other
@@ -593,18 +594,18 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         expected = None
         if request.expected_curve:
             with np.load(work / "expected.npz") as data:
-                expected = expected_record(data["rows"], data["correct"], request.config.grid_for(plan.m))
+                expected = expected_record(data["rows"], data["correct"], request.game.grid_for(plan.m))
         game = GameCounts(game=request.game, counts=counts, halves=split, score_histogram=histogram,
                           prior_histogram=pass1.prior_histogram(), expected_correct=expected,
                           check=_check_histograms(pass1, spec, dataset.classes), row_groups=row_groups,
                           attack_curve=attack)
-        result = audit_counts(game, request.config.bound)
+        result = audit_counts(game, request.bound)
         slice_counts = None
         if slices is not None:  # counted by the job's passes (`pipelines.scoring.day_slices`), bounded here
             from auditing.slices import bound_slices
 
             slice_counts = slices.counts()
-            result = replace(result, slices=bound_slices(slice_counts, request.config.bound, request.slice_budget))
+            result = replace(result, slices=bound_slices(slice_counts, request.bound, request.slice_budget))
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {
@@ -612,13 +613,13 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             "catboost_thread_count": thread_count, "combine_shards": shards, "bins": asdict(request.bins),
             "histogram_bins": request.bins.num_bins, "slots": len(spec.slots),
             "boundary_rows": plan.boundary_rows, "boundary_rows_received": int(sum(slot_rows.values())),
-            "audited_rows": _audited_rows(request.config.audit_rows, selection, total_rows, plan.issues, target_md,
+            "audited_rows": _audited_rows(request.game.audit_rows, selection, total_rows, plan.issues, target_md,
                                           partition_fp),
             "check_rows": None if check_rows is None else {
                 **check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
                 "scored": int(plan.issues.get("check_rows_scored", 0))},
         }
-        record = JobRecord(result.to_dict(), asdict(request.config), key, lineage, diagnostics, timings, started_at,
+        record = JobRecord(result.to_dict(), flat_settings(request.game, request.bound), key, lineage, diagnostics, timings, started_at,
                            finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                            scored_rows=str(scored_final) if request.write_scored else None)
         game.save(out_tmp)
@@ -642,13 +643,13 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: JobLin
     INCONCLUSIVE for any claim; `auditing.audit.no_rows_result`) and is written like any other."""
     from auditing.game.row_groups import NO_ROWS_LEFT
 
-    reps = request.config.repetitions
+    reps = request.game.repetitions
     counts = SweepCounts(m=0, guesses=np.zeros((reps, 0), np.int64), correct=np.zeros((reps, 0), np.int64))
     game = GameCounts(game=request.game, counts=counts, row_groups=row_groups,
                       inconclusive_reason=NO_ROWS_LEFT)
-    result = audit_counts(game, request.config.bound)
+    result = audit_counts(game, request.bound)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
-    record = JobRecord(result.to_dict(), asdict(request.config), key, lineage,
+    record = JobRecord(result.to_dict(), flat_settings(request.game, request.bound), key, lineage,
                        {"m": 0, "row_groups": encode(row_groups)}, timings, started_at,
                        finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     with atomic_directory(out_final) as out_tmp:

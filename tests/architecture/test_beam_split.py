@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from auditing.game.config import GameConfig
+
 ROOT = Path(__file__).resolve().parents[2]
 # The modules of the Beam job and the per-batch work it wraps.
 JOB_MODULES = (
@@ -55,7 +57,6 @@ def test_the_request_module_and_the_batch_work_import_no_beam():
 def test_every_dofn_and_combinefn_is_a_module_level_class_that_pickles_by_reference():
     import apache_beam as beam
 
-    from auditing.config import AuditConfig
     from pipelines.scoring import beam_dofns
     from pipelines.scoring.scoring_batches import GameSpec
 
@@ -66,7 +67,7 @@ def test_every_dofn_and_combinefn_is_a_module_level_class_that_pickles_by_refere
         "ReadBatches", "PassProgress", "Pass1CombineFn", "MergePass1Fn", "ExpectedHistogramFn", "BoundaryRows",
         "ExactCounts", "WriteTable", "ReadPredictions", "WriteResults"}
     assert all("<locals>" not in cls.__qualname__ for cls in classes)
-    spec = GameSpec(AuditConfig(repetitions=2).game)
+    spec = GameSpec(GameConfig(repetitions=2))
     for instance in (beam_dofns.Pass1CombineFn(spec), beam_dofns.BoundaryRows(spec), beam_dofns.WriteResults("/w")):
         # Plain pickle (not cloudpickle) only handles classes it can import by name.
         assert type(pickle.loads(pickle.dumps(instance))) is type(instance)

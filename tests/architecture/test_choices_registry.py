@@ -14,9 +14,12 @@ from auditing.audit import run_audit
 from auditing.bounds.binomial import binomial_epsilon_lower_bound, binomial_rejects
 from auditing.bounds.methods import BOUND_METHODS, BoundMethod
 from auditing.bounds.selection import STRATEGIES_REGISTRY, Selection, SelectionStrategy
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.sweep import SweepCounts
+from auditing.result import AuditResult
 from auditing.verdict.judge import judge
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 
@@ -77,17 +80,17 @@ def _leaky(n=20_000, seed=0):
 
 def test_unknown_choices_are_refused_with_the_known_names():
     with pytest.raises(LabelDPInputError, match=r"method must be one of \['binomial', 'fdp'\]; got 'toy"):
-        AuditConfig(method="toy-half-binomial")
+        BoundConfig(method="toy-half-binomial")
     with pytest.raises(LabelDPInputError, match=r"strategy must be one of \['bonferroni', 'split', 'max'\]"):
-        AuditConfig(strategy="toy-last-point")
+        BoundConfig(strategy="toy-last-point")
 
 
 def test_a_registered_method_runs_through_the_audit_and_the_verdict(toys):
     target, reference, labels = _leaky()
-    config = dict(repetitions=3, seed=1)
-    binomial = run_audit(target, reference, labels, config=AuditConfig(**config))
-    toy = run_audit(target, reference, labels, config=AuditConfig(method=HalfBinomial(), **config))
-    assert toy.method == "toy-half-binomial"  # stored by name
+    game = GameConfig(repetitions=3, seed=1)
+    binomial = run_audit(target, reference, labels, game=game)
+    toy = run_audit(target, reference, labels, game=game, bound=BoundConfig(method=HalfBinomial()))
+    assert toy.bound.method == "toy-half-binomial"  # stored by name
     assert toy.epsilon_lower_bound == pytest.approx(binomial.epsilon_lower_bound / 2)
     verdict = judge(toy, 0.5)
     assert verdict.status == "VIOLATION"
@@ -96,7 +99,7 @@ def test_a_registered_method_runs_through_the_audit_and_the_verdict(toys):
 
 def test_a_registered_strategy_selects_and_its_verdict_is_judged(toys):
     target, reference, labels = _leaky()
-    result = run_audit(target, reference, labels, config=AuditConfig(strategy="toy-last-point", repetitions=2))
+    result = run_audit(target, reference, labels, game=GameConfig(repetitions=2), bound=BoundConfig(strategy="toy-last-point"))
     assert result.selected_guesses == result.m and result.point_confidence == 0.95
     assert not result.optimistic
     verdict = judge(result, 0.1)
@@ -120,8 +123,8 @@ def test_the_command_line_offers_registered_choices(toys, capsys):
 
 def _toy_result():
     target, reference, labels = _leaky(4000)
-    result = run_audit(target, reference, labels, config=AuditConfig(repetitions=2))
-    return {**result.to_dict(), "method": HalfBinomial.name}  # the toy's name on real counts
+    result = run_audit(target, reference, labels, game=GameConfig(repetitions=2))
+    return decode(AuditResult, {**result.to_dict(), "method": HalfBinomial.name})  # the toy's name on real counts
 
 
 def test_the_warehouse_stores_a_registered_method_after_reopening(toys, tmp_path):

@@ -283,7 +283,7 @@ def test_the_front_door_exports_resolve():
     import auditing
 
     assert auditing.__all__ and all(getattr(auditing, name) is not None for name in auditing.__all__)
-    assert {"AuditConfig", "AuditResult", "run_audit", "judge", "Verdict", "epsilon_lower_bound",
+    assert {"GameConfig", "BoundConfig", "config_hash", "AuditResult", "run_audit", "judge", "Verdict", "epsilon_lower_bound",
             "LabelDPInputError", "BOUND_METHODS", "STRATEGIES_REGISTRY"} <= set(auditing.__all__)
 
 
@@ -437,8 +437,10 @@ def test_no_two_packages_of_auditing_import_each_other():
 
 
 # The longest chain of module-level imports in auditing/, in files (benchmarks/import_chain.py prints it): a deeper
-# chain is a new floor, to be placed on purpose.
-LONGEST_IMPORT_CHAIN = 10
+# chain is a new floor, to be placed on purpose. 12 since a result holds its GameConfig and BoundConfig: the result
+# (under the warehouse's records) imports auditing.config and auditing.game.config (the bound registries only
+# where a bound is checked or used).
+LONGEST_IMPORT_CHAIN = 12
 
 
 def test_the_longest_import_chain_in_auditing_stays_short():

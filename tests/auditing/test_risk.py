@@ -6,6 +6,7 @@ differential privacy"; [BRD] Hayes et al., "Bounding training data reconstructio
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -19,8 +20,9 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.game.config import GameConfig
 from auditing.game.prior_histogram import PriorHistogram
+from auditing.result import AuditResult
 from auditing.risk.attack_bounds import (
     aia_advantage_bound,
     eps_protect_advantage,
@@ -386,12 +388,12 @@ def audit():
     p_ref = _ctr_priors(n, seed=4)
     labels = (rng.random(n) < p_ref).astype(int)
     p_target = np.clip(np.where(labels == 1, 0.9, 0.05) + rng.normal(0, 0.02, n), 0.01, 0.99)
-    return run_audit(p_target, p_ref, labels, config=AuditConfig(repetitions=3))
+    return run_audit(p_target, p_ref, labels, game=GameConfig(repetitions=3))
 
 
 def test_risk_assessment_for_claimed_and_demonstrated(audit):
     assert audit.prior_histogram.kind == "class1" and audit.prior_histogram.total == audit.m
-    a = risk_assessment(audit.to_dict(), 0.5)
+    a = risk_assessment(audit, 0.5)
     claimed, shown = a.claimed, a.demonstrated
     assert claimed.epsilon == 0.5 and shown.epsilon == pytest.approx(audit.epsilon_lower_bound)
     assert claimed.rows == audit.m and claimed.prior_median < 0.1 < claimed.prior_p90 + 0.1
@@ -413,16 +415,16 @@ def test_risk_assessment_for_claimed_and_demonstrated(audit):
 
 def test_old_results_optimistic_results_and_fdp(audit):
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
-    a = risk_assessment(old, 1.0)
+    a = risk_assessment(decode(AuditResult, old), 1.0)
     assert a.claimed.rows == 0 and a.claimed.posterior_ceiling_median is None
     assert "posterior_ceiling_median" not in encode(a)["claimed"]  # what was not computed is not stored
     assert a.columns()["risk_posterior_ceiling_median"] is None
-    assert risk_assessment({**audit.to_dict(), "optimistic": True}, 1.0).demonstrated is None
-    fdp = risk_assessment({**audit.to_dict(), "method": "fdp", "delta": 1e-5}, 1.0)
+    assert risk_assessment(dataclasses.replace(audit, optimistic=True), 1.0).demonstrated is None
+    fdp = risk_assessment(dataclasses.replace(audit, bound=dataclasses.replace(audit.bound, method="fdp", delta=1e-5)), 1.0)
     from auditing.bounds.gaussian_dp import mu_for_epsilon
     assert fdp.demonstrated.mu == pytest.approx(mu_for_epsilon(audit.epsilon_lower_bound, 1e-5))
     assert fdp.claimed.mu == pytest.approx(mu_for_epsilon(1.0, 1e-5))
-    assert risk_assessment(audit.to_dict(), math.inf).claimed.posterior_ceiling_median == 1.0
+    assert risk_assessment(audit, math.inf).claimed.posterior_ceiling_median == 1.0
 
 
 def test_alert_text_and_printed_rows_carry_the_headline(audit):
@@ -433,7 +435,7 @@ def test_alert_text_and_printed_rows_carry_the_headline(audit):
     from auditing.sinks.report.text import format_rows
     from auditing.sinks.warehouse.records import upgrade_row
 
-    headline = risk_assessment(audit.to_dict(), 0.5).headline
+    headline = risk_assessment(audit, 0.5).headline
     text = summary_text("VIOLATION", "m", "2024-01-02", {"epsilon_lower_bound": 1.2, "claimed_epsilon": 0.5,
                                                          "confidence": 0.95, "risk_headline": headline})
     assert text.endswith(headline) and "\n" not in text
@@ -535,10 +537,10 @@ def test_audit_text_shows_what_the_bound_demonstrates(audit):
     from auditing.verdict.judge import demonstrated_risk
 
     text = format_audit_result(audit.to_dict(), demonstrated_risk(audit))
-    block = risk_block(audit.epsilon_lower_bound, audit.delta, audit.prior_histogram)
+    block = risk_block(audit.epsilon_lower_bound, audit.bound.delta, audit.prior_histogram)
     assert "what eps_lb demonstrates" in text and f"{block.posterior_ceiling_p90:.1%}" in text
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
-    assert "what eps_lb demonstrates" not in format_audit_result(old, demonstrated_risk(old))
+    assert "what eps_lb demonstrates" not in format_audit_result(old, demonstrated_risk(decode(AuditResult, old)))
 
 
 def test_informed_attribute_bound_and_the_tightest_gaussian_mu():

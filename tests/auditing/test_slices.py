@@ -24,7 +24,8 @@ import pytest
 from scipy import stats
 
 from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.result import AuditResult
 from auditing.slices import SLICING_KINDS, ColumnValues, audit_slices, parse_slicing
 from auditing.verdict.judge import judge
@@ -54,34 +55,35 @@ def rr_world(rng, n: int, eps: float, *, leak_eps: float | None = None, categori
     return target, reference, y, category, kappa
 
 
-def exceedances(trials: int, n: int, slicings, *, config: AuditConfig, logit_shift=0.0, columns_of=None) -> int:
+def exceedances(trials: int, n: int, slicings, *, game: GameConfig, bound: BoundConfig, logit_shift=0.0,
+                columns_of=None) -> int:
     """Trials in which any slice's valid bound exceeds the true eps (1)."""
     above = 0
     for trial in range(trials):
         rng = np.random.default_rng(10_000 + trial)
         target, reference, y, category, kappa = rr_world(rng, n, 1.0, logit_shift=logit_shift)
         columns = {"category": category} if columns_of is None else columns_of(y, category)
-        audit = audit_slices(target, reference, y, None, dataclasses.replace(config, seed=trial,
-                                                                             kappa=kappa if logit_shift else 0.0),
-                             slicings, columns=columns, budget=BUDGET)
+        audit = audit_slices(target, reference, y, None, dataclasses.replace(game, seed=trial),
+                             dataclasses.replace(bound, kappa=kappa if logit_shift else 0.0), slicings,
+                             columns=columns, budget=BUDGET)
         above += any(piece.epsilon_lower_bound > 1.0 for piece in audit.slices)
     return above
 
 
 SCENARIOS = {
-    "binomial, bonferroni, exact reference": (AuditConfig(repetitions=1), 0.0),
-    "binomial, split, exact reference": (AuditConfig(repetitions=1, strategy="split"), 0.0),
-    "binomial, bonferroni, reference off by 0.3 in logit": (AuditConfig(repetitions=1), 0.3),
+    "binomial, bonferroni, exact reference": (BoundConfig(), 0.0),
+    "binomial, split, exact reference": (BoundConfig(strategy="split"), 0.0),
+    "binomial, bonferroni, reference off by 0.3 in logit": (BoundConfig(), 0.3),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_slices_of_a_compliant_model_exceed_the_truth_at_most_at_their_budget(name):
-    config, shift = SCENARIOS[name]
+    bound, shift = SCENARIOS[name]
     trials = 60
-    above = exceedances(trials, 8_000, ["column:category:top=5", "prior-deciles", "shown-label"], config=config,
-                        logit_shift=shift)
+    above = exceedances(trials, 8_000, ["column:category:top=5", "prior-deciles", "shown-label"],
+                        game=GameConfig(repetitions=1), bound=bound, logit_shift=shift)
     pvalue = stats.binomtest(above, trials, BUDGET, alternative="greater").pvalue
     assert pvalue > SIGNIFICANCE, f"{name}: {above} of {trials} trials had a slice above the true eps"
 
@@ -91,7 +93,7 @@ def test_slicing_by_the_training_label_manufactures_evidence():
     """The harness can fail: slices of the training label (refused by parse_slicing, built here by hand) exceed
     the true eps of a compliant model in most trials, which is why they are refused."""
     trials = 20
-    above = exceedances(trials, 8_000, [ColumnValues("trained", None, ("0", "1"))], config=AuditConfig(repetitions=1),
+    above = exceedances(trials, 8_000, [ColumnValues("trained", None, ("0", "1"))], game=GameConfig(repetitions=1),
                         columns_of=lambda y, category: {"trained": y})
     assert stats.binomtest(above, trials, BUDGET, alternative="greater").pvalue < SIGNIFICANCE, above
 
@@ -100,9 +102,9 @@ def test_a_leak_confined_to_one_slice_is_caught_while_the_global_bound_stays_und
     """RR at eps 1 everywhere but on 5% of the rows, where the mechanism does not randomize (eps 20): the model's
     outputs have the same size everywhere, so the global sweep mixes the leaky rows with the compliant ones."""
     target, reference, y, category, _ = rr_world(np.random.default_rng(0), 100_000, 1.0, leak_eps=20.0)
-    config = AuditConfig(repetitions=1)
-    result = run_audit(target, reference, y, None, config)
-    result = dataclasses.replace(result, slices=audit_slices(target, reference, y, None, config,
+    config_game, config_bound = GameConfig(repetitions=1), BoundConfig()
+    result = run_audit(target, reference, y, None, config_game, config_bound)
+    result = dataclasses.replace(result, slices=audit_slices(target, reference, y, None, config_game, config_bound,
                                                              ["column:category:top=20"], columns={"category": category}))
     verdict = judge(result, 1.0)
     assert verdict.status == PASS and result.epsilon_lower_bound < 1.0
@@ -114,7 +116,7 @@ def test_a_slice_too_small_for_any_bound_says_so():
     target, reference, y, _, _ = rr_world(np.random.default_rng(1), 5_000, 1.0)
     tiny = np.where(np.arange(5_000) < 12, 1, 0)
     result = dataclasses.replace(run_audit(target, reference, y), slices=audit_slices(
-        target, reference, y, None, AuditConfig(repetitions=1), ["column:tiny=1"], columns={"tiny": tiny}))
+        target, reference, y, None, GameConfig(repetitions=1), BoundConfig(), ["column:tiny=1"], columns={"tiny": tiny}))
     (piece,) = judge(result, 2.0).slices
     assert piece.rows == 12 and piece.status == INCONCLUSIVE and piece.note.startswith("too small")
 
@@ -122,24 +124,24 @@ def test_a_slice_too_small_for_any_bound_says_so():
 def test_slices_replay_the_global_game_and_round_trip():
     target, reference, y, _, _ = rr_world(np.random.default_rng(2), 20_000, 1.0)
     ids = np.arange(20_000) * 7 + 3
-    config = AuditConfig(repetitions=1, seed=5)
-    audit = audit_slices(target, reference, y, ids, config, ["shown-label", "prior-deciles"])
+    config_game, config_bound = GameConfig(repetitions=1, seed=5), BoundConfig()
+    audit = audit_slices(target, reference, y, ids, config_game, config_bound, ["shown-label", "prior-deciles"])
     shown = [s for s in audit.slices if s.slicing == "shown-label"]
     assert sum(s.rows for s in shown) == 20_000 and audit.declared == len(audit.slices) == 12
     # a slice that holds every row is the global game at the slices' confidence
-    whole = audit_slices(target, reference, y, ids, config, ["column:all=x"], columns={"all": np.full(20_000, "x")})
-    alone = run_audit(target, reference, y, ids, dataclasses.replace(config, confidence=whole.confidence))
+    whole = audit_slices(target, reference, y, ids, config_game, config_bound, ["column:all=x"], columns={"all": np.full(20_000, "x")})
+    alone = run_audit(target, reference, y, ids, config_game, BoundConfig(confidence=whole.confidence))
     assert whole.slices[0].epsilon_lower_bound == alone.epsilon_lower_bound
     result = dataclasses.replace(alone, slices=audit)
     assert decode(AuditResult, json.loads(json.dumps(result.to_dict()))) == result
-    assert audit_slices(target, reference, y, ids, config, ["shown-label", "prior-deciles"]) == audit
+    assert audit_slices(target, reference, y, ids, config_game, config_bound, ["shown-label", "prior-deciles"]) == audit
 
 
 def test_check_rows_are_sliced_with_the_audited_rows():
     target, reference, y, category, _ = rr_world(np.random.default_rng(3), 30_000, 1.0)
     audited, check = np.arange(30_000) < 24_000, np.arange(30_000) >= 24_000
     ids = np.arange(30_000)
-    audit = audit_slices(target[audited], reference[audited], y[audited], ids[audited], AuditConfig(repetitions=1),
+    audit = audit_slices(target[audited], reference[audited], y[audited], ids[audited], GameConfig(repetitions=1), BoundConfig(),
                          ["column:category=0,1"], columns={"category": category[audited]},
                          check=CheckRows(target[check], reference[check], y[check], ids[check]),
                          check_columns={"category": category[check]})
@@ -191,12 +193,11 @@ def test_slices_replay_the_nights_coins():
 
     target, reference, y, _, _ = rr_world(np.random.default_rng(5), 10_000, 1.0)
     night = dt.date(2024, 5, 2)
-    config = AuditConfig(repetitions=1)
-    whole = audit_slices(target, reference, y, None, config, ["column:all=x"], columns={"all": np.full(10_000, "x")},
-                         night=night)
-    alone = run_audit(target, reference, y, None, dataclasses.replace(config, confidence=whole.confidence),
-                      night=night)
-    other = run_audit(target, reference, y, None, dataclasses.replace(config, confidence=whole.confidence))
+    config_game, config_bound = GameConfig(repetitions=1), BoundConfig()
+    whole = audit_slices(target, reference, y, None, config_game.with_night(night), config_bound, ["column:all=x"], columns={"all": np.full(10_000, "x")})
+    alone = run_audit(target, reference, y, None, config_game.with_night(night),
+                      BoundConfig(confidence=whole.confidence))
+    other = run_audit(target, reference, y, None, config_game, BoundConfig(confidence=whole.confidence))
     assert whole.slices[0].epsilon_lower_bound == alone.epsilon_lower_bound
     assert whole.slices[0].selected_correct == alone.selected_correct != other.selected_correct
 
@@ -249,7 +250,7 @@ def test_slices_bounded_from_stored_counts_equal_the_bounds_from_rows(tmp_path):
     target, reference, y, category, _ = rr_world(np.random.default_rng(11), 12_000, 1.0, leak_eps=8.0, categories=6)
     audited = np.arange(12_000) < 10_000
     ids = np.arange(12_000) * 5 + 2
-    game = AuditConfig(repetitions=3, seed=2).game
+    game = GameConfig(repetitions=3, seed=2)
     counts = count_slices(target[audited], reference[audited], y[audited], ids[audited], game,
                           ["column:category:top=2", "shown-label"], columns={"category": category[audited]},
                           check=CheckRows(target[~audited], reference[~audited], y[~audited], ids[~audited]),

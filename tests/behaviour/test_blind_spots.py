@@ -25,7 +25,8 @@ from pathlib import Path
 
 from scipy import stats
 
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.verdict.types import VIOLATION
 
 _SPEC = importlib.util.spec_from_file_location(
@@ -36,11 +37,11 @@ _SPEC.loader.exec_module(bench)
 ROWS = 40_000
 SEEDS = 4
 CLAIMED = 1.0
-CONFIG = AuditConfig(repetitions=1)
+CONFIG_game, CONFIG_bound = GameConfig(repetitions=1), BoundConfig()
 
 
 def _cells(share=0.0, eps_leak=math.inf, leaking_rows=None, seeds=SEEDS):
-    return [bench.judge(ROWS, share, eps_leak, seed, CLAIMED, CONFIG, leaking_rows) for seed in range(seeds)]
+    return [bench.judge(ROWS, share, eps_leak, seed, CLAIMED, CONFIG_game, CONFIG_bound, leaking_rows) for seed in range(seeds)]
 
 
 def test_large_blind_spot_is_flagged():

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from tests.support.capacity_nights import not_above_rate, pooled_epsilon_check
 from tests.support.memorising_worlds import memorising_night
 
@@ -29,8 +30,8 @@ def _nights(trials: int, claim: float, score: str = SCORE, seed0: int = 0, **wor
     out = []
     for seed in range(seed0, seed0 + trials):
         night = memorising_night(5000 + seed, **world)
-        config = AuditConfig(repetitions=1, seed=seed, score=score, reference_calibration="none")
-        result = run_audit(*night.audited, config=config, check=night.check)
+        config_game, bound = GameConfig(repetitions=1, seed=seed, score=score, reference_calibration="none"), BoundConfig()
+        result = run_audit(*night.audited, game=config_game, bound=bound, check=night.check)
         check = result.capacity_check
         out.append((result.epsilon_lower_bound, check.epsilon_check, check.matched_check_guesses or 0))
     return np.array(out)
@@ -65,8 +66,7 @@ def test_the_pooled_rule_fails_where_the_stratified_one_holds():
     trials = 12
     for seed in range(trials):
         night = memorising_night(5000 + seed, shift=1.0, **MEMORISING)
-        game = play_game(*night.audited, game=AuditConfig(repetitions=1, seed=seed, score=SCORE,
-                                                          reference_calibration="none").game, check=night.check)
+        game = play_game(*night.audited, game=GameConfig(repetitions=1, seed=seed, score=SCORE, reference_calibration="none"), check=night.check)
         pooled += pooled_epsilon_check(game.check) > 1.0
         stratified += capacity_check(game.check, confidence=0.95).epsilon_check > 1.0
     assert pooled >= trials // 2, pooled

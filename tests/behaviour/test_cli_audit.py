@@ -1,6 +1,7 @@
 """The `bound`, `audit-scores` and `validate-rr` commands: outputs, JSON keys, exit codes, messages; the
 legacy `tau` (flags and plan files) and the config hash that keys existing warehouses."""
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -12,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig, config_hash, same_numbers_as_version1
+from auditing.game.config import GameConfig
 from flows.cli import main
 from flows.plan import load_plan
 from labeldp.errors import LabelDPInputError
@@ -154,43 +156,45 @@ def test_plan_tau_zero_warns_and_is_ignored_nonzero_is_refused(tmp_path, capsys)
     plan = load_plan(_plan_file(tmp_path, {"tau": 0.0, "repetitions": 5}))
     err = capsys.readouterr().err
     assert "plan.json" in err and "tau" in err and "ignored" in err and "kappa" in err
-    assert plan.audit.kappa == 0.0 and plan.audit.repetitions == 5 and not hasattr(plan.audit, "tau")
-    assert plan.audit == load_plan(_plan_file(tmp_path, {"repetitions": 5})).audit
+    assert plan.bound.kappa == 0.0 and plan.game.repetitions == 5 and not hasattr(plan.bound, "tau")
+    again = load_plan(_plan_file(tmp_path, {"repetitions": 5}))
+    assert (plan.game, plan.bound) == (again.game, again.bound)
     for value in (0.01, 1.0, "0.5"):
         with pytest.raises(LabelDPInputError, match=r"plan\.json") as info:
             load_plan(_plan_file(tmp_path, {"tau": value}))
         message = str(info.value)
         assert "tau" in message and "refused" in message and "kappa" in message, value
-    assert load_plan(_plan_file(tmp_path, {"kappa": 0.7})).audit.kappa == 0.7
+    assert load_plan(_plan_file(tmp_path, {"kappa": 0.7})).bound.kappa == 0.7
     with pytest.raises(LabelDPInputError, match="kappa must be"):
         load_plan(_plan_file(tmp_path, {"kappa": -1}))
     # plans default to 20 repetitions and the recalibrated reference
     default = load_plan(_plan_file(tmp_path, {}))
-    assert default.audit.repetitions == 20 and default.audit.reference_calibration == "boost"
+    assert default.game.repetitions == 20 and default.game.reference_calibration == "boost"
 
 
 # ---------------------------------------------------------------------------------------- config hash
 def test_config_hash_keeps_the_keys_of_existing_warehouses():
     """A configuration whose numbers did not change keeps its version-1 hash (the keys of existing warehouse
     rows and sweeps); every configuration whose numbers differ from version 1 gets a new one."""
-    assert AuditConfig(repetitions=20, reference_calibration="none").config_hash() == "309b5ebb1171ce15"
-    assert AuditConfig(repetitions=100, reference_calibration="none").config_hash() == "33d6a9cd40687cfd"
-    assert AuditConfig(strategy="split", repetitions=5, seed=3, reference_calibration="none").config_hash() == \
+    assert config_hash(GameConfig(repetitions=20, reference_calibration="none"), BoundConfig()) == "309b5ebb1171ce15"
+    assert config_hash(GameConfig(repetitions=100, reference_calibration="none"), BoundConfig()) == "33d6a9cd40687cfd"
+    assert config_hash(GameConfig(repetitions=5, seed=3, reference_calibration="none"), BoundConfig(strategy="split")) == \
         "da82541087de1ad1"
     # the declared defaults (20 repetitions, the recalibrated reference) are a plan's: the nightly's rows' key
-    assert AuditConfig().config_hash() == "2db3742e76264ec4"
-    assert AuditConfig(repetitions=20, kappa=0.0, reference_calibration="none").config_hash() == "309b5ebb1171ce15"
+    assert config_hash(GameConfig(), BoundConfig()) == "2db3742e76264ec4"
+    assert config_hash(GameConfig(repetitions=20, reference_calibration="none"), BoundConfig(kappa=0.0)) == "309b5ebb1171ce15"
     old = {"309b5ebb1171ce15", "33d6a9cd40687cfd", "da82541087de1ad1"}
-    changed = [AuditConfig(repetitions=20, kappa=0.1), AuditConfig(repetitions=20, kappa=1e-9),
-               AuditConfig(repetitions=20, method="fdp", delta=1e-5), AuditConfig(repetitions=20, method="fdp"),
-               AuditConfig(repetitions=20, reference_calibration="boost"),
-               AuditConfig(repetitions=20, delta=1e-6)]  # delta > 0: the factor 2 m e^kappa changed the numbers
-    hashes = [c.config_hash() for c in changed]
+    game = GameConfig(repetitions=20)
+    changed = [(game, BoundConfig(kappa=0.1)), (game, BoundConfig(kappa=1e-9)),
+               (game, BoundConfig(method="fdp", delta=1e-5)), (game, BoundConfig(method="fdp")),
+               (GameConfig(repetitions=20, reference_calibration="boost"), BoundConfig()),
+               (game, BoundConfig(delta=1e-6))]  # delta > 0: the factor 2 m e^kappa changed the numbers
+    hashes = [config_hash(*c) for c in changed]
     assert not old & set(hashes) and len(set(hashes)) == len(hashes)
-    for config, value in zip(changed, hashes, strict=True):
-        assert not config.same_numbers_as_version1() and len(value) == 16
-        assert AuditConfig(**{**config.__dict__}).config_hash() == value  # stable
-    assert AuditConfig(repetitions=20, kappa=0.1).config_hash() != AuditConfig(repetitions=20, kappa=0.2).config_hash()
+    for (g, b), value in zip(changed, hashes, strict=True):
+        assert not same_numbers_as_version1(g, b) and len(value) == 16
+        assert config_hash(GameConfig(**g.to_dict()), BoundConfig(**dataclasses.asdict(b))) == value  # stable
+    assert config_hash(game, BoundConfig(kappa=0.1)) != config_hash(game, BoundConfig(kappa=0.2))
 
 
 # ------------------------------------------------------------------------------ references and split

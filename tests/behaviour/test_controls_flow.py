@@ -24,6 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from auditing.config import config_hash as audit_config_hash
+from auditing.result import AuditResult
+from labeldp.codec import decode
 from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -112,7 +115,7 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     assert all(r.untrusted_reason is None for r in stored.values())
     assert stored["rr-eps1"].trust == "trusted" and stored["rr-eps1"].check_rows == target.check_rows
     # the stored result is judgeable again: the same check from the warehouse's result_json
-    again = check_control("positive", json.loads(stored["control-positive"].result_json), 2.0)
+    again = check_control("positive", decode(AuditResult, json.loads(stored["control-positive"].result_json)), 2.0)
     assert again.passed and again.floor == pytest.approx(positive.control_floor)
     # the oracle went through the Beam job and the same row selection (the train split) as the target
     record = json.loads(next((data_root / "sweeps" / "control-positive").rglob("result.json")).read_text())
@@ -201,7 +204,8 @@ def test_a_drifted_day_leaves_no_trusted_row_above_its_true_eps(prefect_api, dri
 
     plan = _drift_plan(tmp_path_factory.mktemp("plans"), calibration)
     state = nightly_audit(date=D1, data_root=str(drifted_root), plan_file=plan, return_state=True)
-    config_hash = load_plan(plan).audit.config_hash()
+    loaded = load_plan(plan)
+    config_hash = audit_config_hash(loaded.game, loaded.bound)
     rows = [r for r in _stored(drifted_root).values() if r.audit_config_hash == config_hash]
     assert {r.model_id for r in rows} == set(TRUE_EPS)
     for row in rows:
@@ -257,7 +261,8 @@ def test_a_night_without_held_out_rows_checks_nothing(prefect_api, data_root, tm
     from auditing.sinks.warehouse import open_warehouse
     from flows.plan import load_plan
 
-    config_hash = load_plan(str(path)).audit.config_hash()
+    loaded = load_plan(str(path))
+    config_hash = audit_config_hash(loaded.game, loaded.bound)
     with open_warehouse(None, data_root=data_root) as store:
         stored = [r for r in store.fetch_results() if r.audit_config_hash == config_hash]
     assert all(r.reference_checked == 0 and "reference not checked" in r.reference_check_note for r in stored)

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from pipelines.data import schema, synth
 from pipelines.scoring import beam_request
 from pipelines.scoring.beam_request import ScoringRequest
@@ -85,17 +86,17 @@ def dask_args(address: str) -> list[str]:
     return [f"--runner={beam_request.DASK_RUNNER}", f"--dask_client_address={address}"]
 
 
-def expected(world, config):
-    return (in_process_counts(world, config),
-            run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config))
+def expected(world, game, bound):
+    return (in_process_counts(world, game),
+            run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], game, bound))
 
 
 def test_job_on_a_command_line_cluster_equals_in_process(world, cluster):
-    config = AuditConfig(repetitions=10, seed=5, strategy="split")
-    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=ROWS_PER_FILE)
+    game, bound = GameConfig(repetitions=10, seed=5), BoundConfig(strategy="split")
+    request = ScoringRequest(str(world["root"]), DAY, "target", game, bound, batch_size=ROWS_PER_FILE)
     with distributed.get_task_stream(client=cluster["client"]) as stream:
         outcome = score_day(request, dask_args(cluster["address"]))
-    counts, result = expected(world, config)
+    counts, result = expected(world, game, bound)
     assert np.array_equal(outcome.counts.correct, counts)
     assert outcome.result.to_dict() == result.to_dict()
     record = json.loads((outcome.output_dir / beam_request.RESULT_FILE).read_text())
@@ -108,8 +109,8 @@ def test_job_on_a_command_line_cluster_equals_in_process(world, cluster):
 def test_a_worker_killed_mid_job_gives_a_clear_failure_or_the_exact_counts(world, cluster):
     client, services = cluster["client"], cluster["services"]
     victim = cluster["workers"][0]
-    config = AuditConfig(repetitions=10, seed=9)
-    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=ROWS_PER_FILE)
+    game, bound = GameConfig(repetitions=10, seed=9), BoundConfig()
+    request = ScoringRequest(str(world["root"]), DAY, "target", game, bound, batch_size=ROWS_PER_FILE)
     outcome: dict = {}
 
     def job():
@@ -133,7 +134,7 @@ def test_a_worker_killed_mid_job_gives_a_clear_failure_or_the_exact_counts(world
     assert not thread.is_alive(), "the job hung after a worker died"
 
     assert len(client.scheduler_info()["workers"]) == 1  # the scheduler saw the worker go
-    counts, result = expected(world, config)
+    counts, result = expected(world, game, bound)
     if "error" in outcome:
         message = str(outcome["error"])
         assert any(word in message for word in ("KilledWorker", "worker", "rows", "lost")), \

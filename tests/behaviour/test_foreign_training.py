@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.special import expit
 
+from auditing.game.config import GameConfig
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits
@@ -383,7 +384,6 @@ def test_negative_control_copies_the_keys_file_and_shift_diagnostic_uses_the_spe
 
 
 def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(world):
-    from auditing.config import AuditConfig
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
@@ -398,7 +398,7 @@ def test_the_beam_job_audits_a_keys_model_and_checks_it_on_the_held_out_rows(wor
         (target / registry.METADATA_FILE).write_text(json.dumps(metadata))
     check_rows = CheckRowSelection(check_heldout([unregistered(world["outside"], root)]))
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="keys-model", reference="reference",
-                                       reference_date=PREVIOUS, config=AuditConfig(repetitions=2, seed=1),
+                                       reference_date=PREVIOUS, game=GameConfig(repetitions=2, seed=1),
                                        batch_size=1000, check_rows=check_rows))
     assert outcome.result.m == int(world["trains"].sum())
     audited = outcome.record["diagnostics"]["audited_rows"]

@@ -6,7 +6,8 @@ game again); the scoring key is compared across inputs that differ in one thing 
 
 from __future__ import annotations
 
-import dataclasses
+import datetime as dt
+import inspect
 import json
 from dataclasses import dataclass
 from typing import ClassVar
@@ -17,7 +18,7 @@ import pytest
 from auditing.audit import audit_counts, play_game, run_audit
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.bounds.selection import STRATEGIES_REGISTRY, SelectionStrategy, select_split
-from auditing.config import BOUND_FIELDS, GAME_FIELDS, AuditConfig, BoundConfig
+from auditing.config import BOUND_FIELDS, GAME_FIELDS, BoundConfig, config_hash, same_numbers_as_version1
 from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from labeldp.errors import LabelDPInputError
@@ -36,13 +37,34 @@ BOUNDS = [BoundConfig(), BoundConfig(kappa=0.3), BoundConfig(method="fdp", delta
           BoundConfig(method="fdp", strategy="split", kappa=0.1)]
 
 
-def test_the_two_configurations_partition_the_audit_config():
+def test_the_two_configurations_share_no_setting():
     assert set(GAME_FIELDS).isdisjoint(BOUND_FIELDS)
-    assert set(GAME_FIELDS) | set(BOUND_FIELDS) == {f.name for f in dataclasses.fields(AuditConfig)}
-    config = AuditConfig(kappa=0.2, repetitions=7, strategy="split", grid="paper")
-    assert AuditConfig.of(config.game, config.bound) == config
-    assert config.game == GameConfig(repetitions=7, grid="paper")
-    assert config.bound == BoundConfig(kappa=0.2, strategy="split")
+    assert "night" not in GAME_FIELDS
+
+
+# config_hash values computed before the settings were split into GameConfig and BoundConfig: the warehouse's
+# stored rows are keyed by them (the version-1 ones by the rule of same_numbers_as_version1).
+CONFIG_HASHES = [
+    ({}, {}, "2db3742e76264ec4", False),
+    ({"reference_calibration": "none"}, {"method": "binomial", "delta": 0.0, "kappa": 0.0}, "309b5ebb1171ce15", True),
+    ({"reference_calibration": "none", "repetitions": 5, "seed": 3},
+     {"method": "binomial", "delta": 0.0, "kappa": 0.0, "strategy": "split"}, "da82541087de1ad1", True),
+    ({}, {"kappa": 0.1}, "44e60555666a59a8", False),
+    ({"reference_calibration": "none", "audit_rows": "all", "grid": "paper"},
+     {"method": "binomial", "delta": 0.0, "kappa": 0.0}, "74d2cea21f87e70b", True),
+    ({"score_power": 2.0, "grid_points": 50}, {"confidence": 0.9}, "0845774b486d6129", False),
+    ({}, {"method": "fdp"}, "cb4873211af0751c", False),
+    ({"repetitions": 3, "seed": 11, "score": "paper"}, {"method": "fdp", "strategy": "max", "delta": 1e-6},
+     "22f872414f3f691a", False),
+]
+
+
+@pytest.mark.parametrize(("game", "bound", "expected", "version1"), CONFIG_HASHES)
+def test_config_hash_keeps_the_warehouse_keys(game, bound, expected, version1):
+    game, bound = GameConfig(**game), BoundConfig(**bound)
+    assert same_numbers_as_version1(game, bound) is version1
+    assert config_hash(game, bound) == expected
+    assert config_hash(game.with_night(dt.date(2026, 9, 2)), bound) == expected  # the night is no setting
 
 
 @pytest.mark.parametrize("bound", BOUNDS, ids=lambda b: f"{b.method}-{b.strategy}-{b.confidence}-{b.kappa}")
@@ -51,18 +73,15 @@ def test_every_bound_setting_rejudges_stored_counts_as_a_fresh_audit(tmp_path, b
     game = GameConfig(repetitions=4, seed=3)
     stored = play_game(target, reference, labels, game=game)
     stored.save(tmp_path)
-    fresh = run_audit(target, reference, labels, config=AuditConfig.of(game, bound))
+    fresh = run_audit(target, reference, labels, game=game, bound=bound)
     assert audit_counts(GameCounts.load(tmp_path), bound).to_dict() == fresh.to_dict()
 
 
 def test_the_game_reads_no_bound_setting():
-    target, reference, labels = rr_world(seed=1)
-    games = [play_game(target, reference, labels, game=AuditConfig(repetitions=3, **{
-        name: getattr(b, name) for name in BOUND_FIELDS}).game) for b in BOUNDS]
-    first = games[0]
-    for other in games[1:]:
-        assert np.array_equal(other.counts.correct, first.counts.correct)
-        assert all(np.array_equal(a.correct, b.correct) for a, b in zip(other.halves, first.halves, strict=True))
+    """The game is played from a GameConfig alone: no argument of play_game can carry a bound setting."""
+    parameters = set(inspect.signature(play_game).parameters)
+    assert not parameters & {*BOUND_FIELDS, "bound", "config"}
+    assert set(GAME_FIELDS).isdisjoint(BOUND_FIELDS)
 
 
 def test_stored_game_round_trips_with_check_rows_groups_and_expected_curve(tmp_path):
@@ -130,8 +149,8 @@ def test_a_second_halves_strategy_is_a_bound_setting_of_the_same_game(swapped_sp
     split = audit_counts(game, BoundConfig(strategy="split"))
     swapped = audit_counts(game, BoundConfig(strategy=swapped_split))
     assert swapped.selected_m == split.split_halves.selection.m  # bounded on the other half
-    assert swapped.epsilon_lower_bound > 0 and swapped.strategy == swapped_split
-    fresh = run_audit(target, reference, labels, config=AuditConfig(repetitions=2, strategy=swapped_split))
+    assert swapped.epsilon_lower_bound > 0 and swapped.bound.strategy == swapped_split
+    fresh = run_audit(target, reference, labels, game=GameConfig(repetitions=2), bound=BoundConfig(strategy=swapped_split))
     assert swapped.to_dict() == fresh.to_dict()
 
 
@@ -177,10 +196,9 @@ def test_the_scoring_key_changes_with_everything_the_counts_depend_on():
 
 
 def test_the_scoring_key_ignores_every_bound_setting_and_the_runner():
-    base = AuditConfig(repetitions=5)
+    game = GameConfig(repetitions=5)
     for bound in BOUNDS:
-        config = AuditConfig.of(base.game, bound)
-        assert config.config_hash() != base.config_hash() or bound == BoundConfig()
-        assert _key(config.game) == _key(base.game)
+        assert config_hash(game, bound) != config_hash(game, BoundConfig()) or bound == BoundConfig()
+        assert _key(game) == _key(GameConfig(repetitions=5))
     other_runner = {**LINEAGE, "runner": {"runner": "DaskRunner"}, "code_version": {"git_commit": "abc"}}
     assert _key(lineage=other_runner) == _key()

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from auditing.audit import play_game, run_audit
-from auditing.config import AuditConfig
+from auditing.config import GAME_FIELDS, BoundConfig, config_hash
 from auditing.game.attack_curve import bootstrap_seed
 from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
@@ -74,8 +74,8 @@ def test_without_a_night_every_draw_and_hash_is_the_one_before_nights():
     assert bootstrap_seed(game.draw_seed) == BOOTSTRAP_SEED_7
     assert GameConfig().game_hash() == GAME_HASHES["default"] and game.game_hash() == GAME_HASHES["seed 7, R 3"]
     assert "night" not in game.to_dict()
-    assert AuditConfig().config_hash() == CONFIG_HASH_DEFAULT
-    assert run_audit(*_world(), config=AuditConfig(repetitions=1, seed=7)).coins_night == ""
+    assert config_hash(GameConfig(), BoundConfig()) == CONFIG_HASH_DEFAULT
+    assert encode(run_audit(*_world(), game=GameConfig(repetitions=1, seed=7)))["coins_night"] == ""
 
 
 def test_two_nights_with_one_seed_and_the_same_row_ids_draw_independent_coins():
@@ -111,13 +111,12 @@ def test_two_nights_with_one_seed_and_the_same_row_ids_draw_independent_coins():
 def test_the_config_hash_never_depends_on_the_night_and_the_game_hash_does():
     from pipelines.scoring.beam_request import scoring_key
 
-    config = AuditConfig(repetitions=2, seed=3)
-    results = [run_audit(*_world(2000), config=config, night=night) for night in (None, NIGHT, NEXT)]
-    assert {r.config_hash for r in results} == {config.config_hash()}
-    assert [r.coins_night for r in results] == ["", "2024-01-01", "2024-01-02"]
-    game = config.game
-    assert game.night is None and "night" not in AuditConfig.__dataclass_fields__
-    assert AuditConfig.of(game.with_night(NIGHT), config.bound) == config
+    game = GameConfig(repetitions=2, seed=3)
+    results = [run_audit(*_world(2000), game=game.with_night(night)) for night in (None, NIGHT, NEXT)]
+    assert {r.config_hash for r in results} == {config_hash(game, BoundConfig())}
+    assert [encode(r)["coins_night"] for r in results] == ["", "2024-01-01", "2024-01-02"]
+    assert [r.game.night for r in results] == [None, NIGHT, NEXT]
+    assert "night" not in GAME_FIELDS
     hashes = {game.game_hash(), game.with_night(NIGHT).game_hash(), game.with_night(NEXT).game_hash()}
     assert len(hashes) == 3
     lineage = {"model": {"fingerprint": "sha256:m"}, "reference": {"fingerprint": "sha256:r"},
@@ -128,12 +127,12 @@ def test_the_config_hash_never_depends_on_the_night_and_the_game_hash_does():
 
 
 def test_the_result_and_the_stored_game_record_the_night(tmp_path):
-    result = run_audit(*_world(2000), config=AuditConfig(repetitions=2, seed=7), night=NIGHT)
-    assert result.coins_night == "2024-01-01"
+    result = run_audit(*_world(2000), game=GameConfig(repetitions=2, seed=7).with_night(NIGHT))
+    assert result.game.night == NIGHT and encode(result)["coins_night"] == "2024-01-01"
     record = json.loads(json.dumps(result.to_dict()))
     assert record["coins_night"] == "2024-01-01" and decode(AuditResult, record) == result
     older = {key: value for key, value in record.items() if key != "coins_night"}  # a result_json before nights
-    assert decode(AuditResult, older).coins_night == ""
+    assert decode(AuditResult, older).game.night is None
     text = format_audit_result(record)
     assert "seed=7  night=2024-01-01" in text
     assert "night=" not in format_audit_result(older)
@@ -156,8 +155,8 @@ def test_a_night_must_be_a_date():
 def test_a_scoring_request_keys_its_game_by_the_day_it_scores():
     from pipelines.scoring.beam_request import ScoringRequest
 
-    request = ScoringRequest("data", NEXT, "m", AuditConfig(seed=4), night=NEXT)
-    assert request.game == AuditConfig(seed=4).game.with_night(NEXT)
+    request = ScoringRequest("data", NEXT, "m", GameConfig(seed=4), BoundConfig(), night=NEXT)
+    assert request.game == GameConfig(seed=4).with_night(NEXT)
     assert ScoringRequest("data", NEXT, "m").game.night is None
     with pytest.raises(ValueError, match="night 2024-01-01 is not the scored day 2024-01-02"):
         ScoringRequest("data", NEXT, "m", night=NIGHT)
@@ -183,7 +182,7 @@ def test_audit_scores_takes_a_night_and_refuses_a_bad_one(capsys, scores_file):
     without = json.loads(capsys.readouterr().out)
     assert with_night["coins_night"] == "2024-01-01" and without["coins_night"] == ""
     assert with_night["config_hash"] == without["config_hash"]
-    expected = run_audit(*_world(2000), config=AuditConfig(repetitions=2, reference_calibration="none"), night=NIGHT)
+    expected = run_audit(*_world(2000), game=GameConfig(repetitions=2, reference_calibration="none").with_night(NIGHT))
     assert with_night == json.loads(json.dumps(expected.to_dict()))
     with pytest.raises(SystemExit):
         main(["audit-scores", "--help"])
@@ -230,8 +229,8 @@ def test_nights_on_restarted_row_ids_whose_coins_were_not_keyed_by_the_night_ent
         labels = (rng.uniform(size=3000) < reference).astype(np.int64)
         target = np.clip(reference + 0.3 * (labels - reference), 0.01, 0.99)
         ids = np.arange(1, 3001)  # the same ids every night
-        seed_alone = run_audit(target, reference, labels, ids, config=AuditConfig(repetitions=1, seed=7))
-        by_night = run_audit(target, reference, labels, ids, config=AuditConfig(repetitions=1, seed=7), night=day)
+        seed_alone = run_audit(target, reference, labels, ids, game=GameConfig(repetitions=1, seed=7))
+        by_night = run_audit(target, reference, labels, ids, game=GameConfig(repetitions=1, seed=7).with_night(day))
         unkeyed.append(NightCounts.of_result(day, 0.5, seed_alone))
         keyed.append(NightCounts.of_result(day, 0.5, by_night))
     left_out = family_evidence(unkeyed)

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from auditing.game.config import GameConfig
 from auditing.verdict.reference_check import ReferenceCheck
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
@@ -182,14 +183,13 @@ def test_the_judged_control_is_the_record_the_flows_carry():
     import numpy as np
 
     from auditing.audit import run_audit
-    from auditing.config import AuditConfig
     from auditing.verdict.control_check import ControlCheck
     from auditing.verdict.controls import NEGATIVE, check_control
 
     rng = np.random.default_rng(1)
     p = rng.uniform(0.05, 0.95, 2000)
     labels = (rng.random(2000) < p).astype(int)
-    check = check_control(NEGATIVE, run_audit(p, p, labels, config=AuditConfig(repetitions=1)).to_dict())
+    check = check_control(NEGATIVE, run_audit(p, p, labels, game=GameConfig(repetitions=1)))
     assert isinstance(check, ControlCheck) and check.passed and check.floor is None
     assert decode(ControlCheck, encode(check), "control") == check
     assert list(encode(check)) == ["control", "passed", "epsilon_lower_bound", "floor", "ceiling", "message",
@@ -220,4 +220,4 @@ def test_judge_refuses_a_records_dict():
 
     for name, value in (("reference_check", CHECKED), ("shift_diagnostic", FAILED), ("control", NEGATIVE_CHECK)):
         with pytest.raises(TypeError, match=rf"^{name} must be a \w+ \(its JSON is read by"):
-            judge({}, 1.0, **{name: value})
+            judge(None, 1.0, **{name: value})

@@ -22,6 +22,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+
 # onnxmltools and skl2onnx 1.x still pass booleans as int attributes (their warning, not ours)
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Field onnx.AttributeProto.ints:DeprecationWarning")]
 
@@ -244,7 +247,6 @@ NUMERIC = {"name": "numeric_clicks", "label": "clicked", "classes": 2, "row_key"
 def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
     from catboost import CatBoostClassifier
 
-    from auditing.config import AuditConfig
     from pipelines.data.dataset_spec import spec_from_dict
     from pipelines.data.schema import write_partition
     from pipelines.models.formats.registry import model_format
@@ -280,8 +282,8 @@ def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
                             ("as-predictions", "predictions.parquet", "predictions")):
         register_model(root, name, D1, tmp_path / path, fmt=model_format(fmt), claimed_epsilon=1.0, dataset=spec)
 
-    config = AuditConfig(repetitions=3, grid_points=30, audit_rows="all", reference_calibration="none")
-    outcomes = {name: score_day(ScoringRequest(str(root), D1, name, config, reference="reference",
+    game, bound = GameConfig(repetitions=3, grid_points=30, audit_rows="all", reference_calibration="none"), BoundConfig()
+    outcomes = {name: score_day(ScoringRequest(str(root), D1, name, game, bound, reference="reference",
                                                reference_date=D0, batch_size=2048))
                 for name in ("as-cbm", "as-onnx", "as-predictions")}
     base = outcomes["as-cbm"].counts
@@ -295,7 +297,6 @@ def test_cbm_onnx_and_logged_predictions_give_the_same_counts(tmp_path):
 
 
 def test_rows_without_a_logged_prediction_are_counted(tmp_path):
-    from auditing.config import AuditConfig
     from pipelines.data.dataset_spec import spec_from_dict
     from pipelines.data.schema import write_partition
     from pipelines.models.formats.registry import model_format
@@ -320,8 +321,7 @@ def test_rows_without_a_logged_prediction_are_counted(tmp_path):
                    dataset=spec, predictions_for=D1)
     register_model(root, "partial", D1, partial, fmt=model_format("predictions"), claimed_epsilon=1.0,
                    dataset=spec)
-    outcome = score_day(ScoringRequest(str(root), D1, "partial", AuditConfig(repetitions=2, grid_points=20,
-                                                                             audit_rows="all", reference_calibration="none"),
+    outcome = score_day(ScoringRequest(str(root), D1, "partial", GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig(),
                                        reference="reference", reference_date=D0))
     rows = outcome.record["diagnostics"]["rows"]
     assert rows["rows_without_target_prediction"] == 300
@@ -333,8 +333,7 @@ def test_rows_without_a_logged_prediction_are_counted(tmp_path):
     register_model(root, "partial-reference", D0, partial, fmt=model_format("predictions"),
                    claimed_epsilon=float("inf"), dataset=spec, predictions_for=D1)
     with pytest.raises(LabelDPInputError, match="without predictions for 300 of the 3000 rows"):
-        score_day(ScoringRequest(str(root), D1, "partial", AuditConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none",
-                                                                      seed=1),
+        score_day(ScoringRequest(str(root), D1, "partial", GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none", seed=1), BoundConfig(),
                                  reference="partial-reference", reference_date=D0))
     assert len(list((root / "sweeps" / "partial").rglob("result.json"))) == 1  # only the first audit's
 
@@ -343,7 +342,6 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
     """The verdict is stored under the registered model's name, claim and fingerprint: a file whose bytes changed
     since (replaced or corrupted) is refused before scoring, naming the file, both fingerprints and the fix; the
     same registration with its file intact scores."""
-    from auditing.config import AuditConfig
     from labeldp.errors import LabelDPInputError
     from pipelines.data.dataset_spec import spec_from_dict
     from pipelines.data.layout import model_dir
@@ -365,10 +363,10 @@ def test_a_model_file_changed_after_registration_is_refused(tmp_path):
         register_model(root, name, day, path, fmt=model_format("predictions"), dataset=spec,
                        claimed_epsilon=float("inf") if name == "reference" else 1.0,
                        predictions_for=D1 if name == "reference" else None)
-    config = AuditConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none")
+    game, bound = GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
 
     def score(seed: int):
-        return score_day(ScoringRequest(str(root), D1, "target", dataclasses.replace(config, seed=seed),
+        return score_day(ScoringRequest(str(root), D1, "target", dataclasses.replace(game, seed=seed), bound,
                                         reference="reference", reference_date=D0))
 
     assert score(0).counts.m == 2000
@@ -529,14 +527,13 @@ def test_onnx_exports_register_with_their_inputs(team, exported):
 
 
 def test_onnx_exports_give_the_counts_of_their_logged_predictions(team, exported):
-    from auditing.config import AuditConfig
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
-    config = AuditConfig(repetitions=3, grid_points=30, audit_rows="training", reference_calibration="none")
+    game, bound = GameConfig(repetitions=3, grid_points=30, audit_rows="training", reference_calibration="none"), BoundConfig()
     trained = pq.read_table(team["files"] / "training_rows.parquet").num_rows
     for name in exported:
-        outcomes = [score_day(ScoringRequest(str(team["root"]), D1, model, config, reference="team-reference",
+        outcomes = [score_day(ScoringRequest(str(team["root"]), D1, model, game, bound, reference="team-reference",
                                              reference_date=D0, batch_size=4096))
                     for model in (name, f"{name}-logged")]
         onnx_counts, logged_counts = (outcome.counts for outcome in outcomes)

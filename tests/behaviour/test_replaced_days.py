@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from auditing.config import config_hash
 from flows.cli import main
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
@@ -184,7 +185,7 @@ def test_the_backfill_skips_a_day_by_its_one_rule(day, tmp_path):
     path.write_text(json.dumps({"targets": [{"name": "m", "source": "registered"}]}))
     plan = load_plan(path)
     current = schema.partition_fingerprint(root, DAY)
-    config = plan.audit.config_hash()
+    config = config_hash(plan.game, plan.bound)
     assert not day_is_complete(root, DAY, plan, None)  # no warehouse yet: nothing is complete
     with open_warehouse(None, data_root=root) as store:
         store.write_audit(_row("g", 1, run_kind="guardrail", partition_fingerprint=current, audit_config_hash=config),

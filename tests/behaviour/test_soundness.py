@@ -40,7 +40,8 @@ import pytest
 from scipy import stats
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from flows.cli import main as cli_main
 
 # Every test here is statistical and takes seconds (the suite runs them; the marker is informational).
@@ -217,12 +218,11 @@ def test_valid_bound_exceeds_the_true_epsilon_at_most_at_the_stated_rate(scenari
         world = scenario.build(rng)
         kappas.append(world.kappa)
         for method, strategy, delta in scenario.configs:
-            config = AuditConfig(method=method, strategy=strategy, delta=delta, kappa=world.kappa, repetitions=1,
-                                 seed=trial, confidence=CONFIDENCE)
-            result = run_audit(world.target, world.reference, world.labels, config=config)
-            assert not result.optimistic and result.kappa == world.kappa
+            game, bound = GameConfig(repetitions=1, seed=trial), BoundConfig(method=method, strategy=strategy, delta=delta, kappa=world.kappa, confidence=CONFIDENCE)
+            result = run_audit(world.target, world.reference, world.labels, game=game, bound=bound)
+            assert not result.optimistic and result.bound.kappa == world.kappa
             bounds[(method, strategy, delta)].append(result.epsilon_lower_bound)
-            exceed[(method, strategy, delta)] += result.epsilon_lower_bound > world.true_epsilon(result.delta)
+            exceed[(method, strategy, delta)] += result.epsilon_lower_bound > world.true_epsilon(result.bound.delta)
     summary = {config_label(*c): (exceed[c], round(float(np.median(bounds[c])), 3), round(max(bounds[c]), 3))
                for c in scenario.configs}
     print(f"\n{scenario.name}: eps {world.eps:g}, kappa {min(kappas):.3f}..{max(kappas):.3f}, "
@@ -243,7 +243,7 @@ def test_the_harness_flags_an_audit_that_ignores_the_reference_error(name):
         world = scenario.build(np.random.default_rng([zlib.crc32(scenario.name.encode()), trial]))
         assert world.kappa > 0.45
         result = run_audit(world.target, world.reference, world.labels,
-                           config=AuditConfig(strategy="split", repetitions=1, seed=trial))
+                           game=GameConfig(repetitions=1, seed=trial), bound=BoundConfig(strategy="split"))
         exceed += result.epsilon_lower_bound > world.eps
     print(f"\n{name} at kappa 0: {exceed} of {trials} bounds above the true eps {world.eps:g}")
     pvalue = stats.binomtest(exceed, trials, 1 - CONFIDENCE, alternative="greater").pvalue

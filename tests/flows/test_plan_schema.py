@@ -22,6 +22,7 @@ from typing import ClassVar
 import pytest
 from jsonschema import Draft202012Validator
 
+from auditing.config import config_hash
 from flows.cli import main
 from flows.plan import default_plan, load_plan, plan_schema
 from flows.plan_schema import (
@@ -85,9 +86,8 @@ def test_the_settings_doc_is_generated_from_the_declarations():
 
 def test_each_setting_is_declared_once_and_read_by_the_schema_the_checks_and_the_command_line():
     import argparse
-    import dataclasses
 
-    from auditing.config import AuditConfig, BoundConfig
+    from auditing.config import BoundConfig
     from auditing.game.config import GameConfig
     from flows.commands.audit_options import add_audit_arguments
     from labeldp.settings import declared, default_of
@@ -98,9 +98,8 @@ def test_each_setting_is_declared_once_and_read_by_the_schema_the_checks_and_the
     audit = plan_schema()["properties"]["audit"]["properties"]
     for cls in (GameConfig, BoundConfig):
         for item, meaning, _hint in declared(cls):
-            # the plan's audit object and AuditConfig carry the same declaration and default
-            joined = next(f for f in dataclasses.fields(AuditConfig) if f.name == item.name)
-            assert default_of(joined) == default_of(item) == audit[item.name]["default"], item.name
+            # the plan's audit object carries the declaration and its default
+            assert default_of(item) == audit[item.name]["default"], item.name
             assert audit[item.name]["description"].startswith(meaning.help), item.name
             if meaning.option:
                 assert options[item.name].default == default_of(item), item.name
@@ -127,13 +126,14 @@ def test_default_plan_readme_plan_and_criteo_spec_validate_against_the_checked_i
 
 
 def test_every_plan_key_comes_from_the_classes():
-    from auditing.config import AuditConfig
+    from auditing.config import BOUND_FIELDS, GAME_FIELDS
     from flows.plan import AuditPlan, ControlsPlan
 
     schema = plan_schema()
-    assert list(schema["properties"]) == [f.name for f in dataclasses.fields(AuditPlan)]
+    keys = [{"game": "audit"}.get(f.name, f.name) for f in dataclasses.fields(AuditPlan) if f.name != "bound"]
+    assert list(schema["properties"]) == keys  # the plan's game and bound are its one audit object
     audit = schema["properties"]["audit"]["properties"]
-    assert [key for key in audit if key != "tau"] == [f.name for f in dataclasses.fields(AuditConfig)]
+    assert [key for key in audit if key != "tau"] == [*BOUND_FIELDS, *GAME_FIELDS]
     assert list(schema["properties"]["controls"]["properties"]) == [f.name for f in dataclasses.fields(ControlsPlan)]
     assert audit["repetitions"]["default"] == 20 and audit["reference_calibration"]["default"] == "boost"
     trained, registered = schema["properties"]["targets"]["items"]["oneOf"]
@@ -283,7 +283,7 @@ def test_choices_registered_at_run_time_are_in_the_schema_and_usable(tmp_path):
         assert Last.name in schema["properties"]["audit"]["properties"]["strategy"]["enum"]
         assert schema_error(plan, schema) is None
         loaded = load_plan(path)
-        assert loaded.targets[0].mechanism == Coin.name and loaded.audit.strategy == Last.name
+        assert loaded.targets[0].mechanism == Coin.name and loaded.bound.strategy == Last.name
     finally:
         unregister(Coin.name)
         BOUND_METHODS.unregister(Toy.name)
@@ -314,7 +314,7 @@ def test_plan_check_prints_the_resolved_plan(tmp_path, capsys):
     assert main(["plan", "check", path, "--json"]) == 0
     view = json.loads(capsys.readouterr().out)
     assert view["audit"]["repetitions"] == 20 and view["audit"]["strategy"] == "bonferroni"
-    assert view["audit"]["config_hash"] == load_plan(path).audit.config_hash()
+    assert view["audit"]["config_hash"] == config_hash(load_plan(path).game, load_plan(path).bound)
     assert view["dataset"] == {"name": "criteo", "spec": str(criteo().source), "fingerprint": criteo().fingerprint()}
     assert view["targets"] == [{**TRAINED, "claimed_epsilon": 1.0, "source": "trained"}]
     assert view["controls"]["enabled"] is True and view["batch_size"] == 262_144

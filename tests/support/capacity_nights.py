@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import split_settings
 from auditing.verdict.capacity_check import CapacityCheck
 from tests.support.segment_worlds import World, night
 
@@ -20,7 +20,8 @@ SIGNIFICANCE = 1e-3
 
 
 def audit(world: World, seed: int, **config) -> tuple[float, CapacityCheck]:
-    result = run_audit(*world.audited, config=AuditConfig(repetitions=1, seed=seed, **config), check=world.check)
+    game, bound = split_settings({"repetitions": 1, "seed": seed, **config})
+    result = run_audit(*world.audited, game=game, bound=bound, check=world.check)
     return result.epsilon_lower_bound, result.capacity_check
 
 

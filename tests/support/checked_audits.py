@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.row_groups import RowGroups, describe_rule
 from auditing.result import AuditResult
 
@@ -37,8 +38,8 @@ def audit(leak: float, misfit: float, *, seed: int = 0, row_groups: RowGroups | 
     reference = np.full(n, 0.3)
     ids = np.arange(n)
     a, c = slice(0, AUDITED), slice(AUDITED, n)
-    config = AuditConfig(repetitions=repetitions, reference_calibration="none")
-    return run_audit(target[a], reference[a], labels[a], ids[a], config,
+    game, bound = GameConfig(repetitions=repetitions, reference_calibration="none"), BoundConfig()
+    return run_audit(target[a], reference[a], labels[a], ids[a], game, bound,
                      check=CheckRows(target[c], reference[c], labels[c], ids[c]), row_groups=row_groups)
 
 

@@ -5,12 +5,15 @@ same samples could be written by the hand-written ``to_dict`` methods the codec 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 import types
 import typing
 
 import numpy as np
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.prior_histogram import PriorHistogram
 from auditing.game.row_groups import RowGroups
 from auditing.records.game import (
@@ -26,6 +29,9 @@ from auditing.risk.records import RiskAssessment, RiskBlock
 from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import Decision, Robustness, SliceVerdict, Trust, TrustFigures
 
+# The night of a sample result's game (stored as its coins_night).
+NIGHT = dt.date(2024, 1, 2)
+
 
 def _value(tp, depth: int):
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -39,14 +45,16 @@ def _value(tp, depth: int):
         return counts
     if dataclasses.is_dataclass(tp):
         return sample(tp, depth + 1)
-    return {bool: True, int: 3 + depth, float: 0.25 + depth, str: f"s{depth}"}[tp]
+    return {bool: True, int: 3 + depth, float: 0.25 + depth, str: f"s{depth}", dt.date: NIGHT}[tp]
 
 
 def sample(cls, depth: int = 0, **overrides):
-    """An instance of ``cls`` with every field set (an optional field too), ``overrides`` replacing some."""
+    """An instance of ``cls`` with every field set (an optional field too), ``overrides`` replacing some; a settings
+    class (GameConfig, BoundConfig) as a stored record holds it, unchecked (its sample names are no registered
+    choice)."""
     hints = typing.get_type_hints(cls)
     values = {f.name: _value(hints[f.name], depth) for f in dataclasses.fields(cls) if f.init}
-    return cls(**{**values, **overrides})
+    return getattr(cls, "as_stored", cls)(**{**values, **overrides})
 
 
 def samples() -> dict:
@@ -62,7 +70,8 @@ def samples() -> dict:
         "slice_result": sample(SliceResult), "slice_result_bare": sample(SliceResult, capacity_check=None, note=None),
         "slice_audit": sample(SliceAudit), "prior_histogram": sample(PriorHistogram),
         "prior_histogram_empty": PriorHistogram.empty("class1"), "row_groups": sample(RowGroups),
-        "audit_result": sample(AuditResult, epsilon_lower_bound=math.inf),
+        "audit_result": sample(AuditResult, epsilon_lower_bound=math.inf, custom_score=False,
+                               game=sample(GameConfig, grid_points=100, grid_min_fraction=1e-4), bound=sample(BoundConfig)),
         "robustness": sample(Robustness), "trust": sample(Trust), "trust_figures": sample(TrustFigures),
         "slice_verdict": sample(SliceVerdict), "split_test": sample(SplitTest),
         "risk_block": risk_with_priors, "risk_block_bare": sample(RiskBlock, rows=0, mu=None),

@@ -14,7 +14,8 @@ import dataclasses
 import numpy as np
 
 from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.result import AuditResult
 from auditing.slices import audit_slices
 
@@ -34,8 +35,8 @@ def sliced(seed: int = 3, leak: float = 0.6) -> AuditResult:
     target[top] = np.clip(target[top] + leak * direction[top], 0.01, 0.99)
     ids = np.arange(n)
     a, c = slice(0, AUDITED), slice(AUDITED, n)
-    config = AuditConfig(repetitions=2, reference_calibration="none")
+    game, bound = GameConfig(repetitions=2, reference_calibration="none"), BoundConfig()
     check = CheckRows(target[c], reference[c], labels[c], ids[c])
-    result = run_audit(target[a], reference[a], labels[a], ids[a], config=config, check=check)
-    return dataclasses.replace(result, slices=audit_slices(target[a], reference[a], labels[a], ids[a], config,
+    result = run_audit(target[a], reference[a], labels[a], ids[a], game=game, bound=bound, check=check)
+    return dataclasses.replace(result, slices=audit_slices(target[a], reference[a], labels[a], ids[a], game, bound,
                                                            SLICINGS, check=check))

@@ -347,7 +347,7 @@ def slice_violation_payload(judged: Verdict, *, model_id: str, partition_date: s
     violations = [] if slices is None else [{**encode(piece), "acted_on": _acted_on(piece)}
                                             for piece in slices.violations]
     return {"model_id": model_id, "partition_date": partition_date, "claimed_epsilon": judged.claimed_epsilon,
-            "kappa": judged.result.kappa, "delta": judged.result.delta,
+            "kappa": judged.result.bound.kappa, "delta": judged.result.bound.delta,
             "slice_budget": None if slices is None else slices.budget,
             "slices_declared": None if slices is None else slices.declared,
             "slice_confidence": None if slices is None else slices.confidence,
@@ -364,8 +364,9 @@ def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, re
     result = judged.result
     return {"model_id": model_id, "partition_date": partition_date, "status": judged.status,
             "epsilon_lower_bound": result.epsilon_lower_bound, "claimed_epsilon": judged.claimed_epsilon,
-            "confidence": result.confidence, "delta": result.delta, "kappa": result.kappa,
-            "strategy": result.strategy, "method": result.method, "report": report, "flow_run_id": flow_run_id,
+            "confidence": result.bound.confidence, "delta": result.bound.delta, "kappa": result.bound.kappa,
+            "strategy": result.bound.strategy, "method": result.bound.method, "report": report,
+            "flow_run_id": flow_run_id,
             "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
             "decision": encode(judged.decision),
             "risk_headline": judged.risk_headline, **encode(judged.trust_figures())}

@@ -177,7 +177,8 @@ def curve_chart(result: AuditResult, claimed: float) -> str:
 
 def _settings_line(result: AuditResult) -> str:
     """The settings a bound rests on."""
-    return (f"{result.strategy} selection · {fmt_pct(result.confidence)} confidence · δ = {fmt_g(result.delta)} · "
+    bound = result.bound
+    return (f"{bound.strategy} selection · {fmt_pct(bound.confidence)} confidence · δ = {fmt_g(bound.delta)} · "
             f"{kappa_text(result)} · {calibration_text(result)} · {method_label(result)}")
 
 
@@ -268,10 +269,10 @@ def trend_chart(points: Sequence[Mapping], *, label: str = "valid ε lower bound
 # --------------------------------------------------------------------------------------------- sections
 def _summary_rows(result: AuditResult, claimed: float, status: str, decision: str | None = None
                   ) -> list[tuple[str, str]]:
-    confidence = result.confidence
+    confidence = result.bound.confidence
     grid = result.grid_size or len(result.curve)
-    selection = (selection_strategy(result.strategy).describe(grid, fmt_pct(result.point_confidence))
-                 if result.strategy in STRATEGIES_REGISTRY else f"strategy {result.strategy}")
+    selection = (selection_strategy(result.bound.strategy).describe(grid, fmt_pct(result.point_confidence))
+                 if result.bound.strategy in STRATEGIES_REGISTRY else f"strategy {result.bound.strategy}")
     valid_label = "" if not result.optimistic else ' <span class="optimistic">(optimistic: not valid)</span>'
     rows = [
         ("Status", f"{status_badge(status, decision)}<span class=\"labels\">{esc(_verdict_text(status, decision))}"
@@ -279,7 +280,7 @@ def _summary_rows(result: AuditResult, claimed: float, status: str, decision: st
         ("Valid ε lower bound",
          f"<span class=\"value\">{fmt_eps(result.epsilon_lower_bound)}</span>{valid_label}"
          f"<span class=\"labels\">valid at {fmt_pct(confidence)} confidence (γ = {fmt_g(1 - confidence)}) · "
-         f"{esc(selection)} · method {esc(method_label(result))} · δ = {fmt_g(result.delta)} · "
+         f"{esc(selection)} · method {esc(method_label(result))} · δ = {fmt_g(result.bound.delta)} · "
          f"{esc(kappa_text(result))} · {esc(calibration_text(result))}</span>"),
         ("Claimed ε", f"<span class=\"value\">{fmt_eps(claimed)}</span>"),
         ("Max certifiable ε",
@@ -300,13 +301,15 @@ def _summary_rows(result: AuditResult, claimed: float, status: str, decision: st
         rows.append((
             "Paper's statistic",
             f"<span class=\"optimistic\">{fmt_eps(result.epsilon_mean)} ± {fmt_eps(result.epsilon_std)}"
-            f" (median {fmt_eps(result.epsilon_median)}) over {fmt_int(result.repetitions)} "
+            f" (median {fmt_eps(result.epsilon_median)}) over {fmt_int(result.game.repetitions)} "
             f"repetitions — optimistic</span><span class=\"labels\">{esc(label)}; shown for comparison with "
             "the paper, never used for the verdict</span>",
         ))
-    config = esc(" · ".join(f"{k} {getattr(result, k)}" for k in ("score", "grid", "repetitions", "seed")))
-    if result.coins_night:  # the night that keyed the coins with the seed
-        config += esc(f" · night {result.coins_night}")
+    game = result.game
+    config = esc(" · ".join(f"{k} {v}" for k, v in (("score", result.score), ("grid", game.grid),
+                                                     ("repetitions", game.repetitions), ("seed", game.seed))))
+    if game.night is not None:  # the night that keyed the coins with the seed
+        config += esc(f" · night {game.night.isoformat()}")
     if result.config_hash:
         config += f" · config <code>{esc(result.config_hash)}</code>"
     rows.append(("Audit settings", config))
@@ -374,7 +377,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     result = verdict.result
     reference_check = verdict.reference_check
     if reference_check is not None:
-        reference_check.require_calibration(result.reference_calibration)
+        reference_check.require_calibration(result.game.reference_calibration)
     lineage = dict(lineage or {})
     claimed, status = verdict.claimed_epsilon, verdict.status
     hist = _check_histogram(score_histogram if score_histogram is not None else result_score_histogram(result))
@@ -383,7 +386,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
     title = f"{model} · {day}" if day else str(model)
     points = _trend_points(trend or [])
     split_note = (" For the split strategy the curve is the selection half; the selected c′ is then bounded on "
-                  "the other half." if selection_strategy(result.strategy).uses_halves else "")
+                  "the other half." if selection_strategy(result.bound.strategy).uses_halves else "")
     decision = None if verdict.decision is None else verdict.decision.decision
     nothing = (f" <strong>Nothing to bound: {esc(result.inconclusive_reason)}.</strong>"
                if result.inconclusive_reason else "")
@@ -406,7 +409,7 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
         "<section class=\"card\" id=\"curve\"><h2>Valid ε lower bound vs guesses c′</h2>"
         f"{curve_chart(result, claimed)}<p class=\"caption\">Each point is the bound at one c′ of the sweep "
         f"(repetition 0), at {fmt_pct(result.point_confidence)} per point so "
-        f"that the selected maximum holds at {fmt_pct(result.confidence)}; {esc(_settings_line(result))}; "
+        f"that the selected maximum holds at {fmt_pct(result.bound.confidence)}; {esc(_settings_line(result))}; "
         f"m = {fmt_int(result.m)}.{esc(split_note)}</p></section>"
         f"{slice_panel(verdict)}"
         f"{family_panel(family)}"

@@ -52,12 +52,12 @@ def odds_factor(kappa: float) -> str:
 
 def method_label(result: AuditResult) -> str:
     """The bound method's label (binomial; f-DP on the (eps, delta) curve)."""
-    return bound_method(result.method).label if result.method in BOUND_METHODS else str(result.method)
+    return bound_method(result.bound.method).label if result.bound.method in BOUND_METHODS else str(result.bound.method)
 
 
 def kappa_text(result: AuditResult) -> str:
     """'κ = 0.1'."""
-    return f"κ = {result.kappa:g}"
+    return f"κ = {result.bound.kappa:g}"
 
 
 def row_method_label(row) -> str:
@@ -77,7 +77,7 @@ def row_kappa_text(row) -> str:
 
 
 def calibration_text(result: AuditResult) -> str:
-    return f"reference calibration: {result.reference_calibration}"
+    return f"reference calibration: {result.game.reference_calibration}"
 
 
 def gdp_text(value: Any) -> str | None:
@@ -97,8 +97,8 @@ def reference_panel(result: AuditResult, check: ReferenceCheck | None, day: str 
     """The <section id="reference"> card: the calibration before/after, or "reference not checked" with the
     reason; one sentence each on kappa, recalibration and the capacity check; a legacy night's label-blind control
     (its bound and measured misfit). ``check``: the night's check or None."""
-    kappa = result.kappa
-    calibration = (check.calibration if check is not None else None) or result.reference_calibration
+    kappa = result.bound.kappa
+    calibration = (check.calibration if check is not None else None) or result.game.reference_calibration
     if kappa == 0:
         plan = ("0<span class=\"labels\">the verdict assumes M′ gives day D's own label probabilities on every "
                 "audited row (a factor e^0 = 1)</span>")
@@ -130,7 +130,7 @@ def reference_panel(result: AuditResult, check: ReferenceCheck | None, day: str 
             rows.append(("Correction on day D", "<span class=\"missing\">no figures recorded</span>"))
         blind = check.label_blind
         if blind is not None:  # a night written while the label-blind control ran
-            confidence = result.confidence
+            confidence = result.bound.confidence
             chance = 1.0 - confidence
             flagged = blind.flagged
             outcome = (f"<span class=\"reference-flagged\" id=\"label-blind-outcome\">FLAGGED: the reference does "

@@ -111,7 +111,7 @@ def bucket_table(claimed: RiskBlock, shown: RiskBlock | None) -> str:
 
 def risk_panel(verdict: Verdict) -> str:
     """The <section id="risk"> of the run report, from the verdict's risk assessment."""
-    assessment, confidence = verdict.risk, verdict.result.confidence
+    assessment, confidence = verdict.risk, verdict.result.bound.confidence
     c, s = assessment.claimed, assessment.demonstrated
     items = "".join(f"<li>{esc(text)}</li>" for text in risk_sentences(assessment))
     caption = (

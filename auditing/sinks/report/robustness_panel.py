@@ -103,9 +103,9 @@ def robustness_panel(verdict: Verdict) -> str:
     result, status = verdict.result, verdict.status
     figures = verdict.robustness
     kappa, floor, m = figures.breaking_kappa, figures.detection_floor_rows, result.m
-    audit_rows = figures.audit_rows or result.audit_rows or "all"
-    settings = (f"same counts, {esc(result.strategy)} selection, {esc(method_label(result))}, "
-                f"{result.confidence:.0%} confidence, δ = {result.delta:g}")
+    audit_rows = figures.audit_rows or result.game.audit_rows or "all"
+    settings = (f"same counts, {esc(result.bound.strategy)} selection, {esc(method_label(result))}, "
+                f"{result.bound.confidence:.0%} confidence, δ = {result.bound.delta:g}")
     if status == VIOLATION and kappa is not None:
         headline = (f"The violation holds unless the reference misjudges some row's click odds by more than a "
                     f"factor <strong>{odds_factor(kappa)}</strong> (breaking κ = {_num(kappa)}; {settings}); the "

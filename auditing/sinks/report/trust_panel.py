@@ -100,7 +100,7 @@ def _check_rows(verdict: Verdict) -> list[tuple[str, str]]:
     the misfit figures with theirs, the check rows; or why it did not run."""
     trust, result = verdict.trust, verdict.result
     check = result.capacity_check
-    confidence = float(check.confidence if check is not None and check.confidence else result.confidence)
+    confidence = float(check.confidence if check is not None and check.confidence else result.bound.confidence)
     if not trust.check_rows or trust.epsilon_check is None:
         why = (check.reason if check is not None else None) or "no check rows: nothing checked the reference"
         return [("Capacity check", f"<span class=\"missing\" id=\"capacity-check\">did not run: {esc(why)}</span>")]
@@ -124,7 +124,7 @@ def _check_rows(verdict: Verdict) -> list[tuple[str, str]]:
                   f"{odds_factor(upper)})</span>" if upper is not None and math.isfinite(upper) else
                   "no finite limit<span class=\"labels\">no check row's |score| reached this verdict's guess "
                   "threshold, so the check rows say nothing about the misfit there</span>")
-    kappa = result.kappa
+    kappa = result.bound.kappa
     lower = trust.check_misfit_kappa
     sees = ""
     if lower is not None:

@@ -618,21 +618,21 @@ def audit_record(
     unknown = sorted(set(lineage) - set(LINEAGE_FIELDS))
     if unknown:
         raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
-    calibration = result.reference_calibration or "none"
+    calibration = result.game.reference_calibration or "none"
     robustness = verdict.robustness
     diagnostic = verdict.shift_diagnostic
     control = verdict.control
-    curve_kind = bound_method(result.method).curve if result.method in BOUND_METHODS else None
+    curve_kind = bound_method(result.bound.method).curve if result.bound.method in BOUND_METHODS else None
     row = {
         "model_id": model_id, "partition_date": partition_date, "audit_config_hash": result.config_hash,
         "run_kind": check_run_kind(run_kind),
-        "claimed_epsilon": verdict.claimed_epsilon, "delta": result.delta, "confidence": result.confidence,
-        "kappa": result.kappa, "m": result.m, "selected_guesses": result.selected_guesses,
+        "claimed_epsilon": verdict.claimed_epsilon, "delta": result.bound.delta, "confidence": result.bound.confidence,
+        "kappa": result.bound.kappa, "m": result.m, "selected_guesses": result.selected_guesses,
         "selected_correct": result.selected_correct, "epsilon_lower_bound": result.epsilon_lower_bound,
         "epsilon_mean": result.epsilon_mean, "epsilon_std": result.epsilon_std,
-        "epsilon_median": result.epsilon_median, "strategy": result.strategy, "method": result.method,
+        "epsilon_median": result.epsilon_median, "strategy": result.bound.strategy, "method": result.bound.method,
         "status": verdict.status, "max_certifiable_epsilon": result.max_certifiable_epsilon,
-        "repetitions": result.repetitions, "seed": result.seed, "result_json": encode(result), **lineage,
+        "repetitions": result.game.repetitions, "seed": result.game.seed, "result_json": encode(result), **lineage,
         "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
         "detection_floor_rows": robustness.detection_floor_rows,
         "exposed_rows_floor": robustness.exposed_rows_floor,

@@ -77,7 +77,7 @@ _KEY = (
            "before schema version 4"),
     Column("claimed_epsilon", "double", False,
            "epsilon the model claims (Infinity for non-private): the claim judged; another claim is another row"),
-    Column("audit_config_hash", "text", False, "AuditConfig.config_hash(): the audit's settings"),
+    Column("audit_config_hash", "text", False, "config_hash(game, bound): the audit's settings"),
     Column("inputs_fingerprint", "text", False,
            "sha256 over the fingerprints of every input the verdict judged (partition_fingerprint, "
            "model_fingerprint, training_rows_fingerprint, reference_fingerprint, correction_fingerprint, "

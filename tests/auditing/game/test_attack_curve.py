@@ -20,8 +20,9 @@ from scipy import stats
 
 from auditing.audit import audit_counts, play_game, run_audit
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
 from auditing.game import attack_curve as ac
+from auditing.game.config import GameConfig
 from auditing.game.counts import COUNTS_FILE, GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
@@ -121,12 +122,12 @@ def test_a_leaking_target_separates_the_labels_and_a_label_free_one_does_not():
     x, y = gaussian_mixture(n, 2, rng)
     reference = true_posterior(x, 2)[:, 1]
     released = randomized_response(y, 2, 4.0, rng)  # randomized response at eps 4: the target is its labels
-    config = AuditConfig(repetitions=1, reference_calibration="none", audit_rows="all")
-    leak = run_audit(released.astype(float), reference, y, config=config).attack_curve
+    config_game, bound = GameConfig(repetitions=1, reference_calibration="none", audit_rows="all"), BoundConfig()
+    leak = run_audit(released.astype(float), reference, y, game=config_game, bound=bound).attack_curve
     assert leak.auroc_lower > 0.65 and leak.tpr_at_fpr_0_01_lower > 0.02
     # the null: a target that never saw the labels, labels drawn from a correct reference
     label_free = np.clip(0.8 * reference + 0.1 + rng.normal(0, 0.05, n), 0.01, 0.99)
-    null = run_audit(label_free, reference, (rng.random(n) < reference).astype(int), config=config).attack_curve
+    null = run_audit(label_free, reference, (rng.random(n) < reference).astype(int), game=config_game, bound=bound).attack_curve
     assert null.auroc_lower <= 0.5 <= null.auroc_upper and abs(null.auroc - 0.5) < 0.02
     assert leak.rows_positive + leak.rows_negative == null.rows_positive + null.rows_negative == n
 
@@ -139,7 +140,7 @@ def test_the_compiled_game_and_the_numpy_game_give_the_same_record(classes):
     target, reference = rng.dirichlet(np.ones(classes), n), rng.dirichlet(2 * np.ones(classes), n)
     labels = np.array([rng.choice(classes, p=p) for p in reference])
     ids = rng.choice(10 * n, n, replace=False)
-    game = AuditConfig(repetitions=2, seed=9, reference_calibration="none", audit_rows="all").game
+    game = GameConfig(repetitions=2, seed=9, reference_calibration="none", audit_rows="all")
     paper = resolve_score("paper")
     compiled = play_game(target, reference, labels, ids, game).attack_curve
     numpy_path = play_game(target, reference, labels, ids, game,
@@ -176,8 +177,8 @@ def test_counts_and_results_stored_before_the_attack_curve_still_load(tmp_path):
     rng = np.random.default_rng(5)
     n = 3000
     p = rng.uniform(0.05, 0.95, n)
-    config = AuditConfig(repetitions=2, reference_calibration="none", audit_rows="all")
-    game = play_game(p, p, (rng.random(n) < p).astype(int), game=config.game)
+    config_game, bound = GameConfig(repetitions=2, reference_calibration="none", audit_rows="all"), BoundConfig()
+    game = play_game(p, p, (rng.random(n) < p).astype(int), game=config_game)
     assert game.attack_curve is not None
     game.save(tmp_path)
     assert GameCounts.load(tmp_path).attack_curve == game.attack_curve
@@ -190,8 +191,8 @@ def test_counts_and_results_stored_before_the_attack_curve_still_load(tmp_path):
     np.savez(tmp_path / COUNTS_FILE, **arrays)
     old = GameCounts.load(tmp_path)
     assert old.attack_curve is None and np.array_equal(old.counts.correct, game.counts.correct)
-    result = audit_counts(old, config.bound)
-    fresh = audit_counts(game, config.bound)
+    result = audit_counts(old, bound)
+    fresh = audit_counts(game, bound)
     assert result.attack_curve is None and result.to_dict()["attack_curve"] == {}
     assert {**result.to_dict(), "attack_curve": None} == {**fresh.to_dict(), "attack_curve": None}  # the rest
     # a stored result without the field (or with it empty) reads as not recorded

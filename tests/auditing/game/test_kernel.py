@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
 from auditing.game import kernel as game_kernel
 from auditing.game.attack_curve import OCTAVES, octave_of_fine
+from auditing.game.config import GameConfig
 from auditing.game.keyed_random import STREAM_BIT, STREAM_COUNTERFACTUAL, key_word, keyed_uniform
 from auditing.game.play import as_class_probabilities, play_repetition
 from auditing.game.scores import resolve_score
@@ -167,10 +168,10 @@ def test_boundary_rows_complete_the_exact_counts(k, block, monkeypatch):
 @pytest.mark.parametrize("score", ["paper", "log-ratio"])
 def test_run_audit_compiled_equals_numpy_path(k, strategy, score):
     target, reference, labels, ids = _world(k, 2500, 21, decimals=3)
-    config = AuditConfig(repetitions=4, seed=3, strategy=strategy, score=score, grid_points=40)
-    compiled = run_audit(target, reference, labels, ids, config).to_dict()
-    numpy_path = run_audit(target, reference, labels, ids, config,
-                           score_function=resolve_score(score, config.score_power)).to_dict()
+    config_game, bound = GameConfig(repetitions=4, seed=3, score=score, grid_points=40), BoundConfig(strategy=strategy)
+    compiled = run_audit(target, reference, labels, ids, config_game, bound).to_dict()
+    numpy_path = run_audit(target, reference, labels, ids, config_game, bound,
+                           score_function=resolve_score(score, config_game.score_power)).to_dict()
     assert numpy_path.pop("score") == "custom"
     compiled.pop("score")
     assert compiled == numpy_path
@@ -185,15 +186,15 @@ def test_custom_score_falls_back_to_numpy_and_says_so(caplog):
 
     assert not game_kernel.compiled_score(centred) and game_kernel.compiled_score("paper")
     with caplog.at_level(logging.INFO, logger="auditing.audit"):
-        result = run_audit(target, reference, labels, ids, AuditConfig(repetitions=2), score_function=centred)
+        result = run_audit(target, reference, labels, ids, GameConfig(repetitions=2), BoundConfig(), score_function=centred)
     assert "numpy path" in caplog.text and result.score == "custom"
-    grid = AuditConfig().grid_for(500)
+    grid = GameConfig().grid_for(500)
     game = play_repetition(target, reference, labels, ids, seed=0, repetition=0, score=centred)
     expected = correct_at(game.correct, rank_order(game.scores, ids), grid)
     assert [point.correct for point in result.curve] == expected.tolist()
     with caplog.at_level(logging.INFO, logger="auditing.audit"):
         caplog.clear()
-        run_audit(target, reference, labels, ids, AuditConfig(repetitions=1))
+        run_audit(target, reference, labels, ids, GameConfig(repetitions=1), BoundConfig())
     assert "numpy path" not in caplog.text
     with pytest.raises(Exception, match="no compiled form"):
         game_kernel.game_tables(target, reference, labels, ids, score="nope", power=2.0, bins=BinSpec())

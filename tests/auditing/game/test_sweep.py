@@ -9,7 +9,8 @@ import pytest
 from auditing.audit import audit_from_counts, run_audit
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.bounds.selection import bonferroni_confidence
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig, split_settings
+from auditing.game.config import GameConfig
 from auditing.game.sweep import SweepCounts, correct_at, guess_grid, rank_order
 from labeldp.errors import LabelDPInputError
 
@@ -50,41 +51,41 @@ def rr_inputs(n, eps, seed, k=2):
 
 def test_audit_is_deterministic_and_seed_sensitive():
     target, ref, y = rr_inputs(5000, 2.0, 0)
-    cfg = AuditConfig(repetitions=3, seed=5)
-    a = run_audit(target, ref, y, config=cfg).to_dict()
-    b = run_audit(target, ref, y, config=cfg).to_dict()
+    cfg_game, cfg_bound = GameConfig(repetitions=3, seed=5), BoundConfig()
+    a = run_audit(target, ref, y, game=cfg_game, bound=cfg_bound).to_dict()
+    b = run_audit(target, ref, y, game=cfg_game, bound=cfg_bound).to_dict()
     assert json.dumps(a) == json.dumps(b)
-    c = run_audit(target, ref, y, config=AuditConfig(repetitions=3, seed=6)).to_dict()
+    c = run_audit(target, ref, y, game=GameConfig(repetitions=3, seed=6)).to_dict()
     assert c["per_repetition"] != a["per_repetition"]
     # Row order does not matter when row ids travel with the rows.
     perm = np.random.default_rng(2).permutation(5000)
-    d = run_audit(target[perm], ref[perm], y[perm], row_ids=perm, config=cfg).to_dict()
+    d = run_audit(target[perm], ref[perm], y[perm], row_ids=perm, game=cfg_game, bound=cfg_bound).to_dict()
     assert d["epsilon_lower_bound"] == a["epsilon_lower_bound"] and d["per_repetition"] == a["per_repetition"]
 
 
 def test_result_fields_and_bonferroni_bookkeeping():
     target, ref, y = rr_inputs(20_000, 4.0, 1)
-    result = run_audit(target, ref, y, config=AuditConfig(repetitions=4))
+    result = run_audit(target, ref, y, game=GameConfig(repetitions=4))
     assert result.point_confidence == pytest.approx(bonferroni_confidence(0.95, result.grid_size))
-    assert not result.optimistic and result.strategy == "bonferroni" and result.method == "binomial"
+    assert not result.optimistic and result.bound.strategy == "bonferroni" and result.bound.method == "binomial"
     assert len(result.curve) == result.grid_size and len(result.per_repetition) == 4
     assert result.epsilon_lower_bound == max(p.epsilon_lower_bound for p in result.curve)
     assert 0 < result.epsilon_lower_bound <= result.max_certifiable_epsilon
     # The paper's statistic is uncorrected, so it is at least repetition 0's corrected bound.
     assert result.per_repetition[0] >= result.epsilon_lower_bound
-    optimistic = run_audit(target, ref, y, config=AuditConfig(repetitions=1, strategy="max"))
+    optimistic = run_audit(target, ref, y, game=GameConfig(repetitions=1), bound=BoundConfig(strategy="max"))
     assert optimistic.optimistic and optimistic.epsilon_lower_bound >= result.epsilon_lower_bound
 
 
 def test_audit_from_counts_reproduces_run_audit():
     target, ref, y = rr_inputs(8000, 3.0, 2)
-    cfg = AuditConfig(repetitions=2, grid_points=20)
-    direct = run_audit(target, ref, y, config=cfg)
+    cfg_game, cfg_bound = GameConfig(repetitions=2, grid_points=20), BoundConfig()
+    direct = run_audit(target, ref, y, game=cfg_game, bound=cfg_bound)
     guesses = np.array([[p.guesses for p in direct.curve]] * 2)
     correct0 = [p.correct for p in direct.curve]
     # Rebuild repetition 1 from a fresh run with a single repetition offset is not possible; check rep 0.
     counts = SweepCounts(m=8000, guesses=guesses[:1], correct=np.array([correct0]))
-    again = audit_from_counts(counts, AuditConfig(repetitions=1, grid_points=20))
+    again = audit_from_counts(counts, GameConfig(repetitions=1, grid_points=20), BoundConfig())
     assert again.epsilon_lower_bound == direct.epsilon_lower_bound
     assert again.selected_guesses == direct.selected_guesses
 
@@ -93,13 +94,13 @@ def test_no_evidence_gives_zero():
     rng = np.random.default_rng(4)
     p = rng.uniform(0.05, 0.95, size=20_000)
     y = (rng.random(20_000) < p).astype(int)
-    result = run_audit(p, p, y, config=AuditConfig(repetitions=3))
+    result = run_audit(p, p, y, game=GameConfig(repetitions=3))
     assert result.epsilon_lower_bound == 0.0
 
 
 def test_multiclass_audit_runs():
     target, ref, y = rr_inputs(10_000, 4.0, 3, k=5)
-    result = run_audit(target, ref, y, config=AuditConfig(repetitions=2))
+    result = run_audit(target, ref, y, game=GameConfig(repetitions=2))
     assert result.epsilon_lower_bound > 1.0
 
 
@@ -115,8 +116,8 @@ def test_soundness_of_valid_strategies_and_optimism_of_max():
     for seed in range(trials):
         target, ref, y = rr_inputs(n, eps, seed)
         for strategy in exceed:
-            cfg = AuditConfig(repetitions=1, strategy=strategy, seed=seed, grid_points=50, grid_min_fraction=1e-3)
-            value = run_audit(target[:, 1], ref[:, 1], y, config=cfg).epsilon_lower_bound
+            cfg_game, cfg_bound = GameConfig(repetitions=1, seed=seed, grid_points=50, grid_min_fraction=1e-3), BoundConfig(strategy=strategy)
+            value = run_audit(target[:, 1], ref[:, 1], y, game=cfg_game, bound=cfg_bound).epsilon_lower_bound
             exceed[strategy] += value > eps
             means[strategy] += value / trials
     limit = 0.05 + 3 * np.sqrt(0.05 * 0.95 / trials)
@@ -145,17 +146,17 @@ def test_soundness_of_valid_strategies_and_optimism_of_max():
 )
 def test_bad_config(kwargs, needle):
     with pytest.raises(LabelDPInputError, match=needle):
-        AuditConfig(**kwargs)
+        split_settings(kwargs)
 
 
 def test_fdp_allows_delta_0_and_kappa_is_recorded():
     """The f-DP method audits the (eps, delta) curve itself, so pure eps (delta = 0) is allowed."""
-    assert AuditConfig(method="fdp", delta=1e-5).delta == 1e-5 and AuditConfig(method="fdp").delta == 0.0  # the default: claims are pure eps
+    assert BoundConfig(method="fdp", delta=1e-5).delta == 1e-5 and BoundConfig(method="fdp").delta == 0.0  # the default: claims are pure eps
     target, ref, y = rr_inputs(5000, 3.0, 8)
     for method in ("binomial", "fdp"):
-        at_zero = run_audit(target, ref, y, config=AuditConfig(method=method, delta=0.0, repetitions=1))
-        shifted = run_audit(target, ref, y, config=AuditConfig(method=method, delta=0.0, repetitions=1, kappa=0.4))
-        assert shifted.kappa == 0.4 and at_zero.kappa == 0.0 and at_zero.epsilon_lower_bound > 0.4
+        at_zero = run_audit(target, ref, y, game=GameConfig(repetitions=1), bound=BoundConfig(method=method, delta=0.0))
+        shifted = run_audit(target, ref, y, game=GameConfig(repetitions=1), bound=BoundConfig(method=method, delta=0.0, kappa=0.4))
+        assert shifted.bound.kappa == 0.4 and at_zero.bound.kappa == 0.0 and at_zero.epsilon_lower_bound > 0.4
         # same game (kappa never changes a draw), bound shifted down by kappa (delta = 0)
         assert [p.correct for p in shifted.curve] == [p.correct for p in at_zero.curve]
         assert shifted.epsilon_lower_bound == pytest.approx(at_zero.epsilon_lower_bound - 0.4, abs=3e-4)
@@ -167,13 +168,13 @@ def test_a_reference_certain_of_a_label_is_refused_in_the_core():
         bad = ref[:, 1].copy()
         bad[[3, 7, 11]] = value
         with pytest.raises(LabelDPInputError, match=r"p_reference: 3 row\(s\) give a class probability of exactly 0 or 1"):
-            run_audit(target[:, 1], bad, y, config=AuditConfig(repetitions=1))
+            run_audit(target[:, 1], bad, y, game=GameConfig(repetitions=1))
     multi = ref.copy()
     multi[5] = [1.0, 0.0]
     with pytest.raises(LabelDPInputError, match=r"p_reference: 1 row\(s\)"):
-        run_audit(target, multi, y, config=AuditConfig(repetitions=1))
+        run_audit(target, multi, y, game=GameConfig(repetitions=1))
     # the target may be certain (it is the model under test); only the reference is refused
-    assert run_audit(target, ref, y, config=AuditConfig(repetitions=1)).m == 1000
+    assert run_audit(target, ref, y, game=GameConfig(repetitions=1)).m == 1000
 
 
 def test_split_with_an_empty_half_says_what_it_needs():
@@ -186,7 +187,7 @@ def test_split_with_an_empty_half_says_what_it_needs():
         with pytest.raises(LabelDPInputError, match=r"split strategy needs audited rows in both halves.*3 row\(s\)"
                                                     r".*--strategy bonferroni"):
             run_audit(np.full(3, 0.5), np.full(3, 0.4), np.array([0, 1, 1]), ids,
-                      AuditConfig(strategy="split", repetitions=1, seed=seed), **kwargs)
+                      GameConfig(repetitions=1, seed=seed), BoundConfig(strategy="split"), **kwargs)
 
 
 def test_length_mismatch_and_class_mismatch():
@@ -234,8 +235,8 @@ def test_best_bounds_of_many_sweeps_are_best_bound_row_by_row(method, delta):
 
 def test_fdp_audit_end_to_end():
     target, ref, y = rr_inputs(20_000, 4.0, 5)
-    result = run_audit(target, ref, y, config=AuditConfig(method="fdp", repetitions=2, grid_points=30))
-    assert result.method == "fdp" and result.delta == 0.0  # the default: pure eps
+    result = run_audit(target, ref, y, game=GameConfig(repetitions=2, grid_points=30), bound=BoundConfig(method="fdp"))
+    assert result.bound.method == "fdp" and result.bound.delta == 0.0  # the default: pure eps
     assert 0.5 < result.epsilon_lower_bound < 4.0
     assert result.epsilon_lower_bound == max(p.epsilon_lower_bound for p in result.curve)
 

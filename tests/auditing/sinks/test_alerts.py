@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from auditing.game.config import GameConfig
 from auditing.sinks.alerts import (
     AUDIT_FAILED,
     CONTROL_FAILED,
@@ -298,14 +299,13 @@ def verdicts():
     """Real verdicts with a capacity check (tests/support/checked_audits.py): a trusted VIOLATION with row groups, one
     the reference's misfit explains, a WEAK_PASS under a misfitting reference, and a VIOLATION nothing checked."""
     from auditing.audit import run_audit
-    from auditing.config import AuditConfig
     from auditing.verdict.judge import judge
     from auditing.verdict.trust import NightTrust
     from tests.support import checked_audits
 
     leaky = checked_audits.leaky(row_groups=checked_audits.groups())
     misfit = checked_audits.misfit()
-    unchecked = run_audit(*_unchecked_arrays(), config=AuditConfig(repetitions=2))  # no check rows
+    unchecked = run_audit(*_unchecked_arrays(), game=GameConfig(repetitions=2))  # no check rows
     night = NightTrust()
     return {"trusted": judge(leaky, 0.5, night=night), "untrusted": judge(misfit, 0.1, night=night),
             "weak": judge(misfit, 3.0, night=night), "unchecked": judge(unchecked, 0.5, night=night),

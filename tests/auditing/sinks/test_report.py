@@ -21,7 +21,9 @@ import numpy as np
 import pytest
 
 from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+from auditing.result import AuditResult
 from auditing.sinks.report import (
     render_run_report,
     render_trend_report,
@@ -58,7 +60,7 @@ def run():
                       np.clip(0.5 + unseen.normal(0, 0.05, n), 0.01, 0.99), unseen.integers(0, 2, n),
                       np.arange(n, 2 * n))
     result = run_audit(p_target, p_reference, labels,
-                       config=AuditConfig(repetitions=10, reference_calibration="boost"), check=check)
+                       game=GameConfig(repetitions=10, reference_calibration="boost"), check=check)
     trend = []
     for d in range(14):
         bound = result.epsilon_lower_bound if d == 13 else [0.3, 0.7, 0.65, 0.9, 0.88, 0.72, 0.74, 0.46, 0.17,
@@ -69,9 +71,9 @@ def run():
             "claimed_epsilon": CLAIMED, "status": "VIOLATION" if bound > CLAIMED else "PASS",
             "audit_config_hash": result.config_hash, "max_certifiable_epsilon": result.max_certifiable_epsilon,
             "epsilon_mean": bound + 0.2, "strategy": "bonferroni", "confidence": 0.95, "gamma": 0.05, "m": n,
-            "delta": result.delta, "selected_guesses": result.selected_guesses,
-            "selected_correct": result.selected_correct, "method": result.method, "kappa": result.kappa,
-            "repetitions": result.repetitions, "seed": result.seed, "result_json": "{}",
+            "delta": result.bound.delta, "selected_guesses": result.selected_guesses,
+            "selected_correct": result.selected_correct, "method": result.bound.method, "kappa": result.bound.kappa,
+            "repetitions": result.game.repetitions, "seed": result.game.seed, "result_json": "{}",
         }))
     scores = np.abs(p_target - p_reference)
     correct = rng.random(n) < 0.7
@@ -189,7 +191,7 @@ def test_page_is_self_contained(run):
 
 
 def test_missing_histogram_empty_trend_and_infinite_claim(run):
-    without = {**run["result"].to_dict(), "score_histogram": {}}  # a result written before the score panel
+    without = dataclasses.replace(run["result"], score_histogram=None)  # a result written before the score panel
     text = _parse(_page(run, result=without, score_histogram=None, trend=[], claimed_epsilon=float("inf"))).visible
     assert "Score histogram not provided for this run" in text
     assert "No audits of this model are in the warehouse yet" in text
@@ -374,8 +376,8 @@ def test_score_panel_and_untrusted_control_night_in_headless_chromium(run, tmp_p
     labels = (rng.random(n) < p).astype(int)
     ids = np.arange(n)
     result = run_audit(rr_oracle_probabilities(ids, labels, 2.0, seed=0), p, labels, ids,
-                       AuditConfig(repetitions=2), expected_curve=True)
-    control = check_control(POSITIVE, result.to_dict(), 2.0)
+                       GameConfig(repetitions=2), BoundConfig(), expected_curve=True)
+    control = check_control(POSITIVE, result, 2.0)
     reason = "control-negative on 2024-01-14: eps_lb 0.4 > 0"
     html_text = render_run_report(judge(result, 2.0, kind="control", night=NightTrust(void_reason=reason),
                                         control=control),
@@ -406,7 +408,7 @@ def _risk_figures(run):
     from auditing.risk.figures import risk_assessment
     from auditing.sinks.report.risk_panel import risk_sentences
 
-    assessment = risk_assessment(run["result"].to_dict(), CLAIMED)
+    assessment = risk_assessment(run["result"], CLAIMED)
     return assessment, risk_sentences(assessment)
 
 
@@ -426,7 +428,7 @@ def test_what_this_means_panel(run):
     assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
     assert dom.count("risk-prior-line", "polyline") == 1
     assert dom.count("risk-bucket", "tr") == 5  # conditional rates per band of the reference's probability
-    old = {k: v for k, v in run["result"].to_dict().items() if k != "prior_histogram"}
+    old = decode(AuditResult, {k: v for k, v in run["result"].to_dict().items() if k != "prior_histogram"})
     dom_old = _parse(_page(run, result=old))
     assert "What this means" in dom_old.visible and dom_old.count("risk-claimed-line", "polyline") == 1
 
@@ -443,7 +445,7 @@ def test_what_this_means_panel_in_headless_chromium(run, tmp_path):
     from auditing.sinks.report.pages import _page as page_with
     from auditing.sinks.report.risk_panel import risk_panel
 
-    panel_path = write_report(page_with("panel", risk_panel(judge(run["result"].to_dict(), CLAIMED))),
+    panel_path = write_report(page_with("panel", risk_panel(judge(run["result"], CLAIMED))),
                               tmp_path / "panel.html")
     shot = tmp_path / "panel.png"
     taken = _browser(["--window-size=1100,1400", f"--screenshot={shot}", panel_path.as_uri()], tmp_path / "profile")
@@ -464,7 +466,7 @@ def seeded_root(run, tmp_path_factory) -> Path:
     data_root = tmp_path_factory.mktemp("seeded")
     with open_warehouse(None, data_root=data_root) as wh:
         for d, night in enumerate(run["trend"][:5]):
-            data = {**run["result"].to_dict(), "epsilon_lower_bound": night.epsilon_lower_bound}
+            data = dataclasses.replace(run["result"], epsilon_lower_bound=night.epsilon_lower_bound)
             row, curve = audit_record(judge(data, CLAIMED), run_kind="nightly", model_id="rr-eps1",
                                       partition_date=night.partition_date, lineage={"flow_run_id": f"run-{d}"})
             wh.write_audit(row, curve)
@@ -508,9 +510,9 @@ def test_pass_sentence_states_the_game_aware_floor_in_headless_chromium(tmp_path
     n = 20_000
     p_reference = rng.beta(1.0, 3.0, n)  # a target identical to the reference: nothing leaks
     labels = (rng.random(n) < p_reference).astype(np.int64)
-    result = run_audit(p_reference, p_reference, labels, config=AuditConfig(repetitions=1))
+    result = run_audit(p_reference, p_reference, labels, game=GameConfig(repetitions=1))
     claimed = 0.5
-    exposed, floor = exposed_rows_floor(result.to_dict(), claimed), detection_floor_rows(result, claimed)
+    exposed, floor = exposed_rows_floor(result, claimed), detection_floor_rows(result, claimed)
     assert exposed is not None and floor is not None and exposed > floor
     page = render_run_report(judge(result, claimed), {"model_id": "no-leak"}, [], None)
     path = write_report(page, tmp_path / "pass.html")
@@ -565,11 +567,11 @@ def test_trust_card_in_headless_chromium(run, tmp_path):
     # the reference is near 0.5, so exposed labels are hard to tell apart in the game; a weak PASS.
     claimed = result.epsilon_lower_bound + 0.5
     floor = detection_floor_rows(result, claimed)
-    assert floor is not None and exposed_rows_floor(result.to_dict(), claimed) is None
+    assert floor is not None and exposed_rows_floor(result, claimed) is None
     page = _parse(_page(run, claimed_epsilon=claimed)).visible
     assert "would flag the claim with probability below 95%" in page and "Weak PASS" in page
     assert f"Fewer than {floor:,} correct guesses can never flag it" in page
-    small = {**result.to_dict(), "m": floor * 50}  # no game-aware floor (histogram of other rows): perfect-attacker
+    small = dataclasses.replace(result, m=floor * 50)  # no game-aware floor (histogram of other rows): perfect-attacker
     page = _parse(_page(run, result=small, claimed_epsilon=claimed)).visible  # floor, 2% of fewer rows: weak
     assert f"only if at least {floor:,} labels were fully exposed" in page and "Weak PASS" in page
     assert "game-aware floor is not computed" in page
@@ -604,7 +606,7 @@ def test_reference_check_panel_for_checked_skipped_and_legacy_nights(run):
            "fit day 2024-01-14" in legacy
     assert "κ = 0.35" in legacy and "by up to a factor 1.42; beyond the plan's κ = 0" in legacy
     assert "On this night the label-blind control ran (retired since: the capacity check replaced it)" in legacy
-    at_half = {**run["result"].to_dict(), "kappa": 0.5}  # a plan with kappa 0.5 (rendering only)
+    at_half = dataclasses.replace(run["result"], bound=dataclasses.replace(run["result"].bound, kappa=0.5))  # a plan with kappa 0.5 (rendering only)
     within = _section(_page(run, result=at_half, reference_check={
         **_reference_check(), "label_blind": {"epsilon_lower_bound": 0.0, "misfit_kappa": 0.3, "flagged": False}}),
         "reference")
@@ -669,7 +671,7 @@ def test_the_decision_and_its_meaning_come_before_the_evidence_and_the_trust_det
     verdict = {"act": lambda: judge(run["result"], CLAIMED, reference_check=_check(run["reference_check"])),
                "unconfirmed": lambda: judge(checked["misfit"], 0.1),
                "no_evidence": lambda: judge(checked["misfit"], 3.0),
-               "no_power": lambda: judge(no_rows_result(AuditConfig(), NO_ROWS_LEFT, None), 0.5)}[case]()
+               "no_power": lambda: judge(no_rows_result(GameConfig(), BoundConfig(), NO_ROWS_LEFT, None), 0.5)}[case]()
     assert verdict.decision.decision == case
     page = render_run_report(verdict, {"model_id": "m", "partition_date": "2024-01-14"}, run["trend"], None)
     order = _order(page)
@@ -778,7 +780,7 @@ def test_row_groups_unchecked_accepted_and_nothing_to_bound(checked):
     assert ("labels agree in 98.1% of the 152 pairs of rows sharing a group, against 97.8% for independent labels at "
             "the reference's probabilities (a diagnostic, not a confidence figure") in text
 
-    nothing = no_rows_result(AuditConfig(), NO_ROWS_LEFT, checked_audits.groups(observed=None))
+    nothing = no_rows_result(GameConfig(), BoundConfig(), NO_ROWS_LEFT, checked_audits.groups(observed=None))
     unchecked = render_run_report(judge(nothing, 0.5), {"model_id": "u"}, [], None)
     dom = _parse(unchecked)
     assert dom.visible.strip().startswith("No power Tonight's audit could not have disproved the claim")
@@ -807,7 +809,7 @@ def test_decision_cards_in_headless_chromium(checked, tmp_path):
     assert f"κ ≤ {verdict.trust.misfit_kappa_upper:.3g} upper confidence limit" in dom.visible
     colours = {}
     accepted = judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
-                               config=AuditConfig(repetitions=1)), 0.5, night=NightTrust(accept_unchecked=True))
+                               game=GameConfig(repetitions=1)), 0.5, night=NightTrust(accept_unchecked=True))
     assert accepted.decision.decision == "act"  # a VIOLATION on a reference the run accepted unchecked
     for name, page in (("untrusted", path), ("accepted", write_report(render_run_report(
             accepted, {"model_id": "accepted"}, [], None), tmp_path / "accepted.html"))):
@@ -870,8 +872,8 @@ def _fdp_result(run):
     n = 4000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    config = AuditConfig(repetitions=2, method="fdp", reference_calibration="none")
-    return run_audit(p_target, np.full(n, 0.5), labels, config=config)
+    game, config_bound = GameConfig(repetitions=2, reference_calibration="none"), BoundConfig(method="fdp")
+    return run_audit(p_target, np.full(n, 0.5), labels, game=game, bound=config_bound)
 
 
 def test_fdp_results_are_labelled_by_their_curve_and_a_pre_kappa_result_is_refused(run):
@@ -893,9 +895,9 @@ def test_fdp_results_are_labelled_by_their_curve_and_a_pre_kappa_result_is_refus
               if k not in ("kappa", "reference_calibration", "gdp_mu_lower_bound")}
     legacy["tau"] = 0.05
     with pytest.raises(LabelDPInputError, match=r"written before kappa .*audit it again"):
-        judge(legacy, 0.5)
+        decode(AuditResult, legacy, "result")
     with pytest.raises(LabelDPInputError, match=r"missing field\(s\) \['kappa'\]"):
-        judge({k: v for k, v in legacy.items() if k != "tau"}, 0.5)
+        decode(AuditResult, {k: v for k, v in legacy.items() if k != "tau"}, "result")
 
 
 def test_a_legacy_label_blind_control_page_still_renders(run):
@@ -907,7 +909,7 @@ def test_a_legacy_label_blind_control_page_still_renders(run):
     n = 5000
     p = rng.beta(1.0, 3.0, n)
     labels = (rng.random(n) < p).astype(int)
-    result = run_audit(p, p, labels, config=AuditConfig(repetitions=1))  # knows nothing of the labels
+    result = run_audit(p, p, labels, game=GameConfig(repetitions=1))  # knows nothing of the labels
     # the check a night of the retired control stored (the warehouse's result_json and control columns keep it)
     control = ControlCheck(LABEL_BLIND, True, result.epsilon_lower_bound, None, 0.0,
                            "label-blind control: valid eps_lb 0.0000 = 0", None, 0.0)
@@ -937,7 +939,7 @@ def test_the_run_summary_names_untrusted_violations_beside_trusted_ones(checked)
 
     rows = [_summary_row("leaky", judge(checked["leaky"], 0.5)), _summary_row("drift", judge(checked["misfit"], 0.1)),
             _summary_row("rr", judge(run_audit(np.full(3000, 0.7), np.full(3000, 0.5), np.ones(3000, dtype=int),
-                                               config=AuditConfig(repetitions=1)), 50.0))]
+                                               game=GameConfig(repetitions=1)), 50.0))]
     assert [(r.row.status, r.row.trust) for r in rows] == [("VIOLATION", "trusted"), ("VIOLATION", "untrusted"),
                                                            ("INCONCLUSIVE", "reference unchecked")]
     outcome = exit_codes.Outcome(rows=rows, untrusted=[r.row.untrusted_reason for r in rows[1:]],
@@ -998,7 +1000,7 @@ def test_attack_panel_states_the_figures_and_what_they_are_not(run):
     assert dom.count("attack-point", "circle") == _attack_points(curve)
     assert dom.count("attack-roc-line", "polyline") == 1 and dom.count("attack-chance-line", "polyline") == 1
     assert dom.count("attack-target", "polygon") == 2
-    old = {k: v for k, v in run["result"].to_dict().items() if k != "attack_curve"}  # written before it
+    old = decode(AuditResult, {k: v for k, v in run["result"].to_dict().items() if k != "attack_curve"})  # before it
     assert "No attack curve was recorded for this run" in _parse(_page(run, result=old)).visible
 
 

@@ -7,6 +7,7 @@ skipped with a loud reason (they are never silently passed).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -27,7 +28,9 @@ import numpy as np
 import pytest
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig, split_settings
+from auditing.game.config import GameConfig
+from auditing.result import AuditResult
 from auditing.sinks.warehouse import (
     RECORDED,
     SPOOLED,
@@ -316,8 +319,8 @@ def _fdp_result(config_hash_seed: int = 5, **config):
     n = 3000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    return run_audit(p_target, np.full(n, 0.5), labels,
-                     config=AuditConfig(**{"repetitions": 2, "method": "fdp", "reference_calibration": "none", **config}))
+    game, bound = split_settings({"repetitions": 2, "method": "fdp", "reference_calibration": "none", **config})
+    return run_audit(p_target, np.full(n, 0.5), labels, game=game, bound=bound)
 
 
 def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolated_target):
@@ -461,7 +464,8 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
     assert row.calibration_rows_fit is None and row.reference_check_note == "raw reference"
     legacy = {k: v for k, v in result.to_dict().items() if k not in ("kappa", "reference_calibration")}
     with pytest.raises(LabelDPInputError, match="written before kappa"):
-        audit_record(judge({**legacy, "tau": 0.0}, 0.5), run_kind="nightly", model_id="x", partition_date=DAY)
+        audit_record(judge(decode(AuditResult, {**legacy, "tau": 0.0}), 0.5), run_kind="nightly", model_id="x",
+                     partition_date=DAY)
     with open_warehouse(tmp_path / "w.duckdb") as wh:
         assert wh.fetch_results() == []
 
@@ -691,11 +695,11 @@ def test_audit_record_from_a_real_audit(target):
     n = 4000
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.45 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    result = run_audit(p_target, np.full(n, 0.5), labels, config=AuditConfig(repetitions=4))
+    result = run_audit(p_target, np.full(n, 0.5), labels, game=GameConfig(repetitions=4))
     row, curve = audit_record(judge(result, 0.5), run_kind="nightly", model_id="rr-eps8", partition_date="2024-01-02",
                               lineage={"flow_run_id": "f-1", "durations": {"audit": 0.1}})
     assert row.status == "VIOLATION" and row.epsilon_lower_bound > 0.5
-    assert row.gamma == pytest.approx(1 - result.confidence)
+    assert row.gamma == pytest.approx(1 - result.bound.confidence)
     assert len(curve) == result.grid_size or len(curve) == len(result.curve)
     with open_warehouse(target) as wh:
         wh.write_audit(row, curve)
@@ -705,7 +709,8 @@ def test_audit_record_from_a_real_audit(target):
     assert [(p["guesses"], p["correct"]) for p in stored] == [(p.guesses, p.correct) for p in result.curve]
     assert all(p["point_confidence"] == result.point_confidence for p in stored)
     with pytest.raises(LabelDPInputError, match="optimistic"):
-        audit_record(judge({**result.to_dict(), "optimistic": True}, 1), run_kind="nightly", model_id="x", partition_date=DAY)
+        audit_record(judge(dataclasses.replace(result, optimistic=True), 1), run_kind="nightly", model_id="x",
+                     partition_date=DAY)
     with pytest.raises(LabelDPInputError, match="lineage: unknown"):
         audit_record(judge(result, 1), run_kind="nightly", model_id="x", partition_date=DAY, lineage={"owner": "me"})
 
@@ -975,10 +980,10 @@ def test_risk_columns_round_trip_on_both_backends(target):
     p_ref = np.clip(rng.beta(1, 20, n), 1e-4, 0.99)
     labels = (rng.random(n) < p_ref).astype(int)
     p_target = np.clip(np.where(labels == 1, 0.9, 0.05) + rng.normal(0, 0.02, n), 0.01, 0.99)
-    result = run_audit(p_target, p_ref, labels, config=AuditConfig(repetitions=2))
+    result = run_audit(p_target, p_ref, labels, game=GameConfig(repetitions=2))
     verdict = judge(result, 0.5)
     row, curve = audit_record(verdict, run_kind="nightly", model_id="risk-m", partition_date=DAY)
-    expected = risk_assessment(result.to_dict(), 0.5)
+    expected = risk_assessment(result, 0.5)
     names = [f"{prefix}{name}" for prefix in ("risk_", "risk_lb_") for name in RISK_SCALARS]
     # the stored sentence is the verdict's: the assessment's, made conditional when the leak is unconfirmed
     assert all(name in row.to_dict() for name in names) and row.risk_headline == verdict.risk_headline
@@ -1016,7 +1021,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
     result = run_audit(p_target, np.full(n, 0.5), labels,
-                       config=AuditConfig(repetitions=2, reference_calibration="none"))
+                       game=GameConfig(repetitions=2, reference_calibration="none"))
     diagnostic = {"label": "a diagnostic", "reference": "ref@2024-01-01",
                   "days": {"previous": "2024-01-01", "current": "2024-01-02"},
                   "reference_fit": {"previous": {"log_loss": 0.3, "ece": 0.01, "rows": 10, "click_rate": 0.1,
@@ -1070,7 +1075,7 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
     rows = {}
     for name, strategy, claimed in (("exp-pass", "bonferroni", 0.3), ("exp-inconclusive", "bonferroni", 50.0),
                                     ("exp-split", "split", 0.3)):
-        result = run_audit(p_ref, p_ref, labels, config=AuditConfig(repetitions=1, strategy=strategy))
+        result = run_audit(p_ref, p_ref, labels, game=GameConfig(repetitions=1), bound=BoundConfig(strategy=strategy))
         row, curve = audit_record(judge(result, claimed), run_kind="nightly", model_id=name, partition_date=DAY)
         rows[name] = (row, result, claimed)
         with open_warehouse(target) as wh:
@@ -1078,13 +1083,13 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
     pass_row, pass_result, _ = rows["exp-pass"]
     # a PASS, weak when the floor exceeds 1% of the audited rows
     assert pass_row.status == ("WEAK_PASS" if pass_row.exposed_rows_floor > 0.01 * pass_row.m else "PASS")
-    assert pass_row.exposed_rows_floor == game_detection_floor(pass_result.to_dict(), 0.3)
+    assert pass_row.exposed_rows_floor == game_detection_floor(pass_result, 0.3)
     assert pass_row.exposed_rows_floor > pass_row.detection_floor_rows > 0  # the game needs more
     assert rows["exp-inconclusive"][0].status == "INCONCLUSIVE"
     for name, reason in (("exp-inconclusive", "INCONCLUSIVE"), ("exp-split", "split strategy")):
         row, result, claimed = rows[name]
         assert row.exposed_rows_floor is None
-        assert reason in exposed_floor_note(result.to_dict(), claimed, None)
+        assert reason in exposed_floor_note(result, claimed, None)
     with open_warehouse(target) as wh:
         got = {r.model_id: r for r in wh.fetch_results()}
         bare, bare_curve = make_row(model_id="exp-old")
@@ -1125,7 +1130,6 @@ def test_trust_per_verdict_round_trips_on_both_backends(target):
     """A VIOLATION the capacity check vouches for and one it does not, with the row groups, written and read back:
     trust, its reason, epsilon_check, the misfit figures, check rows and the grouping (migration 5's columns)."""
     from auditing.audit import run_audit
-    from auditing.config import AuditConfig
     from auditing.game.row_groups import RowGroups
     from tests.support.segment_worlds import night
 
@@ -1136,7 +1140,7 @@ def test_trust_per_verdict_round_trips_on_both_backends(target):
     for name, world in (("leak", dict(private=False, memorize=0.3, rows=40_000)),
                         ("misfit", dict(drift=2.5, drifted_share=0.3))):
         w = night(0, **world)
-        result = run_audit(*w.audited, config=AuditConfig(repetitions=1, seed=1), check=w.check, row_groups=groups)
+        result = run_audit(*w.audited, game=GameConfig(repetitions=1, seed=1), check=w.check, row_groups=groups)
         verdict = judge(result, 0.3)
         assert verdict.status == "VIOLATION"
         rows[name] = audit_record(verdict, run_kind="nightly", model_id=name, partition_date=DAY)
@@ -1166,7 +1170,7 @@ def test_attack_curve_columns_round_trip_on_both_backends(target):
     labels = rng.integers(0, 2, n)
     p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
     result = run_audit(p_target, np.full(n, 0.5), labels,
-                       config=AuditConfig(repetitions=1, reference_calibration="none"))
+                       game=GameConfig(repetitions=1, reference_calibration="none"))
     curve = result.attack_curve
     row, points = audit_record(judge(result, 0.5), run_kind="nightly", model_id="attack-m", partition_date=DAY)
     expected = {f"attack_{name}{part}": getattr(curve, f"{name}{part}") for name in curve.FIGURES
@@ -1206,7 +1210,7 @@ def test_family_evidence_columns_and_results_family_on_both_backends(target, cap
         day = DAY + dt.timedelta(days=t)
         x, y = gaussian_mixture(3000, 2, rng)
         result = run_audit(randomized_response(y, 2, 3.0, rng).astype(float), true_posterior(x, 2)[:, 1], y,
-                           config=AuditConfig(repetitions=1, seed=t), night=day)  # coins keyed by the night
+                           game=GameConfig(repetitions=1, seed=t).with_night(day))  # coins keyed by the night
         verdict = judge(result, 0.5)
         night = NightCounts.of_result(day, 0.5, result)
         nights.append(night)
@@ -1227,7 +1231,7 @@ def test_family_evidence_columns_and_results_family_on_both_backends(target, cap
         rows = wh.fetch_results(model_id="fam")
         # a later re-run of night 1 (another config: its own row) does not replace the first run's place
         rerun, rerun_curve = audit_record(judge(run_audit(np.full(10, 0.9), np.full(10, 0.5), np.arange(10) % 2,
-                                                          config=AuditConfig(repetitions=1)), 0.5),
+                                                          game=GameConfig(repetitions=1)), 0.5),
                                           model_id="fam", partition_date=DAY + dt.timedelta(days=1),
                                           run_kind="nightly",
                                           lineage={"started_at": dt.datetime(2024, 3, 1, tzinfo=dt.UTC)})

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
 from auditing.game.check_histograms import CHECK_BINS, CheckHistograms, LegacyCheck, strata_count
+from auditing.game.config import GameConfig
 from auditing.game.sweep_reduce import BinSpec, bin_index
 from auditing.verdict.capacity_check import (
     DELTA_NOT_SUPPORTED,
@@ -71,9 +72,9 @@ def test_compiled_and_numpy_paths_give_the_same_check():
     from auditing.game.scores import paper_score
 
     world = night(7, rows=30_000, private=False, memorize=0.2)
-    config = AuditConfig(repetitions=1, seed=3)
-    compiled = run_audit(*world.audited, config=config, check=world.check).capacity_check
-    numpy_path = run_audit(*world.audited, config=config, check=world.check, score_function=paper_score)
+    config_game, bound = GameConfig(repetitions=1, seed=3), BoundConfig()
+    compiled = run_audit(*world.audited, game=config_game, bound=bound, check=world.check).capacity_check
+    numpy_path = run_audit(*world.audited, game=config_game, bound=bound, check=world.check, score_function=paper_score)
     assert numpy_path.capacity_check == compiled
     assert compiled.checked and compiled.bound_guesses > 0
 
@@ -83,12 +84,12 @@ def test_check_rows_must_be_unseen_rows():
     p_t, p_r, y, ids = world.audited
     overlapping = CheckRows(p_t[:10], p_r[:10], y[:10], ids[:10])
     with pytest.raises(LabelDPInputError, match="also audited rows"):
-        run_audit(*world.audited, config=AuditConfig(repetitions=1), check=overlapping)
+        run_audit(*world.audited, game=GameConfig(repetitions=1), check=overlapping)
 
 
 def test_no_check_rows_and_delta_say_why():
     world = night(2, rows=5_000)
-    result = run_audit(*world.audited, config=AuditConfig(repetitions=1))
+    result = run_audit(*world.audited, game=GameConfig(repetitions=1))
     check = result.capacity_check
     assert not check.checked and "no check rows" in check.reason and not check.vouches_for(0.0)
     histograms = CheckHistograms.empty(2, 0)
@@ -97,7 +98,7 @@ def test_no_check_rows_and_delta_say_why():
 
 def test_histograms_round_trip_and_merge():
     world = night(3, rows=20_000, private=False, memorize=0.2)
-    result = run_audit(*world.audited, config=AuditConfig(repetitions=1), check=world.check)
+    result = run_audit(*world.audited, game=GameConfig(repetitions=1), check=world.check)
     check = result.capacity_check
     assert decode(CapacityCheck, encode(check)) == check
     assert check.stratified and check.strata_table and check.strata >= 1
@@ -128,7 +129,7 @@ def test_plan_reads_no_outcome_of_the_bound_half_or_the_check_rows():
     from auditing.audit import play_game
 
     world = night(4, rows=40_000, private=False, memorize=0.2)
-    game = play_game(*world.audited, game=AuditConfig(repetitions=1).game, check=world.check)
+    game = play_game(*world.audited, game=GameConfig(repetitions=1), check=world.check)
     base = capacity_check(game.check, confidence=0.95)
     rng = np.random.default_rng(1)
     h = game.check

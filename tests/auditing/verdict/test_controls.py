@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 
@@ -19,7 +20,8 @@ import pytest
 from scipy import stats
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.play import play_repetition
 from auditing.game.score_histogram import score_histogram
 from auditing.game.scores import resolve_score
@@ -97,10 +99,9 @@ def test_positive_control_detected_and_never_above_eps_c_over_many_seeds(eps_c, 
     for seed in range(seeds):
         p, labels, ids = world(seed)
         target = rr_oracle_probabilities(ids, labels, eps_c, seed=seed)
-        config = AuditConfig(repetitions=1, seed=seed, strategy=strategy, method=method,
-                             delta=1e-5 if method == "fdp" else None)
-        result = run_audit(target, p, labels, ids, config, expected_curve=True)
-        check = check_control(POSITIVE, result.to_dict(), eps_c)
+        config_game, bound = GameConfig(repetitions=1, seed=seed), BoundConfig(strategy=strategy, method=method, delta=1e-5 if method == "fdp" else None)
+        result = run_audit(target, p, labels, ids, config_game, bound, expected_curve=True)
+        check = check_control(POSITIVE, result, eps_c)
         floors.append(check.floor)
         below_floor += result.epsilon_lower_bound <= check.floor
         above_eps += result.epsilon_lower_bound > eps_c
@@ -117,8 +118,8 @@ def test_negative_control_gives_zero_over_many_seeds():
     positive = failed = 0
     for seed in range(SEEDS):
         p, labels, ids = world(seed, 5000)
-        result = run_audit(p, p, labels, ids, AuditConfig(repetitions=1, seed=seed))
-        check = check_control(NEGATIVE, result.to_dict())
+        result = run_audit(p, p, labels, ids, GameConfig(repetitions=1, seed=seed), BoundConfig())
+        check = check_control(NEGATIVE, result)
         positive += result.epsilon_lower_bound > 0.0
         failed += not check.passed
         assert check.passed or result.epsilon_lower_bound > 0.0  # stricter than the audit's 95%
@@ -131,8 +132,8 @@ def test_negative_control_fails_for_a_model_that_leaks():
     """The control can fail for what it guards: a model that is not a copy of the reference (broken plumbing,
     e.g. the target's file scored as the control) shows evidence at 99.9%."""
     p, labels, ids = world(3, 20_000)
-    leaky = run_audit(rr_oracle_probabilities(ids, labels, 3.0, seed=0), p, labels, ids, AuditConfig(repetitions=1))
-    check = check_control(NEGATIVE, leaky.to_dict())
+    leaky = run_audit(rr_oracle_probabilities(ids, labels, 3.0, seed=0), p, labels, ids, GameConfig(repetitions=1), BoundConfig())
+    check = check_control(NEGATIVE, leaky)
     assert not check.passed and "plumbing is broken" in check.message and "99.9%" in check.message
 
 
@@ -151,7 +152,7 @@ def test_the_capacity_check_sees_a_wrong_reference_the_label_blind_control_used_
     ids = np.arange(n, dtype=np.int64)
     check_labels = (rng.random(n // 5) < 0.02).astype(np.int64)
     rows = CheckRows(np.full(n // 5, 0.02), np.full(n // 5, 0.01), check_labels, ids[: n // 5] + n)
-    wrong = run_audit(target, reference, labels, ids, AuditConfig(repetitions=1), check=rows)
+    wrong = run_audit(target, reference, labels, ids, GameConfig(repetitions=1), BoundConfig(), check=rows)
     capacity = wrong.capacity_check
     assert wrong.epsilon_lower_bound > 0.3 and capacity.epsilon_check == 0.0 and not capacity.vouches_for(0.0)
     assert 0.0 < capacity.check_misfit_kappa < 0.7 and capacity.sees_misfit(0.0) and not capacity.sees_misfit(0.7)
@@ -160,27 +161,27 @@ def test_the_capacity_check_sees_a_wrong_reference_the_label_blind_control_used_
 def test_failing_controls_say_why():
     p, labels, ids = world(0, 5000)
     leaky = run_audit(rr_oracle_probabilities(ids, labels, 4.0, seed=0), p, labels, ids,
-                      AuditConfig(repetitions=1), expected_curve=True).to_dict()
+                      GameConfig(repetitions=1), BoundConfig(), expected_curve=True)
     # the same leakage judged as a control of a smaller eps_c: the bound exceeds eps_c
     check = check_control(POSITIVE, leaky, 0.5)
     assert not check.passed and "exceeds the control's true eps_c" in check.message
     # a control at a tiny eps_c has no power at this m: floor 0, which fails it
     weak = run_audit(rr_oracle_probabilities(ids, labels, 0.01, seed=0), p, labels, ids,
-                     AuditConfig(repetitions=1), expected_curve=True).to_dict()
+                     GameConfig(repetitions=1), BoundConfig(), expected_curve=True)
     check = check_control(POSITIVE, weak, 0.01)
     assert not check.passed and check.floor == 0.0 and "no power" in check.message
     # a non-private model judged as the negative control
     check = check_control(NEGATIVE, leaky)
     assert not check.passed and "> 0" in check.message
     # no expected curve recorded: floor 0, never a silent pass
-    assert positive_control_floor({**leaky, "expected_correct": {}})["floor"] == 0.0
+    assert positive_control_floor(dataclasses.replace(leaky, expected_correct=None))["floor"] == 0.0
 
 
 def test_expected_curve_equals_the_mean_of_simulated_repetitions():
     p, labels, ids = world(3, 4000)
     target = rr_oracle_probabilities(ids, labels, 1.5, seed=3)
-    config = AuditConfig(repetitions=1, grid="paper")
-    record = run_audit(target, p, labels, ids, config, expected_curve=True).expected_correct
+    config_game, bound = GameConfig(repetitions=1, grid="paper"), BoundConfig()
+    record = run_audit(target, p, labels, ids, config_game, bound, expected_curve=True).expected_correct
     grid = np.asarray(record.guesses)
     score = resolve_score("paper")
     reps = 300
@@ -201,7 +202,7 @@ def test_expected_curve_equals_the_mean_of_simulated_repetitions():
 def test_score_histogram_counts_repetition_zero():
     p, labels, ids = world(4, 3000)
     target = rr_oracle_probabilities(ids, labels, 2.0, seed=4)
-    result = run_audit(target, p, labels, ids, AuditConfig(repetitions=2, seed=5))
+    result = run_audit(target, p, labels, ids, GameConfig(repetitions=2, seed=5), BoundConfig())
     game = play_repetition(target, np.column_stack([1 - p, p]), labels, ids, seed=5, repetition=0,
                            score=resolve_score("paper"))
     hist = result.score_histogram
@@ -270,24 +271,24 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     assert metadata["training_rows"]["rows"] == beam_world["ids"].size
     again = controls.ensure_positive_control(listed_day(root, day), "control-positive", 2.0, 3)
     assert again.metadata["created_at"] == metadata["created_at"]  # reused, not rewritten
-    config = AuditConfig(repetitions=3, seed=1, grid_points=40)
-    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-positive", config=config,
+    config_game, bound = GameConfig(repetitions=3, seed=1, grid_points=40), BoundConfig()
+    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-positive", game=config_game, bound=bound,
                                        reference="reference", batch_size=1500, expected_curve=True))
     p_target = rr_oracle_probabilities(beam_world["ids"], beam_world["labels"], 2.0, seed=3)
-    expected = run_audit(p_target, beam_world["p_reference"], beam_world["labels"], beam_world["ids"], config,
+    expected = run_audit(p_target, beam_world["p_reference"], beam_world["labels"], beam_world["ids"], config_game, bound,
                          expected_curve=True).to_dict()
     got = outcome.result.to_dict()
     got_curve, want_curve = got.pop("expected_correct"), expected.pop("expected_correct")
     assert got == expected  # score_histogram included
     assert got_curve["guesses"] == want_curve["guesses"]
     assert np.allclose(got_curve["correct"], want_curve["correct"], rtol=1e-9, atol=1e-6)
-    check = check_control(POSITIVE, outcome.result.to_dict(), 2.0)
+    check = check_control(POSITIVE, outcome.result, 2.0)
     assert check.epsilon_lower_bound <= 2.0 and check.floor > 0
 
     # the negative control: a copy of the reference, through the CatBoost handler, gives 0
     controls.ensure_negative_control(listed_day(root, day), "control-negative",
                                      resolve_model(root, "reference", PREVIOUS))
-    negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", config=config,
+    negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", game=config_game, bound=bound,
                                         reference="reference", batch_size=1500))
-    assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result.to_dict()).passed
+    assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result).passed
     assert negative.result.score_histogram.rows[0] == beam_world["ids"].size

@@ -19,6 +19,8 @@ from scipy import special, stats
 from auditing.bounds.binomial import pure_epsilon_lower_bounds
 from auditing.bounds.e_values import log_likelihood_ratio, null_rate, plug_in_alternative
 from auditing.bounds.misfit_test import calibrated_e_value
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.sweep import guess_grid
 from auditing.verdict.family_evidence import BANDS, NightCounts, band_of, family_evidence
 from labeldp.errors import LabelDPInputError
@@ -147,16 +149,15 @@ def test_a_night_whose_coins_were_not_keyed_by_its_day_enters_no_family():
 def test_night_counts_from_a_stored_audit_for_both_strategies():
     from auditing.audit import run_audit
     from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
-    from auditing.config import AuditConfig
 
     rng = np.random.default_rng(5)
     x, y = gaussian_mixture(4000, 2, rng)
     target = randomized_response(y, 2, 2.0, rng).astype(float)
     reference = true_posterior(x, 2)[:, 1]
-    plain = run_audit(target, reference, y, config=AuditConfig(repetitions=1))
-    night = NightCounts.of_result(DAY0, 1.0, plain.to_dict())
+    plain = run_audit(target, reference, y, game=GameConfig(repetitions=1))
+    night = NightCounts.of_result(DAY0, 1.0, plain)
     assert night.guesses == tuple(p.guesses for p in plain.curve) and night.m == plain.m
-    split = run_audit(target, reference, y, config=AuditConfig(repetitions=1, strategy="split"))
+    split = run_audit(target, reference, y, game=GameConfig(repetitions=1), bound=BoundConfig(strategy="split"))
     halves = split.split_halves
     night = NightCounts.of_result(DAY0, 1.0, split)
     assert night.m == halves.selection.m + halves.bound.m == split.m

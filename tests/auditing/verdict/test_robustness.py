@@ -1,5 +1,6 @@
 """breaking_kappa and the detection floor (auditing/verdict/robustness.py) against brute force on small sweeps."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -7,8 +8,10 @@ import pytest
 
 from auditing.audit import audit_from_counts
 from auditing.bounds.selection import select_over_grid, select_split
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.game.sweep import SweepCounts
+from auditing.result import AuditResult
 from auditing.verdict.robustness import (
     KAPPA_TOLERANCE,
     breaking_kappa,
@@ -17,30 +20,30 @@ from auditing.verdict.robustness import (
     valid_bound_exceeds,
     verdict_robustness,
 )
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 
 
 def _result(m, correct_rate, *, method="binomial", strategy="bonferroni", delta=None, seed=0, points=12, kappa=0.0):
     """An AuditResult from synthetic counts: at each grid point c ~ Binomial(c', rate) (nested via cumsum)."""
     rng = np.random.default_rng(seed)
-    config = AuditConfig(method=method, strategy=strategy, delta=delta, repetitions=1, grid_points=points,
-                         grid_min_fraction=0.01, kappa=kappa)
+    game, bound = GameConfig(repetitions=1, grid_points=points, grid_min_fraction=0.01), BoundConfig(method=method, strategy=strategy, delta=delta, kappa=kappa)
 
     def counts(size):
-        grid = config.grid_for(size)
+        grid = game.grid_for(size)
         hits = np.cumsum(rng.random(size) < correct_rate)
         return SweepCounts(m=size, guesses=grid[None, :], correct=hits[grid - 1][None, :])
 
     split = None
     if strategy == "split":
-        fractions = np.geomspace(config.grid_min_fraction, 1.0, config.grid_points)
+        fractions = np.geomspace(game.grid_min_fraction, 1.0, game.grid_points)
         halves = []
         for size in (m // 2, m - m // 2):
             grid = np.clip(np.ceil(fractions * size - 1e-9).astype(np.int64), 1, size)
             hits = np.cumsum(rng.random(size) < correct_rate)
             halves.append(SweepCounts(m=size, guesses=grid[None, :], correct=hits[grid - 1][None, :]))
         split = tuple(halves)
-    return audit_from_counts(counts(m), config, split_counts=split)
+    return audit_from_counts(counts(m), game, bound, split_counts=split)
 
 
 def _brute_force_bound(result, kappa):
@@ -194,9 +197,9 @@ def test_verdict_robustness_carries_both_floors_and_why_the_game_aware_one_is_mi
     rng = np.random.default_rng(2)
     p_reference = rng.beta(1.0, 3.0, 20_000)
     labels = (rng.random(p_reference.size) < p_reference).astype(np.int64)
-    result = run_audit(p_reference, p_reference, labels, config=AuditConfig(repetitions=1))  # nothing leaks
+    result = run_audit(p_reference, p_reference, labels, game=GameConfig(repetitions=1))  # nothing leaks
     figures = verdict_robustness(result, 0.5, "PASS")
-    assert figures["exposed_rows_floor"] == game_detection_floor(result.to_dict(), 0.5)
+    assert figures["exposed_rows_floor"] == game_detection_floor(result, 0.5)
     assert figures["exposed_rows_floor"] > figures["detection_floor_rows"] > 0
     assert figures["exposed_rows_floor_note"] is None and figures["exposed_rows_floor_power"] == 0.95
     assert figures["weak_pass"] == (figures["exposed_rows_floor"] > 0.01 * result.m)
@@ -206,7 +209,7 @@ def test_verdict_robustness_carries_both_floors_and_why_the_game_aware_one_is_mi
     for data, claimed, reason in ((_result(2000, 0.7), 0.5, "prior_histogram"),
                                   (_result(4000, 0.7, strategy="split"), 0.5, "split strategy"),
                                   (result, 50.0, "INCONCLUSIVE"),
-                                  ({**result.to_dict(), "score": "custom"}, 0.5, "custom")):
+                                  (dataclasses.replace(result, custom_score=True), 0.5, "custom")):
         figures = verdict_robustness(data, claimed, "PASS")
         assert figures["exposed_rows_floor"] is None and reason in figures["exposed_rows_floor_note"], reason
 
@@ -218,10 +221,10 @@ def test_bad_input():
     data = _result(2000, 0.7, strategy="split").to_dict()
     data["split_halves"] = {}
     with pytest.raises(LabelDPInputError, match="split_halves"):
-        detection_floor_rows(data, 0.5)
+        detection_floor_rows(decode(AuditResult, data), 0.5)
     for kappa in (-0.1, math.inf, math.nan, "x"):
         with pytest.raises(LabelDPInputError, match=r"kappa must be"):
-            AuditConfig(kappa=kappa)
-    AuditConfig(kappa=1.5)  # kappa is a log-ratio bound, not a TV distance: above 1 is allowed
+            BoundConfig(kappa=kappa)
+    BoundConfig(kappa=1.5)  # kappa is a log-ratio bound, not a TV distance: above 1 is allowed
     with pytest.raises(TypeError, match="tau"):
-        AuditConfig(tau=0.0)  # the core has no tau; plans and flags handle the legacy key (test_cli_audit.py)
+        BoundConfig(tau=0.0)  # the core has no tau; plans and flags handle the legacy key (test_cli_audit.py)

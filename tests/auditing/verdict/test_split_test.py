@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.game.config import GameConfig
 from auditing.verdict.judge import judge
 from auditing.verdict.split_test import (
     CATEGORICAL,
@@ -83,8 +83,7 @@ def test_a_time_of_day_holdout_gets_no_trusted_false_violation():
     for seed in range(trials):
         night = memorising_night(7000 + seed, rows=44_000, check_share=4_000 / 44_000, shift=1.5,
                                  morning_only=True, afternoon_check=True, factor_sd=1.0)
-        result = run_audit(*night.audited, config=AuditConfig(repetitions=1, seed=seed,
-                                                              reference_calibration="none"), check=night.check)
+        result = run_audit(*night.audited, game=GameConfig(repetitions=1, seed=seed, reference_calibration="none"), check=night.check)
         test = split_test(_inputs(night, "audited"), _inputs(night, "check"), categorical={"segment"})
         alone = judge(result, 1.0)
         verdict = judge(result, 1.0, split=test)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.result import CapacityCheck
 from auditing.verdict.capacity_check import unchecked
 from auditing.verdict.control_check import ControlCheck
@@ -93,7 +95,6 @@ def test_a_reference_off_the_truth_is_seen_by_the_check_and_marks_the_floors(shi
     from scipy.special import expit, logit
 
     from auditing.audit import CheckRows, run_audit
-    from auditing.config import AuditConfig
     from auditing.verdict.judge import judge
     from tests.support.segment_worlds import night
 
@@ -103,7 +104,7 @@ def test_a_reference_off_the_truth_is_seen_by_the_check_and_marks_the_floors(shi
             world = night(200 + seed, drift=0.0, rows=60_000, epsilon=1.0)
             p_t, p_r, y, ids = world.audited
             c = world.check
-            result = run_audit(p_t, expit(logit(p_r) + offset), y, ids, AuditConfig(repetitions=1, seed=seed),
+            result = run_audit(p_t, expit(logit(p_r) + offset), y, ids, GameConfig(repetitions=1, seed=seed), BoundConfig(),
                                check=CheckRows(c.p_target, expit(logit(c.p_reference) + offset), c.labels,
                                                c.row_ids))
             verdict = judge(result, 1.0)
@@ -123,7 +124,6 @@ def test_the_positive_control_fails_for_a_reference_too_sure_of_the_common_label
     from scipy.special import expit, logit
 
     from auditing.audit import run_audit
-    from auditing.config import AuditConfig
     from auditing.verdict.controls import check_control, rr_oracle_probabilities
 
     def judged(seed: int, scale: float):
@@ -132,7 +132,7 @@ def test_the_positive_control_fails_for_a_reference_too_sure_of_the_common_label
         y = (rng.random(p.size) < p).astype(np.int64)
         ids = np.arange(p.size, dtype=np.int64) * 3 + seed
         result = run_audit(rr_oracle_probabilities(ids, y, 2.0, seed=seed), expit(scale * logit(p)), y, ids,
-                           AuditConfig(repetitions=1, seed=seed), expected_curve=True).to_dict()
+                           GameConfig(repetitions=1, seed=seed), BoundConfig(), expected_curve=True)
         return check_control(POSITIVE, result, 2.0)
 
     off = [judged(seed, 1.6) for seed in range(12)]

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from auditing.audit import CheckRows, run_audit
-from auditing.config import AuditConfig
+from auditing.game.config import GameConfig
 from auditing.sinks.report import run_report_path
 from auditing.sinks.warehouse import WRITTEN, audit_record, open_warehouse, write_or_spool
 from auditing.sinks.warehouse.migrations import LATEST
@@ -52,7 +52,7 @@ def _result(leak: float, repetitions: int = 2, *, misfit: float = 0.0, check: bo
     p_target[:n] = np.clip(p_target[:n] + leak * (2 * labels[:n] - 1), 0.01, 0.99)
     ids, reference = np.arange(n + h), np.full(n + h, 0.5)
     rows = CheckRows(p_target[n:], reference[n:], labels[n:], ids[n:]) if check else None
-    return run_audit(p_target[:n], reference[:n], labels[:n], ids[:n], config=AuditConfig(repetitions=repetitions),
+    return run_audit(p_target[:n], reference[:n], labels[:n], ids[:n], game=GameConfig(repetitions=repetitions),
                      check=rows, row_groups=row_groups)
 
 

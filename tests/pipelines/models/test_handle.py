@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from labeldp.errors import LabelDPInputError
 
 PREVIOUS, DAY = dt.date(2024, 6, 1), dt.date(2024, 6, 2)
@@ -102,13 +104,12 @@ def test_a_scoring_job_reads_each_model_once_and_none_when_handed_them(world, mo
     """Without handles the job resolves each model once (one metadata read, one hash); handed the handles by its
     caller (a flow resolves each model once per run) it reads neither again, and the counts are the same."""
     global _OPENED
-    from auditing.config import AuditConfig
     from pipelines.models.handle import resolve_model
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
-    config = AuditConfig(repetitions=2, seed=3, grid_points=20, audit_rows="all", reference_calibration="none")
-    request = ScoringRequest(str(world), DAY, "target", config, reference="reference", reference_date=PREVIOUS,
+    game, bound = GameConfig(repetitions=2, seed=3, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
+    request = ScoringRequest(str(world), DAY, "target", game, bound, reference="reference", reference_date=PREVIOUS,
                              batch_size=1000)
     hashed = _counting(monkeypatch)
     _OPENED = []
@@ -118,7 +119,7 @@ def test_a_scoring_job_reads_each_model_once_and_none_when_handed_them(world, mo
         target, reference = resolve_model(world, "target", DAY), resolve_model(world, "reference", PREVIOUS)
         hashed.clear()
         _OPENED = []
-        handed = score_day(ScoringRequest(str(world), DAY, "target", config, reference="reference",
+        handed = score_day(ScoringRequest(str(world), DAY, "target", game, bound, reference="reference",
                                           reference_date=PREVIOUS, batch_size=1000, target_model=target,
                                           reference_model=reference))
         by_handle = (sorted(hashed), _metadata_reads(_OPENED))

@@ -37,6 +37,8 @@ import pyarrow as pa
 import pytest
 from scipy.special import expit, logit
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
@@ -558,7 +560,6 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     reference the job audits its training rows minus the correction's share (whose labels fitted that reference; the
     job reads it from the reference, whoever calls it) and checks every test row; against the D-1 checkpoint every
     training row is audited."""
-    from auditing.config import AuditConfig
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
@@ -571,8 +572,8 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
                          "partition_fingerprint": schema.partition_fingerprint(root, DAY), "training_rows": record})
     heldout = check_heldout([unregistered(TARGET)])
     check_rows = CheckRowSelection(heldout)
-    config = AuditConfig(repetitions=2, seed=1, grid_points=20)
-    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", config=config,
+    game, bound = GameConfig(repetitions=2, seed=1, grid_points=20), BoundConfig()
+    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", game=game, bound=bound,
                                        reference=RECALIBRATED, reference_date=DAY, batch_size=20_000,
                                        check_rows=check_rows))
     assert outcome.result.m == int(world["audited"].sum())
@@ -582,7 +583,7 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["excluded_for_correction"]["share"] == splits.CORRECTION_SHARE
     assert outcome.record["lineage"]["rows"]["correction"]["share"] == splits.CORRECTION_SHARE  # in the job's key
-    raw = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", config=config,
+    raw = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", game=game, bound=bound,
                                    reference="reference", reference_date=PREVIOUS, batch_size=20_000))
     assert raw.result.m == int(train.sum()) and "excluded_for_correction" not in raw.record["diagnostics"][
         "audited_rows"]

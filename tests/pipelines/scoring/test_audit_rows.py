@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from auditing.audit import run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from flows.cli import main as cli_main
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
@@ -61,28 +62,28 @@ def test_metadata_records_the_rows_whose_labels_entered_training(world):
 
 def test_beam_counts_equal_in_process_on_the_training_rows(world):
     root, table = world["root"], world["table"]
-    config = AuditConfig(repetitions=3, seed=4)
-    assert config.audit_rows == "training"
-    outcome = score_day(ScoringRequest(str(root), DAY, "rr-1", config, reference="reference", batch_size=1500), [])
+    game, bound = GameConfig(repetitions=3, seed=4), BoundConfig()
+    assert game.audit_rows == "training"
+    outcome = score_day(ScoringRequest(str(root), DAY, "rr-1", game, bound, reference="reference", batch_size=1500), [])
     row_ids = table.column(schema.ROW_ID).to_numpy()
     keep = row_selection("training", metadata_of(world["metadata"])).mask(row_ids)
     expected_rows = world["metadata"]["training_rows"]["rows"]
     assert outcome.result.m == int(keep.sum()) == expected_rows < ROWS
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["rows_not_audited"] == ROWS - expected_rows and audited["label_splits"] == ["train", "validation"]
-    assert outcome.result.audit_rows == "training"
+    assert outcome.result.game.audit_rows == "training"
 
     target = registry.load_model(resolve_model(root, "rr-1", DAY))
     reference = registry.load_model(resolve_model(root, "reference", PREVIOUS))
     frame = training.feature_frame(table.filter(keep))
     expected = run_audit(target.predict_proba(frame), reference.predict_proba(frame),
-                         table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], config)
+                         table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], game, bound)
     assert np.array_equal(outcome.counts.correct[0], [p.correct for p in expected.curve])
     assert outcome.result.to_dict() == expected.to_dict()
 
-    every = score_day(ScoringRequest(str(root), DAY, "rr-1", AuditConfig(repetitions=3, seed=4, audit_rows="all", reference_calibration="none"),
+    every = score_day(ScoringRequest(str(root), DAY, "rr-1", GameConfig(repetitions=3, seed=4, audit_rows="all", reference_calibration="none"), BoundConfig(),
                                      reference="reference"), [])
-    assert every.result.m == ROWS and every.result.audit_rows == "all"
+    assert every.result.m == ROWS and every.result.game.audit_rows == "all"
     assert every.result.config_hash != outcome.result.config_hash
 
 

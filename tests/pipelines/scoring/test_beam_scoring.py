@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from auditing.audit import play_game, run_audit
-from auditing.config import AuditConfig
+from auditing.config import BoundConfig, config_hash
+from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
@@ -89,26 +90,26 @@ def world(tmp_path_factory):
     }
 
 
-def in_process_counts(world, config):
-    score = resolve_score(config.score, config.score_power)
-    grid = config.grid_for(world["row_ids"].size)
+def in_process_counts(world, config_game):
+    score = resolve_score(config_game.score, config_game.score_power)
+    grid = config_game.grid_for(world["row_ids"].size)
     rows = []
-    for r in range(config.repetitions):
+    for r in range(config_game.repetitions):
         game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"],
-                               seed=config.seed, repetition=r, score=score)
+                               seed=config_game.seed, repetition=r, score=score)
         rows.append(correct_at(game.correct, rank_order(game.scores, world["row_ids"]), grid))
     return np.stack(rows)
 
 
-def assert_same_as_in_process(world, outcome, config):
-    expected = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config)
-    assert np.array_equal(outcome.counts.correct, in_process_counts(world, config))
+def assert_same_as_in_process(world, outcome, config_game, config_bound):
+    expected = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game, config_bound)
+    assert np.array_equal(outcome.counts.correct, in_process_counts(world, config_game))
     assert outcome.result.to_dict() == expected.to_dict()
     stored = GameCounts.load(outcome.output_dir)
     assert np.array_equal(stored.counts.correct, outcome.counts.correct) and stored.m == ROWS
-    assert stored.game == config.game
+    assert stored.game == config_game
     # both halves of repetition 0 are counted whatever the strategy, and equal the in-process game's
-    in_process = play_game(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config.game)
+    in_process = play_game(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game)
     assert [half.m for half in stored.halves] == [half.m for half in in_process.halves]
     assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
     # the attack curve: the same record byte for byte (its counts, figures and bootstrap), stored with the counts
@@ -139,11 +140,11 @@ def test_catboost_frame_predicts_exactly_like_feature_frame(world):
     (1500, "two-stage", "split"),
 ])
 def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strategy):
-    config = AuditConfig(repetitions=4, seed=11, strategy=strategy)
-    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=batch_size, plan_mode=plan,
+    config_game, config_bound = GameConfig(repetitions=4, seed=11), BoundConfig(strategy=strategy)
+    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=batch_size, plan_mode=plan,
                              thread_count=1)
     outcome = score_day(request, [])
-    assert_same_as_in_process(world, outcome, config)
+    assert_same_as_in_process(world, outcome, config_game, config_bound)
     assert outcome.record["diagnostics"]["plan_mode"] == plan
 
 
@@ -178,10 +179,10 @@ def itself(world):
         shutil.rmtree(registry.model_dir(world["root"], "itself", DAY).parent)
 
 
-def assert_tied_same_as_in_process(world, outcome, config):
+def assert_tied_same_as_in_process(world, outcome, config_game, config_bound):
     p = world["p_reference"]
-    assert outcome.result.to_dict() == run_audit(p, p, world["labels"], world["row_ids"], config).to_dict()
-    in_process = play_game(p, p, world["labels"], world["row_ids"], config.game)
+    assert outcome.result.to_dict() == run_audit(p, p, world["labels"], world["row_ids"], config_game, config_bound).to_dict()
+    in_process = play_game(p, p, world["labels"], world["row_ids"], config_game)
     assert np.array_equal(outcome.counts.correct, in_process.counts.correct)
     assert all(np.array_equal(a.correct, b.correct) for a, b in zip(outcome.game.halves, in_process.halves,
                                                                      strict=True))
@@ -191,17 +192,17 @@ def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(world, streamed):
     """A slot whose cut bins hold more than GROUP_ROWS rows is written in rank order batch by batch and counted
     from a bounded merge of those runs (`grouped_files.merge_sorted`, `sweep_reduce.RankedCounts`): the same
     counts and bound as in-process, also when every score ties."""
-    config = AuditConfig(repetitions=3, seed=4, strategy="split")
-    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500,
+    config_game, config_bound = GameConfig(repetitions=3, seed=4), BoundConfig(strategy="split")
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500,
                                        plan_mode="two-stage", thread_count=1), [])
     assert streamed
-    assert_same_as_in_process(world, outcome, config)
+    assert_same_as_in_process(world, outcome, config_game, config_bound)
     streamed.clear()
     with itself(world) as name:
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config, batch_size=1500,
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config_game, config_bound, batch_size=1500,
                                            plan_mode="two-stage", thread_count=1), [])
-    assert sorted(streamed) == list(range(config.repetitions + 2))  # every slot: its one bin is cut
-    assert_tied_same_as_in_process(world, outcome, config)
+    assert sorted(streamed) == list(range(config_game.repetitions + 2))  # every slot: its one bin is cut
+    assert_tied_same_as_in_process(world, outcome, config_game, config_bound)
 
 
 def test_dask_streams_the_large_slots_and_shuffles_the_others(world, streamed, monkeypatch):
@@ -210,34 +211,34 @@ def test_dask_streams_the_large_slots_and_shuffles_the_others(world, streamed, m
     through the group-by-slot. Both together count as in-process."""
     distributed = pytest.importorskip("dask.distributed")
     monkeypatch.setattr(beam_dofns, "GROUP_ROWS", 1 << 22)
-    config = AuditConfig(repetitions=3, seed=4, strategy="split")
+    config_game, config_bound = GameConfig(repetitions=3, seed=4), BoundConfig(strategy="split")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         beam_args = [f"--runner={DASK_RUNNER}", f"--dask_client_address={cluster.scheduler_address[6:]}"]
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500), beam_args)
-        slots = config.repetitions + 2
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500), beam_args)
+        slots = config_game.repetitions + 2
         assert 0 < len(streamed) < slots, streamed  # both paths taken
-        assert_same_as_in_process(world, outcome, config)
+        assert_same_as_in_process(world, outcome, config_game, config_bound)
         streamed.clear()
         with itself(world) as name:
-            outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config, batch_size=1500), beam_args)
+            outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config_game, config_bound, batch_size=1500), beam_args)
     assert sorted(streamed) == list(range(slots))
-    assert_tied_same_as_in_process(world, outcome, config)
+    assert_tied_same_as_in_process(world, outcome, config_game, config_bound)
 
 
 def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(world):
     """In one process the side-input plan hands its audited batches to the driver, which plays pass 2 on them
     (timed as pass2_s; nothing stays held after the job). With several workers pass 2 runs in Beam (boundary rows
     grouped by slot, the side input as on Dataflow or Flink). Both count exactly as in-process."""
-    config = AuditConfig(repetitions=3, seed=5)
-    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1500, plan_mode="side-input",
+    config_game, config_bound = GameConfig(repetitions=3, seed=5), BoundConfig()
+    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500, plan_mode="side-input",
                              thread_count=1)
     driver = score_day(request, [])
     assert "pass2_s" in driver.record["timings"] and not beam_dofns._HELD
-    assert_same_as_in_process(world, driver, config)
+    assert_same_as_in_process(world, driver, config_game, config_bound)
     workers = score_day(request, ["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
     assert "pass2_s" not in workers.record["timings"]
-    assert_same_as_in_process(world, workers, config)
+    assert_same_as_in_process(world, workers, config_game, config_bound)
 
 
 def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
@@ -246,11 +247,11 @@ def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
 
     STRATEGIES_REGISTRY.register(SwappedSplit)
     try:
-        config = AuditConfig(repetitions=3, seed=2, strategy=SwappedSplit.name)
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999,
+        config_game, config_bound = GameConfig(repetitions=3, seed=2), BoundConfig(strategy=SwappedSplit.name)
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999,
                                            thread_count=1), [])
-        assert_same_as_in_process(world, outcome, config)
-        assert outcome.result.strategy == SwappedSplit.name and outcome.result.split_halves
+        assert_same_as_in_process(world, outcome, config_game, config_bound)
+        assert outcome.result.bound.strategy == SwappedSplit.name and outcome.result.split_halves
     finally:
         STRATEGIES_REGISTRY.unregister(SwappedSplit.name)
 
@@ -258,19 +259,19 @@ def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
 def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
     """The flows key a night's coins by its day (`ScoringRequest.night`): the job equals run_audit on that night
     byte for byte, and draws other coins than a game without a night."""
-    config = AuditConfig(repetitions=3, seed=11, strategy="split")
-    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999, thread_count=1,
+    config_game, config_bound = GameConfig(repetitions=3, seed=11), BoundConfig(strategy="split")
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
                                        night=DAY), [])
     arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
-    expected = run_audit(*arrays, config, night=DAY)
-    assert outcome.result.to_dict() == expected.to_dict() and outcome.result.coins_night == DAY.isoformat()
-    assert outcome.result.config_hash == config.config_hash()
-    game = config.game.with_night(DAY)
+    expected = run_audit(*arrays, config_game.with_night(DAY), config_bound)
+    assert outcome.result.to_dict() == expected.to_dict() and outcome.result.game.night == DAY
+    assert outcome.result.config_hash == config_hash(config_game, config_bound)
+    game = config_game.with_night(DAY)
     stored, in_process = GameCounts.load(outcome.output_dir), play_game(*arrays, game)
     assert stored.game == game and np.array_equal(stored.counts.correct, in_process.counts.correct)
     assert all(np.array_equal(a.correct, b.correct) for a, b in zip(stored.halves, in_process.halves, strict=True))
     assert json.dumps(encode(stored.attack_curve)) == json.dumps(encode(in_process.attack_curve))
-    assert not np.array_equal(stored.counts.correct, play_game(*arrays, config.game).counts.correct)
+    assert not np.array_equal(stored.counts.correct, play_game(*arrays, config_game).counts.correct)
 
 
 def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
@@ -281,30 +282,30 @@ def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
     from auditing.slices import audit_slices
 
     slicings = ("column:C9:top=3", "shown-label", "prior-deciles")
-    config = AuditConfig(repetitions=1, seed=4)
+    config_game, config_bound = GameConfig(repetitions=1, seed=4), BoundConfig()
     arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
     c9 = world["table"].column("C9")
     columns = {"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))}
-    expected = audit_slices(*arrays, config, slicings, night=DAY, columns=columns)
+    expected = audit_slices(*arrays, config_game.with_night(DAY), config_bound, slicings, columns=columns)
     for plan_mode in ("two-stage", "side-input"):
-        request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1999, thread_count=1,
+        request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
                                  night=DAY, slices=slicings, plan_mode=plan_mode)
         outcome = score_day(request, [])
         assert outcome.result.slices == expected, plan_mode
-        assert dataclasses.replace(outcome.result, slices=None) == run_audit(*arrays, config, night=DAY)
+        assert dataclasses.replace(outcome.result, slices=None) == run_audit(*arrays, config_game.with_night(DAY), config_bound)
         assert (outcome.output_dir / "slices" / "index.json").is_file()
     prepared = beam_request.prepare_scoring(request)
     record = beam_request.reused_record(beam_request.stored_scoring(prepared), request, prepared.output_dir)
     assert decode(AuditResult, record.result).slices == expected
     for bound in (dict(kappa=0.1), dict(kappa=0.2, confidence=0.99, strategy="split")):
-        moved = dataclasses.replace(request, config=dataclasses.replace(config, **bound), slice_budget=0.02)
+        moved = dataclasses.replace(request, bound=dataclasses.replace(config_bound, **bound), slice_budget=0.02)
         moved_prepared = beam_request.prepare_scoring(moved)
         assert moved_prepared.key == prepared.key  # the bound settings are not in the key, slices or not
         stored = beam_request.stored_scoring(moved_prepared)
         assert stored is not None
         rejudged = beam_request.reused_record(stored, moved, moved_prepared.output_dir)
         assert decode(AuditResult, rejudged.result).slices == audit_slices(
-            *arrays, moved.config, slicings, night=DAY, columns=columns, budget=0.02)
+            *arrays, moved.game, moved.bound, slicings, columns=columns, budget=0.02)
         assert rejudged.result["slices"] != record.result["slices"]
     assert beam_request.prepare_scoring(dataclasses.replace(request, slices=slicings[:2])).key != prepared.key
     with pytest.raises(LabelDPInputError, match="stored without its slices"):
@@ -318,22 +319,22 @@ def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not
     from pipelines.scoring.beam_request import prepare_scoring, stored_scoring
 
     root = str(world["root"])
-    config = AuditConfig(repetitions=3, seed=9)
-    scored = score_day(ScoringRequest(root, DAY, "target", config, batch_size=2500), [])
+    config_game, config_bound = GameConfig(repetitions=3, seed=9), BoundConfig()
+    scored = score_day(ScoringRequest(root, DAY, "target", config_game, config_bound, batch_size=2500), [])
     for bound in ({"kappa": 0.4}, {"method": "fdp", "delta": 1e-5}, {"strategy": "split"}, {"confidence": 0.99}):
-        other = dataclasses.replace(config, **bound)
-        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", other))
+        other = dataclasses.replace(config_bound, **bound)
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", config_game, other))
         assert prepared.key == scored.record["scoring_key"] and prepared.output_dir == scored.output_dir
         game, stored = stored_scoring(prepared)
         # the job's record is read back typed: its lineage is the one the job wrote
         assert (stored.lineage.model, stored.lineage.partition) == (scored.job.lineage.model,
                                                                     scored.job.lineage.partition)
-        fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], other)
-        assert audit_counts(game, other.bound).to_dict() == fresh.to_dict()
+        fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game, other)
+        assert audit_counts(game, other).to_dict() == fresh.to_dict()
     for game in ({"repetitions": 4}, {"seed": 10}, {"score": "log-ratio"}, {"grid_points": 50}):
-        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", dataclasses.replace(config, **game)))
+        prepared = prepare_scoring(ScoringRequest(root, DAY, "target", dataclasses.replace(config_game, **game)))
         assert prepared.key != scored.record["scoring_key"] and stored_scoring(prepared) is None
-    elsewhere = prepare_scoring(ScoringRequest(root, DAY, "target", config, reference="target",
+    elsewhere = prepare_scoring(ScoringRequest(root, DAY, "target", config_game, config_bound, reference="target",
                                                reference_date=DAY))  # another reference file
     assert elsewhere.key != scored.record["scoring_key"] and stored_scoring(elsewhere) is None
 
@@ -343,21 +344,21 @@ def test_dask_runner_with_two_worker_processes_equals_in_process(world, shards):
     """Pass 1 folded per Dask partition and merged in a tree (no shards: pipelines.scoring.dask_fixes), or keyed
     by shard and merged: the same counts as in process either way."""
     distributed = pytest.importorskip("dask.distributed")
-    config = AuditConfig(repetitions=4, seed=5, strategy="split")
+    config_game, config_bound = GameConfig(repetitions=4, seed=5), BoundConfig(strategy="split")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "")
-        request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1000, combine_shards=shards)
+        request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, combine_shards=shards)
         outcome = score_day(request, [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"])
     assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"
     assert outcome.record["diagnostics"]["combine_shards"] == (shards or 1)
-    assert_same_as_in_process(world, outcome, config)
+    assert_same_as_in_process(world, outcome, config_game, config_bound)
 
 
 @pytest.mark.parametrize("plan", ["auto", "two-stage"])
 def test_write_scored_rows(world, plan):
-    config = AuditConfig(repetitions=2, seed=1)
-    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=2500,
+    config_game, config_bound = GameConfig(repetitions=2, seed=1), BoundConfig()
+    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=2500,
                                        write_scored=True, plan_mode=plan), [])
     # auto on FnApiRunner keeps the side input for a small day
     assert outcome.record["diagnostics"]["plan_mode"] == ("side-input" if plan == "auto" else plan)
@@ -397,15 +398,15 @@ def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
     directory.mkdir(parents=True)
     pq.write_table(bad, directory / "part-00000.parquet", row_group_size=2500)
     registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
-    config = AuditConfig(repetitions=2, seed=2)
-    outcome = score_day(ScoringRequest(str(root), date, "target", config, reference="target",
+    config_game, config_bound = GameConfig(repetitions=2, seed=2), BoundConfig()
+    outcome = score_day(ScoringRequest(str(root), date, "target", config_game, config_bound, reference="target",
                                        reference_date=PREVIOUS, batch_size=1800), [])
     rows = outcome.record["diagnostics"]["rows"]
     assert rows["rows_read"] == ROWS and rows["rows_without_row_id"] == int(missing.sum())
     assert rows["rows_scored"] == ROWS - int(missing.sum()) == outcome.result.m
     keep = ~missing
     expected = run_audit(world["p_target"][keep], world["p_reference"][keep], world["labels"][keep],
-                         row_id[keep], config)
+                         row_id[keep], config_game, config_bound)
     assert outcome.result.to_dict() == expected.to_dict()
 
 
@@ -440,7 +441,7 @@ def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeyp
     monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
     before = _written(root)
     with pytest.raises(LabelDPInputError, match=r"missing column\(s\) \['I14'\]"):
-        score_day(ScoringRequest(str(root), DAY, "wide", AuditConfig(repetitions=2), reference="target"), [])
+        score_day(ScoringRequest(str(root), DAY, "wide", GameConfig(repetitions=2), BoundConfig(), reference="target"), [])
     assert _written(root) == before and not (root / "sweeps" / "wide").exists()
 
 
@@ -453,7 +454,7 @@ def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, m
     monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
     root = world["root"]
     before = _written(root)
-    arguments = {"data_root": str(root), "date": DAY, "config": AuditConfig(repetitions=2)} | kwargs
+    arguments = {"data_root": str(root), "date": DAY, "game": GameConfig(repetitions=2)} | kwargs
     with pytest.raises(LabelDPInputError, match=message):
         score_day(ScoringRequest(**arguments), [])
     assert _written(root) == before  # no sweep directory, no scored rows
@@ -470,7 +471,7 @@ def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(wo
     pq.write_table(bad, directory / "part-00000.parquet")
     registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
     with pytest.raises(LabelDPInputError, match=r"part-00000.parquet.*'label'"):
-        score_day(ScoringRequest(str(root), date, "target", AuditConfig(repetitions=2), reference="target",
+        score_day(ScoringRequest(str(root), date, "target", GameConfig(repetitions=2), BoundConfig(), reference="target",
                                  reference_date=PREVIOUS, batch_size=1000, plan_mode="side-input"), [])
     assert not (root / "sweeps" / "target" / f"date={date}").exists()
     assert not beam_dofns._HELD  # the batches held before the error are let go
@@ -505,7 +506,7 @@ def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
     registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
     for plan in ("side-input", "two-stage"):
         with pytest.raises(LabelDPInputError, match=rf"'row_id': 2 duplicate value\(s\) \(e\.g\. ({ids[10]}|{ids[11]})\)"):
-            score_day(ScoringRequest(str(root), date, "target", AuditConfig(repetitions=2), reference="target",
+            score_day(ScoringRequest(str(root), date, "target", GameConfig(repetitions=2), BoundConfig(), reference="target",
                                      reference_date=PREVIOUS, plan_mode=plan), [])
     assert not (root / "sweeps" / "target" / f"date={date}").exists() and not beam_dofns._HELD
 
@@ -561,7 +562,7 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
     monkeypatch.setattr(scoring_batches, "MAX_PENDING_CHUNKS", max_pending)
 
     rng = np.random.default_rng(3)
-    spec = GameSpec(AuditConfig(repetitions=7, audit_rows="all", reference_calibration="none", seed=3).game)
+    spec = GameSpec(GameConfig(repetitions=7, audit_rows="all", reference_calibration="none", seed=3))
     batches = []
     for index in range(5):
         n = 4000 + 500 * index
@@ -614,7 +615,7 @@ def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     from pipelines.scoring.scored_batch import ScoredBatch
     from pipelines.scoring.scoring_batches import GameSpec, Pass1Accumulator
 
-    spec = GameSpec(AuditConfig(repetitions=3, audit_rows="all", reference_calibration="none").game)
+    spec = GameSpec(GameConfig(repetitions=3, audit_rows="all", reference_calibration="none"))
     p = np.full(10, 0.5)
     batch = ScoredBatch("b", np.arange(10, dtype=np.int64), np.zeros(10, np.int64), np.column_stack([p, p]),
                         np.column_stack([p, p]), {})
@@ -676,9 +677,9 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
     from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
 
     check_rows = CheckRowSelection(HeldOutRows())
-    config = AuditConfig(repetitions=3, seed=2)
+    config_game, config_bound = GameConfig(repetitions=3, seed=2), BoundConfig()
     slicings = ("column:C9:top=2", "shown-label", "prior-deciles", "column:C9=nope")
-    request = ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
+    request = ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
                              batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows,
                              slices=slicings)
     outcome = score_day(request, [])
@@ -688,10 +689,10 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
                world["row_ids"][trained]]
     check_arrays = CheckRows(split_world["p_target"][check], world["p_reference"][check], world["labels"][check],
                              world["row_ids"][check])
-    expected = run_audit(*audited, config=config, check=check_arrays)
+    expected = run_audit(*audited, game=config_game, bound=config_bound, check=check_arrays)
     c9 = world["table"].column("C9")
     c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
-    sliced = audit_slices(*audited, config, slicings, columns={"C9": c9[trained]}, check=check_arrays,
+    sliced = audit_slices(*audited, config_game, config_bound, slicings, columns={"C9": c9[trained]}, check=check_arrays,
                           check_columns={"C9": c9[check]})
     assert outcome.result.slices == sliced
     assert all(s.check_rows and s.capacity_check.checked for s in sliced.slices if s.rows)
@@ -726,8 +727,8 @@ def test_beams_false_warnings_are_dropped_and_real_ones_kept():
 def test_each_pass_shows_its_rows_and_rows_per_second_only_when_asked(world, capsys, plan):
     """The driver's `live()` answer (`worker_progress`) decides: each pass ends with its rows and rows per second
     on stderr; without it the job prints nothing, whatever the plan."""
-    config = AuditConfig(repetitions=2, seed=5)
-    request = ScoringRequest(str(world["root"]), DAY, "target", config, batch_size=1000, plan_mode=plan,
+    config_game, config_bound = GameConfig(repetitions=2, seed=5), BoundConfig()
+    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, plan_mode=plan,
                              thread_count=1)
     score_day(request, [], worker_progress=False)
     assert "[score pid" not in capsys.readouterr().err
@@ -774,14 +775,14 @@ def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(wor
     from pipelines.reference.recalibration import CheckRowSelection, HeldOutRows
 
     check_rows = CheckRowSelection(HeldOutRows())
-    config = AuditConfig(repetitions=2, seed=6)
+    config_game, config_bound = GameConfig(repetitions=2, seed=6), BoundConfig()
     slicings = ("column:C9:top=3", "prior-deciles", "shown-label")
     trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
     c9 = world["table"].column("C9")
     c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
     p_target = split_world["p_target"]
     expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
-                            world["row_ids"][trained], config.game, slicings, columns={"C9": c9[trained]},
+                            world["row_ids"][trained], config_game, slicings, columns={"C9": c9[trained]},
                             check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
                                             world["row_ids"][check]),
                             check_columns={"C9": c9[check]}, night=DAY)
@@ -790,7 +791,7 @@ def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(wor
     assert len([name for name in oracle if name.endswith(".npz")]) > 10
 
     def request(batch_size, plan_mode="auto"):
-        return ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
+        return ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
                               batch_size=batch_size, plan_mode=plan_mode, thread_count=1, check_rows=check_rows,
                               slices=slicings, night=DAY)
 
@@ -822,18 +823,18 @@ def test_slicings_that_read_no_column_are_counted_in_the_job(world, split_world,
     from pipelines.scoring.day_slices import SliceStatistics
 
     check_rows = CheckRowSelection(HeldOutRows())
-    config = AuditConfig(repetitions=2, seed=4)
+    config_game, config_bound = GameConfig(repetitions=2, seed=4), BoundConfig()
     slicings = ("shown-label", "prior-deciles")
     trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
     p_target = split_world["p_target"]
     expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
-                            world["row_ids"][trained], config.game, slicings,
+                            world["row_ids"][trained], config_game, slicings,
                             check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
                                             world["row_ids"][check]), night=DAY)
     expected.save(tmp_path)
     oracle = _stored_arrays(tmp_path)
     for plan_mode in ("side-input", "two-stage"):
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "split-target", config, reference="target",
+        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
                                            batch_size=2000, plan_mode=plan_mode, thread_count=1,
                                            check_rows=check_rows, slices=slicings, night=DAY), [])
         assert _same_arrays(_stored_arrays(outcome.output_dir), oracle), plan_mode

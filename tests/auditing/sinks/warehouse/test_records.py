@@ -9,6 +9,8 @@ import pickle
 
 import pytest
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.sinks.listing import ListedVerdict, SkippedTarget
 from auditing.sinks.warehouse import normalize_row, schema
 from auditing.sinks.warehouse.records import ResultRow, trust_state, upgrade_row
@@ -120,13 +122,12 @@ def test_a_result_record_is_read_once_into_the_typed_result():
     import numpy as np
 
     from auditing.audit import run_audit
-    from auditing.config import AuditConfig
     from auditing.result import AuditResult
     from auditing.verdict.judge import judge
 
     rng = np.random.default_rng(2)
     p = rng.uniform(0.1, 0.9, 2000)
-    result = run_audit(p, p, (rng.random(2000) < p).astype(int), config=AuditConfig(repetitions=2))
+    result = run_audit(p, p, (rng.random(2000) < p).astype(int), game=GameConfig(repetitions=2))
     record = result.to_dict()
     assert decode(AuditResult, record) == result
     older = {k: v for k, v in record.items() if k not in ("row_groups", "capacity_check", "inconclusive_reason")}
@@ -135,7 +136,7 @@ def test_a_result_record_is_read_once_into_the_typed_result():
                        ({**{k: v for k, v in record.items() if k != "kappa"}, "tau": 0.1}, "before kappa")):
         with pytest.raises(LabelDPInputError, match=named):
             decode(AuditResult, bad)
-    verdict = judge(record, 1.0)
+    verdict = judge(decode(AuditResult, record), 1.0)
     assert isinstance(verdict.result, AuditResult) and verdict.result == result
     assert encode(verdict)["result"] == record
 
@@ -149,7 +150,6 @@ def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path)
     import numpy as np
 
     from auditing.audit import CheckRows, run_audit
-    from auditing.config import AuditConfig
     from auditing.game.prior_histogram import PriorHistogram
     from auditing.records.game import CurvePoint, ExpectedCorrect, ScoreHistogram, SplitHalves
     from auditing.result import AuditResult, CapacityCheck
@@ -160,7 +160,7 @@ def test_the_records_nested_in_a_result_are_typed_and_stored_as_before(tmp_path)
     y = (rng.random(n + k) < p).astype(int)
     target = np.clip(p + 0.2 * (2 * y - 1), 0.01, 0.99)  # leaks the label
     check = CheckRows(p_target=p[n:], p_reference=p[n:], labels=y[n:], row_ids=np.arange(n, n + k))
-    result = run_audit(target[:n], p[:n], y[:n], config=AuditConfig(repetitions=2, strategy="split"),
+    result = run_audit(target[:n], p[:n], y[:n], game=GameConfig(repetitions=2), bound=BoundConfig(strategy="split"),
                        expected_curve=True, check=check)
     assert all(isinstance(point, CurvePoint) for point in result.curve) and result.curve
     assert isinstance(result.split_halves, SplitHalves) and result.split_halves.selection.m > 0

@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from tests.support.graph_builder import Input, build, save
@@ -349,7 +351,6 @@ def test_a_value_the_graph_fails_on_is_named_at_registration(world):
 def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
     """The probe's rows know every slot; a row outside them has slot 25, beyond the embedding: the job stops with
     one line naming the column and the value (the night's exit 2)."""
-    from auditing.config import AuditConfig
     from pipelines.data.schema import read_keyed_sample, write_partition
     from pipelines.models.registration import register_model
     from pipelines.scoring.beam_request import ScoringRequest
@@ -369,9 +370,9 @@ def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
     pq.write_table(pa.table({"impression_id": ids, "prob_1": np.full(ids.size, 0.3)}), reference)
     register_model(root, "ref", DAY - dt.timedelta(days=1), reference, fmt="predictions", claimed_epsilon=float("inf"),
                    dataset=spec, predictions_for=DAY)
-    config = AuditConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none")
+    game, bound = GameConfig(repetitions=2, grid_points=20, audit_rows="all", reference_calibration="none"), BoundConfig()
     with pytest.raises(LabelDPInputError) as refused:
-        score_day(ScoringRequest(str(root), DAY, "emb", config, reference="ref", reference_date=DAY - dt.timedelta(1),
+        score_day(ScoringRequest(str(root), DAY, "emb", game, bound, reference="ref", reference_date=DAY - dt.timedelta(1),
                                  batch_size=1024))
     message = str(refused.value)
     assert "\n" not in message
