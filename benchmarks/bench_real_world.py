@@ -24,7 +24,9 @@ The world:
   CatBoost on randomized response at eps 3 claimed 1 (a planted leak), and the memorising stand-in of
   tests/support/memorising_worlds.py on these features (randomized response at eps 1 whose positives it memorises, the
   reference's odds moved by a label-free factor per ``hash_7`` value; claimed 1), and the same stand-in memorising
-  the true labels (``memorising-nonprivate``, claimed 1: a real leak);
+  the true labels (``memorising-nonprivate``, claimed 1: a real leak), and an overfitted CatBoost on the true
+  labels (``nonprivate-deep``: depth 10, five times the rounds, little regularisation; claimed 1: a real leak of
+  the kind an overfitted production model has);
 - each target is audited in process (`auditing.audit.run_audit`, repetition 0 decides, the coins keyed by the
   night) with its check rows, judged (`auditing.verdict.judge.judge`) and entered in its family, one coin seed per
   family (``--families`` families per target over the same nights).
@@ -65,6 +67,7 @@ TARGETS = {  # name: (randomized-response eps or None, claim, kind)
     "nonprivate": (None, 1.0, "leak"),
     "rr-eps3-claims-1": (3.0, 1.0, "leak"),
     "memorising-nonprivate": (None, 1.0, "leak"),
+    "nonprivate-deep": (None, 1.0, "leak"),
 }
 
 
@@ -74,11 +77,17 @@ def _read(data: Path) -> pd.DataFrame:
     return frame
 
 
-def _fit(frame: pd.DataFrame, labels: np.ndarray, seed: int, iterations: int):
+# ``nonprivate-deep``'s CatBoost: deeper trees, more rounds and less regularisation than the other models, so that it
+# fits its training rows' labels the way an overfitted production model does (a leak its outputs carry).
+DEEP = {"depth": 10, "l2_leaf_reg": 0.5, "iterations_factor": 5}
+
+
+def _fit(frame: pd.DataFrame, labels: np.ndarray, seed: int, iterations: int, depth: int = 6,
+         l2_leaf_reg: float = 3.0):
     from catboost import CatBoostClassifier
 
-    model = CatBoostClassifier(iterations=iterations, depth=6, random_seed=seed, verbose=False, thread_count=2,
-                               cat_features=FEATURES, allow_writing_files=False)
+    model = CatBoostClassifier(iterations=iterations, depth=depth, l2_leaf_reg=l2_leaf_reg, random_seed=seed,
+                               verbose=False, thread_count=2, cat_features=FEATURES, allow_writing_files=False)
     model.fit(frame[FEATURES], labels)
     return model
 
@@ -152,7 +161,11 @@ def night(world: World, d: int, reference_model, seed: int) -> dict:
             targets[name] = special.expit(logit)
             continue
         y = labels[training] if eps is None else _rr(labels[training], eps, rng)
-        model = _fit(train, y, seed + d, world.iterations)
+        if name == "nonprivate-deep":
+            model = _fit(train, y, seed + d, world.iterations * DEEP["iterations_factor"], depth=DEEP["depth"],
+                         l2_leaf_reg=DEEP["l2_leaf_reg"])
+        else:
+            model = _fit(train, y, seed + d, world.iterations)
         targets[name] = special.expit(_logits(model, part))
     return dict(labels=labels, truth=truth, ids=ids, audited=audited, check=check, p_reference=p_reference,
                 targets=targets, part=part)
@@ -175,6 +188,18 @@ def _rate(count: int, total: int) -> str:
     return f"{count}/{total} ({100 * count / total:.1f}%, 95% CI {100 * lo:.1f}-{100 * hi:.1f})"
 
 
+def _judged(args) -> list[tuple[str, float | None, float, str]]:
+    """(label, true eps or None, claim, kind) of every judgement a night makes: each target at its claim, and each
+    non-private target again at every ``--leak-claims`` claim (the same audit judged against a smaller claim: how
+    large a leak above the claim the night and the family confirm)."""
+    judged = []
+    for name, (eps, claim, kind) in TARGETS.items():
+        judged.append((name, eps, claim, kind))
+        if eps is None:
+            judged += [(f"{name} (claim {extra:g})", eps, extra, kind) for extra in args.leak_claims if extra != claim]
+    return judged
+
+
 def _report(args, records: list[dict], done: int, started: float) -> str:
     """The tables over the nights done so far (written after every night, so a run cut short still reports)."""
     from auditing.verdict.family_evidence import family_evidence
@@ -183,20 +208,25 @@ def _report(args, records: list[dict], done: int, started: float) -> str:
              f"{args.rows:,} rows resampled from the AdKDD'21 "
              f"sample, segment drift sd {args.drift}, CatBoost {args.iterations} iterations, {args.families} families (coin "
              f"seeds) per target; {time.monotonic() - started:.0f} s so far.", "",
-             "| target | claim | true eps | VIOLATION nights | decision act (trusted) | epsilon_check > true eps |",
-             "|---|---|---|---|---|---|"]
-    for name, (eps, claim, _) in TARGETS.items():
+             "| target | claim | true eps | eps_lb median / max | epsilon_check median / max | VIOLATION nights | "
+             "decision act (trusted) | epsilon_check > true eps |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, eps, claim, _ in _judged(args):
         mine = [r for r in records if r["target"] == name]
         violations = sum(r["status"] == "VIOLATION" for r in mine)
         act = sum(r["decision"] == "act" for r in mine)
         above = sum(r["epsilon_check"] > r["true_eps"] for r in mine)
         truth = "inf" if eps is None else f"{eps:g}"
-        lines.append(f"| {name} | {claim:g} | {truth} | {_rate(violations, len(mine))} | {_rate(act, len(mine))} | "
+        lb = [r["eps_lb"] for r in mine]
+        check = [r["epsilon_check"] for r in mine]
+        lines.append(f"| {name} | {claim:g} | {truth} | {np.median(lb):.2f} / {max(lb):.2f} | "
+                     f"{np.median(check):.2f} / {max(check):.2f} | {_rate(violations, len(mine))} | "
+                     f"{_rate(act, len(mine))} | "
                      f"{_rate(above, len(mine)) if math.isfinite(mine[0]['true_eps']) else '-'} |")
     lines += ["", "Families (each target's nights in order, one coin seed per family):", "",
               "| target | kind | confirmed on the first night | within 3 | within 7 | ever (all nights) |",
               "|---|---|---|---|---|---|"]
-    for name, (_, _, kind) in TARGETS.items():
+    for name, _, _, kind in _judged(args):
         firsts, threes, sevens, evers = 0, 0, 0, 0
         for family in range(args.families):
             nights = [r["counts"] for r in records if r["target"] == name and r["family"] == family]
@@ -225,12 +255,19 @@ def main() -> None:
     parser.add_argument("--correction", choices=("training", "heldout"), default="training",
                         help="rows the reference's correction fits on: a keyed tenth of the training rows, which "
                              "leave the audit (the nightly's rule), or half of the held-out rows (the rule before)")
+    parser.add_argument("--leak-claims", default="",
+                        help="comma-separated claims at which each non-private target is judged again (the same "
+                             "audits; e.g. 0.25,0.5: how far above a claim a leak must be to be confirmed)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--raw", type=Path, help="write every (night, target, family) record here (JSON lines)")
     parser.add_argument("--targets", default=",".join(TARGETS),
                         help="comma-separated targets to train and audit (default: all; fewer make bigger days "
                              "affordable)")
     args = parser.parse_args()
+    try:
+        args.leak_claims = [float(c) for c in args.leak_claims.split(",") if c.strip()]
+    except ValueError:
+        parser.error(f"--leak-claims: expected comma-separated numbers, got {args.leak_claims!r}")
     chosen = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = sorted(set(chosen) - set(TARGETS))
     if unknown or not chosen:
@@ -250,11 +287,15 @@ def main() -> None:
         reference = _fit(previous[0], previous[1], d, args.iterations)
         data = night(world, d, reference, seed=d)
         day = DAY0 + dt.timedelta(days=d)
-        for name, (eps, claim, kind) in TARGETS.items():
+        audited = {}  # (target, family): tonight's audit, judged at each of the target's claims
+        for label, eps, claim, kind in _judged(args):
+            name = label.split(" ")[0]
             for family in range(args.families):
-                result = audit(data, name, day, seed=family)
+                if (name, family) not in audited:
+                    audited[name, family] = audit(data, name, day, seed=family)
+                result = audited[name, family]
                 verdict = judge(result, claim)
-                records.append({"night": d, "target": name, "family": family, "kind": kind, "claim": claim,
+                records.append({"night": d, "target": label, "family": family, "kind": kind, "claim": claim,
                                 "true_eps": math.inf if eps is None else eps, "status": verdict.status,
                                 "eps_lb": result.epsilon_lower_bound,
                                 "epsilon_check": result.capacity_check.epsilon_check,
