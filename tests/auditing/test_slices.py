@@ -94,6 +94,7 @@ def test_slicing_by_the_training_label_manufactures_evidence():
     the true eps of a compliant model in most trials, which is why they are refused."""
     trials = 20
     above = exceedances(trials, 8_000, [ColumnValues("trained", None, ("0", "1"))], game=GameConfig(repetitions=1),
+                        bound=BoundConfig(),
                         columns_of=lambda y, category: {"trained": y})
     assert stats.binomtest(above, trials, BUDGET, alternative="greater").pvalue < SIGNIFICANCE, above
 
