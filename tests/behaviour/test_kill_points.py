@@ -11,11 +11,8 @@ finished by the next run (`labeldp.files.recover_interrupted`)."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
 import sys
-import urllib.parse
-import uuid
 from pathlib import Path
 
 import pytest
@@ -31,13 +28,13 @@ from tests.support.kill_harness import (
     kill_a_replaced_day,
     run_scenario,
 )
+from tests.support.pg_schema import own_schema
 
 pytestmark = pytest.mark.slow
 
 # The planted memoriser's VIOLATION must be trusted on the base night (it exits 0): at 5,000 rows its matched check
 # guesses were about 9, at the margin; at 8,000 about 46.
 ROWS = 8_000
-PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 SCENARIOS = (
     Scenario("scoring@1:kill"),
     Scenario("publish.before-warehouse@2:kill"),
@@ -65,22 +62,8 @@ def base(tmp_path_factory, prefect_api):
 @pytest.fixture
 def postgres_schema():
     """A PostgreSQL schema of this test (its URL), dropped afterwards; skipped loudly without a server."""
-    psycopg = pytest.importorskip("psycopg")
-    from psycopg import sql
-
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"!!! POSTGRESQL KILL POINTS NOT TESTED: no server answers at {PG_URL} ({str(exc).strip()}) !!!")
-    name = f"labeldp_kill_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
-    parts = urllib.parse.urlsplit(PG_URL)
-    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-csearch_path={name}")]
-    try:
-        yield urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
-    finally:
-        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
-        admin.close()
+    with own_schema("labeldp_kill", "POSTGRESQL KILL POINTS NOT TESTED") as url:
+        yield url
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)

@@ -36,6 +36,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support.pg_schema import own_schema
 from tests.support.planted import register_memorizer
 from tests.support.service_processes import (
     REPO,
@@ -50,7 +51,6 @@ from tests.support.service_processes import (
 
 pytestmark = pytest.mark.slow
 
-PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 ROWS = 20_000
 DAYS = [dt.date(2026, 10, 1) + dt.timedelta(days=i) for i in range(8)]  # D0 is only the first reference's day
 D1, D2, D6, D7 = DAYS[1].isoformat(), DAYS[2].isoformat(), DAYS[6].isoformat(), DAYS[7].isoformat()
@@ -63,23 +63,8 @@ RUN_TIMEOUT = 420  # seconds for one flow run on 2 loaded cores (typically 20-60
 @pytest.fixture(scope="module")
 def warehouse_url():
     """A PostgreSQL schema of this module's own (search_path in the URL), dropped at the end."""
-    psycopg = pytest.importorskip("psycopg")
-    from psycopg import sql
-
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"!!! OPERATIONS TEST NOT RUN: no PostgreSQL answers at {PG_URL} ({str(exc).strip()}); "
-                    "start one or set LABELDP_TEST_POSTGRES_URL !!!")
-    schema = f"labeldp_ops_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    parts = urllib.parse.urlsplit(PG_URL)
-    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-csearch_path={schema}")]
-    try:
-        yield urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
-    finally:
-        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
-        admin.close()
+    with own_schema("labeldp_ops", "OPERATIONS TEST NOT RUN") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,6 @@ import sys
 import textwrap
 import threading
 import time
-import urllib.parse
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -52,37 +50,17 @@ from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
+from tests.support.pg_schema import own_schema
 from tests.support.warehouse_rows import DAY, FINGERPRINT, make_row
 
 REPO = Path(__file__).resolve().parents[3]
-PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 
 
 # --------------------------------------------------------------------------------------------- fixtures
-def _with_search_path(url: str, schema_name: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    query = urllib.parse.parse_qsl(parts.query)
-    query.append(("options", f"-csearch_path={schema_name}"))
-    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
-
-
 @pytest.fixture(scope="session")
 def postgres_url():
-    psycopg = pytest.importorskip("psycopg")
-    from psycopg import sql
-
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"!!! POSTGRESQL BACKEND NOT TESTED: no server answers at {PG_URL} ({str(exc).strip()}); "
-                    "start one or set LABELDP_TEST_POSTGRES_URL !!!")
-    schema_name = f"labeldp_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema_name)))
-    try:
-        yield _with_search_path(PG_URL, schema_name)
-    finally:
-        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema_name)))
-        admin.close()
+    with own_schema("labeldp_test") as url:
+        yield url
 
 
 @pytest.fixture(params=["duckdb", "postgres"])
@@ -104,16 +82,8 @@ def isolated_target(request, tmp_path):
         yield str(tmp_path / "wh" / "warehouse.duckdb")
         return
     request.getfixturevalue("postgres_url")  # skips when no server answers
-    import psycopg
-    from psycopg import sql
-
-    schema_name = f"labeldp_mig_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_URL, autocommit=True, connect_timeout=3) as admin:
-        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema_name)))
-        try:
-            yield _with_search_path(PG_URL, schema_name)
-        finally:
-            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema_name)))
+    with own_schema("labeldp_mig") as url:
+        yield url
 
 
 def _only(rows):

@@ -14,10 +14,7 @@ import hashlib
 import io
 import json
 import math
-import os
 import re
-import urllib.parse
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +31,9 @@ from auditing.verdict.judge import judge
 from flows.cli import main
 from flows.commands.results import CSV_COLUMNS, NO_MATCH
 from labeldp.codec import encode
-from tests.auditing.sinks.test_warehouse import PG_URL, postgres_url  # noqa: F401  (fixture: skips loudly when no server answers)
+from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: skips loudly when no server answers)
 from tests.support import checked_audits
+from tests.support.pg_schema import own_schema
 
 D1, D2, D3 = dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 3)
 
@@ -86,12 +84,6 @@ def records(audits):
     return [(row, curve) for row, curve, _ in audits]
 
 
-def _with_search_path(url: str, schema_name: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-csearch_path={schema_name}")]
-    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
-
-
 @pytest.fixture(params=["duckdb", "postgres"])
 def empty_target(request, tmp_path):
     """A warehouse target with nothing in it yet: a DuckDB path, or a PostgreSQL schema of this test."""
@@ -99,16 +91,8 @@ def empty_target(request, tmp_path):
         yield str(tmp_path / "wh" / "warehouse.duckdb")
         return
     request.getfixturevalue("postgres_url")
-    import psycopg
-    from psycopg import sql
-
-    schema_name = f"labeldp_results_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_URL, autocommit=True, connect_timeout=3) as admin:
-        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema_name)))
-        try:
-            yield _with_search_path(PG_URL, schema_name)
-        finally:
-            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema_name)))
+    with own_schema("labeldp_results") as url:
+        yield url
 
 
 @pytest.fixture

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 import runpy
 import subprocess
 import threading
-import urllib.parse
-import uuid
 from pathlib import Path
 
 import pytest
@@ -58,9 +55,9 @@ from auditing.sinks.warehouse.schema import (
 )
 from auditing.verdict.types import DECISIONS, STATUSES, TRUST_STATES
 from labeldp.errors import LabelDPInputError
+from tests.support.pg_schema import own_schema
 
 REPO = Path(__file__).resolve().parents[4]
-PG_URL = os.environ.get("LABELDP_TEST_POSTGRES_URL", "postgresql://127.0.0.1:5432/test")
 DAY = dt.date(2024, 1, 2)
 # The last commit whose code created unversioned warehouses (for the fixture check only).
 PRE_VERSIONING_COMMIT = "79b1dcc"
@@ -234,23 +231,8 @@ def target(request, tmp_path):
     if request.param == "duckdb":
         yield str(tmp_path / "wh" / "warehouse.duckdb")
         return
-    psycopg = pytest.importorskip("psycopg")
-    from psycopg import sql
-
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"!!! POSTGRESQL BACKEND NOT TESTED: no server answers at {PG_URL} ({str(exc).strip()}); "
-                    "start one or set LABELDP_TEST_POSTGRES_URL !!!")
-    name = f"labeldp_ver_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
-    parts = urllib.parse.urlsplit(PG_URL)
-    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-csearch_path={name}")]
-    try:
-        yield urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
-    finally:
-        admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
-        admin.close()
+    with own_schema("labeldp_ver") as url:
+        yield url
 
 
 @pytest.fixture
