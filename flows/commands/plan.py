@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import math
 
@@ -50,6 +51,7 @@ strategy or a plan key; a test fails while they are stale).
 """
 
 
+_NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)  # a row with no timestamp sorts first
 BUILTIN_HOLDOUT = 0.16  # pipelines.data.splits.FRACTIONS[TEST]: the built-in split's held-out share
 POWER_DESCRIPTION = f"""\
 What the capacity check can confirm for a plan, a day's size, a holdout share and a claim: the gap above the claim
@@ -178,6 +180,7 @@ def run_power(args) -> int:
 
 def _measured_plans(args, plan, audited: int, check: int, settings: dict) -> list:
     """One plan per target (or --model) at the shares its stored nights' capacity checks measured."""
+    from auditing.sinks.family import FAMILY_RUN_KINDS
     from auditing.sinks.stored_shares import stored_night_shares
     from auditing.sinks.warehouse import WarehouseUnavailable
     from auditing.sinks.warehouse.base import open_read_only
@@ -210,8 +213,9 @@ def _measured_plans(args, plan, audited: int, check: int, settings: dict) -> lis
             "rows first" + ("" if args.model is not None else ", or give --model NAME for a model that has one"))
     plans = []
     for name, claim in targets:
-        if claim is None:  # a registered target's claim: its latest stored night's
-            claim = max(stored[name], key=lambda r: r.partition_date).claimed_epsilon
+        if claim is None:  # a registered target's claim: its latest night's (`nights` holds one, so a row does)
+            claim = max((r for r in stored[name] if r.run_kind in FAMILY_RUN_KINDS and r.kind != "control"),
+                        key=lambda r: (r.partition_date, r.finished_at or r.started_at or _NEVER)).claimed_epsilon
         if math.isfinite(claim):
             shares = measured_shares(name, nights[name], args.measured_nights)
             plans.append(measured_power_plan(audited, check, claim, shares, **settings))

@@ -25,7 +25,8 @@ LEAKS = (0.3, 0.1, 0.45, 0.2)  # other leaks: other thresholds, other shares a n
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory):
-    """Four nightly verdicts of model "deep" (claim 0.5), a guardrail on a fifth day (not a night) and nothing else."""
+    """Four nightly verdicts of model "deep" (claim 0.5), a guardrail on a fifth day (claim 0.75: not a night) and
+    nothing else."""
     path = str(tmp_path_factory.mktemp("plan") / "warehouse.duckdb")
     with open_warehouse(path) as wh:
         for index, (day, leak) in enumerate(zip(NIGHTS, LEAKS, strict=True)):
@@ -34,7 +35,7 @@ def warehouse(tmp_path_factory):
             wh.write_audit(*audit_record(judge(result, 0.5), run_kind="nightly", model_id="deep", partition_date=day,
                                          lineage={"finished_at": finished}))
         later = dt.date(2026, 9, 5)
-        wh.write_audit(*audit_record(judge(checked_audits.audit(0.9, 0.0, seed=9), 0.5), run_kind="guardrail",
+        wh.write_audit(*audit_record(judge(checked_audits.audit(0.9, 0.0, seed=9), 0.75), run_kind="guardrail",
                                      model_id="deep", partition_date=later))
     return path
 
@@ -86,6 +87,10 @@ def test_the_plans_targets_are_planned_at_their_claims(warehouse, capsys, tmp_pa
     assert code == 0
     [plan] = json.loads(out)
     assert (plan["model_id"], plan["claimed_epsilon"], len(plan["measured_nights"])) == ("deep", 2.0, 4)
+    # a registered target without a claim in the plan: its stored nights' claim (the guardrail's row is no night)
+    plan_file.write_text(json.dumps({"targets": [{"name": "deep", "source": "registered"}]}))
+    code, out, _ = _plan(capsys, "--plan", str(plan_file), "--from-warehouse", "--warehouse", warehouse, "--json")
+    assert code == 0 and [p["claimed_epsilon"] for p in json.loads(out)] == [0.5]
 
 
 def test_no_stored_night_is_an_error_naming_the_flag(warehouse, capsys, tmp_path):
