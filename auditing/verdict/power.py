@@ -20,19 +20,30 @@ check is modelled as one matched comparison at the planned threshold:
 These are planning figures, not bounds: a real model's guesses are rarely all equally sharp, and misfit makes
 the check's accuracy other than a half. `can_ever_confirm` is exact instead: whether even an attacker right on
 every audited guess could be vouched for, with the check right half the time.
+
+The two shares are assumptions (`DEFAULT_GUESS_SHARE`, `MATCHED_SHARE`) unless they are measured: a night's
+capacity check records its check rows, its guesses at the threshold and the guesses the matching kept
+(`NightShares.of_check`), and `measured_shares` takes the median over a model's latest stored nights. The default
+guess share is optimistic: an overfitted CatBoost on real features guessed on about 1.3% of the check rows
+(docs/soundness.md section 8.9), so `REAL_MODEL_GUESS_SHARE` is shown beside it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from labeldp.errors import LabelDPInputError
 
-DEFAULT_GUESS_SHARE = 0.1
+DEFAULT_GUESS_SHARE = 0.1  # a planning assumption; the preflight's "can ever confirm" warning uses it too
+REAL_MODEL_GUESS_SHARE = 0.01  # nearer a real model's (docs/soundness.md 8.9: 1.3% of the check rows)
 MATCHED_SHARE = 0.5
+MEASURED_NIGHTS = 7  # the stored nights `measured_shares` summarises by default
+ASSUMED, MEASURED = "assumed", "measured"
 DEFAULT_POWER = 0.9
 FAMILY_NIGHTS = 7
 _SIMULATIONS = 4000
@@ -41,11 +52,79 @@ _GAP_MAX = 20.0
 
 
 @dataclass(frozen=True)
+class NightShares:
+    """What one stored night's capacity check measured of the two shares: its check rows, its check guesses at the
+    planned threshold and the check guesses the composition matching kept (`auditing.result.CapacityCheck`)."""
+
+    partition_date: dt.date
+    check_rows: int
+    check_guesses: int
+    matched_check_guesses: int
+
+    _computed = ("guess_share", "matched_share")
+
+    @property
+    def guess_share(self) -> float:
+        """The check guesses over the check rows: the share of rows the leak can show on at the threshold."""
+        return self.check_guesses / self.check_rows
+
+    @property
+    def matched_share(self) -> float | None:
+        """The check guesses the matching kept over the check guesses (None: the check guessed on no row)."""
+        return self.matched_check_guesses / self.check_guesses if self.check_guesses else None
+
+    @classmethod
+    def of_check(cls, partition_date: dt.date, check) -> NightShares | None:
+        """The shares a stored `CapacityCheck` measured; None when it measured none (it did not run, it is a
+        check computed before strata, which recorded no matching, or it had no check rows)."""
+        if check is None or not check.checked or not check.stratified or not check.check_rows \
+                or check.check_guesses is None or check.matched_check_guesses is None:
+            return None
+        return cls(partition_date, int(check.check_rows), int(check.check_guesses), int(check.matched_check_guesses))
+
+
+@dataclass(frozen=True)
+class MeasuredShares:
+    """The shares a plan takes from ``model_id``'s stored nights: the median over ``nights`` (latest first) of
+    each night's guess share and of its matched share (the nights whose check guessed at all)."""
+
+    model_id: str
+    nights: tuple[NightShares, ...]
+    guess_share: float
+    matched_share: float
+
+
+def measured_shares(model_id: str, nights: Sequence[NightShares], last: int = MEASURED_NIGHTS) -> MeasuredShares:
+    """The median shares of the ``last`` nights of ``nights`` (given latest first). The median, not the mean: one
+    night whose threshold fell low (many weak guesses) or high (a handful) does not move the plan.
+
+    Raises:
+        LabelDPInputError: no night, ``last`` < 1, or the median night's check guessed on no row (no share to plan
+            with).
+    """
+    if isinstance(last, bool) or int(last) != last or last < 1:
+        raise LabelDPInputError(f"last must be a whole number >= 1; got {last!r}", field="last")
+    used = tuple(nights[:int(last)])
+    if not used:
+        raise LabelDPInputError(f"no stored night of {model_id} with a capacity check to measure the shares on",
+                                field="model_id")
+    guess = float(np.median([n.guess_share for n in used]))
+    matched = [n.matched_share for n in used if n.matched_share is not None]
+    if guess <= 0.0 or not matched:
+        raise LabelDPInputError(f"the capacity checks of {model_id}'s last {len(used)} nights guessed on no check "
+                                f"row (median guess share {guess:g}): no leak shows at their thresholds to plan for",
+                                field="model_id")
+    return MeasuredShares(model_id, used, guess, float(np.median(matched)))
+
+
+@dataclass(frozen=True)
 class PowerPlan:
     """What a night and a family can confirm: the rows (audited, check), the claim, the confidence and alpha, the
-    guess share assumed, the gap above the claim a night confirms with ``power`` (None: no gap would), the gap a
-    family confirms within ``nights`` nights with that power, and whether a perfect attacker could ever be
-    vouched for on such a night."""
+    guess share, the gap above the claim a night confirms with ``power`` (None: no gap would), the gap a family
+    confirms within ``nights`` nights with that power, and whether a perfect attacker could ever be vouched for on
+    such a night. ``matched_share``: the share of the check guesses the matching keeps. ``source``: where the two
+    shares came from, "assumed" (planning assumptions, or a share the user gave) or "measured" (the median over
+    ``measured_nights`` of ``model_id``'s stored capacity checks, latest first)."""
 
     audited_rows: int
     check_rows: int
@@ -58,6 +137,10 @@ class PowerPlan:
     night_gap: float | None
     family_gap: float | None
     can_ever_confirm: bool
+    matched_share: float = MATCHED_SHARE
+    source: str = ASSUMED
+    model_id: str | None = None
+    measured_nights: tuple[NightShares, ...] = ()
 
 
 def rows_of_day(rows: int, holdout: float, correction_share: float = 0.0) -> tuple[int, int]:
@@ -71,9 +154,10 @@ def rows_of_day(rows: int, holdout: float, correction_share: float = 0.0) -> tup
     return int((rows - held) * (1.0 - correction_share)), held
 
 
-def _guesses(audited_rows: int, check_rows: int, guess_share: float) -> tuple[int, int]:
+def _guesses(audited_rows: int, check_rows: int, guess_share: float,
+             matched_share: float = MATCHED_SHARE) -> tuple[int, int]:
     """(the bound half's guesses, the check's matched guesses) at the planned threshold."""
-    return max(int(guess_share * audited_rows / 2), 0), max(int(guess_share * MATCHED_SHARE * check_rows), 0)
+    return max(int(guess_share * audited_rows / 2), 0), max(int(guess_share * matched_share * check_rows), 0)
 
 
 def _z_mean(gap: float, claim: float, n_bound: int, n_check: int) -> float:
@@ -97,12 +181,12 @@ def _solve(power_at, power: float) -> float | None:
 
 
 def can_ever_confirm(audited_rows: int, check_rows: int, claimed_epsilon: float, confidence: float,
-                     guess_share: float = DEFAULT_GUESS_SHARE) -> bool:
+                     guess_share: float = DEFAULT_GUESS_SHARE, matched_share: float = MATCHED_SHARE) -> bool:
     """True when the check could vouch for the claim being exceeded at all: an attacker right on every audited
     guess at the planned threshold, the check right half of the time (exact test)."""
     from auditing.bounds.misfit_test import check_p_value  # scipy: imported when a plan is computed
 
-    n_bound, n_check = _guesses(audited_rows, check_rows, guess_share)
+    n_bound, n_check = _guesses(audited_rows, check_rows, guess_share, matched_share)
     if n_bound == 0 or n_check == 0:
         return False
     # epsilon_check exceeds the claim exactly when the test's p-value at the claim is at most 1 - confidence
@@ -111,22 +195,24 @@ def can_ever_confirm(audited_rows: int, check_rows: int, claimed_epsilon: float,
 
 def power_plan(audited_rows: int, check_rows: int, claimed_epsilon: float, *, confidence: float = 0.95,
                alpha: float = 0.05, guess_share: float = DEFAULT_GUESS_SHARE, power: float = DEFAULT_POWER,
-               nights: int = FAMILY_NIGHTS) -> PowerPlan:
-    """The planner's figures (module docstring)."""
+               nights: int = FAMILY_NIGHTS, matched_share: float = MATCHED_SHARE) -> PowerPlan:
+    """The planner's figures (module docstring), at assumed shares."""
     for name, value in (("audited_rows", audited_rows), ("check_rows", check_rows), ("nights", nights)):
         if isinstance(value, bool) or int(value) != value or value < 0:
             raise LabelDPInputError(f"{name} must be a whole number >= 0; got {value!r}", field=name)
     if not claimed_epsilon >= 0 or not math.isfinite(claimed_epsilon):
         raise LabelDPInputError(f"claimed epsilon must be a finite number >= 0; got {claimed_epsilon!r}",
                                 field="claimed_epsilon")
-    for name, value in (("confidence", confidence), ("alpha", alpha), ("guess_share", guess_share),
-                        ("power", power)):
+    for name, value in (("confidence", confidence), ("alpha", alpha), ("power", power)):
         if not 0.0 < value < 1.0:
             raise LabelDPInputError(f"{name} must be in (0, 1); got {value!r}", field=name)
+    for name, value in (("guess_share", guess_share), ("matched_share", matched_share)):  # 1: every row
+        if not 0.0 < value <= 1.0:
+            raise LabelDPInputError(f"{name} must be in (0, 1]; got {value!r}", field=name)
     from scipy import stats  # imported when a plan is computed: 0.3 s to import
 
-    n_bound, n_check = _guesses(audited_rows, check_rows, guess_share)
-    ever = can_ever_confirm(audited_rows, check_rows, claimed_epsilon, confidence, guess_share)
+    n_bound, n_check = _guesses(audited_rows, check_rows, guess_share, matched_share)
+    ever = can_ever_confirm(audited_rows, check_rows, claimed_epsilon, confidence, guess_share, matched_share)
     night_gap = family_gap = None
     if n_bound > 0 and n_check > 0:
         z = float(stats.norm.isf(1.0 - confidence))
@@ -142,8 +228,18 @@ def power_plan(audited_rows: int, check_rows: int, claimed_epsilon: float, *, co
 
         family_gap = _solve(family_power, power) if nights else None
     return PowerPlan(int(audited_rows), int(check_rows), float(claimed_epsilon), confidence, alpha, guess_share,
-                     power, int(nights), night_gap, family_gap, ever)
+                     power, int(nights), night_gap, family_gap, ever, matched_share)
 
 
-__all__ = ["DEFAULT_GUESS_SHARE", "DEFAULT_POWER", "FAMILY_NIGHTS", "MATCHED_SHARE", "PowerPlan", "can_ever_confirm",
-           "power_plan", "rows_of_day"]
+def measured_power_plan(audited_rows: int, check_rows: int, claimed_epsilon: float, measured: MeasuredShares,
+                        **settings) -> PowerPlan:
+    """`power_plan` at the shares ``measured`` on a model's stored nights, saying so (``source`` "measured", the
+    model and the nights); ``settings``: `power_plan`'s confidence, alpha, power and nights."""
+    plan = power_plan(audited_rows, check_rows, claimed_epsilon, guess_share=measured.guess_share,
+                      matched_share=measured.matched_share, **settings)
+    return replace(plan, source=MEASURED, model_id=measured.model_id, measured_nights=measured.nights)
+
+
+__all__ = ["ASSUMED", "DEFAULT_GUESS_SHARE", "DEFAULT_POWER", "FAMILY_NIGHTS", "MATCHED_SHARE", "MEASURED",
+           "MEASURED_NIGHTS", "REAL_MODEL_GUESS_SHARE", "MeasuredShares", "NightShares", "PowerPlan", "can_ever_confirm",
+           "measured_power_plan", "measured_shares", "power_plan", "rows_of_day"]

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import math
 
 from auditing.config import config_hash
-from auditing.verdict.power import DEFAULT_GUESS_SHARE, FAMILY_NIGHTS  # no scipy until a plan is computed
+from auditing.verdict.power import (  # no scipy until a plan is computed
+    DEFAULT_GUESS_SHARE,
+    FAMILY_NIGHTS,
+    MATCHED_SHARE,
+    MEASURED_NIGHTS,
+    REAL_MODEL_GUESS_SHARE,
+)
 
 HELP = "check a plan file and print it with every default filled in; print the plan's JSON Schema"
 DESCRIPTION = """\
@@ -44,8 +51,9 @@ strategy or a plan key; a test fails while they are stale).
 """
 
 
+_NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)  # a row with no timestamp sorts first
 BUILTIN_HOLDOUT = 0.16  # pipelines.data.splits.FRACTIONS[TEST]: the built-in split's held-out share
-POWER_DESCRIPTION = """\
+POWER_DESCRIPTION = f"""\
 What the capacity check can confirm for a plan, a day's size, a holdout share and a claim: the gap above the claim
 a night confirms with 90% power, the gap a family confirms within --nights nights, and whether a perfect attacker
 could ever be vouched for. The check rows are the day's held-out rows, all of them; when the plan recalibrates the
@@ -53,8 +61,22 @@ reference, its correction fits a tenth of the other rows, which leave the audit.
 assumptions (the leak shows on a share of the rows where the model is as sharp as randomized response, the
 reference's misfit buys nothing): see docs/decisions.md, "Planning the holdout".
 
-Example:
+Two shares drive the figures: the guess share (the share of the check rows the check guesses on at its threshold,
+where a leak can show) and the matched share (the share of those guesses the check's matching keeps). Without
+--from-warehouse both are assumptions: --guess-share (default {DEFAULT_GUESS_SHARE:g}) and a matched share of {MATCHED_SHARE:g}. The default
+guess share is optimistic: an overfitted CatBoost model on real features guessed on about 1.3% of the check rows
+(docs/soundness.md, section 8.9), so the figures at a share of {REAL_MODEL_GUESS_SHARE:.0%} are printed beside the default's. With
+--from-warehouse both shares are measured: the median over each target's last --measured-nights stored nights
+(nightly and backfill) of what its capacity check recorded (check guesses over check rows; matched check guesses
+over check guesses), per target at its claim; the output names the nights and the figures.
+
+Examples:
   labeldp-audit plan power --rows 50000 --holdout 0.2 --claimed-epsilon 1
+  labeldp-audit plan power --rows 50000 --holdout 0.2 --from-warehouse
+  labeldp-audit plan power --rows 100000 --holdout 0.2 --from-warehouse --model rr-eps1 --claimed-epsilon 0.5 --json
+
+Exit status: 0, or 2 on bad input (also: --from-warehouse and a target with no stored night whose capacity check
+measured the shares).
 """
 
 
@@ -87,12 +109,28 @@ def register(subparsers) -> None:
                        help=f"share of the day no audited model trains on (default {BUILTIN_HOLDOUT:g}, the built-in "
                             "split's test share)")
     power.add_argument("--claimed-epsilon", type=float, default=None,
-                       help="the claim (default: each finite claim of the plan's targets)")
-    power.add_argument("--guess-share", type=float, default=DEFAULT_GUESS_SHARE,
-                       help="share of the rows the leak shows on, the guesses at the check's threshold (default "
-                            f"{DEFAULT_GUESS_SHARE:g})")
+                       help="the claim (default: each finite claim of the plan's targets; with --from-warehouse each "
+                            "target's, a registered target's from its latest stored night)")
+    power.add_argument("--guess-share", type=float, default=None,
+                       help="share of the check rows the check guesses on at its threshold, where the leak shows: a "
+                            f"planning assumption (default {DEFAULT_GUESS_SHARE:g}, optimistic: a real model's is "
+                            f"nearer {REAL_MODEL_GUESS_SHARE:g}, docs/soundness.md 8.9; the default's figures are "
+                            f"printed with those at {REAL_MODEL_GUESS_SHARE:g}); not with --from-warehouse")
     power.add_argument("--nights", type=int, default=FAMILY_NIGHTS,
                        help=f"nights the family has to confirm a leak in (default {FAMILY_NIGHTS})")
+    power.add_argument("--from-warehouse", action="store_true",
+                       help="take the guess and matched shares from what the capacity check measured on the stored "
+                            "nights of the plan's targets (or --model's): the median of the latest --measured-nights")
+    power.add_argument("--model", default=None, metavar="NAME",
+                       help="with --from-warehouse: this model's stored nights instead of the plan's targets")
+    power.add_argument("--measured-nights", type=int, default=MEASURED_NIGHTS, metavar="N",
+                       help=f"with --from-warehouse: the latest stored nights to take the median of (default "
+                            f"{MEASURED_NIGHTS})")
+    power.add_argument("--warehouse", default=None, metavar="W",
+                       help="with --from-warehouse: DuckDB file or postgresql:// URL (default: "
+                            "<data-root>/warehouse.duckdb)")
+    power.add_argument("--data-root", default=None, metavar="R",
+                       help="with --from-warehouse: data root (default: $LABELDP_DATA_ROOT, else ./.labeldp)")
     power.add_argument("--json", action="store_true", help="print the figures as JSON")
     power.set_defaults(func=run_power, read_only=True)
 
@@ -113,20 +151,77 @@ def run_power(args) -> int:
         raise LabelDPInputError(f"--holdout must be in [0, 1); got {holdout!r}")
     if args.rows < 1:
         raise LabelDPInputError(f"--rows must be a whole number >= 1; got {args.rows!r}")
-    claims = ([args.claimed_epsilon] if args.claimed_epsilon is not None
-              else sorted({t.claimed_epsilon for t in plan.targets if t.claimed_epsilon is not None
-                           and math.isfinite(t.claimed_epsilon)}))
-    if not claims:
-        raise LabelDPInputError("--claimed-epsilon: the plan's targets claim no finite epsilon; give the claim")
     share = CORRECTION_SHARE if plan.game.reference_calibration != "none" else 0.0
     audited, check = rows_of_day(args.rows, holdout, share)
-    plans = [power_plan(audited, check, claim, confidence=plan.bound.confidence, guess_share=args.guess_share,
-                        nights=args.nights) for claim in claims]
-    if args.json:
-        print(json.dumps([encode(p) for p in plans], indent=1))
+    settings = {"confidence": plan.bound.confidence, "nights": args.nights}
+    if args.from_warehouse:
+        pairs = [(p, None) for p in _measured_plans(args, plan, audited, check, settings)]
     else:
-        print("\n".join(line for p in plans for line in power_lines(p)))
+        given = {name: flag for name, flag in (("--model", args.model), ("--warehouse", args.warehouse),
+                                               ("--data-root", args.data_root)) if flag is not None}
+        if given or args.measured_nights != MEASURED_NIGHTS:
+            raise LabelDPInputError(f"{', '.join(given) or '--measured-nights'} apply only with --from-warehouse")
+        claims = ([args.claimed_epsilon] if args.claimed_epsilon is not None
+                  else sorted({t.claimed_epsilon for t in plan.targets if t.claimed_epsilon is not None
+                               and math.isfinite(t.claimed_epsilon)}))
+        if not claims:
+            raise LabelDPInputError("--claimed-epsilon: the plan's targets claim no finite epsilon; give the claim")
+        assumed = DEFAULT_GUESS_SHARE if args.guess_share is None else args.guess_share
+        pairs = [(power_plan(audited, check, claim, guess_share=assumed, **settings),
+                  # the default is optimistic: the figures nearer a real model's share go beside it
+                  power_plan(audited, check, claim, guess_share=REAL_MODEL_GUESS_SHARE, **settings)
+                  if args.guess_share is None else None) for claim in claims]
+    if args.json:
+        print(json.dumps([encode(p) for pair in pairs for p in pair if p is not None], indent=1))
+    else:
+        print("\n".join(line for p, nearer in pairs for line in power_lines(p, nearer)))
     return 0
+
+
+def _measured_plans(args, plan, audited: int, check: int, settings: dict) -> list:
+    """One plan per target (or --model) at the shares its stored nights' capacity checks measured."""
+    from auditing.sinks.family import FAMILY_RUN_KINDS
+    from auditing.sinks.stored_shares import stored_night_shares
+    from auditing.sinks.warehouse import WarehouseUnavailable
+    from auditing.sinks.warehouse.base import open_read_only
+    from auditing.verdict.power import measured_power_plan, measured_shares
+    from labeldp.errors import LabelDPInputError
+    from labeldp.names import check_name
+
+    if args.guess_share is not None:
+        raise LabelDPInputError("--guess-share and --from-warehouse: give one (the warehouse's nights measure the "
+                                "guess share)")
+    if args.measured_nights < 1:
+        raise LabelDPInputError(f"--measured-nights must be a whole number >= 1; got {args.measured_nights!r}")
+    if args.model is not None:
+        targets = [(check_name(args.model, "--model"), args.claimed_epsilon)]
+    else:
+        targets = [(t.name, t.claimed_epsilon if args.claimed_epsilon is None else args.claimed_epsilon)
+                   for t in plan.targets]
+    hash_of_plan = config_hash(plan.game, plan.bound)
+    try:
+        with open_read_only(args.warehouse, data_root=args.data_root) as warehouse:
+            stored = {name: warehouse.fetch_results(model_id=name) for name, _ in targets}
+    except WarehouseUnavailable as exc:
+        raise LabelDPInputError(f"--from-warehouse: warehouse unavailable: {' '.join(str(exc).split())}") from exc
+    nights = {name: stored_night_shares(stored[name], name, hash_of_plan) for name, _ in targets}
+    missing = [name for name, _ in targets if not nights[name]]
+    if missing:
+        raise LabelDPInputError(
+            f"--from-warehouse: no stored night (nightly or backfill) of {', '.join(missing)} whose capacity check "
+            "measured the shares (check rows, check guesses, matched guesses); run a nightly with held-out check "
+            "rows first" + ("" if args.model is not None else ", or give --model NAME for a model that has one"))
+    plans = []
+    for name, claim in targets:
+        if claim is None:  # a registered target's claim: its latest night's (`nights` holds one, so a row does)
+            claim = max((r for r in stored[name] if r.run_kind in FAMILY_RUN_KINDS and r.kind != "control"),
+                        key=lambda r: (r.partition_date, r.finished_at or r.started_at or _NEVER)).claimed_epsilon
+        if math.isfinite(claim):
+            shares = measured_shares(name, nights[name], args.measured_nights)
+            plans.append(measured_power_plan(audited, check, claim, shares, **settings))
+    if not plans:
+        raise LabelDPInputError("--claimed-epsilon: the targets claim no finite epsilon; give the claim")
+    return plans
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:

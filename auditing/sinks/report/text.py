@@ -51,21 +51,55 @@ from auditing.verdict.types import (
 from labeldp import hints
 
 
-def power_lines(plan: PowerPlan) -> list[str]:
-    """What `labeldp-audit plan power` prints for one claim (`auditing.verdict.power.PowerPlan`)."""
-    head = (f"claim {plan.claimed_epsilon:g}: {plan.audited_rows:,} audited and {plan.check_rows:,} check rows, "
-            f"{plan.confidence:.0%} confidence, the leak on {plan.guess_share:.0%} of the rows (planning figures)")
+def power_lines(plan: PowerPlan, nearer: PowerPlan | None = None) -> list[str]:
+    """What `labeldp-audit plan power` prints for one claim (`auditing.verdict.power.PowerPlan`): the rows, the
+    shares and where they came from (assumed, or measured on the stored nights it names), the gaps. ``nearer``: the
+    same claim planned at a guess share nearer a real model's, shown in one line beside an assumed default."""
+
+    def pct(share: float) -> str:  # 1.3%, 48%, 100%
+        return f"{share * 100:.2g}%" if share < 0.1 else f"{share * 100:.0f}%"
+
+    def gap(value: float | None) -> str:
+        return "none up to +20" if value is None else f"+{value:.2g}"
+
+    of = f" ({plan.model_id})" if plan.model_id is not None else ""
+    head = (f"claim {plan.claimed_epsilon:g}{of}: {plan.audited_rows:,} audited and {plan.check_rows:,} check rows, "
+            f"{plan.confidence:.0%} confidence, the leak on {pct(plan.guess_share)} of the rows, "
+            f"{pct(plan.matched_share)} matched (planning figures)")
+    lines = [head]
+    if plan.measured_nights:
+        nights = plan.measured_nights
+        dates = sorted(n.partition_date for n in nights)
+        span = dates[0].isoformat() + ("" if len(dates) == 1 else f"..{dates[-1].isoformat()}")
+        guesses = [n.guess_share for n in nights]
+        matched = [n.matched_share for n in nights if n.matched_share is not None]
+
+        def spread(values: list[float]) -> str:  # the nights' range beside the median
+            return "" if len(values) < 2 else f" ({pct(min(values))}-{pct(max(values))})"
+
+        lines.append(f"  planned from {len(nights)} night{'s' if len(nights) != 1 else ''} of {plan.model_id}, {span} "
+                     f"(the median): guess share {pct(plan.guess_share)}{spread(guesses)} of the check rows, matched "
+                     f"{pct(plan.matched_share)}{spread(matched)} of the check guesses")
+    else:
+        lines.append("  shares assumed, not measured (--from-warehouse measures them on stored nights); a real model's "
+                     "guess share is nearer 1% (docs/soundness.md 8.9)")
     if not plan.can_ever_confirm:
-        return [head, "  no night can confirm a violation of this claim: even an attacker right on every guess could "
-                      "not be vouched for with these check rows; hold out a larger share of the day"]
+        lines.append("  no night can confirm a violation of this claim: even an attacker right on every guess could "
+                     "not be vouched for with these check rows; hold out a larger share of the day")
+    else:
+        def confirms(who: str, value: float | None) -> str:
+            if value is None:
+                return f"  {who}: no leak up to eps {plan.claimed_epsilon + 20:g} with {plan.power:.0%} power"
+            return f"  {who}: a leak at eps {plan.claimed_epsilon + value:.3g} (+{value:.2g}) with {plan.power:.0%} power"
 
-    def confirms(who: str, value: float | None) -> str:
-        if value is None:
-            return f"  {who}: no leak up to eps {plan.claimed_epsilon + 20:g} with {plan.power:.0%} power"
-        return f"  {who}: a leak at eps {plan.claimed_epsilon + value:.3g} (+{value:.2g}) with {plan.power:.0%} power"
-
-    return [head, confirms("a night confirms", plan.night_gap),
-            confirms(f"a family confirms within {plan.nights} nights", plan.family_gap)]
+        lines += [confirms("a night confirms", plan.night_gap),
+                  confirms(f"a family confirms within {plan.nights} nights", plan.family_gap)]
+    if nearer is not None:
+        lines.append(f"  at a guess share of {pct(nearer.guess_share)}: " + (
+            f"a night confirms {gap(nearer.night_gap)}, a family within {nearer.nights} nights "
+            f"{gap(nearer.family_gap)} above the claim" if nearer.can_ever_confirm
+            else "no night can confirm a violation of this claim"))
+    return lines
 
 
 def format_audit_result(result: Mapping, demonstrated: RiskBlock | None = None) -> str:

@@ -5,6 +5,7 @@ smaller gaps, and a holdout too small to ever confirm a claim is said so."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import numpy as np
@@ -12,7 +13,16 @@ import pytest
 from scipy import special
 
 from auditing.bounds.misfit_test import check_p_value
-from auditing.verdict.power import MATCHED_SHARE, can_ever_confirm, power_plan, rows_of_day
+from auditing.result import CapacityCheck
+from auditing.verdict.power import (
+    MATCHED_SHARE,
+    NightShares,
+    can_ever_confirm,
+    measured_power_plan,
+    measured_shares,
+    power_plan,
+    rows_of_day,
+)
 from flows.cli import main
 from labeldp.errors import LabelDPInputError
 
@@ -52,12 +62,25 @@ def test_more_check_rows_confirm_smaller_gaps_and_a_family_less_than_a_night():
 def test_plan_power_prints_the_gaps_and_json(capsys):
     assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("claim 1: 36,720 audited and 10,200 check rows, 95% confidence")
-    assert out[1].startswith("  a night confirms: a leak at eps ") and "90% power" in out[1]
-    assert out[2].startswith("  a family confirms within 7 nights: a leak at eps ")
+    assert out[0].startswith("claim 1: 36,720 audited and 10,200 check rows, 95% confidence, the leak on 10% of the "
+                             "rows, 50% matched")
+    assert out[1].startswith("  shares assumed, not measured") and "nearer 1% (docs/soundness.md 8.9)" in out[1]
+    assert out[2].startswith("  a night confirms: a leak at eps ") and "90% power" in out[2]
+    assert out[3].startswith("  a family confirms within 7 nights: a leak at eps ")
+    assert out[4].startswith("  at a guess share of 1%: a night confirms +")
     assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--json"]) == 0
-    [figures] = json.loads(capsys.readouterr().out)
+    figures, nearer = json.loads(capsys.readouterr().out)
     assert figures["check_rows"] == 10200 and figures["can_ever_confirm"] and figures["family_gap"] < figures["night_gap"]
+    assert (figures["source"], figures["guess_share"], figures["matched_share"]) == ("assumed", 0.1, MATCHED_SHARE)
+    assert figures["measured_nights"] == [] and figures["model_id"] is None
+    assert (nearer["source"], nearer["guess_share"]) == ("assumed", 0.01) and nearer["night_gap"] > figures["night_gap"]
+    # a share the user gives is theirs: one plan, no second line
+    assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--guess-share",
+                 "0.02", "--json"]) == 0
+    [given] = json.loads(capsys.readouterr().out)
+    assert (given["source"], given["guess_share"]) == ("assumed", 0.02)
+    assert main(["plan", "power", "--rows", "51000", "--model", "rr-eps1"]) == 2
+    assert "--model apply only with --from-warehouse" in capsys.readouterr().err
     assert main(["plan", "power", "--rows", "2000", "--holdout", "0.01", "--claimed-epsilon", "3"]) == 0
     assert "no night can confirm a violation of this claim" in capsys.readouterr().out
     assert main(["plan", "power", "--rows", "2000", "--holdout", "1.5"]) == 2
@@ -73,3 +96,46 @@ def test_the_preflight_warns_when_no_night_can_confirm_the_claim():
     warnings = holdout_warnings(plan, 300)
     assert warnings and all("no night of 300 rows can confirm a violation of claimed eps" in w for w in warnings)
     assert all("labeldp-audit plan power --rows 300" in w for w in warnings)
+
+
+def test_the_planned_gap_grows_as_the_shares_fall():
+    """Fewer guesses where the leak shows (a real model's 1.3% against the default 10%), or fewer of them kept by
+    the matching, leave fewer comparisons: the gap a night and a family confirm grows."""
+    audited, check = rows_of_day(100_000, 0.2, correction_share=0.1)
+    assumed, real = power_plan(audited, check, 0.25), power_plan(audited, check, 0.25, guess_share=0.013)
+    assert real.night_gap > 2 * assumed.night_gap and real.family_gap > 2 * assumed.family_gap
+    halved = power_plan(audited, check, 0.25, guess_share=0.013, matched_share=0.25)
+    assert halved.night_gap > real.night_gap and halved.family_gap > real.family_gap
+    # every check guess kept: smaller than at the assumed half
+    assert power_plan(audited, check, 0.25, guess_share=0.013, matched_share=1.0).night_gap < real.night_gap
+    with pytest.raises(LabelDPInputError, match=r"matched_share must be in \(0, 1\]"):
+        power_plan(audited, check, 0.25, matched_share=0.0)
+
+
+def _check(check_rows: int, check_guesses: int, matched: int, **fields) -> CapacityCheck:
+    return CapacityCheck(checked=True, reason=None, confidence=0.95, audited_rows=10_000, check_rows=check_rows,
+                         check_guesses=check_guesses, matched_check_guesses=matched, rule="stratified", **fields)
+
+
+def test_measured_shares_are_the_median_of_the_latest_nights():
+    days = [dt.date(2026, 9, d) for d in range(9, 0, -1)]  # latest first
+    guesses = [130, 260, 90, 400, 150, 200, 110, 5000, 5000]  # the two oldest are left out at last=7
+    nights = [NightShares.of_check(day, _check(20_000, g, g // 2 + i))
+              for i, (day, g) in enumerate(zip(days, guesses, strict=True))]
+    shares = measured_shares("deep", nights)
+    assert shares.nights == tuple(nights[:7]) and [n.partition_date for n in shares.nights] == days[:7]
+    assert shares.guess_share == pytest.approx(150 / 20_000)
+    assert shares.matched_share == pytest.approx(float(np.median([(g // 2 + i) / g for i, g in enumerate(guesses[:7])])))
+    assert measured_shares("deep", nights, last=1).guess_share == pytest.approx(130 / 20_000)
+    plan = measured_power_plan(*rows_of_day(100_000, 0.2), 0.25, shares)
+    assert (plan.source, plan.model_id, plan.measured_nights) == ("measured", "deep", shares.nights)
+    assert (plan.guess_share, plan.matched_share) == (shares.guess_share, shares.matched_share)
+    # a check that did not run, or one computed before strata, measured nothing
+    assert NightShares.of_check(days[0], None) is None
+    assert NightShares.of_check(days[0], _check(0, 0, 0)) is None
+    assert NightShares.of_check(days[0], CapacityCheck(False, "no check rows", 0.95, 10_000, 0)) is None
+    assert NightShares.of_check(days[0], CapacityCheck(True, None, 0.95, 10_000, 500, check_guesses=50)) is None
+    with pytest.raises(LabelDPInputError, match="no stored night of deep"):
+        measured_shares("deep", [])
+    with pytest.raises(LabelDPInputError, match="guessed on no check row"):
+        measured_shares("deep", [NightShares(days[0], 500, 0, 0)])
