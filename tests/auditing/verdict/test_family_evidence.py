@@ -235,7 +235,13 @@ def test_a_leak_too_small_for_one_night_is_confirmed_within_a_few_nights():
 def test_the_family_alert_pages_on_a_confirmation_and_says_what_it_means():
     """A family confirmed (both evidences at 1/alpha) alerts FAMILY_CONFIRMED, which pages: its decision is to act;
     the kappa-based evidence alone sends no alert kind of its own."""
-    from auditing.sinks.alerts.webhook import ALERT_KINDS, FAMILY_CONFIRMED, PAGES, alert_event_payload, family_payload
+    from auditing.sinks.alerts.webhook import (
+        ALERT_KINDS,
+        FAMILY_CONFIRMED,
+        PAGES,
+        alert_event_payload,
+        family_payload,
+    )
 
     rng = np.random.default_rng(2)
     family = family_evidence([_check_night(rng, t, 1.0, 0.0, leak=3.0) for t in range(2)])
