@@ -30,6 +30,11 @@
   sent beside it. ``reference_check`` (`auditing.verdict.reference_check.ReferenceCheck.to_dict`, read and checked
   before any request) puts the night's reference check in the body; the text says when it was not checked.
 
+- Payloads are typed where each alert is raised (`auditing.sinks.alerts.payloads`: `violation_payload`,
+  `slice_violation_payload`, `family_payload`, and a failure's `FailureAlert`) and encoded once, here, into the
+  body's fields; a caller's mapping of JSON-able fields is sent as given. The text reads `AlertFields`, read once
+  from those fields.
+
 ``alert_event_payload`` gives the same alert as arguments for ``prefect.events.emit_event``; this module does
 not import Prefect.
 """
