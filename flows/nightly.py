@@ -26,6 +26,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
+from auditing.sinks.alerts.payloads import AlertPayload
 from auditing.sinks.alerts.webhook import alert_kind, slice_alert_kind, slice_violation_payload
 from auditing.sinks.listing import ListedVerdict, SkippedTarget
 from auditing.verdict.control_check import POSITIVE, ControlCheck
@@ -194,7 +195,7 @@ def _run_id() -> str | None:
     return str(value) if value else None
 
 
-def _emit(kind: str, payload: dict) -> None:
+def _emit(kind: str, payload: AlertPayload | dict) -> None:
     from prefect.events import emit_event
 
     from auditing.sinks.alerts.webhook import alert_event_payload

@@ -541,11 +541,11 @@ def send_failure_alert(root: Path, kind: str, model_id: str, date: dt.date, mess
     CONTROL_FAILED alert names the control kind and carries the night's reference check."""
     if not webhook_url:
         return None
+    from auditing.sinks.alerts.payloads import FailureAlert
     from auditing.sinks.alerts.webhook import default_ledger_dir, send_alert
 
-    payload = {"model_id": model_id, "partition_date": date.isoformat(), "message": message, "flow_run_id": flow_run_id}
-    if control is not None:
-        payload.update(control=control, reference_check=encode(reference_check))
+    payload = FailureAlert(model_id=model_id, partition_date=date.isoformat(), message=message,
+                           flow_run_id=flow_run_id, control=control, reference_check=reference_check)
     return encode(send_alert(webhook_url, kind, payload, default_ledger_dir(root)))
 
 

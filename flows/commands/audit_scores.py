@@ -164,7 +164,7 @@ def run(args) -> int:
         result, split = _audit(args, game, bound, p_target, p_reference, labels, row_ids, columns, slicings)
     except LabelDPInputError as exc:
         raise LabelDPInputError(f"{args.file}: {exc.template}", field=exc.field) from None
-    out = encode(result)
+    out, verdict = encode(result), None
     if args.claimed_epsilon is not None:
         if result.optimistic:
             raise LabelDPInputError("--claimed-epsilon needs a valid bound: --strategy max is the paper's "
@@ -186,7 +186,7 @@ def run(args) -> int:
         from auditing.sinks.report.text import format_audit_result
         from auditing.verdict.judge import demonstrated_risk
 
-        print(format_audit_result(out, demonstrated_risk(result)))
+        print(format_audit_result(result, demonstrated_risk(result), verdict=verdict))
     return 0
 
 

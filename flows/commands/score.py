@@ -174,7 +174,7 @@ def run(args) -> int:
     else:
         rows = record["diagnostics"].get("rows") or {}
         result = decode(AuditResult, record["result"], "result")
-        print(format_audit_result(record["result"], demonstrated_risk(result)))
+        print(format_audit_result(result, demonstrated_risk(result)))
         if rows:
             print(f"rows: {rows['rows_read']} read, {rows['rows_scored']} audited, {rows['rows_without_row_id']} "
                   f"without row_id, {rows['rows_bad_target_probabilities']} / "

@@ -536,11 +536,12 @@ def test_audit_text_shows_what_the_bound_demonstrates(audit):
     from auditing.sinks.report.text import format_audit_result
     from auditing.verdict.judge import demonstrated_risk
 
-    text = format_audit_result(audit.to_dict(), demonstrated_risk(audit))
+    text = format_audit_result(audit, demonstrated_risk(audit))
     block = risk_block(audit.epsilon_lower_bound, audit.bound.delta, audit.prior_histogram)
     assert "what eps_lb demonstrates" in text and f"{block.posterior_ceiling_p90:.1%}" in text
     old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
-    assert "what eps_lb demonstrates" not in format_audit_result(old, demonstrated_risk(decode(AuditResult, old)))
+    older = decode(AuditResult, old)
+    assert "what eps_lb demonstrates" not in format_audit_result(older, demonstrated_risk(older))
 
 
 def test_informed_attribute_bound_and_the_tightest_gaussian_mu():

@@ -133,9 +133,9 @@ def test_the_result_and_the_stored_game_record_the_night(tmp_path):
     assert record["coins_night"] == "2024-01-01" and decode(AuditResult, record) == result
     older = {key: value for key, value in record.items() if key != "coins_night"}  # a result_json before nights
     assert decode(AuditResult, older).game.night is None
-    text = format_audit_result(record)
+    text = format_audit_result(decode(AuditResult, record))
     assert "seed=7  night=2024-01-01" in text
-    assert "night=" not in format_audit_result(older)
+    assert "night=" not in format_audit_result(decode(AuditResult, older))
     # the stored game keeps its night (counts.npz), and a stored game reads back equal
     game = play_game(*_world(2000), GameConfig(repetitions=2, seed=7, night=NIGHT))
     game.save(tmp_path)

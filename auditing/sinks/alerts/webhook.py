@@ -30,6 +30,11 @@
   sent beside it. ``reference_check`` (`auditing.verdict.reference_check.ReferenceCheck.to_dict`, read and checked
   before any request) puts the night's reference check in the body; the text says when it was not checked.
 
+- Payloads are typed where each alert is raised (`auditing.sinks.alerts.payloads`: `violation_payload`,
+  `slice_violation_payload`, `family_payload`, and a failure's `FailureAlert`) and encoded once, here, into the
+  body's fields; a caller's mapping of JSON-able fields is sent as given. The text reads `AlertFields`, read once
+  from those fields.
+
 ``alert_event_payload`` gives the same alert as arguments for ``prefect.events.emit_event``; this module does
 not import Prefect.
 """
@@ -51,6 +56,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditing.sinks.alerts.payloads import (
+    ABSENT,
+    PAYLOAD_TYPES,
+    AlertFields,
+    AlertPayload,
+    AlertSlice,
+    FamilyAlert,
+    SliceAlertItem,
+    SliceViolationAlert,
+    VerdictAlert,
+)
 from auditing.sinks.listing import ListedSlices
 from auditing.sinks.report import wording
 from auditing.sinks.report.wording import STATUS_MEANINGS
@@ -59,8 +75,8 @@ from auditing.verdict import types as verdict
 from auditing.verdict.controls import NEGATIVE, POSITIVE
 from auditing.verdict.family_evidence import FamilyEvidence
 from auditing.verdict.reference_check import ReferenceCheck
-from auditing.verdict.types import ACT, EXITS_UNTRUSTED, HEADLINES, SliceVerdict, TrustFigures, Verdict
-from labeldp.codec import decode, encode
+from auditing.verdict.types import ACT, EXITS_UNTRUSTED, HEADLINES, SliceVerdict, Verdict
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.files import write_text_atomically
 from labeldp.names import check_name, parse_date, resolve_data_root
@@ -211,27 +227,30 @@ def kappa_fields(row: Mapping, reference_check: ReferenceCheck | None = None) ->
     return fields
 
 
-def _reference_of(payload: Mapping) -> ReferenceCheck | None:
-    """The payload's reference check (JSON), read and checked."""
-    check = payload.get("reference_check")
-    return decode(ReferenceCheck | None, check, "reference_check")
+def _wire(payload: AlertPayload | Mapping) -> Any:
+    """A payload's fields as the body carries them: a typed payload encoded (here, once), a mapping as given."""
+    return encode(payload) if isinstance(payload, PAYLOAD_TYPES) else payload
 
 
-def _checked_reference(payload: Mapping) -> Mapping:
-    """The payload with its reference check checked and written with every key (the body's shape)."""
-    check = _reference_of(payload)
-    if check is None:
-        return payload
-    return {**payload, "reference_check": {**encode(check), "label_blind": encode(check.label_blind)}}
+def _prepared(payload: AlertPayload | Mapping) -> tuple[str, str, Mapping, AlertFields]:
+    """(model_id, date, the body's fields, what the text reads of them): identified, and the reference check
+    read, checked and written with every key (the body's shape)."""
+    fields = _wire(payload)
+    model_id, date = _identify(fields)
+    read = AlertFields.read(fields)
+    check = read.reference_check
+    if check is not None:
+        fields = {**fields, "reference_check": {**encode(check), "label_blind": encode(check.label_blind)}}
+    return model_id, date, fields, read
 
 
-def _trust_clauses(payload: Mapping) -> list[str]:
+def _trust_clauses(fields: AlertFields) -> list[str]:
     """A verdict's trust, capacity check and row groups as clauses of the text (only those the payload has)."""
-    clauses, figures = [], TrustFigures.read(payload)
+    clauses, figures = [], fields.figures
     if figures.trust is not None:
         clauses.append(wording.trust_sentence(figures))
         if figures.check_rows is not None:
-            clauses.append(wording.capacity_check_sentence(figures, _confidence(payload), brief=True))
+            clauses.append(wording.capacity_check_sentence(figures, fields.confidence, brief=True))
     elif figures.untrusted_reason:
         clauses.append(f"UNTRUSTED: {figures.untrusted_reason}")
     if figures.group_rule is not None:
@@ -239,51 +258,48 @@ def _trust_clauses(payload: Mapping) -> list[str]:
     return clauses
 
 
-def _confidence(payload: Mapping) -> float | None:
-    confidence = payload.get("confidence")
-    return float(confidence) if isinstance(confidence, int | float) and not isinstance(confidence, bool) else None
-
-
-def summary_text(kind: str, model_id: str, date: str, payload: Mapping) -> str:
-    """One line a person reads first, e.g. in a chat channel."""
+def summary_text(kind: str, model_id: str, date: str, payload: AlertFields | Mapping) -> str:
+    """One line a person reads first, e.g. in a chat channel (``payload``: the body's fields, or what was read of
+    them: `AlertFields.read`)."""
+    fields = payload if isinstance(payload, AlertFields) else AlertFields.read(payload)
     head = f"[labeldp-audit] {kind}: model {model_id}, partition {date}"
-    kappa = payload.get("kappa")
-    reference = reference_check_sentence(_reference_of(payload))
-    if kind in (VIOLATION, VIOLATION_UNTRUSTED) and "epsilon_lower_bound" in payload and "claimed_epsilon" in payload:
-        confidence = _confidence(payload)
-        at = f" at {confidence:.0%} confidence" if confidence is not None else ""
+    kappa, figures = fields.kappa, fields.figures
+    reference = reference_check_sentence(fields.reference_check)
+    if kind in (VIOLATION, VIOLATION_UNTRUSTED) and fields.epsilon_lower_bound is not ABSENT \
+            and fields.claimed_epsilon is not ABSENT:
+        at = f" at {fields.confidence:.0%} confidence" if fields.confidence is not None else ""
         at += f" and kappa {float(kappa):g}" if kappa is not None else ""
-        risk = payload.get("risk_headline")  # what the claim allows and the bound demonstrates
-        if payload.get("breaking_kappa") is not None:
-            robust = robustness_sentence(payload["breaking_kappa"])
+        risk = fields.risk_headline  # what the claim allows and the bound demonstrates
+        if figures.breaking_kappa is not None:
+            robust = robustness_sentence(figures.breaking_kappa)
         else:
-            robust = payload.get("robustness_note")
+            robust = figures.robustness_note
         lead = ("not acted on as a violation (not a page): " if kind == VIOLATION_UNTRUSTED else "")
-        clauses = ([robust] if robust else []) + _trust_clauses(payload) + ([reference] if reference else [])
-        return (f"{head}: {lead}valid epsilon lower bound {_fmt(payload['epsilon_lower_bound'])}{at} exceeds the "
-                f"claimed epsilon {_fmt(payload['claimed_epsilon'])}" + "".join(f"; {c}" for c in clauses)
+        clauses = ([robust] if robust else []) + _trust_clauses(fields) + ([reference] if reference else [])
+        return (f"{head}: {lead}valid epsilon lower bound {_fmt(fields.epsilon_lower_bound)}{at} exceeds the "
+                f"claimed epsilon {_fmt(fields.claimed_epsilon)}" + "".join(f"; {c}" for c in clauses)
                 + (f". {risk}" if risk else ""))
-    if kind == WEAK_PASS and "claimed_epsilon" in payload:
-        floor = payload.get("robustness_note")
-        detectability = wording.detectability_sentence(TrustFigures.read(payload))
-        clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(payload)
-        return (f"{head}: claimed epsilon {_fmt(payload['claimed_epsilon'])}: {STATUS_MEANINGS[WEAK_PASS]}"
+    if kind == WEAK_PASS and fields.claimed_epsilon is not ABSENT:
+        floor = figures.robustness_note
+        detectability = wording.detectability_sentence(figures)
+        clauses = ([floor] if floor else []) + ([detectability] if detectability else []) + _trust_clauses(fields)
+        return (f"{head}: claimed epsilon {_fmt(fields.claimed_epsilon)}: {STATUS_MEANINGS[WEAK_PASS]}"
                 + "".join(f"; {c}" for c in clauses))
-    if kind == FAMILY_CONFIRMED and payload.get("family_sentence"):
-        return f"{head}: {payload['family_sentence']}"
-    if kind == SLICE_VIOLATION and payload.get("slice_violations") and "claimed_epsilon" in payload:
-        return f"{head}: {_slice_sentence(payload)}" + (f"; {reference}" if reference else "")
-    detail = payload.get("message") or payload.get("error") or payload.get("reason")
+    if kind == FAMILY_CONFIRMED and fields.family_sentence:
+        return f"{head}: {fields.family_sentence}"
+    if kind == SLICE_VIOLATION and fields.lists_slices and fields.claimed_epsilon is not ABSENT:
+        return f"{head}: {_slice_sentence(fields)}" + (f"; {reference}" if reference else "")
+    detail = fields.message or fields.error or fields.reason
     if kind == CONTROL_FAILED:
-        head = f"{head}: {CONTROL_FAILED_TEXT.get(payload.get('control'), wording.CONTROL_FAILED)}"
+        head = f"{head}: {CONTROL_FAILED_TEXT.get(fields.control, wording.CONTROL_FAILED)}"
         head += f"; {reference}" if reference else ""
     return f"{head}: {detail}" if detail else head
 
 
-def _slice_words(piece: Mapping) -> str:
+def _slice_words(piece: AlertSlice) -> str:
     """'"prior (0.821, 1]" of prior-deciles 1.899 on 600 rows (trusted)'."""
-    return (f"\"{piece.get('name')}\" of {piece.get('slicing')} {_fmt(piece.get('epsilon_lower_bound'))} on "
-            f"{_rows(piece.get('rows'))} ({piece.get('trust')})")
+    return (f"\"{piece.name}\" of {piece.slicing} {_fmt(piece.epsilon_lower_bound)} on "
+            f"{_rows(piece.rows)} ({piece.trust})")
 
 
 def _rows(rows: Any) -> str:
@@ -296,80 +312,80 @@ def _named(pieces: list) -> str:
     return words + (f" and {len(pieces) - SLICES_NAMED} more" if len(pieces) > SLICES_NAMED else "")
 
 
-def _slice_sentence(payload: Mapping) -> str:
+def _slice_sentence(fields: AlertFields) -> str:
     """A SLICE_VIOLATION's text after its head: the acted-on slices and their bounds against the claim, at the
     slices' confidence and budget, then the untrusted ones, then that the global verdict is judged separately."""
-    pieces = [p for p in payload["slice_violations"] if isinstance(p, Mapping)]
-    acted = [p for p in pieces if p.get("acted_on")]
-    others = [p for p in pieces if not p.get("acted_on")]
-    figures = [payload.get(k) for k in ("slice_budget", "slices_declared", "slice_confidence")]
+    pieces = fields.slice_violations
+    acted = [p for p in pieces if p.acted_on]
+    others = [p for p in pieces if not p.acted_on]
+    figures = [fields.slice_budget, fields.slices_declared, fields.slice_confidence]
     at = [wording.slices_budget_words(*figures)] if None not in figures else []
-    at += [f"kappa {float(payload['kappa']):g}"] if payload.get("kappa") is not None else []
+    at += [f"kappa {float(fields.kappa):g}"] if fields.kappa is not None else []
     design = f" ({', '.join(at)})" if at else ""
     count = ("1 slice's valid epsilon lower bound exceeds" if len(acted) == 1
              else f"{len(acted)} slices' valid epsilon lower bounds exceed")
-    sentence = f"{count} the claimed epsilon {_fmt(payload['claimed_epsilon'])}{design}: {_named(acted)}"
+    sentence = f"{count} the claimed epsilon {_fmt(fields.claimed_epsilon)}{design}: {_named(acted)}"
     if others:
         sentence += f"; not acted on (untrusted, not a page by itself): {_named(others)}"
-    status = payload.get("verdict_status")
+    status = fields.verdict_status
     return sentence + (f"; the global verdict ({status}) is judged separately" if status else "")
 
 
-def _body(kind: str, model_id: str, date: str, payload: Mapping) -> dict:
-    """The alert's fields as strict-JSON-safe values, without the legacy tau / breaking_tau beside kappa."""
-    fields = dict(payload)
-    if fields.get("kappa") is not None:
+def _body(kind: str, model_id: str, date: str, fields: Mapping, read: AlertFields) -> dict:
+    """The alert's fields as strict-JSON-safe values, without the legacy tau / breaking_tau beside kappa, and its
+    text (``read``: what `AlertFields.read` read of ``fields``)."""
+    fields = dict(fields)
+    if read.kappa is not None:
         fields.pop("tau", None)
         fields.pop("breaking_tau", None)
     return {**json_safe(fields), "kind": kind, "page": kind in PAGES, "model_id": model_id, "partition_date": date,
-            "text": summary_text(kind, model_id, date, fields)}
+            "text": summary_text(kind, model_id, date, read)}
 
 
-def family_payload(family: FamilyEvidence, *, model_id: str, partition_date: str, report: str | None) -> dict:
+def family_payload(family: FamilyEvidence, *, model_id: str, partition_date: str, report: str | None) -> FamilyAlert:
     """The payload of a FAMILY_CONFIRMED alert: the family's kappa-free evidence and its kappa-based evidence,
     alpha, the night it was confirmed, the nights counted and the sentence (`FamilyEvidence.sentence`), with the
     decision it means."""
-    return {"model_id": model_id, "partition_date": partition_date, "decision": ACT,
-            "decision_headline": HEADLINES[ACT], "family_check_evidence": family.check_evidence,
-            "family_evidence": family.evidence, "alpha": family.alpha,
-            "confirmed_on": None if family.confirmed_on is None else family.confirmed_on.isoformat(),
-            "nights": len(family.nights), "nights_counted": family.counted,
-            "family_sentence": family.sentence(), "report": report}
+    return FamilyAlert(model_id=model_id, partition_date=partition_date, decision=ACT,
+                       decision_headline=HEADLINES[ACT], family_check_evidence=family.check_evidence,
+                       family_evidence=family.evidence, alpha=family.alpha, confirmed_on=family.confirmed_on,
+                       nights=len(family.nights), nights_counted=family.counted, family_sentence=family.sentence(),
+                       report=report)
 
 
 def slice_violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,
-                            flow_run_id: str | None = None, run_kind: str | None = None) -> dict:
+                            flow_run_id: str | None = None, run_kind: str | None = None) -> SliceViolationAlert:
     """The payload of a SLICE_VIOLATION alert (`slice_alert_kind`): the claim and kappa, the slices' budget, the
     number declared, their confidence and design sentence (`ListedSlices`), every slice VIOLATION
-    (`SliceVerdict.to_dict` with ``acted_on``: whether it alone would send this alert), largest bound first, and the
+    (`SliceAlertItem`: the slice's verdict with ``acted_on``, whether it alone would send this alert), largest bound first, and the
     global verdict's status and trust, judged separately."""
     slices = ListedSlices.of_verdict(judged)
-    violations = [] if slices is None else [{**encode(piece), "acted_on": _acted_on(piece)}
-                                            for piece in slices.violations]
-    return {"model_id": model_id, "partition_date": partition_date, "claimed_epsilon": judged.claimed_epsilon,
-            "kappa": judged.result.bound.kappa, "delta": judged.result.bound.delta,
-            "slice_budget": None if slices is None else slices.budget,
-            "slices_declared": None if slices is None else slices.declared,
-            "slice_confidence": None if slices is None else slices.confidence,
-            "slice_design": None if slices is None else slices.design, "slice_violations": violations,
-            "verdict_status": judged.status, "verdict_trust": judged.trust.state, "report": report,
-            "flow_run_id": flow_run_id, "run_kind": run_kind}
+    violations = () if slices is None else tuple(SliceAlertItem(piece, _acted_on(piece))
+                                                 for piece in slices.violations)
+    return SliceViolationAlert(
+        model_id=model_id, partition_date=partition_date, claimed_epsilon=judged.claimed_epsilon,
+        kappa=judged.result.bound.kappa, delta=judged.result.bound.delta,
+        slice_budget=None if slices is None else slices.budget,
+        slices_declared=None if slices is None else slices.declared,
+        slice_confidence=None if slices is None else slices.confidence,
+        slice_design=None if slices is None else slices.design, slice_violations=violations,
+        verdict_status=judged.status, verdict_trust=judged.trust.state, report=report, flow_run_id=flow_run_id,
+        run_kind=run_kind)
 
 
 def violation_payload(judged: Verdict, *, model_id: str, partition_date: str, report: str | None,
-                      flow_run_id: str | None = None, run_kind: str | None = None) -> dict:
+                      flow_run_id: str | None = None, run_kind: str | None = None) -> VerdictAlert:
     """The payload of a verdict's alert (VIOLATION, VIOLATION_UNTRUSTED or WEAK_PASS: `alert_kind`): a rendering
     of the verdict (its figures are not recomputed here: its trust, the capacity check's figures, the row groups,
     `Verdict.trust_figures`), with the kind of run that wrote it."""
     result = judged.result
-    return {"model_id": model_id, "partition_date": partition_date, "status": judged.status,
-            "epsilon_lower_bound": result.epsilon_lower_bound, "claimed_epsilon": judged.claimed_epsilon,
-            "confidence": result.bound.confidence, "delta": result.bound.delta, "kappa": result.bound.kappa,
-            "strategy": result.bound.strategy, "method": result.bound.method, "report": report,
-            "flow_run_id": flow_run_id,
-            "run_kind": run_kind, "kind": judged.kind, "untrusted_reason": judged.untrusted_reason,
-            "decision": encode(judged.decision),
-            "risk_headline": judged.risk_headline, **encode(judged.trust_figures())}
+    return VerdictAlert(
+        model_id=model_id, partition_date=partition_date, status=judged.status,
+        epsilon_lower_bound=result.epsilon_lower_bound, claimed_epsilon=judged.claimed_epsilon,
+        confidence=result.bound.confidence, delta=result.bound.delta, kappa=result.bound.kappa,
+        strategy=result.bound.strategy, method=result.bound.method, report=report, flow_run_id=flow_run_id,
+        run_kind=run_kind, kind=judged.kind, untrusted_reason=judged.untrusted_reason, decision=judged.decision,
+        risk_headline=judged.risk_headline, figures=judged.trust_figures())
 
 
 def _dedup_name(model_id: str, date: str, kind: str) -> str:
@@ -398,19 +414,20 @@ def _retryable_status(status: int) -> bool:
 
 
 def send_alert(
-    url: str, kind: str, payload: Mapping, ledger_dir: str | os.PathLike, *, retries: int = 4,
+    url: str, kind: str, payload: AlertPayload | Mapping, ledger_dir: str | os.PathLike, *, retries: int = 4,
     backoff: float = 0.5, timeout: float = 5,
 ) -> AlertOutcome:
     """POSTs one alert as JSON unless this (model_id, partition_date, kind) was sent before.
 
-    payload: a dict with at least ``model_id`` and ``partition_date``; everything in it goes into the body
-    (e.g. epsilon_lower_bound, claimed_epsilon, confidence, status, report path, flow run id).
+    payload: a typed payload (`auditing.sinks.alerts.payloads`: `VerdictAlert`, `SliceViolationAlert`,
+    `FamilyAlert`, `FailureAlert`), encoded here, or a mapping of JSON-able fields with at least ``model_id`` and
+    ``partition_date``; every field goes into the body (e.g. epsilon_lower_bound, claimed_epsilon, confidence,
+    status, report path, flow run id).
     Never raises for delivery problems: a failed delivery returns status "failed" with the last error.
     """
     url = check_webhook_url(url)
     kind = check_kind(kind)
-    model_id, date = _identify(payload)
-    payload = _checked_reference(payload)
+    model_id, date, fields, read = _prepared(payload)
     if int(retries) != retries or retries < 0:
         raise LabelDPInputError(f"retries must be a whole number >= 0; got {retries!r}")
     if not (backoff >= 0) or not (timeout > 0):
@@ -426,7 +443,7 @@ def send_alert(
         if ledger_file.exists():
             return AlertOutcome(status=DUPLICATE, attempts=0, http_status=None, error=None, **outcome)
         sent_at = dt.datetime.now(dt.UTC).isoformat()
-        body = {**_body(kind, model_id, date, payload), "dedup_key": name, "sent_at": sent_at}
+        body = {**_body(kind, model_id, date, fields, read), "dedup_key": name, "sent_at": sent_at}
         data = json.dumps(body, allow_nan=False, sort_keys=True).encode("utf-8")
         status: int | None = None
         error: str | None = None
@@ -452,7 +469,7 @@ def send_alert(
         return AlertOutcome(status=FAILED, attempts=attempts, http_status=status, error=error, **outcome)
 
 
-def alert_event_payload(kind: str, payload: Mapping) -> dict:
+def alert_event_payload(kind: str, payload: AlertPayload | Mapping) -> dict:
     """Keyword arguments for ``prefect.events.emit_event(**alert_event_payload(kind, payload))``.
 
     event: ``labeldp.audit.violation`` / ``.data_missing`` / ``.audit_failed`` / ``.control_failed`` /
@@ -461,8 +478,7 @@ def alert_event_payload(kind: str, payload: Mapping) -> dict:
     payload: the alert payload as strict-JSON-safe values.
     """
     kind = check_kind(kind)
-    model_id, date = _identify(payload)
-    payload = _checked_reference(payload)
+    model_id, date, fields, read = _prepared(payload)
     return {
         "event": f"{EVENT_PREFIX}.{kind.lower()}",
         "resource": {
@@ -471,5 +487,5 @@ def alert_event_payload(kind: str, payload: Mapping) -> dict:
             "labeldp.partition_date": date,
             "labeldp.alert_kind": kind,
         },
-        "payload": _body(kind, model_id, date, payload),
+        "payload": _body(kind, model_id, date, fields, read),
     }

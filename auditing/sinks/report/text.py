@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from auditing.result import AuditResult, SliceAudit
 from auditing.risk.records import RiskBlock
 from auditing.sinks.listing import ListedSlices, ListedVerdict, SkippedTarget
 from auditing.sinks.report.wording import (
@@ -46,7 +47,9 @@ from auditing.verdict.types import (
     UNTRUSTED,
     VIOLATION,
     WEAK_PASS,
+    SliceVerdict,
     TrustFigures,
+    Verdict,
 )
 from labeldp import hints
 
@@ -102,78 +105,85 @@ def power_lines(plan: PowerPlan, nearer: PowerPlan | None = None) -> list[str]:
     return lines
 
 
-def format_audit_result(result: Mapping, demonstrated: RiskBlock | None = None) -> str:
+def format_audit_result(result: AuditResult, demonstrated: RiskBlock | None = None, *,
+                        verdict: Verdict | None = None) -> str:
     """A short summary: the valid bound with its labels first, then the paper's statistic, then context.
 
     Args:
-        result: `AuditResult.to_dict()`, with the verdict's ``status``, ``claimed_epsilon`` and
-            ``breaking_kappa`` merged in when a claim was judged.
+        result: the audit result (its game and bound give the settings shown beside the figures).
         demonstrated: `auditing.verdict.judge.demonstrated_risk` of the result (None: no line about it).
+        verdict: the verdict of ``result`` against a claim (`auditing.verdict.judge.judge`; None: no claim was
+            judged): its decision, trust, status and breaking kappa, and its slices' statuses.
     """
-    kind = "OPTIMISTIC (not a valid bound)" if result["optimistic"] else f"valid at {result['confidence']:.0%} confidence"
+    game, bound = result.game, result.bound
+    kind = "OPTIMISTIC (not a valid bound)" if result.optimistic else f"valid at {bound.confidence:.0%} confidence"
     lines = [
-        f"epsilon lower bound: {result['epsilon_lower_bound']:.4f}   [{kind}]",
-        f"  method={result['method']}  strategy={result['strategy']}  delta={result['delta']:g}  kappa={result['kappa']:g}"
-        f"  per-point confidence={result['point_confidence']:.6g}",
-        f"  selected: {result['selected_correct']} correct of {result['selected_guesses']} guesses"
-        f" (m={result['selected_m']}, grid of {result['grid_size']} points, {result['grid']})",
-        f"  largest bound this audit could certify (perfect attacker): {result['max_certifiable_epsilon']:.4f}",
-        *_verdict_lines(result),
-        f"paper's statistic over {result['repetitions']} repetitions (optimistic: max over the sweep, uncorrected):",
-        f"  mean {result['epsilon_mean']:.4f}  std {result['epsilon_std']:.4f}  median {result['epsilon_median']:.4f}",
-        f"  m={result['m']}  seed={result['seed']}{_night_text(result)}  score={result['score']}"
-        f" (t={result['score_power']:g})"
-        f"  config={result['config_hash']}",
+        f"epsilon lower bound: {result.epsilon_lower_bound:.4f}   [{kind}]",
+        f"  method={bound.method}  strategy={bound.strategy}  delta={float(bound.delta):g}  kappa={bound.kappa:g}"
+        f"  per-point confidence={result.point_confidence:.6g}",
+        f"  selected: {result.selected_correct} correct of {result.selected_guesses} guesses"
+        f" (m={result.selected_m}, grid of {result.grid_size} points, {game.grid})",
+        f"  largest bound this audit could certify (perfect attacker): {result.max_certifiable_epsilon:.4f}",
+        *_verdict_lines(result, verdict),
+        f"paper's statistic over {game.repetitions} repetitions (optimistic: max over the sweep, uncorrected):",
+        f"  mean {result.epsilon_mean:.4f}  std {result.epsilon_std:.4f}  median {result.epsilon_median:.4f}",
+        f"  m={result.m}  seed={game.seed}{_night_text(result)}  score={result.score}"
+        f" (t={game.score_power:g})"
+        f"  config={result.config_hash}",
     ]
-    lines += _result_slice_lines(result.get("slices"))
+    # a judged run shows its slices' verdicts; a claim-free one (or one whose verdict has none) the slices' bounds
+    judged = ListedSlices.of_verdict(verdict) if verdict is not None else None
+    lines += _result_slice_lines(judged or result.slices)
     if demonstrated:
         lines.append(_demonstrated_line(demonstrated))
     return "\n".join(lines)
 
 
-def _result_slice_lines(slices: Mapping | None) -> list[str]:
-    """The slices of a command's record (claim-free, or judged with a status), the largest bounds first."""
-    if not slices:
+def _result_slice_lines(slices: SliceAudit | ListedSlices | None) -> list[str]:
+    """The slices of a command's result (claim-free bounds, or judged with a status and trust), the largest bounds
+    first."""
+    if slices is None:
         return []
-    pieces = sorted(slices["slices"], key=lambda s: -s["epsilon_lower_bound"])
-    lines = [f"slices (own budget {slices['budget']:.3g} over {slices['declared']} slices, each at confidence "
-             f"{100 * slices['confidence']:.4g}%; a bound per slice, the global one above is judged apart):"]
+    pieces = sorted(slices.slices, key=lambda s: -s.epsilon_lower_bound)
+    lines = [f"slices (own budget {slices.budget:.3g} over {slices.declared} slices, each at confidence "
+             f"{100 * slices.confidence:.4g}%; a bound per slice, the global one above is judged apart):"]
     for piece in pieces[:SLICE_TABLE_ROWS]:
-        status = f"  {piece['status']}" if piece.get("status") else ""
-        if piece.get("trust") and piece["trust"] != "trusted":
-            status += f" ({piece['trust']})"
-        note = f"  ({piece['note']})" if piece.get("note") else ""
-        lines.append(f"  {piece['slicing']:<22} {piece['name']:<28} eps_lb {piece['epsilon_lower_bound']:.4f} over "
-                     f"{piece['rows']} rows{status}{note}")
+        status = ""
+        if isinstance(piece, SliceVerdict):  # a judged slice: its status, and its trust when not trusted
+            status = f"  {piece.status}" if piece.status else ""
+            if piece.trust and piece.trust != TRUSTED:
+                status += f" ({piece.trust})"
+        note = f"  ({piece.note})" if piece.note else ""
+        lines.append(f"  {piece.slicing:<22} {piece.name:<28} eps_lb {piece.epsilon_lower_bound:.4f} over "
+                     f"{piece.rows} rows{status}{note}")
     if len(pieces) > SLICE_TABLE_ROWS:
         lines.append(f"  {len(pieces) - SLICE_TABLE_ROWS} more slices")
     return lines
 
 
-def _night_text(result: dict) -> str:
+def _night_text(result: AuditResult) -> str:
     """The night that keyed the coins with the seed, when one did (results before nights have none)."""
-    night = result.get("coins_night")
-    return f"  night={night}" if night else ""
+    night = result.game.night
+    return f"  night={night.isoformat()}" if night else ""
 
 
-def _verdict_lines(result: dict) -> list[str]:
+def _verdict_lines(result: AuditResult, verdict: Verdict | None) -> list[str]:
     """The verdict against a claim (audit-scores --claimed-epsilon) and the f-DP method's Gaussian reading."""
     lines = []
-    decision = result.get("decision")
-    if decision:  # the decision first (auditing.verdict.decision), its reason and next step
-        step = f"; next: {decision['next_step']}" if decision.get("next_step") else ""
-        lines.append(f"decision: {decision['headline'].upper()}: {decision['reason']}{step}")
-        trust = result.get("trust") or {}
-        if trust.get("state"):
-            lines.append(f"  trust: {trust['state']}" + (f" ({trust['reason']})" if trust.get("reason") else ""))
-    if result.get("status") is not None:
-        kappa = result["breaking_kappa"]
+    if verdict is not None:
+        decision, trust = verdict.decision, verdict.trust
+        if decision is not None:  # the decision first (auditing.verdict.decision), its reason and next step
+            step = f"; next: {decision.next_step}" if decision.next_step else ""
+            lines.append(f"decision: {decision.headline.upper()}: {decision.reason}{step}")
+            if trust.state:
+                lines.append(f"  trust: {trust.state}" + (f" ({trust.reason})" if trust.reason else ""))
+        kappa = verdict.robustness.breaking_kappa
         meaning = (f"the counts disprove the claim unless the reference misjudges some row's click odds by more "
                    f"than a factor {math.exp(kappa):.3g}" if kappa > 0 else "the counts do not disprove the claim")
-        lines.append(f"  status against the claimed eps {result['claimed_epsilon']:g} at kappa {result['kappa']:g}: "
-                     f"{result['status']}; breaking kappa {kappa:.4g} ({meaning})")
-    if result.get("gdp_mu_lower_bound") is not None:
-        lines.append(f"  Gaussian reading: not mu-GDP for any mu below {result['gdp_mu_lower_bound']:.4f} "
+        lines.append(f"  status against the claimed eps {verdict.claimed_epsilon:g} at kappa {result.bound.kappa:g}: "
+                     f"{verdict.status}; breaking kappa {kappa:.4g} ({meaning})")
+    if result.gdp_mu_lower_bound is not None:
+        lines.append(f"  Gaussian reading: not mu-GDP for any mu below {result.gdp_mu_lower_bound:.4f} "
                      "(a statement about mu only; not an epsilon bound)")
     return lines
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import socket
@@ -433,8 +434,6 @@ def test_a_bad_reference_check_is_refused_before_any_request(webhook_factory, tm
 def sliced_verdicts():
     """tests/support/sliced_audits.py judged: against claim 1 the top decile is a trusted slice VIOLATION and the shown
     label 0 an untrusted one; against claim 3 every slice PASSes; the same audit without slices; a void night."""
-    import dataclasses
-
     from auditing.verdict.judge import judge
     from auditing.verdict.trust import NightTrust
     from tests.support import sliced_audits
@@ -471,7 +470,8 @@ def test_a_trusted_slice_violation_pages_with_its_slices_and_is_sent_once(tmp_pa
         payload = _slice_payload(verdict)
         assert send_alert(hook.url, SLICE_VIOLATION, payload, tmp_path).status == SENT
         assert send_alert(hook.url, SLICE_VIOLATION, payload, tmp_path).status == DUPLICATE
-        assert send_alert(hook.url, SLICE_VIOLATION, {**payload, "partition_date": "2024-01-03"}, tmp_path).status == SENT
+        next_day = dataclasses.replace(payload, partition_date="2024-01-03")
+        assert send_alert(hook.url, SLICE_VIOLATION, next_day, tmp_path).status == SENT
         global_kind = alert_kind(_row(verdict))  # the verdict's own alert is a kind of its own
         assert global_kind == VIOLATION
         assert send_alert(hook.url, global_kind, _payload(verdict), tmp_path).status == SENT
@@ -508,8 +508,6 @@ def test_a_trusted_slice_violation_pages_with_its_slices_and_is_sent_once(tmp_pa
 def test_no_slice_alert_without_a_slice_violation_acted_on(sliced_verdicts):
     """No slices, only PASS slices, slice VIOLATIONs that are all untrusted (a void night), a control: no
     SLICE_VIOLATION; the global verdict's own alert is unchanged by the slices."""
-    import dataclasses
-
     from auditing.sinks.alerts import VIOLATION_UNTRUSTED, alert_kind, slice_alert_kind
 
     assert sliced_verdicts["unsliced"].slices == () and slice_alert_kind(sliced_verdicts["unsliced"]) is None

@@ -235,13 +235,19 @@ def test_a_leak_too_small_for_one_night_is_confirmed_within_a_few_nights():
 def test_the_family_alert_pages_on_a_confirmation_and_says_what_it_means():
     """A family confirmed (both evidences at 1/alpha) alerts FAMILY_CONFIRMED, which pages: its decision is to act;
     the kappa-based evidence alone sends no alert kind of its own."""
-    from auditing.sinks.alerts.webhook import ALERT_KINDS, FAMILY_CONFIRMED, PAGES, _body, family_payload
+    from auditing.sinks.alerts.webhook import (
+        ALERT_KINDS,
+        FAMILY_CONFIRMED,
+        PAGES,
+        alert_event_payload,
+        family_payload,
+    )
 
     rng = np.random.default_rng(2)
     family = family_evidence([_check_night(rng, t, 1.0, 0.0, leak=3.0) for t in range(2)])
     assert family.confirmed and FAMILY_CONFIRMED in ALERT_KINDS and FAMILY_CONFIRMED in PAGES
     payload = family_payload(family, model_id="m", partition_date=family.confirmed_on.isoformat(), report="/r.html")
-    body = _body(FAMILY_CONFIRMED, "m", payload["partition_date"], payload)
+    body = alert_event_payload(FAMILY_CONFIRMED, payload)["payload"]
     assert body["page"] is True and body["nights_counted"] == 2 and body["decision"] == "act"
     assert body["family_check_evidence"] == family.check_evidence
     assert body["text"] == (f"[labeldp-audit] FAMILY_CONFIRMED: model m, partition {family.confirmed_on}: "
