@@ -22,7 +22,6 @@ from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
-from auditing.game.sweep import correct_at, rank_order
 from auditing.result import AuditResult
 from flows.cli import main as cli_main
 from labeldp.codec import decode, encode
@@ -35,6 +34,8 @@ from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
 from pipelines.scoring.scored_batch import scored_batch
 from pipelines.training import train as training
+from tests.support.scoring_worlds import in_process_counts, register_tiny_model
+from tests.support.swapped_split import SwappedSplit
 
 DAY = dt.date(2024, 3, 2)
 PREVIOUS = dt.date(2024, 3, 1)
@@ -42,27 +43,6 @@ ROWS = 6000
 DASK_RUNNER = beam_request.DASK_RUNNER
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
-
-
-def _register(root, name, date, features, labels, extra_column=None, seed=0):
-    from catboost import CatBoostClassifier
-
-    params = {"iterations": 12, "depth": 4, "learning_rate": 0.3, "max_ctr_complexity": 1, "thread_count": 1,
-              "random_seed": seed, "allow_writing_files": False, "verbose": False}
-    feature_schema = registry.feature_schema()
-    if extra_column:
-        features = features.assign(**{extra_column: np.arange(len(features), dtype=np.float64)})
-        feature_schema = [*feature_schema, {"name": extra_column, "kind": registry.NUMERIC}]
-    model = CatBoostClassifier(**params)
-    model.fit(features, labels, cat_features=schema.CATEGORICAL_COLUMNS)
-    metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
-                "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": params,
-                "test_metrics": {}, "feature_schema": feature_schema,
-                # fitted on every row of the day: its training rows (audit_rows "training") are all rows
-                "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation", "test"],
-                                  "unread_row_ids": [], "rows": len(labels)}}
-    registry.save_model(root, name, date, model, metadata)
-    return model
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +54,7 @@ def world(tmp_path_factory):
         table = schema.read_partition(root, date)
         frame = training.feature_frame(table)
         labels = table.column(schema.LABEL).to_numpy()
-        models[date] = _register(root, "target", date, frame, labels, seed=seed)
+        models[date] = register_tiny_model(root, "target", date, frame, labels, seed=seed)
     table = schema.read_partition(root, DAY)
     frame = training.feature_frame(table)
     return {
@@ -88,17 +68,6 @@ def world(tmp_path_factory):
         "model": models[DAY],
         "previous_model": models[PREVIOUS],
     }
-
-
-def in_process_counts(world, config_game):
-    score = resolve_score(config_game.score, config_game.score_power)
-    grid = config_game.grid_for(world["row_ids"].size)
-    rows = []
-    for r in range(config_game.repetitions):
-        game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"],
-                               seed=config_game.seed, repetition=r, score=score)
-        rows.append(correct_at(game.correct, rank_order(game.scores, world["row_ids"]), grid))
-    return np.stack(rows)
 
 
 def assert_same_as_in_process(world, outcome, config_game, config_bound):
@@ -243,7 +212,6 @@ def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_seve
 
 def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
     from auditing.bounds.selection import STRATEGIES_REGISTRY
-    from tests.behaviour.test_game_and_bound import SwappedSplit
 
     STRATEGIES_REGISTRY.register(SwappedSplit)
     try:
@@ -436,7 +404,7 @@ def _written(root):
 def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeypatch):
     root = world["root"]
     table = schema.read_partition(root, DAY).slice(0, 1500)
-    _register(root, "wide", DAY, training.feature_frame(table), table.column("label").to_numpy(),
+    register_tiny_model(root, "wide", DAY, training.feature_frame(table), table.column("label").to_numpy(),
               extra_column="I14")
     monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
     before = _written(root)
