@@ -32,7 +32,7 @@ from pipelines.models.catboost_frames import catboost_frame
 from pipelines.scoring import beam_dofns, beam_request, beam_scoring, scoring_batches
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
-from pipelines.scoring.scored_batch import scored_batch
+from pipelines.scoring.scored_batch import RowCounts, scored_batch
 from pipelines.training import train as training
 from tests.support.scoring_worlds import in_process_counts, register_tiny_model
 from tests.support.swapped_split import SwappedSplit
@@ -387,9 +387,8 @@ def test_bad_probabilities_are_counted_per_model():
     reference = good.copy()
     reference[3] = [0.3, 0.3]  # does not sum to 1
     batch = scored_batch("b", table, target, reference)
-    assert batch.issues == {"rows_read": 5, "rows_scored": 2, "rows_without_row_id": 0,
-                            "rows_without_target_prediction": 0, "rows_without_reference_prediction": 0,
-                            "rows_bad_target_probabilities": 2, "rows_bad_reference_probabilities": 1}
+    assert batch.issues == RowCounts(rows_read=5, rows_scored=2, rows_bad_target_probabilities=2,
+                                     rows_bad_reference_probabilities=1)
     assert batch.row_ids.tolist() == [1, 5]
 
 
@@ -537,7 +536,7 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
         p_t, p_r = rng.uniform(0.01, 0.99, n), rng.uniform(0.01, 0.99, n)
         batches.append(ScoredBatch(f"b{index}", np.arange(n, dtype=np.int64) * 7 + 100_000 * index,
                                    rng.integers(0, 2, n), np.column_stack([1 - p_t, p_t]),
-                                   np.column_stack([1 - p_r, p_r]), {"rows_read": n, "rows_scored": n}))
+                                   np.column_stack([1 - p_r, p_r]), RowCounts(rows_read=n, rows_scored=n)))
     inline = Pass1Accumulator()
     for batch in batches:
         inline.add_batch(batch, spec)
@@ -586,7 +585,7 @@ def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     spec = GameSpec(GameConfig(repetitions=3, audit_rows="all", reference_calibration="none"))
     p = np.full(10, 0.5)
     batch = ScoredBatch("b", np.arange(10, dtype=np.int64), np.zeros(10, np.int64), np.column_stack([p, p]),
-                        np.column_stack([p, p]), {})
+                        np.column_stack([p, p]))
     broken = Pass1Accumulator(rows=np.zeros((1, 5), np.int64), correct=np.zeros((1, 5), np.int64))
     broken.add_batch(batch, spec, background=True)  # returns before the kernel runs
     with pytest.raises(ValueError, match="histograms must be int64 arrays of 5 slots"):
