@@ -47,7 +47,7 @@ def day_batches(root: Path):
             p_reference = rng.uniform(0.02, 0.3, ids.size)
             p_target = np.clip(p_reference + rng.normal(0, 0.05, ids.size), 0.01, 0.99)
             yield ScoredBatch(f"{task.name}-b{index:05d}", ids, labels, np.column_stack([1 - p_target, p_target]),
-                              np.column_stack([1 - p_reference, p_reference]), {}, ids % 10 == 0,
+                              np.column_stack([1 - p_reference, p_reference]), None, ids % 10 == 0,
                               {"C9": np.asarray(c9.to_numpy(zero_copy_only=False))})
 
 

@@ -448,7 +448,7 @@ def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, scored: S
         spool_path,
         write_or_spool,
     )
-    from auditing.sinks.warehouse.base import WarehouseUnavailable
+    from auditing.sinks.warehouse.address import WarehouseUnavailable
     from auditing.verdict.judge import judge
 
     result = decode(AuditResult, scored.job.result, "result")  # read once, here
@@ -516,7 +516,7 @@ def _family(root: Path, warehouse: str | None, model_id: str, date: dt.date, res
     A night a control voided (``night``: the night's `NightTrust`) enters with that reason and counts in no test."""
     from auditing.sinks.family import FAMILY_RUN_KINDS, family_with
     from auditing.sinks.warehouse import open_warehouse
-    from auditing.sinks.warehouse.base import WarehouseUnavailable
+    from auditing.sinks.warehouse.address import WarehouseUnavailable
     from auditing.verdict.family_evidence import NightCounts
 
     if kind != "target" or run_kind not in FAMILY_RUN_KINDS:
@@ -566,7 +566,7 @@ def write_index(root: Path, warehouse: str | None) -> Path | None:
     from auditing.sinks.report.index_page import index_report_path, render_index
     from auditing.sinks.report.pages import run_report_path, trend_report_path, write_report
     from auditing.sinks.warehouse import open_warehouse
-    from auditing.sinks.warehouse.base import WarehouseUnavailable
+    from auditing.sinks.warehouse.address import WarehouseUnavailable
 
     try:
         store = open_warehouse(warehouse, data_root=root, timeout=5.0)
@@ -602,7 +602,7 @@ def day_is_complete(root: Path, date: dt.date, plan: AuditPlan, warehouse: str |
     records itself: docs/warehouse.md). A guardrail's or a re-judged verdict does not audit the night; an
     unreachable warehouse completes nothing."""
     from auditing.sinks.warehouse import open_warehouse
-    from auditing.sinks.warehouse.base import WarehouseUnavailable
+    from auditing.sinks.warehouse.address import WarehouseUnavailable
     from auditing.verdict.run_kinds import BACKFILL, NIGHTLY
     from pipelines.data import schema
 

@@ -162,7 +162,7 @@ class PassProgress(beam.DoFn):
     def process(self, batch: ScoredBatch):
         faults.point("scoring")  # inert unless a crash test asks (labeldp.faults)
         if self._enabled:
-            self._rows += int(batch.issues.get("rows_read", batch.rows) if self._read else batch.rows)
+            self._rows += batch.issues.rows_read if self._read and batch.issues is not None else batch.rows
             self._countdown(self._rows)
         yield batch
 

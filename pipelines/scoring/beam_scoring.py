@@ -152,7 +152,7 @@ from pipelines.scoring.beam_request import (
     write_result,
 )
 from pipelines.scoring.partition_batches import ReadTask, chain_tasks
-from pipelines.scoring.scored_batch import duplicate_row_ids, predictions_table, row_id_buckets
+from pipelines.scoring.scored_batch import RowCounts, duplicate_row_ids, predictions_table, row_id_buckets
 from pipelines.scoring.scoring_batches import (
     GameSpec,
     Pass1Accumulator,
@@ -609,15 +609,15 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
         shutil.rmtree(work)
         timings["total_s"] = round(time.monotonic() - started, 3)
         diagnostics = {
-            "rows": dict(plan.issues), "m": plan.m, "plan_mode": plan_mode, "batch_size": request.batch_size,
+            "rows": encode(plan.issues), "m": plan.m, "plan_mode": plan_mode, "batch_size": request.batch_size,
             "catboost_thread_count": thread_count, "combine_shards": shards, "bins": asdict(request.bins),
             "histogram_bins": request.bins.num_bins, "slots": len(spec.slots),
             "boundary_rows": plan.boundary_rows, "boundary_rows_received": int(sum(slot_rows.values())),
             "audited_rows": _audited_rows(request.game.audit_rows, selection, total_rows, plan.issues, target_md,
                                           partition_fp),
             "check_rows": None if check_rows is None else {
-                **check_rows.describe(), "read": int(plan.issues.get("check_rows_read", 0)),
-                "scored": int(plan.issues.get("check_rows_scored", 0))},
+                **check_rows.describe(), "read": plan.issues.check_rows_read,
+                "scored": plan.issues.check_rows_scored},
         }
         record = JobRecord(result.to_dict(), flat_settings(request.game, request.bound), key, lineage, diagnostics, timings, started_at,
                            finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -627,12 +627,12 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
             slice_counts.save(out_tmp)
         write_result(out_tmp, record)
     rows = plan.issues
-    missing = rows.get("rows_without_target_prediction", 0) + rows.get("rows_without_reference_prediction", 0)
-    progress(f"done: eps_lb {result.epsilon_lower_bound:.4g} over m = {plan.m} rows ({rows['rows_read']} read, "
-             f"{rows['rows_without_row_id']} without row_id, {rows['rows_bad_target_probabilities']} / "
-             f"{rows['rows_bad_reference_probabilities']} with bad target / reference probabilities"
-             + (f", of which {rows.get('rows_without_target_prediction', 0)} / "
-                f"{rows.get('rows_without_reference_prediction', 0)} without a prediction" if missing else "")
+    missing = rows.rows_without_target_prediction + rows.rows_without_reference_prediction
+    progress(f"done: eps_lb {result.epsilon_lower_bound:.4g} over m = {plan.m} rows ({rows.rows_read} read, "
+             f"{rows.rows_without_row_id} without row_id, {rows.rows_bad_target_probabilities} / "
+             f"{rows.rows_bad_reference_probabilities} with bad target / reference probabilities"
+             + (f", of which {rows.rows_without_target_prediction} / "
+                f"{rows.rows_without_reference_prediction} without a prediction" if missing else "")
              + f"); wrote {out_final}")
     return ScoringOutcome(result, game, out_final, scored_final if request.write_scored else None, record)
 
@@ -668,17 +668,17 @@ def _check_histograms(pass1: Pass1Accumulator, spec: GameSpec, classes: int):
     return pass1.checks if pass1.checks is not None else CheckHistograms.empty(classes, spec.game.draw_seed)
 
 
-def _audited_rows(audit_rows: str, selection, total_rows: int, issues: dict, target_md: ModelMetadata,
+def _audited_rows(audit_rows: str, selection, total_rows: int, issues: RowCounts, target_md: ModelMetadata,
                   partition_fp: str) -> dict:
     """Which rows the game saw (result.json diagnostics). With ``training`` on the partition the model was
     trained on, the rows read must be exactly the rows whose labels training read (registry metadata)."""
     out = {"audit_rows": audit_rows, "partition_rows": int(total_rows),
-           "rows_not_audited": int(total_rows - issues.get("rows_read", 0))}
+           "rows_not_audited": int(total_rows - issues.rows_read)}
     if selection is not None:
         out.update(selection.describe())
         same_partition = target_md.partition_fingerprint == partition_fp
-        if same_partition and selection.rows is not None and issues.get("rows_read") != selection.rows:
-            raise RuntimeError(f"audit_rows training: read {issues.get('rows_read')} rows but model "
+        if same_partition and selection.rows is not None and issues.rows_read != selection.rows:
+            raise RuntimeError(f"audit_rows training: read {issues.rows_read} rows but model "
                                f"{selection.model!r} records {selection.rows} training rows on this partition")
     return out
 

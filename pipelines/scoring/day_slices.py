@@ -37,7 +37,7 @@ from auditing.game.score_histogram import coarsen
 from auditing.slices import DayStatistics, SliceCounts, SliceGame, SliceRows, Slicing, parse_slicing
 from labeldp.errors import LabelDPInputError
 from pipelines.data.dataset_spec import DatasetSpec
-from pipelines.scoring.scored_batch import ScoredBatch
+from pipelines.scoring.scored_batch import RowCounts, ScoredBatch
 from pipelines.scoring.scoring_batches import (
     BoundaryChunk,
     GameSpec,
@@ -114,13 +114,13 @@ class _Part:
         audited = self.audited
         if c is None:
             return ScoredBatch(self.batch_id, audited.row_ids[a], audited.labels[a], self.target[a],
-                               audited.reference[a], {"rows_scored": n_audited}, None)
+                               audited.reference[a], RowCounts(rows_scored=n_audited), None)
         check = self.check
         return ScoredBatch(self.batch_id, np.concatenate([audited.row_ids[a], check.row_ids[c]]),
                            np.concatenate([audited.labels[a], check.labels[c]]),
                            np.concatenate([self.target[a], self.check_target[c]]),
                            np.concatenate([audited.reference[a], check.reference[c]]),
-                           {"rows_scored": n_audited},
+                           RowCounts(rows_scored=n_audited),
                            np.concatenate([np.zeros(n_audited, bool), np.ones(n_check, bool)]))
 
 

@@ -3,7 +3,7 @@ models' class probabilities, the rows that cannot enter the game counted instead
 two other uses: the row-id uniqueness check by hash bucket and the two-stage plan's Parquet round trip.
 
 Rows without ``row_id`` and rows whose probabilities the model cannot have produced (NaN, outside [0, 1], not
-summing to 1) are counted in `ScoredBatch.issues` and left out of the game, never dropped silently. A row
+summing to 1) are counted in `ScoredBatch.issues` (a `RowCounts`) and left out of the game, never dropped silently. A row
 whose probabilities are all NaN is a row the model has no prediction for (a logged-predictions table without
 its key, `pipelines.models.formats.registry`): it is also counted as ``rows_without_target_prediction`` (or reference). Row ids
 must be unique in the day (they key the randomness; the in-process audit refuses duplicates): the job checks
@@ -13,26 +13,39 @@ it without gathering them, by hash bucket (`row_id_buckets`, `duplicate_row_ids`
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pyarrow as pa
 
 from auditing.game.keyed_random import mix64
 from auditing.game.play import probability_row_checks
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.scoring.grouped_files import key_order
 from pipelines.scoring.partition_batches import SLICE_PREFIX
 
-ISSUE_KEYS = ("rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
-              "rows_bad_reference_probabilities", "rows_without_target_prediction",
-              "rows_without_reference_prediction", "check_rows_read", "check_rows_scored")
 
+@dataclass(frozen=True)
+class RowCounts:
+    """The scoring job's row counters: of a batch, or summed over the day (`Pass1Accumulator.issues`, the record's
+    ``diagnostics.rows``, written by `labeldp.codec.encode` in this field order). Audited rows read and scored,
+    and the audited rows left out of the game and why (a row can be counted under several reasons); the capacity
+    check's rows read and scored apart (0 when the job reads none)."""
 
-def empty_issues() -> dict:
-    """Every issue counter at zero (`ISSUE_KEYS`)."""
-    return dict.fromkeys(ISSUE_KEYS, 0)
+    rows_read: int = 0
+    rows_scored: int = 0
+    rows_without_row_id: int = 0
+    rows_bad_target_probabilities: int = 0
+    rows_bad_reference_probabilities: int = 0
+    rows_without_target_prediction: int = 0
+    rows_without_reference_prediction: int = 0
+    check_rows_read: int = 0
+    check_rows_scored: int = 0
+
+    def __add__(self, other: RowCounts) -> RowCounts:
+        return RowCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
 
 @dataclass
@@ -45,13 +58,13 @@ class ScoredBatch:
     labels: np.ndarray  # int64
     p_target: np.ndarray  # (n, k) float64
     p_reference: np.ndarray  # (n, k) float64
-    issues: dict = field(default_factory=dict)
+    issues: RowCounts | None = None  # None: a part of a batch, whose counters stay with the whole batch
     check: np.ndarray | None = None  # bool per row
     columns: dict | None = None  # the declared slices' columns by name (one value per row), None without slices
 
     def take(self, index: np.ndarray) -> ScoredBatch:
         return ScoredBatch(self.batch_id, self.row_ids[index], self.labels[index], self.p_target[index],
-                           self.p_reference[index], {}, None if self.check is None else self.check[index],
+                           self.p_reference[index], None, None if self.check is None else self.check[index],
                            None if self.columns is None else {name: v[index] for name, v in self.columns.items()})
 
     @property
@@ -64,7 +77,7 @@ class ScoredBatch:
             return self
         part = self.take(np.flatnonzero(~self.check))
         return ScoredBatch(part.batch_id, part.row_ids, part.labels, part.p_target, part.p_reference,
-                           dict(self.issues), None, part.columns)
+                           self.issues, None, part.columns)
 
     def check_rows(self) -> ScoredBatch | None:
         """The capacity check's rows of the batch (None when the job reads none)."""
@@ -114,14 +127,13 @@ def scored_batch(batch_id: str, table: pa.Table, p_target, p_reference, check_ro
     # A row without a row id cannot be a check row: it is counted with the audited rows' issues.
     is_check = (check_rows.mask(all_ids) & has_id) if check_rows is not None else np.zeros(n, dtype=bool)
     audited = ~is_check
-    issues = {"rows_read": int(audited.sum()), "rows_scored": int((keep & audited).sum()),
-              "rows_without_row_id": int(n - has_id.sum()),
-              "rows_bad_target_probabilities": int((bad_target & audited).sum()),
-              "rows_bad_reference_probabilities": int((bad_reference & audited).sum()),
-              "rows_without_target_prediction": int((empty_target & audited).sum()),
-              "rows_without_reference_prediction": int((empty_reference & audited).sum())}
-    if check_rows is not None:
-        issues.update(check_rows_read=int(is_check.sum()), check_rows_scored=int((keep & is_check).sum()))
+    issues = RowCounts(rows_read=int(audited.sum()), rows_scored=int((keep & audited).sum()),
+                       rows_without_row_id=int(n - has_id.sum()),
+                       rows_bad_target_probabilities=int((bad_target & audited).sum()),
+                       rows_bad_reference_probabilities=int((bad_reference & audited).sum()),
+                       rows_without_target_prediction=int((empty_target & audited).sum()),
+                       rows_without_reference_prediction=int((empty_reference & audited).sum()),
+                       check_rows_read=int(is_check.sum()), check_rows_scored=int((keep & is_check).sum()))
     columns = _slice_columns(table)
     if every:  # C-ordered as a gathered copy is
         return ScoredBatch(batch_id, ids, labels, np.ascontiguousarray(target), np.ascontiguousarray(reference),
@@ -173,7 +185,8 @@ def predictions_table(batch: ScoredBatch) -> pa.Table:
     if batch.check is not None:
         columns[CHECK] = batch.check
     columns.update({SLICE_PREFIX + name: values for name, values in (batch.columns or {}).items()})
-    metadata = {f"issue.{key}": str(value) for key, value in batch.issues.items()}
+    counts = {} if batch.issues is None else encode(batch.issues)
+    metadata = {f"issue.{key}": str(value) for key, value in counts.items()}
     metadata["batch_id"] = batch.batch_id
     return pa.table(columns).replace_schema_metadata(metadata)
 
@@ -183,7 +196,8 @@ def batch_from_predictions(table: pa.Table) -> ScoredBatch:
     metadata = {key.decode(): value.decode() for key, value in (table.schema.metadata or {}).items()}
     k = sum(1 for name in table.column_names if name.startswith("p_target_"))
     stack = lambda prefix: np.column_stack([table.column(f"{prefix}{j}").to_numpy() for j in range(k)])  # noqa: E731
-    issues = {key[len("issue."):]: int(value) for key, value in metadata.items() if key.startswith("issue.")}
+    counts = {key[len("issue."):]: int(value) for key, value in metadata.items() if key.startswith("issue.")}
+    issues = decode(RowCounts, counts) if counts else None
     check = table.column(CHECK).to_numpy(zero_copy_only=False) if CHECK in table.column_names else None
     return ScoredBatch(metadata.get("batch_id", ""), table.column(schema.ROW_ID).to_numpy().astype(np.int64),
                        table.column(schema.LABEL).to_numpy().astype(np.int64), stack("p_target_"),
@@ -192,11 +206,10 @@ def batch_from_predictions(table: pa.Table) -> ScoredBatch:
 
 __all__ = [
     "CHECK",
-    "ISSUE_KEYS",
+    "RowCounts",
     "ScoredBatch",
     "batch_from_predictions",
     "duplicate_row_ids",
-    "empty_issues",
     "predictions_table",
     "row_id_bucket_of",
     "row_id_buckets",

@@ -57,10 +57,11 @@ from auditing.game.slots import Slot, SlotPlan, selection_half_mask
 from auditing.game.sweep import rank_order
 from auditing.game.sweep_reduce import BinSpec, RankedCounts, boundary_bins, cut_bin_mask, exact_counts
 from auditing.verdict.capacity_check import histograms_of
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.scoring.background import background_thread
-from pipelines.scoring.scored_batch import ScoredBatch, empty_issues
+from pipelines.scoring.scored_batch import RowCounts, ScoredBatch
 
 # Filter margin in bins around each cut bin (step 5): a one-ulp difference can move a score across one edge.
 FILTER_MARGIN = 1
@@ -159,7 +160,7 @@ class Pass1Accumulator:
 
     rows: np.ndarray | None = None  # (slots, bins) int64
     correct: np.ndarray | None = None
-    issues: dict = field(default_factory=empty_issues)
+    issues: RowCounts = field(default_factory=RowCounts)  # summed over the batches added and merged
     batches: int = 0
     # Counts of the reference's probabilities of the audited rows in auditing.risk.figures.PriorHistogram's
     # fixed buckets (claim-free; integer counts, so any batching or merge order gives the same histogram).
@@ -199,8 +200,8 @@ class Pass1Accumulator:
 
     def add_batch(self, batch: ScoredBatch, spec: GameSpec, background: bool = False) -> Pass1Accumulator:
         """Adds a scored batch (its check rows, if any, only to the capacity check's histograms)."""
-        for key, value in batch.issues.items():
-            self.issues[key] = self.issues.get(key, 0) + int(value)
+        if batch.issues is not None:
+            self.issues += batch.issues
         self.batches += 1
         check, batch = batch.check_rows(), batch.audited()
         if batch.rows == 0 and (check is None or check.rows == 0):
@@ -243,8 +244,7 @@ class Pass1Accumulator:
     def merge(self, other: Pass1Accumulator) -> Pass1Accumulator:
         self.settle()
         other.settle()
-        for key, value in other.issues.items():
-            self.issues[key] = self.issues.get(key, 0) + int(value)
+        self.issues += other.issues
         self.batches += other.batches
         if other.priors is not None:
             self.prior_kind = other.prior_kind
@@ -279,8 +279,9 @@ class Pass1Accumulator:
 
     def save(self, path) -> None:
         self.settle()
+        issues = encode(self.issues)
         arrays = {"batches": np.array(self.batches),
-                  "issue_keys": np.array(list(self.issues)), "issue_values": np.array(list(self.issues.values()))}
+                  "issue_keys": np.array(list(issues)), "issue_values": np.array(list(issues.values()))}
         if self.rows is not None:
             arrays.update(rows=self.rows, correct=self.correct)
         if self.priors is not None:
@@ -294,7 +295,8 @@ class Pass1Accumulator:
     @classmethod
     def load(cls, path) -> Pass1Accumulator:
         with np.load(path) as data:
-            issues = {str(k): int(v) for k, v in zip(data["issue_keys"], data["issue_values"], strict=True)}
+            issues = decode(RowCounts, {str(k): int(v) for k, v in zip(data["issue_keys"], data["issue_values"],
+                                                                        strict=True)})
             rows = data["rows"] if "rows" in data else None
             correct = data["correct"] if "correct" in data else None
             priors = data["priors"] if "priors" in data else None
@@ -321,7 +323,7 @@ class SweepPlan:
     exact_masks: np.ndarray  # (slots, bins) bool: the cut bins of each slot
     filter_masks: np.ndarray  # (repetitions, bins) bool: cut bins of a repetition's slots, widened by the margin
     union_filter: np.ndarray  # (bins,) bool: any repetition's filter
-    issues: dict
+    issues: RowCounts
 
     @property
     def boundary_rows(self) -> int:
@@ -333,18 +335,18 @@ class SweepPlan:
 
 def make_plan(accumulator: Pass1Accumulator, spec: GameSpec) -> SweepPlan:
     """Grids and boundaries from the merged pass-1 histograms. Raises when nothing can be audited."""
-    issues = dict(accumulator.issues)
+    issues = accumulator.issues
     if accumulator.rows is None or int(accumulator.rows[0].sum()) == 0:
         raise LabelDPInputError(
-            f"no rows to audit: {issues.get('rows_read', 0)} row(s) read, {issues.get('rows_without_row_id', 0)} "
-            f"without row_id, {issues.get('rows_bad_target_probabilities', 0)} with bad target probabilities, "
-            f"{issues.get('rows_bad_reference_probabilities', 0)} with bad reference probabilities")
+            f"no rows to audit: {issues.rows_read} row(s) read, {issues.rows_without_row_id} "
+            f"without row_id, {issues.rows_bad_target_probabilities} with bad target probabilities, "
+            f"{issues.rows_bad_reference_probabilities} with bad reference probabilities")
     game = spec.game
     totals = accumulator.rows.sum(axis=1)
     m = int(totals[0])
-    if np.any(totals[: game.repetitions] != m) or m != issues.get("rows_scored", m):
+    if np.any(totals[: game.repetitions] != m) or m != issues.rows_scored:
         raise RuntimeError(f"pass 1 is inconsistent: rows per repetition {sorted(set(totals.tolist()))}, rows "
-                           f"scored {issues.get('rows_scored')} (batches lost or counted twice)")
+                           f"scored {issues.rows_scored} (batches lost or counted twice)")
     num_bins = spec.bins.num_bins
     grids = spec.plan.grids(totals)
     bounds = [boundary_bins(accumulator.rows[index], accumulator.correct[index], grid)

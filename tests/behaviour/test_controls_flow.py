@@ -27,7 +27,7 @@ import pytest
 from auditing.config import config_hash as audit_config_hash
 from auditing.result import AuditResult
 from labeldp.codec import decode
-from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
+from tests.support.pg_schema import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow

@@ -29,7 +29,7 @@ from pipelines.scoring import beam_request
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
 from pipelines.training import train as training
-from tests.pipelines.scoring.test_beam_scoring import _register, in_process_counts
+from tests.support.scoring_worlds import in_process_counts, register_tiny_model
 from tests.support.service_processes import (
     ServiceProcesses,
     assert_runbook_has_what_ran,
@@ -52,7 +52,7 @@ def world(tmp_path_factory):
     for seed, date in enumerate((PREVIOUS, DAY)):
         synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=ROWS_PER_FILE)
         table = schema.read_partition(root, date)
-        models[date] = _register(root, "target", date, training.feature_frame(table),
+        models[date] = register_tiny_model(root, "target", date, training.feature_frame(table),
                                  table.column(schema.LABEL).to_numpy(), seed=seed)
     table = schema.read_partition(root, DAY)
     frame = training.feature_frame(table)

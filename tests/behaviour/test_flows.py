@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from labeldp.codec import encode
-from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.pg_gate import PostgresGate
+from tests.support.pg_schema import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.planted import register_memorizer
 from tests.support.webhook_receiver import WebhookReceiver
 

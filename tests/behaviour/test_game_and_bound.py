@@ -9,20 +9,19 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import json
-from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import pytest
 
 from auditing.audit import audit_counts, play_game, run_audit
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
-from auditing.bounds.selection import STRATEGIES_REGISTRY, SelectionStrategy, select_split
+from auditing.bounds.selection import STRATEGIES_REGISTRY
 from auditing.config import BOUND_FIELDS, GAME_FIELDS, BoundConfig, config_hash, same_numbers_as_version1
 from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from labeldp.errors import LabelDPInputError
 from pipelines.scoring.beam_request import scoring_key
+from tests.support.swapped_split import SwappedSplit
 
 
 def rr_world(n=6000, eps=2.0, seed=0, k=2):
@@ -115,25 +114,6 @@ def test_a_halves_strategy_on_a_table_with_an_empty_half_is_refused_at_bound_tim
     assert audit_counts(game, BoundConfig()).m == 1
     with pytest.raises(LabelDPInputError, match="split strategy needs audited rows in both halves"):
         audit_counts(game, BoundConfig(strategy="split"))
-
-
-@dataclass(frozen=True)
-class SwappedSplit(SelectionStrategy):
-    """A second halves strategy: c' chosen on the bound half, bounded on the selection half."""
-
-    name: ClassVar[str] = "swapped-split"
-    label: ClassVar[str] = "swapped split"
-    description: ClassVar[str] = "the split strategy with the halves' roles swapped"
-    uses_halves: ClassVar[bool] = True
-
-    def point_confidence(self, confidence, grid_size):
-        return confidence
-
-    def select(self, counts, halves, *, method, confidence, delta, kappa):
-        return select_split(halves[1], halves[0], method=method, confidence=confidence, delta=delta, kappa=kappa)
-
-    def certifiable(self, counts, halves, confidence):
-        return halves[0].guesses[0], halves[0].m, confidence
 
 
 @pytest.fixture()

@@ -36,6 +36,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support.data_root_files import snapshot
 from tests.support.pg_schema import own_schema
 from tests.support.planted import register_memorizer
 from tests.support.service_processes import (
@@ -430,8 +431,6 @@ def test_a_run_cancelled_through_prefect_ends_cancelled_and_leaves_nothing_half_
     SIGTERM, and the run ends Cancelled, not Failed with an audit error. Its process is gone, no temporary
     directory is left, every file of the earlier runs is as it was, and the cancelled day has no row but the whole
     rows of targets it had finished before the signal."""
-    from tests.flows.test_exit_codes import snapshot
-
     rows_before = keys_of(warehouse_rows(ops))
     before = snapshot(ops.data_root)
     # A run SIGKILLed by an earlier test (the machine that died) may have left hidden temporary directories of its

@@ -33,8 +33,9 @@ import pytest
 
 from flows import exit_codes
 from flows.exit_codes import Outcome
-from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
+from tests.support.data_root_files import snapshot
 from tests.support.kill_harness import signal_when
+from tests.support.pg_schema import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.planted import register_memorizer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -494,20 +495,6 @@ def test_ctrl_c_during_scoring_exits_130_and_leaves_nothing_behind(data_root, tm
     assert_quiet(err)
     assert layout() == before and not list(data_root.rglob(".tmp-*"))
     assert stored(data_root) == rows_before
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
-    """Every file under the data root but the debug logs and the warehouse: (size, mtime in ns, sha256). A file
-    rewritten with the same bytes still shows (its mtime)."""
-    import hashlib
-
-    files = {}
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if path.is_file() and relative.parts[0] != "logs" and not relative.name.startswith("warehouse.duckdb"):
-            info = path.stat()
-            files[str(relative)] = (info.st_size, info.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
-    return files
 
 
 def _stop_when(argv: list[str], marker: str, number: int, env: dict | None = None):

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.cli import main
-from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
+from tests.support.pg_schema import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 
 REPO = Path(__file__).resolve().parents[2]
 D0, D1 = dt.date(2026, 10, 1), dt.date(2026, 10, 2)

@@ -1,6 +1,9 @@
 """A PostgreSQL schema of a test's own: the server the tests use (``LABELDP_TEST_POSTGRES_URL``, default the local
 one), a fresh schema named by the caller's prefix, and its URL with the schema as search_path. Dropped afterwards.
-Without a server the test is skipped loudly, naming what was not tested."""
+Without a server the test is skipped loudly, naming what was not tested.
+
+`postgres_url` is the same as a session fixture: a test module imports it (``from tests.support.pg_schema import
+postgres_url``) and gets one schema for the session."""
 
 from __future__ import annotations
 
@@ -41,3 +44,10 @@ def own_schema(prefix: str, untested: str = "POSTGRESQL BACKEND NOT TESTED") -> 
             yield with_search_path(PG_URL, name)
         finally:
             admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """The URL of a PostgreSQL schema of this session (`own_schema` with the prefix ``labeldp_test``)."""
+    with own_schema("labeldp_test") as url:
+        yield url

@@ -29,6 +29,7 @@ from auditing.sinks.warehouse.address import (
     DEFAULT_FILE_NAME,
     POSTGRES_SCHEMES,
     Destination,
+    WarehouseUnavailable,
     describe_target,
     destination,
     is_postgres_target,
@@ -37,7 +38,6 @@ from auditing.sinks.warehouse.address import (
 from auditing.sinks.warehouse.base import (
     ReadOnlyWarehouse,
     Warehouse,
-    WarehouseUnavailable,
     Written,
     open_read_only,
 )

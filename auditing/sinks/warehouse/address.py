@@ -26,6 +26,14 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 DUCKDB, POSTGRES = "duckdb", "postgres"
 
 
+class WarehouseUnavailable(RuntimeError):
+    """The warehouse cannot be reached right now (server down, file locked past the timeout, I/O error).
+
+    Transient by assumption: ``write_or_spool`` retries, then spools the payload to disk. It lives beside the
+    address, not in ``base``, so the spool catches it without loading the backends' shared code.
+    """
+
+
 @dataclass(frozen=True)
 class Destination:
     backend: str

@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from auditing.sinks.warehouse import migrations, schema
-from auditing.sinks.warehouse.address import describe_target, is_postgres_target, warehouse_target
+from auditing.sinks.warehouse.address import (
+    WarehouseUnavailable,
+    describe_target,
+    is_postgres_target,
+    warehouse_target,
+)
 from auditing.sinks.warehouse.records import ResultRow, upgrade_row
 from auditing.sinks.warehouse.rows import (
     AuditKey,
@@ -35,13 +40,6 @@ from auditing.verdict.types import STATUSES, TRUST_STATES, UNTRUSTED
 from labeldp import faults
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date, require_date
-
-
-class WarehouseUnavailable(RuntimeError):
-    """The warehouse cannot be reached right now (server down, file locked past the timeout, I/O error).
-
-    Transient by assumption: ``write_or_spool`` retries, then spools the payload to disk.
-    """
 
 
 def backoff_delays(initial: float, maximum: float, deadline: float) -> Iterator[float]:

@@ -18,7 +18,8 @@ from typing import Any
 import duckdb
 
 from auditing.sinks.warehouse import migrations, schema
-from auditing.sinks.warehouse.base import Warehouse, WarehouseUnavailable, backoff_delays
+from auditing.sinks.warehouse.address import WarehouseUnavailable
+from auditing.sinks.warehouse.base import Warehouse, backoff_delays
 from labeldp.errors import LabelDPInputError
 
 _FILE_LOCKS: dict[str, threading.Lock] = {}

@@ -21,8 +21,8 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from auditing.sinks.warehouse import migrations
-from auditing.sinks.warehouse.address import describe_target
-from auditing.sinks.warehouse.base import Warehouse, WarehouseUnavailable, backoff_delays
+from auditing.sinks.warehouse.address import WarehouseUnavailable, describe_target
+from auditing.sinks.warehouse.base import Warehouse, backoff_delays
 from labeldp.errors import LabelDPInputError
 
 # Any constant works: it names the advisory lock that serializes schema changes across sessions (concurrent

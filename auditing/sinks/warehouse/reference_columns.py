@@ -3,8 +3,12 @@ columns it fills and the check read back from a row."""
 
 from __future__ import annotations
 
-from auditing.sinks.warehouse.records import ResultRow
+from typing import TYPE_CHECKING
+
 from auditing.verdict.reference_check import CalibrationFigures, LabelBlindFigures, ReferenceCheck
+
+if TYPE_CHECKING:  # a row is only read by its attributes here: the row type (and the verdict under it) is not loaded
+    from auditing.sinks.warehouse.records import ResultRow
 
 # The reference check's calibration figures: the keyword's names (AUDIT_RECORD's ``reference_check``) -> columns
 CALIBRATION_FIGURES = {

@@ -31,8 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditing.sinks.warehouse.address import Destination, describe_target, destination
-from auditing.sinks.warehouse.base import WarehouseUnavailable
+from auditing.sinks.warehouse.address import Destination, WarehouseUnavailable, describe_target, destination
 from auditing.sinks.warehouse.records import AuditKey, ResultRow, upgrade_row
 from auditing.sinks.warehouse.rows import (
     SLICE_FIELDS,

@@ -50,19 +50,13 @@ from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
-from tests.support.pg_schema import own_schema
+from tests.support.pg_schema import own_schema, postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.warehouse_rows import DAY, FINGERPRINT, make_row
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 # --------------------------------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="session")
-def postgres_url():
-    with own_schema("labeldp_test") as url:
-        yield url
-
-
 @pytest.fixture(params=["duckdb", "postgres"])
 def target(request, tmp_path) -> str:
     """A fresh, empty warehouse target for the backend under test."""

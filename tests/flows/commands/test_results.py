@@ -31,9 +31,11 @@ from auditing.verdict.judge import judge
 from flows.cli import main
 from flows.commands.results import CSV_COLUMNS, NO_MATCH
 from labeldp.codec import encode
-from tests.auditing.sinks.test_warehouse import postgres_url  # noqa: F401  (fixture: skips loudly when no server answers)
 from tests.support import checked_audits
-from tests.support.pg_schema import own_schema
+from tests.support.pg_schema import (
+    own_schema,
+    postgres_url,  # noqa: F401  (fixture: skips loudly when no server answers)
+)
 
 D1, D2, D3 = dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 3)
 

@@ -20,7 +20,7 @@ import pytest
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.models.metadata import ABSENT, as_metadata
-from tests.pipelines.models.test_formats import DAY, ROWS, SPEC, TRAIN_ROWS, fit, make_world, write_day
+from tests.support.numeric_clicks import DAY, ROWS, SPEC, TRAIN_ROWS, fit, make_world, write_day
 
 
 @pytest.fixture(scope="module")

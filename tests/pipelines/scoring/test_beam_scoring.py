@@ -22,7 +22,6 @@ from auditing.game.config import GameConfig
 from auditing.game.counts import GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
-from auditing.game.sweep import correct_at, rank_order
 from auditing.result import AuditResult
 from flows.cli import main as cli_main
 from labeldp.codec import decode, encode
@@ -33,8 +32,10 @@ from pipelines.models.catboost_frames import catboost_frame
 from pipelines.scoring import beam_dofns, beam_request, beam_scoring, scoring_batches
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
-from pipelines.scoring.scored_batch import scored_batch
+from pipelines.scoring.scored_batch import RowCounts, scored_batch
 from pipelines.training import train as training
+from tests.support.scoring_worlds import in_process_counts, register_tiny_model
+from tests.support.swapped_split import SwappedSplit
 
 DAY = dt.date(2024, 3, 2)
 PREVIOUS = dt.date(2024, 3, 1)
@@ -42,27 +43,6 @@ ROWS = 6000
 DASK_RUNNER = beam_request.DASK_RUNNER
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
-
-
-def _register(root, name, date, features, labels, extra_column=None, seed=0):
-    from catboost import CatBoostClassifier
-
-    params = {"iterations": 12, "depth": 4, "learning_rate": 0.3, "max_ctr_complexity": 1, "thread_count": 1,
-              "random_seed": seed, "allow_writing_files": False, "verbose": False}
-    feature_schema = registry.feature_schema()
-    if extra_column:
-        features = features.assign(**{extra_column: np.arange(len(features), dtype=np.float64)})
-        feature_schema = [*feature_schema, {"name": extra_column, "kind": registry.NUMERIC}]
-    model = CatBoostClassifier(**params)
-    model.fit(features, labels, cat_features=schema.CATEGORICAL_COLUMNS)
-    metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
-                "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": params,
-                "test_metrics": {}, "feature_schema": feature_schema,
-                # fitted on every row of the day: its training rows (audit_rows "training") are all rows
-                "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation", "test"],
-                                  "unread_row_ids": [], "rows": len(labels)}}
-    registry.save_model(root, name, date, model, metadata)
-    return model
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +54,7 @@ def world(tmp_path_factory):
         table = schema.read_partition(root, date)
         frame = training.feature_frame(table)
         labels = table.column(schema.LABEL).to_numpy()
-        models[date] = _register(root, "target", date, frame, labels, seed=seed)
+        models[date] = register_tiny_model(root, "target", date, frame, labels, seed=seed)
     table = schema.read_partition(root, DAY)
     frame = training.feature_frame(table)
     return {
@@ -88,17 +68,6 @@ def world(tmp_path_factory):
         "model": models[DAY],
         "previous_model": models[PREVIOUS],
     }
-
-
-def in_process_counts(world, config_game):
-    score = resolve_score(config_game.score, config_game.score_power)
-    grid = config_game.grid_for(world["row_ids"].size)
-    rows = []
-    for r in range(config_game.repetitions):
-        game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"],
-                               seed=config_game.seed, repetition=r, score=score)
-        rows.append(correct_at(game.correct, rank_order(game.scores, world["row_ids"]), grid))
-    return np.stack(rows)
 
 
 def assert_same_as_in_process(world, outcome, config_game, config_bound):
@@ -243,7 +212,6 @@ def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_seve
 
 def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
     from auditing.bounds.selection import STRATEGIES_REGISTRY
-    from tests.behaviour.test_game_and_bound import SwappedSplit
 
     STRATEGIES_REGISTRY.register(SwappedSplit)
     try:
@@ -419,10 +387,28 @@ def test_bad_probabilities_are_counted_per_model():
     reference = good.copy()
     reference[3] = [0.3, 0.3]  # does not sum to 1
     batch = scored_batch("b", table, target, reference)
-    assert batch.issues == {"rows_read": 5, "rows_scored": 2, "rows_without_row_id": 0,
-                            "rows_without_target_prediction": 0, "rows_without_reference_prediction": 0,
-                            "rows_bad_target_probabilities": 2, "rows_bad_reference_probabilities": 1}
+    assert batch.issues == RowCounts(rows_read=5, rows_scored=2, rows_bad_target_probabilities=2,
+                                     rows_bad_reference_probabilities=1)
     assert batch.row_ids.tolist() == [1, 5]
+
+
+def test_row_counts_cross_their_edges_as_the_nine_counters():
+    """The counters are written as result.json's ``diagnostics.rows`` always was (nine keys, this order), travel
+    through a two-stage plan's Parquet metadata exactly, and stay with the whole batch, not its parts."""
+    from pipelines.scoring.scored_batch import batch_from_predictions, predictions_table
+
+    assert list(encode(RowCounts())) == [
+        "rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
+        "rows_bad_reference_probabilities", "rows_without_target_prediction", "rows_without_reference_prediction",
+        "check_rows_read", "check_rows_scored"]
+    table = pa.table({"row_id": pa.array([1, None, 3], pa.int64()), "label": pa.array([0, 1, 0], pa.int8())})
+    batch = scored_batch("b", table, np.array([[0.9, 0.1]] * 3), np.array([[0.8, 0.2], [0.7, 0.3], [np.nan, 0.5]]))
+    assert batch.issues == RowCounts(rows_read=3, rows_scored=1, rows_without_row_id=1,
+                                     rows_bad_reference_probabilities=1)
+    assert batch_from_predictions(predictions_table(batch)).issues == batch.issues
+    assert batch.take(np.arange(1)).issues is None and batch.audited().issues == batch.issues
+    assert RowCounts(rows_read=2) + RowCounts(rows_read=1, check_rows_read=4) == RowCounts(rows_read=3,
+                                                                                          check_rows_read=4)
 
 
 def _no_work(*_args, **_kwargs):
@@ -436,7 +422,7 @@ def _written(root):
 def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeypatch):
     root = world["root"]
     table = schema.read_partition(root, DAY).slice(0, 1500)
-    _register(root, "wide", DAY, training.feature_frame(table), table.column("label").to_numpy(),
+    register_tiny_model(root, "wide", DAY, training.feature_frame(table), table.column("label").to_numpy(),
               extra_column="I14")
     monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
     before = _written(root)
@@ -569,7 +555,7 @@ def test_pass1_in_the_background_equals_pass1_in_line(monkeypatch, chunk_rows, m
         p_t, p_r = rng.uniform(0.01, 0.99, n), rng.uniform(0.01, 0.99, n)
         batches.append(ScoredBatch(f"b{index}", np.arange(n, dtype=np.int64) * 7 + 100_000 * index,
                                    rng.integers(0, 2, n), np.column_stack([1 - p_t, p_t]),
-                                   np.column_stack([1 - p_r, p_r]), {"rows_read": n, "rows_scored": n}))
+                                   np.column_stack([1 - p_r, p_r]), RowCounts(rows_read=n, rows_scored=n)))
     inline = Pass1Accumulator()
     for batch in batches:
         inline.add_batch(batch, spec)
@@ -618,7 +604,7 @@ def test_pass1_background_errors_surface_when_the_accumulator_is_read():
     spec = GameSpec(GameConfig(repetitions=3, audit_rows="all", reference_calibration="none"))
     p = np.full(10, 0.5)
     batch = ScoredBatch("b", np.arange(10, dtype=np.int64), np.zeros(10, np.int64), np.column_stack([p, p]),
-                        np.column_stack([p, p]), {})
+                        np.column_stack([p, p]))
     broken = Pass1Accumulator(rows=np.zeros((1, 5), np.int64), correct=np.zeros((1, 5), np.int64))
     broken.add_batch(batch, spec, background=True)  # returns before the kernel runs
     with pytest.raises(ValueError, match="histograms must be int64 arrays of 5 slots"):
