@@ -13,7 +13,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from auditing.game.keyed_random import night_seed
 from auditing.game.scores import DEFAULT_POWER, SCORES
 from auditing.game.sweep import GRID_KINDS, guess_grid
 from auditing.records.game import REFERENCE_CALIBRATIONS
+from labeldp.codec import OMIT_DEFAULT
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.settings import as_stored, check_settings, setting
@@ -68,7 +69,7 @@ class GameConfig:
     # The partition day the game audits, keying its draws with the seed (`draw_seed`): fresh coins each night for
     # the evidence across nights (docs/soundness.md section 10). Not a setting (no plan key, no option); None keys
     # the draws by the seed alone, as before nights existed. Text YYYY-MM-DD (a stored game read back) is parsed.
-    night: dt.date | None = None
+    night: dt.date | None = field(default=None, metadata=OMIT_DEFAULT)
 
     def __post_init__(self):
         check_settings(self)
