@@ -19,6 +19,7 @@ from auditing.verdict.types import ACT, DECISIONS, HEADLINES, NO_EVIDENCE, NO_PO
 from auditing.verdict.types import MEANINGS as MEANINGS_OF_DECISIONS
 from auditing.verdict.types import UNTRUSTED as UNTRUSTED_STATE
 from labeldp import hints
+from labeldp.codec import encode
 
 if TYPE_CHECKING:  # the rows' types are imported where a run's rows are read: the warehouse's modules are heavy,
     # and every command line imports this module for its exit codes
@@ -204,7 +205,7 @@ class Outcome:
 
     def to_dict(self) -> dict:
         """The ``--json`` edge: every row as its record."""
-        return {"rows": [r.to_dict() for r in self.rows], "untrusted": self.untrusted, "failures": self.failures,
+        return {"rows": encode(self.rows), "untrusted": self.untrusted, "failures": self.failures,
                 "bad_input": self.bad_input, "fail_on_violation": self.fail_on_violation,
                 "days": None if self.days is None else [{"date": d.date.isoformat(), "outcome": d.summary}
                                                         for d in self.days]}
