@@ -29,6 +29,7 @@ from auditing.config import BoundConfig, flat_settings, split_settings
 from auditing.game.config import GameConfig
 from auditing.verdict.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import MAX_NAME_LENGTH, NAME_RULE, check_claim, check_name
 from labeldp.settings import setting
@@ -274,7 +275,7 @@ class AuditPlan:
             for key in ("epsilon", "claimed_epsilon"):
                 if isinstance(t.get(key), float) and math.isinf(t[key]):
                     t[key] = INFINITY
-        data["dataset"] = {**self.dataset.to_dict(), "source": self.dataset.source}
+        data["dataset"] = {**encode(self.dataset), "source": self.dataset.source}
         return data
 
 
