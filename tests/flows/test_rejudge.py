@@ -67,3 +67,4 @@ def test_a_night_the_nightly_wrote_reads_back_and_is_written_again_identically(p
     assert _written(night) == text
     written = write_night(tmp_path, night)
     assert written.read_text(encoding="utf-8") == text and read_night(tmp_path, night.date) == night
+    assert written.name == path.name.removeprefix("night-")  # the game's hash, as main computed it
