@@ -19,7 +19,6 @@ from auditing.verdict.types import ACT, DECISIONS, HEADLINES, NO_EVIDENCE, NO_PO
 from auditing.verdict.types import MEANINGS as MEANINGS_OF_DECISIONS
 from auditing.verdict.types import UNTRUSTED as UNTRUSTED_STATE
 from labeldp import hints
-from labeldp.codec import encode
 
 if TYPE_CHECKING:  # the rows' types are imported where a run's rows are read: the warehouse's modules are heavy,
     # and every command line imports this module for its exit codes
@@ -109,6 +108,11 @@ class DayOutcome:
     summary: str
     outcome: Outcome
 
+    def _encoded(self) -> dict:
+        """The day as a run's record lists it (`labeldp.codec.encode`): its date and its line, not its rows again
+        (they are the run's)."""
+        return {"date": self.date, "outcome": self.summary}
+
 
 @dataclass
 class Outcome:
@@ -119,6 +123,7 @@ class Outcome:
     (``SkippedTarget``); untrusted: why verdicts cannot be trusted (one reason per night); failures: audits that
     did not produce a row ("model: error"); bad_input: bad input met inside the flow ("what: error");
     fail_on_violation: whether a VIOLATION is an exit-1 failure (guardrail: always); days: a backfill's days.
+    `labeldp.codec.encode` writes it as the run's record (each row as its ``--json`` record).
     """
 
     rows: list[ListedVerdict | SkippedTarget] = field(default_factory=list)
@@ -202,13 +207,6 @@ class Outcome:
             total = total.merge(day.outcome)
         total.days = list(days)
         return total
-
-    def to_dict(self) -> dict:
-        """The ``--json`` edge: every row as its record."""
-        return {"rows": encode(self.rows), "untrusted": self.untrusted, "failures": self.failures,
-                "bad_input": self.bad_input, "fail_on_violation": self.fail_on_violation,
-                "days": None if self.days is None else [{"date": d.date.isoformat(), "outcome": d.summary}
-                                                        for d in self.days]}
 
 
 def drain_command(data_root, warehouse: str | None) -> str:

@@ -1178,7 +1178,7 @@ def test_a_runs_table_and_json_carry_the_slices(run, sliced_verdict):
 
     audit = sliced_verdict.result.slices
     rows = [_summary_row("sliced", sliced_verdict), _summary_row("plain", judge(run["result"], CLAIMED))]
-    record = exit_codes.Outcome(rows=rows).to_dict()["rows"]
+    record = encode(exit_codes.Outcome(rows=rows))["rows"]
     assert record[0]["slices"] == {"budget": audit.budget, "declared": 12, "confidence": audit.confidence,
                                    "design": audit.design, "slices": [encode(s) for s in sliced_verdict.slices]}
     assert record[1]["slices"] is None
