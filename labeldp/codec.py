@@ -99,7 +99,7 @@ def encode_fields(obj: Any) -> dict:
     hook: for a hook that reshapes them."""
     out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)
            if not (f.metadata.get("codec_omit_default") and getattr(obj, f.name) is f.default)
-           and not f.metadata.get("codec_not_stored")}
+           and "codec_not_stored" not in f.metadata}
     for name in getattr(obj, "_computed", ()):
         out[name] = encode(getattr(obj, name))
     return out
@@ -133,7 +133,7 @@ def _hints(cls: type) -> dict:
 
 def _fields(cls: type) -> dict:
     """The fields a stored record holds (not the `NOT_STORED` ones)."""
-    return {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("codec_not_stored")}
+    return {f.name: f for f in dataclasses.fields(cls) if "codec_not_stored" not in f.metadata}
 
 
 def _decode_record(cls: type, value: Any, name: str) -> Any:
