@@ -2,8 +2,8 @@
 
 A run (nightly, guardrail, backfill, rejudge) returns ``ListedVerdict``s, one per verdict it published, and a
 ``SkippedTarget`` per target it could not audit; ``labeldp-audit results`` lists the rows it reads back as
-``ListedVerdict``s too. The results table, the exit summary and the exit code read their typed fields; ``to_dict``
-is the ``--json`` edge. A verdict's slices (``ListedSlices``) come from the verdict a run judged, or from the
+``ListedVerdict``s too. The results table, the exit summary and the exit code read their typed fields;
+`labeldp.codec.encode` writes their ``--json`` records. A verdict's slices (``ListedSlices``) come from the verdict a run judged, or from the
 ``audit_slices`` rows of a stored one.
 """
 
