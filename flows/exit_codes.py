@@ -108,6 +108,11 @@ class DayOutcome:
     summary: str
     outcome: Outcome
 
+    def _encoded(self) -> dict:
+        """The day as a run's record lists it (`labeldp.codec.encode`): its date and its line, not its rows again
+        (they are the run's)."""
+        return {"date": self.date, "outcome": self.summary}
+
 
 @dataclass
 class Outcome:
@@ -118,6 +123,7 @@ class Outcome:
     (``SkippedTarget``); untrusted: why verdicts cannot be trusted (one reason per night); failures: audits that
     did not produce a row ("model: error"); bad_input: bad input met inside the flow ("what: error");
     fail_on_violation: whether a VIOLATION is an exit-1 failure (guardrail: always); days: a backfill's days.
+    `labeldp.codec.encode` writes it as the run's record (each row as its ``--json`` record).
     """
 
     rows: list[ListedVerdict | SkippedTarget] = field(default_factory=list)
@@ -201,13 +207,6 @@ class Outcome:
             total = total.merge(day.outcome)
         total.days = list(days)
         return total
-
-    def to_dict(self) -> dict:
-        """The ``--json`` edge: every row as its record."""
-        return {"rows": [r.to_dict() for r in self.rows], "untrusted": self.untrusted, "failures": self.failures,
-                "bad_input": self.bad_input, "fail_on_violation": self.fail_on_violation,
-                "days": None if self.days is None else [{"date": d.date.isoformat(), "outcome": d.summary}
-                                                        for d in self.days]}
 
 
 def drain_command(data_root, warehouse: str | None) -> str:

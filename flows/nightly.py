@@ -39,6 +39,7 @@ from flows.plan import AuditPlan, ControlSpec, RegisteredTarget, TargetSpec, loa
 from flows.preflight import plan_for
 from flows.progress import StepClock
 from flows.rejudge import StoredNight, night_model_of, write_night
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_claim, check_name, parse_date, resolve_data_root
 from pipelines.data.day import Day, Days
@@ -206,7 +207,7 @@ def _emit(kind: str, payload: AlertPayload | dict) -> None:
 def _emit_alerts(row: ListedVerdict) -> None:
     """A published verdict's Prefect events: its own alert's kind, and SLICE_VIOLATION beside it (as the webhook)."""
     if kind := alert_kind(row.row):
-        _emit(kind, row.to_dict())
+        _emit(kind, encode(row))
     if row.verdict is not None and (sliced := slice_alert_kind(row.verdict)):
         _emit(sliced, slice_violation_payload(row.verdict, model_id=row.row.model_id,
                                               partition_date=row.row.partition_date.isoformat(), report=row.report,

@@ -21,7 +21,7 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditing.bounds.params import legacy_tau_warning
@@ -29,6 +29,7 @@ from auditing.config import BoundConfig, flat_settings, split_settings
 from auditing.game.config import GameConfig
 from auditing.verdict.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
+from labeldp.codec import INF_AS_STRING, encode_fields
 from labeldp.errors import LabelDPInputError
 from labeldp.names import MAX_NAME_LENGTH, NAME_RULE, check_claim, check_name
 from labeldp.settings import setting
@@ -57,10 +58,15 @@ class TargetSpec:
                              choices_help=lambda: "; ".join(f"{name}: {get_mechanism(name).summary}"
                                                             for name in mechanism_names()))
     epsilon: float = setting(help="the epsilon it is trained at, > 0, or \"inf\" for no privacy", minimum=0,
-                             open_minimum=True)
+                             open_minimum=True, metadata=INF_AS_STRING)
     claimed_epsilon: float | None = setting(None, help="the epsilon it claims (default: its training epsilon); a "
                                                        "smaller claim plants a violation the audit should catch",
-                                            minimum=0)
+                                            minimum=0, metadata=INF_AS_STRING)
+    _computed = ("source",)  # written after the fields (a plan file's key), dropped when read
+
+    @property
+    def source(self) -> str:
+        return source_of(self)
 
     def __post_init__(self):
         check_name(self.name, "target name")
@@ -82,7 +88,13 @@ class RegisteredTarget:
 
     name: str = setting(help=f"registry name of the registered model (labeldp-audit models register): {NAME_RULE}")
     claimed_epsilon: float | None = setting(None, help="the claim it is judged against (default: the registered "
-                                                       "claim; a different one is refused)", minimum=0)
+                                                       "claim; a different one is refused)", minimum=0,
+                                            metadata=INF_AS_STRING)
+    _computed = ("source",)  # written after the fields (a plan file's key), dropped when read
+
+    @property
+    def source(self) -> str:
+        return source_of(self)
 
     def __post_init__(self):
         check_name(self.name, "target name")
@@ -93,6 +105,11 @@ class RegisteredTarget:
 
 # Where a plan target comes from (its "source"): the one place the names are read.
 TARGET_SOURCES = {"trained": TargetSpec, "registered": RegisteredTarget}
+
+
+def source_of(target: TargetSpec | RegisteredTarget) -> str:
+    """The plan file's ``source`` of a target (`TARGET_SOURCES`)."""
+    return next(name for name, cls in TARGET_SOURCES.items() if isinstance(target, cls))
 
 
 def target_from_dict(data: object) -> TargetSpec | RegisteredTarget:
@@ -262,19 +279,18 @@ class AuditPlan:
                 return spec
         raise LabelDPInputError(f"plan: no target named {name!r}; targets are {[t.name for t in self.targets]}")
 
-    def to_dict(self) -> dict:
+    def _encoded(self) -> dict:
+        """The plan as `labeldp.codec.encode` writes it, in its file's keys: the game and the bound as the file's one
+        ``audit`` object (where the game's field is), each target with its ``source`` and an infinite epsilon as
+        "inf", the dataset as its spec with the file it was read from (``source``)."""
         data = {}
-        for key, value in asdict(self).items():  # the game and the bound as the file's one audit object
+        for key, value in encode_fields(self).items():
             if key == "game":
                 data["audit"] = flat_settings(self.game, self.bound)
+            elif key == "dataset":
+                data[key] = {**value, "source": self.dataset.source}
             elif key != "bound":
                 data[key] = value
-        for t, spec in zip(data["targets"], self.targets, strict=True):
-            t["source"] = next(name for name, cls in TARGET_SOURCES.items() if isinstance(spec, cls))
-            for key in ("epsilon", "claimed_epsilon"):
-                if isinstance(t.get(key), float) and math.isinf(t[key]):
-                    t[key] = INFINITY
-        data["dataset"] = {**self.dataset.to_dict(), "source": self.dataset.source}
         return data
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,7 +65,8 @@ class NightModel:
 
 @dataclass(frozen=True)
 class StoredNight:
-    """What a night's verdicts were judged from, beyond each model's stored game."""
+    """What a night's verdicts were judged from, beyond each model's stored game. Written and read by
+    `labeldp.codec` (a night stored before its slice budget reads it as None)."""
 
     date: dt.date
     run_kind: str
@@ -86,24 +87,6 @@ class StoredNight:
     def controls(self) -> list[NightModel]:
         return [m for m in self.models if m.kind == CONTROL]
 
-    def to_dict(self) -> dict:
-        return {"date": self.date.isoformat(), "run_kind": self.run_kind, "game": self.game.to_dict(),
-                "bound": asdict(self.bound), "models": [encode(m) for m in self.models],
-                "reference_check": encode(self.reference_check), "shift_diagnostic": encode(self.shift_diagnostic),
-                "accept_unchecked": self.accept_unchecked, "written_at": self.written_at,
-                "slice_budget": self.slice_budget}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> StoredNight:
-        check, diagnostic = data.get("reference_check"), data.get("shift_diagnostic")
-        return cls(date=dt.date.fromisoformat(data["date"]), run_kind=data["run_kind"],
-                   game=GameConfig(**data["game"]), bound=BoundConfig(**data["bound"]),
-                   models=decode(tuple[NightModel, ...], data["models"], "night.models"),
-                   reference_check=decode(ReferenceCheck | None, check, "reference_check"),
-                   shift_diagnostic=decode(ShiftDiagnostic | None, diagnostic, "shift_diagnostic"),
-                   accept_unchecked=bool(data.get("accept_unchecked")), written_at=data["written_at"],
-                   slice_budget=data.get("slice_budget"))
-
 
 def nights_dir(root: Path, date: dt.date) -> Path:
     return Path(root) / NIGHTS / f"date={date.isoformat()}"
@@ -119,7 +102,7 @@ def write_night(root: Path, night: StoredNight) -> Path:
     from pipelines.scoring.beam_request import json_safe
 
     path = night_path(root, night.date, night.run_kind, night.game)
-    write_text_atomically(path, json.dumps(json_safe(night.to_dict()), indent=1, sort_keys=True) + "\n",
+    write_text_atomically(path, json.dumps(json_safe(encode(night)), indent=1, sort_keys=True) + "\n",
                           fault="night.write")
     return path
 
@@ -132,7 +115,7 @@ def read_night(root: Path, date: dt.date, run_kind: str | None = None) -> Stored
     nights = []
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
-            night = StoredNight.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            night = decode(StoredNight, json.loads(path.read_text(encoding="utf-8")), "night")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise LabelDPInputError(f"{path}: not a readable stored night ({exc})") from None
         if night.run_kind in kinds:

@@ -14,6 +14,9 @@ By type, a field's value is written as:
   an infinity as ``"inf"`` / ``"-inf"``. Reading a float accepts an int and those strings;
 * a numpy scalar (encode only): the Python number it holds.
 
+A field marked `NOT_STORED` is no part of the stored form (e.g. where the record was read from, for messages): it is
+never written, and a stored key of its name is unknown.
+
 A field marked `OMIT_DEFAULT` whose default is a sentinel (not None, e.g. an "absent" marker distinct from null)
 is read by its annotation without the sentinel's type. A field marked ``reader(read)`` is read by
 ``read(value, name)`` instead of by its type (a rule beyond the type: a range, a canonical spelling, an int that
@@ -58,6 +61,7 @@ from labeldp.errors import LabelDPInputError
 EMPTY_IS_NONE = {"codec_empty_is_none": True}
 INF_AS_STRING = {"codec_inf_as_string": True}
 OMIT_DEFAULT = {"codec_omit_default": True}
+NOT_STORED = {"codec_not_stored": True}
 
 
 def reader(read: Callable[[Any, str], Any]) -> dict:
@@ -94,7 +98,8 @@ def encode_fields(obj: Any) -> dict:
     """A record's fields (and ``_computed`` properties) as `encode` writes them without the class's ``_encoded``
     hook: for a hook that reshapes them."""
     out = {f.name: _encode_field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)
-           if not (f.metadata.get("codec_omit_default") and getattr(obj, f.name) is f.default)}
+           if not (f.metadata.get("codec_omit_default") and getattr(obj, f.name) is f.default)
+           and "codec_not_stored" not in f.metadata}
     for name in getattr(obj, "_computed", ()):
         out[name] = encode(getattr(obj, name))
     return out
@@ -127,7 +132,8 @@ def _hints(cls: type) -> dict:
 
 
 def _fields(cls: type) -> dict:
-    return {f.name: f for f in dataclasses.fields(cls)}
+    """The fields a stored record holds (not the `NOT_STORED` ones)."""
+    return {f.name: f for f in dataclasses.fields(cls) if "codec_not_stored" not in f.metadata}
 
 
 def _decode_record(cls: type, value: Any, name: str) -> Any:
@@ -252,5 +258,5 @@ def _decode(tp: Any, value: Any, name: str) -> Any:
     raise LabelDPInputError(f"{name}: cannot read {value!r} as {tp}")
 
 
-__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "OMIT_DEFAULT", "decode", "decode_fields", "encode", "encode_fields",
+__all__ = ["EMPTY_IS_NONE", "INF_AS_STRING", "NOT_STORED", "OMIT_DEFAULT", "decode", "decode_fields", "encode", "encode_fields",
            "reader"]

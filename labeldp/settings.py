@@ -50,11 +50,11 @@ class Setting:
 
 
 def setting(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING,
-            meaning: Setting | None = None, **declaration: Any) -> Any:
+            meaning: Setting | None = None, metadata: Mapping[str, Any] | None = None, **declaration: Any) -> Any:
     """A dataclass field carrying its `Setting`: ``meaning`` (one declared elsewhere and shared), or the
-    `Setting` of ``declaration``'s keys."""
+    `Setting` of ``declaration``'s keys; ``metadata``: the field's other metadata (e.g. `labeldp.codec.OMIT_DEFAULT`)."""
     return dataclasses.field(default=default, default_factory=default_factory,
-                             metadata={SETTING: meaning or Setting(**declaration)})
+                             metadata={SETTING: meaning or Setting(**declaration), **(metadata or {})})
 
 
 def setting_of(item: dataclasses.Field) -> Setting | None:

@@ -13,7 +13,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from auditing.game.keyed_random import night_seed
 from auditing.game.scores import DEFAULT_POWER, SCORES
 from auditing.game.sweep import GRID_KINDS, guess_grid
 from auditing.records.game import REFERENCE_CALIBRATIONS
+from labeldp.codec import OMIT_DEFAULT, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.settings import as_stored, check_settings, setting
@@ -68,7 +69,9 @@ class GameConfig:
     # The partition day the game audits, keying its draws with the seed (`draw_seed`): fresh coins each night for
     # the evidence across nights (docs/soundness.md section 10). Not a setting (no plan key, no option); None keys
     # the draws by the seed alone, as before nights existed. Text YYYY-MM-DD (a stored game read back) is parsed.
-    night: dt.date | None = None
+    # Stored (`labeldp.codec.encode`) as YYYY-MM-DD, and left out when None: a game without a night is stored, and
+    # hashed, as before nights existed.
+    night: dt.date | None = field(default=None, metadata=OMIT_DEFAULT)
 
     def __post_init__(self):
         check_settings(self)
@@ -99,18 +102,9 @@ class GameConfig:
         """This game played on ``night`` (None: keyed by the seed alone)."""
         return dataclasses.replace(self, night=night)
 
-    def to_dict(self) -> dict:
-        """The stored form: every field, the night as YYYY-MM-DD and left out when None (so a game without a
-        night is stored, and hashed, as before nights existed)."""
-        out = asdict(self)
-        night = out.pop("night")
-        if night is not None:
-            out["night"] = night.isoformat()
-        return out
-
     def game_hash(self) -> str:
         """Stable 16-hex digest of what determines the counts (with `GAME_VERSION`): the night is in it when set."""
-        return digest({**self.to_dict(), "game_version": GAME_VERSION})
+        return digest({**encode(self), "game_version": GAME_VERSION})
 
     def grid_for(self, m: int) -> np.ndarray:
         """The sweep's guess counts c' for a game on ``m`` rows (sorted, unique)."""

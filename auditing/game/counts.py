@@ -75,7 +75,7 @@ class GameCounts:
                                f"{name}_correct": half.correct})
         if isinstance(self.check, CheckHistograms):
             arrays.update({f"check_{name}": value for name, value in self.check.arrays().items()})
-        records = {"game": self.game.to_dict(), **{name: {} if getattr(self, name) is None else encode(getattr(self, name))
+        records = {"game": encode(self.game), **{name: {} if getattr(self, name) is None else encode(getattr(self, name))
                                                  for name in ("score_histogram", "prior_histogram", "expected_correct",
                                                               "attack_curve")},
                    "row_groups": encode(self.row_groups),

@@ -2,8 +2,8 @@
 
 A run (nightly, guardrail, backfill, rejudge) returns ``ListedVerdict``s, one per verdict it published, and a
 ``SkippedTarget`` per target it could not audit; ``labeldp-audit results`` lists the rows it reads back as
-``ListedVerdict``s too. The results table, the exit summary and the exit code read their typed fields; ``to_dict``
-is the ``--json`` edge. A verdict's slices (``ListedSlices``) come from the verdict a run judged, or from the
+``ListedVerdict``s too. The results table, the exit summary and the exit code read their typed fields;
+`labeldp.codec.encode` writes their ``--json`` records. A verdict's slices (``ListedSlices``) come from the verdict a run judged, or from the
 ``audit_slices`` rows of a stored one.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditing.result import SLICE_DESIGN
@@ -20,7 +20,7 @@ from auditing.sinks.warehouse.records import ResultRow, trust_state
 from auditing.sinks.warehouse.schema import DECISION_COLUMNS
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import PASS, VIOLATION, SliceVerdict, Verdict
-from labeldp.codec import encode
+from labeldp.codec import encode, encode_fields
 
 
 @dataclass(frozen=True)
@@ -149,33 +149,31 @@ class ListedVerdict:
 
         return replace(self, alert=alert)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` record: a published verdict's summary (the run's figures and what it did), or a stored
-        row's columns with its report."""
+    def _encoded(self) -> dict[str, Any]:
+        """The ``--json`` record `labeldp.codec.encode` writes: a published verdict's summary (the run's figures and
+        what it did), or a stored row's columns with its report. A listing for a reader, never read back."""
         row = self.row
-        slices = self.slices
         if self.verdict is None:
-            return {**row.to_dict(), "partition_date": row.partition_date.isoformat(), "report": self.report,
-                    "weak_pass": self.stored_weak_pass, "slices": encode(slices),
-                    "inputs_replaced_since": self.inputs_replaced}
+            return {**encode_fields(row), "report": self.report, "weak_pass": self.stored_weak_pass,
+                    "slices": self.slices, "inputs_replaced_since": self.inputs_replaced}
         return {
-            "model_id": row.model_id, "partition_date": row.partition_date.isoformat(), "status": row.status,
+            "model_id": row.model_id, "partition_date": row.partition_date, "status": row.status,
             "claimed_epsilon": row.claimed_epsilon, "epsilon_lower_bound": row.epsilon_lower_bound,
             "confidence": row.confidence, "delta": row.delta, "kappa": row.kappa, "strategy": row.strategy,
             "method": row.method, "epsilon_mean": row.epsilon_mean, "epsilon_std": row.epsilon_std,
             "max_certifiable_epsilon": row.max_certifiable_epsilon, "m": row.m,
             "audit_config_hash": row.audit_config_hash, "run_kind": row.run_kind,
             "model_fingerprint": row.model_fingerprint, "warehouse": self.warehouse, "report": self.report,
-            "spool_path": self.spool_path, "alert": None if self.alert is None else dict(self.alert),
+            "spool_path": self.spool_path, "alert": self.alert,
             "reused_scoring": self.reused_scoring, "kind": row.kind, "untrusted_reason": row.untrusted_reason,
             "control_passed": row.control_passed, "control_floor": row.control_floor,
             "control_message": self.control_message,
-            "reference_check": encode(self.reference_check),
-            **{name: value for name, value in row.to_dict().items()
+            "reference_check": self.reference_check,
+            **{name: value for name, value in encode_fields(row).items()
                if name.startswith(("risk_", "attack_", "family_")) or name in DECISION_COLUMNS},
             **encode(self.verdict.trust_figures()),
-            "shift_diagnostic": encode(self.verdict.shift_diagnostic),
-            "slices": encode(slices),
+            "shift_diagnostic": self.verdict.shift_diagnostic,
+            "slices": self.slices,
         }
 
 
@@ -185,11 +183,10 @@ class SkippedTarget:
 
     model_id: str
     partition_date: dt.date
+    # Written in its ``--json`` record between the date and the reason, as a verdict's are; not read back.
+    kind: str = field(default="skipped", init=False)
+    status: str = field(default="SKIPPED", init=False)
     reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model_id": self.model_id, "partition_date": self.partition_date.isoformat(), "kind": "skipped",
-                "status": "SKIPPED", "reason": self.reason}
 
 
 Listed = ListedVerdict | SkippedTarget

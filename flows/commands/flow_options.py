@@ -81,10 +81,10 @@ def print_rows(rows: list, as_json: bool, stream=None, *, wide: bool = False, ex
     """A run's rows (`auditing.sinks.listing.ListedVerdict`, `SkippedTarget`): the table (``wide``: every column;
     ``explain``: with its legend), or with ``as_json`` their records as one JSON list."""
     from auditing.sinks.report.text import format_rows
+    from labeldp.codec import encode
 
     stream = stream or sys.stdout
-    text = (json.dumps([r.to_dict() for r in rows], default=str) if as_json else
-            format_rows(rows, wide=wide, explain=explain))
+    text = json.dumps(encode(rows)) if as_json else format_rows(rows, wide=wide, explain=explain)
     print(text, file=stream, flush=True)
 
 

@@ -230,9 +230,11 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 
 
 def resolved(plan, path: str) -> dict:
-    """The plan as the nightly audit runs it: `AuditPlan.to_dict` plus what it derives (the dataset's
+    """The plan as the nightly audit runs it: `encode(plan)` plus what it derives (the dataset's
     fingerprint, the recalibrated reference's name, the audit's config hash, the controls it runs)."""
-    data = plan.to_dict()
+    from labeldp.codec import encode
+
+    data = encode(plan)
     dataset = data.pop("dataset")
     return {
         "plan": path,

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from auditing.game.row_groups import FEATURE_ROWS, FEATURE_ROWS_GROUPED
+from labeldp.codec import NOT_STORED, OMIT_DEFAULT, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import NAME_RULE, check_name
 from labeldp.settings import setting
@@ -95,14 +96,16 @@ class DatasetSpec:
     categorical_format: str = setting("any", help="hex8 (Criteo only) requires 8 lowercase hex digits",
                                       choices=lambda: CATEGORICAL_FORMATS)
     description: str = setting("", help="free text")
+    # groups and feature_rows are stored only when set, so that the fingerprints of specs written before they
+    # existed do not change.
     groups: tuple[str, ...] = setting((), help="feature or carry columns whose equal values tie rows' labels "
                                                "together (a user, a device, a session): such rows are kept out of "
-                                               "the game (docs/soundness.md section 9)")
+                                               "the game (docs/soundness.md section 9)", metadata=OMIT_DEFAULT)
     feature_rows: str = setting(FEATURE_ROWS_GROUPED, help="group: rows with the same feature vector form a group "
                                                            "(the default); independent: a coarse feature space "
                                                            "where equal features are not the same event",
-                                choices=lambda: FEATURE_ROWS)
-    source: str = field(default="", compare=False)
+                                choices=lambda: FEATURE_ROWS, metadata=OMIT_DEFAULT)
+    source: str = field(default="", compare=False, metadata=NOT_STORED)
 
     def __post_init__(self):
         where = self.source or "dataset spec"
@@ -133,6 +136,8 @@ class DatasetSpec:
         if self.feature_rows not in FEATURE_ROWS:
             raise LabelDPInputError(f"{where}: feature_rows must be one of {list(FEATURE_ROWS)}; got "
                                     f"{self.feature_rows!r}")
+        # the registry's own spelling, so that a default read from a file is the default (`OMIT_DEFAULT`)
+        object.__setattr__(self, "feature_rows", FEATURE_ROWS[FEATURE_ROWS.index(self.feature_rows)])
         unknown = [name for name in self.groups if name not in (*self.numeric, *self.categorical, *self.carry)]
         if unknown:
             raise LabelDPInputError(f"{where}: groups {unknown} must name feature or carry columns")
@@ -192,21 +197,10 @@ class DatasetSpec:
 
     # ------------------------------------------------------------------ identity
 
-    def to_dict(self) -> dict:
-        out = {"name": self.name, "description": self.description, "label": self.label, "classes": self.classes,
-               "row_key": self.row_key, "numeric": list(self.numeric), "categorical": list(self.categorical),
-               "carry": list(self.carry), "numeric_type": self.numeric_type,
-               "categorical_format": self.categorical_format}
-        # Written only when set, so that the fingerprints of specs written before they existed do not change.
-        if self.groups:
-            out["groups"] = list(self.groups)
-        if self.feature_rows != FEATURE_ROWS_GROUPED:
-            out["feature_rows"] = self.feature_rows
-        return out
-
     def fingerprint(self) -> str:
-        """``sha256:<hex>`` of the spec's canonical JSON without its description (what the data looks like)."""
-        identity = {key: value for key, value in self.to_dict().items() if key != "description"}
+        """``sha256:<hex>`` of the spec's canonical JSON (`labeldp.codec.encode`, keys sorted) without its
+        description (what the data looks like)."""
+        identity = {key: value for key, value in encode(self).items() if key != "description"}
         return "sha256:" + hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
     def describe(self) -> str:
@@ -266,7 +260,7 @@ def write_dataset_record(directory: Path, spec: DatasetSpec) -> None:
     for the default spec."""
     if is_default(spec):
         return
-    record = {**spec.to_dict(), "fingerprint": spec.fingerprint()}
+    record = {**encode(spec), "fingerprint": spec.fingerprint()}
     (Path(directory) / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -256,7 +256,7 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
         test_metrics=None, code_version=registry.current_code_version(), created_at=registry.created_now(),
         source=SOURCE, format=fmt.name, model_file=fmt.file_name, fingerprint=fingerprint,
         registered_from=path.name,
-        dataset=DatasetRecord(dataset.name, dataset.fingerprint(), registry.jsonable(dataset.to_dict())),
+        dataset=DatasetRecord(dataset.name, dataset.fingerprint(), registry.jsonable(encode(dataset))),
         training_rows=rows_record, predictions_for=ABSENT if predictions_for is None else predictions_for,
         **format_part(registry.jsonable(info), f"{path}: what format {fmt.name!r} reports"))
 

@@ -55,7 +55,7 @@ import pandas as pd
 import pyarrow as pa
 
 from labeldp import hints
-from labeldp.codec import decode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError, mention
 from labeldp.names import require_date
 from labeldp.progress import Progress, no_progress
@@ -386,7 +386,7 @@ def dataset_record(dataset: DatasetSpec) -> DatasetRecord | None:
     built-in Criteo spec, whose models carry no record (as before specs existed)."""
     if is_default(dataset):
         return None
-    return DatasetRecord(dataset.name, dataset.fingerprint(), registry.jsonable(dataset.to_dict()))
+    return DatasetRecord(dataset.name, dataset.fingerprint(), registry.jsonable(encode(dataset)))
 
 
 def dataset_fingerprint_of(metadata: ModelMetadata) -> str:

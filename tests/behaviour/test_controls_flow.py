@@ -26,7 +26,7 @@ import pytest
 
 from auditing.config import config_hash as audit_config_hash
 from auditing.result import AuditResult
-from labeldp.codec import decode
+from labeldp.codec import decode, encode
 from tests.support.pg_schema import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -97,7 +97,7 @@ def test_night_with_controls(prefect_api, data_root, tmp_path_factory, webhook):
     for listed in rows:
         check = listed.reference_check
         assert check.calibration == "boost" and check.checked is True and check.label_blind is None
-        assert "label_blind" not in listed.to_dict()["reference_check"]  # the JSON written since it retired
+        assert "label_blind" not in encode(listed)["reference_check"]  # the JSON written since it retired
         assert check.calibration_figures.rows_fit + check.calibration_figures.rows_validation > 0
     target = by_model["rr-eps1"].row
     assert target.trust == "trusted" and target.check_rows > 500 and target.epsilon_check is not None
@@ -255,7 +255,7 @@ def test_a_night_without_held_out_rows_checks_nothing(prefect_api, data_root, tm
         assert check.checked is False and check.note.startswith("reference not checked: audit_rows is 'all'")
     target = next(r for r in rows if r.row.model_id == "rr-eps1")
     # accepted_unchecked: True in the run's record (--json), 1 in the row
-    assert target.row.trust == "reference unchecked, accepted" and target.to_dict()["accepted_unchecked"] is True
+    assert target.row.trust == "reference unchecked, accepted" and encode(target)["accepted_unchecked"] is True
     assert target.row.accepted_unchecked == 1
     assert target.row.untrusted_reason and "accepted" in target.row.untrusted_reason
     from auditing.sinks.warehouse import open_warehouse

@@ -122,10 +122,10 @@ def test_nightly_audit_end_to_end_and_idempotent(prefect_api, data_root, plan_fi
     # the game-aware floor (95% power) beside the perfect-attacker floor, in the JSON rows,
     # the warehouse and the alert; None only with a stated reason
     for listed in rows:  # the note and the power are figures of the run's record (--json), not columns
-        record = listed.to_dict()
+        record = encode(listed)
         assert (listed.row.exposed_rows_floor is None) == (record["exposed_rows_floor_note"] is not None)
     assert leaky.exposed_rows_floor >= leaky.detection_floor_rows
-    assert by_model["leaky"].to_dict()["exposed_rows_floor_power"] == 0.95
+    assert encode(by_model["leaky"])["exposed_rows_floor_power"] == 0.95
     assert {r.model_id: r.exposed_rows_floor for r in stored} == {r.row.model_id: r.row.exposed_rows_floor
                                                                   for r in rows}
     assert any(a.get("exposed_rows_floor") == leaky.exposed_rows_floor for a in HOOK.received
@@ -281,7 +281,7 @@ def test_a_bound_setting_change_rejudges_the_stored_night_without_scoring(prefec
     for name, row in rejudged.items():
         assert row["run_kind"] == "rejudge"
         for field in ("epsilon_lower_bound", "status", "trust", "audit_config_hash", "epsilon_check", "m"):
-            assert row[field] == rows[name].to_dict()[field], (name, field)
+            assert row[field] == encode(rows[name])[field], (name, field)
     # the rejudged verdicts sit beside the night's own, which stay as they were
     stored = warehouse_rows(data_root)
     assert {(r.model_id, r.kappa) for r in stored if r.run_kind == "rejudge"} == {
@@ -327,7 +327,7 @@ def test_a_nightly_with_slices_stores_and_reports_each_slice(prefect_api, tmp_pa
     assert {s.slicing for s in slices.slices} == {"column:C9:top=2", "shown-label"}
     assert sum(s.rows for s in slices.slices if s.slicing == "shown-label") == listed.row.m
     assert any(s.status == "VIOLATION" for s in slices.slices)  # the memoriser leaks in every slice
-    assert listed.to_dict()["slices"]["declared"] == 4
+    assert encode(listed)["slices"]["declared"] == 4
     with open_warehouse(None, data_root=root) as store:
         stored = store.fetch_slices(listed.row)
     assert sorted((s["slicing"], s["slice_name"]) for s in stored) == sorted(

@@ -117,7 +117,7 @@ def test_training_reads_the_spec_and_records_it(world):
     root, table = world["root"], world["table"]
     for name, metadata in world["trained"].items():
         assert metadata["feature_schema"] == SPEC.feature_schema()
-        assert metadata["dataset"] == {"name": SPEC.name, "fingerprint": SPEC.fingerprint(), "spec": SPEC.to_dict()}
+        assert metadata["dataset"] == {"name": SPEC.name, "fingerprint": SPEC.fingerprint(), "spec": encode(SPEC)}
         handle = resolve_model(root, name, DAY)
         model = registry.load_model(handle)
         assert list(model.feature_names_) == list(SPEC.features)

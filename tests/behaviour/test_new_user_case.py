@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from flows import exit_codes
+from labeldp.codec import encode
 from tests.support.planted import register_memorizer
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def test_a_replaced_day_keeps_its_violation_refuses_the_stale_model_and_adds_a_r
     day = schema.read_partition(root, dt.date.fromisoformat(D1)).slice(0, 5_000)
     subset, spec = tmp_path / "subset.parquet", tmp_path / "criteo.json"
     pq.write_table(day, subset)
-    spec.write_text(json.dumps(criteo().to_dict()))
+    spec.write_text(json.dumps(encode(criteo())))
     ingest = ("data", "ingest", subset, "--dataset", spec, "--date", D1, "--data-root", root)
     refused = cli(*ingest)
     assert refused.returncode == exit_codes.BAD_INPUT and "pass --replace" in refused.stderr

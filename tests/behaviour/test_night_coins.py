@@ -73,7 +73,7 @@ def test_without_a_night_every_draw_and_hash_is_the_one_before_nights():
     assert _game_digest(game) == GAME_BEFORE_NIGHTS
     assert bootstrap_seed(game.draw_seed) == BOOTSTRAP_SEED_7
     assert GameConfig().game_hash() == GAME_HASHES["default"] and game.game_hash() == GAME_HASHES["seed 7, R 3"]
-    assert "night" not in game.to_dict()
+    assert "night" not in encode(game)
     assert config_hash(GameConfig(), BoundConfig()) == CONFIG_HASH_DEFAULT
     assert encode(run_audit(*_world(), game=GameConfig(repetitions=1, seed=7)))["coins_night"] == ""
 
@@ -140,7 +140,7 @@ def test_the_result_and_the_stored_game_record_the_night(tmp_path):
     game = play_game(*_world(2000), GameConfig(repetitions=2, seed=7, night=NIGHT))
     game.save(tmp_path)
     assert GameCounts.load(tmp_path).game == game.game
-    assert GameConfig(**game.game.to_dict()) == game.game and game.game.to_dict()["night"] == "2024-01-01"
+    assert GameConfig(**encode(game.game)) == game.game and encode(game.game)["night"] == "2024-01-01"
 
 
 def test_a_night_must_be_a_date():

@@ -24,6 +24,7 @@ import pytest
 
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
+from labeldp.codec import encode
 
 # onnxmltools and skl2onnx 1.x still pass booleans as int attributes (their warning, not ours)
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Field onnx.AttributeProto.ints:DeprecationWarning")]
@@ -188,7 +189,7 @@ def test_registered_targets_on_a_team_log_nightly(prefect_api, team, capsys):
     rows = nightly_audit(date=D1.isoformat(), data_root=str(root), plan_file=str(raw_plan))
     [skipped] = [r for r in rows if isinstance(r, SkippedTarget)]
     assert skipped.model_id == "ghost" and "has no model for 2026-10-02" in skipped.reason
-    assert skipped.to_dict()["kind"] == "skipped" and skipped.to_dict()["status"] == "SKIPPED"
+    assert encode(skipped)["kind"] == "skipped" and encode(skipped)["status"] == "SKIPPED"
     assert [r.row.model_id for r in rows if isinstance(r, ListedVerdict) and r.row.kind == "target"] == [
         "reference-copy"]
 

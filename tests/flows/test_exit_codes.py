@@ -33,6 +33,7 @@ import pytest
 
 from flows import exit_codes
 from flows.exit_codes import Outcome
+from labeldp.codec import encode
 from tests.support.data_root_files import snapshot
 from tests.support.kill_harness import signal_when
 from tests.support.pg_schema import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
@@ -628,3 +629,28 @@ def test_a_deployment_run_with_an_unreachable_warehouse_ends_failed_with_the_spo
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
+
+
+# What Outcome.to_dict gave before the codec (json.dumps(default=str) of it), for `_outcome_sample`.
+OUTCOME_BEFORE = (Path(__file__).parent / "fixtures" / "outcome_before.json").read_text(encoding="utf-8")
+
+
+def _outcome_sample():
+    """An outcome with a listed verdict, a skipped target and a backfill's days, built by hand."""
+    import datetime as dt
+
+    from auditing.sinks.listing import ListedVerdict, SkippedTarget
+    from auditing.sinks.warehouse import normalize_row
+    from auditing.sinks.warehouse.records import upgrade_row
+    from flows.exit_codes import DayOutcome, Outcome
+    from tests.support.warehouse_rows import make_row
+
+    listed = ListedVerdict(upgrade_row(normalize_row(make_row(started_at=None, finished_at=None)[0])), report="/r.html")
+    skipped = SkippedTarget("late", dt.date(2024, 1, 2), "no model file")
+    day = DayOutcome(dt.date(2024, 1, 2), "1 verdict", Outcome(rows=[skipped]))
+    return Outcome(rows=[listed, skipped], untrusted=["why"], failures=["m: boom"], bad_input=["plan: bad"],
+                   fail_on_violation=True, days=[day, DayOutcome(dt.date(2024, 1, 3), "skipped: done", Outcome())])
+
+
+def test_an_outcome_encodes_as_its_to_dict_wrote_it():
+    assert json.dumps(encode(_outcome_sample())) + "\n" == OUTCOME_BEFORE

@@ -33,6 +33,7 @@ from flows.plan_schema import (
     schema_text,
     write_schema,
 )
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +120,7 @@ def test_default_plan_readme_plan_and_criteo_spec_validate_against_the_checked_i
     assert not list(plan.iter_errors(_readme_plan()))
     assert not list(dataset.iter_errors(json.loads((ROOT / "infra/datasets/criteo.json").read_text())))
     # the built-in plan written back as a file (its dataset as the spec's path) is valid too
-    written = json.loads(json.dumps({**default_plan().to_dict(), "dataset": str(ROOT / "infra/datasets/criteo.json")}))
+    written = json.loads(json.dumps({**encode(default_plan()), "dataset": str(ROOT / "infra/datasets/criteo.json")}))
     assert not list(plan.iter_errors(written))
     # and the schema is not a rubber stamp
     assert list(plan.iter_errors({"targets": [TRAINED], "audit": {"repetitions": 0}}))

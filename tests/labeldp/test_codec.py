@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from auditing.result import AuditResult
-from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, OMIT_DEFAULT, decode, encode, reader
+from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, NOT_STORED, OMIT_DEFAULT, decode, encode, reader
 from labeldp.errors import LabelDPInputError
 from tests.support.codec_samples import samples
 from tests.support.codec_samples_records import samples as records_samples
@@ -161,6 +161,18 @@ def test_an_omit_default_field_is_absent_while_it_holds_its_default():
     assert encode(Sparse(1)) == {"x": 1}
     assert encode(Sparse(1, "n")) == {"x": 1, "note": "n"}
     assert decode(Sparse, {"x": 1}) == Sparse(1) and decode(Sparse, {"x": 1, "note": None}) == Sparse(1)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadFrom:
+    x: int
+    source: str = dataclasses.field(default="", compare=False, metadata=NOT_STORED)
+
+
+def test_a_not_stored_field_is_never_written_and_unknown_when_read():
+    assert encode(ReadFrom(1, "a.json")) == {"x": 1} and decode(ReadFrom, {"x": 1}) == ReadFrom(1)
+    with pytest.raises(LabelDPInputError, match=r"rec: unknown field\(s\) \['source'\]"):
+        decode(ReadFrom, {"x": 1, "source": "a.json"}, "rec")
 
 
 BEFORE_RECORDS = json.loads((Path(__file__).parent / "fixtures" / "codec_before_records.json").read_text(

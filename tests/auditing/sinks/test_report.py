@@ -970,11 +970,11 @@ def test_a_published_verdicts_json_carries_its_one_decision(checked):
     act = _summary_row("leaky", judge(checked["leaky"], 0.5))
     unconfirmed = _summary_row("drift", judge(checked["misfit"], 0.1))
     for listed, decision in ((act, "act"), (unconfirmed, "unconfirmed")):
-        record = listed.to_dict()
+        record = encode(listed)
         assert {name: record[name] for name in DECISION_COLUMNS} == {
             name: getattr(listed.row, name) for name in DECISION_COLUMNS}
         assert record["decision"] == decision and record["decision_reason"]
-    assert unconfirmed.to_dict()["decision_next_step"]
+    assert encode(unconfirmed)["decision_next_step"]
 
 
 # --------------------------------------------------------------------------------------------- the attack curve
@@ -1178,7 +1178,7 @@ def test_a_runs_table_and_json_carry_the_slices(run, sliced_verdict):
 
     audit = sliced_verdict.result.slices
     rows = [_summary_row("sliced", sliced_verdict), _summary_row("plain", judge(run["result"], CLAIMED))]
-    record = exit_codes.Outcome(rows=rows).to_dict()["rows"]
+    record = encode(exit_codes.Outcome(rows=rows))["rows"]
     assert record[0]["slices"] == {"budget": audit.budget, "declared": 12, "confidence": audit.confidence,
                                    "design": audit.design, "slices": [encode(s) for s in sliced_verdict.slices]}
     assert record[1]["slices"] is None

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import (
@@ -63,7 +65,7 @@ def test_a_valid_spec_loads_with_defaults(tmp_path):
     assert stored.field("country").type == schema.CATEGORICAL_TYPE and stored.field("site").type == pa.string()
     assert spec.feature_schema()[0] == {"name": "f1", "kind": "numeric"}
     assert spec.feature_schema()[-1] == {"name": "slot", "kind": "categorical"}
-    assert spec_from_dict(spec.to_dict(), "copy") == spec
+    assert spec_from_dict(encode(spec), "copy") == spec
 
 
 @pytest.mark.parametrize(("change", "needles"), [
@@ -181,3 +183,22 @@ def test_hostile_dataset_names_are_refused_with_the_spec_path(tmp_path, bad):
 def test_a_trailing_newline_is_refused(tmp_path, where):
     data = {**BASE, "name": "clicks\n"} if where == "name" else {**BASE, "numeric": ["f1\n"]}
     _refused(tmp_path, data)
+
+
+# What the hand-written DatasetSpec.to_dict gave before the codec (tests/pipelines/data/fixtures/): its dict, the
+# fingerprint, the partition's _dataset.json and what a model's metadata stores, for spec files as users write them.
+SPEC_BEFORE = json.loads((Path(__file__).parent / "fixtures" / "dataset_spec_before.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_BEFORE))
+def test_a_spec_encodes_as_its_to_dict_wrote_it_and_keeps_its_fingerprint(name, tmp_path):
+    before = SPEC_BEFORE[name]
+    spec = criteo() if before["input"] is None else spec_from_dict(before["input"], before["source"])
+    assert encode(spec) == before["to_dict"] == before["metadata_spec"]
+    assert json.dumps(encode(spec), sort_keys=True) == json.dumps(before["to_dict"], sort_keys=True)
+    assert spec.fingerprint() == before["fingerprint"]
+    write_dataset_record(tmp_path, spec)
+    record = tmp_path / RECORD_FILE
+    assert (record.read_text(encoding="utf-8") if record.exists() else None) == before["record_file"]
+    assert spec_from_dict(before["to_dict"], "again") == spec
+    assert decode(DatasetSpec, before["to_dict"], "spec") == spec and "source" not in encode(spec)

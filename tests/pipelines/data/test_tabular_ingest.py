@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.cli import main
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import SPEC_FILE, dataset_of, load_spec
@@ -293,7 +294,7 @@ def test_text_stays_text_and_keys_stay_integers(tmp_path, source):
 
 def test_int64_numeric_spec_and_typed_parquet(tmp_path, source):
     spec = load_spec(source["spec"])
-    counts = type(spec)(**{**spec.to_dict(), "numeric_type": "int64"}, source="counts spec")
+    counts = type(spec)(**{**encode(spec), "numeric_type": "int64"}, source="counts spec")
     data = {name: values[:200] for name, values in source["data"].items()}
     data.update({f"f{j}": [None if i % 7 == 0 else float(i * j) for i in range(200)] for j in range(1, 6)})
     data["clicked"] = [bool(v) for v in data["clicked"]]  # a 0/1 label stored as booleans

@@ -62,7 +62,7 @@ def test_an_onnx_registration_writes_the_metadata_contract(root, files):
         "metadata_version": 2, "model_name": "team-ctr", "date": DAY.isoformat(), "source": "registered",
         "format": "onnx", "model_file": "model.onnx", "fingerprint": _sha256(files["onnx"]),
         "registered_from": "ctr.onnx", "mechanism": {"name": "external", "epsilon": "inf", "delta": 1e-6},
-        "dataset": {"name": "num_clicks", "fingerprint": spec.fingerprint(), "spec": spec.to_dict()},
+        "dataset": {"name": "num_clicks", "fingerprint": spec.fingerprint(), "spec": encode(spec)},
         "feature_schema": [{"name": name, "kind": "numeric"} for name in SPEC["numeric"]], "classes": 2,
         "training_rows": {"kind": "keys", "file": "training_rows.parquet", "rows": TRAIN_ROWS,
                           "fingerprint": _sha256(directory / "training_rows.parquet")},

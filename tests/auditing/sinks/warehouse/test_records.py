@@ -110,10 +110,10 @@ def test_the_outcome_reads_typed_rows_and_refuses_anything_else():
     assert outcome.untrusted == ["reference misfits"] and outcome.codes() == [EXIT_VIOLATION, EXIT_UNTRUSTED]
     assert Outcome(rows=[trusted, untrusted]).exit_code() == EXIT_UNTRUSTED  # not failing on VIOLATION
     assert outcome.violations == [trusted] and outcome.untrusted_violations == [untrusted]
-    assert outcome.to_dict()["rows"][2] == {"model_id": "late", "partition_date": "2024-01-02", "kind": "skipped",
+    assert encode(outcome)["rows"][2] == {"model_id": "late", "partition_date": "2024-01-02", "kind": "skipped",
                                             "status": "SKIPPED", "reason": "no model file"}
     with pytest.raises(TypeError, match="dict"):
-        Outcome(rows=[trusted.to_dict()], fail_on_violation=True).exit_code()
+        Outcome(rows=[encode(trusted)], fail_on_violation=True).exit_code()
 
 
 def test_a_result_record_is_read_once_into_the_typed_result():
