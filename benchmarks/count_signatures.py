@@ -74,6 +74,8 @@ GET_EDGES = {
                                                                      "metadata, decoded once into a ScoredBatch",
     ("auditing/game/counts.py", "load"): "reads a counts.npz's JSON records (an older version's may lack a key) "
                                          "before decoding them",
+    ("auditing/game/prior_histogram.py", "_decoded"): "PriorHistogram's codec hook: reads its sparse stored form "
+                                                      "(JSON) once",
     ("pipelines/reference/recalibration.py", "fit_correction"): "reads CatBoost's evals dict (the library's own "
                                                                 "untyped return value)",
 }
