@@ -63,7 +63,6 @@ GET_EDGES = {
     ("flows/plan_schema.py", None): "walks the plan's JSON Schema (a JSON object) to word a validation error",
     ("flows/plan.py", "load_plan"): "reads the plan JSON a user wrote, checked against its schema, decoded once",
     ("flows/plan.py", "target_from_dict"): "reads a plan's target JSON object, decoded once",
-    ("flows/rejudge.py", "from_dict"): "decodes a stored night's JSON once",
     ("labeldp/codec.py", None): "the codec itself: dataclass field metadata and the stored dicts it decodes",
     ("labeldp/settings.py", "describe"): "reads a JSON Schema fragment to word it",
     ("pipelines/models/metadata.py", "upgraded"): "ModelMetadata's upgrade hook: a stored version-1 metadata.json "
