@@ -5,7 +5,9 @@ Three counts, from the source (ast, no import):
 - ``root+date``: functions of auditing/ pipelines/ flows/ labeldp/ whose parameters include both a root-like
   one (``root``, ``data_root``) and a day-like one (``date``, ``day``): a day passed as (root, date) rather than
   as its handle (`pipelines.data.day.Day`);
-- ``.get("``: ``.get("...")`` calls with a string key in pipelines/ and flows/: a record read as a dict;
+- ``.get("``: ``.get("...")`` calls with a string key in auditing/ pipelines/ flows/ labeldp/: a record read as a
+  dict. Each is classed as an edge (untyped data entering: JSON, SQL, the environment, the CLI, decoded once
+  there; `GET_EDGES` names each edge and why) or not; both counts are printed;
 - ``partition_dir``: calls of ``partition_dir`` outside pipelines/data/layout.py and pipelines/data/day.py.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/count_signatures.py [--list]
@@ -44,15 +46,70 @@ def root_and_date(paths: list[Path]) -> list[str]:
     return out
 
 
-def string_gets(paths: list[Path]) -> list[str]:
-    """``path:line key`` of every ``x.get("key", ...)`` call."""
+# Where a ``.get("key")`` reads untyped data at its entry, before (or while) it is decoded once: (module, function)
+# -> why; function None: the whole module. Nothing else is an edge; a lookup on a dict a function of ours built, or
+# on a record already decoded, is not.
+GET_EDGES = {
+    ("auditing/sinks/warehouse/rows.py", None): "normalises a row dict a caller or the database gives, value by value",
+    ("auditing/sinks/warehouse/records.py", "upgrade_row"): "upgrades a row the database returns (SQL) in an older "
+                                                            "shape, before it is typed",
+    ("auditing/sinks/warehouse/base.py", "_read_schema"): "reads the tables and columns the database's catalog lists "
+                                                          "(SQL)",
+    ("auditing/sinks/warehouse/address.py", "_postgres_address"): "reads libpq's parse of a warehouse URL from the "
+                                                                  "CLI (conninfo_to_dict)",
+    ("flows/preflight.py", "_check_postgres"): "reads libpq's parse of the --warehouse URL (conninfo_to_dict)",
+    ("auditing/sinks/warehouse/spool.py", None): "reads a spooled JSON file (this or an older version wrote it) "
+                                                 "before decoding it",
+    ("flows/plan_schema.py", None): "walks the plan's JSON Schema (a JSON object) to word a validation error",
+    ("flows/plan.py", "load_plan"): "reads the plan JSON a user wrote, checked against its schema, decoded once",
+    ("flows/plan.py", "target_from_dict"): "reads a plan's target JSON object, decoded once",
+    ("labeldp/codec.py", None): "the codec itself: dataclass field metadata and the stored dicts it decodes",
+    ("labeldp/settings.py", "describe"): "reads a JSON Schema fragment to word it",
+    ("pipelines/models/metadata.py", "upgraded"): "ModelMetadata's upgrade hook: a stored version-1 metadata.json "
+                                                  "turned into the current shape before decoding",
+    ("pipelines/models/metadata.py", "as_metadata"): "refuses a metadata.json of a newer version before decoding it",
+    ("pipelines/data/schema.py", "pandas_index_columns"): "reads the pandas JSON metadata a Parquet file holds",
+    ("pipelines/scoring/scored_batch.py", "batch_from_predictions"): "reads a predictions Parquet file's key-value "
+                                                                     "metadata, decoded once into a ScoredBatch",
+    ("auditing/game/counts.py", "load"): "reads a counts.npz's JSON records (an older version's may lack a key) "
+                                         "before decoding them",
+    ("auditing/game/prior_histogram.py", "_decoded"): "PriorHistogram's codec hook: reads its sparse stored form "
+                                                      "(JSON) once",
+    ("pipelines/reference/recalibration.py", "fit_correction"): "reads CatBoost's evals dict (the library's own "
+                                                                "untyped return value)",
+}
+ENVIRON_EDGE = "reads os.environ"  # any ``os.environ.get("NAME")``
+
+
+def _gets(tree: ast.AST):
+    """(node, enclosing function's name or None) of every ``x.get("key", ...)`` call in ``tree``."""
+    def walk(node, function):
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+            if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) and child.func.attr == "get"
+                    and child.args and isinstance(child.args[0], ast.Constant)
+                    and isinstance(child.args[0].value, str)):
+                yield child, function
+            yield from walk(child, inner)
+    yield from walk(tree, None)
+
+
+def get_edge(module: str, function: str | None, call: ast.Call) -> str | None:
+    """Why this ``.get`` is an edge (`GET_EDGES`, `ENVIRON_EDGE`), None when it is not one."""
+    if ast.unparse(call.func.value) == "os.environ":
+        return ENVIRON_EDGE
+    return GET_EDGES.get((module, None)) or GET_EDGES.get((module, function))
+
+
+def string_gets(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """``path:line key`` of every ``x.get("key", ...)`` call, with ``[edge: why]`` for an edge (`get_edge`)."""
     out = []
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-                out.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.args[0].value}")
-    return out
+        module = path.relative_to(root).as_posix()
+        for node, function in _gets(ast.parse(path.read_text(encoding="utf-8"))):
+            edge = get_edge(module, function, node)
+            out.append(f"{module}:{node.lineno} {node.args[0].value}" + (f" [edge: {edge}]" if edge else ""))
+    return sorted(out, key=lambda hit: (hit.split(":")[0], int(hit.split(":")[1].split()[0])))
 
 
 def partition_dir_calls(paths: list[Path], root: Path = ROOT) -> list[str]:
@@ -77,9 +134,10 @@ def main() -> None:
     args = parser.parse_args()
     counts = {
         "root+date": root_and_date(_files("auditing", "pipelines", "flows", "labeldp")),
-        '.get("': string_gets(_files("pipelines", "flows")),
+        '.get("': string_gets(_files("auditing", "pipelines", "flows", "labeldp")),
         "partition_dir": partition_dir_calls(_files("auditing", "pipelines", "flows", "labeldp")),
     }
+    counts['.get(" outside edges'] = [hit for hit in counts['.get("'] if "[edge: " not in hit]
     for name, hits in counts.items():
         print(f"{name}: {len(hits)}")
         if args.list:

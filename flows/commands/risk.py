@@ -155,7 +155,7 @@ def compute(args) -> dict:
                    posterior_ceiling_median=float(np.median(ceilings)), posterior_ceiling_max=float(ceilings.max()))
         if priors.size <= 20:
             out["posterior_ceilings"] = [float(v) for v in ceilings]
-    prior = out.get("prior", 1.0 / k) if priors is None or priors.size == 1 else 1.0 / k
+    prior = out["prior"] if priors is None or priors.size == 1 else 1.0 / k  # both set "prior" above
     out["reconstruction_prior"] = float(prior)
     out["reconstruction_bound"] = float(reconstruction_bound_dp(eps, delta, prior))
     if mu is not None:

@@ -27,7 +27,7 @@ from pipelines.data.layout import file_fingerprint, model_dir
 from pipelines.models import registry
 from pipelines.models.formats.base import ModelFormat
 from pipelines.models.formats.registry import format_of
-from pipelines.models.metadata import ABSENT, ModelMetadata
+from pipelines.models.metadata import ABSENT, ModelMetadata, or_none
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,9 +115,8 @@ def training_rows_fingerprint(meta: ModelMetadata) -> str | None:
 def source_fingerprint(meta: ModelMetadata) -> str | None:
     """The fingerprint of the model this one was derived from (a recalibrated reference's D-1 checkpoint), None
     for a model that was not."""
-    record = meta.recalibration if isinstance(meta.recalibration, dict) else None
-    source = (record or {}).get("source_reference")
-    return source.get("fingerprint") if isinstance(source, dict) else None
+    source = meta.recalibrated_from
+    return None if source is None else or_none(source.fingerprint)
 
 
 def artifact_of(directory: Path, metadata: ModelMetadata) -> Path:

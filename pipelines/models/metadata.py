@@ -368,6 +368,13 @@ class ModelMetadata:
         return self.model_file or DEFAULT_MODEL_FILE
 
     @property
+    def recalibrated_from(self) -> Lineage | None:
+        """A recalibrated reference's source, the D-1 checkpoint it corrects (its ``recalibration`` record's
+        ``source_reference``, read as a `Lineage` as its ``reference`` is); None for a model that is not one."""
+        source = self.recalibration.get("source_reference") if isinstance(self.recalibration, dict) else None
+        return decode(Lineage, source, "recalibration.source_reference") if isinstance(source, dict) else None
+
+    @property
     def origin(self) -> str:
         """``registered`` for a model registered from a file, ``trained`` for one trained here."""
         return self.source or TRAINED

@@ -24,11 +24,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+from collections.abc import Mapping
 
 import numpy as np
 import pyarrow.parquet as pq
 
 from auditing.verdict.controls import check_control_epsilon
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Progress, no_progress
 from pipelines.data import splits
@@ -36,6 +38,7 @@ from pipelines.data.day import Day
 from pipelines.data.layout import atomic_directory, model_dir
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
+from pipelines.models.metadata import ABSENT, ModelMetadata, as_metadata
 
 ORACLE_FILE = "oracle.json"
 ORACLE_TYPE = "rr-label-oracle"
@@ -43,8 +46,9 @@ REFERENCE_COPY_TYPE = "reference-copy"
 KEYS_FILE = "training_rows.parquet"  # a keys record's file (pipelines.scoring.audit_rows)
 
 
-def is_oracle(metadata: dict) -> bool:
-    return metadata.get("model_type") == ORACLE_TYPE
+def is_oracle(metadata: ModelMetadata | Mapping) -> bool:
+    """Whether ``metadata`` (the record, or its JSON form) is the positive control's."""
+    return as_metadata(metadata).model_type == ORACLE_TYPE
 
 
 def _train_split_rows(day: Day) -> int:
@@ -120,8 +124,8 @@ def ensure_negative_control(day: Day, name: str, reference: ModelHandle) -> Mode
     """A copy of the resolved reference model ``reference`` registered as ``name`` for ``day`` (keyed on the day's
     fingerprint), resolved."""
     partition_fingerprint = day.fingerprint
-    # The copy's metadata is the reference's JSON object with the control's keys: built from the JSON form.
-    ref_name, ref_date, ref_md = reference.name, reference.date, reference.metadata
+    # The copy's metadata is the reference's with the control's keys: its fields written as the reference's JSON.
+    ref_name, ref_date, ref_md = reference.name, reference.date, reference.meta
     source = reference.artifact
     keys = source.parent / KEYS_FILE
     fingerprint = reference.fingerprint
@@ -134,18 +138,18 @@ def ensure_negative_control(day: Day, name: str, reference: ModelHandle) -> Mode
         "model_type": REFERENCE_COPY_TYPE, "control": expected,
         "mechanism": {"name": REFERENCE_COPY_TYPE, "epsilon": 0.0, "delta": 0.0,
                       "guarantee": "0-label-DP for day D: a copy of the D-1 reference, which never saw day D's labels"},
-        "seed": ref_md.get("seed"), "partition_fingerprint": partition_fingerprint,
-        "feature_schema": ref_md["feature_schema"], "catboost_params": ref_md.get("catboost_params"),
+        "seed": ref_md.seed, "partition_fingerprint": partition_fingerprint,
+        "feature_schema": encode(ref_md.feature_schema), "catboost_params": encode(ref_md.catboost_params),
         "test_metrics": {}, "reference": {"name": ref_name, "date": ref_date.isoformat()},
         "training_rows": _training_rows(day),
     }
-    if ref_md.get("output_correction"):
-        metadata["output_correction"] = ref_md["output_correction"]
+    if ref_md.output_correction:
+        metadata["output_correction"] = encode(ref_md.output_correction)
     # the artifact's format and identity travel with the copy (an ONNX or logged-predictions reference stays one)
     metadata["format"] = reference.format.name
     for key in ("model_file", "fingerprint", "dataset", "classes", "predictions_for"):
-        if key in ref_md:
-            metadata[key] = ref_md[key]
+        if getattr(ref_md, key) is not ABSENT:
+            metadata[key] = encode(getattr(ref_md, key))
 
     def copy(tmp):
         shutil.copyfile(source, tmp / source.name)

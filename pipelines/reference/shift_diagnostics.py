@@ -158,13 +158,12 @@ def measured_reference(root: str | os.PathLike, reference: ModelHandle) -> Model
     """The reference whose fit the diagnostic measures: a recalibrated reference's source (the D-1 checkpoint it
     corrects, named in its ``recalibration`` record; the handle's ``source`` when the run resolved it), else the
     reference itself."""
-    recalibration = reference.meta.recalibration  # the recalibration's own record (a JSON object), or absent
-    source = recalibration.get("source_reference") if isinstance(recalibration, dict) else None
-    if not isinstance(source, dict):
+    source = reference.meta.recalibrated_from
+    if source is None:
         return reference
     if reference.source is not None:
         return reference.source
-    return resolve_model(root, str(source["name"]), dt.date.fromisoformat(str(source["date"])))
+    return resolve_model(root, str(source.name), source.date)
 
 
 def shift_diagnostic(day: Day, reference: ModelHandle, days: Days | None = None) -> ShiftDiagnostic:

@@ -137,3 +137,26 @@ def test_the_positive_control_round_trips(tmp_path):
     assert dumped(encode(as_metadata(json.loads(text)))) == text
     assert oracle.meta.model_type == "rr-label-oracle" and oracle.meta.format is ABSENT
     assert oracle.format.name == "rr-oracle" and oracle.meta.reference is None
+
+
+# A recalibrated reference's keys as main wrote them (benchmarks/golden_outputs.py's reference-calibrated@2026-09-02,
+# its recalibration record cut to two of its keys): the source it corrects is read from the record once.
+SOURCE = {"date": "2026-09-01", "fingerprint": "sha256:a9eec72dac2ab7856e5d9820974ab54410bad259b7548a3b3ff46fb8987d8aeb",
+          "name": "reference",
+          "partition_fingerprint": "sha256:644a92bafadcb95a2401c466ac734486a43e082211278d2dfeef7d89fec23c94"}
+RECALIBRATED = {**OLD, "metadata_version": 2, "model_type": "recalibrated-reference", "reference": SOURCE,
+                "recalibration": {"intercept": 0.25, "source_reference": SOURCE}}
+
+
+def test_a_recalibrated_references_source_reads_as_its_lineage_and_writes_back_unchanged():
+    from pipelines.models.handle import source_fingerprint
+
+    record = as_metadata(copy.deepcopy(RECALIBRATED), "calibrated/metadata.json")
+    source = record.recalibrated_from
+    assert (source.name, source.date, source.fingerprint) == ("reference", dt.date(2026, 9, 1), SOURCE["fingerprint"])
+    assert source.partition_fingerprint == SOURCE["partition_fingerprint"]
+    assert source_fingerprint(record) == SOURCE["fingerprint"]
+    assert dumped(encode(record)) == dumped(RECALIBRATED)
+    for other in (OLD, {**OLD, "recalibration": {"intercept": 0.25}}):  # not recalibrated; a record without a source
+        assert as_metadata(copy.deepcopy(other)).recalibrated_from is None
+        assert source_fingerprint(as_metadata(copy.deepcopy(other))) is None
