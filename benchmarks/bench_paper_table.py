@@ -248,7 +248,7 @@ class Table:
                                       progress=stderr_progress(f"train {name}"))
         reference_info = None if name == REFERENCE else {
             "model_name": REFERENCE, "date": self.day0.isoformat(), "used_as_prior": reference_model is not None}
-        training.register(self.root, name, day, result, reference=reference_info)
+        training.register(name, day, result, reference=reference_info)
         wall = time.monotonic() - started
         metrics = {k: result.metrics[k] for k in ("test_log_loss", "test_log_loss_constant", "test_accuracy",
                                                     "train_rows", "validation_rows", "test_rows", "degenerate",

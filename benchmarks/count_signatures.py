@@ -3,8 +3,10 @@
 Three counts, from the source (ast, no import):
 
 - ``root+date``: functions of auditing/ pipelines/ flows/ labeldp/ whose parameters include both a root-like
-  one (``root``, ``data_root``) and a day-like one (``date``, ``day``): a day passed as (root, date) rather than
-  as its handle (`pipelines.data.day.Day`);
+  one (``root``, ``data_root``) and a day-like one (``date``, ``day``) and that are not in ``BY_DESIGN``: a day
+  passed as (root, date) where its handle (`pipelines.data.day.Day`), resolved once by the caller, should be.
+  The functions that take (root, date) by design are counted apart, by category (``BY_DESIGN``), and an entry
+  of ``BY_DESIGN`` that no longer takes both is named, so the list cannot go stale unseen;
 - ``.get("``: ``.get("...")`` calls with a string key in auditing/ pipelines/ flows/ labeldp/: a record read as a
   dict. Each is classed as an edge (untyped data entering: JSON, SQL, the environment, the CLI, decoded once
   there; `GET_EDGES` names each edge and why) or not; both counts are printed;
@@ -23,6 +25,73 @@ ROOT = Path(__file__).resolve().parents[1]
 ROOT_NAMES = {"root", "data_root"}
 DAY_NAMES = {"date", "day"}
 PATH_OWNERS = {"pipelines/data/layout.py", "pipelines/data/day.py"}
+
+
+# The functions that take (root, date) by design, by category and file; every other function taking both is to
+# convert. Keyed by name, not line, so a function that moves stays classified and a new one is counted.
+BY_DESIGN: dict[str, dict[str, set[str]]] = {
+    # Build, write or find a partition, or a file beside it or under the data root, where no handle can exist
+    # yet (the partition is being written, or only its records are read): the layout's paths, the writers and
+    # ingesters, the replacement, provenance, dataset and oracle records, the scoring outputs' and stored
+    # nights' directories.
+    "storage": {
+        "pipelines/data/layout.py": {"partition_dir", "partition_listing", "partition_record", "oracle_dir",
+                                     "model_dir"},
+        "pipelines/data/schema.py": {"refuse_existing_partition", "_replaced_record", "replaced_partitions",
+                                     "replaced_since", "_replacement_record", "write_partition", "read_provenance",
+                                     "write_oracle", "read_oracle"},
+        "pipelines/data/dataset_spec.py": {"dataset_of"},
+        "pipelines/data/synth.py": {"write_synthetic_day"},
+        "pipelines/data/criteo_ingest.py": {"ingest_criteo"},
+        "pipelines/data/tabular_ingest.py": {"ingest_table_files"},
+        "pipelines/scoring/beam_request.py": {"sweep_dir", "scored_dir"},
+        "flows/rejudge.py": {"nights_dir", "night_path"},
+    },
+    # Where a date becomes a handle: the resolvers and the checks they run before the handle exists, and the
+    # flows' entry points (Prefect parameters arrive as text; a backfill's day is resolved after the skip rule,
+    # which must not read the partition).
+    "edge": {
+        "pipelines/data/day.py": {"resolve_day", "listed_day"},
+        "pipelines/data/schema.py": {"missing_partition", "check_keys_and_labels"},
+        "flows/steps.py": {"check_partition"},
+        "flows/nightly.py": {"check_partition", "night_partition", "nightly_audit", "release_guardrail",
+                             "backfill_day"},
+    },
+    # (root, name, date) is a model's address (``models/<name>/date=D``), not a day: the model of a date may
+    # exist without its day's partition (registered before the day was ingested, a D-1 reference).
+    # register_model and candidate_name read the day only when it is there.
+    "model address": {
+        "pipelines/models/handle.py": {"resolve_model"},
+        "pipelines/models/registry.py": {"save_model", "read_metadata"},
+        "pipelines/models/registration.py": {"find_registered", "register_model", "candidate_name", "show_model"},
+        "pipelines/scoring/beam_request.py": {"resolve_reference"},
+    },
+    # The date is a verdict's (or an alert's, a report's, a stored night's) and the partition may be gone,
+    # missing or just replaced: what they key is the data root and the date, never the partition's files.
+    "verdict day": {
+        "flows/steps.py": {"publish", "_family", "send_failure_alert", "mark_replaced_reports", "day_is_complete"},
+        "auditing/sinks/report/pages.py": {"mark_replaced_reports"},
+        "flows/commands/data.py": {"_replaced"},
+        "flows/rejudge.py": {"read_night"},
+    },
+}
+TO_CONVERT = "to convert"
+
+
+def classify(hits: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """(category -> the ``root_and_date`` hits in it, ``TO_CONVERT`` for the rest; the ``BY_DESIGN`` entries that
+    are not hits, as ``path name``)."""
+    out: dict[str, list[str]] = {TO_CONVERT: [], **{category: [] for category in BY_DESIGN}}
+    seen = set()
+    for hit in hits:
+        where, name = hit.split(" ", 1)
+        path = where.rsplit(":", 1)[0]
+        category = next((c for c, files in BY_DESIGN.items() if name in files.get(path, ())), TO_CONVERT)
+        out[category].append(hit)
+        seen.add((path, name))
+    stale = [f"{path} {name}" for files in BY_DESIGN.values() for path, names in files.items()
+             for name in sorted(names) if (path, name) not in seen]
+    return out, stale
 
 
 def _files(*packages: str) -> list[Path]:
@@ -132,8 +201,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="name every hit, not only the counts")
     args = parser.parse_args()
+    categories, stale = classify(root_and_date(_files("auditing", "pipelines", "flows", "labeldp")))
     counts = {
-        "root+date": root_and_date(_files("auditing", "pipelines", "flows", "labeldp")),
+        "root+date": categories.pop(TO_CONVERT),
         '.get("': string_gets(_files("auditing", "pipelines", "flows", "labeldp")),
         "partition_dir": partition_dir_calls(_files("auditing", "pipelines", "flows", "labeldp")),
     }
@@ -143,6 +213,15 @@ def main() -> None:
         if args.list:
             for hit in hits:
                 print(f"  {hit}")
+        if name == "root+date":  # then those that take (root, date) by design, by category
+            print(f"root+date by design: {sum(map(len, categories.values()))} ("
+                  + ", ".join(f"{category} {len(found)}" for category, found in categories.items()) + ")")
+            if args.list:
+                for category, found in categories.items():
+                    for hit in found:
+                        print(f"  {category}: {hit}")
+            for entry in stale:
+                print(f"  no longer takes (root, date), drop it from BY_DESIGN: {entry}")
 
 
 if __name__ == "__main__":

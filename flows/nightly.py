@@ -137,12 +137,13 @@ def score_and_audit(day: Day, spec: TargetSpec | ControlSpec, model: ModelHandle
 
 
 @task(name="publish", **io_task)
-def publish(root: Path, date: dt.date, spec: TargetSpec | ControlSpec, record: steps.Scored, warehouse: str | None,
+def publish(day: Day, spec: TargetSpec | ControlSpec, record: steps.Scored, warehouse: str | None,
             webhook_url: str | None, run_kind: str, claimed_epsilon: float | None = None,
             control: ControlCheck | None = None, night=None,
             reference_check: ReferenceCheck | None = None, run_id: str | None = None,
             night_fingerprint: str | None = None) -> ListedVerdict:
-    return steps.publish(root, date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
+    """`steps.publish` of a verdict on ``day``'s partition (its handle: the verdict's data root and date)."""
+    return steps.publish(day.root, day.date, spec, record, warehouse=warehouse, run_kind=run_kind, webhook_url=webhook_url,
                          flow_run_id=_run_id(), claimed_epsilon=claimed_epsilon, progress=_log, control=control,
                          night=night, reference_check=reference_check, run_id=run_id,
                          night_fingerprint=night_fingerprint)
@@ -237,19 +238,26 @@ def _publish_summary(rows: list[ListedVerdict], title: str) -> None:
                                        "(HTML report)")
 
 
-def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
-              fail_on_violation: bool = False, run_kind: str = NIGHTLY,
-              accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> Outcome:
-    """One day, every target: validate, reference, train or load, recalibrate the reference on the held-out rows,
-    controls, score, audit, publish (rows of ``run_kind``: nightly or backfill), alert. Returns the day's
-    `Outcome` (a missing partition raises)."""
+def night_partition(root: Path, date: dt.date, plan: AuditPlan, webhook_url: str | None) -> Day:
+    """The night's partition, resolved once (`check_partition`) for the whole run; a missing one alerts
+    DATA_MISSING for every target of the plan, then raises (`steps.DataMissingError`)."""
     try:
-        partition = check_partition(root, date, plan)
+        return check_partition(root, date, plan)
     except steps.DataMissingError as exc:
         for spec in plan.targets:
             steps.send_failure_alert(root, "DATA_MISSING", spec.name, date, str(exc), webhook_url, _run_id())
             _emit("DATA_MISSING", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
         raise
+
+
+def audit_day(partition: Day, plan: AuditPlan, warehouse: str | None, webhook_url: str | None,
+              fail_on_violation: bool = False, run_kind: str = NIGHTLY,
+              accept_unchecked_reference: bool | None = None, run_id: str | None = None) -> Outcome:
+    """One day, every target: reference, train or load, recalibrate the reference on the held-out rows, controls,
+    score, audit, publish (rows of ``run_kind``: nightly or backfill), alert. ``partition``: the day's handle
+    (`night_partition`), whose data root the models, records and reports live under. Returns the day's
+    `Outcome`."""
+    root, date = partition.root, partition.date
     raw_reference = ensure_reference(partition, plan)
     days = Days(root, {date: partition})  # every day this run reads, each listed and hashed once
     outcome, ready, skipped = Outcome(fail_on_violation=fail_on_violation), {}, []
@@ -263,7 +271,7 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             _log(f"{spec.name}: skipped ({exc})")
             skipped.append(SkippedTarget(spec.name, date, str(exc)))
         except Exception as exc:  # one target's failure must not hide the others' results
-            _target_failed(root, date, spec, exc, outcome, webhook_url)
+            _target_failed(partition, spec, exc, outcome, webhook_url)
     _check_stop()
     reference, check, rows = prepare_reference(partition, plan, raw_reference, list(ready.values()))
     accept = plan.accept_unchecked_reference if accept_unchecked_reference is None else accept_unchecked_reference
@@ -281,10 +289,10 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
             record = score_and_audit(partition, spec, ready[spec.name], plan, reference, rows, days=days)
             _check_stop()
             claimed = steps.claimed_epsilon_of(spec, ready[spec.name])
-            row = publish(root, date, spec, record, warehouse, webhook_url, run_kind, night=night,
+            row = publish(partition, spec, record, warehouse, webhook_url, run_kind, night=night,
                           reference_check=check, claimed_epsilon=claimed, run_id=run_id, night_fingerprint=night_fp)
         except Exception as exc:
-            _target_failed(root, date, spec, exc, outcome, webhook_url)
+            _target_failed(partition, spec, exc, outcome, webhook_url)
             continue
         stored.append(night_model_of(root, spec, record, claimed_epsilon=claimed))
         shift = record.shift_diagnostic
@@ -303,14 +311,14 @@ def audit_day(root: Path, date: dt.date, plan: AuditPlan, warehouse: str | None,
     return outcome
 
 
-def _target_failed(root: Path, date: dt.date, spec: TargetSpec | RegisteredTarget, exc: Exception, outcome: Outcome,
+def _target_failed(day: Day, spec: TargetSpec | RegisteredTarget, exc: Exception, outcome: Outcome,
                    webhook_url: str | None) -> None:
-    """Bad input (exit 2) or an audit that failed (exit 4), alerted as AUDIT_FAILED either way; a stop is raised
-    again (`_unless_stopped`): a cancelled run is not a failed audit."""
+    """Bad input (exit 2) or an audit that failed (exit 4) of a target on ``day``, alerted as AUDIT_FAILED either
+    way; a stop is raised again (`_unless_stopped`): a cancelled run is not a failed audit."""
     _unless_stopped(exc)
     (outcome.bad_input if isinstance(exc, LabelDPInputError) else outcome.failures).append(f"{spec.name}: {exc}")
-    steps.send_failure_alert(root, "AUDIT_FAILED", spec.name, date, str(exc), webhook_url, _run_id())
-    _emit("AUDIT_FAILED", {"model_id": spec.name, "partition_date": date.isoformat(), "message": str(exc)})
+    steps.send_failure_alert(day.root, "AUDIT_FAILED", spec.name, day.date, str(exc), webhook_url, _run_id())
+    _emit("AUDIT_FAILED", {"model_id": spec.name, "partition_date": day.date.isoformat(), "message": str(exc)})
 
 
 def finish(outcome: Outcome, root: Path, warehouse: str | None, command: str):
@@ -377,7 +385,7 @@ def run_controls(day: Day, plan: AuditPlan, warehouse: str | None,
     for spec in specs:
         result = checks[spec.name]
         if spec.name in records:
-            control_rows.append(publish(root, date, spec, records[spec.name], warehouse, webhook_url, run_kind,
+            control_rows.append(publish(day, spec, records[spec.name], warehouse, webhook_url, run_kind,
                                         control=result, night=night, reference_check=check, run_id=run_id,
                                         night_fingerprint=night_fp))
         if isinstance(result, str) or not result.passed:
@@ -407,8 +415,8 @@ def nightly_audit(date: str | None = None, data_root: str | None = None, warehou
     run_id = _new_run(run_id)
     _log(f"nightly audit of {day.isoformat()}: {len(plan.targets)} target(s), data root {root}, run {run_id}")
     drain_spool(root, warehouse)
-    outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation,
-                        accept_unchecked_reference=accept_unchecked_reference, run_id=run_id)
+    outcome = audit_day(night_partition(root, day, plan, webhook_url), plan, warehouse, webhook_url,
+                        fail_on_violation, accept_unchecked_reference=accept_unchecked_reference, run_id=run_id)
     finish(outcome, root, warehouse, "nightly")
     return outcome.rows
 
@@ -447,7 +455,7 @@ def release_guardrail(model: str, claimed_epsilon: float, date: str, data_root: 
     night = NightTrust(accept_unchecked=accept)
     record = score_and_audit(partition, spec, candidate, plan, reference, rows, days=Days(root, {day: partition}))
     _check_stop()
-    row = publish(root, day, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
+    row = publish(partition, spec, record, warehouse, webhook_url, GUARDRAIL, claimed_epsilon=claimed,
                   night=night, reference_check=check, run_id=run_id,
                   night_fingerprint=steps.night_fingerprint((), {}, accept))
     _publish_summary([row], f"release guardrail for {name}@{day.isoformat()}")
@@ -469,7 +477,8 @@ def backfill_day(root: Path, day: dt.date, plan: AuditPlan, warehouse: str | Non
         return DayOutcome(day, "skipped: every target has its verdict of this partition at this configuration",
                           Outcome(fail_on_violation=fail_on_violation))
     try:
-        outcome = audit_day(root, day, plan, warehouse, webhook_url, fail_on_violation, run_kind=BACKFILL,
+        outcome = audit_day(night_partition(root, day, plan, webhook_url), plan, warehouse, webhook_url,
+                            fail_on_violation, run_kind=BACKFILL,
                             accept_unchecked_reference=accept_unchecked_reference, run_id=run_id)
     except Exception as exc:
         _unless_stopped(exc)

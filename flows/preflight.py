@@ -59,15 +59,16 @@ def _footer(day: Day):
     return schema.open_parquet(day.files[0]).schema_arrow
 
 
-def _model(root: Path, name: str, day: dt.date, plan: AuditPlan, role: str, footer):
-    """A registered model, resolved and checked: complete, its file the registered one, for the plan's dataset
-    and this day, reading columns the partition has."""
+def _model(day: Day, name: str, date: dt.date, plan: AuditPlan, role: str):
+    """Model ``name`` of ``date`` (``day``'s own, or its reference's D-1) registered under ``day``'s data root,
+    resolved and checked: complete, its file the registered one, for the plan's dataset and ``date``, reading
+    columns ``day``'s partition has."""
     from pipelines.models.handle import resolve_model
     from pipelines.scoring.beam_request import check_model_for_day
 
-    model = resolve_model(root, name, day)
-    check_model_for_day(model.meta, plan.dataset, day, role)
-    _reads_columns(model, footer)
+    model = resolve_model(day.root, name, date)
+    check_model_for_day(model.meta, plan.dataset, date, role)
+    _reads_columns(model, _footer(day))
     return model
 
 
@@ -84,7 +85,7 @@ def check_reference(day: Day, plan: AuditPlan, checked_days: set[dt.date]) -> No
     root = day.root
     ref_day = day.date - dt.timedelta(days=1)
     if model_dir(root, plan.reference_name, ref_day).is_dir():
-        _model(root, plan.reference_name, ref_day, plan, "reference", _footer(day))
+        _model(day, plan.reference_name, ref_day, plan, "reference")
     elif plan.on_missing_reference == "fail":
         raise steps.missing_reference(day, plan)
     elif ref_day not in checked_days:
@@ -121,7 +122,7 @@ def check_candidate(day: Day, name: str, plan: AuditPlan) -> None:
     the day's partition as it is now, reading the partition's columns."""
     from pipelines.models.registration import check_registration_matches_day
 
-    model = _model(day.root, check_name(name, "--model"), day.date, plan, "candidate", _footer(day))
+    model = _model(day, check_name(name, "--model"), day.date, plan, "candidate")
     check_registration_matches_day(day, model.meta, "candidate")
 
 

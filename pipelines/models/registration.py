@@ -92,15 +92,16 @@ def check_claim(claimed_epsilon: float, delta: float) -> tuple[float, float]:
 
 
 def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | None, date: dt.date,
-                       root) -> np.ndarray:
+                       partition: Path) -> np.ndarray:
     """The sorted keys of a training-rows file: Parquet, one integer column named like the spec's row key (or
-    ``row_id``), non-null, unique, every key a row of day ``date``'s partition (``day_keys``)."""
+    ``row_id``), non-null, unique, every key a row of day ``date``'s partition (``day_keys``; None: the
+    partition directory ``partition``, named in the errors, does not exist)."""
     if not path.is_file():
         raise LabelDPInputError(f"training_rows: {path} is not a file (give a Parquet file of row keys, or 'all')",
                                 field="training_rows")
     if day_keys is None:
         raise LabelDPInputError(f"training_rows: checking {path} needs day {date.isoformat()}'s partition, and "
-                                f"{partition_listing(root, date).directory} does not exist; ingest that day first",
+                                f"{partition} does not exist; ingest that day first",
                                 field="training_rows")
     parquet = schema.open_parquet(path)
     allowed = [dataset.row_key] + ([INTERNAL_ROW_ID] if dataset.row_key != INTERNAL_ROW_ID else [])
@@ -124,7 +125,7 @@ def read_training_rows(path: Path, dataset: DatasetSpec, day_keys: np.ndarray | 
     if unknown.any():
         raise LabelDPInputError(f"{path}: {int(unknown.sum())} of {keys.size} key(s) are not rows of day "
                                 f"{date.isoformat()} (e.g. {int(keys[np.flatnonzero(unknown)[0]])}); list keys of "
-                                f"{partition_listing(root, date).directory}")
+                                f"{partition}")
     return np.sort(keys)
 
 
@@ -246,7 +247,7 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     if isinstance(training_rows, str) and training_rows == ALL_ROWS:
         rows_record = TrainingRows(kind=ALL_ROWS, rows=None if day_keys is None else int(day_keys.size))
     else:
-        keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
+        keys = read_training_rows(Path(training_rows), dataset, day_keys, date, partition)
         rows_record = TrainingRows(kind="keys", file=TRAINING_ROWS_FILE, rows=int(keys.size), fingerprint=None)
 
     metadata = ModelMetadata(
@@ -305,9 +306,10 @@ def candidate_name(root, date: dt.date, file: str | os.PathLike, training_rows: 
         rows = ALL_ROWS
     else:
         dataset = dataset or dataset_of(root, date)
+        listing = partition_listing(root, date)
         day_keys = (schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset)
-                    .column(dataset.row_key).to_numpy() if partition_listing(root, date).exists else None)
-        keys = read_training_rows(Path(training_rows), dataset, day_keys, date, root)
+                    .column(dataset.row_key).to_numpy() if listing.exists else None)
+        keys = read_training_rows(Path(training_rows), dataset, day_keys, date, listing.directory)
         rows = hashlib.sha256(np.ascontiguousarray(keys, dtype="<i8").tobytes()).hexdigest()[:8]
     return f"candidate-{file_hex[:12]}-rows-{rows}"
 

@@ -48,6 +48,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,7 @@ class DayData:
     split: np.ndarray         # int8: splits.TRAIN / VALIDATION / TEST
     table_schema: pa.Schema   # pipeline names (row_id, label, the features)
     fingerprint: str
+    root: Path                # the data root it was read from: where its models are registered
     dataset: DatasetSpec = field(default_factory=criteo)   # the partition's spec
 
     @property
@@ -167,7 +169,7 @@ def load_day(day: Day) -> DayData:
                                     f"training needs every split (use more rows)")
     return DayData(date=date, row_ids=row_ids, labels=table.column("label").to_numpy().astype(np.int64),
                    features=feature_frame(table, dataset), split=split, table_schema=table.schema,
-                   fingerprint=day.fingerprint, dataset=dataset)
+                   fingerprint=day.fingerprint, root=day.root, dataset=dataset)
 
 
 # ------------------------------------------------------------------------------------------ mechanisms
@@ -354,14 +356,14 @@ def ensure_reference(day: Day, reference_name: str, on_missing: str, seed: int, 
     progress(f"reference: {directory} is missing; training it non-privately on {ref_date.isoformat()}")
     previous = load_day(listed_day(root, ref_date))
     result = train_model(previous, "none", math.inf, seed=seed, settings=settings, progress=progress)
-    register(root, reference_name, previous, result)
+    register(reference_name, previous, result)
     reference = resolve_model(root, reference_name, ref_date)
     return registry.load_model(reference), reference
 
 
-def register(root: str | os.PathLike, model_name: str, day: DayData, result: TrainResult,
-             reference: Lineage | None = None) -> os.PathLike:
-    """Writes ``result`` to ``models/<model_name>/date=D/`` (atomically) with its full metadata."""
+def register(model_name: str, day: DayData, result: TrainResult, reference: Lineage | None = None) -> os.PathLike:
+    """Writes ``result``, trained on ``day``, to ``models/<model_name>/date=D/`` under the day's data root
+    (atomically) with its full metadata."""
     where = f"the training of {model_name}@{day.date.isoformat()}"
     training_rows = result.training_rows
     metadata = ModelMetadata(
@@ -378,7 +380,7 @@ def register(root: str | os.PathLike, model_name: str, day: DayData, result: Tra
         output_correction=registry.jsonable(result.output_correction),
         splits={"train": "splits.TRAIN", "validation": "splits.VALIDATION", "test": "splits.TEST",
                 "privatized": "train + validation labels", "evaluated": "true test labels"})
-    return registry.save_model(root, model_name, day.date, result.model, metadata)
+    return registry.save_model(day.root, model_name, day.date, result.model, metadata)
 
 
 def dataset_record(dataset: DatasetSpec) -> DatasetRecord | None:
@@ -453,7 +455,7 @@ def train_and_register(partition: Day, mechanism: str | Mechanism, epsilon: floa
                                  partition_fingerprint=ref_metadata.partition_fingerprint, used_as_prior=needed)
     result = train_model(day, chosen, epsilon, seed=seed, settings=settings,
                          reference_model=reference_model if needed else None, progress=progress)
-    directory = register(root, model_name, day, result, reference=reference_info)
+    directory = register(model_name, day, result, reference=reference_info)
     progress(f"registered {directory}")
     return directory, registry.read_metadata(root, model_name, date)
 

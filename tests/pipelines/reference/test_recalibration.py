@@ -265,7 +265,7 @@ def world(tmp_path_factory):
     synth.write_synthetic_day(root, PREVIOUS, rows=DAY_ROWS)
     previous = training.load_day(listed_day(root, PREVIOUS))
     result = training.train_model(previous, "none", math.inf, seed=0, settings=SETTINGS)
-    training.register(root, "reference", previous, result)
+    training.register("reference", previous, result)
 
     day = synth.generate_day(DAY, rows=DAY_ROWS)
     segment = _top_value_mask(day.table, "C1")

@@ -164,7 +164,7 @@ def test_every_mechanism_round_trips_name_class_metadata(name, day, data_root):
     assert record["epsilon"] == epsilon and record["unit"] == UNIT
     assert record["guarantee"] == mechanism.guarantee(epsilon, record["delta"])
     assert record["delta"] == (1e-5 if name == "pate" else 0.0)
-    directory = training.register(data_root, f"round-trip-{name}", day, result)
+    directory = training.register(f"round-trip-{name}", day, result)
     stored = encode(registry.read_metadata(data_root, f"round-trip-{name}", DAY))["mechanism"]
     assert directory.is_dir() and stored == registry.jsonable(record)
     assert get_mechanism(stored["name"]).from_options(SMALL) == mechanism
