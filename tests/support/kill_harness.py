@@ -347,7 +347,9 @@ PHASES = {
     "prefect": ({}, "[labeldp-audit] nightly audit of", 0.0, None),
     "training": ({"targets": [{"name": "rr-eps2", "mechanism": "rr", "epsilon": 2.0}], "catboost_iterations": 600},
                  "rr eps=2: fitting CatBoost", 2.0, None),
-    "scoring": ({}, ": inference", 1.0, None),
+    # held at the scoring fault point: a day small enough to score within a fixed delay would let the signal land
+    # after the verdict is written (under load it did)
+    "scoring": ({}, "[labeldp-audit fault] scoring", 0.5, "scoring:pause=120"),
     "warehouse": ({"audit": {"repetitions": 3, "grid_points": 30, "confidence": 0.9}},  # a new row, the stored game
                   "[labeldp-audit fault] warehouse.transaction", 0.0, "warehouse.transaction:pause=120"),
 }
