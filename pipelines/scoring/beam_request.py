@@ -489,7 +489,7 @@ def reused_record(stored: tuple[GameCounts, JobRecord], request: ScoringRequest,
             raise LabelDPInputError(f"{directory}: the day's game is stored without its slices' counts; score the "
                                     "day again")
         # else the job left no row to play on (`_nothing_left`): no slice, as stored
-    return replace(record, result=result.to_dict(), config=flat_settings(request.game, request.bound))
+    return replace(record, result=encode(result), config=flat_settings(request.game, request.bound))
 
 
 def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, JobRecord] | None:
