@@ -156,10 +156,6 @@ class SliceAudit:
     slices: tuple[SliceResult, ...]
     design: str = SLICE_DESIGN
 
-    def to_dict(self) -> dict:
-        """``encode(self)``, for pipelines.scoring, which writes slices and is not converted yet."""
-        return encode(self)
-
 
 # The stored layout of a result: its fields in this order, the settings of its game and bound among them flat (as
 # written before the result held the two configurations; `AuditResult._encoded` writes it, `_decoded` reads it).
@@ -285,7 +281,3 @@ class AuditResult:
         game = GameConfig.as_stored(**_typed(GameConfig, game, name))
         bound = BoundConfig.as_stored(**_typed(BoundConfig, bound, name))
         return decode_fields(cls, {**value, "game": game, "bound": bound, "custom_score": custom}, name)
-
-    def to_dict(self) -> dict:
-        """``encode(self)``, for pipelines.scoring, which writes results and is not converted yet."""
-        return encode(self)

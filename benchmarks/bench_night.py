@@ -165,12 +165,13 @@ def sampled_models(root: Path, files: Path, names, iterations: int, train_rows: 
     from auditing.game.row_groups import in_sorted
     from pipelines.data import schema, splits
     from pipelines.data.dataset_spec import dataset_of
+    from pipelines.data.day import listed_day
     from pipelines.models.registration import register_model
     from pipelines.training import train as training
 
     def train_ids(day: dt.date) -> np.ndarray:
         ids = np.concatenate([batch.column(0).to_numpy() for batch in schema.iter_partition_batches(
-            root, day, 1 << 20, columns=[schema.ROW_ID], check_unique=False)])
+            listed_day(root, day), 1 << 20, columns=[schema.ROW_ID], check_unique=False)])
         return ids[splits.split_of(ids) == splits.TRAIN]  # in the partition's order
 
     models = [("reference", D0, None, np.inf)]
@@ -185,7 +186,7 @@ def sampled_models(root: Path, files: Path, names, iterations: int, train_rows: 
         recorded = np.sort(recorded)
         keep = np.sort(recorded.astype(np.uint64))
         dataset = dataset_of(root, day)
-        part, _, _ = schema.read_keyed_sample(root, day, dataset, train_rows,
+        part, _, _ = schema.read_keyed_sample(listed_day(root, day), dataset, train_rows,
                                              among=lambda ids, keep=keep: in_sorted(ids.astype(np.uint64), keep))
         model = CatBoostClassifier(iterations=iterations, depth=6, thread_count=2, random_seed=1,
                                    allow_writing_files=False, verbose=False)

@@ -29,13 +29,14 @@ BATCH = 65_536
 def day_batches(root: Path):
     """The day's scored batches with their slicing column (random probabilities seeded per batch, every 10th row a
     check row), read a batch at a time; the same batches on every call."""
-    from pipelines.data.dataset_spec import dataset_of
-    from pipelines.scoring.partition_batches import partition_files, read_tasks
+    from pipelines.data.day import listed_day
+    from pipelines.scoring.partition_batches import read_tasks
     from pipelines.scoring.scored_batch import ScoredBatch
 
-    dataset = dataset_of(root, DAY)
+    day = listed_day(root, DAY)
+    dataset = day.dataset
     number = 0
-    for task in read_tasks(partition_files(root, DAY, dataset)):
+    for task in read_tasks(list(day.files)):
         for index, batch in enumerate(pq.ParquetFile(task.path).iter_batches(
                 batch_size=BATCH, row_groups=[task.row_group], columns=[dataset.row_key, "label", "C9"])):
             ids = batch.column(dataset.row_key).to_numpy().astype(np.int64)

@@ -82,8 +82,9 @@ def resolve_day(root: str | Path, date: dt.date, expected: DatasetSpec | None = 
         check_same_dataset(expected, dataset, f"the partition of {date.isoformat()} ({directory})", fix)
     for path, footer in zip(files, footers, strict=True):
         check_footer(footer.schema_arrow, path, dataset)
-    schema.check_keys_and_labels(root, date, dataset)
-    return Day(Path(root), date, tuple(files), dataset, int(rows))
+    day = Day(Path(root), date, tuple(files), dataset, int(rows))
+    schema.check_keys_and_labels(day)
+    return day
 
 
 def check_footer(footer, path: Path, dataset: DatasetSpec) -> None:

@@ -35,6 +35,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -182,6 +183,20 @@ def validate_table(table: pa.Table | pa.RecordBatch, source: object, num_classes
 # --------------------------------------------------------------------------------------------- reading
 
 
+class DayFiles(Protocol):
+    """What the readers take of a day's handle (`pipelines.data.day.Day`, which imports this module, hence a
+    protocol here): its partition's directory, its ``part-*.parquet`` files in name order and its dataset spec."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    @property
+    def files(self) -> tuple[Path, ...]: ...
+
+    @property
+    def dataset(self) -> DatasetSpec: ...
+
+
 def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec | None = None) -> LabelDPInputError:
     """The error for a day without a partition, with the way to make one that fits its dataset (default
     Criteo): a day of another dataset's log is ingested with that dataset's spec, a Criteo day from its TSV
@@ -195,16 +210,6 @@ def missing_partition(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
                f"its spec file)")
     return LabelDPInputError(f"no partition at {partition_listing(root, date).directory} (data root {Path(root)}); "
                              f"{how}, or pass the right {mention('data_root')}", field="data_root")
-
-
-def _partition_files(root: str | os.PathLike, date: dt.date,
-                     dataset: DatasetSpec | None = None) -> tuple[Path, list[Path]]:
-    listing = partition_listing(root, date)
-    if not listing.exists:
-        raise missing_partition(root, date, dataset)
-    if not listing.files:
-        raise LabelDPInputError(f"{listing.directory}: the partition directory holds no {PART_GLOB} files")
-    return listing.directory, list(listing.files)
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
@@ -242,17 +247,43 @@ def _read_file(path: Path, columns: Sequence[str] | None) -> pa.Table:
         raise LabelDPInputError(f"{path}: corrupt Parquet data ({exc})") from None
 
 
+def _partition_files(root: str | os.PathLike, date: dt.date,
+                     dataset: DatasetSpec | None = None) -> tuple[Path, list[Path]]:
+    """The directory and ``part-*.parquet`` files of day ``date``'s partition, for the readers of a day named by
+    its date (`read_partition`, `partition_fingerprint`): the error of `missing_partition` (saying how to make a
+    day of ``dataset``) when there is none, naming the directory when it holds no files."""
+    listing = partition_listing(root, date)
+    if not listing.exists:
+        raise missing_partition(root, date, dataset)
+    if not listing.files:
+        raise LabelDPInputError(f"{listing.directory}: the partition directory holds no {PART_GLOB} files")
+    return listing.directory, list(listing.files)
+
+
 def read_partition(root: str | os.PathLike, date: dt.date, columns: Sequence[str] | None = None,
                    num_classes: int | None = None, dataset: DatasetSpec | None = None) -> pa.Table:
-    """Reads and validates the whole partition of ``date`` (all ``part-*.parquet`` files, in name order).
+    """`read_day` of day ``date``'s partition under ``root``, for a caller without the day's handle (users: it is
+    `pipelines.read_partition`; the data commands; a model registered by its address): its files are listed here,
+    once. A missing partition names the path it looked at. A caller with a `pipelines.data.day.Day` calls
+    `read_day`. (The handle's module imports this one, so the files are listed here rather than through it.)"""
+    directory, files = _partition_files(root, date, dataset)
+    return _read_files(files, directory, dataset or dataset_of(root, date), columns, num_classes)
+
+
+def read_day(day: DayFiles, columns: Sequence[str] | None = None, num_classes: int | None = None,
+             dataset: DatasetSpec | None = None) -> pa.Table:
+    """Reads and validates ``day``'s whole partition (its ``part-*.parquet`` files, in name order).
 
     Each file is validated on its own (errors name the file), then ``row_id`` uniqueness is checked across
     the files. With ``columns`` only those columns are read and validated (uniqueness only if ``row_id`` is
-    among them). A missing partition names the path it looked at; a corrupt file names the file. Columns
-    carry their stored names (``dataset``, default the partition's own spec).
+    among them). A corrupt file names the file. Columns carry their stored names (``dataset``, default the
+    day's own spec).
     """
-    directory, files = _partition_files(root, date, dataset)
-    dataset = dataset or dataset_of(root, date)
+    return _read_files(day.files, day.directory, dataset or day.dataset, columns, num_classes)
+
+
+def _read_files(files: Sequence[Path], directory: Path, dataset: DatasetSpec, columns: Sequence[str] | None,
+                num_classes: int | None) -> pa.Table:
     tables = []
     for path in files:
         table = _read_file(path, columns)
@@ -320,10 +351,10 @@ def _check_unique_by_buckets(files: list[Path], key: str, directory, rows: int) 
         raise repeated_row_ids(directory, key, extra_rows, distinct, example)
 
 
-def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: int,
-                           columns: Sequence[str] | None = None, num_classes: int | None = None,
-                           check_unique: bool = True, dataset: DatasetSpec | None = None) -> Iterator[pa.RecordBatch]:
-    """Streams the partition of ``date`` as validated ``RecordBatch``es of at most ``batch_size`` rows.
+def iter_partition_batches(day: DayFiles, batch_size: int, columns: Sequence[str] | None = None,
+                           num_classes: int | None = None, check_unique: bool = True,
+                           dataset: DatasetSpec | None = None) -> Iterator[pa.RecordBatch]:
+    """Streams ``day``'s partition as validated ``RecordBatch``es of at most ``batch_size`` rows.
 
     When ``check_unique`` (default) and ``row_id`` is read, the day's row ids are read and checked for duplicates
     before the first batch is yielded (`_check_unique_row_ids`: one more pass over the ids, and when they are not
@@ -333,8 +364,8 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
     """
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise LabelDPInputError(f"batch_size must be a whole number >= 1; got {batch_size!r}")
-    directory, files = _partition_files(root, date, dataset)
-    dataset = dataset or dataset_of(root, date)
+    directory, files = day.directory, list(day.files)
+    dataset = dataset or day.dataset
     key = dataset.row_key
     # Each file is opened again when it is read, and let go after: an open reader keeps its last row group's
     # buffers (the dictionaries), which added up over a day's files.
@@ -362,10 +393,10 @@ def iter_partition_batches(root: str | os.PathLike, date: dt.date, batch_size: i
 SAMPLE_BATCH_ROWS = 262_144  # rows a batch of `read_keyed_sample`'s passes
 
 
-def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec, max_rows: int,
+def read_keyed_sample(day: DayFiles, dataset: DatasetSpec, max_rows: int,
                       among: Callable[[np.ndarray], np.ndarray] | None = None,
                       positions: bool = False) -> tuple[pa.Table, int, int]:
-    """(rows, rows of the day, rows ``among`` selects): the day's rows that ``among(row_ids)`` selects (all rows
+    """(rows, rows of the day, rows ``among`` selects): ``day``'s rows that ``among(row_ids)`` selects (all rows
     without it), at most ``max_rows`` of them by the keyed sample (`pipelines.data.splits.keyed_sample`: it depends
     on the row ids only), in the partition's order with the dataset's internal column names. Streamed in two
     passes, the row ids alone (a running bottom-``max_rows``, `pipelines.data.splits.KeyedSampler`), then the rows
@@ -380,7 +411,7 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     key = dataset.row_key
     sampler = KeyedSampler(max_rows)
     day_rows = 0
-    for batch in iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, columns=[key], dataset=dataset):
+    for batch in iter_partition_batches(day, SAMPLE_BATCH_ROWS, columns=[key], dataset=dataset):
         ids = batch.column(key).to_numpy(zero_copy_only=False).astype(np.int64)
         day_rows += ids.size
         sampler.add(ids if among is None else ids[among(ids)])
@@ -388,7 +419,7 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
     keep_ids = np.sort(sampler.chosen().astype(np.uint64))
     parts = []
     offset = 0
-    for batch in iter_partition_batches(root, date, SAMPLE_BATCH_ROWS, dataset=dataset, check_unique=False):
+    for batch in iter_partition_batches(day, SAMPLE_BATCH_ROWS, dataset=dataset, check_unique=False):
         table = dataset.to_internal(pa.Table.from_batches([batch]))
         rows = np.flatnonzero(in_sorted(table.column("row_id").to_numpy().astype(np.uint64), keep_ids))
         if rows.size or not parts:
@@ -403,16 +434,17 @@ def read_keyed_sample(root: str | os.PathLike, date: dt.date, dataset: DatasetSp
 CHECK_BATCH_ROWS = 1 << 20  # rows of the key and label columns `check_keys_and_labels` reads at a time
 
 
-def check_keys_and_labels(root: str | os.PathLike, date: dt.date, dataset: DatasetSpec) -> None:
-    """The partition's row keys and labels, streamed: every batch validated (nulls, types, label range; errors
-    name the file), the keys unique across the day (`iter_partition_batches`' bounded check) and the labels not
-    all one value (`check_labels_vary`). Memory holds one batch of two columns, not the day."""
+def check_keys_and_labels(day: DayFiles) -> None:
+    """``day``'s row keys and labels, streamed: every batch validated (nulls, types, label range; errors name the
+    file), the keys unique across the day (`iter_partition_batches`' bounded check) and the labels not all one
+    value (`check_labels_vary`). Memory holds one batch of two columns, not the day."""
+    dataset = day.dataset
     labels, rows = [], 0
-    for batch in iter_partition_batches(root, date, CHECK_BATCH_ROWS, columns=[dataset.row_key, dataset.label],
+    for batch in iter_partition_batches(day, CHECK_BATCH_ROWS, columns=[dataset.row_key, dataset.label],
                                         dataset=dataset):
         labels.append(pc.unique(batch.column(dataset.label)))
         rows += batch.num_rows
-    check_labels_vary(pa.chunked_array(labels), partition_listing(root, date).directory, dataset.label, rows=rows)
+    check_labels_vary(pa.chunked_array(labels), day.directory, dataset.label, rows=rows)
 
 
 def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: str = LABEL,
@@ -428,8 +460,9 @@ def check_labels_vary(labels: pa.ChunkedArray | pa.Array, source: object, name: 
 
 
 def partition_fingerprint(root: str | os.PathLike, date: dt.date) -> str:
-    """A stable identity of the partition's bytes: ``sha256:<hex>`` over each ``part-*.parquet`` file's name,
-    size and content, in name order.
+    """A stable identity of day ``date``'s partition's bytes: ``sha256:<hex>`` over each ``part-*.parquet`` file's
+    name, size and content, in name order (`files_fingerprint`), for a caller without the day's handle (its files
+    listed here, once); a caller with a `pipelines.data.day.Day` reads ``day.fingerprint``.
 
     The same files give the same fingerprint on any machine; any change to any byte changes it. It reads every
     byte of the partition (cost: benchmarks/results/notes_from_code.md). Rewriting identical data with the same

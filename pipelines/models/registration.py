@@ -35,7 +35,7 @@ from labeldp.names import check_name, parse_date, require_date
 from pipelines.data import schema
 from pipelines.data.column_checks import cast_integer, check_row_ids_unique
 from pipelines.data.dataset_spec import INTERNAL_ROW_ID, DatasetSpec, check_same_dataset, criteo, dataset_of
-from pipelines.data.day import Day
+from pipelines.data.day import Day, listed_day
 from pipelines.data.layout import (
     MODELS,
     atomic_directory,
@@ -228,7 +228,7 @@ def register_model(root, name: str, date: dt.date, file: str | os.PathLike, *, f
     if scored is not None and scored.exists:
         check_same_dataset(dataset, dataset_of(root, predictions_for), f"the partition {scored.directory}",
                            _GIVE_ITS_SPEC)
-    probe = (schema.read_keyed_sample(root, date, dataset, fmt.probe_rows)[0]
+    probe = (schema.read_keyed_sample(listed_day(root, date), dataset, fmt.probe_rows)[0]
              if fmt.probe_rows and has_partition else None)
     try:
         info = fmt.inspect(path, dataset, Offer(probe=probe, input_mapping=mapping))
@@ -338,7 +338,7 @@ def check_registration_matches_day(partition: Day, metadata: ModelMetadata, role
     if recorded is None and getattr(record, "kind", None) == "keys":
         keys = _stored_keys(model_dir(root, name, metadata.date))
         dataset = partition.dataset
-        day_keys = schema.read_partition(root, date, columns=[dataset.row_key], dataset=dataset) \
+        day_keys = schema.read_day(partition, columns=[dataset.row_key], dataset=dataset) \
             .column(dataset.row_key).to_numpy()
         missing = 0 if keys is None else int((~np.isin(keys, day_keys)).sum())
         if keys is None or missing:

@@ -657,7 +657,7 @@ def correction_part(day: Day, rows: CorrectionRows, max_rows: int) -> Correction
         heldout += int(held.sum())
         return splits.correction_share(ids, rows.share) & ~held
 
-    table, read, available = schema.read_keyed_sample(day.root, day.date, day.dataset, max_rows, among=among)
+    table, read, available = schema.read_keyed_sample(day, day.dataset, max_rows, among=among)
     return CorrectionPart(table, read, available, heldout)
 
 

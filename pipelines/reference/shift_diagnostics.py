@@ -31,7 +31,6 @@ says why instead (``not_computed``).
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import math
 import os
@@ -42,7 +41,7 @@ import pyarrow.compute as pc
 
 from auditing.verdict.shift_diagnostic import DayFit, FeaturePsi, FeatureShift, ShiftDiagnostic
 from pipelines.data import schema, splits
-from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, criteo, dataset_of
+from pipelines.data.dataset_spec import DatasetSpec, check_same_dataset, criteo
 from pipelines.data.day import Day, Days
 from pipelines.data.layout import partition_listing
 from pipelines.models.handle import ModelHandle, resolve_model
@@ -192,19 +191,23 @@ def shift_diagnostic(day: Day, reference: ModelHandle, days: Days | None = None)
                                not_computed=f"day {own_day} (the reference's own day) has no partition at "
                                             f"{own.directory} to compare day {date} with")
     days = days if days is not None else Days(root, {date: day})
-    return _cached(str(root), date, measured, day.fingerprint, days[own_day].fingerprint, SAMPLE_ROWS)
+    previous = days[own_day]
+    return _cached(day, previous, measured, day.fingerprint, previous.fingerprint, SAMPLE_ROWS)
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(root: str, date: dt.date, model: ModelHandle, fp_current: str, fp_previous: str,
+def _cached(day: Day, reference_day: Day, model: ModelHandle, fp_current: str, fp_previous: str,
             sample_rows: int) -> ShiftDiagnostic:
+    """The diagnostic of ``day`` against ``reference_day`` (the reference's own day), keyed by both handles and
+    their fingerprints (a handle's identity is its files, not their bytes), so a rewritten partition is read
+    again."""
     reference_name, reference_date = model.key
-    dataset = dataset_of(root, date)
-    check_same_dataset(dataset, dataset_of(root, reference_date), f"partition {reference_date.isoformat()}",
+    date, dataset = day.date, day.dataset
+    check_same_dataset(dataset, reference_day.dataset, f"partition {reference_date.isoformat()}",
                        "the diagnostic compares two days of one dataset")
     # Each day streamed, and above sample_rows a keyed sample of its rows: memory stays flat in the day's rows.
-    current, current_rows, _ = schema.read_keyed_sample(root, date, dataset, sample_rows)
-    previous, previous_rows, _ = schema.read_keyed_sample(root, reference_date, dataset, sample_rows)
+    current, current_rows, _ = schema.read_keyed_sample(day, dataset, sample_rows)
+    previous, previous_rows, _ = schema.read_keyed_sample(reference_day, dataset, sample_rows)
 
     def predict(part: pa.Table) -> np.ndarray:
         return model.format.predict(model, part, dataset)

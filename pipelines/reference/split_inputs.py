@@ -47,7 +47,7 @@ def split_test_of_day(day: Day, audited, check, reference: ModelHandle, max_rows
     dataset = day.dataset
     sides = []
     for selection in (audited, check):
-        table, _, _ = read_keyed_sample(day.root, day.date, dataset, max_rows, among=selection.mask, positions=True)
+        table, _, _ = read_keyed_sample(day, dataset, max_rows, among=selection.mask, positions=True)
         sides.append(side_inputs(table, dataset, reference))
     return split_test(sides[0], sides[1], categorical=set(dataset.categorical))
 

@@ -35,7 +35,7 @@ from pipelines.data.layout import model_dir
 from pipelines.models import registry
 from pipelines.models.handle import ModelHandle, resolve_model
 from pipelines.models.metadata import DatasetRecord, ModelMetadata, TrainingRows, or_none
-from pipelines.scoring.partition_batches import partition_files, partition_schema
+from pipelines.scoring.partition_batches import partition_schema
 
 FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
@@ -262,10 +262,10 @@ def request_models(request: ScoringRequest) -> tuple[ModelHandle, ModelHandle]:
     return target, resolve_model(request.data_root, name, date)
 
 
-def check_inputs(request: ScoringRequest, target: ModelHandle, reference: ModelHandle,
-                 dataset: DatasetSpec | None = None):
-    """Everything that can be checked before any work: partition files and schema, both models' dataset, day and
-    feature schemas (their presence and files were checked when they were resolved).
+def check_inputs(request: ScoringRequest, target: ModelHandle, reference: ModelHandle, day: Day):
+    """Everything that can be checked before any work: ``day``'s (the request's partition's handle) files and
+    schema, both models' dataset, day and feature schemas (their presence and files were checked when they were
+    resolved).
 
     Returns:
         (files, partition schema).
@@ -273,17 +273,17 @@ def check_inputs(request: ScoringRequest, target: ModelHandle, reference: ModelH
     Raises:
         LabelDPInputError: a missing partition, a model of another dataset or day, or a feature schema mismatch.
     """
-    dataset = dataset or criteo()
-    files = partition_files(request.data_root, request.date, dataset)
+    dataset = day.dataset
+    files = list(day.files)
     table_schema = partition_schema(files, dataset)
     check_model_for_day(target.meta, dataset, request.date, "target")
     check_model_for_day(reference.meta, dataset, request.date, "reference")
     registry.check_features(target.meta, table_schema)
     registry.check_features(reference.meta, table_schema)
     if reference.format.scores_one_day:  # a table of predictions must answer every row of the day
-        from pipelines.data.schema import read_partition
+        from pipelines.data.schema import read_day
 
-        keys = read_partition(request.data_root, request.date, columns=[dataset.row_key], dataset=dataset)
+        keys = read_day(day, columns=[dataset.row_key], dataset=dataset)
         reference.format.check_reference_coverage(reference, keys.column(dataset.row_key).to_numpy())
     return files, table_schema
 
@@ -416,17 +416,18 @@ class PreparedScoring:
 def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), progress=None) -> PreparedScoring:
     """Checks ``request``'s inputs (`check_inputs`), fingerprints the models and the partition once, and derives
     the output's key and directory. LabelDPInputError before any work, as `check_inputs`."""
-    from pipelines.data import schema
-    from pipelines.data.dataset_spec import dataset_of
+    from pipelines.data.day import listed_day
     from pipelines.scoring.audit_rows import row_selection
     from pipelines.scoring.partition_batches import read_tasks
 
-    dataset = dataset_of(request.data_root, request.date)
-    partition_files(request.data_root, request.date, dataset)  # a missing partition is named before the models
+    # the request's day handle; a request without one (the score command's, a user's) lists it here, once, so a
+    # missing partition is named before the models
+    day = request.partition if request.partition is not None else listed_day(request.data_root, request.date)
+    dataset = day.dataset
     target, reference = request_models(request)
     if progress is not None:
         progress(f"checking inputs: partition {request.date}, model {target.id}, reference {reference.id}")
-    files, _table_schema = check_inputs(request, target, reference, dataset)
+    files, _table_schema = check_inputs(request, target, reference, day)
     if request.slices:
         from pipelines.scoring.day_slices import slicings_for
 
@@ -453,8 +454,7 @@ def prepare_scoring(request: ScoringRequest, beam_args: Sequence[str] = (), prog
         model=decode(ModelLineage, target.lineage(), "lineage.model"),
         reference=decode(ModelLineage, reference.lineage(), "lineage.reference"),
         partition=PartitionLineage(
-            date=request.date, fingerprint=(schema.partition_fingerprint(request.data_root, request.date)
-                                            if request.partition is None else request.partition.fingerprint),
+            date=request.date, fingerprint=day.fingerprint,
             files=tuple(p.name for p in files), rows=total_rows, row_groups=len(tasks), dataset=dataset.name,
             dataset_fingerprint=dataset.fingerprint()),
         runner=RunnerLineage(runner_from(beam_args) or FN_API_RUNNER, tuple(beam_args)),
@@ -489,7 +489,7 @@ def reused_record(stored: tuple[GameCounts, JobRecord], request: ScoringRequest,
             raise LabelDPInputError(f"{directory}: the day's game is stored without its slices' counts; score the "
                                     "day again")
         # else the job left no row to play on (`_nothing_left`): no slice, as stored
-    return replace(record, result=result.to_dict(), config=flat_settings(request.game, request.bound))
+    return replace(record, result=encode(result), config=flat_settings(request.game, request.bound))
 
 
 def stored_scoring(prepared: PreparedScoring) -> tuple[GameCounts, JobRecord] | None:

@@ -619,7 +619,7 @@ def score_day(request: ScoringRequest, beam_args: Sequence[str] = (), progress: 
                 **check_rows.describe(), "read": plan.issues.check_rows_read,
                 "scored": plan.issues.check_rows_scored},
         }
-        record = JobRecord(result.to_dict(), flat_settings(request.game, request.bound), key, lineage, diagnostics, timings, started_at,
+        record = JobRecord(encode(result), flat_settings(request.game, request.bound), key, lineage, diagnostics, timings, started_at,
                            finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                            scored_rows=str(scored_final) if request.write_scored else None)
         game.save(out_tmp)
@@ -649,7 +649,7 @@ def _nothing_left(request: ScoringRequest, key: str, row_groups, lineage: JobLin
                       inconclusive_reason=NO_ROWS_LEFT)
     result = audit_counts(game, request.bound)
     out_final = sweep_dir(request.data_root, request.model, request.date, key)
-    record = JobRecord(result.to_dict(), flat_settings(request.game, request.bound), key, lineage,
+    record = JobRecord(encode(result), flat_settings(request.game, request.bound), key, lineage,
                        {"m": 0, "row_groups": encode(row_groups)}, timings, started_at,
                        finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     with atomic_directory(out_final) as out_tmp:

@@ -9,13 +9,13 @@ Rows without a ``row_id`` cannot key the game's randomness; they are kept here a
 scored (`pipelines.scoring.scored_batch.scored_batch`). With ``audit_rows: training`` only the rows whose labels entered
 training are kept (`select_rows`, ``pipelines.scoring.audit_rows``), before inference. No Beam: the Beam job
 (`pipelines.scoring.beam_scoring`) wraps `read_batches` in a DoFn, and the input checks
-(`pipelines.scoring.beam_request.check_inputs`) read the footers through `partition_files` and `partition_schema`.
+(`pipelines.scoring.beam_request.check_inputs`) read the footers of the day handle's files
+(`pipelines.data.day.Day`) through `partition_schema`.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -28,7 +28,6 @@ import pyarrow.parquet as pq
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
 from pipelines.data.dataset_spec import DatasetSpec, criteo
-from pipelines.data.layout import partition_listing
 from pipelines.scoring.background import background_thread
 
 INPUT_COLUMNS = [schema.ROW_ID, schema.LABEL, *schema.FEATURE_COLUMNS]  # the Criteo spec's (`input_columns`)
@@ -57,17 +56,6 @@ class ReadTask:
     @property
     def name(self) -> str:
         return f"{Path(self.path).stem}-rg{self.row_group:05d}"
-
-
-def partition_files(root: str | os.PathLike, date, dataset: DatasetSpec | None = None) -> list[Path]:
-    """The partition's ``part-*.parquet`` files in name order; a clear error when there are none (saying how to
-    make the day of ``dataset``, default Criteo)."""
-    listing = partition_listing(root, date)
-    if not listing.exists:
-        raise schema.missing_partition(root, date, dataset)
-    if not listing.files:
-        raise LabelDPInputError(f"{listing.directory}: the partition directory holds no {schema.PART_GLOB} files")
-    return list(listing.files)
 
 
 def _open(path) -> pq.ParquetFile:
@@ -259,7 +247,6 @@ __all__ = [
     "ReadTask",
     "chain_tasks",
     "input_columns",
-    "partition_files",
     "partition_schema",
     "read_batches",
     "read_tasks",

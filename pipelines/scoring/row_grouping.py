@@ -229,7 +229,7 @@ def _day_keys(day: Day, dataset: DatasetSpec, rels, selection=None,
     if nulls is None:
         nulls = _null_columns(day, columns)
     ids, keys = [], [[] for _ in rels]
-    for batch in schema.iter_partition_batches(day.root, day.date, KEY_BATCH_ROWS, columns=columns,
+    for batch in schema.iter_partition_batches(day, KEY_BATCH_ROWS, columns=columns,
                                                dataset=dataset):
         table = pa.Table.from_batches([batch])
         batch_ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
@@ -296,7 +296,7 @@ def _spill_day(day: Day, dataset: DatasetSpec, rels, spills: list[KeyBuckets], n
     those columns."""
     columns = _columns(dataset, rels)
     start = 0
-    for batch in schema.iter_partition_batches(day.root, day.date, KEY_BATCH_ROWS, columns=columns,
+    for batch in schema.iter_partition_batches(day, KEY_BATCH_ROWS, columns=columns,
                                                dataset=dataset):
         table = pa.Table.from_batches([batch])
         batch_ids = table.column(dataset.row_key).to_numpy().astype(np.int64)
@@ -473,7 +473,7 @@ def _rows_at(day: Day, positions: np.ndarray):
     """``day``'s rows at ``positions`` (sorted, in the partition's order), every column, streamed: one table per
     batch holding some of them."""
     start = 0
-    for batch in schema.iter_partition_batches(day.root, day.date, KEY_BATCH_ROWS, dataset=day.dataset,
+    for batch in schema.iter_partition_batches(day, KEY_BATCH_ROWS, dataset=day.dataset,
                                                check_unique=False):
         end = start + batch.num_rows
         lo, hi = np.searchsorted(positions, [start, end])

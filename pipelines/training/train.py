@@ -155,12 +155,12 @@ def check_binary(dataset: DatasetSpec, what: str = "training") -> None:
 
 
 def load_day(day: Day) -> DayData:
-    """Reads and validates ``day``'s partition (``schema.read_partition``, with the spec it was written with) under
+    """Reads and validates ``day``'s partition (``schema.read_day``, with the spec it was written with) under
     the pipeline names and prepares features; its fingerprint is the handle's (hashed once). A spec with other than
     2 classes is refused."""
     date, dataset = day.date, day.dataset
     check_binary(dataset)
-    table = dataset.to_internal(schema.read_partition(day.root, date, dataset=dataset))
+    table = dataset.to_internal(schema.read_day(day, dataset=dataset))
     row_ids = table.column("row_id").to_numpy()
     split = splits.split_of(row_ids)
     for code, name in splits.SPLIT_NAMES.items():

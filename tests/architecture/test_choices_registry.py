@@ -19,7 +19,7 @@ from auditing.game.config import GameConfig
 from auditing.game.sweep import SweepCounts
 from auditing.result import AuditResult
 from auditing.verdict.judge import judge
-from labeldp.codec import decode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -124,7 +124,7 @@ def test_the_command_line_offers_registered_choices(toys, capsys):
 def _toy_result():
     target, reference, labels = _leaky(4000)
     result = run_audit(target, reference, labels, game=GameConfig(repetitions=2))
-    return decode(AuditResult, {**result.to_dict(), "method": HalfBinomial.name})  # the toy's name on real counts
+    return decode(AuditResult, {**encode(result), "method": HalfBinomial.name})  # the toy's name on real counts
 
 
 def test_the_warehouse_stores_a_registered_method_after_reopening(toys, tmp_path):

@@ -414,7 +414,7 @@ def test_risk_assessment_for_claimed_and_demonstrated(audit):
 
 
 def test_old_results_optimistic_results_and_fdp(audit):
-    old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
+    old = {k: v for k, v in encode(audit).items() if k != "prior_histogram"}
     a = risk_assessment(decode(AuditResult, old), 1.0)
     assert a.claimed.rows == 0 and a.claimed.posterior_ceiling_median is None
     assert "posterior_ceiling_median" not in encode(a)["claimed"]  # what was not computed is not stored
@@ -539,7 +539,7 @@ def test_audit_text_shows_what_the_bound_demonstrates(audit):
     text = format_audit_result(audit, demonstrated_risk(audit))
     block = risk_block(audit.epsilon_lower_bound, audit.bound.delta, audit.prior_histogram)
     assert "what eps_lb demonstrates" in text and f"{block.posterior_ceiling_p90:.1%}" in text
-    old = {k: v for k, v in audit.to_dict().items() if k != "prior_histogram"}
+    old = {k: v for k, v in encode(audit).items() if k != "prior_histogram"}
     older = decode(AuditResult, old)
     assert "what eps_lb demonstrates" not in format_audit_result(older, demonstrated_risk(older))
 

@@ -31,7 +31,7 @@ from auditing.slices import SLICING_KINDS, ColumnValues, audit_slices, parse_sli
 from auditing.verdict.judge import judge
 from auditing.verdict.types import INCONCLUSIVE, PASS, VIOLATION
 from flows.cli import main as cli_main
-from labeldp.codec import decode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 SIGNIFICANCE = 1e-3
@@ -134,7 +134,7 @@ def test_slices_replay_the_global_game_and_round_trip():
     alone = run_audit(target, reference, y, ids, config_game, BoundConfig(confidence=whole.confidence))
     assert whole.slices[0].epsilon_lower_bound == alone.epsilon_lower_bound
     result = dataclasses.replace(alone, slices=audit)
-    assert decode(AuditResult, json.loads(json.dumps(result.to_dict()))) == result
+    assert decode(AuditResult, json.loads(json.dumps(encode(result)))) == result
     assert audit_slices(target, reference, y, ids, config_game, config_bound, ["shown-label", "prior-deciles"]) == audit
 
 

@@ -24,6 +24,7 @@ import pytest
 from auditing.audit import run_audit
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
+from labeldp.codec import encode
 from pipelines.data import schema, synth
 from pipelines.scoring import beam_request
 from pipelines.scoring.beam_request import ScoringRequest
@@ -98,7 +99,7 @@ def test_job_on_a_command_line_cluster_equals_in_process(world, cluster):
         outcome = score_day(request, dask_args(cluster["address"]))
     counts, result = expected(world, game, bound)
     assert np.array_equal(outcome.counts.correct, counts)
-    assert outcome.result.to_dict() == result.to_dict()
+    assert encode(outcome.result) == encode(result)
     record = json.loads((outcome.output_dir / beam_request.RESULT_FILE).read_text())
     assert record["diagnostics"]["plan_mode"] == "two-stage"
     assert record["diagnostics"]["rows"]["rows_scored"] == ROWS
@@ -142,7 +143,7 @@ def test_a_worker_killed_mid_job_gives_a_clear_failure_or_the_exact_counts(world
     else:
         got = outcome["value"]
         assert np.array_equal(got.counts.correct, counts), "a killed worker changed the counts"
-        assert got.result.to_dict() == result.to_dict()
+        assert encode(got.result) == encode(result)
     assert_runbook_has_what_ran()
     print(f"killed a worker with {busy} task(s) in progress; outcome: "
           + (f"error: {str(outcome['error'])[:300]}" if "error" in outcome else "exact counts"))

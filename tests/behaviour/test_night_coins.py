@@ -129,7 +129,7 @@ def test_the_config_hash_never_depends_on_the_night_and_the_game_hash_does():
 def test_the_result_and_the_stored_game_record_the_night(tmp_path):
     result = run_audit(*_world(2000), game=GameConfig(repetitions=2, seed=7).with_night(NIGHT))
     assert result.game.night == NIGHT and encode(result)["coins_night"] == "2024-01-01"
-    record = json.loads(json.dumps(result.to_dict()))
+    record = json.loads(json.dumps(encode(result)))
     assert record["coins_night"] == "2024-01-01" and decode(AuditResult, record) == result
     older = {key: value for key, value in record.items() if key != "coins_night"}  # a result_json before nights
     assert decode(AuditResult, older).game.night is None
@@ -183,7 +183,7 @@ def test_audit_scores_takes_a_night_and_refuses_a_bad_one(capsys, scores_file):
     assert with_night["coins_night"] == "2024-01-01" and without["coins_night"] == ""
     assert with_night["config_hash"] == without["config_hash"]
     expected = run_audit(*_world(2000), game=GameConfig(repetitions=2, reference_calibration="none").with_night(NIGHT))
-    assert with_night == json.loads(json.dumps(expected.to_dict()))
+    assert with_night == json.loads(json.dumps(encode(expected)))
     with pytest.raises(SystemExit):
         main(["audit-scores", "--help"])
     assert "fresh coins" in " ".join(capsys.readouterr().out.split())  # the help says why a night matters

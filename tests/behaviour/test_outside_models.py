@@ -573,6 +573,7 @@ def test_a_night_stops_on_an_id_the_embedding_does_not_know(prefect_api, tmp_pat
     """The registration's probe knows every slot; one row outside its sample has slot 150, beyond the embedding's
     110 ids: the night exits 2 with one line naming the column and the value, and writes no verdict."""
     from pipelines.data.dataset_spec import spec_from_dict
+    from pipelines.data.day import listed_day
     from pipelines.data.schema import read_keyed_sample, write_partition
 
     spec = spec_from_dict(SPEC, "team_clicks.json")
@@ -580,7 +581,7 @@ def test_a_night_stops_on_an_id_the_embedding_does_not_know(prefect_api, tmp_pat
     spec_path.write_text(json.dumps(SPEC))
     root, day = tmp_path / "data", _log(D1, 3000)
     write_partition(root, D1, day, dataset=spec)
-    probed = set(read_keyed_sample(root, D1, spec, 1000)[0].column("row_id").to_pylist())
+    probed = set(read_keyed_sample(listed_day(root, D1), spec, 1000)[0].column("row_id").to_pylist())
     ids = day.column("impression_id").to_numpy()
     row = next(i for i in range(ids.size - 1, 0, -1) if int(ids[i]) not in probed)
     slots = day.column("slot").to_numpy().copy()

@@ -193,16 +193,16 @@ def test_counts_and_results_stored_before_the_attack_curve_still_load(tmp_path):
     assert old.attack_curve is None and np.array_equal(old.counts.correct, game.counts.correct)
     result = audit_counts(old, bound)
     fresh = audit_counts(game, bound)
-    assert result.attack_curve is None and result.to_dict()["attack_curve"] == {}
-    assert {**result.to_dict(), "attack_curve": None} == {**fresh.to_dict(), "attack_curve": None}  # the rest
+    assert result.attack_curve is None and encode(result)["attack_curve"] == {}
+    assert {**encode(result), "attack_curve": None} == {**encode(fresh), "attack_curve": None}  # the rest
     # a stored result without the field (or with it empty) reads as not recorded
-    stored = fresh.to_dict()
+    stored = encode(fresh)
     assert decode(AuditResult, {k: v for k, v in stored.items() if k != "attack_curve"}).attack_curve is None
     assert decode(AuditResult, {**stored, "attack_curve": {}}).attack_curve is None
     assert decode(AuditResult, json.loads(json.dumps(stored))) == fresh
     with pytest.raises(LabelDPInputError, match=r"attack_curve: unknown field\(s\) \['colour'\]"):
         decode(AuditResult, {**stored, "attack_curve": {**stored["attack_curve"], "colour": 1}})
-    assert dataclasses.replace(fresh, attack_curve=None).to_dict()["attack_curve"] == {}
+    assert encode(dataclasses.replace(fresh, attack_curve=None))["attack_curve"] == {}
 
 
 # ------------------------------------------------------------------------------------------ bad input

@@ -22,6 +22,7 @@ from auditing.game.sweep_reduce import (
     exact_counts,
     histogram,
 )
+from labeldp.codec import encode
 
 
 def _world(k: int, n: int, seed: int, decimals: int | None = None):
@@ -169,9 +170,9 @@ def test_boundary_rows_complete_the_exact_counts(k, block, monkeypatch):
 def test_run_audit_compiled_equals_numpy_path(k, strategy, score):
     target, reference, labels, ids = _world(k, 2500, 21, decimals=3)
     config_game, bound = GameConfig(repetitions=4, seed=3, score=score, grid_points=40), BoundConfig(strategy=strategy)
-    compiled = run_audit(target, reference, labels, ids, config_game, bound).to_dict()
-    numpy_path = run_audit(target, reference, labels, ids, config_game, bound,
-                           score_function=resolve_score(score, config_game.score_power)).to_dict()
+    compiled = encode(run_audit(target, reference, labels, ids, config_game, bound))
+    numpy_path = encode(run_audit(target, reference, labels, ids, config_game, bound,
+                                  score_function=resolve_score(score, config_game.score_power)))
     assert numpy_path.pop("score") == "custom"
     compiled.pop("score")
     assert compiled == numpy_path

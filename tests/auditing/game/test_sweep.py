@@ -12,6 +12,7 @@ from auditing.bounds.selection import bonferroni_confidence
 from auditing.config import BoundConfig, split_settings
 from auditing.game.config import GameConfig
 from auditing.game.sweep import SweepCounts, correct_at, guess_grid, rank_order
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -52,14 +53,14 @@ def rr_inputs(n, eps, seed, k=2):
 def test_audit_is_deterministic_and_seed_sensitive():
     target, ref, y = rr_inputs(5000, 2.0, 0)
     cfg_game, cfg_bound = GameConfig(repetitions=3, seed=5), BoundConfig()
-    a = run_audit(target, ref, y, game=cfg_game, bound=cfg_bound).to_dict()
-    b = run_audit(target, ref, y, game=cfg_game, bound=cfg_bound).to_dict()
+    a = encode(run_audit(target, ref, y, game=cfg_game, bound=cfg_bound))
+    b = encode(run_audit(target, ref, y, game=cfg_game, bound=cfg_bound))
     assert json.dumps(a) == json.dumps(b)
-    c = run_audit(target, ref, y, game=GameConfig(repetitions=3, seed=6)).to_dict()
+    c = encode(run_audit(target, ref, y, game=GameConfig(repetitions=3, seed=6)))
     assert c["per_repetition"] != a["per_repetition"]
     # Row order does not matter when row ids travel with the rows.
     perm = np.random.default_rng(2).permutation(5000)
-    d = run_audit(target[perm], ref[perm], y[perm], row_ids=perm, game=cfg_game, bound=cfg_bound).to_dict()
+    d = encode(run_audit(target[perm], ref[perm], y[perm], row_ids=perm, game=cfg_game, bound=cfg_bound))
     assert d["epsilon_lower_bound"] == a["epsilon_lower_bound"] and d["per_repetition"] == a["per_repetition"]
 
 

@@ -428,7 +428,7 @@ def test_what_this_means_panel(run):
     assert dom.count("risk-claimed-line", "polyline") == 1 and dom.count("risk-shown-line", "polyline") == 1
     assert dom.count("risk-prior-line", "polyline") == 1
     assert dom.count("risk-bucket", "tr") == 5  # conditional rates per band of the reference's probability
-    old = decode(AuditResult, {k: v for k, v in run["result"].to_dict().items() if k != "prior_histogram"})
+    old = decode(AuditResult, {k: v for k, v in encode(run["result"]).items() if k != "prior_histogram"})
     dom_old = _parse(_page(run, result=old))
     assert "What this means" in dom_old.visible and dom_old.count("risk-claimed-line", "polyline") == 1
 
@@ -891,7 +891,7 @@ def test_fdp_results_are_labelled_by_their_curve_and_a_pre_kappa_result_is_refus
     assert "legacy" not in text and "τ" not in text and "VIOLATION" in text
     assert "holds unless the reference misjudges some row's click odds by more than a factor" in text
 
-    legacy = {k: v for k, v in result.to_dict().items()
+    legacy = {k: v for k, v in encode(result).items()
               if k not in ("kappa", "reference_calibration", "gdp_mu_lower_bound")}
     legacy["tau"] = 0.05
     with pytest.raises(LabelDPInputError, match=r"written before kappa .*audit it again"):
@@ -1000,7 +1000,7 @@ def test_attack_panel_states_the_figures_and_what_they_are_not(run):
     assert dom.count("attack-point", "circle") == _attack_points(curve)
     assert dom.count("attack-roc-line", "polyline") == 1 and dom.count("attack-chance-line", "polyline") == 1
     assert dom.count("attack-target", "polygon") == 2
-    old = decode(AuditResult, {k: v for k, v in run["result"].to_dict().items() if k != "attack_curve"})  # before it
+    old = decode(AuditResult, {k: v for k, v in encode(run["result"]).items() if k != "attack_curve"})  # before it
     assert "No attack curve was recorded for this run" in _parse(_page(run, result=old)).visible
 
 

@@ -426,7 +426,7 @@ def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
     assert row.trust == "reference unchecked" and row.untrusted_reason == row.trust_reason
     assert (row.label_blind_flagged, row.label_blind_bound, row.reference_misfit_kappa) == (1, 0.21, 0.35)
     assert row.calibration_rows_fit is None and row.reference_check_note == "raw reference"
-    legacy = {k: v for k, v in result.to_dict().items() if k not in ("kappa", "reference_calibration")}
+    legacy = {k: v for k, v in encode(result).items() if k not in ("kappa", "reference_calibration")}
     with pytest.raises(LabelDPInputError, match="written before kappa"):
         audit_record(judge(decode(AuditResult, {**legacy, "tau": 0.0}), 0.5), run_kind="nightly", model_id="x",
                      partition_date=DAY)
@@ -668,7 +668,7 @@ def test_audit_record_from_a_real_audit(target):
     with open_warehouse(target) as wh:
         wh.write_audit(row, curve)
         got = _only(wh.fetch_results(model_id="rr-eps8"))
-        assert json.loads(got.result_json) == json.loads(json.dumps(result.to_dict()))
+        assert json.loads(got.result_json) == json.loads(json.dumps(encode(result)))
         stored = wh.fetch_curve(got)
     assert [(p["guesses"], p["correct"]) for p in stored] == [(p.guesses, p.correct) for p in result.curve]
     assert all(p["point_confidence"] == result.point_confidence for p in stored)

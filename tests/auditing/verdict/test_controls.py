@@ -37,6 +37,7 @@ from auditing.verdict.controls import (
     rr_keep_probability,
     rr_oracle_probabilities,
 )
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data.day import listed_day
 
@@ -275,9 +276,9 @@ def test_beam_positive_control_equals_run_audit(beam_world):
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-positive", game=config_game, bound=bound,
                                        reference="reference", batch_size=1500, expected_curve=True))
     p_target = rr_oracle_probabilities(beam_world["ids"], beam_world["labels"], 2.0, seed=3)
-    expected = run_audit(p_target, beam_world["p_reference"], beam_world["labels"], beam_world["ids"], config_game, bound,
-                         expected_curve=True).to_dict()
-    got = outcome.result.to_dict()
+    expected = encode(run_audit(p_target, beam_world["p_reference"], beam_world["labels"], beam_world["ids"],
+                                config_game, bound, expected_curve=True))
+    got = encode(outcome.result)
     got_curve, want_curve = got.pop("expected_correct"), expected.pop("expected_correct")
     assert got == expected  # score_histogram included
     assert got_curve["guesses"] == want_curve["guesses"]

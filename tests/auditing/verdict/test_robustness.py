@@ -20,7 +20,7 @@ from auditing.verdict.robustness import (
     valid_bound_exceeds,
     verdict_robustness,
 )
-from labeldp.codec import decode
+from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 
 
@@ -48,7 +48,7 @@ def _result(m, correct_rate, *, method="binomial", strategy="bonferroni", delta=
 
 def _brute_force_bound(result, kappa):
     """The valid bound recomputed at kappa with the product's own selection functions (no pruning)."""
-    data = result.to_dict()
+    data = encode(result)
     kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], kappa=kappa)
     if data["strategy"] == "split":
         halves = [SweepCounts(m=h["m"], guesses=np.array([h["guesses"]]), correct=np.array([h["correct"]]))
@@ -130,7 +130,7 @@ def test_fdp_breaking_kappa_with_delta_0_is_the_bound_minus_the_claim():
 
 def _brute_force_floor(result, claimed, limit):
     """Smallest N such that an attacker with N exposed labels (c = min(c', N), wrong elsewhere) is flagged."""
-    data = result.to_dict()
+    data = encode(result)
     kw = dict(method=data["method"], confidence=data["confidence"], delta=data["delta"], kappa=data["kappa"])
     if data["strategy"] == "split":
         bound_half = data["split_halves"]["bound"]
@@ -218,7 +218,7 @@ def test_bad_input():
     result = _result(2000, 0.7)
     with pytest.raises(LabelDPInputError, match="claimed_epsilon must be >= 0"):
         breaking_kappa(result, -1.0)
-    data = _result(2000, 0.7, strategy="split").to_dict()
+    data = encode(_result(2000, 0.7, strategy="split"))
     data["split_halves"] = {}
     with pytest.raises(LabelDPInputError, match="split_halves"):
         detection_floor_rows(decode(AuditResult, data), 0.5)

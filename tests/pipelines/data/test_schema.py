@@ -17,6 +17,7 @@ from flows.cli import main
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_name, parse_date, resolve_data_root
 from pipelines.data import schema
+from pipelines.data.day import listed_day
 from pipelines.data.layout import atomic_directories, atomic_directory, model_dir, oracle_dir, partition_dir
 from pipelines.data.synth import generate_day
 
@@ -230,13 +231,13 @@ def test_streamed_write_and_batches(tmp_path, table):
     schema.write_partition(tmp_path, DATE, table.to_batches(max_chunksize=77), rows_per_file=200,
                            provenance=lambda: {"source": "test"})
     assert schema.read_provenance(tmp_path, DATE) == {"source": "test"}
-    batches = list(schema.iter_partition_batches(tmp_path, DATE, batch_size=64))
+    batches = list(schema.iter_partition_batches(listed_day(tmp_path, DATE), batch_size=64))
     assert all(b.num_rows <= 64 for b in batches)
     assert pa.Table.from_batches(batches).equals(table)
-    some = list(schema.iter_partition_batches(tmp_path, DATE, batch_size=1000, columns=["label", "C9"]))
+    some = list(schema.iter_partition_batches(listed_day(tmp_path, DATE), batch_size=1000, columns=["label", "C9"]))
     assert some[0].schema.names == ["label", "C9"]
     with pytest.raises(LabelDPInputError, match="batch_size"):
-        list(schema.iter_partition_batches(tmp_path, DATE, batch_size=0))
+        list(schema.iter_partition_batches(listed_day(tmp_path, DATE), batch_size=0))
 
 
 def test_duplicates_across_files_are_found_on_read(tmp_path, table):
@@ -247,7 +248,7 @@ def test_duplicates_across_files_are_found_on_read(tmp_path, table):
     with pytest.raises(LabelDPInputError, match=r"date=2024-02-01: column 'row_id': 300 row\(s\) repeat"):
         schema.read_partition(tmp_path, DATE)
     with pytest.raises(LabelDPInputError, match=r"300 row\(s\) repeat"):
-        next(schema.iter_partition_batches(tmp_path, DATE, batch_size=100))
+        next(schema.iter_partition_batches(listed_day(tmp_path, DATE), batch_size=100))
 
 
 def _write_ids(tmp_path, table, files) -> Path:
@@ -267,7 +268,7 @@ def _write_ids(tmp_path, table, files) -> Path:
 
 def _check(tmp_path) -> int:
     """The first row id the partition's batches yield (after the uniqueness check)."""
-    return next(schema.iter_partition_batches(tmp_path, DATE, batch_size=100)).column("row_id")[0].as_py()
+    return next(schema.iter_partition_batches(listed_day(tmp_path, DATE), batch_size=100)).column("row_id")[0].as_py()
 
 
 @pytest.fixture
@@ -390,7 +391,7 @@ def test_keyed_sample_read_streams_the_same_rows(tmp_path, table, monkeypatch):
     for batch_rows in (29, 100, 1_000):
         monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", batch_rows)
         for max_rows, pick in ((50, among), (5_000, among), (123, None), (600, None)):
-            rows, day, chosen_from = schema.read_keyed_sample(tmp_path, DATE, dataset, max_rows, among=pick)
+            rows, day, chosen_from = schema.read_keyed_sample(listed_day(tmp_path, DATE), dataset, max_rows, among=pick)
             pool = selected if pick is not None else ids
             sample = splits.keyed_sample(pool, max_rows)
             keep = np.isin(ids, pool if sample is None else sample)
@@ -425,7 +426,7 @@ def test_corrupt_parquet_is_named(tmp_path, table, damage):
     with pytest.raises(LabelDPInputError, match=r"part-00001\.parquet: not a readable Parquet file"):
         schema.read_partition(tmp_path, DATE)
     with pytest.raises(LabelDPInputError, match=r"part-00001\.parquet"):
-        list(schema.iter_partition_batches(tmp_path, DATE, batch_size=100))
+        list(schema.iter_partition_batches(listed_day(tmp_path, DATE), batch_size=100))
 
 
 def test_missing_partition_names_the_path(tmp_path):

@@ -79,7 +79,7 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
     expected = run_audit(target.predict_proba(frame), reference.predict_proba(frame),
                          table.column(schema.LABEL).to_numpy()[keep], row_ids[keep], game, bound)
     assert np.array_equal(outcome.counts.correct[0], [p.correct for p in expected.curve])
-    assert outcome.result.to_dict() == expected.to_dict()
+    assert encode(outcome.result) == encode(expected)
 
     every = score_day(ScoringRequest(str(root), DAY, "rr-1", GameConfig(repetitions=3, seed=4, audit_rows="all", reference_calibration="none"), BoundConfig(),
                                      reference="reference"), [])

@@ -12,10 +12,10 @@ import pytest
 
 from labeldp.errors import LabelDPInputError
 from pipelines.data import synth
+from pipelines.data.day import listed_day
 from pipelines.scoring.partition_batches import (
     ReadAhead,
     chain_tasks,
-    partition_files,
     read_batches,
     read_tasks,
 )
@@ -27,7 +27,7 @@ DAY = dt.date(2024, 5, 2)
 def tasks(tmp_path_factory):
     root = tmp_path_factory.mktemp("read-ahead")
     synth.write_synthetic_day(root, DAY, rows=5000, rows_per_file=1200)  # 5 files, a row group each
-    found = read_tasks(partition_files(root, DAY))
+    found = read_tasks(list(listed_day(root, DAY).files))
     assert len(found) == 5
     return found
 

@@ -378,7 +378,7 @@ def test_a_repeated_row_id_is_refused_as_the_partition_read_refuses_it(criteo_da
     files = sorted((root / "partitions" / f"date={DAY.isoformat()}").glob("part-*.parquet"))
     shutil.copy(files[0], files[0].with_name("part-99999.parquet"))  # its rows twice
     with pytest.raises(LabelDPInputError) as before:
-        next(schema.iter_partition_batches(root, DAY, 100))
+        next(schema.iter_partition_batches(listed_day(root, DAY), 100))
     monkeypatch.setattr(row_grouping, "GROUP_BUCKET_ROWS", 200)
     spill = tmp_path / "spill"
     spill.mkdir()

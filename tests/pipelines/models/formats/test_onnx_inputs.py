@@ -315,6 +315,7 @@ def test_hashed_ids_fed_as_float_codes_are_refused_at_registration(world, tmp_pa
 
 
 def test_registration_reports_the_share_outside_the_graphs_vocabulary(world, capsys):
+    from pipelines.data.day import listed_day
     from pipelines.data.schema import read_keyed_sample
     from pipelines.models.registry import read_metadata
 
@@ -323,7 +324,7 @@ def test_registration_reports_the_share_outside_the_graphs_vocabulary(world, cap
     out = capsys.readouterr().out
     assert code == 0, err
     probe = read_metadata(world["root"], "vocabulary", DAY).onnx.probe
-    sample = read_keyed_sample(world["root"], DAY, world["spec"], 1000)[0]
+    sample = read_keyed_sample(listed_day(world["root"], DAY), world["spec"], 1000)[0]
     assert probe.rows == sample.num_rows == 1000
     countries = sample.column("country").to_pylist()
     expected = sum(c not in ("fr", "de") for c in countries) / len(countries)
@@ -351,6 +352,7 @@ def test_a_value_the_graph_fails_on_is_named_at_registration(world):
 def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
     """The probe's rows know every slot; a row outside them has slot 25, beyond the embedding: the job stops with
     one line naming the column and the value (the night's exit 2)."""
+    from pipelines.data.day import listed_day
     from pipelines.data.schema import read_keyed_sample, write_partition
     from pipelines.models.registration import register_model
     from pipelines.scoring.beam_request import ScoringRequest
@@ -358,7 +360,7 @@ def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
 
     spec, root = world["spec"], tmp_path / "data"
     write_partition(root, DAY, world["log"], dataset=spec)
-    probed = set(read_keyed_sample(root, DAY, spec, 1000)[0].column("row_id").to_pylist())
+    probed = set(read_keyed_sample(listed_day(root, DAY), spec, 1000)[0].column("row_id").to_pylist())
     ids = world["log"].column("impression_id").to_numpy()
     outside = int(next(i for i, key in enumerate(ids) if key not in probed and i > 2000))
     slots = world["log"].column("slot").to_numpy().copy()
