@@ -153,7 +153,7 @@ def risk_assessment(result: AuditResult, claimed_epsilon: float) -> RiskAssessme
     """The risk figures of a claim and of what an audit demonstrated, both at the audited delta.
 
     Args:
-        result: an audit result (AuditResult or its stored to_dict()); its prior_histogram gives the priors.
+        result: an audit result (AuditResult); its prior_histogram gives the priors.
         claimed_epsilon: the claim, >= 0 (inf allowed).
     Returns:
         The `RiskAssessment`: the claimed block, the demonstrated one (or None) and the headline. The demonstrated

@@ -151,7 +151,7 @@ def negative_control_evidence(result: AuditResult) -> float:
 
 
 def check_control(control: str, result: AuditResult, epsilon_c: float | None = None) -> ControlCheck:
-    """Judges a control's `AuditResult` (or its stored ``to_dict()``): its
+    """Judges a control's `AuditResult`: its
     `auditing.verdict.control_check.ControlCheck`.
 
     positive: passes iff floor < eps_lb <= eps_c. A floor of 0 means the audit has no power at this m: the

@@ -117,7 +117,7 @@ def exposed_rows_floor(result: AuditResult, claimed_epsilon: float, power: float
 
 def game_detection_floor(result: AuditResult, claimed_epsilon: float, power: float = DEFAULT_POWER) -> int | None:
     """The fewest totally exposed labels with which this audit flags the claim with probability >= power
-    (module docstring). ``result``: an `AuditResult` (or its stored ``to_dict()``) with its ``prior_histogram``; bonferroni
+    (module docstring). ``result``: an `AuditResult` with its ``prior_histogram``; bonferroni
     only.
     Raises LabelDPInputError when the result cannot support it (`exposed_rows_floor` returns None instead)."""
     claimed = float(claimed_epsilon)

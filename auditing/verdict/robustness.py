@@ -1,6 +1,6 @@
 """How much to trust a verdict: kappa-robustness (`breaking_kappa`) and the detection floor.
 
-Both are claim-dependent: they are computed from an audit result (`AuditResult`, or its stored ``to_dict()``) and a
+Both are claim-dependent: they are computed from an audit result (`AuditResult`) and a
 claimed epsilon, where the verdict is computed, never inside the scoring job, so one stored scoring result can
 be judged against any claim. They use only what the result carries: repetition 0's sweep counts (``curve``;
 both halves' counts in ``split_halves`` for the split strategy), m, the method, delta, the confidence and the
