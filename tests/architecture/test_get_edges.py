@@ -5,18 +5,16 @@ a lookup outside the allowlist is counted as outside the edges."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
+
+from tests.support.benchmark_scripts import benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("auditing", "pipelines", "flows", "labeldp")
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location("count_signatures", ROOT / "benchmarks" / "count_signatures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("count_signatures")
 
 
 def test_every_edge_names_a_module_and_function_that_reads_a_key():

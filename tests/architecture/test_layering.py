@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.benchmark_scripts import benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 # package -> the packages it must never import
 FORBIDDEN = {"labeldp": ("auditing", "pipelines", "flows"), "auditing": ("pipelines", "flows"),
@@ -423,12 +425,7 @@ def test_panels_and_pages_take_their_css_and_words_from_the_shared_modules():
 
 
 def _import_chain_benchmark():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("import_chain", ROOT / "benchmarks" / "import_chain.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("import_chain")
 
 
 def test_no_two_packages_of_auditing_import_each_other():
@@ -468,12 +465,7 @@ def test_the_tie_and_chain_measures_see_what_they_count(tmp_path, monkeypatch):
 # Paths under the data root belong to pipelines/data/layout.py and the day's handle (pipelines/data/day.py): every
 # other module asks them (`layout.partition_listing`, `Day.files`), never builds a partition's directory itself.
 def _signature_benchmark():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("count_signatures", ROOT / "benchmarks" / "count_signatures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("count_signatures")
 
 
 def test_only_the_layout_and_the_day_handle_build_a_partitions_directory():

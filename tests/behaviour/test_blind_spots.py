@@ -19,20 +19,16 @@ Findings encoded here:
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 from scipy import stats
 
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
 from auditing.verdict.types import VIOLATION
+from tests.support.benchmark_scripts import benchmark
 
-_SPEC = importlib.util.spec_from_file_location(
-    "bench_blind_spots", Path(__file__).resolve().parents[2] / "benchmarks" / "bench_blind_spots.py")
-bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(bench)
+bench = benchmark("bench_blind_spots")
 
 ROWS = 40_000
 SEEDS = 4
