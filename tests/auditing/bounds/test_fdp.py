@@ -201,8 +201,6 @@ def test_mu_reading_is_sound_for_the_gaussian_mechanism():
 # ---- validity against randomized response, and why the Gaussian conversion is not -------------------------
 
 RR_EPSILON = 2.0
-
-
 RR_ACCURACY = math.exp(RR_EPSILON) / (1 + math.exp(RR_EPSILON))
 
 

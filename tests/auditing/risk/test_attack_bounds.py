@@ -54,8 +54,6 @@ def test_gaussian_reconstruction_exact_value():
 # advantage is (success - prior) / (1 - prior) (Eq. 4; the paper writes the prior success as kappa) with
 # prior = 1/prior size.
 SIGMAS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
-
-
 TABLE_2_OURS = {10: (0.737, 0.322, 0.189, 0.128, 0.099, 0.080), 100: (0.362, 0.077, 0.035, 0.024, 0.018, 0.012)}
 
 
@@ -136,8 +134,6 @@ def test_ard_reductions():
 
 
 probabilities = st.floats(min_value=1e-6, max_value=1 - 1e-6)
-
-
 epsilons = st.floats(min_value=0.0, max_value=20.0)
 
 

@@ -26,11 +26,7 @@ from auditing.verdict.family_evidence import BANDS, NightCounts, band_of, family
 from labeldp.errors import LabelDPInputError
 
 DAY0 = dt.date(2026, 1, 1)
-
-
 M = 2000
-
-
 GRID = guess_grid(M, kind="log", points=30, min_fraction=1e-3)
 
 
