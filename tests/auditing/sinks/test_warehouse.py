@@ -212,7 +212,6 @@ CREATE TABLE audit_curves (
     CHECK (correct <= guesses)
 );
 """
-
 # Two rows as the old code wrote them: an fdp row (Gaussian family, TV tau 0.05, breaking_tau 0.02) and a
 # binomial one.
 _PRE_KAPPA_ROWS = (
