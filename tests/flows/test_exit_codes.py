@@ -226,21 +226,6 @@ def test_a_quiet_terminal_shows_only_our_warnings(tmp_path):
     assert "training rr-eps1" in log.read_text() and "pass 1" in log.read_text()
 
 
-def test_progress_shows_no_time_left_where_the_pace_says_nothing():
-    """Making sure the models are there: a model that exists takes no time and one that is trained minutes, so no
-    estimate; elsewhere, steps that took no time give none either (never "~0s left" with steps to go)."""
-    from flows.progress import StepClock
-
-    checking = StepClock(3, estimate=False)
-    assert [checking.step() for _ in range(3)] == ["target 1 of 3", "target 2 of 3", "target 3 of 3"]
-    instant = StepClock(3)
-    assert [instant.step() for _ in range(3)] == ["target 1 of 3", "target 2 of 3", "target 3 of 3"]
-    scoring = StepClock(3)
-    assert scoring.step() == "target 1 of 3"
-    scoring.start -= 60  # the first step took a minute: two more take about two
-    assert scoring.step() == "target 2 of 3, ~120s left for this one and the rest"
-
-
 def test_ctrl_c_while_c_code_holds_the_main_thread_still_exits_130_and_removes_its_temporary_dirs(tmp_path):
     """The watch ends a run that cannot unwind (C code that never checks for signals) after the grace period,
     removing the `.tmp-*` directories it made; one it could not remove is recorded and removed next time."""
