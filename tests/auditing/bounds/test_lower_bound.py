@@ -1,7 +1,6 @@
 """The best bound over the guess grid (auditing/bounds/lower_bound.py): pruning never changes the maximum, and many
 sweeps' bounds at once are best_bound's row by row, whatever the threads."""
 
-
 import numpy as np
 import pytest
 
