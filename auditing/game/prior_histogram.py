@@ -24,7 +24,7 @@ class PriorHistogram:
     Buckets: width 1/32 in logit from -16 to 16 (1024 buckets, 0 = logit 0 is an edge), plus one bucket below
     (p < 1.1e-7) and one above. A bucket stands for its logit midpoint (under/overflow: their finite edge); the
     figures from the histogram agree with the same figures from the exact per-row priors to the tolerances
-    tests/auditing/test_risk.py checks (posterior ceilings within 0.2% relative, the column tail within 5e-3).
+    tests/auditing/risk/test_figures.py checks (posterior ceilings within 0.2% relative, the column tail within 5e-3).
     ``kind``: "class1" (binary: the click probability) or "top-class" (k > 2: the largest class probability).
     """
 

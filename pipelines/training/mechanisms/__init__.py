@@ -36,7 +36,8 @@ Adding a mechanism:
    - when they differ from the base class: ``needs_reference``, ``check_epsilon``, ``validation_label_uses``,
      ``guarantee_delta``, ``guarantee``, ``output_correction``.
 2. Register the class in the list at the bottom of this file (the table order), and add its row above.
-3. Tests: the release function's law and its argument checks in tests/pipelines/training/test_mechanisms.py;
+3. Tests: the release function's law and its argument checks in
+   tests/pipelines/training/mechanisms/test_<module>.py;
    a training and registry round trip in tests/pipelines/training/test_train.py (the parametrized
    every-mechanism test); tests/pipelines/training/test_mechanisms_registry.py checks every registered class's
    metadata and parameter errors on its own.

@@ -216,17 +216,6 @@ def test_score_codes_equal_the_numpy_bins_and_signs():
         assert np.array_equal(score_codes(table, spec), expected)
 
 
-@pytest.mark.parametrize("seed", [0, 7, 2**62 + 5])
-def test_the_compiled_selection_half_equals_the_keyed_uniform_below_one_half(seed):
-    from auditing.game.keyed_random import STREAM_SPLIT, keyed_uniform
-    from auditing.game.slots import selection_half_mask
-
-    rng = np.random.default_rng(seed % 1000)
-    for ids in (np.arange(100_000), rng.integers(-2**62, 2**62, 50_000), np.arange(5, dtype=np.int32),
-                np.zeros(0, np.int64)):
-        assert np.array_equal(selection_half_mask(ids, seed), keyed_uniform(seed, 0, STREAM_SPLIT, ids) < 0.5)
-
-
 @pytest.mark.parametrize("k", [2, 3, 7])
 def test_the_compiled_paper_score_codes_equal_the_numpy_score_s_codes(k):
     """The default score (paper, power 2) is computed in the kernel: the same codes as numpy's doubles, edge

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import math
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -30,10 +28,8 @@ from auditing.config import BoundConfig, split_settings
 from auditing.game.config import GameConfig
 from auditing.result import AuditResult
 from auditing.sinks.warehouse import (
-    RECORDED,
     SPOOLED,
     AuditKey,
-    WarehouseUnavailable,
     audit_record,
     destination,
     drain_spool,
@@ -44,7 +40,6 @@ from auditing.sinks.warehouse import (
 from auditing.sinks.warehouse.migrations import MIGRATIONS, ddl_text
 from auditing.sinks.warehouse.rows import inputs_fingerprint, normalize_row
 from auditing.sinks.warehouse.schema import CURVE_NAMES, KEY_COLUMNS, RESULT_NAMES, RUN_NAMES, SLICE_NAMES
-from auditing.sinks.warehouse.spool import DrainReport, SpooledElsewhere
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
@@ -52,23 +47,12 @@ from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from tests.support.pg_schema import own_schema, postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
 from tests.support.warehouse_rows import DAY, FINGERPRINT, make_row
+from tests.support.warehouse_targets import only
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 # --------------------------------------------------------------------------------------------- fixtures
-@pytest.fixture(params=["duckdb", "postgres"])
-def target(request, tmp_path) -> str:
-    """A fresh, empty warehouse target for the backend under test."""
-    if request.param == "duckdb":
-        return str(tmp_path / "wh" / "warehouse.duckdb")
-    url = request.getfixturevalue("postgres_url")
-    with open_warehouse(url) as wh:  # creates the tables on first use, then empty them for this test
-        wh._transaction(lambda cur: (cur.execute("DELETE FROM audit_curves"), cur.execute("DELETE FROM audit_slices"),
-                                     cur.execute("DELETE FROM audit_runs"), cur.execute("DELETE FROM audit_results")))
-    return url
-
-
 @pytest.fixture(params=["duckdb", "postgres"])
 def isolated_target(request, tmp_path):
     """A warehouse target whose tables a test may alter: a DuckDB file, or a PostgreSQL schema of its own."""
@@ -78,11 +62,6 @@ def isolated_target(request, tmp_path):
     request.getfixturevalue("postgres_url")  # skips when no server answers
     with own_schema("labeldp_mig") as url:
         yield url
-
-
-def _only(rows):
-    assert len(rows) == 1, rows
-    return rows[0]
 
 
 # --------------------------------------------------------------------------------------------- schema
@@ -158,10 +137,10 @@ def test_an_older_table_gains_new_nullable_columns_and_keeps_its_rows(isolated_t
         columns = {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])}
         assert not columns & set(dropped)
     with open_warehouse(isolated_target) as wh:  # opening migrates
-        old = _only(wh.fetch_results())
+        old = only(wh.fetch_results())
         assert old.epsilon_lower_bound == 0.3 and old.flow_run_id is None and old.durations is None
         wh.write_audit(*make_row(model_id="m-2", marker=0.4))
-        new = _only(wh.fetch_results(model_id="m-2"))
+        new = only(wh.fetch_results(model_id="m-2"))
         assert new.flow_run_id == "run-0.4"
         assert {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])} >= set(RESULT_NAMES)
 
@@ -444,7 +423,7 @@ def test_write_then_fetch_round_trips_every_value(target):
         inputs = inputs_fingerprint(row)
         assert new and key == AuditKey("m-1", FINGERPRINT, DAY, "nightly", math.inf, "abc123", inputs)
         assert inputs == normalize_row(row)["inputs_fingerprint"] and inputs.startswith("sha256:")
-        got = _only(wh.fetch_results())
+        got = only(wh.fetch_results())
         points = wh.fetch_curve(key)
     assert got.partition_date == DAY and isinstance(got.partition_date, dt.date)
     assert got.claimed_epsilon == math.inf
@@ -466,7 +445,7 @@ def test_a_rerun_on_identical_inputs_records_its_run_and_changes_nothing(target)
     audit_runs with what it computed, and the row, its curve and its slices stay the first run's."""
     with open_warehouse(target) as wh:
         assert wh.write_audit(*make_row(marker=0.5, points=5)).new
-        first = _only(wh.fetch_results())
+        first = only(wh.fetch_results())
         assert not wh.write_audit(*make_row(marker=0.7, points=2, status="VIOLATION")).new
         assert not wh.write_audit(*make_row(marker=0.7, points=2, status="VIOLATION")).new  # the same run: once
         assert wh.write_audit(*make_row(config_hash="other", marker=0.9, points=1)).new
@@ -494,7 +473,7 @@ def test_a_run_of_another_key_adds_its_own_row_and_never_touches_the_first(targe
     verdict of the same model."""
     with open_warehouse(target) as wh:
         wh.write_audit(*make_row(marker=0.7, points=4, status="VIOLATION"))
-        first = _only(wh.fetch_results())
+        first = only(wh.fetch_results())
         wh.write_audit(*make_row(marker=0.2, points=1, status="INCONCLUSIVE", **change))
         rows = wh.fetch_results()
         assert len(rows) == 2 and first in rows
@@ -535,7 +514,7 @@ def test_failure_inside_the_transaction_leaves_the_previous_state(target, monkey
         with pytest.raises(RuntimeError, match="simulated crash"):
             wh.write_audit(*make_row(marker=0.8, points=3, partition_fingerprint="sha256:" + "3f" * 32))
         monkeypatch.undo()
-        got = _only(wh.fetch_results())
+        got = only(wh.fetch_results())
         assert got.epsilon_lower_bound == 0.5
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
         assert [r["run_id"] for r in wh.fetch_runs(got)] == ["run-0.5"]
@@ -564,7 +543,7 @@ def test_process_killed_mid_transaction_then_rerun_gives_one_row(target):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 17, proc.stderr
     with open_warehouse(target) as wh:
-        got = _only(wh.fetch_results())
+        got = only(wh.fetch_results())
         assert got.epsilon_lower_bound == 0.5
         assert [p["epsilon_lower_bound"] for p in wh.fetch_curve(got)] == [0.5] * 4
         assert wh._query("SELECT COUNT(*) FROM audit_runs", []) == [(1,)]
@@ -605,7 +584,7 @@ def test_values_are_bound_never_spliced_into_sql(target):
     hostile = "x'); DROP TABLE audit_results; --"
     with open_warehouse(target) as wh:
         wh.write_audit(*make_row(model_uri=hostile, code_version="'; DELETE FROM audit_curves; --"))
-        got = _only(wh.fetch_results())
+        got = only(wh.fetch_results())
         assert got.model_uri == hostile
         assert len(wh.fetch_curve(got)) == 3
 
@@ -667,7 +646,7 @@ def test_audit_record_from_a_real_audit(target):
     assert len(curve) == result.grid_size or len(curve) == len(result.curve)
     with open_warehouse(target) as wh:
         wh.write_audit(row, curve)
-        got = _only(wh.fetch_results(model_id="rr-eps8"))
+        got = only(wh.fetch_results(model_id="rr-eps8"))
         assert json.loads(got.result_json) == json.loads(json.dumps(encode(result)))
         stored = wh.fetch_curve(got)
     assert [(p["guesses"], p["correct"]) for p in stored] == [(p.guesses, p.correct) for p in result.curve]
@@ -698,7 +677,7 @@ def _check_after_concurrent_writes(target, writers: int, rounds: int) -> None:
             # every write recorded as a run of the row, the row the first one's
             assert len(wh.fetch_runs(r)) == (writers * rounds if r.model_id == "shared" else rounds)
         for w in range(writers):
-            own = _only([r for r in rows if r.model_id == f"own-{w}"])
+            own = only([r for r in rows if r.model_id == f"own-{w}"])
             assert own.epsilon_lower_bound == _writer_marker(w, 0)  # the first write of own key
 
 
@@ -749,182 +728,6 @@ def test_concurrent_processes_same_and_different_keys(target, tmp_path):
     _check_after_concurrent_writes(target, writers, rounds)
 
 
-# --------------------------------------------------------------------------------------------- outages
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-_HOLD_LOCK = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('locked', flush=True); "
-              "sys.stdin.read(); c.close()")
-
-
-class Outage:
-    """A target of the backend under test that cannot be used until ``end()`` is called: a DuckDB file whose lock
-    another process holds, or a PostgreSQL address where nothing listens until its gate opens."""
-
-    def __init__(self, target: str, holder: subprocess.Popen | None = None, gate=None):
-        self.target, self._holder, self._gate = target, holder, gate
-
-    def end(self) -> None:
-        if self._holder is not None and self._holder.poll() is None:
-            self._holder.stdin.close()
-            self._holder.wait(timeout=30)
-        if self._gate is not None and self._gate._listener is None:
-            self._gate.open()
-
-
-@pytest.fixture
-def outage(target):
-    if target.startswith("postgresql"):
-        # imported here: processes started with this module's code do not have tests/ on their path
-        from tests.support.pg_gate import PostgresGate
-
-        with PostgresGate(target) as gate:  # the same address once the outage ends
-            yield Outage(gate.url, gate=gate)
-        return
-    with open_warehouse(target):
-        pass  # the file exists; now another process holds its lock until the outage ends
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, target], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    down = Outage(target, holder)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        yield down
-    finally:
-        down.end()
-
-
-def test_unreachable_warehouse_spools_then_drains_without_loss(target, outage, tmp_path):
-    spool = tmp_path / "spool"
-    row, curve = make_row(marker=0.4, points=5)
-    assert write_or_spool(outage.target, row, curve, spool, attempts=2, backoff=0.05, timeout=0.5) == SPOOLED
-    to = destination(outage.target)
-    inputs = inputs_fingerprint(row)
-    path = spool_path(spool, AuditKey("m-1", FINGERPRINT, DAY, "nightly", 1.0, "abc123", inputs), to, "run-0.4")
-    assert [p.name for p in spool.iterdir()] == [path.name]  # no temporary files left behind
-    run = hashlib.sha256(b"run-0.4").hexdigest()[:8]
-    assert path.name == (f"m-1__2024-01-02__nightly__eps-1__abc123__in-{inputs[7:19]}__run-{run}__to-"
-                         f"{to.fingerprint[:12]}.json")
-    payload = json.loads(path.read_text())
-    assert payload["row"]["epsilon_lower_bound"] == 0.4 and len(payload["curve"]) == 5
-    assert payload["destination"] == encode(to) and payload["format"] == 3
-    other_row, other_curve = make_row(model_id="m-2", marker=0.6)
-    assert write_or_spool(outage.target, other_row, other_curve, spool, attempts=1, timeout=0.5) == SPOOLED
-
-    during = drain_spool(outage.target, spool, timeout=0.5)
-    assert during.written == [] and during.remaining == 2
-    assert ("127.0.0.1" in during.error) if target.startswith("postgresql") else ("locked" in during.error)
-    assert len(list(spool.glob("*.json"))) == 2  # nothing removed while the warehouse is down
-
-    outage.end()
-    drained = drain_spool(outage.target, spool)
-    assert sorted(k.model_id for k in drained.written) == ["m-1", "m-2"]
-    assert drained.remaining == 0 and drained.error is None and not list(spool.iterdir())
-    assert drain_spool(outage.target, spool) == DrainReport()  # nothing written, rejected, left or elsewhere
-    with open_warehouse(outage.target) as wh:
-        rows = wh.fetch_results()
-        assert [(r.model_id, r.epsilon_lower_bound) for r in rows] == [("m-1", 0.4), ("m-2", 0.6)]
-        assert len(wh.fetch_curve(rows[0])) == 5
-        assert rows[0].started_at == row["started_at"]
-
-
-def test_payloads_of_two_runs_on_identical_inputs_drain_in_the_order_computed(target, tmp_path):
-    """Each run spools its own payload (the run is in the file name); the drain writes the first run's row and
-    records the later one against it, whatever order the files are in, and a direct write of a third run on the
-    same inputs is recorded beside them."""
-    spool = tmp_path / "spool"
-    from auditing.sinks.warehouse.spool import spool_payload
-
-    later = spool_payload(*make_row(marker=0.2, started_at=dt.datetime(2024, 1, 4, tzinfo=dt.UTC)), spool,
-                          destination(target))
-    earlier = spool_payload(*make_row(marker=0.1), spool, destination(target))
-    elsewhere = spool_payload(*make_row(marker=0.1), spool, destination(str(tmp_path / "other.duckdb")))
-    assert len({later, earlier, elsewhere}) == 3
-    drained = drain_spool(target, spool)
-    assert len(drained.written) == 2 and not later.exists() and not earlier.exists() and elsewhere.exists()
-    assert write_or_spool(target, *make_row(marker=0.3), spool) == RECORDED
-    with open_warehouse(target) as wh:
-        row = _only(wh.fetch_results())
-        assert (row.epsilon_lower_bound, row.run_id) == (0.1, "run-0.1")
-        assert [r["run_id"] for r in wh.fetch_runs(row)] == ["run-0.1", "run-0.3", "run-0.2"]
-
-
-def test_drain_keeps_unreadable_payloads_aside(target, tmp_path):
-    spool = tmp_path / "spool"
-    from auditing.sinks.warehouse.spool import spool_payload
-
-    spool_payload(*make_row(marker=0.2), spool, destination(target))
-    (spool / "broken.json").write_text('{"format": 1, "row": {"model_id": "m-1"')
-    report = drain_spool(target, spool)
-    assert [k.model_id for k in report.written] == ["m-1"]
-    assert report.rejected == [str(spool / "broken.json.rejected")]
-    assert (spool / "broken.json.rejected").exists() and report.remaining == 0
-
-
-def test_a_payload_drains_only_into_the_warehouse_it_was_meant_for(target, tmp_path):
-    """A payload spooled for one warehouse is left alone by a drain aimed at another (none is created there);
-    a payload of the first spool format, which recorded no destination, only on request."""
-    from auditing.sinks.warehouse.spool import spool_payload
-
-    spool = tmp_path / "spool"
-    meant = spool_payload(*make_row(marker=0.2), spool, destination(target))
-    legacy = spool / "old.json"
-    row, curve = make_row(model_id="m-old")
-    legacy.write_text(json.dumps({"format": 1, "spooled_at": 0.0, "row": {
-        k: (v.isoformat() if isinstance(v, dt.date | dt.datetime) else v) for k, v in row.items()
-        if k not in ("run_kind", "model_fingerprint")}, "curve": curve}))
-    other = tmp_path / "elsewhere" / "warehouse.duckdb"
-    report = drain_spool(other, spool)
-    assert report.written == [] and report.remaining == 0 and report.error is None
-    assert report.elsewhere == [SpooledElsewhere(str(meant), destination(target).backend,
-                                                 destination(target).address)]
-    assert report.unaddressed == [str(legacy)]
-    assert meant.exists() and legacy.exists() and not other.parent.exists()  # nothing removed, nothing created
-
-    report = drain_spool(target, spool)
-    assert [k.model_id for k in report.written] == ["m-1"] and not meant.exists() and legacy.exists()
-    report = drain_spool(target, spool, include_unaddressed=True)
-    assert [(k.model_id, k.run_kind, k.model_fingerprint) for k in report.written] == [
-        ("m-old", "unrecorded", "unrecorded")]
-    assert not legacy.exists() and report.unaddressed == [] and report.elsewhere == []
-
-
-def test_a_destination_is_the_address_without_credentials(tmp_path, monkeypatch):
-    for name in ("PGHOST", "PGPORT", "PGDATABASE", "PGUSER"):
-        monkeypatch.delenv(name, raising=False)
-    base = destination("postgresql://auditor:s3cret@DB.example:5432/audit")
-    assert base.backend == "postgres" and base.address == "postgresql://db.example:5432/audit"
-    assert "s3cret" not in json.dumps(encode(base)) and "auditor" not in json.dumps(encode(base))
-    for same in ("postgresql://other:pw@db.example/audit", "postgres://db.example:5432/audit?sslmode=require",
-                 "postgresql://db.example/audit?password=x&connect_timeout=3"):
-        assert destination(same).fingerprint == base.fingerprint, same
-    for other in ("postgresql://db.example:5433/audit", "postgresql://db2.example/audit",
-                  "postgresql://db.example/audit2", "postgresql://db.example/audit?options=-csearch_path%3Dx"):
-        assert destination(other).fingerprint != base.fingerprint, other
-    local = destination(None, data_root=tmp_path)
-    assert local == destination(tmp_path / "warehouse.duckdb") and local.backend == "duckdb"
-    assert local.fingerprint != destination(tmp_path / "other.duckdb").fingerprint
-    with pytest.raises(LabelDPInputError, match="not a valid PostgreSQL URL"):
-        destination("postgresql://db.example:5432/audit?nonsense=1")
-    with pytest.raises(LabelDPInputError, match="postgresql:// URL"):
-        destination("mysql://db/audit")
-
-
-def test_bad_input_is_an_error_not_an_outage(tmp_path):
-    with pytest.raises(LabelDPInputError, match="status"):
-        write_or_spool(tmp_path / "w.duckdb", *make_row(status="MAYBE"), tmp_path / "spool")
-    assert not (tmp_path / "spool").exists()
-
-
-def test_unavailable_error_names_the_target_without_password():
-    url = f"postgresql://auditor:s3cret@127.0.0.1:{_free_port()}/test"
-    with pytest.raises(WarehouseUnavailable) as info:
-        open_warehouse(url, timeout=1)
-    assert "s3cret" not in str(info.value) and "auditor:***@127.0.0.1" in str(info.value)
-
-
 def test_auditing_core_does_not_import_the_sinks():
     code = ("import sys; import auditing.audit, auditing.verdict.guardrail, auditing.bounds.lower_bound; "
             "bad = [m for m in ('duckdb', 'psycopg', 'prefect', 'auditing.sinks.warehouse', 'auditing.sinks.report', "
@@ -955,7 +758,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
     assert verdict.risk_headline.startswith(claim_part)
     with open_warehouse(target) as wh:
         wh.write_audit(row, curve)
-        got = _only(wh.fetch_results(model_id="risk-m"))
+        got = only(wh.fetch_results(model_id="risk-m"))
     for name in names:
         block = expected.claimed if name.startswith("risk_") and not name.startswith("risk_lb_") else \
             expected.demonstrated
@@ -965,7 +768,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
     bare, bare_curve = make_row(model_id="risk-old")
     with open_warehouse(target) as wh:
         wh.write_audit(bare, bare_curve)
-        old = _only(wh.fetch_results(model_id="risk-old"))
+        old = only(wh.fetch_results(model_id="risk-old"))
     assert all(getattr(old, name) is None for name in [*names, "risk_headline"])
     from auditing.sinks.warehouse.rows import normalize_row
 
@@ -1005,7 +808,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
     assert row.detection_floor_rows == detection_floor_rows(result, 0.5)
     with open_warehouse(target) as wh:
         wh.write_audit(row, curve)
-        got = _only(wh.fetch_results(model_id="trust-m"))
+        got = only(wh.fetch_results(model_id="trust-m"))
     assert got.audit_rows == "training" and got.breaking_kappa == pytest.approx(row.breaking_kappa)
     assert got.kappa == 0.0 and "breaking_tau" not in got.to_dict() and not hasattr(got, "breaking_tau")
     assert got.detection_floor_rows == row.detection_floor_rows
@@ -1014,7 +817,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
     bare, bare_curve = make_row(model_id="trust-old")
     with open_warehouse(target) as wh:
         wh.write_audit(bare, bare_curve)
-        old = _only(wh.fetch_results(model_id="trust-old"))
+        old = only(wh.fetch_results(model_id="trust-old"))
     assert all(getattr(old, name) is None for name in ("audit_rows", "breaking_kappa", "kappa",
                                               "detection_floor_rows", "shift_diagnostic", "reference_log_loss_shift"))
     assert "breaking_tau" not in old.to_dict() and not hasattr(old, "breaking_tau")
@@ -1058,7 +861,7 @@ def test_exposed_rows_floor_round_trip_on_both_backends(target):
         got = {r.model_id: r for r in wh.fetch_results()}
         bare, bare_curve = make_row(model_id="exp-old")
         wh.write_audit(bare, bare_curve)
-        old = _only(wh.fetch_results(model_id="exp-old"))
+        old = only(wh.fetch_results(model_id="exp-old"))
     assert got["exp-pass"].exposed_rows_floor == pass_row.exposed_rows_floor
     assert got["exp-inconclusive"].exposed_rows_floor is None and got["exp-split"].exposed_rows_floor is None
     assert old.exposed_rows_floor is None

@@ -1,10 +1,8 @@
 """The capacity check (auditing/verdict/capacity_check.py, docs/soundness.md section 8): its epsilon_check is a
 lower bound on the target's true eps over seeded nights (tests/support/capacity_nights.py: segment worlds
-built outside the
-code under test, tests/support/segment_worlds.py), its exact test holds its level at the null boundary, and
-its histogram
-arithmetic. Its verdicts (a trusted false VIOLATION at most at the stated rate, real leaks vouched for):
-tests/behaviour/test_capacity_check_verdicts.py.
+built outside the code under test, tests/support/segment_worlds.py), and its histogram arithmetic. Its exact
+test (its level at the null boundary): tests/auditing/bounds/test_misfit_test.py. Its verdicts (a trusted false
+VIOLATION at most at the stated rate, real leaks vouched for): tests/behaviour/test_capacity_check_verdicts.py.
 """
 
 from __future__ import annotations
@@ -142,33 +140,3 @@ def test_plan_reads_no_outcome_of_the_bound_half_or_the_check_rows():
     assert [(r.matched_bound_guesses, r.matched_check_guesses) for r in moved.strata_table] == \
         [(r.matched_bound_guesses, r.matched_check_guesses) for r in base.strata_table]
     assert (moved.matched_check_correct, moved.epsilon_check) != (base.matched_check_correct, base.epsilon_check)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("guesses", "check_guesses", "accuracy", "eps"), [
-    (400, 60, 0.55, 0.5), (1500, 200, 0.6, 1.0), (80, 15, 0.7, 0.2)])
-def test_the_exact_test_holds_its_level_at_the_null_boundary(guesses, check_guesses, accuracy, eps):
-    """Counts drawn at the hardest null (audited accuracy exactly sigmoid(eps + logit a), check accuracy a): the
-    test rejects eps at most at 5% (it is exact, so usually less)."""
-    from scipy.special import expit, logit
-
-    from auditing.bounds.misfit_test import exact_epsilon_lower
-
-    rng = np.random.default_rng(guesses)
-    trials, rejected = 150, 0
-    for _ in range(trials):
-        cb = int(rng.binomial(guesses, expit(eps + logit(accuracy))))
-        ch = int(rng.binomial(check_guesses, accuracy))
-        rejected += exact_epsilon_lower(cb, guesses, ch, check_guesses, 0.05) > eps
-    assert not_above_rate(rejected, trials), rejected
-
-
-def test_the_exact_test_is_tighter_than_two_separate_limits():
-    """On counts like a real night's (a non-private model on the AdKDD'21 sample), the joint test keeps more of
-    the evidence than a lower limit on one side and an upper limit on the other would."""
-    from auditing.bounds.misfit_test import exact_epsilon_lower
-    from auditing.verdict.capacity_check import _logit, _lower, _upper
-
-    joint = exact_epsilon_lower(790, 1047, 118, 205, 0.05)
-    separate = _logit(_lower(790, 1047, 0.0125)) - _logit(_upper(118, 205, 0.0375))
-    assert joint > separate + 0.1 and joint > 0.5 > separate

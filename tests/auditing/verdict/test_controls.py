@@ -1,18 +1,16 @@
-"""Nightly controls and the score panel's histogram (item 6), without Prefect.
+"""Nightly controls (item 6), without Prefect.
 
 - The positive control (randomized response at a known eps_c) is detected (valid bound above its
   pre-registered floor) and never above eps_c, over many seeds; the negative control (a copy of the
   reference) gives 0. Statistical claims are checked against the binomial tail: over N independent seeds an
   event of probability <= 5% happens more than `allowed(N)` times with probability < 0.1%.
-- The game's expected curve (the floor's input) equals the mean of simulated repetitions.
-- The Beam job on a registered RR-label oracle equals run_audit on the same arrays (counts, result, score
-  histogram exactly; the expected curve to float round-off).
+- The game's expected curve (the floor's input) and the score histogram: tests/auditing/game/test_expected.py and
+  test_score_histogram.py; the Beam job on a registered RR-label oracle: tests/pipelines/reference/test_controls.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 
 import numpy as np
@@ -22,10 +20,6 @@ from scipy import stats
 from auditing.audit import run_audit
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
-from auditing.game.play import play_repetition
-from auditing.game.score_histogram import score_histogram
-from auditing.game.scores import resolve_score
-from auditing.game.sweep import correct_at, rank_order
 from auditing.verdict.controls import (
     FLOOR_POWER,
     NEGATIVE,
@@ -37,28 +31,17 @@ from auditing.verdict.controls import (
     rr_keep_probability,
     rr_oracle_probabilities,
 )
-from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
-from pipelines.data.day import listed_day
+from tests.support.control_worlds import world
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
 SEEDS = 60
-ROWS = 20_000
 
 
 def allowed(trials: int, rate: float = 0.05, tail: float = 1e-3) -> int:
     """The count an event of probability `rate` exceeds over `trials` independent trials with prob < `tail`."""
     return int(stats.binom.isf(tail, trials, rate))
-
-
-def world(seed: int, n: int = ROWS):
-    """Reference probabilities and labels drawn from them (kappa = 0 holds exactly), unique sparse row ids."""
-    rng = np.random.default_rng(1000 + seed)
-    p = rng.beta(1.0, 3.0, size=n)
-    labels = (rng.random(n) < p).astype(np.int64)
-    ids = rng.choice(10 * n, size=n, replace=False).astype(np.int64)
-    return p, labels, ids
 
 
 def test_rr_oracle_is_randomized_response_at_eps_c():
@@ -176,120 +159,3 @@ def test_failing_controls_say_why():
     assert not check.passed and "> 0" in check.message
     # no expected curve recorded: floor 0, never a silent pass
     assert positive_control_floor(dataclasses.replace(leaky, expected_correct=None))["floor"] == 0.0
-
-
-def test_expected_curve_equals_the_mean_of_simulated_repetitions():
-    p, labels, ids = world(3, 4000)
-    target = rr_oracle_probabilities(ids, labels, 1.5, seed=3)
-    config_game, bound = GameConfig(repetitions=1, grid="paper"), BoundConfig()
-    record = run_audit(target, p, labels, ids, config_game, bound, expected_curve=True).expected_correct
-    grid = np.asarray(record.guesses)
-    score = resolve_score("paper")
-    reps = 300
-    total = np.zeros(grid.size)
-    sq = np.zeros(grid.size)
-    for r in range(reps):
-        game = play_repetition(np.column_stack([1 - target[:, 1], target[:, 1]]), np.column_stack([1 - p, p]),
-                               labels, ids, seed=11, repetition=r, score=score)
-        c = correct_at(game.correct, rank_order(game.scores, ids), grid)
-        total += c
-        sq += c.astype(float) ** 2
-    mean = total / reps
-    sd = np.sqrt(np.maximum(sq / reps - mean**2, 0.25))
-    # The expectation uses a soft cut inside one |score| bin: allow 5 standard errors plus 1% of c'.
-    assert np.all(np.abs(mean - np.asarray(record.correct)) <= 5 * sd / np.sqrt(reps) + 0.01 * grid)
-
-
-def test_score_histogram_counts_repetition_zero():
-    p, labels, ids = world(4, 3000)
-    target = rr_oracle_probabilities(ids, labels, 2.0, seed=4)
-    result = run_audit(target, p, labels, ids, GameConfig(repetitions=2, seed=5), BoundConfig())
-    game = play_repetition(target, np.column_stack([1 - p, p]), labels, ids, seed=5, repetition=0,
-                           score=resolve_score("paper"))
-    hist = result.score_histogram
-    assert hist == score_histogram(game.scores, game.correct)
-    assert sum(hist.rows) == 3000 and sum(hist.correct) == int(game.correct.sum())
-    assert len(hist.edges) == len(hist.rows) - 1
-
-
-# ------------------------------------------------------------------------------------------ Beam job
-
-DAY, PREVIOUS = dt.date(2024, 5, 2), dt.date(2024, 5, 1)
-
-
-def _register_reference(root, date, seed=0):
-    """A tiny CatBoost reference fitted on every row of ``date`` (registered as 'reference')."""
-    from catboost import CatBoostClassifier
-
-    from pipelines.data import schema, splits
-    from pipelines.models import registry
-    from pipelines.training import train as training
-
-    table = schema.read_partition(root, date)
-    frame = training.feature_frame(table)
-    labels = table.column(schema.LABEL).to_numpy()
-    params = {"iterations": 12, "depth": 4, "learning_rate": 0.3, "max_ctr_complexity": 1, "thread_count": 1,
-              "random_seed": seed, "allow_writing_files": False, "verbose": False}
-    model = CatBoostClassifier(**params)
-    model.fit(frame, labels, cat_features=schema.CATEGORICAL_COLUMNS)
-    registry.save_model(root, "reference", date, model, {
-        "mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": seed,
-        "partition_fingerprint": schema.partition_fingerprint(root, date), "catboost_params": params,
-        "test_metrics": {}, "training_rows": {"split": splits.scheme(), "label_splits": ["train"],
-                                              "unread_row_ids": [], "rows": None}})
-    return model
-
-
-@pytest.fixture(scope="module")
-def beam_world(tmp_path_factory):
-    from pipelines.data import schema, splits, synth
-    from pipelines.training import train as training
-
-    root = tmp_path_factory.mktemp("controls-root")
-    for date in (PREVIOUS, DAY):
-        synth.write_synthetic_day(root, date, rows=6000, rows_per_file=2000)
-    reference = _register_reference(root, PREVIOUS)
-    table = schema.read_partition(root, DAY)
-    ids = table.column(schema.ROW_ID).to_numpy().astype(np.int64)
-    train = splits.split_of(ids) == splits.TRAIN
-    return {"root": root, "ids": ids[train], "labels": table.column(schema.LABEL).to_numpy().astype(np.int64)[train],
-            "p_reference": reference.predict_proba(training.feature_frame(table))[train],
-            "fingerprint": schema.partition_fingerprint(root, DAY)}
-
-
-def test_beam_positive_control_equals_run_audit(beam_world):
-    """The RR-label oracle registered as a model goes through the Beam job's ModelHandler path and gives the
-    in-process result on the same (train) rows: counts and result exactly, the expected curve to round-off."""
-    from pipelines.models.handle import resolve_model
-    from pipelines.reference import controls
-    from pipelines.scoring.beam_request import ScoringRequest
-    from pipelines.scoring.beam_scoring import score_day
-
-    root, day = beam_world["root"], DAY
-    oracle = controls.ensure_positive_control(listed_day(root, day), "control-positive", 2.0, 3)
-    metadata = oracle.metadata
-    assert controls.is_oracle(metadata) and oracle.artifact.name == "oracle.json"
-    assert metadata["training_rows"]["rows"] == beam_world["ids"].size
-    again = controls.ensure_positive_control(listed_day(root, day), "control-positive", 2.0, 3)
-    assert again.metadata["created_at"] == metadata["created_at"]  # reused, not rewritten
-    config_game, bound = GameConfig(repetitions=3, seed=1, grid_points=40), BoundConfig()
-    outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-positive", game=config_game, bound=bound,
-                                       reference="reference", batch_size=1500, expected_curve=True))
-    p_target = rr_oracle_probabilities(beam_world["ids"], beam_world["labels"], 2.0, seed=3)
-    expected = encode(run_audit(p_target, beam_world["p_reference"], beam_world["labels"], beam_world["ids"],
-                                config_game, bound, expected_curve=True))
-    got = encode(outcome.result)
-    got_curve, want_curve = got.pop("expected_correct"), expected.pop("expected_correct")
-    assert got == expected  # score_histogram included
-    assert got_curve["guesses"] == want_curve["guesses"]
-    assert np.allclose(got_curve["correct"], want_curve["correct"], rtol=1e-9, atol=1e-6)
-    check = check_control(POSITIVE, outcome.result, 2.0)
-    assert check.epsilon_lower_bound <= 2.0 and check.floor > 0
-
-    # the negative control: a copy of the reference, through the CatBoost handler, gives 0
-    controls.ensure_negative_control(listed_day(root, day), "control-negative",
-                                     resolve_model(root, "reference", PREVIOUS))
-    negative = score_day(ScoringRequest(data_root=str(root), date=DAY, model="control-negative", game=config_game, bound=bound,
-                                        reference="reference", batch_size=1500))
-    assert negative.result.epsilon_lower_bound == 0.0 and check_control(NEGATIVE, negative.result).passed
-    assert negative.result.score_histogram.rows[0] == beam_world["ids"].size

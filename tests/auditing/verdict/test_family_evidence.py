@@ -42,23 +42,6 @@ def _families(rng, families: int, nights: int, claim: float, right) -> list[list
     return [[_night(rng, t, claim, right) for t in range(nights)] for _ in range(families)]
 
 
-def test_the_likelihood_ratio_is_an_e_value_exactly_and_needs_the_clamp():
-    """E[LR] under Binomial(c', p) for p <= q0 is at most 1 (exact sums); with q1 < q0 it exceeds 1 at p = 0."""
-    for guesses, q0 in ((1, 0.6), (40, 0.731), (500, 0.9)):
-        k = np.arange(guesses + 1)
-        for q1 in (q0, q0 + 0.5 * (1 - q0), 1 - 1e-6):
-            lr = np.exp(log_likelihood_ratio(k, np.full_like(k, guesses), q0, q1))
-            for p in (0.0, 0.3, q0 / 2, q0):
-                assert float(np.sum(stats.binom.pmf(k, guesses, p) * lr)) <= 1 + 1e-9
-    with pytest.raises(LabelDPInputError, match="q0 <= q1"):
-        log_likelihood_ratio([0], [10], 0.7, 0.6)
-    # why: below q0 a wrong guess weighs more than 1, so an attacker that is never right would "win"
-    assert (1 - 0.6) / (1 - 0.7) > 1
-    assert null_rate(1.0, 0.25) == pytest.approx(special.expit(1.25))
-    q1 = plug_in_alternative(0.7, [0.0, 90.0, 10.0], [0.0, 100.0, 100.0])
-    assert q1[0] == pytest.approx(special.expit(special.logit(0.7) + 0.5)) and q1[1] > q1[0] and q1[2] == 0.7
-
-
 def test_compliant_families_cross_at_most_alpha_when_checked_every_night():
     """400 families x 30 nights at the boundary of the claim (every guess right with probability exactly q0):
     the share ever flagged is not significantly above alpha (one-sided binomial test at 1%)."""
@@ -181,25 +164,6 @@ def _check_night(rng, day: int, claim: float, misfit: float, leak: float = 0.0, 
     check = CheckCounts(int(rng.binomial(audited, q)), audited, int(rng.binomial(checked, a)), checked)
     return NightCounts(date, claim, 0.0, 0.0, m, tuple(int(c) for c in grid),
                        tuple(int(hits[c - 1]) for c in grid), coins_night=date, check=check)
-
-
-def test_the_calibrated_e_value_has_expectation_at_most_one_on_the_null_boundary():
-    """E[e] <= 1, summed exactly over both binomials, at several misfit-only accuracies and slacks (the audited
-    side at f_eps(a + slack), the check at a): the exact test's p-value is valid at every level, and its
-    calibration 1 / (2 sqrt(p)) integrates to 1 over a uniform p."""
-    from auditing.bounds.misfit_test import calibrated_e_value, check_p_value, null_accuracy
-
-    nb, nh, eps = 30, 20, 1.0
-    cb, ch = np.arange(nb + 1), np.arange(nh + 1)
-    for a, slack in ((0.5, 0.0), (0.8, 0.0), (0.3, 0.01), (0.95, 0.0)):
-        pb = stats.binom.pmf(cb, nb, null_accuracy(a, eps, slack))
-        ph = stats.binom.pmf(ch, nh, a)
-        p = np.array([[check_p_value(int(i), nb, int(j), nh, eps, slack) for j in ch] for i in cb])
-        e = np.vectorize(calibrated_e_value)(p)
-        assert float(pb @ e @ ph) <= 1 + 1e-9, (a, slack)
-        for level in (0.01, 0.05, 0.2):  # the p-value is valid: P[p <= u] <= u
-            assert float(pb @ (p <= level) @ ph) <= level + 1e-9, (a, slack, level)
-    assert calibrated_e_value(1.0) == 0.5 and calibrated_e_value(0.0025) == pytest.approx(10.0)
 
 
 def test_compliant_families_with_misfit_beyond_kappa_are_confirmed_at_most_alpha():

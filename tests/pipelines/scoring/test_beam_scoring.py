@@ -378,39 +378,6 @@ def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
     assert encode(outcome.result) == encode(expected)
 
 
-def test_bad_probabilities_are_counted_per_model():
-    table = pa.table({"row_id": pa.array([1, 2, 3, 4, 5], pa.int64()), "label": pa.array([0, 1, 0, 1, 0], pa.int8())})
-    good = np.array([[0.9, 0.1]] * 5)
-    target = good.copy()
-    target[1] = [np.nan, 0.5]
-    target[2] = [1.2, -0.2]
-    reference = good.copy()
-    reference[3] = [0.3, 0.3]  # does not sum to 1
-    batch = scored_batch("b", table, target, reference)
-    assert batch.issues == RowCounts(rows_read=5, rows_scored=2, rows_bad_target_probabilities=2,
-                                     rows_bad_reference_probabilities=1)
-    assert batch.row_ids.tolist() == [1, 5]
-
-
-def test_row_counts_cross_their_edges_as_the_nine_counters():
-    """The counters are written as result.json's ``diagnostics.rows`` always was (nine keys, this order), travel
-    through a two-stage plan's Parquet metadata exactly, and stay with the whole batch, not its parts."""
-    from pipelines.scoring.scored_batch import batch_from_predictions, predictions_table
-
-    assert list(encode(RowCounts())) == [
-        "rows_read", "rows_scored", "rows_without_row_id", "rows_bad_target_probabilities",
-        "rows_bad_reference_probabilities", "rows_without_target_prediction", "rows_without_reference_prediction",
-        "check_rows_read", "check_rows_scored"]
-    table = pa.table({"row_id": pa.array([1, None, 3], pa.int64()), "label": pa.array([0, 1, 0], pa.int8())})
-    batch = scored_batch("b", table, np.array([[0.9, 0.1]] * 3), np.array([[0.8, 0.2], [0.7, 0.3], [np.nan, 0.5]]))
-    assert batch.issues == RowCounts(rows_read=3, rows_scored=1, rows_without_row_id=1,
-                                     rows_bad_reference_probabilities=1)
-    assert batch_from_predictions(predictions_table(batch)).issues == batch.issues
-    assert batch.take(np.arange(1)).issues is None and batch.audited().issues == batch.issues
-    assert RowCounts(rows_read=2) + RowCounts(rows_read=1, check_rows_read=4) == RowCounts(rows_read=3,
-                                                                                          check_rows_read=4)
-
-
 def _no_work(*_args, **_kwargs):
     raise AssertionError("pipeline work started before the inputs were checked")
 
@@ -502,21 +469,6 @@ def test_reference_defaults_to_the_models_previous_day_else_reference(world):
     assert beam_request.resolve_reference(root, "target", DAY) == ("target", PREVIOUS)
     assert beam_request.resolve_reference(root, "other", DAY) == ("reference", PREVIOUS)
     assert beam_request.resolve_reference(root, "target", DAY, "x", dt.date(2024, 1, 1)) == ("x", dt.date(2024, 1, 1))
-
-
-def test_beam_options_file(tmp_path, monkeypatch):
-    from flows.commands.score import read_options_file
-
-    path = tmp_path / "x.options"
-    path.write_text("# comment\n\n--project=${P}\n--max_num_workers=3\n")
-    monkeypatch.setenv("P", "proj")
-    assert read_options_file(str(path)) == ["--project=proj", "--max_num_workers=3"]
-    monkeypatch.delenv("P")
-    with pytest.raises(LabelDPInputError, match=r"line 3: environment variable\(s\) \['P'\] are not set"):
-        read_options_file(str(path))
-    path.write_text("project=x\n")
-    with pytest.raises(LabelDPInputError, match="line 1: expected an option"):
-        read_options_file(str(path))
 
 
 def test_auto_plan_keeps_scored_batches_out_of_a_local_runners_memory():

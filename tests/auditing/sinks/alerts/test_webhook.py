@@ -1,4 +1,5 @@
-"""Webhook alerts against a real HTTP server on 127.0.0.1 (an ephemeral port, in a thread)."""
+"""Webhook alerts (auditing/sinks/alerts/webhook.py) against a real HTTP server on 127.0.0.1 (an ephemeral port, in a
+thread)."""
 
 from __future__ import annotations
 
