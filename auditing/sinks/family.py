@@ -67,8 +67,10 @@ class LaterRun:
                                self.later.epsilon_lower_bound, self.changed)
 
 
-def _family_members(rows: Sequence[ResultRow], model_id: str, until: dt.date | None) -> list[ResultRow]:
-    return [row for row in rows if row.model_id == model_id and row.kind != "control"
+def family_members(rows: Sequence[ResultRow], model_id: str, until: dt.date | None = None) -> list[ResultRow]:
+    """Every verdict of ``model_id``'s family nights (a target's nightly or backfill row; not a control, a guardrail
+    or a re-judged row), all the runs of each night; with ``until``, only nights up to that date."""
+    return [row for row in rows if row.model_id == model_id and not row.is_control
             and row.run_kind in FAMILY_RUN_KINDS and (until is None or row.partition_date <= until)]
 
 
@@ -78,7 +80,7 @@ def later_runs(rows: Sequence[ResultRow], model_id: str, until: dt.date | None =
     the order computed. The family counts the first; these say that a later run of the night saw other inputs."""
     first = {row.partition_date: row for row in family_rows(rows, model_id, until)}
     out = []
-    for row in sorted(_family_members(rows, model_id, until), key=lambda r: (_computed_at(r), r.partition_date)):
+    for row in sorted(family_members(rows, model_id, until), key=lambda r: (_computed_at(r), r.partition_date)):
         night = first.get(row.partition_date)
         if night is None or row.key == night.key:
             continue
@@ -94,7 +96,7 @@ def family_rows(rows: Sequence[ResultRow], model_id: str, until: dt.date | None 
     """The rows of ``model_id``'s family, one per partition date (the first computed), in the order computed;
     with ``until``, only nights up to that date."""
     first: dict[dt.date, ResultRow] = {}
-    for row in _family_members(rows, model_id, until):
+    for row in family_members(rows, model_id, until):
         known = first.get(row.partition_date)
         if known is None or (_computed_at(row), row.audit_config_hash) < (_computed_at(known), known.audit_config_hash):
             first[row.partition_date] = row

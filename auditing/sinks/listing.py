@@ -128,7 +128,7 @@ class ListedVerdict:
 
     @property
     def is_target(self) -> bool:
-        return self.row.kind != "control"
+        return not self.row.is_control
 
     @property
     def trust(self) -> str | None:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 
 from auditing.result import AuditResult
-from auditing.sinks.family import FAMILY_RUN_KINDS
+from auditing.sinks.family import family_members
 from auditing.sinks.warehouse.records import ResultRow
 from auditing.verdict.power import NightShares
 from labeldp.codec import decode
@@ -31,9 +31,8 @@ def stored_night_shares(rows: Sequence[ResultRow], model_id: str,
     """The shares ``model_id``'s stored nights measured, one per partition date, the latest date first (module
     docstring); ``config_hash``: the plan's audit config hash, preferred where a date has several verdicts."""
     by_date: dict[dt.date, list[ResultRow]] = {}
-    for row in rows:
-        if row.model_id == model_id and row.kind != "control" and row.run_kind in FAMILY_RUN_KINDS:
-            by_date.setdefault(row.partition_date, []).append(row)
+    for row in family_members(rows, model_id):
+        by_date.setdefault(row.partition_date, []).append(row)
     out = []
     for day in sorted(by_date, reverse=True):
         for row in sorted(by_date[day], key=lambda r: _preference(r, config_hash), reverse=True):

@@ -180,7 +180,7 @@ def run_power(args) -> int:
 
 def _measured_plans(args, plan, audited: int, check: int, settings: dict) -> list:
     """One plan per target (or --model) at the shares its stored nights' capacity checks measured."""
-    from auditing.sinks.family import FAMILY_RUN_KINDS
+    from auditing.sinks.family import family_members
     from auditing.sinks.stored_shares import stored_night_shares
     from auditing.sinks.warehouse import WarehouseUnavailable
     from auditing.sinks.warehouse.base import open_read_only
@@ -214,7 +214,7 @@ def _measured_plans(args, plan, audited: int, check: int, settings: dict) -> lis
     plans = []
     for name, claim in targets:
         if claim is None:  # a registered target's claim: its latest night's (`nights` holds one, so a row does)
-            claim = max((r for r in stored[name] if r.run_kind in FAMILY_RUN_KINDS and r.kind != "control"),
+            claim = max(family_members(stored[name], name),
                         key=lambda r: (r.partition_date, r.finished_at or r.started_at or _NEVER)).claimed_epsilon
         if math.isfinite(claim):
             shares = measured_shares(name, nights[name], args.measured_nights)
