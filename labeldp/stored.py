@@ -47,7 +47,7 @@ class Stored:
     choices: the names a text may be (read when checked: a registry's current names). low / high: a number's range
     (high None: no upper limit). infinite: how an infinite number is stored (`REFUSE`, `AS_NONE`, `AS_LARGEST`).
     group: the block of columns it belongs to when a record's stored fields are not all in one block of the table
-    ("" : the record's own)."""
+    ("" : the record's own). blank: a text may be empty or blank."""
 
     kind: StoredKind
     comment: str
@@ -57,6 +57,7 @@ class Stored:
     high: float | None = None
     infinite: str = REFUSE
     group: str = ""
+    blank: bool = True
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -76,6 +77,12 @@ class Stored:
             if self.infinite == AS_LARGEST:
                 return float(sys.float_info.max)
         return value
+
+    def read(self, value: Any) -> Any:
+        """A stored ``value`` as the record holds it: a flag as a bool; None stays None."""
+        if value is None:
+            return None
+        return bool(value) if self.kind is FLAG else value
 
 
 def stored(kind: StoredKind, comment: str, *, default: Any = dataclasses.MISSING,
@@ -100,3 +107,16 @@ def stored_fields(cls: type, group: str | None = None) -> list[tuple[str, str, S
         if declaration is not None and (group is None or declaration.group == group):
             out.append((item.name, declaration.column or item.name, declaration))
     return out
+
+
+def stored_values(cls: type, record: object | None) -> dict[str, Any]:
+    """column -> the value stored from ``record`` (`Stored.value`) for each stored field of ``cls``; all None when
+    there is no record."""
+    return {column: None if record is None else declaration.value(getattr(record, name))
+            for name, column, declaration in stored_fields(cls)}
+
+
+def from_stored(cls: type, row: object) -> dict[str, Any]:
+    """field -> the value ``row`` (read by attribute) stores for each stored field of ``cls``, as the record holds
+    it (`Stored.read`): the keywords that rebuild the stored part of a record."""
+    return {name: declaration.read(getattr(row, column)) for name, column, declaration in stored_fields(cls)}

@@ -59,7 +59,7 @@ from auditing.verdict.types import STATUSES, TRUST_STATES, Decision, TrustFigure
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_claim, check_name, parse_date
-from labeldp.stored import COUNT, FLAG, NUMBER, SMALL_COUNT, TEXT, Stored, stored_fields
+from labeldp.stored import COUNT, FLAG, NUMBER, SMALL_COUNT, TEXT, Stored, stored_values
 
 # The columns declared on a record's field (`schema.STORED_BLOCKS`) and their declarations.
 STORED = stored_declarations()
@@ -248,8 +248,8 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     _normalize_control_columns(row, out)
     _normalize_risk_columns(row, out)
     _normalize_kappa_columns(row, out)
-    _normalize_reference_columns(row, out)
     normalize_stored(row, out)
+    _normalize_reference_columns(row, out)
     _check_attack_intervals(out)
     _check_family_figures(out)
     _derive_decision(out)
@@ -262,8 +262,9 @@ def _stored_text(row: Mapping, name: str, declaration: Stored) -> str | None:
         allowed = tuple(declaration.choices())
         if value not in allowed:
             raise LabelDPInputError(f"{name} must be one of {list(allowed)} or None; got {value!r}")
-    if value is not None and not isinstance(value, str):
-        raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
+    if value is not None and (not isinstance(value, str) or not (declaration.blank or value.strip())):
+        raise LabelDPInputError(f"{name} must be {'' if declaration.blank else 'non-empty '}text or None; got "
+                                f"{value!r}")
     return value
 
 
@@ -358,20 +359,7 @@ def _normalize_reference_columns(row: Mapping, out: dict) -> None:
         raise LabelDPInputError(f"reference_calibration must be one of {list(REFERENCE_CALIBRATIONS)} or None; "
                                 f"got {calibration!r}")
     out["reference_calibration"] = calibration
-    for column in ("calibration_rows_fit", "calibration_rows_validation", "calibration_rounds"):
-        out[column] = None if row.get(column) is None else _count(row, column)
-    for column in ("calibration_log_loss_before", "calibration_log_loss_after"):
-        out[column] = _optional_float(row, column)
-    for column in ("calibration_ece_before", "calibration_ece_after"):
-        out[column] = _optional_float(row, column, high=1.0)
-    out["label_blind_bound"] = _optional_float(row, "label_blind_bound")
-    out["reference_misfit_kappa"] = _optional_float(row, "reference_misfit_kappa")
-    out["label_blind_flagged"] = _optional_flag(row, "label_blind_flagged")
-    out["reference_checked"] = _optional_flag(row, "reference_checked")
-    note = row.get("reference_check_note")
-    if note is not None and (not isinstance(note, str) or not note.strip()):
-        raise LabelDPInputError(f"reference_check_note must be non-empty text or None; got {note!r}")
-    out["reference_check_note"] = note
+    note = out["reference_check_note"]  # the check's columns are checked by their kinds (normalize_stored)
     groups = {"calibration figures": list(CALIBRATION_FIGURES.values()),
               "label-blind figures": list(LABEL_BLIND_FIGURES.values())}
     present = {}
@@ -632,13 +620,6 @@ def audit_record(
     row = ResultRow(**normalize_row(row))
     curve = [{**encode(point), "point_confidence": result.point_confidence} for point in result.curve]
     return row, normalize_curve(curve, row.key)
-
-
-def stored_values(record_type: type, record: object | None) -> dict:
-    """The columns ``record_type``'s fields declare (`labeldp.stored`), as stored from ``record``; all None when
-    there is no record."""
-    return {column: None if record is None else declaration.value(getattr(record, name))
-            for name, column, declaration in stored_fields(record_type)}
 
 
 def decision_columns(verdict: Verdict) -> dict:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from auditing.records.game import AttackCurve
 from auditing.result import CapacityCheck
 from auditing.verdict.family_evidence import NightEvidence
+from auditing.verdict.reference_check import CalibrationFigures, LabelBlindFigures, ReferenceCheck
 from auditing.verdict.run_kinds import RUN_KINDS
 from auditing.verdict.split_test import SplitTest
 from auditing.verdict.types import (
@@ -111,6 +112,8 @@ STORED_BLOCKS: dict[str, tuple[tuple[type, str], ...]] = {
     "attack": ((AttackCurve, ""),),
     # the model family's evidence across nights (auditing.verdict.family_evidence)
     "family": ((NightEvidence, ""),),
+    # the night's reference check: the correction's figures, the retired label-blind control's, whether it ran
+    "reference": ((CalibrationFigures, ""), (LabelBlindFigures, ""), (ReferenceCheck, "")),
     # the decision, the stratified check's figures, the split test and the check's family evidence
     "decision": ((Decision, ""), (CapacityCheck, ""), (SplitTest, ""), (NightEvidence, "decision")),
 }
@@ -128,7 +131,8 @@ def stored_declarations() -> dict[str, Stored]:
             for _, column, declaration in stored_fields(record, group)}
 
 
-TRUST, ATTACK, FAMILY, DECISION = (stored_block(block) for block in ("trust", "attack", "family", "decision"))
+TRUST, ATTACK, FAMILY, REFERENCE, DECISION = (stored_block(block) for block in
+                                              ("trust", "attack", "family", "reference", "decision"))
 TRUST_COLUMNS = tuple(c.name for c in TRUST)
 # The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
 ATTACK_FIGURES = AttackCurve.FIGURES
@@ -246,37 +250,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("reference_calibration", "text", True,
            "how the reference M' was corrected on day D before the game: boost | none (the raw "
            "M'); NULL: a row written before the correction existed (raw M')"),
-    Column("calibration_rows_fit", "bigint", True,
-           "reference correction: rows of day D it was fitted on (a keyed share of the training rows, left out of "
-           "every game; held-out rows in rows written before 2026-11-29); NULL: no correction ran"),
-    Column("calibration_rows_validation", "bigint", True,
-           "reference correction: rows of day D of its share, not used to fit it, on which the before/after figures "
-           "were measured"),
-    Column("calibration_rounds", "integer", True, "reference correction: boosting rounds kept"),
-    Column("calibration_log_loss_before", "double", True,
-           "reference correction: M' log-loss on the validation rows before the correction"),
-    Column("calibration_log_loss_after", "double", True,
-           "reference correction: the corrected M' log-loss on the validation rows"),
-    Column("calibration_ece_before", "double", True,
-           "reference correction: M' expected calibration error on the validation rows before the correction"),
-    Column("calibration_ece_after", "double", True,
-           "reference correction: the corrected M' expected calibration error on the validation rows"),
-    Column("label_blind_bound", "double", True,
-           "the night's label-blind control (trained only on held-out rows the correction did not use; true eps 0 "
-           "on the audited rows): its valid eps lower bound at the plan's kappa; above 0 it says the reference "
-           "does not fit day D; NULL: not run"),
-    Column("reference_misfit_kappa", "double", True,
-           "the smallest kappa that brings the label-blind control's bound to 0: the night's measured reference "
-           "misfit (click odds off by up to a factor e^reference_misfit_kappa); NULL: not run"),
-    Column("label_blind_flagged", "integer", True,
-           "1 if the label-blind control flagged the reference (the night is untrusted: the reference does not fit "
-           "day D), 0 if it did not; NULL: not run"),
-    Column("reference_checked", "integer", True,
-           "1 if the night checked the reference (correction and label-blind control), 0 if that was skipped "
-           "(reference_check_note says why); NULL: no reference check recorded (a row written before it, or an "
-           "audit outside the nightly flow)"),
-    Column("reference_check_note", "text", True,
-           "why the reference was not (fully) checked, or what the check means for this night"),
+    *REFERENCE,  # the night's reference check (auditing.verdict.reference_check), declared on its records
     Column("fdp_curve", "text", True,
            "method fdp: the f-DP curve Algorithm 3 ran on: eps-delta (the (eps, delta) trade-off curve itself, "
            "valid for every mechanism); NULL for binomial, and on fdp rows written before kappa, which used the "
