@@ -21,6 +21,7 @@ from auditing.game.row_groups import RowGroups
 from auditing.records.game import AttackCurve, CurvePoint, ExpectedCorrect, ScoreHistogram, SplitHalves
 from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, decode, decode_fields, encode, encode_fields
 from labeldp.errors import LabelDPInputError
+from labeldp.stored import COUNT, SMALL_COUNT, TEXT, stored
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class StratumCounts:
     check_correct: int
     matched_bound_guesses: int
     matched_check_guesses: int
+
+
+# How a capacity check compared the sides (`CapacityCheck.rule`).
+CHECK_RULES = ("stratified", "pooled")
 
 
 @dataclass(frozen=True)
@@ -88,15 +93,23 @@ class CapacityCheck:
     epsilon_check: float = 0.0
     check_misfit_kappa: float | None = None
     check_grid_size: int | None = None
-    rule: str = "pooled"
-    strata: int | None = None
+    # stored in the warehouse where the check ran (schema version 10)
+    rule: str = stored(
+        TEXT, "how the capacity check compared the sides: stratified (like with like) or pooled (a result stored "
+        "before strata: it vouches for nothing); NULL: the check did not run", column="check_rule",
+        choices=lambda: CHECK_RULES, default="pooled")
+    strata: int | None = stored(SMALL_COUNT, "strata of guessed views the capacity check matched",
+                                column="check_strata", default=None)
     composition_power: float | None = None
     composition_favourable_only: bool | None = None
     matched_bound_guesses: int | None = None
     matched_bound_correct: int | None = None
-    matched_check_guesses: int | None = None
+    matched_check_guesses: int | None = stored(COUNT, "check guesses the composition matching kept",
+                                               column="check_matched_guesses", default=None)
     matched_check_correct: int | None = None
-    unmatched_bound_guesses: int | None = None
+    unmatched_bound_guesses: int | None = stored(
+        COUNT, "audited guesses in strata with no check guess (left out: the worst case)",
+        column="check_unmatched_audited", default=None)
     composition_slack: float | None = None
     selection_matched_accuracy: float | None = None
     strata_table: tuple[StratumCounts, ...] = ()

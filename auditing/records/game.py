@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from labeldp.stored import NUMBER, stored
+
 # How the reference M' is corrected on the day's held-out rows before the game (pipelines/reference/recalibration.py):
 # `boost` (a few regularized boosting rounds from M''s logits, able to learn feature-dependent drift) or
 # `none` (the paper's raw M'). The core plays the game on whatever reference it is given; the label is part of
@@ -57,6 +59,14 @@ class ScoreHistogram:
     correct: tuple[int, ...]
 
 
+# The attack curve's stored figures' comments (descriptive, never a bound on epsilon).
+_ROC = "attack ROC (descriptive, not a bound on epsilon): "
+_TPR = _ROC + "largest TPR among the achievable points with FPR <= {} (positive: the training label was released)"
+_AUROC = _ROC + "area under the empirical ROC of the signed score, ties within a bin counted one half"
+_LOWER = "; lower end of its 95% bootstrap interval"
+_UPPER = "; upper end of its 95% bootstrap interval"
+
+
 @dataclass(frozen=True)
 class AttackCurve:
     """Repetition 0's label-inference attack as a classifier of the coin (auditing.game.attack_curve,
@@ -77,15 +87,21 @@ class AttackCurve:
     edges: tuple[float, ...]
     positives: tuple[int, ...]
     negatives: tuple[int, ...]
-    tpr_at_fpr_0_001: float | None
-    tpr_at_fpr_0_001_lower: float | None
-    tpr_at_fpr_0_001_upper: float | None
-    tpr_at_fpr_0_01: float | None
-    tpr_at_fpr_0_01_lower: float | None
-    tpr_at_fpr_0_01_upper: float | None
-    auroc: float | None
-    auroc_lower: float | None
-    auroc_upper: float | None
+    # stored in the warehouse as attack_<figure>[_lower|_upper] (schema version 6); NULL on rows written before it
+    # and where the curve has no positive or negative
+    tpr_at_fpr_0_001: float | None = stored(NUMBER, _TPR.format("0.1%"), column="attack_tpr_at_fpr_0_001", high=1.0)
+    tpr_at_fpr_0_001_lower: float | None = stored(NUMBER, _TPR.format("0.1%") + _LOWER,
+                                                  column="attack_tpr_at_fpr_0_001_lower", high=1.0)
+    tpr_at_fpr_0_001_upper: float | None = stored(NUMBER, _TPR.format("0.1%") + _UPPER,
+                                                  column="attack_tpr_at_fpr_0_001_upper", high=1.0)
+    tpr_at_fpr_0_01: float | None = stored(NUMBER, _TPR.format("1%"), column="attack_tpr_at_fpr_0_01", high=1.0)
+    tpr_at_fpr_0_01_lower: float | None = stored(NUMBER, _TPR.format("1%") + _LOWER,
+                                                 column="attack_tpr_at_fpr_0_01_lower", high=1.0)
+    tpr_at_fpr_0_01_upper: float | None = stored(NUMBER, _TPR.format("1%") + _UPPER,
+                                                 column="attack_tpr_at_fpr_0_01_upper", high=1.0)
+    auroc: float | None = stored(NUMBER, _AUROC, column="attack_auroc", high=1.0)
+    auroc_lower: float | None = stored(NUMBER, _AUROC + _LOWER, column="attack_auroc_lower", high=1.0)
+    auroc_upper: float | None = stored(NUMBER, _AUROC + _UPPER, column="attack_auroc_upper", high=1.0)
     bootstrap_confidence: float
     bootstrap_resamples: int
     bootstrap_seed: int

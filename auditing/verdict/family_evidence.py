@@ -42,6 +42,7 @@ from auditing.bounds.misfit_test import calibrated_e_value, check_p_value
 from auditing.result import AuditResult, CapacityCheck
 from labeldp.codec import INF_AS_STRING
 from labeldp.errors import LabelDPInputError
+from labeldp.stored import AS_LARGEST, FLAG, NUMBER, stored
 
 DEFAULT_ALPHA = 0.05
 # Bands of the guessed fraction c'/m: band k holds fractions in (2^-(k+1)/2, 2^-k/2]; the last holds the rest.
@@ -119,15 +120,24 @@ class NightEvidence:
     evidence (secondary; ``reason`` says why a night does not count in either)."""
 
     partition_date: dt.date
-    e_value: float
-    evidence: float
+    # stored in the warehouse (schema version 7; the check's evidence and the confirmation: version 10)
+    e_value: float = stored(NUMBER, "this night's e-value against the claim in its family's test (1: the night does "
+                            "not count)", column="family_e_value", infinite=AS_LARGEST)
+    evidence: float = stored(NUMBER, "the family's evidence after this night: the running mixture of e-values, "
+                             "anytime-valid; flagged at 1/alpha", column="family_evidence", infinite=AS_LARGEST)
     log_evidence: float
-    flagged: bool
+    flagged: bool = stored(FLAG, "1 once the family's evidence has reached 1/alpha (alpha 0.05) on or before this "
+                           "night, else 0", column="family_flagged")
     reason: str | None = None
     check_e_value: float = 1.0
-    check_evidence: float = 1.0
+    check_evidence: float = stored(
+        NUMBER, "the family's kappa-free evidence after this night: the product of the check's e-values (section "
+        "10.2)", column="family_check_evidence", infinite=AS_LARGEST, group="decision", default=1.0)
     log_check_evidence: float = 0.0
-    confirmed: bool = False
+    confirmed: bool = stored(
+        FLAG, "1 once the family's check evidence and its kappa-based evidence have both reached 1/alpha (alpha "
+        "0.05) on or before this night: a confirmed leak, act; else 0", column="family_confirmed", group="decision",
+        default=False)
     check_reason: str | None = None
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from auditing.records.game import REFERENCE_CALIBRATIONS
 from labeldp.codec import OMIT_DEFAULT
 from labeldp.errors import LabelDPInputError
+from labeldp.stored import COUNT, FLAG, NUMBER, SMALL_COUNT, TEXT, stored
 
 NAME = "reference_check"
 
@@ -30,13 +31,23 @@ class CalibrationFigures:
     """The correction's figures (`pipelines.reference.recalibration.calibration_figures`): its fit and validation
     rows, its boosting rounds, and log-loss and ECE before and after on the validation rows."""
 
-    rows_fit: int
-    rows_validation: int
-    rounds: int
-    logloss_before: float
-    logloss_after: float
-    ece_before: float
-    ece_after: float
+    # stored in the warehouse as calibration_*; NULL where no correction ran
+    rows_fit: int = stored(
+        COUNT, "reference correction: rows of day D it was fitted on (a keyed share of the training rows, left out "
+        "of every game; held-out rows in rows written before 2026-11-29); NULL: no correction ran",
+        column="calibration_rows_fit")
+    rows_validation: int = stored(
+        COUNT, "reference correction: rows of day D of its share, not used to fit it, on which the before/after "
+        "figures were measured", column="calibration_rows_validation")
+    rounds: int = stored(SMALL_COUNT, "reference correction: boosting rounds kept", column="calibration_rounds")
+    logloss_before: float = stored(NUMBER, "reference correction: M' log-loss on the validation rows before the "
+                                   "correction", column="calibration_log_loss_before")
+    logloss_after: float = stored(NUMBER, "reference correction: the corrected M' log-loss on the validation rows",
+                                  column="calibration_log_loss_after")
+    ece_before: float = stored(NUMBER, "reference correction: M' expected calibration error on the validation rows "
+                               "before the correction", column="calibration_ece_before", high=1.0)
+    ece_after: float = stored(NUMBER, "reference correction: the corrected M' expected calibration error on the "
+                              "validation rows", column="calibration_ece_after", high=1.0)
 
     def __post_init__(self):
         for f in fields(self):
@@ -56,9 +67,18 @@ class LabelBlindFigures:
     """The retired label-blind control's figures, on a night it ran: its valid bound at the plan's kappa, the
     smallest kappa bringing it to 0, and whether it flagged the reference."""
 
-    epsilon_lower_bound: float
-    misfit_kappa: float
-    flagged: bool
+    # stored in the warehouse; NULL where it did not run
+    epsilon_lower_bound: float = stored(
+        NUMBER, "the night's label-blind control (trained only on held-out rows the correction did not use; true eps "
+        "0 on the audited rows): its valid eps lower bound at the plan's kappa; above 0 it says the reference does "
+        "not fit day D; NULL: not run", column="label_blind_bound")
+    misfit_kappa: float = stored(
+        NUMBER, "the smallest kappa that brings the label-blind control's bound to 0: the night's measured reference "
+        "misfit (click odds off by up to a factor e^reference_misfit_kappa); NULL: not run",
+        column="reference_misfit_kappa")
+    flagged: bool = stored(
+        FLAG, "1 if the label-blind control flagged the reference (the night is untrusted: the reference does not "
+        "fit day D), 0 if it did not; NULL: not run", column="label_blind_flagged")
 
     def __post_init__(self):
         _figure(self.epsilon_lower_bound, f"{NAME}.label_blind.epsilon_lower_bound")
@@ -79,8 +99,13 @@ class ReferenceCheck:
     """
 
     calibration: str
-    checked: bool
-    note: str | None = None
+    # stored in the warehouse; NULL where no check is recorded
+    checked: bool = stored(
+        FLAG, "1 if the night checked the reference (correction and label-blind control), 0 if that was skipped "
+        "(reference_check_note says why); NULL: no reference check recorded (a row written before it, or an audit "
+        "outside the nightly flow)", column="reference_checked")
+    note: str | None = stored(TEXT, "why the reference was not (fully) checked, or what the check means for this "
+                              "night", column="reference_check_note", blank=False, default=None)
     calibration_figures: CalibrationFigures | None = None
     label_blind: LabelBlindFigures | None = field(default=None, metadata=OMIT_DEFAULT)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labeldp.errors import LabelDPInputError
+from labeldp.stored import FLAG, TEXT, stored
 
 SPLIT_TEST_LEVEL = 0.01
 TOP_CATEGORIES = 20
@@ -36,6 +37,7 @@ TOP_CATEGORIES = 20
 MIN_VALUES = 20
 KEYED_DRAW = "keyed random draw"
 TESTED = "tested"
+SPLIT_RULES = (KEYED_DRAW, TESTED)
 NUMERIC, CATEGORICAL, MISSING = "numeric", "categorical", "missing share"
 
 
@@ -55,12 +57,18 @@ class SplitTest:
     tested) or `TESTED`; for a tested split the sample sizes, every input's test, the level and whether the split
     was refused."""
 
-    rule: str
+    rule: str = stored(
+        TEXT, "the check rows' split: keyed random draw (the built-in split) or tested (a split a team supplied, "
+        "auditing.verdict.split_test); NULL: no split recorded", column="split_rule",
+        choices=lambda: SPLIT_RULES)
     level: float = SPLIT_TEST_LEVEL
     audited_rows: int = 0
     check_rows: int = 0
     tests: tuple[InputTest, ...] = ()
-    refused: bool = False
+    # stored for a tested split only (the warehouse's row leaves it NULL for the keyed draw)
+    refused: bool = stored(
+        FLAG, "1 when the split test refused the team's split (no VIOLATION trusted), 0 when it passed; NULL: not "
+        "tested", column="split_refused", default=False)
 
     @property
     def worst(self) -> InputTest | None:

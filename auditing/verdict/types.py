@@ -8,6 +8,7 @@ the math, not above it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -18,6 +19,7 @@ from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.split_test import SplitTest
+from labeldp.stored import AS_LARGEST, AS_NONE, COUNT, FLAG, NUMBER, SMALL_COUNT, TEXT, stored
 
 # The statuses of a verdict (the warehouse CHECK constraint, `results --status` and the report's badges read this
 # tuple). WEAK_PASS is a PASS whose audit could not have seen a leak of the size it would take to flag the claim
@@ -128,12 +130,23 @@ class Decision:
     (``confirm_nights``); ``check_e_value``: tonight's e-value of the check's null (1 when it did not count);
     ``family_confirmed``: the family's nights together confirmed a leak."""
 
-    decision: str
-    reason: str
-    next_step: str | None = None
-    confirm_check_rows: int | None = None
-    confirm_nights: int | None = None
-    check_e_value: float | None = None
+    # stored in the warehouse (schema version 10; NULL on controls and on rows written before them)
+    decision: str = stored(
+        TEXT, "act | unconfirmed | no_evidence | no_power (auditing.verdict.decision): what the verdict means for the "
+        "people who act on it; NULL on a control", choices=lambda: DECISIONS)
+    reason: str = stored(TEXT, "why the verdict has its decision, in one sentence", column="decision_reason")
+    next_step: str | None = stored(
+        TEXT, "the one next step; for an unconfirmed leak what would confirm it (check rows or nights)",
+        column="decision_next_step", default=None)
+    confirm_check_rows: int | None = stored(
+        COUNT, "an unconfirmed leak: about how many check rows would let the capacity check vouch for it at "
+        "tonight's margin (a planning figure); NULL: no number would, or not an unconfirmed leak", default=None)
+    confirm_nights: int | None = stored(
+        SMALL_COUNT, "an unconfirmed leak: about how many more nights like the family's average would confirm it (a "
+        "planning figure); NULL: the family's evidence is not growing, or no family", default=None)
+    check_e_value: float | None = stored(
+        NUMBER, "tonight's e-value of the capacity check's null at the claim (its exact test's p-value calibrated, "
+        "1 / (2 sqrt p)); NULL: no stratified check ran", infinite=AS_LARGEST, default=None)
     family_confirmed: bool = False
 
     @property
@@ -166,21 +179,43 @@ class TrustFigures:
     robustness_note: str | None = None
     reference_log_loss_shift: float | None = None
     feature_shift_max_psi: float | None = None
-    trust: str | None = None
-    trust_reason: str | None = None
-    detectability: str | None = None
+    # stored in the warehouse (schema version 5); NULL on rows written before them
+    trust: str | None = stored(
+        TEXT, "trusted | untrusted | reference unchecked | reference unchecked, accepted (auditing.verdict.trust): a "
+        "VIOLATION is trusted only when the capacity check vouches for it; NULL: a row written before per-verdict "
+        "trust (untrusted_reason then says whether its night was)", choices=lambda: TRUST_STATES, default=None)
+    trust_reason: str | None = stored(TEXT, "why the verdict has its trust, in one sentence", default=None)
+    detectability: str | None = stored(
+        TEXT, "what a PASS's floors are worth: measured | measured under a reference that misfits | void (the "
+        "positive control fell below its floor)", choices=lambda: DETECTABILITY, default=None)
     detectability_reason: str | None = None
-    epsilon_check: float | None = None
-    misfit_kappa_upper: float | None = None
-    check_misfit_kappa: float | None = None
-    check_rows: int | None = None
-    accepted_unchecked: bool | None = None
-    group_rule: str | None = None
-    rows_excluded_groups: int | None = None
-    group_pairs: int | None = None
-    group_label_agreement: float | None = None
-    group_label_agreement_expected: float | None = None
-    inconclusive_reason: str | None = None
+    epsilon_check: float | None = stored(
+        NUMBER, "the capacity check's kappa-free lower bound on eps (at the verdict's confidence, under the assumption "
+        "of docs/soundness.md section 8): the model on its check rows, rows of the day it never saw; a VIOLATION is "
+        "trusted only when this also exceeds the claim; NULL: the check did not run", default=None)
+    misfit_kappa_upper: float | None = stored(
+        NUMBER, "the misfit the model shows on unseen rows where the verdict's guesses are, in kappa units (upper "
+        "confidence limit); NULL: the check did not run", low=-math.inf, infinite=AS_NONE, default=None)
+    check_misfit_kappa: float | None = stored(
+        NUMBER, "the misfit the model shows on its check rows at all (their own game at kappa 0, lower confidence); "
+        "above the verdict's kappa the check sees misfit", default=None)
+    check_rows: int | None = stored(COUNT, "rows of the capacity check (0: nothing checked the reference)",
+                                    default=None)
+    accepted_unchecked: bool | None = stored(
+        FLAG, "1 when the run accepted a reference no check row could check (the verdict exits by its status, never "
+        "trusted), else 0", default=None)
+    group_rule: str | None = stored(TEXT, "how rows were grouped; NULL: no grouping applied (a row written before)",
+                                    default=None)
+    rows_excluded_groups: int | None = stored(
+        COUNT, "audited rows left out for sharing a group with another row whose label an input used", default=None)
+    group_pairs: int | None = stored(COUNT, "pairs of rows inside the day's groups (the agreement's sample)",
+                                     default=None)
+    group_label_agreement: float | None = stored(NUMBER, "share of those pairs whose labels agree", high=1.0,
+                                                 default=None)
+    group_label_agreement_expected: float | None = stored(
+        NUMBER, "share independent labels at the reference's probabilities would give (sum over y of D'(y|x_i) "
+        "D'(y|x_j))", high=1.0, default=None)
+    inconclusive_reason: str | None = stored(TEXT, "why there was nothing to bound (m = 0), else NULL", default=None)
     untrusted_reason: str | None = None
 
     @classmethod

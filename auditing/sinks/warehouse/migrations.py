@@ -426,11 +426,24 @@ def _verdict_key(ctx: Context) -> None:
     sync_choice_checks(ctx, columns=("status", "run_kind"))
 
 
+# The audit_results columns versions 5, 6, 7 and 10 added, as they added them: a migration's columns are its own,
+# never the latest schema's blocks (a figure declared later on the same record is the next migration's).
+V5_TRUST = ("trust", "trust_reason", "detectability", "epsilon_check", "misfit_kappa_upper", "check_misfit_kappa",
+            "check_rows", "accepted_unchecked", "group_rule", "rows_excluded_groups", "group_pairs",
+            "group_label_agreement", "group_label_agreement_expected", "inconclusive_reason")
+V6_ATTACK = tuple(f"attack_{name}{suffix}" for name in ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01", "auroc")
+                  for suffix in ("", "_lower", "_upper"))
+V7_FAMILY = ("family_e_value", "family_evidence", "family_flagged")
+V10_DECISIONS = ("decision", "decision_reason", "decision_next_step", "confirm_check_rows", "confirm_nights",
+                 "check_e_value", "check_rule", "check_strata", "check_matched_guesses", "check_unmatched_audited",
+                 "split_rule", "split_refused", "family_check_evidence", "family_confirmed")
+
+
 def _trust_per_verdict(ctx: Context) -> None:
     """Version 5: the verdict's trust, the capacity check's figures and the row groups, as nullable columns
     (NULL on every row written before them), and a CHECK on trust's values."""
     present = found_columns(ctx).get(RESULTS, {})
-    for name in schema.TRUST_COLUMNS:
+    for name in V5_TRUST:
         if name in present:
             continue
         column = _column(RESULTS, name)
@@ -455,12 +468,12 @@ def _add_nullable_results_columns(ctx: Context, names: tuple[str, ...]) -> None:
 
 def _attack_curve(ctx: Context) -> None:
     """Version 6: the attack curve's figures (TPR at FPR <= 0.1% and 1%, AUROC, each with its bootstrap interval)."""
-    _add_nullable_results_columns(ctx, schema.ATTACK_COLUMNS)
+    _add_nullable_results_columns(ctx, V6_ATTACK)
 
 
 def _family_evidence(ctx: Context) -> None:
     """Version 7: the model family's evidence across nights (this night's e-value, the running evidence, the flag)."""
-    _add_nullable_results_columns(ctx, schema.FAMILY_COLUMNS)
+    _add_nullable_results_columns(ctx, V7_FAMILY)
 
 
 def _slices_table(ctx: Context) -> None:
@@ -510,7 +523,7 @@ def _decisions(ctx: Context) -> None:
     """Version 10: one decision per target, the stratified capacity check's matched comparison, the split test and
     the family's kappa-free evidence, as nullable columns (NULL on every row written before them; the reader
     derives such a row's decision from its status and trust), and a CHECK on decision's values."""
-    _add_nullable_results_columns(ctx, schema.DECISION_COLUMNS)
+    _add_nullable_results_columns(ctx, V10_DECISIONS)
     sync_choice_checks(ctx, columns=("decision",))
 
 
@@ -531,12 +544,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "trust per verdict: trust (CHECK), trust_reason, detectability, the capacity check's "
                  "epsilon_check, misfit_kappa_upper, check_misfit_kappa and check_rows, accepted_unchecked, the row "
                  "groups (group_rule, rows_excluded_groups, group_pairs, group_label_agreement[_expected]) and "
-                 "inconclusive_reason; NULL on existing rows", _trust_per_verdict, adds=schema.TRUST_COLUMNS),
+                 "inconclusive_reason; NULL on existing rows", _trust_per_verdict, adds=V5_TRUST),
     Migration(6, "the attack curve (descriptive, not a bound on epsilon): attack_tpr_at_fpr_0_001, "
                  "attack_tpr_at_fpr_0_01 and attack_auroc, each with its bootstrap interval (_lower, _upper); NULL "
-                 "on existing rows", _attack_curve, adds=schema.ATTACK_COLUMNS),
+                 "on existing rows", _attack_curve, adds=V6_ATTACK),
     Migration(7, "the model family's evidence across nights (anytime-valid): family_e_value, family_evidence and "
-                 "family_flagged; NULL on existing rows", _family_evidence, adds=schema.FAMILY_COLUMNS),
+                 "family_flagged; NULL on existing rows", _family_evidence, adds=V7_FAMILY),
     Migration(8, "valid bounds per declared slice: the table audit_slices, one row per slice of a verdict (its "
                  "audit_results key, slicing, slice_name; the slices' budget and declared count, the slice's "
                  "confidence, rows, check_rows, epsilon_lower_bound, max_certifiable_epsilon, status, trust, "
@@ -555,7 +568,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                   "check_matched_guesses, check_unmatched_audited, check_e_value), the split test (split_rule, "
                   "split_refused) and the family's kappa-free evidence (family_check_evidence, family_confirmed); "
                   "NULL on existing rows, whose decision the reader derives from their status and trust",
-              _decisions, adds=schema.DECISION_COLUMNS),
+              _decisions, adds=V10_DECISIONS),
 )
 LATEST = MIGRATIONS[-1].version
 

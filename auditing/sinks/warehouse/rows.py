@@ -16,12 +16,12 @@ import hashlib
 import json
 import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
 from auditing.records.game import AttackCurve
+from auditing.result import CapacityCheck
 from auditing.sinks.warehouse.records import (
     DERIVED_DECISION,
     AuditKey,
@@ -35,7 +35,6 @@ from auditing.sinks.warehouse.reference_columns import (
     reference_check_columns,
 )
 from auditing.sinks.warehouse.schema import (
-    ATTACK_COLUMNS,
     ATTACK_FIGURES,
     CURVE_NAMES,
     FAMILY_COLUMNS,
@@ -47,22 +46,23 @@ from auditing.sinks.warehouse.schema import (
     RESULT_NAMES,
     SLICE_NAMES,
     SLICE_STATUSES,
-    TRUST_COLUMNS,
     UNRECORDED,
+    stored_declarations,
 )
 from auditing.sinks.warehouse.values import as_count as _count
 from auditing.sinks.warehouse.values import as_float as _float
 from auditing.sinks.warehouse.values import optional_float as _optional_float
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.run_kinds import check_run_kind
-from auditing.verdict.split_test import KEYED_DRAW, TESTED
-from auditing.verdict.types import DECISIONS, DETECTABILITY, STATUSES, TRUST_STATES, Verdict
+from auditing.verdict.split_test import TESTED, SplitTest
+from auditing.verdict.types import STATUSES, TRUST_STATES, Decision, TrustFigures, Verdict
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_claim, check_name, parse_date
+from labeldp.stored import COUNT, FLAG, NUMBER, SMALL_COUNT, TEXT, Stored, stored_values
 
-CHECK_RULES = ("stratified", "pooled")  # auditing.result.CapacityCheck.rule
-SPLIT_RULES = (KEYED_DRAW, TESTED)
+# The columns declared on a record's field (`schema.STORED_BLOCKS`) and their declarations.
+STORED = stored_declarations()
 
 _HASH_RE = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 LINEAGE_FIELDS = (
@@ -248,59 +248,62 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     _normalize_control_columns(row, out)
     _normalize_risk_columns(row, out)
     _normalize_kappa_columns(row, out)
+    normalize_stored(row, out)
     _normalize_reference_columns(row, out)
-    _normalize_verdict_trust_columns(row, out)
-    _normalize_attack_columns(row, out)
-    _normalize_family_columns(row, out)
-    _normalize_decision_columns(row, out)
+    _check_attack_intervals(out)
+    _check_family_figures(out)
+    _derive_decision(out)
     return {name: out[name] for name in RESULT_NAMES}
 
 
-def _normalize_decision_columns(row: Mapping, out: dict) -> None:
-    """The decision (one of `DECISIONS` or None), its text, the confirmation figures and the check's and split's
-    figures (schema version 10; all None on a row written before them)."""
-    for name, allowed in (("decision", DECISIONS), ("check_rule", CHECK_RULES), ("split_rule", SPLIT_RULES)):
-        value = row.get(name)
-        if value is not None and value not in allowed:
+def _stored_text(row: Mapping, name: str, declaration: Stored) -> str | None:
+    value = row.get(name)
+    if value is not None and declaration.choices is not None:
+        allowed = tuple(declaration.choices())
+        if value not in allowed:
             raise LabelDPInputError(f"{name} must be one of {list(allowed)} or None; got {value!r}")
-        out[name] = value
-    for name in ("decision_reason", "decision_next_step"):
-        value = row.get(name)
-        if value is not None and not isinstance(value, str):
-            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
-        out[name] = value
-    for name in ("confirm_check_rows", "confirm_nights", "check_strata", "check_matched_guesses",
-                 "check_unmatched_audited"):
-        out[name] = None if row.get(name) is None else _count(row, name)
-    for name in ("check_e_value", "family_check_evidence"):
-        out[name] = _optional_float(row, name)
-    for name in ("split_refused", "family_confirmed"):
-        out[name] = _optional_flag(row, name)
-    if out["decision"] is None and out.get("kind", "target") != "control":  # a row without one: as the reader
+    if value is not None and (not isinstance(value, str) or not (declaration.blank or value.strip())):
+        raise LabelDPInputError(f"{name} must be {'' if declaration.blank else 'non-empty '}text or None; got "
+                                f"{value!r}")
+    return value
+
+
+def _stored_count(row: Mapping, name: str, declaration: Stored) -> int | None:
+    return None if row.get(name) is None else _count(row, name)
+
+
+# How a stored column's value is checked, by its declared kind (`labeldp.stored`).
+_STORED_CHECKS = {
+    TEXT: _stored_text, COUNT: _stored_count, SMALL_COUNT: _stored_count,
+    FLAG: lambda row, name, declaration: _optional_flag(row, name),
+    NUMBER: lambda row, name, declaration: _optional_float(row, name, low=declaration.low, high=declaration.high),
+}
+
+
+def normalize_stored(row: Mapping, out: dict) -> None:
+    """Every column declared on a record's field (`schema.STORED_BLOCKS`) checked by its declared kind: a text (one
+    of its choices, if it has any), a count, a flag (0 or 1) or a number in its range; each None where absent."""
+    for name, declaration in STORED.items():
+        out[name] = _STORED_CHECKS[declaration.kind](row, name, declaration)
+
+
+def _derive_decision(out: dict) -> None:
+    """A target's row without a decision (written before them) gets the one the reader derives from its status and
+    trust (`records.stored_decision`)."""
+    if out["decision"] is None and out.get("kind", "target") != "control":
         out["decision"] = stored_decision(out["status"], out["trust"], out["detectability"], out["untrusted_reason"])
         out["decision_reason"] = out["decision_reason"] or DERIVED_DECISION
 
 
-def _normalize_family_columns(row: Mapping, out: dict) -> None:
-    """The family's figures: e-value and evidence None or >= 0, the flag None, 0 or 1, all three or none."""
-    out["family_e_value"] = _optional_float(row, "family_e_value")
-    out["family_evidence"] = _optional_float(row, "family_evidence")
-    flag = row.get("family_flagged")
-    if flag is not None and flag not in (0, 1):
-        raise LabelDPInputError(f"family_flagged must be 0, 1 or None; got {flag!r}")
-    out["family_flagged"] = None if flag is None else int(flag)
+def _check_family_figures(out: dict) -> None:
+    """The family's figures (schema version 7): all three or none."""
     given = [name for name in FAMILY_COLUMNS if out[name] is not None]
     if given and len(given) != len(FAMILY_COLUMNS):
         raise LabelDPInputError(f"{list(FAMILY_COLUMNS)}: set all three or none; got only {given}")
-    for name in ("family_e_value", "family_evidence"):
-        if out[name] is not None and not out[name] >= 0:
-            raise LabelDPInputError(f"{name} must be >= 0; got {out[name]!r}")
 
 
-def _normalize_attack_columns(row: Mapping, out: dict) -> None:
-    """The attack curve's figures: each None or in [0, 1]; an interval only beside its figure, lower <= upper."""
-    for name in ATTACK_COLUMNS:
-        out[name] = _optional_float(row, name, high=1.0)
+def _check_attack_intervals(out: dict) -> None:
+    """The attack curve's intervals: only beside their figure, lower <= upper."""
     for figure in ATTACK_FIGURES:
         value, lower, upper = (out[f"attack_{figure}{suffix}"] for suffix in ("", "_lower", "_upper"))
         if value is None and (lower is not None or upper is not None):
@@ -309,31 +312,6 @@ def _normalize_attack_columns(row: Mapping, out: dict) -> None:
         if lower is not None and upper is not None and lower > upper:
             raise LabelDPInputError(f"attack_{figure}_lower must be <= attack_{figure}_upper; got {lower!r} > "
                                     f"{upper!r}")
-
-
-def _normalize_verdict_trust_columns(row: Mapping, out: dict) -> None:
-    """trust, the capacity check's figures and the row groups (all nullable: rows written before them)."""
-    for name, allowed in (("trust", TRUST_STATES), ("detectability", DETECTABILITY)):
-        value = row.get(name)
-        if value is not None and value not in allowed:
-            raise LabelDPInputError(f"{name} must be one of {list(allowed)} or None; got {value!r}")
-        out[name] = value
-    for name in ("trust_reason", "group_rule", "inconclusive_reason"):
-        value = row.get(name)
-        if value is not None and not isinstance(value, str):
-            raise LabelDPInputError(f"{name} must be text or None; got {value!r}")
-        out[name] = value
-    for name in ("epsilon_check", "check_misfit_kappa"):
-        out[name] = _optional_float(row, name)
-    out["misfit_kappa_upper"] = _optional_float(row, "misfit_kappa_upper", low=-math.inf)
-    for name in ("group_label_agreement", "group_label_agreement_expected"):
-        out[name] = _optional_float(row, name, high=1.0)
-    for name in ("check_rows", "rows_excluded_groups", "group_pairs"):
-        out[name] = None if row.get(name) is None else _count(row, name)
-    accepted = row.get("accepted_unchecked")
-    if accepted is not None and accepted not in (0, 1):
-        raise LabelDPInputError(f"accepted_unchecked must be 0, 1 or None; got {accepted!r}")
-    out["accepted_unchecked"] = None if accepted is None else int(accepted)
 
 
 def _optional_flag(row: Mapping, name: str) -> int | None:
@@ -381,20 +359,7 @@ def _normalize_reference_columns(row: Mapping, out: dict) -> None:
         raise LabelDPInputError(f"reference_calibration must be one of {list(REFERENCE_CALIBRATIONS)} or None; "
                                 f"got {calibration!r}")
     out["reference_calibration"] = calibration
-    for column in ("calibration_rows_fit", "calibration_rows_validation", "calibration_rounds"):
-        out[column] = None if row.get(column) is None else _count(row, column)
-    for column in ("calibration_log_loss_before", "calibration_log_loss_after"):
-        out[column] = _optional_float(row, column)
-    for column in ("calibration_ece_before", "calibration_ece_after"):
-        out[column] = _optional_float(row, column, high=1.0)
-    out["label_blind_bound"] = _optional_float(row, "label_blind_bound")
-    out["reference_misfit_kappa"] = _optional_float(row, "reference_misfit_kappa")
-    out["label_blind_flagged"] = _optional_flag(row, "label_blind_flagged")
-    out["reference_checked"] = _optional_flag(row, "reference_checked")
-    note = row.get("reference_check_note")
-    if note is not None and (not isinstance(note, str) or not note.strip()):
-        raise LabelDPInputError(f"reference_check_note must be non-empty text or None; got {note!r}")
-    out["reference_check_note"] = note
+    note = out["reference_check_note"]  # the check's columns are checked by their kinds (normalize_stored)
     groups = {"calibration figures": list(CALIBRATION_FIGURES.values()),
               "label-blind figures": list(LABEL_BLIND_FIGURES.values())}
     present = {}
@@ -647,13 +612,9 @@ def audit_record(
         "fdp_curve": curve_kind,
         "gdp_mu_lower_bound": result.gdp_mu_lower_bound if curve_kind is not None else None,
         **reference_check_columns(verdict.reference_check, calibration),
-        **trust_columns(verdict),
-        **attack_columns(result.attack_curve),
-        "family_e_value": None if family is None else _stored_family_figure(family.e_value),
-        "family_evidence": None if family is None else _stored_family_figure(family.evidence),
-        "family_flagged": None if family is None else int(family.flagged),
-        "family_check_evidence": None if family is None else _stored_family_figure(family.check_evidence),
-        "family_confirmed": None if family is None else int(family.confirmed),
+        **stored_values(TrustFigures, verdict.trust_figures()),
+        **stored_values(AttackCurve, result.attack_curve),
+        **stored_values(NightEvidence, family),
         **decision_columns(verdict),
     }
     row = ResultRow(**normalize_row(row))
@@ -661,48 +622,17 @@ def audit_record(
     return row, normalize_curve(curve, row.key)
 
 
-def _stored_family_figure(value: float) -> float:
-    """A family figure as stored: an evidence beyond the largest double (inf) is stored as the largest double."""
-    return float(value) if math.isfinite(value) else float(sys.float_info.max)
-
-
 def decision_columns(verdict: Verdict) -> dict:
-    """The decision, the stratified check's matched comparison and the split test of a verdict (schema version 10);
-    the decision's columns are None for a control."""
-    decision, check, split = verdict.decision, verdict.result.capacity_check, verdict.split_test
-    ran = check is not None and check.checked
-    return {
-        "decision": None if decision is None else decision.decision,
-        "decision_reason": None if decision is None else decision.reason,
-        "decision_next_step": None if decision is None else decision.next_step,
-        "confirm_check_rows": None if decision is None else decision.confirm_check_rows,
-        "confirm_nights": None if decision is None else decision.confirm_nights,
-        "check_e_value": None if decision is None or decision.check_e_value is None
-        else _stored_family_figure(decision.check_e_value),
-        "check_rule": check.rule if ran else None,
-        "check_strata": check.strata if ran else None,
-        "check_matched_guesses": check.matched_check_guesses if ran else None,
-        "check_unmatched_audited": check.unmatched_bound_guesses if ran else None,
-        "split_rule": None if split is None else split.rule,
-        "split_refused": None if split is None or split.rule != TESTED else int(split.refused),
-    }
-
-
-def attack_columns(curve: AttackCurve | None) -> dict:
-    """The attack curve's figures as columns (`schema.ATTACK_COLUMNS`); all None for a result without one."""
-    return {f"attack_{name}": None if curve is None else getattr(curve, name)
-            for name in (f"{figure}{suffix}" for figure in ATTACK_FIGURES for suffix in ("", "_lower", "_upper"))}
-
-
-def trust_columns(verdict: Verdict) -> dict:
-    """The trust, capacity-check and row-group columns of a verdict (`Verdict.trust_figures` names them)."""
-    figures = verdict.trust_figures()
-    out = {name: getattr(figures, name) for name in TRUST_COLUMNS}
-    out["accepted_unchecked"] = int(bool(figures.accepted_unchecked))
-    upper = out["misfit_kappa_upper"]
-    if upper is not None and math.isinf(upper):  # no check row reached the threshold: no finite limit to store
-        out["misfit_kappa_upper"] = None
-    return out
+    """The decision, the stratified check's matched comparison and the split test of a verdict (schema version 10):
+    the decision's columns None for a control, the check's where it did not run, split_refused for a split not
+    tested."""
+    check, split = verdict.result.capacity_check, verdict.split_test
+    columns = {**stored_values(Decision, verdict.decision),
+               **stored_values(CapacityCheck, check if check is not None and check.checked else None),
+               **stored_values(SplitTest, split)}
+    if split is not None and split.rule != TESTED:
+        columns["split_refused"] = None
+    return columns
 
 
 def _json_default(value: Any) -> Any:

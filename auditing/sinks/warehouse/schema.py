@@ -16,8 +16,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auditing.records.game import AttackCurve
+from auditing.result import CapacityCheck
+from auditing.verdict.family_evidence import NightEvidence
+from auditing.verdict.reference_check import CalibrationFigures, LabelBlindFigures, ReferenceCheck
 from auditing.verdict.run_kinds import RUN_KINDS
-from auditing.verdict.types import DECISIONS, INCONCLUSIVE, PASS, STATUSES, TRUST_STATES, VIOLATION
+from auditing.verdict.split_test import SplitTest
+from auditing.verdict.types import (
+    DECISIONS,
+    INCONCLUSIVE,
+    PASS,
+    STATUSES,
+    TRUST_STATES,
+    VIOLATION,
+    Decision,
+    TrustFigures,
+)
+from labeldp.stored import Stored, stored_fields
 
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
@@ -84,6 +99,49 @@ _KEY = (
            "scoring_key, audit_config_hash, night_fingerprint): other inputs, another row; 'unrecorded' on rows "
            "written before schema version 9"),
 )
+
+# The blocks of audit_results whose columns are declared on a record's fields (`labeldp.stored`; docs/warehouse.md:
+# adding a stored figure): block -> the (record, group) pairs whose stored fields fill it, in table order. Each
+# column is filled from its record (`auditing.sinks.warehouse.rows.stored_values`; NULL when the row has no such
+# record) and checked by its declared kind (`auditing.sinks.warehouse.rows.normalize_stored`).
+STORED_BLOCKS: dict[str, tuple[tuple[type, str], ...]] = {
+    # trust per verdict (auditing.verdict.trust), the capacity check (auditing.verdict.capacity_check) and the row
+    # groups (auditing.game.row_groups): `Verdict.trust_figures`
+    "trust": ((TrustFigures, ""),),
+    # repetition 0's attack read as a classifier of the coin (auditing.game.attack_curve, docs/attack-curve.md)
+    "attack": ((AttackCurve, ""),),
+    # the model family's evidence across nights (auditing.verdict.family_evidence)
+    "family": ((NightEvidence, ""),),
+    # the night's reference check: the correction's figures, the retired label-blind control's, whether it ran
+    "reference": ((CalibrationFigures, ""), (LabelBlindFigures, ""), (ReferenceCheck, "")),
+    # the decision, the stratified check's figures, the split test and the check's family evidence
+    "decision": ((Decision, ""), (CapacityCheck, ""), (SplitTest, ""), (NightEvidence, "decision")),
+}
+
+
+def stored_block(block: str) -> tuple[Column, ...]:
+    """The nullable columns of ``block`` (`STORED_BLOCKS`), each as its record's field declares it."""
+    return tuple(Column(column, declaration.kind.column, True, declaration.comment)
+                 for record, group in STORED_BLOCKS[block] for _, column, declaration in stored_fields(record, group))
+
+
+def stored_declarations() -> dict[str, Stored]:
+    """column -> its declaration (`labeldp.stored.Stored`), for every column of `STORED_BLOCKS`, in table order."""
+    return {column: declaration for pairs in STORED_BLOCKS.values() for record, group in pairs
+            for _, column, declaration in stored_fields(record, group)}
+
+
+TRUST, ATTACK, FAMILY, REFERENCE, DECISION = (stored_block(block) for block in
+                                              ("trust", "attack", "family", "reference", "decision"))
+TRUST_COLUMNS = tuple(c.name for c in TRUST)
+# The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
+ATTACK_FIGURES = AttackCurve.FIGURES
+ATTACK_COLUMNS = tuple(c.name for c in ATTACK)
+# The family's evidence across nights (schema version 7).
+FAMILY_COLUMNS = tuple(c.name for c in FAMILY)
+# The decision, the stratified check's figures, the split test and the check's family evidence (schema version 10).
+DECISION_COLUMNS = tuple(c.name for c in DECISION)
+
 
 RESULT_COLUMNS: tuple[Column, ...] = (
     *_KEY,
@@ -192,37 +250,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("reference_calibration", "text", True,
            "how the reference M' was corrected on day D before the game: boost | none (the raw "
            "M'); NULL: a row written before the correction existed (raw M')"),
-    Column("calibration_rows_fit", "bigint", True,
-           "reference correction: rows of day D it was fitted on (a keyed share of the training rows, left out of "
-           "every game; held-out rows in rows written before 2026-11-29); NULL: no correction ran"),
-    Column("calibration_rows_validation", "bigint", True,
-           "reference correction: rows of day D of its share, not used to fit it, on which the before/after figures "
-           "were measured"),
-    Column("calibration_rounds", "integer", True, "reference correction: boosting rounds kept"),
-    Column("calibration_log_loss_before", "double", True,
-           "reference correction: M' log-loss on the validation rows before the correction"),
-    Column("calibration_log_loss_after", "double", True,
-           "reference correction: the corrected M' log-loss on the validation rows"),
-    Column("calibration_ece_before", "double", True,
-           "reference correction: M' expected calibration error on the validation rows before the correction"),
-    Column("calibration_ece_after", "double", True,
-           "reference correction: the corrected M' expected calibration error on the validation rows"),
-    Column("label_blind_bound", "double", True,
-           "the night's label-blind control (trained only on held-out rows the correction did not use; true eps 0 "
-           "on the audited rows): its valid eps lower bound at the plan's kappa; above 0 it says the reference "
-           "does not fit day D; NULL: not run"),
-    Column("reference_misfit_kappa", "double", True,
-           "the smallest kappa that brings the label-blind control's bound to 0: the night's measured reference "
-           "misfit (click odds off by up to a factor e^reference_misfit_kappa); NULL: not run"),
-    Column("label_blind_flagged", "integer", True,
-           "1 if the label-blind control flagged the reference (the night is untrusted: the reference does not fit "
-           "day D), 0 if it did not; NULL: not run"),
-    Column("reference_checked", "integer", True,
-           "1 if the night checked the reference (correction and label-blind control), 0 if that was skipped "
-           "(reference_check_note says why); NULL: no reference check recorded (a row written before it, or an "
-           "audit outside the nightly flow)"),
-    Column("reference_check_note", "text", True,
-           "why the reference was not (fully) checked, or what the check means for this night"),
+    *REFERENCE,  # the night's reference check (auditing.verdict.reference_check), declared on its records
     Column("fdp_curve", "text", True,
            "method fdp: the f-DP curve Algorithm 3 ran on: eps-delta (the (eps, delta) trade-off curve itself, "
            "valid for every mechanism); NULL for binomial, and on fdp rows written before kappa, which used the "
@@ -232,106 +260,19 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement "
            "about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it"),
     # trust per verdict (auditing.verdict.trust) and the capacity check (auditing.verdict.capacity_check); NULL on rows written
-    # before them
-    Column("trust", "text", True,
-           "trusted | untrusted | reference unchecked | reference unchecked, accepted (auditing.verdict.trust): a VIOLATION "
-           "is trusted only when the capacity check vouches for it; NULL: a row written before per-verdict trust "
-           "(untrusted_reason then says whether its night was)"),
-    Column("trust_reason", "text", True, "why the verdict has its trust, in one sentence"),
-    Column("detectability", "text", True,
-           "what a PASS's floors are worth: measured | measured under a reference that misfits | void (the "
-           "positive control fell below its floor)"),
-    Column("epsilon_check", "double", True,
-           "the capacity check's kappa-free lower bound on eps (at the verdict's confidence, under the assumption of "
-           "docs/soundness.md section 8): the model on its check rows, rows of the day it never saw; a VIOLATION is "
-           "trusted only when this also exceeds the claim; NULL: the check did not run"),
-    Column("misfit_kappa_upper", "double", True,
-           "the misfit the model shows on unseen rows where the verdict's guesses are, in kappa units (upper "
-           "confidence limit); NULL: the check did not run"),
-    Column("check_misfit_kappa", "double", True,
-           "the misfit the model shows on its check rows at all (their own game at kappa 0, lower confidence); "
-           "above the verdict's kappa the check sees misfit"),
-    Column("check_rows", "bigint", True, "rows of the capacity check (0: nothing checked the reference)"),
-    Column("accepted_unchecked", "integer", True,
-           "1 when the run accepted a reference no check row could check (the verdict exits by its status, never "
-           "trusted), else 0"),
-    # rows whose labels move together (auditing.game.row_groups)
-    Column("group_rule", "text", True, "how rows were grouped; NULL: no grouping applied (a row written before)"),
-    Column("rows_excluded_groups", "bigint", True,
-           "audited rows left out for sharing a group with another row whose label an input used"),
-    Column("group_pairs", "bigint", True, "pairs of rows inside the day's groups (the agreement's sample)"),
-    Column("group_label_agreement", "double", True, "share of those pairs whose labels agree"),
-    Column("group_label_agreement_expected", "double", True,
-           "share independent labels at the reference's probabilities would give (sum over y of D'(y|x_i) D'(y|x_j))"),
-    Column("inconclusive_reason", "text", True, "why there was nothing to bound (m = 0), else NULL"),
+    # before them. This block and the three below are declared on their records' fields (STORED_BLOCKS).
+    *TRUST,
     # repetition 0's attack read as a classifier of the coin (auditing.game.attack_curve, docs/attack-curve.md):
     # descriptive, never a bound on epsilon; NULL on rows written before it and where it has no positive or negative
-    *(Column(f"attack_{name}{suffix}", "double", True, f"{text}{what}")
-      for name, text in (
-          ("tpr_at_fpr_0_001", "attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable "
-                               "points with FPR <= 0.1% (positive: the training label was released)"),
-          ("tpr_at_fpr_0_01", "attack ROC (descriptive, not a bound on epsilon): largest TPR among the achievable "
-                              "points with FPR <= 1% (positive: the training label was released)"),
-          ("auroc", "attack ROC (descriptive, not a bound on epsilon): area under the empirical ROC of the signed "
-                    "score, ties within a bin counted one half"))
-      for suffix, what in (("", ""), ("_lower", "; lower end of its 95% bootstrap interval"),
-                           ("_upper", "; upper end of its 95% bootstrap interval"))),
+    *ATTACK,
     # the model family's evidence across nights (auditing.verdict.family_evidence, docs/soundness.md section 10):
     # NULL for controls, other run kinds, rows written before it and a night whose warehouse could not be read
-    Column("family_e_value", "double", True, "this night's e-value against the claim in its family's test "
-           "(1: the night does not count)"),
-    Column("family_evidence", "double", True, "the family's evidence after this night: the running mixture of e-values, "
-           "anytime-valid; flagged at 1/alpha"),
-    Column("family_flagged", "integer", True, "1 once the family's evidence has reached 1/alpha (alpha 0.05) on or "
-           "before this night, else 0"),
+    *FAMILY,
     # one decision per target (auditing.verdict.decision, docs/decisions.md), the stratified capacity check's
     # matched comparison, the split test, the check's evidence across nights (schema version 10); NULL on controls
     # and on rows written before them (the reader derives a stored row's decision from its status and trust)
-    Column("decision", "text", True,
-           "act | unconfirmed | no_evidence | no_power (auditing.verdict.decision): what the verdict means for the "
-           "people who act on it; NULL on a control"),
-    Column("decision_reason", "text", True, "why the verdict has its decision, in one sentence"),
-    Column("decision_next_step", "text", True,
-           "the one next step; for an unconfirmed leak what would confirm it (check rows or nights)"),
-    Column("confirm_check_rows", "bigint", True,
-           "an unconfirmed leak: about how many check rows would let the capacity check vouch for it at tonight's "
-           "margin (a planning figure); NULL: no number would, or not an unconfirmed leak"),
-    Column("confirm_nights", "integer", True,
-           "an unconfirmed leak: about how many more nights like the family's average would confirm it (a planning "
-           "figure); NULL: the family's evidence is not growing, or no family"),
-    Column("check_e_value", "double", True,
-           "tonight's e-value of the capacity check's null at the claim (its exact test's p-value calibrated, "
-           "1 / (2 sqrt p)); NULL: no stratified check ran"),
-    Column("check_rule", "text", True,
-           "how the capacity check compared the sides: stratified (like with like) or pooled (a result stored "
-           "before strata: it vouches for nothing); NULL: the check did not run"),
-    Column("check_strata", "integer", True, "strata of guessed views the capacity check matched"),
-    Column("check_matched_guesses", "bigint", True, "check guesses the composition matching kept"),
-    Column("check_unmatched_audited", "bigint", True,
-           "audited guesses in strata with no check guess (left out: the worst case)"),
-    Column("split_rule", "text", True,
-           "the check rows' split: keyed random draw (the built-in split) or tested (a split a team supplied, "
-           "auditing.verdict.split_test); NULL: no split recorded"),
-    Column("split_refused", "integer", True,
-           "1 when the split test refused the team's split (no VIOLATION trusted), 0 when it passed; NULL: not tested"),
-    Column("family_check_evidence", "double", True,
-           "the family's kappa-free evidence after this night: the product of the check's e-values (section 10.2)"),
-    Column("family_confirmed", "integer", True,
-           "1 once the family's check evidence and its kappa-based evidence have both reached 1/alpha (alpha 0.05) "
-           "on or before this night: a confirmed leak, act; else 0"),
+    *DECISION,
 )
-TRUST_COLUMNS = ("trust", "trust_reason", "detectability", "epsilon_check", "misfit_kappa_upper",
-                 "check_misfit_kappa", "check_rows", "accepted_unchecked", "group_rule", "rows_excluded_groups",
-                 "group_pairs", "group_label_agreement", "group_label_agreement_expected", "inconclusive_reason")
-# The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
-ATTACK_FIGURES = ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01", "auroc")
-ATTACK_COLUMNS = tuple(f"attack_{name}{suffix}" for name in ATTACK_FIGURES for suffix in ("", "_lower", "_upper"))
-# The family's evidence across nights (schema version 7).
-FAMILY_COLUMNS = ("family_e_value", "family_evidence", "family_flagged")
-# The decision, the stratified check's figures, the split test and the check's family evidence (schema version 10).
-DECISION_COLUMNS = ("decision", "decision_reason", "decision_next_step", "confirm_check_rows", "confirm_nights",
-                    "check_e_value", "check_rule", "check_strata", "check_matched_guesses", "check_unmatched_audited",
-                    "split_rule", "split_refused", "family_check_evidence", "family_confirmed")
 
 CURVE_COLUMNS: tuple[Column, ...] = (
     *_KEY,

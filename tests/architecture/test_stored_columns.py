@@ -1,0 +1,205 @@
+"""A stored figure is declared once, on its record's field (`labeldp.stored`): the warehouse's table, the row's values
+and the row's checks are read from there (docs/warehouse.md: adding a stored figure).
+
+Kept honest here: every column of the blocks read from records (`schema.STORED_BLOCKS`: the columns migrations 5, 6,
+7 and 10 added) is declared on exactly one record field; a field declared on any record of auditing/ is a column of
+audit_results, in one of those blocks, and added by exactly one migration. A column the schema lists but no field
+declares, or a field declaring a column the schema lacks, fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pytest
+
+import auditing
+from auditing.sinks.warehouse import migrations, schema
+from auditing.sinks.warehouse.rows import normalize_row
+from labeldp.errors import LabelDPInputError
+from labeldp.stored import (
+    AS_LARGEST,
+    AS_NONE,
+    FLAG,
+    NUMBER,
+    TEXT,
+    Stored,
+    from_stored,
+    stored,
+    stored_fields,
+    stored_values,
+)
+from tests.support.warehouse_rows import make_row
+
+# The migrations whose columns are declared on records' fields, and the baseline's (version 1) that are.
+CONVERTED_VERSIONS = (5, 6, 7, 10)
+CONVERTED_BASELINE = ("calibration_rows_fit", "calibration_rows_validation", "calibration_rounds",
+                      "calibration_log_loss_before", "calibration_log_loss_after", "calibration_ece_before",
+                      "calibration_ece_after", "label_blind_bound", "reference_misfit_kappa", "label_blind_flagged",
+                      "reference_checked", "reference_check_note")
+
+
+def _records_with_stored_fields() -> list[type]:
+    """Every dataclass defined in a module of auditing/ with at least one stored field."""
+    found = []
+    for info in pkgutil.walk_packages(auditing.__path__, "auditing."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__
+                    and stored_fields(value)):
+                found.append(value)
+    return found
+
+
+def stored_column_problems(expected: Sequence[str], table: Sequence[str], records: Sequence[type],
+                           blocks: Mapping[str, Sequence[tuple[type, str]]],
+                           migration_adds: Mapping[int, Sequence[str]], baseline: Sequence[str]) -> list[str]:
+    """What breaks "one column, one declaration": ``expected`` the columns the blocks must hold, ``table`` the
+    table's columns, ``records`` every record with stored fields, ``blocks`` `schema.STORED_BLOCKS`,
+    ``migration_adds`` version -> the columns it adds, ``baseline`` the columns of version 1."""
+    declared = defaultdict(list)  # column -> the fields declaring it
+    for record in records:
+        for name, column, _ in stored_fields(record):
+            declared[column].append(f"{record.__name__}.{name}")
+    in_blocks = defaultdict(list)
+    for block, pairs in blocks.items():
+        for record, group in pairs:
+            for _, column, _ in stored_fields(record, group):
+                in_blocks[column].append(block)
+    problems = [f"{column}: listed in the schema's stored blocks but declared on no record field"
+                for column in expected if column not in declared]
+    for column, fields in declared.items():
+        if len(fields) != 1:
+            problems.append(f"{column}: declared on {len(fields)} fields {fields}; one figure, one field")
+        if column not in table:
+            problems.append(f"{column}: declared on {fields} but not a column of audit_results")
+        if len(in_blocks[column]) != 1:
+            problems.append(f"{column}: declared on {fields} but in {len(in_blocks[column])} stored blocks "
+                            f"{in_blocks[column]} (schema.STORED_BLOCKS)")
+        adding = [version for version, adds in migration_adds.items() if column in adds]
+        if len(adding) != (0 if column in baseline else 1):
+            problems.append(f"{column}: declared on {fields} but added by {len(adding)} migrations {adding}"
+                            + (" (a column of version 1)" if column in baseline else ""))
+    return problems
+
+
+def _real() -> dict:
+    return {"expected": [*CONVERTED_BASELINE, *(c for v in CONVERTED_VERSIONS for c in migrations.MIGRATIONS[v - 1].adds)],
+            "table": schema.RESULT_NAMES, "records": _records_with_stored_fields(), "blocks": schema.STORED_BLOCKS,
+            "migration_adds": {m.version: m.adds for m in migrations.MIGRATIONS},
+            "baseline": tuple(c.name for c in migrations.expected_tables(1)["audit_results"])}
+
+
+def test_every_stored_column_is_declared_on_exactly_one_record_field():
+    real = _real()
+    assert all(migrations.MIGRATIONS[v - 1].version == v for v in CONVERTED_VERSIONS)
+    assert stored_column_problems(**real) == []
+    declared = [column for record in real["records"] for _, column, _ in stored_fields(record)]
+    assert sorted(declared) == sorted(real["expected"])
+
+
+def test_the_blocks_keep_the_table_order_and_each_declaration_is_the_column():
+    """A block's columns stand together in audit_results, in its records' field order, each with the kind and the
+    comment its field declares."""
+    by_name = {c.name: c for c in schema.RESULT_COLUMNS}
+    names = list(schema.RESULT_NAMES)
+    for block in schema.STORED_BLOCKS:
+        columns = schema.stored_block(block)
+        start = names.index(columns[0].name)
+        assert tuple(names[start:start + len(columns)]) == tuple(c.name for c in columns), block
+        for column in columns:
+            declaration = schema.stored_declarations()[column.name]
+            assert by_name[column.name] == column
+            assert (column.kind, column.comment, column.nullable) == (declaration.kind.column, declaration.comment, True)
+
+
+# Toy records for the check's own test: a column the schema lacks, a column declared twice, a column not declared.
+@dataclass(frozen=True)
+class _Owner:
+    owner: str | None = stored(TEXT, "the team that owns the model", default=None)
+
+
+@dataclass(frozen=True)
+class _Twice:
+    trust: str | None = stored(TEXT, "trust again", default=None)
+    trusted: str | None = stored(TEXT, "trust a third time", column="trust", default=None)
+
+
+def test_the_check_fails_a_column_declared_but_not_in_the_schema():
+    real = _real()
+    problems = stored_column_problems(**{**real, "records": [*real["records"], _Owner]})
+    assert problems == ["owner: declared on ['_Owner.owner'] but not a column of audit_results",
+                        "owner: declared on ['_Owner.owner'] but in 0 stored blocks [] (schema.STORED_BLOCKS)",
+                        "owner: declared on ['_Owner.owner'] but added by 0 migrations []"]
+
+
+def test_the_check_fails_a_column_listed_in_the_schema_but_not_declared():
+    real = _real()
+    records = [r for r in real["records"] if r.__name__ != "NightEvidence"]
+    problems = stored_column_problems(**{**real, "records": records})
+    assert [p.split(":")[0] for p in problems] == [*migrations.V7_FAMILY, "family_check_evidence",
+                                                   "family_confirmed"]
+    assert all("declared on no record field" in p for p in problems)
+
+
+def test_the_check_fails_a_column_declared_twice():
+    real = _real()
+    problems = stored_column_problems(**{**real, "records": [*real["records"], _Twice]})
+    assert problems[0].startswith("trust: declared on 3 fields ['TrustFigures.trust', '_Twice.trust', "
+                                  "'_Twice.trusted']")
+
+
+# ---------------------------------------------------------------------------------------------- filled and checked
+@dataclass(frozen=True)
+class _Figures:
+    flagged: bool = stored(FLAG, "a flag", default=False)
+    evidence: float = stored(NUMBER, "an evidence", column="toy_evidence", infinite=AS_LARGEST, default=1.0)
+    upper: float | None = stored(NUMBER, "an upper limit", low=-float("inf"), infinite=AS_NONE, default=None)
+
+
+def test_a_record_is_stored_by_its_declarations_and_none_without_a_record():
+    assert stored_values(_Figures, _Figures(True, float("inf"), float("inf"))) == {
+        "flagged": 1, "toy_evidence": 1.7976931348623157e308, "upper": None}
+    assert stored_values(_Figures, _Figures(False, 2.0, -1.5)) == {"flagged": 0, "toy_evidence": 2.0, "upper": -1.5}
+    assert stored_values(_Figures, None) == {"flagged": None, "toy_evidence": None, "upper": None}
+
+
+def test_a_declaration_refuses_an_unknown_kind_or_infinity_rule():
+    with pytest.raises(ValueError, match="stored kind"):
+        Stored("text", "a comment")
+    with pytest.raises(ValueError, match="infinite"):
+        Stored(NUMBER, "a comment", infinite="zero")
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("check_rule", "sideways", r"check_rule must be one of \['stratified', 'pooled'\] or None"),
+    ("split_rule", "by hand", r"split_rule must be one of \['keyed random draw', 'tested'\] or None"),
+    ("decision_reason", 3, "decision_reason must be text or None"),
+    ("check_strata", -1, "check_strata must be a whole number >= 0"),
+    ("family_confirmed", 2, "family_confirmed must be 0, 1"),
+    ("split_refused", 1.0, "split_refused must be 0, 1"),
+    ("group_label_agreement", 1.5, r"group_label_agreement must be a finite number in \[0, 1\]"),
+    ("attack_auroc_upper", -0.1, r"attack_auroc_upper must be a finite number in \[0, 1\]"),
+    ("check_e_value", -1.0, "check_e_value must be a finite number >= 0"),
+    ("reference_check_note", "  ", "reference_check_note must be non-empty text or None"),
+    ("calibration_rounds", 1.5, "calibration_rounds must be a whole number >= 0"),
+])
+def test_a_stored_column_is_checked_by_its_declared_kind(column, value, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], column: value})
+
+
+def test_a_record_is_read_back_from_its_stored_columns():
+    row = type("Row", (), {"flagged": 1, "toy_evidence": 2.5, "upper": None})()
+    assert from_stored(_Figures, row) == {"flagged": True, "evidence": 2.5, "upper": None}
+
+
+def test_misfit_kappa_upper_may_be_negative_as_declared():
+    assert normalize_row({**make_row()[0], "misfit_kappa_upper": -0.5})["misfit_kappa_upper"] == -0.5
