@@ -1,6 +1,6 @@
 """Benchmark: slices against a planted leak and against a compliant model (docs/slices.md).
 
-Worlds (seeded, built here, as tests/auditing/test_slices.py's): click rates D(1 | x) of 1-30%, labels from D, binary
+Worlds (seeded, tests/support/rr_slice_worlds.py's): click rates D(1 | x) of 1-30%, labels from D, binary
 randomized response at eps 1 on every row, the target the Bayes posterior under RR at eps 1, the reference D.
 - planted: on 5% of the rows (category 0 of 20) the mechanism does not randomize (eps 20); the model's outputs
   have the same size everywhere. Claim 1. Per seed: the global valid bound and status, and the slice audit
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from auditing.audit import run_audit
 from auditing.slices import audit_slices
 from auditing.verdict.judge import judge
-from tests.auditing.test_slices import rr_world
+from tests.support.rr_slice_worlds import rr_world
 
 SLICINGS = ["column:category:top=20", "prior-deciles", "shown-label"]
 

@@ -1,14 +1,16 @@
 """Valid bounds per slice (auditing.slices, docs/slices.md), tested against a truth built here.
 
-The worlds are seeded numpy simulations written out in this file: per-row click rates D(1 | x) of 1-30% stand
-for the features, training labels are drawn from D, the mechanism is binary randomized response at a known eps
-(per slice, for the planted leak), and the target model is the Bayes posterior P[y = 1 | released label] under D
-for the mechanism it claims, the strongest attacker against RR. The reference is D itself (kappa 0 holds) or D
+The worlds are seeded numpy simulations (tests/support/rr_slice_worlds.py): per-row click rates D(1 | x) of 1-30%
+stand for the features, training labels are drawn from D, the mechanism is binary randomized response at a known
+eps (per slice, for the planted leak), and the target model is the Bayes posterior P[y = 1 | released label] under
+D for the mechanism it claims, the strongest attacker against RR. The reference is D itself (kappa 0 holds) or D
 with moved logits (kappa computed from the construction).
 
 The claim tested: over the S declared slices, the chance that ANY slice's valid bound exceeds the true eps is at
 most the slices' budget. Over N trials the number K of trials with an exceedance must not be significantly above
 budget * N: scipy.stats.binomtest(K, N, budget, alternative="greater").pvalue > SIGNIFICANCE.
+
+The ``audit-scores`` command's slices: tests/flows/commands/test_audit_scores.py.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ import itertools
 import json
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
@@ -30,29 +30,12 @@ from auditing.result import AuditResult
 from auditing.slices import SLICING_KINDS, ColumnValues, audit_slices, parse_slicing
 from auditing.verdict.judge import judge
 from auditing.verdict.types import INCONCLUSIVE, PASS, VIOLATION
-from flows.cli import main as cli_main
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
+from tests.support.rr_slice_worlds import rr_world
 
 SIGNIFICANCE = 1e-3
 BUDGET = 0.05
-
-
-def rr_world(rng, n: int, eps: float, *, leak_eps: float | None = None, categories: int = 20, logit_shift=0.0):
-    """(p_target, p_reference, labels, category, kappa): RR at ``eps`` on every row (``leak_eps`` on category 0),
-    the target the posterior under the claimed ``eps``; the reference D with its logits moved by ``logit_shift``."""
-    p = np.exp(rng.uniform(np.log(0.01), np.log(0.3), n))
-    category = rng.integers(0, categories, n)
-    y = (rng.random(n) < p).astype(np.int64)
-    actual = np.full(n, eps) if leak_eps is None else np.where(category == 0, leak_eps, eps)
-    keep = np.exp(actual) / (1.0 + np.exp(actual))
-    released = np.where(rng.random(n) < keep, y, 1 - y)
-    k = np.exp(eps) / (1.0 + np.exp(eps))
-    like1, like0 = np.where(released == 1, k, 1 - k), np.where(released == 0, k, 1 - k)
-    target = p * like1 / (p * like1 + (1 - p) * like0)
-    reference = 1.0 / (1.0 + np.exp(-(np.log(p) - np.log1p(-p) + logit_shift)))
-    kappa = float(max(np.abs(np.log(reference) - np.log(p)).max(), np.abs(np.log1p(-reference) - np.log1p(-p)).max()))
-    return target, reference, y, category, kappa
 
 
 def exceedances(trials: int, n: int, slicings, *, game: GameConfig, bound: BoundConfig, logit_shift=0.0,
@@ -171,23 +154,6 @@ def test_the_registry_lists_every_kind():
     assert SLICING_KINDS.names() == ("column", "group", "prior-deciles", "shown-label")
 
 
-def test_audit_scores_slices_and_refuses_the_training_label(tmp_path, capsys):
-    target, reference, y, category, _ = rr_world(np.random.default_rng(4), 40_000, 1.0, leak_eps=20.0)
-    path = tmp_path / "scores.parquet"
-    pq.write_table(pa.table({"row_id": np.arange(40_000), "label": y, "p_target": target, "p_reference": reference,
-                             "market": pa.array([f"m{c}" for c in category]).dictionary_encode()}), path)
-    assert cli_main(["audit-scores", str(path), "--claimed-epsilon", "1", "--slice", "column:market=m0,m1",
-                     "--slice", "shown-label", "--json", "--quiet"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["slices"]["declared"] == 4 and out["slices"]["confidence"] == pytest.approx(1 - 0.05 / 4)
-    assert out["slices"]["slices"][0]["name"] == "market=m0"
-    assert out["slices"]["slices"][0]["status"] == "VIOLATION", out["status"]
-    assert cli_main(["audit-scores", str(path), "--slice", "column:label", "--quiet"]) == 2
-    assert "training label" in capsys.readouterr().err
-    assert cli_main(["audit-scores", str(path), "--slice-budget", "0.1", "--quiet"]) == 2
-    assert "--slice-budget needs" in capsys.readouterr().err
-
-
 def test_slices_replay_the_nights_coins():
     """With a night, a slice holding every row is still the global game (the same keyed coins)."""
     import datetime as dt
@@ -201,31 +167,6 @@ def test_slices_replay_the_nights_coins():
     other = run_audit(target, reference, y, None, config_game, BoundConfig(confidence=whole.confidence))
     assert whole.slices[0].epsilon_lower_bound == alone.epsilon_lower_bound
     assert whole.slices[0].selected_correct == alone.selected_correct != other.selected_correct
-
-
-def test_slices_play_only_the_rows_the_grouping_leaves(tmp_path, capsys):
-    """Rows whose labels move together (a duplicated event) leave the game before it is sliced: the slices'
-    rows are the audited rows after the grouping (docs/soundness.md section 9), so each slice's bound rests on
-    independent rows as the global one does."""
-    target, reference, y, category, _ = rr_world(np.random.default_rng(6), 20_000, 1.0)
-    user = np.arange(20_000)
-    user[1::10] = user[0::10]  # every tenth row repeats the event before it
-    y[1::10] = y[0::10]
-    path = tmp_path / "scores.parquet"
-    pq.write_table(pa.table({"row_id": np.arange(20_000), "label": y, "p_target": target, "p_reference": reference,
-                             "user": user, "market": [f"m{c}" for c in category]}), path)
-    assert cli_main(["audit-scores", str(path), "--group-column", "user", "--slice", "shown-label",
-                     "--slice", "column:market:top=3", "--json", "--quiet"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    left = 20_000 - out["row_groups"]["rows_excluded"]
-    assert out["row_groups"]["rows_excluded"] == 4_000 and out["m"] == left
-    shown = [s for s in out["slices"]["slices"] if s["slicing"] == "shown-label"]
-    assert sum(s["rows"] for s in shown) == left
-    kept = np.ones(20_000, bool)
-    kept[0::10] = kept[1::10] = False
-    for piece in (s for s in out["slices"]["slices"] if s["slicing"] == "column:market:top=3"):
-        assert piece["rows"] == int(((np.array([f"m{c}" for c in category]) == piece["name"].split("=")[1])
-                                     & kept).sum())
 
 
 # Each slice's (name, rows, check rows, eps_lb, c', c) on the world of the test below, computed by the slice audit

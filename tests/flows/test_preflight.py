@@ -2,7 +2,8 @@
 the file or field, before Prefect, Beam or CatBoost are imported, and nothing is written.
 
 Real parts: synthetic partitions on disk, real DuckDB files, the real PostgreSQL (fixture `postgres_url`), the
-command line's `main`. Every case compares the data root before and after the command."""
+command line's `main`. Every case compares the data root before and after the command. The preflight also warns
+when no night of the plan's rows can confirm a violation of its claims (the power planner's holdout warning)."""
 
 from __future__ import annotations
 
@@ -390,3 +391,14 @@ def test_guardrail_check_only_checks_a_model_file_without_registering_it(capsys,
                  CatBoostSettings(iterations=3), 0)[0].save_model(str(other))
     refused(capsys, [root], *[str(other) if a == str(candidate) else a for a in argv], "--training-rows", "all", "--check-only",
             expect="['x1', 'x2']")
+
+
+def test_the_preflight_warns_when_no_night_can_confirm_the_claim():
+    from flows.plan import load_plan
+    from flows.preflight import holdout_warnings
+
+    plan = load_plan(None)
+    assert holdout_warnings(plan, 1_000_000) == []
+    warnings = holdout_warnings(plan, 300)
+    assert warnings and all("no night of 300 rows can confirm a violation of claimed eps" in w for w in warnings)
+    assert all("labeldp-audit plan power --rows 300" in w for w in warnings)

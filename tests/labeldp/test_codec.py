@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from auditing.result import AuditResult
 from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, NOT_STORED, OMIT_DEFAULT, decode, encode, reader
 from labeldp.errors import LabelDPInputError
 from tests.support.codec_samples import samples
@@ -129,14 +128,6 @@ def test_the_upgrade_hook_reads_old_shapes():
         decode(Renamed, {"new": 1, "other": 2})
 
 
-def test_a_result_written_before_kappa_is_refused():
-    stored = {k: v for k, v in encode(samples()["audit_result"]).items() if k != "kappa"}
-    with pytest.raises(LabelDPInputError, match="written before kappa"):
-        decode(AuditResult, {**stored, "tau": 0.1}, "result")
-    with pytest.raises(LabelDPInputError, match=r"result: missing field\(s\) \['kappa'\]"):
-        decode(AuditResult, stored, "result")
-
-
 @pytest.mark.parametrize("name", sorted(BEFORE))
 def test_every_converted_record_writes_the_json_it_wrote_before(name):
     """The same bytes as the hand-written ``to_dict`` (captured before the codec), and read back equal."""
@@ -219,17 +210,3 @@ def test_a_field_reader_and_a_sentinel_default():
         decode(WithReader, {"count": 3.0}, "rec")
     with pytest.raises(LabelDPInputError, match=r"rec\.maybe: expected a string; got 5"):
         decode(WithReader, {"count": 2, "maybe": 5}, "rec")
-
-
-METADATA_BEFORE = json.loads((Path(__file__).parent / "fixtures" / "metadata_before.json").read_text(encoding="utf-8"))
-
-
-@pytest.mark.parametrize("name", sorted(METADATA_BEFORE["written"]))
-def test_model_metadata_writes_what_its_hand_written_to_dict_wrote(name):
-    """tests/labeldp/fixtures/metadata_before.json: stored metadata shapes and what ``ModelMetadata.to_dict`` wrote for
-    them before the codec (keys absent stay absent, nulls stay null, an int stays an int, epsilon "inf")."""
-    from pipelines.models.metadata import as_metadata
-
-    record = as_metadata(json.loads(json.dumps(METADATA_BEFORE["inputs"][name])), name)
-    assert json.dumps(encode(record), indent=1) == json.dumps(METADATA_BEFORE["written"][name], indent=1)
-    assert as_metadata(encode(record), name) == record

@@ -1,27 +1,15 @@
 """Live progress inside long steps (`labeldp.progress`): a CatBoost fit's iterations with the time left, shown on a
-terminal and never with --quiet or off one, and the fit it watches unchanged. The Beam passes' rows per second are
-tested with the job (tests/pipelines/scoring/test_beam_scoring.py). No timed assertion: the clocks are moved by hand."""
+terminal and never with --quiet or off one (the train command: tests/flows/commands/test_train.py), and the fit it
+watches unchanged. The Beam passes' rows per second are tested with the job
+(tests/pipelines/scoring/test_beam_scoring.py). No timed assertion: the clocks are moved by hand."""
 
 from __future__ import annotations
 
-import datetime as dt
-import sys
-
 import numpy as np
-import pytest
 
 from labeldp import progress
 from labeldp.progress import Countdown
-
-DAY0, DAY1 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
-
-
-@pytest.fixture(autouse=True)
-def not_live():
-    """Every test starts and ends with live progress off, as a library caller has it."""
-    progress.set_live(False)
-    yield
-    progress.set_live(False)
+from tests.support.live_progress import not_live  # noqa: F401  (autouse fixture: live progress off)
 
 
 def test_a_countdown_says_nothing_off_a_terminal_nor_in_its_first_interval():
@@ -69,35 +57,3 @@ def test_a_catboost_fit_reports_its_iterations_and_fits_the_same_model(monkeypat
     assert said[0].startswith("CatBoost rr eps=1: 1 of 6 iterations"), said
     assert said[-1] == "CatBoost rr eps=1: 6 of 6 iterations" and len(said) == 6, said
     assert np.array_equal(quiet.predict_proba(features), watched.predict_proba(features))
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    from pipelines.data.synth import write_synthetic_day
-
-    root = tmp_path_factory.mktemp("progress")
-    for date in (DAY0, DAY1):
-        write_synthetic_day(root, date, rows=3000)
-    return root
-
-
-@pytest.mark.parametrize(("terminal", "quiet", "shown"), [(True, False, True), (True, True, False),
-                                                           (False, False, False)])
-def test_train_shows_the_fits_progress_on_a_terminal_only_and_never_with_quiet(data_root, capsys, monkeypatch,
-                                                                                terminal, quiet, shown):
-    from flows.cli import main
-    from pipelines.training import fitting
-
-    monkeypatch.setattr(fitting, "PROGRESS_SECONDS", 0.0)
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
-    name = f"cli-rr-{terminal}-{quiet}"
-    code = main(["train", "--date", DAY1.isoformat(), "--mechanism", "rr", "--epsilon", "2", "--model-name", name,
-                 "--data-root", str(data_root), "--iterations", "4", *(["--quiet"] if quiet else [])])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    lines = [line for line in err.splitlines() if "of 4 iterations" in line]
-    assert bool(lines) == shown, err
-    if shown:  # the reference (trained when missing) and the target, each fit with its name
-        assert any(line.endswith("CatBoost rr eps=2: 2 of 4 iterations") for line in lines), lines
-        assert all(line.startswith("[train +") for line in lines), lines
-    assert quiet is False or err == "", err

@@ -1,7 +1,7 @@
 """A numeric-only click dataset and a model trained outside this tool on it: the dataset spec, one day's log (a
 learnable signal, 5% missing values, non-contiguous row keys), a CatBoost classifier trained on its first rows, saved
 as .cbm and exported to ONNX by CatBoost itself, and the training keys. Shared by the model formats' and the
-registration's tests (tests/pipelines/models/)."""
+registration's tests (tests/pipelines/models/) and the ``models`` command's (tests/flows/commands/test_models.py)."""
 
 from __future__ import annotations
 

@@ -238,25 +238,6 @@ def test_the_compiled_paper_score_codes_equal_the_numpy_score_s_codes(k):
             assert np.array_equal(threshold, game_kernel.threshold_bits(p_reference[:, 1]))
 
 
-def test_a_binary_model_s_rows_are_stacked_and_checked_in_one_pass_as_numpy_would():
-    """`as_class_probabilities` of a 1-D array: the rows [1 - p, p] of numpy's doubles, and the same NaN,
-    out-of-range and certain-row counts as the per-row checks of the stacked array."""
-    from auditing.game.play import _binary_rows, _checked_probabilities, _row_flags
-
-    rng = np.random.default_rng(3)
-    p = rng.random(50_000)
-    p[:4] = [0.0, 1.0, 5e-324, 1.0 - 2.0**-53]
-    clean, certain = _checked_probabilities(p, "p", None, "")
-    assert clean.shape == (50_000, 2) and np.array_equal(clean, np.column_stack([1.0 - p, p]))
-    assert certain == 3 == _row_flags(clean)[2]  # 1 - 5e-324 rounds to 1
-
-    p[10:13], p[20:25], p[30] = np.nan, -0.5, 1.5
-    stacked = np.empty((p.size, 2))
-    assert _binary_rows(p, stacked) == _row_flags(np.column_stack([1.0 - p, p])) == (3, 6, 9)
-    with pytest.raises(Exception, match="p: 3 row"):
-        as_class_probabilities(p, "p")
-
-
 @pytest.mark.parametrize("k", [2, 3])
 def test_compiled_abs_scores_are_numpys_bit_for_bit(k):
     """The boundary pass's |scores| of the paper's score at power 2 (compiled) are the doubles of the numpy score

@@ -1,12 +1,12 @@
-"""The power planner (auditing/verdict/power.py, `labeldp-audit plan power`, the preflight's warning): its night
-gap is the gap the capacity check's exact test confirms about 90% of the time under the planner's own model
-(simulated here with the exact test, not the normal approximation the planner solves), more check rows confirm
-smaller gaps, and a holdout too small to ever confirm a claim is said so."""
+"""The power planner (auditing/verdict/power.py): its night gap is the gap the capacity check's exact test confirms
+about 90% of the time under the planner's own model (simulated here with the exact test, not the normal
+approximation the planner solves), more check rows confirm smaller gaps, and a holdout too small to ever confirm a
+claim is said so. Its command, `labeldp-audit plan power`: tests/flows/commands/test_plan.py; the preflight's
+warning: tests/flows/test_preflight.py."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import numpy as np
 import pytest
@@ -23,7 +23,6 @@ from auditing.verdict.power import (
     power_plan,
     rows_of_day,
 )
-from flows.cli import main
 from labeldp.errors import LabelDPInputError
 
 
@@ -57,45 +56,6 @@ def test_more_check_rows_confirm_smaller_gaps_and_a_family_less_than_a_night():
         power_plan(1000, 100, 1.0, guess_share=0.0)
     assert rows_of_day(1000, 0.2, correction_share=0.1) == (720, 200)
     assert rows_of_day(1000, 0.2) == (800, 200)
-
-
-def test_plan_power_prints_the_gaps_and_json(capsys):
-    assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("claim 1: 36,720 audited and 10,200 check rows, 95% confidence, the leak on 10% of the "
-                             "rows, 50% matched")
-    assert out[1].startswith("  shares assumed, not measured") and "nearer 1% (docs/soundness.md 8.9)" in out[1]
-    assert out[2].startswith("  a night confirms: a leak at eps ") and "90% power" in out[2]
-    assert out[3].startswith("  a family confirms within 7 nights: a leak at eps ")
-    assert out[4].startswith("  at a guess share of 1%: a night confirms +")
-    assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--json"]) == 0
-    figures, nearer = json.loads(capsys.readouterr().out)
-    assert figures["check_rows"] == 10200 and figures["can_ever_confirm"] and figures["family_gap"] < figures["night_gap"]
-    assert (figures["source"], figures["guess_share"], figures["matched_share"]) == ("assumed", 0.1, MATCHED_SHARE)
-    assert figures["measured_nights"] == [] and figures["model_id"] is None
-    assert (nearer["source"], nearer["guess_share"]) == ("assumed", 0.01) and nearer["night_gap"] > figures["night_gap"]
-    # a share the user gives is theirs: one plan, no second line
-    assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--guess-share",
-                 "0.02", "--json"]) == 0
-    [given] = json.loads(capsys.readouterr().out)
-    assert (given["source"], given["guess_share"]) == ("assumed", 0.02)
-    assert main(["plan", "power", "--rows", "51000", "--model", "rr-eps1"]) == 2
-    assert "--model apply only with --from-warehouse" in capsys.readouterr().err
-    assert main(["plan", "power", "--rows", "2000", "--holdout", "0.01", "--claimed-epsilon", "3"]) == 0
-    assert "no night can confirm a violation of this claim" in capsys.readouterr().out
-    assert main(["plan", "power", "--rows", "2000", "--holdout", "1.5"]) == 2
-    assert "--holdout must be in [0, 1)" in capsys.readouterr().err
-
-
-def test_the_preflight_warns_when_no_night_can_confirm_the_claim():
-    from flows.plan import load_plan
-    from flows.preflight import holdout_warnings
-
-    plan = load_plan(None)
-    assert holdout_warnings(plan, 1_000_000) == []
-    warnings = holdout_warnings(plan, 300)
-    assert warnings and all("no night of 300 rows can confirm a violation of claimed eps" in w for w in warnings)
-    assert all("labeldp-audit plan power --rows 300" in w for w in warnings)
 
 
 def test_the_planned_gap_grows_as_the_shares_fall():

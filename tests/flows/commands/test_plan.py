@@ -1,7 +1,8 @@
-"""`labeldp-audit plan power --from-warehouse`: the planner's shares read from a real DuckDB warehouse whose nights
-were written through the real sinks (run_audit with check rows -> judge -> audit_record -> write_audit). The shares
-it plans with are the median of what the stored capacity checks recorded, it names the nights, and a warehouse
-without such a night is an error naming the flag (exit 2)."""
+"""`labeldp-audit plan power` (flows/commands/plan.py): the gaps it prints and its JSON for assumed shares, and with
+``--from-warehouse`` the planner's shares read from a real DuckDB warehouse whose nights were written through the
+real sinks (run_audit with check rows -> judge -> audit_record -> write_audit). The shares it plans with are the
+median of what the stored capacity checks recorded, it names the nights, and a warehouse without such a night is
+an error naming the flag (exit 2). The planner itself: tests/auditing/verdict/test_power.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from auditing.result import AuditResult
 from auditing.sinks.warehouse import audit_record, open_warehouse
 from auditing.sinks.warehouse.base import open_read_only
 from auditing.verdict.judge import judge
+from auditing.verdict.power import MATCHED_SHARE
 from flows.cli import main
 from labeldp.codec import decode
 from tests.support import checked_audits
@@ -106,3 +108,31 @@ def test_no_stored_night_is_an_error_naming_the_flag(warehouse, capsys, tmp_path
     assert code == 2 and "DuckDB file not found" in err
     code, _, err = _plan(capsys, "--from-warehouse", "--warehouse", warehouse, "--model", "deep", "--guess-share", "0.1")
     assert code == 2 and "--guess-share and --from-warehouse: give one" in err
+
+
+def test_plan_power_prints_the_gaps_and_json(capsys):
+    assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("claim 1: 36,720 audited and 10,200 check rows, 95% confidence, the leak on 10% of the "
+                             "rows, 50% matched")
+    assert out[1].startswith("  shares assumed, not measured") and "nearer 1% (docs/soundness.md 8.9)" in out[1]
+    assert out[2].startswith("  a night confirms: a leak at eps ") and "90% power" in out[2]
+    assert out[3].startswith("  a family confirms within 7 nights: a leak at eps ")
+    assert out[4].startswith("  at a guess share of 1%: a night confirms +")
+    assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--json"]) == 0
+    figures, nearer = json.loads(capsys.readouterr().out)
+    assert figures["check_rows"] == 10200 and figures["can_ever_confirm"] and figures["family_gap"] < figures["night_gap"]
+    assert (figures["source"], figures["guess_share"], figures["matched_share"]) == ("assumed", 0.1, MATCHED_SHARE)
+    assert figures["measured_nights"] == [] and figures["model_id"] is None
+    assert (nearer["source"], nearer["guess_share"]) == ("assumed", 0.01) and nearer["night_gap"] > figures["night_gap"]
+    # a share the user gives is theirs: one plan, no second line
+    assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--guess-share",
+                 "0.02", "--json"]) == 0
+    [given] = json.loads(capsys.readouterr().out)
+    assert (given["source"], given["guess_share"]) == ("assumed", 0.02)
+    assert main(["plan", "power", "--rows", "51000", "--model", "rr-eps1"]) == 2
+    assert "--model apply only with --from-warehouse" in capsys.readouterr().err
+    assert main(["plan", "power", "--rows", "2000", "--holdout", "0.01", "--claimed-epsilon", "3"]) == 0
+    assert "no night can confirm a violation of this claim" in capsys.readouterr().out
+    assert main(["plan", "power", "--rows", "2000", "--holdout", "1.5"]) == 2
+    assert "--holdout must be in [0, 1)" in capsys.readouterr().err

@@ -2,6 +2,8 @@
 reader of ``metadata.json`` and names the file and the field of a bad, unknown or missing key; an older file
 (without the keys added since) reads with its defaults; ``labeldp.codec.encode`` writes back exactly the JSON read (absent keys stay absent,
 nulls stay null, numbers keep their JSON type), so files, fingerprints and reports do not change.
+It writes what the hand-written ``to_dict`` wrote before the codec (fixtures/metadata_before.json), and an
+ONNX model's metadata written before the input mapping reads as its upgrade.
 
 The round trips of metadata written by training (every mechanism) and by registration (every format) are in
 tests/pipelines/training/test_train.py and tests/pipelines/models/test_registration.py; the night's own models
@@ -15,6 +17,7 @@ import datetime as dt
 import json
 import math
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +163,44 @@ def test_a_recalibrated_references_source_reads_as_its_lineage_and_writes_back_u
     for other in (OLD, {**OLD, "recalibration": {"intercept": 0.25}}):  # not recalibrated; a record without a source
         assert as_metadata(copy.deepcopy(other)).recalibrated_from is None
         assert source_fingerprint(as_metadata(copy.deepcopy(other))) is None
+
+
+METADATA_BEFORE = json.loads((Path(__file__).parent / "fixtures" / "metadata_before.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(METADATA_BEFORE["written"]))
+def test_model_metadata_writes_what_its_hand_written_to_dict_wrote(name):
+    """tests/pipelines/models/fixtures/metadata_before.json: stored metadata shapes and what
+    ``ModelMetadata.to_dict`` wrote for them before the codec (keys absent stay absent, nulls stay null, an int
+    stays an int, epsilon "inf")."""
+    from pipelines.models.metadata import as_metadata
+
+    record = as_metadata(json.loads(json.dumps(METADATA_BEFORE["inputs"][name])), name)
+    assert json.dumps(encode(record), indent=1) == json.dumps(METADATA_BEFORE["written"][name], indent=1)
+    assert as_metadata(encode(record), name) == record
+
+
+def test_metadata_of_an_onnx_model_registered_before_the_mapping_reads_as_its_upgrade():
+    from pipelines.models.metadata import METADATA_VERSION, as_metadata
+
+    old = {"metadata_version": 1, "model_name": "team-ctr", "date": "2025-03-02", "source": "registered",
+           "format": "onnx", "model_file": "model.onnx", "mechanism": {"name": "external", "epsilon": 1, "delta": 0.0},
+           "seed": None, "partition_fingerprint": None, "catboost_params": None, "test_metrics": None,
+           "feature_schema": [{"name": "f1", "kind": "numeric"}, {"name": "f2", "kind": "numeric"}],
+           "code_version": {"package": "labeldp-audit"}, "created_at": "2025-03-02T00:00:00+00:00", "classes": 2,
+           "onnx": {"input": "features", "output": "probability_tensor", "zipmap_output": "probabilities"}}
+    record = as_metadata(copy.deepcopy(old), "old/metadata.json")
+    assert METADATA_VERSION == 2 and record.metadata_version == 2
+    assert [encode(item) for item in record.onnx.inputs] == [
+        {"name": "features", "columns": ["f1", "f2"], "type": "float", "rank": 2}]
+    assert record.onnx.output == "probability_tensor" and not record.onnx.probe
+    written = encode(record)
+    assert as_metadata(written) == record
+    assert written["onnx"] == {"inputs": [{"name": "features", "columns": ["f1", "f2"], "type": "float", "rank": 2}],
+                               "output": "probability_tensor", "zipmap_output": "probabilities"}
+    with pytest.raises(LabelDPInputError, match=r"old/metadata\.json: metadata_version 3 is not one this "
+                                                r"labeldp-audit reads \(1\.\.2\)"):
+        as_metadata({**old, "metadata_version": 3}, "old/metadata.json")
+    with pytest.raises(LabelDPInputError, match=r"ONNX input 'x': rank must be 1 \(one column\) or 2; got 1"):
+        as_metadata({**written, "onnx": {**written["onnx"], "inputs": [
+            {"name": "x", "columns": ["f1", "f2"], "type": "float", "rank": 1}]}}, "new/metadata.json")

@@ -1,8 +1,10 @@
 """The reference recalibrated on a keyed share of day D's training rows and the capacity check's rows
 (pipelines.reference.recalibration, pipelines.data.splits.correction_share), with real CatBoost on small days.
 
-Drift is built here, not by the generator: labels are redrawn from the day's oracle probability shifted in logit,
-globally and/or on the rows holding the most frequent value of one categorical column (a segment).
+Drift is built here and in tests/support/drifted_reference.py (the registry level's day), not by the generator:
+labels are redrawn from the day's oracle probability shifted in logit, globally and/or on the rows holding the most
+frequent value of one categorical column (a segment). The shift diagnostic on that day:
+tests/pipelines/reference/test_shift_diagnostics.py.
 
 - The correction's rows are a keyed tenth of the rows outside the test split, stable, pinned, and never a check row.
 - Array level (base logits = the oracle's, so M' is exact before the drift): with no drift the correction is
@@ -25,7 +27,6 @@ globally and/or on the rows holding the most frequent value of one categorical c
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import math
@@ -33,14 +34,12 @@ import shutil
 from dataclasses import replace
 
 import numpy as np
-import pyarrow as pa
 import pytest
 from scipy.special import expit, logit
 
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
-from auditing.verdict.shift_diagnostic import ShiftDiagnostic
-from labeldp.codec import decode, encode
+from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema, splits, synth
 from pipelines.data.day import listed_day
@@ -65,35 +64,15 @@ from pipelines.reference.recalibration import (
 )
 from pipelines.reference.shift_diagnostics import measured_reference
 from pipelines.training import train as training
+from tests.support.drifted_reference import DAY, DAY_ROWS, EMPTY_DAY, PREVIOUS, RECALIBRATED, TARGET
+from tests.support.drifted_reference import draw as _draw
+from tests.support.drifted_reference import top_value_mask as _top_value_mask
 from tests.support.model_handles import unregistered
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
-PREVIOUS = dt.date(2024, 3, 1)
-DAY = dt.date(2024, 3, 2)
-EMPTY_DAY = dt.date(2024, 3, 3)  # a partition without test rows
 ARRAY_ROWS = 60_000
-DAY_ROWS = 60_000
 CATS = list(schema.CATEGORICAL_COLUMNS)
-SETTINGS = training.CatBoostSettings(iterations=60)  # the reference: fast on 2 cores
-TARGET = {"model_name": "target", "date": DAY.isoformat(),
-          "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation"],
-                            "validation_labels_used_for": ["chose the best iteration (use_best_model)"],
-                            "unread_row_ids": [], "rows": 0}}
-RECALIBRATED = "reference-recalibrated"
-
-
-def _top_value_mask(table: pa.Table, column: str) -> np.ndarray:
-    """The rows holding the column's most frequent (non-missing) value: the drifting segment."""
-    values = np.asarray(table.column(column).combine_chunks().cast(pa.string()).to_numpy(zero_copy_only=False),
-                        dtype=object)
-    present = values[values != np.array(None)]
-    uniques, counts = np.unique(present.astype(str), return_counts=True)
-    return values == uniques[np.argmax(counts)]
-
-
-def _draw(p: np.ndarray, seed: int) -> np.ndarray:
-    return (np.random.default_rng(seed).random(p.size) < p).astype(np.int64)
 
 
 def _global_shift(base: np.ndarray, labels: np.ndarray) -> float:
@@ -134,8 +113,6 @@ def test_correction_rows_are_a_keyed_share_of_the_training_rows_and_never_check_
     assert splits.correction_scheme(0.1)["correction_salt"] == "0x6c616265" + "6c637234"
     with pytest.raises(LabelDPInputError, match="share"):
         RecalibrationSettings(share=1.0)
-
-
 
 
 PINNED_CORRECTION_IDS = [4, 12, 16, 32, 38, 46, 47, 48, 51, 79, 82, 91, 109, 120, 121, 146, 158, 159, 171, 172, 173,
@@ -255,44 +232,6 @@ def test_too_few_rows_or_one_class_is_a_skip(arrays):
 
 
 # ------------------------------------------------------------------------------------------ registry level
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """A data root with the reference trained on D-1 and a day D whose labels drifted: +0.8 in logit everywhere
-    and +1.0 more on the most frequent value of C1 (a CTR-encoded column, ~25% of rows)."""
-    root = tmp_path_factory.mktemp("recalibration")
-    synth.write_synthetic_day(root, PREVIOUS, rows=DAY_ROWS)
-    previous = training.load_day(listed_day(root, PREVIOUS))
-    result = training.train_model(previous, "none", math.inf, seed=0, settings=SETTINGS)
-    training.register("reference", previous, result)
-
-    day = synth.generate_day(DAY, rows=DAY_ROWS)
-    segment = _top_value_mask(day.table, "C1")
-    truth = expit(logit(day.oracle.column(schema.P_CLICK).to_numpy()) + 0.8 + 1.0 * segment)
-    labels = _draw(truth, 11).astype(np.int8)
-    table = day.table.set_column(day.table.schema.get_field_index(schema.LABEL), schema.LABEL, pa.array(labels))
-    schema.write_partition(root, DAY, table, source="drifted test day")
-
-    empty = synth.generate_day(EMPTY_DAY, rows=5_000).table
-    keep = splits.split_of(empty.column(schema.ROW_ID).to_numpy()) != splits.TEST
-    schema.write_partition(root, EMPTY_DAY, empty.filter(pa.array(keep)), source="no test rows")
-
-    ids = table.column(schema.ROW_ID).to_numpy()
-    reference = registry.load_model(resolve_model(root, "reference", PREVIOUS))
-    frame = training.feature_frame(table)
-    return {"root": root, "table": table, "frame": frame, "ids": ids, "truth": truth, "segment": segment,
-            "reference": reference,
-            "reference_raw": reference.predict(frame, prediction_type="RawFormulaVal"),
-            "audited": (splits.split_of(ids) == splits.TRAIN) & ~correction_rows(HeldOutRows()).in_correction(ids)}
-
-
-@pytest.fixture(scope="module")
-def recalibrated(world):
-    metadata = recalibrate_reference(listed_day(world["root"], DAY), RECALIBRATED, resolve_model(world["root"], "reference", PREVIOUS),
-                                     targets=[unregistered(TARGET)], seed=0).metadata
-    model = registry.load_model(resolve_model(world["root"], RECALIBRATED, DAY))
-    return metadata, model, np.asarray(model.predict_proba(world["frame"]), dtype=np.float64)[:, 1]
 
 
 def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(world, recalibrated, capfd):
@@ -432,76 +371,6 @@ def test_catboost_default_sum_policy_would_change_the_reference(world):
 
 
 # ------------------------------------------------------------------------------------------ label-blind control
-
-
-def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibrated_reference(world, recalibrated):
-    """The nightly audits against the reference recalibrated on day D, whose own day is D: the diagnostic measures
-    the D-1 checkpoint it corrects, on D-1's unseen rows and on D, and the features of D-1 against D. Compared
-    with itself, day D would give the same rows, the same fit and a PSI of exactly 0 for every feature."""
-    from pipelines.reference.shift_diagnostics import shift_diagnostic
-
-    diagnostic = shift_diagnostic(listed_day(world["root"], DAY), resolve_model(world["root"], RECALIBRATED, DAY))
-    assert (diagnostic.previous_day, diagnostic.current_day) == (PREVIOUS, DAY)
-    assert diagnostic.reference == f"reference@{PREVIOUS.isoformat()}"
-    previous, current = diagnostic.fit_previous, diagnostic.fit_current
-    assert previous.rows_rule == "test split"
-    # Day D's labels drifted up by 0.8 in logit and more on a segment: its click rate is far above D-1's, and
-    # the D-1 reference fits it worse than its own day.
-    assert current.click_rate > 1.5 * previous.click_rate
-    assert diagnostic.reference_log_loss_shift > 0
-    assert all(psi > 0 for psi in diagnostic.feature_shift.per_feature.values())
-    data = encode(diagnostic)  # its JSON: the figures' shape, read back as it was
-    assert list(data) == ["label", "reference", "days", "reference_fit", "reference_log_loss_shift",
-                          "reference_ece_shift", "feature_shift", "feature_shift_max_psi"]
-    assert decode(ShiftDiagnostic, json.loads(json.dumps(data)), "shift_diagnostic") == diagnostic
-
-    itself = shift_diagnostic(listed_day(world["root"], PREVIOUS), resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
-    assert itself.fit_previous is None and "no earlier day" in itself.not_computed
-    assert list(encode(itself)) == ["label", "reference", "days", "not_computed"]
-
-
-def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(world, monkeypatch):
-    """Below its cap the diagnostic is the one of both whole days read at once; above it, the one of each day's
-    keyed sample (the rows of smallest keyed hash, computed here), and its fits say so."""
-    from pipelines.data.dataset_spec import dataset_of
-    from pipelines.reference import shift_diagnostics
-
-    root = world["root"]
-    model = resolve_model(root, "reference", PREVIOUS)
-    dataset = dataset_of(root, DAY)
-    whole = {day: dataset.to_internal(schema.read_partition(root, day, dataset=dataset)) for day in (PREVIOUS, DAY)}
-
-    def expected(tables: dict) -> tuple:
-        def predict(part):
-            return model.format.predict(model, part, dataset)
-
-        ids = {day: table.column("row_id").to_numpy() for day, table in tables.items()}
-        test = {day: np.flatnonzero(splits.split_of(ids[day]) == splits.TEST) for day in tables}
-        return (shift_diagnostics._fit(predict, tables[DAY], test[DAY]),
-                shift_diagnostics._fit(predict, tables[PREVIOUS], test[PREVIOUS]),
-                shift_diagnostics.feature_shift(tables[PREVIOUS], tables[DAY], dataset))
-
-    streamed = shift_diagnostics.shift_diagnostic(listed_day(root, DAY), model)
-    fit_current, fit_previous, shift = expected(whole)
-    assert (streamed.fit_current, streamed.fit_previous) == (fit_current, replace(fit_previous, rows_rule="test split"))
-    assert streamed.feature_shift == shift
-
-    monkeypatch.setattr(shift_diagnostics, "SAMPLE_ROWS", 1_500)
-    sampled = shift_diagnostics.shift_diagnostic(listed_day(root, DAY), model)
-    kept = {}
-    for day, table in whole.items():
-        ids = table.column("row_id").to_numpy()
-        hashes = splits.splitmix64(ids.astype(np.uint64) ^ splits.SAMPLE_SALT)
-        chosen = np.sort(ids[np.argsort(hashes, kind="stable")[:1_500]])
-        kept[day] = table.filter(pa.array(np.isin(ids, chosen)))
-        assert kept[day].num_rows == 1_500 < table.num_rows
-    fit_current, fit_previous, shift = expected(kept)
-    assert sampled.fit_current.log_loss == fit_current.log_loss and sampled.fit_current.rows == fit_current.rows
-    assert sampled.fit_previous.ece == fit_previous.ece and sampled.fit_previous.rows == fit_previous.rows
-    assert sampled.feature_shift == shift and sampled.feature_shift != streamed.feature_shift
-    assert sampled.fit_current.rows_rule == (f"test split, of a keyed sample of 1,500 of the day's "
-                                             f"{whole[DAY].num_rows:,} rows (so is the feature shift)")
-    assert "keyed sample of 1,500" in sampled.fit_previous.rows_rule
 
 
 def test_check_rows_are_every_held_out_row_and_the_correction_rows_leave_the_audit(world):

@@ -1,35 +1,22 @@
 """Reading ahead (`pipelines.scoring.partition_batches.ReadAhead`): on an in-process runner the next batch is read on
 a background thread while the current one is scored. The batches and their order must be exactly those of
 `read_batches`, whatever order the runner takes the row groups in, and a bad row group must still fail with an
-error naming its file."""
+error naming its file. The day's tasks: tests/support/read_tasks.py; the Beam reader's prefetch taken up by its
+pickled copy: tests/pipelines/scoring/test_beam_dofns.py."""
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 
 import pytest
 
 from labeldp.errors import LabelDPInputError
-from pipelines.data import synth
-from pipelines.data.day import listed_day
 from pipelines.scoring.partition_batches import (
     ReadAhead,
     chain_tasks,
     read_batches,
-    read_tasks,
 )
-
-DAY = dt.date(2024, 5, 2)
-
-
-@pytest.fixture(scope="module")
-def tasks(tmp_path_factory):
-    root = tmp_path_factory.mktemp("read-ahead")
-    synth.write_synthetic_day(root, DAY, rows=5000, rows_per_file=1200)  # 5 files, a row group each
-    found = read_tasks(list(listed_day(root, DAY).files))
-    assert len(found) == 5
-    return found
+from tests.support.read_tasks import flat as _flat
 
 
 def _read(batch_size: int, threads: list | None = None):
@@ -39,10 +26,6 @@ def _read(batch_size: int, threads: list | None = None):
                 threads.append(threading.current_thread().name)
             yield item
     return read
-
-
-def _flat(pairs):
-    return [(batch_id, table.to_pydict()) for batch_id, table in pairs]
 
 
 def test_chained_tasks_pickle_flat():
@@ -83,29 +66,3 @@ def test_a_corrupt_row_group_fails_with_its_file_name(tasks, tmp_path):
         for task in chain_tasks(broken):
             for _ in ahead.batches(task):
                 pass
-
-
-@pytest.mark.parametrize("first", [0, 3])
-def test_a_read_the_driver_started_is_taken_up_by_the_pipelines_copy(tasks, first):
-    """`ReadBatches.prefetch` starts the first task's first read before the pipeline runs; the DoFn's pickled copy
-    (as the runner holds it) takes it up under the job key and yields exactly what it would have read itself, also
-    when the runner starts with another task (first=3: the prefetched read is not the one it wants)."""
-    import pickle
-
-    from pipelines.scoring import beam_dofns
-    from pipelines.scoring.beam_dofns import ReadBatches, drop_prefetched
-
-    chained = chain_tasks(tasks)
-    driver = ReadBatches(700, read_ahead=True, job="job-under-test")
-    driver.prefetch(chained[0])
-    assert "job-under-test" in beam_dofns._PREFETCHED
-    worker = pickle.loads(pickle.dumps(driver))
-    order = chained[first:] + chained[:first]
-    got = _flat(item for task in order for item in worker.process(task))
-    assert "job-under-test" not in beam_dofns._PREFETCHED  # taken up by the worker's copy
-    assert got == _flat(item for task in order for item in read_batches(task, 700))
-    driver.prefetch(chained[0])
-    drop_prefetched("job-under-test")
-    assert "job-under-test" not in beam_dofns._PREFETCHED
-    with pytest.raises(ValueError, match="job key"):
-        ReadBatches(700, read_ahead=True).prefetch(chained[0])

@@ -6,12 +6,12 @@ the Beam scoring job on FnApiRunner.
 An input per column, a matrix of mapped columns, a mapping file; the values as the partition stores them (text,
 or integer codes where the input asks for numbers); every refusal one line with exit 2 and nothing registered;
 the probe's share of values outside a declared vocabulary; a graph that fails on a value stops the job naming
-the column and the value; metadata written before the mapping reads as its upgrade.
+the column and the value. Metadata written before the mapping reads as its upgrade:
+tests/pipelines/models/test_metadata.py.
 """
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 import re
@@ -338,32 +338,3 @@ def test_a_value_the_graph_fails_on_stops_the_scoring_job(world, tmp_path):
                      rf"row\(s\) of the batch\), which graph input 'slot' does not know \(Gather: embedding ids "
                      rf"0..19\)", message), message
     assert not list((root / "sweeps").rglob("result.json")) if (root / "sweeps").exists() else True
-
-
-# ---------------------------------------------------------------------------------------------- metadata
-
-
-def test_metadata_of_an_onnx_model_registered_before_the_mapping_reads_as_its_upgrade():
-    from pipelines.models.metadata import METADATA_VERSION, as_metadata
-
-    old = {"metadata_version": 1, "model_name": "team-ctr", "date": "2025-03-02", "source": "registered",
-           "format": "onnx", "model_file": "model.onnx", "mechanism": {"name": "external", "epsilon": 1, "delta": 0.0},
-           "seed": None, "partition_fingerprint": None, "catboost_params": None, "test_metrics": None,
-           "feature_schema": [{"name": "f1", "kind": "numeric"}, {"name": "f2", "kind": "numeric"}],
-           "code_version": {"package": "labeldp-audit"}, "created_at": "2025-03-02T00:00:00+00:00", "classes": 2,
-           "onnx": {"input": "features", "output": "probability_tensor", "zipmap_output": "probabilities"}}
-    record = as_metadata(copy.deepcopy(old), "old/metadata.json")
-    assert METADATA_VERSION == 2 and record.metadata_version == 2
-    assert [encode(item) for item in record.onnx.inputs] == [
-        {"name": "features", "columns": ["f1", "f2"], "type": "float", "rank": 2}]
-    assert record.onnx.output == "probability_tensor" and not record.onnx.probe
-    written = encode(record)
-    assert as_metadata(written) == record
-    assert written["onnx"] == {"inputs": [{"name": "features", "columns": ["f1", "f2"], "type": "float", "rank": 2}],
-                               "output": "probability_tensor", "zipmap_output": "probabilities"}
-    with pytest.raises(LabelDPInputError, match=r"old/metadata\.json: metadata_version 3 is not one this "
-                                                r"labeldp-audit reads \(1\.\.2\)"):
-        as_metadata({**old, "metadata_version": 3}, "old/metadata.json")
-    with pytest.raises(LabelDPInputError, match=r"ONNX input 'x': rank must be 1 \(one column\) or 2; got 1"):
-        as_metadata({**written, "onnx": {**written["onnx"], "inputs": [
-            {"name": "x", "columns": ["f1", "f2"], "type": "float", "rank": 1}]}}, "new/metadata.json")
