@@ -307,11 +307,18 @@ class AuditPlan:
         return data
 
 
+# The planted violation's capacity: a model that memorises its training labels (100 trees of depth 10, almost no leaf
+# regularisation, every tree kept), so that the capacity check on unseen rows vouches for its VIOLATION and the demo's
+# decision is act; its fit costs about what the default's does. At the default capacity the model generalises and the
+# check rightly puts its advantage down to the reference's misfit on some days (unconfirmed);
+# benchmarks/results/first_decision.md has the settings tried and the days measured.
+PLANTED_CAPACITY = CatBoostOverrides(iterations=100, depth=10, l2_leaf_reg=0.1, use_best_model=False)
+
 DEFAULT_TARGETS = (
     TargetSpec("lp-1st-eps2", "lp-1st", 2.0),
     TargetSpec("rr-eps1", "rr", 1.0),
-    # Trained without privacy but claiming eps = 0.5: the planted violation the guardrail must catch.
-    TargetSpec("planted-violation", "none", math.inf, claimed_epsilon=0.5),
+    # Trained without privacy, to memorise, but claiming eps = 0.5: the planted violation the guardrail must catch.
+    TargetSpec("planted-violation", "none", math.inf, claimed_epsilon=0.5, catboost=PLANTED_CAPACITY),
 )
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from flows import steps
 from flows.cli import main
-from flows.plan import AuditPlan, TargetSpec, load_plan
+from flows.plan import AuditPlan, TargetSpec, default_plan, load_plan
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
 from pipelines.data import synth
@@ -96,6 +96,10 @@ def test_the_capacity_reads_and_writes_through_the_plan_file(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"targets": [record]}))
     assert load_plan(path).target("memo").catboost == target.catboost
+    # the built-in plan and its file copy give the planted violation the same capacity
+    planted = default_plan().target("planted-violation").catboost
+    assert planted is not None and planted.use_best_model is False
+    assert load_plan("infra/plans/default.json").target("planted-violation").catboost == planted
 
 
 @pytest.mark.parametrize(("capacity", "named"), [
