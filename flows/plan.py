@@ -29,12 +29,13 @@ from auditing.config import BoundConfig, flat_settings, split_settings
 from auditing.game.config import GameConfig
 from auditing.verdict.controls import NEGATIVE, POSITIVE, check_control_epsilon
 from flows.plan_schema import PlanShape, check_against, schema_of_plan
-from labeldp.codec import INF_AS_STRING, encode_fields
+from labeldp.codec import INF_AS_STRING, OMIT_DEFAULT, decode, encode_fields
 from labeldp.errors import LabelDPInputError
 from labeldp.names import MAX_NAME_LENGTH, NAME_RULE, check_claim, check_name
 from labeldp.settings import setting
 from pipelines.data.dataset_spec import DatasetSpec, criteo, load_spec
 from pipelines.data.layout import refuse_empty_file
+from pipelines.training.fitting import CatBoostOverrides
 from pipelines.training.mechanisms import get_mechanism, mechanism_names
 
 # A target's epsilon written as text: no privacy (JSON has no infinity).
@@ -62,6 +63,10 @@ class TargetSpec:
     claimed_epsilon: float | None = setting(None, help="the epsilon it claims (default: its training epsilon); a "
                                                        "smaller claim plants a violation the audit should catch",
                                             minimum=0, metadata=INF_AS_STRING)
+    catboost: CatBoostOverrides | None = setting(
+        None, help="this target's own CatBoost capacity: iterations, depth, l2_leaf_reg, learning_rate, "
+                   "use_best_model, each replacing the run's setting for this target only (null: the run's settings)",
+        allowed="an object (the table below) or null", metadata=OMIT_DEFAULT)
     _computed = ("source",)  # written after the fields (a plan file's key), dropped when read
 
     @property
@@ -70,6 +75,13 @@ class TargetSpec:
 
     def __post_init__(self):
         check_name(self.name, "target name")
+        if self.catboost is not None and not isinstance(self.catboost, CatBoostOverrides):
+            try:
+                capacity = decode(CatBoostOverrides, self.catboost, "catboost")
+            except LabelDPInputError as exc:
+                where = "" if str(exc).startswith("catboost") else "catboost."  # CatBoostSettings' checks name the key
+                raise LabelDPInputError(f"target {self.name}: {where}{exc}", field="catboost") from None
+            object.__setattr__(self, "catboost", capacity)
         get_mechanism(self.mechanism, f"target {self.name}: mechanism")
         eps = float(self.epsilon)
         if not (eps > 0):
@@ -192,7 +204,8 @@ class AuditPlan:
                                                   "\"--runner=DirectRunner\"")
     batch_size: int = setting(262_144, help="rows per Arrow batch of the scoring job", minimum=1)
     catboost_iterations: int | None = setting(None, help="CatBoost iterations of the models trained here (null: "
-                                                         "the training default)", minimum=1)
+                                                         "the training default; a target's catboost.iterations "
+                                                         "overrides it for that target)", minimum=1)
     controls: ControlsPlan = field(default_factory=ControlsPlan)
     dataset: DatasetSpec = setting(
         default_factory=criteo, help="path of the dataset spec JSON file (infra/datasets/dataset.schema.json), "
@@ -294,11 +307,18 @@ class AuditPlan:
         return data
 
 
+# The planted violation's capacity: a model that memorises its training labels (100 trees of depth 10, almost no leaf
+# regularisation, every tree kept), so that the capacity check on unseen rows vouches for its VIOLATION and the demo's
+# decision is act; its fit costs about what the default's does. At the default capacity the model generalises and the
+# check rightly puts its advantage down to the reference's misfit on some days (unconfirmed);
+# benchmarks/results/first_decision.md has the settings tried and the days measured.
+PLANTED_CAPACITY = CatBoostOverrides(iterations=100, depth=10, l2_leaf_reg=0.1, use_best_model=False)
+
 DEFAULT_TARGETS = (
     TargetSpec("lp-1st-eps2", "lp-1st", 2.0),
     TargetSpec("rr-eps1", "rr", 1.0),
-    # Trained without privacy but claiming eps = 0.5: the planted violation the guardrail must catch.
-    TargetSpec("planted-violation", "none", math.inf, claimed_epsilon=0.5),
+    # Trained without privacy, to memorise, but claiming eps = 0.5: the planted violation the guardrail must catch.
+    TargetSpec("planted-violation", "none", math.inf, claimed_epsilon=0.5, catboost=PLANTED_CAPACITY),
 )
 
 

@@ -92,8 +92,16 @@ def _object(cls: type, *, skip: Sequence[str] = (), infinity: str | None = None)
         if item.name in skip:
             continue
         meaning = setting_of(item)
-        schema = type_schema(types_of[item.name]) if meaning is None else field_schema(meaning, types_of[item.name])
-        if infinity and "number" in schema["type"]:
+        record = _record_type(types_of[item.name])
+        if record is not None:  # a nested object of declared settings (a target's catboost)
+            schema = {**_object(record), "description": meaning.help if meaning else _first_line(record)}
+            if _optional(types_of[item.name]):
+                schema["type"] = ["object", "null"]  # properties apply to an object only: null passes
+        elif meaning is None:
+            schema = type_schema(types_of[item.name])
+        else:
+            schema = field_schema(meaning, types_of[item.name])
+        if infinity and "number" in schema.get("type", ()):
             description = schema.pop("description", None)
             schema = _or_infinity(schema, infinity)
             if description:
@@ -108,6 +116,18 @@ def _object(cls: type, *, skip: Sequence[str] = (), infinity: str | None = None)
         schema["required"] = required
     schema["additionalProperties"] = False
     return schema
+
+
+def _optional(hint: Any) -> bool:
+    return type(None) in typing.get_args(hint)
+
+
+def _record_type(hint: Any) -> type | None:
+    """The dataclass a field holds (``X`` or ``X | None``), else None."""
+    kinds = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
+    if len(kinds) == 1 and isinstance(kinds[0], type) and dataclasses.is_dataclass(kinds[0]):
+        return kinds[0]
+    return None
 
 
 def _or_infinity(schema: dict[str, Any], infinity: str) -> dict[str, Any]:
@@ -231,6 +251,11 @@ def settings_doc(shape: PlanShape) -> str:
     ]
     for source, cls in shape.target_sources.items():
         parts += [f"## A target with `\"source\": \"{source}\"`", "", settings_table(cls), ""]
+        for name, hint in typing.get_type_hints(cls).items():
+            record = _record_type(hint)
+            if record is not None:
+                parts += [f"## A `{source}` target's `{name}` object", "", _first_line(record) + ".", "",
+                          settings_table(record), ""]
     parts += ["## A dataset spec (docs/datasets.md)", "", settings_table(DatasetSpec), ""]
     return "\n".join(parts)
 

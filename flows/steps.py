@@ -70,10 +70,13 @@ def check_partition(root: Path, date: dt.date, plan: AuditPlan | None = None) ->
         raise DataMissingError(exc.template, field=exc.field) from None
 
 
-def _settings(plan: AuditPlan):
+def _settings(plan: AuditPlan, spec: TargetSpec | None = None):
+    """The CatBoost settings of a model the night trains: the plan's, with ``spec``'s own capacity over them (a
+    target's ``catboost``); the reference and the controls take the plan's."""
     from pipelines.training.fitting import settings_from
 
-    return settings_from(iterations=plan.catboost_iterations)
+    settings = settings_from(iterations=plan.catboost_iterations)
+    return settings if spec is None or spec.catboost is None else spec.catboost.apply(settings)
 
 
 def missing_reference(day: Day, plan: AuditPlan) -> LabelDPInputError:
@@ -115,7 +118,7 @@ def ensure_target(day: Day, spec: TargetSpec | RegisteredTarget, plan: AuditPlan
     if model_dir(root, spec.name, date).is_dir():
         model = resolve_model(root, spec.name, date)
         differs = reuse_mismatch(model.meta, mechanism=spec.mechanism, epsilon=spec.epsilon, seed=plan.seed,
-                                 partition_fingerprint=day.fingerprint, settings=_settings(plan),
+                                 partition_fingerprint=day.fingerprint, settings=_settings(plan, spec),
                                  dataset=plan.dataset)
         if differs is None:
             progress(f"{spec.name}: reusing the registered model (made exactly as the plan says, on the same "
@@ -129,7 +132,7 @@ def ensure_target(day: Day, spec: TargetSpec | RegisteredTarget, plan: AuditPlan
         raise _missing(plan, f"target model {spec.name} for {date} is missing at {model_dir(root, spec.name, date)}")
     progress(f"{spec.name}: training {spec.mechanism} at eps={spec.epsilon:g}")
     train_and_register(day, spec.mechanism, spec.epsilon, model_name=spec.name, seed=plan.seed,
-                       settings=_settings(plan), reference_name=plan.reference_name,
+                       settings=_settings(plan, spec), reference_name=plan.reference_name,
                        on_missing_reference=plan.on_missing_reference, progress=progress, reference=reference)
     return resolve_model(root, spec.name, date)
 

@@ -12,11 +12,12 @@ HELP = "run the whole nightly pipeline from nothing on synthetic days (the READM
 DESCRIPTION = """\
 Synthesizes two Criteo-like days (D0 = --start, D1 = the day after) under the data root if they are missing, then
 runs the nightly audit of D1 with the built-in plan: the reference is trained non-privately on D0 (the paper's M'),
-three targets are trained on D1 (LP-1ST at eps 2, RR at eps 1, and a non-private model that claims eps 0.5: a
-planted violation), the reference is recalibrated on a tenth of D1's training rows, the night's controls (positive,
-negative) run, and each model is scored with the Beam job (FnApiRunner), audited (a VIOLATION is trusted when the
-capacity check on the held-out rows vouches for it), written to the DuckDB warehouse, and reported. Prints the
-results table, the warehouse and the reports.
+three targets are trained on D1 (LP-1ST at eps 2, RR at eps 1, and a planted violation: a non-private model with
+its own capacity to memorise its labels, deeper trees and no best-iteration pick, that claims eps 0.5), the
+reference is recalibrated on a tenth of D1's training rows, the night's controls (positive, negative) run, and
+each model is scored with the Beam job (FnApiRunner), audited (a VIOLATION is trusted when the capacity check on
+the held-out rows vouches for it), written to the DuckDB warehouse, and reported. Prints the results table, the
+warehouse and the reports.
 Re-running reuses models and scores that are still valid.
 """
 

@@ -275,6 +275,8 @@ def _text(view: dict) -> str:
         else:
             detail = (f"mechanism {target['mechanism']}, epsilon {_value(target['epsilon'])}, "
                       f"claimed_epsilon {_value(claim)}")
+            if target.get("catboost"):
+                detail += ", catboost " + ", ".join(f"{key} {_value(value)}" for key, value in target["catboost"].items())
         lines.append(f"  {target['name']:<{width}}  {target['source']:<10}  {detail}")
     controls = view["controls"]
     lines.append("controls   " + (", ".join(controls["runs"]) + f" (positive_epsilon {controls['positive_epsilon']})"

@@ -14,13 +14,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from labeldp.errors import LabelDPInputError
 from labeldp.progress import Countdown, Progress, no_progress
+from labeldp.settings import setting
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class CatBoostSettings:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise LabelDPInputError(f"{name} must be a finite number > 0; got {value!r}")
+        if not isinstance(self.use_best_model, bool):
+            raise LabelDPInputError(f"use_best_model must be true or false; got {self.use_best_model!r}")
         if not isinstance(self.extra, dict):
             raise LabelDPInputError(f"extra must be a dict of CatBoost parameters; got {type(self.extra).__name__}")
 
@@ -88,20 +93,61 @@ class CatBoostSettings:
             "allow_writing_files": False,
             "verbose": False,
         }
+        if not self.use_best_model:
+            # recorded only when off (the default's parameters are unchanged): a model fitted without the best
+            # iteration pick is then told apart from one fitted with it (`pipelines.training.train.reuse_mismatch`)
+            out["use_best_model"] = False
         out.update(self.extra)
         return out
 
 
-def settings_from(**overrides: Any) -> CatBoostSettings:
-    """``CatBoostSettings`` with the non-None overrides applied (the CLI's --iterations etc.)."""
+def settings_from(base: CatBoostSettings | None = None, **overrides: Any) -> CatBoostSettings:
+    """``base`` (default ``CatBoostSettings()``) with the non-None overrides applied (the CLI's --iterations etc.,
+    a plan target's `CatBoostOverrides`), checked as `CatBoostSettings` checks its fields."""
     values = {key: value for key, value in overrides.items() if value is not None}
-    return dataclasses.replace(CatBoostSettings(), **values)
+    return dataclasses.replace(base or CatBoostSettings(), **values)
+
+
+@dataclass(frozen=True)
+class CatBoostOverrides:
+    """A plan target's own training capacity: each field given replaces that `CatBoostSettings` field for this
+    target only (null keeps the run's setting); e.g. a deeper, unregularised model without the best iteration pick
+    memorises its training labels (the default plan's planted violation)."""
+
+    iterations: int | None = setting(None, help="CatBoost iterations (null: the plan's catboost_iterations, else "
+                                                "the training default 200)", minimum=1)
+    depth: int | None = setting(None, help="tree depth (null: the training default 6)", minimum=1, maximum=16)
+    l2_leaf_reg: float | None = setting(None, help="L2 regularisation of the leaf values (null: the training "
+                                                   "default 3)", minimum=0, open_minimum=True, finite=True)
+    learning_rate: float | None = setting(None, help="learning rate (null: the training default 0.15)", minimum=0,
+                                          open_minimum=True, finite=True)
+    use_best_model: bool | None = setting(None, help="pick the best iteration on the (privatized) validation split "
+                                                     "(null: the training default true); false fits every iteration "
+                                                     "and reads no validation label")
+
+    def __post_init__(self) -> None:
+        self.apply(CatBoostSettings())  # CatBoostSettings' own checks, each naming its field
+
+    def _encoded(self) -> dict[str, Any]:
+        """As a plan file writes it: only the overrides given (`labeldp.codec.encode`)."""
+        return self.given()
+
+    def given(self) -> dict[str, Any]:
+        """The overrides set (field -> value)."""
+        return {item.name: getattr(self, item.name) for item in dataclasses.fields(self)
+                if getattr(self, item.name) is not None}
+
+    def apply(self, settings: CatBoostSettings) -> CatBoostSettings:
+        """``settings`` with these overrides applied."""
+        return settings_from(settings, **self.given())
 
 
 def categorical_columns(features: pd.DataFrame) -> list[str]:
     """The columns of a feature frame CatBoost reads as categorical: every column whose dtype is not numeric
     (a Criteo frame: ``C1..C26``, in frame order)."""
-    return [str(name) for name in features.columns if not pd.api.types.is_numeric_dtype(features[name].dtype)]
+    from pandas.api.types import is_numeric_dtype  # imported here: a plan (`flows.plan`) reads this module
+
+    return [str(name) for name in features.columns if not is_numeric_dtype(features[name].dtype)]
 
 
 def training_pool(features: pd.DataFrame, label=None):

@@ -2,7 +2,8 @@
 
 tests/flows/fixtures/plan_before.json holds, for the default plan, infra/plans/default.json and
 tests/flows/fixtures/plans/team.json, what ``AuditPlan.to_dict`` gave and what ``plan check --json`` printed
-(`flows.commands.plan.resolved`), captured before the codec (the dataset's path shortened to its file name)."""
+(`flows.commands.plan.resolved`), captured before the codec (the dataset's path shortened to its file name), with one deliberate change since: the
+default plan's planted violation has its own CatBoost capacity (its target's ``catboost`` key)."""
 
 from __future__ import annotations
 

@@ -55,6 +55,7 @@ def test_identical_inputs_reuse_the_model(world):
 @pytest.mark.parametrize(("changes", "expected"), [
     ({"settings": dataclasses.replace(FAST, iterations=50)}, "catboost iterations 8 != 50"),
     ({"settings": dataclasses.replace(FAST, thread_count=1)}, "catboost thread_count 2 != 1"),
+    ({"settings": dataclasses.replace(FAST, use_best_model=False)}, "catboost use_best_model None != False"),
     ({"settings": dataclasses.replace(FAST, extra={"l2_leaf_reg": 10})}, "catboost l2_leaf_reg 3.0 != 10"),
     ({"seed": 4}, "seed 3 != 4"),
     ({"epsilon": 2.0}, "epsilon 1 != 2"),
