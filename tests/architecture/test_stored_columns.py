@@ -28,6 +28,8 @@ from labeldp.stored import (
     FLAG,
     NUMBER,
     TEXT,
+    Part,
+    Prefix,
     Stored,
     from_stored,
     stored,
@@ -38,10 +40,13 @@ from tests.support.warehouse_rows import make_row
 
 # The migrations whose columns are declared on records' fields, and the baseline's (version 1) that are.
 CONVERTED_VERSIONS = (5, 6, 7, 10)
+RISK_FIGURES = ("posterior_ceiling_median", "posterior_ceiling_p90", "high_prior_ceiling", "column_tail_bound",
+                "column_expected", "mia_advantage_bound", "aia_advantage_bound", "reconstruction_bound")
 CONVERTED_BASELINE = ("calibration_rows_fit", "calibration_rows_validation", "calibration_rounds",
                       "calibration_log_loss_before", "calibration_log_loss_after", "calibration_ece_before",
                       "calibration_ece_after", "label_blind_bound", "reference_misfit_kappa", "label_blind_flagged",
-                      "reference_checked", "reference_check_note")
+                      "reference_checked", "reference_check_note",
+                      *(prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES), "risk_headline")
 
 
 def _records_with_stored_fields() -> list[type]:
@@ -58,20 +63,32 @@ def _records_with_stored_fields() -> list[type]:
     return found
 
 
+def declared_columns(records: Sequence[type], blocks: Mapping[str, Sequence[Part]]) -> dict[str, list[str]]:
+    """column -> the fields of ``records`` declaring it; a record the blocks store under prefixes
+    (`labeldp.stored.Prefix`) declares its columns under each of them."""
+    prefixes = defaultdict(set)  # record -> the prefixes the blocks store it under
+    for parts in blocks.values():
+        for part in parts:
+            prefixes[part.record].add(part.prefix)
+    declared = defaultdict(list)
+    for record in records:
+        for prefix in sorted(prefixes.get(record) or {None}, key=lambda p: "" if p is None else p.column):
+            for name, column, _ in stored_fields(record, prefix=prefix):
+                declared[column].append(f"{record.__name__}.{name}" + ("" if prefix is None else f"@{prefix.column}"))
+    return declared
+
+
 def stored_column_problems(expected: Sequence[str], table: Sequence[str], records: Sequence[type],
-                           blocks: Mapping[str, Sequence[tuple[type, str]]],
+                           blocks: Mapping[str, Sequence[Part]],
                            migration_adds: Mapping[int, Sequence[str]], baseline: Sequence[str]) -> list[str]:
     """What breaks "one column, one declaration": ``expected`` the columns the blocks must hold, ``table`` the
     table's columns, ``records`` every record with stored fields, ``blocks`` `schema.STORED_BLOCKS`,
     ``migration_adds`` version -> the columns it adds, ``baseline`` the columns of version 1."""
-    declared = defaultdict(list)  # column -> the fields declaring it
-    for record in records:
-        for name, column, _ in stored_fields(record):
-            declared[column].append(f"{record.__name__}.{name}")
+    declared = declared_columns(records, blocks)
     in_blocks = defaultdict(list)
-    for block, pairs in blocks.items():
-        for record, group in pairs:
-            for _, column, _ in stored_fields(record, group):
+    for block, parts in blocks.items():
+        for part in parts:
+            for _, column, _ in part.fields():
                 in_blocks[column].append(block)
     problems = [f"{column}: listed in the schema's stored blocks but declared on no record field"
                 for column in expected if column not in declared]
@@ -101,8 +118,7 @@ def test_every_stored_column_is_declared_on_exactly_one_record_field():
     real = _real()
     assert all(migrations.MIGRATIONS[v - 1].version == v for v in CONVERTED_VERSIONS)
     assert stored_column_problems(**real) == []
-    declared = [column for record in real["records"] for _, column, _ in stored_fields(record)]
-    assert sorted(declared) == sorted(real["expected"])
+    assert sorted(declared_columns(real["records"], real["blocks"])) == sorted(real["expected"])
 
 
 def test_the_blocks_keep_the_table_order_and_each_declaration_is_the_column():
@@ -203,3 +219,43 @@ def test_a_record_is_read_back_from_its_stored_columns():
 
 def test_misfit_kappa_upper_may_be_negative_as_declared():
     assert normalize_row({**make_row()[0], "misfit_kappa_upper": -0.5})["misfit_kappa_upper"] == -0.5
+
+
+# ------------------------------------------------------------------------------------------------- under a prefix
+def test_a_record_under_two_prefixes_is_two_sets_of_columns_each_comment_led_by_its_prefix():
+    claimed, shown = Prefix("toy_", "at the claim"), Prefix("toy_lb_", "at the bound")
+    record = _Figures(True, 2.0, None)
+    assert stored_values(_Figures, record, shown) == {"toy_lb_flagged": 1, "toy_lb_toy_evidence": 2.0,
+                                                     "toy_lb_upper": None}
+    assert [(column, declaration.comment) for _, column, declaration in Part(_Figures, "", claimed).fields()] == [
+        ("toy_flagged", "at the claim: a flag"), ("toy_toy_evidence", "at the claim: an evidence"),
+        ("toy_upper", "at the claim: an upper limit")]
+
+
+def test_the_risk_blocks_are_one_record_stored_under_risk_and_risk_lb():
+    """Each risk figure is one field of RiskBlock, a column under each prefix; a risk figure the table lists that
+    RiskBlock does not declare fails."""
+    from auditing.risk.records import RiskBlock
+
+    columns = [c.name for c in schema.RISK]
+    assert columns == [*(prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES), "risk_headline"]
+    assert schema.stored_declarations()["risk_lb_column_expected"].comment.startswith("at the valid eps_lb: ")
+    real = _real()
+    problems = stored_column_problems(**{**real, "records": [r for r in real["records"] if r is not RiskBlock]})
+    assert sorted(p.split(":")[0] for p in problems) == sorted(
+        prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES)
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("risk_posterior_ceiling_p90", 1.5, r"risk_posterior_ceiling_p90 must be a finite number in \[0, 1\]"),
+    ("risk_lb_column_expected", -1.0, "risk_lb_column_expected must be a finite number >= 0"),
+    ("risk_lb_mia_advantage_bound", float("nan"), "risk_lb_mia_advantage_bound must be a finite number"),
+    ("risk_headline", 3, "risk_headline must be text or None"),
+])
+def test_a_risk_column_is_checked_by_its_declared_kind(column, value, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], column: value})
+
+
+def test_a_count_of_rows_above_one_is_a_valid_expected_column():
+    assert normalize_row({**make_row()[0], "risk_column_expected": 12.5})["risk_column_expected"] == 12.5

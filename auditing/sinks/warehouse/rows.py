@@ -246,7 +246,6 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
     _normalize_trust_columns(row, out)
     _normalize_control_columns(row, out)
-    _normalize_risk_columns(row, out)
     _normalize_kappa_columns(row, out)
     normalize_stored(row, out)
     _normalize_reference_columns(row, out)
@@ -386,23 +385,6 @@ def _normalize_reference_columns(row: Mapping, out: dict) -> None:
         if out["untrusted_reason"] is None:
             raise LabelDPInputError("label_blind_flagged = 1 needs untrusted_reason (a night whose reference does "
                                     "not fit day D is untrusted)")
-
-
-def _normalize_risk_columns(row: Mapping, out: dict) -> None:
-    """risk_* / risk_lb_* are None or probabilities in [0, 1] (column_expected: a count >= 0);
-    risk_headline is None or text."""
-    for name in RESULT_NAMES:
-        if not name.startswith("risk_") or name == "risk_headline":
-            continue
-        value = None if row.get(name) is None else _float(row, name)
-        if value is not None and not (value >= 0 and (name.endswith("column_expected") or value <= 1)):
-            raise LabelDPInputError(f"{name} must be in [0, 1] (a count >= 0 for column_expected) or None; "
-                                    f"got {value!r}")
-        out[name] = value
-    headline = row.get("risk_headline")
-    if headline is not None and not isinstance(headline, str):
-        raise LabelDPInputError(f"risk_headline must be text or None; got {headline!r}")
-    out["risk_headline"] = headline
 
 
 def _normalize_control_columns(row: Mapping, out: dict) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from auditing.records.game import AttackCurve
 from auditing.result import CapacityCheck
+from auditing.risk.records import CLAIMED, DEMONSTRATED, NO_PRIOR, RiskAssessment, RiskBlock
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.reference_check import CalibrationFigures, LabelBlindFigures, ReferenceCheck
 from auditing.verdict.run_kinds import RUN_KINDS
@@ -32,7 +33,7 @@ from auditing.verdict.types import (
     Decision,
     TrustFigures,
 )
-from labeldp.stored import Stored, stored_fields
+from labeldp.stored import Part, Stored
 
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
@@ -101,38 +102,43 @@ _KEY = (
 )
 
 # The blocks of audit_results whose columns are declared on a record's fields (`labeldp.stored`; docs/warehouse.md:
-# adding a stored figure): block -> the (record, group) pairs whose stored fields fill it, in table order. Each
+# adding a stored figure): block -> the parts (`labeldp.stored.Part`: a record, a group of its fields, a column
+# prefix) whose stored fields fill it, in table order. Each
 # column is filled from its record (`auditing.sinks.warehouse.rows.stored_values`; NULL when the row has no such
 # record) and checked by its declared kind (`auditing.sinks.warehouse.rows.normalize_stored`).
-STORED_BLOCKS: dict[str, tuple[tuple[type, str], ...]] = {
+STORED_BLOCKS: dict[str, tuple[Part, ...]] = {
     # trust per verdict (auditing.verdict.trust), the capacity check (auditing.verdict.capacity_check) and the row
     # groups (auditing.game.row_groups): `Verdict.trust_figures`
-    "trust": ((TrustFigures, ""),),
+    "trust": (Part(TrustFigures),),
     # repetition 0's attack read as a classifier of the coin (auditing.game.attack_curve, docs/attack-curve.md)
-    "attack": ((AttackCurve, ""),),
+    "attack": (Part(AttackCurve),),
     # the model family's evidence across nights (auditing.verdict.family_evidence)
-    "family": ((NightEvidence, ""),),
+    "family": (Part(NightEvidence),),
     # the night's reference check: the correction's figures, the retired label-blind control's, whether it ran
-    "reference": ((CalibrationFigures, ""), (LabelBlindFigures, ""), (ReferenceCheck, "")),
+    "reference": (Part(CalibrationFigures), Part(LabelBlindFigures), Part(ReferenceCheck)),
     # the decision, the stratified check's figures, the split test and the check's family evidence
-    "decision": ((Decision, ""), (CapacityCheck, ""), (SplitTest, ""), (NightEvidence, "decision")),
+    "decision": (Part(Decision), Part(CapacityCheck), Part(SplitTest), Part(NightEvidence, "decision")),
+    # what the claimed eps allows and the valid eps_lb demonstrates: a risk block under each prefix (the figures
+    # needing the day's priors, then those that do not), then the headline (auditing.risk.records)
+    "risk": (Part(RiskBlock, "", CLAIMED), Part(RiskBlock, NO_PRIOR, CLAIMED), Part(RiskBlock, "", DEMONSTRATED),
+             Part(RiskBlock, NO_PRIOR, DEMONSTRATED), Part(RiskAssessment)),
 }
 
 
 def stored_block(block: str) -> tuple[Column, ...]:
     """The nullable columns of ``block`` (`STORED_BLOCKS`), each as its record's field declares it."""
     return tuple(Column(column, declaration.kind.column, True, declaration.comment)
-                 for record, group in STORED_BLOCKS[block] for _, column, declaration in stored_fields(record, group))
+                 for part in STORED_BLOCKS[block] for _, column, declaration in part.fields())
 
 
 def stored_declarations() -> dict[str, Stored]:
     """column -> its declaration (`labeldp.stored.Stored`), for every column of `STORED_BLOCKS`, in table order."""
-    return {column: declaration for pairs in STORED_BLOCKS.values() for record, group in pairs
-            for _, column, declaration in stored_fields(record, group)}
+    return {column: declaration for parts in STORED_BLOCKS.values() for part in parts
+            for _, column, declaration in part.fields()}
 
 
-TRUST, ATTACK, FAMILY, REFERENCE, DECISION = (stored_block(block) for block in
-                                              ("trust", "attack", "family", "reference", "decision"))
+TRUST, ATTACK, FAMILY, REFERENCE, DECISION, RISK = (
+    stored_block(block) for block in ("trust", "attack", "family", "reference", "decision", "risk"))
 TRUST_COLUMNS = tuple(c.name for c in TRUST)
 # The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
 ATTACK_FIGURES = AttackCurve.FIGURES
@@ -216,20 +222,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "NULL when trusted; else why this verdict is not trusted (see trust)"),
     # risk: what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
     # the day's reference probabilities as the attacker's priors (auditing.risk.figures; NULL where not computed)
-    *(Column(prefix + name, "double", True, f"{who}: {text}")
-      for prefix, who in (("risk_", "at the claimed eps"), ("risk_lb_", "at the valid eps_lb"))
-      for name, text in (
-          ("posterior_ceiling_median", "most often a 'clicked' guess can be right on a median-prior row"),
-          ("posterior_ceiling_p90", "most often a 'clicked' guess can be right on a 90th-percentile-prior row"),
-          ("high_prior_ceiling", "mean posterior ceiling over rows the reference puts at >= 10% click probability"),
-          ("column_tail_bound", "bound on P[attacker labels >= 1% of the expected clicks more rows right than the "
-                                "reference's own guess]"),
-          ("column_expected", "bound on the expected number of audited rows an attacker labels right"),
-          ("mia_advantage_bound", "membership-inference advantage bound (e^eps - 1 + 2 delta) / (e^eps + 1)"),
-          ("aia_advantage_bound", "attribute (label) inference advantage bound, binary label, uniform prior"),
-          ("reconstruction_bound", "bound on reconstructing 'clicked' for a 90th-percentile-prior row"),
-      )),
-    Column("risk_headline", "text", True, "one sentence: what the claim allows and what the bound demonstrates"),
+    *RISK,
     # the game-aware detection floor (auditing.verdict.exposure_floor)
     Column("exposed_rows_floor", "bigint", True,
            "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
