@@ -46,7 +46,9 @@ CONVERTED_BASELINE = ("calibration_rows_fit", "calibration_rows_validation", "ca
                       "calibration_log_loss_before", "calibration_log_loss_after", "calibration_ece_before",
                       "calibration_ece_after", "label_blind_bound", "reference_misfit_kappa", "label_blind_flagged",
                       "reference_checked", "reference_check_note",
-                      *(prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES), "risk_headline")
+                      *(prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES), "risk_headline",
+                      "audit_rows", "detection_floor_rows", "reference_log_loss_shift", "feature_shift_max_psi",
+                      "exposed_rows_floor", "breaking_kappa")
 
 
 def _records_with_stored_fields() -> list[type]:
@@ -259,3 +261,34 @@ def test_a_risk_column_is_checked_by_its_declared_kind(column, value, message):
 
 def test_a_count_of_rows_above_one_is_a_valid_expected_column():
     assert normalize_row({**make_row()[0], "risk_column_expected": 12.5})["risk_column_expected"] == 12.5
+
+
+# ------------------------------------------------------------------------------------ one record in four places
+def test_the_robustness_figures_are_trust_figures_fields_each_group_in_its_place():
+    """audit_rows .. breaking_kappa are TrustFigures fields; each group (`group=`) is its own block, in the table
+    where version 1 put it."""
+    names = list(schema.RESULT_NAMES)
+    blocks = {block: [c.name for c in schema.stored_block(block)]
+              for block in ("robustness", "shift", "exposure", "breaking")}
+    assert blocks == {"robustness": ["audit_rows", "detection_floor_rows"],
+                      "shift": ["reference_log_loss_shift", "feature_shift_max_psi"],
+                      "exposure": ["exposed_rows_floor"], "breaking": ["breaking_kappa"]}
+    assert names.index("shift_diagnostic") == names.index("detection_floor_rows") + 1
+    assert names.index("kappa") == names.index("breaking_kappa") - 1
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("audit_rows", "test", r"audit_rows must be one of \['training', 'all'\] or None"),
+    ("detection_floor_rows", -2, "detection_floor_rows must be a whole number >= 0"),
+    ("exposed_rows_floor", 1.5, "exposed_rows_floor must be a whole number >= 0"),
+    ("feature_shift_max_psi", -0.1, "feature_shift_max_psi must be a finite number >= 0"),
+    ("reference_log_loss_shift", float("inf"), "reference_log_loss_shift must be a finite number"),
+    ("breaking_kappa", -1.0, "breaking_kappa must be a finite number >= 0"),
+])
+def test_a_robustness_column_is_checked_by_its_declared_kind(column, value, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], column: value})
+
+
+def test_a_log_loss_shift_may_be_negative_as_declared():
+    assert normalize_row({**make_row()[0], "reference_log_loss_shift": -0.25})["reference_log_loss_shift"] == -0.25

@@ -244,10 +244,10 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     out["finished_at"] = _timestamp(row.get("finished_at"), "finished_at")
     out["durations"] = _durations(row.get("durations"))
     out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
-    _normalize_trust_columns(row, out)
+    out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
+    normalize_stored(row, out)
     _normalize_control_columns(row, out)
     _normalize_kappa_columns(row, out)
-    normalize_stored(row, out)
     _normalize_reference_columns(row, out)
     _check_attack_intervals(out)
     _check_family_figures(out)
@@ -323,13 +323,12 @@ def _optional_flag(row: Mapping, name: str) -> int | None:
 
 
 def _normalize_kappa_columns(row: Mapping, out: dict) -> None:
-    """kappa, breaking_kappa, fdp_curve, gdp_mu_lower_bound.
+    """kappa, fdp_curve, gdp_mu_lower_bound, and breaking_kappa's rule (its value is checked by its kind).
 
     A row without kappa is a legacy row (written before kappa) and has none of the kappa-era figures. An fdp
     row with kappa states
     its curve (fdp_curve 'eps-delta'); only fdp rows carry fdp_curve and gdp_mu_lower_bound."""
     out["kappa"] = _optional_float(row, "kappa")
-    out["breaking_kappa"] = _optional_float(row, "breaking_kappa")
     curve = row.get("fdp_curve")
     if curve is not None and curve not in FDP_CURVES:
         raise LabelDPInputError(f"fdp_curve must be one of {list(FDP_CURVES)} or None; got {curve!r}")
@@ -406,21 +405,6 @@ def _normalize_control_columns(row: Mapping, out: dict) -> None:
     if reason is not None and (not isinstance(reason, str) or not reason.strip()):
         raise LabelDPInputError(f"untrusted_reason must be non-empty text or None; got {reason!r}")
     out["untrusted_reason"] = reason
-
-
-def _normalize_trust_columns(row: Mapping, out: dict) -> None:
-    """audit_rows, detection_floor_rows, exposed_rows_floor and the shift diagnostic (nullable)."""
-    audit_rows = row.get("audit_rows")
-    if audit_rows is not None and audit_rows not in ("training", "all"):
-        raise LabelDPInputError(f"audit_rows must be 'training', 'all' or None; got {audit_rows!r}")
-    out["audit_rows"] = audit_rows
-    out["detection_floor_rows"] = None if row.get("detection_floor_rows") is None else _count(row, "detection_floor_rows")
-    out["exposed_rows_floor"] = None if row.get("exposed_rows_floor") is None else _count(row, "exposed_rows_floor")
-    out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
-    for name in ("reference_log_loss_shift", "feature_shift_max_psi"):
-        out[name] = None if row.get(name) is None else _float(row, name)
-    if out["feature_shift_max_psi"] is not None and out["feature_shift_max_psi"] < 0:
-        raise LabelDPInputError(f"feature_shift_max_psi must be >= 0; got {out['feature_shift_max_psi']!r}")
 
 
 def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
@@ -566,8 +550,6 @@ def audit_record(
     if unknown:
         raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
     calibration = result.game.reference_calibration or "none"
-    robustness = verdict.robustness
-    diagnostic = verdict.shift_diagnostic
     control = verdict.control
     curve_kind = bound_method(result.bound.method).curve if result.bound.method in BOUND_METHODS else None
     row = {
@@ -580,12 +562,7 @@ def audit_record(
         "epsilon_median": result.epsilon_median, "strategy": result.bound.strategy, "method": result.bound.method,
         "status": verdict.status, "max_certifiable_epsilon": result.max_certifiable_epsilon,
         "repetitions": result.game.repetitions, "seed": result.game.seed, "result_json": encode(result), **lineage,
-        "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
-        "detection_floor_rows": robustness.detection_floor_rows,
-        "exposed_rows_floor": robustness.exposed_rows_floor,
-        "shift_diagnostic": encode(diagnostic),
-        "reference_log_loss_shift": None if diagnostic is None else diagnostic.reference_log_loss_shift,
-        "feature_shift_max_psi": None if diagnostic is None else diagnostic.feature_shift_max_psi,
+        "shift_diagnostic": encode(verdict.shift_diagnostic),
         "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
         "control_passed": None if control is None else int(bool(control.passed)),
         "control_floor": None if control is None else control.floor,

@@ -116,6 +116,14 @@ STORED_BLOCKS: dict[str, tuple[Part, ...]] = {
     "family": (Part(NightEvidence),),
     # the night's reference check: the correction's figures, the retired label-blind control's, whether it ran
     "reference": (Part(CalibrationFigures), Part(LabelBlindFigures), Part(ReferenceCheck)),
+    # which rows were audited and the fewest exposed labels the audit could flag (auditing.verdict.robustness), the
+    # shift diagnostic's scalars (auditing.verdict.shift_diagnostic), the game-aware detection floor
+    # (auditing.verdict.exposure_floor) and the kappa that breaks a VIOLATION: `Verdict.trust_figures`, each group in
+    # its own place of the table
+    "robustness": (Part(TrustFigures, "robustness"),),
+    "shift": (Part(TrustFigures, "shift"),),
+    "exposure": (Part(TrustFigures, "exposure"),),
+    "breaking": (Part(TrustFigures, "breaking"),),
     # the decision, the stratified check's figures, the split test and the check's family evidence
     "decision": (Part(Decision), Part(CapacityCheck), Part(SplitTest), Part(NightEvidence, "decision")),
     # what the claimed eps allows and the valid eps_lb demonstrates: a risk block under each prefix (the figures
@@ -137,8 +145,9 @@ def stored_declarations() -> dict[str, Stored]:
             for _, column, declaration in part.fields()}
 
 
-TRUST, ATTACK, FAMILY, REFERENCE, DECISION, RISK = (
-    stored_block(block) for block in ("trust", "attack", "family", "reference", "decision", "risk"))
+TRUST, ATTACK, FAMILY, REFERENCE, DECISION, RISK, ROBUSTNESS, SHIFT, EXPOSURE, BREAKING = (
+    stored_block(block) for block in ("trust", "attack", "family", "reference", "decision", "risk", "robustness",
+                                      "shift", "exposure", "breaking"))
 TRUST_COLUMNS = tuple(c.name for c in TRUST)
 # The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
 ATTACK_FIGURES = AttackCurve.FIGURES
@@ -201,17 +210,11 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("durations", "text", True, "JSON object: seconds per stage"),
     Column("result_json", "text", False, "JSON: the full AuditResult.to_dict()"),
     # which rows were audited, and how far to trust the verdict
-    Column("audit_rows", "text", True, "rows the game was played on: training (labels entered training) | all"),
-    Column("detection_floor_rows", "bigint", True,
-           "fewest fully exposed labels with which this audit could flag the claim (an attacker right on every "
-           "guess; fewer cannot: necessary, not sufficient); NULL: none could"),
+    *ROBUSTNESS,
     Column("shift_diagnostic", "text", True,
            "JSON, a diagnostic and not a proof: the reference's fit on day D vs D-1 and the features' "
            "day-over-day shift"),
-    Column("reference_log_loss_shift", "double", True,
-           "diagnostic: reference M' test log-loss on day D minus on day D-1"),
-    Column("feature_shift_max_psi", "double", True,
-           "diagnostic: largest per-feature population stability index between day D-1 and day D"),
+    *SHIFT,
     # nightly controls and whether the night's verdicts can be trusted
     Column("kind", "text", True, "target | control (a nightly positive or negative control); NULL: target"),
     Column("control_passed", "integer", True,
@@ -224,10 +227,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     # the day's reference probabilities as the attacker's priors (auditing.risk.figures; NULL where not computed)
     *RISK,
     # the game-aware detection floor (auditing.verdict.exposure_floor)
-    Column("exposed_rows_floor", "bigint", True,
-           "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
-           "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
-           "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%"),
+    *EXPOSURE,
     # kappa replaces tau (docs/soundness.md: section 1, hypothesis H, defines kappa; section 5 says why tau did not
     # protect): NULL in every column below on rows written before it. A legacy row's TV figures tau / breaking_tau
     # are never copied into them (the migration that retired those columns kept non-zero values in
@@ -236,10 +236,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
            "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "
            "written before kappa"),
-    Column("breaking_kappa", "double", True,
-           "largest kappa at which the valid bound (same counts, strategy, confidence) still exceeds the claim: a "
-           "VIOLATION holds unless the reference misjudges some row's click odds by more than a factor "
-           "e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa"),
+    *BREAKING,
     Column("reference_calibration", "text", True,
            "how the reference M' was corrected on day D before the game: boost | none (the raw "
            "M'); NULL: a row written before the correction existed (raw M')"),
