@@ -16,7 +16,7 @@ from typing import Any
 from auditing.game.config import AUDIT_ROWS
 from auditing.result import AuditResult
 from auditing.risk.records import PosteriorCurve, RiskAssessment
-from auditing.verdict.control_check import ControlCheck
+from auditing.verdict.control_check import TARGET, VERDICT_KINDS, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.split_test import SplitTest
@@ -287,9 +287,12 @@ class Verdict:
     robustness: Robustness
     risk: RiskAssessment
     posterior_curve: PosteriorCurve
-    kind: str = "target"
+    kind: str = stored(TEXT, "target | control (a nightly positive or negative control); NULL: target",
+                       choices=lambda: VERDICT_KINDS, default=TARGET)
     control: ControlCheck | None = None
-    untrusted_reason: str | None = None
+    untrusted_reason: str | None = stored(
+        TEXT, "NULL when trusted; else why this verdict is not trusted (see trust)", blank=False, group="untrusted",
+        default=None)
     reference_check: ReferenceCheck | None = None
     shift_diagnostic: ShiftDiagnostic | None = None
     trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))

@@ -48,7 +48,8 @@ CONVERTED_BASELINE = ("calibration_rows_fit", "calibration_rows_validation", "ca
                       "reference_checked", "reference_check_note",
                       *(prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES), "risk_headline",
                       "audit_rows", "detection_floor_rows", "reference_log_loss_shift", "feature_shift_max_psi",
-                      "exposed_rows_floor", "breaking_kappa")
+                      "exposed_rows_floor", "breaking_kappa", "kind", "control_passed", "control_floor",
+                      "untrusted_reason")
 
 
 def _records_with_stored_fields() -> list[type]:
@@ -292,3 +293,21 @@ def test_a_robustness_column_is_checked_by_its_declared_kind(column, value, mess
 
 def test_a_log_loss_shift_may_be_negative_as_declared():
     assert normalize_row({**make_row()[0], "reference_log_loss_shift": -0.25})["reference_log_loss_shift"] == -0.25
+
+
+# ------------------------------------------------------------------------------------------------ control group
+def test_the_control_columns_are_the_verdicts_kind_its_controls_outcome_and_its_untrusted_reason():
+    assert [c.name for c in schema.CONTROL] == ["kind", "control_passed", "control_floor", "untrusted_reason"]
+    assert schema.stored_declarations()["control_passed"].kind is FLAG
+
+
+@pytest.mark.parametrize(("update", "message"), [
+    ({"kind": "canary"}, r"kind must be one of \['target', 'control'\] or None"),
+    ({"kind": "control", "control_passed": 1.0}, "control_passed must be 0, 1"),
+    ({"kind": "control", "control_floor": -0.5}, "control_floor must be a finite number >= 0"),
+    ({"control_passed": 1}, "kind 'control' rows only"),
+    ({"untrusted_reason": ""}, "untrusted_reason must be non-empty text or None"),
+])
+def test_a_control_column_is_checked_by_its_declared_kind(update, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], **update})

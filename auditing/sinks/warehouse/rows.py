@@ -52,6 +52,7 @@ from auditing.sinks.warehouse.schema import (
 from auditing.sinks.warehouse.values import as_count as _count
 from auditing.sinks.warehouse.values import as_float as _float
 from auditing.sinks.warehouse.values import optional_float as _optional_float
+from auditing.verdict.control_check import CONTROL, ControlCheck
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.run_kinds import check_run_kind
 from auditing.verdict.split_test import TESTED, SplitTest
@@ -246,7 +247,7 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
     out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
     normalize_stored(row, out)
-    _normalize_control_columns(row, out)
+    _check_control_columns(out)
     _normalize_kappa_columns(row, out)
     _normalize_reference_columns(row, out)
     _check_attack_intervals(out)
@@ -386,25 +387,12 @@ def _normalize_reference_columns(row: Mapping, out: dict) -> None:
                                     "not fit day D is untrusted)")
 
 
-def _normalize_control_columns(row: Mapping, out: dict) -> None:
-    """kind, control_passed, control_floor, untrusted_reason (all nullable)."""
-    kind = row.get("kind")
-    if kind is not None and kind not in ("target", "control"):
-        raise LabelDPInputError(f"kind must be 'target', 'control' or None; got {kind!r}")
-    out["kind"] = kind
-    passed = row.get("control_passed")
-    if passed is not None and (isinstance(passed, float) or passed not in (0, 1)):
-        raise LabelDPInputError(f"control_passed must be 0, 1 or None; got {passed!r}")
-    out["control_passed"] = None if passed is None else int(passed)
-    out["control_floor"] = None if row.get("control_floor") is None else _float(row, "control_floor")
-    if out["control_floor"] is not None and out["control_floor"] < 0:
-        raise LabelDPInputError(f"control_floor must be >= 0; got {out['control_floor']!r}")
-    if kind != "control" and (passed is not None or out["control_floor"] is not None):
-        raise LabelDPInputError(f"control_passed / control_floor are for kind 'control' rows only; got kind {kind!r}")
-    reason = row.get("untrusted_reason")
-    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
-        raise LabelDPInputError(f"untrusted_reason must be non-empty text or None; got {reason!r}")
-    out["untrusted_reason"] = reason
+def _check_control_columns(out: dict) -> None:
+    """A control's outcome (control_passed, control_floor) only on a control's row (their values are checked by
+    their kinds)."""
+    if out["kind"] != CONTROL and (out["control_passed"] is not None or out["control_floor"] is not None):
+        raise LabelDPInputError(f"control_passed / control_floor are for kind 'control' rows only; got kind "
+                                f"{out['kind']!r}")
 
 
 def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
@@ -550,7 +538,6 @@ def audit_record(
     if unknown:
         raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
     calibration = result.game.reference_calibration or "none"
-    control = verdict.control
     curve_kind = bound_method(result.bound.method).curve if result.bound.method in BOUND_METHODS else None
     row = {
         "model_id": model_id, "partition_date": partition_date, "audit_config_hash": result.config_hash,
@@ -563,9 +550,8 @@ def audit_record(
         "status": verdict.status, "max_certifiable_epsilon": result.max_certifiable_epsilon,
         "repetitions": result.game.repetitions, "seed": result.game.seed, "result_json": encode(result), **lineage,
         "shift_diagnostic": encode(verdict.shift_diagnostic),
-        "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
-        "control_passed": None if control is None else int(bool(control.passed)),
-        "control_floor": None if control is None else control.floor,
+        **stored_values(Verdict, verdict),
+        **stored_values(ControlCheck, verdict.control),
         **verdict.risk_columns,
         "reference_calibration": calibration,
         "fdp_curve": curve_kind,

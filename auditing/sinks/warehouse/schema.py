@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from auditing.records.game import AttackCurve
 from auditing.result import CapacityCheck
 from auditing.risk.records import CLAIMED, DEMONSTRATED, NO_PRIOR, RiskAssessment, RiskBlock
+from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.reference_check import CalibrationFigures, LabelBlindFigures, ReferenceCheck
 from auditing.verdict.run_kinds import RUN_KINDS
@@ -32,6 +33,7 @@ from auditing.verdict.types import (
     VIOLATION,
     Decision,
     TrustFigures,
+    Verdict,
 )
 from labeldp.stored import Part, Stored
 
@@ -116,6 +118,9 @@ STORED_BLOCKS: dict[str, tuple[Part, ...]] = {
     "family": (Part(NightEvidence),),
     # the night's reference check: the correction's figures, the retired label-blind control's, whether it ran
     "reference": (Part(CalibrationFigures), Part(LabelBlindFigures), Part(ReferenceCheck)),
+    # a verdict's kind, its control's outcome (auditing.verdict.control_check; NULL for a target) and why it is not
+    # trusted (NULL when it is)
+    "control": (Part(Verdict), Part(ControlCheck), Part(Verdict, "untrusted")),
     # which rows were audited and the fewest exposed labels the audit could flag (auditing.verdict.robustness), the
     # shift diagnostic's scalars (auditing.verdict.shift_diagnostic), the game-aware detection floor
     # (auditing.verdict.exposure_floor) and the kappa that breaks a VIOLATION: `Verdict.trust_figures`, each group in
@@ -145,9 +150,9 @@ def stored_declarations() -> dict[str, Stored]:
             for _, column, declaration in part.fields()}
 
 
-TRUST, ATTACK, FAMILY, REFERENCE, DECISION, RISK, ROBUSTNESS, SHIFT, EXPOSURE, BREAKING = (
+TRUST, ATTACK, FAMILY, REFERENCE, DECISION, RISK, ROBUSTNESS, SHIFT, EXPOSURE, BREAKING, CONTROL = (
     stored_block(block) for block in ("trust", "attack", "family", "reference", "decision", "risk", "robustness",
-                                      "shift", "exposure", "breaking"))
+                                      "shift", "exposure", "breaking", "control"))
 TRUST_COLUMNS = tuple(c.name for c in TRUST)
 # The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
 ATTACK_FIGURES = AttackCurve.FIGURES
@@ -216,13 +221,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "day-over-day shift"),
     *SHIFT,
     # nightly controls and whether the night's verdicts can be trusted
-    Column("kind", "text", True, "target | control (a nightly positive or negative control); NULL: target"),
-    Column("control_passed", "integer", True,
-           "controls only: 1 if the control came out as constructed (auditing.verdict.controls), else 0"),
-    Column("control_floor", "double", True,
-           "positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)"),
-    Column("untrusted_reason", "text", True,
-           "NULL when trusted; else why this verdict is not trusted (see trust)"),
+    *CONTROL,
     # risk: what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
     # the day's reference probabilities as the attacker's priors (auditing.risk.figures; NULL where not computed)
     *RISK,
