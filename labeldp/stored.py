@@ -2,8 +2,9 @@
 (`stored`): the column's kind, its comment, its name when it differs from the field's, and what a value must be.
 The warehouse reads everything else from there: the table's columns (`auditing.sinks.warehouse.schema`), the row's
 values taken from the record (`Stored.value`) and the checks on a row before it is written
-(`auditing.sinks.warehouse.rows`). A new figure of such a record is one field here plus one migration
-(docs/warehouse.md: adding a stored figure).
+(`auditing.sinks.warehouse.rows`). A record stored more than once in a row (a risk block at the claim and at the
+bound) is declared once and stored under a `Prefix` each time. A new figure of such a record is one field here plus
+one migration (docs/warehouse.md: adding a stored figure).
 
 Pure Python (the standard library only), so every layer, the data-only records included, can declare its stored
 fields with it; it knows nothing of SQL or of any table.

@@ -2,9 +2,11 @@
 and the row's checks are read from there (docs/warehouse.md: adding a stored figure).
 
 Kept honest here: every column of the blocks read from records (`schema.STORED_BLOCKS`: the columns migrations 5, 6,
-7 and 10 added) is declared on exactly one record field; a field declared on any record of auditing/ is a column of
-audit_results, in one of those blocks, and added by exactly one migration. A column the schema lists but no field
-declares, or a field declaring a column the schema lacks, fails.
+7 and 10 added, and the reference check's, risk, robustness, shift, exposure, breaking_kappa and control columns of
+version 1) is declared on exactly one record field (a record stored under prefixes, once per prefix); a field
+declared on any record of auditing/ is a column of audit_results, in one of those blocks, and added by exactly one
+migration (none for a column of version 1). A column the schema lists but no field declares, or a field declaring a
+column the schema lacks, fails.
 """
 
 from __future__ import annotations
