@@ -2,8 +2,9 @@
 (`stored`): the column's kind, its comment, its name when it differs from the field's, and what a value must be.
 The warehouse reads everything else from there: the table's columns (`auditing.sinks.warehouse.schema`), the row's
 values taken from the record (`Stored.value`) and the checks on a row before it is written
-(`auditing.sinks.warehouse.rows`). A new figure of such a record is one field here plus one migration
-(docs/warehouse.md: adding a stored figure).
+(`auditing.sinks.warehouse.rows`). A record stored more than once in a row (a risk block at the claim and at the
+bound) is declared once and stored under a `Prefix` each time. A new figure of such a record is one field here plus
+one migration (docs/warehouse.md: adding a stored figure).
 
 Pure Python (the standard library only), so every layer, the data-only records included, can declare its stored
 fields with it; it knows nothing of SQL or of any table.
@@ -16,7 +17,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 STORED = "labeldp.stored"
 
@@ -85,6 +86,33 @@ class Stored:
         return bool(value) if self.kind is FLAG else value
 
 
+@dataclass(frozen=True)
+class Prefix:
+    """A record stored more than once in a row, each time under its own prefix: ``column`` is put before each of its
+    columns' names, ``comment`` (then ": ") before each of their comments (e.g. a risk block at the claim,
+    ``risk_``, and at the valid bound, ``risk_lb_``)."""
+
+    column: str
+    comment: str
+
+    def of(self, column: str, declaration: Stored) -> tuple[str, Stored]:
+        """A declared (column, `Stored`) as stored under this prefix."""
+        return self.column + column, dataclasses.replace(declaration, comment=f"{self.comment}: {declaration.comment}")
+
+
+class Part(NamedTuple):
+    """One part of a block of columns (`auditing.sinks.warehouse.schema.STORED_BLOCKS`): the stored fields of
+    ``record`` in ``group`` (`Stored.group`), each under ``prefix`` (a `Prefix`; None: as declared)."""
+
+    record: type
+    group: str = ""
+    prefix: Prefix | None = None
+
+    def fields(self) -> list[tuple[str, str, Stored]]:
+        """(field name, column name, its `Stored`) of each of the part's fields, in field order."""
+        return stored_fields(self.record, self.group, self.prefix)
+
+
 def stored(kind: StoredKind, comment: str, *, default: Any = dataclasses.MISSING,
            default_factory: Any = dataclasses.MISSING, metadata: dict | None = None, **declaration: Any) -> Any:
     """A dataclass field kept in a warehouse column: its `Stored` (``kind``, ``comment`` and the keys of
@@ -98,22 +126,26 @@ def stored_of(item: dataclasses.Field) -> Stored | None:
     return item.metadata.get(STORED)
 
 
-def stored_fields(cls: type, group: str | None = None) -> list[tuple[str, str, Stored]]:
+def stored_fields(cls: type, group: str | None = None,
+                  prefix: Prefix | None = None) -> list[tuple[str, str, Stored]]:
     """(field name, column name, its `Stored`) of each stored field of ``cls`` in field order; ``group``: only those
-    of that group (None: all)."""
+    of that group (None: all); ``prefix``: each as stored under it (`Prefix.of`)."""
     out = []
     for item in dataclasses.fields(cls):
         declaration = stored_of(item)
         if declaration is not None and (group is None or declaration.group == group):
-            out.append((item.name, declaration.column or item.name, declaration))
+            column = declaration.column or item.name
+            if prefix is not None:
+                column, declaration = prefix.of(column, declaration)
+            out.append((item.name, column, declaration))
     return out
 
 
-def stored_values(cls: type, record: object | None) -> dict[str, Any]:
-    """column -> the value stored from ``record`` (`Stored.value`) for each stored field of ``cls``; all None when
-    there is no record."""
+def stored_values(cls: type, record: object | None, prefix: Prefix | None = None) -> dict[str, Any]:
+    """column -> the value stored from ``record`` (`Stored.value`) for each stored field of ``cls`` (under
+    ``prefix``, if given); all None when there is no record."""
     return {column: None if record is None else declaration.value(getattr(record, name))
-            for name, column, declaration in stored_fields(cls)}
+            for name, column, declaration in stored_fields(cls, prefix=prefix)}
 
 
 def from_stored(cls: type, row: object) -> dict[str, Any]:

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-RISK_SCALARS = ("posterior_ceiling_median", "posterior_ceiling_p90", "high_prior_ceiling", "column_tail_bound",
-                "column_expected", "mia_advantage_bound", "aia_advantage_bound", "reconstruction_bound")
-"""The figures of a risk block stored as warehouse columns (risk_<figure>, risk_lb_<figure>)."""
+from labeldp.stored import NUMBER, TEXT, Prefix, stored, stored_fields, stored_values
+
+# A risk block is stored twice in a warehouse row (`RiskAssessment.columns`): at the claim and at the valid bound.
+CLAIMED = Prefix("risk_", "at the claimed eps")
+DEMONSTRATED = Prefix("risk_lb_", "at the valid eps_lb")
+# The group of a risk block's stored figures that exist without the day's priors (stored after the others).
+NO_PRIOR = "no_prior"
 
 
 @dataclass(frozen=True)
@@ -40,35 +44,41 @@ class RiskBlock:
 
     epsilon: float
     delta: float
-    mia_advantage_bound: float
-    aia_advantage_bound: float
+    mia_advantage_bound: float = stored(
+        NUMBER, "membership-inference advantage bound (e^eps - 1 + 2 delta) / (e^eps + 1)", high=1.0, group=NO_PRIOR)
+    aia_advantage_bound: float = stored(
+        NUMBER, "attribute (label) inference advantage bound, binary label, uniform prior", high=1.0, group=NO_PRIOR)
     rows: int
     prior_kind: str | None = None
     prior_median: float | None = None
     prior_p90: float | None = None
-    posterior_ceiling_median: float | None = None
-    posterior_ceiling_p90: float | None = None
+    posterior_ceiling_median: float | None = stored(
+        NUMBER, "most often a 'clicked' guess can be right on a median-prior row", high=1.0, default=None)
+    posterior_ceiling_p90: float | None = stored(
+        NUMBER, "most often a 'clicked' guess can be right on a 90th-percentile-prior row", high=1.0, default=None)
     high_prior_threshold: float | None = None
     high_prior_rows: int | None = None
     high_prior_mean: float | None = None
-    high_prior_ceiling: float | None = None
+    high_prior_ceiling: float | None = stored(
+        NUMBER, "mean posterior ceiling over rows the reference puts at >= 10% click probability", high=1.0,
+        default=None)
     expected_positives: float | None = None
     column_baseline: float | None = None
     column_t: int | None = None
-    column_tail_bound: float | None = None
+    column_tail_bound: float | None = stored(
+        NUMBER, "bound on P[attacker labels >= 1% of the expected clicks more rows right than the reference's own "
+        "guess]", high=1.0, default=None)
     column_tail_prior: float | None = None
-    column_expected: float | None = None
+    column_expected: float | None = stored(
+        NUMBER, "bound on the expected number of audited rows an attacker labels right", default=None)
     column_method: str | None = None
     reconstruction_prior: float = 0.5
-    reconstruction_bound: float = 1.0
+    reconstruction_bound: float = stored(
+        NUMBER, "bound on reconstructing 'clicked' for a 90th-percentile-prior row", high=1.0, group=NO_PRIOR,
+        default=1.0)
     prior_buckets: tuple[PriorBucket, ...] = ()
     mu: float | None = None
     reconstruction_bound_gdp: float | None = None
-
-    def scalar(self, name: str) -> float | None:
-        """One of `RISK_SCALARS` as a float (None where not computed)."""
-        value = getattr(self, name)
-        return None if value is None else float(value)
 
     # Its stored form leaves out the figures not computed (the codec writes it through this hook).
     def _encoded(self) -> dict:
@@ -81,6 +91,10 @@ class RiskBlock:
         return out
 
 
+RISK_SCALARS = tuple(name for name, _, _ in stored_fields(RiskBlock))
+"""The figures of a risk block stored as warehouse columns (risk_<figure>, risk_lb_<figure>): its stored fields."""
+
+
 @dataclass(frozen=True)
 class RiskAssessment:
     """The risk figures of a claim and of what an audit demonstrated (None: no valid lower bound), both at the
@@ -88,17 +102,16 @@ class RiskAssessment:
 
     claimed: RiskBlock
     demonstrated: RiskBlock | None
-    headline: str
+    headline: str = stored(TEXT, "one sentence: what the claim allows and what the bound demonstrates",
+                           column="risk_headline")
 
     def columns(self) -> dict:
-        """The scalar figures as flat warehouse / JSON columns: risk_<figure> for the claim and risk_lb_<figure>
-        for the demonstrated bound (None where not computed), and risk_headline."""
-        out = {}
-        for prefix, block in (("risk_", self.claimed), ("risk_lb_", self.demonstrated)):
-            for name in RISK_SCALARS:
-                out[prefix + name] = None if block is None else block.scalar(name)
-        out["risk_headline"] = self.headline
-        return out
+        """The stored figures as flat warehouse / JSON columns: each risk block's (`RiskBlock`'s stored fields)
+        under `CLAIMED` for the claim and under `DEMONSTRATED` for the demonstrated bound (None where not
+        computed), and risk_headline."""
+        return {**stored_values(RiskBlock, self.claimed, CLAIMED),
+                **stored_values(RiskBlock, self.demonstrated, DEMONSTRATED),
+                **stored_values(RiskAssessment, self)}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ import math
 from dataclasses import dataclass
 
 from labeldp.errors import LabelDPInputError
+from labeldp.stored import FLAG, NUMBER, stored
 
+TARGET, CONTROL = "target", "control"  # a verdict's kind (`Verdict.kind`, the warehouse column kind)
+VERDICT_KINDS = (TARGET, CONTROL)
 POSITIVE, NEGATIVE = "positive", "negative"
 CONTROL_KINDS = (POSITIVE, NEGATIVE)
 LABEL_BLIND = "label-blind"  # retired: the kind of the label-blind control's rows in existing warehouses
@@ -30,9 +33,12 @@ class ControlCheck:
     """
 
     control: str
-    passed: bool
+    passed: bool = stored(FLAG, "controls only: 1 if the control came out as constructed (auditing.verdict.controls), "
+                          "else 0", column="control_passed")
     epsilon_lower_bound: float
-    floor: float | None
+    floor: float | None = stored(
+        NUMBER, "positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)",
+        column="control_floor")
     ceiling: float
     message: str
     floor_detail: dict | None = None
@@ -52,4 +58,4 @@ class ControlCheck:
                 raise LabelDPInputError(f"{NAME}.{name} must be a number; got {value!r}")
 
 
-__all__ = ["CONTROL_KINDS", "LABEL_BLIND", "NEGATIVE", "POSITIVE", "ControlCheck"]
+__all__ = ["CONTROL", "CONTROL_KINDS", "LABEL_BLIND", "NEGATIVE", "POSITIVE", "TARGET", "VERDICT_KINDS", "ControlCheck"]

@@ -38,7 +38,6 @@ from labeldp.errors import LabelDPInputError
 # The confidence the negative control is judged at: a correct night voids its verdicts with probability at most
 # 1 - NEGATIVE_CONFIDENCE (docs/concepts.md, Controls: what a correct night can lose).
 NEGATIVE_CONFIDENCE = 0.999
-TARGET, CONTROL = "target", "control"  # the warehouse column `kind`
 # The power the positive control's floor is pre-registered at: a working audit reaches the floor with at least
 # this probability, so it raises a false CONTROL_FAILED about once in 1 / (1 - FLOOR_POWER) nights.
 FLOOR_POWER = 0.999

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from auditing.game.config import AUDIT_ROWS
 from auditing.result import AuditResult
 from auditing.risk.records import PosteriorCurve, RiskAssessment
-from auditing.verdict.control_check import ControlCheck
+from auditing.verdict.control_check import TARGET, VERDICT_KINDS, ControlCheck
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.shift_diagnostic import ShiftDiagnostic
 from auditing.verdict.split_test import SplitTest
@@ -169,16 +170,34 @@ class TrustFigures:
     groups, why an INCONCLUSIVE had nothing to bound, and the untrusted reason. A figure a record does not carry
     (a row written before it, an alert of another kind) is None."""
 
-    audit_rows: str | None = None
-    breaking_kappa: float | None = None
-    detection_floor_rows: int | None = None
-    exposed_rows_floor: int | None = None
+    # stored in the warehouse since version 1, apart from the trust block: each group (robustness, shift, exposure,
+    # breaking) stands in its own place of audit_results (auditing.sinks.warehouse.schema.STORED_BLOCKS)
+    audit_rows: str | None = stored(
+        TEXT, "rows the game was played on: training (labels entered training) | all", choices=lambda: AUDIT_ROWS,
+        group="robustness", default=None)
+    breaking_kappa: float | None = stored(
+        NUMBER, "largest kappa at which the valid bound (same counts, strategy, confidence) still exceeds the claim: a "
+        "VIOLATION holds unless the reference misjudges some row's click odds by more than a factor "
+        "e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa",
+        group="breaking", default=None)
+    detection_floor_rows: int | None = stored(
+        COUNT, "fewest fully exposed labels with which this audit could flag the claim (an attacker right on every "
+        "guess; fewer cannot: necessary, not sufficient); NULL: none could", group="robustness", default=None)
+    exposed_rows_floor: int | None = stored(
+        COUNT, "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
+        "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
+        "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%", group="exposure",
+        default=None)
     exposed_rows_floor_power: float | None = None
     exposed_rows_floor_note: str | None = None
     weak_pass: bool | None = None
     robustness_note: str | None = None
-    reference_log_loss_shift: float | None = None
-    feature_shift_max_psi: float | None = None
+    reference_log_loss_shift: float | None = stored(
+        NUMBER, "diagnostic: reference M' test log-loss on day D minus on day D-1", low=-math.inf, group="shift",
+        default=None)
+    feature_shift_max_psi: float | None = stored(
+        NUMBER, "diagnostic: largest per-feature population stability index between day D-1 and day D", group="shift",
+        default=None)
     # stored in the warehouse (schema version 5); NULL on rows written before them
     trust: str | None = stored(
         TEXT, "trusted | untrusted | reference unchecked | reference unchecked, accepted (auditing.verdict.trust): a "
@@ -268,9 +287,12 @@ class Verdict:
     robustness: Robustness
     risk: RiskAssessment
     posterior_curve: PosteriorCurve
-    kind: str = "target"
+    kind: str = stored(TEXT, "target | control (a nightly positive or negative control); NULL: target",
+                       choices=lambda: VERDICT_KINDS, default=TARGET)
     control: ControlCheck | None = None
-    untrusted_reason: str | None = None
+    untrusted_reason: str | None = stored(
+        TEXT, "NULL when trusted; else why this verdict is not trusted (see trust)", blank=False, group="untrusted",
+        default=None)
     reference_check: ReferenceCheck | None = None
     shift_diagnostic: ShiftDiagnostic | None = None
     trust: Trust = field(default_factory=lambda: Trust(TRUSTED, None))

@@ -2,9 +2,11 @@
 and the row's checks are read from there (docs/warehouse.md: adding a stored figure).
 
 Kept honest here: every column of the blocks read from records (`schema.STORED_BLOCKS`: the columns migrations 5, 6,
-7 and 10 added) is declared on exactly one record field; a field declared on any record of auditing/ is a column of
-audit_results, in one of those blocks, and added by exactly one migration. A column the schema lists but no field
-declares, or a field declaring a column the schema lacks, fails.
+7 and 10 added, and the reference check's, risk, robustness, shift, exposure, breaking_kappa and control columns of
+version 1) is declared on exactly one record field (a record stored under prefixes, once per prefix); a field
+declared on any record of auditing/ is a column of audit_results, in one of those blocks, and added by exactly one
+migration (none for a column of version 1). A column the schema lists but no field declares, or a field declaring a
+column the schema lacks, fails.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from labeldp.stored import (
     FLAG,
     NUMBER,
     TEXT,
+    Part,
+    Prefix,
     Stored,
     from_stored,
     stored,
@@ -38,10 +42,16 @@ from tests.support.warehouse_rows import make_row
 
 # The migrations whose columns are declared on records' fields, and the baseline's (version 1) that are.
 CONVERTED_VERSIONS = (5, 6, 7, 10)
+RISK_FIGURES = ("posterior_ceiling_median", "posterior_ceiling_p90", "high_prior_ceiling", "column_tail_bound",
+                "column_expected", "mia_advantage_bound", "aia_advantage_bound", "reconstruction_bound")
 CONVERTED_BASELINE = ("calibration_rows_fit", "calibration_rows_validation", "calibration_rounds",
                       "calibration_log_loss_before", "calibration_log_loss_after", "calibration_ece_before",
                       "calibration_ece_after", "label_blind_bound", "reference_misfit_kappa", "label_blind_flagged",
-                      "reference_checked", "reference_check_note")
+                      "reference_checked", "reference_check_note",
+                      *(prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES), "risk_headline",
+                      "audit_rows", "detection_floor_rows", "reference_log_loss_shift", "feature_shift_max_psi",
+                      "exposed_rows_floor", "breaking_kappa", "kind", "control_passed", "control_floor",
+                      "untrusted_reason")
 
 
 def _records_with_stored_fields() -> list[type]:
@@ -58,20 +68,32 @@ def _records_with_stored_fields() -> list[type]:
     return found
 
 
+def declared_columns(records: Sequence[type], blocks: Mapping[str, Sequence[Part]]) -> dict[str, list[str]]:
+    """column -> the fields of ``records`` declaring it; a record the blocks store under prefixes
+    (`labeldp.stored.Prefix`) declares its columns under each of them."""
+    prefixes = defaultdict(set)  # record -> the prefixes the blocks store it under
+    for parts in blocks.values():
+        for part in parts:
+            prefixes[part.record].add(part.prefix)
+    declared = defaultdict(list)
+    for record in records:
+        for prefix in sorted(prefixes.get(record) or {None}, key=lambda p: "" if p is None else p.column):
+            for name, column, _ in stored_fields(record, prefix=prefix):
+                declared[column].append(f"{record.__name__}.{name}" + ("" if prefix is None else f"@{prefix.column}"))
+    return declared
+
+
 def stored_column_problems(expected: Sequence[str], table: Sequence[str], records: Sequence[type],
-                           blocks: Mapping[str, Sequence[tuple[type, str]]],
+                           blocks: Mapping[str, Sequence[Part]],
                            migration_adds: Mapping[int, Sequence[str]], baseline: Sequence[str]) -> list[str]:
     """What breaks "one column, one declaration": ``expected`` the columns the blocks must hold, ``table`` the
     table's columns, ``records`` every record with stored fields, ``blocks`` `schema.STORED_BLOCKS`,
     ``migration_adds`` version -> the columns it adds, ``baseline`` the columns of version 1."""
-    declared = defaultdict(list)  # column -> the fields declaring it
-    for record in records:
-        for name, column, _ in stored_fields(record):
-            declared[column].append(f"{record.__name__}.{name}")
+    declared = declared_columns(records, blocks)
     in_blocks = defaultdict(list)
-    for block, pairs in blocks.items():
-        for record, group in pairs:
-            for _, column, _ in stored_fields(record, group):
+    for block, parts in blocks.items():
+        for part in parts:
+            for _, column, _ in part.fields():
                 in_blocks[column].append(block)
     problems = [f"{column}: listed in the schema's stored blocks but declared on no record field"
                 for column in expected if column not in declared]
@@ -101,8 +123,7 @@ def test_every_stored_column_is_declared_on_exactly_one_record_field():
     real = _real()
     assert all(migrations.MIGRATIONS[v - 1].version == v for v in CONVERTED_VERSIONS)
     assert stored_column_problems(**real) == []
-    declared = [column for record in real["records"] for _, column, _ in stored_fields(record)]
-    assert sorted(declared) == sorted(real["expected"])
+    assert sorted(declared_columns(real["records"], real["blocks"])) == sorted(real["expected"])
 
 
 def test_the_blocks_keep_the_table_order_and_each_declaration_is_the_column():
@@ -203,3 +224,92 @@ def test_a_record_is_read_back_from_its_stored_columns():
 
 def test_misfit_kappa_upper_may_be_negative_as_declared():
     assert normalize_row({**make_row()[0], "misfit_kappa_upper": -0.5})["misfit_kappa_upper"] == -0.5
+
+
+# ------------------------------------------------------------------------------------------------- under a prefix
+def test_a_record_under_two_prefixes_is_two_sets_of_columns_each_comment_led_by_its_prefix():
+    claimed, shown = Prefix("toy_", "at the claim"), Prefix("toy_lb_", "at the bound")
+    record = _Figures(True, 2.0, None)
+    assert stored_values(_Figures, record, shown) == {"toy_lb_flagged": 1, "toy_lb_toy_evidence": 2.0,
+                                                     "toy_lb_upper": None}
+    assert [(column, declaration.comment) for _, column, declaration in Part(_Figures, "", claimed).fields()] == [
+        ("toy_flagged", "at the claim: a flag"), ("toy_toy_evidence", "at the claim: an evidence"),
+        ("toy_upper", "at the claim: an upper limit")]
+
+
+def test_the_risk_blocks_are_one_record_stored_under_risk_and_risk_lb():
+    """Each risk figure is one field of RiskBlock, a column under each prefix; a risk figure the table lists that
+    RiskBlock does not declare fails."""
+    from auditing.risk.records import RiskBlock
+
+    columns = [c.name for c in schema.RISK]
+    assert columns == [*(prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES), "risk_headline"]
+    assert schema.stored_declarations()["risk_lb_column_expected"].comment.startswith("at the valid eps_lb: ")
+    real = _real()
+    problems = stored_column_problems(**{**real, "records": [r for r in real["records"] if r is not RiskBlock]})
+    assert sorted(p.split(":")[0] for p in problems) == sorted(
+        prefix + name for prefix in ("risk_", "risk_lb_") for name in RISK_FIGURES)
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("risk_posterior_ceiling_p90", 1.5, r"risk_posterior_ceiling_p90 must be a finite number in \[0, 1\]"),
+    ("risk_lb_column_expected", -1.0, "risk_lb_column_expected must be a finite number >= 0"),
+    ("risk_lb_mia_advantage_bound", float("nan"), "risk_lb_mia_advantage_bound must be a finite number"),
+    ("risk_headline", 3, "risk_headline must be text or None"),
+])
+def test_a_risk_column_is_checked_by_its_declared_kind(column, value, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], column: value})
+
+
+def test_a_count_of_rows_above_one_is_a_valid_expected_column():
+    assert normalize_row({**make_row()[0], "risk_column_expected": 12.5})["risk_column_expected"] == 12.5
+
+
+# ------------------------------------------------------------------------------------ one record in four places
+def test_the_robustness_figures_are_trust_figures_fields_each_group_in_its_place():
+    """audit_rows .. breaking_kappa are TrustFigures fields; each group (`group=`) is its own block, in the table
+    where version 1 put it."""
+    names = list(schema.RESULT_NAMES)
+    blocks = {block: [c.name for c in schema.stored_block(block)]
+              for block in ("robustness", "shift", "exposure", "breaking")}
+    assert blocks == {"robustness": ["audit_rows", "detection_floor_rows"],
+                      "shift": ["reference_log_loss_shift", "feature_shift_max_psi"],
+                      "exposure": ["exposed_rows_floor"], "breaking": ["breaking_kappa"]}
+    assert names.index("shift_diagnostic") == names.index("detection_floor_rows") + 1
+    assert names.index("kappa") == names.index("breaking_kappa") - 1
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("audit_rows", "test", r"audit_rows must be one of \['training', 'all'\] or None"),
+    ("detection_floor_rows", -2, "detection_floor_rows must be a whole number >= 0"),
+    ("exposed_rows_floor", 1.5, "exposed_rows_floor must be a whole number >= 0"),
+    ("feature_shift_max_psi", -0.1, "feature_shift_max_psi must be a finite number >= 0"),
+    ("reference_log_loss_shift", float("inf"), "reference_log_loss_shift must be a finite number"),
+    ("breaking_kappa", -1.0, "breaking_kappa must be a finite number >= 0"),
+])
+def test_a_robustness_column_is_checked_by_its_declared_kind(column, value, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], column: value})
+
+
+def test_a_log_loss_shift_may_be_negative_as_declared():
+    assert normalize_row({**make_row()[0], "reference_log_loss_shift": -0.25})["reference_log_loss_shift"] == -0.25
+
+
+# ------------------------------------------------------------------------------------------------ control group
+def test_the_control_columns_are_the_verdicts_kind_its_controls_outcome_and_its_untrusted_reason():
+    assert [c.name for c in schema.CONTROL] == ["kind", "control_passed", "control_floor", "untrusted_reason"]
+    assert schema.stored_declarations()["control_passed"].kind is FLAG
+
+
+@pytest.mark.parametrize(("update", "message"), [
+    ({"kind": "canary"}, r"kind must be one of \['target', 'control'\] or None"),
+    ({"kind": "control", "control_passed": 1.0}, "control_passed must be 0, 1"),
+    ({"kind": "control", "control_floor": -0.5}, "control_floor must be a finite number >= 0"),
+    ({"control_passed": 1}, "kind 'control' rows only"),
+    ({"untrusted_reason": ""}, "untrusted_reason must be non-empty text or None"),
+])
+def test_a_control_column_is_checked_by_its_declared_kind(update, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], **update})

@@ -52,6 +52,7 @@ from auditing.sinks.warehouse.schema import (
 from auditing.sinks.warehouse.values import as_count as _count
 from auditing.sinks.warehouse.values import as_float as _float
 from auditing.sinks.warehouse.values import optional_float as _optional_float
+from auditing.verdict.control_check import CONTROL, ControlCheck
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.run_kinds import check_run_kind
 from auditing.verdict.split_test import TESTED, SplitTest
@@ -244,11 +245,10 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     out["finished_at"] = _timestamp(row.get("finished_at"), "finished_at")
     out["durations"] = _durations(row.get("durations"))
     out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
-    _normalize_trust_columns(row, out)
-    _normalize_control_columns(row, out)
-    _normalize_risk_columns(row, out)
-    _normalize_kappa_columns(row, out)
+    out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
     normalize_stored(row, out)
+    _check_control_columns(out)
+    _normalize_kappa_columns(row, out)
     _normalize_reference_columns(row, out)
     _check_attack_intervals(out)
     _check_family_figures(out)
@@ -324,13 +324,12 @@ def _optional_flag(row: Mapping, name: str) -> int | None:
 
 
 def _normalize_kappa_columns(row: Mapping, out: dict) -> None:
-    """kappa, breaking_kappa, fdp_curve, gdp_mu_lower_bound.
+    """kappa, fdp_curve, gdp_mu_lower_bound, and breaking_kappa's rule (its value is checked by its kind).
 
     A row without kappa is a legacy row (written before kappa) and has none of the kappa-era figures. An fdp
     row with kappa states
     its curve (fdp_curve 'eps-delta'); only fdp rows carry fdp_curve and gdp_mu_lower_bound."""
     out["kappa"] = _optional_float(row, "kappa")
-    out["breaking_kappa"] = _optional_float(row, "breaking_kappa")
     curve = row.get("fdp_curve")
     if curve is not None and curve not in FDP_CURVES:
         raise LabelDPInputError(f"fdp_curve must be one of {list(FDP_CURVES)} or None; got {curve!r}")
@@ -388,57 +387,12 @@ def _normalize_reference_columns(row: Mapping, out: dict) -> None:
                                     "not fit day D is untrusted)")
 
 
-def _normalize_risk_columns(row: Mapping, out: dict) -> None:
-    """risk_* / risk_lb_* are None or probabilities in [0, 1] (column_expected: a count >= 0);
-    risk_headline is None or text."""
-    for name in RESULT_NAMES:
-        if not name.startswith("risk_") or name == "risk_headline":
-            continue
-        value = None if row.get(name) is None else _float(row, name)
-        if value is not None and not (value >= 0 and (name.endswith("column_expected") or value <= 1)):
-            raise LabelDPInputError(f"{name} must be in [0, 1] (a count >= 0 for column_expected) or None; "
-                                    f"got {value!r}")
-        out[name] = value
-    headline = row.get("risk_headline")
-    if headline is not None and not isinstance(headline, str):
-        raise LabelDPInputError(f"risk_headline must be text or None; got {headline!r}")
-    out["risk_headline"] = headline
-
-
-def _normalize_control_columns(row: Mapping, out: dict) -> None:
-    """kind, control_passed, control_floor, untrusted_reason (all nullable)."""
-    kind = row.get("kind")
-    if kind is not None and kind not in ("target", "control"):
-        raise LabelDPInputError(f"kind must be 'target', 'control' or None; got {kind!r}")
-    out["kind"] = kind
-    passed = row.get("control_passed")
-    if passed is not None and (isinstance(passed, float) or passed not in (0, 1)):
-        raise LabelDPInputError(f"control_passed must be 0, 1 or None; got {passed!r}")
-    out["control_passed"] = None if passed is None else int(passed)
-    out["control_floor"] = None if row.get("control_floor") is None else _float(row, "control_floor")
-    if out["control_floor"] is not None and out["control_floor"] < 0:
-        raise LabelDPInputError(f"control_floor must be >= 0; got {out['control_floor']!r}")
-    if kind != "control" and (passed is not None or out["control_floor"] is not None):
-        raise LabelDPInputError(f"control_passed / control_floor are for kind 'control' rows only; got kind {kind!r}")
-    reason = row.get("untrusted_reason")
-    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
-        raise LabelDPInputError(f"untrusted_reason must be non-empty text or None; got {reason!r}")
-    out["untrusted_reason"] = reason
-
-
-def _normalize_trust_columns(row: Mapping, out: dict) -> None:
-    """audit_rows, detection_floor_rows, exposed_rows_floor and the shift diagnostic (nullable)."""
-    audit_rows = row.get("audit_rows")
-    if audit_rows is not None and audit_rows not in ("training", "all"):
-        raise LabelDPInputError(f"audit_rows must be 'training', 'all' or None; got {audit_rows!r}")
-    out["audit_rows"] = audit_rows
-    out["detection_floor_rows"] = None if row.get("detection_floor_rows") is None else _count(row, "detection_floor_rows")
-    out["exposed_rows_floor"] = None if row.get("exposed_rows_floor") is None else _count(row, "exposed_rows_floor")
-    out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
-    for name in ("reference_log_loss_shift", "feature_shift_max_psi"):
-        out[name] = None if row.get(name) is None else _float(row, name)
-    if out["feature_shift_max_psi"] is not None and out["feature_shift_max_psi"] < 0:
-        raise LabelDPInputError(f"feature_shift_max_psi must be >= 0; got {out['feature_shift_max_psi']!r}")
+def _check_control_columns(out: dict) -> None:
+    """A control's outcome (control_passed, control_floor) only on a control's row (their values are checked by
+    their kinds)."""
+    if out["kind"] != CONTROL and (out["control_passed"] is not None or out["control_floor"] is not None):
+        raise LabelDPInputError(f"control_passed / control_floor are for kind 'control' rows only; got kind "
+                                f"{out['kind']!r}")
 
 
 def normalize_curve(curve: Sequence[Mapping], key: AuditKey) -> list[dict]:
@@ -584,9 +538,6 @@ def audit_record(
     if unknown:
         raise LabelDPInputError(f"lineage: unknown field(s) {unknown}; allowed: {list(LINEAGE_FIELDS)}")
     calibration = result.game.reference_calibration or "none"
-    robustness = verdict.robustness
-    diagnostic = verdict.shift_diagnostic
-    control = verdict.control
     curve_kind = bound_method(result.bound.method).curve if result.bound.method in BOUND_METHODS else None
     row = {
         "model_id": model_id, "partition_date": partition_date, "audit_config_hash": result.config_hash,
@@ -598,15 +549,9 @@ def audit_record(
         "epsilon_median": result.epsilon_median, "strategy": result.bound.strategy, "method": result.bound.method,
         "status": verdict.status, "max_certifiable_epsilon": result.max_certifiable_epsilon,
         "repetitions": result.game.repetitions, "seed": result.game.seed, "result_json": encode(result), **lineage,
-        "audit_rows": robustness.audit_rows, "breaking_kappa": robustness.breaking_kappa,
-        "detection_floor_rows": robustness.detection_floor_rows,
-        "exposed_rows_floor": robustness.exposed_rows_floor,
-        "shift_diagnostic": encode(diagnostic),
-        "reference_log_loss_shift": None if diagnostic is None else diagnostic.reference_log_loss_shift,
-        "feature_shift_max_psi": None if diagnostic is None else diagnostic.feature_shift_max_psi,
-        "kind": verdict.kind, "untrusted_reason": verdict.untrusted_reason,
-        "control_passed": None if control is None else int(bool(control.passed)),
-        "control_floor": None if control is None else control.floor,
+        "shift_diagnostic": encode(verdict.shift_diagnostic),
+        **stored_values(Verdict, verdict),
+        **stored_values(ControlCheck, verdict.control),
         **verdict.risk_columns,
         "reference_calibration": calibration,
         "fdp_curve": curve_kind,

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from auditing.records.game import AttackCurve
 from auditing.result import CapacityCheck
+from auditing.risk.records import CLAIMED, DEMONSTRATED, NO_PRIOR, RiskAssessment, RiskBlock
+from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.reference_check import CalibrationFigures, LabelBlindFigures, ReferenceCheck
 from auditing.verdict.run_kinds import RUN_KINDS
@@ -31,8 +33,9 @@ from auditing.verdict.types import (
     VIOLATION,
     Decision,
     TrustFigures,
+    Verdict,
 )
-from labeldp.stored import Stored, stored_fields
+from labeldp.stored import Part, Stored
 
 # Which f-DP curve an `fdp` row's Algorithm 3 ran on: the (eps, delta) trade-off curve itself (valid for every
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
@@ -101,38 +104,55 @@ _KEY = (
 )
 
 # The blocks of audit_results whose columns are declared on a record's fields (`labeldp.stored`; docs/warehouse.md:
-# adding a stored figure): block -> the (record, group) pairs whose stored fields fill it, in table order. Each
+# adding a stored figure): block -> the parts (`labeldp.stored.Part`: a record, a group of its fields, a column
+# prefix) whose stored fields fill it, in table order. Each
 # column is filled from its record (`auditing.sinks.warehouse.rows.stored_values`; NULL when the row has no such
 # record) and checked by its declared kind (`auditing.sinks.warehouse.rows.normalize_stored`).
-STORED_BLOCKS: dict[str, tuple[tuple[type, str], ...]] = {
+STORED_BLOCKS: dict[str, tuple[Part, ...]] = {
     # trust per verdict (auditing.verdict.trust), the capacity check (auditing.verdict.capacity_check) and the row
     # groups (auditing.game.row_groups): `Verdict.trust_figures`
-    "trust": ((TrustFigures, ""),),
+    "trust": (Part(TrustFigures),),
     # repetition 0's attack read as a classifier of the coin (auditing.game.attack_curve, docs/attack-curve.md)
-    "attack": ((AttackCurve, ""),),
+    "attack": (Part(AttackCurve),),
     # the model family's evidence across nights (auditing.verdict.family_evidence)
-    "family": ((NightEvidence, ""),),
+    "family": (Part(NightEvidence),),
     # the night's reference check: the correction's figures, the retired label-blind control's, whether it ran
-    "reference": ((CalibrationFigures, ""), (LabelBlindFigures, ""), (ReferenceCheck, "")),
+    "reference": (Part(CalibrationFigures), Part(LabelBlindFigures), Part(ReferenceCheck)),
+    # a verdict's kind, its control's outcome (auditing.verdict.control_check; NULL for a target) and why it is not
+    # trusted (NULL when it is)
+    "control": (Part(Verdict), Part(ControlCheck), Part(Verdict, "untrusted")),
+    # which rows were audited and the fewest exposed labels the audit could flag (auditing.verdict.robustness), the
+    # shift diagnostic's scalars (auditing.verdict.shift_diagnostic), the game-aware detection floor
+    # (auditing.verdict.exposure_floor) and the kappa that breaks a VIOLATION: `Verdict.trust_figures`, each group in
+    # its own place of the table
+    "robustness": (Part(TrustFigures, "robustness"),),
+    "shift": (Part(TrustFigures, "shift"),),
+    "exposure": (Part(TrustFigures, "exposure"),),
+    "breaking": (Part(TrustFigures, "breaking"),),
     # the decision, the stratified check's figures, the split test and the check's family evidence
-    "decision": ((Decision, ""), (CapacityCheck, ""), (SplitTest, ""), (NightEvidence, "decision")),
+    "decision": (Part(Decision), Part(CapacityCheck), Part(SplitTest), Part(NightEvidence, "decision")),
+    # what the claimed eps allows and the valid eps_lb demonstrates: a risk block under each prefix (the figures
+    # needing the day's priors, then those that do not), then the headline (auditing.risk.records)
+    "risk": (Part(RiskBlock, "", CLAIMED), Part(RiskBlock, NO_PRIOR, CLAIMED), Part(RiskBlock, "", DEMONSTRATED),
+             Part(RiskBlock, NO_PRIOR, DEMONSTRATED), Part(RiskAssessment)),
 }
 
 
 def stored_block(block: str) -> tuple[Column, ...]:
     """The nullable columns of ``block`` (`STORED_BLOCKS`), each as its record's field declares it."""
     return tuple(Column(column, declaration.kind.column, True, declaration.comment)
-                 for record, group in STORED_BLOCKS[block] for _, column, declaration in stored_fields(record, group))
+                 for part in STORED_BLOCKS[block] for _, column, declaration in part.fields())
 
 
 def stored_declarations() -> dict[str, Stored]:
     """column -> its declaration (`labeldp.stored.Stored`), for every column of `STORED_BLOCKS`, in table order."""
-    return {column: declaration for pairs in STORED_BLOCKS.values() for record, group in pairs
-            for _, column, declaration in stored_fields(record, group)}
+    return {column: declaration for parts in STORED_BLOCKS.values() for part in parts
+            for _, column, declaration in part.fields()}
 
 
-TRUST, ATTACK, FAMILY, REFERENCE, DECISION = (stored_block(block) for block in
-                                              ("trust", "attack", "family", "reference", "decision"))
+TRUST, ATTACK, FAMILY, REFERENCE, DECISION, RISK, ROBUSTNESS, SHIFT, EXPOSURE, BREAKING, CONTROL = (
+    stored_block(block) for block in ("trust", "attack", "family", "reference", "decision", "risk", "robustness",
+                                      "shift", "exposure", "breaking", "control"))
 TRUST_COLUMNS = tuple(c.name for c in TRUST)
 # The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
 ATTACK_FIGURES = AttackCurve.FIGURES
@@ -195,46 +215,18 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("durations", "text", True, "JSON object: seconds per stage"),
     Column("result_json", "text", False, "JSON: the full AuditResult.to_dict()"),
     # which rows were audited, and how far to trust the verdict
-    Column("audit_rows", "text", True, "rows the game was played on: training (labels entered training) | all"),
-    Column("detection_floor_rows", "bigint", True,
-           "fewest fully exposed labels with which this audit could flag the claim (an attacker right on every "
-           "guess; fewer cannot: necessary, not sufficient); NULL: none could"),
+    *ROBUSTNESS,
     Column("shift_diagnostic", "text", True,
            "JSON, a diagnostic and not a proof: the reference's fit on day D vs D-1 and the features' "
            "day-over-day shift"),
-    Column("reference_log_loss_shift", "double", True,
-           "diagnostic: reference M' test log-loss on day D minus on day D-1"),
-    Column("feature_shift_max_psi", "double", True,
-           "diagnostic: largest per-feature population stability index between day D-1 and day D"),
+    *SHIFT,
     # nightly controls and whether the night's verdicts can be trusted
-    Column("kind", "text", True, "target | control (a nightly positive or negative control); NULL: target"),
-    Column("control_passed", "integer", True,
-           "controls only: 1 if the control came out as constructed (auditing.verdict.controls), else 0"),
-    Column("control_floor", "double", True,
-           "positive control only: the pre-registered floor its valid bound had to exceed (99.9% power)"),
-    Column("untrusted_reason", "text", True,
-           "NULL when trusted; else why this verdict is not trusted (see trust)"),
+    *CONTROL,
     # risk: what the claimed eps allows (risk_*) and the valid eps_lb demonstrates (risk_lb_*), with
     # the day's reference probabilities as the attacker's priors (auditing.risk.figures; NULL where not computed)
-    *(Column(prefix + name, "double", True, f"{who}: {text}")
-      for prefix, who in (("risk_", "at the claimed eps"), ("risk_lb_", "at the valid eps_lb"))
-      for name, text in (
-          ("posterior_ceiling_median", "most often a 'clicked' guess can be right on a median-prior row"),
-          ("posterior_ceiling_p90", "most often a 'clicked' guess can be right on a 90th-percentile-prior row"),
-          ("high_prior_ceiling", "mean posterior ceiling over rows the reference puts at >= 10% click probability"),
-          ("column_tail_bound", "bound on P[attacker labels >= 1% of the expected clicks more rows right than the "
-                                "reference's own guess]"),
-          ("column_expected", "bound on the expected number of audited rows an attacker labels right"),
-          ("mia_advantage_bound", "membership-inference advantage bound (e^eps - 1 + 2 delta) / (e^eps + 1)"),
-          ("aia_advantage_bound", "attribute (label) inference advantage bound, binary label, uniform prior"),
-          ("reconstruction_bound", "bound on reconstructing 'clicked' for a 90th-percentile-prior row"),
-      )),
-    Column("risk_headline", "text", True, "one sentence: what the claim allows and what the bound demonstrates"),
+    *RISK,
     # the game-aware detection floor (auditing.verdict.exposure_floor)
-    Column("exposed_rows_floor", "bigint", True,
-           "fewest totally exposed labels (typical of the audited rows) with which this audit flags the claim with "
-           "95% probability in the observational game (the PASS sentence's N); NULL: not computed (split, custom "
-           "score, k-class, INCONCLUSIVE, result without prior_histogram) or no exposure reaches 95%"),
+    *EXPOSURE,
     # kappa replaces tau (docs/soundness.md: section 1, hypothesis H, defines kappa; section 5 says why tau did not
     # protect): NULL in every column below on rows written before it. A legacy row's TV figures tau / breaking_tau
     # are never copied into them (the migration that retired those columns kept non-zero values in
@@ -243,10 +235,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
            "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
            "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "
            "written before kappa"),
-    Column("breaking_kappa", "double", True,
-           "largest kappa at which the valid bound (same counts, strategy, confidence) still exceeds the claim: a "
-           "VIOLATION holds unless the reference misjudges some row's click odds by more than a factor "
-           "e^breaking_kappa; 0 when it does not at kappa = 0; NULL: not computed or a row written before kappa"),
+    *BREAKING,
     Column("reference_calibration", "text", True,
            "how the reference M' was corrected on day D before the game: boost | none (the raw "
            "M'); NULL: a row written before the correction existed (raw M')"),

@@ -772,7 +772,7 @@ def test_risk_columns_round_trip_on_both_backends(target):
     assert all(getattr(old, name) is None for name in [*names, "risk_headline"])
     from auditing.sinks.warehouse.rows import normalize_row
 
-    with pytest.raises(LabelDPInputError, match="risk_mia_advantage_bound must be in"):
+    with pytest.raises(LabelDPInputError, match="risk_mia_advantage_bound must be a finite number in"):
         normalize_row({**bare, "risk_mia_advantage_bound": 1.5})
 
 
