@@ -129,3 +129,16 @@ def test_a_bad_capacity_built_in_code_names_its_target_and_key():
         TargetSpec("memo", "none", math.inf, catboost={"depth": 20})
     with pytest.raises(LabelDPInputError, match=r"depth must be at most 16"):
         CatBoostOverrides(depth=20)
+
+
+def test_plan_check_text_names_a_targets_capacity_and_reads_targets_without_one(capsys):
+    """The built-in plan file: the planted target's capacity is listed on its line, and the targets with the plan's
+    own settings (no ``catboost`` key in the encoded plan) print without one."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "infra" / "plans" / "default.json"
+    assert main(["plan", "check", str(path)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  ") and len(line.split()) > 1}
+    assert "catboost iterations 100, depth 10, l2_leaf_reg 0.1, use_best_model false" in lines["planted-violation"]
+    assert "catboost" not in lines["rr-eps1"] and "catboost" not in lines["lp-1st-eps2"]
