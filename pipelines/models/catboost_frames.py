@@ -4,7 +4,7 @@ models read, and the CatBoost `Pool` built from it once for both models. No Beam
 
 - `catboost_frame` holds exactly the values of ``pipelines.training.train.feature_frame`` (the conversion training
   used: the model hashes categorical values as strings, so scoring must present the same strings;
-  tests/pipelines/scoring/test_beam_scoring.py checks the predictions are identical) but is built ~10x faster:
+  tests/pipelines/models/test_catboost_frames.py checks the predictions are identical) but is built ~10x faster:
   with pandas 3 the frame's categories are Arrow-backed strings that CatBoost reads one Python call at a time, and
   an Arrow batch read from Parquet carries its row group's whole dictionary (every value of the file, not of the
   batch).

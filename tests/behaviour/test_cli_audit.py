@@ -1,5 +1,6 @@
 """The `bound`, `audit-scores` and `validate-rr` commands: outputs, JSON keys, exit codes, messages; the
-legacy `tau` (flags and plan files) and the config hash that keys existing warehouses."""
+legacy `tau` (flags and plan files) and the config hash that keys existing warehouses. The `bound` command's JSON,
+text and bad input alone: tests/flows/commands/test_bound.py; `validate-rr` on small worlds: test_validate_rr.py."""
 
 import dataclasses
 import json
@@ -15,41 +16,10 @@ import pytest
 from auditing.bounds.rr_validation import gaussian_mixture, randomized_response, true_posterior
 from auditing.config import BoundConfig, config_hash, same_numbers_as_version1
 from auditing.game.config import GameConfig
-from flows.cli import main
 from flows.plan import load_plan
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_bound_json(capsys):
-    code, out, _ = run_cli(capsys, "bound", "--correct", "10", "--guesses", "10", "--m", "100", "--json")
-    data = json.loads(out)
-    assert code == 0
-    assert data["epsilon_lower_bound"] == pytest.approx(1.05186, abs=1e-4)
-    for key in ("method", "delta", "confidence", "kappa", "m", "guesses", "correct"):
-        assert key in data
-    assert "tau" not in data
-    assert data["delta"] == 0.0 and data["method"] == "binomial" and data["kappa"] == 0.0
-    code, out, _ = run_cli(capsys, "bound", "--correct", "10", "--guesses", "10", "--m", "100", "--kappa", "0.5",
-                           "--json")
-    shifted = json.loads(out)
-    assert code == 0 and shifted["kappa"] == 0.5
-    assert shifted["epsilon_lower_bound"] == pytest.approx(data["epsilon_lower_bound"] - 0.5, abs=1e-12)
-
-
-def test_bound_text_and_bad_input(capsys):
-    code, out, _ = run_cli(capsys, "bound", "--correct", "1500", "--guesses", "2000", "--m", "1000000")
-    assert code == 0 and "epsilon lower bound" in out
-    code, _, err = run_cli(capsys, "bound", "--correct", "30", "--guesses", "20", "--m", "100")
-    assert code == 2 and "correct (c) must satisfy" in err and "Traceback" not in err
-    code, _, err = run_cli(capsys, "bound", "--correct", "3", "--guesses", "20", "--m", "100", "--confidence", "1.5")
-    assert code == 2 and "confidence" in err
+from tests.support.cli_runs import run_cli
 
 
 def test_cli_error_has_no_traceback_in_a_real_process():
@@ -116,16 +86,6 @@ def test_audit_scores_bad_inputs(capsys, tmp_path, scored_file):
     corrupt.write_bytes(b"not parquet at all")
     code, _, err = run_cli(capsys, "audit-scores", str(corrupt))
     assert code == 2 and "not a readable Parquet file" in err
-
-
-def test_validate_rr_small(capsys):
-    code, out, _ = run_cli(capsys, "validate-rr", "--rows", "20000", "--repetitions", "2", "--classes", "2",
-                           "--epsilons", "1,4", "--counterfactual", "truth", "--json")
-    rows = json.loads(out)
-    assert code == 0 and len(rows) == 4
-    for row in rows:
-        assert 0 <= row["valid_lower_bound"] <= row["epsilon"] + 0.5
-    assert max(r["valid_lower_bound"] for r in rows if r["epsilon"] == 4) > 1.0
 
 
 # --------------------------------------------------------------------------------------- the legacy tau

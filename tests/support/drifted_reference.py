@@ -1,7 +1,8 @@
 """A drifted day and its recalibrated reference, for the reference's tests (tests/pipelines/reference/
 test_recalibration.py, test_shift_diagnostics.py): a data root with the reference trained on D-1 and a day D whose
 labels drifted (labels redrawn from the day's oracle probability shifted in logit, +0.8 everywhere and +1.0 more on a
-segment), and the reference recalibrated on D. tests/pipelines/reference/conftest.py offers the fixtures by name."""
+segment), and the reference recalibrated on D. tests/pipelines/reference/conftest.py offers the fixtures (drifted_world,
+drifted_recalibrated) by name."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def draw(p: np.ndarray, seed: int) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def drifted_world(tmp_path_factory):
     """A data root with the reference trained on D-1 and a day D whose labels drifted: +0.8 in logit everywhere
     and +1.0 more on the most frequent value of C1 (a CTR-encoded column, ~25% of rows)."""
     root = tmp_path_factory.mktemp("recalibration")
@@ -78,8 +79,9 @@ def world(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def recalibrated(world):
+def drifted_recalibrated(drifted_world):
     """The reference recalibrated on day D for the target: (its metadata, the model, its click probabilities)."""
+    world = drifted_world
     metadata = recalibrate_reference(listed_day(world["root"], DAY), RECALIBRATED, resolve_model(world["root"], "reference", PREVIOUS),
                                      targets=[unregistered(TARGET)], seed=0).metadata
     model = registry.load_model(resolve_model(world["root"], RECALIBRATED, DAY))

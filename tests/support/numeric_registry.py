@@ -1,8 +1,8 @@
 """A data root holding a day of the numeric click dataset (tests/support/numeric_clicks.py), for the tests that
 register its models: the registration's (tests/pipelines/models/test_registration.py) and the ``models`` command's
-(tests/flows/commands/test_models.py) use ``files`` and ``root``; the model formats' (tests/pipelines/models/
-test_formats.py, formats/test_onnx.py, formats/test_predictions.py) use ``world``, the models registered in each
-format, and ``predict``. A folder's conftest.py offers the fixtures by name."""
+(tests/flows/commands/test_models.py) use ``numeric_files`` and ``numeric_root``; the model formats' (tests/pipelines/
+models/test_formats.py, formats/test_onnx.py, formats/test_predictions.py) use ``numeric_formats``, the models
+registered in each format, and ``predict``. A folder's conftest.py offers the fixtures by name."""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ from tests.support.numeric_clicks import DAY, SPEC, make_world, write_day
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def numeric_files(tmp_path_factory):
     return make_world(tmp_path_factory.mktemp("registration"))
 
 
 @pytest.fixture
-def root(tmp_path, files):
+def numeric_root(tmp_path, numeric_files):
     """A fresh data root holding day DAY of the numeric dataset."""
     root = tmp_path / "data"
-    write_day(root, files)
+    write_day(root, numeric_files)
     return root
 
 
@@ -41,7 +41,7 @@ def row_keys(files: dict) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def numeric_formats(tmp_path_factory):
     """The numeric world registered three ways: ctr-cbm (CatBoost), ctr-onnx (its ONNX export) and ctr-logged (its
     probabilities as a predictions table), with the day's batch and the probabilities."""
     from pipelines.data.schema import read_partition

@@ -26,32 +26,32 @@ def _cli(*argv) -> int:
     return main([str(a) for a in argv])
 
 
-def test_models_register_list_and_show_on_the_command_line(root, files, capsys):
-    assert _cli("models", "register", "--name", "team-ctr", "--date", DAY, "--file", files["onnx"],
-                "--claimed-epsilon", "0.5", "--dataset", files["spec_path"], "--training-rows", files["keys"],
-                "--data-root", root) == 0
+def test_models_register_list_and_show_on_the_command_line(numeric_root, numeric_files, capsys):
+    assert _cli("models", "register", "--name", "team-ctr", "--date", DAY, "--file", numeric_files["onnx"],
+                "--claimed-epsilon", "0.5", "--dataset", numeric_files["spec_path"], "--training-rows", numeric_files["keys"],
+                "--data-root", numeric_root) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("registered onnx model team-ctr@2025-03-02 claiming eps 0.5")
     assert f"trained on {TRAIN_ROWS} listed rows" in out[0]
-    assert _cli("models", "register", "--name", "team-ctr", "--date", DAY, "--file", files["onnx"],
-                "--claimed-epsilon", "0.5", "--training-rows", files["keys"], "--data-root", root) == 0
+    assert _cli("models", "register", "--name", "team-ctr", "--date", DAY, "--file", numeric_files["onnx"],
+                "--claimed-epsilon", "0.5", "--training-rows", numeric_files["keys"], "--data-root", numeric_root) == 0
     assert capsys.readouterr().out.startswith("already registered (unchanged) onnx model team-ctr@")
     assert _cli("models", "register", "--name", "team-cbm", "--date", DAY + dt.timedelta(days=3), "--file",
-                files["cbm"], "--claimed-epsilon", "inf", "--dataset", files["spec_path"], "--data-root", root) == 0
+                numeric_files["cbm"], "--claimed-epsilon", "inf", "--dataset", numeric_files["spec_path"], "--data-root", numeric_root) == 0
     capsys.readouterr()
 
-    assert _cli("models", "list", "--json", "--data-root", root) == 0
+    assert _cli("models", "list", "--json", "--data-root", numeric_root) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [(m["name"], m["date"], m["format"], m["claimed_epsilon"], m["training_rows"]) for m in listed] == [
         ("team-cbm", "2025-03-05", "catboost", "inf", "all"), ("team-ctr", "2025-03-02", "onnx", 0.5, "keys")]
-    assert _cli("models", "list", "--data-root", root) == 0
+    assert _cli("models", "list", "--data-root", numeric_root) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split()[:4] == ["NAME", "DATE", "SOURCE", "FORMAT"] and len(table) == 3
-    assert _cli("models", "show", "team-ctr", "--json", "--data-root", root) == 0
-    assert json.loads(capsys.readouterr().out)["fingerprint"] == _sha256(files["onnx"])
-    assert _cli("models", "show", "team-cbm", "--data-root", root) == 0
+    assert _cli("models", "show", "team-ctr", "--json", "--data-root", numeric_root) == 0
+    assert json.loads(capsys.readouterr().out)["fingerprint"] == _sha256(numeric_files["onnx"])
+    assert _cli("models", "show", "team-cbm", "--data-root", numeric_root) == 0
     assert "2025-03-05" in capsys.readouterr().out  # the latest (only) date
-    assert _cli("models", "show", "nobody", "--data-root", root) == 2
+    assert _cli("models", "show", "nobody", "--data-root", numeric_root) == 2
     assert "no model 'nobody'" in capsys.readouterr().err
 
 
@@ -114,10 +114,10 @@ def _write_text(files, name, text):
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_bad_input_exits_2_with_one_line_and_registers_nothing(root, files, capsys, case):
+def test_bad_input_exits_2_with_one_line_and_registers_nothing(numeric_root, numeric_files, capsys, case):
     make, message = BAD_INPUTS[case]
-    extra = make(files)
-    argv = ["models", "register", "--name", "bad", "--date", DAY, "--claimed-epsilon", "1", "--data-root", root]
+    extra = make(numeric_files)
+    argv = ["models", "register", "--name", "bad", "--date", DAY, "--claimed-epsilon", "1", "--data-root", numeric_root]
     for flag, value in zip(extra[::2], extra[1::2], strict=True):  # the case's flags win
         if flag in argv:
             argv[argv.index(flag) + 1] = value
@@ -127,27 +127,27 @@ def test_bad_input_exits_2_with_one_line_and_registers_nothing(root, files, caps
     err = capsys.readouterr().err
     assert err.startswith("labeldp-audit models register: error: ") and err.count("\n") == 1, err
     assert re.search(message, err), err
-    models = root / "models"
+    models = numeric_root / "models"
     assert not models.exists() or not any(models.iterdir()), list(models.rglob("*"))
-    assert not (root.parent / "escape").exists()
+    assert not (numeric_root.parent / "escape").exists()
 
 
 @pytest.mark.parametrize("model", ["cbm", "onnx"])
-def test_a_model_of_another_dataset_without_a_partition_is_told_to_pass_its_spec(root, files, capsys, model):
+def test_a_model_of_another_dataset_without_a_partition_is_told_to_pass_its_spec(numeric_root, numeric_files, capsys, model):
     """No partition of the day says which dataset the model reads, so the built-in Criteo spec is the default and
     the team's model does not fit it: the refusal says so and gives the command with --dataset, which then
     registers it."""
     day = DAY - dt.timedelta(days=1)  # the D-1 reference, registered before its day was ingested
-    argv = ["models", "register", "--name", "team-reference", "--date", day, "--file", files[model],
-            "--claimed-epsilon", "inf", "--data-root", root]
+    argv = ["models", "register", "--name", "team-reference", "--date", day, "--file", numeric_files[model],
+            "--claimed-epsilon", "inf", "--data-root", numeric_root]
     assert _cli(*argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'criteo' is the default dataset" in err, err
-    assert (f"`labeldp-audit models register --name team-reference --date {day} --file {files[model]} "
+    assert (f"`labeldp-audit models register --name team-reference --date {day} --file {numeric_files[model]} "
             f"--claimed-epsilon inf --dataset SPEC`") in err, err
-    assert not (root / "models").exists()
-    assert _cli(*argv, "--dataset", files["spec_path"]) == 0
+    assert not (numeric_root / "models").exists()
+    assert _cli(*argv, "--dataset", numeric_files["spec_path"]) == 0
     # With the day's partition there, its spec is the default and a mismatch is the model's, not a missing flag.
-    assert _cli("models", "register", "--name", "other", "--date", DAY, "--file", _bad_cbm(files),
-                "--claimed-epsilon", "1", "--data-root", root) == 2
+    assert _cli("models", "register", "--name", "other", "--date", DAY, "--file", _bad_cbm(numeric_files),
+                "--claimed-epsilon", "1", "--data-root", numeric_root) == 2
     assert "--dataset" not in capsys.readouterr().err

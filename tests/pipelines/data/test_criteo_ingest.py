@@ -1,8 +1,8 @@
-"""Criteo TSV ingest (pipelines.data.criteo_ingest) and `labeldp-audit data ingest-criteo`."""
+"""Criteo TSV ingest (pipelines.data.criteo_ingest); `labeldp-audit data ingest-criteo`: tests/flows/commands/
+test_data.py."""
 
 from __future__ import annotations
 
-import datetime as dt
 import gzip
 import os
 
@@ -10,31 +10,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from flows.cli import main
 from labeldp.errors import LabelDPInputError
 from pipelines.data import schema
-from pipelines.data.criteo_ingest import ingest_criteo, write_criteo_tsv
+from pipelines.data.criteo_ingest import ingest_criteo
 from pipelines.data.layout import partition_dir
 from pipelines.data.synth import generate_day
+from tests.support.criteo_sources import CRITEO_DATE as DATE
+from tests.support.criteo_sources import CRITEO_ROWS as ROWS
+from tests.support.criteo_sources import write_lines as _write_lines
 
-DATE = dt.date(2024, 3, 5)
-ROWS = 3_000
 SMALL_BLOCK = 64 * 1024  # ~270 lines per block: exercises block cuts and carried partial lines
-
-
-@pytest.fixture(scope="module")
-def source(tmp_path_factory):
-    """A synthetic day and its TSV rendering (plain and gzip)."""
-    directory = tmp_path_factory.mktemp("criteo")
-    table = generate_day(DATE, rows=ROWS, seed=9).table
-    plain = write_criteo_tsv(table, directory / "day.tsv")
-    gz = write_criteo_tsv(table, directory / "day.tsv.gz", compress=True)
-    return table, plain, gz, plain.read_text().splitlines()
-
-
-def _write_lines(path, lines, end="\n"):
-    path.write_text(end.join(lines) + end)
-    return path
 
 
 def _same_content(a: pa.Table, b: pa.Table) -> None:
@@ -43,8 +28,8 @@ def _same_content(a: pa.Table, b: pa.Table) -> None:
         assert a.column(name).to_pylist() == b.column(name).to_pylist(), name
 
 
-def test_roundtrip_row_ids_are_line_numbers(tmp_path, source):
-    table, plain, _gz, _lines = source
+def test_roundtrip_row_ids_are_line_numbers(tmp_path, criteo_source):
+    table, plain, _gz, _lines = criteo_source
     report = ingest_criteo(plain, tmp_path, DATE, block_bytes=SMALL_BLOCK)
     assert (report.lines_read, report.rows_written, report.skipped_lines) == (ROWS, ROWS, 0)
     back = schema.read_partition(tmp_path, DATE)
@@ -55,8 +40,8 @@ def test_roundtrip_row_ids_are_line_numbers(tmp_path, source):
     assert provenance["source"] == "criteo-tsv" and provenance["lines_read"] == ROWS
 
 
-def test_gzip_and_plain_identical(tmp_path, source):
-    _table, plain, gz, _lines = source
+def test_gzip_and_plain_identical(tmp_path, criteo_source):
+    _table, plain, gz, _lines = criteo_source
     assert gz.read_bytes()[:2] == b"\x1f\x8b"
     r1 = ingest_criteo(plain, tmp_path / "plain", DATE, block_bytes=SMALL_BLOCK)
     r2 = ingest_criteo(gz, tmp_path / "gz", DATE, block_bytes=SMALL_BLOCK)
@@ -67,8 +52,8 @@ def test_gzip_and_plain_identical(tmp_path, source):
     _same_content(schema.read_partition(tmp_path / "big", DATE), schema.read_partition(tmp_path / "plain", DATE))
 
 
-def test_multi_member_gzip_and_crlf(tmp_path, source):
-    _table, plain, _gz, lines = source
+def test_multi_member_gzip_and_crlf(tmp_path, criteo_source):
+    _table, plain, _gz, lines = criteo_source
     data = plain.read_bytes()
     half = data.index(b"\n", len(data) // 2) + 1
     (tmp_path / "mm.gz").write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]))
@@ -84,8 +69,8 @@ def test_multi_member_gzip_and_crlf(tmp_path, source):
     assert ingest_criteo(no_final_newline, tmp_path / "nf", DATE).rows_written == ROWS
 
 
-def test_negative_and_large_integers(tmp_path, source):
-    lines = source[3][:5]
+def test_negative_and_large_integers(tmp_path, criteo_source):
+    lines = criteo_source[3][:5]
     fields = lines[0].split("\t")
     fields[1], fields[2], fields[3] = "-3", "123456789012345678", ""
     lines[0] = "\t".join(fields)
@@ -97,8 +82,8 @@ def test_negative_and_large_integers(tmp_path, source):
     assert back.column("I3")[0].as_py() is None
 
 
-def test_sampling_exact_deterministic_and_uniform(tmp_path, source):
-    _table, plain, gz, _lines = source
+def test_sampling_exact_deterministic_and_uniform(tmp_path, criteo_source):
+    _table, plain, gz, _lines = criteo_source
     n = 1_000
     r1 = ingest_criteo(plain, tmp_path / "a", DATE, sample_rows=n, seed=1, block_bytes=SMALL_BLOCK)
     ingest_criteo(gz, tmp_path / "b", DATE, sample_rows=n, seed=1)  # other block size, gzip: same sample
@@ -135,8 +120,8 @@ def test_sampling_exact_deterministic_and_uniform(tmp_path, source):
         (lambda f: [*f[:20], "abc", *f[21:]], 7, "C7 is not 8 lowercase hex digits"),
     ],
 )
-def test_bad_line_fails_naming_line_and_writes_nothing(tmp_path, source, mutate, line, message):
-    lines = list(source[3][:200])
+def test_bad_line_fails_naming_line_and_writes_nothing(tmp_path, criteo_source, mutate, line, message):
+    lines = list(criteo_source[3][:200])
     lines[line - 1] = "\t".join(mutate(lines[line - 1].split("\t")))
     lines[150] = lines[150].split("\t", 1)[1]  # a second bad line (39 fields) further on
     path = _write_lines(tmp_path / "bad.tsv", lines)
@@ -146,8 +131,8 @@ def test_bad_line_fails_naming_line_and_writes_nothing(tmp_path, source, mutate,
     assert not (tmp_path / "root").exists()
 
 
-def test_skip_bad_lines_reports_counts(tmp_path, source):
-    lines = list(source[3][:300])
+def test_skip_bad_lines_reports_counts(tmp_path, criteo_source):
+    lines = list(criteo_source[3][:300])
     lines[4] = ""  # blank line
     lines[9] = lines[9].replace("\t", " ", 1)  # 39 fields
     lines[99] = "1" + lines[99][1:].replace("\t", "\tzz", 1)  # I1 not an integer
@@ -162,8 +147,8 @@ def test_skip_bad_lines_reports_counts(tmp_path, source):
     assert schema.read_provenance(tmp_path, DATE)["skipped_lines"] == 3
 
 
-def test_failed_ingest_keeps_existing_partition(tmp_path, source):
-    _table, plain, _gz, lines = source
+def test_failed_ingest_keeps_existing_partition(tmp_path, criteo_source):
+    _table, plain, _gz, lines = criteo_source
     ingest_criteo(plain, tmp_path, DATE)
     before = schema.partition_fingerprint(tmp_path, DATE)
     bad = list(lines)
@@ -174,8 +159,8 @@ def test_failed_ingest_keeps_existing_partition(tmp_path, source):
     assert sorted(os.listdir(partition_dir(tmp_path, DATE).parent)) == [f"date={DATE}"]
 
 
-def test_unreadable_inputs(tmp_path, source):
-    _table, _plain, gz, _lines = source
+def test_unreadable_inputs(tmp_path, criteo_source):
+    _table, _plain, gz, _lines = criteo_source
     with pytest.raises(LabelDPInputError, match="no such file"):
         ingest_criteo(tmp_path / "missing.tsv", tmp_path / "r", DATE)
     (tmp_path / "empty.tsv").write_bytes(b"")
@@ -193,32 +178,3 @@ def test_unreadable_inputs(tmp_path, source):
     assert not (tmp_path / "r").exists()
     with pytest.raises(LabelDPInputError, match=r"^sample_rows must be a whole number >= 1"):
         ingest_criteo(gz, tmp_path / "r", DATE, sample_rows=0)
-
-
-def test_cli_ingest(tmp_path, source, capsys):
-    _table, _plain, gz, _lines = source
-    argv = ["data", "ingest-criteo", str(gz), "--date", DATE.isoformat(), "--sample-rows", "500", "--seed", "3",
-            "--data-root", str(tmp_path)]
-    assert main(argv) == 0
-    out = capsys.readouterr().out
-    assert f"{ROWS} lines read (gzip), 500 rows written, 0 bad lines skipped" in out
-    assert schema.read_partition(tmp_path, DATE).num_rows == 500
-
-
-def test_cli_ingest_bad_input_exit_2_one_line(tmp_path, source, capsys):
-    lines = list(source[3][:50])
-    lines[20] = lines[20].rsplit("\t", 2)[0]
-    path = _write_lines(tmp_path / "bad.tsv", lines)
-    root = tmp_path / "root"
-    assert main(["data", "ingest-criteo", str(path), "--date", DATE.isoformat(), "--data-root", str(root)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "bad.tsv: line 21: wrong number of fields (38 instead of 40)" in err
-    assert not root.exists()
-    assert main(["data", "ingest-criteo", str(path), "--date", DATE.isoformat(), "--skip-bad-lines",
-                 "--data-root", str(root)]) == 0
-    assert "skipped: 1 wrong number of fields (38 instead of 40) (first: lines 21)" in capsys.readouterr().out
-    assert main(["data", "ingest-criteo", str(path), "--date", "2024/03/05", "--data-root", str(root)]) == 2
-    assert main(["data", "ingest-criteo", str(path), "--date", DATE.isoformat(), "--sample-rows", "lots",
-                 "--data-root", str(root)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 2 and "--date must be a date" in err and "--sample-rows must be" in err

@@ -234,81 +234,81 @@ def test_too_few_rows_or_one_class_is_a_skip(arrays):
 # ------------------------------------------------------------------------------------------ registry level
 
 
-def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(world, recalibrated, capfd):
-    metadata, model, p = recalibrated
+def test_recalibrated_reference_is_one_cbm_equal_to_reference_plus_correction(drifted_world, drifted_recalibrated, capfd):
+    metadata, model, p = drifted_recalibrated
     record = metadata["recalibration"]
     assert metadata["model_type"] == RECALIBRATED_TYPE and not metadata.get("output_correction")
     capfd.readouterr()
-    model = registry.load_model(resolve_model(world["root"], RECALIBRATED, DAY))
+    model = registry.load_model(resolve_model(drifted_world["root"], RECALIBRATED, DAY))
     assert type(model).__name__ == "CatBoostClassifier"
     assert "invalid params" not in "".join(capfd.readouterr())  # the summed model's training record is whole
     assert model.get_all_params()["loss_function"] == "Logloss"
     assert record["rounds"] > 0 and record["ctr_type"] == "Buckets"
     source = record["source_reference"]
     assert (source["name"], source["date"]) == ("reference", PREVIOUS.isoformat())
-    assert source["fingerprint"] == file_fingerprint(model_dir(world["root"], "reference", PREVIOUS) / "model.cbm")
+    assert source["fingerprint"] == file_fingerprint(model_dir(drifted_world["root"], "reference", PREVIOUS) / "model.cbm")
     assert record["sum"]["max_abs_raw_difference"] <= 1e-9 and record["sum"]["checked_rows"] > 0
     assert 0.5 < record["intercept"] < 1.5  # +0.8 everywhere, +1.0 more on ~25% of rows
 
     # the same correction at the array level (deterministic), then the .cbm against sigmoid(raw_M' + c) everywhere
-    row_ids, features, labels = correction_frame(world["table"], correction_rows(HeldOutRows()))
+    row_ids, features, labels = correction_frame(drifted_world["table"], correction_rows(HeldOutRows()))
     assert record["fit_rows"] + record["validation_rows"] == row_ids.size
-    base = world["reference"].predict(features, prediction_type="RawFormulaVal")
+    base = drifted_world["reference"].predict(features, prediction_type="RawFormulaVal")
     correction = fit_correction(features, base, labels, CATS,
                                 validation=splits.correction_validation(row_ids, 1 / 3), seed=0, ctr_type="Buckets")
     assert correction.rounds == record["rounds"] and correction.intercept == record["intercept"]
-    assert correction.model.get_feature_importance()[world["frame"].columns.get_loc("C1")] > 0  # a CTR feature
-    expected = expit(world["reference_raw"] + correction.intercept + correction.raw(world["frame"]))
+    assert correction.model.get_feature_importance()[drifted_world["frame"].columns.get_loc("C1")] > 0  # a CTR feature
+    expected = expit(drifted_world["reference_raw"] + correction.intercept + correction.raw(drifted_world["frame"]))
     assert np.max(np.abs(p - expected)) <= 1e-12
-    assert np.array_equal(correction.corrected_logits(world["frame"], world["reference_raw"]),
-                          world["reference_raw"] + correction.intercept + correction.raw(world["frame"]))
+    assert np.array_equal(correction.corrected_logits(drifted_world["frame"], drifted_world["reference_raw"]),
+                          drifted_world["reference_raw"] + correction.intercept + correction.raw(drifted_world["frame"]))
 
     # the Beam job's handler loads and predicts it unchanged
     from pipelines.models.catboost_frames import catboost_frame
     from pipelines.models.formats.catboost_handler import CatBoostModelHandler
 
-    handler = CatBoostModelHandler(resolve_model(world["root"], RECALIBRATED, DAY), thread_count=2)
-    [prediction] = handler.run_inference([catboost_frame(world["table"])], handler.load_model())
+    handler = CatBoostModelHandler(resolve_model(drifted_world["root"], RECALIBRATED, DAY), thread_count=2)
+    [prediction] = handler.run_inference([catboost_frame(drifted_world["table"])], handler.load_model())
     assert np.max(np.abs(prediction.inference[:, 1] - p)) <= 1e-12
 
 
-def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_rows(world, recalibrated):
-    metadata, _model, p = recalibrated
+def test_recalibrated_reference_moves_toward_the_shifted_rate_on_the_audited_rows(drifted_world, drifted_recalibrated):
+    metadata, _model, p = drifted_recalibrated
     validation = metadata["recalibration"]["validation"]
     assert validation["log_loss_after"] < validation["log_loss_before"]
     assert validation["ece_after"] < validation["ece_before"]
-    audited, truth = world["audited"], world["truth"]
-    p_reference = expit(world["reference_raw"])
+    audited, truth = drifted_world["audited"], drifted_world["truth"]
+    p_reference = expit(drifted_world["reference_raw"])
     gap_before = abs(p_reference[audited].mean() - truth[audited].mean())
     gap_after = abs(p[audited].mean() - truth[audited].mean())
     assert gap_after < 0.5 * gap_before, (gap_before, gap_after)
-    on_segment = audited & world["segment"]
+    on_segment = audited & drifted_world["segment"]
     assert abs(p[on_segment].mean() - truth[on_segment].mean()) < abs(
         p_reference[on_segment].mean() - truth[on_segment].mean())
     assert metadata["test_metrics"]["log_loss_after"] == validation["log_loss_after"]
     assert metadata["correction_rows"]["scheme"]["share"] == splits.CORRECTION_SHARE
-    assert metadata["correction_rows"]["heldout_rows"] == int((splits.split_of(world["ids"]) == splits.TEST).sum())
+    assert metadata["correction_rows"]["heldout_rows"] == int((splits.split_of(drifted_world["ids"]) == splits.TEST).sum())
     assert registry.claimed_epsilon(metadata) == math.inf
     assert calibration_figures(metadata["recalibration"]).rows_fit == metadata["recalibration"]["fit_rows"]
 
 
-def test_recalibration_is_reused_and_byte_identical_when_rerun(world, recalibrated):
-    metadata, _model, p = recalibrated
-    source = resolve_model(world["root"], "reference", PREVIOUS)
-    entry = recalibrate_reference(listed_day(world["root"], DAY), RECALIBRATED, source, targets=[unregistered(TARGET)], seed=0)
+def test_recalibration_is_reused_and_byte_identical_when_rerun(drifted_world, drifted_recalibrated):
+    metadata, _model, p = drifted_recalibrated
+    source = resolve_model(drifted_world["root"], "reference", PREVIOUS)
+    entry = recalibrate_reference(listed_day(drifted_world["root"], DAY), RECALIBRATED, source, targets=[unregistered(TARGET)], seed=0)
     again = entry.metadata
     assert again["created_at"] == metadata["created_at"]  # same inputs: reused, not refitted
     # the handle knows its source: the night's diagnostics read the D-1 checkpoint without resolving it again
-    assert entry.source is source and measured_reference(world["root"], entry) is source
-    other = recalibrate_reference(listed_day(world["root"], DAY), "reference-recalibrated-2",
-                                  resolve_model(world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
+    assert entry.source is source and measured_reference(drifted_world["root"], entry) is source
+    other = recalibrate_reference(listed_day(drifted_world["root"], DAY), "reference-recalibrated-2",
+                                  resolve_model(drifted_world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
                                   seed=0).metadata
-    model = registry.load_model(resolve_model(world["root"], "reference-recalibrated-2", DAY))
-    assert np.asarray(model.predict_proba(world["frame"]))[:, 1].tobytes() == p.tobytes()
+    model = registry.load_model(resolve_model(drifted_world["root"], "reference-recalibrated-2", DAY))
+    assert np.asarray(model.predict_proba(drifted_world["frame"]))[:, 1].tobytes() == p.tobytes()
     assert other["recalibration"]["validation"] == metadata["recalibration"]["validation"]
 
 
-def test_no_improving_round_keeps_the_intercept_alone_exactly(world, arrays):
+def test_no_improving_round_keeps_the_intercept_alone_exactly(drifted_world, arrays):
     strict = RecalibrationSettings(min_improvement=1.0)  # no round can lower the log-loss by 1 nat
     correction, corrected, base, _truth, _labels = _fit(arrays, np.full(ARRAY_ROWS, 0.8), settings=strict)
     record = correction.record
@@ -318,8 +318,8 @@ def test_no_improving_round_keeps_the_intercept_alone_exactly(world, arrays):
     assert corrected.tobytes() == (base[arrays["other"]] + correction.intercept).tobytes()
     assert record["validation"]["log_loss_after"] == record["validation"]["log_loss_after_intercept"]
 
-    metadata = recalibrate_reference(listed_day(world["root"], DAY), "reference-intercept",
-                                     resolve_model(world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
+    metadata = recalibrate_reference(listed_day(drifted_world["root"], DAY), "reference-intercept",
+                                     resolve_model(drifted_world["root"], "reference", PREVIOUS), targets=[unregistered(TARGET)],
                                      settings=strict).metadata
     record = metadata["recalibration"]
     assert record["rounds"] == 0 and not record["kept_reference"] and record["best_rounds"] > 0
@@ -327,11 +327,11 @@ def test_no_improving_round_keeps_the_intercept_alone_exactly(world, arrays):
     assert a > 0.5 and record["validation"]["log_loss_after"] < record["validation"]["log_loss_before"]
     assert record["sum"]["checked_rows"] > 0 and record["sum"]["max_abs_raw_difference"] <= 1e-9
     assert record["sum"]["intercept"] == a
-    model = registry.load_model(resolve_model(world["root"], "reference-intercept", DAY))
-    raw = model.predict(world["frame"], prediction_type="RawFormulaVal")
-    assert np.max(np.abs(raw - (world["reference_raw"] + a))) <= 1e-12
-    p = np.asarray(model.predict_proba(world["frame"]), dtype=np.float64)[:, 1]
-    assert np.max(np.abs(p - expit(world["reference_raw"] + a))) <= 1e-12
+    model = registry.load_model(resolve_model(drifted_world["root"], "reference-intercept", DAY))
+    raw = model.predict(drifted_world["frame"], prediction_type="RawFormulaVal")
+    assert np.max(np.abs(raw - (drifted_world["reference_raw"] + a))) <= 1e-12
+    p = np.asarray(model.predict_proba(drifted_world["frame"]), dtype=np.float64)[:, 1]
+    assert np.max(np.abs(p - expit(drifted_world["reference_raw"] + a))) <= 1e-12
 
 
 def test_no_helping_intercept_or_round_keeps_the_reference_unchanged_and_says_so(arrays):
@@ -354,32 +354,32 @@ def test_no_helping_intercept_or_round_keeps_the_reference_unchanged_and_says_so
     assert corrected.tobytes() == base[other].tobytes()
 
 
-def test_catboost_default_sum_policy_would_change_the_reference(world):
+def test_catboost_default_sum_policy_would_change_the_reference(drifted_world):
     """Why the correction uses a CTR type the reference does not (pipelines.reference.recalibration docstring)."""
     from catboost import CatBoostError, sum_models
 
-    row_ids, features, labels = correction_frame(world["table"], correction_rows(HeldOutRows()))
-    base = world["reference"].predict(features, prediction_type="RawFormulaVal")
+    row_ids, features, labels = correction_frame(drifted_world["table"], correction_rows(HeldOutRows()))
+    base = drifted_world["reference"].predict(features, prediction_type="RawFormulaVal")
     same_ctr = fit_correction(features, base, labels, CATS, validation=splits.correction_validation(row_ids, 1 / 3),
                               ctr_type="Borders")
     assert same_ctr.rounds > 0
-    averaged = sum_models([world["reference"], same_ctr.model])  # IntersectingCountersAverage
-    raw = averaged.predict(world["frame"], prediction_type="RawFormulaVal")
-    assert np.max(np.abs(raw - (world["reference_raw"] + same_ctr.raw(world["frame"])))) > 1e-3
+    averaged = sum_models([drifted_world["reference"], same_ctr.model])  # IntersectingCountersAverage
+    raw = averaged.predict(drifted_world["frame"], prediction_type="RawFormulaVal")
+    assert np.max(np.abs(raw - (drifted_world["reference_raw"] + same_ctr.raw(drifted_world["frame"])))) > 1e-3
     with pytest.raises(CatBoostError, match="intersection"):
-        sum_models([world["reference"], same_ctr.model], ctr_merge_policy="FailIfCtrIntersects")
+        sum_models([drifted_world["reference"], same_ctr.model], ctr_merge_policy="FailIfCtrIntersects")
 
 
 # ------------------------------------------------------------------------------------------ label-blind control
 
 
-def test_check_rows_are_every_held_out_row_and_the_correction_rows_leave_the_audit(world):
-    ids = world["ids"]
+def test_check_rows_are_every_held_out_row_and_the_correction_rows_leave_the_audit(drifted_world):
+    ids = drifted_world["ids"]
     heldout = check_heldout([unregistered(TARGET)])
     check = CheckRowSelection(heldout)
     np.testing.assert_array_equal(check.mask(ids), splits.split_of(ids) == splits.TEST)
-    assert not (check.mask(ids) & world["audited"]).any()
-    assert not (correction_rows(heldout).in_correction(ids) & world["audited"]).any()
+    assert not (check.mask(ids) & drifted_world["audited"]).any()
+    assert not (correction_rows(heldout).in_correction(ids) & drifted_world["audited"]).any()
     assert check.describe()["rows"] == "test split"
 
 
@@ -388,19 +388,19 @@ def _values(frame):
     return frame.apply(lambda column: column.astype(object) if column.dtype.name == "category" else column)
 
 
-def test_the_correction_rows_are_streamed_and_capped_by_a_keyed_sample(world, monkeypatch):
+def test_the_correction_rows_are_streamed_and_capped_by_a_keyed_sample(drifted_world, monkeypatch):
     """The correction reads the day's correction rows in batches: the same rows, order, features and labels as
     the whole partition read at once; above ``max_rows`` the keyed sample of that many, whatever the batches."""
     from pipelines.data.dataset_spec import dataset_of
 
-    root, rows = world["root"], correction_rows(HeldOutRows())
+    root, rows = drifted_world["root"], correction_rows(HeldOutRows())
     dataset = dataset_of(root, DAY)
     whole = dataset.to_internal(schema.read_partition(root, DAY, dataset=dataset))
     expected = correction_frame(whole, rows, dataset)
     monkeypatch.setattr(schema, "SAMPLE_BATCH_ROWS", 7_000)  # batches across the files' row groups
     part = correction_part(listed_day(root, DAY), rows, max_rows=10**9)
     assert (part.partition_rows, part.available) == (DAY_ROWS, expected[0].size)
-    assert part.heldout == int((splits.split_of(world["ids"]) == splits.TEST).sum())
+    assert part.heldout == int((splits.split_of(drifted_world["ids"]) == splits.TEST).sum())
     streamed = correction_frame(part.table, rows, dataset)
     np.testing.assert_array_equal(streamed[0], expected[0])
     np.testing.assert_array_equal(streamed[2], expected[2])
@@ -424,7 +424,7 @@ def test_the_correction_rows_are_streamed_and_capped_by_a_keyed_sample(world, mo
         RecalibrationSettings(max_rows=1)
 
 
-def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_held_out_row(world, recalibrated):
+def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_held_out_row(drifted_world, drifted_recalibrated):
     """The reference itself, registered as a day-D model trained on the train split: against the recalibrated
     reference the job audits its training rows minus the correction's share (whose labels fitted that reference; the
     job reads it from the reference, whoever calls it) and checks every test row; against the D-1 checkpoint every
@@ -432,11 +432,11 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     from pipelines.scoring.beam_request import ScoringRequest
     from pipelines.scoring.beam_scoring import score_day
 
-    root = world["root"]
+    root = drifted_world["root"]
     metadata = encode(registry.read_metadata(root, "reference", PREVIOUS))
-    train = splits.split_of(world["ids"]) == splits.TRAIN
+    train = splits.split_of(drifted_world["ids"]) == splits.TRAIN
     record = {**metadata["training_rows"], "label_splits": ["train"], "unread_row_ids": [], "rows": int(train.sum())}
-    registry.save_model(root, "day-model", DAY, world["reference"],
+    registry.save_model(root, "day-model", DAY, drifted_world["reference"],
                         {**{k: v for k, v in metadata.items() if k not in ("created_at",)},
                          "partition_fingerprint": schema.partition_fingerprint(root, DAY), "training_rows": record})
     heldout = check_heldout([unregistered(TARGET)])
@@ -445,10 +445,10 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
     outcome = score_day(ScoringRequest(data_root=str(root), date=DAY, model="day-model", game=game, bound=bound,
                                        reference=RECALIBRATED, reference_date=DAY, batch_size=20_000,
                                        check_rows=check_rows))
-    assert outcome.result.m == int(world["audited"].sum())
+    assert outcome.result.m == int(drifted_world["audited"].sum())
     check = outcome.result.capacity_check
-    assert check.checked and check.check_rows == int(check_rows.mask(world["ids"]).sum())
-    assert check.check_rows == int((splits.split_of(world["ids"]) == splits.TEST).sum())
+    assert check.checked and check.check_rows == int(check_rows.mask(drifted_world["ids"]).sum())
+    assert check.check_rows == int((splits.split_of(drifted_world["ids"]) == splits.TEST).sum())
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["excluded_for_correction"]["share"] == splits.CORRECTION_SHARE
     assert outcome.record["lineage"]["rows"]["correction"]["share"] == splits.CORRECTION_SHARE  # in the job's key
@@ -461,15 +461,15 @@ def test_a_model_is_audited_without_the_correction_rows_and_checked_on_every_hel
 # ------------------------------------------------------------------------------------------ skips
 
 
-def test_no_heldout_rows_is_a_skip_with_its_reason(world):
-    root = world["root"]
+def test_no_heldout_rows_is_a_skip_with_its_reason(drifted_world):
+    root = drifted_world["root"]
     with pytest.raises(ReferenceCheckSkipped, match="no held-out rows") as caught:
         recalibrate_reference(listed_day(root, EMPTY_DAY), "recalibrated-empty", resolve_model(root, "reference", PREVIOUS),
                               targets=[unregistered(TARGET)])
     assert "test split" in caught.value.reason and not model_dir(root, "recalibrated-empty", EMPTY_DAY).exists()
 
 
-def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a_skip(world):
+def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a_skip(drifted_world):
     outside = {"model_name": "outside", "date": DAY.isoformat()}
     with pytest.raises(ReferenceCheckSkipped, match=r"'outside'.*no training_rows record"):
         check_heldout([unregistered(TARGET), unregistered(outside)])
@@ -485,12 +485,12 @@ def test_targets_that_may_have_read_the_test_split_or_an_audit_of_every_row_is_a
         check_heldout([unregistered(TARGET)], audit_rows="all")
     check_heldout([unregistered(TARGET)])  # a target trained on train + validation leaves the test split held out
     with pytest.raises(ReferenceCheckSkipped, match="no training_rows record"):
-        recalibrate_reference(listed_day(world["root"], DAY), "recalibrated-outside", resolve_model(world["root"], "reference", PREVIOUS),
+        recalibrate_reference(listed_day(drifted_world["root"], DAY), "recalibrated-outside", resolve_model(drifted_world["root"], "reference", PREVIOUS),
                               targets=[unregistered(outside)])
 
 
-def test_a_reference_with_an_output_correction_is_a_skip(world):
-    root = world["root"]
+def test_a_reference_with_an_output_correction_is_a_skip(drifted_world):
+    root = drifted_world["root"]
     source, copy = model_dir(root, "reference", PREVIOUS), model_dir(root, "reference-nc", PREVIOUS)
     shutil.copytree(source, copy)
     metadata = json.loads((copy / registry.METADATA_FILE).read_text())
@@ -503,16 +503,16 @@ def test_a_reference_with_an_output_correction_is_a_skip(world):
         recalibrate_reference(listed_day(root, PREVIOUS), "reference", resolve_model(root, "reference", PREVIOUS))
 
 
-def test_the_scoring_job_reads_the_correction_share_from_the_reference_and_refuses_an_unknown_scheme(world, recalibrated):
+def test_the_scoring_job_reads_the_correction_share_from_the_reference_and_refuses_an_unknown_scheme(drifted_world, drifted_recalibrated):
     """A reference corrected on day D leaves its keyed share out of day D's games, not another day's; a recorded
     scheme with another salt (another version's rows) is refused by name rather than leaving the wrong rows out."""
     from pipelines.models.metadata import as_metadata
     from pipelines.reference.recalibration import correction_exclusion
 
-    handle = resolve_model(world["root"], RECALIBRATED, DAY)
+    handle = resolve_model(drifted_world["root"], RECALIBRATED, DAY)
     assert correction_exclusion(handle, DAY) == CorrectionExclusion(splits.CORRECTION_SHARE)
     assert correction_exclusion(handle, PREVIOUS) is None
-    assert correction_exclusion(resolve_model(world["root"], "reference", PREVIOUS), PREVIOUS) is None
+    assert correction_exclusion(resolve_model(drifted_world["root"], "reference", PREVIOUS), PREVIOUS) is None
     data = json.loads(json.dumps(encode(handle.meta)))
     data["correction_rows"]["scheme"]["correction_salt"] = "0x0000000000000001"
     other = replace(handle, meta=as_metadata(data))

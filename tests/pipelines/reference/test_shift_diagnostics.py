@@ -20,13 +20,13 @@ from pipelines.models.handle import resolve_model
 from tests.support.drifted_reference import DAY, PREVIOUS, RECALIBRATED
 
 
-def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibrated_reference(world, recalibrated):
+def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibrated_reference(drifted_world, drifted_recalibrated):
     """The nightly audits against the reference recalibrated on day D, whose own day is D: the diagnostic measures
     the D-1 checkpoint it corrects, on D-1's unseen rows and on D, and the features of D-1 against D. Compared
     with itself, day D would give the same rows, the same fit and a PSI of exactly 0 for every feature."""
     from pipelines.reference.shift_diagnostics import shift_diagnostic
 
-    diagnostic = shift_diagnostic(listed_day(world["root"], DAY), resolve_model(world["root"], RECALIBRATED, DAY))
+    diagnostic = shift_diagnostic(listed_day(drifted_world["root"], DAY), resolve_model(drifted_world["root"], RECALIBRATED, DAY))
     assert (diagnostic.previous_day, diagnostic.current_day) == (PREVIOUS, DAY)
     assert diagnostic.reference == f"reference@{PREVIOUS.isoformat()}"
     previous, current = diagnostic.fit_previous, diagnostic.fit_current
@@ -41,18 +41,18 @@ def test_the_data_diagnostic_compares_day_d_minus_1_with_day_d_for_the_recalibra
                           "reference_ece_shift", "feature_shift", "feature_shift_max_psi"]
     assert decode(ShiftDiagnostic, json.loads(json.dumps(data)), "shift_diagnostic") == diagnostic
 
-    itself = shift_diagnostic(listed_day(world["root"], PREVIOUS), resolve_model(world["root"], "reference", PREVIOUS))  # no day before the reference's
+    itself = shift_diagnostic(listed_day(drifted_world["root"], PREVIOUS), resolve_model(drifted_world["root"], "reference", PREVIOUS))  # no day before the reference's
     assert itself.fit_previous is None and "no earlier day" in itself.not_computed
     assert list(encode(itself)) == ["label", "reference", "days", "not_computed"]
 
 
-def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(world, monkeypatch):
+def test_the_data_diagnostic_streams_each_day_and_samples_a_large_one(drifted_world, monkeypatch):
     """Below its cap the diagnostic is the one of both whole days read at once; above it, the one of each day's
     keyed sample (the rows of smallest keyed hash, computed here), and its fits say so."""
     from pipelines.data.dataset_spec import dataset_of
     from pipelines.reference import shift_diagnostics
 
-    root = world["root"]
+    root = drifted_world["root"]
     model = resolve_model(root, "reference", PREVIOUS)
     dataset = dataset_of(root, DAY)
     whole = {day: dataset.to_internal(schema.read_partition(root, day, dataset=dataset)) for day in (PREVIOUS, DAY)}

@@ -1,11 +1,11 @@
 """audit_rows: the Beam job audits exactly the rows whose labels entered training, as the registry
 metadata records them, and its counts equal the in-process audit of those rows; bad input fails early.
 
-A small real world: two synthetic days of 4,000 rows, a reference trained on day 1 and an RR target on day 2,
-both by `pipelines.training.train.train_and_register` with 10 CatBoost iterations.
+A small real world (tests/support/rr_trained_days.py, ``rr_trained_world``): two synthetic days of 4,000 rows, a
+reference trained on day 1 and an RR target on day 2, both by `pipelines.training.train.train_and_register` with 10
+CatBoost iterations.
 """
 
-import datetime as dt
 import json
 import logging
 
@@ -18,56 +18,41 @@ from auditing.game.config import GameConfig
 from flows.cli import main as cli_main
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
-from pipelines.data import schema, splits, synth
-from pipelines.data.day import listed_day
+from pipelines.data import schema, splits
 from pipelines.models import registry
 from pipelines.models.handle import resolve_model
 from pipelines.scoring.audit_rows import row_selection, training_rows
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
-from pipelines.training import fitting
 from pipelines.training import train as training
 from tests.support.model_handles import metadata_of
-
-PREVIOUS, DAY = dt.date(2024, 5, 1), dt.date(2024, 5, 2)
-ROWS = 4000
+from tests.support.rr_trained_days import DAY, PREVIOUS, ROWS
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("audit-rows")
-    for date in (PREVIOUS, DAY):
-        synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=2000)
-    settings = fitting.settings_from(iterations=10, thread_count=1)
-    _, metadata = training.train_and_register(listed_day(root, DAY), "rr", 1.0, model_name="rr-1", settings=settings)
-    table = schema.read_partition(root, DAY)
-    return {"root": root, "metadata": encode(metadata), "table": table}
-
-
-def test_metadata_records_the_rows_whose_labels_entered_training(world):
-    record = world["metadata"]["training_rows"]
+def test_metadata_records_the_rows_whose_labels_entered_training(rr_trained_world):
+    record = rr_trained_world["metadata"]["training_rows"]
     assert record["split"] == splits.scheme()
     # use_best_model: the privatized validation labels chose the best iteration, so they entered training
     assert record["label_splits"] == ["train", "validation"]
     assert record["validation_labels_used_for"] == ["chose the best iteration (use_best_model)"]
-    row_ids = world["table"].column(schema.ROW_ID).to_numpy()
+    row_ids = rr_trained_world["table"].column(schema.ROW_ID).to_numpy()
     split = splits.split_of(row_ids)
-    assert record["rows"] == int(np.sum(split != splits.TEST)) == world["metadata"]["test_metrics"]["train_rows"] + \
-        world["metadata"]["test_metrics"]["validation_rows"]
-    mask = training_rows(metadata_of(world["metadata"])).mask(row_ids)
+    assert record["rows"] == int(np.sum(split != splits.TEST)) == rr_trained_world["metadata"]["test_metrics"]["train_rows"] + \
+        rr_trained_world["metadata"]["test_metrics"]["validation_rows"]
+    mask = training_rows(metadata_of(rr_trained_world["metadata"])).mask(row_ids)
     assert np.array_equal(mask, split != splits.TEST)
 
 
-def test_beam_counts_equal_in_process_on_the_training_rows(world):
-    root, table = world["root"], world["table"]
+def test_beam_counts_equal_in_process_on_the_training_rows(rr_trained_world):
+    root, table = rr_trained_world["root"], rr_trained_world["table"]
     game, bound = GameConfig(repetitions=3, seed=4), BoundConfig()
     assert game.audit_rows == "training"
     outcome = score_day(ScoringRequest(str(root), DAY, "rr-1", game, bound, reference="reference", batch_size=1500), [])
     row_ids = table.column(schema.ROW_ID).to_numpy()
-    keep = row_selection("training", metadata_of(world["metadata"])).mask(row_ids)
-    expected_rows = world["metadata"]["training_rows"]["rows"]
+    keep = row_selection("training", metadata_of(rr_trained_world["metadata"])).mask(row_ids)
+    expected_rows = rr_trained_world["metadata"]["training_rows"]["rows"]
     assert outcome.result.m == int(keep.sum()) == expected_rows < ROWS
     audited = outcome.record["diagnostics"]["audited_rows"]
     assert audited["rows_not_audited"] == ROWS - expected_rows and audited["label_splits"] == ["train", "validation"]
@@ -87,8 +72,8 @@ def test_beam_counts_equal_in_process_on_the_training_rows(world):
     assert every.result.config_hash != outcome.result.config_hash
 
 
-def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, capsys):
-    root = world["root"]
+def test_a_model_without_training_rows_metadata_is_refused_naming_it(rr_trained_world, capsys):
+    root = rr_trained_world["root"]
     handle = resolve_model(root, "rr-1", DAY)
     model, metadata = registry.load_model(handle), handle.metadata
     legacy = {k: v for k, v in metadata.items() if k != "training_rows"}
@@ -105,25 +90,6 @@ def test_a_model_without_training_rows_metadata_is_refused_naming_it(world, caps
                      str(root), "--repetitions", "2", "--quiet", "--audit-rows", "all", "--json"])
     assert code == 0
     assert json.loads(capsys.readouterr().out)["result"]["m"] == ROWS
-
-
-@pytest.mark.parametrize(("flag", "value", "needles"), [
-    ("--tau", "0.01", ("tau", "refused", "kappa")),  # the legacy TV parameter: only 0 is accepted (and ignored)
-    ("--tau", "1", ("tau", "refused", "kappa")),
-    ("--tau", "-0.1", ("tau", "refused", "kappa")),
-    ("--kappa", "-0.1", ("kappa must be",)),
-    ("--kappa", "inf", ("kappa must be",)),
-    ("--kappa", "nan", ("kappa must be",)),
-])
-def test_a_bad_tau_or_kappa_is_refused_and_nothing_is_written(world, capsys, flag, value, needles):
-    root = world["root"]
-    before = sorted(root.rglob("*"))
-    code = cli_main(["score", "--date", DAY.isoformat(), "--model", "rr-1", "--reference", "reference", "--data-root",
-                     str(root), "--repetitions", "2", "--quiet", flag, value])
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1
-    assert all(needle in err for needle in needles), err
-    assert sorted(root.rglob("*")) == before
 
 
 def test_unread_rows_and_recorded_scheme_are_applied_from_the_record_alone():

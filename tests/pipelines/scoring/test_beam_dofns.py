@@ -11,7 +11,7 @@ from tests.support.read_tasks import flat as _flat
 
 
 @pytest.mark.parametrize("first", [0, 3])
-def test_a_read_the_driver_started_is_taken_up_by_the_pipelines_copy(tasks, first):
+def test_a_read_the_driver_started_is_taken_up_by_the_pipelines_copy(day_read_tasks, first):
     """`ReadBatches.prefetch` starts the first task's first read before the pipeline runs; the DoFn's pickled copy
     (as the runner holds it) takes it up under the job key and yields exactly what it would have read itself, also
     when the runner starts with another task (first=3: the prefetched read is not the one it wants)."""
@@ -20,7 +20,7 @@ def test_a_read_the_driver_started_is_taken_up_by_the_pipelines_copy(tasks, firs
     from pipelines.scoring import beam_dofns
     from pipelines.scoring.beam_dofns import ReadBatches, drop_prefetched
 
-    chained = chain_tasks(tasks)
+    chained = chain_tasks(day_read_tasks)
     driver = ReadBatches(700, read_ahead=True, job="job-under-test")
     driver.prefetch(chained[0])
     assert "job-under-test" in beam_dofns._PREFETCHED

@@ -1,7 +1,7 @@
 """The Beam scoring job equals the in-process audit exactly (FnApiRunner and Dask), and bad input fails early.
 
-One small synthetic world per module: two days of 6,000 rows (3 files, so several row groups), tiny CatBoost
-models registered for both days. Each pipeline run takes a few seconds.
+One small synthetic world per module (tests/support/scoring_worlds.py, ``scoring_world``): two days of 6,000 rows (3
+files, so several row groups), tiny CatBoost models registered for both days. Each pipeline run takes a few seconds.
 """
 
 import contextlib
@@ -23,51 +23,21 @@ from auditing.game.counts import GameCounts
 from auditing.game.play import play_repetition
 from auditing.game.scores import resolve_score
 from auditing.result import AuditResult
-from flows.cli import main as cli_main
 from labeldp.codec import decode, encode
 from labeldp.errors import LabelDPInputError
-from pipelines.data import schema, splits, synth
+from pipelines.data import schema, splits
 from pipelines.models import registry
-from pipelines.models.catboost_frames import catboost_frame
 from pipelines.scoring import beam_dofns, beam_request, beam_scoring, scoring_batches
 from pipelines.scoring.beam_request import ScoringRequest
 from pipelines.scoring.beam_scoring import score_day
 from pipelines.scoring.scored_batch import scored_batch
 from pipelines.training import train as training
-from tests.support.scoring_worlds import in_process_counts, register_tiny_model
+from tests.support.scoring_worlds import DAY, PREVIOUS, ROWS, in_process_counts, register_tiny_model
 from tests.support.swapped_split import SwappedSplit
 
-DAY = dt.date(2024, 3, 2)
-PREVIOUS = dt.date(2024, 3, 1)
-ROWS = 6000
 DASK_RUNNER = beam_request.DASK_RUNNER
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("beam-root")
-    models = {}
-    for seed, date in enumerate((PREVIOUS, DAY)):
-        synth.write_synthetic_day(root, date, rows=ROWS, rows_per_file=2000)
-        table = schema.read_partition(root, date)
-        frame = training.feature_frame(table)
-        labels = table.column(schema.LABEL).to_numpy()
-        models[date] = register_tiny_model(root, "target", date, frame, labels, seed=seed)
-    table = schema.read_partition(root, DAY)
-    frame = training.feature_frame(table)
-    return {
-        "root": root,
-        "row_ids": table.column(schema.ROW_ID).to_numpy(),
-        "labels": table.column(schema.LABEL).to_numpy().astype(np.int64),
-        "p_target": models[DAY].predict_proba(frame),
-        "p_reference": models[PREVIOUS].predict_proba(frame),
-        "frame": frame,
-        "table": table,
-        "model": models[DAY],
-        "previous_model": models[PREVIOUS],
-    }
 
 
 def assert_same_as_in_process(world, outcome, config_game, config_bound):
@@ -95,25 +65,18 @@ def assert_same_as_in_process(world, outcome, config_game, config_bound):
     assert not (outcome.output_dir / "_work").exists()
 
 
-def test_catboost_frame_predicts_exactly_like_feature_frame(world):
-    table = world["table"].slice(100, 2500)
-    assert table.column("C19").null_count > 0  # missing categoricals are exercised
-    assert np.array_equal(world["model"].predict_proba(catboost_frame(table)),
-                          world["model"].predict_proba(training.feature_frame(table)))
-
-
 @pytest.mark.parametrize(("batch_size", "plan", "strategy"), [
     (1000, "side-input", "bonferroni"),
     (1999, "side-input", "split"),
     (100_000, "side-input", "max"),
     (1500, "two-stage", "split"),
 ])
-def test_fnapi_counts_and_bound_equal_in_process(world, batch_size, plan, strategy):
+def test_fnapi_counts_and_bound_equal_in_process(scoring_world, batch_size, plan, strategy):
     config_game, config_bound = GameConfig(repetitions=4, seed=11), BoundConfig(strategy=strategy)
-    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=batch_size, plan_mode=plan,
+    request = ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=batch_size, plan_mode=plan,
                              thread_count=1)
     outcome = score_day(request, [])
-    assert_same_as_in_process(world, outcome, config_game, config_bound)
+    assert_same_as_in_process(scoring_world, outcome, config_game, config_bound)
     assert outcome.record["diagnostics"]["plan_mode"] == plan
 
 
@@ -157,24 +120,24 @@ def assert_tied_same_as_in_process(world, outcome, config_game, config_bound):
                                                                      strict=True))
 
 
-def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(world, streamed):
+def test_two_stage_streams_a_slot_too_large_to_rank_in_memory(scoring_world, streamed):
     """A slot whose cut bins hold more than GROUP_ROWS rows is written in rank order batch by batch and counted
     from a bounded merge of those runs (`grouped_files.merge_sorted`, `sweep_reduce.RankedCounts`): the same
     counts and bound as in-process, also when every score ties."""
     config_game, config_bound = GameConfig(repetitions=3, seed=4), BoundConfig(strategy="split")
-    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500,
+    outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1500,
                                        plan_mode="two-stage", thread_count=1), [])
     assert streamed
-    assert_same_as_in_process(world, outcome, config_game, config_bound)
+    assert_same_as_in_process(scoring_world, outcome, config_game, config_bound)
     streamed.clear()
-    with itself(world) as name:
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config_game, config_bound, batch_size=1500,
+    with itself(scoring_world) as name:
+        outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, name, config_game, config_bound, batch_size=1500,
                                            plan_mode="two-stage", thread_count=1), [])
     assert sorted(streamed) == list(range(config_game.repetitions + 2))  # every slot: its one bin is cut
-    assert_tied_same_as_in_process(world, outcome, config_game, config_bound)
+    assert_tied_same_as_in_process(scoring_world, outcome, config_game, config_bound)
 
 
-def test_dask_streams_the_large_slots_and_shuffles_the_others(world, streamed, monkeypatch):
+def test_dask_streams_the_large_slots_and_shuffles_the_others(scoring_world, streamed, monkeypatch):
     """On several workers the slots with more than SHUFFLE_ROWS boundary rows go to the (shared) work directory,
     ranked, and the driver merges them (whatever GROUP_ROWS, the in-memory limit of one process); the others go
     through the group-by-slot. Both together count as in-process."""
@@ -184,53 +147,53 @@ def test_dask_streams_the_large_slots_and_shuffles_the_others(world, streamed, m
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         beam_args = [f"--runner={DASK_RUNNER}", f"--dask_client_address={cluster.scheduler_address[6:]}"]
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500), beam_args)
+        outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1500), beam_args)
         slots = config_game.repetitions + 2
         assert 0 < len(streamed) < slots, streamed  # both paths taken
-        assert_same_as_in_process(world, outcome, config_game, config_bound)
+        assert_same_as_in_process(scoring_world, outcome, config_game, config_bound)
         streamed.clear()
-        with itself(world) as name:
-            outcome = score_day(ScoringRequest(str(world["root"]), DAY, name, config_game, config_bound, batch_size=1500), beam_args)
+        with itself(scoring_world) as name:
+            outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, name, config_game, config_bound, batch_size=1500), beam_args)
     assert sorted(streamed) == list(range(slots))
-    assert_tied_same_as_in_process(world, outcome, config_game, config_bound)
+    assert_tied_same_as_in_process(scoring_world, outcome, config_game, config_bound)
 
 
-def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(world):
+def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(scoring_world):
     """In one process the side-input plan hands its audited batches to the driver, which plays pass 2 on them
     (timed as pass2_s; nothing stays held after the job). With several workers pass 2 runs in Beam (boundary rows
     grouped by slot, the side input as on Dataflow or Flink). Both count exactly as in-process."""
     config_game, config_bound = GameConfig(repetitions=3, seed=5), BoundConfig()
-    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1500, plan_mode="side-input",
+    request = ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1500, plan_mode="side-input",
                              thread_count=1)
     driver = score_day(request, [])
     assert "pass2_s" in driver.record["timings"] and not beam_dofns._HELD
-    assert_same_as_in_process(world, driver, config_game, config_bound)
+    assert_same_as_in_process(scoring_world, driver, config_game, config_bound)
     workers = score_day(request, ["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
     assert "pass2_s" not in workers.record["timings"]
-    assert_same_as_in_process(world, workers, config_game, config_bound)
+    assert_same_as_in_process(scoring_world, workers, config_game, config_bound)
 
 
-def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(world):
+def test_a_second_halves_strategy_counts_the_same_in_process_and_on_beam(scoring_world):
     from auditing.bounds.selection import STRATEGIES_REGISTRY
 
     STRATEGIES_REGISTRY.register(SwappedSplit)
     try:
         config_game, config_bound = GameConfig(repetitions=3, seed=2), BoundConfig(strategy=SwappedSplit.name)
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999,
+        outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1999,
                                            thread_count=1), [])
-        assert_same_as_in_process(world, outcome, config_game, config_bound)
+        assert_same_as_in_process(scoring_world, outcome, config_game, config_bound)
         assert outcome.result.bound.strategy == SwappedSplit.name and outcome.result.split_halves
     finally:
         STRATEGIES_REGISTRY.unregister(SwappedSplit.name)
 
 
-def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
+def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(scoring_world):
     """The flows key a night's coins by its day (`ScoringRequest.night`): the job equals run_audit on that night
     byte for byte, and draws other coins than a game without a night."""
     config_game, config_bound = GameConfig(repetitions=3, seed=11), BoundConfig(strategy="split")
-    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
+    outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
                                        night=DAY), [])
-    arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
+    arrays = (scoring_world["p_target"], scoring_world["p_reference"], scoring_world["labels"], scoring_world["row_ids"])
     expected = run_audit(*arrays, config_game.with_night(DAY), config_bound)
     assert encode(outcome.result) == encode(expected) and outcome.result.game.night == DAY
     assert outcome.result.config_hash == config_hash(config_game, config_bound)
@@ -242,7 +205,7 @@ def test_fnapi_keyed_by_the_night_equals_in_process_on_that_night(world):
     assert not np.array_equal(stored.counts.correct, play_game(*arrays, config_game).counts.correct)
 
 
-def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
+def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(scoring_world):
     """Declared slices: the job counts each slice and bounds it from its counts, equal to
     `auditing.slices.audit_slices` on the same arrays and night (two-stage and side-input plans); a re-run finds
     them stored, and a bound change (kappa, confidence, strategy, budget) keeps the key: the stored slice counts are
@@ -251,12 +214,12 @@ def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
 
     slicings = ("column:C9:top=3", "shown-label", "prior-deciles")
     config_game, config_bound = GameConfig(repetitions=1, seed=4), BoundConfig()
-    arrays = (world["p_target"], world["p_reference"], world["labels"], world["row_ids"])
-    c9 = world["table"].column("C9")
+    arrays = (scoring_world["p_target"], scoring_world["p_reference"], scoring_world["labels"], scoring_world["row_ids"])
+    c9 = scoring_world["table"].column("C9")
     columns = {"C9": np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))}
     expected = audit_slices(*arrays, config_game.with_night(DAY), config_bound, slicings, columns=columns)
     for plan_mode in ("two-stage", "side-input"):
-        request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
+        request = ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1999, thread_count=1,
                                  night=DAY, slices=slicings, plan_mode=plan_mode)
         outcome = score_day(request, [])
         assert outcome.result.slices == expected, plan_mode
@@ -277,16 +240,16 @@ def test_the_jobs_slices_equal_the_in_process_slices_and_are_reused(world):
         assert rejudged.result["slices"] != record.result["slices"]
     assert beam_request.prepare_scoring(dataclasses.replace(request, slices=slicings[:2])).key != prepared.key
     with pytest.raises(LabelDPInputError, match="stored without its slices"):
-        beam_request.reused_record(beam_request.stored_scoring(prepared), request, world["root"])
+        beam_request.reused_record(beam_request.stored_scoring(prepared), request, scoring_world["root"])
     with pytest.raises(LabelDPInputError, match="no feature or carry column 'nope'"):
         beam_request.prepare_scoring(dataclasses.replace(request, slices=("column:nope",)))
 
 
-def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not(world):
+def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not(scoring_world):
     from auditing.audit import audit_counts
     from pipelines.scoring.beam_request import prepare_scoring, stored_scoring
 
-    root = str(world["root"])
+    root = str(scoring_world["root"])
     config_game, config_bound = GameConfig(repetitions=3, seed=9), BoundConfig()
     scored = score_day(ScoringRequest(root, DAY, "target", config_game, config_bound, batch_size=2500), [])
     for bound in ({"kappa": 0.4}, {"method": "fdp", "delta": 1e-5}, {"strategy": "split"}, {"confidence": 0.99}):
@@ -297,7 +260,7 @@ def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not
         # the job's record is read back typed: its lineage is the one the job wrote
         assert (stored.lineage.model, stored.lineage.partition) == (scored.job.lineage.model,
                                                                     scored.job.lineage.partition)
-        fresh = run_audit(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], config_game, other)
+        fresh = run_audit(scoring_world["p_target"], scoring_world["p_reference"], scoring_world["labels"], scoring_world["row_ids"], config_game, other)
         assert encode(audit_counts(game, other)) == encode(fresh)
     for game in ({"repetitions": 4}, {"seed": 10}, {"score": "log-ratio"}, {"grid_points": 50}):
         prepared = prepare_scoring(ScoringRequest(root, DAY, "target", dataclasses.replace(config_game, **game)))
@@ -308,7 +271,7 @@ def test_a_bound_setting_change_finds_the_stored_game_and_a_game_change_does_not
 
 
 @pytest.mark.parametrize("shards", [None, 3])
-def test_dask_runner_with_two_worker_processes_equals_in_process(world, shards):
+def test_dask_runner_with_two_worker_processes_equals_in_process(scoring_world, shards):
     """Pass 1 folded per Dask partition and merged in a tree (no shards: pipelines.scoring.dask_fixes), or keyed
     by shard and merged: the same counts as in process either way."""
     distributed = pytest.importorskip("dask.distributed")
@@ -316,17 +279,17 @@ def test_dask_runner_with_two_worker_processes_equals_in_process(world, shards):
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "")
-        request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, combine_shards=shards)
+        request = ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, combine_shards=shards)
         outcome = score_day(request, [f"--runner={DASK_RUNNER}", f"--dask_client_address={address}"])
     assert outcome.record["diagnostics"]["plan_mode"] == "two-stage"
     assert outcome.record["diagnostics"]["combine_shards"] == (shards or 1)
-    assert_same_as_in_process(world, outcome, config_game, config_bound)
+    assert_same_as_in_process(scoring_world, outcome, config_game, config_bound)
 
 
 @pytest.mark.parametrize("plan", ["auto", "two-stage"])
-def test_write_scored_rows(world, plan):
+def test_write_scored_rows(scoring_world, plan):
     config_game, config_bound = GameConfig(repetitions=2, seed=1), BoundConfig()
-    outcome = score_day(ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=2500,
+    outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=2500,
                                        write_scored=True, plan_mode=plan), [])
     # auto on FnApiRunner keeps the side input for a small day
     assert outcome.record["diagnostics"]["plan_mode"] == ("side-input" if plan == "auto" else plan)
@@ -335,8 +298,8 @@ def test_write_scored_rows(world, plan):
     assert table.column_names == ["row_id", "score_0", "correct_0", "b_0", "released_label_0",
                                   "score_1", "correct_1", "b_1", "released_label_1"]
     table = table.sort_by("row_id")
-    order = np.argsort(world["row_ids"])
-    game = play_repetition(world["p_target"], world["p_reference"], world["labels"], world["row_ids"], seed=1,
+    order = np.argsort(scoring_world["row_ids"])
+    game = play_repetition(scoring_world["p_target"], scoring_world["p_reference"], scoring_world["labels"], scoring_world["row_ids"], seed=1,
                            repetition=1, score=resolve_score("paper"))
     assert np.array_equal(table.column("score_1").to_numpy(), game.scores[order])
     assert np.array_equal(table.column("correct_1").to_numpy(), game.correct[order])
@@ -344,7 +307,7 @@ def test_write_scored_rows(world, plan):
     # guess is b' = 0 where the score is > 0, and b = 0 releases the training label.
     bit = table.column("b_1").to_numpy().astype(bool)
     released = table.column("released_label_1").to_numpy()
-    labels, p_t, p_r = world["labels"][order], world["p_target"][order], world["p_reference"][order]
+    labels, p_t, p_r = scoring_world["labels"][order], scoring_world["p_target"][order], scoring_world["p_reference"][order]
     rows = np.arange(ROWS)
     assert np.array_equal(resolve_score("paper")(p_t[rows, released], p_r[rows, released]), game.scores[order])
     assert np.array_equal((~(game.scores[order] > 0)) == bit, game.correct[order])
@@ -352,11 +315,11 @@ def test_write_scored_rows(world, plan):
     assert 0.45 < bit.mean() < 0.55
 
 
-def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
+def test_rows_without_row_id_are_counted_not_dropped_silently(scoring_world, tmp_path):
     """A file with null row_ids (possible outside our writers): those rows are reported, the rest audited."""
-    root = world["root"]
+    root = scoring_world["root"]
     date = dt.date(2024, 3, 5)
-    table = world["table"]
+    table = scoring_world["table"]
     row_id = table.column(schema.ROW_ID).to_numpy()
     missing = np.zeros(ROWS, dtype=bool)
     missing[::97] = True
@@ -365,7 +328,7 @@ def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
     directory = root / "partitions" / f"date={date}"
     directory.mkdir(parents=True)
     pq.write_table(bad, directory / "part-00000.parquet", row_group_size=2500)
-    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    registry.save_model(root, "target", date, scoring_world["model"], registry.read_metadata(root, "target", DAY))
     config_game, config_bound = GameConfig(repetitions=2, seed=2), BoundConfig()
     outcome = score_day(ScoringRequest(str(root), date, "target", config_game, config_bound, reference="target",
                                        reference_date=PREVIOUS, batch_size=1800), [])
@@ -373,7 +336,7 @@ def test_rows_without_row_id_are_counted_not_dropped_silently(world, tmp_path):
     assert rows["rows_read"] == ROWS and rows["rows_without_row_id"] == int(missing.sum())
     assert rows["rows_scored"] == ROWS - int(missing.sum()) == outcome.result.m
     keep = ~missing
-    expected = run_audit(world["p_target"][keep], world["p_reference"][keep], world["labels"][keep],
+    expected = run_audit(scoring_world["p_target"][keep], scoring_world["p_reference"][keep], scoring_world["labels"][keep],
                          row_id[keep], config_game, config_bound)
     assert encode(outcome.result) == encode(expected)
 
@@ -386,8 +349,8 @@ def _written(root):
     return [p for p in (root / "sweeps").rglob("*") if p.is_file()] if (root / "sweeps").exists() else []
 
 
-def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeypatch):
-    root = world["root"]
+def test_schema_mismatch_fails_before_any_work_naming_the_columns(scoring_world, monkeypatch):
+    root = scoring_world["root"]
     table = schema.read_partition(root, DAY).slice(0, 1500)
     register_tiny_model(root, "wide", DAY, training.feature_frame(table), table.column("label").to_numpy(),
               extra_column="I14")
@@ -403,9 +366,9 @@ def test_schema_mismatch_fails_before_any_work_naming_the_columns(world, monkeyp
     ({"model": "target", "reference": "ghost"}, r"no model 'ghost' for 2024-03-01"),
     ({"model": "target", "date": dt.date(2024, 4, 1)}, r"no partition at .*date=2024-04-01"),
 ])
-def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, monkeypatch, kwargs, message):
+def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(scoring_world, monkeypatch, kwargs, message):
     monkeypatch.setattr(beam_scoring, "_scored_batches", _no_work)
-    root = world["root"]
+    root = scoring_world["root"]
     before = _written(root)
     arguments = {"data_root": str(root), "date": DAY, "game": GameConfig(repetitions=2)} | kwargs
     with pytest.raises(LabelDPInputError, match=message):
@@ -413,16 +376,16 @@ def test_missing_model_or_partition_is_a_clear_error_and_writes_nothing(world, m
     assert _written(root) == before  # no sweep directory, no scored rows
 
 
-def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(world):
-    root = world["root"]
+def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(scoring_world):
+    root = scoring_world["root"]
     date = dt.date(2024, 3, 6)
-    labels = world["table"].column(schema.LABEL).to_numpy().copy()
+    labels = scoring_world["table"].column(schema.LABEL).to_numpy().copy()
     labels[3517] = 7  # in the fourth batch: the first three were scored and held for pass 2
-    bad = world["table"].set_column(1, pa.field(schema.LABEL, pa.int8(), nullable=False), pa.array(labels))
+    bad = scoring_world["table"].set_column(1, pa.field(schema.LABEL, pa.int8(), nullable=False), pa.array(labels))
     directory = root / "partitions" / f"date={date}"
     directory.mkdir(parents=True)
     pq.write_table(bad, directory / "part-00000.parquet")
-    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    registry.save_model(root, "target", date, scoring_world["model"], registry.read_metadata(root, "target", DAY))
     with pytest.raises(LabelDPInputError, match=r"part-00000.parquet.*'label'"):
         score_day(ScoringRequest(str(root), date, "target", GameConfig(repetitions=2), BoundConfig(), reference="target",
                                  reference_date=PREVIOUS, batch_size=1000, plan_mode="side-input"), [])
@@ -430,33 +393,17 @@ def test_bad_rows_found_by_a_worker_surface_as_input_errors_and_write_nothing(wo
     assert not beam_dofns._HELD  # the batches held before the error are let go
 
 
-def test_cli_score_runs_and_reports_errors(world, capsys):
-    root = str(world["root"])
-    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "target", "--data-root", root, "--repetitions", "2",
-                     "--json", "--quiet"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["result"]["m"] == ROWS and out["lineage"]["reference"]["date"] == PREVIOUS.isoformat()
-    assert out["result"]["coins_night"] == DAY.isoformat()  # `score` keys the coins by the day it scores
-    attack = out["result"]["attack_curve"]  # the attack curve, descriptive (docs/attack-curve.md)
-    assert sum(attack["positives"]) + sum(attack["negatives"]) == ROWS and 0 <= attack["auroc"] <= 1
-    assert attack["auroc_lower"] <= attack["auroc_upper"] and attack["bootstrap_resamples"] == 1000
-    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "nope", "--data-root", root, "--quiet"]) == 2
-    assert "no model 'nope'" in capsys.readouterr().err
-    assert cli_main(["score", "--date", DAY.isoformat(), "--model", "target", "--data-root", root, "--batch-size", "0"]) == 2
-    assert "batch-size must be a whole number >= 1" in capsys.readouterr().err
-
-
-def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
-    root = world["root"]
+def test_duplicated_row_ids_are_an_input_error_and_write_nothing(scoring_world):
+    root = scoring_world["root"]
     date = dt.date(2024, 3, 7)
-    ids = world["table"].column(schema.ROW_ID).to_numpy().copy()
+    ids = scoring_world["table"].column(schema.ROW_ID).to_numpy().copy()
     ids[4000] = ids[10]  # in another row group than the original
     ids[4001] = ids[11]
-    dup = world["table"].set_column(0, pa.field(schema.ROW_ID, pa.int64(), nullable=False), pa.array(ids))
+    dup = scoring_world["table"].set_column(0, pa.field(schema.ROW_ID, pa.int64(), nullable=False), pa.array(ids))
     directory = root / "partitions" / f"date={date}"
     directory.mkdir(parents=True)
     pq.write_table(dup, directory / "part-00000.parquet", row_group_size=2000)
-    registry.save_model(root, "target", date, world["model"], registry.read_metadata(root, "target", DAY))
+    registry.save_model(root, "target", date, scoring_world["model"], registry.read_metadata(root, "target", DAY))
     for plan in ("side-input", "two-stage"):
         with pytest.raises(LabelDPInputError, match=rf"'row_id': 2 duplicate value\(s\) \(e\.g\. ({ids[10]}|{ids[11]})\)"):
             score_day(ScoringRequest(str(root), date, "target", GameConfig(repetitions=2), BoundConfig(), reference="target",
@@ -464,8 +411,8 @@ def test_duplicated_row_ids_are_an_input_error_and_write_nothing(world):
     assert not (root / "sweeps" / "target" / f"date={date}").exists() and not beam_dofns._HELD
 
 
-def test_reference_defaults_to_the_models_previous_day_else_reference(world):
-    root = world["root"]
+def test_reference_defaults_to_the_models_previous_day_else_reference(scoring_world):
+    root = scoring_world["root"]
     assert beam_request.resolve_reference(root, "target", DAY) == ("target", PREVIOUS)
     assert beam_request.resolve_reference(root, "other", DAY) == ("reference", PREVIOUS)
     assert beam_request.resolve_reference(root, "target", DAY, "x", dt.date(2024, 1, 1)) == ("x", dt.date(2024, 1, 1))
@@ -485,50 +432,29 @@ def test_auto_plan_keeps_scored_batches_out_of_a_local_runners_memory():
     assert plan_for("two-stage", "DataflowRunner") == "two-stage"
 
 
-def test_catboost_frame_recodes_chunks_with_different_dictionaries(world):
-    """Two chunks whose dictionaries differ (as two files' row groups do), plain string columns and nulls: the
-    frame holds exactly the rows' strings ("" for missing), with only the values present as categories."""
-    table = world["table"].slice(0, 3000)
-    first, second = table.slice(0, 1200), table.slice(1200)
-    recoded = {name: second.column(name).combine_chunks().dictionary_decode().dictionary_encode()
-               for name in schema.CATEGORICAL_COLUMNS}  # only the second chunk's values, in another order
-    second = pa.table({name: recoded.get(name, second.column(name)) for name in second.column_names})
-    mixed = pa.concat_tables([first, second.cast(first.schema)])
-    plain = table.cast(pa.schema([pa.field(f.name, pa.string()) if f.name in schema.CATEGORICAL_COLUMNS else f
-                                  for f in table.schema]))
-    assert mixed.column("C1").num_chunks == 2 and mixed.column("C19").null_count > 0
-    assert mixed.column("C1").chunk(0).dictionary != mixed.column("C1").chunk(1).dictionary
-    for case in (mixed, plain):
-        frame = catboost_frame(case)
-        for name in schema.CATEGORICAL_COLUMNS:
-            strings = case.column(name).cast(pa.string()).fill_null("").to_pylist()
-            assert frame[name].astype(object).tolist() == strings, name
-            assert set(frame[name].cat.categories) == set(strings), name
-
-
 @pytest.fixture(scope="module")
-def split_world(world):
+def split_world(scoring_world):
     """A target trained on the train and validation splits only, so the test split's rows are check rows."""
-    root = world["root"]
-    codes = splits.split_of(world["row_ids"])
+    root = scoring_world["root"]
+    codes = splits.split_of(scoring_world["row_ids"])
     trained = codes != splits.TEST
     from catboost import CatBoostClassifier
 
     params = {"iterations": 30, "depth": 6, "learning_rate": 0.5, "max_ctr_complexity": 1, "thread_count": 1,
               "random_seed": 3, "allow_writing_files": False, "verbose": False}
     model = CatBoostClassifier(**params)
-    model.fit(world["frame"][trained], world["labels"][trained], cat_features=schema.CATEGORICAL_COLUMNS)
+    model.fit(scoring_world["frame"][trained], scoring_world["labels"][trained], cat_features=schema.CATEGORICAL_COLUMNS)
     metadata = {"mechanism": {"name": "none", "epsilon": "inf", "delta": 0.0}, "seed": 3,
                 "partition_fingerprint": schema.partition_fingerprint(root, DAY), "catboost_params": params,
                 "test_metrics": {}, "feature_schema": registry.feature_schema(),
                 "training_rows": {"split": splits.scheme(), "label_splits": ["train", "validation"],
                                   "unread_row_ids": [], "rows": int(trained.sum())}}
     registry.save_model(root, "split-target", DAY, model, metadata)
-    return {"trained": trained, "p_target": model.predict_proba(world["frame"])}
+    return {"trained": trained, "p_target": model.predict_proba(scoring_world["frame"])}
 
 
 @pytest.mark.parametrize(("batch_size", "plan"), [(1000, "side-input"), (2500, "two-stage")])
-def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size, plan):
+def test_capacity_check_on_beam_equals_in_process(scoring_world, split_world, batch_size, plan):
     """The job reads the check rows (kept out of the game) and its capacity check equals the in-process one; so do
     the slices the job counts batch by batch, each with its own check rows, whatever the batch size and plan."""
     from auditing.audit import CheckRows
@@ -538,18 +464,18 @@ def test_capacity_check_on_beam_equals_in_process(world, split_world, batch_size
     check_rows = CheckRowSelection(HeldOutRows())
     config_game, config_bound = GameConfig(repetitions=3, seed=2), BoundConfig()
     slicings = ("column:C9:top=2", "shown-label", "prior-deciles", "column:C9=nope")
-    request = ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
+    request = ScoringRequest(str(scoring_world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
                              batch_size=batch_size, plan_mode=plan, thread_count=1, check_rows=check_rows,
                              slices=slicings)
     outcome = score_day(request, [])
-    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    trained, check = split_world["trained"], check_rows.mask(scoring_world["row_ids"])
     assert check.sum() == (~trained).sum() > 500
-    audited = [split_world["p_target"][trained], world["p_reference"][trained], world["labels"][trained],
-               world["row_ids"][trained]]
-    check_arrays = CheckRows(split_world["p_target"][check], world["p_reference"][check], world["labels"][check],
-                             world["row_ids"][check])
+    audited = [split_world["p_target"][trained], scoring_world["p_reference"][trained], scoring_world["labels"][trained],
+               scoring_world["row_ids"][trained]]
+    check_arrays = CheckRows(split_world["p_target"][check], scoring_world["p_reference"][check], scoring_world["labels"][check],
+                             scoring_world["row_ids"][check])
     expected = run_audit(*audited, game=config_game, bound=config_bound, check=check_arrays)
-    c9 = world["table"].column("C9")
+    c9 = scoring_world["table"].column("C9")
     c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
     sliced = audit_slices(*audited, config_game, config_bound, slicings, columns={"C9": c9[trained]}, check=check_arrays,
                           check_columns={"C9": c9[check]})
@@ -583,11 +509,11 @@ def test_beams_false_warnings_are_dropped_and_real_ones_kept():
 
 
 @pytest.mark.parametrize("plan", ["side-input", "two-stage"])
-def test_each_pass_shows_its_rows_and_rows_per_second_only_when_asked(world, capsys, plan):
+def test_each_pass_shows_its_rows_and_rows_per_second_only_when_asked(scoring_world, capsys, plan):
     """The driver's `live()` answer (`worker_progress`) decides: each pass ends with its rows and rows per second
     on stderr; without it the job prints nothing, whatever the plan."""
     config_game, config_bound = GameConfig(repetitions=2, seed=5), BoundConfig()
-    request = ScoringRequest(str(world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, plan_mode=plan,
+    request = ScoringRequest(str(scoring_world["root"]), DAY, "target", config_game, config_bound, batch_size=1000, plan_mode=plan,
                              thread_count=1)
     score_day(request, [], worker_progress=False)
     assert "[score pid" not in capsys.readouterr().err
@@ -624,7 +550,7 @@ def _same_arrays(a: dict, b: dict) -> bool:
     return True
 
 
-def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(world, split_world, tmp_path):
+def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(scoring_world, split_world, tmp_path):
     """The slices counted in the job's passes (each batch with its slicing columns and check rows, accumulators
     merged in whatever order the runner merges them) are stored byte for byte as `auditing.slices.count_slices`
     counts them on the day's rows held at once: two-stage and held batches on FnApiRunner, two batch sizes, and
@@ -636,21 +562,21 @@ def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(wor
     check_rows = CheckRowSelection(HeldOutRows())
     config_game, config_bound = GameConfig(repetitions=2, seed=6), BoundConfig()
     slicings = ("column:C9:top=3", "prior-deciles", "shown-label")
-    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
-    c9 = world["table"].column("C9")
+    trained, check = split_world["trained"], check_rows.mask(scoring_world["row_ids"])
+    c9 = scoring_world["table"].column("C9")
     c9 = np.asarray(c9.cast(c9.type.value_type).to_numpy(zero_copy_only=False))
     p_target = split_world["p_target"]
-    expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
-                            world["row_ids"][trained], config_game, slicings, columns={"C9": c9[trained]},
-                            check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
-                                            world["row_ids"][check]),
+    expected = count_slices(p_target[trained], scoring_world["p_reference"][trained], scoring_world["labels"][trained],
+                            scoring_world["row_ids"][trained], config_game, slicings, columns={"C9": c9[trained]},
+                            check=CheckRows(p_target[check], scoring_world["p_reference"][check], scoring_world["labels"][check],
+                                            scoring_world["row_ids"][check]),
                             check_columns={"C9": c9[check]}, night=DAY)
     expected.save(tmp_path)
     oracle = _stored_arrays(tmp_path)
     assert len([name for name in oracle if name.endswith(".npz")]) > 10
 
     def request(batch_size, plan_mode="auto"):
-        return ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
+        return ScoringRequest(str(scoring_world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
                               batch_size=batch_size, plan_mode=plan_mode, thread_count=1, check_rows=check_rows,
                               slices=slicings, night=DAY)
 
@@ -671,7 +597,7 @@ def test_the_jobs_slice_counts_do_not_depend_on_runner_batch_size_or_workers(wor
         assert _same_arrays(stored, oracle), name
 
 
-def test_slicings_that_read_no_column_are_counted_in_the_job(world, split_world, tmp_path):
+def test_slicings_that_read_no_column_are_counted_in_the_job(scoring_world, split_world, tmp_path):
     """Slicings that read only the scores (``shown-label``, ``prior-deciles``) join no column to the batches: the job
     counts them all the same (the nightly's plans declare ``shown-label`` alone), on the held batches and on the
     two-stage plan's predictions, as `auditing.slices.count_slices` counts them on the day's rows held at once; a
@@ -684,16 +610,16 @@ def test_slicings_that_read_no_column_are_counted_in_the_job(world, split_world,
     check_rows = CheckRowSelection(HeldOutRows())
     config_game, config_bound = GameConfig(repetitions=2, seed=4), BoundConfig()
     slicings = ("shown-label", "prior-deciles")
-    trained, check = split_world["trained"], check_rows.mask(world["row_ids"])
+    trained, check = split_world["trained"], check_rows.mask(scoring_world["row_ids"])
     p_target = split_world["p_target"]
-    expected = count_slices(p_target[trained], world["p_reference"][trained], world["labels"][trained],
-                            world["row_ids"][trained], config_game, slicings,
-                            check=CheckRows(p_target[check], world["p_reference"][check], world["labels"][check],
-                                            world["row_ids"][check]), night=DAY)
+    expected = count_slices(p_target[trained], scoring_world["p_reference"][trained], scoring_world["labels"][trained],
+                            scoring_world["row_ids"][trained], config_game, slicings,
+                            check=CheckRows(p_target[check], scoring_world["p_reference"][check], scoring_world["labels"][check],
+                                            scoring_world["row_ids"][check]), night=DAY)
     expected.save(tmp_path)
     oracle = _stored_arrays(tmp_path)
     for plan_mode in ("side-input", "two-stage"):
-        outcome = score_day(ScoringRequest(str(world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
+        outcome = score_day(ScoringRequest(str(scoring_world["root"]), DAY, "split-target", config_game, config_bound, reference="target",
                                            batch_size=2000, plan_mode=plan_mode, thread_count=1,
                                            check_rows=check_rows, slices=slicings, night=DAY), [])
         assert _same_arrays(_stored_arrays(outcome.output_dir), oracle), plan_mode

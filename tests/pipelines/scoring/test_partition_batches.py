@@ -38,29 +38,29 @@ def test_chained_tasks_pickle_flat():
 
 
 @pytest.mark.parametrize("batch_size", [500, 1200, 5000])
-def test_the_same_batches_in_the_same_order_read_on_another_thread(tasks, batch_size):
-    expected = _flat(item for task in tasks for item in read_batches(task, batch_size))
+def test_the_same_batches_in_the_same_order_read_on_another_thread(day_read_tasks, batch_size):
+    expected = _flat(item for task in day_read_tasks for item in read_batches(task, batch_size))
     threads: list[str] = []
     ahead = ReadAhead(_read(batch_size, threads))
-    got = _flat(item for task in chain_tasks(tasks) for item in ahead.batches(task))
+    got = _flat(item for task in chain_tasks(day_read_tasks) for item in ahead.batches(task))
     assert got == expected
     # every batch was read by the background thread, none on the caller's
     assert threads and all(name.startswith("labeldp-read") for name in threads)
 
 
-def test_a_runner_taking_another_order_gets_the_same_batches(tasks):
-    chained = chain_tasks(tasks)
+def test_a_runner_taking_another_order_gets_the_same_batches(day_read_tasks):
+    chained = chain_tasks(day_read_tasks)
     order = [chained[i] for i in (2, 0, 4, 1, 3)]  # each prefetched first batch belongs to a task not taken next
     ahead = ReadAhead(_read(700))
     got = {batch_id: table.to_pydict() for task in order for batch_id, table in ahead.batches(task)}
-    expected = {batch_id: table.to_pydict() for task in tasks for batch_id, table in read_batches(task, 700)}
+    expected = {batch_id: table.to_pydict() for task in day_read_tasks for batch_id, table in read_batches(task, 700)}
     assert got == expected
 
 
-def test_a_corrupt_row_group_fails_with_its_file_name(tasks, tmp_path):
+def test_a_corrupt_row_group_fails_with_its_file_name(day_read_tasks, tmp_path):
     bad_path = tmp_path / "part-broken.parquet"
     bad_path.write_bytes(b"PAR1 not really parquet PAR1")
-    broken = [tasks[0], type(tasks[0])(str(bad_path), 0, 10)]
+    broken = [day_read_tasks[0], type(day_read_tasks[0])(str(bad_path), 0, 10)]
     ahead = ReadAhead(_read(1000))
     with pytest.raises(LabelDPInputError, match=r"part-broken\.parquet"):
         for task in chain_tasks(broken):
