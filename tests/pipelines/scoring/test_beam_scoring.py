@@ -158,6 +158,20 @@ def test_dask_streams_the_large_slots_and_shuffles_the_others(scoring_world, str
     assert_tied_same_as_in_process(scoring_world, outcome, config_game, config_bound)
 
 
+def _score_on_two_workers(request):
+    """The job on FnApiRunner with two threaded workers. Under heavy load that runner's own data plane has been seen
+    to hand a stage a truncated element ("Error decoding input stream ... Ran out of input" while reading a grouped
+    PCollection; a multi-worker FnApiRunner flake Beam tracks as apache/beam#21104). Only that error gets one more
+    run; any other failure, and any count that differs from in-process, still fails the test."""
+    args = ["--direct_num_workers=2", "--direct_running_mode=multi_threading"]
+    try:
+        return score_day(request, args)
+    except RuntimeError as exc:
+        if "Error decoding input stream" not in str(exc):
+            raise
+        return score_day(request, args)
+
+
 def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_several_workers(scoring_world):
     """In one process the side-input plan hands its audited batches to the driver, which plays pass 2 on them
     (timed as pass2_s; nothing stays held after the job). With several workers pass 2 runs in Beam (boundary rows
@@ -168,7 +182,7 @@ def test_side_input_pass_2_runs_in_the_driver_in_one_process_and_in_beam_on_seve
     driver = score_day(request, [])
     assert "pass2_s" in driver.record["timings"] and not beam_dofns._HELD
     assert_same_as_in_process(scoring_world, driver, config_game, config_bound)
-    workers = score_day(request, ["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
+    workers = _score_on_two_workers(request)
     assert "pass2_s" not in workers.record["timings"]
     assert_same_as_in_process(scoring_world, workers, config_game, config_bound)
 
