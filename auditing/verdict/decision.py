@@ -4,7 +4,8 @@ Every verdict of a target maps to exactly one of four decisions, worded the same
 terminal, ``--json``, the warehouse, the report, the alert and ``audit-scores``):
 
 - ``act``: a confirmed leak. The valid bound exceeds the claim and the capacity check vouches for it without
-  kappa (a trusted VIOLATION), or the family's nights together confirm a leak (`FamilyEvidence.confirmed`), or the
+  kappa (a trusted VIOLATION; its reason leads with tonight's check, and names the family's confirmation beside it
+  when there is one), or the family's nights together confirm a leak (`FamilyEvidence.confirmed`), or the
   plan accepted a reference no check row could check and the bound exceeds the claim at the plan's kappa;
 - ``unconfirmed``: an unconfirmed leak. The valid bound exceeds the claim, but the reference's misfit can explain
   it (the check does not vouch for it, nothing checked the reference, or the positive control showed bounds above
@@ -80,11 +81,16 @@ def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityChe
     night = night or NightTrust()
     counts = CheckCounts.of_check(check)
     e_value = None if counts is None or not math.isfinite(claimed_epsilon) else counts.e_value(claimed_epsilon)
-    if family is not None and family.confirmed:
-        return Decision(ACT, f"the family's nights together confirm a leak without kappa: the check's evidence "
-                             f"{family.check_evidence:.3g} reached {1 / family.alpha:g} on "
-                             f"{family.confirmed_on.isoformat()} (anytime-valid at alpha {family.alpha:g}), and the "
-                             f"kappa-based evidence {family.evidence:.3g} did too",
+    family_confirmed = family is not None and family.confirmed
+    if status == VIOLATION and trust.state == TRUSTED and not night.void_reason:
+        # tonight's own evidence leads; the family's confirmation, when there is one, is said beside it
+        reason = trust.reason or "the capacity check vouches for the violation"
+        if family_confirmed:
+            reason += f"; {_family_reason(family)}"
+        return Decision(ACT, reason, "hold the release and check the mechanism's privacy accounting",
+                        check_e_value=e_value, family_confirmed=family_confirmed)
+    if family_confirmed:
+        return Decision(ACT, f"the family's nights together confirm a leak without kappa: {_family_reason(family)}",
                         "treat the model family as leaking more than its claims: hold its releases and check its "
                         "privacy accounting", check_e_value=e_value, family_confirmed=True)
     if night.void_reason:
@@ -98,9 +104,6 @@ def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityChe
                                        "plan power) or accept that the claim cannot be tested at this size",
                         check_e_value=e_value)
     if status == VIOLATION:
-        if trust.state == TRUSTED:
-            return Decision(ACT, trust.reason or "the capacity check vouches for the violation",
-                            "hold the release and check the mechanism's privacy accounting", check_e_value=e_value)
         if trust.state == ACCEPTED_UNCHECKED:
             return Decision(ACT, f"the valid bound exceeds the claim at kappa {kappa:g}; the plan accepted a reference "
                                  "no check row could check, so misfit beyond kappa is not ruled out",
@@ -120,6 +123,15 @@ def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityChe
                                   f"{trust.detectability_reason}", "find why the positive control fell below its "
                                   "floor (infra/README.md, CONTROL_FAILED)", check_e_value=e_value)
     return Decision(NO_EVIDENCE, "the valid bound does not exceed the claim", None, check_e_value=e_value)
+
+
+def _family_reason(family: FamilyEvidence) -> str:
+    """How the family's nights confirmed a leak: the check's evidence over its nights, the night it reached 1/alpha,
+    and the kappa-based evidence, which a confirmation also needs (`FamilyEvidence.confirmed`)."""
+    nights = len(family.nights)
+    return (f"the check's evidence over the family's {nights} night{'' if nights == 1 else 's'}, "
+            f"{family.check_evidence:.3g}, reached {1 / family.alpha:g} on {family.confirmed_on.isoformat()} "
+            f"(anytime-valid at alpha {family.alpha:g}), and the kappa-based evidence {family.evidence:.3g} did too")
 
 
 def _what_would_confirm(check: CapacityCheck | None, rows: int | None, nights: int | None) -> str:
