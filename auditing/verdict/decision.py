@@ -43,23 +43,35 @@ from auditing.verdict.types import (
     Trust,
 )
 
-# The smallest factor of tonight's check rows a confirmation estimate reports (the exact test is stricter than
-# the normal approximation the estimate uses).
+# The smallest factor of tonight's check rows a confirmation estimate reports, and the largest it searches: beyond
+# a thousand times tonight's holdout no holdout share is practical, and the estimate says no number would.
 _MIN_CHECK_FACTOR = 1.1
+_MAX_CHECK_FACTOR = 1000.0
+# The search stops when its bracket is this narrow (a ratio of factors): the figure is a plan, not a bound.
+_FACTOR_PRECISION = 1.02
+# How far above the claim the exact test must reject for the check to vouch (epsilon_check > claim, computed by a
+# bisection to 1e-5 and rounded down: auditing.bounds.misfit_test.exact_epsilon_lower).
+_VOUCH_MARGIN = 2e-5
 
 
 def check_rows_to_confirm(check: CapacityCheck | None, claimed_epsilon: float) -> int | None:
     """About how many check rows would let the capacity check vouch for the claim being exceeded at tonight's
-    matched accuracies (the test's normal approximation, its check side's variance shrinking with the rows): None
-    when no number would (the audited accuracy does not exceed what the check's misfit explains at the claim, or the
-    audited side alone is too noisy) or the check did not run stratified."""
+    matched accuracies: the smallest factor of tonight's check rows at which the check's own exact test
+    (`auditing.bounds.misfit_test.check_p_value`), run on tonight's matched check counts scaled by it, rejects the
+    claim at the verdict's confidence. The test's normal approximation gives the search its start; alone it promised
+    too few rows (a 1.3x-2x shortfall where the check has few matched guesses). None when no number would: the
+    audited accuracy does not exceed what the check's misfit explains at the claim, the audited side alone is too
+    noisy, or it would take over a thousand times tonight's check rows; None too when the check did not run
+    stratified. A planning figure at tonight's margin, not a bound."""
     if check is None or not check.stratified or not check.matched_bound_guesses or not check.matched_check_guesses:
         return None
     from scipy import stats  # imported when needed: 0.3 s to import
 
     n_b, n_h = check.matched_bound_guesses, check.matched_check_guesses
-    p_b = (check.matched_bound_correct + 0.5) / (n_b + 1)
-    p_h = min((check.matched_check_correct + 0.5) / (n_h + 1) + (check.composition_slack or 0.0), 1 - 1e-9)
+    c_b, c_h = check.matched_bound_correct, check.matched_check_correct
+    slack = check.composition_slack or 0.0
+    p_b = (c_b + 0.5) / (n_b + 1)
+    p_h = min((c_h + 0.5) / (n_h + 1) + slack, 1 - 1e-9)
     margin = math.log(p_b / (1 - p_b)) - math.log(p_h / (1 - p_h)) - claimed_epsilon
     if margin <= 0:
         return None
@@ -68,8 +80,40 @@ def check_rows_to_confirm(check: CapacityCheck | None, claimed_epsilon: float) -
     room = (margin / z) ** 2 - var_b
     if room <= 0:
         return None
-    factor = (1.0 / ((n_h + 1) * p_h * (1 - p_h))) / room
-    return math.ceil(max(factor, _MIN_CHECK_FACTOR) * check.check_rows)
+    start = (1.0 / ((n_h + 1) * p_h * (1 - p_h))) / room
+    factor = _exact_factor(check, claimed_epsilon, min(max(start, _MIN_CHECK_FACTOR), _MAX_CHECK_FACTOR))
+    return None if factor is None else math.ceil(factor * check.check_rows)
+
+
+def _exact_factor(check: CapacityCheck, claimed_epsilon: float, start: float) -> float | None:
+    """The smallest factor in [_MIN_CHECK_FACTOR, _MAX_CHECK_FACTOR] (to `_FACTOR_PRECISION`) at which the exact test
+    on tonight's matched counts, the check side scaled by it and rounded, rejects the claim at the check's level;
+    None when even the largest does not. Searched from ``start`` (the normal approximation's factor): doubled until
+    it vouches, then bisected on the log scale. The test's p-value moves with rounding, so the figure is the first
+    factor of the bracket found to vouch, not a guaranteed minimum."""
+    from auditing.bounds.misfit_test import check_p_value  # imported when needed, as scipy above
+
+    gamma = 1.0 - check.confidence
+    eps = claimed_epsilon + _VOUCH_MARGIN
+    slack = check.composition_slack or 0.0
+
+    def vouches(factor: float) -> bool:
+        guesses = max(1, round(check.matched_check_guesses * factor))
+        correct = min(guesses, round(check.matched_check_correct * factor))
+        return check_p_value(check.matched_bound_correct, check.matched_bound_guesses, correct, guesses, eps,
+                             slack) <= gamma
+
+    low, high = _MIN_CHECK_FACTOR, start
+    if vouches(low):
+        return low
+    while not vouches(high):
+        if high >= _MAX_CHECK_FACTOR:
+            return None
+        low, high = high, min(2.0 * high, _MAX_CHECK_FACTOR)
+    while high / low > _FACTOR_PRECISION:
+        middle = math.sqrt(low * high)
+        low, high = (low, middle) if vouches(middle) else (middle, high)
+    return high
 
 
 def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityCheck | None, *,
