@@ -5,7 +5,9 @@ The section lists no figure by name. It walks the `Verdict` and the records reac
 figures it derives, `Verdict.trust_figures`) and shows every field declared with `labeldp.stored.stored`, so a new
 stored figure appears here with no change to this module (docs/warehouse.md: adding a stored figure). A record held
 in a field declared with `labeldp.stored.stored_under` is shown under that prefix, as the row stores it (a risk block
-at the claim and at the valid bound).
+at the claim and at the valid bound). The values are the records' own: where the row leaves a record's columns
+NULL by a rule of `auditing.sinks.warehouse.rows` (a capacity check that did not run), the section still shows what
+the record holds, under its heading. The family's evidence is not part of a verdict and is not listed.
 """
 
 from __future__ import annotations
