@@ -3,8 +3,8 @@
 The warehouse reads everything else from there: the table's columns (`auditing.sinks.warehouse.schema`), the row's
 values taken from the record (`Stored.value`) and the checks on a row before it is written
 (`auditing.sinks.warehouse.rows`). A record stored more than once in a row (a risk block at the claim and at the
-bound) is declared once and stored under a `Prefix` each time. A new figure of such a record is one field here plus
-one migration (docs/warehouse.md: adding a stored figure).
+bound) is declared once and stored under a `Prefix` each time, which the field holding it names (`stored_under`). A
+new figure of such a record is one field here plus one migration (docs/warehouse.md: adding a stored figure).
 
 Pure Python (the standard library only), so every layer, the data-only records included, can declare its stored
 fields with it; it knows nothing of SQL or of any table.
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 STORED = "labeldp.stored"
+UNDER = "labeldp.stored.under"  # a field holding a record stored under a `Prefix`
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,19 @@ def stored_fields(cls: type, group: str | None = None,
                 column, declaration = prefix.of(column, declaration)
             out.append((item.name, column, declaration))
     return out
+
+
+def stored_under(prefix: Prefix) -> dict[str, Prefix]:
+    """The metadata of a dataclass field holding a record whose stored fields the row keeps under ``prefix``
+    (`Prefix.of`), ``field(metadata=stored_under(prefix))``: where a record stored more than once says which prefix
+    each of its places gets (`RiskAssessment.claimed` is stored under `CLAIMED`), so a reader walking the records
+    finds each one's columns."""
+    return {UNDER: prefix}
+
+
+def prefix_of(item: dataclasses.Field) -> Prefix | None:
+    """The prefix the record in field ``item`` is stored under (`stored_under`); None: its columns as declared."""
+    return item.metadata.get(UNDER)
 
 
 def stored_values(cls: type, record: object | None, prefix: Prefix | None = None) -> dict[str, Any]:

@@ -4,9 +4,9 @@ that carries them imports no risk math."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
-from labeldp.stored import NUMBER, TEXT, Prefix, stored, stored_fields, stored_values
+from labeldp.stored import NUMBER, TEXT, Prefix, prefix_of, stored, stored_fields, stored_under, stored_values
 
 # A risk block is stored twice in a warehouse row (`RiskAssessment.columns`): at the claim and at the valid bound.
 CLAIMED = Prefix("risk_", "at the claimed eps")
@@ -100,17 +100,18 @@ class RiskAssessment:
     """The risk figures of a claim and of what an audit demonstrated (None: no valid lower bound), both at the
     audited delta, and the sentence that sums them up."""
 
-    claimed: RiskBlock
-    demonstrated: RiskBlock | None
+    claimed: RiskBlock = field(metadata=stored_under(CLAIMED))
+    demonstrated: RiskBlock | None = field(metadata=stored_under(DEMONSTRATED))
     headline: str = stored(TEXT, "one sentence: what the claim allows and what the bound demonstrates",
                            column="risk_headline")
 
     def columns(self) -> dict:
         """The stored figures as flat warehouse / JSON columns: each risk block's (`RiskBlock`'s stored fields)
-        under `CLAIMED` for the claim and under `DEMONSTRATED` for the demonstrated bound (None where not
-        computed), and risk_headline."""
-        return {**stored_values(RiskBlock, self.claimed, CLAIMED),
-                **stored_values(RiskBlock, self.demonstrated, DEMONSTRATED),
+        under the prefix its field declares (`CLAIMED` for the claim, `DEMONSTRATED` for the demonstrated bound;
+        None where not computed), and risk_headline."""
+        blocks = [(getattr(self, item.name), prefix_of(item)) for item in fields(self) if prefix_of(item) is not None]
+        return {**{column: value for block, prefix in blocks
+                   for column, value in stored_values(RiskBlock, block, prefix).items()},
                 **stored_values(RiskAssessment, self)}
 
 

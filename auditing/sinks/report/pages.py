@@ -27,6 +27,7 @@ from auditing.result import AuditResult
 from auditing.sinks.report import svg
 from auditing.sinks.report.attack_panel import attack_panel
 from auditing.sinks.report.family_panel import family_panel
+from auditing.sinks.report.figures_panel import figures_panel
 from auditing.sinks.report.html import badge as _badge
 from auditing.sinks.report.html import fmt_eps, fmt_g, fmt_int, fmt_pct, status_badge
 from auditing.sinks.report.html import page as _page
@@ -426,6 +427,8 @@ def render_run_report(verdict: Verdict, lineage: Mapping | None, trend: Sequence
         # then why the decision is what it is, for the reader who opens it
         f"<details class=\"card\" id=\"trust-details\"><summary><h2>{esc(TRUST_DETAILS_SUMMARY)}</h2>"
         f"<span class=\"labels\">{esc(TRUST_DETAILS_HINT)}</span></summary>{details}</details>"
+        # then every figure the warehouse row keeps, as the records declare them
+        f"{figures_panel(verdict)}"
         f"<section class=\"card\" id=\"lineage\"><h2>Lineage</h2>{lineage_table(lineage)}</section>"
     )
     return _page(f"labeldp-audit report: {title} ({status})", body)

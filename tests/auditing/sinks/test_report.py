@@ -599,7 +599,10 @@ def test_reference_check_panel_for_checked_skipped_and_legacy_nights(run):
     assert "log-loss 0.4731 0.4522" in checked and "calibration error (ECE) 0.0312 0.0061" in checked
     assert "fitted on 6,000 rows (40 boosting rounds), measured on 2,000 other rows" in checked
     assert "not checked" not in checked and "label-blind" not in checked.lower()
-    assert "label-blind" not in _parse(_page(run)).visible.lower()  # nowhere on a new verdict's page
+    # nowhere on a new verdict's page but in the stored figures, which quote the warehouse columns' comments
+    page = _page(run)
+    words = page[:page.index('id="stored-figures"')] + page[page.index("</details>", page.index('id="stored-figures"')):]
+    assert "label-blind" not in _parse(words).visible.lower()
 
     legacy = _section(_page(run, reference_check=_reference_check(label_blind=True)), "reference")
     assert "Label-blind control (retired) valid ε lower bound 0.2134 at κ = 0 · FLAGGED: the reference does not " \
@@ -680,7 +683,7 @@ def test_the_decision_and_its_meaning_come_before_the_evidence_and_the_trust_det
                                                    "reference")}
     assert at["decision"] == 0 and at["decision-headline"] < at["decision-meaning"] < at["risk"] < at["summary"]
     assert at["summary"] < at["curve"] < at["trust-details"] < at["trust"] < at["robustness"] < at["reference"]
-    assert order.details == {"trust-details": False}  # closed until the reader opens it
+    assert order.details == {"trust-details": False, "stored-figures": False}  # closed until the reader opens them
     if verdict.decision.next_step:
         assert order.ids.index("decision-next") < at["risk"]
     first = _parse(page[:page.index('id="summary"')])
