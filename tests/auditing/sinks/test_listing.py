@@ -1,5 +1,5 @@
 """auditing/sinks/listing.py: a run's listed verdicts and skipped targets as their ``--json`` records, written by
-labeldp.codec.
+labeldp.codec, and a published verdict's record carrying its one decision (the words of its warehouse row).
 
 tests/auditing/sinks/fixtures/listing_before.json holds the ``--json`` text their hand-written ``to_dict`` gave
 (``json.dumps([r.to_dict() for r in rows], default=str)``) for the samples below, captured before the codec."""
@@ -21,6 +21,8 @@ from auditing.sinks.warehouse.records import upgrade_row
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
 from labeldp.codec import decode, encode
+from tests.support.report_pages import checked  # noqa: F401  (fixture: audits with a capacity check)
+from tests.support.report_pages import listed_verdict as _summary_row
 from tests.support.warehouse_rows import make_row
 
 BEFORE = json.loads((Path(__file__).parent / "fixtures" / "listing_before.json").read_text(encoding="utf-8"))
@@ -56,3 +58,18 @@ def test_a_stored_rows_record_writes_its_timestamps_as_iso_text():
     row = upgrade_row(normalize_row(make_row()[0]))
     record = encode(ListedVerdict(row))
     assert record["started_at"] == row.started_at.isoformat() and "T" in record["started_at"]
+
+
+def test_a_published_verdicts_json_carries_its_one_decision(checked):  # noqa: F811
+    """`nightly --json` / `guardrail --json`: each target's record carries the decision its warehouse row stores (the
+    same words as the terminal, the report and the alert), with its reason, its next step and what would confirm it."""
+    from auditing.sinks.warehouse.schema import DECISION_COLUMNS
+
+    act = _summary_row("leaky", judge(checked["leaky"], 0.5))
+    unconfirmed = _summary_row("drift", judge(checked["misfit"], 0.1))
+    for listed, decision in ((act, "act"), (unconfirmed, "unconfirmed")):
+        record = encode(listed)
+        assert {name: record[name] for name in DECISION_COLUMNS} == {
+            name: getattr(listed.row, name) for name in DECISION_COLUMNS}
+        assert record["decision"] == decision and record["decision_reason"]
+    assert encode(unconfirmed)["decision_next_step"]
