@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-# Headless Chromium for the HTML report test (tests/auditing/sinks/test_report.py skips it, loudly, if this fails).
+# Headless Chromium for the HTML report test (tests/auditing/sinks/report/test_pages.py skips it, loudly, if this fails).
 command -v chromium >/dev/null || { ( export DEBIAN_FRONTEND=noninteractive; sudo=$([ "$(id -u)" = 0 ] || echo sudo);
   $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium ) >/dev/null 2>&1 ||
   echo "[run-tests] could not install chromium: the report's browser test will be skipped" >&2; }
