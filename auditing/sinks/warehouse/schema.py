@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from auditing.config import BoundConfig
 from auditing.game.config import GameConfig
+from auditing.records.game import REFERENCE_CALIBRATIONS as GAME_REFERENCE_CALIBRATIONS
 from auditing.records.game import AttackCurve
 from auditing.result import AuditResult, CapacityCheck
 from auditing.risk.records import CLAIMED, DEMONSTRATED, NO_PRIOR, RiskAssessment, RiskBlock
@@ -43,9 +44,9 @@ from labeldp.stored import Part, Stored
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
 # eps, a Gaussian reading that is not a valid eps bound for non-Gaussian mechanisms.
 FDP_CURVES = ("eps-delta",)
-# auditing.audit.REFERENCE_CALIBRATIONS (a test keeps them equal; the warehouse does not import the core's
-# audit module just for this tuple)
-REFERENCE_CALIBRATIONS = ("boost", "none")
+# The corrections reference_calibration may name: the game's own list (`GameConfig.reference_calibration` declares
+# the column and its choices).
+REFERENCE_CALIBRATIONS = GAME_REFERENCE_CALIBRATIONS
 # What a key column holds on a row written before the key had it (schema version 4): its run kind and, when
 # its writer recorded none, its model fingerprint.
 UNRECORDED = "unrecorded"
