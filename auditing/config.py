@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from auditing.bounds.params import CONFIDENCE, DELTA, KAPPA
 from auditing.game.config import GameConfig, digest
 from labeldp.settings import as_stored, check_settings, setting, setting_of
+from labeldp.stored import NUMBER, TEXT, stored_metadata
 
 if TYPE_CHECKING:
     from auditing.bounds.methods import BoundMethod
@@ -51,16 +52,32 @@ def _strategies():
 @dataclass(frozen=True)
 class BoundConfig:
     """Everything that turns the game's counts into a valid bound; validated on construction. A method or
-    strategy object is accepted and stored by its registered name (hashes and rows use it)."""
+    strategy object is accepted and stored by its registered name (hashes and rows use it).
+
+    Each setting is also a column of audit_results (`labeldp.stored`), each in its own place of the table (its
+    ``group``, `auditing.sinks.warehouse.schema.STORED_BLOCKS`)."""
 
     method: str = setting("binomial", help="bound method", choices=lambda: _methods().method_names(),
-                          choices_help=lambda: _methods().BOUND_METHODS.help())
+                          choices_help=lambda: _methods().BOUND_METHODS.help(),
+                          metadata=stored_metadata(
+                              TEXT, "bound method: a name of auditing.bounds.lower_bound.METHODS (the CHECK lists them)",
+                              choices=lambda: _methods().method_names(), required=True, group="method"))
     strategy: str = setting("bonferroni", help="how the number of guesses c' is chosen over the sweep",
                             choices=lambda: _strategies().strategy_names(),
-                            choices_help=lambda: _strategies().STRATEGIES_REGISTRY.help())
-    confidence: float = setting(0.95, meaning=CONFIDENCE)
-    delta: float | None = setting(None, meaning=DELTA)
-    kappa: float = setting(0.0, meaning=KAPPA)
+                            choices_help=lambda: _strategies().STRATEGIES_REGISTRY.help(),
+                            metadata=stored_metadata(TEXT, "how c' was selected: bonferroni | split", blank=False,
+                                                     required=True, group="strategy"))
+    confidence: float = setting(0.95, meaning=CONFIDENCE, metadata=stored_metadata(
+        NUMBER, "confidence of epsilon_lower_bound, e.g. 0.95", high=1.0, low_open=True, high_open=True,
+        required=True, group="confidence"))
+    delta: float | None = setting(None, meaning=DELTA, metadata=stored_metadata(
+        NUMBER, "delta of the (epsilon, delta) claim that was audited", high=1.0, high_open=True, required=True,
+        group="delta"))
+    # NULL on a row written before kappa
+    kappa: float = setting(0.0, meaning=KAPPA, metadata=stored_metadata(
+        NUMBER, "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
+        "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "
+        "written before kappa", group="kappa"))
 
     def __post_init__(self):
         from auditing.bounds.lower_bound import resolve_delta

@@ -10,6 +10,7 @@ types without importing the audit. The records are written and read by `labeldp.
 
 from __future__ import annotations
 
+import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from auditing.game.row_groups import RowGroups
 from auditing.records.game import AttackCurve, CurvePoint, ExpectedCorrect, ScoreHistogram, SplitHalves
 from labeldp.codec import EMPTY_IS_NONE, INF_AS_STRING, decode, decode_fields, encode, encode_fields
 from labeldp.errors import LabelDPInputError
-from labeldp.stored import COUNT, SMALL_COUNT, TEXT, stored
+from labeldp.stored import COUNT, NUMBER, SMALL_COUNT, TEXT, stored
 
 
 @dataclass(frozen=True)
@@ -204,22 +205,35 @@ class AuditResult:
     settings that turned the counts into the bound. custom_score: a custom score function replaced ``game.score``.
     Stored flat (`STORED_FIELDS`): the settings side by side with the numbers, the night as ``coins_night``, a custom
     score as ``score`` "custom"; read back as written (`GameConfig.as_stored`: a plugin's names need not be
-    registered), the game's grid points and smallest fraction their defaults."""
+    registered), the game's grid points and smallest fraction their defaults. Its figures that are columns of
+    audit_results say so on their fields (`labeldp.stored`; each group in its own place of the table)."""
 
     game: GameConfig
     bound: BoundConfig
-    epsilon_lower_bound: float
+    epsilon_lower_bound: float = stored(
+        NUMBER, "THE statistically valid epsilon lower bound (at confidence, after correcting for selection)",
+        required=True, group="bound")
     optimistic: bool
     point_confidence: float
-    m: int
+    m: int = stored(COUNT, "examples in the game", required=True, group="counts")
     grid_size: int
-    selected_guesses: int
-    selected_correct: int
+    selected_guesses: int = stored(COUNT, "c': guesses at the selected point of the sweep", required=True,
+                                   group="counts")
+    selected_correct: int = stored(COUNT, "c: correct guesses at the selected point", required=True, group="counts")
     selected_m: int
-    max_certifiable_epsilon: float
-    epsilon_mean: float
-    epsilon_std: float
-    epsilon_median: float
+    max_certifiable_epsilon: float = stored(
+        NUMBER, "largest valid bound a perfect attacker could have produced with this audit's size and strategy",
+        required=True, group="certifiable")
+    # the paper's statistic: any finite number (NULL where not recorded)
+    epsilon_mean: float = stored(
+        NUMBER, "paper's statistic (optimistic, not a valid bound): mean over repetitions of the max over the sweep",
+        low=-math.inf, group="paper")
+    epsilon_std: float = stored(
+        NUMBER, "paper's statistic (optimistic, not a valid bound): std over repetitions of the max over the sweep",
+        low=-math.inf, group="paper")
+    epsilon_median: float = stored(
+        NUMBER, "paper's statistic (optimistic, not a valid bound): median over repetitions of the max over the sweep",
+        low=-math.inf, group="paper")
     paper_statistic_label: str
     per_repetition: tuple[float, ...] = ()  # the paper's statistic per repetition (optimistic)
     curve: tuple[CurvePoint, ...] = ()  # repetition 0's sweep
@@ -236,7 +250,10 @@ class AuditResult:
     prior_histogram: PriorHistogram | None = field(default=None, metadata=EMPTY_IS_NONE)
     # For the f-DP method, the Gaussian reading at the selected point: the largest mu rejected ("not mu-GDP"), a
     # statement about mu only, never an epsilon that decides.
-    gdp_mu_lower_bound: float | None = None
+    gdp_mu_lower_bound: float | None = stored(
+        NUMBER, "method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement "
+        "about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it",
+        group="gdp", default=None)
     # The capacity check of repetition 0 (claim-free): whether the evidence exceeds what the reference's misfit
     # explains, judged by the model on its check rows. None for results written before it existed.
     capacity_check: CapacityCheck | None = field(default=None, metadata=EMPTY_IS_NONE)

@@ -49,7 +49,8 @@ class Stored:
     choices: the names a text may be (read when checked: a registry's current names). low / high: a number's range
     (high None: no upper limit). infinite: how an infinite number is stored (`REFUSE`, `AS_NONE`, `AS_LARGEST`).
     group: the block of columns it belongs to when a record's stored fields are not all in one block of the table
-    ("" : the record's own). blank: a text may be empty or blank."""
+    ("" : the record's own). blank: a text may be empty or blank. required: the column is NOT NULL (a row without a
+    value is refused). low_open / high_open: the range excludes ``low`` / ``high`` (a count's range: ``low`` only)."""
 
     kind: StoredKind
     comment: str
@@ -60,12 +61,26 @@ class Stored:
     infinite: str = REFUSE
     group: str = ""
     blank: bool = True
+    required: bool = False
+    low_open: bool = False
+    high_open: bool = False
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"stored kind must be one of {[k.check for k in KINDS]}; got {self.kind!r}")
         if self.infinite not in (REFUSE, AS_NONE, AS_LARGEST):
             raise ValueError(f"infinite must be {REFUSE!r}, {AS_NONE!r} or {AS_LARGEST!r}; got {self.infinite!r}")
+
+    def in_range(self, value: float) -> bool:
+        """True when the number ``value`` is in [low, high] (an open end excluded; high None: no upper limit)."""
+        above = value > self.low if self.low_open else value >= self.low
+        return above and (self.high is None or (value < self.high if self.high_open else value <= self.high))
+
+    def range_text(self) -> str:
+        """The range in words for a message: ``>= 0``, ``in [0, 1]``, ``in (0, 1)``."""
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
 
     def value(self, value: Any) -> Any:
         """The record's ``value`` as stored: a flag as 0 or 1, an infinite number as declared; None stays None."""
@@ -120,7 +135,13 @@ def stored(kind: StoredKind, comment: str, *, default: Any = dataclasses.MISSING
     ``declaration``); ``default`` / ``default_factory`` as `dataclasses.field`'s; ``metadata``: its other metadata
     (e.g. `labeldp.codec.INF_AS_STRING`)."""
     return dataclasses.field(default=default, default_factory=default_factory,
-                             metadata={STORED: Stored(kind, comment, **declaration), **(metadata or {})})
+                             metadata={**stored_metadata(kind, comment, **declaration), **(metadata or {})})
+
+
+def stored_metadata(kind: StoredKind, comment: str, **declaration: Any) -> dict:
+    """The field metadata `stored` gives, for a field another helper makes (a setting's ``metadata=``,
+    `labeldp.settings.setting`)."""
+    return {STORED: Stored(kind, comment, **declaration)}
 
 
 def stored_of(item: dataclasses.Field) -> Stored | None:

@@ -25,6 +25,7 @@ from labeldp.codec import OMIT_DEFAULT, encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import parse_date
 from labeldp.settings import as_stored, check_settings, setting
+from labeldp.stored import COUNT, SMALL_COUNT, TEXT, stored_metadata
 
 # Which rows of the day the game is played on: the rows whose labels entered training (default), or
 # every row. The core audits whatever rows it is given; pipelines/scoring/audit_rows.py selects them.
@@ -41,12 +42,16 @@ def digest(payload: dict) -> str:
 
 @dataclass(frozen=True)
 class GameConfig:
-    """Everything that determines the game's counts (paper Alg. 2 and its sweep); validated on construction."""
+    """Everything that determines the game's counts (paper Alg. 2 and its sweep); validated on construction.
+    repetitions, seed and reference_calibration are also columns of audit_results (`labeldp.stored`)."""
 
     repetitions: int = setting(20, help="repetitions of the game: repetition 0 is pre-registered and decides, the "
-                                        "others give the paper's optimistic statistic", minimum=1)
+                                        "others give the paper's optimistic statistic", minimum=1,
+                               metadata=stored_metadata(SMALL_COUNT, "repetitions of the game (for the paper's "
+                                                        "statistic)", low=1, required=True))
     seed: int = setting(0, help="seed keying the game's counterfactual labels and coins (with each row's id and "
-                                "the night audited)", minimum=0)
+                                "the night audited)", minimum=0,
+                        metadata=stored_metadata(COUNT, "seed keying the game's randomness", required=True))
     score: str = setting("paper", help="attack score", choices=SCORES.names,
                          choices_help=SCORES.help)
     score_power: float = setting(DEFAULT_POWER, help="the power t of the score's (1 - M'(x)[y])^t weighting",
@@ -65,7 +70,10 @@ class GameConfig:
                       "regularised boosting rounds from M''s logits, fitted on a keyed tenth of the training rows, which "
                       "then leave the audit) or none (the paper's raw M'); a table of "
                       "probabilities audited as given records none", choices=lambda: REFERENCE_CALIBRATIONS,
-        option=False)
+        option=False, metadata=stored_metadata(
+            TEXT, "how the reference M' was corrected on day D before the game: boost | none (the raw "
+            "M'); NULL: a row written before the correction existed (raw M')", choices=lambda: REFERENCE_CALIBRATIONS,
+            group="calibration"))
     # The partition day the game audits, keying its draws with the seed (`draw_seed`): fresh coins each night for
     # the evidence across nights (docs/soundness.md section 10). Not a setting (no plan key, no option); None keys
     # the draws by the seed alone, as before nights existed. Text YYYY-MM-DD (a stored game read back) is parsed.

@@ -283,7 +283,10 @@ class Verdict:
 
     result: AuditResult
     claimed_epsilon: float
-    status: str
+    status: str = stored(
+        TEXT, "the verdict: PASS | WEAK_PASS (a PASS whose audit could not have seen a leak of the size needed to "
+        "flag the claim) | VIOLATION | INCONCLUSIVE; rows written before schema version 4 say PASS for both",
+        choices=lambda: STATUSES, required=True, group="status")
     robustness: Robustness
     risk: RiskAssessment
     posterior_curve: PosteriorCurve

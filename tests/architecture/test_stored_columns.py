@@ -2,8 +2,8 @@
 and the row's checks are read from there (docs/warehouse.md: adding a stored figure).
 
 Kept honest here: every column of the blocks read from records (`schema.STORED_BLOCKS`: the columns migrations 5, 6,
-7 and 10 added, and the reference check's, risk, robustness, shift, exposure, breaking_kappa and control columns of
-version 1) is declared on exactly one record field (a record stored under prefixes, once per prefix); a field
+7 and 10 added, and the result's own figures and settings, the reference check's, risk, robustness, shift, exposure,
+breaking_kappa and control columns of version 1) is declared on exactly one record field (a record stored under prefixes, once per prefix); a field
 declared on any record of auditing/ is a column of audit_results, in one of those blocks, and added by exactly one
 migration (none for a column of version 1). A column the schema lists but no field declares, or a field declaring a
 column the schema lacks, fails.
@@ -21,8 +21,10 @@ from dataclasses import dataclass
 import pytest
 
 import auditing
+from auditing.bounds.methods import method_names
 from auditing.sinks.warehouse import migrations, schema
 from auditing.sinks.warehouse.rows import normalize_row
+from auditing.verdict.types import STATUSES
 from labeldp.errors import LabelDPInputError
 from labeldp.stored import (
     AS_LARGEST,
@@ -42,9 +44,17 @@ from tests.support.warehouse_rows import make_row
 
 # The migrations whose columns are declared on records' fields, and the baseline's (version 1) that are.
 CONVERTED_VERSIONS = (5, 6, 7, 10)
+# The audit's own figures and settings (`AuditResult`, `BoundConfig`, `GameConfig`, `Verdict.status`), version 1's;
+# the NOT NULL ones declared required.
+RESULT_FIGURES = ("delta", "confidence", "m", "selected_guesses", "selected_correct", "epsilon_lower_bound",
+                  "epsilon_mean", "epsilon_std", "epsilon_median", "strategy", "method", "status",
+                  "max_certifiable_epsilon", "repetitions", "seed", "kappa", "reference_calibration",
+                  "gdp_mu_lower_bound")
+REQUIRED_FIGURES = ("delta", "confidence", "m", "selected_guesses", "selected_correct", "epsilon_lower_bound",
+                    "strategy", "method", "status", "max_certifiable_epsilon", "repetitions", "seed")
 RISK_FIGURES = ("posterior_ceiling_median", "posterior_ceiling_p90", "high_prior_ceiling", "column_tail_bound",
                 "column_expected", "mia_advantage_bound", "aia_advantage_bound", "reconstruction_bound")
-CONVERTED_BASELINE = ("calibration_rows_fit", "calibration_rows_validation", "calibration_rounds",
+CONVERTED_BASELINE = (*RESULT_FIGURES, "calibration_rows_fit", "calibration_rows_validation", "calibration_rounds",
                       "calibration_log_loss_before", "calibration_log_loss_after", "calibration_ece_before",
                       "calibration_ece_after", "label_blind_bound", "reference_misfit_kappa", "label_blind_flagged",
                       "reference_checked", "reference_check_note",
@@ -138,7 +148,8 @@ def test_the_blocks_keep_the_table_order_and_each_declaration_is_the_column():
         for column in columns:
             declaration = schema.stored_declarations()[column.name]
             assert by_name[column.name] == column
-            assert (column.kind, column.comment, column.nullable) == (declaration.kind.column, declaration.comment, True)
+            assert (column.kind, column.comment, column.nullable) == (declaration.kind.column, declaration.comment,
+                                                                       not declaration.required)
 
 
 # Toy records for the check's own test: a column the schema lacks, a column declared twice, a column not declared.
@@ -313,3 +324,90 @@ def test_the_control_columns_are_the_verdicts_kind_its_controls_outcome_and_its_
 def test_a_control_column_is_checked_by_its_declared_kind(update, message):
     with pytest.raises(LabelDPInputError, match=message):
         normalize_row({**make_row()[0], **update})
+
+
+# ------------------------------------------------------------------------------- the audit's own figures
+def test_the_results_figures_are_declared_where_their_values_live_and_not_null_where_required():
+    """The audit's figures are fields of `AuditResult`, its settings of `BoundConfig` / `GameConfig`, the status of
+    `Verdict`; NOT NULL exactly where declared required. What is left hand-written as NOT NULL is the key, gamma (1 -
+    confidence, derived), run_id and result_json."""
+    from auditing.config import BoundConfig
+    from auditing.game.config import GameConfig
+    from auditing.result import AuditResult
+    from auditing.verdict.types import Verdict
+
+    owners = {column: record.__name__ for record in (AuditResult, BoundConfig, GameConfig, Verdict)
+              for _, column, _ in stored_fields(record) if column in RESULT_FIGURES}
+    assert owners == {**dict.fromkeys(("m", "selected_guesses", "selected_correct", "epsilon_lower_bound",
+                                       "epsilon_mean", "epsilon_std", "epsilon_median", "max_certifiable_epsilon",
+                                       "gdp_mu_lower_bound"), "AuditResult"),
+                      **dict.fromkeys(("delta", "confidence", "strategy", "method", "kappa"), "BoundConfig"),
+                      **dict.fromkeys(("repetitions", "seed", "reference_calibration"), "GameConfig"),
+                      "status": "Verdict"}
+    declared = schema.stored_declarations()
+    assert sorted(c for c in RESULT_FIGURES if declared[c].required) == sorted(REQUIRED_FIGURES)
+    not_null = [c.name for c in schema.RESULT_COLUMNS if not c.nullable]
+    assert sorted(c for c in not_null if c not in declared) == sorted(
+        (*schema.KEY_COLUMNS, "gamma", "run_id", "result_json"))
+    assert sorted(c for c in not_null if c in declared) == sorted(REQUIRED_FIGURES)
+    assert declared["method"].choices() == method_names() and declared["status"].choices() == STATUSES
+
+
+def test_the_check_fails_a_result_figure_listed_in_the_schema_but_not_declared():
+    from auditing.config import BoundConfig
+
+    real = _real()
+    problems = stored_column_problems(**{**real, "records": [r for r in real["records"] if r is not BoundConfig]})
+    assert [p.split(":")[0] for p in problems] == ["delta", "confidence", "strategy", "method", "kappa"]
+    assert all("declared on no record field" in p for p in problems)
+
+
+def test_a_required_declaration_is_a_not_null_column_and_an_open_range_excludes_its_ends():
+    @dataclass(frozen=True)
+    class _Share:
+        share: float = stored(NUMBER, "a share", high=1.0, low_open=True, high_open=True, required=True)
+
+    (_, _, declaration), = stored_fields(_Share)
+    assert [declaration.in_range(v) for v in (0.0, 0.5, 1.0)] == [False, True, False]
+    assert declaration.range_text() == "in (0, 1)"
+    assert Stored(NUMBER, "x", high=1.0, high_open=True).range_text() == "in [0, 1)"
+    assert Stored(NUMBER, "x", low_open=True).range_text() == "> 0"
+
+
+@pytest.mark.parametrize(("update", "message"), [
+    ({"delta": 1.0}, r"delta must be a finite number in \[0, 1\); got 1.0"),
+    ({"delta": -0.1}, r"delta must be a finite number in \[0, 1\); got -0.1"),
+    ({"confidence": 0.0}, r"confidence must be a finite number in \(0, 1\); got 0.0"),
+    ({"confidence": 1.0}, r"confidence must be a finite number in \(0, 1\); got 1.0"),
+    ({"confidence": True}, "confidence must be a number"),
+    ({"m": -1}, "m must be a whole number >= 0"),
+    ({"selected_guesses": 10.5}, "selected_guesses must be a whole number >= 0"),
+    ({"selected_correct": 101}, "selected_correct <= selected_guesses <= m must hold"),
+    ({"repetitions": 0}, "repetitions must be a whole number >= 1; got 0"),
+    ({"seed": -7}, "seed must be a whole number >= 0"),
+    ({"epsilon_lower_bound": -0.1}, "epsilon_lower_bound must be a finite number >= 0; got -0.1"),
+    ({"epsilon_lower_bound": float("nan")}, "epsilon_lower_bound must be a finite number"),
+    ({"max_certifiable_epsilon": float("inf")}, "max_certifiable_epsilon must be a finite number"),
+    ({"epsilon_mean": float("nan")}, "epsilon_mean must be a finite number"),
+    ({"epsilon_median": "1.0"}, "epsilon_median must be a number"),
+    ({"strategy": ""}, "strategy must be non-empty text; got ''"),
+    ({"strategy": 3}, "strategy must be non-empty text; got 3"),
+    ({"method": "magic"}, r"method must be one of \['binomial', .*\]; got 'magic'"),
+    ({"status": "OK"}, r"status must be one of \['PASS', 'WEAK_PASS', 'VIOLATION', 'INCONCLUSIVE'\]; got 'OK'"),
+    ({"kappa": -0.1}, "kappa must be a finite number >= 0 or None; got -0.1"),
+    ({"gdp_mu_lower_bound": -1.0}, "gdp_mu_lower_bound must be a finite number >= 0 or None"),
+    ({"reference_calibration": "isotonic"}, r"reference_calibration must be one of \['boost', 'none'\] or None"),
+    ({"seed": None}, r"missing required column\(s\) \['seed'\]"),
+    ({"status": None}, r"missing required column\(s\) \['status'\]"),
+])
+def test_a_result_figure_is_checked_by_its_declaration_naming_the_column(update, message):
+    with pytest.raises(LabelDPInputError, match=message):
+        normalize_row({**make_row()[0], **update})
+
+
+def test_a_result_figure_within_its_declaration_is_kept():
+    row = normalize_row({**make_row()[0], "epsilon_mean": -0.5, "delta": 0.0, "confidence": 0.999, "repetitions": 1,
+                         "strategy": "split", "kappa": 0.25, "reference_calibration": "none"})
+    assert (row["epsilon_mean"], row["delta"], row["confidence"], row["repetitions"], row["strategy"], row["kappa"],
+            row["reference_calibration"]) == (-0.5, 0.0, 0.999, 1, "split", 0.25, "none")
+    assert row["gamma"] == pytest.approx(0.001)

@@ -19,9 +19,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from auditing.bounds.methods import BOUND_METHODS, bound_method, method_names
+from auditing.bounds.methods import BOUND_METHODS, bound_method
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
 from auditing.records.game import AttackCurve
-from auditing.result import CapacityCheck
+from auditing.result import AuditResult, CapacityCheck
 from auditing.sinks.warehouse.records import (
     DERIVED_DECISION,
     AuditKey,
@@ -41,7 +43,6 @@ from auditing.sinks.warehouse.schema import (
     FDP_CURVES,
     INPUT_FINGERPRINTS,
     KEY_COLUMNS,
-    REFERENCE_CALIBRATIONS,
     RESULT_COLUMNS,
     RESULT_NAMES,
     SLICE_NAMES,
@@ -51,12 +52,11 @@ from auditing.sinks.warehouse.schema import (
 )
 from auditing.sinks.warehouse.values import as_count as _count
 from auditing.sinks.warehouse.values import as_float as _float
-from auditing.sinks.warehouse.values import optional_float as _optional_float
 from auditing.verdict.control_check import CONTROL, ControlCheck
 from auditing.verdict.family_evidence import NightEvidence
 from auditing.verdict.run_kinds import check_run_kind
 from auditing.verdict.split_test import TESTED, SplitTest
-from auditing.verdict.types import STATUSES, TRUST_STATES, Decision, TrustFigures, Verdict
+from auditing.verdict.types import TRUST_STATES, Decision, TrustFigures, Verdict
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from labeldp.names import check_claim, check_name, parse_date
@@ -79,9 +79,6 @@ _TEXT_LINEAGE = ("model_uri", "reference_model", "partition_fingerprint", "code_
 # flow run id, else 'unrecorded').
 _OPTIONAL = ({c.name for c in RESULT_COLUMNS if c.nullable}
              | {"gamma", "model_fingerprint", "inputs_fingerprint", "run_id"})
-_NONNEGATIVE_FLOATS = ("claimed_epsilon", "delta", "epsilon_lower_bound", "max_certifiable_epsilon")
-_PAPER_STATISTIC = ("epsilon_mean", "epsilon_std", "epsilon_median")
-_COUNTS = ("m", "selected_guesses", "selected_correct", "repetitions", "seed")
 
 
 def check_config_hash(value: Any, name: str = "audit_config_hash") -> str:
@@ -204,38 +201,17 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
         row = {**row, "inputs_fingerprint": inputs_fingerprint(row)}
     out: dict[str, Any] = dict(as_key(row)._asdict())
     out["run_id"] = check_run_id(row.get("run_id") or row.get("flow_run_id") or UNRECORDED)
-    for name in _NONNEGATIVE_FLOATS:
-        if name != "claimed_epsilon":
-            out[name] = _float(row, name)
-        if not out[name] >= 0:
-            raise LabelDPInputError(f"{name} must be >= 0; got {out[name]!r}")
-    if out["delta"] >= 1:
-        raise LabelDPInputError(f"delta must be < 1; got delta={out['delta']!r}")
-    out["confidence"] = _float(row, "confidence")
-    if not 0 < out["confidence"] < 1:
-        raise LabelDPInputError(f"confidence must be in (0, 1); got {out['confidence']!r}")
+    normalize_stored(row, out)
+    # gamma is derived, not a record's field: 1 - confidence, whatever was given (a value that differs is refused)
     expected_gamma = 1.0 - out["confidence"]
     if row.get("gamma") is not None and not math.isclose(_float(row, "gamma"), expected_gamma, abs_tol=1e-12):
         raise LabelDPInputError(f"gamma must equal 1 - confidence = {expected_gamma!r}; got {row['gamma']!r}")
     out["gamma"] = expected_gamma
-    for name in _COUNTS:
-        out[name] = _count(row, name)
     if not out["selected_correct"] <= out["selected_guesses"] <= out["m"]:
         raise LabelDPInputError(
             "selected_correct <= selected_guesses <= m must hold; got "
             f"selected_correct={out['selected_correct']}, selected_guesses={out['selected_guesses']}, m={out['m']}"
         )
-    if out["repetitions"] < 1:
-        raise LabelDPInputError(f"repetitions must be >= 1; got {out['repetitions']}")
-    for name in _PAPER_STATISTIC:
-        out[name] = None if row.get(name) is None else _float(row, name)
-    for name, allowed in (("status", STATUSES), ("method", method_names())):
-        if row[name] not in allowed:
-            raise LabelDPInputError(f"{name} must be one of {list(allowed)}; got {row[name]!r}")
-        out[name] = row[name]
-    if not isinstance(row["strategy"], str) or not row["strategy"]:
-        raise LabelDPInputError(f"strategy must be a non-empty string; got {row['strategy']!r}")
-    out["strategy"] = row["strategy"]
     for name in _TEXT_LINEAGE:
         value = row.get(name)
         if value is not None and not isinstance(value, str):
@@ -246,7 +222,6 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     out["durations"] = _durations(row.get("durations"))
     out["result_json"] = _json_text(row.get("result_json"), "result_json", required=True)
     out["shift_diagnostic"] = _json_text(row.get("shift_diagnostic"), "shift_diagnostic", required=False)
-    normalize_stored(row, out)
     _check_control_columns(out)
     _normalize_kappa_columns(row, out)
     _normalize_reference_columns(row, out)
@@ -256,33 +231,55 @@ def normalize_row(row: ResultRow | Mapping) -> dict:
     return {name: out[name] for name in RESULT_NAMES}
 
 
+def _or_none(declaration: Stored) -> str:
+    """What a message adds to what a value must be: " or None" for a nullable column, nothing for a required one."""
+    return "" if declaration.required else " or None"
+
+
 def _stored_text(row: Mapping, name: str, declaration: Stored) -> str | None:
     value = row.get(name)
     if value is not None and declaration.choices is not None:
         allowed = tuple(declaration.choices())
         if value not in allowed:
-            raise LabelDPInputError(f"{name} must be one of {list(allowed)} or None; got {value!r}")
+            raise LabelDPInputError(f"{name} must be one of {list(allowed)}{_or_none(declaration)}; got {value!r}")
     if value is not None and (not isinstance(value, str) or not (declaration.blank or value.strip())):
-        raise LabelDPInputError(f"{name} must be {'' if declaration.blank else 'non-empty '}text or None; got "
-                                f"{value!r}")
+        raise LabelDPInputError(f"{name} must be {'' if declaration.blank else 'non-empty '}text"
+                                f"{_or_none(declaration)}; got {value!r}")
     return value
 
 
 def _stored_count(row: Mapping, name: str, declaration: Stored) -> int | None:
-    return None if row.get(name) is None else _count(row, name)
+    if row.get(name) is None:
+        return None
+    value = _count(row, name)
+    if not declaration.in_range(value):  # a count above 0 (its low), e.g. the game's repetitions
+        raise LabelDPInputError(f"{name} must be a whole number {declaration.range_text()}; got {value!r}")
+    return value
 
 
-# How a stored column's value is checked, by its declared kind (`labeldp.stored`).
+def _stored_number(row: Mapping, name: str, declaration: Stored) -> float | None:
+    if row.get(name) is None:
+        return None
+    value = _float(row, name)
+    if not declaration.in_range(value):
+        raise LabelDPInputError(f"{name} must be a finite number {declaration.range_text()}{_or_none(declaration)}; "
+                                f"got {value!r}")
+    return value
+
+
+# How a stored column's value is checked, by its declared kind (`labeldp.stored`); a required column's absence is
+# refused before (`normalize_row`: missing required column).
 _STORED_CHECKS = {
     TEXT: _stored_text, COUNT: _stored_count, SMALL_COUNT: _stored_count,
     FLAG: lambda row, name, declaration: _optional_flag(row, name),
-    NUMBER: lambda row, name, declaration: _optional_float(row, name, low=declaration.low, high=declaration.high),
+    NUMBER: _stored_number,
 }
 
 
 def normalize_stored(row: Mapping, out: dict) -> None:
     """Every column declared on a record's field (`schema.STORED_BLOCKS`) checked by its declared kind: a text (one
-    of its choices, if it has any), a count, a flag (0 or 1) or a number in its range; each None where absent."""
+    of its choices, if it has any), a count, a flag (0 or 1) or a number in its range; each None where absent (a
+    required one never is)."""
     for name, declaration in STORED.items():
         out[name] = _STORED_CHECKS[declaration.kind](row, name, declaration)
 
@@ -324,17 +321,16 @@ def _optional_flag(row: Mapping, name: str) -> int | None:
 
 
 def _normalize_kappa_columns(row: Mapping, out: dict) -> None:
-    """kappa, fdp_curve, gdp_mu_lower_bound, and breaking_kappa's rule (its value is checked by its kind).
+    """fdp_curve, and the rules of kappa, gdp_mu_lower_bound and breaking_kappa (their values are checked by their
+    kinds).
 
     A row without kappa is a legacy row (written before kappa) and has none of the kappa-era figures. An fdp
     row with kappa states
     its curve (fdp_curve 'eps-delta'); only fdp rows carry fdp_curve and gdp_mu_lower_bound."""
-    out["kappa"] = _optional_float(row, "kappa")
-    curve = row.get("fdp_curve")
+    curve = row.get("fdp_curve")  # the method's trade-off curve (its registry entry), not a record's field
     if curve is not None and curve not in FDP_CURVES:
         raise LabelDPInputError(f"fdp_curve must be one of {list(FDP_CURVES)} or None; got {curve!r}")
     out["fdp_curve"] = curve
-    out["gdp_mu_lower_bound"] = _optional_float(row, "gdp_mu_lower_bound")
     if out["kappa"] is None:
         newer = [name for name in ("breaking_kappa", "fdp_curve") if out[name] is not None]
         if newer:
@@ -353,12 +349,8 @@ def _normalize_reference_columns(row: Mapping, out: dict) -> None:
     """reference_calibration, the correction's figures, the label-blind control's figures, reference_checked
     and its note. Each group is all set or all NULL; figures only where the check ran; a flagged label-blind
     control has a positive bound and makes the row untrusted."""
-    calibration = row.get("reference_calibration")
-    if calibration is not None and calibration not in REFERENCE_CALIBRATIONS:
-        raise LabelDPInputError(f"reference_calibration must be one of {list(REFERENCE_CALIBRATIONS)} or None; "
-                                f"got {calibration!r}")
-    out["reference_calibration"] = calibration
-    note = out["reference_check_note"]  # the check's columns are checked by their kinds (normalize_stored)
+    calibration = out["reference_calibration"]  # these columns are checked by their kinds (normalize_stored)
+    note = out["reference_check_note"]
     groups = {"calibration figures": list(CALIBRATION_FIGURES.values()),
               "label-blind figures": list(LABEL_BLIND_FIGURES.values())}
     present = {}
@@ -541,21 +533,17 @@ def audit_record(
     curve_kind = bound_method(result.bound.method).curve if result.bound.method in BOUND_METHODS else None
     row = {
         "model_id": model_id, "partition_date": partition_date, "audit_config_hash": result.config_hash,
-        "run_kind": check_run_kind(run_kind),
-        "claimed_epsilon": verdict.claimed_epsilon, "delta": result.bound.delta, "confidence": result.bound.confidence,
-        "kappa": result.bound.kappa, "m": result.m, "selected_guesses": result.selected_guesses,
-        "selected_correct": result.selected_correct, "epsilon_lower_bound": result.epsilon_lower_bound,
-        "epsilon_mean": result.epsilon_mean, "epsilon_std": result.epsilon_std,
-        "epsilon_median": result.epsilon_median, "strategy": result.bound.strategy, "method": result.bound.method,
-        "status": verdict.status, "max_certifiable_epsilon": result.max_certifiable_epsilon,
-        "repetitions": result.game.repetitions, "seed": result.game.seed, "result_json": encode(result), **lineage,
+        "run_kind": check_run_kind(run_kind), "claimed_epsilon": verdict.claimed_epsilon,
+        **stored_values(AuditResult, result), **stored_values(BoundConfig, result.bound),
+        **stored_values(GameConfig, result.game),
+        "result_json": encode(result), **lineage,
         "shift_diagnostic": encode(verdict.shift_diagnostic),
-        **stored_values(Verdict, verdict),
+        **stored_values(Verdict, verdict),  # its status, kind and untrusted reason
         **stored_values(ControlCheck, verdict.control),
         **verdict.risk_columns,
-        "reference_calibration": calibration,
+        "reference_calibration": calibration,  # the game's, "none" for a result that names none
         "fdp_curve": curve_kind,
-        "gdp_mu_lower_bound": result.gdp_mu_lower_bound if curve_kind is not None else None,
+        "gdp_mu_lower_bound": result.gdp_mu_lower_bound if curve_kind is not None else None,  # fdp rows only
         **reference_check_columns(verdict.reference_check, calibration),
         **stored_values(TrustFigures, verdict.trust_figures()),
         **stored_values(AttackCurve, result.attack_curve),

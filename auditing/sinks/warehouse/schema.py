@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from auditing.config import BoundConfig
+from auditing.game.config import GameConfig
+from auditing.records.game import REFERENCE_CALIBRATIONS as GAME_REFERENCE_CALIBRATIONS
 from auditing.records.game import AttackCurve
-from auditing.result import CapacityCheck
+from auditing.result import AuditResult, CapacityCheck
 from auditing.risk.records import CLAIMED, DEMONSTRATED, NO_PRIOR, RiskAssessment, RiskBlock
 from auditing.verdict.control_check import ControlCheck
 from auditing.verdict.family_evidence import NightEvidence
@@ -41,9 +44,9 @@ from labeldp.stored import Part, Stored
 # mechanism). NULL on an fdp row means a row written before kappa: the Gaussian family and its conversion to
 # eps, a Gaussian reading that is not a valid eps bound for non-Gaussian mechanisms.
 FDP_CURVES = ("eps-delta",)
-# auditing.audit.REFERENCE_CALIBRATIONS (a test keeps them equal; the warehouse does not import the core's
-# audit module just for this tuple)
-REFERENCE_CALIBRATIONS = ("boost", "none")
+# The corrections reference_calibration may name: the game's own list (`GameConfig.reference_calibration` declares
+# the column and its choices).
+REFERENCE_CALIBRATIONS = GAME_REFERENCE_CALIBRATIONS
 # What a key column holds on a row written before the key had it (schema version 4): its run kind and, when
 # its writer recorded none, its model fingerprint.
 UNRECORDED = "unrecorded"
@@ -109,6 +112,18 @@ _KEY = (
 # column is filled from its record (`auditing.sinks.warehouse.rows.stored_values`; NULL when the row has no such
 # record) and checked by its declared kind (`auditing.sinks.warehouse.rows.normalize_stored`).
 STORED_BLOCKS: dict[str, tuple[Part, ...]] = {
+    # the audit's own figures (`AuditResult`), the settings they were computed under (`BoundConfig`, `GameConfig`)
+    # and the verdict's status, NOT NULL where version 1 made them so (`Stored.required`); gamma between the first
+    # two blocks is 1 - confidence, derived and not a field, so it stays a hand-written column
+    "settings": (Part(BoundConfig, "delta"), Part(BoundConfig, "confidence")),
+    "result": (Part(AuditResult, "counts"), Part(AuditResult, "bound"), Part(AuditResult, "paper"),
+               Part(BoundConfig, "strategy"), Part(BoundConfig, "method"), Part(Verdict, "status"),
+               Part(AuditResult, "certifiable"), Part(GameConfig)),
+    "kappa": (Part(BoundConfig, "kappa"),),
+    "calibration": (Part(GameConfig, "calibration"),),
+    # the Gaussian reading of the fdp method; fdp_curve before it is the method's curve (its registry entry), not a
+    # field, and stays a hand-written column
+    "gdp": (Part(AuditResult, "gdp"),),
     # trust per verdict (auditing.verdict.trust), the capacity check (auditing.verdict.capacity_check) and the row
     # groups (auditing.game.row_groups): `Verdict.trust_figures`
     "trust": (Part(TrustFigures),),
@@ -139,8 +154,9 @@ STORED_BLOCKS: dict[str, tuple[Part, ...]] = {
 
 
 def stored_block(block: str) -> tuple[Column, ...]:
-    """The nullable columns of ``block`` (`STORED_BLOCKS`), each as its record's field declares it."""
-    return tuple(Column(column, declaration.kind.column, True, declaration.comment)
+    """The columns of ``block`` (`STORED_BLOCKS`), each as its record's field declares it: nullable unless
+    declared ``required``."""
+    return tuple(Column(column, declaration.kind.column, not declaration.required, declaration.comment)
                  for part in STORED_BLOCKS[block] for _, column, declaration in part.fields())
 
 
@@ -153,6 +169,8 @@ def stored_declarations() -> dict[str, Stored]:
 TRUST, ATTACK, FAMILY, REFERENCE, DECISION, RISK, ROBUSTNESS, SHIFT, EXPOSURE, BREAKING, CONTROL = (
     stored_block(block) for block in ("trust", "attack", "family", "reference", "decision", "risk", "robustness",
                                       "shift", "exposure", "breaking", "control"))
+SETTINGS, RESULT, KAPPA, CALIBRATION, GDP = (
+    stored_block(block) for block in ("settings", "result", "kappa", "calibration", "gdp"))
 TRUST_COLUMNS = tuple(c.name for c in TRUST)
 # The attack curve's figures as columns (schema version 6): attack_<figure>, attack_<figure>_lower / _upper.
 ATTACK_FIGURES = AttackCurve.FIGURES
@@ -165,29 +183,10 @@ DECISION_COLUMNS = tuple(c.name for c in DECISION)
 
 RESULT_COLUMNS: tuple[Column, ...] = (
     *_KEY,
-    Column("delta", "double", False, "delta of the (epsilon, delta) claim that was audited"),
-    Column("confidence", "double", False, "confidence of epsilon_lower_bound, e.g. 0.95"),
+    *SETTINGS,  # delta, confidence
     Column("gamma", "double", False, "1 - confidence: the chance the valid bound is wrong"),
-    Column("m", "bigint", False, "examples in the game"),
-    Column("selected_guesses", "bigint", False, "c': guesses at the selected point of the sweep"),
-    Column("selected_correct", "bigint", False, "c: correct guesses at the selected point"),
-    Column("epsilon_lower_bound", "double", False,
-           "THE statistically valid epsilon lower bound (at confidence, after correcting for selection)"),
-    Column("epsilon_mean", "double", True,
-           "paper's statistic (optimistic, not a valid bound): mean over repetitions of the max over the sweep"),
-    Column("epsilon_std", "double", True,
-           "paper's statistic (optimistic, not a valid bound): std over repetitions of the max over the sweep"),
-    Column("epsilon_median", "double", True,
-           "paper's statistic (optimistic, not a valid bound): median over repetitions of the max over the sweep"),
-    Column("strategy", "text", False, "how c' was selected: bonferroni | split"),
-    Column("method", "text", False, "bound method: a name of auditing.bounds.lower_bound.METHODS (the CHECK lists them)"),
-    Column("status", "text", False,
-           "the verdict: PASS | WEAK_PASS (a PASS whose audit could not have seen a leak of the size needed to "
-           "flag the claim) | VIOLATION | INCONCLUSIVE; rows written before schema version 4 say PASS for both"),
-    Column("max_certifiable_epsilon", "double", False,
-           "largest valid bound a perfect attacker could have produced with this audit's size and strategy"),
-    Column("repetitions", "integer", False, "repetitions of the game (for the paper's statistic)"),
-    Column("seed", "bigint", False, "seed keying the game's randomness"),
+    # m .. epsilon_median, strategy, method, status, max_certifiable_epsilon, repetitions, seed
+    *RESULT,
     Column("model_uri", "text", True, "where the audited model lives"),
     Column("reference_model", "text", True, "the reference model M' (checkpoint of the previous day)"),
     Column("partition_fingerprint", "text", True, "content hash of the partition the verdict judged"),
@@ -231,23 +230,16 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     # protect): NULL in every column below on rows written before it. A legacy row's TV figures tau / breaking_tau
     # are never copied into them (the migration that retired those columns kept non-zero values in
     # reference_check_note, auditing.sinks.warehouse.migrations).
-    Column("kappa", "double", True,
-           "the kappa the verdict was computed at (the plan's): on every audited row |log D'(y|x) - log D(y|x)| <= "
-           "kappa, i.e. the reference misjudges no row's click odds by more than a factor e^kappa; NULL: a row "
-           "written before kappa"),
+    *KAPPA,
     *BREAKING,
-    Column("reference_calibration", "text", True,
-           "how the reference M' was corrected on day D before the game: boost | none (the raw "
-           "M'); NULL: a row written before the correction existed (raw M')"),
+    *CALIBRATION,  # reference_calibration
     *REFERENCE,  # the night's reference check (auditing.verdict.reference_check), declared on its records
     Column("fdp_curve", "text", True,
            "method fdp: the f-DP curve Algorithm 3 ran on: eps-delta (the (eps, delta) trade-off curve itself, "
            "valid for every mechanism); NULL for binomial, and on fdp rows written before kappa, which used the "
            "Gaussian family and its conversion to eps (a Gaussian reading: not a valid eps bound for non-Gaussian "
            "mechanisms)"),
-    Column("gdp_mu_lower_bound", "double", True,
-           "method fdp: the Gaussian reading at the selected point, not mu-GDP for any mu below this (a statement "
-           "about mu, never an epsilon); NULL: binomial, not computed (kappa > 0) or a row written before it"),
+    *GDP,  # gdp_mu_lower_bound
     # trust per verdict (auditing.verdict.trust) and the capacity check (auditing.verdict.capacity_check); NULL on rows written
     # before them. This block and the three below are declared on their records' fields (STORED_BLOCKS).
     *TRUST,

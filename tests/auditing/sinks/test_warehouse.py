@@ -593,7 +593,7 @@ def test_values_are_bound_never_spliced_into_sql(target):
 @pytest.mark.parametrize("overrides, message", [
     ({"status": "OK"}, "status must be one of"),
     ({"selected_correct": 101}, "selected_correct <= selected_guesses"),
-    ({"confidence": 1.0}, "confidence must be in"),
+    ({"confidence": 1.0}, r"confidence must be a finite number in \(0, 1\)"),
     ({"gamma": 0.2}, "gamma must equal 1 - confidence"),
     ({"epsilon_lower_bound": float("nan")}, "epsilon_lower_bound must be a finite number"),
     ({"model_id": "a/b"}, "model_id"),
