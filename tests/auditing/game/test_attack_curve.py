@@ -5,7 +5,7 @@ game giving the same record, determinism, and old stored counts and results with
 The in-process vs Beam equality of the record is checked with the job's other outputs
 (tests/pipelines/scoring/test_beam_scoring.py
 `assert_same_as_in_process`, tests/pipelines/reference/test_controls.py); the warehouse columns in
-tests/auditing/sinks/test_warehouse.py and
+tests/auditing/sinks/warehouse/test_rows.py and
 tests/auditing/sinks/warehouse/test_migrations.py; the report panel in
 tests/auditing/sinks/report/test_attack_panel.py.
 """

@@ -6,6 +6,10 @@ tables are created with that code's DDL (``_V1_RESULTS`` / ``_V1_CURVES`` below,
 generated; ``test_the_v1_fixture_is_what_the_code_before_versioning_created`` compares them with that code when
 git has it) and rows are inserted with the database driver, never through the new code.
 
+The tests at the end start otherwise: from tables a test alters in place (``isolated_target``: a DuckDB file or a
+PostgreSQL schema of its own), or from the tables and rows of the code before kappa (``_PRE_KAPPA_DDL``); and the
+DDL of a new warehouse (``ddl_text``) is checked against infra/warehouse/*.sql.
+
 Set LABELDP_TEST_POSTGRES_URL to test another server. When no PostgreSQL answers, the postgres cases are
 skipped with a loud reason (they are never silently passed).
 """
@@ -23,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from auditing.bounds import lower_bound as bounds
-from auditing.sinks.warehouse import drain_spool, migrations, open_warehouse
+from auditing.sinks.warehouse import audit_record, drain_spool, migrations, open_warehouse
 from auditing.sinks.warehouse.base import open_read_only
 from auditing.sinks.warehouse.migrations import (
     LATEST,
@@ -31,6 +35,7 @@ from auditing.sinks.warehouse.migrations import (
     V3_KEY,
     Context,
     choice_checks,
+    ddl_text,
     legacy_note,
 )
 from auditing.sinks.warehouse.records import DERIVED_DECISION, stored_decision
@@ -53,9 +58,16 @@ from auditing.sinks.warehouse.schema import (
     ddl_statements,
     version_table_statements,
 )
+from auditing.verdict.judge import judge
+from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import DECISIONS, STATUSES, TRUST_STATES
+from labeldp.codec import decode
 from labeldp.errors import LabelDPInputError
 from tests.support.pg_schema import own_schema
+from tests.support.warehouse_audits import fdp_result as _fdp_result
+from tests.support.warehouse_audits import reference_check_record as _reference_check
+from tests.support.warehouse_rows import make_row
+from tests.support.warehouse_targets import only
 
 REPO = Path(__file__).resolve().parents[4]
 DAY = dt.date(2024, 1, 2)
@@ -897,3 +909,194 @@ def test_version_10_adds_the_decision_keeping_every_row_and_derives_old_rows_dec
     with pytest.raises(LabelDPInputError, match="decision must be one of"):
         normalize_row({**_valid_row("bad"), "decision": "maybe"})
     assert set(DECISION_COLUMNS) <= {c for _, c in _execute_raw_columns(target)}
+
+
+# ----------------------------------------------------- the kappa era: columns added in place, tau retired
+@pytest.fixture(params=["duckdb", "postgres"])
+def isolated_target(request, tmp_path):
+    """A warehouse target whose tables a test may alter: a DuckDB file, or a PostgreSQL schema of its own."""
+    if request.param == "duckdb":
+        yield str(tmp_path / "wh" / "warehouse.duckdb")
+        return
+    request.getfixturevalue("postgres_url")  # skips when no server answers
+    with own_schema("labeldp_mig") as url:
+        yield url
+
+
+def test_infra_ddl_files_match_the_code():
+    for dialect in ("duckdb", "postgres"):
+        path = REPO / "infra" / "warehouse" / f"{dialect}.sql"
+        assert path.read_text() == ddl_text(dialect), f"{path} is stale: python -m auditing.sinks.warehouse {dialect}"
+
+
+def test_an_older_table_gains_new_nullable_columns_and_keeps_its_rows(isolated_target):
+    """A table written by an older version (here: without two nullable columns) is migrated in place when
+    the warehouse opens it: the columns are added, the existing row survives with NULLs, new rows write."""
+    dropped = ("flow_run_id", "durations")
+    with open_warehouse(isolated_target) as wh:
+        wh.write_audit(*make_row(marker=0.3))
+        wh._transaction(lambda cur: [cur.execute(f"ALTER TABLE audit_results DROP COLUMN {c}") for c in dropped])
+        columns = {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])}
+        assert not columns & set(dropped)
+    with open_warehouse(isolated_target) as wh:  # opening migrates
+        old = only(wh.fetch_results())
+        assert old.epsilon_lower_bound == 0.3 and old.flow_run_id is None and old.durations is None
+        wh.write_audit(*make_row(model_id="m-2", marker=0.4))
+        new = only(wh.fetch_results(model_id="m-2"))
+        assert new.flow_run_id == "run-0.4"
+        assert {c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])} >= set(RESULT_NAMES)
+
+
+def test_a_table_missing_a_required_column_is_refused_not_migrated(isolated_target):
+    with open_warehouse(isolated_target) as wh:
+        wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_results DROP COLUMN result_json"))
+    with pytest.raises(LabelDPInputError, match="only nullable columns are added automatically"):
+        open_warehouse(isolated_target)
+
+
+def test_a_newer_versions_nullable_column_is_tolerated_a_required_one_refused(isolated_target):
+    """Rolling upgrade: a newer version has added a nullable column; this version keeps writing (the column
+    reads NULL in its rows). An unknown NOT NULL column would make this version's inserts fail: refused."""
+    with open_warehouse(isolated_target) as wh:
+        wh.write_audit(*make_row(marker=0.3))
+        wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_results ADD COLUMN from_the_future DOUBLE PRECISION"
+                                                if "postgres" in isolated_target else
+                                                "ALTER TABLE audit_results ADD COLUMN from_the_future DOUBLE"))
+    with open_warehouse(isolated_target) as wh:
+        wh.write_audit(*make_row(model_id="m-2", marker=0.4))
+        assert [r.model_id for r in wh.fetch_results()] == ["m-1", "m-2"]
+        wh._transaction(lambda cur: cur.execute("ALTER TABLE audit_curves ADD COLUMN required_later INTEGER NOT NULL "
+                                                "DEFAULT 0"))
+    with pytest.raises(LabelDPInputError, match="required_later"):
+        open_warehouse(isolated_target)
+
+
+# The tables as the code before kappa created them (git show e690ef2:infra/warehouse/duckdb.sql, comments
+# left out); PostgreSQL spells DOUBLE as DOUBLE PRECISION. A warehouse created by that code must take new rows.
+_PRE_KAPPA_DDL = """
+CREATE TABLE audit_results (
+    model_id TEXT NOT NULL, partition_date DATE NOT NULL, audit_config_hash TEXT NOT NULL,
+    claimed_epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL, confidence DOUBLE NOT NULL, gamma DOUBLE NOT NULL,
+    tau DOUBLE NOT NULL, m BIGINT NOT NULL, selected_guesses BIGINT NOT NULL, selected_correct BIGINT NOT NULL,
+    epsilon_lower_bound DOUBLE NOT NULL, epsilon_mean DOUBLE, epsilon_std DOUBLE, epsilon_median DOUBLE,
+    strategy TEXT NOT NULL, method TEXT NOT NULL, status TEXT NOT NULL, max_certifiable_epsilon DOUBLE NOT NULL,
+    repetitions INTEGER NOT NULL, seed BIGINT NOT NULL, model_uri TEXT, model_fingerprint TEXT,
+    reference_model TEXT, partition_fingerprint TEXT, code_version TEXT, flow_run_id TEXT,
+    started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, durations TEXT, result_json TEXT NOT NULL, audit_rows TEXT,
+    breaking_tau DOUBLE, detection_floor_rows BIGINT, shift_diagnostic TEXT, reference_log_loss_shift DOUBLE,
+    feature_shift_max_psi DOUBLE, kind TEXT, control_passed INTEGER, control_floor DOUBLE, untrusted_reason TEXT,
+    risk_posterior_ceiling_median DOUBLE, risk_posterior_ceiling_p90 DOUBLE, risk_high_prior_ceiling DOUBLE,
+    risk_column_tail_bound DOUBLE, risk_column_expected DOUBLE, risk_mia_advantage_bound DOUBLE,
+    risk_aia_advantage_bound DOUBLE, risk_reconstruction_bound DOUBLE, risk_lb_posterior_ceiling_median DOUBLE,
+    risk_lb_posterior_ceiling_p90 DOUBLE, risk_lb_high_prior_ceiling DOUBLE, risk_lb_column_tail_bound DOUBLE,
+    risk_lb_column_expected DOUBLE, risk_lb_mia_advantage_bound DOUBLE, risk_lb_aia_advantage_bound DOUBLE,
+    risk_lb_reconstruction_bound DOUBLE, risk_headline TEXT, exposed_rows_floor BIGINT,
+    PRIMARY KEY (model_id, partition_date, audit_config_hash),
+    CHECK (status IN ('PASS', 'VIOLATION', 'INCONCLUSIVE')),
+    CHECK (method IN ('binomial', 'fdp')),
+    CHECK (selected_correct <= selected_guesses)
+);
+CREATE TABLE audit_curves (
+    model_id TEXT NOT NULL, partition_date DATE NOT NULL, audit_config_hash TEXT NOT NULL,
+    point_index INTEGER NOT NULL, guesses BIGINT NOT NULL, correct BIGINT NOT NULL,
+    epsilon_lower_bound DOUBLE NOT NULL, point_confidence DOUBLE NOT NULL,
+    PRIMARY KEY (model_id, partition_date, audit_config_hash, point_index),
+    CHECK (correct <= guesses)
+);
+"""
+# Two rows as the old code wrote them: an fdp row (Gaussian family, TV tau 0.05, breaking_tau 0.02) and a
+# binomial one.
+_PRE_KAPPA_ROWS = (
+    ("kappa-m", "2024-01-01", "oldfdp", "fdp", 0.05, 0.02, 1.4, "VIOLATION", '{"method": "fdp", "tau": 0.05}'),
+    ("kappa-m", "2024-01-01", "oldbin", "binomial", 0.0, 0.3, 0.2, "PASS", '{"method": "binomial", "tau": 0.0}'),
+)
+
+
+def _create_pre_kappa_warehouse(target: str) -> None:
+    """The old DDL and two old rows, written with the database driver (the new code never opened it)."""
+    insert = ("INSERT INTO audit_results (model_id, partition_date, audit_config_hash, claimed_epsilon, delta, "
+              "confidence, gamma, tau, m, selected_guesses, selected_correct, epsilon_lower_bound, strategy, "
+              "method, status, max_certifiable_epsilon, repetitions, seed, result_json, breaking_tau) VALUES "
+              "({})")
+    rows = [(model, day, config, 1.0, 1e-5 if method == "fdp" else 0.0, 0.95, 0.05, tau, 1000, 100, 80, bound,
+             "bonferroni", method, status, 5.0, 10, 7, text, breaking)
+            for model, day, config, method, tau, breaking, bound, status, text in _PRE_KAPPA_ROWS]
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(re.sub(r"\bDOUBLE\b", "DOUBLE PRECISION", _PRE_KAPPA_DDL))
+            with conn.cursor() as cur:
+                cur.executemany(insert.format(", ".join(["%s"] * 20)), rows)
+        return
+    import duckdb
+
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    conn = duckdb.connect(target)
+    try:
+        conn.execute(_PRE_KAPPA_DDL)
+        conn.executemany(insert.format(", ".join(["?"] * 20)), rows)
+    finally:
+        conn.close()
+
+
+def test_a_pre_kappa_warehouse_takes_new_rows_and_reads_old_and_new_back(isolated_target):
+    """A warehouse created by the code before kappa (its DDL, its rows) is migrated in place when the new code
+    opens it: the old rows keep their TV tau / breaking_tau (in reference_check_note, since the columns were
+    retired) and read NULL in every other kappa-era column (never copied over), the new row has no tau and
+    its kappa figures; both read back, also after reopening; the trend page labels the old fdp row the legacy
+    Gaussian reading."""
+    from auditing.sinks.report import render_trend_report
+    from auditing.sinks.warehouse.migrations import legacy_note
+    from auditing.sinks.warehouse.reference_columns import reference_check_from_row
+    from auditing.verdict.robustness import breaking_kappa
+
+    _create_pre_kappa_warehouse(isolated_target)
+    result = _fdp_result(reference_calibration="boost")
+    check = decode(ReferenceCheck, _reference_check(), "reference_check")
+    row, curve = audit_record(judge(result, 0.5, reference_check=check), run_kind="nightly", model_id="kappa-m",
+                              partition_date="2024-01-02")
+    with open_warehouse(isolated_target) as wh:  # opening migrates: only nullable columns are added
+        wh.write_audit(row, curve)
+        rows = {r.audit_config_hash: r for r in wh.fetch_results(model_id="kappa-m")}
+    with open_warehouse(isolated_target, create=False) as wh:  # a second open finds the migrated tables "ok"
+        again = {r.audit_config_hash: r for r in wh.fetch_results()}
+        assert [c for _, c in wh._query(wh._TABLE_COLUMNS_SQL, [])
+                if c in RESULT_NAMES and c not in ("run_kind", *MIGRATIONS[8].adds)][-17:] == list(RESULT_NAMES[-17:])
+    assert again.keys() == rows.keys() == {"oldfdp", "oldbin", result.config_hash}
+    kappa_era = RESULT_NAMES[RESULT_NAMES.index("kappa"):]
+    for config, (_, _, _, method, tau, breaking, bound, status, _) in zip(("oldfdp", "oldbin"), _PRE_KAPPA_ROWS,
+                                                                             strict=True):
+        old = again[config]
+        assert old.method == method and not {"tau", "breaking_tau"} & old.to_dict().keys()
+        assert not hasattr(old, "tau") and not hasattr(old, "breaking_tau")
+        assert old.reference_check_note == legacy_note(tau, breaking) == \
+            {"oldfdp": "legacy tau=0.05, breaking_tau=0.02", "oldbin": "legacy breaking_tau=0.3"}[config]
+        assert (old.epsilon_lower_bound, old.status) == (bound, status)
+        derived = ("reference_check_note", "decision", "decision_reason")  # the note, and the decision as read
+        assert all(getattr(old, name) is None for name in kappa_era if name not in derived), \
+            {n: getattr(old, n) for n in kappa_era if getattr(old, n) is not None}
+        assert old.decision == {"VIOLATION": "act", "PASS": "no_evidence"}.get(status, old.decision)
+        assert reference_check_from_row(old) is None
+    new = again[result.config_hash]
+    assert not {"tau", "breaking_tau"} & new.to_dict().keys() and new.kappa == 0.0
+    assert not hasattr(new, "tau") and not hasattr(new, "breaking_tau")
+    assert new.breaking_kappa == pytest.approx(breaking_kappa(result, 0.5)) and new.breaking_kappa > 0
+    assert new.method == "fdp" and new.fdp_curve == "eps-delta"
+    assert new.gdp_mu_lower_bound == pytest.approx(result.gdp_mu_lower_bound) and new.gdp_mu_lower_bound > 0
+    assert new.reference_calibration == "boost" and new.reference_checked == 1
+    assert new.label_blind_bound == 0.0 and new.label_blind_flagged == 0
+    assert reference_check_from_row(new) == check
+    assert json.loads(new.result_json)["kappa"] == 0.0 and "tau" not in json.loads(new.result_json)
+
+    page = render_trend_report(list(again.values()), "kappa-m")
+    lines = {re.search(r"<code>([^<]*)</code>", line).group(1): re.sub(r"<[^>]+>", " ", line)
+             for line in page.split('<tr class="night">')[1:]}
+    old_line, new_line = lines["oldfdp"], lines[result.config_hash]
+    # The rows no longer carry tau (its figures are in reference_check_note): labelled legacy without them.
+    assert "binomial legacy (written before κ)" in lines["oldbin"]
+    assert "Gaussian reading (legacy; not a valid ε bound for non-Gaussian mechanisms)" in old_line
+    assert "legacy (written before κ)" in old_line
+    assert "f-DP on the (ε, δ) curve" in new_line and "κ = 0" in new_line and "Gaussian reading (legacy" not in new_line
+    assert f"not μ-GDP for μ &lt; {new.gdp_mu_lower_bound:.4g}" in new_line
+    assert "calibration boost fits (misfit κ = 0)" in new_line and "not recorded" in old_line

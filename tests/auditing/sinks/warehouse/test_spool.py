@@ -14,6 +14,7 @@ from auditing.sinks.warehouse import (
     RECORDED,
     SPOOLED,
     AuditKey,
+    audit_record,
     destination,
     drain_spool,
     open_warehouse,
@@ -25,6 +26,7 @@ from auditing.sinks.warehouse.spool import DrainReport, SpooledElsewhere
 from labeldp.codec import encode
 from labeldp.errors import LabelDPInputError
 from tests.support.pg_schema import postgres_url  # noqa: F401  (fixture: a PostgreSQL schema of this session)
+from tests.support.warehouse_audits import slice_fields as _stripped
 from tests.support.warehouse_rows import DAY, FINGERPRINT, make_row
 from tests.support.warehouse_targets import only
 
@@ -128,3 +130,18 @@ def test_bad_input_is_an_error_not_an_outage(tmp_path):
     with pytest.raises(LabelDPInputError, match="status"):
         write_or_spool(tmp_path / "w.duckdb", *make_row(status="MAYBE"), tmp_path / "spool")
     assert not (tmp_path / "spool").exists()
+
+
+def test_slices_spool_with_their_row_and_drain_without_loss(target, outage, tmp_path, sliced_verdict):
+    from auditing.sinks.warehouse import slice_record
+
+    spool = tmp_path / "spool"
+    row, curve = audit_record(sliced_verdict, model_id="sliced", partition_date=DAY, run_kind="nightly")
+    slices = slice_record(sliced_verdict)
+    assert write_or_spool(outage.target, row, curve, spool, attempts=1, timeout=0.5, slices=slices) == SPOOLED
+    payload = json.loads(spool_path(spool, row.key, destination(outage.target), row.run_id).read_text())
+    assert payload["slices"] == slices and payload["format"] == 3
+    outage.end()
+    assert [k for k in drain_spool(outage.target, spool).written] == [row.key]
+    with open_warehouse(outage.target) as wh:
+        assert _stripped(wh.fetch_slices(row.key)) == slices
