@@ -117,6 +117,22 @@ def measured_shares(model_id: str, nights: Sequence[NightShares], last: int = ME
     return MeasuredShares(model_id, used, guess, float(np.median(matched)))
 
 
+# The holdout shares `with_holdouts` plans beside the one asked for: what a larger (or smaller) holdout would confirm.
+HOLDOUT_SWEEP = (0.1, 0.2, 0.3, 0.4, 0.5)
+
+
+@dataclass(frozen=True)
+class HoldoutGaps:
+    """A plan's figures at another holdout share of the same day (the same shares, claim and settings): its rows and
+    the gaps a night and a family confirm (None: no gap would)."""
+
+    holdout: float
+    audited_rows: int
+    check_rows: int
+    night_gap: float | None
+    family_gap: float | None
+
+
 @dataclass(frozen=True)
 class PowerPlan:
     """What a night and a family can confirm: the rows (audited, check), the claim, the confidence and alpha, the
@@ -124,7 +140,8 @@ class PowerPlan:
     confirms within ``nights`` nights with that power, and whether a perfect attacker could ever be vouched for on
     such a night. ``matched_share``: the share of the check guesses the matching keeps. ``source``: where the two
     shares came from, "assumed" (planning assumptions, or a share the user gave) or "measured" (the median over
-    ``measured_nights`` of ``model_id``'s stored capacity checks, latest first)."""
+    ``measured_nights`` of ``model_id``'s stored capacity checks, latest first). ``other_holdouts``: the same plan at
+    other holdout shares of the day (`with_holdouts`; empty when not asked for)."""
 
     audited_rows: int
     check_rows: int
@@ -141,6 +158,7 @@ class PowerPlan:
     source: str = ASSUMED
     model_id: str | None = None
     measured_nights: tuple[NightShares, ...] = ()
+    other_holdouts: tuple[HoldoutGaps, ...] = ()
 
 
 def rows_of_day(rows: int, holdout: float, correction_share: float = 0.0) -> tuple[int, int]:
@@ -240,6 +258,41 @@ def measured_power_plan(audited_rows: int, check_rows: int, claimed_epsilon: flo
     return replace(plan, source=MEASURED, model_id=measured.model_id, measured_nights=measured.nights)
 
 
-__all__ = ["ASSUMED", "DEFAULT_GUESS_SHARE", "DEFAULT_POWER", "FAMILY_NIGHTS", "MATCHED_SHARE", "MEASURED",
-           "MEASURED_NIGHTS", "REAL_MODEL_GUESS_SHARE", "MeasuredShares", "NightShares", "PowerPlan", "can_ever_confirm",
-           "measured_power_plan", "measured_shares", "power_plan", "rows_of_day"]
+def with_holdouts(plan: PowerPlan, rows: int, holdout: float, correction_share: float = 0.0,
+                  holdouts: Sequence[float] = HOLDOUT_SWEEP) -> PowerPlan:
+    """``plan`` (of a day of ``rows`` rows at ``holdout``) with its figures at each other share of ``holdouts``: the
+    same shares, claim, confidence, alpha, power and nights, the day's rows split again (`rows_of_day`)."""
+    others = []
+    for share in holdouts:
+        if math.isclose(share, holdout):
+            continue
+        audited, check = rows_of_day(rows, share, correction_share)
+        other = power_plan(audited, check, plan.claimed_epsilon, confidence=plan.confidence, alpha=plan.alpha,
+                           guess_share=plan.guess_share, power=plan.power, nights=plan.nights,
+                           matched_share=plan.matched_share)
+        others.append(HoldoutGaps(float(share), audited, check, other.night_gap if other.can_ever_confirm else None,
+                                  other.family_gap if other.can_ever_confirm else None))
+    return replace(plan, other_holdouts=tuple(others))
+
+
+__all__ = [
+    "ASSUMED",
+    "DEFAULT_GUESS_SHARE",
+    "DEFAULT_POWER",
+    "FAMILY_NIGHTS",
+    "HOLDOUT_SWEEP",
+    "MATCHED_SHARE",
+    "MEASURED",
+    "MEASURED_NIGHTS",
+    "REAL_MODEL_GUESS_SHARE",
+    "HoldoutGaps",
+    "MeasuredShares",
+    "NightShares",
+    "PowerPlan",
+    "can_ever_confirm",
+    "measured_power_plan",
+    "measured_shares",
+    "power_plan",
+    "rows_of_day",
+    "with_holdouts",
+]

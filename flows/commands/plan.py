@@ -139,7 +139,7 @@ def run_power(args) -> int:
     import json
 
     from auditing.sinks.report.text import power_lines
-    from auditing.verdict.power import power_plan, rows_of_day
+    from auditing.verdict.power import power_plan, rows_of_day, with_holdouts
     from flows.preflight import plan_for
     from labeldp.codec import encode
     from labeldp.errors import LabelDPInputError
@@ -171,6 +171,8 @@ def run_power(args) -> int:
                   # the default is optimistic: the figures nearer a real model's share go beside it
                   power_plan(audited, check, claim, guess_share=REAL_MODEL_GUESS_SHARE, **settings)
                   if args.guess_share is None else None) for claim in claims]
+    # what other holdout shares of the same day would confirm, beside the plan's own (the first of each pair)
+    pairs = [(with_holdouts(p, args.rows, holdout, share), nearer) for p, nearer in pairs]
     if args.json:
         print(json.dumps([encode(p) for pair in pairs for p in pair if p is not None], indent=1))
     else:

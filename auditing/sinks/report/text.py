@@ -97,6 +97,11 @@ def power_lines(plan: PowerPlan, nearer: PowerPlan | None = None) -> list[str]:
 
         lines += [confirms("a night confirms", plan.night_gap),
                   confirms(f"a family confirms within {plan.nights} nights", plan.family_gap)]
+    if plan.other_holdouts:
+        lines.append(f"  at other holdout shares of the day (the gap a night / a family within {plan.nights} nights "
+                     "confirms):")
+        lines += [f"    {pct(o.holdout):>3}: {o.audited_rows:,} audited, {o.check_rows:,} check rows: "
+                  f"{gap(o.night_gap)} / {gap(o.family_gap)}" for o in plan.other_holdouts]
     if nearer is not None:
         lines.append(f"  at a guess share of {pct(nearer.guess_share)}: " + (
             f"a night confirms {gap(nearer.night_gap)}, a family within {nearer.nights} nights "

@@ -22,6 +22,7 @@ from auditing.verdict.power import (
     measured_shares,
     power_plan,
     rows_of_day,
+    with_holdouts,
 )
 from labeldp.errors import LabelDPInputError
 
@@ -70,6 +71,27 @@ def test_the_planned_gap_grows_as_the_shares_fall():
     assert power_plan(audited, check, 0.25, guess_share=0.013, matched_share=1.0).night_gap < real.night_gap
     with pytest.raises(LabelDPInputError, match=r"matched_share must be in \(0, 1\]"):
         power_plan(audited, check, 0.25, matched_share=0.0)
+
+
+def test_other_holdouts_are_the_same_plan_on_the_day_split_again():
+    """`with_holdouts` plans the same claim, shares and settings at each other holdout share of the day: each entry
+    is `power_plan` on the day split at that share, the plan's own share is left out, and in the check-limited
+    regime (a tenth to a third held out) more check rows confirm smaller gaps."""
+    audited, check = rows_of_day(100_000, 0.2, correction_share=0.1)
+    plan = power_plan(audited, check, 0.5, guess_share=0.05, matched_share=0.8, nights=5)
+    swept = with_holdouts(plan, 100_000, 0.2, correction_share=0.1)
+    assert [o.holdout for o in swept.other_holdouts] == [0.1, 0.3, 0.4, 0.5]
+    for other in swept.other_holdouts:
+        rows = rows_of_day(100_000, other.holdout, correction_share=0.1)
+        alone = power_plan(*rows, 0.5, guess_share=0.05, matched_share=0.8, nights=5)
+        assert (other.audited_rows, other.check_rows) == rows
+        assert (other.night_gap, other.family_gap) == (alone.night_gap, alone.family_gap)
+    tenth, third = swept.other_holdouts[0], swept.other_holdouts[1]
+    assert tenth.night_gap > plan.night_gap > third.night_gap
+    assert swept.night_gap == plan.night_gap and plan.other_holdouts == ()
+    # a share that can never confirm has no gap, whatever the simulation would say
+    tiny = with_holdouts(power_plan(*rows_of_day(2_000, 0.2), 3.0), 2_000, 0.2, holdouts=(0.01,))
+    assert tiny.other_holdouts[0].night_gap is None and tiny.other_holdouts[0].family_gap is None
 
 
 def _check(check_rows: int, check_guesses: int, matched: int, **fields) -> CapacityCheck:

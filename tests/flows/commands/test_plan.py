@@ -118,12 +118,19 @@ def test_plan_power_prints_the_gaps_and_json(capsys):
     assert out[1].startswith("  shares assumed, not measured") and "nearer 1% (docs/soundness.md 8.9)" in out[1]
     assert out[2].startswith("  a night confirms: a leak at eps ") and "90% power" in out[2]
     assert out[3].startswith("  a family confirms within 7 nights: a leak at eps ")
-    assert out[4].startswith("  at a guess share of 1%: a night confirms +")
+    # the same day at the other holdout shares, the plan's own left out
+    assert out[4] == "  at other holdout shares of the day (the gap a night / a family within 7 nights confirms):"
+    assert [line.split(":")[0].strip() for line in out[5:9]] == ["10%", "30%", "40%", "50%"]
+    assert out[5].startswith("    10%: 41,310 audited, 5,100 check rows: +")
+    assert out[9].startswith("  at a guess share of 1%: a night confirms +")
     assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--json"]) == 0
     figures, nearer = json.loads(capsys.readouterr().out)
     assert figures["check_rows"] == 10200 and figures["can_ever_confirm"] and figures["family_gap"] < figures["night_gap"]
     assert (figures["source"], figures["guess_share"], figures["matched_share"]) == ("assumed", 0.1, MATCHED_SHARE)
     assert figures["measured_nights"] == [] and figures["model_id"] is None
+    others = {o["holdout"]: o for o in figures["other_holdouts"]}
+    assert sorted(others) == [0.1, 0.3, 0.4, 0.5] and others[0.3]["check_rows"] == 15300
+    assert others[0.1]["night_gap"] > figures["night_gap"] > others[0.3]["night_gap"]
     assert (nearer["source"], nearer["guess_share"]) == ("assumed", 0.01) and nearer["night_gap"] > figures["night_gap"]
     # a share the user gives is theirs: one plan, no second line
     assert main(["plan", "power", "--rows", "51000", "--holdout", "0.2", "--claimed-epsilon", "1", "--guess-share",
