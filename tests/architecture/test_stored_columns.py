@@ -27,18 +27,11 @@ from auditing.sinks.warehouse.rows import normalize_row
 from auditing.verdict.types import STATUSES
 from labeldp.errors import LabelDPInputError
 from labeldp.stored import (
-    AS_LARGEST,
-    AS_NONE,
     FLAG,
-    NUMBER,
     TEXT,
     Part,
-    Prefix,
-    Stored,
-    from_stored,
     stored,
     stored_fields,
-    stored_values,
 )
 from tests.support.warehouse_rows import make_row
 
@@ -189,27 +182,6 @@ def test_the_check_fails_a_column_declared_twice():
 
 
 # ---------------------------------------------------------------------------------------------- filled and checked
-@dataclass(frozen=True)
-class _Figures:
-    flagged: bool = stored(FLAG, "a flag", default=False)
-    evidence: float = stored(NUMBER, "an evidence", column="toy_evidence", infinite=AS_LARGEST, default=1.0)
-    upper: float | None = stored(NUMBER, "an upper limit", low=-float("inf"), infinite=AS_NONE, default=None)
-
-
-def test_a_record_is_stored_by_its_declarations_and_none_without_a_record():
-    assert stored_values(_Figures, _Figures(True, float("inf"), float("inf"))) == {
-        "flagged": 1, "toy_evidence": 1.7976931348623157e308, "upper": None}
-    assert stored_values(_Figures, _Figures(False, 2.0, -1.5)) == {"flagged": 0, "toy_evidence": 2.0, "upper": -1.5}
-    assert stored_values(_Figures, None) == {"flagged": None, "toy_evidence": None, "upper": None}
-
-
-def test_a_declaration_refuses_an_unknown_kind_or_infinity_rule():
-    with pytest.raises(ValueError, match="stored kind"):
-        Stored("text", "a comment")
-    with pytest.raises(ValueError, match="infinite"):
-        Stored(NUMBER, "a comment", infinite="zero")
-
-
 @pytest.mark.parametrize(("column", "value", "message"), [
     ("check_rule", "sideways", r"check_rule must be one of \['stratified', 'pooled'\] or None"),
     ("split_rule", "by hand", r"split_rule must be one of \['keyed random draw', 'tested'\] or None"),
@@ -228,26 +200,11 @@ def test_a_stored_column_is_checked_by_its_declared_kind(column, value, message)
         normalize_row({**make_row()[0], column: value})
 
 
-def test_a_record_is_read_back_from_its_stored_columns():
-    row = type("Row", (), {"flagged": 1, "toy_evidence": 2.5, "upper": None})()
-    assert from_stored(_Figures, row) == {"flagged": True, "evidence": 2.5, "upper": None}
-
-
 def test_misfit_kappa_upper_may_be_negative_as_declared():
     assert normalize_row({**make_row()[0], "misfit_kappa_upper": -0.5})["misfit_kappa_upper"] == -0.5
 
 
 # ------------------------------------------------------------------------------------------------- under a prefix
-def test_a_record_under_two_prefixes_is_two_sets_of_columns_each_comment_led_by_its_prefix():
-    claimed, shown = Prefix("toy_", "at the claim"), Prefix("toy_lb_", "at the bound")
-    record = _Figures(True, 2.0, None)
-    assert stored_values(_Figures, record, shown) == {"toy_lb_flagged": 1, "toy_lb_toy_evidence": 2.0,
-                                                     "toy_lb_upper": None}
-    assert [(column, declaration.comment) for _, column, declaration in Part(_Figures, "", claimed).fields()] == [
-        ("toy_flagged", "at the claim: a flag"), ("toy_toy_evidence", "at the claim: an evidence"),
-        ("toy_upper", "at the claim: an upper limit")]
-
-
 def test_the_risk_blocks_are_one_record_stored_under_risk_and_risk_lb():
     """Each risk figure is one field of RiskBlock, a column under each prefix; a risk figure the table lists that
     RiskBlock does not declare fails."""
@@ -360,18 +317,6 @@ def test_the_check_fails_a_result_figure_listed_in_the_schema_but_not_declared()
     problems = stored_column_problems(**{**real, "records": [r for r in real["records"] if r is not BoundConfig]})
     assert [p.split(":")[0] for p in problems] == ["delta", "confidence", "strategy", "method", "kappa"]
     assert all("declared on no record field" in p for p in problems)
-
-
-def test_a_required_declaration_is_a_not_null_column_and_an_open_range_excludes_its_ends():
-    @dataclass(frozen=True)
-    class _Share:
-        share: float = stored(NUMBER, "a share", high=1.0, low_open=True, high_open=True, required=True)
-
-    (_, _, declaration), = stored_fields(_Share)
-    assert [declaration.in_range(v) for v in (0.0, 0.5, 1.0)] == [False, True, False]
-    assert declaration.range_text() == "in (0, 1)"
-    assert Stored(NUMBER, "x", high=1.0, high_open=True).range_text() == "in [0, 1)"
-    assert Stored(NUMBER, "x", low_open=True).range_text() == "> 0"
 
 
 @pytest.mark.parametrize(("update", "message"), [
