@@ -56,7 +56,14 @@ def parse(spec: str) -> tuple[str, int, str, float]:
     name, _, count = where.partition("@")
     seconds = 0.0
     if action.startswith("pause="):
-        action, seconds = "pause", float(action.removeprefix("pause="))
+        try:
+            action, seconds = "pause", float(action.removeprefix("pause="))
+        except ValueError:
+            action = ""  # refused below, naming the variable
+        if not 0.0 <= seconds < float("inf"):
+            action = ""
+    elif action == "pause":  # a pause says how long: pause=<seconds>
+        action = ""
     if name not in POINTS or action not in ACTIONS or (count and not count.isdigit()) or count == "0":
         raise ValueError(f"{ENV}={spec!r}: expected <point>[@<n>]:kill|pause=<seconds>|enospc with a point of "
                          f"{sorted(POINTS)}")

@@ -183,7 +183,7 @@ def check_value(name: str, value: Any, meaning: Setting, hint: Any) -> Any:
             raise bad()
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # an int beyond a double's range too
             raise bad() from None
         if math.isnan(number) or (math.isinf(number) and (meaning.finite or "integer" in kinds)):
             raise bad()

@@ -49,9 +49,6 @@ def test_a_bad_spec_is_refused_naming_the_variable_the_value_and_the_points(spec
     assert str(sorted(faults.POINTS)) in message
 
 
-@pytest.mark.xfail(strict=True, reason="parse accepts a pause without seconds (`:pause`, a pause of 0 s, not the "
-                   "documented pause=<s>) and refuses `pause=soon` with float()'s message, which names neither "
-                   "LABELDP_FAULT nor the value")
 @pytest.mark.parametrize("spec", ["spool.write:pause", "spool.write:pause=soon"])
 def test_a_pause_without_a_number_of_seconds_is_refused_naming_the_variable(spec):
     with pytest.raises(ValueError, match=f"^LABELDP_FAULT={spec!r}: expected"):
