@@ -86,34 +86,39 @@ def check_rows_to_confirm(check: CapacityCheck | None, claimed_epsilon: float) -
 
 
 def _exact_factor(check: CapacityCheck, claimed_epsilon: float, start: float) -> float | None:
-    """The smallest factor in [_MIN_CHECK_FACTOR, _MAX_CHECK_FACTOR] (to `_FACTOR_PRECISION`) at which the exact test
-    on tonight's matched counts, the check side scaled by it and rounded, rejects the claim at the check's level;
-    None when even the largest does not. Searched from ``start`` (the normal approximation's factor): doubled until
-    it vouches, then bisected on the log scale. The test's p-value moves with rounding, so the figure is the first
-    factor of the bracket found to vouch, not a guaranteed minimum."""
+    """The smallest factor of the grid _MIN_CHECK_FACTOR * _FACTOR_PRECISION^k up to _MAX_CHECK_FACTOR at which the
+    exact test on tonight's matched counts, the check side scaled by it, rejects the claim at the check's level;
+    None when even the largest does not. Searched from ``start`` (the normal approximation's factor): steps that
+    double until it vouches, then a bisection of the grid's indices. One grid for every claim, so a larger claim
+    never gets a smaller figure. The scaled check keeps tonight's accuracy rounded up, so rounding never makes it
+    easier to pass."""
     from auditing.bounds.misfit_test import check_p_value  # imported when needed, as scipy above
 
     gamma = 1.0 - check.confidence
     eps = claimed_epsilon + _VOUCH_MARGIN
     slack = check.composition_slack or 0.0
+    top = math.ceil(math.log(_MAX_CHECK_FACTOR / _MIN_CHECK_FACTOR) / math.log(_FACTOR_PRECISION))
 
-    def vouches(factor: float) -> bool:
-        guesses = max(1, round(check.matched_check_guesses * factor))
-        correct = min(guesses, round(check.matched_check_correct * factor))
+    def factor(k: int) -> float:
+        return _MIN_CHECK_FACTOR * _FACTOR_PRECISION ** k
+
+    def vouches(k: int) -> bool:
+        guesses = max(1, round(check.matched_check_guesses * factor(k)))
+        correct = min(guesses, math.ceil(check.matched_check_correct * guesses / check.matched_check_guesses - 1e-9))
         return check_p_value(check.matched_bound_correct, check.matched_bound_guesses, correct, guesses, eps,
                              slack) <= gamma
 
-    low, high = _MIN_CHECK_FACTOR, start
-    if vouches(low):
-        return low
+    low = -1  # an index known not to vouch (-1: none tried)
+    high = min(max(round(math.log(start / _MIN_CHECK_FACTOR) / math.log(_FACTOR_PRECISION)), 0), top)
+    step = 1
     while not vouches(high):
-        if high >= _MAX_CHECK_FACTOR:
+        if high >= top:
             return None
-        low, high = high, min(2.0 * high, _MAX_CHECK_FACTOR)
-    while high / low > _FACTOR_PRECISION:
-        middle = math.sqrt(low * high)
+        low, high, step = high, min(high + step, top), 2 * step
+    while high - low > 1:
+        middle = (low + high) // 2
         low, high = (low, middle) if vouches(middle) else (middle, high)
-    return high
+    return factor(high)
 
 
 def decide(status: str, trust: Trust, claimed_epsilon: float, check: CapacityCheck | None, *,

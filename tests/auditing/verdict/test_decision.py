@@ -309,19 +309,20 @@ def test_a_larger_claim_never_needs_fewer_rows():
     ((1800, 2000, 14, 20, 4000, 0.0), 1.0),  # few matched check guesses: it promised 4.3x where 8x is needed
 ])
 def test_the_rows_it_promises_let_the_exact_test_vouch_and_not_many_fewer(counts, claim):
-    """Tonight's check does not vouch; with its check side scaled to the rows promised (matched guesses and correct
-    guesses by the same factor, rounded), the exact test that computes epsilon_check vouches; at a tenth fewer rows
-    it does not (unless the figure is the estimate's floor, 1.1x tonight's): the figure is neither optimistic nor
-    padded."""
+    """Tonight's check does not vouch; with its check side scaled to the rows promised (matched guesses by the
+    factor, rounded, at tonight's accuracy rounded up), the exact test that computes epsilon_check vouches; at a
+    tenth fewer rows it does not (unless the figure is the estimate's floor, 1.1x tonight's): the figure is neither
+    optimistic nor padded."""
     *matched, rows, slack = counts
     tonight = _check(*matched, rows, slack)
     assert not tonight.vouches_for(claim)
     promised = check_rows_to_confirm(tonight, claim)
     bound_correct, bound_guesses, check_correct, check_guesses = matched
 
-    def scaled(factor: float) -> CapacityCheck:
-        return _check(bound_correct, bound_guesses, round(check_correct * factor), round(check_guesses * factor),
-                      round(factor * rows), slack)
+    def scaled(factor: float) -> CapacityCheck:  # tonight's check accuracy kept, rounded up
+        guesses = round(check_guesses * factor)
+        return _check(bound_correct, bound_guesses, math.ceil(check_correct * guesses / check_guesses - 1e-9),
+                      guesses, round(factor * rows), slack)
 
     assert scaled(promised / rows).vouches_for(claim), (promised, scaled(promised / rows).epsilon_check)
     if promised > math.ceil(1.1 * rows):
