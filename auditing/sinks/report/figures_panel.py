@@ -5,15 +5,18 @@ The section lists no figure by name. It walks the `Verdict` and the records reac
 figures it derives, `Verdict.trust_figures`) and shows every field declared with `labeldp.stored.stored`, so a new
 stored figure appears here with no change to this module (docs/warehouse.md: adding a stored figure). A record held
 in a field declared with `labeldp.stored.stored_under` is shown under that prefix, as the row stores it (a risk block
-at the claim and at the valid bound). The values are the records' own: where the row leaves a record's columns
-NULL by a rule of `auditing.sinks.warehouse.rows` (a capacity check that did not run), the section still shows what
-the record holds, under its heading. The family's evidence is not part of a verdict and is not listed.
+at the claim and at the valid bound). The values are the row's: the warehouse row is drawn from the verdict by
+`auditing.sinks.warehouse.rows.audit_record` under a placeholder key, so a column the row leaves NULL by its own
+rule (a capacity check that did not run) shows no value here either; a verdict that makes no row shows the records'
+own values. The family's evidence is not part of a verdict and is not listed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
+import sys
 from typing import Any, NamedTuple
 
 from auditing.sinks.report.html import fmt_int
@@ -24,6 +27,8 @@ from labeldp.stored import COUNT, FLAG, NUMBER, SMALL_COUNT, Prefix, Stored, pre
 FIGURES_SUMMARY = "Every stored figure"
 FIGURES_HINT = "the figures this verdict's warehouse row keeps, as its records declare them"
 MISSING = "–"  # a figure the record does not have (the report's mark for no value)
+# The key the row is drawn under to read its values: no column of the section depends on it.
+_PLACEHOLDER_DAY, _PLACEHOLDER_KIND = dt.date(2000, 1, 1), "nightly"
 
 
 class StoredRecord(NamedTuple):
@@ -84,12 +89,39 @@ def figure_text(declaration: Stored, value: Any) -> str:
     return str(value)
 
 
-def _record_html(found: StoredRecord) -> str:
+def row_values(verdict: Verdict) -> dict[str, Any] | None:
+    """column -> the value the verdict's warehouse row stores (`auditing.sinks.warehouse.rows.audit_record`, under a
+    placeholder key), read back as its record holds it: a flag as a bool, the largest double as infinity. None when
+    the verdict makes no row (an optimistic result, a malformed figure): the section then shows the records' own
+    values."""
+    # the row's own rules, imported when a page is drawn
+    from auditing.sinks.warehouse.rows import audit_record
+    from labeldp.errors import LabelDPInputError
+
+    try:
+        row, _ = audit_record(verdict, model_id="report", partition_date=_PLACEHOLDER_DAY, run_kind=_PLACEHOLDER_KIND)
+    except LabelDPInputError:
+        return None
+    return row.to_dict()
+
+
+def _stored_value(declaration: Stored, value: Any) -> Any:
+    """A value as the row stores it, read back as the record holds it."""
+    value = declaration.read(value)
+    if declaration.kind is NUMBER and isinstance(value, float) and value == sys.float_info.max:
+        return math.inf
+    return value
+
+
+def _record_html(found: StoredRecord, stored: dict[str, Any] | None) -> str:
     where = found.path if found.prefix is None else (
         f"{found.path}, stored under {found.prefix.column} ({found.prefix.comment})")
     rows = "".join(f"<tr><td><code>{esc(column)}</code><span class=\"labels\">{esc(declaration.comment)}</span></td>"
                    f"<td>{esc(figure_text(declaration, value))}</td></tr>"
-                   for column, declaration, value in found.figures)
+                   for column, declaration, value in (
+                       (column, declaration, _stored_value(declaration, stored[column])
+                        if stored is not None and column in stored else value)
+                       for column, declaration, value in found.figures))
     return (f"<div class=\"stored-record\"><h3>{esc(found.record.__name__)} <span class=\"note\">{esc(where)}</span>"
             f"</h3><table>{rows}</table></div>")
 
@@ -97,6 +129,7 @@ def _record_html(found: StoredRecord) -> str:
 def figures_panel(verdict: Verdict) -> str:
     """The closed <details> section listing every stored figure of ``verdict`` (`stored_records`), one table per
     record: the column and its comment, then the value."""
-    records = "".join(_record_html(found) for found in stored_records(verdict))
+    stored = row_values(verdict)
+    records = "".join(_record_html(found, stored) for found in stored_records(verdict))
     return (f"<details class=\"card\" id=\"stored-figures\"><summary><h2>{esc(FIGURES_SUMMARY)}</h2>"
             f"<span class=\"labels\">{esc(FIGURES_HINT)}</span></summary>{records}</details>")

@@ -16,6 +16,7 @@ from auditing.sinks.report import render_run_report
 from auditing.sinks.report.figures_panel import MISSING, figure_text, figures_panel
 from auditing.sinks.warehouse.rows import audit_record
 from auditing.sinks.warehouse.schema import stored_declarations
+from auditing.verdict.capacity_check import NO_CHECK_ROWS, unchecked
 from auditing.verdict.judge import judge
 from auditing.verdict.reference_check import ReferenceCheck
 from auditing.verdict.types import Decision
@@ -225,3 +226,25 @@ def test_the_run_report_has_the_section_closed_between_the_trust_details_and_the
     assert _section(page).open is False
     assert page.index('id="trust-details"') < page.index('id="stored-figures"') < page.index('id="lineage"')
     assert "Every stored figure" in page and "as its records declare them" in page
+
+
+# ------------------------------------------------------------------------------------------ the row's values
+def test_each_value_is_the_one_the_warehouse_row_stores():
+    """The section shows the row's value, not the record's where the row's own rule differs: a capacity check that
+    did not run keeps its record's rule ("pooled" by default) but the row stores NULL, and so shows the section.
+    Every other column the row has is shown as the row stores it, read back by its kind."""
+    result = dataclasses.replace(checked_audits.leaky(), capacity_check=unchecked(NO_CHECK_ROWS, confidence=0.95))
+    found = judge(result, 0.5)
+    assert found.result.capacity_check.rule and not found.result.capacity_check.checked
+    row, _ = audit_record(found, model_id="leaky", partition_date="2024-01-14", run_kind="nightly")
+    assert row.check_rule is None
+    listed = _listed(figures_panel(found))
+    assert listed["check_rule"][2] == MISSING
+    declarations = stored_declarations()
+    compared = 0
+    for column, (_, _, shown) in listed.items():
+        if column in declarations:
+            stored_value = declarations[column].read(getattr(row, column))
+            assert shown == figure_text(declarations[column], stored_value), column
+            compared += 1
+    assert compared > 60
