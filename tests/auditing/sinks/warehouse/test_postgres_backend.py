@@ -47,7 +47,7 @@ def _failing(errors, result="ok"):
         calls.append(conn)
         if len(calls) <= len(errors):
             error = errors[len(calls) - 1]
-            if not isinstance(error, pg_errors.TransactionRollback):  # a conflict leaves the connection usable
+            if not isinstance(error, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):  # a conflict: usable
                 conn.broken = True
             raise error
         return result
