@@ -20,7 +20,7 @@ from auditing.sinks.report.svg import (
 
 
 def test_a_tick_step_is_one_two_or_five_times_a_power_of_ten():
-    assert [nice_step(span, 5) for span in (1.0, 7.0, 0.03, 4_000)] == [0.2, 2.0, 0.01, 1_000]
+    assert [nice_step(span, 5) for span in (1.0, 2.0, 7.0, 0.03, 4_000)] == [0.2, 0.5, 2.0, 0.01, 1_000]
     assert nice_step(0.0, 5) == nice_step(math.inf, 5) == 1.0
     assert num(3.14159) == "3.14" and num(2.0) == "2" and num(0.5) == "0.5"
 
@@ -52,6 +52,8 @@ def test_marks_are_placed_in_the_plot_s_pixels_and_their_text_is_escaped():
     assert polyline(plot, [(0, 0), (1, 1)], "a") == '<polyline class="a" points="0,100 200,0"/>'
     assert polyline(plot, [(0, 0)], "a") == ""
     assert step_line(plot, [(0, 0.5), (0.5, 1)], "s") == '<polyline class="s" points="0,50 100,50 100,0"/>'
+    assert step_line(plot, [(0.5, 0.5)], "s") == '<polyline class="s" points="100,50 100,50"/>'  # one night: drawn
+    assert step_line(plot, [], "s") == ""
     assert marker(plot, 0.5, 0.5, "p", "<b>&") == '<circle class="p" cx="100" cy="50" r="3.5"><title>&lt;b&gt;&amp;</title></circle>'
     with pytest.raises(ValueError, match="shape must be circle, diamond or square"):
         marker(plot, 0, 0, "p", "t", shape="star")
