@@ -66,7 +66,9 @@ def logistic_predict(x: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np
 
 def randomized_response(y: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
     """k-ary RR: keep w.p. e^eps/(e^eps + k - 1), else a uniformly chosen *other* class."""
-    keep = rng.random(y.size) < special.expit(epsilon - np.log(k - 1.0)) if k > 1 else np.ones(y.size, bool)
+    if k == 1:  # one class: nothing to flip to
+        return y.copy()
+    keep = rng.random(y.size) < special.expit(epsilon - np.log(k - 1.0))
     shift = rng.integers(1, k, size=y.size)  # 1..k-1: moves to a different class uniformly
     return np.where(keep, y, (y + shift) % k)
 

@@ -37,6 +37,12 @@ def test_rr_keeps_a_label_at_its_rate_and_moves_it_only_to_another_class():
     assert set(np.unique(moved % k)) == {1, 2, 3}  # every other class, and never the label itself
 
 
+def test_rr_over_one_class_keeps_every_label():
+    y = np.zeros(50, dtype=np.int64)
+    released = randomized_response(y, 1, 0.5, np.random.default_rng(2))
+    assert np.array_equal(released, y) and released is not y
+
+
 def test_the_proxy_fitted_on_the_mixture_is_close_to_the_truth():
     rng = np.random.default_rng(2)
     x, y = gaussian_mixture(20_000, 2, rng)
