@@ -70,6 +70,10 @@ guess share is optimistic: an overfitted CatBoost model on real features guessed
 (nightly and backfill) of what its capacity check recorded (check guesses over check rows; matched check guesses
 over check guesses), per target at its claim; the output names the nights and the figures.
 
+Beside the holdout asked for, the same day is planned at holdouts of 10% to 50% (other_holdouts in --json): the
+gap shrinks while the check rows limit the check and stops once the audited rows do. On a real log a larger
+holdout also takes training rows from the model, so its leak shrinks too (docs/soundness.md, section 8.9).
+
 Examples:
   labeldp-audit plan power --rows 50000 --holdout 0.2 --claimed-epsilon 1
   labeldp-audit plan power --rows 50000 --holdout 0.2 --from-warehouse
