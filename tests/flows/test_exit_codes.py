@@ -513,10 +513,17 @@ def test_a_deployment_run_with_an_unreachable_warehouse_ends_failed_with_the_spo
         spooled = [p.name for p in (data_root / "spool").glob("*.json")]
         assert spooled and spooled[0].startswith("rr-eps1__2026-10-02__")
         assert spooled[0] in run.state.message and "exit 3" in run.state.message
-        with get_client(sync_client=True) as client:
-            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
-        assert any(spooled[0] in log.message and "--drain-only" in log.message for log in logs), \
-            [log.message for log in logs][-10:]
+        # the run's logs reach the API in batches after the run's state does: read until they are there (a loaded
+        # machine once read none right after the run ended)
+        logs_deadline = time.monotonic() + 60
+        while True:
+            with get_client(sync_client=True) as client:
+                logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+            found = any(spooled[0] in log.message and "--drain-only" in log.message for log in logs)
+            if found or time.monotonic() > logs_deadline:
+                break
+            time.sleep(1)
+        assert found, [log.message for log in logs][-10:]
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
