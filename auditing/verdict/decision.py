@@ -47,7 +47,7 @@ from auditing.verdict.types import (
 # a thousand times tonight's holdout no holdout share is practical, and the estimate says no number would.
 _MIN_CHECK_FACTOR = 1.1
 _MAX_CHECK_FACTOR = 1000.0
-# The search stops when its bracket is this narrow (a ratio of factors): the figure is a plan, not a bound.
+# The ratio between neighbouring factors of the grid the search walks: the figure is a plan, not a bound.
 _FACTOR_PRECISION = 1.02
 # How far above the claim the exact test must reject for the check to vouch (epsilon_check > claim, computed by a
 # bisection to 1e-5 and rounded down: auditing.bounds.misfit_test.exact_epsilon_lower).
