@@ -1,4 +1,4 @@
-"""The split test (auditing/verdict/split_test.py, docs/soundness.md section 8.8): a random split is refused at
+"""The split test (auditing/verdict/split_test.py, docs/soundness.md section 8.7): a random split is refused at
 most at its level, a split that holds out the afternoon is refused, and a refused split trusts no VIOLATION, so a
 team's time-of-day holdout on a morning the reference misfits gets no trusted false VIOLATION (the worlds of
 tests/support/memorising_worlds.py, the truth built outside the code under test)."""
