@@ -52,7 +52,7 @@ class GameConfig:
     seed: int = setting(0, help="seed keying the game's counterfactual labels and coins (with each row's id and "
                                 "the night audited)", minimum=0,
                         metadata=stored_metadata(COUNT, "seed keying the game's randomness", required=True))
-    score: str = setting("log-ratio", help="attack score", choices=SCORES.names,
+    score: str = setting("paper", help="attack score", choices=SCORES.names,
                          choices_help=SCORES.help)
     score_power: float = setting(DEFAULT_POWER, help="the power t of the score's (1 - M'(x)[y])^t weighting",
                                  minimum=0)

@@ -19,9 +19,8 @@ and direction on the selection half). The rule (section 8.3-8.4):
 1. Planned on the selection half of the audited rows (`auditing.game.slots.selection_half_mask`) and on the
    views' guess counts (never an outcome of the bound half or of the check rows): the guess threshold, the merge
    of reference bins into strata, and a composition pi over the strata that have both audited and check guesses.
-   The plan maximises the epsilon_check it would give if the bound half did as the selection half and each check
-   guess were right as often as the model itself believes (`believed_accuracy`: the score inverted at the view;
-   half the time for a score with no inverse).
+   The plan maximises the epsilon_check it would give if the bound half did as the selection half and the check
+   rows were right half the time.
 2. Both sides are subsampled to the composition pi (a uniform draw of guesses in each stratum, keyed by the game's
    seed; drawn from the counts: the correct guesses of a uniform subsample are hypergeometric). The rounding of
    the matched counts leaves a composition mismatch ``slack`` (at most a few thousandths), which the test adds.
