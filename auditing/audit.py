@@ -369,10 +369,8 @@ def no_rows_result(game: GameConfig, bound: BoundConfig, reason: str,
 def _capacity_check(histograms: CheckHistograms | LegacyCheck | None, m: int, game: GameConfig, bound: BoundConfig):
     if histograms is None:
         return unchecked(NO_CHECK_ROWS_GIVEN, confidence=bound.confidence, audited_rows=m)
-    score = SCORES.get(game.score) if game.score in SCORES else None  # a custom score cannot be inverted
     return capacity_check(histograms, confidence=bound.confidence, delta=bound.delta, grid_kind=game.grid,
-                          grid_points=game.grid_points, grid_min_fraction=game.grid_min_fraction, score=score,
-                          score_power=game.score_power)
+                          grid_points=game.grid_points, grid_min_fraction=game.grid_min_fraction)
 
 
 def _gaussian_reading(bound: BoundConfig, selection: Selection) -> float | None:

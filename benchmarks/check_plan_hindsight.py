@@ -43,25 +43,46 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_real_log import TARGETS, _read, night
 
 from auditing.bounds.misfit_test import exact_epsilon_lower
-from auditing.game.check_histograms import CheckHistograms
+from auditing.game.check_histograms import CHECK_BINS, CheckHistograms
 from auditing.game.counts import GameCounts
-from auditing.game.scores import SCORES
 from auditing.verdict import capacity_check as cc
 
 NONPRIVATE = {name: spec for name, spec in TARGETS.items() if name.startswith("nonprivate")}
 
 
-def _search(histograms: CheckHistograms, gamma: float, hindsight: bool):
+def _belief_accuracy(histograms: CheckHistograms, score: str, power: float) -> np.ndarray:
+    """[fine stratum, |score| bin]: the accuracy the model itself believes a check guess there has (module
+    docstring): a = M / (M + M') for a "trained" guess, M' / (M + M') for a "counterfactual" one."""
+    bins = CHECK_BINS.num_bins
+    edges = np.array([cc.bin_lower_edge(j) for j in range(bins + 1)], dtype=np.float64)
+    middle = np.where(np.isfinite(edges[1:]), (edges[:-1] + edges[1:]) / 2, edges[:-1])
+    out = np.full((histograms.selection_rows.shape[0], bins), 0.5)
+    for fine in range(out.shape[0]):
+        _, trained, low, high = cc.stratum_label(fine)
+        p_ref = float(special.expit((special.logit(max(low, 1e-6)) + special.logit(min(high, 1 - 1e-6))) / 2))
+        weight = (1.0 - p_ref) ** power
+        s = np.abs(middle) / weight
+        if score == "log-ratio":
+            p_model = p_ref * np.exp(np.where(trained, s, -s))
+        else:
+            p_model = p_ref + np.where(trained, s, -s)
+        p_model = np.clip(p_model, 1e-6, 1 - 1e-6)
+        out[fine] = p_model / (p_model + p_ref) if trained else p_ref / (p_model + p_ref)
+    return out
+
+
+def _search(histograms: CheckHistograms, gamma: float, belief: np.ndarray | None, hindsight: bool):
     """The plan's search over thresholds and compositions; the value of a candidate is the planned epsilon_check
-    (check side at 1/2), or with ``hindsight`` the candidate's own exact epsilon_check."""
+    (check side at 1/2, or at the model's belief), or with ``hindsight`` the candidate's own exact epsilon_check."""
     cum = {name: cc._from_top(getattr(histograms, name)) for name in CheckHistograms._FIELDS}
+    belief_cum = None if belief is None else cc._from_top(histograms.check_rows * belief)
     candidates = cc._grid_thresholds(histograms.selection_rows.sum(axis=0), histograms.selection_correct.sum(axis=0),
                                      "log", 100, 1e-4)
     critical = float(stats.norm.isf(gamma))
@@ -95,6 +116,10 @@ def _search(histograms: CheckHistograms, gamma: float, hindsight: bool):
             else:
                 planned = float(np.sum(bound_take * accuracy) / n_bound)
                 value = cc._planned_epsilon(planned, n_bound, n_check, critical)
+                if belief_cum is not None:
+                    # the check side at the model's belief instead of 1/2
+                    believed = merged(belief_cum) / np.maximum(check, 1)
+                    value -= cc._logit(float(np.sum(check_take * believed) / n_check))
                 items.append((value, k, power, bound_take, check_take, strata))
     items.sort(key=lambda item: -item[0])
     return items
@@ -197,24 +222,24 @@ def judge_night(root: Path, gamma: float = 0.05) -> list[dict]:
             continue
         counts = GameCounts.load(paths[-1].parent)
         h = counts.check
-        score = SCORES.get(counts.game.score)
-        audit = cc.capacity_check(h, confidence=1 - gamma, score=score, score_power=counts.game.score_power)
-        half = cc.capacity_check(h, confidence=1 - gamma)  # the plan before: the check rows right half the time
-        ranked = _search(h, gamma, hindsight=True)[:5]
+        audit = cc.capacity_check(h, confidence=1 - gamma)
+        belief = _belief_accuracy(h, counts.game.score, counts.game.score_power)
+        planned = _search(h, gamma, belief, hindsight=False)
+        eps_belief, n_belief, k_belief = _exact_of_plan(h, gamma, planned[0])
+        ranked = _search(h, gamma, None, hindsight=True)[:5]
         hind = max(exact_epsilon_lower(c_b, n_b, c_c, n_c, gamma, s) for _, c_b, n_b, c_c, n_c, s in ranked)
         ladders = {}
         split = [_split_plan_epsilon(h, gamma, seed) for seed in range(5)]
         ladders["split_plan"] = [round(e, 3) for e, _ in split]
         ladders["split_plan_check_guesses"] = [n for _, n in split]
-        plans = _search(h, gamma, hindsight=False)
+        plans = _search(h, gamma, None, hindsight=False)
         for rungs in (2, 3):
             chosen = _ladder(plans, rungs)
             ladders[f"ladder{rungs}"] = max(_exact_of_plan(h, gamma / rungs, item)[0] for item in chosen)
             ladders[f"ladder{rungs}_check_guesses"] = [int(item[4].sum()) for item in chosen]
         out.append(dict(target=name, claim=claim, audit=audit.epsilon_check,
                         audit_check_guesses=audit.matched_check_guesses, audit_threshold=audit.threshold_bin,
-                        half=half.epsilon_check, half_check_guesses=half.matched_check_guesses,
-                        half_threshold=half.threshold_bin,
+                        belief=eps_belief, belief_check_guesses=n_belief, belief_threshold=k_belief,
                         hindsight=hind, **ladders))
     return out
 
@@ -225,7 +250,6 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2,3")
     parser.add_argument("--unshuffled", action="store_true")
     parser.add_argument("--raw", type=Path, help="append each night's figures here (JSON lines)")
-    parser.add_argument("--score", default="paper", help="the attack score the nightly plays (the plan's score)")
     parser.add_argument("--keep", type=Path, help="copy each night's counts.npz here (<night>/<target>/counts.npz)")
     parser.add_argument("--from-kept", type=Path, help="judge the nights kept by --keep instead of running them")
     args = parser.parse_args()
@@ -243,9 +267,7 @@ def main() -> None:
     for seed in nights:
         label = "unshuffled" if seed is None else f"shuffle-{seed}"
         with tempfile.TemporaryDirectory() as work:
-            nightly = night(frame, seed, 1, Path(work), targets=NONPRIVATE,
-                            plan_extra={"audit": {"repetitions": 1, "score": args.score}})
-            verdicts = {row["model_id"]: row for row in nightly if row.get("kind") == "target"}
+            night(frame, seed, 1, Path(work), targets=NONPRIVATE)
             root = Path(work) / "data"
             if args.keep:
                 for name in NONPRIVATE:
@@ -256,10 +278,7 @@ def main() -> None:
                         shutil.copy(found[-1], place / "counts.npz")
             rows = judge_night(root)
         for row in rows:
-            row["night"], row["score"] = label, args.score
-            verdict = verdicts[row["target"]]
-            row.update(status=verdict["status"], eps_lb=verdict["epsilon_lower_bound"],
-                       decision=verdict.get("decision"), nightly_epsilon_check=verdict.get("epsilon_check"))
+            row["night"] = label
             print(json.dumps(row), flush=True)
             if args.raw:
                 with args.raw.open("a") as handle:

@@ -44,17 +44,6 @@ class AttackScore:
     def __call__(self, p_target: np.ndarray, p_reference: np.ndarray, power: float = DEFAULT_POWER) -> np.ndarray:
         return type(self).function(p_target, p_reference, power)
 
-    def implied_target(self, score: np.ndarray, p_reference: np.ndarray,
-                       power: float = DEFAULT_POWER) -> np.ndarray | None:
-        """The target's probability of the released label that gives ``score`` at ``p_reference`` (the score
-        inverted; clipped to (0, 1)), or None for a score that cannot be inverted. The capacity check's plan reads it
-        as the model's own belief about a view."""
-        return None
-
-
-def _clip_probability(p: np.ndarray) -> np.ndarray:
-    return np.clip(p, 1e-9, 1.0 - 1e-9)
-
 
 SCORES: Choices[AttackScore] = Choices("score")
 
@@ -65,9 +54,6 @@ class PaperScore(AttackScore):
     description = "s = (M(x)[y] - M'(x)[y]) * (1 - M'(x)[y])^t, the paper's s1 * s2^t with t = 2 by default"
     function = staticmethod(paper_score)
 
-    def implied_target(self, score, p_reference, power=DEFAULT_POWER):
-        return _clip_probability(p_reference + score / (1.0 - p_reference) ** power)
-
 
 @SCORES.register
 class LogRatioScore(AttackScore):
@@ -75,10 +61,6 @@ class LogRatioScore(AttackScore):
     description = ("s = log(M(x)[y] / M'(x)[y]) * (1 - M'(x)[y])^t: the likelihood-ratio form of s1, same s2 "
                    "weighting")
     function = staticmethod(log_ratio_score)
-
-    def implied_target(self, score, p_reference, power=DEFAULT_POWER):
-        # the exponent is capped where the probability is clipped anyway
-        return _clip_probability(p_reference * np.exp(np.minimum(score / (1.0 - p_reference) ** power, 50.0)))
 
 
 def resolve_score(score: str | ScoreFunction, power: float = DEFAULT_POWER) -> ScoreFunction:

@@ -58,7 +58,6 @@ from auditing.game.check_histograms import (
     strata_count,
 )
 from auditing.game.kernel import GameTables, released_labels
-from auditing.game.scores import DEFAULT_POWER, AttackScore
 from auditing.game.sweep import guess_grid
 from auditing.game.sweep_reduce import BinSpec, bin_index, boundary_bins
 from auditing.result import CapacityCheck, StratumCounts
@@ -226,40 +225,14 @@ def _logit(p: float) -> float:
     return math.log(p) - math.log1p(-p)
 
 
-def _planned_epsilon(accuracy: float, guesses: int, check_guesses: int, critical: float,
-                     check_accuracy: float = 0.5) -> float:
+def _planned_epsilon(accuracy: float, guesses: int, check_guesses: int, critical: float) -> float:
     """About the epsilon_check a plan would give if the matched audited guesses were right ``accuracy`` of the time
-    and the check's ``check_guesses`` ``check_accuracy`` of the time: the test's statistic at its normal critical
-    value (-inf when it could give nothing). Only the plan uses it."""
+    and the check's ``check_guesses`` half of the time: the test's statistic at its normal critical value (-inf when
+    it could give nothing). Only the plan uses it."""
     if guesses <= 0 or check_guesses <= 0:
         return -math.inf
-    se = math.sqrt(1.0 / ((guesses + 1) * accuracy * (1 - accuracy))
-                   + 1.0 / ((check_guesses + 1) * check_accuracy * (1 - check_accuracy)))
-    return _logit(accuracy) - _logit(check_accuracy) - critical * se
-
-
-def believed_accuracy(classes: int, score: AttackScore | None, power: float = DEFAULT_POWER) -> np.ndarray | None:
-    """[fine stratum, `CHECK_BINS` bin]: the accuracy the audited model itself believes a check guess in that cell
-    has, or None when the score cannot be inverted. In a cell the reference's probability of the released label is
-    about p' (the middle of the stratum's reference bin, in log-odds) and |score| about s (the middle of the bin);
-    the score inverted gives the model's probability M of the released label, and a "trained" guess is right with
-    probability M / (M + p') if the model's M were the day's truth, a "counterfactual" one p' / (M + p') (section
-    8.2's a with D = M). A fixed function of the cell: the plan may read it (docs/soundness.md section 8.4)."""
-    if score is None:
-        return None
-    lower = np.array([bin_lower_edge(j) for j in range(CHECK_BINS.num_bins)])
-    middle = np.append((lower[:-1] + lower[1:]) / 2, lower[-1])
-    edges = np.concatenate([[REFERENCE_EDGES[0] - 1], REFERENCE_EDGES, [REFERENCE_EDGES[-1] + 1]])
-    p_reference = special.expit((edges[:-1] + edges[1:]) / 2)  # per fine reference bin
-    out = np.empty((strata_count(classes), CHECK_BINS.num_bins))
-    for stratum in range(out.shape[0]):
-        _, trained = divmod(stratum // FINE_REFERENCE_BINS, 2)
-        p = p_reference[stratum % FINE_REFERENCE_BINS]
-        implied = score.implied_target(middle if trained else -middle, np.full(middle.shape, p), power)
-        if implied is None:
-            return None
-        out[stratum] = (implied if trained else p) / (implied + p)
-    return out
+    se = math.sqrt(1.0 / ((guesses + 1) * accuracy * (1 - accuracy)) + 4.0 / (check_guesses + 1))
+    return _logit(accuracy) - critical * se
 
 
 def _grid_thresholds(rows: np.ndarray, correct: np.ndarray, grid_kind: str, grid_points: int,
@@ -323,8 +296,7 @@ def _compositions(bound: np.ndarray, check: np.ndarray, selection_accuracy: np.n
 
 def _plan(cum: dict[str, np.ndarray], candidates: np.ndarray, classes: int, critical: float) -> _Plan | None:
     """The threshold, strata and composition maximising the planned epsilon_check (module docstring, step 1): the
-    selection half's outcomes and the views' guess counts only (``cum["check_belief"]``, when present, is the check
-    guesses weighted by `believed_accuracy`: a function of the views)."""
+    selection half's outcomes and the views' guess counts only."""
     best = None
     for k in candidates:
         k = int(k)
@@ -337,16 +309,12 @@ def _plan(cum: dict[str, np.ndarray], candidates: np.ndarray, classes: int, crit
         sel_rows, sel_correct = merged("selection_rows"), merged("selection_correct")
         bound, check = merged("bound_rows"), merged("check_rows")
         accuracy = (sel_correct + 0.5) / (sel_rows + 1.0)
-        believed = None
-        if "check_belief" in cum:
-            believed = np.bincount(strata, weights=cum["check_belief"][:, k], minlength=size) / np.maximum(check, 1)
         for power, positive_only, bound_take, check_take in _compositions(bound, check, accuracy):
             n_bound, n_check = int(bound_take.sum()), int(check_take.sum())
             if n_bound == 0 or n_check == 0:
                 continue
             planned_accuracy = float(np.sum(bound_take * accuracy) / n_bound)
-            check_accuracy = 0.5 if believed is None else float(np.sum(check_take * believed) / n_check)
-            value = _planned_epsilon(planned_accuracy, n_bound, n_check, critical, check_accuracy)
+            value = _planned_epsilon(planned_accuracy, n_bound, n_check, critical)
             if best is None or value > best.value:  # ties: the higher threshold, the earlier composition
                 best = _Plan(value, k, strata, power, positive_only, bound_take, check_take, planned_accuracy)
     return best
@@ -369,8 +337,7 @@ def unchecked(reason: str, *, confidence: float, audited_rows: int = 0, check_ro
 
 
 def capacity_check(histograms: CheckHistograms | LegacyCheck, *, confidence: float, delta: float = 0.0,
-                   grid_kind: str = "log", grid_points: int = 100, grid_min_fraction: float = 1e-4,
-                   score: AttackScore | None = None, score_power: float = DEFAULT_POWER) -> CapacityCheck:
+                   grid_kind: str = "log", grid_points: int = 100, grid_min_fraction: float = 1e-4) -> CapacityCheck:
     """Runs the check on repetition 0's histograms (module docstring; docs/soundness.md section 8).
 
     Args:
@@ -378,9 +345,6 @@ def capacity_check(histograms: CheckHistograms | LegacyCheck, *, confidence: flo
         confidence: the verdict's confidence (the check spends the same 1 - confidence).
         delta: the audit's delta; the check is derived for delta = 0 and does not run otherwise.
         grid_*: the audit's guess grid, whose thresholds the selection half chooses among.
-        score, score_power: the game's attack score; the plan reads the model's belief about each check guess from
-            it (`believed_accuracy`). None (a score that cannot be inverted): the plan takes the check rows as right
-            half the time.
     """
     if isinstance(histograms, LegacyCheck):
         return unchecked(LEGACY_CHECK, confidence=confidence, check_rows=histograms.check_rows)
@@ -399,9 +363,6 @@ def capacity_check(histograms: CheckHistograms | LegacyCheck, *, confidence: flo
     gamma = 1.0 - confidence
     grid = dict(grid_kind=grid_kind, grid_points=grid_points, grid_min_fraction=grid_min_fraction)
     cum = {name: _from_top(getattr(histograms, name)) for name in CheckHistograms._FIELDS}
-    belief = believed_accuracy(histograms.classes, score, score_power)
-    if belief is not None:
-        cum["check_belief"] = _from_top(histograms.check_rows * belief)
     candidates = _grid_thresholds(histograms.selection_rows.sum(axis=0), histograms.selection_correct.sum(axis=0),
                                   **grid)
     plan = _plan(cum, candidates, histograms.classes, float(stats.norm.isf(gamma)))
@@ -470,6 +431,5 @@ def _stratum_counts(s: int, plan: _Plan, sel_rows, sel_correct, bound, bound_cor
 
 
 __all__ = ["CHECK_LAYOUT", "COARSE_REFERENCE_BINS", "DELTA_NOT_SUPPORTED", "LEGACY_CHECK", "NO_CHECK_ROWS",
-           "NO_MATCHED_STRATUM", "Views", "believed_accuracy", "bin_lower_edge", "capacity_check", "coarse_bins",
-           "histograms_from_views", "histograms_of", "rebin", "reference_bin", "stratum_of", "unchecked",
-           "views_of_scores", "views_of_tables"]
+           "NO_MATCHED_STRATUM", "Views", "bin_lower_edge", "capacity_check", "coarse_bins", "histograms_from_views",
+           "histograms_of", "rebin", "reference_bin", "stratum_of", "unchecked", "views_of_scores", "views_of_tables"]

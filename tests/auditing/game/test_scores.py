@@ -34,30 +34,3 @@ def test_a_name_resolves_with_its_power_a_callable_is_kept_and_a_negative_power_
         resolve_score("paper", float("nan"))
     with pytest.raises(LabelDPInputError, match="score"):
         resolve_score("no-such-score")
-
-
-@pytest.mark.parametrize("name", ["paper", "log-ratio"])
-@pytest.mark.parametrize("power", [0.0, 2.0])
-def test_implied_target_inverts_the_score(name, power):
-    """The score of (M, M') inverted at M' gives M back (the capacity check's plan reads the model's belief so)."""
-    from auditing.game.scores import SCORES
-
-    score = SCORES.get(name)
-    target = np.array([0.9, 0.55, 0.2, 0.03, 0.7])
-    reference = np.array([0.5, 0.6, 0.4, 0.1, 0.95])
-    np.testing.assert_allclose(score.implied_target(score(target, reference, power), reference, power), target,
-                               rtol=1e-9)
-    # far beyond the score of any probability: clipped inside (0, 1), never nan
-    implied = score.implied_target(np.array([1e6, -1e6]), np.array([0.5, 0.5]), power)
-    assert np.all((implied > 0) & (implied < 1))
-
-
-def test_a_score_without_an_inverse_gives_no_belief():
-    from auditing.game.scores import AttackScore
-
-    class Opaque(AttackScore):
-        name = "opaque"
-        description = "a plugin's score with no inverse"
-        function = staticmethod(paper_score)
-
-    assert Opaque().implied_target(np.array([0.1]), np.array([0.5])) is None

@@ -120,55 +120,23 @@ def test_histograms_round_trip_and_merge():
     assert capacity_check(legacy, confidence=0.95).reason == LEGACY_CHECK
 
 
-@pytest.mark.parametrize("score", [None, "paper", "log-ratio"])
-def test_plan_reads_no_outcome_of_the_bound_half_or_the_check_rows(score):
+def test_plan_reads_no_outcome_of_the_bound_half_or_the_check_rows():
     """The threshold, the strata and the composition are a function of the views' guess counts and the selection
-    half's outcomes (and, with a score, the model's belief about each view): other outcomes of the bound half and the
-    check rows (same views) never move them, while the check's verdict follows the outcomes (the figures that could
-    fail if the plan peeked at them)."""
+    half's outcomes: other outcomes of the bound half and the check rows (same views) never move them, while the
+    check's verdict follows the outcomes (the figures that could fail if the plan peeked at them)."""
     from auditing.audit import play_game
-    from auditing.game.scores import SCORES
 
-    scoring = SCORES.get(score) if score else None
     world = night(4, rows=40_000, private=False, memorize=0.2)
-    game = play_game(*world.audited, game=GameConfig(repetitions=1, score=score or "paper"), check=world.check)
-    base = capacity_check(game.check, confidence=0.95, score=scoring)
+    game = play_game(*world.audited, game=GameConfig(repetitions=1), check=world.check)
+    base = capacity_check(game.check, confidence=0.95)
     rng = np.random.default_rng(1)
     h = game.check
     other = CheckHistograms(h.classes, h.seed, h.selection_rows, h.selection_correct, h.bound_rows,
                             rng.binomial(h.bound_rows, 0.5), h.check_rows, rng.binomial(h.check_rows, 0.5))
-    moved = capacity_check(other, confidence=0.95, score=scoring)
+    moved = capacity_check(other, confidence=0.95)
     plan = ("threshold_bin", "strata", "composition_power", "composition_favourable_only", "matched_bound_guesses",
             "matched_check_guesses", "composition_slack", "selection_matched_accuracy")
     assert {f: getattr(moved, f) for f in plan} == {f: getattr(base, f) for f in plan}
     assert [(r.matched_bound_guesses, r.matched_check_guesses) for r in moved.strata_table] == \
         [(r.matched_bound_guesses, r.matched_check_guesses) for r in base.strata_table]
     assert (moved.matched_check_correct, moved.epsilon_check) != (base.matched_check_correct, base.epsilon_check)
-
-
-def test_the_plan_believes_the_model_where_the_score_can_say_it():
-    """A check guess's believed accuracy is the model's own: a "trained" guess at reference p' and log-ratio score s
-    (power 0) is right with probability M / (M + p'), M = p' e^s; a "counterfactual" one p' / (M + p'), M = p' e^-s.
-    The plan with a belief chooses from more check guesses where the reference misfits where the model is most sure
-    (the check rows are not right half the time there), and no score means the plan before (the check at 1/2)."""
-    from scipy import special
-
-    from auditing.game.check_histograms import FINE_REFERENCE_BINS
-    from auditing.game.scores import SCORES
-    from auditing.verdict.capacity_check import believed_accuracy
-
-    belief = believed_accuracy(2, SCORES.get("log-ratio"), 0.0)
-    assert believed_accuracy(2, None) is None
-    j = 250
-    s = (bin_lower_edge(j) + bin_lower_edge(j + 1)) / 2
-    fine = 8  # reference log-odds bin [-1, 0): p' = expit(-0.5)
-    p = special.expit(-0.5)
-    trained = 1 * FINE_REFERENCE_BINS + fine  # label 0, "trained"
-    counterfactual = fine  # label 0, "counterfactual"
-    m = p * np.exp(s)
-    assert belief[trained, j] == pytest.approx(m / (m + p))
-    m = p * np.exp(-s)
-    assert belief[counterfactual, j] == pytest.approx(p / (m + p))
-    assert np.all((belief > 0) & (belief < 1))
-    # the believed accuracy grows with |score| (the model is surer there)
-    assert np.all(np.diff(belief[trained, 1:-1]) >= -1e-12)
