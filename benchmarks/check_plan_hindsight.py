@@ -26,7 +26,7 @@ candidates is lifted by their noise, which is what the valid variants measure. R
 benchmarks/results/check_plan.md.
 
     NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/check_plan_hindsight.py \\
-        --data DIR --seeds 0,1,2,3,4,5,6,7,8,9 --unshuffled --keep KEPT --raw plan.jsonl
+        --data DIR --seeds 0,1,2,3,4,5,6,7,8,9 --unshuffled [--score log-ratio] --keep KEPT --raw plan.jsonl
     NUMBA_CACHE_DIR=$PWD/.venv/numba-cache .venv/bin/python benchmarks/check_plan_hindsight.py \\
         --data DIR --from-kept KEPT          # judge the kept nights again, without training
 """
@@ -250,6 +250,8 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2,3")
     parser.add_argument("--unshuffled", action="store_true")
     parser.add_argument("--raw", type=Path, help="append each night's figures here (JSON lines)")
+    parser.add_argument("--score", default="paper", choices=("paper", "log-ratio"),
+                        help="the attack score the nightly plays (the plan's audit.score)")
     parser.add_argument("--keep", type=Path, help="copy each night's counts.npz here (<night>/<target>/counts.npz)")
     parser.add_argument("--from-kept", type=Path, help="judge the nights kept by --keep instead of running them")
     args = parser.parse_args()
@@ -267,7 +269,9 @@ def main() -> None:
     for seed in nights:
         label = "unshuffled" if seed is None else f"shuffle-{seed}"
         with tempfile.TemporaryDirectory() as work:
-            night(frame, seed, 1, Path(work), targets=NONPRIVATE)
+            nightly = night(frame, seed, 1, Path(work), targets=NONPRIVATE,
+                            plan_extra={"audit": {"repetitions": 1, "score": args.score}})
+            verdicts = {row["model_id"]: row for row in nightly if row.get("kind") == "target"}
             root = Path(work) / "data"
             if args.keep:
                 for name in NONPRIVATE:
@@ -278,7 +282,10 @@ def main() -> None:
                         shutil.copy(found[-1], place / "counts.npz")
             rows = judge_night(root)
         for row in rows:
-            row["night"] = label
+            row["night"], row["score"] = label, args.score
+            verdict = verdicts[row["target"]]
+            row.update(status=verdict["status"], eps_lb=verdict["epsilon_lower_bound"],
+                       decision=verdict.get("decision"))
             print(json.dumps(row), flush=True)
             if args.raw:
                 with args.raw.open("a") as handle:
