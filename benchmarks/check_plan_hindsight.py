@@ -78,23 +78,26 @@ def _belief_accuracy(histograms: CheckHistograms, score: str, power: float) -> n
     return out
 
 
+def _candidates(histograms: CheckHistograms):
+    """Each threshold bin the plan chooses among (the audit's default grid), its strata (fine -> coarse, from the
+    selection half's guesses) and a function merging a cumulative histogram's column at it into those strata."""
+    size = histograms.classes * 2 * cc.COARSE_REFERENCE_BINS
+    selection = cc._from_top(histograms.selection_rows)
+    for k in cc._grid_thresholds(histograms.selection_rows.sum(axis=0), histograms.selection_correct.sum(axis=0),
+                                 "log", 100, 1e-4):
+        k = int(k)
+        strata = cc._strata(selection[:, k], histograms.classes)
+        yield k, strata, lambda values, k=k, strata=strata: np.bincount(strata, weights=values[:, k], minlength=size)
+
+
 def _search(histograms: CheckHistograms, gamma: float, belief: np.ndarray | None, hindsight: bool):
     """The plan's search over thresholds and compositions; the value of a candidate is the planned epsilon_check
     (check side at 1/2, or at the model's belief), or with ``hindsight`` the candidate's own exact epsilon_check."""
     cum = {name: cc._from_top(getattr(histograms, name)) for name in CheckHistograms._FIELDS}
     belief_cum = None if belief is None else cc._from_top(histograms.check_rows * belief)
-    candidates = cc._grid_thresholds(histograms.selection_rows.sum(axis=0), histograms.selection_correct.sum(axis=0),
-                                     "log", 100, 1e-4)
     critical = float(stats.norm.isf(gamma))
-    size = histograms.classes * 2 * cc.COARSE_REFERENCE_BINS
     items = []
-    for k in candidates:
-        k = int(k)
-        strata = cc._strata(cum["selection_rows"][:, k], histograms.classes)
-
-        def merged(values, k=k, strata=strata):
-            return np.bincount(strata, weights=values[:, k], minlength=size)
-
+    for k, strata, merged in _candidates(histograms):
         sel_rows, sel_correct = merged(cum["selection_rows"]), merged(cum["selection_correct"])
         bound, check = merged(cum["bound_rows"]).astype(np.int64), merged(cum["check_rows"]).astype(np.int64)
         accuracy = (sel_correct + 0.5) / (sel_rows + 1.0)
@@ -151,18 +154,9 @@ def _split_plan_epsilon(histograms: CheckHistograms, gamma: float, seed: int) ->
     plan_side, test_side = _split_check(histograms, seed)
     cum = {name: cc._from_top(getattr(plan_side, name)) for name in CheckHistograms._FIELDS}
     test_cum = {name: cc._from_top(getattr(test_side, name)) for name in CheckHistograms._FIELDS}
-    candidates = cc._grid_thresholds(histograms.selection_rows.sum(axis=0), histograms.selection_correct.sum(axis=0),
-                                     "log", 100, 1e-4)
     critical = float(stats.norm.isf(gamma))
-    size = histograms.classes * 2 * cc.COARSE_REFERENCE_BINS
     best = None
-    for k in candidates:
-        k = int(k)
-        strata = cc._strata(cum["selection_rows"][:, k], histograms.classes)
-
-        def merged(values, k=k, strata=strata):
-            return np.bincount(strata, weights=values[:, k], minlength=size)
-
+    for k, strata, merged in _candidates(histograms):
         sel_rows, sel_correct = merged(cum["selection_rows"]), merged(cum["selection_correct"])
         bound = merged(cum["bound_rows"]).astype(np.int64)
         check = merged(test_cum["check_rows"]).astype(np.int64)
