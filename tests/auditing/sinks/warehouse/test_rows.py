@@ -29,6 +29,15 @@ from tests.support.warehouse_rows import DAY, make_row
 from tests.support.warehouse_targets import only
 
 
+def _leaky_audit(seed: int, rows: int, repetitions: int) -> AuditResult:
+    """A real audit of a target that leaks every label (0.3 toward it) against an uninformed reference."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, rows)
+    p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, rows), 0.01, 0.99)
+    return run_audit(p_target, np.full(rows, 0.5), labels,
+                     game=GameConfig(repetitions=repetitions, reference_calibration="none"))
+
+
 def test_kappa_and_reference_figures_are_validated_naming_the_field(tmp_path):
     """normalize_row and the codec's reading of a ReferenceCheck refuse bad kappa-era figures before any write, with an
     error that names the field."""
@@ -209,12 +218,7 @@ def test_trust_columns_round_trip_on_both_backends(target):
     from auditing.sinks.warehouse.rows import normalize_row
     from auditing.verdict.robustness import breaking_kappa, detection_floor_rows
 
-    rng = np.random.default_rng(5)
-    n = 3000
-    labels = rng.integers(0, 2, n)
-    p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    result = run_audit(p_target, np.full(n, 0.5), labels,
-                       game=GameConfig(repetitions=2, reference_calibration="none"))
+    result = _leaky_audit(seed=5, rows=3000, repetitions=2)
     diagnostic = {"label": "a diagnostic", "reference": "ref@2024-01-01",
                   "days": {"previous": "2024-01-01", "current": "2024-01-02"},
                   "reference_fit": {"previous": {"log_loss": 0.3, "ece": 0.01, "rows": 10, "click_rate": 0.1,
@@ -358,12 +362,7 @@ def test_attack_curve_columns_round_trip_on_both_backends(target):
     from auditing.sinks.warehouse.rows import normalize_row
     from auditing.sinks.warehouse.schema import ATTACK_COLUMNS
 
-    rng = np.random.default_rng(8)
-    n = 4000
-    labels = rng.integers(0, 2, n)
-    p_target = np.clip(0.5 + 0.3 * (2 * labels - 1) + rng.normal(0, 0.05, n), 0.01, 0.99)
-    result = run_audit(p_target, np.full(n, 0.5), labels,
-                       game=GameConfig(repetitions=1, reference_calibration="none"))
+    result = _leaky_audit(seed=8, rows=4000, repetitions=1)
     curve = result.attack_curve
     row, points = audit_record(judge(result, 0.5), run_kind="nightly", model_id="attack-m", partition_date=DAY)
     expected = {f"attack_{name}{part}": getattr(curve, f"{name}{part}") for name in curve.FIGURES
